@@ -1,0 +1,56 @@
+import { chmodSync, existsSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { ACCOUNT_ID_RE, EMAIL_RE, KEY_RE, newApiToken, newGlobalKey, TOKEN_RE } from "./credentials.js";
+import { ALL_PERMISSIONS } from "./permissions.js";
+import { newId } from "./credentials.js";
+import type { IdentityStore } from "./store.js";
+import { UserError } from "../errors.js";
+
+export interface BootstrapResult {
+  account_id: string;
+  email: string;
+  api_key: string;
+  api_token: string;
+  api_token_id: string;
+}
+
+export const CREDENTIALS_FILE = "credentials.json";
+
+function fromEnv(name: string, re: RegExp, env: NodeJS.ProcessEnv): string | undefined {
+  const v = env[name];
+  if (v === undefined || v === "") return undefined;
+  if (!re.test(v)) throw new UserError(`${name} has an invalid format (expected ${re.source})`);
+  return v;
+}
+
+/**
+ * On the first start with an empty state directory: one account, one user, a global key and an
+ * all-permission token. The secrets exist in clear only in the returned value and in credentials.json (0600).
+ */
+export function bootstrapIdentity(store: IdentityStore, stateDir: string, env: NodeJS.ProcessEnv = process.env): BootstrapResult | undefined {
+  if (!store.isEmpty()) return undefined;
+  const accountId = fromEnv("EDGE_BOOTSTRAP_ACCOUNT_ID", ACCOUNT_ID_RE, env) ?? newId();
+  const email = fromEnv("EDGE_BOOTSTRAP_EMAIL", EMAIL_RE, env) ?? "admin@edge.local";
+  const apiKey = fromEnv("EDGE_BOOTSTRAP_API_KEY", KEY_RE, env) ?? newGlobalKey();
+  const apiToken = fromEnv("EDGE_BOOTSTRAP_API_TOKEN", TOKEN_RE, env) ?? newApiToken();
+  const account = store.createAccount("Default account", accountId);
+  const user = store.createUser(email);
+  store.addMembership(user.id, account.id);
+  store.setGlobalKey(user.id, apiKey);
+  const token = store.createToken({
+    id: newId(),
+    user_id: user.id,
+    name: "bootstrap token (all permissions)",
+    grants: [{ account_id: "*", permissions: [...ALL_PERMISSIONS] }],
+    not_before: null,
+    expires_on: null,
+    value: apiToken,
+  });
+  const result = { account_id: account.id, email, api_key: apiKey, api_token: apiToken, api_token_id: token.id };
+  const file = join(stateDir, CREDENTIALS_FILE);
+  if (!existsSync(file)) {
+    writeFileSync(file, JSON.stringify(result, null, 2) + "\n", { mode: 0o600 });
+    chmodSync(file, 0o600);
+  }
+  return result;
+}

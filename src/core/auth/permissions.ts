@@ -1,0 +1,52 @@
+/**
+ * Permission groups a token can carry. `id` is what the token API takes and answers;
+ * an edit permission implies the read permission of the same area.
+ */
+export const PERMISSION_GROUPS = [
+  { id: "dns_read", name: "DNS Read", scope: "account" },
+  { id: "dns_edit", name: "DNS Edit", scope: "account" },
+  { id: "kv_read", name: "Workers KV Storage Read", scope: "account" },
+  { id: "kv_edit", name: "Workers KV Storage Edit", scope: "account" },
+  { id: "r2_read", name: "Workers R2 Storage Read", scope: "account" },
+  { id: "r2_edit", name: "Workers R2 Storage Edit", scope: "account" },
+  { id: "workers_read", name: "Workers Scripts Read", scope: "account" },
+  { id: "workers_edit", name: "Workers Scripts Edit", scope: "account" },
+  { id: "ai_gateway_read", name: "AI Gateway Read", scope: "account" },
+  { id: "ai_gateway_edit", name: "AI Gateway Edit", scope: "account" },
+  { id: "ai_gateway_run", name: "AI Gateway Run", scope: "account" },
+  { id: "account_settings_read", name: "Account Settings Read", scope: "account" },
+  { id: "api_tokens_read", name: "API Tokens Read", scope: "user" },
+  { id: "api_tokens_edit", name: "API Tokens Edit", scope: "user" },
+] as const;
+
+export type Permission = (typeof PERMISSION_GROUPS)[number]["id"];
+
+export const ALL_PERMISSIONS: readonly Permission[] = PERMISSION_GROUPS.map((g) => g.id);
+
+const IMPLIED: Partial<Record<Permission, Permission[]>> = {
+  dns_edit: ["dns_read"],
+  kv_edit: ["kv_read"],
+  r2_edit: ["r2_read"],
+  workers_edit: ["workers_read"],
+  ai_gateway_edit: ["ai_gateway_read"],
+  api_tokens_edit: ["api_tokens_read"],
+};
+
+export function expandPermissions(perms: Iterable<Permission>): Set<Permission> {
+  const out = new Set<Permission>();
+  for (const p of perms) {
+    out.add(p);
+    for (const q of IMPLIED[p] ?? []) out.add(q);
+  }
+  return out;
+}
+
+/** Accepts a permission group id ("dns_edit") or its display name ("DNS Edit"). */
+export function resolvePermission(idOrName: string): Permission | undefined {
+  const needle = idOrName.trim().toLowerCase();
+  return PERMISSION_GROUPS.find((g) => g.id === needle || g.name.toLowerCase() === needle)?.id;
+}
+
+export function isUserScoped(p: Permission): boolean {
+  return PERMISSION_GROUPS.find((g) => g.id === p)?.scope === "user";
+}

@@ -1,0 +1,171 @@
+import { createHash, randomBytes } from "node:crypto";
+import { createReadStream, createWriteStream, mkdirSync, readdirSync, statSync } from "node:fs";
+import { open, readFile, rename, rm, stat, unlink } from "node:fs/promises";
+import { closeSync, fsyncSync, openSync, renameSync, writeSync, unlinkSync } from "node:fs";
+import { join } from "node:path";
+import type { Readable } from "node:stream";
+import { pipeline } from "node:stream/promises";
+import { Transform } from "node:stream";
+
+export interface StoredContent {
+  id: string;
+  size: number;
+  /** Hex digests computed while the bytes streamed in. */
+  md5: string;
+  sha256?: string;
+}
+
+export interface PutOptions {
+  /** Refuse (and delete) the content once it grows past this many bytes. */
+  maxBytes?: number;
+  sha256?: boolean;
+}
+
+export class ContentTooLargeError extends Error {
+  constructor(readonly limit: number) {
+    super(`content exceeds ${limit} bytes`);
+  }
+}
+
+/**
+ * Large bodies live outside SQLite. A service writes the content first and then commits a row that names
+ * it, so a crash leaves at worst an unreferenced file, which `gc` removes; never a row without its bytes.
+ * This is the narrow surface an S3-compatible implementation would provide too.
+ */
+export interface ContentStore {
+  put(source: Readable | Buffer, opts?: PutOptions): Promise<StoredContent>;
+  putSync(data: Buffer): StoredContent;
+  read(id: string, range?: { offset: number; length: number }): Readable;
+  readAll(id: string): Promise<Buffer>;
+  delete(id: string): Promise<void>;
+  deleteSync(id: string): void;
+  /** Removes files older than `graceMs` that `isLive` does not claim. Returns how many were removed. */
+  gc(isLive: (id: string) => boolean, graceMs?: number): Promise<number>;
+}
+
+const ID_RE = /^[0-9a-f]{40}$/;
+
+export class FileContentStore implements ContentStore {
+  constructor(private readonly root: string) {
+    mkdirSync(join(root, "tmp"), { recursive: true, mode: 0o700 });
+  }
+
+  private pathOf(id: string): string {
+    if (!ID_RE.test(id)) throw new Error(`invalid content id ${JSON.stringify(id)}`);
+    return join(this.root, id.slice(0, 2), id);
+  }
+
+  private newId(): string {
+    return randomBytes(20).toString("hex");
+  }
+
+  async put(source: Readable | Buffer, opts: PutOptions = {}): Promise<StoredContent> {
+    if (Buffer.isBuffer(source)) {
+      if (opts.maxBytes !== undefined && source.length > opts.maxBytes) throw new ContentTooLargeError(opts.maxBytes);
+      return this.putSync(source, opts.sha256);
+    }
+    const id = this.newId();
+    const tmp = join(this.root, "tmp", `${id}.${process.pid}`);
+    const md5 = createHash("md5");
+    const sha = opts.sha256 ? createHash("sha256") : undefined;
+    let size = 0;
+    const meter = new Transform({
+      transform(chunk: Buffer, _enc, cb) {
+        size += chunk.length;
+        if (opts.maxBytes !== undefined && size > opts.maxBytes) return cb(new ContentTooLargeError(opts.maxBytes));
+        md5.update(chunk);
+        sha?.update(chunk);
+        cb(null, chunk);
+      },
+    });
+    try {
+      const out = createWriteStream(tmp, { mode: 0o600 });
+      await pipeline(source, meter, out);
+      const fh = await open(tmp, "r+");
+      try {
+        await fh.sync();
+      } finally {
+        await fh.close();
+      }
+      const final = this.pathOf(id);
+      mkdirSync(join(this.root, id.slice(0, 2)), { recursive: true, mode: 0o700 });
+      await rename(tmp, final);
+    } catch (err) {
+      await rm(tmp, { force: true });
+      throw err;
+    }
+    return { id, size, md5: md5.digest("hex"), sha256: sha?.digest("hex") };
+  }
+
+  putSync(data: Buffer, withSha256 = false): StoredContent {
+    const id = this.newId();
+    const tmp = join(this.root, "tmp", `${id}.${process.pid}`);
+    const fd = openSync(tmp, "w", 0o600);
+    try {
+      let off = 0;
+      while (off < data.length) off += writeSync(fd, data, off, data.length - off);
+      fsyncSync(fd);
+    } finally {
+      closeSync(fd);
+    }
+    mkdirSync(join(this.root, id.slice(0, 2)), { recursive: true, mode: 0o700 });
+    renameSync(tmp, this.pathOf(id));
+    return {
+      id,
+      size: data.length,
+      md5: createHash("md5").update(data).digest("hex"),
+      sha256: withSha256 ? createHash("sha256").update(data).digest("hex") : undefined,
+    };
+  }
+
+  read(id: string, range?: { offset: number; length: number }): Readable {
+    if (range && range.length === 0) return createReadStream(this.pathOf(id), { start: 1, end: 0 });
+    return createReadStream(this.pathOf(id), range ? { start: range.offset, end: range.offset + range.length - 1 } : undefined);
+  }
+
+  readAll(id: string): Promise<Buffer> {
+    return readFile(this.pathOf(id));
+  }
+
+  async delete(id: string): Promise<void> {
+    await unlink(this.pathOf(id)).catch((e: NodeJS.ErrnoException) => {
+      if (e.code !== "ENOENT") throw e;
+    });
+  }
+
+  deleteSync(id: string): void {
+    try {
+      unlinkSync(this.pathOf(id));
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== "ENOENT") throw e;
+    }
+  }
+
+  async gc(isLive: (id: string) => boolean, graceMs = 60 * 60 * 1000): Promise<number> {
+    const cutoff = Date.now() - graceMs;
+    let removed = 0;
+    for (const dir of readdirSync(this.root)) {
+      const full = join(this.root, dir);
+      if (dir === "tmp") {
+        for (const f of readdirSync(full)) {
+          const p = join(full, f);
+          if (statSync(p).mtimeMs < cutoff) {
+            await rm(p, { force: true });
+            removed++;
+          }
+        }
+        continue;
+      }
+      if (!/^[0-9a-f]{2}$/.test(dir)) continue;
+      for (const id of readdirSync(full)) {
+        if (!ID_RE.test(id) || isLive(id)) continue;
+        const st = await stat(join(full, id)).catch(() => undefined);
+        if (st && st.mtimeMs < cutoff) {
+          await this.delete(id);
+          removed++;
+        }
+      }
+    }
+    return removed;
+  }
+}

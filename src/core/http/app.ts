@@ -1,0 +1,152 @@
+import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from "fastify";
+import { randomBytes } from "node:crypto";
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import type { AuthService } from "../auth/auth-service.js";
+import type { Principal } from "../auth/principal.js";
+import type { Permission } from "../auth/permissions.js";
+import { ApiError, Codes } from "../errors.js";
+import type { Logger } from "../logger.js";
+import type { EdgeService } from "../service.js";
+import { failure } from "./envelope.js";
+
+declare module "fastify" {
+  interface FastifyRequest {
+    principal: Principal;
+  }
+}
+
+export interface AppOptions {
+  log: Logger;
+  auth: AuthService;
+  services: readonly EdgeService[];
+  /** Largest request body (bytes) a route accepts unless it sets its own limit. */
+  bodyLimit: number;
+}
+
+export const newRequestId = () => randomBytes(8).toString("hex");
+
+/** Sends an ApiError as a v4 envelope on a raw response (for handlers that run outside Fastify). */
+export function sendRawError(res: ServerResponse, err: ApiError): void {
+  const body = JSON.stringify(failure(err.errors, err.extra));
+  res.writeHead(err.status, { "content-type": "application/json", "content-length": Buffer.byteLength(body) });
+  res.end(body);
+}
+
+function toApiError(err: FastifyError | Error): ApiError | undefined {
+  if (err instanceof ApiError) return err;
+  const fe = err as FastifyError;
+  switch (fe.code) {
+    case "FST_ERR_CTP_BODY_TOO_LARGE":
+      return new ApiError(413, Codes.bodyTooLarge, "Request body is larger than this endpoint accepts");
+    case "FST_ERR_CTP_INVALID_MEDIA_TYPE":
+      return new ApiError(415, Codes.unsupportedMediaType, `Unsupported content type`);
+    case "FST_ERR_CTP_INVALID_CONTENT_LENGTH":
+      return new ApiError(400, Codes.badRequest, "Content-Length does not match the body");
+    case "FST_ERR_CTP_EMPTY_JSON_BODY":
+      return new ApiError(400, Codes.malformedJson, "Malformed JSON in request body: the body is empty");
+  }
+  if (fe.validation) return new ApiError(400, Codes.validation, fe.message);
+  if (typeof fe.statusCode === "number" && fe.statusCode >= 400 && fe.statusCode < 500) {
+    return new ApiError(fe.statusCode, Codes.badRequest, fe.message);
+  }
+  return undefined;
+}
+
+/** Principal of an authenticated v4 request. */
+export function principalOf(req: FastifyRequest): Principal {
+  return req.principal;
+}
+
+/**
+ * Refuses (403, code 10000) unless the caller holds `permission` on `accountId`. Accounts the caller
+ * cannot see get the same answer as accounts that do not exist, so ids cannot be probed.
+ */
+export function requireAccount(req: FastifyRequest, accountId: string, permission: Permission): void {
+  if (!req.principal?.can(accountId, permission)) {
+    throw new ApiError(403, Codes.authentication, "Authentication error");
+  }
+}
+
+/**
+ * Builds the edge HTTP server: one port, where raw handlers (worker traffic by Host) go first,
+ * then /client/v4 (authenticated v4 API), then public routes (/healthz, the AI gateway).
+ */
+export async function buildEdgeApp(opts: AppOptions): Promise<FastifyInstance> {
+  const rawHandlers = opts.services.filter((s) => s.handleRaw);
+  const app = Fastify({
+    loggerInstance: opts.log,
+    genReqId: (req) => {
+      const incoming = req.headers["x-request-id"];
+      return typeof incoming === "string" && /^[A-Za-z0-9-]{1,64}$/.test(incoming) ? incoming : newRequestId();
+    },
+    bodyLimit: opts.bodyLimit,
+    routerOptions: { maxParamLength: 2048 },
+    serverFactory: (handler) => {
+      const server = createServer((req: IncomingMessage, res: ServerResponse) => {
+        for (const s of rawHandlers) if (s.handleRaw!(req, res)) return;
+        handler(req, res);
+      });
+      server.keepAliveTimeout = 65_000;
+      server.headersTimeout = 66_000;
+      server.requestTimeout = 0; // uploads of large objects may legitimately take long
+      return server;
+    },
+  });
+
+  // Empty JSON bodies are tolerated (some clients send a content-type on GET/DELETE); broken JSON is a 400.
+  app.addContentTypeParser("application/json", { parseAs: "buffer" }, (_req, body: Buffer, done) => {
+    if (body.length === 0) return done(null, undefined);
+    try {
+      done(null, JSON.parse(body.toString("utf8")));
+    } catch (e) {
+      done(new ApiError(400, Codes.malformedJson, `Malformed JSON in request body: ${(e as Error).message}`), undefined);
+    }
+  });
+
+  app.addHook("onSend", async (req, reply) => {
+    reply.header("x-request-id", req.id);
+  });
+
+  app.setErrorHandler((err: FastifyError, req: FastifyRequest, reply: FastifyReply) => {
+    const api = toApiError(err);
+    if (api) {
+      if (api.status >= 500) req.log.error({ err }, "request failed");
+      return reply.status(api.status).type("application/json").send(failure(api.errors, api.extra));
+    }
+    req.log.error({ err }, "unexpected error");
+    return reply
+      .status(500)
+      .type("application/json")
+      .send(failure([{ code: Codes.internal, message: `Internal server error (request id ${req.id})` }]));
+  });
+
+  app.setNotFoundHandler((req, reply) => {
+    const path = req.url.split("?")[0];
+    return reply.status(404).send(
+      failure([
+        { code: Codes.routeNotFound, message: `Could not route to ${path}, perhaps your object identifier is invalid?` },
+        { code: Codes.noRoute, message: "No route for that URI" },
+      ]),
+    );
+  });
+
+  app.get("/healthz", async () => ({ status: "ok" }));
+
+  await app.register(
+    async (v4) => {
+      v4.decorateRequest("principal", undefined as unknown as Principal);
+      v4.addHook("onRequest", async (req) => {
+        req.principal = opts.auth.authenticate(req.headers as Record<string, string | undefined>);
+      });
+      for (const s of opts.services) {
+        if (s.registerApi) await v4.register(async (scope) => s.registerApi!(scope));
+      }
+    },
+    { prefix: "/client/v4" },
+  );
+
+  for (const s of opts.services) {
+    if (s.registerPublic) await app.register(async (scope) => s.registerPublic!(scope));
+  }
+  return app as unknown as FastifyInstance;
+}

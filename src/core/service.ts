@@ -1,0 +1,50 @@
+import type { FastifyInstance } from "fastify";
+import type { IncomingMessage, ServerResponse } from "node:http";
+import type { AuthService } from "./auth/auth-service.js";
+import type { IdentityStore } from "./auth/store.js";
+import type { ContentStore } from "./content/content-store.js";
+import type { Db, Migration } from "./db/sqlite.js";
+import type { Logger } from "./logger.js";
+
+/** Everything `edgecli serve` was told, after flags, environment and the platform config file are merged. */
+export interface PlatformConfig {
+  host: string;
+  port: number;
+  stateDir: string;
+  /** Every serve option by its long name (e.g. "dns-port"), typed by its option spec. */
+  options: Record<string, unknown>;
+}
+
+/** What the platform hands each service when it is created. */
+export interface ServiceContext {
+  config: PlatformConfig;
+  log: Logger;
+  auth: AuthService;
+  identities: IdentityStore;
+  /** Opens `<state>/db/<name>.sqlite` with the service's own migrations. */
+  openDb(name: string, migrations: readonly Migration[]): Db;
+  /** The content store of one service, under `<state>/content/<name>/`. */
+  content(name: string): ContentStore;
+  /** The URL the edge port answers on, e.g. http://127.0.0.1:8787 */
+  edgeUrl(): string;
+}
+
+/**
+ * The hooks every service provides (each optional), in the spirit of Miniflare's plugins:
+ * the platform calls them in a fixed order and knows nothing else about the service.
+ */
+export interface EdgeService {
+  readonly name: string;
+  /** v4 API routes; registered under /client/v4, where every request is already authenticated. */
+  registerApi?(app: FastifyInstance): void | Promise<void>;
+  /** Routes outside /client/v4 that do their own authentication (e.g. the AI gateway's /v1). */
+  registerPublic?(app: FastifyInstance): void | Promise<void>;
+  /** Takes a request before routing (e.g. worker traffic by Host); returns true when it handled it. */
+  handleRaw?(req: IncomingMessage, res: ServerResponse): boolean;
+  /** Starts listeners and background work; called after the edge port is listening. */
+  start?(): Promise<void>;
+  /** Stops accepting, finishes in-flight work, releases files. */
+  stop?(): Promise<void>;
+  /** Lines for the start banner, e.g. "DNS  udp+tcp 127.0.0.1:1053". */
+  describe?(): string[];
+}

@@ -1,0 +1,169 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+/** The compiled CLI entry, as users run it. */
+export const CLI_PATH = fileURLToPath(new URL("../../cli.js", import.meta.url));
+
+export interface CliResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+  stdoutBytes: Buffer;
+}
+
+export interface TestPlatformOptions {
+  /** Reuse a state directory (e.g. to test a restart); a fresh temporary one otherwise. */
+  stateDir?: string;
+  /** Extra `edgecli serve` arguments, e.g. ["--dns-port", "0"]. */
+  args?: string[];
+  env?: NodeJS.ProcessEnv;
+}
+
+export interface TestPlatform {
+  url: string;
+  apiUrl: string;
+  stateDir: string;
+  accountId: string;
+  email: string;
+  apiKey: string;
+  token: string;
+  /** Addresses the platform reported when ready (edge, api, dns_udp, …). */
+  endpoints: Record<string, string>;
+  /** Everything the server wrote to stdout and stderr so far. */
+  output(): string;
+  /** Authorization headers for the bootstrap token. */
+  headers(extra?: Record<string, string>): Record<string, string>;
+  /** Sends a v4 API request with the bootstrap token and returns status and parsed JSON. */
+  api<T = any>(method: string, path: string, body?: unknown, headers?: Record<string, string>): Promise<{ status: number; body: T }>;
+  /** Runs the real `edgecli` binary against this platform. */
+  cli(args: string[], opts?: { input?: string | Buffer; env?: NodeJS.ProcessEnv; cwd?: string }): Promise<CliResult>;
+  /** SIGTERM and wait; the state directory is kept. */
+  stop(): Promise<void>;
+  /** Stops and removes the state directory (unless it was given). */
+  dispose(): Promise<void>;
+  process: ChildProcess;
+}
+
+const alnum = (n: number) => randomBytes(n * 2).toString("base64").replace(/[^A-Za-z0-9]/g, "").slice(0, n).padEnd(n, "x");
+
+/** Runs `edgecli` as a child process and collects its output. */
+export function runCli(args: string[], opts: { input?: string | Buffer; env?: NodeJS.ProcessEnv; cwd?: string } = {}): Promise<CliResult> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [CLI_PATH, ...args], {
+      cwd: opts.cwd,
+      env: { ...process.env, NO_COLOR: "1", ...opts.env },
+      stdio: ["pipe", "pipe", "pipe"],
+    });
+    const out: Buffer[] = [];
+    const err: Buffer[] = [];
+    child.stdout.on("data", (d: Buffer) => out.push(d));
+    child.stderr.on("data", (d: Buffer) => err.push(d));
+    child.on("error", reject);
+    child.on("close", (code) => {
+      const stdoutBytes = Buffer.concat(out);
+      resolve({ code: code ?? 1, stdout: stdoutBytes.toString("utf8"), stderr: Buffer.concat(err).toString("utf8"), stdoutBytes });
+    });
+    child.stdin.end(opts.input ?? "");
+  });
+}
+
+/**
+ * Starts the real platform (`edgecli serve`) on free ports with a temporary state directory and
+ * known bootstrap credentials, and waits until it reports ready.
+ */
+export async function startTestPlatform(opts: TestPlatformOptions = {}): Promise<TestPlatform> {
+  const stateDir = opts.stateDir ?? mkdtempSync(join(tmpdir(), "edge-test-"));
+  const creds = {
+    accountId: randomBytes(16).toString("hex"),
+    email: `test-${randomBytes(3).toString("hex")}@example.com`,
+    apiKey: randomBytes(19).toString("hex").slice(0, 37),
+    token: alnum(40),
+  };
+  const child = spawn(process.execPath, [CLI_PATH, "serve", "--port", "0", "--state-dir", stateDir, ...(opts.args ?? [])], {
+    env: {
+      ...process.env,
+      EDGE_BOOTSTRAP_ACCOUNT_ID: creds.accountId,
+      EDGE_BOOTSTRAP_EMAIL: creds.email,
+      EDGE_BOOTSTRAP_API_KEY: creds.apiKey,
+      EDGE_BOOTSTRAP_API_TOKEN: creds.token,
+      ...opts.env,
+    },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let output = "";
+  const endpoints = await new Promise<Record<string, string>>((resolve, reject) => {
+    let buf = "";
+    const timer = setTimeout(() => reject(new Error(`platform did not start in 30 s:\n${output}`)), 30_000);
+    child.stdout!.on("data", (d: Buffer) => {
+      output += d.toString();
+      buf += d.toString();
+      let nl: number;
+      while ((nl = buf.indexOf("\n")) >= 0) {
+        const line = buf.slice(0, nl);
+        buf = buf.slice(nl + 1);
+        if (line.includes('"platform ready"')) {
+          clearTimeout(timer);
+          resolve(JSON.parse(line).endpoints);
+        }
+      }
+    });
+    child.stderr!.on("data", (d: Buffer) => (output += d.toString()));
+    child.on("exit", (code) => {
+      clearTimeout(timer);
+      reject(new Error(`platform exited with ${code} before it was ready:\n${output}`));
+    });
+  });
+  // After start, keep collecting output without the ready parser.
+  child.removeAllListeners("exit");
+  const url = endpoints.edge;
+  const apiUrl = `${url}/client/v4`;
+  const headers = (extra: Record<string, string> = {}) => ({ authorization: `Bearer ${creds.token}`, ...extra });
+  let stopped = false;
+  const stop = () =>
+    new Promise<void>((resolve) => {
+      if (stopped || child.exitCode !== null) return resolve();
+      stopped = true;
+      child.once("exit", () => resolve());
+      child.kill("SIGTERM");
+    });
+  return {
+    ...creds,
+    url,
+    apiUrl,
+    stateDir,
+    endpoints,
+    process: child,
+    output: () => output,
+    headers,
+    async api(method, path, body, extra) {
+      const { request } = await import("undici");
+      const res = await request(apiUrl + path, {
+        method: method as "GET",
+        headers: headers({ ...(body !== undefined ? { "content-type": "application/json" } : {}), ...extra }),
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
+      const text = await res.body.text();
+      let parsed: unknown = text;
+      try {
+        parsed = JSON.parse(text);
+      } catch {
+        /* a raw body */
+      }
+      return { status: res.statusCode, body: parsed as never };
+    },
+    cli: (args, o = {}) =>
+      runCli(args, {
+        ...o,
+        env: { EDGE_API_URL: apiUrl, EDGE_API_TOKEN: creds.token, EDGE_ACCOUNT_ID: creds.accountId, EDGE_STATE_DIR: stateDir, ...o.env },
+      }),
+    stop,
+    async dispose() {
+      await stop();
+      if (!opts.stateDir) rmSync(stateDir, { recursive: true, force: true });
+    },
+  };
+}

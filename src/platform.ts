@@ -1,0 +1,122 @@
+import { mkdirSync } from "node:fs";
+import { join } from "node:path";
+import type { AddressInfo } from "node:net";
+import type { FastifyInstance } from "fastify";
+import { AuthService } from "./core/auth/auth-service.js";
+import { bootstrapIdentity, CREDENTIALS_FILE } from "./core/auth/bootstrap.js";
+import { registerIdentityRoutes } from "./core/auth/routes.js";
+import { identityMigrations, SqliteIdentityStore } from "./core/auth/store.js";
+import { FileContentStore, type ContentStore } from "./core/content/content-store.js";
+import { openDatabase, type Db } from "./core/db/sqlite.js";
+import { buildEdgeApp } from "./core/http/app.js";
+import { createLogger, type Logger } from "./core/logger.js";
+import type { EdgeService, PlatformConfig, ServiceContext } from "./core/service.js";
+import { createDnsService } from "./dns/service.js";
+import { createKvService } from "./kv/service.js";
+import { createR2Service } from "./r2/service.js";
+import { createWorkersService } from "./workers/service.js";
+import { createAiGatewayService } from "./ai-gateway/service.js";
+
+export interface RunningPlatform {
+  url: string;
+  app: FastifyInstance;
+  services: EdgeService[];
+  log: Logger;
+  stop(): Promise<void>;
+}
+
+/** Opens the state, wires the services in dependency order, and starts listening. */
+export async function startPlatform(config: PlatformConfig, log: Logger = createLogger({ level: config.options["log-level"] as string })): Promise<RunningPlatform> {
+  mkdirSync(config.stateDir, { recursive: true, mode: 0o700 });
+  const dbs: Db[] = [];
+  const openDb: ServiceContext["openDb"] = (name, migrations) => {
+    const db = openDatabase(join(config.stateDir, "db", `${name}.sqlite`), migrations);
+    dbs.push(db);
+    return db;
+  };
+  const contents = new Map<string, ContentStore>();
+  const content = (name: string) => {
+    let c = contents.get(name);
+    if (!c) contents.set(name, (c = new FileContentStore(join(config.stateDir, "content", name))));
+    return c;
+  };
+
+  const identities = new SqliteIdentityStore(openDb("core", identityMigrations));
+  const boot = bootstrapIdentity(identities, config.stateDir);
+  const auth = new AuthService(identities);
+  let edgeUrl = "";
+  const ctx: ServiceContext = { config, log, auth, identities, openDb, content, edgeUrl: () => edgeUrl };
+
+  const identity: EdgeService = { name: "identity", registerApi: (app) => registerIdentityRoutes(app, auth, identities) };
+  const kv = createKvService(ctx);
+  const r2 = createR2Service(ctx);
+  const services: EdgeService[] = [identity, createDnsService(ctx), kv, r2, createWorkersService(ctx, { kv, r2 }), createAiGatewayService(ctx)];
+
+  const app = await buildEdgeApp({ log, auth, services, bodyLimit: config.options["body-limit"] as number });
+  await app.listen({ host: config.host, port: config.port });
+  const addr = app.server.address() as AddressInfo;
+  const host = addr.family === "IPv6" ? `[${addr.address}]` : addr.address;
+  edgeUrl = `http://${host}:${addr.port}`;
+
+  const started: EdgeService[] = [];
+  const stop = async () => {
+    await app.close();
+    for (const s of [...started].reverse()) await s.stop?.().catch((err) => log.error({ err, service: s.name }, "service failed to stop"));
+    for (const db of dbs) db.close();
+    log.flush?.();
+  };
+  try {
+    for (const s of services) {
+      await s.start?.();
+      started.push(s);
+    }
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+
+  const endpoints: Record<string, string> = { edge: edgeUrl, api: `${edgeUrl}/client/v4`, ai_gateway: `${edgeUrl}/v1`, state_dir: config.stateDir };
+  for (const s of services) Object.assign(endpoints, s.describe?.() ?? {});
+  printBanner(endpoints, boot, config.stateDir);
+  log.info({ endpoints }, "platform ready");
+  return { url: edgeUrl, app, services, log, stop };
+}
+
+function printBanner(endpoints: Record<string, string>, boot: ReturnType<typeof bootstrapIdentity>, stateDir: string): void {
+  const w = Math.max(...Object.keys(endpoints).map((k) => k.length));
+  const lines = ["", "Edge Platform is running:", ...Object.entries(endpoints).map(([k, v]) => `  ${k.padEnd(w)}  ${v}`)];
+  if (boot) {
+    lines.push(
+      "",
+      "First start: created an account and credentials. They are shown this once and kept in",
+      `${join(stateDir, CREDENTIALS_FILE)} (mode 0600):`,
+      `  account id  ${boot.account_id}`,
+      `  email       ${boot.email}`,
+      `  API key     ${boot.api_key}`,
+      `  API token   ${boot.api_token}`,
+    );
+  }
+  process.stderr.write(lines.join("\n") + "\n\n");
+}
+
+/** Runs until SIGINT/SIGTERM, then stops accepting, drains in-flight requests and closes the store. */
+export async function runPlatformUntilSignal(config: PlatformConfig): Promise<number> {
+  const platform = await startPlatform(config);
+  return new Promise<number>((resolve) => {
+    let stopping = false;
+    const onSignal = (sig: NodeJS.Signals) => {
+      if (stopping) return;
+      stopping = true;
+      platform.log.info({ signal: sig }, "shutting down");
+      platform.stop().then(
+        () => resolve(0),
+        (err) => {
+          platform.log.error({ err }, "shutdown failed");
+          resolve(1);
+        },
+      );
+    };
+    process.once("SIGINT", onSignal);
+    process.once("SIGTERM", onSignal);
+  });
+}
