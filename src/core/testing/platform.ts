@@ -35,6 +35,8 @@ export interface TestPlatform {
   endpoints: Record<string, string>;
   /** Everything the server wrote to stdout and stderr so far. */
   output(): string;
+  /** Only the structured log lines (stdout), without the start banner. */
+  logs(): string;
   /** Authorization headers for the bootstrap token. */
   headers(extra?: Record<string, string>): Record<string, string>;
   /** Sends a v4 API request with the bootstrap token and returns status and parsed JSON. */
@@ -95,11 +97,13 @@ export async function startTestPlatform(opts: TestPlatformOptions = {}): Promise
     stdio: ["ignore", "pipe", "pipe"],
   });
   let output = "";
+  let logs = "";
   const endpoints = await new Promise<Record<string, string>>((resolve, reject) => {
     let buf = "";
     const timer = setTimeout(() => reject(new Error(`platform did not start in 30 s:\n${output}`)), 30_000);
     child.stdout!.on("data", (d: Buffer) => {
       output += d.toString();
+      logs += d.toString();
       buf += d.toString();
       let nl: number;
       while ((nl = buf.indexOf("\n")) >= 0) {
@@ -138,6 +142,7 @@ export async function startTestPlatform(opts: TestPlatformOptions = {}): Promise
     endpoints,
     process: child,
     output: () => output,
+    logs: () => logs,
     headers,
     async api(method, path, body, extra) {
       const { request } = await import("undici");

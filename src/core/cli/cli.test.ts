@@ -1,0 +1,111 @@
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { mkdtempSync, writeFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { defineCommand } from "./command.js";
+import { parseArgs } from "./parse.js";
+import { loadProjectConfig } from "./config-file.js";
+import { runCli } from "../testing/platform.js";
+
+const cmd = defineCommand({
+  path: ["demo"],
+  describe: "demo",
+  positionals: [{ name: "KEY", describe: "key", required: true }, { name: "VALUE", describe: "value" }],
+  options: {
+    ttl: { type: "number", describe: "ttl" },
+    preview: { type: "boolean", describe: "preview" },
+    tag: { type: "strings", describe: "tags" },
+    mode: { type: "string", describe: "mode", choices: ["a", "b"] },
+  },
+  handler: async () => {},
+});
+
+test("options in every spelling", () => {
+  const r = parseArgs(cmd, ["k", "v", "--ttl=60", "--preview", "false", "--tag", "x", "--tag=y", "--mode", "a"]);
+  assert.equal(r.values.KEY, "k");
+  assert.equal(r.values.VALUE, "v");
+  assert.equal(r.values.ttl, 60);
+  assert.equal(r.values.preview, false);
+  assert.deepEqual(r.values.tag, ["x", "y"]);
+  assert.ok(r.given.has("preview"));
+  assert.equal(parseArgs(cmd, ["k", "--preview"]).values.preview, true);
+  assert.equal(parseArgs(cmd, ["k", "--no-preview"]).values.preview, false);
+  assert.equal(parseArgs(cmd, ["--", "-dash-key"]).values.KEY, "-dash-key");
+});
+
+test("usage errors are specific", () => {
+  assert.throws(() => parseArgs(cmd, []), /Not enough non-option arguments: got 0, need at least 1/);
+  assert.throws(() => parseArgs(cmd, ["k", "--nope"]), /Unknown argument: nope/);
+  assert.throws(() => parseArgs(cmd, ["k", "--ttl", "soon"]), /not a number/);
+  assert.throws(() => parseArgs(cmd, ["k", "--mode", "c"]), /Choices: a, b/);
+  assert.throws(() => parseArgs(cmd, ["a", "b", "c"]), /Unknown arguments: c/);
+});
+
+test("the config file: environments, bindings and errors with file and line", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "edge-cfg-"));
+  try {
+    writeFileSync(
+      join(dir, "edge.toml"),
+      [
+        'name = "app"',
+        'main = "src/index.ts"',
+        'compatibility_date = "2024-09-01"',
+        "[vars]",
+        'GREETING = "hi"',
+        "[[kv_namespaces]]",
+        'binding = "MY_KV"',
+        'id = "abc"',
+        "[env.staging]",
+        "[[env.staging.r2_buckets]]",
+        'binding = "BUCKET"',
+        'bucket_name = "b1"',
+      ].join("\n"),
+    );
+    const top = await loadProjectConfig({ cwd: dir });
+    assert.equal(top?.name, "app");
+    assert.deepEqual(top?.vars, { GREETING: "hi" });
+    assert.deepEqual(top?.kv_namespaces, [{ binding: "MY_KV", id: "abc", preview_id: undefined }]);
+    const staging = await loadProjectConfig({ cwd: dir, env: "staging" });
+    assert.equal(staging?.name, "app-staging");
+    assert.equal(staging?.project_name, "app");
+    assert.equal(staging?.main, "src/index.ts");
+    assert.deepEqual(staging?.kv_namespaces, [], "bindings are not inherited");
+    assert.equal(staging?.r2_buckets[0].bucket_name, "b1");
+    await assert.rejects(loadProjectConfig({ cwd: dir, env: "prod" }), /no \[env\.prod\] section/);
+
+    writeFileSync(join(dir, "edge.toml"), ['name = "app"', "[[r2_buckets]]", 'binding = "my-bucket"', 'bucket_name = "b"'].join("\n"));
+    await assert.rejects(loadProjectConfig({ cwd: dir }), (e: Error) => /edge\.toml:3: "r2_buckets\.binding" "my-bucket" is not a valid JavaScript identifier/.test(e.message));
+    writeFileSync(join(dir, "edge.toml"), 'name = "app"\nmain = 5\n');
+    await assert.rejects(loadProjectConfig({ cwd: dir }), /edge\.toml:2: "main" must be a string/);
+    writeFileSync(join(dir, "edge.toml"), 'name = "app\n');
+    await assert.rejects(loadProjectConfig({ cwd: dir }), /edge\.toml:1:\d+: invalid TOML/);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test("the binary: --help, --version, unknown commands and user errors", async () => {
+  const help = await runCli(["--help"]);
+  assert.equal(help.code, 0);
+  assert.match(help.stdout, /edgecli serve/);
+  const version = await runCli(["--version"]);
+  assert.match(version.stdout.trim(), /^\d+\.\d+\.\d+$/);
+  const unknown = await runCli(["frobnicate"]);
+  assert.equal(unknown.code, 1);
+  assert.match(unknown.stderr, /Unknown command: frobnicate/);
+  const serveHelp = await runCli(["serve", "--help"]);
+  assert.match(serveHelp.stdout, /--state-dir/);
+  const badFlag = await runCli(["whoami", "--bogus"]);
+  assert.equal(badFlag.code, 1);
+  assert.match(badFlag.stderr, /Unknown argument: bogus/);
+  const dir = mkdtempSync(join(tmpdir(), "edge-nocreds-"));
+  try {
+    const noCreds = await runCli(["whoami"], { cwd: dir, env: { EDGE_API_TOKEN: "", EDGE_STATE_DIR: "" } });
+    assert.equal(noCreds.code, 1);
+    assert.match(noCreds.stderr, /No credentials/);
+    assert.doesNotMatch(noCreds.stderr, /at .*\.js:\d+/, "no stack trace for user errors");
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});

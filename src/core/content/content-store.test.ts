@@ -1,0 +1,39 @@
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { mkdtempSync, rmSync, readdirSync, utimesSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Readable } from "node:stream";
+import { createHash } from "node:crypto";
+import { ContentTooLargeError, FileContentStore } from "./content-store.js";
+
+test("streams in with digests, reads ranges, refuses oversize without leaving files, collects orphans", async () => {
+  const root = mkdtempSync(join(tmpdir(), "edge-content-"));
+  try {
+    const store = new FileContentStore(root);
+    const data = Buffer.alloc(3 * 1024 * 1024 + 5, 7);
+    const put = await store.put(Readable.from([data.subarray(0, 1000), data.subarray(1000)]), { sha256: true });
+    assert.equal(put.size, data.length);
+    assert.equal(put.md5, createHash("md5").update(data).digest("hex"));
+    assert.equal(put.sha256, createHash("sha256").update(data).digest("hex"));
+    assert.deepEqual(await store.readAll(put.id), data);
+    const chunks: Buffer[] = [];
+    for await (const c of store.read(put.id, { offset: 10, length: 5 })) chunks.push(c as Buffer);
+    assert.equal(Buffer.concat(chunks).length, 5);
+
+    await assert.rejects(store.put(Readable.from([Buffer.alloc(2048)]), { maxBytes: 1024 }), ContentTooLargeError);
+    assert.deepEqual(readdirSync(join(root, "tmp")), [], "no temporary file left behind");
+
+    const orphan = store.putSync(Buffer.from("orphan"));
+    const old = new Date(Date.now() - 2 * 3600_000);
+    utimesSync(join(root, orphan.id.slice(0, 2), orphan.id), old, old);
+    writeFileSync(join(root, "tmp", "stale"), "x");
+    utimesSync(join(root, "tmp", "stale"), old, old);
+    const removed = await store.gc((id) => id === put.id);
+    assert.equal(removed, 2);
+    await assert.rejects(store.readAll(orphan.id));
+    assert.equal((await store.readAll(put.id)).length, data.length);
+  } finally {
+    rmSync(root, { recursive: true, force: true });
+  }
+});

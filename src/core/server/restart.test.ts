@@ -1,0 +1,42 @@
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { readFileSync, rmSync, mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { startTestPlatform } from "../testing/platform.js";
+
+test("a restart keeps accounts and tokens, and does not bootstrap again", async () => {
+  const stateDir = mkdtempSync(join(tmpdir(), "edge-restart-"));
+  try {
+    const first = await startTestPlatform({ stateDir });
+    assert.match(first.output(), /First start: created an account/);
+    const created = await first.api("POST", "/user/tokens", { name: "survivor", permissions: ["dns_read"], account_id: first.accountId });
+    const value = created.body.result.value as string;
+    const credsBefore = readFileSync(join(stateDir, "credentials.json"), "utf8");
+    await first.stop();
+    assert.equal(first.process.exitCode, 0, "SIGTERM ends the platform cleanly");
+
+    const second = await startTestPlatform({ stateDir, env: { EDGE_BOOTSTRAP_API_TOKEN: "" } });
+    try {
+      assert.doesNotMatch(second.output(), /First start/);
+      const res = await fetch(`${second.apiUrl}/user/tokens/verify`, { headers: { authorization: `Bearer ${value}` } });
+      assert.equal(res.status, 200);
+      assert.equal(readFileSync(join(stateDir, "credentials.json"), "utf8"), credsBefore);
+    } finally {
+      await second.stop();
+    }
+  } finally {
+    rmSync(stateDir, { recursive: true, force: true });
+  }
+});
+
+test("GET /healthz answers without credentials", async () => {
+  const p = await startTestPlatform();
+  try {
+    const res = await fetch(`${p.url}/healthz`);
+    assert.equal(res.status, 200);
+    assert.deepEqual(await res.json(), { status: "ok" });
+  } finally {
+    await p.dispose();
+  }
+});
