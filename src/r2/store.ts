@@ -1,0 +1,195 @@
+import type { Readable } from "node:stream";
+
+/**
+ * The R2 object store's contract, shared by the v4 API, the CLI's server side and the workerd binding
+ * backend. Buckets belong to an account; objects are addressed by (account, bucket, key). Bodies are
+ * streams that go straight into the content store, so object size never drives memory use.
+ */
+
+/** Which bucket an operation acts on. */
+export interface BucketRef {
+  accountId: string;
+  bucketName: string;
+}
+
+export interface R2BucketInfo {
+  name: string;
+  /** ISO 8601 */
+  creationDate: string;
+  location: string;
+  storageClass: string;
+}
+
+/** The HTTP headers an object is served with. cacheExpiry is ms since the epoch. */
+export interface R2HttpMetadata {
+  contentType?: string;
+  contentLanguage?: string;
+  contentDisposition?: string;
+  contentEncoding?: string;
+  cacheControl?: string;
+  cacheExpiry?: number;
+}
+
+/** Hex digests. md5 is always present for single-part objects; the others only when given at upload. */
+export interface R2Checksums {
+  md5?: string;
+  sha1?: string;
+  sha256?: string;
+  sha384?: string;
+  sha512?: string;
+}
+
+export interface R2ObjectInfo {
+  key: string;
+  version: string;
+  size: number;
+  /** MD5 hex, or for multipart uploads md5(concatenated part md5s) + "-<parts>"; never quoted. */
+  etag: string;
+  /** ms since the epoch */
+  uploaded: number;
+  httpMetadata: R2HttpMetadata;
+  customMetadata: Record<string, string>;
+  checksums: R2Checksums;
+  storageClass: string;
+}
+
+export type R2EtagCondition = { type: "wildcard" } | { type: "strong" | "weak"; value: string };
+
+/** Preconditions, with RFC 7232 semantics. Dates are ms since the epoch. */
+export interface R2Conditional {
+  etagMatches?: R2EtagCondition[];
+  etagDoesNotMatch?: R2EtagCondition[];
+  uploadedBefore?: number;
+  uploadedAfter?: number;
+  /** Compare dates truncated to whole seconds (what HTTP date headers can express). */
+  secondsGranularity?: boolean;
+}
+
+export type R2Range = { offset: number; length?: number } | { suffix: number };
+
+export interface R2GetOptions {
+  range?: R2Range;
+  onlyIf?: R2Conditional;
+}
+
+export type R2GetResult =
+  /** The object and its bytes (only the range asked for). */
+  | { object: R2ObjectInfo; body: Readable; range: { offset: number; length: number } }
+  /** A precondition failed: metadata only. */
+  | { object: R2ObjectInfo; body: undefined; preconditionFailed: true };
+
+export interface R2PutOptions {
+  httpMetadata?: R2HttpMetadata;
+  customMetadata?: Record<string, string>;
+  onlyIf?: R2Conditional;
+  /** Expected digests: md5 in hex; the others in hex. A mismatch is refused (400, 10037). */
+  md5?: string;
+  sha1?: string;
+  sha256?: string;
+  sha384?: string;
+  sha512?: string;
+  storageClass?: string;
+  /** The body length announced by the caller; a body of another length is refused. */
+  size?: number;
+}
+
+export type R2Include = "httpMetadata" | "customMetadata";
+
+export interface R2ListOptions {
+  prefix?: string;
+  delimiter?: string;
+  cursor?: string;
+  startAfter?: string;
+  /** 1..1000, default 1000. Counts objects and delimited prefixes together. */
+  limit?: number;
+  include?: R2Include[];
+}
+
+export interface R2ListResult {
+  /** Objects; httpMetadata/customMetadata are empty unless asked for with `include`. */
+  objects: R2ObjectInfo[];
+  delimitedPrefixes: string[];
+  truncated: boolean;
+  cursor?: string;
+}
+
+export interface R2MultipartOptions {
+  httpMetadata?: R2HttpMetadata;
+  customMetadata?: Record<string, string>;
+  storageClass?: string;
+}
+
+export interface R2UploadedPart {
+  partNumber: number;
+  etag: string;
+}
+
+export interface R2Store {
+  createBucket(accountId: string, name: string, opts?: { location?: string; storageClass?: string }): R2BucketInfo;
+  getBucket(accountId: string, name: string): R2BucketInfo | undefined;
+  listBuckets(accountId: string, opts?: { nameContains?: string; startAfter?: string; limit?: number }): R2BucketInfo[];
+  /** Refused (409, bucketNotEmpty) while the bucket holds objects or unfinished multipart uploads. */
+  deleteBucket(accountId: string, name: string): void;
+
+  head(bucket: BucketRef, key: string): R2ObjectInfo | undefined;
+  /** undefined when the object does not exist. */
+  get(bucket: BucketRef, key: string, opts?: R2GetOptions): R2GetResult | undefined;
+  /** The stored object, or undefined when a precondition failed (nothing written). */
+  put(bucket: BucketRef, key: string, body: Readable | Buffer, opts?: R2PutOptions): Promise<R2ObjectInfo | undefined>;
+  /** Deleting a key that does not exist is not an error. */
+  delete(bucket: BucketRef, keys: string | string[]): Promise<void>;
+  list(bucket: BucketRef, opts?: R2ListOptions): R2ListResult;
+
+  createMultipartUpload(bucket: BucketRef, key: string, opts?: R2MultipartOptions): string;
+  uploadPart(bucket: BucketRef, key: string, uploadId: string, partNumber: number, body: Readable | Buffer, size?: number): Promise<R2UploadedPart>;
+  completeMultipartUpload(bucket: BucketRef, key: string, uploadId: string, parts: R2UploadedPart[]): Promise<R2ObjectInfo>;
+  abortMultipartUpload(bucket: BucketRef, key: string, uploadId: string): Promise<void>;
+}
+
+/**
+ * A refusal from the store. `v4code` is what both the v4 API (errors[].code) and the workerd binding
+ * (cf-r2-error) report; `status` is the HTTP status of both.
+ */
+export class R2Error extends Error {
+  constructor(
+    readonly status: number,
+    readonly v4code: number,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/** The codes R2 reports; the binding's are the ones workerd understands. */
+export const R2Codes = {
+  internal: 10001,
+  bucketNotFound: 10006,
+  objectNotFound: 10007,
+  bucketAlreadyExists: 10004,
+  invalidBucketName: 10005,
+  bucketNotEmpty: 10008,
+  entityTooSmall: 10011,
+  metadataTooLarge: 10012,
+  invalidObjectName: 10020,
+  invalidMaxKeys: 10022,
+  noSuchUpload: 10024,
+  invalidPart: 10025,
+  invalidArgument: 10029,
+  preconditionFailed: 10031,
+  invalidDigest: 10037,
+  invalidRange: 10039,
+  entityTooLarge: 100100,
+} as const;
+
+export const R2Limits = {
+  maxKeyBytes: 1024,
+  maxCustomMetadataBytes: 2048,
+  maxListLimit: 1000,
+  /** R2's single PUT ceiling: 5 GiB minus 5 MiB. */
+  maxObjectBytes: 5 * 1024 ** 3 - 5 * 1024 ** 2,
+  minPartBytes: 5 * 1024 ** 2,
+  maxParts: 10_000,
+  maxDeleteKeys: 1000,
+} as const;
+
+export const BUCKET_NAME_RE = /^[a-z0-9][a-z0-9-]{1,61}[a-z0-9]$/;
