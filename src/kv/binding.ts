@@ -1,0 +1,156 @@
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { ApiError } from "../core/errors.js";
+import { readLimited } from "./body.js";
+import { KV_LIMITS, KvCodes } from "./limits.js";
+import type { KvStore } from "./store.js";
+
+export interface KvBindingTarget {
+  accountId: string;
+  namespaceId: string;
+}
+
+export type KvBindingHandler = (ns: KvBindingTarget, req: IncomingMessage, res: ServerResponse) => void;
+
+/**
+ * Serves workerd's KV binding protocol (see shared/design/workerd-bindings.md) for one namespace per
+ * request. The caller (the loopback binding server) has already decided which namespace the request is for,
+ * from a header workerd injects; nothing in the request itself is trusted to name it.
+ */
+export function createKvBindingHandler(store: KvStore): KvBindingHandler {
+  return (ns, req, res) => {
+    handle(store, ns, req, res).catch((err: unknown) => fail(res, err));
+  };
+}
+
+async function handle(store: KvStore, ns: KvBindingTarget, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  if (!store.getNamespace(ns.accountId, ns.namespaceId)) throw new ApiError(404, KvCodes.namespaceNotFound, "namespace not found");
+  const url = new URL(req.url ?? "/", "http://binding");
+  const method = req.method ?? "GET";
+  if (url.pathname === "/" && method === "GET") return list(store, ns.namespaceId, url, res);
+  if (url.pathname === "/bulk/get" && method === "POST") return bulkGet(store, ns.namespaceId, req, res);
+  const key = keyFromPath(url);
+  if (method === "GET") {
+    const entry = await store.get(ns.namespaceId, key);
+    if (!entry) return send(res, 404, "Not Found");
+    const headers: Record<string, string | number> = { "content-type": "application/octet-stream", "content-length": entry.value.length };
+    // Header values travel as raw UTF-8 bytes; Node writes strings as latin1, so hand it the bytes that way.
+    if (entry.metadata !== null) headers["cf-kv-metadata"] = Buffer.from(JSON.stringify(entry.metadata), "utf8").toString("latin1");
+    if (entry.expiration !== null) headers["cf-expiration"] = entry.expiration;
+    res.writeHead(200, headers);
+    res.end(entry.value);
+    return;
+  }
+  if (method === "PUT") {
+    const body = await readLimited(req, KV_LIMITS.valueBytes);
+    const metaHeader = req.headers["cf-kv-metadata"];
+    let metadata: unknown;
+    if (typeof metaHeader === "string" && metaHeader !== "") {
+      try {
+        metadata = JSON.parse(Buffer.from(metaHeader, "latin1").toString("utf8"));
+      } catch {
+        throw new ApiError(400, KvCodes.invalidMetadata, "CF-KV-Metadata is not valid JSON");
+      }
+    }
+    await store.put(ns.namespaceId, key, body, {
+      expiration: numberParam(url, "expiration"),
+      expirationTtl: numberParam(url, "expiration_ttl"),
+      metadata,
+    });
+    return send(res, 200, "");
+  }
+  if (method === "DELETE") {
+    store.delete(ns.namespaceId, key);
+    return send(res, 200, "");
+  }
+  throw new ApiError(405, KvCodes.badRequest, `method ${method} is not part of the KV binding protocol`);
+}
+
+function keyFromPath(url: URL): string {
+  const raw = url.pathname.slice(1);
+  // workerd always percent-encodes keys and says so; without the flag the path is taken as it is.
+  if (url.searchParams.get("urlencoded") !== "true") return raw;
+  try {
+    return decodeURIComponent(raw);
+  } catch {
+    throw new ApiError(400, KvCodes.invalidKey, "key is not valid percent-encoding");
+  }
+}
+
+function numberParam(url: URL, name: string): number | undefined {
+  const v = url.searchParams.get(name);
+  if (v === null || v === "") return undefined;
+  const n = Number(v);
+  if (!Number.isFinite(n)) throw new ApiError(400, name === "expiration" ? KvCodes.invalidExpiration : KvCodes.invalidTtl, `${name} must be a number, got ${JSON.stringify(v)}`);
+  return n;
+}
+
+function list(store: KvStore, namespaceId: string, url: URL, res: ServerResponse): void {
+  const limitParam = url.searchParams.get("key_count_limit");
+  const result = store.list(namespaceId, {
+    prefix: url.searchParams.get("prefix") ?? undefined,
+    cursor: url.searchParams.get("cursor") || undefined,
+    limit: limitParam === null ? undefined : Number(limitParam),
+  });
+  sendJson(res, { ...result, cacheStatus: null });
+}
+
+async function bulkGet(store: KvStore, namespaceId: string, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  let body: { keys?: unknown; type?: unknown; withMetadata?: unknown };
+  try {
+    body = JSON.parse((await readLimited(req, 1024 * 1024, "bulk get body")).toString("utf8")) as typeof body;
+  } catch {
+    throw new ApiError(400, KvCodes.badRequest, "bulk get body must be JSON");
+  }
+  const keys = body?.keys;
+  if (!Array.isArray(keys) || keys.some((k) => typeof k !== "string")) throw new ApiError(400, KvCodes.badRequest, "keys must be an array of strings");
+  if (keys.length > KV_LIMITS.bulkGetKeys) throw new ApiError(400, KvCodes.tooManyEntries, `bulk get takes at most ${KV_LIMITS.bulkGetKeys} keys, got ${keys.length}`);
+  const type = body.type ?? "text";
+  if (type !== "text" && type !== "json") throw new ApiError(400, KvCodes.badRequest, `type must be "text" or "json", got ${JSON.stringify(type)}`);
+  const found = await store.getMany(namespaceId, keys as string[]);
+  const out: Record<string, unknown> = {};
+  for (const [k, entry] of found) {
+    if (!entry) {
+      out[k] = null;
+      continue;
+    }
+    const text = entry.value.toString("utf8");
+    let value: unknown = text;
+    if (type === "json") {
+      try {
+        value = JSON.parse(text);
+      } catch {
+        throw new ApiError(400, KvCodes.badRequest, `value of key ${JSON.stringify(k)} is not JSON`);
+      }
+    }
+    out[k] = body.withMetadata ? { value, metadata: entry.metadata } : value;
+  }
+  sendJson(res, out);
+}
+
+function sendJson(res: ServerResponse, value: unknown): void {
+  const body = Buffer.from(JSON.stringify(value), "utf8");
+  res.writeHead(200, { "content-type": "application/json", "content-length": body.length });
+  res.end(body);
+}
+
+function send(res: ServerResponse, status: number, text: string, reason?: string): void {
+  const body = Buffer.from(text, "utf8");
+  if (reason) res.statusMessage = reason;
+  res.writeHead(status, { "content-type": "text/plain; charset=utf-8", "content-length": body.length });
+  res.end(body);
+}
+
+/** workerd shows `KV <OP> failed: <status> <reason>` to the script, so the reason carries our message. */
+function fail(res: ServerResponse, err: unknown): void {
+  if (res.headersSent) {
+    res.destroy();
+    return;
+  }
+  if (err instanceof ApiError) {
+    // Reason phrases must be one line of latin1; keep the message readable within that.
+    const reason = err.message.replace(/[^\x20-\x7e]/g, "?").slice(0, 200);
+    send(res, err.status, JSON.stringify({ success: false, errors: err.errors }), reason);
+    return;
+  }
+  send(res, 500, "internal error", "Internal Server Error");
+}

@@ -1,0 +1,225 @@
+import multipart from "@fastify/multipart";
+import type { FastifyInstance, FastifyRequest } from "fastify";
+import { ApiError } from "../core/errors.js";
+import { ok } from "../core/http/envelope.js";
+import { readPage, resultInfo } from "../core/http/pagination.js";
+import { requireAccount } from "../core/http/app.js";
+import { readLimited } from "./body.js";
+import { KV_LIMITS, KvCodes } from "./limits.js";
+import { bulkEntries } from "./bulk.js";
+import { keyNotFound, namespaceNotFound, type KvStore } from "./store.js";
+
+type Params = { accountId: string; namespaceId: string; key: string };
+type Query = Record<string, string | undefined>;
+
+const NS = "/accounts/:accountId/storage/kv/namespaces";
+/** A bulk write of 10,000 entries may carry up to 100 MB of JSON. */
+const BULK_BODY_LIMIT = 100 * 1024 * 1024;
+/** Room for the multipart framing and the metadata part around a maximal value. */
+const VALUE_BODY_LIMIT = KV_LIMITS.valueBytes + 64 * 1024;
+
+export function registerKvRoutes(app: FastifyInstance, store: KvStore): void {
+  /** Checks the caller's permission and that the namespace is the account's; returns its id. */
+  const namespaceOf = (req: FastifyRequest, permission: "kv_read" | "kv_edit"): string => {
+    const p = req.params as Params;
+    requireAccount(req, p.accountId, permission);
+    if (!store.getNamespace(p.accountId, p.namespaceId)) throw namespaceNotFound();
+    return p.namespaceId;
+  };
+
+  // ---- namespaces ----
+
+  app.get(NS, async (req) => {
+    const { accountId } = req.params as Params;
+    requireAccount(req, accountId, "kv_read");
+    const q = req.query as Query;
+    const page = readPage(q, { defaultPerPage: 20, maxPerPage: 1000, code: KvCodes.badRequest });
+    const order = choice(q.order, ["id", "title"], "order");
+    const direction = choice(q.direction, ["asc", "desc"], "direction");
+    const { namespaces, total } = store.listNamespaces(accountId, { order, direction, offset: page.offset, limit: page.perPage });
+    return ok(namespaces, resultInfo(page, namespaces.length, total));
+  });
+
+  app.post(NS, async (req) => {
+    const { accountId } = req.params as Params;
+    requireAccount(req, accountId, "kv_edit");
+    return ok(store.createNamespace(accountId, titleOf(req.body)));
+  });
+
+  app.get(`${NS}/:namespaceId`, async (req) => {
+    const { accountId, namespaceId } = req.params as Params;
+    requireAccount(req, accountId, "kv_read");
+    const ns = store.getNamespace(accountId, namespaceId);
+    if (!ns) throw namespaceNotFound();
+    return ok(ns);
+  });
+
+  app.put(`${NS}/:namespaceId`, async (req) => {
+    const { accountId, namespaceId } = req.params as Params;
+    requireAccount(req, accountId, "kv_edit");
+    return ok(store.renameNamespace(accountId, namespaceId, titleOf(req.body)));
+  });
+
+  app.delete(`${NS}/:namespaceId`, async (req) => {
+    const { accountId, namespaceId } = req.params as Params;
+    requireAccount(req, accountId, "kv_edit");
+    store.deleteNamespace(accountId, namespaceId);
+    return ok(null);
+  });
+
+  // ---- keys ----
+
+  app.get(`${NS}/:namespaceId/keys`, async (req) => {
+    const ns = namespaceOf(req, "kv_read");
+    const q = req.query as Query;
+    const limit = q.limit === undefined || q.limit === "" ? undefined : Number(q.limit);
+    const page = store.list(ns, { prefix: q.prefix, cursor: q.cursor || undefined, limit });
+    // The hosted API signals the end with an empty cursor; clients loop until they see it.
+    return ok(page.keys, { count: page.keys.length, cursor: page.cursor ?? "" });
+  });
+
+  app.get(`${NS}/:namespaceId/metadata/:key`, async (req) => {
+    const ns = namespaceOf(req, "kv_read");
+    const entry = await store.get(ns, (req.params as Params).key);
+    if (!entry) throw keyNotFound();
+    return ok(entry.metadata);
+  });
+
+  app.get(`${NS}/:namespaceId/values/:key`, async (req, reply) => {
+    const ns = namespaceOf(req, "kv_read");
+    const entry = await store.get(ns, (req.params as Params).key);
+    if (!entry) throw keyNotFound();
+    if (entry.expiration !== null) reply.header("expiration", String(entry.expiration));
+    return reply.type("application/octet-stream").send(entry.value);
+  });
+
+  app.delete(`${NS}/:namespaceId/values/:key`, async (req) => {
+    const ns = namespaceOf(req, "kv_edit");
+    store.delete(ns, (req.params as Params).key);
+    return ok(null);
+  });
+
+  // ---- bulk ----
+
+  app.put(`${NS}/:namespaceId/bulk`, { bodyLimit: BULK_BODY_LIMIT }, async (req) => {
+    const ns = namespaceOf(req, "kv_edit");
+    const entries = bulkEntries(req.body);
+    await store.putMany(ns, entries);
+    return ok({ successful_key_count: entries.length, unsuccessful_keys: [] });
+  });
+
+  const bulkDelete = async (req: FastifyRequest) => {
+    const ns = namespaceOf(req, "kv_edit");
+    const keys = req.body;
+    if (!Array.isArray(keys)) throw new ApiError(400, KvCodes.badRequest, "the body must be a JSON array of key strings");
+    if (keys.length > KV_LIMITS.bulkWriteEntries) {
+      throw new ApiError(413, KvCodes.tooManyEntries, `a bulk delete holds at most ${KV_LIMITS.bulkWriteEntries} keys, got ${keys.length}`);
+    }
+    store.deleteMany(ns, keys as string[]);
+    return ok({ successful_key_count: keys.length, unsuccessful_keys: [] });
+  };
+  app.post(`${NS}/:namespaceId/bulk/delete`, { bodyLimit: BULK_BODY_LIMIT }, bulkDelete);
+  app.delete(`${NS}/:namespaceId/bulk`, { bodyLimit: BULK_BODY_LIMIT }, bulkDelete);
+
+  app.post(`${NS}/:namespaceId/bulk/get`, async (req) => {
+    const ns = namespaceOf(req, "kv_read");
+    const body = (req.body ?? {}) as { keys?: unknown; type?: unknown; withMetadata?: unknown };
+    if (!Array.isArray(body.keys) || body.keys.some((k) => typeof k !== "string")) {
+      throw new ApiError(400, KvCodes.badRequest, "keys must be an array of key strings");
+    }
+    if (body.keys.length > KV_LIMITS.bulkGetKeys) {
+      throw new ApiError(400, KvCodes.tooManyEntries, `bulk get takes at most ${KV_LIMITS.bulkGetKeys} keys, got ${body.keys.length}`);
+    }
+    const type = body.type ?? "text";
+    if (type !== "text" && type !== "json") throw new ApiError(400, KvCodes.badRequest, `type must be "text" or "json"`);
+    const found = await store.getMany(ns, body.keys as string[]);
+    const values: Record<string, unknown> = {};
+    for (const [k, entry] of found) {
+      if (!entry) {
+        values[k] = null;
+        continue;
+      }
+      const text = entry.value.toString("utf8");
+      let value: unknown = text;
+      if (type === "json") {
+        try {
+          value = JSON.parse(text);
+        } catch {
+          throw new ApiError(400, KvCodes.badRequest, `the value of ${JSON.stringify(k)} is not JSON`);
+        }
+      }
+      values[k] = body.withMetadata ? { value, metadata: entry.metadata, expiration: entry.expiration ?? undefined } : value;
+    }
+    return ok({ values });
+  });
+
+  // Value writes take any body as raw bytes (even application/json), or multipart with value + metadata.
+  void app.register(async (raw) => {
+    raw.removeAllContentTypeParsers();
+    raw.addContentTypeParser("*", (req, payload, done) => {
+      readLimited(payload, KV_LIMITS.valueBytes).then((b) => done(null, b), (e: Error) => done(e, undefined));
+    });
+    await raw.register(multipart, { limits: { fileSize: KV_LIMITS.valueBytes, fieldSize: KV_LIMITS.valueBytes, files: 2, fields: 4 } });
+    raw.put(`${NS}/:namespaceId/values/:key`, { bodyLimit: VALUE_BODY_LIMIT }, async (req) => {
+      const ns = namespaceOf(req, "kv_edit");
+      const q = req.query as Query;
+      const { value, metadata } = req.isMultipart() ? await readMultipart(req) : { value: (req.body as Buffer | undefined) ?? Buffer.alloc(0), metadata: undefined };
+      await store.put(ns, (req.params as Params).key, value, {
+        expiration: numberParam(q.expiration, "expiration"),
+        expirationTtl: numberParam(q.expiration_ttl, "expiration_ttl"),
+        metadata,
+      });
+      return ok(null);
+    });
+  });
+}
+
+async function readMultipart(req: FastifyRequest): Promise<{ value: Buffer; metadata: unknown }> {
+  let value: Buffer | undefined;
+  let metadata: unknown;
+  try {
+    for await (const part of req.parts()) {
+      const data = part.type === "file" ? await part.toBuffer() : Buffer.from(String(part.value ?? ""), "utf8");
+      if (part.fieldname === "value") value = data;
+      else if (part.fieldname === "metadata" && data.length) metadata = parseMetadataPart(data);
+    }
+  } catch (e) {
+    if (e instanceof ApiError) throw e;
+    const code = (e as { code?: string }).code;
+    if (code === "FST_REQ_FILE_TOO_LARGE" || code === "FST_PARTS_LIMIT" || code === "FST_FIELDS_LIMIT" || code === "FST_FILES_LIMIT") {
+      throw new ApiError(413, KvCodes.valueTooLarge, `multipart body is too large: ${(e as Error).message}`);
+    }
+    throw new ApiError(400, KvCodes.badRequest, `malformed multipart body: ${(e as Error).message}`);
+  }
+  if (!value) throw new ApiError(400, KvCodes.badRequest, 'multipart body has no "value" part');
+  return { value, metadata };
+}
+
+function parseMetadataPart(data: Buffer): unknown {
+  try {
+    return JSON.parse(data.toString("utf8"));
+  } catch {
+    throw new ApiError(400, KvCodes.invalidMetadata, 'the "metadata" part is not valid JSON');
+  }
+}
+
+function numberParam(v: string | undefined, name: string): number | undefined {
+  if (v === undefined || v === "") return undefined;
+  const n = Number(v);
+  if (!Number.isFinite(n)) {
+    throw new ApiError(400, name === "expiration" ? KvCodes.invalidExpiration : KvCodes.invalidTtl, `${name} must be a number, got ${JSON.stringify(v)}`);
+  }
+  return n;
+}
+
+function choice<T extends string>(v: string | undefined, allowed: readonly T[], name: string): T | undefined {
+  if (v === undefined || v === "") return undefined;
+  if (!(allowed as readonly string[]).includes(v)) throw new ApiError(400, KvCodes.badRequest, `${name} must be one of ${allowed.join(", ")}`);
+  return v as T;
+}
+
+function titleOf(body: unknown): string {
+  const title = (body as { title?: unknown } | undefined)?.title;
+  if (typeof title !== "string" || !title.trim()) throw new ApiError(400, KvCodes.invalidTitle, "body must be JSON with a non-empty string title");
+  return title;
+}

@@ -1,0 +1,431 @@
+import { randomBytes } from "node:crypto";
+import type { ContentStore } from "../core/content/content-store.js";
+import type { Db, Migration } from "../core/db/sqlite.js";
+import { ApiError } from "../core/errors.js";
+import { checkKey, checkTitle, keyError, KV_LIMITS, KvCodes, resolveExpiration, serializeMetadata, valueError } from "./limits.js";
+
+export interface KvNamespace {
+  id: string;
+  title: string;
+  supports_url_encoding: boolean;
+}
+
+export interface KvEntry {
+  value: Buffer;
+  /** Parsed metadata, or null when none was stored. */
+  metadata: unknown;
+  /** UNIX seconds, or null when the key never expires. */
+  expiration: number | null;
+}
+
+export interface KvPutOptions {
+  /** Absolute UNIX seconds; at least 60 s ahead. */
+  expiration?: number;
+  /** Seconds from now, at least 60; wins over `expiration`. */
+  expirationTtl?: number;
+  /** Any JSON value, at most 1,024 bytes serialized. */
+  metadata?: unknown;
+}
+
+export interface KvBulkEntry extends KvPutOptions {
+  key: string;
+  value: Buffer;
+}
+
+export interface KvListOptions {
+  prefix?: string;
+  /** 1..1000, default 1000. */
+  limit?: number;
+  /** The opaque cursor from the previous page. */
+  cursor?: string;
+}
+
+export interface KvKeyInfo {
+  name: string;
+  expiration?: number;
+  metadata?: unknown;
+}
+
+export interface KvListResult {
+  keys: KvKeyInfo[];
+  list_complete: boolean;
+  /** Present when list_complete is false. */
+  cursor?: string;
+}
+
+export interface NamespacePage {
+  namespaces: KvNamespace[];
+  total: number;
+}
+
+export interface NamespaceListOptions {
+  order?: "id" | "title";
+  direction?: "asc" | "desc";
+  offset?: number;
+  limit?: number;
+}
+
+/**
+ * The one KV store behind the v4 API, the `--local` CLI and worker bindings. Validation lives here so every
+ * door enforces the same limits; failures are ApiErrors (status + KV code) and nothing is written on error.
+ * Namespace ids are globally unique, so entry operations take the namespace id alone; callers check that
+ * the namespace belongs to the account first (getNamespace).
+ */
+export interface KvStore {
+  createNamespace(accountId: string, title: string): KvNamespace;
+  getNamespace(accountId: string, namespaceId: string): KvNamespace | undefined;
+  listNamespaces(accountId: string, opts?: NamespaceListOptions): NamespacePage;
+  renameNamespace(accountId: string, namespaceId: string, title: string): KvNamespace;
+  deleteNamespace(accountId: string, namespaceId: string): void;
+
+  get(namespaceId: string, key: string): Promise<KvEntry | null>;
+  /** Bulk get: every key once, in order; missing or expired keys map to null. */
+  getMany(namespaceId: string, keys: readonly string[]): Promise<Map<string, KvEntry | null>>;
+  put(namespaceId: string, key: string, value: Buffer, opts?: KvPutOptions): Promise<void>;
+  /** All or nothing: every entry is validated before anything is written; errors name the entry index. */
+  putMany(namespaceId: string, entries: readonly KvBulkEntry[]): Promise<void>;
+  /** Deleting a missing key is not an error. */
+  delete(namespaceId: string, key: string): void;
+  /** All or nothing: every key is validated first. */
+  deleteMany(namespaceId: string, keys: readonly string[]): void;
+  list(namespaceId: string, opts?: KvListOptions): KvListResult;
+
+  /** Removes expired entries (they are already invisible); returns how many went. */
+  purgeExpired(nowSeconds?: number): number;
+  /** Removes content files no entry names (left behind by a crash between file write and commit). */
+  gcContent(graceMs?: number): Promise<number>;
+}
+
+/** Append-only: the server and the --local CLI open the same file with these. */
+export const KV_MIGRATIONS: readonly Migration[] = [
+  `CREATE TABLE namespaces (
+     id TEXT PRIMARY KEY,
+     account_id TEXT NOT NULL,
+     title TEXT NOT NULL,
+     created_at INTEGER NOT NULL,
+     UNIQUE (account_id, title)
+   );
+   -- key is a BLOB of UTF-8 bytes so ordering and prefix ranges are plain byte comparisons.
+   -- value comes last so listing (key, expiration, metadata) never reads a value's overflow pages.
+   CREATE TABLE entries (
+     ns_id TEXT NOT NULL REFERENCES namespaces(id) ON DELETE CASCADE,
+     key BLOB NOT NULL,
+     expiration INTEGER,
+     metadata TEXT,
+     size INTEGER NOT NULL,
+     content_id TEXT,
+     value BLOB,
+     PRIMARY KEY (ns_id, key)
+   ) WITHOUT ROWID;
+   CREATE INDEX entries_expiration ON entries (expiration) WHERE expiration IS NOT NULL;
+   CREATE INDEX entries_content ON entries (content_id) WHERE content_id IS NOT NULL;`,
+];
+
+const nowSeconds = () => Math.floor(Date.now() / 1000);
+
+interface EntryRow {
+  expiration: number | null;
+  metadata: string | null;
+  content_id: string | null;
+  value: Buffer | null;
+}
+
+function encodeCursor(lastKey: Buffer): string {
+  return lastKey.toString("base64url");
+}
+
+function decodeCursor(cursor: string): Buffer {
+  if (!/^[A-Za-z0-9_-]+$/.test(cursor)) throw new ApiError(400, KvCodes.invalidCursor, "cursor is not one this server issued");
+  return Buffer.from(cursor, "base64url");
+}
+
+/** The smallest byte string greater than every string starting with `prefix` (UTF-8 never holds 0xff). */
+function prefixEnd(prefix: Buffer): Buffer | undefined {
+  const end = Buffer.from(prefix);
+  for (let i = end.length - 1; i >= 0; i--) {
+    if (end[i]! < 0xff) {
+      end[i]! += 1;
+      return end.subarray(0, i + 1);
+    }
+  }
+  return undefined;
+}
+
+function parseMetadata(json: string | null): unknown {
+  return json === null ? null : JSON.parse(json);
+}
+
+/** Validates one entry and returns what will be stored; throws an ApiError (prefixed with `where`). */
+function prepareEntry(key: string, value: Buffer, opts: KvPutOptions, where = "") {
+  const fail = (e: ApiError): never => {
+    throw where ? new ApiError(e.status, e.errors[0]!.code, `${where}${e.message}`) : e;
+  };
+  const ke = keyError(key);
+  if (ke) fail(ke);
+  if (!Buffer.isBuffer(value)) fail(new ApiError(400, KvCodes.badRequest, "value must be bytes"));
+  const ve = valueError(value.length);
+  if (ve) fail(ve);
+  const meta = serializeMetadata(opts.metadata);
+  if (meta.error) fail(meta.error);
+  const exp = resolveExpiration(opts);
+  if (exp.error) fail(exp.error);
+  return { key: Buffer.from(key, "utf8"), value, metadata: meta.json ?? null, expiration: exp.expiration ?? null };
+}
+
+type Prepared = ReturnType<typeof prepareEntry>;
+
+export class SqliteKvStore implements KvStore {
+  private readonly s;
+
+  constructor(
+    private readonly db: Db,
+    private readonly content: ContentStore,
+  ) {
+    this.s = {
+      nsInsert: db.prepare("INSERT INTO namespaces (id, account_id, title, created_at) VALUES (?, ?, ?, ?)"),
+      nsGet: db.prepare<[string, string], { id: string; title: string }>("SELECT id, title FROM namespaces WHERE account_id = ? AND id = ?"),
+      nsExists: db.prepare<[string], { id: string }>("SELECT id FROM namespaces WHERE id = ?"),
+      nsByTitle: db.prepare<[string, string], { id: string }>("SELECT id FROM namespaces WHERE account_id = ? AND title = ?"),
+      nsCount: db.prepare<[string], { n: number }>("SELECT count(*) AS n FROM namespaces WHERE account_id = ?"),
+      nsRename: db.prepare("UPDATE namespaces SET title = ? WHERE account_id = ? AND id = ?"),
+      nsDelete: db.prepare("DELETE FROM namespaces WHERE account_id = ? AND id = ?"),
+      nsContent: db.prepare<[string], { content_id: string }>("SELECT content_id FROM entries WHERE ns_id = ? AND content_id IS NOT NULL"),
+      get: db.prepare<[string, Buffer, number], EntryRow>(
+        "SELECT expiration, metadata, content_id, value FROM entries WHERE ns_id = ? AND key = ? AND (expiration IS NULL OR expiration > ?)",
+      ),
+      oldContent: db.prepare<[string, Buffer], { content_id: string | null }>("SELECT content_id FROM entries WHERE ns_id = ? AND key = ?"),
+      upsert: db.prepare(
+        `INSERT INTO entries (ns_id, key, expiration, metadata, size, content_id, value) VALUES (?, ?, ?, ?, ?, ?, ?)
+         ON CONFLICT (ns_id, key) DO UPDATE SET expiration = excluded.expiration, metadata = excluded.metadata,
+           size = excluded.size, content_id = excluded.content_id, value = excluded.value`,
+      ),
+      del: db.prepare<[string, Buffer], { content_id: string | null }>("DELETE FROM entries WHERE ns_id = ? AND key = ? RETURNING content_id"),
+      purge: db.prepare<[number], { content_id: string | null }>(
+        `DELETE FROM entries WHERE (ns_id, key) IN
+           (SELECT ns_id, key FROM entries WHERE expiration IS NOT NULL AND expiration <= ? LIMIT 1000) RETURNING content_id`,
+      ),
+      contentLive: db.prepare<[string], { x: number }>("SELECT 1 AS x FROM entries WHERE content_id = ? LIMIT 1"),
+    };
+  }
+
+  // ---- namespaces ----
+
+  createNamespace(accountId: string, title: string): KvNamespace {
+    checkTitle(title);
+    const id = randomBytes(16).toString("hex");
+    try {
+      this.s.nsInsert.run(id, accountId, title, Date.now());
+    } catch (e) {
+      if ((e as { code?: string }).code === "SQLITE_CONSTRAINT_UNIQUE") throw titleExists(title);
+      throw e;
+    }
+    return { id, title, supports_url_encoding: true };
+  }
+
+  getNamespace(accountId: string, namespaceId: string): KvNamespace | undefined {
+    const row = this.s.nsGet.get(accountId, namespaceId);
+    return row && { id: row.id, title: row.title, supports_url_encoding: true };
+  }
+
+  listNamespaces(accountId: string, opts: NamespaceListOptions = {}): NamespacePage {
+    // Column and direction come from fixed choices, never from raw input.
+    const col = opts.order === "title" ? "title" : "id";
+    const dir = opts.direction === "desc" ? "DESC" : "ASC";
+    const rows = this.db
+      .prepare<[string, number, number], { id: string; title: string }>(
+        `SELECT id, title FROM namespaces WHERE account_id = ? ORDER BY ${col} ${dir}, id ${dir} LIMIT ? OFFSET ?`,
+      )
+      .all(accountId, opts.limit ?? -1, opts.offset ?? 0);
+    return {
+      namespaces: rows.map((r) => ({ id: r.id, title: r.title, supports_url_encoding: true })),
+      total: this.s.nsCount.get(accountId)!.n,
+    };
+  }
+
+  renameNamespace(accountId: string, namespaceId: string, title: string): KvNamespace {
+    checkTitle(title);
+    if (!this.getNamespace(accountId, namespaceId)) throw namespaceNotFound();
+    const other = this.s.nsByTitle.get(accountId, title);
+    if (other && other.id !== namespaceId) throw titleExists(title);
+    this.s.nsRename.run(title, accountId, namespaceId);
+    return { id: namespaceId, title, supports_url_encoding: true };
+  }
+
+  deleteNamespace(accountId: string, namespaceId: string): void {
+    const contentIds = this.db.transaction(() => {
+      if (!this.getNamespace(accountId, namespaceId)) throw namespaceNotFound();
+      const ids = this.s.nsContent.all(namespaceId).map((r) => r.content_id);
+      this.s.nsDelete.run(accountId, namespaceId);
+      return ids;
+    }).immediate();
+    this.dropContent(contentIds);
+  }
+
+  // ---- entries ----
+
+  async get(namespaceId: string, key: string): Promise<KvEntry | null> {
+    checkKey(key);
+    return this.readEntry(namespaceId, Buffer.from(key, "utf8"));
+  }
+
+  private async readEntry(namespaceId: string, key: Buffer): Promise<KvEntry | null> {
+    // A concurrent overwrite may delete the content file between reading the row and the file: read again.
+    for (let attempt = 0; ; attempt++) {
+      const row = this.s.get.get(namespaceId, key, nowSeconds());
+      if (!row) return null;
+      const entry = { metadata: parseMetadata(row.metadata), expiration: row.expiration };
+      if (row.content_id === null) return { value: row.value ?? Buffer.alloc(0), ...entry };
+      try {
+        return { value: await this.content.readAll(row.content_id), ...entry };
+      } catch (e) {
+        if ((e as NodeJS.ErrnoException).code !== "ENOENT" || attempt >= 2) throw e;
+      }
+    }
+  }
+
+  async getMany(namespaceId: string, keys: readonly string[]): Promise<Map<string, KvEntry | null>> {
+    keys.forEach((k, i) => {
+      const e = keyError(k);
+      if (e) throw new ApiError(e.status, e.errors[0]!.code, `keys[${i}]: ${e.message}`);
+    });
+    const out = new Map<string, KvEntry | null>();
+    for (const k of keys) if (!out.has(k)) out.set(k, await this.readEntry(namespaceId, Buffer.from(k, "utf8")));
+    return out;
+  }
+
+  async put(namespaceId: string, key: string, value: Buffer, opts: KvPutOptions = {}): Promise<void> {
+    await this.write(namespaceId, [prepareEntry(key, value, opts)]);
+  }
+
+  async putMany(namespaceId: string, entries: readonly KvBulkEntry[]): Promise<void> {
+    if (entries.length > KV_LIMITS.bulkWriteEntries) {
+      throw new ApiError(413, KvCodes.tooManyEntries, `a bulk write holds at most ${KV_LIMITS.bulkWriteEntries} entries, got ${entries.length}`);
+    }
+    const prepared = entries.map((e, i) => prepareEntry(e.key, e.value, e, `entry ${i}: `));
+    await this.write(namespaceId, prepared);
+  }
+
+  /** Big values go to the content store first, then one transaction commits every row. */
+  private async write(namespaceId: string, entries: Prepared[]): Promise<void> {
+    if (!this.s.nsExists.get(namespaceId)) throw namespaceNotFound();
+    const contentIds = new Map<Prepared, string>();
+    try {
+      for (const e of entries) {
+        if (e.value.length > KV_LIMITS.inlineValueBytes) contentIds.set(e, (await this.content.put(e.value)).id);
+      }
+    } catch (err) {
+      this.dropContent([...contentIds.values()]);
+      throw err;
+    }
+    let replaced: string[];
+    try {
+      replaced = this.db.transaction(() => {
+        if (!this.s.nsExists.get(namespaceId)) throw namespaceNotFound();
+        const old: string[] = [];
+        for (const e of entries) {
+          const prev = this.s.oldContent.get(namespaceId, e.key);
+          if (prev?.content_id) old.push(prev.content_id);
+          const cid = contentIds.get(e) ?? null;
+          this.s.upsert.run(namespaceId, e.key, e.expiration, e.metadata, e.value.length, cid, cid ? null : e.value);
+        }
+        return old;
+      }).immediate();
+    } catch (err) {
+      this.dropContent([...contentIds.values()]);
+      throw err;
+    }
+    this.dropContent(replaced);
+  }
+
+  delete(namespaceId: string, key: string): void {
+    checkKey(key);
+    const row = this.s.del.get(namespaceId, Buffer.from(key, "utf8"));
+    if (row?.content_id) this.dropContent([row.content_id]);
+  }
+
+  deleteMany(namespaceId: string, keys: readonly string[]): void {
+    const bufs = keys.map((k, i) => {
+      if (typeof k !== "string") throw new ApiError(400, KvCodes.invalidKey, `entry ${i}: key must be a string`);
+      const e = keyError(k);
+      if (e) throw new ApiError(e.status, e.errors[0]!.code, `entry ${i}: ${e.message}`);
+      return Buffer.from(k, "utf8");
+    });
+    const dropped = this.db.transaction(() => {
+      const ids: string[] = [];
+      for (const b of bufs) {
+        const row = this.s.del.get(namespaceId, b);
+        if (row?.content_id) ids.push(row.content_id);
+      }
+      return ids;
+    }).immediate();
+    this.dropContent(dropped);
+  }
+
+  list(namespaceId: string, opts: KvListOptions = {}): KvListResult {
+    const limit = opts.limit ?? KV_LIMITS.listLimit;
+    if (!Number.isInteger(limit) || limit < 1 || limit > KV_LIMITS.listLimit) {
+      throw new ApiError(400, KvCodes.invalidLimit, `limit must be a whole number from 1 to ${KV_LIMITS.listLimit}, got ${String(opts.limit)}`);
+    }
+    const prefix = Buffer.from(opts.prefix ?? "", "utf8");
+    const after = opts.cursor ? decodeCursor(opts.cursor) : undefined;
+    const end = prefix.length ? prefixEnd(prefix) : undefined;
+    const where = ["ns_id = ?", "(expiration IS NULL OR expiration > ?)"];
+    const params: unknown[] = [namespaceId, nowSeconds()];
+    if (after && Buffer.compare(after, prefix) >= 0) {
+      where.push("key > ?");
+      params.push(after);
+    } else if (prefix.length) {
+      where.push("key >= ?");
+      params.push(prefix);
+    }
+    if (end) {
+      where.push("key < ?");
+      params.push(end);
+    }
+    // One extra row tells whether another page exists.
+    params.push(limit + 1);
+    const rows = this.db
+      .prepare<unknown[], { key: Buffer; expiration: number | null; metadata: string | null }>(
+        `SELECT key, expiration, metadata FROM entries WHERE ${where.join(" AND ")} ORDER BY key LIMIT ?`,
+      )
+      .all(...params);
+    const more = rows.length > limit;
+    const page = more ? rows.slice(0, limit) : rows;
+    const keys = page.map((r) => {
+      const k: KvKeyInfo = { name: r.key.toString("utf8") };
+      if (r.expiration !== null) k.expiration = r.expiration;
+      if (r.metadata !== null) k.metadata = JSON.parse(r.metadata);
+      return k;
+    });
+    return more ? { keys, list_complete: false, cursor: encodeCursor(page[page.length - 1]!.key) } : { keys, list_complete: true };
+  }
+
+  purgeExpired(now = nowSeconds()): number {
+    let total = 0;
+    for (;;) {
+      const rows = this.s.purge.all(now);
+      this.dropContent(rows.flatMap((r) => (r.content_id ? [r.content_id] : [])));
+      total += rows.length;
+      if (rows.length < 1000) return total;
+    }
+  }
+
+  gcContent(graceMs?: number): Promise<number> {
+    return this.content.gc((id) => this.s.contentLive.get(id) !== undefined, graceMs);
+  }
+
+  /** Content is deleted only after the rows naming it are gone; a failure here leaves an orphan for gc. */
+  private dropContent(ids: readonly string[]): void {
+    for (const id of ids) {
+      try {
+        this.content.deleteSync(id);
+      } catch {
+        // left for gcContent
+      }
+    }
+  }
+}
+
+export const namespaceNotFound = () => new ApiError(404, KvCodes.namespaceNotFound, "namespace not found");
+export const keyNotFound = () => new ApiError(404, KvCodes.keyNotFound, "get: 'key not found'");
+const titleExists = (title: string) => new ApiError(400, KvCodes.titleExists, `a namespace with the title "${title}" already exists`);
