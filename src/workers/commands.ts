@@ -1,8 +1,18 @@
 import type { AnyCommand, CommandAlias, OptionSpec } from "../core/cli/command.js";
+import { deployCommand } from "./deploy-command.js";
+import { secretCommands } from "./secret-commands.js";
+
+export const DEFAULT_WORKERS_DOMAIN = "workers.localhost";
 
 /** This area's CLI commands (declared as data; handlers import their heavy parts lazily). */
-export const commands: AnyCommand[] = [];
+export const commands: AnyCommand[] = [...secretCommands, deployCommand];
 /** Deprecated spellings of this area's command groups. */
 export const aliases: CommandAlias[] = [];
 /** Options this area adds to `edgecli serve`. */
-export const serveOptions: Record<string, OptionSpec> = {};
+export const serveOptions: Record<string, OptionSpec> = {
+  "workers-domain": {
+    type: "string",
+    describe: "Worker scripts are served on the edge port at <script>.<this domain>",
+    default: DEFAULT_WORKERS_DOMAIN,
+  },
+};

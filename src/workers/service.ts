@@ -1,7 +1,54 @@
+import { join } from "node:path";
 import type { EdgeService, ServiceContext } from "../core/service.js";
 import type { KvService } from "../kv/service.js";
 import type { R2Service } from "../r2/service.js";
+import { DEFAULT_WORKERS_DOMAIN } from "./commands.js";
+import { ScriptDeployer } from "./deployer.js";
+import { WorkerProxy } from "./proxy.js";
+import { WorkersRuntime } from "./runtime.js";
+import { WorkersStore, workersMigrations } from "./store.js";
 
-export function createWorkersService(_ctx: ServiceContext, _deps: { kv: KvService; r2: R2Service }): EdgeService {
-  return { name: "workers" };
+export interface WorkersService extends EdgeService {
+  readonly store: WorkersStore;
+  readonly runtime: WorkersRuntime;
+}
+
+export function createWorkersService(ctx: ServiceContext, deps: { kv: KvService; r2: R2Service }): WorkersService {
+  const domain = String(ctx.config.options["workers-domain"] ?? DEFAULT_WORKERS_DOMAIN).toLowerCase().replace(/^\.+|\.+$/g, "");
+  const store = new WorkersStore(ctx.openDb("workers", workersMigrations), ctx.content("workers"));
+  const log = ctx.log.child({ service: "workers" });
+  const runtime = new WorkersRuntime(
+    store,
+    { r2: (bucket, req, res) => deps.r2.bindingHandler(bucket, req, res), kv: (ns, req, res) => deps.kv.bindingHandler(ns, req, res) },
+    join(ctx.config.stateDir, "workers-run"),
+    log,
+  );
+  const deployer = new ScriptDeployer(store, runtime, {
+    bucketExists: (accountId, name) => deps.r2.store.getBucket(accountId, name) !== undefined,
+    namespaceExists: (accountId, id) => deps.kv.store.getNamespace(accountId, id) !== undefined,
+  });
+  const proxy = new WorkerProxy(runtime, domain, log);
+  const urlOf = (name: string) => {
+    const edge = new URL(ctx.edgeUrl());
+    return `http://${name}.${domain}${edge.port ? `:${edge.port}` : ""}`;
+  };
+
+  return {
+    name: "workers",
+    store,
+    runtime,
+    async registerApi(app) {
+      const [{ default: multipart }, { registerWorkersRoutes }] = await Promise.all([import("@fastify/multipart"), import("./routes.js")]);
+      await app.register(multipart, { limits: { fileSize: 10 * 1024 * 1024, files: 100, fields: 100, fieldSize: 1024 * 1024 } });
+      registerWorkersRoutes(app, { store, deployer, urlOf, workersDomain: domain });
+    },
+    handleRaw: (req, res) => proxy.handle(req, res),
+    async start() {
+      await runtime.start();
+    },
+    async stop() {
+      await runtime.stop();
+      proxy.close();
+    },
+  };
 }

@@ -1,0 +1,98 @@
+import { randomBytes, timingSafeEqual } from "node:crypto";
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import type { Logger } from "../core/logger.js";
+
+/** The header workerd injects on every binding call (it replaces any header of that name the script sets). */
+export const BINDING_HEADER = "x-edge-binding";
+
+export type BindingIdentity = { kind: "r2"; accountId: string; bucketName: string } | { kind: "kv"; accountId: string; namespaceId: string };
+
+export interface BindingHandlers {
+  r2(bucket: { accountId: string; bucketName: string }, req: IncomingMessage, res: ServerResponse): void;
+  kv(ns: { accountId: string; namespaceId: string }, req: IncomingMessage, res: ServerResponse): void;
+}
+
+/**
+ * The loopback server workerd sends R2 and KV binding calls to. workerd authenticates nothing, so each
+ * external service in a config carries `<secret>.<identity>` in an injected header; the secret is random per
+ * platform process and lives only in memory and in the 0600 configs. A request without it gets 403, so
+ * another local process cannot use this port to reach the stores.
+ */
+export class BindingServer {
+  private readonly secret = randomBytes(32).toString("base64url");
+  private readonly secretBytes = Buffer.from(this.secret);
+  private server?: Server;
+  private address = "";
+
+  constructor(
+    private readonly handlers: BindingHandlers,
+    private readonly log: Logger,
+  ) {}
+
+  async start(): Promise<void> {
+    const server = createServer((req, res) => this.dispatch(req, res));
+    // workerd keeps binding connections alive between calls; do not cut them sooner than it does.
+    server.keepAliveTimeout = 120_000;
+    server.headersTimeout = 121_000;
+    server.requestTimeout = 0;
+    await new Promise<void>((resolve, reject) => {
+      server.once("error", reject);
+      server.listen(0, "127.0.0.1", () => resolve());
+    });
+    this.server = server;
+    this.address = `127.0.0.1:${(server.address() as AddressInfo).port}`;
+  }
+
+  /** Where workerd must send the calls of one binding, and the header that names its resource. */
+  target(identity: BindingIdentity): { address: string; header: { name: string; value: string } } {
+    if (!this.address) throw new Error("binding server is not started");
+    const id = Buffer.from(JSON.stringify(identity)).toString("base64url");
+    return { address: this.address, header: { name: BINDING_HEADER, value: `${this.secret}.${id}` } };
+  }
+
+  get listenAddress(): string {
+    return this.address;
+  }
+
+  private identify(req: IncomingMessage): BindingIdentity | undefined {
+    const h = req.headers[BINDING_HEADER];
+    if (typeof h !== "string") return undefined;
+    const dot = h.indexOf(".");
+    if (dot < 0) return undefined;
+    const given = Buffer.from(h.slice(0, dot));
+    if (given.length !== this.secretBytes.length || !timingSafeEqual(given, this.secretBytes)) return undefined;
+    try {
+      return JSON.parse(Buffer.from(h.slice(dot + 1), "base64url").toString("utf8")) as BindingIdentity;
+    } catch {
+      return undefined;
+    }
+  }
+
+  private dispatch(req: IncomingMessage, res: ServerResponse): void {
+    const who = this.identify(req);
+    if (!who) {
+      res.writeHead(403, { "content-type": "text/plain" }).end("forbidden\n");
+      req.resume();
+      return;
+    }
+    try {
+      if (who.kind === "r2") this.handlers.r2({ accountId: who.accountId, bucketName: who.bucketName }, req, res);
+      else this.handlers.kv({ accountId: who.accountId, namespaceId: who.namespaceId }, req, res);
+    } catch (err) {
+      this.log.error({ err, binding: who.kind }, "binding call failed");
+      if (!res.headersSent) res.writeHead(500, { "content-type": "text/plain" });
+      res.end();
+    }
+  }
+
+  async stop(): Promise<void> {
+    const s = this.server;
+    if (!s) return;
+    this.server = undefined;
+    await new Promise<void>((resolve) => {
+      s.close(() => resolve());
+      s.closeIdleConnections();
+    });
+  }
+}

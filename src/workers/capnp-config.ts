@@ -1,0 +1,79 @@
+import type { Binding, RunnableScript } from "./model.js";
+
+export type StorageBinding = Exclude<Binding, { type: "plain_text" }>;
+
+/** Where a binding's calls go: the loopback binding server, with the header that identifies the resource. */
+export interface BindingTarget {
+  address: string;
+  header: { name: string; value: string };
+}
+
+/**
+ * A capnp text string literal. Everything outside printable ASCII (and the quote and backslash) is written
+ * as \xNN bytes of its UTF-8 form, so no value (a secret, a var) can end the string or break the config.
+ */
+export function capnpString(s: string): string {
+  let out = '"';
+  for (const b of Buffer.from(s, "utf8")) {
+    if (b >= 0x20 && b < 0x7f && b !== 0x22 && b !== 0x5c) out += String.fromCharCode(b);
+    else out += `\\x${b.toString(16).padStart(2, "0")}`;
+  }
+  return out + '"';
+}
+
+export interface WorkerdConfigInput {
+  run: RunnableScript;
+  /** Path of each module's file, relative to the config file (written beside it). */
+  modulePath(index: number): string;
+  /** Target of each r2_bucket / kv_namespace binding, by binding name. */
+  bindingTarget(binding: StorageBinding): BindingTarget;
+}
+
+/**
+ * The config of one workerd process running one script: a socket on 127.0.0.1 with a port chosen by the
+ * kernel (reported on the control fd), storage bindings as external services on the binding server, vars
+ * and secrets as text, and a global outbound that only reaches public addresses.
+ */
+export function workerdConfig(input: WorkerdConfigInput): string {
+  const { script, modules, secrets } = input.run;
+  const services: string[] = [
+    `(name = "main", worker = .script)`,
+    `(name = "internet", network = (allow = ["public"], deny = ["local", "private"]))`,
+  ];
+  const bindings: string[] = [];
+  for (const b of script.bindings) {
+    if (b.type === "plain_text") {
+      bindings.push(`(name = ${capnpString(b.name)}, text = ${capnpString(b.text)})`);
+      continue;
+    }
+    const target = input.bindingTarget(b);
+    const service = `binding-${services.length}`;
+    services.push(
+      `(name = ${capnpString(service)}, external = (address = ${capnpString(target.address)}, http = (injectRequestHeaders = [(name = ${capnpString(target.header.name)}, value = ${capnpString(target.header.value)})])))`,
+    );
+    bindings.push(`(name = ${capnpString(b.name)}, ${b.type === "r2_bucket" ? "r2Bucket" : "kvNamespace"} = ${capnpString(service)})`);
+  }
+  for (const s of secrets) bindings.push(`(name = ${capnpString(s.name)}, text = ${capnpString(s.text)})`);
+  // The main module first: workerd treats the first module as the entry point.
+  const order = modules.map((_, i) => i).sort((a, b) => Number(modules[b].name === script.mainModule) - Number(modules[a].name === script.mainModule));
+  const mods = order.map((i) => `(name = ${capnpString(modules[i].name)}, ${modules[i].kind} = embed ${capnpString(input.modulePath(i))})`);
+  return `using Workerd = import "/workerd/workerd.capnp";
+const config :Workerd.Config = (
+  services = [
+    ${services.join(",\n    ")}
+  ],
+  sockets = [(name = "http", address = "127.0.0.1:0", http = (), service = "main")],
+);
+const script :Workerd.Worker = (
+  modules = [
+    ${mods.join(",\n    ")}
+  ],
+  compatibilityDate = ${capnpString(script.compatibilityDate)},
+  compatibilityFlags = [${script.compatibilityFlags.map(capnpString).join(", ")}],
+  bindings = [
+    ${bindings.join(",\n    ")}
+  ],
+  globalOutbound = "internet",
+);
+`;
+}

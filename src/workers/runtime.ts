@@ -1,0 +1,81 @@
+import { rmSync } from "node:fs";
+import { join } from "node:path";
+import type { Logger } from "../core/logger.js";
+import { BindingServer, type BindingHandlers } from "./binding-server.js";
+import type { StorageBinding } from "./capnp-config.js";
+import type { RunnableScript } from "./model.js";
+import { ScriptRuntime } from "./script-runtime.js";
+import type { WorkersStore } from "./store.js";
+
+/** All running scripts, by name (names are unique platform-wide), and the binding server they call. */
+export class WorkersRuntime {
+  private readonly runtimes = new Map<string, ScriptRuntime>();
+  readonly bindings: BindingServer;
+
+  constructor(
+    private readonly store: WorkersStore,
+    handlers: BindingHandlers,
+    /** Where generated configs go: <state>/workers-run, removed at start and stop (it holds secrets). */
+    private readonly runDir: string,
+    private readonly log: Logger,
+  ) {
+    this.bindings = new BindingServer(handlers, log);
+  }
+
+  private target = (accountId: string, b: StorageBinding) =>
+    this.bindings.target(b.type === "r2_bucket" ? { kind: "r2", accountId, bucketName: b.bucket_name } : { kind: "kv", accountId, namespaceId: b.namespace_id });
+
+  /** Starts the binding server and every stored script; a script workerd refuses is logged and skipped. */
+  async start(): Promise<void> {
+    rmSync(this.runDir, { recursive: true, force: true });
+    await this.bindings.start();
+    await Promise.all(
+      this.store.all().map(async (s) => {
+        try {
+          await this.deploy(await this.store.runnable(s));
+        } catch (err) {
+          this.log.error({ script: s.name, err: (err as Error).message }, "stored worker script failed to start");
+        }
+      }),
+    );
+  }
+
+  /** Runs `run` as the live version of its script; rejects with workerd's error if it cannot start. */
+  async deploy(run: RunnableScript): Promise<void> {
+    const name = run.script.name;
+    let rt = this.runtimes.get(name);
+    const fresh = !rt;
+    if (!rt) {
+      rt = new ScriptRuntime(name, { dir: join(this.runDir, name), log: this.log, bindingTarget: this.target });
+      this.runtimes.set(name, rt);
+    }
+    try {
+      await rt.deploy(run);
+    } catch (err) {
+      if (fresh && this.runtimes.get(name) === rt) {
+        this.runtimes.delete(name);
+        await rt.stop();
+      }
+      throw err;
+    }
+  }
+
+  async remove(name: string): Promise<void> {
+    const rt = this.runtimes.get(name);
+    if (!rt) return;
+    this.runtimes.delete(name);
+    await rt.stop();
+  }
+
+  lookup(name: string): ScriptRuntime | undefined {
+    return this.runtimes.get(name);
+  }
+
+  async stop(): Promise<void> {
+    const all = [...this.runtimes.values()];
+    this.runtimes.clear();
+    await Promise.all(all.map((rt) => rt.stop()));
+    await this.bindings.stop();
+    rmSync(this.runDir, { recursive: true, force: true });
+  }
+}

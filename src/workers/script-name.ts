@@ -1,0 +1,17 @@
+import { UserError } from "../core/errors.js";
+import type { CliContext } from "../core/cli/context.js";
+
+/**
+ * The Worker a command acts on, as wrangler picks it: `--name` (with `--env E`, `<name>-E`), else the
+ * config's name for the selected environment.
+ */
+export async function resolveScriptName(ctx: CliContext, args: { name?: string; env?: string }): Promise<string> {
+  if (args.name) return args.env ? `${args.name}-${args.env}` : args.name;
+  const cfg = await ctx.config(args.env);
+  if (cfg?.name) return cfg.name;
+  throw new UserError(
+    `Required Worker name missing. Please specify the Worker name in your ${cfg ? cfg.path : "edge.toml"} file, or pass it as an argument with \`--name <worker-name>\``,
+  );
+}
+
+export const scriptPath = (accountId: string, name: string) => `/accounts/${accountId}/workers/scripts/${encodeURIComponent(name)}`;

@@ -1,0 +1,148 @@
+import { mkdirSync, rmSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import type { Logger } from "../core/logger.js";
+import { workerdConfig, type BindingTarget, type StorageBinding } from "./capnp-config.js";
+import type { RunnableScript } from "./model.js";
+import { WorkerdProcess } from "./workerd-process.js";
+
+export interface ScriptRuntimeOptions {
+  /** Directory for this script's generated configs (inside the state directory). */
+  dir: string;
+  log: Logger;
+  bindingTarget(accountId: string, binding: StorageBinding): BindingTarget;
+}
+
+/** Writes the config and modules of one version into its own directory, readable by this user only. */
+function writeVersion(dir: string, run: RunnableScript, opts: ScriptRuntimeOptions): string {
+  rmSync(dir, { recursive: true, force: true });
+  mkdirSync(join(dir, "modules"), { recursive: true, mode: 0o700 });
+  run.modules.forEach((m, i) => writeFileSync(join(dir, "modules", String(i)), m.content, { mode: 0o600 }));
+  const config = workerdConfig({
+    run,
+    modulePath: (i) => `modules/${i}`,
+    bindingTarget: (b) => opts.bindingTarget(run.script.accountId, b),
+  });
+  const file = join(dir, "config.capnp");
+  // Secrets are in this file in clear (workerd's text bindings), hence 0600 inside a 0700 directory.
+  writeFileSync(file, config, { mode: 0o600 });
+  return file;
+}
+
+/**
+ * Runs one script on its own workerd process (so its log lines carry its name and a crash touches no other
+ * script). A new version starts beside the old one; traffic switches once it listens; the old one drains.
+ * An unexpected exit is logged and the same version restarted, with a growing delay if it keeps failing.
+ */
+export class ScriptRuntime {
+  private current?: WorkerdProcess;
+  private currentFile?: string;
+  private generation = 0;
+  private waiters: (() => void)[] = [];
+  private closed = false;
+  private restartDelay = 100;
+  private chain: Promise<unknown> = Promise.resolve();
+
+  constructor(
+    readonly name: string,
+    private readonly opts: ScriptRuntimeOptions,
+  ) {}
+
+  private get tag() {
+    return { script: this.name };
+  }
+
+  /** Port of the live process, if one is up. */
+  get port(): number | undefined {
+    return this.current?.port;
+  }
+
+  get pid(): number | undefined {
+    return this.current?.pid;
+  }
+
+  /** Resolves with a port as soon as a process is up (e.g. during a restart after a crash), or undefined after `ms`. */
+  async waitPort(ms: number): Promise<number | undefined> {
+    if (this.current) return this.current.port;
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, ms);
+      this.waiters.push(() => {
+        clearTimeout(timer);
+        resolve();
+      });
+    });
+    // Re-read through the getter: a waiter ran while we awaited.
+    return this.port;
+  }
+
+  /** Starts `run`, switches traffic to it and drains the previous process. Rejects (leaving the old one live) if workerd refuses it. */
+  deploy(run: RunnableScript): Promise<void> {
+    const next = this.chain.then(() => this.doDeploy(run));
+    this.chain = next.catch(() => undefined);
+    return next;
+  }
+
+  private async doDeploy(run: RunnableScript): Promise<void> {
+    if (this.closed) throw new Error("runtime is stopped");
+    const gen = ++this.generation;
+    const dir = join(this.opts.dir, String(gen));
+    const file = writeVersion(dir, run, this.opts);
+    let proc: WorkerdProcess;
+    try {
+      proc = await WorkerdProcess.start(file, this.opts.log, this.tag);
+    } catch (err) {
+      rmSync(dir, { recursive: true, force: true });
+      throw err;
+    }
+    const old = this.current;
+    const oldFile = this.currentFile;
+    this.adopt(proc, file);
+    this.opts.log.info({ ...this.tag, version: run.script.versionId, pid: proc.pid, port: proc.port }, "worker version live");
+    if (old) {
+      await old.stop();
+      if (oldFile) rmSync(join(oldFile, ".."), { recursive: true, force: true });
+    }
+  }
+
+  private adopt(proc: WorkerdProcess, file: string): void {
+    this.current = proc;
+    this.currentFile = file;
+    for (const w of this.waiters.splice(0)) w();
+    const startedAt = Date.now();
+    void proc.exited.then(({ code, signal }) => {
+      if (proc.isStopping || this.closed || this.current !== proc) return;
+      this.current = undefined;
+      if (Date.now() - startedAt > 30_000) this.restartDelay = 100;
+      this.opts.log.error({ ...this.tag, pid: proc.pid, code, signal, restart_in_ms: this.restartDelay }, "workerd exited unexpectedly; restarting it");
+      this.scheduleRestart(file);
+    });
+  }
+
+  private scheduleRestart(file: string): void {
+    const delay = this.restartDelay;
+    this.restartDelay = Math.min(this.restartDelay * 2, 5_000);
+    setTimeout(() => {
+      this.chain = this.chain.then(async () => {
+        if (this.closed || this.current || this.currentFile !== file) return;
+        try {
+          const proc = await WorkerdProcess.start(file, this.opts.log, this.tag);
+          this.adopt(proc, file);
+          this.opts.log.info({ ...this.tag, pid: proc.pid, port: proc.port }, "workerd restarted");
+        } catch (err) {
+          this.opts.log.error({ ...this.tag, err: (err as Error).message }, "workerd restart failed");
+          this.scheduleRestart(file);
+        }
+      });
+    }, delay).unref();
+  }
+
+  /** Stops the process (draining in-flight requests) and removes the generated files. */
+  async stop(): Promise<void> {
+    this.closed = true;
+    await this.chain;
+    const proc = this.current;
+    this.current = undefined;
+    for (const w of this.waiters.splice(0)) w();
+    await proc?.stop();
+    rmSync(this.opts.dir, { recursive: true, force: true });
+  }
+}

@@ -1,0 +1,188 @@
+import type { ContentStore } from "../core/content/content-store.js";
+import type { Db, Migration } from "../core/db/sqlite.js";
+import type { Binding, ModuleKind, ModuleRef, RunnableScript, ScriptRecord } from "./model.js";
+
+export const workersMigrations: readonly Migration[] = [
+  `CREATE TABLE scripts (
+     account_id TEXT NOT NULL,
+     name TEXT NOT NULL,
+     version_id TEXT NOT NULL,
+     etag TEXT NOT NULL,
+     main_module TEXT NOT NULL,
+     compatibility_date TEXT NOT NULL,
+     compatibility_flags TEXT NOT NULL,
+     bindings TEXT NOT NULL,
+     modules TEXT NOT NULL,
+     created_on TEXT NOT NULL,
+     modified_on TEXT NOT NULL,
+     PRIMARY KEY (account_id, name)
+   );
+   -- The Host <script>.<workers domain> names no account, so a script name is unique platform-wide.
+   CREATE UNIQUE INDEX scripts_name ON scripts(name);
+   CREATE TABLE secrets (
+     account_id TEXT NOT NULL,
+     script TEXT NOT NULL,
+     name TEXT NOT NULL,
+     value TEXT NOT NULL,
+     PRIMARY KEY (account_id, script, name),
+     FOREIGN KEY (account_id, script) REFERENCES scripts(account_id, name) ON DELETE CASCADE
+   );`,
+];
+
+interface ScriptRow {
+  account_id: string;
+  name: string;
+  version_id: string;
+  etag: string;
+  main_module: string;
+  compatibility_date: string;
+  compatibility_flags: string;
+  bindings: string;
+  modules: string;
+  created_on: string;
+  modified_on: string;
+}
+
+const toRecord = (r: ScriptRow): ScriptRecord => ({
+  accountId: r.account_id,
+  name: r.name,
+  versionId: r.version_id,
+  etag: r.etag,
+  mainModule: r.main_module,
+  compatibilityDate: r.compatibility_date,
+  compatibilityFlags: JSON.parse(r.compatibility_flags) as string[],
+  bindings: JSON.parse(r.bindings) as Binding[],
+  modules: JSON.parse(r.modules) as ModuleRef[],
+  createdOn: r.created_on,
+  modifiedOn: r.modified_on,
+});
+
+/**
+ * Worker scripts and their secrets. Module bytes live in the content store (written before the row that
+ * names them). Secret values are kept only here, in a 0600 file under a 0700 directory, because workerd
+ * needs them in clear; no method that feeds an API answer returns them (see `secretNames`).
+ */
+export class WorkersStore {
+  private readonly q;
+
+  constructor(
+    private readonly db: Db,
+    private readonly content: ContentStore,
+  ) {
+    this.q = {
+      get: db.prepare<[string, string], ScriptRow>("SELECT * FROM scripts WHERE account_id = ? AND name = ?"),
+      byName: db.prepare<[string], ScriptRow>("SELECT * FROM scripts WHERE name = ?"),
+      list: db.prepare<[string], ScriptRow>("SELECT * FROM scripts WHERE account_id = ? ORDER BY name"),
+      all: db.prepare<[], ScriptRow>("SELECT * FROM scripts ORDER BY account_id, name"),
+      upsert: db.prepare(
+        `INSERT INTO scripts (account_id, name, version_id, etag, main_module, compatibility_date, compatibility_flags, bindings, modules, created_on, modified_on)
+         VALUES (@account_id, @name, @version_id, @etag, @main_module, @compatibility_date, @compatibility_flags, @bindings, @modules, @created_on, @modified_on)
+         ON CONFLICT (account_id, name) DO UPDATE SET version_id = excluded.version_id, etag = excluded.etag, main_module = excluded.main_module,
+           compatibility_date = excluded.compatibility_date, compatibility_flags = excluded.compatibility_flags, bindings = excluded.bindings,
+           modules = excluded.modules, modified_on = excluded.modified_on`,
+      ),
+      touch: db.prepare<[string, string, string, string]>("UPDATE scripts SET version_id = ?, modified_on = ? WHERE account_id = ? AND name = ?"),
+      del: db.prepare<[string, string]>("DELETE FROM scripts WHERE account_id = ? AND name = ?"),
+      secretNames: db.prepare<[string, string], { name: string }>("SELECT name FROM secrets WHERE account_id = ? AND script = ? ORDER BY name"),
+      secrets: db.prepare<[string, string], { name: string; value: string }>("SELECT name, value FROM secrets WHERE account_id = ? AND script = ? ORDER BY name"),
+      putSecret: db.prepare<[string, string, string, string]>(
+        "INSERT INTO secrets (account_id, script, name, value) VALUES (?, ?, ?, ?) ON CONFLICT (account_id, script, name) DO UPDATE SET value = excluded.value",
+      ),
+      delSecret: db.prepare<[string, string, string]>("DELETE FROM secrets WHERE account_id = ? AND script = ? AND name = ?"),
+    };
+  }
+
+  get(accountId: string, name: string): ScriptRecord | undefined {
+    const r = this.q.get.get(accountId, name);
+    return r && toRecord(r);
+  }
+
+  /** The script a Host name points at, whichever account owns it. */
+  byName(name: string): ScriptRecord | undefined {
+    const r = this.q.byName.get(name);
+    return r && toRecord(r);
+  }
+
+  list(accountId: string): ScriptRecord[] {
+    return this.q.list.all(accountId).map(toRecord);
+  }
+
+  all(): ScriptRecord[] {
+    return this.q.all.all().map(toRecord);
+  }
+
+  writeModule(content: Buffer): { contentId: string; size: number } {
+    const c = this.content.putSync(content);
+    return { contentId: c.id, size: c.size };
+  }
+
+  /** Stores a new version with the secrets given (others are kept); returns the modules it replaced so they can be removed. */
+  save(script: ScriptRecord, secrets: { name: string; text: string }[]): ModuleRef[] {
+    return this.db.transaction(() => {
+      const old = this.get(script.accountId, script.name);
+      this.q.upsert.run({
+        account_id: script.accountId,
+        name: script.name,
+        version_id: script.versionId,
+        etag: script.etag,
+        main_module: script.mainModule,
+        compatibility_date: script.compatibilityDate,
+        compatibility_flags: JSON.stringify(script.compatibilityFlags),
+        bindings: JSON.stringify(script.bindings),
+        modules: JSON.stringify(script.modules),
+        created_on: old?.createdOn ?? script.createdOn,
+        modified_on: script.modifiedOn,
+      });
+      for (const s of secrets) this.q.putSecret.run(script.accountId, script.name, s.name, s.text);
+      return old?.modules ?? [];
+    })();
+  }
+
+  /** Removes a script and its secrets; returns its modules for the caller to delete after the commit. */
+  delete(accountId: string, name: string): ModuleRef[] | undefined {
+    return this.db.transaction(() => {
+      const old = this.get(accountId, name);
+      if (!old) return undefined;
+      this.q.del.run(accountId, name);
+      return old.modules;
+    })();
+  }
+
+  deleteModules(modules: readonly ModuleRef[]): void {
+    for (const m of modules) this.content.deleteSync(m.contentId);
+  }
+
+  isLiveContent(id: string): boolean {
+    return this.all().some((s) => s.modules.some((m) => m.contentId === id));
+  }
+
+  secretNames(accountId: string, script: string): string[] {
+    return this.q.secretNames.all(accountId, script).map((r) => r.name);
+  }
+
+  hasSecret(accountId: string, script: string, name: string): boolean {
+    return this.secretNames(accountId, script).includes(name);
+  }
+
+  /** Sets or removes one secret and gives the script a new version id, in one transaction. */
+  changeSecret(accountId: string, script: string, name: string, value: string | undefined, versionId: string): boolean {
+    return this.db.transaction(() => {
+      const changed = value === undefined ? this.q.delSecret.run(accountId, script, name).changes > 0 : this.q.putSecret.run(accountId, script, name, value).changes > 0;
+      if (changed) this.q.touch.run(versionId, new Date().toISOString(), accountId, script);
+      return changed;
+    })();
+  }
+
+  /** Secret values, for the runtime only (never for an API answer). */
+  secretValues(accountId: string, script: string): Map<string, string> {
+    return new Map(this.q.secrets.all(accountId, script).map((r) => [r.name, r.value]));
+  }
+
+  /** Everything workerd needs to run the script; `secrets` replaces the stored values when given (a change not yet committed). */
+  async runnable(script: ScriptRecord, secrets = this.secretValues(script.accountId, script.name)): Promise<RunnableScript> {
+    const modules = await Promise.all(
+      script.modules.map(async (m) => ({ name: m.name, kind: m.kind as ModuleKind, content: await this.content.readAll(m.contentId) })),
+    );
+    return { script, modules, secrets: [...secrets].map(([name, text]) => ({ name, text })) };
+  }
+}

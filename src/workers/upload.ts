@@ -1,0 +1,136 @@
+import type { FastifyRequest } from "fastify";
+import { z } from "zod";
+import { isValidJsIdentifier } from "../core/cli/config-file.js";
+import { ApiError } from "../core/errors.js";
+import { parseWith } from "../core/http/validate.js";
+import { WorkerCodes, type Binding, type ModuleKind } from "./model.js";
+
+/** Upload limits: the hosted API's paid-plan script size, and its secret size. */
+export const UploadLimits = {
+  scriptBytes: 10 * 1024 * 1024,
+  parts: 100,
+  secretBytes: 5 * 1024,
+} as const;
+
+const invalid = (message: string) => new ApiError(400, WorkerCodes.validation, message);
+
+const bindingName = z.string().refine(isValidJsIdentifier, { message: "must be a valid JavaScript identifier" });
+
+const bindingSchema = z.discriminatedUnion("type", [
+  z.object({ type: z.literal("plain_text"), name: bindingName, text: z.string() }),
+  z.object({ type: z.literal("secret_text"), name: bindingName, text: z.string().max(UploadLimits.secretBytes) }),
+  z.object({ type: z.literal("r2_bucket"), name: bindingName, bucket_name: z.string().min(1) }),
+  z.object({ type: z.literal("kv_namespace"), name: bindingName, namespace_id: z.string().min(1) }),
+]);
+
+/** The `metadata` part. Unknown fields wrangler sends (keep_bindings, code_update_strategy, logpush…) are accepted and have no effect here. */
+const metadataSchema = z.looseObject({
+  main_module: z.string().min(1).optional(),
+  body_part: z.string().optional(),
+  compatibility_date: z
+    .string()
+    .regex(/^\d{4}-\d{2}-\d{2}$/, { message: "must be a date like 2024-09-01" })
+    .optional(),
+  compatibility_flags: z.array(z.string().regex(/^[a-z0-9_]+$/, { message: "must be a flag name" })).default([]),
+  bindings: z.array(z.looseObject({ type: z.string(), name: z.string() })).default([]),
+});
+
+export interface ParsedUpload {
+  mainModule: string;
+  compatibilityDate?: string;
+  compatibilityFlags: string[];
+  bindings: Binding[];
+  secrets: { name: string; text: string }[];
+  modules: { name: string; kind: ModuleKind; content: Buffer }[];
+}
+
+/** workerd module kind for a part's content type; undefined for parts that are not code (source maps). */
+export function moduleKind(contentType: string): ModuleKind | "skip" | undefined {
+  const ct = contentType.split(";")[0].trim().toLowerCase();
+  switch (ct) {
+    case "application/javascript+module":
+    case "text/javascript+module":
+      return "esModule";
+    case "application/javascript":
+    case "text/javascript":
+    case "application/javascript+commonjs":
+      return "commonJsModule";
+    case "text/plain":
+      return "text";
+    case "application/octet-stream":
+      return "data";
+    case "application/wasm":
+      return "wasm";
+    case "application/json":
+      return "json";
+    case "application/source-map":
+      return "skip";
+  }
+  return undefined;
+}
+
+const SUPPORTED = "r2_bucket, kv_namespace, plain_text, secret_text";
+
+/** Reads the multipart body of a script upload and checks everything that needs no store. */
+export async function readUpload(req: FastifyRequest): Promise<ParsedUpload> {
+  if (!req.isMultipart()) throw invalid("A script upload must be multipart/form-data with a `metadata` part and the module parts");
+  let metadataText: string | undefined;
+  const parts: { name: string; contentType: string; content: Buffer }[] = [];
+  let total = 0;
+  for await (const part of req.parts()) {
+    const content = part.type === "file" ? await part.toBuffer() : Buffer.from(String(part.value), "utf8");
+    if (part.fieldname === "metadata") {
+      metadataText = content.toString("utf8");
+      continue;
+    }
+    total += content.length;
+    if (total > UploadLimits.scriptBytes) throw new ApiError(413, WorkerCodes.scriptTooLarge, `The script exceeds the size limit of ${UploadLimits.scriptBytes} bytes`);
+    const name = part.type === "file" && part.filename ? part.filename : part.fieldname;
+    parts.push({ name, contentType: part.mimetype ?? "", content });
+  }
+  if (metadataText === undefined) throw invalid("The upload has no `metadata` part");
+  let raw: unknown;
+  try {
+    raw = JSON.parse(metadataText);
+  } catch (e) {
+    throw invalid(`metadata: not valid JSON (${(e as Error).message})`);
+  }
+  const meta = parseWith(metadataSchema, raw, WorkerCodes.validation);
+  if (!meta.main_module) {
+    throw invalid(meta.body_part ? "Service-worker syntax (body_part) is not supported; upload an ES module worker with main_module" : "metadata: main_module is required");
+  }
+
+  const modules: ParsedUpload["modules"] = [];
+  for (const p of parts) {
+    const kind = moduleKind(p.contentType);
+    if (kind === "skip") continue;
+    if (!kind) throw invalid(`Module ${p.name}: unsupported content type "${p.contentType}"`);
+    if (modules.some((m) => m.name === p.name)) throw invalid(`Module ${p.name} is given twice`);
+    modules.push({ name: p.name, kind, content: p.content });
+  }
+  const main = modules.find((m) => m.name === meta.main_module);
+  if (!main) throw invalid(`main_module "${meta.main_module}" is not one of the uploaded parts (${modules.map((m) => m.name).join(", ") || "none"})`);
+  if (main.kind !== "esModule") throw invalid(`main_module "${main.name}" must be an ES module (content type application/javascript+module)`);
+
+  const bindings: Binding[] = [];
+  const secrets: ParsedUpload["secrets"] = [];
+  const seen = new Set<string>();
+  meta.bindings.forEach((rawBinding, i) => {
+    if (!["plain_text", "secret_text", "r2_bucket", "kv_namespace"].includes(rawBinding.type)) {
+      throw invalid(`bindings.${i}: binding type "${rawBinding.type}" is not supported here (supported: ${SUPPORTED})`);
+    }
+    const b = parseWith(bindingSchema, rawBinding, WorkerCodes.validation);
+    if (seen.has(b.name)) throw invalid(`bindings.${i}: the name ${b.name} is used by more than one binding`);
+    seen.add(b.name);
+    if (b.type === "secret_text") secrets.push({ name: b.name, text: b.text });
+    else bindings.push(b);
+  });
+  return {
+    mainModule: meta.main_module,
+    compatibilityDate: meta.compatibility_date,
+    compatibilityFlags: meta.compatibility_flags,
+    bindings,
+    secrets,
+    modules,
+  };
+}
