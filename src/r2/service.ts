@@ -1,5 +1,8 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { EdgeService, ServiceContext } from "../core/service.js";
+import { createR2BindingHandler } from "./binding.js";
+import { registerR2Routes } from "./routes.js";
+import { r2Migrations, SqliteR2Store } from "./sqlite-store.js";
 import type { BucketRef, R2Store } from "./store.js";
 
 /** Serves one workerd R2 binding request for the bucket the caller (the Workers runtime) injected. */
@@ -10,8 +13,30 @@ export interface R2Service extends EdgeService {
   bindingHandler: R2BindingHandler;
 }
 
-// Contract commit: the store and binding handler land in the next commits; until then the service exposes
-// only its name so the platform keeps starting for the other areas.
-export function createR2Service(_ctx: ServiceContext): R2Service {
-  return { name: "r2" } as R2Service;
+/** Hourly sweep of content files no object or part refers to (left by crashes or failed uploads). */
+const GC_INTERVAL_MS = 60 * 60 * 1000;
+
+export function createR2Service(ctx: ServiceContext): R2Service {
+  const content = ctx.content("r2");
+  const store = new SqliteR2Store(ctx.openDb("r2", r2Migrations), content);
+  const log = ctx.log.child({ service: "r2" });
+  let timer: NodeJS.Timeout | undefined;
+  const sweep = async () => {
+    const live = store.liveContent();
+    const removed = await content.gc((id) => live.has(id));
+    if (removed > 0) log.info({ removed }, "r2 removed unreferenced content files");
+  };
+  return {
+    name: "r2",
+    store,
+    bindingHandler: createR2BindingHandler(store, log),
+    registerApi: (app) => registerR2Routes(app, store),
+    async start() {
+      timer = setInterval(() => void sweep().catch((err) => log.warn({ err }, "r2 content sweep failed")), GC_INTERVAL_MS);
+      timer.unref();
+    },
+    async stop() {
+      if (timer) clearInterval(timer);
+    },
+  };
 }

@@ -1,0 +1,313 @@
+import type { IncomingMessage, ServerResponse } from "node:http";
+import type { Readable } from "node:stream";
+import type { Logger } from "../core/logger.js";
+import { parseRangeHeader } from "./ranges.js";
+import {
+  R2Codes,
+  R2Error,
+  type BucketRef,
+  type R2Conditional,
+  type R2EtagCondition,
+  type R2HttpMetadata,
+  type R2Include,
+  type R2ObjectInfo,
+  type R2Range,
+  type R2Store,
+} from "./store.js";
+
+/**
+ * The backend of workerd's R2 binding (see shared/design/workerd-bindings.md): head/get/list arrive as
+ * `GET /` with the operation JSON in the `cf-r2-request` header; writes arrive as `PUT /` whose body
+ * starts with `cf-r2-metadata-size` bytes of operation JSON, followed directly by the payload.
+ * The caller has already resolved which bucket the request may touch (from a header it injected).
+ */
+export function createR2BindingHandler(store: R2Store, log?: Logger): (bucket: BucketRef, req: IncomingMessage, res: ServerResponse) => void {
+  return (bucket, req, res) => {
+    serve(store, bucket, req, res).catch((err: unknown) => {
+      if (!(err instanceof R2Error)) log?.error({ err, bucket: bucket.bucketName }, "r2 binding request failed");
+      sendError(res, err instanceof R2Error ? err : new R2Error(500, R2Codes.internal, "We encountered an internal error. Please try again."));
+      if (!req.readableEnded) req.resume();
+    });
+  };
+}
+
+type Json = Record<string, unknown>;
+
+async function serve(store: R2Store, bucket: BucketRef, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  if (req.method === "GET") {
+    req.resume();
+    const header = req.headers["cf-r2-request"];
+    if (typeof header !== "string") throw invalid("the cf-r2-request header is missing");
+    // workerd sends raw UTF-8 bytes in the header; Node hands them over as latin1.
+    const op = parseOp(Buffer.from(header, "latin1"));
+    switch (op.method) {
+      case "head": {
+        const obj = store.head(bucket, str(op.object, "object"));
+        if (!obj) throw notFound();
+        return sendMetadata(res, 200, wireObject(obj));
+      }
+      case "get":
+        return get(store, bucket, op, res);
+      case "list":
+        return list(store, bucket, op, res);
+      default:
+        throw invalid(`unknown GET operation ${JSON.stringify(op.method)}`);
+    }
+  }
+  if (req.method !== "PUT") throw new R2Error(405, R2Codes.invalidArgument, `method ${req.method} is not part of the R2 binding protocol`);
+
+  const metaSize = Number(req.headers["cf-r2-metadata-size"]);
+  if (!Number.isSafeInteger(metaSize) || metaSize <= 0 || metaSize > 1024 * 1024) throw invalid("the cf-r2-metadata-size header is missing or invalid");
+  const op = parseOp(await readExactly(req, metaSize));
+  const total = req.headers["content-length"] !== undefined ? Number(req.headers["content-length"]) : undefined;
+  const payloadSize = total !== undefined && Number.isSafeInteger(total) ? total - metaSize : undefined;
+  const object = () => str(op.object, "object");
+  switch (op.method) {
+    case "put": {
+      const info = await store.put(bucket, object(), req, {
+        httpMetadata: httpFields(op.httpFields),
+        customMetadata: customFields(op.customFields),
+        onlyIf: conditional(op.onlyIf),
+        md5: op.md5 === undefined ? undefined : Buffer.from(str(op.md5, "md5"), "base64").toString("hex"),
+        sha1: optStr(op.sha1, "sha1"),
+        sha256: optStr(op.sha256, "sha256"),
+        sha384: optStr(op.sha384, "sha384"),
+        sha512: optStr(op.sha512, "sha512"),
+        storageClass: optStr(op.storageClass, "storageClass"),
+        size: payloadSize,
+      });
+      if (!info) throw preconditionFailed();
+      return sendJson(res, wireObject(info));
+    }
+    case "delete": {
+      req.resume();
+      const keys = op.objects !== undefined ? strArray(op.objects, "objects") : object();
+      await store.delete(bucket, keys);
+      return sendEmpty(res);
+    }
+    case "createMultipartUpload": {
+      req.resume();
+      const uploadId = store.createMultipartUpload(bucket, object(), {
+        httpMetadata: httpFields(op.httpFields),
+        customMetadata: customFields(op.customFields),
+        storageClass: optStr(op.storageClass, "storageClass"),
+      });
+      return sendJson(res, { uploadId });
+    }
+    case "uploadPart": {
+      const part = await store.uploadPart(bucket, object(), str(op.uploadId, "uploadId"), num(op.partNumber, "partNumber"), req, payloadSize);
+      return sendJson(res, { etag: part.etag });
+    }
+    case "completeMultipartUpload": {
+      req.resume();
+      if (!Array.isArray(op.parts)) throw invalid("parts must be an array");
+      const parts = (op.parts as Json[]).map((p) => ({ partNumber: num(p?.part, "parts.part"), etag: str(p?.etag, "parts.etag") }));
+      const info = await store.completeMultipartUpload(bucket, object(), str(op.uploadId, "uploadId"), parts);
+      return sendJson(res, wireObject(info));
+    }
+    case "abortMultipartUpload":
+      req.resume();
+      await store.abortMultipartUpload(bucket, object(), str(op.uploadId, "uploadId"));
+      return sendEmpty(res);
+    default:
+      throw invalid(`unknown PUT operation ${JSON.stringify(op.method)}`);
+  }
+}
+
+function get(store: R2Store, bucket: BucketRef, op: Json, res: ServerResponse): void {
+  let range: R2Range | undefined;
+  if (op.range !== undefined && op.range !== null) {
+    const r = op.range as Json;
+    range = r.suffix !== undefined ? { suffix: num(r.suffix, "range.suffix") } : { offset: num(r.offset ?? 0, "range.offset"), length: r.length === undefined ? undefined : num(r.length, "range.length") };
+  } else if (op.rangeHeader !== undefined) {
+    range = parseRangeHeader(str(op.rangeHeader, "rangeHeader"));
+  }
+  const result = store.get(bucket, str(op.object, "object"), { range, onlyIf: conditional(op.onlyIf) });
+  if (!result) throw notFound();
+  if (!result.body) {
+    // workerd hands the script a body-less object when the metadata comes with the 412.
+    return sendMetadata(res, 412, wireObject(result.object), undefined, 0, preconditionFailed());
+  }
+  sendMetadata(res, 200, wireObject(result.object, result.range), result.body, result.range.length);
+}
+
+function list(store: R2Store, bucket: BucketRef, op: Json, res: ServerResponse): void {
+  const include: R2Include[] = [];
+  if (op.include !== undefined) {
+    if (!Array.isArray(op.include)) throw invalid("include must be an array");
+    for (const i of op.include) {
+      const n = Number(i);
+      if (n === 0) include.push("httpMetadata");
+      else if (n === 1) include.push("customMetadata");
+      else throw invalid(`unknown include value ${JSON.stringify(i)}`);
+    }
+  }
+  const result = store.list(bucket, {
+    limit: op.limit === undefined ? undefined : num(op.limit, "limit"),
+    prefix: optStr(op.prefix, "prefix"),
+    cursor: optStr(op.cursor, "cursor") || undefined,
+    delimiter: optStr(op.delimiter, "delimiter"),
+    startAfter: optStr(op.startAfter, "startAfter"),
+    include,
+  });
+  const body: Json = {
+    objects: result.objects.map((o) => wireObject(o, undefined, { http: include.includes("httpMetadata"), custom: include.includes("customMetadata") })),
+    truncated: result.truncated,
+    delimitedPrefixes: result.delimitedPrefixes,
+  };
+  if (result.cursor) body.cursor = result.cursor;
+  sendMetadata(res, 200, body);
+}
+
+// ---- wire formats ----
+
+const CHECKSUM_SLOTS = { md5: "0", sha1: "1", sha256: "2", sha384: "3", sha512: "4" } as const;
+
+function wireObject(o: R2ObjectInfo, range?: { offset: number; length: number }, fields = { http: true, custom: true }): Json {
+  const out: Json = { name: o.key, version: o.version, size: o.size, etag: o.etag, uploaded: o.uploaded, storageClass: o.storageClass };
+  if (fields.http) out.httpFields = o.httpMetadata;
+  if (fields.custom) out.customFields = Object.entries(o.customMetadata).map(([k, v]) => ({ k, v }));
+  if (range) out.range = range;
+  const checksums: Record<string, string> = {};
+  for (const [alg, slot] of Object.entries(CHECKSUM_SLOTS)) {
+    const v = o.checksums[alg as keyof typeof CHECKSUM_SLOTS];
+    if (v) checksums[slot] = v;
+  }
+  out.checksums = checksums;
+  return out;
+}
+
+function httpFields(v: unknown): R2HttpMetadata | undefined {
+  if (v === undefined || v === null) return undefined;
+  if (typeof v !== "object") throw invalid("httpFields must be an object");
+  // The store checks each field; cacheExpiry arrives as a string of ms and is converted there.
+  return v as R2HttpMetadata;
+}
+
+function customFields(v: unknown): Record<string, string> | undefined {
+  if (v === undefined || v === null) return undefined;
+  if (!Array.isArray(v)) throw invalid("customFields must be an array");
+  const out: Record<string, string> = {};
+  for (const f of v as Json[]) out[str(f?.k, "customFields.k")] = str(f?.v, "customFields.v");
+  return out;
+}
+
+function conditional(v: unknown): R2Conditional | undefined {
+  if (v === undefined || v === null) return undefined;
+  if (typeof v !== "object") throw invalid("onlyIf must be an object");
+  const c = v as Json;
+  const etags = (list: unknown, name: string): R2EtagCondition[] | undefined => {
+    if (list === undefined) return undefined;
+    if (!Array.isArray(list)) throw invalid(`onlyIf.${name} must be an array`);
+    return (list as Json[]).map((e) => {
+      if (e?.type === "wildcard") return { type: "wildcard" };
+      if (e?.type !== "strong" && e?.type !== "weak") throw invalid(`onlyIf.${name}: unknown etag type`);
+      return { type: e.type, value: str(e.value, `onlyIf.${name}.value`) };
+    });
+  };
+  const cond: R2Conditional = {
+    etagMatches: etags(c.etagMatches, "etagMatches"),
+    etagDoesNotMatch: etags(c.etagDoesNotMatch, "etagDoesNotMatch"),
+    uploadedBefore: c.uploadedBefore === undefined ? undefined : num(c.uploadedBefore, "onlyIf.uploadedBefore"),
+    uploadedAfter: c.uploadedAfter === undefined ? undefined : num(c.uploadedAfter, "onlyIf.uploadedAfter"),
+    secondsGranularity: c.secondsGranularity === true,
+  };
+  return cond;
+}
+
+// ---- request parsing ----
+
+function parseOp(bytes: Buffer): Json & { method?: unknown } {
+  let op: unknown;
+  try {
+    op = JSON.parse(bytes.toString("utf8"));
+  } catch {
+    throw invalid("the operation is not valid JSON");
+  }
+  if (!op || typeof op !== "object" || Array.isArray(op)) throw invalid("the operation must be a JSON object");
+  return op as Json;
+}
+
+const invalid = (message: string) => new R2Error(400, R2Codes.invalidArgument, message);
+const notFound = () => new R2Error(404, R2Codes.objectNotFound, "The specified key does not exist.");
+const preconditionFailed = () => new R2Error(412, R2Codes.preconditionFailed, "At least one of the pre-conditions you specified did not hold.");
+
+function str(v: unknown, name: string): string {
+  if (typeof v !== "string") throw invalid(`${name} must be a string`);
+  return v;
+}
+const optStr = (v: unknown, name: string) => (v === undefined || v === null ? undefined : str(v, name));
+const strArray = (v: unknown, name: string) => {
+  if (!Array.isArray(v)) throw invalid(`${name} must be an array`);
+  return v.map((s) => str(s, name));
+};
+/** 64-bit numbers arrive as strings; smaller ones as numbers. */
+function num(v: unknown, name: string): number {
+  const n = typeof v === "string" && v.trim() !== "" ? Number(v) : v;
+  if (typeof n !== "number" || !Number.isSafeInteger(n)) throw invalid(`${name} must be an integer`);
+  return n;
+}
+
+/** Reads exactly `n` bytes from the front of a stream and leaves the rest unread for the payload. */
+function readExactly(stream: Readable, n: number): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const done = (err?: Error, buf?: Buffer) => {
+      stream.off("readable", onReadable);
+      stream.off("end", onEnd);
+      stream.off("error", onError);
+      if (err) reject(err);
+      else resolve(buf!);
+    };
+    const onReadable = () => {
+      const buf = stream.read(n) as Buffer | null;
+      // At the end of the stream read() returns whatever is left, which may be short.
+      if (buf) done(buf.length === n ? undefined : invalid("the body ended inside the operation JSON"), buf);
+    };
+    const onEnd = () => done(invalid("the body ended inside the operation JSON"));
+    const onError = (e: Error) => done(e);
+    stream.on("readable", onReadable);
+    stream.on("end", onEnd);
+    stream.on("error", onError);
+  });
+}
+
+// ---- responses ----
+
+/** Header-safe JSON: non-ASCII becomes \u escapes (header values must be latin1). */
+const asciiJson = (v: unknown) => JSON.stringify(v).replace(/[\u007f-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
+
+function sendMetadata(res: ServerResponse, status: number, meta: Json, body?: Readable, bodyLength = 0, error?: R2Error): void {
+  const json = Buffer.from(JSON.stringify(meta), "utf8");
+  const headers: Record<string, string | number> = { "cf-r2-metadata-size": json.length, "content-length": json.length + bodyLength };
+  if (error) headers["cf-r2-error"] = asciiJson({ version: 1, v4code: error.v4code, message: error.message });
+  res.writeHead(status, headers);
+  if (!body) {
+    res.end(json);
+    return;
+  }
+  res.write(json);
+  body.on("error", () => res.destroy());
+  res.on("close", () => body.destroy());
+  body.pipe(res);
+}
+
+function sendJson(res: ServerResponse, value: unknown): void {
+  const json = Buffer.from(JSON.stringify(value), "utf8");
+  res.writeHead(200, { "content-type": "application/json", "content-length": json.length });
+  res.end(json);
+}
+
+function sendEmpty(res: ServerResponse): void {
+  res.writeHead(200, { "content-length": 0 });
+  res.end();
+}
+
+function sendError(res: ServerResponse, err: R2Error): void {
+  if (res.headersSent) {
+    res.destroy();
+    return;
+  }
+  const body = Buffer.from(JSON.stringify({ version: 1, v4code: err.v4code, message: err.message }));
+  res.writeHead(err.status, { "cf-r2-error": asciiJson({ version: 1, v4code: err.v4code, message: err.message }), "content-type": "application/json", "content-length": body.length });
+  res.end(body);
+}
