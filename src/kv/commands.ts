@@ -1,8 +1,116 @@
-import type { AnyCommand, CommandAlias, OptionSpec } from "../core/cli/command.js";
+import { defineCommand, type AnyCommand, type CommandAlias, type OptionSpec } from "../core/cli/command.js";
 
-/** This area's CLI commands (declared as data; handlers import their heavy parts lazily). */
-export const commands: AnyCommand[] = [];
-/** Deprecated spellings of this area's command groups. */
-export const aliases: CommandAlias[] = [];
+// Command specs are plain data; every handler imports its module on demand so `edgecli` starts fast
+// (the --local path never loads fastify, undici or zod).
+
+const envOption = { type: "string", describe: "Environment to use: bindings come from [env.<name>] of the config file" } as const;
+const previewOption = { type: "boolean", describe: "Use the binding's preview namespace (preview_id) instead of id" } as const;
+
+const selectorOptions = {
+  binding: { type: "string", describe: "The binding name of the namespace, from kv_namespaces in the config file" },
+  "namespace-id": { type: "string", describe: "The id of the namespace" },
+  env: envOption,
+  preview: previewOption,
+} as const satisfies Record<string, OptionSpec>;
+
+const localOptions = {
+  local: { type: "boolean", describe: "Work on the local state directory directly, without a running server" },
+  "persist-to": { type: "string", describe: "State directory for --local (default: $EDGE_STATE_DIR, else .edge, as `edgecli serve` uses)" },
+} as const satisfies Record<string, OptionSpec>;
+
+const keyPositional = { name: "key", describe: "The key, 1-512 bytes of UTF-8", required: true } as const;
+
+export const commands: AnyCommand[] = [
+  defineCommand({
+    path: ["kv", "namespace", "create"],
+    describe: "Create a KV namespace",
+    positionals: [{ name: "namespace", describe: "The name of the new namespace (also its binding name)", required: true }] as const,
+    options: { env: envOption, preview: { type: "boolean", describe: "Create a preview namespace (title ends in _preview; snippet uses preview_id)" } },
+    examples: ["edgecli kv namespace create MY_KV", "edgecli kv namespace create MY_KV --env staging --preview"],
+    epilogue: 'The title is "<name>-<NAMESPACE>" (<name> from the config file, "worker" without one), "<name>-<env>-<NAMESPACE>" with --env, plus "_preview" with --preview.',
+    handler: async (args, ctx) => (await import("./cli/namespace-commands.js")).createNamespace(args, ctx),
+  }),
+  defineCommand({
+    path: ["kv", "namespace", "list"],
+    describe: "List every KV namespace of the account as JSON",
+    examples: ["edgecli kv namespace list"],
+    handler: async (_args, ctx) => (await import("./cli/namespace-commands.js")).listNamespaces(ctx),
+  }),
+  defineCommand({
+    path: ["kv", "namespace", "delete"],
+    describe: "Delete a KV namespace and everything in it (asks first)",
+    options: selectorOptions,
+    examples: ["edgecli kv namespace delete --binding MY_KV", "edgecli kv namespace delete --namespace-id 0f2ac74b498b48028cb68387c421e279"],
+    handler: async (args, ctx) => (await import("./cli/namespace-commands.js")).deleteNamespace(args, ctx),
+  }),
+  defineCommand({
+    path: ["kv", "key", "put"],
+    describe: "Write a single key/value pair to a namespace",
+    positionals: [keyPositional, { name: "value", describe: "The value to write (or use --path)" }] as const,
+    options: {
+      ...selectorOptions,
+      path: { type: "string", describe: "Read the value from this file instead of VALUE (binary safe; keeps values out of shell history)" },
+      ttl: { type: "number", describe: "Time to live in seconds, at least 60; wins over --expiration" },
+      expiration: { type: "number", describe: "Expiration time in UNIX seconds, at least 60 s from now" },
+      metadata: { type: "string", describe: "A JSON object stored with the key, at most 1024 bytes serialized" },
+      ...localOptions,
+    },
+    examples: [
+      "edgecli kv key put greeting hello --binding MY_KV",
+      "edgecli kv key put logo.png --path ./logo.png --namespace-id <id> --ttl 3600",
+      `edgecli kv key put user:1 '{"n":1}' --binding MY_KV --metadata '{"v":2}' --local`,
+    ],
+    handler: async (args, ctx) => (await import("./cli/key-commands.js")).putKey(args, ctx),
+  }),
+  defineCommand({
+    path: ["kv", "key", "list"],
+    describe: "List the keys of a namespace as JSON (every page)",
+    options: { ...selectorOptions, prefix: { type: "string", describe: "Only keys that start with this prefix" }, ...localOptions },
+    examples: ["edgecli kv key list --binding MY_KV --prefix user:"],
+    handler: async (args, ctx) => (await import("./cli/key-commands.js")).listKeys(args, ctx),
+  }),
+  defineCommand({
+    path: ["kv", "key", "get"],
+    describe: "Write a key's value to stdout, byte for byte",
+    positionals: [keyPositional] as const,
+    options: { ...selectorOptions, text: { type: "boolean", describe: "Decode the value as UTF-8 text and end it with a newline" }, ...localOptions },
+    examples: ["edgecli kv key get greeting --binding MY_KV --text", "edgecli kv key get logo.png --namespace-id <id> > logo.png"],
+    handler: async (args, ctx) => (await import("./cli/key-commands.js")).getKey(args, ctx),
+  }),
+  defineCommand({
+    path: ["kv", "key", "delete"],
+    describe: "Delete a key from a namespace",
+    positionals: [keyPositional] as const,
+    options: { ...selectorOptions, ...localOptions },
+    examples: ["edgecli kv key delete greeting --binding MY_KV"],
+    handler: async (args, ctx) => (await import("./cli/key-commands.js")).deleteKey(args, ctx),
+  }),
+  defineCommand({
+    path: ["kv", "bulk", "put"],
+    describe: "Write many key/value pairs from a JSON file; every entry is checked before any is written",
+    positionals: [{ name: "filename", describe: "JSON file holding an array of {key, value, expiration?, expiration_ttl?, metadata?, base64?}", required: true }] as const,
+    options: { ...selectorOptions, ...localOptions },
+    examples: ["edgecli kv bulk put data.json --binding MY_KV", "edgecli kv bulk put data.json --namespace-id <id> --local"],
+    handler: async (args, ctx) => (await import("./cli/bulk-commands.js")).bulkPut(args, ctx),
+  }),
+  defineCommand({
+    path: ["kv", "bulk", "delete"],
+    describe: "Delete the keys listed in a JSON file (asks first)",
+    positionals: [{ name: "filename", describe: 'JSON file holding an array of key strings (or {"name": key} objects)', required: true }] as const,
+    options: { ...selectorOptions, ...localOptions, force: { type: "boolean", alias: "f", describe: "Do not ask for confirmation" } },
+    examples: ["edgecli kv bulk delete old-keys.json --binding MY_KV"],
+    handler: async (args, ctx) => (await import("./cli/bulk-commands.js")).bulkDelete(args, ctx),
+  }),
+];
+
+const deprecated = (group: string): CommandAlias => ({
+  from: `kv:${group}`,
+  to: ["kv", group],
+  warning: `The \`edgecli kv:${group}\` command is deprecated and will be removed in a future major version. Please use \`edgecli kv ${group}\` instead which behaves the same.`,
+});
+
+/** The pre-3.60 spellings, kept working with a notice naming the new form. */
+export const aliases: CommandAlias[] = [deprecated("namespace"), deprecated("key"), deprecated("bulk")];
+
 /** Options this area adds to `edgecli serve`. */
 export const serveOptions: Record<string, OptionSpec> = {};

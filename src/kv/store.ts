@@ -156,7 +156,7 @@ function parseMetadata(json: string | null): unknown {
 }
 
 /** Validates one entry and returns what will be stored; throws an ApiError (prefixed with `where`). */
-function prepareEntry(key: string, value: Buffer, opts: KvPutOptions, where = "") {
+export function prepareEntry(key: string, value: Buffer, opts: KvPutOptions, where = "") {
   const fail = (e: ApiError): never => {
     throw where ? new ApiError(e.status, e.errors[0]!.code, `${where}${e.message}`) : e;
   };
@@ -220,6 +220,18 @@ export class SqliteKvStore implements KvStore {
       throw e;
     }
     return { id, title, supports_url_encoding: true };
+  }
+
+  /**
+   * Records a namespace under an id chosen elsewhere (the --local CLI writing to an id it was given),
+   * unless it exists already. Not part of KvStore: the API always creates ids itself.
+   */
+  adoptNamespace(accountId: string, namespaceId: string): void {
+    if (this.s.nsExists.get(namespaceId)) return;
+    if (!namespaceId || namespaceId.length > 64) throw new ApiError(400, KvCodes.badRequest, "namespace id must be 1-64 characters");
+    this.db
+      .prepare("INSERT INTO namespaces (id, account_id, title, created_at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING")
+      .run(namespaceId, accountId, `local-${namespaceId}`, Date.now());
   }
 
   getNamespace(accountId: string, namespaceId: string): KvNamespace | undefined {

@@ -1,0 +1,102 @@
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { FileContentStore } from "../../core/content/content-store.js";
+import { openDatabase } from "../../core/db/sqlite.js";
+import { resolveStateDir } from "../../core/state-dir.js";
+import { KV_LIMITS } from "../limits.js";
+import { KV_MIGRATIONS, SqliteKvStore, type KvBulkEntry, type KvKeyInfo, type KvPutOptions } from "../store.js";
+import type { KvCliBackend } from "./backend.js";
+
+/**
+ * Opens the KV store of a state directory exactly as `edgecli serve` does (<state>/db/kv.sqlite and
+ * <state>/content/kv, same migrations), so both see the same data; SQLite WAL keeps the two processes safe.
+ */
+export function openLocalKvStore(stateDir: string): { store: SqliteKvStore; close(): void } {
+  const db = openDatabase(join(stateDir, "db", "kv.sqlite"), KV_MIGRATIONS);
+  return { store: new SqliteKvStore(db, new FileContentStore(join(stateDir, "content", "kv"))), close: () => db.close() };
+}
+
+/**
+ * The account that owns namespaces first written with --local: EDGE_ACCOUNT_ID, the config's account_id,
+ * else the account `edgecli serve` bootstrapped in this state directory, so the server then shows them.
+ */
+function localAccount(stateDir: string, env: NodeJS.ProcessEnv, configured?: string): string {
+  if (env.EDGE_ACCOUNT_ID) return env.EDGE_ACCOUNT_ID;
+  if (configured) return configured;
+  const file = join(stateDir, "credentials.json");
+  if (existsSync(file)) {
+    try {
+      const id = (JSON.parse(readFileSync(file, "utf8")) as { account_id?: string }).account_id;
+      if (id) return id;
+    } catch {
+      // an unreadable credentials file only means we fall back below
+    }
+  }
+  return "local";
+}
+
+export class LocalKvBackend implements KvCliBackend {
+  readonly where = "local";
+  private readonly opened;
+  private readonly store;
+
+  constructor(
+    readonly stateDir: string,
+    private readonly namespaceId: string,
+    private readonly account: () => string,
+  ) {
+    this.opened = openLocalKvStore(stateDir);
+    this.store = this.opened.store;
+  }
+
+  static open(persistTo: string | undefined, namespaceId: string, env: NodeJS.ProcessEnv, cwd: string, configuredAccount?: string): LocalKvBackend {
+    const dir = resolveStateDir(persistTo, env, cwd);
+    return new LocalKvBackend(dir, namespaceId, () => localAccount(dir, env, configuredAccount));
+  }
+
+  /** Like wrangler's local mode, any namespace id can be written to; the first write records it. */
+  private ensureNamespace(): void {
+    this.store.adoptNamespace(this.account(), this.namespaceId);
+  }
+
+  async put(key: string, value: Buffer, opts: KvPutOptions): Promise<void> {
+    this.ensureNamespace();
+    await this.store.put(this.namespaceId, key, value, opts);
+  }
+
+  async get(key: string): Promise<Buffer | null> {
+    return (await this.store.get(this.namespaceId, key))?.value ?? null;
+  }
+
+  async list(prefix?: string): Promise<KvKeyInfo[]> {
+    const out: KvKeyInfo[] = [];
+    let cursor: string | undefined;
+    do {
+      const page = this.store.list(this.namespaceId, { prefix, cursor });
+      out.push(...page.keys);
+      cursor = page.cursor;
+    } while (cursor);
+    return out;
+  }
+
+  async delete(key: string): Promise<void> {
+    this.store.delete(this.namespaceId, key);
+  }
+
+  async putMany(entries: readonly KvBulkEntry[], progress: (done: number) => void): Promise<void> {
+    this.ensureNamespace();
+    for (let i = 0; i < entries.length; i += KV_LIMITS.bulkWriteEntries) {
+      await this.store.putMany(this.namespaceId, entries.slice(i, i + KV_LIMITS.bulkWriteEntries));
+      progress(Math.min(entries.length, i + KV_LIMITS.bulkWriteEntries));
+    }
+  }
+
+  async deleteMany(keys: readonly string[], progress: (done: number) => void): Promise<void> {
+    this.store.deleteMany(this.namespaceId, keys);
+    progress(keys.length);
+  }
+
+  close(): void {
+    this.opened.close();
+  }
+}
