@@ -1,8 +1,14 @@
 import type { AnyCommand, CommandAlias, OptionSpec } from "../core/cli/command.js";
+import { gatewayCommands } from "./cli-commands.js";
 
 /** This area's CLI commands (declared as data; handlers import their heavy parts lazily). */
-export const commands: AnyCommand[] = [];
+export const commands: AnyCommand[] = gatewayCommands;
 /** Deprecated spellings of this area's command groups. */
 export const aliases: CommandAlias[] = [];
 /** Options this area adds to `edgecli serve`. */
-export const serveOptions: Record<string, OptionSpec> = {};
+export const serveOptions: Record<string, OptionSpec> = {
+  "provider-base-url": {
+    type: "strings",
+    describe: "Upstream base URL of an AI gateway provider, as <provider>=<url> (repeatable), e.g. openai=http://127.0.0.1:11434/v1",
+  },
+};

@@ -1,0 +1,77 @@
+import { defineCommand, type AnyCommand, type OptionSpec } from "../core/cli/command.js";
+
+/** Gateway settings as CLI options; each maps to one field of the gateway object. */
+export const SETTING_OPTIONS = {
+  "cache-ttl": { type: "number", describe: "Seconds a cached answer is served (0 turns caching off)" },
+  "cache-invalidate-on-update": { type: "boolean", describe: "Drop cached answers when the gateway is updated" },
+  "collect-logs": { type: "boolean", describe: "Keep a log of every request (--no-collect-logs to turn off)" },
+  authentication: { type: "boolean", describe: "Require a gateway token (gw-aig-authorization) on every request" },
+  "rate-limit": { type: "number", describe: "Requests allowed per interval (0 turns rate limiting off)" },
+  "rate-limit-interval": { type: "number", describe: "Rate limit interval in seconds" },
+  "rate-limit-technique": { type: "string", choices: ["fixed", "sliding"], describe: "Rate limit window" },
+  "log-limit": { type: "number", describe: "Most logs kept (10000-10000000)" },
+  "log-strategy": { type: "string", choices: ["STOP_INSERTING", "DELETE_OLDEST"], describe: "What happens at the log limit" },
+  "retry-max-attempts": { type: "number", describe: "Attempts per request (1-5)" },
+  "retry-delay": { type: "number", describe: "Milliseconds between attempts" },
+  "retry-backoff": { type: "string", choices: ["constant", "linear", "exponential"], describe: "How the delay grows" },
+} satisfies Record<string, OptionSpec>;
+
+const json = { json: { type: "boolean", describe: "Print JSON" } } satisfies Record<string, OptionSpec>;
+const impl = () => import("./cli-handlers.js");
+
+export const gatewayCommands: AnyCommand[] = [
+  defineCommand({
+    path: ["ai-gateway", "create"],
+    describe: "Create an AI gateway",
+    positionals: [{ name: "id", describe: "Gateway id (lowercase letters, digits, _ and -)", required: true }],
+    options: { ...SETTING_OPTIONS, ...json },
+    examples: ["edgecli ai-gateway create my-gateway", "edgecli ai-gateway create my-gateway --authentication --cache-ttl 300 --rate-limit 100 --rate-limit-interval 60"],
+    handler: async (args, ctx) => (await impl()).create(args, ctx),
+  }),
+  defineCommand({
+    path: ["ai-gateway", "list"],
+    describe: "List the account's AI gateways",
+    options: { search: { type: "string", describe: "Only ids containing this text" }, ...json },
+    handler: async (args, ctx) => (await impl()).list(args, ctx),
+  }),
+  defineCommand({
+    path: ["ai-gateway", "get"],
+    describe: "Show one AI gateway and its settings (JSON)",
+    positionals: [{ name: "id", describe: "Gateway id", required: true }],
+    handler: async (args, ctx) => (await impl()).get(args, ctx),
+  }),
+  defineCommand({
+    path: ["ai-gateway", "update"],
+    describe: "Change settings of an AI gateway (settings not given stay as they are)",
+    positionals: [{ name: "id", describe: "Gateway id", required: true }],
+    options: { ...SETTING_OPTIONS, ...json },
+    examples: ["edgecli ai-gateway update my-gateway --authentication", "edgecli ai-gateway update my-gateway --no-collect-logs"],
+    handler: async (args, ctx) => (await impl()).update(args, ctx),
+  }),
+  defineCommand({
+    path: ["ai-gateway", "delete"],
+    describe: "Delete an AI gateway and its logs",
+    positionals: [{ name: "id", describe: "Gateway id", required: true }],
+    handler: async (args, ctx) => (await impl()).remove(args, ctx),
+  }),
+  defineCommand({
+    path: ["ai-gateway", "token", "create"],
+    describe: "Create a gateway token (an API token with the AI Gateway Run permission); its value is shown once",
+    positionals: [{ name: "gateway", describe: "Gateway the token is for (used in its name)", required: true }],
+    options: { name: { type: "string", describe: "Token name (default ai-gateway-<gateway>)" }, ...json },
+    examples: ["edgecli ai-gateway token create my-gateway", "edgecli ai-gateway token create my-gateway --json"],
+    handler: async (args, ctx) => (await impl()).tokenCreate(args, ctx),
+  }),
+  defineCommand({
+    path: ["ai-gateway", "token", "list"],
+    describe: "List tokens that carry the AI Gateway Run permission (values are never shown again)",
+    options: { ...json },
+    handler: async (args, ctx) => (await impl()).tokenList(args, ctx),
+  }),
+  defineCommand({
+    path: ["ai-gateway", "token", "revoke"],
+    describe: "Revoke a gateway token",
+    positionals: [{ name: "id", describe: "Token id", required: true }],
+    handler: async (args, ctx) => (await impl()).tokenRevoke(args, ctx),
+  }),
+];

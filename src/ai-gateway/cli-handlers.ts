@@ -1,0 +1,114 @@
+import type { CliContext } from "../core/cli/context.js";
+import { UsageError } from "../core/errors.js";
+import type { Gateway } from "./gateway-schema.js";
+
+type Args = Record<string, unknown> & { given: ReadonlySet<string> };
+
+/** Option name → gateway field. */
+const FIELDS: Record<string, string> = {
+  "cache-ttl": "cache_ttl",
+  "cache-invalidate-on-update": "cache_invalidate_on_update",
+  "collect-logs": "collect_logs",
+  authentication: "authentication",
+  "rate-limit": "rate_limiting_limit",
+  "rate-limit-interval": "rate_limiting_interval",
+  "rate-limit-technique": "rate_limiting_technique",
+  "log-limit": "log_management",
+  "log-strategy": "log_management_strategy",
+  "retry-max-attempts": "retry_max_attempts",
+  "retry-delay": "retry_delay",
+  "retry-backoff": "retry_backoff",
+};
+
+const DEFAULTS = {
+  cache_ttl: 0,
+  cache_invalidate_on_update: false,
+  collect_logs: true,
+  rate_limiting_interval: 60,
+  rate_limiting_limit: 0,
+  rate_limiting_technique: "fixed",
+  authentication: false,
+};
+
+/** The settings a gateway's PUT needs: everything it has now, with the options the user typed on top. */
+function settings(args: Args, current: Record<string, unknown>): Record<string, unknown> {
+  const { id: _id, account_id: _a, created_at: _c, modified_at: _m, ...out } = current;
+  for (const [opt, field] of Object.entries(FIELDS)) if (args.given.has(opt)) out[field] = args[opt];
+  return out;
+}
+
+const base = async (ctx: CliContext) => `/accounts/${await ctx.accountId()}/ai-gateway/gateways`;
+
+function show(ctx: CliContext, args: Args, g: Gateway, verb: string): void {
+  if (args.json) return ctx.json(g);
+  ctx.log.info(`${verb} AI gateway ${g.id}: authentication ${g.authentication ? "on" : "off"}, logs ${g.collect_logs ? "on" : "off"}, cache ttl ${g.cache_ttl}s, rate limit ${g.rate_limiting_limit ? `${g.rate_limiting_limit}/${g.rate_limiting_interval}s ${g.rate_limiting_technique}` : "off"}`);
+}
+
+export async function create(args: Args, ctx: CliContext): Promise<void> {
+  const body = { id: args.id, ...settings(args, DEFAULTS) };
+  show(ctx, args, await ctx.api().fetchResult<Gateway>("POST", await base(ctx), { json: body }), "Created");
+}
+
+export async function list(args: Args, ctx: CliContext): Promise<void> {
+  const all = await ctx.api().fetchAllPages<Gateway>(await base(ctx), { search: args.search as string | undefined }, 100);
+  if (args.json) return ctx.json(all);
+  if (!all.length) return ctx.log.info("No AI gateways yet. Create one with `edgecli ai-gateway create <id>`.");
+  const w = Math.max(2, ...all.map((g) => g.id.length));
+  ctx.write(`${"ID".padEnd(w)}  AUTH  LOGS  CACHE_TTL  RATE_LIMIT      CREATED\n`);
+  for (const g of all) {
+    const rl = g.rate_limiting_limit ? `${g.rate_limiting_limit}/${g.rate_limiting_interval}s` : "off";
+    ctx.write(`${g.id.padEnd(w)}  ${(g.authentication ? "on" : "off").padEnd(4)}  ${(g.collect_logs ? "on" : "off").padEnd(4)}  ${String(g.cache_ttl).padEnd(9)}  ${rl.padEnd(14)}  ${g.created_at}\n`);
+  }
+}
+
+export async function get(args: Args, ctx: CliContext): Promise<void> {
+  ctx.json(await ctx.api().fetchResult<Gateway>("GET", `${await base(ctx)}/${encodeURIComponent(String(args.id))}`));
+}
+
+export async function update(args: Args, ctx: CliContext): Promise<void> {
+  if (!Object.keys(FIELDS).some((o) => args.given.has(o))) throw new UsageError("Nothing to change: give at least one setting, e.g. --authentication");
+  const path = `${await base(ctx)}/${encodeURIComponent(String(args.id))}`;
+  const current = await ctx.api().fetchResult<Record<string, unknown>>("GET", path);
+  show(ctx, args, await ctx.api().fetchResult<Gateway>("PUT", path, { json: settings(args, current) }), "Updated");
+}
+
+export async function remove(args: Args, ctx: CliContext): Promise<void> {
+  const g = await ctx.api().fetchResult<Gateway>("DELETE", `${await base(ctx)}/${encodeURIComponent(String(args.id))}`);
+  ctx.log.info(`Deleted AI gateway ${g.id} and its logs`);
+}
+
+interface TokenView {
+  id: string;
+  name: string;
+  status: string;
+  issued_on: string;
+  last_used_on: string | null;
+  policies: { permission_groups: { id: string }[] }[];
+  value?: string;
+}
+
+const tokensPath = async (ctx: CliContext) => `/accounts/${await ctx.accountId()}/tokens`;
+
+export async function tokenCreate(args: Args, ctx: CliContext): Promise<void> {
+  const gateway = String(args.gateway);
+  // The gateway must exist, so a typo does not mint a token for nothing.
+  await ctx.api().fetchResult<Gateway>("GET", `${await base(ctx)}/${encodeURIComponent(gateway)}`);
+  const t = await ctx.api().fetchResult<TokenView>("POST", await tokensPath(ctx), { json: { name: (args.name as string) ?? `ai-gateway-${gateway}`, permissions: ["ai_gateway_run"] } });
+  if (args.json) return ctx.json({ id: t.id, name: t.name, value: t.value });
+  ctx.log.info(`Created gateway token ${t.id} (${t.name}). Save the value now; it is not shown again:`);
+  ctx.write(`${t.value}\n`);
+  ctx.log.info(`Send it on every request as gw-aig-authorization: Bearer <token> (SDKs: default header gw-aig-token), then turn on authentication: edgecli ai-gateway update ${gateway} --authentication`);
+}
+
+export async function tokenList(args: Args, ctx: CliContext): Promise<void> {
+  const all = await ctx.api().fetchAllPages<TokenView>(await tokensPath(ctx), {}, 50);
+  const run = all.filter((t) => t.policies.some((p) => p.permission_groups.some((g) => g.id === "ai_gateway_run")));
+  if (args.json) return ctx.json(run.map(({ id, name, status, issued_on, last_used_on }) => ({ id, name, status, issued_on, last_used_on })));
+  if (!run.length) return ctx.log.info("No gateway tokens. Create one with `edgecli ai-gateway token create <gateway>`.");
+  for (const t of run) ctx.write(`${t.id}  ${t.status.padEnd(8)}  ${t.name}  issued ${t.issued_on}  last used ${t.last_used_on ?? "never"}\n`);
+}
+
+export async function tokenRevoke(args: Args, ctx: CliContext): Promise<void> {
+  await ctx.api().fetchResult("DELETE", `${await tokensPath(ctx)}/${encodeURIComponent(String(args.id))}`);
+  ctx.log.info(`Revoked token ${args.id}; requests carrying it are refused from now on`);
+}

@@ -1,0 +1,145 @@
+import { z } from "zod";
+import { ApiError } from "../core/errors.js";
+import { parseWith } from "../core/http/validate.js";
+import { AigCodes } from "./codes.js";
+
+/** Filter keys of the logs API and the SQL each one reads. */
+const KEYS: Record<string, string> = {
+  id: "id",
+  created_at: "created_at",
+  request_content_type: "request_content_type",
+  response_content_type: "response_content_type",
+  request_type: "request_type",
+  success: "success",
+  cached: "cached",
+  provider: "provider",
+  model: "model",
+  cost: "cost",
+  tokens: "(coalesce(tokens_in, 0) + coalesce(tokens_out, 0))",
+  tokens_in: "tokens_in",
+  tokens_out: "tokens_out",
+  duration: "duration",
+  feedback: "feedback",
+  event_id: "event_id",
+  status_code: "status_code",
+  authentication: "authenticated",
+};
+const META_KEYS = new Set(["metadata.key", "metadata.value"]);
+
+export const ORDER_KEYS = ["created_at", "provider", "model", "success", "cached", "cost", "tokens_in", "tokens_out", "duration", "feedback", "status_code"] as const;
+
+const filterSchema = z.array(
+  z.object({
+    key: z.string().refine((k) => k in KEYS || META_KEYS.has(k), { message: "Invalid enum value" }),
+    operator: z.enum(["eq", "neq", "contains", "lt", "gt"]),
+    value: z.array(z.union([z.string(), z.number(), z.boolean(), z.null()])).min(1),
+  }),
+);
+
+export interface Where {
+  sql: string;
+  args: unknown[];
+}
+
+const sqlArg = (v: unknown) => (typeof v === "boolean" ? Number(v) : v);
+
+function fromFilter(f: z.infer<typeof filterSchema>[number], out: Where): void {
+  const vals = f.value.map(sqlArg);
+  if (META_KEYS.has(f.key)) {
+    const col = f.key === "metadata.key" ? "key" : "value";
+    const test = f.operator === "contains" ? vals.map(() => `CAST(${col} AS TEXT) LIKE ?`).join(" OR ") : `${col} IN (${vals.map(() => "?").join(", ")})`;
+    const args = f.operator === "contains" ? vals.map((v) => `%${v}%`) : vals;
+    out.sql += ` AND ${f.operator === "neq" ? "NOT " : ""}EXISTS (SELECT 1 FROM json_each(logs.metadata) WHERE ${test})`;
+    out.args.push(...args);
+    return;
+  }
+  const col = KEYS[f.key];
+  switch (f.operator) {
+    case "eq":
+    case "neq": {
+      const nonNull = vals.filter((v) => v !== null);
+      const parts: string[] = [];
+      if (nonNull.length) parts.push(`${col} IN (${nonNull.map(() => "?").join(", ")})`);
+      if (nonNull.length < vals.length) parts.push(`${col} IS NULL`);
+      out.sql += ` AND ${f.operator === "neq" ? "NOT " : ""}(${parts.join(" OR ")})`;
+      out.args.push(...nonNull);
+      return;
+    }
+    case "contains":
+      out.sql += ` AND (${vals.map(() => `CAST(${col} AS TEXT) LIKE ?`).join(" OR ")})`;
+      out.args.push(...vals.map((v) => `%${v}%`));
+      return;
+    case "lt":
+    case "gt":
+      out.sql += ` AND ${col} ${f.operator === "lt" ? "<" : ">"} ?`;
+      out.args.push(vals[0]);
+  }
+}
+
+const FLAT_RANGES: Record<string, string> = { cost: "cost", duration: "duration", tokens_in: "tokens_in", tokens_out: "tokens_out", total_tokens: KEYS.tokens };
+
+/** Builds the WHERE clause of a logs query from `filters` (JSON array) and the older flat parameters. */
+export function logWhere(accountId: string, gatewayId: string, q: Record<string, unknown>): Where {
+  const out: Where = { sql: "account_id = ? AND gateway_id = ?", args: [accountId, gatewayId] };
+  if (q.filters !== undefined && q.filters !== "") {
+    let parsed: unknown;
+    try {
+      parsed = typeof q.filters === "string" ? JSON.parse(q.filters) : q.filters;
+    } catch {
+      throw new ApiError(400, AigCodes.validation, "filters: must be a JSON array of {key, operator, value[]}", { pointer: "filters" });
+    }
+    for (const f of parseWith(filterSchema, parsed, AigCodes.validation)) fromFilter(f, out);
+  }
+  const bool = (name: string) => {
+    const v = q[name];
+    if (v === undefined) return;
+    if (v !== "true" && v !== "false") throw new ApiError(400, AigCodes.validation, `${name}: must be true or false`, { pointer: name });
+    out.sql += ` AND ${name} = ?`;
+    out.args.push(v === "true" ? 1 : 0);
+  };
+  bool("success");
+  bool("cached");
+  for (const name of ["provider", "model"]) {
+    if (typeof q[name] === "string") {
+      out.sql += ` AND ${name} = ?`;
+      out.args.push(q[name]);
+    }
+  }
+  if (typeof q.search === "string" && q.search) {
+    out.sql += " AND (id LIKE ? OR model LIKE ? OR provider LIKE ? OR path LIKE ?)";
+    out.args.push(...Array(4).fill(`%${q.search}%`));
+  }
+  for (const [name, col] of [["start_date", ">="], ["end_date", "<="]] as const) {
+    const v = q[name];
+    if (v === undefined) continue;
+    if (typeof v !== "string" || Number.isNaN(Date.parse(v))) throw new ApiError(400, AigCodes.validation, `${name}: must be a date-time`, { pointer: name });
+    out.sql += ` AND created_at ${col} ?`;
+    out.args.push(new Date(v).toISOString());
+  }
+  for (const [name, expr] of Object.entries(FLAT_RANGES)) {
+    for (const [prefix, op] of [["min_", ">="], ["max_", "<="]] as const) {
+      const v = q[prefix + name];
+      if (v === undefined) continue;
+      const n = Number(v);
+      if (!Number.isFinite(n)) throw new ApiError(400, AigCodes.validation, `${prefix}${name}: must be a number`, { pointer: prefix + name });
+      out.sql += ` AND ${expr} ${op} ?`;
+      out.args.push(n);
+    }
+  }
+  if (q.feedback !== undefined) {
+    out.sql += " AND feedback = ?";
+    out.args.push(Number(q.feedback));
+  }
+  return out;
+}
+
+/** ORDER BY of a logs query; the newest first unless asked otherwise. */
+export function logOrder(q: Record<string, unknown>): string {
+  const by = (q.order_by as string) ?? "created_at";
+  if (!(ORDER_KEYS as readonly string[]).includes(by)) {
+    throw new ApiError(400, AigCodes.validation, `order_by: must be one of ${ORDER_KEYS.join(", ")}`, { pointer: "order_by" });
+  }
+  const dirRaw = (q.order_by_direction ?? q.direction ?? "desc") as string;
+  if (dirRaw !== "asc" && dirRaw !== "desc") throw new ApiError(400, AigCodes.validation, "order_by_direction: must be asc or desc", { pointer: "order_by_direction" });
+  return `${by} ${dirRaw.toUpperCase()}, seq ${dirRaw.toUpperCase()}`;
+}

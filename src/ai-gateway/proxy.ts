@@ -1,0 +1,200 @@
+import { createHash } from "node:crypto";
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { Transform } from "node:stream";
+import { monotonicFactory } from "ulid";
+import type { AuthService } from "../core/auth/auth-service.js";
+import type { IdentityStore } from "../core/auth/store.js";
+import { ApiError } from "../core/errors.js";
+import { sendRawError } from "../core/http/app.js";
+import type { Logger } from "../core/logger.js";
+import { AigCodes } from "./codes.js";
+import { BodyCapture, LOG_BODY_CAP, modelOfRequest, readBody, retryPolicy, type Exchange } from "./exchange.js";
+import type { Gateway } from "./gateway-schema.js";
+import type { GatewayStore } from "./gateway-store.js";
+import type { LogWriter } from "./log-store.js";
+import type { ProviderRegistry } from "./providers/registry.js";
+import { upstreamUrl } from "./providers/registry.js";
+import type { RateLimiter } from "./rate-limiter.js";
+import { queueLog, relay, answerHeaders, type LogSink } from "./relay.js";
+import { gatewayToken, isGatewayHeader, readRequestOptions } from "./request-options.js";
+import { forwardHeaders, type Upstreams } from "./upstream.js";
+import { handleCompat, handleUniversal } from "./universal.js";
+import { emptyUsage } from "./usage.js";
+
+const ulid = monotonicFactory();
+
+export interface ProxyDeps extends LogSink {
+  auth: AuthService;
+  identities: IdentityStore;
+  gateways: GatewayStore;
+  providers: ProviderRegistry;
+  upstreams: Upstreams;
+  limiter: RateLimiter;
+  writer: LogWriter;
+  log: Logger;
+  bodyLimit: number;
+}
+
+/** Settings of the gateway that the hosted gateway creates on first authenticated use of the id "default". */
+const DEFAULT_GATEWAY = {
+  cache_ttl: 0,
+  cache_invalidate_on_update: false,
+  collect_logs: true,
+  rate_limiting_interval: 0,
+  rate_limiting_limit: 0,
+  rate_limiting_technique: "fixed",
+  authentication: true,
+  log_management: null,
+  log_management_strategy: null,
+  retry_max_attempts: null,
+  retry_delay: null,
+  retry_backoff: null,
+} as const;
+
+const unauthorized = () =>
+  new ApiError(401, AigCodes.unauthorized, "Unauthorized", {
+    extra: { error: [{ code: AigCodes.unauthorized, message: "Unauthorized" }], name: "AiGatewayError", httpCode: 401, internalCode: AigCodes.unauthorized },
+  });
+
+/**
+ * The gateway's hot path: `/v1/{account_id}/{gateway_id}/{provider}/...`, `/v1/{account_id}/{gateway_id}`
+ * (universal) and `/v1/{account_id}/{gateway_id}/compat/...`. Authentication is decided first, before
+ * anything is logged or forwarded.
+ */
+export class Proxy {
+  constructor(private readonly d: ProxyDeps) {}
+
+  handle(req: IncomingMessage, res: ServerResponse): void {
+    this.serve(req, res).catch((err: unknown) => {
+      const api = err instanceof ApiError ? err : undefined;
+      if (!api) this.d.log.error({ err }, "ai-gateway: request failed");
+      if (!res.headersSent) sendRawError(res, api ?? new ApiError(500, 10002, "Internal server error"));
+      else res.destroy();
+    });
+  }
+
+  private async serve(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const started = performance.now();
+    const url = req.url!;
+    const q = url.indexOf("?");
+    const path = q < 0 ? url : url.slice(0, q);
+    const search = q < 0 ? "" : url.slice(q);
+    const segs = path.slice(4).split("/"); // after "/v1/"
+    const [accountId, gatewayId, provider] = segs;
+    if (!accountId || !gatewayId) throw new ApiError(404, AigCodes.badPath, "Expected /v1/{account_id}/{gateway_id}/{provider}/...");
+
+    const token = gatewayToken(req.headers);
+    const verified = token ? this.d.auth.verifyToken(token) : undefined;
+    const mayRun = !!verified && verified.principal.can(accountId, "ai_gateway_run");
+    const gateway = this.gateway(accountId, gatewayId, mayRun);
+    if (gateway.authentication && !mayRun) throw unauthorized();
+
+    const opts = readRequestOptions(req.headers);
+    if (!this.d.limiter.take(`${accountId}/${gatewayId}`, gateway.rate_limiting_limit, gateway.rate_limiting_interval, gateway.rate_limiting_technique)) {
+      throw new ApiError(429, AigCodes.rateLimited, "Rate limited");
+    }
+    const logging = (opts.collectLog ?? gateway.collect_logs) && !this.d.writer.full(accountId, gatewayId, gateway.log_management, gateway.log_management_strategy);
+    const ex: Exchange = { req, res, started, createdAt: new Date().toISOString(), gateway, authenticated: mayRun, opts, logId: logging ? ulid() : null };
+
+    if (segs.length === 2 || (segs.length === 3 && provider === "")) {
+      if (req.method !== "POST") throw new ApiError(405, AigCodes.badPath, "The universal endpoint takes POST");
+      return handleUniversal(ex, this.d);
+    }
+    if (provider === "compat") return handleCompat(ex, segs.slice(3).join("/"), this.d);
+    return this.forwardToProvider(ex, provider, segs.slice(3).join("/"), search);
+  }
+
+  private gateway(accountId: string, gatewayId: string, mayRun: boolean): Gateway {
+    const g = this.d.gateways.get(accountId, gatewayId);
+    if (g) return g;
+    if (gatewayId === "default" && mayRun) return this.d.gateways.create(accountId, gatewayId, { ...DEFAULT_GATEWAY }) ?? this.d.gateways.get(accountId, gatewayId)!;
+    if (!this.d.identities.getAccount(accountId)) throw new ApiError(404, AigCodes.notFound, `Not Found: no account "${accountId}"`);
+    throw new ApiError(404, AigCodes.notFound, `Not Found: no gateway "${gatewayId}" in account ${accountId}`);
+  }
+
+  private async forwardToProvider(ex: Exchange, segment: string, rest: string, search: string): Promise<void> {
+    const d = this.d;
+    const p = d.providers.get(segment);
+    if (!p) throw new ApiError(400, AigCodes.badPath, `Unknown provider "${segment}". Known providers: ${d.providers.ids().join(", ")}, and the endpoints compat and universal`);
+    const target = upstreamUrl(p, ex.gateway.account_id, rest, search);
+    if (typeof target === "string") throw new ApiError(400, AigCodes.badPath, target);
+    const { req, opts, gateway } = ex;
+    const retry = retryPolicy(ex);
+    const headers = forwardHeaders(req.headers, isGatewayHeader);
+    const hasBody = req.method !== "GET" && req.method !== "HEAD";
+
+    const ttlSec = opts.cacheTtl ?? (gateway.cache_ttl > 0 ? gateway.cache_ttl : opts.cacheKey ? 300 : 0);
+    const caching = hasBody && ttlSec > 0 && !opts.skipCache && req.method === "POST";
+    // A body that may be sent twice (retries) or must be hashed first (cache) is read whole; otherwise it streams.
+    let body: Buffer | null = null;
+    let stream: Transform | null = null;
+    let capture: BodyCapture | null = null;
+    if (hasBody && (caching || retry.attempts > 1)) {
+      body = await readBody(req, d.bodyLimit);
+      headers["content-length"] = String(body.length);
+    } else if (hasBody) {
+      const c = (capture = new BodyCapture(LOG_BODY_CAP));
+      stream = req.pipe(new Transform({ transform: (chunk: Buffer, _e, cb) => (c.add(chunk), cb(null, chunk)) }));
+    }
+
+    let cache: { key: string; ttlMs: number } | undefined;
+    const extraHeaders: Record<string, string> = {};
+    if (caching) {
+      const h = createHash("sha256");
+      if (opts.cacheKey) h.update(`key\0${opts.cacheKey}`);
+      else {
+        h.update(`${p.id}\0${rest}${search}\0`);
+        for (const name of p.credentialHeaders) h.update(`${name}:${String(req.headers[name] ?? "")}\0`);
+        h.update(body!);
+      }
+      cache = { key: `${gateway.account_id}/${gateway.id}:${h.digest("base64url")}`, ttlMs: ttlSec * 1000 };
+      const hit = d.cache.get(cache.key);
+      if (hit) return this.answerFromCache(ex, hit, p.id, rest, body!);
+      extraHeaders["gw-aig-cache-status"] = "MISS";
+    }
+
+    const up = await d.upstreams.send({ url: target, method: req.method!, headers, body: body ?? stream, retry });
+    await relay(
+      ex,
+      up,
+      {
+        provider: p.id,
+        path: rest,
+        requestType: null,
+        step: null,
+        requestBody: () => body ?? capture?.buffer() ?? null,
+        requestSize: () => body?.length ?? capture?.size ?? 0,
+        cache,
+        extraHeaders,
+      },
+      d,
+    );
+  }
+
+  private answerFromCache(ex: Exchange, hit: { status: number; headers: Record<string, string | string[]>; body: Buffer }, provider: string, path: string, reqBody: Buffer): void {
+    const headers = answerHeaders(ex, hit.headers, { "gw-aig-cache-status": "HIT", "content-length": String(hit.body.length) });
+    ex.res.writeHead(hit.status, headers);
+    ex.res.end(hit.body);
+    if (!ex.logId) return;
+    const usage = { ...emptyUsage(), tokensIn: 0, tokensOut: 0 };
+    usage.model = modelOfRequest(reqBody);
+    queueLog(ex, this.d.queue, {
+      provider,
+      path,
+      requestType: null,
+      step: null,
+      status: hit.status,
+      success: true,
+      cached: true,
+      usage,
+      cost: 0,
+      costNote: "answered from the cache",
+      customCost: false,
+      requestBody: reqBody,
+      requestSize: reqBody.length,
+      responseBody: hit.body,
+      responseSize: hit.body.length,
+      responseType: typeof hit.headers["content-type"] === "string" ? hit.headers["content-type"] : null,
+    });
+  }
+}

@@ -1,0 +1,87 @@
+import { createServer, type IncomingHttpHeaders, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+
+/** What the mock saw of one request. */
+export interface SeenRequest {
+  method: string;
+  url: string;
+  headers: IncomingHttpHeaders;
+  body: string;
+}
+
+export interface MockProvider {
+  /** Base URL to give the gateway, e.g. http://127.0.0.1:1234/v1 */
+  url: string;
+  requests: SeenRequest[];
+  /** Status the next `n` requests get instead of an answer (to test retries and fallbacks). */
+  failNext(n: number, status?: number): void;
+  close(): Promise<void>;
+}
+
+/**
+ * A stand-in for an OpenAI-compatible provider (the internet is the one thing tests may not use):
+ * `POST …/chat/completions` answers JSON, or SSE chunks ending with a usage event and [DONE] when
+ * `stream: true`; the answer echoes the last user message. Any other path answers 404.
+ */
+export async function startMockProvider(opts: { chunks?: number } = {}): Promise<MockProvider> {
+  const requests: SeenRequest[] = [];
+  let failing = 0;
+  let failStatus = 500;
+  const chunks = opts.chunks ?? 3;
+  const server: Server = createServer((req, res) => {
+    const parts: Buffer[] = [];
+    req.on("data", (c: Buffer) => parts.push(c));
+    req.on("end", () => {
+      const body = Buffer.concat(parts).toString("utf8");
+      requests.push({ method: req.method!, url: req.url!, headers: req.headers, body });
+      if (failing > 0) {
+        failing--;
+        res.writeHead(failStatus, { "content-type": "application/json" });
+        return res.end(JSON.stringify({ error: { message: "mock failure", type: "server_error" } }));
+      }
+      if (!req.url!.split("?")[0].endsWith("/chat/completions")) {
+        res.writeHead(404, { "content-type": "application/json" });
+        return res.end(JSON.stringify({ error: { message: `no route ${req.url}` } }));
+      }
+      let parsed: { model?: string; stream?: boolean; messages?: { content?: string }[]; stream_options?: { include_usage?: boolean } } = {};
+      try {
+        parsed = JSON.parse(body);
+      } catch {
+        res.writeHead(400, { "content-type": "application/json" });
+        return res.end(JSON.stringify({ error: { message: "bad json" } }));
+      }
+      const model = parsed.model ?? "mock-model";
+      const text = `echo: ${parsed.messages?.at(-1)?.content ?? ""}`;
+      const usage = { prompt_tokens: 11, completion_tokens: 7, total_tokens: 18, prompt_tokens_details: { cached_tokens: 2 }, completion_tokens_details: { reasoning_tokens: 3 } };
+      const id = `chatcmpl-${requests.length}`;
+      const created = Math.floor(Date.now() / 1000);
+      if (!parsed.stream) {
+        res.writeHead(200, { "content-type": "application/json", "x-mock": "1" });
+        return res.end(JSON.stringify({ id, object: "chat.completion", created, model, choices: [{ index: 0, message: { role: "assistant", content: text }, finish_reason: "stop" }], usage }));
+      }
+      res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" });
+      const pieces = Array.from({ length: chunks }, (_, i) => (i === 0 ? text : ` ${i}`));
+      for (const p of pieces) {
+        res.write(`data: ${JSON.stringify({ id, object: "chat.completion.chunk", created, model, choices: [{ index: 0, delta: { content: p }, finish_reason: null }] })}\n\n`);
+      }
+      res.write(`data: ${JSON.stringify({ id, object: "chat.completion.chunk", created, model, choices: [{ index: 0, delta: {}, finish_reason: "stop" }] })}\n\n`);
+      if (parsed.stream_options?.include_usage) res.write(`data: ${JSON.stringify({ id, object: "chat.completion.chunk", created, model, choices: [], usage })}\n\n`);
+      res.end("data: [DONE]\n\n");
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  const port = (server.address() as AddressInfo).port;
+  return {
+    url: `http://127.0.0.1:${port}/v1`,
+    requests,
+    failNext(n, status = 500) {
+      failing = n;
+      failStatus = status;
+    },
+    close: () =>
+      new Promise<void>((r) => {
+        server.closeAllConnections();
+        server.close(() => r());
+      }),
+  };
+}

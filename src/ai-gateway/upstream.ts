@@ -1,0 +1,103 @@
+import type { IncomingHttpHeaders } from "node:http";
+import type { Readable } from "node:stream";
+import { setTimeout as sleep } from "node:timers/promises";
+import { Pool, type Dispatcher } from "undici";
+import { ApiError } from "../core/errors.js";
+import { AigCodes } from "./codes.js";
+
+/** Request headers that describe one hop only (or that undici manages itself); never forwarded. */
+const HOP_REQUEST = new Set(["host", "connection", "keep-alive", "proxy-connection", "proxy-authorization", "transfer-encoding", "te", "upgrade", "trailer", "expect", "http2-settings"]);
+/** Response headers that describe the upstream hop. */
+export const HOP_RESPONSE = new Set(["connection", "keep-alive", "transfer-encoding", "proxy-connection", "upgrade", "trailer"]);
+
+export interface RetryPolicy {
+  attempts: number;
+  delayMs: number;
+  backoff: "constant" | "linear" | "exponential";
+  /** Time allowed until the response headers arrive (the hosted gateway's request timeout counts to first byte). */
+  timeoutMs: number;
+}
+
+export interface UpstreamRequest {
+  url: URL;
+  method: string;
+  headers: Record<string, string | string[]>;
+  /** A Buffer when the request may be sent more than once; a stream when it goes once, as it arrives. */
+  body: Buffer | Readable | null;
+  retry: RetryPolicy;
+}
+
+export type UpstreamResponse = Dispatcher.ResponseData;
+
+const DEFAULT_TIMEOUT_MS = 300_000;
+
+/** Copies the client's headers for the provider, minus hop-by-hop and gateway headers; the credential is untouched. */
+export function forwardHeaders(h: IncomingHttpHeaders, drop: (name: string) => boolean): Record<string, string | string[]> {
+  const out: Record<string, string | string[]> = {};
+  for (const [k, v] of Object.entries(h)) {
+    if (v === undefined || HOP_REQUEST.has(k) || drop(k)) continue;
+    out[k] = v;
+  }
+  // Usage is read from the answer as it passes, which needs it uncompressed.
+  out["accept-encoding"] = "identity";
+  return out;
+}
+
+export const defaultRetry = (): RetryPolicy => ({ attempts: 1, delayMs: 0, backoff: "constant", timeoutMs: DEFAULT_TIMEOUT_MS });
+
+const retryable = (status: number) => status === 429 || status >= 500;
+
+/** Keep-alive connection pools, one per upstream origin, reused by every request. */
+export class Upstreams {
+  private readonly pools = new Map<string, Pool>();
+
+  private pool(origin: string): Pool {
+    let p = this.pools.get(origin);
+    if (!p) {
+      p = new Pool(origin, { connections: 256, keepAliveTimeout: 30_000, keepAliveMaxTimeout: 600_000, connectTimeout: 10_000 });
+      this.pools.set(origin, p);
+    }
+    return p;
+  }
+
+  /**
+   * Sends the request, retrying network failures, timeouts, 429 and 5xx answers per the policy.
+   * The last attempt's answer is returned whatever its status; failing to get one at all is an ApiError (502/504).
+   */
+  async send(r: UpstreamRequest): Promise<UpstreamResponse> {
+    const { attempts, delayMs, backoff, timeoutMs } = r.retry;
+    for (let i = 0; ; i++) {
+      const last = i >= attempts - 1;
+      try {
+        const res = await this.pool(r.url.origin).request({
+          path: r.url.pathname + r.url.search,
+          method: r.method as Dispatcher.HttpMethod,
+          headers: r.headers,
+          body: r.body,
+          headersTimeout: timeoutMs,
+          bodyTimeout: DEFAULT_TIMEOUT_MS,
+        });
+        if (last || !retryable(res.statusCode)) return res;
+        await res.body.dump();
+      } catch (err) {
+        if (last) throw upstreamError(err, r.url);
+      }
+      const wait = backoff === "exponential" ? delayMs * 2 ** i : backoff === "linear" ? delayMs * (i + 1) : delayMs;
+      if (wait > 0) await sleep(wait);
+    }
+  }
+
+  async close(): Promise<void> {
+    await Promise.all([...this.pools.values()].map((p) => p.destroy()));
+    this.pools.clear();
+  }
+}
+
+function upstreamError(err: unknown, url: URL): ApiError {
+  const code = (err as { code?: string }).code ?? "";
+  if (code === "UND_ERR_HEADERS_TIMEOUT") {
+    return new ApiError(504, AigCodes.upstreamTimeout, `The provider at ${url.origin} did not answer within the request timeout`);
+  }
+  const why = code || (err as Error).message;
+  return new ApiError(502, AigCodes.upstreamUnreachable, `Could not reach the provider at ${url.origin} (${why})`);
+}
