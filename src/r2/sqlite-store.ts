@@ -513,8 +513,10 @@ export class SqliteR2Store implements R2Store {
     const segments: Segment[] = [];
     const md5s: Buffer[] = [];
     let size = 0;
+    if (parts.some((p, i) => i > 0 && p.partNumber <= parts[i - 1].partNumber)) {
+      throw new R2Error(400, R2Codes.invalidPart, "Parts must be listed in ascending order, each once");
+    }
     parts.forEach((p, i) => {
-      if (i > 0 && p.partNumber <= parts[i - 1].partNumber) throw new R2Error(400, R2Codes.invalidPart, "Parts must be listed in ascending order, each once");
       const s = stored.get(p.partNumber);
       if (!s || s.md5 !== String(p.etag).replace(/"/g, "")) {
         throw new R2Error(400, R2Codes.invalidPart, `Part ${p.partNumber} was not uploaded or its etag does not match`);
