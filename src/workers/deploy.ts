@@ -2,7 +2,7 @@ import { basename, dirname, resolve } from "node:path";
 import type { CliContext } from "../core/cli/context.js";
 import type { ProjectConfig } from "../core/cli/config-file.js";
 import { UserError } from "../core/errors.js";
-import { resolveScriptName, scriptPath } from "./script-name.js";
+import { resolveScriptName, scriptPath, uploadForm } from "./script-name.js";
 
 interface DeployArgs {
   script?: string;
@@ -96,10 +96,7 @@ export async function deploy(ctx: CliContext, args: DeployArgs): Promise<void> {
   const form = new FormData();
   form.append("metadata", JSON.stringify(metadata));
   form.append(moduleName, new Blob([code], { type: "application/javascript+module" }), moduleName);
-  const result = await ctx.api().fetchResult<{ deployment_id: string; url?: string }>("PUT", scriptPath(accountId, name), {
-    body: form,
-    query: { excludeScript: "true" },
-  });
+  const result = await uploadForm<{ deployment_id: string; url?: string }>(ctx, scriptPath(accountId, name), form, { excludeScript: "true" });
   ctx.log.info(`Uploaded ${name} (${((Date.now() - started) / 1000).toFixed(2)} sec)`);
   ctx.log.info(`Deployed ${name} triggers`);
   if (result.url) ctx.log.info(`  ${result.url}`);

@@ -29,6 +29,7 @@ export class WorkersRuntime {
   async start(): Promise<void> {
     rmSync(this.runDir, { recursive: true, force: true });
     await this.bindings.start();
+    this.log.info({ address: this.bindings.listenAddress }, "worker binding server listening");
     await Promise.all(
       this.store.all().map(async (s) => {
         try {

@@ -15,3 +15,10 @@ export async function resolveScriptName(ctx: CliContext, args: { name?: string; 
 }
 
 export const scriptPath = (accountId: string, name: string) => `/accounts/${accountId}/workers/scripts/${encodeURIComponent(name)}`;
+
+/** Sends a multipart form through the API client (undici's `request` takes bytes, not the global FormData). */
+export async function uploadForm<T>(ctx: CliContext, path: string, form: FormData, query?: Record<string, string>): Promise<T> {
+  const encoded = new Response(form);
+  const body = Buffer.from(await encoded.arrayBuffer());
+  return ctx.api().fetchResult<T>("PUT", path, { body, query, headers: { "content-type": encoded.headers.get("content-type")! } });
+}

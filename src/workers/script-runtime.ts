@@ -96,7 +96,7 @@ export class ScriptRuntime {
     const old = this.current;
     const oldFile = this.currentFile;
     this.adopt(proc, file);
-    this.opts.log.info({ ...this.tag, version: run.script.versionId, pid: proc.pid, port: proc.port }, "worker version live");
+    this.opts.log.info({ ...this.tag, version: run.script.versionId, workerd_pid: proc.pid, port: proc.port }, "worker version live");
     if (old) {
       await old.stop();
       if (oldFile) rmSync(join(oldFile, ".."), { recursive: true, force: true });
@@ -112,7 +112,7 @@ export class ScriptRuntime {
       if (proc.isStopping || this.closed || this.current !== proc) return;
       this.current = undefined;
       if (Date.now() - startedAt > 30_000) this.restartDelay = 100;
-      this.opts.log.error({ ...this.tag, pid: proc.pid, code, signal, restart_in_ms: this.restartDelay }, "workerd exited unexpectedly; restarting it");
+      this.opts.log.error({ ...this.tag, workerd_pid: proc.pid, code, signal, restart_in_ms: this.restartDelay }, "workerd exited unexpectedly; restarting it");
       this.scheduleRestart(file);
     });
   }
@@ -126,7 +126,7 @@ export class ScriptRuntime {
         try {
           const proc = await WorkerdProcess.start(file, this.opts.log, this.tag);
           this.adopt(proc, file);
-          this.opts.log.info({ ...this.tag, pid: proc.pid, port: proc.port }, "workerd restarted");
+          this.opts.log.info({ ...this.tag, workerd_pid: proc.pid, port: proc.port }, "workerd restarted");
         } catch (err) {
           this.opts.log.error({ ...this.tag, err: (err as Error).message }, "workerd restart failed");
           this.scheduleRestart(file);

@@ -3,7 +3,7 @@ import type { CliContext } from "../core/cli/context.js";
 import { isValidJsIdentifier } from "../core/cli/config-file.js";
 import { UserError } from "../core/errors.js";
 import { WorkerCodes } from "./model.js";
-import { resolveScriptName, scriptPath } from "./script-name.js";
+import { resolveScriptName, scriptPath, uploadForm } from "./script-name.js";
 
 interface Target {
   name?: string;
@@ -36,7 +36,7 @@ export async function secretPut(ctx: CliContext, key: string, args: Target): Pro
     const form = new FormData();
     form.append("metadata", JSON.stringify({ main_module: `${script}.mjs`, bindings: [] }));
     form.append(`${script}.mjs`, new Blob([DRAFT_MODULE], { type: "application/javascript+module" }), `${script}.mjs`);
-    await api.fetchResult("PUT", scriptPath(accountId, script), { body: form });
+    await uploadForm(ctx, scriptPath(accountId, script), form);
     await put();
   }
   ctx.log.info(`✨ Success! Uploaded secret ${key}`);

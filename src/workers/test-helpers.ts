@@ -1,0 +1,63 @@
+import { request } from "undici";
+import type { TestPlatform } from "../core/testing/platform.js";
+
+/** Uploads a one-module ES worker through the v4 API, as `edgecli deploy` would. */
+export async function uploadScript(
+  p: TestPlatform,
+  name: string,
+  code: string,
+  metadata: Record<string, unknown> = {},
+  opts: { accountId?: string; headers?: Record<string, string> } = {},
+): Promise<{ status: number; body: any }> {
+  const form = new FormData();
+  form.append("metadata", JSON.stringify({ main_module: "index.js", compatibility_date: "2024-09-01", ...metadata }));
+  form.append("index.js", new Blob([code], { type: "application/javascript+module" }), "index.js");
+  const encoded = new Response(form);
+  const res = await request(`${p.apiUrl}/accounts/${opts.accountId ?? p.accountId}/workers/scripts/${name}`, {
+    method: "PUT",
+    headers: { ...p.headers(), "content-type": encoded.headers.get("content-type")!, ...opts.headers },
+    body: Buffer.from(await encoded.arrayBuffer()),
+  });
+  return { status: res.statusCode, body: await res.body.json() };
+}
+
+/** Sends a request to a worker through the edge port, addressed by Host like a browser would. */
+export async function hit(
+  p: TestPlatform,
+  script: string,
+  path: string,
+  opts: { method?: string; body?: string | Buffer; headers?: Record<string, string> } = {},
+): Promise<{ status: number; text: string; headers: Record<string, string | string[] | undefined> }> {
+  const port = new URL(p.url).port;
+  const res = await request(`http://127.0.0.1:${port}${path}`, {
+    method: (opts.method ?? "GET") as "GET",
+    body: opts.body,
+    headers: { host: `${script}.workers.localhost:${port}`, ...opts.headers },
+  });
+  return { status: res.statusCode, text: await res.body.text(), headers: res.headers };
+}
+
+/** Waits until `check` is true, polling; fails with `what` after `ms`. */
+export async function eventually(check: () => boolean | Promise<boolean>, what: string, ms = 15_000): Promise<void> {
+  const end = Date.now() + ms;
+  while (Date.now() < end) {
+    if (await check()) return;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
+
+/** The structured log lines of the platform, parsed. */
+export function logEntries(p: TestPlatform): Record<string, any>[] {
+  return p
+    .logs()
+    .split("\n")
+    .filter((l) => l.startsWith("{"))
+    .map((l) => {
+      try {
+        return JSON.parse(l) as Record<string, any>;
+      } catch {
+        return {};
+      }
+    });
+}
