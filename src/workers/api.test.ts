@@ -1,0 +1,154 @@
+import assert from "node:assert/strict";
+import { request } from "undici";
+import { after, before, test } from "node:test";
+import { startTestPlatform, type TestPlatform } from "../core/testing/platform.js";
+import { hit, uploadScript } from "./test-helpers.js";
+
+let p: TestPlatform;
+let nsId: string;
+const hello = `export default { fetch(req, env) { return new Response("hello " + (env.GREETING ?? "")); } };`;
+
+before(async () => {
+  p = await startTestPlatform();
+  nsId = (await p.api("POST", `/accounts/${p.accountId}/storage/kv/namespaces`, { title: "api-ns" })).body.result.id;
+});
+after(() => p?.dispose());
+
+const scripts = () => `/accounts/${p.accountId}/workers/scripts`;
+const token = async (permissions: string[], accountId = p.accountId) =>
+  (await p.api("POST", "/user/tokens", { name: permissions.join("+"), permissions, account_id: accountId })).body.result.value as string;
+
+test("uploads without the parts a script needs get clear 400 errors and store nothing", async () => {
+  const notMultipart = await p.api("PUT", `${scripts()}/bad-upload`, { main_module: "index.js" });
+  assert.equal(notMultipart.status, 400);
+  assert.match(notMultipart.body.errors[0].message, /multipart/);
+
+  const cases: [Record<string, unknown>, RegExp][] = [
+    [{ main_module: "other.js" }, /main_module "other.js" is not one of the uploaded parts/],
+    [{ main_module: undefined }, /main_module is required/],
+    [{ bindings: [{ type: "plain_text", name: "not-an-identifier", text: "x" }] }, /must be a valid JavaScript identifier/],
+    [{ bindings: [{ type: "durable_object_namespace", name: "DO" }] }, /binding type "durable_object_namespace" is not supported/],
+    [{ bindings: [{ type: "r2_bucket", name: "B", bucket_name: "no-such-bucket" }] }, /R2 bucket "no-such-bucket" does not exist/],
+    [{ bindings: [{ type: "kv_namespace", name: "K", namespace_id: "0123456789abcdef0123456789abcdef" }] }, /KV namespace "0123456789abcdef0123456789abcdef" does not exist/],
+    [{ bindings: [{ type: "plain_text", name: "A", text: "1" }, { type: "plain_text", name: "A", text: "2" }] }, /used by more than one binding/],
+    [{ compatibility_date: "yesterday" }, /compatibility_date: must be a date/],
+  ];
+  for (const [meta, message] of cases) {
+    const r = await uploadScript(p, "bad-upload", hello, meta);
+    assert.equal(r.status, 400, JSON.stringify(meta));
+    assert.equal(r.body.errors[0].code, 10021);
+    assert.match(r.body.errors[0].message, message);
+  }
+  const badName = await uploadScript(p, "Bad_Name", hello);
+  assert.equal(badName.status, 400);
+  assert.match(badName.body.errors[0].message, /Worker name "Bad_Name" is invalid/);
+  assert.equal((await p.api("GET", scripts())).body.result.length, 0);
+});
+
+test("the requests wrangler's deploy makes get the answers it needs", async () => {
+  const before = await p.api("GET", `/accounts/${p.accountId}/workers/services/wrangler-like`);
+  assert.equal(before.status, 404);
+  assert.equal(before.body.errors[0].code, 10090);
+  const up = await uploadScript(p, "wrangler-like", hello, {
+    bindings: [
+      { type: "plain_text", name: "GREETING", text: "there" },
+      { type: "kv_namespace", name: "MY_KV", namespace_id: nsId },
+    ],
+    compatibility_flags: ["nodejs_compat"],
+    keep_bindings: ["secret_text", "secret_key"],
+    code_update_strategy: { mode: "deferred", max_delay: 300 },
+  });
+  assert.equal(up.status, 200, JSON.stringify(up.body));
+  assert.ok(up.body.result.deployment_id);
+  assert.equal(up.body.result.id, "wrangler-like");
+  assert.equal(typeof up.body.result.startup_time_ms, "number");
+  assert.match(up.body.result.url, /^http:\/\/wrangler-like\.workers\.localhost:\d+$/);
+  assert.equal((await hit(p, "wrangler-like", "/")).text, "hello there");
+
+  const base = `/accounts/${p.accountId}/workers`;
+  assert.equal((await p.api("GET", `${base}/services/wrangler-like`)).body.result.id, "wrangler-like");
+  const settings = (await p.api("GET", `${base}/scripts/wrangler-like/settings`)).body.result;
+  assert.deepEqual(settings.compatibility_flags, ["nodejs_compat"]);
+  assert.deepEqual(settings.bindings.map((b: { name: string }) => b.name), ["GREETING", "MY_KV"]);
+  const deployments = (await p.api("GET", `${base}/scripts/wrangler-like/deployments`)).body.result.deployments;
+  assert.equal(deployments[0].versions[0].version_id, up.body.result.deployment_id);
+  assert.deepEqual((await p.api("GET", `${base}/workers/wrangler-like`)).body.result.subdomain, { enabled: true, previews_enabled: false });
+  assert.equal((await p.api("GET", `${base}/subdomain`)).body.result.subdomain, "workers.localhost");
+  assert.equal((await p.api("POST", `${base}/scripts/wrangler-like/subdomain`, { enabled: true })).body.result.enabled, true);
+  assert.equal((await p.api("GET", `${base}/scripts/wrangler-like/subdomain`)).body.result.enabled, true);
+  const list = (await p.api("GET", scripts())).body.result;
+  assert.deepEqual(list.map((s: { id: string }) => s.id), ["wrangler-like"]);
+
+  // Download: the modules as multipart, as uploaded.
+  const dl = await request(`${p.apiUrl}${scripts()}/wrangler-like`, { headers: p.headers() });
+  assert.equal(dl.statusCode, 200);
+  const form = await new Response(Buffer.from(await dl.body.arrayBuffer()), { headers: { "content-type": String(dl.headers["content-type"]) } }).formData();
+  assert.equal(await (form.get("index.js") as Blob).text(), hello);
+});
+
+test("secrets: names in every answer, values in none; a change reaches the script", async () => {
+  const value = "very-secret-value-8f3a1c";
+  assert.equal((await uploadScript(p, "with-secret", `export default { fetch(r, env) { return new Response(env.API_KEY === "${value}" ? "match" : "no"); } };`)).status, 200);
+  const put = await p.api("PUT", `${scripts()}/with-secret/secrets`, { name: "API_KEY", text: value, type: "secret_text" });
+  assert.equal(put.status, 200);
+  assert.deepEqual(put.body.result, { name: "API_KEY", type: "secret_text" });
+  assert.equal((await hit(p, "with-secret", "/")).text, "match");
+  const answers = [
+    put,
+    await p.api("GET", `${scripts()}/with-secret/secrets`),
+    await p.api("GET", `${scripts()}/with-secret/secrets/API_KEY`),
+    await p.api("GET", `${scripts()}/with-secret/settings`),
+    await p.api("GET", scripts()),
+  ];
+  for (const a of answers) assert.ok(!JSON.stringify(a.body).includes(value), "no answer carries the value");
+  assert.deepEqual(answers[1].body.result, [{ name: "API_KEY", type: "secret_text" }]);
+  assert.ok(answers[3].body.result.bindings.some((b: { name: string; type: string; text?: string }) => b.name === "API_KEY" && b.type === "secret_text" && b.text === undefined));
+
+  // A secret survives a redeploy that does not mention it (deploy never sends secrets).
+  assert.equal((await uploadScript(p, "with-secret", `export default { fetch(r, env) { return new Response(env.API_KEY ? "still" : "gone"); } };`)).status, 200);
+  assert.equal((await hit(p, "with-secret", "/")).text, "still");
+  // A binding may not take a secret's name, nor a secret a binding's.
+  const clash = await uploadScript(p, "with-secret", hello, { bindings: [{ type: "plain_text", name: "API_KEY", text: "x" }] });
+  assert.equal(clash.status, 400);
+  assert.ok(!JSON.stringify(clash.body).includes(value));
+
+  const del = await p.api("DELETE", `${scripts()}/with-secret/secrets/API_KEY?url_encoded=true`);
+  assert.equal(del.status, 200);
+  assert.equal((await hit(p, "with-secret", "/")).text, "gone");
+  const again = await p.api("DELETE", `${scripts()}/with-secret/secrets/API_KEY`);
+  assert.equal(again.status, 404);
+  const onMissing = await p.api("PUT", `${scripts()}/nope/secrets`, { name: "X", text: "y", type: "secret_text" });
+  assert.equal(onMissing.status, 404);
+  assert.equal(onMissing.body.errors[0].code, 10007);
+  const badName = await p.api("PUT", `${scripts()}/with-secret/secrets`, { name: "1bad", text: "y" });
+  assert.equal(badName.status, 400);
+});
+
+test("permissions: workers_read may look, only workers_edit may change; other accounts are out of reach", async () => {
+  assert.equal((await uploadScript(p, "guarded", hello)).status, 200);
+  const reader = { authorization: `Bearer ${await token(["workers_read"])}` };
+  const dnsOnly = { authorization: `Bearer ${await token(["dns_read"])}` };
+  assert.equal((await p.api("GET", scripts(), undefined, reader)).status, 200);
+  assert.equal((await p.api("GET", `${scripts()}/guarded/secrets`, undefined, reader)).status, 200);
+  assert.equal((await uploadScript(p, "guarded", hello, {}, { headers: reader })).status, 403);
+  assert.equal((await p.api("PUT", `${scripts()}/guarded/secrets`, { name: "S", text: "v" }, reader)).status, 403);
+  assert.equal((await p.api("DELETE", `${scripts()}/guarded`, undefined, reader)).status, 403);
+  assert.equal((await p.api("GET", scripts(), undefined, dnsOnly)).status, 403);
+
+  // A second account: its namespace cannot be bound from the first, and the first's script name is taken.
+  const other = await fetch(`${p.apiUrl}/accounts`, {
+    method: "POST",
+    headers: { "x-auth-email": p.email, "x-auth-key": p.apiKey, "content-type": "application/json" },
+    body: JSON.stringify({ name: "Other" }),
+  }).then((r) => r.json() as Promise<any>);
+  const otherId = other.result.id as string;
+  const otherNs = (await p.api("POST", `/accounts/${otherId}/storage/kv/namespaces`, { title: "theirs" })).body.result.id;
+  const cross = await uploadScript(p, "cross", hello, { bindings: [{ type: "kv_namespace", name: "K", namespace_id: otherNs }] });
+  assert.equal(cross.status, 400);
+  assert.match(cross.body.errors[0].message, /does not exist in this account/);
+  const taken = await uploadScript(p, "guarded", hello, {}, { accountId: otherId });
+  assert.equal(taken.status, 409);
+  const scoped = { authorization: `Bearer ${await token(["workers_edit"], otherId)}` };
+  assert.equal((await p.api("GET", scripts(), undefined, scoped)).status, 403);
+  assert.equal((await p.api("GET", `/accounts/${otherId}/workers/scripts`, undefined, scoped)).body.result.length, 0);
+});
