@@ -15,6 +15,8 @@ export interface MockProvider {
   requests: SeenRequest[];
   /** Status the next `n` requests get instead of an answer (to test retries and fallbacks). */
   failNext(n: number, status?: number): void;
+  /** Holds the next answer back this many milliseconds (to test request timeouts). */
+  delayNext(ms: number): void;
   close(): Promise<void>;
 }
 
@@ -27,11 +29,19 @@ export async function startMockProvider(opts: { chunks?: number } = {}): Promise
   const requests: SeenRequest[] = [];
   let failing = 0;
   let failStatus = 500;
+  let delay = 0;
   const chunks = opts.chunks ?? 3;
   const server: Server = createServer((req, res) => {
     const parts: Buffer[] = [];
     req.on("data", (c: Buffer) => parts.push(c));
     req.on("end", () => {
+      if (delay > 0) {
+        const ms = delay;
+        delay = 0;
+        setTimeout(() => answer(), ms);
+      } else answer();
+    });
+    const answer = () => {
       const body = Buffer.concat(parts).toString("utf8");
       requests.push({ method: req.method!, url: req.url!, headers: req.headers, body });
       if (failing > 0) {
@@ -67,7 +77,7 @@ export async function startMockProvider(opts: { chunks?: number } = {}): Promise
       res.write(`data: ${JSON.stringify({ id, object: "chat.completion.chunk", created, model, choices: [{ index: 0, delta: {}, finish_reason: "stop" }] })}\n\n`);
       if (parsed.stream_options?.include_usage) res.write(`data: ${JSON.stringify({ id, object: "chat.completion.chunk", created, model, choices: [], usage })}\n\n`);
       res.end("data: [DONE]\n\n");
-    });
+    };
   });
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
   const port = (server.address() as AddressInfo).port;
@@ -77,6 +87,9 @@ export async function startMockProvider(opts: { chunks?: number } = {}): Promise
     failNext(n, status = 500) {
       failing = n;
       failStatus = status;
+    },
+    delayNext(ms) {
+      delay = ms;
     },
     close: () =>
       new Promise<void>((r) => {
