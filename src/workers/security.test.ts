@@ -1,0 +1,146 @@
+import assert from "node:assert/strict";
+import { readdirSync, statSync } from "node:fs";
+import { join } from "node:path";
+import { after, before, test } from "node:test";
+import { request } from "undici";
+import { startTestPlatform, type TestPlatform } from "../core/testing/platform.js";
+import { hit, logEntries, uploadScript } from "./test-helpers.js";
+
+let p: TestPlatform;
+before(async () => {
+  p = await startTestPlatform();
+});
+after(() => p?.dispose());
+
+const createBucket = async (name: string, accountId = p.accountId) => {
+  const r = await p.api("POST", `/accounts/${accountId}/r2/buckets`, { name });
+  assert.equal(r.status, 200, JSON.stringify(r.body));
+};
+
+/** A script bound to one bucket that can put, get and list it. */
+const bucketScript = `export default { async fetch(req, env) {
+  const key = new URL(req.url).pathname.slice(1);
+  if (req.method === "PUT") { await env.B.put(key, await req.text()); return new Response("put"); }
+  if (key === "") return Response.json((await env.B.list()).objects.map((o) => o.key));
+  const o = await env.B.get(key);
+  return o ? new Response(await o.text()) : new Response("null", { status: 404 });
+} };`;
+
+test("a script's fetch() cannot reach the binding server, the API, or any loopback or private address", async () => {
+  const bindingAddr = logEntries(p).find((e) => e.msg === "worker binding server listening")?.address as string;
+  assert.ok(bindingAddr, "the binding server address is logged");
+  const edge = new URL(p.url);
+  const targets = [
+    `http://${bindingAddr}/`,
+    `http://127.0.0.1:${edge.port}/client/v4/user`,
+    `http://localhost:${edge.port}/healthz`,
+    `http://[::1]:${edge.port}/`,
+    "http://10.0.0.1/",
+    "http://172.16.0.1/",
+    "http://192.168.1.1/",
+    "http://169.254.169.254/latest/meta-data/",
+  ];
+  const code = `export default { async fetch(req) {
+    const target = new URL(req.url).searchParams.get("t");
+    try { const r = await fetch(target, { headers: { "x-edge-binding": "forged" } }); return new Response("reached " + r.status); }
+    catch (e) { return new Response("blocked"); }
+  } };`;
+  assert.equal((await uploadScript(p, "prober", code)).status, 200);
+  for (const t of targets) {
+    const r = await hit(p, "prober", `/?t=${encodeURIComponent(t)}`);
+    assert.equal(r.text, "blocked", t);
+  }
+  // Blocked by workerd's network policy (not some other failure): it says so in the script's log.
+  const denials = logEntries(p).filter((e) => e.script === "prober" && /connecting to .* is not allowed/.test(String(e.msg)));
+  assert.ok(denials.some((e) => String(e.msg).includes(bindingAddr)), "the binding server connection was denied by policy");
+  // Directly, without the header workerd injects (or with a guessed one), the binding server refuses.
+  const bare = await request(`http://${bindingAddr}/`, { headers: { "cf-r2-request": JSON.stringify({ version: 1, method: "list" }) } });
+  assert.equal(bare.statusCode, 403);
+  await bare.body.dump();
+  const identity = Buffer.from(JSON.stringify({ kind: "r2", accountId: p.accountId, bucketName: "x" })).toString("base64url");
+  const forged = await request(`http://${bindingAddr}/`, { headers: { "x-edge-binding": `${"A".repeat(43)}.${identity}` } });
+  assert.equal(forged.statusCode, 403);
+  await forged.body.dump();
+});
+
+test("a script bound to bucket X cannot read bucket Y, nor another account's bucket of the same name", async () => {
+  await createBucket("bucket-x");
+  await createBucket("bucket-y");
+  const other = await fetch(`${p.apiUrl}/accounts`, {
+    method: "POST",
+    headers: { "x-auth-email": p.email, "x-auth-key": p.apiKey, "content-type": "application/json" },
+    body: JSON.stringify({ name: "Neighbour" }),
+  }).then((r) => r.json() as Promise<any>);
+  const otherId = other.result.id as string;
+  await createBucket("bucket-x", otherId);
+
+  const bind = (bucket: string) => ({ bindings: [{ type: "r2_bucket", name: "B", bucket_name: bucket }] });
+  assert.equal((await uploadScript(p, "reader-x", bucketScript, bind("bucket-x"))).status, 200);
+  assert.equal((await uploadScript(p, "writer-y", bucketScript, bind("bucket-y"))).status, 200);
+  assert.equal((await uploadScript(p, "neighbour-x", bucketScript, bind("bucket-x"), { accountId: otherId })).status, 200);
+
+  assert.equal((await hit(p, "writer-y", "/only-in-y", { method: "PUT", body: "y data" })).text, "put");
+  assert.equal((await hit(p, "neighbour-x", "/only-in-neighbour", { method: "PUT", body: "their data" })).text, "put");
+  assert.equal((await hit(p, "reader-x", "/mine", { method: "PUT", body: "x data" })).text, "put");
+
+  assert.equal((await hit(p, "reader-x", "/only-in-y")).status, 404);
+  assert.equal((await hit(p, "reader-x", "/only-in-neighbour")).status, 404);
+  assert.deepEqual(JSON.parse((await hit(p, "reader-x", "/")).text), ["mine"]);
+  assert.deepEqual(JSON.parse((await hit(p, "neighbour-x", "/")).text), ["only-in-neighbour"]);
+  assert.equal((await hit(p, "writer-y", "/only-in-y")).text, "y data");
+
+  // Binding a bucket that exists only in another account is refused at upload.
+  await createBucket("neighbours-only", otherId);
+  const refused = await uploadScript(p, "grabber", bucketScript, bind("neighbours-only"));
+  assert.equal(refused.status, 400);
+  assert.match(refused.body.errors[0].message, /R2 bucket "neighbours-only" does not exist in this account/);
+});
+
+test("a secret value never appears in an API answer, a log line or CLI output; the config holding it is 0600", async () => {
+  const value = "Zq7-never-show-me-91c";
+  const cwd = await import("node:fs/promises").then((fs) => fs.mkdtemp(join(p.stateDir, "..", "secret-proj-")));
+  const { writeFileSync, rmSync } = await import("node:fs");
+  try {
+    writeFileSync(join(cwd, "edge.toml"), 'name = "secretive"\nmain = "index.js"\ncompatibility_date = "2024-09-01"\n');
+    writeFileSync(join(cwd, "index.js"), 'export default { fetch(r, env) { return new Response(env.SHH ? "set" : "unset"); } };\n');
+    const outputs = [
+      await p.cli(["secret", "put", "SHH"], { input: `${value}\n`, cwd }),
+      await p.cli(["deploy"], { cwd }),
+      await p.cli(["secret", "list"], { cwd }),
+      await p.cli(["secret", "list", "--format", "pretty"], { cwd }),
+    ];
+    for (const o of outputs) assert.equal(o.code, 0, o.stderr);
+    assert.match(outputs[0].stdout, /Success! Uploaded secret SHH/);
+    assert.deepEqual(JSON.parse(outputs[2].stdout), [{ name: "SHH", type: "secret_text" }]);
+    assert.equal((await hit(p, "secretive", "/")).text, "set");
+    const del = await p.cli(["secret", "delete", "SHH"], { cwd });
+    assert.equal(del.code, 0, del.stderr);
+    assert.equal((await hit(p, "secretive", "/")).text, "unset");
+    outputs.push(del);
+    for (const o of outputs) assert.ok(!o.stdout.includes(value) && !o.stderr.includes(value), "CLI output carries no secret");
+    const api = [
+      await p.api("GET", `/accounts/${p.accountId}/workers/scripts/secretive/settings`),
+      await p.api("GET", `/accounts/${p.accountId}/workers/scripts`),
+    ];
+    for (const a of api) assert.ok(!JSON.stringify(a.body).includes(value));
+    // Set it again so that a live config holds it, then check the file's mode and the log.
+    await p.cli(["secret", "put", "SHH"], { input: value, cwd });
+    const runDir = join(p.stateDir, "workers-run");
+    const configs: string[] = [];
+    const walk = (d: string) => {
+      for (const f of readdirSync(d)) {
+        const full = join(d, f);
+        if (statSync(full).isDirectory()) {
+          assert.equal(statSync(full).mode & 0o077, 0, `${full} is private`);
+          walk(full);
+        } else if (f === "config.capnp") configs.push(full);
+      }
+    };
+    walk(runDir);
+    assert.ok(configs.length > 0);
+    for (const c of configs) assert.equal(statSync(c).mode & 0o777, 0o600);
+    assert.ok(!p.output().includes(value), "no log line carries the secret");
+  } finally {
+    rmSync(cwd, { recursive: true, force: true });
+  }
+});
