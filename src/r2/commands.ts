@@ -1,7 +1,82 @@
-import type { AnyCommand, CommandAlias, OptionSpec } from "../core/cli/command.js";
+import { defineCommand, type AnyCommand, type CommandAlias, type OptionSpec } from "../core/cli/command.js";
+
+// Handlers live in ./handlers.js and are imported on use, so `edgecli` starts without loading them.
+const handlers = () => import("./handlers.js");
+
+const objectPathArg = [{ name: "objectPath", describe: "The destination object path in the form of {bucket}/{key}", required: true }] as const;
+
+/** HTTP metadata flags: long names as in the spec, the short wrangler spellings (--ct, --cc, …) hidden beside them. */
+const metadataOptions = {
+  "content-type": { type: "string", describe: "A standard MIME type describing the format of the object data" },
+  "content-disposition": { type: "string", describe: "Specifies presentational information for the object" },
+  "content-encoding": { type: "string", describe: "Specifies what content encodings have been applied to the object" },
+  "content-language": { type: "string", describe: "The language the content is in" },
+  "cache-control": { type: "string", describe: "Specifies caching behavior along the request/reply chain" },
+  expires: { type: "string", describe: "The date and time at which the object is no longer cacheable" },
+  ct: { type: "string", describe: "Alias of --content-type", hidden: true },
+  cd: { type: "string", describe: "Alias of --content-disposition", hidden: true },
+  ce: { type: "string", describe: "Alias of --content-encoding", hidden: true },
+  cl: { type: "string", describe: "Alias of --content-language", hidden: true },
+  cc: { type: "string", describe: "Alias of --cache-control", hidden: true },
+} as const satisfies Record<string, OptionSpec>;
+
+const storageClass = { type: "string", alias: "s", describe: "The storage class: Standard or InfrequentAccess" } as const satisfies OptionSpec;
 
 /** This area's CLI commands (declared as data; handlers import their heavy parts lazily). */
-export const commands: AnyCommand[] = [];
+export const commands: AnyCommand[] = [
+  defineCommand({
+    path: ["r2", "bucket", "create"],
+    describe: "Create a new R2 bucket",
+    positionals: [{ name: "name", describe: "The name of the new bucket", required: true }],
+    options: {
+      location: { type: "string", describe: "The optional location hint that determines geographic placement of the R2 bucket", choices: ["weur", "eeur", "apac", "wnam", "enam", "oc"] },
+      "storage-class": storageClass,
+    },
+    examples: ["edgecli r2 bucket create my-bucket"],
+    handler: async (args, ctx) => (await handlers()).bucketCreate(args, ctx),
+  }),
+  defineCommand({
+    path: ["r2", "bucket", "list"],
+    describe: "List R2 buckets",
+    handler: async (_args, ctx) => (await handlers()).bucketList(ctx),
+  }),
+  defineCommand({
+    path: ["r2", "bucket", "delete"],
+    describe: "Delete an R2 bucket (it must be empty)",
+    positionals: [{ name: "bucket", describe: "The name of the bucket to delete", required: true }],
+    handler: async (args, ctx) => (await handlers()).bucketDelete(args, ctx),
+  }),
+  defineCommand({
+    path: ["r2", "object", "put"],
+    describe: "Create an object in an R2 bucket",
+    positionals: objectPathArg,
+    options: {
+      file: { type: "string", alias: "f", describe: "The path of the file to upload" },
+      pipe: { type: "boolean", alias: "p", describe: "Enables the file to be piped in, rather than specified with the --file option" },
+      ...metadataOptions,
+      "storage-class": storageClass,
+    },
+    examples: ["edgecli r2 object put my-bucket/photos/cat.jpg --file ./cat.jpg --content-type image/jpeg", "tar c dir | edgecli r2 object put my-bucket/backup.tar --pipe"],
+    handler: async (args, ctx) => (await handlers()).objectPut(args, ctx),
+  }),
+  defineCommand({
+    path: ["r2", "object", "get"],
+    describe: "Fetch an object from an R2 bucket",
+    positionals: objectPathArg,
+    options: {
+      file: { type: "string", alias: "f", describe: "The destination file to create (default: the key, relative to the current directory)" },
+      pipe: { type: "boolean", alias: "p", describe: "Enables the file to be piped to a destination, rather than specified with the --file option" },
+    },
+    examples: ["edgecli r2 object get my-bucket/photos/cat.jpg --file ./cat.jpg", "edgecli r2 object get my-bucket/backup.tar --pipe | tar x"],
+    handler: async (args, ctx) => (await handlers()).objectGet(args, ctx),
+  }),
+  defineCommand({
+    path: ["r2", "object", "delete"],
+    describe: "Delete an object in an R2 bucket",
+    positionals: objectPathArg,
+    handler: async (args, ctx) => (await handlers()).objectDelete(args, ctx),
+  }),
+];
 /** Deprecated spellings of this area's command groups. */
 export const aliases: CommandAlias[] = [];
 /** Options this area adds to `edgecli serve`. */

@@ -1,0 +1,197 @@
+import { createReadStream, createWriteStream, existsSync, mkdirSync, statSync } from "node:fs";
+import { dirname, relative, resolve, isAbsolute } from "node:path";
+import { PassThrough, Transform, type Readable, type Writable } from "node:stream";
+import { pipeline } from "node:stream/promises";
+import { ApiRequestError, type RawResponse } from "../core/cli/api-client.js";
+import type { CliContext } from "../core/cli/context.js";
+import type { Progress } from "../core/cli/progress.js";
+import { UsageError, UserError } from "../core/errors.js";
+import { BUCKET_NAME_RE } from "./store.js";
+
+/** Files at least this large get a progress bar (on a terminal only). */
+const PROGRESS_MIN_BYTES = 4 * 1024 * 1024;
+
+const bucketsPath = (account: string) => `/accounts/${account}/r2/buckets`;
+const objectPath = (account: string, bucket: string, key: string) =>
+  `${bucketsPath(account)}/${encodeURIComponent(bucket)}/objects/${key.split("/").map(encodeURIComponent).join("/")}`;
+
+function splitObjectPath(path: string | undefined): { bucket: string; key: string } {
+  const at = path?.indexOf("/") ?? -1;
+  if (!path || at <= 0 || at === path.length - 1) throw new UsageError(`The object path must be in the form of {bucket}/{key} you provided ${path ?? ""}`);
+  return { bucket: path.slice(0, at), key: path.slice(at + 1) };
+}
+
+/** Reads a non-2xx raw response as a v4 envelope and throws it as an API error. */
+async function failFrom(res: RawResponse, path: string): Promise<never> {
+  const text = await res.body.text();
+  let errors: { code: number; message: string }[] = [];
+  try {
+    errors = (JSON.parse(text) as { errors?: typeof errors }).errors ?? [];
+  } catch {
+    // not an envelope; the status says enough
+  }
+  throw new ApiRequestError(path, res.status, errors);
+}
+
+/** Counts bytes through a stream into a progress bar. */
+function meter(progress: Progress): Transform {
+  let done = 0;
+  return new Transform({
+    transform(chunk: Buffer, _enc, cb) {
+      done += chunk.length;
+      progress.update(done);
+      cb(null, chunk);
+    },
+    flush(cb) {
+      progress.stop();
+      cb();
+    },
+  });
+}
+
+// ---- buckets ----
+
+export async function bucketCreate(args: { name?: string; location?: string; "storage-class"?: string }, ctx: CliContext): Promise<void> {
+  const name = args.name!;
+  if (!BUCKET_NAME_RE.test(name)) {
+    throw new UserError(
+      `The bucket name "${name}" is invalid. Bucket names must begin and end with an alphanumeric character, only contain lowercase letters, numbers, and hyphens, and be between 3 and 63 characters long.`,
+    );
+  }
+  const account = await ctx.accountId();
+  ctx.log.info(`Creating bucket '${name}'...`);
+  const bucket = await ctx.api().fetchResult<{ name: string; storage_class: string }>("POST", bucketsPath(account), {
+    json: { name, locationHint: args.location, storageClass: args["storage-class"] },
+  });
+  const where = args.location ? `with location hint ${args.location.toUpperCase()} and ` : "with ";
+  ctx.log.info(`✅ Created bucket '${name}' ${where}default storage class of ${bucket.storage_class}.`);
+  const binding = name.replace(/-/g, "_");
+  ctx.log.info(
+    `To access your new R2 Bucket in your Worker, add the following snippet to your configuration file:\n[[r2_buckets]]\nbucket_name = "${name}"\nbinding = "${binding}"`,
+  );
+}
+
+export async function bucketList(ctx: CliContext): Promise<void> {
+  const account = await ctx.accountId();
+  ctx.log.info("Listing buckets...");
+  const { buckets } = await ctx.api().fetchResult<{ buckets: { name: string; creation_date: string }[] }>("GET", bucketsPath(account));
+  ctx.log.info(buckets.map((b) => `name:           ${b.name}\ncreation_date:  ${b.creation_date}`).join("\n\n"));
+}
+
+export async function bucketDelete(args: { bucket?: string }, ctx: CliContext): Promise<void> {
+  const account = await ctx.accountId();
+  ctx.log.info(`Deleting bucket ${args.bucket}.`);
+  await ctx.api().fetchResult("DELETE", `${bucketsPath(account)}/${encodeURIComponent(args.bucket!)}`);
+  ctx.log.info(`Deleted bucket ${args.bucket}.`);
+}
+
+// ---- objects ----
+
+type PutArgs = {
+  objectPath?: string;
+  file?: string;
+  pipe?: boolean;
+  "content-type"?: string;
+  "content-disposition"?: string;
+  "content-encoding"?: string;
+  "content-language"?: string;
+  "cache-control"?: string;
+  expires?: string;
+  ct?: string;
+  cd?: string;
+  ce?: string;
+  cl?: string;
+  cc?: string;
+  "storage-class"?: string;
+};
+
+function metadataHeaders(args: PutArgs): Record<string, string> {
+  const h: Record<string, string | undefined> = {
+    "content-type": args["content-type"] ?? args.ct,
+    "content-disposition": args["content-disposition"] ?? args.cd,
+    "content-encoding": args["content-encoding"] ?? args.ce,
+    "content-language": args["content-language"] ?? args.cl,
+    "cache-control": args["cache-control"] ?? args.cc,
+    "cf-r2-storage-class": args["storage-class"],
+  };
+  if (args.expires !== undefined) {
+    const t = Date.parse(args.expires);
+    if (!Number.isFinite(t)) throw new UsageError(`--expires must be a date, got "${args.expires}"`);
+    h.expires = new Date(t).toUTCString();
+  }
+  return Object.fromEntries(Object.entries(h).filter((e): e is [string, string] => e[1] !== undefined));
+}
+
+export async function objectPut(args: PutArgs, ctx: CliContext): Promise<void> {
+  const { bucket, key } = splitObjectPath(args.objectPath);
+  if (Boolean(args.file) === Boolean(args.pipe)) throw new UsageError("Either the --file or --pipe options are required.");
+  const headers = metadataHeaders(args);
+  let body: Readable;
+  let progress: Progress | undefined;
+  if (args.file) {
+    const file = resolve(ctx.cwd, args.file);
+    if (!existsSync(file) || !statSync(file).isFile()) throw new UserError(`The file "${args.file}" does not exist.`);
+    const size = statSync(file).size;
+    headers["content-length"] = String(size);
+    body = createReadStream(file);
+    if (size >= PROGRESS_MIN_BYTES) {
+      progress = await ctx.progress(size, "Uploading", "bytes");
+      body = body.pipe(meter(progress));
+    }
+  } else {
+    // Streamed as it arrives (chunked): the size of a pipe is unknown up front.
+    body = ctx.io.stdin.pipe(new PassThrough());
+  }
+  const account = await ctx.accountId();
+  ctx.log.info(`Creating object "${key}"${args["storage-class"] ? ` with ${args["storage-class"]} storage class` : ""} in bucket "${bucket}".`);
+  const path = objectPath(account, bucket, key);
+  const res = await ctx.api().raw("PUT", path, { body, headers });
+  progress?.stop();
+  if (res.status >= 300) await failFrom(res, path);
+  await res.body.text();
+  ctx.log.info("Upload complete.");
+}
+
+/** Without --file the object lands at its key under the current directory; refuse keys that climb out of it. */
+function defaultDestination(cwd: string, key: string): string {
+  const dest = resolve(cwd, key);
+  const rel = relative(cwd, dest);
+  if (!rel || rel.startsWith("..") || isAbsolute(rel)) throw new UserError(`The key "${key}" does not name a file inside the current directory; use --file or --pipe.`);
+  return dest;
+}
+
+export async function objectGet(args: { objectPath?: string; file?: string; pipe?: boolean }, ctx: CliContext): Promise<void> {
+  const { bucket, key } = splitObjectPath(args.objectPath);
+  if (args.file && args.pipe) throw new UsageError("Use either --file or --pipe, not both.");
+  const account = await ctx.accountId();
+  const path = objectPath(account, bucket, key);
+  if (!args.pipe) ctx.log.info(`Downloading "${key}" from "${bucket}".`);
+  const res = await ctx.api().raw("GET", path);
+  if (res.status === 404) {
+    const text = await res.body.text();
+    // A missing bucket is a different failure from a missing key; say which.
+    if (text.includes('"code":10006')) throw new UserError(`The bucket "${bucket}" does not exist.`);
+    throw new UserError("The specified key does not exist.");
+  }
+  if (res.status >= 300) await failFrom(res, path);
+  if (args.pipe) {
+    await pipeline(res.body, ctx.io.stdout as unknown as Writable, { end: false });
+    return;
+  }
+  const dest = args.file ? resolve(ctx.cwd, args.file) : defaultDestination(ctx.cwd, key);
+  mkdirSync(dirname(dest), { recursive: true });
+  const size = Number(res.headers["content-length"] ?? 0);
+  const stages: (Readable | Transform | Writable)[] = [res.body];
+  if (size >= PROGRESS_MIN_BYTES) stages.push(meter(await ctx.progress(size, "Downloading", "bytes")));
+  stages.push(createWriteStream(dest));
+  await pipeline(stages as unknown as [Readable, Writable]);
+  ctx.log.info("Download complete.");
+}
+
+export async function objectDelete(args: { objectPath?: string }, ctx: CliContext): Promise<void> {
+  const { bucket, key } = splitObjectPath(args.objectPath);
+  const account = await ctx.accountId();
+  ctx.log.info(`Deleting object "${key}" from bucket "${bucket}".`);
+  await ctx.api().fetchResult("DELETE", objectPath(account, bucket, key));
+  ctx.log.info("Delete complete.");
+}
