@@ -1,0 +1,70 @@
+import { BlockList, isIP } from "node:net";
+import { UserError } from "../core/errors.js";
+
+/** The DNS area's view of `edgecli serve` options, checked once at start. */
+export interface DnsConfig {
+  host: string;
+  port: number;
+  edgeIpv4: string[];
+  edgeIpv6: string[];
+  nameServers: string[];
+  /** Addresses A/AAAA records may not use. */
+  platformAddresses: BlockList;
+  axfrAllow: BlockList;
+  notifyTargets: { host: string; port: number }[];
+}
+
+/** Repeatable options also accept comma lists ("a,b"), which is what a single env var or flag can carry. */
+function list(v: unknown): string[] {
+  if (v === undefined || v === null) return [];
+  const arr = Array.isArray(v) ? v : [v];
+  return arr.flatMap((s) => String(s).split(",")).map((s) => s.trim()).filter(Boolean);
+}
+
+export function addCidr(bl: BlockList, cidr: string, option: string): void {
+  const [addr, bits] = cidr.split("/");
+  const fam = isIP(addr);
+  if (!fam) throw new UserError(`--${option}: "${cidr}" is not an IP address or CIDR range`);
+  const type = fam === 4 ? "ipv4" : "ipv6";
+  if (bits === undefined) return bl.addAddress(addr, type);
+  const n = Number(bits);
+  if (!Number.isInteger(n) || n < 0 || n > (fam === 4 ? 32 : 128)) throw new UserError(`--${option}: bad prefix length in "${cidr}"`);
+  bl.addSubnet(addr, n, type);
+}
+
+export function parseHostPort(s: string, option: string): { host: string; port: number } {
+  const m = /^\[([^\]]+)\]:(\d+)$/.exec(s) ?? /^([^:]+):(\d+)$/.exec(s) ?? /^(\[?[^\]]+\]?)$/.exec(s);
+  const host = m?.[1]?.replace(/^\[|\]$/g, "");
+  const port = m?.[2] === undefined ? 53 : Number(m[2]);
+  if (!host || !isIP(host) || !(port > 0 && port < 65536)) throw new UserError(`--${option}: "${s}" must be IP:port`);
+  return { host, port };
+}
+
+export function readDnsConfig(options: Record<string, unknown>): DnsConfig {
+  const edgeIpv4 = list(options["edge-ipv4"]);
+  const edgeIpv6 = list(options["edge-ipv6"]);
+  for (const a of edgeIpv4) if (isIP(a) !== 4) throw new UserError(`--edge-ipv4: "${a}" is not an IPv4 address`);
+  for (const a of edgeIpv6) if (isIP(a) !== 6) throw new UserError(`--edge-ipv6: "${a}" is not an IPv6 address`);
+  const platformAddresses = new BlockList();
+  for (const a of [...edgeIpv4, ...edgeIpv6]) addCidr(platformAddresses, a, "edge-ip");
+  for (const r of list(options["platform-ranges"])) addCidr(platformAddresses, r, "platform-ranges");
+  const notifyTargets = list(options.notify).map((s) => parseHostPort(s, "notify"));
+  const axfrAllow = new BlockList();
+  for (const r of list(options["axfr-allow"])) addCidr(axfrAllow, r, "axfr-allow");
+  // A secondary we notify is a secondary we let transfer.
+  for (const t of notifyTargets) addCidr(axfrAllow, t.host, "notify");
+  const nameServers = list(options["name-servers"]).map((n) => n.toLowerCase().replace(/\.$/, ""));
+  if (nameServers.length === 0) throw new UserError("--name-servers: at least one name server is needed");
+  const port = Number(options["dns-port"] ?? 1053);
+  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new UserError(`--dns-port: ${port} is not a port`);
+  return {
+    host: String(options["dns-host"] ?? "127.0.0.1"),
+    port,
+    edgeIpv4,
+    edgeIpv6,
+    nameServers,
+    platformAddresses,
+    axfrAllow,
+    notifyTargets,
+  };
+}

@@ -1,0 +1,160 @@
+import type { BlockList } from "node:net";
+import { ApiError } from "../core/errors.js";
+import { DnsCodes, dnsError, recordNotFound, validationError } from "./errors.js";
+import { RECORD_TYPES, type DnsRecord, type RecordSettings, type RecordType } from "./model.js";
+import { checkRecordName, resolveRecordName } from "./names.js";
+import { TYPES, type RecordValue } from "./record-types.js";
+import { newId, now, type DnsState, type ZoneDraft } from "./state.js";
+
+export type EditMode = "create" | "put" | "patch";
+
+const TAG = /^[A-Za-z0-9_-]+(:.*)?$/;
+
+function readType(v: unknown): RecordType {
+  const t = typeof v === "string" ? v.toUpperCase() : "";
+  if (!(RECORD_TYPES as readonly string[]).includes(t)) {
+    throw validationError(DnsCodes.typeInvalid, `DNS record type "${String(v ?? "")}" is invalid; use one of ${RECORD_TYPES.join(", ")}.`, "/type");
+  }
+  return t as RecordType;
+}
+
+function readTtl(v: unknown): number {
+  if (v === undefined || v === null) return 1;
+  if (typeof v !== "number" || !Number.isInteger(v) || (v !== 1 && (v < 60 || v > 86400))) {
+    throw validationError(DnsCodes.ttl, "TTL must be between 60 and 86400 seconds, or 1 for Automatic.", "/ttl");
+  }
+  return v;
+}
+
+function readComment(v: unknown): string | null {
+  if (v === undefined || v === null || v === "") return null;
+  if (typeof v !== "string" || v.length > 500) throw validationError(DnsCodes.fieldInvalid, "comment must be a string of at most 500 characters.", "/comment");
+  return v;
+}
+
+function readTags(v: unknown): string[] {
+  if (v === undefined || v === null) return [];
+  if (!Array.isArray(v) || v.some((t) => typeof t !== "string" || !TAG.test(t) || t.length > 255)) {
+    throw validationError(DnsCodes.fieldInvalid, 'tags must be strings "name:value"; the name may contain only letters, digits, underscores and hyphens.', "/tags");
+  }
+  return [...new Set(v as string[])];
+}
+
+function readSettings(v: unknown, type: RecordType): RecordSettings {
+  if (v === undefined || v === null) return {};
+  if (typeof v !== "object" || Array.isArray(v)) throw validationError(DnsCodes.fieldInvalid, "settings must be an object.", "/settings");
+  const out: RecordSettings = {};
+  for (const [k, val] of Object.entries(v as Record<string, unknown>)) {
+    if (!["ipv4_only", "ipv6_only", "flatten_cname"].includes(k)) continue;
+    if (typeof val !== "boolean") throw validationError(DnsCodes.fieldInvalid, `settings.${k} must be a boolean.`, `/settings/${k}`);
+    if (k === "flatten_cname" && type !== "CNAME" && val) throw validationError(DnsCodes.fieldInvalid, "settings.flatten_cname applies to CNAME records only.", "/settings/flatten_cname");
+    out[k as keyof RecordSettings] = val;
+  }
+  if (out.ipv4_only && out.ipv6_only) throw validationError(DnsCodes.fieldInvalid, "settings.ipv4_only and settings.ipv6_only cannot both be true.", "/settings");
+  return out;
+}
+
+const sameValue = (a: RecordValue, b: RecordValue) =>
+  a.content.toLowerCase() === b.content.toLowerCase() && a.priority === b.priority && JSON.stringify(a.data) === JSON.stringify(b.data);
+
+/**
+ * Builds the record an API call asks for and checks it against the draft (the zone with the changes
+ * made so far in this call). Nothing is written here; the caller commits the draft when all is well.
+ */
+export function buildRecord(
+  state: DnsState,
+  draft: ZoneDraft,
+  body: unknown,
+  mode: EditMode,
+  opts: { id?: string; platform: BlockList; defaultProxied?: boolean },
+): DnsRecord {
+  if (!body || typeof body !== "object" || Array.isArray(body)) throw new ApiError(400, DnsCodes.validation, "The request body must be a JSON object.");
+  const b = body as Record<string, unknown>;
+  const existing = opts.id ? draft.get(opts.id) : undefined;
+  if (opts.id && !existing) throw recordNotFound();
+  const base = mode === "patch" ? existing : undefined;
+  const has = (k: string) => b[k] !== undefined;
+
+  const type = has("type") ? readType(b.type) : base ? base.type : readType(b.type);
+  const spec = TYPES[type];
+  const zoneName = draft.zone.zone.name;
+  const name = has("name") || !base ? resolveRecordName(b.name, zoneName) : base.name;
+  checkRecordName(name, zoneName, spec.hostName);
+
+  // A patch that changes the value sends content or data; otherwise the stored value is re-checked as is.
+  const valueBody =
+    base && !has("content") && !has("data") && !has("priority") && base.type === type
+      ? { content: base.content, data: base.data, priority: base.priority }
+      : {
+          content: has("content") ? b.content : base && !has("data") ? base.content : undefined,
+          data: has("data") ? b.data : undefined,
+          priority: has("priority") ? b.priority : base?.priority ?? undefined,
+        };
+  const value = spec.parse(valueBody, opts.platform);
+  if (type === "CNAME" && value.content === name) throw validationError(DnsCodes.cnameContent, "Content for CNAME record is invalid: a CNAME cannot point to itself.", "/content");
+
+  if (has("proxied") && typeof b.proxied !== "boolean") throw validationError(DnsCodes.fieldInvalid, "proxied must be a boolean.", "/proxied");
+  const proxied = has("proxied") ? (b.proxied as boolean) : (base?.proxied ?? (spec.proxiable && (opts.defaultProxied ?? false)));
+  if (proxied && !spec.proxiable) throw dnsError(DnsCodes.proxied, `Invalid proxied mode. Record cannot be proxied: only A, AAAA and CNAME records can be proxied, not ${type}.`);
+  const ttlIn = has("ttl") ? readTtl(b.ttl) : (base?.ttl ?? 1);
+  // Proxied records always have automatic TTL, as the hosted API does.
+  const ttl = proxied ? 1 : ttlIn;
+  const comment = has("comment") || !base ? readComment(b.comment) : base.comment;
+  const tags = has("tags") || !base ? readTags(b.tags) : base.tags;
+  const settings = has("settings") || !base ? readSettings(b.settings, type) : base.settings;
+
+  const id = existing?.id ?? newId();
+  checkConflicts(draft, id, name, type, value);
+  if (type === "CNAME" && proxied) checkProxiedChain(state, draft, name, value.content);
+
+  const t = now();
+  const record: DnsRecord = {
+    id,
+    zone_id: draft.zone.zone.id,
+    name,
+    type,
+    content: value.content,
+    data: value.data,
+    priority: value.priority,
+    ttl,
+    proxied,
+    comment,
+    tags,
+    settings,
+    created_on: existing?.created_on ?? t,
+    modified_on: t,
+    comment_modified_on: comment !== (existing?.comment ?? null) ? (comment === null ? null : t) : (existing?.comment_modified_on ?? null),
+    tags_modified_on: JSON.stringify(tags) !== JSON.stringify(existing?.tags ?? []) ? (tags.length ? t : null) : (existing?.tags_modified_on ?? null),
+  };
+  draft.set(record);
+  return record;
+}
+
+/** CNAME owns its name alone; identical records are refused (codes as the hosted API answers them). */
+function checkConflicts(draft: ZoneDraft, id: string, name: string, type: RecordType, value: RecordValue): void {
+  const others = draft.at(name).filter((r) => r.id !== id);
+  if (others.some((o) => o.type === type && sameValue(o, value))) throw dnsError(DnsCodes.identicalRecord, "An identical record already exists.");
+  if (type === "CNAME" && others.length > 0) throw dnsError(DnsCodes.cnameBlocksOthers, "An A, AAAA, or CNAME record with that host already exists.");
+  if (type !== "CNAME" && others.some((o) => o.type === "CNAME")) {
+    throw dnsError(
+      DnsCodes.cnameExists,
+      "A CNAME record with that host already exists. For more details, refer to <https://developers.cloudflare.com/dns/manage-dns-records/troubleshooting/records-with-same-name/>.",
+    );
+  }
+}
+
+/** A proxied CNAME whose chain stays inside our zones must end at an A or AAAA record. */
+function checkProxiedChain(state: DnsState, draft: ZoneDraft, name: string, target: string): void {
+  const seen = new Set([name]);
+  let t = target;
+  for (let hops = 0; hops < 16; hops++) {
+    const recs = state.recordsAt(t, draft);
+    if (recs === undefined) return; // outside our zones: the origin is elsewhere
+    if (recs.some((r) => r.type === "A" || r.type === "AAAA")) return;
+    const next = recs.find((r) => r.type === "CNAME");
+    if (!next || seen.has(next.content)) break;
+    seen.add(t);
+    t = next.content;
+  }
+  throw validationError(DnsCodes.cnameChain, `A proxied CNAME must lead to an A or AAAA record; the chain from ${name} ends at ${t}, which has none.`, "/content");
+}
