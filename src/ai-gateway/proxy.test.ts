@@ -1,8 +1,8 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import OpenAI from "openai";
-import { startTestPlatform, type TestPlatform } from "../core/testing/platform.js";
-import { callGateway, chatBody, createGateway, createToken, updateGateway } from "./testing/helpers.js";
+import type { TestPlatform } from "../core/testing/platform.js";
+import { callGateway, chatBody, createGateway, createToken, updateGateway, startGatewayPlatform } from "./testing/helpers.js";
 import { startMockProvider, type MockProvider } from "./testing/mock-provider.js";
 
 describe("AI gateway proxy", () => {
@@ -13,7 +13,7 @@ describe("AI gateway proxy", () => {
 
   before(async () => {
     mock = await startMockProvider();
-    p = await startTestPlatform({ args: ["--provider-base-url", `openai=${mock.url}`] });
+    p = await startGatewayPlatform([`openai=${mock.url}`]);
     run = await createToken(p, ["ai_gateway_run"]);
   });
   after(async () => {
@@ -141,7 +141,7 @@ describe("AI gateway proxy", () => {
     const dead = await startMockProvider();
     const deadUrl = dead.url;
     await dead.close();
-    const q = await startTestPlatform({ args: ["--provider-base-url", `groq=${deadUrl}`, "--provider-base-url", `openai=${mock.url}`] });
+    const q = await startGatewayPlatform([`groq=${deadUrl}`, `openai=${mock.url}`]);
     try {
       await createGateway(q, "down");
       const r = await callGateway(`${q.url}/v1/${q.accountId}/down/groq/chat/completions`, { body: chatBody() });

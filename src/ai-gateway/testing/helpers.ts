@@ -1,5 +1,5 @@
 import { request } from "undici";
-import type { TestPlatform } from "../../core/testing/platform.js";
+import { startTestPlatform, type TestPlatform, type TestPlatformOptions } from "../../core/testing/platform.js";
 
 /** Creates a gateway through the v4 API with the required settings filled in. */
 export async function createGateway(p: TestPlatform, id: string, settings: Record<string, unknown> = {}): Promise<Record<string, unknown>> {
@@ -54,3 +54,11 @@ export async function callGateway(url: string, opts: { method?: string; headers?
 }
 
 export const chatBody = (content = "hello", extra: Record<string, unknown> = {}) => ({ model: "gpt-4o-mini", messages: [{ role: "user", content }], ...extra });
+
+/**
+ * Starts the real platform with the given providers pointed at local stand-ins (`<provider>=<url>`),
+ * on free ports only (the DNS server's default port would clash between test files running together).
+ */
+export function startGatewayPlatform(providers: string[], opts: Omit<TestPlatformOptions, "args"> = {}): Promise<TestPlatform> {
+  return startTestPlatform({ ...opts, args: ["--dns-port", "0", ...providers.flatMap((p) => ["--provider-base-url", p])] });
+}
