@@ -1,0 +1,104 @@
+import dgram from "node:dgram";
+import net from "node:net";
+import { execFile } from "node:child_process";
+import * as packet from "dns-packet";
+import { startTestPlatform, type TestPlatform } from "../core/testing/platform.js";
+
+export type DnsResponse = ReturnType<typeof packet.decode>;
+
+/** A platform with the DNS server on a free port, plus the port. */
+export async function startDnsPlatform(args: string[] = []): Promise<{ p: TestPlatform; port: number }> {
+  const p = await startTestPlatform({ args: ["--dns-port", "0", ...args] });
+  const port = Number(p.endpoints.dns_udp.split(":").pop());
+  if (!(port > 0) || p.endpoints.dns_tcp !== p.endpoints.dns_udp) throw new Error(`bad DNS endpoints ${JSON.stringify(p.endpoints)}`);
+  return { p, port };
+}
+
+/** Creates a zone through the API and returns its id. */
+export async function createZone(p: TestPlatform, name: string): Promise<string> {
+  const r = await p.api("POST", "/zones", { name, account: { id: p.accountId } });
+  if (r.status !== 200) throw new Error(`zone ${name}: ${JSON.stringify(r.body)}`);
+  return r.body.result.id as string;
+}
+
+export async function createRecord(p: TestPlatform, zoneId: string, body: Record<string, unknown>): Promise<any> {
+  const r = await p.api("POST", `/zones/${zoneId}/dns_records`, body);
+  if (r.status !== 200) throw new Error(`record ${JSON.stringify(body)}: ${JSON.stringify(r.body)}`);
+  return r.body.result;
+}
+
+export function encodeQuery(name: string, type: string, opts: { edns?: number; id?: number } = {}): Buffer {
+  return packet.encode({
+    type: "query",
+    id: opts.id ?? Math.floor(Math.random() * 65536),
+    flags: packet.RECURSION_DESIRED,
+    questions: [{ type: type as packet.RecordType, name, class: "IN" }],
+    additionals: opts.edns ? [{ type: "OPT", name: ".", udpPayloadSize: opts.edns, flags: 0 } as packet.Answer] : [],
+  });
+}
+
+/** Sends raw bytes over UDP and returns the raw reply (rejects after 2 s without one). */
+export function udpRaw(port: number, msg: Buffer, timeoutMs = 2000): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const s = dgram.createSocket("udp4");
+    const timer = setTimeout(() => {
+      s.close();
+      reject(new Error("no UDP reply"));
+    }, timeoutMs);
+    s.on("message", (m) => {
+      clearTimeout(timer);
+      s.close();
+      resolve(m);
+    });
+    s.send(msg, port, "127.0.0.1");
+  });
+}
+
+export async function udpQuery(port: number, name: string, type: string, opts: { edns?: number } = {}): Promise<DnsResponse> {
+  return packet.decode(await udpRaw(port, encodeQuery(name, type, opts)));
+}
+
+/** Sends one query over TCP and collects reply messages until `done` says the answer is complete. */
+export function tcpQuery(port: number, msg: Buffer, done: (msgs: DnsResponse[]) => boolean = () => true): Promise<DnsResponse[]> {
+  return new Promise((resolve, reject) => {
+    const out: DnsResponse[] = [];
+    const sock = net.connect(port, "127.0.0.1");
+    const timer = setTimeout(() => {
+      sock.destroy();
+      reject(new Error(`TCP answer incomplete after ${out.length} messages`));
+    }, 5000);
+    let buf = Buffer.alloc(0);
+    sock.on("data", (d) => {
+      buf = Buffer.concat([buf, d]);
+      while (buf.length >= 2 && buf.length >= 2 + buf.readUInt16BE(0)) {
+        out.push(packet.decode(buf.subarray(2, 2 + buf.readUInt16BE(0))));
+        buf = buf.subarray(2 + buf.readUInt16BE(0));
+        if (done(out)) {
+          clearTimeout(timer);
+          sock.end();
+          return resolve(out);
+        }
+      }
+    });
+    sock.on("close", () => {
+      clearTimeout(timer);
+      resolve(out);
+    });
+    sock.on("error", reject);
+    const framed = Buffer.alloc(msg.length + 2);
+    framed.writeUInt16BE(msg.length);
+    msg.copy(framed, 2);
+    sock.write(framed);
+  });
+}
+
+/** Whether `dig` (Debian dnsutils) is installed; under CI it must be. */
+export const digAvailable: Promise<boolean> = new Promise((resolve) => execFile("dig", ["-v"], (err) => resolve(!err)));
+
+export function dig(port: number, args: string[]): Promise<string> {
+  return new Promise((resolve, reject) =>
+    execFile("dig", ["@127.0.0.1", "-p", String(port), "+time=2", "+tries=1", ...args], (err, stdout) => (err && !stdout ? reject(err) : resolve(stdout))),
+  );
+}
+
+export const rcodeOf = (r: DnsResponse) => (r.flags ?? 0) & 0xf;
