@@ -85,7 +85,7 @@ const row = (name, r, base) =>
   console.log(`${name.padEnd(34)} ${r.rps.toFixed(0).padStart(7)} req/s   p50 ${r.p50.toFixed(2).padStart(6)} ms   p99 ${r.p99.toFixed(2).padStart(6)} ms   ${base ? `${(r.rps / base.rps).toFixed(2)}x` : ""}`);
 
 console.log(`node ${process.version}, ${cpus().length} CPUs, ${SECONDS}s per case, ${new Date().toISOString()}`);
-const p = await startTestPlatform();
+const p = await startTestPlatform({ args: ["--dns-port", "0"] });
 const mf = new Miniflare({ modules: true, script: GET_WORKER, r2Buckets: ["BUCKET"], compatibilityDate: "2024-09-01" });
 try {
   const created = await p.api("POST", `/accounts/${p.accountId}/r2/buckets`, { name: "bench" });

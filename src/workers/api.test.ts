@@ -1,15 +1,15 @@
 import assert from "node:assert/strict";
 import { request } from "undici";
 import { after, before, test } from "node:test";
-import { startTestPlatform, type TestPlatform } from "../core/testing/platform.js";
-import { hit, uploadScript } from "./test-helpers.js";
+import type { TestPlatform } from "../core/testing/platform.js";
+import { hit, uploadScript, startPlatform } from "./test-helpers.js";
 
 let p: TestPlatform;
 let nsId: string;
 const hello = `export default { fetch(req, env) { return new Response("hello " + (env.GREETING ?? "")); } };`;
 
 before(async () => {
-  p = await startTestPlatform();
+  p = await startPlatform();
   nsId = (await p.api("POST", `/accounts/${p.accountId}/storage/kv/namespaces`, { title: "api-ns" })).body.result.id;
 });
 after(() => p?.dispose());

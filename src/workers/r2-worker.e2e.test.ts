@@ -4,15 +4,15 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { after, before, test } from "node:test";
-import { startTestPlatform, type TestPlatform } from "../core/testing/platform.js";
-import { hit } from "./test-helpers.js";
+import type { TestPlatform } from "../core/testing/platform.js";
+import { hit, startPlatform } from "./test-helpers.js";
 
 const EXAMPLE = fileURLToPath(new URL("../../examples/r2-worker", import.meta.url));
 
 let p: TestPlatform;
 let project: string;
 before(async () => {
-  p = await startTestPlatform();
+  p = await startPlatform();
   project = mkdtempSync(join(tmpdir(), "r2-worker-"));
   cpSync(EXAMPLE, project, { recursive: true });
 });

@@ -1,11 +1,11 @@
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
-import { startTestPlatform, type TestPlatform } from "../core/testing/platform.js";
-import { eventually, hit, logEntries, uploadScript } from "./test-helpers.js";
+import type { TestPlatform } from "../core/testing/platform.js";
+import { eventually, hit, logEntries, uploadScript, startPlatform } from "./test-helpers.js";
 
 let p: TestPlatform;
 before(async () => {
-  p = await startTestPlatform();
+  p = await startPlatform();
 });
 after(() => p?.dispose());
 
@@ -133,4 +133,13 @@ test("deleting a script stops serving it", async () => {
   assert.equal(del.status, 200);
   assert.equal((await hit(p, "short-lived", "/")).status, 404);
   assert.equal((await p.api("DELETE", `/accounts/${p.accountId}/workers/scripts/short-lived`)).status, 404);
+});
+
+test("vars and secrets with quotes, backslashes, newlines and non-ASCII reach the script byte for byte", async () => {
+  const tricky = 'a "quoted" \\ back\nslash ), text = ("x") é€🙂';
+  const code = `export default { fetch(req, env) { return Response.json({ v: env.V, s: env.S }); } };`;
+  assert.equal((await uploadScript(p, "tricky", code, { bindings: [{ type: "plain_text", name: "V", text: tricky }] })).status, 200);
+  const put = await p.api("PUT", `/accounts/${p.accountId}/workers/scripts/tricky/secrets`, { name: "S", text: tricky, type: "secret_text" });
+  assert.equal(put.status, 200);
+  assert.deepEqual(JSON.parse((await hit(p, "tricky", "/")).text), { v: tricky, s: tricky });
 });

@@ -3,12 +3,12 @@ import { readdirSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
 import { request } from "undici";
-import { startTestPlatform, type TestPlatform } from "../core/testing/platform.js";
-import { hit, logEntries, uploadScript } from "./test-helpers.js";
+import type { TestPlatform } from "../core/testing/platform.js";
+import { hit, logEntries, uploadScript, startPlatform } from "./test-helpers.js";
 
 let p: TestPlatform;
 before(async () => {
-  p = await startTestPlatform();
+  p = await startPlatform();
 });
 after(() => p?.dispose());
 

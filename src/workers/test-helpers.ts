@@ -1,5 +1,5 @@
 import { request } from "undici";
-import type { TestPlatform } from "../core/testing/platform.js";
+import { startTestPlatform, type TestPlatform } from "../core/testing/platform.js";
 
 /** Uploads a one-module ES worker through the v4 API, as `edgecli deploy` would. */
 export async function uploadScript(
@@ -60,4 +60,9 @@ export function logEntries(p: TestPlatform): Record<string, any>[] {
         return {};
       }
     });
+}
+
+/** The real platform on free ports only (the DNS listener too), so test files can run side by side. */
+export function startPlatform(): Promise<TestPlatform> {
+  return startTestPlatform({ args: ["--dns-port", "0"] });
 }

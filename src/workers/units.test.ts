@@ -1,0 +1,32 @@
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { capnpString } from "./capnp-config.js";
+import { scriptOfHost } from "./proxy.js";
+import { moduleKind } from "./upload.js";
+
+test("capnp strings: quotes, backslashes, newlines and non-ASCII cannot escape the literal", () => {
+  assert.equal(capnpString("plain"), '"plain"');
+  assert.equal(capnpString('a"b\\c\nd'), '"a\\x22b\\x5cc\\x0ad"');
+  assert.equal(capnpString("é"), '"\\xc3\\xa9"');
+  assert.equal(capnpString('"), x = ("'), '"\\x22), x = (\\x22"');
+});
+
+test("the Host names a script only as <label>.<workers domain>", () => {
+  assert.equal(scriptOfHost("r2-worker.workers.localhost:8787", "workers.localhost"), "r2-worker");
+  assert.equal(scriptOfHost("R2-Worker.Workers.Localhost", "workers.localhost"), "r2-worker");
+  assert.equal(scriptOfHost("r2-worker.workers.localhost.", "workers.localhost"), "r2-worker");
+  assert.equal(scriptOfHost("workers.localhost", "workers.localhost"), undefined);
+  assert.equal(scriptOfHost("a.b.workers.localhost", "workers.localhost"), undefined);
+  assert.equal(scriptOfHost("127.0.0.1:8787", "workers.localhost"), undefined);
+  assert.equal(scriptOfHost("evilworkers.localhost", "workers.localhost"), undefined);
+  assert.equal(scriptOfHost(undefined, "workers.localhost"), undefined);
+});
+
+test("module content types map to workerd module kinds", () => {
+  assert.equal(moduleKind("application/javascript+module"), "esModule");
+  assert.equal(moduleKind("application/javascript+module; charset=utf-8"), "esModule");
+  assert.equal(moduleKind("application/wasm"), "wasm");
+  assert.equal(moduleKind("text/plain"), "text");
+  assert.equal(moduleKind("application/source-map"), "skip");
+  assert.equal(moduleKind("image/png"), undefined);
+});
