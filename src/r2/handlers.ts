@@ -163,6 +163,7 @@ function defaultDestination(cwd: string, key: string): string {
 export async function objectGet(args: { objectPath?: string; file?: string; pipe?: boolean }, ctx: CliContext): Promise<void> {
   const { bucket, key } = splitObjectPath(args.objectPath);
   if (args.file && args.pipe) throw new UsageError("Use either --file or --pipe, not both.");
+  const dest = args.pipe ? undefined : args.file ? resolve(ctx.cwd, args.file) : defaultDestination(ctx.cwd, key);
   const account = await ctx.accountId();
   const path = objectPath(account, bucket, key);
   if (!args.pipe) ctx.log.info(`Downloading "${key}" from "${bucket}".`);
@@ -174,11 +175,10 @@ export async function objectGet(args: { objectPath?: string; file?: string; pipe
     throw new UserError("The specified key does not exist.");
   }
   if (res.status >= 300) await failFrom(res, path);
-  if (args.pipe) {
+  if (!dest) {
     await pipeline(res.body, ctx.io.stdout as unknown as Writable, { end: false });
     return;
   }
-  const dest = args.file ? resolve(ctx.cwd, args.file) : defaultDestination(ctx.cwd, key);
   mkdirSync(dirname(dest), { recursive: true });
   const size = Number(res.headers["content-length"] ?? 0);
   const stages: (Readable | Transform | Writable)[] = [res.body];
