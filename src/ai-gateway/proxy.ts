@@ -1,13 +1,13 @@
 import { createHash } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { Transform } from "node:stream";
-import { monotonicFactory } from "ulid";
 import type { AuthService } from "../core/auth/auth-service.js";
 import type { IdentityStore } from "../core/auth/store.js";
 import { ApiError } from "../core/errors.js";
 import { sendRawError } from "../core/http/app.js";
 import type { Logger } from "../core/logger.js";
 import { AigCodes } from "./codes.js";
+import { newLogId } from "./log-id.js";
 import { BodyCapture, LOG_BODY_CAP, modelOfRequest, readBody, retryPolicy, type Exchange } from "./exchange.js";
 import type { Gateway } from "./gateway-schema.js";
 import type { GatewayStore } from "./gateway-store.js";
@@ -20,8 +20,6 @@ import { gatewayToken, isGatewayHeader, readRequestOptions } from "./request-opt
 import { forwardHeaders, type Upstreams } from "./upstream.js";
 import { handleCompat, handleUniversal } from "./universal.js";
 import { emptyUsage } from "./usage.js";
-
-const ulid = monotonicFactory();
 
 export interface ProxyDeps extends LogSink {
   auth: AuthService;
@@ -94,7 +92,7 @@ export class Proxy {
       throw new ApiError(429, AigCodes.rateLimited, "Rate limited");
     }
     const logging = (opts.collectLog ?? gateway.collect_logs) && !this.d.writer.full(accountId, gatewayId, gateway.log_management, gateway.log_management_strategy);
-    const ex: Exchange = { req, res, started, createdAt: new Date().toISOString(), gateway, authenticated: mayRun, opts, logId: logging ? ulid() : null };
+    const ex: Exchange = { req, res, started, createdAt: new Date().toISOString(), gateway, authenticated: mayRun, opts, logId: logging ? newLogId() : null };
 
     if (segs.length === 2 || (segs.length === 3 && provider === "")) {
       if (req.method !== "POST") throw new ApiError(405, AigCodes.badPath, "The universal endpoint takes POST");

@@ -64,8 +64,19 @@ function json(h: IncomingHttpHeaders, name: string): unknown {
   }
 }
 
+const NO_OPTIONS: RequestOptions = Object.freeze({ skipCache: false, metadata: null, collectPayload: true, eventId: null });
+
+/** True when a request carries any gateway header other than its token (most do not: a quick check first). */
+function hasOptions(h: IncomingHttpHeaders): boolean {
+  for (const k in h) {
+    if ((k.startsWith("gw-aig-") || k.startsWith("cf-aig-") || k.startsWith("cf-")) && !/^(gw|cf)-aig-(authorization|token)$/.test(k)) return true;
+  }
+  return false;
+}
+
 /** Parses the gateway's request headers; malformed values are a 400 naming the header. */
 export function readRequestOptions(h: IncomingHttpHeaders): RequestOptions {
+  if (!hasOptions(h)) return NO_OPTIONS;
   const meta = json(h, "metadata");
   let metadata: RequestOptions["metadata"] = null;
   if (meta !== undefined) {
