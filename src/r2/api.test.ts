@@ -1,6 +1,7 @@
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
+import Cloudflare from "cloudflare";
 import { startTestPlatform, type TestPlatform } from "../core/testing/platform.js";
 
 /** The v4 R2 API on the real platform: buckets, raw streamed objects, errors and permissions. */
@@ -129,4 +130,17 @@ test("permissions: r2_read may read but not write; other permissions may not rea
   assert.equal((await fetch(objectUrl("perm-bkt", "k"), { headers: stranger })).status, 403);
   // An account that is not the caller's looks the same as one that does not exist.
   assert.equal((await p.api("GET", `/accounts/0123456789abcdef0123456789abcdef/r2/buckets`)).status, 403);
+});
+
+test("the official cloudflare SDK (r2.buckets create, list, get, delete) works against the platform", async () => {
+  const cf = new Cloudflare({ apiToken: p.token, baseURL: p.apiUrl, maxRetries: 0 });
+  const created = await cf.r2.buckets.create({ account_id: p.accountId, name: "sdk-bucket", storageClass: "InfrequentAccess" });
+  assert.equal(created.name, "sdk-bucket");
+  assert.equal(created.storage_class, "InfrequentAccess");
+  const listed = await cf.r2.buckets.list({ account_id: p.accountId });
+  assert.ok(listed.buckets?.some((b) => b.name === "sdk-bucket"));
+  const got = await cf.r2.buckets.get("sdk-bucket", { account_id: p.accountId });
+  assert.equal(got.name, "sdk-bucket");
+  await cf.r2.buckets.delete("sdk-bucket", { account_id: p.accountId });
+  await assert.rejects(cf.r2.buckets.get("sdk-bucket", { account_id: p.accountId }), (e: any) => e.status === 404);
 });
