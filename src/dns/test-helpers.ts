@@ -59,10 +59,10 @@ export async function udpQuery(port: number, name: string, type: string, opts: {
 }
 
 /** Sends one query over TCP and collects reply messages until `done` says the answer is complete. */
-export function tcpQuery(port: number, msg: Buffer, done: (msgs: DnsResponse[]) => boolean = () => true): Promise<DnsResponse[]> {
+export function tcpQuery(port: number, msg: Buffer, done: (msgs: DnsResponse[]) => boolean = () => true, localAddress?: string): Promise<DnsResponse[]> {
   return new Promise((resolve, reject) => {
     const out: DnsResponse[] = [];
-    const sock = net.connect(port, "127.0.0.1");
+    const sock = net.connect({ port, host: "127.0.0.1", localAddress });
     const timer = setTimeout(() => {
       sock.destroy();
       reject(new Error(`TCP answer incomplete after ${out.length} messages`));
