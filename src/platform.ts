@@ -11,6 +11,7 @@ import { openDatabase, type Db } from "./core/db/sqlite.js";
 import { buildEdgeApp } from "./core/http/app.js";
 import { createLogger, type Logger } from "./core/logger.js";
 import type { EdgeService, PlatformConfig, ServiceContext } from "./core/service.js";
+import { UserError } from "./core/errors.js";
 import { createDnsService } from "./dns/service.js";
 import { createKvService } from "./kv/service.js";
 import { createR2Service } from "./r2/service.js";
@@ -53,7 +54,12 @@ export async function startPlatform(config: PlatformConfig, log: Logger = create
   const services: EdgeService[] = [identity, createDnsService(ctx), kv, r2, createWorkersService(ctx, { kv, r2 }), createAiGatewayService(ctx)];
 
   const app = await buildEdgeApp({ log, auth, services, bodyLimit: config.options["body-limit"] as number });
-  await app.listen({ host: config.host, port: config.port });
+  try {
+    await app.listen({ host: config.host, port: config.port });
+  } catch (err) {
+    for (const db of dbs) db.close();
+    throw listenError(err);
+  }
   const addr = app.server.address() as AddressInfo;
   const host = addr.family === "IPv6" ? `[${addr.address}]` : addr.address;
   edgeUrl = `http://${host}:${addr.port}`;
@@ -72,7 +78,7 @@ export async function startPlatform(config: PlatformConfig, log: Logger = create
     }
   } catch (err) {
     await stop();
-    throw err;
+    throw listenError(err);
   }
 
   const endpoints: Record<string, string> = { edge: edgeUrl, api: `${edgeUrl}/client/v4`, ai_gateway: `${edgeUrl}/v1`, state_dir: config.stateDir };
@@ -80,6 +86,15 @@ export async function startPlatform(config: PlatformConfig, log: Logger = create
   printBanner(endpoints, boot, config.stateDir);
   log.info({ endpoints }, "platform ready");
   return { url: edgeUrl, app, services, log, stop };
+}
+
+/** A port that is taken or privileged is the operator's to fix: say which, without a stack trace. */
+function listenError(err: unknown): unknown {
+  const e = err as NodeJS.ErrnoException & { address?: string; port?: number };
+  if (e?.code === "EADDRINUSE") return new UserError(`Cannot listen on ${e.address}:${e.port}: the address is already in use. Choose another port (see edgecli serve --help).`);
+  if (e?.code === "EACCES") return new UserError(`Cannot listen on ${e.address}:${e.port}: permission denied (ports below 1024 need privileges).`);
+  if (e?.code === "EADDRNOTAVAIL") return new UserError(`Cannot listen on ${e.address}: no such address on this machine.`);
+  return err;
 }
 
 function printBanner(endpoints: Record<string, string>, boot: ReturnType<typeof bootstrapIdentity>, stateDir: string): void {

@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { readFileSync, rmSync, mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { startTestPlatform } from "../testing/platform.js";
+import { runCli, startTestPlatform } from "../testing/platform.js";
 
 test("a restart keeps accounts and tokens, and does not bootstrap again", async () => {
   const stateDir = mkdtempSync(join(tmpdir(), "edge-restart-"));
@@ -36,6 +36,19 @@ test("GET /healthz answers without credentials", async () => {
     const res = await fetch(`${p.url}/healthz`);
     assert.equal(res.status, 200);
     assert.deepEqual(await res.json(), { status: "ok" });
+  } finally {
+    await p.dispose();
+  }
+});
+
+test("a port that is taken is a clear error, not a crash", async () => {
+  const p = await startTestPlatform();
+  try {
+    const port = new URL(p.url).port;
+    const second = await runCli(["serve", "--port", port, "--dns-port", "0", "--state-dir", join(p.stateDir, "other")]);
+    assert.equal(second.code, 1);
+    assert.match(second.stderr, new RegExp(`Cannot listen on 127\\.0\\.0\\.1:${port}: the address is already in use`));
+    assert.doesNotMatch(second.stderr, /This is a bug/);
   } finally {
     await p.dispose();
   }

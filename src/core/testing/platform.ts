@@ -85,7 +85,10 @@ export async function startTestPlatform(opts: TestPlatformOptions = {}): Promise
     apiKey: randomBytes(19).toString("hex").slice(0, 37),
     token: alnum(40),
   };
-  const child = spawn(process.execPath, [CLI_PATH, "serve", "--port", "0", "--state-dir", stateDir, ...(opts.args ?? [])], {
+  const args = opts.args ?? [];
+  // Every listener on a free port, so tests can run side by side.
+  const freePorts = args.includes("--dns-port") ? [] : ["--dns-port", "0"];
+  const child = spawn(process.execPath, [CLI_PATH, "serve", "--port", "0", ...freePorts, "--state-dir", stateDir, ...args], {
     env: {
       ...process.env,
       EDGE_BOOTSTRAP_ACCOUNT_ID: creds.accountId,
