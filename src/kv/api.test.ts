@@ -1,12 +1,16 @@
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
+import Database from "better-sqlite3";
+import { readdirSync } from "node:fs";
+import { join } from "node:path";
 import { startTestPlatform, type TestPlatform } from "../core/testing/platform.js";
 
 let p: TestPlatform;
 let base: string;
 let ns: string;
 before(async () => {
-  p = await startTestPlatform();
+  // A short sweep interval, so the background purge can be watched.
+  p = await startTestPlatform({ args: ["--kv-purge-interval", "0.2"] });
   base = `/accounts/${p.accountId}/storage/kv/namespaces`;
   ns = (await p.api("POST", base, { title: "api-main" })).body.result.id;
 });
@@ -195,4 +199,28 @@ test("permissions: kv_read may read but not write; other accounts are refused", 
   assert.equal(create.status, 403);
   const other = await p.api("GET", `/accounts/${"f".repeat(32)}/storage/kv/namespaces`);
   assert.equal(other.status, 403);
+});
+
+test("expired entries are invisible at once and purged (with their content files) by the background sweep", async () => {
+  await raw("PUT", `${value("exp/small")}?expiration_ttl=60`, "x");
+  await raw("PUT", `${value("exp/big")}?expiration_ttl=60`, Buffer.alloc(200_000, 1), { "content-type": "application/octet-stream" });
+  const contentDir = join(p.stateDir, "content", "kv");
+  const files = () => readdirSync(contentDir).filter((d) => d !== "tmp").flatMap((d) => readdirSync(join(contentDir, d)));
+  const before = files().length;
+  assert.ok(before >= 1);
+  // Age the entries from outside, as another process sharing the file would (WAL allows it).
+  const db = new Database(join(p.stateDir, "db", "kv.sqlite"));
+  try {
+    db.pragma("busy_timeout = 5000");
+    db.prepare("UPDATE entries SET expiration = ? WHERE ns_id = ? AND key IN (?, ?)").run(now() - 1, ns, Buffer.from("exp/small"), Buffer.from("exp/big"));
+    assert.equal((await raw("GET", value("exp/small"))).status, 404);
+    const listed = (await p.api("GET", `${base}/${ns}/keys?prefix=exp/`)).body.result;
+    assert.deepEqual(listed, []);
+    const count = () => (db.prepare("SELECT count(*) AS n FROM entries WHERE ns_id = ? AND key >= ? AND key < ?").get(ns, Buffer.from("exp/"), Buffer.from("exp0")) as { n: number }).n;
+    for (let i = 0; i < 50 && count() > 0; i++) await new Promise((r) => setTimeout(r, 100));
+    assert.equal(count(), 0, "the sweep should have removed the rows");
+    assert.equal(files().length, before - 1);
+  } finally {
+    db.close();
+  }
 });

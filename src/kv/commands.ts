@@ -113,4 +113,6 @@ const deprecated = (group: string): CommandAlias => ({
 export const aliases: CommandAlias[] = [deprecated("namespace"), deprecated("key"), deprecated("bulk")];
 
 /** Options this area adds to `edgecli serve`. */
-export const serveOptions: Record<string, OptionSpec> = {};
+export const serveOptions: Record<string, OptionSpec> = {
+  "kv-purge-interval": { type: "number", describe: "Seconds between sweeps that reclaim expired KV entries (they are invisible at once)", default: 60 },
+};

@@ -9,20 +9,24 @@ export interface KvService extends EdgeService {
   readonly bindingHandler: KvBindingHandler;
 }
 
-/** Expired entries are invisible at once; this only reclaims their space. */
-const PURGE_INTERVAL_MS = 60_000;
-const CONTENT_GC_EVERY = 60; // purge rounds, i.e. about hourly
+/** Content files no row names (a crash between file and commit) are looked for about hourly. */
+const CONTENT_GC_MS = 60 * 60 * 1000;
 
 export function createKvService(ctx: ServiceContext): KvService {
   const store = new SqliteKvStore(ctx.openDb("kv", KV_MIGRATIONS), ctx.content("kv"));
+  // Expired entries are invisible at once; the sweep only reclaims their space.
+  const intervalMs = Math.max(0.1, Number(ctx.config.options["kv-purge-interval"] ?? 60)) * 1000;
   let timer: NodeJS.Timeout | undefined;
-  let rounds = 0;
+  let lastGc = Date.now();
   let running: Promise<unknown> = Promise.resolve();
 
   const sweep = async () => {
     const purged = store.purgeExpired();
     if (purged) ctx.log.debug({ purged }, "kv: purged expired entries");
-    if (++rounds % CONTENT_GC_EVERY === 0) await store.gcContent();
+    if (Date.now() - lastGc >= CONTENT_GC_MS) {
+      lastGc = Date.now();
+      await store.gcContent();
+    }
   };
 
   return {
@@ -36,7 +40,7 @@ export function createKvService(ctx: ServiceContext): KvService {
     async start() {
       timer = setInterval(() => {
         running = sweep().catch((err: unknown) => ctx.log.warn({ err }, "kv: background purge failed"));
-      }, PURGE_INTERVAL_MS);
+      }, intervalMs);
       timer.unref();
     },
     async stop() {
