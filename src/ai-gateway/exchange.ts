@@ -74,3 +74,14 @@ export function retryPolicy(ex: Exchange): RetryPolicy {
   };
 }
 
+
+/** Aborts the upstream call (and its retries) when the client goes away before its answer is complete. */
+export function clientGone(ex: Exchange): AbortSignal {
+  const ac = new AbortController();
+  const onClose = () => {
+    if (!ex.res.writableFinished) ac.abort();
+  };
+  ex.res.once("close", onClose);
+  return ac.signal;
+}
+

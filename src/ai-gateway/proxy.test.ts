@@ -1,4 +1,7 @@
 import assert from "node:assert/strict";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import OpenAI from "openai";
 import type { TestPlatform } from "../core/testing/platform.js";
@@ -156,6 +159,22 @@ describe("AI gateway proxy", () => {
     } finally {
       await q.dispose();
     }
+  });
+
+  it("takes provider-base-url from the platform config file, and refuses a bad one at start", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "aig-conf-"));
+    writeFileSync(join(dir, "platform.toml"), `provider-base-url = ["openai=${mock.url}"]\n`);
+    const q = await startGatewayPlatform([], { stateDir: dir });
+    try {
+      await createGateway(q, "conf");
+      const r = await callGateway(`${q.url}/v1/${q.accountId}/conf/openai/chat/completions`, { body: chatBody("from toml") });
+      assert.equal(r.status, 200, r.text);
+      assert.equal(r.json.choices[0].message.content, "echo: from toml");
+    } finally {
+      await q.dispose();
+      rmSync(dir, { recursive: true, force: true });
+    }
+    await assert.rejects(startGatewayPlatform(["nosuch=http://127.0.0.1:1"]), /unknown provider "nosuch"/);
   });
 
   it("retries failed upstream answers per the request headers", async () => {

@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { Transform } from "node:stream";
+import { pipeline, Transform } from "node:stream";
 import type { AuthService } from "../core/auth/auth-service.js";
 import type { IdentityStore } from "../core/auth/store.js";
 import { ApiError } from "../core/errors.js";
@@ -8,7 +8,7 @@ import { sendRawError } from "../core/http/app.js";
 import type { Logger } from "../core/logger.js";
 import { AigCodes } from "./codes.js";
 import { newLogId } from "./log-id.js";
-import { BodyCapture, LOG_BODY_CAP, modelOfRequest, readBody, retryPolicy, type Exchange } from "./exchange.js";
+import { BodyCapture, LOG_BODY_CAP, clientGone, modelOfRequest, readBody, retryPolicy, type Exchange } from "./exchange.js";
 import type { Gateway } from "./gateway-schema.js";
 import type { GatewayStore } from "./gateway-store.js";
 import type { LogWriter } from "./log-store.js";
@@ -132,7 +132,9 @@ export class Proxy {
       headers["content-length"] = String(body.length);
     } else if (hasBody) {
       const c = (capture = new BodyCapture(LOG_BODY_CAP));
-      stream = req.pipe(new Transform({ transform: (chunk: Buffer, _e, cb) => (c.add(chunk), cb(null, chunk)) }));
+      stream = new Transform({ transform: (chunk: Buffer, _e, cb) => (c.add(chunk), cb(null, chunk)) });
+      // pipeline, not pipe: a client that aborts its upload must also end the upstream request.
+      pipeline(req, stream, () => undefined);
     }
 
     let cache: { key: string; ttlMs: number } | undefined;
@@ -151,7 +153,7 @@ export class Proxy {
       extraHeaders["gw-aig-cache-status"] = "MISS";
     }
 
-    const up = await d.upstreams.send({ url: target, method: req.method!, headers, body: body ?? stream, retry });
+    const up = await d.upstreams.send({ url: target, method: req.method!, headers, body: body ?? stream, retry, signal: clientGone(ex) });
     await relay(
       ex,
       up,

@@ -2,7 +2,7 @@ import { z } from "zod";
 import { ApiError } from "../core/errors.js";
 import { parseWith } from "../core/http/validate.js";
 import { AigCodes } from "./codes.js";
-import { readBody, retryPolicy, type Exchange } from "./exchange.js";
+import { clientGone, readBody, retryPolicy, type Exchange } from "./exchange.js";
 import type { ProviderAdapter } from "./providers/types.js";
 import { upstreamUrl } from "./providers/registry.js";
 import type { ProxyDeps } from "./proxy.js";
@@ -80,6 +80,7 @@ function jsonHeaders(ex: Exchange, extra: Record<string, string>, length: number
 export async function handleUniversal(ex: Exchange, d: ProxyDeps): Promise<void> {
   const steps = parseWith(universalBody, parseJson(await readBody(ex.req, d.bodyLimit)), AigCodes.validation);
   const base = retryPolicy(ex);
+  const signal = clientGone(ex);
   let lastError: ApiError | undefined;
   for (let i = 0; i < steps.length; i++) {
     const s = steps[i];
@@ -93,7 +94,7 @@ export async function handleUniversal(ex: Exchange, d: ProxyDeps): Promise<void>
     const last = i === steps.length - 1;
     let up: UpstreamResponse;
     try {
-      up = await d.upstreams.send({ url: t.url, method: "POST", headers: jsonHeaders(ex, s.headers, t.body.length), body: t.body, retry });
+      up = await d.upstreams.send({ url: t.url, method: "POST", headers: jsonHeaders(ex, s.headers, t.body.length), body: t.body, retry, signal });
     } catch (err) {
       if (!(err instanceof ApiError) || last) throw err;
       lastError = err;
@@ -112,6 +113,6 @@ export async function handleUniversal(ex: Exchange, d: ProxyDeps): Promise<void>
 export async function handleCompat(ex: Exchange, endpoint: string, d: ProxyDeps): Promise<void> {
   if (ex.req.method !== "POST") throw new ApiError(405, AigCodes.badPath, "The compat endpoint takes POST");
   const t = compatTarget(ex, d, endpoint, parseJson(await readBody(ex.req, d.bodyLimit)));
-  const up = await d.upstreams.send({ url: t.url, method: "POST", headers: jsonHeaders(ex, {}, t.body.length), body: t.body, retry: retryPolicy(ex) });
+  const up = await d.upstreams.send({ url: t.url, method: "POST", headers: jsonHeaders(ex, {}, t.body.length), body: t.body, retry: retryPolicy(ex), signal: clientGone(ex) });
   return relay(ex, up, { provider: t.provider.id, path: t.path, requestType: "compat", step: null, requestBody: () => t.body, requestSize: () => t.body.length, extraHeaders: {} }, d);
 }

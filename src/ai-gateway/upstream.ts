@@ -25,6 +25,8 @@ export interface UpstreamRequest {
   /** A Buffer when the request may be sent more than once; a stream when it goes once, as it arrives. */
   body: Buffer | Readable | null;
   retry: RetryPolicy;
+  /** Aborted when the client went away: no further attempts are made. */
+  signal?: AbortSignal;
 }
 
 export type UpstreamResponse = Dispatcher.ResponseData;
@@ -75,15 +77,17 @@ export class Upstreams {
           headers: r.headers,
           body: r.body,
           headersTimeout: timeoutMs,
+          signal: r.signal,
           bodyTimeout: DEFAULT_TIMEOUT_MS,
         });
         if (last || !retryable(res.statusCode)) return res;
         await res.body.dump();
       } catch (err) {
-        if (last) throw upstreamError(err, r.url);
+        if (last || r.signal?.aborted) throw upstreamError(err, r.url);
       }
       const wait = backoff === "exponential" ? delayMs * 2 ** i : backoff === "linear" ? delayMs * (i + 1) : delayMs;
-      if (wait > 0) await sleep(wait);
+      if (wait > 0) await sleep(wait, undefined, { signal: r.signal }).catch(() => undefined);
+      if (r.signal?.aborted) throw new ApiError(499, AigCodes.upstreamUnreachable, "The client went away");
     }
   }
 
