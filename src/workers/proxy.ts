@@ -4,13 +4,14 @@ import type { WorkersRuntime } from "./runtime.js";
 
 /** Headers that describe one connection, not the request; they are not forwarded (RFC 9110 §7.6.1). */
 const HOP_BY_HOP = new Set(["connection", "keep-alive", "proxy-connection", "te", "trailer", "upgrade", "transfer-encoding"]);
+// Also not forwarded: `expect` (Node's server already answered 100-continue to the client; the body follows).
 
 function forwardable(headers: IncomingHttpHeaders, keep = new Set<string>()): IncomingHttpHeaders {
   const out: IncomingHttpHeaders = {};
   const listed = String(headers.connection ?? "")
     .split(",")
     .map((s) => s.trim().toLowerCase());
-  for (const [k, v] of Object.entries(headers)) if ((!HOP_BY_HOP.has(k) || keep.has(k)) && !listed.includes(k)) out[k] = v;
+  for (const [k, v] of Object.entries(headers)) if ((!HOP_BY_HOP.has(k) || keep.has(k)) && k !== "expect" && !listed.includes(k)) out[k] = v;
   return out;
 }
 

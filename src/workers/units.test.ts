@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import { capnpString } from "./capnp-config.js";
 import { scriptOfHost } from "./proxy.js";
-import { moduleKind } from "./upload.js";
+import { moduleKind, setBracketed } from "./upload.js";
 
 test("capnp strings: quotes, backslashes, newlines and non-ASCII cannot escape the literal", () => {
   assert.equal(capnpString("plain"), '"plain"');
@@ -29,4 +29,22 @@ test("module content types map to workerd module kinds", () => {
   assert.equal(moduleKind("text/plain"), "text");
   assert.equal(moduleKind("application/source-map"), "skip");
   assert.equal(moduleKind("image/png"), undefined);
+});
+
+test("bracketed metadata fields (the TypeScript SDK's form encoding) rebuild the metadata object", () => {
+  const meta: Record<string, unknown> = {};
+  setBracketed(meta, "[main_module]", "worker.js");
+  setBracketed(meta, "[bindings][][type]", "plain_text");
+  setBracketed(meta, "[bindings][][name]", "MODE");
+  setBracketed(meta, "[bindings][][type]", "r2_bucket");
+  setBracketed(meta, "[bindings][][name]", "B");
+  setBracketed(meta, "[compatibility_flags][]", "nodejs_compat");
+  setBracketed(meta, "[compatibility_flags][]", "other");
+  setBracketed(meta, "[keep_bindings][0]", "secret_text");
+  assert.deepEqual(meta, {
+    main_module: "worker.js",
+    bindings: [{ type: "plain_text", name: "MODE" }, { type: "r2_bucket", name: "B" }],
+    compatibility_flags: ["nodejs_compat", "other"],
+    keep_bindings: ["secret_text"],
+  });
 });

@@ -71,10 +71,49 @@ export function moduleKind(contentType: string): ModuleKind | "skip" | undefined
 
 const SUPPORTED = "r2_bucket, kv_namespace, plain_text, secret_text";
 
+/**
+ * Sets `value` at a bracketed form-field path such as `metadata[bindings][][name]` (how the TypeScript SDK
+ * sends the metadata: one field per leaf instead of one JSON part). `[]` appends, as Rack and qs read it:
+ * `[list][]` pushes a value; `[list][][k]` fills the last element unless it already has `k`, else starts one.
+ */
+export function setBracketed(root: Record<string, unknown>, field: string, value: string): void {
+  const segments = [...field.matchAll(/\[([^\]]*)\]/g)].map((m) => m[1]);
+  let node: Record<string, unknown> | unknown[] = root;
+  segments.forEach((seg, i) => {
+    const last = i === segments.length - 1;
+    if (Array.isArray(node) && (seg === "" || /^\d+$/.test(seg))) {
+      const arr: unknown[] = node;
+      if (last) {
+        if (seg === "") arr.push(value);
+        else arr[Number(seg)] = value;
+        return;
+      }
+      let index = Number(seg);
+      if (seg === "") {
+        const tail = arr[arr.length - 1] as Record<string, unknown> | undefined;
+        const nextKey = segments[i + 1];
+        const reuse = tail !== undefined && (i + 1 < segments.length - 1 || !(nextKey in tail));
+        index = reuse ? arr.length - 1 : arr.length;
+      }
+      arr[index] ??= /^\d*$/.test(segments[i + 1]) ? [] : {};
+      node = arr[index] as Record<string, unknown>;
+      return;
+    }
+    const obj = node as Record<string, unknown>;
+    if (last) {
+      obj[seg] = value;
+      return;
+    }
+    if (typeof obj[seg] !== "object" || obj[seg] === null) obj[seg] = /^\d*$/.test(segments[i + 1]) ? [] : {};
+    node = obj[seg] as Record<string, unknown>;
+  });
+}
+
 /** Reads the multipart body of a script upload and checks everything that needs no store. */
 export async function readUpload(req: FastifyRequest): Promise<ParsedUpload> {
   if (!req.isMultipart()) throw invalid("A script upload must be multipart/form-data with a `metadata` part and the module parts");
   let metadataText: string | undefined;
+  let bracketed: Record<string, unknown> | undefined;
   const parts: { name: string; contentType: string; content: Buffer }[] = [];
   let total = 0;
   for await (const part of req.parts()) {
@@ -83,17 +122,23 @@ export async function readUpload(req: FastifyRequest): Promise<ParsedUpload> {
       metadataText = content.toString("utf8");
       continue;
     }
+    if (part.type === "field" && part.fieldname.startsWith("metadata[")) {
+      setBracketed((bracketed ??= {}), part.fieldname.slice("metadata".length), content.toString("utf8"));
+      continue;
+    }
     total += content.length;
     if (total > UploadLimits.scriptBytes) throw new ApiError(413, WorkerCodes.scriptTooLarge, `The script exceeds the size limit of ${UploadLimits.scriptBytes} bytes`);
     const name = part.type === "file" && part.filename ? part.filename : part.fieldname;
     parts.push({ name, contentType: part.mimetype ?? "", content });
   }
-  if (metadataText === undefined) throw invalid("The upload has no `metadata` part");
-  let raw: unknown;
-  try {
-    raw = JSON.parse(metadataText);
-  } catch (e) {
-    throw invalid(`metadata: not valid JSON (${(e as Error).message})`);
+  if (metadataText === undefined && bracketed === undefined) throw invalid("The upload has no `metadata` part");
+  let raw: unknown = bracketed;
+  if (metadataText !== undefined) {
+    try {
+      raw = JSON.parse(metadataText);
+    } catch (e) {
+      throw invalid(`metadata: not valid JSON (${(e as Error).message})`);
+    }
   }
   const meta = parseWith(metadataSchema, raw, WorkerCodes.validation);
   if (!meta.main_module) {
