@@ -22,7 +22,10 @@ export class ZoneState {
 
   constructor(public zone: Zone) {}
 
-  add(r: DnsRecord): void {
+  /** Adds or replaces a record; a replaced record keeps its place in the zone's order. */
+  put(r: DnsRecord): void {
+    const old = this.records.get(r.id);
+    if (old) this.unindex(old);
     this.records.set(r.id, r);
     const list = this.byName.get(r.name);
     if (list) list.push(r);
@@ -34,7 +37,11 @@ export class ZoneState {
     const r = this.records.get(id);
     if (!r) return;
     this.records.delete(id);
-    const list = this.byName.get(r.name)!.filter((x) => x.id !== id);
+    this.unindex(r);
+  }
+
+  private unindex(r: DnsRecord): void {
+    const list = this.byName.get(r.name)!.filter((x) => x.id !== r.id);
     if (list.length) this.byName.set(r.name, list);
     else this.byName.delete(r.name);
     for (const n of this.ancestry(r.name)) {
@@ -73,7 +80,7 @@ export class DnsState {
 
   constructor(readonly store: DnsStore) {
     for (const z of store.loadZones()) this.index(new ZoneState(z));
-    for (const r of store.loadRecords()) this.byId.get(r.zone_id)?.add(r);
+    for (const r of store.loadRecords()) this.byId.get(r.zone_id)?.put(r);
   }
 
   onChange(l: ChangeListener): void {
@@ -149,8 +156,8 @@ export class DnsState {
     this.store.writeZone(zone, upserts, deletes);
     zs.zone = zone;
     for (const [id, r] of draft.changes) {
-      zs.remove(id);
-      if (r) zs.add(r);
+      if (r) zs.put(r);
+      else zs.remove(id);
     }
     this.emit(zs, "records");
   }

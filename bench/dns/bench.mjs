@@ -1,0 +1,236 @@
+#!/usr/bin/env node
+// DNS benchmark: the same zone served by our authoritative server and by PowerDNS 4.7 (gsqlite3,
+// packet cache on as packaged), both driven by dnsperf in one run; then the records API timed.
+// Usage: npm run build && node bench/dns/bench.mjs [--seconds 15] [--clients 4]
+// Needs Debian packages pdns-server, pdns-backend-sqlite3 and dnsperf; installs them with apt-get if missing.
+import { execFileSync, spawn, spawnSync } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { mkdtempSync, rmSync, writeFileSync, existsSync, mkdirSync } from "node:fs";
+import { createServer } from "node:net";
+import { cpus, tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const args = process.argv.slice(2);
+const opt = (name, def) => {
+  const i = args.indexOf(`--${name}`);
+  return i >= 0 ? Number(args[i + 1]) : def;
+};
+const SECONDS = opt("seconds", 15);
+const CLIENTS = opt("clients", 4);
+const ZONE = "bench.example";
+const HOSTS = 1000;
+const ROOT = fileURLToPath(new URL("../../", import.meta.url));
+const CLI = join(ROOT, "dist/cli.js");
+const work = mkdtempSync(join(tmpdir(), "dns-bench-"));
+const children = [];
+
+function have(cmd) {
+  return spawnSync("sh", ["-c", `command -v ${cmd}`]).status === 0;
+}
+
+function ensureTools() {
+  if (have("pdns_server") && have("pdnsutil") && have("dnsperf") && existsSync("/usr/share/doc/pdns-backend-sqlite3/schema.sqlite3.sql")) return;
+  console.log("installing pdns-server pdns-backend-sqlite3 dnsperf with apt-get ...");
+  execFileSync("apt-get", ["update", "-qq"], { stdio: "inherit" });
+  execFileSync("apt-get", ["install", "-y", "-qq", "pdns-server", "pdns-backend-sqlite3", "dnsperf"], { stdio: "inherit", env: { ...process.env, DEBIAN_FRONTEND: "noninteractive" } });
+}
+
+function freePort() {
+  return new Promise((resolve) => {
+    const s = createServer().listen(0, "127.0.0.1", () => {
+      const { port } = s.address();
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+/** The zone: SOA, NS, 1,000 A hosts, MX, TXT, CNAME, as a BIND file both servers load. */
+function zoneFile() {
+  const lines = [
+    `$ORIGIN ${ZONE}.`,
+    `@ 3600 IN SOA ns1.edge-platform.test. dns.edge-platform.test. 2026010101 10000 2400 604800 1800`,
+    `@ 86400 IN NS ns1.edge-platform.test.`,
+    `@ 86400 IN NS ns2.edge-platform.test.`,
+    `@ 300 IN MX 10 mail.${ZONE}.`,
+    `@ 300 IN TXT "v=spf1 -all"`,
+    `www 300 IN CNAME host1.${ZONE}.`,
+    `mail 300 IN A 203.0.113.250`,
+  ];
+  for (let i = 0; i < HOSTS; i++) lines.push(`host${i} 300 IN A 10.${(i >> 8) & 255}.${i & 255}.1`);
+  return lines.join("\n") + "\n";
+}
+
+/** 90% existing names (mostly A), 10% names that do not exist. */
+function queryFile() {
+  const q = [];
+  for (let i = 0; i < 10000; i++) {
+    const r = i % 10;
+    if (r === 9) q.push(`nx${i}.${ZONE} A`);
+    else if (r === 8) q.push(i % 20 === 8 ? `${ZONE} MX` : `www.${ZONE} A`);
+    else q.push(`host${(i * 7) % HOSTS}.${ZONE} A`);
+  }
+  return q.join("\n") + "\n";
+}
+
+function waitFor(child, pattern, what) {
+  return new Promise((resolve, reject) => {
+    let out = "";
+    const timer = setTimeout(() => reject(new Error(`${what} did not start:\n${out}`)), 30000);
+    const on = (d) => {
+      out += d.toString();
+      const m = out.match(pattern);
+      if (m) {
+        clearTimeout(timer);
+        resolve(m);
+      }
+    };
+    child.stdout.on("data", on);
+    child.stderr.on("data", on);
+    child.on("exit", (code) => reject(new Error(`${what} exited with ${code}:\n${out}`)));
+  });
+}
+
+async function startOurs(port) {
+  const token = randomBytes(30).toString("base64").replace(/[^A-Za-z0-9]/g, "").slice(0, 40).padEnd(40, "x");
+  const accountId = randomBytes(16).toString("hex");
+  const child = spawn(process.execPath, [CLI, "serve", "--port", "0", "--state-dir", join(work, "edge"), "--dns-port", String(port), "--log-level", "warn"], {
+    env: { ...process.env, EDGE_BOOTSTRAP_ACCOUNT_ID: accountId, EDGE_BOOTSTRAP_EMAIL: "bench@example.com", EDGE_BOOTSTRAP_API_KEY: randomBytes(19).toString("hex").slice(0, 37), EDGE_BOOTSTRAP_API_TOKEN: token },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  children.push(child);
+  const [, api] = await waitFor(child, /api\s+(http:\/\/\S+)/, "edgecli serve");
+  return { child, api, token, accountId };
+}
+
+async function startPdns(port) {
+  const dir = join(work, "pdns");
+  mkdirSync(dir);
+  const db = join(dir, "pdns.sqlite3");
+  execFileSync("sqlite3", [db], { input: (await import("node:fs")).readFileSync("/usr/share/doc/pdns-backend-sqlite3/schema.sqlite3.sql") }).toString();
+  writeFileSync(
+    join(dir, "pdns.conf"),
+    [`launch=gsqlite3`, `gsqlite3-database=${db}`, `local-address=127.0.0.1`, `local-port=${port}`, `daemon=no`, `guardian=no`, `socket-dir=${dir}`, `setuid=`, `setgid=`, `loglevel=3`, `disable-syslog=yes`].join("\n") + "\n",
+  );
+  writeFileSync(join(dir, "zone.txt"), zoneFile());
+  execFileSync("pdnsutil", ["--config-dir", dir, "load-zone", ZONE, join(dir, "zone.txt")], { stdio: "pipe" });
+  const child = spawn("pdns_server", [`--config-dir=${dir}`], { stdio: ["ignore", "pipe", "pipe"] });
+  children.push(child);
+  await waitFor(child, /TCP server bound/, "pdns_server");
+  await answering(port);
+  return child;
+}
+
+/** Resolves once the server answers a SOA query for the zone. */
+async function answering(port) {
+  const dgram = await import("node:dgram");
+  const q = Buffer.concat([Buffer.from([0x12, 0x34, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0]), ...`${ZONE}`.split(".").map((l) => Buffer.concat([Buffer.from([l.length]), Buffer.from(l)])), Buffer.from([0, 0, 6, 0, 1])]);
+  for (let i = 0; i < 100; i++) {
+    const ok = await new Promise((resolve) => {
+      const s = dgram.createSocket("udp4");
+      const t = setTimeout(() => (s.close(), resolve(false)), 200);
+      s.on("message", (m) => (clearTimeout(t), s.close(), resolve((m[3] & 0xf) === 0)));
+      s.send(q, port, "127.0.0.1");
+    });
+    if (ok) return;
+  }
+  throw new Error(`nothing answers on port ${port}`);
+}
+
+function dnsperf(port, label) {
+  const r = spawnSync("dnsperf", ["-s", "127.0.0.1", "-p", String(port), "-d", join(work, "queries.txt"), "-l", String(SECONDS), "-c", String(CLIENTS), "-q", "100"], { encoding: "utf8" });
+  const out = r.stdout + r.stderr;
+  const num = (re) => Number(out.match(re)?.[1]);
+  const res = {
+    label,
+    qps: num(/Queries per second:\s+([\d.]+)/),
+    latencyMs: num(/Average Latency \(s\):\s+([\d.]+)/) * 1000,
+    lost: num(/Queries lost:\s+(\d+)/),
+    completed: num(/Queries completed:\s+(\d+)/),
+  };
+  if (!res.qps) throw new Error(`dnsperf against ${label} failed:\n${out}`);
+  return res;
+}
+
+async function api(base, token, method, path, body, headers = {}) {
+  const res = await fetch(base + path, {
+    method,
+    headers: { authorization: `Bearer ${token}`, ...(body && !(body instanceof FormData) ? { "content-type": "application/json" } : {}), ...headers },
+    body: body instanceof FormData ? body : body ? JSON.stringify(body) : undefined,
+  });
+  const json = await res.json();
+  if (!json.success) throw new Error(`${method} ${path}: ${JSON.stringify(json.errors)}`);
+  return json;
+}
+
+async function main() {
+  ensureTools();
+  if (!existsSync(CLI)) throw new Error("build first: npm run build");
+  if (!have("sqlite3")) execFileSync("apt-get", ["install", "-y", "-qq", "sqlite3"], { stdio: "inherit" });
+  writeFileSync(join(work, "queries.txt"), queryFile());
+  const [ourPort, pdnsPort] = [await freePort(), await freePort()];
+
+  const ours = await startOurs(ourPort);
+  const zone = (await api(ours.api, ours.token, "POST", "/zones", { name: ZONE, account: { id: ours.accountId } })).result;
+  const form = new FormData();
+  form.set("file", new Blob([zoneFile()]), "zone.txt");
+  const imported = (await api(ours.api, ours.token, "POST", `/zones/${zone.id}/dns_records/import`, form)).result;
+  const pdns = await startPdns(pdnsPort);
+
+  console.log(`zone ${ZONE}: ${imported.recs_added} records imported into edgecli; PowerDNS loaded the same file`);
+  console.log(`dnsperf ${SECONDS}s each, ${CLIENTS} clients, 100 outstanding, 90% existing / 10% NXDOMAIN, on ${cpus().length} CPUs`);
+  const a = dnsperf(ourPort, "edgecli (Node, packet cache)");
+  const b = dnsperf(pdnsPort, "PowerDNS 4.7 gsqlite3");
+  pdns.kill("SIGTERM");
+
+  // API: single-record creates, then a 10,000-record zone listed.
+  const z2 = (await api(ours.api, ours.token, "POST", "/zones", { name: "api-bench.example", account: { id: ours.accountId } })).result;
+  const N = 2000;
+  const CONC = 8;
+  let next = 0;
+  const t0 = performance.now();
+  await Promise.all(
+    Array.from({ length: CONC }, async () => {
+      while (next < N) {
+        const i = next++;
+        await api(ours.api, ours.token, "POST", `/zones/${z2.id}/dns_records`, { type: "A", name: `r${i}`, content: `10.1.${(i >> 8) & 255}.${i & 255}`, ttl: 300 });
+      }
+    }),
+  );
+  const createSecs = (performance.now() - t0) / 1000;
+  const z3 = (await api(ours.api, ours.token, "POST", "/zones", { name: "list-bench.example", account: { id: ours.accountId } })).result;
+  for (let b0 = 0; b0 < 10000; b0 += 2500) {
+    const posts = Array.from({ length: 2500 }, (_, k) => ({ type: "A", name: `n${b0 + k}`, content: `10.2.${((b0 + k) >> 8) & 255}.${(b0 + k) & 255}`, ttl: 300 }));
+    await api(ours.api, ours.token, "POST", `/zones/${z3.id}/dns_records/batch`, { posts });
+  }
+  const t1 = performance.now();
+  const all = await api(ours.api, ours.token, "GET", `/zones/${z3.id}/dns_records?per_page=10000`);
+  const listOne = performance.now() - t1;
+  const t2 = performance.now();
+  let got = 0;
+  for (let page = 1; ; page++) {
+    const r = await api(ours.api, ours.token, "GET", `/zones/${z3.id}/dns_records?per_page=100&page=${page}`);
+    got += r.result.length;
+    if (r.result.length === 0) break;
+  }
+  const listPaged = performance.now() - t2;
+
+  console.log("");
+  console.log("| server | queries/s | avg latency ms | lost |");
+  console.log("|---|---|---|---|");
+  for (const r of [a, b]) console.log(`| ${r.label} | ${Math.round(r.qps)} | ${r.latencyMs.toFixed(3)} | ${r.lost} |`);
+  console.log(`\nratio edgecli / PowerDNS: ${(a.qps / b.qps).toFixed(2)}`);
+  console.log(`\nAPI: ${N} single-record POSTs (${CONC} concurrent): ${(N / createSecs).toFixed(0)} records/s`);
+  console.log(`API: list of ${all.result.length} records in one request (per_page=10000): ${listOne.toFixed(0)} ms`);
+  console.log(`API: list of ${got} records paged by 100 until the empty page (SDK style): ${listPaged.toFixed(0)} ms`);
+}
+
+main()
+  .catch((e) => {
+    console.error(e);
+    process.exitCode = 1;
+  })
+  .finally(() => {
+    for (const c of children) if (c.exitCode === null) c.kill("SIGTERM");
+    setTimeout(() => rmSync(work, { recursive: true, force: true }), 500);
+  });
