@@ -63,6 +63,24 @@ describe("AI gateway proxy", () => {
     assert.equal(logs.body.result[1].response_content_type, "text/event-stream");
   });
 
+  it("passes a stream through chunk by chunk: the first chunk arrives while the provider still holds the rest", async () => {
+    await createGateway(p, "chunks");
+    const release = mock.holdNextStream();
+    const { request } = await import("undici");
+    const res = await request(chatUrl("chunks"), { method: "POST", headers: { "content-type": "application/json", authorization: "Bearer k" }, body: JSON.stringify(chatBody("live", { stream: true, stream_options: { include_usage: true } })) });
+    assert.equal(res.statusCode, 200);
+    assert.equal(res.headers["content-type"], "text/event-stream");
+    const it = (res.body as AsyncIterable<Buffer>)[Symbol.asyncIterator]();
+    const first = await it.next(); // would wait forever if the gateway buffered the answer
+    assert.match(String(first.value), /echo: live/);
+    release();
+    let rest = "";
+    for (let n = await it.next(); !n.done; n = await it.next()) rest += String(n.value);
+    assert.match(rest, /\[DONE\]/);
+    const logs = await p.api("GET", `/accounts/${p.accountId}/ai-gateway/gateways/chunks/logs`);
+    assert.equal(logs.body.result[0].tokens_out, 7, "usage read from the stream as it passed");
+  });
+
   it("follows the state matrix: on+valid forwarded, on+absent 401 2009, off+present and off+absent forwarded", async () => {
     await createGateway(p, "matrix");
     const auth = { "gw-aig-authorization": `Bearer ${run.value}`, authorization: "Bearer sk-x" };

@@ -15,6 +15,11 @@ export interface MockProvider {
   requests: SeenRequest[];
   /** Status the next `n` requests get instead of an answer (to test retries and fallbacks). */
   failNext(n: number, status?: number): void;
+  /**
+   * Makes the next streamed answer stop after its first chunk until the returned function is called,
+   * so a test can prove the first chunk got through before the provider finished.
+   */
+  holdNextStream(): () => void;
   /** Holds the next answer back this many milliseconds (to test request timeouts). */
   delayNext(ms: number): void;
   close(): Promise<void>;
@@ -30,6 +35,7 @@ export async function startMockProvider(opts: { chunks?: number } = {}): Promise
   let failing = 0;
   let failStatus = 500;
   let delay = 0;
+  let hold: Promise<void> | undefined;
   const chunks = opts.chunks ?? 3;
   const server: Server = createServer((req, res) => {
     const parts: Buffer[] = [];
@@ -71,12 +77,20 @@ export async function startMockProvider(opts: { chunks?: number } = {}): Promise
       }
       res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" });
       const pieces = Array.from({ length: chunks }, (_, i) => (i === 0 ? text : ` ${i}`));
-      for (const p of pieces) {
-        res.write(`data: ${JSON.stringify({ id, object: "chat.completion.chunk", created, model, choices: [{ index: 0, delta: { content: p }, finish_reason: null }] })}\n\n`);
+      const chunk = (p: string) => `data: ${JSON.stringify({ id, object: "chat.completion.chunk", created, model, choices: [{ index: 0, delta: { content: p }, finish_reason: null }] })}\n\n`;
+      const gate = hold;
+      hold = undefined;
+      if (gate) {
+        res.write(chunk(pieces.shift()!));
+        return void gate.then(() => finish());
       }
-      res.write(`data: ${JSON.stringify({ id, object: "chat.completion.chunk", created, model, choices: [{ index: 0, delta: {}, finish_reason: "stop" }] })}\n\n`);
-      if (parsed.stream_options?.include_usage) res.write(`data: ${JSON.stringify({ id, object: "chat.completion.chunk", created, model, choices: [], usage })}\n\n`);
-      res.end("data: [DONE]\n\n");
+      finish();
+      function finish() {
+        for (const p of pieces) res.write(chunk(p));
+        res.write(`data: ${JSON.stringify({ id, object: "chat.completion.chunk", created, model, choices: [{ index: 0, delta: {}, finish_reason: "stop" }] })}\n\n`);
+        if (parsed.stream_options?.include_usage) res.write(`data: ${JSON.stringify({ id, object: "chat.completion.chunk", created, model, choices: [], usage })}\n\n`);
+        res.end("data: [DONE]\n\n");
+      }
     };
   });
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
@@ -87,6 +101,11 @@ export async function startMockProvider(opts: { chunks?: number } = {}): Promise
     failNext(n, status = 500) {
       failing = n;
       failStatus = status;
+    },
+    holdNextStream() {
+      let release!: () => void;
+      hold = new Promise<void>((r) => (release = r));
+      return release;
     },
     delayNext(ms) {
       delay = ms;
