@@ -79,7 +79,7 @@ function* entries(text: string): Generator<{ line: number; text: string; proxied
     buf = "";
     proxied = undefined;
   }
-  if (depth !== 0) throw importError(rows.length, "unbalanced parentheses");
+  if (depth !== 0) throw importError(start, "unbalanced parentheses");
 }
 
 const importError = (line: number, why: string) => validationError(DnsCodes.importInvalid, `Zone file line ${line}: ${why}.`);

@@ -190,6 +190,21 @@ describe("authoritative DNS server", () => {
     assert.equal((await udpRaw(port, two)).readUInt16BE(2) & 0xf, 1);
     const [tcpBad] = await tcpQuery(port, Buffer.alloc(20, 0x11));
     assert.equal(rcodeOf(tcpBad), 1, "FORMERR over TCP too");
+    // Fuzz: thousands of mutated queries (random bytes flipped, cut, extended), then it must still answer.
+    const sock = dgram.createSocket("udp4");
+    let seed = 12345;
+    const rnd = (n: number) => ((seed = (seed * 1103515245 + 12345) & 0x7fffffff) % n);
+    const base = [encodeQuery(`www.${Z}`, "A", { edns: 1232 }), encodeQuery(`_sip._tcp.${Z}`, "SRV"), encodeQuery(Z, "AXFR")];
+    for (let i = 0; i < 3000; i++) {
+      const m = Buffer.from(base[i % base.length]);
+      for (let k = rnd(4) + 1; k > 0; k--) m[rnd(m.length)] = rnd(256);
+      const cut = rnd(3) === 0 ? m.subarray(0, rnd(m.length)) : rnd(3) === 0 ? Buffer.concat([m, Buffer.alloc(rnd(40), rnd(256))]) : m;
+      sock.send(cut, port, "127.0.0.1");
+      if (i % 200 === 0) await new Promise((r) => setTimeout(r, 5));
+    }
+    await new Promise((r) => setTimeout(r, 200));
+    sock.close();
+    assert.equal(p.process.exitCode, null, "the server process is alive");
     assert.deepEqual(data(await udpQuery(port, `www.${Z}`, "A")).sort(), ["203.0.113.1", "203.0.113.2"], "still answering");
   });
 
