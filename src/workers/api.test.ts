@@ -86,6 +86,30 @@ test("the requests wrangler's deploy makes get the answers it needs", async () =
   assert.equal(await (form.get("index.js") as Blob).text(), hello);
 });
 
+test("wrangler 3's versions flow: upload a version, deploy it at 100%, patch script settings", async () => {
+  assert.equal((await uploadScript(p, "versioned", hello)).status, 200);
+  const form = new FormData();
+  form.append("metadata", JSON.stringify({ main_module: "index.js", compatibility_date: "2024-09-01", bindings: [{ type: "plain_text", name: "GREETING", text: "v2" }], keep_bindings: ["secret_text"], annotations: {} }));
+  form.append("index.js", new Blob([hello], { type: "application/javascript+module" }), "index.js");
+  const enc = new Response(form);
+  const res = await request(`${p.apiUrl}${scripts()}/versioned/versions`, {
+    method: "POST",
+    headers: { ...p.headers(), "content-type": enc.headers.get("content-type")! },
+    body: Buffer.from(await enc.arrayBuffer()),
+  });
+  const version = ((await res.body.json()) as any).result;
+  assert.equal(res.statusCode, 200);
+  assert.match(version.id, /^[0-9a-f-]{36}$/);
+  assert.equal((await hit(p, "versioned", "/")).text, "hello v2");
+  const dep = await p.api("POST", `${scripts()}/versioned/deployments`, { strategy: "percentage", versions: [{ version_id: version.id, percentage: 100 }] });
+  assert.equal(dep.status, 200);
+  const split = await p.api("POST", `${scripts()}/versioned/deployments`, { strategy: "percentage", versions: [{ version_id: version.id, percentage: 50 }, { version_id: "other", percentage: 50 }] });
+  assert.equal(split.status, 400);
+  assert.match(split.body.errors[0].message, /one version per Worker/);
+  assert.equal((await p.api("PATCH", `${scripts()}/versioned/script-settings`, { logpush: false, observability: { enabled: false } })).status, 200);
+  assert.equal((await p.api("GET", `${scripts()}/versioned/versions`)).body.result.items[0].id, version.id);
+});
+
 test("secrets: names in every answer, values in none; a change reaches the script", async () => {
   const value = "very-secret-value-8f3a1c";
   assert.equal((await uploadScript(p, "with-secret", `export default { fetch(r, env) { return new Response(env.API_KEY === "${value}" ? "match" : "no"); } };`)).status, 200);

@@ -1,5 +1,4 @@
-import { createHash } from "node:crypto";
-import { ulid } from "ulid";
+import { createHash, randomUUID } from "node:crypto";
 import { ApiError } from "../core/errors.js";
 import { DEFAULT_COMPATIBILITY_DATE, WorkerCodes, type Binding, type ModuleRef, type ScriptRecord } from "./model.js";
 import type { WorkersRuntime } from "./runtime.js";
@@ -90,7 +89,8 @@ export class ScriptDeployer {
       const script: ScriptRecord = {
         accountId,
         name,
-        versionId: ulid().toLowerCase(),
+        // A UUID, the shape wrangler expects (it prints the version id only if it looks like one).
+        versionId: randomUUID(),
         etag: hash.digest("hex"),
         mainModule: up.mainModule,
         compatibilityDate: up.compatibilityDate ?? DEFAULT_COMPATIBILITY_DATE,
@@ -135,7 +135,7 @@ export class ScriptDeployer {
         }
         secrets.set(secret, text);
       }
-      const versionId = ulid().toLowerCase();
+      const versionId = randomUUID();
       await this.start({ ...script, versionId }, secrets);
       this.store.changeSecret(accountId, name, secret, text, versionId);
     });

@@ -77,6 +77,44 @@ export function registerWorkersRoutes(app: FastifyInstance, deps: WorkersRouteDe
     });
   });
 
+  // Versions: this platform keeps one live version per script, so uploading a version deploys it at once;
+  // a deployment may then only name that version at 100% (what `wrangler deploy` does right after).
+  const versionView = (s: ScriptRecord) => ({
+    id: s.versionId,
+    number: 1,
+    metadata: { created_on: s.modifiedOn, modified_on: s.modifiedOn, source: "api", has_preview: false },
+    resources: { script: { etag: s.etag, handlers: ["fetch"] }, bindings: bindingsOf(s) },
+    startup_time_ms: 0,
+  });
+  app.post(`${base}/scripts/:name/versions`, async (req) => {
+    const p = req.params as Params;
+    requireAccount(req, p.account_id, "workers_edit");
+    const s = await deployer.upload(p.account_id, p.name, await readUpload(req));
+    return ok(versionView(s));
+  });
+  app.get(`${base}/scripts/:name/versions`, async (req) => {
+    const s = scriptOf(req, "workers_read");
+    return ok({ items: [versionView(s)] }, { page: 1, per_page: 1, count: 1, total_count: 1, total_pages: 1 });
+  });
+  app.post(`${base}/scripts/:name/deployments`, async (req) => {
+    const s = scriptOf(req, "workers_edit");
+    const body = parseWith(
+      z.object({ strategy: z.literal("percentage").default("percentage"), versions: z.array(z.object({ version_id: z.string(), percentage: z.number() })).min(1) }),
+      req.body ?? {},
+      WorkerCodes.validation,
+    );
+    const [only] = body.versions;
+    if (body.versions.length !== 1 || only.version_id !== s.versionId || only.percentage !== 100) {
+      throw new ApiError(400, WorkerCodes.validation, `This platform serves one version per Worker: deploy its latest version (${s.versionId}) at 100%`);
+    }
+    return ok({ id: s.versionId, source: "api", strategy: "percentage", created_on: s.modifiedOn, versions: body.versions });
+  });
+  app.patch(`${base}/scripts/:name/script-settings`, async (req) => {
+    scriptOf(req, "workers_edit");
+    // Logpush, tail consumers and observability do not exist here; the call is accepted so deploys proceed.
+    return ok({ logpush: false, tail_consumers: [], observability: { enabled: false } });
+  });
+
   app.get(`${base}/scripts`, async (req) => {
     const p = req.params as Params;
     requireAccount(req, p.account_id, "workers_read");
