@@ -1,5 +1,6 @@
 // AI gateway overhead, in one run, against one local upstream (see README in docs/benchmarks.md):
 //   direct to the upstream, through our gateway (authentication and logging on), through Portkey 1.15.2.
+// A bare undici pass-through is measured too, as the floor any Node proxy starts from.
 // Reports added latency p50/p99 at concurrency 1 (own client, µs resolution), req/s at concurrency 32
 // (autocannon), and added time to first byte for streaming (our gateway only; Portkey's streaming fails on Node 20).
 // Usage: (cd /work/main && npx tsc -p .) && cd bench/ai-gateway && npm install && node bench.mjs
@@ -44,6 +45,10 @@ const mock = spawnChild(process.execPath, [`${here}mock-upstream.mjs`]);
 const mockPort = Number(await firstLine(mock, (b) => /^(\d+)\n/.exec(b)?.[1]));
 const upstream = `http://127.0.0.1:${mockPort}/v1`;
 
+// A bare undici pass-through: the floor any Node proxy starts from.
+const bare = spawnChild(process.execPath, [`${here}bare-proxy.mjs`, upstream]);
+const barePort = Number(await firstLine(bare, (b) => /^(\d+)\n/.exec(b)?.[1]));
+
 // 2. Our platform, with a gateway that has authentication and logging on.
 const { startTestPlatform } = await import(`${root}dist/core/testing/platform.js`);
 const p = await startTestPlatform({ args: ["--dns-port", "0", "--provider-base-url", `openai=${upstream}`] });
@@ -63,6 +68,7 @@ const streamBody = JSON.stringify({ model: "gpt-4o-mini", stream: true, stream_o
 const base = { "content-type": "application/json", authorization: "Bearer sk-bench" };
 const targets = {
   direct: { url: `${upstream}/chat/completions`, headers: base },
+  bare_passthrough: { url: `http://127.0.0.1:${barePort}/`, headers: base },
   gateway: { url: `${p.url}/v1/${p.accountId}/bench/openai/chat/completions`, headers: { ...base, "gw-aig-authorization": `Bearer ${runToken}` } },
   portkey: { url: `http://127.0.0.1:${portkeyPort}/v1/chat/completions`, headers: { ...base, "x-portkey-provider": "openai", "x-portkey-custom-host": upstream } },
 };
@@ -111,11 +117,12 @@ for (const name of Object.keys(targets)) {
   results.throughput_c32[name] = await throughput(targets[name], 32);
   console.error(name, JSON.stringify(results.latency_c1_us[name]), JSON.stringify(results.throughput_c32[name]));
 }
-for (const name of ["direct", "gateway"]) {
+for (const name of ["direct", "bare_passthrough", "gateway"]) {
   results.ttfb_stream_us[name] = await latency(targets[name], Math.min(N_LATENCY, 2000), streamBody, true);
 }
 const added = (name, q) => results.latency_c1_us[name][q] - results.latency_c1_us.direct[q];
 results.summary = {
+  bare_passthrough_added_p50_ms: added("bare_passthrough", "p50") / 1000,
   gateway_added_p50_ms: added("gateway", "p50") / 1000,
   gateway_added_p99_ms: added("gateway", "p99") / 1000,
   portkey_added_p50_ms: added("portkey", "p50") / 1000,
@@ -124,6 +131,8 @@ results.summary = {
   portkey_rps_c32: results.throughput_c32.portkey.rps,
   direct_rps_c32: results.throughput_c32.direct.rps,
   gateway_vs_portkey_rps: +(results.throughput_c32.gateway.rps / results.throughput_c32.portkey.rps).toFixed(1),
+  bare_passthrough_rps_c32: results.throughput_c32.bare_passthrough.rps,
+  bare_added_ttfb_p50_ms: (results.ttfb_stream_us.bare_passthrough.p50 - results.ttfb_stream_us.direct.p50) / 1000,
   gateway_added_ttfb_p50_ms: (results.ttfb_stream_us.gateway.p50 - results.ttfb_stream_us.direct.p50) / 1000,
   gateway_added_ttfb_p99_ms: (results.ttfb_stream_us.gateway.p99 - results.ttfb_stream_us.direct.p99) / 1000,
 };

@@ -1,3 +1,4 @@
+import { EventEmitter } from "node:events";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { ApiError } from "../core/errors.js";
 import { defaultRetry, type RetryPolicy } from "./upstream.js";
@@ -51,15 +52,24 @@ export function modelOfRequest(body: Buffer | null): string | null {
 }
 
 /** Reads a whole request body (for caching, retries and the universal endpoint), refusing more than `limit` bytes. */
-export async function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const c of req as AsyncIterable<Buffer>) {
-    size += c.length;
-    if (size > limit) throw new ApiError(413, 10013, `Request body is larger than ${limit} bytes`);
-    chunks.push(c);
-  }
-  return Buffer.concat(chunks);
+export function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    req.on("data", (c: Buffer) => {
+      size += c.length;
+      if (size > limit) {
+        req.removeAllListeners("data");
+        req.resume();
+        reject(new ApiError(413, 10013, `Request body is larger than ${limit} bytes`));
+      } else chunks.push(c);
+    });
+    req.once("end", () => resolve(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks)));
+    req.once("error", reject);
+    req.once("close", () => {
+      if (!req.complete) reject(new ApiError(400, 10001, "The client aborted the request body"));
+    });
+  });
 }
 
 /** The retry policy of a request: its headers first, then the gateway's retry settings. */
@@ -75,13 +85,21 @@ export function retryPolicy(ex: Exchange): RetryPolicy {
 }
 
 
-/** Aborts the upstream call (and its retries) when the client goes away before its answer is complete. */
-export function clientGone(ex: Exchange): AbortSignal {
-  const ac = new AbortController();
-  const onClose = () => {
-    if (!ex.res.writableFinished) ac.abort();
-  };
-  ex.res.once("close", onClose);
-  return ac.signal;
+/**
+ * Tells the upstream call (and its retries) that the client went away before its answer was complete.
+ * undici takes any EventEmitter with `aborted` as a signal; this is lighter than an AbortController per request.
+ */
+export class ClientGone extends EventEmitter {
+  aborted = false;
 }
 
+export function clientGone(ex: Exchange): ClientGone {
+  const s = new ClientGone();
+  ex.res.once("close", () => {
+    if (!ex.res.writableFinished) {
+      s.aborted = true;
+      s.emit("abort");
+    }
+  });
+  return s;
+}

@@ -81,6 +81,20 @@ describe("AI gateway proxy", () => {
     assert.equal(logs.body.result[0].tokens_out, 7, "usage read from the stream as it passed");
   });
 
+  it("streams a large request body to the provider and logs it whole", async () => {
+    await createGateway(p, "big");
+    const content = "x".repeat(200_000);
+    const r = await callGateway(chatUrl("big"), { headers: { authorization: "Bearer k" }, body: chatBody(content) });
+    assert.equal(r.status, 200);
+    const seen = mock.requests.at(-1)!;
+    assert.equal(JSON.parse(seen.body).messages[0].content.length, 200_000);
+    const id = r.headers["gw-aig-log-id"] as string;
+    const log = (await p.api("GET", `/accounts/${p.accountId}/ai-gateway/gateways/big/logs/${id}`)).body.result;
+    assert.equal(log.request_size, Buffer.byteLength(seen.body));
+    const stored = await callGateway(`${p.apiUrl}/accounts/${p.accountId}/ai-gateway/gateways/big/logs/${id}/request`, { method: "GET", headers: p.headers() });
+    assert.equal(stored.text, seen.body);
+  });
+
   it("follows the state matrix: on+valid forwarded, on+absent 401 2009, off+present and off+absent forwarded", async () => {
     await createGateway(p, "matrix");
     const auth = { "gw-aig-authorization": `Bearer ${run.value}`, authorization: "Bearer sk-x" };

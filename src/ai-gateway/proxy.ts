@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { pipeline, Transform } from "node:stream";
+import { Transform } from "node:stream";
 import type { AuthService } from "../core/auth/auth-service.js";
 import type { IdentityStore } from "../core/auth/store.js";
 import { ApiError } from "../core/errors.js";
@@ -48,6 +48,8 @@ const DEFAULT_GATEWAY = {
   retry_delay: null,
   retry_backoff: null,
 } as const;
+
+const SMALL_BODY = 64 * 1024;
 
 const unauthorized = () =>
   new ApiError(401, AigCodes.unauthorized, "Unauthorized", {
@@ -127,14 +129,19 @@ export class Proxy {
     let body: Buffer | null = null;
     let stream: Transform | null = null;
     let capture: BodyCapture | null = null;
-    if (hasBody && (caching || retry.attempts > 1)) {
+    // Small bodies (a chat request is a few KB) are read whole: one write upstream instead of a stream per request.
+    const small = Number(req.headers["content-length"] ?? Infinity) <= SMALL_BODY;
+    if (hasBody && (caching || retry.attempts > 1 || small)) {
       body = await readBody(req, d.bodyLimit);
       headers["content-length"] = String(body.length);
     } else if (hasBody) {
       const c = (capture = new BodyCapture(LOG_BODY_CAP));
-      stream = new Transform({ transform: (chunk: Buffer, _e, cb) => (c.add(chunk), cb(null, chunk)) });
-      // pipeline, not pipe: a client that aborts its upload must also end the upstream request.
-      pipeline(req, stream, () => undefined);
+      const t = (stream = new Transform({ transform: (chunk: Buffer, _e, cb) => (c.add(chunk), cb(null, chunk)) }));
+      req.pipe(t);
+      // A client that aborts its upload must also end the upstream request (pipe alone would leave it waiting).
+      req.once("close", () => {
+        if (!req.complete) t.destroy(new Error("the client aborted the request body"));
+      });
     }
 
     let cache: { key: string; ttlMs: number } | undefined;

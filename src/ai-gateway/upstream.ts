@@ -4,6 +4,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { Pool, type Dispatcher } from "undici";
 import { ApiError } from "../core/errors.js";
 import { AigCodes } from "./codes.js";
+import type { ClientGone } from "./exchange.js";
 
 /** Request headers that describe one hop only (or that undici manages itself); never forwarded. */
 const HOP_REQUEST = new Set(["host", "connection", "keep-alive", "proxy-connection", "proxy-authorization", "transfer-encoding", "te", "upgrade", "trailer", "expect", "http2-settings"]);
@@ -25,8 +26,8 @@ export interface UpstreamRequest {
   /** A Buffer when the request may be sent more than once; a stream when it goes once, as it arrives. */
   body: Buffer | Readable | null;
   retry: RetryPolicy;
-  /** Aborted when the client went away: no further attempts are made. */
-  signal?: AbortSignal;
+  /** Fires when the client went away: the call is dropped and no further attempts are made. */
+  signal?: ClientGone;
 }
 
 export type UpstreamResponse = Dispatcher.ResponseData;
@@ -86,7 +87,7 @@ export class Upstreams {
         if (last || r.signal?.aborted) throw upstreamError(err, r.url);
       }
       const wait = backoff === "exponential" ? delayMs * 2 ** i : backoff === "linear" ? delayMs * (i + 1) : delayMs;
-      if (wait > 0) await sleep(wait, undefined, { signal: r.signal }).catch(() => undefined);
+      if (wait > 0) await sleep(wait);
       if (r.signal?.aborted) throw new ApiError(499, AigCodes.upstreamUnreachable, "The client went away");
     }
   }
