@@ -132,12 +132,15 @@ export function registerWorkersRoutes(app: FastifyInstance, deps: WorkersRouteDe
     return reply.header("content-type", res.headers.get("content-type")!).send(Buffer.from(await res.arrayBuffer()));
   });
 
-  app.delete(`${base}/scripts/:name`, async (req) => {
-    const p = req.params as Params;
-    requireAccount(req, p.account_id, "workers_edit");
-    await deployer.remove(p.account_id, p.name);
-    return ok({ id: p.name });
-  });
+  // `wrangler delete` removes the service; here a service is its one script.
+  for (const path of [`${base}/scripts/:name`, `${base}/services/:name`]) {
+    app.delete(path, async (req) => {
+      const p = req.params as Params;
+      requireAccount(req, p.account_id, "workers_edit");
+      await deployer.remove(p.account_id, p.name);
+      return ok({ id: p.name });
+    });
+  }
 
   app.get(`${base}/scripts/:name/settings`, async (req) => {
     const s = scriptOf(req, "workers_read");
