@@ -59,9 +59,20 @@ function treeRss(rootPid) {
   return total;
 }
 
-/** Runs a command; returns wall ms, peak tree RSS, exit code and output. */
+const TIME = existsSync("/usr/bin/time") ? "/usr/bin/time" : undefined;
+let timeFile = 0;
+
+/**
+ * Runs a command; returns wall ms, CPU ms (user+sys via /usr/bin/time, which counts the processes it waited
+ * for; steadier than wall time on a busy machine), peak tree RSS, and output.
+ */
 function measure(cmd, args, opts = {}) {
   return new Promise((resolve, reject) => {
+    const cpuFile = join(tmpdir(), `kv-bench-time-${process.pid}-${timeFile++}`);
+    if (TIME) {
+      args = ["-f", "%U %S", "-o", cpuFile, cmd, ...args];
+      cmd = TIME;
+    }
     const start = process.hrtime.bigint();
     const child = spawn(cmd, args, { cwd: opts.cwd, env: { ...process.env, ...opts.env }, stdio: ["ignore", "pipe", "pipe"] });
     let peak = 0;
@@ -77,7 +88,13 @@ function measure(cmd, args, opts = {}) {
       clearInterval(timer);
       const ms = Number(process.hrtime.bigint() - start) / 1e6;
       if (code !== 0) return reject(new Error(`${cmd} ${args.join(" ")} exited ${code}\n${out}\n${err}`));
-      resolve({ ms, peak, out, err });
+      let cpu = NaN;
+      if (TIME) {
+        const [user, sys] = readFileSync(cpuFile, "utf8").trim().split("\n").pop().split(" ").map(Number);
+        cpu = (user + sys) * 1000;
+        rmSync(cpuFile, { force: true });
+      }
+      resolve({ ms, cpu, peak, out, err });
     });
   });
 }
@@ -89,7 +106,7 @@ const secs = (ms) => (ms >= 1000 ? `${(ms / 1000).toFixed(2)} s` : `${ms.toFixed
 async function series(label, cmd, args, opts) {
   const runs = [];
   for (let i = 0; i < RUNS; i++) runs.push(await measure(cmd, args, opts));
-  return { label, ms: median(runs.map((r) => r.ms)), peak: Math.max(...runs.map((r) => r.peak)), out: runs[0].out };
+  return { label, ms: median(runs.map((r) => r.ms)), cpu: median(runs.map((r) => r.cpu)), peak: Math.max(...runs.map((r) => r.peak)), out: runs[0].out };
 }
 
 const work = mkdtempSync(join(tmpdir(), "kv-bench-"));
@@ -157,10 +174,15 @@ try {
   close();
 
   console.log(`\nKV benchmark — ${new Date().toISOString()} — ${cpus().length} CPUs (${cpus()[0]?.model ?? "?"}), Node ${process.version}\n`);
-  console.log("| operation | edgecli | wrangler 3.114 | speed-up | edgecli peak RSS | wrangler peak RSS |");
-  console.log("|---|---|---|---|---|---|");
+  const load = readFileSync("/proc/loadavg", "utf8").split(" ").slice(0, 3).join(" ");
+  console.log(`load average at the end: ${load}\n`);
+  console.log("| operation | edgecli wall | wrangler 3.114 wall | wall speed-up | edgecli CPU | wrangler CPU | CPU ratio | edgecli peak RSS | wrangler peak RSS |");
+  console.log("|---|---|---|---|---|---|---|---|---|");
+  const ratio = (a, b) => (b && Number.isFinite(a) && Number.isFinite(b) ? `${(a / b).toFixed(1)}×` : "-");
   for (const [name, e, w] of results) {
-    console.log(`| ${name} | ${secs(e.ms)} | ${w ? secs(w.ms) : "-"} | ${w ? `${(w.ms / e.ms).toFixed(1)}×` : "-"} | ${mib(e.peak)} | ${w ? mib(w.peak) : "-"} |`);
+    console.log(
+      `| ${name} | ${secs(e.ms)} | ${w ? secs(w.ms) : "-"} | ${ratio(w?.ms, e.ms)} | ${secs(e.cpu)} | ${w ? secs(w.cpu) : "-"} | ${ratio(w?.cpu, e.cpu)} | ${mib(e.peak)} | ${w ? mib(w.peak) : "-"} |`,
+    );
   }
   console.log(`\n${MILLION.toLocaleString("en")} keys written in ${secs(fillMs)} (batches of ${BATCH}).`);
   console.log(`One page (1,000 keys) by prefix: median ${median(pageTimes).toFixed(2)} ms, max ${Math.max(...pageTimes).toFixed(2)} ms over 50 prefixes; a page after a cursor: ${cursorMs.toFixed(2)} ms.`);
