@@ -110,6 +110,37 @@ test("objects: raw put with metadata headers, get with headers and ranges, delet
   assert.equal((await p.api("GET", `${buckets()}/obj-bkt`)).status, 404);
 });
 
+test("object listing (prefix, delimiter, per_page, cursor) and an empty object", async () => {
+  await p.api("POST", buckets(), { name: "list-bkt" });
+  for (const k of ["a/1", "a/2", "b", "c/d/e"]) {
+    const r = await fetch(objectUrl("list-bkt", k), { method: "PUT", headers: p.headers({ "content-type": "text/x" }), body: k });
+    assert.equal(r.status, 200);
+  }
+  const empty = await fetch(objectUrl("list-bkt", "empty"), { method: "PUT", headers: p.headers(), body: "" });
+  assert.equal(empty.status, 200, await empty.text());
+  const back = await fetch(objectUrl("list-bkt", "empty"), { headers: p.headers() });
+  assert.equal(back.status, 200);
+  assert.equal((await back.arrayBuffer()).byteLength, 0);
+
+  const all = await p.api("GET", `${buckets()}/list-bkt/objects`);
+  assert.deepEqual(all.body.result.map((o: any) => o.key), ["a/1", "a/2", "b", "c/d/e", "empty"]);
+  assert.equal(all.body.result[0].http_metadata.contentType, "text/x");
+  const folders = await p.api("GET", `${buckets()}/list-bkt/objects?delimiter=/`);
+  assert.deepEqual(folders.body.result.map((o: any) => o.key), ["b", "empty"]);
+  assert.deepEqual(folders.body.result_info.delimited, ["a/", "c/"]);
+  const page = await p.api("GET", `${buckets()}/list-bkt/objects?prefix=a/&per_page=1`);
+  assert.deepEqual(page.body.result.map((o: any) => o.key), ["a/1"]);
+  assert.equal(page.body.result_info.is_truncated, true);
+  const next = await p.api("GET", `${buckets()}/list-bkt/objects?prefix=a/&per_page=1&cursor=${page.body.result_info.cursor}`);
+  assert.deepEqual(next.body.result.map((o: any) => o.key), ["a/2"]);
+  const bad = await p.api("GET", `${buckets()}/list-bkt/objects?per_page=0`);
+  assert.equal(bad.status, 400);
+  assert.equal(bad.body.errors[0].code, 10022);
+  const none = await p.api("GET", `${buckets()}/no-bkt-here/objects`);
+  assert.equal(none.status, 404);
+  assert.equal(none.body.errors[0].code, 10006);
+});
+
 test("permissions: r2_read may read but not write; other permissions may not read", async () => {
   await p.api("POST", buckets(), { name: "perm-bkt" });
   await fetch(objectUrl("perm-bkt", "k"), { method: "PUT", headers: p.headers(), body: "v" });

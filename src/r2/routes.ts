@@ -159,6 +159,26 @@ export function registerR2Routes(app: FastifyInstance, store: R2Store): void {
   );
 
   app.get(
+    `${base}/:bucket/objects`,
+    wrap((req) => {
+      requireAccount(req, req.params.accountId, "r2_read");
+      const q = req.query;
+      const limit = q.per_page === undefined ? undefined : Number(q.per_page);
+      const result = store.list(ref(req), {
+        prefix: q.prefix,
+        delimiter: q.delimiter,
+        cursor: q.cursor || undefined,
+        startAfter: q.start_after,
+        limit,
+        include: ["httpMetadata", "customMetadata"],
+      });
+      const info: Record<string, unknown> = { is_truncated: result.truncated, delimited: result.delimitedPrefixes, per_page: limit ?? 1000 };
+      if (result.cursor) info.cursor = result.cursor;
+      return ok(result.objects.map(objectJson), info);
+    }),
+  );
+
+  app.get(
     `${base}/:bucket/objects/*`,
     wrap((req, reply) => {
       requireAccount(req, req.params.accountId, "r2_read");
