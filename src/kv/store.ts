@@ -1,5 +1,6 @@
 import { randomBytes } from "node:crypto";
 import type { ContentStore } from "../core/content/content-store.js";
+import type { Statement } from "better-sqlite3";
 import type { Db, Migration } from "../core/db/sqlite.js";
 import { ApiError } from "../core/errors.js";
 import { checkKey, checkTitle, keyError, KV_LIMITS, KvCodes, resolveExpiration, serializeMetadata, valueError } from "./limits.js";
@@ -396,11 +397,7 @@ export class SqliteKvStore implements KvStore {
     }
     // One extra row tells whether another page exists.
     params.push(limit + 1);
-    const rows = this.db
-      .prepare<unknown[], { key: Buffer; expiration: number | null; metadata: string | null }>(
-        `SELECT key, expiration, metadata FROM entries WHERE ${where.join(" AND ")} ORDER BY key LIMIT ?`,
-      )
-      .all(...params);
+    const rows = this.listStatement(where.join(" AND ")).all(...params);
     const more = rows.length > limit;
     const page = more ? rows.slice(0, limit) : rows;
     const keys = page.map((r) => {
@@ -410,6 +407,17 @@ export class SqliteKvStore implements KvStore {
       return k;
     });
     return more ? { keys, list_complete: false, cursor: encodeCursor(page[page.length - 1]!.key) } : { keys, list_complete: true };
+  }
+
+  /** Listing has four query shapes (with or without a lower and an upper bound); each is prepared once. */
+  private readonly listStatements = new Map<string, Statement<unknown[], { key: Buffer; expiration: number | null; metadata: string | null }>>();
+  private listStatement(where: string) {
+    let st = this.listStatements.get(where);
+    if (!st) {
+      st = this.db.prepare(`SELECT key, expiration, metadata FROM entries WHERE ${where} ORDER BY key LIMIT ?`);
+      this.listStatements.set(where, st);
+    }
+    return st;
   }
 
   purgeExpired(now = nowSeconds()): number {
