@@ -13,8 +13,9 @@ export interface R2Service extends EdgeService {
   bindingHandler: R2BindingHandler;
 }
 
-/** Hourly sweep of content files no object or part refers to (left by crashes or failed uploads). */
+/** Hourly sweep: multipart uploads left unfinished for a week, then content files nothing refers to any more. */
 const GC_INTERVAL_MS = 60 * 60 * 1000;
+const STALE_UPLOAD_MS = 7 * 24 * 60 * 60 * 1000;
 
 export function createR2Service(ctx: ServiceContext): R2Service {
   const content = ctx.content("r2");
@@ -22,6 +23,8 @@ export function createR2Service(ctx: ServiceContext): R2Service {
   const log = ctx.log.child({ service: "r2" });
   let timer: NodeJS.Timeout | undefined;
   const sweep = async () => {
+    const aborted = store.abortStaleUploads(Date.now() - STALE_UPLOAD_MS);
+    if (aborted > 0) log.info({ aborted }, "r2 aborted multipart uploads unfinished for 7 days");
     const live = store.liveContent();
     const removed = await content.gc((id) => live.has(id));
     if (removed > 0) log.info({ removed }, "r2 removed unreferenced content files");

@@ -552,6 +552,24 @@ export class SqliteR2Store implements R2Store {
     return info;
   }
 
+  /** Aborts multipart uploads started before `cutoff` (ms), as R2's default lifecycle does after 7 days. Returns how many. */
+  abortStaleUploads(cutoff: number): number {
+    let ids: string[] = [];
+    let n = 0;
+    this.db
+      .transaction(() => {
+        const stale = this.db.prepare<[number], { upload_id: string }>("SELECT upload_id FROM uploads WHERE created < ?").all(cutoff);
+        for (const { upload_id } of stale) {
+          ids = ids.concat(this.q.parts.all(upload_id).map((p) => p.content_id));
+          this.q.deleteUpload.run(upload_id);
+        }
+        n = stale.length;
+      })
+      .immediate();
+    this.leases.remove(ids);
+    return n;
+  }
+
   async abortMultipartUpload(bucket: BucketRef, key: string, uploadId: string): Promise<void> {
     let ids: string[] = [];
     this.db

@@ -248,4 +248,12 @@ test("multipart: create, upload parts, complete (etag and bytes), abort, errors"
   assert.equal(store.head(B, "small"), undefined);
   const live = store.liveContent();
   assert.ok(live.size > 0);
+
+  // Unfinished uploads expire; finished objects are untouched.
+  const stale = store.createMultipartUpload(B, "stale");
+  await store.uploadPart(B, "stale", stale, 1, Buffer.from("abandoned"));
+  assert.equal(store.abortStaleUploads(Date.now() - 60_000), 0, "a fresh upload is kept");
+  assert.equal(store.abortStaleUploads(Date.now() + 1), 1);
+  await rejectsWith(store.uploadPart(B, "stale", stale, 2, Buffer.from("x")), 404, R2Codes.noSuchUpload);
+  assert.ok(store.head(B, "big/multi.bin"));
 });
