@@ -1,6 +1,7 @@
 import dgram from "node:dgram";
 import net from "node:net";
 import * as packet from "dns-packet";
+import { UserError } from "../core/errors.js";
 import type { Logger } from "../core/logger.js";
 import { AnswerEngine, Rcode } from "./answer.js";
 import { axfrMessages } from "./axfr.js";
@@ -44,12 +45,24 @@ export class DnsServer {
   }
 
   async start(): Promise<void> {
+    try {
+      await this.listen();
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      const where = `${this.cfg.host}:${this.cfg.port}`;
+      if (code === "EADDRINUSE") throw new UserError(`The DNS port ${where} is already in use`, "Choose another with --dns-port (0 picks a free one).");
+      if (code === "EACCES") throw new UserError(`Not allowed to listen on the DNS port ${where}`, "Ports below 1024 need privileges; see docs/dns.md (running on port 53).");
+      if (code === "EADDRNOTAVAIL") throw new UserError(`--dns-host ${this.cfg.host} is not an address of this machine`);
+      throw err;
+    }
+  }
+
+  private async listen(): Promise<void> {
     const type = net.isIPv6(this.cfg.host) ? "udp6" : "udp4";
     // With port 0 the UDP port is picked first and TCP must get the same number; retry if it is taken.
     for (let attempt = 0; ; attempt++) {
       const udp = dgram.createSocket({ type, reuseAddr: false });
       udp.on("message", (msg, rinfo) => this.onUdp(udp, msg, rinfo));
-      udp.on("error", (err) => this.log.warn({ err }, "dns udp socket error"));
       await new Promise<void>((resolve, reject) => {
         udp.once("error", reject);
         udp.bind(this.cfg.port, this.cfg.host, () => {
@@ -57,6 +70,7 @@ export class DnsServer {
           resolve();
         });
       });
+      udp.on("error", (err) => this.log.warn({ err }, "dns udp socket error"));
       const port = udp.address().port;
       const tcp = net.createServer((s) => this.onTcp(s));
       try {
