@@ -209,6 +209,17 @@ describe("AI gateway proxy", () => {
     await assert.rejects(startGatewayPlatform(["nosuch=http://127.0.0.1:1"]), /unknown provider "nosuch"/);
   });
 
+  it("creates the gateway named default on its first authenticated request, as the hosted gateway does", async () => {
+    const anon = await callGateway(chatUrl("default"), { body: chatBody() });
+    assert.equal(anon.status, 404);
+    const r = await callGateway(chatUrl("default"), { headers: { "gw-aig-authorization": `Bearer ${run.value}` }, body: chatBody() });
+    assert.equal(r.status, 200, r.text);
+    const g = (await p.api("GET", `/accounts/${p.accountId}/ai-gateway/gateways/default`)).body.result;
+    assert.equal(g.authentication, true);
+    assert.equal(g.collect_logs, true);
+    assert.equal((await callGateway(chatUrl("default"), { body: chatBody() })).status, 401);
+  });
+
   it("retries failed upstream answers per the request headers", async () => {
     await createGateway(p, "retry");
     const before = mock.requests.length;
@@ -219,6 +230,10 @@ describe("AI gateway proxy", () => {
     mock.failNext(1, 500);
     const once = await callGateway(chatUrl("retry"), { body: chatBody() });
     assert.equal(once.status, 500, "without retries the provider's failure is passed through");
+    // The gateway's own retry settings apply when the request says nothing.
+    await createGateway(p, "retry-gw", { retry_max_attempts: 2, retry_delay: 10, retry_backoff: "constant" });
+    mock.failNext(1, 502);
+    assert.equal((await callGateway(chatUrl("retry-gw"), { body: chatBody() })).status, 200);
     const bad = await callGateway(chatUrl("retry"), { headers: { "gw-aig-max-attempts": "9" }, body: chatBody() });
     assert.equal(bad.status, 400);
     assert.match(bad.json.errors[0].message, /gw-aig-max-attempts/);
