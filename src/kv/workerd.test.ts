@@ -1,0 +1,153 @@
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { spawn, type ChildProcess } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { createServer, type Server } from "node:http";
+import { createRequire } from "node:module";
+import type { AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createInterface } from "node:readline";
+import { createKvBindingHandler } from "./binding.js";
+import { openLocalKvStore } from "./cli/local-backend.js";
+import type { SqliteKvStore } from "./store.js";
+
+// A real workerd with a kvNamespace binding pointed at createKvBindingHandler on loopback: the script's
+// env.KV calls are workerd's own requests, not ones shaped by this test.
+const ACCOUNT = "c".repeat(32);
+let dir: string;
+let store: SqliteKvStore;
+let close: () => void;
+let server: Server;
+let workerd: ChildProcess;
+let url: string;
+let ns: string;
+
+const SCRIPT = `
+export default {
+  async fetch(req, env) {
+    const u = new URL(req.url);
+    const key = u.searchParams.get("key");
+    try {
+      switch (u.pathname) {
+        case "/put": {
+          const ttl = u.searchParams.get("ttl");
+          await env.KV.put(key, await req.arrayBuffer(), { expirationTtl: ttl ? Number(ttl) : undefined, metadata: { by: "script", note: "ü" } });
+          return new Response("ok");
+        }
+        case "/get": {
+          const { value, metadata } = await env.KV.getWithMetadata(key, "arrayBuffer");
+          if (value === null) return new Response("null", { status: 404 });
+          return new Response(value, { headers: { "x-metadata": encodeURIComponent(JSON.stringify(metadata)) } });
+        }
+        case "/json": return Response.json(await env.KV.get(key, "json"));
+        case "/many": return Response.json(Object.fromEntries(await env.KV.get(u.searchParams.getAll("k"))));
+        case "/list": {
+          const out = [];
+          let cursor;
+          do {
+            const page = await env.KV.list({ prefix: u.searchParams.get("prefix") ?? undefined, limit: 2, cursor });
+            out.push(...page.keys);
+            cursor = page.list_complete ? undefined : page.cursor;
+          } while (cursor);
+          return Response.json(out);
+        }
+        case "/delete": await env.KV.delete(key); return new Response("deleted");
+      }
+      return new Response("no route", { status: 404 });
+    } catch (e) {
+      return new Response(String(e.message), { status: 500 });
+    }
+  },
+};
+`;
+
+before(async () => {
+  dir = mkdtempSync(join(tmpdir(), "kv-workerd-"));
+  ({ store, close } = openLocalKvStore(join(dir, "state")));
+  ns = store.createNamespace(ACCOUNT, "workerd").id;
+  const handler = createKvBindingHandler(store);
+  server = createServer((req, res) => handler({ accountId: ACCOUNT, namespaceId: String(req.headers["x-kv-namespace"]) }, req, res));
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  const port = (server.address() as AddressInfo).port;
+  writeFileSync(join(dir, "main.js"), SCRIPT);
+  writeFileSync(
+    join(dir, "config.capnp"),
+    `using Workerd = import "/workerd/workerd.capnp";
+const config :Workerd.Config = (
+  services = [
+    (name = "main", worker = .worker),
+    (name = "kv", external = (address = "127.0.0.1:${port}", http = (injectRequestHeaders = [(name = "x-kv-namespace", value = "${ns}")]))),
+  ],
+  sockets = [(name = "http", address = "127.0.0.1:0", http = (), service = "main")],
+);
+const worker :Workerd.Worker = (
+  modules = [(name = "main.js", esModule = embed "main.js")],
+  compatibilityDate = "2024-09-01",
+  bindings = [(name = "KV", kvNamespace = "kv")],
+);
+`,
+  );
+  const bin = createRequire(import.meta.url).resolve("workerd/bin/workerd");
+  workerd = spawn(bin, ["serve", join(dir, "config.capnp"), "--control-fd=3"], { stdio: ["ignore", "ignore", "pipe", "pipe"] });
+  let stderr = "";
+  workerd.stderr!.on("data", (d: Buffer) => (stderr += d.toString()));
+  const control = createInterface({ input: workerd.stdio[3] as NodeJS.ReadableStream });
+  const workerdPort = await new Promise<number>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`workerd did not listen:\n${stderr}`)), 20_000);
+    control.on("line", (line) => {
+      const ev = JSON.parse(line) as { event: string; port: number };
+      if (ev.event === "listen") {
+        clearTimeout(timer);
+        resolve(ev.port);
+      }
+    });
+    workerd.on("exit", (code) => reject(new Error(`workerd exited ${code}:\n${stderr}`)));
+  });
+  url = `http://127.0.0.1:${workerdPort}`;
+});
+
+after(async () => {
+  if (workerd && workerd.exitCode === null) {
+    const exited = new Promise((r) => workerd.once("exit", r));
+    workerd.kill("SIGTERM");
+    await exited;
+  }
+  await new Promise((r) => server?.close(r));
+  close?.();
+  if (dir) rmSync(dir, { recursive: true, force: true });
+});
+
+const call = (path: string, body?: Buffer | string) => fetch(url + path, { method: body === undefined ? "GET" : "POST", body });
+
+test("a script's put / getWithMetadata / delete round-trip binary values and unicode keys through the store", async () => {
+  const bytes = Buffer.from([0, 1, 2, 253, 254, 255]);
+  const key = encodeURIComponent("pfx/ключ 🔑 ?&=");
+  assert.equal((await call(`/put?key=${key}&ttl=300`, bytes)).status, 200);
+  const got = await call(`/get?key=${key}`);
+  assert.equal(got.status, 200);
+  assert.deepEqual(Buffer.from(await got.arrayBuffer()), bytes);
+  assert.deepEqual(JSON.parse(decodeURIComponent(got.headers.get("x-metadata")!)), { by: "script", note: "ü" });
+  const entry = await store.get(ns, "pfx/ключ 🔑 ?&=");
+  assert.deepEqual(entry?.value, bytes);
+  assert.ok(entry!.expiration! > Date.now() / 1000 + 290);
+  assert.equal(await (await call(`/delete?key=${key}`)).text(), "deleted");
+  assert.equal((await call(`/get?key=${key}`)).status, 404);
+});
+
+test("get of many keys (bulk get) and json type, list across pages with a prefix", async () => {
+  await store.putMany(ns, ["l/a", "l/b", "l/c", "m/x"].map((k) => ({ key: k, value: Buffer.from(JSON.stringify({ k })) })));
+  assert.deepEqual(await (await call("/json?key=l/b")).json(), { k: "l/b" });
+  assert.deepEqual(await (await call("/many?k=l/a&k=l/c&k=nope")).json(), { "l/a": '{"k":"l/a"}', "l/c": '{"k":"l/c"}', nope: null });
+  const listed = (await (await call("/list?prefix=l/")).json()) as { name: string }[];
+  assert.deepEqual(listed.map((k) => k.name), ["l/a", "l/b", "l/c"]);
+});
+
+test("limits broken by a script throw in the script with our message", async () => {
+  const ttl = await call("/put?key=short&ttl=10", "v");
+  assert.equal(ttl.status, 500);
+  assert.match(await ttl.text(), /KV PUT failed: 400 .*expiration_ttl of 10 is below the minimum of 60/);
+  const long = await call(`/put?key=${"k".repeat(513)}`, "v");
+  assert.match(await long.text(), /414|too long|512/);
+  assert.equal(await store.get(ns, "short"), null);
+});
