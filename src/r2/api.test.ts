@@ -75,6 +75,12 @@ test("objects: raw put with metadata headers, get with headers and ranges, delet
   assert.equal(get.headers.get("etag"), `"${putBody.result.etag}"`);
   assert.ok(Buffer.from(await get.arrayBuffer()).equals(data));
 
+  const head = await fetch(objectUrl("obj-bkt", "dir/a b ü.txt"), { method: "HEAD", headers: p.headers() });
+  assert.equal(head.status, 200);
+  assert.equal(head.headers.get("content-length"), String(data.length));
+  assert.equal(head.headers.get("etag"), `"${putBody.result.etag}"`);
+  assert.equal((await head.arrayBuffer()).byteLength, 0);
+
   const ranged = await fetch(objectUrl("obj-bkt", "dir/a b ü.txt"), { headers: p.headers({ range: "bytes=5-10" }) });
   assert.equal(ranged.status, 206);
   assert.equal(ranged.headers.get("content-range"), `bytes 5-10/${data.length}`);

@@ -75,7 +75,7 @@ export async function bucketList(ctx: CliContext): Promise<void> {
   const account = await ctx.accountId();
   ctx.log.info("Listing buckets...");
   const { buckets } = await ctx.api().fetchResult<{ buckets: { name: string; creation_date: string }[] }>("GET", bucketsPath(account));
-  ctx.log.info(buckets.map((b) => `name:           ${b.name}\ncreation_date:  ${b.creation_date}`).join("\n\n"));
+  if (buckets.length > 0) ctx.log.info(buckets.map((b) => `name:           ${b.name}\ncreation_date:  ${b.creation_date}`).join("\n\n"));
 }
 
 export async function bucketDelete(args: { bucket?: string }, ctx: CliContext): Promise<void> {
