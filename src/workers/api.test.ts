@@ -146,6 +146,11 @@ test("secrets: names in every answer, values in none; a change reaches the scrip
   assert.equal(onMissing.body.errors[0].code, 10007);
   const badName = await p.api("PUT", `${scripts()}/with-secret/secrets`, { name: "1bad", text: "y" });
   assert.equal(badName.status, 400);
+  const huge = "é".repeat(2561); // 5,122 bytes in UTF-8
+  const tooBig = await p.api("PUT", `${scripts()}/with-secret/secrets`, { name: "BIG", text: huge });
+  assert.equal(tooBig.status, 400);
+  assert.match(tooBig.body.errors[0].message, /at most 5120 bytes/);
+  assert.ok(!JSON.stringify(tooBig.body).includes(huge));
 });
 
 test("permissions: workers_read may look, only workers_edit may change; other accounts are out of reach", async () => {

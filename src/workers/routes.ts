@@ -9,7 +9,7 @@ import type { Permission } from "../core/auth/permissions.js";
 import type { ScriptDeployer } from "./deployer.js";
 import { WorkerCodes, type ScriptRecord } from "./model.js";
 import type { WorkersStore } from "./store.js";
-import { readUpload, UploadLimits } from "./upload.js";
+import { readUpload, secretText } from "./upload.js";
 
 export interface WorkersRouteDeps {
   store: WorkersStore;
@@ -23,7 +23,7 @@ type Params = { account_id: string; name: string; secret: string };
 
 const secretSchema = z.object({
   name: z.string().refine(isValidJsIdentifier, { message: "must be a valid JavaScript identifier" }),
-  text: z.string().max(UploadLimits.secretBytes),
+  text: secretText(),
   type: z.literal("secret_text").default("secret_text"),
 });
 

@@ -45,6 +45,8 @@ export function createWorkersService(ctx: ServiceContext, deps: { kv: KvService;
     handleRaw: (req, res) => proxy.handle(req, res),
     async start() {
       await runtime.start();
+      const removed = await store.gcContent();
+      if (removed) log.info({ removed }, "removed unreferenced worker module files");
     },
     async stop() {
       await runtime.stop();

@@ -152,8 +152,10 @@ export class WorkersStore {
     for (const m of modules) this.content.deleteSync(m.contentId);
   }
 
-  isLiveContent(id: string): boolean {
-    return this.all().some((s) => s.modules.some((m) => m.contentId === id));
+  /** Removes module files no script names (left by a crash between writing modules and committing the row). */
+  gcContent(graceMs?: number): Promise<number> {
+    const live = new Set(this.all().flatMap((s) => s.modules.map((m) => m.contentId)));
+    return this.content.gc((id) => live.has(id), graceMs);
   }
 
   secretNames(accountId: string, script: string): string[] {

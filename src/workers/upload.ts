@@ -12,13 +12,17 @@ export const UploadLimits = {
   secretBytes: 5 * 1024,
 } as const;
 
+/** A secret's text, limited in UTF-8 bytes (the error never quotes the value). */
+export const secretText = () =>
+  z.string().refine((t) => Buffer.byteLength(t, "utf8") <= UploadLimits.secretBytes, { message: `must be at most ${UploadLimits.secretBytes} bytes` });
+
 const invalid = (message: string) => new ApiError(400, WorkerCodes.validation, message);
 
 const bindingName = z.string().refine(isValidJsIdentifier, { message: "must be a valid JavaScript identifier" });
 
 const bindingSchema = z.discriminatedUnion("type", [
   z.object({ type: z.literal("plain_text"), name: bindingName, text: z.string() }),
-  z.object({ type: z.literal("secret_text"), name: bindingName, text: z.string().max(UploadLimits.secretBytes) }),
+  z.object({ type: z.literal("secret_text"), name: bindingName, text: secretText() }),
   z.object({ type: z.literal("r2_bucket"), name: bindingName, bucket_name: z.string().min(1) }),
   z.object({ type: z.literal("kv_namespace"), name: bindingName, namespace_id: z.string().min(1) }),
 ]);
