@@ -144,3 +144,28 @@ test("a secret value never appears in an API answer, a log line or CLI output; t
     rmSync(cwd, { recursive: true, force: true });
   }
 });
+
+test("on a terminal, secret put asks with a hidden prompt: the value is not echoed and reaches the script", async (t) => {
+  const { spawn, spawnSync } = await import("node:child_process");
+  if (spawnSync("script", ["--version"]).status !== 0) return t.skip("util-linux `script` (to get a pseudo-terminal) is not installed");
+  const { CLI_PATH } = await import("../core/testing/platform.js");
+  const code = `export default { fetch(r, env) { return new Response(env.TTY_SECRET ?? "unset"); } };`;
+  assert.equal((await uploadScript(p, "tty-target", code)).status, 200);
+  const value = "typed-on-a-tty-5521";
+  const cmd = `${process.execPath} ${CLI_PATH} secret put TTY_SECRET --name tty-target`;
+  const child = spawn("script", ["-qec", cmd, "/dev/null"], {
+    env: { ...process.env, EDGE_API_URL: p.apiUrl, EDGE_API_TOKEN: p.token, EDGE_ACCOUNT_ID: p.accountId, NO_COLOR: "1", CI: "" },
+    stdio: ["pipe", "pipe", "pipe"],
+  });
+  let out = "";
+  child.stdout.on("data", (d: Buffer) => {
+    out += d.toString();
+    if (out.includes("Enter a secret value:") && !child.stdin.writableEnded) child.stdin.end(`${value}\r`);
+  });
+  child.stderr.on("data", (d: Buffer) => (out += d.toString()));
+  const exit = await new Promise<number | null>((resolve) => child.on("exit", resolve));
+  assert.equal(exit, 0, out);
+  assert.match(out, /Success! Uploaded secret TTY_SECRET/);
+  assert.ok(!out.includes(value), "the typed value is not echoed");
+  assert.equal((await hit(p, "tty-target", "/")).text, value);
+});
