@@ -19,4 +19,5 @@ const server = createServer(async (req, res) => {
   }
 });
 server.keepAliveTimeout = 65_000;
+process.on("SIGINT", () => process.exit(0));
 server.listen(0, "127.0.0.1", () => process.stdout.write(`${server.address().port}\n`));

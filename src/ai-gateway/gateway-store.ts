@@ -48,6 +48,12 @@ export const gatewayMigrations: Migration[] = [
      request BLOB,
      response BLOB
    );`,
+  // Bodies move into the log row: one insert per log instead of two plus a foreign-key check.
+  `ALTER TABLE logs ADD COLUMN request_body BLOB;
+   ALTER TABLE logs ADD COLUMN response_body BLOB;
+   UPDATE logs SET request_body = (SELECT request FROM log_bodies WHERE log_id = logs.id),
+                   response_body = (SELECT response FROM log_bodies WHERE log_id = logs.id);
+   DROP TABLE log_bodies;`,
 ];
 
 interface Row {

@@ -11,7 +11,9 @@ import { gatewayNotFound } from "./gateway-routes.js";
 import type { GatewayStore } from "./gateway-store.js";
 import { logOrder, logWhere } from "./log-query.js";
 import type { LogQueue } from "./log-queue.js";
-import type { LogWriter } from "./log-store.js";
+import { VIEW_COLUMNS, type LogWriter } from "./log-store.js";
+
+const SELECT = `SELECT ${VIEW_COLUMNS.join(", ")} FROM logs`;
 
 type Req = FastifyRequest<{ Params: { account_id: string; id: string; log_id: string }; Querystring: Record<string, string> }>;
 
@@ -19,7 +21,7 @@ const BOOL_COLUMNS = ["success", "cached", "custom_cost", "authenticated"] as co
 
 /** A stored row as the API shows it. */
 function logView(row: Record<string, unknown>) {
-  const { seq: _seq, account_id: _a, gateway_id: _g, metadata, ...rest } = row;
+  const { metadata, ...rest } = row;
   for (const c of BOOL_COLUMNS) rest[c] = rest[c] === 1;
   return { ...rest, metadata: typeof metadata === "string" ? JSON.parse(metadata) : null };
 }
@@ -42,7 +44,7 @@ export function registerLogRoutes(app: FastifyInstance, deps: { db: Db; gateways
     queue.flush();
   };
   const getRow = (req: Req) => {
-    const row = db.prepare("SELECT * FROM logs WHERE account_id = ? AND gateway_id = ? AND id = ?").get(req.params.account_id, req.params.id, req.params.log_id);
+    const row = db.prepare(`${SELECT} WHERE account_id = ? AND gateway_id = ? AND id = ?`).get(req.params.account_id, req.params.id, req.params.log_id);
     if (!row) throw new ApiError(404, AigCodes.notFound, `Not Found: no log "${req.params.log_id}" in gateway "${req.params.id}"`);
     return row as Record<string, unknown>;
   };
@@ -52,7 +54,7 @@ export function registerLogRoutes(app: FastifyInstance, deps: { db: Db; gateways
     const page = readPage(req.query, { defaultPerPage: 20, maxPerPage: 50, code: AigCodes.validation });
     const where = logWhere(req.params.account_id, req.params.id, req.query);
     const order = logOrder(req.query);
-    const rows = db.prepare(`SELECT * FROM logs WHERE ${where.sql} ORDER BY ${order} LIMIT ? OFFSET ?`).all(...where.args, page.perPage, page.offset) as Record<string, unknown>[];
+    const rows = db.prepare(`${SELECT} WHERE ${where.sql} ORDER BY ${order} LIMIT ? OFFSET ?`).all(...where.args, page.perPage, page.offset) as Record<string, unknown>[];
     const stats = db
       .prepare(
         `SELECT count(*) AS total_count, min(cost) AS min_cost, max(cost) AS max_cost, min(duration) AS min_duration, max(duration) AS max_duration,
@@ -72,7 +74,7 @@ export function registerLogRoutes(app: FastifyInstance, deps: { db: Db; gateways
   const body = (which: "request" | "response") => async (req: Req, reply: FastifyReply) => {
     open(req, "ai_gateway_read");
     const row = getRow(req);
-    const stored = db.prepare(`SELECT ${which} AS b FROM log_bodies WHERE log_id = ?`).get(row.id) as { b: Buffer | null } | undefined;
+    const stored = db.prepare(`SELECT ${which}_body AS b FROM logs WHERE id = ?`).get(row.id) as { b: Buffer | null } | undefined;
     if (!stored?.b) throw new ApiError(404, AigCodes.notFound, `Not Found: the ${which} body of log "${row.id}" was not stored`);
     const type = (row[`${which}_content_type`] as string | null) ?? "application/octet-stream";
     return reply.type(type).send(stored.b);

@@ -36,13 +36,25 @@ export interface NewLog {
   strategy: "STOP_INSERTING" | "DELETE_OLDEST" | null;
 }
 
+/** Columns a log is shown with (the bodies are read only by their own endpoints). */
+export const VIEW_COLUMNS = [
+  "id", "created_at", "provider", "model", "path", "request_type", "status_code", "success", "cached", "step",
+  "duration", "tokens_in", "tokens_out", "cached_tokens", "reasoning_tokens", "cost", "cost_note", "custom_cost", "metadata",
+  "request_content_type", "response_content_type", "request_size", "response_size", "authenticated", "event_id", "feedback", "score",
+] as const;
+
 const COLUMNS = [
   "id", "account_id", "gateway_id", "created_at", "provider", "model", "path", "request_type", "status_code", "success", "cached", "step",
   "duration", "tokens_in", "tokens_out", "cached_tokens", "reasoning_tokens", "cost", "cost_note", "custom_cost", "metadata",
-  "request_content_type", "response_content_type", "request_size", "response_size", "authenticated", "event_id",
+  "request_content_type", "response_content_type", "request_size", "response_size", "authenticated", "event_id", "request_body", "response_body",
 ] as const;
 
-const sqlValue = (v: unknown) => (typeof v === "boolean" ? Number(v) : v && typeof v === "object" ? JSON.stringify(v) : v ?? null);
+/** The insert's values in COLUMNS order (written out: this runs for every logged request). */
+const rowValues = (l: NewLog): unknown[] => [
+  l.id, l.account_id, l.gateway_id, l.created_at, l.provider, l.model, l.path, l.request_type, l.status_code, l.success ? 1 : 0, l.cached ? 1 : 0, l.step,
+  l.duration, l.tokens_in, l.tokens_out, l.cached_tokens, l.reasoning_tokens, l.cost, l.cost_note, l.custom_cost ? 1 : 0, l.metadata ? JSON.stringify(l.metadata) : null,
+  l.request_content_type, l.response_content_type, l.request_size, l.response_size, l.authenticated ? 1 : 0, l.event_id, l.request_body, l.response_body,
+];
 
 /** Writes logs in batches (one transaction each) and enforces each gateway's log_management limit. */
 export class LogWriter {
@@ -52,7 +64,6 @@ export class LogWriter {
   constructor(private readonly db: Db) {
     this.q = {
       insert: db.prepare(`INSERT INTO logs (${COLUMNS.join(", ")}) VALUES (${COLUMNS.map(() => "?").join(", ")})`),
-      body: db.prepare("INSERT INTO log_bodies (log_id, request, response) VALUES (?, ?, ?)"),
       count: db.prepare("SELECT count(*) AS n FROM logs WHERE account_id = ? AND gateway_id = ?"),
       trim: db.prepare(
         "DELETE FROM logs WHERE seq IN (SELECT seq FROM logs WHERE account_id = ? AND gateway_id = ? ORDER BY seq LIMIT ?)",
@@ -87,8 +98,7 @@ export class LogWriter {
         const key = `${l.account_id}/${l.gateway_id}`;
         const n = this.count(l.account_id, l.gateway_id);
         if (l.limit !== null && l.strategy !== "DELETE_OLDEST" && n >= l.limit) continue;
-        this.q.insert.run(...COLUMNS.map((c) => sqlValue(l[c])));
-        if (l.request_body || l.response_body) this.q.body.run(l.id, l.request_body, l.response_body);
+        this.q.insert.run(rowValues(l));
         let after = n + 1;
         if (l.limit !== null && after > l.limit) {
           this.q.trim.run(l.account_id, l.gateway_id, after - l.limit);
