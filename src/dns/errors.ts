@@ -22,7 +22,6 @@ export const DnsCodes = {
   soa: 9050, // ours: SOA bounds
   cnameBlocksOthers: 81053,
   cnameExists: 81054,
-  recordExists: 81057,
   identicalRecord: 81058,
   recordNotFound: 81044,
   importInvalid: 9020, // ours: zone file syntax

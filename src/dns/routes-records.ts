@@ -20,7 +20,7 @@ const MAX_BATCH = 3500;
 export async function registerRecordRoutes(app: FastifyInstance, ctx: DnsApiContext): Promise<void> {
   await app.register(multipart, { limits: { fileSize: 16 * 1024 * 1024, files: 1, fields: 10 } });
   const view = (zs: ZoneState) => (r: Parameters<typeof recordView>[0]) => recordView(r, zs.zone.name);
-  const build = (zs: ZoneState, draft: ZoneDraft, body: unknown, mode: EditMode, id?: string) =>
+  const build = (draft: ZoneDraft, body: unknown, mode: EditMode, id?: string) =>
     buildRecord(ctx.state, draft, body, mode, { id, platform: ctx.cfg.platformAddresses });
 
   app.get<ZoneParams>("/zones/:zone_id/dns_records", async (req) => {
@@ -34,7 +34,7 @@ export async function registerRecordRoutes(app: FastifyInstance, ctx: DnsApiCont
   app.post<ZoneParams>("/zones/:zone_id/dns_records", async (req) => {
     const zs = zoneOf(ctx, req, req.params.zone_id, "dns_edit");
     const draft = new ZoneDraft(zs);
-    const r = build(zs, draft, req.body, "create");
+    const r = build(draft, req.body, "create");
     ctx.state.commit(draft);
     return ok(view(zs)(r));
   });
@@ -58,7 +58,7 @@ export async function registerRecordRoutes(app: FastifyInstance, ctx: DnsApiCont
     }
     if (file === undefined) throw new ApiError(400, DnsCodes.validation, 'The multipart field "file" with the zone file is missing.', { pointer: "file" });
     const draft = new ZoneDraft(zs);
-    const result = importZone(file, draft, proxied, (body) => build(zs, draft, body, "create"));
+    const result = importZone(file, draft, proxied, (body) => build(draft, body, "create"));
     ctx.state.commit(draft);
     return ok(result);
   });
@@ -85,9 +85,9 @@ export async function registerRecordRoutes(app: FastifyInstance, ctx: DnsApiCont
       draft.delete(r.id);
       return r;
     });
-    const patches = (lists.patches as unknown[]).map((item, i) => build(zs, draft, item, "patch", idOf(item, "patches", i)));
-    const puts = (lists.puts as unknown[]).map((item, i) => build(zs, draft, item, "put", idOf(item, "puts", i)));
-    const posts = (lists.posts as unknown[]).map((item) => build(zs, draft, item, "create"));
+    const patches = (lists.patches as unknown[]).map((item, i) => build(draft, item, "patch", idOf(item, "patches", i)));
+    const puts = (lists.puts as unknown[]).map((item, i) => build(draft, item, "put", idOf(item, "puts", i)));
+    const posts = (lists.posts as unknown[]).map((item) => build(draft, item, "create"));
     ctx.state.commit(draft);
     const v = view(zs);
     return ok({ deletes: deletes.map(v), patches: patches.map(v), puts: puts.map(v), posts: posts.map(v) });
@@ -103,7 +103,7 @@ export async function registerRecordRoutes(app: FastifyInstance, ctx: DnsApiCont
   const edit = (mode: EditMode) => async (req: { params: { zone_id: string; id: string }; body: unknown } & Parameters<typeof zoneOf>[1]) => {
     const zs = zoneOf(ctx, req, req.params.zone_id, "dns_edit");
     const draft = new ZoneDraft(zs);
-    const r = build(zs, draft, req.body, mode, req.params.id);
+    const r = build(draft, req.body, mode, req.params.id);
     ctx.state.commit(draft);
     return ok(view(zs)(r));
   };
