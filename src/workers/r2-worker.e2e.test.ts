@@ -100,3 +100,31 @@ test("deploy refuses a binding name that is not an identifier and a bucket that 
     rmSync(bad, { recursive: true, force: true });
   }
 });
+
+test("deploy --env bundles TypeScript with its imports and binds that environment's vars and KV namespace", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "env-worker-"));
+  try {
+    const ns = await p.api("POST", `/accounts/${p.accountId}/storage/kv/namespaces`, { title: "staging-kv" });
+    const id = ns.body.result.id as string;
+    writeFileSync(
+      join(dir, "edge.toml"),
+      `name = "multi"\nmain = "src/index.ts"\ncompatibility_date = "2024-09-01"\n[vars]\nGREETING = "top"\n\n[env.staging.vars]\nGREETING = "staging"\n\n[[env.staging.kv_namespaces]]\nbinding = "KV"\nid = "${id}"\n`,
+    );
+    const { mkdirSync } = await import("node:fs");
+    mkdirSync(join(dir, "src"));
+    writeFileSync(join(dir, "src", "greet.ts"), "export const greet = (who: string): string => `${who}!`;\n");
+    writeFileSync(
+      join(dir, "src", "index.ts"),
+      `import { greet } from "./greet";\ninterface Env { GREETING: string; KV: { get(k: string): Promise<string | null>; put(k: string, v: string): Promise<void> } }\n` +
+        `export default { async fetch(_req: Request, env: Env): Promise<Response> { await env.KV.put("k", "from-kv"); return new Response(greet(env.GREETING) + " " + (await env.KV.get("k"))); } };\n`,
+    );
+    const r = await p.cli(["deploy", "--env", "staging"], { cwd: dir });
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stdout, new RegExp(`KV Namespaces:\\n\\s+- KV: ${id}`));
+    assert.match(r.stdout, /Vars:\n\s+- GREETING: "staging"/);
+    assert.match(r.stdout, /http:\/\/multi-staging\.workers\.localhost:\d+/);
+    assert.equal((await hit(p, "multi-staging", "/")).text, "staging! from-kv");
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
