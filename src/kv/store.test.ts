@@ -157,3 +157,15 @@ test("deleting a namespace removes its entries and their content files", async (
   assert.equal(contentFiles().length, files);
   assert.equal(await store.get(ns, "big"), null);
 });
+
+test("content gc removes files no entry names (a crash between file and commit) and keeps live ones", async () => {
+  const ns = store.createNamespace(ACCOUNT, "gc").id;
+  await store.put(ns, "live", Buffer.alloc(KV_LIMITS.inlineValueBytes + 1, 3));
+  const { FileContentStore } = await import("../core/content/content-store.js");
+  const orphan = new FileContentStore(join(dir, "content", "kv")).putSync(Buffer.from("left behind"));
+  assert.ok(contentFiles().includes(orphan.id));
+  await new Promise((r) => setTimeout(r, 20)); // gc takes files strictly older than the grace period
+  assert.equal(await store.gcContent(0), 1);
+  assert.ok(!contentFiles().includes(orphan.id));
+  assert.equal((await store.get(ns, "live"))?.value.length, KV_LIMITS.inlineValueBytes + 1);
+});
