@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
-import type { TestPlatform } from "../core/testing/platform.js";
+import { startTestPlatform, type TestPlatform } from "../core/testing/platform.js";
 import { eventually, hit, logEntries, uploadScript, startPlatform } from "./test-helpers.js";
 
 let p: TestPlatform;
@@ -143,4 +143,15 @@ test("vars and secrets with quotes, backslashes, newlines and non-ASCII reach th
   const put = await p.api("PUT", `/accounts/${p.accountId}/workers/scripts/tricky/secrets`, { name: "S", text: tricky, type: "secret_text" });
   assert.equal(put.status, 200);
   assert.deepEqual(JSON.parse((await hit(p, "tricky", "/")).text), { v: tricky, s: tricky });
+});
+
+test("after a platform restart every stored script serves again, with its secrets", async () => {
+  await p.stop();
+  const again = await startTestPlatform({ stateDir: p.stateDir, args: ["--dns-port", "0"] });
+  try {
+    assert.equal((await hit(again, "rolling", "/")).text, "v2 t-1");
+    assert.equal((await hit(again, "stable", "/")).text, "good -");
+  } finally {
+    await again.stop();
+  }
 });
