@@ -158,9 +158,14 @@ test("on a terminal, secret put asks with a hidden prompt: the value is not echo
     stdio: ["pipe", "pipe", "pipe"],
   });
   let out = "";
+  let typed = false;
   child.stdout.on("data", (d: Buffer) => {
     out += d.toString();
-    if (out.includes("Enter a secret value:") && !child.stdin.writableEnded) child.stdin.end(`${value}\r`);
+    if (out.includes("Enter a secret value:") && !typed) {
+      typed = true;
+      // Type like a person, a moment after the prompt: the prompt is printed just before echo is switched off.
+      setTimeout(() => child.stdin.end(`${value}\r`), 500);
+    }
   });
   child.stderr.on("data", (d: Buffer) => (out += d.toString()));
   const exit = await new Promise<number | null>((resolve) => child.on("exit", resolve));
