@@ -1,9 +1,10 @@
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { spawn } from "node:child_process";
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { startTestPlatform, type CliResult, type TestPlatform } from "../core/testing/platform.js";
+import { CLI_PATH, startTestPlatform, type CliResult, type TestPlatform } from "../core/testing/platform.js";
 
 let p: TestPlatform;
 let work: string;
@@ -272,4 +273,39 @@ test("--help documents every option", async () => {
   }
   assert.match(ok(await kv(["bulk", "delete", "--help"])).stdout, /--force/);
   assert.match(ok(await kv(["namespace", "create", "--help"])).stdout, /--preview/);
+});
+
+/** Runs edgecli on a pseudo-terminal (util-linux `script`), typing `answer` into it; returns what the terminal showed. */
+function onTerminal(args: string[], answer: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const cmd = [process.execPath, CLI_PATH, ...args].map((a) => `'${a.replace(/'/g, "'\\''")}'`).join(" ");
+    const env: NodeJS.ProcessEnv = { ...process.env, EDGE_API_URL: p.apiUrl, EDGE_API_TOKEN: p.token, EDGE_ACCOUNT_ID: p.accountId, EDGE_STATE_DIR: p.stateDir, NO_COLOR: "1" };
+    delete env.CI;
+    const child = spawn("script", ["-qec", cmd, "/dev/null"], { cwd: work, env, stdio: ["pipe", "pipe", "pipe"] });
+    let out = "";
+    child.stdout.on("data", (d: Buffer) => {
+      out += d.toString();
+      if (/\(y\/n\)/.test(out) && answer) {
+        child.stdin.write(answer);
+        answer = "";
+      }
+    });
+    child.on("error", reject);
+    child.on("close", () => resolve(out));
+  });
+}
+
+test("on a terminal: declining the confirmations deletes nothing, yes deletes", { skip: !existsSync("/usr/bin/script") && "needs util-linux script" }, async () => {
+  const id = idFrom(ok(await kv(["namespace", "create", "TTY"])));
+  ok(await kv(["key", "put", "t1", "v", "--namespace-id", id]));
+  const keys = file("tty-keys.json", '["t1"]');
+  const declinedKeys = await onTerminal(["kv", "bulk", "delete", keys, "--namespace-id", id], "n\r");
+  assert.match(declinedKeys, /Not deleting keys read from/);
+  assert.equal((await apiValue(id, "t1"))?.toString(), "v");
+  const declinedNs = await onTerminal(["kv", "namespace", "delete", "--namespace-id", id], "n\r");
+  assert.match(declinedNs, /Not deleting\./);
+  assert.equal((await p.api("GET", `${base}/${id}`)).status, 200);
+  const accepted = await onTerminal(["kv", "namespace", "delete", "--namespace-id", id], "y\r");
+  assert.match(accepted, /Deleted KV namespace/);
+  assert.equal((await p.api("GET", `${base}/${id}`)).status, 404);
 });
