@@ -1,6 +1,5 @@
 import { EventEmitter } from "node:events";
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { ApiError } from "../core/errors.js";
 import { defaultRetry, type RetryPolicy } from "./upstream.js";
 import type { Gateway } from "./gateway-schema.js";
 import type { RequestOptions } from "./request-options.js";
@@ -19,27 +18,6 @@ export interface Exchange {
   logId: string | null;
 }
 
-/** Collects up to `cap` bytes of a body for the log; beyond that the body is not stored (the hosted limit is 10 MB). */
-export class BodyCapture {
-  private chunks: Buffer[] = [];
-  size = 0;
-  constructor(private readonly cap: number) {}
-
-  add(chunk: Buffer): void {
-    this.size += chunk.length;
-    if (this.size <= this.cap) this.chunks.push(chunk);
-    else this.chunks = [];
-  }
-
-  /** The whole body, or null when it was larger than the cap. */
-  buffer(): Buffer | null {
-    if (this.size > this.cap) return null;
-    return this.chunks.length === 1 ? this.chunks[0] : Buffer.concat(this.chunks);
-  }
-}
-
-export const LOG_BODY_CAP = 10 * 1024 * 1024;
-
 /** The `model` of a JSON request body, when it has one (for logs when the answer names none). */
 export function modelOfRequest(body: Buffer | null): string | null {
   if (!body || body.length > 1 << 20) return null;
@@ -49,27 +27,6 @@ export function modelOfRequest(body: Buffer | null): string | null {
   } catch {
     return null;
   }
-}
-
-/** Reads a whole request body (for caching, retries and the universal endpoint), refusing more than `limit` bytes. */
-export function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    req.on("data", (c: Buffer) => {
-      size += c.length;
-      if (size > limit) {
-        req.removeAllListeners("data");
-        req.resume();
-        reject(new ApiError(413, 10013, `Request body is larger than ${limit} bytes`));
-      } else chunks.push(c);
-    });
-    req.once("end", () => resolve(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks)));
-    req.once("error", reject);
-    req.once("close", () => {
-      if (!req.complete) reject(new ApiError(400, 10001, "The client aborted the request body"));
-    });
-  });
 }
 
 /** The retry policy of a request: its headers first, then the gateway's retry settings. */

@@ -1,6 +1,4 @@
-import { createHash } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { Transform } from "node:stream";
 import type { AuthService } from "../core/auth/auth-service.js";
 import type { IdentityStore } from "../core/auth/store.js";
 import { ApiError } from "../core/errors.js";
@@ -8,7 +6,8 @@ import { sendRawError } from "../core/http/app.js";
 import type { Logger } from "../core/logger.js";
 import { AigCodes } from "./codes.js";
 import { newLogId } from "./log-id.js";
-import { BodyCapture, LOG_BODY_CAP, clientGone, modelOfRequest, readBody, retryPolicy, type Exchange } from "./exchange.js";
+import { clientGone, modelOfRequest, retryPolicy, type Exchange } from "./exchange.js";
+import { takeBody } from "./request-body.js";
 import type { Gateway } from "./gateway-schema.js";
 import type { GatewayStore } from "./gateway-store.js";
 import type { LogWriter } from "./log-store.js";
@@ -16,6 +15,7 @@ import type { ProviderRegistry } from "./providers/registry.js";
 import { upstreamUrl } from "./providers/registry.js";
 import type { RateLimiter } from "./rate-limiter.js";
 import { queueLog, relay, answerHeaders, type LogSink } from "./relay.js";
+import { cacheKey } from "./response-cache.js";
 import { gatewayToken, isGatewayHeader, readRequestOptions } from "./request-options.js";
 import { forwardHeaders, type Upstreams } from "./upstream.js";
 import { handleCompat, handleUniversal } from "./universal.js";
@@ -48,8 +48,6 @@ const DEFAULT_GATEWAY = {
   retry_delay: null,
   retry_backoff: null,
 } as const;
-
-const SMALL_BODY = 64 * 1024;
 
 const unauthorized = () =>
   new ApiError(401, AigCodes.unauthorized, "Unauthorized", {
@@ -125,42 +123,21 @@ export class Proxy {
 
     const ttlSec = opts.cacheTtl ?? (gateway.cache_ttl > 0 ? gateway.cache_ttl : opts.cacheKey ? 300 : 0);
     const caching = hasBody && ttlSec > 0 && !opts.skipCache && req.method === "POST";
-    // A body that may be sent twice (retries) or must be hashed first (cache) is read whole; otherwise it streams.
-    let body: Buffer | null = null;
-    let stream: Transform | null = null;
-    let capture: BodyCapture | null = null;
-    // Small bodies (a chat request is a few KB) are read whole: one write upstream instead of a stream per request.
-    const small = Number(req.headers["content-length"] ?? Infinity) <= SMALL_BODY;
-    if (hasBody && (caching || retry.attempts > 1 || small)) {
-      body = await readBody(req, d.bodyLimit);
-      headers["content-length"] = String(body.length);
-    } else if (hasBody) {
-      const c = (capture = new BodyCapture(LOG_BODY_CAP));
-      const t = (stream = new Transform({ transform: (chunk: Buffer, _e, cb) => (c.add(chunk), cb(null, chunk)) }));
-      req.pipe(t);
-      // A client that aborts its upload must also end the upstream request (pipe alone would leave it waiting).
-      req.once("close", () => {
-        if (!req.complete) t.destroy(new Error("the client aborted the request body"));
-      });
-    }
+    const sent = hasBody ? await takeBody(req, caching || retry.attempts > 1, d.bodyLimit) : { body: null, stream: null, capture: null };
+    const body = sent.body;
+    if (body) headers["content-length"] = String(body.length);
 
     let cache: { key: string; ttlMs: number } | undefined;
     const extraHeaders: Record<string, string> = {};
     if (caching) {
-      const h = createHash("sha256");
-      if (opts.cacheKey) h.update(`key\0${opts.cacheKey}`);
-      else {
-        h.update(`${p.id}\0${rest}${search}\0`);
-        for (const name of p.credentialHeaders) h.update(`${name}:${String(req.headers[name] ?? "")}\0`);
-        h.update(body!);
-      }
-      cache = { key: `${gateway.account_id}/${gateway.id}:${h.digest("base64url")}`, ttlMs: ttlSec * 1000 };
+      const key = cacheKey(opts.cacheKey, p.id, `${rest}${search}`, p.credentialHeaders.map((name) => String(req.headers[name] ?? "")), body!);
+      cache = { key: `${gateway.account_id}/${gateway.id}:${key}`, ttlMs: ttlSec * 1000 };
       const hit = d.cache.get(cache.key);
       if (hit) return this.answerFromCache(ex, hit, p.id, rest, body!);
       extraHeaders["gw-aig-cache-status"] = "MISS";
     }
 
-    const up = await d.upstreams.send({ url: target, method: req.method!, headers, body: body ?? stream, retry, signal: clientGone(ex) });
+    const up = await d.upstreams.send({ url: target, method: req.method!, headers, body: body ?? sent.stream, retry, signal: clientGone(ex) });
     await relay(
       ex,
       up,
@@ -169,8 +146,8 @@ export class Proxy {
         path: rest,
         requestType: null,
         step: null,
-        requestBody: () => body ?? capture?.buffer() ?? null,
-        requestSize: () => body?.length ?? capture?.size ?? 0,
+        requestBody: () => body ?? sent.capture?.buffer() ?? null,
+        requestSize: () => body?.length ?? sent.capture?.size ?? 0,
         cache,
         extraHeaders,
       },

@@ -1,7 +1,8 @@
 import { once } from "node:events";
 import type { OutgoingHttpHeaders } from "node:http";
 import { costOf } from "./cost.js";
-import { BodyCapture, LOG_BODY_CAP, modelOfRequest, type Exchange } from "./exchange.js";
+import { modelOfRequest, type Exchange } from "./exchange.js";
+import { BodyCapture, LOG_BODY_CAP } from "./request-body.js";
 import type { LogQueue } from "./log-queue.js";
 import { MAX_ENTRY_BYTES, type ResponseCache } from "./response-cache.js";
 import { HOP_RESPONSE, type UpstreamResponse } from "./upstream.js";

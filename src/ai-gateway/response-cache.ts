@@ -1,3 +1,5 @@
+import { createHash } from "node:crypto";
+
 export interface CachedResponse {
   status: number;
   headers: Record<string, string | string[]>;
@@ -51,4 +53,19 @@ export class ResponseCache {
       this.entries.delete(key);
     }
   }
+}
+
+/**
+ * The cache key of a request: provider, path with query, credential and body, so callers with different
+ * provider keys never share answers; or the caller's own key (gw-aig-cache-key) in their place.
+ */
+export function cacheKey(custom: string | undefined, provider: string, pathAndQuery: string, credentials: readonly string[], body: Buffer): string {
+  const h = createHash("sha256");
+  if (custom) h.update(`key\0${custom}`);
+  else {
+    h.update(`${provider}\0${pathAndQuery}\0`);
+    for (const c of credentials) h.update(`${c}\0`);
+    h.update(body);
+  }
+  return h.digest("base64url");
 }
