@@ -27,6 +27,7 @@ const op = JSON.stringify({ version: 1, method: "get", object: "small.txt" });
 async function run(clients) {
   const agent = new Agent({ connections: clients, pipelining: 1 });
   const lat = [];
+  const cpu0 = process.cpuUsage();
   const end = performance.now() + seconds * 1000;
   await Promise.all(
     Array.from({ length: clients }, async () => {
@@ -42,9 +43,13 @@ async function run(clients) {
   await agent.close();
   lat.sort((a, b) => a - b);
   const pct = (q) => lat[Math.min(lat.length - 1, Math.floor(q * lat.length))].toFixed(2);
-  console.log(`${clients} client(s): ${(lat.length / seconds).toFixed(0)} req/s, p50 ${pct(0.5)} ms, p99 ${pct(0.99)} ms`);
+  const cpu = process.cpuUsage(cpu0);
+  // CPU per request (client and server together, both in this process) is steadier than req/s on a busy machine.
+  const cpuUs = (cpu.user + cpu.system) / lat.length;
+  console.log(`${clients} client(s): ${(lat.length / seconds).toFixed(0)} req/s, p50 ${pct(0.5)} ms, p99 ${pct(0.99)} ms, ${cpuUs.toFixed(0)} µs CPU/req`);
 }
 
+console.log(`load average ${(await import("node:os")).loadavg().map((l) => l.toFixed(1)).join(" ")}, ${(await import("node:os")).cpus().length} cpus`);
 await run(1);
 await run(8);
 server.close();

@@ -114,7 +114,10 @@ async function serve(store: R2Store, bucket: BucketRef, req: IncomingMessage, re
   }
 }
 
-function get(store: R2Store, bucket: BucketRef, op: Json, res: ServerResponse): void {
+/** Bodies up to this size are sent with their metadata in one write: most binding reads are small objects. */
+const SMALL_BODY = 64 * 1024;
+
+async function get(store: R2Store, bucket: BucketRef, op: Json, res: ServerResponse): Promise<void> {
   let range: R2Range | undefined;
   if (op.range !== undefined && op.range !== null) {
     const r = op.range as Json;
@@ -127,6 +130,16 @@ function get(store: R2Store, bucket: BucketRef, op: Json, res: ServerResponse): 
   if (!result.body) {
     // workerd hands the script a body-less object when the metadata comes with the 412.
     return sendMetadata(res, 412, wireObject(result.object), undefined, 0, preconditionFailed());
+  }
+  if (result.bytes || result.range.length <= SMALL_BODY) {
+    let bytes = result.bytes;
+    if (bytes) result.body.destroy();
+    else {
+      const chunks: Buffer[] = [];
+      for await (const c of result.body) chunks.push(c as Buffer);
+      bytes = Buffer.concat(chunks);
+    }
+    return sendMetadata(res, 200, wireObject(result.object, result.range), undefined, 0, undefined, bytes);
   }
   sendMetadata(res, 200, wireObject(result.object, result.range), result.body, result.range.length);
 }
@@ -276,13 +289,13 @@ function readExactly(stream: Readable, n: number): Promise<Buffer> {
 /** Header-safe JSON: non-ASCII becomes \u escapes (header values must be latin1). */
 const asciiJson = (v: unknown) => JSON.stringify(v).replace(/[\u007f-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
 
-function sendMetadata(res: ServerResponse, status: number, meta: Json, body?: Readable, bodyLength = 0, error?: R2Error): void {
+function sendMetadata(res: ServerResponse, status: number, meta: Json, body?: Readable, bodyLength = 0, error?: R2Error, small?: Buffer): void {
   const json = Buffer.from(JSON.stringify(meta), "utf8");
-  const headers: Record<string, string | number> = { "cf-r2-metadata-size": json.length, "content-length": json.length + bodyLength };
+  const headers: Record<string, string | number> = { "cf-r2-metadata-size": json.length, "content-length": json.length + (small?.length ?? bodyLength) };
   if (error) headers["cf-r2-error"] = asciiJson({ version: 1, v4code: error.v4code, message: error.message });
   res.writeHead(status, headers);
   if (!body) {
-    res.end(json);
+    res.end(small ? Buffer.concat([json, small]) : json);
     return;
   }
   res.write(json);

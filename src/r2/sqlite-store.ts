@@ -1,10 +1,11 @@
 import { createHash, randomBytes, type Hash } from "node:crypto";
-import { Readable, Transform } from "node:stream";
+import { pipeline, Readable, Transform } from "node:stream";
 import { ContentTooLargeError, type ContentStore, type StoredContent } from "../core/content/content-store.js";
 import type { Db, Migration } from "../core/db/sqlite.js";
 import { ContentLeases } from "./content-leases.js";
 import { conditionHolds } from "./preconditions.js";
 import { resolveRange } from "./ranges.js";
+import { SmallBodyCache } from "./small-body-cache.js";
 import {
   R2Codes,
   R2Error,
@@ -125,6 +126,7 @@ function decodeCursor(cursor: string): string {
  */
 export class SqliteR2Store implements R2Store {
   private readonly leases: ContentLeases;
+  private readonly small = new SmallBodyCache();
   private readonly q;
 
   constructor(
@@ -234,7 +236,40 @@ export class SqliteR2Store implements R2Store {
     const object = objectInfo(row);
     if (opts.onlyIf && !conditionHolds(opts.onlyIf, object)) return { object, body: undefined, preconditionFailed: true };
     const range = resolveRange(opts.range, object.size);
-    return { object, body: this.readSegments(JSON.parse(row.segments), range), range };
+    const segments: Segment[] = JSON.parse(row.segments);
+    const cached = segments.length === 1 ? this.small.get(segments[0][0]) : undefined;
+    if (cached) {
+      const bytes = cached.subarray(range.offset, range.offset + range.length);
+      return { object, body: Readable.from([bytes], { objectMode: false }), range, bytes };
+    }
+    let body = this.readSegments(segments, range);
+    if (segments.length === 1 && range.length === object.size && object.size <= this.small.maxEntryBytes) body = this.remembering(segments[0][0], body);
+    return { object, body, range };
+  }
+
+  /** Passes a small object's bytes through, keeping a copy for the next read once they all went by. */
+  private remembering(id: string, source: Readable): Readable {
+    const chunks: Buffer[] = [];
+    const small = this.small;
+    const out = new Transform({
+      transform(chunk: Buffer, _enc, cb) {
+        chunks.push(chunk);
+        cb(null, chunk);
+      },
+      flush(cb) {
+        small.set(id, Buffer.concat(chunks));
+        cb();
+      },
+    });
+    // pipeline: an error on either side reaches the reader and closes the file (which ends the lease).
+    pipeline(source, out, () => undefined);
+    return out;
+  }
+
+  /** Content no row refers to any more: unlink it (after its readers) and forget any cached copy. */
+  private discard(ids: readonly string[]): void {
+    this.small.drop(ids);
+    this.leases.remove(ids);
   }
 
   /** Streams [offset, offset+length) across the object's segments, holding a lease so a concurrent overwrite cannot unlink them mid-read. */
@@ -372,7 +407,7 @@ export class SqliteR2Store implements R2Store {
         return true;
       })
       .immediate();
-    if (old) this.leases.remove(old.map(([id]) => id));
+    if (old) this.discard(old.map(([id]) => id));
     return ok;
   }
 
@@ -390,7 +425,7 @@ export class SqliteR2Store implements R2Store {
         }
       })
       .immediate();
-    this.leases.remove(removed);
+    this.discard(removed);
   }
 
   list(bucket: BucketRef, opts: R2ListOptions = {}): R2ListResult {
@@ -502,7 +537,7 @@ export class SqliteR2Store implements R2Store {
       this.content.deleteSync(stored.id);
       throw e;
     }
-    if (replaced) this.leases.remove([replaced]);
+    if (replaced) this.discard([replaced]);
     return { partNumber, etag: stored.md5 };
   }
 
@@ -548,7 +583,7 @@ export class SqliteR2Store implements R2Store {
         this.q.deleteUpload.run(uploadId);
       })
       .immediate();
-    this.leases.remove(unused);
+    this.discard(unused);
     return info;
   }
 
@@ -566,7 +601,7 @@ export class SqliteR2Store implements R2Store {
         n = stale.length;
       })
       .immediate();
-    this.leases.remove(ids);
+    this.discard(ids);
     return n;
   }
 
@@ -579,7 +614,7 @@ export class SqliteR2Store implements R2Store {
         this.q.deleteUpload.run(uploadId);
       })
       .immediate();
-    this.leases.remove(ids);
+    this.discard(ids);
   }
 }
 

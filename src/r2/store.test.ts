@@ -111,6 +111,22 @@ test("overwrite keeps readers working and removes the old bytes", async () => {
   assert.equal(await bodyOf(store.get(B, "ow")), "second");
 });
 
+test("small objects read again come from memory, and never stale", async () => {
+  await store.put(B, "hot", Buffer.from("hot bytes v1"));
+  assert.equal(await bodyOf(store.get(B, "hot")), "hot bytes v1");
+  const again = store.get(B, "hot")!;
+  assert.ok("bytes" in again && again.bytes, "the second read is served from memory");
+  assert.equal(await bodyOf(again), "hot bytes v1");
+  const ranged = store.get(B, "hot", { range: { offset: 4, length: 5 } })!;
+  assert.equal(await bodyOf(ranged), "bytes");
+  await store.put(B, "hot", Buffer.from("hot bytes v2"));
+  const fresh = store.get(B, "hot")!;
+  assert.ok(!("bytes" in fresh && fresh.bytes), "a new version is read from its own file");
+  assert.equal(await bodyOf(fresh), "hot bytes v2");
+  await store.delete(B, "hot");
+  assert.equal(store.get(B, "hot"), undefined);
+});
+
 test("conditional get and put (etag match/no match, uploaded before/after)", async () => {
   const info = (await store.put(B, "cond", Buffer.from("v1")))!;
   const strong = (value: string) => ({ type: "strong" as const, value });

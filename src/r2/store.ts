@@ -74,7 +74,13 @@ export interface R2GetOptions {
 
 export type R2GetResult =
   /** The object and its bytes (only the range asked for). */
-  | { object: R2ObjectInfo; body: Readable; range: { offset: number; length: number } }
+  | {
+      object: R2ObjectInfo;
+      body: Readable;
+      range: { offset: number; length: number };
+      /** The same bytes already in memory (small, recently read objects), for callers that can skip the stream. */
+      bytes?: Buffer;
+    }
   /** A precondition failed: metadata only. */
   | { object: R2ObjectInfo; body: undefined; preconditionFailed: true };
 
