@@ -73,7 +73,9 @@ function address(family: 4 | 6): TypeSpec {
       if (platform.check(c, family === 4 ? "ipv4" : "ipv6")) {
         throw dnsError(DnsCodes.targetNotAllowed, `Target ${c} is not allowed: the address belongs to the platform.`);
       }
-      return { content: c, data: null, priority: null };
+      // IPv6 in its canonical compressed form, so equal addresses compare equal (2001:db8:0::1 = 2001:db8::1).
+      const content = family === 6 ? new URL(`http://[${c}]`).hostname.slice(1, -1) : c;
+      return { content, data: null, priority: null };
     },
     text: (v) => v.content,
     fromText: (text) => ({ content: text.trim() }),
