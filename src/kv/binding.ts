@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { ApiError } from "../core/errors.js";
 import { readLimited } from "./body.js";
+import { bulkGet } from "./bulk.js";
 import { KV_LIMITS, KvCodes } from "./limits.js";
 import type { KvStore } from "./store.js";
 
@@ -27,7 +28,7 @@ async function handle(store: KvStore, ns: KvBindingTarget, req: IncomingMessage,
   const url = new URL(req.url ?? "/", "http://binding");
   const method = req.method ?? "GET";
   if (url.pathname === "/" && method === "GET") return list(store, ns.namespaceId, url, res);
-  if (url.pathname === "/bulk/get" && method === "POST") return bulkGet(store, ns.namespaceId, req, res);
+  if (url.pathname === "/bulk/get" && method === "POST") return bulkGetCall(store, ns.namespaceId, req, res);
   const key = keyFromPath(url);
   if (method === "GET") {
     const entry = await store.get(ns.namespaceId, key);
@@ -94,37 +95,15 @@ function list(store: KvStore, namespaceId: string, url: URL, res: ServerResponse
   sendJson(res, { ...result, cacheStatus: null });
 }
 
-async function bulkGet(store: KvStore, namespaceId: string, req: IncomingMessage, res: ServerResponse): Promise<void> {
-  let body: { keys?: unknown; type?: unknown; withMetadata?: unknown };
+async function bulkGetCall(store: KvStore, namespaceId: string, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  let body: unknown;
   try {
-    body = JSON.parse((await readLimited(req, 1024 * 1024, "bulk get body")).toString("utf8")) as typeof body;
-  } catch {
+    body = JSON.parse((await readLimited(req, 1024 * 1024, "bulk get body")).toString("utf8"));
+  } catch (e) {
+    if (e instanceof ApiError) throw e;
     throw new ApiError(400, KvCodes.badRequest, "bulk get body must be JSON");
   }
-  const keys = body?.keys;
-  if (!Array.isArray(keys) || keys.some((k) => typeof k !== "string")) throw new ApiError(400, KvCodes.badRequest, "keys must be an array of strings");
-  if (keys.length > KV_LIMITS.bulkGetKeys) throw new ApiError(400, KvCodes.tooManyEntries, `bulk get takes at most ${KV_LIMITS.bulkGetKeys} keys, got ${keys.length}`);
-  const type = body.type ?? "text";
-  if (type !== "text" && type !== "json") throw new ApiError(400, KvCodes.badRequest, `type must be "text" or "json", got ${JSON.stringify(type)}`);
-  const found = await store.getMany(namespaceId, keys as string[]);
-  const out: Record<string, unknown> = {};
-  for (const [k, entry] of found) {
-    if (!entry) {
-      out[k] = null;
-      continue;
-    }
-    const text = entry.value.toString("utf8");
-    let value: unknown = text;
-    if (type === "json") {
-      try {
-        value = JSON.parse(text);
-      } catch {
-        throw new ApiError(400, KvCodes.badRequest, `value of key ${JSON.stringify(k)} is not JSON`);
-      }
-    }
-    out[k] = body.withMetadata ? { value, metadata: entry.metadata } : value;
-  }
-  sendJson(res, out);
+  sendJson(res, await bulkGet(store, namespaceId, body));
 }
 
 function sendJson(res: ServerResponse, value: unknown): void {

@@ -1,6 +1,6 @@
 import { ApiError } from "../core/errors.js";
 import { KV_LIMITS, KvCodes } from "./limits.js";
-import type { KvBulkEntry } from "./store.js";
+import type { KvBulkEntry, KvStore } from "./store.js";
 
 /** Validates the bulk-write array entry by entry; the first bad entry rejects the whole request. */
 export function bulkEntries(body: unknown): KvBulkEntry[] {
@@ -30,4 +30,37 @@ export function bulkEntry(raw: unknown, i: number): KvBulkEntry {
     expirationTtl: (e.expiration_ttl as number | null | undefined) ?? undefined,
     metadata: e.metadata ?? undefined,
   };
+}
+
+/**
+ * Bulk get, shared by the v4 route and the worker binding: `{keys, type?: "text"|"json", withMetadata?}` →
+ * an object keyed by key holding the value (or `{value, metadata}`), null for missing keys.
+ */
+export async function bulkGet(store: KvStore, namespaceId: string, body: unknown): Promise<Record<string, unknown>> {
+  const req = (body ?? {}) as { keys?: unknown; type?: unknown; withMetadata?: unknown };
+  const keys = req.keys;
+  if (!Array.isArray(keys) || keys.some((k) => typeof k !== "string")) throw new ApiError(400, KvCodes.badRequest, "keys must be an array of key strings");
+  if (keys.length > KV_LIMITS.bulkGetKeys) {
+    throw new ApiError(400, KvCodes.tooManyEntries, `bulk get takes at most ${KV_LIMITS.bulkGetKeys} keys, got ${keys.length}`);
+  }
+  const type = req.type ?? "text";
+  if (type !== "text" && type !== "json") throw new ApiError(400, KvCodes.badRequest, `type must be "text" or "json", got ${JSON.stringify(type)}`);
+  const out: Record<string, unknown> = {};
+  for (const [k, entry] of await store.getMany(namespaceId, keys as string[])) {
+    if (!entry) {
+      out[k] = null;
+      continue;
+    }
+    const text = entry.value.toString("utf8");
+    let value: unknown = text;
+    if (type === "json") {
+      try {
+        value = JSON.parse(text);
+      } catch {
+        throw new ApiError(400, KvCodes.badRequest, `the value of ${JSON.stringify(k)} is not JSON`);
+      }
+    }
+    out[k] = req.withMetadata ? { value, metadata: entry.metadata } : value;
+  }
+  return out;
 }

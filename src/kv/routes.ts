@@ -6,7 +6,7 @@ import { readPage, resultInfo } from "../core/http/pagination.js";
 import { requireAccount } from "../core/http/app.js";
 import { readLimited } from "./body.js";
 import { KV_LIMITS, KvCodes } from "./limits.js";
-import { bulkEntries } from "./bulk.js";
+import { bulkEntries, bulkGet } from "./bulk.js";
 import { keyNotFound, namespaceNotFound, type KvStore } from "./store.js";
 
 type Params = { accountId: string; namespaceId: string; key: string };
@@ -123,34 +123,7 @@ export function registerKvRoutes(app: FastifyInstance, store: KvStore): void {
 
   app.post(`${NS}/:namespaceId/bulk/get`, async (req) => {
     const ns = namespaceOf(req, "kv_read");
-    const body = (req.body ?? {}) as { keys?: unknown; type?: unknown; withMetadata?: unknown };
-    if (!Array.isArray(body.keys) || body.keys.some((k) => typeof k !== "string")) {
-      throw new ApiError(400, KvCodes.badRequest, "keys must be an array of key strings");
-    }
-    if (body.keys.length > KV_LIMITS.bulkGetKeys) {
-      throw new ApiError(400, KvCodes.tooManyEntries, `bulk get takes at most ${KV_LIMITS.bulkGetKeys} keys, got ${body.keys.length}`);
-    }
-    const type = body.type ?? "text";
-    if (type !== "text" && type !== "json") throw new ApiError(400, KvCodes.badRequest, `type must be "text" or "json"`);
-    const found = await store.getMany(ns, body.keys as string[]);
-    const values: Record<string, unknown> = {};
-    for (const [k, entry] of found) {
-      if (!entry) {
-        values[k] = null;
-        continue;
-      }
-      const text = entry.value.toString("utf8");
-      let value: unknown = text;
-      if (type === "json") {
-        try {
-          value = JSON.parse(text);
-        } catch {
-          throw new ApiError(400, KvCodes.badRequest, `the value of ${JSON.stringify(k)} is not JSON`);
-        }
-      }
-      values[k] = body.withMetadata ? { value, metadata: entry.metadata, expiration: entry.expiration ?? undefined } : value;
-    }
-    return ok({ values });
+    return ok({ values: await bulkGet(store, ns, req.body) });
   });
 
   // Value writes take any body as raw bytes (even application/json), or multipart with value + metadata.
