@@ -5,8 +5,8 @@
 // (autocannon), and added time to first byte for streaming (our gateway only; Portkey's streaming fails on Node 20).
 // Usage: (cd /work/main && npx tsc -p .) && cd bench/ai-gateway && npm install && node bench.mjs
 import { spawn, execSync } from "node:child_process";
-import { mkdirSync, writeFileSync } from "node:fs";
-import { cpus } from "node:os";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { cpus, loadavg } from "node:os";
 import { fileURLToPath } from "node:url";
 import autocannon from "autocannon";
 import { Agent, request } from "undici";
@@ -67,10 +67,11 @@ const body = JSON.stringify({ model: "gpt-4o-mini", messages: [{ role: "user", c
 const streamBody = JSON.stringify({ model: "gpt-4o-mini", stream: true, stream_options: { include_usage: true }, messages: [{ role: "user", content: "Say hello" }] });
 const base = { "content-type": "application/json", authorization: "Bearer sk-bench" };
 const targets = {
-  direct: { url: `${upstream}/chat/completions`, headers: base },
-  bare_passthrough: { url: `http://127.0.0.1:${barePort}/`, headers: base },
-  gateway: { url: `${p.url}/v1/${p.accountId}/bench/openai/chat/completions`, headers: { ...base, "gw-aig-authorization": `Bearer ${runToken}` } },
-  portkey: { url: `http://127.0.0.1:${portkeyPort}/v1/chat/completions`, headers: { ...base, "x-portkey-provider": "openai", "x-portkey-custom-host": upstream } },
+  // pid: whose CPU is counted (for direct, the upstream's own; for the others, the proxy's alone).
+  direct: { url: `${upstream}/chat/completions`, headers: base, pid: mock.pid },
+  bare_passthrough: { url: `http://127.0.0.1:${barePort}/`, headers: base, pid: bare.pid },
+  gateway: { url: `${p.url}/v1/${p.accountId}/bench/openai/chat/completions`, headers: { ...base, "gw-aig-authorization": `Bearer ${runToken}` }, pid: p.process.pid },
+  portkey: { url: `http://127.0.0.1:${portkeyPort}/v1/chat/completions`, headers: { ...base, "x-portkey-provider": "openai", "x-portkey-custom-host": upstream }, pid: portkey.pid },
 };
 
 // Sanity: each target answers 200 with the upstream's body.
@@ -101,16 +102,28 @@ async function latency(t, n, reqBody = body, firstByte = false) {
   return { p50: pct(times, 0.5), p99: pct(times, 0.99), mean: Math.round(times.reduce((a, b) => a + b, 0) / times.length) };
 }
 
+/** user+system CPU time of a process in µs, from /proc (clock ticks of 10 ms). */
+function cpuUs(pid) {
+  const f = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1].split(" ");
+  return (Number(f[11]) + Number(f[12])) * 10_000;
+}
+
+/**
+ * req/s at the given concurrency, and the CPU the serving process spent per request: on a loaded machine
+ * req/s swings with the neighbours, CPU per request much less.
+ */
 function throughput(t, connections) {
+  const before = cpuUs(t.pid);
   return new Promise((resolve, reject) => {
     autocannon({ url: t.url, method: "POST", headers: t.headers, body, connections, duration: DURATION }, (err, res) => {
       if (err) return reject(err);
-      resolve({ rps: Math.round(res.requests.average), non2xx: res.non2xx, errors: res.errors, p50ms: res.latency.p50, p99ms: res.latency.p99 });
+      const cpu_us_per_req = Math.round((cpuUs(t.pid) - before) / res.requests.total);
+      resolve({ rps: Math.round(res.requests.average), cpu_us_per_req, non2xx: res.non2xx, errors: res.errors, p50ms: res.latency.p50, p99ms: res.latency.p99 });
     });
   });
 }
 
-const results = { date: new Date().toISOString(), nproc: cpus().length, node: process.version, commit: execSync("git rev-parse --short HEAD", { cwd: root }).toString().trim(), latency_c1_us: {}, throughput_c32: {}, ttfb_stream_us: {} };
+const results = { date: new Date().toISOString(), nproc: cpus().length, loadavg_at_start: loadavg().map((x) => +x.toFixed(1)), node: process.version, commit: execSync("git rev-parse --short HEAD", { cwd: root }).toString().trim(), latency_c1_us: {}, throughput_c32: {}, ttfb_stream_us: {} };
 for (const name of Object.keys(targets)) {
   await throughput(targets[name], 8).catch(() => undefined); // warm-up
   results.latency_c1_us[name] = await latency(targets[name], N_LATENCY);
@@ -131,6 +144,8 @@ results.summary = {
   portkey_rps_c32: results.throughput_c32.portkey.rps,
   direct_rps_c32: results.throughput_c32.direct.rps,
   gateway_vs_portkey_rps: +(results.throughput_c32.gateway.rps / results.throughput_c32.portkey.rps).toFixed(1),
+  cpu_us_per_req: Object.fromEntries(Object.entries(results.throughput_c32).map(([k, v]) => [k, v.cpu_us_per_req])),
+  gateway_vs_portkey_cpu: +(results.throughput_c32.portkey.cpu_us_per_req / results.throughput_c32.gateway.cpu_us_per_req).toFixed(1),
   bare_passthrough_rps_c32: results.throughput_c32.bare_passthrough.rps,
   bare_added_ttfb_p50_ms: (results.ttfb_stream_us.bare_passthrough.p50 - results.ttfb_stream_us.direct.p50) / 1000,
   gateway_added_ttfb_p50_ms: (results.ttfb_stream_us.gateway.p50 - results.ttfb_stream_us.direct.p50) / 1000,
