@@ -2,7 +2,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import { ApiError } from "../core/errors.js";
 import { readLimited } from "./body.js";
 import { bulkGet } from "./bulk.js";
-import { KV_LIMITS, KvCodes } from "./limits.js";
+import { KV_LIMITS, KvCodes, numberParam } from "./limits.js";
 import type { KvStore } from "./store.js";
 
 export interface KvBindingTarget {
@@ -53,8 +53,8 @@ async function handle(store: KvStore, ns: KvBindingTarget, req: IncomingMessage,
       }
     }
     await store.put(ns.namespaceId, key, body, {
-      expiration: numberParam(url, "expiration"),
-      expirationTtl: numberParam(url, "expiration_ttl"),
+      expiration: numberParam(url.searchParams.get("expiration"), "expiration"),
+      expirationTtl: numberParam(url.searchParams.get("expiration_ttl"), "expiration_ttl"),
       metadata,
     });
     return send(res, 200, "");
@@ -75,14 +75,6 @@ function keyFromPath(url: URL): string {
   } catch {
     throw new ApiError(400, KvCodes.invalidKey, "key is not valid percent-encoding");
   }
-}
-
-function numberParam(url: URL, name: string): number | undefined {
-  const v = url.searchParams.get(name);
-  if (v === null || v === "") return undefined;
-  const n = Number(v);
-  if (!Number.isFinite(n)) throw new ApiError(400, name === "expiration" ? KvCodes.invalidExpiration : KvCodes.invalidTtl, `${name} must be a number, got ${JSON.stringify(v)}`);
-  return n;
 }
 
 function list(store: KvStore, namespaceId: string, url: URL, res: ServerResponse): void {

@@ -109,3 +109,13 @@ export function checkTitle(title: unknown): string {
   if (Buffer.byteLength(title, "utf8") > 512) throw new ApiError(400, KvCodes.invalidTitle, "title must be at most 512 bytes");
   return title;
 }
+
+/** Reads `expiration` / `expiration_ttl` from a query string value; absent or empty means not given. */
+export function numberParam(v: string | null | undefined, name: "expiration" | "expiration_ttl"): number | undefined {
+  if (v === undefined || v === null || v === "") return undefined;
+  const n = Number(v);
+  if (!Number.isFinite(n)) {
+    throw new ApiError(400, name === "expiration" ? KvCodes.invalidExpiration : KvCodes.invalidTtl, `${name} must be a number, got ${JSON.stringify(v)}`);
+  }
+  return n;
+}

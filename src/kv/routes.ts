@@ -5,7 +5,7 @@ import { ok } from "../core/http/envelope.js";
 import { readPage, resultInfo } from "../core/http/pagination.js";
 import { requireAccount } from "../core/http/app.js";
 import { readLimited } from "./body.js";
-import { KV_LIMITS, KvCodes } from "./limits.js";
+import { KV_LIMITS, KvCodes, numberParam } from "./limits.js";
 import { bulkEntries, bulkGet } from "./bulk.js";
 import { keyNotFound, namespaceNotFound, type KvStore } from "./store.js";
 
@@ -174,15 +174,6 @@ function parseMetadataPart(data: Buffer): unknown {
   } catch {
     throw new ApiError(400, KvCodes.invalidMetadata, 'the "metadata" part is not valid JSON');
   }
-}
-
-function numberParam(v: string | undefined, name: string): number | undefined {
-  if (v === undefined || v === "") return undefined;
-  const n = Number(v);
-  if (!Number.isFinite(n)) {
-    throw new ApiError(400, name === "expiration" ? KvCodes.invalidExpiration : KvCodes.invalidTtl, `${name} must be a number, got ${JSON.stringify(v)}`);
-  }
-  return n;
 }
 
 function choice<T extends string>(v: string | undefined, allowed: readonly T[], name: string): T | undefined {
