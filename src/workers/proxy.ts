@@ -49,7 +49,7 @@ export class WorkerProxy {
     return true;
   }
 
-  private async forward(name: string, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  private async forward(name: string, req: IncomingMessage, res: ServerResponse, retry = true): Promise<void> {
     const rt = this.runtime.lookup(name);
     if (!rt) {
       req.resume();
@@ -65,20 +65,31 @@ export class WorkerProxy {
     const headers = forwardable(req.headers, new Set(["transfer-encoding"]));
     // The script learns the client address from this header; a client cannot supply its own.
     headers["cf-connecting-ip"] = req.socket.remoteAddress ?? "";
+    const bodyless = !req.headers["transfer-encoding"] && Number(req.headers["content-length"] ?? 0) === 0;
     const upstream = request({ host: "127.0.0.1", port, method: req.method, path: req.url, headers, agent: this.agent }, (up) => {
       res.writeHead(up.statusCode ?? 502, up.statusMessage, forwardable(up.headers));
       up.pipe(res);
       up.on("error", () => res.destroy());
     });
-    upstream.on("error", (err) => {
+    upstream.on("error", (err: NodeJS.ErrnoException) => {
+      // A redeploy can close a kept-alive connection to the old workerd just as it is reused (or its
+      // listener just as we connect). Nothing reached the script then; a request without a body is sent
+      // once more, to whichever process is live now.
+      if (retry && bodyless && !res.headersSent && (err.code === "ECONNRESET" || err.code === "ECONNREFUSED") && !res.destroyed) {
+        void this.forward(name, req, res, false);
+        return;
+      }
       this.log.warn({ script: name, err: err.message }, "worker request failed");
       if (!res.headersSent) plain(res, 502, `Worker ${name} did not answer\n`);
       else res.destroy();
     });
-    res.on("close", () => {
+    const onClose = () => {
       if (!res.writableFinished) upstream.destroy();
-    });
-    req.pipe(upstream);
+    };
+    res.once("close", onClose);
+    upstream.once("close", () => res.off("close", onClose));
+    if (bodyless) upstream.end();
+    else req.pipe(upstream);
   }
 
   close(): void {
