@@ -73,7 +73,9 @@ export function buildRecord(
   const existing = opts.id ? draft.get(opts.id) : undefined;
   if (opts.id && !existing) throw recordNotFound();
   const base = mode === "patch" ? existing : undefined;
-  const has = (k: string) => b[k] !== undefined;
+  // null counts as "not given" (some clients send `"data": null`, `"proxied": null`); comment and tags use null to clear.
+  const has = (k: string) => b[k] !== undefined && b[k] !== null;
+  const sent = (k: string) => b[k] !== undefined;
 
   const type = has("type") ? readType(b.type) : base ? base.type : readType(b.type);
   const spec = TYPES[type];
@@ -99,9 +101,9 @@ export function buildRecord(
   const ttlIn = has("ttl") ? readTtl(b.ttl) : (base?.ttl ?? 1);
   // Proxied records always have automatic TTL, as the hosted API does.
   const ttl = proxied ? 1 : ttlIn;
-  const comment = has("comment") || !base ? readComment(b.comment) : base.comment;
-  const tags = has("tags") || !base ? readTags(b.tags) : base.tags;
-  const settings = has("settings") || !base ? readSettings(b.settings, type) : base.settings;
+  const comment = sent("comment") || !base ? readComment(b.comment) : base.comment;
+  const tags = sent("tags") || !base ? readTags(b.tags) : base.tags;
+  const settings = sent("settings") || !base ? readSettings(b.settings, type) : base.settings;
 
   const id = existing?.id ?? newId();
   checkConflicts(draft, id, name, type, value);

@@ -174,6 +174,15 @@ describe("DNS API validation: every rule refuses with its code and writes nothin
     }
   });
 
+  it("takes null as not given (lexicon sends data: null) and clears a comment patched to null", async () => {
+    const r = await p.api("POST", `/zones/${zoneId}/dns_records`, { type: "A", name: "nulls", content: "203.0.113.60", data: null, proxied: null, ttl: null, comment: "x" });
+    assert.equal(r.status, 200, JSON.stringify(r.body));
+    assert.equal(r.body.result.ttl, 1);
+    const cleared = await p.api("PATCH", `/zones/${zoneId}/dns_records/${r.body.result.id}`, { comment: null });
+    assert.equal(cleared.body.result.comment, null);
+    assert.equal(cleared.body.result.content, "203.0.113.60");
+  });
+
   it("answers unknown records 81044 and refuses writes without dns_edit with 403", async () => {
     const miss = await p.api("PATCH", `/zones/${zoneId}/dns_records/${"f".repeat(32)}`, { content: "203.0.113.9" });
     assert.equal(miss.status, 404);
