@@ -72,10 +72,11 @@ export class WorkerProxy {
       up.on("error", () => res.destroy());
     });
     upstream.on("error", (err: NodeJS.ErrnoException) => {
-      // A redeploy can close a kept-alive connection to the old workerd just as it is reused (or its
-      // listener just as we connect). Nothing reached the script then; a request without a body is sent
-      // once more, to whichever process is live now.
-      if (retry && bodyless && !res.headersSent && (err.code === "ECONNRESET" || err.code === "ECONNREFUSED") && !res.destroyed) {
+      // A redeploy can close an idle kept-alive connection to the old workerd just as it is reused (or its
+      // listener just as we connect). Nothing reached the script then, so a request without a body is sent
+      // once more, to whichever process is live now. A reset on a fresh connection is not retried.
+      const neverReached = err.code === "ECONNREFUSED" || (err.code === "ECONNRESET" && upstream.reusedSocket);
+      if (retry && bodyless && neverReached && !res.headersSent && !res.destroyed) {
         void this.forward(name, req, res, false);
         return;
       }
