@@ -78,9 +78,26 @@ function fromFilter(f: z.infer<typeof filterSchema>[number], out: Where): void {
 
 const FLAT_RANGES: Record<string, string> = { cost: "cost", duration: "duration", tokens_in: "tokens_in", tokens_out: "tokens_out", total_tokens: KEYS.tokens };
 
-/** Builds the WHERE clause of a logs query from `filters` (JSON array) and the older flat parameters. */
+const list = (v: unknown): string[] => (v === undefined ? [] : Array.isArray(v) ? v.map(String) : [String(v)]);
+const typed = (v: string): string | number | boolean | null => (v === "true" ? true : v === "false" ? false : v === "null" ? null : v !== "" && Number.isFinite(Number(v)) ? Number(v) : v);
+
+/**
+ * The Cloudflare SDKs send filters in "dot" form (`filters.key=a&filters.operator=eq&filters.value=x`, repeated
+ * per filter). Values pair with keys one to one when their counts match; with one key, all values are its.
+ */
+function dotFilters(q: Record<string, unknown>): unknown[] {
+  const keys = list(q["filters.key"]);
+  const ops = list(q["filters.operator"]);
+  const values = list(q["filters.value"]).map(typed);
+  return keys.map((key, i) => ({ key, operator: ops[i] ?? ops[0], value: keys.length === 1 ? values : values.length === keys.length ? [values[i]] : [] }));
+}
+
+/** Builds the WHERE clause of a logs query from `filters` (JSON array, or the SDKs' dot form) and the older flat parameters. */
 export function logWhere(accountId: string, gatewayId: string, q: Record<string, unknown>): Where {
   const out: Where = { sql: "account_id = ? AND gateway_id = ?", args: [accountId, gatewayId] };
+  if (q["filters.key"] !== undefined) {
+    for (const f of parseWith(filterSchema, dotFilters(q), AigCodes.validation)) fromFilter(f, out);
+  }
   if (q.filters !== undefined && q.filters !== "") {
     let parsed: unknown;
     try {
