@@ -1,10 +1,12 @@
 import { createHash, randomBytes, type Hash } from "node:crypto";
 import { pipeline, Readable, Transform } from "node:stream";
 import { ContentTooLargeError, type ContentStore, type StoredContent } from "../core/content/content-store.js";
-import type { Db, Migration } from "../core/db/sqlite.js";
+import type { Db } from "../core/db/sqlite.js";
 import { ContentLeases } from "./content-leases.js";
 import { conditionHolds } from "./preconditions.js";
 import { resolveRange } from "./ranges.js";
+import { listObjects } from "./list-objects.js";
+import { bucketInfo, objectInfo, type BucketRow, type ObjectRow, type Segment } from "./schema.js";
 import { SmallBodyCache } from "./small-body-cache.js";
 import {
   R2Codes,
@@ -25,99 +27,12 @@ import {
 } from "./store.js";
 import { assertBucketName, assertCustomMetadata, assertKey, assertStorageClass, cleanHttpMetadata } from "./validation.js";
 
-export const r2Migrations: readonly Migration[] = [
-  `CREATE TABLE buckets (
-     id INTEGER PRIMARY KEY,
-     account_id TEXT NOT NULL,
-     name TEXT NOT NULL,
-     created_at TEXT NOT NULL,
-     location TEXT NOT NULL,
-     storage_class TEXT NOT NULL,
-     UNIQUE (account_id, name)
-   );
-   -- segments: JSON [[contentId, size], ...] in order; one entry unless the object came from a multipart upload.
-   CREATE TABLE objects (
-     bucket_id INTEGER NOT NULL REFERENCES buckets(id),
-     key TEXT NOT NULL,
-     version TEXT NOT NULL,
-     size INTEGER NOT NULL,
-     etag TEXT NOT NULL,
-     uploaded INTEGER NOT NULL,
-     http TEXT NOT NULL,
-     custom TEXT NOT NULL,
-     checksums TEXT NOT NULL,
-     storage_class TEXT NOT NULL,
-     segments TEXT NOT NULL,
-     PRIMARY KEY (bucket_id, key)
-   ) WITHOUT ROWID;
-   CREATE TABLE uploads (
-     upload_id TEXT PRIMARY KEY,
-     bucket_id INTEGER NOT NULL REFERENCES buckets(id),
-     key TEXT NOT NULL,
-     http TEXT NOT NULL,
-     custom TEXT NOT NULL,
-     storage_class TEXT NOT NULL,
-     created INTEGER NOT NULL
-   );
-   CREATE TABLE parts (
-     upload_id TEXT NOT NULL REFERENCES uploads(upload_id) ON DELETE CASCADE,
-     part_number INTEGER NOT NULL,
-     content_id TEXT NOT NULL,
-     size INTEGER NOT NULL,
-     md5 TEXT NOT NULL,
-     PRIMARY KEY (upload_id, part_number)
-   );`,
-];
-
-interface BucketRow {
-  id: number;
-  name: string;
-  created_at: string;
-  location: string;
-  storage_class: string;
-}
-interface ObjectRow {
-  key: string;
-  version: string;
-  size: number;
-  etag: string;
-  uploaded: number;
-  http: string;
-  custom: string;
-  checksums: string;
-  storage_class: string;
-  segments: string;
-}
-type Segment = [contentId: string, size: number];
-
-const bucketInfo = (r: BucketRow): R2BucketInfo => ({ name: r.name, creationDate: r.created_at, location: r.location, storageClass: r.storage_class });
-
-function objectInfo(r: ObjectRow, withMetadata = true): R2ObjectInfo {
-  return {
-    key: r.key,
-    version: r.version,
-    size: r.size,
-    etag: r.etag,
-    uploaded: r.uploaded,
-    httpMetadata: withMetadata ? JSON.parse(r.http) : {},
-    customMetadata: withMetadata ? JSON.parse(r.custom) : {},
-    checksums: JSON.parse(r.checksums),
-    storageClass: r.storage_class,
-  };
-}
+export { r2Migrations } from "./schema.js";
 
 const notFoundBucket = () => new R2Error(404, R2Codes.bucketNotFound, "The specified bucket does not exist.");
 const noSuchUpload = () => new R2Error(404, R2Codes.noSuchUpload, "The specified multipart upload does not exist.");
 const newVersion = () => randomBytes(16).toString("hex");
 const EXTRA_DIGESTS = ["sha1", "sha384", "sha512"] as const;
-
-/** Cursor = the last key or delimited prefix a page ended on, so the next page starts strictly after it. */
-const encodeCursor = (after: string) => Buffer.from(after, "utf8").toString("base64url");
-function decodeCursor(cursor: string): string {
-  const after = Buffer.from(cursor, "base64url").toString("utf8");
-  if (!after || encodeCursor(after) !== cursor) throw new R2Error(400, R2Codes.invalidArgument, "The list cursor is not valid");
-  return after;
-}
 
 /**
  * Objects and buckets in SQLite; bytes in the content store. Every write streams the body to a new content
@@ -429,65 +344,8 @@ export class SqliteR2Store implements R2Store {
   }
 
   list(bucket: BucketRef, opts: R2ListOptions = {}): R2ListResult {
-    const limit = opts.limit ?? R2Limits.maxListLimit;
-    if (!Number.isInteger(limit) || limit < 1 || limit > R2Limits.maxListLimit) {
-      throw new R2Error(400, R2Codes.invalidMaxKeys, `limit must be an integer between 1 and ${R2Limits.maxListLimit}`);
-    }
     const bucketId = this.bucketId(bucket);
-    const prefix = opts.prefix ?? "";
-    const delimiter = opts.delimiter || undefined;
-    const withHttp = opts.include?.includes("httpMetadata") ?? false;
-    const withCustom = opts.include?.includes("customMetadata") ?? false;
-    let after = opts.startAfter ?? "";
-    if (opts.cursor) {
-      const c = decodeCursor(opts.cursor);
-      if (c > after) after = c;
-    }
-    // A page resumed after a delimited prefix must not repeat it.
-    let lastPrefix: string | undefined = delimiter && after.endsWith(delimiter) ? after : undefined;
-
-    const objects: R2ObjectInfo[] = [];
-    const delimitedPrefixes: string[] = [];
-    let lastItem = "";
-    let truncated = false;
-    const batch = Math.min(limit + 1, 1000);
-    let scanFrom = after;
-    scan: for (;;) {
-      const rows = scanFrom >= prefix ? this.q.listAfter.all(bucketId, scanFrom, batch) : this.q.listFrom.all(bucketId, prefix, batch);
-      if (rows.length === 0) break;
-      for (const row of rows) {
-        scanFrom = row.key;
-        if (!row.key.startsWith(prefix)) break scan;
-        if (delimiter) {
-          const at = row.key.indexOf(delimiter, prefix.length);
-          if (at >= 0) {
-            const common = row.key.slice(0, at + delimiter.length);
-            if (common === lastPrefix) continue;
-            if (objects.length + delimitedPrefixes.length === limit) {
-              truncated = true;
-              break scan;
-            }
-            delimitedPrefixes.push(common);
-            lastPrefix = lastItem = common;
-            // Jump past every key under this prefix (U+10FFFF sorts after any other character; the
-            // startsWith check above still catches a key that continues with U+10FFFF itself).
-            scanFrom = common + "\u{10FFFF}";
-            continue scan;
-          }
-        }
-        if (objects.length + delimitedPrefixes.length === limit) {
-          truncated = true;
-          break scan;
-        }
-        const info = objectInfo(row);
-        if (!withHttp) info.httpMetadata = {};
-        if (!withCustom) info.customMetadata = {};
-        objects.push(info);
-        lastItem = row.key;
-      }
-      if (rows.length < batch) break;
-    }
-    return { objects, delimitedPrefixes, truncated, ...(truncated ? { cursor: encodeCursor(lastItem) } : {}) };
+    return listObjects((from, inclusive, n) => (inclusive ? this.q.listFrom : this.q.listAfter).all(bucketId, from, n), opts);
   }
 
   // ---- multipart ----

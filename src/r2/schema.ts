@@ -1,0 +1,84 @@
+import type { Migration } from "../core/db/sqlite.js";
+import type { R2BucketInfo, R2ObjectInfo } from "./store.js";
+
+/** The R2 database (`<state>/db/r2.sqlite`): append-only migrations, the row shapes, and rows to API objects. */
+export const r2Migrations: readonly Migration[] = [
+  `CREATE TABLE buckets (
+     id INTEGER PRIMARY KEY,
+     account_id TEXT NOT NULL,
+     name TEXT NOT NULL,
+     created_at TEXT NOT NULL,
+     location TEXT NOT NULL,
+     storage_class TEXT NOT NULL,
+     UNIQUE (account_id, name)
+   );
+   -- segments: JSON [[contentId, size], ...] in order; one entry unless the object came from a multipart upload.
+   CREATE TABLE objects (
+     bucket_id INTEGER NOT NULL REFERENCES buckets(id),
+     key TEXT NOT NULL,
+     version TEXT NOT NULL,
+     size INTEGER NOT NULL,
+     etag TEXT NOT NULL,
+     uploaded INTEGER NOT NULL,
+     http TEXT NOT NULL,
+     custom TEXT NOT NULL,
+     checksums TEXT NOT NULL,
+     storage_class TEXT NOT NULL,
+     segments TEXT NOT NULL,
+     PRIMARY KEY (bucket_id, key)
+   ) WITHOUT ROWID;
+   CREATE TABLE uploads (
+     upload_id TEXT PRIMARY KEY,
+     bucket_id INTEGER NOT NULL REFERENCES buckets(id),
+     key TEXT NOT NULL,
+     http TEXT NOT NULL,
+     custom TEXT NOT NULL,
+     storage_class TEXT NOT NULL,
+     created INTEGER NOT NULL
+   );
+   CREATE TABLE parts (
+     upload_id TEXT NOT NULL REFERENCES uploads(upload_id) ON DELETE CASCADE,
+     part_number INTEGER NOT NULL,
+     content_id TEXT NOT NULL,
+     size INTEGER NOT NULL,
+     md5 TEXT NOT NULL,
+     PRIMARY KEY (upload_id, part_number)
+   );`,
+];
+
+export interface BucketRow {
+  id: number;
+  name: string;
+  created_at: string;
+  location: string;
+  storage_class: string;
+}
+export interface ObjectRow {
+  key: string;
+  version: string;
+  size: number;
+  etag: string;
+  uploaded: number;
+  http: string;
+  custom: string;
+  checksums: string;
+  storage_class: string;
+  segments: string;
+}
+export type Segment = [contentId: string, size: number];
+
+export const bucketInfo = (r: BucketRow): R2BucketInfo => ({ name: r.name, creationDate: r.created_at, location: r.location, storageClass: r.storage_class });
+
+export function objectInfo(r: ObjectRow, withMetadata = true): R2ObjectInfo {
+  return {
+    key: r.key,
+    version: r.version,
+    size: r.size,
+    etag: r.etag,
+    uploaded: r.uploaded,
+    httpMetadata: withMetadata ? JSON.parse(r.http) : {},
+    customMetadata: withMetadata ? JSON.parse(r.custom) : {},
+    checksums: JSON.parse(r.checksums),
+    storageClass: r.storage_class,
+  };
+}
