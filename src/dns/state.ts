@@ -1,6 +1,5 @@
 import { randomBytes } from "node:crypto";
 import type { DnsRecord, Zone, ZoneSettings } from "./model.js";
-import { isInZone } from "./names.js";
 import { defaultZoneSettings } from "./soa.js";
 import type { DnsStore } from "./store.js";
 
@@ -174,6 +173,8 @@ export class DnsState {
 /** Pending changes to one zone, seen on top of its committed records, so a batch validates as a whole. */
 export class ZoneDraft {
   readonly changes = new Map<string, DnsRecord | null>();
+  /** Changed records by owner name, so lookups stay cheap in a large import. */
+  private readonly changedAt = new Map<string, Set<string>>();
 
   constructor(readonly zone: ZoneState) {}
 
@@ -183,19 +184,25 @@ export class ZoneDraft {
 
   at(name: string): DnsRecord[] {
     const out = this.zone.at(name).filter((r) => !this.changes.has(r.id));
-    for (const r of this.changes.values()) if (r && r.name === name) out.push(r);
+    for (const id of this.changedAt.get(name) ?? []) out.push(this.changes.get(id)!);
     return out;
   }
 
   set(r: DnsRecord): void {
+    this.forget(r.id);
     this.changes.set(r.id, r);
+    const ids = this.changedAt.get(r.name);
+    if (ids) ids.add(r.id);
+    else this.changedAt.set(r.name, new Set([r.id]));
   }
 
   delete(id: string): void {
+    this.forget(id);
     this.changes.set(id, null);
   }
 
-  inZone(name: string): boolean {
-    return isInZone(name, this.zone.zone.name);
+  private forget(id: string): void {
+    const prev = this.changes.get(id);
+    if (prev) this.changedAt.get(prev.name)?.delete(id);
   }
 }
