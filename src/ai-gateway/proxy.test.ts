@@ -81,6 +81,28 @@ describe("AI gateway proxy", () => {
     assert.equal(logs.body.result[0].tokens_out, 7, "usage read from the stream as it passed");
   });
 
+  it("when the client leaves mid-stream, the upstream call is dropped and the log says so", async () => {
+    await createGateway(p, "gone");
+    const release = mock.holdNextStream();
+    const { request } = await import("undici");
+    const res = await request(chatUrl("gone"), { method: "POST", headers: { "content-type": "application/json", authorization: "Bearer k" }, body: JSON.stringify(chatBody("bye", { stream: true })) });
+    const it = (res.body as AsyncIterable<Buffer>)[Symbol.asyncIterator]();
+    assert.match(String((await it.next()).value), /echo: bye/);
+    res.body.destroy();
+    release();
+    let log: { status_code: number; success: boolean; cost_note: string } | undefined;
+    for (let i = 0; i < 50 && !log; i++) {
+      await new Promise((r) => setTimeout(r, 50));
+      log = (await p.api("GET", `/accounts/${p.accountId}/ai-gateway/gateways/gone/logs`)).body.result[0];
+    }
+    assert.ok(log, "the aborted exchange is logged");
+    assert.equal(log.success, false);
+    assert.equal(log.status_code, 499);
+    assert.match(log.cost_note, /client went away/);
+    // The gateway still serves.
+    assert.equal((await callGateway(chatUrl("gone"), { body: chatBody() })).status, 200);
+  });
+
   it("streams a large request body to the provider and logs it whole", async () => {
     await createGateway(p, "big");
     const content = "x".repeat(200_000);
