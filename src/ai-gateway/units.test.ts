@@ -68,6 +68,8 @@ describe("AI gateway parts", () => {
     assert.equal(u("azure-openai", "res1/dep1/chat/completions", "?api-version=2024-10-21"), "https://res1.openai.azure.com/openai/deployments/dep1/chat/completions?api-version=2024-10-21");
     assert.equal(typeof upstreamUrl(reg.get("azure-openai")!, "acc", "", ""), "string");
     assert.equal(reg.get("cerebras-ai")!.id, "cerebras");
+    assert.equal(typeof upstreamUrl(reg.get("workers-ai")!, "acc", "../../other/ai/run/x", ""), "string", "no climbing out of the base");
+    assert.equal(typeof upstreamUrl(reg.get("openai")!, "acc", "%2e%2e/admin", ""), "string");
     assert.throws(() => new ProviderRegistry(["nope=http://x"]), /unknown provider "nope"/);
     assert.throws(() => new ProviderRegistry(["openai=ftp://x"]), /expected <provider>=<http\(s\) URL>/);
   });

@@ -39,6 +39,8 @@ export class ProviderRegistry {
  */
 export function upstreamUrl(p: ProviderAdapter, accountId: string, path: string, search: string): URL | string {
   const segs = path.split("/");
+  // Dot segments would let a path climb out of the provider's base (e.g. out of Workers AI's account path).
+  if (segs.some((s) => s === ".." || s === "." || /^(%2e|\.){1,2}$/i.test(s))) return "paths may not contain . or .. segments";
   const vars: Record<string, string> = { account_id: accountId };
   for (const name of p.pathParams ?? []) {
     const v = segs.shift();
