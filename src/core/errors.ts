@@ -41,7 +41,7 @@ export const Codes = {
   badRequest: 10001,
   validation: 10001,
   malformedJson: 6007,
-  bodyTooLarge: 10013,
+  bodyTooLarge: 10413,
   routeNotFound: 7003,
   noRoute: 7000,
   missingAuth: 9106,

@@ -46,5 +46,5 @@ export interface EdgeService {
   /** Stops accepting, finishes in-flight work, releases files. */
   stop?(): Promise<void>;
   /** Lines for the start banner, e.g. "DNS  udp+tcp 127.0.0.1:1053". */
-  describe?(): string[];
+  describe?(): Record<string, string>;
 }

@@ -41,6 +41,6 @@ export function createDnsService(ctx: ServiceContext): DnsService {
       await server.stop();
     },
     // The platform merges these into its endpoints (tests read dns_udp/dns_tcp from "platform ready").
-    describe: () => ({ dns_udp: server.address(), dns_tcp: server.address() }) as unknown as string[],
+    describe: () => ({ dns_udp: server.address(), dns_tcp: server.address() }),
   };
 }

@@ -48,6 +48,7 @@ export function createWorkersService(ctx: ServiceContext, deps: { kv: KvService;
       const removed = await store.gcContent();
       if (removed) log.info({ removed }, "removed unreferenced worker module files");
     },
+    describe: () => ({ workers: urlOf("<script>") }),
     async stop() {
       await runtime.stop();
       proxy.close();

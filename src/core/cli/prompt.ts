@@ -24,9 +24,10 @@ export async function confirm(io: PromptIO, question: string, fallback = true): 
 
 /** Reads one line from a terminal without echoing it (for secrets). */
 export async function promptHidden(io: PromptIO, question: string): Promise<string> {
-  io.stdout.write(`${question} `);
   const muted = new Writable({ write: (_c, _e, cb) => cb() });
+  // The interface puts the terminal in raw mode (no echo) when created: only then ask, so nothing typed early is echoed.
   const rl = createInterface({ input: io.stdin, output: muted, terminal: true });
+  io.stdout.write(`${question} `);
   try {
     const answer: string = await new Promise((res) => rl.question("", res));
     io.stdout.write("\n");

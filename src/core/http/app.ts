@@ -80,7 +80,8 @@ export async function buildEdgeApp(opts: AppOptions): Promise<FastifyInstance> {
       return typeof incoming === "string" && /^[A-Za-z0-9-]{1,64}$/.test(incoming) ? incoming : newRequestId();
     },
     bodyLimit: opts.bodyLimit,
-    routerOptions: { maxParamLength: 2048 },
+    // KV keys (512 bytes) and R2 keys (1,024 bytes) arrive percent-encoded in the path: up to 3 characters a byte.
+    routerOptions: { maxParamLength: 16_384 },
     serverFactory: (handler) => {
       const server = createServer((req: IncomingMessage, res: ServerResponse) => {
         for (const s of rawHandlers) if (s.handleRaw!(req, res)) return;
