@@ -2,7 +2,7 @@ import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import { spawn } from "node:child_process";
-import { createReadStream, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync, openSync, writeSync, closeSync } from "node:fs";
+import { createReadStream, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync, openSync, writeSync, closeSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { CLI_PATH, startTestPlatform, type TestPlatform } from "../core/testing/platform.js";
@@ -78,6 +78,7 @@ test("object put --file / --pipe, get --file / --pipe / default path, delete", a
   const toFile = await cli(["r2", "object", "get", "obj-cli/docs/hello.txt", "--file", "out.txt"]);
   assert.equal(toFile.stdout, 'Downloading "docs/hello.txt" from "obj-cli".\nDownload complete.\n');
   assert.equal(readFileSync(join(work, "out.txt"), "utf8"), "hello from a file\n");
+  assert.deepEqual(readdirSync(work).filter((f) => f.endsWith(".partial")), [], "the temporary download file was renamed into place");
   const byKey = await cli(["r2", "object", "get", "obj-cli/docs/hello.txt"]);
   assert.equal(byKey.code, 0, byKey.stderr);
   assert.equal(readFileSync(join(work, "docs", "hello.txt"), "utf8"), "hello from a file\n");

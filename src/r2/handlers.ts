@@ -1,4 +1,4 @@
-import { createReadStream, createWriteStream, existsSync, mkdirSync, statSync } from "node:fs";
+import { createReadStream, createWriteStream, existsSync, mkdirSync, renameSync, rmSync, statSync } from "node:fs";
 import { dirname, relative, resolve, isAbsolute } from "node:path";
 import { PassThrough, Transform, type Readable, type Writable } from "node:stream";
 import { pipeline } from "node:stream/promises";
@@ -183,8 +183,16 @@ export async function objectGet(args: { objectPath?: string; file?: string; pipe
   const size = Number(res.headers["content-length"] ?? 0);
   const stages: (Readable | Transform | Writable)[] = [res.body];
   if (size >= PROGRESS_MIN_BYTES) stages.push(meter(await ctx.progress(size, "Downloading", "bytes")));
-  stages.push(createWriteStream(dest));
-  await pipeline(stages as unknown as [Readable, Writable]);
+  // Written beside the destination and renamed at the end, so a broken download never leaves a truncated file.
+  const partial = `${dest}.${process.pid}.partial`;
+  stages.push(createWriteStream(partial));
+  try {
+    await pipeline(stages as unknown as [Readable, Writable]);
+    renameSync(partial, dest);
+  } catch (e) {
+    rmSync(partial, { force: true });
+    throw new UserError(`The download of "${key}" failed: ${(e as Error).message}`);
+  }
   ctx.log.info("Download complete.");
 }
 
