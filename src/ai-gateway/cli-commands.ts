@@ -55,6 +55,18 @@ export const gatewayCommands: AnyCommand[] = [
     handler: async (args, ctx) => (await impl()).remove(args, ctx),
   }),
   defineCommand({
+    path: ["ai-gateway", "logs"],
+    describe: "Show a gateway's most recent request logs",
+    positionals: [{ name: "gateway", describe: "Gateway id", required: true }],
+    options: {
+      limit: { type: "number", describe: "How many logs (1-50)", default: 20 },
+      failed: { type: "boolean", describe: "Only requests that did not succeed" },
+      ...json,
+    },
+    examples: ["edgecli ai-gateway logs my-gateway", "edgecli ai-gateway logs my-gateway --failed --json"],
+    handler: async (args, ctx) => (await impl()).logs(args, ctx),
+  }),
+  defineCommand({
     path: ["ai-gateway", "token", "create"],
     describe: "Create a gateway token (an API token with the AI Gateway Run permission); its value is shown once",
     positionals: [{ name: "gateway", describe: "Gateway the token is for (used in its name)", required: true }],

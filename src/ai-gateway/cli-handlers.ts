@@ -77,6 +77,34 @@ export async function remove(args: Args, ctx: CliContext): Promise<void> {
   ctx.log.info(`Deleted AI gateway ${g.id} and its logs`);
 }
 
+interface LogView {
+  id: string;
+  created_at: string;
+  provider: string;
+  model: string | null;
+  status_code: number;
+  cached: boolean;
+  duration: number;
+  tokens_in: number | null;
+  tokens_out: number | null;
+  cost: number | null;
+}
+
+export async function logs(args: Args, ctx: CliContext): Promise<void> {
+  const limit = Number(args.limit ?? 20);
+  if (!Number.isInteger(limit) || limit < 1 || limit > 50) throw new UsageError("--limit must be a whole number from 1 to 50");
+  const query = { per_page: limit, order_by: "created_at", order_by_direction: "desc", success: args.failed ? "false" : undefined };
+  const rows = await ctx.api().fetchResult<LogView[]>("GET", `${await base(ctx)}/${encodeURIComponent(String(args.gateway))}/logs`, { query });
+  if (args.json) return ctx.json(rows);
+  if (!rows.length) return ctx.log.info(`No logs in ${args.gateway}${args.failed ? " for failed requests" : ""}.`);
+  ctx.write("ID                          CREATED                   STATUS  CACHED  MS      TOKENS     COST        PROVIDER/MODEL\n");
+  for (const l of rows) {
+    const tokens = l.tokens_in === null && l.tokens_out === null ? "-" : `${l.tokens_in ?? "-"}/${l.tokens_out ?? "-"}`;
+    const cost = l.cost === null ? "-" : `$${l.cost.toFixed(6)}`;
+    ctx.write(`${l.id}  ${l.created_at}  ${String(l.status_code).padEnd(6)}  ${(l.cached ? "yes" : "no").padEnd(6)}  ${String(l.duration).padEnd(6)}  ${tokens.padEnd(9)}  ${cost.padEnd(10)}  ${l.provider}/${l.model ?? "?"}\n`);
+  }
+}
+
 interface TokenView {
   id: string;
   name: string;

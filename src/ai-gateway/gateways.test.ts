@@ -109,6 +109,10 @@ describe("AI gateway settings API and CLI", () => {
     assert.equal(rev.code, 0, rev.stderr);
     assert.ok(!(JSON.parse((await p.cli(["ai-gateway", "token", "list", "--json"])).stdout) as { id: string }[]).some((t) => t.id === id));
 
+    const noLogs = await p.cli(["ai-gateway", "logs", "cli-gw"]);
+    assert.equal(noLogs.code, 0, noLogs.stderr);
+    assert.match(noLogs.stderr + noLogs.stdout, /No logs in cli-gw/);
+    assert.equal((await p.cli(["ai-gateway", "logs", "cli-gw", "--limit", "99"])).code, 1);
     const missing = await p.cli(["ai-gateway", "token", "create", "no-such-gw"]);
     assert.equal(missing.code, 1);
     assert.match(missing.stderr, /7002/);

@@ -103,6 +103,13 @@ describe("AI gateway logs", () => {
     assert.equal(bad.body.errors[0].code, 7001);
     assert.equal((await logs("query", "?order_by=bogus")).status, 400);
 
+    const cliFailed = await p.cli(["ai-gateway", "logs", "query", "--failed", "--json"]);
+    assert.equal(cliFailed.code, 0, cliFailed.stderr);
+    assert.deepEqual(JSON.parse(cliFailed.stdout).map((l: { status_code: number }) => l.status_code), [500]);
+    const table = await p.cli(["ai-gateway", "logs", "query", "--limit", "3"]);
+    assert.equal(table.stdout.trim().split("\n").length, 4, table.stdout);
+    assert.match(table.stdout, /openai\/gpt-4o-mini/);
+
     const asc = (await logs("query", "?order_by=created_at&order_by_direction=asc")).body.result;
     const desc = (await logs("query", "?order_by=created_at&order_by_direction=desc")).body.result;
     assert.equal(asc[0].id, desc.at(-1).id);

@@ -65,7 +65,7 @@ describe("AI gateway proxy", () => {
 
   it("passes a stream through chunk by chunk: the first chunk arrives while the provider still holds the rest", async () => {
     await createGateway(p, "chunks");
-    const release = mock.holdNextStream();
+    const { release } = mock.holdNextStream();
     const { request } = await import("undici");
     const res = await request(chatUrl("chunks"), { method: "POST", headers: { "content-type": "application/json", authorization: "Bearer k" }, body: JSON.stringify(chatBody("live", { stream: true, stream_options: { include_usage: true } })) });
     assert.equal(res.statusCode, 200);
@@ -83,13 +83,14 @@ describe("AI gateway proxy", () => {
 
   it("when the client leaves mid-stream, the upstream call is dropped and the log says so", async () => {
     await createGateway(p, "gone");
-    const release = mock.holdNextStream();
+    const held = mock.holdNextStream();
     const { request } = await import("undici");
     const res = await request(chatUrl("gone"), { method: "POST", headers: { "content-type": "application/json", authorization: "Bearer k" }, body: JSON.stringify(chatBody("bye", { stream: true })) });
     const it = (res.body as AsyncIterable<Buffer>)[Symbol.asyncIterator]();
     assert.match(String((await it.next()).value), /echo: bye/);
     res.body.destroy();
-    release();
+    await held.abandoned; // the gateway dropped its upstream call
+    held.release();
     let log: { status_code: number; success: boolean; cost_note: string } | undefined;
     for (let i = 0; i < 50 && !log; i++) {
       await new Promise((r) => setTimeout(r, 50));

@@ -17,9 +17,10 @@ export interface MockProvider {
   failNext(n: number, status?: number): void;
   /**
    * Makes the next streamed answer stop after its first chunk until the returned function is called,
-   * so a test can prove the first chunk got through before the provider finished.
+   * so a test can prove the first chunk got through before the provider finished. `abandoned` settles
+   * when the gateway drops the held answer (its client went away).
    */
-  holdNextStream(): () => void;
+  holdNextStream(): { release: () => void; abandoned: Promise<void> };
   /** Holds the next answer back this many milliseconds (to test request timeouts). */
   delayNext(ms: number): void;
   close(): Promise<void>;
@@ -35,7 +36,7 @@ export async function startMockProvider(opts: { chunks?: number } = {}): Promise
   let failing = 0;
   let failStatus = 500;
   let delay = 0;
-  let hold: Promise<void> | undefined;
+  let hold: { gate: Promise<void>; onAbandon: () => void } | undefined;
   const chunks = opts.chunks ?? 3;
   const server: Server = createServer((req, res) => {
     const parts: Buffer[] = [];
@@ -81,8 +82,13 @@ export async function startMockProvider(opts: { chunks?: number } = {}): Promise
       const gate = hold;
       hold = undefined;
       if (gate) {
+        res.once("close", () => {
+          if (!res.writableFinished) gate.onAbandon();
+        });
         res.write(chunk(pieces.shift()!));
-        return void gate.then(() => finish());
+        return void gate.gate.then(() => {
+          if (!res.destroyed) finish();
+        });
       }
       finish();
       function finish() {
@@ -104,8 +110,11 @@ export async function startMockProvider(opts: { chunks?: number } = {}): Promise
     },
     holdNextStream() {
       let release!: () => void;
-      hold = new Promise<void>((r) => (release = r));
-      return release;
+      let onAbandon!: () => void;
+      const gate = new Promise<void>((r) => (release = r));
+      const abandoned = new Promise<void>((r) => (onAbandon = r));
+      hold = { gate, onAbandon };
+      return { release, abandoned };
     },
     delayNext(ms) {
       delay = ms;
