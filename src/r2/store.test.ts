@@ -273,3 +273,22 @@ test("multipart: create, upload parts, complete (etag and bytes), abort, errors"
   await rejectsWith(store.uploadPart(B, "stale", stale, 2, Buffer.from("x")), 404, R2Codes.noSuchUpload);
   assert.ok(store.head(B, "big/multi.bin"));
 });
+
+test("concurrent overwrites and deletes leave exactly the content files the rows refer to", async () => {
+  const C: BucketRef = { accountId: ACC, bucketName: "race" };
+  store.createBucket(ACC, "race");
+  const writers = Array.from({ length: 24 }, (_, i) =>
+    store.put(C, `k${i % 3}`, Readable.from([Buffer.from(`writer ${i} `), Buffer.from("x".repeat(i * 100))])),
+  );
+  const deleters = [store.delete(C, "k2"), store.delete(C, ["k1", "k2"])];
+  await Promise.all([...writers, ...deleters]);
+  for (const k of ["k0", "k1", "k2"]) {
+    const got = store.get(C, k);
+    if (got) assert.match(await bodyOf(got), /^writer \d+ x*$/, "a whole value of one writer, never a mix");
+  }
+  await new Promise((r) => setTimeout(r, 100)); // unlinks of replaced content run in the background
+  const contentDir = join(dir, "content");
+  const onDisk = new Set(readdirSync(contentDir).filter((d) => d !== "tmp").flatMap((d) => readdirSync(join(contentDir, d))));
+  assert.deepEqual([...onDisk].sort(), [...store.liveContent()].sort());
+  assert.deepEqual(readdirSync(join(contentDir, "tmp")), [], "no temporary files left behind");
+});
