@@ -129,7 +129,7 @@ async function get(store: R2Store, bucket: BucketRef, op: Json, res: ServerRespo
   if (!result) throw notFound();
   if (!result.body) {
     // workerd hands the script a body-less object when the metadata comes with the 412.
-    return sendMetadata(res, 412, wireObject(result.object), undefined, 0, preconditionFailed());
+    return sendMetadata(res, 412, wireObject(result.object), undefined, preconditionFailed());
   }
   if (result.bytes || result.range.length <= SMALL_BODY) {
     let bytes = result.bytes;
@@ -139,9 +139,9 @@ async function get(store: R2Store, bucket: BucketRef, op: Json, res: ServerRespo
       for await (const c of result.body) chunks.push(c as Buffer);
       bytes = Buffer.concat(chunks);
     }
-    return sendMetadata(res, 200, wireObject(result.object, result.range), undefined, 0, undefined, bytes);
+    return sendMetadata(res, 200, wireObject(result.object, result.range), bytes);
   }
-  sendMetadata(res, 200, wireObject(result.object, result.range), result.body, result.range.length);
+  sendMetadata(res, 200, wireObject(result.object, result.range), { stream: result.body, length: result.range.length });
 }
 
 function list(store: R2Store, bucket: BucketRef, op: Json, res: ServerResponse): void {
@@ -289,15 +289,18 @@ function readExactly(stream: Readable, n: number): Promise<Buffer> {
 /** Header-safe JSON: non-ASCII becomes \u escapes (header values must be latin1). */
 const asciiJson = (v: unknown) => JSON.stringify(v).replace(/[\u007f-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
 
-function sendMetadata(res: ServerResponse, status: number, meta: Json, body?: Readable, bodyLength = 0, error?: R2Error, small?: Buffer): void {
+/** The metadata JSON (its length in cf-r2-metadata-size), then the payload: bytes in hand, or a stream of known length. */
+function sendMetadata(res: ServerResponse, status: number, meta: Json, payload?: Buffer | { stream: Readable; length: number }, error?: R2Error): void {
   const json = Buffer.from(JSON.stringify(meta), "utf8");
-  const headers: Record<string, string | number> = { "cf-r2-metadata-size": json.length, "content-length": json.length + (small?.length ?? bodyLength) };
+  const payloadLength = payload === undefined ? 0 : Buffer.isBuffer(payload) ? payload.length : payload.length;
+  const headers: Record<string, string | number> = { "cf-r2-metadata-size": json.length, "content-length": json.length + payloadLength };
   if (error) headers["cf-r2-error"] = asciiJson({ version: 1, v4code: error.v4code, message: error.message });
   res.writeHead(status, headers);
-  if (!body) {
-    res.end(small ? Buffer.concat([json, small]) : json);
+  if (payload === undefined || Buffer.isBuffer(payload)) {
+    res.end(payload ? Buffer.concat([json, payload]) : json);
     return;
   }
+  const body = payload.stream;
   res.write(json);
   body.on("error", () => res.destroy());
   res.on("close", () => body.destroy());
