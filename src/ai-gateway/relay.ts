@@ -60,10 +60,12 @@ export async function relay(ex: Exchange, up: UpstreamResponse, info: RelayInfo,
   res.once("close", onClose);
   try {
     for await (const chunk of up.body as AsyncIterable<Buffer>) {
+      // The client gets the bytes first; reading usage and keeping a copy happen after.
+      const flowing = res.write(chunk);
       size += chunk.length;
       capture?.add(chunk);
       sse?.push(chunk);
-      if (!res.write(chunk)) await Promise.race([once(res, "drain"), once(res, "close")]);
+      if (!flowing) await Promise.race([once(res, "drain"), once(res, "close")]);
     }
     res.end();
   } catch {
