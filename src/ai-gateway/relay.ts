@@ -6,7 +6,7 @@ import { BodyCapture, LOG_BODY_CAP } from "./request-body.js";
 import type { LogQueue } from "./log-queue.js";
 import { MAX_ENTRY_BYTES, type ResponseCache } from "./response-cache.js";
 import { HOP_RESPONSE, type UpstreamResponse } from "./upstream.js";
-import { SseUsageReader, usageOfJson, type Usage } from "./usage.js";
+import { emptyUsage, SseUsageReader, usageOfJson, type Usage } from "./usage.js";
 
 export interface RelayInfo {
   provider: string;
@@ -44,8 +44,11 @@ export function answerHeaders(ex: Exchange, upstream: Record<string, string | st
 export async function relay(ex: Exchange, up: UpstreamResponse, info: RelayInfo, sink: LogSink): Promise<void> {
   const { res } = ex;
   const ct = contentType(up.headers);
-  const sse = ct?.includes("text/event-stream") ? new SseUsageReader() : null;
-  const keepBody = !sse || !!info.cache || (ex.logId !== null && ex.opts.collectPayload);
+  const isSse = !!ct?.includes("text/event-stream");
+  // Usage is only read for a log; the body is only kept for the cache, the log's payload, or a JSON answer's usage.
+  const logging = ex.logId !== null;
+  const sse = logging && isSse ? new SseUsageReader() : null;
+  const keepBody = !!info.cache || (logging && (!isSse || ex.opts.collectPayload));
   const capture = keepBody ? new BodyCapture(info.cache ? MAX_ENTRY_BYTES : LOG_BODY_CAP) : null;
   let size = 0;
   let aborted = false;
@@ -76,14 +79,14 @@ export async function relay(ex: Exchange, up: UpstreamResponse, info: RelayInfo,
   }
 
   const body = capture?.buffer() ?? null;
-  const usage: Usage = sse ? sse.end() : body ? usageOfJson(body) : { model: null, tokensIn: null, tokensOut: null, cachedTokens: null, reasoningTokens: null };
   const success = !aborted && up.statusCode >= 200 && up.statusCode < 300;
   if (success && info.cache && body) {
     const headers: Record<string, string | string[]> = {};
     for (const [k, v] of Object.entries(up.headers)) if (v !== undefined && !HOP_RESPONSE.has(k) && k !== "content-length") headers[k] = v;
     sink.cache.set(info.cache.key, { status: up.statusCode, headers, body, expires: Date.now() + info.cache.ttlMs });
   }
-  if (!ex.logId) return;
+  if (!logging) return;
+  const usage: Usage = sse ? sse.end() : body && !isSse ? usageOfJson(body) : emptyUsage();
   const reqBody = info.requestBody();
   usage.model ??= modelOfRequest(reqBody);
   const cost = costOf(usage, ex.opts.customCost);
