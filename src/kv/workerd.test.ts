@@ -1,13 +1,12 @@
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:http";
-import { createRequire } from "node:module";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createInterface } from "node:readline";
+import { createLogger } from "../core/logger.js";
+import { WorkerdProcess } from "../workers/workerd-process.js";
 import { createKvBindingHandler } from "./binding.js";
 import { openLocalKvStore } from "./cli/local-backend.js";
 import type { SqliteKvStore } from "./store.js";
@@ -19,7 +18,7 @@ let dir: string;
 let store: SqliteKvStore;
 let close: () => void;
 let server: Server;
-let workerd: ChildProcess;
+let workerd: WorkerdProcess;
 let url: string;
 let ns: string;
 
@@ -88,31 +87,12 @@ const worker :Workerd.Worker = (
 );
 `,
   );
-  const bin = createRequire(import.meta.url).resolve("workerd/bin/workerd");
-  workerd = spawn(bin, ["serve", join(dir, "config.capnp"), "--control-fd=3"], { stdio: ["ignore", "ignore", "pipe", "pipe"] });
-  let stderr = "";
-  workerd.stderr!.on("data", (d: Buffer) => (stderr += d.toString()));
-  const control = createInterface({ input: workerd.stdio[3] as NodeJS.ReadableStream });
-  const workerdPort = await new Promise<number>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`workerd did not listen:\n${stderr}`)), 20_000);
-    control.on("line", (line) => {
-      const ev = JSON.parse(line) as { event: string; port: number };
-      if (ev.event === "listen") {
-        clearTimeout(timer);
-        resolve(ev.port);
-      }
-    });
-    workerd.on("exit", (code) => reject(new Error(`workerd exited ${code}:\n${stderr}`)));
-  });
-  url = `http://127.0.0.1:${workerdPort}`;
+  workerd = await WorkerdProcess.start(join(dir, "config.capnp"), createLogger({ level: "silent" }), { test: "kv" });
+  url = `http://127.0.0.1:${workerd.port}`;
 });
 
 after(async () => {
-  if (workerd && workerd.exitCode === null) {
-    const exited = new Promise((r) => workerd.once("exit", r));
-    workerd.kill("SIGTERM");
-    await exited;
-  }
+  await workerd?.stop();
   await new Promise((r) => server?.close(r));
   close?.();
   if (dir) rmSync(dir, { recursive: true, force: true });

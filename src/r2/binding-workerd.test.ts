@@ -1,15 +1,13 @@
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:http";
-import { createRequire } from "node:module";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createInterface } from "node:readline";
-import type { Readable } from "node:stream";
 import { FileContentStore } from "../core/content/content-store.js";
+import { createLogger } from "../core/logger.js";
+import { WorkerdProcess } from "../workers/workerd-process.js";
 import { openDatabase, type Db } from "../core/db/sqlite.js";
 import { createR2BindingHandler } from "./binding.js";
 import { r2Migrations, SqliteR2Store } from "./sqlite-store.js";
@@ -72,7 +70,7 @@ export default {
 let dir: string;
 let db: Db;
 let backend: Server;
-let workerd: ChildProcess;
+let workerd: WorkerdProcess;
 let workerPort: number;
 
 before(async () => {
@@ -103,18 +101,11 @@ const w :Workerd.Worker = (
 );
 `,
   );
-  const bin = createRequire(import.meta.url).resolve("workerd/bin/workerd");
-  workerd = spawn(bin, ["serve", join(dir, "config.capnp"), "--control-fd=3"], { stdio: ["ignore", "inherit", "inherit", "pipe"] });
-  workerPort = await new Promise<number>((resolve, reject) => {
-    workerd.once("exit", (code) => reject(new Error(`workerd exited with ${code}`)));
-    createInterface({ input: workerd.stdio[3] as Readable }).on("line", (line) => {
-      const ev = JSON.parse(line) as { event: string; socket: string; port: number };
-      if (ev.event === "listen" && ev.socket === "http") resolve(ev.port);
-    });
-  });
+  workerd = await WorkerdProcess.start(join(dir, "config.capnp"), createLogger({ level: "silent" }), { test: "r2" });
+  workerPort = workerd.port;
 });
 after(async () => {
-  workerd?.kill("SIGTERM");
+  await workerd?.stop();
   await new Promise((r) => backend.close(r));
   db.close();
   rmSync(dir, { recursive: true, force: true });
