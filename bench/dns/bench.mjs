@@ -21,7 +21,7 @@ const CLIENTS = opt("clients", 4);
 const ZONE = "bench.example";
 const HOSTS = 1000;
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
-const CLI = join(ROOT, "dist/cli.js");
+const CLI = join(ROOT, "dist/bin/edgecli.js");
 const work = mkdtempSync(join(tmpdir(), "dns-bench-"));
 const children = [];
 

@@ -16,7 +16,7 @@ import { fileURLToPath } from "node:url";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const root = join(here, "..", "..");
-const EDGECLI = join(root, "dist", "cli.js");
+const EDGECLI = join(root, "dist", "bin", "edgecli.js");
 const WRANGLER = join(here, "node_modules", "wrangler", "bin", "wrangler.js");
 
 const argv = process.argv.slice(2);

@@ -1,13 +1,17 @@
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { UsageError, UserError } from "../errors.js";
 import type { AnyCommand, CommandAlias } from "./command.js";
 import { CliContext, type CliIO } from "./context.js";
 import { commandHelp, commandUsage, groupHelp } from "./help.js";
 import { parseArgs } from "./parse.js";
 
+/** The package's version, from the nearest package.json above this file (the CLI runs compiled or bundled). */
 export function cliVersion(): string {
-  const pkg = JSON.parse(readFileSync(new URL("../../../package.json", import.meta.url), "utf8")) as { version: string };
-  return pkg.version;
+  for (let dir = new URL(".", import.meta.url); ; dir = new URL("..", dir)) {
+    const file = new URL("package.json", dir);
+    if (existsSync(file)) return (JSON.parse(readFileSync(file, "utf8")) as { version: string }).version;
+    if (dir.pathname === "/") return "unknown";
+  }
 }
 
 interface Resolved {

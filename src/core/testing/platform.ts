@@ -5,8 +5,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 
-/** The compiled CLI entry, as users run it. */
-export const CLI_PATH = fileURLToPath(new URL("../../cli.js", import.meta.url));
+/** The bundled CLI, the file the package's `edgecli` bin points at. */
+export const CLI_PATH = fileURLToPath(new URL("../../bin/edgecli.js", import.meta.url));
 
 export interface CliResult {
   code: number;
