@@ -109,3 +109,17 @@ test("the binary: --help, --version, unknown commands and user errors", async ()
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test("every command group says what it is for, and every command has a description", async () => {
+  const { commands, groups } = await import("../../commands.js");
+  for (const c of commands) {
+    assert.ok(c.describe.length > 10, `edgecli ${c.path.join(" ")} has no description`);
+    for (let i = 1; i < c.path.length; i++) {
+      const group = c.path.slice(0, i).join(" ");
+      assert.ok(groups[group], `group "edgecli ${group}" has no description in src/commands.ts`);
+    }
+  }
+  const kvHelp = await runCli(["kv", "--help"]);
+  assert.equal(kvHelp.code, 0);
+  assert.match(kvHelp.stdout, /edgecli kv namespace\s+Create, list and delete KV namespaces/);
+});

@@ -37,15 +37,16 @@ export function commandHelp(cmd: AnyCommand): string {
 }
 
 /** Help for a group of commands (e.g. `edgecli kv`), listing what lies beneath it. */
-export function groupHelp(prefix: readonly string[], commands: readonly AnyCommand[], describe?: string): string {
+export function groupHelp(prefix: readonly string[], commands: readonly AnyCommand[], groups: Readonly<Record<string, string>> = {}): string {
   const below = commands.filter((c) => !c.hidden && prefix.every((w, i) => c.path[i] === w) && c.path.length > prefix.length);
   const rows = new Map<string, string>();
   for (const c of below) {
     const next = c.path.slice(0, prefix.length + 1).join(" ");
-    if (!rows.has(next)) rows.set(next, c.path.length === prefix.length + 1 ? c.describe : `${c.path[prefix.length]} commands`);
+    if (!rows.has(next)) rows.set(next, c.path.length === prefix.length + 1 ? c.describe : (groups[next] ?? `${c.path[prefix.length]} commands`));
   }
   const w = Math.max(0, ...[...rows.keys()].map((k) => k.length + 8));
   const title = prefix.length ? `edgecli ${prefix.join(" ")}` : "edgecli";
+  const describe = prefix.length ? groups[prefix.join(" ")] : "A self-hosted edge platform: v4 API, AI gateway, DNS, KV, R2 and Workers";
   return [
     `${title} <command>`,
     "",

@@ -40,7 +40,13 @@ function resolve(argv: readonly string[], commands: readonly AnyCommand[], alias
 }
 
 /** Runs one CLI invocation and returns its exit code. User errors: one message on stderr, exit 1. */
-export async function runCli(argv: readonly string[], commands: readonly AnyCommand[], aliases: readonly CommandAlias[], io: CliIO): Promise<number> {
+export async function runCli(
+  argv: readonly string[],
+  commands: readonly AnyCommand[],
+  aliases: readonly CommandAlias[],
+  io: CliIO,
+  groups: Readonly<Record<string, string>> = {},
+): Promise<number> {
   const r = resolve(argv, commands, aliases, io);
   const wantsHelp = r.rest.includes("--help") || r.rest.includes("-h");
   if (!r.command) {
@@ -49,7 +55,7 @@ export async function runCli(argv: readonly string[], commands: readonly AnyComm
       return 0;
     }
     const unknown = r.rest.find((w) => !w.startsWith("-"));
-    io.stdout.write(groupHelp(r.prefix, commands));
+    io.stdout.write(groupHelp(r.prefix, commands, groups));
     if (unknown && !wantsHelp) {
       io.stderr.write(`✘ [ERROR] Unknown command: ${[...r.prefix, unknown].join(" ")}\n\n`);
       return 1;
