@@ -3,6 +3,7 @@ import assert from "node:assert/strict";
 import { readFileSync, rmSync, mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { Readable } from "node:stream";
 import { runCli, startTestPlatform } from "../testing/platform.js";
 
 test("a restart keeps accounts and tokens, and does not bootstrap again", async () => {
@@ -51,5 +52,45 @@ test("a port that is taken is a clear error, not a crash", async () => {
     assert.doesNotMatch(second.stderr, /This is a bug/);
   } finally {
     await p.dispose();
+  }
+});
+
+test("SIGTERM lets an upload in flight finish, then the state is closed cleanly", async () => {
+  const stateDir = mkdtempSync(join(tmpdir(), "edge-drain-"));
+  try {
+    const p = await startTestPlatform({ stateDir });
+    assert.equal((await p.api("POST", `/accounts/${p.accountId}/r2/buckets`, { name: "drain" })).status, 200);
+    const { request } = await import("undici");
+    const chunk = Buffer.alloc(64 * 1024, 1);
+    let sent = 0;
+    const body = Readable.from((async function* () {
+      for (let i = 0; i < 8; i++) {
+        yield chunk;
+        sent++;
+        if (i === 1) p.process.kill("SIGTERM"); // the platform is told to stop while the body is still arriving
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    })());
+    const res = await request(`${p.apiUrl}/accounts/${p.accountId}/r2/buckets/drain/objects/big.bin`, {
+      method: "PUT",
+      headers: p.headers({ "content-type": "application/octet-stream", "content-length": String(8 * chunk.length) }),
+      body,
+    });
+    assert.equal(res.statusCode, 200, await res.body.text());
+    assert.equal(sent, 8);
+    const exitCode = await new Promise<number | null>((r) => (p.process.exitCode !== null ? r(p.process.exitCode) : p.process.once("exit", r)));
+    assert.equal(exitCode, 0);
+
+    const again = await startTestPlatform({ stateDir });
+    try {
+      // The bootstrap token of the first start is still the valid one.
+      const head = await fetch(`${again.apiUrl}/accounts/${p.accountId}/r2/buckets/drain/objects/big.bin`, { headers: p.headers() });
+      assert.equal(head.status, 200);
+      assert.equal((await head.arrayBuffer()).byteLength, 8 * chunk.length);
+    } finally {
+      await again.stop();
+    }
+  } finally {
+    rmSync(stateDir, { recursive: true, force: true });
   }
 });
