@@ -1,5 +1,5 @@
 import { existsSync, readFileSync } from "node:fs";
-import { join } from "node:path";
+import { dirname, join, resolve } from "node:path";
 import type { Readable } from "node:stream";
 import { UserError } from "../errors.js";
 import { resolveStateDir } from "../state-dir.js";
@@ -26,14 +26,27 @@ export function resolveApiTarget(env: NodeJS.ProcessEnv, cwd: string): ApiTarget
     if (!env.EDGE_API_KEY || !env.EDGE_EMAIL) throw new UserError("EDGE_API_KEY and EDGE_EMAIL must be set together");
     return { baseUrl, headers: { "x-auth-key": env.EDGE_API_KEY, "x-auth-email": env.EDGE_EMAIL }, accountId, source: "EDGE_API_KEY" };
   }
-  const file = join(resolveStateDir(undefined, env, cwd), "credentials.json");
-  if (existsSync(file)) {
+  const file = findCredentials(env, cwd);
+  if (file) {
     const c = JSON.parse(readFileSync(file, "utf8")) as { api_token: string; account_id: string };
     return { baseUrl, headers: { authorization: `Bearer ${c.api_token}` }, accountId: accountId ?? c.account_id, source: file };
   }
   throw new UserError(
-    "No credentials: set EDGE_API_TOKEN (or EDGE_API_KEY and EDGE_EMAIL), or run this where `edgecli serve` keeps its state (.edge/credentials.json).",
+    "No credentials: set EDGE_API_TOKEN (or EDGE_API_KEY and EDGE_EMAIL), or run this in (or below) the directory where `edgecli serve` keeps its state (.edge/credentials.json).",
   );
+}
+
+/** EDGE_STATE_DIR's credentials.json, else `.edge/credentials.json` in the working directory or the nearest parent. */
+function findCredentials(env: NodeJS.ProcessEnv, cwd: string): string | undefined {
+  if (env.EDGE_STATE_DIR) {
+    const file = join(resolveStateDir(undefined, env, cwd), "credentials.json");
+    return existsSync(file) ? file : undefined;
+  }
+  for (let dir = resolve(cwd); ; dir = dirname(dir)) {
+    const file = join(dir, ".edge", "credentials.json");
+    if (existsSync(file)) return file;
+    if (dirname(dir) === dir) return undefined;
+  }
 }
 
 export interface RequestOptions {

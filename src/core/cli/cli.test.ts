@@ -123,3 +123,19 @@ test("every command group says what it is for, and every command has a descripti
   assert.equal(kvHelp.code, 0);
   assert.match(kvHelp.stdout, /edgecli kv namespace\s+Create, list and delete KV namespaces/);
 });
+
+test("the CLI finds .edge/credentials.json in a parent directory", async () => {
+  const root = mkdtempSync(join(tmpdir(), "edge-creds-"));
+  try {
+    const { mkdirSync } = await import("node:fs");
+    mkdirSync(join(root, ".edge"));
+    mkdirSync(join(root, "project", "src"), { recursive: true });
+    // An address nothing listens on: the error then shows the credentials were found and a call was attempted.
+    writeFileSync(join(root, ".edge", "credentials.json"), JSON.stringify({ api_token: "x".repeat(40), account_id: "a".repeat(32) }));
+    const r = await runCli(["whoami"], { cwd: join(root, "project", "src"), env: { EDGE_API_TOKEN: "", EDGE_STATE_DIR: "", EDGE_API_URL: "http://127.0.0.1:9/client/v4" } });
+    assert.equal(r.code, 1);
+    assert.match(r.stderr, /Could not reach the Edge API at http:\/\/127\.0\.0\.1:9/);
+  } finally {
+    rmSync(root, { recursive: true, force: true });
+  }
+});
