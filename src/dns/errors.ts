@@ -23,6 +23,7 @@ export const DnsCodes = {
   cnameBlocksOthers: 81053,
   cnameExists: 81054,
   identicalRecord: 81058,
+  nsConflict: 81056, // ours: an NS delegation shares its name with other records
   recordNotFound: 81044,
   importInvalid: 9020, // ours: zone file syntax
   fieldInvalid: 9008, // ours: comment, tags, settings, proxied

@@ -132,10 +132,18 @@ export function buildRecord(
   return record;
 }
 
-/** CNAME owns its name alone; identical records are refused (codes as the hosted API answers them). */
+/**
+ * CNAME owns its name alone, and so does a delegation (NS below the apex: queries there are referred away, so
+ * other records at that name could never be answered); identical records are refused. Codes as the hosted API.
+ */
 function checkConflicts(draft: ZoneDraft, id: string, name: string, type: RecordType, value: RecordValue): void {
   const others = draft.at(name).filter((r) => r.id !== id);
   if (others.some((o) => o.type === type && sameValue(o, value))) throw dnsError(DnsCodes.identicalRecord, "An identical record already exists.");
+  if (name !== draft.zone.zone.name) {
+    // DS records belong at a delegation point (they are the parent's half of DNSSEC for the child).
+    const delegation = type === "NS" ? others.some((o) => o.type !== "NS" && o.type !== "DS") : type !== "DS" && others.some((o) => o.type === "NS");
+    if (delegation) throw dnsError(DnsCodes.nsConflict, "NS records cannot exist on the same name as any other record type.");
+  }
   if (type === "CNAME" && others.length > 0) throw dnsError(DnsCodes.cnameBlocksOthers, "An A, AAAA, or CNAME record with that host already exists.");
   if (type !== "CNAME" && others.some((o) => o.type === "CNAME")) {
     throw dnsError(

@@ -116,6 +116,20 @@ describe("DNS API validation: every rule refuses with its code and writes nothin
     await refused({ type: "CNAME", name: "cn", content: "other.valid.example" }, { code: 81053 });
   });
 
+  it("keeps a delegation (NS below the apex) alone on its name, DS aside", async () => {
+    const ns = await p.api("POST", `/zones/${zoneId}/dns_records`, { type: "NS", name: "child", content: "ns1.elsewhere.example" });
+    assert.equal(ns.status, 200, JSON.stringify(ns.body));
+    const second = await p.api("POST", `/zones/${zoneId}/dns_records`, { type: "NS", name: "child", content: "ns2.elsewhere.example" });
+    assert.equal(second.status, 200, JSON.stringify(second.body));
+    const ds = await p.api("POST", `/zones/${zoneId}/dns_records`, { type: "DS", name: "child", data: { key_tag: 2371, algorithm: 13, digest_type: 2, digest: "1F987CC6583E92DF0890718C42B8D1B6D4C0B6A4B5E3E5C4B8C4D4B7D0E9A6F1" } });
+    assert.equal(ds.status, 200, JSON.stringify(ds.body));
+    await refused({ type: "A", name: "child", content: "203.0.113.9" }, { code: 81056, message: /NS records cannot exist on the same name/ });
+    await p.api("POST", `/zones/${zoneId}/dns_records`, { type: "TXT", name: "hosted", content: "x" });
+    await refused({ type: "NS", name: "hosted", content: "ns1.elsewhere.example" }, { code: 81056 });
+    const apex = await p.api("POST", `/zones/${zoneId}/dns_records`, { type: "NS", name: "@", content: "ns3.elsewhere.example" });
+    assert.equal(apex.status, 200, "NS at the apex sits beside the zone's other records");
+  });
+
   it("requires a proxied CNAME chain that ends inside our zones to end at an address", async () => {
     await p.api("POST", `/zones/${zoneId}/dns_records`, { type: "TXT", name: "noaddr", content: "x" });
     await p.api("POST", `/zones/${zoneId}/dns_records`, { type: "CNAME", name: "hop", content: "noaddr.valid.example" });
