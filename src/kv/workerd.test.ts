@@ -1,12 +1,9 @@
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createLogger } from "../core/logger.js";
-import { WorkerdProcess } from "../workers/workerd-process.js";
+import { startBoundWorkerd, type BoundWorkerd } from "../workers/bound-workerd.js";
 import { createKvBindingHandler } from "./binding.js";
 import { openLocalKvStore } from "./cli/local-backend.js";
 import type { SqliteKvStore } from "./store.js";
@@ -17,8 +14,7 @@ const ACCOUNT = "c".repeat(32);
 let dir: string;
 let store: SqliteKvStore;
 let close: () => void;
-let server: Server;
-let workerd: WorkerdProcess;
+let workerd: BoundWorkerd;
 let url: string;
 let ns: string;
 
@@ -66,34 +62,17 @@ before(async () => {
   ({ store, close } = openLocalKvStore(join(dir, "state")));
   ns = store.createNamespace(ACCOUNT, "workerd").id;
   const handler = createKvBindingHandler(store);
-  server = createServer((req, res) => handler({ accountId: ACCOUNT, namespaceId: String(req.headers["x-kv-namespace"]) }, req, res));
-  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
-  const port = (server.address() as AddressInfo).port;
-  writeFileSync(join(dir, "main.js"), SCRIPT);
-  writeFileSync(
-    join(dir, "config.capnp"),
-    `using Workerd = import "/workerd/workerd.capnp";
-const config :Workerd.Config = (
-  services = [
-    (name = "main", worker = .worker),
-    (name = "kv", external = (address = "127.0.0.1:${port}", http = (injectRequestHeaders = [(name = "x-kv-namespace", value = "${ns}")]))),
-  ],
-  sockets = [(name = "http", address = "127.0.0.1:0", http = (), service = "main")],
-);
-const worker :Workerd.Worker = (
-  modules = [(name = "main.js", esModule = embed "main.js")],
-  compatibilityDate = "2024-09-01",
-  bindings = [(name = "KV", kvNamespace = "kv")],
-);
-`,
-  );
-  workerd = await WorkerdProcess.start(join(dir, "config.capnp"), createLogger({ level: "silent" }), { test: "kv" });
-  url = `http://127.0.0.1:${workerd.port}`;
+  workerd = await startBoundWorkerd({
+    script: SCRIPT,
+    binding: { name: "KV", kind: "kvNamespace" },
+    compatibilityDate: "2024-09-01",
+    handler: (req, res) => handler({ accountId: ACCOUNT, namespaceId: ns }, req, res),
+  });
+  url = workerd.url;
 });
 
 after(async () => {
   await workerd?.stop();
-  await new Promise((r) => server?.close(r));
   close?.();
   if (dir) rmSync(dir, { recursive: true, force: true });
 });

@@ -1,13 +1,10 @@
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { FileContentStore } from "../core/content/content-store.js";
-import { createLogger } from "../core/logger.js";
-import { WorkerdProcess } from "../workers/workerd-process.js";
+import { startBoundWorkerd, type BoundWorkerd } from "../workers/bound-workerd.js";
 import { openDatabase, type Db } from "../core/db/sqlite.js";
 import { createR2BindingHandler } from "./binding.js";
 import { r2Migrations, SqliteR2Store } from "./sqlite-store.js";
@@ -69,9 +66,7 @@ export default {
 
 let dir: string;
 let db: Db;
-let backend: Server;
-let workerd: WorkerdProcess;
-let workerPort: number;
+let workerd: BoundWorkerd;
 
 before(async () => {
   dir = mkdtempSync(join(tmpdir(), "r2-workerd-"));
@@ -79,40 +74,21 @@ before(async () => {
   const store = new SqliteR2Store(db, new FileContentStore(join(dir, "content")));
   store.createBucket("acc", "bkt");
   const handler = createR2BindingHandler(store);
-  backend = createServer((req, res) => handler({ accountId: "acc", bucketName: String(req.headers["x-bucket"]) }, req, res));
-  await new Promise<void>((r) => backend.listen(0, "127.0.0.1", r));
-  const backendPort = (backend.address() as AddressInfo).port;
-
-  writeFileSync(join(dir, "worker.js"), WORKER);
-  writeFileSync(
-    join(dir, "config.capnp"),
-    `using Workerd = import "/workerd/workerd.capnp";
-const config :Workerd.Config = (
-  services = [
-    (name = "main", worker = .w),
-    (name = "r2", external = (address = "127.0.0.1:${backendPort}", http = (injectRequestHeaders = [(name = "x-bucket", value = "bkt")]))),
-  ],
-  sockets = [(name = "http", address = "127.0.0.1:0", http = (), service = "main")],
-);
-const w :Workerd.Worker = (
-  modules = [(name = "worker.js", esModule = embed "worker.js")],
-  compatibilityDate = "2024-09-23",
-  bindings = [(name = "B", r2Bucket = "r2")],
-);
-`,
-  );
-  workerd = await WorkerdProcess.start(join(dir, "config.capnp"), createLogger({ level: "silent" }), { test: "r2" });
-  workerPort = workerd.port;
+  workerd = await startBoundWorkerd({
+    script: WORKER,
+    binding: { name: "B", kind: "r2Bucket" },
+    compatibilityDate: "2024-09-23",
+    handler: (req, res) => handler({ accountId: "acc", bucketName: "bkt" }, req, res),
+  });
 });
 after(async () => {
   await workerd?.stop();
-  await new Promise((r) => backend.close(r));
   db.close();
   rmSync(dir, { recursive: true, force: true });
 });
 
 test("a real workerd script sees the R2 API semantics through our backend", async () => {
-  const res = await fetch(`http://127.0.0.1:${workerPort}/`);
+  const res = await fetch(`${workerd.url}/`);
   const text = await res.text();
   assert.equal(res.status, 200, text);
   const out = JSON.parse(text);
