@@ -1,10 +1,10 @@
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { CLI_PATH, startTestPlatform, type CliResult, type TestPlatform } from "../core/testing/platform.js";
+import { startTestPlatform, type CliResult, type TestPlatform } from "../core/testing/platform.js";
+import { runOnTerminal, terminalAvailable } from "../core/testing/terminal.js";
 
 let p: TestPlatform;
 let work: string;
@@ -275,27 +275,14 @@ test("--help documents every option", async () => {
   assert.match(ok(await kv(["namespace", "create", "--help"])).stdout, /--preview/);
 });
 
-/** Runs edgecli on a pseudo-terminal (util-linux `script`), typing `answer` into it; returns what the terminal showed. */
-function onTerminal(args: string[], answer: string): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const cmd = [process.execPath, CLI_PATH, ...args].map((a) => `'${a.replace(/'/g, "'\\''")}'`).join(" ");
-    const env: NodeJS.ProcessEnv = { ...process.env, EDGE_API_URL: p.apiUrl, EDGE_API_TOKEN: p.token, EDGE_ACCOUNT_ID: p.accountId, EDGE_STATE_DIR: p.stateDir, NO_COLOR: "1" };
-    delete env.CI;
-    const child = spawn("script", ["-qec", cmd, "/dev/null"], { cwd: work, env, stdio: ["pipe", "pipe", "pipe"] });
-    let out = "";
-    child.stdout.on("data", (d: Buffer) => {
-      out += d.toString();
-      if (/\(y\/n\)/.test(out) && answer) {
-        child.stdin.write(answer);
-        answer = "";
-      }
-    });
-    child.on("error", reject);
-    child.on("close", () => resolve(out));
-  });
+/** Runs edgecli on a pseudo-terminal against the test platform, answering its y/n question; returns the screen. */
+async function onTerminal(args: string[], answer?: string): Promise<string> {
+  const env = { EDGE_API_URL: p.apiUrl, EDGE_API_TOKEN: p.token, EDGE_ACCOUNT_ID: p.accountId, EDGE_STATE_DIR: p.stateDir };
+  const { screen } = await runOnTerminal(args, { cwd: work, env, answers: answer ? [{ prompt: /\(y\/n\)/, text: answer }] : [] });
+  return screen;
 }
 
-test("on a terminal: declining the confirmations deletes nothing, yes deletes", { skip: !existsSync("/usr/bin/script") && "needs util-linux script" }, async () => {
+test("on a terminal: declining the confirmations deletes nothing, yes deletes", { skip: !terminalAvailable() && "needs util-linux script" }, async () => {
   const id = idFrom(ok(await kv(["namespace", "create", "TTY"])));
   ok(await kv(["key", "put", "t1", "v", "--namespace-id", id]));
   const keys = file("tty-keys.json", '["t1"]');
@@ -308,4 +295,13 @@ test("on a terminal: declining the confirmations deletes nothing, yes deletes", 
   const accepted = await onTerminal(["kv", "namespace", "delete", "--namespace-id", id], "y\r");
   assert.match(accepted, /Deleted KV namespace/);
   assert.equal((await p.api("GET", `${base}/${id}`)).status, 404);
+});
+
+test("on a terminal: a bulk put shows its progress bar", { skip: !terminalAvailable() && "needs util-linux script" }, async () => {
+  const id = idFrom(ok(await kv(["namespace", "create", "TTY_BULK"])));
+  const entries = Array.from({ length: 2500 }, (_, i) => ({ key: `bulk-${i}`, value: `v${i}` }));
+  const screen = await onTerminal(["kv", "bulk", "put", file("tty-bulk.json", JSON.stringify(entries)), "--namespace-id", id]);
+  assert.match(screen, /\[[^\]]*\] 100% \| 2500\/2500/);
+  assert.match(screen, /Success!/);
+  assert.equal((await apiValue(id, "bulk-2499"))?.toString(), "v2499");
 });

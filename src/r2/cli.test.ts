@@ -1,11 +1,11 @@
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
-import { spawn } from "node:child_process";
-import { createReadStream, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync, openSync, writeSync, closeSync } from "node:fs";
+import { createReadStream, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync, openSync, writeSync, closeSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { CLI_PATH, startTestPlatform, type TestPlatform } from "../core/testing/platform.js";
+import { startTestPlatform, type TestPlatform } from "../core/testing/platform.js";
+import { runOnTerminal, terminalAvailable } from "../core/testing/terminal.js";
 
 /** The real `edgecli r2 …` binary against a real server. */
 let p: TestPlatform;
@@ -145,22 +145,14 @@ test("a 64 MiB object streams through the CLI and the server without being held 
 });
 
 test("a large upload and download show a progress bar on a terminal", async (t) => {
-  if (!existsSync("/usr/bin/script")) return t.skip("needs util-linux `script` for a pseudo-terminal");
+  if (!terminalAvailable()) return t.skip("needs util-linux `script` for a pseudo-terminal");
   writeFileSync(join(work, "tty.bin"), Buffer.alloc(6 * 1024 * 1024, 1));
   await cli(["r2", "bucket", "create", "tty-bucket"]);
-  const onTerminal = (args: string[]) =>
-    new Promise<string>((resolve, reject) => {
-      const command = [process.execPath, CLI_PATH, ...args].map((a) => `'${a}'`).join(" ");
-      const child = spawn("/usr/bin/script", ["-q", "-e", "-c", command, "/dev/null"], {
-        cwd: work,
-        env: { ...process.env, EDGE_API_URL: p.apiUrl, EDGE_API_TOKEN: p.token, EDGE_ACCOUNT_ID: p.accountId, NO_COLOR: "1" },
-        stdio: ["ignore", "pipe", "pipe"],
-      });
-      const out: Buffer[] = [];
-      child.stdout.on("data", (d: Buffer) => out.push(d));
-      child.on("error", reject);
-      child.on("close", (code) => (code === 0 ? resolve(Buffer.concat(out).toString("utf8")) : reject(new Error(`exit ${code}: ${Buffer.concat(out)}`))));
-    });
+  const onTerminal = async (args: string[]) => {
+    const run = await runOnTerminal(args, { cwd: work, env: { EDGE_API_URL: p.apiUrl, EDGE_API_TOKEN: p.token, EDGE_ACCOUNT_ID: p.accountId } });
+    assert.equal(run.code, 0, run.screen);
+    return run.screen;
+  };
   const up = await onTerminal(["r2", "object", "put", "tty-bucket/tty.bin", "--file", "tty.bin"]);
   assert.match(up, /Uploading \[[^\]]*\] 100% \| 6\.0 MiB\/6\.0 MiB/);
   assert.match(up, /Upload complete\./);

@@ -5,6 +5,7 @@ import { after, before, test } from "node:test";
 import { request } from "undici";
 import type { TestPlatform } from "../core/testing/platform.js";
 import { hit, logEntries, uploadScript, startPlatform } from "./test-helpers.js";
+import { runOnTerminal, terminalAvailable } from "../core/testing/terminal.js";
 
 let p: TestPlatform;
 before(async () => {
@@ -146,31 +147,17 @@ test("a secret value never appears in an API answer, a log line or CLI output; t
 });
 
 test("on a terminal, secret put asks with a hidden prompt: the value is not echoed and reaches the script", async (t) => {
-  const { spawn, spawnSync } = await import("node:child_process");
-  if (spawnSync("script", ["--version"]).status !== 0) return t.skip("util-linux `script` (to get a pseudo-terminal) is not installed");
-  const { CLI_PATH } = await import("../core/testing/platform.js");
+  if (!terminalAvailable()) return t.skip("util-linux `script` (to get a pseudo-terminal) is not installed");
   const code = `export default { fetch(r, env) { return new Response(env.TTY_SECRET ?? "unset"); } };`;
   assert.equal((await uploadScript(p, "tty-target", code)).status, 200);
   const value = "typed-on-a-tty-5521";
-  const cmd = `${process.execPath} ${CLI_PATH} secret put TTY_SECRET --name tty-target`;
-  const child = spawn("script", ["-qec", cmd, "/dev/null"], {
-    env: { ...process.env, EDGE_API_URL: p.apiUrl, EDGE_API_TOKEN: p.token, EDGE_ACCOUNT_ID: p.accountId, NO_COLOR: "1", CI: "" },
-    stdio: ["pipe", "pipe", "pipe"],
+  // Typed the moment the prompt shows: echo must already be off by then.
+  const run = await runOnTerminal(["secret", "put", "TTY_SECRET", "--name", "tty-target"], {
+    env: { EDGE_API_URL: p.apiUrl, EDGE_API_TOKEN: p.token, EDGE_ACCOUNT_ID: p.accountId },
+    answers: [{ prompt: "Enter a secret value:", text: `${value}\r` }],
   });
-  let out = "";
-  let typed = false;
-  child.stdout.on("data", (d: Buffer) => {
-    out += d.toString();
-    if (out.includes("Enter a secret value:") && !typed) {
-      typed = true;
-      // Type like a person, a moment after the prompt: the prompt is printed just before echo is switched off.
-      setTimeout(() => child.stdin.end(`${value}\r`), 500);
-    }
-  });
-  child.stderr.on("data", (d: Buffer) => (out += d.toString()));
-  const exit = await new Promise<number | null>((resolve) => child.on("exit", resolve));
-  assert.equal(exit, 0, out);
-  assert.match(out, /Success! Uploaded secret TTY_SECRET/);
-  assert.ok(!out.includes(value), "the typed value is not echoed");
+  assert.equal(run.code, 0, run.screen);
+  assert.match(run.screen, /Success! Uploaded secret TTY_SECRET/);
+  assert.ok(!run.screen.includes(value), "the typed value is not echoed");
   assert.equal((await hit(p, "tty-target", "/")).text, value);
 });
