@@ -21,7 +21,15 @@ test("streams in with digests, reads ranges, refuses oversize without leaving fi
     for await (const c of store.read(put.id, { offset: 10, length: 5 })) chunks.push(c as Buffer);
     assert.equal(Buffer.concat(chunks).length, 5);
 
+    const small = Buffer.from("a buffer, written without blocking");
+    const putBuf = await store.put(small, { sha256: true });
+    assert.equal(putBuf.size, small.length);
+    assert.equal(putBuf.md5, createHash("md5").update(small).digest("hex"));
+    assert.equal(putBuf.sha256, createHash("sha256").update(small).digest("hex"));
+    assert.deepEqual(await store.readAll(putBuf.id), small);
+
     await assert.rejects(store.put(Readable.from([Buffer.alloc(2048)]), { maxBytes: 1024 }), ContentTooLargeError);
+    await assert.rejects(store.put(Buffer.alloc(2048), { maxBytes: 1024 }), ContentTooLargeError);
     assert.deepEqual(readdirSync(join(root, "tmp")), [], "no temporary file left behind");
 
     const orphan = store.putSync(Buffer.from("orphan"));
@@ -29,7 +37,7 @@ test("streams in with digests, reads ranges, refuses oversize without leaving fi
     utimesSync(join(root, orphan.id.slice(0, 2), orphan.id), old, old);
     writeFileSync(join(root, "tmp", "stale"), "x");
     utimesSync(join(root, "tmp", "stale"), old, old);
-    const removed = await store.gc((id) => id === put.id);
+    const removed = await store.gc((id) => id === put.id || id === putBuf.id);
     assert.equal(removed, 2);
     await assert.rejects(store.readAll(orphan.id));
     assert.equal((await store.readAll(put.id)).length, data.length);

@@ -1,6 +1,6 @@
 import { createHash, randomBytes } from "node:crypto";
 import { createReadStream, createWriteStream, mkdirSync, readdirSync, statSync } from "node:fs";
-import { open, readFile, rename, rm, stat, unlink } from "node:fs/promises";
+import { mkdir, open, readFile, rename, rm, stat, unlink, writeFile } from "node:fs/promises";
 import { closeSync, fsyncSync, openSync, renameSync, writeSync, unlinkSync } from "node:fs";
 import { join } from "node:path";
 import type { Readable } from "node:stream";
@@ -59,11 +59,8 @@ export class FileContentStore implements ContentStore {
     return randomBytes(20).toString("hex");
   }
 
+  /** Writes asynchronously (request handlers call this): a buffer and a stream alike never block the event loop on fsync. */
   async put(source: Readable | Buffer, opts: PutOptions = {}): Promise<StoredContent> {
-    if (Buffer.isBuffer(source)) {
-      if (opts.maxBytes !== undefined && source.length > opts.maxBytes) throw new ContentTooLargeError(opts.maxBytes);
-      return this.putSync(source, opts.sha256);
-    }
     const id = this.newId();
     const tmp = join(this.root, "tmp", `${id}.${process.pid}`);
     const md5 = createHash("md5");
@@ -78,18 +75,24 @@ export class FileContentStore implements ContentStore {
         cb(null, chunk);
       },
     });
+    if (Buffer.isBuffer(source) && opts.maxBytes !== undefined && source.length > opts.maxBytes) throw new ContentTooLargeError(opts.maxBytes);
     try {
-      const out = createWriteStream(tmp, { mode: 0o600 });
-      await pipeline(source, meter, out);
+      if (Buffer.isBuffer(source)) {
+        size = source.length;
+        md5.update(source);
+        sha?.update(source);
+        await writeFile(tmp, source, { mode: 0o600 });
+      } else {
+        await pipeline(source, meter, createWriteStream(tmp, { mode: 0o600 }));
+      }
       const fh = await open(tmp, "r+");
       try {
         await fh.sync();
       } finally {
         await fh.close();
       }
-      const final = this.pathOf(id);
-      mkdirSync(join(this.root, id.slice(0, 2)), { recursive: true, mode: 0o700 });
-      await rename(tmp, final);
+      await mkdir(join(this.root, id.slice(0, 2)), { recursive: true, mode: 0o700 });
+      await rename(tmp, this.pathOf(id));
     } catch (err) {
       await rm(tmp, { force: true });
       throw err;
@@ -97,6 +100,7 @@ export class FileContentStore implements ContentStore {
     return { id, size, md5: md5.digest("hex"), sha256: sha?.digest("hex") };
   }
 
+  /** The same, synchronously: for the CLI and deploy paths that hold no event loop others wait on. */
   putSync(data: Buffer, withSha256 = false): StoredContent {
     const id = this.newId();
     const tmp = join(this.root, "tmp", `${id}.${process.pid}`);
