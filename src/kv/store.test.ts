@@ -162,7 +162,7 @@ test("content gc removes files no entry names (a crash between file and commit) 
   const ns = store.createNamespace(ACCOUNT, "gc").id;
   await store.put(ns, "live", Buffer.alloc(KV_LIMITS.inlineValueBytes + 1, 3));
   const { FileContentStore } = await import("../core/content/content-store.js");
-  const orphan = new FileContentStore(join(dir, "content", "kv")).putSync(Buffer.from("left behind"));
+  const orphan = await new FileContentStore(join(dir, "content", "kv")).put(Buffer.from("left behind"));
   assert.ok(contentFiles().includes(orphan.id));
   await new Promise((r) => setTimeout(r, 20)); // gc takes files strictly older than the grace period
   assert.equal(await store.gcContent(0), 1);

@@ -81,10 +81,11 @@ export class ScriptDeployer {
       if (clash) throw new ApiError(400, WorkerCodes.validation, `Binding ${clash.name}: the name is already used by a secret of this Worker; delete the secret or rename the binding`);
 
       const hash = createHash("sha256");
-      const modules: ModuleRef[] = up.modules.map((m) => {
+      const modules: ModuleRef[] = [];
+      for (const m of up.modules) {
         hash.update(m.name).update("\0").update(m.content);
-        return { name: m.name, kind: m.kind, ...this.store.writeModule(m.content) };
-      });
+        modules.push({ name: m.name, kind: m.kind, ...(await this.store.writeModule(m.content)) });
+      }
       const now = new Date().toISOString();
       const script: ScriptRecord = {
         accountId,

@@ -111,8 +111,8 @@ export class WorkersStore {
     return this.q.all.all().map(toRecord);
   }
 
-  writeModule(content: Buffer): { contentId: string; size: number } {
-    const c = this.content.putSync(content);
+  async writeModule(content: Buffer): Promise<{ contentId: string; size: number }> {
+    const c = await this.content.put(content);
     return { contentId: c.id, size: c.size };
   }
 

@@ -32,7 +32,7 @@ test("streams in with digests, reads ranges, refuses oversize without leaving fi
     await assert.rejects(store.put(Buffer.alloc(2048), { maxBytes: 1024 }), ContentTooLargeError);
     assert.deepEqual(readdirSync(join(root, "tmp")), [], "no temporary file left behind");
 
-    const orphan = store.putSync(Buffer.from("orphan"));
+    const orphan = await store.put(Buffer.from("orphan"));
     const old = new Date(Date.now() - 2 * 3600_000);
     utimesSync(join(root, orphan.id.slice(0, 2), orphan.id), old, old);
     writeFileSync(join(root, "tmp", "stale"), "x");

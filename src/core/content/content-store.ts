@@ -1,7 +1,6 @@
 import { createHash, randomBytes } from "node:crypto";
-import { createReadStream, createWriteStream, mkdirSync, readdirSync, statSync } from "node:fs";
+import { createReadStream, createWriteStream, mkdirSync, readdirSync, statSync, unlinkSync } from "node:fs";
 import { mkdir, open, readFile, rename, rm, stat, unlink, writeFile } from "node:fs/promises";
-import { closeSync, fsyncSync, openSync, renameSync, writeSync, unlinkSync } from "node:fs";
 import { join } from "node:path";
 import type { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
@@ -34,7 +33,6 @@ export class ContentTooLargeError extends Error {
  */
 export interface ContentStore {
   put(source: Readable | Buffer, opts?: PutOptions): Promise<StoredContent>;
-  putSync(data: Buffer): StoredContent;
   read(id: string, range?: { offset: number; length: number }): Readable;
   readAll(id: string): Promise<Buffer>;
   delete(id: string): Promise<void>;
@@ -98,28 +96,6 @@ export class FileContentStore implements ContentStore {
       throw err;
     }
     return { id, size, md5: md5.digest("hex"), sha256: sha?.digest("hex") };
-  }
-
-  /** The same, synchronously: for the CLI and deploy paths that hold no event loop others wait on. */
-  putSync(data: Buffer, withSha256 = false): StoredContent {
-    const id = this.newId();
-    const tmp = join(this.root, "tmp", `${id}.${process.pid}`);
-    const fd = openSync(tmp, "w", 0o600);
-    try {
-      let off = 0;
-      while (off < data.length) off += writeSync(fd, data, off, data.length - off);
-      fsyncSync(fd);
-    } finally {
-      closeSync(fd);
-    }
-    mkdirSync(join(this.root, id.slice(0, 2)), { recursive: true, mode: 0o700 });
-    renameSync(tmp, this.pathOf(id));
-    return {
-      id,
-      size: data.length,
-      md5: createHash("md5").update(data).digest("hex"),
-      sha256: withSha256 ? createHash("sha256").update(data).digest("hex") : undefined,
-    };
   }
 
   read(id: string, range?: { offset: number; length: number }): Readable {
