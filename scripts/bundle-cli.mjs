@@ -1,21 +1,89 @@
 #!/usr/bin/env node
-// Bundles the compiled CLI (dist/cli.js and everything it imports from dist/) into dist/bin/, one chunk per
-// lazily imported part. A command then loads a handful of files instead of dozens of modules, which is most of
-// what a short command like `edgecli kv key get --local` spends. Packages in node_modules stay external.
+// Bundles the compiled CLI (dist/cli.js and everything it imports from dist/) into one CommonJS file,
+// dist/bin/edgecli.bundle.js, and installs the launcher (scripts/edgecli-launcher.cjs) as dist/bin/edgecli.js.
+//
+// Why: a short command such as `edgecli kv key get --local` is mostly Node start-up and module loading. One
+// CommonJS file avoids the ESM loader and its per-module resolution; a V8 code cache, made here by running
+// representative commands, avoids compiling the code those commands need. Packages stay external (required from
+// node_modules at run time) except better-sqlite3's JavaScript, which every local command loads and which is
+// small; its native addon is still loaded from node_modules.
 import { build } from "esbuild";
-import { chmodSync } from "node:fs";
+import { execFileSync } from "node:child_process";
+import { chmodSync, copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 
-const outdir = new URL("../dist/bin/", import.meta.url).pathname;
+const root = new URL("..", import.meta.url).pathname;
+const outdir = join(root, "dist", "bin");
+const pkg = JSON.parse(readFileSync(join(root, "package.json"), "utf8"));
+const external = [...Object.keys(pkg.dependencies).filter((name) => name !== "better-sqlite3"), "bindings"];
+
+/** `await import("undici")` of an external package becomes a require() in the bundle, so no ESM loader starts. */
+const externalImportsAsRequire = {
+  name: "external-imports-as-require",
+  setup(b) {
+    b.onResolve({ filter: /^[^./]/ }, (args) => {
+      const name = args.path.startsWith("@") ? args.path.split("/").slice(0, 2).join("/") : args.path.split("/")[0];
+      if (!external.includes(name)) return undefined;
+      if (args.kind === "dynamic-import") return { path: args.path, namespace: "require-external" };
+      return { path: args.path, external: true };
+    });
+    b.onLoad({ filter: /.*/, namespace: "require-external" }, (args) => ({
+      contents: `module.exports = require(${JSON.stringify(args.path)});`,
+      loader: "js",
+    }));
+  },
+};
+
+rmSync(outdir, { recursive: true, force: true });
 await build({
-  entryPoints: { edgecli: new URL("../dist/cli.js", import.meta.url).pathname },
-  outdir,
+  entryPoints: [join(root, "dist", "cli.js")],
+  outfile: join(outdir, "edgecli.bundle.js"),
   bundle: true,
-  splitting: true,
-  format: "esm",
+  format: "cjs",
   platform: "node",
   target: "node20",
-  packages: "external",
-  sourcemap: true,
+  plugins: [externalImportsAsRequire],
+  define: { "import.meta.url": "__edgecliBundleUrl" },
+  banner: { js: 'const __edgecliBundleUrl = require("node:url").pathToFileURL(__filename).href;' },
   logLevel: "warning",
 });
-chmodSync(`${outdir}edgecli.js`, 0o755);
+// package.json says "type": "module"; the files here are CommonJS.
+writeFileSync(join(outdir, "package.json"), '{ "type": "commonjs" }\n');
+const bin = join(outdir, "edgecli.js");
+copyFileSync(join(root, "scripts", "edgecli-launcher.cjs"), bin);
+chmodSync(bin, 0o755);
+
+// The launcher wraps the bundle in a function, where dist/cli.js's hashbang line would be a syntax error.
+const bundled = readFileSync(join(outdir, "edgecli.bundle.js"), "utf8").replace(/^#!.*\n/, "");
+writeFileSync(join(outdir, "edgecli.bundle.js"), bundled);
+if (/\bimport\(/.test(bundled)) throw new Error("edgecli.bundle.js still contains import(): the launcher cannot run it");
+
+// The code cache: each run adds what it compiled to the cache the previous run left.
+const work = mkdtempSync(join(tmpdir(), "edgecli-code-cache-"));
+try {
+  const local = ["--namespace-id", "0".repeat(32), "--local", "--persist-to", join(work, "state")];
+  writeFileSync(join(work, "bulk.json"), JSON.stringify([{ key: "a", value: "1" }, { key: "b", value: "2" }]));
+  writeFileSync(join(work, "keys.json"), JSON.stringify(["a"]));
+  const runs = [
+    ["--help"],
+    ["kv", "key", "put", "k", "v", ...local],
+    ["kv", "key", "get", "k", "--text", ...local],
+    ["kv", "key", "list", ...local],
+    ["kv", "bulk", "put", join(work, "bulk.json"), ...local],
+    ["kv", "bulk", "delete", join(work, "keys.json"), "--force", ...local],
+    ["kv", "key", "delete", "k", ...local],
+    ["kv", "key", "get", "k", ...local],
+  ];
+  const env = { ...process.env, EDGECLI_BUILD_CODE_CACHE: "1", NO_COLOR: "1" };
+  for (const args of runs) {
+    try {
+      execFileSync(process.execPath, [bin, ...args], { cwd: work, env, stdio: "pipe" });
+    } catch (err) {
+      // The last run is a key that is gone, which exits 1: its error path is worth caching too.
+      if (err.status !== 1) throw err;
+    }
+  }
+} finally {
+  rmSync(work, { recursive: true, force: true });
+}

@@ -5,11 +5,17 @@ import { CliContext, type CliIO } from "./context.js";
 import { commandHelp, commandUsage, groupHelp } from "./help.js";
 import { parseArgs } from "./parse.js";
 
-/** The package's version, from the nearest package.json above this file (the CLI runs compiled or bundled). */
+/**
+ * The package's version, from the nearest package.json above this file that has one (the CLI runs compiled or
+ * bundled; dist/bin/package.json only sets the module type).
+ */
 export function cliVersion(): string {
   for (let dir = new URL(".", import.meta.url); ; dir = new URL("..", dir)) {
     const file = new URL("package.json", dir);
-    if (existsSync(file)) return (JSON.parse(readFileSync(file, "utf8")) as { version: string }).version;
+    if (existsSync(file)) {
+      const { version } = JSON.parse(readFileSync(file, "utf8")) as { version?: string };
+      if (version) return version;
+    }
     if (dir.pathname === "/") return "unknown";
   }
 }
