@@ -4,7 +4,10 @@
 //
 //   cd bench/kv && npm install        # wrangler 3.114 as a peer, in bench/kv/node_modules only
 //   (cd ../.. && npx tsc -p .)        # edgecli from dist/
-//   node bench/kv/run.mjs [--runs 5] [--million-keys 1000000] [--skip-wrangler]
+//   node bench/kv/run.mjs [--runs 5] [--million-keys 1000000] [--skip-wrangler] [--without-extra-ca-certs]
+//
+// NODE_EXTRA_CA_CERTS makes every Node process parse that CA bundle before running any code (about 70 ms per
+// process on the project VM, where it is set globally). --without-extra-ca-certs removes it for both tools.
 //
 // Wall time is measured around the whole process; peak memory is the largest summed RSS of the process tree
 // (wrangler starts workerd as a child), sampled from /proc every 5 ms.
@@ -27,6 +30,9 @@ const opt = (name, fallback) => {
 const RUNS = Number(opt("runs", "5"));
 const MILLION = Number(opt("million-keys", "1000000"));
 const SKIP_WRANGLER = argv.includes("--skip-wrangler");
+const WITHOUT_EXTRA_CA = argv.includes("--without-extra-ca-certs");
+const childEnv = { ...process.env };
+if (WITHOUT_EXTRA_CA) delete childEnv.NODE_EXTRA_CA_CERTS;
 const NAMESPACE_ID = "0123456789abcdef0123456789abcdef";
 
 if (!existsSync(EDGECLI)) throw new Error(`build first: ${EDGECLI} is missing (npx tsc -p .)`);
@@ -74,7 +80,7 @@ function measure(cmd, args, opts = {}) {
       cmd = TIME;
     }
     const start = process.hrtime.bigint();
-    const child = spawn(cmd, args, { cwd: opts.cwd, env: { ...process.env, ...opts.env }, stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn(cmd, args, { cwd: opts.cwd, env: { ...childEnv, ...opts.env }, stdio: ["ignore", "pipe", "pipe"] });
     let peak = 0;
     const timer = setInterval(() => {
       peak = Math.max(peak, treeRss(child.pid));
@@ -173,7 +179,8 @@ try {
   const cursorMs = performance.now() - t2;
   close();
 
-  console.log(`\nKV benchmark — ${new Date().toISOString()} — ${cpus().length} CPUs (${cpus()[0]?.model ?? "?"}), Node ${process.version}\n`);
+  console.log(`\nKV benchmark — ${new Date().toISOString()} — ${cpus().length} CPUs (${cpus()[0]?.model ?? "?"}), Node ${process.version}`);
+  console.log(`NODE_EXTRA_CA_CERTS for both tools: ${childEnv.NODE_EXTRA_CA_CERTS ?? "(unset)"}\n`);
   const load = readFileSync("/proc/loadavg", "utf8").split(" ").slice(0, 3).join(" ");
   console.log(`load average at the end: ${load}\n`);
   console.log("| operation | edgecli wall | wrangler 3.114 wall | wall speed-up | edgecli CPU | wrangler CPU | CPU ratio | edgecli peak RSS | wrangler peak RSS |");
