@@ -7,7 +7,8 @@ import { chmodSync } from "node:fs";
 
 const outdir = new URL("../dist/bin/", import.meta.url).pathname;
 await build({
-  entryPoints: { edgecli: new URL("../dist/cli.js", import.meta.url).pathname },
+  // The DNS UDP answering processes run their own small entry (forked by dist/dns/udp-pool.js's bundled copy).
+  entryPoints: { edgecli: new URL("../dist/cli.js", import.meta.url).pathname, "udp-worker": new URL("../dist/dns/udp-worker.js", import.meta.url).pathname },
   outdir,
   bundle: true,
   splitting: true,
