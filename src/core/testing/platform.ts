@@ -134,7 +134,7 @@ export async function startTestPlatform(opts: TestPlatformOptions = {}): Promise
   let stopped = false;
   const stop = () =>
     new Promise<void>((resolve) => {
-      if (stopped || child.exitCode !== null) return resolve();
+      if (stopped || child.exitCode !== null || child.signalCode !== null) return resolve();
       stopped = true;
       child.once("exit", () => resolve());
       child.kill("SIGTERM");
