@@ -27,6 +27,14 @@ interface Member {
   exited: Promise<void>;
   /** Flushes waiting for this process's acknowledgement, by generation. */
   waiters: { g: number; done: () => void }[];
+  /**
+   * Whether it may hold answers from before the next change: its cache only ever fills with answers from
+   * this process, so one that was sent none since its last flush has nothing to forget (API writes on a
+   * server nobody queries cost no round trip).
+   */
+  dirty: boolean;
+  /** Confirmation of the last flush sent to it. */
+  lastFlush: Promise<void>;
 }
 
 /**
@@ -89,7 +97,10 @@ export class UdpWorkerPool {
   private flushOne(m: Member, g: number): Promise<void> {
     // A process whose channel is closed can no longer be told anything; it exits on its own (cluster workers do).
     if (!m.worker.isConnected()) return m.exited;
-    return new Promise((resolve) => {
+    // Clean, but an earlier flush may still be on its way: the caller must wait for that one too.
+    if (!m.dirty) return m.lastFlush;
+    m.dirty = false;
+    m.lastFlush = new Promise((resolve) => {
       const timer = setTimeout(() => {
         this.log.error({ child_pid: m.worker.process.pid }, "dns answering process did not confirm a cache flush; killing it");
         m.worker.process.kill("SIGKILL");
@@ -103,6 +114,7 @@ export class UdpWorkerPool {
       });
       this.post(m.worker, { t: "flush", g });
     });
+    return m.lastFlush;
   }
 
   private post(worker: Worker, msg: ToWorker): void {
@@ -121,7 +133,7 @@ export class UdpWorkerPool {
     const withFlag = this.batchSends;
     let ready = false;
     let exitedResolve!: () => void;
-    const m: Member = { worker, startedAt: Date.now(), exited: new Promise((r) => (exitedResolve = r)), waiters: [] };
+    const m: Member = { worker, startedAt: Date.now(), exited: new Promise((r) => (exitedResolve = r)), waiters: [], dirty: false, lastFlush: Promise.resolve() };
     this.members.add(m);
 
     return new Promise<void>((resolve, reject) => {
@@ -129,9 +141,12 @@ export class UdpWorkerPool {
       worker.on("error", (err) => this.log.warn({ err, child_pid: worker.process.pid }, "dns answering process channel error"));
       worker.on("message", (msg: FromWorker) => {
         switch (msg.t) {
-          case "query":
-            this.post(worker, { t: "answer", s: msg.s, a: this.safeAnswer(msg.q) ?? null });
+          case "query": {
+            const a = this.safeAnswer(msg.q) ?? null;
+            if (a) m.dirty = true;
+            this.post(worker, { t: "answer", s: msg.s, a });
             break;
+          }
           case "flushed": {
             const confirmed = m.waiters.filter((w) => w.g <= msg.g);
             m.waiters = m.waiters.filter((w) => w.g > msg.g);

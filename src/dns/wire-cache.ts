@@ -40,15 +40,18 @@ export class WireCache {
 }
 
 /**
- * dgram resolves the destination of every send through dns.lookup, which for an address literal still
- * costs a validation and a deferred callback per packet; replies always go to the literal the query
- * came from, so answer at once and resolve only real host names (a --dns-host given as a name).
+ * A UDP socket for the DNS server. dgram passes the destination of every send through its lookup
+ * function, which by default still costs an address check and a deferred callback per packet; once the
+ * socket is bound it only ever replies to the address a query came from, always a literal, so from then
+ * on the lookup answers at once. Before that it resolves normally (a --dns-host given as a name).
  */
-function literalLookup(host: string, family: number, cb: (err: NodeJS.ErrnoException | null, address: string, family: number) => void): void {
-  if (isIP(host)) cb(null, host, family);
-  else lookup(host, family, cb);
-}
-
 export function createUdpSocket(host: string): dgram.Socket {
-  return dgram.createSocket({ type: isIP(host) === 6 ? "udp6" : "udp4", reuseAddr: false, lookup: literalLookup as never });
+  let bound = false;
+  const resolve = (name: string, family: number, cb: (err: NodeJS.ErrnoException | null, address: string, family: number) => void) => {
+    if (bound) cb(null, name, family);
+    else lookup(name, family, cb);
+  };
+  const socket = dgram.createSocket({ type: isIP(host) === 6 ? "udp6" : "udp4", reuseAddr: false, lookup: resolve as never });
+  socket.once("listening", () => (bound = true));
+  return socket;
 }
