@@ -1,7 +1,10 @@
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { existsSync, readdirSync, readFileSync } from "node:fs";
-import type { TestPlatform } from "../core/testing/platform.js";
+import dgram from "node:dgram";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { runCli, type TestPlatform } from "../core/testing/platform.js";
 import { createRecord, createZone, encodeQuery, rcodeOf, startDnsPlatform, tcpQuery, udpQuery, type DnsResponse } from "./test-helpers.js";
 
 const Z = "workers.example";
@@ -137,5 +140,21 @@ describe("DNS answering processes stop with the platform", () => {
     if (p.process.exitCode === null && p.process.signalCode === null) await new Promise((r) => p.process.once("exit", r));
     await p.dispose();
     assert.ok(pids.every((pid) => !existsSync(`/proc/${pid}`) || gone(pid)));
+  });
+
+  it("reports a UDP port that is taken as a clear error (the answering processes cannot bind it)", async () => {
+    const squatter = dgram.createSocket("udp4");
+    await new Promise<void>((r) => squatter.bind(0, "127.0.0.1", r));
+    const stateDir = mkdtempSync(join(tmpdir(), "edge-dns-taken-"));
+    try {
+      const port = squatter.address().port;
+      const r = await runCli(["serve", "--port", "0", "--dns-port", String(port), "--dns-workers", "2", "--state-dir", stateDir]);
+      assert.equal(r.code, 1);
+      assert.match(r.stderr, new RegExp(`The DNS port 127\\.0\\.0\\.1:${port} is already in use`));
+      assert.doesNotMatch(r.stderr, /This is a bug/);
+    } finally {
+      squatter.close();
+      rmSync(stateDir, { recursive: true, force: true });
+    }
   });
 });
