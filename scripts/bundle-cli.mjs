@@ -35,10 +35,7 @@ const externalImportsAsRequire = {
   },
 };
 
-rmSync(outdir, { recursive: true, force: true });
-await build({
-  entryPoints: [join(root, "dist", "cli.js")],
-  outfile: join(outdir, "edgecli.bundle.js"),
+const common = {
   bundle: true,
   format: "cjs",
   platform: "node",
@@ -47,7 +44,12 @@ await build({
   define: { "import.meta.url": "__edgecliBundleUrl" },
   banner: { js: 'const __edgecliBundleUrl = require("node:url").pathToFileURL(__filename).href;' },
   logLevel: "warning",
-});
+};
+rmSync(outdir, { recursive: true, force: true });
+await build({ ...common, entryPoints: [join(root, "dist", "cli.js")], outfile: join(outdir, "edgecli.bundle.js") });
+// Processes the platform forks run their own small entry, found beside the code that forks them
+// (dist/dns/udp-pool.js forks ./udp-worker.js; bundled, that is dist/bin/udp-worker.js).
+await build({ ...common, entryPoints: [join(root, "dist", "dns", "udp-worker.js")], outfile: join(outdir, "udp-worker.js") });
 // package.json says "type": "module"; the files here are CommonJS.
 writeFileSync(join(outdir, "package.json"), '{ "type": "commonjs" }\n');
 const bin = join(outdir, "edgecli.js");

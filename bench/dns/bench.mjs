@@ -1,11 +1,11 @@
 #!/usr/bin/env node
 // DNS benchmark: the same zone served by our authoritative server and by PowerDNS 4.7 (gsqlite3,
 // packet cache on as packaged), both driven by dnsperf in one run; then the records API timed.
-// Usage: npm run build && node bench/dns/bench.mjs [--seconds 15] [--clients 4]
+// Usage: npm run build && node bench/dns/bench.mjs [--seconds 15] [--clients 4] [--rounds 3] [--workers N] [--dns-only]
 // Needs Debian packages pdns-server, pdns-backend-sqlite3 and dnsperf; installs them with apt-get if missing.
 import { execFileSync, spawn, spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { mkdtempSync, rmSync, writeFileSync, existsSync, mkdirSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync, existsSync, mkdirSync, readFileSync, readdirSync } from "node:fs";
 import { createServer } from "node:net";
 import { cpus, tmpdir } from "node:os";
 import { join } from "node:path";
@@ -17,7 +17,12 @@ const opt = (name, def) => {
   return i >= 0 ? Number(args[i + 1]) : def;
 };
 const SECONDS = opt("seconds", 15);
+const ROUNDS = opt("rounds", 3);
 const CLIENTS = opt("clients", 4);
+/** --dns-workers for edgecli; unset leaves the server's default (one answering process per CPU). */
+const WORKERS = opt("workers", undefined);
+/** --dns-only skips the API timings (for comparing server settings quickly). */
+const DNS_ONLY = args.includes("--dns-only");
 const ZONE = "bench.example";
 const HOSTS = 1000;
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
@@ -94,7 +99,7 @@ function waitFor(child, pattern, what) {
 async function startOurs(port) {
   const token = randomBytes(30).toString("base64").replace(/[^A-Za-z0-9]/g, "").slice(0, 40).padEnd(40, "x");
   const accountId = randomBytes(16).toString("hex");
-  const child = spawn(process.execPath, [CLI, "serve", "--port", "0", "--state-dir", join(work, "edge"), "--dns-port", String(port), "--log-level", "warn"], {
+  const child = spawn(process.execPath, [CLI, "serve", "--port", "0", "--state-dir", join(work, "edge"), "--dns-port", String(port), ...(WORKERS === undefined ? [] : ["--dns-workers", String(WORKERS)]), "--log-level", "warn"], {
     env: { ...process.env, EDGE_BOOTSTRAP_ACCOUNT_ID: accountId, EDGE_BOOTSTRAP_EMAIL: "bench@example.com", EDGE_BOOTSTRAP_API_KEY: randomBytes(19).toString("hex").slice(0, 37), EDGE_BOOTSTRAP_API_TOKEN: token },
     stdio: ["ignore", "pipe", "pipe"],
   });
@@ -137,19 +142,53 @@ async function answering(port) {
   throw new Error(`nothing answers on port ${port}`);
 }
 
-function dnsperf(port, label) {
-  const r = spawnSync("dnsperf", ["-s", "127.0.0.1", "-p", String(port), "-d", join(work, "queries.txt"), "-l", String(SECONDS), "-c", String(CLIENTS), "-q", "100"], { encoding: "utf8" });
+/** CPU seconds (user + system) used so far by a process, its threads and its live descendants. */
+function treeCpuSeconds(pid) {
+  let ticks = 0;
+  const visit = (p) => {
+    try {
+      const f = readFileSync(`/proc/${p}/stat`, "utf8").split(") ")[1].split(" ");
+      ticks += Number(f[11]) + Number(f[12]);
+      for (const t of readdirSync(`/proc/${p}/task`)) for (const c of readFileSync(`/proc/${p}/task/${t}/children`, "utf8").split(" ").filter(Boolean)) visit(c);
+    } catch {
+      /* exited meanwhile */
+    }
+  };
+  visit(pid);
+  return ticks / 100; // USER_HZ is 100 on Linux
+}
+
+/** One dnsperf run of `seconds` against a server; raw totals, so rounds can be added up. */
+function dnsperf(port, label, pid, seconds) {
+  const cpu0 = treeCpuSeconds(pid);
+  const r = spawnSync("dnsperf", ["-s", "127.0.0.1", "-p", String(port), "-d", join(work, "queries.txt"), "-l", String(seconds), "-c", String(CLIENTS), "-q", "100"], { encoding: "utf8" });
   const out = r.stdout + r.stderr;
   const num = (re) => Number(out.match(re)?.[1]);
   const res = {
     label,
-    qps: num(/Queries per second:\s+([\d.]+)/),
-    latencyMs: num(/Average Latency \(s\):\s+([\d.]+)/) * 1000,
+    runSeconds: num(/Run time \(s\):\s+([\d.]+)/),
+    latencySum: num(/Average Latency \(s\):\s+([\d.]+)/) * num(/Queries completed:\s+(\d+)/),
     lost: num(/Queries lost:\s+(\d+)/),
     completed: num(/Queries completed:\s+(\d+)/),
+    cpuSeconds: treeCpuSeconds(pid) - cpu0,
   };
-  if (!res.qps) throw new Error(`dnsperf against ${label} failed:\n${out}`);
+  if (!res.completed || !res.runSeconds) throw new Error(`dnsperf against ${label} failed:\n${out}`);
   return res;
+}
+
+/**
+ * Both servers in alternating rounds (ours, PowerDNS, ours, ...), so a neighbour's burst of load on this
+ * shared machine does not fall on one server only; totals are summed over the rounds.
+ */
+function alternate(servers) {
+  const totals = servers.map((s) => ({ label: s.label, runSeconds: 0, latencySum: 0, lost: 0, completed: 0, cpuSeconds: 0 }));
+  for (let round = 0; round < ROUNDS; round++) {
+    servers.forEach((s, i) => {
+      const r = dnsperf(s.port, s.label, s.pid, SECONDS / ROUNDS);
+      for (const k of ["runSeconds", "latencySum", "lost", "completed", "cpuSeconds"]) totals[i][k] += r[k];
+    });
+  }
+  return totals.map((t) => ({ ...t, qps: t.completed / t.runSeconds, latencyMs: (t.latencySum / t.completed) * 1000, cpuPerQueryUs: (t.cpuSeconds / t.completed) * 1e6 }));
 }
 
 // undici's request() from the project's dependencies: a lighter client than fetch, so the client costs less of the 2 CPUs.
@@ -181,10 +220,21 @@ async function main() {
   const pdns = await startPdns(pdnsPort);
 
   console.log(`zone ${ZONE}: ${imported.recs_added} records imported into edgecli; PowerDNS loaded the same file`);
-  console.log(`dnsperf ${SECONDS}s each, ${CLIENTS} clients, 100 outstanding, 90% existing / 10% NXDOMAIN, on ${cpus().length} CPUs`);
-  const a = dnsperf(ourPort, "edgecli (Node, packet cache)");
-  const b = dnsperf(pdnsPort, "PowerDNS 4.7 gsqlite3");
+  console.log(`edgecli --dns-workers ${WORKERS ?? "default (one per CPU)"}`);
+  console.log(`dnsperf ${SECONDS}s each in ${ROUNDS} alternating rounds, ${CLIENTS} clients, 100 outstanding, 90% existing / 10% NXDOMAIN, on ${cpus().length} CPUs`);
+  const [a, b] = alternate([
+    { port: ourPort, label: "edgecli (Node, packet cache)", pid: ours.child.pid },
+    { port: pdnsPort, label: "PowerDNS 4.7 gsqlite3", pid: pdns.pid },
+  ]);
   pdns.kill("SIGTERM");
+  const report = () => {
+    console.log("");
+    console.log("| server | queries/s | avg latency ms | lost | server CPU per query |");
+    console.log("|---|---|---|---|---|");
+    for (const r of [a, b]) console.log(`| ${r.label} | ${Math.round(r.qps)} | ${r.latencyMs.toFixed(3)} | ${r.lost} | ${r.cpuPerQueryUs.toFixed(1)} µs |`);
+    console.log(`\nratio edgecli / PowerDNS: ${(a.qps / b.qps).toFixed(2)}`);
+  };
+  if (DNS_ONLY) return report();
 
   // API: single-record creates, then a 10,000-record zone listed.
   const z2 = (await api(ours.api, ours.token, "POST", "/zones", { name: "api-bench.example", account: { id: ours.accountId } })).result;
@@ -222,11 +272,7 @@ async function main() {
   }
   const listPaged = performance.now() - t2;
 
-  console.log("");
-  console.log("| server | queries/s | avg latency ms | lost |");
-  console.log("|---|---|---|---|");
-  for (const r of [a, b]) console.log(`| ${r.label} | ${Math.round(r.qps)} | ${r.latencyMs.toFixed(3)} | ${r.lost} |`);
-  console.log(`\nratio edgecli / PowerDNS: ${(a.qps / b.qps).toFixed(2)}`);
+  report();
   console.log(`\nAPI: ${N} single-record POSTs (${CONC} concurrent): ${(N / createSecs).toFixed(0)} records/s`);
   console.log(`API: ${SEQ} single-record POSTs one after another: ${(SEQ / seqSecs).toFixed(0)} records/s`);
   console.log(`API: list of ${all.result.length} records in one request (per_page=10000): ${listOne.toFixed(0)} ms`);

@@ -1,4 +1,5 @@
 import { BlockList, isIP } from "node:net";
+import { availableParallelism } from "node:os";
 import { UserError } from "../core/errors.js";
 
 /** The DNS area's view of `edgecli serve` options, checked once at start. */
@@ -12,6 +13,8 @@ export interface DnsConfig {
   platformAddresses: BlockList;
   axfrAllow: BlockList;
   notifyTargets: { host: string; port: number }[];
+  /** Processes answering UDP on one shared socket; 0 or 1 answers in the main process. */
+  workers: number;
 }
 
 /** Repeatable options also accept comma lists ("a,b"), which is what a single env var or flag can carry. */
@@ -57,6 +60,8 @@ export function readDnsConfig(options: Record<string, unknown>): DnsConfig {
   if (nameServers.length === 0) throw new UserError("--name-servers: at least one name server is needed");
   const port = Number(options["dns-port"] ?? 1053);
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new UserError(`--dns-port: ${port} is not a port`);
+  const workers = options["dns-workers"] === undefined ? defaultWorkers() : Number(options["dns-workers"]);
+  if (!Number.isInteger(workers) || workers < 0 || workers > MAX_WORKERS) throw new UserError(`--dns-workers: ${options["dns-workers"]} must be a whole number from 0 to ${MAX_WORKERS}`);
   return {
     host: String(options["dns-host"] ?? "127.0.0.1"),
     port,
@@ -66,5 +71,14 @@ export function readDnsConfig(options: Record<string, unknown>): DnsConfig {
     platformAddresses,
     axfrAllow,
     notifyTargets,
+    workers,
   };
+}
+
+const MAX_WORKERS = 64;
+
+/** One answering process per CPU; on a single CPU the main process answers alone (a second process would only compete with it). */
+function defaultWorkers(): number {
+  const cpus = availableParallelism();
+  return cpus > 1 ? Math.min(cpus, MAX_WORKERS) : 0;
 }

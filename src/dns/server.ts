@@ -7,6 +7,8 @@ import { AnswerEngine, Rcode } from "./answer.js";
 import { axfrMessages } from "./axfr.js";
 import type { DnsConfig } from "./config.js";
 import type { DnsState } from "./state.js";
+import { UdpWorkerPool } from "./udp-pool.js";
+import { createUdpSocket, WireCache } from "./wire-cache.js";
 
 const AA = 1 << 10;
 const TC = 1 << 9;
@@ -15,22 +17,24 @@ const CD = 1 << 4;
 const OPCODE_MASK = 0xf << 11;
 /** What we advertise in EDNS, the size the DNS flag day 2020 settled on. */
 const EDNS_SIZE = 1232;
-const CACHE_LIMIT = 50_000;
 const TCP_IDLE_MS = 10_000;
 
 type Decoded = ReturnType<typeof packet.decode>;
 type Opt = { type: "OPT"; udpPayloadSize?: number; ednsVersion?: number; flags?: number };
 
 /**
- * The authoritative server, UDP and TCP on one port. Answers are cached as wire bytes keyed by the
- * query minus its id (flags, question and EDNS), so a repeated question costs one Map lookup and a
- * copy with the id patched in; any change to any zone clears the cache.
+ * The authoritative server, UDP and TCP on one port. Answers are cached as wire bytes (WireCache); any
+ * change to any zone clears the caches. UDP is answered here, or with --dns-workers > 1 by that many
+ * processes sharing the socket, which ask this one for what they have not cached.
  */
 export class DnsServer {
   private udp?: dgram.Socket;
   private tcp?: net.Server;
   private readonly sockets = new Set<net.Socket>();
-  private readonly cache = new Map<string, Buffer>();
+  private pool?: UdpWorkerPool;
+  private flushed: Promise<void> = Promise.resolve();
+  private readonly udpCache = new WireCache();
+  private readonly tcpCache = new WireCache();
   port = 0;
 
   constructor(
@@ -40,8 +44,16 @@ export class DnsServer {
     private readonly log: Logger,
   ) {}
 
+  /** Forgets every cached answer, here and in the answering processes. */
   invalidate(): void {
-    this.cache.clear();
+    this.udpCache.clear();
+    this.tcpCache.clear();
+    if (this.pool) this.flushed = this.pool.flush();
+  }
+
+  /** Resolves once every answering process has dropped the answers cached before the last change. */
+  synced(): Promise<void> {
+    return this.flushed;
   }
 
   async start(): Promise<void> {
@@ -58,45 +70,79 @@ export class DnsServer {
   }
 
   private async listen(): Promise<void> {
-    const type = net.isIPv6(this.cfg.host) ? "udp6" : "udp4";
-    // With port 0 the UDP port is picked first and TCP must get the same number; retry if it is taken.
+    // With port 0 the first listener picks the port and the other must get the same number; retry if it is taken.
     for (let attempt = 0; ; attempt++) {
-      const udp = dgram.createSocket({ type, reuseAddr: false });
-      udp.on("message", (msg, rinfo) => this.onUdp(udp, msg, rinfo));
-      await new Promise<void>((resolve, reject) => {
-        udp.once("error", reject);
-        udp.bind(this.cfg.port, this.cfg.host, () => {
-          udp.off("error", reject);
-          resolve();
-        });
-      });
-      udp.on("error", (err) => this.log.warn({ err }, "dns udp socket error"));
-      const port = udp.address().port;
-      const tcp = net.createServer((s) => this.onTcp(s));
       try {
-        await new Promise<void>((resolve, reject) => {
-          tcp.once("error", reject);
-          tcp.listen(port, this.cfg.host, () => {
-            tcp.off("error", reject);
-            resolve();
-          });
-        });
+        if (this.cfg.workers > 1) await this.listenShared();
+        else await this.listenInProcess();
+        return;
       } catch (err) {
-        udp.close();
         if (this.cfg.port === 0 && attempt < 20 && (err as NodeJS.ErrnoException).code === "EADDRINUSE") continue;
         throw err;
       }
-      this.udp = udp;
-      this.tcp = tcp;
-      this.port = port;
-      return;
     }
+  }
+
+  private async listenInProcess(): Promise<void> {
+    const udp = createUdpSocket(this.cfg.host);
+    udp.on("message", (msg, rinfo) => this.onUdp(udp, msg, rinfo));
+    await new Promise<void>((resolve, reject) => {
+      udp.once("error", reject);
+      udp.bind(this.cfg.port, this.cfg.host, () => {
+        udp.off("error", reject);
+        resolve();
+      });
+    });
+    udp.on("error", (err) => this.log.warn({ err }, "dns udp socket error"));
+    const port = udp.address().port;
+    try {
+      this.tcp = await this.listenTcp(port);
+    } catch (err) {
+      udp.close();
+      throw err;
+    }
+    this.udp = udp;
+    this.port = port;
+  }
+
+  /** TCP here; UDP in answering processes sharing one socket (udp-pool.ts), so answering is not bound to one thread. */
+  private async listenShared(): Promise<void> {
+    const tcp = await this.listenTcp(this.cfg.port);
+    const port = (tcp.address() as net.AddressInfo).port;
+    const pool = new UdpWorkerPool(this.cfg.workers, { host: this.cfg.host, port }, (q) => this.respond(q, false), this.log);
+    try {
+      await pool.start();
+    } catch (err) {
+      await new Promise((resolve) => tcp.close(resolve));
+      throw err;
+    }
+    this.tcp = tcp;
+    this.pool = pool;
+    this.port = port;
+  }
+
+  private async listenTcp(port: number): Promise<net.Server> {
+    const tcp = net.createServer((s) => this.onTcp(s));
+    await new Promise<void>((resolve, reject) => {
+      tcp.once("error", reject);
+      tcp.listen(port, this.cfg.host, () => {
+        tcp.off("error", reject);
+        resolve();
+      });
+    });
+    return tcp;
   }
 
   async stop(): Promise<void> {
     this.udp?.close();
+    await this.pool?.stop();
     for (const s of this.sockets) s.destroy();
     await new Promise<void>((resolve) => (this.tcp ? this.tcp.close(() => resolve()) : resolve()));
+  }
+
+  /** Process ids of the UDP answering processes (none when UDP is answered in this process). */
+  answeringPids(): number[] {
+    return this.pool?.pids() ?? [];
   }
 
   address(): string {
@@ -165,13 +211,10 @@ export class DnsServer {
   /** One answer for one query; undefined drops it (not a query at all). */
   respond(msg: Buffer, tcp: boolean): Buffer | undefined {
     if (msg.length < 12) return undefined;
-    const key = (tcp ? "t" : "u") + msg.toString("latin1", 2);
-    const hit = this.cache.get(key);
-    if (hit) {
-      const out = Buffer.from(hit);
-      out.writeUInt16BE(msg.readUInt16BE(0), 0);
-      return out;
-    }
+    const cache = tcp ? this.tcpCache : this.udpCache;
+    const key = WireCache.key(msg);
+    const hit = cache.answer(key, msg);
+    if (hit) return hit;
     let q: Decoded;
     try {
       q = packet.decode(msg);
@@ -196,8 +239,7 @@ export class DnsServer {
       result = { ...result, answers: [], authorities: [], additionals: [] };
       out = this.encode(q, result, opt, 0, TC);
     }
-    if (this.cache.size >= CACHE_LIMIT) this.cache.clear();
-    this.cache.set(key, out);
+    cache.set(key, out);
     return out;
   }
 

@@ -31,6 +31,11 @@ export function createDnsService(ctx: ServiceContext): DnsService {
     name: "dns",
     state,
     async registerApi(app) {
+      // A change is answered by every UDP answering process once its API call returns: wait for their flush.
+      app.addHook("onSend", async (_req, _reply, payload) => {
+        await server.synced();
+        return payload;
+      });
       registerZoneRoutes(app, api);
       registerSettingsRoutes(app, api);
       await registerRecordRoutes(app, api);

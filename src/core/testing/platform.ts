@@ -88,7 +88,9 @@ export async function startTestPlatform(opts: TestPlatformOptions = {}): Promise
   const args = opts.args ?? [];
   // Every listener on a free port, so tests can run side by side.
   const freePorts = args.includes("--dns-port") ? [] : ["--dns-port", "0"];
-  const child = spawn(process.execPath, [CLI_PATH, "serve", "--port", "0", ...freePorts, "--state-dir", stateDir, ...args], {
+  // DNS over UDP answered in the platform's own process unless a test asks for answering processes: fewer processes per test.
+  const dnsWorkers = args.includes("--dns-workers") ? [] : ["--dns-workers", "0"];
+  const child = spawn(process.execPath, [CLI_PATH, "serve", "--port", "0", ...freePorts, ...dnsWorkers, "--state-dir", stateDir, ...args], {
     env: {
       ...process.env,
       EDGE_BOOTSTRAP_ACCOUNT_ID: creds.accountId,
@@ -132,7 +134,7 @@ export async function startTestPlatform(opts: TestPlatformOptions = {}): Promise
   let stopped = false;
   const stop = () =>
     new Promise<void>((resolve) => {
-      if (stopped || child.exitCode !== null) return resolve();
+      if (stopped || child.exitCode !== null || child.signalCode !== null) return resolve();
       stopped = true;
       child.once("exit", () => resolve());
       child.kill("SIGTERM");

@@ -1,0 +1,21 @@
+/** What the main process and its UDP answering processes say to each other over the IPC channel. */
+
+/** Where an answering process binds (the shared socket the cluster primary holds), as JSON in its environment. */
+export interface UdpWorkerBind {
+  host: string;
+  port: number;
+}
+export const BIND_ENV = "EDGE_DNS_UDP_BIND";
+
+export type ToWorker =
+  /** Forget every cached answer, then acknowledge generation g. */
+  | { t: "flush"; g: number }
+  /** The answer to query s (null: the query is dropped, it was not a query). */
+  | { t: "answer"; s: number; a: Buffer | null };
+
+export type FromWorker =
+  | { t: "ready" }
+  | { t: "bind-error"; code: string; message: string }
+  | { t: "flushed"; g: number }
+  /** A query the process has no cached answer for; the main process answers it from the zones. */
+  | { t: "query"; s: number; q: Buffer };
