@@ -3,7 +3,7 @@
 // A bare undici pass-through is measured too, as the floor any Node proxy starts from.
 // Reports added latency p50/p99 at concurrency 1 (own client, µs resolution), req/s at concurrency 32
 // (autocannon), and added time to first byte for streaming (our gateway only; Portkey's streaming fails on Node 20).
-// Usage: (cd /work/main && npx tsc -p .) && cd bench/ai-gateway && npm install && node bench.mjs
+// Usage: (cd /work/main && npx tsc -p .) && cd bench/gateway && npm install && node bench.mjs
 import { spawn, execSync } from "node:child_process";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { cpus, loadavg } from "node:os";
