@@ -14,8 +14,8 @@ import type { LogWriter } from "./log-store.js";
 import type { ProviderRegistry } from "./providers/registry.js";
 import { upstreamUrl } from "./providers/registry.js";
 import type { RateLimiter } from "./rate-limiter.js";
-import { queueLog, relay, answerHeaders, type LogSink } from "./relay.js";
-import { cacheKey } from "./response-cache.js";
+import { queueLog, Relay, answerHeaders, type LogSink } from "./relay.js";
+import { cacheKey, type CachedResponse } from "./response-cache.js";
 import { gatewayToken, isGatewayHeader, readRequestOptions } from "./request-options.js";
 import { forwardHeaders, type Upstreams } from "./upstream.js";
 import { handleCompat, handleUniversal } from "./universal.js";
@@ -92,7 +92,7 @@ export class Proxy {
       throw new ApiError(429, AigCodes.rateLimited, "Rate limited");
     }
     const logging = (opts.collectLog ?? gateway.collect_logs) && !this.d.writer.full(accountId, gatewayId, gateway.log_management, gateway.log_management_strategy);
-    const ex: Exchange = { req, res, started, createdAt: new Date().toISOString(), gateway, authenticated: mayRun, opts, logId: logging ? newLogId() : null };
+    const ex: Exchange = { req, res, started, ended: 0, arrivedAt: Date.now(), gateway, authenticated: mayRun, opts, logId: logging ? newLogId() : null };
 
     if (segs.length === 2 || (segs.length === 3 && provider === "")) {
       if (req.method !== "POST") throw new ApiError(405, AigCodes.badPath, "The universal endpoint takes POST");
@@ -137,10 +137,8 @@ export class Proxy {
       extraHeaders["gw-aig-cache-status"] = "MISS";
     }
 
-    const up = await d.upstreams.send({ url: target, method: req.method!, headers, body: body ?? sent.stream, retry, signal: clientGone(ex) });
-    await relay(
+    const relay = new Relay(
       ex,
-      up,
       {
         provider: p.id,
         path: rest,
@@ -153,13 +151,18 @@ export class Proxy {
       },
       d,
     );
+    await d.upstreams.send({ url: target, method: req.method!, headers, body: body ?? sent.stream, retry, signal: clientGone(ex) }, relay);
   }
 
-  private answerFromCache(ex: Exchange, hit: { status: number; headers: Record<string, string | string[]>; body: Buffer }, provider: string, path: string, reqBody: Buffer): void {
+  private answerFromCache(ex: Exchange, hit: CachedResponse, provider: string, path: string, reqBody: Buffer): void {
     const headers = answerHeaders(ex, hit.headers, { "gw-aig-cache-status": "HIT", "content-length": String(hit.body.length) });
     ex.res.writeHead(hit.status, headers);
     ex.res.end(hit.body);
-    if (!ex.logId) return;
+    ex.ended = performance.now();
+    if (ex.logId) setImmediate(() => this.logCacheHit(ex, hit, provider, path, reqBody));
+  }
+
+  private logCacheHit(ex: Exchange, hit: CachedResponse, provider: string, path: string, reqBody: Buffer): void {
     const usage = { ...emptyUsage(), tokensIn: 0, tokensOut: 0 };
     usage.model = modelOfRequest(reqBody);
     queueLog(ex, this.d.queue, {
