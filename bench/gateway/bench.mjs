@@ -3,7 +3,9 @@
 // A bare undici pass-through is measured too, as the floor any Node proxy starts from.
 // Reports added latency p50/p99 at concurrency 1 (own client, µs resolution), req/s at concurrency 32
 // (autocannon), and added time to first byte for streaming (our gateway only; Portkey's streaming fails on Node 20).
-// Usage: (cd /work/main && npx tsc -p .) && cd bench/gateway && npm install && node bench.mjs
+// Usage: npm run build && cd bench/gateway && npm install && flock /tmp/bench.lock node bench.mjs
+// Environment: N (c=1 requests per target, default 3000), ROUNDS (10), WARMUP (500), DURATION (c=32 seconds, 10),
+// QUICK=1 (c=1 latency of direct, bare and gateway only), GATEWAY_NODE_OPTIONS (e.g. --cpu-prof, for the platform).
 import { spawn, execSync } from "node:child_process";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { cpus, loadavg } from "node:os";
@@ -15,6 +17,10 @@ const here = fileURLToPath(new URL(".", import.meta.url));
 const root = fileURLToPath(new URL("../../", import.meta.url));
 const N_LATENCY = Number(process.env.N ?? 3000);
 const DURATION = Number(process.env.DURATION ?? 10);
+const ROUNDS = Number(process.env.ROUNDS ?? 10);
+const WARMUP = Number(process.env.WARMUP ?? 500);
+/** QUICK=1: latency at c=1 only (direct, bare, gateway), for iterating on the gateway; no Portkey, no c=32. */
+const QUICK = process.env.QUICK === "1";
 const children = [];
 process.on("exit", () => children.forEach((c) => c.kill()));
 
@@ -51,7 +57,9 @@ const barePort = Number(await firstLine(bare, (b) => /^(\d+)\n/.exec(b)?.[1]));
 
 // 2. Our platform, with a gateway that has authentication and logging on.
 const { startTestPlatform } = await import(`${root}dist/core/testing/platform.js`);
-const p = await startTestPlatform({ args: ["--dns-port", "0", "--provider-base-url", `openai=${upstream}`] });
+// GATEWAY_NODE_OPTIONS (e.g. --cpu-prof) goes to the platform's process only.
+const gatewayEnv = process.env.GATEWAY_NODE_OPTIONS ? { NODE_OPTIONS: process.env.GATEWAY_NODE_OPTIONS } : undefined;
+const p = await startTestPlatform({ args: ["--dns-port", "0", "--provider-base-url", `openai=${upstream}`], env: gatewayEnv });
 const gwBody = { id: "bench", cache_ttl: 0, cache_invalidate_on_update: false, collect_logs: true, rate_limiting_interval: 0, rate_limiting_limit: 0, authentication: true };
 if ((await p.api("POST", `/accounts/${p.accountId}/ai-gateway/gateways`, gwBody)).status !== 200) throw new Error("gateway create failed");
 const tok = await p.api("POST", `/accounts/${p.accountId}/tokens`, { name: "bench", permissions: ["ai_gateway_run"] });
@@ -59,9 +67,12 @@ const runToken = tok.body.result.value;
 
 // 3. Portkey.
 const portkeyPort = 18000 + Math.floor(Math.random() * 1000);
-const portkey = spawnChild(process.execPath, [`${here}node_modules/@portkey-ai/gateway/build/start-server.js`, "--headless", `--port=${portkeyPort}`]);
-await firstLine(portkey, (b) => /listening|running|started|8787|\d{4}/i.test(b) && b);
-await new Promise((r) => setTimeout(r, 500));
+let portkey;
+if (!QUICK) {
+  portkey = spawnChild(process.execPath, [`${here}node_modules/@portkey-ai/gateway/build/start-server.js`, "--headless", `--port=${portkeyPort}`]);
+  await firstLine(portkey, (b) => /listening|running|started|8787|\d{4}/i.test(b) && b);
+  await new Promise((r) => setTimeout(r, 500));
+}
 
 const body = JSON.stringify({ model: "gpt-4o-mini", messages: [{ role: "user", content: "Say hello" }] });
 const streamBody = JSON.stringify({ model: "gpt-4o-mini", stream: true, stream_options: { include_usage: true }, messages: [{ role: "user", content: "Say hello" }] });
@@ -71,8 +82,8 @@ const targets = {
   direct: { url: `${upstream}/chat/completions`, headers: base, pid: mock.pid },
   bare_passthrough: { url: `http://127.0.0.1:${barePort}/`, headers: base, pid: bare.pid },
   gateway: { url: `${p.url}/v1/${p.accountId}/bench/openai/chat/completions`, headers: { ...base, "gw-aig-authorization": `Bearer ${runToken}` }, pid: p.process.pid },
-  portkey: { url: `http://127.0.0.1:${portkeyPort}/v1/chat/completions`, headers: { ...base, "x-portkey-provider": "openai", "x-portkey-custom-host": upstream }, pid: portkey.pid },
 };
+if (portkey) targets.portkey = { url: `http://127.0.0.1:${portkeyPort}/v1/chat/completions`, headers: { ...base, "x-portkey-provider": "openai", "x-portkey-custom-host": upstream }, pid: portkey.pid };
 
 // Sanity: each target answers 200 with the upstream's body.
 for (const [name, t] of Object.entries(targets)) {
@@ -83,23 +94,59 @@ for (const [name, t] of Object.entries(targets)) {
 
 const pct = (sorted, q) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))];
 
-/** Closed loop, one request at a time over one keep-alive connection; per-request time in µs. */
-async function latency(t, n, reqBody = body, firstByte = false) {
-  const agent = new Agent({ connections: 1, keepAliveTimeout: 60_000 });
-  const times = [];
-  for (let i = 0; i < n + 200; i++) {
-    const t0 = process.hrtime.bigint();
-    const r = await request(t.url, { method: "POST", headers: t.headers, body: reqBody, dispatcher: agent });
-    let tFirst;
-    for await (const _c of r.body) {
-      tFirst ??= process.hrtime.bigint();
+/**
+ * Closed loop at concurrency 1: one request at a time, each target over its own keep-alive connection of the
+ * same client. Per-request time in µs, to the end of the body or (firstByte) to its first chunk.
+ */
+function latencyRunner(t, reqBody, firstByte) {
+  const agent = new Agent({ connections: 1, keepAliveTimeout: 120_000 });
+  return {
+    async run(n, into) {
+      for (let i = 0; i < n; i++) {
+        const t0 = process.hrtime.bigint();
+        const r = await request(t.url, { method: "POST", headers: t.headers, body: reqBody, dispatcher: agent });
+        let tFirst;
+        for await (const _c of r.body) tFirst ??= process.hrtime.bigint();
+        const tEnd = process.hrtime.bigint();
+        into?.push(Number(((firstByte ? tFirst : tEnd) - t0) / 1000n));
+      }
+    },
+    close: () => agent.close(),
+  };
+}
+
+/**
+ * Interleaved rounds: every round runs each target for n/ROUNDS requests, in a rotating order, so that drift
+ * of the machine (neighbours' load, CPU frequency) hits all targets alike. Returns p50/p99/mean per target
+ * over all samples, and the median over rounds of each round's added p50 vs direct.
+ */
+async function interleaved(names, n, reqBody = body, firstByte = false) {
+  const runners = Object.fromEntries(names.map((k) => [k, latencyRunner(targets[k], reqBody, firstByte)]));
+  for (const k of names) await runners[k].run(WARMUP);
+  const all = Object.fromEntries(names.map((k) => [k, []]));
+  const roundAdded = Object.fromEntries(names.map((k) => [k, []]));
+  const cpu = Object.fromEntries(names.map((k) => [k, 0]));
+  const per = Math.ceil(n / ROUNDS);
+  for (let round = 0; round < ROUNDS; round++) {
+    const order = names.map((_, i) => names[(i + round) % names.length]);
+    const got = {};
+    for (const k of order) {
+      const cpu0 = cpuUs(targets[k].pid);
+      await runners[k].run(per, (got[k] = []));
+      cpu[k] += cpuUs(targets[k].pid) - cpu0;
     }
-    const tEnd = process.hrtime.bigint();
-    if (i >= 200) times.push(Number(((firstByte ? tFirst : tEnd) - t0) / 1000n));
+    for (const k of names) all[k].push(...got[k]);
+    const p50direct = pct(got.direct.sort((a, b) => a - b), 0.5);
+    for (const k of names) roundAdded[k].push(pct(got[k].sort((a, b) => a - b), 0.5) - p50direct);
   }
-  await agent.close();
-  times.sort((a, b) => a - b);
-  return { p50: pct(times, 0.5), p99: pct(times, 0.99), mean: Math.round(times.reduce((a, b) => a + b, 0) / times.length) };
+  await Promise.all(names.map((k) => runners[k].close()));
+  const out = {};
+  for (const k of names) {
+    const s = all[k].sort((a, b) => a - b);
+    const r = roundAdded[k].sort((a, b) => a - b);
+    out[k] = { n: s.length, p50: pct(s, 0.5), p90: pct(s, 0.9), p99: pct(s, 0.99), mean: Math.round(s.reduce((a, b) => a + b, 0) / s.length), cpu_us_per_req: Math.round(cpu[k] / s.length), added_p50_by_round: { median: pct(r, 0.5), min: r[0], max: r[r.length - 1] } };
+  }
+  return out;
 }
 
 /** user+system CPU time of a process in µs, from /proc (clock ticks of 10 ms). */
@@ -123,42 +170,49 @@ function throughput(t, connections) {
   });
 }
 
-const results = { date: new Date().toISOString(), nproc: cpus().length, loadavg_at_start: loadavg().map((x) => +x.toFixed(1)), node: process.version, commit: execSync("git rev-parse --short HEAD", { cwd: root }).toString().trim(), latency_c1_us: {}, throughput_c32: {}, ttfb_stream_us: {} };
-for (const name of Object.keys(targets)) {
-  await throughput(targets[name], 8).catch(() => undefined); // warm-up
-  results.latency_c1_us[name] = await latency(targets[name], N_LATENCY);
-  results.throughput_c32[name] = await throughput(targets[name], 32);
-  console.error(name, JSON.stringify(results.latency_c1_us[name]), JSON.stringify(results.throughput_c32[name]));
-}
-for (const name of ["direct", "bare_passthrough", "gateway"]) {
-  results.ttfb_stream_us[name] = await latency(targets[name], Math.min(N_LATENCY, 2000), streamBody, true);
-}
-const added = (name, q) => results.latency_c1_us[name][q] - results.latency_c1_us.direct[q];
+const results = { date: new Date().toISOString(), nproc: cpus().length, loadavg_at_start: loadavg().map((x) => +x.toFixed(1)), node: process.version, commit: execSync("git rev-parse --short HEAD", { cwd: root }).toString().trim(), method: { n_latency: N_LATENCY, rounds: ROUNDS, warmup: WARMUP, duration_s: DURATION }, latency_c1_us: {}, throughput_c32: {}, ttfb_stream_us: {} };
+const names = Object.keys(targets);
+results.latency_c1_us = await interleaved(names, N_LATENCY);
+console.error("latency c=1 (µs)", JSON.stringify(results.latency_c1_us));
+const added = (name, q) => (results.latency_c1_us[name][q] - results.latency_c1_us.direct[q]) / 1000;
 results.summary = {
-  bare_passthrough_added_p50_ms: added("bare_passthrough", "p50") / 1000,
-  gateway_added_p50_ms: added("gateway", "p50") / 1000,
-  gateway_added_p99_ms: added("gateway", "p99") / 1000,
-  portkey_added_p50_ms: added("portkey", "p50") / 1000,
-  portkey_added_p99_ms: added("portkey", "p99") / 1000,
-  gateway_rps_c32: results.throughput_c32.gateway.rps,
-  portkey_rps_c32: results.throughput_c32.portkey.rps,
-  direct_rps_c32: results.throughput_c32.direct.rps,
-  gateway_vs_portkey_rps: +(results.throughput_c32.gateway.rps / results.throughput_c32.portkey.rps).toFixed(1),
-  cpu_us_per_req: Object.fromEntries(Object.entries(results.throughput_c32).map(([k, v]) => [k, v.cpu_us_per_req])),
-  gateway_vs_portkey_cpu: +(results.throughput_c32.portkey.cpu_us_per_req / results.throughput_c32.gateway.cpu_us_per_req).toFixed(1),
-  bare_passthrough_rps_c32: results.throughput_c32.bare_passthrough.rps,
-  bare_added_ttfb_p50_ms: (results.ttfb_stream_us.bare_passthrough.p50 - results.ttfb_stream_us.direct.p50) / 1000,
-  gateway_added_ttfb_p50_ms: (results.ttfb_stream_us.gateway.p50 - results.ttfb_stream_us.direct.p50) / 1000,
-  gateway_added_ttfb_p99_ms: (results.ttfb_stream_us.gateway.p99 - results.ttfb_stream_us.direct.p99) / 1000,
+  bare_passthrough_added_p50_ms: added("bare_passthrough", "p50"),
+  gateway_added_p50_ms: added("gateway", "p50"),
+  gateway_added_p99_ms: added("gateway", "p99"),
+  gateway_added_p50_median_of_rounds_ms: results.latency_c1_us.gateway.added_p50_by_round.median / 1000,
+  bare_added_p50_median_of_rounds_ms: results.latency_c1_us.bare_passthrough.added_p50_by_round.median / 1000,
 };
-if (results.throughput_c32.direct.rps < 3 * results.throughput_c32.gateway.rps) console.error("warning: the upstream may be the bottleneck (direct req/s < 3x gateway req/s)");
+if (!QUICK) {
+  for (const name of names) {
+    await throughput(targets[name], 8).catch(() => undefined); // warm-up
+    results.throughput_c32[name] = await throughput(targets[name], 32);
+    console.error(name, "c=32", JSON.stringify(results.throughput_c32[name]));
+  }
+  results.ttfb_stream_us = await interleaved(["direct", "bare_passthrough", "gateway"], Math.min(N_LATENCY, 2000), streamBody, true);
+  const t = results.throughput_c32;
+  Object.assign(results.summary, {
+    portkey_added_p50_ms: added("portkey", "p50"),
+    portkey_added_p99_ms: added("portkey", "p99"),
+    gateway_rps_c32: t.gateway.rps,
+    portkey_rps_c32: t.portkey.rps,
+    direct_rps_c32: t.direct.rps,
+    bare_passthrough_rps_c32: t.bare_passthrough.rps,
+    gateway_vs_portkey_rps: +(t.gateway.rps / t.portkey.rps).toFixed(1),
+    cpu_us_per_req: Object.fromEntries(Object.entries(t).map(([k, v]) => [k, v.cpu_us_per_req])),
+    gateway_vs_portkey_cpu: +(t.portkey.cpu_us_per_req / t.gateway.cpu_us_per_req).toFixed(1),
+    bare_added_ttfb_p50_ms: (results.ttfb_stream_us.bare_passthrough.p50 - results.ttfb_stream_us.direct.p50) / 1000,
+    gateway_added_ttfb_p50_ms: (results.ttfb_stream_us.gateway.p50 - results.ttfb_stream_us.direct.p50) / 1000,
+    gateway_added_ttfb_p99_ms: (results.ttfb_stream_us.gateway.p99 - results.ttfb_stream_us.direct.p99) / 1000,
+  });
+  if (t.direct.rps < 3 * t.gateway.rps) console.error("warning: the upstream may be the bottleneck (direct req/s < 3x gateway req/s)");
+}
 
 // Logging really was on: every gateway request wrote a log.
 const logs = await p.api("GET", `/accounts/${p.accountId}/ai-gateway/gateways/bench/logs?per_page=5`);
 results.gateway_logs_written = logs.body.result_info.total_count;
 
 mkdirSync(`${here}results`, { recursive: true });
-writeFileSync(`${here}results/latest.json`, JSON.stringify(results, null, 2));
+writeFileSync(`${here}results/${QUICK ? "quick" : "latest"}.json`, JSON.stringify(results, null, 2));
 console.log(JSON.stringify(results, null, 2));
 await p.dispose();
 children.forEach((c) => c.kill());

@@ -42,8 +42,9 @@ export function answerHeaders(ex: Exchange, upstream: Record<string, string | st
 
 /**
  * Passes the provider's answer to the client as undici parses it: the head and each chunk are written at once,
- * in the turn they arrived. Everything else (reading usage, filling the cache, building the log) runs after the
- * bytes are on their way (setImmediate), so it never sits between the provider and the client.
+ * in the turn they arrived. Everything else runs after the bytes are on their way: the cache entry right after
+ * the last write, reading usage and building the log as a deferred job of the log queue, so none of it sits
+ * between the provider and the client.
  */
 export class Relay implements AnswerSink {
   private status = 0;
@@ -87,7 +88,7 @@ export class Relay implements AnswerSink {
     const flowing = res.write(chunk);
     this.size += chunk.length;
     this.capture?.add(chunk);
-    if (this.sse && this.sseBacklog.push(chunk) === 1) setImmediate(this.readBacklog);
+    if (this.sse && this.sseBacklog.push(chunk) === 1) setImmediate(() => this.readBacklog());
     if (!flowing && !res.destroyed) {
       this.flow!.pause();
       res.once("drain", () => this.flow!.resume());
@@ -96,39 +97,40 @@ export class Relay implements AnswerSink {
 
   end(): void {
     this.ex.res.end();
-    this.finishLater();
+    this.ex.ended = performance.now();
+    if (this.info.cache && this.status >= 200 && this.status < 300) this.storeInCache();
+    if (this.ex.logId !== null) this.sink.queue.defer(() => this.writeLog());
   }
 
   fail(): void {
     this.aborted = true;
     this.ex.res.destroy();
-    this.finishLater();
+    this.ex.ended = performance.now();
+    if (this.ex.logId !== null) this.sink.queue.defer(() => this.writeLog());
   }
 
-  private readonly readBacklog = (): void => {
+  private readBacklog(): void {
     for (const c of this.sseBacklog) this.sse!.push(c);
     this.sseBacklog.length = 0;
-  };
-
-  private finishLater(): void {
-    this.ex.ended = performance.now();
-    setImmediate(() => this.finish());
   }
 
-  /** After the answer: the cache entry and the log (nothing here waits for storage). */
-  private finish(): void {
+  /** Right after the answer, so that the next identical request finds it. */
+  private storeInCache(): void {
+    const body = this.capture?.buffer();
+    if (!body) return;
+    const headers: Record<string, string | string[]> = {};
+    for (const k in this.upstreamHeaders) {
+      const v = this.upstreamHeaders[k];
+      if (v !== undefined && !HOP_RESPONSE.has(k) && k !== "content-length") headers[k] = v;
+    }
+    this.sink.cache.set(this.info.cache!.key, { status: this.status, headers, body, expires: Date.now() + this.info.cache!.ttlMs });
+  }
+
+  /** Builds the log once the answer is out (a deferred job of the log queue). */
+  private writeLog(): void {
     const { ex, info, sink, status, aborted } = this;
     const body = this.capture?.buffer() ?? null;
     const success = !aborted && status >= 200 && status < 300;
-    if (success && info.cache && body) {
-      const headers: Record<string, string | string[]> = {};
-      for (const k in this.upstreamHeaders) {
-        const v = this.upstreamHeaders[k];
-        if (v !== undefined && !HOP_RESPONSE.has(k) && k !== "content-length") headers[k] = v;
-      }
-      sink.cache.set(info.cache.key, { status, headers, body, expires: Date.now() + info.cache.ttlMs });
-    }
-    if (ex.logId === null) return;
     if (this.sse) this.readBacklog();
     const usage: Usage = this.sse ? this.sse.end() : body && !this.isSse ? usageOfJson(body) : emptyUsage();
     const reqBody = info.requestBody();
