@@ -12,6 +12,7 @@ import type { Gateway } from "./gateway-schema.js";
 import type { GatewayStore } from "./gateway-store.js";
 import type { LogWriter } from "./log-store.js";
 import type { ProviderRegistry } from "./providers/registry.js";
+import type { ProviderAdapter } from "./providers/types.js";
 import { upstreamUrl } from "./providers/registry.js";
 import type { RateLimiter } from "./rate-limiter.js";
 import { queueLog, Relay, answerHeaders, type LogSink } from "./relay.js";
@@ -60,6 +61,9 @@ const unauthorized = () =>
  * anything is logged or forwarded.
  */
 export class Proxy {
+  /** Upstream URLs (or why there is none) by provider, account and client path: the same few paths repeat. */
+  private readonly targets = new Map<string, URL | string>();
+
   constructor(private readonly d: ProxyDeps) {}
 
   handle(req: IncomingMessage, res: ServerResponse): void {
@@ -114,7 +118,7 @@ export class Proxy {
     const d = this.d;
     const p = d.providers.get(segment);
     if (!p) throw new ApiError(400, AigCodes.badPath, `Unknown provider "${segment}". Known providers: ${d.providers.ids().join(", ")}, and the endpoints compat and universal`);
-    const target = upstreamUrl(p, ex.gateway.account_id, rest, search);
+    const target = this.upstreamUrl(p, ex.gateway.account_id, rest, search);
     if (typeof target === "string") throw new ApiError(400, AigCodes.badPath, target);
     const { req, opts, gateway } = ex;
     const retry = retryPolicy(ex);
@@ -152,6 +156,17 @@ export class Proxy {
       d,
     );
     await d.upstreams.send({ url: target, method: req.method!, headers, body: body ?? sent.stream, retry, signal: clientGone(ex) }, relay);
+  }
+
+  private upstreamUrl(p: ProviderAdapter, accountId: string, rest: string, search: string): URL | string {
+    const key = `${p.id}\n${accountId}\n${rest}${search}`;
+    let target = this.targets.get(key);
+    if (target === undefined) {
+      target = upstreamUrl(p, accountId, rest, search);
+      if (this.targets.size >= 1000) this.targets.clear();
+      this.targets.set(key, target);
+    }
+    return target;
   }
 
   private answerFromCache(ex: Exchange, hit: CachedResponse, provider: string, path: string, reqBody: Buffer): void {
