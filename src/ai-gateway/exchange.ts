@@ -1,6 +1,5 @@
-import { EventEmitter } from "node:events";
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { defaultRetry, type RetryPolicy } from "./upstream.js";
+import { defaultRetry, type RetryPolicy, type UpstreamFlow } from "./upstream.js";
 import type { Gateway } from "./gateway-schema.js";
 import type { RequestOptions } from "./request-options.js";
 
@@ -8,9 +7,11 @@ import type { RequestOptions } from "./request-options.js";
 export interface Exchange {
   req: IncomingMessage;
   res: ServerResponse;
-  /** performance.now() when the request arrived, for the log's duration. */
+  /** performance.now() when the request arrived, and when its answer ended, for the log's duration. */
   started: number;
-  createdAt: string;
+  ended: number;
+  /** Date.now() when the request arrived (formatted only when the log is written). */
+  arrivedAt: number;
   gateway: Gateway;
   authenticated: boolean;
   opts: RequestOptions;
@@ -43,20 +44,29 @@ export function retryPolicy(ex: Exchange): RetryPolicy {
 
 
 /**
- * Tells the upstream call (and its retries) that the client went away before its answer was complete.
- * undici takes any EventEmitter with `aborted` as a signal; this is lighter than an AbortController per request.
+ * Tells the upstream call (and its retries) that the client went away before its answer was complete:
+ * the attempt in flight is aborted, and no further attempt is made. One listener per request.
  */
-export class ClientGone extends EventEmitter {
+export class ClientGone {
   aborted = false;
+  private flow: UpstreamFlow | null = null;
+
+  /** The attempt now in flight (each retry replaces the previous one). */
+  watch(flow: UpstreamFlow): void {
+    this.flow = flow;
+    if (this.aborted) flow.abort(new Error("the client went away"));
+  }
+
+  fire(): void {
+    this.aborted = true;
+    this.flow?.abort(new Error("the client went away"));
+  }
 }
 
 export function clientGone(ex: Exchange): ClientGone {
   const s = new ClientGone();
   ex.res.once("close", () => {
-    if (!ex.res.writableFinished) {
-      s.aborted = true;
-      s.emit("abort");
-    }
+    if (!ex.res.writableFinished) s.fire();
   });
   return s;
 }

@@ -53,6 +53,24 @@ describe("AI gateway logs", () => {
     assert.equal(resBody.json.choices[0].message.content, "echo: first");
   });
 
+  it("builds the log of a stream after the answer is out, with usage read from the stream and both bodies", async () => {
+    await createGateway(p, "streamed");
+    const r = await chat("streamed", {}, chatBody("flow", { stream: true, stream_options: { include_usage: true } }));
+    assert.equal(r.status, 200);
+    const id = r.headers["gw-aig-log-id"] as string;
+    // Asked for at once: the logs API runs pending log jobs and writes the queue before it reads.
+    const one = await p.api("GET", `/accounts/${p.accountId}/ai-gateway/gateways/streamed/logs/${id}`);
+    assert.equal(one.status, 200, JSON.stringify(one.body));
+    assert.equal(one.body.result.tokens_in, 11);
+    assert.equal(one.body.result.tokens_out, 7);
+    assert.equal(one.body.result.response_size, Buffer.byteLength(r.text));
+    const base = `${p.apiUrl}/accounts/${p.accountId}/ai-gateway/gateways/streamed/logs/${id}`;
+    const reqBody = await callGateway(`${base}/request`, { method: "GET", headers: p.headers() });
+    assert.equal(reqBody.json.messages[0].content, "flow");
+    const resBody = await callGateway(`${base}/response`, { method: "GET", headers: p.headers() });
+    assert.equal(resBody.text, r.text, "the stream is stored as it was sent");
+  });
+
   it("records null cost with the reason when usage or price is unknown, and custom costs", async () => {
     await createGateway(p, "costs");
     await chat("costs", {}, chatBody("s", { stream: true }));

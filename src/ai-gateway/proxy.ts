@@ -12,10 +12,11 @@ import type { Gateway } from "./gateway-schema.js";
 import type { GatewayStore } from "./gateway-store.js";
 import type { LogWriter } from "./log-store.js";
 import type { ProviderRegistry } from "./providers/registry.js";
+import type { ProviderAdapter } from "./providers/types.js";
 import { upstreamUrl } from "./providers/registry.js";
 import type { RateLimiter } from "./rate-limiter.js";
-import { queueLog, relay, answerHeaders, type LogSink } from "./relay.js";
-import { cacheKey } from "./response-cache.js";
+import { queueLog, Relay, answerHeaders, type LogSink } from "./relay.js";
+import { cacheKey, type CachedResponse } from "./response-cache.js";
 import { gatewayToken, isGatewayHeader, readRequestOptions } from "./request-options.js";
 import { forwardHeaders, type Upstreams } from "./upstream.js";
 import { handleCompat, handleUniversal } from "./universal.js";
@@ -60,6 +61,9 @@ const unauthorized = () =>
  * anything is logged or forwarded.
  */
 export class Proxy {
+  /** Upstream URLs (or why there is none) by provider, account and client path: the same few paths repeat. */
+  private readonly targets = new Map<string, URL | string>();
+
   constructor(private readonly d: ProxyDeps) {}
 
   handle(req: IncomingMessage, res: ServerResponse): void {
@@ -92,7 +96,7 @@ export class Proxy {
       throw new ApiError(429, AigCodes.rateLimited, "Rate limited");
     }
     const logging = (opts.collectLog ?? gateway.collect_logs) && !this.d.writer.full(accountId, gatewayId, gateway.log_management, gateway.log_management_strategy);
-    const ex: Exchange = { req, res, started, createdAt: new Date().toISOString(), gateway, authenticated: mayRun, opts, logId: logging ? newLogId() : null };
+    const ex: Exchange = { req, res, started, ended: 0, arrivedAt: Date.now(), gateway, authenticated: mayRun, opts, logId: logging ? newLogId() : null };
 
     if (segs.length === 2 || (segs.length === 3 && provider === "")) {
       if (req.method !== "POST") throw new ApiError(405, AigCodes.badPath, "The universal endpoint takes POST");
@@ -114,7 +118,7 @@ export class Proxy {
     const d = this.d;
     const p = d.providers.get(segment);
     if (!p) throw new ApiError(400, AigCodes.badPath, `Unknown provider "${segment}". Known providers: ${d.providers.ids().join(", ")}, and the endpoints compat and universal`);
-    const target = upstreamUrl(p, ex.gateway.account_id, rest, search);
+    const target = this.upstreamUrl(p, ex.gateway.account_id, rest, search);
     if (typeof target === "string") throw new ApiError(400, AigCodes.badPath, target);
     const { req, opts, gateway } = ex;
     const retry = retryPolicy(ex);
@@ -137,10 +141,8 @@ export class Proxy {
       extraHeaders["gw-aig-cache-status"] = "MISS";
     }
 
-    const up = await d.upstreams.send({ url: target, method: req.method!, headers, body: body ?? sent.stream, retry, signal: clientGone(ex) });
-    await relay(
+    const relay = new Relay(
       ex,
-      up,
       {
         provider: p.id,
         path: rest,
@@ -153,13 +155,29 @@ export class Proxy {
       },
       d,
     );
+    await d.upstreams.send({ url: target, method: req.method!, headers, body: body ?? sent.stream, retry, signal: clientGone(ex) }, relay);
   }
 
-  private answerFromCache(ex: Exchange, hit: { status: number; headers: Record<string, string | string[]>; body: Buffer }, provider: string, path: string, reqBody: Buffer): void {
+  private upstreamUrl(p: ProviderAdapter, accountId: string, rest: string, search: string): URL | string {
+    const key = `${p.id}\n${accountId}\n${rest}${search}`;
+    let target = this.targets.get(key);
+    if (target === undefined) {
+      target = upstreamUrl(p, accountId, rest, search);
+      if (this.targets.size >= 1000) this.targets.clear();
+      this.targets.set(key, target);
+    }
+    return target;
+  }
+
+  private answerFromCache(ex: Exchange, hit: CachedResponse, provider: string, path: string, reqBody: Buffer): void {
     const headers = answerHeaders(ex, hit.headers, { "gw-aig-cache-status": "HIT", "content-length": String(hit.body.length) });
     ex.res.writeHead(hit.status, headers);
     ex.res.end(hit.body);
-    if (!ex.logId) return;
+    ex.ended = performance.now();
+    if (ex.logId) this.d.queue.defer(() => this.logCacheHit(ex, hit, provider, path, reqBody));
+  }
+
+  private logCacheHit(ex: Exchange, hit: CachedResponse, provider: string, path: string, reqBody: Buffer): void {
     const usage = { ...emptyUsage(), tokensIn: 0, tokensOut: 0 };
     usage.model = modelOfRequest(reqBody);
     queueLog(ex, this.d.queue, {

@@ -1,11 +1,10 @@
-import { once } from "node:events";
-import type { OutgoingHttpHeaders } from "node:http";
+import type { IncomingHttpHeaders, OutgoingHttpHeaders } from "node:http";
 import { costOf } from "./cost.js";
 import { modelOfRequest, type Exchange } from "./exchange.js";
 import { BodyCapture, LOG_BODY_CAP } from "./request-body.js";
 import type { LogQueue } from "./log-queue.js";
 import { MAX_ENTRY_BYTES, type ResponseCache } from "./response-cache.js";
-import { HOP_RESPONSE, type UpstreamResponse } from "./upstream.js";
+import { HOP_RESPONSE, type AnswerSink, type UpstreamFlow } from "./upstream.js";
 import { emptyUsage, SseUsageReader, usageOfJson, type Usage } from "./usage.js";
 
 export interface RelayInfo {
@@ -32,82 +31,130 @@ const contentType = (h: Record<string, unknown>) => (typeof h["content-type"] ==
 /** Answer headers for the client: the provider's, minus hop-by-hop ones, plus the gateway's own. */
 export function answerHeaders(ex: Exchange, upstream: Record<string, string | string[] | undefined>, extra: OutgoingHttpHeaders): OutgoingHttpHeaders {
   const out: OutgoingHttpHeaders = {};
-  for (const [k, v] of Object.entries(upstream)) if (v !== undefined && !HOP_RESPONSE.has(k)) out[k] = v;
+  for (const k in upstream) {
+    const v = upstream[k];
+    if (v !== undefined && !HOP_RESPONSE.has(k)) out[k] = v;
+  }
   if (ex.logId) out["gw-aig-log-id"] = ex.logId;
-  return Object.assign(out, extra);
+  for (const k in extra) out[k] = extra[k];
+  return out;
 }
 
 /**
- * Streams the provider's answer to the client chunk by chunk, reading usage as it passes (SSE events, or
- * the JSON body at its end), then queues the log and fills the cache. Nothing here waits for storage.
+ * Passes the provider's answer to the client as undici parses it: the head and each chunk are written at once,
+ * in the turn they arrived. Everything else runs after the bytes are on their way: the cache entry right after
+ * the last write, reading usage and building the log as a deferred job of the log queue, so none of it sits
+ * between the provider and the client.
  */
-export async function relay(ex: Exchange, up: UpstreamResponse, info: RelayInfo, sink: LogSink): Promise<void> {
-  const { res } = ex;
-  const ct = contentType(up.headers);
-  const isSse = !!ct?.includes("text/event-stream");
-  // Usage is only read for a log; the body is only kept for the cache, the log's payload, or a JSON answer's usage.
-  const logging = ex.logId !== null;
-  const sse = logging && isSse ? new SseUsageReader() : null;
-  const keepBody = !!info.cache || (logging && (!isSse || ex.opts.collectPayload));
-  const capture = keepBody ? new BodyCapture(info.cache ? MAX_ENTRY_BYTES : LOG_BODY_CAP) : null;
-  let size = 0;
-  let aborted = false;
+export class Relay implements AnswerSink {
+  private status = 0;
+  private ct: string | null = null;
+  private isSse = false;
+  private upstreamHeaders: IncomingHttpHeaders = {};
+  private capture: BodyCapture | null = null;
+  private sse: SseUsageReader | null = null;
+  /** Stream chunks waiting to be read for usage once the loop is free. */
+  private sseBacklog: Buffer[] = [];
+  private size = 0;
+  private aborted = false;
+  private flow: UpstreamFlow | null = null;
 
-  res.writeHead(up.statusCode, answerHeaders(ex, up.headers, info.extraHeaders));
-  const onClose = () => {
-    if (!res.writableFinished) {
-      aborted = true;
-      up.body.destroy();
-    }
-  };
-  res.once("close", onClose);
-  try {
-    for await (const chunk of up.body as AsyncIterable<Buffer>) {
-      // The client gets the bytes first; reading usage and keeping a copy happen after.
-      const flowing = res.write(chunk);
-      size += chunk.length;
-      capture?.add(chunk);
-      sse?.push(chunk);
-      if (!flowing) await Promise.race([once(res, "drain"), once(res, "close")]);
-    }
-    res.end();
-  } catch {
-    aborted = true;
-    res.destroy();
-  } finally {
-    res.off("close", onClose);
+  /** With `declineFailures`, an answer of 400 or more is declined (the universal endpoint then tries its next step). */
+  constructor(
+    private readonly ex: Exchange,
+    private readonly info: RelayInfo,
+    private readonly sink: LogSink,
+    private readonly declineFailures = false,
+  ) {}
+
+  head(status: number, headers: IncomingHttpHeaders, flow: UpstreamFlow): boolean {
+    if (this.declineFailures && status >= 400) return false;
+    const { ex, info } = this;
+    this.status = status;
+    this.flow = flow;
+    this.upstreamHeaders = headers;
+    this.ct = contentType(headers);
+    const isSse = (this.isSse = !!this.ct?.includes("text/event-stream"));
+    // Usage is only read for a log; the body is only kept for the cache, the log's payload, or a JSON answer's usage.
+    const logging = ex.logId !== null;
+    if (logging && isSse) this.sse = new SseUsageReader();
+    if (info.cache || (logging && (!isSse || ex.opts.collectPayload))) this.capture = new BodyCapture(info.cache ? MAX_ENTRY_BYTES : LOG_BODY_CAP);
+    ex.res.writeHead(status, answerHeaders(ex, headers, info.extraHeaders));
+    return true;
   }
 
-  const body = capture?.buffer() ?? null;
-  const success = !aborted && up.statusCode >= 200 && up.statusCode < 300;
-  if (success && info.cache && body) {
+  data(chunk: Buffer): void {
+    const res = this.ex.res;
+    const flowing = res.write(chunk);
+    this.size += chunk.length;
+    this.capture?.add(chunk);
+    if (this.sse && this.sseBacklog.push(chunk) === 1) setImmediate(() => this.readBacklog());
+    if (!flowing && !res.destroyed) {
+      this.flow!.pause();
+      res.once("drain", () => this.flow!.resume());
+    }
+  }
+
+  end(): void {
+    this.ex.res.end();
+    this.ex.ended = performance.now();
+    if (this.info.cache && this.status >= 200 && this.status < 300) this.storeInCache();
+    if (this.ex.logId !== null) this.sink.queue.defer(() => this.writeLog());
+  }
+
+  fail(): void {
+    this.aborted = true;
+    this.ex.res.destroy();
+    this.ex.ended = performance.now();
+    if (this.ex.logId !== null) this.sink.queue.defer(() => this.writeLog());
+  }
+
+  private readBacklog(): void {
+    for (const c of this.sseBacklog) this.sse!.push(c);
+    this.sseBacklog.length = 0;
+  }
+
+  /** Right after the answer, so that the next identical request finds it. */
+  private storeInCache(): void {
+    const body = this.capture?.buffer();
+    if (!body) return;
     const headers: Record<string, string | string[]> = {};
-    for (const [k, v] of Object.entries(up.headers)) if (v !== undefined && !HOP_RESPONSE.has(k) && k !== "content-length") headers[k] = v;
-    sink.cache.set(info.cache.key, { status: up.statusCode, headers, body, expires: Date.now() + info.cache.ttlMs });
+    for (const k in this.upstreamHeaders) {
+      const v = this.upstreamHeaders[k];
+      if (v !== undefined && !HOP_RESPONSE.has(k) && k !== "content-length") headers[k] = v;
+    }
+    this.sink.cache.set(this.info.cache!.key, { status: this.status, headers, body, expires: Date.now() + this.info.cache!.ttlMs });
   }
-  if (!logging) return;
-  const usage: Usage = sse ? sse.end() : body && !isSse ? usageOfJson(body) : emptyUsage();
-  const reqBody = info.requestBody();
-  usage.model ??= modelOfRequest(reqBody);
-  const cost = costOf(usage, ex.opts.customCost);
-  queueLog(ex, sink.queue, {
-    provider: info.provider,
-    path: info.path,
-    requestType: info.requestType,
-    step: info.step,
-    status: aborted && up.statusCode < 400 ? 499 : up.statusCode,
-    success,
-    cached: false,
-    usage,
-    cost: cost.cost,
-    costNote: aborted ? "the client went away before the answer ended" : cost.note,
-    customCost: cost.custom,
-    requestBody: reqBody,
-    requestSize: info.requestSize(),
-    responseBody: body,
-    responseSize: size,
-    responseType: ct,
-  });
+
+  /** Builds the log once the answer is out (a deferred job of the log queue). */
+  private writeLog(): void {
+    const { ex, info, sink, status, aborted } = this;
+    const body = this.capture?.buffer() ?? null;
+    const success = !aborted && status >= 200 && status < 300;
+    if (this.sse) this.readBacklog();
+    const usage: Usage = this.sse ? this.sse.end() : body && !this.isSse ? usageOfJson(body) : emptyUsage();
+    const reqBody = info.requestBody();
+    usage.model ??= modelOfRequest(reqBody);
+    const cost = costOf(usage, ex.opts.customCost);
+    queueLog(ex, sink.queue, {
+      provider: info.provider,
+      path: info.path,
+      requestType: info.requestType,
+      step: info.step,
+      status: aborted && status < 400 ? 499 : status,
+      success,
+      cached: false,
+      usage,
+      cost: cost.cost,
+      costNote: aborted ? "the client went away before the answer ended" : cost.note,
+      customCost: cost.custom,
+      requestBody: reqBody,
+      requestSize: info.requestSize(),
+      responseBody: body,
+      responseSize: this.size,
+      responseType: this.ct,
+    });
+  }
 }
 
 export interface LogFacts {
@@ -137,7 +184,7 @@ export function queueLog(ex: Exchange, queue: LogQueue, f: LogFacts): void {
     id: ex.logId!,
     account_id: g.account_id,
     gateway_id: g.id,
-    created_at: ex.createdAt,
+    created_at: new Date(ex.arrivedAt).toISOString(),
     provider: f.provider,
     model: f.usage.model,
     path: f.path,
@@ -146,7 +193,7 @@ export function queueLog(ex: Exchange, queue: LogQueue, f: LogFacts): void {
     success: f.success,
     cached: f.cached,
     step: f.step,
-    duration: Math.round(performance.now() - ex.started),
+    duration: Math.round(ex.ended - ex.started),
     tokens_in: f.usage.tokensIn,
     tokens_out: f.usage.tokensOut,
     cached_tokens: f.usage.cachedTokens,

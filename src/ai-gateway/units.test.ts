@@ -3,8 +3,11 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, it } from "node:test";
+import { setImmediate as nextTurn, setTimeout as sleep } from "node:timers/promises";
 import { openDatabase } from "../core/db/sqlite.js";
 import { gatewayMigrations } from "./gateway-store.js";
+import { createLogger } from "../core/logger.js";
+import { LogQueue } from "./log-queue.js";
 import { LogWriter, type NewLog } from "./log-store.js";
 import { ProviderRegistry, upstreamUrl } from "./providers/registry.js";
 import { RateLimiter } from "./rate-limiter.js";
@@ -31,6 +34,36 @@ describe("AI gateway parts", () => {
       w.writeBatch(Array.from({ length: 3 }, (_, i) => log(20_000 + i, 10_000, "DELETE_OLDEST")));
       assert.deepEqual(ids(), { lo: "L00000003", hi: "L00020002", n: 10_000 });
       assert.equal((db.prepare("SELECT count(*) AS n FROM logs WHERE request_body IS NOT NULL").get() as { n: number }).n, 10_000, "bodies are kept with their logs");
+      db.close();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("log queue: deferred log jobs are built and written together after the answer, and a flush runs pending ones first (real SQLite file)", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "aig-queue-"));
+    try {
+      const db = openDatabase(join(dir, "t.sqlite"), gatewayMigrations);
+      const q = new LogQueue(new LogWriter(db), createLogger({ level: "silent" }));
+      const stored = () => (db.prepare("SELECT count(*) AS n FROM logs").get() as { n: number }).n;
+      let built = 0;
+      const job = (i: number) => () => {
+        built++;
+        q.push(log(i, null, null));
+      };
+
+      q.defer(job(1));
+      assert.equal(built, 0, "nothing is built in the turn that answered");
+      q.flush();
+      assert.equal(stored(), 1, "a flush (the logs API, stop) runs the pending job and writes its log");
+
+      q.defer(job(2));
+      q.defer(job(3));
+      await nextTurn();
+      assert.equal(built, 1, "jobs wait for the queue's timer, not just for the next turn");
+      for (let i = 0; i < 1000 && stored() < 3; i++) await sleep(5);
+      assert.equal(stored(), 3, "the timer built both and wrote them without being asked");
+      assert.equal(built, 3);
       db.close();
     } finally {
       rmSync(dir, { recursive: true, force: true });

@@ -7,9 +7,9 @@ import { readBody } from "./request-body.js";
 import type { ProviderAdapter } from "./providers/types.js";
 import { upstreamUrl } from "./providers/registry.js";
 import type { ProxyDeps } from "./proxy.js";
-import { relay } from "./relay.js";
+import { Relay } from "./relay.js";
 import { isGatewayHeader } from "./request-options.js";
-import { forwardHeaders, type RetryPolicy, type UpstreamResponse } from "./upstream.js";
+import { forwardHeaders, type RetryPolicy } from "./upstream.js";
 
 const stepSchema = z.object({
   provider: z.string().min(1),
@@ -93,19 +93,14 @@ export async function handleUniversal(ex: Exchange, d: ProxyDeps): Promise<void>
       timeoutMs: s.config?.requestTimeout ?? base.timeoutMs,
     };
     const last = i === steps.length - 1;
-    let up: UpstreamResponse;
+    // A failed answer of any step but the last is declined, and the next step is tried.
+    const relay = new Relay(ex, { provider: t.provider.id, path: t.path, requestType: "universal", step: i, requestBody: () => t.body, requestSize: () => t.body.length, extraHeaders: { "gw-aig-step": String(i) } }, d, !last);
     try {
-      up = await d.upstreams.send({ url: t.url, method: "POST", headers: jsonHeaders(ex, s.headers, t.body.length), body: t.body, retry, signal });
+      if (await d.upstreams.send({ url: t.url, method: "POST", headers: jsonHeaders(ex, s.headers, t.body.length), body: t.body, retry, signal }, relay)) return;
     } catch (err) {
       if (!(err instanceof ApiError) || last) throw err;
       lastError = err;
-      continue;
     }
-    if (up.statusCode >= 400 && !last) {
-      await up.body.dump();
-      continue;
-    }
-    return relay(ex, up, { provider: t.provider.id, path: t.path, requestType: "universal", step: i, requestBody: () => t.body, requestSize: () => t.body.length, extraHeaders: { "gw-aig-step": String(i) } }, d);
   }
   throw lastError ?? new ApiError(502, AigCodes.upstreamUnreachable, "No step of the request could be served");
 }
@@ -114,6 +109,6 @@ export async function handleUniversal(ex: Exchange, d: ProxyDeps): Promise<void>
 export async function handleCompat(ex: Exchange, endpoint: string, d: ProxyDeps): Promise<void> {
   if (ex.req.method !== "POST") throw new ApiError(405, AigCodes.badPath, "The compat endpoint takes POST");
   const t = compatTarget(ex, d, endpoint, parseJson(await readBody(ex.req, d.bodyLimit)));
-  const up = await d.upstreams.send({ url: t.url, method: "POST", headers: jsonHeaders(ex, {}, t.body.length), body: t.body, retry: retryPolicy(ex), signal: clientGone(ex) });
-  return relay(ex, up, { provider: t.provider.id, path: t.path, requestType: "compat", step: null, requestBody: () => t.body, requestSize: () => t.body.length, extraHeaders: {} }, d);
+  const relay = new Relay(ex, { provider: t.provider.id, path: t.path, requestType: "compat", step: null, requestBody: () => t.body, requestSize: () => t.body.length, extraHeaders: {} }, d);
+  await d.upstreams.send({ url: t.url, method: "POST", headers: jsonHeaders(ex, {}, t.body.length), body: t.body, retry: retryPolicy(ex), signal: clientGone(ex) }, relay);
 }

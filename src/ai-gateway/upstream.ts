@@ -30,14 +30,28 @@ export interface UpstreamRequest {
   signal?: ClientGone;
 }
 
-export type UpstreamResponse = Dispatcher.ResponseData;
+export type UpstreamFlow = Dispatcher.DispatchController;
+
+/**
+ * Where the provider's answer goes as it arrives: straight from undici's parser callbacks, with no stream or
+ * promise per chunk in between, so the first byte reaches the client in the same turn it came in.
+ */
+export interface AnswerSink {
+  /** Status and headers of the answer (hop-by-hop ones included); false declines it (it is then read and dropped). */
+  head(status: number, headers: IncomingHttpHeaders, flow: UpstreamFlow): boolean;
+  data(chunk: Buffer): void;
+  end(): void;
+  /** The answer broke off after head() (the provider, the network, or the client going away). */
+  fail(err: Error): void;
+}
 
 const DEFAULT_TIMEOUT_MS = 300_000;
 
 /** Copies the client's headers for the provider, minus hop-by-hop and gateway headers; the credential is untouched. */
 export function forwardHeaders(h: IncomingHttpHeaders, drop: (name: string) => boolean): Record<string, string | string[]> {
   const out: Record<string, string | string[]> = {};
-  for (const [k, v] of Object.entries(h)) {
+  for (const k in h) {
+    const v = h[k];
     if (v === undefined || HOP_REQUEST.has(k) || drop(k)) continue;
     out[k] = v;
   }
@@ -49,6 +63,9 @@ export function forwardHeaders(h: IncomingHttpHeaders, drop: (name: string) => b
 export const defaultRetry = (): RetryPolicy => ({ attempts: 1, delayMs: 0, backoff: "constant", timeoutMs: DEFAULT_TIMEOUT_MS });
 
 const retryable = (status: number) => status === 429 || status >= 500;
+
+/** How one attempt ended: its answer went to the sink, was declined by it, is to be retried, or never came. */
+type Outcome = "taken" | "declined" | "retry" | Error;
 
 /** Keep-alive connection pools, one per upstream origin, reused by every request. */
 export class Upstreams {
@@ -64,32 +81,59 @@ export class Upstreams {
   }
 
   /**
-   * Sends the request, retrying network failures, timeouts, 429 and 5xx answers per the policy.
-   * The last attempt's answer is returned whatever its status; failing to get one at all is an ApiError (502/504).
+   * Sends the request and hands the answer to `sink`, retrying network failures, timeouts, 429 and 5xx answers
+   * per the policy (the last attempt's answer goes to the sink whatever its status). Resolves once the answer has
+   * ended or broken off: true when the sink took it, false when it declined it. Failing to get an answer at all
+   * is an ApiError (502/504).
    */
-  async send(r: UpstreamRequest): Promise<UpstreamResponse> {
-    const { attempts, delayMs, backoff, timeoutMs } = r.retry;
+  async send(r: UpstreamRequest, sink: AnswerSink): Promise<boolean> {
+    const { attempts, delayMs, backoff } = r.retry;
     for (let i = 0; ; i++) {
       const last = i >= attempts - 1;
-      try {
-        const res = await this.pool(r.url.origin).request({
-          path: r.url.pathname + r.url.search,
-          method: r.method as Dispatcher.HttpMethod,
-          headers: r.headers,
-          body: r.body,
-          headersTimeout: timeoutMs,
-          signal: r.signal,
-          bodyTimeout: DEFAULT_TIMEOUT_MS,
-        });
-        if (last || !retryable(res.statusCode)) return res;
-        await res.body.dump();
-      } catch (err) {
-        if (last || r.signal?.aborted) throw upstreamError(err, r.url);
-      }
+      const outcome = await this.attempt(r, sink, last);
+      if (outcome === "taken") return true;
+      if (outcome === "declined") return false;
+      if (outcome !== "retry" && (last || r.signal?.aborted)) throw upstreamError(outcome, r.url);
       const wait = backoff === "exponential" ? delayMs * 2 ** i : backoff === "linear" ? delayMs * (i + 1) : delayMs;
       if (wait > 0) await sleep(wait);
       if (r.signal?.aborted) throw new ApiError(499, AigCodes.upstreamUnreachable, "The client went away");
     }
+  }
+
+  private attempt(r: UpstreamRequest, sink: AnswerSink, last: boolean): Promise<Outcome> {
+    return new Promise((resolve) => {
+      let outcome: Outcome | undefined;
+      const opts: Dispatcher.DispatchOptions = {
+        path: r.url.pathname + r.url.search,
+        method: r.method as Dispatcher.HttpMethod,
+        headers: r.headers,
+        body: r.body,
+        headersTimeout: r.retry.timeoutMs,
+        bodyTimeout: DEFAULT_TIMEOUT_MS,
+      };
+      this.pool(r.url.origin).dispatch(opts, {
+        onRequestStart(flow) {
+          if (r.signal) r.signal.watch(flow);
+        },
+        onResponseStart(flow, status, headers) {
+          if (status < 200) return; // informational; the answer follows
+          outcome = !last && retryable(status) ? "retry" : sink.head(status, headers, flow) ? "taken" : "declined";
+        },
+        onResponseData(_flow, chunk) {
+          if (outcome === "taken") sink.data(chunk);
+        },
+        onResponseEnd() {
+          if (outcome === "taken") sink.end();
+          resolve(outcome ?? "retry");
+        },
+        onResponseError(_flow, err) {
+          if (outcome === "taken") {
+            sink.fail(err);
+            resolve("taken");
+          } else resolve(err);
+        },
+      });
+    });
   }
 
   async close(): Promise<void> {
