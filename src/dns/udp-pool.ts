@@ -71,10 +71,6 @@ export class UdpWorkerPool {
     }
   }
 
-  pids(): number[] {
-    return [...this.members].map((m) => m.worker.process.pid!).filter(Boolean);
-  }
-
   /** Clears every process's cache; resolves when each has confirmed it (or is gone). */
   flush(): Promise<void> {
     const g = ++this.generation;
