@@ -220,7 +220,7 @@ async function main() {
   const pdns = await startPdns(pdnsPort);
 
   console.log(`zone ${ZONE}: ${imported.recs_added} records imported into edgecli; PowerDNS loaded the same file`);
-  console.log(`edgecli --dns-workers ${WORKERS ?? "default (one per CPU)"}`);
+  console.log(`edgecli --dns-workers ${WORKERS ?? "default (one per CPU, up to 4)"}`);
   console.log(`dnsperf ${SECONDS}s each in ${ROUNDS} alternating rounds, ${CLIENTS} clients, 100 outstanding, 90% existing / 10% NXDOMAIN, on ${cpus().length} CPUs`);
   const [a, b] = alternate([
     { port: ourPort, label: "edgecli (Node, packet cache)", pid: ours.child.pid },

@@ -84,6 +84,6 @@ export const serveOptions: Record<string, OptionSpec> = {
   "name-servers": { type: "strings", describe: "Host names of the zones' authoritative name servers (NS at every apex)", default: ["ns1.edge-platform.test", "ns2.edge-platform.test"] },
   "platform-ranges": { type: "strings", describe: "CIDR ranges owned by the platform; A/AAAA records may not point into them (edge addresses always count)" },
   "axfr-allow": { type: "strings", describe: "CIDR ranges allowed to transfer zones (AXFR); default loopback only", default: ["127.0.0.0/8", "::1/128"] },
-  "dns-workers": { type: "number", describe: "Processes answering DNS over UDP on one shared socket (default: one per CPU); 0 or 1 answers in the main process" },
+  "dns-workers": { type: "number", describe: "Processes answering DNS over UDP on one shared socket (default: one per CPU, at most 4); 0 or 1 answers in the main process" },
   notify: { type: "strings", describe: "Secondaries (host:port) sent a DNS NOTIFY when a zone's serial changes; they may also transfer" },
 };

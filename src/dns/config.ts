@@ -76,9 +76,14 @@ export function readDnsConfig(options: Record<string, unknown>): DnsConfig {
 }
 
 const MAX_WORKERS = 64;
+/**
+ * The default stops here: each process holds about 45 MB, all of them wait on one socket queue, and only
+ * two-CPU machines have been measured; larger hosts can ask for more.
+ */
+const DEFAULT_WORKERS_CAP = 4;
 
-/** One answering process per CPU; on a single CPU the main process answers alone (a second process would only compete with it). */
+/** One answering process per CPU (at most 4); on a single CPU the main process answers alone (a second process would only compete with it). */
 function defaultWorkers(): number {
   const cpus = availableParallelism();
-  return cpus > 1 ? Math.min(cpus, MAX_WORKERS) : 0;
+  return cpus > 1 ? Math.min(cpus, DEFAULT_WORKERS_CAP) : 0;
 }

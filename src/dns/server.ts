@@ -140,11 +140,6 @@ export class DnsServer {
     await new Promise<void>((resolve) => (this.tcp ? this.tcp.close(() => resolve()) : resolve()));
   }
 
-  /** Process ids of the UDP answering processes (none when UDP is answered in this process). */
-  answeringPids(): number[] {
-    return this.pool?.pids() ?? [];
-  }
-
   address(): string {
     return net.isIPv6(this.cfg.host) ? `[${this.cfg.host}]:${this.port}` : `${this.cfg.host}:${this.port}`;
   }

@@ -7,9 +7,10 @@ import { BIND_ENV, type FromWorker, type ToWorker, type UdpWorkerBind } from "./
 const WORKER_SCRIPT = fileURLToPath(new URL("./udp-worker.js", import.meta.url));
 /**
  * Node 20 sends each UDP reply with its own sendto(); with this flag replies go through libuv's queue, which
- * writes the replies of one receive burst with a single sendmmsg(). Same bytes, fewer system calls (about
- * 15% more answers per second measured with dnsperf). It is a Node option, not a V8 one; should a Node
- * version refuse it, the process exits with code 9 and is started again without it.
+ * writes the replies of one receive burst with a single sendmmsg(). Same bytes, fewer system calls (9-16%
+ * more answers per second measured with dnsperf, bench/dns/RESULTS.md). The option exists for Node's own
+ * tests, but what it selects is the path Node takes anyway whenever a direct send would block. Should a
+ * Node version refuse it, the process exits with code 9 and is started again without it.
  */
 const BATCH_SENDS_FLAG = "--test-udp-no-try-send";
 const BAD_OPTION_EXIT = 9;
@@ -69,10 +70,6 @@ export class UdpWorkerPool {
       await this.stop();
       throw err;
     }
-  }
-
-  pids(): number[] {
-    return [...this.members].map((m) => m.worker.process.pid!).filter(Boolean);
   }
 
   /** Clears every process's cache; resolves when each has confirmed it (or is gone). */

@@ -1,6 +1,8 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { ApiError } from "../core/errors.js";
+import { availableParallelism } from "node:os";
+import { ApiError, UserError } from "../core/errors.js";
+import { readDnsConfig } from "./config.js";
 import { importZone } from "./bind.js";
 import { rnameFromInput } from "./soa.js";
 import { parseSvcParams, ipv6Bytes } from "./svcb.js";
@@ -73,5 +75,14 @@ describe("DNS building blocks", () => {
     const chained = (re: RegExp) => (e: unknown) => e instanceof ApiError && re.test(e.errors[0].error_chain?.[0]?.message ?? "");
     assert.throws(() => importZone("x IN A (1.2.3.4\n", draft, false, () => ({}) as DnsRecord), chained(/line 1: unbalanced parentheses/));
     assert.throws(() => importZone("$INCLUDE other.zone\n", draft, false, () => ({}) as DnsRecord), chained(/unsupported directive/));
+  });
+
+  it("reads --dns-workers: one per CPU up to 4 by default, none on one CPU, whole numbers 0-64 otherwise", () => {
+    const workers = (v?: unknown) => readDnsConfig({ "name-servers": ["ns1.example"], "dns-workers": v }).workers;
+    const cpus = availableParallelism();
+    assert.equal(workers(), cpus > 1 ? Math.min(cpus, 4) : 0);
+    assert.equal(workers(0), 0);
+    assert.equal(workers(64), 64);
+    for (const bad of [-1, 2.5, 65, Number.NaN]) assert.throws(() => workers(bad), UserError, String(bad));
   });
 });
