@@ -2,6 +2,7 @@
 // process: client, platform, workerd), for a worker doing env.BUCKET.get and one answering without a binding.
 // Hops: workerd direct; the edge port; the binding backend alone (as workerd calls it).
 // Run after `npm run build`: node bench/workers/hops.mjs [seconds=3] [clients=1,8]
+// ONLY=<regexp> runs only the matching hops; PROF_DIR=<dir> writes a CPU profile of the platform per hop.
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { loadavg } from "node:os";
@@ -23,14 +24,6 @@ const PLAIN_WORKER = `const body = "x".repeat(1024); export default { async fetc
 function cpuOf(pid) {
   const f = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1].split(" ");
   return (Number(f[11]) + Number(f[12])) * TICK_US;
-}
-
-function childrenOf(pid) {
-  try {
-    return readFileSync(`/proc/${pid}/task/${pid}/children`, "utf8").trim().split(/\s+/).filter(Boolean).map(Number);
-  } catch {
-    return [];
-  }
 }
 
 /** `target`: an origin, or { socketPath } for a unix socket. */
@@ -97,7 +90,7 @@ function scriptInfo(p, name) {
 }
 
 console.log(`${new Date().toISOString()} load average ${loadavg().map((l) => l.toFixed(2)).join(" ")}`);
-const p = await startTestPlatform({ args: ["--dns-port", "0"], env: process.env.PROF_DIR ? { NODE_OPTIONS: "--require /tmp/wexp/prof.cjs", PROF_OUT: process.env.PROF_DIR } : {} });
+const p = await startTestPlatform({ args: ["--dns-port", "0"], env: process.env.PROF_DIR ? { NODE_OPTIONS: `--require ${new URL("./profile-preload.cjs", import.meta.url).pathname}`, PROF_OUT: process.env.PROF_DIR } : {} });
 try {
   const created = await p.api("POST", `/accounts/${p.accountId}/r2/buckets`, { name: "bench" });
   if (created.status !== 200) throw new Error(JSON.stringify(created.body));
@@ -110,6 +103,7 @@ try {
   const get = scriptInfo(p, "hop-get");
   const plain = scriptInfo(p, "hop-plain");
   const pids = { platform: p.process.pid, workerd: get.pid, workerdPlain: plain.pid };
+  console.error(`pids ${JSON.stringify(pids)}`);
   const op = JSON.stringify({ version: 1, method: "get", object: "small" });
   globalThis.only = process.env.ONLY ? new RegExp(process.env.ONLY) : undefined;
   for (const c of CLIENTS) {
@@ -119,7 +113,6 @@ try {
     await measure("workerd get direct", get.socket, {}, c, pids);
     await measure("workerd get via edge", edge, { host: `hop-get.workers.localhost:${edgePort}` }, c, pids);
   }
-  void childrenOf;
 } finally {
   await p.dispose();
 }
