@@ -41,7 +41,8 @@ const NEVER_REACHED = new Set(["ECONNREFUSED", "ENOENT", "ECONNRESET", "UND_ERR_
  * Forwards worker traffic to the script's workerd: method, path, headers and body as received, streamed in
  * both directions (a 1 GiB upload never sits in memory), over the live process's keep-alive unix socket
  * connections. undici's dispatch API writes the answer straight into the client's response, with no stream
- * objects in between; the last chunk is held back so a small answer leaves in one write with its end.
+ * objects in between. The chunk that completes an answer of known length is written together with its end,
+ * so a small answer leaves in one write; anything else is written as it arrives (streams stay live).
  */
 export class WorkerProxy {
   constructor(
@@ -82,7 +83,8 @@ export class WorkerProxy {
     // The script learns the client address from this header; a client cannot supply its own.
     headers["cf-connecting-ip"] = req.socket.remoteAddress ?? "";
     let controller: Dispatcher.DispatchController | undefined;
-    let held: Buffer | undefined;
+    let remaining = -1;
+    let last: Buffer | undefined;
     const onClose = () => {
       if (!res.writableFinished) controller?.abort(new Error("the client went away"));
     };
@@ -98,19 +100,24 @@ export class WorkerProxy {
         onResponseStart: (c, status, upHeaders, statusMessage) => {
           // 1xx answers (e.g. 103 Early Hints) are not relayed; the final answer follows.
           if (status < 200) return;
+          const length = upHeaders["content-length"];
+          if (typeof length === "string") remaining = Number(length);
           res.writeHead(status, statusMessage, forwardable(upHeaders as IncomingHttpHeaders, HOP_BY_HOP));
         },
         onResponseData: (c, chunk) => {
-          const previous = held;
-          held = chunk;
-          if (previous && !res.write(previous)) {
+          remaining -= chunk.length;
+          if (remaining === 0) {
+            last = chunk;
+            return;
+          }
+          if (!res.write(chunk)) {
             c.pause();
             res.once("drain", () => c.resume());
           }
         },
         onResponseEnd: () => {
           done();
-          res.end(held);
+          res.end(last);
         },
         onResponseError: (_c, err: NodeJS.ErrnoException) => {
           done();
