@@ -35,7 +35,7 @@ function plain(res: ServerResponse, status: number, text: string): void {
 }
 
 /** Connection-level failures before workerd answered: the request never reached a script. */
-const NEVER_REACHED = new Set(["ECONNREFUSED", "ENOENT", "ECONNRESET", "UND_ERR_SOCKET", "UND_ERR_CLOSED", "UND_ERR_DESTROYED"]);
+const NEVER_REACHED = new Set(["ECONNREFUSED", "ENOENT", "ECONNRESET", "EPIPE", "UND_ERR_SOCKET", "UND_ERR_CLOSED", "UND_ERR_DESTROYED"]);
 
 /**
  * Forwards worker traffic to the script's workerd: method, path, headers and body as received, streamed in
@@ -130,7 +130,7 @@ export class WorkerProxy {
             void this.forwardWhenLive(name, req, res, bodyless, false);
             return;
           }
-          this.log.warn({ script: name, err: err.message }, "worker request failed");
+          this.log.warn({ script: name, err: err.message, code: err.code }, "worker request failed");
           if (!res.headersSent) plain(res, 502, `Worker ${name} did not answer\n`);
           else res.destroy();
         },
