@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { readdirSync, statSync } from "node:fs";
+import { readdirSync, readFileSync, statSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { after, before, test } from "node:test";
 import { Agent, request } from "undici";
@@ -103,6 +103,30 @@ test("a script bound to bucket X cannot read bucket Y, nor another account's buc
   const refused = await uploadScript(p, "grabber", bucketScript, bind("neighbours-only"));
   assert.equal(refused.status, 400);
   assert.match(refused.body.errors[0].message, /R2 bucket "neighbours-only" does not exist in this account/);
+});
+
+test("the binding server trusts only the exact header workerd injects, also after it has served that header", async () => {
+  const runDir = join(p.stateDir, "workers-run", "reader-x");
+  const gen = readdirSync(runDir).sort((a, b) => Number(a) - Number(b)).at(-1)!;
+  const config = readFileSync(join(runDir, gen, "config.capnp"), "utf8");
+  const [, address, value] = /external = \(address = "unix:([^"]+)", http = \(injectRequestHeaders = \[\(name = "x-edge-binding", value = "([^"]+)"/.exec(config)!;
+  const direct = new Agent({ connect: { socketPath: address } });
+  const list = (header: string) =>
+    request("http://fake-host/", { dispatcher: direct, headers: { "x-edge-binding": header, "cf-r2-request": JSON.stringify({ version: 1, method: "list" }) } });
+  try {
+    const valid = await list(value);
+    assert.equal(valid.statusCode, 200, "the injected header is what authorizes a call");
+    await valid.body.dump();
+    const dot = value.indexOf(".");
+    const flipped = `${value[0] === "A" ? "B" : "A"}${value.slice(1, dot)}${value.slice(dot)}`;
+    for (const forged of [flipped, value.slice(dot), value.slice(0, dot)]) {
+      const r = await list(forged);
+      assert.equal(r.statusCode, 403, forged.slice(dot));
+      await r.body.dump();
+    }
+  } finally {
+    await direct.close();
+  }
 });
 
 test("a secret value never appears in an API answer, a log line or CLI output; the config holding it is 0600", async () => {
