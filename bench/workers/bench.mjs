@@ -1,7 +1,8 @@
 // Workers benchmark: one worker doing env.BUCKET.get of a small object, on this platform (workerd + our
-// loopback R2 backend) and on Miniflare 3 (dispatchFetch and its own HTTP socket), sequential keep-alive
+// R2 binding backend) and on Miniflare 3 (dispatchFetch and its own HTTP socket), sequential keep-alive
 // and 8 concurrent clients, in one run; then a 1 GiB put and get through a worker while sampling the
-// platform's resident memory. Run: (cd bench/workers && npm install && node bench.mjs) after `npx tsc -p .`.
+// platform's resident memory. Run: (cd bench/workers && npm install && node bench.mjs) after `npm run build`.
+// hops.mjs beside it times each hop alone, with the CPU per request of every process.
 import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { cpus } from "node:os";

@@ -15,7 +15,6 @@ let dir: string;
 let store: SqliteKvStore;
 let close: () => void;
 let workerd: BoundWorkerd;
-let url: string;
 let ns: string;
 
 const SCRIPT = `
@@ -68,7 +67,6 @@ before(async () => {
     compatibilityDate: "2024-09-01",
     handler: (req, res) => handler({ accountId: ACCOUNT, namespaceId: ns }, req, res),
   });
-  url = workerd.url;
 });
 
 after(async () => {
@@ -77,7 +75,7 @@ after(async () => {
   if (dir) rmSync(dir, { recursive: true, force: true });
 });
 
-const call = (path: string, body?: Buffer | string) => fetch(url + path, { method: body === undefined ? "GET" : "POST", body });
+const call = (path: string, body?: Buffer | string) => workerd.fetch(path, { method: body === undefined ? "GET" : "POST", body });
 
 test("a script's put / getWithMetadata / delete round-trip binary values and unicode keys through the store", async () => {
   const bytes = Buffer.from([0, 1, 2, 253, 254, 255]);

@@ -88,7 +88,7 @@ after(async () => {
 });
 
 test("a real workerd script sees the R2 API semantics through our backend", async () => {
-  const res = await fetch(`${workerd.url}/`);
+  const res = await workerd.fetch("/");
   const text = await res.text();
   assert.equal(res.status, 200, text);
   const out = JSON.parse(text);

@@ -127,14 +127,13 @@ async function get(store: R2Store, bucket: BucketRef, op: Json, res: ServerRespo
   }
   const result = store.get(bucket, str(op.object, "object"), { range, onlyIf: conditional(op.onlyIf) });
   if (!result) throw notFound();
-  if (!result.body) {
+  if ("preconditionFailed" in result) {
     // workerd hands the script a body-less object when the metadata comes with the 412.
     return sendMetadata(res, 412, wireObject(result.object), undefined, preconditionFailed());
   }
   if (result.bytes || result.range.length <= SMALL_BODY) {
     let bytes = result.bytes;
-    if (bytes) result.body.destroy();
-    else {
+    if (!bytes) {
       const chunks: Buffer[] = [];
       for await (const c of result.body) chunks.push(c as Buffer);
       bytes = Buffer.concat(chunks);

@@ -188,7 +188,7 @@ export function registerR2Routes(app: FastifyInstance, store: R2Store): void {
       const found = store.get(ref(req), keyOf(req), { onlyIf, range });
       if (!found) throw new ApiError(404, R2Codes.objectNotFound, "The specified key does not exist.");
       const headers = objectHeaders(found.object);
-      if (!found.body) {
+      if ("preconditionFailed" in found) {
         // If-None-Match / If-Modified-Since failing on a read means "not modified", the rest is a 412.
         const notModified = onlyIf?.etagDoesNotMatch !== undefined || (onlyIf?.uploadedAfter !== undefined && onlyIf.etagMatches === undefined);
         if (notModified) return reply.code(304).headers(headers).send();

@@ -60,6 +60,10 @@ export class SqliteR2Store implements R2Store {
         "SELECT (SELECT count(*) FROM (SELECT 1 FROM objects WHERE bucket_id = ? LIMIT 1)) + (SELECT count(*) FROM (SELECT 1 FROM uploads WHERE bucket_id = ? LIMIT 1)) AS n",
       ),
       object: db.prepare<[number, string], ObjectRow>("SELECT * FROM objects WHERE bucket_id = ? AND key = ?"),
+      // Reads find bucket and object in one statement; the bucket is looked up alone only when no row came back.
+      objectByBucketName: db.prepare<[string, string, string], ObjectRow>(
+        "SELECT o.* FROM buckets b JOIN objects o ON o.bucket_id = b.id WHERE b.account_id = ? AND b.name = ? AND o.key = ?",
+      ),
       upsertObject: db.prepare(
         `INSERT OR REPLACE INTO objects (bucket_id, key, version, size, etag, uploaded, http, custom, checksums, storage_class, segments)
          VALUES (@bucketId, @key, @version, @size, @etag, @uploaded, @http, @custom, @checksums, @storageClass, @segments)`,
@@ -138,15 +142,21 @@ export class SqliteR2Store implements R2Store {
 
   // ---- objects ----
 
-  head(bucket: BucketRef, key: string): R2ObjectInfo | undefined {
+  /** The object's row; undefined when there is none; throws when the bucket does not exist. */
+  private objectRow(bucket: BucketRef, key: string): ObjectRow | undefined {
     assertKey(key);
-    const r = this.q.object.get(this.bucketId(bucket), key);
+    const row = this.q.objectByBucketName.get(bucket.accountId, bucket.bucketName, key);
+    if (!row) this.bucketId(bucket);
+    return row;
+  }
+
+  head(bucket: BucketRef, key: string): R2ObjectInfo | undefined {
+    const r = this.objectRow(bucket, key);
     return r && objectInfo(r);
   }
 
   get(bucket: BucketRef, key: string, opts: R2GetOptions = {}): R2GetResult | undefined {
-    assertKey(key);
-    const row = this.q.object.get(this.bucketId(bucket), key);
+    const row = this.objectRow(bucket, key);
     if (!row) return undefined;
     const object = objectInfo(row);
     if (opts.onlyIf && !conditionHolds(opts.onlyIf, object)) return { object, body: undefined, preconditionFailed: true };
@@ -155,7 +165,15 @@ export class SqliteR2Store implements R2Store {
     const cached = segments.length === 1 ? this.small.get(segments[0][0]) : undefined;
     if (cached) {
       const bytes = cached.subarray(range.offset, range.offset + range.length);
-      return { object, body: Readable.from([bytes], { objectMode: false }), range, bytes };
+      // The stream is made only for callers that ask for it; the binding backend sends `bytes` as they are.
+      return {
+        object,
+        range,
+        bytes,
+        get body() {
+          return Readable.from([bytes], { objectMode: false });
+        },
+      };
     }
     let body = this.readSegments(segments, range);
     if (segments.length === 1 && range.length === object.size && object.size <= this.small.maxEntryBytes) body = this.remembering(segments[0][0], body);

@@ -76,6 +76,7 @@ export type R2GetResult =
   /** The object and its bytes (only the range asked for). */
   | {
       object: R2ObjectInfo;
+      /** When `bytes` is set, each read of `body` makes a new stream of them: read it once, or use `bytes`. */
       body: Readable;
       range: { offset: number; length: number };
       /** The same bytes already in memory (small, recently read objects), for callers that can skip the stream. */

@@ -1,6 +1,5 @@
 import { randomBytes, timingSafeEqual } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
 import type { Logger } from "../core/logger.js";
 
 /** The header workerd injects on every binding call (it replaces any header of that name the script sets). */
@@ -14,10 +13,10 @@ export interface BindingHandlers {
 }
 
 /**
- * The loopback server workerd sends R2 and KV binding calls to. workerd authenticates nothing, so each
- * external service in a config carries `<secret>.<identity>` in an injected header; the secret is random per
- * platform process and lives only in memory and in the 0600 configs. A request without it gets 403, so
- * another local process cannot use this port to reach the stores.
+ * The server workerd sends R2 and KV binding calls to, on a unix socket in a private directory. workerd
+ * authenticates nothing, so each external service in a config carries `<secret>.<identity>` in an injected
+ * header; the secret is random per platform process and lives only in memory and in the 0600 configs. A
+ * request without it gets 403, so nothing else that reaches the socket can use it to reach the stores.
  */
 export class BindingServer {
   private readonly secret = randomBytes(32).toString("base64url");
@@ -30,7 +29,8 @@ export class BindingServer {
     private readonly log: Logger,
   ) {}
 
-  async start(): Promise<void> {
+  /** Listens on the unix socket at `socketPath`. */
+  async start(socketPath: string): Promise<void> {
     const server = createServer((req, res) => this.dispatch(req, res));
     // workerd keeps binding connections alive between calls; do not cut them sooner than it does.
     server.keepAliveTimeout = 120_000;
@@ -38,13 +38,13 @@ export class BindingServer {
     server.requestTimeout = 0;
     await new Promise<void>((resolve, reject) => {
       server.once("error", reject);
-      server.listen(0, "127.0.0.1", () => resolve());
+      server.listen(socketPath, () => resolve());
     });
     this.server = server;
-    this.address = `127.0.0.1:${(server.address() as AddressInfo).port}`;
+    this.address = `unix:${socketPath}`;
   }
 
-  /** Where workerd must send the calls of one binding, and the header that names its resource. */
+  /** Where workerd must send the calls of one binding (a workerd address, `unix:<path>`), and the header that names its resource. */
   target(identity: BindingIdentity): { address: string; header: { name: string; value: string } } {
     if (!this.address) throw new Error("binding server is not started");
     const id = Buffer.from(JSON.stringify(identity)).toString("base64url");
@@ -55,18 +55,30 @@ export class BindingServer {
     return this.address;
   }
 
+  /**
+   * Header values already verified, with what they name. Only workerd sends valid ones and a config has a
+   * handful, so this saves the secret check, base64 and JSON work on every call; the bound keeps memory flat.
+   */
+  private readonly verified = new Map<string, BindingIdentity>();
+
   private identify(req: IncomingMessage): BindingIdentity | undefined {
     const h = req.headers[BINDING_HEADER];
     if (typeof h !== "string") return undefined;
+    const known = this.verified.get(h);
+    if (known) return known;
     const dot = h.indexOf(".");
     if (dot < 0) return undefined;
     const given = Buffer.from(h.slice(0, dot));
     if (given.length !== this.secretBytes.length || !timingSafeEqual(given, this.secretBytes)) return undefined;
+    let who: BindingIdentity;
     try {
-      return JSON.parse(Buffer.from(h.slice(dot + 1), "base64url").toString("utf8")) as BindingIdentity;
+      who = JSON.parse(Buffer.from(h.slice(dot + 1), "base64url").toString("utf8")) as BindingIdentity;
     } catch {
       return undefined;
     }
+    if (this.verified.size >= 1024) this.verified.clear();
+    this.verified.set(h, who);
+    return who;
   }
 
   private dispatch(req: IncomingMessage, res: ServerResponse): void {

@@ -1,21 +1,21 @@
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { Agent, fetch as undiciFetch, type RequestInit, type Response } from "undici";
 import { createLogger } from "../core/logger.js";
 import { capnpString } from "./capnp-config.js";
 import { WorkerdProcess } from "./workerd-process.js";
 
 export interface BoundWorkerd {
-  /** Where the script answers, e.g. http://127.0.0.1:PORT */
-  url: string;
+  /** Sends a request to the script (workerd listens on a unix socket, as the platform runs it). */
+  fetch(path: string, init?: RequestInit): Promise<Response>;
   stop(): Promise<void>;
 }
 
 /**
  * For tests of a binding backend against the real runtime: one workerd running `script` (an ES module) whose
- * binding `name` sends its calls to `handler` on a loopback server, as the platform's binding server would.
+ * binding `name` sends its calls to `handler` on a unix socket server, as the platform's binding server would.
  */
 export async function startBoundWorkerd(opts: {
   script: string;
@@ -25,8 +25,8 @@ export async function startBoundWorkerd(opts: {
 }): Promise<BoundWorkerd> {
   const dir = mkdtempSync(join(tmpdir(), "bound-workerd-"));
   const backend = createServer(opts.handler);
-  await new Promise<void>((r) => backend.listen(0, "127.0.0.1", r));
-  const port = (backend.address() as AddressInfo).port;
+  const backendSocket = join(dir, "backend.sock");
+  await new Promise<void>((r) => backend.listen(backendSocket, r));
   writeFileSync(join(dir, "main.js"), opts.script);
   writeFileSync(
     join(dir, "config.capnp"),
@@ -34,9 +34,9 @@ export async function startBoundWorkerd(opts: {
 const config :Workerd.Config = (
   services = [
     (name = "main", worker = .worker),
-    (name = "backend", external = (address = "127.0.0.1:${port}", http = ())),
+    (name = "backend", external = (address = ${capnpString(`unix:${backendSocket}`)}, http = ())),
   ],
-  sockets = [(name = "http", address = "127.0.0.1:0", http = (), service = "main")],
+  sockets = [(name = "http", http = (), service = "main")],
 );
 const worker :Workerd.Worker = (
   modules = [(name = "main.js", esModule = embed "main.js")],
@@ -47,15 +47,17 @@ const worker :Workerd.Worker = (
   );
   let workerd: WorkerdProcess;
   try {
-    workerd = await WorkerdProcess.start(join(dir, "config.capnp"), createLogger({ level: "silent" }), { test: opts.binding.kind });
+    workerd = await WorkerdProcess.start(join(dir, "config.capnp"), join(dir, "workerd.sock"), createLogger({ level: "silent" }), { test: opts.binding.kind });
   } catch (err) {
     backend.close();
     rmSync(dir, { recursive: true, force: true });
     throw err;
   }
+  const agent = new Agent({ connect: { socketPath: workerd.socketPath } });
   return {
-    url: `http://127.0.0.1:${workerd.port}`,
+    fetch: (path, init) => undiciFetch(`http://bound.workers.localhost${path}`, { ...init, dispatcher: agent }),
     async stop() {
+      await agent.close();
       await workerd.stop();
       await new Promise((r) => backend.close(r));
       rmSync(dir, { recursive: true, force: true });

@@ -2,7 +2,7 @@ import type { Binding, RunnableScript } from "./model.js";
 
 export type StorageBinding = Exclude<Binding, { type: "plain_text" }>;
 
-/** Where a binding's calls go: the loopback binding server, with the header that identifies the resource. */
+/** Where a binding's calls go: the binding server's socket, with the header that identifies the resource. */
 export interface BindingTarget {
   address: string;
   header: { name: string; value: string };
@@ -30,9 +30,9 @@ export interface WorkerdConfigInput {
 }
 
 /**
- * The config of one workerd process running one script: a socket on 127.0.0.1 with a port chosen by the
- * kernel (reported on the control fd), storage bindings as external services on the binding server, vars
- * and secrets as text, and a global outbound that only reaches public addresses.
+ * The config of one workerd process running one script: a socket "http" whose unix socket path is given on
+ * the command line (each process gets a fresh one), storage bindings as external services on the binding
+ * server, vars and secrets as text, and a global outbound that only reaches public addresses.
  */
 export function workerdConfig(input: WorkerdConfigInput): string {
   const { script, modules, secrets } = input.run;
@@ -62,7 +62,7 @@ const config :Workerd.Config = (
   services = [
     ${services.join(",\n    ")}
   ],
-  sockets = [(name = "http", address = "127.0.0.1:0", http = (), service = "main")],
+  sockets = [(name = "http", http = (), service = "main")],
 );
 const script :Workerd.Worker = (
   modules = [

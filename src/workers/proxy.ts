@@ -1,17 +1,22 @@
-import { Agent, request, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from "node:http";
+import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from "node:http";
+import type { Dispatcher } from "undici";
 import type { Logger } from "../core/logger.js";
 import type { WorkersRuntime } from "./runtime.js";
 
 /** Headers that describe one connection, not the request; they are not forwarded (RFC 9110 §7.6.1). */
 const HOP_BY_HOP = new Set(["connection", "keep-alive", "proxy-connection", "te", "trailer", "upgrade", "transfer-encoding"]);
-// Also not forwarded: `expect` (Node's server already answered 100-continue to the client; the body follows).
+// Also not forwarded: `expect` (Node's server already answered 100-continue to the client; the body follows),
+// and a client's own `cf-connecting-ip` (the proxy sets it).
+const NOT_FORWARDED = new Set([...HOP_BY_HOP, "expect", "cf-connecting-ip"]);
 
-function forwardable(headers: IncomingHttpHeaders, keep = new Set<string>()): IncomingHttpHeaders {
-  const out: IncomingHttpHeaders = {};
-  const listed = String(headers.connection ?? "")
-    .split(",")
-    .map((s) => s.trim().toLowerCase());
-  for (const [k, v] of Object.entries(headers)) if ((!HOP_BY_HOP.has(k) || keep.has(k)) && k !== "expect" && !listed.includes(k)) out[k] = v;
+function forwardable(headers: IncomingHttpHeaders, drop: ReadonlySet<string>): Record<string, string | string[]> {
+  const out: Record<string, string | string[]> = {};
+  const listed = headers.connection ? String(headers.connection).toLowerCase() : "";
+  for (const k in headers) {
+    const v = headers[k];
+    if (v === undefined || drop.has(k) || (listed && listed.split(",").some((t) => t.trim() === k))) continue;
+    out[k] = v;
+  }
   return out;
 }
 
@@ -29,13 +34,17 @@ function plain(res: ServerResponse, status: number, text: string): void {
   res.writeHead(status, { "content-type": "text/plain; charset=utf-8", "content-length": Buffer.byteLength(text) }).end(text);
 }
 
+/** Connection-level failures before workerd answered: the request never reached a script. */
+const NEVER_REACHED = new Set(["ECONNREFUSED", "ENOENT", "ECONNRESET", "EPIPE", "UND_ERR_SOCKET", "UND_ERR_CLOSED", "UND_ERR_DESTROYED"]);
+
 /**
  * Forwards worker traffic to the script's workerd: method, path, headers and body as received, streamed in
- * both directions (a 1 GiB upload never sits in memory). Connections to workerd are kept alive.
+ * both directions (a 1 GiB upload never sits in memory), over the live process's keep-alive unix socket
+ * connections. undici's dispatch API writes the answer straight into the client's response, with no stream
+ * objects in between. The chunk that completes an answer of known length is written together with its end,
+ * so a small answer leaves in one write; anything else is written as it arrives (streams stay live).
  */
 export class WorkerProxy {
-  private readonly agent = new Agent({ keepAlive: true, maxSockets: 256, maxFreeSockets: 64 });
-
   constructor(
     private readonly runtime: WorkersRuntime,
     private readonly domain: string,
@@ -45,55 +54,87 @@ export class WorkerProxy {
   handle(req: IncomingMessage, res: ServerResponse): boolean {
     const name = scriptOfHost(req.headers.host, this.domain);
     if (!name) return false;
-    void this.forward(name, req, res);
+    const bodyless = !req.headers["transfer-encoding"] && Number(req.headers["content-length"] ?? 0) === 0;
+    if (bodyless) req.resume();
+    const rt = this.runtime.lookup(name);
+    // Normally immediate; waits only while a crashed workerd is being restarted.
+    const proc = rt?.live;
+    if (proc) this.forward(name, proc.pool, req, res, bodyless, true);
+    else void this.forwardWhenLive(name, req, res, bodyless, true);
     return true;
   }
 
-  private async forward(name: string, req: IncomingMessage, res: ServerResponse, retry = true): Promise<void> {
+  private async forwardWhenLive(name: string, req: IncomingMessage, res: ServerResponse, bodyless: boolean, retry: boolean): Promise<void> {
     const rt = this.runtime.lookup(name);
     if (!rt) {
       req.resume();
       return plain(res, 404, `No worker is deployed at ${name}.${this.domain}\n`);
     }
-    // Normally immediate; waits only while a crashed workerd is being restarted.
-    const port = rt.port ?? (await rt.waitPort(10_000));
-    if (port === undefined) {
+    const proc = await rt.waitLive(10_000);
+    if (!proc) {
       req.resume();
       return plain(res, 503, `Worker ${name} is not running; try again shortly\n`);
     }
-    // transfer-encoding stays: Node then frames the streamed body the same way the client did.
-    const headers = forwardable(req.headers, new Set(["transfer-encoding"]));
-    // The script learns the client address from this header; a client cannot supply its own.
-    headers["cf-connecting-ip"] = req.socket.remoteAddress ?? "";
-    const bodyless = !req.headers["transfer-encoding"] && Number(req.headers["content-length"] ?? 0) === 0;
-    const upstream = request({ host: "127.0.0.1", port, method: req.method, path: req.url, headers, agent: this.agent }, (up) => {
-      res.writeHead(up.statusCode ?? 502, up.statusMessage, forwardable(up.headers));
-      up.pipe(res);
-      up.on("error", () => res.destroy());
-    });
-    upstream.on("error", (err: NodeJS.ErrnoException) => {
-      // A redeploy can close an idle kept-alive connection to the old workerd just as it is reused (or its
-      // listener just as we connect). Nothing reached the script then, so a request without a body is sent
-      // once more, to whichever process is live now. A reset on a fresh connection is not retried.
-      const neverReached = err.code === "ECONNREFUSED" || (err.code === "ECONNRESET" && upstream.reusedSocket);
-      if (retry && bodyless && neverReached && !res.headersSent && !res.destroyed) {
-        void this.forward(name, req, res, false);
-        return;
-      }
-      this.log.warn({ script: name, err: err.message }, "worker request failed");
-      if (!res.headersSent) plain(res, 502, `Worker ${name} did not answer\n`);
-      else res.destroy();
-    });
-    const onClose = () => {
-      if (!res.writableFinished) upstream.destroy();
-    };
-    res.once("close", onClose);
-    upstream.once("close", () => res.off("close", onClose));
-    if (bodyless) upstream.end();
-    else req.pipe(upstream);
+    if (!res.destroyed) this.forward(name, proc.pool, req, res, bodyless, retry);
   }
 
-  close(): void {
-    this.agent.destroy();
+  private forward(name: string, pool: Dispatcher, req: IncomingMessage, res: ServerResponse, bodyless: boolean, retry: boolean): void {
+    const headers = forwardable(req.headers, NOT_FORWARDED);
+    // The script learns the client address from this header; a client cannot supply its own.
+    headers["cf-connecting-ip"] = req.socket.remoteAddress ?? "";
+    let controller: Dispatcher.DispatchController | undefined;
+    let remaining = -1;
+    let last: Buffer | undefined;
+    const onClose = () => {
+      if (!res.writableFinished) controller?.abort(new Error("the client went away"));
+    };
+    res.once("close", onClose);
+    const done = () => res.off("close", onClose);
+    pool.dispatch(
+      { path: req.url ?? "/", method: req.method as Dispatcher.HttpMethod, headers, body: bodyless ? null : req },
+      {
+        onRequestStart: (c) => {
+          controller = c;
+          if (res.destroyed) c.abort(new Error("the client went away"));
+        },
+        onResponseStart: (c, status, upHeaders, statusMessage) => {
+          // 1xx answers (e.g. 103 Early Hints) are not relayed; the final answer follows.
+          if (status < 200) return;
+          const length = upHeaders["content-length"];
+          if (typeof length === "string") remaining = Number(length);
+          res.writeHead(status, statusMessage, forwardable(upHeaders as IncomingHttpHeaders, HOP_BY_HOP));
+        },
+        onResponseData: (c, chunk) => {
+          remaining -= chunk.length;
+          if (remaining === 0) {
+            last = chunk;
+            return;
+          }
+          if (!res.write(chunk)) {
+            c.pause();
+            res.once("drain", () => c.resume());
+          }
+        },
+        onResponseEnd: () => {
+          done();
+          res.end(last);
+        },
+        onResponseError: (_c, err: NodeJS.ErrnoException) => {
+          done();
+          if (res.destroyed) return;
+          // A crash or a redeploy can close a kept-alive connection to the old workerd (or remove its socket
+          // file) just as it is used. Nothing reached a script then, so a request without a body is sent once
+          // more, to whichever process is live now.
+          const code = err.code ?? "";
+          if (retry && bodyless && !res.headersSent && NEVER_REACHED.has(code)) {
+            void this.forwardWhenLive(name, req, res, bodyless, false);
+            return;
+          }
+          this.log.warn({ script: name, err: err.message, code: err.code }, "worker request failed");
+          if (!res.headersSent) plain(res, 502, `Worker ${name} did not answer\n`);
+          else res.destroy();
+        },
+      },
+    );
   }
 }

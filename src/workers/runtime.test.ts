@@ -1,4 +1,6 @@
 import assert from "node:assert/strict";
+import { once } from "node:events";
+import { request as httpRequest, type IncomingMessage } from "node:http";
 import { after, before, test } from "node:test";
 import { startTestPlatform, type TestPlatform } from "../core/testing/platform.js";
 import { eventually, hit, logEntries, uploadScript, startPlatform } from "./test-helpers.js";
@@ -64,6 +66,47 @@ test("method, path, query, headers and body reach the script intact, and its ans
   const missing = await hit(p, "no-such-script", "/");
   assert.equal(missing.status, 404);
   assert.match(missing.text, /No worker/);
+});
+
+test("bodies stream through the edge both ways, as they go; a client cannot set cf-connecting-ip", async () => {
+  const code = `export default { async fetch(req) {
+    const path = new URL(req.url).pathname;
+    if (path === "/echo") return new Response(req.body, { headers: { "x-ip": req.headers.get("cf-connecting-ip") } });
+    if (path === "/count") { let n = 0; for await (const c of req.body) n += c.byteLength; return Response.json({ n }); }
+    let left = 64;
+    return new Response(new ReadableStream({ pull(c) { if (left-- === 0) c.close(); else c.enqueue(new Uint8Array(128 * 1024).fill(7)); } }));
+  } };`;
+  assert.equal((await uploadScript(p, "streamer", code)).status, 200);
+  const port = Number(new URL(p.url).port);
+  const send = (method: string, path: string, headers: Record<string, string> = {}) =>
+    httpRequest({ host: "127.0.0.1", port, method, path, headers: { host: `streamer.workers.localhost:${port}`, ...headers } });
+
+  // The answer's first part comes back while the request body is still open: nothing waits for the whole.
+  const echo = send("POST", "/echo", { "cf-connecting-ip": "203.0.113.9" });
+  echo.write("first|");
+  const [res] = (await once(echo, "response")) as [IncomingMessage];
+  assert.equal(res.headers["x-ip"], "127.0.0.1", "the proxy sets the client address itself");
+  const [first] = (await once(res, "data")) as [Buffer];
+  assert.equal(first.toString(), "first|");
+  echo.end("second");
+  let rest = "";
+  for await (const c of res) rest += c;
+  assert.equal(rest, "second");
+
+  // Several MiB each way, chunked upload and a generated answer of unknown length.
+  const up = send("PUT", "/count");
+  for (let i = 0; i < 32; i++) up.write(Buffer.alloc(256 * 1024, i));
+  up.end();
+  const [counted] = (await once(up, "response")) as [IncomingMessage];
+  let json = "";
+  for await (const c of counted) json += c;
+  assert.deepEqual(JSON.parse(json), { n: 8 * 1024 * 1024 });
+  const down = send("GET", "/big");
+  down.end();
+  const [big] = (await once(down, "response")) as [IncomingMessage];
+  let n = 0;
+  for await (const c of big) n += (c as Buffer).length;
+  assert.equal(n, 8 * 1024 * 1024);
 });
 
 test("console.log of a script reaches the platform log tagged with the script name", async () => {

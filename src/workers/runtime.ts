@@ -5,12 +5,14 @@ import { BindingServer, type BindingHandlers } from "./binding-server.js";
 import type { StorageBinding } from "./capnp-config.js";
 import type { RunnableScript } from "./model.js";
 import { ScriptRuntime } from "./script-runtime.js";
+import { SocketDir } from "./socket-dir.js";
 import type { WorkersStore } from "./store.js";
 
 /** All running scripts, by name (names are unique platform-wide), and the binding server they call. */
 export class WorkersRuntime {
   private readonly runtimes = new Map<string, ScriptRuntime>();
   readonly bindings: BindingServer;
+  private sockets?: SocketDir;
 
   constructor(
     private readonly store: WorkersStore,
@@ -28,7 +30,8 @@ export class WorkersRuntime {
   /** Starts the binding server and every stored script; a script workerd refuses is logged and skipped. */
   async start(): Promise<void> {
     rmSync(this.runDir, { recursive: true, force: true });
-    await this.bindings.start();
+    this.sockets = new SocketDir(this.runDir);
+    await this.bindings.start(this.sockets.next("bindings"));
     this.log.info({ address: this.bindings.listenAddress }, "worker binding server listening");
     await Promise.all(
       this.store.all().map(async (s) => {
@@ -47,7 +50,8 @@ export class WorkersRuntime {
     let rt = this.runtimes.get(name);
     const fresh = !rt;
     if (!rt) {
-      rt = new ScriptRuntime(name, { dir: join(this.runDir, name), log: this.log, bindingTarget: this.target });
+      if (!this.sockets) throw new Error("workers runtime is not started");
+      rt = new ScriptRuntime(name, { dir: join(this.runDir, name), log: this.log, sockets: this.sockets, bindingTarget: this.target });
       this.runtimes.set(name, rt);
     }
     try {
@@ -77,6 +81,7 @@ export class WorkersRuntime {
     this.runtimes.clear();
     await Promise.all(all.map((rt) => rt.stop()));
     await this.bindings.stop();
+    this.sockets?.remove();
     rmSync(this.runDir, { recursive: true, force: true });
   }
 }

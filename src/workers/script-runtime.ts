@@ -3,12 +3,15 @@ import { join } from "node:path";
 import type { Logger } from "../core/logger.js";
 import { workerdConfig, type BindingTarget, type StorageBinding } from "./capnp-config.js";
 import type { RunnableScript } from "./model.js";
+import type { SocketDir } from "./socket-dir.js";
 import { WorkerdProcess } from "./workerd-process.js";
 
 export interface ScriptRuntimeOptions {
   /** Directory for this script's generated configs (inside the state directory). */
   dir: string;
   log: Logger;
+  /** Where each workerd process gets its own unix socket. */
+  sockets: SocketDir;
   bindingTarget(accountId: string, binding: StorageBinding): BindingTarget;
 }
 
@@ -51,18 +54,18 @@ export class ScriptRuntime {
     return { script: this.name };
   }
 
-  /** Port of the live process, if one is up. */
-  get port(): number | undefined {
-    return this.current?.port;
+  /** The live process, if one is up. */
+  get live(): WorkerdProcess | undefined {
+    return this.current;
   }
 
   get pid(): number | undefined {
     return this.current?.pid;
   }
 
-  /** Resolves with a port as soon as a process is up (e.g. during a restart after a crash), or undefined after `ms`. */
-  async waitPort(ms: number): Promise<number | undefined> {
-    if (this.current) return this.current.port;
+  /** Resolves with the live process as soon as one is up (e.g. during a restart after a crash), or undefined after `ms`. */
+  async waitLive(ms: number): Promise<WorkerdProcess | undefined> {
+    if (this.current) return this.current;
     await new Promise<void>((resolve) => {
       const timer = setTimeout(resolve, ms);
       this.waiters.push(() => {
@@ -71,7 +74,7 @@ export class ScriptRuntime {
       });
     });
     // Re-read through the getter: a waiter ran while we awaited.
-    return this.port;
+    return this.live;
   }
 
   /** Starts `run`, switches traffic to it and drains the previous process. Rejects (leaving the old one live) if workerd refuses it. */
@@ -88,7 +91,7 @@ export class ScriptRuntime {
     const file = writeVersion(dir, run, this.opts);
     let proc: WorkerdProcess;
     try {
-      proc = await WorkerdProcess.start(file, this.opts.log, this.tag);
+      proc = await this.spawn(file);
     } catch (err) {
       rmSync(dir, { recursive: true, force: true });
       throw err;
@@ -96,11 +99,15 @@ export class ScriptRuntime {
     const old = this.current;
     const oldFile = this.currentFile;
     this.adopt(proc, file);
-    this.opts.log.info({ ...this.tag, version: run.script.versionId, workerd_pid: proc.pid, port: proc.port }, "worker version live");
+    this.opts.log.info({ ...this.tag, version: run.script.versionId, workerd_pid: proc.pid, socket: proc.socketPath }, "worker version live");
     if (old) {
       await old.stop();
       if (oldFile) rmSync(join(oldFile, ".."), { recursive: true, force: true });
     }
+  }
+
+  private spawn(file: string): Promise<WorkerdProcess> {
+    return WorkerdProcess.start(file, this.opts.sockets.next("workerd"), this.opts.log, this.tag);
   }
 
   private adopt(proc: WorkerdProcess, file: string): void {
@@ -124,9 +131,9 @@ export class ScriptRuntime {
       this.chain = this.chain.then(async () => {
         if (this.closed || this.current || this.currentFile !== file) return;
         try {
-          const proc = await WorkerdProcess.start(file, this.opts.log, this.tag);
+          const proc = await this.spawn(file);
           this.adopt(proc, file);
-          this.opts.log.info({ ...this.tag, workerd_pid: proc.pid, port: proc.port }, "workerd restarted");
+          this.opts.log.info({ ...this.tag, workerd_pid: proc.pid, socket: proc.socketPath }, "workerd restarted");
         } catch (err) {
           this.opts.log.error({ ...this.tag, err: (err as Error).message }, "workerd restart failed");
           this.scheduleRestart(file);

@@ -1,8 +1,8 @@
 import assert from "node:assert/strict";
-import { readdirSync, statSync } from "node:fs";
-import { join } from "node:path";
+import { readdirSync, readFileSync, statSync } from "node:fs";
+import { dirname, join } from "node:path";
 import { after, before, test } from "node:test";
-import { request } from "undici";
+import { Agent, request } from "undici";
 import type { TestPlatform } from "../core/testing/platform.js";
 import { hit, logEntries, uploadScript, startPlatform } from "./test-helpers.js";
 import { runOnTerminal, terminalAvailable } from "../core/testing/terminal.js";
@@ -29,10 +29,13 @@ const bucketScript = `export default { async fetch(req, env) {
 
 test("a script's fetch() cannot reach the binding server, the API, or any loopback or private address", async () => {
   const bindingAddr = logEntries(p).find((e) => e.msg === "worker binding server listening")?.address as string;
-  assert.ok(bindingAddr, "the binding server address is logged");
+  assert.match(bindingAddr ?? "", /^unix:\//, "the binding server listens on a unix socket");
+  const socketPath = bindingAddr.slice("unix:".length);
+  // Only this user can reach it: its directory is private. A URL cannot name a unix socket, so a script's
+  // fetch() has no way to address it; the loopback listeners are tried below.
+  assert.equal(statSync(dirname(socketPath)).mode & 0o077, 0, "the socket's directory is private");
   const edge = new URL(p.url);
   const targets = [
-    `http://${bindingAddr}/`,
     `http://127.0.0.1:${edge.port}/client/v4/user`,
     `http://localhost:${edge.port}/healthz`,
     `http://[::1]:${edge.port}/`,
@@ -53,15 +56,20 @@ test("a script's fetch() cannot reach the binding server, the API, or any loopba
   }
   // Blocked by workerd's network policy (not some other failure): it says so in the script's log.
   const denials = logEntries(p).filter((e) => e.script === "prober" && /connecting to .* is not allowed/.test(String(e.msg)));
-  assert.ok(denials.some((e) => String(e.msg).includes(bindingAddr)), "the binding server connection was denied by policy");
+  assert.ok(denials.some((e) => String(e.msg).includes(`127.0.0.1:${edge.port}`)), "the loopback connection was denied by policy");
   // Directly, without the header workerd injects (or with a guessed one), the binding server refuses.
-  const bare = await request(`http://${bindingAddr}/`, { headers: { "cf-r2-request": JSON.stringify({ version: 1, method: "list" }) } });
-  assert.equal(bare.statusCode, 403);
-  await bare.body.dump();
-  const identity = Buffer.from(JSON.stringify({ kind: "r2", accountId: p.accountId, bucketName: "x" })).toString("base64url");
-  const forged = await request(`http://${bindingAddr}/`, { headers: { "x-edge-binding": `${"A".repeat(43)}.${identity}` } });
-  assert.equal(forged.statusCode, 403);
-  await forged.body.dump();
+  const direct = new Agent({ connect: { socketPath } });
+  try {
+    const bare = await request("http://fake-host/", { dispatcher: direct, headers: { "cf-r2-request": JSON.stringify({ version: 1, method: "list" }) } });
+    assert.equal(bare.statusCode, 403);
+    await bare.body.dump();
+    const identity = Buffer.from(JSON.stringify({ kind: "r2", accountId: p.accountId, bucketName: "x" })).toString("base64url");
+    const forged = await request("http://fake-host/", { dispatcher: direct, headers: { "x-edge-binding": `${"A".repeat(43)}.${identity}` } });
+    assert.equal(forged.statusCode, 403);
+    await forged.body.dump();
+  } finally {
+    await direct.close();
+  }
 });
 
 test("a script bound to bucket X cannot read bucket Y, nor another account's bucket of the same name", async () => {
@@ -95,6 +103,30 @@ test("a script bound to bucket X cannot read bucket Y, nor another account's buc
   const refused = await uploadScript(p, "grabber", bucketScript, bind("neighbours-only"));
   assert.equal(refused.status, 400);
   assert.match(refused.body.errors[0].message, /R2 bucket "neighbours-only" does not exist in this account/);
+});
+
+test("the binding server trusts only the exact header workerd injects, also after it has served that header", async () => {
+  const runDir = join(p.stateDir, "workers-run", "reader-x");
+  const gen = readdirSync(runDir).sort((a, b) => Number(a) - Number(b)).at(-1)!;
+  const config = readFileSync(join(runDir, gen, "config.capnp"), "utf8");
+  const [, address, value] = /external = \(address = "unix:([^"]+)", http = \(injectRequestHeaders = \[\(name = "x-edge-binding", value = "([^"]+)"/.exec(config)!;
+  const direct = new Agent({ connect: { socketPath: address } });
+  const list = (header: string) =>
+    request("http://fake-host/", { dispatcher: direct, headers: { "x-edge-binding": header, "cf-r2-request": JSON.stringify({ version: 1, method: "list" }) } });
+  try {
+    const valid = await list(value);
+    assert.equal(valid.statusCode, 200, "the injected header is what authorizes a call");
+    await valid.body.dump();
+    const dot = value.indexOf(".");
+    const flipped = `${value[0] === "A" ? "B" : "A"}${value.slice(1, dot)}${value.slice(dot)}`;
+    for (const forged of [flipped, value.slice(dot), value.slice(0, dot)]) {
+      const r = await list(forged);
+      assert.equal(r.statusCode, 403, forged.slice(dot));
+      await r.body.dump();
+    }
+  } finally {
+    await direct.close();
+  }
 });
 
 test("a secret value never appears in an API answer, a log line or CLI output; the config holding it is 0600", async () => {

@@ -51,7 +51,6 @@ export function createWorkersService(ctx: ServiceContext, deps: { kv: KvService;
     describe: () => ({ workers: urlOf("<script>") }),
     async stop() {
       await runtime.stop();
-      proxy.close();
     },
   };
 }

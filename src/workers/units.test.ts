@@ -1,7 +1,11 @@
 import assert from "node:assert/strict";
+import { mkdtempSync, rmSync, statSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
 import { test } from "node:test";
 import { capnpString } from "./capnp-config.js";
 import { scriptOfHost } from "./proxy.js";
+import { SocketDir } from "./socket-dir.js";
 import { moduleKind, setBracketed } from "./upload.js";
 
 test("capnp strings: quotes, backslashes, newlines and non-ASCII cannot escape the literal", () => {
@@ -47,4 +51,23 @@ test("bracketed metadata fields (the TypeScript SDK's form encoding) rebuild the
     compatibility_flags: ["nodejs_compat", "other"],
     keep_bindings: ["secret_text"],
   });
+});
+
+test("unix sockets go in a private directory under the run directory, or in a private temp one when that path is too long", () => {
+  const base = mkdtempSync(join(tmpdir(), "sockdir-"));
+  try {
+    const short = new SocketDir(join(base, "run"));
+    assert.equal(short.path, join(base, "run", "_sockets"));
+    const a = short.next("workerd");
+    assert.notEqual(short.next("workerd"), a, "every socket path is fresh");
+    assert.equal(dirname(a), short.path);
+    const long = new SocketDir(join(base, "x".repeat(120)));
+    assert.ok(long.path.startsWith(tmpdir()) && !long.path.includes("x".repeat(120)));
+    assert.ok(Buffer.byteLength(long.next("workerd")) <= 107);
+    for (const d of [short.path, long.path]) assert.equal(statSync(d).mode & 0o077, 0, `${d} is private`);
+    long.remove();
+    short.remove();
+  } finally {
+    rmSync(base, { recursive: true, force: true });
+  }
 });

@@ -1,6 +1,8 @@
 import { spawn, type ChildProcess } from "node:child_process";
+import { rmSync } from "node:fs";
 import { createRequire } from "node:module";
 import { createInterface } from "node:readline";
+import { Pool } from "undici";
 import type { Logger } from "../core/logger.js";
 
 /** The workerd binary shipped by the npm package `workerd`. */
@@ -12,21 +14,29 @@ export function workerdBinary(): string {
 export class WorkerdStartError extends Error {}
 
 /**
- * One running `workerd serve` with the port of its socket. stdout (console.log of the script) and stderr
- * (uncaught errors, workerd's own diagnostics) reach the platform log, one entry per line, tagged with the script.
+ * One running `workerd serve`, listening on its own unix socket (the config's socket "http", placed by
+ * `--socket-addr`; the file is removed when the process is gone), with a pool of keep-alive connections to
+ * it. stdout (console.log of the script) and stderr (uncaught errors, workerd's own diagnostics) reach the
+ * platform log, one entry per line, tagged with the script.
  */
 export class WorkerdProcess {
   readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  /** Connections to this process only: a new version gets a new pool, so no request can go to a drained process's connection. */
+  readonly pool: Pool;
   private stopping = false;
 
   private constructor(
     readonly child: ChildProcess,
-    readonly port: number,
+    readonly socketPath: string,
   ) {
-    this.exited = new Promise((resolve) => {
+    this.exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
       if (child.exitCode !== null || child.signalCode !== null) resolve({ code: child.exitCode, signal: child.signalCode });
       else child.once("exit", (code, signal) => resolve({ code, signal }));
+    }).finally(() => {
+      rmSync(socketPath, { force: true });
+      void this.pool.destroy();
     });
+    this.pool = new Pool("http://workerd", { socketPath, connections: 128, keepAliveTimeout: 30_000 });
   }
 
   get pid(): number | undefined {
@@ -38,9 +48,11 @@ export class WorkerdProcess {
     return this.stopping;
   }
 
-  /** Spawns workerd on `configFile` and resolves once its socket listens; rejects with workerd's own error text. */
-  static start(configFile: string, log: Logger, tag: Record<string, unknown>, timeoutMs = 20_000): Promise<WorkerdProcess> {
-    const child = spawn(workerdBinary(), ["serve", configFile, "--control-fd=3"], { stdio: ["ignore", "pipe", "pipe", "pipe"] });
+  /** Spawns workerd on `configFile` and resolves once it listens at `socketPath`; rejects with workerd's own error text. */
+  static start(configFile: string, socketPath: string, log: Logger, tag: Record<string, unknown>, timeoutMs = 20_000): Promise<WorkerdProcess> {
+    const child = spawn(workerdBinary(), ["serve", configFile, "--control-fd=3", "--socket-addr", `http=unix:${socketPath}`], {
+      stdio: ["ignore", "pipe", "pipe", "pipe"],
+    });
     const errLines: string[] = [];
     createInterface({ input: child.stdout! }).on("line", (line) => log.info({ ...tag, stream: "stdout" }, line));
     createInterface({ input: child.stderr! }).on("line", (line) => {
@@ -51,6 +63,7 @@ export class WorkerdProcess {
       const fail = (why: string) => {
         clearTimeout(timer);
         child.kill("SIGKILL");
+        rmSync(socketPath, { force: true });
         reject(new WorkerdStartError(`${why}${errLines.length ? `: ${errLines.join("\n")}` : ""}`));
       };
       const timer = setTimeout(() => fail("workerd did not start listening in time"), timeoutMs);
@@ -60,16 +73,16 @@ export class WorkerdProcess {
         setTimeout(() => fail(`workerd exited during startup (${signal ?? `code ${code}`})`), 50);
       });
       createInterface({ input: child.stdio[3] as NodeJS.ReadableStream }).on("line", (line) => {
-        let ev: { event?: string; socket?: string; port?: number };
+        let ev: { event?: string; socket?: string };
         try {
           ev = JSON.parse(line);
         } catch {
           return;
         }
-        if (ev.event === "listen" && ev.socket === "http" && typeof ev.port === "number") {
+        if (ev.event === "listen" && ev.socket === "http") {
           clearTimeout(timer);
           child.removeAllListeners("exit");
-          resolve(new WorkerdProcess(child, ev.port));
+          resolve(new WorkerdProcess(child, socketPath));
         }
       });
     });

@@ -1,0 +1,118 @@
+// Where the time of a worker request goes: each hop measured alone (req/s and CPU per request of every
+// process: client, platform, workerd), for a worker doing env.BUCKET.get and one answering without a binding.
+// Hops: workerd direct; the edge port; the binding backend alone (as workerd calls it).
+// Run after `npm run build`: node bench/workers/hops.mjs [seconds=3] [clients=1,8]
+// ONLY=<regexp> runs only the matching hops; PROF_DIR=<dir> writes a CPU profile of the platform per hop.
+import { readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { loadavg } from "node:os";
+import { startTestPlatform } from "../../dist/core/testing/platform.js";
+import { Pool, request } from "../../node_modules/undici/index.js";
+
+const SECONDS = Number(process.argv[2] ?? 3);
+const CLIENTS = (process.argv[3] ?? "1,8").split(",").map(Number);
+const SMALL = "x".repeat(1024);
+const TICK_US = 1e6 / 100; // USER_HZ
+
+const GET_WORKER = `export default { async fetch(req, env) {
+  const o = await env.BUCKET.get("small");
+  return o ? new Response(o.body) : new Response("missing", { status: 404 });
+} };`;
+const PLAIN_WORKER = `const body = "x".repeat(1024); export default { async fetch() { return new Response(body); } };`;
+
+/** CPU time (µs) of a process and all its threads. */
+function cpuOf(pid) {
+  const f = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1].split(" ");
+  return (Number(f[11]) + Number(f[12])) * TICK_US;
+}
+
+/** `target`: an origin, or { socketPath } for a unix socket. */
+async function measure(label, target, headers, clients, pids) {
+  if (globalThis.only && !globalThis.only.test(label)) return;
+  const pool = typeof target === "string" ? new Pool(target, { connections: clients }) : new Pool("http://localhost", { connections: clients, socketPath: target.socketPath });
+  const once = async () => {
+    const r = await pool.request({ path: "/", method: "GET", headers });
+    const b = await r.body.text();
+    if (r.statusCode !== 200) throw new Error(`${label}: ${r.statusCode} ${b.slice(0, 100)}`);
+  };
+  let stop = Date.now() + 300;
+  const loop = async () => {
+    let n = 0;
+    while (Date.now() < stop) {
+      await once();
+      n++;
+    }
+    return n;
+  };
+  await Promise.all(Array.from({ length: clients }, loop));
+  if (process.env.PROF_DIR) process.kill(pids.platform, "SIGUSR2");
+  const before = Object.fromEntries(Object.entries(pids).map(([k, p]) => [k, cpuOf(p)]));
+  const self0 = process.cpuUsage();
+  const t0 = performance.now();
+  stop = Date.now() + SECONDS * 1000;
+  const n = (await Promise.all(Array.from({ length: clients }, loop))).reduce((a, b) => a + b, 0);
+  const secs = (performance.now() - t0) / 1000;
+  const self = process.cpuUsage(self0);
+  if (process.env.PROF_DIR) process.kill(pids.platform, "SIGUSR2");
+  const per = Object.entries(pids).map(([k, p]) => `${k} ${((cpuOf(p) - before[k]) / n).toFixed(0)}`);
+  per.unshift(`client ${((self.user + self.system) / n).toFixed(0)}`);
+  console.log(`${label.padEnd(28)} c=${clients}  ${(n / secs).toFixed(0).padStart(6)} req/s   CPU µs/req: ${per.join(", ")}`);
+  await pool.close();
+}
+
+async function upload(p, name, code, bindings) {
+  const form = new FormData();
+  form.append("metadata", JSON.stringify({ main_module: "index.js", compatibility_date: "2024-09-01", bindings }));
+  form.append("index.js", new Blob([code], { type: "application/javascript+module" }), "index.js");
+  const enc = new Response(form);
+  const r = await request(`${p.apiUrl}/accounts/${p.accountId}/workers/scripts/${name}`, {
+    method: "PUT",
+    headers: { ...p.headers(), "content-type": enc.headers.get("content-type") },
+    body: Buffer.from(await enc.arrayBuffer()),
+  });
+  if (r.statusCode !== 200) throw new Error(await r.body.text());
+  await r.body.text();
+}
+
+/** The live workerd port and binding header of a script, from its generated config and the platform log. */
+function scriptInfo(p, name) {
+  const live = p
+    .logs()
+    .split("\n")
+    .filter((l) => l.includes('"worker version live"') && l.includes(`"script":"${name}"`))
+    .map((l) => JSON.parse(l))
+    .pop();
+  const dir = join(p.stateDir, "workers-run", name);
+  const gen = readdirSync(dir).sort().pop();
+  const config = readFileSync(join(dir, gen, "config.capnp"), "utf8");
+  const m = config.match(/address = "([^"]+)", http = \(injectRequestHeaders = \[\(name = "([^"]+)", value = "([^"]+)"/);
+  return { socket: { socketPath: live.socket }, pid: live.workerd_pid, backend: m && { socket: { socketPath: m[1].replace(/^unix:/, "") }, header: m[2], value: m[3] } };
+}
+
+console.log(`${new Date().toISOString()} load average ${loadavg().map((l) => l.toFixed(2)).join(" ")}`);
+const p = await startTestPlatform({ args: ["--dns-port", "0"], env: process.env.PROF_DIR ? { NODE_OPTIONS: `--require ${new URL("./profile-preload.cjs", import.meta.url).pathname}`, PROF_OUT: process.env.PROF_DIR } : {} });
+try {
+  const created = await p.api("POST", `/accounts/${p.accountId}/r2/buckets`, { name: "bench" });
+  if (created.status !== 200) throw new Error(JSON.stringify(created.body));
+  await upload(p, "hop-get", GET_WORKER, [{ type: "r2_bucket", name: "BUCKET", bucket_name: "bench" }]);
+  await upload(p, "hop-plain", PLAIN_WORKER, []);
+  const seed = await request(`${p.apiUrl}/accounts/${p.accountId}/r2/buckets/bench/objects/small`, { method: "PUT", body: SMALL, headers: p.headers() });
+  await seed.body.text();
+  const edge = p.url;
+  const edgePort = new URL(edge).port;
+  const get = scriptInfo(p, "hop-get");
+  const plain = scriptInfo(p, "hop-plain");
+  const pids = { platform: p.process.pid, workerd: get.pid, workerdPlain: plain.pid };
+  console.error(`pids ${JSON.stringify(pids)}`);
+  const op = JSON.stringify({ version: 1, method: "get", object: "small" });
+  globalThis.only = process.env.ONLY ? new RegExp(process.env.ONLY) : undefined;
+  for (const c of CLIENTS) {
+    await measure("binding backend alone", get.backend.socket, { [get.backend.header]: get.backend.value, "cf-r2-request": op }, c, pids);
+    await measure("workerd plain direct", plain.socket, {}, c, pids);
+    await measure("workerd plain via edge", edge, { host: `hop-plain.workers.localhost:${edgePort}` }, c, pids);
+    await measure("workerd get direct", get.socket, {}, c, pids);
+    await measure("workerd get via edge", edge, { host: `hop-get.workers.localhost:${edgePort}` }, c, pids);
+  }
+} finally {
+  await p.dispose();
+}
