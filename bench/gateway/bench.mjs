@@ -60,9 +60,9 @@ const barePort = Number(await firstLine(bare, (b) => /^(\d+)\n/.exec(b)?.[1]));
 
 // 2. Our platform, with a gateway that has authentication and logging on.
 const { startTestPlatform } = await import(`${root}dist/core/testing/platform.js`);
-// GATEWAY_NODE_OPTIONS (e.g. --cpu-prof) goes to the platform's process only.
-const gatewayEnv = process.env.GATEWAY_NODE_OPTIONS ? { NODE_OPTIONS: process.env.GATEWAY_NODE_OPTIONS } : undefined;
-const p = await startTestPlatform({ args: ["--dns-port", "0", "--provider-base-url", `openai=${upstream}`], env: gatewayEnv });
+// GATEWAY_NODE_OPTIONS (e.g. --cpu-prof --cpu-prof-dir=/tmp/prof) goes to the platform's process only.
+const nodeArgs = process.env.GATEWAY_NODE_OPTIONS?.split(" ").filter(Boolean);
+const p = await startTestPlatform({ args: ["--dns-port", "0", "--provider-base-url", `openai=${upstream}`], nodeArgs });
 const gwBody = { id: "bench", cache_ttl: 0, cache_invalidate_on_update: false, collect_logs: true, rate_limiting_interval: 0, rate_limiting_limit: 0, authentication: true };
 if ((await p.api("POST", `/accounts/${p.accountId}/ai-gateway/gateways`, gwBody)).status !== 200) throw new Error("gateway create failed");
 const tok = await p.api("POST", `/accounts/${p.accountId}/tokens`, { name: "bench", permissions: ["ai_gateway_run"] });

@@ -21,6 +21,8 @@ export interface TestPlatformOptions {
   /** Extra `edgecli serve` arguments, e.g. ["--dns-port", "0"]. */
   args?: string[];
   env?: NodeJS.ProcessEnv;
+  /** Options for the platform's Node process (e.g. --cpu-prof, which NODE_OPTIONS does not accept). */
+  nodeArgs?: string[];
 }
 
 export interface TestPlatform {
@@ -90,7 +92,7 @@ export async function startTestPlatform(opts: TestPlatformOptions = {}): Promise
   const freePorts = args.includes("--dns-port") ? [] : ["--dns-port", "0"];
   // DNS over UDP answered in the platform's own process unless a test asks for answering processes: fewer processes per test.
   const dnsWorkers = args.includes("--dns-workers") ? [] : ["--dns-workers", "0"];
-  const child = spawn(process.execPath, [CLI_PATH, "serve", "--port", "0", ...freePorts, ...dnsWorkers, "--state-dir", stateDir, ...args], {
+  const child = spawn(process.execPath, [...(opts.nodeArgs ?? []), CLI_PATH, "serve", "--port", "0", ...freePorts, ...dnsWorkers, "--state-dir", stateDir, ...args], {
     env: {
       ...process.env,
       EDGE_BOOTSTRAP_ACCOUNT_ID: creds.accountId,
