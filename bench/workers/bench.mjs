@@ -9,6 +9,7 @@ import { cpus } from "node:os";
 import { Readable } from "node:stream";
 import { Miniflare } from "miniflare";
 import { startTestPlatform } from "../../dist/core/testing/platform.js";
+import { uploadWorker } from "./upload.mjs";
 import { Pool, request } from "../../node_modules/undici/index.js";
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
@@ -65,20 +66,6 @@ function rssOf(pid) {
   const status = readFileSync(`/proc/${pid}/status`, "utf8");
   const kb = (k) => Number(status.match(new RegExp(`${k}:\\s+(\\d+)`))?.[1] ?? 0) / 1024;
   return { rss: kb("VmRSS"), hwm: kb("VmHWM") };
-}
-
-async function uploadWorker(p, name, code) {
-  const form = new FormData();
-  form.append("metadata", JSON.stringify({ main_module: "index.js", compatibility_date: "2024-09-01", bindings: [{ type: "r2_bucket", name: "BUCKET", bucket_name: "bench" }] }));
-  form.append("index.js", new Blob([code], { type: "application/javascript+module" }), "index.js");
-  const enc = new Response(form);
-  const r = await request(`${p.apiUrl}/accounts/${p.accountId}/workers/scripts/${name}`, {
-    method: "PUT",
-    headers: { ...p.headers(), "content-type": enc.headers.get("content-type") },
-    body: Buffer.from(await enc.arrayBuffer()),
-  });
-  const body = await r.body.json();
-  if (r.statusCode !== 200) throw new Error(`upload failed: ${JSON.stringify(body)}`);
 }
 
 const results = {};

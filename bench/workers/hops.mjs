@@ -7,6 +7,7 @@ import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { loadavg } from "node:os";
 import { startTestPlatform } from "../../dist/core/testing/platform.js";
+import { R2_BENCH_BINDING, uploadWorker } from "./upload.mjs";
 import { Pool, request } from "../../node_modules/undici/index.js";
 
 const SECONDS = Number(process.argv[2] ?? 3);
@@ -60,20 +61,6 @@ async function measure(label, target, headers, clients, pids) {
   await pool.close();
 }
 
-async function upload(p, name, code, bindings) {
-  const form = new FormData();
-  form.append("metadata", JSON.stringify({ main_module: "index.js", compatibility_date: "2024-09-01", bindings }));
-  form.append("index.js", new Blob([code], { type: "application/javascript+module" }), "index.js");
-  const enc = new Response(form);
-  const r = await request(`${p.apiUrl}/accounts/${p.accountId}/workers/scripts/${name}`, {
-    method: "PUT",
-    headers: { ...p.headers(), "content-type": enc.headers.get("content-type") },
-    body: Buffer.from(await enc.arrayBuffer()),
-  });
-  if (r.statusCode !== 200) throw new Error(await r.body.text());
-  await r.body.text();
-}
-
 /** The live workerd port and binding header of a script, from its generated config and the platform log. */
 function scriptInfo(p, name) {
   const live = p
@@ -94,8 +81,8 @@ const p = await startTestPlatform({ args: ["--dns-port", "0"], env: process.env.
 try {
   const created = await p.api("POST", `/accounts/${p.accountId}/r2/buckets`, { name: "bench" });
   if (created.status !== 200) throw new Error(JSON.stringify(created.body));
-  await upload(p, "hop-get", GET_WORKER, [{ type: "r2_bucket", name: "BUCKET", bucket_name: "bench" }]);
-  await upload(p, "hop-plain", PLAIN_WORKER, []);
+  await uploadWorker(p, "hop-get", GET_WORKER, [R2_BENCH_BINDING]);
+  await uploadWorker(p, "hop-plain", PLAIN_WORKER, []);
   const seed = await request(`${p.apiUrl}/accounts/${p.accountId}/r2/buckets/bench/objects/small`, { method: "PUT", body: SMALL, headers: p.headers() });
   await seed.body.text();
   const edge = p.url;

@@ -1,0 +1,18 @@
+// Uploads a one-module worker script through the platform's v4 API (the benches' shared setup step).
+import { request } from "../../node_modules/undici/index.js";
+
+export const R2_BENCH_BINDING = { type: "r2_bucket", name: "BUCKET", bucket_name: "bench" };
+
+export async function uploadWorker(p, name, code, bindings = [R2_BENCH_BINDING]) {
+  const form = new FormData();
+  form.append("metadata", JSON.stringify({ main_module: "index.js", compatibility_date: "2024-09-01", bindings }));
+  form.append("index.js", new Blob([code], { type: "application/javascript+module" }), "index.js");
+  const enc = new Response(form);
+  const r = await request(`${p.apiUrl}/accounts/${p.accountId}/workers/scripts/${name}`, {
+    method: "PUT",
+    headers: { ...p.headers(), "content-type": enc.headers.get("content-type") },
+    body: Buffer.from(await enc.arrayBuffer()),
+  });
+  const text = await r.body.text();
+  if (r.statusCode !== 200) throw new Error(`upload of ${name} failed: ${text}`);
+}
