@@ -6,7 +6,8 @@
 // Usage: npm run build && cd bench/gateway && npm install && flock /tmp/bench.lock node bench.mjs
 // Environment: N (c=1 requests per target, default 3000), SEGMENT (20), WARMUP (sequential requests per target
 // before the c=1 rounds, 500), WARMUP_S (seconds of c=8 load per target first, 4), DURATION (c=32 seconds, 10),
-// QUICK=1 (c=1 latency of direct, bare and gateway only), GATEWAY_NODE_OPTIONS (e.g. --cpu-prof, for the platform).
+// QUICK=1 (c=1 latency of direct, bare and gateway only), GATEWAY_NODE_OPTIONS (e.g. --cpu-prof, for the platform),
+// GATEWAY_LOGS=0 / GATEWAY_AUTH=0 (the gateway without logging / authentication, to see what each costs).
 import { spawn, execSync } from "node:child_process";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { cpus, loadavg } from "node:os";
@@ -63,7 +64,7 @@ const { startTestPlatform } = await import(`${root}dist/core/testing/platform.js
 // GATEWAY_NODE_OPTIONS (e.g. --cpu-prof --cpu-prof-dir=/tmp/prof) goes to the platform's process only.
 const nodeArgs = process.env.GATEWAY_NODE_OPTIONS?.split(" ").filter(Boolean);
 const p = await startTestPlatform({ args: ["--dns-port", "0", "--provider-base-url", `openai=${upstream}`], nodeArgs });
-const gwBody = { id: "bench", cache_ttl: 0, cache_invalidate_on_update: false, collect_logs: true, rate_limiting_interval: 0, rate_limiting_limit: 0, authentication: true };
+const gwBody = { id: "bench", cache_ttl: 0, cache_invalidate_on_update: false, collect_logs: process.env.GATEWAY_LOGS !== "0", rate_limiting_interval: 0, rate_limiting_limit: 0, authentication: process.env.GATEWAY_AUTH !== "0" };
 if ((await p.api("POST", `/accounts/${p.accountId}/ai-gateway/gateways`, gwBody)).status !== 200) throw new Error("gateway create failed");
 const tok = await p.api("POST", `/accounts/${p.accountId}/tokens`, { name: "bench", permissions: ["ai_gateway_run"] });
 const runToken = tok.body.result.value;
