@@ -25,6 +25,20 @@ async function sendAll(port: number, msgs: Buffer[]): Promise<void> {
   s.close();
 }
 
+/**
+ * A query as a resolver sends it: again after a second without a reply. Right after a burst of oversized
+ * datagrams the socket's receive buffer can be full, and the kernel then drops the next datagram.
+ */
+async function askWithRetries(port: number, msg: Buffer): Promise<Buffer> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await udpRaw(port, msg, 1000);
+    } catch (err) {
+      if (attempt === 5) throw err;
+    }
+  }
+}
+
 /** Datagrams no client should send: too short, random, corrupted copies of a real query, oversized. */
 function garbage(valid: Buffer): Buffer[] {
   const out: Buffer[] = [];
@@ -123,8 +137,8 @@ for (const path of ["native", "js"] as const) {
       const valid = encodeQuery(`www.${Z}`, "A", { edns: 1232 });
       await udpRaw(port, valid);
       for (let round = 0; round < 3; round++) await sendAll(port, garbage(valid));
-      assert.deepEqual(addresses(await udpRaw(port, encodeQuery(`www.${Z}`, "A"))), ["10.8.0.1"]);
-      assert.deepEqual(addresses(await udpRaw(port, valid)), ["10.8.0.1"]);
+      assert.deepEqual(addresses(await askWithRetries(port, encodeQuery(`www.${Z}`, "A"))), ["10.8.0.1"]);
+      assert.deepEqual(addresses(await askWithRetries(port, valid)), ["10.8.0.1"]);
       assert.doesNotMatch(p.logs(), /dns answering process exited/);
       assert.ok(threadNames(answering).length > 0, "the same answering process still runs");
     });

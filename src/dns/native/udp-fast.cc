@@ -17,6 +17,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -50,6 +51,7 @@ struct Miss {
 struct Server {
   int fd = -1;
   int stopfd = -1;
+  int ep = -1;  // waits on fd and stopfd
   std::thread thread;
   napi_threadsafe_function tsfn = nullptr;
   napi_env env = nullptr;
@@ -57,6 +59,7 @@ struct Server {
   std::unordered_map<std::string, std::string> cache;
   size_t bytes = 0;
   std::atomic<uint64_t> hits{0}, misses{0}, dropped{0};
+  std::atomic<bool> stopping{false};
 };
 
 // One per process; never freed, so a process that exits while the thread runs has nothing destroyed under it.
@@ -106,16 +109,20 @@ void Run(Server* s) {
   iovec out_iov[kBatch];
   std::string key;
   size_t miss_idx[kBatch];
-  pollfd pf[2] = {{s->fd, POLLIN, 0}, {s->stopfd, POLLIN, 0}};
+  // After a full batch more is probably waiting: read again before sleeping.
+  bool more = false;
 
   for (;;) {
-    int pr = poll(pf, 2, -1);
-    if (pr < 0) {
-      if (errno == EINTR) continue;
-      return;
+    if (s->stopping) break;
+    if (!more) {
+      epoll_event got[2];
+      const int r = epoll_wait(s->ep, got, 2, -1);
+      if (r < 0 && errno == EINTR) continue;
+      if (r < 0) break;
+      bool stop = false;
+      for (int k = 0; k < r; k++) stop = stop || got[k].data.fd == s->stopfd;
+      if (stop) break;
     }
-    if (pf[1].revents != 0 || (pf[0].revents & POLLNVAL) != 0) return;
-    if ((pf[0].revents & (POLLIN | POLLERR)) == 0) continue;
 
     for (size_t i = 0; i < kBatch; i++) {
       in_iov[i] = {in_buf.data() + i * kMaxDatagram, kMaxDatagram};
@@ -126,9 +133,10 @@ void Run(Server* s) {
       in[i].msg_hdr.msg_iovlen = 1;
     }
     int n = recvmmsg(s->fd, in, kBatch, MSG_DONTWAIT, nullptr);
+    more = n == static_cast<int>(kBatch);
     if (n < 0) {
       // EAGAIN: a sibling process took them; ECONNREFUSED and the like: an ICMP error queued on the socket.
-      if (errno == EBADF || errno == ENOTSOCK) return;
+      if (errno == EBADF || errno == ENOTSOCK) break;
       continue;
     }
 
@@ -195,8 +203,23 @@ void CallJs(napi_env env, napi_value cb, void*, void* data) {
   delete m;
 }
 
+// EPOLLEXCLUSIVE: the answering processes all wait on the same socket; a datagram wakes one of them, not all.
+bool WatchSocket(Server* s) {
+  if (s->ep >= 0) close(s->ep);
+  s->ep = epoll_create1(EPOLL_CLOEXEC);
+  if (s->ep < 0) return false;
+  epoll_event ev{};
+  ev.events = EPOLLIN | EPOLLEXCLUSIVE;
+  ev.data.fd = s->fd;
+  epoll_event stop_ev{};
+  stop_ev.events = EPOLLIN;
+  stop_ev.data.fd = s->stopfd;
+  return epoll_ctl(s->ep, EPOLL_CTL_ADD, s->fd, &ev) == 0 && epoll_ctl(s->ep, EPOLL_CTL_ADD, s->stopfd, &stop_ev) == 0;
+}
+
 void StopThread(Server* s) {
   if (!s->thread.joinable()) return;
+  s->stopping = true;
   uint64_t one = 1;
   while (write(s->stopfd, &one, sizeof(one)) < 0 && errno == EINTR) {
   }
@@ -243,6 +266,7 @@ napi_value Start(napi_env env, napi_callback_info info) {
   s->fd = fd;
   if (s->stopfd < 0) s->stopfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (s->stopfd < 0) return Throw(env, "eventfd failed");
+  if (!WatchSocket(s)) return Throw(env, "epoll on the socket failed");
   napi_value name;
   napi_create_string_utf8(env, "dns-udp-miss", NAPI_AUTO_LENGTH, &name);
   if (napi_create_threadsafe_function(env, argv[1], nullptr, name, kMaxQueuedMisses, 1, nullptr, nullptr, nullptr, CallJs, &s->tsfn) != napi_ok)
@@ -250,6 +274,7 @@ napi_value Start(napi_env env, napi_callback_info info) {
   // The thread must not keep the process alive: it exits when its IPC channel closes, as before.
   napi_unref_threadsafe_function(env, s->tsfn);
   s->env = env;
+  s->stopping = false;
   s->thread = std::thread(Run, s);
   napi_add_env_cleanup_hook(env, Cleanup, s);
   return Undefined(env);
