@@ -13,6 +13,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <net/if.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
@@ -181,7 +182,7 @@ void Run(Server* s) {
 void CallJs(napi_env env, napi_value cb, void*, void* data) {
   auto* m = static_cast<Miss*>(data);
   if (env != nullptr && cb != nullptr) {
-    char addr[INET6_ADDRSTRLEN] = "";
+    char addr[INET6_ADDRSTRLEN + 1 + IF_NAMESIZE] = "";
     int port = 0;
     if (m->from.ss_family == AF_INET) {
       auto* a = reinterpret_cast<sockaddr_in*>(&m->from);
@@ -191,6 +192,12 @@ void CallJs(napi_env env, napi_value cb, void*, void* data) {
       auto* a = reinterpret_cast<sockaddr_in6*>(&m->from);
       inet_ntop(AF_INET6, &a->sin6_addr, addr, sizeof(addr));
       port = ntohs(a->sin6_port);
+      // A link-local peer is only reachable through its interface: written "fe80::1%eth0", as dgram does.
+      char ifname[IF_NAMESIZE];
+      if (a->sin6_scope_id != 0 && if_indextoname(a->sin6_scope_id, ifname) != nullptr && strlen(addr) + 1 + strlen(ifname) < sizeof(addr)) {
+        strcat(addr, "%");
+        strcat(addr, ifname);
+      }
     }
     napi_value args[3], undefined;
     void* copy;
