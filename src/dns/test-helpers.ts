@@ -7,8 +7,8 @@ import { startTestPlatform, type TestPlatform } from "../core/testing/platform.j
 export type DnsResponse = ReturnType<typeof packet.decode>;
 
 /** A platform with the DNS server on a free port, plus the port. */
-export async function startDnsPlatform(args: string[] = [], stateDir?: string): Promise<{ p: TestPlatform; port: number }> {
-  const p = await startTestPlatform({ args: ["--dns-port", "0", ...args], stateDir });
+export async function startDnsPlatform(args: string[] = [], stateDir?: string, env?: NodeJS.ProcessEnv): Promise<{ p: TestPlatform; port: number }> {
+  const p = await startTestPlatform({ args: ["--dns-port", "0", ...args], stateDir, env });
   const port = Number(p.endpoints.dns_udp.split(":").pop());
   if (!(port > 0) || p.endpoints.dns_tcp !== p.endpoints.dns_udp) throw new Error(`bad DNS endpoints ${JSON.stringify(p.endpoints)}`);
   return { p, port };

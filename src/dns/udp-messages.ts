@@ -14,7 +14,8 @@ export type ToWorker =
   | { t: "answer"; s: number; a: Buffer | null };
 
 export type FromWorker =
-  | { t: "ready" }
+  /** native: "" when the addon answers cached queries, else why this process answers in JavaScript. */
+  | { t: "ready"; native: string }
   | { t: "bind-error"; code: string; message: string }
   | { t: "flushed"; g: number }
   /** A query the process has no cached answer for; the main process answers it from the zones. */

@@ -50,6 +50,7 @@ export class UdpWorkerPool {
   private started = false;
   private stopping = false;
   private batchSends = true;
+  private pathLogged = false;
   private restartDelay = RESTART_MIN_MS;
   private readonly restartTimers = new Set<NodeJS.Timeout>();
 
@@ -153,6 +154,7 @@ export class UdpWorkerPool {
           case "ready":
             ready = true;
             this.log.info({ child_pid: worker.process.pid, port: this.bind.port }, "dns answering process started");
+            this.logPathOnce(msg.native);
             resolve();
             break;
           case "bind-error":
@@ -179,6 +181,13 @@ export class UdpWorkerPool {
         this.restartLater(Date.now() - m.startedAt);
       });
     });
+  }
+
+  private logPathOnce(whyNotNative: string): void {
+    if (this.pathLogged) return;
+    this.pathLogged = true;
+    if (whyNotNative) this.log.warn({ reason: whyNotNative }, "dns native UDP path unavailable; cached answers are sent from JavaScript");
+    else this.log.info("dns answering processes send cached answers natively (src/dns/native)");
   }
 
   private safeAnswer(query: Buffer): Buffer | undefined {

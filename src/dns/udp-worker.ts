@@ -4,6 +4,7 @@
 // stays small.
 import type { RemoteInfo } from "node:dgram";
 import { BIND_ENV, type FromWorker, type ToWorker, type UdpWorkerBind } from "./udp-messages.js";
+import { loadNativeUdp, serveNatively, type NativeUdp } from "./udp-fast.js";
 import { createUdpSocket, WireCache } from "./wire-cache.js";
 
 /** Questions waiting for the main process beyond this are dropped (the client retries), so a flood of misses cannot grow memory. */
@@ -23,23 +24,29 @@ if (!bind || !process.send) {
 }
 const send = (m: FromWorker) => process.send!(m);
 const cache = new WireCache();
+const loaded = loadNativeUdp();
+/** When set, cached answers live in the addon and it answers them itself; only misses reach this file. */
+let native: NativeUdp | undefined;
+let nativeWhy = "why" in loaded ? loaded.why : "";
 /** Queries asked of the main process by sequence number; the same question asked again waits on the first. */
-const pending = new Map<number, { key: string; waiters: Waiter[] }>();
+const pending = new Map<number, { query: Buffer; key: string; waiters: Waiter[] }>();
 const pendingByKey = new Map<string, number>();
 let seq = 0;
 
 const socket = createUdpSocket(bind.host);
 let bound = false;
 
-socket.on("message", (msg: Buffer, rinfo: RemoteInfo) => {
+socket.on("message", (msg: Buffer, rinfo: RemoteInfo) => onQuery(msg, rinfo.address, rinfo.port));
+
+function onQuery(msg: Buffer, address: string, port: number): void {
   if (msg.length < 12) return;
   const key = WireCache.key(msg);
-  const hit = cache.answer(key, msg);
+  const hit = native ? undefined : cache.answer(key, msg);
   if (hit) {
-    socket.send(hit, rinfo.port, rinfo.address);
+    socket.send(hit, port, address);
     return;
   }
-  const waiter = { id0: msg[0], id1: msg[1], port: rinfo.port, address: rinfo.address };
+  const waiter = { id0: msg[0], id1: msg[1], port, address };
   const s = pendingByKey.get(key);
   if (s !== undefined) {
     pending.get(s)!.waiters.push(waiter);
@@ -47,10 +54,10 @@ socket.on("message", (msg: Buffer, rinfo: RemoteInfo) => {
   }
   if (pending.size >= MAX_PENDING) return;
   seq = (seq + 1) % Number.MAX_SAFE_INTEGER;
-  pending.set(seq, { key, waiters: [waiter] });
+  pending.set(seq, { query: msg, key, waiters: [waiter] });
   pendingByKey.set(key, seq);
   send({ t: "query", s: seq, q: msg });
-});
+}
 
 function onAnswer(s: number, answer: Buffer | null): void {
   const p = pending.get(s);
@@ -59,7 +66,8 @@ function onAnswer(s: number, answer: Buffer | null): void {
   pendingByKey.delete(p.key);
   if (!answer) return;
   // Answers computed before a change arrive before that change's flush (one ordered channel), so caching is safe.
-  cache.set(p.key, answer);
+  if (native) native.set(p.query, answer);
+  else cache.set(p.key, answer);
   for (const w of p.waiters) {
     const out = Buffer.from(answer);
     out[0] = w.id0;
@@ -70,6 +78,7 @@ function onAnswer(s: number, answer: Buffer | null): void {
 
 process.on("message", (m: ToWorker) => {
   if (m.t === "flush") {
+    native?.flush();
     cache.clear();
     send({ t: "flushed", g: m.g });
   } else if (m.t === "answer") onAnswer(m.s, m.a);
@@ -86,7 +95,15 @@ socket.on("error", (err: NodeJS.ErrnoException) => {
 // exclusive: false asks the cluster primary for its shared socket (every answering process gets the same one).
 socket.bind({ port: bind.port, address: bind.host, exclusive: false }, () => {
   bound = true;
-  send({ t: "ready" });
+  if ("native" in loaded) {
+    try {
+      serveNatively(loaded.native, socket, onQuery);
+      native = loaded.native;
+    } catch (err) {
+      nativeWhy = (err as Error).message;
+    }
+  }
+  send({ t: "ready", native: native ? "" : nativeWhy });
 });
 
 // Ctrl-C reaches the whole process group; the platform decides when its answering processes stop
