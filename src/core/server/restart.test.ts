@@ -6,15 +6,29 @@ import { join } from "node:path";
 import { Readable } from "node:stream";
 import { runCli, startTestPlatform } from "../testing/platform.js";
 
+/** Waits (up to 10 s) for the platform's output to match: stderr and stdout arrive independently. */
+async function outputMatches(output: () => string, re: RegExp): Promise<void> {
+  for (let waited = 0; !re.test(output()); waited += 20) {
+    if (waited >= 10_000) assert.match(output(), re);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
 test("a restart keeps accounts and tokens, and does not bootstrap again", async () => {
   const stateDir = mkdtempSync(join(tmpdir(), "edge-restart-"));
   try {
     const first = await startTestPlatform({ stateDir });
-    assert.match(first.output(), /First start: created an account/);
-    const created = await first.api("POST", "/user/tokens", { name: "survivor", permissions: ["dns_read"], account_id: first.accountId });
-    const value = created.body.result.value as string;
-    const credsBefore = readFileSync(join(stateDir, "credentials.json"), "utf8");
-    await first.stop();
+    let value: string;
+    let credsBefore: string;
+    try {
+      // The banner goes to stderr and "ready" to stdout: they may arrive in either order.
+      await outputMatches(first.output, /First start: created an account/);
+      const created = await first.api("POST", "/user/tokens", { name: "survivor", permissions: ["dns_read"], account_id: first.accountId });
+      value = created.body.result.value as string;
+      credsBefore = readFileSync(join(stateDir, "credentials.json"), "utf8");
+    } finally {
+      await first.stop();
+    }
     assert.equal(first.process.exitCode, 0, "SIGTERM ends the platform cleanly");
 
     const second = await startTestPlatform({ stateDir, env: { EDGE_BOOTSTRAP_API_TOKEN: "" } });
