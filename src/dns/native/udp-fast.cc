@@ -43,6 +43,8 @@ constexpr size_t kMaxBytes = 64u << 20;
 constexpr size_t kMaxQueuedMisses = 10000;
 // A reply that cannot be written within this long (the socket buffer stays full) is dropped.
 constexpr int kSendWaitMs = 50;
+// Longest a process waits on the socket before looking at it again without a wakeup (see the loop).
+constexpr int kIdleRecheckMs = 100;
 
 struct Miss {
   std::vector<uint8_t> query;
@@ -117,7 +119,9 @@ void Run(Server* s) {
     if (s->stopping) break;
     if (!more) {
       epoll_event got[2];
-      const int r = epoll_wait(s->ep, got, 2, -1);
+      // A bounded wait: EPOLLEXCLUSIVE may hand a datagram's wakeup to a sibling that is stopped or stuck
+      // (SIGSTOP, a debugger); every process then still looks at the socket within kIdleRecheckMs.
+      const int r = epoll_wait(s->ep, got, 2, kIdleRecheckMs);
       if (r < 0 && errno == EINTR) continue;
       if (r < 0) break;
       bool stop = false;
