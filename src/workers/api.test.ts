@@ -86,6 +86,19 @@ test("the requests wrangler's deploy makes get the answers it needs", async () =
   assert.equal(await (form.get("index.js") as Blob).text(), hello);
 });
 
+test("a compatibility date later than the runtime's runs with the runtime's newest, and the answer says so", async () => {
+  const up = await uploadScript(p, "from-the-future", hello, { compatibility_date: "2099-01-01" });
+  assert.equal(up.status, 200, JSON.stringify(up.body));
+  assert.equal(up.body.messages[0].code, 10200);
+  assert.match(up.body.messages[0].message, /compatibility_date 2099-01-01 is later than this platform's workerd supports; the Worker runs with \d{4}-\d{2}-\d{2}/);
+  assert.equal((await hit(p, "from-the-future", "/")).text, "hello ");
+  const settings = (await p.api("GET", `/accounts/${p.accountId}/workers/scripts/from-the-future/settings`)).body.result;
+  assert.equal(settings.compatibility_date, "2099-01-01");
+  assert.match(p.logs(), /"script":"from-the-future".*"runs_with":"\d{4}-\d{2}-\d{2}"/);
+  assert.deepEqual((await uploadScript(p, "from-the-past", hello)).body.messages, []);
+  for (const name of ["from-the-future", "from-the-past"]) assert.equal((await p.api("DELETE", `${scripts()}/${name}`)).status, 200);
+});
+
 test("wrangler 3's versions flow: upload a version, deploy it at 100%, patch script settings", async () => {
   assert.equal((await uploadScript(p, "versioned", hello)).status, 200);
   const form = new FormData();

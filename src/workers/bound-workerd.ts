@@ -5,6 +5,7 @@ import { join } from "node:path";
 import { Agent, fetch as undiciFetch, type RequestInit, type Response } from "undici";
 import { createLogger } from "../core/logger.js";
 import { capnpString } from "./capnp-config.js";
+import { defaultWorkerdPath } from "./workerd-binary.js";
 import { WorkerdProcess } from "./workerd-process.js";
 
 export interface BoundWorkerd {
@@ -47,7 +48,7 @@ const worker :Workerd.Worker = (
   );
   let workerd: WorkerdProcess;
   try {
-    workerd = await WorkerdProcess.start(join(dir, "config.capnp"), join(dir, "workerd.sock"), createLogger({ level: "silent" }), { test: opts.binding.kind });
+    workerd = await WorkerdProcess.start(defaultWorkerdPath(), join(dir, "config.capnp"), join(dir, "workerd.sock"), createLogger({ level: "silent" }), { test: opts.binding.kind });
   } catch (err) {
     backend.close();
     rmSync(dir, { recursive: true, force: true });

@@ -23,6 +23,8 @@ export function capnpString(s: string): string {
 
 export interface WorkerdConfigInput {
   run: RunnableScript;
+  /** The compatibility date it runs with (the script's, or the runtime's newest when the script asks for a later one). */
+  compatibilityDate: string;
   /** Path of each module's file, relative to the config file (written beside it). */
   modulePath(index: number): string;
   /** Target of each r2_bucket / kv_namespace binding, by binding name. */
@@ -68,7 +70,7 @@ const script :Workerd.Worker = (
   modules = [
     ${mods.join(",\n    ")}
   ],
-  compatibilityDate = ${capnpString(script.compatibilityDate)},
+  compatibilityDate = ${capnpString(input.compatibilityDate)},
   compatibilityFlags = [${script.compatibilityFlags.map(capnpString).join(", ")}],
   bindings = [
     ${bindings.join(",\n    ")}

@@ -15,4 +15,8 @@ export const serveOptions: Record<string, OptionSpec> = {
     describe: "Worker scripts are served on the edge port at <script>.<this domain>",
     default: DEFAULT_WORKERS_DOMAIN,
   },
+  "workerd-binary": {
+    type: "string",
+    describe: "The workerd executable that runs worker scripts (default: the one of the pinned npm package workerd)",
+  },
 };

@@ -96,7 +96,8 @@ export async function deploy(ctx: CliContext, args: DeployArgs): Promise<void> {
   const form = new FormData();
   form.append("metadata", JSON.stringify(metadata));
   form.append(moduleName, new Blob([code], { type: "application/javascript+module" }), moduleName);
-  const result = await uploadForm<{ deployment_id: string; url?: string }>(ctx, scriptPath(accountId, name), form, { excludeScript: "true" });
+  const { result, messages } = await uploadForm<{ deployment_id: string; url?: string }>(ctx, scriptPath(accountId, name), form, { excludeScript: "true" });
+  for (const m of messages ?? []) ctx.log.warn(m.message);
   ctx.log.info(`Uploaded ${name} (${((Date.now() - started) / 1000).toFixed(2)} sec)`);
   ctx.log.info(`Deployed ${name} triggers`);
   if (result.url) ctx.log.info(`  ${result.url}`);

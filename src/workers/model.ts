@@ -49,4 +49,6 @@ export const WorkerCodes = {
   scriptTooLarge: 10027,
   nameTaken: 10026,
   secretNotFound: 10056,
+  /** A message, not an error: the script runs with an earlier compatibility date than it asked for. */
+  compatibilityDateLowered: 10200,
 } as const;

@@ -16,6 +16,8 @@ export interface WorkersRouteDeps {
   deployer: ScriptDeployer;
   /** The URL a script is served at, e.g. http://name.workers.localhost:8787 */
   urlOf(name: string): string;
+  /** The newest compatibility date the running workerd implements. */
+  newestCompatibilityDate(): string | undefined;
   workersDomain: string;
 }
 
@@ -63,18 +65,30 @@ export function registerWorkersRoutes(app: FastifyInstance, deps: WorkersRouteDe
     ...store.secretNames(s.accountId, s.name).map((name) => ({ name, type: "secret_text" })),
   ];
 
+  /** Said on upload when workerd is older than the script's compatibility date (wrangler's local mode warns alike). */
+  const dateMessages = (s: ScriptRecord) => {
+    const newest = deps.newestCompatibilityDate();
+    if (!newest || s.compatibilityDate <= newest) return [];
+    const message = `compatibility_date ${s.compatibilityDate} is later than this platform's workerd supports; the Worker runs with ${newest}`;
+    return [{ code: WorkerCodes.compatibilityDateLowered, message }];
+  };
+
   app.put(`${base}/scripts/:name`, async (req) => {
     const p = req.params as Params;
     requireAccount(req, p.account_id, "workers_edit");
     const upload = await readUpload(req);
     const s = await deployer.upload(p.account_id, p.name, upload);
-    return ok({
-      ...summary(s),
-      id: s.name,
-      deployment_id: s.versionId,
-      startup_time_ms: 0,
-      url: deps.urlOf(s.name),
-    });
+    return ok(
+      {
+        ...summary(s),
+        id: s.name,
+        deployment_id: s.versionId,
+        startup_time_ms: 0,
+        url: deps.urlOf(s.name),
+      },
+      undefined,
+      dateMessages(s),
+    );
   });
 
   // Versions: this platform keeps one live version per script, so uploading a version deploys it at once;
@@ -90,7 +104,7 @@ export function registerWorkersRoutes(app: FastifyInstance, deps: WorkersRouteDe
     const p = req.params as Params;
     requireAccount(req, p.account_id, "workers_edit");
     const s = await deployer.upload(p.account_id, p.name, await readUpload(req));
-    return ok(versionView(s));
+    return ok(versionView(s), undefined, dateMessages(s));
   });
   app.get(`${base}/scripts/:name/versions`, async (req) => {
     const s = scriptOf(req, "workers_read");

@@ -7,12 +7,14 @@ import type { RunnableScript } from "./model.js";
 import { ScriptRuntime } from "./script-runtime.js";
 import { SocketDir } from "./socket-dir.js";
 import type { WorkersStore } from "./store.js";
+import { probeWorkerd, type WorkerdBinary } from "./workerd-binary.js";
 
 /** All running scripts, by name (names are unique platform-wide), and the binding server they call. */
 export class WorkersRuntime {
   private readonly runtimes = new Map<string, ScriptRuntime>();
   readonly bindings: BindingServer;
   private sockets?: SocketDir;
+  private binary?: WorkerdBinary;
 
   constructor(
     private readonly store: WorkersStore,
@@ -20,6 +22,8 @@ export class WorkersRuntime {
     /** Where generated configs go: <state>/workers-run, removed at start and stop (it holds secrets). */
     private readonly runDir: string,
     private readonly log: Logger,
+    /** The workerd executable that runs every script. */
+    private readonly workerdPath: string,
   ) {
     this.bindings = new BindingServer(handlers, log);
   }
@@ -29,6 +33,8 @@ export class WorkersRuntime {
 
   /** Starts the binding server and every stored script; a script workerd refuses is logged and skipped. */
   async start(): Promise<void> {
+    this.binary = await probeWorkerd(this.workerdPath);
+    this.log.info({ workerd: this.binary.path, newest_compatibility_date: this.binary.newestCompatibilityDate }, "workerd found");
     rmSync(this.runDir, { recursive: true, force: true });
     this.sockets = new SocketDir(this.runDir);
     await this.bindings.start(this.sockets.next("bindings"));
@@ -50,8 +56,8 @@ export class WorkersRuntime {
     let rt = this.runtimes.get(name);
     const fresh = !rt;
     if (!rt) {
-      if (!this.sockets) throw new Error("workers runtime is not started");
-      rt = new ScriptRuntime(name, { dir: join(this.runDir, name), log: this.log, sockets: this.sockets, bindingTarget: this.target });
+      if (!this.sockets || !this.binary) throw new Error("workers runtime is not started");
+      rt = new ScriptRuntime(name, { dir: join(this.runDir, name), log: this.log, sockets: this.sockets, workerd: this.binary, bindingTarget: this.target });
       this.runtimes.set(name, rt);
     }
     try {
@@ -70,6 +76,11 @@ export class WorkersRuntime {
     if (!rt) return;
     this.runtimes.delete(name);
     await rt.stop();
+  }
+
+  /** The workerd in use (known once started). */
+  get workerd(): WorkerdBinary | undefined {
+    return this.binary;
   }
 
   lookup(name: string): ScriptRuntime | undefined {

@@ -1,4 +1,5 @@
 import { UserError } from "../core/errors.js";
+import type { ApiEnvelope } from "../core/cli/api-client.js";
 import type { CliContext } from "../core/cli/context.js";
 
 /**
@@ -17,8 +18,8 @@ export async function resolveScriptName(ctx: CliContext, args: { name?: string; 
 export const scriptPath = (accountId: string, name: string) => `/accounts/${accountId}/workers/scripts/${encodeURIComponent(name)}`;
 
 /** Sends a multipart form through the API client (undici's `request` takes bytes, not the global FormData). */
-export async function uploadForm<T>(ctx: CliContext, path: string, form: FormData, query?: Record<string, string>): Promise<T> {
+export async function uploadForm<T>(ctx: CliContext, path: string, form: FormData, query?: Record<string, string>): Promise<ApiEnvelope<T>> {
   const encoded = new Response(form);
   const body = Buffer.from(await encoded.arrayBuffer());
-  return ctx.api().fetchResult<T>("PUT", path, { body, query, headers: { "content-type": encoded.headers.get("content-type")! } });
+  return ctx.api().fetchEnvelope<T>("PUT", path, { body, query, headers: { "content-type": encoded.headers.get("content-type")! } });
 }

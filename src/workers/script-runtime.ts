@@ -4,6 +4,7 @@ import type { Logger } from "../core/logger.js";
 import { workerdConfig, type BindingTarget, type StorageBinding } from "./capnp-config.js";
 import type { RunnableScript } from "./model.js";
 import type { SocketDir } from "./socket-dir.js";
+import { effectiveCompatibilityDate, type WorkerdBinary } from "./workerd-binary.js";
 import { WorkerdProcess } from "./workerd-process.js";
 
 export interface ScriptRuntimeOptions {
@@ -12,6 +13,7 @@ export interface ScriptRuntimeOptions {
   log: Logger;
   /** Where each workerd process gets its own unix socket. */
   sockets: SocketDir;
+  workerd: WorkerdBinary;
   bindingTarget(accountId: string, binding: StorageBinding): BindingTarget;
 }
 
@@ -22,6 +24,7 @@ function writeVersion(dir: string, run: RunnableScript, opts: ScriptRuntimeOptio
   run.modules.forEach((m, i) => writeFileSync(join(dir, "modules", String(i)), m.content, { mode: 0o600 }));
   const config = workerdConfig({
     run,
+    compatibilityDate: effectiveCompatibilityDate(run.script.compatibilityDate, opts.workerd),
     modulePath: (i) => `modules/${i}`,
     bindingTarget: (b) => opts.bindingTarget(run.script.accountId, b),
   });
@@ -89,6 +92,13 @@ export class ScriptRuntime {
     const gen = ++this.generation;
     const dir = join(this.opts.dir, String(gen));
     const file = writeVersion(dir, run, this.opts);
+    const runsWith = effectiveCompatibilityDate(run.script.compatibilityDate, this.opts.workerd);
+    if (runsWith !== run.script.compatibilityDate) {
+      this.opts.log.warn(
+        { ...this.tag, compatibility_date: run.script.compatibilityDate, runs_with: runsWith },
+        "the script's compatibility date is later than this workerd supports; it runs with the newest date workerd has",
+      );
+    }
     let proc: WorkerdProcess;
     try {
       proc = await this.spawn(file);
@@ -107,7 +117,7 @@ export class ScriptRuntime {
   }
 
   private spawn(file: string): Promise<WorkerdProcess> {
-    return WorkerdProcess.start(file, this.opts.sockets.next("workerd"), this.opts.log, this.tag);
+    return WorkerdProcess.start(this.opts.workerd.path, file, this.opts.sockets.next("workerd"), this.opts.log, this.tag);
   }
 
   private adopt(proc: WorkerdProcess, file: string): void {

@@ -7,6 +7,7 @@ import { ScriptDeployer } from "./deployer.js";
 import { WorkerProxy } from "./proxy.js";
 import { WorkersRuntime } from "./runtime.js";
 import { WorkersStore, workersMigrations } from "./store.js";
+import { defaultWorkerdPath } from "./workerd-binary.js";
 
 export interface WorkersService extends EdgeService {
   readonly store: WorkersStore;
@@ -22,6 +23,7 @@ export function createWorkersService(ctx: ServiceContext, deps: { kv: KvService;
     { r2: (bucket, req, res) => deps.r2.bindingHandler(bucket, req, res), kv: (ns, req, res) => deps.kv.bindingHandler(ns, req, res) },
     join(ctx.config.stateDir, "workers-run"),
     log,
+    (ctx.config.options["workerd-binary"] as string | undefined) ?? defaultWorkerdPath(),
   );
   const deployer = new ScriptDeployer(store, runtime, {
     bucketExists: (accountId, name) => deps.r2.store.getBucket(accountId, name) !== undefined,
@@ -40,7 +42,7 @@ export function createWorkersService(ctx: ServiceContext, deps: { kv: KvService;
     async registerApi(app) {
       const [{ default: multipart }, { registerWorkersRoutes }] = await Promise.all([import("@fastify/multipart"), import("./routes.js")]);
       await app.register(multipart, { limits: { fileSize: 10 * 1024 * 1024, files: 100, fields: 100, fieldSize: 1024 * 1024 } });
-      registerWorkersRoutes(app, { store, deployer, urlOf, workersDomain: domain });
+      registerWorkersRoutes(app, { store, deployer, urlOf, workersDomain: domain, newestCompatibilityDate: () => runtime.workerd?.newestCompatibilityDate });
     },
     handleRaw: (req, res) => proxy.handle(req, res),
     async start() {

@@ -7,6 +7,8 @@ import { capnpString } from "./capnp-config.js";
 import { scriptOfHost } from "./proxy.js";
 import { SocketDir } from "./socket-dir.js";
 import { moduleKind, setBracketed } from "./upload.js";
+import { defaultWorkerdPath, effectiveCompatibilityDate, probeWorkerd } from "./workerd-binary.js";
+import { UserError } from "../core/errors.js";
 
 test("capnp strings: quotes, backslashes, newlines and non-ASCII cannot escape the literal", () => {
   assert.equal(capnpString("plain"), '"plain"');
@@ -70,4 +72,17 @@ test("unix sockets go in a private directory under the run directory, or in a pr
   } finally {
     rmSync(base, { recursive: true, force: true });
   }
+});
+
+test("the pinned workerd reports its date; a later compatibility date is lowered to it, an earlier one kept", async () => {
+  const binary = await probeWorkerd(defaultWorkerdPath());
+  assert.match(binary.newestCompatibilityDate, /^\d{4}-\d{2}-\d{2}$/);
+  assert.equal(effectiveCompatibilityDate("2099-01-01", binary), binary.newestCompatibilityDate);
+  assert.equal(effectiveCompatibilityDate("2024-09-01", binary), "2024-09-01");
+  assert.equal(effectiveCompatibilityDate(binary.newestCompatibilityDate, binary), binary.newestCompatibilityDate);
+});
+
+test("a --workerd-binary that is missing or is not workerd is a clear user error", async () => {
+  await assert.rejects(probeWorkerd("/nonexistent/workerd"), (e: Error) => e instanceof UserError && /Could not run workerd at \/nonexistent\/workerd/.test(e.message));
+  await assert.rejects(probeWorkerd("/bin/true"), (e: Error) => e instanceof UserError && /does not look like workerd/.test(e.message));
 });

@@ -1,15 +1,8 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { rmSync } from "node:fs";
-import { createRequire } from "node:module";
 import { createInterface } from "node:readline";
 import { Pool } from "undici";
 import type { Logger } from "../core/logger.js";
-
-/** The workerd binary shipped by the npm package `workerd`. */
-export function workerdBinary(): string {
-  const require = createRequire(import.meta.url);
-  return require.resolve("workerd/bin/workerd");
-}
 
 export class WorkerdStartError extends Error {}
 
@@ -48,9 +41,9 @@ export class WorkerdProcess {
     return this.stopping;
   }
 
-  /** Spawns workerd on `configFile` and resolves once it listens at `socketPath`; rejects with workerd's own error text. */
-  static start(configFile: string, socketPath: string, log: Logger, tag: Record<string, unknown>, timeoutMs = 20_000): Promise<WorkerdProcess> {
-    const child = spawn(workerdBinary(), ["serve", configFile, "--control-fd=3", "--socket-addr", `http=unix:${socketPath}`], {
+  /** Spawns workerd (`binary`) on `configFile` and resolves once it listens at `socketPath`; rejects with workerd's own error text. */
+  static start(binary: string, configFile: string, socketPath: string, log: Logger, tag: Record<string, unknown>, timeoutMs = 20_000): Promise<WorkerdProcess> {
+    const child = spawn(binary, ["serve", configFile, "--control-fd=3", "--socket-addr", `http=unix:${socketPath}`], {
       stdio: ["ignore", "pipe", "pipe", "pipe"],
     });
     const errLines: string[] = [];

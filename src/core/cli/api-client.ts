@@ -62,9 +62,11 @@ export interface RawResponse {
   body: Readable & { json(): Promise<unknown>; text(): Promise<string>; arrayBuffer(): Promise<ArrayBuffer> };
 }
 
-interface Envelope<T> {
+/** A v4 answer as the CLI reads it: `result` present once `success` was checked; `messages` optional (other servers may omit it). */
+export interface ApiEnvelope<T> {
   success: boolean;
   errors: { code: number; message: string }[];
+  messages?: { code: number; message: string }[];
   result: T;
   result_info?: { page?: number; per_page?: number; total_pages?: number; count?: number; cursor?: string };
 }
@@ -106,12 +108,12 @@ export class ApiClient {
     return (await this.fetchEnvelope<T>(method, path, opts)).result;
   }
 
-  async fetchEnvelope<T>(method: string, path: string, opts: RequestOptions = {}): Promise<Envelope<T>> {
+  async fetchEnvelope<T>(method: string, path: string, opts: RequestOptions = {}): Promise<ApiEnvelope<T>> {
     const res = await this.raw(method, path, opts);
     const text = await res.body.text();
-    let env: Envelope<T>;
+    let env: ApiEnvelope<T>;
     try {
-      env = JSON.parse(text) as Envelope<T>;
+      env = JSON.parse(text) as ApiEnvelope<T>;
     } catch {
       throw new UserError(`A request to the Edge API (${path}) failed with status ${res.status} and a body that is not JSON.`);
     }

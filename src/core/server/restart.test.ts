@@ -69,6 +69,18 @@ test("a port that is taken is a clear error, not a crash", async () => {
   }
 });
 
+test("a --workerd-binary that cannot run stops the start with a clear error", async () => {
+  const stateDir = mkdtempSync(join(tmpdir(), "edge-workerd-"));
+  try {
+    const r = await runCli(["serve", "--port", "0", "--dns-port", "0", "--state-dir", stateDir, "--workerd-binary", join(stateDir, "no-workerd")]);
+    assert.equal(r.code, 1);
+    assert.match(r.stderr, /Could not run workerd at .*no-workerd \(see --workerd-binary\)/);
+    assert.doesNotMatch(r.stderr, /This is a bug/);
+  } finally {
+    rmSync(stateDir, { recursive: true, force: true });
+  }
+});
+
 test("SIGTERM lets an upload in flight finish, then the state is closed cleanly", async () => {
   const stateDir = mkdtempSync(join(tmpdir(), "edge-drain-"));
   try {
