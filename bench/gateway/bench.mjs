@@ -172,11 +172,15 @@ function throughput(t, connections, duration = DURATION) {
 }
 
 const results = { date: new Date().toISOString(), nproc: cpus().length, loadavg_at_start: loadavg().map((x) => +x.toFixed(1)), node: process.version, commit: execSync("git rev-parse --short HEAD", { cwd: root }).toString().trim(), method: { n_latency: N_LATENCY, segment: SEGMENT, warmup: WARMUP, warmup_s: WARMUP_S, duration_s: DURATION }, latency_c1_us: {}, throughput_c32: {}, ttfb_stream_us: {} };
-const names = Object.keys(targets);
+const ours = ["direct", "bare_passthrough", "gateway"];
+// Everything of ours is measured first, then Portkey (latency against direct again, in a phase of its own, and
+// req/s), so that each added latency is a difference taken under one set of conditions, with no heavy neighbour
+// (1.4-1.9 ms of CPU per request) running between our segments. Direct's own p50 depends on that: 71-106 µs in
+// Portkey's phase, 146-206 µs in ours (2026-11-22 03:45-03:47 UTC).
 // Warm-up under load first: the JIT of a large program (the platform) keeps compiling for thousands of requests,
 // and its compiler threads' CPU would otherwise be counted against the first measurements.
-for (const name of names) await throughput(targets[name], 8, WARMUP_S).catch(() => undefined);
-results.latency_c1_us = await interleaved(names, N_LATENCY);
+for (const name of ours) await throughput(targets[name], 8, WARMUP_S).catch(() => undefined);
+results.latency_c1_us = await interleaved(ours, N_LATENCY);
 console.error("latency c=1 (µs)", JSON.stringify(results.latency_c1_us));
 const added = (name, q) => (results.latency_c1_us[name][q] - results.latency_c1_us.direct[q]) / 1000;
 results.summary = {
@@ -184,18 +188,27 @@ results.summary = {
   gateway_added_p50_ms: added("gateway", "p50"),
   gateway_added_p99_ms: added("gateway", "p99"),
   bare_added_p99_ms: added("bare_passthrough", "p99"),
-  cpu_us_per_req_c1: Object.fromEntries(names.map((k) => [k, results.latency_c1_us[k].cpu_us_per_req])),
+  cpu_us_per_req_c1: Object.fromEntries(ours.map((k) => [k, results.latency_c1_us[k].cpu_us_per_req])),
 };
 if (!QUICK) {
-  for (const name of names) {
-    results.throughput_c32[name] = await throughput(targets[name], 32);
-    console.error(name, "c=32", JSON.stringify(results.throughput_c32[name]));
-  }
-  results.ttfb_stream_us = await interleaved(["direct", "bare_passthrough", "gateway"], Math.min(N_LATENCY, 2000), streamBody, true);
   const t = results.throughput_c32;
+  for (const name of ours) {
+    t[name] = await throughput(targets[name], 32);
+    console.error(name, "c=32", JSON.stringify(t[name]));
+  }
+  results.ttfb_stream_us = await interleaved(ours, Math.min(N_LATENCY, 2000), streamBody, true);
+  const ttfb = results.ttfb_stream_us;
+
+  await throughput(targets.portkey, 8, WARMUP_S).catch(() => undefined);
+  results.portkey_latency_c1_us = await interleaved(["direct", "portkey"], N_LATENCY);
+  console.error("portkey latency c=1 (µs)", JSON.stringify(results.portkey_latency_c1_us));
+  t.portkey = await throughput(targets.portkey, 32);
+  console.error("portkey c=32", JSON.stringify(t.portkey));
+  const pk = results.portkey_latency_c1_us;
   Object.assign(results.summary, {
-    portkey_added_p50_ms: added("portkey", "p50"),
-    portkey_added_p99_ms: added("portkey", "p99"),
+    portkey_added_p50_ms: (pk.portkey.p50 - pk.direct.p50) / 1000,
+    portkey_added_p99_ms: (pk.portkey.p99 - pk.direct.p99) / 1000,
+    portkey_cpu_us_per_req_c1: pk.portkey.cpu_us_per_req,
     gateway_rps_c32: t.gateway.rps,
     portkey_rps_c32: t.portkey.rps,
     direct_rps_c32: t.direct.rps,
@@ -203,9 +216,9 @@ if (!QUICK) {
     gateway_vs_portkey_rps: +(t.gateway.rps / t.portkey.rps).toFixed(1),
     cpu_us_per_req: Object.fromEntries(Object.entries(t).map(([k, v]) => [k, v.cpu_us_per_req])),
     gateway_vs_portkey_cpu: +(t.portkey.cpu_us_per_req / t.gateway.cpu_us_per_req).toFixed(1),
-    bare_added_ttfb_p50_ms: (results.ttfb_stream_us.bare_passthrough.p50 - results.ttfb_stream_us.direct.p50) / 1000,
-    gateway_added_ttfb_p50_ms: (results.ttfb_stream_us.gateway.p50 - results.ttfb_stream_us.direct.p50) / 1000,
-    gateway_added_ttfb_p99_ms: (results.ttfb_stream_us.gateway.p99 - results.ttfb_stream_us.direct.p99) / 1000,
+    bare_added_ttfb_p50_ms: (ttfb.bare_passthrough.p50 - ttfb.direct.p50) / 1000,
+    gateway_added_ttfb_p50_ms: (ttfb.gateway.p50 - ttfb.direct.p50) / 1000,
+    gateway_added_ttfb_p99_ms: (ttfb.gateway.p99 - ttfb.direct.p99) / 1000,
   });
   if (t.direct.rps < 3 * t.gateway.rps) console.error("warning: the upstream may be the bottleneck (direct req/s < 3x gateway req/s)");
 }
