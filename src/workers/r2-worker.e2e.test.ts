@@ -128,3 +128,17 @@ test("deploy --env bundles TypeScript with its imports and binds that environmen
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test("deploy warns when the compatibility date is later than the runtime has, and the Worker runs", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "future-worker-"));
+  try {
+    writeFileSync(join(dir, "edge.toml"), `name = "future"\nmain = "index.js"\ncompatibility_date = "2099-01-01"\n`);
+    writeFileSync(join(dir, "index.js"), `export default { fetch() { return new Response("still runs"); } };\n`);
+    const r = await p.cli(["deploy"], { cwd: dir });
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stderr, /WARNING.*compatibility_date 2099-01-01 is later than this platform's workerd supports; the Worker runs with \d{4}-\d{2}-\d{2}/);
+    assert.equal((await hit(p, "future", "/")).text, "still runs");
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
