@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { once } from "node:events";
 import { request as httpRequest, type IncomingMessage } from "node:http";
+import { connect } from "node:net";
 import { after, before, test } from "node:test";
 import { startTestPlatform, type TestPlatform } from "../core/testing/platform.js";
 import { eventually, hit, logEntries, uploadScript, startPlatform } from "./test-helpers.js";
@@ -66,6 +67,24 @@ test("method, path, query, headers and body reach the script intact, and its ans
   const missing = await hit(p, "no-such-script", "/");
   assert.equal(missing.status, 404);
   assert.match(missing.text, /No worker/);
+});
+
+test("headers the client's Connection header names are not passed on to the script; the others are", async () => {
+  const code = `export default { fetch(req) { return Response.json({ hop: req.headers.get("x-hop"), keep: req.headers.get("x-keep") }); } };`;
+  assert.equal((await uploadScript(p, "hop-by-hop", code)).status, 200);
+  const port = Number(new URL(p.url).port);
+  // A raw request: HTTP clients refuse to send a Connection header listing other headers.
+  const raw = await new Promise<string>((resolve, reject) => {
+    const s = connect(port, "127.0.0.1", () =>
+      s.write(`GET / HTTP/1.1\r\nHost: hop-by-hop.workers.localhost:${port}\r\nConnection: close, X-Hop\r\nX-Hop: private\r\nX-Keep: public\r\n\r\n`),
+    );
+    let got = "";
+    s.on("data", (d) => (got += d));
+    s.on("end", () => resolve(got));
+    s.on("error", reject);
+  });
+  assert.match(raw, /^HTTP\/1\.1 200/);
+  assert.deepEqual(JSON.parse(raw.slice(raw.indexOf("\r\n\r\n") + 4)), { hop: null, keep: "public" });
 });
 
 test("bodies stream through the edge both ways, as they go; a client cannot set cf-connecting-ip", async () => {
