@@ -124,7 +124,8 @@ export class Upstreams {
         },
         onResponseEnd() {
           if (outcome === "taken") sink.end();
-          resolve(outcome ?? "retry");
+          // An answer with no final status (only 1xx) is a broken one: an error, so the last attempt does not repeat.
+          resolve(outcome ?? new Error("the provider ended its answer without a final status"));
         },
         onResponseError(_flow, err) {
           if (outcome === "taken") {
