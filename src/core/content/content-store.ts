@@ -1,6 +1,6 @@
 import { createHash, randomBytes } from "node:crypto";
 import { createReadStream, createWriteStream, mkdirSync, readdirSync, statSync, unlinkSync } from "node:fs";
-import { mkdir, open, readFile, rename, rm, stat, unlink, writeFile } from "node:fs/promises";
+import { mkdir, open, readFile, rename, rm, stat, unlink } from "node:fs/promises";
 import { join } from "node:path";
 import type { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
@@ -59,35 +59,37 @@ export class FileContentStore implements ContentStore {
 
   /** Writes asynchronously (request handlers call this): a buffer and a stream alike never block the event loop on fsync. */
   async put(source: Readable | Buffer, opts: PutOptions = {}): Promise<StoredContent> {
+    if (Buffer.isBuffer(source) && opts.maxBytes !== undefined && source.length > opts.maxBytes) throw new ContentTooLargeError(opts.maxBytes);
     const id = this.newId();
     const tmp = join(this.root, "tmp", `${id}.${process.pid}`);
     const md5 = createHash("md5");
     const sha = opts.sha256 ? createHash("sha256") : undefined;
     let size = 0;
-    const meter = new Transform({
-      transform(chunk: Buffer, _enc, cb) {
-        size += chunk.length;
-        if (opts.maxBytes !== undefined && size > opts.maxBytes) return cb(new ContentTooLargeError(opts.maxBytes));
-        md5.update(chunk);
-        sha?.update(chunk);
-        cb(null, chunk);
-      },
-    });
-    if (Buffer.isBuffer(source) && opts.maxBytes !== undefined && source.length > opts.maxBytes) throw new ContentTooLargeError(opts.maxBytes);
+    const count = (chunk: Buffer) => {
+      size += chunk.length;
+      md5.update(chunk);
+      sha?.update(chunk);
+    };
     try {
       if (Buffer.isBuffer(source)) {
-        size = source.length;
-        md5.update(source);
-        sha?.update(source);
-        await writeFile(tmp, source, { mode: 0o600 });
+        count(source);
+        const fh = await open(tmp, "w", 0o600);
+        try {
+          await fh.writeFile(source);
+          await fh.sync();
+        } finally {
+          await fh.close();
+        }
       } else {
-        await pipeline(source, meter, createWriteStream(tmp, { mode: 0o600 }));
-      }
-      const fh = await open(tmp, "r+");
-      try {
-        await fh.sync();
-      } finally {
-        await fh.close();
+        const meter = new Transform({
+          transform(chunk: Buffer, _enc, cb) {
+            if (opts.maxBytes !== undefined && size + chunk.length > opts.maxBytes) return cb(new ContentTooLargeError(opts.maxBytes));
+            count(chunk);
+            cb(null, chunk);
+          },
+        });
+        // flush: the file is fsynced before it is closed, so the rename below publishes durable bytes.
+        await pipeline(source, meter, createWriteStream(tmp, { mode: 0o600, flush: true }));
       }
       await mkdir(join(this.root, id.slice(0, 2)), { recursive: true, mode: 0o700 });
       await rename(tmp, this.pathOf(id));
