@@ -4,7 +4,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Agent, fetch as undiciFetch, type RequestInit, type Response } from "undici";
 import { createLogger } from "../core/logger.js";
-import { capnpString } from "./capnp-config.js";
+import { workerdConfig } from "./capnp-config.js";
+import type { Binding, RunnableScript } from "./model.js";
 import { defaultWorkerdPath } from "./workerd-binary.js";
 import { WorkerdProcess } from "./workerd-process.js";
 
@@ -28,24 +29,23 @@ export async function startBoundWorkerd(opts: {
   const backend = createServer(opts.handler);
   const backendSocket = join(dir, "backend.sock");
   await new Promise<void>((r) => backend.listen(backendSocket, r));
+  // The platform's own config generator, so these tests run the config the platform runs.
+  const now = new Date().toISOString();
+  const binding: Binding =
+    opts.binding.kind === "r2Bucket" ? { type: "r2_bucket", name: opts.binding.name, bucket_name: "bound" } : { type: "kv_namespace", name: opts.binding.name, namespace_id: "bound" };
+  const run: RunnableScript = {
+    script: { accountId: "bound", name: "bound", versionId: "bound", etag: "", mainModule: "main.js", compatibilityDate: opts.compatibilityDate, compatibilityFlags: [], bindings: [binding], modules: [], createdOn: now, modifiedOn: now },
+    modules: [{ name: "main.js", kind: "esModule", content: Buffer.from(opts.script) }],
+    secrets: [],
+  };
   writeFileSync(join(dir, "main.js"), opts.script);
-  writeFileSync(
-    join(dir, "config.capnp"),
-    `using Workerd = import "/workerd/workerd.capnp";
-const config :Workerd.Config = (
-  services = [
-    (name = "main", worker = .worker),
-    (name = "backend", external = (address = ${capnpString(`unix:${backendSocket}`)}, http = ())),
-  ],
-  sockets = [(name = "http", http = (), service = "main")],
-);
-const worker :Workerd.Worker = (
-  modules = [(name = "main.js", esModule = embed "main.js")],
-  compatibilityDate = ${capnpString(opts.compatibilityDate)},
-  bindings = [(name = ${capnpString(opts.binding.name)}, ${opts.binding.kind} = "backend")],
-);
-`,
-  );
+  const config = workerdConfig({
+    run,
+    compatibilityDate: opts.compatibilityDate,
+    modulePath: () => "main.js",
+    bindingTarget: () => ({ address: `unix:${backendSocket}`, header: { name: "x-bound-workerd", value: "test" } }),
+  });
+  writeFileSync(join(dir, "config.capnp"), config);
   let workerd: WorkerdProcess;
   try {
     workerd = await WorkerdProcess.start(defaultWorkerdPath(), join(dir, "config.capnp"), join(dir, "workerd.sock"), createLogger({ level: "silent" }), { test: opts.binding.kind });
