@@ -9,7 +9,7 @@ import { cpus } from "node:os";
 import { Readable } from "node:stream";
 import { Miniflare } from "miniflare";
 import { startTestPlatform } from "../../dist/core/testing/platform.js";
-import { uploadWorker } from "./upload.mjs";
+import { scriptInfo, uploadWorker } from "./upload.mjs";
 import { Pool, request } from "../../node_modules/undici/index.js";
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
@@ -52,8 +52,9 @@ async function measure(once, concurrency) {
   return { rps: lat.length / elapsed, p50: pct(lat, 0.5), p99: pct(lat, 0.99), n: lat.length };
 }
 
-function httpClient(origin, host, connections) {
-  const pool = new Pool(origin, { connections, pipelining: 1 });
+/** `socketPath`: talk to a unix socket (workerd's own) instead of `origin`. */
+function httpClient(origin, host, connections, socketPath) {
+  const pool = new Pool(origin, { connections, pipelining: 1, ...(socketPath ? { socketPath } : {}) });
   const once = async () => {
     const r = await pool.request({ path: "/", method: "GET", headers: host ? { host } : {} });
     const body = await r.body.text();
@@ -100,11 +101,17 @@ try {
     const ours = httpClient(`http://127.0.0.1:${port}`, `bench-get.workers.localhost:${port}`, concurrency);
     const platform = await measure(ours.once, concurrency);
     await ours.close();
-    results[label] = { mfDispatch, mfSocket, platform };
+    // The ceiling: the same script's workerd asked directly on its unix socket, with no edge in front (the
+    // R2 binding still calls the platform's backend). Whatever the edge does, the platform cannot beat this.
+    const direct = httpClient("http://localhost", undefined, concurrency, scriptInfo(p, "bench-get").socket.socketPath);
+    const workerdAlone = await measure(direct.once, concurrency);
+    await direct.close();
+    results[label] = { mfDispatch, mfSocket, platform, workerdAlone };
     console.log(`\n${label}:`);
     row("miniflare dispatchFetch", mfDispatch);
     row("miniflare own HTTP socket", mfSocket, mfDispatch);
     row("edge platform (workerd + R2 backend)", platform, mfDispatch);
+    row("  ceiling: its workerd, no edge", workerdAlone, mfDispatch);
     console.log(`  platform / miniflare socket: ${(platform.rps / mfSocket.rps).toFixed(2)}x`);
   }
   await mf.dispose();

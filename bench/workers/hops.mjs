@@ -3,11 +3,10 @@
 // Hops: workerd direct; the edge port; the binding backend alone (as workerd calls it).
 // Run after `npm run build`: node bench/workers/hops.mjs [seconds=3] [clients=1,8]
 // ONLY=<regexp> runs only the matching hops; PROF_DIR=<dir> writes a CPU profile of the platform per hop.
-import { readdirSync, readFileSync } from "node:fs";
-import { join } from "node:path";
+import { readFileSync } from "node:fs";
 import { loadavg } from "node:os";
 import { startTestPlatform } from "../../dist/core/testing/platform.js";
-import { R2_BENCH_BINDING, uploadWorker } from "./upload.mjs";
+import { R2_BENCH_BINDING, scriptInfo, uploadWorker } from "./upload.mjs";
 import { Pool, request } from "../../node_modules/undici/index.js";
 
 const SECONDS = Number(process.argv[2] ?? 3);
@@ -59,21 +58,6 @@ async function measure(label, target, headers, clients, pids) {
   per.unshift(`client ${((self.user + self.system) / n).toFixed(0)}`);
   console.log(`${label.padEnd(28)} c=${clients}  ${(n / secs).toFixed(0).padStart(6)} req/s   CPU µs/req: ${per.join(", ")}`);
   await pool.close();
-}
-
-/** The live workerd port and binding header of a script, from its generated config and the platform log. */
-function scriptInfo(p, name) {
-  const live = p
-    .logs()
-    .split("\n")
-    .filter((l) => l.includes('"worker version live"') && l.includes(`"script":"${name}"`))
-    .map((l) => JSON.parse(l))
-    .pop();
-  const dir = join(p.stateDir, "workers-run", name);
-  const gen = readdirSync(dir).sort().pop();
-  const config = readFileSync(join(dir, gen, "config.capnp"), "utf8");
-  const m = config.match(/address = "([^"]+)", http = \(injectRequestHeaders = \[\(name = "([^"]+)", value = "([^"]+)"/);
-  return { socket: { socketPath: live.socket }, pid: live.workerd_pid, backend: m && { socket: { socketPath: m[1].replace(/^unix:/, "") }, header: m[2], value: m[3] } };
 }
 
 console.log(`${new Date().toISOString()} load average ${loadavg().map((l) => l.toFixed(2)).join(" ")}`);

@@ -1,4 +1,6 @@
 // Uploads a one-module worker script through the platform's v4 API (the benches' shared setup step).
+import { readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
 import { request } from "../../node_modules/undici/index.js";
 
 export const R2_BENCH_BINDING = { type: "r2_bucket", name: "BUCKET", bucket_name: "bench" };
@@ -15,4 +17,19 @@ export async function uploadWorker(p, name, code, bindings = [R2_BENCH_BINDING])
   });
   const text = await r.body.text();
   if (r.statusCode !== 200) throw new Error(`upload of ${name} failed: ${text}`);
+}
+
+/** The live workerd port and binding header of a script, from its generated config and the platform log. */
+export function scriptInfo(p, name) {
+  const live = p
+    .logs()
+    .split("\n")
+    .filter((l) => l.includes('"worker version live"') && l.includes(`"script":"${name}"`))
+    .map((l) => JSON.parse(l))
+    .pop();
+  const dir = join(p.stateDir, "workers-run", name);
+  const gen = readdirSync(dir).sort().pop();
+  const config = readFileSync(join(dir, gen, "config.capnp"), "utf8");
+  const m = config.match(/address = "([^"]+)", http = \(injectRequestHeaders = \[\(name = "([^"]+)", value = "([^"]+)"/);
+  return { socket: { socketPath: live.socket }, pid: live.workerd_pid, backend: m && { socket: { socketPath: m[1].replace(/^unix:/, "") }, header: m[2], value: m[3] } };
 }
