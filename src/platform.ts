@@ -17,6 +17,7 @@ import { createKvService } from "./kv/service.js";
 import { createR2Service } from "./r2/service.js";
 import { createWorkersService } from "./workers/service.js";
 import { createAiGatewayService } from "./ai-gateway/service.js";
+import { createDashboardService } from "./dashboard/service.js";
 
 export interface RunningPlatform {
   url: string;
@@ -51,7 +52,7 @@ export async function startPlatform(config: PlatformConfig, log: Logger = create
   const identity: EdgeService = { name: "identity", registerApi: (app) => registerIdentityRoutes(app, auth, identities) };
   const kv = createKvService(ctx);
   const r2 = createR2Service(ctx);
-  const services: EdgeService[] = [identity, createDnsService(ctx), kv, r2, createWorkersService(ctx, { kv, r2 }), createAiGatewayService(ctx)];
+  const services: EdgeService[] = [identity, createDnsService(ctx), kv, r2, createWorkersService(ctx, { kv, r2 }), createAiGatewayService(ctx), createDashboardService(ctx)];
 
   const app = await buildEdgeApp({ log, auth, services, bodyLimit: config.options["body-limit"] as number });
   try {

@@ -1,0 +1,68 @@
+import { createHash } from "node:crypto";
+import { readFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import type { FastifyReply } from "fastify";
+import type { EdgeService, ServiceContext } from "../core/service.js";
+
+/** Copied here by the build (scripts/copy-dashboard.mjs); the same place from dist/dashboard/ and from the bundle in dist/bin/. */
+const UI_DIR = fileURLToPath(new URL("../dashboard-ui/", import.meta.url));
+
+const FILES: Record<string, string> = {
+  "index.html": "text/html; charset=utf-8",
+  "app.js": "text/javascript; charset=utf-8",
+  "style.css": "text/css; charset=utf-8",
+};
+
+/**
+ * The page may run only its own script and talk only to this origin; it cannot be framed (clickjacking) and
+ * sends no Referer (a dashboard URL names zones and keys).
+ */
+const SECURITY_HEADERS = {
+  "content-security-policy": "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data:; form-action 'none'; frame-ancestors 'none'; base-uri 'none'",
+  "x-content-type-options": "nosniff",
+  "x-frame-options": "DENY",
+  "referrer-policy": "no-referrer",
+  "cache-control": "no-cache",
+};
+
+interface Asset {
+  body: Buffer;
+  type: string;
+  etag: string;
+}
+
+function loadAssets(dir: string): Map<string, Asset> {
+  const assets = new Map<string, Asset>();
+  for (const [name, type] of Object.entries(FILES)) {
+    const body = readFileSync(dir + name);
+    assets.set(name, { body, type, etag: `"${createHash("sha256").update(body).digest("base64url").slice(0, 22)}"` });
+  }
+  return assets;
+}
+
+/**
+ * The web dashboard at /dash/: static files of a page that is a client of the v4 API with the user's own API
+ * token (it has no server-side session or powers of its own). `/` leads there.
+ */
+export function createDashboardService(ctx: ServiceContext, uiDir = UI_DIR): EdgeService {
+  let assets: Map<string, Asset> | undefined;
+  const send = (reply: FastifyReply, name: string, ifNoneMatch: string | undefined) => {
+    assets ??= loadAssets(uiDir);
+    const a = assets.get(name)!;
+    reply.headers(SECURITY_HEADERS).header("etag", a.etag);
+    if (ifNoneMatch === a.etag) return reply.status(304).send();
+    return reply.type(a.type).send(a.body);
+  };
+  return {
+    name: "dashboard",
+    registerPublic(app) {
+      app.get("/", (_req, reply) => reply.redirect("/dash/"));
+      app.get("/dash", (_req, reply) => reply.redirect("/dash/"));
+      app.get("/dash/", (req, reply) => send(reply, "index.html", req.headers["if-none-match"]));
+      for (const name of Object.keys(FILES)) {
+        if (name !== "index.html") app.get(`/dash/${name}`, (req, reply) => send(reply, name, req.headers["if-none-match"]));
+      }
+    },
+    describe: () => ({ dashboard: `${ctx.edgeUrl()}/dash/` }),
+  };
+}
