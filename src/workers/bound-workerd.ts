@@ -48,7 +48,7 @@ export async function startBoundWorkerd(opts: {
   writeFileSync(join(dir, "config.capnp"), config);
   let workerd: WorkerdProcess;
   try {
-    workerd = await WorkerdProcess.start(defaultWorkerdPath(), join(dir, "config.capnp"), join(dir, "workerd.sock"), createLogger({ level: "silent" }), { test: opts.binding.kind });
+    workerd = await WorkerdProcess.start(defaultWorkerdPath(), join(dir, "config.capnp"), {}, join(dir, "workerd.sock"), createLogger({ level: "silent" }), { test: opts.binding.kind });
   } catch (err) {
     backend.close();
     rmSync(dir, { recursive: true, force: true });

@@ -31,10 +31,21 @@ export interface WorkerdConfigInput {
   bindingTarget(binding: StorageBinding): BindingTarget;
 }
 
+const secretVariable = (i: number) => `EDGE_WORKER_SECRET_${i}`;
+
+/**
+ * The whole environment of a workerd process running `secrets`: their values under the names the config's
+ * fromEnvironment bindings read, and nothing of the platform's own environment (its keys and tokens).
+ */
+export function secretEnvironment(secrets: readonly { text: string }[]): Record<string, string> {
+  return Object.fromEntries(secrets.map((s, i) => [secretVariable(i), s.text]));
+}
+
 /**
  * The config of one workerd process running one script: a socket "http" whose unix socket path is given on
  * the command line (each process gets a fresh one), storage bindings as external services on the binding
- * server, vars and secrets as text, and a global outbound that only reaches public addresses.
+ * server, vars as text, secrets from the process environment (see `secretEnvironment`: they never touch
+ * the disk in clear), and a global outbound that only reaches public addresses.
  */
 export function workerdConfig(input: WorkerdConfigInput): string {
   const { script, modules, secrets } = input.run;
@@ -55,7 +66,7 @@ export function workerdConfig(input: WorkerdConfigInput): string {
     );
     bindings.push(`(name = ${capnpString(b.name)}, ${b.type === "r2_bucket" ? "r2Bucket" : "kvNamespace"} = ${capnpString(service)})`);
   }
-  for (const s of secrets) bindings.push(`(name = ${capnpString(s.name)}, text = ${capnpString(s.text)})`);
+  secrets.forEach((s, i) => bindings.push(`(name = ${capnpString(s.name)}, fromEnvironment = ${capnpString(secretVariable(i))})`));
   // The main module first: workerd treats the first module as the entry point.
   const order = modules.map((_, i) => i).sort((a, b) => Number(modules[b].name === script.mainModule) - Number(modules[a].name === script.mainModule));
   const mods = order.map((i) => `(name = ${capnpString(modules[i].name)}, ${modules[i].kind} = embed ${capnpString(input.modulePath(i))})`);

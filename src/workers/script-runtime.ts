@@ -1,7 +1,7 @@
 import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Logger } from "../core/logger.js";
-import { workerdConfig, type BindingTarget, type StorageBinding } from "./capnp-config.js";
+import { secretEnvironment, workerdConfig, type BindingTarget, type StorageBinding } from "./capnp-config.js";
 import type { RunnableScript } from "./model.js";
 import type { SocketDir } from "./socket-dir.js";
 import { effectiveCompatibilityDate, type WorkerdBinary } from "./workerd-binary.js";
@@ -17,8 +17,14 @@ export interface ScriptRuntimeOptions {
   bindingTarget(accountId: string, binding: StorageBinding): BindingTarget;
 }
 
+/** One version as workerd runs it: its config file, and the environment that carries its secrets. */
+interface Version {
+  file: string;
+  env: Record<string, string>;
+}
+
 /** Writes the config and modules of one version into its own directory, readable by this user only. */
-function writeVersion(dir: string, run: RunnableScript, opts: ScriptRuntimeOptions): string {
+function writeVersion(dir: string, run: RunnableScript, opts: ScriptRuntimeOptions): Version {
   rmSync(dir, { recursive: true, force: true });
   mkdirSync(join(dir, "modules"), { recursive: true, mode: 0o700 });
   run.modules.forEach((m, i) => writeFileSync(join(dir, "modules", String(i)), m.content, { mode: 0o600 }));
@@ -29,9 +35,9 @@ function writeVersion(dir: string, run: RunnableScript, opts: ScriptRuntimeOptio
     bindingTarget: (b) => opts.bindingTarget(run.script.accountId, b),
   });
   const file = join(dir, "config.capnp");
-  // Secrets are in this file in clear (workerd's text bindings), hence 0600 inside a 0700 directory.
+  // No secret is in the file, but the binding server's header value is: 0600 inside a 0700 directory.
   writeFileSync(file, config, { mode: 0o600 });
-  return file;
+  return { file, env: secretEnvironment(run.secrets) };
 }
 
 /**
@@ -41,7 +47,7 @@ function writeVersion(dir: string, run: RunnableScript, opts: ScriptRuntimeOptio
  */
 export class ScriptRuntime {
   private current?: WorkerdProcess;
-  private currentFile?: string;
+  private currentVersion?: Version;
   private generation = 0;
   private waiters: (() => void)[] = [];
   private closed = false;
@@ -91,7 +97,7 @@ export class ScriptRuntime {
     if (this.closed) throw new Error("runtime is stopped");
     const gen = ++this.generation;
     const dir = join(this.opts.dir, String(gen));
-    const file = writeVersion(dir, run, this.opts);
+    const version = writeVersion(dir, run, this.opts);
     const runsWith = effectiveCompatibilityDate(run.script.compatibilityDate, this.opts.workerd);
     if (runsWith !== run.script.compatibilityDate) {
       this.opts.log.warn(
@@ -101,28 +107,28 @@ export class ScriptRuntime {
     }
     let proc: WorkerdProcess;
     try {
-      proc = await this.spawn(file);
+      proc = await this.spawn(version);
     } catch (err) {
       rmSync(dir, { recursive: true, force: true });
       throw err;
     }
     const old = this.current;
-    const oldFile = this.currentFile;
-    this.adopt(proc, file);
+    const oldVersion = this.currentVersion;
+    this.adopt(proc, version);
     this.opts.log.info({ ...this.tag, version: run.script.versionId, workerd_pid: proc.pid, socket: proc.socketPath }, "worker version live");
     if (old) {
       await old.stop();
-      if (oldFile) rmSync(join(oldFile, ".."), { recursive: true, force: true });
+      if (oldVersion) rmSync(join(oldVersion.file, ".."), { recursive: true, force: true });
     }
   }
 
-  private spawn(file: string): Promise<WorkerdProcess> {
-    return WorkerdProcess.start(this.opts.workerd.path, file, this.opts.sockets.next("workerd"), this.opts.log, this.tag);
+  private spawn(version: Version): Promise<WorkerdProcess> {
+    return WorkerdProcess.start(this.opts.workerd.path, version.file, version.env, this.opts.sockets.next("workerd"), this.opts.log, this.tag);
   }
 
-  private adopt(proc: WorkerdProcess, file: string): void {
+  private adopt(proc: WorkerdProcess, version: Version): void {
     this.current = proc;
-    this.currentFile = file;
+    this.currentVersion = version;
     for (const w of this.waiters.splice(0)) w();
     const startedAt = Date.now();
     void proc.exited.then(({ code, signal }) => {
@@ -130,23 +136,23 @@ export class ScriptRuntime {
       this.current = undefined;
       if (Date.now() - startedAt > 30_000) this.restartDelay = 100;
       this.opts.log.error({ ...this.tag, workerd_pid: proc.pid, code, signal, restart_in_ms: this.restartDelay }, "workerd exited unexpectedly; restarting it");
-      this.scheduleRestart(file);
+      this.scheduleRestart(version);
     });
   }
 
-  private scheduleRestart(file: string): void {
+  private scheduleRestart(version: Version): void {
     const delay = this.restartDelay;
     this.restartDelay = Math.min(this.restartDelay * 2, 5_000);
     setTimeout(() => {
       this.chain = this.chain.then(async () => {
-        if (this.closed || this.current || this.currentFile !== file) return;
+        if (this.closed || this.current || this.currentVersion !== version) return;
         try {
-          const proc = await this.spawn(file);
-          this.adopt(proc, file);
+          const proc = await this.spawn(version);
+          this.adopt(proc, version);
           this.opts.log.info({ ...this.tag, workerd_pid: proc.pid, socket: proc.socketPath }, "workerd restarted");
         } catch (err) {
           this.opts.log.error({ ...this.tag, err: (err as Error).message }, "workerd restart failed");
-          this.scheduleRestart(file);
+          this.scheduleRestart(version);
         }
       });
     }, delay).unref();

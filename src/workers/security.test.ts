@@ -132,7 +132,7 @@ test("the binding server trusts only the exact header workerd injects, also afte
   }
 });
 
-test("a secret value never appears in an API answer, a log line or CLI output; the config holding it is 0600", async () => {
+test("a secret value never appears in an API answer, a log line, CLI output or any file of the state; workerd gets it, and nothing else, in its environment", async () => {
   const value = "Zq7-never-show-me-91c";
   const cwd = await import("node:fs/promises").then((fs) => fs.mkdtemp(join(p.stateDir, "..", "secret-proj-")));
   const { writeFileSync, rmSync } = await import("node:fs");
@@ -159,23 +159,27 @@ test("a secret value never appears in an API answer, a log line or CLI output; t
       await p.api("GET", `/accounts/${p.accountId}/workers/scripts`),
     ];
     for (const a of api) assert.ok(!JSON.stringify(a.body).includes(value));
-    // Set it again so that a live config holds it, then check the file's mode and the log.
+    // Set it again so that a live workerd runs with it; then look at every file of the state and at workerd.
     await p.cli(["secret", "put", "SHH"], { input: value, cwd });
-    const runDir = join(p.stateDir, "workers-run");
-    const configs: string[] = [];
+    assert.equal((await hit(p, "secretive", "/")).text, "set");
+    const files: string[] = [];
     const walk = (d: string) => {
       for (const f of readdirSync(d)) {
         const full = join(d, f);
-        if (statSync(full).isDirectory()) {
-          assert.equal(statSync(full).mode & 0o077, 0, `${full} is private`);
-          walk(full);
-        } else if (f === "config.capnp") configs.push(full);
+        const st = statSync(full);
+        if (st.isDirectory()) walk(full);
+        else if (st.isFile()) files.push(full);
       }
     };
-    walk(runDir);
-    assert.ok(configs.length > 0);
+    walk(p.stateDir);
+    const configs = files.filter((f) => f.endsWith("config.capnp"));
+    assert.ok(configs.length > 0 && files.some((f) => f.endsWith("workers.sqlite")));
+    for (const f of files) assert.ok(!readFileSync(f).includes(value), `${f} does not hold the secret in clear`);
     for (const c of configs) assert.equal(statSync(c).mode & 0o777, 0o600);
     assert.ok(!p.output().includes(value), "no log line carries the secret");
+    const live = p.logs().split("\n").filter((l) => l.includes('"worker version live"') && l.includes('"script":"secretive"')).pop()!;
+    const environ = readFileSync(`/proc/${JSON.parse(live).workerd_pid}/environ`, "utf8").split("\0").filter(Boolean);
+    assert.deepEqual(environ, [`EDGE_WORKER_SECRET_0=${value}`], "workerd's environment is its secrets and nothing of the platform's");
   } finally {
     rmSync(cwd, { recursive: true, force: true });
   }

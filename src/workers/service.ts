@@ -1,4 +1,5 @@
 import { join } from "node:path";
+import { SecretBox } from "../core/secret-box.js";
 import type { EdgeService, ServiceContext } from "../core/service.js";
 import type { KvService } from "../kv/service.js";
 import type { R2Service } from "../r2/service.js";
@@ -16,7 +17,7 @@ export interface WorkersService extends EdgeService {
 
 export function createWorkersService(ctx: ServiceContext, deps: { kv: KvService; r2: R2Service }): WorkersService {
   const domain = String(ctx.config.options["workers-domain"] ?? DEFAULT_WORKERS_DOMAIN).toLowerCase().replace(/^\.+|\.+$/g, "");
-  const store = new WorkersStore(ctx.openDb("workers", workersMigrations), ctx.content("workers"));
+  const store = new WorkersStore(ctx.openDb("workers", workersMigrations), ctx.content("workers"), SecretBox.load(ctx.config.stateDir));
   const log = ctx.log.child({ service: "workers" });
   const runtime = new WorkersRuntime(
     store,

@@ -1,5 +1,6 @@
 import type { ContentStore } from "../core/content/content-store.js";
 import type { Db, Migration } from "../core/db/sqlite.js";
+import type { SecretBox } from "../core/secret-box.js";
 import type { Binding, ModuleKind, ModuleRef, RunnableScript, ScriptRecord } from "./model.js";
 
 export const workersMigrations: readonly Migration[] = [
@@ -27,6 +28,8 @@ export const workersMigrations: readonly Migration[] = [
      PRIMARY KEY (account_id, script, name),
      FOREIGN KEY (account_id, script) REFERENCES scripts(account_id, name) ON DELETE CASCADE
    );`,
+  // Values are sealed (SecretBox) from now on; rows written before are sealed when the store opens.
+  `ALTER TABLE secrets ADD COLUMN sealed INTEGER NOT NULL DEFAULT 0;`,
 ];
 
 interface ScriptRow {
@@ -57,10 +60,13 @@ const toRecord = (r: ScriptRow): ScriptRecord => ({
   modifiedOn: r.modified_on,
 });
 
+/** What a sealed secret is bound to: the row it belongs in, so a value cannot be moved to another script. */
+const secretContext = (accountId: string, script: string, name: string) => `${accountId}/${script}/${name}`;
+
 /**
  * Worker scripts and their secrets. Module bytes live in the content store (written before the row that
- * names them). Secret values are kept only here, in a 0600 file under a 0700 directory, because workerd
- * needs them in clear; no method that feeds an API answer returns them (see `secretNames`).
+ * names them). Secret values must be readable again (workerd needs them in clear), so they are sealed with the
+ * platform's secrets key, not hashed; no method that feeds an API answer returns them (see `secretNames`).
  */
 export class WorkersStore {
   private readonly q;
@@ -68,6 +74,7 @@ export class WorkersStore {
   constructor(
     private readonly db: Db,
     private readonly content: ContentStore,
+    private readonly box: SecretBox,
   ) {
     this.q = {
       get: db.prepare<[string, string], ScriptRow>("SELECT * FROM scripts WHERE account_id = ? AND name = ?"),
@@ -86,10 +93,34 @@ export class WorkersStore {
       secretNames: db.prepare<[string, string], { name: string }>("SELECT name FROM secrets WHERE account_id = ? AND script = ? ORDER BY name"),
       secrets: db.prepare<[string, string], { name: string; value: string }>("SELECT name, value FROM secrets WHERE account_id = ? AND script = ? ORDER BY name"),
       putSecret: db.prepare<[string, string, string, string]>(
-        "INSERT INTO secrets (account_id, script, name, value) VALUES (?, ?, ?, ?) ON CONFLICT (account_id, script, name) DO UPDATE SET value = excluded.value",
+        "INSERT INTO secrets (account_id, script, name, value, sealed) VALUES (?, ?, ?, ?, 1) ON CONFLICT (account_id, script, name) DO UPDATE SET value = excluded.value, sealed = 1",
       ),
       delSecret: db.prepare<[string, string, string]>("DELETE FROM secrets WHERE account_id = ? AND script = ? AND name = ?"),
     };
+    // Freed pages are zeroed, so a replaced or deleted secret (or one stored in clear before sealing) does not linger in the file.
+    db.pragma("secure_delete = ON");
+    this.sealOldSecrets();
+    this.checkKey();
+  }
+
+  /** Seals the values stored in clear before secrets were sealed (one transaction: all or none). */
+  private sealOldSecrets(): void {
+    const rows = this.db.prepare<[], { account_id: string; script: string; name: string; value: string }>("SELECT account_id, script, name, value FROM secrets WHERE sealed = 0").all();
+    if (rows.length === 0) return;
+    const update = this.db.prepare<[string, string, string, string]>("UPDATE secrets SET value = ?, sealed = 1 WHERE account_id = ? AND script = ? AND name = ?");
+    this.db.transaction(() => {
+      for (const r of rows) update.run(this.box.seal(r.value, secretContext(r.account_id, r.script, r.name)), r.account_id, r.script, r.name);
+    })();
+  }
+
+  /** A key that cannot open the stored secrets stops the start with the reason, not a script that fails later. */
+  private checkKey(): void {
+    const one = this.db.prepare<[], { account_id: string; script: string; name: string; value: string }>("SELECT account_id, script, name, value FROM secrets LIMIT 1").get();
+    if (one) this.box.open(one.value, secretContext(one.account_id, one.script, one.name));
+  }
+
+  private sealed(accountId: string, script: string, name: string, value: string): string {
+    return this.box.seal(value, secretContext(accountId, script, name));
   }
 
   get(accountId: string, name: string): ScriptRecord | undefined {
@@ -133,7 +164,7 @@ export class WorkersStore {
         created_on: old?.createdOn ?? script.createdOn,
         modified_on: script.modifiedOn,
       });
-      for (const s of secrets) this.q.putSecret.run(script.accountId, script.name, s.name, s.text);
+      for (const s of secrets) this.q.putSecret.run(script.accountId, script.name, s.name, this.sealed(script.accountId, script.name, s.name, s.text));
       return old?.modules ?? [];
     })();
   }
@@ -169,7 +200,7 @@ export class WorkersStore {
   /** Sets or removes one secret and gives the script a new version id, in one transaction. */
   changeSecret(accountId: string, script: string, name: string, value: string | undefined, versionId: string): boolean {
     return this.db.transaction(() => {
-      const changed = value === undefined ? this.q.delSecret.run(accountId, script, name).changes > 0 : this.q.putSecret.run(accountId, script, name, value).changes > 0;
+      const changed = value === undefined ? this.q.delSecret.run(accountId, script, name).changes > 0 : this.q.putSecret.run(accountId, script, name, this.sealed(accountId, script, name, value)).changes > 0;
       if (changed) this.q.touch.run(versionId, new Date().toISOString(), accountId, script);
       return changed;
     })();
@@ -177,7 +208,7 @@ export class WorkersStore {
 
   /** Secret values, for the runtime only (never for an API answer). */
   secretValues(accountId: string, script: string): Map<string, string> {
-    return new Map(this.q.secrets.all(accountId, script).map((r) => [r.name, r.value]));
+    return new Map(this.q.secrets.all(accountId, script).map((r) => [r.name, this.box.open(r.value, secretContext(accountId, script, r.name))]));
   }
 
   /** Everything workerd needs to run the script; `secrets` replaces the stored values when given (a change not yet committed). */

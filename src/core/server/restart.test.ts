@@ -1,3 +1,4 @@
+import { randomBytes } from "node:crypto";
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync, rmSync, mkdtempSync } from "node:fs";
@@ -5,6 +6,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Readable } from "node:stream";
 import { runCli, startTestPlatform } from "../testing/platform.js";
+import { hit, uploadScript } from "../../workers/test-helpers.js";
 
 /** Waits (up to 10 s) for the platform's output to match: stderr and stdout arrive independently. */
 async function outputMatches(output: () => string, re: RegExp): Promise<void> {
@@ -76,6 +78,29 @@ test("a --workerd-binary that cannot run stops the start with a clear error", as
     assert.equal(r.code, 1);
     assert.match(r.stderr, /Could not run workerd at .*no-workerd \(see --workerd-binary\)/);
     assert.doesNotMatch(r.stderr, /This is a bug/);
+  } finally {
+    rmSync(stateDir, { recursive: true, force: true });
+  }
+});
+
+test("a secrets key that cannot open the stored secrets stops the start and says which key to restore", async () => {
+  const stateDir = mkdtempSync(join(tmpdir(), "edge-secrets-key-"));
+  try {
+    const p = await startTestPlatform({ stateDir });
+    const code = `export default { fetch(r, env) { return new Response(env.PIN ?? "unset"); } };`;
+    assert.equal((await uploadScript(p, "keyed", code)).status, 200);
+    assert.equal((await p.api("PUT", `/accounts/${p.accountId}/workers/scripts/keyed/secrets`, { name: "PIN", text: "4711", type: "secret_text" })).status, 200);
+    await p.stop();
+    const r = await runCli(["serve", "--port", "0", "--dns-port", "0", "--state-dir", stateDir], { env: { EDGE_SECRETS_KEY: randomBytes(32).toString("base64") } });
+    assert.equal(r.code, 1);
+    assert.match(r.stderr, /cannot be opened with this secrets key.*EDGE_SECRETS_KEY or keys\/secrets\.key/);
+    assert.doesNotMatch(r.stderr, /This is a bug/);
+    const back = await startTestPlatform({ stateDir });
+    try {
+      assert.equal((await hit(back, "keyed", "/")).text, "4711", "with its own key the state starts and the secret reaches the script");
+    } finally {
+      await back.stop();
+    }
   } finally {
     rmSync(stateDir, { recursive: true, force: true });
   }

@@ -54,6 +54,8 @@ export function serveCommand(areaOptions: Record<string, OptionSpec>): AnyComman
     describe: "Start the platform in the foreground: the v4 API, the AI gateway, workers and the DNS server",
     options,
     examples: ["edgecli serve", "edgecli serve --port 8787 --state-dir /var/lib/edge --dns-port 53"],
+    epilogue:
+      "Worker secrets are sealed with the key in EDGE_SECRETS_KEY (base64 of 32 random bytes) when it is set, otherwise with <state-dir>/keys/secrets.key, made on the first start.",
     async handler(args, ctx) {
       const config = await resolvePlatformConfig(args as Record<string, unknown>, args.given, options, ctx.env, ctx.cwd);
       const { runPlatformUntilSignal } = await import("../../platform.js");
