@@ -172,6 +172,33 @@ describe("the dashboard in a real browser", { skip: !CHROMIUM && !process.env.CI
     assert.ok(await page.isVisible("td:text-is('200')"));
   });
 
+  it("AI gateway: a gateway token is shown once, then authentication is turned on in the spec's order, then the token is revoked", async () => {
+    const url = `${p.url}/v1/${p.accountId}/dash-gw/openai/chat/completions`;
+    const call = (token?: string) => callGateway(url, { headers: { authorization: "Bearer sk-test", ...(token ? { "gw-aig-authorization": `Bearer ${token}` } : {}) }, body: chatBody("hi") });
+    await page.goto(`${p.url}/dash/#/ai-gateway`);
+    await page.fill("form[name=create-token] input[name=name]", "dash-client");
+    await page.click("form[name=create-token] button");
+    await page.waitForSelector("#new-token pre");
+    const value = ((await page.textContent("#new-token pre")) ?? "").trim();
+    assert.ok(value.length >= 40);
+    const listed = (await api("GET", "/tokens")).body.result.find((t: { name: string }) => t.name === "dash-client");
+    assert.deepEqual(listed.policies[0].permission_groups.map((g: { id: string }) => g.id), ["ai_gateway_run"]);
+    assert.ok(!JSON.stringify(listed).includes(value), "the API never shows the value again");
+
+    assert.equal((await call(value)).status, 200, "the client sends the token before authentication is on");
+    await page.click("tr:has(a:text-is('dash-gw')) button:text-is('Turn on')");
+    await page.waitForSelector("tr:has(a:text-is('dash-gw')) button:text-is('Turn off')");
+    assert.equal((await api("GET", "/ai-gateway/gateways/dash-gw")).body.result.authentication, true);
+    assert.equal((await call(value)).status, 200);
+    assert.equal((await call()).status, 401);
+    assert.equal(await page.locator("#new-token").count(), 0, "the value is gone once the page is drawn again");
+
+    page.once("dialog", (d) => void d.accept());
+    await page.click("tr:has(td:text-is('dash-client')) button:text-is('Revoke')");
+    await page.waitForSelector("text=No gateway tokens yet.");
+    assert.equal((await call(value)).status, 401, "a revoked token is refused");
+  });
+
   it("signing out forgets the token", async () => {
     await page.click("#sign-out");
     await page.waitForSelector("form[name=sign-in]");

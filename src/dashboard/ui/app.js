@@ -89,17 +89,20 @@ function form(name, fields, submitLabel, submit) {
   return el;
 }
 
-const removeButton = (what, remove) =>
+/** A button that runs `action`, asking first when `confirmText` is given, then shows `doneText` and re-renders. */
+const actionButton = (label, action, { confirmText, doneText }) =>
   h("button", {
     type: "button",
     onclick: async () => {
-      if (!confirm(`Delete ${what}?`)) return;
-      if (await attempt(remove)) {
-        notify(`Deleted ${what}`, "info");
+      if (confirmText && !confirm(confirmText)) return;
+      if (await attempt(action)) {
+        notify(doneText, "info");
         await render();
       }
     },
-  }, "Delete");
+  }, label);
+
+const removeButton = (what, remove) => actionButton("Delete", remove, { confirmText: `Delete ${what}?`, doneText: `Deleted ${what}` });
 
 /**
  * One list page: loads rows, shows them in a table, with an optional create form above it. Every page of the
@@ -114,6 +117,72 @@ function listPage({ title, load, columns, empty, create, extra }) {
 
 const acct = (path) => `/accounts/${account.id}${path}`;
 const enc = encodeURIComponent;
+
+const gatewaysPage = listPage({
+  title: "AI gateways",
+  empty: "No gateways yet.",
+  load: async () => (await api("GET", acct("/ai-gateway/gateways?per_page=50"))).result,
+  columns: [
+    { label: "Gateway", value: (g) => link(g.id, `#/ai-gateway/${g.id}`) },
+    {
+      label: "Authentication",
+      value: (g) => [
+        g.authentication ? "on " : "off ",
+        actionButton(g.authentication ? "Turn off" : "Turn on", () => api("PUT", acct(`/ai-gateway/gateways/${g.id}`), { ...g, authentication: !g.authentication }), {
+          doneText: `Authentication of ${g.id} is ${g.authentication ? "off" : "on"}`,
+        }),
+      ],
+    },
+    { label: "Logs", value: (g) => (g.collect_logs ? "collected" : "off") },
+    { label: "Cache TTL", value: (g) => (g.cache_ttl ? `${g.cache_ttl} s` : "off") },
+    { label: "Rate limit", value: (g) => (g.rate_limiting_limit ? `${g.rate_limiting_limit} / ${g.rate_limiting_interval} s (${g.rate_limiting_technique})` : "off") },
+    { label: "", value: (g) => removeButton(`gateway ${g.id}`, () => api("DELETE", acct(`/ai-gateway/gateways/${g.id}`))) },
+  ],
+  create: {
+    name: "create-gateway",
+    label: "Create gateway",
+    fields: [
+      { name: "id", label: "Id", placeholder: "my-gateway", required: true },
+      { name: "authentication", label: "Require a gateway token", type: "checkbox" },
+      { name: "collect_logs", label: "Collect logs", type: "checkbox" },
+    ],
+    submit: (v) => api("POST", acct("/ai-gateway/gateways"), { ...v, cache_ttl: 0, cache_invalidate_on_update: false, rate_limiting_interval: 0, rate_limiting_limit: 0, rate_limiting_technique: "fixed" }),
+  },
+});
+
+/** A new token's value, shown once on the next render of the gateway page and then forgotten. */
+let newToken;
+
+/** API tokens with the AI Gateway Run permission: what clients send in gw-aig-authorization. */
+async function gatewayTokens() {
+  const all = (await api("GET", acct("/tokens?per_page=50"))).result;
+  const run = all.filter((t) => t.policies.some((p) => p.permission_groups.some((g) => g.id === "ai_gateway_run")));
+  const shown = newToken;
+  newToken = undefined;
+  return [
+    h("h2", {}, "Gateway tokens"),
+    h("p", { class: "muted" }, "Clients send one as gw-aig-authorization: Bearer <token> (SDKs: the default header gw-aig-token). Send it on every request first, then turn authentication on."),
+    shown ? h("div", { id: "new-token" }, h("p", {}, `Token ${shown.name} created. Copy the value now: it is not shown again.`), h("pre", {}, shown.value)) : null,
+    form("create-token", [{ name: "name", label: "Name", placeholder: "my-app", required: true }], "Create gateway token", async (v) => {
+      newToken = (await api("POST", acct("/tokens"), { name: v.name, permissions: ["ai_gateway_run"] })).result;
+    }),
+    table(
+      [
+        { label: "Name", value: (t) => t.name },
+        { label: "Status", value: (t) => t.status },
+        { label: "Issued", value: (t) => when(t.issued_on) },
+        { label: "Last used", value: (t) => (t.last_used_on ? when(t.last_used_on) : "never") },
+        {
+          label: "",
+          value: (t) =>
+            actionButton("Revoke", () => api("DELETE", acct(`/tokens/${t.id}`)), { confirmText: `Revoke token ${t.name}? Requests that send it are refused at once.`, doneText: `Revoked ${t.name}` }),
+        },
+      ],
+      run,
+      "No gateway tokens yet.",
+    ),
+  ];
+}
 
 const pages = {
   async overview() {
@@ -255,29 +324,7 @@ const pages = {
     })();
   },
 
-  "ai-gateway": listPage({
-    title: "AI gateways",
-    empty: "No gateways yet.",
-    load: async () => (await api("GET", acct("/ai-gateway/gateways?per_page=50"))).result,
-    columns: [
-      { label: "Gateway", value: (g) => link(g.id, `#/ai-gateway/${g.id}`) },
-      { label: "Authentication", value: (g) => (g.authentication ? "on" : "off") },
-      { label: "Logs", value: (g) => (g.collect_logs ? "collected" : "off") },
-      { label: "Cache TTL", value: (g) => (g.cache_ttl ? `${g.cache_ttl} s` : "off") },
-      { label: "Rate limit", value: (g) => (g.rate_limiting_limit ? `${g.rate_limiting_limit} / ${g.rate_limiting_interval} s (${g.rate_limiting_technique})` : "off") },
-      { label: "", value: (g) => removeButton(`gateway ${g.id}`, () => api("DELETE", acct(`/ai-gateway/gateways/${g.id}`))) },
-    ],
-    create: {
-      name: "create-gateway",
-      label: "Create gateway",
-      fields: [
-        { name: "id", label: "Id", placeholder: "my-gateway", required: true },
-        { name: "authentication", label: "Require a gateway token", type: "checkbox" },
-        { name: "collect_logs", label: "Collect logs", type: "checkbox" },
-      ],
-      submit: (v) => api("POST", acct("/ai-gateway/gateways"), { ...v, cache_ttl: 0, cache_invalidate_on_update: false, rate_limiting_interval: 0, rate_limiting_limit: 0, rate_limiting_technique: "fixed" }),
-    },
-  }),
+  "ai-gateway": async () => [...(await gatewaysPage()), ...(await gatewayTokens())],
 
   gatewayLogs: (id) =>
     listPage({
