@@ -105,7 +105,7 @@ const actionButton = (label, action, { confirmText, doneText }) =>
 const removeButton = (what, remove) => actionButton("Delete", remove, { confirmText: `Delete ${what}?`, doneText: `Deleted ${what}` });
 
 /**
- * One list page: loads rows, shows them in a table, with an optional create form above it. Every page of the
+ * One list page: loads rows, shows them in a table, with an optional create form above it. Every list in the
  * dashboard is one of these, so they all behave alike.
  */
 function listPage({ title, load, columns, empty, create, extra }) {
