@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
-import { mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
@@ -29,6 +29,7 @@ test("secrets stored in clear by an older version are sealed when the store open
     const row = db.prepare("SELECT value, sealed FROM secrets").get() as { value: string; sealed: number };
     assert.equal(row.sealed, 1);
     assert.ok(!row.value.includes("clear-value-77"));
+    for (const f of [file, `${file}-wal`]) assert.ok(!existsSync(f) || !readFileSync(f).includes("clear-value-77"), `${f} no longer holds the clear value`);
 
     store.changeSecret("acct", "app", "OTHER", "second-value-88", "v2");
     const values = db.prepare("SELECT value FROM secrets").all() as { value: string }[];

@@ -111,6 +111,8 @@ export class WorkersStore {
     this.db.transaction(() => {
       for (const r of rows) update.run(this.box.seal(r.value, secretContext(r.account_id, r.script, r.name)), r.account_id, r.script, r.name);
     })();
+    // The pages holding the clear values are overwritten in the main file now, not at some later checkpoint.
+    this.db.pragma("wal_checkpoint(TRUNCATE)");
   }
 
   /** A key that cannot open the stored secrets stops the start with the reason, not a script that fails later. */
