@@ -205,4 +205,20 @@ describe("the dashboard in a real browser", { skip: !CHROMIUM && !process.env.CI
     assert.equal(await page.evaluate("sessionStorage.length"), 0);
     assert.deepEqual(pageErrors, []);
   });
+
+  it("with a read-only token it shows everything and every change is refused with the API's reason", async () => {
+    const permissions = ["dns_read", "kv_read", "r2_read", "workers_read", "ai_gateway_read", "account_settings_read", "api_tokens_read"];
+    const readOnly = await p.api("POST", `/accounts/${p.accountId}/tokens`, { name: "viewer", permissions });
+    assert.equal(readOnly.status, 200);
+    await signIn(readOnly.body.result.value);
+    await page.waitForSelector(".cards");
+    await page.click("a[href='#/dns']");
+    await page.waitForSelector("a:text-is('counted.test')");
+    await page.fill("form[name=create-zone] input[name=name]", "not-allowed.test");
+    await page.click("form[name=create-zone] button");
+    assert.match(await alertText(), /\(code 10000\)/);
+    assert.equal((await p.api("GET", "/zones?name=not-allowed.test")).body.result.length, 0);
+    await page.click("#sign-out");
+    assert.deepEqual(pageErrors, []);
+  });
 });
