@@ -81,7 +81,7 @@ describe("the dashboard in a real browser", { skip: !CHROMIUM && !process.env.CI
     assert.ok(!page.url().includes(p.token));
   });
 
-  it("DNS: adds a record through the form, refuses an invalid one with the API's message, deletes one", async () => {
+  it("DNS: adds a record through the form, refuses an invalid one with the API's message, edits one, deletes one", async () => {
     await page.click("a[href='#/dns']");
     await page.fill("form[name=create-zone] input[name=name]", "example.com");
     await page.click("form[name=create-zone] button");
@@ -103,8 +103,17 @@ describe("the dashboard in a real browser", { skip: !CHROMIUM && !process.env.CI
     assert.match(await alertText(), /valid IPv4 address.*\(code 9005\)/);
     assert.equal((await records()).length, 1, "the refused record was not written");
 
+    await page.click("tr:has(td:text-is('198.51.100.10')) button:text-is('Edit')");
+    assert.equal(await page.inputValue("form[name=edit-record] input[name=name]"), "www.example.com");
+    assert.equal(await page.inputValue("form[name=edit-record] select[name=type]"), "A");
+    await page.fill("form[name=edit-record] input[name=content]", "198.51.100.20");
+    await page.click("form[name=edit-record] button");
+    await page.waitForSelector("td:text-is('198.51.100.20')");
+    assert.equal(await page.locator("#edit-record").count(), 0, "the editor closes after saving");
+    assert.deepEqual((await records()).map((r) => [r.name, r.content]), [["www.example.com", "198.51.100.20"]]);
+
     page.once("dialog", (d) => void d.accept());
-    await page.click("tr:has(td:text-is('198.51.100.10')) button:text-is('Delete')");
+    await page.click("tr:has(td:text-is('198.51.100.20')) button:text-is('Delete')");
     await page.waitForSelector("text=No records yet.");
     assert.equal((await records()).length, 0);
   });

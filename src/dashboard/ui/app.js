@@ -66,10 +66,12 @@ function form(name, fields, submitLabel, submit) {
   const inputs = fields.map((f) => {
     const input =
       f.type === "select"
-        ? h("select", { name: f.name }, f.options.map((o) => h("option", { value: o }, o)))
+        ? h("select", { name: f.name }, f.options.map((o) => h("option", { value: o, selected: o === f.value }, o)))
         : f.type === "textarea"
           ? h("textarea", { name: f.name, rows: 3, placeholder: f.placeholder ?? "", required: f.required })
-          : h("input", { name: f.name, type: f.type ?? "text", placeholder: f.placeholder ?? "", required: f.required, value: f.value });
+          : f.type === "checkbox"
+            ? h("input", { name: f.name, type: "checkbox", checked: !!f.value })
+            : h("input", { name: f.name, type: f.type ?? "text", placeholder: f.placeholder ?? "", required: f.required, value: f.value });
     return { f, input, el: h("label", {}, f.label, input) };
   });
   const el = h("form", { name }, inputs.map((i) => i.el), h("button", { type: "submit" }, submitLabel));
@@ -150,6 +152,10 @@ const gatewaysPage = listPage({
   },
 });
 
+const RECORD_TYPES = ["A", "AAAA", "CNAME", "TXT", "MX", "NS", "CAA", "SRV", "PTR"];
+/** The DNS record the zone page shows in its editor on its next render. */
+let editing;
+
 /** A new token's value, shown once on the next render of the gateway page and then forgotten. */
 let newToken;
 
@@ -217,9 +223,29 @@ const pages = {
 
   async zone(zoneId) {
     const zone = (await api("GET", `/zones/${zoneId}`)).result;
+    const record = editing?.zone_id === zoneId ? editing : undefined;
+    editing = undefined;
+    const fields = (r = {}) => [
+      { name: "type", label: "Type", type: "select", options: RECORD_TYPES, value: r.type },
+      { name: "name", label: "Name", placeholder: `www.${zone.name}`, required: true, value: r.name },
+      { name: "content", label: "Content", required: true, value: r.content },
+      { name: "ttl", label: "TTL (1 = auto)", type: "number", value: String(r.ttl ?? 1) },
+      { name: "priority", label: "Priority (MX)", type: "number", value: r.priority === undefined ? undefined : String(r.priority) },
+      { name: "proxied", label: "Proxied", type: "checkbox", value: r.proxied },
+    ];
+    const editor = record
+      ? h(
+          "div",
+          { id: "edit-record" },
+          h("h2", {}, `Edit ${record.type} record ${record.name}`),
+          form("edit-record", fields(record), "Save changes", (v) => api("PATCH", `/zones/${zoneId}/dns_records/${record.id}`, v)),
+          h("button", { type: "button", onclick: () => render() }, "Cancel"),
+        )
+      : null;
     return listPage({
       title: `DNS records of ${zone.name}`,
       empty: "No records yet.",
+      extra: editor,
       load: async () => (await api("GET", `/zones/${zoneId}/dns_records?per_page=100`)).result,
       columns: [
         { label: "Type", value: (r) => r.type },
@@ -227,21 +253,15 @@ const pages = {
         { label: "Content", value: (r) => r.content },
         { label: "TTL", value: (r) => (r.ttl === 1 ? "Auto" : r.ttl) },
         { label: "Proxied", value: (r) => (r.proxied ? "yes" : "no") },
-        { label: "", value: (r) => removeButton(`${r.type} record ${r.name}`, () => api("DELETE", `/zones/${zoneId}/dns_records/${r.id}`)) },
+        {
+          label: "",
+          value: (r) => [
+            h("button", { type: "button", onclick: () => ((editing = r), render()) }, "Edit"),
+            removeButton(`${r.type} record ${r.name}`, () => api("DELETE", `/zones/${zoneId}/dns_records/${r.id}`)),
+          ],
+        },
       ],
-      create: {
-        name: "create-record",
-        label: "Add record",
-        fields: [
-          { name: "type", label: "Type", type: "select", options: ["A", "AAAA", "CNAME", "TXT", "MX", "NS", "CAA", "SRV", "PTR"] },
-          { name: "name", label: "Name", placeholder: `www.${zone.name}`, required: true },
-          { name: "content", label: "Content", required: true },
-          { name: "ttl", label: "TTL (1 = auto)", type: "number", value: "1" },
-          { name: "priority", label: "Priority (MX)", type: "number" },
-          { name: "proxied", label: "Proxied", type: "checkbox" },
-        ],
-        submit: (v) => api("POST", `/zones/${zoneId}/dns_records`, v),
-      },
+      create: { name: "create-record", label: "Add record", fields: fields(), submit: (v) => api("POST", `/zones/${zoneId}/dns_records`, v) },
     })();
   },
 
