@@ -7,7 +7,8 @@
 // Environment: N (c=1 requests per target, default 3000), SEGMENT (20), WARMUP (sequential requests per target
 // before the c=1 rounds, 500), WARMUP_S (seconds of c=8 load per target first, 4), DURATION (c=32 seconds, 10),
 // QUICK=1 (c=1 latency of direct, bare and gateway only), GATEWAY_NODE_OPTIONS (e.g. --cpu-prof, for the platform),
-// GATEWAY_LOGS=0 / GATEWAY_AUTH=0 (the gateway without logging / authentication, to see what each costs).
+// GATEWAY_LOGS=0 / GATEWAY_AUTH=0 (the gateway without logging / authentication, to see what each costs),
+// COMPARE_LOGS=1 (a gateway without logs takes turns with the one with logs, in the same run).
 import { spawn, execSync } from "node:child_process";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { cpus, loadavg } from "node:os";
@@ -66,6 +67,9 @@ const nodeArgs = process.env.GATEWAY_NODE_OPTIONS?.split(" ").filter(Boolean);
 const p = await startTestPlatform({ args: ["--dns-port", "0", "--provider-base-url", `openai=${upstream}`], nodeArgs });
 const gwBody = { id: "bench", cache_ttl: 0, cache_invalidate_on_update: false, collect_logs: process.env.GATEWAY_LOGS !== "0", rate_limiting_interval: 0, rate_limiting_limit: 0, authentication: process.env.GATEWAY_AUTH !== "0" };
 if ((await p.api("POST", `/accounts/${p.accountId}/ai-gateway/gateways`, gwBody)).status !== 200) throw new Error("gateway create failed");
+// COMPARE_LOGS=1: a second gateway, the same but without logs, takes turns with the first at c=1 (what logging costs).
+const COMPARE_LOGS = process.env.COMPARE_LOGS === "1";
+if (COMPARE_LOGS && (await p.api("POST", `/accounts/${p.accountId}/ai-gateway/gateways`, { ...gwBody, id: "bench-nologs", collect_logs: false })).status !== 200) throw new Error("gateway create failed");
 const tok = await p.api("POST", `/accounts/${p.accountId}/tokens`, { name: "bench", permissions: ["ai_gateway_run"] });
 const runToken = tok.body.result.value;
 
@@ -87,6 +91,7 @@ const targets = {
   bare_passthrough: { url: `http://127.0.0.1:${barePort}/`, headers: base, pid: bare.pid },
   gateway: { url: `${p.url}/v1/${p.accountId}/bench/openai/chat/completions`, headers: { ...base, "gw-aig-authorization": `Bearer ${runToken}` }, pid: p.process.pid },
 };
+if (COMPARE_LOGS) targets.gateway_no_logs = { ...targets.gateway, url: targets.gateway.url.replace("/bench/", "/bench-nologs/") };
 if (portkey) targets.portkey = { url: `http://127.0.0.1:${portkeyPort}/v1/chat/completions`, headers: { ...base, "x-portkey-provider": "openai", "x-portkey-custom-host": upstream }, pid: portkey.pid };
 
 // Sanity: each target answers 200 with the upstream's body.
@@ -172,7 +177,7 @@ function throughput(t, connections, duration = DURATION) {
 }
 
 const results = { date: new Date().toISOString(), nproc: cpus().length, loadavg_at_start: loadavg().map((x) => +x.toFixed(1)), node: process.version, commit: execSync("git rev-parse --short HEAD", { cwd: root }).toString().trim(), method: { n_latency: N_LATENCY, segment: SEGMENT, warmup: WARMUP, warmup_s: WARMUP_S, duration_s: DURATION }, latency_c1_us: {}, throughput_c32: {}, ttfb_stream_us: {} };
-const ours = ["direct", "bare_passthrough", "gateway"];
+const ours = ["direct", "bare_passthrough", "gateway", ...(COMPARE_LOGS ? ["gateway_no_logs"] : [])];
 // Everything of ours is measured first, then Portkey (latency against direct again, in a phase of its own, and
 // req/s), so that each added latency is a difference taken under one set of conditions, with no heavy neighbour
 // (1.4-1.9 ms of CPU per request) running between our segments. Direct's own p50 depends on that: 71-106 µs in
@@ -187,6 +192,7 @@ results.summary = {
   bare_passthrough_added_p50_ms: added("bare_passthrough", "p50"),
   gateway_added_p50_ms: added("gateway", "p50"),
   gateway_added_p99_ms: added("gateway", "p99"),
+  ...(COMPARE_LOGS ? { gateway_no_logs_added_p50_ms: added("gateway_no_logs", "p50"), gateway_no_logs_added_p99_ms: added("gateway_no_logs", "p99") } : {}),
   bare_added_p99_ms: added("bare_passthrough", "p99"),
   cpu_us_per_req_c1: Object.fromEntries(ours.map((k) => [k, results.latency_c1_us[k].cpu_us_per_req])),
 };
