@@ -118,6 +118,19 @@ describe("the dashboard in a real browser", { skip: !CHROMIUM && !process.env.CI
     assert.equal((await records()).length, 0);
   });
 
+  it("a list longer than one page says that it shows only the first page", async () => {
+    const zone = await p.api("POST", "/zones", { name: "many.test", account: { id: p.accountId } });
+    const posts = Array.from({ length: 101 }, (_, i) => ({ type: "A", name: `h${i}.many.test`, content: "198.51.100.1", ttl: 1 }));
+    assert.equal((await p.api("POST", `/zones/${zone.body.result.id}/dns_records/batch`, { posts })).status, 200);
+    await page.goto(`${p.url}/dash/#/dns/${zone.body.result.id}`);
+    await page.waitForSelector("#more");
+    assert.match((await page.textContent("#more")) ?? "", /Showing the first 100/);
+    assert.equal(await page.locator("main tbody tr").count(), 100);
+    await page.goto(`${p.url}/dash/#/dns`);
+    await page.waitForSelector("a:text-is('many.test')");
+    assert.equal(await page.locator("#more").count(), 0, "a list that fits says nothing");
+  });
+
   it("KV: keys and values that contain markup are shown as text, never run", async () => {
     const ns = await api("POST", "/storage/kv/namespaces", { title: "markup" });
     const nsId = ns.body.result.id;

@@ -110,12 +110,19 @@ const removeButton = (what, remove) => actionButton("Delete", remove, { confirmT
  * One list page: loads rows, shows them in a table, with an optional create form above it. Every list in the
  * dashboard is one of these, so they all behave alike.
  */
-function listPage({ title, load, columns, empty, create, extra }) {
+function listPage({ title, load, rows: pick = (env) => env.result, columns, empty, create, extra }) {
   return async () => {
-    const rows = await load();
-    return [h("h1", {}, title), create ? form(create.name, create.fields, create.label, create.submit) : null, extra ?? null, table(columns, rows, empty)];
+    const env = await load();
+    const rows = pick(env);
+    const more = hasMore(env.result_info, rows.length)
+      ? h("p", { class: "muted", id: "more" }, `Showing the first ${rows.length}; edgecli and the v4 API list the rest.`)
+      : null;
+    return [h("h1", {}, title), create ? form(create.name, create.fields, create.label, create.submit) : null, extra ?? null, table(columns, rows, empty), more];
   };
 }
+
+/** Whether the API holds more than the one page it answered (counted, cursor and truncated lists alike). */
+const hasMore = (info, shown) => !!info && ((info.total_count ?? 0) > shown || !!info.cursor || !!info.is_truncated);
 
 const acct = (path) => `/accounts/${account.id}${path}`;
 const enc = encodeURIComponent;
@@ -123,7 +130,7 @@ const enc = encodeURIComponent;
 const gatewaysPage = listPage({
   title: "AI gateways",
   empty: "No gateways yet.",
-  load: async () => (await api("GET", acct("/ai-gateway/gateways?per_page=50"))).result,
+  load: () => api("GET", acct("/ai-gateway/gateways?per_page=50")),
   columns: [
     { label: "Gateway", value: (g) => link(g.id, `#/ai-gateway/${g.id}`) },
     {
@@ -211,7 +218,7 @@ const pages = {
   dns: listPage({
     title: "DNS zones",
     empty: "No zones yet.",
-    load: async () => (await api("GET", `/zones?account.id=${account.id}&per_page=50`)).result,
+    load: () => api("GET", `/zones?account.id=${account.id}&per_page=50`),
     columns: [
       { label: "Zone", value: (z) => link(z.name, `#/dns/${z.id}`) },
       { label: "Status", value: (z) => z.status },
@@ -246,7 +253,7 @@ const pages = {
       title: `DNS records of ${zone.name}`,
       empty: "No records yet.",
       extra: editor,
-      load: async () => (await api("GET", `/zones/${zoneId}/dns_records?per_page=100`)).result,
+      load: () => api("GET", `/zones/${zoneId}/dns_records?per_page=100`),
       columns: [
         { label: "Type", value: (r) => r.type },
         { label: "Name", value: (r) => r.name },
@@ -268,7 +275,7 @@ const pages = {
   kv: listPage({
     title: "KV namespaces",
     empty: "No namespaces yet.",
-    load: async () => (await api("GET", acct("/storage/kv/namespaces?per_page=100"))).result,
+    load: () => api("GET", acct("/storage/kv/namespaces?per_page=100")),
     columns: [
       { label: "Title", value: (n) => link(n.title, `#/kv/${n.id}`) },
       { label: "Id", value: (n) => n.id },
@@ -284,7 +291,7 @@ const pages = {
       title: "Keys",
       empty: "No keys in this namespace.",
       extra: value,
-      load: async () => (await api("GET", `${base}/keys?limit=1000`)).result,
+      load: () => api("GET", `${base}/keys?limit=1000`),
       columns: [
         { label: "Key", value: (k) => link(k.name, `#/kv/${nsId}/${enc(k.name)}`) },
         { label: "Expires", value: (k) => (k.expiration ? when(k.expiration * 1000) : "never") },
@@ -305,7 +312,8 @@ const pages = {
   r2: listPage({
     title: "R2 buckets",
     empty: "No buckets yet.",
-    load: async () => (await api("GET", acct("/r2/buckets"))).result.buckets,
+    load: () => api("GET", acct("/r2/buckets")),
+    rows: (env) => env.result.buckets,
     columns: [
       { label: "Bucket", value: (b) => link(b.name, `#/r2/${b.name}`) },
       { label: "Created", value: (b) => when(b.creation_date) },
@@ -318,7 +326,7 @@ const pages = {
     listPage({
       title: `Objects in ${name}`,
       empty: "The bucket is empty.",
-      load: async () => (await api("GET", acct(`/r2/buckets/${name}/objects?per_page=1000`))).result,
+      load: () => api("GET", acct(`/r2/buckets/${name}/objects?per_page=1000`)),
       columns: [
         { label: "Key", value: (o) => o.key },
         { label: "Size", value: (o) => `${o.size} B` },
@@ -334,7 +342,7 @@ const pages = {
     return listPage({
       title: "Worker scripts",
       empty: "No scripts deployed. Deploy one with `edgecli deploy` (docs/workers.md).",
-      load: async () => (await api("GET", acct("/workers/scripts"))).result,
+      load: () => api("GET", acct("/workers/scripts")),
       columns: [
         { label: "Script", value: (s) => s.id },
         { label: "URL", value: (s) => `${location.protocol}//${s.id}.${domain}${port}/` },
@@ -350,7 +358,7 @@ const pages = {
     listPage({
       title: `Logs of gateway ${id}`,
       empty: "No requests logged yet.",
-      load: async () => (await api("GET", acct(`/ai-gateway/gateways/${id}/logs?per_page=50&order_by=created_at&order_by_direction=desc`))).result,
+      load: () => api("GET", acct(`/ai-gateway/gateways/${id}/logs?per_page=50&order_by=created_at&order_by_direction=desc`)),
       columns: [
         { label: "Time", value: (l) => when(l.created_at) },
         { label: "Provider", value: (l) => l.provider },
