@@ -7,9 +7,13 @@ import type { EdgeService, ServiceContext } from "../core/service.js";
 /** Copied here by the build (scripts/copy-dashboard.mjs); the same place from dist/dashboard/ and from the bundle in dist/bin/. */
 const UI_DIR = fileURLToPath(new URL("../dashboard-ui/", import.meta.url));
 
+const JS = "text/javascript; charset=utf-8";
 const FILES: Record<string, string> = {
   "index.html": "text/html; charset=utf-8",
-  "app.js": "text/javascript; charset=utf-8",
+  "app.js": JS,
+  "api.js": JS,
+  "dom.js": JS,
+  "pages.js": JS,
   "style.css": "text/css; charset=utf-8",
 };
 
