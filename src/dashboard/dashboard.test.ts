@@ -6,6 +6,7 @@ import { chromium, type Browser, type Page } from "playwright-core";
 import { callGateway, chatBody, startGatewayPlatform } from "../ai-gateway/testing/helpers.js";
 import { startMockProvider, type MockProvider } from "../ai-gateway/testing/mock-provider.js";
 import type { TestPlatform } from "../core/testing/platform.js";
+import { uploadScript } from "../workers/test-helpers.js";
 
 /** Debian's chromium (installed by .ci/run), or CHROMIUM_PATH. */
 const CHROMIUM = [process.env.CHROMIUM_PATH, "/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome"].find((p) => p && existsSync(p));
@@ -174,6 +175,24 @@ describe("the dashboard in a real browser", { skip: !CHROMIUM && !process.env.CI
     await page.click("a:text-is('photos')");
     await page.waitForSelector("td:text-is('cats/tom.txt')");
     assert.ok(await page.isVisible("td:text-is('4 B')"));
+  });
+
+  it("Workers: lists each script with its URL and its bindings, never a secret's value", async () => {
+    const code = `export default { fetch(r, env) { return new Response("hi"); } };`;
+    const bindings = [
+      { type: "r2_bucket", name: "PHOTOS", bucket_name: "photos" },
+      { type: "plain_text", name: "GREETING", text: "hello" },
+      { type: "secret_text", name: "API_KEY", text: "secret-value-4471" },
+    ];
+    assert.equal((await uploadScript(p, "dash-worker", code, { bindings })).status, 200);
+    await page.goto(`${p.url}/dash/#/workers`);
+    const row = page.locator("tr:has(td:text-is('dash-worker'))");
+    await row.waitFor();
+    const text = (await row.textContent()) ?? "";
+    assert.match(text, /dash-worker\.workers\.localhost:\d+\//);
+    assert.match(text, /PHOTOS \(R2 bucket photos\)/);
+    assert.match(text, /API_KEY \(secret\)/);
+    assert.ok(!(await page.content()).includes("secret-value-4471"));
   });
 
   it("AI gateway: creates a gateway that collects logs and shows the requests it forwarded", async () => {

@@ -74,6 +74,10 @@ async function gatewayTokens() {
   ];
 }
 
+/** A binding as the Workers page lists it: its name and what it is, never a value. */
+const describeBinding = (b) =>
+  `${b.name} (${{ r2_bucket: `R2 bucket ${b.bucket_name}`, kv_namespace: `KV namespace ${b.namespace_id}`, plain_text: "variable", secret_text: "secret" }[b.type] ?? b.type})`;
+
 export const pages = {
   async overview() {
     const counts = await Promise.all([
@@ -219,10 +223,16 @@ export const pages = {
     return listPage({
       title: "Worker scripts",
       empty: "No scripts deployed. Deploy one with `edgecli deploy` (docs/workers.md).",
-      load: () => api("GET", acct("/workers/scripts")),
+      load: async () => {
+        const env = await api("GET", acct("/workers/scripts"));
+        const settings = await Promise.all(env.result.map((s) => api("GET", acct(`/workers/scripts/${s.id}/settings`))));
+        settings.forEach((st, i) => (env.result[i].bindings = st.result.bindings));
+        return env;
+      },
       columns: [
         { label: "Script", value: (s) => s.id },
         { label: "URL", value: (s) => `${location.protocol}//${s.id}.${domain}${port}/` },
+        { label: "Bindings", value: (s) => s.bindings.map(describeBinding).join(", ") || "none" },
         { label: "Modified", value: (s) => when(s.modified_on) },
         { label: "", value: (s) => removeButton(`script ${s.id}`, () => api("DELETE", acct(`/workers/scripts/${s.id}`))) },
       ],
