@@ -1,7 +1,6 @@
 import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
-import type { FastifyReply } from "fastify";
 import type { EdgeService, ServiceContext } from "../core/service.js";
 
 /** Copied here by the build (scripts/copy-dashboard.mjs); the same place from dist/dashboard/ and from the bundle in dist/bin/. */
@@ -48,24 +47,21 @@ function loadAssets(dir: string): Map<string, Asset> {
  * The web dashboard at /dash/: static files of a page that is a client of the v4 API with the user's own API
  * token (it has no server-side session or powers of its own). `/` leads there.
  */
-export function createDashboardService(ctx: ServiceContext, uiDir = UI_DIR): EdgeService {
-  let assets: Map<string, Asset> | undefined;
-  const send = (reply: FastifyReply, name: string, ifNoneMatch: string | undefined) => {
-    assets ??= loadAssets(uiDir);
-    const a = assets.get(name)!;
-    reply.headers(SECURITY_HEADERS).header("etag", a.etag);
-    if (ifNoneMatch === a.etag) return reply.status(304).send();
-    return reply.type(a.type).send(a.body);
-  };
+export function createDashboardService(ctx: ServiceContext): EdgeService {
   return {
     name: "dashboard",
     registerPublic(app) {
+      // Read once at start: a package missing its dashboard files fails there, not on a visitor's request.
+      const assets = loadAssets(UI_DIR);
+      const serve = (path: string, a: Asset) =>
+        app.get(path, (req, reply) => {
+          reply.headers(SECURITY_HEADERS).header("etag", a.etag);
+          if (req.headers["if-none-match"] === a.etag) return reply.status(304).send();
+          return reply.type(a.type).send(a.body);
+        });
       app.get("/", (_req, reply) => reply.redirect("/dash/"));
       app.get("/dash", (_req, reply) => reply.redirect("/dash/"));
-      app.get("/dash/", (req, reply) => send(reply, "index.html", req.headers["if-none-match"]));
-      for (const name of Object.keys(FILES)) {
-        if (name !== "index.html") app.get(`/dash/${name}`, (req, reply) => send(reply, name, req.headers["if-none-match"]));
-      }
+      for (const [name, asset] of assets) serve(name === "index.html" ? "/dash/" : `/dash/${name}`, asset);
     },
     describe: () => ({ dashboard: `${ctx.edgeUrl()}/dash/` }),
   };
