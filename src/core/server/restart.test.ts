@@ -16,9 +16,18 @@ async function outputMatches(output: () => string, re: RegExp): Promise<void> {
   }
 }
 
-test("a restart keeps accounts and tokens, and does not bootstrap again", async () => {
-  const stateDir = mkdtempSync(join(tmpdir(), "edge-restart-"));
+/** Runs `fn` with a fresh state directory, removed afterwards whatever happens. */
+async function withStateDir(prefix: string, fn: (stateDir: string) => Promise<void>): Promise<void> {
+  const stateDir = mkdtempSync(join(tmpdir(), prefix));
   try {
+    await fn(stateDir);
+  } finally {
+    rmSync(stateDir, { recursive: true, force: true });
+  }
+}
+
+test("a restart keeps accounts and tokens, and does not bootstrap again", async () => {
+  await withStateDir("edge-restart-", async (stateDir) => {
     const first = await startTestPlatform({ stateDir });
     let value: string;
     let credsBefore: string;
@@ -42,9 +51,7 @@ test("a restart keeps accounts and tokens, and does not bootstrap again", async 
     } finally {
       await second.stop();
     }
-  } finally {
-    rmSync(stateDir, { recursive: true, force: true });
-  }
+  });
 });
 
 test("GET /healthz answers without credentials", async () => {
@@ -72,20 +79,16 @@ test("a port that is taken is a clear error, not a crash", async () => {
 });
 
 test("a --workerd-binary that cannot run stops the start with a clear error", async () => {
-  const stateDir = mkdtempSync(join(tmpdir(), "edge-workerd-"));
-  try {
+  await withStateDir("edge-workerd-", async (stateDir) => {
     const r = await runCli(["serve", "--port", "0", "--dns-port", "0", "--state-dir", stateDir, "--workerd-binary", join(stateDir, "no-workerd")]);
     assert.equal(r.code, 1);
     assert.match(r.stderr, /Could not run workerd at .*no-workerd \(see --workerd-binary\)/);
     assert.doesNotMatch(r.stderr, /This is a bug/);
-  } finally {
-    rmSync(stateDir, { recursive: true, force: true });
-  }
+  });
 });
 
 test("a secrets key that cannot open the stored secrets stops the start and says which key to restore", async () => {
-  const stateDir = mkdtempSync(join(tmpdir(), "edge-secrets-key-"));
-  try {
+  await withStateDir("edge-secrets-key-", async (stateDir) => {
     const p = await startTestPlatform({ stateDir });
     const code = `export default { fetch(r, env) { return new Response(env.PIN ?? "unset"); } };`;
     assert.equal((await uploadScript(p, "keyed", code)).status, 200);
@@ -101,14 +104,11 @@ test("a secrets key that cannot open the stored secrets stops the start and says
     } finally {
       await back.stop();
     }
-  } finally {
-    rmSync(stateDir, { recursive: true, force: true });
-  }
+  });
 });
 
 test("SIGTERM lets an upload in flight finish, then the state is closed cleanly", async () => {
-  const stateDir = mkdtempSync(join(tmpdir(), "edge-drain-"));
-  try {
+  await withStateDir("edge-drain-", async (stateDir) => {
     const p = await startTestPlatform({ stateDir });
     assert.equal((await p.api("POST", `/accounts/${p.accountId}/r2/buckets`, { name: "drain" })).status, 200);
     const { request } = await import("undici");
@@ -141,7 +141,5 @@ test("SIGTERM lets an upload in flight finish, then the state is closed cleanly"
     } finally {
       await again.stop();
     }
-  } finally {
-    rmSync(stateDir, { recursive: true, force: true });
-  }
+  });
 });
