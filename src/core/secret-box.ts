@@ -22,18 +22,18 @@ export class SecretOpenError extends UserError {}
 export class SecretBox {
   private constructor(private readonly key: Buffer) {}
 
-  static fromKey(key: Buffer): SecretBox {
-    if (key.length !== 32) throw new UserError(`The secrets key must be 32 bytes (base64 of 32 random bytes); this one is ${key.length}.`);
+  static fromKey(key: Buffer, source = "the secrets key"): SecretBox {
+    if (key.length !== 32) throw new UserError(`${source} must hold 32 bytes in base64 (e.g. openssl rand -base64 32); it holds ${key.length}.`);
     return new SecretBox(key);
   }
 
   /** The platform's box: the key from the environment, or the state directory's key file (created when missing). */
   static load(stateDir: string, env: NodeJS.ProcessEnv = process.env): SecretBox {
     const given = env[SECRETS_KEY_ENV];
-    if (given) return SecretBox.fromKey(Buffer.from(given, "base64"));
+    if (given) return SecretBox.fromKey(Buffer.from(given, "base64"), SECRETS_KEY_ENV);
     const file = join(stateDir, SECRETS_KEY_FILE);
     try {
-      return SecretBox.fromKey(Buffer.from(readFileSync(file, "utf8").trim(), "base64"));
+      return SecretBox.fromKey(Buffer.from(readFileSync(file, "utf8").trim(), "base64"), file);
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== "ENOENT") throw err;
     }
