@@ -65,7 +65,13 @@ if (/\bimport\(/.test(bundled)) throw new Error("edgecli.bundle.js still contain
 const work = mkdtempSync(join(tmpdir(), "edgecli-code-cache-"));
 try {
   const local = ["--namespace-id", "0".repeat(32), "--local", "--persist-to", join(work, "state")];
-  writeFileSync(join(work, "bulk.json"), JSON.stringify([{ key: "a", value: "1" }, { key: "b", value: "2" }]));
+  writeFileSync(
+    join(work, "bulk.json"),
+    JSON.stringify([
+      { key: "a", value: "1" },
+      { key: "b", value: "2" },
+    ]),
+  );
   writeFileSync(join(work, "keys.json"), JSON.stringify(["a"]));
   const runs = [
     ["--help"],

@@ -16,10 +16,7 @@ try {
 } catch {
   // built without a cache: compile as usual
 }
-const script = new Script(
-  `(function (exports, require, module, __filename, __dirname) {${readFileSync(bundle, "utf8")}\n})`,
-  { filename: bundle, cachedData },
-);
+const script = new Script(`(function (exports, require, module, __filename, __dirname) {${readFileSync(bundle, "utf8")}\n})`, { filename: bundle, cachedData });
 // Only the build sets this: it runs representative commands and keeps what V8 compiled for them.
 if (process.env.EDGECLI_BUILD_CODE_CACHE === "1") {
   process.once("exit", () => writeFileSync(cacheFile, script.createCachedData()));

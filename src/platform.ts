@@ -28,7 +28,10 @@ export interface RunningPlatform {
 }
 
 /** Opens the state, wires the services in dependency order, and starts listening. */
-export async function startPlatform(config: PlatformConfig, log: Logger = createLogger({ level: config.options["log-level"] as string })): Promise<RunningPlatform> {
+export async function startPlatform(
+  config: PlatformConfig,
+  log: Logger = createLogger({ level: config.options["log-level"] as string }),
+): Promise<RunningPlatform> {
   mkdirSync(config.stateDir, { recursive: true, mode: 0o700 });
   const dbs: Db[] = [];
   const openDb: ServiceContext["openDb"] = (name, migrations) => {
@@ -52,7 +55,15 @@ export async function startPlatform(config: PlatformConfig, log: Logger = create
   const identity: EdgeService = { name: "identity", registerApi: (app) => registerIdentityRoutes(app, auth, identities) };
   const kv = createKvService(ctx);
   const r2 = createR2Service(ctx);
-  const services: EdgeService[] = [identity, createDnsService(ctx), kv, r2, createWorkersService(ctx, { kv, r2 }), createAiGatewayService(ctx), createDashboardService(ctx)];
+  const services: EdgeService[] = [
+    identity,
+    createDnsService(ctx),
+    kv,
+    r2,
+    createWorkersService(ctx, { kv, r2 }),
+    createAiGatewayService(ctx),
+    createDashboardService(ctx),
+  ];
 
   const app = await buildEdgeApp({ log, auth, services, bodyLimit: config.options["body-limit"] as number });
   try {
@@ -92,7 +103,8 @@ export async function startPlatform(config: PlatformConfig, log: Logger = create
 /** A port that is taken or privileged is the operator's to fix: say which, without a stack trace. */
 function listenError(err: unknown): unknown {
   const e = err as NodeJS.ErrnoException & { address?: string; port?: number };
-  if (e?.code === "EADDRINUSE") return new UserError(`Cannot listen on ${e.address}:${e.port}: the address is already in use. Choose another port (see edgecli serve --help).`);
+  if (e?.code === "EADDRINUSE")
+    return new UserError(`Cannot listen on ${e.address}:${e.port}: the address is already in use. Choose another port (see edgecli serve --help).`);
   if (e?.code === "EACCES") return new UserError(`Cannot listen on ${e.address}:${e.port}: permission denied (ports below 1024 need privileges).`);
   if (e?.code === "EADDRNOTAVAIL") return new UserError(`Cannot listen on ${e.address}: no such address on this machine.`);
   return err;

@@ -38,7 +38,10 @@ function ensureTools() {
   if (have("pdns_server") && have("pdnsutil") && have("dnsperf") && existsSync("/usr/share/doc/pdns-backend-sqlite3/schema.sqlite3.sql")) return;
   console.log("installing pdns-server pdns-backend-sqlite3 dnsperf with apt-get ...");
   execFileSync("apt-get", ["update", "-qq"], { stdio: "inherit" });
-  execFileSync("apt-get", ["install", "-y", "-qq", "pdns-server", "pdns-backend-sqlite3", "dnsperf"], { stdio: "inherit", env: { ...process.env, DEBIAN_FRONTEND: "noninteractive" } });
+  execFileSync("apt-get", ["install", "-y", "-qq", "pdns-server", "pdns-backend-sqlite3", "dnsperf"], {
+    stdio: "inherit",
+    env: { ...process.env, DEBIAN_FRONTEND: "noninteractive" },
+  });
 }
 
 function freePort() {
@@ -97,12 +100,38 @@ function waitFor(child, pattern, what) {
 }
 
 async function startOurs(port) {
-  const token = randomBytes(30).toString("base64").replace(/[^A-Za-z0-9]/g, "").slice(0, 40).padEnd(40, "x");
+  const token = randomBytes(30)
+    .toString("base64")
+    .replace(/[^A-Za-z0-9]/g, "")
+    .slice(0, 40)
+    .padEnd(40, "x");
   const accountId = randomBytes(16).toString("hex");
-  const child = spawn(process.execPath, [CLI, "serve", "--port", "0", "--state-dir", join(work, "edge"), "--dns-port", String(port), ...(WORKERS === undefined ? [] : ["--dns-workers", String(WORKERS)]), "--log-level", "warn"], {
-    env: { ...process.env, EDGE_BOOTSTRAP_ACCOUNT_ID: accountId, EDGE_BOOTSTRAP_EMAIL: "bench@example.com", EDGE_BOOTSTRAP_API_KEY: randomBytes(19).toString("hex").slice(0, 37), EDGE_BOOTSTRAP_API_TOKEN: token },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
+  const child = spawn(
+    process.execPath,
+    [
+      CLI,
+      "serve",
+      "--port",
+      "0",
+      "--state-dir",
+      join(work, "edge"),
+      "--dns-port",
+      String(port),
+      ...(WORKERS === undefined ? [] : ["--dns-workers", String(WORKERS)]),
+      "--log-level",
+      "warn",
+    ],
+    {
+      env: {
+        ...process.env,
+        EDGE_BOOTSTRAP_ACCOUNT_ID: accountId,
+        EDGE_BOOTSTRAP_EMAIL: "bench@example.com",
+        EDGE_BOOTSTRAP_API_KEY: randomBytes(19).toString("hex").slice(0, 37),
+        EDGE_BOOTSTRAP_API_TOKEN: token,
+      },
+      stdio: ["ignore", "pipe", "pipe"],
+    },
+  );
   children.push(child);
   const [, api] = await waitFor(child, /api\s+(http:\/\/\S+)/, "edgecli serve");
   return { child, api, token, accountId };
@@ -115,7 +144,19 @@ async function startPdns(port) {
   execFileSync("sqlite3", [db], { input: (await import("node:fs")).readFileSync("/usr/share/doc/pdns-backend-sqlite3/schema.sqlite3.sql") }).toString();
   writeFileSync(
     join(dir, "pdns.conf"),
-    [`launch=gsqlite3`, `gsqlite3-database=${db}`, `local-address=127.0.0.1`, `local-port=${port}`, `daemon=no`, `guardian=no`, `socket-dir=${dir}`, `setuid=`, `setgid=`, `loglevel=3`, `disable-syslog=yes`].join("\n") + "\n",
+    [
+      `launch=gsqlite3`,
+      `gsqlite3-database=${db}`,
+      `local-address=127.0.0.1`,
+      `local-port=${port}`,
+      `daemon=no`,
+      `guardian=no`,
+      `socket-dir=${dir}`,
+      `setuid=`,
+      `setgid=`,
+      `loglevel=3`,
+      `disable-syslog=yes`,
+    ].join("\n") + "\n",
   );
   writeFileSync(join(dir, "zone.txt"), zoneFile());
   execFileSync("pdnsutil", ["--config-dir", dir, "load-zone", ZONE, join(dir, "zone.txt")], { stdio: "pipe" });
@@ -129,7 +170,11 @@ async function startPdns(port) {
 /** Resolves once the server answers a SOA query for the zone. */
 async function answering(port) {
   const dgram = await import("node:dgram");
-  const q = Buffer.concat([Buffer.from([0x12, 0x34, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0]), ...`${ZONE}`.split(".").map((l) => Buffer.concat([Buffer.from([l.length]), Buffer.from(l)])), Buffer.from([0, 0, 6, 0, 1])]);
+  const q = Buffer.concat([
+    Buffer.from([0x12, 0x34, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0]),
+    ...`${ZONE}`.split(".").map((l) => Buffer.concat([Buffer.from([l.length]), Buffer.from(l)])),
+    Buffer.from([0, 0, 6, 0, 1]),
+  ]);
   for (let i = 0; i < 100; i++) {
     const ok = await new Promise((resolve) => {
       const s = dgram.createSocket("udp4");
@@ -149,7 +194,8 @@ function treeCpuSeconds(pid) {
     try {
       const f = readFileSync(`/proc/${p}/stat`, "utf8").split(") ")[1].split(" ");
       ticks += Number(f[11]) + Number(f[12]);
-      for (const t of readdirSync(`/proc/${p}/task`)) for (const c of readFileSync(`/proc/${p}/task/${t}/children`, "utf8").split(" ").filter(Boolean)) visit(c);
+      for (const t of readdirSync(`/proc/${p}/task`))
+        for (const c of readFileSync(`/proc/${p}/task/${t}/children`, "utf8").split(" ").filter(Boolean)) visit(c);
     } catch {
       /* exited meanwhile */
     }
@@ -161,7 +207,11 @@ function treeCpuSeconds(pid) {
 /** One dnsperf run of `seconds` against a server; raw totals, so rounds can be added up. */
 function dnsperf(port, label, pid, seconds) {
   const cpu0 = treeCpuSeconds(pid);
-  const r = spawnSync("dnsperf", ["-s", "127.0.0.1", "-p", String(port), "-d", join(work, "queries.txt"), "-l", String(seconds), "-c", String(CLIENTS), "-q", "100"], { encoding: "utf8" });
+  const r = spawnSync(
+    "dnsperf",
+    ["-s", "127.0.0.1", "-p", String(port), "-d", join(work, "queries.txt"), "-l", String(seconds), "-c", String(CLIENTS), "-q", "100"],
+    { encoding: "utf8" },
+  );
   const out = r.stdout + r.stderr;
   const num = (re) => Number(out.match(re)?.[1]);
   const res = {
@@ -188,7 +238,12 @@ function alternate(servers) {
       for (const k of ["runSeconds", "latencySum", "lost", "completed", "cpuSeconds"]) totals[i][k] += r[k];
     });
   }
-  return totals.map((t) => ({ ...t, qps: t.completed / t.runSeconds, latencyMs: (t.latencySum / t.completed) * 1000, cpuPerQueryUs: (t.cpuSeconds / t.completed) * 1e6 }));
+  return totals.map((t) => ({
+    ...t,
+    qps: t.completed / t.runSeconds,
+    latencyMs: (t.latencySum / t.completed) * 1000,
+    cpuPerQueryUs: (t.cpuSeconds / t.completed) * 1e6,
+  }));
 }
 
 // undici's request() from the project's dependencies: a lighter client than fetch, so the client costs less of the 2 CPUs.
@@ -221,7 +276,9 @@ async function main() {
 
   console.log(`zone ${ZONE}: ${imported.recs_added} records imported into edgecli; PowerDNS loaded the same file`);
   console.log(`edgecli --dns-workers ${WORKERS ?? "default (one per CPU, up to 4)"}`);
-  console.log(`dnsperf ${SECONDS}s each in ${ROUNDS} alternating rounds, ${CLIENTS} clients, 100 outstanding, 90% existing / 10% NXDOMAIN, on ${cpus().length} CPUs`);
+  console.log(
+    `dnsperf ${SECONDS}s each in ${ROUNDS} alternating rounds, ${CLIENTS} clients, 100 outstanding, 90% existing / 10% NXDOMAIN, on ${cpus().length} CPUs`,
+  );
   const [a, b] = alternate([
     { port: ourPort, label: "edgecli (Node, packet cache)", pid: ours.child.pid },
     { port: pdnsPort, label: "PowerDNS 4.7 gsqlite3", pid: pdns.pid },
@@ -246,18 +303,29 @@ async function main() {
     Array.from({ length: CONC }, async () => {
       while (next < N) {
         const i = next++;
-        await api(ours.api, ours.token, "POST", `/zones/${z2.id}/dns_records`, { type: "A", name: `r${i}`, content: `10.1.${(i >> 8) & 255}.${i & 255}`, ttl: 300 });
+        await api(ours.api, ours.token, "POST", `/zones/${z2.id}/dns_records`, {
+          type: "A",
+          name: `r${i}`,
+          content: `10.1.${(i >> 8) & 255}.${i & 255}`,
+          ttl: 300,
+        });
       }
     }),
   );
   const createSecs = (performance.now() - t0) / 1000;
   const SEQ = 1000;
   const t0s = performance.now();
-  for (let i = 0; i < SEQ; i++) await api(ours.api, ours.token, "POST", `/zones/${z2.id}/dns_records`, { type: "AAAA", name: `s${i}`, content: `2001:db8:1::${i.toString(16)}`, ttl: 300 });
+  for (let i = 0; i < SEQ; i++)
+    await api(ours.api, ours.token, "POST", `/zones/${z2.id}/dns_records`, { type: "AAAA", name: `s${i}`, content: `2001:db8:1::${i.toString(16)}`, ttl: 300 });
   const seqSecs = (performance.now() - t0s) / 1000;
   const z3 = (await api(ours.api, ours.token, "POST", "/zones", { name: "list-bench.example", account: { id: ours.accountId } })).result;
   for (let b0 = 0; b0 < 10000; b0 += 2500) {
-    const posts = Array.from({ length: 2500 }, (_, k) => ({ type: "A", name: `n${b0 + k}`, content: `10.2.${((b0 + k) >> 8) & 255}.${(b0 + k) & 255}`, ttl: 300 }));
+    const posts = Array.from({ length: 2500 }, (_, k) => ({
+      type: "A",
+      name: `n${b0 + k}`,
+      content: `10.2.${((b0 + k) >> 8) & 255}.${(b0 + k) & 255}`,
+      ttl: 300,
+    }));
     await api(ours.api, ours.token, "POST", `/zones/${z3.id}/dns_records/batch`, { posts });
   }
   const t1 = performance.now();

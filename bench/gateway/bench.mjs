@@ -65,11 +65,23 @@ const { startTestPlatform } = await import(`${root}dist/core/testing/platform.js
 // GATEWAY_NODE_OPTIONS (e.g. --cpu-prof --cpu-prof-dir=/tmp/prof) goes to the platform's process only.
 const nodeArgs = process.env.GATEWAY_NODE_OPTIONS?.split(" ").filter(Boolean);
 const p = await startTestPlatform({ args: ["--dns-port", "0", "--provider-base-url", `openai=${upstream}`], nodeArgs });
-const gwBody = { id: "bench", cache_ttl: 0, cache_invalidate_on_update: false, collect_logs: process.env.GATEWAY_LOGS !== "0", rate_limiting_interval: 0, rate_limiting_limit: 0, authentication: process.env.GATEWAY_AUTH !== "0" };
+const gwBody = {
+  id: "bench",
+  cache_ttl: 0,
+  cache_invalidate_on_update: false,
+  collect_logs: process.env.GATEWAY_LOGS !== "0",
+  rate_limiting_interval: 0,
+  rate_limiting_limit: 0,
+  authentication: process.env.GATEWAY_AUTH !== "0",
+};
 if ((await p.api("POST", `/accounts/${p.accountId}/ai-gateway/gateways`, gwBody)).status !== 200) throw new Error("gateway create failed");
 // COMPARE_LOGS=1: a second gateway, the same but without logs, takes turns with the first at c=1 (what logging costs).
 const COMPARE_LOGS = process.env.COMPARE_LOGS === "1";
-if (COMPARE_LOGS && (await p.api("POST", `/accounts/${p.accountId}/ai-gateway/gateways`, { ...gwBody, id: "bench-nologs", collect_logs: false })).status !== 200) throw new Error("gateway create failed");
+if (
+  COMPARE_LOGS &&
+  (await p.api("POST", `/accounts/${p.accountId}/ai-gateway/gateways`, { ...gwBody, id: "bench-nologs", collect_logs: false })).status !== 200
+)
+  throw new Error("gateway create failed");
 const tok = await p.api("POST", `/accounts/${p.accountId}/tokens`, { name: "bench", permissions: ["ai_gateway_run"] });
 const runToken = tok.body.result.value;
 
@@ -83,16 +95,30 @@ if (!QUICK) {
 }
 
 const body = JSON.stringify({ model: "gpt-4o-mini", messages: [{ role: "user", content: "Say hello" }] });
-const streamBody = JSON.stringify({ model: "gpt-4o-mini", stream: true, stream_options: { include_usage: true }, messages: [{ role: "user", content: "Say hello" }] });
+const streamBody = JSON.stringify({
+  model: "gpt-4o-mini",
+  stream: true,
+  stream_options: { include_usage: true },
+  messages: [{ role: "user", content: "Say hello" }],
+});
 const base = { "content-type": "application/json", authorization: "Bearer sk-bench" };
 const targets = {
   // pid: whose CPU is counted (for direct, the upstream's own; for the others, the proxy's alone).
   direct: { url: `${upstream}/chat/completions`, headers: base, pid: mock.pid },
   bare_passthrough: { url: `http://127.0.0.1:${barePort}/`, headers: base, pid: bare.pid },
-  gateway: { url: `${p.url}/v1/${p.accountId}/bench/openai/chat/completions`, headers: { ...base, "gw-aig-authorization": `Bearer ${runToken}` }, pid: p.process.pid },
+  gateway: {
+    url: `${p.url}/v1/${p.accountId}/bench/openai/chat/completions`,
+    headers: { ...base, "gw-aig-authorization": `Bearer ${runToken}` },
+    pid: p.process.pid,
+  },
 };
 if (COMPARE_LOGS) targets.gateway_no_logs = { ...targets.gateway, url: targets.gateway.url.replace("/bench/", "/bench-nologs/") };
-if (portkey) targets.portkey = { url: `http://127.0.0.1:${portkeyPort}/v1/chat/completions`, headers: { ...base, "x-portkey-provider": "openai", "x-portkey-custom-host": upstream }, pid: portkey.pid };
+if (portkey)
+  targets.portkey = {
+    url: `http://127.0.0.1:${portkeyPort}/v1/chat/completions`,
+    headers: { ...base, "x-portkey-provider": "openai", "x-portkey-custom-host": upstream },
+    pid: portkey.pid,
+  };
 
 // Sanity: each target answers 200 with the upstream's body.
 for (const [name, t] of Object.entries(targets)) {
@@ -150,7 +176,14 @@ async function interleaved(names, n, reqBody = body, firstByte = false) {
   const out = {};
   for (const k of names) {
     const s = all[k].sort((a, b) => a - b);
-    out[k] = { n: s.length, p50: pct(s, 0.5), p90: pct(s, 0.9), p99: pct(s, 0.99), mean: Math.round(s.reduce((a, b) => a + b, 0) / s.length), cpu_us_per_req: Math.round(cpu[k] / s.length) };
+    out[k] = {
+      n: s.length,
+      p50: pct(s, 0.5),
+      p90: pct(s, 0.9),
+      p99: pct(s, 0.99),
+      mean: Math.round(s.reduce((a, b) => a + b, 0) / s.length),
+      cpu_us_per_req: Math.round(cpu[k] / s.length),
+    };
   }
   return out;
 }
@@ -171,12 +204,29 @@ function throughput(t, connections, duration = DURATION) {
     autocannon({ url: t.url, method: "POST", headers: t.headers, body, connections, duration }, (err, res) => {
       if (err) return reject(err);
       const cpu_us_per_req = Math.round((cpuUs(t.pid) - before) / res.requests.total);
-      resolve({ rps: Math.round(res.requests.average), cpu_us_per_req, non2xx: res.non2xx, errors: res.errors, p50ms: res.latency.p50, p99ms: res.latency.p99 });
+      resolve({
+        rps: Math.round(res.requests.average),
+        cpu_us_per_req,
+        non2xx: res.non2xx,
+        errors: res.errors,
+        p50ms: res.latency.p50,
+        p99ms: res.latency.p99,
+      });
     });
   });
 }
 
-const results = { date: new Date().toISOString(), nproc: cpus().length, loadavg_at_start: loadavg().map((x) => +x.toFixed(1)), node: process.version, commit: execSync("git rev-parse --short HEAD", { cwd: root }).toString().trim(), method: { n_latency: N_LATENCY, segment: SEGMENT, warmup: WARMUP, warmup_s: WARMUP_S, duration_s: DURATION }, latency_c1_us: {}, throughput_c32: {}, ttfb_stream_us: {} };
+const results = {
+  date: new Date().toISOString(),
+  nproc: cpus().length,
+  loadavg_at_start: loadavg().map((x) => +x.toFixed(1)),
+  node: process.version,
+  commit: execSync("git rev-parse --short HEAD", { cwd: root }).toString().trim(),
+  method: { n_latency: N_LATENCY, segment: SEGMENT, warmup: WARMUP, warmup_s: WARMUP_S, duration_s: DURATION },
+  latency_c1_us: {},
+  throughput_c32: {},
+  ttfb_stream_us: {},
+};
 const ours = ["direct", "bare_passthrough", "gateway", ...(COMPARE_LOGS ? ["gateway_no_logs"] : [])];
 // Everything of ours is measured first, then Portkey (latency against direct again, in a phase of its own, and
 // req/s), so that each added latency is a difference taken under one set of conditions, with no heavy neighbour

@@ -4,8 +4,16 @@ import { createServer } from "node:http";
 
 const CHUNKS = Number(process.env.CHUNKS ?? 20);
 const usage = { prompt_tokens: 11, completion_tokens: CHUNKS, total_tokens: 11 + CHUNKS };
-const json = JSON.stringify({ id: "chatcmpl-bench", object: "chat.completion", created: 1, model: "gpt-4o-mini", choices: [{ index: 0, message: { role: "assistant", content: "Hello from the bench upstream." }, finish_reason: "stop" }], usage });
-const chunk = (i) => `data: ${JSON.stringify({ id: "chatcmpl-bench", object: "chat.completion.chunk", created: 1, model: "gpt-4o-mini", choices: [{ index: 0, delta: { content: `tok${i} ` }, finish_reason: null }] })}\n\n`;
+const json = JSON.stringify({
+  id: "chatcmpl-bench",
+  object: "chat.completion",
+  created: 1,
+  model: "gpt-4o-mini",
+  choices: [{ index: 0, message: { role: "assistant", content: "Hello from the bench upstream." }, finish_reason: "stop" }],
+  usage,
+});
+const chunk = (i) =>
+  `data: ${JSON.stringify({ id: "chatcmpl-bench", object: "chat.completion.chunk", created: 1, model: "gpt-4o-mini", choices: [{ index: 0, delta: { content: `tok${i} ` }, finish_reason: null }] })}\n\n`;
 const sseBody = Array.from({ length: CHUNKS }, (_, i) => chunk(i));
 const tail = `data: ${JSON.stringify({ id: "chatcmpl-bench", object: "chat.completion.chunk", created: 1, model: "gpt-4o-mini", choices: [], usage })}\n\ndata: [DONE]\n\n`;
 

@@ -160,7 +160,8 @@ try {
   const value = Buffer.from("v");
   for (let i = 0; i < MILLION; i += BATCH) {
     const batch = [];
-    for (let j = i; j < Math.min(MILLION, i + BATCH); j++) batch.push({ key: `user:${String(j % 1000).padStart(3, "0")}:${String(j).padStart(7, "0")}`, value });
+    for (let j = i; j < Math.min(MILLION, i + BATCH); j++)
+      batch.push({ key: `user:${String(j % 1000).padStart(3, "0")}:${String(j).padStart(7, "0")}`, value });
     await store.putMany(ns, batch);
   }
   const fillMs = performance.now() - fillStart;
@@ -183,7 +184,9 @@ try {
   console.log(`NODE_EXTRA_CA_CERTS for both tools: ${childEnv.NODE_EXTRA_CA_CERTS ?? "(unset)"}\n`);
   const load = readFileSync("/proc/loadavg", "utf8").split(" ").slice(0, 3).join(" ");
   console.log(`load average at the end: ${load}\n`);
-  console.log("| operation | edgecli wall | wrangler 3.114 wall | wall speed-up | edgecli CPU | wrangler CPU | CPU ratio | edgecli peak RSS | wrangler peak RSS |");
+  console.log(
+    "| operation | edgecli wall | wrangler 3.114 wall | wall speed-up | edgecli CPU | wrangler CPU | CPU ratio | edgecli peak RSS | wrangler peak RSS |",
+  );
   console.log("|---|---|---|---|---|---|---|---|---|");
   const ratio = (a, b) => (b && Number.isFinite(a) && Number.isFinite(b) ? `${(a / b).toFixed(1)}×` : "-");
   for (const [name, e, w] of results) {
@@ -192,7 +195,9 @@ try {
     );
   }
   console.log(`\n${MILLION.toLocaleString("en")} keys written in ${secs(fillMs)} (batches of ${BATCH}).`);
-  console.log(`One page (1,000 keys) by prefix: median ${median(pageTimes).toFixed(2)} ms, max ${Math.max(...pageTimes).toFixed(2)} ms over 50 prefixes; a page after a cursor: ${cursorMs.toFixed(2)} ms.`);
+  console.log(
+    `One page (1,000 keys) by prefix: median ${median(pageTimes).toFixed(2)} ms, max ${Math.max(...pageTimes).toFixed(2)} ms over 50 prefixes; a page after a cursor: ${cursorMs.toFixed(2)} ms.`,
+  );
 } finally {
   rmSync(work, { recursive: true, force: true });
 }

@@ -21,7 +21,11 @@ try {
   const before = rss("VmRSS");
 
   let t = performance.now();
-  const body = Readable.from((function* () { for (let i = 0; i < mib; i++) yield chunk; })());
+  const body = Readable.from(
+    (function* () {
+      for (let i = 0; i < mib; i++) yield chunk;
+    })(),
+  );
   const put = await request(url, { method: "PUT", headers: p.headers({ "content-length": String(mib * MiB) }), body });
   const putResult = await put.body.json();
   const putSecs = (performance.now() - t) / 1000;
@@ -35,7 +39,9 @@ try {
   const getSecs = (performance.now() - t) / 1000;
   if (got.digest("hex") !== want.digest("hex")) throw new Error("downloaded bytes differ");
 
-  console.log(`object ${mib} MiB; server RSS before ${before.toFixed(0)} MiB; peak after put ${afterPut.toFixed(0)} MiB; peak after get ${rss("VmHWM").toFixed(0)} MiB`);
+  console.log(
+    `object ${mib} MiB; server RSS before ${before.toFixed(0)} MiB; peak after put ${afterPut.toFixed(0)} MiB; peak after get ${rss("VmHWM").toFixed(0)} MiB`,
+  );
   console.log(`put ${(mib / putSecs).toFixed(0)} MiB/s (${putSecs.toFixed(1)} s); get ${(mib / getSecs).toFixed(0)} MiB/s (${getSecs.toFixed(1)} s)`);
 } finally {
   await p.dispose();

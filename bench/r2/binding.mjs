@@ -17,7 +17,9 @@ const dir = mkdtempSync(join(tmpdir(), "r2-bench-"));
 const db = openDatabase(join(dir, "r2.sqlite"), r2Migrations);
 const store = new SqliteR2Store(db, new FileContentStore(join(dir, "content")));
 store.createBucket("acc", "bench");
-await store.put({ accountId: "acc", bucketName: "bench" }, "small.txt", Buffer.from("hello, small object".repeat(10)), { httpMetadata: { contentType: "text/plain" } });
+await store.put({ accountId: "acc", bucketName: "bench" }, "small.txt", Buffer.from("hello, small object".repeat(10)), {
+  httpMetadata: { contentType: "text/plain" },
+});
 const handler = createR2BindingHandler(store);
 const server = createServer((req, res) => handler({ accountId: "acc", bucketName: "bench" }, req, res));
 await new Promise((r) => server.listen(0, "127.0.0.1", r));
@@ -49,7 +51,12 @@ async function run(clients) {
   console.log(`${clients} client(s): ${(lat.length / seconds).toFixed(0)} req/s, p50 ${pct(0.5)} ms, p99 ${pct(0.99)} ms, ${cpuUs.toFixed(0)} µs CPU/req`);
 }
 
-console.log(`load average ${(await import("node:os")).loadavg().map((l) => l.toFixed(1)).join(" ")}, ${(await import("node:os")).cpus().length} cpus`);
+console.log(
+  `load average ${(await import("node:os"))
+    .loadavg()
+    .map((l) => l.toFixed(1))
+    .join(" ")}, ${(await import("node:os")).cpus().length} cpus`,
+);
 await run(1);
 await run(8);
 server.close();

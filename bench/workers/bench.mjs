@@ -71,7 +71,9 @@ function rssOf(pid) {
 
 const results = {};
 const row = (name, r, base) =>
-  console.log(`${name.padEnd(34)} ${r.rps.toFixed(0).padStart(7)} req/s   p50 ${r.p50.toFixed(2).padStart(6)} ms   p99 ${r.p99.toFixed(2).padStart(6)} ms   ${base ? `${(r.rps / base.rps).toFixed(2)}x` : ""}`);
+  console.log(
+    `${name.padEnd(34)} ${r.rps.toFixed(0).padStart(7)} req/s   p50 ${r.p50.toFixed(2).padStart(6)} ms   p99 ${r.p99.toFixed(2).padStart(6)} ms   ${base ? `${(r.rps / base.rps).toFixed(2)}x` : ""}`,
+  );
 
 console.log(`node ${process.version}, ${cpus().length} CPUs, ${SECONDS}s per case, ${new Date().toISOString()}`);
 const p = await startTestPlatform({ args: ["--dns-port", "0"] });
@@ -135,7 +137,11 @@ try {
     })(),
   );
   let t = Date.now();
-  const put = await request(`http://127.0.0.1:${port}/big`, { method: "PUT", body: source, headers: { host: "bench-big.workers.localhost", "content-length": String(BIG) } });
+  const put = await request(`http://127.0.0.1:${port}/big`, {
+    method: "PUT",
+    body: source,
+    headers: { host: "bench-big.workers.localhost", "content-length": String(BIG) },
+  });
   const putBody = await put.body.json();
   const putSecs = (Date.now() - t) / 1000;
   if (put.statusCode !== 200 || putBody.size !== BIG) throw new Error(`big put failed: ${put.statusCode} ${JSON.stringify(putBody)}`);
@@ -152,11 +158,17 @@ try {
   const after = rssOf(pid);
   const sameBytes = got === BIG && md5In.digest("hex") === md5Out.digest("hex");
   const gib = BIG / 1024 ** 3;
-  console.log(`\n${gib} GiB through a worker: put ${putSecs.toFixed(1)} s (${(BIG / 1024 ** 2 / putSecs).toFixed(0)} MiB/s), get ${getSecs.toFixed(1)} s (${(BIG / 1024 ** 2 / getSecs).toFixed(0)} MiB/s), bytes intact: ${sameBytes}`);
-  console.log(`platform RSS: before ${before.rss.toFixed(0)} MiB, peak sampled ${peak.toFixed(0)} MiB, after ${after.rss.toFixed(0)} MiB (VmHWM since start ${after.hwm.toFixed(0)} MiB)`);
+  console.log(
+    `\n${gib} GiB through a worker: put ${putSecs.toFixed(1)} s (${(BIG / 1024 ** 2 / putSecs).toFixed(0)} MiB/s), get ${getSecs.toFixed(1)} s (${(BIG / 1024 ** 2 / getSecs).toFixed(0)} MiB/s), bytes intact: ${sameBytes}`,
+  );
+  console.log(
+    `platform RSS: before ${before.rss.toFixed(0)} MiB, peak sampled ${peak.toFixed(0)} MiB, after ${after.rss.toFixed(0)} MiB (VmHWM since start ${after.hwm.toFixed(0)} MiB)`,
+  );
   results.big = { bytes: BIG, putSecs, getSecs, sameBytes, rssBeforeMiB: before.rss, rssPeakMiB: peak, hwmMiB: after.hwm };
   const seq = results.sequential;
-  console.log(`\ngoal (>= 5x miniflare dispatchFetch, sequential): ${(seq.platform.rps / seq.mfDispatch.rps).toFixed(2)}x; 8 concurrent: ${(results["8 concurrent"].platform.rps / results["8 concurrent"].mfDispatch.rps).toFixed(2)}x`);
+  console.log(
+    `\ngoal (>= 5x miniflare dispatchFetch, sequential): ${(seq.platform.rps / seq.mfDispatch.rps).toFixed(2)}x; 8 concurrent: ${(results["8 concurrent"].platform.rps / results["8 concurrent"].mfDispatch.rps).toFixed(2)}x`,
+  );
 } finally {
   await mf.dispose().catch(() => {});
   await p.dispose();

@@ -29,7 +29,10 @@ function cpuOf(pid) {
 /** `target`: an origin, or { socketPath } for a unix socket. */
 async function measure(label, target, headers, clients, pids) {
   if (globalThis.only && !globalThis.only.test(label)) return;
-  const pool = typeof target === "string" ? new Pool(target, { connections: clients }) : new Pool("http://localhost", { connections: clients, socketPath: target.socketPath });
+  const pool =
+    typeof target === "string"
+      ? new Pool(target, { connections: clients })
+      : new Pool("http://localhost", { connections: clients, socketPath: target.socketPath });
   const once = async () => {
     const r = await pool.request({ path: "/", method: "GET", headers });
     const b = await r.body.text();
@@ -60,8 +63,15 @@ async function measure(label, target, headers, clients, pids) {
   await pool.close();
 }
 
-console.log(`${new Date().toISOString()} load average ${loadavg().map((l) => l.toFixed(2)).join(" ")}`);
-const p = await startTestPlatform({ args: ["--dns-port", "0"], env: process.env.PROF_DIR ? { NODE_OPTIONS: `--require ${new URL("./profile-preload.cjs", import.meta.url).pathname}`, PROF_OUT: process.env.PROF_DIR } : {} });
+console.log(
+  `${new Date().toISOString()} load average ${loadavg()
+    .map((l) => l.toFixed(2))
+    .join(" ")}`,
+);
+const p = await startTestPlatform({
+  args: ["--dns-port", "0"],
+  env: process.env.PROF_DIR ? { NODE_OPTIONS: `--require ${new URL("./profile-preload.cjs", import.meta.url).pathname}`, PROF_OUT: process.env.PROF_DIR } : {},
+});
 try {
   const created = await p.api("POST", `/accounts/${p.accountId}/r2/buckets`, { name: "bench" });
   if (created.status !== 200) throw new Error(JSON.stringify(created.body));

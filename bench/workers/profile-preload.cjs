@@ -8,6 +8,13 @@ s.post("Profiler.enable");
 s.post("Profiler.setSamplingInterval", { interval: 200 });
 let started = false;
 process.on("SIGUSR2", () => {
-  if (!started) { s.post("Profiler.start"); started = true; return; }
-  s.post("Profiler.stop", (err, { profile }) => { fs.writeFileSync(`${process.env.PROF_OUT}/p-${process.pid}-${Date.now()}.cpuprofile`, JSON.stringify(profile)); started = false; });
+  if (!started) {
+    s.post("Profiler.start");
+    started = true;
+    return;
+  }
+  s.post("Profiler.stop", (err, { profile }) => {
+    fs.writeFileSync(`${process.env.PROF_OUT}/p-${process.pid}-${Date.now()}.cpuprofile`, JSON.stringify(profile));
+    started = false;
+  });
 });

@@ -31,5 +31,9 @@ export function scriptInfo(p, name) {
   const gen = readdirSync(dir).sort().pop();
   const config = readFileSync(join(dir, gen, "config.capnp"), "utf8");
   const m = config.match(/address = "([^"]+)", http = \(injectRequestHeaders = \[\(name = "([^"]+)", value = "([^"]+)"/);
-  return { socket: { socketPath: live.socket }, pid: live.workerd_pid, backend: m && { socket: { socketPath: m[1].replace(/^unix:/, "") }, header: m[2], value: m[3] } };
+  return {
+    socket: { socketPath: live.socket },
+    pid: live.workerd_pid,
+    backend: m && { socket: { socketPath: m[1].replace(/^unix:/, "") }, header: m[2], value: m[3] },
+  };
 }

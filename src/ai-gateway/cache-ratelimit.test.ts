@@ -30,7 +30,11 @@ describe("AI gateway cache and rate limit", () => {
     assert.equal(mock.requests.length - before, 1, "the hit did not reach the provider");
 
     assert.equal((await chat("cached", {}, chatBody("other"))).headers["gw-aig-cache-status"], "MISS");
-    assert.equal((await chat("cached", { authorization: "Bearer sk-b" }, chatBody("same"))).headers["gw-aig-cache-status"], "MISS", "another credential never sees this one's answers");
+    assert.equal(
+      (await chat("cached", { authorization: "Bearer sk-b" }, chatBody("same"))).headers["gw-aig-cache-status"],
+      "MISS",
+      "another credential never sees this one's answers",
+    );
     const skipped = await chat("cached", { "gw-aig-skip-cache": "true" }, chatBody("same"));
     assert.equal(skipped.headers["gw-aig-cache-status"], undefined);
     assert.equal(mock.requests.length - before, 4);

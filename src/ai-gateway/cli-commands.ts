@@ -25,7 +25,10 @@ export const gatewayCommands: AnyCommand[] = [
     describe: "Create an AI gateway",
     positionals: [{ name: "id", describe: "Gateway id (lowercase letters, digits, _ and -)", required: true }],
     options: { ...SETTING_OPTIONS, ...json },
-    examples: ["edgecli ai-gateway create my-gateway", "edgecli ai-gateway create my-gateway --authentication --cache-ttl 300 --rate-limit 100 --rate-limit-interval 60"],
+    examples: [
+      "edgecli ai-gateway create my-gateway",
+      "edgecli ai-gateway create my-gateway --authentication --cache-ttl 300 --rate-limit 100 --rate-limit-interval 60",
+    ],
     handler: async (args, ctx) => (await impl()).create(args, ctx),
   }),
   defineCommand({

@@ -41,7 +41,9 @@ const base = async (ctx: CliContext) => `/accounts/${await ctx.accountId()}/ai-g
 
 function show(ctx: CliContext, args: Args, g: Gateway, verb: string): void {
   if (args.json) return ctx.json(g);
-  ctx.log.info(`${verb} AI gateway ${g.id}: authentication ${g.authentication ? "on" : "off"}, logs ${g.collect_logs ? "on" : "off"}, cache ttl ${g.cache_ttl}s, rate limit ${g.rate_limiting_limit ? `${g.rate_limiting_limit}/${g.rate_limiting_interval}s ${g.rate_limiting_technique}` : "off"}`);
+  ctx.log.info(
+    `${verb} AI gateway ${g.id}: authentication ${g.authentication ? "on" : "off"}, logs ${g.collect_logs ? "on" : "off"}, cache ttl ${g.cache_ttl}s, rate limit ${g.rate_limiting_limit ? `${g.rate_limiting_limit}/${g.rate_limiting_interval}s ${g.rate_limiting_technique}` : "off"}`,
+  );
 }
 
 export async function create(args: Args, ctx: CliContext): Promise<void> {
@@ -57,7 +59,9 @@ export async function list(args: Args, ctx: CliContext): Promise<void> {
   ctx.write(`${"ID".padEnd(w)}  AUTH  LOGS  CACHE_TTL  RATE_LIMIT      CREATED\n`);
   for (const g of all) {
     const rl = g.rate_limiting_limit ? `${g.rate_limiting_limit}/${g.rate_limiting_interval}s` : "off";
-    ctx.write(`${g.id.padEnd(w)}  ${(g.authentication ? "on" : "off").padEnd(4)}  ${(g.collect_logs ? "on" : "off").padEnd(4)}  ${String(g.cache_ttl).padEnd(9)}  ${rl.padEnd(14)}  ${g.created_at}\n`);
+    ctx.write(
+      `${g.id.padEnd(w)}  ${(g.authentication ? "on" : "off").padEnd(4)}  ${(g.collect_logs ? "on" : "off").padEnd(4)}  ${String(g.cache_ttl).padEnd(9)}  ${rl.padEnd(14)}  ${g.created_at}\n`,
+    );
   }
 }
 
@@ -101,7 +105,9 @@ export async function logs(args: Args, ctx: CliContext): Promise<void> {
   for (const l of rows) {
     const tokens = l.tokens_in === null && l.tokens_out === null ? "-" : `${l.tokens_in ?? "-"}/${l.tokens_out ?? "-"}`;
     const cost = l.cost === null ? "-" : `$${l.cost.toFixed(6)}`;
-    ctx.write(`${l.id}  ${l.created_at}  ${String(l.status_code).padEnd(6)}  ${(l.cached ? "yes" : "no").padEnd(6)}  ${String(l.duration).padEnd(6)}  ${tokens.padEnd(9)}  ${cost.padEnd(10)}  ${l.provider}/${l.model ?? "?"}\n`);
+    ctx.write(
+      `${l.id}  ${l.created_at}  ${String(l.status_code).padEnd(6)}  ${(l.cached ? "yes" : "no").padEnd(6)}  ${String(l.duration).padEnd(6)}  ${tokens.padEnd(9)}  ${cost.padEnd(10)}  ${l.provider}/${l.model ?? "?"}\n`,
+    );
   }
 }
 
@@ -121,11 +127,17 @@ export async function tokenCreate(args: Args, ctx: CliContext): Promise<void> {
   const gateway = String(args.gateway);
   // The gateway must exist, so a typo does not mint a token for nothing.
   await ctx.api().fetchResult<Gateway>("GET", `${await base(ctx)}/${encodeURIComponent(gateway)}`);
-  const t = await ctx.api().fetchResult<TokenView>("POST", await tokensPath(ctx), { json: { name: (args.name as string) ?? `ai-gateway-${gateway}`, permissions: ["ai_gateway_run"] } });
+  const t = await ctx
+    .api()
+    .fetchResult<TokenView>("POST", await tokensPath(ctx), {
+      json: { name: (args.name as string) ?? `ai-gateway-${gateway}`, permissions: ["ai_gateway_run"] },
+    });
   if (args.json) return ctx.json({ id: t.id, name: t.name, value: t.value });
   ctx.log.info(`Created gateway token ${t.id} (${t.name}). Save the value now; it is not shown again:`);
   ctx.write(`${t.value}\n`);
-  ctx.log.info(`Send it on every request as gw-aig-authorization: Bearer <token> (SDKs: default header gw-aig-token), then turn on authentication: edgecli ai-gateway update ${gateway} --authentication`);
+  ctx.log.info(
+    `Send it on every request as gw-aig-authorization: Bearer <token> (SDKs: default header gw-aig-token), then turn on authentication: edgecli ai-gateway update ${gateway} --authentication`,
+  );
 }
 
 export async function tokenList(args: Args, ctx: CliContext): Promise<void> {

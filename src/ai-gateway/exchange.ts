@@ -42,7 +42,6 @@ export function retryPolicy(ex: Exchange): RetryPolicy {
   };
 }
 
-
 /**
  * Tells the upstream call (and its retries) that the client went away before its answer was complete:
  * the attempt in flight is aborted, and no further attempt is made. One listener per request.

@@ -13,7 +13,11 @@ type Req = FastifyRequest<{ Params: { account_id: string; id: string }; Querystr
 export const gatewayNotFound = (id: string) => new ApiError(404, AigCodes.notFound, `Not Found: no gateway "${id}" in this account`);
 
 /** Gateway CRUD: /accounts/{account_id}/ai-gateway/gateways[/{id}]. */
-export function registerGatewayRoutes(app: FastifyInstance, store: GatewayStore, onChange: (accountId: string, id: string, invalidateCache: boolean) => void): void {
+export function registerGatewayRoutes(
+  app: FastifyInstance,
+  store: GatewayStore,
+  onChange: (accountId: string, id: string, invalidateCache: boolean) => void,
+): void {
   const base = "/accounts/:account_id/ai-gateway/gateways";
 
   app.get(base, async (req: Req) => {
@@ -33,7 +37,12 @@ export function registerGatewayRoutes(app: FastifyInstance, store: GatewayStore,
 
   app.get(`${base}/:id`, async (req: Req) => {
     requireAccount(req, req.params.account_id, "ai_gateway_read");
-    return ok(store.get(req.params.account_id, req.params.id) ?? (() => { throw gatewayNotFound(req.params.id); })());
+    return ok(
+      store.get(req.params.account_id, req.params.id) ??
+        (() => {
+          throw gatewayNotFound(req.params.id);
+        })(),
+    );
   });
 
   app.put(`${base}/:id`, async (req: Req) => {

@@ -13,13 +13,46 @@ export const gatewaySettings = z.object({
   collect_logs: z.boolean(),
   rate_limiting_interval: nonNegInt.nullable().transform((v) => v ?? 0),
   rate_limiting_limit: nonNegInt.nullable().transform((v) => v ?? 0),
-  rate_limiting_technique: z.enum(["fixed", "sliding"]).nullable().optional().transform((v) => v ?? "fixed"),
+  rate_limiting_technique: z
+    .enum(["fixed", "sliding"])
+    .nullable()
+    .optional()
+    .transform((v) => v ?? "fixed"),
   authentication: z.boolean().optional().default(false),
-  log_management: z.number().int().min(10_000).max(10_000_000).nullable().optional().transform((v) => v ?? null),
-  log_management_strategy: z.enum(["STOP_INSERTING", "DELETE_OLDEST"]).nullable().optional().transform((v) => v ?? null),
-  retry_max_attempts: z.number().int().min(1).max(5).nullable().optional().transform((v) => v ?? null),
-  retry_delay: z.number().int().min(0).max(60_000).nullable().optional().transform((v) => v ?? null),
-  retry_backoff: z.enum(["constant", "linear", "exponential"]).nullable().optional().transform((v) => v ?? null),
+  log_management: z
+    .number()
+    .int()
+    .min(10_000)
+    .max(10_000_000)
+    .nullable()
+    .optional()
+    .transform((v) => v ?? null),
+  log_management_strategy: z
+    .enum(["STOP_INSERTING", "DELETE_OLDEST"])
+    .nullable()
+    .optional()
+    .transform((v) => v ?? null),
+  retry_max_attempts: z
+    .number()
+    .int()
+    .min(1)
+    .max(5)
+    .nullable()
+    .optional()
+    .transform((v) => v ?? null),
+  retry_delay: z
+    .number()
+    .int()
+    .min(0)
+    .max(60_000)
+    .nullable()
+    .optional()
+    .transform((v) => v ?? null),
+  retry_backoff: z
+    .enum(["constant", "linear", "exponential"])
+    .nullable()
+    .optional()
+    .transform((v) => v ?? null),
   logpush: z.boolean().optional(),
   logpush_public_key: z.string().nullable().optional(),
   zdr: z.boolean().optional(),

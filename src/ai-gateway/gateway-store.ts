@@ -64,7 +64,13 @@ interface Row {
   modified_at: string;
 }
 
-const toGateway = (r: Row): Gateway => ({ id: r.id, account_id: r.account_id, ...(JSON.parse(r.settings) as GatewaySettings), created_at: r.created_at, modified_at: r.modified_at });
+const toGateway = (r: Row): Gateway => ({
+  id: r.id,
+  account_id: r.account_id,
+  ...(JSON.parse(r.settings) as GatewaySettings),
+  created_at: r.created_at,
+  modified_at: r.modified_at,
+});
 
 /**
  * Gateways of every account. The proxy reads a gateway on every request, so reads are served from

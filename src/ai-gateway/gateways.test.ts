@@ -17,7 +17,17 @@ describe("AI gateway settings API and CLI", () => {
   });
 
   it("creates, reads, lists, replaces and deletes gateways", async () => {
-    const created = await p.api("POST", base(), { id: "alpha", ...required, rate_limiting_technique: "sliding", retry_max_attempts: 3, retry_delay: 500, retry_backoff: "linear", log_management: 10000, log_management_strategy: "DELETE_OLDEST", zdr: true });
+    const created = await p.api("POST", base(), {
+      id: "alpha",
+      ...required,
+      rate_limiting_technique: "sliding",
+      retry_max_attempts: 3,
+      retry_delay: 500,
+      retry_backoff: "linear",
+      log_management: 10000,
+      log_management_strategy: "DELETE_OLDEST",
+      zdr: true,
+    });
     assert.equal(created.status, 200, JSON.stringify(created.body));
     const g = created.body.result;
     assert.equal(g.id, "alpha");
@@ -77,11 +87,16 @@ describe("AI gateway settings API and CLI", () => {
 
   it("checks the AI Gateway permissions of the caller", async () => {
     const reader = await createToken(p, ["ai_gateway_read"], "reader");
-    const as = (method: string, path: string, body?: unknown) => callGateway(`${p.apiUrl}${path}`, { method, headers: { authorization: `Bearer ${reader.value}` }, body });
+    const as = (method: string, path: string, body?: unknown) =>
+      callGateway(`${p.apiUrl}${path}`, { method, headers: { authorization: `Bearer ${reader.value}` }, body });
     assert.equal((await as("GET", base())).status, 200);
     assert.equal((await as("POST", base(), { id: "nope", ...required })).status, 403);
     const run = await createToken(p, ["ai_gateway_run"], "runner");
-    assert.equal((await callGateway(`${p.apiUrl}${base()}`, { method: "GET", headers: { authorization: `Bearer ${run.value}` } })).status, 403, "a gateway token cannot read settings");
+    assert.equal(
+      (await callGateway(`${p.apiUrl}${base()}`, { method: "GET", headers: { authorization: `Bearer ${run.value}` } })).status,
+      403,
+      "a gateway token cannot read settings",
+    );
   });
 
   it("manages gateways and gateway tokens with edgecli", async () => {
@@ -104,7 +119,10 @@ describe("AI gateway settings API and CLI", () => {
     assert.ok(id && value);
     const listed = JSON.parse((await p.cli(["ai-gateway", "token", "list", "--json"])).stdout) as { id: string; value?: string }[];
     assert.ok(listed.some((t) => t.id === id));
-    assert.ok(listed.every((t) => t.value === undefined), "values are never listed");
+    assert.ok(
+      listed.every((t) => t.value === undefined),
+      "values are never listed",
+    );
     const rev = await p.cli(["ai-gateway", "token", "revoke", id]);
     assert.equal(rev.code, 0, rev.stderr);
     assert.ok(!(JSON.parse((await p.cli(["ai-gateway", "token", "list", "--json"])).stdout) as { id: string }[]).some((t) => t.id === id));

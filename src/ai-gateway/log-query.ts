@@ -26,7 +26,19 @@ const KEYS: Record<string, string> = {
 };
 const META_KEYS = new Set(["metadata.key", "metadata.value"]);
 
-export const ORDER_KEYS = ["created_at", "provider", "model", "success", "cached", "cost", "tokens_in", "tokens_out", "duration", "feedback", "status_code"] as const;
+export const ORDER_KEYS = [
+  "created_at",
+  "provider",
+  "model",
+  "success",
+  "cached",
+  "cost",
+  "tokens_in",
+  "tokens_out",
+  "duration",
+  "feedback",
+  "status_code",
+] as const;
 
 const filterSchema = z.array(
   z.object({
@@ -79,7 +91,8 @@ function fromFilter(f: z.infer<typeof filterSchema>[number], out: Where): void {
 const FLAT_RANGES: Record<string, string> = { cost: "cost", duration: "duration", tokens_in: "tokens_in", tokens_out: "tokens_out", total_tokens: KEYS.tokens };
 
 const list = (v: unknown): string[] => (v === undefined ? [] : Array.isArray(v) ? v.map(String) : [String(v)]);
-const typed = (v: string): string | number | boolean | null => (v === "true" ? true : v === "false" ? false : v === "null" ? null : v !== "" && Number.isFinite(Number(v)) ? Number(v) : v);
+const typed = (v: string): string | number | boolean | null =>
+  v === "true" ? true : v === "false" ? false : v === "null" ? null : v !== "" && Number.isFinite(Number(v)) ? Number(v) : v;
 
 /**
  * The Cloudflare SDKs send filters in "dot" form (`filters.key=a&filters.operator=eq&filters.value=x`, repeated
@@ -126,7 +139,10 @@ export function logWhere(accountId: string, gatewayId: string, q: Record<string,
     out.sql += " AND (id LIKE ? OR model LIKE ? OR provider LIKE ? OR path LIKE ?)";
     out.args.push(...Array(4).fill(`%${q.search}%`));
   }
-  for (const [name, col] of [["start_date", ">="], ["end_date", "<="]] as const) {
+  for (const [name, col] of [
+    ["start_date", ">="],
+    ["end_date", "<="],
+  ] as const) {
     const v = q[name];
     if (v === undefined) continue;
     if (typeof v !== "string" || Number.isNaN(Date.parse(v))) throw new ApiError(400, AigCodes.validation, `${name}: must be a date-time`, { pointer: name });
@@ -134,7 +150,10 @@ export function logWhere(accountId: string, gatewayId: string, q: Record<string,
     out.args.push(new Date(v).toISOString());
   }
   for (const [name, expr] of Object.entries(FLAT_RANGES)) {
-    for (const [prefix, op] of [["min_", ">="], ["max_", "<="]] as const) {
+    for (const [prefix, op] of [
+      ["min_", ">="],
+      ["max_", "<="],
+    ] as const) {
       const v = q[prefix + name];
       if (v === undefined) continue;
       const n = Number(v);
@@ -157,6 +176,7 @@ export function logOrder(q: Record<string, unknown>): string {
     throw new ApiError(400, AigCodes.validation, `order_by: must be one of ${ORDER_KEYS.join(", ")}`, { pointer: "order_by" });
   }
   const dirRaw = (q.order_by_direction ?? q.direction ?? "desc") as string;
-  if (dirRaw !== "asc" && dirRaw !== "desc") throw new ApiError(400, AigCodes.validation, "order_by_direction: must be asc or desc", { pointer: "order_by_direction" });
+  if (dirRaw !== "asc" && dirRaw !== "desc")
+    throw new ApiError(400, AigCodes.validation, "order_by_direction: must be asc or desc", { pointer: "order_by_direction" });
   return `${by} ${dirRaw.toUpperCase()}, seq ${dirRaw.toUpperCase()}`;
 }

@@ -27,9 +27,15 @@ function logView(row: Record<string, unknown>) {
 }
 
 const patchBody = z.object({
-  feedback: z.union([z.literal(-1), z.literal(0), z.literal(1)]).nullable().optional(),
+  feedback: z
+    .union([z.literal(-1), z.literal(0), z.literal(1)])
+    .nullable()
+    .optional(),
   score: z.number().min(0).max(100).nullable().optional(),
-  metadata: z.record(z.string(), z.union([z.string(), z.number(), z.boolean()])).nullable().optional(),
+  metadata: z
+    .record(z.string(), z.union([z.string(), z.number(), z.boolean()]))
+    .nullable()
+    .optional(),
 });
 
 /** Logs API: /accounts/{account_id}/ai-gateway/gateways/{id}/logs[...] */
@@ -54,7 +60,10 @@ export function registerLogRoutes(app: FastifyInstance, deps: { db: Db; gateways
     const page = readPage(req.query, { defaultPerPage: 20, maxPerPage: 50, code: AigCodes.validation });
     const where = logWhere(req.params.account_id, req.params.id, req.query);
     const order = logOrder(req.query);
-    const rows = db.prepare(`${SELECT} WHERE ${where.sql} ORDER BY ${order} LIMIT ? OFFSET ?`).all(...where.args, page.perPage, page.offset) as Record<string, unknown>[];
+    const rows = db.prepare(`${SELECT} WHERE ${where.sql} ORDER BY ${order} LIMIT ? OFFSET ?`).all(...where.args, page.perPage, page.offset) as Record<
+      string,
+      unknown
+    >[];
     const stats = db
       .prepare(
         `SELECT count(*) AS total_count, min(cost) AS min_cost, max(cost) AS max_cost, min(duration) AS min_duration, max(duration) AS max_duration,
@@ -88,9 +97,9 @@ export function registerLogRoutes(app: FastifyInstance, deps: { db: Db; gateways
     const patch = parseWith(patchBody, req.body ?? {}, AigCodes.validation);
     const sets: string[] = [];
     const args: unknown[] = [];
-    if (patch.feedback !== undefined) sets.push("feedback = ?"), args.push(patch.feedback);
-    if (patch.score !== undefined) sets.push("score = ?"), args.push(patch.score);
-    if (patch.metadata !== undefined) sets.push("metadata = ?"), args.push(patch.metadata === null ? null : JSON.stringify(patch.metadata));
+    if (patch.feedback !== undefined) (sets.push("feedback = ?"), args.push(patch.feedback));
+    if (patch.score !== undefined) (sets.push("score = ?"), args.push(patch.score));
+    if (patch.metadata !== undefined) (sets.push("metadata = ?"), args.push(patch.metadata === null ? null : JSON.stringify(patch.metadata)));
     if (sets.length) db.prepare(`UPDATE logs SET ${sets.join(", ")} WHERE id = ?`).run(...args, row.id);
     return ok({});
   });
@@ -100,7 +109,8 @@ export function registerLogRoutes(app: FastifyInstance, deps: { db: Db; gateways
     const where = logWhere(req.params.account_id, req.params.id, req.query);
     const order = logOrder(req.query);
     const limit = req.query.limit === undefined ? -1 : Number(req.query.limit);
-    if (limit !== -1 && (!Number.isInteger(limit) || limit < 1)) throw new ApiError(400, AigCodes.validation, "limit: must be a positive integer", { pointer: "limit" });
+    if (limit !== -1 && (!Number.isInteger(limit) || limit < 1))
+      throw new ApiError(400, AigCodes.validation, "limit: must be a positive integer", { pointer: "limit" });
     const r = db.prepare(`DELETE FROM logs WHERE seq IN (SELECT seq FROM logs WHERE ${where.sql} ORDER BY ${order} LIMIT ?)`).run(...where.args, limit);
     writer.recount(req.params.account_id, req.params.id);
     return ok({ deleted: r.changes });

@@ -47,9 +47,15 @@ describe("AI gateway logs", () => {
     assert.deepEqual(l.metadata, { user: "u1", n: 2, ok: true, a: 1, b: 2 }, "at most five metadata entries");
     assert.equal(typeof l.duration, "number");
 
-    const reqBody = await callGateway(`${p.apiUrl}/accounts/${p.accountId}/ai-gateway/gateways/logged/logs/${id}/request`, { method: "GET", headers: p.headers() });
+    const reqBody = await callGateway(`${p.apiUrl}/accounts/${p.accountId}/ai-gateway/gateways/logged/logs/${id}/request`, {
+      method: "GET",
+      headers: p.headers(),
+    });
     assert.equal(reqBody.json.messages[0].content, "first");
-    const resBody = await callGateway(`${p.apiUrl}/accounts/${p.accountId}/ai-gateway/gateways/logged/logs/${id}/response`, { method: "GET", headers: p.headers() });
+    const resBody = await callGateway(`${p.apiUrl}/accounts/${p.accountId}/ai-gateway/gateways/logged/logs/${id}/response`, {
+      method: "GET",
+      headers: p.headers(),
+    });
     assert.equal(resBody.json.choices[0].message.content, "echo: first");
   });
 
@@ -123,7 +129,10 @@ describe("AI gateway logs", () => {
 
     const cliFailed = await p.cli(["ai-gateway", "logs", "query", "--failed", "--json"]);
     assert.equal(cliFailed.code, 0, cliFailed.stderr);
-    assert.deepEqual(JSON.parse(cliFailed.stdout).map((l: { status_code: number }) => l.status_code), [500]);
+    assert.deepEqual(
+      JSON.parse(cliFailed.stdout).map((l: { status_code: number }) => l.status_code),
+      [500],
+    );
     const table = await p.cli(["ai-gateway", "logs", "query", "--limit", "3"]);
     assert.equal(table.stdout.trim().split("\n").length, 4, table.stdout);
     assert.match(table.stdout, /openai\/gpt-4o-mini/);
@@ -133,7 +142,11 @@ describe("AI gateway logs", () => {
     assert.equal(asc[0].id, desc.at(-1).id);
 
     const target = asc[0].id;
-    const patched = await p.api("PATCH", `/accounts/${p.accountId}/ai-gateway/gateways/query/logs/${target}`, { feedback: 1, score: 90, metadata: { reviewed: true } });
+    const patched = await p.api("PATCH", `/accounts/${p.accountId}/ai-gateway/gateways/query/logs/${target}`, {
+      feedback: 1,
+      score: 90,
+      metadata: { reviewed: true },
+    });
     assert.equal(patched.status, 200);
     const got = (await p.api("GET", `/accounts/${p.accountId}/ai-gateway/gateways/query/logs/${target}`)).body.result;
     assert.equal(got.feedback, 1);
@@ -141,7 +154,10 @@ describe("AI gateway logs", () => {
     assert.deepEqual(got.metadata, { reviewed: true });
     assert.equal((await p.api("PATCH", `/accounts/${p.accountId}/ai-gateway/gateways/query/logs/${target}`, { feedback: 5 })).status, 400);
 
-    const del = await p.api("DELETE", `/accounts/${p.accountId}/ai-gateway/gateways/query/logs?filters=${encodeURIComponent(JSON.stringify([{ key: "metadata.value", operator: "eq", value: ["even"] }]))}`);
+    const del = await p.api(
+      "DELETE",
+      `/accounts/${p.accountId}/ai-gateway/gateways/query/logs?filters=${encodeURIComponent(JSON.stringify([{ key: "metadata.value", operator: "eq", value: ["even"] }]))}`,
+    );
     assert.equal(del.status, 200);
     assert.equal(del.body.success, true);
     // Two "even" logs remain of three: the patch above replaced the first one's metadata.
@@ -164,9 +180,15 @@ describe("AI gateway logs", () => {
     const first = p;
     // The state already has its account, so the restarted platform keeps the first start's credentials.
     p = await startGatewayPlatform([`openai=${mock.url}`], { stateDir: first.stateDir });
-    const after = await callGateway(`${p.apiUrl}/accounts/${first.accountId}/ai-gateway/gateways/durable/logs?order_by_direction=asc`, { method: "GET", headers: first.headers() });
+    const after = await callGateway(`${p.apiUrl}/accounts/${first.accountId}/ai-gateway/gateways/durable/logs?order_by_direction=asc`, {
+      method: "GET",
+      headers: first.headers(),
+    });
     assert.equal(after.status, 200, after.text);
-    assert.deepEqual(after.json.result.map((l: { id: string }) => l.id), okIds);
+    assert.deepEqual(
+      after.json.result.map((l: { id: string }) => l.id),
+      okIds,
+    );
     earlier.push(first);
   });
 });

@@ -36,7 +36,12 @@ describe("AI gateway proxy", () => {
     assert.equal(chat.choices[0].message.content, "echo: ping");
     assert.equal(chat.usage?.prompt_tokens, 11);
 
-    const stream = await client.chat.completions.create({ model: "gpt-4o-mini", messages: [{ role: "user", content: "stream me" }], stream: true, stream_options: { include_usage: true } });
+    const stream = await client.chat.completions.create({
+      model: "gpt-4o-mini",
+      messages: [{ role: "user", content: "stream me" }],
+      stream: true,
+      stream_options: { include_usage: true },
+    });
     let text = "";
     let usage: OpenAI.CompletionUsage | undefined | null;
     for await (const chunk of stream) {
@@ -67,7 +72,11 @@ describe("AI gateway proxy", () => {
     await createGateway(p, "chunks");
     const { release } = mock.holdNextStream();
     const { request } = await import("undici");
-    const res = await request(chatUrl("chunks"), { method: "POST", headers: { "content-type": "application/json", authorization: "Bearer k" }, body: JSON.stringify(chatBody("live", { stream: true, stream_options: { include_usage: true } })) });
+    const res = await request(chatUrl("chunks"), {
+      method: "POST",
+      headers: { "content-type": "application/json", authorization: "Bearer k" },
+      body: JSON.stringify(chatBody("live", { stream: true, stream_options: { include_usage: true } })),
+    });
     assert.equal(res.statusCode, 200);
     assert.equal(res.headers["content-type"], "text/event-stream");
     const it = (res.body as AsyncIterable<Buffer>)[Symbol.asyncIterator]();
@@ -85,7 +94,11 @@ describe("AI gateway proxy", () => {
     await createGateway(p, "gone");
     const held = mock.holdNextStream();
     const { request } = await import("undici");
-    const res = await request(chatUrl("gone"), { method: "POST", headers: { "content-type": "application/json", authorization: "Bearer k" }, body: JSON.stringify(chatBody("bye", { stream: true })) });
+    const res = await request(chatUrl("gone"), {
+      method: "POST",
+      headers: { "content-type": "application/json", authorization: "Bearer k" },
+      body: JSON.stringify(chatBody("bye", { stream: true })),
+    });
     const it = (res.body as AsyncIterable<Buffer>)[Symbol.asyncIterator]();
     assert.match(String((await it.next()).value), /echo: bye/);
     res.body.destroy();
@@ -159,10 +172,21 @@ describe("AI gateway proxy", () => {
     const acc = await callGateway(`${p.apiUrl}/accounts`, { headers: keyAuth, body: { name: "second" } });
     assert.equal(acc.status, 200, acc.text);
     const other = acc.json.result.id as string;
-    const gwBody = { id: "strict", cache_ttl: 0, cache_invalidate_on_update: false, collect_logs: true, rate_limiting_interval: 0, rate_limiting_limit: 0, authentication: true };
+    const gwBody = {
+      id: "strict",
+      cache_ttl: 0,
+      cache_invalidate_on_update: false,
+      collect_logs: true,
+      rate_limiting_interval: 0,
+      rate_limiting_limit: 0,
+      authentication: true,
+    };
     const gw = await callGateway(`${p.apiUrl}/accounts/${other}/ai-gateway/gateways`, { headers: keyAuth, body: gwBody });
     assert.equal(gw.status, 200, gw.text);
-    const cross = await callGateway(`${p.url}/v1/${other}/strict/openai/chat/completions`, { headers: { "gw-aig-authorization": `Bearer ${run.value}` }, body: chatBody() });
+    const cross = await callGateway(`${p.url}/v1/${other}/strict/openai/chat/completions`, {
+      headers: { "gw-aig-authorization": `Bearer ${run.value}` },
+      body: chatBody(),
+    });
     assert.equal(cross.status, 401);
     assert.equal(cross.json.errors[0].code, 2009);
 
@@ -208,7 +232,10 @@ describe("AI gateway proxy", () => {
       assert.match(r.json.errors[0].message, /Could not reach the provider/);
       mock.delayNext(2000);
       const started = Date.now();
-      const slow = await callGateway(`${q.url}/v1/${q.accountId}/down/openai/chat/completions`, { headers: { "gw-aig-request-timeout": "200" }, body: chatBody() });
+      const slow = await callGateway(`${q.url}/v1/${q.accountId}/down/openai/chat/completions`, {
+        headers: { "gw-aig-request-timeout": "200" },
+        body: chatBody(),
+      });
       assert.equal(slow.status, 504);
       assert.ok(Date.now() - started < 1500, "the timeout answers before the provider does");
     } finally {
@@ -247,7 +274,10 @@ describe("AI gateway proxy", () => {
     await createGateway(p, "retry");
     const before = mock.requests.length;
     mock.failNext(2, 503);
-    const r = await callGateway(chatUrl("retry"), { headers: { "gw-aig-max-attempts": "3", "gw-aig-retry-delay": "10", "gw-aig-backoff": "exponential" }, body: chatBody("again") });
+    const r = await callGateway(chatUrl("retry"), {
+      headers: { "gw-aig-max-attempts": "3", "gw-aig-retry-delay": "10", "gw-aig-backoff": "exponential" },
+      body: chatBody("again"),
+    });
     assert.equal(r.status, 200);
     assert.equal(mock.requests.length - before, 3);
     mock.failNext(1, 500);

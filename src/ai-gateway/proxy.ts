@@ -95,7 +95,8 @@ export class Proxy {
     if (!this.d.limiter.take(`${accountId}/${gatewayId}`, gateway.rate_limiting_limit, gateway.rate_limiting_interval, gateway.rate_limiting_technique)) {
       throw new ApiError(429, AigCodes.rateLimited, "Rate limited");
     }
-    const logging = (opts.collectLog ?? gateway.collect_logs) && !this.d.writer.full(accountId, gatewayId, gateway.log_management, gateway.log_management_strategy);
+    const logging =
+      (opts.collectLog ?? gateway.collect_logs) && !this.d.writer.full(accountId, gatewayId, gateway.log_management, gateway.log_management_strategy);
     const ex: Exchange = { req, res, started, ended: 0, arrivedAt: Date.now(), gateway, authenticated: mayRun, opts, logId: logging ? newLogId() : null };
 
     if (segs.length === 2 || (segs.length === 3 && provider === "")) {
@@ -109,7 +110,8 @@ export class Proxy {
   private gateway(accountId: string, gatewayId: string, mayRun: boolean): Gateway {
     const g = this.d.gateways.get(accountId, gatewayId);
     if (g) return g;
-    if (gatewayId === "default" && mayRun) return this.d.gateways.create(accountId, gatewayId, { ...DEFAULT_GATEWAY }) ?? this.d.gateways.get(accountId, gatewayId)!;
+    if (gatewayId === "default" && mayRun)
+      return this.d.gateways.create(accountId, gatewayId, { ...DEFAULT_GATEWAY }) ?? this.d.gateways.get(accountId, gatewayId)!;
     if (!this.d.identities.getAccount(accountId)) throw new ApiError(404, AigCodes.notFound, `Not Found: no account "${accountId}"`);
     throw new ApiError(404, AigCodes.notFound, `Not Found: no gateway "${gatewayId}" in account ${accountId}`);
   }
@@ -117,7 +119,12 @@ export class Proxy {
   private async forwardToProvider(ex: Exchange, segment: string, rest: string, search: string): Promise<void> {
     const d = this.d;
     const p = d.providers.get(segment);
-    if (!p) throw new ApiError(400, AigCodes.badPath, `Unknown provider "${segment}". Known providers: ${d.providers.ids().join(", ")}, and the endpoints compat and universal`);
+    if (!p)
+      throw new ApiError(
+        400,
+        AigCodes.badPath,
+        `Unknown provider "${segment}". Known providers: ${d.providers.ids().join(", ")}, and the endpoints compat and universal`,
+      );
     const target = this.upstreamUrl(p, ex.gateway.account_id, rest, search);
     if (typeof target === "string") throw new ApiError(400, AigCodes.badPath, target);
     const { req, opts, gateway } = ex;
@@ -134,7 +141,13 @@ export class Proxy {
     let cache: { key: string; ttlMs: number } | undefined;
     const extraHeaders: Record<string, string> = {};
     if (caching) {
-      const key = cacheKey(opts.cacheKey, p.id, `${rest}${search}`, p.credentialHeaders.map((name) => String(req.headers[name] ?? "")), body!);
+      const key = cacheKey(
+        opts.cacheKey,
+        p.id,
+        `${rest}${search}`,
+        p.credentialHeaders.map((name) => String(req.headers[name] ?? "")),
+        body!,
+      );
       cache = { key: `${gateway.account_id}/${gateway.id}:${key}`, ttlMs: ttlSec * 1000 };
       const hit = d.cache.get(cache.key);
       if (hit) return this.answerFromCache(ex, hit, p.id, rest, body!);

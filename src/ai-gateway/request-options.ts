@@ -10,7 +10,8 @@ export function aigHeader(h: IncomingHttpHeaders, name: string): string | undefi
 }
 
 /** True for headers that are meant for the gateway and must never reach the provider. */
-export const isGatewayHeader = (name: string) => name.startsWith("gw-aig-") || name.startsWith("cf-aig-") || name === "cf-cache-ttl" || name === "cf-skip-cache";
+export const isGatewayHeader = (name: string) =>
+  name.startsWith("gw-aig-") || name.startsWith("cf-aig-") || name === "cf-cache-ttl" || name === "cf-skip-cache";
 
 /** The gateway token of a request: `gw-aig-authorization` (spec) or `gw-aig-token` (SDK default header). */
 export function gatewayToken(h: IncomingHttpHeaders): string | undefined {

@@ -23,18 +23,43 @@ describe("AI gateway API with the cloudflare SDK", () => {
 
   it("creates, lists, gets, updates and deletes gateways", async () => {
     const account_id = p.accountId;
-    const created = await cf.aiGateway.create({ account_id, id: "sdk-gw", cache_invalidate_on_update: true, cache_ttl: 0, collect_logs: true, rate_limiting_interval: 0, rate_limiting_limit: 0, rate_limiting_technique: "fixed" });
+    const created = await cf.aiGateway.create({
+      account_id,
+      id: "sdk-gw",
+      cache_invalidate_on_update: true,
+      cache_ttl: 0,
+      collect_logs: true,
+      rate_limiting_interval: 0,
+      rate_limiting_limit: 0,
+      rate_limiting_technique: "fixed",
+    });
     assert.equal(created.id, "sdk-gw");
     const ids: string[] = [];
     for await (const g of cf.aiGateway.list({ account_id })) ids.push(g.id);
     assert.ok(ids.includes("sdk-gw"));
-    const updated = await cf.aiGateway.update("sdk-gw", { account_id, cache_invalidate_on_update: false, cache_ttl: 120, collect_logs: true, rate_limiting_interval: 60, rate_limiting_limit: 5, authentication: true });
+    const updated = await cf.aiGateway.update("sdk-gw", {
+      account_id,
+      cache_invalidate_on_update: false,
+      cache_ttl: 120,
+      collect_logs: true,
+      rate_limiting_interval: 60,
+      rate_limiting_limit: 5,
+      authentication: true,
+    });
     assert.equal(updated.cache_ttl, 120);
     assert.equal(updated.authentication, true);
     assert.equal((await cf.aiGateway.get("sdk-gw", { account_id })).rate_limiting_limit, 5);
     await assert.rejects(cf.aiGateway.get("missing", { account_id }), (e: unknown) => e instanceof Cloudflare.NotFoundError);
     await assert.rejects(
-      cf.aiGateway.create({ account_id, id: "Bad Id", cache_invalidate_on_update: true, cache_ttl: 0, collect_logs: true, rate_limiting_interval: 0, rate_limiting_limit: 0 }),
+      cf.aiGateway.create({
+        account_id,
+        id: "Bad Id",
+        cache_invalidate_on_update: true,
+        cache_ttl: 0,
+        collect_logs: true,
+        rate_limiting_interval: 0,
+        rate_limiting_limit: 0,
+      }),
       (e: unknown) => e instanceof Cloudflare.BadRequestError && /7001/.test(String(e)),
     );
     assert.equal((await cf.aiGateway.delete("sdk-gw", { account_id })).id, "sdk-gw");
@@ -42,7 +67,15 @@ describe("AI gateway API with the cloudflare SDK", () => {
 
   it("lists, filters, reads, edits and deletes logs", async () => {
     const account_id = p.accountId;
-    await cf.aiGateway.create({ account_id, id: "sdk-logs", cache_invalidate_on_update: true, cache_ttl: 0, collect_logs: true, rate_limiting_interval: 0, rate_limiting_limit: 0 });
+    await cf.aiGateway.create({
+      account_id,
+      id: "sdk-logs",
+      cache_invalidate_on_update: true,
+      cache_ttl: 0,
+      collect_logs: true,
+      rate_limiting_interval: 0,
+      rate_limiting_limit: 0,
+    });
     const url = `${p.url}/v1/${account_id}/sdk-logs/openai/chat/completions`;
     await callGateway(url, { headers: { authorization: "Bearer k" }, body: chatBody("one") });
     mock.failNext(1, 500);
@@ -68,6 +101,9 @@ describe("AI gateway API with the cloudflare SDK", () => {
     await cf.aiGateway.logs.delete("sdk-logs", { account_id, filters: [{ key: "success", operator: "eq", value: [false] }] });
     const left = [];
     for await (const l of cf.aiGateway.logs.list("sdk-logs", { account_id })) left.push(l);
-    assert.deepEqual(left.map((l) => l.id), [ok.id]);
+    assert.deepEqual(
+      left.map((l) => l.id),
+      [ok.id],
+    );
   });
 });

@@ -14,10 +14,37 @@ import { RateLimiter } from "./rate-limiter.js";
 import { SseUsageReader, usageOfJson } from "./usage.js";
 
 const log = (i: number, limit: number | null, strategy: NewLog["strategy"]): NewLog => ({
-  id: `L${String(i).padStart(8, "0")}`, account_id: "a", gateway_id: "g", created_at: new Date(1e12 + i).toISOString(), provider: "openai", model: null, path: "chat/completions",
-  request_type: null, status_code: 200, success: true, cached: false, step: null, duration: 1, tokens_in: null, tokens_out: null, cached_tokens: null, reasoning_tokens: null,
-  cost: null, cost_note: null, custom_cost: false, metadata: null, request_content_type: null, response_content_type: null, request_size: 0, response_size: 0,
-  authenticated: false, event_id: null, request_body: Buffer.from("q"), response_body: null, limit, strategy,
+  id: `L${String(i).padStart(8, "0")}`,
+  account_id: "a",
+  gateway_id: "g",
+  created_at: new Date(1e12 + i).toISOString(),
+  provider: "openai",
+  model: null,
+  path: "chat/completions",
+  request_type: null,
+  status_code: 200,
+  success: true,
+  cached: false,
+  step: null,
+  duration: 1,
+  tokens_in: null,
+  tokens_out: null,
+  cached_tokens: null,
+  reasoning_tokens: null,
+  cost: null,
+  cost_note: null,
+  custom_cost: false,
+  metadata: null,
+  request_content_type: null,
+  response_content_type: null,
+  request_size: 0,
+  response_size: 0,
+  authenticated: false,
+  event_id: null,
+  request_body: Buffer.from("q"),
+  response_body: null,
+  limit,
+  strategy,
 });
 
 describe("AI gateway parts", () => {
@@ -33,7 +60,11 @@ describe("AI gateway parts", () => {
       assert.deepEqual(ids(), { lo: "L00000000", hi: "L00009999", n: 10_000 });
       w.writeBatch(Array.from({ length: 3 }, (_, i) => log(20_000 + i, 10_000, "DELETE_OLDEST")));
       assert.deepEqual(ids(), { lo: "L00000003", hi: "L00020002", n: 10_000 });
-      assert.equal((db.prepare("SELECT count(*) AS n FROM logs WHERE request_body IS NOT NULL").get() as { n: number }).n, 10_000, "bodies are kept with their logs");
+      assert.equal(
+        (db.prepare("SELECT count(*) AS n FROM logs WHERE request_body IS NOT NULL").get() as { n: number }).n,
+        10_000,
+        "bodies are kept with their logs",
+      );
       db.close();
     } finally {
       rmSync(dir, { recursive: true, force: true });
@@ -82,10 +113,16 @@ describe("AI gateway parts", () => {
       for (let i = 0; i < bytes.length; i += step) r.push(bytes.subarray(i, i + step));
       assert.deepEqual(r.end(), { model: "claude-sonnet-4-20250514", tokensIn: 30, tokensOut: 15, cachedTokens: 5, reasoningTokens: null });
     }
-    const google = usageOfJson(Buffer.from(JSON.stringify({ modelVersion: "gemini-2.5-flash", usageMetadata: { promptTokenCount: 8, candidatesTokenCount: 4, thoughtsTokenCount: 2 } })));
+    const google = usageOfJson(
+      Buffer.from(JSON.stringify({ modelVersion: "gemini-2.5-flash", usageMetadata: { promptTokenCount: 8, candidatesTokenCount: 4, thoughtsTokenCount: 2 } })),
+    );
     assert.deepEqual(google, { model: "gemini-2.5-flash", tokensIn: 8, tokensOut: 4, cachedTokens: null, reasoningTokens: 2 });
     const responses = new SseUsageReader();
-    responses.push(Buffer.from('data: {"type":"response.completed","response":{"model":"gpt-4.1","usage":{"input_tokens":3,"output_tokens":9,"output_tokens_details":{"reasoning_tokens":4}}}}\r\n\r\n'));
+    responses.push(
+      Buffer.from(
+        'data: {"type":"response.completed","response":{"model":"gpt-4.1","usage":{"input_tokens":3,"output_tokens":9,"output_tokens_details":{"reasoning_tokens":4}}}}\r\n\r\n',
+      ),
+    );
     assert.deepEqual(responses.end(), { model: "gpt-4.1", tokensIn: 3, tokensOut: 9, cachedTokens: null, reasoningTokens: 4 });
   });
 
@@ -98,7 +135,10 @@ describe("AI gateway parts", () => {
     assert.equal(u("anthropic", "v1/messages"), "https://api.anthropic.com/v1/messages");
     assert.equal(u("workers-ai", "@cf/meta/llama-3.1-8b-instruct"), "https://api.cloudflare.com/client/v4/accounts/acc/ai/run/@cf/meta/llama-3.1-8b-instruct");
     assert.equal(u("workers-ai", "v1/chat/completions"), "https://api.cloudflare.com/client/v4/accounts/acc/ai/v1/chat/completions");
-    assert.equal(u("azure-openai", "res1/dep1/chat/completions", "?api-version=2024-10-21"), "https://res1.openai.azure.com/openai/deployments/dep1/chat/completions?api-version=2024-10-21");
+    assert.equal(
+      u("azure-openai", "res1/dep1/chat/completions", "?api-version=2024-10-21"),
+      "https://res1.openai.azure.com/openai/deployments/dep1/chat/completions?api-version=2024-10-21",
+    );
     assert.equal(typeof upstreamUrl(reg.get("azure-openai")!, "acc", "", ""), "string");
     assert.equal(reg.get("cerebras-ai")!.id, "cerebras");
     assert.equal(typeof upstreamUrl(reg.get("workers-ai")!, "acc", "../../other/ai/run/x", ""), "string", "no climbing out of the base");
@@ -110,11 +150,20 @@ describe("AI gateway parts", () => {
   it("rate limits in fixed and sliding windows", () => {
     const rl = new RateLimiter();
     const t0 = 1_000_000_000_000 - (1_000_000_000_000 % 60_000);
-    assert.deepEqual([1, 2, 3].map(() => rl.take("f", 2, 60, "fixed", t0 + 59_000)), [true, true, false]);
+    assert.deepEqual(
+      [1, 2, 3].map(() => rl.take("f", 2, 60, "fixed", t0 + 59_000)),
+      [true, true, false],
+    );
     assert.equal(rl.take("f", 2, 60, "fixed", t0 + 60_000), true, "a fixed window clears at the boundary");
-    assert.deepEqual([1, 2].map(() => rl.take("s", 2, 60, "sliding", t0 + 59_000)), [true, true]);
+    assert.deepEqual(
+      [1, 2].map(() => rl.take("s", 2, 60, "sliding", t0 + 59_000)),
+      [true, true],
+    );
     // Just after the boundary the previous window's 2 weigh ~1.97: one more fits, a second does not (fixed would allow 2).
-    assert.deepEqual([1, 2].map(() => rl.take("s", 2, 60, "sliding", t0 + 61_000)), [true, false]);
+    assert.deepEqual(
+      [1, 2].map(() => rl.take("s", 2, 60, "sliding", t0 + 61_000)),
+      [true, false],
+    );
     assert.equal(rl.take("s", 2, 60, "sliding", t0 + 100_000), true);
     assert.equal(rl.take("off", 0, 60, "fixed"), true);
   });

@@ -27,11 +27,20 @@ describe("AI gateway universal and compat endpoints", () => {
   });
 
   const universal = (steps: unknown) => callGateway(`${p.url}/v1/${p.accountId}/uni`, { body: steps });
-  const step = (provider: string, endpoint: string, key: string, content = "u") => ({ provider, endpoint, headers: { Authorization: `Bearer ${key}` }, query: chatBody(content) });
+  const step = (provider: string, endpoint: string, key: string, content = "u") => ({
+    provider,
+    endpoint,
+    headers: { Authorization: `Bearer ${key}` },
+    query: chatBody(content),
+  });
 
   it("falls back to the next step when a provider fails or cannot be reached, and says which step answered", async () => {
     primary.failNext(1, 500);
-    const r = await universal([step("openai", "chat/completions", "sk-primary"), step("mistral", "v1/chat/completions", "sk-dead"), step("groq", "chat/completions", "sk-backup", "fb")]);
+    const r = await universal([
+      step("openai", "chat/completions", "sk-primary"),
+      step("mistral", "v1/chat/completions", "sk-dead"),
+      step("groq", "chat/completions", "sk-backup", "fb"),
+    ]);
     assert.equal(r.status, 200, r.text);
     assert.equal(r.headers["gw-aig-step"], "2");
     assert.equal(r.json.choices[0].message.content, "echo: fb");
@@ -41,7 +50,10 @@ describe("AI gateway universal and compat endpoints", () => {
     assert.equal(ok.headers["gw-aig-step"], "0");
     const logs = await p.api("GET", `/accounts/${p.accountId}/ai-gateway/gateways/uni/logs?order_by_direction=asc`);
     const steps = logs.body.result.map((l: { step: number; provider: string }) => [l.step, l.provider]);
-    assert.deepEqual(steps, [[2, "groq"], [0, "openai"]]);
+    assert.deepEqual(steps, [
+      [2, "groq"],
+      [0, "openai"],
+    ]);
   });
 
   it("passes the last step's failure through, and 502 when no step can be reached", async () => {

@@ -46,7 +46,10 @@ function compatTarget(ex: Exchange, d: ProxyDeps, endpoint: string, query: unkno
   if (slash <= 0) throw new ApiError(400, AigCodes.validation, 'model: must be "<provider>/<model>", e.g. "openai/gpt-4o-mini"', { pointer: "/model" });
   const p = d.providers.get(model.slice(0, slash));
   if (!p) throw new ApiError(400, AigCodes.validation, `model: unknown provider "${model.slice(0, slash)}"`, { pointer: "/model" });
-  if (!p.chatPath) throw new ApiError(400, AigCodes.validation, `model: ${p.id} has no OpenAI-compatible chat endpoint; call it under /${p.id}/ instead`, { pointer: "/model" });
+  if (!p.chatPath)
+    throw new ApiError(400, AigCodes.validation, `model: ${p.id} has no OpenAI-compatible chat endpoint; call it under /${p.id}/ instead`, {
+      pointer: "/model",
+    });
   const url = upstreamUrl(p, ex.gateway.account_id, p.chatPath, "") as URL;
   return { provider: p, url, path: p.chatPath, body: Buffer.from(JSON.stringify({ ...body, model: model.slice(slash + 1) })) };
 }
@@ -94,9 +97,23 @@ export async function handleUniversal(ex: Exchange, d: ProxyDeps): Promise<void>
     };
     const last = i === steps.length - 1;
     // A failed answer of any step but the last is declined, and the next step is tried.
-    const relay = new Relay(ex, { provider: t.provider.id, path: t.path, requestType: "universal", step: i, requestBody: () => t.body, requestSize: () => t.body.length, extraHeaders: { "gw-aig-step": String(i) } }, d, !last);
+    const relay = new Relay(
+      ex,
+      {
+        provider: t.provider.id,
+        path: t.path,
+        requestType: "universal",
+        step: i,
+        requestBody: () => t.body,
+        requestSize: () => t.body.length,
+        extraHeaders: { "gw-aig-step": String(i) },
+      },
+      d,
+      !last,
+    );
     try {
-      if (await d.upstreams.send({ url: t.url, method: "POST", headers: jsonHeaders(ex, s.headers, t.body.length), body: t.body, retry, signal }, relay)) return;
+      if (await d.upstreams.send({ url: t.url, method: "POST", headers: jsonHeaders(ex, s.headers, t.body.length), body: t.body, retry, signal }, relay))
+        return;
     } catch (err) {
       if (!(err instanceof ApiError) || last) throw err;
       lastError = err;
@@ -109,6 +126,13 @@ export async function handleUniversal(ex: Exchange, d: ProxyDeps): Promise<void>
 export async function handleCompat(ex: Exchange, endpoint: string, d: ProxyDeps): Promise<void> {
   if (ex.req.method !== "POST") throw new ApiError(405, AigCodes.badPath, "The compat endpoint takes POST");
   const t = compatTarget(ex, d, endpoint, parseJson(await readBody(ex.req, d.bodyLimit)));
-  const relay = new Relay(ex, { provider: t.provider.id, path: t.path, requestType: "compat", step: null, requestBody: () => t.body, requestSize: () => t.body.length, extraHeaders: {} }, d);
-  await d.upstreams.send({ url: t.url, method: "POST", headers: jsonHeaders(ex, {}, t.body.length), body: t.body, retry: retryPolicy(ex), signal: clientGone(ex) }, relay);
+  const relay = new Relay(
+    ex,
+    { provider: t.provider.id, path: t.path, requestType: "compat", step: null, requestBody: () => t.body, requestSize: () => t.body.length, extraHeaders: {} },
+    d,
+  );
+  await d.upstreams.send(
+    { url: t.url, method: "POST", headers: jsonHeaders(ex, {}, t.body.length), body: t.body, retry: retryPolicy(ex), signal: clientGone(ex) },
+    relay,
+  );
 }

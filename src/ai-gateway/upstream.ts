@@ -7,7 +7,19 @@ import { AigCodes } from "./codes.js";
 import type { ClientGone } from "./exchange.js";
 
 /** Request headers that describe one hop only (or that undici manages itself); never forwarded. */
-const HOP_REQUEST = new Set(["host", "connection", "keep-alive", "proxy-connection", "proxy-authorization", "transfer-encoding", "te", "upgrade", "trailer", "expect", "http2-settings"]);
+const HOP_REQUEST = new Set([
+  "host",
+  "connection",
+  "keep-alive",
+  "proxy-connection",
+  "proxy-authorization",
+  "transfer-encoding",
+  "te",
+  "upgrade",
+  "trailer",
+  "expect",
+  "http2-settings",
+]);
 /** Response headers that describe the upstream hop. */
 export const HOP_RESPONSE = new Set(["connection", "keep-alive", "transfer-encoding", "proxy-connection", "upgrade", "trailer"]);
 

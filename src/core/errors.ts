@@ -18,7 +18,12 @@ export class ApiError extends Error {
   /** Extra top-level fields some clients expect next to `errors` (e.g. the AI gateway's `error`). */
   readonly extra?: Record<string, unknown>;
 
-  constructor(status: number, code: number, message: string, opts: { chain?: ErrorDetail["error_chain"]; pointer?: string; extra?: Record<string, unknown> } = {}) {
+  constructor(
+    status: number,
+    code: number,
+    message: string,
+    opts: { chain?: ErrorDetail["error_chain"]; pointer?: string; extra?: Record<string, unknown> } = {},
+  ) {
     super(message);
     this.status = status;
     const detail: ErrorDetail = { code, message };

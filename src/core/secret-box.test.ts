@@ -35,9 +35,15 @@ test("the key comes from EDGE_SECRETS_KEY, or from a 0600 file in the state made
     const fromEnv = SecretBox.load(dir, { EDGE_SECRETS_KEY: key.toString("base64") });
     assert.equal(SecretBox.fromKey(key).open(fromEnv.seal("w", "c"), "c"), "w");
     assert.throws(() => fromEnv.open(sealed, "c"), SecretOpenError, "the environment's key wins over the file");
-    assert.throws(() => SecretBox.load(dir, { EDGE_SECRETS_KEY: "c2hvcnQ=" }), (e: unknown) => e instanceof UserError && /EDGE_SECRETS_KEY must hold 32 bytes .* it holds 5/.test(e.message));
+    assert.throws(
+      () => SecretBox.load(dir, { EDGE_SECRETS_KEY: "c2hvcnQ=" }),
+      (e: unknown) => e instanceof UserError && /EDGE_SECRETS_KEY must hold 32 bytes .* it holds 5/.test(e.message),
+    );
     writeFileSync(file, "c2hvcnQ=\n");
-    assert.throws(() => SecretBox.load(dir, {}), (e: unknown) => e instanceof UserError && e.message.startsWith(`${file} must hold 32 bytes`));
+    assert.throws(
+      () => SecretBox.load(dir, {}),
+      (e: unknown) => e instanceof UserError && e.message.startsWith(`${file} must hold 32 bytes`),
+    );
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

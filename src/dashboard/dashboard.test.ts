@@ -12,254 +12,278 @@ import { uploadScript } from "../workers/test-helpers.js";
 const CHROMIUM = [process.env.CHROMIUM_PATH, "/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome"].find((p) => p && existsSync(p));
 const MARKUP = `<img src=x onerror="window.__injected=1">`;
 
-describe("the dashboard in a real browser", { skip: !CHROMIUM && !process.env.CI && "chromium is not installed (apt-get install chromium); runs under CI" }, () => {
-  let p: TestPlatform;
-  let provider: MockProvider;
-  let browser: Browser;
-  let page: Page;
-  const pageErrors: string[] = [];
+describe(
+  "the dashboard in a real browser",
+  { skip: !CHROMIUM && !process.env.CI && "chromium is not installed (apt-get install chromium); runs under CI" },
+  () => {
+    let p: TestPlatform;
+    let provider: MockProvider;
+    let browser: Browser;
+    let page: Page;
+    const pageErrors: string[] = [];
 
-  before(async () => {
-    assert.ok(CHROMIUM, "chromium is required under CI (apt-get install chromium)");
-    provider = await startMockProvider();
-    p = await startGatewayPlatform([`openai=${provider.url}`]);
-    // Running as root (CI containers) needs --no-sandbox; the page is our own.
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox"] });
-    page = await browser.newPage();
-    page.setDefaultTimeout(10_000);
-    page.on("pageerror", (e) => pageErrors.push(e.message));
-  });
-  after(async () => {
-    await browser?.close();
-    await p?.dispose();
-    await provider?.close();
-  });
-
-  const signIn = async (token: string) => {
-    await page.goto(`${p.url}/`);
-    await page.fill("form[name=sign-in] input[name=token]", token);
-    await page.click("form[name=sign-in] button");
-  };
-  const api = (method: string, path: string, body?: unknown) => p.api(method, `/accounts/${p.accountId}${path}`, body);
-  const alertText = async () => {
-    await page.waitForSelector("#alert:not([hidden])");
-    return (await page.textContent("#alert")) ?? "";
-  };
-
-  it("is served with a policy that allows only its own scripts and no framing", async () => {
-    const root = await request(`${p.url}/`);
-    assert.equal(root.statusCode, 302);
-    assert.equal(root.headers.location, "/dash/");
-    await root.body.dump();
-    const res = await request(`${p.url}/dash/`);
-    assert.equal(res.statusCode, 200);
-    assert.match(String(res.headers["content-type"]), /text\/html/);
-    const csp = String(res.headers["content-security-policy"]);
-    assert.match(csp, /script-src 'self'/);
-    assert.match(csp, /frame-ancestors 'none'/);
-    assert.doesNotMatch(csp, /unsafe-inline|unsafe-eval/);
-    assert.equal(res.headers["x-frame-options"], "DENY");
-    const again = await request(`${p.url}/dash/`, { headers: { "if-none-match": String(res.headers.etag) } });
-    assert.equal(again.statusCode, 304);
-    await Promise.all([res.body.dump(), again.body.dump()]);
-  });
-
-  it("refuses a wrong token with the API's reason and shows nothing of the account", async () => {
-    await signIn("not-a-real-token");
-    assert.match(await alertText(), /Sign-in failed: .*\(code \d+\)/);
-    assert.equal(await page.isHidden("#nav"), true);
-    assert.equal(await page.evaluate("sessionStorage.length"), 0, "a refused token is not kept");
-  });
-
-  it("signs in with an API token kept only for the tab, and counts what the account holds", async () => {
-    const zone = await p.api("POST", "/zones", { name: "counted.test", account: { id: p.accountId } });
-    assert.equal(zone.status, 200);
-    await signIn(p.token);
-    await page.waitForSelector(".cards");
-    assert.equal((await page.textContent("[data-count='DNS zones'] .n"))?.trim(), "1");
-    assert.equal(await page.evaluate("localStorage.length"), 0);
-    assert.equal(await page.evaluate("document.cookie"), "");
-    assert.ok(!page.url().includes(p.token));
-  });
-
-  it("DNS: adds a record through the form, refuses an invalid one with the API's message, edits one, deletes one", async () => {
-    await page.click("a[href='#/dns']");
-    await page.fill("form[name=create-zone] input[name=name]", "example.com");
-    await page.click("form[name=create-zone] button");
-    await page.click("a:text-is('example.com')");
-    await page.waitForSelector("form[name=create-record]");
-    await page.fill("form[name=create-record] input[name=name]", "www.example.com");
-    await page.fill("form[name=create-record] input[name=content]", "198.51.100.10");
-    await page.click("form[name=create-record] button");
-    await page.waitForSelector("td:text-is('198.51.100.10')");
-
-    const zones = await p.api("GET", "/zones?name=example.com");
-    const zoneId = zones.body.result[0].id;
-    const records = async () => (await p.api("GET", `/zones/${zoneId}/dns_records`)).body.result as { name: string; content: string }[];
-    assert.deepEqual((await records()).map((r) => [r.name, r.content]), [["www.example.com", "198.51.100.10"]]);
-
-    await page.fill("form[name=create-record] input[name=name]", "bad.example.com");
-    await page.fill("form[name=create-record] input[name=content]", "not-an-address");
-    await page.click("form[name=create-record] button");
-    assert.match(await alertText(), /valid IPv4 address.*\(code 9005\)/);
-    assert.equal((await records()).length, 1, "the refused record was not written");
-
-    await page.click("tr:has(td:text-is('198.51.100.10')) button:text-is('Edit')");
-    assert.equal(await page.inputValue("form[name=edit-record] input[name=name]"), "www.example.com");
-    assert.equal(await page.inputValue("form[name=edit-record] select[name=type]"), "A");
-    await page.fill("form[name=edit-record] input[name=content]", "198.51.100.20");
-    await page.click("form[name=edit-record] button");
-    await page.waitForSelector("td:text-is('198.51.100.20')");
-    assert.equal(await page.locator("#edit-record").count(), 0, "the editor closes after saving");
-    assert.deepEqual((await records()).map((r) => [r.name, r.content]), [["www.example.com", "198.51.100.20"]]);
-
-    page.once("dialog", (d) => void d.accept());
-    await page.click("tr:has(td:text-is('198.51.100.20')) button:text-is('Delete')");
-    await page.waitForSelector("text=No records yet.");
-    assert.equal((await records()).length, 0);
-  });
-
-  it("a list longer than one page says that it shows only the first page", async () => {
-    const zone = await p.api("POST", "/zones", { name: "many.test", account: { id: p.accountId } });
-    const posts = Array.from({ length: 101 }, (_, i) => ({ type: "A", name: `h${i}.many.test`, content: "198.51.100.1", ttl: 1 }));
-    assert.equal((await p.api("POST", `/zones/${zone.body.result.id}/dns_records/batch`, { posts })).status, 200);
-    await page.goto(`${p.url}/dash/#/dns/${zone.body.result.id}`);
-    await page.waitForSelector("#more");
-    assert.match((await page.textContent("#more")) ?? "", /Showing the first 100/);
-    assert.equal(await page.locator("main tbody tr").count(), 100);
-    await page.goto(`${p.url}/dash/#/dns`);
-    await page.waitForSelector("a:text-is('many.test')");
-    assert.equal(await page.locator("#more").count(), 0, "a list that fits says nothing");
-  });
-
-  it("KV: keys and values that contain markup are shown as text, never run", async () => {
-    const ns = await api("POST", "/storage/kv/namespaces", { title: "markup" });
-    const nsId = ns.body.result.id;
-    const put = await request(`${p.apiUrl}/accounts/${p.accountId}/storage/kv/namespaces/${nsId}/values/${encodeURIComponent(MARKUP)}`, {
-      method: "PUT",
-      headers: p.headers(),
-      body: `<script>window.__injected=2</script>${MARKUP}`,
+    before(async () => {
+      assert.ok(CHROMIUM, "chromium is required under CI (apt-get install chromium)");
+      provider = await startMockProvider();
+      p = await startGatewayPlatform([`openai=${provider.url}`]);
+      // Running as root (CI containers) needs --no-sandbox; the page is our own.
+      browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox"] });
+      page = await browser.newPage();
+      page.setDefaultTimeout(10_000);
+      page.on("pageerror", (e) => pageErrors.push(e.message));
     });
-    assert.equal(put.statusCode, 200);
-    await put.body.dump();
-    await page.goto(`${p.url}/dash/#/kv`);
-    await page.click("a:text-is('markup')");
-    await page.click(`a:text-is('${MARKUP}')`);
-    await page.waitForSelector("#kv-value");
-    assert.equal(await page.textContent("#kv-value"), `<script>window.__injected=2</script>${MARKUP}`);
-    assert.equal(await page.evaluate("window.__injected"), undefined);
-    assert.equal(await page.locator("main img, main script").count(), 0);
+    after(async () => {
+      await browser?.close();
+      await p?.dispose();
+      await provider?.close();
+    });
 
-    await page.fill("form[name=put-key] input[name=key]", "greeting");
-    await page.fill("form[name=put-key] textarea[name=value]", "hello from the dashboard");
-    await page.click("form[name=put-key] button");
-    await page.waitForSelector("a:text-is('greeting')");
-    const value = await request(`${p.apiUrl}/accounts/${p.accountId}/storage/kv/namespaces/${nsId}/values/greeting`, { headers: p.headers() });
-    assert.equal(await value.body.text(), "hello from the dashboard");
-  });
+    const signIn = async (token: string) => {
+      await page.goto(`${p.url}/`);
+      await page.fill("form[name=sign-in] input[name=token]", token);
+      await page.click("form[name=sign-in] button");
+    };
+    const api = (method: string, path: string, body?: unknown) => p.api(method, `/accounts/${p.accountId}${path}`, body);
+    const alertText = async () => {
+      await page.waitForSelector("#alert:not([hidden])");
+      return (await page.textContent("#alert")) ?? "";
+    };
 
-  it("R2: creates a bucket through the form and lists its objects", async () => {
-    await page.goto(`${p.url}/dash/#/r2`);
-    await page.fill("form[name=create-bucket] input[name=name]", "Not_Valid");
-    await page.click("form[name=create-bucket] button");
-    assert.match(await alertText(), /\(code \d+\)/);
-    await page.fill("form[name=create-bucket] input[name=name]", "photos");
-    await page.click("form[name=create-bucket] button");
-    await page.waitForSelector("a:text-is('photos')");
-    const buckets = (await api("GET", "/r2/buckets")).body.result.buckets.map((b: { name: string }) => b.name);
-    assert.deepEqual(buckets, ["photos"], "the refused name left nothing behind");
+    it("is served with a policy that allows only its own scripts and no framing", async () => {
+      const root = await request(`${p.url}/`);
+      assert.equal(root.statusCode, 302);
+      assert.equal(root.headers.location, "/dash/");
+      await root.body.dump();
+      const res = await request(`${p.url}/dash/`);
+      assert.equal(res.statusCode, 200);
+      assert.match(String(res.headers["content-type"]), /text\/html/);
+      const csp = String(res.headers["content-security-policy"]);
+      assert.match(csp, /script-src 'self'/);
+      assert.match(csp, /frame-ancestors 'none'/);
+      assert.doesNotMatch(csp, /unsafe-inline|unsafe-eval/);
+      assert.equal(res.headers["x-frame-options"], "DENY");
+      const again = await request(`${p.url}/dash/`, { headers: { "if-none-match": String(res.headers.etag) } });
+      assert.equal(again.statusCode, 304);
+      await Promise.all([res.body.dump(), again.body.dump()]);
+    });
 
-    const obj = await request(`${p.apiUrl}/accounts/${p.accountId}/r2/buckets/photos/objects/cats/tom.txt`, { method: "PUT", headers: p.headers({ "content-type": "text/plain" }), body: "meow" });
-    assert.equal(obj.statusCode, 200);
-    await obj.body.dump();
-    await page.click("a:text-is('photos')");
-    await page.waitForSelector("td:text-is('cats/tom.txt')");
-    assert.ok(await page.isVisible("td:text-is('4 B')"));
-  });
+    it("refuses a wrong token with the API's reason and shows nothing of the account", async () => {
+      await signIn("not-a-real-token");
+      assert.match(await alertText(), /Sign-in failed: .*\(code \d+\)/);
+      assert.equal(await page.isHidden("#nav"), true);
+      assert.equal(await page.evaluate("sessionStorage.length"), 0, "a refused token is not kept");
+    });
 
-  it("Workers: lists each script with its URL and its bindings, never a secret's value", async () => {
-    const code = `export default { fetch(r, env) { return new Response("hi"); } };`;
-    const bindings = [
-      { type: "r2_bucket", name: "PHOTOS", bucket_name: "photos" },
-      { type: "plain_text", name: "GREETING", text: "hello" },
-      { type: "secret_text", name: "API_KEY", text: "secret-value-4471" },
-    ];
-    assert.equal((await uploadScript(p, "dash-worker", code, { bindings })).status, 200);
-    await page.goto(`${p.url}/dash/#/workers`);
-    const row = page.locator("tr:has(td:text-is('dash-worker'))");
-    await row.waitFor();
-    const text = (await row.textContent()) ?? "";
-    assert.match(text, /dash-worker\.workers\.localhost:\d+\//);
-    assert.match(text, /PHOTOS \(R2 bucket photos\)/);
-    assert.match(text, /API_KEY \(secret\)/);
-    assert.ok(!(await page.content()).includes("secret-value-4471"));
-  });
+    it("signs in with an API token kept only for the tab, and counts what the account holds", async () => {
+      const zone = await p.api("POST", "/zones", { name: "counted.test", account: { id: p.accountId } });
+      assert.equal(zone.status, 200);
+      await signIn(p.token);
+      await page.waitForSelector(".cards");
+      assert.equal((await page.textContent("[data-count='DNS zones'] .n"))?.trim(), "1");
+      assert.equal(await page.evaluate("localStorage.length"), 0);
+      assert.equal(await page.evaluate("document.cookie"), "");
+      assert.ok(!page.url().includes(p.token));
+    });
 
-  it("AI gateway: creates a gateway that collects logs and shows the requests it forwarded", async () => {
-    await page.goto(`${p.url}/dash/#/ai-gateway`);
-    await page.fill("form[name=create-gateway] input[name=id]", "dash-gw");
-    await page.check("form[name=create-gateway] input[name=collect_logs]");
-    await page.click("form[name=create-gateway] button");
-    await page.waitForSelector("a:text-is('dash-gw')");
-    const gw = (await api("GET", "/ai-gateway/gateways/dash-gw")).body.result;
-    assert.equal(gw.collect_logs, true);
-    assert.equal(gw.authentication, false);
+    it("DNS: adds a record through the form, refuses an invalid one with the API's message, edits one, deletes one", async () => {
+      await page.click("a[href='#/dns']");
+      await page.fill("form[name=create-zone] input[name=name]", "example.com");
+      await page.click("form[name=create-zone] button");
+      await page.click("a:text-is('example.com')");
+      await page.waitForSelector("form[name=create-record]");
+      await page.fill("form[name=create-record] input[name=name]", "www.example.com");
+      await page.fill("form[name=create-record] input[name=content]", "198.51.100.10");
+      await page.click("form[name=create-record] button");
+      await page.waitForSelector("td:text-is('198.51.100.10')");
 
-    const answer = await callGateway(`${p.url}/v1/${p.accountId}/dash-gw/openai/chat/completions`, { headers: { authorization: "Bearer sk-test" }, body: chatBody("hi") });
-    assert.equal(answer.status, 200);
-    await page.click("a:text-is('dash-gw')");
-    await page.waitForSelector("td:text-is('gpt-4o-mini')");
-    assert.ok(await page.isVisible("td:text-is('openai')"));
-    assert.ok(await page.isVisible("td:text-is('200')"));
-  });
+      const zones = await p.api("GET", "/zones?name=example.com");
+      const zoneId = zones.body.result[0].id;
+      const records = async () => (await p.api("GET", `/zones/${zoneId}/dns_records`)).body.result as { name: string; content: string }[];
+      assert.deepEqual(
+        (await records()).map((r) => [r.name, r.content]),
+        [["www.example.com", "198.51.100.10"]],
+      );
 
-  it("AI gateway: a gateway token is shown once, then authentication is turned on in the spec's order, then the token is revoked", async () => {
-    const url = `${p.url}/v1/${p.accountId}/dash-gw/openai/chat/completions`;
-    const call = (token?: string) => callGateway(url, { headers: { authorization: "Bearer sk-test", ...(token ? { "gw-aig-authorization": `Bearer ${token}` } : {}) }, body: chatBody("hi") });
-    await page.goto(`${p.url}/dash/#/ai-gateway`);
-    await page.fill("form[name=create-token] input[name=name]", "dash-client");
-    await page.click("form[name=create-token] button");
-    await page.waitForSelector("#new-token pre");
-    const value = ((await page.textContent("#new-token pre")) ?? "").trim();
-    assert.ok(value.length >= 40);
-    const listed = (await api("GET", "/tokens")).body.result.find((t: { name: string }) => t.name === "dash-client");
-    assert.deepEqual(listed.policies[0].permission_groups.map((g: { id: string }) => g.id), ["ai_gateway_run"]);
-    assert.ok(!JSON.stringify(listed).includes(value), "the API never shows the value again");
+      await page.fill("form[name=create-record] input[name=name]", "bad.example.com");
+      await page.fill("form[name=create-record] input[name=content]", "not-an-address");
+      await page.click("form[name=create-record] button");
+      assert.match(await alertText(), /valid IPv4 address.*\(code 9005\)/);
+      assert.equal((await records()).length, 1, "the refused record was not written");
 
-    assert.equal((await call(value)).status, 200, "the client sends the token before authentication is on");
-    await page.click("tr:has(a:text-is('dash-gw')) button:text-is('Turn on')");
-    await page.waitForSelector("tr:has(a:text-is('dash-gw')) button:text-is('Turn off')");
-    assert.equal((await api("GET", "/ai-gateway/gateways/dash-gw")).body.result.authentication, true);
-    assert.equal((await call(value)).status, 200);
-    assert.equal((await call()).status, 401);
-    assert.equal(await page.locator("#new-token").count(), 0, "the value is gone once the page is drawn again");
+      await page.click("tr:has(td:text-is('198.51.100.10')) button:text-is('Edit')");
+      assert.equal(await page.inputValue("form[name=edit-record] input[name=name]"), "www.example.com");
+      assert.equal(await page.inputValue("form[name=edit-record] select[name=type]"), "A");
+      await page.fill("form[name=edit-record] input[name=content]", "198.51.100.20");
+      await page.click("form[name=edit-record] button");
+      await page.waitForSelector("td:text-is('198.51.100.20')");
+      assert.equal(await page.locator("#edit-record").count(), 0, "the editor closes after saving");
+      assert.deepEqual(
+        (await records()).map((r) => [r.name, r.content]),
+        [["www.example.com", "198.51.100.20"]],
+      );
 
-    page.once("dialog", (d) => void d.accept());
-    await page.click("tr:has(td:text-is('dash-client')) button:text-is('Revoke')");
-    await page.waitForSelector("text=No gateway tokens yet.");
-    assert.equal((await call(value)).status, 401, "a revoked token is refused");
-  });
+      page.once("dialog", (d) => void d.accept());
+      await page.click("tr:has(td:text-is('198.51.100.20')) button:text-is('Delete')");
+      await page.waitForSelector("text=No records yet.");
+      assert.equal((await records()).length, 0);
+    });
 
-  it("signing out forgets the token", async () => {
-    await page.click("#sign-out");
-    await page.waitForSelector("form[name=sign-in]");
-    assert.equal(await page.evaluate("sessionStorage.length"), 0);
-    assert.deepEqual(pageErrors, []);
-  });
+    it("a list longer than one page says that it shows only the first page", async () => {
+      const zone = await p.api("POST", "/zones", { name: "many.test", account: { id: p.accountId } });
+      const posts = Array.from({ length: 101 }, (_, i) => ({ type: "A", name: `h${i}.many.test`, content: "198.51.100.1", ttl: 1 }));
+      assert.equal((await p.api("POST", `/zones/${zone.body.result.id}/dns_records/batch`, { posts })).status, 200);
+      await page.goto(`${p.url}/dash/#/dns/${zone.body.result.id}`);
+      await page.waitForSelector("#more");
+      assert.match((await page.textContent("#more")) ?? "", /Showing the first 100/);
+      assert.equal(await page.locator("main tbody tr").count(), 100);
+      await page.goto(`${p.url}/dash/#/dns`);
+      await page.waitForSelector("a:text-is('many.test')");
+      assert.equal(await page.locator("#more").count(), 0, "a list that fits says nothing");
+    });
 
-  it("with a read-only token it shows everything and every change is refused with the API's reason", async () => {
-    const permissions = ["dns_read", "kv_read", "r2_read", "workers_read", "ai_gateway_read", "account_settings_read", "api_tokens_read"];
-    const readOnly = await p.api("POST", `/accounts/${p.accountId}/tokens`, { name: "viewer", permissions });
-    assert.equal(readOnly.status, 200);
-    await signIn(readOnly.body.result.value);
-    await page.waitForSelector(".cards");
-    await page.click("a[href='#/dns']");
-    await page.waitForSelector("a:text-is('counted.test')");
-    await page.fill("form[name=create-zone] input[name=name]", "not-allowed.test");
-    await page.click("form[name=create-zone] button");
-    assert.match(await alertText(), /\(code 10000\)/);
-    assert.equal((await p.api("GET", "/zones?name=not-allowed.test")).body.result.length, 0);
-    await page.click("#sign-out");
-    assert.deepEqual(pageErrors, []);
-  });
-});
+    it("KV: keys and values that contain markup are shown as text, never run", async () => {
+      const ns = await api("POST", "/storage/kv/namespaces", { title: "markup" });
+      const nsId = ns.body.result.id;
+      const put = await request(`${p.apiUrl}/accounts/${p.accountId}/storage/kv/namespaces/${nsId}/values/${encodeURIComponent(MARKUP)}`, {
+        method: "PUT",
+        headers: p.headers(),
+        body: `<script>window.__injected=2</script>${MARKUP}`,
+      });
+      assert.equal(put.statusCode, 200);
+      await put.body.dump();
+      await page.goto(`${p.url}/dash/#/kv`);
+      await page.click("a:text-is('markup')");
+      await page.click(`a:text-is('${MARKUP}')`);
+      await page.waitForSelector("#kv-value");
+      assert.equal(await page.textContent("#kv-value"), `<script>window.__injected=2</script>${MARKUP}`);
+      assert.equal(await page.evaluate("window.__injected"), undefined);
+      assert.equal(await page.locator("main img, main script").count(), 0);
+
+      await page.fill("form[name=put-key] input[name=key]", "greeting");
+      await page.fill("form[name=put-key] textarea[name=value]", "hello from the dashboard");
+      await page.click("form[name=put-key] button");
+      await page.waitForSelector("a:text-is('greeting')");
+      const value = await request(`${p.apiUrl}/accounts/${p.accountId}/storage/kv/namespaces/${nsId}/values/greeting`, { headers: p.headers() });
+      assert.equal(await value.body.text(), "hello from the dashboard");
+    });
+
+    it("R2: creates a bucket through the form and lists its objects", async () => {
+      await page.goto(`${p.url}/dash/#/r2`);
+      await page.fill("form[name=create-bucket] input[name=name]", "Not_Valid");
+      await page.click("form[name=create-bucket] button");
+      assert.match(await alertText(), /\(code \d+\)/);
+      await page.fill("form[name=create-bucket] input[name=name]", "photos");
+      await page.click("form[name=create-bucket] button");
+      await page.waitForSelector("a:text-is('photos')");
+      const buckets = (await api("GET", "/r2/buckets")).body.result.buckets.map((b: { name: string }) => b.name);
+      assert.deepEqual(buckets, ["photos"], "the refused name left nothing behind");
+
+      const obj = await request(`${p.apiUrl}/accounts/${p.accountId}/r2/buckets/photos/objects/cats/tom.txt`, {
+        method: "PUT",
+        headers: p.headers({ "content-type": "text/plain" }),
+        body: "meow",
+      });
+      assert.equal(obj.statusCode, 200);
+      await obj.body.dump();
+      await page.click("a:text-is('photos')");
+      await page.waitForSelector("td:text-is('cats/tom.txt')");
+      assert.ok(await page.isVisible("td:text-is('4 B')"));
+    });
+
+    it("Workers: lists each script with its URL and its bindings, never a secret's value", async () => {
+      const code = `export default { fetch(r, env) { return new Response("hi"); } };`;
+      const bindings = [
+        { type: "r2_bucket", name: "PHOTOS", bucket_name: "photos" },
+        { type: "plain_text", name: "GREETING", text: "hello" },
+        { type: "secret_text", name: "API_KEY", text: "secret-value-4471" },
+      ];
+      assert.equal((await uploadScript(p, "dash-worker", code, { bindings })).status, 200);
+      await page.goto(`${p.url}/dash/#/workers`);
+      const row = page.locator("tr:has(td:text-is('dash-worker'))");
+      await row.waitFor();
+      const text = (await row.textContent()) ?? "";
+      assert.match(text, /dash-worker\.workers\.localhost:\d+\//);
+      assert.match(text, /PHOTOS \(R2 bucket photos\)/);
+      assert.match(text, /API_KEY \(secret\)/);
+      assert.ok(!(await page.content()).includes("secret-value-4471"));
+    });
+
+    it("AI gateway: creates a gateway that collects logs and shows the requests it forwarded", async () => {
+      await page.goto(`${p.url}/dash/#/ai-gateway`);
+      await page.fill("form[name=create-gateway] input[name=id]", "dash-gw");
+      await page.check("form[name=create-gateway] input[name=collect_logs]");
+      await page.click("form[name=create-gateway] button");
+      await page.waitForSelector("a:text-is('dash-gw')");
+      const gw = (await api("GET", "/ai-gateway/gateways/dash-gw")).body.result;
+      assert.equal(gw.collect_logs, true);
+      assert.equal(gw.authentication, false);
+
+      const answer = await callGateway(`${p.url}/v1/${p.accountId}/dash-gw/openai/chat/completions`, {
+        headers: { authorization: "Bearer sk-test" },
+        body: chatBody("hi"),
+      });
+      assert.equal(answer.status, 200);
+      await page.click("a:text-is('dash-gw')");
+      await page.waitForSelector("td:text-is('gpt-4o-mini')");
+      assert.ok(await page.isVisible("td:text-is('openai')"));
+      assert.ok(await page.isVisible("td:text-is('200')"));
+    });
+
+    it("AI gateway: a gateway token is shown once, then authentication is turned on in the spec's order, then the token is revoked", async () => {
+      const url = `${p.url}/v1/${p.accountId}/dash-gw/openai/chat/completions`;
+      const call = (token?: string) =>
+        callGateway(url, {
+          headers: { authorization: "Bearer sk-test", ...(token ? { "gw-aig-authorization": `Bearer ${token}` } : {}) },
+          body: chatBody("hi"),
+        });
+      await page.goto(`${p.url}/dash/#/ai-gateway`);
+      await page.fill("form[name=create-token] input[name=name]", "dash-client");
+      await page.click("form[name=create-token] button");
+      await page.waitForSelector("#new-token pre");
+      const value = ((await page.textContent("#new-token pre")) ?? "").trim();
+      assert.ok(value.length >= 40);
+      const listed = (await api("GET", "/tokens")).body.result.find((t: { name: string }) => t.name === "dash-client");
+      assert.deepEqual(
+        listed.policies[0].permission_groups.map((g: { id: string }) => g.id),
+        ["ai_gateway_run"],
+      );
+      assert.ok(!JSON.stringify(listed).includes(value), "the API never shows the value again");
+
+      assert.equal((await call(value)).status, 200, "the client sends the token before authentication is on");
+      await page.click("tr:has(a:text-is('dash-gw')) button:text-is('Turn on')");
+      await page.waitForSelector("tr:has(a:text-is('dash-gw')) button:text-is('Turn off')");
+      assert.equal((await api("GET", "/ai-gateway/gateways/dash-gw")).body.result.authentication, true);
+      assert.equal((await call(value)).status, 200);
+      assert.equal((await call()).status, 401);
+      assert.equal(await page.locator("#new-token").count(), 0, "the value is gone once the page is drawn again");
+
+      page.once("dialog", (d) => void d.accept());
+      await page.click("tr:has(td:text-is('dash-client')) button:text-is('Revoke')");
+      await page.waitForSelector("text=No gateway tokens yet.");
+      assert.equal((await call(value)).status, 401, "a revoked token is refused");
+    });
+
+    it("signing out forgets the token", async () => {
+      await page.click("#sign-out");
+      await page.waitForSelector("form[name=sign-in]");
+      assert.equal(await page.evaluate("sessionStorage.length"), 0);
+      assert.deepEqual(pageErrors, []);
+    });
+
+    it("with a read-only token it shows everything and every change is refused with the API's reason", async () => {
+      const permissions = ["dns_read", "kv_read", "r2_read", "workers_read", "ai_gateway_read", "account_settings_read", "api_tokens_read"];
+      const readOnly = await p.api("POST", `/accounts/${p.accountId}/tokens`, { name: "viewer", permissions });
+      assert.equal(readOnly.status, 200);
+      await signIn(readOnly.body.result.value);
+      await page.waitForSelector(".cards");
+      await page.click("a[href='#/dns']");
+      await page.waitForSelector("a:text-is('counted.test')");
+      await page.fill("form[name=create-zone] input[name=name]", "not-allowed.test");
+      await page.click("form[name=create-zone] button");
+      assert.match(await alertText(), /\(code 10000\)/);
+      assert.equal((await p.api("GET", "/zones?name=not-allowed.test")).body.result.length, 0);
+      await page.click("#sign-out");
+      assert.deepEqual(pageErrors, []);
+    });
+  },
+);

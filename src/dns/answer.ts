@@ -63,7 +63,15 @@ export class AnswerEngine {
       type: "SOA",
       class: "IN",
       ttl,
-      data: { mname: s.mname ?? this.cfg.nameServers[0], rname: s.rname, serial: zs.zone.serial, refresh: s.refresh, retry: s.retry, expire: s.expire, minimum: s.min_ttl },
+      data: {
+        mname: s.mname ?? this.cfg.nameServers[0],
+        rname: s.rname,
+        serial: zs.zone.serial,
+        refresh: s.refresh,
+        retry: s.retry,
+        expire: s.expire,
+        minimum: s.min_ttl,
+      },
     };
   }
 
@@ -132,7 +140,9 @@ export class AnswerEngine {
         res.authoritative = false;
         const ns = zs.at(cut).filter((r) => r.type === "NS");
         res.authorities.push(...ns.map((r) => this.rr(r, cut)));
-        for (const r of ns) if (isInZone(r.content, zs.zone.name)) for (const g of zs.at(r.content)) if (g.type === "A" || g.type === "AAAA") res.additionals.push(this.rr(g, g.name));
+        for (const r of ns)
+          if (isInZone(r.content, zs.zone.name))
+            for (const g of zs.at(r.content)) if (g.type === "A" || g.type === "AAAA") res.additionals.push(this.rr(g, g.name));
       }
       return;
     }

@@ -25,14 +25,26 @@ describe("DNS API through the official cloudflare SDK", () => {
 
   it("finds the zone by name, as certificate tools do, and answers an unknown one as missing", async () => {
     const page = await cf.zones.list({ name: "sdk-test.com" });
-    assert.deepEqual(page.result.map((z) => z.id), [zoneId]);
+    assert.deepEqual(
+      page.result.map((z) => z.id),
+      [zoneId],
+    );
     assert.equal((await cf.zones.get({ zone_id: zoneId })).name, "sdk-test.com");
     await assert.rejects(cf.zones.get({ zone_id: "0".repeat(32) }), (e: any) => e.status === 404 && e.errors[0].code === 1001);
     await assert.rejects(cf.zones.create({ account: { id: p.accountId }, name: "sdk-test.com" }), (e: any) => e.status === 400 && e.errors[0].code === 1061);
   });
 
   it("creates records of each main type with the spec's fields", async () => {
-    const a = await cf.dns.records.create({ zone_id: zoneId, type: "A", name: "www", content: "203.0.113.10", ttl: 3600, proxied: false, comment: "web", tags: ["env:prod"] });
+    const a = await cf.dns.records.create({
+      zone_id: zoneId,
+      type: "A",
+      name: "www",
+      content: "203.0.113.10",
+      ttl: 3600,
+      proxied: false,
+      comment: "web",
+      tags: ["env:prod"],
+    });
     assert.equal(a.name, "www.sdk-test.com");
     assert.match(a.id, /^[0-9a-f]{32}$/);
     assert.match(a.created_on, ISO);
@@ -55,7 +67,13 @@ describe("DNS API through the official cloudflare SDK", () => {
     assert.equal((mx as { priority?: number }).priority, 10);
     const txt = await cf.dns.records.create({ zone_id: zoneId, type: "TXT", name: "_acme-challenge", content: "token-value", ttl: 120 });
     assert.equal(txt.content, '"token-value"');
-    const srv = await cf.dns.records.create({ zone_id: zoneId, type: "SRV", name: "_sip._udp", ttl: 1, data: { priority: 10, weight: 20, port: 5060, target: "sip.sdk-test.com" } });
+    const srv = await cf.dns.records.create({
+      zone_id: zoneId,
+      type: "SRV",
+      name: "_sip._udp",
+      ttl: 1,
+      data: { priority: 10, weight: 20, port: 5060, target: "sip.sdk-test.com" },
+    });
     assert.equal(srv.content, "20 5060 sip.sdk-test.com");
     assert.equal(srv.proxiable, false);
     assert.equal((srv as { priority?: number }).priority, 10);
@@ -64,7 +82,10 @@ describe("DNS API through the official cloudflare SDK", () => {
 
     // Answered by the DNS server right after the API call returned.
     const ans = await udpQuery(port, "_acme-challenge.sdk-test.com", "TXT");
-    assert.deepEqual((ans.answers ?? []).map((x: any) => x.data.map(String)), [["token-value"]]);
+    assert.deepEqual(
+      (ans.answers ?? []).map((x: any) => x.data.map(String)),
+      [["token-value"]],
+    );
   });
 
   it("lists with filters and paginates the way the SDK iterates", async () => {
@@ -79,7 +100,10 @@ describe("DNS API through the official cloudflare SDK", () => {
     const anyOf = await cf.dns.records.list({ zone_id: zoneId, match: "any", type: "MX", name: { exact: "blog.sdk-test.com" } });
     assert.deepEqual(anyOf.result.map((r) => r.type).sort(), ["CNAME", "MX"]);
     const proxied = await cf.dns.records.list({ zone_id: zoneId, proxied: true });
-    assert.deepEqual(proxied.result.map((r) => r.type), ["AAAA"]);
+    assert.deepEqual(
+      proxied.result.map((r) => r.type),
+      ["AAAA"],
+    );
 
     const seen: string[] = [];
     for await (const r of cf.dns.records.list({ zone_id: zoneId, per_page: 2 })) seen.push(r.id);
@@ -112,13 +136,22 @@ describe("DNS API through the official cloudflare SDK", () => {
       ],
     });
     assert.equal(batch.deletes?.length, 1);
-    assert.deepEqual(batch.posts?.map((r) => r.content), ["203.0.113.20", "203.0.113.21"]);
+    assert.deepEqual(
+      batch.posts?.map((r) => r.content),
+      ["203.0.113.20", "203.0.113.21"],
+    );
     const apiA = await udpQuery(port, "api.sdk-test.com", "A");
     assert.deepEqual((apiA.answers ?? []).map((x: any) => x.data).sort(), ["203.0.113.20", "203.0.113.21"]);
 
     const before = (await cf.dns.records.list({ zone_id: zoneId, per_page: 100 })).result.length;
     await assert.rejects(
-      cf.dns.records.batch({ zone_id: zoneId, posts: [{ type: "A", name: "ok", content: "203.0.113.30", ttl: 1 }, { type: "A", name: "bad", content: "not-an-ip", ttl: 1 }] }),
+      cf.dns.records.batch({
+        zone_id: zoneId,
+        posts: [
+          { type: "A", name: "ok", content: "203.0.113.30", ttl: 1 },
+          { type: "A", name: "bad", content: "not-an-ip", ttl: 1 },
+        ],
+      }),
       (e: any) => e.status === 400 && e.errors[0].code === 9005,
     );
     assert.equal((await cf.dns.records.list({ zone_id: zoneId, per_page: 100 })).result.length, before, "nothing of a failed batch is written");
@@ -136,7 +169,7 @@ describe("DNS API through the official cloudflare SDK", () => {
     assert.match(text, /^www\.sdk-test\.com\.\t300\tIN\tAAAA\t2001:db8:1::1 ; cf_tags=cf-proxied:true$/m);
 
     const zone2 = await cf.zones.create({ account: { id: p.accountId }, name: "imported.org" });
-    const file = text.replaceAll("sdk-test.com", "imported.org") + "extra 600 IN TXT \"v=spf1 -all\"\n";
+    const file = text.replaceAll("sdk-test.com", "imported.org") + 'extra 600 IN TXT "v=spf1 -all"\n';
     const res = await cf.dns.records.import({ zone_id: zone2.id, file });
     assert.equal(res.total_records_parsed, res.recs_added);
     const imported = (await cf.dns.records.list({ zone_id: zone2.id, per_page: 100 })).result;
@@ -154,9 +187,20 @@ describe("DNS API through the official cloudflare SDK", () => {
 
   it("reads and changes the zone's SOA through dns_settings", async () => {
     const s = await cf.dns.settings.zone.get({ zone_id: zoneId });
-    assert.deepEqual(s.soa, { mname: "ns1.edge-platform.test", rname: "dns.edge-platform.test", refresh: 10000, retry: 2400, expire: 604800, min_ttl: 1800, ttl: 3600 });
+    assert.deepEqual(s.soa, {
+      mname: "ns1.edge-platform.test",
+      rname: "dns.edge-platform.test",
+      refresh: 10000,
+      retry: 2400,
+      expire: 604800,
+      min_ttl: 1800,
+      ttl: 3600,
+    });
     const before = await udpQuery(port, "sdk-test.com", "SOA");
-    const e = await cf.dns.settings.zone.edit({ zone_id: zoneId, soa: { rname: "first.last@sdk-test.com", refresh: 7200, retry: 600, expire: 604800, min_ttl: 300, ttl: 1800, mname: "ns1.edge-platform.test" } });
+    const e = await cf.dns.settings.zone.edit({
+      zone_id: zoneId,
+      soa: { rname: "first.last@sdk-test.com", refresh: 7200, retry: 600, expire: 604800, min_ttl: 300, ttl: 1800, mname: "ns1.edge-platform.test" },
+    });
     assert.equal(e.soa?.rname, "first\\.last.sdk-test.com");
     const after = await udpQuery(port, "sdk-test.com", "SOA");
     const soa = (after.answers![0] as any).data;

@@ -41,16 +41,56 @@ describe("certbot DNS-01 against the platform, validated by pebble through our D
     const zoneId = await createZone(p, "acme.example");
 
     const f = (n: string) => join(dir, n);
-    execFileSync("openssl", ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", f("ca.key"), "-out", f("ca.pem"), "-days", "2", "-subj", "/CN=test ca"], { stdio: "ignore" });
-    execFileSync("openssl", ["req", "-newkey", "rsa:2048", "-nodes", "-keyout", f("leaf.key"), "-out", f("leaf.csr"), "-subj", "/CN=localhost"], { stdio: "ignore" });
+    execFileSync(
+      "openssl",
+      ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", f("ca.key"), "-out", f("ca.pem"), "-days", "2", "-subj", "/CN=test ca"],
+      { stdio: "ignore" },
+    );
+    execFileSync("openssl", ["req", "-newkey", "rsa:2048", "-nodes", "-keyout", f("leaf.key"), "-out", f("leaf.csr"), "-subj", "/CN=localhost"], {
+      stdio: "ignore",
+    });
     writeFileSync(f("ext.cnf"), "subjectAltName=DNS:localhost,IP:127.0.0.1\n");
-    execFileSync("openssl", ["x509", "-req", "-in", f("leaf.csr"), "-CA", f("ca.pem"), "-CAkey", f("ca.key"), "-CAcreateserial", "-out", f("leaf.pem"), "-days", "2", "-extfile", f("ext.cnf")], { stdio: "ignore" });
+    execFileSync(
+      "openssl",
+      [
+        "x509",
+        "-req",
+        "-in",
+        f("leaf.csr"),
+        "-CA",
+        f("ca.pem"),
+        "-CAkey",
+        f("ca.key"),
+        "-CAcreateserial",
+        "-out",
+        f("leaf.pem"),
+        "-days",
+        "2",
+        "-extfile",
+        f("ext.cnf"),
+      ],
+      { stdio: "ignore" },
+    );
     const [acmePort, mgmtPort] = [await freePort(), await freePort()];
     writeFileSync(
       f("pebble.json"),
-      JSON.stringify({ pebble: { listenAddress: `127.0.0.1:${acmePort}`, managementListenAddress: `127.0.0.1:${mgmtPort}`, certificate: f("leaf.pem"), privateKey: f("leaf.key"), httpPort: 5002, tlsPort: 5001, ocspResponderURL: "", externalAccountBindingRequired: false } }),
+      JSON.stringify({
+        pebble: {
+          listenAddress: `127.0.0.1:${acmePort}`,
+          managementListenAddress: `127.0.0.1:${mgmtPort}`,
+          certificate: f("leaf.pem"),
+          privateKey: f("leaf.key"),
+          httpPort: 5002,
+          tlsPort: 5001,
+          ocspResponderURL: "",
+          externalAccountBindingRequired: false,
+        },
+      }),
     );
-    const pebble = spawn("pebble", ["-config", f("pebble.json"), "-dnsserver", `127.0.0.1:${port}`], { env: { ...process.env, PEBBLE_VA_NOSLEEP: "1", PEBBLE_WFE_NONCEREJECT: "0" }, stdio: ["ignore", "pipe", "pipe"] });
+    const pebble = spawn("pebble", ["-config", f("pebble.json"), "-dnsserver", `127.0.0.1:${port}`], {
+      env: { ...process.env, PEBBLE_VA_NOSLEEP: "1", PEBBLE_WFE_NONCEREJECT: "0" },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
     children.push(pebble);
     await new Promise<void>((resolve, reject) => {
       let out = "";
@@ -71,8 +111,11 @@ describe("certbot DNS-01 against the platform, validated by pebble through our D
     args.push("--dns-cloudflare", "--dns-cloudflare-credentials", f("cf.ini"), "--dns-cloudflare-propagation-seconds", "1");
     args.push("-d", "www.acme.example", "-d", "acme.example", "--config-dir", f("cfg"), "--work-dir", f("work"), "--logs-dir", f("logs"));
     const run = await new Promise<{ code: number; out: string }>((resolve) =>
-      execFile("certbot", args, { env: { ...process.env, CLOUDFLARE_API_URL: p.apiUrl, REQUESTS_CA_BUNDLE: f("ca.pem") }, timeout: 90000 }, (err, stdout, stderr) =>
-        resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, out: stdout + stderr }),
+      execFile(
+        "certbot",
+        args,
+        { env: { ...process.env, CLOUDFLARE_API_URL: p.apiUrl, REQUESTS_CA_BUNDLE: f("ca.pem") }, timeout: 90000 },
+        (err, stdout, stderr) => resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, out: stdout + stderr }),
       ),
     );
     assert.equal(run.code, 0, run.out);

@@ -12,18 +12,38 @@ describe("edgecli dns commands against a running platform", () => {
   it("creates a zone and records, lists, exports, imports and deletes", async () => {
     const created = await p.cli(["dns", "zone", "create", "cli.example"]);
     assert.equal(created.code, 0, created.stderr);
-    assert.match(created.stdout, /Created zone cli\.example with id [0-9a-f]{32}\.\nPoint its NS records at: ns1\.edge-platform\.test, ns2\.edge-platform\.test/);
+    assert.match(
+      created.stdout,
+      /Created zone cli\.example with id [0-9a-f]{32}\.\nPoint its NS records at: ns1\.edge-platform\.test, ns2\.edge-platform\.test/,
+    );
     const [zone] = JSON.parse((await p.cli(["dns", "zone", "list"])).stdout);
 
     const rec = await p.cli(["dns", "record", "create", "cli.example", "--type", "A", "--name", "www", "--content", "203.0.113.77", "--ttl", "120"]);
     assert.equal(rec.code, 0, rec.stderr);
     const id = JSON.parse(rec.stdout).id;
-    const srv = await p.cli(["dns", "record", "create", zone.id, "--type", "SRV", "--name", "_sip._tcp", "--data", '{"priority":1,"weight":2,"port":5060,"target":"sip.cli.example"}']);
+    const srv = await p.cli([
+      "dns",
+      "record",
+      "create",
+      zone.id,
+      "--type",
+      "SRV",
+      "--name",
+      "_sip._tcp",
+      "--data",
+      '{"priority":1,"weight":2,"port":5060,"target":"sip.cli.example"}',
+    ]);
     assert.equal(srv.code, 0, srv.stderr);
-    assert.deepEqual((await udpQuery(port, "www.cli.example", "A")).answers?.map((a: any) => a.data), ["203.0.113.77"]);
+    assert.deepEqual(
+      (await udpQuery(port, "www.cli.example", "A")).answers?.map((a: any) => a.data),
+      ["203.0.113.77"],
+    );
 
     const list = await p.cli(["dns", "record", "list", "cli.example", "--type", "A"]);
-    assert.deepEqual(JSON.parse(list.stdout).map((r: any) => r.name), ["www.cli.example"]);
+    assert.deepEqual(
+      JSON.parse(list.stdout).map((r: any) => r.name),
+      ["www.cli.example"],
+    );
 
     const exported = await p.cli(["dns", "export", "cli.example"]);
     assert.match(exported.stdout, /^www\.cli\.example\.\t120\tIN\tA\t203\.0\.113\.77$/m);
@@ -34,7 +54,10 @@ describe("edgecli dns commands against a running platform", () => {
     assert.equal((await p.cli(["dns", "record", "delete", "cli.example", id])).code, 0);
     assert.equal(((await udpQuery(port, "www.cli.example", "A")).flags ?? 0) & 0xf, 3);
     const zones = JSON.parse((await p.cli(["dns", "zone", "list"])).stdout);
-    assert.deepEqual(zones.map((z: any) => z.name), ["cli.example"]);
+    assert.deepEqual(
+      zones.map((z: any) => z.name),
+      ["cli.example"],
+    );
     assert.equal((await p.cli(["dns", "zone", "delete", "cli.example", "--yes"])).code, 0);
     assert.deepEqual(JSON.parse((await p.cli(["dns", "zone", "list"])).stdout), []);
   });

@@ -49,7 +49,10 @@ export const commands: AnyCommand[] = [
       proxied: { type: "boolean", describe: "Serve A/AAAA/CNAME through the edge" },
       comment: { type: "string", describe: "A note kept with the record" },
     },
-    examples: ["edgecli dns record create example.com --type A --name www --content 203.0.113.10", `edgecli dns record create example.com --type SRV --name _sip._tcp --data '{"priority":10,"weight":5,"port":5060,"target":"sip.example.com"}'`],
+    examples: [
+      "edgecli dns record create example.com --type A --name www --content 203.0.113.10",
+      `edgecli dns record create example.com --type SRV --name _sip._tcp --data '{"priority":10,"weight":5,"port":5060,"target":"sip.example.com"}'`,
+    ],
     handler: async (args, ctx) => (await handlers()).recordCreate(args.zone!, args, ctx),
   }),
   defineCommand({
@@ -81,9 +84,16 @@ export const serveOptions: Record<string, OptionSpec> = {
   "dns-port": { type: "number", describe: "DNS port for UDP and TCP; 0 picks a free one; 53 needs privileges", default: 1053 },
   "edge-ipv4": { type: "strings", describe: "IPv4 addresses proxied names answer with (repeatable)", default: ["192.0.2.10", "192.0.2.11"] },
   "edge-ipv6": { type: "strings", describe: "IPv6 addresses proxied names answer with (repeatable)", default: ["2001:db8::10", "2001:db8::11"] },
-  "name-servers": { type: "strings", describe: "Host names of the zones' authoritative name servers (NS at every apex)", default: ["ns1.edge-platform.test", "ns2.edge-platform.test"] },
+  "name-servers": {
+    type: "strings",
+    describe: "Host names of the zones' authoritative name servers (NS at every apex)",
+    default: ["ns1.edge-platform.test", "ns2.edge-platform.test"],
+  },
   "platform-ranges": { type: "strings", describe: "CIDR ranges owned by the platform; A/AAAA records may not point into them (edge addresses always count)" },
   "axfr-allow": { type: "strings", describe: "CIDR ranges allowed to transfer zones (AXFR); default loopback only", default: ["127.0.0.0/8", "::1/128"] },
-  "dns-workers": { type: "number", describe: "Processes answering DNS over UDP on one shared socket (default: one per CPU, at most 4); 0 or 1 answers in the main process" },
+  "dns-workers": {
+    type: "number",
+    describe: "Processes answering DNS over UDP on one shared socket (default: one per CPU, at most 4); 0 or 1 answers in the main process",
+  },
   notify: { type: "strings", describe: "Secondaries (host:port) sent a DNS NOTIFY when a zone's serial changes; they may also transfer" },
 };

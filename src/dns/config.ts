@@ -21,7 +21,10 @@ export interface DnsConfig {
 function list(v: unknown): string[] {
   if (v === undefined || v === null) return [];
   const arr = Array.isArray(v) ? v : [v];
-  return arr.flatMap((s) => String(s).split(",")).map((s) => s.trim()).filter(Boolean);
+  return arr
+    .flatMap((s) => String(s).split(","))
+    .map((s) => s.trim())
+    .filter(Boolean);
 }
 
 export function addCidr(bl: BlockList, cidr: string, option: string): void {
@@ -61,7 +64,8 @@ export function readDnsConfig(options: Record<string, unknown>): DnsConfig {
   const port = Number(options["dns-port"] ?? 1053);
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new UserError(`--dns-port: ${port} is not a port`);
   const workers = options["dns-workers"] === undefined ? defaultWorkers() : Number(options["dns-workers"]);
-  if (!Number.isInteger(workers) || workers < 0 || workers > MAX_WORKERS) throw new UserError(`--dns-workers: ${options["dns-workers"]} must be a whole number from 0 to ${MAX_WORKERS}`);
+  if (!Number.isInteger(workers) || workers < 0 || workers > MAX_WORKERS)
+    throw new UserError(`--dns-workers: ${options["dns-workers"]} must be a whole number from 0 to ${MAX_WORKERS}`);
   return {
     host: String(options["dns-host"] ?? "127.0.0.1"),
     port,

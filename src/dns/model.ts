@@ -1,7 +1,24 @@
 /** Record types the API stores and the server answers. */
 export const RECORD_TYPES = [
-  "A", "AAAA", "CNAME", "MX", "TXT", "CAA", "SRV", "SVCB", "HTTPS", "PTR", "NS",
-  "DS", "DNSKEY", "URI", "NAPTR", "SSHFP", "TLSA", "SMIMEA", "CERT",
+  "A",
+  "AAAA",
+  "CNAME",
+  "MX",
+  "TXT",
+  "CAA",
+  "SRV",
+  "SVCB",
+  "HTTPS",
+  "PTR",
+  "NS",
+  "DS",
+  "DNSKEY",
+  "URI",
+  "NAPTR",
+  "SSHFP",
+  "TLSA",
+  "SMIMEA",
+  "CERT",
 ] as const;
 export type RecordType = (typeof RECORD_TYPES)[number];
 

@@ -157,10 +157,17 @@ export function fieldsFromText(fields: readonly Field[], text: string, origin?: 
     const t = tokens[i];
     if (!t) throw new FieldError(`missing ${f.name}`);
     // Base64 and hex may be split into several words in zone files.
-    data[f.name] = last && (f.spec.kind === "base64" || f.spec.kind === "hex") ? tokens.slice(i).map((x) => x.value).join("") : t.value;
+    data[f.name] =
+      last && (f.spec.kind === "base64" || f.spec.kind === "hex")
+        ? tokens
+            .slice(i)
+            .map((x) => x.value)
+            .join("")
+        : t.value;
     // Zone files write names relative to $ORIGIN unless they end with a dot.
     if (origin !== undefined && f.spec.kind === "host") data[f.name] = absolute(t.value, origin);
-    if (last && f.spec.kind !== "base64" && f.spec.kind !== "hex" && tokens.length > fields.length) throw new FieldError(`unexpected "${tokens[fields.length].value}"`);
+    if (last && f.spec.kind !== "base64" && f.spec.kind !== "hex" && tokens.length > fields.length)
+      throw new FieldError(`unexpected "${tokens[fields.length].value}"`);
   });
   return data;
 }

@@ -35,7 +35,11 @@ function readComment(v: unknown): string | null {
 function readTags(v: unknown): string[] {
   if (v === undefined || v === null) return [];
   if (!Array.isArray(v) || v.some((t) => typeof t !== "string" || !TAG.test(t) || t.length > 255)) {
-    throw validationError(DnsCodes.fieldInvalid, 'tags must be strings "name:value"; the name may contain only letters, digits, underscores and hyphens.', "/tags");
+    throw validationError(
+      DnsCodes.fieldInvalid,
+      'tags must be strings "name:value"; the name may contain only letters, digits, underscores and hyphens.',
+      "/tags",
+    );
   }
   return [...new Set(v as string[])];
 }
@@ -47,10 +51,12 @@ function readSettings(v: unknown, type: RecordType): RecordSettings {
   for (const [k, val] of Object.entries(v as Record<string, unknown>)) {
     if (!["ipv4_only", "ipv6_only", "flatten_cname"].includes(k)) continue;
     if (typeof val !== "boolean") throw validationError(DnsCodes.fieldInvalid, `settings.${k} must be a boolean.`, `/settings/${k}`);
-    if (k === "flatten_cname" && type !== "CNAME" && val) throw validationError(DnsCodes.fieldInvalid, "settings.flatten_cname applies to CNAME records only.", "/settings/flatten_cname");
+    if (k === "flatten_cname" && type !== "CNAME" && val)
+      throw validationError(DnsCodes.fieldInvalid, "settings.flatten_cname applies to CNAME records only.", "/settings/flatten_cname");
     out[k as keyof RecordSettings] = val;
   }
-  if (out.ipv4_only && out.ipv6_only) throw validationError(DnsCodes.fieldInvalid, "settings.ipv4_only and settings.ipv6_only cannot both be true.", "/settings");
+  if (out.ipv4_only && out.ipv6_only)
+    throw validationError(DnsCodes.fieldInvalid, "settings.ipv4_only and settings.ipv6_only cannot both be true.", "/settings");
   return out;
 }
 
@@ -90,14 +96,16 @@ export function buildRecord(
       : {
           content: has("content") ? b.content : base && !has("data") ? base.content : undefined,
           data: has("data") ? b.data : undefined,
-          priority: has("priority") ? b.priority : base?.priority ?? undefined,
+          priority: has("priority") ? b.priority : (base?.priority ?? undefined),
         };
   const value = spec.parse(valueBody, opts.platform);
-  if (type === "CNAME" && value.content === name) throw validationError(DnsCodes.cnameContent, "Content for CNAME record is invalid: a CNAME cannot point to itself.", "/content");
+  if (type === "CNAME" && value.content === name)
+    throw validationError(DnsCodes.cnameContent, "Content for CNAME record is invalid: a CNAME cannot point to itself.", "/content");
 
   if (has("proxied") && typeof b.proxied !== "boolean") throw validationError(DnsCodes.fieldInvalid, "proxied must be a boolean.", "/proxied");
   const proxied = has("proxied") ? (b.proxied as boolean) : (base?.proxied ?? (spec.proxiable && (opts.defaultProxied ?? false)));
-  if (proxied && !spec.proxiable) throw dnsError(DnsCodes.proxied, `Invalid proxied mode. Record cannot be proxied: only A, AAAA and CNAME records can be proxied, not ${type}.`);
+  if (proxied && !spec.proxiable)
+    throw dnsError(DnsCodes.proxied, `Invalid proxied mode. Record cannot be proxied: only A, AAAA and CNAME records can be proxied, not ${type}.`);
   const ttlIn = has("ttl") ? readTtl(b.ttl) : (base?.ttl ?? 1);
   // Proxied records always have automatic TTL, as the hosted API does.
   const ttl = proxied ? 1 : ttlIn;
@@ -166,5 +174,9 @@ function checkProxiedChain(state: DnsState, draft: ZoneDraft, name: string, targ
     seen.add(t);
     t = next.content;
   }
-  throw validationError(DnsCodes.cnameChain, `A proxied CNAME must lead to an A or AAAA record; the chain from ${name} ends at ${t}, which has none.`, "/content");
+  throw validationError(
+    DnsCodes.cnameChain,
+    `A proxied CNAME must lead to an A or AAAA record; the chain from ${name} ends at ${t}, which has none.`,
+    "/content",
+  );
 }

@@ -49,11 +49,22 @@ const tagName = (t: string) => t.split(":")[0];
 export function filterRecords(records: Iterable<DnsRecord>, q: Query): DnsRecord[] {
   const tests: Test[] = [];
   if (q.type !== undefined && q.type !== "") {
-    const types = all(q.type).flatMap((t) => t.split(",")).map((t) => t.trim().toUpperCase());
-    for (const t of types) if (!(RECORD_TYPES as readonly string[]).includes(t)) throw new ApiError(400, DnsCodes.validation, `type: "${t}" is not a record type`, { pointer: "type" });
+    const types = all(q.type)
+      .flatMap((t) => t.split(","))
+      .map((t) => t.trim().toUpperCase());
+    for (const t of types)
+      if (!(RECORD_TYPES as readonly string[]).includes(t))
+        throw new ApiError(400, DnsCodes.validation, `type: "${t}" is not a record type`, { pointer: "type" });
     tests.push((r) => types.includes(r.type));
   }
-  tests.push(...fieldTests(q, "name", (r) => [r.name], (s) => s.replace(/\.$/, "")));
+  tests.push(
+    ...fieldTests(
+      q,
+      "name",
+      (r) => [r.name],
+      (s) => s.replace(/\.$/, ""),
+    ),
+  );
   tests.push(...fieldTests(q, "content", contentValues));
   tests.push(...fieldTests(q, "comment", (r) => (r.comment === null ? [] : [r.comment])));
   if (q["comment.present"] !== undefined) tests.push((r) => r.comment !== null);
@@ -68,8 +79,10 @@ export function filterRecords(records: Iterable<DnsRecord>, q: Query): DnsRecord
     tests.push((r) => r.name.includes(s) || contentValues(r).some((c) => c.toLowerCase().includes(s)) || (r.comment ?? "").toLowerCase().includes(s));
   }
   const tagTests = fieldTests(q, "tag", (r) => r.tags);
-  for (const n of q["tag.present"] !== undefined ? all(q["tag.present"]) : []) tagTests.push((r) => r.tags.some((t) => tagName(t).toLowerCase() === n.toLowerCase()));
-  for (const n of q["tag.absent"] !== undefined ? all(q["tag.absent"]) : []) tagTests.push((r) => !r.tags.some((t) => tagName(t).toLowerCase() === n.toLowerCase()));
+  for (const n of q["tag.present"] !== undefined ? all(q["tag.present"]) : [])
+    tagTests.push((r) => r.tags.some((t) => tagName(t).toLowerCase() === n.toLowerCase()));
+  for (const n of q["tag.absent"] !== undefined ? all(q["tag.absent"]) : [])
+    tagTests.push((r) => !r.tags.some((t) => tagName(t).toLowerCase() === n.toLowerCase()));
 
   const mode = (key: string) => {
     const v = q[key] === undefined ? "all" : str(q[key]);
@@ -79,7 +92,8 @@ export function filterRecords(records: Iterable<DnsRecord>, q: Query): DnsRecord
   const match = mode("match");
   // cloudflare-go v0 spells it tag-match.
   const tagMatch = q["tag-match"] !== undefined && q.tag_match === undefined ? mode("tag-match") : mode("tag_match");
-  const combine = (ts: Test[], how: string): Test => (ts.length === 0 ? () => true : how === "any" ? (r) => ts.some((t) => t(r)) : (r) => ts.every((t) => t(r)));
+  const combine = (ts: Test[], how: string): Test =>
+    ts.length === 0 ? () => true : how === "any" ? (r) => ts.some((t) => t(r)) : (r) => ts.every((t) => t(r));
   const main = combine(tests, match);
   const tags = combine(tagTests, tagMatch);
   const out = [...records].filter((r) => main(r) && tags(r));
@@ -96,7 +110,8 @@ const ORDERS: Record<string, (r: DnsRecord) => string | number> = {
 
 function order(list: DnsRecord[], q: Query): DnsRecord[] {
   const by = q.order === undefined ? undefined : str(q.order);
-  if (by !== undefined && !ORDERS[by]) throw new ApiError(400, DnsCodes.validation, `order must be one of ${Object.keys(ORDERS).join(", ")}`, { pointer: "order" });
+  if (by !== undefined && !ORDERS[by])
+    throw new ApiError(400, DnsCodes.validation, `order must be one of ${Object.keys(ORDERS).join(", ")}`, { pointer: "order" });
   const dir = q.direction === undefined ? "asc" : str(q.direction);
   if (dir !== "asc" && dir !== "desc") throw new ApiError(400, DnsCodes.validation, 'direction must be "asc" or "desc"', { pointer: "direction" });
   // Without an order the zone's own order (creation) is kept: stable pages at no sorting cost.

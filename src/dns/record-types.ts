@@ -121,7 +121,18 @@ const txt: TypeSpec = {
 };
 
 const TYPE_NUMBERS: Partial<Record<RecordType, number>> = {
-  SRV: 33, CAA: 257, SVCB: 64, HTTPS: 65, DS: 43, DNSKEY: 48, URI: 256, NAPTR: 35, SSHFP: 44, TLSA: 52, SMIMEA: 53, CERT: 37,
+  SRV: 33,
+  CAA: 257,
+  SVCB: 64,
+  HTTPS: 65,
+  DS: 43,
+  DNSKEY: 48,
+  URI: 256,
+  NAPTR: 35,
+  SSHFP: 44,
+  TLSA: 52,
+  SMIMEA: 53,
+  CERT: 37,
 };
 
 /**
@@ -149,7 +160,10 @@ function structured(type: RecordType, fields: Field[], opts: { priorityOutside?:
         if (fields.some((f) => f.name === "priority") && raw.priority === undefined && body.priority !== undefined) raw.priority = body.priority;
         const data: Record<string, unknown> = {};
         for (const f of fields) data[f.name] = checkField(f, raw[f.name], data);
-        const content = contentFields.map((f) => fieldText(f, data[f.name], false)).join(" ").trim();
+        const content = contentFields
+          .map((f) => fieldText(f, data[f.name], false))
+          .join(" ")
+          .trim();
         const priority = opts.priorityOutside ? (data.priority as number) : null;
         if (opts.dataWithoutPriority) delete data.priority;
         return { content, data, priority };
@@ -160,7 +174,10 @@ function structured(type: RecordType, fields: Field[], opts: { priorityOutside?:
     },
     text(v) {
       const data: Record<string, unknown> = { ...v.data, priority: v.data?.priority ?? v.priority };
-      return fields.map((f) => fieldText(f, data[f.name], true)).join(" ").trim();
+      return fields
+        .map((f) => fieldText(f, data[f.name], true))
+        .join(" ")
+        .trim();
     },
     fromText: (text, origin) => {
       try {
@@ -197,16 +214,28 @@ export const TYPES: Record<RecordType, TypeSpec> = {
   PTR: hostType("PTR", DnsCodes.contentInvalid),
   MX: mx,
   TXT: txt,
-  SRV: structured("SRV", [f("priority", int(2)), f("weight", int(2)), f("port", int(2)), f("target", { kind: "host", allowRoot: true })], { priorityOutside: true }),
+  SRV: structured("SRV", [f("priority", int(2)), f("weight", int(2)), f("port", int(2)), f("target", { kind: "host", allowRoot: true })], {
+    priorityOutside: true,
+  }),
   URI: structured("URI", [f("priority", int(2)), f("weight", int(2)), f("target", { kind: "tail" })], { priorityOutside: true, dataWithoutPriority: true }),
   CAA: structured("CAA", [
     f("flags", int(1)),
-    f("tag", { kind: "charstring", pattern: /^(issue|issuewild|iodef|issuemail|issuevmc)$/, hint: "must be one of issue, issuewild, iodef, issuemail, issuevmc", bare: true }),
+    f("tag", {
+      kind: "charstring",
+      pattern: /^(issue|issuewild|iodef|issuemail|issuevmc)$/,
+      hint: "must be one of issue, issuewild, iodef, issuemail, issuevmc",
+      bare: true,
+    }),
     f("value", { kind: "tail" }),
   ]),
   SVCB: svcb("SVCB"),
   HTTPS: svcb("HTTPS"),
-  DS: structured("DS", [f("key_tag", int(2)), f("algorithm", int(1)), f("digest_type", int(1, { only: [1, 2, 4] })), f("digest", { kind: "hex", lengthBy: "digest_type", lengths: digestLengths })]),
+  DS: structured("DS", [
+    f("key_tag", int(2)),
+    f("algorithm", int(1)),
+    f("digest_type", int(1, { only: [1, 2, 4] })),
+    f("digest", { kind: "hex", lengthBy: "digest_type", lengths: digestLengths }),
+  ]),
   DNSKEY: structured("DNSKEY", [f("flags", int(2)), f("protocol", int(1, { only: [3] })), f("algorithm", int(1)), f("public_key", { kind: "base64" })]),
   NAPTR: structured("NAPTR", [
     f("order", int(2)),
@@ -216,7 +245,11 @@ export const TYPES: Record<RecordType, TypeSpec> = {
     f("regex", { kind: "charstring" }),
     f("replacement", { kind: "host", allowRoot: true }),
   ]),
-  SSHFP: structured("SSHFP", [f("algorithm", int(1, { only: [1, 2, 3, 4, 6] })), f("type", int(1, { only: [1, 2] })), f("fingerprint", { kind: "hex", lengthBy: "type", lengths: { 1: 20, 2: 32 } })]),
+  SSHFP: structured("SSHFP", [
+    f("algorithm", int(1, { only: [1, 2, 3, 4, 6] })),
+    f("type", int(1, { only: [1, 2] })),
+    f("fingerprint", { kind: "hex", lengthBy: "type", lengths: { 1: 20, 2: 32 } }),
+  ]),
   TLSA: tlsa("TLSA"),
   SMIMEA: tlsa("SMIMEA"),
   CERT: structured("CERT", [f("type", int(2)), f("key_tag", int(2)), f("algorithm", int(1)), f("certificate", { kind: "base64" })]),

@@ -21,7 +21,10 @@ describe("DNS state across a restart", () => {
     const second = await startDnsPlatform([], stateDir);
     try {
       const aaaa = await udpQuery(second.port, "www.persist.example", "AAAA");
-      assert.deepEqual(aaaa.answers?.map((a: any) => [a.data, a.ttl]), [["2001:db8::7", 600]]);
+      assert.deepEqual(
+        aaaa.answers?.map((a: any) => [a.data, a.ttl]),
+        [["2001:db8::7", 600]],
+      );
       // The bootstrap credentials are those of the first start; the second start made none.
       const auth = { authorization: `Bearer ${first.p.token}` };
       const got = await second.p.api("GET", `/zones/${zoneId}/dns_records/${rec.id}`, undefined, auth);

@@ -46,7 +46,7 @@ export async function registerRecordRoutes(app: FastifyInstance, ctx: DnsApiCont
 
   app.post<ZoneParams>("/zones/:zone_id/dns_records/import", async (req) => {
     const zs = zoneOf(ctx, req, req.params.zone_id, "dns_edit");
-    if (!req.isMultipart()) throw new ApiError(400, DnsCodes.validation, "Send the zone file as multipart/form-data in the field \"file\".");
+    if (!req.isMultipart()) throw new ApiError(400, DnsCodes.validation, 'Send the zone file as multipart/form-data in the field "file".');
     let file: string | undefined;
     let proxied = false;
     for await (const part of req.parts()) {
@@ -66,7 +66,12 @@ export async function registerRecordRoutes(app: FastifyInstance, ctx: DnsApiCont
   app.post<ZoneParams>("/zones/:zone_id/dns_records/batch", async (req) => {
     const zs = zoneOf(ctx, req, req.params.zone_id, "dns_edit");
     const body = (req.body ?? {}) as Record<string, unknown>;
-    const lists: Record<"deletes" | "patches" | "puts" | "posts", unknown> = { deletes: body.deletes ?? [], patches: body.patches ?? [], puts: body.puts ?? [], posts: body.posts ?? [] };
+    const lists: Record<"deletes" | "patches" | "puts" | "posts", unknown> = {
+      deletes: body.deletes ?? [],
+      patches: body.patches ?? [],
+      puts: body.puts ?? [],
+      posts: body.posts ?? [],
+    };
     for (const [k, v] of Object.entries(lists)) {
       if (!Array.isArray(v)) throw new ApiError(400, DnsCodes.validation, `${k} must be an array`, { pointer: `/${k}` });
     }

@@ -11,14 +11,23 @@ import type { Zone } from "./model.js";
 import { parseZoneName, toAscii } from "./names.js";
 import { zoneView } from "./views.js";
 
-const createBody = z.object({
-  name: z.string(),
-  account: z.object({ id: z.string() }).passthrough().optional(),
-  type: z.enum(["full"]).optional(),
-  jump_start: z.boolean().optional(),
-}).passthrough();
+const createBody = z
+  .object({
+    name: z.string(),
+    account: z.object({ id: z.string() }).passthrough().optional(),
+    type: z.enum(["full"]).optional(),
+    jump_start: z.boolean().optional(),
+  })
+  .passthrough();
 
-const patchBody = z.object({ paused: z.boolean().optional(), plan: z.unknown().optional(), vanity_name_servers: z.array(z.string()).optional(), type: z.enum(["full"]).optional() }).strict();
+const patchBody = z
+  .object({
+    paused: z.boolean().optional(),
+    plan: z.unknown().optional(),
+    vanity_name_servers: z.array(z.string()).optional(),
+    type: z.enum(["full"]).optional(),
+  })
+  .strict();
 
 type Q = Record<string, unknown>;
 const one = (v: unknown) => (Array.isArray(v) ? String(v[v.length - 1]) : v === undefined ? undefined : String(v));
@@ -60,7 +69,10 @@ export function registerZoneRoutes(app: FastifyInstance, ctx: DnsApiContext): vo
     }
     requireAccount(req, accountId, "dns_edit");
     const name = parseZoneName(body.name);
-    if (!name) throw new ApiError(400, DnsCodes.zoneNameInvalid, `Invalid domain name "${body.name}": a zone is a registrable domain such as example.com.`, { pointer: "/name" });
+    if (!name)
+      throw new ApiError(400, DnsCodes.zoneNameInvalid, `Invalid domain name "${body.name}": a zone is a registrable domain such as example.com.`, {
+        pointer: "/name",
+      });
     if (ctx.state.byName.has(name)) throw new ApiError(400, DnsCodes.zoneExists, `${name} already exists`);
     const zs = ctx.state.createZone(accountId, name, ctx.state.store.accountSettings(accountId));
     return ok(view(zs.zone));
@@ -71,7 +83,13 @@ export function registerZoneRoutes(app: FastifyInstance, ctx: DnsApiContext): vo
     const page = readPage(q, { defaultPerPage: 20, maxPerPage: 1000 });
     const tests: ((z: Zone) => boolean)[] = [];
     const name = one(q.name);
-    if (name) tests.push(((t) => (z: Zone) => t(z.name))(nameTest(name)));
+    if (name)
+      tests.push(
+        (
+          (t) => (z: Zone) =>
+            t(z.name)
+        )(nameTest(name)),
+      );
     const status = one(q.status);
     if (status) tests.push(() => status === "active");
     const acc = one(q["account.id"]);
@@ -81,7 +99,13 @@ export function registerZoneRoutes(app: FastifyInstance, ctx: DnsApiContext): vo
     const match = one(q.match) ?? "all";
     if (match !== "all" && match !== "any") throw new ApiError(400, DnsCodes.validation, 'match must be "any" or "all"', { pointer: "match" });
     const orderBy = one(q.order) ?? "name";
-    const keys: Record<string, (z: Zone) => string> = { name: (z) => z.name, status: () => "active", "account.id": (z) => z.account_id, "account.name": (z) => ctx.accountName(z.account_id), "plan.id": () => "" };
+    const keys: Record<string, (z: Zone) => string> = {
+      name: (z) => z.name,
+      status: () => "active",
+      "account.id": (z) => z.account_id,
+      "account.name": (z) => ctx.accountName(z.account_id),
+      "plan.id": () => "",
+    };
     if (!keys[orderBy]) throw new ApiError(400, DnsCodes.validation, `order must be one of ${Object.keys(keys).join(", ")}`, { pointer: "order" });
     const sign = one(q.direction) === "desc" ? -1 : 1;
     const visible = [...ctx.state.byId.values()]

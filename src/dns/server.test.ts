@@ -4,7 +4,19 @@ import dgram from "node:dgram";
 import { Resolver } from "node:dns/promises";
 import * as packet from "dns-packet";
 import type { TestPlatform } from "../core/testing/platform.js";
-import { createRecord, createZone, dig, digAvailable, encodeQuery, rcodeOf, startDnsPlatform, tcpQuery, udpQuery, udpRaw, type DnsResponse } from "./test-helpers.js";
+import {
+  createRecord,
+  createZone,
+  dig,
+  digAvailable,
+  encodeQuery,
+  rcodeOf,
+  startDnsPlatform,
+  tcpQuery,
+  udpQuery,
+  udpRaw,
+  type DnsResponse,
+} from "./test-helpers.js";
 
 const Z = "resolve.example";
 const AA = 1 << 10;
@@ -25,7 +37,11 @@ describe("authoritative DNS server", () => {
     secondary.on("message", (msg, rinfo) => {
       const q = packet.decode(msg);
       notifies.push(q);
-      secondary.send(packet.encode({ id: q.id, type: "response", flags: (q.flags ?? 0) | AA, questions: q.questions } as packet.Packet), rinfo.port, rinfo.address);
+      secondary.send(
+        packet.encode({ id: q.id, type: "response", flags: (q.flags ?? 0) | AA, questions: q.questions } as packet.Packet),
+        rinfo.port,
+        rinfo.address,
+      );
     });
     ({ p, port } = await startDnsPlatform(["--notify", `127.0.0.2:${secondary.address().port}`, "--axfr-allow", "10.0.0.0/8"]));
     resolver = new Resolver({ timeout: 2000, tries: 1 });
@@ -49,7 +65,11 @@ describe("authoritative DNS server", () => {
       { type: "SRV", name: "_sip._tcp", data: { priority: 1, weight: 2, port: 5060, target: `sip.${Z}` } },
       { type: "CAA", name: "mail", data: { flags: 0, tag: "issue", value: "ca.example" } },
       { type: "PTR", name: "ptr", content: `www.${Z}` },
-      { type: "NAPTR", name: "enum", data: { order: 100, preference: 10, flags: "u", service: "E2U+sip", regex: "!^.*$!sip:x@resolve.example!", replacement: "." } },
+      {
+        type: "NAPTR",
+        name: "enum",
+        data: { order: 100, preference: 10, flags: "u", service: "E2U+sip", regex: "!^.*$!sip:x@resolve.example!", replacement: "." },
+      },
       { type: "SSHFP", name: "host", data: { algorithm: 4, type: 2, fingerprint: "ab".repeat(32) } },
       { type: "TLSA", name: "_443._tcp", data: { usage: 3, selector: 1, matching_type: 1, certificate: "cd".repeat(32) } },
       { type: "SMIMEA", name: "smime", data: { usage: 3, selector: 0, matching_type: 1, certificate: "ef".repeat(32) } },
@@ -73,14 +93,24 @@ describe("authoritative DNS server", () => {
   });
 
   it("answers through Node's resolver: addresses, CNAME chasing, flattening, proxied names, wildcards", async () => {
-    assert.deepEqual((await resolver.resolve4(`www.${Z}`, { ttl: true })).sort((a, b) => a.address.localeCompare(b.address)), [
-      { address: "203.0.113.1", ttl: 120 },
-      { address: "203.0.113.2", ttl: 120 },
-    ]);
+    assert.deepEqual(
+      (await resolver.resolve4(`www.${Z}`, { ttl: true })).sort((a, b) => a.address.localeCompare(b.address)),
+      [
+        { address: "203.0.113.1", ttl: 120 },
+        { address: "203.0.113.2", ttl: 120 },
+      ],
+    );
     assert.deepEqual(await resolver.resolve6(`www.${Z}`), ["2001:db8:5::1"]);
     assert.deepEqual(await resolver.resolveCname(`alias.${Z}`), [`www.${Z}`]);
     assert.deepEqual((await resolver.resolve4(`chain.${Z}`)).sort(), ["203.0.113.1", "203.0.113.2"]);
-    assert.deepEqual((await resolver.resolve4("flat.example", { ttl: true })).map((a) => [a.address, a.ttl]).sort(), [["203.0.113.1", 120], ["203.0.113.2", 120]], "apex CNAME is flattened, with the smallest TTL of the chain");
+    assert.deepEqual(
+      (await resolver.resolve4("flat.example", { ttl: true })).map((a) => [a.address, a.ttl]).sort(),
+      [
+        ["203.0.113.1", 120],
+        ["203.0.113.2", 120],
+      ],
+      "apex CNAME is flattened, with the smallest TTL of the chain",
+    );
     assert.deepEqual(await resolver.resolve4(`shop.${Z}`, { ttl: true }), [
       { address: "192.0.2.10", ttl: 300 },
       { address: "192.0.2.11", ttl: 300 },
@@ -117,7 +147,10 @@ describe("authoritative DNS server", () => {
     assert.equal(rcodeOf(dangling), 3, "a CNAME to a missing name in our zone ends in NXDOMAIN");
     assert.deepEqual(data(dangling, "CNAME"), [`nowhere.${Z}`]);
     const chain = await udpQuery(port, `chain.${Z}`, "A");
-    assert.deepEqual(chain.answers?.map((a) => a.type), ["CNAME", "CNAME", "A", "A"]);
+    assert.deepEqual(
+      chain.answers?.map((a) => a.type),
+      ["CNAME", "CNAME", "A", "A"],
+    );
   });
 
   it("refers below a delegation with glue instead of answering", async () => {
@@ -125,8 +158,14 @@ describe("authoritative DNS server", () => {
     assert.equal(rcodeOf(r), 0);
     assert.equal((r.flags ?? 0) & AA, 0, "a referral is not authoritative");
     assert.deepEqual(r.answers, []);
-    assert.deepEqual(r.authorities?.map((a: any) => [a.type, a.data]), [["NS", `ns1.sub.${Z}`]]);
-    assert.deepEqual(r.additionals?.map((a: any) => [a.name, a.data]), [[`ns1.sub.${Z}`, "203.0.113.53"]]);
+    assert.deepEqual(
+      r.authorities?.map((a: any) => [a.type, a.data]),
+      [["NS", `ns1.sub.${Z}`]],
+    );
+    assert.deepEqual(
+      r.additionals?.map((a: any) => [a.name, a.data]),
+      [[`ns1.sub.${Z}`, "203.0.113.53"]],
+    );
     const ds = await udpQuery(port, `sub.${Z}`, "DS");
     assert.ok((ds.flags ?? 0) & AA, "DS at the cut is answered by the parent");
     assert.equal(ds.answers?.length, 1);
@@ -151,7 +190,10 @@ describe("authoritative DNS server", () => {
     const edns = await udpQuery(port, `big.${Z}`, "A", { edns: 4096 });
     assert.equal((edns.flags ?? 0) & TC, 0);
     assert.equal(edns.answers?.length, 60);
-    assert.ok(edns.additionals?.some((a) => a.type === "OPT"), "EDNS answered with OPT");
+    assert.ok(
+      edns.additionals?.some((a) => a.type === "OPT"),
+      "EDNS answered with OPT",
+    );
     const [tcp] = await tcpQuery(port, encodeQuery(`big.${Z}`, "A"));
     assert.equal(tcp.answers?.length, 60);
     assert.deepEqual(await resolver.resolve4(`big.${Z}`).then((a) => a.length), 60, "the resolver retries over TCP");
@@ -166,9 +208,15 @@ describe("authoritative DNS server", () => {
     }
     // A cached answer is not served after a change either.
     const r = await createRecord(p, zoneId, { type: "TXT", name: "cached", content: "one" });
-    assert.deepEqual(data(await udpQuery(port, `cached.${Z}`, "TXT")).map((d: any) => String(d)), ["one"]);
+    assert.deepEqual(
+      data(await udpQuery(port, `cached.${Z}`, "TXT")).map((d: any) => String(d)),
+      ["one"],
+    );
     await p.api("PATCH", `/zones/${zoneId}/dns_records/${r.id}`, { content: "two" });
-    assert.deepEqual(data(await udpQuery(port, `cached.${Z}`, "TXT")).map((d: any) => String(d)), ["two"]);
+    assert.deepEqual(
+      data(await udpQuery(port, `cached.${Z}`, "TXT")).map((d: any) => String(d)),
+      ["two"],
+    );
   });
 
   it("survives malformed packets: FORMERR or silence, and keeps answering", async () => {
@@ -186,14 +234,21 @@ describe("authoritative DNS server", () => {
     const update = Buffer.from(q);
     update.writeUInt16BE(5 << 11, 2);
     assert.equal((await udpRaw(port, update)).readUInt16BE(2) & 0xf, 4, "UPDATE is NOTIMP");
-    const two = packet.encode({ type: "query", id: 1, questions: [{ type: "A", name: `www.${Z}` }, { type: "A", name: `www.${Z}` }] });
+    const two = packet.encode({
+      type: "query",
+      id: 1,
+      questions: [
+        { type: "A", name: `www.${Z}` },
+        { type: "A", name: `www.${Z}` },
+      ],
+    });
     assert.equal((await udpRaw(port, two)).readUInt16BE(2) & 0xf, 1);
     const [tcpBad] = await tcpQuery(port, Buffer.alloc(20, 0x11));
     assert.equal(rcodeOf(tcpBad), 1, "FORMERR over TCP too");
     // Fuzz: thousands of mutated queries (random bytes flipped, cut, extended), then it must still answer.
     const sock = dgram.createSocket("udp4");
     let seed = 12345;
-    const rnd = (n: number) => ((seed = (seed * 1103515245 + 12345) & 0x7fffffff) % n);
+    const rnd = (n: number) => (seed = (seed * 1103515245 + 12345) & 0x7fffffff) % n;
     const base = [encodeQuery(`www.${Z}`, "A", { edns: 1232 }), encodeQuery(`_sip._tcp.${Z}`, "SRV"), encodeQuery(Z, "AXFR")];
     for (let i = 0; i < 3000; i++) {
       const m = Buffer.from(base[i % base.length]);
@@ -209,7 +264,8 @@ describe("authoritative DNS server", () => {
   });
 
   it("transfers the zone (AXFR) to allowed secondaries only, with proxied names as edge addresses", async () => {
-    const isEnd = (msgs: DnsResponse[]) => msgs.flatMap((m) => m.answers ?? []).filter((a) => a.type === "SOA").length >= 2 || msgs.some((m) => rcodeOf(m) !== 0);
+    const isEnd = (msgs: DnsResponse[]) =>
+      msgs.flatMap((m) => m.answers ?? []).filter((a) => a.type === "SOA").length >= 2 || msgs.some((m) => rcodeOf(m) !== 0);
     const refused = await tcpQuery(port, encodeQuery(Z, "AXFR"), isEnd);
     assert.equal(rcodeOf(refused[0]), 5, "127.0.0.1 is not on the allow list");
     const msgs = await tcpQuery(port, encodeQuery(Z, "AXFR"), isEnd, "127.0.0.2");
@@ -221,7 +277,13 @@ describe("authoritative DNS server", () => {
     assert.deepEqual(shop.sort(), ["192.0.2.10", "192.0.2.11", "2001:db8::10", "2001:db8::11"], "never the origin 203.0.113.7");
     const flat = (await tcpQuery(port, encodeQuery("flat.example", "AXFR"), isEnd, "127.0.0.2")).flatMap((m) => m.answers ?? []);
     assert.ok(!flat.some((a) => a.type === "CNAME"), "the apex CNAME goes out flattened");
-    assert.deepEqual(flat.filter((a) => a.type === "A").map((a: any) => a.data).sort(), ["203.0.113.1", "203.0.113.2"]);
+    assert.deepEqual(
+      flat
+        .filter((a) => a.type === "A")
+        .map((a: any) => a.data)
+        .sort(),
+      ["203.0.113.1", "203.0.113.2"],
+    );
     assert.equal(all.filter((a) => a.name === `big.${Z}`).length, 60);
     assert.equal(rcodeOf(await udpQuery(port, Z, "AXFR")), 5, "no AXFR over UDP");
   });
@@ -234,7 +296,10 @@ describe("authoritative DNS server", () => {
     const n = notifies[0];
     assert.ok(n, "a NOTIFY arrived");
     assert.equal(((n.flags ?? 0) >> 11) & 0xf, 4, "opcode NOTIFY");
-    assert.deepEqual(n.questions?.map((q) => [q.name, q.type]), [[Z, "SOA"]]);
+    assert.deepEqual(
+      n.questions?.map((q) => [q.name, q.type]),
+      [[Z, "SOA"]],
+    );
     const soa = await udpQuery(port, Z, "SOA");
     assert.equal((n.answers?.[0] as any).data.serial, (soa.answers?.[0] as any).data.serial);
     while (!p.logs().includes("secondary acknowledged NOTIFY") && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));

@@ -63,7 +63,8 @@ export class DnsServer {
       const code = (err as NodeJS.ErrnoException).code;
       const where = `${this.cfg.host}:${this.cfg.port}`;
       if (code === "EADDRINUSE") throw new UserError(`The DNS port ${where} is already in use`, "Choose another with --dns-port (0 picks a free one).");
-      if (code === "EACCES") throw new UserError(`Not allowed to listen on the DNS port ${where}`, "Ports below 1024 need privileges; see docs/dns.md (running on port 53).");
+      if (code === "EACCES")
+        throw new UserError(`Not allowed to listen on the DNS port ${where}`, "Ports below 1024 need privileges; see docs/dns.md (running on port 53).");
       if (code === "EADDRNOTAVAIL") throw new UserError(`--dns-host ${this.cfg.host} is not an address of this machine`);
       throw err;
     }
@@ -238,7 +239,13 @@ export class DnsServer {
     return out;
   }
 
-  private encode(q: Decoded, a: { rcode: number; authoritative: boolean; answers: unknown[]; authorities: unknown[]; additionals: unknown[] }, opt?: Opt, extendedRcode = 0, extra = 0): Buffer {
+  private encode(
+    q: Decoded,
+    a: { rcode: number; authoritative: boolean; answers: unknown[]; authorities: unknown[]; additionals: unknown[] },
+    opt?: Opt,
+    extendedRcode = 0,
+    extra = 0,
+  ): Buffer {
     const additionals = [...a.additionals];
     if (opt) additionals.push({ type: "OPT", name: ".", udpPayloadSize: EDNS_SIZE, extendedRcode, ednsVersion: 0, flags: 0, options: [] });
     // dns-packet takes the response code from the low bits of flags, not from a field.

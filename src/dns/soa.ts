@@ -101,8 +101,10 @@ export function patchSettings(current: ZoneSettings, body: unknown): ZoneSetting
       soa.rname = r;
     }
   }
-  if (soa.retry > soa.refresh) throw new ApiError(400, DnsCodes.soa, `soa.retry (${soa.retry}) must not exceed soa.refresh (${soa.refresh})`, { pointer: "/soa/retry" });
-  if (soa.expire < soa.refresh) throw new ApiError(400, DnsCodes.soa, `soa.expire (${soa.expire}) must not be smaller than soa.refresh (${soa.refresh})`, { pointer: "/soa/expire" });
+  if (soa.retry > soa.refresh)
+    throw new ApiError(400, DnsCodes.soa, `soa.retry (${soa.retry}) must not exceed soa.refresh (${soa.refresh})`, { pointer: "/soa/retry" });
+  if (soa.expire < soa.refresh)
+    throw new ApiError(400, DnsCodes.soa, `soa.expire (${soa.expire}) must not be smaller than soa.refresh (${soa.refresh})`, { pointer: "/soa/expire" });
   return {
     soa,
     flatten_all_cnames: p.flatten_all_cnames ?? current.flatten_all_cnames,

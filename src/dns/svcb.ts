@@ -38,14 +38,18 @@ function encodeValue(key: number, name: string, raw: string | undefined): Buffer
   };
   switch (key) {
     case 0: {
-      const keys = need().split(",").map((k) => (k in KEYS ? KEYS[k] : /^key\d+$/.test(k) ? Number(k.slice(3)) : NaN));
+      const keys = need()
+        .split(",")
+        .map((k) => (k in KEYS ? KEYS[k] : /^key\d+$/.test(k) ? Number(k.slice(3)) : NaN));
       if (keys.some((k) => !Number.isInteger(k) || k > 65535)) throw new Error(`mandatory lists an unknown key`);
       const b = Buffer.alloc(keys.length * 2);
       keys.sort((a, b2) => a - b2).forEach((k, i) => b.writeUInt16BE(k, i * 2));
       return b;
     }
     case 1: {
-      const ids = need().split(",").map((s) => Buffer.from(s));
+      const ids = need()
+        .split(",")
+        .map((s) => Buffer.from(s));
       if (ids.some((b) => b.length === 0 || b.length > 255)) throw new Error(`alpn ids must be 1-255 bytes`);
       return Buffer.concat(ids.flatMap((b) => [Buffer.from([b.length]), b]));
     }

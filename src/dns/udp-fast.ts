@@ -43,7 +43,8 @@ export function loadNativeUdp(): { native: NativeUdp } | { why: string } {
 export function serveNatively(native: NativeUdp, socket: dgram.Socket, onMiss: (query: Buffer, address: string, port: number) => void): void {
   const state = Object.getOwnPropertySymbols(socket).find((s) => s.description === "state symbol");
   const handle = state && (socket as unknown as Record<symbol, { handle?: { fd?: unknown; recvStop?: () => number } }>)[state]?.handle;
-  if (typeof handle?.fd !== "number" || handle.fd < 0 || typeof handle.recvStop !== "function") throw new Error("this Node's dgram socket does not expose its descriptor");
+  if (typeof handle?.fd !== "number" || handle.fd < 0 || typeof handle.recvStop !== "function")
+    throw new Error("this Node's dgram socket does not expose its descriptor");
   native.start(handle.fd, onMiss);
   handle.recvStop();
 }

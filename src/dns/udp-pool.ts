@@ -131,7 +131,14 @@ export class UdpWorkerPool {
     const withFlag = this.batchSends;
     let ready = false;
     let exitedResolve!: () => void;
-    const m: Member = { worker, startedAt: Date.now(), exited: new Promise((r) => (exitedResolve = r)), waiters: [], dirty: false, lastFlush: Promise.resolve() };
+    const m: Member = {
+      worker,
+      startedAt: Date.now(),
+      exited: new Promise((r) => (exitedResolve = r)),
+      waiters: [],
+      dirty: false,
+      lastFlush: Promise.resolve(),
+    };
     this.members.add(m);
 
     return new Promise<void>((resolve, reject) => {

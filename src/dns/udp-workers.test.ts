@@ -72,7 +72,11 @@ describe("DNS over UDP answered by several processes (--dns-workers)", () => {
   it("starts the asked number of processes, each answering from the zones, with TCP still answered", async () => {
     const pids = answeringPids(p.process.pid!);
     assert.equal(pids.length, 2);
-    assert.deepEqual([...readyPids(p)].sort((a, b) => a - b), pids, "both reported the shared socket bound before the platform was ready");
+    assert.deepEqual(
+      [...readyPids(p)].sort((a, b) => a - b),
+      pids,
+      "both reported the shared socket bound before the platform was ready",
+    );
     await createRecord(p, zoneId, { type: "A", name: "www", content: "10.9.0.1", ttl: 300 });
     for (const pid of pids) {
       await onlyAnswering(pids, pid, async () => {
@@ -93,7 +97,8 @@ describe("DNS over UDP answered by several processes (--dns-workers)", () => {
 
     const patched = await p.api("PATCH", `/zones/${zoneId}/dns_records/${rec.id}`, { content: "10.9.1.2" });
     assert.equal(patched.status, 200);
-    for (const pid of pids) await onlyAnswering(pids, pid, async () => assert.deepEqual(addresses(await udpQuery(port, `changing.${Z}`, "A")), ["10.9.1.2"], `process ${pid}`));
+    for (const pid of pids)
+      await onlyAnswering(pids, pid, async () => assert.deepEqual(addresses(await udpQuery(port, `changing.${Z}`, "A")), ["10.9.1.2"], `process ${pid}`));
 
     // Many queries from fresh sockets with every process running: whichever takes one, the answer is new.
     const renamed = await p.api("PATCH", `/zones/${zoneId}/dns_records/${rec.id}`, { content: "10.9.1.3" });
@@ -115,7 +120,10 @@ describe("DNS over UDP answered by several processes (--dns-workers)", () => {
     });
     assert.match(p.logs(), new RegExp(`"child_pid":${victim}[^\\n]*"signal":"SIGKILL"[^\\n]*dns answering process exited`));
     const pids = answeringPids(p.process.pid!);
-    assert.deepEqual(pids, [fresh, survivor].sort((a, b) => a - b));
+    assert.deepEqual(
+      pids,
+      [fresh, survivor].sort((a, b) => a - b),
+    );
     await onlyAnswering(pids, fresh, async () => assert.deepEqual(addresses(await udpQuery(port, `www.${Z}`, "A")), ["10.9.0.1"]));
   });
 });

@@ -46,7 +46,23 @@ describe("DNS API validation: every rule refuses with its code and writes nothin
       assert.deepEqual(env.messages, []);
       assert.equal(env.success, true);
       const r = env.result;
-      const keys = ["id", "zone_id", "zone_name", "name", "type", "content", "proxiable", "proxied", "ttl", "locked", "meta", "comment", "tags", "created_on", "modified_on"];
+      const keys = [
+        "id",
+        "zone_id",
+        "zone_name",
+        "name",
+        "type",
+        "content",
+        "proxiable",
+        "proxied",
+        "ttl",
+        "locked",
+        "meta",
+        "comment",
+        "tags",
+        "created_on",
+        "modified_on",
+      ];
       for (const k of keys) assert.ok(k in r, `${body.type} record has ${k}`);
       assert.equal(r.comment, null);
       assert.deepEqual(r.tags, []);
@@ -121,7 +137,11 @@ describe("DNS API validation: every rule refuses with its code and writes nothin
     assert.equal(ns.status, 200, JSON.stringify(ns.body));
     const second = await p.api("POST", `/zones/${zoneId}/dns_records`, { type: "NS", name: "child", content: "ns2.elsewhere.example" });
     assert.equal(second.status, 200, JSON.stringify(second.body));
-    const ds = await p.api("POST", `/zones/${zoneId}/dns_records`, { type: "DS", name: "child", data: { key_tag: 2371, algorithm: 13, digest_type: 2, digest: "1F987CC6583E92DF0890718C42B8D1B6D4C0B6A4B5E3E5C4B8C4D4B7D0E9A6F1" } });
+    const ds = await p.api("POST", `/zones/${zoneId}/dns_records`, {
+      type: "DS",
+      name: "child",
+      data: { key_tag: 2371, algorithm: 13, digest_type: 2, digest: "1F987CC6583E92DF0890718C42B8D1B6D4C0B6A4B5E3E5C4B8C4D4B7D0E9A6F1" },
+    });
     assert.equal(ds.status, 200, JSON.stringify(ds.body));
     await refused({ type: "A", name: "child", content: "203.0.113.9" }, { code: 81056, message: /NS records cannot exist on the same name/ });
     await p.api("POST", `/zones/${zoneId}/dns_records`, { type: "TXT", name: "hosted", content: "x" });
@@ -173,8 +193,27 @@ describe("DNS API validation: every rule refuses with its code and writes nothin
       [{ type: "DS", name: "child", data: { key_tag: 2371, algorithm: 13, digest_type: 2, digest: "AB".repeat(32) } }, `2371 13 2 ${"ab".repeat(32)}`],
       [{ type: "SSHFP", name: "host", data: { algorithm: 4, type: 2, fingerprint: "cd".repeat(32) } }, `4 2 ${"cd".repeat(32)}`],
       [{ type: "TLSA", name: "_443._tcp", data: { usage: 3, selector: 1, matching_type: 1, certificate: "ef".repeat(32) } }, `3 1 1 ${"ef".repeat(32)}`],
-      [{ type: "NAPTR", name: "enum", data: { order: 100, preference: 10, flags: "u", service: "E2U+sip", regex: "!^.*$!sip:info@valid.example!", replacement: "." } }, '100 10 "u" "E2U+sip" "!^.*$!sip:info@valid.example!" .'],
-      [{ type: "DNSKEY", name: "@", data: { flags: 257, protocol: 3, algorithm: 13, public_key: "mdsswUyr3DPW132mOi8V9xESWE8jTo0dxCjjnopKl+GqJxpVXckHAeF+KkxLbxILfDLUT0rAK9iUzy1L53eKGQ==" } }, "257 3 13 mdsswUyr3DPW132mOi8V9xESWE8jTo0dxCjjnopKl+GqJxpVXckHAeF+KkxLbxILfDLUT0rAK9iUzy1L53eKGQ=="],
+      [
+        {
+          type: "NAPTR",
+          name: "enum",
+          data: { order: 100, preference: 10, flags: "u", service: "E2U+sip", regex: "!^.*$!sip:info@valid.example!", replacement: "." },
+        },
+        '100 10 "u" "E2U+sip" "!^.*$!sip:info@valid.example!" .',
+      ],
+      [
+        {
+          type: "DNSKEY",
+          name: "@",
+          data: {
+            flags: 257,
+            protocol: 3,
+            algorithm: 13,
+            public_key: "mdsswUyr3DPW132mOi8V9xESWE8jTo0dxCjjnopKl+GqJxpVXckHAeF+KkxLbxILfDLUT0rAK9iUzy1L53eKGQ==",
+          },
+        },
+        "257 3 13 mdsswUyr3DPW132mOi8V9xESWE8jTo0dxCjjnopKl+GqJxpVXckHAeF+KkxLbxILfDLUT0rAK9iUzy1L53eKGQ==",
+      ],
       [{ type: "CERT", name: "cert", data: { type: 1, key_tag: 0, algorithm: 0, certificate: "AAEC" } }, "1 0 0 AAEC"],
       [{ type: "SVCB", name: "_dns", data: { priority: 1, target: "dns.valid.example", value: "alpn=dot port=853" } }, "1 dns.valid.example alpn=dot port=853"],
       [{ type: "SMIMEA", name: "smime", data: { usage: 3, selector: 0, matching_type: 0, certificate: "0102" } }, "3 0 0 0102"],
@@ -189,7 +228,15 @@ describe("DNS API validation: every rule refuses with its code and writes nothin
   });
 
   it("takes null as not given (lexicon sends data: null) and clears a comment patched to null", async () => {
-    const r = await p.api("POST", `/zones/${zoneId}/dns_records`, { type: "A", name: "nulls", content: "203.0.113.60", data: null, proxied: null, ttl: null, comment: "x" });
+    const r = await p.api("POST", `/zones/${zoneId}/dns_records`, {
+      type: "A",
+      name: "nulls",
+      content: "203.0.113.60",
+      data: null,
+      proxied: null,
+      ttl: null,
+      comment: "x",
+    });
     assert.equal(r.status, 200, JSON.stringify(r.body));
     assert.equal(r.body.result.ttl, 1);
     const cleared = await p.api("PATCH", `/zones/${zoneId}/dns_records/${r.body.result.id}`, { comment: null });

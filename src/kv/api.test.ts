@@ -120,7 +120,7 @@ test("value errors: 414 key, 413 value and metadata, 400 ttl and past expiration
   for (const k of ["big", "meta", "ttl", "past"]) assert.equal((await raw("GET", value(k))).status, 404);
 });
 
-test("keys: prefix listing across pages, cursor is \"\" when done, bad limit is 400", async () => {
+test('keys: prefix listing across pages, cursor is "" when done, bad limit is 400', async () => {
   const entries = Array.from({ length: 25 }, (_, i) => ({ key: `page/${String(i).padStart(2, "0")}`, value: "v" }));
   await p.api("PUT", `${base}/${ns}/bulk`, [...entries, { key: "pagf", value: "outside" }]);
   const names: string[] = [];
@@ -134,7 +134,10 @@ test("keys: prefix listing across pages, cursor is \"\" when done, bad limit is 
     pages++;
   } while (cursor);
   assert.equal(pages, 3);
-  assert.deepEqual(names, entries.map((e) => e.key));
+  assert.deepEqual(
+    names,
+    entries.map((e) => e.key),
+  );
   assert.equal((await p.api("GET", `${base}/${ns}/keys?limit=0`)).status, 400);
   assert.equal((await p.api("GET", `${base}/${ns}/keys?limit=1001`)).status, 400);
 });
@@ -155,19 +158,33 @@ test("bulk write: base64, all or nothing with the entry index and rule named", a
   ]);
   assert.equal(bad.status, 400);
   assert.match(bad.body.errors[0].message, /^entry 1: expiration_ttl/);
-  const typed = await p.api("PUT", `${base}/${ns}/bulk`, [{ key: "atomic-1", value: "a" }, { key: "atomic-x", value: 5 }]);
+  const typed = await p.api("PUT", `${base}/${ns}/bulk`, [
+    { key: "atomic-1", value: "a" },
+    { key: "atomic-x", value: 5 },
+  ]);
   assert.match(typed.body.errors[0].message, /^entry 1: value must be a string/);
-  const longKey = await p.api("PUT", `${base}/${ns}/bulk`, [{ key: "atomic-1", value: "a" }, { key: "k".repeat(600), value: "b" }]);
+  const longKey = await p.api("PUT", `${base}/${ns}/bulk`, [
+    { key: "atomic-1", value: "a" },
+    { key: "k".repeat(600), value: "b" },
+  ]);
   assert.equal(longKey.status, 414);
   assert.match(longKey.body.errors[0].message, /^entry 1: key is 600 bytes/);
-  const tooMany = await p.api("PUT", `${base}/${ns}/bulk`, Array.from({ length: 10_001 }, (_, i) => ({ key: `t${i}`, value: "" })));
+  const tooMany = await p.api(
+    "PUT",
+    `${base}/${ns}/bulk`,
+    Array.from({ length: 10_001 }, (_, i) => ({ key: `t${i}`, value: "" })),
+  );
   assert.equal(tooMany.status, 413);
   assert.equal((await p.api("GET", `${base}/${ns}/keys?prefix=atomic`)).body.result.length, 0);
   assert.equal((await p.api("GET", `${base}/${ns}/keys?prefix=t`)).body.result.filter((k: { name: string }) => /^t\d/.test(k.name)).length, 0);
 });
 
 test("bulk delete (POST .../bulk/delete and DELETE .../bulk) and bulk get", async () => {
-  await p.api("PUT", `${base}/${ns}/bulk`, ["d1", "d2", "d3", "d4"].map((key) => ({ key, value: `v-${key}` })));
+  await p.api(
+    "PUT",
+    `${base}/${ns}/bulk`,
+    ["d1", "d2", "d3", "d4"].map((key) => ({ key, value: `v-${key}` })),
+  );
   const got = await p.api("POST", `${base}/${ns}/bulk/get`, { keys: ["d1", "nope"] });
   assert.deepEqual(got.body.result.values, { d1: "v-d1", nope: null });
   const withMeta = await p.api("POST", `${base}/${ns}/bulk/get`, { keys: ["d2"], withMetadata: true });
@@ -195,7 +212,11 @@ test("permissions: kv_read may read but not write; other accounts are refused", 
   const write = await fetch(p.apiUrl + value("perm"), { method: "PUT", body: "y", headers: reader });
   assert.equal(write.status, 403);
   assert.equal(((await write.json()) as any).errors[0].code, 10000);
-  const create = await fetch(p.apiUrl + base, { method: "POST", body: JSON.stringify({ title: "nope" }), headers: { ...reader, "content-type": "application/json" } });
+  const create = await fetch(p.apiUrl + base, {
+    method: "POST",
+    body: JSON.stringify({ title: "nope" }),
+    headers: { ...reader, "content-type": "application/json" },
+  });
   assert.equal(create.status, 403);
   const other = await p.api("GET", `/accounts/${"f".repeat(32)}/storage/kv/namespaces`);
   assert.equal(other.status, 403);
@@ -205,7 +226,10 @@ test("expired entries are invisible at once and purged (with their content files
   await raw("PUT", `${value("exp/small")}?expiration_ttl=60`, "x");
   await raw("PUT", `${value("exp/big")}?expiration_ttl=60`, Buffer.alloc(200_000, 1), { "content-type": "application/octet-stream" });
   const contentDir = join(p.stateDir, "content", "kv");
-  const files = () => readdirSync(contentDir).filter((d) => d !== "tmp").flatMap((d) => readdirSync(join(contentDir, d)));
+  const files = () =>
+    readdirSync(contentDir)
+      .filter((d) => d !== "tmp")
+      .flatMap((d) => readdirSync(join(contentDir, d)));
   const before = files().length;
   assert.ok(before >= 1);
   // Age the entries from outside, as another process sharing the file would (WAL allows it).
@@ -216,7 +240,12 @@ test("expired entries are invisible at once and purged (with their content files
     assert.equal((await raw("GET", value("exp/small"))).status, 404);
     const listed = (await p.api("GET", `${base}/${ns}/keys?prefix=exp/`)).body.result;
     assert.deepEqual(listed, []);
-    const count = () => (db.prepare("SELECT count(*) AS n FROM entries WHERE ns_id = ? AND key >= ? AND key < ?").get(ns, Buffer.from("exp/"), Buffer.from("exp0")) as { n: number }).n;
+    const count = () =>
+      (
+        db.prepare("SELECT count(*) AS n FROM entries WHERE ns_id = ? AND key >= ? AND key < ?").get(ns, Buffer.from("exp/"), Buffer.from("exp0")) as {
+          n: number;
+        }
+      ).n;
     for (let i = 0; i < 50 && count() > 0; i++) await new Promise((r) => setTimeout(r, 100));
     assert.equal(count(), 0, "the sweep should have removed the rows");
     assert.equal(files().length, before - 1);

@@ -121,7 +121,9 @@ test("bulk get: text, json and withMetadata; missing keys are null; at most 100 
   await send("PUT", keyPath("j2"), { body: "[2]" });
   const text = JSON.parse((await send("POST", "/bulk/get", { body: JSON.stringify({ keys: ["j1", "nope"] }) })).body.toString());
   assert.deepEqual(text, { j1: '{"a":1}', nope: null });
-  const json = JSON.parse((await send("POST", "/bulk/get", { body: JSON.stringify({ keys: ["j1", "j2"], type: "json", withMetadata: true }) })).body.toString());
+  const json = JSON.parse(
+    (await send("POST", "/bulk/get", { body: JSON.stringify({ keys: ["j1", "j2"], type: "json", withMetadata: true }) })).body.toString(),
+  );
   assert.deepEqual(json, { j1: { value: { a: 1 }, metadata: { m: true } }, j2: { value: [2], metadata: null } });
   const tooMany = await send("POST", "/bulk/get", { body: JSON.stringify({ keys: Array.from({ length: 101 }, (_, i) => `k${i}`) }) });
   assert.equal(tooMany.status, 400);

@@ -154,7 +154,10 @@ test("key put validation fails with exit 1 before anything is written", async ()
   fails(await kv(["key", "put", "bad", "v", ...id, "--expiration", "1000"]), /expiration 1000 is in the past/);
   fails(await kv(["key", "put", "bad", "v", ...id, "--metadata", "{oops"]), /--metadata must be valid JSON\. Received: \{oops/);
   fails(await kv(["key", "put", "bad", "v", ...id, "--metadata", "[1]"]), /--metadata must be a JSON object/);
-  fails(await kv(["key", "put", "bad", "v", ...id, "--metadata", JSON.stringify({ s: "x".repeat(1100) })]), /metadata is \d+ bytes serialized, the limit is 1024/);
+  fails(
+    await kv(["key", "put", "bad", "v", ...id, "--metadata", JSON.stringify({ s: "x".repeat(1100) })]),
+    /metadata is \d+ bytes serialized, the limit is 1024/,
+  );
   fails(await kv(["key", "put", "k".repeat(513), "v", ...id]), /key is 513 bytes long, the limit is 512 bytes/);
   fails(await kv(["key", "put", "bad", "v", ...id, "--ttl", "abc"]), /Invalid value for --ttl/);
   fails(await kv(["key", "put", "bad", "v", ...id, "--persist-to", work]), /--persist-to only applies together with --local/);
@@ -166,7 +169,10 @@ test("key delete and key list over many pages (remote and --local)", async () =>
   ok(await kv(["bulk", "put", file("many.json", JSON.stringify(entries)), "--namespace-id", prodId]));
   for (const extra of [[], ["--local"]]) {
     const listed = JSON.parse(ok(await kv(["key", "list", "--namespace-id", prodId, "--prefix", "many/", ...extra])).stdout) as { name: string }[];
-    assert.deepEqual(listed.map((k) => k.name), entries.map((e) => e.key));
+    assert.deepEqual(
+      listed.map((k) => k.name),
+      entries.map((e) => e.key),
+    );
   }
   const del = ok(await kv(["key", "delete", "many/0000", "--namespace-id", prodId]));
   assert.equal(del.stdout, `Deleting the key "many/0000" on namespace id: "${prodId}".\n`);
@@ -187,7 +193,10 @@ test("--local shares the server's state directory both ways; --persist-to uses a
     ok(await kv(["key", "put", "isolated", "yes", "--namespace-id", "my-local-ns", "--local", "--persist-to", elsewhere]));
     assert.equal(ok(await kv(["key", "get", "isolated", "--namespace-id", "my-local-ns", "--local", "--persist-to", elsewhere])).stdout, "yes");
     fails(await kv(["key", "get", "isolated", "--namespace-id", "my-local-ns", "--local"]), /Value not found/);
-    fails(await kv(["key", "put", "bad", "v", "--namespace-id", "my-local-ns", "--local", "--persist-to", elsewhere, "--ttl", "5"]), /KV PUT failed: 400 .*minimum of 60/);
+    fails(
+      await kv(["key", "put", "bad", "v", "--namespace-id", "my-local-ns", "--local", "--persist-to", elsewhere, "--ttl", "5"]),
+      /KV PUT failed: 400 .*minimum of 60/,
+    );
     const listed = JSON.parse(ok(await kv(["key", "list", "--namespace-id", "my-local-ns", "--local", "--persist-to", elsewhere])).stdout);
     assert.deepEqual(listed, [{ name: "isolated" }]);
   } finally {

@@ -27,7 +27,8 @@ export const commands: AnyCommand[] = [
     positionals: [{ name: "namespace", describe: "The name of the new namespace (also its binding name)", required: true }] as const,
     options: { env: envOption, preview: { type: "boolean", describe: "Create a preview namespace (title ends in _preview; snippet uses preview_id)" } },
     examples: ["edgecli kv namespace create MY_KV", "edgecli kv namespace create MY_KV --env staging --preview"],
-    epilogue: 'The title is "<name>-<NAMESPACE>" (<name> from the config file, "worker" without one), "<name>-<env>-<NAMESPACE>" with --env, plus "_preview" with --preview.',
+    epilogue:
+      'The title is "<name>-<NAMESPACE>" (<name> from the config file, "worker" without one), "<name>-<env>-<NAMESPACE>" with --env, plus "_preview" with --preview.',
     handler: async (args, ctx) => (await import("./cli/namespace-commands.js")).createNamespace(args, ctx),
   }),
   defineCommand({
@@ -88,7 +89,9 @@ export const commands: AnyCommand[] = [
   defineCommand({
     path: ["kv", "bulk", "put"],
     describe: "Write many key/value pairs from a JSON file; every entry is checked before any is written",
-    positionals: [{ name: "filename", describe: "JSON file holding an array of {key, value, expiration?, expiration_ttl?, metadata?, base64?}", required: true }] as const,
+    positionals: [
+      { name: "filename", describe: "JSON file holding an array of {key, value, expiration?, expiration_ttl?, metadata?, base64?}", required: true },
+    ] as const,
     options: { ...selectorOptions, ...localOptions },
     examples: ["edgecli kv bulk put data.json --binding MY_KV", "edgecli kv bulk put data.json --namespace-id <id> --local"],
     handler: async (args, ctx) => (await import("./cli/bulk-commands.js")).bulkPut(args, ctx),

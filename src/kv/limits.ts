@@ -97,7 +97,13 @@ export function resolveExpiration(
     }
     if (expiration < nowSeconds + KV_LIMITS.minTtlSeconds) {
       const why = expiration <= nowSeconds ? "is in the past" : `is less than ${KV_LIMITS.minTtlSeconds} seconds from now`;
-      return { error: new ApiError(400, KvCodes.invalidExpiration, `expiration ${expiration} ${why}; it must be at least ${KV_LIMITS.minTtlSeconds} seconds in the future`) };
+      return {
+        error: new ApiError(
+          400,
+          KvCodes.invalidExpiration,
+          `expiration ${expiration} ${why}; it must be at least ${KV_LIMITS.minTtlSeconds} seconds in the future`,
+        ),
+      };
     }
     return { expiration };
   }

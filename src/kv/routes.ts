@@ -130,13 +130,18 @@ export function registerKvRoutes(app: FastifyInstance, store: KvStore): void {
   void app.register(async (raw) => {
     raw.removeAllContentTypeParsers();
     raw.addContentTypeParser("*", (req, payload, done) => {
-      readLimited(payload, KV_LIMITS.valueBytes).then((b) => done(null, b), (e: Error) => done(e, undefined));
+      readLimited(payload, KV_LIMITS.valueBytes).then(
+        (b) => done(null, b),
+        (e: Error) => done(e, undefined),
+      );
     });
     await raw.register(multipart, { limits: { fileSize: KV_LIMITS.valueBytes, fieldSize: KV_LIMITS.valueBytes, files: 2, fields: 4 } });
     raw.put(`${NS}/:namespaceId/values/:key`, { bodyLimit: VALUE_BODY_LIMIT }, async (req) => {
       const ns = namespaceOf(req, "kv_edit");
       const q = req.query as Query;
-      const { value, metadata } = req.isMultipart() ? await readMultipart(req) : { value: (req.body as Buffer | undefined) ?? Buffer.alloc(0), metadata: undefined };
+      const { value, metadata } = req.isMultipart()
+        ? await readMultipart(req)
+        : { value: (req.body as Buffer | undefined) ?? Buffer.alloc(0), metadata: undefined };
       await store.put(ns, (req.params as Params).key, value, {
         expiration: numberParam(q.expiration, "expiration"),
         expirationTtl: numberParam(q.expiration_ttl, "expiration_ttl"),

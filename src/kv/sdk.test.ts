@@ -26,7 +26,10 @@ test("cloudflare SDK: namespaces create, list (auto-paging), update, get, delete
   assert.equal((await cf.kv.namespaces.get(made[0]!.id, { account_id })).title, "sdk-z");
   await cf.kv.namespaces.delete(made[0]!.id, { account_id });
   await assert.rejects(cf.kv.namespaces.get(made[0]!.id, { account_id }), (e: InstanceType<typeof Cloudflare.NotFoundError>) => e.status === 404);
-  await assert.rejects(cf.kv.namespaces.create({ account_id, title: "sdk-a" }), (e: InstanceType<typeof Cloudflare.BadRequestError>) => e.status === 400 && /10014/.test(JSON.stringify(e.errors)));
+  await assert.rejects(
+    cf.kv.namespaces.create({ account_id, title: "sdk-a" }),
+    (e: InstanceType<typeof Cloudflare.BadRequestError>) => e.status === 400 && /10014/.test(JSON.stringify(e.errors)),
+  );
 });
 
 test("cloudflare SDK: values update (multipart) and get, metadata, keys list with cursor, bulk update/get/delete", async () => {

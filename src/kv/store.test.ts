@@ -25,26 +25,46 @@ after(() => {
 const now = () => Math.floor(Date.now() / 1000);
 const code = (e: unknown) => (e as ApiError).errors[0]!.code;
 const contentFiles = () =>
-  readdirSync(join(dir, "content", "kv")).filter((d) => d !== "tmp").flatMap((d) => readdirSync(join(dir, "content", "kv", d)));
+  readdirSync(join(dir, "content", "kv"))
+    .filter((d) => d !== "tmp")
+    .flatMap((d) => readdirSync(join(dir, "content", "kv", d)));
 
 test("namespaces: create, unique title per account, rename, list order, delete", () => {
   const a = store.createNamespace(ACCOUNT, "b-title");
   const b = store.createNamespace(ACCOUNT, "a-title");
   assert.match(a.id, /^[0-9a-f]{32}$/);
-  assert.throws(() => store.createNamespace(ACCOUNT, "b-title"), (e) => code(e) === 10014);
+  assert.throws(
+    () => store.createNamespace(ACCOUNT, "b-title"),
+    (e) => code(e) === 10014,
+  );
   // The same title in another account is fine.
   store.createNamespace("other", "b-title");
   const byTitle = store.listNamespaces(ACCOUNT, { order: "title" });
-  assert.deepEqual(byTitle.namespaces.map((n) => n.title), ["a-title", "b-title"]);
+  assert.deepEqual(
+    byTitle.namespaces.map((n) => n.title),
+    ["a-title", "b-title"],
+  );
   assert.equal(byTitle.total, 2);
   const desc = store.listNamespaces(ACCOUNT, { order: "title", direction: "desc", offset: 1, limit: 1 });
-  assert.deepEqual(desc.namespaces.map((n) => n.title), ["a-title"]);
-  assert.throws(() => store.renameNamespace(ACCOUNT, a.id, "a-title"), (e) => code(e) === 10014);
+  assert.deepEqual(
+    desc.namespaces.map((n) => n.title),
+    ["a-title"],
+  );
+  assert.throws(
+    () => store.renameNamespace(ACCOUNT, a.id, "a-title"),
+    (e) => code(e) === 10014,
+  );
   assert.equal(store.renameNamespace(ACCOUNT, a.id, "c-title").title, "c-title");
-  assert.throws(() => store.renameNamespace("other", a.id, "x"), (e) => code(e) === 10013);
+  assert.throws(
+    () => store.renameNamespace("other", a.id, "x"),
+    (e) => code(e) === 10013,
+  );
   store.deleteNamespace(ACCOUNT, b.id);
   assert.equal(store.getNamespace(ACCOUNT, b.id), undefined);
-  assert.throws(() => store.deleteNamespace(ACCOUNT, b.id), (e) => code(e) === 10013);
+  assert.throws(
+    () => store.deleteNamespace(ACCOUNT, b.id),
+    (e) => code(e) === 10013,
+  );
 });
 
 test("values round-trip byte for byte, with metadata and expiration; big ones live in the content store", async () => {
@@ -85,10 +105,19 @@ test("limits: key length and names, value size, metadata size, ttl and expiratio
   await assert.rejects(put("t", Buffer.from("x"), { expiration: now() + 30 }), (e: ApiError) => code(e) === 10024);
   // TTL wins over expiration, as wrangler documents.
   await put("t", Buffer.from("x"), { expiration: now() - 5, expirationTtl: 60 });
-  assert.deepEqual(store.list(ns, { prefix: "t" }).keys.map((k) => k.name), ["t"]);
+  assert.deepEqual(
+    store.list(ns, { prefix: "t" }).keys.map((k) => k.name),
+    ["t"],
+  );
   assert.equal(await store.get(ns, "v"), null);
-  assert.throws(() => store.list(ns, { limit: 0 }), (e) => code(e) === 10027);
-  assert.throws(() => store.list(ns, { limit: 1001 }), (e) => code(e) === 10027);
+  assert.throws(
+    () => store.list(ns, { limit: 0 }),
+    (e) => code(e) === 10027,
+  );
+  assert.throws(
+    () => store.list(ns, { limit: 1001 }),
+    (e) => code(e) === 10027,
+  );
 });
 
 test("listing is in byte order, by prefix, across pages with an opaque cursor", async () => {
@@ -97,7 +126,10 @@ test("listing is in byte order, by prefix, across pages with an opaque cursor", 
   for (const k of keys) await store.put(ns, k, Buffer.from(k));
   const all = store.list(ns, {});
   const byteOrder = [...keys].sort((x, y) => Buffer.compare(Buffer.from(x), Buffer.from(y)));
-  assert.deepEqual(all.keys.map((k) => k.name), byteOrder);
+  assert.deepEqual(
+    all.keys.map((k) => k.name),
+    byteOrder,
+  );
   assert.equal(all.list_complete, true);
   assert.equal(all.cursor, undefined);
 
@@ -111,9 +143,15 @@ test("listing is in byte order, by prefix, across pages with an opaque cursor", 
     pages++;
     assert.equal(page.list_complete, cursor === undefined);
   } while (cursor);
-  assert.deepEqual(seen, byteOrder.filter((k) => k.startsWith("p/")));
+  assert.deepEqual(
+    seen,
+    byteOrder.filter((k) => k.startsWith("p/")),
+  );
   assert.equal(pages, 3);
-  assert.throws(() => store.list(ns, { cursor: "not a cursor!" }), (e) => code(e) === 10030);
+  assert.throws(
+    () => store.list(ns, { cursor: "not a cursor!" }),
+    (e) => code(e) === 10030,
+  );
 });
 
 test("expired keys are invisible at once and purged later", async () => {
@@ -125,7 +163,10 @@ test("expired keys are invisible at once and purged later", async () => {
   // Pretend time moved on by purging "as of" two minutes from now: rows go, and their content files with them.
   assert.ok(store.purgeExpired(now() + 120) >= 2);
   assert.equal(contentFiles().length, files - 1);
-  assert.deepEqual(store.list(ns).keys.map((k) => k.name), ["keep"]);
+  assert.deepEqual(
+    store.list(ns).keys.map((k) => k.name),
+    ["keep"],
+  );
   assert.equal(await store.get(ns, "soon"), null);
 });
 
@@ -138,10 +179,16 @@ test("bulk put and delete are all or nothing, errors name the entry", async () =
   entries[3] = { key: "k3", value: Buffer.from("v3") };
   await store.putMany(ns, entries);
   assert.equal(store.list(ns).keys.length, 5);
-  assert.throws(() => store.deleteMany(ns, ["k0", "x".repeat(600)]), (e) => /^entry 1: /.test((e as Error).message));
+  assert.throws(
+    () => store.deleteMany(ns, ["k0", "x".repeat(600)]),
+    (e) => /^entry 1: /.test((e as Error).message),
+  );
   assert.equal(store.list(ns).keys.length, 5);
   store.deleteMany(ns, ["k0", "k1", "nope"]);
-  assert.deepEqual(store.list(ns).keys.map((k) => k.name), ["k2", "k3", "k4"]);
+  assert.deepEqual(
+    store.list(ns).keys.map((k) => k.name),
+    ["k2", "k3", "k4"],
+  );
   const many = await store.getMany(ns, ["k2", "nope"]);
   assert.equal(many.get("k2")?.value.toString(), "v2");
   assert.equal(many.get("nope"), null);

@@ -265,12 +265,14 @@ export class SqliteKvStore implements KvStore {
   }
 
   deleteNamespace(accountId: string, namespaceId: string): void {
-    const contentIds = this.db.transaction(() => {
-      if (!this.getNamespace(accountId, namespaceId)) throw namespaceNotFound();
-      const ids = this.s.nsContent.all(namespaceId).map((r) => r.content_id);
-      this.s.nsDelete.run(accountId, namespaceId);
-      return ids;
-    }).immediate();
+    const contentIds = this.db
+      .transaction(() => {
+        if (!this.getNamespace(accountId, namespaceId)) throw namespaceNotFound();
+        const ids = this.s.nsContent.all(namespaceId).map((r) => r.content_id);
+        this.s.nsDelete.run(accountId, namespaceId);
+        return ids;
+      })
+      .immediate();
     this.dropContent(contentIds);
   }
 
@@ -332,17 +334,19 @@ export class SqliteKvStore implements KvStore {
     }
     let replaced: string[];
     try {
-      replaced = this.db.transaction(() => {
-        if (!this.s.nsExists.get(namespaceId)) throw namespaceNotFound();
-        const old: string[] = [];
-        for (const e of entries) {
-          const prev = this.s.oldContent.get(namespaceId, e.key);
-          if (prev?.content_id) old.push(prev.content_id);
-          const cid = contentIds.get(e) ?? null;
-          this.s.upsert.run(namespaceId, e.key, e.expiration, e.metadata, e.value.length, cid, cid ? null : e.value);
-        }
-        return old;
-      }).immediate();
+      replaced = this.db
+        .transaction(() => {
+          if (!this.s.nsExists.get(namespaceId)) throw namespaceNotFound();
+          const old: string[] = [];
+          for (const e of entries) {
+            const prev = this.s.oldContent.get(namespaceId, e.key);
+            if (prev?.content_id) old.push(prev.content_id);
+            const cid = contentIds.get(e) ?? null;
+            this.s.upsert.run(namespaceId, e.key, e.expiration, e.metadata, e.value.length, cid, cid ? null : e.value);
+          }
+          return old;
+        })
+        .immediate();
     } catch (err) {
       this.dropContent([...contentIds.values()]);
       throw err;
@@ -363,14 +367,16 @@ export class SqliteKvStore implements KvStore {
       if (e) throw new ApiError(e.status, e.errors[0]!.code, `entry ${i}: ${e.message}`);
       return Buffer.from(k, "utf8");
     });
-    const dropped = this.db.transaction(() => {
-      const ids: string[] = [];
-      for (const b of bufs) {
-        const row = this.s.del.get(namespaceId, b);
-        if (row?.content_id) ids.push(row.content_id);
-      }
-      return ids;
-    }).immediate();
+    const dropped = this.db
+      .transaction(() => {
+        const ids: string[] = [];
+        for (const b of bufs) {
+          const row = this.s.del.get(namespaceId, b);
+          if (row?.content_id) ids.push(row.content_id);
+        }
+        return ids;
+      })
+      .immediate();
     this.dropContent(dropped);
   }
 

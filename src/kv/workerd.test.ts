@@ -93,11 +93,17 @@ test("a script's put / getWithMetadata / delete round-trip binary values and uni
 });
 
 test("get of many keys (bulk get) and json type, list across pages with a prefix", async () => {
-  await store.putMany(ns, ["l/a", "l/b", "l/c", "m/x"].map((k) => ({ key: k, value: Buffer.from(JSON.stringify({ k })) })));
+  await store.putMany(
+    ns,
+    ["l/a", "l/b", "l/c", "m/x"].map((k) => ({ key: k, value: Buffer.from(JSON.stringify({ k })) })),
+  );
   assert.deepEqual(await (await call("/json?key=l/b")).json(), { k: "l/b" });
   assert.deepEqual(await (await call("/many?k=l/a&k=l/c&k=nope")).json(), { "l/a": '{"k":"l/a"}', "l/c": '{"k":"l/c"}', nope: null });
   const listed = (await (await call("/list?prefix=l/")).json()) as { name: string }[];
-  assert.deepEqual(listed.map((k) => k.name), ["l/a", "l/b", "l/c"]);
+  assert.deepEqual(
+    listed.map((k) => k.name),
+    ["l/a", "l/b", "l/c"],
+  );
 });
 
 test("limits broken by a script throw in the script with our message", async () => {

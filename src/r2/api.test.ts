@@ -17,7 +17,11 @@ const buckets = () => `/accounts/${p.accountId}/r2/buckets`;
 const objectUrl = (bucket: string, key: string) => `${p.apiUrl}${buckets()}/${bucket}/objects/${key.split("/").map(encodeURIComponent).join("/")}`;
 
 test("bucket create (text/plain JSON, as wrangler sends it), get, list, duplicate, invalid name", async () => {
-  const res = await fetch(p.apiUrl + buckets(), { method: "POST", headers: p.headers({ "content-type": "text/plain;charset=UTF-8" }), body: JSON.stringify({ name: "api-bkt" }) });
+  const res = await fetch(p.apiUrl + buckets(), {
+    method: "POST",
+    headers: p.headers({ "content-type": "text/plain;charset=UTF-8" }),
+    body: JSON.stringify({ name: "api-bkt" }),
+  });
   const body = (await res.json()) as any;
   assert.equal(res.status, 200, JSON.stringify(body));
   assert.equal(body.result.name, "api-bkt");
@@ -43,13 +47,22 @@ test("bucket create (text/plain JSON, as wrangler sends it), get, list, duplicat
 
   await p.api("POST", buckets(), { name: "api-other" });
   const list = await p.api("GET", buckets());
-  assert.deepEqual(list.body.result.buckets.map((b: any) => b.name), ["api-bkt", "api-other"]);
+  assert.deepEqual(
+    list.body.result.buckets.map((b: any) => b.name),
+    ["api-bkt", "api-other"],
+  );
   const paged = await p.api("GET", `${buckets()}?per_page=1`);
   assert.equal(paged.body.result.buckets.length, 1);
   const next = await p.api("GET", `${buckets()}?per_page=1&cursor=${paged.body.result_info.cursor}`);
-  assert.deepEqual(next.body.result.buckets.map((b: any) => b.name), ["api-other"]);
+  assert.deepEqual(
+    next.body.result.buckets.map((b: any) => b.name),
+    ["api-other"],
+  );
   const contains = await p.api("GET", `${buckets()}?name_contains=other`);
-  assert.deepEqual(contains.body.result.buckets.map((b: any) => b.name), ["api-other"]);
+  assert.deepEqual(
+    contains.body.result.buckets.map((b: any) => b.name),
+    ["api-other"],
+  );
 });
 
 test("objects: raw put with metadata headers, get with headers and ranges, delete; bucket not empty", async () => {
@@ -57,7 +70,12 @@ test("objects: raw put with metadata headers, get with headers and ranges, delet
   const data = Buffer.from("some object bytes");
   const put = await fetch(objectUrl("obj-bkt", "dir/a b ü.txt"), {
     method: "PUT",
-    headers: p.headers({ "content-type": "text/plain", "cache-control": "max-age=30", "content-disposition": "inline", expires: "Wed, 01 Jan 2031 00:00:00 GMT" }),
+    headers: p.headers({
+      "content-type": "text/plain",
+      "cache-control": "max-age=30",
+      "content-disposition": "inline",
+      expires: "Wed, 01 Jan 2031 00:00:00 GMT",
+    }),
     body: data,
   });
   const putBody = (await put.json()) as any;
@@ -129,16 +147,28 @@ test("object listing (prefix, delimiter, per_page, cursor) and an empty object",
   assert.equal((await back.arrayBuffer()).byteLength, 0);
 
   const all = await p.api("GET", `${buckets()}/list-bkt/objects`);
-  assert.deepEqual(all.body.result.map((o: any) => o.key), ["a/1", "a/2", "b", "c/d/e", "empty"]);
+  assert.deepEqual(
+    all.body.result.map((o: any) => o.key),
+    ["a/1", "a/2", "b", "c/d/e", "empty"],
+  );
   assert.equal(all.body.result[0].http_metadata.contentType, "text/x");
   const folders = await p.api("GET", `${buckets()}/list-bkt/objects?delimiter=/`);
-  assert.deepEqual(folders.body.result.map((o: any) => o.key), ["b", "empty"]);
+  assert.deepEqual(
+    folders.body.result.map((o: any) => o.key),
+    ["b", "empty"],
+  );
   assert.deepEqual(folders.body.result_info.delimited, ["a/", "c/"]);
   const page = await p.api("GET", `${buckets()}/list-bkt/objects?prefix=a/&per_page=1`);
-  assert.deepEqual(page.body.result.map((o: any) => o.key), ["a/1"]);
+  assert.deepEqual(
+    page.body.result.map((o: any) => o.key),
+    ["a/1"],
+  );
   assert.equal(page.body.result_info.is_truncated, true);
   const next = await p.api("GET", `${buckets()}/list-bkt/objects?prefix=a/&per_page=1&cursor=${page.body.result_info.cursor}`);
-  assert.deepEqual(next.body.result.map((o: any) => o.key), ["a/2"]);
+  assert.deepEqual(
+    next.body.result.map((o: any) => o.key),
+    ["a/2"],
+  );
   const bad = await p.api("GET", `${buckets()}/list-bkt/objects?per_page=0`);
   assert.equal(bad.status, 400);
   assert.equal(bad.body.errors[0].code, 10022);

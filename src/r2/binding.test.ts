@@ -179,7 +179,10 @@ test("list: prefix, delimiter, include, limit and cursor", async () => {
   }
   const r = await getOp({ method: "list", prefix: "l/", delimiter: "/", include: [0, 1], newRuntime: true });
   assert.equal(r.status, 200);
-  assert.deepEqual(r.meta.objects.map((o: any) => o.name), ["l/a", "l/b", "l/z"]);
+  assert.deepEqual(
+    r.meta.objects.map((o: any) => o.name),
+    ["l/a", "l/b", "l/z"],
+  );
   assert.deepEqual(r.meta.delimitedPrefixes, ["l/sub/"]);
   assert.equal(r.meta.truncated, false);
   assert.deepEqual(r.meta.objects[0].httpFields, { contentType: "text/x" });
@@ -193,9 +196,15 @@ test("list: prefix, delimiter, include, limit and cursor", async () => {
   assert.equal(p1.meta.truncated, true);
   assert.equal(p1.meta.objects.length, 2);
   const p2 = await getOp({ method: "list", prefix: "l/", limit: 10, cursor: p1.meta.cursor });
-  assert.deepEqual(p2.meta.objects.map((o: any) => o.name), ["l/sub/c", "l/sub/d", "l/z"]);
+  assert.deepEqual(
+    p2.meta.objects.map((o: any) => o.name),
+    ["l/sub/c", "l/sub/d", "l/z"],
+  );
   const sa = await getOp({ method: "list", prefix: "l/", startAfter: "l/sub/d" });
-  assert.deepEqual(sa.meta.objects.map((o: any) => o.name), ["l/z"]);
+  assert.deepEqual(
+    sa.meta.objects.map((o: any) => o.name),
+    ["l/z"],
+  );
   const bad = await getOp({ method: "list", limit: 5000 });
   assert.equal(bad.status, 400);
   assert.equal(bad.error?.v4code, 10022);
@@ -221,9 +230,22 @@ test("multipart over the wire: create, uploadPart, complete; abort; etag of part
   const u1 = await putOp({ method: "uploadPart", object: "mp", uploadId, partNumber: 1 }, p1);
   const u2 = await putOp({ method: "uploadPart", object: "mp", uploadId, partNumber: 2 }, p2);
   assert.equal(u1.meta.etag, md5(p1).toString("hex"));
-  const done = await putOp({ method: "completeMultipartUpload", object: "mp", uploadId, parts: [{ etag: u1.meta.etag, part: 1 }, { etag: u2.meta.etag, part: 2 }] });
+  const done = await putOp({
+    method: "completeMultipartUpload",
+    object: "mp",
+    uploadId,
+    parts: [
+      { etag: u1.meta.etag, part: 1 },
+      { etag: u2.meta.etag, part: 2 },
+    ],
+  });
   assert.equal(done.status, 200, done.body.toString());
-  assert.equal(done.meta.etag, createHash("md5").update(Buffer.concat([md5(p1), md5(p2)])).digest("hex") + "-2");
+  assert.equal(
+    done.meta.etag,
+    createHash("md5")
+      .update(Buffer.concat([md5(p1), md5(p2)]))
+      .digest("hex") + "-2",
+  );
   assert.equal(done.meta.size, p1.length + p2.length);
   const tail = await getOp({ method: "get", object: "mp", range: { suffix: "9" } });
   assert.equal(tail.payload.toString(), "last part");

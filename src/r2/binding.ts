@@ -121,7 +121,10 @@ async function get(store: R2Store, bucket: BucketRef, op: Json, res: ServerRespo
   let range: R2Range | undefined;
   if (op.range !== undefined && op.range !== null) {
     const r = op.range as Json;
-    range = r.suffix !== undefined ? { suffix: num(r.suffix, "range.suffix") } : { offset: num(r.offset ?? 0, "range.offset"), length: r.length === undefined ? undefined : num(r.length, "range.length") };
+    range =
+      r.suffix !== undefined
+        ? { suffix: num(r.suffix, "range.suffix") }
+        : { offset: num(r.offset ?? 0, "range.offset"), length: r.length === undefined ? undefined : num(r.length, "range.length") };
   } else if (op.rangeHeader !== undefined) {
     range = parseRangeHeader(str(op.rangeHeader, "rangeHeader"));
   }
@@ -323,6 +326,10 @@ function sendError(res: ServerResponse, err: R2Error): void {
     return;
   }
   const body = Buffer.from(JSON.stringify({ version: 1, v4code: err.v4code, message: err.message }));
-  res.writeHead(err.status, { "cf-r2-error": asciiJson({ version: 1, v4code: err.v4code, message: err.message }), "content-type": "application/json", "content-length": body.length });
+  res.writeHead(err.status, {
+    "cf-r2-error": asciiJson({ version: 1, v4code: err.v4code, message: err.message }),
+    "content-type": "application/json",
+    "content-length": body.length,
+  });
   res.end(body);
 }

@@ -78,7 +78,11 @@ test("object put --file / --pipe, get --file / --pipe / default path, delete", a
   const toFile = await cli(["r2", "object", "get", "obj-cli/docs/hello.txt", "--file", "out.txt"]);
   assert.equal(toFile.stdout, 'Downloading "docs/hello.txt" from "obj-cli".\nDownload complete.\n');
   assert.equal(readFileSync(join(work, "out.txt"), "utf8"), "hello from a file\n");
-  assert.deepEqual(readdirSync(work).filter((f) => f.endsWith(".partial")), [], "the temporary download file was renamed into place");
+  assert.deepEqual(
+    readdirSync(work).filter((f) => f.endsWith(".partial")),
+    [],
+    "the temporary download file was renamed into place",
+  );
   const byKey = await cli(["r2", "object", "get", "obj-cli/docs/hello.txt"]);
   assert.equal(byKey.code, 0, byKey.stderr);
   assert.equal(readFileSync(join(work, "docs", "hello.txt"), "utf8"), "hello from a file\n");
@@ -136,7 +140,10 @@ test("a 64 MiB object streams through the CLI and the server without being held 
   const get = await cli(["r2", "object", "get", "big-bucket/big.bin", "--file", "big-copy.bin"]);
   assert.equal(get.code, 0, get.stderr);
   const growth = status("VmHWM") - before;
-  if (process.env.R2_TEST_VERBOSE) console.log(`server RSS before ${(before / MiB).toFixed(1)} MiB (peak ${(hwmBefore / MiB).toFixed(1)}), peak after ${(status("VmHWM") / MiB).toFixed(1)} MiB`);
+  if (process.env.R2_TEST_VERBOSE)
+    console.log(
+      `server RSS before ${(before / MiB).toFixed(1)} MiB (peak ${(hwmBefore / MiB).toFixed(1)}), peak after ${(status("VmHWM") / MiB).toFixed(1)} MiB`,
+    );
   assert.ok(growth < 48 * MiB, `server peak RSS grew by ${(growth / MiB).toFixed(1)} MiB for a 64 MiB object`);
 
   const got = createHash("md5");

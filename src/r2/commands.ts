@@ -29,7 +29,11 @@ export const commands: AnyCommand[] = [
     describe: "Create a new R2 bucket",
     positionals: [{ name: "name", describe: "The name of the new bucket", required: true }],
     options: {
-      location: { type: "string", describe: "The optional location hint that determines geographic placement of the R2 bucket", choices: ["weur", "eeur", "apac", "wnam", "enam", "oc"] },
+      location: {
+        type: "string",
+        describe: "The optional location hint that determines geographic placement of the R2 bucket",
+        choices: ["weur", "eeur", "apac", "wnam", "enam", "oc"],
+      },
       "storage-class": storageClass,
     },
     examples: ["edgecli r2 bucket create my-bucket"],
@@ -56,7 +60,10 @@ export const commands: AnyCommand[] = [
       ...metadataOptions,
       "storage-class": storageClass,
     },
-    examples: ["edgecli r2 object put my-bucket/photos/cat.jpg --file ./cat.jpg --content-type image/jpeg", "tar c dir | edgecli r2 object put my-bucket/backup.tar --pipe"],
+    examples: [
+      "edgecli r2 object put my-bucket/photos/cat.jpg --file ./cat.jpg --content-type image/jpeg",
+      "tar c dir | edgecli r2 object put my-bucket/backup.tar --pipe",
+    ],
     handler: async (args, ctx) => (await handlers()).objectPut(args, ctx),
   }),
   defineCommand({

@@ -156,7 +156,8 @@ export async function objectPut(args: PutArgs, ctx: CliContext): Promise<void> {
 function defaultDestination(cwd: string, key: string): string {
   const dest = resolve(cwd, key);
   const rel = relative(cwd, dest);
-  if (!rel || rel.startsWith("..") || isAbsolute(rel)) throw new UserError(`The key "${key}" does not name a file inside the current directory; use --file or --pipe.`);
+  if (!rel || rel.startsWith("..") || isAbsolute(rel))
+    throw new UserError(`The key "${key}" does not name a file inside the current directory; use --file or --pipe.`);
   return dest;
 }
 

@@ -18,10 +18,8 @@ export function conditionHolds(cond: R2Conditional, obj: Pick<R2ObjectInfo, "eta
   const uploaded = trunc(obj.uploaded);
   const ifMatch = cond.etagMatches === undefined || etagListMatches(cond.etagMatches, obj.etag);
   const ifNoneMatch = cond.etagDoesNotMatch === undefined || !etagListMatches(cond.etagDoesNotMatch, obj.etag);
-  const ifUnmodifiedSince =
-    cond.uploadedBefore === undefined || (cond.etagMatches !== undefined && ifMatch) || uploaded < trunc(cond.uploadedBefore);
-  const ifModifiedSince =
-    cond.uploadedAfter === undefined || (cond.etagDoesNotMatch !== undefined && ifNoneMatch) || uploaded > trunc(cond.uploadedAfter);
+  const ifUnmodifiedSince = cond.uploadedBefore === undefined || (cond.etagMatches !== undefined && ifMatch) || uploaded < trunc(cond.uploadedBefore);
+  const ifModifiedSince = cond.uploadedAfter === undefined || (cond.etagDoesNotMatch !== undefined && ifNoneMatch) || uploaded > trunc(cond.uploadedAfter);
   return ifMatch && ifNoneMatch && ifUnmodifiedSince && ifModifiedSince;
 }
 

@@ -65,7 +65,13 @@ async function readJsonBody(raw: Readable): Promise<unknown> {
 function httpMetadataFromHeaders(h: Record<string, string | string[] | undefined>): R2HttpMetadata {
   const one = (n: string) => (typeof h[n] === "string" ? (h[n] as string) : undefined);
   const meta: R2HttpMetadata = {};
-  const map = { contentType: "content-type", contentLanguage: "content-language", contentDisposition: "content-disposition", contentEncoding: "content-encoding", cacheControl: "cache-control" } as const;
+  const map = {
+    contentType: "content-type",
+    contentLanguage: "content-language",
+    contentDisposition: "content-disposition",
+    contentEncoding: "content-encoding",
+    cacheControl: "cache-control",
+  } as const;
   for (const [field, header] of Object.entries(map)) {
     const v = one(header);
     if (v) meta[field as keyof typeof map] = v;
@@ -121,7 +127,11 @@ export function registerR2Routes(app: FastifyInstance, store: R2Store): void {
       const cursor = q.cursor ? Buffer.from(q.cursor, "base64url").toString("utf8") : undefined;
       const startAfter = [q.start_after, cursor].filter(Boolean).sort().pop();
       // Without per_page every bucket is returned, which is what wrangler (which sends no paging) expects.
-      const rows = store.listBuckets(req.params.accountId, { nameContains: q.name_contains, startAfter, limit: perPage === undefined ? undefined : perPage + 1 });
+      const rows = store.listBuckets(req.params.accountId, {
+        nameContains: q.name_contains,
+        startAfter,
+        limit: perPage === undefined ? undefined : perPage + 1,
+      });
       const page = perPage === undefined ? rows : rows.slice(0, perPage);
       const more = perPage !== undefined && rows.length > perPage;
       const info: Record<string, unknown> = { per_page: perPage ?? page.length };

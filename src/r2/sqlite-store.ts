@@ -124,14 +124,16 @@ export class SqliteR2Store implements R2Store {
   }
 
   deleteBucket(accountId: string, name: string): void {
-    this.db.transaction(() => {
-      const b = this.q.bucket.get(accountId, name);
-      if (!b) throw notFoundBucket();
-      if (this.q.bucketUsed.get(b.id, b.id)!.n > 0) {
-        throw new R2Error(409, R2Codes.bucketNotEmpty, "The bucket you tried to delete is not empty.");
-      }
-      this.q.deleteBucket.run(b.id);
-    }).immediate();
+    this.db
+      .transaction(() => {
+        const b = this.q.bucket.get(accountId, name);
+        if (!b) throw notFoundBucket();
+        if (this.q.bucketUsed.get(b.id, b.id)!.n > 0) {
+          throw new R2Error(409, R2Codes.bucketNotEmpty, "The bucket you tried to delete is not empty.");
+        }
+        this.q.deleteBucket.run(b.id);
+      })
+      .immediate();
   }
 
   private bucketId(ref: BucketRef): number {
@@ -433,7 +435,11 @@ export class SqliteR2Store implements R2Store {
         throw new R2Error(400, R2Codes.invalidPart, `Part ${p.partNumber} was not uploaded or its etag does not match`);
       }
       if (i < parts.length - 1 && s.size < R2Limits.minPartBytes) {
-        throw new R2Error(400, R2Codes.entityTooSmall, `Part ${p.partNumber} is ${s.size} bytes; every part but the last needs at least ${R2Limits.minPartBytes}`);
+        throw new R2Error(
+          400,
+          R2Codes.entityTooSmall,
+          `Part ${p.partNumber} is ${s.size} bytes; every part but the last needs at least ${R2Limits.minPartBytes}`,
+        );
       }
       segments.push([s.content_id, s.size]);
       md5s.push(Buffer.from(s.md5, "hex"));
@@ -494,7 +500,8 @@ export class SqliteR2Store implements R2Store {
   }
 }
 
-const tooLarge = () => new R2Error(400, R2Codes.entityTooLarge, `The object is larger than the ${R2Limits.maxObjectBytes} bytes a single upload may hold; use a multipart upload`);
+const tooLarge = () =>
+  new R2Error(400, R2Codes.entityTooLarge, `The object is larger than the ${R2Limits.maxObjectBytes} bytes a single upload may hold; use a multipart upload`);
 
 /** Compares the digests the caller announced with the ones computed while storing; records the ones given. */
 function verifyDigests(stored: StoredContent & { digests: Record<string, string> }, opts: R2PutOptions, checksums: R2Checksums): void {

@@ -49,8 +49,14 @@ test("bucket names: pattern, uniqueness per account, not-empty refusal", async (
   store.createBucket(ACC, "a".repeat(63));
   await rejectsWith(() => store.createBucket(ACC, "abc"), 409, R2Codes.bucketAlreadyExists);
   store.createBucket("acc2", "abc"); // another account may use the same name
-  assert.deepEqual(store.listBuckets(ACC).map((b) => b.name), ["a".repeat(63), "abc", "bkt"]);
-  assert.deepEqual(store.listBuckets("acc2").map((b) => b.name), ["abc"]);
+  assert.deepEqual(
+    store.listBuckets(ACC).map((b) => b.name),
+    ["a".repeat(63), "abc", "bkt"],
+  );
+  assert.deepEqual(
+    store.listBuckets("acc2").map((b) => b.name),
+    ["abc"],
+  );
 
   const ref = { accountId: ACC, bucketName: "abc" };
   await store.put(ref, "k", Buffer.from("x"));
@@ -68,7 +74,7 @@ test("bucket names: pattern, uniqueness per account, not-empty refusal", async (
 test("put then get: etag is MD5, metadata round-trips, a stream body works", async () => {
   const info = await store.put(B, "dir/hello.txt", Readable.from([Buffer.from("hello "), Buffer.from("world")]), {
     httpMetadata: { contentType: "text/plain", cacheControl: "max-age=60", cacheExpiry: 1_700_000_000_000 },
-    customMetadata: { owner: "ops", "ü": "ñ" },
+    customMetadata: { owner: "ops", ü: "ñ" },
   });
   assert.ok(info);
   assert.equal(info.etag, md5("hello world"));
@@ -78,7 +84,7 @@ test("put then get: etag is MD5, metadata round-trips, a stream body works", asy
   const got = store.get(B, "dir/hello.txt");
   assert.equal(await bodyOf(got), "hello world");
   assert.deepEqual(got!.object.httpMetadata, { contentType: "text/plain", cacheControl: "max-age=60", cacheExpiry: 1_700_000_000_000 });
-  assert.deepEqual(got!.object.customMetadata, { owner: "ops", "ü": "ñ" });
+  assert.deepEqual(got!.object.customMetadata, { owner: "ops", ü: "ñ" });
   assert.equal(store.head(B, "dir/hello.txt")?.etag, info.etag);
   assert.equal(store.head(B, "missing"), undefined);
   assert.equal(store.get(B, "missing"), undefined);
@@ -100,7 +106,10 @@ test("limits: key bytes, custom metadata bytes, announced size, checksums; nothi
 
 test("overwrite keeps readers working and removes the old bytes", async () => {
   const contentDir = join(dir, "content");
-  const count = () => readdirSync(contentDir).filter((d) => d !== "tmp").flatMap((d) => readdirSync(join(contentDir, d))).length;
+  const count = () =>
+    readdirSync(contentDir)
+      .filter((d) => d !== "tmp")
+      .flatMap((d) => readdirSync(join(contentDir, d))).length;
   await store.put(B, "ow", Buffer.from("first version"));
   const before = count();
   const reading = store.get(B, "ow");
@@ -177,7 +186,10 @@ test("listing: prefix, delimiter, cursor, startAfter, limit, include", async () 
   for (const k of keys) await store.put(L, k, Buffer.from(k), { httpMetadata: { contentType: "text/plain" }, customMetadata: { k } });
 
   const all = store.list(L);
-  assert.deepEqual(all.objects.map((o) => o.key), keys);
+  assert.deepEqual(
+    all.objects.map((o) => o.key),
+    keys,
+  );
   assert.equal(all.truncated, false);
   assert.equal(all.cursor, undefined);
   assert.deepEqual(all.objects[0].httpMetadata, {}, "metadata only with include");
@@ -185,14 +197,26 @@ test("listing: prefix, delimiter, cursor, startAfter, limit, include", async () 
   assert.deepEqual(inc.objects[0].httpMetadata, { contentType: "text/plain" });
   assert.deepEqual(inc.objects[0].customMetadata, { k: "a" });
 
-  assert.deepEqual(store.list(L, { prefix: "b/" }).objects.map((o) => o.key), ["b/1", "b/2", "b/3/x"]);
+  assert.deepEqual(
+    store.list(L, { prefix: "b/" }).objects.map((o) => o.key),
+    ["b/1", "b/2", "b/3/x"],
+  );
   const d = store.list(L, { delimiter: "/" });
-  assert.deepEqual(d.objects.map((o) => o.key), ["a", "d"]);
+  assert.deepEqual(
+    d.objects.map((o) => o.key),
+    ["a", "d"],
+  );
   assert.deepEqual(d.delimitedPrefixes, ["b/", "c/", "e/", "photos/"]);
   const db2 = store.list(L, { prefix: "b/", delimiter: "/" });
-  assert.deepEqual(db2.objects.map((o) => o.key), ["b/1", "b/2"]);
+  assert.deepEqual(
+    db2.objects.map((o) => o.key),
+    ["b/1", "b/2"],
+  );
   assert.deepEqual(db2.delimitedPrefixes, ["b/3/"]);
-  assert.deepEqual(store.list(L, { startAfter: "b/3/x" }).objects.map((o) => o.key), ["c/1", "d", "e/f/g", "photos/2024/x.jpg"]);
+  assert.deepEqual(
+    store.list(L, { startAfter: "b/3/x" }).objects.map((o) => o.key),
+    ["c/1", "d", "e/f/g", "photos/2024/x.jpg"],
+  );
 
   // Walk with a cursor, two items a page, with a delimiter: every item exactly once.
   const seen: string[] = [];
@@ -288,7 +312,11 @@ test("concurrent overwrites and deletes leave exactly the content files the rows
   }
   await new Promise((r) => setTimeout(r, 100)); // unlinks of replaced content run in the background
   const contentDir = join(dir, "content");
-  const onDisk = new Set(readdirSync(contentDir).filter((d) => d !== "tmp").flatMap((d) => readdirSync(join(contentDir, d))));
+  const onDisk = new Set(
+    readdirSync(contentDir)
+      .filter((d) => d !== "tmp")
+      .flatMap((d) => readdirSync(join(contentDir, d))),
+  );
   assert.deepEqual([...onDisk].sort(), [...store.liveContent()].sort());
   assert.deepEqual(readdirSync(join(contentDir, "tmp")), [], "no temporary files left behind");
 });

@@ -29,8 +29,19 @@ test("uploads without the parts a script needs get clear 400 errors and store no
     [{ bindings: [{ type: "plain_text", name: "not-an-identifier", text: "x" }] }, /must be a valid JavaScript identifier/],
     [{ bindings: [{ type: "durable_object_namespace", name: "DO" }] }, /binding type "durable_object_namespace" is not supported/],
     [{ bindings: [{ type: "r2_bucket", name: "B", bucket_name: "no-such-bucket" }] }, /R2 bucket "no-such-bucket" does not exist/],
-    [{ bindings: [{ type: "kv_namespace", name: "K", namespace_id: "0123456789abcdef0123456789abcdef" }] }, /KV namespace "0123456789abcdef0123456789abcdef" does not exist/],
-    [{ bindings: [{ type: "plain_text", name: "A", text: "1" }, { type: "plain_text", name: "A", text: "2" }] }, /used by more than one binding/],
+    [
+      { bindings: [{ type: "kv_namespace", name: "K", namespace_id: "0123456789abcdef0123456789abcdef" }] },
+      /KV namespace "0123456789abcdef0123456789abcdef" does not exist/,
+    ],
+    [
+      {
+        bindings: [
+          { type: "plain_text", name: "A", text: "1" },
+          { type: "plain_text", name: "A", text: "2" },
+        ],
+      },
+      /used by more than one binding/,
+    ],
     [{ compatibility_date: "yesterday" }, /compatibility_date: must be a date/],
   ];
   for (const [meta, message] of cases) {
@@ -69,7 +80,10 @@ test("the requests wrangler's deploy makes get the answers it needs", async () =
   assert.equal((await p.api("GET", `${base}/services/wrangler-like`)).body.result.id, "wrangler-like");
   const settings = (await p.api("GET", `${base}/scripts/wrangler-like/settings`)).body.result;
   assert.deepEqual(settings.compatibility_flags, ["nodejs_compat"]);
-  assert.deepEqual(settings.bindings.map((b: { name: string }) => b.name), ["GREETING", "MY_KV"]);
+  assert.deepEqual(
+    settings.bindings.map((b: { name: string }) => b.name),
+    ["GREETING", "MY_KV"],
+  );
   const deployments = (await p.api("GET", `${base}/scripts/wrangler-like/deployments`)).body.result.deployments;
   assert.equal(deployments[0].versions[0].version_id, up.body.result.deployment_id);
   assert.deepEqual((await p.api("GET", `${base}/workers/wrangler-like`)).body.result.subdomain, { enabled: true, previews_enabled: false });
@@ -77,7 +91,10 @@ test("the requests wrangler's deploy makes get the answers it needs", async () =
   assert.equal((await p.api("POST", `${base}/scripts/wrangler-like/subdomain`, { enabled: true })).body.result.enabled, true);
   assert.equal((await p.api("GET", `${base}/scripts/wrangler-like/subdomain`)).body.result.enabled, true);
   const list = (await p.api("GET", scripts())).body.result;
-  assert.deepEqual(list.map((s: { id: string }) => s.id), ["wrangler-like"]);
+  assert.deepEqual(
+    list.map((s: { id: string }) => s.id),
+    ["wrangler-like"],
+  );
 
   // Download: the modules as multipart, as uploaded.
   const dl = await request(`${p.apiUrl}${scripts()}/wrangler-like`, { headers: p.headers() });
@@ -90,7 +107,10 @@ test("a compatibility date later than the runtime's runs with the runtime's newe
   const up = await uploadScript(p, "from-the-future", hello, { compatibility_date: "2099-01-01" });
   assert.equal(up.status, 200, JSON.stringify(up.body));
   assert.equal(up.body.messages[0].code, 10200);
-  assert.match(up.body.messages[0].message, /compatibility_date 2099-01-01 is later than this platform's workerd supports; the Worker runs with \d{4}-\d{2}-\d{2}/);
+  assert.match(
+    up.body.messages[0].message,
+    /compatibility_date 2099-01-01 is later than this platform's workerd supports; the Worker runs with \d{4}-\d{2}-\d{2}/,
+  );
   assert.equal((await hit(p, "from-the-future", "/")).text, "hello ");
   const settings = (await p.api("GET", `/accounts/${p.accountId}/workers/scripts/from-the-future/settings`)).body.result;
   assert.equal(settings.compatibility_date, "2099-01-01");
@@ -102,7 +122,16 @@ test("a compatibility date later than the runtime's runs with the runtime's newe
 test("wrangler 3's versions flow: upload a version, deploy it at 100%, patch script settings", async () => {
   assert.equal((await uploadScript(p, "versioned", hello)).status, 200);
   const form = new FormData();
-  form.append("metadata", JSON.stringify({ main_module: "index.js", compatibility_date: "2024-09-01", bindings: [{ type: "plain_text", name: "GREETING", text: "v2" }], keep_bindings: ["secret_text"], annotations: {} }));
+  form.append(
+    "metadata",
+    JSON.stringify({
+      main_module: "index.js",
+      compatibility_date: "2024-09-01",
+      bindings: [{ type: "plain_text", name: "GREETING", text: "v2" }],
+      keep_bindings: ["secret_text"],
+      annotations: {},
+    }),
+  );
   form.append("index.js", new Blob([hello], { type: "application/javascript+module" }), "index.js");
   const enc = new Response(form);
   const res = await request(`${p.apiUrl}${scripts()}/versioned/versions`, {
@@ -116,7 +145,13 @@ test("wrangler 3's versions flow: upload a version, deploy it at 100%, patch scr
   assert.equal((await hit(p, "versioned", "/")).text, "hello v2");
   const dep = await p.api("POST", `${scripts()}/versioned/deployments`, { strategy: "percentage", versions: [{ version_id: version.id, percentage: 100 }] });
   assert.equal(dep.status, 200);
-  const split = await p.api("POST", `${scripts()}/versioned/deployments`, { strategy: "percentage", versions: [{ version_id: version.id, percentage: 50 }, { version_id: "other", percentage: 50 }] });
+  const split = await p.api("POST", `${scripts()}/versioned/deployments`, {
+    strategy: "percentage",
+    versions: [
+      { version_id: version.id, percentage: 50 },
+      { version_id: "other", percentage: 50 },
+    ],
+  });
   assert.equal(split.status, 400);
   assert.match(split.body.errors[0].message, /one version per Worker/);
   assert.equal((await p.api("PATCH", `${scripts()}/versioned/script-settings`, { logpush: false, observability: { enabled: false } })).status, 200);
@@ -125,7 +160,10 @@ test("wrangler 3's versions flow: upload a version, deploy it at 100%, patch scr
 
 test("secrets: names in every answer, values in none; a change reaches the script", async () => {
   const value = "very-secret-value-8f3a1c";
-  assert.equal((await uploadScript(p, "with-secret", `export default { fetch(r, env) { return new Response(env.API_KEY === "${value}" ? "match" : "no"); } };`)).status, 200);
+  assert.equal(
+    (await uploadScript(p, "with-secret", `export default { fetch(r, env) { return new Response(env.API_KEY === "${value}" ? "match" : "no"); } };`)).status,
+    200,
+  );
   const put = await p.api("PUT", `${scripts()}/with-secret/secrets`, { name: "API_KEY", text: value, type: "secret_text" });
   assert.equal(put.status, 200);
   assert.deepEqual(put.body.result, { name: "API_KEY", type: "secret_text" });
@@ -139,10 +177,17 @@ test("secrets: names in every answer, values in none; a change reaches the scrip
   ];
   for (const a of answers) assert.ok(!JSON.stringify(a.body).includes(value), "no answer carries the value");
   assert.deepEqual(answers[1].body.result, [{ name: "API_KEY", type: "secret_text" }]);
-  assert.ok(answers[3].body.result.bindings.some((b: { name: string; type: string; text?: string }) => b.name === "API_KEY" && b.type === "secret_text" && b.text === undefined));
+  assert.ok(
+    answers[3].body.result.bindings.some(
+      (b: { name: string; type: string; text?: string }) => b.name === "API_KEY" && b.type === "secret_text" && b.text === undefined,
+    ),
+  );
 
   // A secret survives a redeploy that does not mention it (deploy never sends secrets).
-  assert.equal((await uploadScript(p, "with-secret", `export default { fetch(r, env) { return new Response(env.API_KEY ? "still" : "gone"); } };`)).status, 200);
+  assert.equal(
+    (await uploadScript(p, "with-secret", `export default { fetch(r, env) { return new Response(env.API_KEY ? "still" : "gone"); } };`)).status,
+    200,
+  );
   assert.equal((await hit(p, "with-secret", "/")).text, "still");
   // A binding may not take a secret's name, nor a secret a binding's.
   const clash = await uploadScript(p, "with-secret", hello, { bindings: [{ type: "plain_text", name: "API_KEY", text: "x" }] });

@@ -32,9 +32,23 @@ export async function startBoundWorkerd(opts: {
   // The platform's own config generator, so these tests run the config the platform runs.
   const now = new Date().toISOString();
   const binding: Binding =
-    opts.binding.kind === "r2Bucket" ? { type: "r2_bucket", name: opts.binding.name, bucket_name: "bound" } : { type: "kv_namespace", name: opts.binding.name, namespace_id: "bound" };
+    opts.binding.kind === "r2Bucket"
+      ? { type: "r2_bucket", name: opts.binding.name, bucket_name: "bound" }
+      : { type: "kv_namespace", name: opts.binding.name, namespace_id: "bound" };
   const run: RunnableScript = {
-    script: { accountId: "bound", name: "bound", versionId: "bound", etag: "", mainModule: "main.js", compatibilityDate: opts.compatibilityDate, compatibilityFlags: [], bindings: [binding], modules: [], createdOn: now, modifiedOn: now },
+    script: {
+      accountId: "bound",
+      name: "bound",
+      versionId: "bound",
+      etag: "",
+      mainModule: "main.js",
+      compatibilityDate: opts.compatibilityDate,
+      compatibilityFlags: [],
+      bindings: [binding],
+      modules: [],
+      createdOn: now,
+      modifiedOn: now,
+    },
     modules: [{ name: "main.js", kind: "esModule", content: Buffer.from(opts.script) }],
     secrets: [],
   };
@@ -48,7 +62,9 @@ export async function startBoundWorkerd(opts: {
   writeFileSync(join(dir, "config.capnp"), config);
   let workerd: WorkerdProcess;
   try {
-    workerd = await WorkerdProcess.start(defaultWorkerdPath(), join(dir, "config.capnp"), {}, join(dir, "workerd.sock"), createLogger({ level: "silent" }), { test: opts.binding.kind });
+    workerd = await WorkerdProcess.start(defaultWorkerdPath(), join(dir, "config.capnp"), {}, join(dir, "workerd.sock"), createLogger({ level: "silent" }), {
+      test: opts.binding.kind,
+    });
   } catch (err) {
     backend.close();
     rmSync(dir, { recursive: true, force: true });

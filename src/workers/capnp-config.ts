@@ -49,10 +49,7 @@ export function secretEnvironment(secrets: readonly { text: string }[]): Record<
  */
 export function workerdConfig(input: WorkerdConfigInput): string {
   const { script, modules, secrets } = input.run;
-  const services: string[] = [
-    `(name = "main", worker = .script)`,
-    `(name = "internet", network = (allow = ["public"], deny = ["local", "private"]))`,
-  ];
+  const services: string[] = [`(name = "main", worker = .script)`, `(name = "internet", network = (allow = ["public"], deny = ["local", "private"]))`];
   const bindings: string[] = [];
   for (const b of script.bindings) {
     if (b.type === "plain_text") {

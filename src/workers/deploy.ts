@@ -22,7 +22,10 @@ function bindingsOf(cfg: ProjectConfig | undefined): UploadBinding[] {
   if (!cfg) return [];
   const out: UploadBinding[] = Object.entries(cfg.vars).map(([name, text]) => ({ type: "plain_text", name, text }));
   for (const kv of cfg.kv_namespaces) {
-    if (!kv.id) throw new UserError(`${cfg.path}: the KV namespace binding "${kv.binding}" has no "id"; create one with \`edgecli kv namespace create\` and put its id there`);
+    if (!kv.id)
+      throw new UserError(
+        `${cfg.path}: the KV namespace binding "${kv.binding}" has no "id"; create one with \`edgecli kv namespace create\` and put its id there`,
+      );
     out.push({ type: "kv_namespace", name: kv.binding, namespace_id: kv.id });
   }
   for (const r2 of cfg.r2_buckets) out.push({ type: "r2_bucket", name: r2.binding, bucket_name: r2.bucket_name });
@@ -50,7 +53,9 @@ async function bundle(entry: string): Promise<{ code: Buffer; name: string }> {
   } catch (e) {
     const errors = (e as { errors?: { text: string; location?: { file: string; line: number; column: number } }[] }).errors;
     if (!errors) throw e;
-    throw new UserError(`Could not bundle ${entry}:\n${errors.map((x) => (x.location ? `${x.location.file}:${x.location.line}:${x.location.column}: ${x.text}` : x.text)).join("\n")}`);
+    throw new UserError(
+      `Could not bundle ${entry}:\n${errors.map((x) => (x.location ? `${x.location.file}:${x.location.line}:${x.location.column}: ${x.text}` : x.text)).join("\n")}`,
+    );
   }
 }
 

@@ -44,7 +44,11 @@ export class ScriptDeployer {
   private checkTargets(accountId: string, bindings: Binding[]): void {
     for (const b of bindings) {
       if (b.type === "r2_bucket" && !this.targets.bucketExists(accountId, b.bucket_name)) {
-        throw new ApiError(400, WorkerCodes.validation, `Binding ${b.name}: R2 bucket "${b.bucket_name}" does not exist in this account; create it first (edgecli r2 bucket create ${b.bucket_name})`);
+        throw new ApiError(
+          400,
+          WorkerCodes.validation,
+          `Binding ${b.name}: R2 bucket "${b.bucket_name}" does not exist in this account; create it first (edgecli r2 bucket create ${b.bucket_name})`,
+        );
       }
       if (b.type === "kv_namespace" && !this.targets.namespaceExists(accountId, b.namespace_id)) {
         throw new ApiError(400, WorkerCodes.validation, `Binding ${b.name}: KV namespace "${b.namespace_id}" does not exist in this account`);
@@ -54,7 +58,11 @@ export class ScriptDeployer {
 
   private checkName(accountId: string, name: string): void {
     if (!SCRIPT_NAME_RE.test(name)) {
-      throw new ApiError(400, WorkerCodes.validation, `Worker name "${name}" is invalid: use 1-63 lowercase letters, digits and hyphens, not starting or ending with a hyphen`);
+      throw new ApiError(
+        400,
+        WorkerCodes.validation,
+        `Worker name "${name}" is invalid: use 1-63 lowercase letters, digits and hyphens, not starting or ending with a hyphen`,
+      );
     }
     const owner = this.store.byName(name);
     if (owner && owner.accountId !== accountId) {
@@ -78,7 +86,12 @@ export class ScriptDeployer {
       const secrets = this.store.secretValues(accountId, name);
       for (const s of up.secrets) secrets.set(s.name, s.text);
       const clash = up.bindings.find((b) => secrets.has(b.name));
-      if (clash) throw new ApiError(400, WorkerCodes.validation, `Binding ${clash.name}: the name is already used by a secret of this Worker; delete the secret or rename the binding`);
+      if (clash)
+        throw new ApiError(
+          400,
+          WorkerCodes.validation,
+          `Binding ${clash.name}: the name is already used by a secret of this Worker; delete the secret or rename the binding`,
+        );
 
       const hash = createHash("sha256");
       const modules: ModuleRef[] = [];
@@ -132,7 +145,11 @@ export class ScriptDeployer {
         if (!secrets.delete(secret)) throw new ApiError(404, WorkerCodes.secretNotFound, `This Worker has no secret named ${secret}`);
       } else {
         if (script.bindings.some((b) => b.name === secret)) {
-          throw new ApiError(400, WorkerCodes.validation, `${secret} is already the name of a ${script.bindings.find((b) => b.name === secret)!.type} binding of this Worker`);
+          throw new ApiError(
+            400,
+            WorkerCodes.validation,
+            `${secret} is already the name of a ${script.bindings.find((b) => b.name === secret)!.type} binding of this Worker`,
+          );
         }
         secrets.set(secret, text);
       }

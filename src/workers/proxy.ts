@@ -12,7 +12,14 @@ const NOT_FORWARDED = new Set([...HOP_BY_HOP, "expect", "cf-connecting-ip"]);
 function forwardable(headers: IncomingHttpHeaders, drop: ReadonlySet<string>): Record<string, string | string[]> {
   const out: Record<string, string | string[]> = {};
   // Headers the Connection header names are hop-by-hop too; it is split once, not once per header.
-  const listed = headers.connection ? new Set(String(headers.connection).toLowerCase().split(",").map((t) => t.trim())) : undefined;
+  const listed = headers.connection
+    ? new Set(
+        String(headers.connection)
+          .toLowerCase()
+          .split(",")
+          .map((t) => t.trim()),
+      )
+    : undefined;
   for (const k in headers) {
     const v = headers[k];
     if (v === undefined || drop.has(k) || listed?.has(k)) continue;

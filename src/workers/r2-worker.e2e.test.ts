@@ -84,11 +84,17 @@ test("deploy refuses a binding name that is not an identifier and a bucket that 
   const bad = mkdtempSync(join(tmpdir(), "bad-worker-"));
   try {
     cpSync(EXAMPLE, bad, { recursive: true });
-    writeFileSync(join(bad, "edge.toml"), 'name = "bad-worker"\nmain = "src/index.ts"\ncompatibility_date = "2024-09-01"\n[[r2_buckets]]\nbinding = "MY-BUCKET"\nbucket_name = "my-bucket"\n');
+    writeFileSync(
+      join(bad, "edge.toml"),
+      'name = "bad-worker"\nmain = "src/index.ts"\ncompatibility_date = "2024-09-01"\n[[r2_buckets]]\nbinding = "MY-BUCKET"\nbucket_name = "my-bucket"\n',
+    );
     const r = await p.cli(["deploy"], { cwd: bad });
     assert.equal(r.code, 1);
     assert.match(r.stderr, /"MY-BUCKET" is not a valid JavaScript identifier/);
-    writeFileSync(join(bad, "edge.toml"), 'name = "bad-worker"\nmain = "src/index.ts"\ncompatibility_date = "2024-09-01"\n[[r2_buckets]]\nbinding = "B"\nbucket_name = "no-such-bucket"\n');
+    writeFileSync(
+      join(bad, "edge.toml"),
+      'name = "bad-worker"\nmain = "src/index.ts"\ncompatibility_date = "2024-09-01"\n[[r2_buckets]]\nbinding = "B"\nbucket_name = "no-such-bucket"\n',
+    );
     const missing = await p.cli(["deploy"], { cwd: bad });
     assert.equal(missing.code, 1);
     assert.match(missing.stderr, /R2 bucket "no-such-bucket" does not exist/);

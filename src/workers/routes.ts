@@ -60,10 +60,7 @@ export function registerWorkersRoutes(app: FastifyInstance, deps: WorkersRouteDe
   };
 
   /** Bindings as settings show them: secrets by name and type only. */
-  const bindingsOf = (s: ScriptRecord) => [
-    ...s.bindings,
-    ...store.secretNames(s.accountId, s.name).map((name) => ({ name, type: "secret_text" })),
-  ];
+  const bindingsOf = (s: ScriptRecord) => [...s.bindings, ...store.secretNames(s.accountId, s.name).map((name) => ({ name, type: "secret_text" }))];
 
   /** Said on upload when workerd is older than the script's compatibility date (wrangler's local mode warns alike). */
   const dateMessages = (s: ScriptRecord) => {
@@ -113,7 +110,10 @@ export function registerWorkersRoutes(app: FastifyInstance, deps: WorkersRouteDe
   app.post(`${base}/scripts/:name/deployments`, async (req) => {
     const s = scriptOf(req, "workers_edit");
     const body = parseWith(
-      z.object({ strategy: z.literal("percentage").default("percentage"), versions: z.array(z.object({ version_id: z.string(), percentage: z.number() })).min(1) }),
+      z.object({
+        strategy: z.literal("percentage").default("percentage"),
+        versions: z.array(z.object({ version_id: z.string(), percentage: z.number() })).min(1),
+      }),
       req.body ?? {},
       WorkerCodes.validation,
     );
@@ -140,7 +140,14 @@ export function registerWorkersRoutes(app: FastifyInstance, deps: WorkersRouteDe
     const s = scriptOf(req, "workers_read");
     const run = await store.runnable(s, new Map());
     const form = new FormData();
-    const types = { esModule: "application/javascript+module", commonJsModule: "application/javascript", text: "text/plain", data: "application/octet-stream", wasm: "application/wasm", json: "application/json" };
+    const types = {
+      esModule: "application/javascript+module",
+      commonJsModule: "application/javascript",
+      text: "text/plain",
+      data: "application/octet-stream",
+      wasm: "application/wasm",
+      json: "application/json",
+    };
     for (const m of run.modules) form.append(m.name, new Blob([m.content], { type: types[m.kind] }), m.name);
     const res = new Response(form);
     return reply.header("content-type", res.headers.get("content-type")!).send(Buffer.from(await res.arrayBuffer()));
@@ -171,7 +178,13 @@ export function registerWorkersRoutes(app: FastifyInstance, deps: WorkersRouteDe
 
   app.get(`${base}/scripts/:name/deployments`, async (req) => {
     const s = scriptOf(req, "workers_read");
-    const deployment = { id: s.versionId, source: "api", strategy: "percentage", created_on: s.modifiedOn, versions: [{ version_id: s.versionId, percentage: 100 }] };
+    const deployment = {
+      id: s.versionId,
+      source: "api",
+      strategy: "percentage",
+      created_on: s.modifiedOn,
+      versions: [{ version_id: s.versionId, percentage: 100 }],
+    };
     return ok({ deployments: [deployment] });
   });
 
@@ -187,7 +200,14 @@ export function registerWorkersRoutes(app: FastifyInstance, deps: WorkersRouteDe
 
   app.get(`${base}/workers/:name`, async (req) => {
     const s = scriptOf(req, "workers_read");
-    return ok({ id: s.name, name: s.name, subdomain: { enabled: true, previews_enabled: false }, created_on: s.createdOn, updated_on: s.modifiedOn, url: deps.urlOf(s.name) });
+    return ok({
+      id: s.name,
+      name: s.name,
+      subdomain: { enabled: true, previews_enabled: false },
+      created_on: s.createdOn,
+      updated_on: s.modifiedOn,
+      url: deps.urlOf(s.name),
+    });
   });
 
   // Every script is served at <name>.<workers domain>; the toggle is accepted and reported as on.

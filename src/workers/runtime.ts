@@ -29,7 +29,9 @@ export class WorkersRuntime {
   }
 
   private target = (accountId: string, b: StorageBinding) =>
-    this.bindings.target(b.type === "r2_bucket" ? { kind: "r2", accountId, bucketName: b.bucket_name } : { kind: "kv", accountId, namespaceId: b.namespace_id });
+    this.bindings.target(
+      b.type === "r2_bucket" ? { kind: "r2", accountId, bucketName: b.bucket_name } : { kind: "kv", accountId, namespaceId: b.namespace_id },
+    );
 
   /** Starts the binding server and every stored script; a script workerd refuses is logged and skipped. */
   async start(): Promise<void> {

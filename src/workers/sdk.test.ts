@@ -20,20 +20,23 @@ test("the Cloudflare SDK uploads a module worker with bindings, manages its secr
     await env.B.put("k", "v");
     return new Response([env.MODE, env.TOKEN ?? "-", await (await env.B.get("k")).text()].join(" "));
   } };`;
-  const script = await cf.workers.scripts.update("sdk-worker", {
-    account_id,
-    metadata: {
-      main_module: "worker.js",
-      compatibility_date: "2024-09-01",
-      bindings: [
-        { type: "plain_text", name: "MODE", text: "sdk" },
-        { type: "r2_bucket", name: "B", bucket_name: "sdk-bucket" },
-      ],
+  const script = await cf.workers.scripts.update(
+    "sdk-worker",
+    {
+      account_id,
+      metadata: {
+        main_module: "worker.js",
+        compatibility_date: "2024-09-01",
+        bindings: [
+          { type: "plain_text", name: "MODE", text: "sdk" },
+          { type: "r2_bucket", name: "B", bucket_name: "sdk-bucket" },
+        ],
+      },
+      files: [await toFile(Buffer.from(code), "worker.js", { type: "application/javascript+module" })],
     },
-    files: [await toFile(Buffer.from(code), "worker.js", { type: "application/javascript+module" })],
-  },
-  // SDK 7.3 labels this multipart body `application/javascript`; dropping the header lets fetch set the boundary.
-  { headers: { "content-type": null } });
+    // SDK 7.3 labels this multipart body `application/javascript`; dropping the header lets fetch set the boundary.
+    { headers: { "content-type": null } },
+  );
   assert.equal(script.id, "sdk-worker");
   assert.equal((await hit(p, "sdk-worker", "/")).text, "sdk - v");
 

@@ -13,7 +13,7 @@ export const secretCommands = [
     describe: "Create or replace a secret of a Worker (hidden prompt on a terminal, else read from stdin)",
     positionals: secretPositional,
     options: target,
-    examples: ["edgecli secret put AUTH_KEY_SECRET", "printf %s \"$VALUE\" | edgecli secret put AUTH_KEY_SECRET --name my-worker"],
+    examples: ["edgecli secret put AUTH_KEY_SECRET", 'printf %s "$VALUE" | edgecli secret put AUTH_KEY_SECRET --name my-worker'],
     async handler(args, ctx) {
       const { secretPut } = await import("./secret-handlers.js");
       return secretPut(ctx, args.key!, args);

@@ -30,7 +30,9 @@ export async function secretPut(ctx: CliContext, key: string, args: Target): Pro
     await put();
   } catch (e) {
     if (!(e instanceof ApiRequestError && e.hasCode(WorkerCodes.scriptNotFound))) throw e;
-    const create = await ctx.confirm(`There doesn't seem to be a Worker called "${script}". Do you want to create a new Worker with that name and add secrets to it?`);
+    const create = await ctx.confirm(
+      `There doesn't seem to be a Worker called "${script}". Do you want to create a new Worker with that name and add secrets to it?`,
+    );
     if (!create) return;
     ctx.log.info(`🌀 Creating new Worker "${script}"...`);
     const form = new FormData();

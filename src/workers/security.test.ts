@@ -57,7 +57,8 @@ test("a script's fetch() cannot reach the binding server, the API, or any loopba
   // Blocked by workerd's network policy (not some other failure): it logs one denial per target. Releases word
   // it differently: "connecting to <addr> is not allowed" (later ones), "connect() blocked by restrictPeers()".
   // Its stderr reaches the platform log a little after the answers; wait for the lines (up to 10 s).
-  const denials = () => logEntries(p).filter((e) => e.script === "prober" && /connecting to .* is not allowed|blocked by restrictPeers/.test(String(e.msg))).length;
+  const denials = () =>
+    logEntries(p).filter((e) => e.script === "prober" && /connecting to .* is not allowed|blocked by restrictPeers/.test(String(e.msg))).length;
   for (let waited = 0; denials() < targets.length && waited < 10_000; waited += 50) await new Promise((r) => setTimeout(r, 50));
   assert.ok(denials() >= targets.length, `every target was denied by policy (${denials()} denials for ${targets.length} targets)`);
   // Directly, without the header workerd injects (or with a guessed one), the binding server refuses.
@@ -110,12 +111,19 @@ test("a script bound to bucket X cannot read bucket Y, nor another account's buc
 
 test("the binding server trusts only the exact header workerd injects, also after it has served that header", async () => {
   const runDir = join(p.stateDir, "workers-run", "reader-x");
-  const gen = readdirSync(runDir).sort((a, b) => Number(a) - Number(b)).at(-1)!;
+  const gen = readdirSync(runDir)
+    .sort((a, b) => Number(a) - Number(b))
+    .at(-1)!;
   const config = readFileSync(join(runDir, gen, "config.capnp"), "utf8");
-  const [, address, value] = /external = \(address = "unix:([^"]+)", http = \(injectRequestHeaders = \[\(name = "x-edge-binding", value = "([^"]+)"/.exec(config)!;
+  const [, address, value] = /external = \(address = "unix:([^"]+)", http = \(injectRequestHeaders = \[\(name = "x-edge-binding", value = "([^"]+)"/.exec(
+    config,
+  )!;
   const direct = new Agent({ connect: { socketPath: address } });
   const list = (header: string) =>
-    request("http://fake-host/", { dispatcher: direct, headers: { "x-edge-binding": header, "cf-r2-request": JSON.stringify({ version: 1, method: "list" }) } });
+    request("http://fake-host/", {
+      dispatcher: direct,
+      headers: { "x-edge-binding": header, "cf-r2-request": JSON.stringify({ version: 1, method: "list" }) },
+    });
   try {
     const valid = await list(value);
     assert.equal(valid.statusCode, 200, "the injected header is what authorizes a call");
@@ -177,8 +185,14 @@ test("a secret value never appears in an API answer, a log line, CLI output or a
     for (const f of files) assert.ok(!readFileSync(f).includes(value), `${f} does not hold the secret in clear`);
     for (const c of configs) assert.equal(statSync(c).mode & 0o777, 0o600);
     assert.ok(!p.output().includes(value), "no log line carries the secret");
-    const live = p.logs().split("\n").filter((l) => l.includes('"worker version live"') && l.includes('"script":"secretive"')).pop()!;
-    const environ = readFileSync(`/proc/${JSON.parse(live).workerd_pid}/environ`, "utf8").split("\0").filter(Boolean);
+    const live = p
+      .logs()
+      .split("\n")
+      .filter((l) => l.includes('"worker version live"') && l.includes('"script":"secretive"'))
+      .pop()!;
+    const environ = readFileSync(`/proc/${JSON.parse(live).workerd_pid}/environ`, "utf8")
+      .split("\0")
+      .filter(Boolean);
     assert.deepEqual(environ, [`EDGE_WORKER_SECRET_0=${value}`], "workerd's environment is its secrets and nothing of the platform's");
   } finally {
     rmSync(cwd, { recursive: true, force: true });

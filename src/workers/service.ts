@@ -16,7 +16,9 @@ export interface WorkersService extends EdgeService {
 }
 
 export function createWorkersService(ctx: ServiceContext, deps: { kv: KvService; r2: R2Service }): WorkersService {
-  const domain = String(ctx.config.options["workers-domain"] ?? DEFAULT_WORKERS_DOMAIN).toLowerCase().replace(/^\.+|\.+$/g, "");
+  const domain = String(ctx.config.options["workers-domain"] ?? DEFAULT_WORKERS_DOMAIN)
+    .toLowerCase()
+    .replace(/^\.+|\.+$/g, "");
   const store = new WorkersStore(ctx.openDb("workers", workersMigrations), ctx.content("workers"), SecretBox.load(ctx.config.stateDir));
   const log = ctx.log.child({ service: "workers" });
   const runtime = new WorkersRuntime(

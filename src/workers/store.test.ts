@@ -15,10 +15,12 @@ test("secrets stored in clear by an older version are sealed when the store open
   const content = new FileContentStore(join(dir, "content"));
   try {
     const old = openDatabase(file, workersMigrations.slice(0, 1));
-    old.prepare(
-      `INSERT INTO scripts (account_id, name, version_id, etag, main_module, compatibility_date, compatibility_flags, bindings, modules, created_on, modified_on)
+    old
+      .prepare(
+        `INSERT INTO scripts (account_id, name, version_id, etag, main_module, compatibility_date, compatibility_flags, bindings, modules, created_on, modified_on)
        VALUES ('acct', 'app', 'v1', 'e', 'index.js', '2024-09-01', '[]', '[]', '[]', 'now', 'now')`,
-    ).run();
+      )
+      .run();
     old.prepare("INSERT INTO secrets (account_id, script, name, value) VALUES ('acct', 'app', 'TOKEN', 'clear-value-77')").run();
     old.close();
 
@@ -33,7 +35,10 @@ test("secrets stored in clear by an older version are sealed when the store open
 
     store.changeSecret("acct", "app", "OTHER", "second-value-88", "v2");
     const values = db.prepare("SELECT value FROM secrets").all() as { value: string }[];
-    assert.ok(values.every((v) => !v.value.includes("value-")), "new secrets are sealed too");
+    assert.ok(
+      values.every((v) => !v.value.includes("value-")),
+      "new secrets are sealed too",
+    );
     assert.equal(store.secretValues("acct", "app").get("OTHER"), "second-value-88");
     db.close();
 

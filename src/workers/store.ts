@@ -91,7 +91,9 @@ export class WorkersStore {
       touch: db.prepare<[string, string, string, string]>("UPDATE scripts SET version_id = ?, modified_on = ? WHERE account_id = ? AND name = ?"),
       del: db.prepare<[string, string]>("DELETE FROM scripts WHERE account_id = ? AND name = ?"),
       secretNames: db.prepare<[string, string], { name: string }>("SELECT name FROM secrets WHERE account_id = ? AND script = ? ORDER BY name"),
-      secrets: db.prepare<[string, string], { name: string; value: string }>("SELECT name, value FROM secrets WHERE account_id = ? AND script = ? ORDER BY name"),
+      secrets: db.prepare<[string, string], { name: string; value: string }>(
+        "SELECT name, value FROM secrets WHERE account_id = ? AND script = ? ORDER BY name",
+      ),
       putSecret: db.prepare<[string, string, string, string]>(
         "INSERT INTO secrets (account_id, script, name, value, sealed) VALUES (?, ?, ?, ?, 1) ON CONFLICT (account_id, script, name) DO UPDATE SET value = excluded.value, sealed = 1",
       ),
@@ -105,9 +107,13 @@ export class WorkersStore {
 
   /** Seals the values stored in clear before secrets were sealed (one transaction: all or none). */
   private sealOldSecrets(): void {
-    const rows = this.db.prepare<[], { account_id: string; script: string; name: string; value: string }>("SELECT account_id, script, name, value FROM secrets WHERE sealed = 0").all();
+    const rows = this.db
+      .prepare<[], { account_id: string; script: string; name: string; value: string }>("SELECT account_id, script, name, value FROM secrets WHERE sealed = 0")
+      .all();
     if (rows.length === 0) return;
-    const update = this.db.prepare<[string, string, string, string]>("UPDATE secrets SET value = ?, sealed = 1 WHERE account_id = ? AND script = ? AND name = ?");
+    const update = this.db.prepare<[string, string, string, string]>(
+      "UPDATE secrets SET value = ?, sealed = 1 WHERE account_id = ? AND script = ? AND name = ?",
+    );
     this.db.transaction(() => {
       for (const r of rows) update.run(this.box.seal(r.value, secretContext(r.account_id, r.script, r.name)), r.account_id, r.script, r.name);
     })();
@@ -117,7 +123,9 @@ export class WorkersStore {
 
   /** A key that cannot open the stored secrets stops the start with the reason, not a script that fails later. */
   private checkKey(): void {
-    const one = this.db.prepare<[], { account_id: string; script: string; name: string; value: string }>("SELECT account_id, script, name, value FROM secrets LIMIT 1").get();
+    const one = this.db
+      .prepare<[], { account_id: string; script: string; name: string; value: string }>("SELECT account_id, script, name, value FROM secrets LIMIT 1")
+      .get();
     if (one) this.box.open(one.value, secretContext(one.account_id, one.script, one.name));
   }
 
@@ -202,7 +210,10 @@ export class WorkersStore {
   /** Sets or removes one secret and gives the script a new version id, in one transaction. */
   changeSecret(accountId: string, script: string, name: string, value: string | undefined, versionId: string): boolean {
     return this.db.transaction(() => {
-      const changed = value === undefined ? this.q.delSecret.run(accountId, script, name).changes > 0 : this.q.putSecret.run(accountId, script, name, this.sealed(accountId, script, name, value)).changes > 0;
+      const changed =
+        value === undefined
+          ? this.q.delSecret.run(accountId, script, name).changes > 0
+          : this.q.putSecret.run(accountId, script, name, this.sealed(accountId, script, name, value)).changes > 0;
       if (changed) this.q.touch.run(versionId, new Date().toISOString(), accountId, script);
       return changed;
     })();

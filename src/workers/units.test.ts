@@ -49,7 +49,10 @@ test("bracketed metadata fields (the TypeScript SDK's form encoding) rebuild the
   setBracketed(meta, "[keep_bindings][0]", "secret_text");
   assert.deepEqual(meta, {
     main_module: "worker.js",
-    bindings: [{ type: "plain_text", name: "MODE" }, { type: "r2_bucket", name: "B" }],
+    bindings: [
+      { type: "plain_text", name: "MODE" },
+      { type: "r2_bucket", name: "B" },
+    ],
     compatibility_flags: ["nodejs_compat", "other"],
     keep_bindings: ["secret_text"],
   });
@@ -83,6 +86,9 @@ test("the pinned workerd reports its date; a later compatibility date is lowered
 });
 
 test("a --workerd-binary that is missing or is not workerd is a clear user error", async () => {
-  await assert.rejects(probeWorkerd("/nonexistent/workerd"), (e: Error) => e instanceof UserError && /Could not run workerd at \/nonexistent\/workerd/.test(e.message));
+  await assert.rejects(
+    probeWorkerd("/nonexistent/workerd"),
+    (e: Error) => e instanceof UserError && /Could not run workerd at \/nonexistent\/workerd/.test(e.message),
+  );
   await assert.rejects(probeWorkerd("/bin/true"), (e: Error) => e instanceof UserError && /does not look like workerd/.test(e.message));
 });

@@ -131,7 +131,8 @@ export async function readUpload(req: FastifyRequest): Promise<ParsedUpload> {
       continue;
     }
     total += content.length;
-    if (total > UploadLimits.scriptBytes) throw new ApiError(413, WorkerCodes.scriptTooLarge, `The script exceeds the size limit of ${UploadLimits.scriptBytes} bytes`);
+    if (total > UploadLimits.scriptBytes)
+      throw new ApiError(413, WorkerCodes.scriptTooLarge, `The script exceeds the size limit of ${UploadLimits.scriptBytes} bytes`);
     const name = part.type === "file" && part.filename ? part.filename : part.fieldname;
     parts.push({ name, contentType: part.mimetype ?? "", content });
   }
@@ -146,7 +147,9 @@ export async function readUpload(req: FastifyRequest): Promise<ParsedUpload> {
   }
   const meta = parseWith(metadataSchema, raw, WorkerCodes.validation);
   if (!meta.main_module) {
-    throw invalid(meta.body_part ? "Service-worker syntax (body_part) is not supported; upload an ES module worker with main_module" : "metadata: main_module is required");
+    throw invalid(
+      meta.body_part ? "Service-worker syntax (body_part) is not supported; upload an ES module worker with main_module" : "metadata: main_module is required",
+    );
   }
 
   const modules: ParsedUpload["modules"] = [];

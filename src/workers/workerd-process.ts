@@ -45,7 +45,15 @@ export class WorkerdProcess {
    * Spawns workerd (`binary`) on `configFile` with exactly `env` as its environment, and resolves once it
    * listens at `socketPath`; rejects with workerd's own error text.
    */
-  static start(binary: string, configFile: string, env: Record<string, string>, socketPath: string, log: Logger, tag: Record<string, unknown>, timeoutMs = 20_000): Promise<WorkerdProcess> {
+  static start(
+    binary: string,
+    configFile: string,
+    env: Record<string, string>,
+    socketPath: string,
+    log: Logger,
+    tag: Record<string, unknown>,
+    timeoutMs = 20_000,
+  ): Promise<WorkerdProcess> {
     const child = spawn(binary, ["serve", configFile, "--control-fd=3", "--socket-addr", `http=unix:${socketPath}`], {
       stdio: ["ignore", "pipe", "pipe", "pipe"],
       env,

@@ -43,5 +43,12 @@ export const PROVIDERS: readonly ProviderAdapter[] = [
   { id: "grok", baseUrl: "https://api.x.ai/v1", credentialHeaders: BEARER, stripLeadingV1: true, chatPath: "chat/completions" },
   { id: "huggingface", baseUrl: "https://api-inference.huggingface.co/models", credentialHeaders: BEARER },
   { id: "replicate", baseUrl: "https://api.replicate.com/v1", credentialHeaders: BEARER, stripLeadingV1: true },
-  { id: "cerebras", aliases: ["cerebras-ai"], baseUrl: "https://api.cerebras.ai/v1", credentialHeaders: BEARER, stripLeadingV1: true, chatPath: "chat/completions" },
+  {
+    id: "cerebras",
+    aliases: ["cerebras-ai"],
+    baseUrl: "https://api.cerebras.ai/v1",
+    credentialHeaders: BEARER,
+    stripLeadingV1: true,
+    chatPath: "chat/completions",
+  },
 ];

@@ -69,16 +69,32 @@ export async function startMockProvider(opts: { chunks?: number } = {}): Promise
       }
       const model = parsed.model ?? "mock-model";
       const text = `echo: ${parsed.messages?.at(-1)?.content ?? ""}`;
-      const usage = { prompt_tokens: 11, completion_tokens: 7, total_tokens: 18, prompt_tokens_details: { cached_tokens: 2 }, completion_tokens_details: { reasoning_tokens: 3 } };
+      const usage = {
+        prompt_tokens: 11,
+        completion_tokens: 7,
+        total_tokens: 18,
+        prompt_tokens_details: { cached_tokens: 2 },
+        completion_tokens_details: { reasoning_tokens: 3 },
+      };
       const id = `chatcmpl-${requests.length}`;
       const created = Math.floor(Date.now() / 1000);
       if (!parsed.stream) {
         res.writeHead(200, { "content-type": "application/json", "x-mock": "1" });
-        return res.end(JSON.stringify({ id, object: "chat.completion", created, model, choices: [{ index: 0, message: { role: "assistant", content: text }, finish_reason: "stop" }], usage }));
+        return res.end(
+          JSON.stringify({
+            id,
+            object: "chat.completion",
+            created,
+            model,
+            choices: [{ index: 0, message: { role: "assistant", content: text }, finish_reason: "stop" }],
+            usage,
+          }),
+        );
       }
       res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" });
       const pieces = Array.from({ length: chunks }, (_, i) => (i === 0 ? text : ` ${i}`));
-      const chunk = (p: string) => `data: ${JSON.stringify({ id, object: "chat.completion.chunk", created, model, choices: [{ index: 0, delta: { content: p }, finish_reason: null }] })}\n\n`;
+      const chunk = (p: string) =>
+        `data: ${JSON.stringify({ id, object: "chat.completion.chunk", created, model, choices: [{ index: 0, delta: { content: p }, finish_reason: null }] })}\n\n`;
       const gate = hold;
       hold = undefined;
       if (gate) {
@@ -93,8 +109,11 @@ export async function startMockProvider(opts: { chunks?: number } = {}): Promise
       finish();
       function finish() {
         for (const p of pieces) res.write(chunk(p));
-        res.write(`data: ${JSON.stringify({ id, object: "chat.completion.chunk", created, model, choices: [{ index: 0, delta: {}, finish_reason: "stop" }] })}\n\n`);
-        if (parsed.stream_options?.include_usage) res.write(`data: ${JSON.stringify({ id, object: "chat.completion.chunk", created, model, choices: [], usage })}\n\n`);
+        res.write(
+          `data: ${JSON.stringify({ id, object: "chat.completion.chunk", created, model, choices: [{ index: 0, delta: {}, finish_reason: "stop" }] })}\n\n`,
+        );
+        if (parsed.stream_options?.include_usage)
+          res.write(`data: ${JSON.stringify({ id, object: "chat.completion.chunk", created, model, choices: [], usage })}\n\n`);
         res.end("data: [DONE]\n\n");
       }
     };

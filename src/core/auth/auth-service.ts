@@ -12,8 +12,7 @@ export interface AuthHeaders {
 
 const authError = () => new ApiError(403, Codes.authentication, "Authentication error");
 
-const headerError = (code: number, message: string) =>
-  new ApiError(400, Codes.invalidHeaders, "Invalid request headers", { chain: [{ code, message }] });
+const headerError = (code: number, message: string) => new ApiError(400, Codes.invalidHeaders, "Invalid request headers", { chain: [{ code, message }] });
 
 /**
  * Turns credentials into a Principal. Lookups are cached in memory (the AI gateway checks a token on

@@ -101,13 +101,13 @@ export function registerIdentityRoutes(app: FastifyInstance, auth: AuthService, 
       const t = store.getToken(req.principal.tokenId!)!;
       const acc = accountOf(req);
       if (acc && !t.grants.every((g) => g.account_id === acc)) throw new ApiError(401, 1000, "Invalid API Token");
-      return ok(
-        { id: t.id, status: t.status, not_before: t.not_before ?? undefined, expires_on: t.expires_on ?? undefined },
-        undefined,
-        [{ code: 10000, message: "This API Token is valid and active", type: null }],
-      );
+      return ok({ id: t.id, status: t.status, not_before: t.not_before ?? undefined, expires_on: t.expires_on ?? undefined }, undefined, [
+        { code: 10000, message: "This API Token is valid and active", type: null },
+      ]);
     });
-    app.get(`${prefix}/tokens/permission_groups`, async () => ok(PERMISSION_GROUPS.map((g) => ({ id: g.id, name: g.name, scopes: [`com.cloudflare.api.${g.scope}`] }))));
+    app.get(`${prefix}/tokens/permission_groups`, async () =>
+      ok(PERMISSION_GROUPS.map((g) => ({ id: g.id, name: g.name, scopes: [`com.cloudflare.api.${g.scope}`] }))),
+    );
     app.get(`${prefix}/tokens`, async (req) => {
       check(req, "api_tokens_read");
       const acc = accountOf(req);
@@ -119,7 +119,12 @@ export function registerIdentityRoutes(app: FastifyInstance, auth: AuthService, 
     app.post(`${prefix}/tokens`, async (req) => {
       check(req, "api_tokens_edit");
       const body = parseWith(tokenBody, req.body);
-      const { token, value } = auth.createToken(req.principal, { name: body.name, grants: toGrants(body, accountOf(req)), not_before: body.not_before, expires_on: body.expires_on });
+      const { token, value } = auth.createToken(req.principal, {
+        name: body.name,
+        grants: toGrants(body, accountOf(req)),
+        not_before: body.not_before,
+        expires_on: body.expires_on,
+      });
       req.log.info({ tokenId: token.id }, "api token created");
       return ok({ ...tokenView(token), value });
     });
@@ -141,10 +146,27 @@ export function registerIdentityRoutes(app: FastifyInstance, auth: AuthService, 
 
   app.get("/user", async (req) => {
     const u = store.getUser(req.principal.userId)!;
-    return ok({ id: u.id, email: u.email, first_name: null, last_name: null, username: u.email.split("@")[0], telephone: null, country: null, zipcode: null, created_on: u.created_on, modified_on: u.created_on, two_factor_authentication_enabled: false, suspended: false });
+    return ok({
+      id: u.id,
+      email: u.email,
+      first_name: null,
+      last_name: null,
+      username: u.email.split("@")[0],
+      telephone: null,
+      country: null,
+      zipcode: null,
+      created_on: u.created_on,
+      modified_on: u.created_on,
+      two_factor_authentication_enabled: false,
+      suspended: false,
+    });
   });
 
-  const visibleAccounts = (req: FastifyRequest) => req.principal.accounts().map((id) => store.getAccount(id)).filter((a): a is Account => !!a);
+  const visibleAccounts = (req: FastifyRequest) =>
+    req.principal
+      .accounts()
+      .map((id) => store.getAccount(id))
+      .filter((a): a is Account => !!a);
 
   app.get("/accounts", async (req) => {
     const q = req.query as Record<string, unknown>;

@@ -82,9 +82,7 @@ export class SqliteIdentityStore implements IdentityStore {
     this.q = {
       insAccount: db.prepare("INSERT INTO accounts (id, name, created_on) VALUES (?, ?, ?)"),
       getAccount: db.prepare("SELECT * FROM accounts WHERE id = ?"),
-      accountsOfUser: db.prepare(
-        "SELECT a.* FROM accounts a JOIN memberships m ON m.account_id = a.id WHERE m.user_id = ? ORDER BY a.created_on, a.id",
-      ),
+      accountsOfUser: db.prepare("SELECT a.* FROM accounts a JOIN memberships m ON m.account_id = a.id WHERE m.user_id = ? ORDER BY a.created_on, a.id"),
       insUser: db.prepare("INSERT INTO users (id, email, created_on) VALUES (?, ?, ?)"),
       getUser: db.prepare("SELECT * FROM users WHERE id = ?"),
       userByEmail: db.prepare("SELECT * FROM users WHERE email = ?"),

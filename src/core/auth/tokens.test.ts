@@ -87,7 +87,10 @@ test("another account's resources are out of a scoped token's reach", async () =
   const theirs = await p.api("GET", `/accounts/${otherId}`, undefined, h);
   assert.equal(theirs.status, 200);
   const list = await p.api("GET", "/accounts", undefined, h);
-  assert.deepEqual(list.body.result.map((a: { id: string }) => a.id), [otherId]);
+  assert.deepEqual(
+    list.body.result.map((a: { id: string }) => a.id),
+    [otherId],
+  );
   // The global key sees both, in pages that agree with result_info.
   const page1 = await p.api("GET", "/accounts?per_page=1&page=1", undefined, { "x-auth-email": p.email, "x-auth-key": p.apiKey, authorization: "" });
   assert.equal(page1.body.result_info.total_count, 2);
@@ -107,7 +110,10 @@ test("memberships and user answer what wrangler asks first", async () => {
 test("unknown routes, bad JSON and oversized bodies get envelopes", async () => {
   const nr = await p.api("GET", "/no/such/route");
   assert.equal(nr.status, 404);
-  assert.deepEqual(nr.body.errors.map((e: { code: number }) => e.code), [7003, 7000]);
+  assert.deepEqual(
+    nr.body.errors.map((e: { code: number }) => e.code),
+    [7003, 7000],
+  );
   const bad = await fetch(`${p.apiUrl}/user/tokens`, { method: "POST", headers: p.headers({ "content-type": "application/json" }), body: "{oops" });
   assert.equal(bad.status, 400);
   assert.equal(((await bad.json()) as any).errors[0].code, 6007);

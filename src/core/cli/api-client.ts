@@ -99,7 +99,9 @@ export class ApiClient {
       return { status: res.statusCode, headers: res.headers, body: res.body as unknown as RawResponse["body"] };
     } catch (e) {
       const code = (e as NodeJS.ErrnoException).code;
-      throw new UserError(`Could not reach the Edge API at ${this.target.baseUrl} (${code ?? (e as Error).message}). Is \`edgecli serve\` running? Set EDGE_API_URL to point elsewhere.`);
+      throw new UserError(
+        `Could not reach the Edge API at ${this.target.baseUrl} (${code ?? (e as Error).message}). Is \`edgecli serve\` running? Set EDGE_API_URL to point elsewhere.`,
+      );
     }
   }
 

@@ -11,7 +11,10 @@ import { runCli } from "../testing/platform.js";
 const cmd = defineCommand({
   path: ["demo"],
   describe: "demo",
-  positionals: [{ name: "KEY", describe: "key", required: true }, { name: "VALUE", describe: "value" }],
+  positionals: [
+    { name: "KEY", describe: "key", required: true },
+    { name: "VALUE", describe: "value" },
+  ],
   options: {
     ttl: { type: "number", describe: "ttl" },
     preview: { type: "boolean", describe: "preview" },
@@ -75,7 +78,9 @@ test("the config file: environments, bindings and errors with file and line", as
     await assert.rejects(loadProjectConfig({ cwd: dir, env: "prod" }), /no \[env\.prod\] section/);
 
     writeFileSync(join(dir, "edge.toml"), ['name = "app"', "[[r2_buckets]]", 'binding = "my-bucket"', 'bucket_name = "b"'].join("\n"));
-    await assert.rejects(loadProjectConfig({ cwd: dir }), (e: Error) => /edge\.toml:3: "r2_buckets\.binding" "my-bucket" is not a valid JavaScript identifier/.test(e.message));
+    await assert.rejects(loadProjectConfig({ cwd: dir }), (e: Error) =>
+      /edge\.toml:3: "r2_buckets\.binding" "my-bucket" is not a valid JavaScript identifier/.test(e.message),
+    );
     writeFileSync(join(dir, "edge.toml"), 'name = "app"\nmain = 5\n');
     await assert.rejects(loadProjectConfig({ cwd: dir }), /edge\.toml:2: "main" must be a string/);
     writeFileSync(join(dir, "edge.toml"), 'name = "app\n');
@@ -132,7 +137,10 @@ test("the CLI finds .edge/credentials.json in a parent directory", async () => {
     mkdirSync(join(root, "project", "src"), { recursive: true });
     // An address nothing listens on: the error then shows the credentials were found and a call was attempted.
     writeFileSync(join(root, ".edge", "credentials.json"), JSON.stringify({ api_token: "x".repeat(40), account_id: "a".repeat(32) }));
-    const r = await runCli(["whoami"], { cwd: join(root, "project", "src"), env: { EDGE_API_TOKEN: "", EDGE_STATE_DIR: "", EDGE_API_URL: "http://127.0.0.1:9/client/v4" } });
+    const r = await runCli(["whoami"], {
+      cwd: join(root, "project", "src"),
+      env: { EDGE_API_TOKEN: "", EDGE_STATE_DIR: "", EDGE_API_URL: "http://127.0.0.1:9/client/v4" },
+    });
     assert.equal(r.code, 1);
     assert.match(r.stderr, /Could not reach the Edge API at http:\/\/127\.0\.0\.1:9/);
   } finally {

@@ -30,7 +30,10 @@ export type ArgsOf<O extends Record<string, OptionSpec>, P extends readonly Posi
 } & { [K in P[number]["name"]]: string | undefined } & { /** options the user typed, by long name */ readonly given: ReadonlySet<string> };
 
 /** A command declared as data: the registry parses, validates and documents it from this alone. */
-export interface CommandSpec<O extends Record<string, OptionSpec> = Record<string, OptionSpec>, P extends readonly PositionalSpec[] = readonly PositionalSpec[]> {
+export interface CommandSpec<
+  O extends Record<string, OptionSpec> = Record<string, OptionSpec>,
+  P extends readonly PositionalSpec[] = readonly PositionalSpec[],
+> {
   /** Words that select it, e.g. ["kv", "key", "put"]. */
   path: readonly string[];
   describe: string;

@@ -36,7 +36,9 @@ export interface ProjectConfig {
 export const CONFIG_FILES = ["edge.toml", "wrangler.toml"];
 
 const JS_RESERVED = new Set(
-  "break case catch class const continue debugger default delete do else enum export extends false finally for function if implements import in instanceof interface let new null package private protected public return static super switch this throw true try typeof var void while with yield await".split(" "),
+  "break case catch class const continue debugger default delete do else enum export extends false finally for function if implements import in instanceof interface let new null package private protected public return static super switch this throw true try typeof var void while with yield await".split(
+    " ",
+  ),
 );
 
 export function isValidJsIdentifier(s: string): boolean {

@@ -51,7 +51,7 @@ export function parseArgs(cmd: AnyCommand, words: readonly string[]): Parsed {
       continue;
     }
     const eq = w.indexOf("=");
-    let name = w.startsWith("--") ? w.slice(2, eq > 0 ? eq : undefined) : byAlias.get(w.slice(1, eq > 0 ? eq : undefined)) ?? w.slice(1);
+    let name = w.startsWith("--") ? w.slice(2, eq > 0 ? eq : undefined) : (byAlias.get(w.slice(1, eq > 0 ? eq : undefined)) ?? w.slice(1));
     let inline = eq > 0 ? w.slice(eq + 1) : undefined;
     let spec = specs[name];
     if (!spec && name.startsWith("no-") && specs[name.slice(3)]?.type === "boolean") {
@@ -81,7 +81,12 @@ export function parseArgs(cmd: AnyCommand, words: readonly string[]): Parsed {
   const pos = cmd.positionals ?? [];
   const required = pos.filter((p) => p.required).length;
   if (positionals.length < required) {
-    throw new UsageError(`Not enough non-option arguments: got ${positionals.length}, need at least ${required} (${pos.filter((p) => p.required).map((p) => `<${p.name}>`).join(" ")})`);
+    throw new UsageError(
+      `Not enough non-option arguments: got ${positionals.length}, need at least ${required} (${pos
+        .filter((p) => p.required)
+        .map((p) => `<${p.name}>`)
+        .join(" ")})`,
+    );
   }
   if (positionals.length > pos.length) {
     throw new UsageError(`Unknown arguments: ${positionals.slice(pos.length).join(", ")}`);

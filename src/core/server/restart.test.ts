@@ -92,9 +92,14 @@ test("a secrets key that cannot open the stored secrets stops the start and says
     const p = await startTestPlatform({ stateDir });
     const code = `export default { fetch(r, env) { return new Response(env.PIN ?? "unset"); } };`;
     assert.equal((await uploadScript(p, "keyed", code)).status, 200);
-    assert.equal((await p.api("PUT", `/accounts/${p.accountId}/workers/scripts/keyed/secrets`, { name: "PIN", text: "4711", type: "secret_text" })).status, 200);
+    assert.equal(
+      (await p.api("PUT", `/accounts/${p.accountId}/workers/scripts/keyed/secrets`, { name: "PIN", text: "4711", type: "secret_text" })).status,
+      200,
+    );
     await p.stop();
-    const r = await runCli(["serve", "--port", "0", "--dns-port", "0", "--state-dir", stateDir], { env: { EDGE_SECRETS_KEY: randomBytes(32).toString("base64") } });
+    const r = await runCli(["serve", "--port", "0", "--dns-port", "0", "--state-dir", stateDir], {
+      env: { EDGE_SECRETS_KEY: randomBytes(32).toString("base64") },
+    });
     assert.equal(r.code, 1);
     assert.match(r.stderr, /cannot be opened with this secrets key.*EDGE_SECRETS_KEY or keys\/secrets\.key/);
     assert.doesNotMatch(r.stderr, /This is a bug/);
@@ -114,14 +119,16 @@ test("SIGTERM lets an upload in flight finish, then the state is closed cleanly"
     const { request } = await import("undici");
     const chunk = Buffer.alloc(64 * 1024, 1);
     let sent = 0;
-    const body = Readable.from((async function* () {
-      for (let i = 0; i < 8; i++) {
-        yield chunk;
-        sent++;
-        if (i === 1) p.process.kill("SIGTERM"); // the platform is told to stop while the body is still arriving
-        await new Promise((r) => setTimeout(r, 100));
-      }
-    })());
+    const body = Readable.from(
+      (async function* () {
+        for (let i = 0; i < 8; i++) {
+          yield chunk;
+          sent++;
+          if (i === 1) p.process.kill("SIGTERM"); // the platform is told to stop while the body is still arriving
+          await new Promise((r) => setTimeout(r, 100));
+        }
+      })(),
+    );
     const res = await request(`${p.apiUrl}/accounts/${p.accountId}/r2/buckets/drain/objects/big.bin`, {
       method: "PUT",
       headers: p.headers({ "content-type": "application/octet-stream", "content-length": String(8 * chunk.length) }),

@@ -52,7 +52,12 @@ export interface TestPlatform {
   process: ChildProcess;
 }
 
-const alnum = (n: number) => randomBytes(n * 2).toString("base64").replace(/[^A-Za-z0-9]/g, "").slice(0, n).padEnd(n, "x");
+const alnum = (n: number) =>
+  randomBytes(n * 2)
+    .toString("base64")
+    .replace(/[^A-Za-z0-9]/g, "")
+    .slice(0, n)
+    .padEnd(n, "x");
 
 /** Runs `edgecli` as a child process and collects its output. */
 export function runCli(args: string[], opts: { input?: string | Buffer; env?: NodeJS.ProcessEnv; cwd?: string } = {}): Promise<CliResult> {
@@ -92,17 +97,21 @@ export async function startTestPlatform(opts: TestPlatformOptions = {}): Promise
   const freePorts = args.includes("--dns-port") ? [] : ["--dns-port", "0"];
   // DNS over UDP answered in the platform's own process unless a test asks for answering processes: fewer processes per test.
   const dnsWorkers = args.includes("--dns-workers") ? [] : ["--dns-workers", "0"];
-  const child = spawn(process.execPath, [...(opts.nodeArgs ?? []), CLI_PATH, "serve", "--port", "0", ...freePorts, ...dnsWorkers, "--state-dir", stateDir, ...args], {
-    env: {
-      ...process.env,
-      EDGE_BOOTSTRAP_ACCOUNT_ID: creds.accountId,
-      EDGE_BOOTSTRAP_EMAIL: creds.email,
-      EDGE_BOOTSTRAP_API_KEY: creds.apiKey,
-      EDGE_BOOTSTRAP_API_TOKEN: creds.token,
-      ...opts.env,
+  const child = spawn(
+    process.execPath,
+    [...(opts.nodeArgs ?? []), CLI_PATH, "serve", "--port", "0", ...freePorts, ...dnsWorkers, "--state-dir", stateDir, ...args],
+    {
+      env: {
+        ...process.env,
+        EDGE_BOOTSTRAP_ACCOUNT_ID: creds.accountId,
+        EDGE_BOOTSTRAP_EMAIL: creds.email,
+        EDGE_BOOTSTRAP_API_KEY: creds.apiKey,
+        EDGE_BOOTSTRAP_API_TOKEN: creds.token,
+        ...opts.env,
+      },
+      stdio: ["ignore", "pipe", "pipe"],
     },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
+  );
   let output = "";
   let logs = "";
   const endpoints = await new Promise<Record<string, string>>((resolve, reject) => {

@@ -35,12 +35,7 @@ function signInPage(message) {
   document.getElementById("sign-out").hidden = true;
   document.getElementById("who").textContent = "";
   const input = h("input", { name: "token", type: "password", autocomplete: "off", required: true, size: 48 });
-  const f = h(
-    "form",
-    { name: "sign-in" },
-    h("label", {}, "API token", input),
-    h("button", { type: "submit" }, "Sign in"),
-  );
+  const f = h("form", { name: "sign-in" }, h("label", {}, "API token", input), h("button", { type: "submit" }, "Sign in"));
   f.addEventListener("submit", async (e) => {
     e.preventDefault();
     sessionStorage.setItem(TOKEN_KEY, input.value.trim());

@@ -44,8 +44,26 @@ export function table(columns, rows, empty) {
   return h(
     "table",
     {},
-    h("thead", {}, h("tr", {}, columns.map((c) => h("th", {}, c.label)))),
-    h("tbody", {}, rows.map((r) => h("tr", {}, columns.map((c) => h("td", {}, c.value(r) ?? ""))))),
+    h(
+      "thead",
+      {},
+      h(
+        "tr",
+        {},
+        columns.map((c) => h("th", {}, c.label)),
+      ),
+    ),
+    h(
+      "tbody",
+      {},
+      rows.map((r) =>
+        h(
+          "tr",
+          {},
+          columns.map((c) => h("td", {}, c.value(r) ?? "")),
+        ),
+      ),
+    ),
   );
 }
 
@@ -54,7 +72,11 @@ export function form(name, fields, submitLabel, submit) {
   const inputs = fields.map((f) => {
     const input =
       f.type === "select"
-        ? h("select", { name: f.name }, f.options.map((o) => h("option", { value: o, selected: o === f.value }, o)))
+        ? h(
+            "select",
+            { name: f.name },
+            f.options.map((o) => h("option", { value: o, selected: o === f.value }, o)),
+          )
         : f.type === "textarea"
           ? h("textarea", { name: f.name, rows: 3, placeholder: f.placeholder ?? "", required: f.required })
           : f.type === "checkbox"
@@ -62,7 +84,12 @@ export function form(name, fields, submitLabel, submit) {
             : h("input", { name: f.name, type: f.type ?? "text", placeholder: f.placeholder ?? "", required: f.required, value: f.value });
     return { f, input, el: h("label", {}, f.label, input) };
   });
-  const el = h("form", { name }, inputs.map((i) => i.el), h("button", { type: "submit" }, submitLabel));
+  const el = h(
+    "form",
+    { name },
+    inputs.map((i) => i.el),
+    h("button", { type: "submit" }, submitLabel),
+  );
   el.addEventListener("submit", async (e) => {
     e.preventDefault();
     const values = {};
@@ -81,16 +108,20 @@ export function form(name, fields, submitLabel, submit) {
 
 /** A button that runs `action`, asking first when `confirmText` is given, then shows `doneText` and re-renders. */
 export const actionButton = (label, action, { confirmText, doneText }) =>
-  h("button", {
-    type: "button",
-    onclick: async () => {
-      if (confirmText && !confirm(confirmText)) return;
-      if (await attempt(action)) {
-        notify(doneText, "info");
-        await rerender();
-      }
+  h(
+    "button",
+    {
+      type: "button",
+      onclick: async () => {
+        if (confirmText && !confirm(confirmText)) return;
+        if (await attempt(action)) {
+          notify(doneText, "info");
+          await rerender();
+        }
+      },
     },
-  }, label);
+    label,
+  );
 
 export const removeButton = (what, remove) => actionButton("Delete", remove, { confirmText: `Delete ${what}?`, doneText: `Deleted ${what}` });
 
@@ -105,7 +136,13 @@ export function listPage({ title, load, rows: pick = (env) => env.result, column
     const more = hasMore(env.result_info, rows.length)
       ? h("p", { class: "muted", id: "more" }, `Showing the first ${rows.length}; edgecli and the v4 API list the rest.`)
       : null;
-    return [h("h1", {}, title), create ? form(create.name, create.fields, create.label, create.submit) : null, extra ?? null, table(columns, rows, empty), more];
+    return [
+      h("h1", {}, title),
+      create ? form(create.name, create.fields, create.label, create.submit) : null,
+      extra ?? null,
+      table(columns, rows, empty),
+      more,
+    ];
   };
 }
 

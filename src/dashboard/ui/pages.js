@@ -14,14 +14,21 @@ const gatewaysPage = listPage({
       label: "Authentication",
       value: (g) => [
         g.authentication ? "on " : "off ",
-        actionButton(g.authentication ? "Turn off" : "Turn on", () => api("PUT", acct(`/ai-gateway/gateways/${g.id}`), { ...g, authentication: !g.authentication }), {
-          doneText: `Authentication of ${g.id} is ${g.authentication ? "off" : "on"}`,
-        }),
+        actionButton(
+          g.authentication ? "Turn off" : "Turn on",
+          () => api("PUT", acct(`/ai-gateway/gateways/${g.id}`), { ...g, authentication: !g.authentication }),
+          {
+            doneText: `Authentication of ${g.id} is ${g.authentication ? "off" : "on"}`,
+          },
+        ),
       ],
     },
     { label: "Logs", value: (g) => (g.collect_logs ? "collected" : "off") },
     { label: "Cache TTL", value: (g) => (g.cache_ttl ? `${g.cache_ttl} s` : "off") },
-    { label: "Rate limit", value: (g) => (g.rate_limiting_limit ? `${g.rate_limiting_limit} / ${g.rate_limiting_interval} s (${g.rate_limiting_technique})` : "off") },
+    {
+      label: "Rate limit",
+      value: (g) => (g.rate_limiting_limit ? `${g.rate_limiting_limit} / ${g.rate_limiting_interval} s (${g.rate_limiting_technique})` : "off"),
+    },
     { label: "", value: (g) => removeButton(`gateway ${g.id}`, () => api("DELETE", acct(`/ai-gateway/gateways/${g.id}`))) },
   ],
   create: {
@@ -32,7 +39,15 @@ const gatewaysPage = listPage({
       { name: "authentication", label: "Require a gateway token", type: "checkbox" },
       { name: "collect_logs", label: "Collect logs", type: "checkbox" },
     ],
-    submit: (v) => api("POST", acct("/ai-gateway/gateways"), { ...v, cache_ttl: 0, cache_invalidate_on_update: false, rate_limiting_interval: 0, rate_limiting_limit: 0, rate_limiting_technique: "fixed" }),
+    submit: (v) =>
+      api("POST", acct("/ai-gateway/gateways"), {
+        ...v,
+        cache_ttl: 0,
+        cache_invalidate_on_update: false,
+        rate_limiting_interval: 0,
+        rate_limiting_limit: 0,
+        rate_limiting_technique: "fixed",
+      }),
   },
 });
 
@@ -51,8 +66,14 @@ async function gatewayTokens() {
   newToken = undefined;
   return [
     h("h2", {}, "Gateway tokens"),
-    h("p", { class: "muted" }, "Clients send one as gw-aig-authorization: Bearer <token> (SDKs: the default header gw-aig-token). Send it on every request first, then turn authentication on."),
-    shown ? h("div", { id: "new-token" }, h("p", {}, `Token ${shown.name} created. Copy the value now: it is not shown again.`), h("pre", {}, shown.value)) : null,
+    h(
+      "p",
+      { class: "muted" },
+      "Clients send one as gw-aig-authorization: Bearer <token> (SDKs: the default header gw-aig-token). Send it on every request first, then turn authentication on.",
+    ),
+    shown
+      ? h("div", { id: "new-token" }, h("p", {}, `Token ${shown.name} created. Copy the value now: it is not shown again.`), h("pre", {}, shown.value))
+      : null,
     form("create-token", [{ name: "name", label: "Name", placeholder: "my-app", required: true }], "Create gateway token", async (v) => {
       newToken = (await api("POST", acct("/tokens"), { name: v.name, permissions: ["ai_gateway_run"] })).result;
     }),
@@ -65,7 +86,10 @@ async function gatewayTokens() {
         {
           label: "",
           value: (t) =>
-            actionButton("Revoke", () => api("DELETE", acct(`/tokens/${t.id}`)), { confirmText: `Revoke token ${t.name}? Requests that send it are refused at once.`, doneText: `Revoked ${t.name}` }),
+            actionButton("Revoke", () => api("DELETE", acct(`/tokens/${t.id}`)), {
+              confirmText: `Revoke token ${t.name}? Requests that send it are refused at once.`,
+              doneText: `Revoked ${t.name}`,
+            }),
         },
       ],
       run,
@@ -92,7 +116,11 @@ export const pages = {
     return [
       h("h1", {}, session.account.name),
       h("p", { class: "muted" }, `Account ${session.account.id}`),
-      h("div", { class: "cards" }, names.map((n, i) => h("a", { class: "card", href: hashes[i], "data-count": n }, h("div", { class: "n" }, counts[i]), n))),
+      h(
+        "div",
+        { class: "cards" },
+        names.map((n, i) => h("a", { class: "card", href: hashes[i], "data-count": n }, h("div", { class: "n" }, counts[i]), n)),
+      ),
     ];
   },
 
@@ -106,7 +134,12 @@ export const pages = {
       { label: "Name servers", value: (z) => z.name_servers.join(", ") },
       { label: "", value: (z) => removeButton(`zone ${z.name}`, () => api("DELETE", `/zones/${z.id}`)) },
     ],
-    create: { name: "create-zone", label: "Add zone", fields: [{ name: "name", label: "Domain", placeholder: "example.com", required: true }], submit: (v) => api("POST", "/zones", { name: v.name, account: { id: session.account.id } }) },
+    create: {
+      name: "create-zone",
+      label: "Add zone",
+      fields: [{ name: "name", label: "Domain", placeholder: "example.com", required: true }],
+      submit: (v) => api("POST", "/zones", { name: v.name, account: { id: session.account.id } }),
+    },
   }),
 
   async zone(zoneId) {
@@ -162,12 +195,20 @@ export const pages = {
       { label: "Id", value: (n) => n.id },
       { label: "", value: (n) => removeButton(`namespace ${n.title}`, () => api("DELETE", acct(`/storage/kv/namespaces/${n.id}`))) },
     ],
-    create: { name: "create-namespace", label: "Create namespace", fields: [{ name: "title", label: "Title", required: true }], submit: (v) => api("POST", acct("/storage/kv/namespaces"), v) },
+    create: {
+      name: "create-namespace",
+      label: "Create namespace",
+      fields: [{ name: "title", label: "Title", required: true }],
+      submit: (v) => api("POST", acct("/storage/kv/namespaces"), v),
+    },
   }),
 
   async namespace(nsId, key) {
     const base = acct(`/storage/kv/namespaces/${nsId}`);
-    const value = key === undefined ? null : h("div", {}, h("h2", {}, `Value of ${key}`), h("pre", { id: "kv-value" }, await api("GET", `${base}/values/${enc(key)}`, undefined, true)));
+    const value =
+      key === undefined
+        ? null
+        : h("div", {}, h("h2", {}, `Value of ${key}`), h("pre", { id: "kv-value" }, await api("GET", `${base}/values/${enc(key)}`, undefined, true)));
     return listPage({
       title: "Keys",
       empty: "No keys in this namespace.",
@@ -200,7 +241,12 @@ export const pages = {
       { label: "Created", value: (b) => when(b.creation_date) },
       { label: "", value: (b) => removeButton(`bucket ${b.name}`, () => api("DELETE", acct(`/r2/buckets/${b.name}`))) },
     ],
-    create: { name: "create-bucket", label: "Create bucket", fields: [{ name: "name", label: "Name", placeholder: "my-bucket", required: true }], submit: (v) => api("POST", acct("/r2/buckets"), v) },
+    create: {
+      name: "create-bucket",
+      label: "Create bucket",
+      fields: [{ name: "name", label: "Name", placeholder: "my-bucket", required: true }],
+      submit: (v) => api("POST", acct("/r2/buckets"), v),
+    },
   }),
 
   bucket: (name) =>
@@ -213,7 +259,10 @@ export const pages = {
         { label: "Size", value: (o) => `${o.size} B` },
         { label: "Type", value: (o) => o.http_metadata?.contentType ?? "" },
         { label: "Uploaded", value: (o) => when(o.last_modified ?? o.uploaded) },
-        { label: "", value: (o) => removeButton(`object ${o.key}`, () => api("DELETE", acct(`/r2/buckets/${name}/objects/${o.key.split("/").map(enc).join("/")}`))) },
+        {
+          label: "",
+          value: (o) => removeButton(`object ${o.key}`, () => api("DELETE", acct(`/r2/buckets/${name}/objects/${o.key.split("/").map(enc).join("/")}`))),
+        },
       ],
     })(),
 

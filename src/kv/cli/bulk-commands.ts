@@ -78,9 +78,16 @@ export function validateKeyFile(data: unknown, filename: string): string[] {
   if (!Array.isArray(data)) throw new UserError(`Expected an array of strings in "${filename}" but got:\n${JSON.stringify(data)}`);
   const problems: string[] = [];
   const keys = data.flatMap((item, i) => {
-    const key = typeof item === "string" ? item : typeof item === "object" && item !== null && typeof (item as { name?: unknown }).name === "string" ? (item as { name: string }).name : undefined;
+    const key =
+      typeof item === "string"
+        ? item
+        : typeof item === "object" && item !== null && typeof (item as { name?: unknown }).name === "string"
+          ? (item as { name: string }).name
+          : undefined;
     if (key === undefined) {
-      problems.push(`Expected an array of strings or objects with a "name" key.\nThe item at index ${i} is type: "${typeName(item)}" - ${JSON.stringify(item)}`);
+      problems.push(
+        `Expected an array of strings or objects with a "name" key.\nThe item at index ${i} is type: "${typeName(item)}" - ${JSON.stringify(item)}`,
+      );
       return [];
     }
     const e = keyError(key);
