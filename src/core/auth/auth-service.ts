@@ -1,13 +1,20 @@
 import { ApiError, Codes } from "../errors.js";
 import { EMAIL_RE, hashSecret, KEY_RE, newApiToken, newId, secretMatches, TOKEN_RE } from "./credentials.js";
 import { Principal } from "./principal.js";
-import type { Permission } from "./permissions.js";
-import type { ApiTokenRecord, Grant, IdentityStore } from "./store.js";
+import type { ApiTokenRecord, IdentityStore } from "./store.js";
+import { assertHeldBy, inScopeOf, resolveGrants, tokenNotFound, type GrantRequest } from "./token-grants.js";
 
 export interface AuthHeaders {
   authorization?: string;
   "x-auth-email"?: string;
   "x-auth-key"?: string;
+}
+
+export interface TokenInput {
+  name: string;
+  grants: GrantRequest[];
+  not_before?: string | null;
+  expires_on?: string | null;
 }
 
 const authError = () => new ApiError(403, Codes.authentication, "Authentication error");
@@ -105,30 +112,17 @@ export class AuthService {
   }
 
   /**
-   * Creates an API token. A caller can only hand out permissions it holds itself, on accounts it can reach,
-   * so a token with token-edit rights cannot mint a stronger one.
+   * Creates an API token. Its grants are resolved against the creator now (`*` becomes the creator's accounts) and
+   * must all be held by the creator, so a token with token-edit rights cannot mint a stronger or wider one.
    */
-  createToken(
-    creator: Principal,
-    input: { name: string; grants: Grant[]; not_before?: string | null; expires_on?: string | null },
-  ): { token: ApiTokenRecord; value: string } {
-    for (const g of input.grants) {
-      const accounts = g.account_id === "*" ? creator.accounts() : [g.account_id];
-      for (const acc of accounts) {
-        if (!creator.memberOf.has(acc)) throw new ApiError(403, Codes.authentication, `You do not have access to account ${acc}`);
-        for (const p of g.permissions) {
-          if (!creator.can(acc, p as Permission)) {
-            throw new ApiError(403, Codes.authentication, `Your credentials cannot grant permission ${p} on account ${acc}`);
-          }
-        }
-      }
-    }
+  createToken(creator: Principal, input: TokenInput): { token: ApiTokenRecord; value: string } {
+    const grants = resolveGrants(creator, input.grants);
     const value = newApiToken();
     const token = this.store.createToken({
       id: newId(),
       user_id: creator.userId,
       name: input.name,
-      grants: input.grants,
+      grants,
       not_before: input.not_before ?? null,
       expires_on: input.expires_on ?? null,
       value,
@@ -137,9 +131,44 @@ export class AuthService {
     return { token, value };
   }
 
-  deleteToken(id: string): boolean {
+  /** A token the caller may see and manage (inScopeOf); anything else is the same 404 as an unknown id. */
+  tokenFor(caller: Principal, id: string): ApiTokenRecord {
+    const t = this.store.getToken(id);
+    if (!t || !inScopeOf(caller, t)) throw tokenNotFound();
+    return t;
+  }
+
+  /** Replaces a token's name, grants and dates; the new grants obey the same rule as at creation, judged against the caller. */
+  updateToken(caller: Principal, id: string, input: TokenInput & { status?: ApiTokenRecord["status"] }): ApiTokenRecord {
+    const current = this.tokenFor(caller, id);
+    const updated = this.store.updateToken(id, {
+      name: input.name,
+      grants: resolveGrants(caller, input.grants),
+      status: input.status ?? current.status,
+      not_before: input.not_before === undefined ? current.not_before : input.not_before,
+      expires_on: input.expires_on === undefined ? current.expires_on : input.expires_on,
+    });
+    this.invalidate();
+    if (!updated) throw tokenNotFound();
+    return updated;
+  }
+
+  /** A new secret for a token the caller holds every grant of (a roll hands out the token's power). */
+  rollToken(caller: Principal, id: string): string {
+    assertHeldBy(caller, this.tokenFor(caller, id).grants);
+    const value = newApiToken();
+    const rolled = this.store.rollToken(id, value);
+    this.invalidate();
+    if (!rolled) throw tokenNotFound();
+    return value;
+  }
+
+  /** Revokes a token in the caller's scope; it is refused at once (the caches are cleared). */
+  deleteToken(caller: Principal, id: string): ApiTokenRecord {
+    const t = this.tokenFor(caller, id);
     const done = this.store.deleteToken(id);
     this.invalidate();
-    return done;
+    if (!done) throw tokenNotFound();
+    return t;
   }
 }

@@ -24,8 +24,8 @@ function fromEnv(name: string, re: RegExp, env: NodeJS.ProcessEnv): string | und
 }
 
 /**
- * On the first start with an empty state directory: one account, one user, a global key and an
- * all-permission token. The secrets exist in clear only in the returned value and in credentials.json (0600).
+ * On the first start with an empty state directory: one account, one user, a global key and a token with
+ * every permission on that account. The secrets exist in clear only in the returned value and in credentials.json (0600).
  */
 export function bootstrapIdentity(store: IdentityStore, stateDir: string, env: NodeJS.ProcessEnv = process.env): BootstrapResult | undefined {
   if (!store.isEmpty()) return undefined;
@@ -41,7 +41,8 @@ export function bootstrapIdentity(store: IdentityStore, stateDir: string, env: N
     id: newId(),
     user_id: user.id,
     name: "bootstrap token (all permissions)",
-    grants: [{ account_id: "*", permissions: [...ALL_PERMISSIONS] }],
+    // The account itself, not "*": an account created later is reached by the global key, not by this token.
+    grants: [{ account_id: account.id, permissions: [...ALL_PERMISSIONS] }],
     not_before: null,
     expires_on: null,
     value: apiToken,

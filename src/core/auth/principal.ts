@@ -11,21 +11,23 @@ export class Principal {
     readonly email: string,
     /** Accounts the user is a member of: no grant reaches beyond them. */
     readonly memberOf: ReadonlySet<string>,
+    /** Concrete accounts only: a token's reach is fixed when it is created and never widens (no `*` here). */
     grants: readonly Grant[],
     readonly tokenId?: string,
   ) {
     for (const g of grants) {
-      const targets = g.account_id === "*" ? [...memberOf] : memberOf.has(g.account_id) ? [g.account_id] : [];
-      for (const acc of targets) {
-        const set = this.byAccount.get(acc) ?? new Set<Permission>();
-        for (const p of expandPermissions(g.permissions)) set.add(p);
-        this.byAccount.set(acc, set);
-      }
+      // A grant on an account the user has left (or a stray "*") reaches nothing.
+      if (!memberOf.has(g.account_id)) continue;
+      const set = this.byAccount.get(g.account_id) ?? new Set<Permission>();
+      for (const p of expandPermissions(g.permissions)) set.add(p);
+      this.byAccount.set(g.account_id, set);
     }
   }
 
+  /** The global key is the user: every permission on every account the user is a member of now. */
   static forGlobalKey(userId: string, email: string, memberOf: ReadonlySet<string>): Principal {
-    return new Principal("global_key", userId, email, memberOf, [{ account_id: "*", permissions: [...ALL_PERMISSIONS] }]);
+    const grants = [...memberOf].map((account_id) => ({ account_id, permissions: [...ALL_PERMISSIONS] }));
+    return new Principal("global_key", userId, email, memberOf, grants);
   }
 
   can(accountId: string, permission: Permission): boolean {

@@ -14,7 +14,10 @@ export interface User {
   created_on: string;
 }
 
-/** One grant of a token: permissions on one account, or on every account of the user (`account_id: "*"`). */
+/**
+ * One grant of a token: permissions on one concrete account. Requests may say `*`; it is resolved to the
+ * creator's accounts before a token is stored (token-grants.ts), so a stored token never widens.
+ */
 export interface Grant {
   account_id: string;
   permissions: Permission[];
@@ -33,6 +36,8 @@ export interface ApiTokenRecord {
   expires_on: string | null;
 }
 
+export type TokenFields = Pick<ApiTokenRecord, "name" | "grants" | "status" | "not_before" | "expires_on">;
+
 /** What the platform keeps about identities. A PostgreSQL implementation would provide the same. */
 export interface IdentityStore {
   createAccount(name: string, id?: string): Account;
@@ -49,6 +54,10 @@ export interface IdentityStore {
   findTokenByHash(hash: string): (ApiTokenRecord & { token_hash: string }) | undefined;
   getToken(id: string): ApiTokenRecord | undefined;
   listTokens(userId: string): ApiTokenRecord[];
+  /** Replaces what an update may change; undefined when there is no such token. */
+  updateToken(id: string, fields: TokenFields): ApiTokenRecord | undefined;
+  /** Gives the token a new secret (the old one stops working); false when there is no such token. */
+  rollToken(id: string, value: string): boolean;
   deleteToken(id: string): boolean;
   touchToken(id: string, when: string): void;
   isEmpty(): boolean;
@@ -64,7 +73,30 @@ export const identityMigrations: Migration[] = [
      name TEXT NOT NULL, token_hash TEXT NOT NULL UNIQUE, status TEXT NOT NULL, grants TEXT NOT NULL,
      issued_on TEXT NOT NULL, modified_on TEXT NOT NULL, last_used_on TEXT, not_before TEXT, expires_on TEXT);
    CREATE INDEX api_tokens_user ON api_tokens(user_id);`,
+  resolveStoredWildcards,
 ];
+
+/**
+ * Tokens stored before grants were resolved at creation may hold `account_id: "*"`, which used to mean "every
+ * account of the user, now and later". Each such grant becomes one grant per account the owner is a member of
+ * at upgrade: the token keeps exactly the reach it had that day, and an account the user joins later no longer
+ * widens it. (The creator of such a token is not recorded, so the upgrade cannot narrow it further; the docs ask
+ * operators to review tokens listed by the global key after upgrading.)
+ */
+function resolveStoredWildcards(db: Db): void {
+  const tokens = db.prepare("SELECT id, user_id, grants FROM api_tokens").all() as { id: string; user_id: string; grants: string }[];
+  const memberships = db.prepare(
+    "SELECT m.account_id FROM memberships m JOIN accounts a ON a.id = m.account_id WHERE m.user_id = ? ORDER BY a.created_on, a.id",
+  );
+  const update = db.prepare("UPDATE api_tokens SET grants = ? WHERE id = ?");
+  for (const t of tokens) {
+    const grants = JSON.parse(t.grants) as Grant[];
+    if (!grants.some((g) => g.account_id === "*")) continue;
+    const accounts = (memberships.all(t.user_id) as { account_id: string }[]).map((m) => m.account_id);
+    const resolved = grants.flatMap((g) => (g.account_id === "*" ? accounts.map((account_id) => ({ account_id, permissions: g.permissions })) : [g]));
+    update.run(JSON.stringify(resolved), t.id);
+  }
+}
 
 const nowIso = () => new Date().toISOString();
 
@@ -97,6 +129,11 @@ export class SqliteIdentityStore implements IdentityStore {
       tokenByHash: db.prepare("SELECT * FROM api_tokens WHERE token_hash = ?"),
       getToken: db.prepare("SELECT * FROM api_tokens WHERE id = ?"),
       listTokens: db.prepare("SELECT * FROM api_tokens WHERE user_id = ? ORDER BY issued_on, id"),
+      updToken: db.prepare(
+        `UPDATE api_tokens SET name = @name, grants = @grants, status = @status, not_before = @not_before, expires_on = @expires_on,
+         modified_on = @now WHERE id = @id`,
+      ),
+      rollToken: db.prepare("UPDATE api_tokens SET token_hash = ?, modified_on = ? WHERE id = ?"),
       delToken: db.prepare("DELETE FROM api_tokens WHERE id = ?"),
       touch: db.prepare("UPDATE api_tokens SET last_used_on = ? WHERE id = ?"),
       anyUser: db.prepare("SELECT 1 FROM users LIMIT 1"),
@@ -165,6 +202,21 @@ export class SqliteIdentityStore implements IdentityStore {
       const { token_hash: _omit, ...rest } = toToken(r);
       return rest;
     });
+  }
+  updateToken(id: string, f: TokenFields): ApiTokenRecord | undefined {
+    const changed = this.q.updToken.run({
+      id,
+      name: f.name,
+      grants: JSON.stringify(f.grants),
+      status: f.status,
+      not_before: f.not_before,
+      expires_on: f.expires_on,
+      now: nowIso(),
+    });
+    return changed.changes > 0 ? this.getToken(id) : undefined;
+  }
+  rollToken(id: string, value: string) {
+    return this.q.rollToken.run(hashSecret(value), nowIso(), id).changes > 0;
   }
   deleteToken(id: string) {
     return this.q.delToken.run(id).changes > 0;

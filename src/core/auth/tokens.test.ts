@@ -51,7 +51,9 @@ test("a token cannot grant more than it holds", async () => {
   const ok = await p.api("POST", "/user/tokens", { name: "narrower", permissions: ["dns_read"], account_id: p.accountId }, h);
   assert.equal(ok.status, 200);
   const escalate = await p.api("POST", "/user/tokens", { name: "wider", permissions: ["dns_edit"], account_id: p.accountId }, h);
-  assert.equal(escalate.status, 403);
+  assert.equal(escalate.status, 400);
+  assert.equal(escalate.body.errors[0].code, 1001);
+  assert.match(escalate.body.errors[0].message, /^Failed common permission check against resources\. \(Permission group: "DNS Edit"/);
 });
 
 test("a revoked token stops working at once", async () => {
@@ -73,14 +75,13 @@ test("an expired token is refused", async () => {
 });
 
 test("another account's resources are out of a scoped token's reach", async () => {
-  const other = await fetch(`${p.apiUrl}/accounts`, {
-    method: "POST",
-    headers: { "x-auth-email": p.email, "x-auth-key": p.apiKey, "content-type": "application/json" },
-    body: JSON.stringify({ name: "Second account" }),
-  }).then((r) => r.json() as Promise<any>);
-  assert.equal(other.success, true);
-  const otherId = other.result.id;
-  const scoped = await p.api("POST", "/user/tokens", { name: "other only", permissions: ["dns_read"], account_id: otherId });
+  const other = await p.api("POST", "/accounts", { name: "Second account" }, p.keyHeaders());
+  assert.equal(other.body.success, true);
+  const otherId = other.body.result.id;
+  // The bootstrap token reaches only the account it was made for; the global key reaches the new one.
+  const refused = await p.api("POST", "/user/tokens", { name: "other only", permissions: ["dns_read"], account_id: otherId });
+  assert.equal(refused.status, 400);
+  const scoped = await p.api("POST", "/user/tokens", { name: "other only", permissions: ["dns_read"], account_id: otherId }, p.keyHeaders());
   const h = asToken(scoped.body.result.value);
   const mine = await p.api("GET", `/accounts/${p.accountId}`, undefined, h);
   assert.equal(mine.status, 403);
@@ -92,10 +93,10 @@ test("another account's resources are out of a scoped token's reach", async () =
     [otherId],
   );
   // The global key sees both, in pages that agree with result_info.
-  const page1 = await p.api("GET", "/accounts?per_page=1&page=1", undefined, { "x-auth-email": p.email, "x-auth-key": p.apiKey, authorization: "" });
+  const page1 = await p.api("GET", "/accounts?per_page=1&page=1", undefined, p.keyHeaders());
   assert.equal(page1.body.result_info.total_count, 2);
   assert.equal(page1.body.result_info.total_pages, 2);
-  const past = await p.api("GET", "/accounts?per_page=1&page=3");
+  const past = await p.api("GET", "/accounts?per_page=1&page=3", undefined, p.keyHeaders());
   assert.equal(past.status, 200);
   assert.deepEqual(past.body.result, []);
 });

@@ -41,6 +41,11 @@ export interface TestPlatform {
   logs(): string;
   /** Authorization headers for the bootstrap token. */
   headers(extra?: Record<string, string>): Record<string, string>;
+  /**
+   * Headers for the bootstrap user's global key (with an empty Authorization, so `api` does not send the token).
+   * The key reaches every account of the user, also ones created later; the bootstrap token reaches only the first.
+   */
+  keyHeaders(extra?: Record<string, string>): Record<string, string>;
   /** Sends a v4 API request with the bootstrap token and returns status and parsed JSON. */
   api<T = any>(method: string, path: string, body?: unknown, headers?: Record<string, string>): Promise<{ status: number; body: T }>;
   /** Runs the real `edgecli` binary against this platform. */
@@ -160,6 +165,7 @@ export async function startTestPlatform(opts: TestPlatformOptions = {}): Promise
     output: () => output,
     logs: () => logs,
     headers,
+    keyHeaders: (extra = {}) => ({ "x-auth-email": creds.email, "x-auth-key": creds.apiKey, authorization: "", ...extra }),
     async api(method, path, body, extra) {
       const { request } = await import("undici");
       const res = await request(apiUrl + path, {
