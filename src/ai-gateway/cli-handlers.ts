@@ -142,7 +142,8 @@ export async function tokenCreate(args: Args, ctx: CliContext): Promise<void> {
 
 export async function tokenList(args: Args, ctx: CliContext): Promise<void> {
   const all = await ctx.api().fetchAllPages<TokenView>(await tokensPath(ctx), {}, 50);
-  const run = all.filter((t) => t.policies.some((p) => p.permission_groups.some((g) => g.id === "ai_gateway_run")));
+  // Gateway tokens are the run-only tokens `token create` makes; broader tokens of the account (the bootstrap one) are not.
+  const run = all.filter((t) => t.policies.every((p) => p.permission_groups.every((g) => g.id === "ai_gateway_run")));
   if (args.json) return ctx.json(run.map(({ id, name, status, issued_on, last_used_on }) => ({ id, name, status, issued_on, last_used_on })));
   if (!run.length) return ctx.log.info("No gateway tokens. Create one with `edgecli ai-gateway token create <gateway>`.");
   for (const t of run) ctx.write(`${t.id}  ${t.status.padEnd(8)}  ${t.name}  issued ${t.issued_on}  last used ${t.last_used_on ?? "never"}\n`);

@@ -119,6 +119,8 @@ describe("AI gateway settings API and CLI", () => {
     assert.ok(id && value);
     const listed = JSON.parse((await p.cli(["ai-gateway", "token", "list", "--json"])).stdout) as { id: string; value?: string }[];
     assert.ok(listed.some((t) => t.id === id));
+    const bootstrapTokenId = (await p.api("GET", "/user/tokens/verify")).body.result.id;
+    assert.ok(!listed.some((t) => t.id === bootstrapTokenId), "the all-permission bootstrap token is not a gateway token");
     assert.ok(
       listed.every((t) => t.value === undefined),
       "values are never listed",

@@ -14,7 +14,8 @@ before(async () => {
 after(() => p?.dispose());
 
 const createBucket = async (name: string, accountId = p.accountId) => {
-  const r = await p.api("POST", `/accounts/${accountId}/r2/buckets`, { name });
+  // The global key: it reaches the second account too (the bootstrap token reaches only the first).
+  const r = await p.api("POST", `/accounts/${accountId}/r2/buckets`, { name }, p.keyHeaders());
   assert.equal(r.status, 200, JSON.stringify(r.body));
 };
 
@@ -90,7 +91,7 @@ test("a script bound to bucket X cannot read bucket Y, nor another account's buc
   const bind = (bucket: string) => ({ bindings: [{ type: "r2_bucket", name: "B", bucket_name: bucket }] });
   assert.equal((await uploadScript(p, "reader-x", bucketScript, bind("bucket-x"))).status, 200);
   assert.equal((await uploadScript(p, "writer-y", bucketScript, bind("bucket-y"))).status, 200);
-  assert.equal((await uploadScript(p, "neighbour-x", bucketScript, bind("bucket-x"), { accountId: otherId })).status, 200);
+  assert.equal((await uploadScript(p, "neighbour-x", bucketScript, bind("bucket-x"), { accountId: otherId, headers: p.keyHeaders() })).status, 200);
 
   assert.equal((await hit(p, "writer-y", "/only-in-y", { method: "PUT", body: "y data" })).text, "put");
   assert.equal((await hit(p, "neighbour-x", "/only-in-neighbour", { method: "PUT", body: "their data" })).text, "put");

@@ -58,10 +58,13 @@ let editing;
 /** A new token's value, shown once on the next render of the gateway page and then forgotten. */
 let newToken;
 
-/** API tokens with the AI Gateway Run permission: what clients send in gw-aig-authorization. */
+/**
+ * API tokens with only the AI Gateway Run permission (what this page creates): what clients send in
+ * gw-aig-authorization. Broader tokens of the account (the bootstrap token among them) are not gateway tokens.
+ */
 async function gatewayTokens() {
   const all = (await api("GET", acct("/tokens?per_page=50"))).result;
-  const run = all.filter((t) => t.policies.some((p) => p.permission_groups.some((g) => g.id === "ai_gateway_run")));
+  const run = all.filter((t) => t.policies.every((p) => p.permission_groups.every((g) => g.id === "ai_gateway_run")));
   const shown = newToken;
   newToken = undefined;
   return [
