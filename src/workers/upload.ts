@@ -1,6 +1,6 @@
 import type { FastifyRequest } from "fastify";
 import { z } from "zod";
-import { isValidJsIdentifier } from "../core/cli/config-file.js";
+import { bindingNameProblem } from "../core/cli/config-file.js";
 import { ApiError } from "../core/errors.js";
 import { parseClientJson } from "../core/http/json.js";
 import { formParts } from "../core/http/multipart.js";
@@ -23,13 +23,18 @@ const invalid = (message: string) => new ApiError(400, WorkerCodes.validation, m
 const tooLarge = (message: string) => new ApiError(413, WorkerCodes.scriptTooLarge, message);
 const uploadErrors = { invalid, tooLarge };
 
-const bindingName = z.string().refine(isValidJsIdentifier, { message: "must be a valid JavaScript identifier" });
+/** A binding's (or secret's) name; the message says why one is refused. */
+export const bindingName = () =>
+  z.string().superRefine((name, ctx) => {
+    const problem = bindingNameProblem(name);
+    if (problem) ctx.addIssue({ code: "custom", message: problem });
+  });
 
 const bindingSchema = z.discriminatedUnion("type", [
-  z.object({ type: z.literal("plain_text"), name: bindingName, text: z.string() }),
-  z.object({ type: z.literal("secret_text"), name: bindingName, text: secretText() }),
-  z.object({ type: z.literal("r2_bucket"), name: bindingName, bucket_name: z.string().min(1) }),
-  z.object({ type: z.literal("kv_namespace"), name: bindingName, namespace_id: z.string().min(1) }),
+  z.object({ type: z.literal("plain_text"), name: bindingName(), text: z.string() }),
+  z.object({ type: z.literal("secret_text"), name: bindingName(), text: secretText() }),
+  z.object({ type: z.literal("r2_bucket"), name: bindingName(), bucket_name: z.string().min(1) }),
+  z.object({ type: z.literal("kv_namespace"), name: bindingName(), namespace_id: z.string().min(1) }),
 ]);
 
 /** The `metadata` part. Unknown fields wrangler sends (keep_bindings, code_update_strategy, logpush…) are accepted and have no effect here. */

@@ -36,7 +36,7 @@ export async function resolvePlatformConfig(
       throw new UserError(`${file}: invalid TOML: ${(e as Error).message.split("\n")[0]}`);
     }
     for (const [k, v] of Object.entries(doc)) {
-      const spec = specs[k];
+      const spec = Object.hasOwn(specs, k) ? specs[k] : undefined;
       if (!spec) throw new UserError(`${file}: unknown key "${k}" (keys are the options of \`edgecli serve\`)`);
       const okType = spec.type === "strings" ? Array.isArray(v) && v.every((x) => typeof x === "string") : typeof v === spec.type;
       if (!okType) throw new UserError(`${file}: "${k}" must be ${spec.type === "strings" ? "an array of strings" : `a ${spec.type}`}`);
