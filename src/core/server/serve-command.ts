@@ -12,6 +12,11 @@ export const CORE_SERVE_OPTIONS = {
   "log-level": { type: "string", describe: "Log level", choices: ["fatal", "error", "warn", "info", "debug", "trace", "silent"], default: "info" },
   "body-limit": { type: "number", describe: "Largest JSON request body in bytes (routes with raw bodies set their own)", default: 10 * 1024 * 1024 },
   "platform-config": { type: "string", describe: "TOML file whose keys are these option names (default <state-dir>/platform.toml when present)" },
+  "freeze-object-prototype": {
+    type: "boolean",
+    describe: "Once started, freeze Object.prototype, so a prototype-pollution bug fails its request instead of changing every object (false turns it off)",
+    default: true,
+  },
 } satisfies Record<string, OptionSpec>;
 
 /** Merges flags over the platform config file over defaults. Keys of the file are the long option names. */
