@@ -94,3 +94,12 @@ test("a client that hangs up in the middle of a multipart body does not disturb 
   for (const route of routes) assert.equal(await route.stored(), false, `${route.name}: nothing was stored`);
   assert.doesNotMatch(p.logs(), /"unexpected error"/);
 });
+
+test("a field declared application/json (curl -F 'metadata={...};type=application/json') is read as its JSON text", async () => {
+  const kvKey = routes[1].path;
+  const body = fieldPart("value", "v") + fieldPart("metadata", '{"owner":"curl"}', "Content-Type: application/json\r\n") + `--${B}--\r\n`;
+  const r = await sendRaw(p, "PUT", kvKey, body, CT);
+  assert.equal(r.status, 200, JSON.stringify(r.body));
+  const meta = await p.api("GET", kvKey.replace("/values/", "/metadata/"));
+  assert.deepEqual(meta.body.result, { owner: "curl" });
+});
