@@ -127,9 +127,22 @@ function printBanner(endpoints: Record<string, string>, boot: ReturnType<typeof 
   process.stderr.write(lines.join("\n") + "\n\n");
 }
 
+/**
+ * Defence in depth against prototype pollution (docs/ARCHITECTURE.md, "Security"): with Object.prototype frozen, a
+ * write through `__proto__` that some parser lets through throws (ESM code is strict) and fails that one request,
+ * instead of silently reaching every object of every tenant. Done once everything is loaded and started: several
+ * dependencies assign `toString` or `constructor` on their own prototypes while their modules load (ipaddr.js under
+ * Fastify does), which a frozen Object.prototype refuses.
+ */
+function freezeObjectPrototype(log: Logger): void {
+  Object.freeze(Object.prototype);
+  log.info("Object.prototype frozen");
+}
+
 /** Runs until SIGINT/SIGTERM, then stops accepting, drains in-flight requests and closes the store. */
 export async function runPlatformUntilSignal(config: PlatformConfig): Promise<number> {
   const platform = await startPlatform(config);
+  if (config.options["freeze-object-prototype"] !== false) freezeObjectPrototype(platform.log);
   return new Promise<number>((resolve) => {
     let stopping = false;
     const onSignal = (sig: NodeJS.Signals) => {

@@ -1,29 +1,32 @@
 import { z } from "zod";
 import { ApiError } from "../core/errors.js";
+import { parseClientJson } from "../core/http/json.js";
 import { parseWith } from "../core/http/validate.js";
 import { AigCodes } from "./codes.js";
 
-/** Filter keys of the logs API and the SQL each one reads. */
-const KEYS: Record<string, string> = {
-  id: "id",
-  created_at: "created_at",
-  request_content_type: "request_content_type",
-  response_content_type: "response_content_type",
-  request_type: "request_type",
-  success: "success",
-  cached: "cached",
-  provider: "provider",
-  model: "model",
-  cost: "cost",
-  tokens: "(coalesce(tokens_in, 0) + coalesce(tokens_out, 0))",
-  tokens_in: "tokens_in",
-  tokens_out: "tokens_out",
-  duration: "duration",
-  feedback: "feedback",
-  event_id: "event_id",
-  status_code: "status_code",
-  authentication: "authenticated",
-};
+const TOTAL_TOKENS = "(coalesce(tokens_in, 0) + coalesce(tokens_out, 0))";
+
+/** Filter keys of the logs API and the SQL each one reads (a Map: a key such as `constructor` is simply unknown). */
+const KEYS = new Map<string, string>([
+  ["id", "id"],
+  ["created_at", "created_at"],
+  ["request_content_type", "request_content_type"],
+  ["response_content_type", "response_content_type"],
+  ["request_type", "request_type"],
+  ["success", "success"],
+  ["cached", "cached"],
+  ["provider", "provider"],
+  ["model", "model"],
+  ["cost", "cost"],
+  ["tokens", TOTAL_TOKENS],
+  ["tokens_in", "tokens_in"],
+  ["tokens_out", "tokens_out"],
+  ["duration", "duration"],
+  ["feedback", "feedback"],
+  ["event_id", "event_id"],
+  ["status_code", "status_code"],
+  ["authentication", "authenticated"],
+]);
 const META_KEYS = new Set(["metadata.key", "metadata.value"]);
 
 export const ORDER_KEYS = [
@@ -42,7 +45,7 @@ export const ORDER_KEYS = [
 
 const filterSchema = z.array(
   z.object({
-    key: z.string().refine((k) => k in KEYS || META_KEYS.has(k), { message: "Invalid enum value" }),
+    key: z.string().refine((k) => KEYS.has(k) || META_KEYS.has(k), { message: "Invalid enum value" }),
     operator: z.enum(["eq", "neq", "contains", "lt", "gt"]),
     value: z.array(z.union([z.string(), z.number(), z.boolean(), z.null()])).min(1),
   }),
@@ -65,7 +68,7 @@ function fromFilter(f: z.infer<typeof filterSchema>[number], out: Where): void {
     out.args.push(...args);
     return;
   }
-  const col = KEYS[f.key];
+  const col = KEYS.get(f.key)!;
   switch (f.operator) {
     case "eq":
     case "neq": {
@@ -88,7 +91,13 @@ function fromFilter(f: z.infer<typeof filterSchema>[number], out: Where): void {
   }
 }
 
-const FLAT_RANGES: Record<string, string> = { cost: "cost", duration: "duration", tokens_in: "tokens_in", tokens_out: "tokens_out", total_tokens: KEYS.tokens };
+const FLAT_RANGES: Record<string, string> = {
+  cost: "cost",
+  duration: "duration",
+  tokens_in: "tokens_in",
+  tokens_out: "tokens_out",
+  total_tokens: TOTAL_TOKENS,
+};
 
 const list = (v: unknown): string[] => (v === undefined ? [] : Array.isArray(v) ? v.map(String) : [String(v)]);
 const typed = (v: string): string | number | boolean | null =>
@@ -114,9 +123,11 @@ export function logWhere(accountId: string, gatewayId: string, q: Record<string,
   if (q.filters !== undefined && q.filters !== "") {
     let parsed: unknown;
     try {
-      parsed = typeof q.filters === "string" ? JSON.parse(q.filters) : q.filters;
+      parsed = typeof q.filters === "string" ? parseClientJson(q.filters) : q.filters;
     } catch {
-      throw new ApiError(400, AigCodes.validation, "filters: must be a JSON array of {key, operator, value[]}", { pointer: "filters" });
+      throw new ApiError(400, AigCodes.validation, "filters: must be a JSON array of {key, operator, value[]} (without __proto__ keys)", {
+        pointer: "filters",
+      });
     }
     for (const f of parseWith(filterSchema, parsed, AigCodes.validation)) fromFilter(f, out);
   }

@@ -1,5 +1,6 @@
 import type { IncomingHttpHeaders } from "node:http";
 import { ApiError } from "../core/errors.js";
+import { parseClientJson } from "../core/http/json.js";
 import { AigCodes } from "./codes.js";
 import type { CustomCost } from "./cost.js";
 
@@ -59,9 +60,9 @@ function json(h: IncomingHttpHeaders, name: string): unknown {
   const v = aigHeader(h, name);
   if (v === undefined) return undefined;
   try {
-    return JSON.parse(v);
+    return parseClientJson(v);
   } catch {
-    throw bad(name, "must be a JSON object");
+    throw bad(name, "must be a JSON object (without __proto__ keys)");
   }
 }
 

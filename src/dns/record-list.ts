@@ -100,23 +100,22 @@ export function filterRecords(records: Iterable<DnsRecord>, q: Query): DnsRecord
   return order(out, q);
 }
 
-const ORDERS: Record<string, (r: DnsRecord) => string | number> = {
-  type: (r) => r.type,
-  name: (r) => r.name,
-  content: (r) => r.content.toLowerCase(),
-  ttl: (r) => r.ttl,
-  proxied: (r) => (r.proxied ? 1 : 0),
-};
+const ORDERS = new Map<string, (r: DnsRecord) => string | number>([
+  ["type", (r) => r.type],
+  ["name", (r) => r.name],
+  ["content", (r) => r.content.toLowerCase()],
+  ["ttl", (r) => r.ttl],
+  ["proxied", (r) => (r.proxied ? 1 : 0)],
+]);
 
 function order(list: DnsRecord[], q: Query): DnsRecord[] {
   const by = q.order === undefined ? undefined : str(q.order);
-  if (by !== undefined && !ORDERS[by])
-    throw new ApiError(400, DnsCodes.validation, `order must be one of ${Object.keys(ORDERS).join(", ")}`, { pointer: "order" });
+  const key = by === undefined ? undefined : ORDERS.get(by);
+  if (by !== undefined && !key) throw new ApiError(400, DnsCodes.validation, `order must be one of ${[...ORDERS.keys()].join(", ")}`, { pointer: "order" });
   const dir = q.direction === undefined ? "asc" : str(q.direction);
   if (dir !== "asc" && dir !== "desc") throw new ApiError(400, DnsCodes.validation, 'direction must be "asc" or "desc"', { pointer: "direction" });
   // Without an order the zone's own order (creation) is kept: stable pages at no sorting cost.
-  if (by === undefined) return dir === "desc" ? list.reverse() : list;
-  const key = ORDERS[by];
+  if (key === undefined) return dir === "desc" ? list.reverse() : list;
   const sign = dir === "desc" ? -1 : 1;
   // Ties keep creation order, so pages are stable between requests.
   return list.sort((a, b) => {

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from "fastify";
-import multipart from "@fastify/multipart";
-import { ApiError } from "../core/errors.js";
+import { ApiError, Codes } from "../core/errors.js";
 import { ok } from "../core/http/envelope.js";
+import { formParts, registerMultipart } from "../core/http/multipart.js";
 import { pageOf, readPage } from "../core/http/pagination.js";
 import { exportZone, importZone } from "./bind.js";
 import { zoneOf, type DnsApiContext } from "./context.js";
@@ -14,11 +14,18 @@ import { recordView } from "./views.js";
 type ZoneParams = { Params: { zone_id: string } };
 type RecordParams = { Params: { zone_id: string; id: string } };
 
+/** The largest zone file an import takes, as a file part or a plain field. */
+const ZONE_FILE_BYTES = 16 * 1024 * 1024;
+const importErrors = {
+  invalid: (message: string) => new ApiError(400, DnsCodes.validation, message),
+  tooLarge: (message: string) => new ApiError(413, Codes.bodyTooLarge, message),
+};
+
 /** The hosted API's largest batch (paid plans). */
 const MAX_BATCH = 3500;
 
 export async function registerRecordRoutes(app: FastifyInstance, ctx: DnsApiContext): Promise<void> {
-  await app.register(multipart, { limits: { fileSize: 16 * 1024 * 1024, files: 1, fields: 10 } });
+  await registerMultipart(app, { fileSize: ZONE_FILE_BYTES, fieldSize: ZONE_FILE_BYTES, files: 1, fields: 10 });
   const view = (zs: ZoneState) => (r: Parameters<typeof recordView>[0]) => recordView(r, zs.zone.name);
   const build = (draft: ZoneDraft, body: unknown, mode: EditMode, id?: string) =>
     buildRecord(ctx.state, draft, body, mode, { id, platform: ctx.cfg.platformAddresses });
@@ -49,12 +56,9 @@ export async function registerRecordRoutes(app: FastifyInstance, ctx: DnsApiCont
     if (!req.isMultipart()) throw new ApiError(400, DnsCodes.validation, 'Send the zone file as multipart/form-data in the field "file".');
     let file: string | undefined;
     let proxied = false;
-    for await (const part of req.parts()) {
-      if (part.type === "file") {
-        if (part.fieldname === "file") file = (await part.toBuffer()).toString("utf8");
-        else await part.toBuffer();
-      } else if (part.fieldname === "file") file = String(part.value);
-      else if (part.fieldname === "proxied") proxied = String(part.value) === "true";
+    for await (const part of formParts(req, importErrors)) {
+      if (part.field === "file") file = part.content.toString("utf8");
+      else if (part.field === "proxied") proxied = part.content.toString("utf8") === "true";
     }
     if (file === undefined) throw new ApiError(400, DnsCodes.validation, 'The multipart field "file" with the zone file is missing.', { pointer: "file" });
     const draft = new ZoneDraft(zs);

@@ -99,20 +99,21 @@ export function registerZoneRoutes(app: FastifyInstance, ctx: DnsApiContext): vo
     const match = one(q.match) ?? "all";
     if (match !== "all" && match !== "any") throw new ApiError(400, DnsCodes.validation, 'match must be "any" or "all"', { pointer: "match" });
     const orderBy = one(q.order) ?? "name";
-    const keys: Record<string, (z: Zone) => string> = {
-      name: (z) => z.name,
-      status: () => "active",
-      "account.id": (z) => z.account_id,
-      "account.name": (z) => ctx.accountName(z.account_id),
-      "plan.id": () => "",
-    };
-    if (!keys[orderBy]) throw new ApiError(400, DnsCodes.validation, `order must be one of ${Object.keys(keys).join(", ")}`, { pointer: "order" });
+    const keys = new Map<string, (z: Zone) => string>([
+      ["name", (z) => z.name],
+      ["status", () => "active"],
+      ["account.id", (z) => z.account_id],
+      ["account.name", (z) => ctx.accountName(z.account_id)],
+      ["plan.id", () => ""],
+    ]);
+    const sortKey = keys.get(orderBy);
+    if (!sortKey) throw new ApiError(400, DnsCodes.validation, `order must be one of ${[...keys.keys()].join(", ")}`, { pointer: "order" });
     const sign = one(q.direction) === "desc" ? -1 : 1;
     const visible = [...ctx.state.byId.values()]
       .map((zs) => zs.zone)
       .filter((z) => req.principal.can(z.account_id, "dns_read"))
       .filter((z) => tests.length === 0 || (match === "any" ? tests.some((t) => t(z)) : tests.every((t) => t(z))))
-      .sort((a, b) => sign * (keys[orderBy](a).localeCompare(keys[orderBy](b)) || a.name.localeCompare(b.name)));
+      .sort((a, b) => sign * (sortKey(a).localeCompare(sortKey(b)) || a.name.localeCompare(b.name)));
     const { result, result_info } = pageOf(visible.map(view), page);
     return ok(result, result_info);
   });

@@ -1,7 +1,15 @@
 import { isIP } from "node:net";
 
 /** SvcParam keys of RFC 9460 by name; others are written keyNNNNN. */
-const KEYS: Record<string, number> = { mandatory: 0, alpn: 1, "no-default-alpn": 2, port: 3, ipv4hint: 4, ech: 5, ipv6hint: 6 };
+const KEYS = new Map<string, number>([
+  ["mandatory", 0],
+  ["alpn", 1],
+  ["no-default-alpn", 2],
+  ["port", 3],
+  ["ipv4hint", 4],
+  ["ech", 5],
+  ["ipv6hint", 6],
+]);
 
 export interface SvcParam {
   key: number;
@@ -21,7 +29,7 @@ export function parseSvcParams(text: string): SvcParam[] {
   while (re.lastIndex < src.length && (m = re.exec(src))) {
     const name = m[1].toLowerCase();
     const raw = m[2] === undefined ? undefined : m[2].startsWith('"') ? m[2].slice(1, -1).replace(/\\(.)/g, "$1") : m[2];
-    const key = name in KEYS ? KEYS[name] : /^key\d{1,5}$/.test(name) ? Number(name.slice(3)) : NaN;
+    const key = KEYS.get(name) ?? (/^key\d{1,5}$/.test(name) ? Number(name.slice(3)) : NaN);
     if (!Number.isInteger(key) || key > 65535) throw new Error(`unknown SvcParam key "${name}"`);
     if (params.some((p) => p.key === key)) throw new Error(`SvcParam "${name}" appears twice`);
     params.push({ key, value: encodeValue(key, name, raw) });
@@ -40,7 +48,7 @@ function encodeValue(key: number, name: string, raw: string | undefined): Buffer
     case 0: {
       const keys = need()
         .split(",")
-        .map((k) => (k in KEYS ? KEYS[k] : /^key\d+$/.test(k) ? Number(k.slice(3)) : NaN));
+        .map((k) => KEYS.get(k) ?? (/^key\d+$/.test(k) ? Number(k.slice(3)) : NaN));
       if (keys.some((k) => !Number.isInteger(k) || k > 65535)) throw new Error(`mandatory lists an unknown key`);
       const b = Buffer.alloc(keys.length * 2);
       keys.sort((a, b2) => a - b2).forEach((k, i) => b.writeUInt16BE(k, i * 2));

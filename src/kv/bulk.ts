@@ -45,7 +45,8 @@ export async function bulkGet(store: KvStore, namespaceId: string, body: unknown
   }
   const type = req.type ?? "text";
   if (type !== "text" && type !== "json") throw new ApiError(400, KvCodes.badRequest, `type must be "text" or "json", got ${JSON.stringify(type)}`);
-  const out: Record<string, unknown> = {};
+  // Keyed by the caller's key names: a key named __proto__ must be an entry like any other.
+  const out: Record<string, unknown> = Object.create(null);
   for (const [k, entry] of await store.getMany(namespaceId, keys as string[])) {
     if (!entry) {
       out[k] = null;

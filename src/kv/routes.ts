@@ -1,7 +1,8 @@
-import multipart from "@fastify/multipart";
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { ApiError } from "../core/errors.js";
 import { ok } from "../core/http/envelope.js";
+import { parseClientJson } from "../core/http/json.js";
+import { formParts, registerMultipart } from "../core/http/multipart.js";
 import { readPage, resultInfo } from "../core/http/pagination.js";
 import { requireAccount } from "../core/http/app.js";
 import { readLimited } from "./body.js";
@@ -135,7 +136,7 @@ export function registerKvRoutes(app: FastifyInstance, store: KvStore): void {
         (e: Error) => done(e, undefined),
       );
     });
-    await raw.register(multipart, { limits: { fileSize: KV_LIMITS.valueBytes, fieldSize: KV_LIMITS.valueBytes, files: 2, fields: 4 } });
+    await registerMultipart(raw, { fileSize: KV_LIMITS.valueBytes, fieldSize: KV_LIMITS.valueBytes, files: 2, fields: 4 });
     raw.put(`${NS}/:namespaceId/values/:key`, { bodyLimit: VALUE_BODY_LIMIT }, async (req) => {
       const ns = namespaceOf(req, "kv_edit");
       const q = req.query as Query;
@@ -152,22 +153,17 @@ export function registerKvRoutes(app: FastifyInstance, store: KvStore): void {
   });
 }
 
+const multipartErrors = {
+  invalid: (message: string) => new ApiError(400, KvCodes.badRequest, message),
+  tooLarge: (message: string) => new ApiError(413, KvCodes.valueTooLarge, message),
+};
+
 async function readMultipart(req: FastifyRequest): Promise<{ value: Buffer; metadata: unknown }> {
   let value: Buffer | undefined;
   let metadata: unknown;
-  try {
-    for await (const part of req.parts()) {
-      const data = part.type === "file" ? await part.toBuffer() : Buffer.from(String(part.value ?? ""), "utf8");
-      if (part.fieldname === "value") value = data;
-      else if (part.fieldname === "metadata" && data.length) metadata = parseMetadataPart(data);
-    }
-  } catch (e) {
-    if (e instanceof ApiError) throw e;
-    const code = (e as { code?: string }).code;
-    if (code === "FST_REQ_FILE_TOO_LARGE" || code === "FST_PARTS_LIMIT" || code === "FST_FIELDS_LIMIT" || code === "FST_FILES_LIMIT") {
-      throw new ApiError(413, KvCodes.valueTooLarge, `multipart body is too large: ${(e as Error).message}`);
-    }
-    throw new ApiError(400, KvCodes.badRequest, `malformed multipart body: ${(e as Error).message}`);
+  for await (const part of formParts(req, multipartErrors)) {
+    if (part.field === "value") value = part.content;
+    else if (part.field === "metadata" && part.content.length) metadata = parseMetadataPart(part.content);
   }
   if (!value) throw new ApiError(400, KvCodes.badRequest, 'multipart body has no "value" part');
   return { value, metadata };
@@ -175,9 +171,9 @@ async function readMultipart(req: FastifyRequest): Promise<{ value: Buffer; meta
 
 function parseMetadataPart(data: Buffer): unknown {
   try {
-    return JSON.parse(data.toString("utf8"));
+    return parseClientJson(data.toString("utf8"));
   } catch {
-    throw new ApiError(400, KvCodes.invalidMetadata, 'the "metadata" part is not valid JSON');
+    throw new ApiError(400, KvCodes.invalidMetadata, 'the "metadata" part is not valid JSON (or has a "__proto__" key)');
   }
 }
 

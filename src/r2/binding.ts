@@ -202,7 +202,8 @@ function httpFields(v: unknown): R2HttpMetadata | undefined {
 function customFields(v: unknown): Record<string, string> | undefined {
   if (v === undefined || v === null) return undefined;
   if (!Array.isArray(v)) throw invalid("customFields must be an array");
-  const out: Record<string, string> = {};
+  // Keyed by the script's names: __proto__ or constructor is a metadata key like any other.
+  const out: Record<string, string> = Object.create(null);
   for (const f of v as Json[]) out[str(f?.k, "customFields.k")] = str(f?.v, "customFields.v");
   return out;
 }

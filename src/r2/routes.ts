@@ -4,6 +4,7 @@ import { z } from "zod";
 import { ApiError } from "../core/errors.js";
 import { requireAccount } from "../core/http/app.js";
 import { ok } from "../core/http/envelope.js";
+import { parseClientJson } from "../core/http/json.js";
 import { parseWith } from "../core/http/validate.js";
 import { conditionalFromHeaders } from "./preconditions.js";
 import { parseRangeHeader } from "./ranges.js";
@@ -56,9 +57,9 @@ async function readJsonBody(raw: Readable): Promise<unknown> {
   }
   const text = Buffer.concat(chunks).toString("utf8");
   try {
-    return text ? JSON.parse(text) : {};
+    return text ? parseClientJson(text) : {};
   } catch {
-    throw new ApiError(400, R2Codes.invalidArgument, "The request body is not valid JSON");
+    throw new ApiError(400, R2Codes.invalidArgument, "The request body is not valid JSON (or has a __proto__ key)");
   }
 }
 

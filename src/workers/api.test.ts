@@ -27,7 +27,7 @@ test("uploads without the parts a script needs get clear 400 errors and store no
   const cases: [Record<string, unknown>, RegExp][] = [
     [{ main_module: "other.js" }, /main_module "other.js" is not one of the uploaded parts/],
     [{ main_module: undefined }, /main_module is required/],
-    [{ bindings: [{ type: "plain_text", name: "not-an-identifier", text: "x" }] }, /must be a valid JavaScript identifier/],
+    [{ bindings: [{ type: "plain_text", name: "not-an-identifier", text: "x" }] }, /is not a valid JavaScript identifier/],
     [{ bindings: [{ type: "durable_object_namespace", name: "DO" }] }, /binding type "durable_object_namespace" is not supported/],
     [{ bindings: [{ type: "r2_bucket", name: "B", bucket_name: "no-such-bucket" }] }, /R2 bucket "no-such-bucket" does not exist/],
     [

@@ -1,6 +1,5 @@
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { z } from "zod";
-import { isValidJsIdentifier } from "../core/cli/config-file.js";
 import { ApiError } from "../core/errors.js";
 import { ok } from "../core/http/envelope.js";
 import { requireAccount } from "../core/http/app.js";
@@ -9,7 +8,7 @@ import type { Permission } from "../core/auth/permissions.js";
 import type { ScriptDeployer } from "./deployer.js";
 import { WorkerCodes, type ScriptRecord } from "./model.js";
 import type { WorkersStore } from "./store.js";
-import { readUpload, secretText } from "./upload.js";
+import { bindingName, readUpload, secretText } from "./upload.js";
 
 export interface WorkersRouteDeps {
   store: WorkersStore;
@@ -24,7 +23,7 @@ export interface WorkersRouteDeps {
 type Params = { account_id: string; name: string; secret: string };
 
 const secretSchema = z.object({
-  name: z.string().refine(isValidJsIdentifier, { message: "must be a valid JavaScript identifier" }),
+  name: bindingName(),
   text: secretText(),
   type: z.literal("secret_text").default("secret_text"),
 });

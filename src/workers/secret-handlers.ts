@@ -1,6 +1,6 @@
 import { ApiRequestError } from "../core/cli/api-client.js";
 import type { CliContext } from "../core/cli/context.js";
-import { isValidJsIdentifier } from "../core/cli/config-file.js";
+import { bindingNameProblem } from "../core/cli/config-file.js";
 import { UserError } from "../core/errors.js";
 import { WorkerCodes } from "./model.js";
 import { resolveScriptName, scriptPath, uploadForm } from "./script-name.js";
@@ -19,7 +19,8 @@ async function readSecretValue(ctx: CliContext): Promise<string> {
 }
 
 export async function secretPut(ctx: CliContext, key: string, args: Target): Promise<void> {
-  if (!isValidJsIdentifier(key)) throw new UserError(`"${key}" is not a valid JavaScript identifier, so it cannot be a binding name`);
+  const problem = bindingNameProblem(key);
+  if (problem) throw new UserError(`"${key}" ${problem}, so it cannot be a binding name`);
   const script = await resolveScriptName(ctx, args);
   const accountId = await ctx.accountId(args.env);
   const api = ctx.api();

@@ -43,8 +43,8 @@ export function createWorkersService(ctx: ServiceContext, deps: { kv: KvService;
     store,
     runtime,
     async registerApi(app) {
-      const [{ default: multipart }, { registerWorkersRoutes }] = await Promise.all([import("@fastify/multipart"), import("./routes.js")]);
-      await app.register(multipart, { limits: { fileSize: 10 * 1024 * 1024, files: 100, fields: 100, fieldSize: 1024 * 1024 } });
+      const [{ registerMultipart }, { registerWorkersRoutes }] = await Promise.all([import("../core/http/multipart.js"), import("./routes.js")]);
+      await registerMultipart(app, { fileSize: 10 * 1024 * 1024, files: 100, fields: 100, fieldSize: 1024 * 1024 });
       registerWorkersRoutes(app, { store, deployer, urlOf, workersDomain: domain, newestCompatibilityDate: () => runtime.workerd?.newestCompatibilityDate });
     },
     handleRaw: (req, res) => proxy.handle(req, res),

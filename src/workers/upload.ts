@@ -1,8 +1,11 @@
 import type { FastifyRequest } from "fastify";
 import { z } from "zod";
-import { isValidJsIdentifier } from "../core/cli/config-file.js";
+import { bindingNameProblem } from "../core/cli/config-file.js";
 import { ApiError } from "../core/errors.js";
+import { parseClientJson } from "../core/http/json.js";
+import { formParts } from "../core/http/multipart.js";
 import { parseWith } from "../core/http/validate.js";
+import { BracketedFieldError, metadataFromBracketedFields } from "./form-metadata.js";
 import { WorkerCodes, type Binding, type ModuleKind } from "./model.js";
 
 /** Upload limits: the hosted API's paid-plan script size, and its secret size. */
@@ -17,14 +20,21 @@ export const secretText = () =>
   z.string().refine((t) => Buffer.byteLength(t, "utf8") <= UploadLimits.secretBytes, { message: `must be at most ${UploadLimits.secretBytes} bytes` });
 
 const invalid = (message: string) => new ApiError(400, WorkerCodes.validation, message);
+const tooLarge = (message: string) => new ApiError(413, WorkerCodes.scriptTooLarge, message);
+const uploadErrors = { invalid, tooLarge };
 
-const bindingName = z.string().refine(isValidJsIdentifier, { message: "must be a valid JavaScript identifier" });
+/** A binding's (or secret's) name; the message says why one is refused. */
+export const bindingName = () =>
+  z.string().superRefine((name, ctx) => {
+    const problem = bindingNameProblem(name);
+    if (problem) ctx.addIssue({ code: "custom", message: problem });
+  });
 
 const bindingSchema = z.discriminatedUnion("type", [
-  z.object({ type: z.literal("plain_text"), name: bindingName, text: z.string() }),
-  z.object({ type: z.literal("secret_text"), name: bindingName, text: secretText() }),
-  z.object({ type: z.literal("r2_bucket"), name: bindingName, bucket_name: z.string().min(1) }),
-  z.object({ type: z.literal("kv_namespace"), name: bindingName, namespace_id: z.string().min(1) }),
+  z.object({ type: z.literal("plain_text"), name: bindingName(), text: z.string() }),
+  z.object({ type: z.literal("secret_text"), name: bindingName(), text: secretText() }),
+  z.object({ type: z.literal("r2_bucket"), name: bindingName(), bucket_name: z.string().min(1) }),
+  z.object({ type: z.literal("kv_namespace"), name: bindingName(), namespace_id: z.string().min(1) }),
 ]);
 
 /** The `metadata` part. Unknown fields wrangler sends (keep_bindings, code_update_strategy, logpush…) are accepted and have no effect here. */
@@ -75,74 +85,43 @@ export function moduleKind(contentType: string): ModuleKind | "skip" | undefined
 
 const SUPPORTED = "r2_bucket, kv_namespace, plain_text, secret_text";
 
-/**
- * Sets `value` at a bracketed form-field path such as `metadata[bindings][][name]` (how the TypeScript SDK
- * sends the metadata: one field per leaf instead of one JSON part). `[]` appends, as Rack and qs read it:
- * `[list][]` pushes a value; `[list][][k]` fills the last element unless it already has `k`, else starts one.
- */
-export function setBracketed(root: Record<string, unknown>, field: string, value: string): void {
-  const segments = [...field.matchAll(/\[([^\]]*)\]/g)].map((m) => m[1]);
-  let node: Record<string, unknown> | unknown[] = root;
-  segments.forEach((seg, i) => {
-    const last = i === segments.length - 1;
-    if (Array.isArray(node) && (seg === "" || /^\d+$/.test(seg))) {
-      const arr: unknown[] = node;
-      if (last) {
-        if (seg === "") arr.push(value);
-        else arr[Number(seg)] = value;
-        return;
-      }
-      let index = Number(seg);
-      if (seg === "") {
-        const tail = arr[arr.length - 1] as Record<string, unknown> | undefined;
-        const nextKey = segments[i + 1];
-        const reuse = tail !== undefined && (i + 1 < segments.length - 1 || !(nextKey in tail));
-        index = reuse ? arr.length - 1 : arr.length;
-      }
-      arr[index] ??= /^\d*$/.test(segments[i + 1]) ? [] : {};
-      node = arr[index] as Record<string, unknown>;
-      return;
-    }
-    const obj = node as Record<string, unknown>;
-    if (last) {
-      obj[seg] = value;
-      return;
-    }
-    if (typeof obj[seg] !== "object" || obj[seg] === null) obj[seg] = /^\d*$/.test(segments[i + 1]) ? [] : {};
-    node = obj[seg] as Record<string, unknown>;
-  });
-}
-
 /** Reads the multipart body of a script upload and checks everything that needs no store. */
 export async function readUpload(req: FastifyRequest): Promise<ParsedUpload> {
   if (!req.isMultipart()) throw invalid("A script upload must be multipart/form-data with a `metadata` part and the module parts");
   let metadataText: string | undefined;
-  let bracketed: Record<string, unknown> | undefined;
+  const bracketed: { name: string; value: string }[] = [];
   const parts: { name: string; contentType: string; content: Buffer }[] = [];
   let total = 0;
-  for await (const part of req.parts()) {
-    const content = part.type === "file" ? await part.toBuffer() : Buffer.from(String(part.value), "utf8");
-    if (part.fieldname === "metadata") {
-      metadataText = content.toString("utf8");
+  for await (const part of formParts(req, uploadErrors)) {
+    if (part.field === "metadata") {
+      if (metadataText !== undefined) throw invalid("The upload has more than one `metadata` part");
+      metadataText = part.content.toString("utf8");
       continue;
     }
-    if (part.type === "field" && part.fieldname.startsWith("metadata[")) {
-      setBracketed((bracketed ??= {}), part.fieldname.slice("metadata".length), content.toString("utf8"));
+    if (part.filename === undefined && part.field.startsWith("metadata[")) {
+      bracketed.push({ name: part.field, value: part.content.toString("utf8") });
       continue;
     }
-    total += content.length;
-    if (total > UploadLimits.scriptBytes)
-      throw new ApiError(413, WorkerCodes.scriptTooLarge, `The script exceeds the size limit of ${UploadLimits.scriptBytes} bytes`);
-    const name = part.type === "file" && part.filename ? part.filename : part.fieldname;
-    parts.push({ name, contentType: part.mimetype ?? "", content });
+    total += part.content.length;
+    if (total > UploadLimits.scriptBytes) throw tooLarge(`The script exceeds the size limit of ${UploadLimits.scriptBytes} bytes`);
+    parts.push({ name: part.filename ?? part.field, contentType: part.contentType, content: part.content });
   }
-  if (metadataText === undefined && bracketed === undefined) throw invalid("The upload has no `metadata` part");
-  let raw: unknown = bracketed;
+  if (metadataText === undefined && bracketed.length === 0) throw invalid("The upload has no `metadata` part");
+  if (metadataText !== undefined && bracketed.length > 0)
+    throw invalid("Send the metadata either as one `metadata` part or as `metadata[...]` fields, not both");
+  let raw: unknown;
   if (metadataText !== undefined) {
     try {
-      raw = JSON.parse(metadataText);
+      raw = parseClientJson(metadataText);
     } catch (e) {
       throw invalid(`metadata: not valid JSON (${(e as Error).message})`);
+    }
+  } else {
+    try {
+      raw = metadataFromBracketedFields(bracketed);
+    } catch (e) {
+      if (e instanceof BracketedFieldError) throw invalid(e.message);
+      throw e;
     }
   }
   const meta = parseWith(metadataSchema, raw, WorkerCodes.validation);

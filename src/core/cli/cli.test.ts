@@ -147,3 +147,53 @@ test("the CLI finds .edge/credentials.json in a parent directory", async () => {
     rmSync(root, { recursive: true, force: true });
   }
 });
+
+const PROTOTYPE_KEYS = ["__proto__", "constructor", "prototype"];
+
+test("flags named __proto__, constructor or prototype are unknown arguments, in the parser and the binary", async () => {
+  for (const k of PROTOTYPE_KEYS) {
+    assert.throws(() => parseArgs(cmd, ["k", `--${k}`, "x"]), new RegExp(`Unknown argument: ${k}`));
+    assert.throws(() => parseArgs(cmd, ["k", `--${k}=x`]), new RegExp(`Unknown argument: ${k}`));
+    assert.throws(() => parseArgs(cmd, ["k", `--no-${k}`]), /Unknown argument/);
+    const r = await runCli(["whoami", `--${k}`, "x"]);
+    assert.equal(r.code, 1, k);
+    assert.match(r.stderr, new RegExp(`Unknown argument: ${k}`));
+  }
+});
+
+test("the config file: vars, bindings and environments named __proto__, constructor or prototype are refused or not found", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "edge-cfg-proto-"));
+  try {
+    for (const k of PROTOTYPE_KEYS) {
+      writeFileSync(join(dir, "edge.toml"), ['name = "app"', "[vars]", `"${k}" = "x"`, 'OK = "y"'].join("\n"));
+      await assert.rejects(loadProjectConfig({ cwd: dir }), new RegExp(`"vars\\.${k}" is reserved`), `vars.${k}`);
+      writeFileSync(join(dir, "edge.toml"), ['name = "app"', "[[kv_namespaces]]", `binding = "${k}"`, 'id = "abc"'].join("\n"));
+      await assert.rejects(loadProjectConfig({ cwd: dir }), /is reserved/, `binding ${k}`);
+      writeFileSync(join(dir, "edge.toml"), ['name = "app"', "[env.staging]", 'name = "s"'].join("\n"));
+      await assert.rejects(loadProjectConfig({ cwd: dir, env: k }), new RegExp(`no \\[env\\.${k}\\] section`), `--env ${k}`);
+    }
+    // Declared as a real table, such an environment is a name like any other.
+    writeFileSync(join(dir, "edge.toml"), ['name = "app"', '[env."__proto__"]', 'name = "odd"', "[env.__proto__.vars]", 'A = "1"'].join("\n"));
+    const odd = await loadProjectConfig({ cwd: dir, env: "__proto__" });
+    assert.equal(odd?.name, "odd");
+    assert.deepEqual(odd?.vars, { A: "1" });
+    assert.equal(({} as Record<string, unknown>).A, undefined);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test("the platform config file: keys named __proto__, constructor or prototype are unknown keys", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "edge-platform-proto-"));
+  try {
+    for (const k of PROTOTYPE_KEYS) {
+      const file = join(dir, "platform.toml");
+      writeFileSync(file, `"${k}" = 1\n`);
+      const r = await runCli(["serve", "--state-dir", join(dir, "state"), "--platform-config", file, "--port", "0"]);
+      assert.equal(r.code, 1, `${k}: ${r.stdout}${r.stderr}`);
+      assert.match(r.stderr, new RegExp(`unknown key "${k}"`));
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});

@@ -1,6 +1,7 @@
 import { existsSync, readFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { UserError } from "../errors.js";
+import { isPrototypeKey } from "../object-keys.js";
 
 export interface KvNamespaceBinding {
   binding: string;
@@ -43,6 +44,17 @@ const JS_RESERVED = new Set(
 
 export function isValidJsIdentifier(s: string): boolean {
   return /^[A-Za-z_$][A-Za-z0-9_$]*$/.test(s) && !JS_RESERVED.has(s);
+}
+
+/**
+ * Why `s` cannot name a binding (vars, secrets, buckets, namespaces), or undefined when it can: a binding is a
+ * property of the worker's `env`, so it must be a JavaScript identifier, and not `__proto__`, `constructor` or
+ * `prototype`, which would reach the object's prototype instead of being a property of its own.
+ */
+export function bindingNameProblem(s: string): string | undefined {
+  if (!isValidJsIdentifier(s)) return "is not a valid JavaScript identifier";
+  if (isPrototypeKey(s)) return "is reserved: __proto__, constructor and prototype cannot name a binding";
+  return undefined;
 }
 
 /** Finds the config file: --config, else edge.toml then wrangler.toml in the working directory or its parents. */
@@ -104,7 +116,8 @@ class ConfigReader {
     if (typeof v !== "object" || v === null || Array.isArray(v)) this.fail("vars", "must be a table", table);
     const out: Record<string, string> = {};
     for (const [k, val] of Object.entries(v as Table)) {
-      if (!isValidJsIdentifier(k)) this.fail(k, "is not a valid JavaScript identifier, so it cannot be a binding name", table ? `${table}.vars` : "vars");
+      const problem = bindingNameProblem(k);
+      if (problem) this.fail(k, `${problem}, so it cannot be a binding name`, table ? `${table}.vars` : "vars");
       out[k] = typeof val === "string" ? val : JSON.stringify(val);
     }
     return out;
@@ -122,7 +135,8 @@ class ConfigReader {
   binding(entry: Table, section: string): string {
     const b = entry.binding;
     if (typeof b !== "string" || b === "") this.fail("binding", "is required and must be a string", section);
-    if (!isValidJsIdentifier(b)) this.fail("binding", `"${b}" is not a valid JavaScript identifier`, section);
+    const problem = bindingNameProblem(b);
+    if (problem) this.fail("binding", `"${b}" ${problem}`, section);
     return b;
   }
 }
@@ -148,7 +162,7 @@ export async function loadProjectConfig(opts: { cwd: string; configPath?: string
   let prefix: string | undefined;
   if (opts.env) {
     const envs = (doc.env ?? {}) as Table;
-    if (typeof envs !== "object" || Array.isArray(envs) || !(opts.env in envs)) {
+    if (typeof envs !== "object" || Array.isArray(envs) || !Object.hasOwn(envs, opts.env)) {
       throw new UserError(`${file}: no [env.${opts.env}] section; environments defined: ${Object.keys(envs).join(", ") || "none"}`);
     }
     scope = envs[opts.env] as Table;

@@ -27,9 +27,10 @@ function coerce(name: string, spec: OptionSpec, raw: string): unknown {
 
 /** Parses the words after the command path against the command's declared options and positionals. */
 export function parseArgs(cmd: AnyCommand, words: readonly string[]): Parsed {
-  const specs: Record<string, OptionSpec> = { ...GLOBAL_OPTIONS, ...(cmd.options ?? {}) };
+  // A Map, so `--constructor` or `--__proto__` is an unknown argument, not a property of every object.
+  const specs = new Map<string, OptionSpec>(Object.entries({ ...GLOBAL_OPTIONS, ...(cmd.options ?? {}) }));
   const byAlias = new Map<string, string>();
-  for (const [name, s] of Object.entries(specs)) if (s.alias) byAlias.set(s.alias, name);
+  for (const [name, s] of specs) if (s.alias) byAlias.set(s.alias, name);
   const values: Record<string, unknown> = {};
   const given = new Set<string>();
   const positionals: string[] = [];
@@ -53,10 +54,10 @@ export function parseArgs(cmd: AnyCommand, words: readonly string[]): Parsed {
     const eq = w.indexOf("=");
     let name = w.startsWith("--") ? w.slice(2, eq > 0 ? eq : undefined) : (byAlias.get(w.slice(1, eq > 0 ? eq : undefined)) ?? w.slice(1));
     let inline = eq > 0 ? w.slice(eq + 1) : undefined;
-    let spec = specs[name];
-    if (!spec && name.startsWith("no-") && specs[name.slice(3)]?.type === "boolean") {
+    let spec = specs.get(name);
+    if (!spec && name.startsWith("no-") && specs.get(name.slice(3))?.type === "boolean") {
       name = name.slice(3);
-      spec = specs[name];
+      spec = specs.get(name);
       inline = "false";
     }
     if (!spec) throw new UsageError(`Unknown argument: ${name}`);
@@ -73,7 +74,7 @@ export function parseArgs(cmd: AnyCommand, words: readonly string[]): Parsed {
     set(name, spec, coerce(name, spec, inline));
   }
 
-  for (const [name, s] of Object.entries(specs)) {
+  for (const [name, s] of specs) {
     if (!given.has(name) && s.default !== undefined) values[name] = s.default;
   }
 

@@ -8,6 +8,7 @@ import { ApiError, Codes } from "../errors.js";
 import type { Logger } from "../logger.js";
 import type { EdgeService } from "../service.js";
 import { failure } from "./envelope.js";
+import { parseClientJson } from "./json.js";
 
 declare module "fastify" {
   interface FastifyRequest {
@@ -94,11 +95,12 @@ export async function buildEdgeApp(opts: AppOptions): Promise<FastifyInstance> {
     },
   });
 
-  // Empty JSON bodies are tolerated (some clients send a content-type on GET/DELETE); broken JSON is a 400.
+  // Empty JSON bodies are tolerated (some clients send a content-type on GET/DELETE); broken JSON, or JSON with a
+  // `__proto__` key (see parseClientJson), is a 400.
   app.addContentTypeParser("application/json", { parseAs: "buffer" }, (_req, body: Buffer, done) => {
     if (body.length === 0) return done(null, undefined);
     try {
-      done(null, JSON.parse(body.toString("utf8")));
+      done(null, parseClientJson(body.toString("utf8")));
     } catch (e) {
       done(new ApiError(400, Codes.malformedJson, `Malformed JSON in request body: ${(e as Error).message}`), undefined);
     }

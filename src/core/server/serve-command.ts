@@ -12,6 +12,11 @@ export const CORE_SERVE_OPTIONS = {
   "log-level": { type: "string", describe: "Log level", choices: ["fatal", "error", "warn", "info", "debug", "trace", "silent"], default: "info" },
   "body-limit": { type: "number", describe: "Largest JSON request body in bytes (routes with raw bodies set their own)", default: 10 * 1024 * 1024 },
   "platform-config": { type: "string", describe: "TOML file whose keys are these option names (default <state-dir>/platform.toml when present)" },
+  "freeze-object-prototype": {
+    type: "boolean",
+    describe: "Once started, freeze Object.prototype, so a prototype-pollution bug fails its request instead of changing every object (false turns it off)",
+    default: true,
+  },
 } satisfies Record<string, OptionSpec>;
 
 /** Merges flags over the platform config file over defaults. Keys of the file are the long option names. */
@@ -36,7 +41,7 @@ export async function resolvePlatformConfig(
       throw new UserError(`${file}: invalid TOML: ${(e as Error).message.split("\n")[0]}`);
     }
     for (const [k, v] of Object.entries(doc)) {
-      const spec = specs[k];
+      const spec = Object.hasOwn(specs, k) ? specs[k] : undefined;
       if (!spec) throw new UserError(`${file}: unknown key "${k}" (keys are the options of \`edgecli serve\`)`);
       const okType = spec.type === "strings" ? Array.isArray(v) && v.every((x) => typeof x === "string") : typeof v === spec.type;
       if (!okType) throw new UserError(`${file}: "${k}" must be ${spec.type === "strings" ? "an array of strings" : `a ${spec.type}`}`);
