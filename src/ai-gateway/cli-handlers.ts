@@ -127,11 +127,9 @@ export async function tokenCreate(args: Args, ctx: CliContext): Promise<void> {
   const gateway = String(args.gateway);
   // The gateway must exist, so a typo does not mint a token for nothing.
   await ctx.api().fetchResult<Gateway>("GET", `${await base(ctx)}/${encodeURIComponent(gateway)}`);
-  const t = await ctx
-    .api()
-    .fetchResult<TokenView>("POST", await tokensPath(ctx), {
-      json: { name: (args.name as string) ?? `ai-gateway-${gateway}`, permissions: ["ai_gateway_run"] },
-    });
+  const t = await ctx.api().fetchResult<TokenView>("POST", await tokensPath(ctx), {
+    json: { name: (args.name as string) ?? `ai-gateway-${gateway}`, permissions: ["ai_gateway_run"] },
+  });
   if (args.json) return ctx.json({ id: t.id, name: t.name, value: t.value });
   ctx.log.info(`Created gateway token ${t.id} (${t.name}). Save the value now; it is not shown again:`);
   ctx.write(`${t.value}\n`);

@@ -91,10 +91,8 @@ export async function zoneImport(zone: string, file: string, proxied: boolean, c
   const form = new FormData();
   form.set("file", new Blob([text]), "zone.txt");
   form.set("proxied", String(proxied));
-  const r = await ctx
-    .api()
-    .fetchResult<{ recs_added: number; total_records_parsed: number }>("POST", `/zones/${z.id}/dns_records/import`, {
-      body: form as unknown as globalThis.FormData,
-    });
+  const r = await ctx.api().fetchResult<{ recs_added: number; total_records_parsed: number }>("POST", `/zones/${z.id}/dns_records/import`, {
+    body: form as unknown as globalThis.FormData,
+  });
   ctx.log.info(`Imported ${r.recs_added} of ${r.total_records_parsed} records into ${z.name} (records already there are skipped).`);
 }
