@@ -2,6 +2,7 @@ import { z } from "zod";
 import { ApiError } from "../core/errors.js";
 import { parseWith } from "../core/http/validate.js";
 import { AigCodes } from "./codes.js";
+import { parseUserJson } from "../core/http/json-input.js";
 
 /** Filter keys of the logs API and the SQL each one reads. */
 const KEYS: Record<string, string> = {
@@ -114,7 +115,7 @@ export function logWhere(accountId: string, gatewayId: string, q: Record<string,
   if (q.filters !== undefined && q.filters !== "") {
     let parsed: unknown;
     try {
-      parsed = typeof q.filters === "string" ? JSON.parse(q.filters) : q.filters;
+      parsed = typeof q.filters === "string" ? parseUserJson(q.filters) : q.filters;
     } catch {
       throw new ApiError(400, AigCodes.validation, "filters: must be a JSON array of {key, operator, value[]}", { pointer: "filters" });
     }

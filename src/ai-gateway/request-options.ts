@@ -2,6 +2,7 @@ import type { IncomingHttpHeaders } from "node:http";
 import { ApiError } from "../core/errors.js";
 import { AigCodes } from "./codes.js";
 import type { CustomCost } from "./cost.js";
+import { parseUserJson } from "../core/http/json-input.js";
 
 /** Our headers use `gw-aig-`; clients written for the hosted gateway send `cf-aig-`, accepted as an alias. */
 export function aigHeader(h: IncomingHttpHeaders, name: string): string | undefined {
@@ -59,9 +60,9 @@ function json(h: IncomingHttpHeaders, name: string): unknown {
   const v = aigHeader(h, name);
   if (v === undefined) return undefined;
   try {
-    return JSON.parse(v);
-  } catch {
-    throw bad(name, "must be a JSON object");
+    return parseUserJson(v);
+  } catch (e) {
+    throw bad(name, `must be a JSON object (${(e as Error).message})`);
   }
 }
 

@@ -8,6 +8,7 @@ import { readLimited } from "./body.js";
 import { KV_LIMITS, KvCodes, numberParam } from "./limits.js";
 import { bulkEntries, bulkGet } from "./bulk.js";
 import { keyNotFound, namespaceNotFound, type KvStore } from "./store.js";
+import { parseUserJson } from "../core/http/json-input.js";
 
 type Params = { accountId: string; namespaceId: string; key: string };
 type Query = Record<string, string | undefined>;
@@ -175,9 +176,9 @@ async function readMultipart(req: FastifyRequest): Promise<{ value: Buffer; meta
 
 function parseMetadataPart(data: Buffer): unknown {
   try {
-    return JSON.parse(data.toString("utf8"));
-  } catch {
-    throw new ApiError(400, KvCodes.invalidMetadata, 'the "metadata" part is not valid JSON');
+    return parseUserJson(data);
+  } catch (e) {
+    throw new ApiError(400, KvCodes.invalidMetadata, `the "metadata" part is not valid JSON: ${(e as Error).message}`);
   }
 }
 

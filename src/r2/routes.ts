@@ -8,6 +8,7 @@ import { parseWith } from "../core/http/validate.js";
 import { conditionalFromHeaders } from "./preconditions.js";
 import { parseRangeHeader } from "./ranges.js";
 import { R2Codes, R2Error, type BucketRef, type R2BucketInfo, type R2HttpMetadata, type R2ObjectInfo, type R2Store } from "./store.js";
+import { parseUserJson } from "../core/http/json-input.js";
 
 type Params = { accountId: string; bucket?: string; "*"?: string };
 type Req = FastifyRequest<{ Params: Params; Querystring: Record<string, string | undefined> }>;
@@ -56,9 +57,9 @@ async function readJsonBody(raw: Readable): Promise<unknown> {
   }
   const text = Buffer.concat(chunks).toString("utf8");
   try {
-    return text ? JSON.parse(text) : {};
-  } catch {
-    throw new ApiError(400, R2Codes.invalidArgument, "The request body is not valid JSON");
+    return text ? parseUserJson(text) : {};
+  } catch (e) {
+    throw new ApiError(400, R2Codes.invalidArgument, `The request body is not valid JSON: ${(e as Error).message}`);
   }
 }
 

@@ -4,6 +4,7 @@ import { isValidJsIdentifier } from "../core/cli/config-file.js";
 import { ApiError } from "../core/errors.js";
 import { parseWith } from "../core/http/validate.js";
 import { WorkerCodes, type Binding, type ModuleKind } from "./model.js";
+import { parseUserJson } from "../core/http/json-input.js";
 
 /** Upload limits: the hosted API's paid-plan script size, and its secret size. */
 export const UploadLimits = {
@@ -140,7 +141,7 @@ export async function readUpload(req: FastifyRequest): Promise<ParsedUpload> {
   let raw: unknown = bracketed;
   if (metadataText !== undefined) {
     try {
-      raw = JSON.parse(metadataText);
+      raw = parseUserJson(metadataText);
     } catch (e) {
       throw invalid(`metadata: not valid JSON (${(e as Error).message})`);
     }

@@ -8,6 +8,8 @@ import { ApiError, Codes } from "../errors.js";
 import type { Logger } from "../logger.js";
 import type { EdgeService } from "../service.js";
 import { failure } from "./envelope.js";
+import { parseUserJson } from "./json-input.js";
+import { answerClientError, frameworkErrorAnswer, MAX_HEADER_BYTES, refuseLongUrl } from "./transport-errors.js";
 
 declare module "fastify" {
   interface FastifyRequest {
@@ -82,8 +84,15 @@ export async function buildEdgeApp(opts: AppOptions): Promise<FastifyInstance> {
     bodyLimit: opts.bodyLimit,
     // KV keys (512 bytes) and R2 keys (1,024 bytes) arrive percent-encoded in the path: up to 3 characters a byte.
     routerOptions: { maxParamLength: 16_384 },
+    // Requests that fail before routing (parse errors, bad paths) get envelopes too.
+    clientErrorHandler: answerClientError,
+    frameworkErrors: (err, _req, reply) => {
+      const api = frameworkErrorAnswer(err);
+      void (reply as FastifyReply).status(api.status).type("application/json").send(failure(api.errors));
+    },
     serverFactory: (handler) => {
-      const server = createServer((req: IncomingMessage, res: ServerResponse) => {
+      const server = createServer({ maxHeaderSize: MAX_HEADER_BYTES }, (req: IncomingMessage, res: ServerResponse) => {
+        if (refuseLongUrl(req, res)) return;
         for (const s of rawHandlers) if (s.handleRaw!(req, res)) return;
         handler(req, res);
       });
@@ -94,11 +103,12 @@ export async function buildEdgeApp(opts: AppOptions): Promise<FastifyInstance> {
     },
   });
 
-  // Empty JSON bodies are tolerated (some clients send a content-type on GET/DELETE); broken JSON is a 400.
+  // Empty JSON bodies are tolerated (some clients send a content-type on GET/DELETE); broken or too deeply
+  // nested JSON is a 400.
   app.addContentTypeParser("application/json", { parseAs: "buffer" }, (_req, body: Buffer, done) => {
     if (body.length === 0) return done(null, undefined);
     try {
-      done(null, JSON.parse(body.toString("utf8")));
+      done(null, parseUserJson(body));
     } catch (e) {
       done(new ApiError(400, Codes.malformedJson, `Malformed JSON in request body: ${(e as Error).message}`), undefined);
     }
