@@ -116,8 +116,10 @@ export function logWhere(accountId: string, gatewayId: string, q: Record<string,
     let parsed: unknown;
     try {
       parsed = typeof q.filters === "string" ? parseUserJson(q.filters) : q.filters;
-    } catch {
-      throw new ApiError(400, AigCodes.validation, "filters: must be a JSON array of {key, operator, value[]}", { pointer: "filters" });
+    } catch (e) {
+      throw new ApiError(400, AigCodes.validation, `filters: must be a JSON array of {key, operator, value[]} (${(e as Error).message})`, {
+        pointer: "filters",
+      });
     }
     for (const f of parseWith(filterSchema, parsed, AigCodes.validation)) fromFilter(f, out);
   }

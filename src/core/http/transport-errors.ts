@@ -74,28 +74,48 @@ function parserErrorAnswer(err: ParserError): ApiError {
   }
 }
 
+/** Writes a refusal on a socket that no response owns any more, then lets the client finish sending for a moment. */
+function refuseAndClose(socket: Duplex, answer: string): void {
+  if (socket.destroyed) return;
+  // Closing with unread bytes makes the kernel send a reset, which can destroy the answer before the client
+  // reads it: what the client still sends is read and dropped until it closes, or for LINGER_MS at most.
+  const timer = setTimeout(() => socket.destroy(), LINGER_MS);
+  socket.once("close", () => clearTimeout(timer));
+  socket.once("end", () => socket.destroy());
+  socket.on("error", () => socket.destroy());
+  socket.on("data", () => {});
+  socket.resume();
+  if (socket.writable) socket.end(answer);
+}
+
+/** How long a refusal waits for the answer to an earlier pipelined request before the connection is cut. */
+const IN_FLIGHT_MS = 30_000;
+
 /**
- * Node's `clientError`: the request could not be parsed. Answers the envelope with `Connection: close` (once any
- * answer already being written on the connection is finished, so pipelined answers stay in order), then reads and
- * drops what the client still sends for a moment before closing: closing with unread bytes makes the kernel send
- * a reset, which can destroy the answer before the client reads it.
+ * Node's `clientError`: the request could not be parsed. Answers the envelope with `Connection: close`.
+ * - An answer to an earlier, complete request still being written on the connection (pipelining) goes first, so
+ *   answers stay in order.
+ * - When the request that broke is the one being answered (its chunked body was malformed), its body can never
+ *   end: the refusal goes out at once, unless that answer has started (then the connection is cut, as a half
+ *   answer cannot be followed by another), and the request is ended so its route stops waiting for the body.
  */
 export function answerClientError(error: Error, socket: Duplex): void {
   const err = error as ParserError;
   if (err.code === "ECONNRESET" || socket.destroyed) return;
   const answer = rawAnswer(parserErrorAnswer(err));
-  const send = () => {
-    if (socket.destroyed) return;
-    const timer = setTimeout(() => socket.destroy(), LINGER_MS);
-    socket.once("close", () => clearTimeout(timer));
-    socket.once("end", () => socket.destroy());
-    socket.on("data", () => {});
-    socket.resume();
-    if (socket.writable) socket.end(answer);
-  };
   const inFlight = (socket as Duplex & { _httpMessage?: ServerResponse | null })._httpMessage;
-  if (inFlight && !inFlight.writableFinished) inFlight.once("finish", send);
-  else send();
+  if (!inFlight || inFlight.writableFinished) return refuseAndClose(socket, answer);
+  if (inFlight.req?.complete) {
+    const cap = setTimeout(() => socket.destroy(), IN_FLIGHT_MS);
+    inFlight.once("finish", () => {
+      clearTimeout(cap);
+      refuseAndClose(socket, answer);
+    });
+    return;
+  }
+  if (inFlight.headersSent) socket.destroy();
+  else refuseAndClose(socket, answer);
+  inFlight.req?.destroy();
 }
 
 /** Fastify's own refusals before routing (a path that does not decode, a parameter over its length). */
