@@ -119,7 +119,10 @@ export async function buildEdgeApp(opts: AppOptions): Promise<FastifyInstance> {
   });
 
   app.setErrorHandler((err: FastifyError, req: FastifyRequest, reply: FastifyReply) => {
-    const api = toApiError(err);
+    // A route that failed reading a body its client broke off (closed the connection, or sent bytes that are not
+    // HTTP) failed because of the client: whatever the stream error says, that is a 400, not a fault of ours.
+    const brokenOff = !req.raw.complete && req.raw.destroyed;
+    const api = toApiError(err) ?? (brokenOff ? new ApiError(400, Codes.badRequest, "The request body ended before it was complete") : undefined);
     if (api) {
       if (api.status >= 500) req.log.error({ err }, "request failed");
       return reply.status(api.status).type("application/json").send(failure(api.errors, api.extra));

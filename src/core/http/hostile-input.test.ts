@@ -340,6 +340,33 @@ describe("oversized URLs and heads", () => {
     assert.ok(a.closed);
   });
 
+  test("a request whose streamed body breaks off or is malformed is a 400, never a crash or a server error", async () => {
+    // The gateway streams a chunked body to the provider as it arrives: a broken body used to be an unhandled error
+    // on that stream, ending the process, whenever the provider was not reading it at that moment. R2's routes read
+    // their bodies themselves: a broken one was logged as a server error. (Both found by scripts/fuzz-api.mjs.)
+    const gateway = ENDPOINTS.find((e) => e.family === "gateway_traffic" && e.body === "opaque")!.path(own);
+    const bucket = `/client/v4${ENDPOINTS.find((e) => e.family === "r2" && e.method === "POST")!.path(own)}`;
+    const logged = p.logs().length;
+    for (const path of [gateway, bucket]) {
+      const head = `POST ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${own.token}\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n`;
+      for (let i = 0; i < 5; i++) {
+        const broken = await rawRequest(port, `${head}zz\r\n`);
+        assert.equal(broken.status, 400, broken.raw);
+        const cut = await rawRequest(port, `${head}5\r\n{"mod`, 10_000, { halfClose: true });
+        assert.ok(cut.status === 400 || cut.closed, cut.raw);
+        const health = await request(`${p.url}/healthz`, { headersTimeout: 5_000 });
+        assert.equal(health.statusCode, 200);
+        await health.body.text();
+      }
+    }
+    const errors = p
+      .logs()
+      .slice(logged)
+      .split("\n")
+      .filter((l) => l.includes('"level":50'));
+    assert.deepEqual(errors, []);
+  });
+
   test("bytes that are not HTTP get a 400 envelope and a closed connection", async () => {
     const auth = `Authorization: Bearer ${own.token}\r\n`;
     for (const junk of [

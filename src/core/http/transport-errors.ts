@@ -79,13 +79,15 @@ function refuseAndClose(socket: Duplex, answer: string): void {
   if (socket.destroyed) return;
   // Closing with unread bytes makes the kernel send a reset, which can destroy the answer before the client
   // reads it: what the client still sends is read and dropped until it closes, or for LINGER_MS at most.
+  // Once the client has closed its side too, the socket is closed for good (both sides ended); one that keeps
+  // its side open is cut at LINGER_MS.
   const timer = setTimeout(() => socket.destroy(), LINGER_MS);
   socket.once("close", () => clearTimeout(timer));
-  socket.once("end", () => socket.destroy());
   socket.on("error", () => socket.destroy());
   socket.on("data", () => {});
   socket.resume();
   if (socket.writable) socket.end(answer);
+  else socket.destroy();
 }
 
 /** How long a refusal waits for the answer to an earlier pipelined request before the connection is cut. */

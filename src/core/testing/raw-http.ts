@@ -34,12 +34,13 @@ export function parseAnswer(raw: string): Omit<RawAnswer, "closed" | "error"> {
  * hang guard: requests with a bad head are answered at once). For what an HTTP client will not send: a URL of
  * 40 KB, a request line with raw bytes, broken framing.
  */
-export function rawRequest(port: number, bytes: Buffer | string, deadlineMs = 10_000): Promise<RawAnswer> {
+export function rawRequest(port: number, bytes: Buffer | string, deadlineMs = 10_000, opts: { halfClose?: boolean } = {}): Promise<RawAnswer> {
   return new Promise((resolve) => {
     const chunks: Buffer[] = [];
     let error: string | undefined;
     let closed = false;
-    const socket = connect(port, "127.0.0.1", () => socket.write(bytes));
+    // halfClose: the client says it has nothing more to send, so an incomplete request is known to be incomplete.
+    const socket = connect(port, "127.0.0.1", () => (opts.halfClose ? socket.end(bytes) : socket.write(bytes)));
     const finish = () => {
       clearTimeout(timer);
       socket.destroy();
