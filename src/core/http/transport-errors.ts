@@ -41,7 +41,7 @@ function rawAnswer(err: ApiError): string {
 }
 
 /** Node's parser error, with the chunk it was parsing and how far into it the error came. */
-type ParserError = Error & { code?: string; bytesParsed?: number; rawPacket?: Buffer };
+export type ParserError = Error & { code?: string; bytesParsed?: number; rawPacket?: Buffer };
 
 /**
  * A header block over the limit is a 414 when the line being read is the request line (its URL is what is long),
@@ -61,7 +61,8 @@ function headOverflow(err: ParserError): ApiError {
   return new ApiError(431, Codes.headersTooLarge, `The request line and headers are larger than ${MAX_HEADER_BYTES} bytes`);
 }
 
-function parserErrorAnswer(err: ParserError): ApiError {
+/** The refusal for an error of Node's HTTP parser (exported for its unit test). */
+export function parserErrorAnswer(err: ParserError): ApiError {
   switch (err.code) {
     case "HPE_HEADER_OVERFLOW":
       return headOverflow(err);
