@@ -79,9 +79,8 @@ export function parserErrorAnswer(err: ParserError): ApiError {
 function refuseAndClose(socket: Duplex, answer: string): void {
   if (socket.destroyed) return;
   // Closing with unread bytes makes the kernel send a reset, which can destroy the answer before the client
-  // reads it: what the client still sends is read and dropped until it closes, or for LINGER_MS at most.
-  // Once the client has closed its side too, the socket is closed for good (both sides ended); one that keeps
-  // its side open is cut at LINGER_MS.
+  // reads it: what the client still sends is read and dropped until it closes its side (both sides ended, the
+  // socket closes by itself), or for LINGER_MS at most.
   const timer = setTimeout(() => socket.destroy(), LINGER_MS);
   socket.once("close", () => clearTimeout(timer));
   socket.on("error", () => socket.destroy());
