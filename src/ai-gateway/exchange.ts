@@ -2,6 +2,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import { defaultRetry, type RetryPolicy, type UpstreamFlow } from "./upstream.js";
 import type { Gateway } from "./gateway-schema.js";
 import type { RequestOptions } from "./request-options.js";
+import { parseUserJson } from "../core/http/json-input.js";
 
 /** One client request on its way through the gateway, after authentication and header parsing. */
 export interface Exchange {
@@ -23,7 +24,7 @@ export interface Exchange {
 export function modelOfRequest(body: Buffer | null): string | null {
   if (!body || body.length > 1 << 20) return null;
   try {
-    const m = (JSON.parse(body.toString("utf8")) as { model?: unknown }).model;
+    const m = (parseUserJson(body) as { model?: unknown }).model;
     return typeof m === "string" ? m : null;
   } catch {
     return null;

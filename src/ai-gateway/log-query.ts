@@ -1,8 +1,8 @@
 import { z } from "zod";
 import { ApiError } from "../core/errors.js";
-import { parseClientJson } from "../core/http/json.js";
 import { parseWith } from "../core/http/validate.js";
 import { AigCodes } from "./codes.js";
+import { parseUserJson } from "../core/http/json-input.js";
 
 const TOTAL_TOKENS = "(coalesce(tokens_in, 0) + coalesce(tokens_out, 0))";
 
@@ -123,9 +123,9 @@ export function logWhere(accountId: string, gatewayId: string, q: Record<string,
   if (q.filters !== undefined && q.filters !== "") {
     let parsed: unknown;
     try {
-      parsed = typeof q.filters === "string" ? parseClientJson(q.filters) : q.filters;
-    } catch {
-      throw new ApiError(400, AigCodes.validation, "filters: must be a JSON array of {key, operator, value[]} (without __proto__ keys)", {
+      parsed = typeof q.filters === "string" ? parseUserJson(q.filters) : q.filters;
+    } catch (e) {
+      throw new ApiError(400, AigCodes.validation, `filters: must be a JSON array of {key, operator, value[]} (${(e as Error).message})`, {
         pointer: "filters",
       });
     }

@@ -108,9 +108,10 @@ export function registerLogRoutes(app: FastifyInstance, deps: { db: Db; gateways
     open(req, "ai_gateway_edit");
     const where = logWhere(req.params.account_id, req.params.id, req.query);
     const order = logOrder(req.query);
+    // SQLite takes a LIMIT up to 2^63 - 1; a safe integer always fits, and no gateway holds more logs than that.
     const limit = req.query.limit === undefined ? -1 : Number(req.query.limit);
-    if (limit !== -1 && (!Number.isInteger(limit) || limit < 1))
-      throw new ApiError(400, AigCodes.validation, "limit: must be a positive integer", { pointer: "limit" });
+    if (limit !== -1 && (!Number.isSafeInteger(limit) || limit < 1))
+      throw new ApiError(400, AigCodes.validation, `limit: must be a positive integer no larger than ${Number.MAX_SAFE_INTEGER}`, { pointer: "limit" });
     const r = db.prepare(`DELETE FROM logs WHERE seq IN (SELECT seq FROM logs WHERE ${where.sql} ORDER BY ${order} LIMIT ?)`).run(...where.args, limit);
     writer.recount(req.params.account_id, req.params.id);
     return ok({ deleted: r.changes });

@@ -3,6 +3,7 @@ import type { AuthService } from "../core/auth/auth-service.js";
 import type { IdentityStore } from "../core/auth/store.js";
 import { ApiError } from "../core/errors.js";
 import { sendRawError } from "../core/http/app.js";
+import { isWellFormedPath } from "../core/http/transport-errors.js";
 import type { Logger } from "../core/logger.js";
 import { AigCodes } from "./codes.js";
 import { newLogId } from "./log-id.js";
@@ -81,6 +82,7 @@ export class Proxy {
     const q = url.indexOf("?");
     const path = q < 0 ? url : url.slice(0, q);
     const search = q < 0 ? "" : url.slice(q);
+    if (!isWellFormedPath(path)) throw new ApiError(400, AigCodes.badPath, "The URL path is not valid percent-encoded UTF-8");
     const segs = path.slice(4).split("/"); // after "/v1/"
     const [accountId, gatewayId, provider] = segs;
     if (!accountId || !gatewayId) throw new ApiError(404, AigCodes.badPath, "Expected /v1/{account_id}/{gateway_id}/{provider}/...");

@@ -68,5 +68,9 @@ export async function takeBody(req: IncomingMessage, mustBuffer: boolean, limit:
   req.once("close", () => {
     if (!req.complete) stream.destroy(new Error("the client aborted the request body"));
   });
+  // undici listens for the stream's errors only while it writes the body to the provider. An abort before the
+  // connection is up, or after the provider answered without reading on, would otherwise be an unhandled 'error'
+  // event, which ends the whole process.
+  stream.on("error", () => {});
   return { body: null, stream, capture };
 }

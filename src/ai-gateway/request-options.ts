@@ -1,8 +1,8 @@
 import type { IncomingHttpHeaders } from "node:http";
 import { ApiError } from "../core/errors.js";
-import { parseClientJson } from "../core/http/json.js";
 import { AigCodes } from "./codes.js";
 import type { CustomCost } from "./cost.js";
+import { parseUserJson } from "../core/http/json-input.js";
 
 /** Our headers use `gw-aig-`; clients written for the hosted gateway send `cf-aig-`, accepted as an alias. */
 export function aigHeader(h: IncomingHttpHeaders, name: string): string | undefined {
@@ -60,9 +60,9 @@ function json(h: IncomingHttpHeaders, name: string): unknown {
   const v = aigHeader(h, name);
   if (v === undefined) return undefined;
   try {
-    return parseClientJson(v);
-  } catch {
-    throw bad(name, "must be a JSON object (without __proto__ keys)");
+    return parseUserJson(v);
+  } catch (e) {
+    throw bad(name, `must be a JSON object (${(e as Error).message})`);
   }
 }
 

@@ -10,6 +10,7 @@ import type { ProxyDeps } from "./proxy.js";
 import { Relay } from "./relay.js";
 import { isGatewayHeader } from "./request-options.js";
 import { forwardHeaders, type RetryPolicy } from "./upstream.js";
+import { parseUserJson } from "../core/http/json-input.js";
 
 const stepSchema = z.object({
   provider: z.string().min(1),
@@ -66,7 +67,7 @@ function providerTarget(ex: Exchange, d: ProxyDeps, provider: string, endpoint: 
 
 function parseJson(buf: Buffer): unknown {
   try {
-    return JSON.parse(buf.toString("utf8"));
+    return parseUserJson(buf);
   } catch (e) {
     throw new ApiError(400, 6007, `Malformed JSON in request body: ${(e as Error).message}`);
   }

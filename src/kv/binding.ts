@@ -4,6 +4,7 @@ import { readLimited } from "./body.js";
 import { bulkGet } from "./bulk.js";
 import { KV_LIMITS, KvCodes, numberParam } from "./limits.js";
 import type { KvStore } from "./store.js";
+import { MAX_JSON_DEPTH, parseUserJson } from "../core/http/json-input.js";
 
 export interface KvBindingTarget {
   accountId: string;
@@ -47,9 +48,9 @@ async function handle(store: KvStore, ns: KvBindingTarget, req: IncomingMessage,
     let metadata: unknown;
     if (typeof metaHeader === "string" && metaHeader !== "") {
       try {
-        metadata = JSON.parse(Buffer.from(metaHeader, "latin1").toString("utf8"));
-      } catch {
-        throw new ApiError(400, KvCodes.invalidMetadata, "CF-KV-Metadata is not valid JSON");
+        metadata = parseUserJson(Buffer.from(metaHeader, "latin1"), MAX_JSON_DEPTH, "keep");
+      } catch (e) {
+        throw new ApiError(400, KvCodes.invalidMetadata, `CF-KV-Metadata is not valid JSON: ${(e as Error).message}`);
       }
     }
     await store.put(ns.namespaceId, key, body, {
@@ -90,10 +91,10 @@ function list(store: KvStore, namespaceId: string, url: URL, res: ServerResponse
 async function bulkGetCall(store: KvStore, namespaceId: string, req: IncomingMessage, res: ServerResponse): Promise<void> {
   let body: unknown;
   try {
-    body = JSON.parse((await readLimited(req, 1024 * 1024, "bulk get body")).toString("utf8"));
+    body = parseUserJson(await readLimited(req, 1024 * 1024, "bulk get body"));
   } catch (e) {
     if (e instanceof ApiError) throw e;
-    throw new ApiError(400, KvCodes.badRequest, "bulk get body must be JSON");
+    throw new ApiError(400, KvCodes.badRequest, `bulk get body must be JSON: ${(e as Error).message}`);
   }
   sendJson(res, await bulkGet(store, namespaceId, body));
 }

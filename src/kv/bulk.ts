@@ -1,6 +1,7 @@
 import { ApiError } from "../core/errors.js";
 import { KV_LIMITS, KvCodes } from "./limits.js";
 import type { KvBulkEntry, KvStore } from "./store.js";
+import { parseUserJson } from "../core/http/json-input.js";
 
 /** Validates the bulk-write array entry by entry; the first bad entry rejects the whole request. */
 export function bulkEntries(body: unknown): KvBulkEntry[] {
@@ -56,9 +57,10 @@ export async function bulkGet(store: KvStore, namespaceId: string, body: unknown
     let value: unknown = text;
     if (type === "json") {
       try {
-        value = JSON.parse(text);
-      } catch {
-        throw new ApiError(400, KvCodes.badRequest, `the value of ${JSON.stringify(k)} is not JSON`);
+        // A stored value is answered inside a JSON envelope, so it must also be one the answer can hold.
+        value = parseUserJson(text);
+      } catch (e) {
+        throw new ApiError(400, KvCodes.badRequest, `the value of ${JSON.stringify(k)} is not JSON: ${(e as Error).message}`);
       }
     }
     out[k] = req.withMetadata ? { value, metadata: entry.metadata } : value;

@@ -1,7 +1,6 @@
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { ApiError } from "../core/errors.js";
 import { ok } from "../core/http/envelope.js";
-import { parseClientJson } from "../core/http/json.js";
 import { formParts, registerMultipart } from "../core/http/multipart.js";
 import { readPage, resultInfo } from "../core/http/pagination.js";
 import { requireAccount } from "../core/http/app.js";
@@ -9,6 +8,7 @@ import { readLimited } from "./body.js";
 import { KV_LIMITS, KvCodes, numberParam } from "./limits.js";
 import { bulkEntries, bulkGet } from "./bulk.js";
 import { keyNotFound, namespaceNotFound, type KvStore } from "./store.js";
+import { parseUserJson } from "../core/http/json-input.js";
 
 type Params = { accountId: string; namespaceId: string; key: string };
 type Query = Record<string, string | undefined>;
@@ -171,9 +171,9 @@ async function readMultipart(req: FastifyRequest): Promise<{ value: Buffer; meta
 
 function parseMetadataPart(data: Buffer): unknown {
   try {
-    return parseClientJson(data.toString("utf8"));
-  } catch {
-    throw new ApiError(400, KvCodes.invalidMetadata, 'the "metadata" part is not valid JSON (or has a "__proto__" key)');
+    return parseUserJson(data);
+  } catch (e) {
+    throw new ApiError(400, KvCodes.invalidMetadata, `the "metadata" part is not valid JSON: ${(e as Error).message}`);
   }
 }
 

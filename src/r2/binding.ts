@@ -14,6 +14,7 @@ import {
   type R2Range,
   type R2Store,
 } from "./store.js";
+import { MAX_JSON_DEPTH, parseUserJson } from "../core/http/json-input.js";
 
 /**
  * The backend of workerd's R2 binding (see shared/design/workerd-bindings.md): head/get/list arrive as
@@ -236,9 +237,9 @@ function conditional(v: unknown): R2Conditional | undefined {
 function parseOp(bytes: Buffer): Json & { method?: unknown } {
   let op: unknown;
   try {
-    op = JSON.parse(bytes.toString("utf8"));
-  } catch {
-    throw invalid("the operation is not valid JSON");
+    op = parseUserJson(bytes, MAX_JSON_DEPTH, "keep");
+  } catch (e) {
+    throw invalid(`the operation is not valid JSON: ${(e as Error).message}`);
   }
   if (!op || typeof op !== "object" || Array.isArray(op)) throw invalid("the operation must be a JSON object");
   return op as Json;

@@ -4,11 +4,12 @@ import { z } from "zod";
 import { ApiError } from "../core/errors.js";
 import { requireAccount } from "../core/http/app.js";
 import { ok } from "../core/http/envelope.js";
-import { parseClientJson } from "../core/http/json.js";
 import { parseWith } from "../core/http/validate.js";
 import { conditionalFromHeaders } from "./preconditions.js";
 import { parseRangeHeader } from "./ranges.js";
 import { R2Codes, R2Error, type BucketRef, type R2BucketInfo, type R2HttpMetadata, type R2ObjectInfo, type R2Store } from "./store.js";
+import { parseUserJson } from "../core/http/json-input.js";
+import { singleQueryValues } from "../core/http/query.js";
 
 type Params = { accountId: string; bucket?: string; "*"?: string };
 type Req = FastifyRequest<{ Params: Params; Querystring: Record<string, string | undefined> }>;
@@ -57,9 +58,9 @@ async function readJsonBody(raw: Readable): Promise<unknown> {
   }
   const text = Buffer.concat(chunks).toString("utf8");
   try {
-    return text ? parseClientJson(text) : {};
-  } catch {
-    throw new ApiError(400, R2Codes.invalidArgument, "The request body is not valid JSON (or has a __proto__ key)");
+    return text ? parseUserJson(text) : {};
+  } catch (e) {
+    throw new ApiError(400, R2Codes.invalidArgument, `The request body is not valid JSON: ${(e as Error).message}`);
   }
 }
 
@@ -120,7 +121,7 @@ export function registerR2Routes(app: FastifyInstance, store: R2Store): void {
     base,
     wrap((req) => {
       requireAccount(req, req.params.accountId, "r2_read");
-      const q = req.query;
+      const q = singleQueryValues(req.query, ["per_page", "cursor", "start_after", "name_contains"], R2Codes.invalidArgument);
       const perPage = q.per_page === undefined ? undefined : Number(q.per_page);
       if (perPage !== undefined && (!Number.isInteger(perPage) || perPage < 1 || perPage > 1000)) {
         throw new ApiError(400, R2Codes.invalidArgument, "per_page must be an integer between 1 and 1000");
@@ -173,7 +174,7 @@ export function registerR2Routes(app: FastifyInstance, store: R2Store): void {
     `${base}/:bucket/objects`,
     wrap((req) => {
       requireAccount(req, req.params.accountId, "r2_read");
-      const q = req.query;
+      const q = singleQueryValues(req.query, ["per_page", "prefix", "delimiter", "cursor", "start_after"], R2Codes.invalidArgument);
       const limit = q.per_page === undefined ? undefined : Number(q.per_page);
       const result = store.list(ref(req), {
         prefix: q.prefix,

@@ -47,13 +47,13 @@ test("a bracketed metadata field naming __proto__ is refused and pollutes nothin
   }
   assert.equal((await p.api("GET", scriptPath("polluter"))).status, 404, "nothing was stored");
 
-  const ns = (await p.api("POST", `/accounts/${other}/storage/kv/namespaces`, { title: "victim" })).body.result.id as string;
+  const ns = (await p.api("POST", `/accounts/${other}/storage/kv/namespaces`, { title: "victim" }, p.keyHeaders())).body.result.id as string;
   const kv = `/accounts/${other}/storage/kv/namespaces/${ns}`;
-  const put = await fetch(`${p.apiUrl}${kv}/values/single`, { method: "PUT", headers: p.headers(), body: "v" });
+  const put = await fetch(`${p.apiUrl}${kv}/values/single`, { method: "PUT", headers: p.keyHeaders(), body: "v" });
   assert.equal(put.status, 200);
-  const bulk = await p.api("PUT", `${kv}/bulk`, [{ key: "bulk", value: "v" }]);
+  const bulk = await p.api("PUT", `${kv}/bulk`, [{ key: "bulk", value: "v" }], p.keyHeaders());
   assert.equal(bulk.status, 200, JSON.stringify(bulk.body));
-  const keys = (await p.api("GET", `${kv}/keys`)).body.result as { name: string; expiration?: number }[];
+  const keys = (await p.api("GET", `${kv}/keys`, undefined, p.keyHeaders())).body.result as { name: string; expiration?: number }[];
   assert.deepEqual(
     keys.map((k) => [k.name, k.expiration]),
     [
@@ -62,9 +62,9 @@ test("a bracketed metadata field naming __proto__ is refused and pollutes nothin
     ],
   );
 
-  const zone = await p.api("POST", "/zones", { name: "victim.example", account: { id: other } });
+  const zone = await p.api("POST", "/zones", { name: "victim.example", account: { id: other } }, p.keyHeaders());
   assert.equal(zone.status, 200, JSON.stringify(zone.body));
-  const record = await p.api("POST", `/zones/${zone.body.result.id}/dns_records`, { type: "A", name: "www", content: "192.0.2.1" });
+  const record = await p.api("POST", `/zones/${zone.body.result.id}/dns_records`, { type: "A", name: "www", content: "192.0.2.1" }, p.keyHeaders());
   assert.equal(record.status, 200, JSON.stringify(record.body));
   assert.equal(record.body.result.comment, null);
 });

@@ -2,11 +2,11 @@ import type { FastifyRequest } from "fastify";
 import { z } from "zod";
 import { bindingNameProblem } from "../core/cli/config-file.js";
 import { ApiError } from "../core/errors.js";
-import { parseClientJson } from "../core/http/json.js";
 import { formParts } from "../core/http/multipart.js";
 import { parseWith } from "../core/http/validate.js";
 import { BracketedFieldError, metadataFromBracketedFields } from "./form-metadata.js";
 import { WorkerCodes, type Binding, type ModuleKind } from "./model.js";
+import { parseUserJson } from "../core/http/json-input.js";
 
 /** Upload limits: the hosted API's paid-plan script size, and its secret size. */
 export const UploadLimits = {
@@ -112,7 +112,7 @@ export async function readUpload(req: FastifyRequest): Promise<ParsedUpload> {
   let raw: unknown;
   if (metadataText !== undefined) {
     try {
-      raw = parseClientJson(metadataText);
+      raw = parseUserJson(metadataText);
     } catch (e) {
       throw invalid(`metadata: not valid JSON (${(e as Error).message})`);
     }

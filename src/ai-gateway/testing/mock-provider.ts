@@ -63,6 +63,9 @@ export async function startMockProvider(opts: { chunks?: number } = {}): Promise
       let parsed: { model?: string; stream?: boolean; messages?: { content?: string }[]; stream_options?: { include_usage?: boolean } } = {};
       try {
         parsed = JSON.parse(body);
+        // As the real API does, a body that is JSON but not an object is refused (the fuzzer sends `null`, `[]`...).
+        if (!parsed || typeof parsed !== "object" || Array.isArray(parsed)) throw new TypeError("not an object");
+        if (parsed.messages !== undefined && !Array.isArray(parsed.messages)) throw new TypeError("messages is not a list");
       } catch {
         res.writeHead(400, { "content-type": "application/json" });
         return res.end(JSON.stringify({ error: { message: "bad json" } }));

@@ -8,7 +8,8 @@ import { ApiError, Codes } from "../errors.js";
 import type { Logger } from "../logger.js";
 import type { EdgeService } from "../service.js";
 import { failure } from "./envelope.js";
-import { parseClientJson } from "./json.js";
+import { parseUserJson } from "./json-input.js";
+import { answerClientError, frameworkErrorAnswer, MAX_HEADER_BYTES, refuseLongUrl } from "./transport-errors.js";
 
 declare module "fastify" {
   interface FastifyRequest {
@@ -83,8 +84,15 @@ export async function buildEdgeApp(opts: AppOptions): Promise<FastifyInstance> {
     bodyLimit: opts.bodyLimit,
     // KV keys (512 bytes) and R2 keys (1,024 bytes) arrive percent-encoded in the path: up to 3 characters a byte.
     routerOptions: { maxParamLength: 16_384 },
+    // Requests that fail before routing (parse errors, bad paths) get envelopes too.
+    clientErrorHandler: answerClientError,
+    frameworkErrors: (err, _req, reply) => {
+      const api = frameworkErrorAnswer(err);
+      void (reply as FastifyReply).status(api.status).type("application/json").send(failure(api.errors));
+    },
     serverFactory: (handler) => {
-      const server = createServer((req: IncomingMessage, res: ServerResponse) => {
+      const server = createServer({ maxHeaderSize: MAX_HEADER_BYTES }, (req: IncomingMessage, res: ServerResponse) => {
+        if (refuseLongUrl(req, res)) return;
         for (const s of rawHandlers) if (s.handleRaw!(req, res)) return;
         handler(req, res);
       });
@@ -95,12 +103,12 @@ export async function buildEdgeApp(opts: AppOptions): Promise<FastifyInstance> {
     },
   });
 
-  // Empty JSON bodies are tolerated (some clients send a content-type on GET/DELETE); broken JSON, or JSON with a
-  // `__proto__` key (see parseClientJson), is a 400.
+  // Empty JSON bodies are tolerated (some clients send a content-type on GET/DELETE); broken or too deeply
+  // nested JSON is a 400.
   app.addContentTypeParser("application/json", { parseAs: "buffer" }, (_req, body: Buffer, done) => {
     if (body.length === 0) return done(null, undefined);
     try {
-      done(null, parseClientJson(body.toString("utf8")));
+      done(null, parseUserJson(body));
     } catch (e) {
       done(new ApiError(400, Codes.malformedJson, `Malformed JSON in request body: ${(e as Error).message}`), undefined);
     }
@@ -111,7 +119,10 @@ export async function buildEdgeApp(opts: AppOptions): Promise<FastifyInstance> {
   });
 
   app.setErrorHandler((err: FastifyError, req: FastifyRequest, reply: FastifyReply) => {
-    const api = toApiError(err);
+    // A route that failed reading a body its client broke off (closed the connection, or sent bytes that are not
+    // HTTP) failed because of the client: whatever the stream error says, that is a 400, not a fault of ours.
+    const brokenOff = !req.raw.complete && req.raw.destroyed;
+    const api = toApiError(err) ?? (brokenOff ? new ApiError(400, Codes.badRequest, "The request body ended before it was complete") : undefined);
     if (api) {
       if (api.status >= 500) req.log.error({ err }, "request failed");
       return reply.status(api.status).type("application/json").send(failure(api.errors, api.extra));

@@ -12,6 +12,27 @@ test("readPage defaults, clamps and rejects", () => {
   assert.equal(readPage({ per_page: "500" }, opts).perPage, 50);
   assert.throws(() => readPage({ page: "0" }, opts), ApiError);
   assert.throws(() => readPage({ per_page: "x" }, opts), /per_page must be a positive integer/);
+  for (const page of ["1.5", "-1", "0x10", " 2", "1e3", "abc"]) assert.throws(() => readPage({ page }, opts), /page must be a positive integer/, page);
+});
+
+test("a page past 2^53 - 1 is refused, and a huge page within it gives an offset every store can bind", () => {
+  // 99999999999999999999 would read as 1e20, a number that names no page exactly.
+  assert.throws(
+    () => readPage({ page: "99999999999999999999" }, opts),
+    (e: ApiError) => e.status === 400 && /no larger than 9007199254740991/.test(e.message),
+  );
+  assert.throws(() => readPage({ page: "9007199254740992" }, opts), ApiError);
+  const last = readPage({ page: String(Number.MAX_SAFE_INTEGER), per_page: "50" }, opts);
+  assert.equal(last.page, Number.MAX_SAFE_INTEGER);
+  // (page - 1) * per_page would pass SQLite's 2^63 - 1; the offset is clamped (no list is that long).
+  assert.equal(last.offset, Number.MAX_SAFE_INTEGER);
+  assert.ok(
+    Number.isSafeInteger(readPage({ page: String(Number.MAX_SAFE_INTEGER), per_page: "5000000" }, { defaultPerPage: 1, maxPerPage: 5_000_000 }).offset),
+  );
+  assert.deepEqual(pageOf([1, 2, 3], last).result, []);
+  // A huge per_page is still clamped to the maximum, as the hosted API does.
+  assert.equal(readPage({ per_page: "99999999999999999999" }, opts).perPage, 50);
+  assert.equal(readPage({ per_page: "9".repeat(400) }, opts).perPage, 50);
 });
 
 test("pageOf gives a complete result_info, and an empty page past the end", () => {

@@ -14,20 +14,27 @@ export interface PageOptions {
   code?: number;
 }
 
-function positiveInt(raw: unknown, name: string, code: number): number | undefined {
+/** A whole number written in decimal digits (a JSON client may also send a number), or undefined when absent. */
+function wholeNumber(raw: unknown, name: string, code: number, rule: string): number | undefined {
   if (raw === undefined || raw === "") return undefined;
-  const n = typeof raw === "number" ? raw : Number(raw);
-  if (!Number.isInteger(n) || n < 1) throw new ApiError(400, code, `${name} must be a positive integer`, { pointer: name });
+  const n = typeof raw === "number" ? raw : typeof raw === "string" && /^[0-9]+$/.test(raw) ? Number(raw) : NaN;
+  if (!(Number.isInteger(n) || n === Infinity) || n < 1) throw new ApiError(400, code, `${name} must be ${rule}`, { pointer: name });
   return n;
 }
+
+const PAGE_RULE = `a positive integer no larger than ${Number.MAX_SAFE_INTEGER}`;
 
 /** Reads `page` and `per_page` from a query; a per_page above the maximum is clamped, as the hosted API does. */
 export function readPage(query: Record<string, unknown>, opts: PageOptions): PageRequest {
   const code = opts.code ?? Codes.validation;
-  const page = positiveInt(query.page, "page", code) ?? 1;
-  let perPage = positiveInt(query.per_page, "per_page", code) ?? opts.defaultPerPage;
+  const page = wholeNumber(query.page, "page", code, PAGE_RULE) ?? 1;
+  // Past 2^53 - 1 page numbers cannot be told apart once read (99999999999999999999 reads as 1e20): refused, not rounded.
+  if (!Number.isSafeInteger(page)) throw new ApiError(400, code, `page must be ${PAGE_RULE}`, { pointer: "page" });
+  let perPage = wholeNumber(query.per_page, "per_page", code, "a positive integer") ?? opts.defaultPerPage;
   perPage = Math.min(Math.max(perPage, opts.minPerPage ?? 1), opts.maxPerPage);
-  return { page, perPage, offset: (page - 1) * perPage };
+  // Stores bind the offset as an SQLite integer (at most 2^63 - 1), and (page - 1) * per_page can pass that.
+  // No list holds 2^53 items, so a clamped offset still lands past the end and the page is empty.
+  return { page, perPage, offset: Math.min((page - 1) * perPage, Number.MAX_SAFE_INTEGER) };
 }
 
 /** A complete result_info: clients stop on an empty page, on total_pages, or on count < per_page; all must agree. */

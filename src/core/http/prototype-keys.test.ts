@@ -34,16 +34,16 @@ const kv = () => `/accounts/${p.accountId}/storage/kv/namespaces/${ns}`;
 
 /** Nothing leaked into Object.prototype of the server: fresh objects in another account carry no stray fields. */
 async function assertNothingLeaked(): Promise<void> {
-  const otherZone = await p.api("POST", "/zones", { name: `bystander-${Date.now()}.example`, account: { id: other } });
+  const otherZone = await p.api("POST", "/zones", { name: `bystander-${Date.now()}.example`, account: { id: other } }, p.keyHeaders());
   assert.equal(otherZone.status, 200, JSON.stringify(otherZone.body));
-  const record = await p.api("POST", `/zones/${otherZone.body.result.id}/dns_records`, { type: "A", name: "www", content: "192.0.2.1" });
+  const record = await p.api("POST", `/zones/${otherZone.body.result.id}/dns_records`, { type: "A", name: "www", content: "192.0.2.1" }, p.keyHeaders());
   assert.equal(record.status, 200, JSON.stringify(record.body));
   assert.equal(record.body.result.comment, null);
   assert.deepEqual(record.body.result.tags, []);
-  const otherNs = (await p.api("POST", `/accounts/${other}/storage/kv/namespaces`, { title: `bystander-${Date.now()}` })).body.result.id;
-  const bulk = await p.api("PUT", `/accounts/${other}/storage/kv/namespaces/${otherNs}/bulk`, [{ key: "k", value: "v" }]);
+  const otherNs = (await p.api("POST", `/accounts/${other}/storage/kv/namespaces`, { title: `bystander-${Date.now()}` }, p.keyHeaders())).body.result.id;
+  const bulk = await p.api("PUT", `/accounts/${other}/storage/kv/namespaces/${otherNs}/bulk`, [{ key: "k", value: "v" }], p.keyHeaders());
   assert.equal(bulk.status, 200, JSON.stringify(bulk.body));
-  const keys = (await p.api("GET", `/accounts/${other}/storage/kv/namespaces/${otherNs}/keys`)).body.result;
+  const keys = (await p.api("GET", `/accounts/${other}/storage/kv/namespaces/${otherNs}/keys`, undefined, p.keyHeaders())).body.result;
   assert.deepEqual(keys, [{ name: "k" }]);
 }
 
