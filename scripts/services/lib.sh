@@ -1,5 +1,8 @@
 # Shared by the service scripts in this folder (sourced, not run). Each script sets SCRIPT before sourcing.
 
+# runuser lives in sbin, which a caller's PATH may lack.
+PATH=$PATH:/usr/sbin:/sbin
+
 log() { echo "$SCRIPT: $*" >&2; }
 
 # A process that runs and is not a zombie (a daemon whose parent exited is reaped by init, maybe late).

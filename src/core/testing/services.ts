@@ -149,27 +149,31 @@ function processIdentity(pid: number): string | undefined {
   }
 }
 
-const SERVICE_DIR_PREFIX = { postgres: "edge-postgres-", rgw: "edge-rgw-" } as const;
-const SERVICE_SUBDIR = { postgres: ["pg", "pg-down.sh"], rgw: ["s3", "rgw-down.sh"] } as const;
+/** Each kind of server: its scripts, and the temporary directory it runs in (`/tmp/<prefix>XXXXXX/<subdir>`). */
+const KINDS = {
+  postgres: { prefix: "edge-postgres-", subdir: "pg", up: "pg-up.sh", down: "pg-down.sh", missing: () => postgresMissing() },
+  rgw: { prefix: "edge-rgw-", subdir: "s3", up: "rgw-up.sh", down: "rgw-down.sh", missing: () => objectStoreMissing() },
+} as const;
+type Kind = keyof typeof KINDS;
 
 /**
  * A temporary directory for a server, owned by this process: the `postgres` user can pass through it
- * (mkdtemp makes it 0700 and root's), and its `owner` file names this process, so that a later run can stop
+ * (mkdtemp makes it 0700 and root's), and its `owner` file names this process, so that a later start can stop
  * servers whose process was killed before it could (see `reapOrphans`).
  */
-function serviceDir(kind: keyof typeof SERVICE_DIR_PREFIX) {
+function serviceDir(kind: Kind) {
   reapOrphans();
-  const dir = mkdtempSync(join(tmpdir(), SERVICE_DIR_PREFIX[kind]));
+  const dir = mkdtempSync(join(tmpdir(), KINDS[kind].prefix));
   chmodSync(dir, 0o711);
   writeFileSync(join(dir, "owner"), processIdentity(process.pid) ?? "");
-  return join(dir, SERVICE_SUBDIR[kind][0]);
+  return join(dir, KINDS[kind].subdir);
 }
 
-/** Stops the servers, and removes the directories, of test processes that died without doing it. */
+/** Stops the servers, and removes the directories, of processes that died without doing it. */
 export function reapOrphans() {
-  for (const kind of ["postgres", "rgw"] as const) {
+  for (const kind of Object.keys(KINDS) as Kind[]) {
     for (const name of readdirSync(tmpdir())) {
-      if (!name.startsWith(SERVICE_DIR_PREFIX[kind])) continue;
+      if (!name.startsWith(KINDS[kind].prefix)) continue;
       const base = join(tmpdir(), name);
       let owner: string;
       try {
@@ -179,12 +183,32 @@ export function reapOrphans() {
       }
       if (owner === "" || processIdentity(Number(owner.split(" ")[0])) === owner) continue;
       try {
-        runDownScript(SERVICE_SUBDIR[kind][1], join(base, SERVICE_SUBDIR[kind][0]));
+        runDownScript(KINDS[kind].down, join(base, KINDS[kind].subdir));
         rmSync(base, { recursive: true, force: true });
       } catch (e) {
         process.stderr.write(`test services: could not clean up ${base}: ${(e as Error).message}\n`);
       }
     }
+  }
+}
+
+/** Starts a server of this process's own in a new temporary directory, stopped at exit at the latest. */
+async function startServer(kind: Kind): Promise<{ dir: string; env: Record<string, string>; dispose(): void }> {
+  const missing = KINDS[kind].missing();
+  if (missing) throw new Error(missing);
+  const dir = serviceDir(kind);
+  const dispose = () => {
+    running.delete(dir);
+    runDownScript(KINDS[kind].down, dir);
+    rmSync(dirname(dir), { recursive: true, force: true });
+  };
+  try {
+    const env = await runUpScript(KINDS[kind].up, dir);
+    stopAtExit(dir, dispose);
+    return { dir, env, dispose };
+  } catch (e) {
+    dispose();
+    throw e;
   }
 }
 
@@ -198,30 +222,16 @@ export interface PostgresInstance extends PostgresServer {
   dispose(): void;
 }
 
-/** Starts a PostgreSQL 15 server of this process's own in a new temporary directory; throws if it cannot. */
+/** Starts a PostgreSQL 15 server of this process's own; throws (with what is missing) if it cannot. */
 export async function startPostgres(): Promise<PostgresInstance> {
-  const missing = postgresMissing();
-  if (missing) throw new Error(missing);
-  const dir = serviceDir("postgres");
-  const dispose = () => {
-    running.delete(dir);
-    runDownScript("pg-down.sh", dir);
-    rmSync(dirname(dir), { recursive: true, force: true });
+  const { dir, env, dispose } = await startServer("postgres");
+  return {
+    url: env.EDGE_TEST_DATABASE_URL,
+    dir,
+    stop: (opts = {}) => runDownScript("pg-down.sh", dir, "--keep-data", ...(opts.immediate ? ["--immediate"] : [])),
+    start: async () => void (await runUpScript("pg-up.sh", dir)),
+    dispose,
   };
-  try {
-    const env = await runUpScript("pg-up.sh", dir);
-    stopAtExit(dir, dispose);
-    return {
-      url: env.EDGE_TEST_DATABASE_URL,
-      dir,
-      stop: (opts = {}) => runDownScript("pg-down.sh", dir, "--keep-data", ...(opts.immediate ? ["--immediate"] : [])),
-      start: async () => void (await runUpScript("pg-up.sh", dir)),
-      dispose,
-    };
-  } catch (e) {
-    dispose();
-    throw e;
-  }
 }
 
 export interface ObjectStoreInstance extends ObjectStoreServer {
@@ -234,30 +244,16 @@ export interface ObjectStoreInstance extends ObjectStoreServer {
   dispose(): void;
 }
 
-/** Starts a one-node Ceph RGW of this process's own in a new temporary directory; throws if it cannot. */
+/** Starts a one-node Ceph RGW of this process's own; throws (with what is missing) if it cannot. */
 export async function startObjectStore(): Promise<ObjectStoreInstance> {
-  const missing = objectStoreMissing();
-  if (missing) throw new Error(missing);
-  const dir = serviceDir("rgw");
-  const dispose = () => {
-    running.delete(dir);
-    runDownScript("rgw-down.sh", dir);
-    rmSync(dirname(dir), { recursive: true, force: true });
+  const { dir, env, dispose } = await startServer("rgw");
+  return {
+    ...objectStoreFromEnv(env)!,
+    dir,
+    stopGateway: () => runDownScript("rgw-down.sh", dir, "--gateway-only"),
+    startGateway: async () => void (await runUpScript("rgw-up.sh", dir)),
+    dispose,
   };
-  try {
-    const env = await runUpScript("rgw-up.sh", dir);
-    stopAtExit(dir, dispose);
-    return {
-      ...objectStoreFromEnv(env)!,
-      dir,
-      stopGateway: () => runDownScript("rgw-down.sh", dir, "--gateway-only"),
-      startGateway: async () => void (await runUpScript("rgw-up.sh", dir)),
-      dispose,
-    };
-  } catch (e) {
-    dispose();
-    throw e;
-  }
 }
 
 /** The variables that name an object store to the test processes (read back by `objectStoreFromEnv`). */
