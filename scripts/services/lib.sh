@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Shared by the service scripts in this folder (sourced, not run). Each script sets SCRIPT before sourcing.
 
 # runuser lives in sbin, which a caller's PATH may lack.

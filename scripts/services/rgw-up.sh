@@ -29,7 +29,8 @@ for tool in ceph-mon:ceph-mon ceph-osd:ceph-osd radosgw:radosgw radosgw-admin:ra
   command -v "${tool%%:*}" >/dev/null || missing+=("${tool#*:}")
 done
 if [ ${#missing[@]} -gt 0 ]; then
-  install_packages $(printf '%s\n' "${missing[@]}" | sort -u) || exit 1
+  mapfile -t packages < <(printf '%s\n' "${missing[@]}" | sort -u)
+  install_packages "${packages[@]}" || exit 1
 fi
 
 DIR=$(absolute_dir "$1") || exit 1
