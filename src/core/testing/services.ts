@@ -372,12 +372,17 @@ export async function createDatabase(server: PostgresServer): Promise<TestDataba
  * A fresh database on this process's PostgreSQL, dropped after the test; undefined when the test was skipped
  * because PostgreSQL is not available: `const db = await testDatabase(t); if (!db) return;`
  */
-export async function testDatabase(t: TestContext): Promise<TestDatabase | undefined> {
-  const server = serverOrSkip(t, await sharedPostgres());
+export function testDatabase(t: TestContext): Promise<TestDatabase | undefined> {
+  return createForTest(t, sharedPostgres(), createDatabase);
+}
+
+/** Something made on a shared server for one test and dropped after it; undefined when the test was skipped. */
+async function createForTest<S, R extends { drop(): Promise<void> }>(t: TestContext, service: Promise<Service<S>>, create: (server: S) => Promise<R>) {
+  const server = serverOrSkip(t, await service);
   if (!server) return undefined;
-  const db = await createDatabase(server);
-  t.after(() => db.drop());
-  return db;
+  const made = await create(server);
+  t.after(() => made.drop());
+  return made;
 }
 
 // ---- a bucket per test ----------------------------------------------------------------------------------
@@ -461,12 +466,8 @@ export async function createBucket(server: ObjectStoreServer): Promise<TestBucke
  * A fresh bucket on this process's object store, emptied and deleted after the test; undefined when the test
  * was skipped because no object store is available: `const bucket = await testBucket(t); if (!bucket) return;`
  */
-export async function testBucket(t: TestContext): Promise<TestBucket | undefined> {
-  const server = serverOrSkip(t, await sharedObjectStore());
-  if (!server) return undefined;
-  const bucket = await createBucket(server);
-  t.after(() => bucket.drop());
-  return bucket;
+export function testBucket(t: TestContext): Promise<TestBucket | undefined> {
+  return createForTest(t, sharedObjectStore(), createBucket);
 }
 
 // ---- servers of a test's own (for tests that stop them) -------------------------------------------------
