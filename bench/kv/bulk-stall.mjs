@@ -10,15 +10,11 @@
 //
 // It prints /healthz latency for 3 s with nothing else running first: on a busy machine that is the noise floor.
 // Goal (issue 12): /healthz within 50 ms while four 98 MB bulk writes run, peak RSS under 400 MB.
-import { spawn } from "node:child_process";
-import { randomBytes } from "node:crypto";
-import { mkdtempSync, openSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { Agent, request } from "undici";
-
-const EDGECLI = fileURLToPath(new URL("../../dist/bin/edgecli.js", import.meta.url));
+import { newCredentials, startServe } from "../../scripts/lib/serve-process.mjs";
 
 const argv = process.argv.slice(2);
 const opt = (name, fallback) => {
@@ -51,56 +47,14 @@ function summary(latencies) {
   return `${sorted.length} requests, max ${pct(1)} ms, p99 ${pct(0.99)} ms, median ${pct(0.5)} ms`;
 }
 
-/**
- * Starts `edgecli serve` with its log in a file, as under a service manager: a pipe to this process could fill
- * while this process is busy, and the platform would then wait on its own log writes.
- */
-async function startPlatform() {
-  const stateDir = mkdtempSync(join(tmpdir(), "bulk-stall-"));
-  const token = randomBytes(30).toString("base64url").slice(0, 40);
-  const accountId = randomBytes(16).toString("hex");
-  const logFile = join(stateDir, "serve.log");
-  const nodeArgs = process.env.BENCH_NODE_ARGS ? process.env.BENCH_NODE_ARGS.split(" ") : [];
-  const child = spawn(process.execPath, [...nodeArgs, EDGECLI, "serve", "--port", "0", "--dns-port", "0", "--dns-workers", "0", "--state-dir", stateDir], {
-    env: {
-      ...process.env,
-      EDGE_BOOTSTRAP_ACCOUNT_ID: accountId,
-      EDGE_BOOTSTRAP_EMAIL: "bench@example.com",
-      EDGE_BOOTSTRAP_API_KEY: randomBytes(19).toString("hex").slice(0, 37),
-      EDGE_BOOTSTRAP_API_TOKEN: token,
-    },
-    stdio: ["ignore", openSync(logFile, "w"), "inherit"],
-  });
-  let endpoints;
-  for (const deadline = Date.now() + 60_000; !endpoints; await new Promise((r) => setTimeout(r, 50))) {
-    if (Date.now() > deadline || child.exitCode !== null) throw new Error(`the platform did not start:\n${readFileSync(logFile, "utf8")}`);
-    const ready = readFileSync(logFile, "utf8")
-      .split("\n")
-      .find((l) => l.includes('"platform ready"'));
-    if (ready) endpoints = JSON.parse(ready).endpoints;
-  }
-  const apiUrl = `${endpoints.edge}/client/v4`;
-  const headers = (extra = {}) => ({ authorization: `Bearer ${token}`, ...extra });
-  return {
-    url: endpoints.edge,
-    apiUrl,
-    accountId,
-    pid: child.pid,
-    headers,
-    async api(method, path, body) {
-      const res = await request(apiUrl + path, { method, headers: headers({ "content-type": "application/json" }), body: body && JSON.stringify(body) });
-      return { status: res.statusCode, body: await res.body.json() };
-    },
-    async dispose() {
-      const exited = new Promise((r) => child.once("exit", r));
-      child.kill("SIGTERM");
-      await exited;
-      rmSync(stateDir, { recursive: true, force: true });
-    },
-  };
-}
-
-const p = await startPlatform();
+const stateDir = mkdtempSync(join(tmpdir(), "bulk-stall-"));
+const creds = newCredentials();
+const p = await startServe({
+  stateDir,
+  creds,
+  args: ["--dns-workers", "0"],
+  nodeArgs: process.env.BENCH_NODE_ARGS ? process.env.BENCH_NODE_ARGS.split(" ") : [],
+});
 const pid = p.pid;
 try {
   const health = new Agent({ connections: 1 });
@@ -108,7 +62,7 @@ try {
   for (let round = 1; round <= ROUNDS; round++) {
     const namespaces = [];
     for (let w = 0; w < WRITES; w++) {
-      const created = await p.api("POST", `/accounts/${p.accountId}/storage/kv/namespaces`, { title: `bulk-stall-${round}-${w}` });
+      const created = await p.api("POST", `/accounts/${creds.accountId}/storage/kv/namespaces`, { title: `bulk-stall-${round}-${w}` });
       namespaces.push(created.body.result.id);
     }
     const bodies = namespaces.map((_, w) => bulkBody(`r${round}w${w}`));
@@ -134,7 +88,7 @@ try {
     const results = await Promise.all(
       namespaces.map(async (ns, w) => {
         const start = performance.now();
-        const res = await request(`${p.apiUrl}/accounts/${p.accountId}/storage/kv/namespaces/${ns}/bulk`, {
+        const res = await request(`${p.apiUrl}/accounts/${creds.accountId}/storage/kv/namespaces/${ns}/bulk`, {
           method: "PUT",
           headers: p.headers({ "content-type": "application/json" }),
           body: bodies[w],
@@ -162,11 +116,12 @@ try {
     console.log(
       `  platform RSS: ${before.rss.toFixed(0)} MB before, sampled peak ${sampledPeak.toFixed(0)} MB, VmHWM ${after.hwm.toFixed(0)} MB, ${after.rss.toFixed(0)} MB after`,
     );
-    const sample = await p.api("GET", `/accounts/${p.accountId}/storage/kv/namespaces/${namespaces[0]}/keys?limit=1`);
+    const sample = await p.api("GET", `/accounts/${creds.accountId}/storage/kv/namespaces/${namespaces[0]}/keys?limit=1`);
     console.log(`  first namespace lists ${sample.body.result?.[0]?.name ?? "nothing"} first`);
   }
   await health.close();
   await writers.close();
 } finally {
-  await p.dispose();
+  await p.stop();
+  rmSync(stateDir, { recursive: true, force: true });
 }

@@ -15,9 +15,10 @@ const isWhitespace = (b: number) => b === 0x20 || b === 0x0a || b === 0x0d || b 
  * The elements of the JSON array a request body carries, each parsed as soon as its last byte arrives: memory holds
  * one element and the parser's buffer, never the whole body. @streamparser/json does the parsing (a `__proto__` key
  * becomes an own property, as with JSON.parse; invalid UTF-8 is an error). Throws ApiError: 413 past `limitBytes`,
- * 400 when the body is not one JSON array.
+ * 400 when the body is not one JSON array (or there is no body).
  */
-export async function* jsonArrayElements(chunks: AsyncIterable<Uint8Array>, limitBytes: number): AsyncGenerator<unknown, void, undefined> {
+export async function* jsonArrayElements(chunks: AsyncIterable<Uint8Array> | undefined, limitBytes: number): AsyncGenerator<unknown, void, undefined> {
+  if (!chunks) throw notAnArray();
   const parser = new JSONParser({ paths: ["$.*"], keepStack: false });
   let ready: unknown[] = [];
   parser.onValue = ({ value }) => {
@@ -63,6 +64,6 @@ export async function* jsonArrayElements(chunks: AsyncIterable<Uint8Array>, limi
   }
 }
 
-const notAnArray = () => new ApiError(400, KvCodes.badRequest, "the body must be a JSON array of entries");
+const notAnArray = () => new ApiError(400, KvCodes.badRequest, "the body must be a JSON array");
 const tooLarge = () => new ApiError(413, Codes.bodyTooLarge, "Request body is larger than this endpoint accepts");
 const malformed = (e: unknown) => new ApiError(400, Codes.malformedJson, `Malformed JSON in request body: ${(e as Error).message}`);

@@ -9,6 +9,7 @@ import { readLimited } from "./body.js";
 import { KV_LIMITS, KvCodes, numberParam } from "./limits.js";
 import { bulkGet } from "./bulk.js";
 import { BULK_BODY_LIMIT, type BulkWriter } from "./bulk-writer.js";
+import { jsonArrayElements } from "./json-array-stream.js";
 import { keyNotFound, namespaceNotFound, type KvStore } from "./store.js";
 
 type Params = { accountId: string; namespaceId: string; key: string };
@@ -101,7 +102,8 @@ export function registerKvRoutes(app: FastifyInstance, store: KvStore, bulk: Bul
 
   // ---- bulk ----
 
-  // A bulk write's body reaches the handler as the request stream: BulkWriter parses and stages it as it arrives.
+  // Bulk bodies (up to 100 MB) reach the handlers as the request stream and are parsed as they arrive: a bulk write
+  // by BulkWriter on its thread, a bulk delete's keys here (memory holds the keys, never the body).
   void app.register(async (streamed) => {
     streamed.removeAllContentTypeParsers();
     streamed.addContentTypeParser("application/json", (_req, payload, done) => done(null, payload));
@@ -115,20 +117,23 @@ export function registerKvRoutes(app: FastifyInstance, store: KvStore, bulk: Bul
         throw err;
       }
     });
-  });
 
-  const bulkDelete = async (req: FastifyRequest) => {
-    const ns = namespaceOf(req, "kv_edit");
-    const keys = req.body;
-    if (!Array.isArray(keys)) throw new ApiError(400, KvCodes.badRequest, "the body must be a JSON array of key strings");
-    if (keys.length > KV_LIMITS.bulkWriteEntries) {
-      throw new ApiError(413, KvCodes.tooManyEntries, `a bulk delete holds at most ${KV_LIMITS.bulkWriteEntries} keys, got ${keys.length}`);
-    }
-    await store.deleteMany(ns, keys as string[]);
-    return ok({ successful_key_count: keys.length, unsuccessful_keys: [] });
-  };
-  app.post(`${NS}/:namespaceId/bulk/delete`, { bodyLimit: BULK_BODY_LIMIT }, bulkDelete);
-  app.delete(`${NS}/:namespaceId/bulk`, { bodyLimit: BULK_BODY_LIMIT }, bulkDelete);
+    const bulkDelete = async (req: FastifyRequest) => {
+      const ns = namespaceOf(req, "kv_edit");
+      const keys: unknown[] = [];
+      let count = 0;
+      for await (const key of jsonArrayElements(req.body as Readable | undefined, BULK_BODY_LIMIT)) {
+        if (++count <= KV_LIMITS.bulkWriteEntries) keys.push(key);
+      }
+      if (count > KV_LIMITS.bulkWriteEntries) {
+        throw new ApiError(413, KvCodes.tooManyEntries, `a bulk delete holds at most ${KV_LIMITS.bulkWriteEntries} keys, got ${count}`);
+      }
+      await store.deleteMany(ns, keys as string[]);
+      return ok({ successful_key_count: keys.length, unsuccessful_keys: [] });
+    };
+    streamed.post(`${NS}/:namespaceId/bulk/delete`, bulkDelete);
+    streamed.delete(`${NS}/:namespaceId/bulk`, bulkDelete);
+  });
 
   app.post(`${NS}/:namespaceId/bulk/get`, async (req) => {
     const ns = namespaceOf(req, "kv_read");
