@@ -92,3 +92,10 @@ test("a leashed command whose parent is not the process that built it refuses to
     assert.equal(spawnSync(c.file, c.args).stdout.toString(), "ran\n", "run by this process, it runs");
   });
 });
+
+test("a leashed command gets exactly the environment it is given", { skip: !hasSetpriv && "setpriv is not installed" }, async () => {
+  await withDir(async (dir) => {
+    const c = WorkerdLeash.create(join(dir, "pids"), log).command("/usr/bin/env", []);
+    assert.equal(spawnSync(c.file, c.args, { env: { ONLY: "this" } }).stdout.toString(), "ONLY=this\n");
+  });
+});

@@ -7,9 +7,10 @@ import type { Logger } from "../core/logger.js";
  * The first program of a leashed workerd: after `setpriv --pdeathsig KILL` has armed the parent-death signal it
  * checks that its parent is still the platform (`$1`) and only then becomes workerd. The kernel sends the signal
  * only when the parent dies after it was armed; a platform killed between fork and `prctl` would otherwise leave
- * a workerd without it. Exit status 70 (EX_SOFTWARE) is that case.
+ * a workerd without it. Exit status 70 (EX_SOFTWARE) is that case. The shell adds PWD to the environment it passes
+ * on; it is removed, so workerd's environment stays exactly what the platform gave it.
  */
-const PARENT_CHECK = '[ "$PPID" = "$1" ] || exit 70; shift; exec "$@"';
+const PARENT_CHECK = '[ "$PPID" = "$1" ] || exit 70; shift; unset PWD; exec "$@"';
 
 /** What /proc says about a process: when it started (clock ticks after boot, fixed for its life) and its arguments. */
 interface ProcInfo {
