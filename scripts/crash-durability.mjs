@@ -14,18 +14,14 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { request } from "undici";
+import { numberOption } from "./lib/options.mjs";
 import { newCredentials, startServe } from "./lib/serve-process.mjs";
 
-const argv = process.argv.slice(2);
-const opt = (name, fallback) => {
-  const i = argv.indexOf(`--${name}`);
-  return i >= 0 ? Number(argv[i + 1]) : fallback;
-};
-const ROUNDS = opt("rounds", 5);
-const CLIENTS = opt("clients", 3);
-const MIN_MS = opt("min-seconds", 2) * 1000;
-const MAX_MS = opt("max-seconds", 6) * 1000;
-let seed = opt("seed", Date.now() % 100_000);
+const ROUNDS = numberOption("rounds", 5);
+const CLIENTS = numberOption("clients", 3);
+const MIN_MS = numberOption("min-seconds", 2) * 1000;
+const MAX_MS = numberOption("max-seconds", 6) * 1000;
+let seed = numberOption("seed", Date.now() % 100_000);
 const SEED = seed;
 /** A small deterministic generator, so a run can be repeated with --seed. */
 const random = () => (seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31) / 2 ** 31;

@@ -14,17 +14,13 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Agent, request } from "undici";
+import { numberOption } from "../../scripts/lib/options.mjs";
 import { newCredentials, startServe } from "../../scripts/lib/serve-process.mjs";
 
-const argv = process.argv.slice(2);
-const opt = (name, fallback) => {
-  const i = argv.indexOf(`--${name}`);
-  return i >= 0 ? Number(argv[i + 1]) : fallback;
-};
-const WRITES = opt("writes", 4);
-const ENTRIES = opt("entries", 10_000);
-const VALUE_BYTES = opt("value-bytes", 9_800);
-const ROUNDS = opt("rounds", 1);
+const WRITES = numberOption("writes", 4);
+const ENTRIES = numberOption("entries", 10_000);
+const VALUE_BYTES = numberOption("value-bytes", 9_800);
+const ROUNDS = numberOption("rounds", 1);
 
 /** VmRSS and VmHWM of a process, in MB. */
 function memory(pid) {

@@ -7,6 +7,7 @@ import { openSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { request } from "undici";
+import { bootstrapEnv } from "../../dist/core/testing/platform.js";
 
 export const EDGECLI = fileURLToPath(new URL("../../dist/bin/edgecli.js", import.meta.url));
 
@@ -30,13 +31,7 @@ export function newCredentials() {
 export async function startServe({ stateDir, creds, logFile = join(stateDir, "serve.log"), nodeArgs = [], args = [] }) {
   const readyBefore = countReady(logFile);
   const child = spawn(process.execPath, [...nodeArgs, EDGECLI, "serve", "--port", "0", "--dns-port", "0", "--state-dir", stateDir, ...args], {
-    env: {
-      ...process.env,
-      EDGE_BOOTSTRAP_ACCOUNT_ID: creds.accountId,
-      EDGE_BOOTSTRAP_EMAIL: creds.email,
-      EDGE_BOOTSTRAP_API_KEY: creds.apiKey,
-      EDGE_BOOTSTRAP_API_TOKEN: creds.token,
-    },
+    env: { ...process.env, ...bootstrapEnv(creds) },
     stdio: ["ignore", openSync(logFile, "a"), openSync(logFile, "a")],
   });
   let endpoints;

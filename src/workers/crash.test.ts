@@ -1,10 +1,8 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startTestPlatform, type TestPlatform } from "../core/testing/platform.js";
-import { eventually, hit, logEntries, uploadScript } from "./test-helpers.js";
+import { eventually, hit, logEntries, uploadScript, withTempDir } from "./test-helpers.js";
 import { isRunning, procInfo } from "./workerd-leash.js";
 
 const CODE = `export default { fetch() { return new Response("alive"); } };`;
@@ -35,17 +33,8 @@ async function killOutright(p: TestPlatform): Promise<void> {
   await exited;
 }
 
-async function withStateDir(fn: (stateDir: string) => Promise<void>): Promise<void> {
-  const stateDir = mkdtempSync(join(tmpdir(), "edge-crash-"));
-  try {
-    await fn(stateDir);
-  } finally {
-    rmSync(stateDir, { recursive: true, force: true });
-  }
-}
-
 test("kill -9 of edgecli serve leaves no workerd running", async () => {
-  await withStateDir(async (stateDir) => {
+  await withTempDir("edge-crash-", async (stateDir) => {
     const p = await startTestPlatform({ stateDir });
     const pids = [await deployed(p, "crash-a"), await deployed(p, "crash-b")];
     await killOutright(p);
@@ -54,7 +43,7 @@ test("kill -9 of edgecli serve leaves no workerd running", async () => {
 });
 
 test("a restarted platform ends the workerd a killed one left behind", async () => {
-  await withStateDir(async (stateDir) => {
+  await withTempDir("edge-crash-", async (stateDir) => {
     // Without setpriv on PATH nothing ties workerd to the platform: the kill leaves a stray, as on such a host.
     const emptyPath = join(stateDir, "no-bin");
     const unleashed = await startTestPlatform({ stateDir, env: { PATH: emptyPath } });

@@ -1,11 +1,10 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { createLogger } from "../core/logger.js";
-import { eventually } from "./test-helpers.js";
+import { eventually, withTempDir } from "./test-helpers.js";
 import { isRunning, procInfo, WorkerdLeash } from "./workerd-leash.js";
 
 const log = createLogger({ level: "silent" });
@@ -15,17 +14,8 @@ function fakeWorkerd(configFile: string): ChildProcess {
   return spawn(process.execPath, ["-e", "setInterval(() => {}, 1000)", configFile], { stdio: "ignore" });
 }
 
-async function withDir(fn: (dir: string) => Promise<void>): Promise<void> {
-  const dir = mkdtempSync(join(tmpdir(), "leash-"));
-  try {
-    await fn(dir);
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
-}
-
 test("endStrays ends a recorded process, and leaves one whose start time or command line does not match", async () => {
-  await withDir(async (dir) => {
+  await withTempDir("leash-", async (dir) => {
     const pidDir = join(dir, "pids");
     const leash = WorkerdLeash.create(pidDir, log);
     const config = join(dir, "config.capnp");
@@ -52,7 +42,7 @@ test("endStrays ends a recorded process, and leaves one whose start time or comm
 const hasSetpriv = spawnSync("sh", ["-c", "command -v setpriv"]).status === 0;
 
 test("a leashed command dies with the process that started it", { skip: !hasSetpriv && "setpriv is not installed" }, async () => {
-  await withDir(async (dir) => {
+  await withTempDir("leash-", async (dir) => {
     // A parent that starts a leashed child, reports the child's pid and then waits to be killed.
     const leashModule = new URL("./workerd-leash.js", import.meta.url).href;
     const parent = spawn(
@@ -83,7 +73,7 @@ test("a leashed command dies with the process that started it", { skip: !hasSetp
 });
 
 test("a leashed command whose parent is not the process that built it refuses to run", { skip: !hasSetpriv && "setpriv is not installed" }, async () => {
-  await withDir(async (dir) => {
+  await withTempDir("leash-", async (dir) => {
     const c = WorkerdLeash.create(join(dir, "pids"), log).command("/bin/echo", ["ran"]);
     // sh runs it as its own child, so its parent is sh, as if this process had died before the signal was armed.
     const r = spawnSync("/bin/sh", ["-c", '"$@"; exit $?', "sh", c.file, ...c.args]);
@@ -94,7 +84,7 @@ test("a leashed command whose parent is not the process that built it refuses to
 });
 
 test("a leashed command gets exactly the environment it is given", { skip: !hasSetpriv && "setpriv is not installed" }, async () => {
-  await withDir(async (dir) => {
+  await withTempDir("leash-", async (dir) => {
     const c = WorkerdLeash.create(join(dir, "pids"), log).command("/usr/bin/env", []);
     assert.equal(spawnSync(c.file, c.args, { env: { ONLY: "this" } }).stdout.toString(), "ONLY=this\n");
   });
