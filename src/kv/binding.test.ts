@@ -21,7 +21,7 @@ const ACCOUNT = "b".repeat(32);
 before(async () => {
   dir = mkdtempSync(join(tmpdir(), "kv-binding-"));
   ({ store, close } = openLocalKvStore(dir));
-  ns = store.createNamespace(ACCOUNT, "binding").id;
+  ns = (await store.createNamespace(ACCOUNT, "binding")).id;
   const handler = createKvBindingHandler(store);
   server = createServer((req, res) => handler({ accountId: ACCOUNT, namespaceId: String(req.headers["x-ns"]) }, req, res));
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
@@ -133,7 +133,7 @@ test("bulk get: text, json and withMetadata; missing keys are null; at most 100 
 });
 
 test("a namespace of another account (or none) is 404 for every operation", async () => {
-  const foreign = store.createNamespace("someone-else", "theirs").id;
+  const foreign = (await store.createNamespace("someone-else", "theirs")).id;
   assert.equal((await send("GET", keyPath("x"), { namespace: foreign })).status, 404);
   assert.equal((await send("PUT", keyPath("x"), { namespace: foreign, body: "v" })).status, 404);
   assert.equal((await send("GET", "/", { namespace: "0".repeat(32) })).status, 404);

@@ -61,7 +61,7 @@ async function handle(store: KvStore, ns: KvBindingTarget, req: IncomingMessage,
     return send(res, 200, "");
   }
   if (method === "DELETE") {
-    store.delete(ns.namespaceId, key);
+    await store.delete(ns.namespaceId, key);
     return send(res, 200, "");
   }
   throw new ApiError(405, KvCodes.badRequest, `method ${method} is not part of the KV binding protocol`);

@@ -3,15 +3,7 @@ import { KV_LIMITS, KvCodes } from "./limits.js";
 import type { KvBulkEntry, KvStore } from "./store.js";
 import { parseUserJson } from "../core/http/json-input.js";
 
-/** Validates the bulk-write array entry by entry; the first bad entry rejects the whole request. */
-export function bulkEntries(body: unknown): KvBulkEntry[] {
-  if (!Array.isArray(body)) throw new ApiError(400, KvCodes.badRequest, "the body must be a JSON array of entries");
-  if (body.length > KV_LIMITS.bulkWriteEntries) {
-    throw new ApiError(413, KvCodes.tooManyEntries, `a bulk write holds at most ${KV_LIMITS.bulkWriteEntries} entries, got ${body.length}`);
-  }
-  return body.map((raw, i) => bulkEntry(raw, i));
-}
-
+/** Validates entry `i` of a bulk write (the API's streamed body, the CLI's file); throws a 400 naming it. */
 export function bulkEntry(raw: unknown, i: number): KvBulkEntry {
   const bad = (rule: string) => new ApiError(400, KvCodes.badRequest, `entry ${i}: ${rule}`);
   if (typeof raw !== "object" || raw === null || Array.isArray(raw)) throw bad("must be an object with key and value");

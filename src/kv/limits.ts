@@ -33,6 +33,8 @@ export const KvCodes = {
   tooManyEntries: 10026,
   invalidLimit: 10027,
   invalidCursor: 10030,
+  /** The hosted API's code for 429, "Please wait and consider throttling your request speed". */
+  throttled: 971,
 } as const;
 
 export function keyError(key: string): ApiError | undefined {

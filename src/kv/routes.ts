@@ -1,4 +1,5 @@
 import type { FastifyInstance, FastifyRequest } from "fastify";
+import type { Readable } from "node:stream";
 import { ApiError } from "../core/errors.js";
 import { ok } from "../core/http/envelope.js";
 import { formParts, registerMultipart } from "../core/http/multipart.js";
@@ -6,7 +7,9 @@ import { readPage, resultInfo } from "../core/http/pagination.js";
 import { requireAccount } from "../core/http/app.js";
 import { readLimited } from "./body.js";
 import { KV_LIMITS, KvCodes, numberParam } from "./limits.js";
-import { bulkEntries, bulkGet } from "./bulk.js";
+import { bulkGet } from "./bulk.js";
+import { BULK_BODY_LIMIT, type BulkWriter } from "./bulk-writer.js";
+import { jsonArrayElements } from "./json-array-stream.js";
 import { keyNotFound, namespaceNotFound, type KvStore } from "./store.js";
 import { parseUserJson } from "../core/http/json-input.js";
 
@@ -14,12 +17,10 @@ type Params = { accountId: string; namespaceId: string; key: string };
 type Query = Record<string, string | undefined>;
 
 const NS = "/accounts/:accountId/storage/kv/namespaces";
-/** A bulk write of 10,000 entries may carry up to 100 MB of JSON. */
-const BULK_BODY_LIMIT = 100 * 1024 * 1024;
 /** Room for the multipart framing and the metadata part around a maximal value. */
 const VALUE_BODY_LIMIT = KV_LIMITS.valueBytes + 64 * 1024;
 
-export function registerKvRoutes(app: FastifyInstance, store: KvStore): void {
+export function registerKvRoutes(app: FastifyInstance, store: KvStore, bulk: BulkWriter): void {
   /** Checks the caller's permission and that the namespace is the account's; returns its id. */
   const namespaceOf = (req: FastifyRequest, permission: "kv_read" | "kv_edit"): string => {
     const p = req.params as Params;
@@ -44,7 +45,7 @@ export function registerKvRoutes(app: FastifyInstance, store: KvStore): void {
   app.post(NS, async (req) => {
     const { accountId } = req.params as Params;
     requireAccount(req, accountId, "kv_edit");
-    return ok(store.createNamespace(accountId, titleOf(req.body)));
+    return ok(await store.createNamespace(accountId, titleOf(req.body)));
   });
 
   app.get(`${NS}/:namespaceId`, async (req) => {
@@ -58,13 +59,13 @@ export function registerKvRoutes(app: FastifyInstance, store: KvStore): void {
   app.put(`${NS}/:namespaceId`, async (req) => {
     const { accountId, namespaceId } = req.params as Params;
     requireAccount(req, accountId, "kv_edit");
-    return ok(store.renameNamespace(accountId, namespaceId, titleOf(req.body)));
+    return ok(await store.renameNamespace(accountId, namespaceId, titleOf(req.body)));
   });
 
   app.delete(`${NS}/:namespaceId`, async (req) => {
     const { accountId, namespaceId } = req.params as Params;
     requireAccount(req, accountId, "kv_edit");
-    store.deleteNamespace(accountId, namespaceId);
+    await store.deleteNamespace(accountId, namespaceId);
     return ok(null);
   });
 
@@ -96,31 +97,44 @@ export function registerKvRoutes(app: FastifyInstance, store: KvStore): void {
 
   app.delete(`${NS}/:namespaceId/values/:key`, async (req) => {
     const ns = namespaceOf(req, "kv_edit");
-    store.delete(ns, (req.params as Params).key);
+    await store.delete(ns, (req.params as Params).key);
     return ok(null);
   });
 
   // ---- bulk ----
 
-  app.put(`${NS}/:namespaceId/bulk`, { bodyLimit: BULK_BODY_LIMIT }, async (req) => {
-    const ns = namespaceOf(req, "kv_edit");
-    const entries = bulkEntries(req.body);
-    await store.putMany(ns, entries);
-    return ok({ successful_key_count: entries.length, unsuccessful_keys: [] });
-  });
+  // Bulk bodies (up to 100 MB) reach the handlers as the request stream and are parsed as they arrive: a bulk write
+  // by BulkWriter on its thread, a bulk delete's keys here (memory holds the keys, never the body).
+  void app.register(async (streamed) => {
+    streamed.removeAllContentTypeParsers();
+    streamed.addContentTypeParser("application/json", (_req, payload, done) => done(null, payload));
+    streamed.put(`${NS}/:namespaceId/bulk`, async (req, reply) => {
+      const ns = namespaceOf(req, "kv_edit");
+      try {
+        const count = await bulk.write(ns, req.body as Readable | undefined);
+        return ok({ successful_key_count: count, unsuccessful_keys: [] });
+      } catch (err) {
+        if (err instanceof ApiError && err.status === 429) void reply.header("retry-after", "5");
+        throw err;
+      }
+    });
 
-  const bulkDelete = async (req: FastifyRequest) => {
-    const ns = namespaceOf(req, "kv_edit");
-    const keys = req.body;
-    if (!Array.isArray(keys)) throw new ApiError(400, KvCodes.badRequest, "the body must be a JSON array of key strings");
-    if (keys.length > KV_LIMITS.bulkWriteEntries) {
-      throw new ApiError(413, KvCodes.tooManyEntries, `a bulk delete holds at most ${KV_LIMITS.bulkWriteEntries} keys, got ${keys.length}`);
-    }
-    store.deleteMany(ns, keys as string[]);
-    return ok({ successful_key_count: keys.length, unsuccessful_keys: [] });
-  };
-  app.post(`${NS}/:namespaceId/bulk/delete`, { bodyLimit: BULK_BODY_LIMIT }, bulkDelete);
-  app.delete(`${NS}/:namespaceId/bulk`, { bodyLimit: BULK_BODY_LIMIT }, bulkDelete);
+    const bulkDelete = async (req: FastifyRequest) => {
+      const ns = namespaceOf(req, "kv_edit");
+      const keys: unknown[] = [];
+      let count = 0;
+      for await (const key of jsonArrayElements(req.body as Readable | undefined, BULK_BODY_LIMIT)) {
+        if (++count <= KV_LIMITS.bulkWriteEntries) keys.push(key);
+      }
+      if (count > KV_LIMITS.bulkWriteEntries) {
+        throw new ApiError(413, KvCodes.tooManyEntries, `a bulk delete holds at most ${KV_LIMITS.bulkWriteEntries} keys, got ${count}`);
+      }
+      await store.deleteMany(ns, keys as string[]);
+      return ok({ successful_key_count: keys.length, unsuccessful_keys: [] });
+    };
+    streamed.post(`${NS}/:namespaceId/bulk/delete`, bulkDelete);
+    streamed.delete(`${NS}/:namespaceId/bulk`, bulkDelete);
+  });
 
   app.post(`${NS}/:namespaceId/bulk/get`, async (req) => {
     const ns = namespaceOf(req, "kv_read");

@@ -1,5 +1,6 @@
 import type { EdgeService, ServiceContext } from "../core/service.js";
 import { createKvBindingHandler, type KvBindingHandler } from "./binding.js";
+import { BulkWriter } from "./bulk-writer.js";
 import { KV_MIGRATIONS, SqliteKvStore, type KvStore } from "./store.js";
 
 export interface KvService extends EdgeService {
@@ -13,7 +14,10 @@ export interface KvService extends EdgeService {
 const CONTENT_GC_MS = 60 * 60 * 1000;
 
 export function createKvService(ctx: ServiceContext): KvService {
-  const store = new SqliteKvStore(ctx.openDb("kv", KV_MIGRATIONS), ctx.content("kv"));
+  const db = ctx.openDb("kv", KV_MIGRATIONS);
+  const content = ctx.content("kv");
+  const store = new SqliteKvStore(db, content);
+  const bulk = new BulkWriter(db, store, content, ctx.log);
   // Expired entries are invisible at once; the sweep only reclaims their space.
   const intervalMs = Math.max(0.1, Number(ctx.config.options["kv-purge-interval"] ?? 60)) * 1000;
   let timer: NodeJS.Timeout | undefined;
@@ -21,7 +25,7 @@ export function createKvService(ctx: ServiceContext): KvService {
   let running: Promise<unknown> = Promise.resolve();
 
   const sweep = async () => {
-    const purged = store.purgeExpired();
+    const purged = await store.purgeExpired();
     if (purged) ctx.log.debug({ purged }, "kv: purged expired entries");
     if (Date.now() - lastGc >= CONTENT_GC_MS) {
       lastGc = Date.now();
@@ -35,9 +39,10 @@ export function createKvService(ctx: ServiceContext): KvService {
     bindingHandler: createKvBindingHandler(store),
     async registerApi(app) {
       const { registerKvRoutes } = await import("./routes.js");
-      registerKvRoutes(app, store);
+      registerKvRoutes(app, store, bulk);
     },
     async start() {
+      bulk.cleanUpLeftovers();
       timer = setInterval(() => {
         running = sweep().catch((err: unknown) => ctx.log.warn({ err }, "kv: background purge failed"));
       }, intervalMs);
@@ -47,6 +52,7 @@ export function createKvService(ctx: ServiceContext): KvService {
       if (timer) clearInterval(timer);
       timer = undefined;
       await running;
+      await bulk.stop();
     },
   };
 }

@@ -29,16 +29,16 @@ const contentFiles = () =>
     .filter((d) => d !== "tmp")
     .flatMap((d) => readdirSync(join(dir, "content", "kv", d)));
 
-test("namespaces: create, unique title per account, rename, list order, delete", () => {
-  const a = store.createNamespace(ACCOUNT, "b-title");
-  const b = store.createNamespace(ACCOUNT, "a-title");
+test("namespaces: create, unique title per account, rename, list order, delete", async () => {
+  const a = await store.createNamespace(ACCOUNT, "b-title");
+  const b = await store.createNamespace(ACCOUNT, "a-title");
   assert.match(a.id, /^[0-9a-f]{32}$/);
-  assert.throws(
+  await assert.rejects(
     () => store.createNamespace(ACCOUNT, "b-title"),
     (e) => code(e) === 10014,
   );
   // The same title in another account is fine.
-  store.createNamespace("other", "b-title");
+  await store.createNamespace("other", "b-title");
   const byTitle = store.listNamespaces(ACCOUNT, { order: "title" });
   assert.deepEqual(
     byTitle.namespaces.map((n) => n.title),
@@ -50,25 +50,25 @@ test("namespaces: create, unique title per account, rename, list order, delete",
     desc.namespaces.map((n) => n.title),
     ["a-title"],
   );
-  assert.throws(
+  await assert.rejects(
     () => store.renameNamespace(ACCOUNT, a.id, "a-title"),
     (e) => code(e) === 10014,
   );
-  assert.equal(store.renameNamespace(ACCOUNT, a.id, "c-title").title, "c-title");
-  assert.throws(
+  assert.equal((await store.renameNamespace(ACCOUNT, a.id, "c-title")).title, "c-title");
+  await assert.rejects(
     () => store.renameNamespace("other", a.id, "x"),
     (e) => code(e) === 10013,
   );
-  store.deleteNamespace(ACCOUNT, b.id);
+  await store.deleteNamespace(ACCOUNT, b.id);
   assert.equal(store.getNamespace(ACCOUNT, b.id), undefined);
-  assert.throws(
+  await assert.rejects(
     () => store.deleteNamespace(ACCOUNT, b.id),
     (e) => code(e) === 10013,
   );
 });
 
 test("values round-trip byte for byte, with metadata and expiration; big ones live in the content store", async () => {
-  const ns = store.createNamespace(ACCOUNT, "values").id;
+  const ns = (await store.createNamespace(ACCOUNT, "values")).id;
   const bin = Buffer.from([0, 255, 1, 128, 10, 13]);
   await store.put(ns, "bin", bin, { metadata: { a: "é" }, expirationTtl: 3600 });
   const got = await store.get(ns, "bin");
@@ -85,13 +85,13 @@ test("values round-trip byte for byte, with metadata and expiration; big ones li
   await store.put(ns, "big", Buffer.from("small"));
   assert.equal(contentFiles().length, before);
   await store.put(ns, "big", big);
-  store.delete(ns, "big");
+  await store.delete(ns, "big");
   assert.equal(contentFiles().length, before);
   assert.equal(await store.get(ns, "big"), null);
 });
 
 test("limits: key length and names, value size, metadata size, ttl and expiration", async () => {
-  const ns = store.createNamespace(ACCOUNT, "limits").id;
+  const ns = (await store.createNamespace(ACCOUNT, "limits")).id;
   const put = (key: string, value: Buffer, opts = {}) => store.put(ns, key, value, opts);
   await put("k".repeat(512), Buffer.from("ok"));
   // 512 bytes counts UTF-8 bytes, not characters.
@@ -121,7 +121,7 @@ test("limits: key length and names, value size, metadata size, ttl and expiratio
 });
 
 test("listing is in byte order, by prefix, across pages with an opaque cursor", async () => {
-  const ns = store.createNamespace(ACCOUNT, "listing").id;
+  const ns = (await store.createNamespace(ACCOUNT, "listing")).id;
   const keys = ["p/b", "p/a", "p/ä", "p/Z", "p/😀", "p0", "q", "p/"];
   for (const k of keys) await store.put(ns, k, Buffer.from(k));
   const all = store.list(ns, {});
@@ -155,13 +155,13 @@ test("listing is in byte order, by prefix, across pages with an opaque cursor", 
 });
 
 test("expired keys are invisible at once and purged later", async () => {
-  const ns = store.createNamespace(ACCOUNT, "expiry").id;
+  const ns = (await store.createNamespace(ACCOUNT, "expiry")).id;
   await store.put(ns, "soon", Buffer.from("x"), { expirationTtl: 60 });
   await store.put(ns, "big-soon", Buffer.alloc(KV_LIMITS.inlineValueBytes + 10), { expirationTtl: 60 });
   await store.put(ns, "keep", Buffer.from("y"));
   const files = contentFiles().length;
   // Pretend time moved on by purging "as of" two minutes from now: rows go, and their content files with them.
-  assert.ok(store.purgeExpired(now() + 120) >= 2);
+  assert.ok((await store.purgeExpired(now() + 120)) >= 2);
   assert.equal(contentFiles().length, files - 1);
   assert.deepEqual(
     store.list(ns).keys.map((k) => k.name),
@@ -171,7 +171,7 @@ test("expired keys are invisible at once and purged later", async () => {
 });
 
 test("bulk put and delete are all or nothing, errors name the entry", async () => {
-  const ns = store.createNamespace(ACCOUNT, "bulk").id;
+  const ns = (await store.createNamespace(ACCOUNT, "bulk")).id;
   const entries = Array.from({ length: 5 }, (_, i) => ({ key: `k${i}`, value: Buffer.from(`v${i}`) }));
   entries[3] = { key: "k3", value: Buffer.from("x"), expirationTtl: 5 } as never;
   await assert.rejects(store.putMany(ns, entries), (e: ApiError) => /^entry 3: expiration_ttl/.test(e.message));
@@ -179,12 +179,12 @@ test("bulk put and delete are all or nothing, errors name the entry", async () =
   entries[3] = { key: "k3", value: Buffer.from("v3") };
   await store.putMany(ns, entries);
   assert.equal(store.list(ns).keys.length, 5);
-  assert.throws(
+  await assert.rejects(
     () => store.deleteMany(ns, ["k0", "x".repeat(600)]),
     (e) => /^entry 1: /.test((e as Error).message),
   );
   assert.equal(store.list(ns).keys.length, 5);
-  store.deleteMany(ns, ["k0", "k1", "nope"]);
+  await store.deleteMany(ns, ["k0", "k1", "nope"]);
   assert.deepEqual(
     store.list(ns).keys.map((k) => k.name),
     ["k2", "k3", "k4"],
@@ -196,17 +196,17 @@ test("bulk put and delete are all or nothing, errors name the entry", async () =
 });
 
 test("deleting a namespace removes its entries and their content files", async () => {
-  const ns = store.createNamespace(ACCOUNT, "doomed").id;
+  const ns = (await store.createNamespace(ACCOUNT, "doomed")).id;
   const files = contentFiles().length;
   await store.put(ns, "big", Buffer.alloc(KV_LIMITS.inlineValueBytes * 2));
   assert.equal(contentFiles().length, files + 1);
-  store.deleteNamespace(ACCOUNT, ns);
+  await store.deleteNamespace(ACCOUNT, ns);
   assert.equal(contentFiles().length, files);
   assert.equal(await store.get(ns, "big"), null);
 });
 
 test("content gc removes files no entry names (a crash between file and commit) and keeps live ones", async () => {
-  const ns = store.createNamespace(ACCOUNT, "gc").id;
+  const ns = (await store.createNamespace(ACCOUNT, "gc")).id;
   await store.put(ns, "live", Buffer.alloc(KV_LIMITS.inlineValueBytes + 1, 3));
   const { FileContentStore } = await import("../core/content/content-store.js");
   const orphan = await new FileContentStore(join(dir, "content", "kv")).put(Buffer.from("left behind"));

@@ -73,11 +73,11 @@ export interface NamespaceListOptions {
  * the namespace belongs to the account first (getNamespace).
  */
 export interface KvStore {
-  createNamespace(accountId: string, title: string): KvNamespace;
+  createNamespace(accountId: string, title: string): Promise<KvNamespace>;
   getNamespace(accountId: string, namespaceId: string): KvNamespace | undefined;
   listNamespaces(accountId: string, opts?: NamespaceListOptions): NamespacePage;
-  renameNamespace(accountId: string, namespaceId: string, title: string): KvNamespace;
-  deleteNamespace(accountId: string, namespaceId: string): void;
+  renameNamespace(accountId: string, namespaceId: string, title: string): Promise<KvNamespace>;
+  deleteNamespace(accountId: string, namespaceId: string): Promise<void>;
 
   get(namespaceId: string, key: string): Promise<KvEntry | null>;
   /** Bulk get: every key once, in order; missing or expired keys map to null. */
@@ -86,13 +86,13 @@ export interface KvStore {
   /** All or nothing: every entry is validated before anything is written; errors name the entry index. */
   putMany(namespaceId: string, entries: readonly KvBulkEntry[]): Promise<void>;
   /** Deleting a missing key is not an error. */
-  delete(namespaceId: string, key: string): void;
+  delete(namespaceId: string, key: string): Promise<void>;
   /** All or nothing: every key is validated first. */
-  deleteMany(namespaceId: string, keys: readonly string[]): void;
+  deleteMany(namespaceId: string, keys: readonly string[]): Promise<void>;
   list(namespaceId: string, opts?: KvListOptions): KvListResult;
 
   /** Removes expired entries (they are already invisible); returns how many went. */
-  purgeExpired(nowSeconds?: number): number;
+  purgeExpired(nowSeconds?: number): Promise<number>;
   /** Removes content files no entry names (left behind by a crash between file write and commit). */
   gcContent(graceMs?: number): Promise<number>;
 }
@@ -120,6 +120,23 @@ export const KV_MIGRATIONS: readonly Migration[] = [
    ) WITHOUT ROWID;
    CREATE INDEX entries_expiration ON entries (expiration) WHERE expiration IS NOT NULL;
    CREATE INDEX entries_content ON entries (content_id) WHERE content_id IS NOT NULL;`,
+  // Bulk writes stage their values here in short transactions while the body streams in (bulk-staging.ts); one last
+  // transaction points the entries at them (blob_id), so a bulk write is seen whole or not at all without its bytes
+  // being copied while the write lock is held. A blob lives exactly as long as the entry naming it: the triggers
+  // delete it when the entry lets go of it (overwrite, delete, expiry purge, namespace delete).
+  // bulk_writes lists bulk writes under way; their blobs are not yet named by any entry. AUTOINCREMENT: an id is never
+  // reused, so a bulk write's id names only its own blobs.
+  `CREATE TABLE bulk_writes (id INTEGER PRIMARY KEY AUTOINCREMENT, started_at INTEGER NOT NULL);
+   CREATE TABLE blobs (id INTEGER PRIMARY KEY, bulk_id INTEGER NOT NULL, value BLOB NOT NULL);
+   CREATE INDEX blobs_bulk ON blobs (bulk_id);
+   ALTER TABLE entries ADD COLUMN blob_id INTEGER;
+   CREATE INDEX entries_blob ON entries (blob_id) WHERE blob_id IS NOT NULL;
+   CREATE TRIGGER entries_blob_replaced AFTER UPDATE OF blob_id ON entries
+     WHEN old.blob_id IS NOT NULL AND old.blob_id IS NOT new.blob_id
+     BEGIN DELETE FROM blobs WHERE id = old.blob_id; END;
+   CREATE TRIGGER entries_blob_deleted AFTER DELETE ON entries
+     WHEN old.blob_id IS NOT NULL
+     BEGIN DELETE FROM blobs WHERE id = old.blob_id; END;`,
 ];
 
 const nowSeconds = () => Math.floor(Date.now() / 1000);
@@ -175,8 +192,53 @@ export function prepareEntry(key: string, value: Buffer, opts: KvPutOptions, whe
 
 type Prepared = ReturnType<typeof prepareEntry>;
 
+/** One entry as it is committed: its value inline (`value`), in the content store (`contentId`) or a staged blob (`blobId`). */
+export interface CommitRow {
+  key: Buffer;
+  expiration: number | null;
+  metadata: string | null;
+  size: number;
+  value: Buffer | null;
+  contentId: string | null;
+  blobId: number | null;
+}
+
+/** The statements that commit entries, prepared on one connection (the store's, or the bulk writer thread's). */
+export class EntryWriter {
+  private readonly nsExists;
+  private readonly oldContent;
+  private readonly upsert;
+
+  constructor(db: Db) {
+    this.nsExists = db.prepare<[string], { id: string }>("SELECT id FROM namespaces WHERE id = ?");
+    this.oldContent = db.prepare<[string, Buffer], { content_id: string | null }>("SELECT content_id FROM entries WHERE ns_id = ? AND key = ?");
+    this.upsert = db.prepare(
+      `INSERT INTO entries (ns_id, key, expiration, metadata, size, content_id, value, blob_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+       ON CONFLICT (ns_id, key) DO UPDATE SET expiration = excluded.expiration, metadata = excluded.metadata,
+         size = excluded.size, content_id = excluded.content_id, value = excluded.value, blob_id = excluded.blob_id`,
+    );
+  }
+
+  /**
+   * Inside a write transaction: writes `rows` into `namespaceId` (404 once the namespace is gone) and returns the
+   * content ids they replaced, to delete after the commit. A replaced blob goes with the row (see the triggers).
+   */
+  upsertAll(namespaceId: string, rows: readonly CommitRow[]): string[] {
+    if (!this.nsExists.get(namespaceId)) throw namespaceNotFound();
+    const replaced: string[] = [];
+    for (const r of rows) {
+      const prev = this.oldContent.get(namespaceId, r.key);
+      if (prev?.content_id) replaced.push(prev.content_id);
+      this.upsert.run(namespaceId, r.key, r.expiration, r.metadata, r.size, r.contentId, r.value, r.blobId);
+    }
+    return replaced;
+  }
+}
+
 export class SqliteKvStore implements KvStore {
   private readonly s;
+  private readonly writer: EntryWriter;
+  private writeQueue: Promise<unknown> = Promise.resolve();
 
   constructor(
     private readonly db: Db,
@@ -192,13 +254,9 @@ export class SqliteKvStore implements KvStore {
       nsDelete: db.prepare("DELETE FROM namespaces WHERE account_id = ? AND id = ?"),
       nsContent: db.prepare<[string], { content_id: string }>("SELECT content_id FROM entries WHERE ns_id = ? AND content_id IS NOT NULL"),
       get: db.prepare<[string, Buffer, number], EntryRow>(
-        "SELECT expiration, metadata, content_id, value FROM entries WHERE ns_id = ? AND key = ? AND (expiration IS NULL OR expiration > ?)",
-      ),
-      oldContent: db.prepare<[string, Buffer], { content_id: string | null }>("SELECT content_id FROM entries WHERE ns_id = ? AND key = ?"),
-      upsert: db.prepare(
-        `INSERT INTO entries (ns_id, key, expiration, metadata, size, content_id, value) VALUES (?, ?, ?, ?, ?, ?, ?)
-         ON CONFLICT (ns_id, key) DO UPDATE SET expiration = excluded.expiration, metadata = excluded.metadata,
-           size = excluded.size, content_id = excluded.content_id, value = excluded.value`,
+        `SELECT e.expiration, e.metadata, e.content_id, coalesce(e.value, b.value) AS value
+         FROM entries e LEFT JOIN blobs b ON b.id = e.blob_id
+         WHERE e.ns_id = ? AND e.key = ? AND (e.expiration IS NULL OR e.expiration > ?)`,
       ),
       del: db.prepare<[string, Buffer], { content_id: string | null }>("DELETE FROM entries WHERE ns_id = ? AND key = ? RETURNING content_id"),
       purge: db.prepare<[number], { content_id: string | null }>(
@@ -207,19 +265,33 @@ export class SqliteKvStore implements KvStore {
       ),
       contentLive: db.prepare<[string], { x: number }>("SELECT 1 AS x FROM entries WHERE content_id = ? LIMIT 1"),
     };
+    this.writer = new EntryWriter(db);
+  }
+
+  /**
+   * Runs `fn` (a write) once the writes before it are done. Every write of this store goes through here, and so do
+   * the bulk writer thread's transactions (bulk-writer.ts), so a write waits for that thread's transaction by awaiting
+   * here instead of blocking the event loop in SQLite's busy handler.
+   */
+  exclusive<T>(fn: () => T | Promise<T>): Promise<T> {
+    const run = this.writeQueue.then(fn);
+    this.writeQueue = run.catch(() => undefined);
+    return run;
   }
 
   // ---- namespaces ----
 
-  createNamespace(accountId: string, title: string): KvNamespace {
+  async createNamespace(accountId: string, title: string): Promise<KvNamespace> {
     checkTitle(title);
     const id = randomBytes(16).toString("hex");
-    try {
-      this.s.nsInsert.run(id, accountId, title, Date.now());
-    } catch (e) {
-      if ((e as { code?: string }).code === "SQLITE_CONSTRAINT_UNIQUE") throw titleExists(title);
-      throw e;
-    }
+    await this.exclusive(() => {
+      try {
+        this.s.nsInsert.run(id, accountId, title, Date.now());
+      } catch (e) {
+        if ((e as { code?: string }).code === "SQLITE_CONSTRAINT_UNIQUE") throw titleExists(title);
+        throw e;
+      }
+    });
     return { id, title, supports_url_encoding: true };
   }
 
@@ -255,24 +327,28 @@ export class SqliteKvStore implements KvStore {
     };
   }
 
-  renameNamespace(accountId: string, namespaceId: string, title: string): KvNamespace {
+  async renameNamespace(accountId: string, namespaceId: string, title: string): Promise<KvNamespace> {
     checkTitle(title);
-    if (!this.getNamespace(accountId, namespaceId)) throw namespaceNotFound();
-    const other = this.s.nsByTitle.get(accountId, title);
-    if (other && other.id !== namespaceId) throw titleExists(title);
-    this.s.nsRename.run(title, accountId, namespaceId);
+    await this.exclusive(() => {
+      if (!this.getNamespace(accountId, namespaceId)) throw namespaceNotFound();
+      const other = this.s.nsByTitle.get(accountId, title);
+      if (other && other.id !== namespaceId) throw titleExists(title);
+      this.s.nsRename.run(title, accountId, namespaceId);
+    });
     return { id: namespaceId, title, supports_url_encoding: true };
   }
 
-  deleteNamespace(accountId: string, namespaceId: string): void {
-    const contentIds = this.db
-      .transaction(() => {
-        if (!this.getNamespace(accountId, namespaceId)) throw namespaceNotFound();
-        const ids = this.s.nsContent.all(namespaceId).map((r) => r.content_id);
-        this.s.nsDelete.run(accountId, namespaceId);
-        return ids;
-      })
-      .immediate();
+  async deleteNamespace(accountId: string, namespaceId: string): Promise<void> {
+    const contentIds = await this.exclusive(() =>
+      this.db
+        .transaction(() => {
+          if (!this.getNamespace(accountId, namespaceId)) throw namespaceNotFound();
+          const ids = this.s.nsContent.all(namespaceId).map((r) => r.content_id);
+          this.s.nsDelete.run(accountId, namespaceId);
+          return ids;
+        })
+        .immediate(),
+    );
     this.dropContent(contentIds);
   }
 
@@ -332,21 +408,13 @@ export class SqliteKvStore implements KvStore {
       this.dropContent([...contentIds.values()]);
       throw err;
     }
+    const rows = entries.map((e): CommitRow => {
+      const contentId = contentIds.get(e) ?? null;
+      return { key: e.key, expiration: e.expiration, metadata: e.metadata, size: e.value.length, contentId, value: contentId ? null : e.value, blobId: null };
+    });
     let replaced: string[];
     try {
-      replaced = this.db
-        .transaction(() => {
-          if (!this.s.nsExists.get(namespaceId)) throw namespaceNotFound();
-          const old: string[] = [];
-          for (const e of entries) {
-            const prev = this.s.oldContent.get(namespaceId, e.key);
-            if (prev?.content_id) old.push(prev.content_id);
-            const cid = contentIds.get(e) ?? null;
-            this.s.upsert.run(namespaceId, e.key, e.expiration, e.metadata, e.value.length, cid, cid ? null : e.value);
-          }
-          return old;
-        })
-        .immediate();
+      replaced = await this.exclusive(() => this.db.transaction(() => this.writer.upsertAll(namespaceId, rows)).immediate());
     } catch (err) {
       this.dropContent([...contentIds.values()]);
       throw err;
@@ -354,29 +422,31 @@ export class SqliteKvStore implements KvStore {
     this.dropContent(replaced);
   }
 
-  delete(namespaceId: string, key: string): void {
+  async delete(namespaceId: string, key: string): Promise<void> {
     checkKey(key);
-    const row = this.s.del.get(namespaceId, Buffer.from(key, "utf8"));
+    const row = await this.exclusive(() => this.s.del.get(namespaceId, Buffer.from(key, "utf8")));
     if (row?.content_id) this.dropContent([row.content_id]);
   }
 
-  deleteMany(namespaceId: string, keys: readonly string[]): void {
+  async deleteMany(namespaceId: string, keys: readonly string[]): Promise<void> {
     const bufs = keys.map((k, i) => {
       if (typeof k !== "string") throw new ApiError(400, KvCodes.invalidKey, `entry ${i}: key must be a string`);
       const e = keyError(k);
       if (e) throw new ApiError(e.status, e.errors[0]!.code, `entry ${i}: ${e.message}`);
       return Buffer.from(k, "utf8");
     });
-    const dropped = this.db
-      .transaction(() => {
-        const ids: string[] = [];
-        for (const b of bufs) {
-          const row = this.s.del.get(namespaceId, b);
-          if (row?.content_id) ids.push(row.content_id);
-        }
-        return ids;
-      })
-      .immediate();
+    const dropped = await this.exclusive(() =>
+      this.db
+        .transaction(() => {
+          const ids: string[] = [];
+          for (const b of bufs) {
+            const row = this.s.del.get(namespaceId, b);
+            if (row?.content_id) ids.push(row.content_id);
+          }
+          return ids;
+        })
+        .immediate(),
+    );
     this.dropContent(dropped);
   }
 
@@ -426,10 +496,10 @@ export class SqliteKvStore implements KvStore {
     return st;
   }
 
-  purgeExpired(now = nowSeconds()): number {
+  async purgeExpired(now = nowSeconds()): Promise<number> {
     let total = 0;
     for (;;) {
-      const rows = this.s.purge.all(now);
+      const rows = await this.exclusive(() => this.s.purge.all(now));
       this.dropContent(rows.flatMap((r) => (r.content_id ? [r.content_id] : [])));
       total += rows.length;
       if (rows.length < 1000) return total;
@@ -441,7 +511,7 @@ export class SqliteKvStore implements KvStore {
   }
 
   /** Content is deleted only after the rows naming it are gone; a failure here leaves an orphan for gc. */
-  private dropContent(ids: readonly string[]): void {
+  dropContent(ids: readonly string[]): void {
     for (const id of ids) {
       try {
         this.content.deleteSync(id);

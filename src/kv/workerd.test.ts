@@ -59,7 +59,7 @@ export default {
 before(async () => {
   dir = mkdtempSync(join(tmpdir(), "kv-workerd-"));
   ({ store, close } = openLocalKvStore(join(dir, "state")));
-  ns = store.createNamespace(ACCOUNT, "workerd").id;
+  ns = (await store.createNamespace(ACCOUNT, "workerd")).id;
   const handler = createKvBindingHandler(store);
   workerd = await startBoundWorkerd({
     script: SCRIPT,

@@ -8,6 +8,7 @@ import { ScriptRuntime } from "./script-runtime.js";
 import { SocketDir } from "./socket-dir.js";
 import type { WorkersStore } from "./store.js";
 import { probeWorkerd, type WorkerdBinary } from "./workerd-binary.js";
+import { WorkerdLeash } from "./workerd-leash.js";
 
 /** All running scripts, by name (names are unique platform-wide), and the binding server they call. */
 export class WorkersRuntime {
@@ -15,6 +16,7 @@ export class WorkersRuntime {
   readonly bindings: BindingServer;
   private sockets?: SocketDir;
   private binary?: WorkerdBinary;
+  private leash?: WorkerdLeash;
 
   constructor(
     private readonly store: WorkersStore,
@@ -33,11 +35,17 @@ export class WorkersRuntime {
       b.type === "r2_bucket" ? { kind: "r2", accountId, bucketName: b.bucket_name } : { kind: "kv", accountId, namespaceId: b.namespace_id },
     );
 
-  /** Starts the binding server and every stored script; a script workerd refuses is logged and skipped. */
+  /**
+   * Starts the binding server and every stored script; a script workerd refuses is logged and skipped. First it ends
+   * any workerd a platform killed outright left running on this state directory.
+   */
   async start(): Promise<void> {
     this.binary = await probeWorkerd(this.workerdPath);
     this.log.info({ workerd: this.binary.path, newest_compatibility_date: this.binary.newestCompatibilityDate }, "workerd found");
+    const pidDir = join(this.runDir, "_pids");
+    await WorkerdLeash.endStrays(pidDir, this.log);
     rmSync(this.runDir, { recursive: true, force: true });
+    this.leash = WorkerdLeash.create(pidDir, this.log);
     this.sockets = new SocketDir(this.runDir);
     await this.bindings.start(this.sockets.next("bindings"));
     this.log.info({ address: this.bindings.listenAddress }, "worker binding server listening");
@@ -58,8 +66,15 @@ export class WorkersRuntime {
     let rt = this.runtimes.get(name);
     const fresh = !rt;
     if (!rt) {
-      if (!this.sockets || !this.binary) throw new Error("workers runtime is not started");
-      rt = new ScriptRuntime(name, { dir: join(this.runDir, name), log: this.log, sockets: this.sockets, workerd: this.binary, bindingTarget: this.target });
+      if (!this.sockets || !this.binary || !this.leash) throw new Error("workers runtime is not started");
+      rt = new ScriptRuntime(name, {
+        dir: join(this.runDir, name),
+        log: this.log,
+        sockets: this.sockets,
+        workerd: this.binary,
+        leash: this.leash,
+        bindingTarget: this.target,
+      });
       this.runtimes.set(name, rt);
     }
     try {

@@ -5,6 +5,7 @@ import { secretEnvironment, workerdConfig, type BindingTarget, type StorageBindi
 import type { RunnableScript } from "./model.js";
 import type { SocketDir } from "./socket-dir.js";
 import { effectiveCompatibilityDate, type WorkerdBinary } from "./workerd-binary.js";
+import type { WorkerdLeash } from "./workerd-leash.js";
 import { WorkerdProcess } from "./workerd-process.js";
 
 export interface ScriptRuntimeOptions {
@@ -14,6 +15,8 @@ export interface ScriptRuntimeOptions {
   /** Where each workerd process gets its own unix socket. */
   sockets: SocketDir;
   workerd: WorkerdBinary;
+  /** Makes each workerd die with the platform and lets the next start end any that did not. */
+  leash: WorkerdLeash;
   bindingTarget(accountId: string, binding: StorageBinding): BindingTarget;
 }
 
@@ -123,7 +126,9 @@ export class ScriptRuntime {
   }
 
   private spawn(version: Version): Promise<WorkerdProcess> {
-    return WorkerdProcess.start(this.opts.workerd.path, version.file, version.env, this.opts.sockets.next("workerd"), this.opts.log, this.tag);
+    return WorkerdProcess.start(this.opts.workerd.path, version.file, version.env, this.opts.sockets.next("workerd"), this.opts.log, this.tag, {
+      leash: this.opts.leash,
+    });
   }
 
   private adopt(proc: WorkerdProcess, version: Version): void {

@@ -1,3 +1,6 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { request } from "undici";
 import { startTestPlatform, type TestPlatform } from "../core/testing/platform.js";
 
@@ -65,4 +68,14 @@ export function logEntries(p: TestPlatform): Record<string, any>[] {
 /** The real platform on free ports only (the DNS listener too), so test files can run side by side. */
 export function startPlatform(): Promise<TestPlatform> {
   return startTestPlatform({ args: ["--dns-port", "0"] });
+}
+
+/** Runs `fn` with a fresh temporary directory, removed afterwards whatever happens. */
+export async function withTempDir(prefix: string, fn: (dir: string) => Promise<void>): Promise<void> {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  try {
+    await fn(dir);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 }

@@ -3,6 +3,7 @@ import { rmSync } from "node:fs";
 import { createInterface } from "node:readline";
 import { Pool } from "undici";
 import type { Logger } from "../core/logger.js";
+import type { WorkerdLeash } from "./workerd-leash.js";
 
 export class WorkerdStartError extends Error {}
 
@@ -43,7 +44,7 @@ export class WorkerdProcess {
 
   /**
    * Spawns workerd (`binary`) on `configFile` with exactly `env` as its environment, and resolves once it
-   * listens at `socketPath`; rejects with workerd's own error text.
+   * listens at `socketPath`; rejects with workerd's own error text. With a `leash`, it dies with this process.
    */
   static start(
     binary: string,
@@ -52,12 +53,17 @@ export class WorkerdProcess {
     socketPath: string,
     log: Logger,
     tag: Record<string, unknown>,
-    timeoutMs = 20_000,
+    opts: { leash?: WorkerdLeash; timeoutMs?: number } = {},
   ): Promise<WorkerdProcess> {
-    const child = spawn(binary, ["serve", configFile, "--control-fd=3", "--socket-addr", `http=unix:${socketPath}`], {
-      stdio: ["ignore", "pipe", "pipe", "pipe"],
-      env,
-    });
+    const args = ["serve", configFile, "--control-fd=3", "--socket-addr", `http=unix:${socketPath}`];
+    const command = opts.leash?.command(binary, args) ?? { file: binary, args };
+    const child = spawn(command.file, command.args, { stdio: ["ignore", "pipe", "pipe", "pipe"], env });
+    const pid = child.pid;
+    if (pid !== undefined && opts.leash) {
+      const leash = opts.leash;
+      leash.spawned(pid, configFile);
+      child.once("exit", () => leash.exited(pid));
+    }
     const errLines: string[] = [];
     createInterface({ input: child.stdout! }).on("line", (line) => log.info({ ...tag, stream: "stdout" }, line));
     createInterface({ input: child.stderr! }).on("line", (line) => {
@@ -71,12 +77,13 @@ export class WorkerdProcess {
         rmSync(socketPath, { force: true });
         reject(new WorkerdStartError(`${why}${errLines.length ? `: ${errLines.join("\n")}` : ""}`));
       };
-      const timer = setTimeout(() => fail("workerd did not start listening in time"), timeoutMs);
+      const timer = setTimeout(() => fail("workerd did not start listening in time"), opts.timeoutMs ?? 20_000);
       child.once("error", (e) => fail(`could not run workerd (${e.message})`));
-      child.once("exit", (code, signal) => {
+      const exitedEarly = (code: number | null, signal: NodeJS.Signals | null) => {
         // Let the last stderr lines arrive before reporting them.
         setTimeout(() => fail(`workerd exited during startup (${signal ?? `code ${code}`})`), 50);
-      });
+      };
+      child.once("exit", exitedEarly);
       createInterface({ input: child.stdio[3] as NodeJS.ReadableStream }).on("line", (line) => {
         let ev: { event?: string; socket?: string };
         try {
@@ -86,7 +93,7 @@ export class WorkerdProcess {
         }
         if (ev.event === "listen" && ev.socket === "http") {
           clearTimeout(timer);
-          child.removeAllListeners("exit");
+          child.off("exit", exitedEarly);
           resolve(new WorkerdProcess(child, socketPath));
         }
       });

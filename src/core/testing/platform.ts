@@ -64,6 +64,16 @@ const alnum = (n: number) =>
     .slice(0, n)
     .padEnd(n, "x");
 
+/** The environment that makes the first start of a state directory bootstrap exactly these credentials. */
+export function bootstrapEnv(creds: { accountId: string; email: string; apiKey: string; token: string }): NodeJS.ProcessEnv {
+  return {
+    EDGE_BOOTSTRAP_ACCOUNT_ID: creds.accountId,
+    EDGE_BOOTSTRAP_EMAIL: creds.email,
+    EDGE_BOOTSTRAP_API_KEY: creds.apiKey,
+    EDGE_BOOTSTRAP_API_TOKEN: creds.token,
+  };
+}
+
 /** Runs `edgecli` as a child process and collects its output. */
 export function runCli(args: string[], opts: { input?: string | Buffer; env?: NodeJS.ProcessEnv; cwd?: string } = {}): Promise<CliResult> {
   return new Promise((resolve, reject) => {
@@ -106,14 +116,7 @@ export async function startTestPlatform(opts: TestPlatformOptions = {}): Promise
     process.execPath,
     [...(opts.nodeArgs ?? []), CLI_PATH, "serve", "--port", "0", ...freePorts, ...dnsWorkers, "--state-dir", stateDir, ...args],
     {
-      env: {
-        ...process.env,
-        EDGE_BOOTSTRAP_ACCOUNT_ID: creds.accountId,
-        EDGE_BOOTSTRAP_EMAIL: creds.email,
-        EDGE_BOOTSTRAP_API_KEY: creds.apiKey,
-        EDGE_BOOTSTRAP_API_TOKEN: creds.token,
-        ...opts.env,
-      },
+      env: { ...process.env, ...bootstrapEnv(creds), ...opts.env },
       stdio: ["ignore", "pipe", "pipe"],
     },
   );

@@ -80,7 +80,7 @@ export class LocalKvBackend implements KvCliBackend {
   }
 
   async delete(key: string): Promise<void> {
-    this.store.delete(this.namespaceId, key);
+    await this.store.delete(this.namespaceId, key);
   }
 
   async putMany(entries: readonly KvBulkEntry[], progress: (done: number) => void): Promise<void> {
@@ -92,7 +92,7 @@ export class LocalKvBackend implements KvCliBackend {
   }
 
   async deleteMany(keys: readonly string[], progress: (done: number) => void): Promise<void> {
-    this.store.deleteMany(this.namespaceId, keys);
+    await this.store.deleteMany(this.namespaceId, keys);
     progress(keys.length);
   }
 
