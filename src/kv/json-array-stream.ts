@@ -1,5 +1,6 @@
 import { JSONParser } from "@streamparser/json";
 import { ApiError, Codes } from "../core/errors.js";
+import { checkUserValue, MAX_JSON_DEPTH } from "../core/http/json-input.js";
 import { KvCodes } from "./limits.js";
 
 /**
@@ -13,15 +14,21 @@ const isWhitespace = (b: number) => b === 0x20 || b === 0x0a || b === 0x0d || b 
 
 /**
  * The elements of the JSON array a request body carries, each parsed as soon as its last byte arrives: memory holds
- * one element and the parser's buffer, never the whole body. @streamparser/json does the parsing (a `__proto__` key
- * becomes an own property, as with JSON.parse; invalid UTF-8 is an error). Throws ApiError: 413 past `limitBytes`,
+ * one element and the parser's buffer, never the whole body. @streamparser/json does the parsing (invalid UTF-8 is an
+ * error); each element then obeys the rules of every user JSON (checkUserValue: depth, no `__proto__` keys). Throws ApiError: 413 past `limitBytes`,
  * 400 when the body is not one JSON array (or there is no body).
  */
 export async function* jsonArrayElements(chunks: AsyncIterable<Uint8Array> | undefined, limitBytes: number): AsyncGenerator<unknown, void, undefined> {
   if (!chunks) throw notAnArray();
   const parser = new JSONParser({ paths: ["$.*"], keepStack: false });
   let ready: unknown[] = [];
+  let rejected: unknown;
   parser.onValue = ({ value }) => {
+    try {
+      checkUserValue(value, MAX_JSON_DEPTH - 1); // the array around the elements is one level
+    } catch (e) {
+      rejected ??= e;
+    }
     ready.push(value);
   };
   const iterator = chunks[Symbol.asyncIterator]();
@@ -43,6 +50,7 @@ export async function* jsonArrayElements(chunks: AsyncIterable<Uint8Array> | und
       } catch (e) {
         throw malformed(e);
       }
+      if (rejected) throw malformed(rejected);
       if (ready.length) {
         const parsed = ready;
         ready = [];
@@ -56,6 +64,7 @@ export async function* jsonArrayElements(chunks: AsyncIterable<Uint8Array> | und
       } catch (e) {
         throw malformed(e);
       }
+      if (rejected) throw malformed(rejected);
     }
   } catch (err) {
     if (!(err instanceof ApiError)) throw err;

@@ -63,3 +63,28 @@ export function parseUserJson(json: Buffer | string, limit: number = MAX_JSON_DE
   const text = typeof json === "string" ? json : json.toString("utf8");
   return prototypeKeys === "keep" ? JSON.parse(text) : secureJson.parse(text, undefined, { protoAction: "error", constructorAction: "error" });
 }
+
+/**
+ * The same rules for a value some other JSON parser built (the KV bulk stream parser): nesting past `limit`, an own
+ * `__proto__` key, or a `constructor` object holding `prototype` throw a SyntaxError. Iterative, so a deep value
+ * cannot overflow the stack while it is checked.
+ */
+export function checkUserValue(value: unknown, limit: number = MAX_JSON_DEPTH): void {
+  const pending: { value: unknown; depth: number }[] = [{ value, depth: 0 }];
+  for (let item = pending.pop(); item; item = pending.pop()) {
+    const v = item.value;
+    if (typeof v !== "object" || v === null) continue;
+    const depth = item.depth + 1;
+    if (depth > limit) throw new SyntaxError(`JSON nests arrays and objects deeper than ${limit} levels`);
+    if (Array.isArray(v)) {
+      for (const element of v) pending.push({ value: element, depth });
+      continue;
+    }
+    if (Object.hasOwn(v, "__proto__")) throw new SyntaxError("Object contains forbidden prototype property");
+    const ctor = (v as Record<string, unknown>).constructor;
+    if (Object.hasOwn(v, "constructor") && typeof ctor === "object" && ctor !== null && Object.hasOwn(ctor, "prototype")) {
+      throw new SyntaxError("Object contains forbidden prototype property");
+    }
+    for (const key of Object.keys(v)) pending.push({ value: (v as Record<string, unknown>)[key], depth });
+  }
+}
