@@ -6,6 +6,7 @@ import type { Logger } from "../core/logger.js";
 import { AnswerEngine, Rcode } from "./answer.js";
 import { axfrMessages } from "./axfr.js";
 import type { DnsConfig } from "./config.js";
+import { LogThrottle } from "./log-throttle.js";
 import type { DnsState } from "./state.js";
 import { DnsTcpListener } from "./tcp-server.js";
 import { UdpWorkerPool } from "./udp-pool.js";
@@ -19,6 +20,7 @@ const CD = 1 << 4;
 const OPCODE_MASK = 0xf << 11;
 /** What we advertise in EDNS, the size the DNS flag day 2020 settled on. */
 const EDNS_SIZE = 1232;
+const REFUSED_TRANSFER_LOG_INTERVAL_MS = 10_000;
 
 type Decoded = ReturnType<typeof packet.decode>;
 type Opt = { type: "OPT"; udpPayloadSize?: number; ednsVersion?: number; flags?: number };
@@ -35,6 +37,8 @@ export class DnsServer {
   private flushed: Promise<void> = Promise.resolve();
   private readonly udpCache = new WireCache();
   private readonly tcpCache = new WireCache();
+  /** Any client may ask for transfers as fast as it likes; the log says so at most once per interval, with how many. */
+  private readonly refusedTransfers = new LogThrottle(REFUSED_TRANSFER_LOG_INTERVAL_MS);
   port = 0;
 
   constructor(
@@ -157,7 +161,9 @@ export class DnsServer {
       const zs = this.state.byName.get((question.name ?? "").toLowerCase().replace(/\.$/, ""));
       const allowed = zs && this.cfg.axfrAllow.check(remote, net.isIPv6(remote) ? "ipv6" : "ipv4");
       if (!zs || !allowed) {
-        this.log.info({ zone: question.name, remote }, zs ? "zone transfer refused" : "zone transfer for unknown zone refused");
+        this.refusedTransfers.hit((refused) =>
+          this.log.info({ zone: question.name, remote, refused }, zs ? "zone transfer refused" : "zone transfer for unknown zone refused"),
+        );
         return [this.error(q, zs ? Rcode.REFUSED : Rcode.NOTAUTH)];
       }
       this.log.info({ zone: zs.zone.name, remote, serial: zs.zone.serial }, "zone transfer");

@@ -112,6 +112,24 @@ describe("DNS over TCP: connection caps and the per-message deadline", () => {
       assert.deepEqual(wwwAnswer(await tcpQuery(port, encodeQuery(`www.${Z}`, "A"), undefined, "127.0.0.13")), ["198.51.100.5"], "room again");
     }));
 
+  it("answers transfer requests pipelined on one connection, and logs refusals at most once per interval", () =>
+    withConnections(port, async (open) => {
+      const logged = () => p.logs().split("zone transfer for unknown zone refused").length - 1;
+      const before = logged();
+      const c = await open("127.0.0.31");
+      c.socket.write(Buffer.concat(Array.from({ length: 50 }, (_, i) => framed(encodeQuery("nosuch.example", "AXFR", { id: i })))));
+      const until = Date.now() + GUARD_MS;
+      while (countMessages(c.received()) < 50 && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
+      const answers = decodeAll(c.received());
+      assert.equal(answers.length, 50);
+      assert.ok(
+        answers.every((a) => ((a.flags ?? 0) & 0xf) === 9),
+        "NOTAUTH for a zone we do not have",
+      );
+      assert.ok(logged() - before <= 1, `${logged() - before} log lines for 50 refusals`);
+      await hangUp(c);
+    }));
+
   it("cuts off a client trickling a message a byte at a time at the message deadline", () =>
     withConnections(port, async (open) => {
       const c = await open("127.0.0.21");

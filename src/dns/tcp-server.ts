@@ -1,11 +1,12 @@
 import net from "node:net";
 import type { Logger } from "../core/logger.js";
 import type { TcpLimits } from "./config.js";
+import { LogThrottle } from "./log-throttle.js";
 
 /** Answers one DNS message that arrived over TCP: zero or more messages to send back (AXFR sends many). */
 export type TcpResponder = (msg: Buffer, remote: string) => Buffer[];
 
-/** Refused connections are logged at most this often (with how many), so a flood of them cannot flood the log. */
+/** Refused connections are logged at most this often (with how many). */
 const REFUSAL_LOG_INTERVAL_MS = 10_000;
 
 /**
@@ -20,8 +21,7 @@ export class DnsTcpListener {
   private readonly server = net.createServer((socket) => this.accept(socket));
   private readonly sockets = new Set<net.Socket>();
   private readonly perAddress = new Map<string, number>();
-  private refusedSinceLog = 0;
-  private lastRefusalLog = 0;
+  private readonly refusals = new LogThrottle(REFUSAL_LOG_INTERVAL_MS);
 
   constructor(
     private readonly limits: TcpLimits,
@@ -100,15 +100,12 @@ export class DnsTcpListener {
   }
 
   private refused(address: string, fromAddress: number): void {
-    this.refusedSinceLog++;
-    const now = Date.now();
-    if (now - this.lastRefusalLog < REFUSAL_LOG_INTERVAL_MS) return;
-    this.log.warn(
-      { remote: address, open: this.sockets.size, open_from_remote: fromAddress, refused: this.refusedSinceLog, limits: this.limits },
-      "dns tcp connection limit reached; connections reset",
+    this.refusals.hit((refused) =>
+      this.log.warn(
+        { remote: address, open: this.sockets.size, open_from_remote: fromAddress, refused, limits: this.limits },
+        "dns tcp connection limit reached; connections reset",
+      ),
     );
-    this.lastRefusalLog = now;
-    this.refusedSinceLog = 0;
   }
 }
 
