@@ -5,11 +5,12 @@
 // Needs Debian packages pdns-server, pdns-backend-sqlite3 and dnsperf; installs them with apt-get if missing.
 import { execFileSync, spawn, spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { mkdtempSync, rmSync, writeFileSync, existsSync, mkdirSync, readFileSync, readdirSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync, existsSync, mkdirSync } from "node:fs";
 import { createServer } from "node:net";
 import { cpus, tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { treeCpuSeconds } from "./proc-stats.mjs";
 
 const args = process.argv.slice(2);
 const opt = (name, def) => {
@@ -185,23 +186,6 @@ async function answering(port) {
     if (ok) return;
   }
   throw new Error(`nothing answers on port ${port}`);
-}
-
-/** CPU seconds (user + system) used so far by a process, its threads and its live descendants. */
-function treeCpuSeconds(pid) {
-  let ticks = 0;
-  const visit = (p) => {
-    try {
-      const f = readFileSync(`/proc/${p}/stat`, "utf8").split(") ")[1].split(" ");
-      ticks += Number(f[11]) + Number(f[12]);
-      for (const t of readdirSync(`/proc/${p}/task`))
-        for (const c of readFileSync(`/proc/${p}/task/${t}/children`, "utf8").split(" ").filter(Boolean)) visit(c);
-    } catch {
-      /* exited meanwhile */
-    }
-  };
-  visit(pid);
-  return ticks / 100; // USER_HZ is 100 on Linux
 }
 
 /** One dnsperf run of `seconds` against a server; raw totals, so rounds can be added up. */

@@ -1,4 +1,5 @@
 import { defineCommand, type AnyCommand, type CommandAlias, type OptionSpec } from "../core/cli/command.js";
+import { TCP_LIMIT_OPTIONS } from "./config.js";
 
 // Handlers are imported on use, so `edgecli` starts without loading them.
 const handlers = () => import("./cli-handlers.js");
@@ -96,4 +97,7 @@ export const serveOptions: Record<string, OptionSpec> = {
     describe: "Processes answering DNS over UDP on one shared socket (default: one per CPU, at most 4); 0 or 1 answers in the main process",
   },
   notify: { type: "strings", describe: "Secondaries (host:port) sent a DNS NOTIFY when a zone's serial changes; they may also transfer" },
+  ...Object.fromEntries(
+    Object.values(TCP_LIMIT_OPTIONS).map((l) => [l.option, { type: "number", describe: l.describe, default: l.default } satisfies OptionSpec]),
+  ),
 };

@@ -15,6 +15,68 @@ export interface DnsConfig {
   notifyTargets: { host: string; port: number }[];
   /** Processes answering UDP on one shared socket; 0 or 1 answers in the main process. */
   workers: number;
+  tcp: TcpLimits;
+}
+
+/**
+ * Limits on DNS over TCP, each an `edgecli serve` option (commands.ts builds them from this table; the defaults
+ * are declared here only). Without them one client could hold a connection forever by trickling a byte at a time,
+ * or hold every file descriptor the process has.
+ */
+export const TCP_LIMIT_OPTIONS = {
+  maxClients: {
+    option: "dns-tcp-max-clients",
+    unit: "count",
+    default: 256,
+    describe: "Most DNS-over-TCP connections open at once; more are reset at once",
+  },
+  maxClientsPerAddress: {
+    option: "dns-tcp-max-clients-per-address",
+    unit: "count",
+    default: 32,
+    describe: "Most DNS-over-TCP connections open at once from one client address",
+  },
+  idleTimeoutMs: {
+    option: "dns-tcp-idle-timeout",
+    unit: "seconds",
+    default: 10,
+    describe: "Seconds a DNS-over-TCP connection may stay silent (nothing read or written) before it is closed",
+  },
+  messageTimeoutMs: {
+    option: "dns-tcp-message-timeout",
+    unit: "seconds",
+    default: 5,
+    describe: "Seconds a DNS message sent over TCP has to arrive whole, from its first byte; a slower client is disconnected",
+  },
+  maxLifetimeMs: {
+    option: "dns-tcp-max-lifetime",
+    unit: "seconds",
+    default: 120,
+    describe: "Seconds a DNS-over-TCP connection may stay open at all, however busy",
+  },
+} as const satisfies Record<string, { option: string; unit: "count" | "seconds"; default: number; describe: string }>;
+
+/** The TCP limits in force: counts, and times in milliseconds. */
+export type TcpLimits = { -readonly [K in keyof typeof TCP_LIMIT_OPTIONS]: number };
+
+const MAX_TCP_COUNT = 65_536;
+const MAX_TCP_SECONDS = 86_400;
+
+function readTcpLimits(options: Record<string, unknown>): TcpLimits {
+  const limits = {} as TcpLimits;
+  for (const [key, spec] of Object.entries(TCP_LIMIT_OPTIONS) as [keyof TcpLimits, (typeof TCP_LIMIT_OPTIONS)[keyof TcpLimits]][]) {
+    const raw = options[spec.option] ?? spec.default;
+    const v = Number(raw);
+    if (spec.unit === "count") {
+      if (!Number.isInteger(v) || v < 1 || v > MAX_TCP_COUNT) throw new UserError(`--${spec.option}: ${raw} must be a whole number from 1 to ${MAX_TCP_COUNT}`);
+      limits[key] = v;
+    } else {
+      if (!Number.isFinite(v) || v <= 0 || v > MAX_TCP_SECONDS)
+        throw new UserError(`--${spec.option}: ${raw} must be a number of seconds above 0 and at most ${MAX_TCP_SECONDS}`);
+      limits[key] = Math.round(v * 1000);
+    }
+  }
+  return limits;
 }
 
 /** Repeatable options also accept comma lists ("a,b"), which is what a single env var or flag can carry. */
@@ -76,6 +138,7 @@ export function readDnsConfig(options: Record<string, unknown>): DnsConfig {
     axfrAllow,
     notifyTargets,
     workers,
+    tcp: readTcpLimits(options),
   };
 }
 

@@ -7,6 +7,8 @@ import type { AnswerEngine } from "./answer.js";
 import type { DnsConfig } from "./config.js";
 import type { ZoneState } from "./state.js";
 
+const QR = 0x8000;
+const OPCODE_MASK = 0xf << 11;
 const NOTIFY = 4 << 11;
 const AA = 1 << 10;
 /** Changes made close together (a batch, an import) produce one NOTIFY. */
@@ -20,7 +22,8 @@ const FIRST_WAIT_MS = 1000;
  */
 export class Notifier {
   private readonly timers = new Map<string, NodeJS.Timeout>();
-  private readonly waiting = new Map<number, () => void>();
+  /** NOTIFYs sent and not acknowledged yet, by id. */
+  private readonly waiting = new Map<number, { host: string; port: number; acked: () => void }>();
   private readonly sockets: Partial<Record<"udp4" | "udp6", dgram.Socket>> = {};
   private stopped = false;
 
@@ -47,13 +50,14 @@ export class Notifier {
     if (!s) {
       s = dgram.createSocket(family);
       s.on("error", (err) => this.log.warn({ err }, "notify socket error"));
-      s.on("message", (msg) => {
-        try {
-          const r = packet.decode(msg);
-          if (r.type === "response" && ((r.flags ?? 0) & (0xf << 11)) === NOTIFY) this.waiting.get(r.id ?? -1)?.();
-        } catch {
-          /* not an answer to us */
-        }
+      // An acknowledgement is told by its header alone (QR, opcode NOTIFY, our id) from the secondary we sent
+      // to; nothing else is decoded, so datagrams sent to this port cost next to nothing (see wire-screen.ts).
+      s.on("message", (msg, rinfo) => {
+        if (msg.length < 12) return;
+        const flags = msg.readUInt16BE(2);
+        if (!(flags & QR) || (flags & OPCODE_MASK) !== NOTIFY) return;
+        const w = this.waiting.get(msg.readUInt16BE(0));
+        if (w && w.port === rinfo.port && sameAddress(w.host, rinfo.address)) w.acked();
       });
       s.bind(0);
       s.unref();
@@ -76,9 +80,13 @@ export class Notifier {
       const acked = await new Promise<boolean>((resolve) => {
         const timer = setTimeout(() => resolve(false), FIRST_WAIT_MS * 2 ** attempt);
         timer.unref();
-        this.waiting.set(id, () => {
-          clearTimeout(timer);
-          resolve(true);
+        this.waiting.set(id, {
+          host,
+          port,
+          acked: () => {
+            clearTimeout(timer);
+            resolve(true);
+          },
         });
         sock.send(msg, port, host, (err) => err && this.log.warn({ err, host, port }, "notify send failed"));
       });
@@ -96,4 +104,10 @@ export class Notifier {
     for (const t of this.timers.values()) clearTimeout(t);
     for (const s of Object.values(this.sockets)) s?.close();
   }
+}
+
+/** Whether two literal addresses are the same, however an IPv6 one is written (2001:0db8::1 is 2001:db8::1). */
+function sameAddress(a: string, b: string): boolean {
+  const canonical = (x: string) => (isIPv6(x) ? new URL(`http://[${x}]/`).hostname : x);
+  return canonical(a) === canonical(b);
 }

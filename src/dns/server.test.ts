@@ -10,10 +10,12 @@ import {
   dig,
   digAvailable,
   encodeQuery,
+  garbageFlood,
   rcodeOf,
   startDnsPlatform,
   tcpQuery,
   udpQuery,
+  udpAsk,
   udpRaw,
   type DnsResponse,
 } from "./test-helpers.js";
@@ -30,21 +32,21 @@ describe("authoritative DNS server", () => {
   let resolver: Resolver;
   // A stand-in secondary on 127.0.0.2: it receives NOTIFY and is the only address allowed to transfer.
   const secondary = dgram.createSocket("udp4");
-  const notifies: DnsResponse[] = [];
+  const notifies: { q: DnsResponse; from: dgram.RemoteInfo }[] = [];
+  /** While set, the stand-in secondary does not acknowledge. */
+  let silent = false;
+  const acknowledgement = (q: DnsResponse) =>
+    packet.encode({ id: q.id, type: "response", flags: (q.flags ?? 0) | AA, questions: q.questions } as packet.Packet);
 
   before(async () => {
     await new Promise<void>((r) => secondary.bind(0, "127.0.0.2", r));
     secondary.on("message", (msg, rinfo) => {
       const q = packet.decode(msg);
-      notifies.push(q);
-      secondary.send(
-        packet.encode({ id: q.id, type: "response", flags: (q.flags ?? 0) | AA, questions: q.questions } as packet.Packet),
-        rinfo.port,
-        rinfo.address,
-      );
+      notifies.push({ q, from: rinfo });
+      if (!silent) secondary.send(acknowledgement(q), rinfo.port, rinfo.address);
     });
     ({ p, port } = await startDnsPlatform(["--notify", `127.0.0.2:${secondary.address().port}`, "--axfr-allow", "10.0.0.0/8"]));
-    resolver = new Resolver({ timeout: 2000, tries: 1 });
+    resolver = new Resolver({ timeout: 1000, tries: 3 });
     resolver.setServers([`127.0.0.1:${port}`]);
     zoneId = await createZone(p, Z);
     const recs: Record<string, unknown>[] = [
@@ -243,6 +245,16 @@ describe("authoritative DNS server", () => {
       ],
     });
     assert.equal((await udpRaw(port, two)).readUInt16BE(2) & 0xf, 1);
+    // Sixty questions, each but the first a 2-byte pointer to the first name: an error answer repeating them
+    // all would be four times the query (a reflection amplifier). Error answers repeat a question only when there is one.
+    const many = Buffer.from(encodeQuery(`www.${Z}`, "A", { id: 77 }));
+    many.writeUInt16BE(2 << 11, 2); // opcode STATUS: NOTIMP
+    many.writeUInt16BE(60, 4);
+    const amplifying = Buffer.concat([many, ...Array.from({ length: 59 }, () => Buffer.from([0xc0, 12, 0, 1, 0, 1]))]);
+    assert.equal(packet.decode(amplifying).questions?.length, 60);
+    const notimp = await udpRaw(port, amplifying);
+    assert.equal(notimp.readUInt16BE(2) & 0xf, 4, "NOTIMP");
+    assert.ok(notimp.length <= amplifying.length, `${notimp.length} bytes answered to ${amplifying.length}`);
     const [tcpBad] = await tcpQuery(port, Buffer.alloc(20, 0x11));
     assert.equal(rcodeOf(tcpBad), 1, "FORMERR over TCP too");
     // Fuzz: thousands of mutated queries (random bytes flipped, cut, extended), then it must still answer.
@@ -261,6 +273,19 @@ describe("authoritative DNS server", () => {
     sock.close();
     assert.equal(p.process.exitCode, null, "the server process is alive");
     assert.deepEqual(data(await udpQuery(port, `www.${Z}`, "A")).sort(), ["203.0.113.1", "203.0.113.2"], "still answering");
+  });
+
+  it("answers every valid query interleaved with a flood of garbage datagrams (UDP in the main process)", async () => {
+    const queries = Array.from({ length: 100 }, (_, i) => (i % 2 ? encodeQuery(`www.${Z}`, "A") : encodeQuery(`flood-${i}.${Z}`, "A")));
+    const { replies, garbageReplies } = await garbageFlood(port, 5000, queries);
+    // One not answered during the flood is asked again, as a resolver would; it must then be answered.
+    const answers = await Promise.all(queries.map((q, i) => replies[i] ?? udpAsk(port, q)));
+    for (const [i, reply] of answers.entries()) {
+      const r = packet.decode(reply);
+      if (i % 2) assert.deepEqual(data(r).sort(), ["203.0.113.1", "203.0.113.2"], `query ${i}`);
+      else assert.equal(rcodeOf(r), 3, `query ${i}`);
+    }
+    assert.ok(garbageReplies > 0, "the garbage got FORMERR");
   });
 
   it("transfers the zone (AXFR) to allowed secondaries only, with proxied names as edge addresses", async () => {
@@ -293,7 +318,7 @@ describe("authoritative DNS server", () => {
     await createRecord(p, zoneId, { type: "TXT", name: "notify-me", content: "x" });
     const deadline = Date.now() + 5000;
     while (notifies.length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
-    const n = notifies[0];
+    const n = notifies[0]?.q;
     assert.ok(n, "a NOTIFY arrived");
     assert.equal(((n.flags ?? 0) >> 11) & 0xf, 4, "opcode NOTIFY");
     assert.deepEqual(
@@ -304,6 +329,38 @@ describe("authoritative DNS server", () => {
     assert.equal((n.answers?.[0] as any).data.serial, (soa.answers?.[0] as any).data.serial);
     while (!p.logs().includes("secondary acknowledged NOTIFY") && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
     assert.match(p.logs(), /secondary acknowledged NOTIFY/);
+  });
+
+  it("takes a NOTIFY as acknowledged only when the secondary it was sent to answers", async () => {
+    silent = true;
+    const forger = dgram.createSocket("udp4");
+    try {
+      await new Promise<void>((r) => forger.bind(0, "127.0.0.3", r));
+      await createRecord(p, zoneId, { type: "TXT", name: "notify-forged", content: "x" });
+      const serial = ((await udpQuery(port, Z, "SOA")).answers![0] as any).data.serial as number;
+      // Earlier changes may still be notified meanwhile: only this zone's NOTIFYs of this serial count.
+      const ofThisChange = () => notifies.filter((n) => n.q.questions?.[0]?.name === Z && (n.q.answers?.[0] as any)?.data?.serial === serial);
+      const acknowledged = () =>
+        p
+          .logs()
+          .split("\n")
+          .some((l) => l.includes("secondary acknowledged NOTIFY") && l.includes(`"zone":"${Z}"`) && l.includes(`"serial":${serial}`));
+      const until = Date.now() + 15_000;
+      while (ofThisChange().length === 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
+      const { q, from } = ofThisChange()[0];
+      // Right id, right flags, wrong sender: the platform must keep waiting and send the NOTIFY again.
+      forger.send(acknowledgement(q), from.port, from.address);
+      while (ofThisChange().length < 2 && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
+      assert.ok(ofThisChange().length >= 2, "sent again: the forged acknowledgement did not count");
+      assert.equal(acknowledged(), false);
+      const again = ofThisChange()[1];
+      secondary.send(acknowledgement(again.q), again.from.port, again.from.address);
+      while (!acknowledged() && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
+      assert.ok(acknowledged(), "the secondary's own acknowledgement counts");
+    } finally {
+      silent = false;
+      forger.close();
+    }
   });
 
   it("gives the answers dig expects for every stored type", async (t) => {

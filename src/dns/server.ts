@@ -6,9 +6,12 @@ import type { Logger } from "../core/logger.js";
 import { AnswerEngine, Rcode } from "./answer.js";
 import { axfrMessages } from "./axfr.js";
 import type { DnsConfig } from "./config.js";
+import { LogThrottle } from "./log-throttle.js";
 import type { DnsState } from "./state.js";
+import { DnsTcpListener } from "./tcp-server.js";
 import { UdpWorkerPool } from "./udp-pool.js";
 import { createUdpSocket, WireCache } from "./wire-cache.js";
+import { formerrReply, screenQuery } from "./wire-screen.js";
 
 const AA = 1 << 10;
 const TC = 1 << 9;
@@ -17,7 +20,7 @@ const CD = 1 << 4;
 const OPCODE_MASK = 0xf << 11;
 /** What we advertise in EDNS, the size the DNS flag day 2020 settled on. */
 const EDNS_SIZE = 1232;
-const TCP_IDLE_MS = 10_000;
+const REFUSED_TRANSFER_LOG_INTERVAL_MS = 10_000;
 
 type Decoded = ReturnType<typeof packet.decode>;
 type Opt = { type: "OPT"; udpPayloadSize?: number; ednsVersion?: number; flags?: number };
@@ -29,12 +32,13 @@ type Opt = { type: "OPT"; udpPayloadSize?: number; ednsVersion?: number; flags?:
  */
 export class DnsServer {
   private udp?: dgram.Socket;
-  private tcp?: net.Server;
-  private readonly sockets = new Set<net.Socket>();
+  private tcp?: DnsTcpListener;
   private pool?: UdpWorkerPool;
   private flushed: Promise<void> = Promise.resolve();
   private readonly udpCache = new WireCache();
   private readonly tcpCache = new WireCache();
+  /** Any client may ask for transfers as fast as it likes; the log says so at most once per interval, with how many. */
+  private readonly refusedTransfers = new LogThrottle(REFUSED_TRANSFER_LOG_INTERVAL_MS);
   port = 0;
 
   constructor(
@@ -97,7 +101,9 @@ export class DnsServer {
     udp.on("error", (err) => this.log.warn({ err }, "dns udp socket error"));
     const port = udp.address().port;
     try {
-      this.tcp = await this.listenTcp(port);
+      const tcp = this.tcpListener();
+      await tcp.listen(port, this.cfg.host);
+      this.tcp = tcp;
     } catch (err) {
       udp.close();
       throw err;
@@ -108,13 +114,13 @@ export class DnsServer {
 
   /** TCP here; UDP in answering processes sharing one socket (udp-pool.ts), so answering is not bound to one thread. */
   private async listenShared(): Promise<void> {
-    const tcp = await this.listenTcp(this.cfg.port);
-    const port = (tcp.address() as net.AddressInfo).port;
+    const tcp = this.tcpListener();
+    const port = await tcp.listen(this.cfg.port, this.cfg.host);
     const pool = new UdpWorkerPool(this.cfg.workers, { host: this.cfg.host, port }, (q) => this.respond(q, false), this.log);
     try {
       await pool.start();
     } catch (err) {
-      await new Promise((resolve) => tcp.close(resolve));
+      await tcp.close();
       throw err;
     }
     this.tcp = tcp;
@@ -122,23 +128,14 @@ export class DnsServer {
     this.port = port;
   }
 
-  private async listenTcp(port: number): Promise<net.Server> {
-    const tcp = net.createServer((s) => this.onTcp(s));
-    await new Promise<void>((resolve, reject) => {
-      tcp.once("error", reject);
-      tcp.listen(port, this.cfg.host, () => {
-        tcp.off("error", reject);
-        resolve();
-      });
-    });
-    return tcp;
+  private tcpListener(): DnsTcpListener {
+    return new DnsTcpListener(this.cfg.tcp, (msg, remote) => this.respondTcp(msg, remote), this.log);
   }
 
   async stop(): Promise<void> {
     this.udp?.close();
     await this.pool?.stop();
-    for (const s of this.sockets) s.destroy();
-    await new Promise<void>((resolve) => (this.tcp ? this.tcp.close(() => resolve()) : resolve()));
+    await this.tcp?.close();
   }
 
   address(): string {
@@ -155,69 +152,52 @@ export class DnsServer {
     }
   }
 
-  private onTcp(socket: net.Socket): void {
-    this.sockets.add(socket);
-    socket.setTimeout(TCP_IDLE_MS, () => socket.destroy());
-    socket.on("error", () => socket.destroy());
-    socket.on("close", () => this.sockets.delete(socket));
-    let buf: Buffer = Buffer.alloc(0);
-    socket.on("data", (chunk: Buffer) => {
-      buf = buf.length ? Buffer.concat([buf, chunk]) : chunk;
-      while (buf.length >= 2) {
-        const len = buf.readUInt16BE(0);
-        if (buf.length < 2 + len) break;
-        const msg = buf.subarray(2, 2 + len);
-        buf = buf.subarray(2 + len);
-        try {
-          for (const out of this.respondTcp(msg, socket.remoteAddress ?? "")) socket.write(frame(out));
-        } catch (err) {
-          this.log.warn({ err }, "dns tcp query failed");
-          socket.destroy();
-          return;
-        }
-      }
-    });
-  }
-
+  /** remote: the client's address (IPv4-mapped IPv6 written as IPv4). */
   private respondTcp(msg: Buffer, remote: string): Buffer[] {
-    if (msg.length >= 12) {
-      let q: Decoded | undefined;
-      try {
-        q = packet.decode(msg);
-      } catch {
-        /* answered as FORMERR by respond() */
+    const q = this.readQuery(msg, this.tcpCache);
+    if (!isDecoded(q)) return q ? [q] : [];
+    const question = q.questions?.length === 1 ? q.questions[0] : undefined;
+    if (question && (question.type === "AXFR" || question.type === "IXFR") && ((q.flags ?? 0) & OPCODE_MASK) === 0) {
+      const zs = this.state.byName.get((question.name ?? "").toLowerCase().replace(/\.$/, ""));
+      const allowed = zs && this.cfg.axfrAllow.check(remote, net.isIPv6(remote) ? "ipv6" : "ipv4");
+      if (!zs || !allowed) {
+        this.refusedTransfers.hit((refused) =>
+          this.log.info({ zone: question.name, remote, refused }, zs ? "zone transfer refused" : "zone transfer for unknown zone refused"),
+        );
+        return [this.error(q, zs ? Rcode.REFUSED : Rcode.NOTAUTH)];
       }
-      const qt = q?.questions?.[0]?.type;
-      if (q && q.type === "query" && (qt === "AXFR" || qt === "IXFR")) {
-        const zs = this.state.byName.get((q.questions![0].name ?? "").toLowerCase().replace(/\.$/, ""));
-        const addr = remote.replace(/^::ffff:/, "");
-        const allowed = zs && this.cfg.axfrAllow.check(addr, net.isIPv6(addr) ? "ipv6" : "ipv4");
-        if (!zs || !allowed) {
-          this.log.info({ zone: q.questions![0].name, remote }, zs ? "zone transfer refused" : "zone transfer for unknown zone refused");
-          return [this.error(q, zs ? Rcode.REFUSED : Rcode.NOTAUTH)];
-        }
-        this.log.info({ zone: zs.zone.name, remote, serial: zs.zone.serial }, "zone transfer");
-        return axfrMessages(this.engine, zs, q);
-      }
+      this.log.info({ zone: zs.zone.name, remote, serial: zs.zone.serial }, "zone transfer");
+      return axfrMessages(this.engine, zs, q);
     }
-    const out = this.respond(msg, true);
+    const out = this.answerQuery(q, msg, true);
     return out ? [out] : [];
   }
 
   /** One answer for one query; undefined drops it (not a query at all). */
   respond(msg: Buffer, tcp: boolean): Buffer | undefined {
+    const q = this.readQuery(msg, tcp ? this.tcpCache : this.udpCache);
+    return isDecoded(q) ? this.answerQuery(q, msg, tcp) : q;
+  }
+
+  /**
+   * The cached answer, FORMERR for what cannot be read (screened before dns-packet sees it: see wire-screen.ts),
+   * nothing for what is not a query, or else the decoded query to answer.
+   */
+  private readQuery(msg: Buffer, cache: WireCache): Decoded | Buffer | undefined {
     if (msg.length < 12) return undefined;
-    const cache = tcp ? this.tcpCache : this.udpCache;
-    const key = WireCache.key(msg);
-    const hit = cache.answer(key, msg);
+    const hit = cache.answer(WireCache.key(msg), msg);
     if (hit) return hit;
-    let q: Decoded;
+    const screen = screenQuery(msg);
+    if (screen !== "answer") return screen === "formerr" ? formerrReply(msg) : undefined;
     try {
-      q = packet.decode(msg);
+      return packet.decode(msg);
     } catch {
-      return this.formerr(msg);
+      return formerrReply(msg);
     }
-    if (q.type !== "query") return undefined;
+  }
+
+  /** A screened query (never a response): its answer, cached unless it is an error. */
+  private answerQuery(q: Decoded, msg: Buffer, tcp: boolean): Buffer | undefined {
     if (((q.flags ?? 0) & OPCODE_MASK) !== 0) return this.error(q, Rcode.NOTIMP);
     if (q.questions?.length !== 1) return this.error(q, Rcode.FORMERR);
     const question = q.questions[0];
@@ -235,7 +215,7 @@ export class DnsServer {
       result = { ...result, answers: [], authorities: [], additionals: [] };
       out = this.encode(q, result, opt, 0, TC);
     }
-    cache.set(key, out);
+    (tcp ? this.tcpCache : this.udpCache).set(WireCache.key(msg), out);
     return out;
   }
 
@@ -261,25 +241,12 @@ export class DnsServer {
     } as packet.Packet);
   }
 
+  /** An error answer; the question is repeated only when there is exactly one, so an error is never larger than its query. */
   private error(q: Decoded, rcode: number): Buffer {
     const flags = ((q.flags ?? 0) & (RD | CD | OPCODE_MASK)) | rcode;
-    return packet.encode({ id: q.id, type: "response", flags, questions: q.questions ?? [], answers: [], authorities: [], additionals: [] } as packet.Packet);
-  }
-
-  /** FORMERR with just the header, for queries we cannot parse (a response is never answered). */
-  private formerr(msg: Buffer): Buffer | undefined {
-    const flags = msg.readUInt16BE(2);
-    if (flags & 0x8000) return undefined;
-    const out = Buffer.alloc(12);
-    out.writeUInt16BE(msg.readUInt16BE(0), 0);
-    out.writeUInt16BE(0x8000 | (flags & (OPCODE_MASK | RD)) | Rcode.FORMERR, 2);
-    return out;
+    const questions = q.questions?.length === 1 ? q.questions : [];
+    return packet.encode({ id: q.id, type: "response", flags, questions, answers: [], authorities: [], additionals: [] } as packet.Packet);
   }
 }
 
-function frame(b: Buffer): Buffer {
-  const out = Buffer.alloc(b.length + 2);
-  out.writeUInt16BE(b.length, 0);
-  b.copy(out, 2);
-  return out;
-}
+const isDecoded = (q: Decoded | Buffer | undefined): q is Decoded => q !== undefined && !Buffer.isBuffer(q);

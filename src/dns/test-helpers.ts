@@ -1,6 +1,7 @@
 import dgram from "node:dgram";
 import net from "node:net";
 import { execFile } from "node:child_process";
+import { randomBytes, randomInt } from "node:crypto";
 import * as packet from "dns-packet";
 import { startTestPlatform, type TestPlatform } from "../core/testing/platform.js";
 
@@ -54,8 +55,63 @@ export function udpRaw(port: number, msg: Buffer, timeoutMs = 2000): Promise<Buf
   });
 }
 
+/**
+ * Asks as a resolver does: the query again from the same socket when no reply came, waiting longer each time
+ * (1, 2, then 4 s), so a datagram lost on a busy machine costs a retry, not the test; rejects after that (a hang guard).
+ */
+export function udpAsk(port: number, msg: Buffer): Promise<Buffer> {
+  const waits = [1000, 2000, 4000];
+  return new Promise((resolve, reject) => {
+    const s = dgram.createSocket("udp4");
+    let timer: NodeJS.Timeout | undefined;
+    const attempt = (n: number) => {
+      if (n === waits.length) {
+        s.close();
+        return reject(new Error(`no UDP reply after ${n} attempts`));
+      }
+      s.send(msg, port, "127.0.0.1");
+      timer = setTimeout(() => attempt(n + 1), waits[n]);
+    };
+    s.on("message", (m) => {
+      clearTimeout(timer);
+      s.close();
+      resolve(m);
+    });
+    attempt(0);
+  });
+}
+
 export async function udpQuery(port: number, name: string, type: string, opts: { edns?: number } = {}): Promise<DnsResponse> {
-  return packet.decode(await udpRaw(port, encodeQuery(name, type, opts)));
+  return packet.decode(await udpAsk(port, encodeQuery(name, type, opts)));
+}
+
+/**
+ * One client sends `garbage` random datagrams (1-600 bytes) as fast as it can, with the valid `queries` spread
+ * evenly among them. Returns the replies to the valid queries that came while the flood ran or within a second
+ * after (undefined where none did), and how many replies the garbage got.
+ */
+export async function garbageFlood(port: number, garbage: number, queries: Buffer[]): Promise<{ replies: (Buffer | undefined)[]; garbageReplies: number }> {
+  const valid = dgram.createSocket("udp4");
+  const junk = dgram.createSocket("udp4");
+  const replies: (Buffer | undefined)[] = queries.map(() => undefined);
+  let garbageReplies = 0;
+  junk.on("message", () => garbageReplies++);
+  // The reply's id says which query it answers.
+  valid.on("message", (m) => (replies[m.readUInt16BE(0)] ??= m));
+  const every = Math.max(1, Math.floor(garbage / queries.length));
+  let sent = 0;
+  for (const [i, q] of queries.entries()) {
+    for (let k = 0; k < every && sent < garbage; k++, sent++) junk.send(randomBytes(1 + randomInt(600)), port, "127.0.0.1");
+    const withId = Buffer.from(q);
+    withId.writeUInt16BE(i, 0);
+    valid.send(withId, port, "127.0.0.1");
+    await new Promise((r) => setImmediate(r));
+  }
+  const until = Date.now() + 1000;
+  while (replies.includes(undefined) && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
+  valid.close();
+  junk.close();
+  return { replies, garbageReplies };
 }
 
 /** Sends one query over TCP and collects reply messages until `done` says the answer is complete. */
@@ -97,7 +153,7 @@ export const digAvailable: Promise<boolean> = new Promise((resolve) => execFile(
 
 export function dig(port: number, args: string[]): Promise<string> {
   return new Promise((resolve, reject) =>
-    execFile("dig", ["@127.0.0.1", "-p", String(port), "+time=2", "+tries=1", ...args], (err, stdout) => (err && !stdout ? reject(err) : resolve(stdout))),
+    execFile("dig", ["@127.0.0.1", "-p", String(port), "+time=2", "+tries=3", ...args], (err, stdout) => (err && !stdout ? reject(err) : resolve(stdout))),
   );
 }
 

@@ -16,7 +16,8 @@ export interface NativeUdp {
   set(query: Buffer, answer: Buffer): void;
   /** Forgets every cached answer; no query is answered from them once this returns. */
   flush(): void;
-  stats(): { hits: number; misses: number; dropped: number; entries: number; bytes: number };
+  /** formerrs: malformed queries answered FORMERR by the thread itself (see wire-screen.ts). */
+  stats(): { hits: number; misses: number; dropped: number; formerrs: number; entries: number; bytes: number };
 }
 
 /** Beside dist/dns/ (tsc) and dist/bin/ (the bundle) alike; scripts/build-native.mjs puts it there. */

@@ -5,7 +5,8 @@ import { readdirSync, readFileSync } from "node:fs";
 import * as packet from "dns-packet";
 import type { TestPlatform } from "../core/testing/platform.js";
 import { NATIVE_ENV, NATIVE_THREAD_NAME } from "./udp-fast.js";
-import { createRecord, createZone, encodeQuery, rcodeOf, startDnsPlatform, udpRaw } from "./test-helpers.js";
+import { createRecord, createZone, encodeQuery, garbageFlood, rcodeOf, startDnsPlatform, udpAsk } from "./test-helpers.js";
+import { formerrReply, screenQuery } from "./wire-screen.js";
 
 const Z = "native.example";
 const addresses = (m: Buffer) => (packet.decode(m).answers ?? []).filter((a) => a.type === "A").map((a: any) => a.data as string);
@@ -23,20 +24,6 @@ async function sendAll(port: number, msgs: Buffer[]): Promise<void> {
   s.on("message", () => {});
   for (const m of msgs) await new Promise<void>((resolve) => s.send(m, port, "127.0.0.1", () => resolve()));
   s.close();
-}
-
-/**
- * A query as a resolver sends it: again after a second without a reply. Right after a burst of oversized
- * datagrams the socket's receive buffer can be full, and the kernel then drops the next datagram.
- */
-async function askWithRetries(port: number, msg: Buffer): Promise<Buffer> {
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await udpRaw(port, msg, 1000);
-    } catch (err) {
-      if (attempt === 5) throw err;
-    }
-  }
 }
 
 /** Datagrams no client should send: too short, random, corrupted copies of a real query, oversized. */
@@ -100,23 +87,23 @@ for (const path of ["native", "js"] as const) {
         [`big.${Z}`, "TXT", { edns: 4096 }],
       ];
       for (const [name, type, opts] of cases) {
-        const first = await udpRaw(port, encodeQuery(name, type, { ...opts, id: 0x1111 }));
-        const second = await udpRaw(port, encodeQuery(name, type, { ...opts, id: 0xbeef }));
+        const first = await udpAsk(port, encodeQuery(name, type, { ...opts, id: 0x1111 }));
+        const second = await udpAsk(port, encodeQuery(name, type, { ...opts, id: 0xbeef }));
         assert.equal(first.readUInt16BE(0), 0x1111);
         assert.equal(second.readUInt16BE(0), 0xbeef);
         assertSameButId(first, second, `${name} ${type} ${JSON.stringify(opts)}`);
       }
-      const tc = packet.decode(await udpRaw(port, encodeQuery(`big.${Z}`, "TXT")));
+      const tc = packet.decode(await udpAsk(port, encodeQuery(`big.${Z}`, "TXT")));
       assert.ok((tc.flags ?? 0) & (1 << 9), "TC without EDNS");
-      assert.equal(rcodeOf(packet.decode(await udpRaw(port, encodeQuery(`nothing.${Z}`, "A")))), 3);
+      assert.equal(rcodeOf(packet.decode(await udpAsk(port, encodeQuery(`nothing.${Z}`, "A")))), 3);
     });
 
     it("answers cached questions while the main process is stopped (the answering process alone sends them)", async () => {
       const q = encodeQuery(`www.${Z}`, "A");
-      await udpRaw(port, q);
+      await udpAsk(port, q);
       process.kill(p.process.pid!, "SIGSTOP");
       try {
-        assert.deepEqual(addresses(await udpRaw(port, encodeQuery(`www.${Z}`, "A"))), ["10.8.0.1"]);
+        assert.deepEqual(addresses(await udpAsk(port, encodeQuery(`www.${Z}`, "A"))), ["10.8.0.1"]);
       } finally {
         process.kill(p.process.pid!, "SIGCONT");
       }
@@ -124,21 +111,59 @@ for (const path of ["native", "js"] as const) {
 
     it("answers a change as soon as the API call returns", async () => {
       const rec = await createRecord(p, zoneId, { type: "A", name: "moving", content: "10.8.1.1", ttl: 300 });
-      for (let i = 0; i < 3; i++) assert.deepEqual(addresses(await udpRaw(port, encodeQuery(`moving.${Z}`, "A"))), ["10.8.1.1"]);
+      for (let i = 0; i < 3; i++) assert.deepEqual(addresses(await udpAsk(port, encodeQuery(`moving.${Z}`, "A"))), ["10.8.1.1"]);
       for (const next of ["10.8.1.2", "10.8.1.3"]) {
         assert.equal((await p.api("PATCH", `/zones/${zoneId}/dns_records/${rec.id}`, { content: next })).status, 200);
-        assert.deepEqual(addresses(await udpRaw(port, encodeQuery(`moving.${Z}`, "A"))), [next]);
+        assert.deepEqual(addresses(await udpAsk(port, encodeQuery(`moving.${Z}`, "A"))), [next]);
       }
       assert.equal((await p.api("DELETE", `/zones/${zoneId}/dns_records/${rec.id}`)).status, 200);
-      assert.equal(rcodeOf(packet.decode(await udpRaw(port, encodeQuery(`moving.${Z}`, "A")))), 3);
+      assert.equal(rcodeOf(packet.decode(await udpAsk(port, encodeQuery(`moving.${Z}`, "A")))), 3);
+    });
+
+    it("answers malformed datagrams itself (FORMERR, or nothing), even with the main process stopped", async () => {
+      const valid = encodeQuery(`www.${Z}`, "A", { edns: 1232 });
+      const malformed = garbage(valid).filter((m) => screenQuery(m) !== "answer");
+      malformed.forEach((m, i) => m.length >= 2 && m.writeUInt16BE(i, 0));
+      const formerr = malformed.filter((m) => screenQuery(m) === "formerr");
+      const dropped = malformed.filter((m) => screenQuery(m) === "drop");
+      assert.ok(formerr.length > 300 && dropped.length >= 12);
+      process.kill(p.process.pid!, "SIGSTOP");
+      try {
+        for (const m of formerr) assert.deepEqual(await udpAsk(port, m), formerrReply(m), m.toString("hex"));
+        // The only reply to the dropped ones and a last malformed query is the last one's: replies come in order.
+        const s = dgram.createSocket("udp4");
+        const replies: Buffer[] = [];
+        s.on("message", (m) => replies.push(m));
+        for (const m of dropped) await new Promise<void>((resolve) => s.send(m, port, "127.0.0.1", () => resolve()));
+        s.send(formerr[0], port, "127.0.0.1");
+        const until = Date.now() + 10_000;
+        while (replies.length === 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
+        s.close();
+        assert.deepEqual(replies, [formerrReply(formerr[0])]);
+      } finally {
+        process.kill(p.process.pid!, "SIGCONT");
+      }
+    });
+
+    it("answers every valid query interleaved with a flood of garbage datagrams", async () => {
+      const queries = Array.from({ length: 100 }, (_, i) => (i % 2 ? encodeQuery(`www.${Z}`, "A") : encodeQuery(`flood-${i}.${Z}`, "A")));
+      await udpAsk(port, queries[1]);
+      const { replies, garbageReplies } = await garbageFlood(port, 5000, queries);
+      // One not answered during the flood is asked again, as a resolver would; it must then be answered.
+      const answers = await Promise.all(queries.map((q, i) => replies[i] ?? udpAsk(port, q)));
+      for (const [i, reply] of answers.entries()) {
+        if (i % 2) assert.deepEqual(addresses(reply), ["10.8.0.1"], `query ${i}`);
+        else assert.equal(rcodeOf(packet.decode(reply)), 3, `query ${i}`);
+      }
+      assert.ok(garbageReplies > 0, "the garbage got FORMERR");
     });
 
     it("keeps answering after short, random, corrupted and oversized datagrams", async () => {
       const valid = encodeQuery(`www.${Z}`, "A", { edns: 1232 });
-      await udpRaw(port, valid);
+      await udpAsk(port, valid);
       for (let round = 0; round < 3; round++) await sendAll(port, garbage(valid));
-      assert.deepEqual(addresses(await askWithRetries(port, encodeQuery(`www.${Z}`, "A"))), ["10.8.0.1"]);
-      assert.deepEqual(addresses(await askWithRetries(port, valid)), ["10.8.0.1"]);
+      assert.deepEqual(addresses(await udpAsk(port, encodeQuery(`www.${Z}`, "A"))), ["10.8.0.1"]);
+      assert.deepEqual(addresses(await udpAsk(port, valid)), ["10.8.0.1"]);
       assert.doesNotMatch(p.logs(), /dns answering process exited/);
       assert.ok(threadNames(answering).length > 0, "the same answering process still runs");
     });

@@ -6,6 +6,7 @@ import type { RemoteInfo } from "node:dgram";
 import { BIND_ENV, type FromWorker, type ToWorker, type UdpWorkerBind } from "./udp-messages.js";
 import { loadNativeUdp, serveNatively, type NativeUdp } from "./udp-fast.js";
 import { createUdpSocket, WireCache } from "./wire-cache.js";
+import { formerrReply, screenQuery } from "./wire-screen.js";
 
 /** Questions waiting for the main process beyond this are dropped (the client retries), so a flood of misses cannot grow memory. */
 const MAX_PENDING = 10_000;
@@ -44,6 +45,12 @@ function onQuery(msg: Buffer, address: string, port: number): void {
   const hit = native ? undefined : cache.answer(key, msg);
   if (hit) {
     socket.send(hit, port, address);
+    return;
+  }
+  // Garbage is answered (or dropped) here, never sent to the main process: it must not queue before real questions.
+  const screen = screenQuery(msg);
+  if (screen !== "answer") {
+    if (screen === "formerr") socket.send(formerrReply(msg), port, address);
     return;
   }
   const waiter = { id0: msg[0], id1: msg[1], port, address };

@@ -2,7 +2,7 @@ import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { availableParallelism } from "node:os";
 import { ApiError, UserError } from "../core/errors.js";
-import { readDnsConfig } from "./config.js";
+import { readDnsConfig, TCP_LIMIT_OPTIONS } from "./config.js";
 import { importZone } from "./bind.js";
 import { rnameFromInput } from "./soa.js";
 import { parseSvcParams, ipv6Bytes } from "./svcb.js";
@@ -91,5 +91,28 @@ describe("DNS building blocks", () => {
     assert.equal(workers(0), 0);
     assert.equal(workers(64), 64);
     for (const bad of [-1, 2.5, 65, Number.NaN]) assert.throws(() => workers(bad), UserError, String(bad));
+  });
+
+  it("reads the DNS-over-TCP limits: the declared defaults, seconds as milliseconds, nonsense refused with the option's name", () => {
+    const tcp = (o: Record<string, unknown> = {}) => readDnsConfig({ "name-servers": ["ns1.example"], ...o }).tcp;
+    const defaults = Object.fromEntries(
+      Object.entries(TCP_LIMIT_OPTIONS).map(([k, spec]) => [k, spec.unit === "seconds" ? spec.default * 1000 : spec.default]),
+    );
+    assert.deepEqual(tcp(), defaults);
+    assert.equal(tcp({ "dns-tcp-message-timeout": 0.5 }).messageTimeoutMs, 500);
+    assert.equal(tcp({ "dns-tcp-max-clients-per-address": 1 }).maxClientsPerAddress, 1);
+    for (const [option, bad] of [
+      ["dns-tcp-max-clients", 0],
+      ["dns-tcp-max-clients", 2.5],
+      ["dns-tcp-max-clients-per-address", -3],
+      ["dns-tcp-idle-timeout", 0],
+      ["dns-tcp-max-lifetime", Number.NaN],
+      ["dns-tcp-message-timeout", 100_000],
+    ] as const)
+      assert.throws(
+        () => tcp({ [option]: bad }),
+        (e: unknown) => e instanceof UserError && e.message.startsWith(`--${option}:`),
+        `${option} ${bad}`,
+      );
   });
 });

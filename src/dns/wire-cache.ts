@@ -40,6 +40,14 @@ export class WireCache {
 }
 
 /**
+ * Receive buffer asked for the DNS UDP socket. Linux's default (net.core.rmem_default, usually 208 KiB) holds only
+ * a few hundred datagrams: a few milliseconds of a flood, less than a busy machine may keep the answering thread
+ * off the CPU, and every datagram past it (real questions too) is dropped. The kernel grants at most
+ * net.core.rmem_max (serverStarted logs what it granted).
+ */
+export const UDP_RECEIVE_BUFFER = 8 << 20;
+
+/**
  * A UDP socket for the DNS server. dgram passes the destination of every send through its lookup
  * function, which by default still costs an address check and a deferred callback per packet; once the
  * socket is bound it only ever replies to the address a query came from, always a literal, so from then
@@ -51,7 +59,12 @@ export function createUdpSocket(host: string): dgram.Socket {
     if (bound) cb(null, name, family);
     else lookup(name, family, cb);
   };
-  const socket = dgram.createSocket({ type: isIP(host) === 6 ? "udp6" : "udp4", reuseAddr: false, lookup: resolve as never });
+  const socket = dgram.createSocket({
+    type: isIP(host) === 6 ? "udp6" : "udp4",
+    reuseAddr: false,
+    lookup: resolve as never,
+    recvBufferSize: UDP_RECEIVE_BUFFER,
+  });
   socket.once("listening", () => (bound = true));
   return socket;
 }

@@ -3,7 +3,8 @@
 // Why native: Node 20's dgram costs a Buffer, an rinfo object, a JS callback and a 64 KiB malloc per received
 // datagram and a send request per reply; on the benchmark that per-packet work, not answering, was most of our
 // CPU per query. Here one thread takes queries off the socket in batches (recvmmsg), replays answers the
-// process has cached, and sends the batch's replies with one sendmmsg. Anything not cached goes to JavaScript,
+// process has cached, answers what cannot be a query with FORMERR (or drops it, see ScreenQuery), and sends the
+// batch's replies with one sendmmsg. Any other question not cached goes to JavaScript,
 // which answers it as before and decides what is cached (JS keeps every caching rule; this file only replays
 // bytes under the key JS gave them: the query minus its id).
 //
@@ -61,7 +62,7 @@ struct Server {
   std::mutex mu;  // guards cache and bytes
   std::unordered_map<std::string, std::string> cache;
   size_t bytes = 0;
-  std::atomic<uint64_t> hits{0}, misses{0}, dropped{0};
+  std::atomic<uint64_t> hits{0}, misses{0}, dropped{0}, formerrs{0};
   std::atomic<bool> stopping{false};
 };
 
@@ -71,6 +72,74 @@ Server* g_server = nullptr;
 void ClearLocked(Server* s) {
   s->cache.clear();
   s->bytes = 0;
+}
+
+// The same rules as screenQuery() in src/dns/wire-screen.ts (read the reasons there): garbage is answered here
+// with a header-only FORMERR (or dropped), never queued for JavaScript and the main process before real questions.
+enum class Screen { kAnswer, kFormerr, kDrop };
+constexpr uint16_t kQr = 0x8000;
+constexpr uint16_t kOpcodeMask = 0xf << 11;
+constexpr uint16_t kRd = 1 << 8;
+constexpr uint16_t kCd = 1 << 4;
+constexpr size_t kRecordFixed = 8;
+constexpr size_t kMinRecord = 1 + kRecordFixed;
+constexpr size_t kMaxName = 254;
+
+inline uint16_t U16(const uint8_t* p) { return static_cast<uint16_t>((p[0] << 8) | p[1]); }
+
+// Where the name at offset ends, or -1 where dns-packet's decoder throws (nameEnd in wire-screen.ts).
+long NameEnd(const uint8_t* m, size_t len, size_t offset) {
+  size_t at = offset, lowest = offset, length = 0;
+  long end = -1;
+  for (;;) {
+    if (at >= len) return -1;
+    const uint8_t l = m[at++];
+    if (l == 0) break;
+    if ((l & 0xc0) == 0) {
+      if (at + l > len) return -1;
+      length += l + 1u;
+      if (length > kMaxName) return -1;
+      at += l;
+    } else if ((l & 0xc0) == 0xc0) {
+      if (at >= len) return -1;
+      const size_t target = (static_cast<size_t>(l & 0x3f) << 8) | m[at];
+      if (target >= lowest) return -1;
+      if (end < 0) end = static_cast<long>(at + 1);
+      at = lowest = target;
+    } else {
+      return -1;
+    }
+  }
+  return end < 0 ? static_cast<long>(at) : end;
+}
+
+Screen ScreenQuery(const uint8_t* m, size_t len) {
+  if (len < kHeader) return Screen::kDrop;
+  const uint16_t flags = U16(m + 2);
+  if (flags & kQr) return Screen::kDrop;
+  const size_t questions = U16(m + 4);
+  const size_t records = static_cast<size_t>(U16(m + 6)) + U16(m + 8) + U16(m + 10);
+  if ((flags & kOpcodeMask) == 0 && questions != 1) return Screen::kFormerr;
+  size_t offset = kHeader;
+  for (size_t i = 0; i < questions; i++) {
+    const long e = NameEnd(m, len, offset);
+    if (e < 0 || static_cast<size_t>(e) + 4 > len) return Screen::kFormerr;
+    offset = static_cast<size_t>(e) + 4;
+  }
+  if (records == 0) return Screen::kAnswer;
+  const long e = NameEnd(m, len, offset);
+  if (e < 0 || static_cast<size_t>(e) + kRecordFixed + (records - 1) * kMinRecord > len) return Screen::kFormerr;
+  return Screen::kAnswer;
+}
+
+// formerrReply() in wire-screen.ts.
+void FormerrReply(const uint8_t* q, std::string& out) {
+  out.assign(kHeader, '\0');
+  const uint16_t flags = kQr | (U16(q + 2) & (kOpcodeMask | kRd | kCd)) | 1;
+  out[0] = static_cast<char>(q[0]);
+  out[1] = static_cast<char>(q[1]);
+  out[2] = static_cast<char>(flags >> 8);
+  out[3] = static_cast<char>(flags & 0xff);
 }
 
 void HandMiss(Server* s, const uint8_t* q, size_t len, const sockaddr_storage& from) {
@@ -145,7 +214,7 @@ void Run(Server* s) {
       continue;
     }
 
-    size_t nout = 0, nmiss = 0;
+    size_t nout = 0, nmiss = 0, hits = 0, formerrs = 0;
     {
       std::lock_guard<std::mutex> lock(s->mu);
       for (int i = 0; i < n; i++) {
@@ -156,14 +225,22 @@ void Run(Server* s) {
         if (in[i].msg_hdr.msg_namelen == 0 || in[i].msg_hdr.msg_namelen > sizeof(from[i])) continue;
         key.assign(reinterpret_cast<const char*>(q) + 2, len - 2);
         auto it = s->cache.find(key);
-        if (it == s->cache.end()) {
-          miss_idx[nmiss++] = static_cast<size_t>(i);
-          continue;
-        }
         std::string& o = out[nout];
-        o.assign(it->second);  // at least 12 bytes: Set() refuses shorter answers
-        o[0] = static_cast<char>(q[0]);
-        o[1] = static_cast<char>(q[1]);
+        if (it != s->cache.end()) {
+          o.assign(it->second);  // at least 12 bytes: Set() refuses shorter answers
+          o[0] = static_cast<char>(q[0]);
+          o[1] = static_cast<char>(q[1]);
+          hits++;
+        } else {
+          const Screen screen = ScreenQuery(q, len);
+          if (screen == Screen::kDrop) continue;
+          if (screen == Screen::kAnswer) {
+            miss_idx[nmiss++] = static_cast<size_t>(i);
+            continue;
+          }
+          FormerrReply(q, o);
+          formerrs++;
+        }
         out_iov[nout] = {o.data(), o.size()};
         memset(&outm[nout], 0, sizeof(outm[nout]));
         outm[nout].msg_hdr.msg_name = &from[i];
@@ -173,7 +250,8 @@ void Run(Server* s) {
         nout++;
       }
     }
-    s->hits += nout;
+    s->hits += hits;
+    s->formerrs += formerrs;
     if (nout > 0) SendAll(s->fd, outm, nout);
     for (size_t k = 0; k < nmiss; k++) {
       const size_t i = miss_idx[k];
@@ -341,16 +419,17 @@ napi_value Flush(napi_env env, napi_callback_info) {
 napi_value Stats(napi_env env, napi_callback_info) {
   napi_value o, v;
   napi_create_object(env, &o);
-  uint64_t hits = 0, misses = 0, dropped = 0, entries = 0, bytes = 0;
+  uint64_t hits = 0, misses = 0, dropped = 0, formerrs = 0, entries = 0, bytes = 0;
   if (Server* s = g_server) {
     hits = s->hits;
+    formerrs = s->formerrs;
     misses = s->misses;
     dropped = s->dropped;
     std::lock_guard<std::mutex> lock(s->mu);
     entries = s->cache.size();
     bytes = s->bytes;
   }
-  const std::pair<const char*, uint64_t> fields[] = {{"hits", hits}, {"misses", misses}, {"dropped", dropped}, {"entries", entries}, {"bytes", bytes}};
+  const std::pair<const char*, uint64_t> fields[] = {{"hits", hits}, {"misses", misses}, {"dropped", dropped}, {"formerrs", formerrs}, {"entries", entries}, {"bytes", bytes}};
   for (const auto& f : fields) {
     napi_create_double(env, static_cast<double>(f.second), &v);
     napi_set_named_property(env, o, f.first, v);
