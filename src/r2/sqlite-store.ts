@@ -8,6 +8,8 @@ import { resolveRange } from "./ranges.js";
 import { listObjects } from "./list-objects.js";
 import { bucketInfo, objectInfo, type BucketRow, type ObjectRow, type Segment } from "./schema.js";
 import { SmallBodyCache } from "./small-body-cache.js";
+import { SqliteBucketCors } from "./sqlite-cors.js";
+import { SqliteUploadListing } from "./sqlite-upload-listing.js";
 import {
   R2Codes,
   R2Error,
@@ -15,10 +17,14 @@ import {
   type BucketRef,
   type R2BucketInfo,
   type R2Checksums,
+  type R2CorsRule,
   type R2GetOptions,
   type R2GetResult,
   type R2ListOptions,
+  type R2ListPartsResult,
   type R2ListResult,
+  type R2ListUploadsOptions,
+  type R2ListUploadsResult,
   type R2MultipartOptions,
   type R2ObjectInfo,
   type R2PutOptions,
@@ -42,6 +48,8 @@ const EXTRA_DIGESTS = ["sha1", "sha384", "sha512"] as const;
 export class SqliteR2Store implements R2Store {
   private readonly leases: ContentLeases;
   private readonly small = new SmallBodyCache();
+  private readonly cors: SqliteBucketCors;
+  private readonly uploadListing: SqliteUploadListing;
   private readonly q;
 
   constructor(
@@ -49,6 +57,8 @@ export class SqliteR2Store implements R2Store {
     private readonly content: ContentStore,
   ) {
     this.leases = new ContentLeases(content);
+    this.cors = new SqliteBucketCors(db);
+    this.uploadListing = new SqliteUploadListing(db);
     this.q = {
       bucket: db.prepare<[string, string], BucketRow>("SELECT id, name, created_at, location, storage_class FROM buckets WHERE account_id = ? AND name = ?"),
       buckets: db.prepare<[string, string, string, number], BucketRow>(
@@ -73,16 +83,16 @@ export class SqliteR2Store implements R2Store {
       listAfter: db.prepare<[number, string, number], ObjectRow>("SELECT * FROM objects WHERE bucket_id = ? AND key > ? ORDER BY key LIMIT ?"),
       listFrom: db.prepare<[number, string, number], ObjectRow>("SELECT * FROM objects WHERE bucket_id = ? AND key >= ? ORDER BY key LIMIT ?"),
       insertUpload: db.prepare("INSERT INTO uploads (upload_id, bucket_id, key, http, custom, storage_class, created) VALUES (?, ?, ?, ?, ?, ?, ?)"),
-      upload: db.prepare<[string, number, string], { http: string; custom: string; storage_class: string }>(
-        "SELECT http, custom, storage_class FROM uploads WHERE upload_id = ? AND bucket_id = ? AND key = ?",
+      upload: db.prepare<[string, number, string], { http: string; custom: string; storage_class: string; created: number }>(
+        "SELECT http, custom, storage_class, created FROM uploads WHERE upload_id = ? AND bucket_id = ? AND key = ?",
       ),
       deleteUpload: db.prepare("DELETE FROM uploads WHERE upload_id = ?"),
       parts: db.prepare<[string], { part_number: number; content_id: string; size: number; md5: string }>(
         "SELECT part_number, content_id, size, md5 FROM parts WHERE upload_id = ? ORDER BY part_number",
       ),
-      insertPart: db.prepare("INSERT INTO parts (upload_id, part_number, content_id, size, md5) VALUES (?, ?, ?, ?, ?)"),
+      insertPart: db.prepare("INSERT INTO parts (upload_id, part_number, content_id, size, md5, uploaded) VALUES (?, ?, ?, ?, ?, ?)"),
       partContent: db.prepare<[string, number], { content_id: string }>("SELECT content_id FROM parts WHERE upload_id = ? AND part_number = ?"),
-      replacePart: db.prepare("UPDATE parts SET content_id = ?, size = ?, md5 = ? WHERE upload_id = ? AND part_number = ?"),
+      replacePart: db.prepare("UPDATE parts SET content_id = ?, size = ?, md5 = ?, uploaded = ? WHERE upload_id = ? AND part_number = ?"),
     };
   }
 
@@ -407,8 +417,8 @@ export class SqliteR2Store implements R2Store {
           const prev = this.q.partContent.get(uploadId, partNumber);
           if (prev) {
             replaced = prev.content_id;
-            this.q.replacePart.run(stored.id, stored.size, stored.md5, uploadId, partNumber);
-          } else this.q.insertPart.run(uploadId, partNumber, stored.id, stored.size, stored.md5);
+            this.q.replacePart.run(stored.id, stored.size, stored.md5, Date.now(), uploadId, partNumber);
+          } else this.q.insertPart.run(uploadId, partNumber, stored.id, stored.size, stored.md5, Date.now());
         })
         .immediate();
     } catch (e) {
@@ -485,6 +495,32 @@ export class SqliteR2Store implements R2Store {
       .immediate();
     this.discard(ids);
     return n;
+  }
+
+  async listMultipartUploads(bucket: BucketRef, opts: R2ListUploadsOptions = {}): Promise<R2ListUploadsResult> {
+    return this.uploadListing.uploads(this.bucketId(bucket), opts);
+  }
+
+  async listParts(bucket: BucketRef, key: string, uploadId: string, opts: { partNumberMarker?: number; limit?: number } = {}): Promise<R2ListPartsResult> {
+    return this.uploadListing.parts(uploadId, this.requireUpload(bucket, key, uploadId), opts);
+  }
+
+  // ---- bucket CORS ----
+
+  async getBucketCors(bucket: BucketRef): Promise<R2CorsRule[] | undefined> {
+    return this.cors.get(this.bucketId(bucket));
+  }
+
+  async putBucketCors(bucket: BucketRef, rules: R2CorsRule[]): Promise<void> {
+    this.cors.put(this.bucketId(bucket), rules);
+  }
+
+  async deleteBucketCors(bucket: BucketRef): Promise<void> {
+    this.cors.delete(this.bucketId(bucket));
+  }
+
+  async corsRulesByBucketName(name: string): Promise<{ accountId: string; rules: R2CorsRule[] }[]> {
+    return this.cors.byName(name);
   }
 
   async abortMultipartUpload(bucket: BucketRef, key: string, uploadId: string): Promise<void> {
