@@ -32,6 +32,8 @@ export class AuthService {
    * spares it a SHA-256 each time. Cleared with the rest, so a revoked token is refused at once.
    */
   private readonly tokens = new Map<string, { principal: Principal; token?: ApiTokenRecord }>();
+  /** S3 access keys (token ids) already resolved, in memory only; cleared with the rest. */
+  private readonly accessKeys = new Map<string, { principal: Principal; token: ApiTokenRecord; secret: string }>();
   private readonly touched = new Map<string, number>();
 
   constructor(readonly store: IdentityStore) {}
@@ -39,6 +41,7 @@ export class AuthService {
   invalidate(): void {
     this.cache.clear();
     this.tokens.clear();
+    this.accessKeys.clear();
   }
 
   /** Authenticates a v4 API request. Throws the exact v4 errors clients expect. */
@@ -90,13 +93,36 @@ export class AuthService {
       if (this.tokens.size > 10_000) this.tokens.clear();
       this.tokens.set(value, hit);
     }
-    const t = hit.token!;
+    return this.inForce(hit.token!) ? { principal: hit.principal, token: hit.token! } : undefined;
+  }
+
+  /**
+   * Resolves an S3 access key id, which is an API token's id (as R2 does it), to the token's principal and its
+   * secret access key: the SHA-256 hex of the token's value, which is exactly what the store keeps of it.
+   * undefined when unknown, disabled, expired or not yet valid.
+   */
+  verifyAccessKey(id: string): { principal: Principal; token: ApiTokenRecord; secret: string } | undefined {
+    let hit = this.accessKeys.get(id);
+    if (!hit) {
+      const rec = this.store.findTokenById(id);
+      const user = rec && this.store.getUser(rec.user_id);
+      if (!rec || !user) return undefined;
+      const { token_hash: secret, ...token } = rec;
+      hit = { principal: new Principal("api_token", user.id, user.email, this.memberships(user.id), token.grants, token.id), token, secret };
+      if (this.accessKeys.size > 10_000) this.accessKeys.clear();
+      this.accessKeys.set(id, hit);
+    }
+    return this.inForce(hit.token) ? hit : undefined;
+  }
+
+  /** Whether a token may be used now (active, within its dates); notes the use. */
+  private inForce(t: ApiTokenRecord): boolean {
     const now = Date.now();
-    if (t.status !== "active") return undefined;
-    if (t.expires_on && Date.parse(t.expires_on) <= now) return undefined;
-    if (t.not_before && Date.parse(t.not_before) > now) return undefined;
+    if (t.status !== "active") return false;
+    if (t.expires_on && Date.parse(t.expires_on) <= now) return false;
+    if (t.not_before && Date.parse(t.not_before) > now) return false;
     this.noteUse(t.id, now);
-    return { principal: hit.principal, token: t };
+    return true;
   }
 
   /** last_used_on is written at most once a minute per token, so verifying stays a read. */

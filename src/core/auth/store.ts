@@ -52,6 +52,8 @@ export interface IdentityStore {
   globalKeyHash(userId: string): string | undefined;
   createToken(t: Omit<ApiTokenRecord, "issued_on" | "modified_on" | "last_used_on" | "status"> & { value: string }): ApiTokenRecord;
   findTokenByHash(hash: string): (ApiTokenRecord & { token_hash: string }) | undefined;
+  /** A token with its stored hash, by id: the hash is the token's S3 secret access key (SigV4 signs with it). */
+  findTokenById(id: string): (ApiTokenRecord & { token_hash: string }) | undefined;
   getToken(id: string): ApiTokenRecord | undefined;
   listTokens(userId: string): ApiTokenRecord[];
   /** Replaces what an update may change; undefined when there is no such token. */
@@ -189,6 +191,10 @@ export class SqliteIdentityStore implements IdentityStore {
   }
   findTokenByHash(hash: string) {
     const r = this.q.tokenByHash.get(hash) as TokenRow | undefined;
+    return r && toToken(r);
+  }
+  findTokenById(id: string) {
+    const r = this.q.getToken.get(id) as TokenRow | undefined;
     return r && toToken(r);
   }
   getToken(id: string): ApiTokenRecord | undefined {
