@@ -55,13 +55,15 @@ export async function startPlatform(
   const identity: EdgeService = { name: "identity", registerApi: (app) => registerIdentityRoutes(app, auth, identities) };
   const kv = createKvService(ctx);
   const r2 = createR2Service(ctx);
+  // Raw handlers see a request in this order: worker hosts first, then the AI gateway's /v1/, then R2's S3 API
+  // (requests signed with SigV4), then the routes (v4 API, dashboard).
   const services: EdgeService[] = [
     identity,
     createDnsService(ctx),
     kv,
-    r2,
     createWorkersService(ctx, { kv, r2 }),
     createAiGatewayService(ctx),
+    r2,
     createDashboardService(ctx),
   ];
 

@@ -1,4 +1,5 @@
 import { defineCommand, type AnyCommand, type CommandAlias, type OptionSpec } from "../core/cli/command.js";
+import { s3ServeOptions } from "./s3/config.js";
 
 // Handlers live in ./handlers.js and are imported on use, so `edgecli` starts without loading them.
 const handlers = () => import("./handlers.js");
@@ -87,4 +88,4 @@ export const commands: AnyCommand[] = [
 /** Deprecated spellings of this area's command groups. */
 export const aliases: CommandAlias[] = [];
 /** Options this area adds to `edgecli serve`. */
-export const serveOptions: Record<string, OptionSpec> = {};
+export const serveOptions: Record<string, OptionSpec> = { ...s3ServeOptions };

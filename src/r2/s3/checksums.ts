@@ -141,14 +141,3 @@ export class BodyVerifier extends Transform {
     return undefined;
   }
 }
-
-/** Checks a body already in memory (the XML of CompleteMultipartUpload, DeleteObjects, PutBucketCors). */
-export async function verifyBuffer(body: Buffer, expect: BodyExpectations): Promise<void> {
-  if (!BodyVerifier.needed(expect)) return;
-  const verifier = new BodyVerifier(expect);
-  await new Promise<void>((resolve, reject) => {
-    verifier.on("error", reject).on("finish", resolve);
-    verifier.resume();
-    verifier.end(body);
-  });
-}

@@ -2,6 +2,7 @@ import { createHash, createHmac, timingSafeEqual, type Hash, type Hmac } from "n
 import type { IncomingMessage } from "node:http";
 import { SignatureV4 } from "@smithy/signature-v4";
 import { S3Errors } from "./errors.js";
+import { headerBytesAsText } from "./header-text.js";
 
 /**
  * AWS Signature Version 4 as S3 checks it: in the Authorization header, in the query of a presigned URL, and
@@ -223,7 +224,8 @@ export async function verifySignature(req: IncomingMessage, rawPath: string, que
   const headers: Record<string, string> = {};
   for (const name of signed.signedHeaders) {
     const values = req.headersDistinct[name];
-    if (values) headers[name] = values.join(",");
+    // Signed as text: the SDKs send non-ASCII values as UTF-8 bytes, which Node hands over as Latin-1.
+    if (values) headers[name] = headerBytesAsText(values.join(","));
   }
   // The payload hash travels as a header the signer reads; unless the client signed it, it stays out of the canonical headers.
   headers["x-amz-content-sha256"] = signed.payloadHash;
