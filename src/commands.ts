@@ -27,7 +27,7 @@ export const groups: Record<string, string> = {
   "kv namespace": "Create, list and delete KV namespaces",
   "kv key": "Put, get, list and delete single keys",
   "kv bulk": "Put or delete many keys from a JSON file, all or nothing",
-  r2: "Manage R2 buckets and objects",
+  r2: "Manage R2 buckets and objects, and show the S3 credentials of the current token",
   "r2 bucket": "Create, list and delete buckets",
   "r2 object": "Upload, download and delete objects",
   secret: "Manage the secrets of the Worker named in the config",

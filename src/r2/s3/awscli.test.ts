@@ -7,7 +7,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { startTestPlatform, type TestPlatform } from "../../core/testing/platform.js";
-import { awsCli, awsCliMissing, bootstrapS3Credentials, type S3Credentials } from "./testing/s3.js";
+import { awsCli, awsCliMissing, type S3Credentials } from "./testing/s3.js";
 
 /** Debian's aws CLI 2.9 against the platform, as a user would run it with the credentials `edgecli r2 credentials` prints. */
 const md5 = (b: Buffer) => createHash("md5").update(b).digest("hex");
@@ -25,7 +25,12 @@ describe("the aws CLI", { skip: awsCliMissing() }, () => {
 
   before(async () => {
     p = await startTestPlatform();
-    creds = await bootstrapS3Credentials(p);
+    // The credentials a user copies from `edgecli r2 credentials`.
+    const printed = await p.cli(["r2", "credentials", "--json"]);
+    assert.equal(printed.code, 0, printed.stderr);
+    const view = JSON.parse(printed.stdout);
+    assert.equal(view.endpoint, p.url);
+    creds = { accessKeyId: view.access_key_id, secretAccessKey: view.secret_access_key };
     dir = mkdtempSync(join(tmpdir(), "s3-awscli-"));
   });
   after(async () => {

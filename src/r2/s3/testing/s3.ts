@@ -3,10 +3,10 @@
  * them, and Debian's aws CLI (2.9, /usr/bin/aws) run against the platform.
  */
 import { spawn } from "node:child_process";
-import { createHash } from "node:crypto";
 import { existsSync } from "node:fs";
 import type { S3Client, S3ClientConfig } from "@aws-sdk/client-s3";
 import type { TestPlatform } from "../../../core/testing/platform.js";
+import { s3SecretOf } from "../credentials.js";
 
 export interface S3Credentials {
   accessKeyId: string;
@@ -16,7 +16,7 @@ export interface S3Credentials {
 /** R2's derivation: the access key id is the token's id, the secret the SHA-256 (hex) of its value. */
 export const s3CredentialsOf = (token: { id: string; value: string }): S3Credentials => ({
   accessKeyId: token.id,
-  secretAccessKey: createHash("sha256").update(token.value).digest("hex"),
+  secretAccessKey: s3SecretOf(token.value),
 });
 
 /** Mints an API token with the global key (permission ids on one account, or `*`) and returns its S3 credentials. */
