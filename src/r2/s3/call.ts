@@ -10,6 +10,11 @@ import { xmlDocument, type XmlContent } from "./xml.js";
 
 /** XML request bodies (CompleteMultipartUpload of 10,000 parts, DeleteObjects of 1,000 long keys) fit in this. */
 export const MAX_XML_BODY_BYTES = 4 * 1024 * 1024;
+/**
+ * Object bodies up to this size are read whole before the store sees them: the store writes a buffer in one call,
+ * which costs about a third less CPU than a stream pipeline for the small objects that dominate request counts.
+ */
+const SMALL_BODY_BYTES = 64 * 1024;
 
 /**
  * One authenticated S3 request, as the operations see it: who asks for which bucket and key in which account,
@@ -94,6 +99,25 @@ export class S3Call {
     if (verifier) body = forward(body, verifier);
     this.verifier = verifier;
     return body;
+  }
+
+  /**
+   * The body as the store takes it: a small body of known length read whole and checked (see SMALL_BODY_BYTES),
+   * anything else as the checked stream of `body()`.
+   */
+  async bodyForStore(): Promise<Readable | Buffer> {
+    const size = this.declaredSize();
+    if (this.chunked() || size === undefined || size > SMALL_BODY_BYTES) return this.body();
+    const expect = bodyExpectations(this.headers, this.signed.payloadHash);
+    const chunks: Buffer[] = [];
+    for await (const chunk of this.req) chunks.push(chunk as Buffer);
+    const bytes = chunks.length === 1 ? chunks[0] : Buffer.concat(chunks);
+    if (bytes.length !== size) throw S3Errors.incompleteBody();
+    if (BodyVerifier.needed(expect)) {
+      this.verifier = new BodyVerifier(expect);
+      this.verifier.verifyWhole(bytes);
+    }
+    return bytes;
   }
 
   /** Checksum headers S3 echoes after a verified upload. */

@@ -118,10 +118,21 @@ export class BodyVerifier extends Transform {
     return this.checksum ? { [checksumHeader(this.checksum.name)]: this.checksum.expected ?? this.trailerValue ?? "" } : {};
   }
 
-  override _transform(chunk: Buffer, _enc: BufferEncoding, cb: TransformCallback): void {
+  /** Checks a whole body already in memory (without streaming it through). */
+  verifyWhole(body: Buffer): void {
+    this.consume(body);
+    const err = this.mismatch();
+    if (err) throw err;
+  }
+
+  private consume(chunk: Buffer): void {
     this.sha256?.update(chunk);
     this.md5?.update(chunk);
     this.checksum?.hash.update(chunk);
+  }
+
+  override _transform(chunk: Buffer, _enc: BufferEncoding, cb: TransformCallback): void {
+    this.consume(chunk);
     cb(null, chunk);
   }
 

@@ -1,4 +1,5 @@
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from "node:http";
+import { finished } from "node:stream";
 import type { AuthService } from "../../core/auth/auth-service.js";
 import type { Principal } from "../../core/auth/principal.js";
 import { newRequestId } from "../../core/http/app.js";
@@ -170,14 +171,22 @@ async function answerPreflight(deps: S3HandlerDeps, req: IncomingMessage, res: S
   res.end();
 }
 
+/** A refused request's body is read to its end (and dropped) up to this size, so the connection stays usable. */
+const DRAIN_LIMIT_BYTES = 8 * 1024 * 1024;
+
 function answerError(req: IncomingMessage, res: ServerResponse, err: S3Error, requestId: string, rawPath: string, headers: Record<string, string>): void {
-  // A body left unread (a refused upload) is not read to its end: the connection closes after the answer.
-  const extra = req.complete ? headers : { ...headers, connection: "close" };
   let resource = rawPath;
   try {
     resource = decodeURIComponent(rawPath);
   } catch {
     // the path as sent
   }
-  sendS3Error(res, err, { requestId, resource, method: req.method, headers: extra });
+  const send = (extra: Record<string, string>) => sendS3Error(res, err, { requestId, resource, method: req.method, headers: { ...headers, ...extra } });
+  if (req.complete) return send({});
+  // The body was not read (or not all of it): a small one is drained first, so that the client, which may still
+  // be sending (after a 100 Continue), reads the answer; a larger one is not read, and the connection closes.
+  const declared = Number(req.headers["content-length"]);
+  if (req.destroyed || !(declared <= DRAIN_LIMIT_BYTES)) return send({ connection: "close" });
+  finished(req, () => send({}));
+  req.resume();
 }

@@ -41,7 +41,7 @@ export async function createMultipartUpload(call: S3Call): Promise<void> {
 export async function uploadPart(call: S3Call): Promise<void> {
   const uploadId = uploadIdOf(call);
   const partNumber = partNumberOf(call);
-  const part = await call.store.uploadPart(call.ref, call.key, uploadId, partNumber, call.body(), call.declaredSize());
+  const part = await call.store.uploadPart(call.ref, call.key, uploadId, partNumber, await call.bodyForStore(), call.declaredSize());
   call.sendEmpty(200, { etag: `"${part.etag}"`, ...call.verifiedChecksumHeaders() });
 }
 

@@ -19,7 +19,7 @@ export function refuseVersionId(call: S3Call): void {
 
 export async function putObject(call: S3Call): Promise<void> {
   refuseUnsupportedHeaders(call.headers);
-  const info = await call.store.put(call.ref, call.key, call.body(), {
+  const info = await call.store.put(call.ref, call.key, await call.bodyForStore(), {
     httpMetadata: httpMetadataFrom(call.headers),
     customMetadata: customMetadataFrom(call.headers),
     storageClass: storageClassFrom(call.headers),
