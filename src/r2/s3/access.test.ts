@@ -171,6 +171,13 @@ test("two accounts: a bucket name is per account; a key reaching both names its 
     requestHandler: new NodeHttpHandler({ httpAgent: agent }),
   });
   assert.equal(await text(virtual, "same-name", "who.txt"), `in ${B}`);
+  // Virtual-hosted style on the S3 host alone: same-name.r2.localhost, the account from a single-account key.
+  const plainVirtual = await s3Client(p, editA, {
+    endpoint: `http://r2.localhost:${port}`,
+    forcePathStyle: false,
+    requestHandler: new NodeHttpHandler({ httpAgent: agent }),
+  });
+  assert.equal(await text(plainVirtual, "same-name", "who.txt"), `in ${A}`);
   // A key naming an account it does not reach.
   const other = (await p.api("POST", "/accounts", { name: "Account C" }, p.keyHeaders())).body.result.id as string;
   const onlyA = await s3Client(p, editA, { endpoint: `http://${other}.r2.localhost:${port}`, requestHandler: new NodeHttpHandler({ httpAgent: agent }) });

@@ -145,6 +145,9 @@ test("header-signed requests verify; another secret, a changed header or body, a
   assert.equal(skewed.ok === false && skewed.code, "RequestTimeTooSkewed");
   const withinSkew = await sendSigned({ path, date: new Date(Date.now() - 14 * 60 * 1000) });
   assert.deepEqual(withinSkew, { ok: true });
+  const added = await sendSigned({ path, tamper: (h) => (h["x-amz-meta-added"] = "after signing") });
+  assert.equal(added.ok === false && added.code, "AccessDenied");
+  assert.match(added.ok === false ? added.message : "", /headers present in the request which were not signed: x-amz-meta-added/);
   const noPayloadHash = await sendSigned({ path, tamper: (h) => delete h["x-amz-content-sha256"] });
   assert.equal(noPayloadHash.ok === false && noPayloadHash.code, "InvalidRequest");
 });

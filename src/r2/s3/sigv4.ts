@@ -114,7 +114,12 @@ export function readSignature(req: IncomingMessage, query: QueryPairs, now = Dat
   if (authorization && presigned)
     throw S3Errors.invalidArgument("Only one auth mechanism allowed; only the X-Amz-Algorithm query parameter or the Authorization header should be specified");
   if (req.headers["x-amz-security-token"] !== undefined || queryValue(query, "X-Amz-Security-Token") !== undefined) throw S3Errors.sessionTokens();
-  return authorization ? fromHeader(req, authorization, now) : fromQuery(query, now);
+  const signed = authorization ? fromHeader(req, authorization, now) : fromQuery(query, now);
+  // Every x-amz-* header says something about the request (metadata, copy source, checksums): as in S3, none may
+  // ride along unsigned.
+  const unsigned = Object.keys(req.headers).filter((h) => h.startsWith("x-amz-") && !signed.signedHeaders.includes(h));
+  if (unsigned.length > 0) throw S3Errors.accessDenied(`There were headers present in the request which were not signed: ${unsigned.join(", ")}`);
+  return signed;
 }
 
 function fromHeader(req: IncomingMessage, authorization: string, now: number): SignedRequest {
