@@ -218,6 +218,8 @@ test("what the API does not do is NotImplemented (501), never a silent success",
     const e = await s3ErrorOf(sent());
     assert.deepEqual([e.code, e.status], ["NotImplemented", 501], name);
   }
+  const versioning = await client.send(new s3.GetBucketVersioningCommand({ Bucket: "same-name" }));
+  assert.equal(versioning.Status, undefined, "reading the versioning state has a true answer: never enabled");
   const listed = await client.send(new s3.ListObjectsV2Command({ Bucket: "same-name" }));
   assert.deepEqual(
     listed.Contents!.map((o) => o.Key),

@@ -58,3 +58,9 @@ export async function getBucketLocation(call: S3Call): Promise<void> {
   if (!(await call.store.getBucket(call.accountId, call.bucket!))) throw S3Errors.noSuchBucket(call.bucket!);
   call.sendXml(200, "LocationConstraint", { "#text": "auto" });
 }
+
+/** Buckets here are never versioned: the answer of a bucket on which versioning was never enabled (no Status). */
+export async function getBucketVersioning(call: S3Call): Promise<void> {
+  if (!(await call.store.getBucket(call.accountId, call.bucket!))) throw S3Errors.noSuchBucket(call.bucket!);
+  call.sendXml(200, "VersioningConfiguration", {});
+}

@@ -1,5 +1,5 @@
 import type { IncomingHttpHeaders } from "node:http";
-import { createBucket, deleteBucket, getBucketLocation, headBucket, listBuckets } from "./buckets.js";
+import { createBucket, deleteBucket, getBucketLocation, getBucketVersioning, headBucket, listBuckets } from "./buckets.js";
 import type { S3Call } from "./call.js";
 import { copyObject, uploadPartCopy } from "./copy.js";
 import { deleteBucketCors, getBucketCors, putBucketCors } from "./cors.js";
@@ -84,6 +84,8 @@ export function operationOf(
 }
 
 function bucketOperation(method: string, query: ReadonlyMap<string, string>): S3Operation {
+  // Reading the versioning state has a true answer (never enabled); changing it is not supported.
+  if (method === "GET" && query.has("versioning")) return read("GetBucketVersioning", getBucketVersioning);
   refuseUnsupported(query, UNSUPPORTED_BUCKET_SUBRESOURCES);
   if (query.has("cors")) {
     if (method === "GET") return read("GetBucketCors", getBucketCors);
