@@ -5,7 +5,10 @@
 //     MB/s, with the platform's peak RSS during each (Linux: /proc/<pid>/clear_refs then VmHWM).
 // Prints both sides and the ratios (ours / RGW). Not part of the test suite.
 //
-// Usage: node bench/s3/bench.mjs [--seconds 10] [--clients 8] [--mib 1024] [--part-mib 16] [--no-rgw] [--json FILE]
+// The small-object rounds alternate between the two servers (both up at once), so a change in the machine's load
+// during the run touches both alike; CPU time per request of each server comes from /proc/<pid>/stat.
+//
+// Usage: node bench/s3/bench.mjs [--seconds 5] [--rounds 3] [--clients 8] [--mib 1024] [--part-mib 16] [--no-rgw] [--json FILE]
 // Needs a build (npm run build) and, for RGW, Debian's ceph packages (scripts/services/rgw-up.sh; see its README).
 import { execFileSync } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
@@ -22,7 +25,8 @@ import { startTestPlatform } from "../../dist/core/testing/platform.js";
 
 const { values: opt } = parseArgs({
   options: {
-    seconds: { type: "string", default: "10" },
+    seconds: { type: "string", default: "5" },
+    rounds: { type: "string", default: "3" },
     clients: { type: "string", default: "8" },
     mib: { type: "string", default: "1024" },
     "part-mib": { type: "string", default: "16" },
@@ -31,6 +35,7 @@ const { values: opt } = parseArgs({
   },
 });
 const SECONDS = Number(opt.seconds);
+const ROUNDS = Number(opt.rounds);
 const CLIENTS = Number(opt.clients);
 const MIB = Number(opt.mib);
 const PART = Number(opt["part-mib"]) * 1024 * 1024;
@@ -52,6 +57,13 @@ function clientFor(target) {
 }
 
 const pidStatus = (pid, field) => Number(new RegExp(`${field}:\\s+(\\d+) kB`).exec(readFileSync(`/proc/${pid}/status`, "utf8"))[1]) / 1024;
+/** CPU time (ms, user + system, all threads) the processes used so far. */
+const cpuMs = (pids) =>
+  pids.reduce((sum, pid) => {
+    const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1].split(" ");
+    return sum + (Number(fields[11]) + Number(fields[12])) * 10;
+  }, 0);
+
 /** Resets the peak RSS of the processes (Linux: writing 5 to clear_refs), then reads it after `fn`. */
 async function peakRss(pids, fn) {
   for (const pid of pids) writeFileSync(`/proc/${pid}/clear_refs`, "5");
@@ -77,26 +89,47 @@ async function closedLoop(seconds, clients, op) {
       }
     }),
   );
-  latencies.sort((a, b) => a - b);
-  const q = (f) => latencies[Math.min(latencies.length - 1, Math.floor(f * latencies.length))] ?? NaN;
-  return { reqPerSec: latencies.length / seconds, p50: q(0.5), p99: q(0.99), errors, count: latencies.length };
+  return { reqPerSec: latencies.length / seconds, latencies, errors, count: latencies.length };
 }
 
-async function small(target, client) {
-  const bucket = target.bucket;
-  const body = randomBytes(SMALL);
-  const written = [];
-  const put = await closedLoop(SECONDS, CLIENTS, async (w, i) => {
-    const key = `small/${w}/${i}`;
-    await client.send(new s3.PutObjectCommand({ Bucket: bucket, Key: key, Body: body }));
-    written.push(key);
-  });
-  const get = await closedLoop(SECONDS, CLIENTS, async (_w, _i, n) => {
-    const out = await client.send(new s3.GetObjectCommand({ Bucket: bucket, Key: written[n % written.length] }));
-    const bytes = await out.Body.transformToByteArray();
-    if (bytes.length !== SMALL) throw new Error(`got ${bytes.length} bytes`);
-  });
-  return { put, get };
+/** One round of 4 KiB PUTs then GETs against one server; adds to `acc` (counts, latencies, CPU). */
+async function smallRound(target, acc) {
+  const body = acc.body;
+  for (const kind of ["put", "get"]) {
+    const cpu0 = cpuMs(target.cpuPids);
+    const r =
+      kind === "put"
+        ? await closedLoop(SECONDS, CLIENTS, async (w, i) => {
+            const key = `small/${acc.round}/${w}/${i}`;
+            await target.client.send(new s3.PutObjectCommand({ Bucket: target.bucket, Key: key, Body: body }));
+            acc.written.push(key);
+          })
+        : await closedLoop(SECONDS, CLIENTS, async (_w, _i, n) => {
+            const out = await target.client.send(new s3.GetObjectCommand({ Bucket: target.bucket, Key: acc.written[(n * 7919) % acc.written.length] }));
+            const bytes = await out.Body.transformToByteArray();
+            if (bytes.length !== SMALL) throw new Error(`got ${bytes.length} bytes`);
+          });
+    const sum = acc[kind];
+    sum.count += r.count;
+    sum.errors += r.errors;
+    sum.seconds += SECONDS;
+    sum.cpuMs += cpuMs(target.cpuPids) - cpu0;
+    sum.latencies.push(...r.latencies);
+    sum.rounds.push(Math.round(r.reqPerSec));
+  }
+}
+
+function summary(sum) {
+  const l = sum.latencies.sort((a, b) => a - b);
+  const q = (f) => l[Math.min(l.length - 1, Math.floor(f * l.length))] ?? NaN;
+  return {
+    reqPerSec: sum.count / sum.seconds,
+    rounds: sum.rounds,
+    p50: q(0.5),
+    p99: q(0.99),
+    errors: sum.errors,
+    cpuMsPerReq: sum.cpuMs / Math.max(sum.count, 1),
+  };
 }
 
 function pattern() {
@@ -108,9 +141,11 @@ function pattern() {
   );
 }
 
-async function large(target, client) {
+async function large(target) {
+  const client = target.client;
   const Key = "large.bin";
   const bytes = MIB * 1024 * 1024;
+  const rssBeforeMiB = target.pids.reduce((sum, pid) => sum + pidStatus(pid, "VmRSS"), 0);
   const put = await peakRss(target.pids, async () => {
     const t = performance.now();
     const upload = new Upload({ client, params: { Bucket: target.bucket, Key, Body: pattern() }, partSize: PART, queueSize: 4 });
@@ -134,17 +169,6 @@ async function large(target, client) {
   };
 }
 
-async function measure(target) {
-  const client = clientFor(target);
-  await client.send(new s3.CreateBucketCommand({ Bucket: target.bucket }));
-  console.error(`${target.name}: ${SMALL} B objects, ${CLIENTS} clients, ${SECONDS} s each ...`);
-  const s = await small(target, client);
-  console.error(`${target.name}: ${MIB} MiB object, parts of ${PART / 1024 / 1024} MiB ...`);
-  const l = await large(target, client);
-  client.destroy();
-  return { small: s, large: l };
-}
-
 async function ours() {
   const p = await startTestPlatform();
   const verified = await p.api("GET", "/user/tokens/verify");
@@ -155,6 +179,7 @@ async function ours() {
     bucket: "bench",
     credentials: { accessKeyId: verified.body.result.id, secretAccessKey: createHash("sha256").update(p.token).digest("hex") },
     pids: [p.process.pid],
+    cpuPids: [p.process.pid],
     stop: () => p.dispose(),
   };
 }
@@ -177,6 +202,7 @@ function rgw() {
     credentials: { accessKeyId: env.EDGE_TEST_S3_ACCESS_KEY_ID, secretAccessKey: env.EDGE_TEST_S3_SECRET_ACCESS_KEY },
     // radosgw and the OSD hold the bytes (memstore); the monitor's share does not change with the load.
     pids: [pid("client.rgw.a"), pid("osd.0")],
+    cpuPids: [pid("client.rgw.a"), pid("osd.0"), pid("mon.a")],
     stop: async () => {
       execFileSync("bash", [join(root, "scripts/services/rgw-down.sh"), join(dir, "s3")], { stdio: "inherit" });
       rmSync(dir, { recursive: true, force: true });
@@ -192,13 +218,37 @@ const machine = {
   date: new Date().toISOString(),
 };
 const loadBefore = loadavg();
+const targets = [];
 const results = {};
-for (const start of opt["no-rgw"] ? [ours] : [ours, rgw]) {
-  const target = await start();
-  try {
-    results[target.name] = await measure(target);
-  } finally {
-    await target.stop();
+try {
+  for (const start of opt["no-rgw"] ? [ours] : [ours, rgw]) targets.push(await start());
+  const body = randomBytes(SMALL);
+  const accs = new Map();
+  for (const t of targets) {
+    t.client = clientFor(t);
+    await t.client.send(new s3.CreateBucketCommand({ Bucket: t.bucket }));
+    const fresh = () => ({ count: 0, errors: 0, seconds: 0, cpuMs: 0, latencies: [], rounds: [] });
+    accs.set(t, { body, written: [], put: fresh(), get: fresh() });
+  }
+  for (let round = 0; round < ROUNDS; round++) {
+    for (const t of targets) {
+      console.error(
+        `round ${round + 1}/${ROUNDS}: ${t.name}, ${SMALL} B objects, ${CLIENTS} clients, ${SECONDS} s PUT then GET (load ${loadavg()[0].toFixed(2)})`,
+      );
+      const acc = accs.get(t);
+      acc.round = round;
+      await smallRound(t, acc);
+    }
+  }
+  for (const t of targets) {
+    console.error(`${t.name}: ${MIB} MiB object, parts of ${PART / 1024 / 1024} MiB (load ${loadavg()[0].toFixed(2)})`);
+    const acc = accs.get(t);
+    results[t.name] = { small: { put: summary(acc.put), get: summary(acc.get) }, large: await large(t) };
+  }
+} finally {
+  for (const t of targets) {
+    t.client?.destroy();
+    await t.stop();
   }
 }
 const loadAfter = loadavg();
@@ -220,8 +270,10 @@ for (const [label, get] of rows) {
 }
 for (const [name, r] of Object.entries(results)) {
   console.log(
-    `${name}: small PUT p50 ${f(r.small.put.p50, 1)} ms p99 ${f(r.small.put.p99, 1)} ms (${r.small.put.errors} errors); GET p50 ${f(r.small.get.p50, 1)} ms p99 ${f(r.small.get.p99, 1)} ms (${r.small.get.errors} errors); ` +
-      `peak RSS during the large PUT ${f(r.large.put.peakRssMiB)} MiB, GET ${f(r.large.get.peakRssMiB)} MiB`,
+    `${name}: PUT rounds ${r.small.put.rounds.join("/")} req/s, p50 ${f(r.small.put.p50, 1)} ms, p99 ${f(r.small.put.p99, 1)} ms, server CPU ${f(r.small.put.cpuMsPerReq, 2)} ms/req, ${r.small.put.errors} errors; ` +
+      `GET rounds ${r.small.get.rounds.join("/")} req/s, p50 ${f(r.small.get.p50, 1)} ms, p99 ${f(r.small.get.p99, 1)} ms, server CPU ${f(r.small.get.cpuMsPerReq, 2)} ms/req, ${r.small.get.errors} errors; ` +
+      `RSS ${f(r.large.rssBeforeMiB)} MiB before the large object, peak ${f(r.large.put.peakRssMiB)} MiB during its PUT, ${f(r.large.get.peakRssMiB)} MiB during its GET`,
   );
 }
-if (opt.json) writeFileSync(opt.json, JSON.stringify({ machine, loadBefore, loadAfter, seconds: SECONDS, clients: CLIENTS, mib: MIB, results }, null, 2));
+if (opt.json)
+  writeFileSync(opt.json, JSON.stringify({ machine, loadBefore, loadAfter, seconds: SECONDS, rounds: ROUNDS, clients: CLIENTS, mib: MIB, results }, null, 2));
