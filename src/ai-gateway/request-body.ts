@@ -1,6 +1,6 @@
 import type { IncomingMessage } from "node:http";
 import { Transform } from "node:stream";
-import { ApiError } from "../core/errors.js";
+import { EdgeError } from "../core/errors.js";
 
 /** Collects up to `cap` bytes of a body for the log; beyond that the body is not stored (the hosted limit is 10 MB). */
 export class BodyCapture {
@@ -33,13 +33,13 @@ export function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
       if (size > limit) {
         req.removeAllListeners("data");
         req.resume();
-        reject(new ApiError(413, 10013, `Request body is larger than ${limit} bytes`));
+        reject(new EdgeError(413, 10013, `Request body is larger than ${limit} bytes`));
       } else chunks.push(c);
     });
     req.once("end", () => resolve(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks)));
     req.once("error", reject);
     req.once("close", () => {
-      if (!req.complete) reject(new ApiError(400, 10001, "The client aborted the request body"));
+      if (!req.complete) reject(new EdgeError(400, 10001, "The client aborted the request body"));
     });
   });
 }

@@ -1,5 +1,5 @@
 import type { IncomingHttpHeaders } from "node:http";
-import { ApiError } from "../core/errors.js";
+import { EdgeError } from "../core/errors.js";
 import { AigCodes } from "./codes.js";
 import type { CustomCost } from "./cost.js";
 import { parseUserJson } from "../core/http/json-input.js";
@@ -38,7 +38,7 @@ export interface RequestOptions {
   eventId: string | null;
 }
 
-const bad = (name: string, rule: string) => new ApiError(400, AigCodes.validation, `gw-aig-${name}: ${rule}`);
+const bad = (name: string, rule: string) => new EdgeError(400, AigCodes.validation, `gw-aig-${name}: ${rule}`);
 
 function int(h: IncomingHttpHeaders, name: string, min: number, max: number): number | undefined {
   const v = aigHeader(h, name) ?? (name === "cache-ttl" ? (h["cf-cache-ttl"] as string | undefined) : undefined);

@@ -1,6 +1,6 @@
 /**
  * Two kinds of failure travel through the platform:
- * - ApiError: a request the client got wrong (or may not make); it becomes a v4 envelope with a status.
+ * - EdgeError: a request the client got wrong (or may not make); it becomes a v4 envelope with a status.
  * - UserError: a CLI user got something wrong; it becomes one clear line on stderr and exit code 1.
  * Anything else is a bug: logged with its stack, answered as an internal error, never shown raw.
  */
@@ -12,7 +12,7 @@ export interface ErrorDetail {
   source?: { pointer: string };
 }
 
-export class ApiError extends Error {
+export class EdgeError extends Error {
   readonly status: number;
   readonly errors: ErrorDetail[];
   /** Extra top-level fields some clients expect next to `errors` (e.g. the AI gateway's `error`). */
@@ -33,8 +33,8 @@ export class ApiError extends Error {
     this.extra = opts.extra;
   }
 
-  static many(status: number, errors: ErrorDetail[]): ApiError {
-    const e = new ApiError(status, errors[0]?.code ?? 10000, errors[0]?.message ?? "error");
+  static many(status: number, errors: ErrorDetail[]): EdgeError {
+    const e = new EdgeError(status, errors[0]?.code ?? 10000, errors[0]?.message ?? "error");
     e.errors.splice(0, e.errors.length, ...errors);
     return e;
   }
@@ -73,5 +73,5 @@ export class UserError extends Error {
 /** A CLI usage error: the words of the call are off. The command's help is shown with it. */
 export class UsageError extends UserError {}
 
-export const notFound = (code: number, what: string) => new ApiError(404, code, what);
-export const badRequest = (code: number, message: string, pointer?: string) => new ApiError(400, code, message, { pointer });
+export const notFound = (code: number, what: string) => new EdgeError(404, code, what);
+export const badRequest = (code: number, message: string, pointer?: string) => new EdgeError(400, code, message, { pointer });

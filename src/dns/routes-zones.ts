@@ -1,6 +1,6 @@
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
-import { ApiError } from "../core/errors.js";
+import { EdgeError } from "../core/errors.js";
 import { ok } from "../core/http/envelope.js";
 import { requireAccount } from "../core/http/app.js";
 import { readPage, pageOf } from "../core/http/pagination.js";
@@ -64,16 +64,16 @@ export function registerZoneRoutes(app: FastifyInstance, ctx: DnsApiContext): vo
     let accountId = body.account?.id;
     if (!accountId) {
       const mine = req.principal.accounts().filter((a) => req.principal.can(a, "dns_edit"));
-      if (mine.length !== 1) throw new ApiError(400, DnsCodes.validation, "account.id is required", { pointer: "/account/id" });
+      if (mine.length !== 1) throw new EdgeError(400, DnsCodes.validation, "account.id is required", { pointer: "/account/id" });
       accountId = mine[0];
     }
     requireAccount(req, accountId, "dns_edit");
     const name = parseZoneName(body.name);
     if (!name)
-      throw new ApiError(400, DnsCodes.zoneNameInvalid, `Invalid domain name "${body.name}": a zone is a registrable domain such as example.com.`, {
+      throw new EdgeError(400, DnsCodes.zoneNameInvalid, `Invalid domain name "${body.name}": a zone is a registrable domain such as example.com.`, {
         pointer: "/name",
       });
-    if (ctx.state.byName.has(name)) throw new ApiError(400, DnsCodes.zoneExists, `${name} already exists`);
+    if (ctx.state.byName.has(name)) throw new EdgeError(400, DnsCodes.zoneExists, `${name} already exists`);
     const zs = ctx.state.createZone(accountId, name, ctx.state.store.accountSettings(accountId));
     return ok(view(zs.zone));
   });
@@ -97,7 +97,7 @@ export function registerZoneRoutes(app: FastifyInstance, ctx: DnsApiContext): vo
     const accName = one(q["account.name"]);
     if (accName) tests.push((z) => ctx.accountName(z.account_id).toLowerCase().includes(accName.toLowerCase()));
     const match = one(q.match) ?? "all";
-    if (match !== "all" && match !== "any") throw new ApiError(400, DnsCodes.validation, 'match must be "any" or "all"', { pointer: "match" });
+    if (match !== "all" && match !== "any") throw new EdgeError(400, DnsCodes.validation, 'match must be "any" or "all"', { pointer: "match" });
     const orderBy = one(q.order) ?? "name";
     const keys = new Map<string, (z: Zone) => string>([
       ["name", (z) => z.name],
@@ -107,7 +107,7 @@ export function registerZoneRoutes(app: FastifyInstance, ctx: DnsApiContext): vo
       ["plan.id", () => ""],
     ]);
     const sortKey = keys.get(orderBy);
-    if (!sortKey) throw new ApiError(400, DnsCodes.validation, `order must be one of ${[...keys.keys()].join(", ")}`, { pointer: "order" });
+    if (!sortKey) throw new EdgeError(400, DnsCodes.validation, `order must be one of ${[...keys.keys()].join(", ")}`, { pointer: "order" });
     const sign = one(q.direction) === "desc" ? -1 : 1;
     const visible = [...ctx.state.byId.values()]
       .map((zs) => zs.zone)

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { ApiError } from "../core/errors.js";
+import { EdgeError } from "../core/errors.js";
 import { parseWith } from "../core/http/validate.js";
 import { DnsCodes } from "./errors.js";
 import type { Soa, ZoneSettings } from "./model.js";
@@ -91,20 +91,20 @@ export function patchSettings(current: ZoneSettings, body: unknown): ZoneSetting
       if (mname === null || mname === "") soa.mname = null;
       else {
         const h = parseHostname(mname);
-        if (!h) throw new ApiError(400, DnsCodes.soa, `soa.mname: "${mname}" is not a host name`, { pointer: "/soa/mname" });
+        if (!h) throw new EdgeError(400, DnsCodes.soa, `soa.mname: "${mname}" is not a host name`, { pointer: "/soa/mname" });
         soa.mname = h;
       }
     }
     if (rname !== undefined) {
       const r = rnameFromInput(rname);
-      if (!r) throw new ApiError(400, DnsCodes.soa, `soa.rname: "${rname}" is neither an e-mail address nor a DNS name`, { pointer: "/soa/rname" });
+      if (!r) throw new EdgeError(400, DnsCodes.soa, `soa.rname: "${rname}" is neither an e-mail address nor a DNS name`, { pointer: "/soa/rname" });
       soa.rname = r;
     }
   }
   if (soa.retry > soa.refresh)
-    throw new ApiError(400, DnsCodes.soa, `soa.retry (${soa.retry}) must not exceed soa.refresh (${soa.refresh})`, { pointer: "/soa/retry" });
+    throw new EdgeError(400, DnsCodes.soa, `soa.retry (${soa.retry}) must not exceed soa.refresh (${soa.refresh})`, { pointer: "/soa/retry" });
   if (soa.expire < soa.refresh)
-    throw new ApiError(400, DnsCodes.soa, `soa.expire (${soa.expire}) must not be smaller than soa.refresh (${soa.refresh})`, { pointer: "/soa/expire" });
+    throw new EdgeError(400, DnsCodes.soa, `soa.expire (${soa.expire}) must not be smaller than soa.refresh (${soa.refresh})`, { pointer: "/soa/expire" });
   return {
     soa,
     flatten_all_cnames: p.flatten_all_cnames ?? current.flatten_all_cnames,

@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { ApiError } from "../core/errors.js";
+import { EdgeError } from "../core/errors.js";
 import { readLimited } from "./body.js";
 import { bulkGet } from "./bulk.js";
 import { KV_LIMITS, KvCodes, numberParam } from "./limits.js";
@@ -25,7 +25,7 @@ export function createKvBindingHandler(store: KvStore): KvBindingHandler {
 }
 
 async function handle(store: KvStore, ns: KvBindingTarget, req: IncomingMessage, res: ServerResponse): Promise<void> {
-  if (!store.getNamespace(ns.accountId, ns.namespaceId)) throw new ApiError(404, KvCodes.namespaceNotFound, "namespace not found");
+  if (!store.getNamespace(ns.accountId, ns.namespaceId)) throw new EdgeError(404, KvCodes.namespaceNotFound, "namespace not found");
   const url = new URL(req.url ?? "/", "http://binding");
   const method = req.method ?? "GET";
   if (url.pathname === "/" && method === "GET") return list(store, ns.namespaceId, url, res);
@@ -50,7 +50,7 @@ async function handle(store: KvStore, ns: KvBindingTarget, req: IncomingMessage,
       try {
         metadata = parseUserJson(Buffer.from(metaHeader, "latin1"), MAX_JSON_DEPTH, "keep");
       } catch (e) {
-        throw new ApiError(400, KvCodes.invalidMetadata, `CF-KV-Metadata is not valid JSON: ${(e as Error).message}`);
+        throw new EdgeError(400, KvCodes.invalidMetadata, `CF-KV-Metadata is not valid JSON: ${(e as Error).message}`);
       }
     }
     await store.put(ns.namespaceId, key, body, {
@@ -64,7 +64,7 @@ async function handle(store: KvStore, ns: KvBindingTarget, req: IncomingMessage,
     await store.delete(ns.namespaceId, key);
     return send(res, 200, "");
   }
-  throw new ApiError(405, KvCodes.badRequest, `method ${method} is not part of the KV binding protocol`);
+  throw new EdgeError(405, KvCodes.badRequest, `method ${method} is not part of the KV binding protocol`);
 }
 
 function keyFromPath(url: URL): string {
@@ -74,7 +74,7 @@ function keyFromPath(url: URL): string {
   try {
     return decodeURIComponent(raw);
   } catch {
-    throw new ApiError(400, KvCodes.invalidKey, "key is not valid percent-encoding");
+    throw new EdgeError(400, KvCodes.invalidKey, "key is not valid percent-encoding");
   }
 }
 
@@ -93,8 +93,8 @@ async function bulkGetCall(store: KvStore, namespaceId: string, req: IncomingMes
   try {
     body = parseUserJson(await readLimited(req, 1024 * 1024, "bulk get body"));
   } catch (e) {
-    if (e instanceof ApiError) throw e;
-    throw new ApiError(400, KvCodes.badRequest, `bulk get body must be JSON: ${(e as Error).message}`);
+    if (e instanceof EdgeError) throw e;
+    throw new EdgeError(400, KvCodes.badRequest, `bulk get body must be JSON: ${(e as Error).message}`);
   }
   sendJson(res, await bulkGet(store, namespaceId, body));
 }
@@ -118,7 +118,7 @@ function fail(res: ServerResponse, err: unknown): void {
     res.destroy();
     return;
   }
-  if (err instanceof ApiError) {
+  if (err instanceof EdgeError) {
     // Reason phrases must be one line of latin1; keep the message readable within that.
     const reason = err.message.replace(/[^\x20-\x7e]/g, "?").slice(0, 200);
     send(res, err.status, JSON.stringify({ success: false, errors: err.errors }), reason);

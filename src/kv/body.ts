@@ -1,6 +1,6 @@
 import type { IncomingMessage } from "node:http";
 import type { Readable } from "node:stream";
-import { ApiError } from "../core/errors.js";
+import { EdgeError } from "../core/errors.js";
 import { KvCodes } from "./limits.js";
 
 /**
@@ -50,7 +50,7 @@ export function readLimited(req: IncomingMessage | Readable, limit: number, what
   });
 }
 
-function tooLarge(what: string, limit: number, size?: number): ApiError {
+function tooLarge(what: string, limit: number, size?: number): EdgeError {
   const got = size === undefined ? "more than that" : `${size} bytes`;
-  return new ApiError(413, KvCodes.valueTooLarge, `${what} is too large: the limit is ${limit} bytes, got ${got}`);
+  return new EdgeError(413, KvCodes.valueTooLarge, `${what} is too large: the limit is ${limit} bytes, got ${got}`);
 }

@@ -1,4 +1,4 @@
-import { ApiError, Codes } from "../errors.js";
+import { EdgeError, Codes } from "../errors.js";
 import { EMAIL_RE, hashSecret, KEY_RE, newApiToken, newId, secretMatches, TOKEN_RE } from "./credentials.js";
 import { Principal } from "./principal.js";
 import type { ApiTokenRecord, IdentityStore } from "./store.js";
@@ -17,9 +17,9 @@ export interface TokenInput {
   expires_on?: string | null;
 }
 
-const authError = () => new ApiError(403, Codes.authentication, "Authentication error");
+const authError = () => new EdgeError(403, Codes.authentication, "Authentication error");
 
-const headerError = (code: number, message: string) => new ApiError(400, Codes.invalidHeaders, "Invalid request headers", { chain: [{ code, message }] });
+const headerError = (code: number, message: string) => new EdgeError(400, Codes.invalidHeaders, "Invalid request headers", { chain: [{ code, message }] });
 
 /**
  * Turns credentials into a Principal. Lookups are cached in memory (the AI gateway checks a token on
@@ -47,7 +47,7 @@ export class AuthService {
     const email = h["x-auth-email"];
     const key = h["x-auth-key"];
     if (!authz && !email && !key) {
-      throw new ApiError(400, Codes.missingAuth, "Missing X-Auth-Key, X-Auth-Email or Authorization headers");
+      throw new EdgeError(400, Codes.missingAuth, "Missing X-Auth-Key, X-Auth-Email or Authorization headers");
     }
     // The TS SDK sends the key pair and a bearer token together when both are configured: either may carry the call.
     if (authz) {

@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { z } from "zod";
-import { ApiError, Codes } from "../errors.js";
+import { EdgeError, Codes } from "../errors.js";
 import { ok } from "../http/envelope.js";
 import { pageOf, readPage } from "../http/pagination.js";
 import { parseWith } from "../http/validate.js";
@@ -49,7 +49,7 @@ export function registerIdentityRoutes(app: FastifyInstance, auth: AuthService, 
     return ok(result, result_info);
   });
   app.post("/accounts", async (req) => {
-    if (req.principal.kind !== "global_key") throw new ApiError(403, Codes.authentication, "Creating an account needs the global API key");
+    if (req.principal.kind !== "global_key") throw new EdgeError(403, Codes.authentication, "Creating an account needs the global API key");
     const body = parseWith(z.object({ name: z.string().min(1).max(200) }), req.body);
     const a = store.createAccount(body.name);
     store.addMembership(req.principal.userId, a.id);
@@ -58,7 +58,7 @@ export function registerIdentityRoutes(app: FastifyInstance, auth: AuthService, 
   });
   app.get<{ Params: { account_id: string } }>("/accounts/:account_id", async (req) => {
     const id = req.params.account_id;
-    if (!ACCOUNT_ID_RE.test(id) || !req.principal.accounts().includes(id)) throw new ApiError(403, Codes.authentication, "Authentication error");
+    if (!ACCOUNT_ID_RE.test(id) || !req.principal.accounts().includes(id)) throw new EdgeError(403, Codes.authentication, "Authentication error");
     return ok(accountView(store.getAccount(id)!));
   });
   app.get("/memberships", async (req) => {

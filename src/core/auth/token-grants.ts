@@ -1,4 +1,4 @@
-import { ApiError } from "../errors.js";
+import { EdgeError } from "../errors.js";
 import { PERMISSION_GROUPS, type Permission } from "./permissions.js";
 import type { Principal } from "./principal.js";
 import type { ApiTokenRecord, Grant } from "./store.js";
@@ -25,7 +25,7 @@ export const TokenCodes = {
 const groupName = (p: Permission) => PERMISSION_GROUPS.find((g) => g.id === p)?.name ?? p;
 
 const beyondCaller = (p: Permission, account: string) =>
-  new ApiError(
+  new EdgeError(
     400,
     TokenCodes.beyondCaller,
     `Failed common permission check against resources. (Permission group: "${groupName(p)}", resource: ${ACCOUNT_RESOURCE}${account}): a token can only grant what its creator holds`,
@@ -72,4 +72,4 @@ export function inScopeOf(caller: Principal, token: ApiTokenRecord): boolean {
   return token.grants.every((g) => reach.has(g.account_id));
 }
 
-export const tokenNotFound = () => new ApiError(404, TokenCodes.notFound, "Token not found");
+export const tokenNotFound = () => new EdgeError(404, TokenCodes.notFound, "Token not found");

@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { z } from "zod";
-import { ApiError, Codes } from "../errors.js";
+import { EdgeError, Codes } from "../errors.js";
 import { ok } from "../http/envelope.js";
 import { pageOf, readPage } from "../http/pagination.js";
 import { parseWith } from "../http/validate.js";
@@ -47,17 +47,17 @@ const updateBody = tokenBody.extend({ status: z.enum(["active", "disabled"]).opt
 function requestedGrants(body: z.infer<typeof tokenBody>, fixedAccount?: string): GrantRequest[] {
   const perm = (s: string): Permission => {
     const p = resolvePermission(s);
-    if (!p) throw new ApiError(400, Codes.validation, `Unknown permission group "${s}". See GET /user/tokens/permission_groups`);
+    if (!p) throw new EdgeError(400, Codes.validation, `Unknown permission group "${s}". See GET /user/tokens/permission_groups`);
     return p;
   };
   const account = (res: string): string => {
     if (!res.startsWith(ACCOUNT_RESOURCE)) {
-      throw new ApiError(400, Codes.validation, `Unsupported resource "${res}": use ${ACCOUNT_RESOURCE}<account id> or ${ACCOUNT_RESOURCE}*`);
+      throw new EdgeError(400, Codes.validation, `Unsupported resource "${res}": use ${ACCOUNT_RESOURCE}<account id> or ${ACCOUNT_RESOURCE}*`);
     }
     const acc = res.slice(ACCOUNT_RESOURCE.length);
     if (acc === ANY_ACCOUNT) return fixedAccount ?? ANY_ACCOUNT;
-    if (!ACCOUNT_ID_RE.test(acc)) throw new ApiError(400, Codes.validation, `Unsupported resource "${res}": an account id is 32 hex characters`);
-    if (fixedAccount && acc !== fixedAccount) throw new ApiError(400, Codes.validation, `An account token can only reach account ${fixedAccount}`);
+    if (!ACCOUNT_ID_RE.test(acc)) throw new EdgeError(400, Codes.validation, `Unsupported resource "${res}": an account id is 32 hex characters`);
+    if (fixedAccount && acc !== fixedAccount) throw new EdgeError(400, Codes.validation, `An account token can only reach account ${fixedAccount}`);
     return acc;
   };
   if (body.policies?.length) {
@@ -71,7 +71,7 @@ function requestedGrants(body: z.infer<typeof tokenBody>, fixedAccount?: string)
   if (body.permissions?.length) {
     return [{ account_id: fixedAccount ?? body.account_id ?? ANY_ACCOUNT, permissions: body.permissions.map(perm) }];
   }
-  throw new ApiError(400, Codes.validation, "policies: a token needs at least one permission (policies or permissions)", { pointer: "/policies" });
+  throw new EdgeError(400, Codes.validation, "policies: a token needs at least one permission (policies or permissions)", { pointer: "/policies" });
 }
 
 const tokenInput = (body: z.infer<typeof tokenBody>, fixedAccount?: string): TokenInput => ({
@@ -120,13 +120,13 @@ function registerTokenRoutesAt(app: FastifyInstance, auth: AuthService, prefix: 
   const check = (req: FastifyRequest, perm: Permission) => {
     const acc = accountOf(req);
     if (acc) requireAccount(req, acc, perm);
-    else if (!req.principal.canAnywhere(perm)) throw new ApiError(403, Codes.authentication, "Authentication error");
+    else if (!req.principal.canAnywhere(perm)) throw new EdgeError(403, Codes.authentication, "Authentication error");
   };
 
   app.get(`${prefix}/tokens/verify`, async (req) => {
-    if (req.principal.kind !== "api_token") throw new ApiError(400, 1000, "Invalid API Token: verify takes an API token in the Authorization header");
+    if (req.principal.kind !== "api_token") throw new EdgeError(400, 1000, "Invalid API Token: verify takes an API token in the Authorization header");
     const t = auth.store.getToken(req.principal.tokenId!)!;
-    if (!onThisAccount(req, t)) throw new ApiError(401, 1000, "Invalid API Token");
+    if (!onThisAccount(req, t)) throw new EdgeError(401, 1000, "Invalid API Token");
     return ok({ id: t.id, status: t.status, not_before: t.not_before ?? undefined, expires_on: t.expires_on ?? undefined }, undefined, [
       { code: 10000, message: "This API Token is valid and active", type: null },
     ]);

@@ -4,7 +4,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from "node:ht
 import type { AuthService } from "../auth/auth-service.js";
 import type { Principal } from "../auth/principal.js";
 import type { Permission } from "../auth/permissions.js";
-import { ApiError, Codes } from "../errors.js";
+import { EdgeError, Codes } from "../errors.js";
 import type { Logger } from "../logger.js";
 import type { EdgeService } from "../service.js";
 import { failure } from "./envelope.js";
@@ -27,29 +27,29 @@ export interface AppOptions {
 
 export const newRequestId = () => randomBytes(8).toString("hex");
 
-/** Sends an ApiError as a v4 envelope on a raw response (for handlers that run outside Fastify). */
-export function sendRawError(res: ServerResponse, err: ApiError): void {
+/** Sends an EdgeError as a v4 envelope on a raw response (for handlers that run outside Fastify). */
+export function sendRawError(res: ServerResponse, err: EdgeError): void {
   const body = JSON.stringify(failure(err.errors, err.extra));
   res.writeHead(err.status, { "content-type": "application/json", "content-length": Buffer.byteLength(body) });
   res.end(body);
 }
 
-function toApiError(err: FastifyError | Error): ApiError | undefined {
-  if (err instanceof ApiError) return err;
+function toApiError(err: FastifyError | Error): EdgeError | undefined {
+  if (err instanceof EdgeError) return err;
   const fe = err as FastifyError;
   switch (fe.code) {
     case "FST_ERR_CTP_BODY_TOO_LARGE":
-      return new ApiError(413, Codes.bodyTooLarge, "Request body is larger than this endpoint accepts");
+      return new EdgeError(413, Codes.bodyTooLarge, "Request body is larger than this endpoint accepts");
     case "FST_ERR_CTP_INVALID_MEDIA_TYPE":
-      return new ApiError(415, Codes.unsupportedMediaType, `Unsupported content type`);
+      return new EdgeError(415, Codes.unsupportedMediaType, `Unsupported content type`);
     case "FST_ERR_CTP_INVALID_CONTENT_LENGTH":
-      return new ApiError(400, Codes.badRequest, "Content-Length does not match the body");
+      return new EdgeError(400, Codes.badRequest, "Content-Length does not match the body");
     case "FST_ERR_CTP_EMPTY_JSON_BODY":
-      return new ApiError(400, Codes.malformedJson, "Malformed JSON in request body: the body is empty");
+      return new EdgeError(400, Codes.malformedJson, "Malformed JSON in request body: the body is empty");
   }
-  if (fe.validation) return new ApiError(400, Codes.validation, fe.message);
+  if (fe.validation) return new EdgeError(400, Codes.validation, fe.message);
   if (typeof fe.statusCode === "number" && fe.statusCode >= 400 && fe.statusCode < 500) {
-    return new ApiError(fe.statusCode, Codes.badRequest, fe.message);
+    return new EdgeError(fe.statusCode, Codes.badRequest, fe.message);
   }
   return undefined;
 }
@@ -65,7 +65,7 @@ export function principalOf(req: FastifyRequest): Principal {
  */
 export function requireAccount(req: FastifyRequest, accountId: string, permission: Permission): void {
   if (!req.principal?.can(accountId, permission)) {
-    throw new ApiError(403, Codes.authentication, "Authentication error");
+    throw new EdgeError(403, Codes.authentication, "Authentication error");
   }
 }
 
@@ -110,7 +110,7 @@ export async function buildEdgeApp(opts: AppOptions): Promise<FastifyInstance> {
     try {
       done(null, parseUserJson(body));
     } catch (e) {
-      done(new ApiError(400, Codes.malformedJson, `Malformed JSON in request body: ${(e as Error).message}`), undefined);
+      done(new EdgeError(400, Codes.malformedJson, `Malformed JSON in request body: ${(e as Error).message}`), undefined);
     }
   });
 
@@ -122,7 +122,7 @@ export async function buildEdgeApp(opts: AppOptions): Promise<FastifyInstance> {
     // A route that failed reading a body its client broke off (closed the connection, or sent bytes that are not
     // HTTP) failed because of the client: whatever the stream error says, that is a 400, not a fault of ours.
     const brokenOff = !req.raw.complete && req.raw.destroyed;
-    const api = toApiError(err) ?? (brokenOff ? new ApiError(400, Codes.badRequest, "The request body ended before it was complete") : undefined);
+    const api = toApiError(err) ?? (brokenOff ? new EdgeError(400, Codes.badRequest, "The request body ended before it was complete") : undefined);
     if (api) {
       if (api.status >= 500) req.log.error({ err }, "request failed");
       return reply.status(api.status).type("application/json").send(failure(api.errors, api.extra));

@@ -1,7 +1,7 @@
 import { STATUS_CODES, type IncomingMessage, type ServerResponse } from "node:http";
 import type { Duplex } from "node:stream";
 import type { FastifyError } from "fastify";
-import { ApiError, Codes } from "../errors.js";
+import { EdgeError, Codes } from "../errors.js";
 import { failure } from "./envelope.js";
 
 /**
@@ -17,8 +17,8 @@ export const MAX_HEADER_BYTES = 32 * 1024;
 /** How long a refused connection may keep sending (its bytes are read and dropped) before it is closed. */
 const LINGER_MS = 2_000;
 
-export const uriTooLong = () => new ApiError(414, Codes.uriTooLong, `The URL is longer than ${MAX_URL_BYTES} bytes`);
-export const badPath = () => new ApiError(400, Codes.badRequest, "The URL path is not valid percent-encoded UTF-8");
+export const uriTooLong = () => new EdgeError(414, Codes.uriTooLong, `The URL is longer than ${MAX_URL_BYTES} bytes`);
+export const badPath = () => new EdgeError(400, Codes.badRequest, "The URL path is not valid percent-encoded UTF-8");
 
 /** True when every `%` in a path starts an escape and the escapes decode to UTF-8 (decodeURIComponent's rule). */
 export function isWellFormedPath(path: string): boolean {
@@ -32,7 +32,7 @@ export function isWellFormedPath(path: string): boolean {
 }
 
 /** An envelope as a raw HTTP/1.1 answer that closes the connection, for a socket no response object owns. */
-function rawAnswer(err: ApiError): string {
+function rawAnswer(err: EdgeError): string {
   const body = JSON.stringify(failure(err.errors));
   return (
     `HTTP/1.1 ${err.status} ${STATUS_CODES[err.status]}\r\ncontent-type: application/json\r\n` +
@@ -50,7 +50,7 @@ export type ParserError = Error & { code?: string; bytesParsed?: number; rawPack
  * line never has a space before its colon. When the URL is longer than one chunk the start of the line is not in
  * the chunk and the answer is 431, which is still true (the head as a whole is too large).
  */
-function headOverflow(err: ParserError): ApiError {
+function headOverflow(err: ParserError): EdgeError {
   const packet = err.rawPacket;
   if (packet) {
     const end = Math.min(err.bytesParsed ?? packet.length, packet.length);
@@ -58,20 +58,20 @@ function headOverflow(err: ParserError): ApiError {
     const start = packet.toString("latin1", lineStart, Math.min(lineStart + 32, end));
     if (/^[A-Z]+ (\/|\*|https?:\/\/)/.test(start)) return uriTooLong();
   }
-  return new ApiError(431, Codes.headersTooLarge, `The request line and headers are larger than ${MAX_HEADER_BYTES} bytes`);
+  return new EdgeError(431, Codes.headersTooLarge, `The request line and headers are larger than ${MAX_HEADER_BYTES} bytes`);
 }
 
 /** The refusal for an error of Node's HTTP parser (exported for its unit test). */
-export function parserErrorAnswer(err: ParserError): ApiError {
+export function parserErrorAnswer(err: ParserError): EdgeError {
   switch (err.code) {
     case "HPE_HEADER_OVERFLOW":
       return headOverflow(err);
     case "ERR_HTTP_REQUEST_TIMEOUT":
-      return new ApiError(408, Codes.requestTimeout, "The request head did not arrive in time");
+      return new EdgeError(408, Codes.requestTimeout, "The request head did not arrive in time");
     case "HPE_INVALID_URL":
-      return new ApiError(400, Codes.badRequest, "The request line has a URL with characters HTTP does not allow (percent-encode them)");
+      return new EdgeError(400, Codes.badRequest, "The request line has a URL with characters HTTP does not allow (percent-encode them)");
     default:
-      return new ApiError(400, Codes.badRequest, `The request is not valid HTTP/1.1 (${err.code ?? "parse error"})`);
+      return new EdgeError(400, Codes.badRequest, `The request is not valid HTTP/1.1 (${err.code ?? "parse error"})`);
   }
 }
 
@@ -121,14 +121,14 @@ export function answerClientError(error: Error, socket: Duplex): void {
 }
 
 /** Fastify's own refusals before routing (a path that does not decode, a parameter over its length). */
-export function frameworkErrorAnswer(err: FastifyError): ApiError {
+export function frameworkErrorAnswer(err: FastifyError): EdgeError {
   switch (err.code) {
     case "FST_ERR_BAD_URL":
       return badPath();
     case "FST_ERR_MAX_PARAM_LENGTH":
       return uriTooLong();
     default:
-      return new ApiError(400, Codes.badRequest, err.message);
+      return new EdgeError(400, Codes.badRequest, err.message);
   }
 }
 
