@@ -3,9 +3,10 @@ import { join } from "node:path";
 import type { AddressInfo } from "node:net";
 import type { FastifyInstance } from "fastify";
 import { AuthService } from "./core/auth/auth-service.js";
-import { bootstrapIdentity, CREDENTIALS_FILE } from "./core/auth/bootstrap.js";
+import { bootstrapIdentity, CREDENTIALS_FILE, type BootstrapResult } from "./core/auth/bootstrap.js";
 import { registerIdentityRoutes } from "./core/auth/routes.js";
-import { identityMigrations, SqliteIdentityStore } from "./core/auth/store.js";
+import { IDENTITY_MIGRATIONS } from "./core/auth/sqlite-migrations.js";
+import { SqliteIdentityStore } from "./core/auth/sqlite-store.js";
 import { FileContentStore, type ContentStore } from "./core/content/content-store.js";
 import { openDatabase, type Db } from "./core/db/sqlite.js";
 import { buildEdgeApp } from "./core/http/app.js";
@@ -46,13 +47,13 @@ export async function startPlatform(
     return c;
   };
 
-  const identities = new SqliteIdentityStore(openDb("core", identityMigrations));
-  const boot = bootstrapIdentity(identities, config.stateDir);
-  const auth = new AuthService(identities);
+  const identities = new SqliteIdentityStore(openDb("core", IDENTITY_MIGRATIONS));
+  const boot = await bootstrapIdentity(identities, config.stateDir);
+  const auth = new AuthService(identities, log);
   let edgeUrl = "";
   const ctx: ServiceContext = { config, log, auth, identities, openDb, content, edgeUrl: () => edgeUrl };
 
-  const identity: EdgeService = { name: "identity", registerApi: (app) => registerIdentityRoutes(app, auth, identities) };
+  const identity: EdgeService = { name: "identity", registerApi: (app) => registerIdentityRoutes(app, auth) };
   const kv = createKvService(ctx);
   const r2 = createR2Service(ctx);
   const services: EdgeService[] = [
@@ -110,7 +111,7 @@ function listenError(err: unknown): unknown {
   return err;
 }
 
-function printBanner(endpoints: Record<string, string>, boot: ReturnType<typeof bootstrapIdentity>, stateDir: string): void {
+function printBanner(endpoints: Record<string, string>, boot: BootstrapResult | undefined, stateDir: string): void {
   const w = Math.max(...Object.keys(endpoints).map((k) => k.length));
   const lines = ["", "Edge Platform is running:", ...Object.entries(endpoints).map(([k, v]) => `  ${k.padEnd(w)}  ${v}`)];
   if (boot) {

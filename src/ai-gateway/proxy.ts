@@ -88,9 +88,11 @@ export class Proxy {
     if (!accountId || !gatewayId) throw new EdgeError(404, AigCodes.badPath, "Expected /v1/{account_id}/{gateway_id}/{provider}/...");
 
     const token = gatewayToken(req.headers);
-    const verified = token ? this.d.auth.verifyToken(token) : undefined;
+    let verified = token ? this.d.auth.verifyToken(token) : undefined;
+    // A known token is answered from the auth cache without a promise: only a first sight waits for the store.
+    if (verified instanceof Promise) verified = await verified;
     const mayRun = !!verified && verified.principal.can(accountId, "ai_gateway_run");
-    const gateway = this.gateway(accountId, gatewayId, mayRun);
+    const gateway = this.gateway(accountId, gatewayId, mayRun) ?? (await this.missingGateway(accountId, gatewayId));
     if (gateway.authentication && !mayRun) throw unauthorized();
 
     const opts = readRequestOptions(req.headers);
@@ -109,12 +111,17 @@ export class Proxy {
     return this.forwardToProvider(ex, provider, segs.slice(3).join("/"), search);
   }
 
-  private gateway(accountId: string, gatewayId: string, mayRun: boolean): Gateway {
+  private gateway(accountId: string, gatewayId: string, mayRun: boolean): Gateway | undefined {
     const g = this.d.gateways.get(accountId, gatewayId);
     if (g) return g;
     if (gatewayId === "default" && mayRun)
       return this.d.gateways.create(accountId, gatewayId, { ...DEFAULT_GATEWAY }) ?? this.d.gateways.get(accountId, gatewayId)!;
-    if (!this.d.identities.getAccount(accountId)) throw new EdgeError(404, AigCodes.notFound, `Not Found: no account "${accountId}"`);
+    return undefined;
+  }
+
+  /** Why there is no such gateway: the account or the gateway is unknown. */
+  private async missingGateway(accountId: string, gatewayId: string): Promise<never> {
+    if (!(await this.d.identities.getAccount(accountId))) throw new EdgeError(404, AigCodes.notFound, `Not Found: no account "${accountId}"`);
     throw new EdgeError(404, AigCodes.notFound, `Not Found: no gateway "${gatewayId}" in account ${accountId}`);
   }
 

@@ -26,7 +26,7 @@ export function createDnsService(ctx: ServiceContext): DnsService {
     server.invalidate();
     if (kind !== "deleted") notifier.schedule(zs);
   });
-  const api: DnsApiContext = { state, cfg, accountName: (id) => ctx.identities.getAccount(id)?.name ?? "" };
+  const api: DnsApiContext = { state, cfg };
   return {
     name: "dns",
     state,
