@@ -1,8 +1,8 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { EdgeError } from "../core/errors.js";
-import { readLimited } from "./body.js";
+import { readBody } from "../core/http/body.js";
 import { bulkGet } from "./bulk.js";
-import { KV_LIMITS, KvCodes, numberParam } from "./limits.js";
+import { bodyTooLarge, KV_LIMITS, KvCodes, numberParam } from "./limits.js";
 import type { KvStore } from "./store.js";
 import { MAX_JSON_DEPTH, parseUserJson } from "../core/http/json-input.js";
 
@@ -43,7 +43,7 @@ async function handle(store: KvStore, ns: KvBindingTarget, req: IncomingMessage,
     return;
   }
   if (method === "PUT") {
-    const body = await readLimited(req, KV_LIMITS.valueBytes);
+    const body = await readBody(req, KV_LIMITS.valueBytes, bodyTooLarge("value"));
     const metaHeader = req.headers["cf-kv-metadata"];
     let metadata: unknown;
     if (typeof metaHeader === "string" && metaHeader !== "") {
@@ -91,7 +91,7 @@ function list(store: KvStore, namespaceId: string, url: URL, res: ServerResponse
 async function bulkGetCall(store: KvStore, namespaceId: string, req: IncomingMessage, res: ServerResponse): Promise<void> {
   let body: unknown;
   try {
-    body = parseUserJson(await readLimited(req, 1024 * 1024, "bulk get body"));
+    body = parseUserJson(await readBody(req, 1024 * 1024, bodyTooLarge("bulk get body")));
   } catch (e) {
     if (e instanceof EdgeError) throw e;
     throw new EdgeError(400, KvCodes.badRequest, `bulk get body must be JSON: ${(e as Error).message}`);

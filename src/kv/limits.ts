@@ -1,4 +1,5 @@
 import { EdgeError } from "../core/errors.js";
+import type { TooLarge } from "../core/http/body.js";
 
 /** The limits every KV entry obeys, whichever door (API, --local CLI, worker binding) it came through. */
 export const KV_LIMITS = {
@@ -51,6 +52,16 @@ export function checkKey(key: string): void {
   const e = keyError(key);
   if (e) throw e;
 }
+
+/** The refusal for a body read past its limit (core/http/body.ts); `what` names it ("value", "bulk get body"). */
+export const bodyTooLarge =
+  (what: string): TooLarge =>
+  (limit, size) =>
+    new EdgeError(
+      413,
+      KvCodes.valueTooLarge,
+      `${what} is too large: the limit is ${limit} bytes, got ${size === undefined ? "more than that" : `${size} bytes`}`,
+    );
 
 export function valueError(size: number): EdgeError | undefined {
   return size > KV_LIMITS.valueBytes

@@ -5,8 +5,8 @@ import { ok } from "../core/http/envelope.js";
 import { formParts, registerMultipart } from "../core/http/multipart.js";
 import { readPage, resultInfo } from "../core/http/pagination.js";
 import { requireAccount } from "../core/http/app.js";
-import { readLimited } from "./body.js";
-import { KV_LIMITS, KvCodes, numberParam } from "./limits.js";
+import { readBody } from "../core/http/body.js";
+import { bodyTooLarge, KV_LIMITS, KvCodes, numberParam } from "./limits.js";
 import { bulkGet } from "./bulk.js";
 import { BULK_BODY_LIMIT, type BulkWriter } from "./bulk-writer.js";
 import { jsonArrayElements } from "./json-array-stream.js";
@@ -145,7 +145,7 @@ export function registerKvRoutes(app: FastifyInstance, store: KvStore, bulk: Bul
   void app.register(async (raw) => {
     raw.removeAllContentTypeParsers();
     raw.addContentTypeParser("*", (req, payload, done) => {
-      readLimited(payload, KV_LIMITS.valueBytes).then(
+      readBody(payload, KV_LIMITS.valueBytes, bodyTooLarge("value")).then(
         (b) => done(null, b),
         (e: Error) => done(e, undefined),
       );

@@ -4,6 +4,7 @@ import { z } from "zod";
 import { EdgeError } from "../core/errors.js";
 import { requireAccount } from "../core/http/app.js";
 import { ok } from "../core/http/envelope.js";
+import { readBody } from "../core/http/body.js";
 import { parseWith } from "../core/http/validate.js";
 import { conditionalFromHeaders } from "./preconditions.js";
 import { parseRangeHeader } from "./ranges.js";
@@ -49,14 +50,7 @@ function wrap<R>(handler: (req: Req, reply: FastifyReply) => Promise<R> | R) {
 
 /** Reads a small request body whatever its content type (wrangler sends bucket creation as text/plain). */
 async function readJsonBody(raw: Readable): Promise<unknown> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const c of raw) {
-    size += (c as Buffer).length;
-    if (size > MAX_JSON_BODY) throw new EdgeError(413, R2Codes.invalidArgument, "The request body is too large");
-    chunks.push(c as Buffer);
-  }
-  const text = Buffer.concat(chunks).toString("utf8");
+  const text = (await readBody(raw, MAX_JSON_BODY, () => new EdgeError(413, R2Codes.invalidArgument, "The request body is too large"))).toString("utf8");
   try {
     return text ? parseUserJson(text) : {};
   } catch (e) {
