@@ -7,7 +7,9 @@ import { bootstrapIdentity, CREDENTIALS_FILE, type BootstrapResult } from "./cor
 import { registerIdentityRoutes } from "./core/auth/routes.js";
 import { IDENTITY_MIGRATIONS } from "./core/auth/sqlite-migrations.js";
 import { SqliteIdentityStore } from "./core/auth/sqlite-store.js";
-import { FileContentStore, type ContentStore } from "./core/content/content-store.js";
+import { FileContentStore } from "./core/content/file-store.js";
+import type { ContentStore } from "./core/content/store.js";
+import { optionValues } from "./core/cli/option-values.js";
 import { openDatabase, type Db } from "./core/db/sqlite.js";
 import { buildEdgeApp } from "./core/http/app.js";
 import { createLogger, type Logger } from "./core/logger.js";
@@ -29,10 +31,7 @@ export interface RunningPlatform {
 }
 
 /** Opens the state, wires the services in dependency order, and starts listening. */
-export async function startPlatform(
-  config: PlatformConfig,
-  log: Logger = createLogger({ level: config.options["log-level"] as string }),
-): Promise<RunningPlatform> {
+export async function startPlatform(config: PlatformConfig, log: Logger = createLogger({ level: config.core.logLevel })): Promise<RunningPlatform> {
   mkdirSync(config.stateDir, { recursive: true, mode: 0o700 });
   const dbs: Db[] = [];
   const openDb: ServiceContext["openDb"] = (name, migrations) => {
@@ -51,7 +50,16 @@ export async function startPlatform(
   const boot = await bootstrapIdentity(identities, config.stateDir);
   const auth = new AuthService(identities, log);
   let edgeUrl = "";
-  const ctx: ServiceContext = { config, log, auth, identities, openDb, content, edgeUrl: () => edgeUrl };
+  const ctx: ServiceContext = {
+    config,
+    options: (spec) => optionValues(config.options, spec),
+    log,
+    auth,
+    identities,
+    openDb,
+    content,
+    edgeUrl: () => edgeUrl,
+  };
 
   const identity: EdgeService = { name: "identity", registerApi: (app) => registerIdentityRoutes(app, auth) };
   const kv = createKvService(ctx);
@@ -66,9 +74,9 @@ export async function startPlatform(
     createDashboardService(ctx),
   ];
 
-  const app = await buildEdgeApp({ log, auth, services, bodyLimit: config.options["body-limit"] as number });
+  const app = await buildEdgeApp({ log, auth, services, bodyLimit: config.core.bodyLimit });
   try {
-    await app.listen({ host: config.host, port: config.port });
+    await app.listen({ host: config.core.host, port: config.core.port });
   } catch (err) {
     for (const db of dbs) db.close();
     throw listenError(err);
@@ -143,7 +151,7 @@ function freezeObjectPrototype(log: Logger): void {
 /** Runs until SIGINT/SIGTERM, then stops accepting, drains in-flight requests and closes the store. */
 export async function runPlatformUntilSignal(config: PlatformConfig): Promise<number> {
   const platform = await startPlatform(config);
-  if (config.options["freeze-object-prototype"] !== false) freezeObjectPrototype(platform.log);
+  if (config.core.freezeObjectPrototype) freezeObjectPrototype(platform.log);
   return new Promise<number>((resolve) => {
     let stopping = false;
     const onSignal = (sig: NodeJS.Signals) => {

@@ -1,7 +1,7 @@
 import type { Readable } from "node:stream";
 import { fileURLToPath } from "node:url";
 import { Worker } from "node:worker_threads";
-import type { ContentStore } from "../core/content/content-store.js";
+import type { ContentStore } from "../core/content/store.js";
 import type { Db } from "../core/db/sqlite.js";
 import { EdgeError, Codes } from "../core/errors.js";
 import type { Logger } from "../core/logger.js";

@@ -208,7 +208,7 @@ test("deleting a namespace removes its entries and their content files", async (
 test("content gc removes files no entry names (a crash between file and commit) and keeps live ones", async () => {
   const ns = (await store.createNamespace(ACCOUNT, "gc")).id;
   await store.put(ns, "live", Buffer.alloc(KV_LIMITS.inlineValueBytes + 1, 3));
-  const { FileContentStore } = await import("../core/content/content-store.js");
+  const { FileContentStore } = await import("../core/content/file-store.js");
   const orphan = await new FileContentStore(join(dir, "content", "kv")).put(Buffer.from("left behind"));
   assert.ok(contentFiles().includes(orphan.id));
   await new Promise((r) => setTimeout(r, 20)); // gc takes files strictly older than the grace period

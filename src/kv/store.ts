@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import type { ContentStore } from "../core/content/content-store.js";
+import type { ContentStore } from "../core/content/store.js";
 import type { Statement } from "better-sqlite3";
 import type { Db, Migration } from "../core/db/sqlite.js";
 import { EdgeError } from "../core/errors.js";

@@ -6,7 +6,7 @@ import { createServer, request, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { FileContentStore } from "../core/content/content-store.js";
+import { FileContentStore } from "../core/content/file-store.js";
 import { openDatabase, type Db } from "../core/db/sqlite.js";
 import { createR2BindingHandler } from "./binding.js";
 import { r2Migrations, SqliteR2Store } from "./sqlite-store.js";

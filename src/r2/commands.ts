@@ -22,6 +22,13 @@ const metadataOptions = {
 
 const storageClass = { type: "string", alias: "s", describe: "The storage class: Standard or InfrequentAccess" } as const satisfies OptionSpec;
 
+/** What each of this area's command groups is for, shown by `edgecli <group> --help`. */
+export const groups: Record<string, string> = {
+  r2: "Manage R2 buckets and objects",
+  "r2 bucket": "Create, list and delete buckets",
+  "r2 object": "Upload, download and delete objects",
+};
+
 /** This area's CLI commands (declared as data; handlers import their heavy parts lazily). */
 export const commands: AnyCommand[] = [
   defineCommand({
