@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { FileContentStore } from "../core/content/file-store.js";
-import { startBoundWorkerd, type BoundWorkerd } from "../workers/bound-workerd.js";
+import { startBoundWorkerd, type BoundWorkerd } from "../workers/testing/bound-workerd.js";
 import { openDatabase, type Db } from "../core/db/sqlite.js";
 import { createR2BindingHandler } from "./binding.js";
 import { r2Migrations, SqliteR2Store } from "./sqlite-store.js";

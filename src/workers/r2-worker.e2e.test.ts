@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { after, before, test } from "node:test";
 import type { TestPlatform } from "../core/testing/platform.js";
-import { hit, startPlatform } from "./test-helpers.js";
+import { hit, startPlatform } from "./testing/helpers.js";
 
 const EXAMPLE = fileURLToPath(new URL("../../examples/r2-worker", import.meta.url));
 
