@@ -14,7 +14,7 @@ export function aigHeader(h: IncomingHttpHeaders, name: string): string | undefi
 export const isGatewayHeader = (name: string) =>
   name.startsWith("gw-aig-") || name.startsWith("cf-aig-") || name === "cf-cache-ttl" || name === "cf-skip-cache";
 
-/** The gateway token of a request: `gw-aig-authorization` (spec) or `gw-aig-token` (SDK default header). */
+/** The gateway token of a request: `gw-aig-authorization` (the documented header) or `gw-aig-token` (SDK default header). */
 export function gatewayToken(h: IncomingHttpHeaders): string | undefined {
   const raw = aigHeader(h, "authorization") ?? aigHeader(h, "token");
   if (!raw) return undefined;

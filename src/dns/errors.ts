@@ -1,8 +1,8 @@
 import { EdgeError } from "../core/errors.js";
 
 /**
- * Error codes of the DNS API. The numbers the hosted API is known to use (see the research notes)
- * are kept; the few marked "ours" have no known public counterpart and are documented in docs/dns.md.
+ * Error codes of the DNS API. The numbers the hosted API is known to use are kept, so clients that test
+ * for them behave the same; the few marked "ours" have no known public counterpart and are documented in docs/dns.md.
  */
 export const DnsCodes = {
   validation: 1004, // "DNS Validation Error" wrapper, details in error_chain

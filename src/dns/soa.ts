@@ -5,7 +5,7 @@ import { DnsCodes } from "./errors.js";
 import type { Soa, ZoneSettings } from "./model.js";
 import { parseHostname } from "./names.js";
 
-/** The spec's SOA table: defaults and bounds. */
+/** SOA fields: the defaults a new zone gets and the bounds an edit must stay within (docs/dns.md). */
 export const SOA_BOUNDS = {
   refresh: { def: 10000, min: 600, max: 86400 },
   retry: { def: 2400, min: 600, max: 3600 },
@@ -33,7 +33,7 @@ export function defaultZoneSettings(): ZoneSettings {
 }
 
 /**
- * RNAME from an e-mail address, per the spec: the `@` becomes a dot and a dot in the local part is
+ * RNAME from an e-mail address (RFC 1035 mailbox form): the `@` becomes a dot and a dot in the local part is
  * escaped (`first.last@example.com` → `first\.last.example.com`). A name already in DNS form is kept.
  */
 export function rnameFromInput(value: string): string | undefined {

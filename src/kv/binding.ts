@@ -14,7 +14,7 @@ export interface KvBindingTarget {
 export type KvBindingHandler = (ns: KvBindingTarget, req: IncomingMessage, res: ServerResponse) => void;
 
 /**
- * Serves workerd's KV binding protocol (see shared/design/workerd-bindings.md) for one namespace per
+ * Serves the protocol of workerd's KV binding (what its KV client sends and expects) for one namespace per
  * request. The caller (the loopback binding server) has already decided which namespace the request is for,
  * from a header workerd injects; nothing in the request itself is trusted to name it.
  */

@@ -5,7 +5,7 @@ const handlers = () => import("./handlers.js");
 
 const objectPathArg = [{ name: "objectPath", describe: "The destination object path in the form of {bucket}/{key}", required: true }] as const;
 
-/** HTTP metadata flags: long names as in the spec, the short wrangler spellings (--ct, --cc, …) hidden beside them. */
+/** HTTP metadata flags: long names as the hosted CLI documents them, the short wrangler spellings (--ct, --cc, …) hidden beside them. */
 const metadataOptions = {
   "content-type": { type: "string", describe: "A standard MIME type describing the format of the object data" },
   "content-disposition": { type: "string", describe: "Specifies presentational information for the object" },
