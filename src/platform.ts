@@ -137,21 +137,23 @@ function printBanner(endpoints: Record<string, string>, boot: BootstrapResult | 
 }
 
 /**
- * Defence in depth against prototype pollution (docs/ARCHITECTURE.md, "Security"): with Object.prototype frozen, a
- * write through `__proto__` that some parser lets through throws (ESM code is strict) and fails that one request,
- * instead of silently reaching every object of every tenant. Done once everything is loaded and started: several
- * dependencies assign `toString` or `constructor` on their own prototypes while their modules load (ipaddr.js under
- * Fastify does), which a frozen Object.prototype refuses.
+ * Defence in depth against prototype pollution (docs/ARCHITECTURE.md, "Security"): with Object.prototype sealed, a
+ * write through `__proto__` that adds a property (what every pollution exploit does: `expiration_ttl`, `isAdmin`)
+ * throws (ESM code is strict) and fails that one request, instead of silently reaching every object of every tenant.
+ * Sealed, not frozen: freezing also makes `constructor`, `toString` and the rest read-only, and then assigning such a
+ * key on any plain object throws (the "override mistake") — zod does exactly that when a body carries a
+ * `constructor` field, which a fuzzer found as 500s. Sealing keeps the existing properties writable. Done once
+ * everything is loaded and started, so no dependency is refused while it sets itself up.
  */
-function freezeObjectPrototype(log: Logger): void {
-  Object.freeze(Object.prototype);
-  log.info("Object.prototype frozen");
+function sealObjectPrototype(log: Logger): void {
+  Object.seal(Object.prototype);
+  log.info("Object.prototype sealed");
 }
 
 /** Runs until SIGINT/SIGTERM, then stops accepting, drains in-flight requests and closes the store. */
 export async function runPlatformUntilSignal(config: PlatformConfig): Promise<number> {
   const platform = await startPlatform(config);
-  if (config.core.freezeObjectPrototype) freezeObjectPrototype(platform.log);
+  if (config.core.sealObjectPrototype) sealObjectPrototype(platform.log);
   return new Promise<number>((resolve) => {
     let stopping = false;
     const onSignal = (sig: NodeJS.Signals) => {

@@ -16,9 +16,10 @@ export const serveOptions = {
   },
   "body-limit": { type: "number", describe: "Largest JSON request body in bytes (routes with raw bodies set their own)", default: 10 * 1024 * 1024 },
   "platform-config": { type: "string", describe: "TOML file whose keys are these option names (default <state-dir>/platform.toml when present)" },
-  "freeze-object-prototype": {
+  "seal-object-prototype": {
     type: "boolean",
-    describe: "Once started, freeze Object.prototype, so a prototype-pollution bug fails its request instead of changing every object (false turns it off)",
+    describe:
+      "Once started, seal Object.prototype (no property can be added to it), so a prototype-pollution bug fails its request instead of changing every object (false turns it off)",
     default: true,
   },
 } satisfies Record<string, OptionSpec>;
@@ -30,7 +31,7 @@ export interface CoreConfig {
   logLevel: OptionValues<typeof serveOptions>["log-level"];
   /** Largest request body (bytes) a v4 route accepts unless it sets its own limit. */
   bodyLimit: number;
-  freezeObjectPrototype: boolean;
+  sealObjectPrototype: boolean;
 }
 
 export function readCoreConfig(options: OptionValues<typeof serveOptions>): CoreConfig {
@@ -39,6 +40,6 @@ export function readCoreConfig(options: OptionValues<typeof serveOptions>): Core
     port: options.port,
     logLevel: options["log-level"],
     bodyLimit: options["body-limit"],
-    freezeObjectPrototype: options["freeze-object-prototype"],
+    sealObjectPrototype: options["seal-object-prototype"],
   };
 }

@@ -74,6 +74,8 @@ export async function* formParts(req: FastifyRequest, errors: MultipartErrors): 
 }
 
 async function readPart(part: Multipart, errors: MultipartErrors): Promise<FormPart> {
+  // busboy hands over a part whose Content-Disposition names no field with an undefined name.
+  if (typeof part.fieldname !== "string" || part.fieldname === "") throw errors.invalid("multipart body: a part has no name");
   if (part.type === "file") {
     return { field: part.fieldname, filename: part.filename || undefined, contentType: part.mimetype ?? "", content: await part.toBuffer() };
   }
