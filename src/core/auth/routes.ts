@@ -5,6 +5,7 @@ import { pageOf, readPage } from "../http/pagination.js";
 import { parseWith } from "../http/validate.js";
 import type { AuthService } from "./auth-service.js";
 import { IdentityErrors } from "./errors.js";
+import { membershipRoles } from "./permissions.js";
 import type { Account } from "./store.js";
 import { registerTokenRoutes } from "./token-routes.js";
 
@@ -60,7 +61,7 @@ export function registerIdentityRoutes(app: FastifyInstance, auth: AuthService):
       id: a.id,
       status: "accepted",
       account: { id: a.id, name: a.name },
-      roles: ["Administrator"],
+      roles: membershipRoles(req.principal.permissionsOn(a.id)),
       permissions: Object.fromEntries(req.principal.permissionsOn(a.id).map((p) => [p, { read: true, write: p.endsWith("_edit") || p.endsWith("_run") }])),
     }));
     const { result, result_info } = pageOf(list, readPage(req.query as Record<string, unknown>, { defaultPerPage: 20, maxPerPage: 50 }));
