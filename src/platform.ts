@@ -3,10 +3,13 @@ import { join } from "node:path";
 import type { AddressInfo } from "node:net";
 import type { FastifyInstance } from "fastify";
 import { AuthService } from "./core/auth/auth-service.js";
-import { bootstrapIdentity, CREDENTIALS_FILE } from "./core/auth/bootstrap.js";
+import { bootstrapIdentity, CREDENTIALS_FILE, type BootstrapResult } from "./core/auth/bootstrap.js";
 import { registerIdentityRoutes } from "./core/auth/routes.js";
-import { identityMigrations, SqliteIdentityStore } from "./core/auth/store.js";
-import { FileContentStore, type ContentStore } from "./core/content/content-store.js";
+import { IDENTITY_MIGRATIONS } from "./core/auth/sqlite-migrations.js";
+import { SqliteIdentityStore } from "./core/auth/sqlite-store.js";
+import { FileContentStore } from "./core/content/file-store.js";
+import type { ContentStore } from "./core/content/store.js";
+import { optionValues } from "./core/cli/option-values.js";
 import { openDatabase, type Db } from "./core/db/sqlite.js";
 import { buildEdgeApp } from "./core/http/app.js";
 import { createLogger, type Logger } from "./core/logger.js";
@@ -28,10 +31,7 @@ export interface RunningPlatform {
 }
 
 /** Opens the state, wires the services in dependency order, and starts listening. */
-export async function startPlatform(
-  config: PlatformConfig,
-  log: Logger = createLogger({ level: config.options["log-level"] as string }),
-): Promise<RunningPlatform> {
+export async function startPlatform(config: PlatformConfig, log: Logger = createLogger({ level: config.core.logLevel })): Promise<RunningPlatform> {
   mkdirSync(config.stateDir, { recursive: true, mode: 0o700 });
   const dbs: Db[] = [];
   const openDb: ServiceContext["openDb"] = (name, migrations) => {
@@ -46,13 +46,22 @@ export async function startPlatform(
     return c;
   };
 
-  const identities = new SqliteIdentityStore(openDb("core", identityMigrations));
-  const boot = bootstrapIdentity(identities, config.stateDir);
-  const auth = new AuthService(identities);
+  const identities = new SqliteIdentityStore(openDb("core", IDENTITY_MIGRATIONS));
+  const boot = await bootstrapIdentity(identities, config.stateDir);
+  const auth = new AuthService(identities, log);
   let edgeUrl = "";
-  const ctx: ServiceContext = { config, log, auth, identities, openDb, content, edgeUrl: () => edgeUrl };
+  const ctx: ServiceContext = {
+    config,
+    options: (spec) => optionValues(config.options, spec),
+    log,
+    auth,
+    identities,
+    openDb,
+    content,
+    edgeUrl: () => edgeUrl,
+  };
 
-  const identity: EdgeService = { name: "identity", registerApi: (app) => registerIdentityRoutes(app, auth, identities) };
+  const identity: EdgeService = { name: "identity", registerApi: (app) => registerIdentityRoutes(app, auth) };
   const kv = createKvService(ctx);
   const r2 = createR2Service(ctx);
   // Raw handlers see a request in this order: worker hosts first, then the AI gateway's /v1/, then R2's S3 API
@@ -67,9 +76,9 @@ export async function startPlatform(
     createDashboardService(ctx),
   ];
 
-  const app = await buildEdgeApp({ log, auth, services, bodyLimit: config.options["body-limit"] as number });
+  const app = await buildEdgeApp({ log, auth, services, bodyLimit: config.core.bodyLimit });
   try {
-    await app.listen({ host: config.host, port: config.port });
+    await app.listen({ host: config.core.host, port: config.core.port });
   } catch (err) {
     for (const db of dbs) db.close();
     throw listenError(err);
@@ -112,7 +121,7 @@ function listenError(err: unknown): unknown {
   return err;
 }
 
-function printBanner(endpoints: Record<string, string>, boot: ReturnType<typeof bootstrapIdentity>, stateDir: string): void {
+function printBanner(endpoints: Record<string, string>, boot: BootstrapResult | undefined, stateDir: string): void {
   const w = Math.max(...Object.keys(endpoints).map((k) => k.length));
   const lines = ["", "Edge Platform is running:", ...Object.entries(endpoints).map(([k, v]) => `  ${k.padEnd(w)}  ${v}`)];
   if (boot) {
@@ -130,21 +139,23 @@ function printBanner(endpoints: Record<string, string>, boot: ReturnType<typeof 
 }
 
 /**
- * Defence in depth against prototype pollution (docs/ARCHITECTURE.md, "Security"): with Object.prototype frozen, a
- * write through `__proto__` that some parser lets through throws (ESM code is strict) and fails that one request,
- * instead of silently reaching every object of every tenant. Done once everything is loaded and started: several
- * dependencies assign `toString` or `constructor` on their own prototypes while their modules load (ipaddr.js under
- * Fastify does), which a frozen Object.prototype refuses.
+ * Defence in depth against prototype pollution (docs/ARCHITECTURE.md, "Security"): with Object.prototype sealed, a
+ * write through `__proto__` that adds a property (what every pollution exploit does: `expiration_ttl`, `isAdmin`)
+ * throws (ESM code is strict) and fails that one request, instead of silently reaching every object of every tenant.
+ * Sealed, not frozen: freezing also makes `constructor`, `toString` and the rest read-only, and then assigning such a
+ * key on any plain object throws (the "override mistake") — zod does exactly that when a body carries a
+ * `constructor` field, which a fuzzer found as 500s. Sealing keeps the existing properties writable. Done once
+ * everything is loaded and started, so no dependency is refused while it sets itself up.
  */
-function freezeObjectPrototype(log: Logger): void {
-  Object.freeze(Object.prototype);
-  log.info("Object.prototype frozen");
+function sealObjectPrototype(log: Logger): void {
+  Object.seal(Object.prototype);
+  log.info("Object.prototype sealed");
 }
 
 /** Runs until SIGINT/SIGTERM, then stops accepting, drains in-flight requests and closes the store. */
 export async function runPlatformUntilSignal(config: PlatformConfig): Promise<number> {
   const platform = await startPlatform(config);
-  if (config.options["freeze-object-prototype"] !== false) freezeObjectPrototype(platform.log);
+  if (config.core.sealObjectPrototype) sealObjectPrototype(platform.log);
   return new Promise<number>((resolve) => {
     let stopping = false;
     const onSignal = (sig: NodeJS.Signals) => {

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // Garbage flood: one client sends random datagrams (1-600 bytes) to the DNS server as fast as it can, with a
 // valid query interleaved after every few of them, and we measure how fast the valid queries are answered.
-// Goal (issue 12): at least 99% of the valid queries answered within 100 ms while 20,000 garbage datagrams arrive.
+// Goal: at least 99% of the valid queries answered within 100 ms while 20,000 garbage datagrams arrive.
 //
 // Usage: npm run build && node bench/dns/garbage-flood.mjs [--garbage 20000] [--every 20] [--rounds 3] [--workers N] [--control]
 //        EDGE_DNS_NATIVE=0 node bench/dns/garbage-flood.mjs     # the JavaScript UDP path instead of the native one

@@ -9,7 +9,7 @@
 //   BENCH_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof" node bench/kv/bulk-stall.mjs   # options for the platform's node
 //
 // It prints /healthz latency for 3 s with nothing else running first: on a busy machine that is the noise floor.
-// Goal (issue 12): /healthz within 50 ms while four 98 MB bulk writes run, peak RSS under 400 MB.
+// Goal: /healthz within 50 ms while four 98 MB bulk writes run, peak RSS under 400 MB.
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";

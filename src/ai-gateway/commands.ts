@@ -1,6 +1,12 @@
 import type { AnyCommand, CommandAlias, OptionSpec } from "../core/cli/command.js";
 import { gatewayCommands } from "./cli-commands.js";
 
+/** What each of this area's command groups is for, shown by `edgecli <group> --help`. */
+export const groups: Record<string, string> = {
+  "ai-gateway": "Manage AI gateways, their tokens and their logs",
+  "ai-gateway token": "Create, list and revoke gateway tokens (API tokens with the AI Gateway Run permission)",
+};
+
 /** This area's CLI commands (declared as data; handlers import their heavy parts lazily). */
 export const commands: AnyCommand[] = gatewayCommands;
 /** Deprecated spellings of this area's command groups. */

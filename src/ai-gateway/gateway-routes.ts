@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyRequest } from "fastify";
-import { ApiError } from "../core/errors.js";
+import { EdgeError } from "../core/errors.js";
 import { requireAccount } from "../core/http/app.js";
 import { ok } from "../core/http/envelope.js";
 import { readPage, resultInfo } from "../core/http/pagination.js";
@@ -10,7 +10,7 @@ import type { GatewayStore } from "./gateway-store.js";
 
 type Req = FastifyRequest<{ Params: { account_id: string; id: string }; Querystring: Record<string, string> }>;
 
-export const gatewayNotFound = (id: string) => new ApiError(404, AigCodes.notFound, `Not Found: no gateway "${id}" in this account`);
+export const gatewayNotFound = (id: string) => new EdgeError(404, AigCodes.notFound, `Not Found: no gateway "${id}" in this account`);
 
 /** Gateway CRUD: /accounts/{account_id}/ai-gateway/gateways[/{id}]. */
 export function registerGatewayRoutes(
@@ -31,7 +31,7 @@ export function registerGatewayRoutes(
     requireAccount(req, req.params.account_id, "ai_gateway_edit");
     const { id, ...settings } = parseWith(createGatewayBody, req.body ?? {}, AigCodes.validation);
     const g = store.create(req.params.account_id, id, settings);
-    if (!g) throw new ApiError(409, AigCodes.validation, `id: a gateway "${id}" already exists`, { pointer: "/id" });
+    if (!g) throw new EdgeError(409, AigCodes.validation, `id: a gateway "${id}" already exists`, { pointer: "/id" });
     return ok(g);
   });
 
@@ -48,7 +48,7 @@ export function registerGatewayRoutes(
   app.put(`${base}/:id`, async (req: Req) => {
     requireAccount(req, req.params.account_id, "ai_gateway_edit");
     const { id, ...settings } = parseWith(updateGatewayBody, req.body ?? {}, AigCodes.validation);
-    if (id !== undefined && id !== req.params.id) throw new ApiError(400, AigCodes.validation, "id: a gateway's id cannot change", { pointer: "/id" });
+    if (id !== undefined && id !== req.params.id) throw new EdgeError(400, AigCodes.validation, "id: a gateway's id cannot change", { pointer: "/id" });
     const g = store.update(req.params.account_id, req.params.id, settings);
     if (!g) throw gatewayNotFound(req.params.id);
     onChange(g.account_id, g.id, g.cache_invalidate_on_update);

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { ApiError } from "../core/errors.js";
+import { EdgeError } from "../core/errors.js";
 import { parseWith } from "../core/http/validate.js";
 import { AigCodes } from "./codes.js";
 import { parseUserJson } from "../core/http/json-input.js";
@@ -125,7 +125,7 @@ export function logWhere(accountId: string, gatewayId: string, q: Record<string,
     try {
       parsed = typeof q.filters === "string" ? parseUserJson(q.filters) : q.filters;
     } catch (e) {
-      throw new ApiError(400, AigCodes.validation, `filters: must be a JSON array of {key, operator, value[]} (${(e as Error).message})`, {
+      throw new EdgeError(400, AigCodes.validation, `filters: must be a JSON array of {key, operator, value[]} (${(e as Error).message})`, {
         pointer: "filters",
       });
     }
@@ -134,7 +134,7 @@ export function logWhere(accountId: string, gatewayId: string, q: Record<string,
   const bool = (name: string) => {
     const v = q[name];
     if (v === undefined) return;
-    if (v !== "true" && v !== "false") throw new ApiError(400, AigCodes.validation, `${name}: must be true or false`, { pointer: name });
+    if (v !== "true" && v !== "false") throw new EdgeError(400, AigCodes.validation, `${name}: must be true or false`, { pointer: name });
     out.sql += ` AND ${name} = ?`;
     out.args.push(v === "true" ? 1 : 0);
   };
@@ -156,7 +156,7 @@ export function logWhere(accountId: string, gatewayId: string, q: Record<string,
   ] as const) {
     const v = q[name];
     if (v === undefined) continue;
-    if (typeof v !== "string" || Number.isNaN(Date.parse(v))) throw new ApiError(400, AigCodes.validation, `${name}: must be a date-time`, { pointer: name });
+    if (typeof v !== "string" || Number.isNaN(Date.parse(v))) throw new EdgeError(400, AigCodes.validation, `${name}: must be a date-time`, { pointer: name });
     out.sql += ` AND created_at ${col} ?`;
     out.args.push(new Date(v).toISOString());
   }
@@ -168,7 +168,7 @@ export function logWhere(accountId: string, gatewayId: string, q: Record<string,
       const v = q[prefix + name];
       if (v === undefined) continue;
       const n = Number(v);
-      if (!Number.isFinite(n)) throw new ApiError(400, AigCodes.validation, `${prefix}${name}: must be a number`, { pointer: prefix + name });
+      if (!Number.isFinite(n)) throw new EdgeError(400, AigCodes.validation, `${prefix}${name}: must be a number`, { pointer: prefix + name });
       out.sql += ` AND ${expr} ${op} ?`;
       out.args.push(n);
     }
@@ -184,10 +184,10 @@ export function logWhere(accountId: string, gatewayId: string, q: Record<string,
 export function logOrder(q: Record<string, unknown>): string {
   const by = (q.order_by as string) ?? "created_at";
   if (!(ORDER_KEYS as readonly string[]).includes(by)) {
-    throw new ApiError(400, AigCodes.validation, `order_by: must be one of ${ORDER_KEYS.join(", ")}`, { pointer: "order_by" });
+    throw new EdgeError(400, AigCodes.validation, `order_by: must be one of ${ORDER_KEYS.join(", ")}`, { pointer: "order_by" });
   }
   const dirRaw = (q.order_by_direction ?? q.direction ?? "desc") as string;
   if (dirRaw !== "asc" && dirRaw !== "desc")
-    throw new ApiError(400, AigCodes.validation, "order_by_direction: must be asc or desc", { pointer: "order_by_direction" });
+    throw new EdgeError(400, AigCodes.validation, "order_by_direction: must be asc or desc", { pointer: "order_by_direction" });
   return `${by} ${dirRaw.toUpperCase()}, seq ${dirRaw.toUpperCase()}`;
 }

@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { z } from "zod";
 import type { Db } from "../core/db/sqlite.js";
-import { ApiError } from "../core/errors.js";
+import { EdgeError } from "../core/errors.js";
 import { requireAccount } from "../core/http/app.js";
 import { ok } from "../core/http/envelope.js";
 import { readPage, resultInfo } from "../core/http/pagination.js";
@@ -51,7 +51,7 @@ export function registerLogRoutes(app: FastifyInstance, deps: { db: Db; gateways
   };
   const getRow = (req: Req) => {
     const row = db.prepare(`${SELECT} WHERE account_id = ? AND gateway_id = ? AND id = ?`).get(req.params.account_id, req.params.id, req.params.log_id);
-    if (!row) throw new ApiError(404, AigCodes.notFound, `Not Found: no log "${req.params.log_id}" in gateway "${req.params.id}"`);
+    if (!row) throw new EdgeError(404, AigCodes.notFound, `Not Found: no log "${req.params.log_id}" in gateway "${req.params.id}"`);
     return row as Record<string, unknown>;
   };
 
@@ -84,7 +84,7 @@ export function registerLogRoutes(app: FastifyInstance, deps: { db: Db; gateways
     open(req, "ai_gateway_read");
     const row = getRow(req);
     const stored = db.prepare(`SELECT ${which}_body AS b FROM logs WHERE id = ?`).get(row.id) as { b: Buffer | null } | undefined;
-    if (!stored?.b) throw new ApiError(404, AigCodes.notFound, `Not Found: the ${which} body of log "${row.id}" was not stored`);
+    if (!stored?.b) throw new EdgeError(404, AigCodes.notFound, `Not Found: the ${which} body of log "${row.id}" was not stored`);
     const type = (row[`${which}_content_type`] as string | null) ?? "application/octet-stream";
     return reply.type(type).send(stored.b);
   };
@@ -111,7 +111,7 @@ export function registerLogRoutes(app: FastifyInstance, deps: { db: Db; gateways
     // SQLite takes a LIMIT up to 2^63 - 1; a safe integer always fits, and no gateway holds more logs than that.
     const limit = req.query.limit === undefined ? -1 : Number(req.query.limit);
     if (limit !== -1 && (!Number.isSafeInteger(limit) || limit < 1))
-      throw new ApiError(400, AigCodes.validation, `limit: must be a positive integer no larger than ${Number.MAX_SAFE_INTEGER}`, { pointer: "limit" });
+      throw new EdgeError(400, AigCodes.validation, `limit: must be a positive integer no larger than ${Number.MAX_SAFE_INTEGER}`, { pointer: "limit" });
     const r = db.prepare(`DELETE FROM logs WHERE seq IN (SELECT seq FROM logs WHERE ${where.sql} ORDER BY ${order} LIMIT ?)`).run(...where.args, limit);
     writer.recount(req.params.account_id, req.params.id);
     return ok({ deleted: r.changes });

@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { AuthService } from "../core/auth/auth-service.js";
 import type { IdentityStore } from "../core/auth/store.js";
-import { ApiError } from "../core/errors.js";
+import { EdgeError } from "../core/errors.js";
 import { sendRawError } from "../core/http/app.js";
 import { isWellFormedPath } from "../core/http/transport-errors.js";
 import type { Logger } from "../core/logger.js";
@@ -52,7 +52,7 @@ const DEFAULT_GATEWAY = {
 } as const;
 
 const unauthorized = () =>
-  new ApiError(401, AigCodes.unauthorized, "Unauthorized", {
+  new EdgeError(401, AigCodes.unauthorized, "Unauthorized", {
     extra: { error: [{ code: AigCodes.unauthorized, message: "Unauthorized" }], name: "AiGatewayError", httpCode: 401, internalCode: AigCodes.unauthorized },
   });
 
@@ -69,9 +69,9 @@ export class Proxy {
 
   handle(req: IncomingMessage, res: ServerResponse): void {
     this.serve(req, res).catch((err: unknown) => {
-      const api = err instanceof ApiError ? err : undefined;
+      const api = err instanceof EdgeError ? err : undefined;
       if (!api) this.d.log.error({ err }, "ai-gateway: request failed");
-      if (!res.headersSent) sendRawError(res, api ?? new ApiError(500, 10002, "Internal server error"));
+      if (!res.headersSent) sendRawError(res, api ?? new EdgeError(500, 10002, "Internal server error"));
       else res.destroy();
     });
   }
@@ -82,53 +82,60 @@ export class Proxy {
     const q = url.indexOf("?");
     const path = q < 0 ? url : url.slice(0, q);
     const search = q < 0 ? "" : url.slice(q);
-    if (!isWellFormedPath(path)) throw new ApiError(400, AigCodes.badPath, "The URL path is not valid percent-encoded UTF-8");
+    if (!isWellFormedPath(path)) throw new EdgeError(400, AigCodes.badPath, "The URL path is not valid percent-encoded UTF-8");
     const segs = path.slice(4).split("/"); // after "/v1/"
     const [accountId, gatewayId, provider] = segs;
-    if (!accountId || !gatewayId) throw new ApiError(404, AigCodes.badPath, "Expected /v1/{account_id}/{gateway_id}/{provider}/...");
+    if (!accountId || !gatewayId) throw new EdgeError(404, AigCodes.badPath, "Expected /v1/{account_id}/{gateway_id}/{provider}/...");
 
     const token = gatewayToken(req.headers);
-    const verified = token ? this.d.auth.verifyToken(token) : undefined;
+    let verified = token ? this.d.auth.verifyToken(token) : undefined;
+    // A known token is answered from the auth cache without a promise: only a first sight waits for the store.
+    if (verified instanceof Promise) verified = await verified;
     const mayRun = !!verified && verified.principal.can(accountId, "ai_gateway_run");
-    const gateway = this.gateway(accountId, gatewayId, mayRun);
+    const gateway = this.gateway(accountId, gatewayId, mayRun) ?? (await this.missingGateway(accountId, gatewayId));
     if (gateway.authentication && !mayRun) throw unauthorized();
 
     const opts = readRequestOptions(req.headers);
     if (!this.d.limiter.take(`${accountId}/${gatewayId}`, gateway.rate_limiting_limit, gateway.rate_limiting_interval, gateway.rate_limiting_technique)) {
-      throw new ApiError(429, AigCodes.rateLimited, "Rate limited");
+      throw new EdgeError(429, AigCodes.rateLimited, "Rate limited");
     }
     const logging =
       (opts.collectLog ?? gateway.collect_logs) && !this.d.writer.full(accountId, gatewayId, gateway.log_management, gateway.log_management_strategy);
     const ex: Exchange = { req, res, started, ended: 0, arrivedAt: Date.now(), gateway, authenticated: mayRun, opts, logId: logging ? newLogId() : null };
 
     if (segs.length === 2 || (segs.length === 3 && provider === "")) {
-      if (req.method !== "POST") throw new ApiError(405, AigCodes.badPath, "The universal endpoint takes POST");
+      if (req.method !== "POST") throw new EdgeError(405, AigCodes.badPath, "The universal endpoint takes POST");
       return handleUniversal(ex, this.d);
     }
     if (provider === "compat") return handleCompat(ex, segs.slice(3).join("/"), this.d);
     return this.forwardToProvider(ex, provider, segs.slice(3).join("/"), search);
   }
 
-  private gateway(accountId: string, gatewayId: string, mayRun: boolean): Gateway {
+  private gateway(accountId: string, gatewayId: string, mayRun: boolean): Gateway | undefined {
     const g = this.d.gateways.get(accountId, gatewayId);
     if (g) return g;
     if (gatewayId === "default" && mayRun)
       return this.d.gateways.create(accountId, gatewayId, { ...DEFAULT_GATEWAY }) ?? this.d.gateways.get(accountId, gatewayId)!;
-    if (!this.d.identities.getAccount(accountId)) throw new ApiError(404, AigCodes.notFound, `Not Found: no account "${accountId}"`);
-    throw new ApiError(404, AigCodes.notFound, `Not Found: no gateway "${gatewayId}" in account ${accountId}`);
+    return undefined;
+  }
+
+  /** Why there is no such gateway: the account or the gateway is unknown. */
+  private async missingGateway(accountId: string, gatewayId: string): Promise<never> {
+    if (!(await this.d.identities.getAccount(accountId))) throw new EdgeError(404, AigCodes.notFound, `Not Found: no account "${accountId}"`);
+    throw new EdgeError(404, AigCodes.notFound, `Not Found: no gateway "${gatewayId}" in account ${accountId}`);
   }
 
   private async forwardToProvider(ex: Exchange, segment: string, rest: string, search: string): Promise<void> {
     const d = this.d;
     const p = d.providers.get(segment);
     if (!p)
-      throw new ApiError(
+      throw new EdgeError(
         400,
         AigCodes.badPath,
         `Unknown provider "${segment}". Known providers: ${d.providers.ids().join(", ")}, and the endpoints compat and universal`,
       );
     const target = this.upstreamUrl(p, ex.gateway.account_id, rest, search);
-    if (typeof target === "string") throw new ApiError(400, AigCodes.badPath, target);
+    if (typeof target === "string") throw new EdgeError(400, AigCodes.badPath, target);
     const { req, opts, gateway } = ex;
     const retry = retryPolicy(ex);
     const headers = forwardHeaders(req.headers, isGatewayHeader);

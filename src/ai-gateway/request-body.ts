@@ -1,6 +1,7 @@
 import type { IncomingMessage } from "node:http";
 import { Transform } from "node:stream";
-import { ApiError } from "../core/errors.js";
+import { EdgeError } from "../core/errors.js";
+import { readBody as readLimitedBody } from "../core/http/body.js";
 
 /** Collects up to `cap` bytes of a body for the log; beyond that the body is not stored (the hosted limit is 10 MB). */
 export class BodyCapture {
@@ -25,23 +26,7 @@ export const LOG_BODY_CAP = 10 * 1024 * 1024;
 
 /** Reads a whole request body (for caching, retries and the universal endpoint), refusing more than `limit` bytes. */
 export function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    req.on("data", (c: Buffer) => {
-      size += c.length;
-      if (size > limit) {
-        req.removeAllListeners("data");
-        req.resume();
-        reject(new ApiError(413, 10013, `Request body is larger than ${limit} bytes`));
-      } else chunks.push(c);
-    });
-    req.once("end", () => resolve(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks)));
-    req.once("error", reject);
-    req.once("close", () => {
-      if (!req.complete) reject(new ApiError(400, 10001, "The client aborted the request body"));
-    });
-  });
+  return readLimitedBody(req, limit, () => new EdgeError(413, 10013, `Request body is larger than ${limit} bytes`));
 }
 
 /** Bodies up to this size (a chat request is a few KB) are read whole: one write upstream instead of a stream. */

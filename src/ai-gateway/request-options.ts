@@ -1,5 +1,5 @@
 import type { IncomingHttpHeaders } from "node:http";
-import { ApiError } from "../core/errors.js";
+import { EdgeError } from "../core/errors.js";
 import { AigCodes } from "./codes.js";
 import type { CustomCost } from "./cost.js";
 import { parseUserJson } from "../core/http/json-input.js";
@@ -14,7 +14,7 @@ export function aigHeader(h: IncomingHttpHeaders, name: string): string | undefi
 export const isGatewayHeader = (name: string) =>
   name.startsWith("gw-aig-") || name.startsWith("cf-aig-") || name === "cf-cache-ttl" || name === "cf-skip-cache";
 
-/** The gateway token of a request: `gw-aig-authorization` (spec) or `gw-aig-token` (SDK default header). */
+/** The gateway token of a request: `gw-aig-authorization` (the documented header) or `gw-aig-token` (SDK default header). */
 export function gatewayToken(h: IncomingHttpHeaders): string | undefined {
   const raw = aigHeader(h, "authorization") ?? aigHeader(h, "token");
   if (!raw) return undefined;
@@ -38,7 +38,7 @@ export interface RequestOptions {
   eventId: string | null;
 }
 
-const bad = (name: string, rule: string) => new ApiError(400, AigCodes.validation, `gw-aig-${name}: ${rule}`);
+const bad = (name: string, rule: string) => new EdgeError(400, AigCodes.validation, `gw-aig-${name}: ${rule}`);
 
 function int(h: IncomingHttpHeaders, name: string, min: number, max: number): number | undefined {
   const v = aigHeader(h, name) ?? (name === "cache-ttl" ? (h["cf-cache-ttl"] as string | undefined) : undefined);

@@ -1,3 +1,4 @@
+import { serveOptions } from "./commands.js";
 import type { EdgeService, ServiceContext } from "../core/service.js";
 import { registerGatewayRoutes } from "./gateway-routes.js";
 import { gatewayMigrations, GatewayStore } from "./gateway-store.js";
@@ -11,7 +12,7 @@ import { ResponseCache } from "./response-cache.js";
 import { Upstreams } from "./upstream.js";
 
 export function createAiGatewayService(ctx: ServiceContext): EdgeService {
-  const providers = new ProviderRegistry((ctx.config.options["provider-base-url"] as string[] | undefined) ?? []);
+  const providers = new ProviderRegistry((ctx.options(serveOptions)["provider-base-url"] as string[] | undefined) ?? []);
   const db = ctx.openDb("ai-gateway", gatewayMigrations);
   const gateways = new GatewayStore(db);
   const writer = new LogWriter(db);
@@ -30,7 +31,7 @@ export function createAiGatewayService(ctx: ServiceContext): EdgeService {
     queue,
     cache,
     log: ctx.log,
-    bodyLimit: (ctx.config.options["body-limit"] as number | undefined) ?? 10 * 1024 * 1024,
+    bodyLimit: ctx.config.core.bodyLimit,
   });
 
   /** A changed gateway starts with a fresh rate window, and its cached answers go when it asks for that. */

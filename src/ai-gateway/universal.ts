@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { ApiError } from "../core/errors.js";
+import { EdgeError } from "../core/errors.js";
 import { parseWith } from "../core/http/validate.js";
 import { AigCodes } from "./codes.js";
 import { clientGone, retryPolicy, type Exchange } from "./exchange.js";
@@ -40,15 +40,15 @@ interface Target {
  * chat path gets the same body with the bare model name.
  */
 function compatTarget(ex: Exchange, d: ProxyDeps, endpoint: string, query: unknown): Target {
-  if (endpoint.replace(/^\/+/, "") !== "chat/completions") throw new ApiError(404, AigCodes.badPath, "The compat endpoint serves chat/completions");
+  if (endpoint.replace(/^\/+/, "") !== "chat/completions") throw new EdgeError(404, AigCodes.badPath, "The compat endpoint serves chat/completions");
   const body = query as { model?: unknown } | null;
   const model = typeof body?.model === "string" ? body.model : "";
   const slash = model.indexOf("/");
-  if (slash <= 0) throw new ApiError(400, AigCodes.validation, 'model: must be "<provider>/<model>", e.g. "openai/gpt-4o-mini"', { pointer: "/model" });
+  if (slash <= 0) throw new EdgeError(400, AigCodes.validation, 'model: must be "<provider>/<model>", e.g. "openai/gpt-4o-mini"', { pointer: "/model" });
   const p = d.providers.get(model.slice(0, slash));
-  if (!p) throw new ApiError(400, AigCodes.validation, `model: unknown provider "${model.slice(0, slash)}"`, { pointer: "/model" });
+  if (!p) throw new EdgeError(400, AigCodes.validation, `model: unknown provider "${model.slice(0, slash)}"`, { pointer: "/model" });
   if (!p.chatPath)
-    throw new ApiError(400, AigCodes.validation, `model: ${p.id} has no OpenAI-compatible chat endpoint; call it under /${p.id}/ instead`, {
+    throw new EdgeError(400, AigCodes.validation, `model: ${p.id} has no OpenAI-compatible chat endpoint; call it under /${p.id}/ instead`, {
       pointer: "/model",
     });
   const url = upstreamUrl(p, ex.gateway.account_id, p.chatPath, "") as URL;
@@ -58,10 +58,10 @@ function compatTarget(ex: Exchange, d: ProxyDeps, endpoint: string, query: unkno
 function providerTarget(ex: Exchange, d: ProxyDeps, provider: string, endpoint: string, query: unknown): Target {
   if (provider === "compat") return compatTarget(ex, d, endpoint, query);
   const p = d.providers.get(provider);
-  if (!p) throw new ApiError(400, AigCodes.validation, `provider: unknown provider "${provider}"`);
+  if (!p) throw new EdgeError(400, AigCodes.validation, `provider: unknown provider "${provider}"`);
   const path = endpoint.replace(/^\/+/, "");
   const url = upstreamUrl(p, ex.gateway.account_id, path, "");
-  if (typeof url === "string") throw new ApiError(400, AigCodes.validation, `endpoint: ${url}`);
+  if (typeof url === "string") throw new EdgeError(400, AigCodes.validation, `endpoint: ${url}`);
   return { provider: p, url, path, body: Buffer.from(JSON.stringify(query ?? {})) };
 }
 
@@ -69,7 +69,7 @@ function parseJson(buf: Buffer): unknown {
   try {
     return parseUserJson(buf);
   } catch (e) {
-    throw new ApiError(400, 6007, `Malformed JSON in request body: ${(e as Error).message}`);
+    throw new EdgeError(400, 6007, `Malformed JSON in request body: ${(e as Error).message}`);
   }
 }
 
@@ -86,7 +86,7 @@ export async function handleUniversal(ex: Exchange, d: ProxyDeps): Promise<void>
   const steps = parseWith(universalBody, parseJson(await readBody(ex.req, d.bodyLimit)), AigCodes.validation);
   const base = retryPolicy(ex);
   const signal = clientGone(ex);
-  let lastError: ApiError | undefined;
+  let lastError: EdgeError | undefined;
   for (let i = 0; i < steps.length; i++) {
     const s = steps[i];
     const t = providerTarget(ex, d, s.provider, s.endpoint, s.query);
@@ -116,16 +116,16 @@ export async function handleUniversal(ex: Exchange, d: ProxyDeps): Promise<void>
       if (await d.upstreams.send({ url: t.url, method: "POST", headers: jsonHeaders(ex, s.headers, t.body.length), body: t.body, retry, signal }, relay))
         return;
     } catch (err) {
-      if (!(err instanceof ApiError) || last) throw err;
+      if (!(err instanceof EdgeError) || last) throw err;
       lastError = err;
     }
   }
-  throw lastError ?? new ApiError(502, AigCodes.upstreamUnreachable, "No step of the request could be served");
+  throw lastError ?? new EdgeError(502, AigCodes.upstreamUnreachable, "No step of the request could be served");
 }
 
 /** POST /v1/{account}/{gateway}/compat/chat/completions with `model: "<provider>/<model>"`. */
 export async function handleCompat(ex: Exchange, endpoint: string, d: ProxyDeps): Promise<void> {
-  if (ex.req.method !== "POST") throw new ApiError(405, AigCodes.badPath, "The compat endpoint takes POST");
+  if (ex.req.method !== "POST") throw new EdgeError(405, AigCodes.badPath, "The compat endpoint takes POST");
   const t = compatTarget(ex, d, endpoint, parseJson(await readBody(ex.req, d.bodyLimit)));
   const relay = new Relay(
     ex,

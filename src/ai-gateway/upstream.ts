@@ -2,7 +2,7 @@ import type { IncomingHttpHeaders } from "node:http";
 import type { Readable } from "node:stream";
 import { setTimeout as sleep } from "node:timers/promises";
 import { Pool, type Dispatcher } from "undici";
-import { ApiError } from "../core/errors.js";
+import { EdgeError } from "../core/errors.js";
 import { AigCodes } from "./codes.js";
 import type { ClientGone } from "./exchange.js";
 
@@ -96,7 +96,7 @@ export class Upstreams {
    * Sends the request and hands the answer to `sink`, retrying network failures, timeouts, 429 and 5xx answers
    * per the policy (the last attempt's answer goes to the sink whatever its status). Resolves once the answer has
    * ended or broken off: true when the sink took it, false when it declined it. Failing to get an answer at all
-   * is an ApiError (502/504).
+   * is an EdgeError (502/504).
    */
   async send(r: UpstreamRequest, sink: AnswerSink): Promise<boolean> {
     const { attempts, delayMs, backoff } = r.retry;
@@ -108,7 +108,7 @@ export class Upstreams {
       if (outcome !== "retry" && (last || r.signal?.aborted)) throw upstreamError(outcome, r.url);
       const wait = backoff === "exponential" ? delayMs * 2 ** i : backoff === "linear" ? delayMs * (i + 1) : delayMs;
       if (wait > 0) await sleep(wait);
-      if (r.signal?.aborted) throw new ApiError(499, AigCodes.upstreamUnreachable, "The client went away");
+      if (r.signal?.aborted) throw new EdgeError(499, AigCodes.upstreamUnreachable, "The client went away");
     }
   }
 
@@ -155,11 +155,11 @@ export class Upstreams {
   }
 }
 
-function upstreamError(err: unknown, url: URL): ApiError {
+function upstreamError(err: unknown, url: URL): EdgeError {
   const code = (err as { code?: string }).code ?? "";
   if (code === "UND_ERR_HEADERS_TIMEOUT") {
-    return new ApiError(504, AigCodes.upstreamTimeout, `The provider at ${url.origin} did not answer within the request timeout`);
+    return new EdgeError(504, AigCodes.upstreamTimeout, `The provider at ${url.origin} did not answer within the request timeout`);
   }
   const why = code || (err as Error).message;
-  return new ApiError(502, AigCodes.upstreamUnreachable, `Could not reach the provider at ${url.origin} (${why})`);
+  return new EdgeError(502, AigCodes.upstreamUnreachable, `Could not reach the provider at ${url.origin} (${why})`);
 }

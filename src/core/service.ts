@@ -2,22 +2,32 @@ import type { FastifyInstance } from "fastify";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { AuthService } from "./auth/auth-service.js";
 import type { IdentityStore } from "./auth/store.js";
-import type { ContentStore } from "./content/content-store.js";
+import type { OptionSpec, OptionValues } from "./cli/command.js";
+import type { CoreConfig } from "./config.js";
+import type { ContentStore } from "./content/store.js";
 import type { Db, Migration } from "./db/sqlite.js";
 import type { Logger } from "./logger.js";
 
 /** Everything `edgecli serve` was told, after flags, environment and the platform config file are merged. */
 export interface PlatformConfig {
-  host: string;
-  port: number;
   stateDir: string;
-  /** Every serve option by its long name (e.g. "dns-port"), typed by its option spec. */
-  options: Record<string, unknown>;
+  /** Core's own settings (core/config.ts). */
+  core: CoreConfig;
+  /**
+   * Every serve option by its long name (e.g. "dns-port"), as merged. Services do not read it: they get their own
+   * options typed by their spec from `ServiceContext.options(serveOptions)`.
+   */
+  options: ReadonlyMap<string, unknown>;
 }
 
 /** What the platform hands each service when it is created. */
 export interface ServiceContext {
   config: PlatformConfig;
+  /**
+   * The values of the serve options `spec` declares (the area's `serveOptions`), typed by it, defaults applied:
+   * `readKvConfig(ctx.options(serveOptions))`.
+   */
+  options<S extends Record<string, OptionSpec>>(spec: S): OptionValues<S>;
   log: Logger;
   auth: AuthService;
   identities: IdentityStore;

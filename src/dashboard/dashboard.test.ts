@@ -6,7 +6,7 @@ import { chromium, type Browser, type Page } from "playwright-core";
 import { callGateway, chatBody, startGatewayPlatform } from "../ai-gateway/testing/helpers.js";
 import { startMockProvider, type MockProvider } from "../ai-gateway/testing/mock-provider.js";
 import type { TestPlatform } from "../core/testing/platform.js";
-import { uploadScript } from "../workers/test-helpers.js";
+import { uploadScript } from "../workers/testing/helpers.js";
 
 /** Debian's chromium (installed by .ci/run), or CHROMIUM_PATH. */
 const CHROMIUM = [process.env.CHROMIUM_PATH, "/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome"].find((p) => p && existsSync(p));

@@ -2,7 +2,7 @@ import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import Cloudflare from "cloudflare";
 import type { TestPlatform } from "../core/testing/platform.js";
-import { startDnsPlatform, udpQuery } from "./test-helpers.js";
+import { startDnsPlatform, udpQuery } from "./testing/helpers.js";
 
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d+Z$/;
 

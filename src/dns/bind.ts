@@ -1,4 +1,4 @@
-import { ApiError } from "../core/errors.js";
+import { EdgeError } from "../core/errors.js";
 import type { DnsConfig } from "./config.js";
 import { DnsCodes, validationError } from "./errors.js";
 import { effectiveTtl, RECORD_TYPES, type DnsRecord, type RecordType } from "./model.js";
@@ -135,11 +135,11 @@ export function importZone(text: string, draft: ZoneDraft, proxiedDefault: boole
       add({ type, name: `${owner}.`, ttl: apiTtl, proxied, ...spec.fromText(rdata, origin) });
       added++;
     } catch (err) {
-      if (err instanceof ApiError && err.errors[0].code === DnsCodes.identicalRecord) continue;
-      if (err instanceof ApiError) {
+      if (err instanceof EdgeError && err.errors[0].code === DnsCodes.identicalRecord) continue;
+      if (err instanceof EdgeError) {
         const d = err.errors[0];
         const why = d.error_chain?.[0]?.message ?? d.message;
-        throw new ApiError(400, d.code, `Zone file line ${e.line}: ${why}`, { chain: d.error_chain });
+        throw new EdgeError(400, d.code, `Zone file line ${e.line}: ${why}`, { chain: d.error_chain });
       }
       throw err;
     }

@@ -5,7 +5,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "no
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createZone, startDnsPlatform } from "./test-helpers.js";
+import { createZone, startDnsPlatform } from "./testing/helpers.js";
 
 const have = (cmd: string) => spawnSync("sh", ["-c", `command -v ${cmd}`]).status === 0;
 const freePort = () =>

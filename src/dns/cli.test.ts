@@ -1,7 +1,7 @@
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import type { TestPlatform } from "../core/testing/platform.js";
-import { startDnsPlatform, udpQuery } from "./test-helpers.js";
+import { startDnsPlatform, udpQuery } from "./testing/helpers.js";
 
 describe("edgecli dns commands against a running platform", () => {
   let p: TestPlatform;

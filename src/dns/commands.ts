@@ -5,6 +5,13 @@ import { TCP_LIMIT_OPTIONS } from "./config.js";
 const handlers = () => import("./cli-handlers.js");
 const zoneArg = { name: "zone", describe: "The zone, by name (example.com) or id", required: true } as const;
 
+/** What each of this area's command groups is for, shown by `edgecli <group> --help`. */
+export const groups: Record<string, string> = {
+  dns: "Manage DNS zones and records served by the platform's authoritative DNS server",
+  "dns zone": "Create, list and delete zones",
+  "dns record": "Create, list and delete records of a zone",
+};
+
 /** This area's CLI commands: a thin client of the DNS API (the server itself runs inside `edgecli serve`). */
 export const commands: AnyCommand[] = [
   defineCommand({

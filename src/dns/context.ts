@@ -9,7 +9,6 @@ import type { DnsState, ZoneState } from "./state.js";
 export interface DnsApiContext {
   state: DnsState;
   cfg: DnsConfig;
-  accountName(id: string): string;
 }
 
 /**

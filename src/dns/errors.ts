@@ -1,8 +1,8 @@
-import { ApiError } from "../core/errors.js";
+import { EdgeError } from "../core/errors.js";
 
 /**
- * Error codes of the DNS API. The numbers the hosted API is known to use (see the research notes)
- * are kept; the few marked "ours" have no known public counterpart and are documented in docs/dns.md.
+ * Error codes of the DNS API. The numbers the hosted API is known to use are kept, so clients that test
+ * for them behave the same; the few marked "ours" have no known public counterpart and are documented in docs/dns.md.
  */
 export const DnsCodes = {
   validation: 1004, // "DNS Validation Error" wrapper, details in error_chain
@@ -30,12 +30,12 @@ export const DnsCodes = {
 } as const;
 
 /** The shape the hosted API uses for record validation: code 1004 with the specific reason chained. */
-export function validationError(code: number, message: string, pointer?: string): ApiError {
-  return new ApiError(400, DnsCodes.validation, "DNS Validation Error", { chain: [{ code, message }], pointer });
+export function validationError(code: number, message: string, pointer?: string): EdgeError {
+  return new EdgeError(400, DnsCodes.validation, "DNS Validation Error", { chain: [{ code, message }], pointer });
 }
 
 /** Errors the hosted API reports with their own top-level code. */
-export const dnsError = (code: number, message: string, status = 400) => new ApiError(status, code, message);
+export const dnsError = (code: number, message: string, status = 400) => new EdgeError(status, code, message);
 
-export const zoneNotFound = () => new ApiError(404, DnsCodes.invalidZone, "Invalid zone identifier");
-export const recordNotFound = () => new ApiError(404, DnsCodes.recordNotFound, "Record does not exist.");
+export const zoneNotFound = () => new EdgeError(404, DnsCodes.invalidZone, "Invalid zone identifier");
+export const recordNotFound = () => new EdgeError(404, DnsCodes.recordNotFound, "Record does not exist.");

@@ -37,7 +37,7 @@ const HOST_LABEL = /^[a-z_]([a-z0-9_-]*[a-z0-9])?$/;
 const ANY_LABEL = /^[a-z0-9_]([a-z0-9_-]*[a-z0-9_])?$/;
 
 /**
- * Checks the labels below the apex. Host records (A, AAAA, CNAME) follow the spec's rule: each label
+ * Checks the labels below the apex. Host records (A, AAAA, CNAME) follow the host-name rule (RFC 952/1123, plus underscores): each label
  * starts with a letter (or underscore), ends with a letter or digit, has only letters, digits, hyphens
  * and underscores; other types accept digits first and underscores anywhere (SRV, DKIM, TLSA names).
  * A leftmost "*" makes a wildcard.

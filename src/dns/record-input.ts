@@ -1,5 +1,5 @@
 import type { BlockList } from "node:net";
-import { ApiError } from "../core/errors.js";
+import { EdgeError } from "../core/errors.js";
 import { DnsCodes, dnsError, recordNotFound, validationError } from "./errors.js";
 import { RECORD_TYPES, type DnsRecord, type RecordSettings, type RecordType } from "./model.js";
 import { checkRecordName, resolveRecordName } from "./names.js";
@@ -74,7 +74,7 @@ export function buildRecord(
   mode: EditMode,
   opts: { id?: string; platform: BlockList; defaultProxied?: boolean },
 ): DnsRecord {
-  if (!body || typeof body !== "object" || Array.isArray(body)) throw new ApiError(400, DnsCodes.validation, "The request body must be a JSON object.");
+  if (!body || typeof body !== "object" || Array.isArray(body)) throw new EdgeError(400, DnsCodes.validation, "The request body must be a JSON object.");
   const b = body as Record<string, unknown>;
   const existing = opts.id ? draft.get(opts.id) : undefined;
   if (opts.id && !existing) throw recordNotFound();

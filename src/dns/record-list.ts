@@ -1,4 +1,4 @@
-import { ApiError } from "../core/errors.js";
+import { EdgeError } from "../core/errors.js";
 import { DnsCodes } from "./errors.js";
 import { RECORD_TYPES, type DnsRecord } from "./model.js";
 import { unquotedTxt } from "./txt.js";
@@ -54,7 +54,7 @@ export function filterRecords(records: Iterable<DnsRecord>, q: Query): DnsRecord
       .map((t) => t.trim().toUpperCase());
     for (const t of types)
       if (!(RECORD_TYPES as readonly string[]).includes(t))
-        throw new ApiError(400, DnsCodes.validation, `type: "${t}" is not a record type`, { pointer: "type" });
+        throw new EdgeError(400, DnsCodes.validation, `type: "${t}" is not a record type`, { pointer: "type" });
     tests.push((r) => types.includes(r.type));
   }
   tests.push(
@@ -71,7 +71,7 @@ export function filterRecords(records: Iterable<DnsRecord>, q: Query): DnsRecord
   if (q["comment.absent"] !== undefined) tests.push((r) => r.comment === null);
   if (q.proxied !== undefined && q.proxied !== "") {
     const p = str(q.proxied);
-    if (p !== "true" && p !== "false") throw new ApiError(400, DnsCodes.validation, "proxied must be true or false", { pointer: "proxied" });
+    if (p !== "true" && p !== "false") throw new EdgeError(400, DnsCodes.validation, "proxied must be true or false", { pointer: "proxied" });
     tests.push((r) => r.proxied === (p === "true"));
   }
   if (q.search !== undefined && q.search !== "") {
@@ -86,7 +86,7 @@ export function filterRecords(records: Iterable<DnsRecord>, q: Query): DnsRecord
 
   const mode = (key: string) => {
     const v = q[key] === undefined ? "all" : str(q[key]);
-    if (v !== "all" && v !== "any") throw new ApiError(400, DnsCodes.validation, `${key} must be "any" or "all"`, { pointer: key });
+    if (v !== "all" && v !== "any") throw new EdgeError(400, DnsCodes.validation, `${key} must be "any" or "all"`, { pointer: key });
     return v;
   };
   const match = mode("match");
@@ -111,9 +111,9 @@ const ORDERS = new Map<string, (r: DnsRecord) => string | number>([
 function order(list: DnsRecord[], q: Query): DnsRecord[] {
   const by = q.order === undefined ? undefined : str(q.order);
   const key = by === undefined ? undefined : ORDERS.get(by);
-  if (by !== undefined && !key) throw new ApiError(400, DnsCodes.validation, `order must be one of ${[...ORDERS.keys()].join(", ")}`, { pointer: "order" });
+  if (by !== undefined && !key) throw new EdgeError(400, DnsCodes.validation, `order must be one of ${[...ORDERS.keys()].join(", ")}`, { pointer: "order" });
   const dir = q.direction === undefined ? "asc" : str(q.direction);
-  if (dir !== "asc" && dir !== "desc") throw new ApiError(400, DnsCodes.validation, 'direction must be "asc" or "desc"', { pointer: "direction" });
+  if (dir !== "asc" && dir !== "desc") throw new EdgeError(400, DnsCodes.validation, 'direction must be "asc" or "desc"', { pointer: "direction" });
   // Without an order the zone's own order (creation) is kept: stable pages at no sorting cost.
   if (key === undefined) return dir === "desc" ? list.reverse() : list;
   const sign = dir === "desc" ? -1 : 1;

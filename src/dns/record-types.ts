@@ -22,7 +22,7 @@ export interface RecordValue {
 export interface TypeSpec {
   /** Only A, AAAA and CNAME can be proxied. */
   proxiable: boolean;
-  /** Whether the spec's host-name rules apply to the record's name. */
+  /** Whether the host-name rules (names.ts) apply to the record's name. */
   hostName: boolean;
   parse(body: RecordBody, platform: BlockList): RecordValue;
   /** Zone-file rdata. */

@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createRecord, createZone, startDnsPlatform, udpQuery } from "./test-helpers.js";
+import { createRecord, createZone, startDnsPlatform, udpQuery } from "./testing/helpers.js";
 
 describe("DNS state across a restart", () => {
   const stateDir = mkdtempSync(join(tmpdir(), "edge-dns-restart-"));

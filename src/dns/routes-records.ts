@@ -1,5 +1,5 @@
 import type { FastifyInstance } from "fastify";
-import { ApiError, Codes } from "../core/errors.js";
+import { EdgeError, Codes } from "../core/errors.js";
 import { ok } from "../core/http/envelope.js";
 import { formParts, registerMultipart } from "../core/http/multipart.js";
 import { pageOf, readPage } from "../core/http/pagination.js";
@@ -17,8 +17,8 @@ type RecordParams = { Params: { zone_id: string; id: string } };
 /** The largest zone file an import takes, as a file part or a plain field. */
 const ZONE_FILE_BYTES = 16 * 1024 * 1024;
 const importErrors = {
-  invalid: (message: string) => new ApiError(400, DnsCodes.validation, message),
-  tooLarge: (message: string) => new ApiError(413, Codes.bodyTooLarge, message),
+  invalid: (message: string) => new EdgeError(400, DnsCodes.validation, message),
+  tooLarge: (message: string) => new EdgeError(413, Codes.bodyTooLarge, message),
 };
 
 /** The hosted API's largest batch (paid plans). */
@@ -53,14 +53,14 @@ export async function registerRecordRoutes(app: FastifyInstance, ctx: DnsApiCont
 
   app.post<ZoneParams>("/zones/:zone_id/dns_records/import", async (req) => {
     const zs = zoneOf(ctx, req, req.params.zone_id, "dns_edit");
-    if (!req.isMultipart()) throw new ApiError(400, DnsCodes.validation, 'Send the zone file as multipart/form-data in the field "file".');
+    if (!req.isMultipart()) throw new EdgeError(400, DnsCodes.validation, 'Send the zone file as multipart/form-data in the field "file".');
     let file: string | undefined;
     let proxied = false;
     for await (const part of formParts(req, importErrors)) {
       if (part.field === "file") file = part.content.toString("utf8");
       else if (part.field === "proxied") proxied = part.content.toString("utf8") === "true";
     }
-    if (file === undefined) throw new ApiError(400, DnsCodes.validation, 'The multipart field "file" with the zone file is missing.', { pointer: "file" });
+    if (file === undefined) throw new EdgeError(400, DnsCodes.validation, 'The multipart field "file" with the zone file is missing.', { pointer: "file" });
     const draft = new ZoneDraft(zs);
     const result = importZone(file, draft, proxied, (body) => build(draft, body, "create"));
     ctx.state.commit(draft);
@@ -77,14 +77,14 @@ export async function registerRecordRoutes(app: FastifyInstance, ctx: DnsApiCont
       posts: body.posts ?? [],
     };
     for (const [k, v] of Object.entries(lists)) {
-      if (!Array.isArray(v)) throw new ApiError(400, DnsCodes.validation, `${k} must be an array`, { pointer: `/${k}` });
+      if (!Array.isArray(v)) throw new EdgeError(400, DnsCodes.validation, `${k} must be an array`, { pointer: `/${k}` });
     }
     const total = Object.values(lists).reduce<number>((n, l) => n + (l as unknown[]).length, 0);
-    if (total > MAX_BATCH) throw new ApiError(400, DnsCodes.validation, `A batch holds at most ${MAX_BATCH} changes; this one has ${total}.`);
+    if (total > MAX_BATCH) throw new EdgeError(400, DnsCodes.validation, `A batch holds at most ${MAX_BATCH} changes; this one has ${total}.`);
     const draft = new ZoneDraft(zs);
     const idOf = (item: unknown, k: string, i: number) => {
       const id = (item as { id?: unknown } | null)?.id;
-      if (typeof id !== "string") throw new ApiError(400, DnsCodes.validation, `${k}[${i}].id is required`, { pointer: `/${k}/${i}/id` });
+      if (typeof id !== "string") throw new EdgeError(400, DnsCodes.validation, `${k}[${i}].id is required`, { pointer: `/${k}/${i}/id` });
       return id;
     };
     // Order of the hosted API: deletes, patches, puts, posts; the first error aborts everything.

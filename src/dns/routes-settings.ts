@@ -1,5 +1,5 @@
 import type { FastifyInstance } from "fastify";
-import { ApiError } from "../core/errors.js";
+import { EdgeError } from "../core/errors.js";
 import { ok } from "../core/http/envelope.js";
 import { requireAccount } from "../core/http/app.js";
 import { zoneOf, type DnsApiContext } from "./context.js";
@@ -32,7 +32,7 @@ export function registerSettingsRoutes(app: FastifyInstance, ctx: DnsApiContext)
     requireAccount(req, req.params.account_id, "dns_edit");
     const body = (req.body ?? {}) as Record<string, unknown>;
     const patch = body.zone_defaults ?? body;
-    if (typeof patch !== "object" || patch === null) throw new ApiError(400, DnsCodes.soa, "zone_defaults must be an object", { pointer: "/zone_defaults" });
+    if (typeof patch !== "object" || patch === null) throw new EdgeError(400, DnsCodes.soa, "zone_defaults must be an object", { pointer: "/zone_defaults" });
     const s = patchSettings(ctx.state.store.accountSettings(req.params.account_id) ?? defaultZoneSettings(), patch);
     ctx.state.store.putAccountSettings(req.params.account_id, s);
     return ok({ zone_defaults: settingsView(s, ns) });

@@ -1,6 +1,6 @@
-import type { FastifyInstance } from "fastify";
+import type { FastifyInstance, FastifyRequest } from "fastify";
 import { z } from "zod";
-import { ApiError } from "../core/errors.js";
+import { EdgeError } from "../core/errors.js";
 import { ok } from "../core/http/envelope.js";
 import { requireAccount } from "../core/http/app.js";
 import { readPage, pageOf } from "../core/http/pagination.js";
@@ -57,25 +57,27 @@ function nameTest(raw: string): (name: string) => boolean {
 }
 
 export function registerZoneRoutes(app: FastifyInstance, ctx: DnsApiContext): void {
-  const view = (z: Zone) => zoneView(z, ctx.accountName(z.account_id), ctx.cfg.nameServers);
+  // Zones are shown only to callers who can read their account, and the caller's principal knows those accounts' names.
+  const accountName = (req: FastifyRequest, id: string) => req.principal.account(id)?.name ?? "";
+  const view = (req: FastifyRequest, z: Zone) => zoneView(z, accountName(req, z.account_id), ctx.cfg.nameServers);
 
   app.post("/zones", async (req) => {
     const body = parseWith(createBody, req.body ?? {});
     let accountId = body.account?.id;
     if (!accountId) {
       const mine = req.principal.accounts().filter((a) => req.principal.can(a, "dns_edit"));
-      if (mine.length !== 1) throw new ApiError(400, DnsCodes.validation, "account.id is required", { pointer: "/account/id" });
+      if (mine.length !== 1) throw new EdgeError(400, DnsCodes.validation, "account.id is required", { pointer: "/account/id" });
       accountId = mine[0];
     }
     requireAccount(req, accountId, "dns_edit");
     const name = parseZoneName(body.name);
     if (!name)
-      throw new ApiError(400, DnsCodes.zoneNameInvalid, `Invalid domain name "${body.name}": a zone is a registrable domain such as example.com.`, {
+      throw new EdgeError(400, DnsCodes.zoneNameInvalid, `Invalid domain name "${body.name}": a zone is a registrable domain such as example.com.`, {
         pointer: "/name",
       });
-    if (ctx.state.byName.has(name)) throw new ApiError(400, DnsCodes.zoneExists, `${name} already exists`);
+    if (ctx.state.byName.has(name)) throw new EdgeError(400, DnsCodes.zoneExists, `${name} already exists`);
     const zs = ctx.state.createZone(accountId, name, ctx.state.store.accountSettings(accountId));
-    return ok(view(zs.zone));
+    return ok(view(req, zs.zone));
   });
 
   app.get("/zones", async (req) => {
@@ -95,36 +97,39 @@ export function registerZoneRoutes(app: FastifyInstance, ctx: DnsApiContext): vo
     const acc = one(q["account.id"]);
     if (acc) tests.push((z) => z.account_id === acc);
     const accName = one(q["account.name"]);
-    if (accName) tests.push((z) => ctx.accountName(z.account_id).toLowerCase().includes(accName.toLowerCase()));
+    if (accName) tests.push((z) => accountName(req, z.account_id).toLowerCase().includes(accName.toLowerCase()));
     const match = one(q.match) ?? "all";
-    if (match !== "all" && match !== "any") throw new ApiError(400, DnsCodes.validation, 'match must be "any" or "all"', { pointer: "match" });
+    if (match !== "all" && match !== "any") throw new EdgeError(400, DnsCodes.validation, 'match must be "any" or "all"', { pointer: "match" });
     const orderBy = one(q.order) ?? "name";
     const keys = new Map<string, (z: Zone) => string>([
       ["name", (z) => z.name],
       ["status", () => "active"],
       ["account.id", (z) => z.account_id],
-      ["account.name", (z) => ctx.accountName(z.account_id)],
+      ["account.name", (z) => accountName(req, z.account_id)],
       ["plan.id", () => ""],
     ]);
     const sortKey = keys.get(orderBy);
-    if (!sortKey) throw new ApiError(400, DnsCodes.validation, `order must be one of ${[...keys.keys()].join(", ")}`, { pointer: "order" });
+    if (!sortKey) throw new EdgeError(400, DnsCodes.validation, `order must be one of ${[...keys.keys()].join(", ")}`, { pointer: "order" });
     const sign = one(q.direction) === "desc" ? -1 : 1;
     const visible = [...ctx.state.byId.values()]
       .map((zs) => zs.zone)
       .filter((z) => req.principal.can(z.account_id, "dns_read"))
       .filter((z) => tests.length === 0 || (match === "any" ? tests.some((t) => t(z)) : tests.every((t) => t(z))))
       .sort((a, b) => sign * (sortKey(a).localeCompare(sortKey(b)) || a.name.localeCompare(b.name)));
-    const { result, result_info } = pageOf(visible.map(view), page);
+    const { result, result_info } = pageOf(
+      visible.map((z) => view(req, z)),
+      page,
+    );
     return ok(result, result_info);
   });
 
-  app.get<{ Params: { zone_id: string } }>("/zones/:zone_id", async (req) => ok(view(zoneOf(ctx, req, req.params.zone_id, "dns_read").zone)));
+  app.get<{ Params: { zone_id: string } }>("/zones/:zone_id", async (req) => ok(view(req, zoneOf(ctx, req, req.params.zone_id, "dns_read").zone)));
 
   app.patch<{ Params: { zone_id: string } }>("/zones/:zone_id", async (req) => {
     const zs = zoneOf(ctx, req, req.params.zone_id, "dns_edit");
     const body = parseWith(patchBody, req.body ?? {});
     if (body.paused !== undefined) ctx.state.updateZone(zs, { paused: body.paused });
-    return ok(view(zs.zone));
+    return ok(view(req, zs.zone));
   });
 
   app.delete<{ Params: { zone_id: string } }>("/zones/:zone_id", async (req) => {

@@ -18,7 +18,7 @@ import {
   udpAsk,
   udpRaw,
   type DnsResponse,
-} from "./test-helpers.js";
+} from "./testing/helpers.js";
 
 const Z = "resolve.example";
 const AA = 1 << 10;

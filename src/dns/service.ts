@@ -1,3 +1,4 @@
+import { serveOptions } from "./commands.js";
 import type { EdgeService, ServiceContext } from "../core/service.js";
 import { AnswerEngine } from "./answer.js";
 import { readDnsConfig } from "./config.js";
@@ -16,7 +17,7 @@ export interface DnsService extends EdgeService {
 
 /** Zones and records over the v4 API, and the authoritative server answering from the same memory. */
 export function createDnsService(ctx: ServiceContext): DnsService {
-  const cfg = readDnsConfig(ctx.config.options);
+  const cfg = readDnsConfig(ctx.options(serveOptions));
   const state = new DnsState(new DnsStore(ctx.openDb("dns", dnsMigrations)));
   const log = ctx.log.child({ service: "dns" });
   const engine = new AnswerEngine(state, cfg);
@@ -26,7 +27,7 @@ export function createDnsService(ctx: ServiceContext): DnsService {
     server.invalidate();
     if (kind !== "deleted") notifier.schedule(zs);
   });
-  const api: DnsApiContext = { state, cfg, accountName: (id) => ctx.identities.getAccount(id)?.name ?? "" };
+  const api: DnsApiContext = { state, cfg };
   return {
     name: "dns",
     state,

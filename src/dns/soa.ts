@@ -1,11 +1,11 @@
 import { z } from "zod";
-import { ApiError } from "../core/errors.js";
+import { EdgeError } from "../core/errors.js";
 import { parseWith } from "../core/http/validate.js";
 import { DnsCodes } from "./errors.js";
 import type { Soa, ZoneSettings } from "./model.js";
 import { parseHostname } from "./names.js";
 
-/** The spec's SOA table: defaults and bounds. */
+/** SOA fields: the defaults a new zone gets and the bounds an edit must stay within (docs/dns.md). */
 export const SOA_BOUNDS = {
   refresh: { def: 10000, min: 600, max: 86400 },
   retry: { def: 2400, min: 600, max: 3600 },
@@ -33,7 +33,7 @@ export function defaultZoneSettings(): ZoneSettings {
 }
 
 /**
- * RNAME from an e-mail address, per the spec: the `@` becomes a dot and a dot in the local part is
+ * RNAME from an e-mail address (RFC 1035 mailbox form): the `@` becomes a dot and a dot in the local part is
  * escaped (`first.last@example.com` → `first\.last.example.com`). A name already in DNS form is kept.
  */
 export function rnameFromInput(value: string): string | undefined {
@@ -91,20 +91,20 @@ export function patchSettings(current: ZoneSettings, body: unknown): ZoneSetting
       if (mname === null || mname === "") soa.mname = null;
       else {
         const h = parseHostname(mname);
-        if (!h) throw new ApiError(400, DnsCodes.soa, `soa.mname: "${mname}" is not a host name`, { pointer: "/soa/mname" });
+        if (!h) throw new EdgeError(400, DnsCodes.soa, `soa.mname: "${mname}" is not a host name`, { pointer: "/soa/mname" });
         soa.mname = h;
       }
     }
     if (rname !== undefined) {
       const r = rnameFromInput(rname);
-      if (!r) throw new ApiError(400, DnsCodes.soa, `soa.rname: "${rname}" is neither an e-mail address nor a DNS name`, { pointer: "/soa/rname" });
+      if (!r) throw new EdgeError(400, DnsCodes.soa, `soa.rname: "${rname}" is neither an e-mail address nor a DNS name`, { pointer: "/soa/rname" });
       soa.rname = r;
     }
   }
   if (soa.retry > soa.refresh)
-    throw new ApiError(400, DnsCodes.soa, `soa.retry (${soa.retry}) must not exceed soa.refresh (${soa.refresh})`, { pointer: "/soa/retry" });
+    throw new EdgeError(400, DnsCodes.soa, `soa.retry (${soa.retry}) must not exceed soa.refresh (${soa.refresh})`, { pointer: "/soa/retry" });
   if (soa.expire < soa.refresh)
-    throw new ApiError(400, DnsCodes.soa, `soa.expire (${soa.expire}) must not be smaller than soa.refresh (${soa.refresh})`, { pointer: "/soa/expire" });
+    throw new EdgeError(400, DnsCodes.soa, `soa.expire (${soa.expire}) must not be smaller than soa.refresh (${soa.refresh})`, { pointer: "/soa/expire" });
   return {
     soa,
     flatten_all_cnames: p.flatten_all_cnames ?? current.flatten_all_cnames,

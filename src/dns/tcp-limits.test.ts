@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import net from "node:net";
 import * as packet from "dns-packet";
 import type { TestPlatform } from "../core/testing/platform.js";
-import { createRecord, createZone, encodeQuery, startDnsPlatform, tcpQuery, udpQuery } from "./test-helpers.js";
+import { createRecord, createZone, encodeQuery, startDnsPlatform, tcpQuery, udpQuery } from "./testing/helpers.js";
 
 const Z = "tcp-limits.example";
 /** Hang guard for waits on the server: generous, since the machine may be busy. */

@@ -5,7 +5,7 @@ import { readdirSync, readFileSync } from "node:fs";
 import * as packet from "dns-packet";
 import type { TestPlatform } from "../core/testing/platform.js";
 import { NATIVE_ENV, NATIVE_THREAD_NAME } from "./udp-fast.js";
-import { createRecord, createZone, encodeQuery, garbageFlood, rcodeOf, startDnsPlatform, udpAsk } from "./test-helpers.js";
+import { createRecord, createZone, encodeQuery, garbageFlood, rcodeOf, startDnsPlatform, udpAsk } from "./testing/helpers.js";
 import { formerrReply, screenQuery } from "./wire-screen.js";
 
 const Z = "native.example";

@@ -5,7 +5,7 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { runCli, type TestPlatform } from "../core/testing/platform.js";
-import { createRecord, createZone, encodeQuery, rcodeOf, startDnsPlatform, tcpQuery, udpQuery, type DnsResponse } from "./test-helpers.js";
+import { createRecord, createZone, encodeQuery, rcodeOf, startDnsPlatform, tcpQuery, udpQuery, type DnsResponse } from "./testing/helpers.js";
 
 const Z = "workers.example";
 const addresses = (r: DnsResponse) => (r.answers ?? []).filter((a) => a.type === "A").map((a: any) => a.data as string);

@@ -1,7 +1,7 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { availableParallelism } from "node:os";
-import { ApiError, UserError } from "../core/errors.js";
+import { EdgeError, UserError } from "../core/errors.js";
 import { readDnsConfig, TCP_LIMIT_OPTIONS } from "./config.js";
 import { importZone } from "./bind.js";
 import { rnameFromInput } from "./soa.js";
@@ -15,7 +15,7 @@ describe("DNS building blocks", () => {
   it("parses TXT content and refuses inconsistent quotes", () => {
     assert.deepEqual(parseTxt("plain text"), { strings: ["plain text"], content: '"plain text"' });
     assert.deepEqual(parseTxt('"a b" "c\\"d"').strings, ["a b", 'c"d']);
-    for (const bad of ['"open', 'close"', '"a"b', 'x "a"', '"a" "b']) assert.throws(() => parseTxt(bad), ApiError, bad);
+    for (const bad of ['"open', 'close"', '"a"b', 'x "a"', '"a" "b']) assert.throws(() => parseTxt(bad), EdgeError, bad);
     assert.equal(unquotedTxt('"tok" "en"'), "token");
     assert.deepEqual(
       txtWireStrings(["y".repeat(600)]).map((b) => b.length),
@@ -52,7 +52,7 @@ describe("DNS building blocks", () => {
     assert.equal(resolveRecordName("WWW.Example.com", "example.com"), "www.example.com");
     assert.equal(resolveRecordName("www.example.com.", "example.com"), "www.example.com");
     assert.equal(resolveRecordName("bücher", "example.com"), "xn--bcher-kva.example.com");
-    assert.throws(() => resolveRecordName("www.other.org.", "example.com"), ApiError);
+    assert.throws(() => resolveRecordName("www.other.org.", "example.com"), EdgeError);
   });
 
   it("reads zone files: $ORIGIN, $TTL, blank owners, parentheses, comments, the proxied tag", () => {
@@ -79,7 +79,7 @@ describe("DNS building blocks", () => {
     assert.deepEqual(added[2], { type: "MX", name: "mail.sub.example.com.", ttl: 600, proxied: false, priority: 10, content: "mx.sub.example.com" });
     assert.equal(added[3].content, '"a;b" "c"');
     assert.deepEqual(added[4].data, { priority: "1", weight: "2", port: "5060", target: "sip.example.com" });
-    const chained = (re: RegExp) => (e: unknown) => e instanceof ApiError && re.test(e.errors[0].error_chain?.[0]?.message ?? "");
+    const chained = (re: RegExp) => (e: unknown) => e instanceof EdgeError && re.test(e.errors[0].error_chain?.[0]?.message ?? "");
     assert.throws(() => importZone("x IN A (1.2.3.4\n", draft, false, () => ({}) as DnsRecord), chained(/line 1: unbalanced parentheses/));
     assert.throws(() => importZone("$INCLUDE other.zone\n", draft, false, () => ({}) as DnsRecord), chained(/unsupported directive/));
   });

@@ -2,7 +2,7 @@ import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { request } from "undici";
 import type { TestPlatform } from "../core/testing/platform.js";
-import { createZone, startDnsPlatform } from "./test-helpers.js";
+import { createZone, startDnsPlatform } from "./testing/helpers.js";
 
 /** The error a request must fail with: top-level code, and the chained code when the hosted API wraps it in 1004. */
 type Expect = { code: number; chain?: number; message?: RegExp };

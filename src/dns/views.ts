@@ -1,7 +1,7 @@
 import type { DnsRecord, Zone } from "./model.js";
 import { hasData, hasPriority, TYPES } from "./record-types.js";
 
-/** The record object of the spec's section 2.2, every field present. */
+/** The record object as the hosted v4 API answers it, every field present (clients read fields unconditionally). */
 export function recordView(r: DnsRecord, zoneName: string) {
   return {
     id: r.id,

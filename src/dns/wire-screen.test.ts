@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
 import * as packet from "dns-packet";
 import { formerrReply, screenQuery } from "./wire-screen.js";
-import { encodeQuery } from "./test-helpers.js";
+import { encodeQuery } from "./testing/helpers.js";
 
 const decodes = (m: Buffer) => {
   try {

@@ -1,8 +1,8 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { ApiError } from "../core/errors.js";
-import { readLimited } from "./body.js";
+import { EdgeError } from "../core/errors.js";
+import { readBody } from "../core/http/body.js";
 import { bulkGet } from "./bulk.js";
-import { KV_LIMITS, KvCodes, numberParam } from "./limits.js";
+import { bodyTooLarge, KV_LIMITS, KvCodes, numberParam } from "./limits.js";
 import type { KvStore } from "./store.js";
 import { MAX_JSON_DEPTH, parseUserJson } from "../core/http/json-input.js";
 
@@ -14,7 +14,7 @@ export interface KvBindingTarget {
 export type KvBindingHandler = (ns: KvBindingTarget, req: IncomingMessage, res: ServerResponse) => void;
 
 /**
- * Serves workerd's KV binding protocol (see shared/design/workerd-bindings.md) for one namespace per
+ * Serves the protocol of workerd's KV binding (what its KV client sends and expects) for one namespace per
  * request. The caller (the loopback binding server) has already decided which namespace the request is for,
  * from a header workerd injects; nothing in the request itself is trusted to name it.
  */
@@ -25,7 +25,7 @@ export function createKvBindingHandler(store: KvStore): KvBindingHandler {
 }
 
 async function handle(store: KvStore, ns: KvBindingTarget, req: IncomingMessage, res: ServerResponse): Promise<void> {
-  if (!store.getNamespace(ns.accountId, ns.namespaceId)) throw new ApiError(404, KvCodes.namespaceNotFound, "namespace not found");
+  if (!store.getNamespace(ns.accountId, ns.namespaceId)) throw new EdgeError(404, KvCodes.namespaceNotFound, "namespace not found");
   const url = new URL(req.url ?? "/", "http://binding");
   const method = req.method ?? "GET";
   if (url.pathname === "/" && method === "GET") return list(store, ns.namespaceId, url, res);
@@ -43,14 +43,14 @@ async function handle(store: KvStore, ns: KvBindingTarget, req: IncomingMessage,
     return;
   }
   if (method === "PUT") {
-    const body = await readLimited(req, KV_LIMITS.valueBytes);
+    const body = await readBody(req, KV_LIMITS.valueBytes, bodyTooLarge("value"));
     const metaHeader = req.headers["cf-kv-metadata"];
     let metadata: unknown;
     if (typeof metaHeader === "string" && metaHeader !== "") {
       try {
         metadata = parseUserJson(Buffer.from(metaHeader, "latin1"), MAX_JSON_DEPTH, "keep");
       } catch (e) {
-        throw new ApiError(400, KvCodes.invalidMetadata, `CF-KV-Metadata is not valid JSON: ${(e as Error).message}`);
+        throw new EdgeError(400, KvCodes.invalidMetadata, `CF-KV-Metadata is not valid JSON: ${(e as Error).message}`);
       }
     }
     await store.put(ns.namespaceId, key, body, {
@@ -64,7 +64,7 @@ async function handle(store: KvStore, ns: KvBindingTarget, req: IncomingMessage,
     await store.delete(ns.namespaceId, key);
     return send(res, 200, "");
   }
-  throw new ApiError(405, KvCodes.badRequest, `method ${method} is not part of the KV binding protocol`);
+  throw new EdgeError(405, KvCodes.badRequest, `method ${method} is not part of the KV binding protocol`);
 }
 
 function keyFromPath(url: URL): string {
@@ -74,7 +74,7 @@ function keyFromPath(url: URL): string {
   try {
     return decodeURIComponent(raw);
   } catch {
-    throw new ApiError(400, KvCodes.invalidKey, "key is not valid percent-encoding");
+    throw new EdgeError(400, KvCodes.invalidKey, "key is not valid percent-encoding");
   }
 }
 
@@ -91,10 +91,10 @@ function list(store: KvStore, namespaceId: string, url: URL, res: ServerResponse
 async function bulkGetCall(store: KvStore, namespaceId: string, req: IncomingMessage, res: ServerResponse): Promise<void> {
   let body: unknown;
   try {
-    body = parseUserJson(await readLimited(req, 1024 * 1024, "bulk get body"));
+    body = parseUserJson(await readBody(req, 1024 * 1024, bodyTooLarge("bulk get body")));
   } catch (e) {
-    if (e instanceof ApiError) throw e;
-    throw new ApiError(400, KvCodes.badRequest, `bulk get body must be JSON: ${(e as Error).message}`);
+    if (e instanceof EdgeError) throw e;
+    throw new EdgeError(400, KvCodes.badRequest, `bulk get body must be JSON: ${(e as Error).message}`);
   }
   sendJson(res, await bulkGet(store, namespaceId, body));
 }
@@ -118,7 +118,7 @@ function fail(res: ServerResponse, err: unknown): void {
     res.destroy();
     return;
   }
-  if (err instanceof ApiError) {
+  if (err instanceof EdgeError) {
     // Reason phrases must be one line of latin1; keep the message readable within that.
     const reason = err.message.replace(/[^\x20-\x7e]/g, "?").slice(0, 200);
     send(res, err.status, JSON.stringify({ success: false, errors: err.errors }), reason);

@@ -3,9 +3,9 @@ import assert from "node:assert/strict";
 import { mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { FileContentStore } from "../core/content/content-store.js";
+import { FileContentStore } from "../core/content/file-store.js";
 import { openDatabase, type Db } from "../core/db/sqlite.js";
-import { ApiError } from "../core/errors.js";
+import { EdgeError } from "../core/errors.js";
 import { bulkPut, type BulkPutIo } from "./bulk-put.js";
 import { BulkStaging } from "./bulk-staging.js";
 import { jsonArrayElements } from "./json-array-stream.js";
@@ -52,7 +52,7 @@ async function* chunked(body: string | Buffer, size = 1000): AsyncGenerator<Uint
 const put = (ns: string, body: string, size?: number) => bulkPut(staging, io, ns, jsonArrayElements(chunked(body, size), 100 * 1024 * 1024));
 const entries = (n: number, value = (i: number) => `value-${i}-${"x".repeat(2000)}`) =>
   Array.from({ length: n }, (_, i) => ({ key: `k${i}`, value: value(i) }));
-const code = (e: unknown) => (e as ApiError).errors[0]!.code;
+const code = (e: unknown) => (e as EdgeError).errors[0]!.code;
 
 test("a streamed bulk put writes every entry: small values as staged blobs, big ones in the content store", async () => {
   const ns = (await store.createNamespace(ACCOUNT, "written")).id;
@@ -102,14 +102,14 @@ test("a bad entry after many staged batches writes nothing and leaves nothing st
     { key: "late", value: "v", expiration_ttl: 10 },
     { key: "later", value: 5 },
   ];
-  await assert.rejects(put(ns, JSON.stringify(bad)), (e: ApiError) => e.status === 400 && code(e) === 10025 && /^entry 1501: expiration_ttl/.test(e.message));
+  await assert.rejects(put(ns, JSON.stringify(bad)), (e: EdgeError) => e.status === 400 && code(e) === 10025 && /^entry 1501: expiration_ttl/.test(e.message));
   assert.equal(store.list(ns).keys.length, 0);
   assert.deepEqual({ blobs: blobs(), files: contentFiles() }, before);
   assert.equal(count("SELECT count(*) AS n FROM bulk_writes"), 0);
   // Too many entries outranks a bad entry, as it always did.
   const tooMany = [{ key: "", value: "x" }, ...entries(KV_LIMITS.bulkWriteEntries, () => "")];
-  await assert.rejects(put(ns, JSON.stringify(tooMany)), (e: ApiError) => e.status === 413 && code(e) === 10026);
-  await assert.rejects(put(ns, JSON.stringify([{ key: "k".repeat(600), value: "x" }])), (e: ApiError) => e.status === 414 && code(e) === 10033);
+  await assert.rejects(put(ns, JSON.stringify(tooMany)), (e: EdgeError) => e.status === 413 && code(e) === 10026);
+  await assert.rejects(put(ns, JSON.stringify([{ key: "k".repeat(600), value: "x" }])), (e: EdgeError) => e.status === 414 && code(e) === 10033);
   assert.equal(blobs(), before.blobs);
 });
 
@@ -136,7 +136,7 @@ test("a namespace deleted while its bulk put streams in: 404, nothing written, n
     await store.deleteNamespace(ACCOUNT, ns);
     yield bytes.subarray(bytes.length / 2);
   }
-  await assert.rejects(bulkPut(staging, io, ns, jsonArrayElements(deletedHalfway(), 1e9)), (e: ApiError) => e.status === 404 && code(e) === 10013);
+  await assert.rejects(bulkPut(staging, io, ns, jsonArrayElements(deletedHalfway(), 1e9)), (e: EdgeError) => e.status === 404 && code(e) === 10013);
   assert.equal(blobs(), before);
 });
 
@@ -164,7 +164,7 @@ test("jsonArrayElements: elements across chunk boundaries; __proto__ keys, deep 
   assert.deepEqual<unknown[]>(parsed, [{ key: 'a"]}', value: "é" }, 5, "s", [1, { x: null }], { constructor: "c", prototype: "p" }]);
   assert.deepEqual(await collect("[]"), []);
   const refused = async (body: string | Buffer, status: number, errCode: number, limit?: number) =>
-    assert.rejects(collect(body, 3, limit), (e: ApiError) => e.status === status && code(e) === errCode);
+    assert.rejects(collect(body, 3, limit), (e: EdgeError) => e.status === status && code(e) === errCode);
   // The rules of every user JSON body (parseUserJson), element by element.
   await refused('[{"key": "k", "value": "v", "__proto__": {"value": "x"}}]', 400, 6007);
   await refused('[{"key": "k", "value": "v", "metadata": {"constructor": {"prototype": {}}}}]', 400, 6007);

@@ -1,4 +1,4 @@
-import { ApiError } from "../core/errors.js";
+import { EdgeError } from "../core/errors.js";
 import { bulkEntry } from "./bulk.js";
 import type { BulkStaging } from "./bulk-staging.js";
 import { KV_LIMITS, KvCodes } from "./limits.js";
@@ -59,7 +59,7 @@ export async function bulkPut(staging: BulkStaging, io: BulkPutIo, namespaceId: 
   };
 
   let count = 0;
-  let invalid: ApiError | undefined;
+  let invalid: EdgeError | undefined;
   try {
     for await (const element of elements) {
       const index = count++;
@@ -78,13 +78,13 @@ export async function bulkPut(staging: BulkStaging, io: BulkPutIo, namespaceId: 
           if (batchBytes >= BATCH_BYTES || batch.length >= BATCH_ENTRIES) await flush();
         }
       } catch (err) {
-        if (!(err instanceof ApiError)) throw err;
+        if (!(err instanceof EdgeError)) throw err;
         invalid = err;
         await abandon();
       }
     }
     if (count > KV_LIMITS.bulkWriteEntries) {
-      throw new ApiError(413, KvCodes.tooManyEntries, `a bulk write holds at most ${KV_LIMITS.bulkWriteEntries} entries, got ${count}`);
+      throw new EdgeError(413, KvCodes.tooManyEntries, `a bulk write holds at most ${KV_LIMITS.bulkWriteEntries} entries, got ${count}`);
     }
     if (invalid) throw invalid;
     await flush();

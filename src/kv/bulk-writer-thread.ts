@@ -5,7 +5,7 @@
 // values) stay the main thread's business too.
 import { parentPort, workerData } from "node:worker_threads";
 import { openDatabase } from "../core/db/sqlite.js";
-import { ApiError } from "../core/errors.js";
+import { EdgeError } from "../core/errors.js";
 import { bulkPut, type BulkPutIo } from "./bulk-put.js";
 import { BulkStaging } from "./bulk-staging.js";
 import type { FromBulkThread, ToBulkThread } from "./bulk-writer.js";
@@ -93,7 +93,7 @@ function open(bulk: number, namespaceId: string): void {
     (count) => post({ kind: "done", bulk, count }),
     (err: Error) =>
       post(
-        err instanceof ApiError
+        err instanceof EdgeError
           ? { kind: "failed", bulk, apiError: { status: err.status, code: err.errors[0]!.code, message: err.message } }
           : { kind: "failed", bulk, error: err.message },
       ),
@@ -108,7 +108,7 @@ port.on("message", (msg: ToBulkThread) => {
       return sessions.get(msg.bulk)?.push(msg.data);
     case "end":
       // A body cut short is the client's doing: a 400 it will likely never read, not a server error.
-      sessions.get(msg.bulk)?.end(msg.error === undefined ? undefined : new ApiError(400, KvCodes.badRequest, msg.error));
+      sessions.get(msg.bulk)?.end(msg.error === undefined ? undefined : new EdgeError(400, KvCodes.badRequest, msg.error));
       return sessions.delete(msg.bulk);
     case "granted":
     case "contentStored":

@@ -1,9 +1,9 @@
 import type { Readable } from "node:stream";
 import { fileURLToPath } from "node:url";
 import { Worker } from "node:worker_threads";
-import type { ContentStore } from "../core/content/content-store.js";
+import type { ContentStore } from "../core/content/store.js";
 import type { Db } from "../core/db/sqlite.js";
-import { ApiError, Codes } from "../core/errors.js";
+import { EdgeError, Codes } from "../core/errors.js";
 import type { Logger } from "../core/logger.js";
 import { KvCodes } from "./limits.js";
 import type { SqliteKvStore } from "./store.js";
@@ -76,7 +76,7 @@ class Slots {
   async acquire(): Promise<() => void> {
     if (this.active < this.size) this.active++;
     else if (this.waiting.length >= this.queue)
-      throw new ApiError(429, KvCodes.throttled, "Please wait and consider throttling your request speed: too many large bulk writes are under way");
+      throw new EdgeError(429, KvCodes.throttled, "Please wait and consider throttling your request speed: too many large bulk writes are under way");
     // A released slot passes straight to the next waiter, so `active` stays counted for it.
     else await new Promise<void>((resolve, reject) => this.waiting.push({ resolve, reject }));
     let released = false;
@@ -122,7 +122,7 @@ export class BulkWriter {
   /** Writes the JSON array `body` carries into `namespaceId`, all or nothing; returns how many entries it held. */
   async write(namespaceId: string, body: Readable | undefined): Promise<number> {
     const declared = Number((body as { headers?: Record<string, string> } | undefined)?.headers?.["content-length"]);
-    if (declared > BULK_BODY_LIMIT) throw new ApiError(413, Codes.bodyTooLarge, "Request body is larger than this endpoint accepts");
+    if (declared > BULK_BODY_LIMIT) throw new EdgeError(413, Codes.bodyTooLarge, "Request body is larger than this endpoint accepts");
     const release = declared <= LARGE_BODY ? undefined : await this.large.acquire();
     try {
       return await this.run(namespaceId, body);
@@ -229,7 +229,7 @@ export class BulkWriter {
         r.sessions.delete(m.bulk);
         if (!s) return;
         if (m.kind === "done") settle(s, () => s.resolve(m.count));
-        else if (m.apiError) settle(s, () => s.reject(new ApiError(m.apiError!.status, m.apiError!.code, m.apiError!.message)));
+        else if (m.apiError) settle(s, () => s.reject(new EdgeError(m.apiError!.status, m.apiError!.code, m.apiError!.message)));
         else settle(s, () => s.reject(new Error(`KV bulk writer: ${m.error}`)));
         return;
       }
@@ -249,7 +249,7 @@ export class BulkWriter {
   }
 }
 
-const shuttingDown = () => new ApiError(503, Codes.internal, "the platform is shutting down; send the bulk write again");
+const shuttingDown = () => new EdgeError(503, Codes.internal, "the platform is shutting down; send the bulk write again");
 
 function settle(s: Session, fn: () => void): void {
   if (s.settled) return;

@@ -1,11 +1,11 @@
-import { ApiError } from "../core/errors.js";
+import { EdgeError } from "../core/errors.js";
 import { KV_LIMITS, KvCodes } from "./limits.js";
 import type { KvBulkEntry, KvStore } from "./store.js";
 import { parseUserJson } from "../core/http/json-input.js";
 
 /** Validates entry `i` of a bulk write (the API's streamed body, the CLI's file); throws a 400 naming it. */
 export function bulkEntry(raw: unknown, i: number): KvBulkEntry {
-  const bad = (rule: string) => new ApiError(400, KvCodes.badRequest, `entry ${i}: ${rule}`);
+  const bad = (rule: string) => new EdgeError(400, KvCodes.badRequest, `entry ${i}: ${rule}`);
   if (typeof raw !== "object" || raw === null || Array.isArray(raw)) throw bad("must be an object with key and value");
   const e = raw as Record<string, unknown>;
   if (typeof e.key !== "string") throw bad("key must be a string");
@@ -32,12 +32,12 @@ export function bulkEntry(raw: unknown, i: number): KvBulkEntry {
 export async function bulkGet(store: KvStore, namespaceId: string, body: unknown): Promise<Record<string, unknown>> {
   const req = (body ?? {}) as { keys?: unknown; type?: unknown; withMetadata?: unknown };
   const keys = req.keys;
-  if (!Array.isArray(keys) || keys.some((k) => typeof k !== "string")) throw new ApiError(400, KvCodes.badRequest, "keys must be an array of key strings");
+  if (!Array.isArray(keys) || keys.some((k) => typeof k !== "string")) throw new EdgeError(400, KvCodes.badRequest, "keys must be an array of key strings");
   if (keys.length > KV_LIMITS.bulkGetKeys) {
-    throw new ApiError(400, KvCodes.tooManyEntries, `bulk get takes at most ${KV_LIMITS.bulkGetKeys} keys, got ${keys.length}`);
+    throw new EdgeError(400, KvCodes.tooManyEntries, `bulk get takes at most ${KV_LIMITS.bulkGetKeys} keys, got ${keys.length}`);
   }
   const type = req.type ?? "text";
-  if (type !== "text" && type !== "json") throw new ApiError(400, KvCodes.badRequest, `type must be "text" or "json", got ${JSON.stringify(type)}`);
+  if (type !== "text" && type !== "json") throw new EdgeError(400, KvCodes.badRequest, `type must be "text" or "json", got ${JSON.stringify(type)}`);
   // Keyed by the caller's key names: a key named __proto__ must be an entry like any other.
   const out: Record<string, unknown> = Object.create(null);
   for (const [k, entry] of await store.getMany(namespaceId, keys as string[])) {
@@ -52,7 +52,7 @@ export async function bulkGet(store: KvStore, namespaceId: string, body: unknown
         // A stored value is answered inside a JSON envelope, so it must also be one the answer can hold.
         value = parseUserJson(text);
       } catch (e) {
-        throw new ApiError(400, KvCodes.badRequest, `the value of ${JSON.stringify(k)} is not JSON: ${(e as Error).message}`);
+        throw new EdgeError(400, KvCodes.badRequest, `the value of ${JSON.stringify(k)} is not JSON: ${(e as Error).message}`);
       }
     }
     out[k] = req.withMetadata ? { value, metadata: entry.metadata } : value;

@@ -20,6 +20,14 @@ const localOptions = {
 
 const keyPositional = { name: "key", describe: "The key, 1-512 bytes of UTF-8", required: true } as const;
 
+/** What each of this area's command groups is for, shown by `edgecli <group> --help`. */
+export const groups: Record<string, string> = {
+  kv: "Manage KV namespaces and their keys, remotely or on the local state (--local)",
+  "kv namespace": "Create, list and delete KV namespaces",
+  "kv key": "Put, get, list and delete single keys",
+  "kv bulk": "Put or delete many keys from a JSON file, all or nothing",
+};
+
 export const commands: AnyCommand[] = [
   defineCommand({
     path: ["kv", "namespace", "create"],

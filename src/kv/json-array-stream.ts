@@ -1,5 +1,5 @@
 import { JSONParser } from "@streamparser/json";
-import { ApiError, Codes } from "../core/errors.js";
+import { EdgeError, Codes } from "../core/errors.js";
 import { checkUserValue, MAX_JSON_DEPTH } from "../core/http/json-input.js";
 import { KvCodes } from "./limits.js";
 
@@ -15,7 +15,7 @@ const isWhitespace = (b: number) => b === 0x20 || b === 0x0a || b === 0x0d || b 
 /**
  * The elements of the JSON array a request body carries, each parsed as soon as its last byte arrives: memory holds
  * one element and the parser's buffer, never the whole body. @streamparser/json does the parsing (invalid UTF-8 is an
- * error); each element then obeys the rules of every user JSON (checkUserValue: depth, no `__proto__` keys). Throws ApiError: 413 past `limitBytes`,
+ * error); each element then obeys the rules of every user JSON (checkUserValue: depth, no `__proto__` keys). Throws EdgeError: 413 past `limitBytes`,
  * 400 when the body is not one JSON array (or there is no body).
  */
 export async function* jsonArrayElements(chunks: AsyncIterable<Uint8Array> | undefined, limitBytes: number): AsyncGenerator<unknown, void, undefined> {
@@ -67,12 +67,12 @@ export async function* jsonArrayElements(chunks: AsyncIterable<Uint8Array> | und
       if (rejected) throw malformed(rejected);
     }
   } catch (err) {
-    if (!(err instanceof ApiError)) throw err;
+    if (!(err instanceof EdgeError)) throw err;
     for (let next = await iterator.next(); !next.done && size <= limitBytes + DRAIN_BYTES; next = await iterator.next()) size += next.value.length;
     throw err;
   }
 }
 
-const notAnArray = () => new ApiError(400, KvCodes.badRequest, "the body must be a JSON array");
-const tooLarge = () => new ApiError(413, Codes.bodyTooLarge, "Request body is larger than this endpoint accepts");
-const malformed = (e: unknown) => new ApiError(400, Codes.malformedJson, `Malformed JSON in request body: ${(e as Error).message}`);
+const notAnArray = () => new EdgeError(400, KvCodes.badRequest, "the body must be a JSON array");
+const tooLarge = () => new EdgeError(413, Codes.bodyTooLarge, "Request body is larger than this endpoint accepts");
+const malformed = (e: unknown) => new EdgeError(400, Codes.malformedJson, `Malformed JSON in request body: ${(e as Error).message}`);

@@ -1,4 +1,5 @@
-import { ApiError } from "../core/errors.js";
+import { EdgeError } from "../core/errors.js";
+import type { TooLarge } from "../core/http/body.js";
 
 /** The limits every KV entry obeys, whichever door (API, --local CLI, worker binding) it came through. */
 export const KV_LIMITS = {
@@ -37,12 +38,12 @@ export const KvCodes = {
   throttled: 971,
 } as const;
 
-export function keyError(key: string): ApiError | undefined {
-  if (typeof key !== "string" || key.length === 0) return new ApiError(400, KvCodes.invalidKey, "key must not be empty");
-  if (key === "." || key === "..") return new ApiError(400, KvCodes.invalidKey, `key must not be "${key}"`);
+export function keyError(key: string): EdgeError | undefined {
+  if (typeof key !== "string" || key.length === 0) return new EdgeError(400, KvCodes.invalidKey, "key must not be empty");
+  if (key === "." || key === "..") return new EdgeError(400, KvCodes.invalidKey, `key must not be "${key}"`);
   const bytes = Buffer.byteLength(key, "utf8");
   if (bytes > KV_LIMITS.keyBytes) {
-    return new ApiError(414, KvCodes.keyTooLong, `key is ${bytes} bytes long, the limit is ${KV_LIMITS.keyBytes} bytes`);
+    return new EdgeError(414, KvCodes.keyTooLong, `key is ${bytes} bytes long, the limit is ${KV_LIMITS.keyBytes} bytes`);
   }
   return undefined;
 }
@@ -52,14 +53,24 @@ export function checkKey(key: string): void {
   if (e) throw e;
 }
 
-export function valueError(size: number): ApiError | undefined {
+/** The refusal for a body read past its limit (core/http/body.ts); `what` names it ("value", "bulk get body"). */
+export const bodyTooLarge =
+  (what: string): TooLarge =>
+  (limit, size) =>
+    new EdgeError(
+      413,
+      KvCodes.valueTooLarge,
+      `${what} is too large: the limit is ${limit} bytes, got ${size === undefined ? "more than that" : `${size} bytes`}`,
+    );
+
+export function valueError(size: number): EdgeError | undefined {
   return size > KV_LIMITS.valueBytes
-    ? new ApiError(413, KvCodes.valueTooLarge, `value is ${size} bytes, the limit is ${KV_LIMITS.valueBytes} bytes (25 MiB)`)
+    ? new EdgeError(413, KvCodes.valueTooLarge, `value is ${size} bytes, the limit is ${KV_LIMITS.valueBytes} bytes (25 MiB)`)
     : undefined;
 }
 
 /** Serializes metadata, enforcing the 1,024-byte limit; undefined/null means no metadata. */
-export function serializeMetadata(metadata: unknown): { json?: string; error?: ApiError } {
+export function serializeMetadata(metadata: unknown): { json?: string; error?: EdgeError } {
   if (metadata === undefined || metadata === null) return {};
   let json: string | undefined;
   try {
@@ -67,10 +78,10 @@ export function serializeMetadata(metadata: unknown): { json?: string; error?: A
   } catch {
     json = undefined;
   }
-  if (json === undefined) return { error: new ApiError(400, KvCodes.invalidMetadata, "metadata must serialize to JSON") };
+  if (json === undefined) return { error: new EdgeError(400, KvCodes.invalidMetadata, "metadata must serialize to JSON") };
   const bytes = Buffer.byteLength(json, "utf8");
   if (bytes > KV_LIMITS.metadataBytes) {
-    return { error: new ApiError(413, KvCodes.metadataTooLarge, `metadata is ${bytes} bytes serialized, the limit is ${KV_LIMITS.metadataBytes} bytes`) };
+    return { error: new EdgeError(413, KvCodes.metadataTooLarge, `metadata is ${bytes} bytes serialized, the limit is ${KV_LIMITS.metadataBytes} bytes`) };
   }
   return { json };
 }
@@ -82,25 +93,25 @@ export function serializeMetadata(metadata: unknown): { json?: string; error?: A
 export function resolveExpiration(
   opts: { expiration?: number; expirationTtl?: number },
   nowSeconds = Math.floor(Date.now() / 1000),
-): { expiration?: number; error?: ApiError } {
+): { expiration?: number; error?: EdgeError } {
   const { expiration, expirationTtl } = opts;
   if (expirationTtl !== undefined && expirationTtl !== null) {
     if (!Number.isFinite(expirationTtl) || !Number.isInteger(expirationTtl)) {
-      return { error: new ApiError(400, KvCodes.invalidTtl, `expiration_ttl must be a whole number of seconds, got ${String(expirationTtl)}`) };
+      return { error: new EdgeError(400, KvCodes.invalidTtl, `expiration_ttl must be a whole number of seconds, got ${String(expirationTtl)}`) };
     }
     if (expirationTtl < KV_LIMITS.minTtlSeconds) {
-      return { error: new ApiError(400, KvCodes.invalidTtl, `expiration_ttl of ${expirationTtl} is below the minimum of ${KV_LIMITS.minTtlSeconds} seconds`) };
+      return { error: new EdgeError(400, KvCodes.invalidTtl, `expiration_ttl of ${expirationTtl} is below the minimum of ${KV_LIMITS.minTtlSeconds} seconds`) };
     }
     return { expiration: nowSeconds + expirationTtl };
   }
   if (expiration !== undefined && expiration !== null) {
     if (!Number.isFinite(expiration) || !Number.isInteger(expiration)) {
-      return { error: new ApiError(400, KvCodes.invalidExpiration, `expiration must be a whole number of UNIX seconds, got ${String(expiration)}`) };
+      return { error: new EdgeError(400, KvCodes.invalidExpiration, `expiration must be a whole number of UNIX seconds, got ${String(expiration)}`) };
     }
     if (expiration < nowSeconds + KV_LIMITS.minTtlSeconds) {
       const why = expiration <= nowSeconds ? "is in the past" : `is less than ${KV_LIMITS.minTtlSeconds} seconds from now`;
       return {
-        error: new ApiError(
+        error: new EdgeError(
           400,
           KvCodes.invalidExpiration,
           `expiration ${expiration} ${why}; it must be at least ${KV_LIMITS.minTtlSeconds} seconds in the future`,
@@ -113,8 +124,8 @@ export function resolveExpiration(
 }
 
 export function checkTitle(title: unknown): string {
-  if (typeof title !== "string" || title.trim().length === 0) throw new ApiError(400, KvCodes.invalidTitle, "title must be a non-empty string");
-  if (Buffer.byteLength(title, "utf8") > 512) throw new ApiError(400, KvCodes.invalidTitle, "title must be at most 512 bytes");
+  if (typeof title !== "string" || title.trim().length === 0) throw new EdgeError(400, KvCodes.invalidTitle, "title must be a non-empty string");
+  if (Buffer.byteLength(title, "utf8") > 512) throw new EdgeError(400, KvCodes.invalidTitle, "title must be at most 512 bytes");
   return title;
 }
 
@@ -123,7 +134,7 @@ export function numberParam(v: string | null | undefined, name: "expiration" | "
   if (v === undefined || v === null || v === "") return undefined;
   const n = Number(v);
   if (!Number.isFinite(n)) {
-    throw new ApiError(400, name === "expiration" ? KvCodes.invalidExpiration : KvCodes.invalidTtl, `${name} must be a number, got ${JSON.stringify(v)}`);
+    throw new EdgeError(400, name === "expiration" ? KvCodes.invalidExpiration : KvCodes.invalidTtl, `${name} must be a number, got ${JSON.stringify(v)}`);
   }
   return n;
 }

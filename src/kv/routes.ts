@@ -1,12 +1,12 @@
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import type { Readable } from "node:stream";
-import { ApiError } from "../core/errors.js";
+import { EdgeError } from "../core/errors.js";
 import { ok } from "../core/http/envelope.js";
 import { formParts, registerMultipart } from "../core/http/multipart.js";
 import { readPage, resultInfo } from "../core/http/pagination.js";
 import { requireAccount } from "../core/http/app.js";
-import { readLimited } from "./body.js";
-import { KV_LIMITS, KvCodes, numberParam } from "./limits.js";
+import { readBody } from "../core/http/body.js";
+import { bodyTooLarge, KV_LIMITS, KvCodes, numberParam } from "./limits.js";
 import { bulkGet } from "./bulk.js";
 import { BULK_BODY_LIMIT, type BulkWriter } from "./bulk-writer.js";
 import { jsonArrayElements } from "./json-array-stream.js";
@@ -114,7 +114,7 @@ export function registerKvRoutes(app: FastifyInstance, store: KvStore, bulk: Bul
         const count = await bulk.write(ns, req.body as Readable | undefined);
         return ok({ successful_key_count: count, unsuccessful_keys: [] });
       } catch (err) {
-        if (err instanceof ApiError && err.status === 429) void reply.header("retry-after", "5");
+        if (err instanceof EdgeError && err.status === 429) void reply.header("retry-after", "5");
         throw err;
       }
     });
@@ -127,7 +127,7 @@ export function registerKvRoutes(app: FastifyInstance, store: KvStore, bulk: Bul
         if (++count <= KV_LIMITS.bulkWriteEntries) keys.push(key);
       }
       if (count > KV_LIMITS.bulkWriteEntries) {
-        throw new ApiError(413, KvCodes.tooManyEntries, `a bulk delete holds at most ${KV_LIMITS.bulkWriteEntries} keys, got ${count}`);
+        throw new EdgeError(413, KvCodes.tooManyEntries, `a bulk delete holds at most ${KV_LIMITS.bulkWriteEntries} keys, got ${count}`);
       }
       await store.deleteMany(ns, keys as string[]);
       return ok({ successful_key_count: keys.length, unsuccessful_keys: [] });
@@ -145,7 +145,7 @@ export function registerKvRoutes(app: FastifyInstance, store: KvStore, bulk: Bul
   void app.register(async (raw) => {
     raw.removeAllContentTypeParsers();
     raw.addContentTypeParser("*", (req, payload, done) => {
-      readLimited(payload, KV_LIMITS.valueBytes).then(
+      readBody(payload, KV_LIMITS.valueBytes, bodyTooLarge("value")).then(
         (b) => done(null, b),
         (e: Error) => done(e, undefined),
       );
@@ -168,8 +168,8 @@ export function registerKvRoutes(app: FastifyInstance, store: KvStore, bulk: Bul
 }
 
 const multipartErrors = {
-  invalid: (message: string) => new ApiError(400, KvCodes.badRequest, message),
-  tooLarge: (message: string) => new ApiError(413, KvCodes.valueTooLarge, message),
+  invalid: (message: string) => new EdgeError(400, KvCodes.badRequest, message),
+  tooLarge: (message: string) => new EdgeError(413, KvCodes.valueTooLarge, message),
 };
 
 async function readMultipart(req: FastifyRequest): Promise<{ value: Buffer; metadata: unknown }> {
@@ -179,7 +179,7 @@ async function readMultipart(req: FastifyRequest): Promise<{ value: Buffer; meta
     if (part.field === "value") value = part.content;
     else if (part.field === "metadata" && part.content.length) metadata = parseMetadataPart(part.content);
   }
-  if (!value) throw new ApiError(400, KvCodes.badRequest, 'multipart body has no "value" part');
+  if (!value) throw new EdgeError(400, KvCodes.badRequest, 'multipart body has no "value" part');
   return { value, metadata };
 }
 
@@ -187,18 +187,18 @@ function parseMetadataPart(data: Buffer): unknown {
   try {
     return parseUserJson(data);
   } catch (e) {
-    throw new ApiError(400, KvCodes.invalidMetadata, `the "metadata" part is not valid JSON: ${(e as Error).message}`);
+    throw new EdgeError(400, KvCodes.invalidMetadata, `the "metadata" part is not valid JSON: ${(e as Error).message}`);
   }
 }
 
 function choice<T extends string>(v: string | undefined, allowed: readonly T[], name: string): T | undefined {
   if (v === undefined || v === "") return undefined;
-  if (!(allowed as readonly string[]).includes(v)) throw new ApiError(400, KvCodes.badRequest, `${name} must be one of ${allowed.join(", ")}`);
+  if (!(allowed as readonly string[]).includes(v)) throw new EdgeError(400, KvCodes.badRequest, `${name} must be one of ${allowed.join(", ")}`);
   return v as T;
 }
 
 function titleOf(body: unknown): string {
   const title = (body as { title?: unknown } | undefined)?.title;
-  if (typeof title !== "string" || !title.trim()) throw new ApiError(400, KvCodes.invalidTitle, "body must be JSON with a non-empty string title");
+  if (typeof title !== "string" || !title.trim()) throw new EdgeError(400, KvCodes.invalidTitle, "body must be JSON with a non-empty string title");
   return title;
 }

@@ -1,3 +1,4 @@
+import { serveOptions } from "./commands.js";
 import type { EdgeService, ServiceContext } from "../core/service.js";
 import { createKvBindingHandler, type KvBindingHandler } from "./binding.js";
 import { BulkWriter } from "./bulk-writer.js";
@@ -19,7 +20,7 @@ export function createKvService(ctx: ServiceContext): KvService {
   const store = new SqliteKvStore(db, content);
   const bulk = new BulkWriter(db, store, content, ctx.log);
   // Expired entries are invisible at once; the sweep only reclaims their space.
-  const intervalMs = Math.max(0.1, Number(ctx.config.options["kv-purge-interval"] ?? 60)) * 1000;
+  const intervalMs = Math.max(0.1, Number(ctx.options(serveOptions)["kv-purge-interval"] ?? 60)) * 1000;
   let timer: NodeJS.Timeout | undefined;
   let lastGc = Date.now();
   let running: Promise<unknown> = Promise.resolve();

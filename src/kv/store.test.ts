@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { ApiError } from "../core/errors.js";
+import { EdgeError } from "../core/errors.js";
 import { openLocalKvStore } from "./cli/local-backend.js";
 import { KV_LIMITS } from "./limits.js";
 import type { SqliteKvStore } from "./store.js";
@@ -23,7 +23,7 @@ after(() => {
 });
 
 const now = () => Math.floor(Date.now() / 1000);
-const code = (e: unknown) => (e as ApiError).errors[0]!.code;
+const code = (e: unknown) => (e as EdgeError).errors[0]!.code;
 const contentFiles = () =>
   readdirSync(join(dir, "content", "kv"))
     .filter((d) => d !== "tmp")
@@ -95,14 +95,14 @@ test("limits: key length and names, value size, metadata size, ttl and expiratio
   const put = (key: string, value: Buffer, opts = {}) => store.put(ns, key, value, opts);
   await put("k".repeat(512), Buffer.from("ok"));
   // 512 bytes counts UTF-8 bytes, not characters.
-  await assert.rejects(put("é".repeat(257), Buffer.from("x")), (e: ApiError) => e.status === 414 && code(e) === 10033);
-  await assert.rejects(put("", Buffer.from("x")), (e: ApiError) => e.status === 400 && code(e) === 10020);
-  await assert.rejects(put("..", Buffer.from("x")), (e: ApiError) => code(e) === 10020);
-  await assert.rejects(put("v", Buffer.alloc(KV_LIMITS.valueBytes + 1)), (e: ApiError) => e.status === 413 && code(e) === 10029);
-  await assert.rejects(put("m", Buffer.from("x"), { metadata: { s: "x".repeat(1020) } }), (e: ApiError) => e.status === 413 && code(e) === 10018);
-  await assert.rejects(put("t", Buffer.from("x"), { expirationTtl: 59 }), (e: ApiError) => e.status === 400 && code(e) === 10025);
-  await assert.rejects(put("t", Buffer.from("x"), { expiration: now() - 5 }), (e: ApiError) => /in the past/.test(e.message) && code(e) === 10024);
-  await assert.rejects(put("t", Buffer.from("x"), { expiration: now() + 30 }), (e: ApiError) => code(e) === 10024);
+  await assert.rejects(put("é".repeat(257), Buffer.from("x")), (e: EdgeError) => e.status === 414 && code(e) === 10033);
+  await assert.rejects(put("", Buffer.from("x")), (e: EdgeError) => e.status === 400 && code(e) === 10020);
+  await assert.rejects(put("..", Buffer.from("x")), (e: EdgeError) => code(e) === 10020);
+  await assert.rejects(put("v", Buffer.alloc(KV_LIMITS.valueBytes + 1)), (e: EdgeError) => e.status === 413 && code(e) === 10029);
+  await assert.rejects(put("m", Buffer.from("x"), { metadata: { s: "x".repeat(1020) } }), (e: EdgeError) => e.status === 413 && code(e) === 10018);
+  await assert.rejects(put("t", Buffer.from("x"), { expirationTtl: 59 }), (e: EdgeError) => e.status === 400 && code(e) === 10025);
+  await assert.rejects(put("t", Buffer.from("x"), { expiration: now() - 5 }), (e: EdgeError) => /in the past/.test(e.message) && code(e) === 10024);
+  await assert.rejects(put("t", Buffer.from("x"), { expiration: now() + 30 }), (e: EdgeError) => code(e) === 10024);
   // TTL wins over expiration, as wrangler documents.
   await put("t", Buffer.from("x"), { expiration: now() - 5, expirationTtl: 60 });
   assert.deepEqual(
@@ -174,7 +174,7 @@ test("bulk put and delete are all or nothing, errors name the entry", async () =
   const ns = (await store.createNamespace(ACCOUNT, "bulk")).id;
   const entries = Array.from({ length: 5 }, (_, i) => ({ key: `k${i}`, value: Buffer.from(`v${i}`) }));
   entries[3] = { key: "k3", value: Buffer.from("x"), expirationTtl: 5 } as never;
-  await assert.rejects(store.putMany(ns, entries), (e: ApiError) => /^entry 3: expiration_ttl/.test(e.message));
+  await assert.rejects(store.putMany(ns, entries), (e: EdgeError) => /^entry 3: expiration_ttl/.test(e.message));
   assert.equal(store.list(ns).keys.length, 0);
   entries[3] = { key: "k3", value: Buffer.from("v3") };
   await store.putMany(ns, entries);
@@ -192,7 +192,7 @@ test("bulk put and delete are all or nothing, errors name the entry", async () =
   const many = await store.getMany(ns, ["k2", "nope"]);
   assert.equal(many.get("k2")?.value.toString(), "v2");
   assert.equal(many.get("nope"), null);
-  await assert.rejects(store.putMany("0".repeat(32), entries), (e: ApiError) => code(e) === 10013);
+  await assert.rejects(store.putMany("0".repeat(32), entries), (e: EdgeError) => code(e) === 10013);
 });
 
 test("deleting a namespace removes its entries and their content files", async () => {
@@ -208,7 +208,7 @@ test("deleting a namespace removes its entries and their content files", async (
 test("content gc removes files no entry names (a crash between file and commit) and keeps live ones", async () => {
   const ns = (await store.createNamespace(ACCOUNT, "gc")).id;
   await store.put(ns, "live", Buffer.alloc(KV_LIMITS.inlineValueBytes + 1, 3));
-  const { FileContentStore } = await import("../core/content/content-store.js");
+  const { FileContentStore } = await import("../core/content/file-store.js");
   const orphan = await new FileContentStore(join(dir, "content", "kv")).put(Buffer.from("left behind"));
   assert.ok(contentFiles().includes(orphan.id));
   await new Promise((r) => setTimeout(r, 20)); // gc takes files strictly older than the grace period

@@ -1,8 +1,8 @@
 import { randomBytes } from "node:crypto";
-import type { ContentStore } from "../core/content/content-store.js";
+import type { ContentStore } from "../core/content/store.js";
 import type { Statement } from "better-sqlite3";
 import type { Db, Migration } from "../core/db/sqlite.js";
-import { ApiError } from "../core/errors.js";
+import { EdgeError } from "../core/errors.js";
 import { checkKey, checkTitle, keyError, KV_LIMITS, KvCodes, resolveExpiration, serializeMetadata, valueError } from "./limits.js";
 
 export interface KvNamespace {
@@ -153,7 +153,7 @@ function encodeCursor(lastKey: Buffer): string {
 }
 
 function decodeCursor(cursor: string): Buffer {
-  if (!/^[A-Za-z0-9_-]+$/.test(cursor)) throw new ApiError(400, KvCodes.invalidCursor, "cursor is not one this server issued");
+  if (!/^[A-Za-z0-9_-]+$/.test(cursor)) throw new EdgeError(400, KvCodes.invalidCursor, "cursor is not one this server issued");
   return Buffer.from(cursor, "base64url");
 }
 
@@ -173,14 +173,14 @@ function parseMetadata(json: string | null): unknown {
   return json === null ? null : JSON.parse(json);
 }
 
-/** Validates one entry and returns what will be stored; throws an ApiError (prefixed with `where`). */
+/** Validates one entry and returns what will be stored; throws an EdgeError (prefixed with `where`). */
 export function prepareEntry(key: string, value: Buffer, opts: KvPutOptions, where = "") {
-  const fail = (e: ApiError): never => {
-    throw where ? new ApiError(e.status, e.errors[0]!.code, `${where}${e.message}`) : e;
+  const fail = (e: EdgeError): never => {
+    throw where ? new EdgeError(e.status, e.errors[0]!.code, `${where}${e.message}`) : e;
   };
   const ke = keyError(key);
   if (ke) fail(ke);
-  if (!Buffer.isBuffer(value)) fail(new ApiError(400, KvCodes.badRequest, "value must be bytes"));
+  if (!Buffer.isBuffer(value)) fail(new EdgeError(400, KvCodes.badRequest, "value must be bytes"));
   const ve = valueError(value.length);
   if (ve) fail(ve);
   const meta = serializeMetadata(opts.metadata);
@@ -301,7 +301,7 @@ export class SqliteKvStore implements KvStore {
    */
   adoptNamespace(accountId: string, namespaceId: string): void {
     if (this.s.nsExists.get(namespaceId)) return;
-    if (!namespaceId || namespaceId.length > 64) throw new ApiError(400, KvCodes.badRequest, "namespace id must be 1-64 characters");
+    if (!namespaceId || namespaceId.length > 64) throw new EdgeError(400, KvCodes.badRequest, "namespace id must be 1-64 characters");
     this.db
       .prepare("INSERT INTO namespaces (id, account_id, title, created_at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING")
       .run(namespaceId, accountId, `local-${namespaceId}`, Date.now());
@@ -377,7 +377,7 @@ export class SqliteKvStore implements KvStore {
   async getMany(namespaceId: string, keys: readonly string[]): Promise<Map<string, KvEntry | null>> {
     keys.forEach((k, i) => {
       const e = keyError(k);
-      if (e) throw new ApiError(e.status, e.errors[0]!.code, `keys[${i}]: ${e.message}`);
+      if (e) throw new EdgeError(e.status, e.errors[0]!.code, `keys[${i}]: ${e.message}`);
     });
     const out = new Map<string, KvEntry | null>();
     for (const k of keys) if (!out.has(k)) out.set(k, await this.readEntry(namespaceId, Buffer.from(k, "utf8")));
@@ -390,7 +390,7 @@ export class SqliteKvStore implements KvStore {
 
   async putMany(namespaceId: string, entries: readonly KvBulkEntry[]): Promise<void> {
     if (entries.length > KV_LIMITS.bulkWriteEntries) {
-      throw new ApiError(413, KvCodes.tooManyEntries, `a bulk write holds at most ${KV_LIMITS.bulkWriteEntries} entries, got ${entries.length}`);
+      throw new EdgeError(413, KvCodes.tooManyEntries, `a bulk write holds at most ${KV_LIMITS.bulkWriteEntries} entries, got ${entries.length}`);
     }
     const prepared = entries.map((e, i) => prepareEntry(e.key, e.value, e, `entry ${i}: `));
     await this.write(namespaceId, prepared);
@@ -430,9 +430,9 @@ export class SqliteKvStore implements KvStore {
 
   async deleteMany(namespaceId: string, keys: readonly string[]): Promise<void> {
     const bufs = keys.map((k, i) => {
-      if (typeof k !== "string") throw new ApiError(400, KvCodes.invalidKey, `entry ${i}: key must be a string`);
+      if (typeof k !== "string") throw new EdgeError(400, KvCodes.invalidKey, `entry ${i}: key must be a string`);
       const e = keyError(k);
-      if (e) throw new ApiError(e.status, e.errors[0]!.code, `entry ${i}: ${e.message}`);
+      if (e) throw new EdgeError(e.status, e.errors[0]!.code, `entry ${i}: ${e.message}`);
       return Buffer.from(k, "utf8");
     });
     const dropped = await this.exclusive(() =>
@@ -453,7 +453,7 @@ export class SqliteKvStore implements KvStore {
   list(namespaceId: string, opts: KvListOptions = {}): KvListResult {
     const limit = opts.limit ?? KV_LIMITS.listLimit;
     if (!Number.isInteger(limit) || limit < 1 || limit > KV_LIMITS.listLimit) {
-      throw new ApiError(400, KvCodes.invalidLimit, `limit must be a whole number from 1 to ${KV_LIMITS.listLimit}, got ${String(opts.limit)}`);
+      throw new EdgeError(400, KvCodes.invalidLimit, `limit must be a whole number from 1 to ${KV_LIMITS.listLimit}, got ${String(opts.limit)}`);
     }
     const prefix = Buffer.from(opts.prefix ?? "", "utf8");
     const after = opts.cursor ? decodeCursor(opts.cursor) : undefined;
@@ -522,6 +522,6 @@ export class SqliteKvStore implements KvStore {
   }
 }
 
-export const namespaceNotFound = () => new ApiError(404, KvCodes.namespaceNotFound, "namespace not found");
-export const keyNotFound = () => new ApiError(404, KvCodes.keyNotFound, "get: 'key not found'");
-const titleExists = (title: string) => new ApiError(400, KvCodes.titleExists, `a namespace with the title "${title}" already exists`);
+export const namespaceNotFound = () => new EdgeError(404, KvCodes.namespaceNotFound, "namespace not found");
+export const keyNotFound = () => new EdgeError(404, KvCodes.keyNotFound, "get: 'key not found'");
+const titleExists = (title: string) => new EdgeError(400, KvCodes.titleExists, `a namespace with the title "${title}" already exists`);

@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { startBoundWorkerd, type BoundWorkerd } from "../workers/bound-workerd.js";
+import { startBoundWorkerd, type BoundWorkerd } from "../workers/testing/bound-workerd.js";
 import { createKvBindingHandler } from "./binding.js";
 import { openLocalKvStore } from "./cli/local-backend.js";
 import type { SqliteKvStore } from "./store.js";

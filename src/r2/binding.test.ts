@@ -6,15 +6,14 @@ import { createServer, request, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { FileContentStore } from "../core/content/content-store.js";
+import { FileContentStore } from "../core/content/file-store.js";
 import { openDatabase, type Db } from "../core/db/sqlite.js";
 import { createR2BindingHandler } from "./binding.js";
 import { r2Migrations, SqliteR2Store } from "./sqlite-store.js";
 
 /**
- * The binding backend over real HTTP, with requests shaped exactly as workerd sends them
- * (shared/design/workerd-bindings.md): the bucket comes from an injected `x-bucket` header, as the
- * Workers runtime's loopback server will do.
+ * The binding backend over real HTTP, with requests shaped exactly as workerd sends them: the bucket comes from
+ * an injected `x-bucket` header, as the Workers runtime's loopback server will do.
  */
 let dir: string;
 let db: Db;

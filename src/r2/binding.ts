@@ -17,7 +17,7 @@ import {
 import { MAX_JSON_DEPTH, parseUserJson } from "../core/http/json-input.js";
 
 /**
- * The backend of workerd's R2 binding (see shared/design/workerd-bindings.md): head/get/list arrive as
+ * The backend of workerd's R2 binding, speaking the protocol workerd's R2 client speaks: head/get/list arrive as
  * `GET /` with the operation JSON in the `cf-r2-request` header; writes arrive as `PUT /` whose body
  * starts with `cf-r2-metadata-size` bytes of operation JSON, followed directly by the payload.
  * The caller has already resolved which bucket the request may touch (from a header it injected).

@@ -6,7 +6,7 @@ const handlers = () => import("./handlers.js");
 
 const objectPathArg = [{ name: "objectPath", describe: "The destination object path in the form of {bucket}/{key}", required: true }] as const;
 
-/** HTTP metadata flags: long names as in the spec, the short wrangler spellings (--ct, --cc, …) hidden beside them. */
+/** HTTP metadata flags: long names as the hosted CLI documents them, the short wrangler spellings (--ct, --cc, …) hidden beside them. */
 const metadataOptions = {
   "content-type": { type: "string", describe: "A standard MIME type describing the format of the object data" },
   "content-disposition": { type: "string", describe: "Specifies presentational information for the object" },
@@ -22,6 +22,13 @@ const metadataOptions = {
 } as const satisfies Record<string, OptionSpec>;
 
 const storageClass = { type: "string", alias: "s", describe: "The storage class: Standard or InfrequentAccess" } as const satisfies OptionSpec;
+
+/** What each of this area's command groups is for, shown by `edgecli <group> --help`. */
+export const groups: Record<string, string> = {
+  r2: "Manage R2 buckets and objects",
+  "r2 bucket": "Create, list and delete buckets",
+  "r2 object": "Upload, download and delete objects",
+};
 
 /** This area's CLI commands (declared as data; handlers import their heavy parts lazily). */
 export const commands: AnyCommand[] = [

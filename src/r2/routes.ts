@@ -1,9 +1,10 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { Readable } from "node:stream";
 import { z } from "zod";
-import { ApiError } from "../core/errors.js";
+import { EdgeError } from "../core/errors.js";
 import { requireAccount } from "../core/http/app.js";
 import { ok } from "../core/http/envelope.js";
+import { readBody } from "../core/http/body.js";
 import { parseWith } from "../core/http/validate.js";
 import { conditionalFromHeaders } from "./preconditions.js";
 import { parseRangeHeader } from "./ranges.js";
@@ -41,7 +42,7 @@ function wrap<R>(handler: (req: Req, reply: FastifyReply) => Promise<R> | R) {
     try {
       return await handler(req, reply);
     } catch (e) {
-      if (e instanceof R2Error) throw new ApiError(e.status, e.v4code, e.message);
+      if (e instanceof R2Error) throw new EdgeError(e.status, e.v4code, e.message);
       throw e;
     }
   };
@@ -49,18 +50,11 @@ function wrap<R>(handler: (req: Req, reply: FastifyReply) => Promise<R> | R) {
 
 /** Reads a small request body whatever its content type (wrangler sends bucket creation as text/plain). */
 async function readJsonBody(raw: Readable): Promise<unknown> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const c of raw) {
-    size += (c as Buffer).length;
-    if (size > MAX_JSON_BODY) throw new ApiError(413, R2Codes.invalidArgument, "The request body is too large");
-    chunks.push(c as Buffer);
-  }
-  const text = Buffer.concat(chunks).toString("utf8");
+  const text = (await readBody(raw, MAX_JSON_BODY, () => new EdgeError(413, R2Codes.invalidArgument, "The request body is too large"))).toString("utf8");
   try {
     return text ? parseUserJson(text) : {};
   } catch (e) {
-    throw new ApiError(400, R2Codes.invalidArgument, `The request body is not valid JSON: ${(e as Error).message}`);
+    throw new EdgeError(400, R2Codes.invalidArgument, `The request body is not valid JSON: ${(e as Error).message}`);
   }
 }
 
@@ -81,7 +75,7 @@ function httpMetadataFromHeaders(h: Record<string, string | string[] | undefined
   const expires = one("expires");
   if (expires) {
     const t = Date.parse(expires);
-    if (!Number.isFinite(t)) throw new ApiError(400, R2Codes.invalidArgument, "The Expires header is not a valid HTTP date");
+    if (!Number.isFinite(t)) throw new EdgeError(400, R2Codes.invalidArgument, "The Expires header is not a valid HTTP date");
     meta.cacheExpiry = t;
   }
   return meta;
@@ -110,11 +104,11 @@ export function registerR2Routes(app: FastifyInstance, store: R2Store): void {
   const ref = (req: Req): BucketRef => ({ accountId: req.params.accountId, bucketName: req.params.bucket! });
   const keyOf = (req: Req) => {
     const key = req.params["*"] ?? "";
-    if (!key) throw new ApiError(400, R2Codes.invalidObjectName, "The object key must not be empty");
+    if (!key) throw new EdgeError(400, R2Codes.invalidObjectName, "The object key must not be empty");
     return key;
   };
   const requireBucket = (req: Req) => {
-    if (!store.getBucket(req.params.accountId, req.params.bucket!)) throw new ApiError(404, R2Codes.bucketNotFound, "The specified bucket does not exist.");
+    if (!store.getBucket(req.params.accountId, req.params.bucket!)) throw new EdgeError(404, R2Codes.bucketNotFound, "The specified bucket does not exist.");
   };
 
   app.get(
@@ -124,7 +118,7 @@ export function registerR2Routes(app: FastifyInstance, store: R2Store): void {
       const q = singleQueryValues(req.query, ["per_page", "cursor", "start_after", "name_contains"], R2Codes.invalidArgument);
       const perPage = q.per_page === undefined ? undefined : Number(q.per_page);
       if (perPage !== undefined && (!Number.isInteger(perPage) || perPage < 1 || perPage > 1000)) {
-        throw new ApiError(400, R2Codes.invalidArgument, "per_page must be an integer between 1 and 1000");
+        throw new EdgeError(400, R2Codes.invalidArgument, "per_page must be an integer between 1 and 1000");
       }
       const cursor = q.cursor ? Buffer.from(q.cursor, "base64url").toString("utf8") : undefined;
       const startAfter = [q.start_after, cursor].filter(Boolean).sort().pop();
@@ -156,7 +150,7 @@ export function registerR2Routes(app: FastifyInstance, store: R2Store): void {
     wrap((req) => {
       requireAccount(req, req.params.accountId, "r2_read");
       const b = store.getBucket(req.params.accountId, req.params.bucket!);
-      if (!b) throw new ApiError(404, R2Codes.bucketNotFound, "The specified bucket does not exist.");
+      if (!b) throw new EdgeError(404, R2Codes.bucketNotFound, "The specified bucket does not exist.");
       return ok(bucketJson(b));
     }),
   );
@@ -198,13 +192,13 @@ export function registerR2Routes(app: FastifyInstance, store: R2Store): void {
       const onlyIf = conditionalFromHeaders(req.headers);
       const range = parseRangeHeader(req.headers.range);
       const found = store.get(ref(req), keyOf(req), { onlyIf, range });
-      if (!found) throw new ApiError(404, R2Codes.objectNotFound, "The specified key does not exist.");
+      if (!found) throw new EdgeError(404, R2Codes.objectNotFound, "The specified key does not exist.");
       const headers = objectHeaders(found.object);
       if ("preconditionFailed" in found) {
         // If-None-Match / If-Modified-Since failing on a read means "not modified", the rest is a 412.
         const notModified = onlyIf?.etagDoesNotMatch !== undefined || (onlyIf?.uploadedAfter !== undefined && onlyIf.etagMatches === undefined);
         if (notModified) return reply.code(304).headers(headers).send();
-        throw new ApiError(412, R2Codes.preconditionFailed, "At least one of the pre-conditions you specified did not hold.");
+        throw new EdgeError(412, R2Codes.preconditionFailed, "At least one of the pre-conditions you specified did not hold.");
       }
       const r = found.range;
       headers["content-length"] = String(r.length);
@@ -231,7 +225,7 @@ export function registerR2Routes(app: FastifyInstance, store: R2Store): void {
         storageClass,
         size: Number.isSafeInteger(length) ? length : undefined,
       });
-      if (!info) throw new ApiError(412, R2Codes.preconditionFailed, "At least one of the pre-conditions you specified did not hold.");
+      if (!info) throw new EdgeError(412, R2Codes.preconditionFailed, "At least one of the pre-conditions you specified did not hold.");
       return ok(objectJson(info));
     }),
   );

@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { FileContentStore } from "../core/content/content-store.js";
+import { FileContentStore } from "../core/content/file-store.js";
 import { openDatabase, type Db } from "../core/db/sqlite.js";
 import { r2Migrations, SqliteR2Store } from "./sqlite-store.js";
 import { R2Codes, R2Error, type BucketRef, type R2CorsRule } from "./store.js";

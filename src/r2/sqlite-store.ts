@@ -1,6 +1,6 @@
 import { createHash, randomBytes, type Hash } from "node:crypto";
 import { pipeline, Readable, Transform } from "node:stream";
-import { ContentTooLargeError, type ContentStore, type StoredContent } from "../core/content/content-store.js";
+import { ContentTooLargeError, type ContentStore, type StoredContent } from "../core/content/store.js";
 import type { Db } from "../core/db/sqlite.js";
 import { ContentLeases } from "./content-leases.js";
 import { conditionHolds } from "./preconditions.js";

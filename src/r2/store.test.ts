@@ -6,7 +6,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Readable } from "node:stream";
 import { text } from "node:stream/consumers";
-import { FileContentStore } from "../core/content/content-store.js";
+import { FileContentStore } from "../core/content/file-store.js";
 import { openDatabase, type Db } from "../core/db/sqlite.js";
 import { r2Migrations, SqliteR2Store } from "./sqlite-store.js";
 import { R2Codes, R2Error, type BucketRef, type R2GetResult } from "./store.js";

@@ -4,6 +4,11 @@ import { secretCommands } from "./secret-commands.js";
 
 export const DEFAULT_WORKERS_DOMAIN = "workers.localhost";
 
+/** What each of this area's command groups is for, shown by `edgecli <group> --help`. */
+export const groups: Record<string, string> = {
+  secret: "Manage the secrets of the Worker named in the config",
+};
+
 /** This area's CLI commands (declared as data; handlers import their heavy parts lazily). */
 export const commands: AnyCommand[] = [...secretCommands, deployCommand];
 /** Deprecated spellings of this area's command groups. */

@@ -1,5 +1,5 @@
 import { createHash, randomUUID } from "node:crypto";
-import { ApiError } from "../core/errors.js";
+import { EdgeError } from "../core/errors.js";
 import { DEFAULT_COMPATIBILITY_DATE, WorkerCodes, type Binding, type ModuleRef, type ScriptRecord } from "./model.js";
 import type { WorkersRuntime } from "./runtime.js";
 import type { WorkersStore } from "./store.js";
@@ -14,7 +14,7 @@ export interface BindingTargets {
 
 export const SCRIPT_NAME_RE = /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/;
 
-const notFound = () => new ApiError(404, WorkerCodes.scriptNotFound, "This Worker does not exist on your account.");
+const notFound = () => new EdgeError(404, WorkerCodes.scriptNotFound, "This Worker does not exist on your account.");
 
 /**
  * Every change to what runs goes through here: the new version is started on workerd first, and only once
@@ -44,21 +44,21 @@ export class ScriptDeployer {
   private checkTargets(accountId: string, bindings: Binding[]): void {
     for (const b of bindings) {
       if (b.type === "r2_bucket" && !this.targets.bucketExists(accountId, b.bucket_name)) {
-        throw new ApiError(
+        throw new EdgeError(
           400,
           WorkerCodes.validation,
           `Binding ${b.name}: R2 bucket "${b.bucket_name}" does not exist in this account; create it first (edgecli r2 bucket create ${b.bucket_name})`,
         );
       }
       if (b.type === "kv_namespace" && !this.targets.namespaceExists(accountId, b.namespace_id)) {
-        throw new ApiError(400, WorkerCodes.validation, `Binding ${b.name}: KV namespace "${b.namespace_id}" does not exist in this account`);
+        throw new EdgeError(400, WorkerCodes.validation, `Binding ${b.name}: KV namespace "${b.namespace_id}" does not exist in this account`);
       }
     }
   }
 
   private checkName(accountId: string, name: string): void {
     if (!SCRIPT_NAME_RE.test(name)) {
-      throw new ApiError(
+      throw new EdgeError(
         400,
         WorkerCodes.validation,
         `Worker name "${name}" is invalid: use 1-63 lowercase letters, digits and hyphens, not starting or ending with a hyphen`,
@@ -66,7 +66,7 @@ export class ScriptDeployer {
     }
     const owner = this.store.byName(name);
     if (owner && owner.accountId !== accountId) {
-      throw new ApiError(409, WorkerCodes.nameTaken, `The Worker name "${name}" is already in use on this platform; choose another`);
+      throw new EdgeError(409, WorkerCodes.nameTaken, `The Worker name "${name}" is already in use on this platform; choose another`);
     }
   }
 
@@ -74,7 +74,7 @@ export class ScriptDeployer {
     try {
       await this.runtime.deploy(await this.store.runnable(script, secrets));
     } catch (err) {
-      if (err instanceof WorkerdStartError) throw new ApiError(400, WorkerCodes.validation, `The Worker failed to start: ${err.message}`);
+      if (err instanceof WorkerdStartError) throw new EdgeError(400, WorkerCodes.validation, `The Worker failed to start: ${err.message}`);
       throw err;
     }
   }
@@ -87,7 +87,7 @@ export class ScriptDeployer {
       for (const s of up.secrets) secrets.set(s.name, s.text);
       const clash = up.bindings.find((b) => secrets.has(b.name));
       if (clash)
-        throw new ApiError(
+        throw new EdgeError(
           400,
           WorkerCodes.validation,
           `Binding ${clash.name}: the name is already used by a secret of this Worker; delete the secret or rename the binding`,
@@ -142,10 +142,10 @@ export class ScriptDeployer {
       if (!script) throw notFound();
       const secrets = this.store.secretValues(accountId, name);
       if (text === undefined) {
-        if (!secrets.delete(secret)) throw new ApiError(404, WorkerCodes.secretNotFound, `This Worker has no secret named ${secret}`);
+        if (!secrets.delete(secret)) throw new EdgeError(404, WorkerCodes.secretNotFound, `This Worker has no secret named ${secret}`);
       } else {
         if (script.bindings.some((b) => b.name === secret)) {
-          throw new ApiError(
+          throw new EdgeError(
             400,
             WorkerCodes.validation,
             `${secret} is already the name of a ${script.bindings.find((b) => b.name === secret)!.type} binding of this Worker`,

@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { after, before, test } from "node:test";
 import type { TestPlatform } from "../core/testing/platform.js";
-import { hit, startPlatform } from "./test-helpers.js";
+import { hit, startPlatform } from "./testing/helpers.js";
 
 const EXAMPLE = fileURLToPath(new URL("../../examples/r2-worker", import.meta.url));
 
@@ -40,7 +40,7 @@ test("the spec's r2-worker: bucket create and list, secret put, deploy, then the
   assert.ok(deploy.stdout.includes(`http://r2-worker.workers.localhost:${port}`), deploy.stdout);
   assert.match(deploy.stdout, /R2 Buckets:\n\s+- MY_BUCKET: my-bucket/);
 
-  // The spec's five cases.
+  // What examples/r2-worker promises, case by case.
   const noHeader = await hit(p, "r2-worker", "/hello.txt", { method: "PUT", body: "hi" });
   assert.equal(noHeader.status, 403);
   assert.equal(noHeader.text, "Forbidden");

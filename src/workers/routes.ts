@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { z } from "zod";
-import { ApiError } from "../core/errors.js";
+import { EdgeError } from "../core/errors.js";
 import { ok } from "../core/http/envelope.js";
 import { requireAccount } from "../core/http/app.js";
 import { parseWith } from "../core/http/validate.js";
@@ -43,7 +43,7 @@ function summary(s: ScriptRecord) {
   };
 }
 
-const notFound = () => new ApiError(404, WorkerCodes.scriptNotFound, "This Worker does not exist on your account.");
+const notFound = () => new EdgeError(404, WorkerCodes.scriptNotFound, "This Worker does not exist on your account.");
 
 export function registerWorkersRoutes(app: FastifyInstance, deps: WorkersRouteDeps): void {
   const { store, deployer } = deps;
@@ -54,7 +54,7 @@ export function registerWorkersRoutes(app: FastifyInstance, deps: WorkersRouteDe
     const p = req.params as Params;
     requireAccount(req, p.account_id, perm);
     const s = store.get(p.account_id, p.name);
-    if (!s) throw new ApiError(404, code, code === WorkerCodes.scriptNotFound ? "This Worker does not exist on your account." : `Worker ${p.name} not found`);
+    if (!s) throw new EdgeError(404, code, code === WorkerCodes.scriptNotFound ? "This Worker does not exist on your account." : `Worker ${p.name} not found`);
     return s;
   };
 
@@ -118,7 +118,7 @@ export function registerWorkersRoutes(app: FastifyInstance, deps: WorkersRouteDe
     );
     const [only] = body.versions;
     if (body.versions.length !== 1 || only.version_id !== s.versionId || only.percentage !== 100) {
-      throw new ApiError(400, WorkerCodes.validation, `This platform serves one version per Worker: deploy its latest version (${s.versionId}) at 100%`);
+      throw new EdgeError(400, WorkerCodes.validation, `This platform serves one version per Worker: deploy its latest version (${s.versionId}) at 100%`);
     }
     return ok({ id: s.versionId, source: "api", strategy: "percentage", created_on: s.modifiedOn, versions: body.versions });
   });
@@ -234,7 +234,7 @@ export function registerWorkersRoutes(app: FastifyInstance, deps: WorkersRouteDe
   app.get(`${base}/scripts/:name/secrets/:secret`, async (req) => {
     const s = scriptOf(req, "workers_read");
     const { secret } = req.params as Params;
-    if (!store.hasSecret(s.accountId, s.name, secret)) throw new ApiError(404, WorkerCodes.secretNotFound, `This Worker has no secret named ${secret}`);
+    if (!store.hasSecret(s.accountId, s.name, secret)) throw new EdgeError(404, WorkerCodes.secretNotFound, `This Worker has no secret named ${secret}`);
     return ok({ name: secret, type: "secret_text" });
   });
 

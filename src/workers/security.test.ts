@@ -4,7 +4,7 @@ import { dirname, join } from "node:path";
 import { after, before, test } from "node:test";
 import { Agent, request } from "undici";
 import type { TestPlatform } from "../core/testing/platform.js";
-import { hit, logEntries, uploadScript, startPlatform } from "./test-helpers.js";
+import { hit, logEntries, uploadScript, startPlatform } from "./testing/helpers.js";
 import { runOnTerminal, terminalAvailable } from "../core/testing/terminal.js";
 
 let p: TestPlatform;

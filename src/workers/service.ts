@@ -3,7 +3,7 @@ import { SecretBox } from "../core/secret-box.js";
 import type { EdgeService, ServiceContext } from "../core/service.js";
 import type { KvService } from "../kv/service.js";
 import type { R2Service } from "../r2/service.js";
-import { DEFAULT_WORKERS_DOMAIN } from "./commands.js";
+import { DEFAULT_WORKERS_DOMAIN, serveOptions } from "./commands.js";
 import { ScriptDeployer } from "./deployer.js";
 import { WorkerProxy } from "./proxy.js";
 import { WorkersRuntime } from "./runtime.js";
@@ -16,7 +16,7 @@ export interface WorkersService extends EdgeService {
 }
 
 export function createWorkersService(ctx: ServiceContext, deps: { kv: KvService; r2: R2Service }): WorkersService {
-  const domain = String(ctx.config.options["workers-domain"] ?? DEFAULT_WORKERS_DOMAIN)
+  const domain = String(ctx.options(serveOptions)["workers-domain"] ?? DEFAULT_WORKERS_DOMAIN)
     .toLowerCase()
     .replace(/^\.+|\.+$/g, "");
   const store = new WorkersStore(ctx.openDb("workers", workersMigrations), ctx.content("workers"), SecretBox.load(ctx.config.stateDir));
@@ -26,7 +26,7 @@ export function createWorkersService(ctx: ServiceContext, deps: { kv: KvService;
     { r2: (bucket, req, res) => deps.r2.bindingHandler(bucket, req, res), kv: (ns, req, res) => deps.kv.bindingHandler(ns, req, res) },
     join(ctx.config.stateDir, "workers-run"),
     log,
-    (ctx.config.options["workerd-binary"] as string | undefined) ?? defaultWorkerdPath(),
+    (ctx.options(serveOptions)["workerd-binary"] as string | undefined) ?? defaultWorkerdPath(),
   );
   const deployer = new ScriptDeployer(store, runtime, {
     bucketExists: (accountId, name) => deps.r2.store.getBucket(accountId, name) !== undefined,

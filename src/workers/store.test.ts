@@ -4,7 +4,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
-import { FileContentStore } from "../core/content/content-store.js";
+import { FileContentStore } from "../core/content/file-store.js";
 import { openDatabase } from "../core/db/sqlite.js";
 import { SecretBox, SecretOpenError } from "../core/secret-box.js";
 import { WorkersStore, workersMigrations } from "./store.js";

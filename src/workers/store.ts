@@ -1,4 +1,4 @@
-import type { ContentStore } from "../core/content/content-store.js";
+import type { ContentStore } from "../core/content/store.js";
 import type { Db, Migration } from "../core/db/sqlite.js";
 import type { SecretBox } from "../core/secret-box.js";
 import type { Binding, ModuleKind, ModuleRef, RunnableScript, ScriptRecord } from "./model.js";

@@ -7,7 +7,7 @@ import { after, before, test } from "node:test";
 import { promisify } from "node:util";
 import { createAccount, PROTOTYPE_KEYS, sendForm } from "../core/testing/hostile.js";
 import type { TestPlatform } from "../core/testing/platform.js";
-import { hit, startPlatform } from "./test-helpers.js";
+import { hit, startPlatform } from "./testing/helpers.js";
 
 let p: TestPlatform;
 let other: string;

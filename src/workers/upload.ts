@@ -1,7 +1,7 @@
 import type { FastifyRequest } from "fastify";
 import { z } from "zod";
 import { bindingNameProblem } from "../core/cli/config-file.js";
-import { ApiError } from "../core/errors.js";
+import { EdgeError } from "../core/errors.js";
 import { formParts } from "../core/http/multipart.js";
 import { parseWith } from "../core/http/validate.js";
 import { BracketedFieldError, metadataFromBracketedFields } from "./form-metadata.js";
@@ -19,8 +19,8 @@ export const UploadLimits = {
 export const secretText = () =>
   z.string().refine((t) => Buffer.byteLength(t, "utf8") <= UploadLimits.secretBytes, { message: `must be at most ${UploadLimits.secretBytes} bytes` });
 
-const invalid = (message: string) => new ApiError(400, WorkerCodes.validation, message);
-const tooLarge = (message: string) => new ApiError(413, WorkerCodes.scriptTooLarge, message);
+const invalid = (message: string) => new EdgeError(400, WorkerCodes.validation, message);
+const tooLarge = (message: string) => new EdgeError(413, WorkerCodes.scriptTooLarge, message);
 const uploadErrors = { invalid, tooLarge };
 
 /** A binding's (or secret's) name; the message says why one is refused. */

@@ -1,8 +1,10 @@
-import { ApiError, Codes } from "../errors.js";
+import { CoreErrors } from "../errors.js";
+import type { Logger } from "../logger.js";
 import { EMAIL_RE, hashSecret, KEY_RE, newApiToken, newId, secretMatches, TOKEN_RE } from "./credentials.js";
+import { IdentityErrors } from "./errors.js";
 import { Principal } from "./principal.js";
-import type { ApiTokenRecord, IdentityStore } from "./store.js";
-import { assertHeldBy, inScopeOf, resolveGrants, tokenNotFound, type GrantRequest } from "./token-grants.js";
+import type { Account, ApiTokenRecord, IdentityStore } from "./store.js";
+import { assertHeldBy, inScopeOf, resolveGrants, type GrantRequest } from "./token-grants.js";
 
 export interface AuthHeaders {
   authorization?: string;
@@ -17,134 +19,206 @@ export interface TokenInput {
   expires_on?: string | null;
 }
 
-const authError = () => new ApiError(403, Codes.authentication, "Authentication error");
+/** A value now, or once the store has answered: the cache's hits stay synchronous (no promise per request). */
+export type MaybePromise<T> = T | Promise<T>;
 
-const headerError = (code: number, message: string) => new ApiError(400, Codes.invalidHeaders, "Invalid request headers", { chain: [{ code, message }] });
+export interface VerifiedToken {
+  principal: Principal;
+  token: ApiTokenRecord;
+}
+
+/** An S3 access key: the token it names and the secret SigV4 signs with (the SHA-256 hex of the token's value). */
+export interface VerifiedAccessKey extends VerifiedToken {
+  secret: string;
+}
+
+/** Applies `f` at once to a value in hand, or when a pending one arrives. */
+function then<T, R>(v: MaybePromise<T>, f: (value: T) => MaybePromise<R>): MaybePromise<R> {
+  return v instanceof Promise ? v.then(f) : f(v);
+}
 
 /**
- * Turns credentials into a Principal. Lookups are cached in memory (the AI gateway checks a token on
- * every proxied request); any change to tokens, keys or memberships through this service clears the cache.
+ * Turns credentials into a Principal. What it reads from the store is cached in memory per credential (the AI
+ * gateway checks a token on every proxied request), so a known credential is answered synchronously, without a
+ * store call or a promise; any change to tokens, keys or memberships through this service clears the cache.
  */
 export class AuthService {
-  private readonly cache = new Map<string, { principal: Principal; token?: ApiTokenRecord }>();
+  private readonly keys = new Map<string, Principal>();
   /**
-   * Verified tokens by their value, in memory only: the AI gateway checks one on every proxied request, and this
-   * spares it a SHA-256 each time. Cleared with the rest, so a revoked token is refused at once.
+   * Verified tokens by their value, in memory only: this spares the hot path a SHA-256 and a store call each time.
+   * Cleared with the rest, so a revoked token is refused at once.
    */
-  private readonly tokens = new Map<string, { principal: Principal; token?: ApiTokenRecord }>();
+  private readonly tokens = new Map<string, VerifiedToken>();
   /** S3 access keys (token ids) already resolved, in memory only; cleared with the rest. */
-  private readonly accessKeys = new Map<string, { principal: Principal; token: ApiTokenRecord; secret: string }>();
+  private readonly accessKeys = new Map<string, VerifiedAccessKey>();
   private readonly touched = new Map<string, number>();
+  /** Bumped by invalidate(): a lookup that started before a change does not put its stale answer in the cache. */
+  private generation = 0;
 
-  constructor(readonly store: IdentityStore) {}
+  constructor(
+    private readonly store: IdentityStore,
+    private readonly log?: Logger,
+  ) {}
 
   invalidate(): void {
-    this.cache.clear();
+    this.generation++;
+    this.keys.clear();
     this.tokens.clear();
     this.accessKeys.clear();
   }
 
-  /** Authenticates a v4 API request. Throws the exact v4 errors clients expect. */
-  authenticate(h: AuthHeaders): Principal {
+  /** Authenticates a v4 API request. Throws (or rejects with) the exact v4 errors clients expect. */
+  authenticate(h: AuthHeaders): MaybePromise<Principal> {
     const authz = h.authorization;
     const email = h["x-auth-email"];
     const key = h["x-auth-key"];
-    if (!authz && !email && !key) {
-      throw new ApiError(400, Codes.missingAuth, "Missing X-Auth-Key, X-Auth-Email or Authorization headers");
-    }
+    if (!authz && !email && !key) throw CoreErrors.missingCredentials();
+    const byKey = (): MaybePromise<Principal> => {
+      if (!email || !EMAIL_RE.test(email)) throw CoreErrors.invalidEmailHeader();
+      if (!key || !KEY_RE.test(key)) throw CoreErrors.invalidKeyHeader();
+      return then(this.verifyGlobalKey(email, key), (p) => {
+        if (!p) throw CoreErrors.authentication();
+        return p;
+      });
+    };
     // The TS SDK sends the key pair and a bearer token together when both are configured: either may carry the call.
     if (authz) {
       const m = /^Bearer\s+(\S+)\s*$/i.exec(authz);
-      if (!m || !TOKEN_RE.test(m[1])) throw headerError(Codes.invalidAuthorizationHeader, "Invalid format for Authorization header");
-      const p = this.verifyToken(m[1]);
-      if (p) return p.principal;
-      if (!email || !key) throw authError();
+      if (!m || !TOKEN_RE.test(m[1])) throw CoreErrors.invalidAuthorizationHeader();
+      return then(this.verifyToken(m[1]), (v) => {
+        if (v) return v.principal;
+        if (!email || !key) throw CoreErrors.authentication();
+        return byKey();
+      });
     }
-    if (!email || !EMAIL_RE.test(email)) throw headerError(Codes.invalidEmailHeader, "Invalid format for X-Auth-Email header");
-    if (!key || !KEY_RE.test(key)) throw headerError(Codes.invalidKeyHeader, "Invalid format for X-Auth-Key header");
-    const p = this.verifyGlobalKey(email, key);
-    if (!p) throw authError();
-    return p;
+    return byKey();
   }
 
-  verifyGlobalKey(email: string, key: string): Principal | undefined {
+  verifyGlobalKey(email: string, key: string): MaybePromise<Principal | undefined> {
     const cacheKey = `k:${email.toLowerCase()}:${hashSecret(key)}`;
-    const hit = this.cache.get(cacheKey);
-    if (hit) return hit.principal;
-    const user = this.store.findUserByEmail(email);
-    const stored = user && this.store.globalKeyHash(user.id);
+    const hit = this.keys.get(cacheKey);
+    if (hit) return hit;
+    return this.loadGlobalKey(email, key, cacheKey);
+  }
+
+  private async loadGlobalKey(email: string, key: string, cacheKey: string): Promise<Principal | undefined> {
+    const generation = this.generation;
+    const user = await this.store.findUserByEmail(email);
+    const stored = user && (await this.store.globalKeyHash(user.id));
     if (!user || !stored || !secretMatches(key, stored)) return undefined;
-    const principal = Principal.forGlobalKey(user.id, user.email, this.memberships(user.id));
-    this.cache.set(cacheKey, { principal });
+    const accounts = await this.memberships(user.id);
+    const principal = Principal.forGlobalKey(user.id, user.email, new Set(accounts.keys()), accounts);
+    if (generation === this.generation) this.keys.set(cacheKey, principal);
     return principal;
   }
 
-  /** Resolves an API token; undefined when unknown, disabled, expired or not yet valid. */
-  verifyToken(value: string): { principal: Principal; token: ApiTokenRecord } | undefined {
-    let hit = this.tokens.get(value);
-    if (!hit) {
-      const hash = hashSecret(value);
-      const rec = this.store.findTokenByHash(hash);
-      if (!rec || !secretMatches(value, rec.token_hash)) return undefined;
-      const user = this.store.getUser(rec.user_id);
-      if (!user) return undefined;
-      const { token_hash: _h, ...token } = rec;
-      hit = { principal: new Principal("api_token", user.id, user.email, this.memberships(user.id), token.grants, token.id), token };
+  /** Resolves an API token; undefined when unknown, disabled, expired or not yet valid. Synchronous for a known token. */
+  verifyToken(value: string): MaybePromise<VerifiedToken | undefined> {
+    const hit = this.tokens.get(value);
+    if (hit) return this.usable(hit);
+    return this.loadToken(value).then((loaded) => loaded && this.usable(loaded));
+  }
+
+  private async loadToken(value: string): Promise<VerifiedToken | undefined> {
+    const generation = this.generation;
+    const rec = await this.store.findTokenByHash(hashSecret(value));
+    if (!rec || !secretMatches(value, rec.token_hash)) return undefined;
+    const user = await this.store.getUser(rec.user_id);
+    if (!user) return undefined;
+    const { token_hash: _h, ...token } = rec;
+    const accounts = await this.memberships(user.id);
+    const verified = { principal: new Principal("api_token", user.id, user.email, new Set(accounts.keys()), token.grants, token.id, accounts), token };
+    if (generation === this.generation) {
       if (this.tokens.size > 10_000) this.tokens.clear();
-      this.tokens.set(value, hit);
+      this.tokens.set(value, verified);
     }
-    return this.inForce(hit.token!) ? { principal: hit.principal, token: hit.token! } : undefined;
+    return verified;
   }
 
   /**
    * Resolves an S3 access key id, which is an API token's id (as R2 does it), to the token's principal and its
    * secret access key: the SHA-256 hex of the token's value, which is exactly what the store keeps of it.
-   * undefined when unknown, disabled, expired or not yet valid.
+   * undefined when unknown, disabled, expired or not yet valid. Synchronous for a known key.
    */
-  verifyAccessKey(id: string): { principal: Principal; token: ApiTokenRecord; secret: string } | undefined {
-    let hit = this.accessKeys.get(id);
-    if (!hit) {
-      const rec = this.store.findTokenById(id);
-      const user = rec && this.store.getUser(rec.user_id);
-      if (!rec || !user) return undefined;
-      const { token_hash: secret, ...token } = rec;
-      hit = { principal: new Principal("api_token", user.id, user.email, this.memberships(user.id), token.grants, token.id), token, secret };
+  verifyAccessKey(id: string): MaybePromise<VerifiedAccessKey | undefined> {
+    const hit = this.accessKeys.get(id);
+    if (hit) return this.usable(hit);
+    return this.loadAccessKey(id).then((loaded) => loaded && this.usable(loaded));
+  }
+
+  private async loadAccessKey(id: string): Promise<VerifiedAccessKey | undefined> {
+    const generation = this.generation;
+    const rec = await this.store.findTokenById(id);
+    const user = rec && (await this.store.getUser(rec.user_id));
+    if (!rec || !user) return undefined;
+    const { token_hash: secret, ...token } = rec;
+    const accounts = await this.memberships(user.id);
+    const verified = { principal: new Principal("api_token", user.id, user.email, new Set(accounts.keys()), token.grants, token.id, accounts), token, secret };
+    if (generation === this.generation) {
       if (this.accessKeys.size > 10_000) this.accessKeys.clear();
-      this.accessKeys.set(id, hit);
+      this.accessKeys.set(id, verified);
     }
-    return this.inForce(hit.token) ? hit : undefined;
+    return verified;
   }
 
-  /** Whether a token may be used now (active, within its dates); notes the use. */
-  private inForce(t: ApiTokenRecord): boolean {
+  /** The token as it may be used now: active, in its validity window. */
+  private usable<V extends VerifiedToken>(v: V): V | undefined {
+    const t = v.token;
     const now = Date.now();
-    if (t.status !== "active") return false;
-    if (t.expires_on && Date.parse(t.expires_on) <= now) return false;
-    if (t.not_before && Date.parse(t.not_before) > now) return false;
+    if (t.status !== "active") return undefined;
+    if (t.expires_on && Date.parse(t.expires_on) <= now) return undefined;
+    if (t.not_before && Date.parse(t.not_before) > now) return undefined;
     this.noteUse(t.id, now);
-    return true;
+    return v;
   }
 
-  /** last_used_on is written at most once a minute per token, so verifying stays a read. */
+  /** last_used_on is written at most once a minute per token, so verifying stays a read; the request does not wait for it. */
   private noteUse(id: string, now: number): void {
     const last = this.touched.get(id) ?? 0;
     if (now - last < 60_000) return;
     this.touched.set(id, now);
-    this.store.touchToken(id, new Date(now).toISOString());
+    this.store.touchToken(id, new Date(now).toISOString()).catch((err: unknown) => this.log?.warn({ err, tokenId: id }, "could not record a token's last use"));
   }
 
-  private memberships(userId: string): Set<string> {
-    return new Set(this.store.listAccountsOfUser(userId).map((a) => a.id));
+  private async memberships(userId: string): Promise<Map<string, Account>> {
+    return new Map((await this.store.listAccountsOfUser(userId)).map((a) => [a.id, a]));
+  }
+
+  /** The user behind a principal. */
+  async userOf(caller: Principal) {
+    const user = await this.store.getUser(caller.userId);
+    if (!user) throw CoreErrors.authentication();
+    return user;
+  }
+
+  /** A new account, with `userId` as its member. */
+  async createAccount(userId: string, name: string): Promise<Account> {
+    const account = await this.store.createAccount(name);
+    await this.store.addMembership(userId, account.id);
+    this.invalidate();
+    return account;
+  }
+
+  /** The API token a principal was authenticated with. */
+  async currentToken(caller: Principal): Promise<ApiTokenRecord> {
+    const t = caller.tokenId === undefined ? undefined : await this.store.getToken(caller.tokenId);
+    if (!t) throw IdentityErrors.verifyNeedsToken();
+    return t;
+  }
+
+  /** The caller's user's tokens that the caller may see and manage (inScopeOf), oldest first. */
+  async tokensOf(caller: Principal): Promise<ApiTokenRecord[]> {
+    return (await this.store.listTokens(caller.userId)).filter((t) => inScopeOf(caller, t));
   }
 
   /**
    * Creates an API token. Its grants are resolved against the creator now (`*` becomes the creator's accounts) and
    * must all be held by the creator, so a token with token-edit rights cannot mint a stronger or wider one.
    */
-  createToken(creator: Principal, input: TokenInput): { token: ApiTokenRecord; value: string } {
+  async createToken(creator: Principal, input: TokenInput): Promise<{ token: ApiTokenRecord; value: string }> {
     const grants = resolveGrants(creator, input.grants);
     const value = newApiToken();
-    const token = this.store.createToken({
+    const token = await this.store.createToken({
       id: newId(),
       user_id: creator.userId,
       name: input.name,
@@ -158,16 +232,16 @@ export class AuthService {
   }
 
   /** A token the caller may see and manage (inScopeOf); anything else is the same 404 as an unknown id. */
-  tokenFor(caller: Principal, id: string): ApiTokenRecord {
-    const t = this.store.getToken(id);
-    if (!t || !inScopeOf(caller, t)) throw tokenNotFound();
+  async tokenFor(caller: Principal, id: string): Promise<ApiTokenRecord> {
+    const t = await this.store.getToken(id);
+    if (!t || !inScopeOf(caller, t)) throw IdentityErrors.tokenNotFound();
     return t;
   }
 
   /** Replaces a token's name, grants and dates; the new grants obey the same rule as at creation, judged against the caller. */
-  updateToken(caller: Principal, id: string, input: TokenInput & { status?: ApiTokenRecord["status"] }): ApiTokenRecord {
-    const current = this.tokenFor(caller, id);
-    const updated = this.store.updateToken(id, {
+  async updateToken(caller: Principal, id: string, input: TokenInput & { status?: ApiTokenRecord["status"] }): Promise<ApiTokenRecord> {
+    const current = await this.tokenFor(caller, id);
+    const updated = await this.store.updateToken(id, {
       name: input.name,
       grants: resolveGrants(caller, input.grants),
       status: input.status ?? current.status,
@@ -175,26 +249,26 @@ export class AuthService {
       expires_on: input.expires_on === undefined ? current.expires_on : input.expires_on,
     });
     this.invalidate();
-    if (!updated) throw tokenNotFound();
+    if (!updated) throw IdentityErrors.tokenNotFound();
     return updated;
   }
 
   /** A new secret for a token the caller holds every grant of (a roll hands out the token's power). */
-  rollToken(caller: Principal, id: string): string {
-    assertHeldBy(caller, this.tokenFor(caller, id).grants);
+  async rollToken(caller: Principal, id: string): Promise<string> {
+    assertHeldBy(caller, (await this.tokenFor(caller, id)).grants);
     const value = newApiToken();
-    const rolled = this.store.rollToken(id, value);
+    const rolled = await this.store.rollToken(id, value);
     this.invalidate();
-    if (!rolled) throw tokenNotFound();
+    if (!rolled) throw IdentityErrors.tokenNotFound();
     return value;
   }
 
   /** Revokes a token in the caller's scope; it is refused at once (the caches are cleared). */
-  deleteToken(caller: Principal, id: string): ApiTokenRecord {
-    const t = this.tokenFor(caller, id);
-    const done = this.store.deleteToken(id);
+  async deleteToken(caller: Principal, id: string): Promise<ApiTokenRecord> {
+    const t = await this.tokenFor(caller, id);
+    const done = await this.store.deleteToken(id);
     this.invalidate();
-    if (!done) throw tokenNotFound();
+    if (!done) throw IdentityErrors.tokenNotFound();
     return t;
   }
 }

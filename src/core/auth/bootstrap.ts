@@ -27,17 +27,17 @@ function fromEnv(name: string, re: RegExp, env: NodeJS.ProcessEnv): string | und
  * On the first start with an empty state directory: one account, one user, a global key and a token with
  * every permission on that account. The secrets exist in clear only in the returned value and in credentials.json (0600).
  */
-export function bootstrapIdentity(store: IdentityStore, stateDir: string, env: NodeJS.ProcessEnv = process.env): BootstrapResult | undefined {
-  if (!store.isEmpty()) return undefined;
+export async function bootstrapIdentity(store: IdentityStore, stateDir: string, env: NodeJS.ProcessEnv = process.env): Promise<BootstrapResult | undefined> {
+  if (!(await store.isEmpty())) return undefined;
   const accountId = fromEnv("EDGE_BOOTSTRAP_ACCOUNT_ID", ACCOUNT_ID_RE, env) ?? newId();
   const email = fromEnv("EDGE_BOOTSTRAP_EMAIL", EMAIL_RE, env) ?? "admin@edge.local";
   const apiKey = fromEnv("EDGE_BOOTSTRAP_API_KEY", KEY_RE, env) ?? newGlobalKey();
   const apiToken = fromEnv("EDGE_BOOTSTRAP_API_TOKEN", TOKEN_RE, env) ?? newApiToken();
-  const account = store.createAccount("Default account", accountId);
-  const user = store.createUser(email);
-  store.addMembership(user.id, account.id);
-  store.setGlobalKey(user.id, apiKey);
-  const token = store.createToken({
+  const account = await store.createAccount("Default account", accountId);
+  const user = await store.createUser(email);
+  await store.addMembership(user.id, account.id);
+  await store.setGlobalKey(user.id, apiKey);
+  const token = await store.createToken({
     id: newId(),
     user_id: user.id,
     name: "bootstrap token (all permissions)",

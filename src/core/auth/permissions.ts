@@ -47,6 +47,22 @@ export function resolvePermission(idOrName: string): Permission | undefined {
   return PERMISSION_GROUPS.find((g) => g.id === needle || g.name.toLowerCase() === needle)?.id;
 }
 
+/**
+ * The role a membership reports for what a credential holds on an account. Members have no stored roles here (a
+ * member's global key holds everything), so the answer describes the caller's real reach: "Administrator" when it
+ * holds every account permission, "Administrator Read Only" when it holds every read and nothing more, else the
+ * names of the permission groups it holds.
+ */
+export function membershipRoles(held: Iterable<Permission>): string[] {
+  const have = new Set(held);
+  const account = PERMISSION_GROUPS.filter((g) => g.scope === "account");
+  if (account.every((g) => have.has(g.id))) return ["Administrator"];
+  const reads = account.filter((g) => g.id.endsWith("_read"));
+  const writes = account.filter((g) => !g.id.endsWith("_read"));
+  if (reads.every((g) => have.has(g.id)) && !writes.some((g) => have.has(g.id))) return ["Administrator Read Only"];
+  return account.filter((g) => have.has(g.id)).map((g) => g.name);
+}
+
 export function isUserScoped(p: Permission): boolean {
   return PERMISSION_GROUPS.find((g) => g.id === p)?.scope === "user";
 }

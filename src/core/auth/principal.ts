@@ -1,5 +1,5 @@
 import { ALL_PERMISSIONS, expandPermissions, type Permission } from "./permissions.js";
-import type { Grant } from "./store.js";
+import type { Account, Grant } from "./store.js";
 
 /** Who is calling, and what they may do where. Built once per credential and cached by the auth service. */
 export class Principal {
@@ -14,6 +14,8 @@ export class Principal {
     /** Concrete accounts only: a token's reach is fixed when it is created and never widens (no `*` here). */
     grants: readonly Grant[],
     readonly tokenId?: string,
+    /** The accounts the user is a member of, as the store had them, so views of them need no store call. */
+    private readonly accountRecords: ReadonlyMap<string, Account> = new Map(),
   ) {
     for (const g of grants) {
       // A grant on an account the user has left (or a stray "*") reaches nothing.
@@ -25,9 +27,9 @@ export class Principal {
   }
 
   /** The global key is the user: every permission on every account the user is a member of now. */
-  static forGlobalKey(userId: string, email: string, memberOf: ReadonlySet<string>): Principal {
+  static forGlobalKey(userId: string, email: string, memberOf: ReadonlySet<string>, accountRecords?: ReadonlyMap<string, Account>): Principal {
     const grants = [...memberOf].map((account_id) => ({ account_id, permissions: [...ALL_PERMISSIONS] }));
-    return new Principal("global_key", userId, email, memberOf, grants);
+    return new Principal("global_key", userId, email, memberOf, grants, undefined, accountRecords);
   }
 
   can(accountId: string, permission: Permission): boolean {
@@ -42,6 +44,11 @@ export class Principal {
 
   accounts(): string[] {
     return [...this.byAccount.keys()];
+  }
+
+  /** An account the caller sees, with its name (undefined for any other). */
+  account(accountId: string): Account | undefined {
+    return this.byAccount.has(accountId) ? this.accountRecords.get(accountId) : undefined;
   }
 
   permissionsOn(accountId: string): Permission[] {

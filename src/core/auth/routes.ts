@@ -1,22 +1,22 @@
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { z } from "zod";
-import { ApiError, Codes } from "../errors.js";
 import { ok } from "../http/envelope.js";
 import { pageOf, readPage } from "../http/pagination.js";
 import { parseWith } from "../http/validate.js";
 import type { AuthService } from "./auth-service.js";
-import { ACCOUNT_ID_RE } from "./credentials.js";
-import type { Account, IdentityStore } from "./store.js";
+import { IdentityErrors } from "./errors.js";
+import { membershipRoles } from "./permissions.js";
+import type { Account } from "./store.js";
 import { registerTokenRoutes } from "./token-routes.js";
 
 const accountView = (a: Account) => ({ id: a.id, name: a.name, type: "standard", settings: { enforce_twofactor: false }, created_on: a.created_on });
 
 /** Identity endpoints: the calls wrangler, the SDKs and DNS tools make before anything else, and token management. */
-export function registerIdentityRoutes(app: FastifyInstance, auth: AuthService, store: IdentityStore): void {
+export function registerIdentityRoutes(app: FastifyInstance, auth: AuthService): void {
   registerTokenRoutes(app, auth);
 
   app.get("/user", async (req) => {
-    const u = store.getUser(req.principal.userId)!;
+    const u = await auth.userOf(req.principal);
     return ok({
       id: u.id,
       email: u.email,
@@ -36,7 +36,7 @@ export function registerIdentityRoutes(app: FastifyInstance, auth: AuthService, 
   const visibleAccounts = (req: FastifyRequest) =>
     req.principal
       .accounts()
-      .map((id) => store.getAccount(id))
+      .map((id) => req.principal.account(id))
       .filter((a): a is Account => !!a);
 
   app.get("/accounts", async (req) => {
@@ -49,24 +49,19 @@ export function registerIdentityRoutes(app: FastifyInstance, auth: AuthService, 
     return ok(result, result_info);
   });
   app.post("/accounts", async (req) => {
-    if (req.principal.kind !== "global_key") throw new ApiError(403, Codes.authentication, "Creating an account needs the global API key");
+    if (req.principal.kind !== "global_key") throw IdentityErrors.createAccountNeedsGlobalKey();
     const body = parseWith(z.object({ name: z.string().min(1).max(200) }), req.body);
-    const a = store.createAccount(body.name);
-    store.addMembership(req.principal.userId, a.id);
-    auth.invalidate();
-    return ok(accountView(a));
+    return ok(accountView(await auth.createAccount(req.principal.userId, body.name)));
   });
-  app.get<{ Params: { account_id: string } }>("/accounts/:account_id", async (req) => {
-    const id = req.params.account_id;
-    if (!ACCOUNT_ID_RE.test(id) || !req.principal.accounts().includes(id)) throw new ApiError(403, Codes.authentication, "Authentication error");
-    return ok(accountView(store.getAccount(id)!));
-  });
+  app.get<{ Params: { account_id: string } }>("/accounts/:account_id", { config: { permission: "any" } }, async (req) =>
+    ok(accountView(req.principal.account(req.params.account_id)!)),
+  );
   app.get("/memberships", async (req) => {
     const list = visibleAccounts(req).map((a) => ({
       id: a.id,
       status: "accepted",
       account: { id: a.id, name: a.name },
-      roles: ["Administrator"],
+      roles: membershipRoles(req.principal.permissionsOn(a.id)),
       permissions: Object.fromEntries(req.principal.permissionsOn(a.id).map((p) => [p, { read: true, write: p.endsWith("_edit") || p.endsWith("_run") }])),
     }));
     const { result, result_info } = pageOf(list, readPage(req.query as Record<string, unknown>, { defaultPerPage: 20, maxPerPage: 50 }));

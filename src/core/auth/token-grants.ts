@@ -1,9 +1,7 @@
-import { ApiError } from "../errors.js";
-import { PERMISSION_GROUPS, type Permission } from "./permissions.js";
+import { ACCOUNT_RESOURCE, IdentityErrors } from "./errors.js";
+import type { Permission } from "./permissions.js";
 import type { Principal } from "./principal.js";
 import type { ApiTokenRecord, Grant } from "./store.js";
-
-export const ACCOUNT_RESOURCE = "com.cloudflare.api.account.";
 
 /** In a request only: "every account where the caller holds these permissions", resolved before anything is stored. */
 export const ANY_ACCOUNT = "*";
@@ -14,22 +12,7 @@ export interface GrantRequest {
   permissions: Permission[];
 }
 
-/** Codes the token routes answer with, as the hosted API does. */
-export const TokenCodes = {
-  /** A grant the caller does not hold itself ("Failed common permission check against resources"). */
-  beyondCaller: 1001,
-  /** An unknown token, or one outside the caller's accounts (the same answer, so ids cannot be probed). */
-  notFound: 1003,
-} as const;
-
-const groupName = (p: Permission) => PERMISSION_GROUPS.find((g) => g.id === p)?.name ?? p;
-
-const beyondCaller = (p: Permission, account: string) =>
-  new ApiError(
-    400,
-    TokenCodes.beyondCaller,
-    `Failed common permission check against resources. (Permission group: "${groupName(p)}", resource: ${ACCOUNT_RESOURCE}${account}): a token can only grant what its creator holds`,
-  );
+const beyondCaller = IdentityErrors.beyondCaller;
 
 /**
  * Turns what a request asks for into concrete grants the caller holds now. ANY_ACCOUNT becomes one grant per
@@ -71,5 +54,3 @@ export function inScopeOf(caller: Principal, token: ApiTokenRecord): boolean {
   const reach = new Set(caller.accounts());
   return token.grants.every((g) => reach.has(g.account_id));
 }
-
-export const tokenNotFound = () => new ApiError(404, TokenCodes.notFound, "Token not found");

@@ -1,15 +1,14 @@
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { z } from "zod";
-import { ApiError, Codes } from "../errors.js";
 import { ok } from "../http/envelope.js";
 import { pageOf, readPage } from "../http/pagination.js";
 import { parseWith } from "../http/validate.js";
-import { requireAccount } from "../http/app.js";
 import type { AuthService, TokenInput } from "./auth-service.js";
 import { ACCOUNT_ID_RE } from "./credentials.js";
+import { ACCOUNT_RESOURCE, IdentityCodes, IdentityErrors } from "./errors.js";
 import { PERMISSION_GROUPS, resolvePermission, type Permission } from "./permissions.js";
 import type { ApiTokenRecord } from "./store.js";
-import { ACCOUNT_RESOURCE, ANY_ACCOUNT, inScopeOf, tokenNotFound, type GrantRequest } from "./token-grants.js";
+import { ANY_ACCOUNT, type GrantRequest } from "./token-grants.js";
 
 /** IP conditions are not enforced here, so a request that sets one is refused rather than minting an unrestricted token. */
 const noIpCondition = z.array(z.string()).max(0, "IP conditions (condition.request_ip) are not supported").optional();
@@ -47,17 +46,15 @@ const updateBody = tokenBody.extend({ status: z.enum(["active", "disabled"]).opt
 function requestedGrants(body: z.infer<typeof tokenBody>, fixedAccount?: string): GrantRequest[] {
   const perm = (s: string): Permission => {
     const p = resolvePermission(s);
-    if (!p) throw new ApiError(400, Codes.validation, `Unknown permission group "${s}". See GET /user/tokens/permission_groups`);
+    if (!p) throw IdentityErrors.unknownPermission(s);
     return p;
   };
   const account = (res: string): string => {
-    if (!res.startsWith(ACCOUNT_RESOURCE)) {
-      throw new ApiError(400, Codes.validation, `Unsupported resource "${res}": use ${ACCOUNT_RESOURCE}<account id> or ${ACCOUNT_RESOURCE}*`);
-    }
+    if (!res.startsWith(ACCOUNT_RESOURCE)) throw IdentityErrors.unsupportedResource(res);
     const acc = res.slice(ACCOUNT_RESOURCE.length);
     if (acc === ANY_ACCOUNT) return fixedAccount ?? ANY_ACCOUNT;
-    if (!ACCOUNT_ID_RE.test(acc)) throw new ApiError(400, Codes.validation, `Unsupported resource "${res}": an account id is 32 hex characters`);
-    if (fixedAccount && acc !== fixedAccount) throw new ApiError(400, Codes.validation, `An account token can only reach account ${fixedAccount}`);
+    if (!ACCOUNT_ID_RE.test(acc)) throw IdentityErrors.malformedAccountResource(res);
+    if (fixedAccount && acc !== fixedAccount) throw IdentityErrors.otherAccount(fixedAccount);
     return acc;
   };
   if (body.policies?.length) {
@@ -71,7 +68,7 @@ function requestedGrants(body: z.infer<typeof tokenBody>, fixedAccount?: string)
   if (body.permissions?.length) {
     return [{ account_id: fixedAccount ?? body.account_id ?? ANY_ACCOUNT, permissions: body.permissions.map(perm) }];
   }
-  throw new ApiError(400, Codes.validation, "policies: a token needs at least one permission (policies or permissions)", { pointer: "/policies" });
+  throw IdentityErrors.noPermission();
 }
 
 const tokenInput = (body: z.infer<typeof tokenBody>, fixedAccount?: string): TokenInput => ({
@@ -106,68 +103,60 @@ export function tokenView(t: ApiTokenRecord) {
  * Token management under `prefix` (`/user`, or `/accounts/:account_id` where every token shown reaches that
  * account only). A caller sees and manages only its own user's tokens that reach no account beyond its own;
  * the rest answer 404/1003 like unknown ids. Grants it hands out (create, update, roll) are ones it holds.
+ * The token permissions are user-level: under /user they count when held on any account, under an account
+ * when held on that account.
  */
 function registerTokenRoutesAt(app: FastifyInstance, auth: AuthService, prefix: string, accountOf: (req: FastifyRequest) => string | undefined): void {
+  const account = prefix === "/user" ? "anywhere" : undefined;
+  const read = { config: { permission: "api_tokens_read", account } } as const;
+  const edit = { config: { permission: "api_tokens_edit", account } } as const;
   const onThisAccount = (req: FastifyRequest, t: ApiTokenRecord) => {
     const acc = accountOf(req);
     return !acc || t.grants.every((g) => g.account_id === acc);
   };
-  const ownToken = (req: FastifyRequest, id: string) => {
-    const t = auth.tokenFor(req.principal, id);
-    if (!onThisAccount(req, t)) throw tokenNotFound();
+  const ownToken = async (req: FastifyRequest, id: string) => {
+    const t = await auth.tokenFor(req.principal, id);
+    if (!onThisAccount(req, t)) throw IdentityErrors.tokenNotFound();
     return t;
-  };
-  const check = (req: FastifyRequest, perm: Permission) => {
-    const acc = accountOf(req);
-    if (acc) requireAccount(req, acc, perm);
-    else if (!req.principal.canAnywhere(perm)) throw new ApiError(403, Codes.authentication, "Authentication error");
   };
 
   app.get(`${prefix}/tokens/verify`, async (req) => {
-    if (req.principal.kind !== "api_token") throw new ApiError(400, 1000, "Invalid API Token: verify takes an API token in the Authorization header");
-    const t = auth.store.getToken(req.principal.tokenId!)!;
-    if (!onThisAccount(req, t)) throw new ApiError(401, 1000, "Invalid API Token");
+    if (req.principal.kind !== "api_token") throw IdentityErrors.verifyNeedsToken();
+    const t = await auth.currentToken(req.principal);
+    if (!onThisAccount(req, t)) throw IdentityErrors.invalidToken();
     return ok({ id: t.id, status: t.status, not_before: t.not_before ?? undefined, expires_on: t.expires_on ?? undefined }, undefined, [
-      { code: 10000, message: "This API Token is valid and active", type: null },
+      { code: IdentityCodes.tokenValid, message: "This API Token is valid and active", type: null },
     ]);
   });
   app.get(`${prefix}/tokens/permission_groups`, async () =>
     ok(PERMISSION_GROUPS.map((g) => ({ id: g.id, name: g.name, scopes: [`com.cloudflare.api.${g.scope}`] }))),
   );
-  app.get(`${prefix}/tokens`, async (req) => {
-    check(req, "api_tokens_read");
-    const visible = auth.store.listTokens(req.principal.userId).filter((t) => inScopeOf(req.principal, t) && onThisAccount(req, t));
+  app.get(`${prefix}/tokens`, read, async (req) => {
+    const visible = (await auth.tokensOf(req.principal)).filter((t) => onThisAccount(req, t));
     const page = readPage(req.query as Record<string, unknown>, { defaultPerPage: 20, maxPerPage: 50 });
     const { result, result_info } = pageOf(visible.map(tokenView), page);
     return ok(result, result_info);
   });
-  app.post(`${prefix}/tokens`, async (req) => {
-    check(req, "api_tokens_edit");
-    const { token, value } = auth.createToken(req.principal, tokenInput(parseWith(tokenBody, req.body), accountOf(req)));
+  app.post(`${prefix}/tokens`, edit, async (req) => {
+    const { token, value } = await auth.createToken(req.principal, tokenInput(parseWith(tokenBody, req.body), accountOf(req)));
     req.log.info({ tokenId: token.id }, "api token created");
     return ok({ ...tokenView(token), value });
   });
-  app.get<{ Params: { id: string } }>(`${prefix}/tokens/:id`, async (req) => {
-    check(req, "api_tokens_read");
-    return ok(tokenView(ownToken(req, req.params.id)));
-  });
-  app.put<{ Params: { id: string } }>(`${prefix}/tokens/:id`, async (req) => {
-    check(req, "api_tokens_edit");
-    const id = ownToken(req, req.params.id).id;
+  app.get<{ Params: { id: string } }>(`${prefix}/tokens/:id`, read, async (req) => ok(tokenView(await ownToken(req, req.params.id))));
+  app.put<{ Params: { id: string } }>(`${prefix}/tokens/:id`, edit, async (req) => {
+    const id = (await ownToken(req, req.params.id)).id;
     const body = parseWith(updateBody, req.body);
-    const token = auth.updateToken(req.principal, id, { ...tokenInput(body, accountOf(req)), status: body.status });
+    const token = await auth.updateToken(req.principal, id, { ...tokenInput(body, accountOf(req)), status: body.status });
     req.log.info({ tokenId: id }, "api token updated");
     return ok(tokenView(token));
   });
-  app.put<{ Params: { id: string } }>(`${prefix}/tokens/:id/value`, async (req) => {
-    check(req, "api_tokens_edit");
-    const value = auth.rollToken(req.principal, ownToken(req, req.params.id).id);
+  app.put<{ Params: { id: string } }>(`${prefix}/tokens/:id/value`, edit, async (req) => {
+    const value = await auth.rollToken(req.principal, (await ownToken(req, req.params.id)).id);
     req.log.info({ tokenId: req.params.id }, "api token rolled");
     return ok(value);
   });
-  app.delete<{ Params: { id: string } }>(`${prefix}/tokens/:id`, async (req) => {
-    check(req, "api_tokens_edit");
-    const t = auth.deleteToken(req.principal, ownToken(req, req.params.id).id);
+  app.delete<{ Params: { id: string } }>(`${prefix}/tokens/:id`, edit, async (req) => {
+    const t = await auth.deleteToken(req.principal, (await ownToken(req, req.params.id)).id);
     req.log.info({ tokenId: t.id }, "api token revoked");
     return ok({ id: t.id });
   });

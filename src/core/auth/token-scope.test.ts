@@ -46,8 +46,8 @@ before(async () => {
   const made = await p.api("POST", "/accounts", { name: "Account B" }, key);
   assert.equal(made.status, 200);
   B = made.body.result.id;
-  V = addUser(p.stateDir, [B]);
-  W = addUser(p.stateDir, [A]);
+  V = await addUser(p.stateDir, [B]);
+  W = await addUser(p.stateDir, [A]);
   // Something to read in each account: a zone, a KV value and an R2 object.
   for (const [acc, suffix] of [
     [A, "a"],
@@ -157,7 +157,7 @@ test("an account joined later does not widen an existing token; the global key r
   // W, a user of A only, mints `*`, then joins B: the key follows, the token does not.
   const wToken = await mint({ permissions: ["kv_read"] }, W.headers);
   assert.deepEqual(reach(wToken), [A]);
-  addMembership(p.stateDir, W.userId, B);
+  await addMembership(p.stateDir, W.userId, B);
   await mint({ permissions: ["kv_read"], account_id: A }, W.headers); // an identity change through the API: caches are dropped
   assert.equal((await p.api("GET", `/accounts/${B}`, undefined, W.headers)).status, 200);
   assert.equal((await p.api("GET", `/accounts/${B}/storage/kv/namespaces`, undefined, bearer(wToken.value))).status, 403);

@@ -108,6 +108,23 @@ test("memberships and user answer what wrangler asks first", async () => {
   assert.equal(u.body.result.email, p.email);
 });
 
+test("a membership's roles describe what the caller really holds there", async () => {
+  const roles = async (headers?: Record<string, string>) =>
+    (await p.api("GET", "/memberships", undefined, headers)).body.result.find((x: { account: { id: string } }) => x.account.id === p.accountId)?.roles;
+  assert.deepEqual(await roles(), ["Administrator"]);
+  const mint = async (groups: string[]) => {
+    const r = await p.api("POST", "/user/tokens", {
+      name: groups.join("+"),
+      policies: [{ effect: "allow", resources: { [`com.cloudflare.api.account.${p.accountId}`]: "*" }, permission_groups: groups.map((id) => ({ id })) }],
+    });
+    assert.equal(r.status, 200, JSON.stringify(r.body));
+    return { authorization: `Bearer ${r.body.result.value}` };
+  };
+  const reads = ["dns_read", "kv_read", "r2_read", "workers_read", "ai_gateway_read", "account_settings_read"];
+  assert.deepEqual(await roles(await mint(reads)), ["Administrator Read Only"]);
+  assert.deepEqual(await roles(await mint(["dns_edit"])), ["DNS Read", "DNS Edit"]);
+});
+
 test("unknown routes, bad JSON and oversized bodies get envelopes", async () => {
   const nr = await p.api("GET", "/no/such/route");
   assert.equal(nr.status, 404);

@@ -2,6 +2,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import type { Readable } from "node:stream";
 import { UserError } from "../errors.js";
+import { toCliMessage } from "../errors/render.js";
 import { resolveStateDir } from "../state-dir.js";
 
 export interface ApiTarget {
@@ -167,7 +168,7 @@ export class ApiRequestError extends UserError {
     readonly status: number,
     readonly errors: { code: number; message: string }[],
   ) {
-    super(`A request to the Edge API (${path}) failed.\n${errors.map((e) => `${e.message} [code: ${e.code}]`).join("\n") || `HTTP ${status}`}`);
+    super(`A request to the Edge API (${path}) failed.\n${toCliMessage({ errors }) || `HTTP ${status}`}`);
   }
 
   hasCode(code: number): boolean {

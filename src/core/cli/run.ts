@@ -1,5 +1,6 @@
 import { existsSync, readFileSync } from "node:fs";
-import { UsageError, UserError } from "../errors.js";
+import { EdgeError, UsageError, UserError } from "../errors.js";
+import { toCliMessage } from "../errors/render.js";
 import type { AnyCommand, CommandAlias } from "./command.js";
 import { CliContext, type CliIO } from "./context.js";
 import { commandHelp, commandUsage, groupHelp } from "./help.js";
@@ -91,6 +92,11 @@ export async function runCli(
     }
     if (err instanceof UserError) {
       io.stderr.write(`✘ [ERROR] ${err.message.replace(/\n/g, "\n  ")}\n${err.hint ? `\n${err.hint}\n` : ""}\n`);
+      return 1;
+    }
+    // A refusal from a store the command opened itself (--local): the same words the API would answer with.
+    if (err instanceof EdgeError) {
+      io.stderr.write(`✘ [ERROR] ${toCliMessage(err).replace(/\n/g, "\n  ")}\n\n`);
       return 1;
     }
     io.stderr.write(`✘ [ERROR] ${(err as Error)?.stack ?? String(err)}\n\nThis is a bug in edgecli; please report it with the command you ran.\n`);

@@ -4,10 +4,11 @@ import { createServer, type IncomingMessage, type ServerResponse } from "node:ht
 import type { AuthService } from "../auth/auth-service.js";
 import type { Principal } from "../auth/principal.js";
 import type { Permission } from "../auth/permissions.js";
-import { ApiError, Codes } from "../errors.js";
+import { CoreErrors, EdgeError } from "../errors.js";
+import { toEnvelope } from "../errors/render.js";
 import type { Logger } from "../logger.js";
 import type { EdgeService } from "../service.js";
-import { failure } from "./envelope.js";
+import { guardRoute } from "./guard.js";
 import { parseUserJson } from "./json-input.js";
 import { answerClientError, frameworkErrorAnswer, MAX_HEADER_BYTES, refuseLongUrl } from "./transport-errors.js";
 
@@ -27,46 +28,40 @@ export interface AppOptions {
 
 export const newRequestId = () => randomBytes(8).toString("hex");
 
-/** Sends an ApiError as a v4 envelope on a raw response (for handlers that run outside Fastify). */
-export function sendRawError(res: ServerResponse, err: ApiError): void {
-  const body = JSON.stringify(failure(err.errors, err.extra));
+/** Sends an EdgeError as a v4 envelope on a raw response (for handlers that run outside Fastify). */
+export function sendRawError(res: ServerResponse, err: EdgeError): void {
+  const body = JSON.stringify(toEnvelope(err));
   res.writeHead(err.status, { "content-type": "application/json", "content-length": Buffer.byteLength(body) });
   res.end(body);
 }
 
-function toApiError(err: FastifyError | Error): ApiError | undefined {
-  if (err instanceof ApiError) return err;
+/** The refusal a framework error stands for, or undefined when it is a fault of ours. */
+function toEdgeError(err: FastifyError | Error): EdgeError | undefined {
+  if (err instanceof EdgeError) return err;
   const fe = err as FastifyError;
   switch (fe.code) {
     case "FST_ERR_CTP_BODY_TOO_LARGE":
-      return new ApiError(413, Codes.bodyTooLarge, "Request body is larger than this endpoint accepts");
+      return CoreErrors.bodyTooLarge();
     case "FST_ERR_CTP_INVALID_MEDIA_TYPE":
-      return new ApiError(415, Codes.unsupportedMediaType, `Unsupported content type`);
+      return CoreErrors.unsupportedMediaType();
     case "FST_ERR_CTP_INVALID_CONTENT_LENGTH":
-      return new ApiError(400, Codes.badRequest, "Content-Length does not match the body");
+      return CoreErrors.contentLengthMismatch();
     case "FST_ERR_CTP_EMPTY_JSON_BODY":
-      return new ApiError(400, Codes.malformedJson, "Malformed JSON in request body: the body is empty");
+      return CoreErrors.malformedJson("the body is empty");
   }
-  if (fe.validation) return new ApiError(400, Codes.validation, fe.message);
+  if (fe.validation) return CoreErrors.invalidInput(fe.message);
   if (typeof fe.statusCode === "number" && fe.statusCode >= 400 && fe.statusCode < 500) {
-    return new ApiError(fe.statusCode, Codes.badRequest, fe.message);
+    return CoreErrors.badRequest(fe.message, fe.statusCode);
   }
   return undefined;
 }
 
-/** Principal of an authenticated v4 request. */
-export function principalOf(req: FastifyRequest): Principal {
-  return req.principal;
-}
-
 /**
- * Refuses (403, code 10000) unless the caller holds `permission` on `accountId`. Accounts the caller
- * cannot see get the same answer as accounts that do not exist, so ids cannot be probed.
+ * @deprecated Routes declare `config: { permission }` and the /client/v4 guard checks it (core/http/guard.ts);
+ * this stays only until every area has moved its routes over.
  */
 export function requireAccount(req: FastifyRequest, accountId: string, permission: Permission): void {
-  if (!req.principal?.can(accountId, permission)) {
-    throw new ApiError(403, Codes.authentication, "Authentication error");
-  }
+  if (!req.principal?.can(accountId, permission)) throw CoreErrors.authentication();
 }
 
 /**
@@ -88,7 +83,7 @@ export async function buildEdgeApp(opts: AppOptions): Promise<FastifyInstance> {
     clientErrorHandler: answerClientError,
     frameworkErrors: (err, _req, reply) => {
       const api = frameworkErrorAnswer(err);
-      void (reply as FastifyReply).status(api.status).type("application/json").send(failure(api.errors));
+      void (reply as FastifyReply).status(api.status).type("application/json").send(toEnvelope(api));
     },
     serverFactory: (handler) => {
       const server = createServer({ maxHeaderSize: MAX_HEADER_BYTES }, (req: IncomingMessage, res: ServerResponse) => {
@@ -110,7 +105,7 @@ export async function buildEdgeApp(opts: AppOptions): Promise<FastifyInstance> {
     try {
       done(null, parseUserJson(body));
     } catch (e) {
-      done(new ApiError(400, Codes.malformedJson, `Malformed JSON in request body: ${(e as Error).message}`), undefined);
+      done(CoreErrors.malformedJson((e as Error).message), undefined);
     }
   });
 
@@ -122,26 +117,20 @@ export async function buildEdgeApp(opts: AppOptions): Promise<FastifyInstance> {
     // A route that failed reading a body its client broke off (closed the connection, or sent bytes that are not
     // HTTP) failed because of the client: whatever the stream error says, that is a 400, not a fault of ours.
     const brokenOff = !req.raw.complete && req.raw.destroyed;
-    const api = toApiError(err) ?? (brokenOff ? new ApiError(400, Codes.badRequest, "The request body ended before it was complete") : undefined);
+    const api = toEdgeError(err) ?? (brokenOff ? CoreErrors.bodyIncomplete() : undefined);
     if (api) {
       if (api.status >= 500) req.log.error({ err }, "request failed");
-      return reply.status(api.status).type("application/json").send(failure(api.errors, api.extra));
+      return reply.status(api.status).type("application/json").send(toEnvelope(api));
     }
     req.log.error({ err }, "unexpected error");
     return reply
       .status(500)
       .type("application/json")
-      .send(failure([{ code: Codes.internal, message: `Internal server error (request id ${req.id})` }]));
+      .send(toEnvelope(CoreErrors.internal(req.id)));
   });
 
   app.setNotFoundHandler((req, reply) => {
-    const path = req.url.split("?")[0];
-    return reply.status(404).send(
-      failure([
-        { code: Codes.routeNotFound, message: `Could not route to ${path}, perhaps your object identifier is invalid?` },
-        { code: Codes.noRoute, message: "No route for that URI" },
-      ]),
-    );
+    return reply.status(404).send(toEnvelope(CoreErrors.routeNotFound(req.url.split("?")[0])));
   });
 
   app.get("/healthz", async () => ({ status: "ok" }));
@@ -150,8 +139,10 @@ export async function buildEdgeApp(opts: AppOptions): Promise<FastifyInstance> {
     async (v4) => {
       v4.decorateRequest("principal", undefined as unknown as Principal);
       v4.addHook("onRequest", async (req) => {
-        req.principal = opts.auth.authenticate(req.headers as Record<string, string | undefined>);
+        const principal = opts.auth.authenticate(req.headers as Record<string, string | undefined>);
+        req.principal = principal instanceof Promise ? await principal : principal;
       });
+      v4.addHook("preHandler", guardRoute);
       for (const s of opts.services) {
         if (s.registerApi) await v4.register(async (scope) => s.registerApi!(scope));
       }

@@ -178,8 +178,8 @@ describe("malformed multipart", () => {
     ];
   };
 
-  // The workers upload and the DNS import answered 500 to these (issue 12, item 8); they are fixed on another
-  // branch and pass once it is merged. KV's multipart route already refused them.
+  // Every multipart route (the workers upload, the DNS import, KV values) refuses these with a 4xx; the first two
+  // once answered 500.
   for (const e of byBody("multipart")) {
     test(`${e.method} ${e.path({ id: "{account}", zone: "{zone}", namespace: "{ns}" } as AccountFixture)} refuses every broken framing`, async () => {
       for (const [what, m] of await framings(e)) {

@@ -41,6 +41,7 @@ const MALFORMED: [string, string | Buffer, string][] = [
   ["cut off inside the part headers", `--${B}\r\nContent-Disposition: form-data; na`, CT],
   ["no closing delimiter", fieldPart("value", "v") + fieldPart("file", "x"), CT],
   ["a part without Content-Disposition", `--${B}\r\nContent-Type: text/plain\r\n\r\nv\r\n--${B}--\r\n`, CT],
+  ["a part whose Content-Disposition names no field", `--${B}\r\nContent-Disposition: form-data; nxme="metadata"\r\n\r\nv\r\n--${B}--\r\n`, CT],
   ["a part header line without a colon", `--${B}\r\nthis is not a header\r\n\r\nv\r\n--${B}--\r\n`, CT],
   // busboy keeps the first 80 KiB of a part's headers and drops the rest, here the part's name with them.
   ["part headers past the size limit", `--${B}\r\nX-Pad: ${"p".repeat(100_000)}\r\nContent-Disposition: form-data; name="value"\r\n\r\nv\r\n--${B}--\r\n`, CT],

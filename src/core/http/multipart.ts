@@ -1,12 +1,12 @@
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import type { Multipart } from "@fastify/multipart";
-import { ApiError } from "../errors.js";
+import { EdgeError } from "../errors.js";
 
 /**
  * Multipart bodies for every route that takes them (worker uploads, KV values with metadata, DNS zone
  * imports). The plugin and busboy report a broken body (no boundary, cut short, bad part headers, a limit
  * reached) as plain errors from the part iterator; routes that iterated it themselves let those through
- * as 500s. Routes read their parts through `formParts`, which turns every such error into a 4xx ApiError.
+ * as 500s. Routes read their parts through `formParts`, which turns every such error into a 4xx EdgeError.
  */
 
 /** busboy's limits; a value past `fieldSize` or a name past `fieldNameSize` is refused, never truncated. */
@@ -36,15 +36,15 @@ export interface FormPart {
 /** How a route words a refused body: its own codes in its own envelope. */
 export interface MultipartErrors {
   /** A body that is not valid multipart, or a JSON field that is not JSON (400). */
-  invalid(message: string): ApiError;
+  invalid(message: string): EdgeError;
   /** A part or the number of parts past the route's limits (413). */
-  tooLarge(message: string): ApiError;
+  tooLarge(message: string): EdgeError;
 }
 
 const TOO_LARGE = new Set(["FST_REQ_FILE_TOO_LARGE", "FST_PARTS_LIMIT", "FST_FILES_LIMIT", "FST_FIELDS_LIMIT"]);
 
-function refusal(e: unknown, errors: MultipartErrors): ApiError {
-  if (e instanceof ApiError) return e;
+function refusal(e: unknown, errors: MultipartErrors): EdgeError {
+  if (e instanceof EdgeError) return e;
   const err = e as { code?: string; message?: string };
   if (err.code && TOO_LARGE.has(err.code)) return errors.tooLarge(`multipart body is too large: ${err.message}`);
   if (err.code === "FST_PROTO_VIOLATION") return errors.invalid("multipart body: a field may not be named after an Object.prototype property");
@@ -53,7 +53,7 @@ function refusal(e: unknown, errors: MultipartErrors): ApiError {
 
 /**
  * The parts of a multipart request, each read whole, in order. Every failure of the body itself is
- * thrown as an ApiError from `errors`; errors the caller throws while handling a part pass untouched.
+ * thrown as an EdgeError from `errors`; errors the caller throws while handling a part pass untouched.
  * A field the plugin parsed as JSON (sent with `Content-Type: application/json`, as `curl -F
  * 'x={...};type=application/json'` does) comes back as its JSON text, like a JSON file part.
  */
@@ -74,6 +74,8 @@ export async function* formParts(req: FastifyRequest, errors: MultipartErrors): 
 }
 
 async function readPart(part: Multipart, errors: MultipartErrors): Promise<FormPart> {
+  // busboy hands over a part whose Content-Disposition names no field with an undefined name.
+  if (typeof part.fieldname !== "string" || part.fieldname === "") throw errors.invalid("multipart body: a part has no name");
   if (part.type === "file") {
     return { field: part.fieldname, filename: part.filename || undefined, contentType: part.mimetype ?? "", content: await part.toBuffer() };
   }

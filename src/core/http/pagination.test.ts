@@ -1,7 +1,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { pageOf, readPage } from "./pagination.js";
-import { ApiError } from "../errors.js";
+import { EdgeError } from "../errors.js";
 import { ok, failure } from "./envelope.js";
 
 const opts = { defaultPerPage: 20, maxPerPage: 50 };
@@ -10,7 +10,7 @@ test("readPage defaults, clamps and rejects", () => {
   assert.deepEqual(readPage({}, opts), { page: 1, perPage: 20, offset: 0 });
   assert.deepEqual(readPage({ page: "3", per_page: "10" }, opts), { page: 3, perPage: 10, offset: 20 });
   assert.equal(readPage({ per_page: "500" }, opts).perPage, 50);
-  assert.throws(() => readPage({ page: "0" }, opts), ApiError);
+  assert.throws(() => readPage({ page: "0" }, opts), EdgeError);
   assert.throws(() => readPage({ per_page: "x" }, opts), /per_page must be a positive integer/);
   for (const page of ["1.5", "-1", "0x10", " 2", "1e3", "abc"]) assert.throws(() => readPage({ page }, opts), /page must be a positive integer/, page);
 });
@@ -19,9 +19,9 @@ test("a page past 2^53 - 1 is refused, and a huge page within it gives an offset
   // 99999999999999999999 would read as 1e20, a number that names no page exactly.
   assert.throws(
     () => readPage({ page: "99999999999999999999" }, opts),
-    (e: ApiError) => e.status === 400 && /no larger than 9007199254740991/.test(e.message),
+    (e: EdgeError) => e.status === 400 && /no larger than 9007199254740991/.test(e.message),
   );
-  assert.throws(() => readPage({ page: "9007199254740992" }, opts), ApiError);
+  assert.throws(() => readPage({ page: "9007199254740992" }, opts), EdgeError);
   const last = readPage({ page: String(Number.MAX_SAFE_INTEGER), per_page: "50" }, opts);
   assert.equal(last.page, Number.MAX_SAFE_INTEGER);
   // (page - 1) * per_page would pass SQLite's 2^63 - 1; the offset is clamped (no list is that long).

@@ -1,4 +1,4 @@
-import { ApiError, Codes } from "../errors.js";
+import { Codes, CoreErrors } from "../errors.js";
 import type { ResultInfo } from "./envelope.js";
 
 export interface PageRequest {
@@ -18,7 +18,7 @@ export interface PageOptions {
 function wholeNumber(raw: unknown, name: string, code: number, rule: string): number | undefined {
   if (raw === undefined || raw === "") return undefined;
   const n = typeof raw === "number" ? raw : typeof raw === "string" && /^[0-9]+$/.test(raw) ? Number(raw) : NaN;
-  if (!(Number.isInteger(n) || n === Infinity) || n < 1) throw new ApiError(400, code, `${name} must be ${rule}`, { pointer: name });
+  if (!(Number.isInteger(n) || n === Infinity) || n < 1) throw CoreErrors.invalidInput(`${name} must be ${rule}`, { code, pointer: name });
   return n;
 }
 
@@ -29,7 +29,7 @@ export function readPage(query: Record<string, unknown>, opts: PageOptions): Pag
   const code = opts.code ?? Codes.validation;
   const page = wholeNumber(query.page, "page", code, PAGE_RULE) ?? 1;
   // Past 2^53 - 1 page numbers cannot be told apart once read (99999999999999999999 reads as 1e20): refused, not rounded.
-  if (!Number.isSafeInteger(page)) throw new ApiError(400, code, `page must be ${PAGE_RULE}`, { pointer: "page" });
+  if (!Number.isSafeInteger(page)) throw CoreErrors.invalidInput(`page must be ${PAGE_RULE}`, { code, pointer: "page" });
   let perPage = wholeNumber(query.per_page, "per_page", code, "a positive integer") ?? opts.defaultPerPage;
   perPage = Math.min(Math.max(perPage, opts.minPerPage ?? 1), opts.maxPerPage);
   // Stores bind the offset as an SQLite integer (at most 2^63 - 1), and (page - 1) * per_page can pass that.

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { callGateway, chatBody, createGateway } from "../../ai-gateway/testing/helpers.js";
 import { startMockProvider, type MockProvider } from "../../ai-gateway/testing/mock-provider.js";
-import { hit, uploadScript } from "../../workers/test-helpers.js";
+import { hit, uploadScript } from "../../workers/testing/helpers.js";
 import { createAccount, PROTOTYPE_KEYS, sendForm } from "../testing/hostile.js";
 import { startTestPlatform, type TestPlatform } from "../testing/platform.js";
 

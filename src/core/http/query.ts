@@ -1,4 +1,4 @@
-import { ApiError } from "../errors.js";
+import { CoreErrors } from "../errors.js";
 
 /**
  * The named query parameters as single strings. Fastify reads `?a=1&a=2` as an array; a route that takes one value
@@ -11,7 +11,7 @@ export function singleQueryValues<N extends string>(query: unknown, names: reado
   for (const name of names) {
     const v = q[name];
     if (v === undefined) continue;
-    if (typeof v !== "string") throw new ApiError(400, code, `${name} must be given once`, { pointer: name });
+    if (typeof v !== "string") throw CoreErrors.invalidInput(`${name} must be given once`, { code, pointer: name });
     out[name] = v;
   }
   return out;

@@ -1,8 +1,8 @@
 import { STATUS_CODES, type IncomingMessage, type ServerResponse } from "node:http";
 import type { Duplex } from "node:stream";
 import type { FastifyError } from "fastify";
-import { ApiError, Codes } from "../errors.js";
-import { failure } from "./envelope.js";
+import { CoreErrors, type EdgeError } from "../errors.js";
+import { toEnvelope } from "../errors/render.js";
 
 /**
  * Requests that are wrong before any route sees them: a URL or header block over the limits, a path that is not
@@ -17,8 +17,8 @@ export const MAX_HEADER_BYTES = 32 * 1024;
 /** How long a refused connection may keep sending (its bytes are read and dropped) before it is closed. */
 const LINGER_MS = 2_000;
 
-export const uriTooLong = () => new ApiError(414, Codes.uriTooLong, `The URL is longer than ${MAX_URL_BYTES} bytes`);
-export const badPath = () => new ApiError(400, Codes.badRequest, "The URL path is not valid percent-encoded UTF-8");
+export const uriTooLong = () => CoreErrors.uriTooLong(MAX_URL_BYTES);
+export const badPath = CoreErrors.badPath;
 
 /** True when every `%` in a path starts an escape and the escapes decode to UTF-8 (decodeURIComponent's rule). */
 export function isWellFormedPath(path: string): boolean {
@@ -32,8 +32,8 @@ export function isWellFormedPath(path: string): boolean {
 }
 
 /** An envelope as a raw HTTP/1.1 answer that closes the connection, for a socket no response object owns. */
-function rawAnswer(err: ApiError): string {
-  const body = JSON.stringify(failure(err.errors));
+function rawAnswer(err: EdgeError): string {
+  const body = JSON.stringify(toEnvelope(err));
   return (
     `HTTP/1.1 ${err.status} ${STATUS_CODES[err.status]}\r\ncontent-type: application/json\r\n` +
     `content-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`
@@ -50,7 +50,7 @@ export type ParserError = Error & { code?: string; bytesParsed?: number; rawPack
  * line never has a space before its colon. When the URL is longer than one chunk the start of the line is not in
  * the chunk and the answer is 431, which is still true (the head as a whole is too large).
  */
-function headOverflow(err: ParserError): ApiError {
+function headOverflow(err: ParserError): EdgeError {
   const packet = err.rawPacket;
   if (packet) {
     const end = Math.min(err.bytesParsed ?? packet.length, packet.length);
@@ -58,20 +58,20 @@ function headOverflow(err: ParserError): ApiError {
     const start = packet.toString("latin1", lineStart, Math.min(lineStart + 32, end));
     if (/^[A-Z]+ (\/|\*|https?:\/\/)/.test(start)) return uriTooLong();
   }
-  return new ApiError(431, Codes.headersTooLarge, `The request line and headers are larger than ${MAX_HEADER_BYTES} bytes`);
+  return CoreErrors.headersTooLarge(MAX_HEADER_BYTES);
 }
 
 /** The refusal for an error of Node's HTTP parser (exported for its unit test). */
-export function parserErrorAnswer(err: ParserError): ApiError {
+export function parserErrorAnswer(err: ParserError): EdgeError {
   switch (err.code) {
     case "HPE_HEADER_OVERFLOW":
       return headOverflow(err);
     case "ERR_HTTP_REQUEST_TIMEOUT":
-      return new ApiError(408, Codes.requestTimeout, "The request head did not arrive in time");
+      return CoreErrors.requestHeadTimeout();
     case "HPE_INVALID_URL":
-      return new ApiError(400, Codes.badRequest, "The request line has a URL with characters HTTP does not allow (percent-encode them)");
+      return CoreErrors.invalidUrlCharacters();
     default:
-      return new ApiError(400, Codes.badRequest, `The request is not valid HTTP/1.1 (${err.code ?? "parse error"})`);
+      return CoreErrors.notHttp(err.code);
   }
 }
 
@@ -121,21 +121,21 @@ export function answerClientError(error: Error, socket: Duplex): void {
 }
 
 /** Fastify's own refusals before routing (a path that does not decode, a parameter over its length). */
-export function frameworkErrorAnswer(err: FastifyError): ApiError {
+export function frameworkErrorAnswer(err: FastifyError): EdgeError {
   switch (err.code) {
     case "FST_ERR_BAD_URL":
       return badPath();
     case "FST_ERR_MAX_PARAM_LENGTH":
       return uriTooLong();
     default:
-      return new ApiError(400, Codes.badRequest, err.message);
+      return CoreErrors.badRequest(err.message);
   }
 }
 
 /** The URL limit, checked before any surface (v4 API, AI gateway, worker traffic) sees the request. */
 export function refuseLongUrl(req: IncomingMessage, res: ServerResponse): boolean {
   if ((req.url?.length ?? 0) <= MAX_URL_BYTES) return false;
-  const body = JSON.stringify(failure(uriTooLong().errors));
+  const body = JSON.stringify(toEnvelope(uriTooLong()));
   // The body of such a request is not read: the connection closes after the answer.
   res.writeHead(414, { "content-type": "application/json", "content-length": Buffer.byteLength(body), connection: "close" });
   res.end(body);

@@ -1,5 +1,5 @@
 import type { z } from "zod";
-import { ApiError, Codes } from "../errors.js";
+import { Codes, CoreErrors } from "../errors.js";
 
 /**
  * Validates a request body (or query) with a zod schema. The error names the field and the rule,
@@ -11,5 +11,5 @@ export function parseWith<S extends z.ZodType>(schema: S, input: unknown, code: 
   const issue = r.error.issues[0];
   const path = issue.path.map(String).join(".");
   const message = path ? `${path}: ${issue.message}` : issue.message;
-  throw new ApiError(status, code, message, { pointer: path ? `/${issue.path.map(String).join("/")}` : undefined });
+  throw CoreErrors.invalidInput(message, { code, status, pointer: path ? `/${issue.path.map(String).join("/")}` : undefined });
 }

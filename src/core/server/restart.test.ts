@@ -6,7 +6,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Readable } from "node:stream";
 import { runCli, startTestPlatform } from "../testing/platform.js";
-import { hit, uploadScript } from "../../workers/test-helpers.js";
+import { hit, uploadScript } from "../../workers/testing/helpers.js";
 
 /** Waits (up to 10 s) for the platform's output to match: stderr and stdout arrive independently. */
 async function outputMatches(output: () => string, re: RegExp): Promise<void> {

@@ -1,6 +1,6 @@
 import type { CliContext } from "../../core/cli/context.js";
 import { UserError } from "../../core/errors.js";
-import { ApiError } from "../../core/errors.js";
+import { EdgeError } from "../../core/errors.js";
 import { bulkEntry } from "../bulk.js";
 import { keyError } from "../limits.js";
 import { prepareEntry, type KvBulkEntry } from "../store.js";
@@ -44,7 +44,7 @@ export function validateBulkFile(data: unknown, filename: string, warn: (m: stri
       const extra = Object.keys(raw as object).filter((k) => !KNOWN_FIELDS.has(k));
       if (extra.length) unexpected.push(`The item at index ${i} contains unexpected properties: ${JSON.stringify(extra)}.`);
     } catch (err) {
-      if (!(err instanceof ApiError)) throw err;
+      if (!(err instanceof EdgeError)) throw err;
       problems.push(err.message);
     }
   });

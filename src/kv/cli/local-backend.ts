@@ -1,6 +1,6 @@
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { FileContentStore } from "../../core/content/content-store.js";
+import { FileContentStore } from "../../core/content/file-store.js";
 import { openDatabase } from "../../core/db/sqlite.js";
 import { resolveStateDir } from "../../core/state-dir.js";
 import { KV_LIMITS } from "../limits.js";

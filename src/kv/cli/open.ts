@@ -1,5 +1,5 @@
 import type { CliContext } from "../../core/cli/context.js";
-import { ApiError, UsageError, UserError } from "../../core/errors.js";
+import { EdgeError, UsageError, UserError } from "../../core/errors.js";
 import type { BackendArgs, KvCliBackend } from "./backend.js";
 import { resolveNamespace, type NamespaceTarget, type SelectorArgs } from "./target.js";
 
@@ -28,7 +28,7 @@ export async function userErrors<T>(op: string, fn: () => Promise<T>): Promise<T
   try {
     return await fn();
   } catch (e) {
-    if (e instanceof ApiError) throw new UserError(`KV ${op} failed: ${e.status} ${e.message} [code: ${e.errors[0]?.code}]`);
+    if (e instanceof EdgeError) throw new UserError(`KV ${op} failed: ${e.status} ${e.message} [code: ${e.errors[0]?.code}]`);
     throw e;
   }
 }

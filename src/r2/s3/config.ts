@@ -1,4 +1,4 @@
-import type { OptionSpec } from "../../core/cli/command.js";
+import type { OptionSpec, OptionValues } from "../../core/cli/command.js";
 import { UserError } from "../../core/errors.js";
 
 /** `edgecli serve` options of the S3 API (the default is written only here). */
@@ -18,11 +18,8 @@ export interface S3Config {
 
 const HOST_RE = /^(?=.{1,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$/;
 
-export function readS3Config(options: Record<string, unknown>): S3Config {
-  const host = String(options["s3-host"] ?? s3ServeOptions["s3-host"].default)
-    .trim()
-    .toLowerCase()
-    .replace(/\.$/, "");
+export function readS3Config(options: OptionValues<typeof s3ServeOptions>): S3Config {
+  const host = options["s3-host"].trim().toLowerCase().replace(/\.$/, "");
   if (host !== "" && !HOST_RE.test(host)) throw new UserError(`--s3-host must be a host name (e.g. r2.localhost), got "${host}"`);
   return { host };
 }

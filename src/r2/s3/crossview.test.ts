@@ -9,7 +9,7 @@ import { promisify } from "node:util";
 import * as s3 from "@aws-sdk/client-s3";
 import { getSignedUrl } from "@aws-sdk/s3-request-presigner";
 import type { TestPlatform } from "../../core/testing/platform.js";
-import { hit, startPlatform, uploadScript } from "../../workers/test-helpers.js";
+import { hit, startPlatform, uploadScript } from "../../workers/testing/helpers.js";
 import { awsCli, awsCliMissing, bootstrapS3Credentials, s3Client, type S3Credentials } from "./testing/s3.js";
 
 /**

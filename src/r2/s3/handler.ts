@@ -108,7 +108,7 @@ async function serve(
   try {
     const signed = readSignature(req, query);
     if (!signed) throw S3Errors.accessDenied();
-    const key = deps.auth.verifyAccessKey(signed.accessKeyId);
+    const key = await deps.auth.verifyAccessKey(signed.accessKeyId);
     if (!key) throw S3Errors.invalidAccessKeyId(signed.accessKeyId);
     await verifySignature(req, rawPath, query, signed, key.secret);
     const accountId = accountOf(key.principal, address);

@@ -2,7 +2,8 @@ import { randomBytes } from "node:crypto";
 import { join } from "node:path";
 import { openDatabase } from "../../db/sqlite.js";
 import { newGlobalKey } from "../credentials.js";
-import { identityMigrations, SqliteIdentityStore } from "../store.js";
+import { IDENTITY_MIGRATIONS } from "../sqlite-migrations.js";
+import { SqliteIdentityStore } from "../sqlite-store.js";
 
 /**
  * Set-ups the public API has no call for (another user, a user joining an account), written straight into the
@@ -10,10 +11,10 @@ import { identityMigrations, SqliteIdentityStore } from "../store.js";
  * caches credentials until its next identity change through the API, so a membership added here is seen once some
  * token is created or revoked; a new user is seen at once.
  */
-function withIdentityStore<T>(stateDir: string, fn: (store: SqliteIdentityStore) => T): T {
-  const db = openDatabase(join(stateDir, "db", "core.sqlite"), identityMigrations);
+async function withIdentityStore<T>(stateDir: string, fn: (store: SqliteIdentityStore) => Promise<T>): Promise<T> {
+  const db = openDatabase(join(stateDir, "db", "core.sqlite"), IDENTITY_MIGRATIONS);
   try {
-    return fn(new SqliteIdentityStore(db));
+    return await fn(new SqliteIdentityStore(db));
   } finally {
     db.close();
   }
@@ -28,18 +29,18 @@ export interface TestUser {
 }
 
 /** Adds a user with a global key, a member of the given accounts. */
-export function addUser(stateDir: string, accountIds: readonly string[]): TestUser {
-  return withIdentityStore(stateDir, (store) => {
+export function addUser(stateDir: string, accountIds: readonly string[]): Promise<TestUser> {
+  return withIdentityStore(stateDir, async (store) => {
     const email = `user-${randomBytes(4).toString("hex")}@example.com`;
     const apiKey = newGlobalKey();
-    const user = store.createUser(email);
-    store.setGlobalKey(user.id, apiKey);
-    for (const acc of accountIds) store.addMembership(user.id, acc);
+    const user = await store.createUser(email);
+    await store.setGlobalKey(user.id, apiKey);
+    for (const acc of accountIds) await store.addMembership(user.id, acc);
     return { userId: user.id, email, apiKey, headers: { "x-auth-email": email, "x-auth-key": apiKey, authorization: "" } };
   });
 }
 
 /** Makes a user a member of one more account. */
-export function addMembership(stateDir: string, userId: string, accountId: string): void {
-  withIdentityStore(stateDir, (store) => store.addMembership(userId, accountId));
+export function addMembership(stateDir: string, userId: string, accountId: string): Promise<void> {
+  return withIdentityStore(stateDir, (store) => store.addMembership(userId, accountId));
 }

@@ -5,7 +5,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Readable } from "node:stream";
 import { createHash } from "node:crypto";
-import { ContentTooLargeError, FileContentStore } from "./content-store.js";
+import { FileContentStore } from "./file-store.js";
+import { ContentTooLargeError } from "./store.js";
 
 test("streams in with digests, reads ranges, refuses oversize without leaving files, collects orphans", async () => {
   const root = mkdtempSync(join(tmpdir(), "edge-content-"));

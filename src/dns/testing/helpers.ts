@@ -3,7 +3,7 @@ import net from "node:net";
 import { execFile } from "node:child_process";
 import { randomBytes, randomInt } from "node:crypto";
 import * as packet from "dns-packet";
-import { startTestPlatform, type TestPlatform } from "../core/testing/platform.js";
+import { startTestPlatform, type TestPlatform } from "../../core/testing/platform.js";
 
 export type DnsResponse = ReturnType<typeof packet.decode>;
 

@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { request } from "undici";
-import { startTestPlatform, type TestPlatform } from "../core/testing/platform.js";
+import { startTestPlatform, type TestPlatform } from "../../core/testing/platform.js";
 
 /** Uploads a one-module ES worker through the v4 API, as `edgecli deploy` would. */
 export async function uploadScript(

@@ -1,0 +1,37 @@
+import type { Readable } from "node:stream";
+
+export interface StoredContent {
+  id: string;
+  size: number;
+  /** Hex digests computed while the bytes streamed in. */
+  md5: string;
+  sha256?: string;
+}
+
+export interface PutOptions {
+  /** Refuse (and delete) the content once it grows past this many bytes. */
+  maxBytes?: number;
+  sha256?: boolean;
+}
+
+export class ContentTooLargeError extends Error {
+  constructor(readonly limit: number) {
+    super(`content exceeds ${limit} bytes`);
+  }
+}
+
+/**
+ * Large bodies live outside SQLite. A service writes the content first and then commits a row that names
+ * it, so a crash leaves at worst an unreferenced file, which `gc` removes; never a row without its bytes.
+ * This is the narrow surface an S3-compatible implementation would provide too.
+ */
+export interface ContentStore {
+  put(source: Readable | Buffer, opts?: PutOptions): Promise<StoredContent>;
+  read(id: string, range?: { offset: number; length: number }): Readable;
+  readAll(id: string): Promise<Buffer>;
+  delete(id: string): Promise<void>;
+  /** For cleanup inside a synchronous SQLite transaction; stores that become asynchronous use delete(). */
+  deleteSync(id: string): void;
+  /** Removes files older than `graceMs` that `isLive` does not claim. Returns how many were removed. */
+  gc(isLive: (id: string) => boolean, graceMs?: number): Promise<number>;
+}

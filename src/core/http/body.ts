@@ -1,0 +1,48 @@
+import type { IncomingMessage } from "node:http";
+import type { Readable } from "node:stream";
+import { CoreErrors, type EdgeError } from "../errors.js";
+
+/**
+ * How much of an oversized body is still read (and dropped) before answering 413. Many HTTP clients do not read
+ * a response until they finish sending, so answering early would show them a reset instead of the error.
+ * Past this the connection is cut short.
+ */
+const DRAIN_BYTES = 32 * 1024 * 1024;
+
+/** The refusal for a body over `maxBytes`; `received` is its size when the whole body was counted. */
+export type TooLarge = (maxBytes: number, received?: number) => EdgeError;
+
+/**
+ * Reads a whole request body (or any stream), refusing with `tooLarge` (by default core's 413) once it passes
+ * `maxBytes`: the excess is never buffered, so an oversized body is rejected by size before anything is stored.
+ * A client that stops sending before the end gets CoreErrors.bodyIncomplete (it will not see it, but the log will).
+ */
+export function readBody(source: IncomingMessage | Readable, maxBytes: number, tooLarge: TooLarge = CoreErrors.bodyTooLarge): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const declared = Number((source as IncomingMessage).headers?.["content-length"]);
+    if (Number.isFinite(declared) && declared > maxBytes + DRAIN_BYTES) {
+      source.resume();
+      return reject(tooLarge(maxBytes, declared));
+    }
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let settled = false;
+    const settle = (fn: () => void) => {
+      if (settled) return;
+      settled = true;
+      fn();
+    };
+    source.on("data", (c: Buffer) => {
+      size += c.length;
+      if (size <= maxBytes) {
+        chunks.push(c);
+        return;
+      }
+      chunks.length = 0;
+      if (size > maxBytes + DRAIN_BYTES) settle(() => reject(tooLarge(maxBytes)));
+    });
+    source.on("end", () => settle(() => (size > maxBytes ? reject(tooLarge(maxBytes, size)) : resolve(Buffer.concat(chunks, size)))));
+    source.on("error", (e) => settle(() => reject(e)));
+    source.on("close", () => settle(() => reject(CoreErrors.bodyIncomplete())));
+  });
+}

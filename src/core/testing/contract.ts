@@ -1,0 +1,65 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { describe, test } from "node:test";
+import { openDatabase, type Db, type Migration } from "../db/sqlite.js";
+
+/**
+ * Store contracts: a store's behaviour is written once, as cases against its interface, and run against every
+ * backend. The convention, per area:
+ *
+ *   // <area>/store.contract.ts (test-only: never published)
+ *   export const describeKvStore = storeContract<KvStore>("KvStore", (it) => {
+ *     it("a put is read back", async (store) => { ... });
+ *   });
+ *
+ *   // <area>/sqlite-store.test.ts
+ *   describeKvStore("SQLite", sqliteStoreFactory(KV_MIGRATIONS, (db, dir) => new SqliteKvStore(db, new FileContentStore(dir))));
+ *
+ * A PostgreSQL implementation adds one more line in its own test file, with a factory that makes a fresh schema
+ * (and `skip` when no server is at hand). Each case gets a fresh, empty store and it is closed after the case.
+ */
+
+/** Opens a fresh, empty store of one backend; `close` releases it and removes what it stored. */
+export type StoreFactory<S> = () => Promise<{ store: S; close(): void | Promise<void> }>;
+
+/** Declares one case of a contract: `body` gets a fresh store. */
+export type ContractCase<S> = (title: string, body: (store: S) => Promise<void>) => void;
+
+export interface ContractOptions {
+  /** Skips the suite with this reason (a backend that is not available here). */
+  skip?: string | false;
+}
+
+/** A contract: call the result with a backend's name and its store factory to run every case against it. */
+export function storeContract<S>(name: string, cases: (it: ContractCase<S>) => void) {
+  return (backend: string, open: StoreFactory<S>, opts: ContractOptions = {}): void => {
+    describe(`${name} contract: ${backend}`, { skip: opts.skip }, () => {
+      cases((title, body) =>
+        test(title, async () => {
+          const { store, close } = await open();
+          try {
+            await body(store);
+          } finally {
+            await close();
+          }
+        }),
+      );
+    });
+  };
+}
+
+/** A factory for SQLite stores: a new database file (with `migrations`) in a temporary directory per case. */
+export function sqliteStoreFactory<S>(migrations: readonly Migration[], make: (db: Db, dir: string) => S): StoreFactory<S> {
+  return async () => {
+    const dir = mkdtempSync(join(tmpdir(), "edge-store-contract-"));
+    const db = openDatabase(join(dir, "store.sqlite"), migrations);
+    return {
+      store: make(db, dir),
+      close: () => {
+        db.close();
+        rmSync(dir, { recursive: true, force: true });
+      },
+    };
+  };
+}
