@@ -8,13 +8,16 @@ import { R2Errors } from "./errors.js";
 import { parseRangeHeader } from "./ranges.js";
 import type { BucketRef, R2Conditional, R2EtagCondition, R2HttpMetadata, R2Include, R2ObjectInfo, R2Range, R2Store } from "./store.js";
 
+/** Serves one workerd R2 binding request for the bucket the caller (the Workers runtime) injected. */
+export type R2BindingHandler = (bucket: BucketRef, req: IncomingMessage, res: ServerResponse) => void;
+
 /**
  * The backend of workerd's R2 binding, speaking the protocol workerd's R2 client speaks: head/get/list arrive as
  * `GET /` with the operation JSON in the `cf-r2-request` header; writes arrive as `PUT /` whose body
  * starts with `cf-r2-metadata-size` bytes of operation JSON, followed directly by the payload.
  * The caller has already resolved which bucket the request may touch (from a header it injected).
  */
-export function createR2BindingHandler(store: R2Store, log?: Logger): (bucket: BucketRef, req: IncomingMessage, res: ServerResponse) => void {
+export function createR2BindingHandler(store: R2Store, log?: Logger): R2BindingHandler {
   return (bucket, req, res) => {
     serve(store, bucket, req, res).catch((err: unknown) => {
       if (!(err instanceof EdgeError)) log?.error({ err, bucket: bucket.bucketName }, "r2 binding request failed");

@@ -1,13 +1,9 @@
-import type { IncomingMessage, ServerResponse } from "node:http";
 import type { EdgeService, ServiceContext } from "../core/service.js";
-import { createR2BindingHandler } from "./binding.js";
+import { createR2BindingHandler, type R2BindingHandler } from "./binding.js";
 import { registerR2Routes } from "./routes.js";
 import { r2Migrations } from "./sqlite-migrations.js";
 import { SqliteR2Store } from "./sqlite-store.js";
-import type { BucketRef, R2Store } from "./store.js";
-
-/** Serves one workerd R2 binding request for the bucket the caller (the Workers runtime) injected. */
-export type R2BindingHandler = (bucket: BucketRef, req: IncomingMessage, res: ServerResponse) => void;
+import type { R2Store } from "./store.js";
 
 export interface R2Service extends EdgeService {
   store: R2Store;

@@ -8,7 +8,7 @@ import { R2Limits, type BucketRef, type R2MultipartOptions, type R2ObjectInfo, t
 import { assertCustomMetadata, assertKey, assertStorageClass, cleanHttpMetadata } from "./validation.js";
 
 /** What multipart uploads use of the SQLite object store they complete into (sqlite-store.ts). */
-export interface SqliteObjectWriter {
+interface SqliteObjectWriter {
   /** The bucket's row id; refuses a bucket that does not exist. */
   bucketId(ref: BucketRef): number;
   /** Streams a body into a new content file (limits, announced size and digests checked). */

@@ -12,7 +12,7 @@ import type { BucketRef, R2GetResult, R2Store } from "./store.js";
  * A store under test and the content store that holds its bytes (the garbage-collection cases sweep it with what
  * the store says is live, as the service does).
  */
-export interface R2StoreUnderTest {
+interface R2StoreUnderTest {
   store: R2Store;
   content: ContentStore;
 }
