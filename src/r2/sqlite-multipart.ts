@@ -44,6 +44,7 @@ export class SqliteMultipart {
       partContent: db.prepare<[string, number], { content_id: string }>("SELECT content_id FROM parts WHERE upload_id = ? AND part_number = ?"),
       replacePart: db.prepare("UPDATE parts SET content_id = ?, size = ?, md5 = ? WHERE upload_id = ? AND part_number = ?"),
       allPartContent: db.prepare<[], { content_id: string }>("SELECT content_id FROM parts"),
+      staleUploads: db.prepare<[number], { upload_id: string }>("SELECT upload_id FROM uploads WHERE created < ?"),
     };
   }
 
@@ -153,7 +154,7 @@ export class SqliteMultipart {
     let n = 0;
     this.db
       .transaction(() => {
-        const stale = this.db.prepare<[number], { upload_id: string }>("SELECT upload_id FROM uploads WHERE created < ?").all(cutoff);
+        const stale = this.q.staleUploads.all(cutoff);
         for (const { upload_id } of stale) {
           ids = ids.concat(this.q.parts.all(upload_id).map((p) => p.content_id));
           this.q.deleteUpload.run(upload_id);

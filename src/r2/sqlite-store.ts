@@ -71,6 +71,7 @@ export class SqliteR2Store implements R2Store {
         `INSERT OR REPLACE INTO objects (bucket_id, key, version, size, etag, uploaded, http, custom, checksums, storage_class, segments)
          VALUES (@bucketId, @key, @version, @size, @etag, @uploaded, @http, @custom, @checksums, @storageClass, @segments)`,
       ),
+      allSegments: db.prepare<[], { segments: string }>("SELECT segments FROM objects"),
       deleteObject: db.prepare<[number, string], { segments: string }>("DELETE FROM objects WHERE bucket_id = ? AND key = ? RETURNING segments"),
       // Two forms so that SQLite seeks with a single lower bound on the primary key.
       listAfter: db.prepare<[number, string, number], ObjectRow>("SELECT * FROM objects WHERE bucket_id = ? AND key > ? ORDER BY key LIMIT ?"),
@@ -81,7 +82,7 @@ export class SqliteR2Store implements R2Store {
   /** Content ids any object or unfinished upload still refers to (for the content store's garbage collector). */
   async liveContent(): Promise<Set<string>> {
     const live = new Set<string>();
-    for (const r of this.db.prepare<[], { segments: string }>("SELECT segments FROM objects").iterate()) {
+    for (const r of this.q.allSegments.iterate()) {
       for (const [id] of JSON.parse(r.segments) as Segment[]) live.add(id);
     }
     for (const id of this.multipart.partContentIds()) live.add(id);
