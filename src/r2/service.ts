@@ -1,12 +1,9 @@
-import type { IncomingMessage, ServerResponse } from "node:http";
 import type { EdgeService, ServiceContext } from "../core/service.js";
-import { createR2BindingHandler } from "./binding.js";
+import { createR2BindingHandler, type R2BindingHandler } from "./binding.js";
 import { registerR2Routes } from "./routes.js";
-import { r2Migrations, SqliteR2Store } from "./sqlite-store.js";
-import type { BucketRef, R2Store } from "./store.js";
-
-/** Serves one workerd R2 binding request for the bucket the caller (the Workers runtime) injected. */
-export type R2BindingHandler = (bucket: BucketRef, req: IncomingMessage, res: ServerResponse) => void;
+import { r2Migrations } from "./sqlite-migrations.js";
+import { SqliteR2Store } from "./sqlite-store.js";
+import type { R2Store } from "./store.js";
 
 export interface R2Service extends EdgeService {
   store: R2Store;
@@ -19,13 +16,13 @@ const STALE_UPLOAD_MS = 7 * 24 * 60 * 60 * 1000;
 
 export function createR2Service(ctx: ServiceContext): R2Service {
   const content = ctx.content("r2");
-  const store = new SqliteR2Store(ctx.openDb("r2", r2Migrations), content);
+  const store: R2Store = new SqliteR2Store(ctx.openDb("r2", r2Migrations), content);
   const log = ctx.log.child({ service: "r2" });
   let timer: NodeJS.Timeout | undefined;
   const sweep = async () => {
-    const aborted = store.abortStaleUploads(Date.now() - STALE_UPLOAD_MS);
+    const aborted = await store.abortStaleUploads(Date.now() - STALE_UPLOAD_MS);
     if (aborted > 0) log.info({ aborted }, "r2 aborted multipart uploads unfinished for 7 days");
-    const live = store.liveContent();
+    const live = await store.liveContent();
     const removed = await content.gc((id) => live.has(id));
     if (removed > 0) log.info({ removed }, "r2 removed unreferenced content files");
   };

@@ -29,7 +29,7 @@ export function createWorkersService(ctx: ServiceContext, deps: { kv: KvService;
     (ctx.options(serveOptions)["workerd-binary"] as string | undefined) ?? defaultWorkerdPath(),
   );
   const deployer = new ScriptDeployer(store, runtime, {
-    bucketExists: (accountId, name) => deps.r2.store.getBucket(accountId, name) !== undefined,
+    bucketExists: async (accountId, name) => (await deps.r2.store.getBucket(accountId, name)) !== undefined,
     namespaceExists: (accountId, id) => deps.kv.store.getNamespace(accountId, id) !== undefined,
   });
   const proxy = new WorkerProxy(runtime, domain, log);
