@@ -1,12 +1,10 @@
 import type { CliContext } from "../../core/cli/context.js";
-import { UserError } from "../../core/errors.js";
-import { EdgeError } from "../../core/errors.js";
-import { bulkEntry } from "../bulk.js";
-import { keyError } from "../limits.js";
-import { prepareEntry, type KvBulkEntry } from "../store.js";
-import type { BackendArgs } from "./backend.js";
-import { readValueFile } from "./key-commands.js";
-import { openBackend, userErrors } from "./open.js";
+import { EdgeError, UserError } from "../../core/errors.js";
+import { parseBulkEntry } from "../bulk/entry.js";
+import type { KvBulkEntry } from "../store.js";
+import { checkKey, forItem, prepareEntry } from "../validation.js";
+import { openBackend, userErrors, type BackendArgs } from "./backend.js";
+import { readValueFile } from "./key.js";
 import type { SelectorArgs } from "./target.js";
 
 type BulkArgs = SelectorArgs & BackendArgs & { filename?: string };
@@ -38,8 +36,8 @@ export function validateBulkFile(data: unknown, filename: string, warn: (m: stri
   const entries: KvBulkEntry[] = [];
   data.forEach((raw, i) => {
     try {
-      const e = bulkEntry(raw, i);
-      prepareEntry(e.key, e.value, e, `entry ${i}: `);
+      const e = parseBulkEntry(raw, i);
+      forItem(`entry ${i}`, () => prepareEntry(e.key, e.value, e));
       entries.push(e);
       const extra = Object.keys(raw as object).filter((k) => !KNOWN_FIELDS.has(k));
       if (extra.length) unexpected.push(`The item at index ${i} contains unexpected properties: ${JSON.stringify(extra)}.`);
@@ -90,8 +88,12 @@ export function validateKeyFile(data: unknown, filename: string): string[] {
       );
       return [];
     }
-    const e = keyError(key);
-    if (e) problems.push(`entry ${i}: ${e.message}`);
+    try {
+      forItem(`entry ${i}`, () => checkKey(key));
+    } catch (err) {
+      if (!(err instanceof EdgeError)) throw err;
+      problems.push(err.message);
+    }
     return [key];
   });
   if (problems.length) throw new UserError(`Invalid keys in "${filename}", so nothing was deleted.\n${problems.slice(0, MAX_LISTED).join("\n")}`);

@@ -34,7 +34,7 @@ export async function createNamespace(args: { namespace?: string; env?: string; 
   ctx.log.info(`[[${table}]]\nbinding = "${bindingNameOf(arg)}"\n${args.preview ? "preview_id" : "id"} = "${ns.id}"`);
 }
 
-export async function listNamespaces(ctx: CliContext): Promise<void> {
+export async function listNamespaces(_args: unknown, ctx: CliContext): Promise<void> {
   const account = await ctx.accountId();
   const all = await ctx.api().fetchAllPages<KvNamespace>(nsPath(account), { order: "title", direction: "asc" }, 100);
   ctx.json(all.map((n) => ({ id: n.id, title: n.title })));
