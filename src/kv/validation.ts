@@ -25,7 +25,7 @@ export function forItem<T>(item: string, check: () => T): T {
 }
 
 /** Serializes metadata within its size limit; undefined or null means no metadata. */
-export function serializeMetadata(metadata: unknown): string | null {
+function serializeMetadata(metadata: unknown): string | null {
   if (metadata === undefined || metadata === null) return null;
   let json: string | undefined;
   try {
@@ -43,7 +43,7 @@ export function serializeMetadata(metadata: unknown): string | null {
  * Turns `expiration` (UNIX seconds) / `expirationTtl` (seconds from now) into an absolute expiration, or null for
  * none. The TTL wins when both are given, as in wrangler. Both must land at least 60 s in the future.
  */
-export function resolveExpiration(opts: KvPutOptions, nowSeconds = Math.floor(Date.now() / 1000)): number | null {
+function resolveExpiration(opts: KvPutOptions, nowSeconds = Math.floor(Date.now() / 1000)): number | null {
   const { expiration, expirationTtl } = opts;
   if (expirationTtl !== undefined && expirationTtl !== null) {
     if (!Number.isInteger(expirationTtl)) throw KvErrors.ttlNotWhole(expirationTtl);

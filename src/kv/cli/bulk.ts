@@ -27,7 +27,7 @@ function typeName(v: unknown): string {
 }
 
 /** Every entry is checked (shape and limits) before the first write, so a bad file writes nothing. */
-export function validateBulkFile(data: unknown, filename: string, warn: (m: string) => void): KvBulkEntry[] {
+function validateBulkFile(data: unknown, filename: string, warn: (m: string) => void): KvBulkEntry[] {
   if (!Array.isArray(data)) {
     throw new UserError(`Unexpected JSON input from "${filename}".\nExpected an array of key-value objects but got type "${typeName(data)}".`);
   }
@@ -72,7 +72,7 @@ export async function bulkPut(args: BulkArgs, ctx: CliContext): Promise<void> {
   ctx.log.info(`Success! Wrote ${entries.length} key-value pair${entries.length === 1 ? "" : "s"}.`);
 }
 
-export function validateKeyFile(data: unknown, filename: string): string[] {
+function validateKeyFile(data: unknown, filename: string): string[] {
   if (!Array.isArray(data)) throw new UserError(`Expected an array of strings in "${filename}" but got:\n${JSON.stringify(data)}`);
   const problems: string[] = [];
   const keys = data.flatMap((item, i) => {

@@ -6,7 +6,7 @@ import { resolveNamespace, type SelectorArgs } from "./target.js";
 const nsPath = (accountId: string) => `/accounts/${encodeURIComponent(accountId)}/storage/kv/namespaces`;
 
 /** A valid binding name from a namespace argument: `my-ns` → `my_ns`, as wrangler derives it. */
-export function bindingNameOf(arg: string): string {
+function bindingNameOf(arg: string): string {
   const name = arg
     .replace(/[\s-]/g, "_")
     .replace(/[^A-Za-z0-9_]/g, "")
