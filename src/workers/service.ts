@@ -30,7 +30,7 @@ export function createWorkersService(ctx: ServiceContext, deps: { kv: KvService;
   );
   const deployer = new ScriptDeployer(store, runtime, {
     bucketExists: async (accountId, name) => (await deps.r2.store.getBucket(accountId, name)) !== undefined,
-    namespaceExists: (accountId, id) => deps.kv.store.getNamespace(accountId, id) !== undefined,
+    namespaceExists: (accountId, id) => deps.kv.namespaceExists(accountId, id),
   });
   const proxy = new WorkerProxy(runtime, domain, log);
   const urlOf = (name: string) => {
