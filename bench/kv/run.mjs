@@ -154,7 +154,7 @@ try {
   const { openLocalKvStore } = await import(join(root, "dist", "kv", "cli", "local-backend.js"));
   const bigState = join(work, "million");
   const { store, close } = openLocalKvStore(bigState);
-  const ns = store.createNamespace("bench", "million").id;
+  const ns = (await store.createNamespace("bench", "million")).id;
   const fillStart = performance.now();
   const BATCH = 10_000;
   const value = Buffer.from("v");
@@ -169,14 +169,14 @@ try {
   for (let i = 0; i < 50; i++) {
     const prefix = `user:${String((i * 37) % 1000).padStart(3, "0")}:`;
     const t = performance.now();
-    const page = store.list(ns, { prefix, limit: 1000 });
+    const page = await store.list(ns, { prefix, limit: 1000 });
     pageTimes.push(performance.now() - t);
     if (page.keys.length !== Math.min(1000, MILLION / 1000)) throw new Error(`page of ${page.keys.length} keys for ${prefix}`);
   }
   // And a page that follows a cursor deep into the namespace.
-  const first = store.list(ns, { prefix: "user:999:", limit: 100 });
+  const first = await store.list(ns, { prefix: "user:999:", limit: 100 });
   const t2 = performance.now();
-  store.list(ns, { prefix: "user:999:", limit: 1000, cursor: first.cursor });
+  await store.list(ns, { prefix: "user:999:", limit: 1000, cursor: first.cursor });
   const cursorMs = performance.now() - t2;
   close();
 

@@ -7,16 +7,17 @@ import { createServer } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Agent, request } from "undici";
-import { FileContentStore } from "../../dist/core/content/content-store.js";
+import { FileContentStore } from "../../dist/core/content/file-store.js";
 import { openDatabase } from "../../dist/core/db/sqlite.js";
 import { createR2BindingHandler } from "../../dist/r2/binding.js";
-import { r2Migrations, SqliteR2Store } from "../../dist/r2/sqlite-store.js";
+import { r2Migrations } from "../../dist/r2/sqlite-migrations.js";
+import { SqliteR2Store } from "../../dist/r2/sqlite-store.js";
 
 const seconds = Number(process.argv[2] ?? 5);
 const dir = mkdtempSync(join(tmpdir(), "r2-bench-"));
 const db = openDatabase(join(dir, "r2.sqlite"), r2Migrations);
 const store = new SqliteR2Store(db, new FileContentStore(join(dir, "content")));
-store.createBucket("acc", "bench");
+await store.createBucket("acc", "bench");
 await store.put({ accountId: "acc", bucketName: "bench" }, "small.txt", Buffer.from("hello, small object".repeat(10)), {
   httpMetadata: { contentType: "text/plain" },
 });

@@ -7,7 +7,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createKvBindingHandler } from "./binding.js";
 import { openLocalKvStore } from "./cli/local-backend.js";
-import type { SqliteKvStore } from "./store.js";
+import type { SqliteKvStore } from "./sqlite-store.js";
 
 // The binding server as the workers service runs it: loopback HTTP, namespace chosen by an injected header.
 let dir: string;
@@ -137,5 +137,5 @@ test("a namespace of another account (or none) is 404 for every operation", asyn
   assert.equal((await send("GET", keyPath("x"), { namespace: foreign })).status, 404);
   assert.equal((await send("PUT", keyPath("x"), { namespace: foreign, body: "v" })).status, 404);
   assert.equal((await send("GET", "/", { namespace: "0".repeat(32) })).status, 404);
-  assert.equal(store.list(foreign).keys.length, 0);
+  assert.equal((await store.list(foreign)).keys.length, 0);
 });

@@ -1,10 +1,13 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { EdgeError } from "../core/errors.js";
+import { sendBindingReply, toBindingReply } from "../core/errors/render.js";
 import { readBody } from "../core/http/body.js";
-import { bulkGet } from "./bulk.js";
-import { bodyTooLarge, KV_LIMITS, KvCodes, numberParam } from "./limits.js";
-import type { KvStore } from "./store.js";
 import { MAX_JSON_DEPTH, parseUserJson } from "../core/http/json-input.js";
+import { bulkGet } from "./bulk/get.js";
+import { KvErrors } from "./errors.js";
+import { KV_LIMITS } from "./limits.js";
+import type { KvStore } from "./store.js";
+import { numberParam } from "./validation.js";
 
 export interface KvBindingTarget {
   accountId: string;
@@ -20,12 +23,12 @@ export type KvBindingHandler = (ns: KvBindingTarget, req: IncomingMessage, res: 
  */
 export function createKvBindingHandler(store: KvStore): KvBindingHandler {
   return (ns, req, res) => {
-    handle(store, ns, req, res).catch((err: unknown) => fail(res, err));
+    handle(store, ns, req, res).catch((err: unknown) => sendBindingReply(res, toBindingReply(err, "kv")));
   };
 }
 
 async function handle(store: KvStore, ns: KvBindingTarget, req: IncomingMessage, res: ServerResponse): Promise<void> {
-  if (!store.getNamespace(ns.accountId, ns.namespaceId)) throw new EdgeError(404, KvCodes.namespaceNotFound, "namespace not found");
+  if (!(await store.getNamespace(ns.accountId, ns.namespaceId))) throw KvErrors.namespaceNotFound();
   const url = new URL(req.url ?? "/", "http://binding");
   const method = req.method ?? "GET";
   if (url.pathname === "/" && method === "GET") return list(store, ns.namespaceId, url, res);
@@ -43,14 +46,14 @@ async function handle(store: KvStore, ns: KvBindingTarget, req: IncomingMessage,
     return;
   }
   if (method === "PUT") {
-    const body = await readBody(req, KV_LIMITS.valueBytes, bodyTooLarge("value"));
+    const body = await readBody(req, KV_LIMITS.valueBytes, KvErrors.bodyTooLarge("value"));
     const metaHeader = req.headers["cf-kv-metadata"];
     let metadata: unknown;
     if (typeof metaHeader === "string" && metaHeader !== "") {
       try {
         metadata = parseUserJson(Buffer.from(metaHeader, "latin1"), MAX_JSON_DEPTH, "keep");
       } catch (e) {
-        throw new EdgeError(400, KvCodes.invalidMetadata, `CF-KV-Metadata is not valid JSON: ${(e as Error).message}`);
+        throw KvErrors.metadataUnparsable("CF-KV-Metadata", (e as Error).message);
       }
     }
     await store.put(ns.namespaceId, key, body, {
@@ -64,7 +67,7 @@ async function handle(store: KvStore, ns: KvBindingTarget, req: IncomingMessage,
     await store.delete(ns.namespaceId, key);
     return send(res, 200, "");
   }
-  throw new EdgeError(405, KvCodes.badRequest, `method ${method} is not part of the KV binding protocol`);
+  throw KvErrors.methodNotAllowed(method);
 }
 
 function keyFromPath(url: URL): string {
@@ -74,13 +77,13 @@ function keyFromPath(url: URL): string {
   try {
     return decodeURIComponent(raw);
   } catch {
-    throw new EdgeError(400, KvCodes.invalidKey, "key is not valid percent-encoding");
+    throw KvErrors.keyNotPercentEncoded();
   }
 }
 
-function list(store: KvStore, namespaceId: string, url: URL, res: ServerResponse): void {
+async function list(store: KvStore, namespaceId: string, url: URL, res: ServerResponse): Promise<void> {
   const limitParam = url.searchParams.get("key_count_limit");
-  const result = store.list(namespaceId, {
+  const result = await store.list(namespaceId, {
     prefix: url.searchParams.get("prefix") ?? undefined,
     cursor: url.searchParams.get("cursor") || undefined,
     limit: limitParam === null ? undefined : Number(limitParam),
@@ -91,10 +94,10 @@ function list(store: KvStore, namespaceId: string, url: URL, res: ServerResponse
 async function bulkGetCall(store: KvStore, namespaceId: string, req: IncomingMessage, res: ServerResponse): Promise<void> {
   let body: unknown;
   try {
-    body = parseUserJson(await readBody(req, 1024 * 1024, bodyTooLarge("bulk get body")));
+    body = parseUserJson(await readBody(req, KV_LIMITS.bulkGetBodyBytes, KvErrors.bodyTooLarge("bulk get body")));
   } catch (e) {
     if (e instanceof EdgeError) throw e;
-    throw new EdgeError(400, KvCodes.badRequest, `bulk get body must be JSON: ${(e as Error).message}`);
+    throw KvErrors.bulkGetBodyNotJson((e as Error).message);
   }
   sendJson(res, await bulkGet(store, namespaceId, body));
 }
@@ -105,24 +108,8 @@ function sendJson(res: ServerResponse, value: unknown): void {
   res.end(body);
 }
 
-function send(res: ServerResponse, status: number, text: string, reason?: string): void {
+function send(res: ServerResponse, status: number, text: string): void {
   const body = Buffer.from(text, "utf8");
-  if (reason) res.statusMessage = reason;
   res.writeHead(status, { "content-type": "text/plain; charset=utf-8", "content-length": body.length });
   res.end(body);
-}
-
-/** workerd shows `KV <OP> failed: <status> <reason>` to the script, so the reason carries our message. */
-function fail(res: ServerResponse, err: unknown): void {
-  if (res.headersSent) {
-    res.destroy();
-    return;
-  }
-  if (err instanceof EdgeError) {
-    // Reason phrases must be one line of latin1; keep the message readable within that.
-    const reason = err.message.replace(/[^\x20-\x7e]/g, "?").slice(0, 200);
-    send(res, err.status, JSON.stringify({ success: false, errors: err.errors }), reason);
-    return;
-  }
-  send(res, 500, "internal error", "Internal Server Error");
 }

@@ -1,6 +1,9 @@
 import { defineCommand, type AnyCommand, type CommandAlias, type OptionSpec } from "../core/cli/command.js";
+import { lazy } from "../core/cli/lazy.js";
 
-// Command specs are plain data; every handler imports its module on demand so `edgecli` starts fast
+export { serveOptions } from "./config.js";
+
+// Command specs are plain data; every handler's module loads when its command runs, so `edgecli` starts fast
 // (the --local path never loads fastify, undici or zod).
 
 const envOption = { type: "string", describe: "Environment to use: bindings come from [env.<name>] of the config file" } as const;
@@ -37,20 +40,20 @@ export const commands: AnyCommand[] = [
     examples: ["edgecli kv namespace create MY_KV", "edgecli kv namespace create MY_KV --env staging --preview"],
     epilogue:
       'The title is "<name>-<NAMESPACE>" (<name> from the config file, "worker" without one), "<name>-<env>-<NAMESPACE>" with --env, plus "_preview" with --preview.',
-    handler: async (args, ctx) => (await import("./cli/namespace-commands.js")).createNamespace(args, ctx),
+    handler: lazy(() => import("./cli/namespace.js"), "createNamespace"),
   }),
   defineCommand({
     path: ["kv", "namespace", "list"],
     describe: "List every KV namespace of the account as JSON",
     examples: ["edgecli kv namespace list"],
-    handler: async (_args, ctx) => (await import("./cli/namespace-commands.js")).listNamespaces(ctx),
+    handler: lazy(() => import("./cli/namespace.js"), "listNamespaces"),
   }),
   defineCommand({
     path: ["kv", "namespace", "delete"],
     describe: "Delete a KV namespace and everything in it (asks first)",
     options: selectorOptions,
     examples: ["edgecli kv namespace delete --binding MY_KV", "edgecli kv namespace delete --namespace-id 0f2ac74b498b48028cb68387c421e279"],
-    handler: async (args, ctx) => (await import("./cli/namespace-commands.js")).deleteNamespace(args, ctx),
+    handler: lazy(() => import("./cli/namespace.js"), "deleteNamespace"),
   }),
   defineCommand({
     path: ["kv", "key", "put"],
@@ -69,14 +72,14 @@ export const commands: AnyCommand[] = [
       "edgecli kv key put logo.png --path ./logo.png --namespace-id <id> --ttl 3600",
       `edgecli kv key put user:1 '{"n":1}' --binding MY_KV --metadata '{"v":2}' --local`,
     ],
-    handler: async (args, ctx) => (await import("./cli/key-commands.js")).putKey(args, ctx),
+    handler: lazy(() => import("./cli/key.js"), "putKey"),
   }),
   defineCommand({
     path: ["kv", "key", "list"],
     describe: "List the keys of a namespace as JSON (every page)",
     options: { ...selectorOptions, prefix: { type: "string", describe: "Only keys that start with this prefix" }, ...localOptions },
     examples: ["edgecli kv key list --binding MY_KV --prefix user:"],
-    handler: async (args, ctx) => (await import("./cli/key-commands.js")).listKeys(args, ctx),
+    handler: lazy(() => import("./cli/key.js"), "listKeys"),
   }),
   defineCommand({
     path: ["kv", "key", "get"],
@@ -84,7 +87,7 @@ export const commands: AnyCommand[] = [
     positionals: [keyPositional] as const,
     options: { ...selectorOptions, text: { type: "boolean", describe: "Decode the value as UTF-8 text and end it with a newline" }, ...localOptions },
     examples: ["edgecli kv key get greeting --binding MY_KV --text", "edgecli kv key get logo.png --namespace-id <id> > logo.png"],
-    handler: async (args, ctx) => (await import("./cli/key-commands.js")).getKey(args, ctx),
+    handler: lazy(() => import("./cli/key.js"), "getKey"),
   }),
   defineCommand({
     path: ["kv", "key", "delete"],
@@ -92,7 +95,7 @@ export const commands: AnyCommand[] = [
     positionals: [keyPositional] as const,
     options: { ...selectorOptions, ...localOptions },
     examples: ["edgecli kv key delete greeting --binding MY_KV"],
-    handler: async (args, ctx) => (await import("./cli/key-commands.js")).deleteKey(args, ctx),
+    handler: lazy(() => import("./cli/key.js"), "deleteKey"),
   }),
   defineCommand({
     path: ["kv", "bulk", "put"],
@@ -102,7 +105,7 @@ export const commands: AnyCommand[] = [
     ] as const,
     options: { ...selectorOptions, ...localOptions },
     examples: ["edgecli kv bulk put data.json --binding MY_KV", "edgecli kv bulk put data.json --namespace-id <id> --local"],
-    handler: async (args, ctx) => (await import("./cli/bulk-commands.js")).bulkPut(args, ctx),
+    handler: lazy(() => import("./cli/bulk.js"), "bulkPut"),
   }),
   defineCommand({
     path: ["kv", "bulk", "delete"],
@@ -110,7 +113,7 @@ export const commands: AnyCommand[] = [
     positionals: [{ name: "filename", describe: 'JSON file holding an array of key strings (or {"name": key} objects)', required: true }] as const,
     options: { ...selectorOptions, ...localOptions, force: { type: "boolean", alias: "f", describe: "Do not ask for confirmation" } },
     examples: ["edgecli kv bulk delete old-keys.json --binding MY_KV"],
-    handler: async (args, ctx) => (await import("./cli/bulk-commands.js")).bulkDelete(args, ctx),
+    handler: lazy(() => import("./cli/bulk.js"), "bulkDelete"),
   }),
 ];
 
@@ -122,8 +125,3 @@ const deprecated = (group: string): CommandAlias => ({
 
 /** The pre-3.60 spellings, kept working with a notice naming the new form. */
 export const aliases: CommandAlias[] = [deprecated("namespace"), deprecated("key"), deprecated("bulk")];
-
-/** Options this area adds to `edgecli serve`. */
-export const serveOptions: Record<string, OptionSpec> = {
-  "kv-purge-interval": { type: "number", describe: "Seconds between sweeps that reclaim expired KV entries (they are invisible at once)", default: 60 },
-};

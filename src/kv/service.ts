@@ -1,30 +1,31 @@
-import { serveOptions } from "./commands.js";
 import type { EdgeService, ServiceContext } from "../core/service.js";
 import { createKvBindingHandler, type KvBindingHandler } from "./binding.js";
-import { BulkWriter } from "./bulk-writer.js";
-import { KV_MIGRATIONS, SqliteKvStore, type KvStore } from "./store.js";
+import { SqliteBulkWriter } from "./bulk/sqlite-writer.js";
+import { readKvConfig, serveOptions } from "./config.js";
+import { KV_MIGRATIONS } from "./sqlite-migrations.js";
+import { SqliteKvStore } from "./sqlite-store.js";
 
 export interface KvService extends EdgeService {
-  /** The store the API, the CLI's --local mode and worker bindings share. */
-  readonly store: KvStore;
   /** Serves workerd's KV binding protocol; mounted by the workers service behind its loopback server. */
   readonly bindingHandler: KvBindingHandler;
+  /** Whether `namespaceId` is a namespace of `accountId` (a worker's binding must name one). */
+  namespaceExists(accountId: string, namespaceId: string): Promise<boolean>;
 }
 
 /** Content files no row names (a crash between file and commit) are looked for about hourly. */
 const CONTENT_GC_MS = 60 * 60 * 1000;
 
 export function createKvService(ctx: ServiceContext): KvService {
+  const config = readKvConfig(ctx.options(serveOptions));
   const db = ctx.openDb("kv", KV_MIGRATIONS);
   const content = ctx.content("kv");
   const store = new SqliteKvStore(db, content);
-  const bulk = new BulkWriter(db, store, content, ctx.log);
-  // Expired entries are invisible at once; the sweep only reclaims their space.
-  const intervalMs = Math.max(0.1, Number(ctx.options(serveOptions)["kv-purge-interval"] ?? 60)) * 1000;
+  const bulk = new SqliteBulkWriter(db, store, content, ctx.log);
   let timer: NodeJS.Timeout | undefined;
   let lastGc = Date.now();
   let running: Promise<unknown> = Promise.resolve();
 
+  // Expired entries are invisible at once; the sweep only reclaims their space.
   const sweep = async () => {
     const purged = await store.purgeExpired();
     if (purged) ctx.log.debug({ purged }, "kv: purged expired entries");
@@ -36,8 +37,8 @@ export function createKvService(ctx: ServiceContext): KvService {
 
   return {
     name: "kv",
-    store,
     bindingHandler: createKvBindingHandler(store),
+    namespaceExists: async (accountId, namespaceId) => (await store.getNamespace(accountId, namespaceId)) !== undefined,
     async registerApi(app) {
       const { registerKvRoutes } = await import("./routes.js");
       registerKvRoutes(app, store, bulk);
@@ -46,7 +47,7 @@ export function createKvService(ctx: ServiceContext): KvService {
       bulk.cleanUpLeftovers();
       timer = setInterval(() => {
         running = sweep().catch((err: unknown) => ctx.log.warn({ err }, "kv: background purge failed"));
-      }, intervalMs);
+      }, config.purgeIntervalMs);
       timer.unref();
     },
     async stop() {

@@ -6,7 +6,7 @@ import { join } from "node:path";
 import { startBoundWorkerd, type BoundWorkerd } from "../workers/testing/bound-workerd.js";
 import { createKvBindingHandler } from "./binding.js";
 import { openLocalKvStore } from "./cli/local-backend.js";
-import type { SqliteKvStore } from "./store.js";
+import type { SqliteKvStore } from "./sqlite-store.js";
 
 // A real workerd with a kvNamespace binding pointed at createKvBindingHandler on loopback: the script's
 // env.KV calls are workerd's own requests, not ones shaped by this test.

@@ -7,7 +7,8 @@ import { FileContentStore } from "../core/content/file-store.js";
 import { startBoundWorkerd, type BoundWorkerd } from "../workers/testing/bound-workerd.js";
 import { openDatabase, type Db } from "../core/db/sqlite.js";
 import { createR2BindingHandler } from "./binding.js";
-import { r2Migrations, SqliteR2Store } from "./sqlite-store.js";
+import { r2Migrations } from "./sqlite-migrations.js";
+import { SqliteR2Store } from "./sqlite-store.js";
 
 /**
  * The binding backend behind a real workerd: a script calls env.B.* and we check what it sees. This is
@@ -72,7 +73,7 @@ before(async () => {
   dir = mkdtempSync(join(tmpdir(), "r2-workerd-"));
   db = openDatabase(join(dir, "r2.sqlite"), r2Migrations);
   const store = new SqliteR2Store(db, new FileContentStore(join(dir, "content")));
-  store.createBucket("acc", "bkt");
+  await store.createBucket("acc", "bkt");
   const handler = createR2BindingHandler(store);
   workerd = await startBoundWorkerd({
     script: WORKER,

@@ -9,7 +9,8 @@ import { join } from "node:path";
 import { FileContentStore } from "../core/content/file-store.js";
 import { openDatabase, type Db } from "../core/db/sqlite.js";
 import { createR2BindingHandler } from "./binding.js";
-import { r2Migrations, SqliteR2Store } from "./sqlite-store.js";
+import { r2Migrations } from "./sqlite-migrations.js";
+import { SqliteR2Store } from "./sqlite-store.js";
 
 /**
  * The binding backend over real HTTP, with requests shaped exactly as workerd sends them: the bucket comes from
@@ -24,7 +25,7 @@ before(async () => {
   dir = mkdtempSync(join(tmpdir(), "r2-binding-"));
   db = openDatabase(join(dir, "r2.sqlite"), r2Migrations);
   const store = new SqliteR2Store(db, new FileContentStore(join(dir, "content")));
-  store.createBucket("acc", "bkt");
+  await store.createBucket("acc", "bkt");
   const handler = createR2BindingHandler(store);
   server = createServer((req, res) => handler({ accountId: "acc", bucketName: String(req.headers["x-bucket"]) }, req, res));
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));

@@ -1,20 +1,15 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Readable } from "node:stream";
-import type { Logger } from "../core/logger.js";
-import { parseRangeHeader } from "./ranges.js";
-import {
-  R2Codes,
-  R2Error,
-  type BucketRef,
-  type R2Conditional,
-  type R2EtagCondition,
-  type R2HttpMetadata,
-  type R2Include,
-  type R2ObjectInfo,
-  type R2Range,
-  type R2Store,
-} from "./store.js";
+import { EdgeError } from "../core/errors.js";
+import { r2ErrorHeader, sendBindingReply, toBindingReply } from "../core/errors/render.js";
 import { MAX_JSON_DEPTH, parseUserJson } from "../core/http/json-input.js";
+import type { Logger } from "../core/logger.js";
+import { R2Errors } from "./errors.js";
+import { parseRangeHeader } from "./ranges.js";
+import type { BucketRef, R2Conditional, R2EtagCondition, R2HttpMetadata, R2Include, R2ObjectInfo, R2Range, R2Store } from "./store.js";
+
+/** Serves one workerd R2 binding request for the bucket the caller (the Workers runtime) injected. */
+export type R2BindingHandler = (bucket: BucketRef, req: IncomingMessage, res: ServerResponse) => void;
 
 /**
  * The backend of workerd's R2 binding, speaking the protocol workerd's R2 client speaks: head/get/list arrive as
@@ -22,11 +17,11 @@ import { MAX_JSON_DEPTH, parseUserJson } from "../core/http/json-input.js";
  * starts with `cf-r2-metadata-size` bytes of operation JSON, followed directly by the payload.
  * The caller has already resolved which bucket the request may touch (from a header it injected).
  */
-export function createR2BindingHandler(store: R2Store, log?: Logger): (bucket: BucketRef, req: IncomingMessage, res: ServerResponse) => void {
+export function createR2BindingHandler(store: R2Store, log?: Logger): R2BindingHandler {
   return (bucket, req, res) => {
     serve(store, bucket, req, res).catch((err: unknown) => {
-      if (!(err instanceof R2Error)) log?.error({ err, bucket: bucket.bucketName }, "r2 binding request failed");
-      sendError(res, err instanceof R2Error ? err : new R2Error(500, R2Codes.internal, "We encountered an internal error. Please try again."));
+      if (!(err instanceof EdgeError)) log?.error({ err, bucket: bucket.bucketName }, "r2 binding request failed");
+      sendBindingReply(res, toBindingReply(err, "r2", R2Errors.internal));
       if (!req.readableEnded) req.resume();
     });
   };
@@ -43,8 +38,8 @@ async function serve(store: R2Store, bucket: BucketRef, req: IncomingMessage, re
     const op = parseOp(Buffer.from(header, "latin1"));
     switch (op.method) {
       case "head": {
-        const obj = store.head(bucket, str(op.object, "object"));
-        if (!obj) throw notFound();
+        const obj = await store.head(bucket, str(op.object, "object"));
+        if (!obj) throw R2Errors.objectNotFound();
         return sendMetadata(res, 200, wireObject(obj));
       }
       case "get":
@@ -55,7 +50,7 @@ async function serve(store: R2Store, bucket: BucketRef, req: IncomingMessage, re
         throw invalid(`unknown GET operation ${JSON.stringify(op.method)}`);
     }
   }
-  if (req.method !== "PUT") throw new R2Error(405, R2Codes.invalidArgument, `method ${req.method} is not part of the R2 binding protocol`);
+  if (req.method !== "PUT") throw R2Errors.methodNotAllowed(req.method);
 
   const metaSize = Number(req.headers["cf-r2-metadata-size"]);
   if (!Number.isSafeInteger(metaSize) || metaSize <= 0 || metaSize > 1024 * 1024) throw invalid("the cf-r2-metadata-size header is missing or invalid");
@@ -77,7 +72,7 @@ async function serve(store: R2Store, bucket: BucketRef, req: IncomingMessage, re
         storageClass: optStr(op.storageClass, "storageClass"),
         size: payloadSize,
       });
-      if (!info) throw preconditionFailed();
+      if (!info) throw R2Errors.preconditionFailed();
       return sendJson(res, wireObject(info));
     }
     case "delete": {
@@ -88,7 +83,7 @@ async function serve(store: R2Store, bucket: BucketRef, req: IncomingMessage, re
     }
     case "createMultipartUpload": {
       req.resume();
-      const uploadId = store.createMultipartUpload(bucket, object(), {
+      const uploadId = await store.createMultipartUpload(bucket, object(), {
         httpMetadata: httpFields(op.httpFields),
         customMetadata: customFields(op.customFields),
         storageClass: optStr(op.storageClass, "storageClass"),
@@ -129,11 +124,11 @@ async function get(store: R2Store, bucket: BucketRef, op: Json, res: ServerRespo
   } else if (op.rangeHeader !== undefined) {
     range = parseRangeHeader(str(op.rangeHeader, "rangeHeader"));
   }
-  const result = store.get(bucket, str(op.object, "object"), { range, onlyIf: conditional(op.onlyIf) });
-  if (!result) throw notFound();
+  const result = await store.get(bucket, str(op.object, "object"), { range, onlyIf: conditional(op.onlyIf) });
+  if (!result) throw R2Errors.objectNotFound();
   if ("preconditionFailed" in result) {
     // workerd hands the script a body-less object when the metadata comes with the 412.
-    return sendMetadata(res, 412, wireObject(result.object), undefined, preconditionFailed());
+    return sendMetadata(res, 412, wireObject(result.object), undefined, R2Errors.preconditionFailed());
   }
   if (result.bytes || result.range.length <= SMALL_BODY) {
     let bytes = result.bytes;
@@ -147,7 +142,7 @@ async function get(store: R2Store, bucket: BucketRef, op: Json, res: ServerRespo
   sendMetadata(res, 200, wireObject(result.object, result.range), { stream: result.body, length: result.range.length });
 }
 
-function list(store: R2Store, bucket: BucketRef, op: Json, res: ServerResponse): void {
+async function list(store: R2Store, bucket: BucketRef, op: Json, res: ServerResponse): Promise<void> {
   const include: R2Include[] = [];
   if (op.include !== undefined) {
     if (!Array.isArray(op.include)) throw invalid("include must be an array");
@@ -158,7 +153,7 @@ function list(store: R2Store, bucket: BucketRef, op: Json, res: ServerResponse):
       else throw invalid(`unknown include value ${JSON.stringify(i)}`);
     }
   }
-  const result = store.list(bucket, {
+  const result = await store.list(bucket, {
     limit: op.limit === undefined ? undefined : num(op.limit, "limit"),
     prefix: optStr(op.prefix, "prefix"),
     cursor: optStr(op.cursor, "cursor") || undefined,
@@ -245,9 +240,7 @@ function parseOp(bytes: Buffer): Json & { method?: unknown } {
   return op as Json;
 }
 
-const invalid = (message: string) => new R2Error(400, R2Codes.invalidArgument, message);
-const notFound = () => new R2Error(404, R2Codes.objectNotFound, "The specified key does not exist.");
-const preconditionFailed = () => new R2Error(412, R2Codes.preconditionFailed, "At least one of the pre-conditions you specified did not hold.");
+const invalid = R2Errors.malformedCall;
 
 function str(v: unknown, name: string): string {
   if (typeof v !== "string") throw invalid(`${name} must be a string`);
@@ -290,15 +283,12 @@ function readExactly(stream: Readable, n: number): Promise<Buffer> {
 
 // ---- responses ----
 
-/** Header-safe JSON: non-ASCII becomes \u escapes (header values must be latin1). */
-const asciiJson = (v: unknown) => JSON.stringify(v).replace(/[\u007f-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
-
 /** The metadata JSON (its length in cf-r2-metadata-size), then the payload: bytes in hand, or a stream of known length. */
-function sendMetadata(res: ServerResponse, status: number, meta: Json, payload?: Buffer | { stream: Readable; length: number }, error?: R2Error): void {
+function sendMetadata(res: ServerResponse, status: number, meta: Json, payload?: Buffer | { stream: Readable; length: number }, error?: EdgeError): void {
   const json = Buffer.from(JSON.stringify(meta), "utf8");
   const payloadLength = payload === undefined ? 0 : Buffer.isBuffer(payload) ? payload.length : payload.length;
   const headers: Record<string, string | number> = { "cf-r2-metadata-size": json.length, "content-length": json.length + payloadLength };
-  if (error) headers["cf-r2-error"] = asciiJson({ version: 1, v4code: error.v4code, message: error.message });
+  if (error) headers["cf-r2-error"] = r2ErrorHeader(error);
   res.writeHead(status, headers);
   if (payload === undefined || Buffer.isBuffer(payload)) {
     res.end(payload ? Buffer.concat([json, payload]) : json);
@@ -320,18 +310,4 @@ function sendJson(res: ServerResponse, value: unknown): void {
 function sendEmpty(res: ServerResponse): void {
   res.writeHead(200, { "content-length": 0 });
   res.end();
-}
-
-function sendError(res: ServerResponse, err: R2Error): void {
-  if (res.headersSent) {
-    res.destroy();
-    return;
-  }
-  const body = Buffer.from(JSON.stringify({ version: 1, v4code: err.v4code, message: err.message }));
-  res.writeHead(err.status, {
-    "cf-r2-error": asciiJson({ version: 1, v4code: err.v4code, message: err.message }),
-    "content-type": "application/json",
-    "content-length": body.length,
-  });
-  res.end(body);
 }

@@ -1,8 +1,9 @@
 import { defineCommand, type AnyCommand, type CommandAlias, type OptionSpec } from "../core/cli/command.js";
-import { s3ServeOptions } from "./s3/config.js";
+import { lazy } from "../core/cli/lazy.js";
 
-// Handlers live in ./handlers.js and are imported on use, so `edgecli` starts without loading them.
-const handlers = () => import("./handlers.js");
+export { serveOptions } from "./config.js";
+
+// Handlers live in ./cli/<group>.js and are imported when their command runs, so `edgecli` starts without them.
 
 const objectPathArg = [{ name: "objectPath", describe: "The destination object path in the form of {bucket}/{key}", required: true }] as const;
 
@@ -45,18 +46,18 @@ export const commands: AnyCommand[] = [
       "storage-class": storageClass,
     },
     examples: ["edgecli r2 bucket create my-bucket"],
-    handler: async (args, ctx) => (await handlers()).bucketCreate(args, ctx),
+    handler: lazy(() => import("./cli/bucket.js"), "createBucket"),
   }),
   defineCommand({
     path: ["r2", "bucket", "list"],
     describe: "List R2 buckets",
-    handler: async (_args, ctx) => (await handlers()).bucketList(ctx),
+    handler: lazy(() => import("./cli/bucket.js"), "listBuckets"),
   }),
   defineCommand({
     path: ["r2", "bucket", "delete"],
     describe: "Delete an R2 bucket (it must be empty)",
     positionals: [{ name: "bucket", describe: "The name of the bucket to delete", required: true }],
-    handler: async (args, ctx) => (await handlers()).bucketDelete(args, ctx),
+    handler: lazy(() => import("./cli/bucket.js"), "deleteBucket"),
   }),
   defineCommand({
     path: ["r2", "object", "put"],
@@ -72,7 +73,7 @@ export const commands: AnyCommand[] = [
       "edgecli r2 object put my-bucket/photos/cat.jpg --file ./cat.jpg --content-type image/jpeg",
       "tar c dir | edgecli r2 object put my-bucket/backup.tar --pipe",
     ],
-    handler: async (args, ctx) => (await handlers()).objectPut(args, ctx),
+    handler: lazy(() => import("./cli/object.js"), "putObject"),
   }),
   defineCommand({
     path: ["r2", "object", "get"],
@@ -83,23 +84,21 @@ export const commands: AnyCommand[] = [
       pipe: { type: "boolean", alias: "p", describe: "Enables the file to be piped to a destination, rather than specified with the --file option" },
     },
     examples: ["edgecli r2 object get my-bucket/photos/cat.jpg --file ./cat.jpg", "edgecli r2 object get my-bucket/backup.tar --pipe | tar x"],
-    handler: async (args, ctx) => (await handlers()).objectGet(args, ctx),
+    handler: lazy(() => import("./cli/object.js"), "getObject"),
   }),
   defineCommand({
     path: ["r2", "object", "delete"],
     describe: "Delete an object in an R2 bucket",
     positionals: objectPathArg,
-    handler: async (args, ctx) => (await handlers()).objectDelete(args, ctx),
+    handler: lazy(() => import("./cli/object.js"), "deleteObject"),
   }),
   defineCommand({
     path: ["r2", "credentials"],
     describe: "Show the S3 endpoint, access key id, secret access key and region of the current API token",
     options: { json: { type: "boolean", describe: "Print as JSON" } },
     examples: ["edgecli r2 credentials", "edgecli r2 credentials --json"],
-    handler: async (args, ctx) => (await import("./cli/credentials.js")).printCredentials(args, ctx),
+    handler: lazy(() => import("./cli/credentials.js"), "printCredentials"),
   }),
 ];
 /** Deprecated spellings of this area's command groups. */
 export const aliases: CommandAlias[] = [];
-/** Options this area adds to `edgecli serve`. */
-export const serveOptions: Record<string, OptionSpec> = { ...s3ServeOptions };

@@ -1,11 +1,12 @@
-import { R2Codes, R2Error, R2Limits, type R2ListOptions, type R2ListResult, type R2ObjectInfo } from "./store.js";
-import { objectInfo, type ObjectRow } from "./schema.js";
+import { R2Errors } from "./errors.js";
+import { objectInfo, type ObjectRow } from "./sqlite-rows.js";
+import { R2Limits, type R2ListOptions, type R2ListResult, type R2ObjectInfo } from "./store.js";
 
 /** Cursor = the last key or delimited prefix a page ended on, so the next page starts strictly after it. */
 const encodeCursor = (after: string) => Buffer.from(after, "utf8").toString("base64url");
 function decodeCursor(cursor: string): string {
   const after = Buffer.from(cursor, "base64url").toString("utf8");
-  if (!after || encodeCursor(after) !== cursor) throw new R2Error(400, R2Codes.invalidArgument, "The list cursor is not valid");
+  if (!after || encodeCursor(after) !== cursor) throw R2Errors.invalidCursor();
   return after;
 }
 
@@ -17,9 +18,7 @@ function decodeCursor(cursor: string): string {
  */
 export function listObjects(scan: (from: string, inclusive: boolean, n: number) => ObjectRow[], opts: R2ListOptions): R2ListResult {
   const limit = opts.limit ?? R2Limits.maxListLimit;
-  if (!Number.isInteger(limit) || limit < 1 || limit > R2Limits.maxListLimit) {
-    throw new R2Error(400, R2Codes.invalidMaxKeys, `limit must be an integer between 1 and ${R2Limits.maxListLimit}`);
-  }
+  if (!Number.isInteger(limit) || limit < 1 || limit > R2Limits.maxListLimit) throw R2Errors.invalidListLimit();
   const prefix = opts.prefix ?? "";
   const delimiter = opts.delimiter || undefined;
   const withHttp = opts.include?.includes("httpMetadata") ?? false;

@@ -24,7 +24,7 @@ export function conditionHolds(cond: R2Conditional, obj: Pick<R2ObjectInfo, "eta
 }
 
 /** Parses an If-Match / If-None-Match value: `*`, or a comma list of `"etag"` / `W/"etag"` (bare tokens tolerated). */
-export function parseEtagList(header: string): R2EtagCondition[] {
+function parseEtagList(header: string): R2EtagCondition[] {
   return header
     .split(",")
     .map((s) => s.trim())

@@ -1,23 +1,20 @@
-import { R2Codes, R2Error, type R2Range } from "./store.js";
-
-const unsatisfiable = () => new R2Error(416, R2Codes.invalidRange, "The requested range is not satisfiable");
+import { R2Errors } from "./errors.js";
+import type { R2Range } from "./store.js";
 
 /** Turns a requested range into the bytes to serve, clipped to the object; 416 when nothing of it exists. */
 export function resolveRange(range: R2Range | undefined, size: number): { offset: number; length: number } {
   if (!range) return { offset: 0, length: size };
   if ("suffix" in range) {
     const n = range.suffix;
-    if (!Number.isSafeInteger(n) || n < 0) throw new R2Error(400, R2Codes.invalidArgument, "range suffix must be a non-negative integer");
-    if (n === 0 && size > 0) throw unsatisfiable();
+    if (!Number.isSafeInteger(n) || n < 0) throw R2Errors.invalidRangeField("suffix");
+    if (n === 0 && size > 0) throw R2Errors.rangeNotSatisfiable();
     const length = Math.min(n, size);
     return { offset: size - length, length };
   }
   const offset = range.offset ?? 0;
-  if (!Number.isSafeInteger(offset) || offset < 0) throw new R2Error(400, R2Codes.invalidArgument, "range offset must be a non-negative integer");
-  if (range.length !== undefined && (!Number.isSafeInteger(range.length) || range.length < 0)) {
-    throw new R2Error(400, R2Codes.invalidArgument, "range length must be a non-negative integer");
-  }
-  if (offset > size || (offset === size && size > 0)) throw unsatisfiable();
+  if (!Number.isSafeInteger(offset) || offset < 0) throw R2Errors.invalidRangeField("offset");
+  if (range.length !== undefined && (!Number.isSafeInteger(range.length) || range.length < 0)) throw R2Errors.invalidRangeField("length");
+  if (offset > size || (offset === size && size > 0)) throw R2Errors.rangeNotSatisfiable();
   const length = Math.min(range.length ?? size - offset, size - offset);
   return { offset, length };
 }
@@ -34,6 +31,6 @@ export function parseRangeHeader(header: string | undefined): R2Range | undefine
   const offset = Number(m[1]);
   if (m[2] === "") return { offset };
   const last = Number(m[2]);
-  if (last < offset) throw unsatisfiable();
+  if (last < offset) throw R2Errors.rangeNotSatisfiable();
   return { offset, length: last - offset + 1 };
 }

@@ -1,14 +1,12 @@
-import type { IncomingMessage, ServerResponse } from "node:http";
 import type { EdgeService, ServiceContext } from "../core/service.js";
-import { createR2BindingHandler } from "./binding.js";
+import { createR2BindingHandler, type R2BindingHandler } from "./binding.js";
+import { serveOptions } from "./config.js";
 import { registerR2Routes } from "./routes.js";
-import { readS3Config, s3ServeOptions } from "./s3/config.js";
+import { readS3Config } from "./s3/config.js";
 import { createS3Handler } from "./s3/handler.js";
-import { r2Migrations, SqliteR2Store } from "./sqlite-store.js";
-import type { BucketRef, R2Store } from "./store.js";
-
-/** Serves one workerd R2 binding request for the bucket the caller (the Workers runtime) injected. */
-export type R2BindingHandler = (bucket: BucketRef, req: IncomingMessage, res: ServerResponse) => void;
+import { r2Migrations } from "./sqlite-migrations.js";
+import { SqliteR2Store } from "./sqlite-store.js";
+import type { R2Store } from "./store.js";
 
 export interface R2Service extends EdgeService {
   store: R2Store;
@@ -21,13 +19,13 @@ const STALE_UPLOAD_MS = 7 * 24 * 60 * 60 * 1000;
 
 export function createR2Service(ctx: ServiceContext): R2Service {
   const content = ctx.content("r2");
-  const store = new SqliteR2Store(ctx.openDb("r2", r2Migrations), content);
+  const store: R2Store = new SqliteR2Store(ctx.openDb("r2", r2Migrations), content);
   const log = ctx.log.child({ service: "r2" });
   let timer: NodeJS.Timeout | undefined;
   const sweep = async () => {
-    const aborted = store.abortStaleUploads(Date.now() - STALE_UPLOAD_MS);
+    const aborted = await store.abortStaleUploads(Date.now() - STALE_UPLOAD_MS);
     if (aborted > 0) log.info({ aborted }, "r2 aborted multipart uploads unfinished for 7 days");
-    const live = store.liveContent();
+    const live = await store.liveContent();
     const removed = await content.gc((id) => live.has(id));
     if (removed > 0) log.info({ removed }, "r2 removed unreferenced content files");
   };
@@ -37,7 +35,7 @@ export function createR2Service(ctx: ServiceContext): R2Service {
     bindingHandler: createR2BindingHandler(store, log),
     registerApi: (app) => registerR2Routes(app, store),
     // The S3 API: requests signed with SigV4 (or addressed to the S3 host name) on the edge port.
-    handleRaw: createS3Handler({ store, auth: ctx.auth, config: readS3Config(ctx.options(s3ServeOptions)), log }),
+    handleRaw: createS3Handler({ store, auth: ctx.auth, config: readS3Config(ctx.options(serveOptions)), log }),
     describe: () => ({ s3: ctx.edgeUrl() }),
     async start() {
       timer = setInterval(() => void sweep().catch((err) => log.warn({ err }, "r2 content sweep failed")), GC_INTERVAL_MS);

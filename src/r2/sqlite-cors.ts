@@ -1,5 +1,6 @@
 import type { Db } from "../core/db/sqlite.js";
-import { R2Codes, R2Error, R2Limits, type R2CorsRule } from "./store.js";
+import { R2Errors } from "./errors.js";
+import { R2Limits, type R2CorsRule } from "./store.js";
 
 /** Bucket CORS rules in SQLite (`bucket_cors`, one JSON row a bucket, removed with the bucket). */
 export class SqliteBucketCors {
@@ -22,9 +23,7 @@ export class SqliteBucketCors {
   }
 
   put(bucketId: number, rules: R2CorsRule[]): void {
-    if (!Array.isArray(rules) || rules.length === 0 || rules.length > R2Limits.maxCorsRules) {
-      throw new R2Error(400, R2Codes.invalidArgument, `A bucket takes 1 to ${R2Limits.maxCorsRules} CORS rules`);
-    }
+    if (!Array.isArray(rules) || rules.length === 0 || rules.length > R2Limits.maxCorsRules) throw R2Errors.corsRuleCount();
     this.q.put.run(bucketId, JSON.stringify(rules));
   }
 

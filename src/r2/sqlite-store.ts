@@ -1,18 +1,17 @@
-import { createHash, randomBytes, type Hash } from "node:crypto";
+import { createHash, type Hash } from "node:crypto";
 import { pipeline, Readable, Transform } from "node:stream";
 import { ContentTooLargeError, type ContentStore, type StoredContent } from "../core/content/store.js";
 import type { Db } from "../core/db/sqlite.js";
 import { ContentLeases } from "./content-leases.js";
+import { R2Errors } from "./errors.js";
+import { listObjects } from "./list-objects.js";
 import { conditionHolds } from "./preconditions.js";
 import { resolveRange } from "./ranges.js";
-import { listObjects } from "./list-objects.js";
-import { bucketInfo, objectInfo, type BucketRow, type ObjectRow, type Segment } from "./schema.js";
 import { SmallBodyCache } from "./small-body-cache.js";
 import { SqliteBucketCors } from "./sqlite-cors.js";
-import { SqliteUploadListing } from "./sqlite-upload-listing.js";
+import { SqliteMultipart } from "./sqlite-multipart.js";
+import { bucketInfo, newVersion, objectInfo, type BucketRow, type ObjectRow, type Segment } from "./sqlite-rows.js";
 import {
-  R2Codes,
-  R2Error,
   R2Limits,
   type BucketRef,
   type R2BucketInfo,
@@ -33,23 +32,19 @@ import {
 } from "./store.js";
 import { assertBucketName, assertCustomMetadata, assertKey, assertStorageClass, cleanHttpMetadata } from "./validation.js";
 
-export { r2Migrations } from "./schema.js";
-
-const notFoundBucket = () => new R2Error(404, R2Codes.bucketNotFound, "The specified bucket does not exist.");
-const noSuchUpload = () => new R2Error(404, R2Codes.noSuchUpload, "The specified multipart upload does not exist.");
-const newVersion = () => randomBytes(16).toString("hex");
 const EXTRA_DIGESTS = ["sha1", "sha384", "sha512"] as const;
 
 /**
  * Objects and buckets in SQLite; bytes in the content store. Every write streams the body to a new content
  * file first and then commits the row in one transaction (preconditions re-checked inside it), so a failed
- * or refused upload never leaves a partial object, and readers never see a row without its bytes.
+ * or refused upload never leaves a partial object, and readers never see a row without its bytes. Multipart
+ * uploads are kept by sqlite-multipart.ts, which completes them through the same write path.
  */
 export class SqliteR2Store implements R2Store {
   private readonly leases: ContentLeases;
   private readonly small = new SmallBodyCache();
   private readonly cors: SqliteBucketCors;
-  private readonly uploadListing: SqliteUploadListing;
+  private readonly multipart: SqliteMultipart;
   private readonly q;
 
   constructor(
@@ -57,8 +52,13 @@ export class SqliteR2Store implements R2Store {
     private readonly content: ContentStore,
   ) {
     this.leases = new ContentLeases(content);
+    this.multipart = new SqliteMultipart(db, content, {
+      bucketId: (ref) => this.bucketId(ref),
+      storeBody: (body, opts) => this.storeBody(body, opts),
+      commitObject: (bucket, key, info, segments, opts) => this.commitObject(bucket, key, info, segments, opts),
+      discard: (ids) => this.discard(ids),
+    });
     this.cors = new SqliteBucketCors(db);
-    this.uploadListing = new SqliteUploadListing(db);
     this.q = {
       bucket: db.prepare<[string, string], BucketRow>("SELECT id, name, created_at, location, storage_class FROM buckets WHERE account_id = ? AND name = ?"),
       buckets: db.prepare<[string, string, string, number], BucketRow>(
@@ -78,37 +78,27 @@ export class SqliteR2Store implements R2Store {
         `INSERT OR REPLACE INTO objects (bucket_id, key, version, size, etag, uploaded, http, custom, checksums, storage_class, segments)
          VALUES (@bucketId, @key, @version, @size, @etag, @uploaded, @http, @custom, @checksums, @storageClass, @segments)`,
       ),
+      allSegments: db.prepare<[], { segments: string }>("SELECT segments FROM objects"),
       deleteObject: db.prepare<[number, string], { segments: string }>("DELETE FROM objects WHERE bucket_id = ? AND key = ? RETURNING segments"),
       // Two forms so that SQLite seeks with a single lower bound on the primary key.
       listAfter: db.prepare<[number, string, number], ObjectRow>("SELECT * FROM objects WHERE bucket_id = ? AND key > ? ORDER BY key LIMIT ?"),
       listFrom: db.prepare<[number, string, number], ObjectRow>("SELECT * FROM objects WHERE bucket_id = ? AND key >= ? ORDER BY key LIMIT ?"),
-      insertUpload: db.prepare("INSERT INTO uploads (upload_id, bucket_id, key, http, custom, storage_class, created) VALUES (?, ?, ?, ?, ?, ?, ?)"),
-      upload: db.prepare<[string, number, string], { http: string; custom: string; storage_class: string; created: number }>(
-        "SELECT http, custom, storage_class, created FROM uploads WHERE upload_id = ? AND bucket_id = ? AND key = ?",
-      ),
-      deleteUpload: db.prepare("DELETE FROM uploads WHERE upload_id = ?"),
-      parts: db.prepare<[string], { part_number: number; content_id: string; size: number; md5: string }>(
-        "SELECT part_number, content_id, size, md5 FROM parts WHERE upload_id = ? ORDER BY part_number",
-      ),
-      insertPart: db.prepare("INSERT INTO parts (upload_id, part_number, content_id, size, md5, uploaded) VALUES (?, ?, ?, ?, ?, ?)"),
-      partContent: db.prepare<[string, number], { content_id: string }>("SELECT content_id FROM parts WHERE upload_id = ? AND part_number = ?"),
-      replacePart: db.prepare("UPDATE parts SET content_id = ?, size = ?, md5 = ?, uploaded = ? WHERE upload_id = ? AND part_number = ?"),
     };
   }
 
-  /** Content ids any row still refers to (for the content store's garbage collector). */
-  liveContent(): Set<string> {
+  /** Content ids any object or unfinished upload still refers to (for the content store's garbage collector). */
+  async liveContent(): Promise<Set<string>> {
     const live = new Set<string>();
-    for (const r of this.db.prepare<[], { segments: string }>("SELECT segments FROM objects").iterate()) {
+    for (const r of this.q.allSegments.iterate()) {
       for (const [id] of JSON.parse(r.segments) as Segment[]) live.add(id);
     }
-    for (const r of this.db.prepare<[], { content_id: string }>("SELECT content_id FROM parts").iterate()) live.add(r.content_id);
+    for (const id of this.multipart.partContentIds()) live.add(id);
     return live;
   }
 
   // ---- buckets ----
 
-  createBucket(accountId: string, name: string, opts: { location?: string; storageClass?: string } = {}): R2BucketInfo {
+  async createBucket(accountId: string, name: string, opts: { location?: string; storageClass?: string } = {}): Promise<R2BucketInfo> {
     assertBucketName(name);
     const storageClass = assertStorageClass(opts.storageClass);
     const location = (opts.location ?? "auto").toLowerCase();
@@ -116,31 +106,27 @@ export class SqliteR2Store implements R2Store {
     try {
       this.q.insertBucket.run(accountId, name, createdAt, location, storageClass);
     } catch (e) {
-      if ((e as { code?: string }).code === "SQLITE_CONSTRAINT_UNIQUE") {
-        throw new R2Error(409, R2Codes.bucketAlreadyExists, "The bucket you tried to create already exists, and you own it.");
-      }
+      if ((e as { code?: string }).code === "SQLITE_CONSTRAINT_UNIQUE") throw R2Errors.bucketAlreadyExists();
       throw e;
     }
     return { name, creationDate: createdAt, location, storageClass };
   }
 
-  getBucket(accountId: string, name: string): R2BucketInfo | undefined {
+  async getBucket(accountId: string, name: string): Promise<R2BucketInfo | undefined> {
     const r = this.q.bucket.get(accountId, name);
     return r && bucketInfo(r);
   }
 
-  listBuckets(accountId: string, opts: { nameContains?: string; startAfter?: string; limit?: number } = {}): R2BucketInfo[] {
+  async listBuckets(accountId: string, opts: { nameContains?: string; startAfter?: string; limit?: number } = {}): Promise<R2BucketInfo[]> {
     return this.q.buckets.all(accountId, opts.startAfter ?? "", opts.nameContains ?? "", opts.limit ?? -1).map(bucketInfo);
   }
 
-  deleteBucket(accountId: string, name: string): void {
+  async deleteBucket(accountId: string, name: string): Promise<void> {
     this.db
       .transaction(() => {
         const b = this.q.bucket.get(accountId, name);
-        if (!b) throw notFoundBucket();
-        if (this.q.bucketUsed.get(b.id, b.id)!.n > 0) {
-          throw new R2Error(409, R2Codes.bucketNotEmpty, "The bucket you tried to delete is not empty.");
-        }
+        if (!b) throw R2Errors.bucketNotFound();
+        if (this.q.bucketUsed.get(b.id, b.id)!.n > 0) throw R2Errors.bucketNotEmpty();
         this.q.deleteBucket.run(b.id);
       })
       .immediate();
@@ -148,7 +134,7 @@ export class SqliteR2Store implements R2Store {
 
   private bucketId(ref: BucketRef): number {
     const b = this.q.bucket.get(ref.accountId, ref.bucketName);
-    if (!b) throw notFoundBucket();
+    if (!b) throw R2Errors.bucketNotFound();
     return b.id;
   }
 
@@ -162,12 +148,12 @@ export class SqliteR2Store implements R2Store {
     return row;
   }
 
-  head(bucket: BucketRef, key: string): R2ObjectInfo | undefined {
+  async head(bucket: BucketRef, key: string): Promise<R2ObjectInfo | undefined> {
     const r = this.objectRow(bucket, key);
     return r && objectInfo(r);
   }
 
-  get(bucket: BucketRef, key: string, opts: R2GetOptions = {}): R2GetResult | undefined {
+  async get(bucket: BucketRef, key: string, opts: R2GetOptions = {}): Promise<R2GetResult | undefined> {
     const row = this.objectRow(bucket, key);
     if (!row) return undefined;
     const object = objectInfo(row);
@@ -260,7 +246,7 @@ export class SqliteR2Store implements R2Store {
       httpMetadata = cleanHttpMetadata(opts.httpMetadata);
       assertStorageClass(opts.storageClass);
       bucketId = this.bucketId(bucket);
-      if (opts.size !== undefined && opts.size > R2Limits.maxObjectBytes) throw tooLarge();
+      if (opts.size !== undefined && opts.size > R2Limits.maxObjectBytes) throw R2Errors.objectTooLarge();
     } catch (e) {
       discard();
       throw e;
@@ -286,10 +272,10 @@ export class SqliteR2Store implements R2Store {
         storageClass: opts.storageClass ?? "Standard",
       };
       const committed = this.commitObject(bucket, key, info, [[stored.id, stored.size]], opts);
-      if (!committed) this.content.deleteSync(stored.id);
+      if (!committed) await this.content.delete(stored.id);
       return committed ? info : undefined;
     } catch (e) {
-      this.content.deleteSync(stored.id);
+      await this.content.delete(stored.id);
       throw e;
     }
   }
@@ -315,12 +301,12 @@ export class SqliteR2Store implements R2Store {
     try {
       stored = await this.content.put(source, { maxBytes: R2Limits.maxObjectBytes, sha256: opts.sha256 !== undefined });
     } catch (e) {
-      if (e instanceof ContentTooLargeError) throw tooLarge();
+      if (e instanceof ContentTooLargeError) throw R2Errors.objectTooLarge();
       throw e;
     }
     if (opts.size !== undefined && stored.size !== opts.size) {
-      this.content.deleteSync(stored.id);
-      throw new R2Error(400, R2Codes.invalidArgument, `The body has ${stored.size} bytes but ${opts.size} were announced`);
+      await this.content.delete(stored.id);
+      throw R2Errors.sizeMismatch(stored.size, opts.size);
     }
     const digests: Record<string, string> = {};
     for (const [alg, h] of hashes) digests[alg] = h.digest("hex");
@@ -358,7 +344,7 @@ export class SqliteR2Store implements R2Store {
 
   async delete(bucket: BucketRef, keys: string | string[]): Promise<void> {
     const list = typeof keys === "string" ? [keys] : keys;
-    if (list.length > R2Limits.maxDeleteKeys) throw new R2Error(400, R2Codes.invalidArgument, `At most ${R2Limits.maxDeleteKeys} keys can be deleted at once`);
+    if (list.length > R2Limits.maxDeleteKeys) throw R2Errors.tooManyKeys();
     list.forEach(assertKey);
     const removed: string[] = [];
     this.db
@@ -373,136 +359,39 @@ export class SqliteR2Store implements R2Store {
     this.discard(removed);
   }
 
-  list(bucket: BucketRef, opts: R2ListOptions = {}): R2ListResult {
+  async list(bucket: BucketRef, opts: R2ListOptions = {}): Promise<R2ListResult> {
     const bucketId = this.bucketId(bucket);
     return listObjects((from, inclusive, n) => (inclusive ? this.q.listFrom : this.q.listAfter).all(bucketId, from, n), opts);
   }
 
-  // ---- multipart ----
+  // ---- multipart (sqlite-multipart.ts) ----
 
-  createMultipartUpload(bucket: BucketRef, key: string, opts: R2MultipartOptions = {}): string {
-    assertKey(key);
-    assertCustomMetadata(opts.customMetadata);
-    const http = cleanHttpMetadata(opts.httpMetadata);
-    const storageClass = assertStorageClass(opts.storageClass);
-    const uploadId = randomBytes(24).toString("base64url");
-    this.q.insertUpload.run(uploadId, this.bucketId(bucket), key, JSON.stringify(http), JSON.stringify(opts.customMetadata ?? {}), storageClass, Date.now());
-    return uploadId;
+  async createMultipartUpload(bucket: BucketRef, key: string, opts?: R2MultipartOptions): Promise<string> {
+    return this.multipart.createMultipartUpload(bucket, key, opts);
   }
 
-  private requireUpload(bucket: BucketRef, key: string, uploadId: string) {
-    assertKey(key);
-    if (typeof uploadId !== "string" || !uploadId) throw noSuchUpload();
-    const u = this.q.upload.get(uploadId, this.bucketId(bucket), key);
-    if (!u) throw noSuchUpload();
-    return u;
+  uploadPart(bucket: BucketRef, key: string, uploadId: string, partNumber: number, body: Readable | Buffer, size?: number): Promise<R2UploadedPart> {
+    return this.multipart.uploadPart(bucket, key, uploadId, partNumber, body, size);
   }
 
-  async uploadPart(bucket: BucketRef, key: string, uploadId: string, partNumber: number, body: Readable | Buffer, size?: number): Promise<R2UploadedPart> {
-    try {
-      this.requireUpload(bucket, key, uploadId);
-      if (!Number.isInteger(partNumber) || partNumber < 1 || partNumber > R2Limits.maxParts) {
-        throw new R2Error(400, R2Codes.invalidPart, `partNumber must be an integer between 1 and ${R2Limits.maxParts}`);
-      }
-    } catch (e) {
-      if (!Buffer.isBuffer(body)) body.resume();
-      throw e;
-    }
-    const stored = await this.storeBody(body, { size });
-    let replaced: string | undefined;
-    try {
-      this.db
-        .transaction(() => {
-          this.requireUpload(bucket, key, uploadId);
-          const prev = this.q.partContent.get(uploadId, partNumber);
-          if (prev) {
-            replaced = prev.content_id;
-            this.q.replacePart.run(stored.id, stored.size, stored.md5, Date.now(), uploadId, partNumber);
-          } else this.q.insertPart.run(uploadId, partNumber, stored.id, stored.size, stored.md5, Date.now());
-        })
-        .immediate();
-    } catch (e) {
-      this.content.deleteSync(stored.id);
-      throw e;
-    }
-    if (replaced) this.discard([replaced]);
-    return { partNumber, etag: stored.md5 };
+  completeMultipartUpload(bucket: BucketRef, key: string, uploadId: string, parts: R2UploadedPart[]): Promise<R2ObjectInfo> {
+    return this.multipart.completeMultipartUpload(bucket, key, uploadId, parts);
   }
 
-  async completeMultipartUpload(bucket: BucketRef, key: string, uploadId: string, parts: R2UploadedPart[]): Promise<R2ObjectInfo> {
-    const upload = this.requireUpload(bucket, key, uploadId);
-    if (!Array.isArray(parts) || parts.length === 0) throw new R2Error(400, R2Codes.invalidPart, "At least one part must be listed");
-    const stored = new Map(this.q.parts.all(uploadId).map((p) => [p.part_number, p]));
-    const segments: Segment[] = [];
-    const md5s: Buffer[] = [];
-    let size = 0;
-    if (parts.some((p, i) => i > 0 && p.partNumber <= parts[i - 1].partNumber)) {
-      throw new R2Error(400, R2Codes.invalidPart, "Parts must be listed in ascending order, each once");
-    }
-    parts.forEach((p, i) => {
-      const s = stored.get(p.partNumber);
-      if (!s || s.md5 !== String(p.etag).replace(/"/g, "")) {
-        throw new R2Error(400, R2Codes.invalidPart, `Part ${p.partNumber} was not uploaded or its etag does not match`);
-      }
-      if (i < parts.length - 1 && s.size < R2Limits.minPartBytes) {
-        throw new R2Error(
-          400,
-          R2Codes.entityTooSmall,
-          `Part ${p.partNumber} is ${s.size} bytes; every part but the last needs at least ${R2Limits.minPartBytes}`,
-        );
-      }
-      segments.push([s.content_id, s.size]);
-      md5s.push(Buffer.from(s.md5, "hex"));
-      size += s.size;
-    });
-    const info: R2ObjectInfo = {
-      key,
-      version: newVersion(),
-      size,
-      etag: `${createHash("md5").update(Buffer.concat(md5s)).digest("hex")}-${parts.length}`,
-      uploaded: Date.now(),
-      httpMetadata: JSON.parse(upload.http),
-      customMetadata: JSON.parse(upload.custom),
-      checksums: {},
-      storageClass: upload.storage_class,
-    };
-    const used = new Set(segments.map(([id]) => id));
-    const unused = [...stored.values()].map((p) => p.content_id).filter((id) => !used.has(id));
-    this.db
-      .transaction(() => {
-        this.requireUpload(bucket, key, uploadId);
-        this.commitObject(bucket, key, info, segments, {});
-        this.q.deleteUpload.run(uploadId);
-      })
-      .immediate();
-    this.discard(unused);
-    return info;
+  abortMultipartUpload(bucket: BucketRef, key: string, uploadId: string): Promise<void> {
+    return this.multipart.abortMultipartUpload(bucket, key, uploadId);
   }
 
-  /** Aborts multipart uploads started before `cutoff` (ms), as R2's default lifecycle does after 7 days. Returns how many. */
-  abortStaleUploads(cutoff: number): number {
-    let ids: string[] = [];
-    let n = 0;
-    this.db
-      .transaction(() => {
-        const stale = this.db.prepare<[number], { upload_id: string }>("SELECT upload_id FROM uploads WHERE created < ?").all(cutoff);
-        for (const { upload_id } of stale) {
-          ids = ids.concat(this.q.parts.all(upload_id).map((p) => p.content_id));
-          this.q.deleteUpload.run(upload_id);
-        }
-        n = stale.length;
-      })
-      .immediate();
-    this.discard(ids);
-    return n;
+  async abortStaleUploads(cutoff: number): Promise<number> {
+    return this.multipart.abortStaleUploads(cutoff);
   }
 
-  async listMultipartUploads(bucket: BucketRef, opts: R2ListUploadsOptions = {}): Promise<R2ListUploadsResult> {
-    return this.uploadListing.uploads(this.bucketId(bucket), opts);
+  listMultipartUploads(bucket: BucketRef, opts?: R2ListUploadsOptions): Promise<R2ListUploadsResult> {
+    return this.multipart.listMultipartUploads(bucket, opts);
   }
 
-  async listParts(bucket: BucketRef, key: string, uploadId: string, opts: { partNumberMarker?: number; limit?: number } = {}): Promise<R2ListPartsResult> {
-    return this.uploadListing.parts(uploadId, this.requireUpload(bucket, key, uploadId), opts);
+  listParts(bucket: BucketRef, key: string, uploadId: string, opts?: { partNumberMarker?: number; limit?: number }): Promise<R2ListPartsResult> {
+    return this.multipart.listParts(bucket, key, uploadId, opts);
   }
 
   // ---- bucket CORS ----
@@ -522,22 +411,7 @@ export class SqliteR2Store implements R2Store {
   async corsRulesByBucketName(name: string): Promise<{ accountId: string; rules: R2CorsRule[] }[]> {
     return this.cors.byName(name);
   }
-
-  async abortMultipartUpload(bucket: BucketRef, key: string, uploadId: string): Promise<void> {
-    let ids: string[] = [];
-    this.db
-      .transaction(() => {
-        this.requireUpload(bucket, key, uploadId);
-        ids = this.q.parts.all(uploadId).map((p) => p.content_id);
-        this.q.deleteUpload.run(uploadId);
-      })
-      .immediate();
-    this.discard(ids);
-  }
 }
-
-const tooLarge = () =>
-  new R2Error(400, R2Codes.entityTooLarge, `The object is larger than the ${R2Limits.maxObjectBytes} bytes a single upload may hold; use a multipart upload`);
 
 /** Compares the digests the caller announced with the ones computed while storing; records the ones given. */
 function verifyDigests(stored: StoredContent & { digests: Record<string, string> }, opts: R2PutOptions, checksums: R2Checksums): void {
@@ -545,9 +419,7 @@ function verifyDigests(stored: StoredContent & { digests: Record<string, string>
   for (const alg of ["md5", "sha1", "sha256", "sha384", "sha512"] as const) {
     const expected = opts[alg];
     if (expected === undefined) continue;
-    if (expected.toLowerCase() !== computed[alg]) {
-      throw new R2Error(400, R2Codes.invalidDigest, `The ${alg.toUpperCase()} checksum you specified did not match what we received.`);
-    }
+    if (expected.toLowerCase() !== computed[alg]) throw R2Errors.digestMismatch(alg);
     checksums[alg] = computed[alg];
   }
 }

@@ -1,5 +1,6 @@
 import type { Db } from "../core/db/sqlite.js";
-import { R2Codes, R2Error, R2Limits, type R2ListPartsResult, type R2ListUploadsOptions, type R2ListUploadsResult, type R2PendingUpload } from "./store.js";
+import { R2Errors } from "./errors.js";
+import { R2Limits, type R2ListPartsResult, type R2ListUploadsOptions, type R2ListUploadsResult, type R2PendingUpload } from "./store.js";
 
 interface UploadRow {
   key: string;
@@ -11,7 +12,7 @@ interface UploadRow {
 function checkedLimit(limit: number | undefined): number {
   const n = limit ?? R2Limits.maxListLimit;
   if (!Number.isInteger(n) || n < 1 || n > R2Limits.maxListLimit) {
-    throw new R2Error(400, R2Codes.invalidMaxKeys, `limit must be an integer between 1 and ${R2Limits.maxListLimit}`);
+    throw R2Errors.invalidListLimit();
   }
   return n;
 }
@@ -97,7 +98,7 @@ export class SqliteUploadListing {
   parts(uploadId: string, upload: { created: number; storage_class: string }, opts: { partNumberMarker?: number; limit?: number }): R2ListPartsResult {
     const limit = checkedLimit(opts.limit);
     const marker = opts.partNumberMarker ?? 0;
-    if (!Number.isInteger(marker) || marker < 0) throw new R2Error(400, R2Codes.invalidArgument, "The part number marker must be a non-negative integer");
+    if (!Number.isInteger(marker) || marker < 0) throw R2Errors.invalidPartNumberMarker();
     const rows = this.q.parts.all(uploadId, marker, limit + 1);
     const truncated = rows.length > limit;
     const page = rows.slice(0, limit);

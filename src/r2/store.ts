@@ -89,7 +89,7 @@ export interface R2PutOptions {
   httpMetadata?: R2HttpMetadata;
   customMetadata?: Record<string, string>;
   onlyIf?: R2Conditional;
-  /** Expected digests: md5 in hex; the others in hex. A mismatch is refused (400, 10037). */
+  /** Expected digests: md5 in hex; the others in hex. A mismatch is refused (R2Errors.digestMismatch). */
   md5?: string;
   sha1?: string;
   sha256?: string;
@@ -190,23 +190,27 @@ export interface R2ListPartsResult {
   initiated: number;
 }
 
+/**
+ * Every method touches storage and returns a Promise, so a database server can implement it. Refusals are
+ * R2Errors (errors.ts), raised by the store itself.
+ */
 export interface R2Store {
-  createBucket(accountId: string, name: string, opts?: { location?: string; storageClass?: string }): R2BucketInfo;
-  getBucket(accountId: string, name: string): R2BucketInfo | undefined;
-  listBuckets(accountId: string, opts?: { nameContains?: string; startAfter?: string; limit?: number }): R2BucketInfo[];
+  createBucket(accountId: string, name: string, opts?: { location?: string; storageClass?: string }): Promise<R2BucketInfo>;
+  getBucket(accountId: string, name: string): Promise<R2BucketInfo | undefined>;
+  listBuckets(accountId: string, opts?: { nameContains?: string; startAfter?: string; limit?: number }): Promise<R2BucketInfo[]>;
   /** Refused (409, bucketNotEmpty) while the bucket holds objects or unfinished multipart uploads. */
-  deleteBucket(accountId: string, name: string): void;
+  deleteBucket(accountId: string, name: string): Promise<void>;
 
-  head(bucket: BucketRef, key: string): R2ObjectInfo | undefined;
+  head(bucket: BucketRef, key: string): Promise<R2ObjectInfo | undefined>;
   /** undefined when the object does not exist. */
-  get(bucket: BucketRef, key: string, opts?: R2GetOptions): R2GetResult | undefined;
+  get(bucket: BucketRef, key: string, opts?: R2GetOptions): Promise<R2GetResult | undefined>;
   /** The stored object, or undefined when a precondition failed (nothing written). */
   put(bucket: BucketRef, key: string, body: Readable | Buffer, opts?: R2PutOptions): Promise<R2ObjectInfo | undefined>;
   /** Deleting a key that does not exist is not an error. */
   delete(bucket: BucketRef, keys: string | string[]): Promise<void>;
-  list(bucket: BucketRef, opts?: R2ListOptions): R2ListResult;
+  list(bucket: BucketRef, opts?: R2ListOptions): Promise<R2ListResult>;
 
-  createMultipartUpload(bucket: BucketRef, key: string, opts?: R2MultipartOptions): string;
+  createMultipartUpload(bucket: BucketRef, key: string, opts?: R2MultipartOptions): Promise<string>;
   uploadPart(bucket: BucketRef, key: string, uploadId: string, partNumber: number, body: Readable | Buffer, size?: number): Promise<R2UploadedPart>;
   completeMultipartUpload(bucket: BucketRef, key: string, uploadId: string, parts: R2UploadedPart[]): Promise<R2ObjectInfo>;
   abortMultipartUpload(bucket: BucketRef, key: string, uploadId: string): Promise<void>;
@@ -225,42 +229,12 @@ export interface R2Store {
    * credentials, so when its URL names no account this is all there is to go on.
    */
   corsRulesByBucketName(name: string): Promise<{ accountId: string; rules: R2CorsRule[] }[]>;
-}
 
-/**
- * A refusal from the store. `v4code` is what both the v4 API (errors[].code) and the workerd binding
- * (cf-r2-error) report; `status` is the HTTP status of both.
- */
-export class R2Error extends Error {
-  constructor(
-    readonly status: number,
-    readonly v4code: number,
-    message: string,
-  ) {
-    super(message);
-  }
+  /** Aborts multipart uploads started before `cutoff` (ms), as R2's default lifecycle does after 7 days. Returns how many. */
+  abortStaleUploads(cutoff: number): Promise<number>;
+  /** Content ids any object or unfinished upload still refers to (for the content store's garbage collector). */
+  liveContent(): Promise<Set<string>>;
 }
-
-/** The codes R2 reports; the binding's are the ones workerd understands. */
-export const R2Codes = {
-  internal: 10001,
-  bucketNotFound: 10006,
-  objectNotFound: 10007,
-  bucketAlreadyExists: 10004,
-  invalidBucketName: 10005,
-  bucketNotEmpty: 10008,
-  entityTooSmall: 10011,
-  metadataTooLarge: 10012,
-  invalidObjectName: 10020,
-  invalidMaxKeys: 10022,
-  noSuchUpload: 10024,
-  invalidPart: 10025,
-  invalidArgument: 10029,
-  preconditionFailed: 10031,
-  invalidDigest: 10037,
-  invalidRange: 10039,
-  entityTooLarge: 100100,
-} as const;
 
 export const R2Limits = {
   maxKeyBytes: 1024,

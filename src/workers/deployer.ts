@@ -6,10 +6,10 @@ import type { WorkersStore } from "./store.js";
 import type { ParsedUpload } from "./upload.js";
 import { WorkerdStartError } from "./workerd-process.js";
 
-/** Answers whether a binding's target exists in the account (a bucket by name, a namespace by id). */
+/** Answers whether a binding's target exists in the account (a bucket by name, a namespace by id); stores answer asynchronously. */
 export interface BindingTargets {
-  bucketExists(accountId: string, bucketName: string): boolean;
-  namespaceExists(accountId: string, namespaceId: string): boolean;
+  bucketExists(accountId: string, bucketName: string): boolean | Promise<boolean>;
+  namespaceExists(accountId: string, namespaceId: string): boolean | Promise<boolean>;
 }
 
 export const SCRIPT_NAME_RE = /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/;
@@ -41,16 +41,16 @@ export class ScriptDeployer {
     return next;
   }
 
-  private checkTargets(accountId: string, bindings: Binding[]): void {
+  private async checkTargets(accountId: string, bindings: Binding[]): Promise<void> {
     for (const b of bindings) {
-      if (b.type === "r2_bucket" && !this.targets.bucketExists(accountId, b.bucket_name)) {
+      if (b.type === "r2_bucket" && !(await this.targets.bucketExists(accountId, b.bucket_name))) {
         throw new EdgeError(
           400,
           WorkerCodes.validation,
           `Binding ${b.name}: R2 bucket "${b.bucket_name}" does not exist in this account; create it first (edgecli r2 bucket create ${b.bucket_name})`,
         );
       }
-      if (b.type === "kv_namespace" && !this.targets.namespaceExists(accountId, b.namespace_id)) {
+      if (b.type === "kv_namespace" && !(await this.targets.namespaceExists(accountId, b.namespace_id))) {
         throw new EdgeError(400, WorkerCodes.validation, `Binding ${b.name}: KV namespace "${b.namespace_id}" does not exist in this account`);
       }
     }
@@ -82,7 +82,7 @@ export class ScriptDeployer {
   upload(accountId: string, name: string, up: ParsedUpload): Promise<ScriptRecord> {
     return this.serial(name, async () => {
       this.checkName(accountId, name);
-      this.checkTargets(accountId, up.bindings);
+      await this.checkTargets(accountId, up.bindings);
       const secrets = this.store.secretValues(accountId, name);
       for (const s of up.secrets) secrets.set(s.name, s.text);
       const clash = up.bindings.find((b) => secrets.has(b.name));

@@ -29,8 +29,8 @@ export function createWorkersService(ctx: ServiceContext, deps: { kv: KvService;
     (ctx.options(serveOptions)["workerd-binary"] as string | undefined) ?? defaultWorkerdPath(),
   );
   const deployer = new ScriptDeployer(store, runtime, {
-    bucketExists: (accountId, name) => deps.r2.store.getBucket(accountId, name) !== undefined,
-    namespaceExists: (accountId, id) => deps.kv.store.getNamespace(accountId, id) !== undefined,
+    bucketExists: async (accountId, name) => (await deps.r2.store.getBucket(accountId, name)) !== undefined,
+    namespaceExists: (accountId, id) => deps.kv.namespaceExists(accountId, id),
   });
   const proxy = new WorkerProxy(runtime, domain, log);
   const urlOf = (name: string) => {

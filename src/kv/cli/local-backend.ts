@@ -4,7 +4,9 @@ import { FileContentStore } from "../../core/content/file-store.js";
 import { openDatabase } from "../../core/db/sqlite.js";
 import { resolveStateDir } from "../../core/state-dir.js";
 import { KV_LIMITS } from "../limits.js";
-import { KV_MIGRATIONS, SqliteKvStore, type KvBulkEntry, type KvKeyInfo, type KvPutOptions } from "../store.js";
+import { KV_MIGRATIONS } from "../sqlite-migrations.js";
+import { SqliteKvStore } from "../sqlite-store.js";
+import type { KvBulkEntry, KvKeyInfo, KvPutOptions } from "../store.js";
 import type { KvCliBackend } from "./backend.js";
 
 /**
@@ -55,12 +57,12 @@ export class LocalKvBackend implements KvCliBackend {
   }
 
   /** Like wrangler's local mode, any namespace id can be written to; the first write records it. */
-  private ensureNamespace(): void {
-    this.store.adoptNamespace(this.account(), this.namespaceId);
+  private ensureNamespace(): Promise<void> {
+    return this.store.adoptNamespace(this.account(), this.namespaceId);
   }
 
   async put(key: string, value: Buffer, opts: KvPutOptions): Promise<void> {
-    this.ensureNamespace();
+    await this.ensureNamespace();
     await this.store.put(this.namespaceId, key, value, opts);
   }
 
@@ -72,7 +74,7 @@ export class LocalKvBackend implements KvCliBackend {
     const out: KvKeyInfo[] = [];
     let cursor: string | undefined;
     do {
-      const page = this.store.list(this.namespaceId, { prefix, cursor });
+      const page = await this.store.list(this.namespaceId, { prefix, cursor });
       out.push(...page.keys);
       cursor = page.cursor;
     } while (cursor);
@@ -84,7 +86,7 @@ export class LocalKvBackend implements KvCliBackend {
   }
 
   async putMany(entries: readonly KvBulkEntry[], progress: (done: number) => void): Promise<void> {
-    this.ensureNamespace();
+    await this.ensureNamespace();
     for (let i = 0; i < entries.length; i += KV_LIMITS.bulkWriteEntries) {
       await this.store.putMany(this.namespaceId, entries.slice(i, i + KV_LIMITS.bulkWriteEntries));
       progress(Math.min(entries.length, i + KV_LIMITS.bulkWriteEntries));

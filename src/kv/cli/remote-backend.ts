@@ -1,5 +1,6 @@
 import type { ApiClient } from "../../core/cli/api-client.js";
 import { ApiRequestError } from "../../core/cli/api-client.js";
+import { KvCodes } from "../errors.js";
 import type { KvBulkEntry, KvKeyInfo, KvPutOptions } from "../store.js";
 import type { KvCliBackend } from "./backend.js";
 
@@ -47,7 +48,7 @@ export class RemoteKvBackend implements KvCliBackend {
       // not an envelope; report the status alone
     }
     const err = new ApiRequestError(path, res.status, errors);
-    if (res.status === 404 && err.hasCode(10009)) return null;
+    if (res.status === 404 && err.hasCode(KvCodes.keyNotFound)) return null;
     throw err;
   }
 

@@ -1,4 +1,5 @@
-import { R2Codes, R2Error } from "../store.js";
+import { EdgeError } from "../../core/errors.js";
+import { R2Codes } from "../errors.js";
 
 /**
  * A refusal of the S3 API: an HTTP status, an S3 error code (`NoSuchKey`) and a message, plus the extra
@@ -110,12 +111,15 @@ export const S3Errors = {
   internal: (requestId: string) => new S3Error(500, "InternalError", `We encountered an internal error. Please try again. (request id ${requestId})`),
 };
 
+const r2CodeSet: ReadonlySet<number> = new Set(Object.values(R2Codes));
+
 /**
- * The code of a refusal raised by the R2 store. One place reads it, so that when store errors change class (issue
- * 13: R2Error becomes EdgeError, whose code is errors[0].code) only this function follows.
+ * The code of a refusal raised by the R2 store (an EdgeError from R2Errors); undefined for anything else, core's
+ * refusals included, so that only the store's refusals are translated.
  */
 function storeCodeOf(err: unknown): number | undefined {
-  return err instanceof R2Error ? err.v4code : undefined;
+  const code = err instanceof EdgeError ? err.errors[0]?.code : undefined;
+  return code !== undefined && r2CodeSet.has(code) ? code : undefined;
 }
 
 /** A store refusal as the S3 error it means; undefined for anything that is not a store refusal. */

@@ -1,22 +1,26 @@
 import type { Readable } from "node:stream";
 import { fileURLToPath } from "node:url";
 import { Worker } from "node:worker_threads";
-import type { ContentStore } from "../core/content/store.js";
-import type { Db } from "../core/db/sqlite.js";
-import { EdgeError, Codes } from "../core/errors.js";
-import type { Logger } from "../core/logger.js";
-import { KvCodes } from "./limits.js";
-import type { SqliteKvStore } from "./store.js";
+import type { ContentStore } from "../../core/content/store.js";
+import type { Db } from "../../core/db/sqlite.js";
+import { CoreErrors, EdgeError, type ErrorDetail } from "../../core/errors.js";
+import type { Logger } from "../../core/logger.js";
+import { KvErrors } from "../errors.js";
+import { KV_LIMITS } from "../limits.js";
+import type { SqliteKvStore } from "../sqlite-store.js";
+import type { KvBulkWriter } from "../store.js";
+import { Slots } from "./slots.js";
 
-/** Messages to the writer thread (bulk-writer-thread.ts). */
+/** Messages to the writer thread (sqlite-writer-thread.ts). */
 export type ToBulkThread =
   | { op: "open"; bulk: number; namespaceId: string }
   | { op: "chunk"; bulk: number; data: Uint8Array }
-  /** The body ended; `error` when it could not be read to its end. */
+  /** The body ended; `error` says why when it could not be read to its end. */
   | { op: "end"; bulk: number; error?: string }
   | { op: "granted"; ticket: number }
   | { op: "contentStored"; ticket: number; id: string }
   | { op: "contentFailed"; ticket: number; error: string }
+  | { op: "contentDropped"; ticket: number }
   | { op: "abandonLeftovers" };
 
 /** Messages from the writer thread. */
@@ -25,15 +29,14 @@ export type FromBulkThread =
   | { kind: "lock"; bulk: number; ticket: number }
   | { kind: "unlock"; bulk: number; ticket: number }
   | { kind: "putContent"; bulk: number; ticket: number; value: Uint8Array }
-  | { kind: "dropContent"; bulk: number; ids: string[] }
+  | { kind: "dropContent"; bulk: number; ticket: number; ids: string[] }
   | { kind: "done"; bulk: number; count: number }
-  | { kind: "failed"; bulk: number; apiError?: { status: number; code: number; message: string }; error?: string }
+  /** `refusal`: the EdgeError the bulk write was refused with (an Error loses its fields between threads); `error`: a bug. */
+  | { kind: "failed"; bulk: number; refusal?: { status: number; errors: ErrorDetail[] }; error?: string }
   | { kind: "leftovers"; count: number };
 
-const THREAD_SCRIPT = fileURLToPath(new URL("./bulk-writer-thread.js", import.meta.url));
+const THREAD_SCRIPT = fileURLToPath(new URL("./sqlite-writer-thread.js", import.meta.url));
 
-/** A bulk write may carry up to 100 MB of JSON (10,000 entries). */
-export const BULK_BODY_LIMIT = 100 * 1024 * 1024;
 /** Chunks of one body sent to the thread and not yet taken by its parser: the rest waits in the socket. */
 const CHUNKS_IN_FLIGHT = 4;
 /**
@@ -62,50 +65,17 @@ interface Running {
   dead: boolean;
 }
 
-/** A counting semaphore with a bounded queue. */
-class Slots {
-  private active = 0;
-  private readonly waiting: { resolve(): void; reject(err: Error): void }[] = [];
-
-  constructor(
-    private readonly size: number,
-    private readonly queue: number,
-  ) {}
-
-  /** Resolves with the release function once a slot is free; throws 429 when the queue is full. */
-  async acquire(): Promise<() => void> {
-    if (this.active < this.size) this.active++;
-    else if (this.waiting.length >= this.queue)
-      throw new EdgeError(429, KvCodes.throttled, "Please wait and consider throttling your request speed: too many large bulk writes are under way");
-    // A released slot passes straight to the next waiter, so `active` stays counted for it.
-    else await new Promise<void>((resolve, reject) => this.waiting.push({ resolve, reject }));
-    let released = false;
-    return () => {
-      if (released) return;
-      released = true;
-      const next = this.waiting.shift();
-      if (next) next.resolve();
-      else this.active--;
-    };
-  }
-
-  /** Fails every waiter with `err`. */
-  close(err: Error): void {
-    for (const w of this.waiting.splice(0)) w.reject(err);
-  }
-}
-
 /**
- * Streamed bulk puts. The request body goes, chunk by chunk as it arrives, to the writer thread, which parses,
- * validates and stages it and commits it all at once (bulk-put.ts); the event loop only forwards bytes and grants
+ * Streamed bulk puts on SQLite. The request body goes, chunk by chunk as it arrives, to the writer thread, which
+ * parses, validates and stages it and commits it all at once (sqlite-put.ts); the event loop only forwards bytes and grants
  * that thread its turns to write (each a short transaction) among the store's other writes. Memory holds a few
  * chunks, a batch of values and the small per-entry rows of each bulk put under way.
  */
-export class BulkWriter {
+export class SqliteBulkWriter implements KvBulkWriter {
   private running?: Running;
   private stopped = false;
   private seq = 0;
-  private readonly large = new Slots(LARGE_SLOTS, LARGE_QUEUE);
+  private readonly large = new Slots(LARGE_SLOTS, LARGE_QUEUE, KvErrors.throttled);
 
   constructor(
     private readonly db: Db,
@@ -119,10 +89,10 @@ export class BulkWriter {
     if (this.db.prepare("SELECT 1 FROM bulk_writes LIMIT 1").get()) this.thread();
   }
 
-  /** Writes the JSON array `body` carries into `namespaceId`, all or nothing; returns how many entries it held. */
-  async write(namespaceId: string, body: Readable | undefined): Promise<number> {
-    const declared = Number((body as { headers?: Record<string, string> } | undefined)?.headers?.["content-length"]);
-    if (declared > BULK_BODY_LIMIT) throw new EdgeError(413, Codes.bodyTooLarge, "Request body is larger than this endpoint accepts");
+  async write(namespaceId: string, body: Readable | undefined, declaredBytes?: number): Promise<number> {
+    const declared = declaredBytes ?? NaN;
+    if (declared > KV_LIMITS.bulkBodyBytes) throw CoreErrors.bodyTooLarge();
+    // A body of unknown length counts as large.
     const release = declared <= LARGE_BODY ? undefined : await this.large.acquire();
     try {
       return await this.run(namespaceId, body);
@@ -158,14 +128,14 @@ export class BulkWriter {
       }
       send({ op: "end", bulk });
     } catch (err) {
-      send({ op: "end", bulk, error: `the request body could not be read: ${(err as Error).message}` });
+      send({ op: "end", bulk, error: (err as Error).message });
     }
   }
 
   /** The writer thread, started at first use and again after a failure. */
   private thread(): Running {
     if (this.running) return this.running;
-    const worker = new Worker(THREAD_SCRIPT, { workerData: { file: this.db.name, bodyLimit: BULK_BODY_LIMIT } });
+    const worker = new Worker(THREAD_SCRIPT, { workerData: { file: this.db.name } });
     const r: Running = { worker, sessions: new Map(), held: new Map(), dead: false };
     worker.on("message", (m: FromBulkThread) => this.onMessage(r, m));
     const fail = (err: Error) => {
@@ -221,7 +191,8 @@ export class BulkWriter {
         );
         return;
       case "dropContent":
-        this.store.dropContent(m.ids);
+        // Never fails: what cannot be deleted now is left for the content gc.
+        void this.store.dropContent(m.ids).then(() => reply({ op: "contentDropped", ticket: m.ticket }));
         return;
       case "done":
       case "failed": {
@@ -229,7 +200,7 @@ export class BulkWriter {
         r.sessions.delete(m.bulk);
         if (!s) return;
         if (m.kind === "done") settle(s, () => s.resolve(m.count));
-        else if (m.apiError) settle(s, () => s.reject(new EdgeError(m.apiError!.status, m.apiError!.code, m.apiError!.message)));
+        else if (m.refusal) settle(s, () => s.reject(EdgeError.many(m.refusal!.status, m.refusal!.errors)));
         else settle(s, () => s.reject(new Error(`KV bulk writer: ${m.error}`)));
         return;
       }
@@ -249,7 +220,7 @@ export class BulkWriter {
   }
 }
 
-const shuttingDown = () => new EdgeError(503, Codes.internal, "the platform is shutting down; send the bulk write again");
+const shuttingDown = () => CoreErrors.shuttingDown("bulk write");
 
 function settle(s: Session, fn: () => void): void {
   if (s.settled) return;

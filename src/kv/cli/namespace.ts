@@ -6,7 +6,7 @@ import { resolveNamespace, type SelectorArgs } from "./target.js";
 const nsPath = (accountId: string) => `/accounts/${encodeURIComponent(accountId)}/storage/kv/namespaces`;
 
 /** A valid binding name from a namespace argument: `my-ns` → `my_ns`, as wrangler derives it. */
-export function bindingNameOf(arg: string): string {
+function bindingNameOf(arg: string): string {
   const name = arg
     .replace(/[\s-]/g, "_")
     .replace(/[^A-Za-z0-9_]/g, "")
@@ -34,7 +34,7 @@ export async function createNamespace(args: { namespace?: string; env?: string; 
   ctx.log.info(`[[${table}]]\nbinding = "${bindingNameOf(arg)}"\n${args.preview ? "preview_id" : "id"} = "${ns.id}"`);
 }
 
-export async function listNamespaces(ctx: CliContext): Promise<void> {
+export async function listNamespaces(_args: unknown, ctx: CliContext): Promise<void> {
   const account = await ctx.accountId();
   const all = await ctx.api().fetchAllPages<KvNamespace>(nsPath(account), { order: "title", direction: "asc" }, 100);
   ctx.json(all.map((n) => ({ id: n.id, title: n.title })));

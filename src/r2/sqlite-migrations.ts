@@ -1,7 +1,6 @@
 import type { Migration } from "../core/db/sqlite.js";
-import type { R2BucketInfo, R2ObjectInfo } from "./store.js";
 
-/** The R2 database (`<state>/db/r2.sqlite`): append-only migrations, the row shapes, and rows to API objects. */
+/** The R2 database (`<state>/db/r2.sqlite`): append-only migrations (sqlite-rows.ts has the row shapes). */
 export const r2Migrations: readonly Migration[] = [
   `CREATE TABLE buckets (
      id INTEGER PRIMARY KEY,
@@ -54,40 +53,3 @@ export const r2Migrations: readonly Migration[] = [
    CREATE INDEX uploads_by_key ON uploads(bucket_id, key, upload_id);
    ALTER TABLE parts ADD COLUMN uploaded INTEGER NOT NULL DEFAULT 0;`,
 ];
-
-export interface BucketRow {
-  id: number;
-  name: string;
-  created_at: string;
-  location: string;
-  storage_class: string;
-}
-export interface ObjectRow {
-  key: string;
-  version: string;
-  size: number;
-  etag: string;
-  uploaded: number;
-  http: string;
-  custom: string;
-  checksums: string;
-  storage_class: string;
-  segments: string;
-}
-export type Segment = [contentId: string, size: number];
-
-export const bucketInfo = (r: BucketRow): R2BucketInfo => ({ name: r.name, creationDate: r.created_at, location: r.location, storageClass: r.storage_class });
-
-export function objectInfo(r: ObjectRow, withMetadata = true): R2ObjectInfo {
-  return {
-    key: r.key,
-    version: r.version,
-    size: r.size,
-    etag: r.etag,
-    uploaded: r.uploaded,
-    httpMetadata: withMetadata ? JSON.parse(r.http) : {},
-    customMetadata: withMetadata ? JSON.parse(r.custom) : {},
-    checksums: JSON.parse(r.checksums),
-    storageClass: r.storage_class,
-  };
-}

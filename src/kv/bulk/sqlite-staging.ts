@@ -1,10 +1,10 @@
-import type { Db } from "../core/db/sqlite.js";
-import { EntryWriter, type CommitRow } from "./store.js";
+import type { Db } from "../../core/db/sqlite.js";
+import { EntryWriter, type CommitRow } from "../sqlite-entry-writer.js";
 
 const asBuffer = (v: Uint8Array) => (Buffer.isBuffer(v) ? v : Buffer.from(v.buffer, v.byteOffset, v.byteLength));
 
 /**
- * The writes of a streamed bulk put, as short transactions (bulk-writer.ts runs them on its own thread and
+ * The writes of a streamed bulk put, as short transactions (sqlite-writer.ts runs them on its own thread and
  * connection). Values are staged as blobs while the body arrives, each batch its own transaction; `commit` then
  * writes every entry, naming its blob, in one transaction, so the bulk put is all or nothing without copying its
  * values while it holds the write lock. Until then no entry names a staged blob: readers cannot see them, and

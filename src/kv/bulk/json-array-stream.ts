@@ -1,7 +1,7 @@
 import { JSONParser } from "@streamparser/json";
-import { EdgeError, Codes } from "../core/errors.js";
-import { checkUserValue, MAX_JSON_DEPTH } from "../core/http/json-input.js";
-import { KvCodes } from "./limits.js";
+import { CoreErrors, EdgeError } from "../../core/errors.js";
+import { checkUserValue, MAX_JSON_DEPTH } from "../../core/http/json-input.js";
+import { KvErrors } from "../errors.js";
 
 /**
  * After a malformed or oversized body, how much more of it is read (and dropped) before answering. Many HTTP
@@ -15,8 +15,9 @@ const isWhitespace = (b: number) => b === 0x20 || b === 0x0a || b === 0x0d || b 
 /**
  * The elements of the JSON array a request body carries, each parsed as soon as its last byte arrives: memory holds
  * one element and the parser's buffer, never the whole body. @streamparser/json does the parsing (invalid UTF-8 is an
- * error); each element then obeys the rules of every user JSON (checkUserValue: depth, no `__proto__` keys). Throws EdgeError: 413 past `limitBytes`,
- * 400 when the body is not one JSON array (or there is no body).
+ * error); each element then obeys the rules of every user JSON (checkUserValue: depth, no `__proto__` keys). Throws
+ * EdgeError: 413 past `limitBytes`, 400 when the body is not one JSON array (or there is no body). Backend-neutral:
+ * the bulk write and bulk delete routes both read their bodies through it.
  */
 export async function* jsonArrayElements(chunks: AsyncIterable<Uint8Array> | undefined, limitBytes: number): AsyncGenerator<unknown, void, undefined> {
   if (!chunks) throw notAnArray();
@@ -73,6 +74,6 @@ export async function* jsonArrayElements(chunks: AsyncIterable<Uint8Array> | und
   }
 }
 
-const notAnArray = () => new EdgeError(400, KvCodes.badRequest, "the body must be a JSON array");
-const tooLarge = () => new EdgeError(413, Codes.bodyTooLarge, "Request body is larger than this endpoint accepts");
-const malformed = (e: unknown) => new EdgeError(400, Codes.malformedJson, `Malformed JSON in request body: ${(e as Error).message}`);
+const notAnArray = KvErrors.bodyNotArray;
+const tooLarge = CoreErrors.bodyTooLarge;
+const malformed = (e: unknown) => CoreErrors.malformedJson((e as Error).message);

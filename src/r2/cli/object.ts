@@ -2,16 +2,16 @@ import { createReadStream, createWriteStream, existsSync, mkdirSync, renameSync,
 import { dirname, relative, resolve, isAbsolute } from "node:path";
 import { PassThrough, Transform, type Readable, type Writable } from "node:stream";
 import { pipeline } from "node:stream/promises";
-import { ApiRequestError, type RawResponse } from "../core/cli/api-client.js";
-import type { CliContext } from "../core/cli/context.js";
-import type { Progress } from "../core/cli/progress.js";
-import { UsageError, UserError } from "../core/errors.js";
-import { BUCKET_NAME_RE } from "./store.js";
+import { ApiRequestError, type RawResponse } from "../../core/cli/api-client.js";
+import type { CliContext } from "../../core/cli/context.js";
+import type { Progress } from "../../core/cli/progress.js";
+import { UsageError, UserError } from "../../core/errors.js";
+import { R2Codes, R2Errors } from "../errors.js";
+import { bucketsPath } from "./bucket.js";
 
 /** Files at least this large get a progress bar (on a terminal only). */
 const PROGRESS_MIN_BYTES = 4 * 1024 * 1024;
 
-const bucketsPath = (account: string) => `/accounts/${account}/r2/buckets`;
 const objectPath = (account: string, bucket: string, key: string) =>
   `${bucketsPath(account)}/${encodeURIComponent(bucket)}/objects/${key.split("/").map(encodeURIComponent).join("/")}`;
 
@@ -21,16 +21,19 @@ function splitObjectPath(path: string | undefined): { bucket: string; key: strin
   return { bucket: path.slice(0, at), key: path.slice(at + 1) };
 }
 
+/** The errors of a v4 failure envelope; none when the text is not one (the status says enough then). */
+function envelopeErrors(text: string): { code: number; message: string }[] {
+  try {
+    return (JSON.parse(text) as { errors?: { code: number; message: string }[] }).errors ?? [];
+  } catch {
+    return [];
+  }
+}
+const errorCodes = (text: string) => envelopeErrors(text).map((e) => e.code);
+
 /** Reads a non-2xx raw response as a v4 envelope and throws it as an API error. */
 async function failFrom(res: RawResponse, path: string): Promise<never> {
-  const text = await res.body.text();
-  let errors: { code: number; message: string }[] = [];
-  try {
-    errors = (JSON.parse(text) as { errors?: typeof errors }).errors ?? [];
-  } catch {
-    // not an envelope; the status says enough
-  }
-  throw new ApiRequestError(path, res.status, errors);
+  throw new ApiRequestError(path, res.status, envelopeErrors(await res.body.text()));
 }
 
 /** Counts bytes through a stream into a progress bar. */
@@ -48,44 +51,6 @@ function meter(progress: Progress): Transform {
     },
   });
 }
-
-// ---- buckets ----
-
-export async function bucketCreate(args: { name?: string; location?: string; "storage-class"?: string }, ctx: CliContext): Promise<void> {
-  const name = args.name!;
-  if (!BUCKET_NAME_RE.test(name)) {
-    throw new UserError(
-      `The bucket name "${name}" is invalid. Bucket names must begin and end with an alphanumeric character, only contain lowercase letters, numbers, and hyphens, and be between 3 and 63 characters long.`,
-    );
-  }
-  const account = await ctx.accountId();
-  ctx.log.info(`Creating bucket '${name}'...`);
-  const bucket = await ctx.api().fetchResult<{ name: string; storage_class: string }>("POST", bucketsPath(account), {
-    json: { name, locationHint: args.location, storageClass: args["storage-class"] },
-  });
-  const where = args.location ? `with location hint ${args.location.toUpperCase()} and ` : "with ";
-  ctx.log.info(`✅ Created bucket '${name}' ${where}default storage class of ${bucket.storage_class}.`);
-  const binding = name.replace(/-/g, "_");
-  ctx.log.info(
-    `To access your new R2 Bucket in your Worker, add the following snippet to your configuration file:\n[[r2_buckets]]\nbucket_name = "${name}"\nbinding = "${binding}"`,
-  );
-}
-
-export async function bucketList(ctx: CliContext): Promise<void> {
-  const account = await ctx.accountId();
-  ctx.log.info("Listing buckets...");
-  const { buckets } = await ctx.api().fetchResult<{ buckets: { name: string; creation_date: string }[] }>("GET", bucketsPath(account));
-  if (buckets.length > 0) ctx.log.info(buckets.map((b) => `name:           ${b.name}\ncreation_date:  ${b.creation_date}`).join("\n\n"));
-}
-
-export async function bucketDelete(args: { bucket?: string }, ctx: CliContext): Promise<void> {
-  const account = await ctx.accountId();
-  ctx.log.info(`Deleting bucket ${args.bucket}.`);
-  await ctx.api().fetchResult("DELETE", `${bucketsPath(account)}/${encodeURIComponent(args.bucket!)}`);
-  ctx.log.info(`Deleted bucket ${args.bucket}.`);
-}
-
-// ---- objects ----
 
 type PutArgs = {
   objectPath?: string;
@@ -122,7 +87,8 @@ function metadataHeaders(args: PutArgs): Record<string, string> {
   return Object.fromEntries(Object.entries(h).filter((e): e is [string, string] => e[1] !== undefined));
 }
 
-export async function objectPut(args: PutArgs, ctx: CliContext): Promise<void> {
+/** `edgecli r2 object put <bucket>/<key> (--file | --pipe)` */
+export async function putObject(args: PutArgs, ctx: CliContext): Promise<void> {
   const { bucket, key } = splitObjectPath(args.objectPath);
   if (Boolean(args.file) === Boolean(args.pipe)) throw new UsageError("Either the --file or --pipe options are required.");
   const headers = metadataHeaders(args);
@@ -161,7 +127,8 @@ function defaultDestination(cwd: string, key: string): string {
   return dest;
 }
 
-export async function objectGet(args: { objectPath?: string; file?: string; pipe?: boolean }, ctx: CliContext): Promise<void> {
+/** `edgecli r2 object get <bucket>/<key> [--file | --pipe]` */
+export async function getObject(args: { objectPath?: string; file?: string; pipe?: boolean }, ctx: CliContext): Promise<void> {
   const { bucket, key } = splitObjectPath(args.objectPath);
   if (args.file && args.pipe) throw new UsageError("Use either --file or --pipe, not both.");
   const dest = args.pipe ? undefined : args.file ? resolve(ctx.cwd, args.file) : defaultDestination(ctx.cwd, key);
@@ -170,10 +137,10 @@ export async function objectGet(args: { objectPath?: string; file?: string; pipe
   if (!args.pipe) ctx.log.info(`Downloading "${key}" from "${bucket}".`);
   const res = await ctx.api().raw("GET", path);
   if (res.status === 404) {
-    const text = await res.body.text();
+    const codes = errorCodes(await res.body.text());
     // A missing bucket is a different failure from a missing key; say which.
-    if (text.includes('"code":10006')) throw new UserError(`The bucket "${bucket}" does not exist.`);
-    throw new UserError("The specified key does not exist.");
+    if (codes.includes(R2Codes.bucketNotFound)) throw new UserError(`The bucket "${bucket}" does not exist.`);
+    throw new UserError(R2Errors.objectNotFound().message);
   }
   if (res.status >= 300) await failFrom(res, path);
   if (!dest) {
@@ -197,7 +164,8 @@ export async function objectGet(args: { objectPath?: string; file?: string; pipe
   ctx.log.info("Download complete.");
 }
 
-export async function objectDelete(args: { objectPath?: string }, ctx: CliContext): Promise<void> {
+/** `edgecli r2 object delete <bucket>/<key>` */
+export async function deleteObject(args: { objectPath?: string }, ctx: CliContext): Promise<void> {
   const { bucket, key } = splitObjectPath(args.objectPath);
   const account = await ctx.accountId();
   ctx.log.info(`Deleting object "${key}" from bucket "${bucket}".`);

@@ -3,14 +3,15 @@ import assert from "node:assert/strict";
 import { mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { FileContentStore } from "../core/content/file-store.js";
-import { openDatabase, type Db } from "../core/db/sqlite.js";
-import { EdgeError } from "../core/errors.js";
-import { bulkPut, type BulkPutIo } from "./bulk-put.js";
-import { BulkStaging } from "./bulk-staging.js";
+import { FileContentStore } from "../../core/content/file-store.js";
+import { openDatabase, type Db } from "../../core/db/sqlite.js";
+import { EdgeError } from "../../core/errors.js";
+import { KV_LIMITS } from "../limits.js";
+import { KV_MIGRATIONS } from "../sqlite-migrations.js";
+import { SqliteKvStore } from "../sqlite-store.js";
 import { jsonArrayElements } from "./json-array-stream.js";
-import { KV_LIMITS } from "./limits.js";
-import { KV_MIGRATIONS, SqliteKvStore } from "./store.js";
+import { bulkPut, type BulkPutIo } from "./sqlite-put.js";
+import { BulkStaging } from "./sqlite-staging.js";
 
 // The bulk put as the writer thread runs it, here on this thread: its own connection (as the thread has), the
 // store's connection for everything else, and the real JSON stream parser fed in small chunks.
@@ -103,7 +104,7 @@ test("a bad entry after many staged batches writes nothing and leaves nothing st
     { key: "later", value: 5 },
   ];
   await assert.rejects(put(ns, JSON.stringify(bad)), (e: EdgeError) => e.status === 400 && code(e) === 10025 && /^entry 1501: expiration_ttl/.test(e.message));
-  assert.equal(store.list(ns).keys.length, 0);
+  assert.equal((await store.list(ns)).keys.length, 0);
   assert.deepEqual({ blobs: blobs(), files: contentFiles() }, before);
   assert.equal(count("SELECT count(*) AS n FROM bulk_writes"), 0);
   // Too many entries outranks a bad entry, as it always did.
@@ -122,7 +123,7 @@ test("a body that stops arriving writes nothing and leaves nothing staged", asyn
     throw new Error("aborted");
   }
   await assert.rejects(bulkPut(staging, io, ns, jsonArrayElements(cut(), 1e9)), /aborted/);
-  assert.equal(store.list(ns).keys.length, 0);
+  assert.equal((await store.list(ns)).keys.length, 0);
   assert.equal(blobs(), before);
 });
 
@@ -183,7 +184,7 @@ test("a staged blob is invisible until the commit names it", async () => {
   const ns = (await store.createNamespace(ACCOUNT, "visibility")).id;
   const id = staging.begin();
   const [blobId] = staging.stage(id, [Buffer.from("not yet")]);
-  assert.equal(store.list(ns).keys.length, 0);
+  assert.equal((await store.list(ns)).keys.length, 0);
   staging.commit(id, ns, [{ key: Buffer.from("now"), expiration: null, metadata: null, size: 7, value: null, contentId: null, blobId: blobId! }]);
   assert.equal((await store.get(ns, "now"))?.value.toString(), "not yet");
   assert.equal(count("SELECT count(*) AS n FROM bulk_writes"), 0);

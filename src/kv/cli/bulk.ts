@@ -1,12 +1,10 @@
 import type { CliContext } from "../../core/cli/context.js";
-import { UserError } from "../../core/errors.js";
-import { EdgeError } from "../../core/errors.js";
-import { bulkEntry } from "../bulk.js";
-import { keyError } from "../limits.js";
-import { prepareEntry, type KvBulkEntry } from "../store.js";
-import type { BackendArgs } from "./backend.js";
-import { readValueFile } from "./key-commands.js";
-import { openBackend, userErrors } from "./open.js";
+import { EdgeError, UserError } from "../../core/errors.js";
+import { parseBulkEntry } from "../bulk/entry.js";
+import type { KvBulkEntry } from "../store.js";
+import { checkKey, forItem, prepareEntry } from "../validation.js";
+import { openBackend, userErrors, type BackendArgs } from "./backend.js";
+import { readValueFile } from "./key.js";
 import type { SelectorArgs } from "./target.js";
 
 type BulkArgs = SelectorArgs & BackendArgs & { filename?: string };
@@ -29,7 +27,7 @@ function typeName(v: unknown): string {
 }
 
 /** Every entry is checked (shape and limits) before the first write, so a bad file writes nothing. */
-export function validateBulkFile(data: unknown, filename: string, warn: (m: string) => void): KvBulkEntry[] {
+function validateBulkFile(data: unknown, filename: string, warn: (m: string) => void): KvBulkEntry[] {
   if (!Array.isArray(data)) {
     throw new UserError(`Unexpected JSON input from "${filename}".\nExpected an array of key-value objects but got type "${typeName(data)}".`);
   }
@@ -38,8 +36,8 @@ export function validateBulkFile(data: unknown, filename: string, warn: (m: stri
   const entries: KvBulkEntry[] = [];
   data.forEach((raw, i) => {
     try {
-      const e = bulkEntry(raw, i);
-      prepareEntry(e.key, e.value, e, `entry ${i}: `);
+      const e = parseBulkEntry(raw, i);
+      forItem(`entry ${i}`, () => prepareEntry(e.key, e.value, e));
       entries.push(e);
       const extra = Object.keys(raw as object).filter((k) => !KNOWN_FIELDS.has(k));
       if (extra.length) unexpected.push(`The item at index ${i} contains unexpected properties: ${JSON.stringify(extra)}.`);
@@ -74,7 +72,7 @@ export async function bulkPut(args: BulkArgs, ctx: CliContext): Promise<void> {
   ctx.log.info(`Success! Wrote ${entries.length} key-value pair${entries.length === 1 ? "" : "s"}.`);
 }
 
-export function validateKeyFile(data: unknown, filename: string): string[] {
+function validateKeyFile(data: unknown, filename: string): string[] {
   if (!Array.isArray(data)) throw new UserError(`Expected an array of strings in "${filename}" but got:\n${JSON.stringify(data)}`);
   const problems: string[] = [];
   const keys = data.flatMap((item, i) => {
@@ -90,8 +88,12 @@ export function validateKeyFile(data: unknown, filename: string): string[] {
       );
       return [];
     }
-    const e = keyError(key);
-    if (e) problems.push(`entry ${i}: ${e.message}`);
+    try {
+      forItem(`entry ${i}`, () => checkKey(key));
+    } catch (err) {
+      if (!(err instanceof EdgeError)) throw err;
+      problems.push(err.message);
+    }
     return [key];
   });
   if (problems.length) throw new UserError(`Invalid keys in "${filename}", so nothing was deleted.\n${problems.slice(0, MAX_LISTED).join("\n")}`);

@@ -1,8 +1,10 @@
-import { EdgeError } from "../core/errors.js";
-import { bulkEntry } from "./bulk.js";
-import type { BulkStaging } from "./bulk-staging.js";
-import { KV_LIMITS, KvCodes } from "./limits.js";
-import { prepareEntry, type CommitRow } from "./store.js";
+import { EdgeError } from "../../core/errors.js";
+import { KvErrors } from "../errors.js";
+import { KV_LIMITS } from "../limits.js";
+import type { CommitRow } from "../sqlite-entry-writer.js";
+import { forItem, prepareEntry } from "../validation.js";
+import { parseBulkEntry } from "./entry.js";
+import type { BulkStaging } from "./sqlite-staging.js";
 
 /** What a bulk put needs beyond its staging connection. */
 export interface BulkPutIo {
@@ -11,7 +13,7 @@ export interface BulkPutIo {
   /** Stores a value too big to live in SQLite in the content store; returns its id. */
   putContent(value: Buffer): Promise<string>;
   /** Deletes content no committed entry names any more. */
-  dropContent(ids: readonly string[]): void;
+  dropContent(ids: readonly string[]): Promise<void>;
 }
 
 /**
@@ -54,7 +56,7 @@ export async function bulkPut(staging: BulkStaging, io: BulkPutIo, namespaceId: 
     bulkId = undefined;
     rows.length = 0;
     batch = [];
-    io.dropContent(contentIds.splice(0));
+    await io.dropContent(contentIds.splice(0));
     if (staged !== undefined) await io.exclusive(() => staging.abandon(staged));
   };
 
@@ -65,8 +67,8 @@ export async function bulkPut(staging: BulkStaging, io: BulkPutIo, namespaceId: 
       const index = count++;
       if (invalid || count > KV_LIMITS.bulkWriteEntries) continue;
       try {
-        const entry = bulkEntry(element, index);
-        const p = prepareEntry(entry.key, entry.value, entry, `entry ${index}: `);
+        const entry = parseBulkEntry(element, index);
+        const p = forItem(`entry ${index}`, () => prepareEntry(entry.key, entry.value, entry));
         const row: CommitRow = { key: p.key, expiration: p.expiration, metadata: p.metadata, size: p.value.length, value: null, contentId: null, blobId: null };
         rows.push(row);
         if (p.value.length > KV_LIMITS.inlineValueBytes) {
@@ -84,7 +86,7 @@ export async function bulkPut(staging: BulkStaging, io: BulkPutIo, namespaceId: 
       }
     }
     if (count > KV_LIMITS.bulkWriteEntries) {
-      throw new EdgeError(413, KvCodes.tooManyEntries, `a bulk write holds at most ${KV_LIMITS.bulkWriteEntries} entries, got ${count}`);
+      throw KvErrors.tooManyEntries(count);
     }
     if (invalid) throw invalid;
     await flush();
@@ -93,7 +95,7 @@ export async function bulkPut(staging: BulkStaging, io: BulkPutIo, namespaceId: 
       const replaced = await io.exclusive(() => staging.commit(id, namespaceId, rows));
       bulkId = undefined;
       contentIds.length = 0;
-      io.dropContent(replaced);
+      await io.dropContent(replaced);
     }
     return count;
   } catch (err) {

@@ -1,24 +1,25 @@
-// The KV bulk writer's thread (started by bulk-writer.ts). Each bulk put's body arrives here in chunks; parsing,
+// The KV bulk writer's thread (started by sqlite-writer.ts). Each bulk put's body arrives here in chunks; parsing,
 // validation and the SQLite work (staging values, the final commit, the WAL checkpoints that follow) all run here,
 // on this thread's own connection, so none of it runs on the platform's event loop. Every transaction waits for a
 // grant from the main thread, where it takes its turn with the store's other writes; content-store files (big
 // values) stay the main thread's business too.
 import { parentPort, workerData } from "node:worker_threads";
-import { openDatabase } from "../core/db/sqlite.js";
-import { EdgeError } from "../core/errors.js";
-import { bulkPut, type BulkPutIo } from "./bulk-put.js";
-import { BulkStaging } from "./bulk-staging.js";
-import type { FromBulkThread, ToBulkThread } from "./bulk-writer.js";
+import { openDatabase } from "../../core/db/sqlite.js";
+import { EdgeError } from "../../core/errors.js";
+import { KvErrors } from "../errors.js";
+import { KV_LIMITS } from "../limits.js";
+import { KV_MIGRATIONS } from "../sqlite-migrations.js";
 import { jsonArrayElements } from "./json-array-stream.js";
-import { KvCodes } from "./limits.js";
-import { KV_MIGRATIONS } from "./store.js";
+import { bulkPut, type BulkPutIo } from "./sqlite-put.js";
+import { BulkStaging } from "./sqlite-staging.js";
+import type { FromBulkThread, ToBulkThread } from "./sqlite-writer.js";
 
 const port = parentPort!;
-const { file, bodyLimit } = workerData as { file: string; bodyLimit: number };
+const { file } = workerData as { file: string };
 const staging = new BulkStaging(openDatabase(file, KV_MIGRATIONS));
 const post = (msg: FromBulkThread, transfer: ArrayBuffer[] = []) => port.postMessage(msg, transfer);
 
-/** Answers the main thread owes this thread (a lock grant, a content id), by ticket. */
+/** Answers the main thread owes this thread (a lock grant, a content id, content deleted), by ticket. */
 const awaiting = new Map<number, { resolve(v: string | undefined): void; reject(e: Error): void }>();
 let tickets = 0;
 function ask(ticket: number, msg: FromBulkThread, transfer: ArrayBuffer[] = []): Promise<string | undefined> {
@@ -85,17 +86,17 @@ function open(bulk: number, namespaceId: string): void {
       const ticket = ++tickets;
       return (await ask(ticket, { kind: "putContent", bulk, ticket, value: copy }, [copy.buffer]))!;
     },
-    dropContent: (ids) => {
-      if (ids.length) post({ kind: "dropContent", bulk, ids: [...ids] });
+    async dropContent(ids) {
+      if (!ids.length) return;
+      const ticket = ++tickets;
+      await ask(ticket, { kind: "dropContent", bulk, ticket, ids: [...ids] });
     },
   };
-  bulkPut(staging, io, namespaceId, jsonArrayElements(chunks, bodyLimit)).then(
+  bulkPut(staging, io, namespaceId, jsonArrayElements(chunks, KV_LIMITS.bulkBodyBytes)).then(
     (count) => post({ kind: "done", bulk, count }),
     (err: Error) =>
       post(
-        err instanceof EdgeError
-          ? { kind: "failed", bulk, apiError: { status: err.status, code: err.errors[0]!.code, message: err.message } }
-          : { kind: "failed", bulk, error: err.message },
+        err instanceof EdgeError ? { kind: "failed", bulk, refusal: { status: err.status, errors: err.errors } } : { kind: "failed", bulk, error: err.message },
       ),
   );
 }
@@ -108,9 +109,10 @@ port.on("message", (msg: ToBulkThread) => {
       return sessions.get(msg.bulk)?.push(msg.data);
     case "end":
       // A body cut short is the client's doing: a 400 it will likely never read, not a server error.
-      sessions.get(msg.bulk)?.end(msg.error === undefined ? undefined : new EdgeError(400, KvCodes.badRequest, msg.error));
+      sessions.get(msg.bulk)?.end(msg.error === undefined ? undefined : KvErrors.bodyUnreadable(msg.error));
       return sessions.delete(msg.bulk);
     case "granted":
+    case "contentDropped":
     case "contentStored":
       awaiting.get(msg.ticket)?.resolve(msg.op === "contentStored" ? msg.id : undefined);
       return awaiting.delete(msg.ticket);

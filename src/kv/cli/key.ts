@@ -2,10 +2,9 @@ import { readFileSync } from "node:fs";
 import { resolve } from "node:path";
 import type { CliContext } from "../../core/cli/context.js";
 import { UsageError, UserError } from "../../core/errors.js";
-import { checkKey } from "../limits.js";
-import { prepareEntry, type KvKeyInfo } from "../store.js";
-import type { BackendArgs } from "./backend.js";
-import { openBackend, userErrors } from "./open.js";
+import type { KvKeyInfo } from "../store.js";
+import { checkKey, prepareEntry } from "../validation.js";
+import { openBackend, userErrors, type BackendArgs } from "./backend.js";
 import type { SelectorArgs } from "./target.js";
 
 type KeyArgs = SelectorArgs & BackendArgs & { key?: string };
