@@ -27,7 +27,7 @@ const toGateway = (r: Row): Gateway => ({
 });
 
 /** Gateways of every account, their settings as one JSON column. */
-export class SqliteGatewayStore implements GatewayStore {
+class SqliteGatewayStore implements GatewayStore {
   private readonly q;
 
   /** `logs` is the store of the same file, whose logs go with a deleted gateway. */

@@ -33,11 +33,9 @@ export interface GatewayStore {
 export type LogStrategy = "STOP_INSERTING" | "DELETE_OLDEST";
 export type LogMetadata = Record<string, string | number | boolean>;
 
-/** One forwarded request, as it is written. Bodies are null when payload collection is off. */
-export interface NewLog {
+/** What a log records of one forwarded request (what the proxy writes and the API shows alike). */
+interface LogFields {
   id: string;
-  account_id: string;
-  gateway_id: string;
   created_at: string;
   provider: string;
   model: string | null;
@@ -62,6 +60,12 @@ export interface NewLog {
   response_size: number;
   authenticated: boolean;
   event_id: string | null;
+}
+
+/** One forwarded request, as it is written. Bodies are null when payload collection is off. */
+export interface NewLog extends LogFields {
+  account_id: string;
+  gateway_id: string;
   request_body: Buffer | null;
   response_body: Buffer | null;
   /** The gateway's log_management limit and strategy when the request was made. */
@@ -69,35 +73,13 @@ export interface NewLog {
   strategy: LogStrategy | null;
 }
 
-/** A stored log as the API shows it (its bodies are read on their own), in the API's field order. */
-export interface LogRecord {
-  id: string;
-  created_at: string;
-  provider: string;
-  model: string | null;
-  path: string;
-  request_type: string | null;
-  status_code: number;
-  success: boolean;
-  cached: boolean;
-  step: number | null;
-  duration: number;
-  tokens_in: number | null;
-  tokens_out: number | null;
-  cached_tokens: number | null;
-  reasoning_tokens: number | null;
-  cost: number | null;
-  cost_note: string | null;
-  custom_cost: boolean;
-  request_content_type: string | null;
-  response_content_type: string | null;
-  request_size: number;
-  response_size: number;
-  authenticated: boolean;
-  event_id: string | null;
+/**
+ * A stored log as the API shows it (its bodies are read on their own), with what callers added later (PATCH).
+ * The API shows the fields in the order the store returns them: as LogFields lists them, but metadata last.
+ */
+export interface LogRecord extends LogFields {
   feedback: number | null;
   score: number | null;
-  metadata: LogMetadata | null;
 }
 
 /** Fields a log can be filtered on: `tokens` is tokens_in + tokens_out; `metadata.key`/`metadata.value` match any entry. */

@@ -165,6 +165,21 @@ describe("AI gateway logs", () => {
     assert.equal((await p.api("GET", `/accounts/${p.accountId}/ai-gateway/gateways/query/logs/01ARZ3NDEKTSV4RRFFQ69G5FAV`)).status, 404);
   });
 
+  it("refuses a flat feedback that is not a number and a delete limit that is not a positive integer, deleting nothing", async () => {
+    await createGateway(p, "strict");
+    await chat("strict");
+    const feedback = await logs("strict", "?feedback=good");
+    assert.equal(feedback.status, 400);
+    assert.equal(feedback.body.errors[0].code, 7001);
+    assert.match(feedback.body.errors[0].message, /^feedback: must be a number/);
+    for (const limit of ["-1", "0", "1.5", "x"]) {
+      const r = await p.api("DELETE", `/accounts/${p.accountId}/ai-gateway/gateways/strict/logs?limit=${limit}`);
+      assert.equal(r.status, 400, limit);
+      assert.match(r.body.errors[0].message, /^limit: must be a positive integer/);
+    }
+    assert.equal((await logs("strict")).body.result_info.total_count, 1);
+  });
+
   it("never logs refused requests, and keeps logs across a restart", async () => {
     await createGateway(p, "durable", { authentication: true });
     const run = await createToken(p, ["ai_gateway_run"]);

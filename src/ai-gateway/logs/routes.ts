@@ -24,7 +24,7 @@ const patchBody = z.object({
     .optional(),
 });
 
-export interface LogRouteDeps {
+interface LogRouteDeps {
   gateways: GatewayDirectory;
   logs: LogStore;
   queue: LogQueue;

@@ -2,7 +2,7 @@ import { readFileSync } from "node:fs";
 import { UserError } from "../../core/errors.js";
 
 /** A model's list price in USD per million tokens. */
-export interface Price {
+interface Price {
   input: number;
   output: number;
 }

@@ -7,7 +7,7 @@ export interface CustomCost {
   per_token_out: number;
 }
 
-export interface Cost {
+interface Cost {
   cost: number | null;
   /** Why cost is null (or "custom" when it came from gw-aig-custom-cost). */
   note: string | null;

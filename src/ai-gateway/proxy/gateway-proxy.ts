@@ -22,7 +22,7 @@ import { handleCompat, handleUniversal, type ForwardDeps } from "./universal.js"
 import { forwardHeaders } from "./upstream.js";
 import { emptyUsage } from "./usage.js";
 
-export interface GatewayProxyDeps extends ForwardDeps {
+interface GatewayProxyDeps extends ForwardDeps {
   auth: AuthService;
   identities: IdentityStore;
   gateways: GatewayDirectory;

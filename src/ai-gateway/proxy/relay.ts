@@ -8,7 +8,7 @@ import { MAX_ENTRY_BYTES, type ResponseCache } from "./response-cache.js";
 import { HOP_RESPONSE, type AnswerSink, type UpstreamFlow } from "./upstream.js";
 import { emptyUsage, SseUsageReader, usageOfJson, type Usage } from "./usage.js";
 
-export interface RelayInfo {
+interface RelayInfo {
   provider: string;
   path: string;
   requestType: string | null;
@@ -160,7 +160,7 @@ export class Relay implements AnswerSink {
   }
 }
 
-export interface LogFacts {
+interface LogFacts {
   provider: string;
   path: string;
   requestType: string | null;

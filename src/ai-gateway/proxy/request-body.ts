@@ -32,7 +32,7 @@ export function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
 /** Bodies up to this size (a chat request is a few KB) are read whole: one write upstream instead of a stream. */
 const SMALL_BODY = 64 * 1024;
 
-export interface TakenBody {
+interface TakenBody {
   /** The whole body, when it was read first. */
   body: Buffer | null;
   /** Otherwise the body as it arrives, with a copy collected for the log. */

@@ -4,7 +4,7 @@ import { AigErrors } from "../errors.js";
 import type { CustomCost } from "./cost.js";
 
 /** Our headers use `gw-aig-`; clients written for the hosted gateway send `cf-aig-`, accepted as an alias. */
-export function aigHeader(h: IncomingHttpHeaders, name: string): string | undefined {
+function aigHeader(h: IncomingHttpHeaders, name: string): string | undefined {
   const v = h[`gw-aig-${name}`] ?? h[`cf-aig-${name}`];
   return Array.isArray(v) ? v[0] : v;
 }

@@ -18,7 +18,7 @@ type Obj = Record<string, any>;
  * Anthropic streams split it over `message_start` and `message_delta`), Google (`usageMetadata`),
  * Cohere (`usage.billed_units`, or `delta.usage` at a stream's end).
  */
-export function readUsage(o: unknown, u: Usage): void {
+function readUsage(o: unknown, u: Usage): void {
   if (!o || typeof o !== "object") return;
   const obj = o as Obj;
   const inner: Obj | undefined = obj.message ?? obj.response; // Anthropic message_start, OpenAI response.completed

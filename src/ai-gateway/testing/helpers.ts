@@ -29,7 +29,7 @@ export async function createToken(p: TestPlatform, permissions: string[], name =
   return { id: r.body.result.id, value: r.body.result.value };
 }
 
-export interface GatewayAnswer {
+interface GatewayAnswer {
   status: number;
   headers: Record<string, string | string[] | undefined>;
   text: string;
