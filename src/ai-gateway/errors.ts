@@ -58,6 +58,10 @@ export const AigErrors = {
   compatNoChat: (provider: string) => invalid(`model: ${provider} has no OpenAI-compatible chat endpoint; call it under /${provider}/ instead`, "/model"),
   stepUnknownProvider: (provider: string) => invalid(`provider: unknown provider "${provider}"`),
   stepEndpoint: (why: string) => invalid(`endpoint: ${why}`),
+  stepHeaderName: (name: string) =>
+    invalid(`headers: ${JSON.stringify(name)} is not a valid header name (an HTTP token: letters, digits and !#$%&'*+-.^_\`|~)`),
+  stepHeaderValue: (name: string) =>
+    invalid(`headers: ${JSON.stringify(name)} has a header value HTTP cannot carry (CR, LF, NUL or another control character, or a character beyond U+00FF)`),
   noStepServed: () => new EdgeError(502, AigCodes.upstreamUnreachable, "No step of the request could be served"),
   /** A malformed gateway header (`gw-aig-<name>`, or its `cf-aig-` alias). */
   badHeader: (name: string, rule: string) => invalid(`gw-aig-${name}: ${rule}`),

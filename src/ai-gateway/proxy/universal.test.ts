@@ -69,6 +69,50 @@ describe("AI gateway universal and compat endpoints", () => {
     assert.equal(notJson.status, 400);
   });
 
+  it("refuses a step header that HTTP cannot carry with a 400 naming it, before contacting any provider", async () => {
+    const seen = primary.requests.length;
+    const withHeaders = (headers: Record<string, string>) => ({ ...step("openai", "chat/completions", "k"), headers });
+    for (const [headers, named, what] of [
+      [{ "[[[[": "x" }, "[[[[", "name"],
+      [{ "x a": "x" }, "x a", "name"],
+      [{ "": "x" }, "", "name"],
+      [{ "x-note": "a\r\nx-injected: 1" }, "x-note", "value"],
+      [{ "x-note": "a\nb" }, "x-note", "value"],
+      [{ "x-note": "a\u0000b" }, "x-note", "value"],
+      [{ "x-note": "price: 5€" }, "x-note", "value"],
+    ] as const) {
+      // The bad header is on the second step: the first step must not be tried either.
+      const r = await universal([step("openai", "chat/completions", "k"), withHeaders(headers)]);
+      assert.equal(r.status, 400, `${JSON.stringify(headers)}: ${r.text}`);
+      assert.equal(r.json.success, false);
+      assert.equal(r.json.errors[0].code, 7001);
+      assert.ok(r.json.errors[0].message.startsWith(`headers: ${JSON.stringify(named)}`), r.json.errors[0].message);
+      assert.match(r.json.errors[0].message, new RegExp(`header ${what}`));
+    }
+    assert.equal(primary.requests.length, seen, "no provider was contacted");
+  });
+
+  it("drops hop-by-hop and gateway headers a step names, as it does the client's own", async () => {
+    const headers = {
+      Authorization: "Bearer sk-hop",
+      Host: "elsewhere.example",
+      Connection: "upgrade",
+      "Transfer-Encoding": "chunked",
+      "Keep-Alive": "timeout=5",
+      Upgrade: "websocket",
+      Expect: "100-continue",
+      "cf-aig-cache-key": "k",
+      "x-kept": "yes",
+    };
+    const r = await universal([{ ...step("openai", "chat/completions", "k", "hop"), headers }]);
+    assert.equal(r.status, 200, r.text);
+    const seen = primary.requests.at(-1)!.headers;
+    assert.equal(seen.authorization, "Bearer sk-hop");
+    assert.equal(seen["x-kept"], "yes");
+    assert.notEqual(seen.host, "elsewhere.example");
+    for (const name of ["upgrade", "transfer-encoding", "keep-alive", "expect", "cf-aig-cache-key"]) assert.equal(seen[name], undefined, name);
+  });
+
   it("serves the OpenAI-compatible compat endpoint with provider/model names, also through the OpenAI SDK", async () => {
     const client = new OpenAI({ baseURL: `${p.url}/v1/${p.accountId}/uni/compat`, apiKey: "sk-groq", maxRetries: 0 });
     const chat = await client.chat.completions.create({ model: "groq/llama-3.1-8b-instant", messages: [{ role: "user", content: "hi" }] });

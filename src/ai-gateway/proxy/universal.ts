@@ -1,3 +1,4 @@
+import { validateHeaderName, validateHeaderValue } from "node:http";
 import { z } from "zod";
 import { CoreErrors, EdgeError } from "../../core/errors.js";
 import { parseUserJson } from "../../core/http/json-input.js";
@@ -9,7 +10,7 @@ import { clientGone, retryPolicy, type Exchange } from "./exchange.js";
 import { Relay, type LogSink } from "./relay.js";
 import { readBody } from "./request-body.js";
 import { isGatewayHeader } from "./request-options.js";
-import { forwardHeaders, type RetryPolicy, type Upstreams } from "./upstream.js";
+import { forwardHeaders, isHopHeader, type RetryPolicy, type Upstreams } from "./upstream.js";
 
 /** What forwarding a request needs (the universal and compat endpoints, and the provider paths of the proxy). */
 export interface ForwardDeps extends LogSink {
@@ -77,9 +78,33 @@ function parseJson(buf: Buffer): unknown {
   }
 }
 
-function jsonHeaders(ex: Exchange, extra: Record<string, string>, length: number): Record<string, string | string[]> {
+/**
+ * A step's own headers as they are sent: names lower-cased, and those meant for the gateway or for one hop dropped,
+ * as they are from the client's headers. A name or value HTTP cannot carry is the client's mistake, a 400 (undici
+ * would refuse to send it, which would read as an unreachable provider).
+ */
+function stepHeaders(headers: Record<string, string>): [string, string][] {
+  const out: [string, string][] = [];
+  for (const [name, value] of Object.entries(headers)) {
+    try {
+      validateHeaderName(name);
+    } catch {
+      throw AigErrors.stepHeaderName(name);
+    }
+    try {
+      validateHeaderValue(name, value);
+    } catch {
+      throw AigErrors.stepHeaderValue(name);
+    }
+    const lower = name.toLowerCase();
+    if (!isGatewayHeader(lower) && !isHopHeader(lower)) out.push([lower, value]);
+  }
+  return out;
+}
+
+function jsonHeaders(ex: Exchange, extra: readonly [string, string][], length: number): Record<string, string | string[]> {
   const h = forwardHeaders(ex.req.headers, isGatewayHeader);
-  for (const [k, v] of Object.entries(extra)) if (!isGatewayHeader(k.toLowerCase())) h[k.toLowerCase()] = v;
+  for (const [name, value] of extra) h[name] = value;
   h["content-type"] = "application/json";
   h["content-length"] = String(length);
   return h;
@@ -88,6 +113,8 @@ function jsonHeaders(ex: Exchange, extra: Record<string, string>, length: number
 /** POST /v1/{account}/{gateway}: steps tried in order; the next runs when one fails or times out. */
 export async function handleUniversal(ex: Exchange, d: ForwardDeps): Promise<void> {
   const steps = parseWith(universalBody, parseJson(await readBody(ex.req, d.bodyLimit)), AigCodes.validation);
+  // Every step's headers are checked before the first step is sent.
+  const headersOfStep = steps.map((s) => stepHeaders(s.headers));
   const base = retryPolicy(ex);
   const signal = clientGone(ex);
   let lastError: EdgeError | undefined;
@@ -117,7 +144,7 @@ export async function handleUniversal(ex: Exchange, d: ForwardDeps): Promise<voi
       !last,
     );
     try {
-      if (await d.upstreams.send({ url: t.url, method: "POST", headers: jsonHeaders(ex, s.headers, t.body.length), body: t.body, retry, signal }, relay))
+      if (await d.upstreams.send({ url: t.url, method: "POST", headers: jsonHeaders(ex, headersOfStep[i], t.body.length), body: t.body, retry, signal }, relay))
         return;
     } catch (err) {
       if (!(err instanceof EdgeError) || last) throw err;
@@ -137,7 +164,7 @@ export async function handleCompat(ex: Exchange, endpoint: string, d: ForwardDep
     d,
   );
   await d.upstreams.send(
-    { url: t.url, method: "POST", headers: jsonHeaders(ex, {}, t.body.length), body: t.body, retry: retryPolicy(ex), signal: clientGone(ex) },
+    { url: t.url, method: "POST", headers: jsonHeaders(ex, [], t.body.length), body: t.body, retry: retryPolicy(ex), signal: clientGone(ex) },
     relay,
   );
 }

@@ -18,6 +18,8 @@ const HOP_REQUEST = new Set([
   "expect",
   "http2-settings",
 ]);
+/** True for a request header that describes one hop only (or that undici manages, or refuses, itself). */
+export const isHopHeader = (name: string) => HOP_REQUEST.has(name);
 /** Response headers that describe the upstream hop. */
 export const HOP_RESPONSE = new Set(["connection", "keep-alive", "transfer-encoding", "proxy-connection", "upgrade", "trailer"]);
 
@@ -29,7 +31,7 @@ export interface RetryPolicy {
   timeoutMs: number;
 }
 
-export interface UpstreamRequest {
+interface UpstreamRequest {
   url: URL;
   method: string;
   headers: Record<string, string | string[]>;
