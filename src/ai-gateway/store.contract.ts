@@ -2,25 +2,8 @@ import assert from "node:assert/strict";
 import { EdgeError } from "../core/errors.js";
 import { storeContract } from "../core/testing/contract.js";
 import { AigCodes } from "./errors.js";
-import type { GatewaySettings } from "./gateways/schema.js";
 import type { AiGatewayStores, LogFilter, LogQuery, LogRecord } from "./store.js";
-import { A, B, sampleLog as log } from "./testing/sample-log.js";
-
-const settings = (change: Partial<GatewaySettings> = {}): GatewaySettings => ({
-  cache_ttl: 0,
-  cache_invalidate_on_update: false,
-  collect_logs: true,
-  rate_limiting_interval: 0,
-  rate_limiting_limit: 0,
-  rate_limiting_technique: "fixed",
-  authentication: false,
-  log_management: null,
-  log_management_strategy: null,
-  retry_max_attempts: null,
-  retry_delay: null,
-  retry_backoff: null,
-  ...change,
-});
+import { A, B, sampleLog as log, sampleSettings as settings } from "./testing/sample-log.js";
 
 const all = (filter: LogFilter = { conditions: [] }): LogQuery => ({ filter, order: { by: "created_at", direction: "asc" } });
 const ids = (logs: LogRecord[]) => logs.map((l) => l.id);
@@ -94,15 +77,10 @@ export const describeAiGatewayStores = storeContract<AiGatewayStores>("AiGateway
   });
 
   it("keeps every field of a log and shows it in the API's field order; bodies are read on their own", async ({ logs }) => {
+    const usage = { tokens_in: 11, tokens_out: 7, cached_tokens: 2, reasoning_tokens: 3, cost: 0.5, cost_note: null, custom_cost: true };
     await logs.append([
       log(1, {
-        tokens_in: 11,
-        tokens_out: 7,
-        cached_tokens: 2,
-        reasoning_tokens: 3,
-        cost: 0.5,
-        cost_note: null,
-        custom_cost: true,
+        ...usage,
         cached: true,
         authenticated: true,
         step: 1,
@@ -116,7 +94,7 @@ export const describeAiGatewayStores = storeContract<AiGatewayStores>("AiGateway
       log(2, { request_body: null, success: false, status_code: 500 }),
     ]);
     const one = await logs.get(A, "g", "L00000001");
-    assert.deepEqual(one, {
+    const expected = {
       id: "L00000001",
       created_at: new Date(1e12 + 1000).toISOString(),
       provider: "openai",
@@ -128,13 +106,7 @@ export const describeAiGatewayStores = storeContract<AiGatewayStores>("AiGateway
       cached: true,
       step: 1,
       duration: 10,
-      tokens_in: 11,
-      tokens_out: 7,
-      cached_tokens: 2,
-      reasoning_tokens: 3,
-      cost: 0.5,
-      cost_note: null,
-      custom_cost: true,
+      ...usage,
       request_content_type: "application/json",
       response_content_type: "text/event-stream",
       request_size: 1,
@@ -144,7 +116,9 @@ export const describeAiGatewayStores = storeContract<AiGatewayStores>("AiGateway
       feedback: null,
       score: null,
       metadata: { user: "u1", n: 2, ok: false },
-    });
+    };
+    assert.deepEqual(one, expected);
+    assert.deepEqual(Object.keys(one!), Object.keys(expected), "the API's field order");
     assert.deepEqual(Object.keys(one!), Object.keys((await logs.list(A, "g", all())).logs[0]));
     assert.deepEqual(Object.keys(one!).slice(-3), ["feedback", "score", "metadata"], "metadata comes last, as the API has always shown it");
     assert.equal((await logs.get(A, "g", "L00000002"))!.success, false);

@@ -3,7 +3,7 @@ import type { Gateway, GatewayStore } from "../store.js";
 import type { GatewaySettings } from "./schema.js";
 
 /** Settings of the gateway that the hosted gateway creates on first authenticated use of the id "default". */
-const DEFAULT_GATEWAY: GatewaySettings = {
+export const DEFAULT_GATEWAY: GatewaySettings = {
   cache_ttl: 0,
   cache_invalidate_on_update: false,
   collect_logs: true,

@@ -8,7 +8,7 @@ import { openDatabase } from "../../core/db/sqlite.js";
 import { createLogger } from "../../core/logger.js";
 import { AI_GATEWAY_MIGRATIONS } from "../sqlite-migrations.js";
 import { sqliteStores } from "../sqlite-store.js";
-import { A, sampleLog } from "../testing/sample-log.js";
+import { A, sampleLog, sampleSettings } from "../testing/sample-log.js";
 import { LogCounts } from "./counts.js";
 import { LogQueue } from "./queue.js";
 
@@ -51,20 +51,7 @@ describe("AI gateway log queue", () => {
       const { gateways, logs } = sqliteStores(db);
       const counts = new LogCounts(logs);
       const q = new LogQueue(logs, counts, createLogger({ level: "silent" }));
-      const g = await gateways.create(A, "g", {
-        cache_ttl: 0,
-        cache_invalidate_on_update: false,
-        collect_logs: true,
-        rate_limiting_interval: 0,
-        rate_limiting_limit: 0,
-        rate_limiting_technique: "fixed",
-        authentication: false,
-        log_management: 10_000,
-        log_management_strategy: "STOP_INSERTING",
-        retry_max_attempts: null,
-        retry_delay: null,
-        retry_backoff: null,
-      });
+      const g = await gateways.create(A, "g", sampleSettings({ log_management: 10_000, log_management_strategy: "STOP_INSERTING" }));
       const first = counts.isFull(g);
       assert.ok(first instanceof Promise, "not known yet: the store is asked");
       assert.equal(await first, false);

@@ -1,3 +1,5 @@
+import { DEFAULT_GATEWAY } from "../gateways/directory.js";
+import type { GatewaySettings } from "../gateways/schema.js";
 import type { NewLog } from "../store.js";
 
 /** Two account ids for tests of the stores. */
@@ -39,3 +41,6 @@ export const sampleLog = (i: number, change: Partial<NewLog> = {}): NewLog => ({
   strategy: null,
   ...change,
 });
+
+/** Settings of a test gateway: those of a "default" gateway without authentication, with `change` applied. */
+export const sampleSettings = (change: Partial<GatewaySettings> = {}): GatewaySettings => ({ ...DEFAULT_GATEWAY, authentication: false, ...change });
