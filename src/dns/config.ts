@@ -41,7 +41,7 @@ export const serveOptions = {
   "dns-tcp-max-lifetime": { type: "number", describe: "Seconds a DNS-over-TCP connection may stay open at all, however busy", default: 120 },
 } satisfies Record<string, OptionSpec>;
 
-export type DnsOptions = OptionValues<typeof serveOptions>;
+type DnsOptions = OptionValues<typeof serveOptions>;
 
 /** The limits in force on DNS over TCP: counts, and times in milliseconds. */
 export interface TcpLimits {

@@ -46,7 +46,7 @@ export const ZONE_PLAN = {
  * What the caller may do with a zone, in the hosted API's words, from its permissions on the zone's account:
  * dns_edit reads and edits the zone (pause, delete, DNS settings) and its records; dns_read only reads them.
  */
-export function zonePermissions(held: readonly Permission[]): string[] {
+function zonePermissions(held: readonly Permission[]): string[] {
   if (held.includes("dns_edit")) return ["#dns_records:edit", "#dns_records:read", "#zone:edit", "#zone:read"];
   if (held.includes("dns_read")) return ["#dns_records:read", "#zone:read"];
   return [];

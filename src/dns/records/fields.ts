@@ -6,7 +6,7 @@ import { parseSvcParams, nameBytes, u16 } from "./svcb.js";
  * API value, how to read it from zone-file text, and how to write it on the wire. One description per
  * type then gives validation, content formatting, BIND import/export and wire encoding together.
  */
-export type FieldKind =
+type FieldKind =
   | { kind: "int"; bytes: 1 | 2 | 4; min?: number; max?: number; only?: readonly number[] }
   | { kind: "host"; allowRoot?: boolean }
   | { kind: "charstring"; pattern?: RegExp; hint?: string; bare?: boolean } // length-prefixed on the wire, quoted in text unless bare

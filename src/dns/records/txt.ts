@@ -66,6 +66,3 @@ export function txtWireStrings(strings: string[]): Buffer[] {
   }
   return out;
 }
-
-/** Zone-file form of one character-string. */
-export const quoteString = (s: string) => `"${s.replace(/\\/g, "\\\\").replace(/"/g, '\\"')}"`;

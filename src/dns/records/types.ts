@@ -6,7 +6,7 @@ import { absolute, checkField, Field, FieldError, fieldsFromText, fieldText, fie
 import { parseTxt, txtWireStrings } from "./txt.js";
 
 /** What the API (or a zone file) says about a record's value. */
-export interface RecordBody {
+interface RecordBody {
   content?: unknown;
   data?: unknown;
   priority?: unknown;
@@ -19,7 +19,7 @@ export interface RecordValue {
   priority: number | null;
 }
 
-export interface TypeSpec {
+interface TypeSpec {
   /** Only A, AAAA and CNAME can be proxied. */
   proxiable: boolean;
   /** Whether the host-name rules (zones/names.ts) apply to the record's name. */

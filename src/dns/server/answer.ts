@@ -27,7 +27,7 @@ export const Rcode = { NOERROR: 0, FORMERR: 1, SERVFAIL: 2, NXDOMAIN: 3, NOTIMP:
 
 /** dns-packet names types it has no codec for "UNKNOWN_<n>"; these are the ones we store. */
 const WIRE_NAMES: Record<string, RecordType> = { UNKNOWN_64: "SVCB", UNKNOWN_65: "HTTPS", UNKNOWN_256: "URI", UNKNOWN_53: "SMIMEA", CERT: "CERT" };
-export const qtypeOf = (wire: string): string => WIRE_NAMES[wire] ?? wire;
+const qtypeOf = (wire: string): string => WIRE_NAMES[wire] ?? wire;
 
 const MAX_CHAIN = 8;
 

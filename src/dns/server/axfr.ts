@@ -11,7 +11,7 @@ const PER_MESSAGE = 200;
  * addresses (never the origin), and a flattened apex CNAME is sent as the addresses it resolves to,
  * since a CNAME beside the SOA is not a valid zone.
  */
-export function transferRecords(engine: AnswerEngine, zs: ZoneState): Rr[] {
+function transferRecords(engine: AnswerEngine, zs: ZoneState): Rr[] {
   const out: Rr[] = [];
   for (const [name, recs] of zs.byName) {
     const flattenedApex = name === zs.zone.name && recs.some((r) => r.type === "CNAME");

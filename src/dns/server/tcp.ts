@@ -4,7 +4,7 @@ import type { TcpLimits } from "../config.js";
 import { LogThrottle } from "./log-throttle.js";
 
 /** Answers one DNS message that arrived over TCP: zero or more messages to send back (AXFR sends many). */
-export type TcpResponder = (msg: Buffer, remote: string) => Buffer[];
+type TcpResponder = (msg: Buffer, remote: string) => Buffer[];
 
 /** Refused connections are logged at most this often (with how many). */
 const REFUSAL_LOG_INTERVAL_MS = 10_000;

@@ -45,7 +45,7 @@ export class WireCache {
  * off the CPU, and every datagram past it (real questions too) is dropped. The kernel grants at most
  * net.core.rmem_max (serverStarted logs what it granted).
  */
-export const UDP_RECEIVE_BUFFER = 8 << 20;
+const UDP_RECEIVE_BUFFER = 8 << 20;
 
 /**
  * A UDP socket for the DNS server. dgram passes the destination of every send through its lookup

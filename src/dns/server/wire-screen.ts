@@ -23,7 +23,7 @@ const MIN_RECORD = 1 + RECORD_FIXED;
 const MAX_NAME = 254;
 
 /** "answer": decode and answer it; "formerr": reply with formerrReply(); "drop": send nothing (not a query, or too short for a header). */
-export type Screen = "answer" | "formerr" | "drop";
+type Screen = "answer" | "formerr" | "drop";
 
 export function screenQuery(msg: Uint8Array): Screen {
   if (msg.length < HEADER) return "drop";

@@ -11,7 +11,7 @@ const PROXIED_TAG = "cf_tags=cf-proxied:";
 const fq = (n: string) => `${n}.`;
 
 /** The SOA rdata as presentation text. */
-export function soaText(zs: ZoneState, cfg: DnsConfig): string {
+function soaText(zs: ZoneState, cfg: DnsConfig): string {
   const s = zs.zone.settings.soa;
   return `${fq(s.mname ?? cfg.nameServers[0])} ${fq(s.rname)} ${zs.zone.serial} ${s.refresh} ${s.retry} ${s.expire} ${s.min_ttl}`;
 }

@@ -5,7 +5,7 @@ import type { Soa, ZoneSettings } from "../model.js";
 import { parseHostname } from "./names.js";
 
 /** SOA fields: the defaults a new zone gets and the bounds an edit must stay within (docs/dns.md). */
-export const SOA_BOUNDS = {
+const SOA_BOUNDS = {
   refresh: { def: 10000, min: 600, max: 86400 },
   retry: { def: 2400, min: 600, max: 3600 },
   expire: { def: 604800, min: 86400, max: 2419200 },
@@ -13,7 +13,7 @@ export const SOA_BOUNDS = {
   min_ttl: { def: 1800, min: 60, max: 86400 },
 } as const;
 
-export const DEFAULT_RNAME = "dns.edge-platform.test";
+const DEFAULT_RNAME = "dns.edge-platform.test";
 
 export function defaultZoneSettings(): ZoneSettings {
   return {
@@ -64,7 +64,7 @@ const soaPatch = z
   })
   .strict();
 
-export const settingsPatch = z
+const settingsPatch = z
   .object({
     soa: soaPatch.optional(),
     flatten_all_cnames: z.boolean().optional(),

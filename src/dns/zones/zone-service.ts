@@ -4,8 +4,8 @@ import type { DnsStore } from "../store.js";
 import { defaultZoneSettings } from "./soa.js";
 import { newId, now, ZoneDraft, ZoneState } from "./zone-state.js";
 
-export type ChangeKind = "records" | "settings" | "created" | "deleted";
-export type ChangeListener = (zone: ZoneState, kind: ChangeKind) => void;
+type ChangeKind = "records" | "settings" | "created" | "deleted";
+type ChangeListener = (zone: ZoneState, kind: ChangeKind) => void;
 
 /** A serial only ever grows: the next one is one more, or the current UNIX time when that is larger. */
 const nextSerial = (serial: number) => Math.max(serial + 1, Math.floor(Date.now() / 1000));
