@@ -1,6 +1,6 @@
 #!/usr/bin/env node
-// Builds the DNS server's native UDP path (src/dns/native) with node-gyp and copies it to
-// dist/native/dns_udp_fast.node, where src/dns/udp-fast.ts loads it from.
+// Builds the DNS server's native UDP path (src/dns/server/udp/native) with node-gyp and copies it to
+// dist/native/dns_udp_fast.node, where src/dns/server/udp/fast-path.ts loads it from.
 //
 // node-gyp is the copy bundled with npm (not a dependency of ours). Node's headers are taken from the
 // installation running this script when it ships them (official tarballs and Debian's nodejs-dev do), so
@@ -11,7 +11,7 @@ import { copyFileSync, existsSync, mkdirSync, rmSync } from "node:fs";
 import { dirname, join } from "node:path";
 
 const root = new URL("..", import.meta.url).pathname;
-const src = join(root, "src", "dns", "native");
+const src = join(root, "src", "dns", "server", "udp", "native");
 const out = join(root, "dist", "native", "dns_udp_fast.node");
 const prefix = dirname(dirname(process.execPath));
 

@@ -48,8 +48,8 @@ const common = {
 rmSync(outdir, { recursive: true, force: true });
 await build({ ...common, entryPoints: [join(root, "dist", "cli.js")], outfile: join(outdir, "edgecli.bundle.js") });
 // Processes and threads the platform starts run their own small entry, found beside the code that forks them
-// (dist/dns/udp-pool.js forks ./udp-worker.js; bundled, that is dist/bin/udp-worker.js).
-await build({ ...common, entryPoints: [join(root, "dist", "dns", "udp-worker.js")], outfile: join(outdir, "udp-worker.js") });
+// (dist/dns/server/udp/pool.js forks ./udp-worker.js; bundled, that is dist/bin/udp-worker.js).
+await build({ ...common, entryPoints: [join(root, "dist", "dns", "server", "udp", "udp-worker.js")], outfile: join(outdir, "udp-worker.js") });
 // Likewise the KV bulk writer's thread (dist/kv/bulk/sqlite-writer.js starts ./sqlite-writer-thread.js).
 await build({ ...common, entryPoints: [join(root, "dist", "kv", "bulk", "sqlite-writer-thread.js")], outfile: join(outdir, "sqlite-writer-thread.js") });
 // package.json says "type": "module"; the files here are CommonJS.

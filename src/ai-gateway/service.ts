@@ -1,51 +1,55 @@
-import { serveOptions } from "./commands.js";
 import type { EdgeService, ServiceContext } from "../core/service.js";
-import { registerGatewayRoutes } from "./gateway-routes.js";
-import { gatewayMigrations, GatewayStore } from "./gateway-store.js";
-import { LogQueue } from "./log-queue.js";
-import { registerLogRoutes } from "./log-routes.js";
-import { LogWriter } from "./log-store.js";
+import { readAiGatewayConfig, serveOptions, SHIPPED_PRICES_FILE } from "./config.js";
+import { GatewayDirectory } from "./gateways/directory.js";
+import { registerGatewayRoutes } from "./gateways/routes.js";
+import { LogCounts } from "./logs/counts.js";
+import { LogQueue } from "./logs/queue.js";
+import { registerLogRoutes } from "./logs/routes.js";
+import { PriceTable } from "./providers/prices.js";
 import { ProviderRegistry } from "./providers/registry.js";
-import { Proxy } from "./proxy.js";
-import { RateLimiter } from "./rate-limiter.js";
-import { ResponseCache } from "./response-cache.js";
-import { Upstreams } from "./upstream.js";
+import { GatewayProxy } from "./proxy/gateway-proxy.js";
+import { RateLimiter } from "./proxy/rate-limiter.js";
+import { ResponseCache } from "./proxy/response-cache.js";
+import { Upstreams } from "./proxy/upstream.js";
+import { AI_GATEWAY_MIGRATIONS } from "./sqlite-migrations.js";
+import { sqliteStores } from "./sqlite-store.js";
 
 export function createAiGatewayService(ctx: ServiceContext): EdgeService {
-  const providers = new ProviderRegistry((ctx.options(serveOptions)["provider-base-url"] as string[] | undefined) ?? []);
-  const db = ctx.openDb("ai-gateway", gatewayMigrations);
-  const gateways = new GatewayStore(db);
-  const writer = new LogWriter(db);
-  const queue = new LogQueue(writer, ctx.log);
+  const config = readAiGatewayConfig(ctx.options(serveOptions));
+  const providers = new ProviderRegistry(config.providerBaseUrls);
+  const prices = PriceTable.load(SHIPPED_PRICES_FILE, config.pricesFile);
+  const stores = sqliteStores(ctx.openDb("ai-gateway", AI_GATEWAY_MIGRATIONS));
+  const logCounts = new LogCounts(stores.logs);
+  const queue = new LogQueue(stores.logs, logCounts, ctx.log);
   const cache = new ResponseCache();
   const limiter = new RateLimiter();
   const upstreams = new Upstreams();
-  const proxy = new Proxy({
+  /** A changed gateway starts with a fresh rate window and log count, and its cached answers go when it asks for that. */
+  const gateways = new GatewayDirectory(stores.gateways, (g, dropCachedAnswers) => {
+    limiter.forget(`${g.account_id}/${g.id}`);
+    if (dropCachedAnswers) cache.dropPrefix(`${g.account_id}/${g.id}:`);
+    logCounts.forget(g.account_id, g.id);
+  });
+  const proxy = new GatewayProxy({
     auth: ctx.auth,
     identities: ctx.identities,
     gateways,
+    logCounts,
     providers,
+    prices,
     upstreams,
     limiter,
-    writer,
     queue,
     cache,
     log: ctx.log,
     bodyLimit: ctx.config.core.bodyLimit,
   });
 
-  /** A changed gateway starts with a fresh rate window, and its cached answers go when it asks for that. */
-  const onChange = (accountId: string, id: string, invalidateCache: boolean) => {
-    limiter.forget(`${accountId}/${id}`);
-    if (invalidateCache) cache.dropPrefix(`${accountId}/${id}:`);
-    writer.recount(accountId, id);
-  };
-
   return {
     name: "ai-gateway",
     registerApi(app) {
-      registerGatewayRoutes(app, gateways, onChange);
-      registerLogRoutes(app, { db, gateways, queue, writer });
+      registerGatewayRoutes(app, gateways);
+      registerLogRoutes(app, { gateways, logs: stores.logs, queue, counts: logCounts });
     },
     handleRaw(req, res) {
       if (!req.url?.startsWith("/v1/")) return false;
@@ -53,7 +57,7 @@ export function createAiGatewayService(ctx: ServiceContext): EdgeService {
       return true;
     },
     async stop() {
-      queue.flush();
+      await queue.flush();
       await upstreams.close();
     },
   };

@@ -3,7 +3,7 @@ import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import type { EdgeService, ServiceContext } from "../core/service.js";
 
-/** Copied here by the build (scripts/copy-dashboard.mjs); the same place from dist/dashboard/ and from the bundle in dist/bin/. */
+/** Copied here by the build (scripts/copy-assets.mjs); the same place from dist/dashboard/ and from the bundle in dist/bin/. */
 const UI_DIR = fileURLToPath(new URL("../dashboard-ui/", import.meta.url));
 
 const JS = "text/javascript; charset=utf-8";

@@ -1,47 +1,45 @@
-import { serveOptions } from "./commands.js";
 import type { EdgeService, ServiceContext } from "../core/service.js";
-import { AnswerEngine } from "./answer.js";
-import { readDnsConfig } from "./config.js";
-import type { DnsApiContext } from "./context.js";
-import { Notifier } from "./notify.js";
-import { registerRecordRoutes } from "./routes-records.js";
-import { registerSettingsRoutes } from "./routes-settings.js";
-import { registerZoneRoutes } from "./routes-zones.js";
-import { DnsServer } from "./server.js";
-import { DnsState } from "./state.js";
-import { dnsMigrations, DnsStore } from "./store.js";
-
-export interface DnsService extends EdgeService {
-  readonly state: DnsState;
-}
+import { registerRecordRoutes } from "./api/record-routes.js";
+import { registerSettingsRoutes } from "./api/settings-routes.js";
+import { registerZoneRoutes } from "./api/zone-routes.js";
+import { readDnsConfig, serveOptions } from "./config.js";
+import { AnswerEngine } from "./server/answer.js";
+import { Notifier } from "./server/notify.js";
+import { DnsServer } from "./server/server.js";
+import { DNS_MIGRATIONS } from "./sqlite-migrations.js";
+import { SqliteDnsStore } from "./sqlite-store.js";
+import { ZoneService } from "./zones/zone-service.js";
 
 /** Zones and records over the v4 API, and the authoritative server answering from the same memory. */
-export function createDnsService(ctx: ServiceContext): DnsService {
+export function createDnsService(ctx: ServiceContext): EdgeService {
   const cfg = readDnsConfig(ctx.options(serveOptions));
-  const state = new DnsState(new DnsStore(ctx.openDb("dns", dnsMigrations)));
+  const zones = new ZoneService(new SqliteDnsStore(ctx.openDb("dns", DNS_MIGRATIONS)));
   const log = ctx.log.child({ service: "dns" });
-  const engine = new AnswerEngine(state, cfg);
-  const server = new DnsServer(engine, state, cfg, log);
+  const engine = new AnswerEngine(zones, cfg);
+  const server = new DnsServer(engine, zones, cfg, log);
   const notifier = new Notifier(cfg, engine, log);
-  state.onChange((zs, kind) => {
+  zones.onChange((zs, kind) => {
     server.invalidate();
     if (kind !== "deleted") notifier.schedule(zs);
   });
-  const api: DnsApiContext = { state, cfg };
   return {
     name: "dns",
-    state,
     async registerApi(app) {
+      // The API and the server answer from the zones in memory: read them before either starts.
+      await zones.load();
       // A change is answered by every UDP answering process once its API call returns: wait for their flush.
       app.addHook("onSend", async (_req, _reply, payload) => {
         await server.synced();
         return payload;
       });
-      registerZoneRoutes(app, api);
-      registerSettingsRoutes(app, api);
-      await registerRecordRoutes(app, api);
+      registerZoneRoutes(app, zones, cfg);
+      registerSettingsRoutes(app, zones, cfg);
+      await registerRecordRoutes(app, zones, cfg);
     },
-    start: () => server.start(),
+    async start() {
+      await zones.load();
+      await server.start();
+    },
     async stop() {
       notifier.stop();
       await server.stop();

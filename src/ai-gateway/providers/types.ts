@@ -1,7 +1,7 @@
 /**
  * A provider is data only: where its API lives and which headers carry its credential.
  * The gateway passes bodies through unchanged, so no per-provider code is needed on the hot path;
- * usage is read by one extractor that knows every provider's usage shape (see ../usage.ts).
+ * usage is read by one extractor that knows every provider's usage shape (../proxy/usage.ts).
  */
 export interface ProviderAdapter {
   /** The path segment after the gateway id, e.g. "openai". */

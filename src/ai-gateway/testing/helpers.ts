@@ -29,7 +29,7 @@ export async function createToken(p: TestPlatform, permissions: string[], name =
   return { id: r.body.result.id, value: r.body.result.value };
 }
 
-export interface GatewayAnswer {
+interface GatewayAnswer {
   status: number;
   headers: Record<string, string | string[] | undefined>;
   text: string;
@@ -56,9 +56,9 @@ export async function callGateway(url: string, opts: { method?: string; headers?
 export const chatBody = (content = "hello", extra: Record<string, unknown> = {}) => ({ model: "gpt-4o-mini", messages: [{ role: "user", content }], ...extra });
 
 /**
- * Starts the real platform with the given providers pointed at local stand-ins (`<provider>=<url>`),
- * on free ports only (the DNS server's default port would clash between test files running together).
+ * Starts the real platform with the given providers pointed at local stand-ins (`<provider>=<url>`), and any
+ * further serve `args`, on free ports only (the DNS server's default port would clash between test files running together).
  */
-export function startGatewayPlatform(providers: string[], opts: Omit<TestPlatformOptions, "args"> = {}): Promise<TestPlatform> {
-  return startTestPlatform({ ...opts, args: ["--dns-port", "0", ...providers.flatMap((p) => ["--provider-base-url", p])] });
+export function startGatewayPlatform(providers: string[], opts: TestPlatformOptions = {}): Promise<TestPlatform> {
+  return startTestPlatform({ ...opts, args: ["--dns-port", "0", ...providers.flatMap((p) => ["--provider-base-url", p]), ...(opts.args ?? [])] });
 }

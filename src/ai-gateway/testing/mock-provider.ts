@@ -2,7 +2,7 @@ import { createServer, type IncomingHttpHeaders, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 
 /** What the mock saw of one request. */
-export interface SeenRequest {
+interface SeenRequest {
   method: string;
   url: string;
   headers: IncomingHttpHeaders;

@@ -1,0 +1,74 @@
+import assert from "node:assert/strict";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { describe, it } from "node:test";
+import { setImmediate as nextTurn, setTimeout as sleep } from "node:timers/promises";
+import { openDatabase } from "../../core/db/sqlite.js";
+import { createLogger } from "../../core/logger.js";
+import { AI_GATEWAY_MIGRATIONS } from "../sqlite-migrations.js";
+import { sqliteStores } from "../sqlite-store.js";
+import { A, sampleLog, sampleSettings } from "../testing/sample-log.js";
+import { LogCounts } from "./counts.js";
+import { LogQueue } from "./queue.js";
+
+describe("AI gateway log queue", () => {
+  it("log queue: deferred log jobs are built and written together after the answer, and a flush runs pending ones first (real SQLite file)", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "aig-queue-"));
+    try {
+      const db = openDatabase(join(dir, "t.sqlite"), AI_GATEWAY_MIGRATIONS);
+      const { logs } = sqliteStores(db);
+      const q = new LogQueue(logs, new LogCounts(logs), createLogger({ level: "silent" }));
+      const stored = () => logs.count(A, "g");
+      let built = 0;
+      const job = (i: number) => () => {
+        built++;
+        q.push(sampleLog(i));
+      };
+
+      q.defer(job(1));
+      assert.equal(built, 0, "nothing is built in the turn that answered");
+      await q.flush();
+      assert.equal(await stored(), 1, "a flush (the logs API, stop) runs the pending job and writes its log");
+
+      q.defer(job(2));
+      q.defer(job(3));
+      await nextTurn();
+      assert.equal(built, 1, "jobs wait for the queue's timer, not just for the next turn");
+      for (let i = 0; i < 1000 && (await stored()) < 3; i++) await sleep(5);
+      assert.equal(await stored(), 3, "the timer built both and wrote them without being asked");
+      assert.equal(built, 3);
+      db.close();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("knows a STOP_INSERTING gateway is full from its counts, asking the store only the first time and after a forget", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "aig-counts-"));
+    try {
+      const db = openDatabase(join(dir, "t.sqlite"), AI_GATEWAY_MIGRATIONS);
+      const { gateways, logs } = sqliteStores(db);
+      const counts = new LogCounts(logs);
+      const q = new LogQueue(logs, counts, createLogger({ level: "silent" }));
+      const g = await gateways.create(A, "g", sampleSettings({ log_management: 10_000, log_management_strategy: "STOP_INSERTING" }));
+      const first = counts.isFull(g);
+      assert.ok(first instanceof Promise, "not known yet: the store is asked");
+      assert.equal(await first, false);
+      for (let i = 0; i < 10_000; i++) q.push(sampleLog(i, { limit: 10_000, strategy: "STOP_INSERTING" }));
+      await q.flush();
+      assert.equal(counts.isFull(g), true, "known from the batch's answer, without a promise");
+      assert.equal(counts.isFull({ ...g, log_management_strategy: "DELETE_OLDEST" }), false, "DELETE_OLDEST is never full");
+      assert.equal(counts.isFull({ ...g, log_management: null }), false);
+      await logs.delete(A, "g", { filter: { conditions: [] }, order: { by: "created_at", direction: "asc" }, limit: 1 });
+      counts.forget(A, "g");
+      const again = counts.isFull(g);
+      assert.ok(again instanceof Promise);
+      assert.equal(await again, false);
+      assert.equal(counts.isFull(g), false);
+      db.close();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});

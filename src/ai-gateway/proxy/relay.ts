@@ -1,0 +1,219 @@
+import type { IncomingHttpHeaders, OutgoingHttpHeaders } from "node:http";
+import type { LogQueue } from "../logs/queue.js";
+import type { PriceTable } from "../providers/prices.js";
+import { costOf } from "./cost.js";
+import { modelOfRequest, type Exchange } from "./exchange.js";
+import { BodyCapture, LOG_BODY_CAP } from "./request-body.js";
+import { MAX_ENTRY_BYTES, type ResponseCache } from "./response-cache.js";
+import { HOP_RESPONSE, type AnswerSink, type UpstreamFlow } from "./upstream.js";
+import { emptyUsage, SseUsageReader, usageOfJson, type Usage } from "./usage.js";
+
+interface RelayInfo {
+  provider: string;
+  path: string;
+  requestType: string | null;
+  step: number | null;
+  /** The request body as sent (captured while it streamed, or the buffered body). */
+  requestBody: () => Buffer | null;
+  requestSize: () => number;
+  /** Where to store a successful answer, with its lifetime; absent when caching does not apply. */
+  cache?: { key: string; ttlMs: number };
+  /** Headers added to the answer (gw-aig-step, gw-aig-cache-status). */
+  extraHeaders: OutgoingHttpHeaders;
+}
+
+/** Where an answer goes once it is out: the log queue (priced with `prices`) and the response cache. */
+export interface LogSink {
+  queue: LogQueue;
+  prices: PriceTable;
+  cache: ResponseCache;
+}
+
+const contentType = (h: Record<string, unknown>) => (typeof h["content-type"] === "string" ? (h["content-type"] as string) : null);
+
+/** Answer headers for the client: the provider's, minus hop-by-hop ones, plus the gateway's own. */
+export function answerHeaders(ex: Exchange, upstream: Record<string, string | string[] | undefined>, extra: OutgoingHttpHeaders): OutgoingHttpHeaders {
+  const out: OutgoingHttpHeaders = {};
+  for (const k in upstream) {
+    const v = upstream[k];
+    if (v !== undefined && !HOP_RESPONSE.has(k)) out[k] = v;
+  }
+  if (ex.logId) out["gw-aig-log-id"] = ex.logId;
+  for (const k in extra) out[k] = extra[k];
+  return out;
+}
+
+/**
+ * Passes the provider's answer to the client as undici parses it: the head and each chunk are written at once,
+ * in the turn they arrived. Everything else runs after the bytes are on their way: the cache entry right after
+ * the last write, reading usage and building the log as a deferred job of the log queue, so none of it sits
+ * between the provider and the client.
+ */
+export class Relay implements AnswerSink {
+  private status = 0;
+  private ct: string | null = null;
+  private isSse = false;
+  private upstreamHeaders: IncomingHttpHeaders = {};
+  private capture: BodyCapture | null = null;
+  private sse: SseUsageReader | null = null;
+  /** Stream chunks waiting to be read for usage once the loop is free. */
+  private sseBacklog: Buffer[] = [];
+  private size = 0;
+  private aborted = false;
+  private flow: UpstreamFlow | null = null;
+
+  /** With `declineFailures`, an answer of 400 or more is declined (the universal endpoint then tries its next step). */
+  constructor(
+    private readonly ex: Exchange,
+    private readonly info: RelayInfo,
+    private readonly sink: LogSink,
+    private readonly declineFailures = false,
+  ) {}
+
+  head(status: number, headers: IncomingHttpHeaders, flow: UpstreamFlow): boolean {
+    if (this.declineFailures && status >= 400) return false;
+    const { ex, info } = this;
+    this.status = status;
+    this.flow = flow;
+    this.upstreamHeaders = headers;
+    this.ct = contentType(headers);
+    const isSse = (this.isSse = !!this.ct?.includes("text/event-stream"));
+    // Usage is only read for a log; the body is only kept for the cache, the log's payload, or a JSON answer's usage.
+    const logging = ex.logId !== null;
+    if (logging && isSse) this.sse = new SseUsageReader();
+    if (info.cache || (logging && (!isSse || ex.opts.collectPayload))) this.capture = new BodyCapture(info.cache ? MAX_ENTRY_BYTES : LOG_BODY_CAP);
+    ex.res.writeHead(status, answerHeaders(ex, headers, info.extraHeaders));
+    return true;
+  }
+
+  data(chunk: Buffer): void {
+    const res = this.ex.res;
+    const flowing = res.write(chunk);
+    this.size += chunk.length;
+    this.capture?.add(chunk);
+    if (this.sse && this.sseBacklog.push(chunk) === 1) setImmediate(() => this.readBacklog());
+    if (!flowing && !res.destroyed) {
+      this.flow!.pause();
+      res.once("drain", () => this.flow!.resume());
+    }
+  }
+
+  end(): void {
+    this.ex.res.end();
+    this.ex.ended = performance.now();
+    if (this.info.cache && this.status >= 200 && this.status < 300) this.storeInCache();
+    if (this.ex.logId !== null) this.sink.queue.defer(() => this.writeLog());
+  }
+
+  fail(): void {
+    this.aborted = true;
+    this.ex.res.destroy();
+    this.ex.ended = performance.now();
+    if (this.ex.logId !== null) this.sink.queue.defer(() => this.writeLog());
+  }
+
+  private readBacklog(): void {
+    for (const c of this.sseBacklog) this.sse!.push(c);
+    this.sseBacklog.length = 0;
+  }
+
+  /** Right after the answer, so that the next identical request finds it. */
+  private storeInCache(): void {
+    const body = this.capture?.buffer();
+    if (!body) return;
+    const headers: Record<string, string | string[]> = {};
+    for (const k in this.upstreamHeaders) {
+      const v = this.upstreamHeaders[k];
+      if (v !== undefined && !HOP_RESPONSE.has(k) && k !== "content-length") headers[k] = v;
+    }
+    this.sink.cache.set(this.info.cache!.key, { status: this.status, headers, body, expires: Date.now() + this.info.cache!.ttlMs });
+  }
+
+  /** Builds the log once the answer is out (a deferred job of the log queue). */
+  private writeLog(): void {
+    const { ex, info, sink, status, aborted } = this;
+    const body = this.capture?.buffer() ?? null;
+    const success = !aborted && status >= 200 && status < 300;
+    if (this.sse) this.readBacklog();
+    const usage: Usage = this.sse ? this.sse.end() : body && !this.isSse ? usageOfJson(body) : emptyUsage();
+    const reqBody = info.requestBody();
+    usage.model ??= modelOfRequest(reqBody);
+    const cost = costOf(usage, sink.prices, ex.opts.customCost);
+    queueLog(ex, sink.queue, {
+      provider: info.provider,
+      path: info.path,
+      requestType: info.requestType,
+      step: info.step,
+      status: aborted && status < 400 ? 499 : status,
+      success,
+      cached: false,
+      usage,
+      cost: cost.cost,
+      costNote: aborted ? "the client went away before the answer ended" : cost.note,
+      customCost: cost.custom,
+      requestBody: reqBody,
+      requestSize: info.requestSize(),
+      responseBody: body,
+      responseSize: this.size,
+      responseType: this.ct,
+    });
+  }
+}
+
+interface LogFacts {
+  provider: string;
+  path: string;
+  requestType: string | null;
+  step: number | null;
+  status: number;
+  success: boolean;
+  cached: boolean;
+  usage: Usage;
+  cost: number | null;
+  costNote: string | null;
+  customCost: boolean;
+  requestBody: Buffer | null;
+  requestSize: number;
+  responseBody: Buffer | null;
+  responseSize: number;
+  responseType: string | null;
+}
+
+/** Queues the log of an exchange (its id was announced in gw-aig-log-id). */
+export function queueLog(ex: Exchange, queue: LogQueue, f: LogFacts): void {
+  const g = ex.gateway;
+  const payload = ex.opts.collectPayload;
+  queue.push({
+    id: ex.logId!,
+    account_id: g.account_id,
+    gateway_id: g.id,
+    created_at: new Date(ex.arrivedAt).toISOString(),
+    provider: f.provider,
+    model: f.usage.model,
+    path: f.path,
+    request_type: f.requestType,
+    status_code: f.status,
+    success: f.success,
+    cached: f.cached,
+    step: f.step,
+    duration: Math.round(ex.ended - ex.started),
+    tokens_in: f.usage.tokensIn,
+    tokens_out: f.usage.tokensOut,
+    cached_tokens: f.usage.cachedTokens,
+    reasoning_tokens: f.usage.reasoningTokens,
+    cost: f.cost,
+    cost_note: f.costNote,
+    custom_cost: f.customCost,
+    metadata: ex.opts.metadata,
+    request_content_type: contentType(ex.req.headers),
+    response_content_type: f.responseType,
+    request_size: f.requestSize,
+    response_size: f.responseSize,
+    authenticated: ex.authenticated,
+    event_id: ex.opts.eventId,
+    request_body: payload ? f.requestBody : null,
+    response_body: payload ? f.responseBody : null,
+    limit: g.log_management,
+    strategy: g.log_management_strategy,
+  });
+}

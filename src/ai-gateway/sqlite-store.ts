@@ -1,0 +1,83 @@
+import type { Db } from "../core/db/sqlite.js";
+import { AigErrors } from "./errors.js";
+import type { GatewaySettings } from "./gateways/schema.js";
+import { SqliteLogStore } from "./sqlite-log-store.js";
+import type { AiGatewayStores, Gateway, GatewayStore } from "./store.js";
+
+/** The AI gateway's stores over its SQLite file (opened with AI_GATEWAY_MIGRATIONS). */
+export function sqliteStores(db: Db): AiGatewayStores {
+  const logs = new SqliteLogStore(db);
+  return { gateways: new SqliteGatewayStore(db, logs), logs };
+}
+
+interface Row {
+  account_id: string;
+  id: string;
+  settings: string;
+  created_at: string;
+  modified_at: string;
+}
+
+const toGateway = (r: Row): Gateway => ({
+  id: r.id,
+  account_id: r.account_id,
+  ...(JSON.parse(r.settings) as GatewaySettings),
+  created_at: r.created_at,
+  modified_at: r.modified_at,
+});
+
+/** Gateways of every account, their settings as one JSON column. */
+class SqliteGatewayStore implements GatewayStore {
+  private readonly q;
+
+  /** `logs` is the store of the same file, whose logs go with a deleted gateway. */
+  constructor(
+    private readonly db: Db,
+    private readonly logs: SqliteLogStore,
+  ) {
+    this.q = {
+      get: db.prepare("SELECT * FROM gateways WHERE account_id = ? AND id = ?"),
+      list: db.prepare("SELECT * FROM gateways WHERE account_id = ? AND id LIKE ? ESCAPE '\\' ORDER BY created_at, id LIMIT ? OFFSET ?"),
+      count: db.prepare("SELECT count(*) AS n FROM gateways WHERE account_id = ? AND id LIKE ? ESCAPE '\\'"),
+      insert: db.prepare("INSERT INTO gateways (account_id, id, settings, created_at, modified_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING"),
+      update: db.prepare("UPDATE gateways SET settings = ?, modified_at = ? WHERE account_id = ? AND id = ?"),
+      delete: db.prepare("DELETE FROM gateways WHERE account_id = ? AND id = ?"),
+    };
+  }
+
+  private read(accountId: string, id: string): Gateway | undefined {
+    const row = this.q.get.get(accountId, id) as Row | undefined;
+    return row ? toGateway(row) : undefined;
+  }
+
+  async get(accountId: string, id: string): Promise<Gateway | undefined> {
+    return this.read(accountId, id);
+  }
+
+  async list(accountId: string, search: string, limit: number, offset: number): Promise<{ items: Gateway[]; total: number }> {
+    const like = `%${search.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+    const items = (this.q.list.all(accountId, like, limit, offset) as Row[]).map(toGateway);
+    return { items, total: (this.q.count.get(accountId, like) as { n: number }).n };
+  }
+
+  async create(accountId: string, id: string, settings: GatewaySettings): Promise<Gateway> {
+    const now = new Date().toISOString();
+    if (!this.q.insert.run(accountId, id, JSON.stringify(settings), now, now).changes) throw AigErrors.gatewayExists(id);
+    return this.read(accountId, id)!;
+  }
+
+  async update(accountId: string, id: string, settings: GatewaySettings): Promise<Gateway | undefined> {
+    const r = this.q.update.run(JSON.stringify(settings), new Date().toISOString(), accountId, id);
+    return r.changes ? this.read(accountId, id) : undefined;
+  }
+
+  async delete(accountId: string, id: string): Promise<Gateway | undefined> {
+    const g = this.read(accountId, id);
+    if (!g) return undefined;
+    this.db.transaction(() => {
+      this.q.delete.run(accountId, id);
+      this.logs.deleteAllOf(accountId, id);
+    })();
+    return g;
+  }
+}

@@ -1,0 +1,209 @@
+import type { GatewaySettings } from "./gateways/schema.js";
+
+/**
+ * What the AI gateway keeps: gateways and their request logs. Every method is asynchronous so that a database
+ * server can implement it (sqlite-store.ts is the SQLite implementation). The proxy does not wait for either on
+ * its path: gateway settings and log counts are cached above the store (gateways/directory.ts, logs/counts.ts),
+ * and logs are written in batches after the answers (logs/queue.ts).
+ */
+export interface AiGatewayStores {
+  gateways: GatewayStore;
+  logs: LogStore;
+}
+
+export interface Gateway extends GatewaySettings {
+  id: string;
+  account_id: string;
+  created_at: string;
+  modified_at: string;
+}
+
+export interface GatewayStore {
+  get(accountId: string, id: string): Promise<Gateway | undefined>;
+  /** The account's gateways whose id contains `search`, oldest first (then by id), one page of them, and how many match. */
+  list(accountId: string, search: string, limit: number, offset: number): Promise<{ items: Gateway[]; total: number }>;
+  /** Throws AigErrors.gatewayExists when the account has a gateway of that id. */
+  create(accountId: string, id: string, settings: GatewaySettings): Promise<Gateway>;
+  /** Replaces every setting; undefined when there is no such gateway. */
+  update(accountId: string, id: string, settings: GatewaySettings): Promise<Gateway | undefined>;
+  /** Deletes the gateway and all its logs, at once; returns what it was, or undefined when there was none. */
+  delete(accountId: string, id: string): Promise<Gateway | undefined>;
+}
+
+export type LogStrategy = "STOP_INSERTING" | "DELETE_OLDEST";
+export type LogMetadata = Record<string, string | number | boolean>;
+
+/** What a log records of one forwarded request (what the proxy writes and the API shows alike). */
+interface LogFields {
+  id: string;
+  created_at: string;
+  provider: string;
+  model: string | null;
+  path: string;
+  request_type: string | null;
+  status_code: number;
+  success: boolean;
+  cached: boolean;
+  step: number | null;
+  duration: number;
+  tokens_in: number | null;
+  tokens_out: number | null;
+  cached_tokens: number | null;
+  reasoning_tokens: number | null;
+  cost: number | null;
+  cost_note: string | null;
+  custom_cost: boolean;
+  metadata: LogMetadata | null;
+  request_content_type: string | null;
+  response_content_type: string | null;
+  request_size: number;
+  response_size: number;
+  authenticated: boolean;
+  event_id: string | null;
+}
+
+/** One forwarded request, as it is written. Bodies are null when payload collection is off. */
+export interface NewLog extends LogFields {
+  account_id: string;
+  gateway_id: string;
+  request_body: Buffer | null;
+  response_body: Buffer | null;
+  /** The gateway's log_management limit and strategy when the request was made. */
+  limit: number | null;
+  strategy: LogStrategy | null;
+}
+
+/**
+ * A stored log as the API shows it (its bodies are read on their own), with what callers added later (PATCH).
+ * The API shows the fields in the order the store returns them: as LogFields lists them, but metadata last.
+ */
+export interface LogRecord extends LogFields {
+  feedback: number | null;
+  score: number | null;
+}
+
+/** Fields a log can be filtered on: `tokens` is tokens_in + tokens_out; `metadata.key`/`metadata.value` match any entry. */
+export const LOG_FILTER_FIELDS = [
+  "id",
+  "created_at",
+  "request_content_type",
+  "response_content_type",
+  "request_type",
+  "success",
+  "cached",
+  "provider",
+  "model",
+  "cost",
+  "tokens",
+  "tokens_in",
+  "tokens_out",
+  "duration",
+  "feedback",
+  "event_id",
+  "status_code",
+  "authentication",
+  "metadata.key",
+  "metadata.value",
+] as const;
+export type LogField = (typeof LOG_FILTER_FIELDS)[number];
+
+/**
+ * How a condition compares: `eq` any of the values (null matches an absent value), `neq` none of them, `contains`
+ * the field's text contains any of them, `lt`/`gt`/`lte`/`gte` compare with the first value. On `metadata.key`
+ * and `metadata.value`, every operator but `neq` and `contains` means `eq`.
+ */
+export type LogOperator = "eq" | "neq" | "contains" | "lt" | "gt" | "lte" | "gte";
+export type LogValue = string | number | boolean | null;
+
+export interface LogCondition {
+  field: LogField;
+  operator: LogOperator;
+  values: LogValue[];
+}
+
+/** Which logs of a gateway: those that meet every condition and, with `search`, whose id, model, provider or path contains it. */
+export interface LogFilter {
+  conditions: LogCondition[];
+  search?: string;
+}
+
+export const LOG_ORDER_FIELDS = [
+  "created_at",
+  "provider",
+  "model",
+  "success",
+  "cached",
+  "cost",
+  "tokens_in",
+  "tokens_out",
+  "duration",
+  "feedback",
+  "status_code",
+] as const;
+
+/** The order of a selection; logs that tie come in the order they were written (in the same direction). */
+export interface LogOrder {
+  by: (typeof LOG_ORDER_FIELDS)[number];
+  direction: "asc" | "desc";
+}
+
+export interface LogQuery {
+  filter: LogFilter;
+  order: LogOrder;
+  /** At most this many (all when absent), after skipping `offset`. */
+  limit?: number;
+  offset?: number;
+}
+
+/** Figures over every log a filter selects (not only the page shown). */
+export interface LogStats {
+  total_count: number;
+  min_cost: number | null;
+  max_cost: number | null;
+  min_duration: number | null;
+  max_duration: number | null;
+  min_tokens_in: number | null;
+  max_tokens_in: number | null;
+  min_tokens_out: number | null;
+  max_tokens_out: number | null;
+  min_total_tokens: number | null;
+  max_total_tokens: number | null;
+}
+
+/** What a caller may change of a stored log; a field left out stays as it is. */
+export interface LogPatch {
+  feedback?: -1 | 0 | 1 | null;
+  score?: number | null;
+  metadata?: LogMetadata | null;
+}
+
+/** How many logs a gateway holds. */
+export interface LogCount {
+  account_id: string;
+  gateway_id: string;
+  count: number;
+}
+
+export interface LogStore {
+  /**
+   * Writes logs in one atomic batch, in order, applying each log's gateway limit: with `STOP_INSERTING` (or no
+   * strategy) a log past the limit is dropped, with `DELETE_OLDEST` the gateway's oldest logs make room. Returns the
+   * count of every gateway of the batch whose logs have a limit.
+   */
+  append(batch: readonly NewLog[]): Promise<LogCount[]>;
+  count(accountId: string, gatewayId: string): Promise<number>;
+  /** One page of a gateway's logs in the query's order, and the stats of everything the filter selects. */
+  list(accountId: string, gatewayId: string, query: LogQuery): Promise<{ logs: LogRecord[]; stats: LogStats }>;
+  get(accountId: string, gatewayId: string, logId: string): Promise<LogRecord | undefined>;
+  /** A stored body with the log's content type for it (body null when it was not kept); undefined when there is no such log. */
+  body(
+    accountId: string,
+    gatewayId: string,
+    logId: string,
+    which: "request" | "response",
+  ): Promise<{ body: Buffer | null; contentType: string | null } | undefined>;
+  /** False when there is no such log. */
+  patch(accountId: string, gatewayId: string, logId: string, patch: LogPatch): Promise<boolean>;
+  /** Deletes the logs the query selects (the first `limit` of them in its order, when given); returns how many. */
+  delete(accountId: string, gatewayId: string, query: LogQuery): Promise<number>;
+}

@@ -1,0 +1,46 @@
+import { DEFAULT_GATEWAY } from "../gateways/directory.js";
+import type { GatewaySettings } from "../gateways/schema.js";
+import type { NewLog } from "../store.js";
+
+/** Two account ids for tests of the stores. */
+export const A = "a".repeat(32);
+export const B = "b".repeat(32);
+
+/** Log number `i` of gateway `g` in account A, written at second `i` (so ids and times sort like `i`). */
+export const sampleLog = (i: number, change: Partial<NewLog> = {}): NewLog => ({
+  id: `L${String(i).padStart(8, "0")}`,
+  account_id: A,
+  gateway_id: "g",
+  created_at: new Date(1e12 + i * 1000).toISOString(),
+  provider: "openai",
+  model: "gpt-4o-mini",
+  path: "chat/completions",
+  request_type: null,
+  status_code: 200,
+  success: true,
+  cached: false,
+  step: null,
+  duration: 10,
+  tokens_in: null,
+  tokens_out: null,
+  cached_tokens: null,
+  reasoning_tokens: null,
+  cost: null,
+  cost_note: null,
+  custom_cost: false,
+  metadata: null,
+  request_content_type: "application/json",
+  response_content_type: null,
+  request_size: 1,
+  response_size: 0,
+  authenticated: false,
+  event_id: null,
+  request_body: Buffer.from("q"),
+  response_body: null,
+  limit: null,
+  strategy: null,
+  ...change,
+});
+
+/** Settings of a test gateway: those of a "default" gateway without authentication, with `change` applied. */
+export const sampleSettings = (change: Partial<GatewaySettings> = {}): GatewaySettings => ({ ...DEFAULT_GATEWAY, authentication: false, ...change });

@@ -1,0 +1,105 @@
+import type { FastifyInstance, FastifyRequest } from "fastify";
+import { z } from "zod";
+import { ok } from "../../core/http/envelope.js";
+import { readPage, pageOf } from "../../core/http/pagination.js";
+import { parseWith } from "../../core/http/validate.js";
+import type { DnsConfig } from "../config.js";
+import { DnsErrors } from "../errors.js";
+import type { Zone } from "../model.js";
+import { filterZones } from "../zones/list.js";
+import { parseZoneName } from "../zones/names.js";
+import type { ZoneService } from "../zones/zone-service.js";
+import { zoneAccount, zoneOf } from "./zone-access.js";
+import { ZONE_PLAN, zoneView } from "./views.js";
+
+const createBody = z
+  .object({
+    name: z.string(),
+    account: z.object({ id: z.string() }).passthrough().optional(),
+    type: z.enum(["full"]).optional(),
+    jump_start: z.boolean().optional(),
+  })
+  .passthrough();
+
+/** The fields of the hosted API's zone PATCH; each is checked against what this platform can do below. */
+const patchBody = z
+  .object({
+    paused: z.boolean().optional(),
+    type: z.enum(["full", "partial", "secondary", "internal"]).optional(),
+    vanity_name_servers: z.array(z.string()).optional(),
+    plan: z.object({ id: z.string() }).passthrough().optional(),
+  })
+  .strict();
+
+type ZoneParams = { Params: { zone_id: string } };
+
+/**
+ * Refuses what a zone PATCH asks and this platform cannot do. A value the zone already has is accepted (clients
+ * send the whole object back); anything else is a 400 naming the field, never a silent success.
+ */
+function checkZonePatch(body: z.output<typeof patchBody>, cfg: DnsConfig): void {
+  if (body.type !== undefined && body.type !== "full")
+    throw DnsErrors.zoneFieldUnsupported("type", `every zone here is a full zone (its DNS is served here); ${body.type} zones are not supported`);
+  if (body.vanity_name_servers !== undefined && body.vanity_name_servers.length > 0)
+    throw DnsErrors.zoneFieldUnsupported(
+      "vanity_name_servers",
+      `custom name servers per zone are not supported; every zone is served by the platform's name servers (${cfg.nameServers.join(", ")}, set with --name-servers)`,
+    );
+  if (body.plan !== undefined && body.plan.id !== ZONE_PLAN.id)
+    throw DnsErrors.zoneFieldUnsupported("plan", `zones have one plan here (${ZONE_PLAN.id}, "${ZONE_PLAN.name}"); there is no other to change to`);
+}
+
+export function registerZoneRoutes(app: FastifyInstance, zones: ZoneService, cfg: DnsConfig): void {
+  // Zones are shown only to callers who can read their account, and the caller's principal knows those accounts' names.
+  const accountName = (req: FastifyRequest, id: string) => req.principal.account(id)?.name ?? "";
+  const view = (req: FastifyRequest, z: Zone) =>
+    zoneView(z, { accountName: accountName(req, z.account_id), permissions: req.principal.permissionsOn(z.account_id) }, cfg.nameServers);
+  const read = { permission: "dns_read", account: zoneAccount(zones) } as const;
+  const edit = { permission: "dns_edit", account: zoneAccount(zones) } as const;
+
+  /** The account a new zone goes to: the one named, or the caller's only account where it may edit DNS. */
+  const newZoneAccount = (req: FastifyRequest): string => {
+    const body = parseWith(createBody, req.body ?? {});
+    if (body.account?.id) return body.account.id;
+    const mine = req.principal.accounts().filter((a) => req.principal.can(a, "dns_edit"));
+    if (mine.length !== 1) throw DnsErrors.accountRequired();
+    return mine[0];
+  };
+
+  app.post("/zones", { config: { permission: "dns_edit", account: newZoneAccount } }, async (req) => {
+    const body = parseWith(createBody, req.body ?? {});
+    const accountId = newZoneAccount(req);
+    const name = parseZoneName(body.name);
+    if (!name) throw DnsErrors.zoneNameInvalid(body.name);
+    const zs = await zones.createZone(accountId, name);
+    return ok(view(req, zs.zone));
+  });
+
+  app.get("/zones", async (req) => {
+    const q = req.query as Record<string, unknown>;
+    const page = readPage(q, { defaultPerPage: 20, maxPerPage: 1000 });
+    const visible = [...zones.all()].map((zs) => zs.zone).filter((z) => req.principal.can(z.account_id, "dns_read"));
+    const { result, result_info } = pageOf(
+      filterZones(visible, q, (id) => accountName(req, id)).map((z) => view(req, z)),
+      page,
+    );
+    return ok(result, result_info);
+  });
+
+  app.get<ZoneParams>("/zones/:zone_id", { config: read }, async (req) => ok(view(req, zoneOf(zones, req).zone)));
+
+  app.patch<ZoneParams>("/zones/:zone_id", { config: edit }, async (req) => {
+    const zs = zoneOf(zones, req);
+    const body = parseWith(patchBody, req.body ?? {});
+    checkZonePatch(body, cfg);
+    const paused = body.paused;
+    if (paused !== undefined) await zones.updateZone(zs, () => ({ paused }));
+    return ok(view(req, zs.zone));
+  });
+
+  app.delete<ZoneParams>("/zones/:zone_id", { config: edit }, async (req) => {
+    const zs = zoneOf(zones, req);
+    await zones.deleteZone(zs);
+    return ok({ id: zs.zone.id });
+  });
+}

@@ -1,0 +1,216 @@
+import type { DnsConfig } from "../config.js";
+import { effectiveTtl, AUTO_TTL, type DnsRecord, type RecordType } from "../model.js";
+import { canonical, isInZone } from "../zones/names.js";
+import { TYPES } from "../records/types.js";
+import type { ZoneService } from "../zones/zone-service.js";
+import type { ZoneState } from "../zones/zone-state.js";
+import { parseSvcParams, svcbRdata } from "../records/svcb.js";
+
+/** A resource record as dns-packet encodes it. */
+export interface Rr {
+  name: string;
+  type: string;
+  class: "IN";
+  ttl: number;
+  data: unknown;
+}
+
+export interface Answer {
+  rcode: number;
+  authoritative: boolean;
+  answers: Rr[];
+  authorities: Rr[];
+  additionals: Rr[];
+}
+
+export const Rcode = { NOERROR: 0, FORMERR: 1, SERVFAIL: 2, NXDOMAIN: 3, NOTIMP: 4, REFUSED: 5, NOTAUTH: 9 } as const;
+
+/** dns-packet names types it has no codec for "UNKNOWN_<n>"; these are the ones we store. */
+const WIRE_NAMES: Record<string, RecordType> = { UNKNOWN_64: "SVCB", UNKNOWN_65: "HTTPS", UNKNOWN_256: "URI", UNKNOWN_53: "SMIMEA", CERT: "CERT" };
+const qtypeOf = (wire: string): string => WIRE_NAMES[wire] ?? wire;
+
+const MAX_CHAIN = 8;
+
+/**
+ * Answers questions from the in-memory zones: authoritative data, NXDOMAIN vs NODATA with the SOA
+ * (negative TTL per RFC 2308), CNAME chasing inside our zones, wildcards (RFC 4592), referrals below
+ * delegations, proxied names answered with the edge addresses, and CNAME flattening.
+ */
+export class AnswerEngine {
+  private readonly httpsRdata: Buffer;
+
+  constructor(
+    private readonly zones: ZoneService,
+    private readonly cfg: DnsConfig,
+  ) {
+    const hints = [cfg.edgeIpv4.length ? `ipv4hint=${cfg.edgeIpv4.join(",")}` : "", cfg.edgeIpv6.length ? `ipv6hint=${cfg.edgeIpv6.join(",")}` : ""];
+    this.httpsRdata = svcbRdata(1, ".", parseSvcParams(`alpn="h3,h2" ${hints.join(" ")}`));
+  }
+
+  /** undefined: not our zone (REFUSED). */
+  answer(qnameRaw: string, qtypeWire: string): Answer | undefined {
+    const qname = canonical(qnameRaw);
+    const zs = this.zones.zoneFor(qname);
+    if (!zs) return undefined;
+    const res: Answer = { rcode: Rcode.NOERROR, authoritative: true, answers: [], authorities: [], additionals: [] };
+    this.lookup(zs, qname, qtypeOf(qtypeWire), res, new Set(), 0);
+    return res;
+  }
+
+  soaRr(zs: ZoneState, ttl = zs.zone.settings.soa.ttl): Rr {
+    const s = zs.zone.settings.soa;
+    return {
+      name: zs.zone.name,
+      type: "SOA",
+      class: "IN",
+      ttl,
+      data: {
+        mname: s.mname ?? this.cfg.nameServers[0],
+        rname: s.rname,
+        serial: zs.zone.serial,
+        refresh: s.refresh,
+        retry: s.retry,
+        expire: s.expire,
+        minimum: s.min_ttl,
+      },
+    };
+  }
+
+  apexNs(zs: ZoneState): Rr[] {
+    const ttl = zs.zone.settings.ns_ttl;
+    const names = new Set(this.cfg.nameServers);
+    for (const r of zs.at(zs.zone.name)) if (r.type === "NS") names.add(r.content);
+    return [...names].map((ns) => ({ name: zs.zone.name, type: "NS", class: "IN", ttl, data: ns }));
+  }
+
+  rr(r: DnsRecord, owner: string): Rr {
+    const w = TYPES[r.type].wire(r);
+    return { name: owner, type: w.type, class: "IN", ttl: effectiveTtl(r), data: w.data };
+  }
+
+  /** Whether a name's A/AAAA/CNAME are served by the platform's edge. */
+  isProxied(zs: ZoneState, recs: readonly DnsRecord[]): boolean {
+    return !zs.zone.paused && recs.some((r) => r.proxied);
+  }
+
+  /** The edge addresses a proxied name answers with (settings.ipv4_only/ipv6_only drop one family). */
+  edgeRrs(recs: readonly DnsRecord[], owner: string, qtype: "A" | "AAAA"): Rr[] {
+    const proxied = recs.filter((r) => r.proxied);
+    if (qtype === "A" && proxied.every((r) => r.settings.ipv6_only)) return [];
+    if (qtype === "AAAA" && proxied.every((r) => r.settings.ipv4_only)) return [];
+    const addrs = qtype === "A" ? this.cfg.edgeIpv4 : this.cfg.edgeIpv6;
+    return addrs.map((a) => ({ name: owner, type: qtype, class: "IN", ttl: AUTO_TTL, data: a }));
+  }
+
+  private negative(zs: ZoneState, res: Answer): void {
+    const s = zs.zone.settings.soa;
+    res.authorities.push(this.soaRr(zs, Math.min(s.ttl, s.min_ttl)));
+  }
+
+  /** The closest delegation point (non-apex NS) at or above qname; DS at the cut belongs to the parent. */
+  private cut(zs: ZoneState, qname: string, qtype: string): string | undefined {
+    const apex = zs.zone.name;
+    if (qname === apex) return undefined;
+    const labels = qname.slice(0, -(apex.length + 1)).split(".");
+    for (let i = labels.length - 1; i >= 0; i--) {
+      const n = `${labels.slice(i).join(".")}.${apex}`;
+      if (n === qname && qtype === "DS") return undefined;
+      if (zs.at(n).some((r) => r.type === "NS")) return n;
+    }
+    return undefined;
+  }
+
+  /** Records a wildcard gives a name that does not exist: `*.<closest encloser>` (RFC 4592). */
+  private wildcard(zs: ZoneState, qname: string): readonly DnsRecord[] | undefined {
+    let n = qname;
+    while (n !== zs.zone.name) {
+      n = n.slice(n.indexOf(".") + 1);
+      if (zs.exists(n)) {
+        const w = zs.at(`*.${n}`);
+        return w.length ? w : undefined;
+      }
+    }
+    return undefined;
+  }
+
+  private lookup(zs: ZoneState, qname: string, qtype: string, res: Answer, seen: Set<string>, depth: number): void {
+    seen.add(qname);
+    const cut = this.cut(zs, qname, qtype);
+    if (cut) {
+      if (res.answers.length === 0) {
+        res.authoritative = false;
+        const ns = zs.at(cut).filter((r) => r.type === "NS");
+        res.authorities.push(...ns.map((r) => this.rr(r, cut)));
+        for (const r of ns)
+          if (isInZone(r.content, zs.zone.name))
+            for (const g of zs.at(r.content)) if (g.type === "A" || g.type === "AAAA") res.additionals.push(this.rr(g, g.name));
+      }
+      return;
+    }
+    const apex = qname === zs.zone.name;
+    let recs = zs.at(qname);
+    if (recs.length === 0 && !apex && !zs.exists(qname)) {
+      const w = this.wildcard(zs, qname);
+      if (!w) {
+        res.rcode = Rcode.NXDOMAIN;
+        this.negative(zs, res);
+        return;
+      }
+      recs = w;
+    }
+    const out: Rr[] = [];
+    const any = qtype === "ANY";
+    if (apex && (qtype === "SOA" || any)) out.push(this.soaRr(zs));
+    if (apex && (qtype === "NS" || any)) out.push(...this.apexNs(zs));
+    const stored = (t: string) => recs.filter((r) => r.type === t && !(apex && r.type === "NS"));
+
+    if (this.isProxied(zs, recs)) {
+      if (qtype === "A" || any) out.push(...this.edgeRrs(recs, qname, "A"));
+      if (qtype === "AAAA" || any) out.push(...this.edgeRrs(recs, qname, "AAAA"));
+      if (qtype === "HTTPS" && stored("HTTPS").length === 0) out.push({ name: qname, type: "UNKNOWN_65", class: "IN", ttl: AUTO_TTL, data: this.httpsRdata });
+      for (const r of recs) if (r.type !== "A" && r.type !== "AAAA" && r.type !== "CNAME" && (any || r.type === qtype)) out.push(this.rr(r, qname));
+    } else {
+      const cname = recs.find((r) => r.type === "CNAME");
+      if (cname && qtype !== "CNAME" && !any) {
+        const flatten = apex || cname.settings.flatten_cname || zs.zone.settings.flatten_all_cnames;
+        if (flatten) {
+          if (qtype === "A" || qtype === "AAAA") out.push(...this.flattened(cname, qname, qtype));
+        } else {
+          res.answers.push(this.rr(cname, qname));
+          const tz = this.zones.zoneFor(cname.content);
+          if (tz && !seen.has(cname.content) && depth < MAX_CHAIN) this.lookup(tz, cname.content, qtype, res, seen, depth + 1);
+          return;
+        }
+      } else {
+        for (const r of recs) if ((any || r.type === qtype) && !(apex && r.type === "NS")) out.push(this.rr(r, qname));
+      }
+    }
+    if (out.length === 0) this.negative(zs, res);
+    else res.answers.push(...out);
+  }
+
+  /**
+   * A flattened CNAME answers with the addresses at the end of its chain, under its own name, with the
+   * smallest TTL met on the way. Targets outside our zones are not resolved (no recursion here).
+   */
+  private flattened(cname: DnsRecord, owner: string, qtype: "A" | "AAAA"): Rr[] {
+    let ttl = effectiveTtl(cname);
+    let target = cname.content;
+    const seen = new Set([owner]);
+    for (let i = 0; i < MAX_CHAIN && !seen.has(target); i++) {
+      seen.add(target);
+      const tz = this.zones.zoneFor(target);
+      if (!tz) return [];
+      const recs = tz.at(target);
+      if (this.isProxied(tz, recs)) return this.edgeRrs(recs, owner, qtype);
+      const next = recs.find((r) => r.type === "CNAME");
+      if (next) {
+        ttl = Math.min(ttl, effectiveTtl(next));
+        target = next.content;
+        continue;
+      }
+      return recs.filter((r) => r.type === qtype).map((r) => ({ ...this.rr(r, owner), ttl: Math.min(ttl, effectiveTtl(r)) }));
+    }
+    return [];
+  }
+}

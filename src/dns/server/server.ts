@@ -1,0 +1,252 @@
+import dgram from "node:dgram";
+import net from "node:net";
+import * as packet from "dns-packet";
+import { UserError } from "../../core/errors.js";
+import type { Logger } from "../../core/logger.js";
+import { AnswerEngine, Rcode } from "./answer.js";
+import { axfrMessages } from "./axfr.js";
+import type { DnsConfig } from "../config.js";
+import { LogThrottle } from "./log-throttle.js";
+import type { ZoneService } from "../zones/zone-service.js";
+import { DnsTcpListener } from "./tcp.js";
+import { UdpWorkerPool } from "./udp/pool.js";
+import { createUdpSocket, WireCache } from "./wire-cache.js";
+import { formerrReply, screenQuery } from "./wire-screen.js";
+
+const AA = 1 << 10;
+const TC = 1 << 9;
+const RD = 1 << 8;
+const CD = 1 << 4;
+const OPCODE_MASK = 0xf << 11;
+/** What we advertise in EDNS, the size the DNS flag day 2020 settled on. */
+const EDNS_SIZE = 1232;
+const REFUSED_TRANSFER_LOG_INTERVAL_MS = 10_000;
+
+type Decoded = ReturnType<typeof packet.decode>;
+type Opt = { type: "OPT"; udpPayloadSize?: number; ednsVersion?: number; flags?: number };
+
+/**
+ * The authoritative server, UDP and TCP on one port. Answers are cached as wire bytes (WireCache); any
+ * change to any zone clears the caches. UDP is answered here, or with --dns-workers > 1 by that many
+ * processes sharing the socket, which ask this one for what they have not cached.
+ */
+export class DnsServer {
+  private udp?: dgram.Socket;
+  private tcp?: DnsTcpListener;
+  private pool?: UdpWorkerPool;
+  private flushed: Promise<void> = Promise.resolve();
+  private readonly udpCache = new WireCache();
+  private readonly tcpCache = new WireCache();
+  /** Any client may ask for transfers as fast as it likes; the log says so at most once per interval, with how many. */
+  private readonly refusedTransfers = new LogThrottle(REFUSED_TRANSFER_LOG_INTERVAL_MS);
+  port = 0;
+
+  constructor(
+    private readonly engine: AnswerEngine,
+    private readonly zones: ZoneService,
+    private readonly cfg: DnsConfig,
+    private readonly log: Logger,
+  ) {}
+
+  /** Forgets every cached answer, here and in the answering processes. */
+  invalidate(): void {
+    this.udpCache.clear();
+    this.tcpCache.clear();
+    if (this.pool) this.flushed = this.pool.flush();
+  }
+
+  /** Resolves once every answering process has dropped the answers cached before the last change. */
+  synced(): Promise<void> {
+    return this.flushed;
+  }
+
+  async start(): Promise<void> {
+    try {
+      await this.listen();
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      const where = `${this.cfg.host}:${this.cfg.port}`;
+      if (code === "EADDRINUSE") throw new UserError(`The DNS port ${where} is already in use`, "Choose another with --dns-port (0 picks a free one).");
+      if (code === "EACCES")
+        throw new UserError(`Not allowed to listen on the DNS port ${where}`, "Ports below 1024 need privileges; see docs/dns.md (running on port 53).");
+      if (code === "EADDRNOTAVAIL") throw new UserError(`--dns-host ${this.cfg.host} is not an address of this machine`);
+      throw err;
+    }
+  }
+
+  private async listen(): Promise<void> {
+    // With port 0 the first listener picks the port and the other must get the same number; retry if it is taken.
+    for (let attempt = 0; ; attempt++) {
+      try {
+        if (this.cfg.workers > 1) await this.listenShared();
+        else await this.listenInProcess();
+        return;
+      } catch (err) {
+        if (this.cfg.port === 0 && attempt < 20 && (err as NodeJS.ErrnoException).code === "EADDRINUSE") continue;
+        throw err;
+      }
+    }
+  }
+
+  private async listenInProcess(): Promise<void> {
+    const udp = createUdpSocket(this.cfg.host);
+    udp.on("message", (msg, rinfo) => this.onUdp(udp, msg, rinfo));
+    await new Promise<void>((resolve, reject) => {
+      udp.once("error", reject);
+      udp.bind(this.cfg.port, this.cfg.host, () => {
+        udp.off("error", reject);
+        resolve();
+      });
+    });
+    udp.on("error", (err) => this.log.warn({ err }, "dns udp socket error"));
+    const port = udp.address().port;
+    try {
+      const tcp = this.tcpListener();
+      await tcp.listen(port, this.cfg.host);
+      this.tcp = tcp;
+    } catch (err) {
+      udp.close();
+      throw err;
+    }
+    this.udp = udp;
+    this.port = port;
+  }
+
+  /** TCP here; UDP in answering processes sharing one socket (udp/pool.ts), so answering is not bound to one thread. */
+  private async listenShared(): Promise<void> {
+    const tcp = this.tcpListener();
+    const port = await tcp.listen(this.cfg.port, this.cfg.host);
+    const pool = new UdpWorkerPool(this.cfg.workers, { host: this.cfg.host, port }, (q) => this.respond(q, false), this.log);
+    try {
+      await pool.start();
+    } catch (err) {
+      await tcp.close();
+      throw err;
+    }
+    this.tcp = tcp;
+    this.pool = pool;
+    this.port = port;
+  }
+
+  private tcpListener(): DnsTcpListener {
+    return new DnsTcpListener(this.cfg.tcp, (msg, remote) => this.respondTcp(msg, remote), this.log);
+  }
+
+  async stop(): Promise<void> {
+    this.udp?.close();
+    await this.pool?.stop();
+    await this.tcp?.close();
+  }
+
+  address(): string {
+    return net.isIPv6(this.cfg.host) ? `[${this.cfg.host}]:${this.port}` : `${this.cfg.host}:${this.port}`;
+  }
+
+  private onUdp(udp: dgram.Socket, msg: Buffer, rinfo: dgram.RemoteInfo): void {
+    try {
+      const out = this.respond(msg, false);
+      if (out) udp.send(out, rinfo.port, rinfo.address);
+    } catch (err) {
+      // Never let one packet take the server down.
+      this.log.warn({ err }, "dns udp query failed");
+    }
+  }
+
+  /** remote: the client's address (IPv4-mapped IPv6 written as IPv4). */
+  private respondTcp(msg: Buffer, remote: string): Buffer[] {
+    const q = this.readQuery(msg, this.tcpCache);
+    if (!isDecoded(q)) return q ? [q] : [];
+    const question = q.questions?.length === 1 ? q.questions[0] : undefined;
+    if (question && (question.type === "AXFR" || question.type === "IXFR") && ((q.flags ?? 0) & OPCODE_MASK) === 0) {
+      const zs = this.zones.named((question.name ?? "").toLowerCase().replace(/\.$/, ""));
+      const allowed = zs && this.cfg.axfrAllow.check(remote, net.isIPv6(remote) ? "ipv6" : "ipv4");
+      if (!zs || !allowed) {
+        this.refusedTransfers.hit((refused) =>
+          this.log.info({ zone: question.name, remote, refused }, zs ? "zone transfer refused" : "zone transfer for unknown zone refused"),
+        );
+        return [this.error(q, zs ? Rcode.REFUSED : Rcode.NOTAUTH)];
+      }
+      this.log.info({ zone: zs.zone.name, remote, serial: zs.zone.serial }, "zone transfer");
+      return axfrMessages(this.engine, zs, q);
+    }
+    const out = this.answerQuery(q, msg, true);
+    return out ? [out] : [];
+  }
+
+  /** One answer for one query; undefined drops it (not a query at all). */
+  respond(msg: Buffer, tcp: boolean): Buffer | undefined {
+    const q = this.readQuery(msg, tcp ? this.tcpCache : this.udpCache);
+    return isDecoded(q) ? this.answerQuery(q, msg, tcp) : q;
+  }
+
+  /**
+   * The cached answer, FORMERR for what cannot be read (screened before dns-packet sees it: see wire-screen.ts),
+   * nothing for what is not a query, or else the decoded query to answer.
+   */
+  private readQuery(msg: Buffer, cache: WireCache): Decoded | Buffer | undefined {
+    if (msg.length < 12) return undefined;
+    const hit = cache.answer(WireCache.key(msg), msg);
+    if (hit) return hit;
+    const screen = screenQuery(msg);
+    if (screen !== "answer") return screen === "formerr" ? formerrReply(msg) : undefined;
+    try {
+      return packet.decode(msg);
+    } catch {
+      return formerrReply(msg);
+    }
+  }
+
+  /** A screened query (never a response): its answer, cached unless it is an error. */
+  private answerQuery(q: Decoded, msg: Buffer, tcp: boolean): Buffer | undefined {
+    if (((q.flags ?? 0) & OPCODE_MASK) !== 0) return this.error(q, Rcode.NOTIMP);
+    if (q.questions?.length !== 1) return this.error(q, Rcode.FORMERR);
+    const question = q.questions[0];
+    const opt = (q.additionals ?? []).find((a) => a.type === "OPT") as Opt | undefined;
+    if (opt && (opt.ednsVersion ?? 0) > 0) return this.encode(q, { rcode: 0, authoritative: false, answers: [], authorities: [], additionals: [] }, opt, 1);
+    if (question.class !== "IN" && question.class !== "ANY") return this.error(q, Rcode.REFUSED);
+    if (question.type === "AXFR" || question.type === "IXFR") {
+      if (question.type === "AXFR" || tcp) return this.error(q, Rcode.REFUSED);
+    }
+    let result = this.engine.answer(question.name, question.type === "IXFR" ? "SOA" : question.type);
+    if (!result) return this.error(q, Rcode.REFUSED);
+    let out = this.encode(q, result, opt);
+    const limit = tcp ? 65535 : opt ? Math.min(Math.max(opt.udpPayloadSize ?? 512, 512), 4096) : 512;
+    if (out.length > limit) {
+      result = { ...result, answers: [], authorities: [], additionals: [] };
+      out = this.encode(q, result, opt, 0, TC);
+    }
+    (tcp ? this.tcpCache : this.udpCache).set(WireCache.key(msg), out);
+    return out;
+  }
+
+  private encode(
+    q: Decoded,
+    a: { rcode: number; authoritative: boolean; answers: unknown[]; authorities: unknown[]; additionals: unknown[] },
+    opt?: Opt,
+    extendedRcode = 0,
+    extra = 0,
+  ): Buffer {
+    const additionals = [...a.additionals];
+    if (opt) additionals.push({ type: "OPT", name: ".", udpPayloadSize: EDNS_SIZE, extendedRcode, ednsVersion: 0, flags: 0, options: [] });
+    // dns-packet takes the response code from the low bits of flags, not from a field.
+    const flags = (a.authoritative ? AA : 0) | ((q.flags ?? 0) & (RD | CD)) | extra | (a.rcode & 0xf);
+    return packet.encode({
+      id: q.id,
+      type: "response",
+      flags,
+      questions: q.questions,
+      answers: a.answers,
+      authorities: a.authorities,
+      additionals,
+    } as packet.Packet);
+  }
+
+  /** An error answer; the question is repeated only when there is exactly one, so an error is never larger than its query. */
+  private error(q: Decoded, rcode: number): Buffer {
+    const flags = ((q.flags ?? 0) & (RD | CD | OPCODE_MASK)) | rcode;
+    const questions = q.questions?.length === 1 ? q.questions : [];
+    return packet.encode({ id: q.id, type: "response", flags, questions, answers: [], authorities: [], additionals: [] } as packet.Packet);
+  }
+}
+
+const isDecoded = (q: Decoded | Buffer | undefined): q is Decoded => q !== undefined && !Buffer.isBuffer(q);

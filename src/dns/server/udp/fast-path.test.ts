@@ -1,0 +1,171 @@
+import { after, before, describe, it } from "node:test";
+import assert from "node:assert/strict";
+import dgram from "node:dgram";
+import { readdirSync, readFileSync } from "node:fs";
+import * as packet from "dns-packet";
+import type { TestPlatform } from "../../../core/testing/platform.js";
+import { NATIVE_ENV, NATIVE_THREAD_NAME } from "./fast-path.js";
+import { createRecord, createZone, encodeQuery, garbageFlood, rcodeOf, startDnsPlatform, udpAsk } from "../../testing/helpers.js";
+import { formerrReply, screenQuery } from "../wire-screen.js";
+
+const Z = "native.example";
+const addresses = (m: Buffer) => (packet.decode(m).answers ?? []).filter((a) => a.type === "A").map((a: any) => a.data as string);
+
+/** Thread names of a process, from /proc. */
+const threadNames = (pid: number) => readdirSync(`/proc/${pid}/task`).map((t) => readFileSync(`/proc/${pid}/task/${t}/comm`, "utf8").trim());
+
+/** The same bytes apart from the 2-byte id. */
+function assertSameButId(a: Buffer, b: Buffer, what: string): void {
+  assert.deepEqual(a.subarray(2), b.subarray(2), what);
+}
+
+async function sendAll(port: number, msgs: Buffer[]): Promise<void> {
+  const s = dgram.createSocket("udp4");
+  s.on("message", () => {});
+  for (const m of msgs) await new Promise<void>((resolve) => s.send(m, port, "127.0.0.1", () => resolve()));
+  s.close();
+}
+
+/** Datagrams no client should send: too short, random, corrupted copies of a real query, oversized. */
+function garbage(valid: Buffer): Buffer[] {
+  const out: Buffer[] = [];
+  const rnd = (n: number) => Math.floor(Math.random() * n);
+  for (let i = 0; i < 12; i++) out.push(Buffer.alloc(i, 0x41));
+  for (let i = 0; i < 300; i++) {
+    const b = Buffer.alloc(12 + rnd(500));
+    for (let j = 0; j < b.length; j++) b[j] = rnd(256);
+    out.push(b);
+  }
+  for (let i = 0; i < 300; i++) {
+    const b = Buffer.from(valid.subarray(0, 12 + rnd(valid.length - 11)));
+    for (let k = 0; k < 3; k++) b[rnd(b.length)] = rnd(256);
+    out.push(b);
+  }
+  out.push(Buffer.alloc(65_507, 0xff), Buffer.concat([valid, Buffer.alloc(60_000)]));
+  return out;
+}
+
+for (const path of ["native", "js"] as const) {
+  describe(`DNS over UDP, cached answers sent ${path === "native" ? "by the native addon" : "from JavaScript"}`, () => {
+    let p: TestPlatform;
+    let port: number;
+    let zoneId: string;
+    let answering: number;
+    let paused: number;
+
+    // Two answering processes (one would mean UDP in the main process), one of them stopped throughout, so
+    // every query goes to the same process and its cache.
+    before(async () => {
+      ({ p, port } = await startDnsPlatform(["--dns-workers", "2"], undefined, path === "js" ? { [NATIVE_ENV]: "0" } : {}));
+      zoneId = await createZone(p, Z);
+      [answering, paused] = [...p.logs().matchAll(/"child_pid":(\d+)[^\n]*"dns answering process started"/g)].map((m) => Number(m[1]));
+      process.kill(paused, "SIGSTOP");
+    });
+    after(async () => {
+      if (paused) process.kill(paused, "SIGCONT");
+      await p?.dispose();
+    });
+
+    it("takes the path asked for and says which in the log", () => {
+      if (path === "native") {
+        assert.match(p.logs(), /send cached answers natively/, "the addon must load when built (npm run build needs g++ and make)");
+        assert.ok(threadNames(answering).includes(NATIVE_THREAD_NAME));
+      } else {
+        assert.match(p.logs(), new RegExp(`native UDP path unavailable[^\\n]*${NATIVE_ENV}=0|${NATIVE_ENV}=0[^\\n]*native UDP path unavailable`));
+        assert.ok(!threadNames(answering).includes(NATIVE_THREAD_NAME));
+      }
+    });
+
+    it("answers a repeated question with the first answer's bytes and the new id (plain, EDNS, NXDOMAIN, truncated)", async () => {
+      await createRecord(p, zoneId, { type: "A", name: "www", content: "10.8.0.1", ttl: 300 });
+      for (let i = 0; i < 6; i++) await createRecord(p, zoneId, { type: "TXT", name: "big", content: `"${String(i).repeat(200)}"`, ttl: 300 });
+      const cases: [string, string, { edns?: number }][] = [
+        [`www.${Z}`, "A", {}],
+        [`www.${Z}`, "A", { edns: 1232 }],
+        [`nothing.${Z}`, "A", {}],
+        [`big.${Z}`, "TXT", {}],
+        [`big.${Z}`, "TXT", { edns: 4096 }],
+      ];
+      for (const [name, type, opts] of cases) {
+        const first = await udpAsk(port, encodeQuery(name, type, { ...opts, id: 0x1111 }));
+        const second = await udpAsk(port, encodeQuery(name, type, { ...opts, id: 0xbeef }));
+        assert.equal(first.readUInt16BE(0), 0x1111);
+        assert.equal(second.readUInt16BE(0), 0xbeef);
+        assertSameButId(first, second, `${name} ${type} ${JSON.stringify(opts)}`);
+      }
+      const tc = packet.decode(await udpAsk(port, encodeQuery(`big.${Z}`, "TXT")));
+      assert.ok((tc.flags ?? 0) & (1 << 9), "TC without EDNS");
+      assert.equal(rcodeOf(packet.decode(await udpAsk(port, encodeQuery(`nothing.${Z}`, "A")))), 3);
+    });
+
+    it("answers cached questions while the main process is stopped (the answering process alone sends them)", async () => {
+      const q = encodeQuery(`www.${Z}`, "A");
+      await udpAsk(port, q);
+      process.kill(p.process.pid!, "SIGSTOP");
+      try {
+        assert.deepEqual(addresses(await udpAsk(port, encodeQuery(`www.${Z}`, "A"))), ["10.8.0.1"]);
+      } finally {
+        process.kill(p.process.pid!, "SIGCONT");
+      }
+    });
+
+    it("answers a change as soon as the API call returns", async () => {
+      const rec = await createRecord(p, zoneId, { type: "A", name: "moving", content: "10.8.1.1", ttl: 300 });
+      for (let i = 0; i < 3; i++) assert.deepEqual(addresses(await udpAsk(port, encodeQuery(`moving.${Z}`, "A"))), ["10.8.1.1"]);
+      for (const next of ["10.8.1.2", "10.8.1.3"]) {
+        assert.equal((await p.api("PATCH", `/zones/${zoneId}/dns_records/${rec.id}`, { content: next })).status, 200);
+        assert.deepEqual(addresses(await udpAsk(port, encodeQuery(`moving.${Z}`, "A"))), [next]);
+      }
+      assert.equal((await p.api("DELETE", `/zones/${zoneId}/dns_records/${rec.id}`)).status, 200);
+      assert.equal(rcodeOf(packet.decode(await udpAsk(port, encodeQuery(`moving.${Z}`, "A")))), 3);
+    });
+
+    it("answers malformed datagrams itself (FORMERR, or nothing), even with the main process stopped", async () => {
+      const valid = encodeQuery(`www.${Z}`, "A", { edns: 1232 });
+      const malformed = garbage(valid).filter((m) => screenQuery(m) !== "answer");
+      malformed.forEach((m, i) => m.length >= 2 && m.writeUInt16BE(i, 0));
+      const formerr = malformed.filter((m) => screenQuery(m) === "formerr");
+      const dropped = malformed.filter((m) => screenQuery(m) === "drop");
+      assert.ok(formerr.length > 300 && dropped.length >= 12);
+      process.kill(p.process.pid!, "SIGSTOP");
+      try {
+        for (const m of formerr) assert.deepEqual(await udpAsk(port, m), formerrReply(m), m.toString("hex"));
+        // The only reply to the dropped ones and a last malformed query is the last one's: replies come in order.
+        const s = dgram.createSocket("udp4");
+        const replies: Buffer[] = [];
+        s.on("message", (m) => replies.push(m));
+        for (const m of dropped) await new Promise<void>((resolve) => s.send(m, port, "127.0.0.1", () => resolve()));
+        s.send(formerr[0], port, "127.0.0.1");
+        const until = Date.now() + 10_000;
+        while (replies.length === 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
+        s.close();
+        assert.deepEqual(replies, [formerrReply(formerr[0])]);
+      } finally {
+        process.kill(p.process.pid!, "SIGCONT");
+      }
+    });
+
+    it("answers every valid query interleaved with a flood of garbage datagrams", async () => {
+      const queries = Array.from({ length: 100 }, (_, i) => (i % 2 ? encodeQuery(`www.${Z}`, "A") : encodeQuery(`flood-${i}.${Z}`, "A")));
+      await udpAsk(port, queries[1]);
+      const { replies, garbageReplies } = await garbageFlood(port, 5000, queries);
+      // One not answered during the flood is asked again, as a resolver would; it must then be answered.
+      const answers = await Promise.all(queries.map((q, i) => replies[i] ?? udpAsk(port, q)));
+      for (const [i, reply] of answers.entries()) {
+        if (i % 2) assert.deepEqual(addresses(reply), ["10.8.0.1"], `query ${i}`);
+        else assert.equal(rcodeOf(packet.decode(reply)), 3, `query ${i}`);
+      }
+      assert.ok(garbageReplies > 0, "the garbage got FORMERR");
+    });
+
+    it("keeps answering after short, random, corrupted and oversized datagrams", async () => {
+      const valid = encodeQuery(`www.${Z}`, "A", { edns: 1232 });
+      await udpAsk(port, valid);
+      for (let round = 0; round < 3; round++) await sendAll(port, garbage(valid));
+      assert.deepEqual(addresses(await udpAsk(port, encodeQuery(`www.${Z}`, "A"))), ["10.8.0.1"]);
+      assert.deepEqual(addresses(await udpAsk(port, valid)), ["10.8.0.1"]);
+      assert.doesNotMatch(p.logs(), /dns answering process exited/);
+      assert.ok(threadNames(answering).length > 0, "the same answering process still runs");
+    });
+  });
+}

@@ -1,0 +1,454 @@
+// Native fast path of a DNS answering process (loaded by src/dns/server/udp/fast-path.ts).
+//
+// Why native: Node 20's dgram costs a Buffer, an rinfo object, a JS callback and a 64 KiB malloc per received
+// datagram and a send request per reply; on the benchmark that per-packet work, not answering, was most of our
+// CPU per query. Here one thread takes queries off the socket in batches (recvmmsg), replays answers the
+// process has cached, answers what cannot be a query with FORMERR (or drops it, see ScreenQuery), and sends the
+// batch's replies with one sendmmsg. Any other question not cached goes to JavaScript,
+// which answers it as before and decides what is cached (JS keeps every caching rule; this file only replays
+// bytes under the key JS gave them: the query minus its id).
+//
+// Security: the thread only reads the socket it was given and only replies to the source address of a query;
+// every length is checked against the buffer it came in.
+#include <node_api.h>
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+namespace {
+
+constexpr size_t kBatch = 32;
+// The largest UDP payload is 65,507 bytes; a buffer this size never truncates a datagram.
+constexpr size_t kMaxDatagram = 65536;
+constexpr size_t kHeader = 12;
+// Same bound as wire-cache.ts, plus one on bytes (answers are at most 64 KiB each, so this is a real limit).
+constexpr size_t kMaxEntries = 50000;
+constexpr size_t kMaxBytes = 64u << 20;
+// Misses waiting for JavaScript beyond this are dropped (the client retries), so a flood cannot grow memory.
+constexpr size_t kMaxQueuedMisses = 10000;
+// A reply that cannot be written within this long (the socket buffer stays full) is dropped.
+constexpr int kSendWaitMs = 50;
+// Longest a process waits on the socket before looking at it again without a wakeup (see the loop).
+constexpr int kIdleRecheckMs = 100;
+
+struct Miss {
+  std::vector<uint8_t> query;
+  sockaddr_storage from;
+};
+
+struct Server {
+  int fd = -1;
+  int stopfd = -1;
+  int ep = -1;  // waits on fd and stopfd
+  std::thread thread;
+  napi_threadsafe_function tsfn = nullptr;
+  napi_env env = nullptr;
+  std::mutex mu;  // guards cache and bytes
+  std::unordered_map<std::string, std::string> cache;
+  size_t bytes = 0;
+  std::atomic<uint64_t> hits{0}, misses{0}, dropped{0}, formerrs{0};
+  std::atomic<bool> stopping{false};
+};
+
+// One per process; never freed, so a process that exits while the thread runs has nothing destroyed under it.
+Server* g_server = nullptr;
+
+void ClearLocked(Server* s) {
+  s->cache.clear();
+  s->bytes = 0;
+}
+
+// The same rules as screenQuery() in src/dns/server/wire-screen.ts (read the reasons there): garbage is answered here
+// with a header-only FORMERR (or dropped), never queued for JavaScript and the main process before real questions.
+enum class Screen { kAnswer, kFormerr, kDrop };
+constexpr uint16_t kQr = 0x8000;
+constexpr uint16_t kOpcodeMask = 0xf << 11;
+constexpr uint16_t kRd = 1 << 8;
+constexpr uint16_t kCd = 1 << 4;
+constexpr size_t kRecordFixed = 8;
+constexpr size_t kMinRecord = 1 + kRecordFixed;
+constexpr size_t kMaxName = 254;
+
+inline uint16_t U16(const uint8_t* p) { return static_cast<uint16_t>((p[0] << 8) | p[1]); }
+
+// Where the name at offset ends, or -1 where dns-packet's decoder throws (nameEnd in wire-screen.ts).
+long NameEnd(const uint8_t* m, size_t len, size_t offset) {
+  size_t at = offset, lowest = offset, length = 0;
+  long end = -1;
+  for (;;) {
+    if (at >= len) return -1;
+    const uint8_t l = m[at++];
+    if (l == 0) break;
+    if ((l & 0xc0) == 0) {
+      if (at + l > len) return -1;
+      length += l + 1u;
+      if (length > kMaxName) return -1;
+      at += l;
+    } else if ((l & 0xc0) == 0xc0) {
+      if (at >= len) return -1;
+      const size_t target = (static_cast<size_t>(l & 0x3f) << 8) | m[at];
+      if (target >= lowest) return -1;
+      if (end < 0) end = static_cast<long>(at + 1);
+      at = lowest = target;
+    } else {
+      return -1;
+    }
+  }
+  return end < 0 ? static_cast<long>(at) : end;
+}
+
+Screen ScreenQuery(const uint8_t* m, size_t len) {
+  if (len < kHeader) return Screen::kDrop;
+  const uint16_t flags = U16(m + 2);
+  if (flags & kQr) return Screen::kDrop;
+  const size_t questions = U16(m + 4);
+  const size_t records = static_cast<size_t>(U16(m + 6)) + U16(m + 8) + U16(m + 10);
+  if ((flags & kOpcodeMask) == 0 && questions != 1) return Screen::kFormerr;
+  size_t offset = kHeader;
+  for (size_t i = 0; i < questions; i++) {
+    const long e = NameEnd(m, len, offset);
+    if (e < 0 || static_cast<size_t>(e) + 4 > len) return Screen::kFormerr;
+    offset = static_cast<size_t>(e) + 4;
+  }
+  if (records == 0) return Screen::kAnswer;
+  const long e = NameEnd(m, len, offset);
+  if (e < 0 || static_cast<size_t>(e) + kRecordFixed + (records - 1) * kMinRecord > len) return Screen::kFormerr;
+  return Screen::kAnswer;
+}
+
+// formerrReply() in wire-screen.ts.
+void FormerrReply(const uint8_t* q, std::string& out) {
+  out.assign(kHeader, '\0');
+  const uint16_t flags = kQr | (U16(q + 2) & (kOpcodeMask | kRd | kCd)) | 1;
+  out[0] = static_cast<char>(q[0]);
+  out[1] = static_cast<char>(q[1]);
+  out[2] = static_cast<char>(flags >> 8);
+  out[3] = static_cast<char>(flags & 0xff);
+}
+
+void HandMiss(Server* s, const uint8_t* q, size_t len, const sockaddr_storage& from) {
+  s->misses++;
+  auto* m = new Miss{std::vector<uint8_t>(q, q + len), from};
+  if (napi_call_threadsafe_function(s->tsfn, m, napi_tsfn_nonblocking) != napi_ok) {
+    s->dropped++;
+    delete m;
+  }
+}
+
+void SendAll(int fd, mmsghdr* msgs, size_t n) {
+  size_t sent = 0;
+  while (sent < n) {
+    int r = sendmmsg(fd, msgs + sent, n - sent, 0);
+    if (r > 0) {
+      sent += static_cast<size_t>(r);
+      continue;
+    }
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      pollfd w{fd, POLLOUT, 0};
+      if (poll(&w, 1, kSendWaitMs) <= 0) return;
+      continue;
+    }
+    // This reply cannot go out (its peer unreachable, say): skip it, not the rest of the batch.
+    sent++;
+  }
+}
+
+void Run(Server* s) {
+  pthread_setname_np(pthread_self(), "dns-udp-fast");  // NATIVE_THREAD_NAME in fast-path.ts; tests look for it
+  std::vector<uint8_t> in_buf(kBatch * kMaxDatagram);
+  std::vector<std::string> out(kBatch);
+  mmsghdr in[kBatch];
+  iovec in_iov[kBatch];
+  sockaddr_storage from[kBatch];
+  mmsghdr outm[kBatch];
+  iovec out_iov[kBatch];
+  std::string key;
+  size_t miss_idx[kBatch];
+  // After a full batch more is probably waiting: read again before sleeping.
+  bool more = false;
+
+  for (;;) {
+    if (s->stopping) break;
+    if (!more) {
+      epoll_event got[2];
+      // A bounded wait: EPOLLEXCLUSIVE may hand a datagram's wakeup to a sibling that is stopped or stuck
+      // (SIGSTOP, a debugger); every process then still looks at the socket within kIdleRecheckMs.
+      const int r = epoll_wait(s->ep, got, 2, kIdleRecheckMs);
+      if (r < 0 && errno == EINTR) continue;
+      if (r < 0) break;
+      bool stop = false;
+      for (int k = 0; k < r; k++) stop = stop || got[k].data.fd == s->stopfd;
+      if (stop) break;
+    }
+
+    for (size_t i = 0; i < kBatch; i++) {
+      in_iov[i] = {in_buf.data() + i * kMaxDatagram, kMaxDatagram};
+      memset(&in[i], 0, sizeof(in[i]));
+      in[i].msg_hdr.msg_name = &from[i];
+      in[i].msg_hdr.msg_namelen = sizeof(from[i]);
+      in[i].msg_hdr.msg_iov = &in_iov[i];
+      in[i].msg_hdr.msg_iovlen = 1;
+    }
+    int n = recvmmsg(s->fd, in, kBatch, MSG_DONTWAIT, nullptr);
+    more = n == static_cast<int>(kBatch);
+    if (n < 0) {
+      // EAGAIN: a sibling process took them; ECONNREFUSED and the like: an ICMP error queued on the socket.
+      if (errno == EBADF || errno == ENOTSOCK) break;
+      continue;
+    }
+
+    size_t nout = 0, nmiss = 0, hits = 0, formerrs = 0;
+    {
+      std::lock_guard<std::mutex> lock(s->mu);
+      for (int i = 0; i < n; i++) {
+        const size_t len = in[i].msg_len;
+        const uint8_t* q = in_buf.data() + static_cast<size_t>(i) * kMaxDatagram;
+        // Not a DNS message (JS drops these too), or a source we cannot reply to.
+        if (len < kHeader || len > kMaxDatagram || (in[i].msg_hdr.msg_flags & MSG_TRUNC) != 0) continue;
+        if (in[i].msg_hdr.msg_namelen == 0 || in[i].msg_hdr.msg_namelen > sizeof(from[i])) continue;
+        key.assign(reinterpret_cast<const char*>(q) + 2, len - 2);
+        auto it = s->cache.find(key);
+        std::string& o = out[nout];
+        if (it != s->cache.end()) {
+          o.assign(it->second);  // at least 12 bytes: Set() refuses shorter answers
+          o[0] = static_cast<char>(q[0]);
+          o[1] = static_cast<char>(q[1]);
+          hits++;
+        } else {
+          const Screen screen = ScreenQuery(q, len);
+          if (screen == Screen::kDrop) continue;
+          if (screen == Screen::kAnswer) {
+            miss_idx[nmiss++] = static_cast<size_t>(i);
+            continue;
+          }
+          FormerrReply(q, o);
+          formerrs++;
+        }
+        out_iov[nout] = {o.data(), o.size()};
+        memset(&outm[nout], 0, sizeof(outm[nout]));
+        outm[nout].msg_hdr.msg_name = &from[i];
+        outm[nout].msg_hdr.msg_namelen = in[i].msg_hdr.msg_namelen;
+        outm[nout].msg_hdr.msg_iov = &out_iov[nout];
+        outm[nout].msg_hdr.msg_iovlen = 1;
+        nout++;
+      }
+    }
+    s->hits += hits;
+    s->formerrs += formerrs;
+    if (nout > 0) SendAll(s->fd, outm, nout);
+    for (size_t k = 0; k < nmiss; k++) {
+      const size_t i = miss_idx[k];
+      HandMiss(s, in_buf.data() + i * kMaxDatagram, in[i].msg_len, from[i]);
+    }
+  }
+}
+
+// On the JS thread: onMiss(query, address, port).
+void CallJs(napi_env env, napi_value cb, void*, void* data) {
+  auto* m = static_cast<Miss*>(data);
+  if (env != nullptr && cb != nullptr) {
+    char addr[INET6_ADDRSTRLEN + 1 + IF_NAMESIZE] = "";
+    int port = 0;
+    if (m->from.ss_family == AF_INET) {
+      auto* a = reinterpret_cast<sockaddr_in*>(&m->from);
+      inet_ntop(AF_INET, &a->sin_addr, addr, sizeof(addr));
+      port = ntohs(a->sin_port);
+    } else if (m->from.ss_family == AF_INET6) {
+      auto* a = reinterpret_cast<sockaddr_in6*>(&m->from);
+      inet_ntop(AF_INET6, &a->sin6_addr, addr, sizeof(addr));
+      port = ntohs(a->sin6_port);
+      // A link-local peer is only reachable through its interface: written "fe80::1%eth0", as dgram does.
+      char ifname[IF_NAMESIZE];
+      if (a->sin6_scope_id != 0 && if_indextoname(a->sin6_scope_id, ifname) != nullptr && strlen(addr) + 1 + strlen(ifname) < sizeof(addr)) {
+        strcat(addr, "%");
+        strcat(addr, ifname);
+      }
+    }
+    napi_value args[3], undefined;
+    void* copy;
+    if (addr[0] != '\0' && napi_create_buffer_copy(env, m->query.size(), m->query.data(), &copy, &args[0]) == napi_ok &&
+        napi_create_string_utf8(env, addr, NAPI_AUTO_LENGTH, &args[1]) == napi_ok &&
+        napi_create_int32(env, port, &args[2]) == napi_ok && napi_get_undefined(env, &undefined) == napi_ok) {
+      napi_call_function(env, undefined, cb, 3, args, nullptr);
+    }
+  }
+  delete m;
+}
+
+// EPOLLEXCLUSIVE: the answering processes all wait on the same socket; a datagram wakes one of them, not all.
+bool WatchSocket(Server* s) {
+  if (s->ep >= 0) close(s->ep);
+  s->ep = epoll_create1(EPOLL_CLOEXEC);
+  if (s->ep < 0) return false;
+  epoll_event ev{};
+  ev.events = EPOLLIN | EPOLLEXCLUSIVE;
+  ev.data.fd = s->fd;
+  epoll_event stop_ev{};
+  stop_ev.events = EPOLLIN;
+  stop_ev.data.fd = s->stopfd;
+  return epoll_ctl(s->ep, EPOLL_CTL_ADD, s->fd, &ev) == 0 && epoll_ctl(s->ep, EPOLL_CTL_ADD, s->stopfd, &stop_ev) == 0;
+}
+
+void StopThread(Server* s) {
+  if (!s->thread.joinable()) return;
+  s->stopping = true;
+  uint64_t one = 1;
+  while (write(s->stopfd, &one, sizeof(one)) < 0 && errno == EINTR) {
+  }
+  s->thread.join();
+}
+
+// Runs before the thread-safe function's own teardown (hooks run in reverse order of registration), so the
+// thread is gone before anything it uses is.
+void Cleanup(void* arg) { StopThread(static_cast<Server*>(arg)); }
+
+napi_value Throw(napi_env env, const char* msg) {
+  napi_throw_error(env, nullptr, msg);
+  return nullptr;
+}
+
+bool GetBuffer(napi_env env, napi_value v, uint8_t** data, size_t* len) {
+  bool is;
+  if (napi_is_buffer(env, v, &is) != napi_ok || !is) return false;
+  return napi_get_buffer_info(env, v, reinterpret_cast<void**>(data), len) == napi_ok;
+}
+
+napi_value Undefined(napi_env env) {
+  napi_value u;
+  napi_get_undefined(env, &u);
+  return u;
+}
+
+// start(fd, onMiss): serves the bound UDP socket fd until stop().
+napi_value Start(napi_env env, napi_callback_info info) {
+  size_t argc = 2;
+  napi_value argv[2];
+  napi_get_cb_info(env, info, &argc, argv, nullptr, nullptr);
+  if (g_server != nullptr && g_server->thread.joinable()) return Throw(env, "the native UDP path is already running");
+  int32_t fd;
+  napi_valuetype t;
+  if (argc < 2 || napi_get_value_int32(env, argv[0], &fd) != napi_ok || napi_typeof(env, argv[1], &t) != napi_ok || t != napi_function)
+    return Throw(env, "start(fd, onMiss) needs a socket descriptor and a function");
+  int type = 0;
+  socklen_t tl = sizeof(type);
+  if (fd < 0 || getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &tl) != 0 || type != SOCK_DGRAM) return Throw(env, "not a UDP socket");
+
+  if (g_server == nullptr) g_server = new Server();
+  Server* s = g_server;
+  s->fd = fd;
+  if (s->stopfd < 0) s->stopfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (s->stopfd < 0) return Throw(env, "eventfd failed");
+  if (!WatchSocket(s)) return Throw(env, "epoll on the socket failed");
+  napi_value name;
+  napi_create_string_utf8(env, "dns-udp-miss", NAPI_AUTO_LENGTH, &name);
+  if (napi_create_threadsafe_function(env, argv[1], nullptr, name, kMaxQueuedMisses, 1, nullptr, nullptr, nullptr, CallJs, &s->tsfn) != napi_ok)
+    return Throw(env, "cannot create the miss callback");
+  // The thread must not keep the process alive: it exits when its IPC channel closes, as before.
+  napi_unref_threadsafe_function(env, s->tsfn);
+  s->env = env;
+  s->stopping = false;
+  s->thread = std::thread(Run, s);
+  napi_add_env_cleanup_hook(env, Cleanup, s);
+  return Undefined(env);
+}
+
+napi_value Stop(napi_env env, napi_callback_info) {
+  Server* s = g_server;
+  if (s == nullptr || !s->thread.joinable()) return Undefined(env);
+  StopThread(s);
+  napi_remove_env_cleanup_hook(env, Cleanup, s);
+  napi_release_threadsafe_function(s->tsfn, napi_tsfn_abort);
+  s->tsfn = nullptr;
+  // A later start() must not see this stop's wake-up.
+  uint64_t drain;
+  (void)!read(s->stopfd, &drain, sizeof(drain));
+  return Undefined(env);
+}
+
+// set(query, answer): caches answer for every query equal to this one after the id.
+napi_value Set(napi_env env, napi_callback_info info) {
+  size_t argc = 2;
+  napi_value argv[2];
+  napi_get_cb_info(env, info, &argc, argv, nullptr, nullptr);
+  uint8_t *q, *a;
+  size_t ql, al;
+  if (argc < 2 || !GetBuffer(env, argv[0], &q, &ql) || !GetBuffer(env, argv[1], &a, &al)) return Throw(env, "set(query, answer) needs two Buffers");
+  if (ql < kHeader || al < kHeader || al > kMaxDatagram) return Throw(env, "set(): a query and an answer are DNS messages of 12 bytes or more");
+  if (g_server == nullptr) g_server = new Server();
+  Server* s = g_server;
+  std::string key(reinterpret_cast<const char*>(q) + 2, ql - 2);
+  const size_t cost = key.size() + al;
+  std::lock_guard<std::mutex> lock(s->mu);
+  if (s->cache.size() >= kMaxEntries || s->bytes + cost > kMaxBytes) ClearLocked(s);
+  auto it = s->cache.find(key);
+  if (it != s->cache.end()) {
+    s->bytes -= it->first.size() + it->second.size();
+    s->cache.erase(it);
+  }
+  s->cache.emplace(std::move(key), std::string(reinterpret_cast<const char*>(a), al));
+  s->bytes += cost;
+  return Undefined(env);
+}
+
+// flush(): forgets every cached answer; once it returns, no query is answered from them.
+napi_value Flush(napi_env env, napi_callback_info) {
+  if (g_server != nullptr) {
+    std::lock_guard<std::mutex> lock(g_server->mu);
+    ClearLocked(g_server);
+  }
+  return Undefined(env);
+}
+
+napi_value Stats(napi_env env, napi_callback_info) {
+  napi_value o, v;
+  napi_create_object(env, &o);
+  uint64_t hits = 0, misses = 0, dropped = 0, formerrs = 0, entries = 0, bytes = 0;
+  if (Server* s = g_server) {
+    hits = s->hits;
+    formerrs = s->formerrs;
+    misses = s->misses;
+    dropped = s->dropped;
+    std::lock_guard<std::mutex> lock(s->mu);
+    entries = s->cache.size();
+    bytes = s->bytes;
+  }
+  const std::pair<const char*, uint64_t> fields[] = {{"hits", hits}, {"misses", misses}, {"dropped", dropped}, {"formerrs", formerrs}, {"entries", entries}, {"bytes", bytes}};
+  for (const auto& f : fields) {
+    napi_create_double(env, static_cast<double>(f.second), &v);
+    napi_set_named_property(env, o, f.first, v);
+  }
+  return o;
+}
+
+napi_value Init(napi_env env, napi_value exports) {
+  const napi_property_descriptor props[] = {
+      {"start", nullptr, Start, nullptr, nullptr, nullptr, napi_default, nullptr},
+      {"stop", nullptr, Stop, nullptr, nullptr, nullptr, napi_default, nullptr},
+      {"set", nullptr, Set, nullptr, nullptr, nullptr, napi_default, nullptr},
+      {"flush", nullptr, Flush, nullptr, nullptr, nullptr, napi_default, nullptr},
+      {"stats", nullptr, Stats, nullptr, nullptr, nullptr, napi_default, nullptr},
+  };
+  napi_define_properties(env, exports, sizeof(props) / sizeof(props[0]), props);
+  return exports;
+}
+
+}  // namespace
+
+NAPI_MODULE(NODE_GYP_MODULE_NAME, Init)

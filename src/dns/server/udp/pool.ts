@@ -1,0 +1,218 @@
+import cluster, { type Worker } from "node:cluster";
+import { fileURLToPath } from "node:url";
+import type { Logger } from "../../../core/logger.js";
+import { BIND_ENV, type FromWorker, type ToWorker, type UdpWorkerBind } from "./messages.js";
+
+/** Beside this file both in dist/dns/ (tsc) and in dist/bin/ (the bundle, where it is an entry of its own). */
+const WORKER_SCRIPT = fileURLToPath(new URL("./udp-worker.js", import.meta.url));
+/**
+ * Node 20 sends each UDP reply with its own sendto(); with this flag replies go through libuv's queue, which
+ * writes the replies of one receive burst with a single sendmmsg(). Same bytes, fewer system calls (9-16%
+ * more answers per second measured with dnsperf, bench/dns/RESULTS.md). The option exists for Node's own
+ * tests, but what it selects is the path Node takes anyway whenever a direct send would block. Should a
+ * Node version refuse it, the process exits with code 9 and is started again without it.
+ */
+const BATCH_SENDS_FLAG = "--test-udp-no-try-send";
+const BAD_OPTION_EXIT = 9;
+/** A process that does not confirm a flush in this time is killed: it must never answer from an old cache. */
+const FLUSH_TIMEOUT_MS = 3000;
+const STOP_TIMEOUT_MS = 3000;
+const RESTART_MIN_MS = 100;
+const RESTART_MAX_MS = 5000;
+/** A process that lived this long before dying is restarted at once; faster deaths back off. */
+const STABLE_MS = 10_000;
+
+interface Member {
+  worker: Worker;
+  startedAt: number;
+  exited: Promise<void>;
+  /** Flushes waiting for this process's acknowledgement, by generation. */
+  waiters: { g: number; done: () => void }[];
+  /**
+   * Whether it may hold answers from before the next change: its cache only ever fills with answers from
+   * this process, so one that was sent none since its last flush has nothing to forget (API writes on a
+   * server nobody queries cost no round trip).
+   */
+  dirty: boolean;
+  /** Confirmation of the last flush sent to it. */
+  lastFlush: Promise<void>;
+}
+
+/**
+ * The UDP answering processes of the DNS server: cluster workers sharing one UDP socket, which the cluster
+ * primary (this process) binds and hands to each, so the kernel spreads queries over them. They answer
+ * from their own cache of wire answers and ask this process for anything else. A change to the zones
+ * is flushed to every one of them, acknowledged, before the API call that made it returns.
+ */
+export class UdpWorkerPool {
+  private readonly members = new Set<Member>();
+  private generation = 0;
+  private started = false;
+  private stopping = false;
+  private batchSends = true;
+  private pathLogged = false;
+  private restartDelay = RESTART_MIN_MS;
+  private readonly restartTimers = new Set<NodeJS.Timeout>();
+
+  constructor(
+    private readonly count: number,
+    private readonly bind: UdpWorkerBind,
+    /** Answers a query the processes have no cached answer for; undefined drops it. */
+    private readonly answer: (query: Buffer) => Buffer | undefined,
+    private readonly log: Logger,
+  ) {}
+
+  /** Resolves once every process has the socket; rejects with the bind error (its code kept) if one cannot. */
+  async start(): Promise<void> {
+    try {
+      await Promise.all(Array.from({ length: this.count }, () => this.spawn()));
+      this.started = true;
+    } catch (err) {
+      await this.stop();
+      throw err;
+    }
+  }
+
+  /** Clears every process's cache; resolves when each has confirmed it (or is gone). */
+  flush(): Promise<void> {
+    const g = ++this.generation;
+    return Promise.all([...this.members].map((m) => this.flushOne(m, g))).then(() => undefined);
+  }
+
+  async stop(): Promise<void> {
+    this.stopping = true;
+    for (const t of this.restartTimers) clearTimeout(t);
+    this.restartTimers.clear();
+    await Promise.all(
+      [...this.members].map((m) => {
+        m.worker.process.kill("SIGTERM");
+        const force = setTimeout(() => m.worker.process.kill("SIGKILL"), STOP_TIMEOUT_MS);
+        return m.exited.finally(() => clearTimeout(force));
+      }),
+    );
+  }
+
+  private flushOne(m: Member, g: number): Promise<void> {
+    // A process whose channel is closed can no longer be told anything; it exits on its own (cluster workers do).
+    if (!m.worker.isConnected()) return m.exited;
+    // Clean, but an earlier flush may still be on its way: the caller must wait for that one too.
+    if (!m.dirty) return m.lastFlush;
+    m.dirty = false;
+    m.lastFlush = new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        this.log.error({ child_pid: m.worker.process.pid }, "dns answering process did not confirm a cache flush; killing it");
+        m.worker.process.kill("SIGKILL");
+      }, FLUSH_TIMEOUT_MS);
+      m.waiters.push({
+        g,
+        done: () => {
+          clearTimeout(timer);
+          resolve();
+        },
+      });
+      this.post(m.worker, { t: "flush", g });
+    });
+    return m.lastFlush;
+  }
+
+  private post(worker: Worker, msg: ToWorker): void {
+    // A closed channel is handled by the exit that follows; the error itself needs no handling here.
+    if (worker.isConnected()) worker.send(msg, undefined, undefined, () => {});
+  }
+
+  private spawn(): Promise<void> {
+    cluster.setupPrimary({
+      exec: WORKER_SCRIPT,
+      args: [],
+      execArgv: this.batchSends ? [...process.execArgv, BATCH_SENDS_FLAG] : process.execArgv,
+      serialization: "advanced",
+    });
+    const worker = cluster.fork({ [BIND_ENV]: JSON.stringify(this.bind) });
+    const withFlag = this.batchSends;
+    let ready = false;
+    let exitedResolve!: () => void;
+    const m: Member = {
+      worker,
+      startedAt: Date.now(),
+      exited: new Promise((r) => (exitedResolve = r)),
+      waiters: [],
+      dirty: false,
+      lastFlush: Promise.resolve(),
+    };
+    this.members.add(m);
+
+    return new Promise<void>((resolve, reject) => {
+      let bindError: (Error & { code?: string }) | undefined;
+      worker.on("error", (err) => this.log.warn({ err, child_pid: worker.process.pid }, "dns answering process channel error"));
+      worker.on("message", (msg: FromWorker) => {
+        switch (msg.t) {
+          case "query": {
+            const a = this.safeAnswer(msg.q) ?? null;
+            if (a) m.dirty = true;
+            this.post(worker, { t: "answer", s: msg.s, a });
+            break;
+          }
+          case "flushed": {
+            const confirmed = m.waiters.filter((w) => w.g <= msg.g);
+            m.waiters = m.waiters.filter((w) => w.g > msg.g);
+            for (const w of confirmed) w.done();
+            break;
+          }
+          case "ready":
+            ready = true;
+            this.log.info({ child_pid: worker.process.pid, port: this.bind.port }, "dns answering process started");
+            this.logPathOnce(msg.native);
+            resolve();
+            break;
+          case "bind-error":
+            bindError = Object.assign(new Error(msg.message), { code: msg.code });
+            break;
+        }
+      });
+      worker.on("exit", (code, signal) => {
+        this.members.delete(m);
+        for (const w of m.waiters) w.done();
+        m.waiters = [];
+        exitedResolve();
+        if (this.stopping) return;
+        if (!ready && withFlag && code === BAD_OPTION_EXIT) {
+          this.log.warn(`this Node refuses ${BATCH_SENDS_FLAG}; DNS answering processes send replies one by one`);
+          this.batchSends = false;
+          this.spawn().then(resolve, reject);
+          return;
+        }
+        if (!ready) reject(bindError ?? new Error(`a DNS answering process exited before it was ready (code ${code}, signal ${signal})`));
+        // At start a failure is the caller's to report; later the server keeps its full set of processes.
+        if (!this.started) return;
+        this.log.warn({ child_pid: worker.process.pid, code, signal }, "dns answering process exited; starting another");
+        this.restartLater(Date.now() - m.startedAt);
+      });
+    });
+  }
+
+  private logPathOnce(whyNotNative: string): void {
+    if (this.pathLogged) return;
+    this.pathLogged = true;
+    if (whyNotNative) this.log.warn({ reason: whyNotNative }, "dns native UDP path unavailable; cached answers are sent from JavaScript");
+    else this.log.info("dns answering processes send cached answers natively (src/dns/server/udp/native)");
+  }
+
+  private safeAnswer(query: Buffer): Buffer | undefined {
+    try {
+      return this.answer(query);
+    } catch (err) {
+      this.log.warn({ err }, "dns udp query failed");
+      return undefined;
+    }
+  }
+
+  private restartLater(lived: number): void {
+    this.restartDelay = lived >= STABLE_MS ? RESTART_MIN_MS : Math.min(this.restartDelay * 2, RESTART_MAX_MS);
+    const t = setTimeout(() => {
+      this.restartTimers.delete(t);
+      // A restart that fails has logged and scheduled the next attempt in its exit handler.
+      this.spawn().catch(() => {});
+    }, this.restartDelay);
+    this.restartTimers.add(t);
+  }
+}

@@ -1,0 +1,118 @@
+// Entry point of a UDP answering process (a cluster worker of `edgecli serve`, see pool.ts). It shares
+// the DNS UDP socket with its siblings and answers from a cache of wire answers; a question it has not
+// seen goes to the main process, which owns the zones. Kept free of the zone code so it starts fast and
+// stays small.
+import type { RemoteInfo } from "node:dgram";
+import { BIND_ENV, type FromWorker, type ToWorker, type UdpWorkerBind } from "./messages.js";
+import { loadNativeUdp, serveNatively, type NativeUdp } from "./fast-path.js";
+import { createUdpSocket, WireCache } from "../wire-cache.js";
+import { formerrReply, screenQuery } from "../wire-screen.js";
+
+/** Questions waiting for the main process beyond this are dropped (the client retries), so a flood of misses cannot grow memory. */
+const MAX_PENDING = 10_000;
+
+interface Waiter {
+  id0: number;
+  id1: number;
+  port: number;
+  address: string;
+}
+
+const bind = JSON.parse(process.env[BIND_ENV] ?? "null") as UdpWorkerBind | null;
+if (!bind || !process.send) {
+  process.stderr.write("udp-worker: started outside `edgecli serve`\n");
+  process.exit(2);
+}
+const send = (m: FromWorker) => process.send!(m);
+const cache = new WireCache();
+const loaded = loadNativeUdp();
+/** When set, cached answers live in the addon and it answers them itself; only misses reach this file. */
+let native: NativeUdp | undefined;
+let nativeWhy = "why" in loaded ? loaded.why : "";
+/** Queries asked of the main process by sequence number; the same question asked again waits on the first. */
+const pending = new Map<number, { query: Buffer; key: string; waiters: Waiter[] }>();
+const pendingByKey = new Map<string, number>();
+let seq = 0;
+
+const socket = createUdpSocket(bind.host);
+let bound = false;
+
+socket.on("message", (msg: Buffer, rinfo: RemoteInfo) => onQuery(msg, rinfo.address, rinfo.port));
+
+function onQuery(msg: Buffer, address: string, port: number): void {
+  if (msg.length < 12) return;
+  const key = WireCache.key(msg);
+  const hit = native ? undefined : cache.answer(key, msg);
+  if (hit) {
+    socket.send(hit, port, address);
+    return;
+  }
+  // Garbage is answered (or dropped) here, never sent to the main process: it must not queue before real questions.
+  const screen = screenQuery(msg);
+  if (screen !== "answer") {
+    if (screen === "formerr") socket.send(formerrReply(msg), port, address);
+    return;
+  }
+  const waiter = { id0: msg[0], id1: msg[1], port, address };
+  const s = pendingByKey.get(key);
+  if (s !== undefined) {
+    pending.get(s)!.waiters.push(waiter);
+    return;
+  }
+  if (pending.size >= MAX_PENDING) return;
+  seq = (seq + 1) % Number.MAX_SAFE_INTEGER;
+  pending.set(seq, { query: msg, key, waiters: [waiter] });
+  pendingByKey.set(key, seq);
+  send({ t: "query", s: seq, q: msg });
+}
+
+function onAnswer(s: number, answer: Buffer | null): void {
+  const p = pending.get(s);
+  if (!p) return;
+  pending.delete(s);
+  pendingByKey.delete(p.key);
+  if (!answer) return;
+  // Answers computed before a change arrive before that change's flush (one ordered channel), so caching is safe.
+  if (native) native.set(p.query, answer);
+  else cache.set(p.key, answer);
+  for (const w of p.waiters) {
+    const out = Buffer.from(answer);
+    out[0] = w.id0;
+    out[1] = w.id1;
+    socket.send(out, w.port, w.address);
+  }
+}
+
+process.on("message", (m: ToWorker) => {
+  if (m.t === "flush") {
+    native?.flush();
+    cache.clear();
+    send({ t: "flushed", g: m.g });
+  } else if (m.t === "answer") onAnswer(m.s, m.a);
+});
+
+socket.on("error", (err: NodeJS.ErrnoException) => {
+  if (!bound) {
+    send({ t: "bind-error", code: err.code ?? "", message: err.message });
+    process.exit(1);
+  }
+  // A send to an unreachable client is not a reason to stop answering the others.
+});
+
+// exclusive: false asks the cluster primary for its shared socket (every answering process gets the same one).
+socket.bind({ port: bind.port, address: bind.host, exclusive: false }, () => {
+  bound = true;
+  if ("native" in loaded) {
+    try {
+      serveNatively(loaded.native, socket, onQuery);
+      native = loaded.native;
+    } catch (err) {
+      nativeWhy = (err as Error).message;
+    }
+  }
+  send({ t: "ready", native: native ? "" : nativeWhy });
+});
+
+// Ctrl-C reaches the whole process group; the platform decides when its answering processes stop
+// (SIGTERM from it, or the IPC channel closing, after which the cluster worker exits on its own).
+process.on("SIGINT", () => {});

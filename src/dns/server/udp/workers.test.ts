@@ -1,0 +1,168 @@
+import { after, before, describe, it } from "node:test";
+import assert from "node:assert/strict";
+import dgram from "node:dgram";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { runCli, type TestPlatform } from "../../../core/testing/platform.js";
+import { createRecord, createZone, encodeQuery, rcodeOf, startDnsPlatform, tcpQuery, udpQuery, type DnsResponse } from "../../testing/helpers.js";
+
+const Z = "workers.example";
+const addresses = (r: DnsResponse) => (r.answers ?? []).filter((a) => a.type === "A").map((a: any) => a.data as string);
+
+/** State letter of a process (R, S, T for stopped, Z for exited but not reaped), or undefined when it is gone. */
+function procState(pid: number): string | undefined {
+  try {
+    return readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1][0];
+  } catch {
+    return undefined;
+  }
+}
+const gone = (pid: number) => ["Z", "X", undefined].includes(procState(pid));
+
+/** The UDP answering processes: children of the platform running the udp-worker entry. */
+function answeringPids(platformPid: number): number[] {
+  const pids: number[] = [];
+  for (const task of readdirSync(`/proc/${platformPid}/task`)) {
+    for (const c of readFileSync(`/proc/${platformPid}/task/${task}/children`, "utf8").split(" ").filter(Boolean)) {
+      const pid = Number(c);
+      if (!gone(pid) && readFileSync(`/proc/${pid}/cmdline`, "utf8").includes("udp-worker")) pids.push(pid);
+    }
+  }
+  return pids.sort((a, b) => a - b);
+}
+
+/** Pids of answering processes that reported their socket bound, from the platform's log. */
+const readyPids = (p: TestPlatform) => [...p.logs().matchAll(/"child_pid":(\d+)[^\n]*"dns answering process started"/g)].map((m) => Number(m[1]));
+
+async function until(what: string, cond: () => boolean): Promise<void> {
+  for (let i = 0; i < 1000; i++) {
+    if (cond()) return;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  throw new Error(`gave up waiting: ${what}`);
+}
+
+/**
+ * Runs `fn` while every other answering process is stopped (SIGSTOP), so only `pid` can take packets off
+ * the shared socket (the main process never reads it). Stopped is checked in /proc before `fn` runs.
+ */
+async function onlyAnswering<T>(all: number[], pid: number, fn: () => Promise<T>): Promise<T> {
+  const others = all.filter((x) => x !== pid);
+  try {
+    for (const o of others) process.kill(o, "SIGSTOP");
+    await until("the other answering processes stopped", () => others.every((o) => procState(o) === "T"));
+    return await fn();
+  } finally {
+    for (const o of others) process.kill(o, "SIGCONT");
+  }
+}
+
+describe("DNS over UDP answered by several processes (--dns-workers)", () => {
+  let p: TestPlatform;
+  let port: number;
+  let zoneId: string;
+
+  before(async () => {
+    ({ p, port } = await startDnsPlatform(["--dns-workers", "2"]));
+    zoneId = await createZone(p, Z);
+  });
+  after(() => p?.dispose());
+
+  it("starts the asked number of processes, each answering from the zones, with TCP still answered", async () => {
+    const pids = answeringPids(p.process.pid!);
+    assert.equal(pids.length, 2);
+    assert.deepEqual(
+      [...readyPids(p)].sort((a, b) => a - b),
+      pids,
+      "both reported the shared socket bound before the platform was ready",
+    );
+    await createRecord(p, zoneId, { type: "A", name: "www", content: "10.9.0.1", ttl: 300 });
+    for (const pid of pids) {
+      await onlyAnswering(pids, pid, async () => {
+        // The first asks the main process (not cached yet), the second comes from the process's own cache.
+        for (let i = 0; i < 2; i++) assert.deepEqual(addresses(await udpQuery(port, `www.${Z}`, "A")), ["10.9.0.1"], `process ${pid}, query ${i + 1}`);
+        assert.equal(rcodeOf(await udpQuery(port, `nothing.${Z}`, "A")), 3, "NXDOMAIN");
+      });
+    }
+    const [tcp] = await tcpQuery(port, encodeQuery(`www.${Z}`, "A"));
+    assert.deepEqual(addresses(tcp), ["10.9.0.1"]);
+  });
+
+  it("answers a change made through the API from every process as soon as the call returns", async () => {
+    const pids = answeringPids(p.process.pid!);
+    const rec = await createRecord(p, zoneId, { type: "A", name: "changing", content: "10.9.1.1", ttl: 300 });
+    // Every process caches the old answer first.
+    for (const pid of pids) await onlyAnswering(pids, pid, async () => assert.deepEqual(addresses(await udpQuery(port, `changing.${Z}`, "A")), ["10.9.1.1"]));
+
+    const patched = await p.api("PATCH", `/zones/${zoneId}/dns_records/${rec.id}`, { content: "10.9.1.2" });
+    assert.equal(patched.status, 200);
+    for (const pid of pids)
+      await onlyAnswering(pids, pid, async () => assert.deepEqual(addresses(await udpQuery(port, `changing.${Z}`, "A")), ["10.9.1.2"], `process ${pid}`));
+
+    // Many queries from fresh sockets with every process running: whichever takes one, the answer is new.
+    const renamed = await p.api("PATCH", `/zones/${zoneId}/dns_records/${rec.id}`, { content: "10.9.1.3" });
+    assert.equal(renamed.status, 200);
+    const answers = await Promise.all(Array.from({ length: 200 }, () => udpQuery(port, `changing.${Z}`, "A")));
+    assert.deepEqual(new Set(answers.map((a) => addresses(a).join())), new Set(["10.9.1.3"]));
+
+    assert.equal((await p.api("DELETE", `/zones/${zoneId}/dns_records/${rec.id}`)).status, 200);
+    for (const pid of pids) await onlyAnswering(pids, pid, async () => assert.equal(rcodeOf(await udpQuery(port, `changing.${Z}`, "A")), 3, `process ${pid}`));
+  });
+
+  it("starts a new process when one is killed, and the new one answers", async () => {
+    const [victim, survivor] = answeringPids(p.process.pid!);
+    process.kill(victim, "SIGKILL");
+    let fresh = 0;
+    await until("a replacement process bound the socket", () => {
+      fresh = readyPids(p).find((pid) => pid !== victim && pid !== survivor && !gone(pid)) ?? 0;
+      return fresh > 0;
+    });
+    assert.match(p.logs(), new RegExp(`"child_pid":${victim}[^\\n]*"signal":"SIGKILL"[^\\n]*dns answering process exited`));
+    const pids = answeringPids(p.process.pid!);
+    assert.deepEqual(
+      pids,
+      [fresh, survivor].sort((a, b) => a - b),
+    );
+    await onlyAnswering(pids, fresh, async () => assert.deepEqual(addresses(await udpQuery(port, `www.${Z}`, "A")), ["10.9.0.1"]));
+  });
+});
+
+describe("DNS answering processes stop with the platform", () => {
+  it("SIGTERM stops the platform and all its answering processes", async () => {
+    const { p, port } = await startDnsPlatform(["--dns-workers", "3"]);
+    const pids = answeringPids(p.process.pid!);
+    assert.equal(pids.length, 3);
+    assert.equal(rcodeOf(await udpQuery(port, "not-ours.example", "A")), 5, "REFUSED for a zone we do not have");
+    await p.dispose();
+    assert.equal(p.process.exitCode, 0);
+    for (const pid of pids) assert.ok(gone(pid), `answering process ${pid} is gone`);
+  });
+
+  it("leaves no orphan when the platform is killed outright: the processes exit when their channel closes", async () => {
+    const { p } = await startDnsPlatform(["--dns-workers", "2"]);
+    const pids = answeringPids(p.process.pid!);
+    assert.equal(pids.length, 2);
+    p.process.kill("SIGKILL");
+    await until("the answering processes exited", () => pids.every(gone));
+    if (p.process.exitCode === null && p.process.signalCode === null) await new Promise((r) => p.process.once("exit", r));
+    await p.dispose();
+    assert.ok(pids.every((pid) => !existsSync(`/proc/${pid}`) || gone(pid)));
+  });
+
+  it("reports a UDP port that is taken as a clear error (the answering processes cannot bind it)", async () => {
+    const squatter = dgram.createSocket("udp4");
+    await new Promise<void>((r) => squatter.bind(0, "127.0.0.1", r));
+    const stateDir = mkdtempSync(join(tmpdir(), "edge-dns-taken-"));
+    try {
+      const port = squatter.address().port;
+      const r = await runCli(["serve", "--port", "0", "--dns-port", String(port), "--dns-workers", "2", "--state-dir", stateDir]);
+      assert.equal(r.code, 1);
+      assert.match(r.stderr, new RegExp(`The DNS port 127\\.0\\.0\\.1:${port} is already in use`));
+      assert.doesNotMatch(r.stderr, /This is a bug/);
+    } finally {
+      squatter.close();
+      rmSync(stateDir, { recursive: true, force: true });
+    }
+  });
+});

@@ -1,0 +1,224 @@
+import assert from "node:assert/strict";
+import { randomBytes } from "node:crypto";
+import { EdgeError } from "../core/errors.js";
+import { storeContract } from "../core/testing/contract.js";
+import { DnsCodes } from "./errors.js";
+import type { DnsRecord, Zone, ZoneSettings } from "./model.js";
+import type { DnsStore } from "./store.js";
+
+const id = () => randomBytes(16).toString("hex");
+
+const settings = (refresh = 10000): ZoneSettings => ({
+  soa: { mname: null, rname: "dns.example.test", refresh, retry: 2400, expire: 604800, ttl: 3600, min_ttl: 1800 },
+  flatten_all_cnames: false,
+  ns_ttl: 86400,
+});
+
+const newZone = (name: string, accountId = "a".repeat(32)): Zone => ({
+  id: id(),
+  account_id: accountId,
+  name,
+  paused: false,
+  created_on: "2026-01-01T00:00:00.000Z",
+  modified_on: "2026-01-01T00:00:00.000Z",
+  activated_on: "2026-01-01T00:00:00.000Z",
+  serial: 1_767_225_600,
+  settings: settings(),
+});
+
+/** A TXT record of the zone; `created` orders records (an ISO time), `fields` overrides any field. */
+const record = (zone: Zone, label: string, created = "2026-01-02T00:00:00.000Z", fields: Partial<DnsRecord> = {}): DnsRecord => ({
+  id: id(),
+  zone_id: zone.id,
+  name: `${label}.${zone.name}`,
+  type: "TXT",
+  content: `"${label}"`,
+  data: null,
+  priority: null,
+  ttl: 1,
+  proxied: false,
+  comment: null,
+  tags: [],
+  settings: {},
+  created_on: created,
+  modified_on: created,
+  comment_modified_on: null,
+  tags_modified_on: null,
+  ...fields,
+});
+
+/** Every record of a zone, page after page. */
+async function allRecords(store: DnsStore, zoneId: string, limit?: number): Promise<DnsRecord[]> {
+  const out: DnsRecord[] = [];
+  let after: string | undefined;
+  do {
+    const page = await store.listRecords(zoneId, { after, limit });
+    out.push(...page.records);
+    after = page.next;
+  } while (after !== undefined);
+  return out;
+}
+
+const refusedWith = (code: number) => (err: unknown) => err instanceof EdgeError && err.errors[0].code === code;
+
+/** What every DnsStore does, whatever keeps the data (run by sqlite-store.test.ts). */
+export const describeDnsStore = storeContract<DnsStore>("DnsStore", (it) => {
+  it("keeps zones as written, lists them by name, and refuses a second zone with the same name", async (store) => {
+    const b = newZone("b.example");
+    const a = { ...newZone("a.example", "c".repeat(32)), paused: true, activated_on: null };
+    await store.createZone(b);
+    await store.createZone(a);
+    assert.deepEqual(await store.getZone(a.id), a);
+    assert.deepEqual(await store.listZones(), [a, b]);
+    assert.equal(await store.getZone(id()), undefined);
+    await assert.rejects(store.createZone(newZone("a.example")), refusedWith(DnsCodes.zoneExists));
+    assert.equal((await store.listZones()).length, 2);
+  });
+
+  it("updates only what may change of a zone: paused, settings, serial and modified_on", async (store) => {
+    const z = newZone("update.example");
+    await store.createZone(z);
+    const changed: Zone = {
+      ...z,
+      paused: true,
+      settings: settings(20000),
+      serial: z.serial + 1,
+      modified_on: "2026-02-01T00:00:00.000Z",
+      // None of these can change: a zone keeps its name, account and history.
+      name: "renamed.example",
+      account_id: "b".repeat(32),
+      created_on: "2030-01-01T00:00:00.000Z",
+    };
+    await store.updateZone(changed);
+    assert.deepEqual(await store.getZone(z.id), {
+      ...z,
+      paused: true,
+      settings: settings(20000),
+      serial: z.serial + 1,
+      modified_on: "2026-02-01T00:00:00.000Z",
+    });
+  });
+
+  it("keeps every field of a record as written", async (store) => {
+    const z = newZone("fields.example");
+    await store.createZone(z);
+    const srv = record(z, "_sip._tcp", "2026-01-02T00:00:00.000Z", {
+      type: "SRV",
+      content: "5 5060 sip.fields.example",
+      data: { priority: 10, weight: 5, port: 5060, target: "sip.fields.example" },
+      priority: 10,
+      ttl: 3600,
+      comment: "a note",
+      tags: ["env:prod", "team"],
+      comment_modified_on: "2026-01-02T00:00:00.000Z",
+      tags_modified_on: "2026-01-02T00:00:00.000Z",
+    });
+    const a = record(z, "www", "2026-01-03T00:00:00.000Z", { type: "A", content: "203.0.113.1", proxied: true, settings: { ipv4_only: true } });
+    await store.updateZone(z, { upserts: [srv, a] });
+    assert.deepEqual(await allRecords(store, z.id), [srv, a]);
+  });
+
+  it("writes a zone's record changes together: deletes, then upserts that add or replace by id", async (store) => {
+    const z = newZone("changes.example");
+    await store.createZone(z);
+    const one = record(z, "one", "2026-01-02T00:00:00.000Z");
+    const two = record(z, "two", "2026-01-03T00:00:00.000Z");
+    await store.updateZone(z, { upserts: [one, two] });
+    const twoChanged = { ...two, content: '"changed"', modified_on: "2026-01-04T00:00:00.000Z" };
+    const three = record(z, "three", "2026-01-05T00:00:00.000Z");
+    // A record deleted and written again in the same change is there afterwards.
+    const oneAgain = { ...one, content: '"again"' };
+    const zone = { ...z, serial: z.serial + 1 };
+    await store.updateZone(zone, { deletes: [one.id], upserts: [twoChanged, three, oneAgain] });
+    assert.deepEqual(await allRecords(store, z.id), [oneAgain, twoChanged, three]);
+    await store.updateZone(zone, { deletes: [one.id, three.id, id()] });
+    assert.deepEqual(await allRecords(store, z.id), [twoChanged]);
+    assert.equal((await store.getZone(z.id))!.serial, z.serial + 1);
+  });
+
+  it("writes all of a change or nothing: a zone that is gone, or a record id of another zone, leaves everything as it was", async (store) => {
+    const gone = newZone("gone.example");
+    await assert.rejects(store.updateZone(gone, { upserts: [record(gone, "orphan")] }), refusedWith(DnsCodes.invalidZone));
+    assert.deepEqual(await store.listZones(), []);
+
+    const mine = newZone("mine.example");
+    const theirs = newZone("theirs.example", "b".repeat(32));
+    await store.createZone(mine);
+    await store.createZone(theirs);
+    const kept = record(mine, "kept");
+    const theirRecord = record(theirs, "theirs");
+    await store.updateZone(mine, { upserts: [kept] });
+    await store.updateZone(theirs, { upserts: [theirRecord] });
+    // The last upsert reuses the id of the other zone's record: the whole change is refused, deletes included.
+    const attempt = store.updateZone(
+      { ...mine, serial: mine.serial + 5 },
+      { deletes: [kept.id], upserts: [record(mine, "new"), { ...theirRecord, zone_id: mine.id, content: '"taken"' }] },
+    );
+    await assert.rejects(attempt);
+    assert.deepEqual(await allRecords(store, mine.id), [kept]);
+    assert.deepEqual(await allRecords(store, theirs.id), [theirRecord]);
+    assert.equal((await store.getZone(mine.id))!.serial, mine.serial);
+  });
+
+  it("lists a zone's records in creation order (then by id), a page at a time, and only that zone's", async (store) => {
+    const z = newZone("pages.example");
+    const other = newZone("other.example");
+    await store.createZone(z);
+    await store.createZone(other);
+    // Written out of order; five share one creation time, so their ids order them.
+    const records = [
+      ...Array.from({ length: 5 }, (_, i) => record(z, `later${i}`, `2026-01-0${i + 5}T00:00:00.000Z`)),
+      ...Array.from({ length: 5 }, (_, i) => record(z, `tie${i}`, "2026-01-02T00:00:00.000Z")),
+      record(z, "first", "2026-01-01T00:00:00.000Z"),
+    ];
+    await store.updateZone(z, { upserts: records });
+    await store.updateZone(other, { upserts: [record(other, "elsewhere", "2026-01-03T00:00:00.000Z")] });
+    const expected = [...records].sort((a, b) => (a.created_on === b.created_on ? (a.id < b.id ? -1 : 1) : a.created_on < b.created_on ? -1 : 1));
+    const first = await store.listRecords(z.id, { limit: 4 });
+    assert.deepEqual(first.records, expected.slice(0, 4));
+    assert.notEqual(first.next, undefined);
+    const second = await store.listRecords(z.id, { after: first.next, limit: 4 });
+    assert.deepEqual(second.records, expected.slice(4, 8));
+    assert.deepEqual(await allRecords(store, z.id, 4), expected);
+    assert.deepEqual(await allRecords(store, z.id, 1), expected);
+    assert.deepEqual(await allRecords(store, z.id), expected, "the default page size");
+    assert.deepEqual(await store.listRecords(id()), { records: [], next: undefined });
+  });
+
+  it("takes a large import in one change and gives it back whole, in order", async (store) => {
+    const z = newZone("import.example");
+    await store.createZone(z);
+    const base = Date.parse("2026-01-01T00:00:00.000Z");
+    const records = Array.from({ length: 5000 }, (_, i) => record(z, `r${i}`, new Date(base + i).toISOString()));
+    await store.updateZone({ ...z, serial: z.serial + 1 }, { upserts: records });
+    assert.deepEqual(await allRecords(store, z.id), records);
+  });
+
+  it("deletes a zone with its records, and nothing of other zones", async (store) => {
+    const doomed = newZone("doomed.example");
+    const bystander = newZone("bystander.example");
+    await store.createZone(doomed);
+    await store.createZone(bystander);
+    await store.updateZone(doomed, { upserts: [record(doomed, "a"), record(doomed, "b")] });
+    const kept = record(bystander, "kept");
+    await store.updateZone(bystander, { upserts: [kept] });
+    assert.equal(await store.deleteZone(doomed.id), true);
+    assert.equal(await store.deleteZone(doomed.id), false);
+    assert.equal(await store.getZone(doomed.id), undefined);
+    assert.deepEqual(await allRecords(store, doomed.id), []);
+    assert.deepEqual(await allRecords(store, bystander.id), [kept]);
+    // The name is free again.
+    await store.createZone(newZone("doomed.example"));
+  });
+
+  it("keeps each account's defaults for new zones apart, and a put replaces them", async (store) => {
+    const a = "a".repeat(32);
+    const b = "b".repeat(32);
+    assert.equal(await store.accountSettings(a), undefined);
+    await store.putAccountSettings(a, settings(20000));
+    assert.deepEqual(await store.accountSettings(a), settings(20000));
+    assert.equal(await store.accountSettings(b), undefined);
+    await store.putAccountSettings(a, { ...settings(30000), flatten_all_cnames: true });
+    assert.deepEqual(await store.accountSettings(a), { ...settings(30000), flatten_all_cnames: true });
+  });
+});

@@ -1,0 +1,192 @@
+import { DnsErrors } from "../errors.js";
+import type { DnsRecord, Zone, ZoneSettings } from "../model.js";
+import type { DnsStore } from "../store.js";
+import { defaultZoneSettings } from "./soa.js";
+import { newId, now, ZoneDraft, ZoneState } from "./zone-state.js";
+
+type ChangeKind = "records" | "settings" | "created" | "deleted";
+type ChangeListener = (zone: ZoneState, kind: ChangeKind) => void;
+
+/** A serial only ever grows: the next one is one more, or the current UNIX time when that is larger. */
+const nextSerial = (serial: number) => Math.max(serial + 1, Math.floor(Date.now() / 1000));
+
+/**
+ * Every zone in memory (the index the server answers from and the API reads), kept current with the store. Reads
+ * are synchronous and never touch the store. Writes run one at a time: each validates against the index, writes
+ * the store (one transaction), then updates the index and tells the listeners, so two requests can never both
+ * pass a check (a CNAME beside another record, a duplicate zone name) that only one of them may pass, and the
+ * change is answered by the time the API call returns.
+ */
+export class ZoneService {
+  private readonly byId = new Map<string, ZoneState>();
+  private readonly byName = new Map<string, ZoneState>();
+  private readonly listeners: ChangeListener[] = [];
+  /** The tail of the queue of writes. */
+  private writes: Promise<unknown> = Promise.resolve();
+  private loaded?: Promise<void>;
+
+  constructor(private readonly store: DnsStore) {}
+
+  /** Reads every zone and record from the store, once; later calls wait for the same read. */
+  load(): Promise<void> {
+    return (this.loaded ??= this.read());
+  }
+
+  private async read(): Promise<void> {
+    for (const zone of await this.store.listZones()) {
+      const zs = new ZoneState(zone);
+      let after: string | undefined;
+      do {
+        const page = await this.store.listRecords(zone.id, { after });
+        for (const r of page.records) zs.put(r);
+        after = page.next;
+      } while (after !== undefined);
+      this.index(zs);
+    }
+  }
+
+  onChange(l: ChangeListener): void {
+    this.listeners.push(l);
+  }
+
+  get(id: string): ZoneState | undefined {
+    return this.byId.get(id);
+  }
+
+  named(name: string): ZoneState | undefined {
+    return this.byName.get(name);
+  }
+
+  all(): IterableIterator<ZoneState> {
+    return this.byId.values();
+  }
+
+  /** The zone a name belongs to: the longest zone name it ends with. */
+  zoneFor(name: string): ZoneState | undefined {
+    let n = name;
+    for (;;) {
+      const z = this.byName.get(n);
+      if (z) return z;
+      const dot = n.indexOf(".");
+      if (dot < 0) return undefined;
+      n = n.slice(dot + 1);
+    }
+  }
+
+  /** Records at a name as committed, or as the draft has them for the zone being edited; undefined outside our zones. */
+  recordsAt(name: string, draft?: ZoneDraft): readonly DnsRecord[] | undefined {
+    const zs = this.zoneFor(name);
+    if (!zs) return undefined;
+    if (draft && zs === draft.zone) return draft.at(name);
+    return zs.at(name);
+  }
+
+  async createZone(accountId: string, name: string): Promise<ZoneState> {
+    return this.exclusive(async () => {
+      if (this.byName.has(name)) throw DnsErrors.zoneExists(name);
+      const defaults = await this.store.accountSettings(accountId);
+      const t = now();
+      const zone: Zone = {
+        id: newId(),
+        account_id: accountId,
+        name,
+        paused: false,
+        created_on: t,
+        modified_on: t,
+        activated_on: t,
+        serial: nextSerial(0),
+        settings: structuredClone(defaults ?? defaultZoneSettings()),
+      };
+      await this.store.createZone(zone);
+      const zs = new ZoneState(zone);
+      this.index(zs);
+      this.emit(zs, "created");
+      return zs;
+    });
+  }
+
+  async deleteZone(zs: ZoneState): Promise<void> {
+    return this.exclusive(async () => {
+      this.current(zs);
+      await this.store.deleteZone(zs.zone.id);
+      this.byId.delete(zs.zone.id);
+      this.byName.delete(zs.zone.name);
+      this.emit(zs, "deleted");
+    });
+  }
+
+  /** Changes the zone itself (paused, DNS settings); `patch` gets the zone as it is when the write's turn comes. */
+  async updateZone(zs: ZoneState, patch: (zone: Zone) => { paused?: boolean; settings?: ZoneSettings }): Promise<Zone> {
+    return this.exclusive(async () => {
+      this.current(zs);
+      const zone: Zone = { ...zs.zone, ...patch(zs.zone), modified_on: now(), serial: nextSerial(zs.zone.serial) };
+      await this.store.updateZone(zone);
+      zs.zone = zone;
+      this.emit(zs, "settings");
+      return zone;
+    });
+  }
+
+  /**
+   * Changes a zone's records: `change` makes them on a draft (validating each against the zone as changed so far;
+   * any error abandons them all), then they are committed together: store first, then the index, then listeners.
+   */
+  async editRecords<T>(zs: ZoneState, change: (draft: ZoneDraft) => T): Promise<T> {
+    return this.exclusive(async () => {
+      this.current(zs);
+      const draft = new ZoneDraft(zs);
+      const result = change(draft);
+      if (draft.changes.size === 0) return result;
+      const upserts: DnsRecord[] = [];
+      const deletes: string[] = [];
+      for (const [id, r] of draft.changes) {
+        if (r) upserts.push(r);
+        else deletes.push(id);
+      }
+      const zone: Zone = { ...zs.zone, modified_on: now(), serial: nextSerial(zs.zone.serial) };
+      await this.store.updateZone(zone, { upserts, deletes });
+      zs.zone = zone;
+      for (const [id, r] of draft.changes) {
+        if (r) zs.put(r);
+        else zs.remove(id);
+      }
+      this.emit(zs, "records");
+      return result;
+    });
+  }
+
+  /** The account's defaults for new zones (the platform's until set). */
+  async accountSettings(accountId: string): Promise<ZoneSettings> {
+    return (await this.store.accountSettings(accountId)) ?? defaultZoneSettings();
+  }
+
+  /** Changes the account's defaults for new zones; `patch` gets them as they are when the write's turn comes. */
+  async updateAccountSettings(accountId: string, patch: (settings: ZoneSettings) => ZoneSettings): Promise<ZoneSettings> {
+    return this.exclusive(async () => {
+      const settings = patch(await this.accountSettings(accountId));
+      await this.store.putAccountSettings(accountId, settings);
+      return settings;
+    });
+  }
+
+  /** Runs `work` after every write queued before it; a failed write does not stop the ones after it. */
+  private exclusive<T>(work: () => Promise<T>): Promise<T> {
+    const run = this.writes.then(work);
+    this.writes = run.catch(() => undefined);
+    return run;
+  }
+
+  /** A zone deleted while a write waited for its turn is gone for that write too. */
+  private current(zs: ZoneState): void {
+    if (this.byId.get(zs.zone.id) !== zs) throw DnsErrors.zoneNotFound();
+  }
+
+  private index(zs: ZoneState): void {
+    this.byId.set(zs.zone.id, zs);
+    this.byName.set(zs.zone.name, zs);
+  }
+
+  private emit(zs: ZoneState, kind: ChangeKind): void {
+    for (const l of this.listeners) l(zs, kind);
+  }
+}
