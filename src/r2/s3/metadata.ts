@@ -1,4 +1,5 @@
 import type { IncomingHttpHeaders } from "node:http";
+import { HTTP_METADATA_HEADERS, type HttpMetadataField } from "../http-metadata-headers.js";
 import type { R2HttpMetadata, R2ObjectInfo } from "../store.js";
 import { S3Errors } from "./errors.js";
 import { headerText, headerValue } from "./header-text.js";
@@ -29,18 +30,10 @@ export function s3StorageClass(cls: string): string {
   return "STANDARD";
 }
 
-const HTTP_HEADERS = {
-  contentType: "content-type",
-  contentLanguage: "content-language",
-  contentDisposition: "content-disposition",
-  contentEncoding: "content-encoding",
-  cacheControl: "cache-control",
-} as const;
-
 /** The HTTP metadata of a PutObject or CreateMultipartUpload (aws-chunked is transport, never stored). */
 export function httpMetadataFrom(headers: IncomingHttpHeaders): R2HttpMetadata {
   const meta: R2HttpMetadata = {};
-  for (const [field, header] of Object.entries(HTTP_HEADERS) as [keyof typeof HTTP_HEADERS, string][]) {
+  for (const [field, header] of Object.entries(HTTP_METADATA_HEADERS) as [HttpMetadataField, string][]) {
     const v = headers[header];
     if (typeof v === "string" && v !== "") meta[field] = headerText(v);
   }

@@ -1,6 +1,6 @@
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { createHash, createHmac } from "node:crypto";
+import { createHash } from "node:crypto";
 import { Readable } from "node:stream";
 import { crc32 } from "node:zlib";
 import * as s3 from "@aws-sdk/client-s3";
@@ -9,6 +9,7 @@ import { SignatureV4 } from "@smithy/signature-v4";
 import { request } from "undici";
 import { startTestPlatform, type TestPlatform } from "../../core/testing/platform.js";
 import { bootstrapS3Credentials, s3Client, s3ErrorOf, type S3Credentials } from "./testing/s3.js";
+import { Sha256 } from "./testing/sha256.js";
 
 /** Multipart uploads, UploadPartCopy, lib-storage, and bodies signed chunk by chunk (STREAMING-AWS4-HMAC-SHA256-PAYLOAD). */
 let p: TestPlatform;
@@ -132,46 +133,16 @@ test("UploadPartCopy copies a range of an object into a part", async () => {
   const source = Buffer.concat([part(1, 5 * MiB), Buffer.from("0123456789")]);
   await client.send(new s3.PutObjectCommand({ Bucket: BUCKET, Key: "copy-src.bin", Body: source }));
   const { UploadId } = await client.send(new s3.CreateMultipartUploadCommand({ Bucket: BUCKET, Key: "copy-dst.bin" }));
-  const first = await client.send(
-    new s3.UploadPartCopyCommand({ Bucket: BUCKET, Key: "copy-dst.bin", UploadId, PartNumber: 1, CopySource: `${BUCKET}/copy-src.bin` }),
-  );
+  // Every copy goes into this upload from copy-src.bin; `extra` says which part, and the range or condition.
+  const copyPart = (extra: { PartNumber: number; CopySourceRange?: string; CopySourceIfMatch?: string }) =>
+    client.send(new s3.UploadPartCopyCommand({ Bucket: BUCKET, Key: "copy-dst.bin", UploadId, CopySource: `${BUCKET}/copy-src.bin`, ...extra }));
+  const first = await copyPart({ PartNumber: 1 });
   assert.equal(first.CopyPartResult!.ETag, `"${md5(source).toString("hex")}"`);
-  const second = await client.send(
-    new s3.UploadPartCopyCommand({
-      Bucket: BUCKET,
-      Key: "copy-dst.bin",
-      UploadId,
-      PartNumber: 2,
-      CopySource: `${BUCKET}/copy-src.bin`,
-      CopySourceRange: `bytes=${5 * MiB + 2}-${5 * MiB + 5}`,
-    }),
-  );
+  const second = await copyPart({ PartNumber: 2, CopySourceRange: `bytes=${5 * MiB + 2}-${5 * MiB + 5}` });
   assert.equal(second.CopyPartResult!.ETag, `"${md5("2345").toString("hex")}"`);
-  const outOfRange = await s3ErrorOf(
-    client.send(
-      new s3.UploadPartCopyCommand({
-        Bucket: BUCKET,
-        Key: "copy-dst.bin",
-        UploadId,
-        PartNumber: 3,
-        CopySource: `${BUCKET}/copy-src.bin`,
-        CopySourceRange: "bytes=0-99999999",
-      }),
-    ),
-  );
+  const outOfRange = await s3ErrorOf(copyPart({ PartNumber: 3, CopySourceRange: "bytes=0-99999999" }));
   assert.equal(outOfRange.code, "InvalidArgument");
-  const condFailed = await s3ErrorOf(
-    client.send(
-      new s3.UploadPartCopyCommand({
-        Bucket: BUCKET,
-        Key: "copy-dst.bin",
-        UploadId,
-        PartNumber: 3,
-        CopySource: `${BUCKET}/copy-src.bin`,
-        CopySourceIfMatch: '"0"',
-      }),
-    ),
-  );
+  const condFailed = await s3ErrorOf(copyPart({ PartNumber: 3, CopySourceIfMatch: '"0"' }));
   assert.equal(condFailed.code, "PreconditionFailed");
   await client.send(
     new s3.CompleteMultipartUploadCommand({
@@ -205,19 +176,6 @@ test("lib-storage's Upload of a 12 MiB stream (multipart, with the SDK's default
 });
 
 // ---- a client of signed aws-chunked bodies, on the SDK's signer ----
-
-class Sha256 {
-  private readonly h;
-  constructor(secret?: string | ArrayBuffer | ArrayBufferView) {
-    this.h = secret === undefined ? createHash("sha256") : createHmac("sha256", typeof secret === "string" ? secret : Buffer.from(secret as Uint8Array));
-  }
-  update(d: string | Uint8Array) {
-    this.h.update(d);
-  }
-  async digest() {
-    return new Uint8Array(this.h.digest());
-  }
-}
 
 /**
  * Sends `chunks` as a STREAMING-AWS4-HMAC-SHA256-PAYLOAD body (what the Java SDK and others send): the request is

@@ -1,6 +1,6 @@
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { createHash, createHmac } from "node:crypto";
+import { createHash } from "node:crypto";
 import { createServer, type IncomingMessage, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { pipeline } from "node:stream/promises";
@@ -10,6 +10,7 @@ import { request } from "undici";
 import { AwsChunkedDecoder } from "./chunked.js";
 import { S3Error } from "./errors.js";
 import { ChunkSignatures, parseQuery, readSignature, STREAMING_SIGNED, verifySignature } from "./sigv4.js";
+import { Sha256 } from "./testing/sha256.js";
 
 /**
  * SigV4 verification on a real HTTP server, with requests signed by the AWS SDK's own signer, and the chunked
@@ -113,19 +114,6 @@ async function sendSigned(opts: {
   const qs = new URLSearchParams(opts.query ?? {}).toString().replace(/\+/g, "%20");
   const res = await request(`${base}${opts.path}${qs ? `?${qs}` : ""}`, { method: (opts.method ?? "PUT") as "PUT", headers, body: body || undefined });
   return (await res.body.json()) as Verdict;
-}
-
-class Sha256 {
-  private readonly h;
-  constructor(secret?: string | ArrayBuffer | ArrayBufferView) {
-    this.h = secret === undefined ? createHash("sha256") : createHmac("sha256", typeof secret === "string" ? secret : Buffer.from(secret as Uint8Array));
-  }
-  update(d: string | Uint8Array) {
-    this.h.update(d);
-  }
-  async digest() {
-    return new Uint8Array(this.h.digest());
-  }
 }
 
 test("header-signed requests verify; another secret, a changed header or body, another region or a skewed clock do not", async () => {
