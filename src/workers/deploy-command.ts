@@ -12,7 +12,7 @@ export const deployCommand = defineCommand({
   },
   examples: ["edgecli deploy", "edgecli deploy --env staging"],
   async handler(args, ctx) {
-    const { deploy } = await import("./deploy.js");
+    const { deploy } = await import("./cli/deploy.js");
     return deploy(ctx, args);
   },
 });

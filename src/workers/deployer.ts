@@ -1,10 +1,10 @@
 import { createHash, randomUUID } from "node:crypto";
 import { EdgeError } from "../core/errors.js";
 import { DEFAULT_COMPATIBILITY_DATE, WorkerCodes, type Binding, type ModuleRef, type ScriptRecord } from "./model.js";
-import type { WorkersRuntime } from "./runtime.js";
+import type { WorkersRuntime } from "./runtime/runtime.js";
 import type { WorkersStore } from "./store.js";
-import type { ParsedUpload } from "./upload.js";
-import { WorkerdStartError } from "./workerd-process.js";
+import type { ParsedUpload } from "./api/upload.js";
+import { WorkerdStartError } from "./runtime/workerd-process.js";
 
 /** Answers whether a binding's target exists in the account (a bucket by name, a namespace by id). */
 export interface BindingTargets {

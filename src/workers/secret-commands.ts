@@ -15,7 +15,7 @@ export const secretCommands = [
     options: target,
     examples: ["edgecli secret put AUTH_KEY_SECRET", 'printf %s "$VALUE" | edgecli secret put AUTH_KEY_SECRET --name my-worker'],
     async handler(args, ctx) {
-      const { secretPut } = await import("./secret-handlers.js");
+      const { secretPut } = await import("./cli/secret.js");
       return secretPut(ctx, args.key!, args);
     },
   }),
@@ -24,7 +24,7 @@ export const secretCommands = [
     describe: "List the names of a Worker's secrets (never their values)",
     options: { ...target, format: { type: "string", describe: "Output format", choices: ["json", "pretty"], default: "json" } },
     async handler(args, ctx) {
-      const { secretList } = await import("./secret-handlers.js");
+      const { secretList } = await import("./cli/secret.js");
       return secretList(ctx, args);
     },
   }),
@@ -34,7 +34,7 @@ export const secretCommands = [
     positionals: secretPositional,
     options: target,
     async handler(args, ctx) {
-      const { secretDelete } = await import("./secret-handlers.js");
+      const { secretDelete } = await import("./cli/secret.js");
       return secretDelete(ctx, args.key!, args);
     },
   }),

@@ -5,10 +5,10 @@ import type { KvService } from "../kv/service.js";
 import type { R2Service } from "../r2/service.js";
 import { DEFAULT_WORKERS_DOMAIN, serveOptions } from "./commands.js";
 import { ScriptDeployer } from "./deployer.js";
-import { WorkerProxy } from "./proxy.js";
-import { WorkersRuntime } from "./runtime.js";
+import { WorkerProxy } from "./runtime/proxy.js";
+import { WorkersRuntime } from "./runtime/runtime.js";
 import { WorkersStore, workersMigrations } from "./store.js";
-import { defaultWorkerdPath } from "./workerd-binary.js";
+import { defaultWorkerdPath } from "./runtime/workerd-binary.js";
 
 export interface WorkersService extends EdgeService {
   readonly store: WorkersStore;
@@ -43,7 +43,7 @@ export function createWorkersService(ctx: ServiceContext, deps: { kv: KvService;
     store,
     runtime,
     async registerApi(app) {
-      const [{ registerMultipart }, { registerWorkersRoutes }] = await Promise.all([import("../core/http/multipart.js"), import("./routes.js")]);
+      const [{ registerMultipart }, { registerWorkersRoutes }] = await Promise.all([import("../core/http/multipart.js"), import("./api/routes.js")]);
       await registerMultipart(app, { fileSize: 10 * 1024 * 1024, files: 100, fields: 100, fieldSize: 1024 * 1024 });
       registerWorkersRoutes(app, { store, deployer, urlOf, workersDomain: domain, newestCompatibilityDate: () => runtime.workerd?.newestCompatibilityDate });
     },

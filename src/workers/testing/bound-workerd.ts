@@ -4,10 +4,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Agent, fetch as undiciFetch, type RequestInit, type Response } from "undici";
 import { createLogger } from "../../core/logger.js";
-import { workerdConfig } from "../capnp-config.js";
+import { workerdConfig } from "../runtime/capnp-config.js";
 import type { Binding, RunnableScript } from "../model.js";
-import { defaultWorkerdPath } from "../workerd-binary.js";
-import { WorkerdProcess } from "../workerd-process.js";
+import { defaultWorkerdPath } from "../runtime/workerd-binary.js";
+import { WorkerdProcess } from "../runtime/workerd-process.js";
 
 export interface BoundWorkerd {
   /** Sends a request to the script (workerd listens on a unix socket, as the platform runs it). */

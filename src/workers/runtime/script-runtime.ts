@@ -1,8 +1,8 @@
 import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import type { Logger } from "../core/logger.js";
+import type { Logger } from "../../core/logger.js";
 import { secretEnvironment, workerdConfig, type BindingTarget, type StorageBinding } from "./capnp-config.js";
-import type { RunnableScript } from "./model.js";
+import type { RunnableScript } from "../model.js";
 import type { SocketDir } from "./socket-dir.js";
 import { effectiveCompatibilityDate, type WorkerdBinary } from "./workerd-binary.js";
 import type { WorkerdLeash } from "./workerd-leash.js";

@@ -1,6 +1,6 @@
 import { randomBytes, timingSafeEqual } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
-import type { Logger } from "../core/logger.js";
+import type { Logger } from "../../core/logger.js";
 
 /** The header workerd injects on every binding call (it replaces any header of that name the script sets). */
 export const BINDING_HEADER = "x-edge-binding";

@@ -1,6 +1,6 @@
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from "node:http";
 import type { Dispatcher } from "undici";
-import type { Logger } from "../core/logger.js";
+import type { Logger } from "../../core/logger.js";
 import type { WorkersRuntime } from "./runtime.js";
 
 /** Headers that describe one connection, not the request; they are not forwarded (RFC 9110 §7.6.1). */

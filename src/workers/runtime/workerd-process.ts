@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { rmSync } from "node:fs";
 import { createInterface } from "node:readline";
 import { Pool } from "undici";
-import type { Logger } from "../core/logger.js";
+import type { Logger } from "../../core/logger.js";
 import type { WorkerdLeash } from "./workerd-leash.js";
 
 export class WorkerdStartError extends Error {}

@@ -1,4 +1,4 @@
-import type { Binding, RunnableScript } from "./model.js";
+import type { Binding, RunnableScript } from "../model.js";
 
 export type StorageBinding = Exclude<Binding, { type: "plain_text" }>;
 

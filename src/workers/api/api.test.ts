@@ -1,8 +1,8 @@
 import assert from "node:assert/strict";
 import { request } from "undici";
 import { after, before, test } from "node:test";
-import type { TestPlatform } from "../core/testing/platform.js";
-import { hit, uploadScript, startPlatform } from "./testing/helpers.js";
+import type { TestPlatform } from "../../core/testing/platform.js";
+import { hit, uploadScript, startPlatform } from "../testing/helpers.js";
 
 let p: TestPlatform;
 let nsId: string;

@@ -1,5 +1,5 @@
 import qs from "qs";
-import { isPrototypeKey } from "../core/object-keys.js";
+import { isPrototypeKey } from "../../core/object-keys.js";
 
 /** How far bracketed metadata may nest and how many entries an array may take (the form's field limit bounds both anyway). */
 export const BracketLimits = { depth: 8, arrayLength: 100 } as const;

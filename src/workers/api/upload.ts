@@ -1,12 +1,12 @@
 import type { FastifyRequest } from "fastify";
 import { z } from "zod";
-import { bindingNameProblem } from "../core/cli/config-file.js";
-import { EdgeError } from "../core/errors.js";
-import { formParts } from "../core/http/multipart.js";
-import { parseWith } from "../core/http/validate.js";
+import { bindingNameProblem } from "../../core/cli/config-file.js";
+import { EdgeError } from "../../core/errors.js";
+import { formParts } from "../../core/http/multipart.js";
+import { parseWith } from "../../core/http/validate.js";
 import { BracketedFieldError, metadataFromBracketedFields } from "./form-metadata.js";
-import { WorkerCodes, type Binding, type ModuleKind } from "./model.js";
-import { parseUserJson } from "../core/http/json-input.js";
+import { WorkerCodes, type Binding, type ModuleKind } from "../model.js";
+import { parseUserJson } from "../../core/http/json-input.js";
 
 /** Upload limits: the hosted API's paid-plan script size, and its secret size. */
 export const UploadLimits = {

@@ -1,13 +1,13 @@
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { z } from "zod";
-import { EdgeError } from "../core/errors.js";
-import { ok } from "../core/http/envelope.js";
-import { requireAccount } from "../core/http/app.js";
-import { parseWith } from "../core/http/validate.js";
-import type { Permission } from "../core/auth/permissions.js";
-import type { ScriptDeployer } from "./deployer.js";
-import { WorkerCodes, type ScriptRecord } from "./model.js";
-import type { WorkersStore } from "./store.js";
+import { EdgeError } from "../../core/errors.js";
+import { ok } from "../../core/http/envelope.js";
+import { requireAccount } from "../../core/http/app.js";
+import { parseWith } from "../../core/http/validate.js";
+import type { Permission } from "../../core/auth/permissions.js";
+import type { ScriptDeployer } from "../deployer.js";
+import { WorkerCodes, type ScriptRecord } from "../model.js";
+import type { WorkersStore } from "../store.js";
 import { bindingName, readUpload, secretText } from "./upload.js";
 
 export interface WorkersRouteDeps {

@@ -1,9 +1,9 @@
-import { ApiRequestError } from "../core/cli/api-client.js";
-import type { CliContext } from "../core/cli/context.js";
-import { bindingNameProblem } from "../core/cli/config-file.js";
-import { UserError } from "../core/errors.js";
-import { WorkerCodes } from "./model.js";
-import { resolveScriptName, scriptPath, uploadForm } from "./script-name.js";
+import { ApiRequestError } from "../../core/cli/api-client.js";
+import type { CliContext } from "../../core/cli/context.js";
+import { bindingNameProblem } from "../../core/cli/config-file.js";
+import { UserError } from "../../core/errors.js";
+import { WorkerCodes } from "../model.js";
+import { resolveScriptName, scriptPath, uploadForm } from "./target.js";
 
 interface Target {
   name?: string;

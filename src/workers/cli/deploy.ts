@@ -1,8 +1,8 @@
 import { basename, dirname, resolve } from "node:path";
-import type { CliContext } from "../core/cli/context.js";
-import type { ProjectConfig } from "../core/cli/config-file.js";
-import { UserError } from "../core/errors.js";
-import { resolveScriptName, scriptPath, uploadForm } from "./script-name.js";
+import type { CliContext } from "../../core/cli/context.js";
+import type { ProjectConfig } from "../../core/cli/config-file.js";
+import { UserError } from "../../core/errors.js";
+import { resolveScriptName, scriptPath, uploadForm } from "./target.js";
 
 interface DeployArgs {
   script?: string;

@@ -5,9 +5,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
 import { promisify } from "node:util";
-import { createAccount, PROTOTYPE_KEYS, sendForm } from "../core/testing/hostile.js";
-import type { TestPlatform } from "../core/testing/platform.js";
-import { hit, startPlatform } from "./testing/helpers.js";
+import { createAccount, PROTOTYPE_KEYS, sendForm } from "../../core/testing/hostile.js";
+import type { TestPlatform } from "../../core/testing/platform.js";
+import { hit, startPlatform } from "../testing/helpers.js";
 
 let p: TestPlatform;
 let other: string;

@@ -1,7 +1,7 @@
 import { execFile } from "node:child_process";
 import { createRequire } from "node:module";
 import { promisify } from "node:util";
-import { UserError } from "../core/errors.js";
+import { UserError } from "../../core/errors.js";
 
 /** The workerd that runs scripts, and the newest compatibility date it implements. */
 export interface WorkerdBinary {

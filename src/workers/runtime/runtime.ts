@@ -1,12 +1,12 @@
 import { rmSync } from "node:fs";
 import { join } from "node:path";
-import type { Logger } from "../core/logger.js";
-import { BindingServer, type BindingHandlers } from "./binding-server.js";
+import type { Logger } from "../../core/logger.js";
+import { BindingServer, type BindingHandlers } from "../bindings/server.js";
 import type { StorageBinding } from "./capnp-config.js";
-import type { RunnableScript } from "./model.js";
+import type { RunnableScript } from "../model.js";
 import { ScriptRuntime } from "./script-runtime.js";
 import { SocketDir } from "./socket-dir.js";
-import type { WorkersStore } from "./store.js";
+import type { WorkersStore } from "../store.js";
 import { probeWorkerd, type WorkerdBinary } from "./workerd-binary.js";
 import { WorkerdLeash } from "./workerd-leash.js";
 

@@ -3,8 +3,8 @@ import assert from "node:assert/strict";
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { createLogger } from "../core/logger.js";
-import { eventually, withTempDir } from "./testing/helpers.js";
+import { createLogger } from "../../core/logger.js";
+import { eventually, withTempDir } from "../testing/helpers.js";
 import { isRunning, procInfo, WorkerdLeash } from "./workerd-leash.js";
 
 const log = createLogger({ level: "silent" });
@@ -51,7 +51,7 @@ test("a leashed command dies with the process that started it", { skip: !hasSetp
         "--input-type=module",
         "-e",
         `import { WorkerdLeash } from ${JSON.stringify(leashModule)};
-         import { createLogger } from ${JSON.stringify(new URL("../core/logger.js", import.meta.url).href)};
+         import { createLogger } from ${JSON.stringify(new URL("../../core/logger.js", import.meta.url).href)};
          import { spawn } from "node:child_process";
          const leash = WorkerdLeash.create(${JSON.stringify(join(dir, "pids"))}, createLogger({ level: "silent" }));
          const c = leash.command(process.execPath, ["-e", "setInterval(() => {}, 1000)"]);

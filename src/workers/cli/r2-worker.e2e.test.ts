@@ -4,10 +4,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { after, before, test } from "node:test";
-import type { TestPlatform } from "../core/testing/platform.js";
-import { hit, startPlatform } from "./testing/helpers.js";
+import type { TestPlatform } from "../../core/testing/platform.js";
+import { hit, startPlatform } from "../testing/helpers.js";
 
-const EXAMPLE = fileURLToPath(new URL("../../examples/r2-worker", import.meta.url));
+const EXAMPLE = fileURLToPath(new URL("../../../examples/r2-worker", import.meta.url));
 
 let p: TestPlatform;
 let project: string;

@@ -1,7 +1,7 @@
 import { spawnSync } from "node:child_process";
 import { accessSync, constants, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { delimiter, join } from "node:path";
-import type { Logger } from "../core/logger.js";
+import type { Logger } from "../../core/logger.js";
 
 /**
  * The first program of a leashed workerd: after `setpriv --pdeathsig KILL` has armed the parent-death signal it

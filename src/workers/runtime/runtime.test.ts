@@ -3,8 +3,8 @@ import { once } from "node:events";
 import { request as httpRequest, type IncomingMessage } from "node:http";
 import { connect } from "node:net";
 import { after, before, test } from "node:test";
-import { startTestPlatform, type TestPlatform } from "../core/testing/platform.js";
-import { eventually, hit, logEntries, uploadScript, startPlatform } from "./testing/helpers.js";
+import { startTestPlatform, type TestPlatform } from "../../core/testing/platform.js";
+import { eventually, hit, logEntries, uploadScript, startPlatform } from "../testing/helpers.js";
 
 let p: TestPlatform;
 before(async () => {

@@ -1,6 +1,6 @@
-import { UserError } from "../core/errors.js";
-import type { ApiEnvelope } from "../core/cli/api-client.js";
-import type { CliContext } from "../core/cli/context.js";
+import { UserError } from "../../core/errors.js";
+import type { ApiEnvelope } from "../../core/cli/api-client.js";
+import type { CliContext } from "../../core/cli/context.js";
 
 /**
  * The Worker a command acts on, as wrangler picks it: `--name` (with `--env E`, `<name>-E`), else the

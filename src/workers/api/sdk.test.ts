@@ -1,8 +1,8 @@
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import Cloudflare, { toFile } from "cloudflare";
-import type { TestPlatform } from "../core/testing/platform.js";
-import { hit, startPlatform } from "./testing/helpers.js";
+import type { TestPlatform } from "../../core/testing/platform.js";
+import { hit, startPlatform } from "../testing/helpers.js";
 
 // The official TypeScript SDK (npm `cloudflare` 7) as a real client of the Workers API.
 let p: TestPlatform;

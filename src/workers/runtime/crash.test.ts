@@ -1,8 +1,8 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { startTestPlatform, type TestPlatform } from "../core/testing/platform.js";
-import { eventually, hit, logEntries, uploadScript, withTempDir } from "./testing/helpers.js";
+import { startTestPlatform, type TestPlatform } from "../../core/testing/platform.js";
+import { eventually, hit, logEntries, uploadScript, withTempDir } from "../testing/helpers.js";
 import { isRunning, procInfo } from "./workerd-leash.js";
 
 const CODE = `export default { fetch() { return new Response("alive"); } };`;
