@@ -1,12 +1,14 @@
 import type { FastifyRequest } from "fastify";
 import { z } from "zod";
-import { bindingNameProblem } from "../../core/cli/config-file.js";
-import { EdgeError } from "../../core/errors.js";
+import type { MultipartLimits } from "../../core/http/multipart.js";
 import { formParts } from "../../core/http/multipart.js";
-import { parseWith } from "../../core/http/validate.js";
-import { BracketedFieldError, metadataFromBracketedFields } from "./form-metadata.js";
-import { WorkerCodes, type Binding, type ModuleKind } from "../model.js";
 import { parseUserJson } from "../../core/http/json-input.js";
+import { parseWith } from "../../core/http/validate.js";
+import { bindingName } from "../bindings/binding-type.js";
+import { bindingType, SUPPORTED_BINDING_TYPES, type Binding } from "../bindings/registry.js";
+import { WorkersCodes, WorkersErrors } from "../errors.js";
+import type { ModuleKind, ModuleSource } from "../store.js";
+import { BracketedFieldError, metadataFromBracketedFields } from "./form-metadata.js";
 
 /** Upload limits: the hosted API's paid-plan script size, and its secret size. */
 export const UploadLimits = {
@@ -15,27 +17,19 @@ export const UploadLimits = {
   secretBytes: 5 * 1024,
 } as const;
 
+/** What the multipart parser of the Workers routes accepts (a module may be as large as the whole script). */
+export const uploadMultipartLimits: MultipartLimits = {
+  fileSize: UploadLimits.scriptBytes,
+  files: UploadLimits.parts,
+  fields: UploadLimits.parts,
+  fieldSize: 1024 * 1024,
+};
+
 /** A secret's text, limited in UTF-8 bytes (the error never quotes the value). */
 export const secretText = () =>
   z.string().refine((t) => Buffer.byteLength(t, "utf8") <= UploadLimits.secretBytes, { message: `must be at most ${UploadLimits.secretBytes} bytes` });
 
-const invalid = (message: string) => new EdgeError(400, WorkerCodes.validation, message);
-const tooLarge = (message: string) => new EdgeError(413, WorkerCodes.scriptTooLarge, message);
-const uploadErrors = { invalid, tooLarge };
-
-/** A binding's (or secret's) name; the message says why one is refused. */
-export const bindingName = () =>
-  z.string().superRefine((name, ctx) => {
-    const problem = bindingNameProblem(name);
-    if (problem) ctx.addIssue({ code: "custom", message: problem });
-  });
-
-const bindingSchema = z.discriminatedUnion("type", [
-  z.object({ type: z.literal("plain_text"), name: bindingName(), text: z.string() }),
-  z.object({ type: z.literal("secret_text"), name: bindingName(), text: secretText() }),
-  z.object({ type: z.literal("r2_bucket"), name: bindingName(), bucket_name: z.string().min(1) }),
-  z.object({ type: z.literal("kv_namespace"), name: bindingName(), namespace_id: z.string().min(1) }),
-]);
+const secretBindingSchema = z.object({ type: z.literal("secret_text"), name: bindingName(), text: secretText() });
 
 /** The `metadata` part. Unknown fields wrangler sends (keep_bindings, code_update_strategy, logpush…) are accepted and have no effect here. */
 const metadataSchema = z.looseObject({
@@ -55,7 +49,7 @@ export interface ParsedUpload {
   compatibilityFlags: string[];
   bindings: Binding[];
   secrets: { name: string; text: string }[];
-  modules: { name: string; kind: ModuleKind; content: Buffer }[];
+  modules: ModuleSource[];
 }
 
 /** workerd module kind for a part's content type; undefined for parts that are not code (source maps). */
@@ -83,18 +77,43 @@ export function moduleKind(contentType: string): ModuleKind | "skip" | undefined
   return undefined;
 }
 
-const SUPPORTED = "r2_bucket, kv_namespace, plain_text, secret_text";
+/** The content type each module kind is answered with when a script is downloaded. */
+export const MODULE_CONTENT_TYPES: Readonly<Record<ModuleKind, string>> = {
+  esModule: "application/javascript+module",
+  commonJsModule: "application/javascript",
+  text: "text/plain",
+  data: "application/octet-stream",
+  wasm: "application/wasm",
+  json: "application/json",
+};
+
+/** The metadata object, from one JSON part or from bracketed fields. */
+function metadataOf(json: string | undefined, bracketed: { name: string; value: string }[]): unknown {
+  if (json !== undefined) {
+    try {
+      return parseUserJson(json);
+    } catch (e) {
+      throw WorkersErrors.metadataNotJson((e as Error).message);
+    }
+  }
+  try {
+    return metadataFromBracketedFields(bracketed);
+  } catch (e) {
+    if (e instanceof BracketedFieldError) throw WorkersErrors.metadataField(e.message);
+    throw e;
+  }
+}
 
 /** Reads the multipart body of a script upload and checks everything that needs no store. */
 export async function readUpload(req: FastifyRequest): Promise<ParsedUpload> {
-  if (!req.isMultipart()) throw invalid("A script upload must be multipart/form-data with a `metadata` part and the module parts");
+  if (!req.isMultipart()) throw WorkersErrors.notMultipart();
   let metadataText: string | undefined;
   const bracketed: { name: string; value: string }[] = [];
   const parts: { name: string; contentType: string; content: Buffer }[] = [];
   let total = 0;
-  for await (const part of formParts(req, uploadErrors)) {
+  for await (const part of formParts(req, WorkersErrors.uploadBody)) {
     if (part.field === "metadata") {
-      if (metadataText !== undefined) throw invalid("The upload has more than one `metadata` part");
+      if (metadataText !== undefined) throw WorkersErrors.metadataTwice();
       metadataText = part.content.toString("utf8");
       continue;
     }
@@ -103,55 +122,38 @@ export async function readUpload(req: FastifyRequest): Promise<ParsedUpload> {
       continue;
     }
     total += part.content.length;
-    if (total > UploadLimits.scriptBytes) throw tooLarge(`The script exceeds the size limit of ${UploadLimits.scriptBytes} bytes`);
+    if (total > UploadLimits.scriptBytes) throw WorkersErrors.scriptTooLarge(UploadLimits.scriptBytes);
     parts.push({ name: part.filename ?? part.field, contentType: part.contentType, content: part.content });
   }
-  if (metadataText === undefined && bracketed.length === 0) throw invalid("The upload has no `metadata` part");
-  if (metadataText !== undefined && bracketed.length > 0)
-    throw invalid("Send the metadata either as one `metadata` part or as `metadata[...]` fields, not both");
-  let raw: unknown;
-  if (metadataText !== undefined) {
-    try {
-      raw = parseUserJson(metadataText);
-    } catch (e) {
-      throw invalid(`metadata: not valid JSON (${(e as Error).message})`);
-    }
-  } else {
-    try {
-      raw = metadataFromBracketedFields(bracketed);
-    } catch (e) {
-      if (e instanceof BracketedFieldError) throw invalid(e.message);
-      throw e;
-    }
-  }
-  const meta = parseWith(metadataSchema, raw, WorkerCodes.validation);
-  if (!meta.main_module) {
-    throw invalid(
-      meta.body_part ? "Service-worker syntax (body_part) is not supported; upload an ES module worker with main_module" : "metadata: main_module is required",
-    );
-  }
+  if (metadataText === undefined && bracketed.length === 0) throw WorkersErrors.noMetadata();
+  if (metadataText !== undefined && bracketed.length > 0) throw WorkersErrors.metadataInBothForms();
+  const meta = parseWith(metadataSchema, metadataOf(metadataText, bracketed), WorkersCodes.validation);
+  if (!meta.main_module) throw meta.body_part ? WorkersErrors.serviceWorkerSyntax() : WorkersErrors.mainModuleRequired();
 
-  const modules: ParsedUpload["modules"] = [];
+  const modules: ModuleSource[] = [];
   for (const p of parts) {
     const kind = moduleKind(p.contentType);
     if (kind === "skip") continue;
-    if (!kind) throw invalid(`Module ${p.name}: unsupported content type "${p.contentType}"`);
-    if (modules.some((m) => m.name === p.name)) throw invalid(`Module ${p.name} is given twice`);
+    if (!kind) throw WorkersErrors.moduleContentType(p.name, p.contentType);
+    if (modules.some((m) => m.name === p.name)) throw WorkersErrors.moduleTwice(p.name);
     modules.push({ name: p.name, kind, content: p.content });
   }
   const main = modules.find((m) => m.name === meta.main_module);
-  if (!main) throw invalid(`main_module "${meta.main_module}" is not one of the uploaded parts (${modules.map((m) => m.name).join(", ") || "none"})`);
-  if (main.kind !== "esModule") throw invalid(`main_module "${main.name}" must be an ES module (content type application/javascript+module)`);
+  if (!main)
+    throw WorkersErrors.mainModuleNotUploaded(
+      meta.main_module,
+      modules.map((m) => m.name),
+    );
+  if (main.kind !== "esModule") throw WorkersErrors.mainModuleNotEsm(main.name);
 
   const bindings: Binding[] = [];
   const secrets: ParsedUpload["secrets"] = [];
   const seen = new Set<string>();
-  meta.bindings.forEach((rawBinding, i) => {
-    if (!["plain_text", "secret_text", "r2_bucket", "kv_namespace"].includes(rawBinding.type)) {
-      throw invalid(`bindings.${i}: binding type "${rawBinding.type}" is not supported here (supported: ${SUPPORTED})`);
-    }
-    const b = parseWith(bindingSchema, rawBinding, WorkerCodes.validation);
-    if (seen.has(b.name)) throw invalid(`bindings.${i}: the name ${b.name} is used by more than one binding`);
+  meta.bindings.forEach((raw, i) => {
+    const type = raw.type === "secret_text" ? undefined : bindingType(raw.type);
+    if (raw.type !== "secret_text" && !type) throw WorkersErrors.bindingTypeUnsupported(i, raw.type, SUPPORTED_BINDING_TYPES);
+    const b = parseWith(type?.schema ?? secretBindingSchema, raw, WorkersCodes.validation);
+    if (seen.has(b.name)) throw WorkersErrors.bindingNameRepeated(i, b.name);
     seen.add(b.name);
     if (b.type === "secret_text") secrets.push({ name: b.name, text: b.text });
     else bindings.push(b);

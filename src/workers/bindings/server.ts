@@ -1,19 +1,23 @@
 import { randomBytes, timingSafeEqual } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { Logger } from "../../core/logger.js";
+import type { BindingBackendName } from "./binding-type.js";
 
 /** The header workerd injects on every binding call (it replaces any header of that name the script sets). */
 export const BINDING_HEADER = "x-edge-binding";
 
-export type BindingIdentity = { kind: "r2"; accountId: string; bucketName: string } | { kind: "kv"; accountId: string; namespaceId: string };
-
-export interface BindingHandlers {
-  r2(bucket: { accountId: string; bucketName: string }, req: IncomingMessage, res: ServerResponse): void;
-  kv(ns: { accountId: string; namespaceId: string }, req: IncomingMessage, res: ServerResponse): void;
+/** What one binding's calls are for: a resource (a bucket, a namespace) of a backend, in the script's account. */
+export interface BindingCall {
+  backend: BindingBackendName;
+  accountId: string;
+  resource: string;
 }
 
+/** Serves one backend's binding protocol: answers a call workerd sent for `call`. */
+export type BindingHandler = (call: BindingCall, req: IncomingMessage, res: ServerResponse) => void;
+
 /**
- * The server workerd sends R2 and KV binding calls to, on a unix socket in a private directory. workerd
+ * The server workerd sends binding calls to (R2, KV), on a unix socket in a private directory. workerd
  * authenticates nothing, so each external service in a config carries `<secret>.<identity>` in an injected
  * header; the secret is random per platform process and lives only in memory and in the 0600 configs. A
  * request without it gets 403, so nothing else that reaches the socket can use it to reach the stores.
@@ -25,7 +29,7 @@ export class BindingServer {
   private address = "";
 
   constructor(
-    private readonly handlers: BindingHandlers,
+    private readonly handlers: ReadonlyMap<BindingBackendName, BindingHandler>,
     private readonly log: Logger,
   ) {}
 
@@ -45,9 +49,9 @@ export class BindingServer {
   }
 
   /** Where workerd must send the calls of one binding (a workerd address, `unix:<path>`), and the header that names its resource. */
-  target(identity: BindingIdentity): { address: string; header: { name: string; value: string } } {
+  target(call: BindingCall): { address: string; header: { name: string; value: string } } {
     if (!this.address) throw new Error("binding server is not started");
-    const id = Buffer.from(JSON.stringify(identity)).toString("base64url");
+    const id = Buffer.from(JSON.stringify(call)).toString("base64url");
     return { address: this.address, header: { name: BINDING_HEADER, value: `${this.secret}.${id}` } };
   }
 
@@ -59,9 +63,9 @@ export class BindingServer {
    * Header values already verified, with what they name. Only workerd sends valid ones and a config has a
    * handful, so this saves the secret check, base64 and JSON work on every call; the bound keeps memory flat.
    */
-  private readonly verified = new Map<string, BindingIdentity>();
+  private readonly verified = new Map<string, BindingCall>();
 
-  private identify(req: IncomingMessage): BindingIdentity | undefined {
+  private identify(req: IncomingMessage): BindingCall | undefined {
     const h = req.headers[BINDING_HEADER];
     if (typeof h !== "string") return undefined;
     const known = this.verified.get(h);
@@ -70,9 +74,9 @@ export class BindingServer {
     if (dot < 0) return undefined;
     const given = Buffer.from(h.slice(0, dot));
     if (given.length !== this.secretBytes.length || !timingSafeEqual(given, this.secretBytes)) return undefined;
-    let who: BindingIdentity;
+    let who: BindingCall;
     try {
-      who = JSON.parse(Buffer.from(h.slice(dot + 1), "base64url").toString("utf8")) as BindingIdentity;
+      who = JSON.parse(Buffer.from(h.slice(dot + 1), "base64url").toString("utf8")) as BindingCall;
     } catch {
       return undefined;
     }
@@ -89,10 +93,12 @@ export class BindingServer {
       return;
     }
     try {
-      if (who.kind === "r2") this.handlers.r2({ accountId: who.accountId, bucketName: who.bucketName }, req, res);
-      else this.handlers.kv({ accountId: who.accountId, namespaceId: who.namespaceId }, req, res);
+      const handle = this.handlers.get(who.backend);
+      // Only this process writes valid headers, so a backend it does not serve is a bug of ours.
+      if (!handle) throw new Error(`no handler for binding backend ${who.backend}`);
+      handle(who, req, res);
     } catch (err) {
-      this.log.error({ err, binding: who.kind }, "binding call failed");
+      this.log.error({ err, binding: who.backend }, "binding call failed");
       if (!res.headersSent) res.writeHead(500, { "content-type": "text/plain" });
       res.end();
     }

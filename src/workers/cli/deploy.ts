@@ -2,6 +2,7 @@ import { basename, dirname, resolve } from "node:path";
 import type { CliContext } from "../../core/cli/context.js";
 import type { ProjectConfig } from "../../core/cli/config-file.js";
 import { UserError } from "../../core/errors.js";
+import type { Binding } from "../bindings/registry.js";
 import { resolveScriptName, scriptPath, uploadForm } from "./target.js";
 
 interface DeployArgs {
@@ -12,15 +13,10 @@ interface DeployArgs {
   "dry-run"?: boolean;
 }
 
-type UploadBinding =
-  | { type: "plain_text"; name: string; text: string }
-  | { type: "kv_namespace"; name: string; namespace_id: string }
-  | { type: "r2_bucket"; name: string; bucket_name: string };
-
 /** Bindings in the order wrangler sends them: vars, then KV namespaces, then R2 buckets. */
-function bindingsOf(cfg: ProjectConfig | undefined): UploadBinding[] {
+function bindingsOf(cfg: ProjectConfig | undefined): Binding[] {
   if (!cfg) return [];
-  const out: UploadBinding[] = Object.entries(cfg.vars).map(([name, text]) => ({ type: "plain_text", name, text }));
+  const out: Binding[] = Object.entries(cfg.vars).map(([name, text]) => ({ type: "plain_text", name, text }));
   for (const kv of cfg.kv_namespaces) {
     if (!kv.id)
       throw new UserError(
@@ -59,10 +55,10 @@ async function bundle(entry: string): Promise<{ code: Buffer; name: string }> {
   }
 }
 
-function printBindings(ctx: CliContext, bindings: UploadBinding[]): void {
+function printBindings(ctx: CliContext, bindings: Binding[]): void {
   if (bindings.length === 0) return ctx.log.info("No bindings found.");
   ctx.log.info("Your worker has access to the following bindings:");
-  const groups: [UploadBinding["type"], string, (b: UploadBinding) => string][] = [
+  const groups: [Binding["type"], string, (b: Binding) => string][] = [
     ["kv_namespace", "KV Namespaces", (b) => (b as { namespace_id: string }).namespace_id],
     ["r2_bucket", "R2 Buckets", (b) => (b as { bucket_name: string }).bucket_name],
     ["plain_text", "Vars", (b) => JSON.stringify((b as { text: string }).text)],
@@ -75,7 +71,8 @@ function printBindings(ctx: CliContext, bindings: UploadBinding[]): void {
   }
 }
 
-export async function deploy(ctx: CliContext, args: DeployArgs): Promise<void> {
+/** `edgecli deploy`: bundles the entry point and uploads it with the config's bindings, as `wrangler deploy` does. */
+export async function deploy(args: DeployArgs, ctx: CliContext): Promise<void> {
   const cfg = await ctx.config(args.env);
   const name = await resolveScriptName(ctx, args);
   const mainRel = args.script ?? cfg?.main;

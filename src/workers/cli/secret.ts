@@ -2,7 +2,7 @@ import { ApiRequestError } from "../../core/cli/api-client.js";
 import type { CliContext } from "../../core/cli/context.js";
 import { bindingNameProblem } from "../../core/cli/config-file.js";
 import { UserError } from "../../core/errors.js";
-import { WorkerCodes } from "../model.js";
+import { WorkersCodes } from "../errors.js";
 import { resolveScriptName, scriptPath, uploadForm } from "./target.js";
 
 interface Target {
@@ -18,7 +18,9 @@ async function readSecretValue(ctx: CliContext): Promise<string> {
   return (await ctx.readStdin()).toString("utf8").replace(/\s+$/, "");
 }
 
-export async function secretPut(ctx: CliContext, key: string, args: Target): Promise<void> {
+/** `edgecli secret put KEY`: creates the Worker as a draft first when it does not exist (after asking), as wrangler does. */
+export async function putSecret(args: Target & { key?: string }, ctx: CliContext): Promise<void> {
+  const key = args.key!;
   const problem = bindingNameProblem(key);
   if (problem) throw new UserError(`"${key}" ${problem}, so it cannot be a binding name`);
   const script = await resolveScriptName(ctx, args);
@@ -30,7 +32,7 @@ export async function secretPut(ctx: CliContext, key: string, args: Target): Pro
   try {
     await put();
   } catch (e) {
-    if (!(e instanceof ApiRequestError && e.hasCode(WorkerCodes.scriptNotFound))) throw e;
+    if (!(e instanceof ApiRequestError && e.hasCode(WorkersCodes.scriptNotFound))) throw e;
     const create = await ctx.confirm(
       `There doesn't seem to be a Worker called "${script}". Do you want to create a new Worker with that name and add secrets to it?`,
     );
@@ -45,7 +47,7 @@ export async function secretPut(ctx: CliContext, key: string, args: Target): Pro
   ctx.log.info(`✨ Success! Uploaded secret ${key}`);
 }
 
-export async function secretList(ctx: CliContext, args: Target & { format?: string }): Promise<void> {
+export async function listSecrets(args: Target & { format?: string }, ctx: CliContext): Promise<void> {
   const script = await resolveScriptName(ctx, args);
   const accountId = await ctx.accountId(args.env);
   const secrets = await ctx.api().fetchResult<{ name: string; type: string }[]>("GET", `${scriptPath(accountId, script)}/secrets`);
@@ -53,7 +55,8 @@ export async function secretList(ctx: CliContext, args: Target & { format?: stri
   else ctx.json(secrets);
 }
 
-export async function secretDelete(ctx: CliContext, key: string, args: Target): Promise<number | void> {
+export async function deleteSecret(args: Target & { key?: string }, ctx: CliContext): Promise<number | void> {
+  const key = args.key!;
   const script = await resolveScriptName(ctx, args);
   const accountId = await ctx.accountId(args.env);
   if (!(await ctx.confirm(`Are you sure you want to permanently delete the secret ${key} on the Worker ${script}?`))) return;

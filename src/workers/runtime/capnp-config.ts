@@ -1,24 +1,13 @@
-import type { Binding, RunnableScript } from "../model.js";
-
-export type StorageBinding = Exclude<Binding, { type: "plain_text" }>;
+import type { BindingCall } from "../bindings/server.js";
+import { typeOf } from "../bindings/registry.js";
+import { capnpString } from "./capnp-string.js";
+import type { EntryModule } from "./entry-module.js";
+import type { RunnableScript } from "./runtime.js";
 
 /** Where a binding's calls go: the binding server's socket, with the header that identifies the resource. */
 export interface BindingTarget {
   address: string;
   header: { name: string; value: string };
-}
-
-/**
- * A capnp text string literal. Everything outside printable ASCII (and the quote and backslash) is written
- * as \xNN bytes of its UTF-8 form, so no value (a secret, a var) can end the string or break the config.
- */
-export function capnpString(s: string): string {
-  let out = '"';
-  for (const b of Buffer.from(s, "utf8")) {
-    if (b >= 0x20 && b < 0x7f && b !== 0x22 && b !== 0x5c) out += String.fromCharCode(b);
-    else out += `\\x${b.toString(16).padStart(2, "0")}`;
-  }
-  return out + '"';
 }
 
 export interface WorkerdConfigInput {
@@ -27,8 +16,10 @@ export interface WorkerdConfigInput {
   compatibilityDate: string;
   /** Path of each module's file, relative to the config file (written beside it). */
   modulePath(index: number): string;
-  /** Target of each r2_bucket / kv_namespace binding, by binding name. */
-  bindingTarget(binding: StorageBinding): BindingTarget;
+  /** The module workerd runs first (entry-module.ts), and the path of its file. */
+  entry: { module: EntryModule; path: string };
+  /** Where the calls of a binding to a backend's resource go. */
+  bindingTarget(call: BindingCall): BindingTarget;
 }
 
 const secretVariable = (i: number) => `EDGE_WORKER_SECRET_${i}`;
@@ -42,37 +33,39 @@ export function secretEnvironment(secrets: readonly { text: string }[]): Record<
 }
 
 /**
- * The config of one workerd process running one script: a socket "http" whose unix socket path is given on
- * the command line (each process gets a fresh one), storage bindings as external services on the binding
- * server, vars as text, secrets from the process environment (see `secretEnvironment`: they never touch
- * the disk in clear), and a global outbound that only reaches public addresses.
+ * The config of one workerd process running one script: a socket "http" for its traffic and a socket "handlers"
+ * for the entry module's handlers entrypoint (their unix socket paths are given on the command line: each process
+ * gets fresh ones), each binding as its type writes it (storage bindings are external services on the binding
+ * server), secrets from the process environment (see `secretEnvironment`: they never touch the disk in clear),
+ * and a global outbound that only reaches public addresses.
  */
 export function workerdConfig(input: WorkerdConfigInput): string {
   const { script, modules, secrets } = input.run;
   const services: string[] = [`(name = "main", worker = .script)`, `(name = "internet", network = (allow = ["public"], deny = ["local", "private"]))`];
-  const bindings: string[] = [];
-  for (const b of script.bindings) {
-    if (b.type === "plain_text") {
-      bindings.push(`(name = ${capnpString(b.name)}, text = ${capnpString(b.text)})`);
-      continue;
-    }
-    const target = input.bindingTarget(b);
+  const bindingService = (backend: BindingCall["backend"], resource: string) => {
+    const target = input.bindingTarget({ backend, accountId: script.accountId, resource });
     const service = `binding-${services.length}`;
     services.push(
       `(name = ${capnpString(service)}, external = (address = ${capnpString(target.address)}, http = (injectRequestHeaders = [(name = ${capnpString(target.header.name)}, value = ${capnpString(target.header.value)})])))`,
     );
-    bindings.push(`(name = ${capnpString(b.name)}, ${b.type === "r2_bucket" ? "r2Bucket" : "kvNamespace"} = ${capnpString(service)})`);
-  }
+    return service;
+  };
+  const bindings = script.bindings.map((b) => `(name = ${capnpString(b.name)}, ${typeOf(b).workerd(b, { bindingService })})`);
   secrets.forEach((s, i) => bindings.push(`(name = ${capnpString(s.name)}, fromEnvironment = ${capnpString(secretVariable(i))})`));
-  // The main module first: workerd treats the first module as the entry point.
-  const order = modules.map((_, i) => i).sort((a, b) => Number(modules[b].name === script.mainModule) - Number(modules[a].name === script.mainModule));
-  const mods = order.map((i) => `(name = ${capnpString(modules[i].name)}, ${modules[i].kind} = embed ${capnpString(input.modulePath(i))})`);
+  // workerd takes the first module as the main one: the entry module, which runs the script's main module.
+  const mods = [
+    `(name = ${capnpString(input.entry.module.name)}, esModule = embed ${capnpString(input.entry.path)})`,
+    ...modules.map((m, i) => `(name = ${capnpString(m.name)}, ${m.kind} = embed ${capnpString(input.modulePath(i))})`),
+  ];
   return `using Workerd = import "/workerd/workerd.capnp";
 const config :Workerd.Config = (
   services = [
     ${services.join(",\n    ")}
   ],
-  sockets = [(name = "http", http = (), service = "main")],
+  sockets = [
+    (name = "http", http = (), service = "main"),
+    (name = "handlers", http = (), service = (name = "main", entrypoint = ${capnpString(input.entry.module.handlersExport)})),
+  ],
 );
 const script :Workerd.Worker = (
   modules = [

@@ -1,14 +1,20 @@
 import { rmSync } from "node:fs";
 import { join } from "node:path";
 import type { Logger } from "../../core/logger.js";
-import { BindingServer, type BindingHandlers } from "../bindings/server.js";
-import type { StorageBinding } from "./capnp-config.js";
-import type { RunnableScript } from "../model.js";
+import type { BindingBackendName } from "../bindings/binding-type.js";
+import { BindingServer, type BindingHandler } from "../bindings/server.js";
+import type { ModuleSource, ScriptRecord } from "../store.js";
 import { ScriptRuntime } from "./script-runtime.js";
 import { SocketDir } from "./socket-dir.js";
-import type { WorkersStore } from "../store.js";
 import { probeWorkerd, type WorkerdBinary } from "./workerd-binary.js";
 import { WorkerdLeash } from "./workerd-leash.js";
+
+/** A script with everything workerd needs: its modules' bytes and its secrets' values. */
+export interface RunnableScript {
+  script: ScriptRecord;
+  modules: ModuleSource[];
+  secrets: { name: string; text: string }[];
+}
 
 /** All running scripts, by name (names are unique platform-wide), and the binding server they call. */
 export class WorkersRuntime {
@@ -19,8 +25,7 @@ export class WorkersRuntime {
   private leash?: WorkerdLeash;
 
   constructor(
-    private readonly store: WorkersStore,
-    handlers: BindingHandlers,
+    handlers: ReadonlyMap<BindingBackendName, BindingHandler>,
     /** Where generated configs go: <state>/workers-run, removed at start and stop (it holds secrets). */
     private readonly runDir: string,
     private readonly log: Logger,
@@ -30,14 +35,9 @@ export class WorkersRuntime {
     this.bindings = new BindingServer(handlers, log);
   }
 
-  private target = (accountId: string, b: StorageBinding) =>
-    this.bindings.target(
-      b.type === "r2_bucket" ? { kind: "r2", accountId, bucketName: b.bucket_name } : { kind: "kv", accountId, namespaceId: b.namespace_id },
-    );
-
   /**
-   * Starts the binding server and every stored script; a script workerd refuses is logged and skipped. First it ends
-   * any workerd a platform killed outright left running on this state directory.
+   * Finds workerd and starts the binding server; scripts are deployed after it. First it ends any workerd a
+   * platform killed outright left running on this state directory.
    */
   async start(): Promise<void> {
     this.binary = await probeWorkerd(this.workerdPath);
@@ -49,15 +49,6 @@ export class WorkersRuntime {
     this.sockets = new SocketDir(this.runDir);
     await this.bindings.start(this.sockets.next("bindings"));
     this.log.info({ address: this.bindings.listenAddress }, "worker binding server listening");
-    await Promise.all(
-      this.store.all().map(async (s) => {
-        try {
-          await this.deploy(await this.store.runnable(s));
-        } catch (err) {
-          this.log.error({ script: s.name, err: (err as Error).message }, "stored worker script failed to start");
-        }
-      }),
-    );
   }
 
   /** Runs `run` as the live version of its script; rejects with workerd's error if it cannot start. */
@@ -73,7 +64,7 @@ export class WorkersRuntime {
         sockets: this.sockets,
         workerd: this.binary,
         leash: this.leash,
-        bindingTarget: this.target,
+        bindingTarget: (call) => this.bindings.target(call),
       });
       this.runtimes.set(name, rt);
     }
@@ -102,6 +93,11 @@ export class WorkersRuntime {
 
   lookup(name: string): ScriptRuntime | undefined {
     return this.runtimes.get(name);
+  }
+
+  /** What the running version of a script handles; none while it does not run. */
+  handlersOf(name: string): readonly string[] {
+    return this.runtimes.get(name)?.handlers ?? [];
   }
 
   async stop(): Promise<void> {

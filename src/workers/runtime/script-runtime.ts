@@ -1,8 +1,10 @@
 import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Logger } from "../../core/logger.js";
-import { secretEnvironment, workerdConfig, type BindingTarget, type StorageBinding } from "./capnp-config.js";
-import type { RunnableScript } from "../model.js";
+import type { BindingCall } from "../bindings/server.js";
+import { secretEnvironment, workerdConfig, type BindingTarget } from "./capnp-config.js";
+import { askHandlers, entryModule } from "./entry-module.js";
+import type { RunnableScript } from "./runtime.js";
 import type { SocketDir } from "./socket-dir.js";
 import { effectiveCompatibilityDate, type WorkerdBinary } from "./workerd-binary.js";
 import type { WorkerdLeash } from "./workerd-leash.js";
@@ -17,13 +19,15 @@ export interface ScriptRuntimeOptions {
   workerd: WorkerdBinary;
   /** Makes each workerd die with the platform and lets the next start end any that did not. */
   leash: WorkerdLeash;
-  bindingTarget(accountId: string, binding: StorageBinding): BindingTarget;
+  bindingTarget(call: BindingCall): BindingTarget;
 }
 
-/** One version as workerd runs it: its config file, and the environment that carries its secrets. */
+/** One version as workerd runs it: its config file, the environment that carries its secrets, and its handlers. */
 interface Version {
   file: string;
   env: Record<string, string>;
+  /** What its default export handles (entry-module.ts), known once it has started. */
+  handlers: readonly string[];
 }
 
 /** Writes the config and modules of one version into its own directory, readable by this user only. */
@@ -31,16 +35,19 @@ function writeVersion(dir: string, run: RunnableScript, opts: ScriptRuntimeOptio
   rmSync(dir, { recursive: true, force: true });
   mkdirSync(join(dir, "modules"), { recursive: true, mode: 0o700 });
   run.modules.forEach((m, i) => writeFileSync(join(dir, "modules", String(i)), m.content, { mode: 0o600 }));
+  const entry = entryModule(run.script.mainModule);
+  writeFileSync(join(dir, "entry.js"), entry.source, { mode: 0o600 });
   const config = workerdConfig({
     run,
     compatibilityDate: effectiveCompatibilityDate(run.script.compatibilityDate, opts.workerd),
     modulePath: (i) => `modules/${i}`,
-    bindingTarget: (b) => opts.bindingTarget(run.script.accountId, b),
+    entry: { module: entry, path: "entry.js" },
+    bindingTarget: opts.bindingTarget,
   });
   const file = join(dir, "config.capnp");
   // No secret is in the file, but the binding server's header value is: 0600 inside a 0700 directory.
   writeFileSync(file, config, { mode: 0o600 });
-  return { file, env: secretEnvironment(run.secrets) };
+  return { file, env: secretEnvironment(run.secrets), handlers: [] };
 }
 
 /**
@@ -73,6 +80,11 @@ export class ScriptRuntime {
 
   get pid(): number | undefined {
     return this.current?.pid;
+  }
+
+  /** The handlers of the version that runs (none before one has started). */
+  get handlers(): readonly string[] {
+    return this.currentVersion?.handlers ?? [];
   }
 
   /** Resolves with the live process as soon as one is up (e.g. during a restart after a crash), or undefined after `ms`. */
@@ -110,7 +122,9 @@ export class ScriptRuntime {
     }
     let proc: WorkerdProcess;
     try {
-      proc = await this.spawn(version);
+      const started = await this.spawn(version);
+      proc = started.proc;
+      version.handlers = await this.handlersOf(run, started.handlersSocket);
     } catch (err) {
       rmSync(dir, { recursive: true, force: true });
       throw err;
@@ -125,10 +139,35 @@ export class ScriptRuntime {
     }
   }
 
-  private spawn(version: Version): Promise<WorkerdProcess> {
-    return WorkerdProcess.start(this.opts.workerd.path, version.file, version.env, this.opts.sockets.next("workerd"), this.opts.log, this.tag, {
+  /** Starts a workerd on `version`; its "handlers" socket serves only the platform's one question (handlersOf). */
+  private async spawn(version: Version): Promise<{ proc: WorkerdProcess; handlersSocket: string }> {
+    const handlersSocket = this.opts.sockets.next("handlers");
+    const proc = await WorkerdProcess.start({
+      binary: this.opts.workerd.path,
+      configFile: version.file,
+      env: version.env,
+      sockets: { http: this.opts.sockets.next("workerd"), handlers: handlersSocket },
+      log: this.opts.log,
+      tag: this.tag,
       leash: this.opts.leash,
     });
+    return { proc, handlersSocket };
+  }
+
+  /**
+   * Asks the new version which handlers its default export has, then removes the socket file (workerd keeps
+   * listening on it, but nothing can connect any more). A script that does not answer sensibly (its own code
+   * runs there) is logged and reported with none; it still runs.
+   */
+  private async handlersOf(run: RunnableScript, socket: string): Promise<readonly string[]> {
+    try {
+      return await askHandlers(socket);
+    } catch (err) {
+      this.opts.log.warn({ ...this.tag, version: run.script.versionId, err: (err as Error).message }, "could not learn the script's handlers");
+      return [];
+    } finally {
+      rmSync(socket, { force: true });
+    }
   }
 
   private adopt(proc: WorkerdProcess, version: Version): void {
@@ -152,7 +191,9 @@ export class ScriptRuntime {
       this.chain = this.chain.then(async () => {
         if (this.closed || this.current || this.currentVersion !== version) return;
         try {
-          const proc = await this.spawn(version);
+          const { proc, handlersSocket } = await this.spawn(version);
+          // The same version: its handlers are known already.
+          rmSync(handlersSocket, { force: true });
           this.adopt(proc, version);
           this.opts.log.info({ ...this.tag, workerd_pid: proc.pid, socket: proc.socketPath }, "workerd restarted");
         } catch (err) {

@@ -4,7 +4,7 @@ import { join } from "node:path";
 
 /** Longest unix socket path Linux accepts (sun_path is 108 bytes with its terminating NUL). */
 const SUN_PATH_MAX = 107;
-/** Room for the longest socket file name the runtime creates (`workerd-<n>.sock`). */
+/** Room for the longest socket file name the runtime creates (`handlers-<n>.sock`). */
 const NAME_ROOM = 32;
 
 /**

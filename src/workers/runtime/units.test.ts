@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { test } from "node:test";
 import { UserError } from "../../core/errors.js";
-import { capnpString } from "./capnp-config.js";
+import { capnpString } from "./capnp-string.js";
 import { scriptOfHost } from "./proxy.js";
 import { SocketDir } from "./socket-dir.js";
 import { defaultWorkerdPath, effectiveCompatibilityDate, probeWorkerd } from "./workerd-binary.js";

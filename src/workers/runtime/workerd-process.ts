@@ -7,10 +7,29 @@ import type { WorkerdLeash } from "./workerd-leash.js";
 
 export class WorkerdStartError extends Error {}
 
+const removeSockets = (sockets: WorkerdStart["sockets"]) => {
+  for (const path of Object.values(sockets)) rmSync(path, { force: true });
+};
+
+/** How to start one workerd. */
+export interface WorkerdStart {
+  binary: string;
+  configFile: string;
+  /** Its whole environment. */
+  env: Record<string, string>;
+  /** The unix socket path of each socket of the config, by name; "http" is the one traffic goes to. */
+  sockets: { http: string } & Record<string, string>;
+  log: Logger;
+  /** Fields of its log lines. */
+  tag: Record<string, unknown>;
+  /** Makes it die with this process. */
+  leash?: WorkerdLeash;
+  timeoutMs?: number;
+}
+
 /**
- * One running `workerd serve`, listening on its own unix socket (the config's socket "http", placed by
- * `--socket-addr`; the file is removed when the process is gone), with a pool of keep-alive connections to
- * it. stdout (console.log of the script) and stderr (uncaught errors, workerd's own diagnostics) reach the
+ * One running `workerd serve`, listening on its own unix sockets (the config's sockets, placed by `--socket-addr`;
+ * the files are removed when the process is gone), with a pool of keep-alive connections to its "http" socket. stdout (console.log of the script) and stderr (uncaught errors, workerd's own diagnostics) reach the
  * platform log, one entry per line, tagged with the script.
  */
 export class WorkerdProcess {
@@ -19,18 +38,22 @@ export class WorkerdProcess {
   readonly pool: Pool;
   private stopping = false;
 
+  /** Where its "http" socket listens. */
+  readonly socketPath: string;
+
   private constructor(
     readonly child: ChildProcess,
-    readonly socketPath: string,
+    sockets: WorkerdStart["sockets"],
   ) {
+    this.socketPath = sockets.http;
     this.exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
       if (child.exitCode !== null || child.signalCode !== null) resolve({ code: child.exitCode, signal: child.signalCode });
       else child.once("exit", (code, signal) => resolve({ code, signal }));
     }).finally(() => {
-      rmSync(socketPath, { force: true });
+      removeSockets(sockets);
       void this.pool.destroy();
     });
-    this.pool = new Pool("http://workerd", { socketPath, connections: 128, keepAliveTimeout: 30_000 });
+    this.pool = new Pool("http://workerd", { socketPath: this.socketPath, connections: 128, keepAliveTimeout: 30_000 });
   }
 
   get pid(): number | undefined {
@@ -44,18 +67,11 @@ export class WorkerdProcess {
 
   /**
    * Spawns workerd (`binary`) on `configFile` with exactly `env` as its environment, and resolves once it
-   * listens at `socketPath`; rejects with workerd's own error text. With a `leash`, it dies with this process.
+   * listens on every socket; rejects with workerd's own error text. With a `leash`, it dies with this process.
    */
-  static start(
-    binary: string,
-    configFile: string,
-    env: Record<string, string>,
-    socketPath: string,
-    log: Logger,
-    tag: Record<string, unknown>,
-    opts: { leash?: WorkerdLeash; timeoutMs?: number } = {},
-  ): Promise<WorkerdProcess> {
-    const args = ["serve", configFile, "--control-fd=3", "--socket-addr", `http=unix:${socketPath}`];
+  static start(opts: WorkerdStart): Promise<WorkerdProcess> {
+    const { binary, configFile, env, sockets, log, tag } = opts;
+    const args = ["serve", configFile, "--control-fd=3", ...Object.entries(sockets).flatMap(([name, path]) => ["--socket-addr", `${name}=unix:${path}`])];
     const command = opts.leash?.command(binary, args) ?? { file: binary, args };
     const child = spawn(command.file, command.args, { stdio: ["ignore", "pipe", "pipe", "pipe"], env });
     const pid = child.pid;
@@ -74,7 +90,7 @@ export class WorkerdProcess {
       const fail = (why: string) => {
         clearTimeout(timer);
         child.kill("SIGKILL");
-        rmSync(socketPath, { force: true });
+        removeSockets(sockets);
         reject(new WorkerdStartError(`${why}${errLines.length ? `: ${errLines.join("\n")}` : ""}`));
       };
       const timer = setTimeout(() => fail("workerd did not start listening in time"), opts.timeoutMs ?? 20_000);
@@ -84,6 +100,7 @@ export class WorkerdProcess {
         setTimeout(() => fail(`workerd exited during startup (${signal ?? `code ${code}`})`), 50);
       };
       child.once("exit", exitedEarly);
+      const waiting = new Set(Object.keys(sockets));
       createInterface({ input: child.stdio[3] as NodeJS.ReadableStream }).on("line", (line) => {
         let ev: { event?: string; socket?: string };
         try {
@@ -91,11 +108,10 @@ export class WorkerdProcess {
         } catch {
           return;
         }
-        if (ev.event === "listen" && ev.socket === "http") {
-          clearTimeout(timer);
-          child.off("exit", exitedEarly);
-          resolve(new WorkerdProcess(child, socketPath));
-        }
+        if (ev.event !== "listen" || !ev.socket || !waiting.delete(ev.socket) || waiting.size > 0) return;
+        clearTimeout(timer);
+        child.off("exit", exitedEarly);
+        resolve(new WorkerdProcess(child, sockets));
       });
     });
   }
