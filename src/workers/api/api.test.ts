@@ -159,6 +159,68 @@ test("wrangler 3's versions flow: upload a version, deploy it at 100%, patch scr
   assert.equal((await p.api("GET", `${scripts()}/versioned/versions`)).body.result.items[0].id, version.id);
 });
 
+test("a script's handlers are what its default export has, not a fixed answer", async () => {
+  const cases: [string, string, string[]][] = [
+    ["handlers-object", `export default { fetch() { return new Response("f"); }, scheduled() {}, queue() {} };`, ["fetch", "scheduled", "queue"]],
+    [
+      "handlers-entrypoint",
+      `import { WorkerEntrypoint } from "cloudflare:workers";
+export default class extends WorkerEntrypoint { fetch() { return new Response("e"); } tail() {} };`,
+      ["fetch", "tail"],
+    ],
+    ["handlers-none", `export default {};`, []],
+  ];
+  for (const [name, code, handlers] of cases) {
+    const up = await uploadScript(p, name, code);
+    assert.equal(up.status, 200, JSON.stringify(up.body));
+    assert.deepEqual([...up.body.result.handlers].sort(), [...handlers].sort(), name);
+    const listed = (await p.api("GET", scripts())).body.result.find((s: { id: string }) => s.id === name);
+    assert.deepEqual([...listed.handlers].sort(), [...handlers].sort(), `${name} in the list`);
+    const version = (await p.api("GET", `${scripts()}/${name}/versions`)).body.result.items[0];
+    assert.deepEqual([...version.resources.script.handlers].sort(), [...handlers].sort(), `${name} in its version`);
+  }
+  // The script still serves as uploaded (the entry module in front of it changes nothing).
+  assert.equal((await hit(p, "handlers-object", "/")).text, "f");
+  assert.equal((await hit(p, "handlers-entrypoint", "/")).text, "e");
+  for (const [name] of cases) assert.equal((await p.api("DELETE", `${scripts()}/${name}`)).status, 200);
+});
+
+test("script settings and the subdomain toggle refuse what this platform does not have, and accept only what is true", async () => {
+  assert.equal((await uploadScript(p, "settings", hello)).status, 200);
+  const patch = (body: unknown) => p.api("PATCH", `${scripts()}/settings/script-settings`, body);
+  const off = await patch({ logpush: false, tail_consumers: [], observability: { enabled: false, logs: { enabled: false, head_sampling_rate: 1 } } });
+  assert.equal(off.status, 200, JSON.stringify(off.body));
+  assert.deepEqual(off.body.result, { logpush: false, tail_consumers: [], observability: { enabled: false } });
+  const refused: [unknown, string][] = [
+    [{ logpush: true }, "/logpush"],
+    [{ tail_consumers: [{ service: "tail" }] }, "/tail_consumers"],
+    [{ observability: { enabled: true } }, "/observability/enabled"],
+    [{ observability: { enabled: false, logs: { enabled: true } } }, "/observability/logs/enabled"],
+    [{ placement: { mode: "smart" } }, "/placement"],
+  ];
+  for (const [body, pointer] of refused) {
+    const r = await patch(body);
+    assert.equal(r.status, 400, JSON.stringify(body));
+    assert.equal(r.body.errors[0].code, 10021);
+    assert.equal(r.body.errors[0].source?.pointer, pointer, JSON.stringify(r.body.errors[0]));
+  }
+
+  const subdomain = (body: unknown) => p.api("POST", `${scripts()}/settings/subdomain`, body);
+  const wranglerDefault = await subdomain({ enabled: true, previews_enabled: true });
+  assert.equal(wranglerDefault.status, 200, "what wrangler 3 sends on every deploy still deploys");
+  assert.deepEqual(wranglerDefault.body.result, { enabled: true, previews_enabled: false }, "previews are reported as they are: off");
+  assert.equal(wranglerDefault.body.messages[0].code, 10201);
+  assert.match(wranglerDefault.body.messages[0].message, /previews_enabled: this platform has no preview URLs/);
+  const disable = await subdomain({ enabled: false });
+  assert.equal(disable.status, 400);
+  assert.match(disable.body.errors[0].message, /^enabled: every Worker is served at <name>\.workers\.localhost/);
+  assert.equal((await subdomain({ enabled: "no" })).status, 400);
+  assert.equal((await subdomain({ routes: true })).status, 400);
+  assert.equal((await p.api("GET", `${scripts()}/settings/subdomain`)).body.result.enabled, true);
+  assert.equal((await hit(p, "settings", "/")).text, "hello ", "still served at its URL");
+  assert.equal((await p.api("DELETE", `${scripts()}/settings`)).status, 200);
+});
+
 test("secrets: names in every answer, values in none; a change reaches the script", async () => {
   const value = "very-secret-value-8f3a1c";
   assert.equal(
