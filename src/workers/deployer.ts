@@ -11,7 +11,7 @@ import type { ModuleRef, ModuleSource, ScriptRecord, WorkersStore } from "./stor
 /** Answers whether a backend's resource (a bucket by name, a namespace by id) exists in an account. */
 export type ResourceExists = (backend: BindingBackendName, accountId: string, resource: string) => Promise<boolean>;
 
-export const SCRIPT_NAME_RE = /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/;
+const SCRIPT_NAME_RE = /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/;
 
 /** Compatibility date used when an upload names none (wrangler's draft worker for `secret put` sends none). */
 const DEFAULT_COMPATIBILITY_DATE = "2024-09-01";

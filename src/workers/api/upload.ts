@@ -11,7 +11,7 @@ import type { ModuleKind, ModuleSource } from "../store.js";
 import { BracketedFieldError, metadataFromBracketedFields } from "./form-metadata.js";
 
 /** Upload limits: the hosted API's paid-plan script size, and its secret size. */
-export const UploadLimits = {
+const UploadLimits = {
   scriptBytes: 10 * 1024 * 1024,
   parts: 100,
   secretBytes: 5 * 1024,

@@ -4,7 +4,7 @@ import type { Logger } from "../../core/logger.js";
 import type { BindingBackendName } from "./binding-type.js";
 
 /** The header workerd injects on every binding call (it replaces any header of that name the script sets). */
-export const BINDING_HEADER = "x-edge-binding";
+const BINDING_HEADER = "x-edge-binding";
 
 /** What one binding's calls are for: a resource (a bucket, a namespace) of a backend, in the script's account. */
 export interface BindingCall {
