@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { request } from "undici";
 import { after, before, test } from "node:test";
 import type { TestPlatform } from "../../core/testing/platform.js";
-import { hit, uploadScript, startPlatform } from "../testing/helpers.js";
+import { createAccount, hit, uploadScript, startPlatform } from "../testing/helpers.js";
 
 let p: TestPlatform;
 let nsId: string;
@@ -286,12 +286,7 @@ test("permissions: workers_read may look, only workers_edit may change; other ac
   assert.equal((await p.api("GET", scripts(), undefined, dnsOnly)).status, 403);
 
   // A second account: its namespace cannot be bound from the first, and the first's script name is taken.
-  const other = await fetch(`${p.apiUrl}/accounts`, {
-    method: "POST",
-    headers: { "x-auth-email": p.email, "x-auth-key": p.apiKey, "content-type": "application/json" },
-    body: JSON.stringify({ name: "Other" }),
-  }).then((r) => r.json() as Promise<any>);
-  const otherId = other.result.id as string;
+  const otherId = await createAccount(p, "Other");
   const otherNs = (await p.api("POST", `/accounts/${otherId}/storage/kv/namespaces`, { title: "theirs" }, p.keyHeaders())).body.result.id;
   const cross = await uploadScript(p, "cross", hello, { bindings: [{ type: "kv_namespace", name: "K", namespace_id: otherNs }] });
   assert.equal(cross.status, 400);
