@@ -1,27 +1,56 @@
-import type { AnyCommand, CommandAlias, OptionSpec } from "../core/cli/command.js";
-import { deployCommand } from "./deploy-command.js";
-import { secretCommands } from "./secret-commands.js";
+import { defineCommand, type AnyCommand, type CommandAlias, type OptionSpec } from "../core/cli/command.js";
+import { lazy } from "../core/cli/lazy.js";
 
-export const DEFAULT_WORKERS_DOMAIN = "workers.localhost";
+export { serveOptions } from "./config.js";
 
 /** What each of this area's command groups is for, shown by `edgecli <group> --help`. */
 export const groups: Record<string, string> = {
   secret: "Manage the secrets of the Worker named in the config",
 };
 
-/** This area's CLI commands (declared as data; handlers import their heavy parts lazily). */
-export const commands: AnyCommand[] = [...secretCommands, deployCommand];
-/** Deprecated spellings of this area's command groups. */
+/** The Worker a command acts on: `--name`, else the config's `name` (for `--env`). */
+const target = {
+  name: { type: "string", describe: "Name of the Worker (default: `name` in the config)" },
+  env: { type: "string", alias: "e", describe: "Environment of the config to use ([env.<name>])" },
+} as const satisfies Record<string, OptionSpec>;
+
+const secretKey = [{ name: "key", describe: "The variable name the secret is bound to on `env`", required: true }] as const;
+
+export const commands: AnyCommand[] = [
+  defineCommand({
+    path: ["secret", "put"],
+    describe: "Create or replace a secret of a Worker (hidden prompt on a terminal, else read from stdin)",
+    positionals: secretKey,
+    options: target,
+    examples: ["edgecli secret put AUTH_KEY_SECRET", 'printf %s "$VALUE" | edgecli secret put AUTH_KEY_SECRET --name my-worker'],
+    handler: lazy(() => import("./cli/secret.js"), "putSecret"),
+  }),
+  defineCommand({
+    path: ["secret", "list"],
+    describe: "List the names of a Worker's secrets (never their values)",
+    options: { ...target, format: { type: "string", describe: "Output format", choices: ["json", "pretty"], default: "json" } },
+    handler: lazy(() => import("./cli/secret.js"), "listSecrets"),
+  }),
+  defineCommand({
+    path: ["secret", "delete"],
+    describe: "Delete a secret of a Worker",
+    positionals: secretKey,
+    options: target,
+    handler: lazy(() => import("./cli/secret.js"), "deleteSecret"),
+  }),
+  defineCommand({
+    path: ["deploy"],
+    describe: "Bundle the Worker named in the config (`main`) with esbuild and deploy it with its bindings",
+    positionals: [{ name: "script", describe: "Entry point (default: `main` in the config)" }],
+    options: {
+      ...target,
+      "compatibility-date": { type: "string", describe: "Date of the runtime behaviour to use (default: `compatibility_date` in the config)" },
+      "dry-run": { type: "boolean", describe: "Bundle and check, but do not upload" },
+    },
+    examples: ["edgecli deploy", "edgecli deploy --env staging"],
+    handler: lazy(() => import("./cli/deploy.js"), "deploy"),
+  }),
+];
+
+/** Deprecated spellings of this area's command groups: none. */
 export const aliases: CommandAlias[] = [];
-/** Options this area adds to `edgecli serve`. */
-export const serveOptions: Record<string, OptionSpec> = {
-  "workers-domain": {
-    type: "string",
-    describe: "Worker scripts are served on the edge port at <script>.<this domain>",
-    default: DEFAULT_WORKERS_DOMAIN,
-  },
-  "workerd-binary": {
-    type: "string",
-    describe: "The workerd executable that runs worker scripts (default: the one of the pinned npm package workerd)",
-  },
-};

@@ -1,20 +1,20 @@
 import { createHash, randomUUID } from "node:crypto";
-import { EdgeError } from "../core/errors.js";
-import { DEFAULT_COMPATIBILITY_DATE, WorkerCodes, type Binding, type ModuleRef, type ScriptRecord } from "./model.js";
-import type { WorkersRuntime } from "./runtime.js";
-import type { WorkersStore } from "./store.js";
-import type { ParsedUpload } from "./upload.js";
-import { WorkerdStartError } from "./workerd-process.js";
+import type { Logger } from "../core/logger.js";
+import type { ParsedUpload } from "./api/upload.js";
+import type { BindingBackendName } from "./bindings/binding-type.js";
+import { typeOf, type Binding } from "./bindings/registry.js";
+import { WorkersErrors } from "./errors.js";
+import type { RunnableScript, WorkersRuntime } from "./runtime/runtime.js";
+import { WorkerdStartError } from "./runtime/workerd-process.js";
+import type { ModuleRef, ModuleSource, ScriptRecord, WorkersStore } from "./store.js";
 
-/** Answers whether a binding's target exists in the account (a bucket by name, a namespace by id); stores answer asynchronously. */
-export interface BindingTargets {
-  bucketExists(accountId: string, bucketName: string): boolean | Promise<boolean>;
-  namespaceExists(accountId: string, namespaceId: string): boolean | Promise<boolean>;
-}
+/** Answers whether a backend's resource (a bucket by name, a namespace by id) exists in an account. */
+export type ResourceExists = (backend: BindingBackendName, accountId: string, resource: string) => Promise<boolean>;
 
-export const SCRIPT_NAME_RE = /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/;
+const SCRIPT_NAME_RE = /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/;
 
-const notFound = () => new EdgeError(404, WorkerCodes.scriptNotFound, "This Worker does not exist on your account.");
+/** Compatibility date used when an upload names none (wrangler's draft worker for `secret put` sends none). */
+const DEFAULT_COMPATIBILITY_DATE = "2024-09-01";
 
 /**
  * Every change to what runs goes through here: the new version is started on workerd first, and only once
@@ -27,7 +27,8 @@ export class ScriptDeployer {
   constructor(
     private readonly store: WorkersStore,
     private readonly runtime: WorkersRuntime,
-    private readonly targets: BindingTargets,
+    private readonly exists: ResourceExists,
+    private readonly log: Logger,
   ) {}
 
   private serial<T>(name: string, fn: () => Promise<T>): Promise<T> {
@@ -41,57 +42,51 @@ export class ScriptDeployer {
     return next;
   }
 
-  private async checkTargets(accountId: string, bindings: Binding[]): Promise<void> {
+  private async checkTargets(accountId: string, bindings: readonly Binding[]): Promise<void> {
     for (const b of bindings) {
-      if (b.type === "r2_bucket" && !(await this.targets.bucketExists(accountId, b.bucket_name))) {
-        throw new EdgeError(
-          400,
-          WorkerCodes.validation,
-          `Binding ${b.name}: R2 bucket "${b.bucket_name}" does not exist in this account; create it first (edgecli r2 bucket create ${b.bucket_name})`,
-        );
-      }
-      if (b.type === "kv_namespace" && !(await this.targets.namespaceExists(accountId, b.namespace_id))) {
-        throw new EdgeError(400, WorkerCodes.validation, `Binding ${b.name}: KV namespace "${b.namespace_id}" does not exist in this account`);
-      }
+      const target = typeOf(b).target;
+      if (target && !(await this.exists(target.backend, accountId, target.resource(b)))) throw target.missing(b);
     }
   }
 
-  private checkName(accountId: string, name: string): void {
-    if (!SCRIPT_NAME_RE.test(name)) {
-      throw new EdgeError(
-        400,
-        WorkerCodes.validation,
-        `Worker name "${name}" is invalid: use 1-63 lowercase letters, digits and hyphens, not starting or ending with a hyphen`,
-      );
-    }
-    const owner = this.store.byName(name);
-    if (owner && owner.accountId !== accountId) {
-      throw new EdgeError(409, WorkerCodes.nameTaken, `The Worker name "${name}" is already in use on this platform; choose another`);
-    }
+  private async checkName(accountId: string, name: string): Promise<void> {
+    if (!SCRIPT_NAME_RE.test(name)) throw WorkersErrors.invalidName(name);
+    const owner = await this.store.byName(name);
+    if (owner && owner.accountId !== accountId) throw WorkersErrors.nameTaken(name);
   }
 
-  private async start(script: ScriptRecord, secrets: Map<string, string>): Promise<void> {
+  private async start(script: ScriptRecord, modules: ModuleSource[], secrets: Map<string, string>): Promise<void> {
+    const run: RunnableScript = { script, modules, secrets: [...secrets].map(([name, text]) => ({ name, text })) };
     try {
-      await this.runtime.deploy(await this.store.runnable(script, secrets));
+      await this.runtime.deploy(run);
     } catch (err) {
-      if (err instanceof WorkerdStartError) throw new EdgeError(400, WorkerCodes.validation, `The Worker failed to start: ${err.message}`);
+      if (err instanceof WorkerdStartError) throw WorkersErrors.failedToStart(err.message);
       throw err;
     }
   }
 
+  /** Starts every stored script (at platform start); a script workerd refuses is logged and skipped. */
+  async startAll(): Promise<void> {
+    const scripts = await this.store.all();
+    await Promise.all(
+      scripts.map(async (s) => {
+        try {
+          await this.start(s, await this.store.readModules(s.modules), await this.store.secretValues(s.accountId, s.name));
+        } catch (err) {
+          this.log.error({ script: s.name, err: (err as Error).message }, "stored worker script failed to start");
+        }
+      }),
+    );
+  }
+
   upload(accountId: string, name: string, up: ParsedUpload): Promise<ScriptRecord> {
     return this.serial(name, async () => {
-      this.checkName(accountId, name);
+      await this.checkName(accountId, name);
       await this.checkTargets(accountId, up.bindings);
-      const secrets = this.store.secretValues(accountId, name);
+      const secrets = await this.store.secretValues(accountId, name);
       for (const s of up.secrets) secrets.set(s.name, s.text);
       const clash = up.bindings.find((b) => secrets.has(b.name));
-      if (clash)
-        throw new EdgeError(
-          400,
-          WorkerCodes.validation,
-          `Binding ${clash.name}: the name is already used by a secret of this Worker; delete the secret or rename the binding`,
-        );
+      if (clash) throw WorkersErrors.bindingNameIsSecret(clash.name);
 
       const hash = createHash("sha256");
       const modules: ModuleRef[] = [];
@@ -115,47 +110,40 @@ export class ScriptDeployer {
         modifiedOn: now,
       };
       try {
-        await this.start(script, secrets);
+        await this.start(script, up.modules, secrets);
       } catch (err) {
-        this.store.deleteModules(modules);
+        await this.store.deleteModules(modules);
         throw err;
       }
-      const replaced = this.store.save(script, up.secrets);
-      this.store.deleteModules(replaced);
-      return this.store.get(accountId, name)!;
+      await this.store.save(script, up.secrets);
+      return (await this.store.get(accountId, name))!;
     });
   }
 
   remove(accountId: string, name: string): Promise<void> {
     return this.serial(name, async () => {
-      if (!this.store.get(accountId, name)) throw notFound();
+      if (!(await this.store.get(accountId, name))) throw WorkersErrors.scriptNotFound();
       await this.runtime.remove(name);
-      const modules = this.store.delete(accountId, name);
-      if (modules) this.store.deleteModules(modules);
+      await this.store.delete(accountId, name);
     });
   }
 
   /** Sets (text) or removes (undefined) a secret; the script restarts with it before the change is committed. */
   changeSecret(accountId: string, name: string, secret: string, text: string | undefined): Promise<void> {
     return this.serial(name, async () => {
-      const script = this.store.get(accountId, name);
-      if (!script) throw notFound();
-      const secrets = this.store.secretValues(accountId, name);
+      const script = await this.store.get(accountId, name);
+      if (!script) throw WorkersErrors.scriptNotFound();
+      const secrets = await this.store.secretValues(accountId, name);
       if (text === undefined) {
-        if (!secrets.delete(secret)) throw new EdgeError(404, WorkerCodes.secretNotFound, `This Worker has no secret named ${secret}`);
+        if (!secrets.delete(secret)) throw WorkersErrors.secretNotFound(secret);
       } else {
-        if (script.bindings.some((b) => b.name === secret)) {
-          throw new EdgeError(
-            400,
-            WorkerCodes.validation,
-            `${secret} is already the name of a ${script.bindings.find((b) => b.name === secret)!.type} binding of this Worker`,
-          );
-        }
+        const binding = script.bindings.find((b) => b.name === secret);
+        if (binding) throw WorkersErrors.secretNameIsBinding(secret, binding.type);
         secrets.set(secret, text);
       }
       const versionId = randomUUID();
-      await this.start({ ...script, versionId }, secrets);
-      this.store.changeSecret(accountId, name, secret, text, versionId);
+      await this.start({ ...script, versionId }, await this.store.readModules(script.modules), secrets);
+      await this.store.changeSecret(accountId, name, secret, text, versionId);
     });
   }
 }

@@ -4,7 +4,7 @@ import { dirname, join } from "node:path";
 import { after, before, test } from "node:test";
 import { Agent, request } from "undici";
 import type { TestPlatform } from "../core/testing/platform.js";
-import { hit, logEntries, uploadScript, startPlatform } from "./testing/helpers.js";
+import { createAccount, hit, logEntries, uploadScript, startPlatform } from "./testing/helpers.js";
 import { runOnTerminal, terminalAvailable } from "../core/testing/terminal.js";
 
 let p: TestPlatform;
@@ -80,12 +80,7 @@ test("a script's fetch() cannot reach the binding server, the API, or any loopba
 test("a script bound to bucket X cannot read bucket Y, nor another account's bucket of the same name", async () => {
   await createBucket("bucket-x");
   await createBucket("bucket-y");
-  const other = await fetch(`${p.apiUrl}/accounts`, {
-    method: "POST",
-    headers: { "x-auth-email": p.email, "x-auth-key": p.apiKey, "content-type": "application/json" },
-    body: JSON.stringify({ name: "Neighbour" }),
-  }).then((r) => r.json() as Promise<any>);
-  const otherId = other.result.id as string;
+  const otherId = await createAccount(p, "Neighbour");
   await createBucket("bucket-x", otherId);
 
   const bind = (bucket: string) => ({ bindings: [{ type: "r2_bucket", name: "B", bucket_name: bucket }] });

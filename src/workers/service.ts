@@ -3,53 +3,77 @@ import { SecretBox } from "../core/secret-box.js";
 import type { EdgeService, ServiceContext } from "../core/service.js";
 import type { KvService } from "../kv/service.js";
 import type { R2Service } from "../r2/service.js";
-import { DEFAULT_WORKERS_DOMAIN, serveOptions } from "./commands.js";
-import { ScriptDeployer } from "./deployer.js";
-import { WorkerProxy } from "./proxy.js";
-import { WorkersRuntime } from "./runtime.js";
-import { WorkersStore, workersMigrations } from "./store.js";
-import { defaultWorkerdPath } from "./workerd-binary.js";
+import type { BindingBackendName } from "./bindings/binding-type.js";
+import type { BindingHandler } from "./bindings/server.js";
+import { readWorkersConfig, serveOptions } from "./config.js";
+import { ScriptDeployer, type ResourceExists } from "./deployer.js";
+import { WorkerProxy } from "./runtime/proxy.js";
+import { WorkersRuntime } from "./runtime/runtime.js";
+import { WORKERS_MIGRATIONS } from "./sqlite-migrations.js";
+import { SqliteWorkersStore } from "./sqlite-store.js";
 
-export interface WorkersService extends EdgeService {
-  readonly store: WorkersStore;
-  readonly runtime: WorkersRuntime;
+/** The areas whose data worker bindings reach: each checks that a resource exists and serves its binding calls. */
+interface BindingBackend {
+  exists(accountId: string, resource: string): Promise<boolean>;
+  handle: BindingHandler;
 }
 
-export function createWorkersService(ctx: ServiceContext, deps: { kv: KvService; r2: R2Service }): WorkersService {
-  const domain = String(ctx.options(serveOptions)["workers-domain"] ?? DEFAULT_WORKERS_DOMAIN)
-    .toLowerCase()
-    .replace(/^\.+|\.+$/g, "");
-  const store = new WorkersStore(ctx.openDb("workers", workersMigrations), ctx.content("workers"), SecretBox.load(ctx.config.stateDir));
+export function createWorkersService(ctx: ServiceContext, deps: { kv: KvService; r2: R2Service }): EdgeService {
+  const config = readWorkersConfig(ctx.options(serveOptions));
+  const store = new SqliteWorkersStore(ctx.openDb("workers", WORKERS_MIGRATIONS), ctx.content("workers"), SecretBox.load(ctx.config.stateDir));
   const log = ctx.log.child({ service: "workers" });
+  const backends = new Map<BindingBackendName, BindingBackend>([
+    [
+      "r2",
+      {
+        exists: async (accountId, bucket) => (await deps.r2.store.getBucket(accountId, bucket)) !== undefined,
+        handle: (call, req, res) => deps.r2.bindingHandler({ accountId: call.accountId, bucketName: call.resource }, req, res),
+      },
+    ],
+    [
+      "kv",
+      {
+        exists: (accountId, id) => deps.kv.namespaceExists(accountId, id),
+        handle: (call, req, res) => deps.kv.bindingHandler({ accountId: call.accountId, namespaceId: call.resource }, req, res),
+      },
+    ],
+  ]);
+  const exists: ResourceExists = (backend, accountId, resource) => backends.get(backend)!.exists(accountId, resource);
   const runtime = new WorkersRuntime(
-    store,
-    { r2: (bucket, req, res) => deps.r2.bindingHandler(bucket, req, res), kv: (ns, req, res) => deps.kv.bindingHandler(ns, req, res) },
+    new Map([...backends].map(([name, b]) => [name, b.handle])),
     join(ctx.config.stateDir, "workers-run"),
     log,
-    (ctx.options(serveOptions)["workerd-binary"] as string | undefined) ?? defaultWorkerdPath(),
+    config.workerdPath,
   );
-  const deployer = new ScriptDeployer(store, runtime, {
-    bucketExists: async (accountId, name) => (await deps.r2.store.getBucket(accountId, name)) !== undefined,
-    namespaceExists: (accountId, id) => deps.kv.namespaceExists(accountId, id),
-  });
-  const proxy = new WorkerProxy(runtime, domain, log);
+  const deployer = new ScriptDeployer(store, runtime, exists, log);
+  const proxy = new WorkerProxy(runtime, config.domain, log);
   const urlOf = (name: string) => {
     const edge = new URL(ctx.edgeUrl());
-    return `http://${name}.${domain}${edge.port ? `:${edge.port}` : ""}`;
+    return `http://${name}.${config.domain}${edge.port ? `:${edge.port}` : ""}`;
   };
 
   return {
     name: "workers",
-    store,
-    runtime,
     async registerApi(app) {
-      const [{ registerMultipart }, { registerWorkersRoutes }] = await Promise.all([import("../core/http/multipart.js"), import("./routes.js")]);
-      await registerMultipart(app, { fileSize: 10 * 1024 * 1024, files: 100, fields: 100, fieldSize: 1024 * 1024 });
-      registerWorkersRoutes(app, { store, deployer, urlOf, workersDomain: domain, newestCompatibilityDate: () => runtime.workerd?.newestCompatibilityDate });
+      const [{ registerMultipart }, { registerWorkersRoutes }, { uploadMultipartLimits }] = await Promise.all([
+        import("../core/http/multipart.js"),
+        import("./api/routes.js"),
+        import("./api/upload.js"),
+      ]);
+      await registerMultipart(app, uploadMultipartLimits);
+      registerWorkersRoutes(app, {
+        store,
+        deployer,
+        urlOf,
+        workersDomain: config.domain,
+        newestCompatibilityDate: () => runtime.workerd?.newestCompatibilityDate,
+        handlersOf: (name) => runtime.handlersOf(name),
+      });
     },
     handleRaw: (req, res) => proxy.handle(req, res),
     async start() {
       await runtime.start();
+      await deployer.startAll();
       const removed = await store.gcContent();
       if (removed) log.info({ removed }, "removed unreferenced worker module files");
     },

@@ -1,234 +1,79 @@
-import type { ContentStore } from "../core/content/store.js";
-import type { Db, Migration } from "../core/db/sqlite.js";
-import type { SecretBox } from "../core/secret-box.js";
-import type { Binding, ModuleKind, ModuleRef, RunnableScript, ScriptRecord } from "./model.js";
+import type { Binding } from "./bindings/registry.js";
 
-export const workersMigrations: readonly Migration[] = [
-  `CREATE TABLE scripts (
-     account_id TEXT NOT NULL,
-     name TEXT NOT NULL,
-     version_id TEXT NOT NULL,
-     etag TEXT NOT NULL,
-     main_module TEXT NOT NULL,
-     compatibility_date TEXT NOT NULL,
-     compatibility_flags TEXT NOT NULL,
-     bindings TEXT NOT NULL,
-     modules TEXT NOT NULL,
-     created_on TEXT NOT NULL,
-     modified_on TEXT NOT NULL,
-     PRIMARY KEY (account_id, name)
-   );
-   -- The Host <script>.<workers domain> names no account, so a script name is unique platform-wide.
-   CREATE UNIQUE INDEX scripts_name ON scripts(name);
-   CREATE TABLE secrets (
-     account_id TEXT NOT NULL,
-     script TEXT NOT NULL,
-     name TEXT NOT NULL,
-     value TEXT NOT NULL,
-     PRIMARY KEY (account_id, script, name),
-     FOREIGN KEY (account_id, script) REFERENCES scripts(account_id, name) ON DELETE CASCADE
-   );`,
-  // Values are sealed (SecretBox) from now on; rows written before are sealed when the store opens.
-  `ALTER TABLE secrets ADD COLUMN sealed INTEGER NOT NULL DEFAULT 0;`,
-];
+/** How workerd is told to load a module part (derived from the part's content type). */
+export type ModuleKind = "esModule" | "commonJsModule" | "text" | "data" | "wasm" | "json";
 
-interface ScriptRow {
-  account_id: string;
+/** A module as a script record names it: its bytes live in the content store under `contentId`. */
+export interface ModuleRef {
   name: string;
-  version_id: string;
-  etag: string;
-  main_module: string;
-  compatibility_date: string;
-  compatibility_flags: string;
-  bindings: string;
-  modules: string;
-  created_on: string;
-  modified_on: string;
+  kind: ModuleKind;
+  contentId: string;
+  size: number;
 }
 
-const toRecord = (r: ScriptRow): ScriptRecord => ({
-  accountId: r.account_id,
-  name: r.name,
-  versionId: r.version_id,
-  etag: r.etag,
-  mainModule: r.main_module,
-  compatibilityDate: r.compatibility_date,
-  compatibilityFlags: JSON.parse(r.compatibility_flags) as string[],
-  bindings: JSON.parse(r.bindings) as Binding[],
-  modules: JSON.parse(r.modules) as ModuleRef[],
-  createdOn: r.created_on,
-  modifiedOn: r.modified_on,
-});
+/** A module with its bytes. */
+export interface ModuleSource {
+  name: string;
+  kind: ModuleKind;
+  content: Buffer;
+}
 
-/** What a sealed secret is bound to: the row it belongs in, so a value cannot be moved to another script. */
-const secretContext = (accountId: string, script: string, name: string) => `${accountId}/${script}/${name}`;
+export interface ScriptRecord {
+  accountId: string;
+  name: string;
+  /** Changes on every upload and every secret change; reported as the deployment / version id. */
+  versionId: string;
+  /** The hash of the modules' names and bytes. */
+  etag: string;
+  mainModule: string;
+  compatibilityDate: string;
+  compatibilityFlags: string[];
+  /** The bindings, secrets apart (a secret's value is never part of a record). */
+  bindings: Binding[];
+  modules: ModuleRef[];
+  createdOn: string;
+  modifiedOn: string;
+}
 
 /**
- * Worker scripts and their secrets. Module bytes live in the content store (written before the row that
- * names them). Secret values must be readable again (workerd needs them in clear), so they are sealed with the
- * platform's secrets key, not hashed; no method that feeds an API answer returns them (see `secretNames`).
+ * Worker scripts, their modules and their secrets. Every backend keeps these promises (store.contract.ts):
+ *
+ * - A script name is unique on the platform (the Host `<script>.<workers domain>` names no account): saving a
+ *   name another account holds is refused with `WorkersErrors.nameTaken`.
+ * - Module bytes are written (`writeModule`) before the record that names them is saved; saving a new version
+ *   or deleting a script removes the bytes it no longer names, after the change is committed.
+ * - Secret values must be readable again (workerd needs them in clear), so they are sealed with the platform's
+ *   secrets key (`SecretBox`), bound to their row (`secretSealContext`), never stored in clear and never
+ *   returned by a method that feeds an API answer (`secretNames`). A store opened with another key refuses to open.
+ * - Deleting a script deletes its secrets.
  */
-export class WorkersStore {
-  private readonly q;
-
-  constructor(
-    private readonly db: Db,
-    private readonly content: ContentStore,
-    private readonly box: SecretBox,
-  ) {
-    this.q = {
-      get: db.prepare<[string, string], ScriptRow>("SELECT * FROM scripts WHERE account_id = ? AND name = ?"),
-      byName: db.prepare<[string], ScriptRow>("SELECT * FROM scripts WHERE name = ?"),
-      list: db.prepare<[string], ScriptRow>("SELECT * FROM scripts WHERE account_id = ? ORDER BY name"),
-      all: db.prepare<[], ScriptRow>("SELECT * FROM scripts ORDER BY account_id, name"),
-      upsert: db.prepare(
-        `INSERT INTO scripts (account_id, name, version_id, etag, main_module, compatibility_date, compatibility_flags, bindings, modules, created_on, modified_on)
-         VALUES (@account_id, @name, @version_id, @etag, @main_module, @compatibility_date, @compatibility_flags, @bindings, @modules, @created_on, @modified_on)
-         ON CONFLICT (account_id, name) DO UPDATE SET version_id = excluded.version_id, etag = excluded.etag, main_module = excluded.main_module,
-           compatibility_date = excluded.compatibility_date, compatibility_flags = excluded.compatibility_flags, bindings = excluded.bindings,
-           modules = excluded.modules, modified_on = excluded.modified_on`,
-      ),
-      touch: db.prepare<[string, string, string, string]>("UPDATE scripts SET version_id = ?, modified_on = ? WHERE account_id = ? AND name = ?"),
-      del: db.prepare<[string, string]>("DELETE FROM scripts WHERE account_id = ? AND name = ?"),
-      secretNames: db.prepare<[string, string], { name: string }>("SELECT name FROM secrets WHERE account_id = ? AND script = ? ORDER BY name"),
-      secrets: db.prepare<[string, string], { name: string; value: string }>(
-        "SELECT name, value FROM secrets WHERE account_id = ? AND script = ? ORDER BY name",
-      ),
-      putSecret: db.prepare<[string, string, string, string]>(
-        "INSERT INTO secrets (account_id, script, name, value, sealed) VALUES (?, ?, ?, ?, 1) ON CONFLICT (account_id, script, name) DO UPDATE SET value = excluded.value, sealed = 1",
-      ),
-      delSecret: db.prepare<[string, string, string]>("DELETE FROM secrets WHERE account_id = ? AND script = ? AND name = ?"),
-    };
-    // Freed pages are zeroed, so a replaced or deleted secret (or one stored in clear before sealing) does not linger in the file.
-    db.pragma("secure_delete = ON");
-    this.sealOldSecrets();
-    this.checkKey();
-  }
-
-  /** Seals the values stored in clear before secrets were sealed (one transaction: all or none). */
-  private sealOldSecrets(): void {
-    const rows = this.db
-      .prepare<[], { account_id: string; script: string; name: string; value: string }>("SELECT account_id, script, name, value FROM secrets WHERE sealed = 0")
-      .all();
-    if (rows.length === 0) return;
-    const update = this.db.prepare<[string, string, string, string]>(
-      "UPDATE secrets SET value = ?, sealed = 1 WHERE account_id = ? AND script = ? AND name = ?",
-    );
-    this.db.transaction(() => {
-      for (const r of rows) update.run(this.box.seal(r.value, secretContext(r.account_id, r.script, r.name)), r.account_id, r.script, r.name);
-    })();
-    // The pages holding the clear values are overwritten in the main file now, not at some later checkpoint.
-    this.db.pragma("wal_checkpoint(TRUNCATE)");
-  }
-
-  /** A key that cannot open the stored secrets stops the start with the reason, not a script that fails later. */
-  private checkKey(): void {
-    const one = this.db
-      .prepare<[], { account_id: string; script: string; name: string; value: string }>("SELECT account_id, script, name, value FROM secrets LIMIT 1")
-      .get();
-    if (one) this.box.open(one.value, secretContext(one.account_id, one.script, one.name));
-  }
-
-  private sealed(accountId: string, script: string, name: string, value: string): string {
-    return this.box.seal(value, secretContext(accountId, script, name));
-  }
-
-  get(accountId: string, name: string): ScriptRecord | undefined {
-    const r = this.q.get.get(accountId, name);
-    return r && toRecord(r);
-  }
-
+export interface WorkersStore {
+  get(accountId: string, name: string): Promise<ScriptRecord | undefined>;
   /** The script a Host name points at, whichever account owns it. */
-  byName(name: string): ScriptRecord | undefined {
-    const r = this.q.byName.get(name);
-    return r && toRecord(r);
-  }
+  byName(name: string): Promise<ScriptRecord | undefined>;
+  /** An account's scripts, by name. */
+  list(accountId: string): Promise<ScriptRecord[]>;
+  /** Every script of the platform (to start them all). */
+  all(): Promise<ScriptRecord[]>;
 
-  list(accountId: string): ScriptRecord[] {
-    return this.q.list.all(accountId).map(toRecord);
-  }
+  writeModule(content: Buffer): Promise<{ contentId: string; size: number }>;
+  readModules(modules: readonly ModuleRef[]): Promise<ModuleSource[]>;
+  /** Removes module bytes no saved record names (an upload that did not start). */
+  deleteModules(modules: readonly ModuleRef[]): Promise<void>;
+  /** Removes module bytes no record names, older than `graceMs` (left by a crash between writing and saving). */
+  gcContent(graceMs?: number): Promise<number>;
 
-  all(): ScriptRecord[] {
-    return this.q.all.all().map(toRecord);
-  }
+  /** Saves a version (keeping the first version's `createdOn`) with the secrets given; other secrets are kept. */
+  save(script: ScriptRecord, secrets: readonly { name: string; text: string }[]): Promise<void>;
+  /** Removes a script and its secrets; false when there was none. */
+  delete(accountId: string, name: string): Promise<boolean>;
 
-  async writeModule(content: Buffer): Promise<{ contentId: string; size: number }> {
-    const c = await this.content.put(content);
-    return { contentId: c.id, size: c.size };
-  }
-
-  /** Stores a new version with the secrets given (others are kept); returns the modules it replaced so they can be removed. */
-  save(script: ScriptRecord, secrets: { name: string; text: string }[]): ModuleRef[] {
-    return this.db.transaction(() => {
-      const old = this.get(script.accountId, script.name);
-      this.q.upsert.run({
-        account_id: script.accountId,
-        name: script.name,
-        version_id: script.versionId,
-        etag: script.etag,
-        main_module: script.mainModule,
-        compatibility_date: script.compatibilityDate,
-        compatibility_flags: JSON.stringify(script.compatibilityFlags),
-        bindings: JSON.stringify(script.bindings),
-        modules: JSON.stringify(script.modules),
-        created_on: old?.createdOn ?? script.createdOn,
-        modified_on: script.modifiedOn,
-      });
-      for (const s of secrets) this.q.putSecret.run(script.accountId, script.name, s.name, this.sealed(script.accountId, script.name, s.name, s.text));
-      return old?.modules ?? [];
-    })();
-  }
-
-  /** Removes a script and its secrets; returns its modules for the caller to delete after the commit. */
-  delete(accountId: string, name: string): ModuleRef[] | undefined {
-    return this.db.transaction(() => {
-      const old = this.get(accountId, name);
-      if (!old) return undefined;
-      this.q.del.run(accountId, name);
-      return old.modules;
-    })();
-  }
-
-  deleteModules(modules: readonly ModuleRef[]): void {
-    for (const m of modules) this.content.deleteSync(m.contentId);
-  }
-
-  /** Removes module files no script names (left by a crash between writing modules and committing the row). */
-  gcContent(graceMs?: number): Promise<number> {
-    const live = new Set(this.all().flatMap((s) => s.modules.map((m) => m.contentId)));
-    return this.content.gc((id) => live.has(id), graceMs);
-  }
-
-  secretNames(accountId: string, script: string): string[] {
-    return this.q.secretNames.all(accountId, script).map((r) => r.name);
-  }
-
-  hasSecret(accountId: string, script: string, name: string): boolean {
-    return this.secretNames(accountId, script).includes(name);
-  }
-
-  /** Sets or removes one secret and gives the script a new version id, in one transaction. */
-  changeSecret(accountId: string, script: string, name: string, value: string | undefined, versionId: string): boolean {
-    return this.db.transaction(() => {
-      const changed =
-        value === undefined
-          ? this.q.delSecret.run(accountId, script, name).changes > 0
-          : this.q.putSecret.run(accountId, script, name, this.sealed(accountId, script, name, value)).changes > 0;
-      if (changed) this.q.touch.run(versionId, new Date().toISOString(), accountId, script);
-      return changed;
-    })();
-  }
-
+  secretNames(accountId: string, script: string): Promise<string[]>;
   /** Secret values, for the runtime only (never for an API answer). */
-  secretValues(accountId: string, script: string): Map<string, string> {
-    return new Map(this.q.secrets.all(accountId, script).map((r) => [r.name, this.box.open(r.value, secretContext(accountId, script, r.name))]));
-  }
-
-  /** Everything workerd needs to run the script; `secrets` replaces the stored values when given (a change not yet committed). */
-  async runnable(script: ScriptRecord, secrets = this.secretValues(script.accountId, script.name)): Promise<RunnableScript> {
-    const modules = await Promise.all(
-      script.modules.map(async (m) => ({ name: m.name, kind: m.kind as ModuleKind, content: await this.content.readAll(m.contentId) })),
-    );
-    return { script, modules, secrets: [...secrets].map(([name, text]) => ({ name, text })) };
-  }
+  secretValues(accountId: string, script: string): Promise<Map<string, string>>;
+  /** Sets (`value`) or removes (undefined) one secret and gives the script `versionId`, at once; false when nothing changed. Refused with `scriptNotFound` when there is no such script. */
+  changeSecret(accountId: string, script: string, name: string, value: string | undefined, versionId: string): Promise<boolean>;
 }
+
+/** What a sealed secret value is bound to: its row, so that a value copied to another script or name does not open. */
+export const secretSealContext = (accountId: string, script: string, name: string) => `${accountId}/${script}/${name}`;

@@ -12,10 +12,13 @@ import { registerTokenRoutes } from "./token-routes.js";
 const accountView = (a: Account) => ({ id: a.id, name: a.name, type: "standard", settings: { enforce_twofactor: false }, created_on: a.created_on });
 
 /** Identity endpoints: the calls wrangler, the SDKs and DNS tools make before anything else, and token management. */
+/** Routes that act on the caller itself, or list only what it sees: authentication is all they need. */
+const self = { config: { permission: "self" } } as const;
+
 export function registerIdentityRoutes(app: FastifyInstance, auth: AuthService): void {
   registerTokenRoutes(app, auth);
 
-  app.get("/user", async (req) => {
+  app.get("/user", self, async (req) => {
     const u = await auth.userOf(req.principal);
     return ok({
       id: u.id,
@@ -39,7 +42,7 @@ export function registerIdentityRoutes(app: FastifyInstance, auth: AuthService):
       .map((id) => req.principal.account(id))
       .filter((a): a is Account => !!a);
 
-  app.get("/accounts", async (req) => {
+  app.get("/accounts", self, async (req) => {
     const q = req.query as Record<string, unknown>;
     let list = visibleAccounts(req);
     if (typeof q.name === "string") list = list.filter((a) => a.name.toLowerCase().includes((q.name as string).toLowerCase()));
@@ -48,7 +51,7 @@ export function registerIdentityRoutes(app: FastifyInstance, auth: AuthService):
     const { result, result_info } = pageOf(list.map(accountView), readPage(q, { defaultPerPage: 20, maxPerPage: 50 }));
     return ok(result, result_info);
   });
-  app.post("/accounts", async (req) => {
+  app.post("/accounts", self, async (req) => {
     if (req.principal.kind !== "global_key") throw IdentityErrors.createAccountNeedsGlobalKey();
     const body = parseWith(z.object({ name: z.string().min(1).max(200) }), req.body);
     return ok(accountView(await auth.createAccount(req.principal.userId, body.name)));
@@ -56,7 +59,7 @@ export function registerIdentityRoutes(app: FastifyInstance, auth: AuthService):
   app.get<{ Params: { account_id: string } }>("/accounts/:account_id", { config: { permission: "any" } }, async (req) =>
     ok(accountView(req.principal.account(req.params.account_id)!)),
   );
-  app.get("/memberships", async (req) => {
+  app.get("/memberships", self, async (req) => {
     const list = visibleAccounts(req).map((a) => ({
       id: a.id,
       status: "accepted",

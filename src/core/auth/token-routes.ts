@@ -110,6 +110,8 @@ function registerTokenRoutesAt(app: FastifyInstance, auth: AuthService, prefix: 
   const account = prefix === "/user" ? "anywhere" : undefined;
   const read = { config: { permission: "api_tokens_read", account } } as const;
   const edit = { config: { permission: "api_tokens_edit", account } } as const;
+  // A token verifies itself (under an account, only when all its grants are on that account); the groups are public.
+  const self = { config: { permission: "self" } } as const;
   const onThisAccount = (req: FastifyRequest, t: ApiTokenRecord) => {
     const acc = accountOf(req);
     return !acc || t.grants.every((g) => g.account_id === acc);
@@ -120,7 +122,7 @@ function registerTokenRoutesAt(app: FastifyInstance, auth: AuthService, prefix: 
     return t;
   };
 
-  app.get(`${prefix}/tokens/verify`, async (req) => {
+  app.get(`${prefix}/tokens/verify`, self, async (req) => {
     if (req.principal.kind !== "api_token") throw IdentityErrors.verifyNeedsToken();
     const t = await auth.currentToken(req.principal);
     if (!onThisAccount(req, t)) throw IdentityErrors.invalidToken();
@@ -128,7 +130,7 @@ function registerTokenRoutesAt(app: FastifyInstance, auth: AuthService, prefix: 
       { code: IdentityCodes.tokenValid, message: "This API Token is valid and active", type: null },
     ]);
   });
-  app.get(`${prefix}/tokens/permission_groups`, async () =>
+  app.get(`${prefix}/tokens/permission_groups`, self, async () =>
     ok(PERMISSION_GROUPS.map((g) => ({ id: g.id, name: g.name, scopes: [`com.cloudflare.api.${g.scope}`] }))),
   );
   app.get(`${prefix}/tokens`, read, async (req) => {

@@ -3,12 +3,11 @@ import { randomBytes } from "node:crypto";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AuthService } from "../auth/auth-service.js";
 import type { Principal } from "../auth/principal.js";
-import type { Permission } from "../auth/permissions.js";
 import { CoreErrors, EdgeError } from "../errors.js";
 import { toEnvelope } from "../errors/render.js";
 import type { Logger } from "../logger.js";
 import type { EdgeService } from "../service.js";
-import { guardRoute } from "./guard.js";
+import { assertRouteDeclaresPermission, guardRoute } from "./guard.js";
 import { parseUserJson } from "./json-input.js";
 import { answerClientError, frameworkErrorAnswer, MAX_HEADER_BYTES, refuseLongUrl } from "./transport-errors.js";
 
@@ -54,14 +53,6 @@ function toEdgeError(err: FastifyError | Error): EdgeError | undefined {
     return CoreErrors.badRequest(fe.message, fe.statusCode);
   }
   return undefined;
-}
-
-/**
- * @deprecated Routes declare `config: { permission }` and the /client/v4 guard checks it (core/http/guard.ts);
- * this stays only until every area has moved its routes over.
- */
-export function requireAccount(req: FastifyRequest, accountId: string, permission: Permission): void {
-  if (!req.principal?.can(accountId, permission)) throw CoreErrors.authentication();
 }
 
 /**
@@ -143,6 +134,7 @@ export async function buildEdgeApp(opts: AppOptions): Promise<FastifyInstance> {
         req.principal = principal instanceof Promise ? await principal : principal;
       });
       v4.addHook("preHandler", guardRoute);
+      v4.addHook("onRoute", assertRouteDeclaresPermission);
       for (const s of opts.services) {
         if (s.registerApi) await v4.register(async (scope) => s.registerApi!(scope));
       }

@@ -4,7 +4,7 @@ import Fastify, { type FastifyRequest } from "fastify";
 import { Principal } from "../auth/principal.js";
 import { EdgeError } from "../errors.js";
 import { toEnvelope } from "../errors/render.js";
-import { guardRoute } from "./guard.js";
+import { assertRouteDeclaresPermission, guardRoute } from "./guard.js";
 
 const A = "a".repeat(32);
 const B = "b".repeat(32);
@@ -41,7 +41,7 @@ async function guardedApp() {
   app.get("/user/dns", { config: { permission: "dns_edit", account: "anywhere" } }, done);
   app.get("/user/kv", { config: { permission: "kv_edit", account: "anywhere" } }, done);
   app.get("/no-account", { config: { permission: "kv_read" } }, done);
-  app.get("/open", done);
+  app.get("/open", { config: { permission: "self" } }, done);
   await app.ready();
   return app;
 }
@@ -70,6 +70,14 @@ test("the guard: a route's permission on its account, refused 403/10000 alike fo
   assert.deepEqual(await call("GET", "/user/kv"), denied);
 
   assert.deepEqual(await call("GET", "/no-account"), denied, "a guarded route without an account is refused, not opened");
-  assert.equal((await call("GET", "/open")).status, 200, "a route without a permission is left to its handler");
+  assert.equal((await call("GET", "/open")).status, 200, '"self": authentication alone, the handler filters by the caller');
+  await app.close();
+});
+
+test("a v4 route that declares no permission is refused when it is registered, not opened to every caller", async () => {
+  const app = Fastify();
+  app.addHook("onRoute", assertRouteDeclaresPermission);
+  app.get("/declared", { config: { permission: "self" } }, async () => ({}));
+  assert.throws(() => app.get("/forgotten", async () => ({})), /route GET \/forgotten declares no config.permission/);
   await app.close();
 });

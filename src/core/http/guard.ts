@@ -13,10 +13,11 @@ declare module "fastify" {
   interface FastifyContextConfig {
     /**
      * What a /client/v4 route needs, checked by one hook before the handler runs: this permission on the route's
-     * account (`"any"`: some permission there, i.e. the caller sees the account). Routes without it are only
-     * authenticated, which suits calls that act on the caller itself (/user) or list what it sees.
+     * account (`"any"`: some permission there, i.e. the caller sees the account); `"self"`: authentication alone,
+     * for calls that act on the caller itself (/user) or list only what it sees (and filter by it). Every v4 route
+     * declares one: `assertRouteDeclaresPermission` refuses to register a route without it.
      */
-    permission?: Permission | "any";
+    permission?: Permission | "any" | "self";
     /**
      * The route's account: by default the `account_id` path parameter; a resolver for routes addressed by
      * another id; `"anywhere"` for user-level permissions (token management), held on any of the caller's accounts.
@@ -32,7 +33,7 @@ declare module "fastify" {
  */
 export async function guardRoute(req: FastifyRequest): Promise<void> {
   const { permission, account } = req.routeOptions.config;
-  if (permission === undefined && account === undefined) return;
+  if (permission === "self" || (permission === undefined && account === undefined)) return;
   const p = req.principal;
   if (account === "anywhere") {
     if (permission === undefined || permission === "any" || !p.canAnywhere(permission)) throw CoreErrors.authentication();
@@ -42,4 +43,15 @@ export async function guardRoute(req: FastifyRequest): Promise<void> {
   if (typeof accountId !== "string") throw CoreErrors.authentication();
   const allowed = permission === undefined || permission === "any" ? p.accounts().includes(accountId) : p.can(accountId, permission);
   if (!allowed) throw CoreErrors.authentication();
+}
+
+/**
+ * An onRoute hook of the /client/v4 scope: a route that does not say what it needs is a bug found at start, not an
+ * open door found later (a forgotten check would otherwise let every authenticated caller in).
+ */
+export function assertRouteDeclaresPermission(route: { method: string | string[]; url: string; config?: unknown }): void {
+  const permission = (route.config as { permission?: unknown } | undefined)?.permission;
+  if (permission === undefined) {
+    throw new Error(`route ${String(route.method)} ${route.url} declares no config.permission (a permission, "any" or "self"): see core/http/guard.ts`);
+  }
 }

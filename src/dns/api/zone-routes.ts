@@ -75,7 +75,8 @@ export function registerZoneRoutes(app: FastifyInstance, zones: ZoneService, cfg
     return ok(view(req, zs.zone));
   });
 
-  app.get("/zones", async (req) => {
+  // Lists only the zones the caller may read (filtered below).
+  app.get("/zones", { config: { permission: "self" } }, async (req) => {
     const q = req.query as Record<string, unknown>;
     const page = readPage(q, { defaultPerPage: 20, maxPerPage: 1000 });
     const visible = [...zones.all()].map((zs) => zs.zone).filter((z) => req.principal.can(z.account_id, "dns_read"));

@@ -4,10 +4,12 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Agent, fetch as undiciFetch, type RequestInit, type Response } from "undici";
 import { createLogger } from "../../core/logger.js";
-import { workerdConfig } from "../capnp-config.js";
-import type { Binding, RunnableScript } from "../model.js";
-import { defaultWorkerdPath } from "../workerd-binary.js";
-import { WorkerdProcess } from "../workerd-process.js";
+import type { Binding } from "../bindings/registry.js";
+import { workerdConfig } from "../runtime/capnp-config.js";
+import { entryModule } from "../runtime/entry-module.js";
+import type { RunnableScript } from "../runtime/runtime.js";
+import { defaultWorkerdPath } from "../runtime/workerd-binary.js";
+import { WorkerdProcess } from "../runtime/workerd-process.js";
 
 export interface BoundWorkerd {
   /** Sends a request to the script (workerd listens on a unix socket, as the platform runs it). */
@@ -53,17 +55,25 @@ export async function startBoundWorkerd(opts: {
     secrets: [],
   };
   writeFileSync(join(dir, "main.js"), opts.script);
+  const entry = entryModule("main.js");
+  writeFileSync(join(dir, "entry.js"), entry.source);
   const config = workerdConfig({
     run,
     compatibilityDate: opts.compatibilityDate,
     modulePath: () => "main.js",
+    entry: { module: entry, path: "entry.js" },
     bindingTarget: () => ({ address: `unix:${backendSocket}`, header: { name: "x-bound-workerd", value: "test" } }),
   });
   writeFileSync(join(dir, "config.capnp"), config);
   let workerd: WorkerdProcess;
   try {
-    workerd = await WorkerdProcess.start(defaultWorkerdPath(), join(dir, "config.capnp"), {}, join(dir, "workerd.sock"), createLogger({ level: "silent" }), {
-      test: opts.binding.kind,
+    workerd = await WorkerdProcess.start({
+      binary: defaultWorkerdPath(),
+      configFile: join(dir, "config.capnp"),
+      env: {},
+      sockets: { http: join(dir, "workerd.sock"), handlers: join(dir, "handlers.sock") },
+      log: createLogger({ level: "silent" }),
+      tag: { test: opts.binding.kind },
     });
   } catch (err) {
     backend.close();

@@ -24,6 +24,13 @@ export async function uploadScript(
   return { status: res.statusCode, body: await res.body.json() };
 }
 
+/** Creates another account of the platform's user (with the global key, which reaches it) and returns its id. */
+export async function createAccount(p: TestPlatform, name: string): Promise<string> {
+  const res = await p.api("POST", "/accounts", { name }, p.keyHeaders());
+  if (res.status !== 200) throw new Error(`creating account ${name}: ${JSON.stringify(res.body)}`);
+  return res.body.result.id as string;
+}
+
 /** Sends a request to a worker through the edge port, addressed by Host like a browser would. */
 export async function hit(
   p: TestPlatform,

@@ -1,0 +1,215 @@
+import type { FastifyInstance, FastifyRequest } from "fastify";
+import { z } from "zod";
+import { ok } from "../../core/http/envelope.js";
+import { parseWith } from "../../core/http/validate.js";
+import { bindingName } from "../bindings/binding-type.js";
+import type { ScriptDeployer } from "../deployer.js";
+import { WorkersCodes, WorkersErrors, WorkersMessages } from "../errors.js";
+import type { ScriptRecord, WorkersStore } from "../store.js";
+import { checkScriptSettings, checkSubdomainChange, SCRIPT_SETTINGS, SUBDOMAIN_STATE } from "./settings.js";
+import { MODULE_CONTENT_TYPES, readUpload, secretText } from "./upload.js";
+
+export interface WorkersRouteDeps {
+  store: WorkersStore;
+  deployer: ScriptDeployer;
+  /** The URL a script is served at, e.g. http://name.workers.localhost:8787 */
+  urlOf(name: string): string;
+  /** The newest compatibility date the running workerd implements. */
+  newestCompatibilityDate(): string | undefined;
+  /** What the running version of a script handles (its default export's handlers). */
+  handlersOf(name: string): readonly string[];
+  workersDomain: string;
+}
+
+type Params = { account_id: string; name: string; secret: string };
+
+const read = { config: { permission: "workers_read" } } as const;
+const edit = { config: { permission: "workers_edit" } } as const;
+
+const secretSchema = z.object({
+  name: bindingName(),
+  text: secretText(),
+  type: z.literal("secret_text").default("secret_text"),
+});
+
+const deploymentSchema = z.object({
+  strategy: z.literal("percentage").default("percentage"),
+  versions: z.array(z.object({ version_id: z.string(), percentage: z.number() })).min(1),
+});
+
+export function registerWorkersRoutes(app: FastifyInstance, deps: WorkersRouteDeps): void {
+  const { store, deployer } = deps;
+  const base = "/accounts/:account_id/workers";
+
+  /** The script the path names in the path's account, or its 404. */
+  const scriptOf = async (req: FastifyRequest, notFound: (name: string) => Error = WorkersErrors.scriptNotFound) => {
+    const p = req.params as Params;
+    const s = await store.get(p.account_id, p.name);
+    if (!s) throw notFound(p.name);
+    return s;
+  };
+
+  /** The script as the hosted API summarises it. */
+  const summary = (s: ScriptRecord) => ({
+    id: s.name,
+    etag: s.etag,
+    handlers: deps.handlersOf(s.name),
+    has_modules: true,
+    compatibility_date: s.compatibilityDate,
+    compatibility_flags: s.compatibilityFlags,
+    usage_model: "standard",
+    created_on: s.createdOn,
+    modified_on: s.modifiedOn,
+  });
+
+  /** Bindings as settings show them: secrets by name and type only. */
+  const bindingsOf = async (s: ScriptRecord) => [
+    ...s.bindings,
+    ...(await store.secretNames(s.accountId, s.name)).map((name) => ({ name, type: "secret_text" })),
+  ];
+
+  /** Said on upload when workerd is older than the script's compatibility date (wrangler's local mode warns alike). */
+  const dateMessages = (s: ScriptRecord) => {
+    const newest = deps.newestCompatibilityDate();
+    return !newest || s.compatibilityDate <= newest ? [] : [WorkersMessages.compatibilityDateLowered(s.compatibilityDate, newest)];
+  };
+
+  app.put(`${base}/scripts/:name`, edit, async (req) => {
+    const p = req.params as Params;
+    const s = await deployer.upload(p.account_id, p.name, await readUpload(req));
+    return ok({ ...summary(s), deployment_id: s.versionId, startup_time_ms: 0, url: deps.urlOf(s.name) }, undefined, dateMessages(s));
+  });
+
+  // Versions: this platform keeps one live version per script, so uploading a version deploys it at once;
+  // a deployment may then only name that version at 100% (what `wrangler deploy` does right after).
+  const versionView = async (s: ScriptRecord) => ({
+    id: s.versionId,
+    number: 1,
+    metadata: { created_on: s.modifiedOn, modified_on: s.modifiedOn, source: "api", has_preview: false },
+    resources: { script: { etag: s.etag, handlers: deps.handlersOf(s.name) }, bindings: await bindingsOf(s) },
+    startup_time_ms: 0,
+  });
+  app.post(`${base}/scripts/:name/versions`, edit, async (req) => {
+    const p = req.params as Params;
+    const s = await deployer.upload(p.account_id, p.name, await readUpload(req));
+    return ok(await versionView(s), undefined, dateMessages(s));
+  });
+  app.get(`${base}/scripts/:name/versions`, read, async (req) => {
+    const s = await scriptOf(req);
+    return ok({ items: [await versionView(s)] }, { page: 1, per_page: 1, count: 1, total_count: 1, total_pages: 1 });
+  });
+  app.post(`${base}/scripts/:name/deployments`, edit, async (req) => {
+    const s = await scriptOf(req);
+    const body = parseWith(deploymentSchema, req.body ?? {}, WorkersCodes.validation);
+    const [only] = body.versions;
+    if (body.versions.length !== 1 || only.version_id !== s.versionId || only.percentage !== 100) throw WorkersErrors.oneVersionOnly(s.versionId);
+    return ok({ id: s.versionId, source: "api", strategy: "percentage", created_on: s.modifiedOn, versions: body.versions });
+  });
+  app.patch(`${base}/scripts/:name/script-settings`, edit, async (req) => {
+    await scriptOf(req);
+    checkScriptSettings(req.body ?? {});
+    return ok(SCRIPT_SETTINGS);
+  });
+
+  app.get(`${base}/scripts`, read, async (req) => {
+    const p = req.params as Params;
+    return ok((await store.list(p.account_id)).map(summary));
+  });
+
+  // The hosted API answers with the modules as multipart/form-data, one part per module.
+  app.get(`${base}/scripts/:name`, read, async (req, reply) => {
+    const s = await scriptOf(req);
+    const form = new FormData();
+    for (const m of await store.readModules(s.modules)) form.append(m.name, new Blob([m.content], { type: MODULE_CONTENT_TYPES[m.kind] }), m.name);
+    const res = new Response(form);
+    return reply.header("content-type", res.headers.get("content-type")!).send(Buffer.from(await res.arrayBuffer()));
+  });
+
+  // `wrangler delete` removes the service; here a service is its one script.
+  for (const path of [`${base}/scripts/:name`, `${base}/services/:name`]) {
+    app.delete(path, edit, async (req) => {
+      const p = req.params as Params;
+      await deployer.remove(p.account_id, p.name);
+      return ok({ id: p.name });
+    });
+  }
+
+  app.get(`${base}/scripts/:name/settings`, read, async (req) => {
+    const s = await scriptOf(req);
+    return ok({
+      bindings: await bindingsOf(s),
+      compatibility_date: s.compatibilityDate,
+      compatibility_flags: s.compatibilityFlags,
+      logpush: SCRIPT_SETTINGS.logpush,
+      placement: {},
+      tail_consumers: SCRIPT_SETTINGS.tail_consumers,
+      usage_model: "standard",
+    });
+  });
+
+  app.get(`${base}/scripts/:name/deployments`, read, async (req) => {
+    const s = await scriptOf(req);
+    const deployment = {
+      id: s.versionId,
+      source: "api",
+      strategy: "percentage",
+      created_on: s.modifiedOn,
+      versions: [{ version_id: s.versionId, percentage: 100 }],
+    };
+    return ok({ deployments: [deployment] });
+  });
+
+  app.get(`${base}/services/:name`, read, async (req) => {
+    const s = await scriptOf(req, WorkersErrors.serviceNotFound);
+    return ok({
+      id: s.name,
+      default_environment: { environment: "production", created_on: s.createdOn, modified_on: s.modifiedOn, script: summary(s) },
+      created_on: s.createdOn,
+      modified_on: s.modifiedOn,
+    });
+  });
+
+  app.get(`${base}/workers/:name`, read, async (req) => {
+    const s = await scriptOf(req);
+    return ok({ id: s.name, name: s.name, subdomain: SUBDOMAIN_STATE, created_on: s.createdOn, updated_on: s.modifiedOn, url: deps.urlOf(s.name) });
+  });
+
+  // Every script is served at <name>.<workers domain> (set by --workers-domain), and nothing else.
+  app.get(`${base}/scripts/:name/subdomain`, read, async (req) => {
+    await scriptOf(req);
+    return ok(SUBDOMAIN_STATE);
+  });
+  app.post(`${base}/scripts/:name/subdomain`, edit, async (req) => {
+    await scriptOf(req);
+    return ok(SUBDOMAIN_STATE, undefined, checkSubdomainChange(req.body ?? {}, deps.workersDomain));
+  });
+  app.get(`${base}/subdomain`, read, async () => ok({ subdomain: deps.workersDomain }));
+  app.put(`${base}/subdomain`, edit, async () => {
+    throw WorkersErrors.workersDomainFixed(deps.workersDomain);
+  });
+
+  app.get(`${base}/scripts/:name/secrets`, read, async (req) => {
+    const s = await scriptOf(req);
+    return ok((await store.secretNames(s.accountId, s.name)).map((name) => ({ name, type: "secret_text" })));
+  });
+
+  app.get(`${base}/scripts/:name/secrets/:secret`, read, async (req) => {
+    const s = await scriptOf(req);
+    const { secret } = req.params as Params;
+    if (!(await store.secretNames(s.accountId, s.name)).includes(secret)) throw WorkersErrors.secretNotFound(secret);
+    return ok({ name: secret, type: "secret_text" });
+  });
+
+  app.put(`${base}/scripts/:name/secrets`, edit, async (req) => {
+    const p = req.params as Params;
+    const body = parseWith(secretSchema, req.body ?? {}, WorkersCodes.validation);
+    await deployer.changeSecret(p.account_id, p.name, body.name, body.text);
+    return ok({ name: body.name, type: "secret_text" });
+  });
+
+  app.delete(`${base}/scripts/:name/secrets/:secret`, edit, async (req) => {
+    const p = req.params as Params;
+    await deployer.changeSecret(p.account_id, p.name, p.secret, undefined);
+    return ok(null);
+  });
+}

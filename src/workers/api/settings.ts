@@ -1,0 +1,71 @@
+import { CoreErrors } from "../../core/errors.js";
+import { WorkersCodes, WorkersErrors, WorkersMessages } from "../errors.js";
+
+/**
+ * The per-script settings of the hosted API that this platform does not have. None can be turned on, so each is
+ * reported as off, and a request to turn one on is refused naming the field, never accepted and ignored.
+ */
+export const SCRIPT_SETTINGS = { logpush: false, tail_consumers: [], observability: { enabled: false } } as const;
+
+const NO_LOGS = "this platform has no Workers Logs (a script's console output goes to the platform's log); only false is accepted";
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
+
+/** Checks a `PATCH …/script-settings` body (what `wrangler deploy` sends: `observability: {enabled: false}`). */
+export function checkScriptSettings(body: unknown): void {
+  if (!isObject(body)) throw CoreErrors.invalidInput("script settings must be a JSON object", { code: WorkersCodes.validation });
+  for (const [field, value] of Object.entries(body)) {
+    switch (field) {
+      case "logpush":
+        if (value !== false) throw WorkersErrors.settingUnavailable("logpush", "this platform has no Logpush; only false is accepted");
+        break;
+      case "tail_consumers":
+        if (value !== null && !(Array.isArray(value) && value.length === 0)) {
+          throw WorkersErrors.settingUnavailable("tail_consumers", "this platform has no Tail Workers; only [] is accepted");
+        }
+        break;
+      case "observability":
+        checkObservability(value);
+        break;
+      default:
+        throw WorkersErrors.settingUnavailable(field, "not a script setting of this platform (it has logpush, tail_consumers and observability, all off)");
+    }
+  }
+}
+
+/** Observability off, and nothing in it turned on (`logs.enabled`, `traces.enabled`); sampling rates change nothing then. */
+function checkObservability(value: unknown): void {
+  if (!isObject(value) || value.enabled !== false) throw WorkersErrors.settingUnavailable("observability.enabled", NO_LOGS);
+  for (const [part, inner] of Object.entries(value)) {
+    if (isObject(inner) && inner.enabled !== undefined && inner.enabled !== false) {
+      throw WorkersErrors.settingUnavailable(`observability.${part}.enabled`, NO_LOGS);
+    }
+  }
+}
+
+/** What `…/subdomain` of a script says: every Worker is served at `<name>.<workers domain>`; there are no preview URLs. */
+export const SUBDOMAIN_STATE = { enabled: true, previews_enabled: false } as const;
+
+/**
+ * Checks a `POST …/subdomain` body and returns the answer's messages. Turning the Worker's URL off is refused.
+ * `previews_enabled: true` is what wrangler 3 sends on every deploy by default (`preview_urls` defaults to true):
+ * refusing it would fail every deploy after its upload, so it is answered with previews off and a message saying so.
+ */
+export function checkSubdomainChange(body: unknown, domain: string): { code: number; message: string }[] {
+  if (!isObject(body)) throw CoreErrors.invalidInput('the body must be a JSON object such as {"enabled": true}', { code: WorkersCodes.validation });
+  const messages = [];
+  for (const [field, value] of Object.entries(body)) {
+    if (typeof value !== "boolean") throw CoreErrors.invalidInput(`${field}: must be true or false`, { code: WorkersCodes.validation, pointer: `/${field}` });
+    if (field === "enabled") {
+      if (!value) throw WorkersErrors.settingUnavailable("enabled", `every Worker is served at <name>.${domain}; that cannot be turned off here`);
+    } else if (field === "previews_enabled") {
+      if (value)
+        messages.push(
+          WorkersMessages.leftUnchanged("previews_enabled", "this platform has no preview URLs (it serves one version per Worker, at its URL); they stay off"),
+        );
+    } else {
+      throw WorkersErrors.settingUnavailable(field, "not a subdomain setting (they are enabled and previews_enabled)");
+    }
+  }
+  return messages;
+}

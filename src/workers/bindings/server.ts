@@ -1,0 +1,116 @@
+import { randomBytes, timingSafeEqual } from "node:crypto";
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { Logger } from "../../core/logger.js";
+import type { BindingBackendName } from "./binding-type.js";
+
+/** The header workerd injects on every binding call (it replaces any header of that name the script sets). */
+const BINDING_HEADER = "x-edge-binding";
+
+/** What one binding's calls are for: a resource (a bucket, a namespace) of a backend, in the script's account. */
+export interface BindingCall {
+  backend: BindingBackendName;
+  accountId: string;
+  resource: string;
+}
+
+/** Serves one backend's binding protocol: answers a call workerd sent for `call`. */
+export type BindingHandler = (call: BindingCall, req: IncomingMessage, res: ServerResponse) => void;
+
+/**
+ * The server workerd sends binding calls to (R2, KV), on a unix socket in a private directory. workerd
+ * authenticates nothing, so each external service in a config carries `<secret>.<identity>` in an injected
+ * header; the secret is random per platform process and lives only in memory and in the 0600 configs. A
+ * request without it gets 403, so nothing else that reaches the socket can use it to reach the stores.
+ */
+export class BindingServer {
+  private readonly secret = randomBytes(32).toString("base64url");
+  private readonly secretBytes = Buffer.from(this.secret);
+  private server?: Server;
+  private address = "";
+
+  constructor(
+    private readonly handlers: ReadonlyMap<BindingBackendName, BindingHandler>,
+    private readonly log: Logger,
+  ) {}
+
+  /** Listens on the unix socket at `socketPath`. */
+  async start(socketPath: string): Promise<void> {
+    const server = createServer((req, res) => this.dispatch(req, res));
+    // workerd keeps binding connections alive between calls; do not cut them sooner than it does.
+    server.keepAliveTimeout = 120_000;
+    server.headersTimeout = 121_000;
+    server.requestTimeout = 0;
+    await new Promise<void>((resolve, reject) => {
+      server.once("error", reject);
+      server.listen(socketPath, () => resolve());
+    });
+    this.server = server;
+    this.address = `unix:${socketPath}`;
+  }
+
+  /** Where workerd must send the calls of one binding (a workerd address, `unix:<path>`), and the header that names its resource. */
+  target(call: BindingCall): { address: string; header: { name: string; value: string } } {
+    if (!this.address) throw new Error("binding server is not started");
+    const id = Buffer.from(JSON.stringify(call)).toString("base64url");
+    return { address: this.address, header: { name: BINDING_HEADER, value: `${this.secret}.${id}` } };
+  }
+
+  get listenAddress(): string {
+    return this.address;
+  }
+
+  /**
+   * Header values already verified, with what they name. Only workerd sends valid ones and a config has a
+   * handful, so this saves the secret check, base64 and JSON work on every call; the bound keeps memory flat.
+   */
+  private readonly verified = new Map<string, BindingCall>();
+
+  private identify(req: IncomingMessage): BindingCall | undefined {
+    const h = req.headers[BINDING_HEADER];
+    if (typeof h !== "string") return undefined;
+    const known = this.verified.get(h);
+    if (known) return known;
+    const dot = h.indexOf(".");
+    if (dot < 0) return undefined;
+    const given = Buffer.from(h.slice(0, dot));
+    if (given.length !== this.secretBytes.length || !timingSafeEqual(given, this.secretBytes)) return undefined;
+    let who: BindingCall;
+    try {
+      who = JSON.parse(Buffer.from(h.slice(dot + 1), "base64url").toString("utf8")) as BindingCall;
+    } catch {
+      return undefined;
+    }
+    if (this.verified.size >= 1024) this.verified.clear();
+    this.verified.set(h, who);
+    return who;
+  }
+
+  private dispatch(req: IncomingMessage, res: ServerResponse): void {
+    const who = this.identify(req);
+    if (!who) {
+      res.writeHead(403, { "content-type": "text/plain" }).end("forbidden\n");
+      req.resume();
+      return;
+    }
+    try {
+      const handle = this.handlers.get(who.backend);
+      // Only this process writes valid headers, so a backend it does not serve is a bug of ours.
+      if (!handle) throw new Error(`no handler for binding backend ${who.backend}`);
+      handle(who, req, res);
+    } catch (err) {
+      this.log.error({ err, binding: who.backend }, "binding call failed");
+      if (!res.headersSent) res.writeHead(500, { "content-type": "text/plain" });
+      res.end();
+    }
+  }
+
+  async stop(): Promise<void> {
+    const s = this.server;
+    if (!s) return;
+    this.server = undefined;
+    await new Promise<void>((resolve) => {
+      s.close(() => resolve());
+      s.closeIdleConnections();
+    });
+  }
+}

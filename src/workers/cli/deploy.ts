@@ -1,0 +1,107 @@
+import { basename, dirname, resolve } from "node:path";
+import type { CliContext } from "../../core/cli/context.js";
+import type { ProjectConfig } from "../../core/cli/config-file.js";
+import { UserError } from "../../core/errors.js";
+import type { Binding } from "../bindings/registry.js";
+import { resolveScriptName, scriptPath, uploadForm } from "./target.js";
+
+interface DeployArgs {
+  script?: string;
+  name?: string;
+  env?: string;
+  "compatibility-date"?: string;
+  "dry-run"?: boolean;
+}
+
+/** Bindings in the order wrangler sends them: vars, then KV namespaces, then R2 buckets. */
+function bindingsOf(cfg: ProjectConfig | undefined): Binding[] {
+  if (!cfg) return [];
+  const out: Binding[] = Object.entries(cfg.vars).map(([name, text]) => ({ type: "plain_text", name, text }));
+  for (const kv of cfg.kv_namespaces) {
+    if (!kv.id)
+      throw new UserError(
+        `${cfg.path}: the KV namespace binding "${kv.binding}" has no "id"; create one with \`edgecli kv namespace create\` and put its id there`,
+      );
+    out.push({ type: "kv_namespace", name: kv.binding, namespace_id: kv.id });
+  }
+  for (const r2 of cfg.r2_buckets) out.push({ type: "r2_bucket", name: r2.binding, bucket_name: r2.bucket_name });
+  return out;
+}
+
+/** Bundles `entry` and everything it imports into one ES module for workerd (TypeScript included). */
+async function bundle(entry: string): Promise<{ code: Buffer; name: string }> {
+  const esbuild = await import("esbuild");
+  const name = `${basename(entry).replace(/\.[^.]+$/, "")}.js`;
+  try {
+    const out = await esbuild.build({
+      entryPoints: [entry],
+      bundle: true,
+      format: "esm",
+      platform: "browser",
+      target: "es2022",
+      conditions: ["workerd", "worker", "browser"],
+      external: ["cloudflare:*", "node:*"],
+      write: false,
+      outfile: name,
+      logLevel: "silent",
+    });
+    return { code: Buffer.from(out.outputFiles[0].contents), name };
+  } catch (e) {
+    const errors = (e as { errors?: { text: string; location?: { file: string; line: number; column: number } }[] }).errors;
+    if (!errors) throw e;
+    throw new UserError(
+      `Could not bundle ${entry}:\n${errors.map((x) => (x.location ? `${x.location.file}:${x.location.line}:${x.location.column}: ${x.text}` : x.text)).join("\n")}`,
+    );
+  }
+}
+
+function printBindings(ctx: CliContext, bindings: Binding[]): void {
+  if (bindings.length === 0) return ctx.log.info("No bindings found.");
+  ctx.log.info("Your worker has access to the following bindings:");
+  const groups: [Binding["type"], string, (b: Binding) => string][] = [
+    ["kv_namespace", "KV Namespaces", (b) => (b as { namespace_id: string }).namespace_id],
+    ["r2_bucket", "R2 Buckets", (b) => (b as { bucket_name: string }).bucket_name],
+    ["plain_text", "Vars", (b) => JSON.stringify((b as { text: string }).text)],
+  ];
+  for (const [type, title, show] of groups) {
+    const of = bindings.filter((b) => b.type === type);
+    if (of.length === 0) continue;
+    ctx.log.info(`- ${title}:`);
+    for (const b of of) ctx.log.info(`  - ${b.name}: ${show(b)}`);
+  }
+}
+
+/** `edgecli deploy`: bundles the entry point and uploads it with the config's bindings, as `wrangler deploy` does. */
+export async function deploy(args: DeployArgs, ctx: CliContext): Promise<void> {
+  const cfg = await ctx.config(args.env);
+  const name = await resolveScriptName(ctx, args);
+  const mainRel = args.script ?? cfg?.main;
+  if (!mainRel) throw new UserError('Missing entry-point: give the script as an argument or set "main" in the config');
+  const entry = resolve(args.script || !cfg ? ctx.cwd : dirname(cfg.path), mainRel);
+  const compatibilityDate = args["compatibility-date"] ?? cfg?.compatibility_date;
+  if (!compatibilityDate) throw new UserError('A compatibility_date is required when deploying. Add one to the config, e.g. compatibility_date = "2024-09-01"');
+  const bindings = bindingsOf(cfg);
+  const started = Date.now();
+  const { code, name: moduleName } = await bundle(entry);
+  ctx.log.info(`Total Upload: ${(code.length / 1024).toFixed(2)} KiB`);
+  printBindings(ctx, bindings);
+  if (args["dry-run"]) return ctx.log.info("--dry-run: exiting now.");
+
+  const accountId = await ctx.accountId(args.env);
+  const metadata = {
+    main_module: moduleName,
+    bindings,
+    compatibility_date: compatibilityDate,
+    compatibility_flags: cfg?.compatibility_flags ?? [],
+    keep_bindings: ["secret_text"],
+  };
+  const form = new FormData();
+  form.append("metadata", JSON.stringify(metadata));
+  form.append(moduleName, new Blob([code], { type: "application/javascript+module" }), moduleName);
+  const { result, messages } = await uploadForm<{ deployment_id: string; url?: string }>(ctx, scriptPath(accountId, name), form, { excludeScript: "true" });
+  for (const m of messages ?? []) ctx.log.warn(m.message);
+  ctx.log.info(`Uploaded ${name} (${((Date.now() - started) / 1000).toFixed(2)} sec)`);
+  ctx.log.info(`Deployed ${name} triggers`);
+  if (result.url) ctx.log.info(`  ${result.url}`);
+  ctx.log.info(`Current Version ID: ${result.deployment_id}`);
+}

@@ -1,0 +1,81 @@
+import { EdgeError } from "../core/errors.js";
+import type { MultipartErrors } from "../core/http/multipart.js";
+
+/** The codes the Workers API answers with (the hosted API's where known). */
+export const WorkersCodes = {
+  scriptNotFound: 10007,
+  serviceNotFound: 10090,
+  validation: 10021,
+  scriptTooLarge: 10027,
+  nameTaken: 10026,
+  secretNotFound: 10056,
+  /** A message, not an error: the script runs with an earlier compatibility date than it asked for. */
+  compatibilityDateLowered: 10200,
+  /** A message, not an error: a part of a request that this platform leaves as it is (it is not configurable here). */
+  leftUnchanged: 10201,
+} as const;
+
+const invalid = (message: string, pointer?: string) => new EdgeError(400, WorkersCodes.validation, message, { pointer });
+
+/** The Workers refusals; every message is written here once. */
+export const WorkersErrors = {
+  scriptNotFound: () => new EdgeError(404, WorkersCodes.scriptNotFound, "This Worker does not exist on your account."),
+  /** The services view of a missing script (what `wrangler deploy` asks first). */
+  serviceNotFound: (name: string) => new EdgeError(404, WorkersCodes.serviceNotFound, `Worker ${name} not found`),
+  secretNotFound: (name: string) => new EdgeError(404, WorkersCodes.secretNotFound, `This Worker has no secret named ${name}`),
+
+  invalidName: (name: string) =>
+    invalid(`Worker name "${name}" is invalid: use 1-63 lowercase letters, digits and hyphens, not starting or ending with a hyphen`),
+  nameTaken: (name: string) => new EdgeError(409, WorkersCodes.nameTaken, `The Worker name "${name}" is already in use on this platform; choose another`),
+  failedToStart: (reason: string) => invalid(`The Worker failed to start: ${reason}`),
+  oneVersionOnly: (liveVersionId: string) => invalid(`This platform serves one version per Worker: deploy its latest version (${liveVersionId}) at 100%`),
+
+  // The upload body.
+  notMultipart: () => invalid("A script upload must be multipart/form-data with a `metadata` part and the module parts"),
+  /** How `formParts` words a broken or oversized upload body. */
+  uploadBody: {
+    invalid: (message: string) => invalid(message),
+    tooLarge: (message: string) => new EdgeError(413, WorkersCodes.scriptTooLarge, message),
+  } satisfies MultipartErrors,
+  scriptTooLarge: (limitBytes: number) => new EdgeError(413, WorkersCodes.scriptTooLarge, `The script exceeds the size limit of ${limitBytes} bytes`),
+  metadataTwice: () => invalid("The upload has more than one `metadata` part"),
+  noMetadata: () => invalid("The upload has no `metadata` part"),
+  metadataInBothForms: () => invalid("Send the metadata either as one `metadata` part or as `metadata[...]` fields, not both"),
+  metadataNotJson: (detail: string) => invalid(`metadata: not valid JSON (${detail})`),
+  /** A bracketed metadata field (`metadata[bindings][][name]`) that cannot be taken; `reason` names the field. */
+  metadataField: (reason: string) => invalid(reason),
+  serviceWorkerSyntax: () => invalid("Service-worker syntax (body_part) is not supported; upload an ES module worker with main_module"),
+  mainModuleRequired: () => invalid("metadata: main_module is required"),
+  moduleContentType: (module: string, contentType: string) => invalid(`Module ${module}: unsupported content type "${contentType}"`),
+  moduleTwice: (module: string) => invalid(`Module ${module} is given twice`),
+  mainModuleNotUploaded: (mainModule: string, uploaded: readonly string[]) =>
+    invalid(`main_module "${mainModule}" is not one of the uploaded parts (${uploaded.join(", ") || "none"})`),
+  mainModuleNotEsm: (mainModule: string) => invalid(`main_module "${mainModule}" must be an ES module (content type application/javascript+module)`),
+
+  // Bindings and secrets.
+  bindingTypeUnsupported: (index: number, type: string, supported: readonly string[]) =>
+    invalid(`bindings.${index}: binding type "${type}" is not supported here (supported: ${supported.join(", ")})`),
+  bindingNameRepeated: (index: number, name: string) => invalid(`bindings.${index}: the name ${name} is used by more than one binding`),
+  bucketMissing: (binding: string, bucket: string) =>
+    invalid(`Binding ${binding}: R2 bucket "${bucket}" does not exist in this account; create it first (edgecli r2 bucket create ${bucket})`),
+  namespaceMissing: (binding: string, namespaceId: string) => invalid(`Binding ${binding}: KV namespace "${namespaceId}" does not exist in this account`),
+  bindingNameIsSecret: (binding: string) =>
+    invalid(`Binding ${binding}: the name is already used by a secret of this Worker; delete the secret or rename the binding`),
+  secretNameIsBinding: (secret: string, bindingType: string) => invalid(`${secret} is already the name of a ${bindingType} binding of this Worker`),
+
+  // Settings this platform does not have: refused, never accepted and ignored.
+  settingUnavailable: (field: string, why: string) => invalid(`${field}: ${why}`, `/${field.replaceAll(".", "/")}`),
+  workersDomainFixed: (domain: string) =>
+    invalid(
+      `The workers domain of this platform is ${domain}, set when it starts (edgecli serve --workers-domain); every Worker is served at <name>.${domain}`,
+    ),
+};
+
+/** The Workers API's messages (the `messages` of a successful answer). */
+export const WorkersMessages = {
+  compatibilityDateLowered: (asked: string, runsWith: string) => ({
+    code: WorkersCodes.compatibilityDateLowered,
+    message: `compatibility_date ${asked} is later than this platform's workerd supports; the Worker runs with ${runsWith}`,
+  }),
+  leftUnchanged: (field: string, why: string) => ({ code: WorkersCodes.leftUnchanged, message: `${field}: ${why}` }),
+};

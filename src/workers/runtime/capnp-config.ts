@@ -1,0 +1,82 @@
+import type { BindingCall } from "../bindings/server.js";
+import { typeOf } from "../bindings/registry.js";
+import { capnpString } from "./capnp-string.js";
+import type { EntryModule } from "./entry-module.js";
+import type { RunnableScript } from "./runtime.js";
+
+/** Where a binding's calls go: the binding server's socket, with the header that identifies the resource. */
+export interface BindingTarget {
+  address: string;
+  header: { name: string; value: string };
+}
+
+export interface WorkerdConfigInput {
+  run: RunnableScript;
+  /** The compatibility date it runs with (the script's, or the runtime's newest when the script asks for a later one). */
+  compatibilityDate: string;
+  /** Path of each module's file, relative to the config file (written beside it). */
+  modulePath(index: number): string;
+  /** The module workerd runs first (entry-module.ts), and the path of its file. */
+  entry: { module: EntryModule; path: string };
+  /** Where the calls of a binding to a backend's resource go. */
+  bindingTarget(call: BindingCall): BindingTarget;
+}
+
+const secretVariable = (i: number) => `EDGE_WORKER_SECRET_${i}`;
+
+/**
+ * The whole environment of a workerd process running `secrets`: their values under the names the config's
+ * fromEnvironment bindings read, and nothing of the platform's own environment (its keys and tokens).
+ */
+export function secretEnvironment(secrets: readonly { text: string }[]): Record<string, string> {
+  return Object.fromEntries(secrets.map((s, i) => [secretVariable(i), s.text]));
+}
+
+/**
+ * The config of one workerd process running one script: a socket "http" for its traffic and a socket "handlers"
+ * for the entry module's handlers entrypoint (their unix socket paths are given on the command line: each process
+ * gets fresh ones), each binding as its type writes it (storage bindings are external services on the binding
+ * server), secrets from the process environment (see `secretEnvironment`: they never touch the disk in clear),
+ * and a global outbound that only reaches public addresses.
+ */
+export function workerdConfig(input: WorkerdConfigInput): string {
+  const { script, modules, secrets } = input.run;
+  const services: string[] = [`(name = "main", worker = .script)`, `(name = "internet", network = (allow = ["public"], deny = ["local", "private"]))`];
+  const bindingService = (backend: BindingCall["backend"], resource: string) => {
+    const target = input.bindingTarget({ backend, accountId: script.accountId, resource });
+    const service = `binding-${services.length}`;
+    services.push(
+      `(name = ${capnpString(service)}, external = (address = ${capnpString(target.address)}, http = (injectRequestHeaders = [(name = ${capnpString(target.header.name)}, value = ${capnpString(target.header.value)})])))`,
+    );
+    return service;
+  };
+  const bindings = script.bindings.map((b) => `(name = ${capnpString(b.name)}, ${typeOf(b).workerd(b, { bindingService })})`);
+  secrets.forEach((s, i) => bindings.push(`(name = ${capnpString(s.name)}, fromEnvironment = ${capnpString(secretVariable(i))})`));
+  // workerd takes the first module as the main one: the entry module, which runs the script's main module.
+  const mods = [
+    `(name = ${capnpString(input.entry.module.name)}, esModule = embed ${capnpString(input.entry.path)})`,
+    ...modules.map((m, i) => `(name = ${capnpString(m.name)}, ${m.kind} = embed ${capnpString(input.modulePath(i))})`),
+  ];
+  return `using Workerd = import "/workerd/workerd.capnp";
+const config :Workerd.Config = (
+  services = [
+    ${services.join(",\n    ")}
+  ],
+  sockets = [
+    (name = "http", http = (), service = "main"),
+    (name = "handlers", http = (), service = (name = "main", entrypoint = ${capnpString(input.entry.module.handlersExport)})),
+  ],
+);
+const script :Workerd.Worker = (
+  modules = [
+    ${mods.join(",\n    ")}
+  ],
+  compatibilityDate = ${capnpString(input.compatibilityDate)},
+  compatibilityFlags = [${script.compatibilityFlags.map(capnpString).join(", ")}],
+  bindings = [
+    ${bindings.join(",\n    ")}
+  ],
+  globalOutbound = "internet",
+);
+`;
+}

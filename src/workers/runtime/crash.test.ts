@@ -1,0 +1,67 @@
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import { startTestPlatform, type TestPlatform } from "../../core/testing/platform.js";
+import { eventually, hit, logEntries, uploadScript, withTempDir } from "../testing/helpers.js";
+import { isRunning, procInfo } from "./workerd-leash.js";
+
+const CODE = `export default { fetch() { return new Response("alive"); } };`;
+
+/** The pid of the workerd running `script`, from the platform's own log line. */
+function workerdPid(p: TestPlatform, script: string): number {
+  const live = logEntries(p).filter((e) => e.msg === "worker version live" && e.script === script);
+  assert.ok(live.length > 0, `no "worker version live" line for ${script}`);
+  return live[live.length - 1]!.workerd_pid as number;
+}
+
+/** Deploys `script`, checks it answers, and returns its workerd's pid. */
+async function deployed(p: TestPlatform, script: string): Promise<number> {
+  assert.equal((await uploadScript(p, script, CODE)).status, 200);
+  assert.equal((await hit(p, script, "/")).text, "alive");
+  const pid = workerdPid(p, script);
+  assert.equal(
+    procInfo(pid)?.argv.some((a) => a.endsWith("workerd")),
+    true,
+    "the logged pid is a workerd",
+  );
+  return pid;
+}
+
+async function killOutright(p: TestPlatform): Promise<void> {
+  const exited = new Promise((r) => p.process.once("exit", r));
+  p.process.kill("SIGKILL");
+  await exited;
+}
+
+test("kill -9 of edgecli serve leaves no workerd running", async () => {
+  await withTempDir("edge-crash-", async (stateDir) => {
+    const p = await startTestPlatform({ stateDir });
+    const pids = [await deployed(p, "crash-a"), await deployed(p, "crash-b")];
+    await killOutright(p);
+    await eventually(() => !pids.some(isRunning), "every workerd of the killed platform to end", 10_000);
+  });
+});
+
+test("a restarted platform ends the workerd a killed one left behind", async () => {
+  await withTempDir("edge-crash-", async (stateDir) => {
+    // Without setpriv on PATH nothing ties workerd to the platform: the kill leaves a stray, as on such a host.
+    const emptyPath = join(stateDir, "no-bin");
+    const unleashed = await startTestPlatform({ stateDir, env: { PATH: emptyPath } });
+    assert.match(unleashed.logs(), /setpriv \(util-linux\) with --pdeathsig was not found/);
+    const stray = await deployed(unleashed, "stray");
+    await killOutright(unleashed);
+    await new Promise((r) => setTimeout(r, 300));
+    assert.ok(isRunning(stray), "without the death signal the workerd outlives the platform");
+
+    const restarted = await startTestPlatform({ stateDir });
+    try {
+      assert.ok(!isRunning(stray), "the restart ended the stray before it started its own workerd");
+      assert.ok(logEntries(restarted).some((e) => e.msg?.startsWith("ended a workerd left running") && e.workerd_pid === stray));
+      assert.equal((await hit(restarted, "stray", "/")).text, "alive", "the script runs again, on a new workerd");
+      assert.notEqual(workerdPid(restarted, "stray"), stray);
+    } finally {
+      await restarted.stop();
+      if (isRunning(stray)) process.kill(stray, "SIGKILL");
+    }
+  });
+});

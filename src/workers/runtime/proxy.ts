@@ -1,0 +1,148 @@
+import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from "node:http";
+import type { Dispatcher } from "undici";
+import type { Logger } from "../../core/logger.js";
+import type { WorkersRuntime } from "./runtime.js";
+
+/** Headers that describe one connection, not the request; they are not forwarded (RFC 9110 §7.6.1). */
+const HOP_BY_HOP = new Set(["connection", "keep-alive", "proxy-connection", "te", "trailer", "upgrade", "transfer-encoding"]);
+// Also not forwarded: `expect` (Node's server already answered 100-continue to the client; the body follows),
+// and a client's own `cf-connecting-ip` (the proxy sets it).
+const NOT_FORWARDED = new Set([...HOP_BY_HOP, "expect", "cf-connecting-ip"]);
+
+function forwardable(headers: IncomingHttpHeaders, drop: ReadonlySet<string>): Record<string, string | string[]> {
+  const out: Record<string, string | string[]> = {};
+  // Headers the Connection header names are hop-by-hop too; it is split once, not once per header.
+  const listed = headers.connection
+    ? new Set(
+        String(headers.connection)
+          .toLowerCase()
+          .split(",")
+          .map((t) => t.trim()),
+      )
+    : undefined;
+  for (const k in headers) {
+    const v = headers[k];
+    if (v === undefined || drop.has(k) || listed?.has(k)) continue;
+    out[k] = v;
+  }
+  return out;
+}
+
+/** The script a Host names: `<script>.<domain>` (any port), or undefined when the Host is not under the domain. */
+export function scriptOfHost(host: string | undefined, domain: string): string | undefined {
+  if (!host) return undefined;
+  const h = host.toLowerCase().replace(/:\d+$/, "").replace(/\.$/, "");
+  const suffix = `.${domain}`;
+  if (!h.endsWith(suffix)) return undefined;
+  const name = h.slice(0, -suffix.length);
+  return /^[a-z0-9-]+$/.test(name) ? name : undefined;
+}
+
+function plain(res: ServerResponse, status: number, text: string): void {
+  res.writeHead(status, { "content-type": "text/plain; charset=utf-8", "content-length": Buffer.byteLength(text) }).end(text);
+}
+
+/** Connection-level failures before workerd answered: the request never reached a script. */
+const NEVER_REACHED = new Set(["ECONNREFUSED", "ENOENT", "ECONNRESET", "EPIPE", "UND_ERR_SOCKET", "UND_ERR_CLOSED", "UND_ERR_DESTROYED"]);
+
+/**
+ * Forwards worker traffic to the script's workerd: method, path, headers and body as received, streamed in
+ * both directions (a 1 GiB upload never sits in memory), over the live process's keep-alive unix socket
+ * connections. undici's dispatch API writes the answer straight into the client's response, with no stream
+ * objects in between. The chunk that completes an answer of known length is written together with its end,
+ * so a small answer leaves in one write; anything else is written as it arrives (streams stay live).
+ */
+export class WorkerProxy {
+  constructor(
+    private readonly runtime: WorkersRuntime,
+    private readonly domain: string,
+    private readonly log: Logger,
+  ) {}
+
+  handle(req: IncomingMessage, res: ServerResponse): boolean {
+    const name = scriptOfHost(req.headers.host, this.domain);
+    if (!name) return false;
+    const bodyless = !req.headers["transfer-encoding"] && Number(req.headers["content-length"] ?? 0) === 0;
+    if (bodyless) req.resume();
+    const rt = this.runtime.lookup(name);
+    // Normally immediate; waits only while a crashed workerd is being restarted.
+    const proc = rt?.live;
+    if (proc) this.forward(name, proc.pool, req, res, bodyless, true);
+    else void this.forwardWhenLive(name, req, res, bodyless, true);
+    return true;
+  }
+
+  private async forwardWhenLive(name: string, req: IncomingMessage, res: ServerResponse, bodyless: boolean, retry: boolean): Promise<void> {
+    const rt = this.runtime.lookup(name);
+    if (!rt) {
+      req.resume();
+      return plain(res, 404, `No worker is deployed at ${name}.${this.domain}\n`);
+    }
+    const proc = await rt.waitLive(10_000);
+    if (!proc) {
+      req.resume();
+      return plain(res, 503, `Worker ${name} is not running; try again shortly\n`);
+    }
+    if (!res.destroyed) this.forward(name, proc.pool, req, res, bodyless, retry);
+  }
+
+  private forward(name: string, pool: Dispatcher, req: IncomingMessage, res: ServerResponse, bodyless: boolean, retry: boolean): void {
+    const headers = forwardable(req.headers, NOT_FORWARDED);
+    // The script learns the client address from this header; a client cannot supply its own.
+    headers["cf-connecting-ip"] = req.socket.remoteAddress ?? "";
+    let controller: Dispatcher.DispatchController | undefined;
+    let remaining = -1;
+    let last: Buffer | undefined;
+    const onClose = () => {
+      if (!res.writableFinished) controller?.abort(new Error("the client went away"));
+    };
+    res.once("close", onClose);
+    const done = () => res.off("close", onClose);
+    pool.dispatch(
+      { path: req.url ?? "/", method: req.method as Dispatcher.HttpMethod, headers, body: bodyless ? null : req },
+      {
+        onRequestStart: (c) => {
+          controller = c;
+          if (res.destroyed) c.abort(new Error("the client went away"));
+        },
+        onResponseStart: (c, status, upHeaders, statusMessage) => {
+          // 1xx answers (e.g. 103 Early Hints) are not relayed; the final answer follows.
+          if (status < 200) return;
+          const length = upHeaders["content-length"];
+          if (typeof length === "string") remaining = Number(length);
+          res.writeHead(status, statusMessage, forwardable(upHeaders as IncomingHttpHeaders, HOP_BY_HOP));
+        },
+        onResponseData: (c, chunk) => {
+          remaining -= chunk.length;
+          if (remaining === 0) {
+            last = chunk;
+            return;
+          }
+          if (!res.write(chunk)) {
+            c.pause();
+            res.once("drain", () => c.resume());
+          }
+        },
+        onResponseEnd: () => {
+          done();
+          res.end(last);
+        },
+        onResponseError: (_c, err: NodeJS.ErrnoException) => {
+          done();
+          if (res.destroyed) return;
+          // A crash or a redeploy can close a kept-alive connection to the old workerd (or remove its socket
+          // file) just as it is used. Nothing reached a script then, so a request without a body is sent once
+          // more, to whichever process is live now.
+          const code = err.code ?? "";
+          if (retry && bodyless && !res.headersSent && NEVER_REACHED.has(code)) {
+            void this.forwardWhenLive(name, req, res, bodyless, false);
+            return;
+          }
+          this.log.warn({ script: name, err: err.message, code: err.code }, "worker request failed");
+          if (!res.headersSent) plain(res, 502, `Worker ${name} did not answer\n`);
+          else res.destroy();
+        },
+      },
+    );
+  }
+}

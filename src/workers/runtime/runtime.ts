@@ -1,0 +1,111 @@
+import { rmSync } from "node:fs";
+import { join } from "node:path";
+import type { Logger } from "../../core/logger.js";
+import type { BindingBackendName } from "../bindings/binding-type.js";
+import { BindingServer, type BindingHandler } from "../bindings/server.js";
+import type { ModuleSource, ScriptRecord } from "../store.js";
+import { ScriptRuntime } from "./script-runtime.js";
+import { SocketDir } from "./socket-dir.js";
+import { probeWorkerd, type WorkerdBinary } from "./workerd-binary.js";
+import { WorkerdLeash } from "./workerd-leash.js";
+
+/** A script with everything workerd needs: its modules' bytes and its secrets' values. */
+export interface RunnableScript {
+  script: ScriptRecord;
+  modules: ModuleSource[];
+  secrets: { name: string; text: string }[];
+}
+
+/** All running scripts, by name (names are unique platform-wide), and the binding server they call. */
+export class WorkersRuntime {
+  private readonly runtimes = new Map<string, ScriptRuntime>();
+  readonly bindings: BindingServer;
+  private sockets?: SocketDir;
+  private binary?: WorkerdBinary;
+  private leash?: WorkerdLeash;
+
+  constructor(
+    handlers: ReadonlyMap<BindingBackendName, BindingHandler>,
+    /** Where generated configs go: <state>/workers-run, removed at start and stop (it holds secrets). */
+    private readonly runDir: string,
+    private readonly log: Logger,
+    /** The workerd executable that runs every script. */
+    private readonly workerdPath: string,
+  ) {
+    this.bindings = new BindingServer(handlers, log);
+  }
+
+  /**
+   * Finds workerd and starts the binding server; scripts are deployed after it. First it ends any workerd a
+   * platform killed outright left running on this state directory.
+   */
+  async start(): Promise<void> {
+    this.binary = await probeWorkerd(this.workerdPath);
+    this.log.info({ workerd: this.binary.path, newest_compatibility_date: this.binary.newestCompatibilityDate }, "workerd found");
+    const pidDir = join(this.runDir, "_pids");
+    await WorkerdLeash.endStrays(pidDir, this.log);
+    rmSync(this.runDir, { recursive: true, force: true });
+    this.leash = WorkerdLeash.create(pidDir, this.log);
+    this.sockets = new SocketDir(this.runDir);
+    await this.bindings.start(this.sockets.next("bindings"));
+    this.log.info({ address: this.bindings.listenAddress }, "worker binding server listening");
+  }
+
+  /** Runs `run` as the live version of its script; rejects with workerd's error if it cannot start. */
+  async deploy(run: RunnableScript): Promise<void> {
+    const name = run.script.name;
+    let rt = this.runtimes.get(name);
+    const fresh = !rt;
+    if (!rt) {
+      if (!this.sockets || !this.binary || !this.leash) throw new Error("workers runtime is not started");
+      rt = new ScriptRuntime(name, {
+        dir: join(this.runDir, name),
+        log: this.log,
+        sockets: this.sockets,
+        workerd: this.binary,
+        leash: this.leash,
+        bindingTarget: (call) => this.bindings.target(call),
+      });
+      this.runtimes.set(name, rt);
+    }
+    try {
+      await rt.deploy(run);
+    } catch (err) {
+      if (fresh && this.runtimes.get(name) === rt) {
+        this.runtimes.delete(name);
+        await rt.stop();
+      }
+      throw err;
+    }
+  }
+
+  async remove(name: string): Promise<void> {
+    const rt = this.runtimes.get(name);
+    if (!rt) return;
+    this.runtimes.delete(name);
+    await rt.stop();
+  }
+
+  /** The workerd in use (known once started). */
+  get workerd(): WorkerdBinary | undefined {
+    return this.binary;
+  }
+
+  lookup(name: string): ScriptRuntime | undefined {
+    return this.runtimes.get(name);
+  }
+
+  /** What the running version of a script handles; none while it does not run. */
+  handlersOf(name: string): readonly string[] {
+    return this.runtimes.get(name)?.handlers ?? [];
+  }
+
+  async stop(): Promise<void> {
+    const all = [...this.runtimes.values()];
+    this.runtimes.clear();
+    await Promise.all(all.map((rt) => rt.stop()));
+    await this.bindings.stop();
+    this.sockets?.remove();
+    rmSync(this.runDir, { recursive: true, force: true });
+  }
+}

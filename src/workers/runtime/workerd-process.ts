@@ -1,0 +1,128 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import { rmSync } from "node:fs";
+import { createInterface } from "node:readline";
+import { Pool } from "undici";
+import type { Logger } from "../../core/logger.js";
+import type { WorkerdLeash } from "./workerd-leash.js";
+
+export class WorkerdStartError extends Error {}
+
+const removeSockets = (sockets: WorkerdStart["sockets"]) => {
+  for (const path of Object.values(sockets)) rmSync(path, { force: true });
+};
+
+/** How to start one workerd. */
+export interface WorkerdStart {
+  binary: string;
+  configFile: string;
+  /** Its whole environment. */
+  env: Record<string, string>;
+  /** The unix socket path of each socket of the config, by name; "http" is the one traffic goes to. */
+  sockets: { http: string } & Record<string, string>;
+  log: Logger;
+  /** Fields of its log lines. */
+  tag: Record<string, unknown>;
+  /** Makes it die with this process. */
+  leash?: WorkerdLeash;
+  timeoutMs?: number;
+}
+
+/**
+ * One running `workerd serve`, listening on its own unix sockets (the config's sockets, placed by `--socket-addr`;
+ * the files are removed when the process is gone), with a pool of keep-alive connections to its "http" socket. stdout (console.log of the script) and stderr (uncaught errors, workerd's own diagnostics) reach the
+ * platform log, one entry per line, tagged with the script.
+ */
+export class WorkerdProcess {
+  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  /** Connections to this process only: a new version gets a new pool, so no request can go to a drained process's connection. */
+  readonly pool: Pool;
+  private stopping = false;
+
+  /** Where its "http" socket listens. */
+  readonly socketPath: string;
+
+  private constructor(
+    readonly child: ChildProcess,
+    sockets: WorkerdStart["sockets"],
+  ) {
+    this.socketPath = sockets.http;
+    this.exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
+      if (child.exitCode !== null || child.signalCode !== null) resolve({ code: child.exitCode, signal: child.signalCode });
+      else child.once("exit", (code, signal) => resolve({ code, signal }));
+    }).finally(() => {
+      removeSockets(sockets);
+      void this.pool.destroy();
+    });
+    this.pool = new Pool("http://workerd", { socketPath: this.socketPath, connections: 128, keepAliveTimeout: 30_000 });
+  }
+
+  get pid(): number | undefined {
+    return this.child.pid;
+  }
+
+  /** True once we asked it to stop: its exit is expected, not a crash. */
+  get isStopping(): boolean {
+    return this.stopping;
+  }
+
+  /**
+   * Spawns workerd (`binary`) on `configFile` with exactly `env` as its environment, and resolves once it
+   * listens on every socket; rejects with workerd's own error text. With a `leash`, it dies with this process.
+   */
+  static start(opts: WorkerdStart): Promise<WorkerdProcess> {
+    const { binary, configFile, env, sockets, log, tag } = opts;
+    const args = ["serve", configFile, "--control-fd=3", ...Object.entries(sockets).flatMap(([name, path]) => ["--socket-addr", `${name}=unix:${path}`])];
+    const command = opts.leash?.command(binary, args) ?? { file: binary, args };
+    const child = spawn(command.file, command.args, { stdio: ["ignore", "pipe", "pipe", "pipe"], env });
+    const pid = child.pid;
+    if (pid !== undefined && opts.leash) {
+      const leash = opts.leash;
+      leash.spawned(pid, configFile);
+      child.once("exit", () => leash.exited(pid));
+    }
+    const errLines: string[] = [];
+    createInterface({ input: child.stdout! }).on("line", (line) => log.info({ ...tag, stream: "stdout" }, line));
+    createInterface({ input: child.stderr! }).on("line", (line) => {
+      if (errLines.length < 20) errLines.push(line);
+      log.warn({ ...tag, stream: "stderr" }, line);
+    });
+    return new Promise((resolve, reject) => {
+      const fail = (why: string) => {
+        clearTimeout(timer);
+        child.kill("SIGKILL");
+        removeSockets(sockets);
+        reject(new WorkerdStartError(`${why}${errLines.length ? `: ${errLines.join("\n")}` : ""}`));
+      };
+      const timer = setTimeout(() => fail("workerd did not start listening in time"), opts.timeoutMs ?? 20_000);
+      child.once("error", (e) => fail(`could not run workerd (${e.message})`));
+      const exitedEarly = (code: number | null, signal: NodeJS.Signals | null) => {
+        // Let the last stderr lines arrive before reporting them.
+        setTimeout(() => fail(`workerd exited during startup (${signal ?? `code ${code}`})`), 50);
+      };
+      child.once("exit", exitedEarly);
+      const waiting = new Set(Object.keys(sockets));
+      createInterface({ input: child.stdio[3] as NodeJS.ReadableStream }).on("line", (line) => {
+        let ev: { event?: string; socket?: string };
+        try {
+          ev = JSON.parse(line);
+        } catch {
+          return;
+        }
+        if (ev.event !== "listen" || !ev.socket || !waiting.delete(ev.socket) || waiting.size > 0) return;
+        clearTimeout(timer);
+        child.off("exit", exitedEarly);
+        resolve(new WorkerdProcess(child, sockets));
+      });
+    });
+  }
+
+  /** SIGTERM lets in-flight requests finish; after `graceMs` it is killed outright. */
+  async stop(graceMs = 30_000): Promise<void> {
+    this.stopping = true;
+    if (this.child.exitCode !== null || this.child.signalCode !== null) return;
+    this.child.kill("SIGTERM");
+    const timer = setTimeout(() => this.child.kill("SIGKILL"), graceMs);
+    await this.exited;
+    clearTimeout(timer);
+  }
+}

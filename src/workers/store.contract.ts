@@ -1,0 +1,183 @@
+import assert from "node:assert/strict";
+import { EdgeError } from "../core/errors.js";
+import { storeContract } from "../core/testing/contract.js";
+import { WorkersCodes } from "./errors.js";
+import type { ModuleRef, ScriptRecord, WorkersStore } from "./store.js";
+
+const A = "a".repeat(32);
+const B = "b".repeat(32);
+
+/** A time later than the one before: ISO strings of the same millisecond would compare equal. */
+let clock = Date.parse("2025-01-01T00:00:00.000Z");
+const later = () => new Date((clock += 1000)).toISOString();
+
+/** Writes `modules` (name → text) and returns the refs a record names them by. */
+async function modulesOf(store: WorkersStore, modules: Record<string, string>): Promise<ModuleRef[]> {
+  const refs: ModuleRef[] = [];
+  for (const [name, text] of Object.entries(modules)) refs.push({ name, kind: "esModule", ...(await store.writeModule(Buffer.from(text))) });
+  return refs;
+}
+
+async function version(store: WorkersStore, accountId: string, name: string, modules: Record<string, string>, extra: Partial<ScriptRecord> = {}) {
+  const now = later();
+  const script: ScriptRecord = {
+    accountId,
+    name,
+    versionId: `v-${now}`,
+    etag: `etag-${now}`,
+    mainModule: Object.keys(modules)[0],
+    compatibilityDate: "2024-09-01",
+    compatibilityFlags: [],
+    bindings: [],
+    modules: await modulesOf(store, modules),
+    createdOn: now,
+    modifiedOn: now,
+    ...extra,
+  };
+  return script;
+}
+
+const refusedWith = (code: number) => (e: unknown) => e instanceof EdgeError && e.errors[0].code === code;
+
+/** What every WorkersStore does, whatever keeps the data (run by sqlite-store.test.ts). */
+export const describeWorkersStore = storeContract<WorkersStore>("WorkersStore", (it) => {
+  it("keeps a script with its bindings and flags as given; finds it by account and name, by name alone, and in its account's list by name", async (store) => {
+    const bindings: ScriptRecord["bindings"] = [
+      { type: "r2_bucket", name: "B", bucket_name: "photos" },
+      { type: "plain_text", name: "GREETING", text: 'a "quoted" é' },
+      { type: "kv_namespace", name: "K", namespace_id: "0".repeat(32) },
+    ];
+    const zeta = await version(store, A, "zeta", { "index.js": "z" }, { bindings, compatibilityFlags: ["nodejs_compat"] });
+    const alpha = await version(store, A, "alpha", { "index.js": "a" });
+    const other = await version(store, B, "other", { "index.js": "o" });
+    for (const s of [zeta, alpha, other]) await store.save(s, []);
+    assert.deepEqual(await store.get(A, "zeta"), zeta);
+    assert.deepEqual((await store.get(A, "zeta"))?.bindings, bindings, "bindings in the order given");
+    assert.deepEqual(await store.byName("other"), other);
+    assert.equal(await store.get(A, "other"), undefined, "a name in another account is not found in this one");
+    assert.equal(await store.byName("missing"), undefined);
+    assert.deepEqual(
+      (await store.list(A)).map((s) => s.name),
+      ["alpha", "zeta"],
+    );
+    assert.deepEqual(
+      (await store.list(B)).map((s) => s.name),
+      ["other"],
+    );
+    assert.deepEqual(
+      (await store.all()).map((s) => `${s.accountId}/${s.name}`),
+      [`${A}/alpha`, `${A}/zeta`, `${B}/other`],
+    );
+  });
+
+  it("a new version replaces the record (version id, etag, modules, modified time) and keeps the creation time; the bytes it no longer names are removed", async (store) => {
+    const first = await version(store, A, "app", { "index.js": "one", "lib.js": "lib" });
+    await store.save(first, []);
+    const second = await version(store, A, "app", { "index.js": "two" });
+    await store.save(second, []);
+    const now = (await store.get(A, "app"))!;
+    assert.equal(now.versionId, second.versionId);
+    assert.equal(now.etag, second.etag);
+    assert.equal(now.modifiedOn, second.modifiedOn);
+    assert.equal(now.createdOn, first.createdOn);
+    assert.deepEqual(
+      (await store.readModules(now.modules)).map((m) => [m.name, m.kind, m.content.toString()]),
+      [["index.js", "esModule", "two"]],
+    );
+    for (const m of first.modules) await assert.rejects(store.readModules([m]), `${m.name} of the replaced version is gone`);
+  });
+
+  it("a script name belongs to one account on the whole platform: saving it for another is refused and changes nothing", async (store) => {
+    const mine = await version(store, A, "taken", { "index.js": "mine" });
+    await store.save(mine, []);
+    const theirs = await version(store, B, "taken", { "index.js": "theirs" });
+    await assert.rejects(store.save(theirs, [{ name: "S", text: "x" }]), refusedWith(WorkersCodes.nameTaken));
+    assert.deepEqual(await store.byName("taken"), mine);
+    assert.equal(await store.get(B, "taken"), undefined);
+    assert.deepEqual(await store.secretNames(B, "taken"), []);
+  });
+
+  it("module bytes round-trip byte for byte; bytes no record names are removed by deleteModules, and by gcContent once past the grace time", async (store) => {
+    const bytes = Buffer.from([0, 1, 2, 255, 0x22, 0x5c]);
+    const [loose] = await modulesOf(store, { "loose.js": "never saved" });
+    const saved = await version(store, A, "kept", { "index.js": "kept" });
+    saved.modules.push({ name: "data.bin", kind: "data", ...(await store.writeModule(bytes)) });
+    await store.save(saved, []);
+    const read = await store.readModules(saved.modules);
+    assert.deepEqual(
+      read.map((m) => [m.name, m.kind]),
+      [
+        ["index.js", "esModule"],
+        ["data.bin", "data"],
+      ],
+    );
+    assert.deepEqual(read[1].content, bytes);
+    assert.equal(read[1].content.length, saved.modules[1].size);
+
+    const [abandoned] = await modulesOf(store, { "abandoned.js": "upload that did not start" });
+    await store.deleteModules([abandoned]);
+    await assert.rejects(store.readModules([abandoned]));
+
+    assert.equal(await store.gcContent(60 * 60 * 1000), 0, "nothing is old enough yet");
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    assert.equal(await store.gcContent(0), 1, "only the module no record names");
+    await assert.rejects(store.readModules([loose]));
+    assert.equal((await store.readModules(saved.modules)).length, 2);
+  });
+
+  it("secrets: saved with a version, set, replaced and removed one by one; each change gives the script the new version id; names apart from values", async (store) => {
+    const app = await version(store, A, "app", { "index.js": "x" });
+    await store.save(app, [
+      { name: "TOKEN", text: "t-1" },
+      { name: "API_KEY", text: "k-1" },
+    ]);
+    assert.deepEqual(await store.secretNames(A, "app"), ["API_KEY", "TOKEN"]);
+    assert.deepEqual(
+      [...(await store.secretValues(A, "app"))],
+      [
+        ["API_KEY", "k-1"],
+        ["TOKEN", "t-1"],
+      ],
+    );
+
+    assert.equal(await store.changeSecret(A, "app", "TOKEN", 't-2 "é"\n', "v-set"), true);
+    assert.equal((await store.get(A, "app"))!.versionId, "v-set");
+    assert.equal((await store.secretValues(A, "app")).get("TOKEN"), 't-2 "é"\n');
+
+    assert.equal(await store.changeSecret(A, "app", "API_KEY", undefined, "v-del"), true);
+    assert.equal((await store.get(A, "app"))!.versionId, "v-del");
+    assert.deepEqual(await store.secretNames(A, "app"), ["TOKEN"]);
+    assert.equal(await store.changeSecret(A, "app", "API_KEY", undefined, "v-noop"), false, "removing a missing secret changes nothing");
+    assert.equal((await store.get(A, "app"))!.versionId, "v-del");
+
+    // A redeploy that names no secrets keeps them; one that names a secret replaces that one.
+    await store.save(await version(store, A, "app", { "index.js": "y" }), [{ name: "NEW", text: "n-1" }]);
+    assert.deepEqual(await store.secretNames(A, "app"), ["NEW", "TOKEN"]);
+    await assert.rejects(store.changeSecret(A, "missing", "X", "y", "v"), refusedWith(WorkersCodes.scriptNotFound));
+  });
+
+  it("secrets belong to their script: another script or account sees none of them", async (store) => {
+    await store.save(await version(store, A, "one", { "index.js": "1" }), [{ name: "S", text: "one's" }]);
+    await store.save(await version(store, A, "two", { "index.js": "2" }), []);
+    await store.save(await version(store, B, "three", { "index.js": "3" }), [{ name: "S", text: "three's" }]);
+    assert.deepEqual(await store.secretNames(A, "two"), []);
+    assert.equal((await store.secretValues(A, "two")).size, 0);
+    assert.equal((await store.secretValues(A, "one")).get("S"), "one's");
+    assert.equal((await store.secretValues(B, "three")).get("S"), "three's");
+    assert.deepEqual(await store.secretNames(B, "one"), [], "the same script name in another account is another script");
+  });
+
+  it("deleting a script removes its record, its secrets and its module bytes, and frees its name; deleting a missing one answers false", async (store) => {
+    const app = await version(store, A, "doomed", { "index.js": "bye" });
+    await store.save(app, [{ name: "S", text: "v" }]);
+    assert.equal(await store.delete(B, "doomed"), false, "another account cannot delete it");
+    assert.equal(await store.delete(A, "doomed"), true);
+    assert.equal(await store.get(A, "doomed"), undefined);
+    assert.deepEqual(await store.secretNames(A, "doomed"), []);
+    await assert.rejects(store.readModules(app.modules));
+    assert.equal(await store.delete(A, "doomed"), false);
+    // A script of that name made again starts without the old secrets, and another account may take the name.
+    await store.save(await version(store, B, "doomed", { "index.js": "mine now" }), []);
+    assert.deepEqual(await store.secretNames(B, "doomed"), []);
+  });
+});
