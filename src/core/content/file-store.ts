@@ -2,7 +2,7 @@ import { createHash, randomBytes } from "node:crypto";
 import { createReadStream, createWriteStream, mkdirSync, readdirSync, statSync, unlinkSync } from "node:fs";
 import { mkdir, open, readFile, rename, rm, stat, unlink } from "node:fs/promises";
 import { join } from "node:path";
-import type { Readable } from "node:stream";
+import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { Transform } from "node:stream";
 
@@ -68,7 +68,10 @@ export class FileContentStore implements ContentStore {
   }
 
   read(id: string, range?: { offset: number; length: number }): Readable {
-    if (range && range.length === 0) return createReadStream(this.pathOf(id), { start: 1, end: 0 });
+    if (range && range.length === 0) {
+      this.pathOf(id);
+      return Readable.from([]);
+    }
     return createReadStream(this.pathOf(id), range ? { start: range.offset, end: range.offset + range.length - 1 } : undefined);
   }
 
@@ -90,7 +93,7 @@ export class FileContentStore implements ContentStore {
     }
   }
 
-  async gc(isLive: (id: string) => boolean, graceMs = 60 * 60 * 1000): Promise<number> {
+  async gc(isLive: (id: string) => boolean | Promise<boolean>, graceMs = 60 * 60 * 1000): Promise<number> {
     const cutoff = Date.now() - graceMs;
     let removed = 0;
     for (const dir of readdirSync(this.root)) {
@@ -107,7 +110,7 @@ export class FileContentStore implements ContentStore {
       }
       if (!/^[0-9a-f]{2}$/.test(dir)) continue;
       for (const id of readdirSync(full)) {
-        if (!ID_RE.test(id) || isLive(id)) continue;
+        if (!ID_RE.test(id) || (await isLive(id))) continue;
         const st = await stat(join(full, id)).catch(() => undefined);
         if (st && st.mtimeMs < cutoff) {
           await this.delete(id);

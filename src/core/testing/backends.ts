@@ -1,7 +1,8 @@
 import type { TestContext } from "node:test";
 import { migrateArea, type PgMigration } from "../db/pg-migrations.js";
 import { Postgres } from "../db/postgres.js";
-import { testDatabase } from "./services.js";
+import { S3ContentStore } from "../content/s3-store.js";
+import { s3ClientConfig, testBucket, testDatabase, type TestBucket } from "./services.js";
 
 /**
  * The distributed backends for one test, on the run's real servers (core/testing/services.ts): each a fresh
@@ -17,4 +18,14 @@ export async function testPostgres(t: TestContext, area: string, migrations: rea
   t.after(() => pg.close());
   await migrateArea(pg, area, migrations);
   return pg;
+}
+
+/** A content store on a fresh bucket, keys under `<prefix>/` as the platform lays them out. */
+export async function testContentStore(t: TestContext, prefix: string): Promise<(S3ContentStore & { testBucket: TestBucket }) | undefined> {
+  const bucket = await testBucket(t);
+  if (!bucket) return undefined;
+  const { S3Client } = await import("@aws-sdk/client-s3");
+  const client = new S3Client(s3ClientConfig(bucket.server));
+  t.after(() => client.destroy());
+  return Object.assign(new S3ContentStore(client, bucket.name, `${prefix}/`), { testBucket: bucket });
 }
