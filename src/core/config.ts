@@ -123,6 +123,7 @@ export function readCoreConfig(options: OptionValues<typeof serveOptions>): Core
 }
 
 function positivePoolSize(n: number): number {
-  if (!Number.isInteger(n) || n < 1 || n > 1000) throw new UserError(`--database-pool-size must be a whole number from 1 to 1000; got ${n}`);
+  // Two at least: start-up holds one for a cluster-wide lock while the work under it uses another.
+  if (!Number.isInteger(n) || n < 2 || n > 1000) throw new UserError(`--database-pool-size must be a whole number from 2 to 1000; got ${n}`);
   return n;
 }

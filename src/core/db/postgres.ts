@@ -125,6 +125,31 @@ export class Postgres extends SqlRunner {
     }
   }
 
+  /**
+   * Runs `fn` while holding a session-level advisory lock (`key`, a number no one else uses), whichever node asks:
+   * one at a time across the cluster. Holds one connection of the pool meanwhile; `fn` uses others.
+   */
+  async withAdvisoryLock<T>(key: bigint, fn: () => Promise<T>): Promise<T> {
+    const client = await this.checkout();
+    let broken = false;
+    const onError = () => (broken = true);
+    client.on("error", onError);
+    try {
+      await client.query("SELECT pg_advisory_lock($1)", [key.toString()]).catch((err: unknown) => {
+        throw markDependency(err, "PostgreSQL");
+      });
+      try {
+        return await fn();
+      } finally {
+        await client.query("SELECT pg_advisory_unlock($1)", [key.toString()]).catch(() => (broken = true));
+      }
+    } finally {
+      client.off("error", onError);
+      // A connection that may still hold the lock is closed, which releases it.
+      client.release(broken || undefined);
+    }
+  }
+
   /** Resolves when PostgreSQL answers a trivial query (for /healthz). */
   async ping(): Promise<void> {
     await this.execute("SELECT 1");
