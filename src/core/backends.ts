@@ -86,16 +86,16 @@ export async function openBackends(config: CoreConfig, stateDir: string, log: Lo
       });
       postgres = pg;
       closers.push(() => pg.close());
+      const pgBus = new PostgresBus(pg, { url: config.databaseUrl, nodeId, log });
+      closers.push(() => pgBus.close());
       try {
         await pg.ping();
+        await pgBus.start();
       } catch (err) {
         throw new UserError(
           `Cannot reach PostgreSQL at ${pg.location}: ${(err as Error).message}. Check --database-url (or EDGE_DATABASE_URL) and that the server runs.`,
         );
       }
-      const pgBus = new PostgresBus(pg, { url: config.databaseUrl, nodeId, log });
-      closers.push(() => pgBus.close());
-      await pgBus.start();
       bus = pgBus;
     }
     if (config.objectStore) {

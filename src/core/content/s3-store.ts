@@ -1,5 +1,4 @@
-import { createHash, randomBytes } from "node:crypto";
-import { PassThrough, Readable, Transform } from "node:stream";
+import { PassThrough, type Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import {
   AbortMultipartUploadCommand,
@@ -16,9 +15,9 @@ import { Upload } from "@aws-sdk/lib-storage";
 import type { ObjectStoreLocation } from "../config.js";
 import { markDependency } from "../errors/dependency.js";
 import type { Logger } from "../logger.js";
+import { CONTENT_ID_RE, ContentMeter, newContentId } from "./meter.js";
 import { ContentNotFoundError, ContentTooLargeError, type ContentStore, type PutOptions, type StoredContent } from "./store.js";
 
-const ID_RE = /^[0-9a-f]{40}$/;
 /** A stream of unknown length goes up in parts of this size, at most two at a time: bounded memory per upload. */
 const PART_BYTES = 8 * 1024 * 1024;
 
@@ -65,33 +64,18 @@ export class S3ContentStore implements ContentStore {
   ) {}
 
   private keyOf(id: string): string {
-    if (!ID_RE.test(id)) throw new Error(`invalid content id ${JSON.stringify(id)}`);
+    if (!CONTENT_ID_RE.test(id)) throw new Error(`invalid content id ${JSON.stringify(id)}`);
     return this.prefix + id;
   }
 
   async put(source: Readable | Buffer, opts: PutOptions = {}): Promise<StoredContent> {
-    if (Buffer.isBuffer(source) && opts.maxBytes !== undefined && source.length > opts.maxBytes) throw new ContentTooLargeError(opts.maxBytes);
-    const id = randomBytes(20).toString("hex");
-    const md5 = createHash("md5");
-    const sha = opts.sha256 ? createHash("sha256") : undefined;
-    let size = 0;
-    const count = (chunk: Buffer) => {
-      size += chunk.length;
-      md5.update(chunk);
-      sha?.update(chunk);
-    };
+    const meter = new ContentMeter(source, opts);
+    const id = newContentId();
     try {
       if (Buffer.isBuffer(source)) {
-        count(source);
+        meter.count(source);
         await this.client.send(new PutObjectCommand({ Bucket: this.bucket, Key: this.keyOf(id), Body: source, ContentLength: source.length }));
       } else {
-        const meter = new Transform({
-          transform(chunk: Buffer, _enc, cb) {
-            if (opts.maxBytes !== undefined && size + chunk.length > opts.maxBytes) return cb(new ContentTooLargeError(opts.maxBytes));
-            count(chunk);
-            cb(null, chunk);
-          },
-        });
         const body = new PassThrough();
         const upload = new Upload({
           client: this.client,
@@ -105,7 +89,7 @@ export class S3ContentStore implements ContentStore {
         // A store that fails stops consuming the body: end the pipeline with its error rather than stall.
         uploading.catch((err: unknown) => body.destroy(err as Error));
         try {
-          await pipeline(source, meter, body);
+          await pipeline(source, meter.transform(), body);
         } catch (err) {
           // The source broke or the size limit was hit: the upload is aborted (its parts deleted) before we answer.
           await upload.abort().catch(() => {});
@@ -122,7 +106,7 @@ export class S3ContentStore implements ContentStore {
       }
       throw markDependency(err, "object store");
     }
-    return { id, size, md5: md5.digest("hex"), sha256: sha?.digest("hex") };
+    return meter.result(id);
   }
 
   read(id: string, range?: { offset: number; length: number }): Readable {
@@ -177,7 +161,7 @@ export class S3ContentStore implements ContentStore {
         const dead: { Key: string }[] = [];
         for (const o of page.Contents ?? []) {
           const id = o.Key!.slice(this.prefix.length);
-          if (!ID_RE.test(id) || !o.LastModified || o.LastModified.getTime() >= cutoff) continue;
+          if (!CONTENT_ID_RE.test(id) || !o.LastModified || o.LastModified.getTime() >= cutoff) continue;
           if (!(await isLive(id))) dead.push({ Key: o.Key! });
         }
         if (dead.length > 0) {

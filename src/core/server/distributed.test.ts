@@ -105,3 +105,19 @@ test("PostgreSQL stopped: requests that need it are 503s naming it, /healthz say
   await until(async () => (await fetch(`${node.url}/healthz`)).status === 200, "/healthz to be 200 again");
   assert.equal((await node.api("GET", "/user/tokens")).status, 200);
 });
+
+test("an object store bucket that does not exist is refused at start, saying to create it", async (t) => {
+  const bucket = await testBucket(t);
+  if (!bucket) return;
+  const stateDir = `/tmp/edge-nobucket-${process.pid}`;
+  t.after(() => rmSync(stateDir, { recursive: true, force: true }));
+  const missing = bucket.url.replace(bucket.name, `${bucket.name}-missing`);
+  const r = await runCli(["serve", "--port", "0", "--dns-port", "0", "--state-dir", stateDir], {
+    env: { EDGE_OBJECT_STORE_URL: missing, ...awsEnv(bucket.server) },
+  });
+  assert.equal(r.code, 1);
+  assert.match(
+    r.stderr,
+    /Cannot use the object store s3:\/\/edge-test-\w+-missing at http:\/\/127\.0\.0\.1:\d+ \(us-east-1\): the bucket does not exist \(create it first\)/,
+  );
+});
