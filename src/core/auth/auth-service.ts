@@ -1,3 +1,4 @@
+import type { Bus } from "../cluster/bus.js";
 import { CoreErrors } from "../errors.js";
 import type { Logger } from "../logger.js";
 import { EMAIL_RE, hashSecret, KEY_RE, newApiToken, newId, secretMatches, TOKEN_RE } from "./credentials.js";
@@ -32,6 +33,9 @@ export interface VerifiedAccessKey extends VerifiedToken {
   secret: string;
 }
 
+/** The bus area of identity changes. */
+const IDENTITY_AREA = "core";
+
 /** Applies `f` at once to a value in hand, or when a pending one arrives. */
 function then<T, R>(v: MaybePromise<T>, f: (value: T) => MaybePromise<R>): MaybePromise<R> {
   return v instanceof Promise ? v.then(f) : f(v);
@@ -55,10 +59,30 @@ export class AuthService {
   /** Bumped by invalidate(): a lookup that started before a change does not put its stale answer in the cache. */
   private generation = 0;
 
+  /**
+   * With a bus, a change made through any node's AuthService (a token revoked, rolled, narrowed; a new account)
+   * clears every node's cache: other nodes stop honouring a revoked token as soon as the notice arrives, and
+   * after a resync (notices possibly lost) everything is read again.
+   */
   constructor(
     private readonly store: IdentityStore,
     private readonly log?: Logger,
-  ) {}
+    private readonly bus?: Bus,
+  ) {
+    bus?.subscribe(IDENTITY_AREA, (event) => {
+      if (event.type === "resync" || event.origin !== bus.nodeId) this.invalidate();
+    });
+  }
+
+  /** Clears this node's cache after a change, and tells the other nodes to clear theirs. */
+  private async changed(): Promise<void> {
+    this.invalidate();
+    // The change is committed: if the notice cannot be sent, PostgreSQL is unreachable, and every node that
+    // lost its connection resyncs (clears its cache) when it is back.
+    await this.bus
+      ?.publish(IDENTITY_AREA, "identities")
+      .catch((err: unknown) => this.log?.error({ err }, "could not announce an identity change to the other nodes"));
+  }
 
   invalidate(): void {
     this.generation++;
@@ -195,7 +219,7 @@ export class AuthService {
   async createAccount(userId: string, name: string): Promise<Account> {
     const account = await this.store.createAccount(name);
     await this.store.addMembership(userId, account.id);
-    this.invalidate();
+    await this.changed();
     return account;
   }
 
@@ -227,7 +251,7 @@ export class AuthService {
       expires_on: input.expires_on ?? null,
       value,
     });
-    this.invalidate();
+    await this.changed();
     return { token, value };
   }
 
@@ -248,7 +272,7 @@ export class AuthService {
       not_before: input.not_before === undefined ? current.not_before : input.not_before,
       expires_on: input.expires_on === undefined ? current.expires_on : input.expires_on,
     });
-    this.invalidate();
+    await this.changed();
     if (!updated) throw IdentityErrors.tokenNotFound();
     return updated;
   }
@@ -258,7 +282,7 @@ export class AuthService {
     assertHeldBy(caller, (await this.tokenFor(caller, id)).grants);
     const value = newApiToken();
     const rolled = await this.store.rollToken(id, value);
-    this.invalidate();
+    await this.changed();
     if (!rolled) throw IdentityErrors.tokenNotFound();
     return value;
   }
@@ -267,7 +291,7 @@ export class AuthService {
   async deleteToken(caller: Principal, id: string): Promise<ApiTokenRecord> {
     const t = await this.tokenFor(caller, id);
     const done = await this.store.deleteToken(id);
-    this.invalidate();
+    await this.changed();
     if (!done) throw IdentityErrors.tokenNotFound();
     return t;
   }
