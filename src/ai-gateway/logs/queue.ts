@@ -3,15 +3,8 @@ import type { LogStore, NewLog } from "../store.js";
 import type { LogCounts } from "./counts.js";
 
 const MAX_BATCH = 1000;
-/**
- * How long a log may wait for company before it is built and written. A commit costs as much as a dozen rows,
- * so larger batches are cheaper per log: with 200 rows a batch instead of 20 a log costs about 17 µs of CPU
- * instead of 25-28 (measured 2026-11-24). Nobody reads a log sooner for a shorter wait: the logs API flushes
- * first.
- */
-const FLUSH_AFTER_MS = 100;
-/** Bodies held by waiting jobs, past which they are written on the next turn (a few large answers, not 1,000). */
-const MAX_PENDING_BYTES = 16 * 1024 * 1024;
+/** How long a log may wait for company before it is built and written; one batch write per tick at most. */
+const FLUSH_AFTER_MS = 10;
 
 /**
  * Keeps log work off the request path. The proxy hands over a job once the answer is sent; the jobs (reading
@@ -25,8 +18,6 @@ export class LogQueue {
   private jobs: (() => void)[] = [];
   private timer: NodeJS.Timeout | undefined;
   private immediate = false;
-  /** Body bytes the waiting jobs hold (as their callers declared them). */
-  private pendingBytes = 0;
   private flushing = false;
   /** The writes in flight, in order; a flush resolves once everything before it is written. */
   private written: Promise<void> = Promise.resolve();
@@ -37,10 +28,9 @@ export class LogQueue {
     private readonly log: Logger,
   ) {}
 
-  /** Runs `job` (which builds a log and pushes it) at the next flush; `bytes` is what it holds until then. */
-  defer(job: () => void, bytes = 0): void {
+  /** Runs `job` (which builds a log and pushes it) at the next flush. */
+  defer(job: () => void): void {
     this.jobs.push(job);
-    this.pendingBytes += bytes;
     this.schedule();
   }
 
@@ -51,7 +41,7 @@ export class LogQueue {
 
   private schedule(): void {
     if (this.flushing) return;
-    if (this.queue.length + this.jobs.length >= MAX_BATCH || this.pendingBytes >= MAX_PENDING_BYTES) {
+    if (this.queue.length + this.jobs.length >= MAX_BATCH) {
       if (!this.immediate) {
         this.immediate = true;
         setImmediate(() => void this.flush());
@@ -71,7 +61,6 @@ export class LogQueue {
     try {
       const jobs = this.jobs;
       this.jobs = [];
-      this.pendingBytes = 0;
       for (const job of jobs) {
         try {
           job();

@@ -177,7 +177,7 @@ export class GatewayProxy {
     ex.res.writeHead(hit.status, headers);
     ex.res.end(hit.body);
     ex.ended = performance.now();
-    if (ex.logId) this.d.queue.defer(() => this.logCacheHit(ex, hit, provider, path, reqBody), reqBody.length);
+    if (ex.logId) this.d.queue.defer(() => this.logCacheHit(ex, hit, provider, path, reqBody));
   }
 
   private logCacheHit(ex: Exchange, hit: CachedResponse, provider: string, path: string, reqBody: Buffer): void {

@@ -105,14 +105,14 @@ export class Relay implements AnswerSink {
     this.ex.res.end();
     this.ex.ended = performance.now();
     if (this.info.cache && this.status >= 200 && this.status < 300) this.storeInCache();
-    if (this.ex.logId !== null) this.sink.queue.defer(() => this.writeLog(), this.size + this.info.requestSize());
+    if (this.ex.logId !== null) this.sink.queue.defer(() => this.writeLog());
   }
 
   fail(): void {
     this.aborted = true;
     this.ex.res.destroy();
     this.ex.ended = performance.now();
-    if (this.ex.logId !== null) this.sink.queue.defer(() => this.writeLog(), this.size + this.info.requestSize());
+    if (this.ex.logId !== null) this.sink.queue.defer(() => this.writeLog());
   }
 
   private readBacklog(): void {
