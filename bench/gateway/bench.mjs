@@ -23,6 +23,7 @@ import { cpus, loadavg } from "node:os";
 import { fileURLToPath } from "node:url";
 import autocannon from "autocannon";
 import { Agent, request } from "undici";
+import { benchGateway, startPlatform } from "./platform.mjs";
 
 const here = fileURLToPath(new URL(".", import.meta.url));
 const root = fileURLToPath(new URL("../../", import.meta.url));
@@ -75,33 +76,13 @@ const barePort = Number(await firstLine(bare, (b) => /^(\d+)\n/.exec(b)?.[1]));
 
 // 2. Our platform (and with BASELINE, the same from another checkout), with a gateway that has authentication and
 // logging on.
-const gwBody = {
-  id: "bench",
-  cache_ttl: 0,
-  cache_invalidate_on_update: false,
-  collect_logs: process.env.GATEWAY_LOGS !== "0",
-  rate_limiting_interval: 0,
-  rate_limiting_limit: 0,
-  authentication: process.env.GATEWAY_AUTH !== "0",
-};
 // COMPARE_LOGS=1: a second gateway, the same but without logs, takes turns with the first (what logging costs).
 const COMPARE_LOGS = process.env.COMPARE_LOGS === "1";
+const gatewaysMade = COMPARE_LOGS ? [benchGateway, { ...benchGateway, id: "bench-nologs", collect_logs: false }] : [benchGateway];
 // GATEWAY_NODE_OPTIONS (e.g. --cpu-prof --cpu-prof-dir=/tmp/prof) goes to the platform under test only.
 const nodeArgs = process.env.GATEWAY_NODE_OPTIONS?.split(" ").filter(Boolean);
-
-async function startPlatform(checkout, nodeArgs) {
-  const { startTestPlatform } = await import(`${checkout}/dist/core/testing/platform.js`);
-  const p = await startTestPlatform({ args: ["--dns-port", "0", "--provider-base-url", `openai=${upstream}`], nodeArgs });
-  const create = async (g) => {
-    if ((await p.api("POST", `/accounts/${p.accountId}/ai-gateway/gateways`, g)).status !== 200) throw new Error("gateway create failed");
-  };
-  await create(gwBody);
-  if (COMPARE_LOGS) await create({ ...gwBody, id: "bench-nologs", collect_logs: false });
-  const tok = await p.api("POST", `/accounts/${p.accountId}/tokens`, { name: "bench", permissions: ["ai_gateway_run"] });
-  return { p, runToken: tok.body.result.value };
-}
-const { p, runToken } = await startPlatform(root, nodeArgs);
-const before = BASELINE ? await startPlatform(BASELINE.replace(/\/$/, ""), undefined) : undefined;
+const { p, runToken } = await startPlatform(root, upstream, { nodeArgs, gateways: gatewaysMade });
+const before = BASELINE ? await startPlatform(BASELINE, upstream, { gateways: gatewaysMade }) : undefined;
 
 // 3. Portkey.
 const portkeyPort = 18000 + Math.floor(Math.random() * 1000);

@@ -4,6 +4,7 @@
 import { spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import autocannon from "autocannon";
+import { startPlatform } from "./platform.mjs";
 
 const here = fileURLToPath(new URL(".", import.meta.url));
 const root = fileURLToPath(new URL("../../", import.meta.url));
@@ -28,19 +29,7 @@ const mock = start("mock-upstream.mjs");
 const upstream = `http://127.0.0.1:${await portOf(mock)}/v1`;
 const bare = start("bare-proxy.mjs", upstream);
 const barePort = await portOf(bare);
-const { startTestPlatform } = await import(`${root}dist/core/testing/platform.js`);
-const p = await startTestPlatform({ args: ["--dns-port", "0", "--provider-base-url", `openai=${upstream}`] });
-const gw = {
-  id: "bench",
-  cache_ttl: 0,
-  cache_invalidate_on_update: false,
-  collect_logs: true,
-  rate_limiting_interval: 0,
-  rate_limiting_limit: 0,
-  authentication: true,
-};
-if ((await p.api("POST", `/accounts/${p.accountId}/ai-gateway/gateways`, gw)).status !== 200) throw new Error("gateway create failed");
-const token = (await p.api("POST", `/accounts/${p.accountId}/tokens`, { name: "bench", permissions: ["ai_gateway_run"] })).body.result.value;
+const { p, runToken: token } = await startPlatform(root, upstream);
 const body = JSON.stringify({ model: "gpt-4o-mini", messages: [{ role: "user", content: "Say hello" }] });
 const base = { "content-type": "application/json", authorization: "Bearer sk-bench" };
 const targets = {
