@@ -13,7 +13,9 @@
 // req/s, "1,8,32"), ROUNDS (req/s rounds, 3), DURATION (seconds per target per round, 5), PORTKEY=0 (skip it),
 // QUICK=1 (c=1 latency and req/s at 32 clients of ours only, for iterating on the gateway),
 // BASELINE=<checkout> (a second platform built in that checkout, e.g. a worktree of main after `npm run build`,
-// joins every rotation as "gateway_before": before/after of a change measured in the same run),
+// joins every rotation as "gateway_before": before/after of a change measured in the same run; a copy of dist/ and
+// package.json beside a node_modules symlink to this repository's also works, outside bench/gateway, whose own
+// node_modules hold Portkey's older zod),
 // GATEWAY_NODE_OPTIONS (e.g. --cpu-prof --cpu-prof-dir=/tmp/prof, for the platform under test),
 // GATEWAY_LOGS=0 / GATEWAY_AUTH=0 (the gateway without logging / authentication, to see what each costs),
 // COMPARE_LOGS=1 (a gateway without logs takes turns with the one with logs, in the same run).
