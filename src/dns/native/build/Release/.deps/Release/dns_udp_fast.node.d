@@ -1,1 +1,0 @@
-cmd_Release/dns_udp_fast.node := ln -f "Release/obj.target/dns_udp_fast.node" "Release/dns_udp_fast.node" 2>/dev/null || (rm -rf "Release/dns_udp_fast.node" && cp -af "Release/obj.target/dns_udp_fast.node" "Release/dns_udp_fast.node")

@@ -1,1 +1,0 @@
-cmd_Release/obj.target/dns_udp_fast.node := g++ -o Release/obj.target/dns_udp_fast.node -shared -pthread -rdynamic -m64  -Wl,-soname=dns_udp_fast.node -Wl,--start-group Release/obj.target/dns_udp_fast/udp-fast.o -Wl,--end-group -lpthread
