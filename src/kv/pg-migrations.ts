@@ -29,15 +29,11 @@ export const KV_PG_MIGRATIONS: readonly PgMigration[] = [
    -- copies them into entries and deletes them (bulk/pg-writer.ts), so a bulk write is seen whole or not at all
    -- without a transaction held open while a client sends. Staged content ids count as live for gcContent.
    CREATE TABLE bulk_writes (id BIGSERIAL PRIMARY KEY, started_at TIMESTAMPTZ NOT NULL DEFAULT now());
+   -- The columns of an entry (LIKE: without its foreign key, a namespace deleted meanwhile is the commit's 404).
    CREATE TABLE bulk_staged (
      bulk_id BIGINT NOT NULL REFERENCES bulk_writes(id) ON DELETE CASCADE,
      seq INTEGER NOT NULL,
-     key BYTEA NOT NULL,
-     expiration BIGINT,
-     metadata TEXT,
-     size INTEGER NOT NULL,
-     content_id TEXT,
-     value BYTEA,
+     LIKE entries,
      PRIMARY KEY (bulk_id, seq)
    );
    CREATE INDEX bulk_staged_content ON bulk_staged (content_id) WHERE content_id IS NOT NULL;`,

@@ -5,7 +5,7 @@ import { KvErrors } from "./errors.js";
 import { listRange, listResult, type ListRow } from "./listing.js";
 import { KV_LIMITS } from "./limits.js";
 import type { KvBulkEntry, KvEntry, KvListOptions, KvListResult, KvNamespace, KvPutOptions, KvStore, NamespaceListOptions, NamespacePage } from "./store.js";
-import { checkKey, checkTitle, forItem, prepareEntry, type PreparedEntry } from "./validation.js";
+import { checkKey, checkKeysToDelete, checkTitle, forItem, prepareEntries, prepareEntry, type PreparedEntry } from "./validation.js";
 
 const nowSeconds = () => Math.floor(Date.now() / 1000);
 const namespace = (row: { id: string; title: string }): KvNamespace => ({ id: row.id, title: row.title, supports_url_encoding: true });
@@ -166,8 +166,7 @@ export class PgKvStore implements KvStore {
   }
 
   async putMany(namespaceId: string, entries: readonly KvBulkEntry[]): Promise<void> {
-    if (entries.length > KV_LIMITS.bulkWriteEntries) throw KvErrors.tooManyEntries(entries.length);
-    const prepared = entries.map((e, i) => forItem(`entry ${i}`, () => prepareEntry(e.key, e.value, e)));
+    const prepared = prepareEntries(entries);
     // The last write of a key wins, as when the entries are written one after another.
     const last = new Map<string, PreparedEntry>();
     for (const e of prepared) last.set(e.key.toString("hex"), e);
@@ -213,13 +212,7 @@ export class PgKvStore implements KvStore {
   }
 
   async deleteMany(namespaceId: string, keys: readonly string[]): Promise<void> {
-    const bufs = keys.map((k, i) =>
-      forItem(`entry ${i}`, () => {
-        if (typeof k !== "string") throw KvErrors.keyNotString();
-        checkKey(k);
-        return Buffer.from(k, "utf8");
-      }),
-    );
+    const bufs = checkKeysToDelete(keys);
     await this.deleteKeys(namespaceId, bufs);
   }
 

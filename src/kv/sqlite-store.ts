@@ -7,7 +7,7 @@ import { KV_LIMITS } from "./limits.js";
 import { listRange, listResult, type ListRow } from "./listing.js";
 import { EntryWriter, type CommitRow } from "./sqlite-entry-writer.js";
 import type { KvBulkEntry, KvEntry, KvListOptions, KvListResult, KvNamespace, KvPutOptions, KvStore, NamespaceListOptions, NamespacePage } from "./store.js";
-import { checkKey, checkTitle, forItem, prepareEntry, type PreparedEntry } from "./validation.js";
+import { checkKey, checkKeysToDelete, checkTitle, forItem, prepareEntries, prepareEntry, type PreparedEntry } from "./validation.js";
 
 const nowSeconds = () => Math.floor(Date.now() / 1000);
 const namespace = (row: { id: string; title: string }): KvNamespace => ({ id: row.id, title: row.title, supports_url_encoding: true });
@@ -177,8 +177,7 @@ export class SqliteKvStore implements KvStore {
   }
 
   async putMany(namespaceId: string, entries: readonly KvBulkEntry[]): Promise<void> {
-    if (entries.length > KV_LIMITS.bulkWriteEntries) throw KvErrors.tooManyEntries(entries.length);
-    const prepared = entries.map((e, i) => forItem(`entry ${i}`, () => prepareEntry(e.key, e.value, e)));
+    const prepared = prepareEntries(entries);
     await this.write(namespaceId, prepared);
   }
 
@@ -215,13 +214,7 @@ export class SqliteKvStore implements KvStore {
   }
 
   async deleteMany(namespaceId: string, keys: readonly string[]): Promise<void> {
-    const bufs = keys.map((k, i) =>
-      forItem(`entry ${i}`, () => {
-        if (typeof k !== "string") throw KvErrors.keyNotString();
-        checkKey(k);
-        return Buffer.from(k, "utf8");
-      }),
-    );
+    const bufs = checkKeysToDelete(keys);
     const dropped = await this.exclusive(() =>
       this.db
         .transaction(() => {

@@ -59,10 +59,11 @@ export class PgBulkWriter implements KvBulkWriter {
       if (!batch.length) return;
       bulkId ??= (await this.pg.row<{ id: string }>("INSERT INTO kv.bulk_writes DEFAULT VALUES RETURNING id"))!.id;
       await this.pg.execute(
-        `INSERT INTO kv.bulk_staged (bulk_id, seq, ${ENTRY_COLUMNS})
-         SELECT $1, * FROM unnest($2::int[], $3::bytea[], $4::bigint[], $5::text[], $6::int[], $7::text[], $8::bytea[])`,
+        `INSERT INTO kv.bulk_staged (bulk_id, ns_id, seq, ${ENTRY_COLUMNS})
+         SELECT $1, $2, * FROM unnest($3::int[], $4::bytea[], $5::bigint[], $6::text[], $7::int[], $8::text[], $9::bytea[])`,
         [
           bulkId,
+          namespaceId,
           batch.map((_, i) => staged + i),
           batch.map((e) => e.key),
           batch.map((e) => e.expiration),
