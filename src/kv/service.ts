@@ -4,6 +4,10 @@ import { SqliteBulkWriter } from "./bulk/sqlite-writer.js";
 import { readKvConfig, serveOptions } from "./config.js";
 import { KV_MIGRATIONS } from "./sqlite-migrations.js";
 import { SqliteKvStore } from "./sqlite-store.js";
+import { PgBulkWriter } from "./bulk/pg-writer.js";
+import { KV_PG_MIGRATIONS } from "./pg-migrations.js";
+import { PgKvStore } from "./pg-store.js";
+import type { KvBulkWriter, KvStore } from "./store.js";
 
 export interface KvService extends EdgeService {
   /** Serves workerd's KV binding protocol; mounted by the workers service behind its loopback server. */
@@ -15,12 +19,25 @@ export interface KvService extends EdgeService {
 /** Content files no row names (a crash between file and commit) are looked for about hourly. */
 const CONTENT_GC_MS = 60 * 60 * 1000;
 
-export function createKvService(ctx: ServiceContext): KvService {
-  const config = readKvConfig(ctx.options(serveOptions));
-  const db = ctx.openDb("kv", KV_MIGRATIONS);
+/** The store of this node's backend and its bulk writer; `cleanUp` removes what bulk writes a crash interrupted left. */
+function openBackend(ctx: ServiceContext): { store: KvStore; bulk: KvBulkWriter & { stop(): Promise<void> }; cleanUp(): Promise<unknown> } {
   const content = ctx.content("kv");
+  // Every node shares the PostgreSQL rows and caches nothing of them: there is nothing to hear on the bus.
+  const pg = ctx.openPostgres("kv", KV_PG_MIGRATIONS);
+  if (pg) {
+    const store = new PgKvStore(pg, content);
+    const bulk = new PgBulkWriter(pg, store);
+    return { store, bulk, cleanUp: () => bulk.abandonStale() };
+  }
+  const db = ctx.openDb("kv", KV_MIGRATIONS);
   const store = new SqliteKvStore(db, content);
   const bulk = new SqliteBulkWriter(db, store, content, ctx.log);
+  return { store, bulk, cleanUp: async () => bulk.cleanUpLeftovers() };
+}
+
+export function createKvService(ctx: ServiceContext): KvService {
+  const config = readKvConfig(ctx.options(serveOptions));
+  const { store, bulk, cleanUp } = openBackend(ctx);
   let timer: NodeJS.Timeout | undefined;
   let lastGc = Date.now();
   let running: Promise<unknown> = Promise.resolve();
@@ -31,6 +48,7 @@ export function createKvService(ctx: ServiceContext): KvService {
     if (purged) ctx.log.debug({ purged }, "kv: purged expired entries");
     if (Date.now() - lastGc >= CONTENT_GC_MS) {
       lastGc = Date.now();
+      await cleanUp();
       await store.gcContent();
     }
   };
@@ -44,7 +62,7 @@ export function createKvService(ctx: ServiceContext): KvService {
       registerKvRoutes(app, store, bulk);
     },
     async start() {
-      bulk.cleanUpLeftovers();
+      running = cleanUp().catch((err: unknown) => ctx.log.warn({ err }, "kv: cleaning up interrupted bulk writes failed"));
       timer = setInterval(() => {
         running = sweep().catch((err: unknown) => ctx.log.warn({ err }, "kv: background purge failed"));
       }, config.purgeIntervalMs);

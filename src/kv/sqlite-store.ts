@@ -4,20 +4,10 @@ import type { ContentStore } from "../core/content/store.js";
 import type { Db } from "../core/db/sqlite.js";
 import { KvErrors } from "./errors.js";
 import { KV_LIMITS } from "./limits.js";
+import { listRange, listResult, type ListRow } from "./listing.js";
 import { EntryWriter, type CommitRow } from "./sqlite-entry-writer.js";
-import type {
-  KvBulkEntry,
-  KvEntry,
-  KvKeyInfo,
-  KvListOptions,
-  KvListResult,
-  KvNamespace,
-  KvPutOptions,
-  KvStore,
-  NamespaceListOptions,
-  NamespacePage,
-} from "./store.js";
-import { checkKey, checkTitle, forItem, prepareEntry, type PreparedEntry } from "./validation.js";
+import type { KvBulkEntry, KvEntry, KvListOptions, KvListResult, KvNamespace, KvPutOptions, KvStore, NamespaceListOptions, NamespacePage } from "./store.js";
+import { checkKey, checkKeysToDelete, checkTitle, forItem, prepareEntries, prepareEntry, type PreparedEntry } from "./validation.js";
 
 const nowSeconds = () => Math.floor(Date.now() / 1000);
 const namespace = (row: { id: string; title: string }): KvNamespace => ({ id: row.id, title: row.title, supports_url_encoding: true });
@@ -31,8 +21,6 @@ interface EntryRow {
   content_id: string | null;
   value: Buffer | null;
 }
-
-type ListRow = { key: Buffer; expiration: number | null; metadata: string | null };
 
 /**
  * KvStore on one SQLite file (tables in sqlite-migrations.ts): the server's, or the state directory's for `--local`.
@@ -189,8 +177,7 @@ export class SqliteKvStore implements KvStore {
   }
 
   async putMany(namespaceId: string, entries: readonly KvBulkEntry[]): Promise<void> {
-    if (entries.length > KV_LIMITS.bulkWriteEntries) throw KvErrors.tooManyEntries(entries.length);
-    const prepared = entries.map((e, i) => forItem(`entry ${i}`, () => prepareEntry(e.key, e.value, e)));
+    const prepared = prepareEntries(entries);
     await this.write(namespaceId, prepared);
   }
 
@@ -227,13 +214,7 @@ export class SqliteKvStore implements KvStore {
   }
 
   async deleteMany(namespaceId: string, keys: readonly string[]): Promise<void> {
-    const bufs = keys.map((k, i) =>
-      forItem(`entry ${i}`, () => {
-        if (typeof k !== "string") throw KvErrors.keyNotString();
-        checkKey(k);
-        return Buffer.from(k, "utf8");
-      }),
-    );
+    const bufs = checkKeysToDelete(keys);
     const dropped = await this.exclusive(() =>
       this.db
         .transaction(() => {
@@ -250,36 +231,23 @@ export class SqliteKvStore implements KvStore {
   }
 
   async list(namespaceId: string, opts: KvListOptions = {}): Promise<KvListResult> {
-    const limit = opts.limit ?? KV_LIMITS.listLimit;
-    if (!Number.isInteger(limit) || limit < 1 || limit > KV_LIMITS.listLimit) throw KvErrors.invalidLimit(opts.limit);
-    const prefix = Buffer.from(opts.prefix ?? "", "utf8");
-    const after = opts.cursor ? decodeCursor(opts.cursor) : undefined;
-    const end = prefix.length ? prefixEnd(prefix) : undefined;
+    const range = listRange(opts);
     const where = ["ns_id = ?", "(expiration IS NULL OR expiration > ?)"];
     const params: unknown[] = [namespaceId, nowSeconds()];
-    if (after && Buffer.compare(after, prefix) >= 0) {
+    if (range.after) {
       where.push("key > ?");
-      params.push(after);
-    } else if (prefix.length) {
+      params.push(range.after);
+    } else if (range.from) {
       where.push("key >= ?");
-      params.push(prefix);
+      params.push(range.from);
     }
-    if (end) {
+    if (range.before) {
       where.push("key < ?");
-      params.push(end);
+      params.push(range.before);
     }
     // One extra row tells whether another page exists.
-    params.push(limit + 1);
-    const rows = this.listStatement(where.join(" AND ")).all(...params);
-    const more = rows.length > limit;
-    const page = more ? rows.slice(0, limit) : rows;
-    const keys = page.map((r) => {
-      const k: KvKeyInfo = { name: r.key.toString("utf8") };
-      if (r.expiration !== null) k.expiration = r.expiration;
-      if (r.metadata !== null) k.metadata = JSON.parse(r.metadata);
-      return k;
-    });
-    return more ? { keys, list_complete: false, cursor: encodeCursor(page[page.length - 1]!.key) } : { keys, list_complete: true };
+    params.push(range.limit + 1);
+    return listResult(this.listStatement(where.join(" AND ")).all(...params), range.limit);
   }
 
   /** Listing has four query shapes (with or without a lower and an upper bound); each is prepared once. */
@@ -311,25 +279,4 @@ export class SqliteKvStore implements KvStore {
   async dropContent(ids: readonly string[]): Promise<void> {
     for (const id of ids) await this.content.delete(id).catch(() => undefined);
   }
-}
-
-function encodeCursor(lastKey: Buffer): string {
-  return lastKey.toString("base64url");
-}
-
-function decodeCursor(cursor: string): Buffer {
-  if (!/^[A-Za-z0-9_-]+$/.test(cursor)) throw KvErrors.invalidCursor();
-  return Buffer.from(cursor, "base64url");
-}
-
-/** The smallest byte string greater than every string starting with `prefix` (UTF-8 never holds 0xff). */
-function prefixEnd(prefix: Buffer): Buffer | undefined {
-  const end = Buffer.from(prefix);
-  for (let i = end.length - 1; i >= 0; i--) {
-    if (end[i]! < 0xff) {
-      end[i]! += 1;
-      return end.subarray(0, i + 1);
-    }
-  }
-  return undefined;
 }

@@ -1,7 +1,7 @@
 import { EdgeError } from "../core/errors.js";
 import { KvErrors } from "./errors.js";
 import { KV_LIMITS } from "./limits.js";
-import type { KvPutOptions } from "./store.js";
+import type { KvBulkEntry, KvPutOptions } from "./store.js";
 
 /*
  * The rules every KV entry obeys, checked by every store backend and, before anything is sent or opened, by the
@@ -22,6 +22,17 @@ export function forItem<T>(item: string, check: () => T): T {
   } catch (err) {
     throw err instanceof EdgeError ? KvErrors.inItem(item, err) : err;
   }
+}
+
+/** The keys of a bulk delete, each checked (a refusal names its index), as UTF-8 bytes. */
+export function checkKeysToDelete(keys: readonly unknown[]): Buffer[] {
+  return keys.map((k, i) =>
+    forItem(`entry ${i}`, () => {
+      if (typeof k !== "string") throw KvErrors.keyNotString();
+      checkKey(k);
+      return Buffer.from(k, "utf8");
+    }),
+  );
 }
 
 /** Serializes metadata within its size limit; undefined or null means no metadata. */
@@ -80,6 +91,12 @@ export function prepareEntry(key: string, value: Buffer, opts: KvPutOptions): Pr
   if (value.length > KV_LIMITS.valueBytes) throw KvErrors.valueTooLarge(value.length);
   const metadata = serializeMetadata(opts.metadata);
   return { key: Buffer.from(key, "utf8"), value, metadata, expiration: resolveExpiration(opts) };
+}
+
+/** The entries of a putMany, each checked (a refusal names its index), at most KV_LIMITS.bulkWriteEntries of them. */
+export function prepareEntries(entries: readonly KvBulkEntry[]): PreparedEntry[] {
+  if (entries.length > KV_LIMITS.bulkWriteEntries) throw KvErrors.tooManyEntries(entries.length);
+  return entries.map((e, i) => forItem(`entry ${i}`, () => prepareEntry(e.key, e.value, e)));
 }
 
 /** Reads `expiration` / `expiration_ttl` from a query string value; absent or empty means not given. */

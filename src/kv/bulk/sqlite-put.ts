@@ -1,9 +1,6 @@
-import { EdgeError } from "../../core/errors.js";
-import { KvErrors } from "../errors.js";
 import { KV_LIMITS } from "../limits.js";
 import type { CommitRow } from "../sqlite-entry-writer.js";
-import { forItem, prepareEntry } from "../validation.js";
-import { parseBulkEntry } from "./entry.js";
+import { BulkEntryChecker } from "./entry.js";
 import type { BulkStaging } from "./sqlite-staging.js";
 
 /** What a bulk put needs beyond its staging connection. */
@@ -60,35 +57,27 @@ export async function bulkPut(staging: BulkStaging, io: BulkPutIo, namespaceId: 
     if (staged !== undefined) await io.exclusive(() => staging.abandon(staged));
   };
 
-  let count = 0;
-  let invalid: EdgeError | undefined;
+  const checker = new BulkEntryChecker();
   try {
     for await (const element of elements) {
-      const index = count++;
-      if (invalid || count > KV_LIMITS.bulkWriteEntries) continue;
-      try {
-        const entry = parseBulkEntry(element, index);
-        const p = forItem(`entry ${index}`, () => prepareEntry(entry.key, entry.value, entry));
-        const row: CommitRow = { key: p.key, expiration: p.expiration, metadata: p.metadata, size: p.value.length, value: null, contentId: null, blobId: null };
-        rows.push(row);
-        if (p.value.length > KV_LIMITS.inlineValueBytes) {
-          row.contentId = await io.putContent(p.value);
-          contentIds.push(row.contentId);
-        } else {
-          batch.push({ row, value: p.value });
-          batchBytes += p.value.length;
-          if (batchBytes >= BATCH_BYTES || batch.length >= BATCH_ENTRIES) await flush();
-        }
-      } catch (err) {
-        if (!(err instanceof EdgeError)) throw err;
-        invalid = err;
-        await abandon();
+      const refusedBefore = checker.refused;
+      const p = checker.check(element);
+      if (!p) {
+        if (!refusedBefore && checker.refused) await abandon();
+        continue;
+      }
+      const row: CommitRow = { key: p.key, expiration: p.expiration, metadata: p.metadata, size: p.value.length, value: null, contentId: null, blobId: null };
+      rows.push(row);
+      if (p.value.length > KV_LIMITS.inlineValueBytes) {
+        row.contentId = await io.putContent(p.value);
+        contentIds.push(row.contentId);
+      } else {
+        batch.push({ row, value: p.value });
+        batchBytes += p.value.length;
+        if (batchBytes >= BATCH_BYTES || batch.length >= BATCH_ENTRIES) await flush();
       }
     }
-    if (count > KV_LIMITS.bulkWriteEntries) {
-      throw KvErrors.tooManyEntries(count);
-    }
-    if (invalid) throw invalid;
+    const count = checker.finish();
     await flush();
     if (rows.length) {
       const id = bulkId;

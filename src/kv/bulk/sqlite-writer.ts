@@ -5,11 +5,9 @@ import type { ContentStore } from "../../core/content/store.js";
 import type { Db } from "../../core/db/sqlite.js";
 import { CoreErrors, EdgeError, type ErrorDetail } from "../../core/errors.js";
 import type { Logger } from "../../core/logger.js";
-import { KvErrors } from "../errors.js";
-import { KV_LIMITS } from "../limits.js";
 import type { SqliteKvStore } from "../sqlite-store.js";
 import type { KvBulkWriter } from "../store.js";
-import { Slots } from "./slots.js";
+import { BulkAdmission } from "./slots.js";
 
 /** Messages to the writer thread (sqlite-writer-thread.ts). */
 export type ToBulkThread =
@@ -39,15 +37,6 @@ const THREAD_SCRIPT = fileURLToPath(new URL("./sqlite-writer-thread.js", import.
 
 /** Chunks of one body sent to the thread and not yet taken by its parser: the rest waits in the socket. */
 const CHUNKS_IN_FLIGHT = 4;
-/**
- * Bulk writes bigger than this, or of unknown size, take one of LARGE_SLOTS: a few at a time keep the memory of
- * their largest entries (a 25 MiB value is ~35 MB of JSON) and the writer thread's work bounded. Up to LARGE_QUEUE
- * more wait without their bodies being read; past that the answer is 429.
- */
-const LARGE_BODY = 1024 * 1024;
-const LARGE_SLOTS = 2;
-const LARGE_QUEUE = 16;
-
 interface Session {
   resolve(count: number): void;
   reject(err: Error): void;
@@ -75,7 +64,7 @@ export class SqliteBulkWriter implements KvBulkWriter {
   private running?: Running;
   private stopped = false;
   private seq = 0;
-  private readonly large = new Slots(LARGE_SLOTS, LARGE_QUEUE, KvErrors.throttled);
+  private readonly admission = new BulkAdmission();
 
   constructor(
     private readonly db: Db,
@@ -90,14 +79,11 @@ export class SqliteBulkWriter implements KvBulkWriter {
   }
 
   async write(namespaceId: string, body: Readable | undefined, declaredBytes?: number): Promise<number> {
-    const declared = declaredBytes ?? NaN;
-    if (declared > KV_LIMITS.bulkBodyBytes) throw CoreErrors.bodyTooLarge();
-    // A body of unknown length counts as large.
-    const release = declared <= LARGE_BODY ? undefined : await this.large.acquire();
+    const release = await this.admission.admit(declaredBytes);
     try {
       return await this.run(namespaceId, body);
     } finally {
-      release?.();
+      release();
     }
   }
 
@@ -213,7 +199,7 @@ export class SqliteBulkWriter implements KvBulkWriter {
   /** Fails the bulk puts still waiting or under way (a stopping server has stopped taking requests). */
   async stop(): Promise<void> {
     this.stopped = true;
-    this.large.close(shuttingDown());
+    this.admission.close(shuttingDown());
     const r = this.running;
     this.running = undefined;
     await r?.worker.terminate();

@@ -1,0 +1,283 @@
+import { randomBytes } from "node:crypto";
+import type { ContentStore } from "../core/content/store.js";
+import type { Postgres, Transaction } from "../core/db/postgres.js";
+import { KvErrors } from "./errors.js";
+import { listRange, listResult, type ListRow } from "./listing.js";
+import { KV_LIMITS } from "./limits.js";
+import type { KvBulkEntry, KvEntry, KvListOptions, KvListResult, KvNamespace, KvPutOptions, KvStore, NamespaceListOptions, NamespacePage } from "./store.js";
+import { checkKey, checkKeysToDelete, checkTitle, forItem, prepareEntries, prepareEntry, type PreparedEntry } from "./validation.js";
+
+const nowSeconds = () => Math.floor(Date.now() / 1000);
+const namespace = (row: { id: string; title: string }): KvNamespace => ({ id: row.id, title: row.title, supports_url_encoding: true });
+/** BIGINT columns come back as strings from `pg`. */
+const seconds = (v: string | number | null): number | null => (v === null ? null : Number(v));
+const isCode = (err: unknown, code: string) => (err as { code?: unknown }).code === code;
+
+/** Expired rows are purged this many at a time, each batch its own statement. */
+const PURGE_BATCH = 1000;
+
+/** The columns of an entry as written, in the order ENTRY_COLUMNS names them. */
+export const ENTRY_COLUMNS = "key, expiration, metadata, size, content_id, value";
+/** What an upsert into kv.entries sets when the key is there already. */
+export const ENTRY_UPSERT = `ON CONFLICT (ns_id, key) DO UPDATE SET expiration = excluded.expiration, metadata = excluded.metadata,
+  size = excluded.size, content_id = excluded.content_id, value = excluded.value`;
+
+/**
+ * Inside a write transaction: makes sure namespace `namespaceId` exists until the commit (404 when it is gone; a
+ * namespace delete waits for this transaction) and locks the rows of the keys `keysSql` selects ($1 is the
+ * namespace), in key order so that two writers never deadlock. Returns the content ids of those rows: the write
+ * replaces them, they are deleted after the commit. A row another node inserts between this and the upsert is
+ * overwritten without its content id being seen; that content is left to gcContent.
+ */
+export async function lockForWrite(tx: Transaction, namespaceId: string, keysSql: string, params: readonly unknown[]): Promise<string[]> {
+  if (!(await tx.row("SELECT 1 FROM kv.namespaces WHERE id = $1 FOR KEY SHARE", [namespaceId]))) throw KvErrors.namespaceNotFound();
+  const rows = await tx.rows<{ content_id: string | null }>(
+    `SELECT content_id FROM kv.entries WHERE ns_id = $1 AND key IN (${keysSql}) ORDER BY key FOR UPDATE`,
+    [namespaceId, ...params],
+  );
+  return rows.flatMap((r) => (r.content_id ? [r.content_id] : []));
+}
+
+interface EntryRow {
+  expiration: string | null;
+  metadata: string | null;
+  content_id: string | null;
+  value: Buffer | null;
+}
+
+/**
+ * KvStore on PostgreSQL (schema `kv`, KV_PG_MIGRATIONS), shared by every node: nothing is cached per node, so there
+ * is nothing to keep fresh through the bus. Values over KV_LIMITS.inlineValueBytes live in the content store (the
+ * bucket), written before the row that names them commits; content is deleted only after no committed row names it.
+ */
+export class PgKvStore implements KvStore {
+  constructor(
+    private readonly pg: Postgres,
+    private readonly content: ContentStore,
+  ) {}
+
+  // ---- namespaces ----
+
+  async createNamespace(accountId: string, title: string): Promise<KvNamespace> {
+    checkTitle(title);
+    const id = randomBytes(16).toString("hex");
+    try {
+      await this.pg.execute("INSERT INTO kv.namespaces (id, account_id, title, created_at) VALUES ($1, $2, $3, $4)", [id, accountId, title, Date.now()]);
+    } catch (e) {
+      if (isCode(e, "23505")) throw KvErrors.titleExists(title);
+      throw e;
+    }
+    return namespace({ id, title });
+  }
+
+  async getNamespace(accountId: string, namespaceId: string): Promise<KvNamespace | undefined> {
+    const row = await this.pg.row<{ id: string; title: string }>("SELECT id, title FROM kv.namespaces WHERE account_id = $1 AND id = $2", [
+      accountId,
+      namespaceId,
+    ]);
+    return row && namespace(row);
+  }
+
+  async listNamespaces(accountId: string, opts: NamespaceListOptions = {}): Promise<NamespacePage> {
+    // Column and direction come from fixed choices, never from raw input.
+    const col = opts.order === "title" ? "title" : "id";
+    const dir = opts.direction === "desc" ? "DESC" : "ASC";
+    const rows = await this.pg.rows<{ id: string; title: string; total: string }>(
+      `SELECT id, title, count(*) OVER () AS total FROM kv.namespaces WHERE account_id = $1 ORDER BY ${col} ${dir}, id ${dir} LIMIT $2 OFFSET $3`,
+      [accountId, opts.limit ?? null, opts.offset ?? 0],
+    );
+    // A page past the end has no row to carry the total.
+    const total = rows.length
+      ? Number(rows[0]!.total)
+      : Number((await this.pg.row<{ n: string }>("SELECT count(*) AS n FROM kv.namespaces WHERE account_id = $1", [accountId]))!.n);
+    return { namespaces: rows.map(namespace), total };
+  }
+
+  async renameNamespace(accountId: string, namespaceId: string, title: string): Promise<KvNamespace> {
+    checkTitle(title);
+    let changed: number;
+    try {
+      changed = await this.pg.execute("UPDATE kv.namespaces SET title = $1 WHERE account_id = $2 AND id = $3", [title, accountId, namespaceId]);
+    } catch (e) {
+      if (isCode(e, "23505")) throw KvErrors.titleExists(title);
+      throw e;
+    }
+    if (!changed) throw KvErrors.namespaceNotFound();
+    return namespace({ id: namespaceId, title });
+  }
+
+  async deleteNamespace(accountId: string, namespaceId: string): Promise<void> {
+    const contentIds = await this.pg.withTransaction(async (tx) => {
+      // Locked first: writes into the namespace (which hold it FOR KEY SHARE) finish before, none start after.
+      if (!(await tx.row("SELECT 1 FROM kv.namespaces WHERE account_id = $1 AND id = $2 FOR UPDATE", [accountId, namespaceId]))) {
+        throw KvErrors.namespaceNotFound();
+      }
+      const rows = await tx.rows<{ content_id: string }>("DELETE FROM kv.entries WHERE ns_id = $1 AND content_id IS NOT NULL RETURNING content_id", [
+        namespaceId,
+      ]);
+      await tx.execute("DELETE FROM kv.namespaces WHERE id = $1", [namespaceId]);
+      return rows.map((r) => r.content_id);
+    });
+    await this.dropContent(contentIds);
+  }
+
+  // ---- entries ----
+
+  async get(namespaceId: string, key: string): Promise<KvEntry | null> {
+    checkKey(key);
+    return (await this.readEntries(namespaceId, [key])).get(key) ?? null;
+  }
+
+  async getMany(namespaceId: string, keys: readonly string[]): Promise<Map<string, KvEntry | null>> {
+    keys.forEach((k, i) => forItem(`keys[${i}]`, () => checkKey(k)));
+    return this.readEntries(namespaceId, keys);
+  }
+
+  /** Every key once, in order, with its entry or null; one query for the rows, then the content of big values. */
+  private async readEntries(namespaceId: string, keys: readonly string[]): Promise<Map<string, KvEntry | null>> {
+    const unique = [...new Set(keys)];
+    const out = new Map<string, KvEntry | null>(unique.map((k) => [k, null]));
+    // A concurrent overwrite may delete a value's content between reading its row and the content: read again.
+    for (let attempt = 0, pending = unique; pending.length; attempt++) {
+      const rows = await this.pg.rows<EntryRow & { key: Buffer }>(
+        `SELECT key, expiration, metadata, content_id, value FROM kv.entries
+         WHERE ns_id = $1 AND key = ANY($2::bytea[]) AND (expiration IS NULL OR expiration > $3)`,
+        [namespaceId, pending.map((k) => Buffer.from(k, "utf8")), nowSeconds()],
+      );
+      const retry: string[] = [];
+      for (const row of rows) {
+        const key = row.key.toString("utf8");
+        const entry = { metadata: row.metadata === null ? null : JSON.parse(row.metadata), expiration: seconds(row.expiration) };
+        try {
+          const value = row.content_id === null ? (row.value ?? Buffer.alloc(0)) : await this.content.readAll(row.content_id);
+          out.set(key, { value, ...entry });
+        } catch (e) {
+          if ((e as NodeJS.ErrnoException).code !== "ENOENT" || attempt >= 2) throw e;
+          retry.push(key);
+        }
+      }
+      pending = retry;
+    }
+    return out;
+  }
+
+  async put(namespaceId: string, key: string, value: Buffer, opts: KvPutOptions = {}): Promise<void> {
+    await this.write(namespaceId, [prepareEntry(key, value, opts)]);
+  }
+
+  async putMany(namespaceId: string, entries: readonly KvBulkEntry[]): Promise<void> {
+    const prepared = prepareEntries(entries);
+    // The last write of a key wins, as when the entries are written one after another.
+    const last = new Map<string, PreparedEntry>();
+    for (const e of prepared) last.set(e.key.toString("hex"), e);
+    await this.write(namespaceId, [...last.values()]);
+  }
+
+  /** Big values go to the content store first, then one transaction commits every row (each key once). */
+  private async write(namespaceId: string, entries: readonly PreparedEntry[]): Promise<void> {
+    if (!(await this.pg.row("SELECT 1 FROM kv.namespaces WHERE id = $1", [namespaceId]))) throw KvErrors.namespaceNotFound();
+    const sorted = [...entries].sort((a, b) => Buffer.compare(a.key, b.key));
+    const contentIds: (string | null)[] = [];
+    let replaced: string[];
+    try {
+      for (const e of sorted) contentIds.push(e.value.length > KV_LIMITS.inlineValueBytes ? await this.putContent(e.value) : null);
+      const keys = sorted.map((e) => e.key);
+      replaced = await this.pg.withTransaction(async (tx) => {
+        const old = await lockForWrite(tx, namespaceId, "SELECT unnest($2::bytea[])", [keys]);
+        await tx.execute(
+          `INSERT INTO kv.entries (ns_id, ${ENTRY_COLUMNS})
+           SELECT $1, * FROM unnest($2::bytea[], $3::bigint[], $4::text[], $5::int[], $6::text[], $7::bytea[]) ${ENTRY_UPSERT}`,
+          [
+            namespaceId,
+            keys,
+            sorted.map((e) => e.expiration),
+            sorted.map((e) => e.metadata),
+            sorted.map((e) => e.value.length),
+            contentIds,
+            sorted.map((e, i) => (contentIds[i] ? null : e.value)),
+          ],
+        );
+        return old;
+      });
+    } catch (err) {
+      await this.dropContent(contentIds.filter((id): id is string => id !== null));
+      throw err;
+    }
+    await this.dropContent(replaced);
+  }
+
+  async delete(namespaceId: string, key: string): Promise<void> {
+    checkKey(key);
+    await this.deleteKeys(namespaceId, [Buffer.from(key, "utf8")]);
+  }
+
+  async deleteMany(namespaceId: string, keys: readonly string[]): Promise<void> {
+    const bufs = checkKeysToDelete(keys);
+    await this.deleteKeys(namespaceId, bufs);
+  }
+
+  /** One statement deletes every key (all or nothing); their content goes after. */
+  private async deleteKeys(namespaceId: string, keys: readonly Buffer[]): Promise<void> {
+    if (!keys.length) return;
+    const rows = await this.pg.withTransaction((tx) =>
+      tx.rows<{ content_id: string | null }>("DELETE FROM kv.entries WHERE ns_id = $1 AND key = ANY($2::bytea[]) RETURNING content_id", [namespaceId, keys]),
+    );
+    await this.dropContent(rows.flatMap((r) => (r.content_id ? [r.content_id] : [])));
+  }
+
+  async list(namespaceId: string, opts: KvListOptions = {}): Promise<KvListResult> {
+    const range = listRange(opts);
+    const params: unknown[] = [namespaceId, nowSeconds()];
+    const where = ["ns_id = $1", "(expiration IS NULL OR expiration > $2)"];
+    const bound = (op: string, key: Buffer) => where.push(`key ${op} $${params.push(key)}`);
+    if (range.after) bound(">", range.after);
+    else if (range.from) bound(">=", range.from);
+    if (range.before) bound("<", range.before);
+    // One extra row tells whether another page exists.
+    const rows = await this.pg.rows<{ key: Buffer; expiration: string | null; metadata: string | null }>(
+      `SELECT key, expiration, metadata FROM kv.entries WHERE ${where.join(" AND ")} ORDER BY key LIMIT $${params.push(range.limit + 1)}`,
+      params,
+    );
+    return listResult(
+      rows.map((r): ListRow => ({ ...r, expiration: seconds(r.expiration) })),
+      range.limit,
+    );
+  }
+
+  async purgeExpired(now = nowSeconds()): Promise<number> {
+    let total = 0;
+    for (;;) {
+      // SKIP LOCKED: nodes purging at the same time take different rows instead of waiting for each other.
+      const rows = await this.pg.rows<{ content_id: string | null }>(
+        `DELETE FROM kv.entries WHERE (ns_id, key) IN
+           (SELECT ns_id, key FROM kv.entries WHERE expiration IS NOT NULL AND expiration <= $1 LIMIT $2 FOR UPDATE SKIP LOCKED)
+         RETURNING content_id`,
+        [now, PURGE_BATCH],
+      );
+      await this.dropContent(rows.flatMap((r) => (r.content_id ? [r.content_id] : [])));
+      total += rows.length;
+      if (rows.length < PURGE_BATCH) return total;
+    }
+  }
+
+  gcContent(graceMs?: number): Promise<number> {
+    return this.content.gc(
+      async (id) =>
+        (await this.pg.row(
+          "SELECT 1 WHERE EXISTS (SELECT 1 FROM kv.entries WHERE content_id = $1) OR EXISTS (SELECT 1 FROM kv.bulk_staged WHERE content_id = $1)",
+          [id],
+        )) !== undefined,
+      graceMs,
+    );
+  }
+
+  /** Stores a value too big to live in a row in the content store; returns its id. */
+  async putContent(value: Buffer): Promise<string> {
+    return (await this.content.put(value)).id;
+  }
+
+  /** Content is deleted only after the rows naming it are gone; what cannot be deleted now is left for gcContent. */
+  async dropContent(ids: readonly string[]): Promise<void> {
+    for (const id of ids) await this.content.delete(id).catch(() => undefined);
+  }
+}
