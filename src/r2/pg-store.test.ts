@@ -10,7 +10,8 @@ import { R2Codes } from "./errors.js";
 import { R2_PG_MIGRATIONS } from "./pg-migrations.js";
 import { PgR2Store } from "./pg-store.js";
 import { describeR2Store } from "./store.contract.js";
-import type { BucketRef, R2GetResult } from "./store.js";
+import { eventually } from "../workers/testing/helpers.js";
+import type { BucketRef, R2GetResult, R2ObjectInfo } from "./store.js";
 
 describeR2Store("PostgreSQL + S3", async (t) => {
   const pg = await testPostgres(t, "r2", R2_PG_MIGRATIONS);
@@ -22,7 +23,7 @@ const B: BucketRef = { accountId: "acc1", bucketName: "bkt" };
 
 /** Two nodes' stores on one database and one bucket (each its own body cache and leases), with the bucket B. */
 async function twoNodes(t: TestContext) {
-  const pg = await testPostgres(t, "r2", R2_PG_MIGRATIONS);
+  const pg = await testPostgres(t, "r2", R2_PG_MIGRATIONS, 12);
   const content = pg && (await testContentStore(t, "r2"));
   if (!pg || !content) return undefined;
   const a = new PgR2Store(pg, content);
@@ -55,14 +56,26 @@ test("a small body cached on one node is never served once another node replaced
 test("conditional creates of one key through two nodes at once: exactly one is stored", async (t) => {
   const nodes = await twoNodes(t);
   if (!nodes) return;
-  const { a, b } = nodes;
+  const { a, b, pg } = nodes;
+  // The writers' commits are held back behind a lock on the bucket's row, then let go together: without the
+  // per-key lock each would find the key free and all of them would be stored.
+  const holder = await pg.checkout();
   const onlyIf = { etagDoesNotMatch: [{ type: "wildcard" as const }] };
-  const results = await Promise.all(Array.from({ length: 8 }, (_, i) => (i % 2 ? a : b).put(B, "once", Buffer.from(`writer ${i}`), { onlyIf })));
-  const stored = results.filter((r) => r !== undefined);
+  let writers: Promise<unknown>[];
+  try {
+    await holder.query("BEGIN");
+    await holder.query("SELECT id FROM r2.buckets WHERE name = $1 FOR UPDATE", [B.bucketName]);
+    writers = Array.from({ length: 8 }, (_, i) => (i % 2 ? a : b).put(B, "once", Buffer.from(`writer ${i}`), { onlyIf }));
+    const waiting = async () => Number((await pg.row<{ n: string }>("SELECT count(*) AS n FROM pg_locks WHERE NOT granted"))!.n);
+    await eventually(async () => (await waiting()) === 8, "every writer to wait at its commit", 60_000);
+  } finally {
+    await holder.query("ROLLBACK");
+    holder.release();
+  }
+  const stored = (await Promise.all(writers)).filter((r): r is R2ObjectInfo => r !== undefined);
   assert.equal(stored.length, 1, "one writer won, the others found the key taken");
-  assert.equal((await b.head(B, "once"))!.etag, stored[0]!.etag);
-  const live = await a.liveContent();
-  assert.equal(live.size, 1, "the losers' bodies are not kept");
+  assert.equal((await b.head(B, "once"))!.etag, stored[0].etag);
+  assert.equal((await a.liveContent()).size, 1, "the losers' bodies are not kept");
 });
 
 test("a reader on one node gets the old body whole while another node overwrites the object", async (t) => {
