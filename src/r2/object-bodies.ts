@@ -146,6 +146,22 @@ export class ObjectBodies {
   }
 }
 
+/** Drains a body that will not be stored, so that the request carrying it still ends. */
+export function drain(body: Readable | Buffer): undefined {
+  if (!Buffer.isBuffer(body)) body.resume();
+  return undefined;
+}
+
+/** Runs the checks made before a body is read; a refusal drains the body and passes on. */
+export async function beforeBody<T>(body: Readable | Buffer, checks: () => T | Promise<T>): Promise<T> {
+  try {
+    return await checks();
+  } catch (e) {
+    drain(body);
+    throw e;
+  }
+}
+
 /** The checks of a put made before any byte is stored; returns the cleaned HTTP metadata. */
 export function checkPut(key: string, opts: R2PutOptions): R2HttpMetadata {
   assertKey(key);
@@ -223,6 +239,10 @@ export function assembleUpload(
   const used = new Set(segments.map(([id]) => id));
   const unused = [...stored.values()].map((p) => p.content_id).filter((id) => !used.has(id));
   return { info, segments, unused };
+}
+
+export function assertPartNumber(partNumber: number): void {
+  if (!Number.isInteger(partNumber) || partNumber < 1 || partNumber > R2Limits.maxParts) throw R2Errors.partNumberOutOfRange();
 }
 
 /** The checks of a new multipart upload; returns its row's fields. */

@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import type { Readable } from "node:stream";
 import type { Postgres, SqlRunner, Transaction } from "../core/db/postgres.js";
 import { R2Errors } from "./errors.js";
-import { assembleUpload, newUploadFields, type ObjectBodies, type StoredPart } from "./object-bodies.js";
+import { assembleUpload, assertPartNumber, beforeBody, newUploadFields, type ObjectBodies, type StoredPart } from "./object-bodies.js";
 import { assertPgText } from "./pg-text.js";
 import type { Segment } from "./sqlite-rows.js";
 import {
@@ -96,13 +96,10 @@ export class PgMultipart {
   }
 
   async uploadPart(bucket: BucketRef, key: string, uploadId: string, partNumber: number, body: Readable | Buffer, size?: number): Promise<R2UploadedPart> {
-    try {
+    await beforeBody(body, async () => {
       await this.requireUpload(this.pg, bucket, key, uploadId);
-      if (!Number.isInteger(partNumber) || partNumber < 1 || partNumber > R2Limits.maxParts) throw R2Errors.partNumberOutOfRange();
-    } catch (e) {
-      if (!Buffer.isBuffer(body)) body.resume();
-      throw e;
-    }
+      assertPartNumber(partNumber);
+    });
     const stored = await this.bodies.store(body, { size });
     let replaced: string | undefined;
     try {

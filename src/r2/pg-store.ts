@@ -3,7 +3,8 @@ import type { ContentStore } from "../core/content/store.js";
 import type { Postgres, SqlRunner, Transaction } from "../core/db/postgres.js";
 import { R2Errors } from "./errors.js";
 import { listObjects } from "./list-objects.js";
-import { checkPut, ObjectBodies, putObjectInfo } from "./object-bodies.js";
+import { MultipartDelegation } from "./multipart-delegation.js";
+import { beforeBody, checkPut, drain, ObjectBodies, putObjectInfo } from "./object-bodies.js";
 import { PgBucketCors } from "./pg-cors.js";
 import { PgMultipart } from "./pg-multipart.js";
 import { assertPgText } from "./pg-text.js";
@@ -18,15 +19,10 @@ import {
   type R2GetOptions,
   type R2GetResult,
   type R2ListOptions,
-  type R2ListPartsResult,
   type R2ListResult,
-  type R2ListUploadsOptions,
-  type R2ListUploadsResult,
-  type R2MultipartOptions,
   type R2ObjectInfo,
   type R2PutOptions,
   type R2Store,
-  type R2UploadedPart,
 } from "./store.js";
 import { assertBucketName, assertKey, assertStorageClass } from "./validation.js";
 
@@ -45,15 +41,16 @@ type BucketId = string;
  * Content a committed change no longer names is removed after the commit (after this node's readers of it).
  * Multipart uploads are kept by pg-multipart.ts, which completes them through the same commit.
  */
-export class PgR2Store implements R2Store {
+export class PgR2Store extends MultipartDelegation implements R2Store {
   private readonly bodies: ObjectBodies;
   private readonly cors: PgBucketCors;
-  private readonly multipart: PgMultipart;
+  protected readonly multipart: PgMultipart;
 
   constructor(
     private readonly pg: Postgres,
     content: ContentStore,
   ) {
+    super();
     this.bodies = new ObjectBodies(content);
     this.cors = new PgBucketCors(pg);
     this.multipart = new PgMultipart(pg, this.bodies, {
@@ -145,21 +142,9 @@ export class PgR2Store implements R2Store {
   }
 
   async put(bucket: BucketRef, key: string, body: Readable | Buffer, opts: R2PutOptions = {}): Promise<R2ObjectInfo | undefined> {
-    let httpMetadata;
-    let current: ObjectRow | undefined;
-    try {
-      httpMetadata = checkPut(key, opts);
-      assertPgText(key);
-      current = await this.objectRow(bucket, key);
-    } catch (e) {
-      if (!Buffer.isBuffer(body)) body.resume();
-      throw e;
-    }
+    const { httpMetadata, current } = await beforeBody(body, async () => ({ httpMetadata: checkPut(key, opts), current: await this.objectRow(bucket, key) }));
     // Refuse early when the precondition already fails, without storing the body; it is checked again at commit.
-    if (opts.onlyIf && !conditionHolds(opts.onlyIf, current)) {
-      if (!Buffer.isBuffer(body)) body.resume();
-      return undefined;
-    }
+    if (opts.onlyIf && !conditionHolds(opts.onlyIf, current)) return drain(body);
     const stored = await this.bodies.store(body, opts);
     let old: Segment[] | undefined;
     try {
@@ -245,36 +230,6 @@ export class PgR2Store implements R2Store {
         [bucketId, from, n],
       );
     }, opts);
-  }
-
-  // ---- multipart (pg-multipart.ts) ----
-
-  createMultipartUpload(bucket: BucketRef, key: string, opts?: R2MultipartOptions): Promise<string> {
-    return this.multipart.createMultipartUpload(bucket, key, opts);
-  }
-
-  uploadPart(bucket: BucketRef, key: string, uploadId: string, partNumber: number, body: Readable | Buffer, size?: number): Promise<R2UploadedPart> {
-    return this.multipart.uploadPart(bucket, key, uploadId, partNumber, body, size);
-  }
-
-  completeMultipartUpload(bucket: BucketRef, key: string, uploadId: string, parts: R2UploadedPart[]): Promise<R2ObjectInfo> {
-    return this.multipart.completeMultipartUpload(bucket, key, uploadId, parts);
-  }
-
-  abortMultipartUpload(bucket: BucketRef, key: string, uploadId: string): Promise<void> {
-    return this.multipart.abortMultipartUpload(bucket, key, uploadId);
-  }
-
-  abortStaleUploads(cutoff: number): Promise<number> {
-    return this.multipart.abortStaleUploads(cutoff);
-  }
-
-  listMultipartUploads(bucket: BucketRef, opts?: R2ListUploadsOptions): Promise<R2ListUploadsResult> {
-    return this.multipart.listMultipartUploads(bucket, opts);
-  }
-
-  listParts(bucket: BucketRef, key: string, uploadId: string, opts?: { partNumberMarker?: number; limit?: number }): Promise<R2ListPartsResult> {
-    return this.multipart.listParts(bucket, key, uploadId, opts);
   }
 
   // ---- bucket CORS ----

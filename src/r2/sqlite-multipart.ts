@@ -3,7 +3,7 @@ import type { Readable } from "node:stream";
 import type { ContentStore, StoredContent } from "../core/content/store.js";
 import type { Db } from "../core/db/sqlite.js";
 import { R2Errors } from "./errors.js";
-import { assembleUpload, newUploadFields } from "./object-bodies.js";
+import { assembleUpload, assertPartNumber, beforeBody, newUploadFields } from "./object-bodies.js";
 import type { Segment } from "./sqlite-rows.js";
 import { SqliteUploadListing } from "./sqlite-upload-listing.js";
 import {
@@ -83,13 +83,10 @@ export class SqliteMultipart {
   }
 
   async uploadPart(bucket: BucketRef, key: string, uploadId: string, partNumber: number, body: Readable | Buffer, size?: number): Promise<R2UploadedPart> {
-    try {
+    await beforeBody(body, () => {
       this.requireUpload(bucket, key, uploadId);
-      if (!Number.isInteger(partNumber) || partNumber < 1 || partNumber > R2Limits.maxParts) throw R2Errors.partNumberOutOfRange();
-    } catch (e) {
-      if (!Buffer.isBuffer(body)) body.resume();
-      throw e;
-    }
+      assertPartNumber(partNumber);
+    });
     const stored = await this.objects.storeBody(body, { size });
     let replaced: string | undefined;
     try {

@@ -3,7 +3,8 @@ import type { ContentStore } from "../core/content/store.js";
 import type { Db } from "../core/db/sqlite.js";
 import { R2Errors } from "./errors.js";
 import { listObjects } from "./list-objects.js";
-import { checkPut, ObjectBodies, putObjectInfo } from "./object-bodies.js";
+import { MultipartDelegation } from "./multipart-delegation.js";
+import { beforeBody, checkPut, drain, ObjectBodies, putObjectInfo } from "./object-bodies.js";
 import { conditionHolds } from "./preconditions.js";
 import { SqliteBucketCors } from "./sqlite-cors.js";
 import { SqliteMultipart } from "./sqlite-multipart.js";
@@ -16,15 +17,10 @@ import {
   type R2GetOptions,
   type R2GetResult,
   type R2ListOptions,
-  type R2ListPartsResult,
   type R2ListResult,
-  type R2ListUploadsOptions,
-  type R2ListUploadsResult,
-  type R2MultipartOptions,
   type R2ObjectInfo,
   type R2PutOptions,
   type R2Store,
-  type R2UploadedPart,
 } from "./store.js";
 import { assertBucketName, assertKey, assertStorageClass } from "./validation.js";
 
@@ -34,16 +30,17 @@ import { assertBucketName, assertKey, assertStorageClass } from "./validation.js
  * or refused upload never leaves a partial object, and readers never see a row without its bytes. Multipart
  * uploads are kept by sqlite-multipart.ts, which completes them through the same write path.
  */
-export class SqliteR2Store implements R2Store {
+export class SqliteR2Store extends MultipartDelegation implements R2Store {
   private readonly bodies: ObjectBodies;
   private readonly cors: SqliteBucketCors;
-  private readonly multipart: SqliteMultipart;
+  protected readonly multipart: SqliteMultipart;
   private readonly q;
 
   constructor(
     private readonly db: Db,
     content: ContentStore,
   ) {
+    super();
     this.bodies = new ObjectBodies(content);
     this.multipart = new SqliteMultipart(db, content, {
       bucketId: (ref) => this.bucketId(ref),
@@ -152,23 +149,9 @@ export class SqliteR2Store implements R2Store {
   }
 
   async put(bucket: BucketRef, key: string, body: Readable | Buffer, opts: R2PutOptions = {}): Promise<R2ObjectInfo | undefined> {
-    const discard = () => {
-      if (!Buffer.isBuffer(body)) body.resume();
-    };
-    let bucketId: number;
-    let httpMetadata;
-    try {
-      httpMetadata = checkPut(key, opts);
-      bucketId = this.bucketId(bucket);
-    } catch (e) {
-      discard();
-      throw e;
-    }
+    const { httpMetadata, bucketId } = await beforeBody(body, () => ({ httpMetadata: checkPut(key, opts), bucketId: this.bucketId(bucket) }));
     // Refuse early when the precondition already fails, without storing the body; it is checked again at commit.
-    if (opts.onlyIf && !conditionHolds(opts.onlyIf, this.q.object.get(bucketId, key))) {
-      discard();
-      return undefined;
-    }
+    if (opts.onlyIf && !conditionHolds(opts.onlyIf, this.q.object.get(bucketId, key))) return drain(body);
     const stored = await this.bodies.store(body, opts);
     try {
       const info = putObjectInfo(key, stored, opts, httpMetadata);
@@ -230,36 +213,6 @@ export class SqliteR2Store implements R2Store {
   async list(bucket: BucketRef, opts: R2ListOptions = {}): Promise<R2ListResult> {
     const bucketId = this.bucketId(bucket);
     return listObjects((from, inclusive, n) => (inclusive ? this.q.listFrom : this.q.listAfter).all(bucketId, from, n), opts);
-  }
-
-  // ---- multipart (sqlite-multipart.ts) ----
-
-  async createMultipartUpload(bucket: BucketRef, key: string, opts?: R2MultipartOptions): Promise<string> {
-    return this.multipart.createMultipartUpload(bucket, key, opts);
-  }
-
-  uploadPart(bucket: BucketRef, key: string, uploadId: string, partNumber: number, body: Readable | Buffer, size?: number): Promise<R2UploadedPart> {
-    return this.multipart.uploadPart(bucket, key, uploadId, partNumber, body, size);
-  }
-
-  completeMultipartUpload(bucket: BucketRef, key: string, uploadId: string, parts: R2UploadedPart[]): Promise<R2ObjectInfo> {
-    return this.multipart.completeMultipartUpload(bucket, key, uploadId, parts);
-  }
-
-  abortMultipartUpload(bucket: BucketRef, key: string, uploadId: string): Promise<void> {
-    return this.multipart.abortMultipartUpload(bucket, key, uploadId);
-  }
-
-  async abortStaleUploads(cutoff: number): Promise<number> {
-    return this.multipart.abortStaleUploads(cutoff);
-  }
-
-  listMultipartUploads(bucket: BucketRef, opts?: R2ListUploadsOptions): Promise<R2ListUploadsResult> {
-    return this.multipart.listMultipartUploads(bucket, opts);
-  }
-
-  listParts(bucket: BucketRef, key: string, uploadId: string, opts?: { partNumberMarker?: number; limit?: number }): Promise<R2ListPartsResult> {
-    return this.multipart.listParts(bucket, key, uploadId, opts);
   }
 
   // ---- bucket CORS ----
