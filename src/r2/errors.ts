@@ -51,6 +51,7 @@ export const R2Errors = {
   // ---- objects ----
   objectNotFound: () => new EdgeError(404, R2Codes.objectNotFound, "The specified key does not exist."),
   emptyKey: () => new EdgeError(400, R2Codes.invalidObjectName, "The object key must not be empty"),
+  keyWithNul: () => new EdgeError(400, R2Codes.invalidObjectName, "Object keys, prefixes and names cannot hold the character U+0000 on this server"),
   keyTooLong: () => new EdgeError(400, R2Codes.invalidObjectName, `The object key is longer than ${R2Limits.maxKeyBytes} bytes`),
   metadataTooLarge: (bytes: number) =>
     new EdgeError(400, R2Codes.metadataTooLarge, `Custom metadata is ${bytes} bytes; at most ${R2Limits.maxCustomMetadataBytes} are allowed`),

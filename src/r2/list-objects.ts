@@ -16,7 +16,10 @@ function decodeCursor(cursor: string): string {
  * scan jumps over the rest of them. Objects and prefixes count together against the limit; the cursor is the
  * last item returned, so the next page starts strictly after it.
  */
-export function listObjects(scan: (from: string, inclusive: boolean, n: number) => ObjectRow[], opts: R2ListOptions): R2ListResult {
+export async function listObjects(
+  scan: (from: string, inclusive: boolean, n: number) => ObjectRow[] | Promise<ObjectRow[]>,
+  opts: R2ListOptions,
+): Promise<R2ListResult> {
   const limit = opts.limit ?? R2Limits.maxListLimit;
   if (!Number.isInteger(limit) || limit < 1 || limit > R2Limits.maxListLimit) throw R2Errors.invalidListLimit();
   const prefix = opts.prefix ?? "";
@@ -38,7 +41,7 @@ export function listObjects(scan: (from: string, inclusive: boolean, n: number) 
   const batch = Math.min(limit + 1, 1000);
   let scanFrom = after;
   scan: for (;;) {
-    const rows = scanFrom >= prefix ? scan(scanFrom, false, batch) : scan(prefix, true, batch);
+    const rows = await (scanFrom >= prefix ? scan(scanFrom, false, batch) : scan(prefix, true, batch));
     if (rows.length === 0) break;
     for (const row of rows) {
       scanFrom = row.key;

@@ -4,6 +4,8 @@ import { serveOptions } from "./config.js";
 import { registerR2Routes } from "./routes.js";
 import { readS3Config } from "./s3/config.js";
 import { createS3Handler } from "./s3/handler.js";
+import { R2_PG_MIGRATIONS } from "./pg-migrations.js";
+import { PgR2Store } from "./pg-store.js";
 import { r2Migrations } from "./sqlite-migrations.js";
 import { SqliteR2Store } from "./sqlite-store.js";
 import type { R2Store } from "./store.js";
@@ -19,7 +21,9 @@ const STALE_UPLOAD_MS = 7 * 24 * 60 * 60 * 1000;
 
 export function createR2Service(ctx: ServiceContext): R2Service {
   const content = ctx.content("r2");
-  const store: R2Store = new SqliteR2Store(ctx.openDb("r2", r2Migrations), content);
+  const pg = ctx.openPostgres("r2", R2_PG_MIGRATIONS);
+  // Nothing R2 keeps in memory needs the bus: small bodies are cached by content id, which a change never reuses.
+  const store: R2Store = pg ? new PgR2Store(pg, content) : new SqliteR2Store(ctx.openDb("r2", r2Migrations), content);
   const log = ctx.log.child({ service: "r2" });
   let timer: NodeJS.Timeout | undefined;
   const sweep = async () => {

@@ -1,9 +1,10 @@
-import { createHash, randomBytes } from "node:crypto";
+import { randomBytes } from "node:crypto";
 import type { Readable } from "node:stream";
 import type { ContentStore, StoredContent } from "../core/content/store.js";
 import type { Db } from "../core/db/sqlite.js";
 import { R2Errors } from "./errors.js";
-import { newVersion, type Segment } from "./sqlite-rows.js";
+import { assembleUpload, assertPartNumber, beforeBody, newUploadFields } from "./object-bodies.js";
+import type { Segment } from "./sqlite-rows.js";
 import { SqliteUploadListing } from "./sqlite-upload-listing.js";
 import {
   R2Limits,
@@ -15,7 +16,7 @@ import {
   type R2ObjectInfo,
   type R2UploadedPart,
 } from "./store.js";
-import { assertCustomMetadata, assertKey, assertStorageClass, cleanHttpMetadata } from "./validation.js";
+import { assertKey } from "./validation.js";
 
 /** What multipart uploads use of the SQLite object store they complete into (sqlite-store.ts). */
 interface SqliteObjectWriter {
@@ -67,20 +68,9 @@ export class SqliteMultipart {
   }
 
   createMultipartUpload(bucket: BucketRef, key: string, opts: R2MultipartOptions = {}): string {
-    assertKey(key);
-    assertCustomMetadata(opts.customMetadata);
-    const http = cleanHttpMetadata(opts.httpMetadata);
-    const storageClass = assertStorageClass(opts.storageClass);
+    const { http, custom, storageClass } = newUploadFields(key, opts);
     const uploadId = randomBytes(24).toString("base64url");
-    this.q.insertUpload.run(
-      uploadId,
-      this.objects.bucketId(bucket),
-      key,
-      JSON.stringify(http),
-      JSON.stringify(opts.customMetadata ?? {}),
-      storageClass,
-      Date.now(),
-    );
+    this.q.insertUpload.run(uploadId, this.objects.bucketId(bucket), key, http, custom, storageClass, Date.now());
     return uploadId;
   }
 
@@ -93,13 +83,10 @@ export class SqliteMultipart {
   }
 
   async uploadPart(bucket: BucketRef, key: string, uploadId: string, partNumber: number, body: Readable | Buffer, size?: number): Promise<R2UploadedPart> {
-    try {
+    await beforeBody(body, () => {
       this.requireUpload(bucket, key, uploadId);
-      if (!Number.isInteger(partNumber) || partNumber < 1 || partNumber > R2Limits.maxParts) throw R2Errors.partNumberOutOfRange();
-    } catch (e) {
-      if (!Buffer.isBuffer(body)) body.resume();
-      throw e;
-    }
+      assertPartNumber(partNumber);
+    });
     const stored = await this.objects.storeBody(body, { size });
     let replaced: string | undefined;
     try {
@@ -123,33 +110,8 @@ export class SqliteMultipart {
 
   async completeMultipartUpload(bucket: BucketRef, key: string, uploadId: string, parts: R2UploadedPart[]): Promise<R2ObjectInfo> {
     const upload = this.requireUpload(bucket, key, uploadId);
-    if (!Array.isArray(parts) || parts.length === 0) throw R2Errors.noParts();
     const stored = new Map(this.q.parts.all(uploadId).map((p) => [p.part_number, p]));
-    const segments: Segment[] = [];
-    const md5s: Buffer[] = [];
-    let size = 0;
-    if (parts.some((p, i) => i > 0 && p.partNumber <= parts[i - 1].partNumber)) throw R2Errors.partsOutOfOrder();
-    parts.forEach((p, i) => {
-      const s = stored.get(p.partNumber);
-      if (!s || s.md5 !== String(p.etag).replace(/"/g, "")) throw R2Errors.partMismatch(p.partNumber);
-      if (i < parts.length - 1 && s.size < R2Limits.minPartBytes) throw R2Errors.partTooSmall(p.partNumber, s.size);
-      segments.push([s.content_id, s.size]);
-      md5s.push(Buffer.from(s.md5, "hex"));
-      size += s.size;
-    });
-    const info: R2ObjectInfo = {
-      key,
-      version: newVersion(),
-      size,
-      etag: `${createHash("md5").update(Buffer.concat(md5s)).digest("hex")}-${parts.length}`,
-      uploaded: Date.now(),
-      httpMetadata: JSON.parse(upload.http),
-      customMetadata: JSON.parse(upload.custom),
-      checksums: {},
-      storageClass: upload.storage_class,
-    };
-    const used = new Set(segments.map(([id]) => id));
-    const unused = [...stored.values()].map((p) => p.content_id).filter((id) => !used.has(id));
+    const { info, segments, unused } = assembleUpload(key, upload, parts, stored);
     this.db
       .transaction(() => {
         this.requireUpload(bucket, key, uploadId);

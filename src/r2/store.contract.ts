@@ -241,6 +241,33 @@ export const describeR2Store = storeContract<R2StoreUnderTest>("R2Store", (it) =
     await rejectsWith(store.get(B, "range", { range: { offset: -1 } }), 400, R2Codes.invalidArgument);
   });
 
+  it("listings are in bytewise UTF-8 order, whatever the case, accents or planes of the keys", async ({ store }) => {
+    // Sorted by their UTF-8 bytes (what S3 and R2 promise): not by locale, and not by UTF-16 code units ("\u{FF5E}" < "\u{1F600}" in bytes).
+    const keys = ["A", "B", "Z", "_", "a", "b/x", "b/\u{10FFFF}", "z", "\u00e9", "\u00e9t\u00e9", "\uFF5E", "\u{1F600}"];
+    const sorted = [...keys].sort((x, y) => Buffer.compare(Buffer.from(x), Buffer.from(y)));
+    assert.deepEqual(sorted, keys);
+    await store.createBucket(ACC, "bkt");
+    for (const k of [...keys].reverse()) await store.put(B, k, Buffer.from(k));
+    assert.deepEqual(
+      (await store.list(B)).objects.map((o) => o.key),
+      keys,
+    );
+    const paged: string[] = [];
+    for (let cursor: string | undefined, i = 0; i === 0 || cursor; i++) {
+      const page = await store.list(B, { limit: 5, cursor });
+      paged.push(...page.objects.map((o) => o.key));
+      cursor = page.cursor;
+    }
+    assert.deepEqual(paged, keys, "pages resume in the same order");
+    const grouped = await store.list(B, { delimiter: "/" });
+    assert.deepEqual(grouped.delimitedPrefixes, ["b/"], "a key ending in U+10FFFF stays under its prefix");
+    for (const k of ["\u{1F600}", "Z", "\u00e9"]) await store.createMultipartUpload(B, k);
+    assert.deepEqual(
+      (await store.listMultipartUploads(B)).uploads.map((u) => u.key),
+      ["Z", "\u00e9", "\u{1F600}"],
+    );
+  });
+
   it("listing: prefix, delimiter, cursor, startAfter, limit, include", async ({ store }) => {
     await store.createBucket(ACC, "listing");
     const L: BucketRef = { accountId: ACC, bucketName: "listing" };

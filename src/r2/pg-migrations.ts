@@ -1,0 +1,60 @@
+import type { PgMigration } from "../core/db/pg-migrations.js";
+
+/**
+ * The R2 tables on PostgreSQL (schema `r2`), one append-only step per version: the tables, constraints and indexes
+ * of SQLite's migrations 1 and 2 (sqlite-migrations.ts). Keys, names and upload ids are COLLATE "C", so listings
+ * come out bytewise in UTF-8, the order SQLite gives them (and S3 promises), whatever the database's locale. Sizes
+ * and times (ms since the epoch) are BIGINT; metadata and segments stay JSON text, byte for byte what SQLite keeps.
+ */
+export const R2_PG_MIGRATIONS: PgMigration[] = [
+  `CREATE TABLE buckets (
+     id BIGSERIAL PRIMARY KEY,
+     account_id TEXT COLLATE "C" NOT NULL,
+     name TEXT COLLATE "C" NOT NULL,
+     created_at TEXT NOT NULL,
+     location TEXT NOT NULL,
+     storage_class TEXT NOT NULL,
+     UNIQUE (account_id, name)
+   );
+   CREATE INDEX buckets_by_name ON buckets(name);
+   -- segments: JSON [[contentId, size], ...] in order; one entry unless the object came from a multipart upload.
+   CREATE TABLE objects (
+     bucket_id BIGINT NOT NULL REFERENCES buckets(id),
+     key TEXT COLLATE "C" NOT NULL,
+     version TEXT NOT NULL,
+     size BIGINT NOT NULL,
+     etag TEXT NOT NULL,
+     uploaded BIGINT NOT NULL,
+     http TEXT NOT NULL,
+     custom TEXT NOT NULL,
+     checksums TEXT NOT NULL,
+     storage_class TEXT NOT NULL,
+     segments TEXT NOT NULL,
+     PRIMARY KEY (bucket_id, key)
+   );
+   CREATE TABLE uploads (
+     upload_id TEXT COLLATE "C" PRIMARY KEY,
+     bucket_id BIGINT NOT NULL REFERENCES buckets(id),
+     key TEXT COLLATE "C" NOT NULL,
+     http TEXT NOT NULL,
+     custom TEXT NOT NULL,
+     storage_class TEXT NOT NULL,
+     created BIGINT NOT NULL
+   );
+   CREATE INDEX uploads_by_key ON uploads(bucket_id, key, upload_id);
+   CREATE INDEX uploads_by_age ON uploads(created);
+   CREATE TABLE parts (
+     upload_id TEXT COLLATE "C" NOT NULL REFERENCES uploads(upload_id) ON DELETE CASCADE,
+     part_number INTEGER NOT NULL,
+     content_id TEXT NOT NULL,
+     size BIGINT NOT NULL,
+     md5 TEXT NOT NULL,
+     uploaded BIGINT NOT NULL DEFAULT 0,
+     PRIMARY KEY (upload_id, part_number)
+   );
+   -- Bucket CORS rules (JSON, as R2CorsRule[]).
+   CREATE TABLE bucket_cors (
+     bucket_id BIGINT PRIMARY KEY REFERENCES buckets(id) ON DELETE CASCADE,
+     rules TEXT NOT NULL
+   );`,
+];

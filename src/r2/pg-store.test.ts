@@ -1,0 +1,140 @@
+import assert from "node:assert/strict";
+import { test, type TestContext } from "node:test";
+import { text } from "node:stream/consumers";
+import { S3ContentStore } from "../core/content/s3-store.js";
+import { Postgres } from "../core/db/postgres.js";
+import { dependencyRefusal } from "../core/errors/dependency.js";
+import { EdgeError } from "../core/errors.js";
+import { testContentStore, testPostgres } from "../core/testing/backends.js";
+import { R2Codes } from "./errors.js";
+import { R2_PG_MIGRATIONS } from "./pg-migrations.js";
+import { PgR2Store } from "./pg-store.js";
+import { describeR2Store } from "./store.contract.js";
+import { eventually } from "../workers/testing/helpers.js";
+import type { BucketRef, R2GetResult, R2ObjectInfo } from "./store.js";
+
+describeR2Store("PostgreSQL + S3", async (t) => {
+  const pg = await testPostgres(t, "r2", R2_PG_MIGRATIONS);
+  const content = pg && (await testContentStore(t, "r2"));
+  return content && { store: { store: new PgR2Store(pg, content), content }, close() {} };
+});
+
+const B: BucketRef = { accountId: "acc1", bucketName: "bkt" };
+
+/** Two nodes' stores on one database and one bucket (each its own body cache and leases), with the bucket B. */
+async function twoNodes(t: TestContext) {
+  const pg = await testPostgres(t, "r2", R2_PG_MIGRATIONS, 12);
+  const content = pg && (await testContentStore(t, "r2"));
+  if (!pg || !content) return undefined;
+  const a = new PgR2Store(pg, content);
+  const b = new PgR2Store(pg, content);
+  await a.createBucket(B.accountId, B.bucketName);
+  return { a, b, pg, content };
+}
+
+const bodyOf = async (r: R2GetResult | undefined) => {
+  assert.ok(r && r.body, "expected a body");
+  return text(r.body);
+};
+
+test("a small body cached on one node is never served once another node replaced or deleted the object", async (t) => {
+  const nodes = await twoNodes(t);
+  if (!nodes) return;
+  const { a, b } = nodes;
+  await a.put(B, "hot", Buffer.from("v1"));
+  assert.equal(await bodyOf(await a.get(B, "hot")), "v1");
+  const cached = (await a.get(B, "hot"))!;
+  assert.ok("bytes" in cached && cached.bytes, "node a serves the second read from memory");
+  await b.put(B, "hot", Buffer.from("v2"));
+  const fresh = (await a.get(B, "hot"))!;
+  assert.ok(!("bytes" in fresh && fresh.bytes), "the new version is not in node a's memory");
+  assert.equal(await bodyOf(fresh), "v2");
+  await b.delete(B, "hot");
+  assert.equal(await a.get(B, "hot"), undefined);
+});
+
+test("conditional creates of one key through two nodes at once: exactly one is stored", async (t) => {
+  const nodes = await twoNodes(t);
+  if (!nodes) return;
+  const { a, b, pg } = nodes;
+  // The writers' commits are held back behind a lock on the bucket's row, then let go together: without the
+  // per-key lock each would find the key free and all of them would be stored.
+  const holder = await pg.checkout();
+  const onlyIf = { etagDoesNotMatch: [{ type: "wildcard" as const }] };
+  let writers: Promise<unknown>[];
+  try {
+    await holder.query("BEGIN");
+    await holder.query("SELECT id FROM r2.buckets WHERE name = $1 FOR UPDATE", [B.bucketName]);
+    writers = Array.from({ length: 8 }, (_, i) => (i % 2 ? a : b).put(B, "once", Buffer.from(`writer ${i}`), { onlyIf }));
+    const waiting = async () => Number((await pg.row<{ n: string }>("SELECT count(*) AS n FROM pg_locks WHERE NOT granted"))!.n);
+    await eventually(async () => (await waiting()) === 8, "every writer to wait at its commit", 60_000);
+  } finally {
+    await holder.query("ROLLBACK");
+    holder.release();
+  }
+  const stored = (await Promise.all(writers)).filter((r): r is R2ObjectInfo => r !== undefined);
+  assert.equal(stored.length, 1, "one writer won, the others found the key taken");
+  assert.equal((await b.head(B, "once"))!.etag, stored[0].etag);
+  assert.equal((await a.liveContent()).size, 1, "the losers' bodies are not kept");
+});
+
+test("a reader on one node gets the old body whole while another node overwrites the object", async (t) => {
+  const nodes = await twoNodes(t);
+  if (!nodes) return;
+  const { a, b } = nodes;
+  const first = Buffer.alloc(6 * 1024 * 1024, "1");
+  await a.put(B, "big", first);
+  const reading = (await a.get(B, "big"))!.body!;
+  const firstChunk = await new Promise<Buffer>((resolve, reject) => {
+    reading.once("error", reject);
+    reading.once("data", (c: Buffer) => (reading.pause(), resolve(c)));
+  });
+  await b.put(B, "big", Buffer.from("second"));
+  const whole = Buffer.concat([firstChunk, ...(await reading.toArray())]);
+  assert.ok(whole.equals(first), "the reader got the old bytes whole");
+  assert.equal(await bodyOf(await a.get(B, "big")), "second");
+});
+
+test("keys and listing bounds holding U+0000 are refused with a 400; nothing is stored", async (t) => {
+  const nodes = await twoNodes(t);
+  if (!nodes) return;
+  const { a, content } = nodes;
+  const invalidKey = (e: unknown) => e instanceof EdgeError && e.status === 400 && e.errors[0].code === R2Codes.invalidObjectName;
+  await assert.rejects(a.put(B, "nul\u0000key", Buffer.from("x")), invalidKey);
+  await assert.rejects(a.get(B, "nul\u0000key"), invalidKey);
+  await assert.rejects(a.list(B, { prefix: "a\u0000" }), invalidKey);
+  await assert.rejects(a.createMultipartUpload(B, "\u0000"), invalidKey);
+  assert.deepEqual((await a.list(B)).objects, []);
+  assert.equal(await content.gc(() => false, 0), 0, "no body was written");
+});
+
+test("PostgreSQL or the object store unreachable: the store's errors are the core 503 naming it, and nothing is stored", async (t) => {
+  const nodes = await twoNodes(t);
+  if (!nodes) return;
+  const { pg } = nodes;
+  const unreachablePg = new Postgres({ url: "postgres://nobody@127.0.0.1:1/none", poolSize: 2, connectTimeoutMs: 1_000 });
+  t.after(() => unreachablePg.close());
+  const noDatabase = new PgR2Store(unreachablePg, nodes.content);
+  const refusal = (dependency: string) => (e: unknown) => {
+    const r = dependencyRefusal(e);
+    assert.ok(r, `expected a dependency error, got ${String(e)}`);
+    assert.equal(r.status, 503);
+    assert.match(r.errors[0].message, new RegExp(`^${dependency} is unreachable`));
+    return true;
+  };
+  await assert.rejects(noDatabase.head(B, "k"), refusal("PostgreSQL"));
+  await assert.rejects(noDatabase.listBuckets(B.accountId), refusal("PostgreSQL"));
+
+  const { S3Client } = await import("@aws-sdk/client-s3");
+  const client = new S3Client({
+    endpoint: "http://127.0.0.1:1",
+    region: "us-east-1",
+    forcePathStyle: true,
+    maxAttempts: 1,
+    credentials: { accessKeyId: "x", secretAccessKey: "y" },
+  });
+  t.after(() => client.destroy());
+  const noObjectStore = new PgR2Store(pg, new S3ContentStore(client, "nowhere", "r2/"));
+  await assert.rejects(noObjectStore.put(B, "k", Buffer.from("body")), refusal("object store"));
+  assert.equal(await noObjectStore.head(B, "k"), undefined, "no row without its body");
+});

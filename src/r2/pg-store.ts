@@ -1,0 +1,253 @@
+import type { Readable } from "node:stream";
+import type { ContentStore } from "../core/content/store.js";
+import type { Postgres, SqlRunner, Transaction } from "../core/db/postgres.js";
+import { R2Errors } from "./errors.js";
+import { listObjects } from "./list-objects.js";
+import { MultipartDelegation } from "./multipart-delegation.js";
+import { beforeBody, checkPut, drain, ObjectBodies, putObjectInfo } from "./object-bodies.js";
+import { PgBucketCors } from "./pg-cors.js";
+import { PgMultipart } from "./pg-multipart.js";
+import { assertPgText } from "./pg-text.js";
+import { conditionHolds } from "./preconditions.js";
+import { bucketInfo, objectInfo, type BucketRow, type ObjectRow, type Segment } from "./sqlite-rows.js";
+import {
+  R2Limits,
+  type BucketRef,
+  type R2BucketInfo,
+  type R2Conditional,
+  type R2CorsRule,
+  type R2GetOptions,
+  type R2GetResult,
+  type R2ListOptions,
+  type R2ListResult,
+  type R2ObjectInfo,
+  type R2PutOptions,
+  type R2Store,
+} from "./store.js";
+import { assertBucketName, assertKey, assertStorageClass } from "./validation.js";
+
+/** The columns of an object row, as ObjectRow has them (BIGINTs as numbers: sizes and ms stay far below 2^53). */
+const OBJECT_COLUMNS =
+  "o.key, o.version, o.size::float8 AS size, o.etag, o.uploaded::float8 AS uploaded, o.http, o.custom, o.checksums, o.storage_class, o.segments";
+
+/** What the store's own statements need of a bucket: its row id (a BIGSERIAL, as text). */
+type BucketId = string;
+
+/**
+ * Objects and buckets on PostgreSQL (schema `r2`, R2_PG_MIGRATIONS); bytes in the content store (an S3 bucket in
+ * distributed mode). As on SQLite, every write stores the body first and then commits the row in one transaction
+ * (preconditions re-checked inside it, under a per-key advisory lock so that two nodes writing the same key take
+ * turns), so a failed or refused upload never leaves a partial object and no node reads a row without its bytes.
+ * Content a committed change no longer names is removed after the commit (after this node's readers of it).
+ * Multipart uploads are kept by pg-multipart.ts, which completes them through the same commit.
+ */
+export class PgR2Store extends MultipartDelegation implements R2Store {
+  private readonly bodies: ObjectBodies;
+  private readonly cors: PgBucketCors;
+  protected readonly multipart: PgMultipart;
+
+  constructor(
+    private readonly pg: Postgres,
+    content: ContentStore,
+  ) {
+    super();
+    this.bodies = new ObjectBodies(content);
+    this.cors = new PgBucketCors(pg);
+    this.multipart = new PgMultipart(pg, this.bodies, {
+      bucketId: (on, ref, lock) => this.bucketId(on, ref, lock),
+      commitObject: (tx, bucketId, key, info, segments, onlyIf) => this.commitObject(tx, bucketId, key, info, segments, onlyIf),
+    });
+  }
+
+  async liveContent(): Promise<Set<string>> {
+    const rows = await this.pg.rows<{ id: string }>(
+      "SELECT DISTINCT s->>0 AS id FROM r2.objects, jsonb_array_elements(segments::jsonb) AS s UNION SELECT content_id FROM r2.parts",
+    );
+    return new Set(rows.map((r) => r.id));
+  }
+
+  // ---- buckets ----
+
+  async createBucket(accountId: string, name: string, opts: { location?: string; storageClass?: string } = {}): Promise<R2BucketInfo> {
+    assertBucketName(name);
+    const storageClass = assertStorageClass(opts.storageClass);
+    const location = (opts.location ?? "auto").toLowerCase();
+    const createdAt = new Date().toISOString();
+    const inserted = await this.pg.execute(
+      "INSERT INTO r2.buckets (account_id, name, created_at, location, storage_class) VALUES ($1, $2, $3, $4, $5) ON CONFLICT (account_id, name) DO NOTHING",
+      [accountId, name, createdAt, location, storageClass],
+    );
+    if (inserted === 0) throw R2Errors.bucketAlreadyExists();
+    return { name, creationDate: createdAt, location, storageClass };
+  }
+
+  async getBucket(accountId: string, name: string): Promise<R2BucketInfo | undefined> {
+    const r = await this.pg.row<BucketRow>("SELECT id, name, created_at, location, storage_class FROM r2.buckets WHERE account_id = $1 AND name = $2", [
+      accountId,
+      name,
+    ]);
+    return r && bucketInfo(r);
+  }
+
+  async listBuckets(accountId: string, opts: { nameContains?: string; startAfter?: string; limit?: number } = {}): Promise<R2BucketInfo[]> {
+    assertPgText(opts.nameContains, opts.startAfter);
+    const rows = await this.pg.rows<BucketRow>(
+      "SELECT id, name, created_at, location, storage_class FROM r2.buckets WHERE account_id = $1 AND name > $2 AND strpos(name, $3) > 0 ORDER BY name LIMIT $4",
+      [accountId, opts.startAfter ?? "", opts.nameContains ?? "", opts.limit ?? null],
+    );
+    return rows.map(bucketInfo);
+  }
+
+  async deleteBucket(accountId: string, name: string): Promise<void> {
+    await this.pg.withTransaction(async (tx) => {
+      const id = await this.bucketId(tx, { accountId, bucketName: name }, "FOR UPDATE");
+      const used = await tx.row("SELECT 1 FROM r2.objects WHERE bucket_id = $1 UNION ALL SELECT 1 FROM r2.uploads WHERE bucket_id = $1 LIMIT 1", [id]);
+      if (used) throw R2Errors.bucketNotEmpty();
+      await tx.execute("DELETE FROM r2.buckets WHERE id = $1", [id]);
+    });
+  }
+
+  /**
+   * The bucket's row id; refuses a bucket that does not exist. Inside a transaction, `lock` keeps the bucket from
+   * being deleted until it ends ("FOR KEY SHARE", what a write into the bucket takes) or is the delete's own lock.
+   */
+  private async bucketId(on: SqlRunner, ref: BucketRef, lock?: "FOR KEY SHARE" | "FOR UPDATE"): Promise<BucketId> {
+    const b = await on.row<{ id: string }>(`SELECT id FROM r2.buckets WHERE account_id = $1 AND name = $2 ${lock ?? ""}`, [ref.accountId, ref.bucketName]);
+    if (!b) throw R2Errors.bucketNotFound();
+    return b.id;
+  }
+
+  // ---- objects ----
+
+  /** The object's row; undefined when there is none; throws when the bucket does not exist. */
+  private async objectRow(bucket: BucketRef, key: string): Promise<ObjectRow | undefined> {
+    assertKey(key);
+    assertPgText(key);
+    const row = await this.pg.row<ObjectRow>(
+      `SELECT ${OBJECT_COLUMNS} FROM r2.buckets b JOIN r2.objects o ON o.bucket_id = b.id WHERE b.account_id = $1 AND b.name = $2 AND o.key = $3`,
+      [bucket.accountId, bucket.bucketName, key],
+    );
+    if (!row) await this.bucketId(this.pg, bucket);
+    return row;
+  }
+
+  async head(bucket: BucketRef, key: string): Promise<R2ObjectInfo | undefined> {
+    const r = await this.objectRow(bucket, key);
+    return r && objectInfo(r);
+  }
+
+  async get(bucket: BucketRef, key: string, opts: R2GetOptions = {}): Promise<R2GetResult | undefined> {
+    const row = await this.objectRow(bucket, key);
+    return row && this.bodies.read(objectInfo(row), JSON.parse(row.segments), opts);
+  }
+
+  async put(bucket: BucketRef, key: string, body: Readable | Buffer, opts: R2PutOptions = {}): Promise<R2ObjectInfo | undefined> {
+    const { httpMetadata, current } = await beforeBody(body, async () => ({ httpMetadata: checkPut(key, opts), current: await this.objectRow(bucket, key) }));
+    // Refuse early when the precondition already fails, without storing the body; it is checked again at commit.
+    if (opts.onlyIf && !conditionHolds(opts.onlyIf, current)) return drain(body);
+    const stored = await this.bodies.store(body, opts);
+    let old: Segment[] | undefined;
+    try {
+      const info = putObjectInfo(key, stored, opts, httpMetadata);
+      const committed = await this.pg.withTransaction(async (tx) => {
+        const bucketId = await this.bucketId(tx, bucket, "FOR KEY SHARE");
+        const replaced = await this.commitObject(tx, bucketId, key, info, [[stored.id, stored.size]], opts.onlyIf);
+        old = replaced || undefined;
+        return replaced !== false;
+      });
+      if (!committed) await this.bodies.forget(stored.id);
+      else if (old) this.bodies.discard(old.map(([id]) => id));
+      return committed ? info : undefined;
+    } catch (e) {
+      await this.bodies.forget(stored.id).catch(() => undefined);
+      throw e;
+    }
+  }
+
+  /**
+   * Replaces the object's row inside `tx` (the bucket locked by the caller) if the precondition still holds: under
+   * an advisory lock on (bucket, key), so that concurrent writers of one key, on any node, take turns. Returns the
+   * segments of the object replaced (null when there was none), or false when the precondition failed.
+   */
+  private async commitObject(
+    tx: Transaction,
+    bucketId: BucketId,
+    key: string,
+    info: R2ObjectInfo,
+    segments: Segment[],
+    onlyIf: R2Conditional | undefined,
+  ): Promise<Segment[] | null | false> {
+    await tx.execute("SELECT pg_advisory_xact_lock(hashtextextended($2, $1))", [bucketId, key]);
+    const current = await tx.row<ObjectRow>(`SELECT ${OBJECT_COLUMNS} FROM r2.objects o WHERE o.bucket_id = $1 AND o.key = $2`, [bucketId, key]);
+    if (onlyIf && !conditionHolds(onlyIf, current && objectInfo(current))) return false;
+    await tx.execute(
+      `INSERT INTO r2.objects (bucket_id, key, version, size, etag, uploaded, http, custom, checksums, storage_class, segments)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+       ON CONFLICT (bucket_id, key) DO UPDATE SET version = excluded.version, size = excluded.size, etag = excluded.etag,
+         uploaded = excluded.uploaded, http = excluded.http, custom = excluded.custom, checksums = excluded.checksums,
+         storage_class = excluded.storage_class, segments = excluded.segments`,
+      [
+        bucketId,
+        key,
+        info.version,
+        info.size,
+        info.etag,
+        info.uploaded,
+        JSON.stringify(info.httpMetadata),
+        JSON.stringify(info.customMetadata),
+        JSON.stringify(info.checksums),
+        info.storageClass,
+        JSON.stringify(segments),
+      ],
+    );
+    return current ? (JSON.parse(current.segments) as Segment[]) : null;
+  }
+
+  async delete(bucket: BucketRef, keys: string | string[]): Promise<void> {
+    const list = typeof keys === "string" ? [keys] : keys;
+    if (list.length > R2Limits.maxDeleteKeys) throw R2Errors.tooManyKeys();
+    list.forEach(assertKey);
+    assertPgText(...list);
+    const removed = await this.pg.withTransaction(async (tx) => {
+      const bucketId = await this.bucketId(tx, bucket, "FOR KEY SHARE");
+      const rows = await tx.rows<{ segments: string }>("DELETE FROM r2.objects WHERE bucket_id = $1 AND key = ANY($2::text[]) RETURNING segments", [
+        bucketId,
+        list,
+      ]);
+      return rows.flatMap((r) => (JSON.parse(r.segments) as Segment[]).map(([id]) => id));
+    });
+    this.bodies.discard(removed);
+  }
+
+  async list(bucket: BucketRef, opts: R2ListOptions = {}): Promise<R2ListResult> {
+    assertPgText(opts.prefix, opts.delimiter, opts.startAfter);
+    const bucketId = await this.bucketId(this.pg, bucket);
+    return listObjects((from, inclusive, n) => {
+      // A cursor is decoded by listObjects: a forged one may hold U+0000, which no key holds.
+      assertPgText(from);
+      return this.pg.rows<ObjectRow>(
+        `SELECT ${OBJECT_COLUMNS} FROM r2.objects o WHERE o.bucket_id = $1 AND o.key ${inclusive ? ">=" : ">"} $2 ORDER BY o.key LIMIT $3`,
+        [bucketId, from, n],
+      );
+    }, opts);
+  }
+
+  // ---- bucket CORS ----
+
+  async getBucketCors(bucket: BucketRef): Promise<R2CorsRule[] | undefined> {
+    return this.cors.get(await this.bucketId(this.pg, bucket));
+  }
+
+  async putBucketCors(bucket: BucketRef, rules: R2CorsRule[]): Promise<void> {
+    await this.pg.withTransaction(async (tx) => this.cors.put(tx, await this.bucketId(tx, bucket, "FOR KEY SHARE"), rules));
+  }
+
+  async deleteBucketCors(bucket: BucketRef): Promise<void> {
+    await this.cors.delete(await this.bucketId(this.pg, bucket));
+  }
+
+  async corsRulesByBucketName(name: string): Promise<{ accountId: string; rules: R2CorsRule[] }[]> {
+    assertPgText(name);
+    return this.cors.byName(name);
+  }
+}
