@@ -21,7 +21,6 @@ const REFUSED_EXAMPLES: Record<string, unknown> = {
   queues: { producers: [{ binding: "Q", queue: "q" }], consumers: [{ queue: "q" }] },
   assets: { directory: "./public" },
   services: [{ binding: "S", service: "other" }],
-  triggers: { crons: ["* * * * *"] },
   ai: { binding: "AI" },
   analytics_engine_datasets: [{ binding: "AE" }],
   browser: { binding: "B" },

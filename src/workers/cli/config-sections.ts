@@ -43,7 +43,7 @@ export const CONFIG_KEYS: ReadonlyMap<string, Treatment> = new Map<string, Treat
   ["vars", read],
   ["kv_namespaces", read],
   ["r2_buckets", read],
-  ["triggers", refused("cron triggers")],
+  ["triggers", read],
   ["build", read],
   ["define", read],
   ["alias", read],

@@ -113,3 +113,76 @@ test("a failing build command stops the deploy", async () => {
     assert.equal((await p.api("GET", `/accounts/${p.accountId}/workers/services/failing-build`)).status, 404);
   });
 });
+
+/** The keys of a KV namespace under `prefix`, through the API. */
+async function kvKeys(namespaceId: string, prefix: string): Promise<string[]> {
+  const r = await p.api("GET", `/accounts/${p.accountId}/storage/kv/namespaces/${namespaceId}/keys?prefix=${encodeURIComponent(prefix)}`);
+  return (r.body.result as { name: string }[]).map((k) => k.name);
+}
+
+/** Polls until `check` holds; the deadline is a hang guard only (a minute's tick, on a busy machine). */
+async function until(what: string, check: () => Promise<boolean>, ms = 200_000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!(await check())) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 500));
+  }
+}
+
+test("cron triggers from the config run scheduled() on workerd each minute; removed triggers and deleted Workers stop", { timeout: 600_000 }, async () => {
+  const ns = await p.api("POST", `/accounts/${p.accountId}/storage/kv/namespaces`, { title: "cron-ticks" });
+  const id = ns.body.result.id as string;
+  // Each run records its tick: the key names the Worker and controller.scheduledTime, the value is controller.cron.
+  const worker = `export default {
+  async scheduled(controller, env, ctx) {
+    ctx.waitUntil(env.TICKS.put(env.WHO + ":" + controller.scheduledTime, controller.cron));
+  },
+  fetch() { return new Response("cron worker"); },
+};\n`;
+  const toml = (name: string, crons: string) =>
+    `name = "${name}"\nmain = "index.js"\ncompatibility_date = "2024-09-01"\n[vars]\nWHO = "${name}"\n[[kv_namespaces]]\nbinding = "TICKS"\nid = "${id}"\n[triggers]\ncrons = ${crons}\n`;
+  const deploy = (name: string, crons: string) =>
+    inProject({ "wrangler.toml": toml(name, crons), "index.js": worker }, async (dir) => {
+      const r = await p.cli(["deploy"], { cwd: dir });
+      assert.equal(r.code, 0, r.stderr);
+      if (crons !== "[]") assert.match(r.stdout, /schedule: \* \* \* \* \*/);
+    });
+  for (const name of ["cron-keeps", "cron-removed", "cron-deleted"]) await deploy(name, '["* * * * *"]');
+  const schedules = await p.api("GET", `/accounts/${p.accountId}/workers/scripts/cron-keeps/schedules`);
+  assert.deepEqual(
+    schedules.body.result.schedules.map((s: { cron: string }) => s.cron),
+    ["* * * * *"],
+  );
+
+  await until("each Worker's first tick", async () => {
+    for (const name of ["cron-keeps", "cron-removed", "cron-deleted"]) if ((await kvKeys(id, `${name}:`)).length === 0) return false;
+    return true;
+  });
+  const [first] = await kvKeys(id, "cron-keeps:");
+  const scheduledTime = Number(first.split(":")[1]);
+  assert.equal(scheduledTime % 60_000, 0, "scheduledTime is the minute's tick");
+  const value = await p.api("GET", `/accounts/${p.accountId}/storage/kv/namespaces/${id}/values/${encodeURIComponent(first)}`);
+  assert.equal(value.body, "* * * * *", "controller.cron is the trigger's expression");
+
+  await deploy("cron-removed", "[]");
+  assert.deepEqual((await p.api("GET", `/accounts/${p.accountId}/workers/scripts/cron-removed/schedules`)).body.result.schedules, []);
+  assert.equal((await p.api("DELETE", `/accounts/${p.accountId}/workers/scripts/cron-deleted`)).status, 200);
+  // Two more ticks of the Worker that keeps its trigger: the first may have been under way during the changes.
+  const keeps = (await kvKeys(id, "cron-keeps:")).length;
+  await until("a tick after the changes", async () => (await kvKeys(id, "cron-keeps:")).length >= keeps + 1);
+  const removed = (await kvKeys(id, "cron-removed:")).length;
+  const deleted = (await kvKeys(id, "cron-deleted:")).length;
+  await until("a second tick after the changes", async () => (await kvKeys(id, "cron-keeps:")).length >= keeps + 2);
+  assert.equal((await kvKeys(id, "cron-removed:")).length, removed, "crons = [] stopped its trigger");
+  assert.equal((await kvKeys(id, "cron-deleted:")).length, deleted, "a deleted Worker's trigger stopped");
+});
+
+test("deploy refuses an invalid cron expression before uploading anything", async () => {
+  const toml = `name = "bad-cron"\nmain = "index.js"\ncompatibility_date = "2024-09-01"\n[triggers]\ncrons = ["61 * * * *"]\n`;
+  await inProject({ "wrangler.toml": toml, "index.js": WORKER }, async (dir) => {
+    const r = await p.cli(["deploy"], { cwd: dir });
+    assert.equal(r.code, 1);
+    assert.match(r.stderr, /Invalid cron expression "61 \* \* \* \*": .*minute/);
+    assert.equal((await p.api("GET", `/accounts/${p.accountId}/workers/services/bad-cron`)).status, 404);
+  });
+});

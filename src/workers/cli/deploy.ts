@@ -4,6 +4,7 @@ import type { CliContext } from "../../core/cli/context.js";
 import type { ProjectConfig } from "../../core/cli/config-file.js";
 import { UserError } from "../../core/errors.js";
 import type { Binding } from "../bindings/registry.js";
+import { cronProblem } from "../triggers/cron.js";
 import { effectiveKeys, refuseUnsupportedSections } from "./config-sections.js";
 import { resolveScriptName, scriptPath, uploadForm } from "./target.js";
 
@@ -13,6 +14,24 @@ interface DeployArgs {
   env?: string;
   "compatibility-date"?: string;
   "dry-run"?: boolean;
+  triggers?: string[];
+}
+
+/**
+ * The cron triggers to set, as wrangler decides: `--triggers`, else `[triggers] crons` of the config; undefined when
+ * neither is given, and then the Worker's triggers are left as they are (`crons = []` removes them all).
+ */
+function cronsOf(args: DeployArgs, cfg: ProjectConfig | undefined): string[] | undefined {
+  if (args.triggers?.length) return args.triggers;
+  const triggers = cfg && effectiveKeys(cfg).get("triggers")?.value;
+  if (triggers === undefined) return undefined;
+  const crons = (triggers as { crons?: unknown }).crons;
+  if (typeof triggers !== "object" || triggers === null || Array.isArray(triggers) || Object.keys(triggers).some((k) => k !== "crons")) {
+    throw new UserError(`${cfg!.path}: "triggers" must be a table with one key, crons (e.g. crons = ["*/5 * * * *"])`);
+  }
+  if (crons === undefined) return undefined;
+  if (!Array.isArray(crons) || crons.some((c) => typeof c !== "string")) throw new UserError(`${cfg!.path}: "triggers.crons" must be an array of strings`);
+  return crons as string[];
 }
 
 /** Bindings in the order wrangler sends them: vars, then KV namespaces, then R2 buckets. */
@@ -139,6 +158,11 @@ export async function deploy(args: DeployArgs, ctx: CliContext): Promise<void> {
   const compatibilityDate = args["compatibility-date"] ?? cfg?.compatibility_date;
   if (!compatibilityDate) throw new UserError('A compatibility_date is required when deploying. Add one to the config, e.g. compatibility_date = "2024-09-01"');
   const bindings = bindingsOf(cfg);
+  const crons = cronsOf(args, cfg);
+  for (const cron of crons ?? []) {
+    const problem = cronProblem(cron);
+    if (problem) throw new UserError(`Invalid cron expression "${cron}": ${problem}`);
+  }
   const started = Date.now();
   runBuild(ctx, cfg);
   const { code, name: moduleName } = await bundle(entry, bundleSettings(cfg));
@@ -160,7 +184,12 @@ export async function deploy(args: DeployArgs, ctx: CliContext): Promise<void> {
   const { result, messages } = await uploadForm<{ deployment_id: string; url?: string }>(ctx, scriptPath(accountId, name), form, { excludeScript: "true" });
   for (const m of messages ?? []) ctx.log.warn(m.message);
   ctx.log.info(`Uploaded ${name} (${((Date.now() - started) / 1000).toFixed(2)} sec)`);
+  if (crons) {
+    // The API checks each expression: a bad one is refused there with its reason, and the triggers stay as they were.
+    await ctx.api().fetchEnvelope("PUT", `${scriptPath(accountId, name)}/schedules`, { json: crons.map((cron) => ({ cron })) });
+  }
   ctx.log.info(`Deployed ${name} triggers`);
   if (result.url) ctx.log.info(`  ${result.url}`);
+  for (const cron of crons ?? []) ctx.log.info(`  schedule: ${cron}`);
   ctx.log.info(`Current Version ID: ${result.deployment_id}`);
 }
