@@ -63,7 +63,7 @@ export class CronClock {
     if (this.stopped || this.next.size === 0) return;
     const soonest = Math.min(...[...this.next.values()].map((n) => n.at));
     this.timer = setTimeout(() => this.tick(), Math.min(Math.max(soonest - Date.now(), 0), MAX_SLEEP_MS));
-    this.timer.unref();
+    this.timer.unref?.();
   }
 
   private tick(): void {
@@ -71,11 +71,15 @@ export class CronClock {
     for (const entry of this.next.values()) {
       if (entry.at > now) continue;
       const tick = entry.at;
-      // The next tick after now: ticks passed while the process was stalled are not run one after another.
+      const following = nextTick(entry.schedule.cron, new Date(tick));
+      // A tick is run late only while it is still the latest one: once a later tick has passed too (the process
+      // was stalled past it), the missed ones are logged, not replayed, and the clock goes on from now.
+      if (following && following.getTime() <= now) {
+        this.log.warn({ script: entry.schedule.script, cron: entry.schedule.cron, missed_from: new Date(tick).toISOString() }, "cron ticks missed");
+      } else void this.fire(entry.schedule, tick);
       const after = nextTick(entry.schedule.cron, new Date(now));
       if (after) entry.at = after.getTime();
       else this.next.delete(keyOf(entry.schedule));
-      void this.fire(entry.schedule, tick);
     }
     this.arm();
   }
