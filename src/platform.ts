@@ -4,11 +4,13 @@ import type { AddressInfo } from "node:net";
 import type { FastifyInstance } from "fastify";
 import { AuthService } from "./core/auth/auth-service.js";
 import { bootstrapIdentity, CREDENTIALS_FILE, type BootstrapResult } from "./core/auth/bootstrap.js";
+import { IDENTITY_PG_MIGRATIONS } from "./core/auth/pg-migrations.js";
+import { PgIdentityStore } from "./core/auth/pg-store.js";
 import { registerIdentityRoutes } from "./core/auth/routes.js";
 import { IDENTITY_MIGRATIONS } from "./core/auth/sqlite-migrations.js";
 import { SqliteIdentityStore } from "./core/auth/sqlite-store.js";
-import { FileContentStore } from "./core/content/file-store.js";
-import type { ContentStore } from "./core/content/store.js";
+import { openBackends, type Backends } from "./core/backends.js";
+import type { IdentityStore } from "./core/auth/store.js";
 import { optionValues } from "./core/cli/option-values.js";
 import { openDatabase, type Db } from "./core/db/sqlite.js";
 import { buildEdgeApp } from "./core/http/app.js";
@@ -39,16 +41,20 @@ export async function startPlatform(config: PlatformConfig, log: Logger = create
     dbs.push(db);
     return db;
   };
-  const contents = new Map<string, ContentStore>();
-  const content = (name: string) => {
-    let c = contents.get(name);
-    if (!c) contents.set(name, (c = new FileContentStore(join(config.stateDir, "content", name))));
-    return c;
+  const backends = await openBackends(config.core, config.stateDir, log);
+  const closeStores = async () => {
+    for (const db of dbs) db.close();
+    await backends.close();
   };
-
-  const identities = new SqliteIdentityStore(openDb("core", IDENTITY_MIGRATIONS));
-  const boot = await bootstrapIdentity(identities, config.stateDir);
-  const auth = new AuthService(identities, log);
+  let boot: BootstrapResult | undefined;
+  let identities: IdentityStore;
+  try {
+    ({ identities, boot } = await openIdentities(backends, openDb, config.stateDir));
+  } catch (err) {
+    await closeStores();
+    throw err;
+  }
+  const auth = new AuthService(identities, log, backends.bus);
   let edgeUrl = "";
   const ctx: ServiceContext = {
     config,
@@ -56,29 +62,40 @@ export async function startPlatform(config: PlatformConfig, log: Logger = create
     log,
     auth,
     identities,
+    backend: backends.description,
     openDb,
-    content,
+    postgres: backends.postgres,
+    openPostgres: (area, migrations) => backends.openPostgres(area, migrations),
+    content: (name) => backends.content(name),
+    bus: backends.bus,
+    nodeId: backends.nodeId,
     edgeUrl: () => edgeUrl,
   };
 
   const identity: EdgeService = { name: "identity", registerApi: (app) => registerIdentityRoutes(app, auth) };
   const kv = createKvService(ctx);
   const r2 = createR2Service(ctx);
+  // Raw handlers see a request in this order: worker hosts first, then the AI gateway's /v1/, then R2's S3 API
+  // (requests signed with SigV4), then the routes (v4 API, dashboard).
   const services: EdgeService[] = [
     identity,
     createDnsService(ctx),
     kv,
-    r2,
     createWorkersService(ctx, { kv, r2 }),
     createAiGatewayService(ctx),
+    r2,
     createDashboardService(ctx),
   ];
 
-  const app = await buildEdgeApp({ log, auth, services, bodyLimit: config.core.bodyLimit });
+  let app: FastifyInstance;
   try {
+    // The areas' PostgreSQL schemas are up to date before the first request.
+    await backends.migrate();
+    const health = backends.description.database === "sqlite" && backends.description.content === "files" ? undefined : () => backends.health();
+    app = await buildEdgeApp({ log, auth, services, bodyLimit: config.core.bodyLimit, health });
     await app.listen({ host: config.core.host, port: config.core.port });
   } catch (err) {
-    for (const db of dbs) db.close();
+    await closeStores();
     throw listenError(err);
   }
   const addr = app.server.address() as AddressInfo;
@@ -89,7 +106,7 @@ export async function startPlatform(config: PlatformConfig, log: Logger = create
   const stop = async () => {
     await app.close();
     for (const s of [...started].reverse()) await s.stop?.().catch((err) => log.error({ err, service: s.name }, "service failed to stop"));
-    for (const db of dbs) db.close();
+    await closeStores();
     log.flush?.();
   };
   try {
@@ -104,9 +121,29 @@ export async function startPlatform(config: PlatformConfig, log: Logger = create
 
   const endpoints: Record<string, string> = { edge: edgeUrl, api: `${edgeUrl}/client/v4`, ai_gateway: `${edgeUrl}/v1`, state_dir: config.stateDir };
   for (const s of services) Object.assign(endpoints, s.describe?.() ?? {});
+  endpoints.backend = backends.description.summary;
   printBanner(endpoints, boot, config.stateDir);
-  log.info({ endpoints }, "platform ready");
+  log.info({ endpoints, backend: backends.description, nodeId: backends.nodeId }, "platform ready");
   return { url: edgeUrl, app, services, log, stop };
+}
+
+/** Number of the cluster-wide lock under which one node (the first to start) creates the bootstrap credentials. */
+const BOOTSTRAP_LOCK = 0x6564_6765_626f_6fn; // "edgeboo"
+
+/**
+ * The identity store on the node's backend, with the bootstrap account made on the very first start: in the state
+ * directory, or, on PostgreSQL, by whichever node gets the lock first (the others check their EDGE_BOOTSTRAP_*).
+ */
+async function openIdentities(backends: Backends, openDb: ServiceContext["openDb"], stateDir: string) {
+  const pg = backends.openPostgres("core", IDENTITY_PG_MIGRATIONS);
+  if (!pg) {
+    const identities = new SqliteIdentityStore(openDb("core", IDENTITY_MIGRATIONS));
+    return { identities, boot: await bootstrapIdentity(identities, stateDir) };
+  }
+  await backends.migrate();
+  const identities = new PgIdentityStore(pg);
+  const boot = await pg.withAdvisoryLock(BOOTSTRAP_LOCK, () => bootstrapIdentity(identities, stateDir, process.env, { shared: true }));
+  return { identities, boot };
 }
 
 /** A port that is taken or privileged is the operator's to fix: say which, without a stack trace. */

@@ -1,12 +1,22 @@
-// AI gateway overhead, in one run, against one local upstream (see README in docs/benchmarks.md):
-//   direct to the upstream, through our gateway (authentication and logging on), through Portkey 1.15.2.
-// A bare undici pass-through is measured too, as the floor any Node proxy starts from.
-// Reports added latency p50/p99 at concurrency 1 (own client, µs resolution), req/s at concurrency 32
-// (autocannon), and added time to first byte for streaming (our gateway only; Portkey's streaming fails on Node 20).
-// Usage: npm run build && cd bench/gateway && npm install && flock /tmp/bench.lock node bench.mjs
+// AI gateway overhead, in one run, against one local upstream (see the AI gateway section of docs/benchmarks.md):
+//   direct to the upstream; the floor, a bare `node:http` pass-through (bare-proxy.mjs: keep-alive http.Agent,
+//   bodies piped both ways, nothing else); our gateway (authentication and logging on); Portkey 1.15.2.
+// Reports latency p50/p99 at concurrency 1 (own client, µs resolution) and what the gateway adds over the floor;
+// req/s at 1, 8 and 32 clients (autocannon) with the ratios to the floor and, at 32, to Portkey; and time to first
+// byte for streaming (ours only; Portkey's streaming fails on Node 20).
+// The machine is shared, so everything is interleaved: at c=1 the targets take turns in segments of SEGMENT
+// requests; for req/s each round runs every target once at each client count, in a rotating order, and the
+// median of ROUNDS rounds is reported. The load average is recorded at the start and after each phase.
+// Usage: npm run build && cd bench/gateway && npm ci && flock /tmp/bench.lock node bench.mjs
 // Environment: N (c=1 requests per target, default 3000), SEGMENT (20), WARMUP (sequential requests per target
-// before the c=1 rounds, 500), WARMUP_S (seconds of c=8 load per target first, 4), DURATION (c=32 seconds, 10),
-// QUICK=1 (c=1 latency of direct, bare and gateway only), GATEWAY_NODE_OPTIONS (e.g. --cpu-prof, for the platform),
+// before the c=1 rounds, 500), WARMUP_S (seconds of c=8 load per target first, 4), CLIENTS (client counts for
+// req/s, "1,8,32"), ROUNDS (req/s rounds, 3), DURATION (seconds per target per round, 5), PORTKEY=0 (skip it),
+// QUICK=1 (c=1 latency and req/s at 32 clients of ours only, for iterating on the gateway),
+// BASELINE=<checkout> (a second platform built in that checkout, e.g. a worktree of main after `npm run build`,
+// joins every rotation as "gateway_before": before/after of a change measured in the same run; a copy of dist/ and
+// package.json beside a node_modules symlink to this repository's also works, outside bench/gateway, whose own
+// node_modules hold Portkey's older zod),
+// GATEWAY_NODE_OPTIONS (e.g. --cpu-prof --cpu-prof-dir=/tmp/prof, for the platform under test),
 // GATEWAY_LOGS=0 / GATEWAY_AUTH=0 (the gateway without logging / authentication, to see what each costs),
 // COMPARE_LOGS=1 (a gateway without logs takes turns with the one with logs, in the same run).
 import { spawn, execSync } from "node:child_process";
@@ -15,19 +25,25 @@ import { cpus, loadavg } from "node:os";
 import { fileURLToPath } from "node:url";
 import autocannon from "autocannon";
 import { Agent, request } from "undici";
+import { benchGateway, startPlatform } from "./platform.mjs";
 
 const here = fileURLToPath(new URL(".", import.meta.url));
 const root = fileURLToPath(new URL("../../", import.meta.url));
-const N_LATENCY = Number(process.env.N ?? 3000);
-const DURATION = Number(process.env.DURATION ?? 10);
+/** QUICK=1: latency at c=1 and req/s at 32 clients of direct, bare and gateway only; no Portkey, no streaming. */
+const QUICK = process.env.QUICK === "1";
+const N_LATENCY = Number(process.env.N ?? (QUICK ? 2000 : 3000));
 /** Requests per target in a row at c=1; the targets take turns, so drift of a shared machine hits all alike. */
 const SEGMENT = Number(process.env.SEGMENT ?? 20);
 const WARMUP = Number(process.env.WARMUP ?? 500);
 const WARMUP_S = Number(process.env.WARMUP_S ?? 4);
-/** QUICK=1: latency at c=1 only (direct, bare, gateway), for iterating on the gateway; no Portkey, no c=32. */
-const QUICK = process.env.QUICK === "1";
+const CLIENTS = (process.env.CLIENTS ?? (QUICK ? "32" : "1,8,32")).split(",").map(Number);
+const ROUNDS = Number(process.env.ROUNDS ?? 3);
+const DURATION = Number(process.env.DURATION ?? 5);
+const WITH_PORTKEY = !QUICK && process.env.PORTKEY !== "0";
+const BASELINE = process.env.BASELINE;
 const children = [];
 process.on("exit", () => children.forEach((c) => c.kill()));
+const load = () => loadavg().map((x) => +x.toFixed(1));
 
 function spawnChild(cmd, args, opts = {}) {
   const c = spawn(cmd, args, { stdio: ["ignore", "pipe", "pipe"], ...opts });
@@ -56,39 +72,24 @@ const mock = spawnChild(process.execPath, [`${here}mock-upstream.mjs`]);
 const mockPort = Number(await firstLine(mock, (b) => /^(\d+)\n/.exec(b)?.[1]));
 const upstream = `http://127.0.0.1:${mockPort}/v1`;
 
-// A bare undici pass-through: the floor any Node proxy starts from.
+// The floor: a bare node:http pass-through.
 const bare = spawnChild(process.execPath, [`${here}bare-proxy.mjs`, upstream]);
 const barePort = Number(await firstLine(bare, (b) => /^(\d+)\n/.exec(b)?.[1]));
 
-// 2. Our platform, with a gateway that has authentication and logging on.
-const { startTestPlatform } = await import(`${root}dist/core/testing/platform.js`);
-// GATEWAY_NODE_OPTIONS (e.g. --cpu-prof --cpu-prof-dir=/tmp/prof) goes to the platform's process only.
-const nodeArgs = process.env.GATEWAY_NODE_OPTIONS?.split(" ").filter(Boolean);
-const p = await startTestPlatform({ args: ["--dns-port", "0", "--provider-base-url", `openai=${upstream}`], nodeArgs });
-const gwBody = {
-  id: "bench",
-  cache_ttl: 0,
-  cache_invalidate_on_update: false,
-  collect_logs: process.env.GATEWAY_LOGS !== "0",
-  rate_limiting_interval: 0,
-  rate_limiting_limit: 0,
-  authentication: process.env.GATEWAY_AUTH !== "0",
-};
-if ((await p.api("POST", `/accounts/${p.accountId}/ai-gateway/gateways`, gwBody)).status !== 200) throw new Error("gateway create failed");
-// COMPARE_LOGS=1: a second gateway, the same but without logs, takes turns with the first at c=1 (what logging costs).
+// 2. Our platform (and with BASELINE, the same from another checkout), with a gateway that has authentication and
+// logging on.
+// COMPARE_LOGS=1: a second gateway, the same but without logs, takes turns with the first (what logging costs).
 const COMPARE_LOGS = process.env.COMPARE_LOGS === "1";
-if (
-  COMPARE_LOGS &&
-  (await p.api("POST", `/accounts/${p.accountId}/ai-gateway/gateways`, { ...gwBody, id: "bench-nologs", collect_logs: false })).status !== 200
-)
-  throw new Error("gateway create failed");
-const tok = await p.api("POST", `/accounts/${p.accountId}/tokens`, { name: "bench", permissions: ["ai_gateway_run"] });
-const runToken = tok.body.result.value;
+const gatewaysMade = COMPARE_LOGS ? [benchGateway, { ...benchGateway, id: "bench-nologs", collect_logs: false }] : [benchGateway];
+// GATEWAY_NODE_OPTIONS (e.g. --cpu-prof --cpu-prof-dir=/tmp/prof) goes to the platform under test only.
+const nodeArgs = process.env.GATEWAY_NODE_OPTIONS?.split(" ").filter(Boolean);
+const { p, runToken } = await startPlatform(root, upstream, { nodeArgs, gateways: gatewaysMade });
+const before = BASELINE ? await startPlatform(BASELINE, upstream, { gateways: gatewaysMade }) : undefined;
 
 // 3. Portkey.
 const portkeyPort = 18000 + Math.floor(Math.random() * 1000);
 let portkey;
-if (!QUICK) {
+if (WITH_PORTKEY) {
   portkey = spawnChild(process.execPath, [`${here}node_modules/@portkey-ai/gateway/build/start-server.js`, "--headless", `--port=${portkeyPort}`]);
   await firstLine(portkey, (b) => /listening|running|started|8787|\d{4}/i.test(b) && b);
   await new Promise((r) => setTimeout(r, 500));
@@ -102,16 +103,18 @@ const streamBody = JSON.stringify({
   messages: [{ role: "user", content: "Say hello" }],
 });
 const base = { "content-type": "application/json", authorization: "Bearer sk-bench" };
+const gatewayTarget = ({ p, runToken }) => ({
+  url: `${p.url}/v1/${p.accountId}/bench/openai/chat/completions`,
+  headers: { ...base, "gw-aig-authorization": `Bearer ${runToken}` },
+  pid: p.process.pid,
+});
 const targets = {
   // pid: whose CPU is counted (for direct, the upstream's own; for the others, the proxy's alone).
   direct: { url: `${upstream}/chat/completions`, headers: base, pid: mock.pid },
   bare_passthrough: { url: `http://127.0.0.1:${barePort}/`, headers: base, pid: bare.pid },
-  gateway: {
-    url: `${p.url}/v1/${p.accountId}/bench/openai/chat/completions`,
-    headers: { ...base, "gw-aig-authorization": `Bearer ${runToken}` },
-    pid: p.process.pid,
-  },
+  gateway: gatewayTarget({ p, runToken }),
 };
+if (before) targets.gateway_before = gatewayTarget(before);
 if (COMPARE_LOGS) targets.gateway_no_logs = { ...targets.gateway, url: targets.gateway.url.replace("/bench/", "/bench-nologs/") };
 if (portkey)
   targets.portkey = {
@@ -128,7 +131,10 @@ for (const [name, t] of Object.entries(targets)) {
 }
 
 const pct = (sorted, q) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))];
-
+const median = (xs) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2 ? s[(s.length - 1) / 2] : Math.round((s[s.length / 2 - 1] + s[s.length / 2]) / 2);
+};
 /**
  * Closed loop at concurrency 1: one request at a time, each target over its own keep-alive connection of the
  * same client. Per-request time in µs, to the end of the body or (firstByte) to its first chunk.
@@ -216,76 +222,110 @@ function throughput(t, connections, duration = DURATION) {
   });
 }
 
+/**
+ * req/s at each client count: ROUNDS rounds, each running every target for DURATION seconds in a rotating order,
+ * so that the neighbours' load hits all targets alike; the median round is reported per target.
+ */
+async function throughputRounds(names, clients) {
+  const runs = Object.fromEntries(names.map((k) => [k, []]));
+  for (let round = 0; round < ROUNDS; round++) {
+    for (let i = 0; i < names.length; i++) {
+      const k = names[(i + round) % names.length];
+      runs[k].push(await throughput(targets[k], clients));
+    }
+  }
+  const out = {};
+  for (const k of names) {
+    const r = runs[k];
+    out[k] = {
+      rps: median(r.map((x) => x.rps)),
+      rps_rounds: r.map((x) => x.rps),
+      cpu_us_per_req: median(r.map((x) => x.cpu_us_per_req)),
+      p50ms: median(r.map((x) => x.p50ms)),
+      p99ms: median(r.map((x) => x.p99ms)),
+      non2xx: r.reduce((a, x) => a + x.non2xx, 0),
+      errors: r.reduce((a, x) => a + x.errors, 0),
+    };
+  }
+  return out;
+}
+
 const results = {
   date: new Date().toISOString(),
   nproc: cpus().length,
-  loadavg_at_start: loadavg().map((x) => +x.toFixed(1)),
+  cpu: cpus()[0]?.model,
+  loadavg: { start: load() },
   node: process.version,
   commit: execSync("git rev-parse --short HEAD", { cwd: root }).toString().trim(),
-  method: { n_latency: N_LATENCY, segment: SEGMENT, warmup: WARMUP, warmup_s: WARMUP_S, duration_s: DURATION },
+  ...(BASELINE ? { baseline: BASELINE, baseline_commit: execSync("git rev-parse --short HEAD", { cwd: BASELINE }).toString().trim() } : {}),
+  method: { n_latency: N_LATENCY, segment: SEGMENT, warmup: WARMUP, warmup_s: WARMUP_S, clients: CLIENTS, rounds: ROUNDS, duration_s: DURATION },
   latency_c1_us: {},
-  throughput_c32: {},
+  rps: {},
   ttfb_stream_us: {},
 };
-const ours = ["direct", "bare_passthrough", "gateway", ...(COMPARE_LOGS ? ["gateway_no_logs"] : [])];
-// Everything of ours is measured first, then Portkey (latency against direct again, in a phase of its own, and
-// req/s), so that each added latency is a difference taken under one set of conditions, with no heavy neighbour
-// (1.4-1.9 ms of CPU per request) running between our segments. Direct's own p50 depends on that: 71-106 µs in
-// Portkey's phase, 146-206 µs in ours (2026-11-22 03:45-03:47 UTC).
+const ours = ["direct", "bare_passthrough", "gateway", ...(before ? ["gateway_before"] : []), ...(COMPARE_LOGS ? ["gateway_no_logs"] : [])];
+const gateways = ours.filter((k) => k.startsWith("gateway"));
 // Warm-up under load first: the JIT of a large program (the platform) keeps compiling for thousands of requests,
 // and its compiler threads' CPU would otherwise be counted against the first measurements.
-for (const name of ours) await throughput(targets[name], 8, WARMUP_S).catch(() => undefined);
-results.latency_c1_us = await interleaved(ours, N_LATENCY);
-console.error("latency c=1 (µs)", JSON.stringify(results.latency_c1_us));
-const added = (name, q) => (results.latency_c1_us[name][q] - results.latency_c1_us.direct[q]) / 1000;
-results.summary = {
-  bare_passthrough_added_p50_ms: added("bare_passthrough", "p50"),
-  gateway_added_p50_ms: added("gateway", "p50"),
-  gateway_added_p99_ms: added("gateway", "p99"),
-  ...(COMPARE_LOGS ? { gateway_no_logs_added_p50_ms: added("gateway_no_logs", "p50"), gateway_no_logs_added_p99_ms: added("gateway_no_logs", "p99") } : {}),
-  bare_added_p99_ms: added("bare_passthrough", "p99"),
-  cpu_us_per_req_c1: Object.fromEntries(ours.map((k) => [k, results.latency_c1_us[k].cpu_us_per_req])),
-};
-if (!QUICK) {
-  const t = results.throughput_c32;
-  for (const name of ours) {
-    t[name] = await throughput(targets[name], 32);
-    console.error(name, "c=32", JSON.stringify(t[name]));
-  }
-  results.ttfb_stream_us = await interleaved(ours, Math.min(N_LATENCY, 2000), streamBody, true);
-  const ttfb = results.ttfb_stream_us;
+for (const name of [...ours, ...(portkey ? ["portkey"] : [])]) await throughput(targets[name], 8, WARMUP_S).catch(() => undefined);
 
-  await throughput(targets.portkey, 8, WARMUP_S).catch(() => undefined);
-  results.portkey_latency_c1_us = await interleaved(["direct", "portkey"], N_LATENCY);
-  console.error("portkey latency c=1 (µs)", JSON.stringify(results.portkey_latency_c1_us));
-  t.portkey = await throughput(targets.portkey, 32);
-  console.error("portkey c=32", JSON.stringify(t.portkey));
-  const pk = results.portkey_latency_c1_us;
-  Object.assign(results.summary, {
-    portkey_added_p50_ms: (pk.portkey.p50 - pk.direct.p50) / 1000,
-    portkey_added_p99_ms: (pk.portkey.p99 - pk.direct.p99) / 1000,
-    portkey_cpu_us_per_req_c1: pk.portkey.cpu_us_per_req,
-    gateway_rps_c32: t.gateway.rps,
-    portkey_rps_c32: t.portkey.rps,
-    direct_rps_c32: t.direct.rps,
-    bare_passthrough_rps_c32: t.bare_passthrough.rps,
-    gateway_vs_portkey_rps: +(t.gateway.rps / t.portkey.rps).toFixed(1),
-    cpu_us_per_req: Object.fromEntries(Object.entries(t).map(([k, v]) => [k, v.cpu_us_per_req])),
-    gateway_vs_portkey_cpu: +(t.portkey.cpu_us_per_req / t.gateway.cpu_us_per_req).toFixed(1),
-    bare_added_ttfb_p50_ms: (ttfb.bare_passthrough.p50 - ttfb.direct.p50) / 1000,
-    gateway_added_ttfb_p50_ms: (ttfb.gateway.p50 - ttfb.direct.p50) / 1000,
-    gateway_added_ttfb_p99_ms: (ttfb.gateway.p99 - ttfb.direct.p99) / 1000,
-  });
-  if (t.direct.rps < 3 * t.gateway.rps) console.error("warning: the upstream may be the bottleneck (direct req/s < 3x gateway req/s)");
+// Latency at c=1: ours take turns; Portkey is measured against direct in a phase of its own, so that its heavy
+// segments (1.4-1.9 ms of CPU per request) do not run between ours and move their figures.
+const lat = (results.latency_c1_us = await interleaved(ours, N_LATENCY));
+results.loadavg.after_latency = load();
+console.error("latency c=1 (µs)", JSON.stringify(lat));
+const summary = (results.summary = { latency_c1_us: {}, rps: {} });
+for (const k of ours.filter((k) => k !== "direct")) {
+  summary.latency_c1_us[k] = { added_p50: lat[k].p50 - lat.direct.p50, added_p99: lat[k].p99 - lat.direct.p99 };
+}
+// What the gateway adds beyond what forwarding itself costs in Node: its latency minus the floor's, same run.
+for (const k of gateways) {
+  Object.assign(summary.latency_c1_us[k], { over_floor_p50: lat[k].p50 - lat.bare_passthrough.p50, over_floor_p99: lat[k].p99 - lat.bare_passthrough.p99 });
+}
+
+for (const c of CLIENTS) {
+  // Portkey takes turns with ours at 32 clients, for the 10x comparison under the same conditions.
+  const names = c === 32 && portkey ? [...ours, "portkey"] : ours;
+  const r = (results.rps[`c${c}`] = await throughputRounds(names, c));
+  results.loadavg[`after_rps_c${c}`] = load();
+  console.error(`req/s c=${c}`, JSON.stringify(Object.fromEntries(names.map((k) => [k, r[k].rps]))));
+  summary.rps[`c${c}`] = Object.fromEntries(names.map((k) => [k, r[k].rps]));
+  // Ratios of the medians, and the median of each round's own ratio (its segments ran minutes closer together).
+  const perRound = (a, b) => +(median(r[a].rps_rounds.map((x, i) => (1000 * x) / r[b].rps_rounds[i])) / 1000).toFixed(3);
+  for (const k of gateways) {
+    summary.rps[`c${c}`][`${k}_vs_floor`] = +(r[k].rps / r.bare_passthrough.rps).toFixed(3);
+    summary.rps[`c${c}`][`${k}_vs_floor_by_round`] = perRound(k, "bare_passthrough");
+  }
+  if (r.portkey) {
+    summary.rps[`c${c}`].gateway_vs_portkey = +(r.gateway.rps / r.portkey.rps).toFixed(1);
+    summary.rps[`c${c}`].gateway_vs_portkey_by_round = +perRound("gateway", "portkey").toFixed(1);
+  }
+  if (c === 32 && r.direct.rps < 2 * r.gateway.rps) console.error("warning: the upstream may be the bottleneck (direct req/s < 2x gateway req/s)");
+}
+
+if (!QUICK) {
+  const ttfb = (results.ttfb_stream_us = await interleaved(ours, Math.min(N_LATENCY, 2000), streamBody, true));
+  results.loadavg.after_ttfb = load();
+  summary.ttfb_stream_us = Object.fromEntries(
+    gateways.map((k) => [k, { added_p50: ttfb[k].p50 - ttfb.direct.p50, over_floor_p50: ttfb[k].p50 - ttfb.bare_passthrough.p50 }]),
+  );
+}
+if (portkey) {
+  const pk = (results.portkey_latency_c1_us = await interleaved(["direct", "portkey"], N_LATENCY));
+  results.loadavg.after_portkey = load();
+  console.error("portkey latency c=1 (µs)", JSON.stringify(pk));
+  summary.latency_c1_us.portkey = { added_p50: pk.portkey.p50 - pk.direct.p50, added_p99: pk.portkey.p99 - pk.direct.p99 };
 }
 
 // Logging really was on: every gateway request wrote a log.
 const logs = await p.api("GET", `/accounts/${p.accountId}/ai-gateway/gateways/bench/logs?per_page=5`);
 results.gateway_logs_written = logs.body.result_info.total_count;
 
+results.loadavg.end = load();
 mkdirSync(`${here}results`, { recursive: true });
 writeFileSync(`${here}results/${QUICK ? "quick" : "latest"}.json`, JSON.stringify(results, null, 2));
 console.log(JSON.stringify(results, null, 2));
 await p.dispose();
+await before?.p.dispose();
 children.forEach((c) => c.kill());
 process.exit(0);

@@ -105,6 +105,12 @@ export const CoreErrors = {
   /** A bug: the request id lets an operator find the stack in the log; the stack itself is never shown. */
   internal: (requestId: string) => new EdgeError(500, Codes.internal, `Internal server error (request id ${requestId})`),
   shuttingDown: (what: string) => new EdgeError(503, Codes.internal, `the platform is shutting down; send the ${what} again`),
+  /**
+   * PostgreSQL or the object store cannot be reached from this node (core/errors/dependency.ts decides which
+   * failures mean that). Nothing was half-written: a transaction that did not commit left nothing.
+   */
+  dependencyUnavailable: (dependency: string) =>
+    new EdgeError(503, Codes.internal, `${dependency} is unreachable from this node; the request was not carried out, retry it later`),
 
   uriTooLong: (maxBytes: number) => new EdgeError(414, Codes.uriTooLong, `The URL is longer than ${maxBytes} bytes`),
   badPath: () => new EdgeError(400, Codes.badRequest, "The URL path is not valid percent-encoded UTF-8"),

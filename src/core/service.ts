@@ -1,10 +1,14 @@
 import type { FastifyInstance } from "fastify";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { AuthService } from "./auth/auth-service.js";
+import type { BackendDescription } from "./backends.js";
+import type { Bus } from "./cluster/bus.js";
 import type { IdentityStore } from "./auth/store.js";
 import type { OptionSpec, OptionValues } from "./cli/command.js";
 import type { CoreConfig } from "./config.js";
 import type { ContentStore } from "./content/store.js";
+import type { PgMigration } from "./db/pg-migrations.js";
+import type { Postgres } from "./db/postgres.js";
 import type { Db, Migration } from "./db/sqlite.js";
 import type { Logger } from "./logger.js";
 
@@ -31,10 +35,31 @@ export interface ServiceContext {
   log: Logger;
   auth: AuthService;
   identities: IdentityStore;
+  /**
+   * Which backends this node uses. An area picks its store from it: SQLite (`openDb`) in the embedded default,
+   * PostgreSQL (`openPostgres`) with --database-url:
+   *   const pg = ctx.openPostgres("kv", KV_PG_MIGRATIONS);
+   *   const store = pg ? new PgKvStore(pg, ctx.content("kv")) : new SqliteKvStore(ctx.openDb("kv", KV_MIGRATIONS), ctx.content("kv"));
+   */
+  backend: BackendDescription;
   /** Opens `<state>/db/<name>.sqlite` with the service's own migrations. */
   openDb(name: string, migrations: readonly Migration[]): Db;
-  /** The content store of one service, under `<state>/content/<name>/`. */
+  /** The node's PostgreSQL pool; undefined in the embedded default. */
+  postgres?: Postgres;
+  /**
+   * The PostgreSQL pool, after registering the area's migrations (schema `<area>`; they run, under a cluster-wide
+   * lock, before the platform listens); undefined in the embedded default.
+   */
+  openPostgres(area: string, migrations: readonly PgMigration[]): Postgres | undefined;
+  /** The content store of one service: files under `<state>/content/<name>/`, or keys `<name>/<id>` in the bucket. */
   content(name: string): ContentStore;
+  /**
+   * Change notices between nodes (in-process when embedded): publish what changed after (or inside) the
+   * transaction that changed it; subscribe to reload what the area caches, on `change` and on `resync`.
+   */
+  bus: Bus;
+  /** This node among the platform's nodes. */
+  nodeId: string;
   /** The URL the edge port answers on, e.g. http://127.0.0.1:8787 */
   edgeUrl(): string;
 }

@@ -92,6 +92,13 @@ export const commands: AnyCommand[] = [
     positionals: objectPathArg,
     handler: lazy(() => import("./cli/object.js"), "deleteObject"),
   }),
+  defineCommand({
+    path: ["r2", "credentials"],
+    describe: "Show the S3 endpoint, access key id, secret access key and region of the current API token",
+    options: { json: { type: "boolean", describe: "Print as JSON" } },
+    examples: ["edgecli r2 credentials", "edgecli r2 credentials --json"],
+    handler: lazy(() => import("./cli/credentials.js"), "printCredentials"),
+  }),
 ];
 /** Deprecated spellings of this area's command groups. */
 export const aliases: CommandAlias[] = [];

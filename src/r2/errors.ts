@@ -78,6 +78,10 @@ export const R2Errors = {
   invalidListLimit: () => new EdgeError(400, R2Codes.invalidMaxKeys, `limit must be an integer between 1 and ${R2Limits.maxListLimit}`),
   invalidCursor: () => invalidArgument("The list cursor is not valid"),
   invalidPerPage: () => invalidArgument("per_page must be an integer between 1 and 1000"),
+  invalidPartNumberMarker: () => invalidArgument("The part number marker must be a non-negative integer"),
+
+  // ---- bucket CORS ----
+  corsRuleCount: () => invalidArgument(`A bucket takes 1 to ${R2Limits.maxCorsRules} CORS rules`),
 
   // ---- multipart uploads ----
   noSuchUpload: () => new EdgeError(404, R2Codes.noSuchUpload, "The specified multipart upload does not exist."),

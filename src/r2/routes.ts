@@ -7,6 +7,7 @@ import { parseUserJson } from "../core/http/json-input.js";
 import { singleQueryValues } from "../core/http/query.js";
 import { parseWith } from "../core/http/validate.js";
 import { R2Codes, R2Errors } from "./errors.js";
+import { HTTP_METADATA_HEADERS, type HttpMetadataField } from "./http-metadata-headers.js";
 import { conditionalFromHeaders } from "./preconditions.js";
 import { parseRangeHeader } from "./ranges.js";
 import type { BucketRef, R2BucketInfo, R2HttpMetadata, R2ObjectInfo, R2Store } from "./store.js";
@@ -48,16 +49,9 @@ async function readJsonBody(raw: Readable): Promise<unknown> {
 function httpMetadataFromHeaders(h: Record<string, string | string[] | undefined>): R2HttpMetadata {
   const one = (n: string) => (typeof h[n] === "string" ? (h[n] as string) : undefined);
   const meta: R2HttpMetadata = {};
-  const map = {
-    contentType: "content-type",
-    contentLanguage: "content-language",
-    contentDisposition: "content-disposition",
-    contentEncoding: "content-encoding",
-    cacheControl: "cache-control",
-  } as const;
-  for (const [field, header] of Object.entries(map)) {
+  for (const [field, header] of Object.entries(HTTP_METADATA_HEADERS) as [HttpMetadataField, string][]) {
     const v = one(header);
-    if (v) meta[field as keyof typeof map] = v;
+    if (v) meta[field] = v;
   }
   const expires = one("expires");
   if (expires) {

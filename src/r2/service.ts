@@ -1,6 +1,9 @@
 import type { EdgeService, ServiceContext } from "../core/service.js";
 import { createR2BindingHandler, type R2BindingHandler } from "./binding.js";
+import { serveOptions } from "./config.js";
 import { registerR2Routes } from "./routes.js";
+import { readS3Config } from "./s3/config.js";
+import { createS3Handler } from "./s3/handler.js";
 import { r2Migrations } from "./sqlite-migrations.js";
 import { SqliteR2Store } from "./sqlite-store.js";
 import type { R2Store } from "./store.js";
@@ -31,6 +34,9 @@ export function createR2Service(ctx: ServiceContext): R2Service {
     store,
     bindingHandler: createR2BindingHandler(store, log),
     registerApi: (app) => registerR2Routes(app, store),
+    // The S3 API: requests signed with SigV4 (or addressed to the S3 host name) on the edge port.
+    handleRaw: createS3Handler({ store, auth: ctx.auth, config: readS3Config(ctx.options(serveOptions)), log }),
+    describe: () => ({ s3: ctx.edgeUrl() }),
     async start() {
       timer = setInterval(() => void sweep().catch((err) => log.warn({ err }, "r2 content sweep failed")), GC_INTERVAL_MS);
       timer.unref();

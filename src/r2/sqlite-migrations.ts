@@ -43,4 +43,13 @@ export const r2Migrations: readonly Migration[] = [
      md5 TEXT NOT NULL,
      PRIMARY KEY (upload_id, part_number)
    );`,
+  // For the S3 API: bucket CORS rules (JSON, as R2CorsRule[]), uploads listed by key, and when each part arrived
+  // (parts stored before this migration say 0 and are reported with their upload's start).
+  `CREATE TABLE bucket_cors (
+     bucket_id INTEGER PRIMARY KEY REFERENCES buckets(id) ON DELETE CASCADE,
+     rules TEXT NOT NULL
+   );
+   CREATE INDEX buckets_by_name ON buckets(name);
+   CREATE INDEX uploads_by_key ON uploads(bucket_id, key, upload_id);
+   ALTER TABLE parts ADD COLUMN uploaded INTEGER NOT NULL DEFAULT 0;`,
 ];

@@ -4,7 +4,17 @@ import type { ContentStore, StoredContent } from "../core/content/store.js";
 import type { Db } from "../core/db/sqlite.js";
 import { R2Errors } from "./errors.js";
 import { newVersion, type Segment } from "./sqlite-rows.js";
-import { R2Limits, type BucketRef, type R2MultipartOptions, type R2ObjectInfo, type R2UploadedPart } from "./store.js";
+import { SqliteUploadListing } from "./sqlite-upload-listing.js";
+import {
+  R2Limits,
+  type BucketRef,
+  type R2ListPartsResult,
+  type R2ListUploadsOptions,
+  type R2ListUploadsResult,
+  type R2MultipartOptions,
+  type R2ObjectInfo,
+  type R2UploadedPart,
+} from "./store.js";
 import { assertCustomMetadata, assertKey, assertStorageClass, cleanHttpMetadata } from "./validation.js";
 
 /** What multipart uploads use of the SQLite object store they complete into (sqlite-store.ts). */
@@ -21,9 +31,11 @@ interface SqliteObjectWriter {
 
 /**
  * Multipart uploads in SQLite (`uploads` and `parts`): each part is a content file of its own, and completing an
- * upload commits an object whose segments are those files, so no byte is copied. The methods are R2Store's.
+ * upload commits an object whose segments are those files, so no byte is copied. The methods are R2Store's; the
+ * listings of uploads and parts (S3's ListMultipartUploads and ListParts) are in sqlite-upload-listing.ts.
  */
 export class SqliteMultipart {
+  private readonly listing: SqliteUploadListing;
   private readonly q;
 
   constructor(
@@ -31,18 +43,19 @@ export class SqliteMultipart {
     private readonly content: ContentStore,
     private readonly objects: SqliteObjectWriter,
   ) {
+    this.listing = new SqliteUploadListing(db);
     this.q = {
       insertUpload: db.prepare("INSERT INTO uploads (upload_id, bucket_id, key, http, custom, storage_class, created) VALUES (?, ?, ?, ?, ?, ?, ?)"),
-      upload: db.prepare<[string, number, string], { http: string; custom: string; storage_class: string }>(
-        "SELECT http, custom, storage_class FROM uploads WHERE upload_id = ? AND bucket_id = ? AND key = ?",
+      upload: db.prepare<[string, number, string], { http: string; custom: string; storage_class: string; created: number }>(
+        "SELECT http, custom, storage_class, created FROM uploads WHERE upload_id = ? AND bucket_id = ? AND key = ?",
       ),
       deleteUpload: db.prepare("DELETE FROM uploads WHERE upload_id = ?"),
       parts: db.prepare<[string], { part_number: number; content_id: string; size: number; md5: string }>(
         "SELECT part_number, content_id, size, md5 FROM parts WHERE upload_id = ? ORDER BY part_number",
       ),
-      insertPart: db.prepare("INSERT INTO parts (upload_id, part_number, content_id, size, md5) VALUES (?, ?, ?, ?, ?)"),
+      insertPart: db.prepare("INSERT INTO parts (upload_id, part_number, content_id, size, md5, uploaded) VALUES (?, ?, ?, ?, ?, ?)"),
       partContent: db.prepare<[string, number], { content_id: string }>("SELECT content_id FROM parts WHERE upload_id = ? AND part_number = ?"),
-      replacePart: db.prepare("UPDATE parts SET content_id = ?, size = ?, md5 = ? WHERE upload_id = ? AND part_number = ?"),
+      replacePart: db.prepare("UPDATE parts SET content_id = ?, size = ?, md5 = ?, uploaded = ? WHERE upload_id = ? AND part_number = ?"),
       allPartContent: db.prepare<[], { content_id: string }>("SELECT content_id FROM parts"),
       staleUploads: db.prepare<[number], { upload_id: string }>("SELECT upload_id FROM uploads WHERE created < ?"),
     };
@@ -96,8 +109,8 @@ export class SqliteMultipart {
           const prev = this.q.partContent.get(uploadId, partNumber);
           if (prev) {
             replaced = prev.content_id;
-            this.q.replacePart.run(stored.id, stored.size, stored.md5, uploadId, partNumber);
-          } else this.q.insertPart.run(uploadId, partNumber, stored.id, stored.size, stored.md5);
+            this.q.replacePart.run(stored.id, stored.size, stored.md5, Date.now(), uploadId, partNumber);
+          } else this.q.insertPart.run(uploadId, partNumber, stored.id, stored.size, stored.md5, Date.now());
         })
         .immediate();
     } catch (e) {
@@ -146,6 +159,14 @@ export class SqliteMultipart {
       .immediate();
     this.objects.discard(unused);
     return info;
+  }
+
+  async listMultipartUploads(bucket: BucketRef, opts: R2ListUploadsOptions = {}): Promise<R2ListUploadsResult> {
+    return this.listing.uploads(this.objects.bucketId(bucket), opts);
+  }
+
+  async listParts(bucket: BucketRef, key: string, uploadId: string, opts: { partNumberMarker?: number; limit?: number } = {}): Promise<R2ListPartsResult> {
+    return this.listing.parts(uploadId, this.requireUpload(bucket, key, uploadId), opts);
   }
 
   /** Aborts multipart uploads started before `cutoff` (ms), as R2's default lifecycle does after 7 days. Returns how many. */

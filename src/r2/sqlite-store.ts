@@ -8,6 +8,7 @@ import { listObjects } from "./list-objects.js";
 import { conditionHolds } from "./preconditions.js";
 import { resolveRange } from "./ranges.js";
 import { SmallBodyCache } from "./small-body-cache.js";
+import { SqliteBucketCors } from "./sqlite-cors.js";
 import { SqliteMultipart } from "./sqlite-multipart.js";
 import { bucketInfo, newVersion, objectInfo, type BucketRow, type ObjectRow, type Segment } from "./sqlite-rows.js";
 import {
@@ -15,10 +16,14 @@ import {
   type BucketRef,
   type R2BucketInfo,
   type R2Checksums,
+  type R2CorsRule,
   type R2GetOptions,
   type R2GetResult,
   type R2ListOptions,
+  type R2ListPartsResult,
   type R2ListResult,
+  type R2ListUploadsOptions,
+  type R2ListUploadsResult,
   type R2MultipartOptions,
   type R2ObjectInfo,
   type R2PutOptions,
@@ -38,6 +43,7 @@ const EXTRA_DIGESTS = ["sha1", "sha384", "sha512"] as const;
 export class SqliteR2Store implements R2Store {
   private readonly leases: ContentLeases;
   private readonly small = new SmallBodyCache();
+  private readonly cors: SqliteBucketCors;
   private readonly multipart: SqliteMultipart;
   private readonly q;
 
@@ -52,6 +58,7 @@ export class SqliteR2Store implements R2Store {
       commitObject: (bucket, key, info, segments, opts) => this.commitObject(bucket, key, info, segments, opts),
       discard: (ids) => this.discard(ids),
     });
+    this.cors = new SqliteBucketCors(db);
     this.q = {
       bucket: db.prepare<[string, string], BucketRow>("SELECT id, name, created_at, location, storage_class FROM buckets WHERE account_id = ? AND name = ?"),
       buckets: db.prepare<[string, string, string, number], BucketRow>(
@@ -377,6 +384,32 @@ export class SqliteR2Store implements R2Store {
 
   async abortStaleUploads(cutoff: number): Promise<number> {
     return this.multipart.abortStaleUploads(cutoff);
+  }
+
+  listMultipartUploads(bucket: BucketRef, opts?: R2ListUploadsOptions): Promise<R2ListUploadsResult> {
+    return this.multipart.listMultipartUploads(bucket, opts);
+  }
+
+  listParts(bucket: BucketRef, key: string, uploadId: string, opts?: { partNumberMarker?: number; limit?: number }): Promise<R2ListPartsResult> {
+    return this.multipart.listParts(bucket, key, uploadId, opts);
+  }
+
+  // ---- bucket CORS ----
+
+  async getBucketCors(bucket: BucketRef): Promise<R2CorsRule[] | undefined> {
+    return this.cors.get(this.bucketId(bucket));
+  }
+
+  async putBucketCors(bucket: BucketRef, rules: R2CorsRule[]): Promise<void> {
+    this.cors.put(this.bucketId(bucket), rules);
+  }
+
+  async deleteBucketCors(bucket: BucketRef): Promise<void> {
+    this.cors.delete(this.bucketId(bucket));
+  }
+
+  async corsRulesByBucketName(name: string): Promise<{ accountId: string; rules: R2CorsRule[] }[]> {
+    return this.cors.byName(name);
   }
 }
 

@@ -6,7 +6,7 @@ import type { ContentStore } from "../core/content/store.js";
 import { EdgeError } from "../core/errors.js";
 import { storeContract } from "../core/testing/contract.js";
 import { R2Codes } from "./errors.js";
-import type { BucketRef, R2GetResult, R2Store } from "./store.js";
+import type { BucketRef, R2CorsRule, R2GetResult, R2Store } from "./store.js";
 
 /**
  * A store under test and the content store that holds its bytes (the garbage-collection cases sweep it with what
@@ -21,6 +21,14 @@ const ACC = "acc1";
 const OTHER = "acc2";
 const B: BucketRef = { accountId: ACC, bucketName: "bkt" };
 const MiB = 1024 * 1024;
+
+const CORS_RULE: R2CorsRule = {
+  allowedOrigins: ["https://app.example"],
+  allowedMethods: ["GET", "PUT"],
+  allowedHeaders: ["*"],
+  exposeHeaders: ["ETag"],
+  maxAgeSeconds: 600,
+};
 
 const md5 = (s: string | Buffer) => createHash("md5").update(s).digest("hex");
 const strong = (value: string) => ({ type: "strong" as const, value });
@@ -395,6 +403,152 @@ export const describeR2Store = storeContract<R2StoreUnderTest>("R2Store", (it) =
     assert.equal(await bodyOf(await store.get(B, "done")), "kept");
     await store.delete(B, "done");
     await store.deleteBucket(ACC, "bkt"); // no unfinished upload holds the bucket any more
+  });
+
+  it("uploads listed by key then upload id, grouped by delimiter, paged with markers; other accounts unseen", async ({ store }) => {
+    const O: BucketRef = { accountId: OTHER, bucketName: "bkt" };
+    await store.createBucket(ACC, "bkt");
+    await store.createBucket(OTHER, "bkt");
+    const keys = ["a/1", "a/2", "b", "b", "c/x/1", "d"];
+    const made: { key: string; id: string }[] = [];
+    for (const key of keys) made.push({ key, id: await store.createMultipartUpload(B, key) });
+    await store.createMultipartUpload(O, "a/1");
+    const bIds = made.filter((m) => m.key === "b").map((m) => m.id);
+    bIds.sort();
+
+    const all = await store.listMultipartUploads(B);
+    assert.deepEqual(
+      all.uploads.map((u) => u.key),
+      ["a/1", "a/2", "b", "b", "c/x/1", "d"],
+    );
+    assert.deepEqual(
+      all.uploads.filter((u) => u.key === "b").map((u) => u.uploadId),
+      bIds,
+    );
+    assert.equal(all.truncated, false);
+    assert.ok(all.uploads.every((u) => u.storageClass === "Standard" && u.initiated > 0));
+
+    const grouped = await store.listMultipartUploads(B, { delimiter: "/" });
+    assert.deepEqual(grouped.delimitedPrefixes, ["a/", "c/"]);
+    assert.deepEqual(
+      grouped.uploads.map((u) => u.key),
+      ["b", "b", "d"],
+    );
+
+    const prefixed = await store.listMultipartUploads(B, { prefix: "c/", delimiter: "/" });
+    assert.deepEqual(prefixed.delimitedPrefixes, ["c/x/"]);
+    assert.deepEqual(prefixed.uploads, []);
+
+    // Pages of two, with a delimiter: each item once, the next page starting from the markers.
+    const seen: string[] = [];
+    let page = await store.listMultipartUploads(B, { delimiter: "/", limit: 2 });
+    for (;;) {
+      seen.push(...page.delimitedPrefixes, ...page.uploads.map((u) => `${u.key}#${u.uploadId}`));
+      if (!page.truncated) break;
+      assert.ok(page.nextKeyMarker);
+      page = await store.listMultipartUploads(B, { delimiter: "/", limit: 2, keyMarker: page.nextKeyMarker, uploadIdMarker: page.nextUploadIdMarker });
+    }
+    assert.deepEqual(seen.sort(), ["a/", "c/", `b#${bIds[0]}`, `b#${bIds[1]}`, `d#${made[5].id}`].sort());
+
+    // key-marker alone skips every upload of that key.
+    const afterB = await store.listMultipartUploads(B, { keyMarker: "b" });
+    assert.deepEqual(
+      afterB.uploads.map((u) => u.key),
+      ["c/x/1", "d"],
+    );
+    const afterFirstB = await store.listMultipartUploads(B, { keyMarker: "b", uploadIdMarker: bIds[0] });
+    assert.deepEqual(
+      afterFirstB.uploads.map((u) => u.uploadId),
+      [bIds[1], made[4].id, made[5].id],
+    );
+
+    await rejectsWith(store.listMultipartUploads(B, { limit: 0 }), 400, R2Codes.invalidMaxKeys);
+    await rejectsWith(store.listMultipartUploads({ accountId: "acc3", bucketName: "bkt" }), 404, R2Codes.bucketNotFound);
+
+    for (const m of made) await store.abortMultipartUpload(B, m.key, m.id);
+    assert.deepEqual((await store.listMultipartUploads(B)).uploads, []);
+  });
+
+  it("parts listed by number with their size, md5 etag and upload time; paged; unknown upload is 404", async ({ store }) => {
+    const O: BucketRef = { accountId: OTHER, bucketName: "bkt" };
+    await store.createBucket(ACC, "bkt");
+    await store.createBucket(OTHER, "bkt");
+    const id = await store.createMultipartUpload(B, "parts.bin", { storageClass: "InfrequentAccess" });
+    const before = Date.now();
+    for (const n of [3, 1, 2]) await store.uploadPart(B, "parts.bin", id, n, Buffer.from(`part ${n}`));
+    const listed = await store.listParts(B, "parts.bin", id);
+    assert.deepEqual(
+      listed.parts.map((p) => [p.partNumber, p.size]),
+      [
+        [1, 6],
+        [2, 6],
+        [3, 6],
+      ],
+    );
+    assert.match(listed.parts[0].etag, /^[0-9a-f]{32}$/);
+    assert.ok(listed.parts.every((p) => p.uploaded >= before - 1000));
+    assert.equal(listed.storageClass, "InfrequentAccess");
+    assert.equal(listed.truncated, false);
+
+    const first = await store.listParts(B, "parts.bin", id, { limit: 2 });
+    assert.deepEqual(
+      first.parts.map((p) => p.partNumber),
+      [1, 2],
+    );
+    assert.equal(first.truncated, true);
+    assert.equal(first.nextPartNumberMarker, 2);
+    const rest = await store.listParts(B, "parts.bin", id, { partNumberMarker: 2 });
+    assert.deepEqual(
+      rest.parts.map((p) => p.partNumber),
+      [3],
+    );
+
+    await rejectsWith(store.listParts(B, "other-key", id), 404, R2Codes.noSuchUpload);
+    await rejectsWith(store.listParts(O, "parts.bin", id), 404, R2Codes.noSuchUpload);
+    await store.abortMultipartUpload(B, "parts.bin", id);
+    await rejectsWith(store.listParts(B, "parts.bin", id), 404, R2Codes.noSuchUpload);
+  });
+
+  // ---- bucket CORS ----
+
+  it("CORS rules: set, read, replace, delete, per bucket of each account; gone with the bucket", async ({ store }) => {
+    const OURS: BucketRef = { accountId: "acc-a", bucketName: "shared-name" };
+    const THEIRS: BucketRef = { accountId: "acc-b", bucketName: "shared-name" };
+    await store.createBucket(OURS.accountId, OURS.bucketName);
+    await store.createBucket(THEIRS.accountId, THEIRS.bucketName);
+    assert.equal(await store.getBucketCors(OURS), undefined);
+    await store.putBucketCors(OURS, [CORS_RULE]);
+    assert.deepEqual(await store.getBucketCors(OURS), [CORS_RULE]);
+    assert.equal(await store.getBucketCors(THEIRS), undefined, "the same name in another account has its own rules");
+    assert.deepEqual(await store.corsRulesByBucketName("shared-name"), [{ accountId: "acc-a", rules: [CORS_RULE] }]);
+
+    const other = { ...CORS_RULE, allowedOrigins: ["*"], allowedMethods: ["HEAD"] };
+    await store.putBucketCors(THEIRS, [other, CORS_RULE]);
+    assert.deepEqual(await store.getBucketCors(THEIRS), [other, CORS_RULE]);
+    assert.deepEqual(
+      (await store.corsRulesByBucketName("shared-name")).map((r) => r.accountId),
+      ["acc-a", "acc-b"],
+    );
+
+    await store.deleteBucketCors(OURS);
+    assert.equal(await store.getBucketCors(OURS), undefined);
+    await store.deleteBucketCors(OURS);
+
+    await rejectsWith(store.putBucketCors(OURS, []), 400, R2Codes.invalidArgument);
+    await rejectsWith(
+      store.putBucketCors(
+        OURS,
+        Array.from({ length: 101 }, () => CORS_RULE),
+      ),
+      400,
+      R2Codes.invalidArgument,
+    );
+    await rejectsWith(store.getBucketCors({ accountId: "acc-c", bucketName: "shared-name" }), 404, R2Codes.bucketNotFound);
+
+    await store.deleteBucket(THEIRS.accountId, THEIRS.bucketName);
+    assert.deepEqual(await store.corsRulesByBucketName("shared-name"), []);
+    await store.createBucket(THEIRS.accountId, THEIRS.bucketName);
+    assert.equal(await store.getBucketCors(THEIRS), undefined, "a new bucket of the same name starts without rules");
   });
 
   // ---- content and its garbage collection ----

@@ -132,6 +132,65 @@ export interface R2UploadedPart {
 }
 
 /**
+ * One CORS rule of a bucket (what S3's PutBucketCors sets): a browser request from a matching origin, with a
+ * matching method and only allowed headers, gets the CORS answer headers. Patterns may hold one `*`.
+ */
+export interface R2CorsRule {
+  id?: string;
+  allowedOrigins: string[];
+  /** GET, PUT, POST, DELETE, HEAD */
+  allowedMethods: string[];
+  allowedHeaders: string[];
+  exposeHeaders: string[];
+  maxAgeSeconds?: number;
+}
+
+/** A multipart upload that was created and neither completed nor aborted yet. */
+export interface R2PendingUpload {
+  key: string;
+  uploadId: string;
+  /** ms since the epoch */
+  initiated: number;
+  storageClass: string;
+}
+
+export interface R2ListUploadsOptions {
+  prefix?: string;
+  delimiter?: string;
+  /** Uploads of keys after this one, or of this key with an upload id after `uploadIdMarker`. */
+  keyMarker?: string;
+  uploadIdMarker?: string;
+  /** 1..1000, default 1000; uploads and delimited prefixes count together. */
+  limit?: number;
+}
+
+export interface R2ListUploadsResult {
+  uploads: R2PendingUpload[];
+  delimitedPrefixes: string[];
+  truncated: boolean;
+  /** Where the next page starts, when truncated. */
+  nextKeyMarker?: string;
+  nextUploadIdMarker?: string;
+}
+
+export interface R2PartInfo {
+  partNumber: number;
+  etag: string;
+  size: number;
+  /** ms since the epoch */
+  uploaded: number;
+}
+
+export interface R2ListPartsResult {
+  parts: R2PartInfo[];
+  truncated: boolean;
+  nextPartNumberMarker?: number;
+  storageClass: string;
+  /** ms since the epoch */
+  initiated: number;
+}
+
+/**
  * Every method touches storage and returns a Promise, so a database server can implement it. Refusals are
  * R2Errors (errors.ts), raised by the store itself.
  */
@@ -155,6 +214,21 @@ export interface R2Store {
   uploadPart(bucket: BucketRef, key: string, uploadId: string, partNumber: number, body: Readable | Buffer, size?: number): Promise<R2UploadedPart>;
   completeMultipartUpload(bucket: BucketRef, key: string, uploadId: string, parts: R2UploadedPart[]): Promise<R2ObjectInfo>;
   abortMultipartUpload(bucket: BucketRef, key: string, uploadId: string): Promise<void>;
+  /** Unfinished uploads of a bucket in (key, upload id) order, grouped by `delimiter` like a listing. */
+  listMultipartUploads(bucket: BucketRef, opts?: R2ListUploadsOptions): Promise<R2ListUploadsResult>;
+  /** The parts stored so far, by part number, after `partNumberMarker`; at most `limit` (1..1000, default 1000). */
+  listParts(bucket: BucketRef, key: string, uploadId: string, opts?: { partNumberMarker?: number; limit?: number }): Promise<R2ListPartsResult>;
+
+  /** The bucket's CORS rules; undefined when none are set. */
+  getBucketCors(bucket: BucketRef): Promise<R2CorsRule[] | undefined>;
+  /** Replaces the bucket's CORS rules (1..100 of them). */
+  putBucketCors(bucket: BucketRef, rules: R2CorsRule[]): Promise<void>;
+  deleteBucketCors(bucket: BucketRef): Promise<void>;
+  /**
+   * The CORS rules of every bucket called `name`, whatever its account: a browser's preflight carries no
+   * credentials, so when its URL names no account this is all there is to go on.
+   */
+  corsRulesByBucketName(name: string): Promise<{ accountId: string; rules: R2CorsRule[] }[]>;
 
   /** Aborts multipart uploads started before `cutoff` (ms), as R2's default lifecycle does after 7 days. Returns how many. */
   abortStaleUploads(cutoff: number): Promise<number>;
@@ -171,6 +245,7 @@ export const R2Limits = {
   minPartBytes: 5 * 1024 ** 2,
   maxParts: 10_000,
   maxDeleteKeys: 1000,
+  maxCorsRules: 100,
 } as const;
 
 export const BUCKET_NAME_RE = /^[a-z0-9][a-z0-9-]{1,61}[a-z0-9]$/;

@@ -2,7 +2,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import { parseUserJson } from "../../core/http/json-input.js";
 import type { Gateway } from "../store.js";
 import type { RequestOptions } from "./request-options.js";
-import { ClientGone, defaultRetry, type RetryPolicy } from "./upstream.js";
+import { ClientGone, DEFAULT_TIMEOUT_MS, type RetryPolicy } from "./upstream.js";
 
 /** One client request on its way through the gateway, after authentication and header parsing. */
 export interface Exchange {
@@ -34,12 +34,11 @@ export function modelOfRequest(body: Buffer | null): string | null {
 /** The retry policy of a request: its headers first, then the gateway's retry settings. */
 export function retryPolicy(ex: Exchange): RetryPolicy {
   const g = ex.gateway;
-  const d = defaultRetry();
   return {
     attempts: ex.opts.maxAttempts ?? g.retry_max_attempts ?? 1,
     delayMs: ex.opts.retryDelay ?? g.retry_delay ?? 0,
     backoff: ex.opts.backoff ?? g.retry_backoff ?? "constant",
-    timeoutMs: ex.opts.timeoutMs ?? d.timeoutMs,
+    timeoutMs: ex.opts.timeoutMs ?? DEFAULT_TIMEOUT_MS,
   };
 }
 

@@ -22,6 +22,9 @@ import { handleCompat, handleUniversal, type ForwardDeps } from "./universal.js"
 import { forwardHeaders } from "./upstream.js";
 import { emptyUsage } from "./usage.js";
 
+/** The answer headers a request without caching adds (shared: most requests add none). */
+const NO_EXTRA_HEADERS: Record<string, string> = Object.freeze({}) as Record<string, string>;
+
 interface GatewayProxyDeps extends ForwardDeps {
   auth: AuthService;
   identities: IdentityStore;
@@ -126,7 +129,7 @@ export class GatewayProxy {
     if (body) headers["content-length"] = String(body.length);
 
     let cache: { key: string; ttlMs: number } | undefined;
-    const extraHeaders: Record<string, string> = {};
+    let extraHeaders: Record<string, string> = NO_EXTRA_HEADERS;
     if (caching) {
       const key = cacheKey(
         opts.cacheKey,
@@ -138,7 +141,7 @@ export class GatewayProxy {
       cache = { key: `${gateway.account_id}/${gateway.id}:${key}`, ttlMs: ttlSec * 1000 };
       const hit = d.cache.get(cache.key);
       if (hit) return this.answerFromCache(ex, hit, p.id, rest, body!);
-      extraHeaders["gw-aig-cache-status"] = "MISS";
+      extraHeaders = { "gw-aig-cache-status": "MISS" };
     }
 
     const relay = new Relay(

@@ -53,11 +53,11 @@ export class Relay implements AnswerSink {
   private status = 0;
   private ct: string | null = null;
   private isSse = false;
-  private upstreamHeaders: IncomingHttpHeaders = {};
+  private upstreamHeaders: IncomingHttpHeaders | null = null;
   private capture: BodyCapture | null = null;
   private sse: SseUsageReader | null = null;
-  /** Stream chunks waiting to be read for usage once the loop is free. */
-  private sseBacklog: Buffer[] = [];
+  /** Stream chunks waiting to be read for usage once the loop is free (SSE answers that are logged only). */
+  private sseBacklog: Buffer[] | null = null;
   private size = 0;
   private aborted = false;
   private flow: UpstreamFlow | null = null;
@@ -80,7 +80,10 @@ export class Relay implements AnswerSink {
     const isSse = (this.isSse = !!this.ct?.includes("text/event-stream"));
     // Usage is only read for a log; the body is only kept for the cache, the log's payload, or a JSON answer's usage.
     const logging = ex.logId !== null;
-    if (logging && isSse) this.sse = new SseUsageReader();
+    if (logging && isSse) {
+      this.sse = new SseUsageReader();
+      this.sseBacklog = [];
+    }
     if (info.cache || (logging && (!isSse || ex.opts.collectPayload))) this.capture = new BodyCapture(info.cache ? MAX_ENTRY_BYTES : LOG_BODY_CAP);
     ex.res.writeHead(status, answerHeaders(ex, headers, info.extraHeaders));
     return true;
@@ -91,7 +94,7 @@ export class Relay implements AnswerSink {
     const flowing = res.write(chunk);
     this.size += chunk.length;
     this.capture?.add(chunk);
-    if (this.sse && this.sseBacklog.push(chunk) === 1) setImmediate(() => this.readBacklog());
+    if (this.sseBacklog && this.sseBacklog.push(chunk) === 1) setImmediate(() => this.readBacklog());
     if (!flowing && !res.destroyed) {
       this.flow!.pause();
       res.once("drain", () => this.flow!.resume());
@@ -113,8 +116,8 @@ export class Relay implements AnswerSink {
   }
 
   private readBacklog(): void {
-    for (const c of this.sseBacklog) this.sse!.push(c);
-    this.sseBacklog.length = 0;
+    for (const c of this.sseBacklog!) this.sse!.push(c);
+    this.sseBacklog!.length = 0;
   }
 
   /** Right after the answer, so that the next identical request finds it. */
@@ -122,8 +125,9 @@ export class Relay implements AnswerSink {
     const body = this.capture?.buffer();
     if (!body) return;
     const headers: Record<string, string | string[]> = {};
-    for (const k in this.upstreamHeaders) {
-      const v = this.upstreamHeaders[k];
+    const upstream = this.upstreamHeaders!;
+    for (const k in upstream) {
+      const v = upstream[k];
       if (v !== undefined && !HOP_RESPONSE.has(k) && k !== "content-length") headers[k] = v;
     }
     this.sink.cache.set(this.info.cache!.key, { status: this.status, headers, body, expires: Date.now() + this.info.cache!.ttlMs });

@@ -77,7 +77,7 @@ export class ClientGone {
   }
 }
 
-const DEFAULT_TIMEOUT_MS = 300_000;
+export const DEFAULT_TIMEOUT_MS = 300_000;
 
 /** Copies the client's headers for the provider, minus hop-by-hop and gateway headers; the credential is untouched. */
 export function forwardHeaders(h: IncomingHttpHeaders, drop: (name: string) => boolean): Record<string, string | string[]> {
@@ -91,8 +91,6 @@ export function forwardHeaders(h: IncomingHttpHeaders, drop: (name: string) => b
   out["accept-encoding"] = "identity";
   return out;
 }
-
-export const defaultRetry = (): RetryPolicy => ({ attempts: 1, delayMs: 0, backoff: "constant", timeoutMs: DEFAULT_TIMEOUT_MS });
 
 const retryable = (status: number) => status === 429 || status >= 500;
 
@@ -134,7 +132,6 @@ export class Upstreams {
 
   private attempt(r: UpstreamRequest, sink: AnswerSink, last: boolean): Promise<Outcome> {
     return new Promise((resolve) => {
-      let outcome: Outcome | undefined;
       const opts: Dispatcher.DispatchOptions = {
         path: r.url.pathname + r.url.search,
         method: r.method as Dispatcher.HttpMethod,
@@ -143,35 +140,51 @@ export class Upstreams {
         headersTimeout: r.retry.timeoutMs,
         bodyTimeout: DEFAULT_TIMEOUT_MS,
       };
-      this.pool(r.url.origin).dispatch(opts, {
-        onRequestStart(flow) {
-          if (r.signal) r.signal.watch(flow);
-        },
-        onResponseStart(flow, status, headers) {
-          if (status < 200) return; // informational; the answer follows
-          outcome = !last && retryable(status) ? "retry" : sink.head(status, headers, flow) ? "taken" : "declined";
-        },
-        onResponseData(_flow, chunk) {
-          if (outcome === "taken") sink.data(chunk);
-        },
-        onResponseEnd() {
-          if (outcome === "taken") sink.end();
-          // An answer with no final status (only 1xx) is a broken one: an error, so the last attempt does not repeat.
-          resolve(outcome ?? new Error("the provider ended its answer without a final status"));
-        },
-        onResponseError(_flow, err) {
-          if (outcome === "taken") {
-            sink.fail(err);
-            resolve("taken");
-          } else resolve(err);
-        },
-      });
+      this.pool(r.url.origin).dispatch(opts, new Attempt(sink, last, r.signal, resolve));
     });
   }
 
   async close(): Promise<void> {
     await Promise.all([...this.pools.values()].map((p) => p.destroy()));
     this.pools.clear();
+  }
+}
+
+/** undici's callbacks for one attempt, as methods of one object rather than a closure each per request. */
+class Attempt implements Dispatcher.DispatchHandler {
+  private outcome: Outcome | undefined;
+
+  constructor(
+    private readonly sink: AnswerSink,
+    private readonly last: boolean,
+    private readonly signal: ClientGone | undefined,
+    private readonly resolve: (o: Outcome) => void,
+  ) {}
+
+  onRequestStart(flow: UpstreamFlow): void {
+    this.signal?.watch(flow);
+  }
+
+  onResponseStart(flow: UpstreamFlow, status: number, headers: IncomingHttpHeaders): void {
+    if (status < 200) return; // informational; the answer follows
+    this.outcome = !this.last && retryable(status) ? "retry" : this.sink.head(status, headers, flow) ? "taken" : "declined";
+  }
+
+  onResponseData(_flow: UpstreamFlow, chunk: Buffer): void {
+    if (this.outcome === "taken") this.sink.data(chunk);
+  }
+
+  onResponseEnd(): void {
+    if (this.outcome === "taken") this.sink.end();
+    // An answer with no final status (only 1xx) is a broken one: an error, so the last attempt does not repeat.
+    this.resolve(this.outcome ?? new Error("the provider ended its answer without a final status"));
+  }
+
+  onResponseError(_flow: UpstreamFlow, err: Error): void {
+    if (this.outcome === "taken") {
+      this.sink.fail(err);
+      this.resolve("taken");
+    } else this.resolve(err);
   }
 }
 

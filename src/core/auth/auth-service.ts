@@ -1,3 +1,4 @@
+import type { Bus } from "../cluster/bus.js";
 import { CoreErrors } from "../errors.js";
 import type { Logger } from "../logger.js";
 import { EMAIL_RE, hashSecret, KEY_RE, newApiToken, newId, secretMatches, TOKEN_RE } from "./credentials.js";
@@ -27,6 +28,14 @@ export interface VerifiedToken {
   token: ApiTokenRecord;
 }
 
+/** An S3 access key: the token it names and the secret SigV4 signs with (the SHA-256 hex of the token's value). */
+export interface VerifiedAccessKey extends VerifiedToken {
+  secret: string;
+}
+
+/** The bus area of identity changes. */
+const IDENTITY_AREA = "core";
+
 /** Applies `f` at once to a value in hand, or when a pending one arrives. */
 function then<T, R>(v: MaybePromise<T>, f: (value: T) => MaybePromise<R>): MaybePromise<R> {
   return v instanceof Promise ? v.then(f) : f(v);
@@ -44,19 +53,42 @@ export class AuthService {
    * Cleared with the rest, so a revoked token is refused at once.
    */
   private readonly tokens = new Map<string, VerifiedToken>();
+  /** S3 access keys (token ids) already resolved, in memory only; cleared with the rest. */
+  private readonly accessKeys = new Map<string, VerifiedAccessKey>();
   private readonly touched = new Map<string, number>();
   /** Bumped by invalidate(): a lookup that started before a change does not put its stale answer in the cache. */
   private generation = 0;
 
+  /**
+   * With a bus, a change made through any node's AuthService (a token revoked, rolled, narrowed; a new account)
+   * clears every node's cache: other nodes stop honouring a revoked token as soon as the notice arrives, and
+   * after a resync (notices possibly lost) everything is read again.
+   */
   constructor(
     private readonly store: IdentityStore,
     private readonly log?: Logger,
-  ) {}
+    private readonly bus?: Bus,
+  ) {
+    bus?.subscribe(IDENTITY_AREA, (event) => {
+      if (event.type === "resync" || event.origin !== bus.nodeId) this.invalidate();
+    });
+  }
+
+  /** Clears this node's cache after a change, and tells the other nodes to clear theirs. */
+  private async changed(): Promise<void> {
+    this.invalidate();
+    // The change is committed: if the notice cannot be sent, PostgreSQL is unreachable, and every node that
+    // lost its connection resyncs (clears its cache) when it is back.
+    await this.bus
+      ?.publish(IDENTITY_AREA, "identities")
+      .catch((err: unknown) => this.log?.error({ err }, "could not announce an identity change to the other nodes"));
+  }
 
   invalidate(): void {
     this.generation++;
     this.keys.clear();
     this.tokens.clear();
+    this.accessKeys.clear();
   }
 
   /** Authenticates a v4 API request. Throws (or rejects with) the exact v4 errors clients expect. */
@@ -127,8 +159,34 @@ export class AuthService {
     return verified;
   }
 
+  /**
+   * Resolves an S3 access key id, which is an API token's id (as R2 does it), to the token's principal and its
+   * secret access key: the SHA-256 hex of the token's value, which is exactly what the store keeps of it.
+   * undefined when unknown, disabled, expired or not yet valid. Synchronous for a known key.
+   */
+  verifyAccessKey(id: string): MaybePromise<VerifiedAccessKey | undefined> {
+    const hit = this.accessKeys.get(id);
+    if (hit) return this.usable(hit);
+    return this.loadAccessKey(id).then((loaded) => loaded && this.usable(loaded));
+  }
+
+  private async loadAccessKey(id: string): Promise<VerifiedAccessKey | undefined> {
+    const generation = this.generation;
+    const rec = await this.store.findTokenById(id);
+    const user = rec && (await this.store.getUser(rec.user_id));
+    if (!rec || !user) return undefined;
+    const { token_hash: secret, ...token } = rec;
+    const accounts = await this.memberships(user.id);
+    const verified = { principal: new Principal("api_token", user.id, user.email, new Set(accounts.keys()), token.grants, token.id, accounts), token, secret };
+    if (generation === this.generation) {
+      if (this.accessKeys.size > 10_000) this.accessKeys.clear();
+      this.accessKeys.set(id, verified);
+    }
+    return verified;
+  }
+
   /** The token as it may be used now: active, in its validity window. */
-  private usable(v: VerifiedToken): VerifiedToken | undefined {
+  private usable<V extends VerifiedToken>(v: V): V | undefined {
     const t = v.token;
     const now = Date.now();
     if (t.status !== "active") return undefined;
@@ -161,7 +219,7 @@ export class AuthService {
   async createAccount(userId: string, name: string): Promise<Account> {
     const account = await this.store.createAccount(name);
     await this.store.addMembership(userId, account.id);
-    this.invalidate();
+    await this.changed();
     return account;
   }
 
@@ -193,7 +251,7 @@ export class AuthService {
       expires_on: input.expires_on ?? null,
       value,
     });
-    this.invalidate();
+    await this.changed();
     return { token, value };
   }
 
@@ -214,7 +272,7 @@ export class AuthService {
       not_before: input.not_before === undefined ? current.not_before : input.not_before,
       expires_on: input.expires_on === undefined ? current.expires_on : input.expires_on,
     });
-    this.invalidate();
+    await this.changed();
     if (!updated) throw IdentityErrors.tokenNotFound();
     return updated;
   }
@@ -224,7 +282,7 @@ export class AuthService {
     assertHeldBy(caller, (await this.tokenFor(caller, id)).grants);
     const value = newApiToken();
     const rolled = await this.store.rollToken(id, value);
-    this.invalidate();
+    await this.changed();
     if (!rolled) throw IdentityErrors.tokenNotFound();
     return value;
   }
@@ -233,7 +291,7 @@ export class AuthService {
   async deleteToken(caller: Principal, id: string): Promise<ApiTokenRecord> {
     const t = await this.tokenFor(caller, id);
     const done = await this.store.deleteToken(id);
-    this.invalidate();
+    await this.changed();
     if (!done) throw IdentityErrors.tokenNotFound();
     return t;
   }

@@ -101,6 +101,10 @@ export class SqliteIdentityStore implements IdentityStore {
     const r = this.q.tokenByHash.get(hash) as TokenRow | undefined;
     return r && toToken(r);
   }
+  async findTokenById(id: string) {
+    const r = this.q.getToken.get(id) as TokenRow | undefined;
+    return r && toToken(r);
+  }
   async getToken(id: string): Promise<ApiTokenRecord | undefined> {
     return this.tokenById(id);
   }

@@ -76,6 +76,9 @@ export const describeIdentityStore = storeContract<IdentityStore>("IdentityStore
     assert.equal(found?.token_hash, hashSecret(value));
     assert.equal(await store.findTokenByHash(hashSecret("w".repeat(40))), undefined);
     assert.equal(await store.getToken("2".repeat(32)), undefined);
+    const byId = await store.findTokenById(t.id);
+    assert.equal(byId?.token_hash, hashSecret(value), "by id, with the hash (an S3 secret access key)");
+    assert.equal(await store.findTokenById("2".repeat(32)), undefined);
   });
 
   it("lists a user's tokens oldest first, and only that user's", async (store) => {

@@ -61,6 +61,8 @@ export interface IdentityStore {
   globalKeyHash(userId: string): Promise<string | undefined>;
   createToken(t: NewToken): Promise<ApiTokenRecord>;
   findTokenByHash(hash: string): Promise<(ApiTokenRecord & { token_hash: string }) | undefined>;
+  /** A token with its stored hash, by id: the hash is the token's S3 secret access key (SigV4 signs with it). */
+  findTokenById(id: string): Promise<(ApiTokenRecord & { token_hash: string }) | undefined>;
   getToken(id: string): Promise<ApiTokenRecord | undefined>;
   /** The user's tokens, oldest first. */
   listTokens(userId: string): Promise<ApiTokenRecord[]>;

@@ -7,6 +7,12 @@ import { Readable } from "node:stream";
 import { createHash } from "node:crypto";
 import { FileContentStore } from "./file-store.js";
 import { ContentTooLargeError } from "./store.js";
+import { describeContentStore } from "./store.contract.js";
+
+describeContentStore("files", async () => {
+  const root = mkdtempSync(join(tmpdir(), "edge-content-"));
+  return { store: new FileContentStore(root), close: () => rmSync(root, { recursive: true, force: true }) };
+});
 
 test("streams in with digests, reads ranges, refuses oversize without leaving files, collects orphans", async () => {
   const root = mkdtempSync(join(tmpdir(), "edge-content-"));

@@ -1,14 +1,11 @@
-import { createHash, randomBytes } from "node:crypto";
 import { createReadStream, createWriteStream, mkdirSync, readdirSync, statSync, unlinkSync } from "node:fs";
 import { mkdir, open, readFile, rename, rm, stat, unlink } from "node:fs/promises";
 import { join } from "node:path";
-import type { Readable } from "node:stream";
+import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
-import { Transform } from "node:stream";
 
-import { ContentTooLargeError, type ContentStore, type PutOptions, type StoredContent } from "./store.js";
-
-const ID_RE = /^[0-9a-f]{40}$/;
+import { CONTENT_ID_RE, ContentMeter, newContentId } from "./meter.js";
+import type { ContentStore, PutOptions, StoredContent } from "./store.js";
 
 export class FileContentStore implements ContentStore {
   constructor(private readonly root: string) {
@@ -16,30 +13,18 @@ export class FileContentStore implements ContentStore {
   }
 
   private pathOf(id: string): string {
-    if (!ID_RE.test(id)) throw new Error(`invalid content id ${JSON.stringify(id)}`);
+    if (!CONTENT_ID_RE.test(id)) throw new Error(`invalid content id ${JSON.stringify(id)}`);
     return join(this.root, id.slice(0, 2), id);
-  }
-
-  private newId(): string {
-    return randomBytes(20).toString("hex");
   }
 
   /** Writes asynchronously (request handlers call this): a buffer and a stream alike never block the event loop on fsync. */
   async put(source: Readable | Buffer, opts: PutOptions = {}): Promise<StoredContent> {
-    if (Buffer.isBuffer(source) && opts.maxBytes !== undefined && source.length > opts.maxBytes) throw new ContentTooLargeError(opts.maxBytes);
-    const id = this.newId();
+    const meter = new ContentMeter(source, opts);
+    const id = newContentId();
     const tmp = join(this.root, "tmp", `${id}.${process.pid}`);
-    const md5 = createHash("md5");
-    const sha = opts.sha256 ? createHash("sha256") : undefined;
-    let size = 0;
-    const count = (chunk: Buffer) => {
-      size += chunk.length;
-      md5.update(chunk);
-      sha?.update(chunk);
-    };
     try {
       if (Buffer.isBuffer(source)) {
-        count(source);
+        meter.count(source);
         const fh = await open(tmp, "w", 0o600);
         try {
           await fh.writeFile(source);
@@ -48,15 +33,8 @@ export class FileContentStore implements ContentStore {
           await fh.close();
         }
       } else {
-        const meter = new Transform({
-          transform(chunk: Buffer, _enc, cb) {
-            if (opts.maxBytes !== undefined && size + chunk.length > opts.maxBytes) return cb(new ContentTooLargeError(opts.maxBytes));
-            count(chunk);
-            cb(null, chunk);
-          },
-        });
         // flush: the file is fsynced before it is closed, so the rename below publishes durable bytes.
-        await pipeline(source, meter, createWriteStream(tmp, { mode: 0o600, flush: true }));
+        await pipeline(source, meter.transform(), createWriteStream(tmp, { mode: 0o600, flush: true }));
       }
       await mkdir(join(this.root, id.slice(0, 2)), { recursive: true, mode: 0o700 });
       await rename(tmp, this.pathOf(id));
@@ -64,11 +42,14 @@ export class FileContentStore implements ContentStore {
       await rm(tmp, { force: true });
       throw err;
     }
-    return { id, size, md5: md5.digest("hex"), sha256: sha?.digest("hex") };
+    return meter.result(id);
   }
 
   read(id: string, range?: { offset: number; length: number }): Readable {
-    if (range && range.length === 0) return createReadStream(this.pathOf(id), { start: 1, end: 0 });
+    if (range && range.length === 0) {
+      this.pathOf(id);
+      return Readable.from([]);
+    }
     return createReadStream(this.pathOf(id), range ? { start: range.offset, end: range.offset + range.length - 1 } : undefined);
   }
 
@@ -90,7 +71,7 @@ export class FileContentStore implements ContentStore {
     }
   }
 
-  async gc(isLive: (id: string) => boolean, graceMs = 60 * 60 * 1000): Promise<number> {
+  async gc(isLive: (id: string) => boolean | Promise<boolean>, graceMs = 60 * 60 * 1000): Promise<number> {
     const cutoff = Date.now() - graceMs;
     let removed = 0;
     for (const dir of readdirSync(this.root)) {
@@ -107,7 +88,7 @@ export class FileContentStore implements ContentStore {
       }
       if (!/^[0-9a-f]{2}$/.test(dir)) continue;
       for (const id of readdirSync(full)) {
-        if (!ID_RE.test(id) || isLive(id)) continue;
+        if (!CONTENT_ID_RE.test(id) || (await isLive(id))) continue;
         const st = await stat(join(full, id)).catch(() => undefined);
         if (st && st.mtimeMs < cutoff) {
           await this.delete(id);

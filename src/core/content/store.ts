@@ -20,10 +20,19 @@ export class ContentTooLargeError extends Error {
   }
 }
 
+/** What reading an id that holds nothing rejects with (code ENOENT, as the file store's own error). */
+export class ContentNotFoundError extends Error {
+  readonly code = "ENOENT";
+  constructor(id: string) {
+    super(`content ${id} does not exist`);
+  }
+}
+
 /**
  * Large bodies live outside SQLite. A service writes the content first and then commits a row that names
  * it, so a crash leaves at worst an unreferenced file, which `gc` removes; never a row without its bytes.
- * This is the narrow surface an S3-compatible implementation would provide too.
+ * FileContentStore keeps them in files, S3ContentStore in a bucket. Reading an id that holds nothing fails with
+ * an error whose `code` is "ENOENT".
  */
 export interface ContentStore {
   put(source: Readable | Buffer, opts?: PutOptions): Promise<StoredContent>;
@@ -33,5 +42,5 @@ export interface ContentStore {
   /** For cleanup inside a synchronous SQLite transaction; stores that become asynchronous use delete(). */
   deleteSync(id: string): void;
   /** Removes files older than `graceMs` that `isLive` does not claim. Returns how many were removed. */
-  gc(isLive: (id: string) => boolean, graceMs?: number): Promise<number>;
+  gc(isLive: (id: string) => boolean | Promise<boolean>, graceMs?: number): Promise<number>;
 }

@@ -1,5 +1,6 @@
 import type { ServerResponse } from "node:http";
 import { Codes, EdgeError } from "../errors.js";
+import { dependencyRefusal } from "./dependency.js";
 import { failure } from "../http/envelope.js";
 
 /**
@@ -36,6 +37,8 @@ const asciiJson = (v: unknown) => JSON.stringify(v).replace(/[\u007f-\uffff]/g, 
  *   script's exception) and the same JSON as the body.
  */
 export function toBindingReply(err: unknown, protocol: BindingProtocol, internal?: () => EdgeError): BindingReply {
+  // PostgreSQL or the object store being away is a 503 for a worker's binding call too, not a bug of ours.
+  err = dependencyRefusal(err) ?? err;
   if (protocol === "r2") {
     const e = err instanceof EdgeError ? err : (internal?.() ?? new EdgeError(500, Codes.internal, "internal error"));
     return { status: e.status, headers: { "cf-r2-error": r2ErrorHeader(e), "content-type": "application/json" }, body: Buffer.from(r2ErrorJson(e)) };

@@ -4,8 +4,10 @@ import { createServer, type IncomingMessage, type ServerResponse } from "node:ht
 import type { AuthService } from "../auth/auth-service.js";
 import type { Principal } from "../auth/principal.js";
 import { CoreErrors, EdgeError } from "../errors.js";
+import { dependencyRefusal } from "../errors/dependency.js";
 import { toEnvelope } from "../errors/render.js";
 import type { Logger } from "../logger.js";
+import type { DependencyHealth } from "../backends.js";
 import type { EdgeService } from "../service.js";
 import { assertRouteDeclaresPermission, guardRoute } from "./guard.js";
 import { parseUserJson } from "./json-input.js";
@@ -23,6 +25,8 @@ export interface AppOptions {
   services: readonly EdgeService[];
   /** Largest request body (bytes) a route accepts unless it sets its own limit. */
   bodyLimit: number;
+  /** The state of PostgreSQL and the object store, when the node uses them (/healthz reports it). */
+  health?: () => Promise<DependencyHealth>;
 }
 
 export const newRequestId = () => randomBytes(8).toString("hex");
@@ -37,6 +41,8 @@ export function sendRawError(res: ServerResponse, err: EdgeError): void {
 /** The refusal a framework error stands for, or undefined when it is a fault of ours. */
 function toEdgeError(err: FastifyError | Error): EdgeError | undefined {
   if (err instanceof EdgeError) return err;
+  const unavailable = dependencyRefusal(err);
+  if (unavailable) return unavailable;
   const fe = err as FastifyError;
   switch (fe.code) {
     case "FST_ERR_CTP_BODY_TOO_LARGE":
@@ -124,7 +130,17 @@ export async function buildEdgeApp(opts: AppOptions): Promise<FastifyInstance> {
     return reply.status(404).send(toEnvelope(CoreErrors.routeNotFound(req.url.split("?")[0])));
   });
 
-  app.get("/healthz", async () => ({ status: "ok" }));
+  const health = opts.health;
+  if (health) {
+    // Each dependency's state; 503 while one is unreachable, so a load balancer sends requests to other nodes.
+    app.get("/healthz", async (_req, reply) => {
+      const dependencies = await health();
+      const ok = Object.values(dependencies).every((state) => state === "ok");
+      return reply.status(ok ? 200 : 503).send({ status: ok ? "ok" : "degraded", dependencies });
+    });
+  } else {
+    app.get("/healthz", async () => ({ status: "ok" }));
+  }
 
   await app.register(
     async (v4) => {

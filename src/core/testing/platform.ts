@@ -23,16 +23,21 @@ export interface TestPlatformOptions {
   env?: NodeJS.ProcessEnv;
   /** Options for the platform's Node process (e.g. --cpu-prof, which NODE_OPTIONS does not accept). */
   nodeArgs?: string[];
+  /** The bootstrap credentials (nodes sharing one database start with the same); random ones otherwise. */
+  credentials?: TestCredentials;
 }
 
-export interface TestPlatform {
-  url: string;
-  apiUrl: string;
-  stateDir: string;
+export interface TestCredentials {
   accountId: string;
   email: string;
   apiKey: string;
   token: string;
+}
+
+export interface TestPlatform extends TestCredentials {
+  url: string;
+  apiUrl: string;
+  stateDir: string;
   /** Addresses the platform reported when ready (edge, api, dns_udp, …). */
   endpoints: Record<string, string>;
   /** Everything the server wrote to stdout and stderr so far. */
@@ -64,8 +69,18 @@ const alnum = (n: number) =>
     .slice(0, n)
     .padEnd(n, "x");
 
+/** Random bootstrap credentials in the formats the platform accepts. */
+export function newTestCredentials(): TestCredentials {
+  return {
+    accountId: randomBytes(16).toString("hex"),
+    email: `test-${randomBytes(3).toString("hex")}@example.com`,
+    apiKey: randomBytes(19).toString("hex").slice(0, 37),
+    token: alnum(40),
+  };
+}
+
 /** The environment that makes the first start of a state directory bootstrap exactly these credentials. */
-export function bootstrapEnv(creds: { accountId: string; email: string; apiKey: string; token: string }): NodeJS.ProcessEnv {
+export function bootstrapEnv(creds: TestCredentials): NodeJS.ProcessEnv {
   return {
     EDGE_BOOTSTRAP_ACCOUNT_ID: creds.accountId,
     EDGE_BOOTSTRAP_EMAIL: creds.email,
@@ -101,12 +116,7 @@ export function runCli(args: string[], opts: { input?: string | Buffer; env?: No
  */
 export async function startTestPlatform(opts: TestPlatformOptions = {}): Promise<TestPlatform> {
   const stateDir = opts.stateDir ?? mkdtempSync(join(tmpdir(), "edge-test-"));
-  const creds = {
-    accountId: randomBytes(16).toString("hex"),
-    email: `test-${randomBytes(3).toString("hex")}@example.com`,
-    apiKey: randomBytes(19).toString("hex").slice(0, 37),
-    token: alnum(40),
-  };
+  const creds = opts.credentials ?? newTestCredentials();
   const args = opts.args ?? [];
   // Every listener on a free port, so tests can run side by side.
   const freePorts = args.includes("--dns-port") ? [] : ["--dns-port", "0"];

@@ -3,7 +3,8 @@ import { join } from "node:path";
 import type { CliContext } from "../../cli/context.js";
 import type { OptionSpec } from "../../cli/command.js";
 import { hasOptionType, optionTypeName, optionValues } from "../../cli/option-values.js";
-import { readCoreConfig, serveOptions as coreServeOptions } from "../../config.js";
+import { BACKEND_ENV, readCoreConfig, serveOptions as coreServeOptions } from "../../config.js";
+import { SECRETS_KEY_ENV } from "../../secret-box.js";
 import { UserError } from "../../errors.js";
 import type { PlatformConfig } from "../../service.js";
 import { resolveStateDir } from "../../state-dir.js";
@@ -49,5 +50,16 @@ export async function resolvePlatformConfig(
       if (!given.has(k)) merged.set(k, v);
     }
   }
-  return { stateDir, core: readCoreConfig(optionValues(merged, coreServeOptions)), options: merged };
+  // The backend variables override platform.toml (a node's environment says where its shared state is), not flags.
+  for (const [option, variable] of Object.entries(BACKEND_ENV)) {
+    const value = env[variable];
+    if (value && !given.has(option)) merged.set(option, value);
+  }
+  const core = readCoreConfig(optionValues(merged, coreServeOptions));
+  if (core.databaseUrl && !env[SECRETS_KEY_ENV]) {
+    throw new UserError(
+      `With --database-url, set ${SECRETS_KEY_ENV} (base64 of 32 random bytes, e.g. openssl rand -base64 32) to the same value on every node: worker secrets are sealed with it, and a key file in one node's state directory would not open them on another.`,
+    );
+  }
+  return { stateDir, core, options: merged };
 }

@@ -1,0 +1,50 @@
+// Top self-time frames of a V8 CPU profile (`node --cpu-prof`), as percentages of the busy (non-idle) time, and
+// the total of frames whose script path contains each FILTER (e.g. "ai-gateway/proxy", "core/http").
+// Frames of the CLI bundle are named by the module they came from (esbuild's "// dist/..." markers).
+// Usage: node profile-top.mjs <file.cpuprofile> [TOP=40] [FILTER,...]
+import { readFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+
+const [file, topArg = "40", filters = "ai-gateway/proxy,core/http,ai-gateway/logs,core/auth,undici,node:"] = process.argv.slice(2);
+const prof = JSON.parse(readFileSync(file, "utf8"));
+const byId = new Map(prof.nodes.map((n) => [n.id, n]));
+const self = new Map();
+prof.samples.forEach((id, i) => self.set(id, (self.get(id) ?? 0) + (prof.timeDeltas[i] ?? 0)));
+/** For a line of the CLI bundle, the module it came from; for any other script, its path from dist/ or node_modules/. */
+const markers = new Map();
+function moduleOf(url, line) {
+  if (!url.endsWith("edgecli.bundle.js")) return url.replace(/^file:\/\/.*?\/(dist|node_modules)\//, "$1/");
+  let m = markers.get(url);
+  if (!m) {
+    m = [];
+    readFileSync(url.startsWith("file:") ? fileURLToPath(url) : url, "utf8")
+      .split("\n")
+      .forEach((l, i) => (l.startsWith("// dist/") || l.startsWith("// node_modules/") ? m.push([i, l.slice(3)]) : 0));
+    markers.set(url, m);
+  }
+  let found = "edgecli.bundle.js";
+  for (const [i, name] of m) if (i <= line) found = name;
+  return found;
+}
+const frames = new Map();
+let busy = 0;
+let idle = 0;
+for (const [id, t] of self) {
+  const cf = byId.get(id).callFrame;
+  if (cf.functionName === "(idle)" || cf.functionName === "(program)") {
+    if (cf.functionName === "(idle)") idle += t;
+    else busy += t;
+    if (cf.functionName === "(idle)") continue;
+  } else busy += t;
+  const where = cf.url ? moduleOf(cf.url, cf.lineNumber) : "";
+  const key = `${cf.functionName || "(anonymous)"}  ${where}${cf.url ? `:${cf.lineNumber + 1}` : ""}`;
+  frames.set(key, (frames.get(key) ?? 0) + t);
+}
+const pct = (t) => ((100 * t) / busy).toFixed(1).padStart(5) + "%";
+console.log(`busy ${(busy / 1e6).toFixed(2)} s, idle ${(idle / 1e6).toFixed(2)} s`);
+for (const [k, t] of [...frames].sort((a, b) => b[1] - a[1]).slice(0, Number(topArg))) console.log(pct(t), k);
+for (const f of filters.split(",")) {
+  let t = 0;
+  for (const [k, v] of frames) if (k.includes(f)) t += v;
+  console.log(`${pct(t)} total self time in frames matching "${f}"`);
+}

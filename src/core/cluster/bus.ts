@@ -1,0 +1,226 @@
+import pg from "pg";
+import type { Postgres, Transaction } from "../db/postgres.js";
+import type { Logger } from "../logger.js";
+
+/** Something another node changed (or this one): which area, and what in it, never the data itself. */
+export interface ChangeEvent {
+  type: "change";
+  area: string;
+  /** What changed, as the area names it (e.g. "tokens", "zone:<id>"); subscribers reload it. */
+  what: string;
+  /** The node that made the change (`ServiceContext.nodeId`). */
+  origin: string;
+}
+
+/** Notices may have been missed (the bus's connection was lost): reload everything cached. */
+export interface ResyncEvent {
+  type: "resync";
+}
+
+export type BusEvent = ChangeEvent | ResyncEvent;
+
+/**
+ * Change notifications between the nodes of a platform, so each keeps what it caches (credentials, DNS answers,
+ * worker versions, gateway settings) fresh. A subscriber receives every change of its area, its own node's
+ * included (`origin` tells them apart), and a `resync` whenever notices may have been lost.
+ */
+export interface Bus {
+  readonly nodeId: string;
+  /**
+   * Announces a change. Given the transaction that makes it, the notice goes out when (and only if) that
+   * transaction commits; otherwise at once, so call it after the change committed.
+   */
+  publish(area: string, what: string, tx?: Transaction): Promise<void>;
+  /** Calls `handler` for the area's changes and for every resync; returns the unsubscribe function. */
+  subscribe(area: string, handler: (event: BusEvent) => void): () => void;
+  close(): Promise<void>;
+}
+
+/** The one PostgreSQL channel every node listens on. */
+export const BUS_CHANNEL = "edge_changes";
+/** PostgreSQL refuses NOTIFY payloads of 8000 bytes or more. */
+const MAX_PAYLOAD_BYTES = 7_900;
+
+/** Subscribers by area; shared by both buses. */
+class Subscribers {
+  private readonly byArea = new Map<string, Set<(event: BusEvent) => void>>();
+
+  constructor(private readonly log?: Logger) {}
+
+  add(area: string, handler: (event: BusEvent) => void): () => void {
+    let set = this.byArea.get(area);
+    if (!set) this.byArea.set(area, (set = new Set()));
+    set.add(handler);
+    return () => set.delete(handler);
+  }
+
+  deliver(event: BusEvent): void {
+    const targets = event.type === "change" ? [this.byArea.get(event.area) ?? []] : [...this.byArea.values()];
+    for (const set of targets) {
+      for (const handler of set) {
+        try {
+          handler(event);
+        } catch (err) {
+          this.log?.error({ err, event }, "a bus subscriber failed");
+        }
+      }
+    }
+  }
+}
+
+/** The embedded platform's bus: one node, so a change is delivered in-process, at once. */
+export class LocalBus implements Bus {
+  private readonly subscribers: Subscribers;
+
+  constructor(
+    readonly nodeId: string,
+    log?: Logger,
+  ) {
+    this.subscribers = new Subscribers(log);
+  }
+
+  async publish(area: string, what: string): Promise<void> {
+    this.subscribers.deliver({ type: "change", area, what, origin: this.nodeId });
+  }
+
+  subscribe(area: string, handler: (event: BusEvent) => void): () => void {
+    return this.subscribers.add(area, handler);
+  }
+
+  async close(): Promise<void> {}
+}
+
+export interface PostgresBusOptions {
+  /** Where to open the listening connection (the pool's URL). */
+  url: string;
+  nodeId: string;
+  log?: Logger;
+  /** First and longest pause between reconnection attempts. */
+  backoffMs?: { first: number; max: number };
+}
+
+/**
+ * The bus between nodes: PostgreSQL LISTEN/NOTIFY on channel `edge_changes`. Each node keeps one connection of its
+ * own (outside the pool) that listens; notices are published with `pg_notify` on any connection, inside the
+ * change's transaction when there is one (PostgreSQL delivers them at commit, and drops them on rollback). When
+ * the listening connection is lost, it is opened again with growing pauses, and every subscriber gets a `resync`:
+ * notices sent meanwhile are lost for good.
+ */
+export class PostgresBus implements Bus {
+  readonly nodeId: string;
+  private readonly subscribers: Subscribers;
+  private client: pg.Client | undefined;
+  private closed = false;
+  private retry: NodeJS.Timeout | undefined;
+  private failures = 0;
+  private listening: Promise<void> | undefined;
+
+  constructor(
+    private readonly pg: Postgres,
+    private readonly opts: PostgresBusOptions,
+  ) {
+    this.nodeId = opts.nodeId;
+    this.subscribers = new Subscribers(opts.log);
+  }
+
+  /** Opens the listening connection; rejects when PostgreSQL cannot be reached now (the node then refuses to start). */
+  start(): Promise<void> {
+    this.listening ??= this.listen();
+    return this.listening;
+  }
+
+  /** Whether the listening connection is up (for /healthz). */
+  get connected(): boolean {
+    return this.client !== undefined;
+  }
+
+  private async listen(): Promise<void> {
+    const client = new pg.Client({
+      connectionString: this.opts.url,
+      connectionTimeoutMillis: 2_000,
+      keepAlive: true,
+      application_name: `edge-bus ${this.nodeId}`,
+    });
+    // Only a connection that was listening is "lost"; a failed attempt is retried by scheduleReconnect's caller.
+    let established = false;
+    let lost = false;
+    const onLost = (err?: Error) => {
+      if (!established || lost) return;
+      lost = true;
+      if (this.client === client) this.client = undefined;
+      client.end().catch(() => {});
+      if (this.closed) return;
+      this.opts.log?.warn({ err }, "lost the PostgreSQL connection change notices arrive on; reconnecting");
+      this.scheduleReconnect();
+    };
+    client.on("error", onLost);
+    client.on("end", () => onLost());
+    client.on("notification", (n) => this.onNotification(n.payload));
+    try {
+      await client.connect();
+      await client.query(`LISTEN ${BUS_CHANNEL}`);
+    } catch (err) {
+      client.end().catch(() => {});
+      throw err;
+    }
+    if (this.closed) {
+      await client.end().catch(() => {});
+      return;
+    }
+    established = true;
+    this.client = client;
+  }
+
+  private scheduleReconnect(): void {
+    const { first, max } = this.opts.backoffMs ?? { first: 100, max: 5_000 };
+    const pause = Math.min(max, first * 2 ** Math.min(this.failures, 16));
+    this.retry = setTimeout(() => {
+      this.retry = undefined;
+      this.listen().then(
+        () => {
+          if (this.closed) return;
+          this.failures = 0;
+          this.opts.log?.info("change notices flow again; every cache reloads");
+          this.subscribers.deliver({ type: "resync" });
+        },
+        (err: unknown) => {
+          this.failures++;
+          this.opts.log?.debug({ err }, "reconnecting the change notices failed; trying again");
+          if (!this.closed) this.scheduleReconnect();
+        },
+      );
+    }, pause);
+  }
+
+  private onNotification(payload: string | undefined): void {
+    let event: ChangeEvent;
+    try {
+      const p = JSON.parse(payload ?? "") as { a?: unknown; w?: unknown; o?: unknown };
+      if (typeof p.a !== "string" || typeof p.w !== "string" || typeof p.o !== "string") throw new Error("not a change notice");
+      event = { type: "change", area: p.a, what: p.w, origin: p.o };
+    } catch (err) {
+      this.opts.log?.warn({ err }, "ignored a malformed change notice");
+      return;
+    }
+    this.subscribers.deliver(event);
+  }
+
+  async publish(area: string, what: string, tx?: Transaction): Promise<void> {
+    const payload = JSON.stringify({ a: area, w: what, o: this.nodeId });
+    if (Buffer.byteLength(payload) > MAX_PAYLOAD_BYTES)
+      throw new Error(`change notice too large (${Buffer.byteLength(payload)} bytes): name what changed, not the data`);
+    await (tx ?? this.pg).execute("SELECT pg_notify($1, $2)", [BUS_CHANNEL, payload]);
+  }
+
+  subscribe(area: string, handler: (event: BusEvent) => void): () => void {
+    return this.subscribers.add(area, handler);
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    if (this.retry) clearTimeout(this.retry);
+    const client = this.client;
+    this.client = undefined;
+    await client?.end().catch(() => {});
+  }
+}

@@ -1,0 +1,31 @@
+import type { TestContext } from "node:test";
+import { migrateArea, type PgMigration } from "../db/pg-migrations.js";
+import { Postgres } from "../db/postgres.js";
+import { S3ContentStore } from "../content/s3-store.js";
+import { s3ClientConfig, testBucket, testDatabase, type TestBucket } from "./services.js";
+
+/**
+ * The distributed backends for one test, on the run's real servers (core/testing/services.ts): each a fresh
+ * database or bucket, dropped after the test. Undefined when the server is not available and the test was skipped.
+ */
+
+/** A pool on a fresh database with `area`'s migrations applied (closed after the test). */
+export async function testPostgres(t: TestContext, area: string, migrations: readonly PgMigration[], poolSize = 4): Promise<Postgres | undefined> {
+  const db = await testDatabase(t);
+  if (!db) return undefined;
+  const pg = new Postgres({ url: db.url, poolSize });
+  // In whichever order this and the drop (WITH FORCE) run, the pool ends without leaving anything behind.
+  t.after(() => pg.close());
+  await migrateArea(pg, area, migrations);
+  return pg;
+}
+
+/** A content store on a fresh bucket, keys under `<prefix>/` as the platform lays them out. */
+export async function testContentStore(t: TestContext, prefix: string): Promise<(S3ContentStore & { testBucket: TestBucket }) | undefined> {
+  const bucket = await testBucket(t);
+  if (!bucket) return undefined;
+  const { S3Client } = await import("@aws-sdk/client-s3");
+  const client = new S3Client(s3ClientConfig(bucket.server));
+  t.after(() => client.destroy());
+  return Object.assign(new S3ContentStore(client, bucket.name, `${prefix}/`), { testBucket: bucket });
+}
