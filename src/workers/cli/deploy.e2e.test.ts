@@ -141,13 +141,21 @@ test("cron triggers from the config run scheduled() on workerd each minute; remo
 };\n`;
   const toml = (name: string, crons: string) =>
     `name = "${name}"\nmain = "index.js"\ncompatibility_date = "2024-09-01"\n[vars]\nWHO = "${name}"\n[[kv_namespaces]]\nbinding = "TICKS"\nid = "${id}"\n[triggers]\ncrons = ${crons}\n`;
+  // The same, as a class extending WorkerEntrypoint: scheduled(controller) with this.env and this.ctx.
+  const classWorker = `import { WorkerEntrypoint } from "cloudflare:workers";
+export default class extends WorkerEntrypoint {
+  async scheduled(controller) {
+    this.ctx.waitUntil(this.env.TICKS.put(this.env.WHO + ":" + controller.scheduledTime, controller.cron));
+  }
+  fetch() { return new Response("cron class"); }
+}\n`;
   const deploy = (name: string, crons: string) =>
-    inProject({ "wrangler.toml": toml(name, crons), "index.js": worker }, async (dir) => {
+    inProject({ "wrangler.toml": toml(name, crons), "index.js": name === "cron-class" ? classWorker : worker }, async (dir) => {
       const r = await p.cli(["deploy"], { cwd: dir });
       assert.equal(r.code, 0, r.stderr);
       if (crons !== "[]") assert.match(r.stdout, /schedule: \* \* \* \* \*/);
     });
-  for (const name of ["cron-keeps", "cron-removed", "cron-deleted"]) await deploy(name, '["* * * * *"]');
+  for (const name of ["cron-keeps", "cron-removed", "cron-deleted", "cron-class"]) await deploy(name, '["* * * * *"]');
   const schedules = await p.api("GET", `/accounts/${p.accountId}/workers/scripts/cron-keeps/schedules`);
   assert.deepEqual(
     schedules.body.result.schedules.map((s: { cron: string }) => s.cron),
@@ -155,7 +163,7 @@ test("cron triggers from the config run scheduled() on workerd each minute; remo
   );
 
   await until("each Worker's first tick", async () => {
-    for (const name of ["cron-keeps", "cron-removed", "cron-deleted"]) if ((await kvKeys(id, `${name}:`)).length === 0) return false;
+    for (const name of ["cron-keeps", "cron-removed", "cron-deleted", "cron-class"]) if ((await kvKeys(id, `${name}:`)).length === 0) return false;
     return true;
   });
   const [first] = await kvKeys(id, "cron-keeps:");
@@ -163,6 +171,9 @@ test("cron triggers from the config run scheduled() on workerd each minute; remo
   assert.equal(scheduledTime % 60_000, 0, "scheduledTime is the minute's tick");
   const value = await p.api("GET", `/accounts/${p.accountId}/storage/kv/namespaces/${id}/values/${encodeURIComponent(first)}`);
   assert.equal(value.body, "* * * * *", "controller.cron is the trigger's expression");
+  const [classTick] = await kvKeys(id, "cron-class:");
+  const classValue = await p.api("GET", `/accounts/${p.accountId}/storage/kv/namespaces/${id}/values/${encodeURIComponent(classTick)}`);
+  assert.equal(classValue.body, "* * * * *", "a WorkerEntrypoint class's scheduled() ran too");
 
   await deploy("cron-removed", "[]");
   assert.deepEqual((await p.api("GET", `/accounts/${p.accountId}/workers/scripts/cron-removed/schedules`)).body.result.schedules, []);
