@@ -46,8 +46,12 @@ export const commands: AnyCommand[] = [
       ...target,
       "compatibility-date": { type: "string", describe: "Date of the runtime behaviour to use (default: `compatibility_date` in the config)" },
       "dry-run": { type: "boolean", describe: "Bundle and check, but do not upload" },
+      triggers: {
+        type: "strings",
+        describe: "Cron schedule to attach (repeatable; default: `[triggers] crons` in the config; without either, the Worker's triggers are kept)",
+      },
     },
-    examples: ["edgecli deploy", "edgecli deploy --env staging"],
+    examples: ["edgecli deploy", "edgecli deploy --env staging", 'edgecli deploy --triggers "*/5 * * * *" --triggers "0 0 * * *"'],
     handler: lazy(() => import("./cli/deploy.js"), "deploy"),
   }),
 ];

@@ -63,6 +63,12 @@ export const WorkersErrors = {
     invalid(`Binding ${binding}: the name is already used by a secret of this Worker; delete the secret or rename the binding`),
   secretNameIsBinding: (secret: string, bindingType: string) => invalid(`${secret} is already the name of a ${bindingType} binding of this Worker`),
 
+  // Cron triggers.
+  invalidCron: (index: number, cron: string, why: string) => invalid(`${index}: invalid cron expression "${cron}": ${why}`, `/${index}/cron`),
+  schedulesBody: () => invalid('The body must be a JSON array of cron triggers, e.g. [{"cron": "*/5 * * * *"}]'),
+  tooManySchedules: (limit: number, wouldHave: number) =>
+    invalid(`An account may have at most ${limit} cron triggers across its Workers; this change would make it ${wouldHave}`),
+
   // Settings this platform does not have: refused, never accepted and ignored.
   settingUnavailable: (field: string, why: string) => invalid(`${field}: ${why}`, `/${field.replaceAll(".", "/")}`),
   workersDomainFixed: (domain: string) =>

@@ -11,6 +11,7 @@ import { WorkerProxy } from "./runtime/proxy.js";
 import { WorkersRuntime } from "./runtime/runtime.js";
 import { WORKERS_MIGRATIONS } from "./sqlite-migrations.js";
 import { SqliteWorkersStore } from "./sqlite-store.js";
+import { CronClock } from "./triggers/clock.js";
 
 /** The areas whose data worker bindings reach: each checks that a resource exists and serves its binding calls. */
 interface BindingBackend {
@@ -47,6 +48,7 @@ export function createWorkersService(ctx: ServiceContext, deps: { kv: KvService;
   );
   const deployer = new ScriptDeployer(store, runtime, exists, log);
   const proxy = new WorkerProxy(runtime, config.domain, log);
+  const clock = new CronClock(store, (s, tick) => runtime.runScheduled(s.script, s.cron, tick), log);
   const urlOf = (name: string) => {
     const edge = new URL(ctx.edgeUrl());
     return `http://${name}.${config.domain}${edge.port ? `:${edge.port}` : ""}`;
@@ -68,6 +70,7 @@ export function createWorkersService(ctx: ServiceContext, deps: { kv: KvService;
         workersDomain: config.domain,
         newestCompatibilityDate: () => runtime.workerd?.newestCompatibilityDate,
         handlersOf: (name) => runtime.handlersOf(name),
+        triggersChanged: () => clock.reload(),
       });
     },
     handleRaw: (req, res) => proxy.handle(req, res),
@@ -76,9 +79,11 @@ export function createWorkersService(ctx: ServiceContext, deps: { kv: KvService;
       await deployer.startAll();
       const removed = await store.gcContent();
       if (removed) log.info({ removed }, "removed unreferenced worker module files");
+      await clock.start();
     },
     describe: () => ({ workers: urlOf("<script>") }),
     async stop() {
+      clock.stop();
       await runtime.stop();
     },
   };

@@ -28,4 +28,15 @@ export const WORKERS_MIGRATIONS: readonly Migration[] = [
    );`,
   // Values are sealed (SecretBox) from now on; rows written before are sealed when the store opens.
   `ALTER TABLE secrets ADD COLUMN sealed INTEGER NOT NULL DEFAULT 0;`,
+  // Cron triggers; last_tick is the latest tick claimed (ms since the epoch), so no tick runs twice.
+  `CREATE TABLE schedules (
+     account_id TEXT NOT NULL,
+     script TEXT NOT NULL,
+     cron TEXT NOT NULL,
+     created_on TEXT NOT NULL,
+     modified_on TEXT NOT NULL,
+     last_tick INTEGER NOT NULL DEFAULT 0,
+     PRIMARY KEY (account_id, script, cron),
+     FOREIGN KEY (account_id, script) REFERENCES scripts(account_id, name) ON DELETE CASCADE
+   );`,
 ];

@@ -3,7 +3,7 @@ import type { Db } from "../core/db/sqlite.js";
 import type { SecretBox } from "../core/secret-box.js";
 import type { Binding } from "./bindings/registry.js";
 import { WorkersErrors } from "./errors.js";
-import { secretSealContext, type ModuleRef, type ModuleSource, type ScriptRecord, type WorkersStore } from "./store.js";
+import { secretSealContext, type ModuleRef, type ModuleSource, type Schedule, type ScriptRecord, type ScriptSchedule, type WorkersStore } from "./store.js";
 
 interface ScriptRow {
   account_id: string;
@@ -64,6 +64,20 @@ export class SqliteWorkersStore implements WorkersStore {
         "INSERT INTO secrets (account_id, script, name, value, sealed) VALUES (?, ?, ?, ?, 1) ON CONFLICT (account_id, script, name) DO UPDATE SET value = excluded.value, sealed = 1",
       ),
       delSecret: db.prepare<[string, string, string]>("DELETE FROM secrets WHERE account_id = ? AND script = ? AND name = ?"),
+      schedules: db.prepare<[string, string], { cron: string; created_on: string; modified_on: string }>(
+        "SELECT cron, created_on, modified_on FROM schedules WHERE account_id = ? AND script = ? ORDER BY created_on, rowid",
+      ),
+      countSchedules: db.prepare<[string, string], { n: number }>("SELECT count(*) AS n FROM schedules WHERE account_id = ? AND script != ?"),
+      delSchedule: db.prepare<[string, string, string]>("DELETE FROM schedules WHERE account_id = ? AND script = ? AND cron = ?"),
+      putSchedule: db.prepare<[string, string, string, string, string]>(
+        "INSERT INTO schedules (account_id, script, cron, created_on, modified_on) VALUES (?, ?, ?, ?, ?) ON CONFLICT (account_id, script, cron) DO NOTHING",
+      ),
+      allSchedules: db.prepare<[], { account_id: string; script: string; cron: string }>(
+        "SELECT account_id, script, cron FROM schedules ORDER BY account_id, script, created_on, rowid",
+      ),
+      claimTick: db.prepare<[number, string, string, string, number]>(
+        "UPDATE schedules SET last_tick = ? WHERE account_id = ? AND script = ? AND cron = ? AND last_tick < ?",
+      ),
     };
     // Freed pages are zeroed, so a replaced or deleted secret (or one stored in clear before sealing) does not linger in the file.
     db.pragma("secure_delete = ON");
@@ -193,5 +207,31 @@ export class SqliteWorkersStore implements WorkersStore {
       if (changed) this.q.touch.run(versionId, new Date().toISOString(), accountId, script);
       return changed;
     })();
+  }
+
+  async schedules(accountId: string, script: string): Promise<Schedule[]> {
+    if (!this.q.get.get(accountId, script)) throw WorkersErrors.scriptNotFound();
+    return this.q.schedules.all(accountId, script).map((r) => ({ cron: r.cron, createdOn: r.created_on, modifiedOn: r.modified_on }));
+  }
+
+  async setSchedules(accountId: string, script: string, crons: readonly string[], accountLimit: number): Promise<Schedule[]> {
+    this.db.transaction(() => {
+      if (!this.q.get.get(accountId, script)) throw WorkersErrors.scriptNotFound();
+      const total = this.q.countSchedules.get(accountId, script)!.n + crons.length;
+      if (total > accountLimit) throw WorkersErrors.tooManySchedules(accountLimit, total);
+      const keep = new Set(crons);
+      for (const old of this.q.schedules.all(accountId, script)) if (!keep.has(old.cron)) this.q.delSchedule.run(accountId, script, old.cron);
+      const now = new Date().toISOString();
+      for (const cron of crons) this.q.putSchedule.run(accountId, script, cron, now, now);
+    })();
+    return this.schedules(accountId, script);
+  }
+
+  async allSchedules(): Promise<ScriptSchedule[]> {
+    return this.q.allSchedules.all().map((r) => ({ accountId: r.account_id, script: r.script, cron: r.cron }));
+  }
+
+  async claimTick(schedule: ScriptSchedule, tick: number): Promise<boolean> {
+    return this.q.claimTick.run(tick, schedule.accountId, schedule.script, schedule.cron, tick).changes === 1;
   }
 }

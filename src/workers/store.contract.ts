@@ -180,4 +180,56 @@ export const describeWorkersStore = storeContract<WorkersStore>("WorkersStore", 
     await store.save(await version(store, B, "doomed", { "index.js": "mine now" }), []);
     assert.deepEqual(await store.secretNames(B, "doomed"), []);
   });
+
+  it("cron triggers: set, replaced (keeping created_on and the claimed tick of those kept), kept by a new version, removed with the script; per account and limited", async (store) => {
+    await assert.rejects(store.schedules(A, "ticker"), refusedWith(WorkersCodes.scriptNotFound));
+    await assert.rejects(store.setSchedules(A, "ticker", ["* * * * *"], 10), refusedWith(WorkersCodes.scriptNotFound));
+    await store.save(await version(store, A, "ticker", { "index.js": "t" }), []);
+    assert.deepEqual(await store.schedules(A, "ticker"), []);
+    const first = await store.setSchedules(A, "ticker", ["*/5 * * * *", "0 0 * * *"], 10);
+    assert.deepEqual(
+      first.map((s) => s.cron),
+      ["*/5 * * * *", "0 0 * * *"],
+    );
+    const one = { accountId: A, script: "ticker", cron: "*/5 * * * *" };
+    assert.equal(await store.claimTick(one, 1000), true);
+    const replaced = await store.setSchedules(A, "ticker", ["*/5 * * * *", "30 1 * * *"], 10);
+    assert.deepEqual(
+      replaced.map((s) => s.cron),
+      ["*/5 * * * *", "30 1 * * *"],
+    );
+    assert.equal(replaced[0].createdOn, first[0].createdOn, "a kept trigger keeps its created_on");
+    assert.equal(await store.claimTick(one, 1000), false, "a kept trigger keeps its claimed tick");
+    await store.save(await version(store, A, "ticker", { "index.js": "t2" }), []);
+    assert.deepEqual(
+      (await store.schedules(A, "ticker")).map((s) => s.cron),
+      ["*/5 * * * *", "30 1 * * *"],
+      "a new version keeps the triggers",
+    );
+    await assert.rejects(store.schedules(B, "ticker"), refusedWith(WorkersCodes.scriptNotFound), "another account does not see them");
+    await assert.rejects(store.setSchedules(B, "ticker", [], 10), refusedWith(WorkersCodes.scriptNotFound));
+    await store.save(await version(store, A, "other", { "index.js": "o" }), []);
+    await assert.rejects(store.setSchedules(A, "other", ["1 * * * *", "2 * * * *", "3 * * * *"], 4), refusedWith(WorkersCodes.validation));
+    assert.deepEqual(await store.schedules(A, "other"), [], "a refused change changes nothing");
+    await store.setSchedules(A, "other", ["1 * * * *", "2 * * * *"], 4);
+    assert.deepEqual(
+      (await store.allSchedules()).map((s) => `${s.script} ${s.cron}`),
+      ["other 1 * * * *", "other 2 * * * *", "ticker */5 * * * *", "ticker 30 1 * * *"],
+    );
+    await store.setSchedules(A, "other", [], 4);
+    assert.deepEqual(await store.schedules(A, "other"), []);
+    await store.delete(A, "ticker");
+    assert.deepEqual(await store.allSchedules(), [], "deleting a script removes its triggers");
+  });
+
+  it("a tick is claimed once: a repeated or earlier claim loses, a later tick wins", async (store) => {
+    await store.save(await version(store, A, "claims", { "index.js": "c" }), []);
+    await store.setSchedules(A, "claims", ["* * * * *"], 10);
+    const s = { accountId: A, script: "claims", cron: "* * * * *" };
+    assert.equal(await store.claimTick(s, 60_000), true);
+    assert.equal(await store.claimTick(s, 60_000), false);
+    assert.equal(await store.claimTick(s, 0), false);
+    assert.equal(await store.claimTick(s, 120_000), true);
+    assert.equal(await store.claimTick({ ...s, accountId: B }, 180_000), false, "another account's claim matches nothing");
+  });
 });

@@ -35,8 +35,22 @@ export interface ScriptRecord {
   modifiedOn: string;
 }
 
+/** One cron trigger of a script, as the schedules API shows it. */
+export interface Schedule {
+  cron: string;
+  createdOn: string;
+  modifiedOn: string;
+}
+
+/** A cron trigger with the script it belongs to, as the platform's clock needs it. */
+export interface ScriptSchedule {
+  accountId: string;
+  script: string;
+  cron: string;
+}
+
 /**
- * Worker scripts, their modules and their secrets. Every backend keeps these promises (store.contract.ts):
+ * Worker scripts, their modules, their secrets and their cron triggers. Every backend keeps these promises (store.contract.ts):
  *
  * - A script name is unique on the platform (the Host `<script>.<workers domain>` names no account): saving a
  *   name another account holds is refused with `WorkersErrors.nameTaken`.
@@ -45,7 +59,9 @@ export interface ScriptRecord {
  * - Secret values must be readable again (workerd needs them in clear), so they are sealed with the platform's
  *   secrets key (`SecretBox`), bound to their row (`secretSealContext`), never stored in clear and never
  *   returned by a method that feeds an API answer (`secretNames`). A store opened with another key refuses to open.
- * - Deleting a script deletes its secrets.
+ * - Deleting a script deletes its secrets and its cron triggers; uploading a new version keeps its triggers.
+ * - A tick of a cron trigger is claimed once (`claimTick`): the first claim of a tick wins, any later claim of it or
+ *   of an earlier tick loses, so a platform restarted within a tick does not run it twice.
  */
 export interface WorkersStore {
   get(accountId: string, name: string): Promise<ScriptRecord | undefined>;
@@ -73,6 +89,19 @@ export interface WorkersStore {
   secretValues(accountId: string, script: string): Promise<Map<string, string>>;
   /** Sets (`value`) or removes (undefined) one secret and gives the script `versionId`, at once; false when nothing changed. Refused with `scriptNotFound` when there is no such script. */
   changeSecret(accountId: string, script: string, name: string, value: string | undefined, versionId: string): Promise<boolean>;
+
+  /** A script's cron triggers, oldest first. Refused with `scriptNotFound` when there is no such script. */
+  schedules(accountId: string, script: string): Promise<Schedule[]>;
+  /**
+   * Replaces a script's cron triggers with `crons` (distinct, valid: the caller checks), keeping `createdOn` and the
+   * last claimed tick of those it had already. Refused with `scriptNotFound` when there is no such script, and with
+   * `tooManySchedules` when the account would hold more than `accountLimit` triggers; nothing changes then.
+   */
+  setSchedules(accountId: string, script: string, crons: readonly string[], accountLimit: number): Promise<Schedule[]>;
+  /** Every cron trigger of the platform. */
+  allSchedules(): Promise<ScriptSchedule[]>;
+  /** Claims the tick at `tick` (ms since the epoch) of one trigger: true for the first claim of it, false otherwise. */
+  claimTick(schedule: ScriptSchedule, tick: number): Promise<boolean>;
 }
 
 /** What a sealed secret value is bound to: its row, so that a value copied to another script or name does not open. */

@@ -32,6 +32,11 @@ export interface ProjectConfig {
   vars: Record<string, string>;
   kv_namespaces: KvNamespaceBinding[];
   r2_buckets: R2BucketBinding[];
+  /**
+   * The file's tables as written, for the commands that read more of it than the fields above (`edgecli deploy`
+   * checks every section): the top level, and the `[env.<name>]` table when an environment is selected.
+   */
+  raw: { top: Readonly<Record<string, unknown>>; env?: Readonly<Record<string, unknown>> };
 }
 
 export const CONFIG_FILES = ["edge.toml", "wrangler.toml"];
@@ -197,5 +202,6 @@ export async function loadProjectConfig(opts: { cwd: string; configPath?: string
     vars: r.vars(scope, prefix),
     kv_namespaces: kv,
     r2_buckets: r2,
+    raw: { top: doc, env: opts.env ? scope : undefined },
   };
 }

@@ -6,6 +6,7 @@ import { bindingName } from "../bindings/binding-type.js";
 import type { ScriptDeployer } from "../deployer.js";
 import { WorkersCodes, WorkersErrors, WorkersMessages } from "../errors.js";
 import type { ScriptRecord, WorkersStore } from "../store.js";
+import { registerScheduleRoutes } from "./schedules.js";
 import { checkScriptSettings, checkSubdomainChange, SCRIPT_SETTINGS, SUBDOMAIN_STATE } from "./settings.js";
 import { MODULE_CONTENT_TYPES, readUpload, secretText } from "./upload.js";
 
@@ -19,6 +20,8 @@ export interface WorkersRouteDeps {
   /** What the running version of a script handles (its default export's handlers). */
   handlersOf(name: string): readonly string[];
   workersDomain: string;
+  /** Called after a script's cron triggers changed or it was deleted, so the clock reads them again. */
+  triggersChanged(): Promise<void>;
 }
 
 type Params = { account_id: string; name: string; secret: string };
@@ -40,6 +43,7 @@ const deploymentSchema = z.object({
 export function registerWorkersRoutes(app: FastifyInstance, deps: WorkersRouteDeps): void {
   const { store, deployer } = deps;
   const base = "/accounts/:account_id/workers";
+  registerScheduleRoutes(app, { store, triggersChanged: deps.triggersChanged });
 
   /** The script the path names in the path's account, or its 404. */
   const scriptOf = async (req: FastifyRequest, notFound: (name: string) => Error = WorkersErrors.scriptNotFound) => {
@@ -130,6 +134,7 @@ export function registerWorkersRoutes(app: FastifyInstance, deps: WorkersRouteDe
     app.delete(path, edit, async (req) => {
       const p = req.params as Params;
       await deployer.remove(p.account_id, p.name);
+      await deps.triggersChanged();
       return ok({ id: p.name });
     });
   }

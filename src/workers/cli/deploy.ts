@@ -1,8 +1,11 @@
+import { spawnSync } from "node:child_process";
 import { basename, dirname, resolve } from "node:path";
 import type { CliContext } from "../../core/cli/context.js";
 import type { ProjectConfig } from "../../core/cli/config-file.js";
 import { UserError } from "../../core/errors.js";
 import type { Binding } from "../bindings/registry.js";
+import { cronProblem } from "../triggers/cron.js";
+import { effectiveKeys, refuseUnsupportedSections } from "./config-sections.js";
 import { resolveScriptName, scriptPath, uploadForm } from "./target.js";
 
 interface DeployArgs {
@@ -11,6 +14,24 @@ interface DeployArgs {
   env?: string;
   "compatibility-date"?: string;
   "dry-run"?: boolean;
+  triggers?: string[];
+}
+
+/**
+ * The cron triggers to set, as wrangler decides: `--triggers`, else `[triggers] crons` of the config; undefined when
+ * neither is given, and then the Worker's triggers are left as they are (`crons = []` removes them all).
+ */
+function cronsOf(args: DeployArgs, cfg: ProjectConfig | undefined): string[] | undefined {
+  if (args.triggers?.length) return args.triggers;
+  const triggers = cfg && effectiveKeys(cfg).get("triggers")?.value;
+  if (triggers === undefined) return undefined;
+  const crons = (triggers as { crons?: unknown }).crons;
+  if (typeof triggers !== "object" || triggers === null || Array.isArray(triggers) || Object.keys(triggers).some((k) => k !== "crons")) {
+    throw new UserError(`${cfg!.path}: "triggers" must be a table with one key, crons (e.g. crons = ["*/5 * * * *"])`);
+  }
+  if (crons === undefined) return undefined;
+  if (!Array.isArray(crons) || crons.some((c) => typeof c !== "string")) throw new UserError(`${cfg!.path}: "triggers.crons" must be an array of strings`);
+  return crons as string[];
 }
 
 /** Bindings in the order wrangler sends them: vars, then KV namespaces, then R2 buckets. */
@@ -28,8 +49,62 @@ function bindingsOf(cfg: ProjectConfig | undefined): Binding[] {
   return out;
 }
 
+/** The config's settings that change the bundle, as wrangler passes them to esbuild. */
+interface BundleSettings {
+  define?: Record<string, string>;
+  alias?: Record<string, string>;
+  minify?: boolean;
+  jsxFactory?: string;
+  jsxFragment?: string;
+  tsconfig?: string;
+}
+
+function stringTable(path: string, key: string, value: unknown): Record<string, string> | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value !== "object" || value === null || Array.isArray(value) || Object.values(value).some((v) => typeof v !== "string")) {
+    throw new UserError(`${path}: "${key}" must be a table of strings`);
+  }
+  return Object.fromEntries(Object.entries(value as Record<string, string>));
+}
+
+function typed<T>(path: string, key: string, value: unknown, type: "string" | "boolean"): T | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value !== type) throw new UserError(`${path}: "${key}" must be a ${type}`);
+  return value as T;
+}
+
+function bundleSettings(cfg: ProjectConfig | undefined): BundleSettings {
+  if (!cfg) return {};
+  const keys = effectiveKeys(cfg);
+  const value = (key: string) => keys.get(key)?.value;
+  const tsconfig = typed<string>(cfg.path, "tsconfig", value("tsconfig"), "string");
+  return {
+    define: stringTable(cfg.path, "define", value("define")),
+    alias: stringTable(cfg.path, "alias", value("alias")),
+    minify: typed<boolean>(cfg.path, "minify", value("minify"), "boolean"),
+    jsxFactory: typed<string>(cfg.path, "jsx_factory", value("jsx_factory"), "string"),
+    jsxFragment: typed<string>(cfg.path, "jsx_fragment", value("jsx_fragment"), "string"),
+    tsconfig: tsconfig === undefined ? undefined : resolve(dirname(cfg.path), tsconfig),
+  };
+}
+
+/** Runs the config's `[build] command` (in `build.cwd`, else the config's directory) before bundling, as wrangler does. */
+function runBuild(ctx: CliContext, cfg: ProjectConfig | undefined): void {
+  const build = cfg && effectiveKeys(cfg).get("build")?.value;
+  if (build === undefined) return;
+  if (typeof build !== "object" || build === null || Array.isArray(build)) throw new UserError(`${cfg!.path}: "build" must be a table`);
+  const { command, cwd } = build as { command?: unknown; cwd?: unknown };
+  if (command === undefined) return;
+  if (typeof command !== "string") throw new UserError(`${cfg!.path}: "build.command" must be a string`);
+  if (cwd !== undefined && typeof cwd !== "string") throw new UserError(`${cfg!.path}: "build.cwd" must be a string`);
+  ctx.log.info(`Running custom build: ${command}`);
+  const run = spawnSync("sh", ["-c", command], { cwd: resolve(dirname(cfg!.path), cwd ?? "."), stdio: ["ignore", "pipe", "pipe"], encoding: "utf8" });
+  for (const line of `${run.stdout ?? ""}${run.stderr ?? ""}`.split("\n").filter(Boolean)) ctx.log.info(line);
+  if (run.status !== 0) throw new UserError(`The custom build command failed (${run.signal ?? `exit code ${run.status}`}): ${command}`);
+}
+
 /** Bundles `entry` and everything it imports into one ES module for workerd (TypeScript included). */
-async function bundle(entry: string): Promise<{ code: Buffer; name: string }> {
+async function bundle(entry: string, settings: BundleSettings): Promise<{ code: Buffer; name: string }> {
   const esbuild = await import("esbuild");
   const name = `${basename(entry).replace(/\.[^.]+$/, "")}.js`;
   try {
@@ -44,6 +119,7 @@ async function bundle(entry: string): Promise<{ code: Buffer; name: string }> {
       write: false,
       outfile: name,
       logLevel: "silent",
+      ...settings,
     });
     return { code: Buffer.from(out.outputFiles[0].contents), name };
   } catch (e) {
@@ -74,6 +150,7 @@ function printBindings(ctx: CliContext, bindings: Binding[]): void {
 /** `edgecli deploy`: bundles the entry point and uploads it with the config's bindings, as `wrangler deploy` does. */
 export async function deploy(args: DeployArgs, ctx: CliContext): Promise<void> {
   const cfg = await ctx.config(args.env);
+  if (cfg) refuseUnsupportedSections(cfg);
   const name = await resolveScriptName(ctx, args);
   const mainRel = args.script ?? cfg?.main;
   if (!mainRel) throw new UserError('Missing entry-point: give the script as an argument or set "main" in the config');
@@ -81,8 +158,14 @@ export async function deploy(args: DeployArgs, ctx: CliContext): Promise<void> {
   const compatibilityDate = args["compatibility-date"] ?? cfg?.compatibility_date;
   if (!compatibilityDate) throw new UserError('A compatibility_date is required when deploying. Add one to the config, e.g. compatibility_date = "2024-09-01"');
   const bindings = bindingsOf(cfg);
+  const crons = cronsOf(args, cfg);
+  for (const cron of crons ?? []) {
+    const problem = cronProblem(cron);
+    if (problem) throw new UserError(`Invalid cron expression "${cron}": ${problem}`);
+  }
   const started = Date.now();
-  const { code, name: moduleName } = await bundle(entry);
+  runBuild(ctx, cfg);
+  const { code, name: moduleName } = await bundle(entry, bundleSettings(cfg));
   ctx.log.info(`Total Upload: ${(code.length / 1024).toFixed(2)} KiB`);
   printBindings(ctx, bindings);
   if (args["dry-run"]) return ctx.log.info("--dry-run: exiting now.");
@@ -101,7 +184,12 @@ export async function deploy(args: DeployArgs, ctx: CliContext): Promise<void> {
   const { result, messages } = await uploadForm<{ deployment_id: string; url?: string }>(ctx, scriptPath(accountId, name), form, { excludeScript: "true" });
   for (const m of messages ?? []) ctx.log.warn(m.message);
   ctx.log.info(`Uploaded ${name} (${((Date.now() - started) / 1000).toFixed(2)} sec)`);
+  if (crons) {
+    // The API checks each expression: a bad one is refused there with its reason, and the triggers stay as they were.
+    await ctx.api().fetchEnvelope("PUT", `${scriptPath(accountId, name)}/schedules`, { json: crons.map((cron) => ({ cron })) });
+  }
   ctx.log.info(`Deployed ${name} triggers`);
   if (result.url) ctx.log.info(`  ${result.url}`);
+  for (const cron of crons ?? []) ctx.log.info(`  schedule: ${cron}`);
   ctx.log.info(`Current Version ID: ${result.deployment_id}`);
 }

@@ -33,8 +33,8 @@ export function secretEnvironment(secrets: readonly { text: string }[]): Record<
 }
 
 /**
- * The config of one workerd process running one script: a socket "http" for its traffic and a socket "handlers"
- * for the entry module's handlers entrypoint (their unix socket paths are given on the command line: each process
+ * The config of one workerd process running one script: a socket "http" for its traffic, a socket "handlers"
+ * for the entry module's handlers entrypoint and one "scheduled" for its cron ticks (their unix socket paths are given on the command line: each process
  * gets fresh ones), each binding as its type writes it (storage bindings are external services on the binding
  * server), secrets from the process environment (see `secretEnvironment`: they never touch the disk in clear),
  * and a global outbound that only reaches public addresses.
@@ -65,6 +65,7 @@ const config :Workerd.Config = (
   sockets = [
     (name = "http", http = (), service = "main"),
     (name = "handlers", http = (), service = (name = "main", entrypoint = ${capnpString(input.entry.module.handlersExport)})),
+    (name = "scheduled", http = (), service = (name = "main", entrypoint = ${capnpString(input.entry.module.scheduledExport)})),
   ],
 );
 const script :Workerd.Worker = (

@@ -23,11 +23,14 @@ export interface EntryModule {
   source: string;
   /** The named export workerd's `handlers` socket serves. */
   handlersExport: string;
+  /** The named export workerd's `scheduled` socket serves: it runs the script's `scheduled()` for a cron tick. */
+  scheduledExport: string;
 }
 
 export function entryModule(mainModule: string): EntryModule {
   const tag = randomBytes(8).toString("hex");
   const handlersExport = `__edge_handlers_${tag}`;
+  const scheduledExport = `__edge_scheduled_${tag}`;
   // workerd resolves a specifier against the importing module's name: "./<name>" reaches any module name it accepts.
   const main = JSON.stringify(`./${mainModule}`);
   const source = `import * as main from ${main};
@@ -63,8 +66,58 @@ export const ${handlersExport} = {
     return new Response(JSON.stringify(handlers()), { headers: { "content-type": "application/json" } });
   },
 };
+// One cron tick: runs the default export's scheduled() with a controller, this isolate's env and a context whose
+// waitUntil promises are awaited before answering, so the outcome covers them as the hosted platform's does.
+export const ${scheduledExport} = {
+  async fetch(request, env, ctx) {
+    const url = new URL(request.url);
+    let noRetry = false;
+    const controller = {
+      type: "scheduled",
+      cron: url.searchParams.get("cron") ?? "",
+      scheduledTime: Number(url.searchParams.get("time")),
+      noRetry() { noRetry = true; },
+    };
+    const waits = [];
+    const context = { waitUntil(p) { waits.push(p); }, passThroughOnException() {}, props: ctx.props };
+    try {
+      const d = main.default;
+      if (typeof d === "function") await new d(context, env).scheduled(controller);
+      else await d.scheduled(controller, env, context);
+      for (const s of await Promise.allSettled(waits)) if (s.status === "rejected") throw s.reason;
+      return Response.json({ outcome: "ok", noRetry });
+    } catch (e) {
+      console.error("Uncaught exception in scheduled():", e && e.stack ? e.stack : String(e));
+      return Response.json({ outcome: "exception", noRetry });
+    }
+  },
+};
 `;
-  return { name: `__edge_entry_${tag}.js`, source, handlersExport };
+  return { name: `__edge_entry_${tag}.js`, source, handlersExport, scheduledExport };
+}
+
+/** What one scheduled() run came to: "ok", or "exception" when it (or a promise given to waitUntil) threw. */
+export interface ScheduledOutcome {
+  outcome: "ok" | "exception";
+  noRetry: boolean;
+}
+
+/** How long a scheduled() run may take before the platform stops waiting for it (the hosted limit for a cron tick of 15 minutes). */
+const SCHEDULED_TIMEOUT_MS = 15 * 60_000;
+
+/** Runs the script's scheduled() for the tick `scheduledTime` of `cron`, through the entry module's `scheduled` socket. */
+export async function runScheduledOn(socketPath: string, cron: string, scheduledTime: number, timeoutMs = SCHEDULED_TIMEOUT_MS): Promise<ScheduledOutcome> {
+  const client = new Client("http://workerd", { socketPath, headersTimeout: timeoutMs, bodyTimeout: timeoutMs });
+  try {
+    const query = new URLSearchParams({ cron, time: String(scheduledTime) });
+    const res = await client.request({ method: "POST", path: `/?${query}`, signal: AbortSignal.timeout(timeoutMs) });
+    const text = await res.body.text();
+    if (res.statusCode !== 200) throw new Error(`the scheduled entrypoint answered ${res.statusCode}`);
+    const answer = JSON.parse(text) as Partial<ScheduledOutcome>;
+    return { outcome: answer.outcome === "ok" ? "ok" : "exception", noRetry: answer.noRetry === true };
+  } finally {
+    await client.destroy();
+  }
 }
 
 /** Bounds on the answer: the script's own code runs there and could say anything. */

@@ -4,6 +4,7 @@ import type { Logger } from "../../core/logger.js";
 import type { BindingBackendName } from "../bindings/binding-type.js";
 import { BindingServer, type BindingHandler } from "../bindings/server.js";
 import type { ModuleSource, ScriptRecord } from "../store.js";
+import type { ScheduledOutcome } from "./entry-module.js";
 import { ScriptRuntime } from "./script-runtime.js";
 import { SocketDir } from "./socket-dir.js";
 import { probeWorkerd, type WorkerdBinary } from "./workerd-binary.js";
@@ -93,6 +94,11 @@ export class WorkersRuntime {
 
   lookup(name: string): ScriptRuntime | undefined {
     return this.runtimes.get(name);
+  }
+
+  /** Runs one cron tick of a script (see ScriptRuntime.runScheduled); undefined when it does not run or has no scheduled(). */
+  runScheduled(name: string, cron: string, scheduledTime: number): Promise<ScheduledOutcome | undefined> {
+    return this.runtimes.get(name)?.runScheduled(cron, scheduledTime) ?? Promise.resolve(undefined);
   }
 
   /** What the running version of a script handles; none while it does not run. */

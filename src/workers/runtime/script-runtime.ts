@@ -3,7 +3,7 @@ import { join } from "node:path";
 import type { Logger } from "../../core/logger.js";
 import type { BindingCall } from "../bindings/server.js";
 import { secretEnvironment, workerdConfig, type BindingTarget } from "./capnp-config.js";
-import { askHandlers, entryModule } from "./entry-module.js";
+import { askHandlers, entryModule, runScheduledOn, type ScheduledOutcome } from "./entry-module.js";
 import type { RunnableScript } from "./runtime.js";
 import type { SocketDir } from "./socket-dir.js";
 import { effectiveCompatibilityDate, type WorkerdBinary } from "./workerd-binary.js";
@@ -146,7 +146,7 @@ export class ScriptRuntime {
       binary: this.opts.workerd.path,
       configFile: version.file,
       env: version.env,
-      sockets: { http: this.opts.sockets.next("workerd"), handlers: handlersSocket },
+      sockets: { http: this.opts.sockets.next("workerd"), handlers: handlersSocket, scheduled: this.opts.sockets.next("scheduled") },
       log: this.opts.log,
       tag: this.tag,
       leash: this.opts.leash,
@@ -168,6 +168,16 @@ export class ScriptRuntime {
     } finally {
       rmSync(socket, { force: true });
     }
+  }
+
+  /**
+   * Runs the live version's scheduled() for one cron tick (waiting, like a request, up to 10 s for a process being
+   * restarted). Undefined when no version runs or it has no scheduled handler: there is nothing to call.
+   */
+  async runScheduled(cron: string, scheduledTime: number): Promise<ScheduledOutcome | undefined> {
+    const proc = await this.waitLive(10_000);
+    if (!proc || !this.handlers.includes("scheduled")) return undefined;
+    return runScheduledOn(proc.socketOf("scheduled"), cron, scheduledTime);
   }
 
   private adopt(proc: WorkerdProcess, version: Version): void {

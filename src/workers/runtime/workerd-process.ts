@@ -43,7 +43,7 @@ export class WorkerdProcess {
 
   private constructor(
     readonly child: ChildProcess,
-    sockets: WorkerdStart["sockets"],
+    private readonly sockets: WorkerdStart["sockets"],
   ) {
     this.socketPath = sockets.http;
     this.exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
@@ -58,6 +58,13 @@ export class WorkerdProcess {
 
   get pid(): number | undefined {
     return this.child.pid;
+  }
+
+  /** Where the config's socket `name` listens. */
+  socketOf(name: string): string {
+    const path = this.sockets[name];
+    if (!path) throw new Error(`workerd has no socket named ${name}`);
+    return path;
   }
 
   /** True once we asked it to stop: its exit is expected, not a crash. */

@@ -71,7 +71,7 @@ export async function startBoundWorkerd(opts: {
       binary: defaultWorkerdPath(),
       configFile: join(dir, "config.capnp"),
       env: {},
-      sockets: { http: join(dir, "workerd.sock"), handlers: join(dir, "handlers.sock") },
+      sockets: { http: join(dir, "workerd.sock"), handlers: join(dir, "handlers.sock"), scheduled: join(dir, "scheduled.sock") },
       log: createLogger({ level: "silent" }),
       tag: { test: opts.binding.kind },
     });
