@@ -6,7 +6,7 @@ import { R2Errors } from "./errors.js";
 import { conditionHolds } from "./preconditions.js";
 import { resolveRange } from "./ranges.js";
 import { SmallBodyCache } from "./small-body-cache.js";
-import { newVersion, type Segment } from "./sqlite-rows.js";
+import { newVersion, type Segment } from "./rows.js";
 import { R2Limits, type R2Checksums, type R2GetOptions, type R2GetResult, type R2HttpMetadata, type R2ObjectInfo, type R2PutOptions } from "./store.js";
 import { assertCustomMetadata, assertKey, assertStorageClass, cleanHttpMetadata } from "./validation.js";
 

@@ -4,7 +4,7 @@ import type { Postgres, SqlRunner, Transaction } from "../core/db/postgres.js";
 import { R2Errors } from "./errors.js";
 import { assembleUpload, assertPartNumber, beforeBody, newUploadFields, type ObjectBodies, type StoredPart } from "./object-bodies.js";
 import { assertPgText } from "./pg-text.js";
-import type { Segment } from "./sqlite-rows.js";
+import type { Segment } from "./rows.js";
 import {
   R2Limits,
   type BucketRef,

@@ -9,7 +9,7 @@ import { PgBucketCors } from "./pg-cors.js";
 import { PgMultipart } from "./pg-multipart.js";
 import { assertPgText } from "./pg-text.js";
 import { conditionHolds } from "./preconditions.js";
-import { bucketInfo, objectInfo, type BucketRow, type ObjectRow, type Segment } from "./sqlite-rows.js";
+import { bucketInfo, objectInfo, type BucketRow, type ObjectRow, type Segment } from "./rows.js";
 import {
   R2Limits,
   type BucketRef,

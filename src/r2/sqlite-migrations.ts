@@ -1,6 +1,6 @@
 import type { Migration } from "../core/db/sqlite.js";
 
-/** The R2 database (`<state>/db/r2.sqlite`): append-only migrations (sqlite-rows.ts has the row shapes). */
+/** The R2 database (`<state>/db/r2.sqlite`): append-only migrations (rows.ts has the row shapes). */
 export const r2Migrations: readonly Migration[] = [
   `CREATE TABLE buckets (
      id INTEGER PRIMARY KEY,

@@ -4,7 +4,7 @@ import type { ContentStore, StoredContent } from "../core/content/store.js";
 import type { Db } from "../core/db/sqlite.js";
 import { R2Errors } from "./errors.js";
 import { assembleUpload, assertPartNumber, beforeBody, newUploadFields } from "./object-bodies.js";
-import type { Segment } from "./sqlite-rows.js";
+import type { Segment } from "./rows.js";
 import { SqliteUploadListing } from "./sqlite-upload-listing.js";
 import {
   R2Limits,

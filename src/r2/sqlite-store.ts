@@ -8,7 +8,7 @@ import { beforeBody, checkPut, drain, ObjectBodies, putObjectInfo } from "./obje
 import { conditionHolds } from "./preconditions.js";
 import { SqliteBucketCors } from "./sqlite-cors.js";
 import { SqliteMultipart } from "./sqlite-multipart.js";
-import { bucketInfo, objectInfo, type BucketRow, type ObjectRow, type Segment } from "./sqlite-rows.js";
+import { bucketInfo, objectInfo, type BucketRow, type ObjectRow, type Segment } from "./rows.js";
 import {
   R2Limits,
   type BucketRef,

@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import type { R2BucketInfo, R2ObjectInfo } from "./store.js";
 
-/** Rows of the R2 database (sqlite-migrations.ts) and their API shapes. */
+/** Rows of the R2 database, as both backends read them (sqlite-migrations.ts, pg-migrations.ts), and their API shapes. */
 export interface BucketRow {
   id: number;
   name: string;
