@@ -1,4 +1,4 @@
-import { createReadStream, createWriteStream, mkdirSync, readdirSync, statSync, unlinkSync } from "node:fs";
+import { createReadStream, createWriteStream, existsSync, mkdirSync, readdirSync, statSync, unlinkSync } from "node:fs";
 import { mkdir, open, readFile, rename, rm, stat, unlink } from "node:fs/promises";
 import { join } from "node:path";
 import { Readable } from "node:stream";
@@ -8,6 +8,9 @@ import { CONTENT_ID_RE, ContentMeter, newContentId } from "./meter.js";
 import type { ContentStore, PutOptions, StoredContent } from "./store.js";
 
 export class FileContentStore implements ContentStore {
+  /** Shard directories known to exist, so a put costs no mkdir once its shard is there (they are never removed). */
+  private readonly shards = new Set<string>();
+
   constructor(private readonly root: string) {
     mkdirSync(join(root, "tmp"), { recursive: true, mode: 0o700 });
   }
@@ -36,13 +39,27 @@ export class FileContentStore implements ContentStore {
         // flush: the file is fsynced before it is closed, so the rename below publishes durable bytes.
         await pipeline(source, meter.transform(), createWriteStream(tmp, { mode: 0o600, flush: true }));
       }
-      await mkdir(join(this.root, id.slice(0, 2)), { recursive: true, mode: 0o700 });
-      await rename(tmp, this.pathOf(id));
+      await this.publish(tmp, id);
     } catch (err) {
       await rm(tmp, { force: true });
       throw err;
     }
     return meter.result(id);
+  }
+
+  /** Moves a finished temporary file to its place, creating its shard directory the first time it is needed. */
+  private async publish(tmp: string, id: string): Promise<void> {
+    const shard = id.slice(0, 2);
+    if (!this.shards.has(shard)) {
+      await mkdir(join(this.root, shard), { recursive: true, mode: 0o700 });
+      this.shards.add(shard);
+    }
+    await rename(tmp, this.pathOf(id)).catch(async (e: NodeJS.ErrnoException) => {
+      // The shard went away under us (someone cleaned the directory by hand): make it again, once.
+      if (e.code !== "ENOENT" || !existsSync(tmp)) throw e;
+      await mkdir(join(this.root, shard), { recursive: true, mode: 0o700 });
+      await rename(tmp, this.pathOf(id));
+    });
   }
 
   read(id: string, range?: { offset: number; length: number }): Readable {
