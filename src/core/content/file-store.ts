@@ -7,6 +7,9 @@ import { pipeline } from "node:stream/promises";
 import { CONTENT_ID_RE, ContentMeter, newContentId } from "./meter.js";
 import type { ContentStore, PutOptions, StoredContent } from "./store.js";
 
+const LONG_READ_BYTES = 4 * 1024 * 1024;
+const LONG_READ_CHUNK_BYTES = 512 * 1024;
+
 export class FileContentStore implements ContentStore {
   /** Shard directories known to exist, so a put costs no mkdir once its shard is there (they are never removed). */
   private readonly shards = new Set<string>();
@@ -67,7 +70,11 @@ export class FileContentStore implements ContentStore {
       this.pathOf(id);
       return Readable.from([]);
     }
-    return createReadStream(this.pathOf(id), range ? { start: range.offset, end: range.offset + range.length - 1 } : undefined);
+    if (!range) return createReadStream(this.pathOf(id));
+    // Long reads go in bigger chunks (fewer pool round trips and socket writes: about 1.4x the MB/s of a 512 MiB GET
+    // in bench/s3); short ones keep the default, since a read stream allocates a whole chunk per read.
+    const highWaterMark = range.length >= LONG_READ_BYTES ? LONG_READ_CHUNK_BYTES : undefined;
+    return createReadStream(this.pathOf(id), { start: range.offset, end: range.offset + range.length - 1, highWaterMark });
   }
 
   readAll(id: string): Promise<Buffer> {
