@@ -15,9 +15,8 @@ const keyOf = (s: ScriptSchedule) => JSON.stringify([s.accountId, s.script, s.cr
  * Fires every cron trigger of the platform on time (UTC). Each trigger's next tick is computed from the time it
  * is loaded, so ticks missed while the platform was down are not replayed; each tick is claimed in the store before
  * it runs (`claimTick`), so a restart within a tick does not run it twice. One timer serves all triggers.
- *
- * TODO(issue 14): with several nodes on one shared store, every node runs this clock and the claim makes each tick
- * run once; which node runs it (the one where the script is live) is for the distributed mode to decide.
+ * With several nodes on PostgreSQL every node runs this clock on the same triggers; the claim is one row update in
+ * PostgreSQL, so each tick runs once across the nodes, on whichever claims it first (every node runs every script).
  */
 export class CronClock {
   private readonly next = new Map<string, { schedule: ScriptSchedule; at: number }>();
