@@ -86,7 +86,7 @@ export class CronClock {
   private async fire(schedule: ScriptSchedule, tick: number): Promise<void> {
     const tag = { script: schedule.script, cron: schedule.cron, scheduled_time: new Date(tick).toISOString() };
     try {
-      if (!(await this.store.claimTick(schedule, tick))) return;
+      if (!(await this.store.claimTick(schedule, tick))) return this.log.debug(tag, "cron tick already claimed (by another node, or before a restart)");
       const result = await this.runTick(schedule, tick);
       if (!result) this.log.warn(tag, "cron trigger skipped: the Worker is not running or has no scheduled() handler");
       else if (result.outcome === "ok") this.log.info(tag, "cron trigger ran");
