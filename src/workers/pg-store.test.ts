@@ -4,9 +4,8 @@ import { test, type TestContext } from "node:test";
 import { LocalBus, PostgresBus, type BusEvent } from "../core/cluster/bus.js";
 import { migrateArea } from "../core/db/pg-migrations.js";
 import { Postgres } from "../core/db/postgres.js";
-import { dependencyRefusal } from "../core/errors/dependency.js";
 import { SecretBox, SecretOpenError } from "../core/secret-box.js";
-import { testContentStore, testPostgres } from "../core/testing/backends.js";
+import { assertPostgresRefusals, testContentStore, testPostgres, unreachablePostgres } from "../core/testing/backends.js";
 import { testDatabase } from "../core/testing/services.js";
 import { WORKERS_PG_MIGRATIONS } from "./pg-migrations.js";
 import { PgWorkersStore, WORKERS_AREA } from "./pg-store.js";
@@ -117,25 +116,14 @@ test("secrets are sealed in their rows with the platform's key; a node with anot
   await assert.rejects(other.checkKey(), SecretOpenError);
 });
 
-test("PostgreSQL unreachable: the store's errors are the core 503 naming PostgreSQL", async () => {
-  const pg = new Postgres({ url: "postgres://nobody@127.0.0.1:1/none", poolSize: 1, connectTimeoutMs: 500 });
-  try {
-    const store = new PgWorkersStore(pg, undefined as never, SecretBox.fromKey(randomBytes(32)), new LocalBus("test"));
-    for (const call of [
-      () => store.byName("app"),
-      () => store.list(A),
-      () => store.changeSecret(A, "app", "S", "v", "v2"),
-      () => store.claimTick({ accountId: A, script: "app", cron: "* * * * *" }, 60_000),
-    ]) {
-      const err = await call().then(
-        () => assert.fail("expected a refusal"),
-        (e: unknown) => e,
-      );
-      const refusal = dependencyRefusal(err);
-      assert.equal(refusal?.status, 503, String(err));
-      assert.match(refusal!.message, /PostgreSQL is unreachable/);
-    }
-  } finally {
-    await pg.close();
-  }
+test("PostgreSQL unreachable: the store's errors are the core 503 naming PostgreSQL", async (t) => {
+  const pg = unreachablePostgres();
+  t.after(() => pg.close());
+  const store = new PgWorkersStore(pg, undefined as never, SecretBox.fromKey(randomBytes(32)), new LocalBus("test"));
+  await assertPostgresRefusals([
+    () => store.byName("app"),
+    () => store.list(A),
+    () => store.changeSecret(A, "app", "S", "v", "v2"),
+    () => store.claimTick({ accountId: A, script: "app", cron: "* * * * *" }, 60_000),
+  ]);
 });

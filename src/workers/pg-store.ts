@@ -5,7 +5,7 @@ import type { SecretBox } from "../core/secret-box.js";
 import { WorkersErrors } from "./errors.js";
 import { ModuleContent } from "./module-content.js";
 import { liveModuleIds, toRecord, toRow, type ScriptRow } from "./rows.js";
-import { secretSealContext, type ModuleRef, type ModuleSource, type Schedule, type ScriptRecord, type ScriptSchedule, type WorkersStore } from "./store.js";
+import { secretSealContext, type ModuleRef, type Schedule, type ScriptRecord, type ScriptSchedule, type WorkersStore } from "./store.js";
 
 /** The bus area of Workers' change notices. */
 export const WORKERS_AREA = "workers";
@@ -24,16 +24,14 @@ const isCode = (err: unknown, code: string) => (err as { code?: unknown }).code 
  * a script (a version, a secret, its triggers, its deletion) sends a bus notice `script:<name>` from inside its
  * transaction, so that the other nodes run the new version and reload their cron clocks (service.ts).
  */
-export class PgWorkersStore implements WorkersStore {
-  private readonly modules: ModuleContent;
-
+export class PgWorkersStore extends ModuleContent implements WorkersStore {
   constructor(
     private readonly pg: Postgres,
     content: ContentStore,
     private readonly box: SecretBox,
     private readonly bus: Bus,
   ) {
-    this.modules = new ModuleContent(content);
+    super(content);
   }
 
   /** A key that cannot open the stored secrets stops the start with the reason (called once the schema exists). */
@@ -78,24 +76,12 @@ export class PgWorkersStore implements WorkersStore {
     return (await this.pg.rows<ScriptRow>(`SELECT ${SCRIPT_COLUMNS} FROM workers.scripts ORDER BY account_id, name`)).map(toRecord);
   }
 
-  writeModule(content: Buffer): Promise<{ contentId: string; size: number }> {
-    return this.modules.write(content);
-  }
-
-  readModules(modules: readonly ModuleRef[]): Promise<ModuleSource[]> {
-    return this.modules.read(modules);
-  }
-
-  deleteModules(modules: readonly ModuleRef[]): Promise<void> {
-    return this.modules.delete(modules);
-  }
-
   /**
    * The live set is read before the content is listed, so a module written after it is younger than the grace
    * time and kept: an upload on another node writes its modules, starts them, then commits (seconds, not the hour).
    */
   async gcContent(graceMs?: number): Promise<number> {
-    return this.modules.gc(liveModuleIds(await this.pg.rows<{ modules: string }>("SELECT modules FROM workers.scripts")), graceMs);
+    return this.gcModules(liveModuleIds(await this.pg.rows<{ modules: string }>("SELECT modules FROM workers.scripts")), graceMs);
   }
 
   async save(script: ScriptRecord, secrets: readonly { name: string; text: string }[]): Promise<void> {

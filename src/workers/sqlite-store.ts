@@ -4,19 +4,18 @@ import type { SecretBox } from "../core/secret-box.js";
 import { WorkersErrors } from "./errors.js";
 import { ModuleContent } from "./module-content.js";
 import { liveModuleIds, toRecord, toRow, type ScriptRow } from "./rows.js";
-import { secretSealContext, type ModuleRef, type ModuleSource, type Schedule, type ScriptRecord, type ScriptSchedule, type WorkersStore } from "./store.js";
+import { secretSealContext, type ModuleRef, type Schedule, type ScriptRecord, type ScriptSchedule, type WorkersStore } from "./store.js";
 
 /** The SQLite WorkersStore (`<state>/db/workers.sqlite`); module bytes live in the content store. */
-export class SqliteWorkersStore implements WorkersStore {
+export class SqliteWorkersStore extends ModuleContent implements WorkersStore {
   private readonly q;
-  private readonly modules: ModuleContent;
 
   constructor(
     private readonly db: Db,
     content: ContentStore,
     private readonly box: SecretBox,
   ) {
-    this.modules = new ModuleContent(content);
+    super(content);
     this.q = {
       get: db.prepare<[string, string], ScriptRow>("SELECT * FROM scripts WHERE account_id = ? AND name = ?"),
       byName: db.prepare<[string], ScriptRow>("SELECT * FROM scripts WHERE name = ?"),
@@ -110,20 +109,8 @@ export class SqliteWorkersStore implements WorkersStore {
     return this.q.all.all().map(toRecord);
   }
 
-  writeModule(content: Buffer): Promise<{ contentId: string; size: number }> {
-    return this.modules.write(content);
-  }
-
-  readModules(modules: readonly ModuleRef[]): Promise<ModuleSource[]> {
-    return this.modules.read(modules);
-  }
-
-  deleteModules(modules: readonly ModuleRef[]): Promise<void> {
-    return this.modules.delete(modules);
-  }
-
   async gcContent(graceMs?: number): Promise<number> {
-    return this.modules.gc(liveModuleIds(this.q.all.all()), graceMs);
+    return this.gcModules(liveModuleIds(this.q.all.all()), graceMs);
   }
 
   async save(script: ScriptRecord, secrets: readonly { name: string; text: string }[]): Promise<void> {
