@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
 import { test } from "node:test";
+import pg from "pg";
 import { newTestCredentials, type TestPlatform } from "../core/testing/platform.js";
 import { privatePostgres } from "../core/testing/services.js";
 import { callGateway, chatBody, createGateway, createToken, startGatewayPlatform, updateGateway } from "./testing/helpers.js";
@@ -80,6 +81,21 @@ test(
     // A gateway without a limit, known to b, for the outage.
     await createGateway(a, "free");
     assert.equal((await chat(b, "free")).status, 200);
+
+    // A change whose notice a node missed (made behind the nodes' back, as if sent while b's listening connection was
+    // down) is picked up when the bus reconnects: the resync reloads every gateway.
+    const admin = new pg.Client({ connectionString: server.url });
+    await admin.connect();
+    try {
+      await admin.query(`UPDATE ai_gateway.gateways SET settings = jsonb_set(settings::jsonb, '{authentication}', 'true')::text WHERE id = 'free'`);
+      assert.equal((await chat(b, "free")).status, 200, "without a notice, b still has the old settings");
+      await admin.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name LIKE 'edge-bus %'");
+    } finally {
+      await admin.end();
+    }
+    await until(async () => (await chat(b, "free")).status === 401, "node b to reload the gateway after its bus reconnected");
+    await updateGateway(a, "free", { authentication: false });
+    await until(async () => (await chat(b, "free")).status === 200, "node b to hear changes again");
 
     server.stop();
     // A limit cannot be counted without PostgreSQL: refused, naming it.
