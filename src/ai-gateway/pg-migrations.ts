@@ -63,8 +63,9 @@ export const AI_GATEWAY_PG_MIGRATIONS: readonly PgMigration[] = [
    );
    -- Rate limit windows, one row per gateway (settings version: modified_at) and window start (UNIX ms), shared by
    -- every node; rows past expires_at (UNIX ms: the end of the next window, when no sliding count reads them any
-   -- more) are swept.
-   CREATE TABLE rate_windows (
+   -- more) are swept. UNLOGGED: a count writes no WAL, so its commit does not wait for a disk flush (the cost of a
+   -- limited request); a PostgreSQL crash (not a clean restart) empties the table, starting every window afresh.
+   CREATE UNLOGGED TABLE rate_windows (
      account_id TEXT COLLATE "C" NOT NULL,
      gateway_id TEXT COLLATE "C" NOT NULL,
      version TEXT COLLATE "C" NOT NULL,
