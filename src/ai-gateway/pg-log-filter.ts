@@ -8,27 +8,20 @@ export interface PgWhere {
 
 const TOTAL_TOKENS = "(coalesce(tokens_in, 0) + coalesce(tokens_out, 0))";
 
-/** What each filter field reads, and whether it is a number (booleans are 0/1) or text (metadata: below). */
-const COLUMNS: Record<Exclude<LogField, "metadata.key" | "metadata.value">, { sql: string; numeric: boolean }> = {
-  id: { sql: "id", numeric: false },
-  created_at: { sql: "created_at", numeric: false },
-  request_content_type: { sql: "request_content_type", numeric: false },
-  response_content_type: { sql: "response_content_type", numeric: false },
-  request_type: { sql: "request_type", numeric: false },
-  provider: { sql: "provider", numeric: false },
-  model: { sql: "model", numeric: false },
-  event_id: { sql: "event_id", numeric: false },
-  success: { sql: "success", numeric: true },
-  cached: { sql: "cached", numeric: true },
-  cost: { sql: "cost", numeric: true },
-  tokens: { sql: TOTAL_TOKENS, numeric: true },
-  tokens_in: { sql: "tokens_in", numeric: true },
-  tokens_out: { sql: "tokens_out", numeric: true },
-  duration: { sql: "duration", numeric: true },
-  feedback: { sql: "feedback", numeric: true },
-  status_code: { sql: "status_code", numeric: true },
-  authentication: { sql: "authenticated", numeric: true },
-};
+type ColumnField = Exclude<LogField, "metadata.key" | "metadata.value">;
+/** Fields compared as text; every other (metadata aside: below) is a number, booleans being 0/1. */
+const TEXT_FIELDS = new Set<ColumnField>([
+  "id",
+  "created_at",
+  "request_content_type",
+  "response_content_type",
+  "request_type",
+  "provider",
+  "model",
+  "event_id",
+]);
+/** The SQL of the fields that are not a column of their own name. */
+const FIELD_SQL: Partial<Record<ColumnField, string>> = { tokens: TOTAL_TOKENS, authentication: "authenticated" };
 
 const COMPARE = { lt: "<", gt: ">", lte: "<=", gte: ">=" } as const;
 
@@ -63,7 +56,7 @@ class WhereBuilder {
 
   add(c: LogCondition): void {
     if (c.field === "metadata.key" || c.field === "metadata.value") return this.addMetadata(c);
-    const col = COLUMNS[c.field];
+    const col = { sql: FIELD_SQL[c.field] ?? c.field, numeric: !TEXT_FIELDS.has(c.field) };
     const present = c.values.filter((v) => v !== null);
     const typed = col.numeric ? present.map(asNumber).filter((n) => n !== undefined) : present.map(asText);
     const arrayType = col.numeric ? "float8[]" : "text[]";

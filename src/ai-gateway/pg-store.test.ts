@@ -2,9 +2,8 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import { migrateArea } from "../core/db/pg-migrations.js";
 import { Postgres } from "../core/db/postgres.js";
-import { dependencyRefusal } from "../core/errors/dependency.js";
 import { createLogger } from "../core/logger.js";
-import { testPostgres } from "../core/testing/backends.js";
+import { assertPostgresUnreachable, testPostgres } from "../core/testing/backends.js";
 import { privatePostgres } from "../core/testing/services.js";
 import { LogCounts } from "./logs/counts.js";
 import { LogQueue } from "./logs/queue.js";
@@ -77,21 +76,13 @@ test("PostgreSQL unreachable: the stores' errors are the core 503 naming Postgre
   try {
     const { gateways, logs } = pgStores(pg);
     const limiter = new PgRateLimiter(pg);
-    for (const call of [
+    await assertPostgresUnreachable([
       () => gateways.get(A, "g"),
       () => gateways.create(A, "g", sampleSettings()),
       () => logs.append([sampleLog(1)]),
       () => logs.list(A, "g", { filter: { conditions: [] }, order: { by: "created_at", direction: "asc" } }),
       async () => limiter.take(gatewayLimitedTo(1, "fixed")),
-    ]) {
-      const err = await call().then(
-        () => assert.fail("expected a refusal"),
-        (e: unknown) => e,
-      );
-      const refusal = dependencyRefusal(err);
-      assert.equal(refusal?.status, 503, String(err));
-      assert.match(refusal!.message, /PostgreSQL is unreachable/);
-    }
+    ]);
   } finally {
     await pg.close();
   }

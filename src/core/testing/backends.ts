@@ -1,4 +1,6 @@
+import assert from "node:assert/strict";
 import type { TestContext } from "node:test";
+import { dependencyRefusal } from "../errors/dependency.js";
 import { migrateArea, type PgMigration } from "../db/pg-migrations.js";
 import { Postgres } from "../db/postgres.js";
 import { S3ContentStore } from "../content/s3-store.js";
@@ -28,4 +30,17 @@ export async function testContentStore(t: TestContext, prefix: string): Promise<
   const client = new S3Client(s3ClientConfig(bucket.server));
   t.after(() => client.destroy());
   return Object.assign(new S3ContentStore(client, bucket.name, `${prefix}/`), { testBucket: bucket });
+}
+
+/** Asserts that each call fails with an error the platform answers as the core 503 naming PostgreSQL. */
+export async function assertPostgresUnreachable(calls: readonly (() => Promise<unknown>)[]): Promise<void> {
+  for (const call of calls) {
+    const err = await call().then(
+      () => assert.fail("expected a refusal"),
+      (e: unknown) => e,
+    );
+    const refusal = dependencyRefusal(err);
+    assert.equal(refusal?.status, 503, String(err));
+    assert.match(refusal!.message, /PostgreSQL is unreachable/);
+  }
 }
