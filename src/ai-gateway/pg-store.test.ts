@@ -6,7 +6,7 @@ import { createLogger } from "../core/logger.js";
 import { assertPostgresUnreachable, testPostgres } from "../core/testing/backends.js";
 import { privatePostgres } from "../core/testing/services.js";
 import { LogCounts } from "./logs/counts.js";
-import { LogQueue } from "./logs/queue.js";
+import { LogQueue, MAX_WAITING_BYTES, MAX_WAITING_LOGS } from "./logs/queue.js";
 import { AI_GATEWAY_PG_MIGRATIONS } from "./pg-migrations.js";
 import { PgRateLimiter } from "./pg-rate-limiter.js";
 import { pgStores } from "./pg-store.js";
@@ -116,4 +116,27 @@ test("PostgreSQL stopped: queued logs wait in memory and are written, in order, 
     "in the order they were made",
   );
   await queue.close();
+});
+
+test("PostgreSQL unreachable: the logs waiting for it are bounded in number and in body bytes; what comes beyond is dropped", async () => {
+  const pg = new Postgres({ url: "postgres://nobody@127.0.0.1:1/none", poolSize: 1, connectTimeoutMs: 500 });
+  try {
+    const { logs } = pgStores(pg);
+    const silent = createLogger({ level: "silent" });
+    const byCount = new LogQueue(logs, new LogCounts(logs), silent);
+    for (let i = 0; i < MAX_WAITING_LOGS + 5; i++) byCount.push(sampleLog(i));
+    await byCount.flush();
+    assert.equal(byCount.pending, MAX_WAITING_LOGS, "the write failed and the logs wait, up to the bound");
+    await byCount.close();
+
+    const megabyte = Buffer.alloc(1024 * 1024); // one buffer shared by every log: the bound counts bytes per log
+    const fit = MAX_WAITING_BYTES / megabyte.length;
+    const byBytes = new LogQueue(logs, new LogCounts(logs), silent);
+    for (let i = 0; i < fit + 3; i++) byBytes.push(sampleLog(i, { request_body: megabyte }));
+    await byBytes.flush();
+    assert.equal(byBytes.pending, fit);
+    await byBytes.close();
+  } finally {
+    await pg.close();
+  }
 });
