@@ -4,7 +4,6 @@ import { dependencyRefusal } from "../errors/dependency.js";
 import { migrateArea, type PgMigration } from "../db/pg-migrations.js";
 import { Postgres } from "../db/postgres.js";
 import { S3ContentStore } from "../content/s3-store.js";
-import { dependencyRefusal } from "../errors/dependency.js";
 import { s3ClientConfig, testBucket, testDatabase, type TestBucket } from "./services.js";
 
 /**
