@@ -2,24 +2,24 @@
 // one INSERT ... ON CONFLICT ... DO UPDATE ... RETURNING per request of a limited gateway, against the in-memory
 // counter of one node. Reports per-take latency p50/p99 sequentially, and takes/s with 32 in flight on one gateway
 // (every take on the same row: the worst case) and on 32 gateways.
-// Usage: npm run build && node bench/gateway/rate-limit-pg.mjs   (EDGE_DATABASE_URL=postgres://... to use your own
-// server; otherwise it starts a private PostgreSQL 15 with the test scripts). N (sequential takes, default 5000),
+// Usage: npm run build && node bench/gateway/rate-limit-pg.mjs   (BENCH_POSTGRES_URL=postgres://superuser@host/db to
+// use a server of yours, where it creates a database of its own and drops it after; otherwise it starts a private
+// PostgreSQL 15 with the test scripts). N (sequential takes, default 5000),
 // DURATION_MS (per concurrent phase, 5000).
 import { loadavg } from "node:os";
 import { migrateArea } from "../../dist/core/db/pg-migrations.js";
 import { Postgres } from "../../dist/core/db/postgres.js";
-import { startPostgres } from "../../dist/core/testing/services.js";
+import { createDatabase, startPostgres } from "../../dist/core/testing/services.js";
 import { AI_GATEWAY_PG_MIGRATIONS } from "../../dist/ai-gateway/pg-migrations.js";
 import { PgRateLimiter } from "../../dist/ai-gateway/pg-rate-limiter.js";
 import { MemoryRateLimiter } from "../../dist/ai-gateway/proxy/rate-limiter.js";
 
 const N = Number(process.env.N ?? 5000);
 const DURATION_MS = Number(process.env.DURATION_MS ?? 5000);
-const server = process.env.EDGE_DATABASE_URL ? undefined : await startPostgres();
-const pg = new Postgres({ url: process.env.EDGE_DATABASE_URL ?? server.url, poolSize: 16 });
+const server = process.env.BENCH_POSTGRES_URL ? { url: process.env.BENCH_POSTGRES_URL, dispose() {} } : await startPostgres();
+const db = await createDatabase(server);
+const pg = new Postgres({ url: db.url, poolSize: 16 });
 try {
-  await pg.execute("DROP SCHEMA IF EXISTS ai_gateway CASCADE");
-  await pg.execute("DELETE FROM public.schema_migrations WHERE area = 'ai_gateway'").catch(() => {});
   await migrateArea(pg, "ai_gateway", AI_GATEWAY_PG_MIGRATIONS);
   const gateway = (id) => ({
     id,
@@ -75,5 +75,6 @@ try {
   );
 } finally {
   await pg.close();
-  server?.dispose();
+  await db.drop();
+  server.dispose();
 }
