@@ -7,7 +7,7 @@ import type { AnswerEngine } from "./answer.js";
 import type { DnsConfig } from "../config.js";
 import type { ZoneState } from "../zones/zone-state.js";
 import { sameAddress } from "../transfers/addresses.js";
-import { sign, type TsigKey } from "../transfers/tsig.js";
+import { sign, verifyResponse, type TsigKey } from "../transfers/tsig.js";
 
 const QR = 0x8000;
 const OPCODE_MASK = 0xf << 11;
@@ -32,7 +32,7 @@ export interface NotifyTarget {
 export class Notifier {
   private readonly timers = new Map<string, NodeJS.Timeout>();
   /** NOTIFYs sent and not acknowledged yet, by id. */
-  private readonly waiting = new Map<number, { host: string; port: number; acked: () => void }>();
+  private readonly waiting = new Map<number, { host: string; port: number; signedBy?: { key: TsigKey; mac: Buffer }; acked: () => void }>();
   private readonly sockets: Partial<Record<"udp4" | "udp6", dgram.Socket>> = {};
   private stopped = false;
 
@@ -75,7 +75,10 @@ export class Notifier {
         const flags = msg.readUInt16BE(2);
         if (!(flags & QR) || (flags & OPCODE_MASK) !== NOTIFY) return;
         const w = this.waiting.get(msg.readUInt16BE(0));
-        if (w && w.port === rinfo.port && sameAddress(w.host, rinfo.address)) w.acked();
+        if (!w || w.port !== rinfo.port || !sameAddress(w.host, rinfo.address)) return;
+        // A signed NOTIFY is acknowledged only by an answer signed with the same key.
+        if (w.signedBy && !verifyResponse(msg, w.signedBy.key, w.signedBy.mac).ok) return;
+        w.acked();
       });
       s.bind(0);
       s.unref();
@@ -94,7 +97,8 @@ export class Notifier {
       answers: [this.engine.soaRr(zs)],
     } as packet.Packet);
     // Signed when the secondary has a key: a secondary that knows one refuses unsigned NOTIFY (RFC 8945).
-    const msg = key ? sign(unsigned, key).message : unsigned;
+    const signed = key && sign(unsigned, key);
+    const msg = signed ? signed.message : unsigned;
     const sock = this.socket(isIPv6(host) ? "udp6" : "udp4");
     for (let attempt = 0; attempt < ATTEMPTS && !this.stopped; attempt++) {
       const acked = await new Promise<boolean>((resolve) => {
@@ -103,6 +107,7 @@ export class Notifier {
         this.waiting.set(id, {
           host,
           port,
+          signedBy: key && signed ? { key, mac: signed.mac } : undefined,
           acked: () => {
             clearTimeout(timer);
             resolve(true);

@@ -1,9 +1,13 @@
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
+import Cloudflare from "cloudflare";
 import * as packet from "dns-packet";
 import type { TestPlatform } from "../../core/testing/platform.js";
 import net from "node:net";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { createRecord, createZone, dig, digAvailable, encodeQuery, rcodeOf, startDnsPlatform } from "../testing/helpers.js";
 import { readTsig, sign, TsigError } from "./tsig.js";
 import { freePort, kdig, knotAvailable, startKnot, until, type Knot } from "../testing/knot.js";
@@ -120,6 +124,30 @@ describe("zone transfers: TSIG, peers, outgoing transfers and IXFR, with dig, kd
     assert.equal((await p.api("POST", `/zones/${zoneId}/secondary_dns/incoming`, { peers: [peerId], auto_refresh_seconds: 3600 })).status, 400);
   });
 
+  it("is driven by the official cloudflare SDK (dns.zoneTransfers: tsigs, peers, outgoing)", async () => {
+    const cf = new Cloudflare({ apiToken: p.token, baseURL: p.apiUrl, maxRetries: 0 });
+    const account_id = p.accountId;
+    const sdkKey = await cf.dns.zoneTransfers.tsigs.create({ account_id, name: "sdk-key.", algo: "hmac-sha512.", secret: secret() });
+    assert.equal(sdkKey.algo, "hmac-sha512.");
+    const listed = [];
+    for await (const t of cf.dns.zoneTransfers.tsigs.list({ account_id })) listed.push(t.name);
+    assert.deepEqual(listed.sort(), ["sdk-key.", "xfr-key."]);
+    const peer = await cf.dns.zoneTransfers.peers.create({ account_id, name: "sdk-peer" });
+    const updated = await cf.dns.zoneTransfers.peers.update(peer.id, { account_id, name: "sdk-peer", ip: "192.0.2.99", port: 5353, tsig_id: sdkKey.id });
+    assert.deepEqual([updated.ip, updated.port, updated.tsig_id], ["192.0.2.99", 5353, sdkKey.id]);
+    const zone = await createZone(p, "sdk-xfr.example");
+    const out = await cf.dns.zoneTransfers.outgoing.create({ zone_id: zone, name: "sdk-xfr.example.", peers: [peer.id] });
+    assert.deepEqual(out.peers, [peer.id]);
+    assert.equal(await cf.dns.zoneTransfers.outgoing.disable({ zone_id: zone }), "Disabled");
+    assert.equal(await cf.dns.zoneTransfers.outgoing.status.get({ zone_id: zone }), "Disabled");
+    assert.equal(await cf.dns.zoneTransfers.outgoing.enable({ zone_id: zone }), "Enabled");
+    assert.match(String(await cf.dns.zoneTransfers.outgoing.forceNotify({ zone_id: zone })), /NOTIFY sent to 1 peer/);
+    await cf.dns.zoneTransfers.outgoing.delete({ zone_id: zone });
+    await cf.dns.zoneTransfers.peers.delete(peer.id, { account_id });
+    await cf.dns.zoneTransfers.tsigs.delete(sdkKey.id, { account_id });
+    await assert.rejects(cf.dns.zoneTransfers.tsigs.get(sdkKey.id, { account_id }), (e: { status?: number }) => e.status === 404);
+  });
+
   it("transfers a zone with outgoing peers only to them, signed with the peer's key: unsigned or badly signed requests are refused", async (t) => {
     if (!tools) return t.skip("dig or kdig not installed");
     const signed = await dig(port, [Z, "AXFR", ...key("hmac-sha256", "xfr-key", tsigSecret)]);
@@ -186,6 +214,7 @@ zone:
     await createRecord(p, zoneId, { type: "TXT", name: "after2", content: "change two" });
     await until(async () => /change two/.test(await kdig(k.port, [`after2.${Z}`, "TXT", "+short"])), "Knot to pick up the second change");
     assert.match(k.log(), /notify, incoming/, "Knot took our signed NOTIFY (its ACL requires the key)");
+    await until(async () => /secondary acknowledged NOTIFY/.test(p.logs()), "Knot's signed acknowledgement to be accepted");
     assert.match(k.log(), /IXFR, incoming.*finished/);
     assert.doesNotMatch(k.log(), /fallback to AXFR|XFR.*failed|refresh.*failed/);
     assert.match(p.logs(), /"kind":"IXFR"/);
@@ -249,3 +278,65 @@ function tcpRaw(port: number, msg: Buffer): Promise<Buffer> {
     sock.write(framed);
   });
 }
+
+describe("transfer settings and the IXFR journal across a restart", async () => {
+  const tools = await digAvailable;
+  const stateDir = mkdtempSync(join(tmpdir(), "edge-xfr-restart-"));
+  after(() => rmSync(stateDir, { recursive: true, force: true }));
+
+  it("keeps keys (sealed), peers, outgoing transfers and the journal: IXFR after a restart spans changes from before and after it", async (t) => {
+    if (!tools) return t.skip("dig not installed");
+    const first = await startDnsPlatform([], stateDir);
+    const auth = { authorization: `Bearer ${first.p.token}` };
+    const s = secret();
+    const y = key("hmac-sha512", "restart-key", s);
+    const rrsOf = (out: string) => out.split("\n").filter((l) => l && !l.startsWith(";") && !/TSIG/.test(l));
+    const serialOf = async (port: number) => Number(rrsOf(await dig(port, [Z, "SOA", ...y]))[0].split(/\s+/)[6]);
+    let zoneId: string;
+    let start: number;
+    let peerId: string;
+    try {
+      zoneId = await createZone(first.p, Z);
+      const tsigId = (await first.p.api("POST", `/accounts/${first.p.accountId}/secondary_dns/tsigs`, { name: "restart-key", algo: "hmac-sha512", secret: s }))
+        .body.result.id;
+      peerId = (await first.p.api("POST", `/accounts/${first.p.accountId}/secondary_dns/peers`, { name: "local", ip: "127.0.0.1", tsig_id: tsigId })).body
+        .result.id;
+      assert.equal((await first.p.api("POST", `/zones/${zoneId}/secondary_dns/outgoing`, { peers: [peerId] })).status, 200);
+      assert.match(await dig(first.port, [Z, "AXFR", ...y]), /XFR size: 4 records/);
+      start = await serialOf(first.port);
+      await createRecord(first.p, zoneId, { type: "TXT", name: "before-restart", content: "one" });
+    } finally {
+      await first.p.stop();
+    }
+    const second = await startDnsPlatform([], stateDir);
+    try {
+      const after = await second.p.api("POST", `/zones/${zoneId}/dns_records`, { type: "TXT", name: "after-restart", content: "two" }, auth);
+      assert.equal(after.status, 200, JSON.stringify(after.body));
+      const now = await serialOf(second.port);
+      const rrs = rrsOf(await dig(second.port, [Z, `IXFR=${start}`, ...y]));
+      assert.deepEqual(
+        rrs.map((l) => l.split(/\s+/).slice(3, 5).join(" ")),
+        [
+          "SOA ns1.edge-platform.test.",
+          "SOA ns1.edge-platform.test.",
+          "SOA ns1.edge-platform.test.",
+          'TXT "one"',
+          "SOA ns1.edge-platform.test.",
+          "SOA ns1.edge-platform.test.",
+          'TXT "two"',
+          "SOA ns1.edge-platform.test.",
+        ],
+        "two changes, one from before the restart",
+      );
+      assert.equal(Number(rrs[0].split(/\s+/)[6]), now);
+      assert.match(await dig(second.port, [Z, "AXFR"]), /Transfer failed/, "the peer rule survived: unsigned is still refused");
+      // Deleting the zone removes its outgoing transfers: the peer is no longer in use.
+      const peers = `/accounts/${first.p.accountId}/secondary_dns/peers/${peerId}`;
+      assert.equal((await second.p.api("DELETE", peers, undefined, auth)).status, 400, "in use by the zone");
+      await second.p.api("DELETE", `/zones/${zoneId}`, undefined, auth);
+      await until(async () => (await second.p.api("DELETE", peers, undefined, auth)).status === 200, "the zone's outgoing transfers to go");
+    } finally {
+      await second.p.stop();
+    }
+  });
+});
