@@ -7,14 +7,37 @@ import type { TsigKey } from "./tsig.js";
 
 const newId = () => randomBytes(16).toString("hex");
 
+/** Entries of one kind that belong to accounts: an id of another account is answered as missing (`notFound`). */
+class AccountEntries<T extends { id: string; account_id: string }> {
+  readonly byId = new Map<string, T>();
+
+  constructor(private readonly notFound: () => Error) {}
+
+  of(accountId: string): T[] {
+    return [...this.byId.values()].filter((e) => e.account_id === accountId);
+  }
+
+  owned(accountId: string, id: string): T {
+    const e = this.byId.get(id);
+    if (!e || e.account_id !== accountId) throw this.notFound();
+    return e;
+  }
+
+  /** The entry to write: the fields under the given id (which must be the account's) or a new one. */
+  entry(accountId: string, fields: Omit<T, "id" | "account_id">, id?: string): T {
+    if (id) this.owned(accountId, id);
+    return { ...fields, id: id ?? newId(), account_id: accountId } as T;
+  }
+}
+
 /**
  * TSIG keys, peers and outgoing transfer settings in memory (the DNS server decides a transfer synchronously), kept
  * current with the store: every write goes to the store first, then here, one at a time. Reads by account never
  * show another account's entries: a foreign id is answered as missing.
  */
 export class TransferDirectory {
-  private readonly tsigs = new Map<string, TsigKeyEntry>();
-  private readonly peers = new Map<string, Peer>();
+  private readonly tsigs = new AccountEntries<TsigKeyEntry>(TransferErrors.tsigNotFound);
+  private readonly peers = new AccountEntries<Peer>(TransferErrors.peerNotFound);
   private readonly outgoing = new Map<string, Outgoing>();
   private writes: Promise<unknown> = Promise.resolve();
   private loaded?: Promise<void>;
@@ -26,8 +49,8 @@ export class TransferDirectory {
 
   load(): Promise<void> {
     return (this.loaded ??= (async () => {
-      for (const t of await this.store.listTsigs()) this.tsigs.set(t.id, t);
-      for (const p of await this.store.listPeers()) this.peers.set(p.id, p);
+      for (const t of await this.store.listTsigs()) this.tsigs.byId.set(t.id, t);
+      for (const p of await this.store.listPeers()) this.peers.byId.set(p.id, p);
       for (const o of await this.store.listOutgoing()) this.outgoing.set(o.zone_id, o);
     })());
   }
@@ -35,75 +58,67 @@ export class TransferDirectory {
   // TSIG keys
 
   tsigsOf(accountId: string): TsigKeyEntry[] {
-    return [...this.tsigs.values()].filter((t) => t.account_id === accountId);
+    return this.tsigs.of(accountId);
   }
 
   tsig(accountId: string, id: string): TsigKeyEntry {
-    const t = this.tsigs.get(id);
-    if (!t || t.account_id !== accountId) throw TransferErrors.tsigNotFound();
-    return t;
+    return this.tsigs.owned(accountId, id);
   }
 
   /** The key a server signs and verifies with. */
   tsigKey(id: string | null): TsigKey | undefined {
-    const t = id ? this.tsigs.get(id) : undefined;
+    const t = id ? this.tsigs.byId.get(id) : undefined;
     return t && { name: t.name, algorithm: t.algorithm, secret: Buffer.from(t.secret, "base64") };
   }
 
   putTsig(accountId: string, fields: Omit<TsigKeyEntry, "id" | "account_id">, id?: string): Promise<TsigKeyEntry> {
     return this.exclusive(async () => {
-      if (id) this.tsig(accountId, id);
-      const t: TsigKeyEntry = { id: id ?? newId(), account_id: accountId, ...fields };
+      const t = this.tsigs.entry(accountId, fields, id);
       await this.store.putTsig(t);
-      this.tsigs.set(t.id, t);
+      this.tsigs.byId.set(t.id, t);
       return t;
     });
   }
 
   deleteTsig(accountId: string, id: string): Promise<void> {
     return this.exclusive(async () => {
-      this.tsig(accountId, id);
-      const users = [...this.peers.values()].filter((p) => p.tsig_id === id).map((p) => p.name);
+      this.tsigs.owned(accountId, id);
+      const users = [...this.peers.byId.values()].filter((p) => p.tsig_id === id).map((p) => p.name);
       if (users.length) throw TransferErrors.tsigInUse(users);
       await this.store.deleteTsig(id);
-      this.tsigs.delete(id);
+      this.tsigs.byId.delete(id);
     });
   }
 
   // Peers
 
   peersOf(accountId: string): Peer[] {
-    return [...this.peers.values()].filter((p) => p.account_id === accountId);
+    return this.peers.of(accountId);
   }
 
   peer(accountId: string, id: string): Peer {
-    const p = this.peers.get(id);
-    if (!p || p.account_id !== accountId) throw TransferErrors.peerNotFound();
-    return p;
+    return this.peers.owned(accountId, id);
   }
 
   putPeer(accountId: string, fields: Omit<Peer, "id" | "account_id">, id?: string): Promise<Peer> {
     return this.exclusive(async () => {
-      if (id) this.peer(accountId, id);
+      const p = this.peers.entry(accountId, fields, id);
       // A peer may only use a key of its own account.
-      if (fields.tsig_id) {
-        const t = this.tsigs.get(fields.tsig_id);
-        if (!t || t.account_id !== accountId) throw TransferErrors.unknownTsig();
-      }
-      const p: Peer = { id: id ?? newId(), account_id: accountId, ...fields };
+      const t = fields.tsig_id ? this.tsigs.byId.get(fields.tsig_id) : undefined;
+      if (fields.tsig_id && t?.account_id !== accountId) throw TransferErrors.unknownTsig();
       await this.store.putPeer(p);
-      this.peers.set(p.id, p);
+      this.peers.byId.set(p.id, p);
       return p;
     });
   }
 
   deletePeer(accountId: string, id: string): Promise<void> {
     return this.exclusive(async () => {
-      this.peer(accountId, id);
+      this.peers.owned(accountId, id);
       const users = [...this.outgoing.values()].filter((o) => o.peers.includes(id)).map((o) => o.zone_id);
       if (users.length) throw TransferErrors.peerInUse(users);
       await this.store.deletePeer(id);
-      this.peers.delete(id);
+      this.peers.byId.delete(id);
     });
   }
 
@@ -116,7 +131,7 @@ export class TransferDirectory {
   /** The peers of a zone's outgoing transfers (none when it has no configuration). */
   outgoingPeers(zoneId: string): Peer[] {
     const o = this.outgoing.get(zoneId);
-    return (o?.peers ?? []).map((id) => this.peers.get(id)).filter((p): p is Peer => p !== undefined);
+    return (o?.peers ?? []).map((id) => this.peers.byId.get(id)).filter((p): p is Peer => p !== undefined);
   }
 
   /** Creates (`create`) or replaces the peer list of a zone's outgoing transfers. */
@@ -126,8 +141,7 @@ export class TransferDirectory {
       if (create && current) throw TransferErrors.outgoingExists();
       if (!create && !current) throw TransferErrors.outgoingNotFound();
       for (const id of peers) {
-        const p = this.peers.get(id);
-        if (!p || p.account_id !== zone.account_id) throw TransferErrors.unknownPeer(id);
+        if (this.peers.byId.get(id)?.account_id !== zone.account_id) throw TransferErrors.unknownPeer(id);
       }
       const o: Outgoing = current
         ? { ...current, peers: [...new Set(peers)] }
