@@ -120,6 +120,24 @@ export const ENDPOINTS: readonly Endpoint[] = [
     body: "json",
     sample: () => ({ soa: { refresh: 7200 } }),
   },
+  // Zone transfers (src/dns/transfers/routes.ts)
+  {
+    family: "zones",
+    method: "POST",
+    base: "api",
+    path: (f) => `${acct(f)}/secondary_dns/tsigs`,
+    body: "json",
+    sample: () => ({ name: "fuzz-key.", algo: "hmac-sha256.", secret: randomBytes(32).toString("base64") }),
+  },
+  {
+    family: "zones",
+    method: "POST",
+    base: "api",
+    path: (f) => `${acct(f)}/secondary_dns/peers`,
+    body: "json",
+    sample: () => ({ name: "fuzz", ip: "192.0.2.53" }),
+  },
+  { family: "zones", method: "PUT", base: "api", path: (f) => `/zones/${f.zone}/secondary_dns/outgoing`, body: "json", sample: () => ({ peers: [] }) },
 
   { family: "kv", method: "GET", base: "api", path: kv, body: "none", paginated: { maxPerPage: 1000 } },
   { family: "kv", method: "POST", base: "api", path: kv, body: "json", sample: () => ({ title: "fuzz" }) },

@@ -4,11 +4,10 @@ import * as packet from "dns-packet";
 import { UserError } from "../../core/errors.js";
 import type { Logger } from "../../core/logger.js";
 import { AnswerEngine, Rcode } from "./answer.js";
-import { axfrMessages } from "./axfr.js";
 import type { DnsConfig } from "../config.js";
-import { LogThrottle } from "./log-throttle.js";
 import type { ZoneService } from "../zones/zone-service.js";
 import { DnsTcpListener } from "./tcp.js";
+import type { TransferResponder } from "../transfers/responder.js";
 import { UdpWorkerPool } from "./udp/pool.js";
 import { createUdpSocket, WireCache } from "./wire-cache.js";
 import { formerrReply, screenQuery } from "./wire-screen.js";
@@ -20,7 +19,6 @@ const CD = 1 << 4;
 const OPCODE_MASK = 0xf << 11;
 /** What we advertise in EDNS, the size the DNS flag day 2020 settled on. */
 const EDNS_SIZE = 1232;
-const REFUSED_TRANSFER_LOG_INTERVAL_MS = 10_000;
 
 type Decoded = ReturnType<typeof packet.decode>;
 type Opt = { type: "OPT"; udpPayloadSize?: number; ednsVersion?: number; flags?: number };
@@ -37,8 +35,6 @@ export class DnsServer {
   private flushed: Promise<void> = Promise.resolve();
   private readonly udpCache = new WireCache();
   private readonly tcpCache = new WireCache();
-  /** Any client may ask for transfers as fast as it likes; the log says so at most once per interval, with how many. */
-  private readonly refusedTransfers = new LogThrottle(REFUSED_TRANSFER_LOG_INTERVAL_MS);
   port = 0;
 
   constructor(
@@ -46,6 +42,8 @@ export class DnsServer {
     private readonly zones: ZoneService,
     private readonly cfg: DnsConfig,
     private readonly log: Logger,
+    /** AXFR and IXFR: who may transfer, signed or not, whole or incremental (transfers/responder.ts). */
+    private readonly transfers: TransferResponder,
   ) {}
 
   /** Forgets every cached answer, here and in the answering processes. */
@@ -158,25 +156,24 @@ export class DnsServer {
     if (!isDecoded(q)) return q ? [q] : [];
     const question = q.questions?.length === 1 ? q.questions[0] : undefined;
     if (question && (question.type === "AXFR" || question.type === "IXFR") && ((q.flags ?? 0) & OPCODE_MASK) === 0) {
-      const zs = this.zones.named((question.name ?? "").toLowerCase().replace(/\.$/, ""));
-      const allowed = zs && this.cfg.axfrAllow.check(remote, net.isIPv6(remote) ? "ipv6" : "ipv4");
-      if (!zs || !allowed) {
-        this.refusedTransfers.hit((refused) =>
-          this.log.info({ zone: question.name, remote, refused }, zs ? "zone transfer refused" : "zone transfer for unknown zone refused"),
-        );
-        return [this.error(q, zs ? Rcode.REFUSED : Rcode.NOTAUTH)];
-      }
-      this.log.info({ zone: zs.zone.name, remote, serial: zs.zone.serial }, "zone transfer");
-      return axfrMessages(this.engine, zs, q);
+      return this.transfers.answer(this.zones.named((question.name ?? "").toLowerCase().replace(/\.$/, "")), q, msg, remote);
     }
-    const out = this.answerQuery(q, msg, true);
+    const out = this.answerMaybeSigned(q, msg, true);
     return out ? [out] : [];
   }
 
   /** One answer for one query; undefined drops it (not a query at all). */
   respond(msg: Buffer, tcp: boolean): Buffer | undefined {
     const q = this.readQuery(msg, tcp ? this.tcpCache : this.udpCache);
-    return isDecoded(q) ? this.answerQuery(q, msg, tcp) : q;
+    return isDecoded(q) ? this.answerMaybeSigned(q, msg, tcp) : q;
+  }
+
+  /** A query carrying a TSIG record gets its answer signed (or the TSIG refusal): transfers/responder.ts. */
+  private answerMaybeSigned(q: Decoded, msg: Buffer, tcp: boolean): Buffer | undefined {
+    if (!q.additionals?.some((a) => a.type === "TSIG")) return this.answerQuery(q, msg, tcp);
+    const zs = q.questions?.length === 1 ? this.zones.zoneFor((q.questions[0].name ?? "").toLowerCase().replace(/\.$/, "")) : undefined;
+    const signed = this.transfers.answerSigned(zs, msg, () => this.answerQuery(q, msg, tcp));
+    return signed === "unsigned" ? this.answerQuery(q, msg, tcp) : signed;
   }
 
   /**

@@ -1,0 +1,95 @@
+import { execFile, spawn, type ChildProcess } from "node:child_process";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+/** Whether Knot (`knotd`, Debian `knot`) and `kdig` (`knot-dnsutils`) are installed; under CI they are. */
+export const knotAvailable: Promise<boolean> = Promise.all(
+  ["knotd", "kdig"].map((bin) => new Promise<boolean>((resolve) => execFile(bin, ["-V"], (err) => resolve(!err)))),
+).then((found) => found.every(Boolean));
+
+/** A free TCP port on loopback (Knot listens on UDP and TCP; the kernel rarely gives a port taken on one only). */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once("error", reject);
+    s.listen(0, "127.0.0.1", () => {
+      const port = (s.address() as { port: number }).port;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+export interface Knot {
+  port: number;
+  dir: string;
+  log(): string;
+  stop(): Promise<void>;
+}
+
+/**
+ * Runs a private knotd (as the current user, its own config, database, zone files and control socket in a
+ * temporary directory) listening on 127.0.0.1:`port`. `config` is the YAML after the `server`/`database` sections
+ * (keys, remotes, acls, zones); `{dir}` in it is replaced by the instance's directory. Resolves once it answers.
+ */
+export async function startKnot(port: number, config: string, zoneFiles: Record<string, string> = {}): Promise<Knot> {
+  const dir = mkdtempSync(join(tmpdir(), "edge-knot-"));
+  for (const sub of ["db", "zones"]) mkdirSync(join(dir, sub));
+  for (const [name, text] of Object.entries(zoneFiles)) writeFileSync(join(dir, "zones", name), text);
+  const conf = `server:
+  rundir: ${dir}
+  listen: 127.0.0.1@${port}
+log:
+  - target: stdout
+    any: info
+database:
+  storage: ${dir}/db
+template:
+  - id: default
+    storage: ${dir}/zones
+${config.replaceAll("{dir}", dir)}
+`;
+  writeFileSync(join(dir, "knot.conf"), conf);
+  const child: ChildProcess = spawn("knotd", ["-c", join(dir, "knot.conf")], { stdio: ["ignore", "pipe", "pipe"] });
+  let output = "";
+  child.stdout!.on("data", (d: Buffer) => (output += d.toString()));
+  child.stderr!.on("data", (d: Buffer) => (output += d.toString()));
+  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+  const knot: Knot = {
+    port,
+    dir,
+    log: () => output,
+    async stop() {
+      child.kill("SIGTERM");
+      await exited;
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+  // Ready once it has said so; a hang guard, polled rather than slept.
+  const deadline = Date.now() + 30_000;
+  while (!output.includes("server started")) {
+    if (child.exitCode !== null || Date.now() > deadline) {
+      await knot.stop();
+      throw new Error(`knotd did not start:\n${output}`);
+    }
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return knot;
+}
+
+/** Runs kdig against 127.0.0.1:`port`; its stdout (kdig exits non-zero on a failed transfer, with output). */
+export function kdig(port: number, args: string[]): Promise<string> {
+  return new Promise((resolve) =>
+    execFile("kdig", [`@127.0.0.1`, "-p", String(port), "+time=3", "+retry=2", ...args], (_err, stdout, stderr) => resolve(stdout + stderr)),
+  );
+}
+
+/** Polls until `check` holds (a hang guard of `ms`), for conditions another process brings about. */
+export async function until(check: () => Promise<boolean>, what: string, ms = 30_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}

@@ -1,0 +1,25 @@
+import { EdgeError } from "../../core/errors.js";
+
+/** Error codes of the secondary_dns routes (ours: the hosted API's codes for these are not known). */
+export const TransferCodes = { validation: 1004, notFound: 1003, inUse: 1005 } as const;
+
+const invalid = (message: string, pointer?: string) => new EdgeError(400, TransferCodes.validation, message, { pointer });
+
+export const TransferErrors = {
+  invalid,
+  tsigNotFound: () => new EdgeError(404, TransferCodes.notFound, "TSIG not found"),
+  peerNotFound: () => new EdgeError(404, TransferCodes.notFound, "Peer not found"),
+  outgoingNotFound: () => new EdgeError(404, TransferCodes.notFound, "This zone has no outgoing transfer configuration"),
+  outgoingExists: () => invalid("This zone already has an outgoing transfer configuration; change it with PUT"),
+  tsigInUse: (peers: string[]) => new EdgeError(400, TransferCodes.inUse, `The TSIG is used by peer(s) ${peers.join(", ")}; remove it from them first`),
+  peerInUse: (zones: string[]) =>
+    new EdgeError(400, TransferCodes.inUse, `The peer is used by the outgoing transfers of zone(s) ${zones.join(", ")}; remove it from them first`),
+  unknownTsig: () => invalid("tsig_id: no TSIG with that id in this account", "/tsig_id"),
+  unknownPeer: (id: string) => invalid(`peers: no peer ${id} in this zone's account`, "/peers"),
+  incomingUnsupported: () =>
+    new EdgeError(
+      400,
+      TransferCodes.validation,
+      "Secondary zones (incoming transfers) are not supported yet: this platform is a primary only; configure outgoing transfers instead",
+    ),
+};

@@ -1,0 +1,125 @@
+import type { Logger } from "../../core/logger.js";
+import type { AnswerEngine } from "../server/answer.js";
+import { wireRr, zoneContent } from "../server/axfr.js";
+import type { ZoneState } from "../zones/zone-state.js";
+import type { JournalEntry } from "./model.js";
+import type { JournalBounds, TransferStore } from "./store.js";
+
+/** What the journal keeps per zone unless told otherwise: enough for a secondary that missed a day of busy edits. */
+export const DEFAULT_JOURNAL_BOUNDS: JournalBounds = { maxEntries: 1000, maxRecords: 100_000 };
+
+/** A zone as a secondary last could have seen it: its serial, SOA and every other record, by wire bytes. */
+interface Snapshot {
+  serial: number;
+  soa: Buffer;
+  rrs: Set<string>;
+}
+
+const snapshotKey = (b: Buffer) => b.toString("latin1");
+
+/**
+ * The IXFR journal (RFC 1995): for each serial change of a zone, which records a secondary must remove and add. The
+ * difference is taken between what a transfer would send before and after the change, so synthesized records
+ * (proxied names as edge addresses, flattened CNAMEs) and DNS settings changes are journaled exactly as sent.
+ *
+ * A zone is journaled once someone may hold a copy: from its first transfer since start, or from start when its
+ * journal in the store continues to the zone's current serial. Each change is kept in memory (the server answers
+ * IXFR synchronously) and in the store, within `bounds` per zone; older changes are dropped and a secondary that
+ * asks from before them gets the whole zone (AXFR) instead.
+ */
+export class TransferJournal {
+  private readonly snapshots = new Map<string, Snapshot>();
+  private readonly entries = new Map<string, JournalEntry[]>();
+  private writes: Promise<unknown> = Promise.resolve();
+
+  constructor(
+    private readonly store: TransferStore,
+    private readonly engine: AnswerEngine,
+    private readonly log: Logger,
+    private readonly bounds: JournalBounds = DEFAULT_JOURNAL_BOUNDS,
+  ) {}
+
+  /** Picks up the stored journals of the zones, dropping those that do not end at the zone's serial. */
+  async load(zones: Iterable<ZoneState>): Promise<void> {
+    for (const zs of zones) {
+      const stored = await this.store.journal(zs.zone.id);
+      if (stored.length === 0) continue;
+      if (stored[stored.length - 1].to_serial !== zs.zone.serial) {
+        await this.store.deleteJournal(zs.zone.id);
+        continue;
+      }
+      this.entries.set(zs.zone.id, stored);
+      this.snapshots.set(zs.zone.id, this.snapshot(zs));
+    }
+  }
+
+  /** A transfer of the zone is being served: from now on its changes are journaled. */
+  watch(zs: ZoneState): void {
+    if (!this.snapshots.has(zs.zone.id)) this.snapshots.set(zs.zone.id, this.snapshot(zs));
+  }
+
+  /** Called after every change of a zone (records or settings): journals what changed for its secondaries. */
+  changed(zs: ZoneState): void {
+    const before = this.snapshots.get(zs.zone.id);
+    if (!before || before.serial === zs.zone.serial) return;
+    const after = this.snapshot(zs);
+    this.snapshots.set(zs.zone.id, after);
+    const removed = [...before.rrs].filter((k) => !after.rrs.has(k)).map((k) => Buffer.from(k, "latin1"));
+    const added = [...after.rrs].filter((k) => !before.rrs.has(k)).map((k) => Buffer.from(k, "latin1"));
+    const entry: JournalEntry = { from_serial: before.serial, to_serial: after.serial, from_soa: before.soa, to_soa: after.soa, removed, added };
+    const list = [...(this.entries.get(zs.zone.id) ?? []), entry];
+    // The same bounds as the store's, so memory and store drop the same changes.
+    let records = 0;
+    let keep = 0;
+    for (let i = list.length - 1; i >= 0; i--) {
+      records += list[i].removed.length + list[i].added.length;
+      if (list.length - i > this.bounds.maxEntries || records > this.bounds.maxRecords) break;
+      keep++;
+    }
+    this.entries.set(zs.zone.id, list.slice(list.length - keep));
+    this.persist(() => this.store.appendJournal(zs.zone.id, entry, this.bounds), zs);
+  }
+
+  /** The zone is gone: so is its journal. */
+  deleted(zoneId: string): void {
+    this.snapshots.delete(zoneId);
+    this.entries.delete(zoneId);
+    this.persist(() => this.store.deleteJournal(zoneId));
+  }
+
+  /**
+   * The records of an incremental transfer from `fromSerial` to the zone's current serial (RFC 1995 §4): the
+   * current SOA, then for each change the old SOA, what it removed, the new SOA, what it added, and the current SOA
+   * again. Only the current SOA when the secondary is up to date; undefined when the journal does not reach back
+   * to `fromSerial` (the caller sends the whole zone).
+   */
+  incremental(zs: ZoneState, fromSerial: number): Buffer[] | undefined {
+    const current = wireRr(this.engine.soaRr(zs));
+    if (fromSerial === zs.zone.serial) return [current];
+    const list = this.entries.get(zs.zone.id) ?? [];
+    const start = list.findIndex((e) => e.from_serial === fromSerial);
+    if (start < 0 || list[list.length - 1].to_serial !== zs.zone.serial) return undefined;
+    const out = [current];
+    for (const e of list.slice(start)) out.push(e.from_soa, ...e.removed, e.to_soa, ...e.added);
+    out.push(current);
+    return out;
+  }
+
+  private snapshot(zs: ZoneState): Snapshot {
+    return {
+      serial: zs.zone.serial,
+      soa: wireRr(this.engine.soaRr(zs)),
+      rrs: new Set(zoneContent(this.engine, zs).map((r) => snapshotKey(wireRr(r)))),
+    };
+  }
+
+  /** Store writes in order, in the background: a failure is logged, and costs only the IXFR (AXFR still works). */
+  private persist(write: () => Promise<void>, zs?: ZoneState): void {
+    this.writes = this.writes.then(write).catch((err) => this.log.warn({ err, zone: zs?.zone.name }, "could not write the IXFR journal"));
+  }
+
+  /** Resolves once every journal write so far is in the store. */
+  flushed(): Promise<unknown> {
+    return this.writes;
+  }
+}

@@ -1,0 +1,63 @@
+import type { ServiceContext } from "../../core/service.js";
+import { SecretBox } from "../../core/secret-box.js";
+import type { Logger } from "../../core/logger.js";
+import type { DnsConfig } from "../config.js";
+import type { AnswerEngine } from "../server/answer.js";
+import type { NotifyTarget } from "../server/notify.js";
+import type { ZoneService } from "../zones/zone-service.js";
+import type { ZoneState } from "../zones/zone-state.js";
+import { TransferDirectory } from "./directory.js";
+import { TransferJournal } from "./journal.js";
+import { TransferResponder } from "./responder.js";
+import { TRANSFER_MIGRATIONS } from "./sqlite-migrations.js";
+import { SqliteTransferStore } from "./sqlite-store.js";
+
+/** The transfers area as the DNS service uses it: its state, the AXFR/IXFR answers, and where NOTIFY goes. */
+export interface Transfers {
+  directory: TransferDirectory;
+  journal: TransferJournal;
+  responder: TransferResponder;
+  /** A zone's secondaries: its outgoing peers when it has an outgoing configuration, else the --notify targets. */
+  notifyTargets(zs: ZoneState): NotifyTarget[];
+  /** Reads the state; once, before the API or the server starts. */
+  load(): Promise<void>;
+  /** To call after every zone change. */
+  zoneChanged(zs: ZoneState, kind: "records" | "settings" | "created" | "deleted"): void;
+}
+
+export function createTransfers(ctx: ServiceContext, zones: ZoneService, engine: AnswerEngine, cfg: DnsConfig, log: Logger): Transfers {
+  const store = new SqliteTransferStore(ctx.openDb("dns-transfers", TRANSFER_MIGRATIONS), SecretBox.load(ctx.config.stateDir));
+  const directory = new TransferDirectory(store, log);
+  const journal = new TransferJournal(store, engine, log);
+  const responder = new TransferResponder(engine, directory, journal, cfg.axfrAllow, log);
+  let loaded: Promise<void> | undefined;
+  return {
+    directory,
+    journal,
+    responder,
+    notifyTargets(zs) {
+      const outgoing = directory.outgoingOf(zs.zone.id);
+      if (!outgoing) return cfg.notifyTargets;
+      if (!outgoing.enabled) return [];
+      return directory
+        .outgoingPeers(zs.zone.id)
+        .filter((p) => p.ip)
+        .map((p) => ({ host: p.ip!, port: p.port, key: directory.tsigKey(p.tsig_id) }));
+    },
+    load() {
+      return (loaded ??= (async () => {
+        await zones.load();
+        await directory.load();
+        await journal.load(zones.all());
+      })());
+    },
+    zoneChanged(zs, kind) {
+      if (kind === "deleted") {
+        journal.deleted(zs.zone.id);
+        void directory
+          .deleteOutgoing(zs.zone.id)
+          .catch((err) => log.warn({ err, zone: zs.zone.name }, "could not remove the outgoing transfers of a deleted zone"));
+      } else journal.changed(zs);
+    },
+  };
+}
