@@ -9,24 +9,41 @@ import { DnsServer } from "./server/server.js";
 import { DNS_MIGRATIONS } from "./sqlite-migrations.js";
 import { SqliteDnsStore } from "./sqlite-store.js";
 import { ZoneService } from "./zones/zone-service.js";
+import { SecretBox } from "../core/secret-box.js";
+import { DnssecService } from "./dnssec/dnssec-service.js";
+import { registerDnssecRoutes } from "./dnssec/routes.js";
+import { DNSSEC_MIGRATIONS } from "./dnssec/sqlite-migrations.js";
+import { SqliteDnssecStore } from "./dnssec/sqlite-store.js";
+
+/** How often signatures due for replacement are looked for (dnssec/signer.ts: replaced after 7 of their 14 days). */
+const SIGNATURE_SWEEP_MS = 3600_000;
 
 /** Zones and records over the v4 API, and the authoritative server answering from the same memory. */
 export function createDnsService(ctx: ServiceContext): EdgeService {
   const cfg = readDnsConfig(ctx.options(serveOptions));
   const zones = new ZoneService(new SqliteDnsStore(ctx.openDb("dns", DNS_MIGRATIONS)));
   const log = ctx.log.child({ service: "dns" });
-  const engine = new AnswerEngine(zones, cfg);
+  const dnssec = new DnssecService(
+    new SqliteDnssecStore(ctx.openDb("dnssec", DNSSEC_MIGRATIONS), SecretBox.load(ctx.config.stateDir)),
+    { rolloverWaitSeconds: cfg.dnssecRolloverWait },
+    // A change of keys or of signing empties the answer caches (the server is made below; this runs only later).
+    () => server.invalidate(),
+  );
+  const engine = new AnswerEngine(zones, cfg, dnssec);
   const server = new DnsServer(engine, zones, cfg, log);
+  let sweep: NodeJS.Timeout | undefined;
   const notifier = new Notifier(cfg, engine, log);
   zones.onChange((zs, kind) => {
     server.invalidate();
-    if (kind !== "deleted") notifier.schedule(zs);
+    if (kind === "deleted") void dnssec.remove(zs.zone.id).catch((err) => log.error({ err, zone: zs.zone.name }, "dnssec keys of a deleted zone not removed"));
+    else notifier.schedule(zs);
   });
   return {
     name: "dns",
     async registerApi(app) {
       // The API and the server answer from the zones in memory: read them before either starts.
       await zones.load();
+      await dnssec.load();
       // A change is answered by every UDP answering process once its API call returns: wait for their flush.
       app.addHook("onSend", async (_req, _reply, payload) => {
         await server.synced();
@@ -35,12 +52,19 @@ export function createDnsService(ctx: ServiceContext): EdgeService {
       registerZoneRoutes(app, zones, cfg);
       registerSettingsRoutes(app, zones, cfg);
       await registerRecordRoutes(app, zones, cfg);
+      registerDnssecRoutes(app, zones, dnssec);
     },
     async start() {
       await zones.load();
+      await dnssec.load();
       await server.start();
+      // Answer caches hold signatures inside finished answers: they are emptied when one is due for replacement.
+      sweep = setInterval(() => {
+        if (dnssec.signer.sweep()) server.invalidate();
+      }, SIGNATURE_SWEEP_MS).unref();
     },
     async stop() {
+      clearInterval(sweep);
       notifier.stop();
       await server.stop();
     },

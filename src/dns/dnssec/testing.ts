@@ -1,0 +1,50 @@
+import { execFile } from "node:child_process";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import * as packet from "dns-packet";
+import type { TestPlatform } from "../../core/testing/platform.js";
+import { udpAsk } from "../testing/helpers.js";
+
+/** Whether BIND's `delv` (Debian bind9-dnsutils) is installed; under CI it must be (.ci/run installs it). */
+export const delvAvailable: Promise<boolean> = new Promise((resolve) => execFile("delv", ["-v"], (err) => resolve(!err)));
+
+/**
+ * Writes a trust-anchors file holding the zone's KSK as GET /dnssec shows it, the form delv 9.18 reads with -a.
+ * Returns its path.
+ */
+export async function writeTrustAnchor(p: TestPlatform, zoneId: string, dir: string): Promise<string> {
+  const r = await p.api("GET", `/zones/${zoneId}/dnssec`);
+  const d = r.body.result;
+  const zone = d.ds.split(" ")[0];
+  const file = join(dir, `${zone}anchor.conf`);
+  writeFileSync(file, `trust-anchors {\n  "${zone}" static-key ${d.flags} 3 ${d.algorithm} "${d.public_key}";\n};\n`);
+  return file;
+}
+
+/**
+ * Asks our server through delv, validating from the zone's own KSK (`+root=<zone>` makes it the only trust anchor):
+ * its output, which says "; fully validated" (or "; negative response, fully validated") when every signature on
+ * the way checks out, and "resolution failed" otherwise.
+ */
+export function delv(port: number, anchor: string, zone: string, name: string, type: string): Promise<string> {
+  return new Promise((resolve, reject) =>
+    execFile(
+      "delv",
+      ["@127.0.0.1", "-p", String(port), "-a", anchor, `+root=${zone}`, "+nosplit", "+rtrace", name, type],
+      { timeout: 20_000 },
+      (err, stdout, stderr) => (err && !stdout && !stderr ? reject(err) : resolve(stdout + stderr)),
+    ),
+  );
+}
+
+/** One query with EDNS, the DO bit set or not, over UDP; the decoded answer. */
+export async function askDo(port: number, name: string, type: string, dnssecOk: boolean, udpSize = 4096): Promise<ReturnType<typeof packet.decode>> {
+  const q = packet.encode({
+    type: "query",
+    id: Math.floor(Math.random() * 65536),
+    flags: 0,
+    questions: [{ type: type as packet.RecordType, name, class: "IN" }],
+    additionals: [{ type: "OPT", name: ".", udpPayloadSize: udpSize, flags: dnssecOk ? packet.DNSSEC_OK : 0 } as packet.Answer],
+  });
+  return packet.decode(await udpAsk(port, q));
+}
