@@ -120,6 +120,8 @@ export const ENDPOINTS: readonly Endpoint[] = [
     body: "json",
     sample: () => ({ soa: { refresh: 7200 } }),
   },
+  { family: "dns_records", method: "GET", base: "api", path: (f) => `/zones/${f.zone}/dnssec`, body: "none" },
+  { family: "dns_records", method: "PATCH", base: "api", path: (f) => `/zones/${f.zone}/dnssec`, body: "json", sample: () => ({ status: "disabled" }) },
 
   { family: "kv", method: "GET", base: "api", path: kv, body: "none", paginated: { maxPerPage: 1000 } },
   { family: "kv", method: "POST", base: "api", path: kv, body: "json", sample: () => ({ title: "fuzz" }) },

@@ -4,17 +4,17 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import type { TestPlatform } from "../../core/testing/platform.js";
-import { createRecord, createZone, dig, startDnsPlatform, tcpQuery } from "../testing/helpers.js";
+import { createRecord, createZone, dig, digAvailable, encodeQuery, rcodeOf, startDnsPlatform, tcpQuery } from "../testing/helpers.js";
 import { askDo, delv, delvAvailable, writeTrustAnchor } from "./testing.js";
-import * as packet from "dns-packet";
 
 const ZONE = "signed.example";
 const VALID = /; fully validated/;
 const NEGATIVE_VALID = /; negative response, fully validated/;
 
-const rrsigsOf = (section: { type: string }[] = []) => section.filter((r) => r.type === "RRSIG");
+type Rrsig = { name: string; type: "RRSIG"; data: { typeCovered: string; keyTag: number } };
+const rrsigsOf = (section: { type: string }[] = []) => section.filter((r) => r.type === "RRSIG") as unknown as Rrsig[];
 
-describe("DNSSEC online signing, validated by delv from the zone's KSK", { skip: process.env.EDGE_TEST_REQUIRE_SERVICES ? false : undefined }, async () => {
+describe("DNSSEC online signing, validated by delv from the zone's KSK", async () => {
   const haveDelv = await delvAvailable;
   let p: TestPlatform;
   let port: number;
@@ -79,5 +79,67 @@ describe("DNSSEC online signing, validated by delv from the zone's KSK", { skip:
   it("validates a record added after signing, without enabling again", { skip: !haveDelv && "delv is not installed" }, async () => {
     await createRecord(p, zoneId, { type: "TXT", name: "late", content: "added later" });
     assert.match(await validated(`late.${ZONE}`, "TXT"), /added later/);
+  });
+
+  it("signs only for queries with the DO bit: dig +dnssec shows RRSIGs, plain dig none, and NXDOMAIN stays NXDOMAIN without DO", async () => {
+    const plain = await askDo(port, `www.${ZONE}`, "A", false);
+    assert.equal(rrsigsOf(plain.answers).length, 0);
+    assert.equal(((plain.additionals ?? []).find((a) => a.type === "OPT") as { flags?: number }).flags ?? 0, 0, "DO not echoed when not asked");
+    const signed = await askDo(port, `www.${ZONE}`, "A", true);
+    assert.equal(rrsigsOf(signed.answers).length, 1);
+    assert.ok(((signed.additionals ?? []).find((a) => a.type === "OPT") as { flags?: number }).flags! & 0x8000, "DO echoed");
+    const nxPlain = await askDo(port, `nope.${ZONE}`, "A", false);
+    assert.equal(rcodeOf(nxPlain), 3, "NXDOMAIN without DO");
+    assert.deepEqual(
+      nxPlain.authorities?.map((a) => a.type),
+      ["SOA"],
+    );
+    const nxSigned = await askDo(port, `nope.${ZONE}`, "A", true);
+    assert.equal(rcodeOf(nxSigned), 0, "compact denial: NOERROR with an NSEC listing NXNAME");
+    const nsec = nxSigned.authorities?.find((a) => a.type === "NSEC") as { name: string; data: { nextDomain: string; rrtypes: string[] } };
+    assert.equal(nsec.name, `nope.${ZONE}`);
+    assert.deepEqual(nsec.data.rrtypes.sort(), ["NSEC", "RRSIG", "UNKNOWN_128"]);
+    if (await digAvailable) {
+      assert.match(await dig(port, ["+dnssec", `www.${ZONE}`, "A"]), /\tRRSIG\tA 13 3 300 /);
+      assert.doesNotMatch(await dig(port, [`www.${ZONE}`, "A"]), /RRSIG/);
+    }
+  });
+
+  it("leaves the NS and glue of a delegation unsigned, and signs the DS the parent holds", async () => {
+    const referral = await askDo(port, `host.sub.${ZONE}`, "A", true);
+    assert.equal(referral.answers?.length, 0);
+    assert.deepEqual(
+      rrsigsOf(referral.authorities).map((r) => r.data.typeCovered),
+      ["NSEC"],
+      "only the NSEC proving there is no DS is signed, not the NS",
+    );
+    assert.equal(rrsigsOf(referral.additionals).length, 0, "glue is never signed");
+    assert.ok(referral.additionals?.some((a) => a.type === "A" && a.name === `ns.sub.${ZONE}`));
+
+    await createRecord(p, zoneId, {
+      type: "DS",
+      name: "sub",
+      data: { key_tag: 12345, algorithm: 13, digest_type: 2, digest: "ab".repeat(32) },
+    });
+    const secure = await askDo(port, `host.sub.${ZONE}`, "A", true);
+    assert.deepEqual(secure.authorities?.map((a) => a.type).sort(), ["DS", "NS", "RRSIG"]);
+    assert.equal(rrsigsOf(secure.authorities)[0].data.typeCovered, "DS");
+    if (haveDelv) assert.match(await validated(`sub.${ZONE}`, "DS"), /12345 13 2/);
+  });
+
+  it("truncates a signed answer past the client's EDNS size, and TCP carries it whole", async () => {
+    for (let i = 0; i < 4; i++) await createRecord(p, zoneId, { type: "TXT", name: "big", content: `${i}${"x".repeat(200)}` });
+    const udp = await askDo(port, `big.${ZONE}`, "TXT", true, 512);
+    assert.ok((udp.flags ?? 0) & (1 << 9), "TC set");
+    assert.equal(udp.answers?.length, 0);
+    const [tcp] = await tcpQuery(port, encodeQuery(`big.${ZONE}`, "TXT", { edns: 512, dnssecOk: true }));
+    assert.equal(tcp.answers?.filter((a) => a.type === "TXT").length, 4);
+    assert.equal(rrsigsOf(tcp.answers).length, 1);
+    if (await digAvailable) {
+      const out = await dig(port, ["+dnssec", "+bufsize=512", `big.${ZONE}`, "TXT"]);
+      assert.match(out, /Truncated, retrying in TCP mode/);
+      assert.match(out, /RRSIG\tTXT 13 3/);
+    }
+    if (haveDelv) await validated(`big.${ZONE}`, "TXT");
   });
 });

@@ -3,7 +3,7 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import * as packet from "dns-packet";
 import type { TestPlatform } from "../../core/testing/platform.js";
-import { udpAsk } from "../testing/helpers.js";
+import { encodeQuery, udpAsk } from "../testing/helpers.js";
 
 /** Whether BIND's `delv` (Debian bind9-dnsutils) is installed; under CI it must be (.ci/run installs it). */
 export const delvAvailable: Promise<boolean> = new Promise((resolve) => execFile("delv", ["-v"], (err) => resolve(!err)));
@@ -39,12 +39,5 @@ export function delv(port: number, anchor: string, zone: string, name: string, t
 
 /** One query with EDNS, the DO bit set or not, over UDP; the decoded answer. */
 export async function askDo(port: number, name: string, type: string, dnssecOk: boolean, udpSize = 4096): Promise<ReturnType<typeof packet.decode>> {
-  const q = packet.encode({
-    type: "query",
-    id: Math.floor(Math.random() * 65536),
-    flags: 0,
-    questions: [{ type: type as packet.RecordType, name, class: "IN" }],
-    additionals: [{ type: "OPT", name: ".", udpPayloadSize: udpSize, flags: dnssecOk ? packet.DNSSEC_OK : 0 } as packet.Answer],
-  });
-  return packet.decode(await udpAsk(port, q));
+  return packet.decode(await udpAsk(port, encodeQuery(name, type, { edns: udpSize, dnssecOk })));
 }
