@@ -1,10 +1,11 @@
 import assert from "node:assert/strict";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import type { TestPlatform } from "../../core/testing/platform.js";
 import { createRecord, createZone, dig, digAvailable, encodeQuery, rcodeOf, startDnsPlatform, tcpQuery } from "../testing/helpers.js";
+import { dnskeyRdata, generateKey, keyTag } from "./keys.js";
 import { askDo, delv, delvAvailable, writeTrustAnchor } from "./testing.js";
 
 const ZONE = "signed.example";
@@ -41,7 +42,7 @@ describe("DNSSEC online signing, validated by delv from the zone's KSK", async (
     await createRecord(p, zoneId, { type: "A", name: "ns.sub", content: "203.0.113.53" });
     const on = await p.api("PATCH", `/zones/${zoneId}/dnssec`, { status: "active" });
     assert.equal(on.status, 200, JSON.stringify(on.body));
-    anchor = await writeTrustAnchor(p, zoneId, dir);
+    anchor = await writeTrustAnchor(p, zoneId, join(dir, "anchor.conf"));
   });
   after(async () => {
     await p?.dispose();
@@ -141,5 +142,83 @@ describe("DNSSEC online signing, validated by delv from the zone's KSK", async (
       assert.match(out, /RRSIG\tTXT 13 3/);
     }
     if (haveDelv) await validated(`big.${ZONE}`, "TXT");
+  });
+
+  /** What a resolver sees of the keys at one moment: the key tags of the DNSKEY set, and of the signatures on an answer and on the DNSKEY set. */
+  const snapshot = async () => {
+    const keys = await askDo(port, ZONE, "DNSKEY", true);
+    const www = await askDo(port, `www.${ZONE}`, "A", true);
+    const published = (keys.answers ?? [])
+      .filter((a) => a.type === "DNSKEY")
+      .map((a) => keyTag(dnskeyRdata((a.data as { flags: number }).flags, (a.data as { key: Buffer }).key)));
+    return {
+      published: new Set(published),
+      answerSigners: new Set(rrsigsOf(www.answers).map((r) => r.data.keyTag)),
+      keySigners: new Set(rrsigsOf(keys.answers).map((r) => r.data.keyTag)),
+    };
+  };
+  type Snapshot = Awaited<ReturnType<typeof snapshot>>;
+  const subset = (a: Set<number>, b: Set<number>) => [...a].every((x) => b.has(x));
+  /**
+   * No validation gap between two consecutive stages: a resolver holding the DNSKEY set of one validates the
+   * signatures of the other, both ways (cached keys with new signatures, cached signatures with new keys).
+   */
+  const noGap = (before: Snapshot, after: Snapshot, step: string) => {
+    assert.ok(subset(after.answerSigners, before.published), `${step}: new signatures made by a key resolvers already know`);
+    assert.ok(subset(before.answerSigners, after.published), `${step}: signatures still cached validate with the new DNSKEY set`);
+  };
+  const rollover = async (key: "zsk" | "ksk") => {
+    const r = await p.api("POST", `/zones/${zoneId}/dnssec/rollover`, { key });
+    assert.equal(r.status, 200, JSON.stringify(r.body));
+    return r.body.result;
+  };
+
+  it("rolls the ZSK by pre-publication: every stage validates, with no gap between stages", async () => {
+    const stages = [await snapshot()];
+    assert.equal(stages[0].published.size, 2);
+    const started = await rollover("zsk");
+    assert.equal(started.rollover.stage, "publish");
+    stages.push(await snapshot());
+    assert.equal(stages[1].published.size, 3, "the new ZSK is published before it signs");
+    assert.deepEqual(stages[1].answerSigners, stages[0].answerSigners, "the old ZSK still signs");
+    if (haveDelv) await validated(`www.${ZONE}`, "A");
+    assert.equal((await rollover("zsk")).rollover.stage, "retire");
+    stages.push(await snapshot());
+    assert.notDeepEqual(stages[2].answerSigners, stages[1].answerSigners, "the new ZSK signs");
+    assert.equal(stages[2].published.size, 3, "the old ZSK stays published while its signatures may be cached");
+    if (haveDelv) await validated(`www.${ZONE}`, "A");
+    assert.equal((await rollover("zsk")).rollover, null);
+    stages.push(await snapshot());
+    assert.equal(stages[3].published.size, 2, "the old ZSK is gone");
+    if (haveDelv) {
+      await validated(`www.${ZONE}`, "A");
+      await validated(`nope.${ZONE}`, "A", NEGATIVE_VALID);
+    }
+    for (let i = 1; i < stages.length; i++) noGap(stages[i - 1], stages[i], `stage ${i}`);
+    assert.deepEqual(stages[3].keySigners, stages[0].keySigners, "the KSK is untouched");
+  });
+
+  it("rolls the KSK by double signature: both DS validate during the change, only the new one after", async () => {
+    const oldAnchor = anchor;
+    const started = await rollover("ksk");
+    assert.equal(started.rollover.stage, "ds-change");
+    assert.equal(started.ds_records.length, 2, "both DS records, for the registrar to hold during the change");
+    const during = await snapshot();
+    assert.equal(during.keySigners.size, 2, "the DNSKEY set is signed by both KSKs");
+    const newAnchor = await writeTrustAnchor(p, zoneId, join(dir, "new-anchor.conf"));
+    if (haveDelv) {
+      assert.match(await delv(port, oldAnchor, ZONE, `www.${ZONE}`, "A"), VALID);
+      assert.match(await delv(port, newAnchor, ZONE, `www.${ZONE}`, "A"), VALID);
+    }
+    assert.equal((await rollover("ksk")).ds_records.length, 1);
+    if (haveDelv) {
+      assert.match(await delv(port, newAnchor, ZONE, `www.${ZONE}`, "A"), VALID);
+      assert.doesNotMatch(await delv(port, oldAnchor, ZONE, `www.${ZONE}`, "A"), VALID, "the old KSK no longer anchors the zone");
+      // And a key the zone never had anchors nothing: delv does fail when it should.
+      const stranger = generateKey("ksk");
+      const strangerAnchor = join(dir, "stranger.conf");
+      writeFileSync(strangerAnchor, `trust-anchors { "${ZONE}." static-key 257 3 13 "${stranger.public_key}"; };\n`);
+      assert.doesNotMatch(await delv(port, strangerAnchor, ZONE, `www.${ZONE}`, "A"), VALID);
+    }
   });
 });

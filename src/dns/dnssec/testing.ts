@@ -1,6 +1,5 @@
 import { execFile } from "node:child_process";
 import { writeFileSync } from "node:fs";
-import { join } from "node:path";
 import * as packet from "dns-packet";
 import type { TestPlatform } from "../../core/testing/platform.js";
 import { encodeQuery, udpAsk } from "../testing/helpers.js";
@@ -9,14 +8,13 @@ import { encodeQuery, udpAsk } from "../testing/helpers.js";
 export const delvAvailable: Promise<boolean> = new Promise((resolve) => execFile("delv", ["-v"], (err) => resolve(!err)));
 
 /**
- * Writes a trust-anchors file holding the zone's KSK as GET /dnssec shows it, the form delv 9.18 reads with -a.
- * Returns its path.
+ * Writes `file`: a trust-anchors clause holding the zone's KSK as GET /dnssec shows it (the newest during a KSK
+ * rollover), the form delv 9.18 reads with -a. Returns the path.
  */
-export async function writeTrustAnchor(p: TestPlatform, zoneId: string, dir: string): Promise<string> {
+export async function writeTrustAnchor(p: TestPlatform, zoneId: string, file: string): Promise<string> {
   const r = await p.api("GET", `/zones/${zoneId}/dnssec`);
   const d = r.body.result;
   const zone = d.ds.split(" ")[0];
-  const file = join(dir, `${zone}anchor.conf`);
   writeFileSync(file, `trust-anchors {\n  "${zone}" static-key ${d.flags} 3 ${d.algorithm} "${d.public_key}";\n};\n`);
   return file;
 }
