@@ -35,6 +35,7 @@ describe("DNSSEC online signing, validated by delv from the zone's KSK", async (
     await createRecord(p, zoneId, { type: "AAAA", name: "www", content: "2001:db8::5", ttl: 300 });
     await createRecord(p, zoneId, { type: "CNAME", name: "@", content: `www.${ZONE}` });
     await createRecord(p, zoneId, { type: "CNAME", name: "alias", content: `www.${ZONE}` });
+    await createRecord(p, zoneId, { type: "CNAME", name: "dangling", content: `missing.${ZONE}` });
     await createRecord(p, zoneId, { type: "A", name: "edge", content: "203.0.113.9", proxied: true });
     await createRecord(p, zoneId, { type: "TXT", name: "*.wild", content: "wildcard" });
     await createRecord(p, zoneId, { type: "MX", name: "mail", content: `MX.${ZONE}`, priority: 10 });
@@ -72,7 +73,10 @@ describe("DNSSEC online signing, validated by delv from the zone's KSK", async (
     await validated(`www.${ZONE}`, "TXT", NEGATIVE_VALID);
     await validated(`edge.${ZONE}`, "MX", NEGATIVE_VALID);
     await validated(`anything.wild.${ZONE}`, "A", NEGATIVE_VALID);
-    await validated(`alias-to-nothing.${ZONE}`, "A", NEGATIVE_VALID);
+    // A CNAME whose target does not exist: the CNAME signed, the target denied.
+    assert.match(await validated(`dangling.${ZONE}`, "A", /fully validated/), /CNAME\s+missing\.signed\.example/);
+    // NODATA at the flattened apex: its NSEC must not call the apex an alias.
+    await validated(ZONE, "TXT", NEGATIVE_VALID);
     // DS at an insecure delegation: the parent's NSEC proves there is none.
     await validated(`sub.${ZONE}`, "DS", NEGATIVE_VALID);
   });

@@ -139,8 +139,13 @@ export class AnswerEngine {
   private typesAt(zs: ZoneState, name: string): string[] {
     const here = zs.at(name);
     if (name !== zs.zone.name && here.some((r) => r.type === "NS")) return [...new Set(here.map((r) => this.rr(r, name).type))];
-    const candidates = new Set<string>(["A", "AAAA", "HTTPS", "CNAME", ...(this.wildcardOrOwn(zs, name) ?? []).map((r) => r.type)]);
+    const recs = this.wildcardOrOwn(zs, name) ?? [];
+    const candidates = new Set<string>(["A", "AAAA", "HTTPS", "CNAME", ...recs.map((r) => r.type)]);
     if (name === zs.zone.name) for (const t of ["SOA", "NS", "DNSKEY"]) candidates.add(t);
+    // A flattened CNAME makes no alias of its name (it answers addresses): validators read CNAME in an NSEC as
+    // "this name is an alias" and would refuse the denial.
+    const cname = recs.find((r) => r.type === "CNAME");
+    if (cname && this.flattens(zs, name, cname)) candidates.delete("CNAME");
     const found = new Set<string>();
     for (const t of candidates) {
       const scratch: Answer = { rcode: Rcode.NOERROR, authoritative: true, answers: [], authorities: [], additionals: [] };
@@ -148,6 +153,11 @@ export class AnswerEngine {
       for (const rr of scratch.answers) if (rr.name === name && qtypeOf(rr.type) === t) found.add(rr.type);
     }
     return [...found];
+  }
+
+  /** Whether a CNAME is answered flattened: always at the apex, elsewhere by its setting or the zone's. */
+  private flattens(zs: ZoneState, name: string, cname: DnsRecord): boolean {
+    return name === zs.zone.name || !!cname.settings.flatten_cname || zs.zone.settings.flatten_all_cnames;
   }
 
   private wildcardOrOwn(zs: ZoneState, name: string): readonly DnsRecord[] | undefined {
@@ -231,8 +241,7 @@ export class AnswerEngine {
     } else {
       const cname = recs.find((r) => r.type === "CNAME");
       if (cname && qtype !== "CNAME" && !any) {
-        const flatten = apex || cname.settings.flatten_cname || zs.zone.settings.flatten_all_cnames;
-        if (flatten) {
+        if (this.flattens(zs, qname, cname)) {
           if (qtype === "A" || qtype === "AAAA") out.push(...this.flattened(cname, qname, qtype));
         } else {
           res.answers.push(this.rr(cname, qname));
