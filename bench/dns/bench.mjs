@@ -153,6 +153,8 @@ async function startPdns(port) {
     [
       `launch=gsqlite3`,
       `gsqlite3-database=${db}`,
+      // Keys and live signing live in the backend's own tables.
+      ...(DNSSEC ? ["gsqlite3-dnssec=yes"] : []),
       `local-address=127.0.0.1`,
       `local-port=${port}`,
       `daemon=no`,
