@@ -24,6 +24,11 @@ const CLIENTS = opt("clients", 4);
 const WORKERS = opt("workers", undefined);
 /** --dns-only skips the API timings (for comparing server settings quickly). */
 const DNS_ONLY = args.includes("--dns-only");
+/**
+ * --dnssec signs the zone on both servers (ours: PATCH /dnssec; PowerDNS: `pdnsutil secure-zone`, live signing) and
+ * sets the DO bit on every query (dnsperf -D), so both answer with RRSIGs and NSEC denials.
+ */
+const DNSSEC = args.includes("--dnssec");
 const ZONE = "bench.example";
 const HOSTS = 1000;
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
@@ -148,6 +153,8 @@ async function startPdns(port) {
     [
       `launch=gsqlite3`,
       `gsqlite3-database=${db}`,
+      // Keys and live signing live in the backend's own tables.
+      ...(DNSSEC ? ["gsqlite3-dnssec=yes"] : []),
       `local-address=127.0.0.1`,
       `local-port=${port}`,
       `daemon=no`,
@@ -161,6 +168,7 @@ async function startPdns(port) {
   );
   writeFileSync(join(dir, "zone.txt"), zoneFile());
   execFileSync("pdnsutil", ["--config-dir", dir, "load-zone", ZONE, join(dir, "zone.txt")], { stdio: "pipe" });
+  if (DNSSEC) execFileSync("pdnsutil", ["--config-dir", dir, "secure-zone", ZONE], { stdio: "pipe" });
   const child = spawn("pdns_server", [`--config-dir=${dir}`], { stdio: ["ignore", "pipe", "pipe"] });
   children.push(child);
   await waitFor(child, /TCP server bound/, "pdns_server");
@@ -193,7 +201,21 @@ function dnsperf(port, label, pid, seconds) {
   const cpu0 = treeCpuSeconds(pid);
   const r = spawnSync(
     "dnsperf",
-    ["-s", "127.0.0.1", "-p", String(port), "-d", join(work, "queries.txt"), "-l", String(seconds), "-c", String(CLIENTS), "-q", "100"],
+    [
+      "-s",
+      "127.0.0.1",
+      "-p",
+      String(port),
+      "-d",
+      join(work, "queries.txt"),
+      "-l",
+      String(seconds),
+      "-c",
+      String(CLIENTS),
+      "-q",
+      "100",
+      ...(DNSSEC ? ["-D"] : []),
+    ],
     { encoding: "utf8" },
   );
   const out = r.stdout + r.stderr;
@@ -256,12 +278,13 @@ async function main() {
   const form = new FormData();
   form.set("file", new Blob([zoneFile()]), "zone.txt");
   const imported = (await api(ours.api, ours.token, "POST", `/zones/${zone.id}/dns_records/import`, form)).result;
+  if (DNSSEC) await api(ours.api, ours.token, "PATCH", `/zones/${zone.id}/dnssec`, { status: "active" });
   const pdns = await startPdns(pdnsPort);
 
   console.log(`zone ${ZONE}: ${imported.recs_added} records imported into edgecli; PowerDNS loaded the same file`);
   console.log(`edgecli --dns-workers ${WORKERS ?? "default (one per CPU, up to 4)"}`);
   console.log(
-    `dnsperf ${SECONDS}s each in ${ROUNDS} alternating rounds, ${CLIENTS} clients, 100 outstanding, 90% existing / 10% NXDOMAIN, on ${cpus().length} CPUs`,
+    `dnsperf ${SECONDS}s each in ${ROUNDS} alternating rounds, ${CLIENTS} clients, 100 outstanding, 90% existing / 10% NXDOMAIN, on ${cpus().length} CPUs${DNSSEC ? ", zone signed on both, DO bit on every query" : ""}`,
   );
   const [a, b] = alternate([
     { port: ourPort, label: "edgecli (Node, packet cache)", pid: ours.child.pid },

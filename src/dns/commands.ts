@@ -8,6 +8,7 @@ export const groups: Record<string, string> = {
   dns: "Manage DNS zones and records served by the platform's authoritative DNS server",
   "dns zone": "Create, list and delete zones",
   "dns record": "Create, list and delete records of a zone",
+  "dns dnssec": "Sign a zone with DNSSEC, show the DS record for the registrar, roll its keys",
 };
 
 /** This area's CLI commands: a thin client of the DNS API (the server itself runs inside `edgecli serve`). */
@@ -79,6 +80,36 @@ export const commands: AnyCommand[] = [
     positionals: [zoneArg, { name: "file", describe: "The zone file (- for stdin)", required: true }],
     options: { proxied: { type: "boolean", describe: "Proxy imported A/AAAA/CNAME records that carry no proxied tag" } },
     handler: lazy(() => import("./cli/zone-file.js"), "importZone"),
+  }),
+  defineCommand({
+    path: ["dns", "dnssec", "enable"],
+    describe: "Sign the zone with DNSSEC and print the DS record to put at the registrar",
+    positionals: [zoneArg],
+    examples: ["edgecli dns dnssec enable example.com"],
+    handler: lazy(() => import("./cli/dnssec.js"), "enable"),
+  }),
+  defineCommand({
+    path: ["dns", "dnssec", "disable"],
+    describe: "Stop signing the zone (remove the DS at the registrar first); its keys are kept for a later enable",
+    positionals: [zoneArg],
+    handler: lazy(() => import("./cli/dnssec.js"), "disable"),
+  }),
+  defineCommand({
+    path: ["dns", "dnssec", "status"],
+    describe: "Show whether the zone is signed, its DS record and any key rollover in progress",
+    positionals: [zoneArg],
+    handler: lazy(() => import("./cli/dnssec.js"), "status"),
+  }),
+  defineCommand({
+    path: ["dns", "dnssec", "rollover"],
+    describe: "Roll a key: the first run starts the rollover, each later run takes the next step once it is safe (docs/dns.md)",
+    positionals: [zoneArg],
+    options: {
+      zsk: { type: "boolean", describe: "Roll the zone-signing key (pre-publication; nothing changes at the registrar)" },
+      ksk: { type: "boolean", describe: "Roll the key-signing key (double signature; the DS at the registrar changes)" },
+    },
+    examples: ["edgecli dns dnssec rollover example.com --zsk"],
+    handler: lazy(() => import("./cli/dnssec.js"), "rollover"),
   }),
 ];
 /** Deprecated spellings of this area's command groups. */

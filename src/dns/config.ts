@@ -39,6 +39,10 @@ export const serveOptions = {
     default: 5,
   },
   "dns-tcp-max-lifetime": { type: "number", describe: "Seconds a DNS-over-TCP connection may stay open at all, however busy", default: 120 },
+  "dnssec-rollover-wait": {
+    type: "number",
+    describe: "Seconds each DNSSEC key rollover step waits instead of the TTLs that make it safe (labs and tests only)",
+  },
 } satisfies Record<string, OptionSpec>;
 
 type DnsOptions = OptionValues<typeof serveOptions>;
@@ -66,6 +70,8 @@ export interface DnsConfig {
   /** Processes answering UDP on one shared socket; 0 or 1 answers in the main process. */
   workers: number;
   tcp: TcpLimits;
+  /** Seconds between DNSSEC rollover steps when set; undefined: the TTLs (dnssec/dnssec-service.ts). */
+  dnssecRolloverWait?: number;
 }
 
 const MAX_TCP_COUNT = 65_536;
@@ -97,8 +103,12 @@ export function readDnsConfig(options: DnsOptions): DnsConfig {
   const workers = options["dns-workers"] ?? defaultWorkers();
   if (!Number.isInteger(workers) || workers < 0 || workers > MAX_WORKERS)
     throw new UserError(`--dns-workers: ${options["dns-workers"]} must be a whole number from 0 to ${MAX_WORKERS}`);
+  const rolloverWait = options["dnssec-rollover-wait"];
+  if (rolloverWait !== undefined && !(Number.isInteger(rolloverWait) && rolloverWait >= 0))
+    throw new UserError(`--dnssec-rollover-wait: ${rolloverWait} must be a whole number of seconds, 0 or more`);
   return {
     host: options["dns-host"],
+    dnssecRolloverWait: rolloverWait,
     port,
     edgeIpv4,
     edgeIpv6,

@@ -11,26 +11,43 @@ import { SqliteDnsStore } from "./sqlite-store.js";
 import { ZoneService } from "./zones/zone-service.js";
 import { registerTransferRoutes } from "./transfers/routes.js";
 import { createTransfers } from "./transfers/transfers.js";
+import { SecretBox } from "../core/secret-box.js";
+import { DnssecService } from "./dnssec/dnssec-service.js";
+import { registerDnssecRoutes } from "./dnssec/routes.js";
+import { DNSSEC_MIGRATIONS } from "./dnssec/sqlite-migrations.js";
+import { SqliteDnssecStore } from "./dnssec/sqlite-store.js";
+
+/** How often signatures due for replacement are looked for (dnssec/signer.ts: replaced after 7 of their 14 days). */
+const SIGNATURE_SWEEP_MS = 3600_000;
 
 /** Zones and records over the v4 API, and the authoritative server answering from the same memory. */
 export function createDnsService(ctx: ServiceContext): EdgeService {
   const cfg = readDnsConfig(ctx.options(serveOptions));
   const zones = new ZoneService(new SqliteDnsStore(ctx.openDb("dns", DNS_MIGRATIONS)));
   const log = ctx.log.child({ service: "dns" });
-  const engine = new AnswerEngine(zones, cfg);
+  const dnssec = new DnssecService(
+    new SqliteDnssecStore(ctx.openDb("dnssec", DNSSEC_MIGRATIONS), SecretBox.load(ctx.config.stateDir)),
+    { rolloverWaitSeconds: cfg.dnssecRolloverWait },
+    // A change of keys or of signing empties the answer caches (the server is made below; this runs only later).
+    () => server.invalidate(),
+  );
+  const engine = new AnswerEngine(zones, cfg, dnssec);
   const transfers = createTransfers(ctx, zones, engine, cfg, log);
   const server = new DnsServer(engine, zones, cfg, log, transfers.responder);
+  let sweep: NodeJS.Timeout | undefined;
   const notifier = new Notifier(cfg, engine, log, (zs) => transfers.notifyTargets(zs));
   zones.onChange((zs, kind) => {
     server.invalidate();
     transfers.zoneChanged(zs, kind);
-    if (kind !== "deleted") notifier.schedule(zs);
+    if (kind === "deleted") void dnssec.remove(zs.zone.id).catch((err) => log.error({ err, zone: zs.zone.name }, "dnssec keys of a deleted zone not removed"));
+    else notifier.schedule(zs);
   });
   return {
     name: "dns",
     async registerApi(app) {
       // The API and the server answer from the zones in memory: read them before either starts.
       await transfers.load();
+      await dnssec.load();
       // A change is answered by every UDP answering process once its API call returns: wait for their flush.
       app.addHook("onSend", async (_req, _reply, payload) => {
         await server.synced();
@@ -40,12 +57,19 @@ export function createDnsService(ctx: ServiceContext): EdgeService {
       registerSettingsRoutes(app, zones, cfg);
       await registerRecordRoutes(app, zones, cfg);
       registerTransferRoutes(app, zones, transfers.directory, notifier);
+      registerDnssecRoutes(app, zones, dnssec);
     },
     async start() {
       await transfers.load();
+      await dnssec.load();
       await server.start();
+      // Answer caches hold signatures inside finished answers: they are emptied when one is due for replacement.
+      sweep = setInterval(() => {
+        if (dnssec.signer.sweep()) server.invalidate();
+      }, SIGNATURE_SWEEP_MS).unref();
     },
     async stop() {
+      clearInterval(sweep);
       notifier.stop();
       await server.stop();
     },

@@ -138,6 +138,8 @@ export const ENDPOINTS: readonly Endpoint[] = [
     sample: () => ({ name: "fuzz", ip: "192.0.2.53" }),
   },
   { family: "zones", method: "PUT", base: "api", path: (f) => `/zones/${f.zone}/secondary_dns/outgoing`, body: "json", sample: () => ({ peers: [] }) },
+  { family: "dns_records", method: "GET", base: "api", path: (f) => `/zones/${f.zone}/dnssec`, body: "none" },
+  { family: "dns_records", method: "PATCH", base: "api", path: (f) => `/zones/${f.zone}/dnssec`, body: "json", sample: () => ({ status: "disabled" }) },
 
   { family: "kv", method: "GET", base: "api", path: kv, body: "none", paginated: { maxPerPage: 1000 } },
   { family: "kv", method: "POST", base: "api", path: kv, body: "json", sample: () => ({ title: "fuzz" }) },

@@ -4,7 +4,9 @@ import { canonical, isInZone } from "../zones/names.js";
 import { TYPES } from "../records/types.js";
 import type { ZoneService } from "../zones/zone-service.js";
 import type { ZoneState } from "../zones/zone-state.js";
+import { DNSKEY_TTL } from "../dnssec/keys.js";
 import { parseSvcParams, svcbRdata } from "../records/svcb.js";
+import { NXNAME, signAnswer, type ZoneSigner } from "../dnssec/online.js";
 
 /** A resource record as dns-packet encodes it. */
 export interface Rr {
@@ -22,6 +24,9 @@ export interface Answer {
   authorities: Rr[];
   additionals: Rr[];
 }
+
+/** How a name the question asks about does not answer: the name is missing, or it lacks the type. */
+type Negative = "nxdomain" | "nodata";
 
 export const Rcode = { NOERROR: 0, FORMERR: 1, SERVFAIL: 2, NXDOMAIN: 3, NOTIMP: 4, REFUSED: 5, NOTAUTH: 9 } as const;
 
@@ -42,18 +47,25 @@ export class AnswerEngine {
   constructor(
     private readonly zones: ZoneService,
     private readonly cfg: DnsConfig,
+    /** Signs the answers of signed zones for queries with the DO bit (src/dns/dnssec); none: nothing is signed. */
+    private readonly dnssec?: ZoneSigner,
   ) {
     const hints = [cfg.edgeIpv4.length ? `ipv4hint=${cfg.edgeIpv4.join(",")}` : "", cfg.edgeIpv6.length ? `ipv6hint=${cfg.edgeIpv6.join(",")}` : ""];
     this.httpsRdata = svcbRdata(1, ".", parseSvcParams(`alpn="h3,h2" ${hints.join(" ")}`));
   }
 
-  /** undefined: not our zone (REFUSED). */
-  answer(qnameRaw: string, qtypeWire: string): Answer | undefined {
+  /**
+   * undefined: not our zone (REFUSED). `dnssecOk` (the query's DO bit): the answer of a signed zone carries its
+   * DNSKEY set where asked, its denials of existence, and the RRSIG of every authoritative RRset in it.
+   */
+  answer(qnameRaw: string, qtypeWire: string, dnssecOk = false): Answer | undefined {
     const qname = canonical(qnameRaw);
     const zs = this.zones.zoneFor(qname);
     if (!zs) return undefined;
     const res: Answer = { rcode: Rcode.NOERROR, authoritative: true, answers: [], authorities: [], additionals: [] };
-    this.lookup(zs, qname, qtypeOf(qtypeWire), res, new Set(), 0);
+    const dnssec = dnssecOk ? this.dnssec : undefined;
+    this.lookup(zs, qname, qtypeOf(qtypeWire), res, new Set(), 0, dnssec);
+    if (dnssec) signAnswer(res, this.zones, dnssec);
     return res;
   }
 
@@ -102,9 +114,55 @@ export class AnswerEngine {
     return addrs.map((a) => ({ name: owner, type: qtype, class: "IN", ttl: AUTO_TTL, data: a }));
   }
 
-  private negative(zs: ZoneState, res: Answer): void {
+  /**
+   * The SOA of a negative answer (RFC 2308), and in a signed zone asked with DO the NSEC that proves it: compact
+   * denial (RFC 9824), an NSEC at the name itself listing the types it has, or only NXNAME when it does not exist,
+   * so a missing name is answered NOERROR like a missing type, and no other name of the zone is revealed.
+   */
+  private negative(zs: ZoneState, res: Answer, qname: string, kind: Negative, dnssec?: ZoneSigner): void {
     const s = zs.zone.settings.soa;
-    res.authorities.push(this.soaRr(zs, Math.min(s.ttl, s.min_ttl)));
+    const ttl = Math.min(s.ttl, s.min_ttl);
+    res.authorities.push(this.soaRr(zs, ttl));
+    if (dnssec?.signingFor(zs.zone.id)) res.authorities.push(this.nsec(qname, ttl, kind === "nxdomain" ? [NXNAME] : this.typesAt(zs, qname)));
+    else if (kind === "nxdomain") res.rcode = Rcode.NXDOMAIN;
+  }
+
+  private nsec(owner: string, ttl: number, types: string[]): Rr {
+    return { name: owner, type: "NSEC", class: "IN", ttl, data: { nextDomain: `\u0000.${owner}`, rrtypes: [...types, "RRSIG", "NSEC"] } };
+  }
+
+  /**
+   * The types a name of a signed zone answers with, as its NSEC lists them: exactly the ones a query gets an answer
+   * of that type for at that name (synthesized ones included: proxied A/AAAA, HTTPS, flattened addresses), since a
+   * validator trusts the list both ways. At a delegation: the NS and DS the parent side holds.
+   */
+  private typesAt(zs: ZoneState, name: string): string[] {
+    const here = zs.at(name);
+    if (name !== zs.zone.name && here.some((r) => r.type === "NS")) return [...new Set(here.map((r) => this.rr(r, name).type))];
+    const recs = this.wildcardOrOwn(zs, name) ?? [];
+    const candidates = new Set<string>(["A", "AAAA", "HTTPS", "CNAME", ...recs.map((r) => r.type)]);
+    if (name === zs.zone.name) for (const t of ["SOA", "NS", "DNSKEY"]) candidates.add(t);
+    // A flattened CNAME makes no alias of its name (it answers addresses): validators read CNAME in an NSEC as
+    // "this name is an alias" and would refuse the denial.
+    const cname = recs.find((r) => r.type === "CNAME");
+    if (cname && this.flattens(zs, name, cname)) candidates.delete("CNAME");
+    const found = new Set<string>();
+    for (const t of candidates) {
+      const scratch: Answer = { rcode: Rcode.NOERROR, authoritative: true, answers: [], authorities: [], additionals: [] };
+      this.lookup(zs, name, t, scratch, new Set(), 0);
+      for (const rr of scratch.answers) if (rr.name === name && qtypeOf(rr.type) === t) found.add(rr.type);
+    }
+    return [...found];
+  }
+
+  /** Whether a CNAME is answered flattened: always at the apex, elsewhere by its setting or the zone's. */
+  private flattens(zs: ZoneState, name: string, cname: DnsRecord): boolean {
+    return name === zs.zone.name || !!cname.settings.flatten_cname || zs.zone.settings.flatten_all_cnames;
+  }
+
+  private wildcardOrOwn(zs: ZoneState, name: string): readonly DnsRecord[] | undefined {
+    const own = zs.at(name);
+    return own.length || zs.exists(name) ? own : this.wildcard(zs, name);
   }
 
   /** The closest delegation point (non-apex NS) at or above qname; DS at the cut belongs to the parent. */
@@ -133,7 +191,7 @@ export class AnswerEngine {
     return undefined;
   }
 
-  private lookup(zs: ZoneState, qname: string, qtype: string, res: Answer, seen: Set<string>, depth: number): void {
+  private lookup(zs: ZoneState, qname: string, qtype: string, res: Answer, seen: Set<string>, depth: number, dnssec?: ZoneSigner): void {
     seen.add(qname);
     const cut = this.cut(zs, qname, qtype);
     if (cut) {
@@ -141,6 +199,13 @@ export class AnswerEngine {
         res.authoritative = false;
         const ns = zs.at(cut).filter((r) => r.type === "NS");
         res.authorities.push(...ns.map((r) => this.rr(r, cut)));
+        if (dnssec?.signingFor(zs.zone.id)) {
+          // The parent side of a signed delegation: its DS, or the NSEC proving it has none (an insecure delegation).
+          const ds = zs.at(cut).filter((r) => r.type === "DS");
+          const negTtl = Math.min(zs.zone.settings.soa.ttl, zs.zone.settings.soa.min_ttl);
+          if (ds.length) res.authorities.push(...ds.map((r) => this.rr(r, cut)));
+          else res.authorities.push(this.nsec(cut, negTtl, this.typesAt(zs, cut)));
+        }
         for (const r of ns)
           if (isInZone(r.content, zs.zone.name))
             for (const g of zs.at(r.content)) if (g.type === "A" || g.type === "AAAA") res.additionals.push(this.rr(g, g.name));
@@ -152,8 +217,7 @@ export class AnswerEngine {
     if (recs.length === 0 && !apex && !zs.exists(qname)) {
       const w = this.wildcard(zs, qname);
       if (!w) {
-        res.rcode = Rcode.NXDOMAIN;
-        this.negative(zs, res);
+        this.negative(zs, res, qname, "nxdomain", dnssec);
         return;
       }
       recs = w;
@@ -162,7 +226,12 @@ export class AnswerEngine {
     const any = qtype === "ANY";
     if (apex && (qtype === "SOA" || any)) out.push(this.soaRr(zs));
     if (apex && (qtype === "NS" || any)) out.push(...this.apexNs(zs));
-    const stored = (t: string) => recs.filter((r) => r.type === t && !(apex && r.type === "NS"));
+    const signing = this.dnssec?.signingFor(zs.zone.id);
+    // A signed zone's DNSKEY set is the platform's keys (stored DNSKEY records at its apex are not served then).
+    if (apex && signing && (qtype === "DNSKEY" || any))
+      out.push(...signing.dnskeys.map((data) => ({ name: qname, type: "DNSKEY", class: "IN" as const, ttl: DNSKEY_TTL, data })));
+    const hidden = (r: DnsRecord) => apex && (r.type === "NS" || (r.type === "DNSKEY" && signing !== undefined));
+    const stored = (t: string) => recs.filter((r) => r.type === t && !hidden(r));
 
     if (this.isProxied(zs, recs)) {
       if (qtype === "A" || any) out.push(...this.edgeRrs(recs, qname, "A"));
@@ -172,20 +241,19 @@ export class AnswerEngine {
     } else {
       const cname = recs.find((r) => r.type === "CNAME");
       if (cname && qtype !== "CNAME" && !any) {
-        const flatten = apex || cname.settings.flatten_cname || zs.zone.settings.flatten_all_cnames;
-        if (flatten) {
+        if (this.flattens(zs, qname, cname)) {
           if (qtype === "A" || qtype === "AAAA") out.push(...this.flattened(cname, qname, qtype));
         } else {
           res.answers.push(this.rr(cname, qname));
           const tz = this.zones.zoneFor(cname.content);
-          if (tz && !seen.has(cname.content) && depth < MAX_CHAIN) this.lookup(tz, cname.content, qtype, res, seen, depth + 1);
+          if (tz && !seen.has(cname.content) && depth < MAX_CHAIN) this.lookup(tz, cname.content, qtype, res, seen, depth + 1, dnssec);
           return;
         }
       } else {
-        for (const r of recs) if ((any || r.type === qtype) && !(apex && r.type === "NS")) out.push(this.rr(r, qname));
+        for (const r of recs) if ((any || r.type === qtype) && !hidden(r)) out.push(this.rr(r, qname));
       }
     }
-    if (out.length === 0) this.negative(zs, res);
+    if (out.length === 0) this.negative(zs, res, qname, "nodata", dnssec);
     else res.answers.push(...out);
   }
 

@@ -17,6 +17,8 @@ const TC = 1 << 9;
 const RD = 1 << 8;
 const CD = 1 << 4;
 const OPCODE_MASK = 0xf << 11;
+/** The EDNS DO bit ("DNSSEC answer OK", RFC 3225): signatures only for queries that set it, and echoed in the reply. */
+const DO = 1 << 15;
 /** What we advertise in EDNS, the size the DNS flag day 2020 settled on. */
 const EDNS_SIZE = 1232;
 
@@ -204,7 +206,8 @@ export class DnsServer {
     if (question.type === "AXFR" || question.type === "IXFR") {
       if (question.type === "AXFR" || tcp) return this.error(q, Rcode.REFUSED);
     }
-    let result = this.engine.answer(question.name, question.type === "IXFR" ? "SOA" : question.type);
+    const dnssecOk = ((opt?.flags ?? 0) & DO) !== 0;
+    let result = this.engine.answer(question.name, question.type === "IXFR" ? "SOA" : question.type, dnssecOk);
     if (!result) return this.error(q, Rcode.REFUSED);
     let out = this.encode(q, result, opt);
     const limit = tcp ? 65535 : opt ? Math.min(Math.max(opt.udpPayloadSize ?? 512, 512), 4096) : 512;
@@ -224,7 +227,7 @@ export class DnsServer {
     extra = 0,
   ): Buffer {
     const additionals = [...a.additionals];
-    if (opt) additionals.push({ type: "OPT", name: ".", udpPayloadSize: EDNS_SIZE, extendedRcode, ednsVersion: 0, flags: 0, options: [] });
+    if (opt) additionals.push({ type: "OPT", name: ".", udpPayloadSize: EDNS_SIZE, extendedRcode, ednsVersion: 0, flags: (opt.flags ?? 0) & DO, options: [] });
     // dns-packet takes the response code from the low bits of flags, not from a field.
     const flags = (a.authoritative ? AA : 0) | ((q.flags ?? 0) & (RD | CD)) | extra | (a.rcode & 0xf);
     return packet.encode({

@@ -28,13 +28,14 @@ export async function createRecord(p: TestPlatform, zoneId: string, body: Record
   return r.body.result;
 }
 
-export function encodeQuery(name: string, type: string, opts: { edns?: number; id?: number } = {}): Buffer {
+/** A query; `edns` adds an OPT with that UDP size, `dnssecOk` sets its DO bit (signed answers). */
+export function encodeQuery(name: string, type: string, opts: { edns?: number; id?: number; dnssecOk?: boolean } = {}): Buffer {
   return packet.encode({
     type: "query",
     id: opts.id ?? Math.floor(Math.random() * 65536),
     flags: packet.RECURSION_DESIRED,
     questions: [{ type: type as packet.RecordType, name, class: "IN" }],
-    additionals: opts.edns ? [{ type: "OPT", name: ".", udpPayloadSize: opts.edns, flags: 0 } as packet.Answer] : [],
+    additionals: opts.edns ? [{ type: "OPT", name: ".", udpPayloadSize: opts.edns, flags: opts.dnssecOk ? packet.DNSSEC_OK : 0 } as packet.Answer] : [],
   });
 }
 

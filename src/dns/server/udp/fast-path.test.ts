@@ -109,6 +109,26 @@ for (const path of ["native", "js"] as const) {
       }
     });
 
+    it("serves signed answers (DO) from its cache as it serves unsigned ones; turning DNSSEC on or off reaches it at once", async () => {
+      await createRecord(p, zoneId, { type: "A", name: "sec", content: "10.8.2.1", ttl: 300 });
+      const ask = async (id: number) => udpAsk(port, encodeQuery(`sec.${Z}`, "A", { edns: 1232, dnssecOk: true, id }));
+      const signatures = (m: Buffer) => (packet.decode(m).answers ?? []).filter((a) => a.type === "RRSIG").length;
+      assert.equal(signatures(await ask(1)), 0, "not signed yet (and now cached unsigned)");
+      assert.equal((await p.api("PATCH", `/zones/${zoneId}/dnssec`, { status: "active" })).status, 200);
+      const first = await ask(0x2222);
+      assert.equal(signatures(first), 1);
+      process.kill(p.process.pid!, "SIGSTOP");
+      let second: Buffer;
+      try {
+        second = await ask(0x3333);
+      } finally {
+        process.kill(p.process.pid!, "SIGCONT");
+      }
+      assertSameButId(first, second, "the signed answer, from the answering process's cache alone");
+      assert.equal((await p.api("PATCH", `/zones/${zoneId}/dnssec`, { status: "disabled" })).status, 200);
+      assert.equal(signatures(await ask(4)), 0);
+    });
+
     it("answers a change as soon as the API call returns", async () => {
       const rec = await createRecord(p, zoneId, { type: "A", name: "moving", content: "10.8.1.1", ttl: 300 });
       for (let i = 0; i < 3; i++) assert.deepEqual(addresses(await udpAsk(port, encodeQuery(`moving.${Z}`, "A"))), ["10.8.1.1"]);

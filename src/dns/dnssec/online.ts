@@ -1,0 +1,48 @@
+import type { Answer, Rr } from "../server/answer.js";
+import type { ZoneService } from "../zones/zone-service.js";
+import type { ZoneSigning } from "./dnssec-service.js";
+import type { RrsetSigner } from "./signer.js";
+
+/** What the answer engine signs with: each zone's keys, and the signer that makes (and keeps) signatures. */
+export interface ZoneSigner {
+  signingFor(zoneId: string): ZoneSigning | undefined;
+  readonly signer: RrsetSigner;
+}
+
+/** RFC 9824's NXNAME pseudo-type (128): in an NSEC at a name, it says the name does not exist. As dns-packet names it. */
+export const NXNAME = "UNKNOWN_128";
+
+/**
+ * Adds the RRSIGs of an answer's authoritative RRsets: every RRset of the answer section, and the SOA, NSEC and DS
+ * of the authority section. Not signed (RFC 4035 §2.2): the NS of a delegation, and glue (the additional section).
+ * Each RRset is signed by the zone it belongs to (a CNAME chain may cross zones; a DS belongs to the parent), with
+ * its KSKs for the DNSKEY set and its ZSKs for the rest; RRsets of unsigned zones stay unsigned.
+ */
+export function signAnswer(res: Answer, zones: ZoneService, dnssec: ZoneSigner): void {
+  res.answers.push(...signatures(res.answers, zones, dnssec, false));
+  res.authorities.push(...signatures(res.authorities, zones, dnssec, true));
+}
+
+function signatures(section: Rr[], zones: ZoneService, dnssec: ZoneSigner, authority: boolean): Rr[] {
+  const sets = new Map<string, Rr[]>();
+  for (const rr of section) {
+    if (rr.type === "RRSIG" || (authority && rr.type === "NS")) continue;
+    const key = `${rr.name}\0${rr.type}`;
+    const set = sets.get(key);
+    if (set) set.push(rr);
+    else sets.set(key, [rr]);
+  }
+  const out: Rr[] = [];
+  for (const set of sets.values()) {
+    const { name, type } = set[0];
+    const owner = type === "DS" ? name.slice(name.indexOf(".") + 1) : name;
+    const zs = zones.zoneFor(owner);
+    const signing = zs && dnssec.signingFor(zs.zone.id);
+    if (!signing) continue;
+    // RFC 2181 §5.2: one TTL per RRset (flattened answers may gather different ones): the smallest.
+    const ttl = Math.min(...set.map((r) => r.ttl));
+    for (const r of set) r.ttl = ttl;
+    for (const key of type === "DNSKEY" ? signing.ksks : signing.zsks) out.push(dnssec.signer.sign(zs.zone.name, key, set));
+  }
+  return out;
+}
