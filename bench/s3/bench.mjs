@@ -8,7 +8,8 @@
 // The small-object rounds alternate between the two servers (both up at once), so a change in the machine's load
 // during the run touches both alike; CPU time per request of each server comes from /proc/<pid>/stat.
 //
-// Usage: node bench/s3/bench.mjs [--seconds 5] [--rounds 3] [--clients 8] [--mib 1024] [--part-mib 16] [--no-rgw] [--json FILE]
+// Usage: node bench/s3/bench.mjs [--seconds 5] [--rounds 3] [--clients 8] [--mib 1024] [--part-mib 16] [--no-rgw] [--json FILE] [--cpu-prof-dir DIR]
+// (--cpu-prof-dir: the platform writes a V8 CPU profile there when it stops; read it with bench/gateway/profile-top.mjs)
 // Needs a build (npm run build) and, for RGW, Debian's ceph packages (scripts/services/rgw-up.sh; see its README).
 import { execFileSync } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
@@ -32,6 +33,7 @@ const { values: opt } = parseArgs({
     "part-mib": { type: "string", default: "16" },
     "no-rgw": { type: "boolean", default: false },
     json: { type: "string" },
+    "cpu-prof-dir": { type: "string" },
   },
 });
 const SECONDS = Number(opt.seconds);
@@ -164,13 +166,14 @@ async function large(target) {
   });
   const mbs = (secs) => bytes / 1e6 / secs;
   return {
+    rssBeforeMiB,
     put: { mbPerSec: mbs(put.result), seconds: put.result, peakRssMiB: put.peakMiB },
     get: { mbPerSec: mbs(get.result), seconds: get.result, peakRssMiB: get.peakMiB },
   };
 }
 
 async function ours() {
-  const p = await startTestPlatform();
+  const p = await startTestPlatform(opt["cpu-prof-dir"] ? { nodeArgs: ["--cpu-prof", `--cpu-prof-dir=${opt["cpu-prof-dir"]}`] } : {});
   const verified = await p.api("GET", "/user/tokens/verify");
   return {
     name: "edge",

@@ -120,7 +120,7 @@ export class ObjectBodies {
     this.leases.acquire(ids);
     let body: Readable;
     if (segments.length === 1) {
-      body = this.content.read(segments[0][0], range.offset === 0 && range.length === segments[0][1] ? undefined : range);
+      body = this.content.read(segments[0][0], range);
     } else {
       const content = this.content;
       body = Readable.from(

@@ -52,3 +52,25 @@ test("streams in with digests, reads ranges, refuses oversize without leaving fi
     rmSync(root, { recursive: true, force: true });
   }
 });
+
+test("a shard directory removed by hand after its first use is made again by the next put into it", async () => {
+  const root = mkdtempSync(join(tmpdir(), "edge-content-"));
+  try {
+    const store = new FileContentStore(root);
+    const first = await store.put(Buffer.from("first"));
+    const shard = first.id.slice(0, 2);
+    rmSync(join(root, shard), { recursive: true, force: true });
+    // Ids are random: put until one lands in the removed shard (256 shards, so a few hundred puts on average).
+    let again: { id: string; body: string } | undefined;
+    for (let i = 0; i < 20_000 && !again; i++) {
+      const body = `body ${i}`;
+      const put = await store.put(Buffer.from(body));
+      if (put.id.startsWith(shard)) again = { id: put.id, body };
+    }
+    assert.ok(again, "no put landed in the removed shard");
+    assert.equal((await store.readAll(again.id)).toString(), again.body);
+    assert.deepEqual(readdirSync(join(root, "tmp")), [], "no temporary file left behind");
+  } finally {
+    rmSync(root, { recursive: true, force: true });
+  }
+});
