@@ -48,7 +48,6 @@ export async function stateCopy(args: Args, ctx: CliContext, copiers: readonly A
     to = withKeyFile(to, stateDir, key);
   }
   try {
-    ctx.log.info(`Copying from ${from.where}\n       into ${to.where}`);
     const counts = await copyWithProgress(ctx, copiers, from, to, Boolean(args["into-non-empty"]));
     ctx.log.info(countTable(counts));
     const mismatches = countMismatches(counts);
@@ -121,6 +120,7 @@ async function copyWithProgress(ctx: CliContext, copiers: readonly AreaCopier[],
       intoNonEmpty,
       onStart: async (rows) => {
         total = rows;
+        ctx.log.info(`Copying ${rows} rows from ${from.where}\n  into ${to.where}`);
         if (stderr.isTTY) bar = await ctx.progress(rows, "Copying rows");
       },
       onRows: (area, table, doneInTable, tableRows, done) => {
