@@ -172,7 +172,7 @@ const startNode = async (creds, env = {}) => {
   const stateDir = mkdtempSync(join(tmpdir(), "scale-bench-"));
   dirs.push(stateDir);
   Object.assign(process.env, env);
-  const node = await startServe({ stateDir, creds, args: ["--dns-workers", "0", "--log-level", "warn"] });
+  const node = await startServe({ stateDir, creds, args: ["--dns-workers", "0"] });
   nodes.push(node);
   return node;
 };
