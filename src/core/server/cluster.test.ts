@@ -3,7 +3,8 @@ import { randomBytes } from "node:crypto";
 import { test } from "node:test";
 import { outageSummary, prepareTarget, read, startWriters, until, write, type ClusterTarget, type WriteOutcome } from "../testing/cluster-load.js";
 import { newTestCredentials, startTestPlatform, type TestCredentials, type TestPlatform } from "../testing/platform.js";
-import { awsEnv, privatePostgres, testBucket, testDatabase } from "../testing/services.js";
+import { testDatabaseAndBucket } from "../testing/backends.js";
+import { awsEnv, privatePostgres, testBucket } from "../testing/services.js";
 import { startTcpProxy } from "../testing/tcp-proxy.js";
 
 const HANG_GUARD = { timeout: 420_000 };
@@ -35,9 +36,9 @@ test(
   "three nodes on one PostgreSQL and one bucket: kill -9 of one while KV and R2 writes go on; every acknowledged write is read through the survivors and through the node restarted",
   HANG_GUARD,
   async (t) => {
-    const db = await testDatabase(t);
-    const bucket = db && (await testBucket(t));
-    if (!db || !bucket) return;
+    const backends = await testDatabaseAndBucket(t);
+    if (!backends) return;
+    const { db, bucket } = backends;
     const credentials = newTestCredentials();
     const env = cluster(db, bucket.url, bucket.server);
     const nodes: TestPlatform[] = [];
@@ -128,9 +129,9 @@ test(
   "object store unreachable (a TCP proxy in front of RGW, closed): 503s naming it for bodies, rows still served, recovery without a restart",
   HANG_GUARD,
   async (t) => {
-    const db = await testDatabase(t);
-    const bucket = db && (await testBucket(t));
-    if (!db || !bucket) return;
+    const backends = await testDatabaseAndBucket(t);
+    if (!backends) return;
+    const { db, bucket } = backends;
     const proxy = await startTcpProxy(bucket.server.endpoint);
     t.after(() => proxy.close());
     const viaProxy = bucket.url.replace(encodeURIComponent(bucket.server.endpoint), encodeURIComponent(proxy.url));

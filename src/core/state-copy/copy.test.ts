@@ -9,7 +9,8 @@ import Database from "better-sqlite3";
 import pg from "pg";
 import { bootstrapS3Credentials, s3Client, type S3Credentials } from "../../r2/s3/testing/s3.js";
 import { newTestCredentials, runCli, startTestPlatform, type TestPlatform } from "../testing/platform.js";
-import { awsEnv, testBucket, testDatabase, type TestBucket, type TestDatabase } from "../testing/services.js";
+import { testDatabaseAndBucket } from "../testing/backends.js";
+import { awsEnv, type TestBucket, type TestDatabase } from "../testing/services.js";
 
 const HANG_GUARD = { timeout: 300_000 };
 const md5 = (b: Buffer) => createHash("md5").update(b).digest("hex");
@@ -177,9 +178,9 @@ test(
   "state copy: a state directory into PostgreSQL + a bucket and back; every area's rows and bodies carried, counts checked, reruns finish",
   HANG_GUARD,
   async (t) => {
-    const db = await testDatabase(t);
-    const bucket = db && (await testBucket(t));
-    if (!db || !bucket) return;
+    const backends = await testDatabaseAndBucket(t);
+    if (!backends) return;
+    const { db, bucket } = backends;
     const credentials = newTestCredentials();
     const embedded = await startTestPlatform({ credentials });
     t.after(() => embedded.dispose());
@@ -264,9 +265,9 @@ async function checkEverythingBack(p: TestPlatform, creds: S3Credentials, w: Wri
 }
 
 test("state copy: a row the target refuses fails the count check with the difference", HANG_GUARD, async (t) => {
-  const db = await testDatabase(t);
-  const bucket = db && (await testBucket(t));
-  if (!db || !bucket) return;
+  const backends = await testDatabaseAndBucket(t);
+  if (!backends) return;
+  const { db, bucket } = backends;
   const embedded = await startTestPlatform();
   t.after(() => embedded.dispose());
   await embedded.stop();

@@ -2,7 +2,7 @@ import type { TestContext } from "node:test";
 import { migrateArea, type PgMigration } from "../db/pg-migrations.js";
 import { Postgres } from "../db/postgres.js";
 import { S3ContentStore } from "../content/s3-store.js";
-import { s3ClientConfig, testBucket, testDatabase, type TestBucket } from "./services.js";
+import { s3ClientConfig, testBucket, testDatabase, type TestBucket, type TestDatabase } from "./services.js";
 
 /**
  * The distributed backends for one test, on the run's real servers (core/testing/services.ts): each a fresh
@@ -28,4 +28,11 @@ export async function testContentStore(t: TestContext, prefix: string): Promise<
   const client = new S3Client(s3ClientConfig(bucket.server));
   t.after(() => client.destroy());
   return Object.assign(new S3ContentStore(client, bucket.name, `${prefix}/`), { testBucket: bucket });
+}
+
+/** A fresh database and bucket for a test of whole nodes; undefined when either is missing (the test was skipped). */
+export async function testDatabaseAndBucket(t: TestContext): Promise<{ db: TestDatabase; bucket: TestBucket } | undefined> {
+  const db = await testDatabase(t);
+  const bucket = db && (await testBucket(t));
+  return db && bucket ? { db, bucket } : undefined;
 }
