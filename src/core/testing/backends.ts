@@ -20,6 +20,13 @@ export async function testPostgres(t: TestContext, area: string, migrations: rea
   return pg;
 }
 
+/** A fresh database and bucket for a test of whole nodes; undefined when either is missing (the test was skipped). */
+export async function testDatabaseAndBucket(t: TestContext): Promise<{ db: TestDatabase; bucket: TestBucket } | undefined> {
+  const db = await testDatabase(t);
+  const bucket = db && (await testBucket(t));
+  return db && bucket ? { db, bucket } : undefined;
+}
+
 /** A content store on a fresh bucket, keys under `<prefix>/` as the platform lays them out. */
 export async function testContentStore(t: TestContext, prefix: string): Promise<(S3ContentStore & { testBucket: TestBucket }) | undefined> {
   const bucket = await testBucket(t);
@@ -28,11 +35,4 @@ export async function testContentStore(t: TestContext, prefix: string): Promise<
   const client = new S3Client(s3ClientConfig(bucket.server));
   t.after(() => client.destroy());
   return Object.assign(new S3ContentStore(client, bucket.name, `${prefix}/`), { testBucket: bucket });
-}
-
-/** A fresh database and bucket for a test of whole nodes; undefined when either is missing (the test was skipped). */
-export async function testDatabaseAndBucket(t: TestContext): Promise<{ db: TestDatabase; bucket: TestBucket } | undefined> {
-  const db = await testDatabase(t);
-  const bucket = db && (await testBucket(t));
-  return db && bucket ? { db, bucket } : undefined;
 }
