@@ -36,6 +36,8 @@ export interface TableCopy {
   references?: Readonly<Record<string, string>>;
   /** SQL read in place of a column on one backend (KV values that bulk writes keep in SQLite's `blobs` table). */
   readAs?: Partial<Record<Side, Readonly<Record<string, string>>>>;
+  /** Columns only one backend has, with the value every copied row gets there (`{ sqlite: { sealed: 1 } }`). */
+  writeAs?: Partial<Record<Side, Readonly<Record<string, unknown>>>>;
   /** Columns that may hold big values: read with their row only when small, else alone (memory stays bounded). */
   large?: readonly string[];
   /** Copies the bodies the row names into the target's content store; returns the row naming the copies. */

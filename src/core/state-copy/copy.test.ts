@@ -9,6 +9,7 @@ import Database from "better-sqlite3";
 import pg from "pg";
 import { bootstrapS3Credentials, s3Client, type S3Credentials } from "../../r2/s3/testing/s3.js";
 import { newTestCredentials, runCli, startTestPlatform, type TestPlatform } from "../testing/platform.js";
+import { runOnTerminal } from "../testing/terminal.js";
 import { testDatabaseAndBucket } from "../testing/backends.js";
 import { awsEnv, type TestBucket, type TestDatabase } from "../testing/services.js";
 
@@ -232,11 +233,14 @@ test(
 
     // And back: a new state directory from the database, served embedded.
     const back = join(tempDir(t, "edge-copy-back-"), "state");
-    const home = await runCli(["state", "copy", "--from-database-url", db.url, "--from-object-store-url", bucket.url, "--to-state-dir", back], {
+    // On a terminal: a progress bar instead of progress lines.
+    const home = await runOnTerminal(["state", "copy", "--from-database-url", db.url, "--from-object-store-url", bucket.url, "--to-state-dir", back], {
       env: { EDGE_SECRETS_KEY: key, ...awsEnv(bucket.server) },
     });
-    assert.equal(home.code, 0, home.stderr);
-    assert.match(home.stdout, /r2\s+objects\s+5\s+0\s+5\s+5\s+0/, "the object completed on the node came back too");
+    assert.equal(home.code, 0, home.screen);
+    assert.match(home.screen, /Copying rows \[[█░]+\] 100% \| \d+\/\d+/);
+    assert.doesNotMatch(home.screen, /kv entries: \d+\/\d+ rows/);
+    assert.match(home.screen, /r2\s+objects\s+5\s+0\s+5\s+5\s+0/, "the object completed on the node came back too");
     assert.equal(readFileSync(join(back, "keys", "secrets.key"), "utf8").trim(), key, "the state directory keeps the nodes' key");
     const single = await startTestPlatform({ stateDir: back, credentials, env: { EDGE_SECRETS_KEY: "" } });
     try {

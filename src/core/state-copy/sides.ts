@@ -96,11 +96,22 @@ class Statements {
     return `SELECT ${cols} FROM ${this.qualify(t.table)} WHERE ${match.join(" OR ")}`;
   }
 
+  /** The columns an insert on this side writes: the copied ones, then those only this side has. */
+  written(t: TableCopy): string[] {
+    return [...t.columns, ...Object.keys(t.writeAs?.[this.side] ?? {})];
+  }
+
+  /** The values of `row` for `written(t)`. */
+  values(t: TableCopy, row: Row): unknown[] {
+    return [...t.columns.map((c) => row[c] ?? null), ...Object.values(t.writeAs?.[this.side] ?? {})];
+  }
+
   insert(t: TableCopy, rows: number): string {
-    const ph = this.placeholders(rows * t.columns.length);
-    const values = Array.from({ length: rows }, (_, r) => `(${ph.slice(r * t.columns.length, (r + 1) * t.columns.length).join(", ")})`);
+    const columns = this.written(t);
+    const ph = this.placeholders(rows * columns.length);
+    const values = Array.from({ length: rows }, (_, r) => `(${ph.slice(r * columns.length, (r + 1) * columns.length).join(", ")})`);
     const returning = [...t.key, ...(t.generatedId ? [t.generatedId] : [])].map(quote).join(", ");
-    return `INSERT INTO ${this.qualify(t.table)} (${t.columns.map(quote).join(", ")}) VALUES ${values.join(", ")} ON CONFLICT DO NOTHING RETURNING ${returning}`;
+    return `INSERT INTO ${this.qualify(t.table)} (${columns.map(quote).join(", ")}) VALUES ${values.join(", ")} ON CONFLICT DO NOTHING RETURNING ${returning}`;
   }
 }
 
@@ -139,7 +150,7 @@ export function stateDirSide(stateDir: string): CopySide {
         existing: async (t, rows) => found(t, rows.length ? (db.prepare(sql.existing(t, rows.length)).all(...keyParams(t, rows)) as Row[]) : []),
         insert: async (t, rows) => {
           const statement = db.prepare(sql.insert(t, 1));
-          const inserted = db.transaction(() => rows.flatMap((r) => (statement.all(...t.columns.map((c) => forSqlite(r[c]))) as Row[]) ?? []))();
+          const inserted = db.transaction(() => rows.flatMap((r) => statement.all(...sql.values(t, r).map(forSqlite)) as Row[]))();
           return found(t, inserted);
         },
       };
@@ -217,7 +228,7 @@ export async function databaseSide(databaseUrl: string, objectStore: ObjectStore
             rows.length
               ? await pg.rows<Row>(
                   sql.insert(t, rows.length),
-                  rows.flatMap((r) => t.columns.map((c) => r[c] ?? null)),
+                  rows.flatMap((r) => sql.values(t, r)),
                 )
               : [],
           ),
