@@ -5,30 +5,64 @@ import { registerGatewayRoutes } from "./gateways/routes.js";
 import { LogCounts } from "./logs/counts.js";
 import { LogQueue } from "./logs/queue.js";
 import { registerLogRoutes } from "./logs/routes.js";
+import { AIG_BUS_AREA, readNotice } from "./notices.js";
+import { AI_GATEWAY_PG_MIGRATIONS } from "./pg-migrations.js";
+import { PgRateLimiter } from "./pg-rate-limiter.js";
+import { pgStores } from "./pg-store.js";
 import { PriceTable } from "./providers/prices.js";
 import { ProviderRegistry } from "./providers/registry.js";
 import { GatewayProxy } from "./proxy/gateway-proxy.js";
-import { RateLimiter } from "./proxy/rate-limiter.js";
+import { MemoryRateLimiter, type RateLimiter } from "./proxy/rate-limiter.js";
 import { ResponseCache } from "./proxy/response-cache.js";
 import { Upstreams } from "./proxy/upstream.js";
 import { AI_GATEWAY_MIGRATIONS } from "./sqlite-migrations.js";
 import { sqliteStores } from "./sqlite-store.js";
+import type { AiGatewayStores } from "./store.js";
+
+/** Rate windows no count reads any more are swept this often (PostgreSQL). */
+const RATE_SWEEP_MS = 60_000;
+
+/**
+ * The stores and the rate limiter of this node's backend: SQLite and counters in memory (one node), or PostgreSQL
+ * (schema `ai_gateway`) with one counter per gateway and window for all nodes.
+ */
+function openBackend(ctx: ServiceContext): { stores: AiGatewayStores; limiter: RateLimiter; sweep?: () => Promise<number> } {
+  const pg = ctx.openPostgres("ai_gateway", AI_GATEWAY_PG_MIGRATIONS);
+  if (pg) {
+    const limiter = new PgRateLimiter(pg);
+    return { stores: pgStores(pg, ctx.bus), limiter, sweep: () => limiter.sweep() };
+  }
+  return { stores: sqliteStores(ctx.openDb("ai-gateway", AI_GATEWAY_MIGRATIONS)), limiter: new MemoryRateLimiter() };
+}
 
 export function createAiGatewayService(ctx: ServiceContext): EdgeService {
   const config = readAiGatewayConfig(ctx.options(serveOptions));
   const providers = new ProviderRegistry(config.providerBaseUrls);
   const prices = PriceTable.load(SHIPPED_PRICES_FILE, config.pricesFile);
-  const stores = sqliteStores(ctx.openDb("ai-gateway", AI_GATEWAY_MIGRATIONS));
+  const { stores, limiter, sweep } = openBackend(ctx);
   const logCounts = new LogCounts(stores.logs);
   const queue = new LogQueue(stores.logs, logCounts, ctx.log);
+  // Cached answers stay on the node that got them (see docs/ai-gateway.md, "On PostgreSQL"); changes reach every node.
   const cache = new ResponseCache();
-  const limiter = new RateLimiter();
   const upstreams = new Upstreams();
   /** A changed gateway starts with a fresh rate window and log count, and its cached answers go when it asks for that. */
-  const gateways = new GatewayDirectory(stores.gateways, (g, dropCachedAnswers) => {
-    limiter.forget(`${g.account_id}/${g.id}`);
-    if (dropCachedAnswers) cache.dropPrefix(`${g.account_id}/${g.id}:`);
-    logCounts.forget(g.account_id, g.id);
+  const gateways = new GatewayDirectory(stores.gateways, (accountId, gatewayId, dropCachedAnswers) => {
+    limiter.forget(accountId, gatewayId);
+    if (dropCachedAnswers) cache.dropPrefix(`${accountId}/${gatewayId}:`);
+    logCounts.forget(accountId, gatewayId);
+  });
+  // Changes made through other nodes (this node's own were applied when it made them); after a resync, everything.
+  ctx.bus.subscribe(AIG_BUS_AREA, (event) => {
+    if (event.type === "resync") {
+      gateways.forgetAll();
+      logCounts.forgetAll();
+      cache.clear();
+      return;
+    }
+    if (event.origin === ctx.bus.nodeId) return;
+    const notice = readNotice(event.what);
+    if (notice?.kind === "gateway") gateways.changedElsewhere(notice.accountId, notice.gatewayId, notice.dropAnswers);
+    else if (notice?.kind === "logs") logCounts.forget(notice.accountId, notice.gatewayId);
   });
   const proxy = new GatewayProxy({
     auth: ctx.auth,
@@ -44,6 +78,7 @@ export function createAiGatewayService(ctx: ServiceContext): EdgeService {
     log: ctx.log,
     bodyLimit: ctx.config.core.bodyLimit,
   });
+  let sweeper: NodeJS.Timeout | undefined;
 
   return {
     name: "ai-gateway",
@@ -56,8 +91,14 @@ export function createAiGatewayService(ctx: ServiceContext): EdgeService {
       proxy.handle(req, res);
       return true;
     },
+    async start() {
+      if (!sweep) return;
+      sweeper = setInterval(() => void sweep().catch((err: unknown) => ctx.log.warn({ err }, "ai-gateway: sweeping old rate windows failed")), RATE_SWEEP_MS);
+      sweeper.unref();
+    },
     async stop() {
-      await queue.flush();
+      clearInterval(sweeper);
+      await queue.close();
       await upstreams.close();
     },
   };

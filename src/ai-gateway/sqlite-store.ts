@@ -1,5 +1,6 @@
 import type { Db } from "../core/db/sqlite.js";
 import { AigErrors } from "./errors.js";
+import { containing, toGateway, type GatewayRow as Row } from "./gateways/rows.js";
 import type { GatewaySettings } from "./gateways/schema.js";
 import { SqliteLogStore } from "./sqlite-log-store.js";
 import type { AiGatewayStores, Gateway, GatewayStore } from "./store.js";
@@ -9,22 +10,6 @@ export function sqliteStores(db: Db): AiGatewayStores {
   const logs = new SqliteLogStore(db);
   return { gateways: new SqliteGatewayStore(db, logs), logs };
 }
-
-interface Row {
-  account_id: string;
-  id: string;
-  settings: string;
-  created_at: string;
-  modified_at: string;
-}
-
-const toGateway = (r: Row): Gateway => ({
-  id: r.id,
-  account_id: r.account_id,
-  ...(JSON.parse(r.settings) as GatewaySettings),
-  created_at: r.created_at,
-  modified_at: r.modified_at,
-});
 
 /** Gateways of every account, their settings as one JSON column. */
 class SqliteGatewayStore implements GatewayStore {
@@ -55,7 +40,7 @@ class SqliteGatewayStore implements GatewayStore {
   }
 
   async list(accountId: string, search: string, limit: number, offset: number): Promise<{ items: Gateway[]; total: number }> {
-    const like = `%${search.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+    const like = containing(search);
     const items = (this.q.list.all(accountId, like, limit, offset) as Row[]).map(toGateway);
     return { items, total: (this.q.count.get(accountId, like) as { n: number }).n };
   }

@@ -23,6 +23,8 @@ const DEFAULT_COMPATIBILITY_DATE = "2024-09-01";
  */
 export class ScriptDeployer {
   private readonly locks = new Map<string, Promise<unknown>>();
+  /** The version each script runs on this node's workerd, which `sync` compares with the store's. */
+  private readonly running = new Map<string, string>();
 
   constructor(
     private readonly store: WorkersStore,
@@ -63,20 +65,58 @@ export class ScriptDeployer {
       if (err instanceof WorkerdStartError) throw WorkersErrors.failedToStart(err.message);
       throw err;
     }
+    this.running.set(script.name, script.versionId);
   }
 
-  /** Starts every stored script (at platform start); a script workerd refuses is logged and skipped. */
-  async startAll(): Promise<void> {
-    const scripts = await this.store.all();
+  /**
+   * Commits a change whose version already runs here; if the commit fails (PostgreSQL unreachable, a name taken on
+   * another node meanwhile), this node goes back to running what the store holds, as far as it can read it.
+   */
+  private async commit(name: string, write: () => Promise<unknown>): Promise<void> {
+    try {
+      await write();
+    } catch (err) {
+      await this.follow(name).catch((e: unknown) => this.log.warn({ script: name, err: (e as Error).message }, "could not go back to the stored version"));
+      throw err;
+    }
+  }
+
+  /**
+   * Makes this node run what the store holds for script `name`, whoever changed it (another node deployed, set a
+   * secret or deleted it): the stored version starts beside the running one and takes over its traffic once it
+   * listens, as a deploy does, so no request is dropped; a deleted script stops. The version already running is
+   * left alone. Serialised with this node's own changes to the script.
+   */
+  sync(name: string): Promise<void> {
+    return this.serial(name, () => this.follow(name));
+  }
+
+  /** Syncs every script the store holds or this node runs (at start, and after notices may have been lost); a script workerd refuses is logged and skipped. */
+  async syncAll(): Promise<void> {
+    const names = new Set([...(await this.store.all()).map((s) => s.name), ...this.running.keys()]);
     await Promise.all(
-      scripts.map(async (s) => {
-        try {
-          await this.start(s, await this.store.readModules(s.modules), await this.store.secretValues(s.accountId, s.name));
-        } catch (err) {
-          this.log.error({ script: s.name, err: (err as Error).message }, "stored worker script failed to start");
-        }
-      }),
+      [...names].map((name) =>
+        this.sync(name).catch((err: unknown) => this.log.error({ script: name, err: (err as Error).message }, "stored worker script failed to start")),
+      ),
     );
+  }
+
+  private async follow(name: string): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      const script = await this.store.byName(name);
+      if (!script) {
+        if (this.running.delete(name)) await this.runtime.remove(name);
+        return;
+      }
+      if (this.running.get(name) === script.versionId) return;
+      try {
+        await this.start(script, await this.store.readModules(script.modules), await this.store.secretValues(script.accountId, name));
+        return;
+      } catch (err) {
+        // A newer version committed meanwhile may have removed this one's modules: read the record again.
+        if (attempt >= 3 || (await this.store.byName(name))?.versionId === script.versionId) throw err;
+      }
+    }
   }
 
   upload(accountId: string, name: string, up: ParsedUpload): Promise<ScriptRecord> {
@@ -115,7 +155,7 @@ export class ScriptDeployer {
         await this.store.deleteModules(modules);
         throw err;
       }
-      await this.store.save(script, up.secrets);
+      await this.commit(name, () => this.store.save(script, up.secrets));
       return (await this.store.get(accountId, name))!;
     });
   }
@@ -124,7 +164,8 @@ export class ScriptDeployer {
     return this.serial(name, async () => {
       if (!(await this.store.get(accountId, name))) throw WorkersErrors.scriptNotFound();
       await this.runtime.remove(name);
-      await this.store.delete(accountId, name);
+      this.running.delete(name);
+      await this.commit(name, () => this.store.delete(accountId, name));
     });
   }
 
@@ -143,7 +184,7 @@ export class ScriptDeployer {
       }
       const versionId = randomUUID();
       await this.start({ ...script, versionId }, await this.store.readModules(script.modules), secrets);
-      await this.store.changeSecret(accountId, name, secret, text, versionId);
+      await this.commit(name, () => this.store.changeSecret(accountId, name, secret, text, versionId));
     });
   }
 }

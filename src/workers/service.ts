@@ -7,11 +7,18 @@ import type { BindingBackendName } from "./bindings/binding-type.js";
 import type { BindingHandler } from "./bindings/server.js";
 import { readWorkersConfig, serveOptions } from "./config.js";
 import { ScriptDeployer, type ResourceExists } from "./deployer.js";
+import { followOtherNodes } from "./follow-nodes.js";
+import { WORKERS_PG_MIGRATIONS } from "./pg-migrations.js";
+import { PgWorkersStore, WORKERS_AREA } from "./pg-store.js";
 import { WorkerProxy } from "./runtime/proxy.js";
 import { WorkersRuntime } from "./runtime/runtime.js";
 import { WORKERS_MIGRATIONS } from "./sqlite-migrations.js";
 import { SqliteWorkersStore } from "./sqlite-store.js";
+import type { WorkersStore } from "./store.js";
 import { CronClock } from "./triggers/clock.js";
+
+/** How often module bytes no record names are looked for (they are removed an hour after they were written). */
+const GC_INTERVAL_MS = 60 * 60 * 1000;
 
 /** The areas whose data worker bindings reach: each checks that a resource exists and serves its binding calls. */
 interface BindingBackend {
@@ -21,7 +28,10 @@ interface BindingBackend {
 
 export function createWorkersService(ctx: ServiceContext, deps: { kv: KvService; r2: R2Service }): EdgeService {
   const config = readWorkersConfig(ctx.options(serveOptions));
-  const store = new SqliteWorkersStore(ctx.openDb("workers", WORKERS_MIGRATIONS), ctx.content("workers"), SecretBox.load(ctx.config.stateDir));
+  const box = SecretBox.load(ctx.config.stateDir);
+  const pg = ctx.openPostgres(WORKERS_AREA, WORKERS_PG_MIGRATIONS);
+  const pgStore = pg && new PgWorkersStore(pg, ctx.content("workers"), box, ctx.bus);
+  const store: WorkersStore = pgStore ?? new SqliteWorkersStore(ctx.openDb("workers", WORKERS_MIGRATIONS), ctx.content("workers"), box);
   const log = ctx.log.child({ service: "workers" });
   const backends = new Map<BindingBackendName, BindingBackend>([
     [
@@ -49,6 +59,13 @@ export function createWorkersService(ctx: ServiceContext, deps: { kv: KvService;
   const deployer = new ScriptDeployer(store, runtime, exists, log);
   const proxy = new WorkerProxy(runtime, config.domain, log);
   const clock = new CronClock(store, (s, tick) => runtime.runScheduled(s.script, s.cron, tick), log);
+  let unfollow: (() => void) | undefined;
+  let gcTimer: NodeJS.Timeout | undefined;
+  // Module bytes whose record never committed (a crash, or a commit that failed after the upload started them).
+  const sweep = async () => {
+    const removed = await store.gcContent();
+    if (removed) log.info({ removed }, "removed unreferenced worker module files");
+  };
   const urlOf = (name: string) => {
     const edge = new URL(ctx.edgeUrl());
     return `http://${name}.${config.domain}${edge.port ? `:${edge.port}` : ""}`;
@@ -75,14 +92,20 @@ export function createWorkersService(ctx: ServiceContext, deps: { kv: KvService;
     },
     handleRaw: (req, res) => proxy.handle(req, res),
     async start() {
+      await pgStore?.checkKey();
       await runtime.start();
-      await deployer.startAll();
-      const removed = await store.gcContent();
-      if (removed) log.info({ removed }, "removed unreferenced worker module files");
+      // Before the first sync, so that a deploy made elsewhere meanwhile is not missed.
+      unfollow = followOtherNodes(ctx.bus, deployer, clock, log);
+      await deployer.syncAll();
+      await sweep();
+      gcTimer = setInterval(() => void sweep().catch((err: unknown) => log.warn({ err }, "worker module sweep failed")), GC_INTERVAL_MS);
+      gcTimer.unref();
       await clock.start();
     },
     describe: () => ({ workers: urlOf("<script>") }),
     async stop() {
+      unfollow?.();
+      clearInterval(gcTimer);
       clock.stop();
       await runtime.stop();
     },

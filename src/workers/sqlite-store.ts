@@ -1,47 +1,21 @@
 import type { ContentStore } from "../core/content/store.js";
 import type { Db } from "../core/db/sqlite.js";
 import type { SecretBox } from "../core/secret-box.js";
-import type { Binding } from "./bindings/registry.js";
 import { WorkersErrors } from "./errors.js";
-import { secretSealContext, type ModuleRef, type ModuleSource, type Schedule, type ScriptRecord, type ScriptSchedule, type WorkersStore } from "./store.js";
-
-interface ScriptRow {
-  account_id: string;
-  name: string;
-  version_id: string;
-  etag: string;
-  main_module: string;
-  compatibility_date: string;
-  compatibility_flags: string;
-  bindings: string;
-  modules: string;
-  created_on: string;
-  modified_on: string;
-}
-
-const toRecord = (r: ScriptRow): ScriptRecord => ({
-  accountId: r.account_id,
-  name: r.name,
-  versionId: r.version_id,
-  etag: r.etag,
-  mainModule: r.main_module,
-  compatibilityDate: r.compatibility_date,
-  compatibilityFlags: JSON.parse(r.compatibility_flags) as string[],
-  bindings: JSON.parse(r.bindings) as Binding[],
-  modules: JSON.parse(r.modules) as ModuleRef[],
-  createdOn: r.created_on,
-  modifiedOn: r.modified_on,
-});
+import { ModuleContent } from "./module-content.js";
+import { liveModuleIds, toRecord, toRow, type ScriptRow } from "./rows.js";
+import { secretSealContext, type ModuleRef, type Schedule, type ScriptRecord, type ScriptSchedule, type WorkersStore } from "./store.js";
 
 /** The SQLite WorkersStore (`<state>/db/workers.sqlite`); module bytes live in the content store. */
-export class SqliteWorkersStore implements WorkersStore {
+export class SqliteWorkersStore extends ModuleContent implements WorkersStore {
   private readonly q;
 
   constructor(
     private readonly db: Db,
-    private readonly content: ContentStore,
+    content: ContentStore,
     private readonly box: SecretBox,
   ) {
+    super(content);
     this.q = {
       get: db.prepare<[string, string], ScriptRow>("SELECT * FROM scripts WHERE account_id = ? AND name = ?"),
       byName: db.prepare<[string], ScriptRow>("SELECT * FROM scripts WHERE name = ?"),
@@ -135,22 +109,8 @@ export class SqliteWorkersStore implements WorkersStore {
     return this.q.all.all().map(toRecord);
   }
 
-  async writeModule(content: Buffer): Promise<{ contentId: string; size: number }> {
-    const c = await this.content.put(content);
-    return { contentId: c.id, size: c.size };
-  }
-
-  readModules(modules: readonly ModuleRef[]): Promise<ModuleSource[]> {
-    return Promise.all(modules.map(async (m) => ({ name: m.name, kind: m.kind, content: await this.content.readAll(m.contentId) })));
-  }
-
-  async deleteModules(modules: readonly ModuleRef[]): Promise<void> {
-    await Promise.all(modules.map((m) => this.content.delete(m.contentId)));
-  }
-
   async gcContent(graceMs?: number): Promise<number> {
-    const live = new Set(this.q.all.all().flatMap((r) => (JSON.parse(r.modules) as ModuleRef[]).map((m) => m.contentId)));
-    return this.content.gc((id) => live.has(id), graceMs);
+    return this.gcModules(liveModuleIds(this.q.all.all()), graceMs);
   }
 
   async save(script: ScriptRecord, secrets: readonly { name: string; text: string }[]): Promise<void> {
@@ -158,19 +118,7 @@ export class SqliteWorkersStore implements WorkersStore {
       const owner = this.q.byName.get(script.name);
       if (owner && owner.account_id !== script.accountId) throw WorkersErrors.nameTaken(script.name);
       const old = this.getSync(script.accountId, script.name);
-      this.q.upsert.run({
-        account_id: script.accountId,
-        name: script.name,
-        version_id: script.versionId,
-        etag: script.etag,
-        main_module: script.mainModule,
-        compatibility_date: script.compatibilityDate,
-        compatibility_flags: JSON.stringify(script.compatibilityFlags),
-        bindings: JSON.stringify(script.bindings),
-        modules: JSON.stringify(script.modules),
-        created_on: old?.createdOn ?? script.createdOn,
-        modified_on: script.modifiedOn,
-      });
+      this.q.upsert.run(toRow(script, old?.createdOn ?? script.createdOn));
       for (const s of secrets) this.q.putSecret.run(script.accountId, script.name, s.name, this.sealed(script.accountId, script.name, s.name, s.text));
       return old?.modules ?? [];
     })();

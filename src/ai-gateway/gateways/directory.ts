@@ -24,7 +24,8 @@ const MAX_CACHED = 10_000;
 /**
  * The gateways, as the proxy and the API see them: the store behind an in-memory copy of what it answered, so the
  * proxy reads a gateway's settings on every request without waiting (`cached`). Every change goes through here,
- * updates that copy and calls `onChange` (which resets what other parts keep per gateway).
+ * updates that copy and calls `onChange` (which resets what other parts keep per gateway); a change made through
+ * another node arrives as a bus notice (`changedElsewhere`, wired in service.ts).
  */
 export class GatewayDirectory {
   /** By "<account>/<id>"; null records a gateway that does not exist. */
@@ -34,7 +35,7 @@ export class GatewayDirectory {
 
   constructor(
     private readonly store: GatewayStore,
-    private readonly onChange: (gateway: Gateway, dropCachedAnswers: boolean) => void,
+    private readonly onChange: (accountId: string, gatewayId: string, dropCachedAnswers: boolean) => void,
   ) {}
 
   /** What is known without asking the store: the gateway, null when it is known not to exist, undefined when not known. */
@@ -74,7 +75,7 @@ export class GatewayDirectory {
   async update(accountId: string, id: string, settings: GatewaySettings): Promise<Gateway> {
     const g = await this.write(accountId, id, () => this.store.update(accountId, id, settings));
     if (!g) throw AigErrors.gatewayNotFound(id);
-    this.onChange(g, g.cache_invalidate_on_update);
+    this.onChange(accountId, id, g.cache_invalidate_on_update);
     return g;
   }
 
@@ -82,8 +83,24 @@ export class GatewayDirectory {
   async delete(accountId: string, id: string): Promise<Gateway> {
     const g = await this.write(accountId, id, () => this.store.delete(accountId, id));
     if (!g) throw AigErrors.gatewayNotFound(id);
-    this.onChange(g, true);
+    this.onChange(accountId, id, true);
     return g;
+  }
+
+  /**
+   * Another node changed (created, replaced or deleted) the gateway: its next read asks the store, a read that
+   * overlapped the notice is not cached, and what other parts keep of it goes (`onChange`).
+   */
+  changedElsewhere(accountId: string, id: string, dropCachedAnswers: boolean): void {
+    this.generation++;
+    this.cache.delete(`${accountId}/${id}`);
+    this.onChange(accountId, id, dropCachedAnswers);
+  }
+
+  /** Notices may have been lost: every gateway is read again from the store. */
+  forgetAll(): void {
+    this.generation++;
+    this.cache.clear();
   }
 
   /** Runs a change of one gateway; the next read of it asks the store, and reads that overlapped it are not cached. */

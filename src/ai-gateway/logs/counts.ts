@@ -41,4 +41,9 @@ export class LogCounts {
     this.generation++;
     this.counts.delete(`${accountId}/${gatewayId}`);
   }
+
+  forgetAll(): void {
+    this.generation++;
+    this.counts.clear();
+  }
 }

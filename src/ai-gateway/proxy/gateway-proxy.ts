@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { AuthService } from "../../core/auth/auth-service.js";
 import type { IdentityStore } from "../../core/auth/store.js";
+import { dependencyRefusal } from "../../core/errors/dependency.js";
 import { CoreErrors, EdgeError } from "../../core/errors.js";
 import { newRequestId, sendRawError } from "../../core/http/app.js";
 import { isWellFormedPath } from "../../core/http/transport-errors.js";
@@ -47,7 +48,8 @@ export class GatewayProxy {
 
   handle(req: IncomingMessage, res: ServerResponse): void {
     this.serve(req, res).catch((err: unknown) => {
-      let refusal = err instanceof EdgeError ? err : undefined;
+      // A store that cannot be reached (PostgreSQL) is the core 503 naming it; anything else unexpected is a 500.
+      let refusal = err instanceof EdgeError ? err : dependencyRefusal(err);
       if (!refusal) {
         const requestId = newRequestId();
         this.d.log.error({ err, requestId }, "ai-gateway: request failed");
@@ -80,9 +82,10 @@ export class GatewayProxy {
     if (gateway.authentication && !mayRun) throw AigErrors.unauthorized();
 
     const opts = readRequestOptions(req.headers);
-    if (!this.d.limiter.take(`${accountId}/${gatewayId}`, gateway.rate_limiting_limit, gateway.rate_limiting_interval, gateway.rate_limiting_technique)) {
-      throw AigErrors.rateLimited();
-    }
+    // Counted in memory when embedded; a shared counter (a promise) only for a gateway with a limit.
+    let allowed = this.d.limiter.take(gateway);
+    if (allowed instanceof Promise) allowed = await allowed;
+    if (!allowed) throw AigErrors.rateLimited();
     let logging = opts.collectLog ?? gateway.collect_logs;
     if (logging) {
       let full = this.d.logCounts.isFull(gateway);

@@ -46,6 +46,11 @@ export class ResponseCache {
     for (const k of [...this.entries.keys()]) if (k.startsWith(prefix)) this.drop(k);
   }
 
+  clear(): void {
+    this.entries.clear();
+    this.bytes = 0;
+  }
+
   private drop(key: string): void {
     const e = this.entries.get(key);
     if (e) {

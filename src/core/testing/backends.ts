@@ -1,4 +1,6 @@
+import assert from "node:assert/strict";
 import type { TestContext } from "node:test";
+import { dependencyRefusal } from "../errors/dependency.js";
 import { migrateArea, type PgMigration } from "../db/pg-migrations.js";
 import { Postgres } from "../db/postgres.js";
 import { S3ContentStore } from "../content/s3-store.js";
@@ -36,3 +38,22 @@ export async function testContentStore(t: TestContext, prefix: string): Promise<
   t.after(() => client.destroy());
   return Object.assign(new S3ContentStore(client, bucket.name, `${prefix}/`), { testBucket: bucket });
 }
+
+/**
+ * Asserts that every call is refused with the core 503 naming PostgreSQL, as a store on `pg` does when the server
+ * cannot be reached (`unreachablePostgres()` gives such a pool).
+ */
+export async function assertPostgresRefusals(calls: readonly (() => Promise<unknown>)[]): Promise<void> {
+  for (const call of calls) {
+    const err = await call().then(
+      () => assert.fail("expected a refusal"),
+      (e: unknown) => e,
+    );
+    const refusal = dependencyRefusal(err);
+    assert.equal(refusal?.status, 503, String(err));
+    assert.match(refusal!.message, /PostgreSQL is unreachable/);
+  }
+}
+
+/** A pool on an address where no PostgreSQL listens (connections refused at once); close it after the test. */
+export const unreachablePostgres = () => new Postgres({ url: "postgres://nobody@127.0.0.1:1/none", poolSize: 1, connectTimeoutMs: 500 });

@@ -15,9 +15,8 @@ const keyOf = (s: ScriptSchedule) => JSON.stringify([s.accountId, s.script, s.cr
  * Fires every cron trigger of the platform on time (UTC). Each trigger's next tick is computed from the time it
  * is loaded, so ticks missed while the platform was down are not replayed; each tick is claimed in the store before
  * it runs (`claimTick`), so a restart within a tick does not run it twice. One timer serves all triggers.
- *
- * TODO(issue 14): with several nodes on one shared store, every node runs this clock and the claim makes each tick
- * run once; which node runs it (the one where the script is live) is for the distributed mode to decide.
+ * With several nodes on PostgreSQL every node runs this clock on the same triggers; the claim is one row update in
+ * PostgreSQL, so each tick runs once across the nodes, on whichever claims it first (every node runs every script).
  */
 export class CronClock {
   private readonly next = new Map<string, { schedule: ScriptSchedule; at: number }>();
@@ -87,7 +86,7 @@ export class CronClock {
   private async fire(schedule: ScriptSchedule, tick: number): Promise<void> {
     const tag = { script: schedule.script, cron: schedule.cron, scheduled_time: new Date(tick).toISOString() };
     try {
-      if (!(await this.store.claimTick(schedule, tick))) return;
+      if (!(await this.store.claimTick(schedule, tick))) return this.log.debug(tag, "cron tick already claimed (by another node, or before a restart)");
       const result = await this.runTick(schedule, tick);
       if (!result) this.log.warn(tag, "cron trigger skipped: the Worker is not running or has no scheduled() handler");
       else if (result.outcome === "ok") this.log.info(tag, "cron trigger ran");
