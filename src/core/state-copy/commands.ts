@@ -37,7 +37,7 @@ export function stateCommands(copiers: () => Promise<readonly AreaCopier[]>): An
         "edgecli state copy --from-database-url postgres://edge:PASSWORD@db:5432/edge --from-object-store-url 's3://edge-content?endpoint=http://rgw:7480&region=us-east-1' --to-state-dir /var/lib/edge-single",
       ],
       epilogue: [
-        "Areas copied: identity (accounts, users, global keys and API tokens, as their hashes), KV (namespaces, entries, values), R2 (buckets, objects and their bodies, multipart uploads under way, CORS rules).",
+        "Areas copied: identity (accounts, users, global keys and API tokens, as their hashes), KV (namespaces, entries, values), R2 (buckets, objects and their bodies, multipart uploads under way, CORS rules), Workers (scripts and their modules, secrets still sealed, cron schedules).",
         "Stop the platform first: the command refuses a state directory an edgecli serve runs on, and a database platform nodes are connected to.",
         "The target must be empty unless --into-non-empty is given; an interrupted copy is finished by running the same command again with --into-non-empty (rows already copied are left as they are; bodies copied for rows that never were are removed by the target's garbage collection).",
         "Bodies are streamed (memory stays bounded). A progress bar is drawn on a terminal, progress lines are written otherwise; at the end each table's rows are counted on both sides, and a difference is an error (exit code 1).",

@@ -8,6 +8,7 @@ import * as s3 from "@aws-sdk/client-s3";
 import Database from "better-sqlite3";
 import pg from "pg";
 import { bootstrapS3Credentials, s3Client, type S3Credentials } from "../../r2/s3/testing/s3.js";
+import { eventually, hit, uploadScript } from "../../workers/testing/helpers.js";
 import { newTestCredentials, runCli, startTestPlatform, type TestPlatform } from "../testing/platform.js";
 import { runOnTerminal } from "../testing/terminal.js";
 import { testDatabaseAndBucket } from "../testing/backends.js";
@@ -18,6 +19,7 @@ const md5 = (b: Buffer) => createHash("md5").update(b).digest("hex");
 const BIG = randomBytes(300 * 1024);
 const LARGE_OBJECT = randomBytes(6 * 1024 * 1024 + 17);
 const PART = randomBytes(5 * 1024 * 1024);
+const WORKER = `export default { fetch(req, env) { return new Response("carried " + env.TOKEN); } };`;
 
 /** What the test writes through the first platform and reads back through each copy. */
 interface Written {
@@ -53,6 +55,14 @@ async function writeEverything(p: TestPlatform, creds: S3Credentials): Promise<W
   const bulk = Array.from({ length: 450 }, (_, i) => ({ key: `bulk/${String(i).padStart(3, "0")}`, value: `v${i}` }));
   bulk.push({ key: "bulk/big", value: BIG.toString("base64"), base64: true } as never);
   assert.equal((await p.api("PUT", `/accounts/${p.accountId}/storage/kv/namespaces/${ns}/bulk`, bulk)).status, 200);
+
+  // A worker with a secret (sealed with the state directory's key) and a cron schedule.
+  assert.equal((await uploadScript(p, "carried-worker", WORKER)).status, 200);
+  assert.equal(
+    (await p.api("PUT", `/accounts/${p.accountId}/workers/scripts/carried-worker/secrets`, { name: "TOKEN", text: "s3cret", type: "secret_text" })).status,
+    200,
+  );
+  assert.equal((await p.api("PUT", `/accounts/${p.accountId}/workers/scripts/carried-worker/schedules`, [{ cron: "*/30 * * * *" }])).status, 200);
 
   const client = await s3Client(p, creds);
   try {
@@ -111,6 +121,9 @@ async function checkEverything(p: TestPlatform, creds: S3Credentials, w: Written
   assert.ok((await kvGet(p, w.namespaceId, "big"))?.equals(BIG), "a value from the content store, byte for byte");
   assert.ok((await kvGet(p, w.namespaceId, "bulk/big"))?.equals(BIG), "a bulk-written big value, byte for byte");
   assert.equal((await kvGet(p, w.namespaceId, "bulk/449"))?.toString(), "v449");
+  await eventually(async () => (await hit(p, "carried-worker", "/")).text === "carried s3cret", "the copied worker to run with its sealed secret", 60_000);
+  const schedules = await p.api("GET", `/accounts/${p.accountId}/workers/scripts/carried-worker/schedules`);
+  assert.equal(schedules.body.result.schedules[0].cron, "*/30 * * * *");
   const keys = await p.api("GET", `/accounts/${p.accountId}/storage/kv/namespaces/${w.namespaceId}/keys?prefix=expiring`);
   assert.equal(keys.body.result.length, 1);
   assert.ok(keys.body.result[0].expiration > Date.now() / 1000, "the expiration was carried");
@@ -204,7 +217,8 @@ test(
     assert.match(copied.stdout, /identity\s+api_tokens\s+2\s+0\s+2\s+2\s+0/);
     assert.match(copied.stdout, /kv\s+entries\s+454\s+0\s+454\s+454\s+0/);
     assert.match(copied.stdout, /r2\s+objects\s+4\s+0\s+4\s+4\s+0/);
-    assert.match(copied.stdout, /Count check: every table of identity, kv, r2 holds what the source holds/);
+    assert.match(copied.stdout, /workers\s+secrets\s+1\s+0\s+1\s+1\s+0/);
+    assert.match(copied.stdout, /Count check: every table of identity, kv, r2, workers holds what the source holds/);
 
     const again = await copyToDatabase(embedded.stateDir, db, bucket, key);
     assert.equal(again.code, 1, "a target with rows is refused");
@@ -256,6 +270,7 @@ async function checkEverythingBack(p: TestPlatform, creds: S3Credentials, w: Wri
   assert.equal((await p.api("GET", "/user/tokens/verify", undefined, { authorization: `Bearer ${w.token.value}` })).status, 200);
   assert.ok((await kvGet(p, w.namespaceId, "bulk/big"))?.equals(BIG));
   assert.ok((await kvGet(p, w.namespaceId, "big"))?.equals(BIG));
+  await eventually(async () => (await hit(p, "carried-worker", "/")).text === "carried s3cret", "the worker, back on one machine", 60_000);
   const client = await s3Client(p, creds);
   try {
     const got = await client.send(new s3.GetObjectCommand({ Bucket: "carried", Key: "pending.bin" }));
@@ -302,6 +317,6 @@ test("state copy: one direction at a time, each with its settings", async () => 
   assert.equal(half.code, 1);
   assert.match(half.stderr, /--to-object-store-url is required for this direction/);
   const help = await runCli(["state", "copy", "--help"]);
-  assert.match(help.stdout, /Areas copied: identity .*KV .*R2/);
+  assert.match(help.stdout, /Areas copied: identity .*KV .*R2 .*Workers/);
   assert.match(help.stdout, /--into-non-empty/);
 });
