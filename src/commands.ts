@@ -1,6 +1,7 @@
 import type { AnyCommand, CliArea, CommandAlias } from "./core/cli/command.js";
 import * as identity from "./core/auth/commands.js";
 import { serveCommand } from "./core/server/commands.js";
+import * as state from "./core/state-copy/commands.js";
 import * as dns from "./dns/commands.js";
 import * as kv from "./kv/commands.js";
 import * as r2 from "./r2/commands.js";
@@ -13,8 +14,9 @@ const areas: readonly CliArea[] = [identity, dns, kv, r2, workers, aiGateway];
 export const commands: AnyCommand[] = [
   serveCommand(Object.assign({}, ...areas.map((a) => a.serveOptions)), async () => (await import("./platform.js")).runPlatformUntilSignal),
   ...areas.flatMap((a) => a.commands),
+  ...state.stateCommands(async () => (await import("./state-copiers.js")).AREA_COPIERS),
 ];
 
 export const aliases: CommandAlias[] = areas.flatMap((a) => a.aliases);
 
-export const groups: Record<string, string> = Object.assign({}, ...areas.map((a) => a.groups));
+export const groups: Record<string, string> = Object.assign({}, ...areas.map((a) => a.groups), state.groups);

@@ -17,6 +17,7 @@ import { buildEdgeApp } from "./core/http/app.js";
 import { createLogger, type Logger } from "./core/logger.js";
 import type { EdgeService, PlatformConfig, ServiceContext } from "./core/service.js";
 import { UserError } from "./core/errors.js";
+import { markStateDirInUse } from "./core/server/state-lock.js";
 import { createDnsService } from "./dns/service.js";
 import { createKvService } from "./kv/service.js";
 import { createR2Service } from "./r2/service.js";
@@ -35,16 +36,25 @@ export interface RunningPlatform {
 /** Opens the state, wires the services in dependency order, and starts listening. */
 export async function startPlatform(config: PlatformConfig, log: Logger = createLogger({ level: config.core.logLevel })): Promise<RunningPlatform> {
   mkdirSync(config.stateDir, { recursive: true, mode: 0o700 });
+  // Until it stops, `edgecli state copy` refuses this state directory.
+  const inUse = markStateDirInUse(config.stateDir);
   const dbs: Db[] = [];
   const openDb: ServiceContext["openDb"] = (name, migrations) => {
     const db = openDatabase(join(config.stateDir, "db", `${name}.sqlite`), migrations);
     dbs.push(db);
     return db;
   };
-  const backends = await openBackends(config.core, config.stateDir, log);
+  let backends: Backends;
+  try {
+    backends = await openBackends(config.core, config.stateDir, log);
+  } catch (err) {
+    inUse.release();
+    throw err;
+  }
   const closeStores = async () => {
     for (const db of dbs) db.close();
     await backends.close();
+    inUse.release();
   };
   let boot: BootstrapResult | undefined;
   let identities: IdentityStore;

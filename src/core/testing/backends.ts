@@ -4,7 +4,7 @@ import { dependencyRefusal } from "../errors/dependency.js";
 import { migrateArea, type PgMigration } from "../db/pg-migrations.js";
 import { Postgres } from "../db/postgres.js";
 import { S3ContentStore } from "../content/s3-store.js";
-import { s3ClientConfig, testBucket, testDatabase, type TestBucket } from "./services.js";
+import { s3ClientConfig, testBucket, testDatabase, type TestBucket, type TestDatabase } from "./services.js";
 
 /**
  * The distributed backends for one test, on the run's real servers (core/testing/services.ts): each a fresh
@@ -20,6 +20,13 @@ export async function testPostgres(t: TestContext, area: string, migrations: rea
   t.after(() => pg.close());
   await migrateArea(pg, area, migrations);
   return pg;
+}
+
+/** A fresh database and bucket for a test of whole nodes; undefined when either is missing (the test was skipped). */
+export async function testDatabaseAndBucket(t: TestContext): Promise<{ db: TestDatabase; bucket: TestBucket } | undefined> {
+  const db = await testDatabase(t);
+  const bucket = db && (await testBucket(t));
+  return db && bucket ? { db, bucket } : undefined;
 }
 
 /** A content store on a fresh bucket, keys under `<prefix>/` as the platform lays them out. */

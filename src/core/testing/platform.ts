@@ -134,7 +134,11 @@ export async function startTestPlatform(opts: TestPlatformOptions = {}): Promise
   let logs = "";
   const endpoints = await new Promise<Record<string, string>>((resolve, reject) => {
     let buf = "";
-    const timer = setTimeout(() => reject(new Error(`platform did not start in 30 s:\n${output}`)), 30_000);
+    // A platform that did not start in time is killed: left running, it would keep the test process alive.
+    const timer = setTimeout(() => {
+      child.kill("SIGKILL");
+      reject(new Error(`platform did not start in 30 s:\n${output}`));
+    }, 30_000);
     child.stdout!.on("data", (d: Buffer) => {
       output += d.toString();
       logs += d.toString();

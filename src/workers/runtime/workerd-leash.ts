@@ -2,6 +2,9 @@ import { spawnSync } from "node:child_process";
 import { accessSync, constants, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { delimiter, join } from "node:path";
 import type { Logger } from "../../core/logger.js";
+import { isRunning, procInfo, running } from "../../core/proc-info.js";
+
+export { isRunning, procInfo };
 
 /**
  * The first program of a leashed workerd: after `setpriv --pdeathsig KILL` has armed the parent-death signal it
@@ -11,37 +14,6 @@ import type { Logger } from "../../core/logger.js";
  * on; it is removed, so workerd's environment stays exactly what the platform gave it.
  */
 const PARENT_CHECK = '[ "$PPID" = "$1" ] || exit 70; shift; unset PWD; exec "$@"';
-
-/** What /proc says about a process: when it started (clock ticks after boot, fixed for its life) and its arguments. */
-interface ProcInfo {
-  startTime: string;
-  state: string;
-  argv: string[];
-}
-
-/** Reads /proc/<pid>; undefined when there is no such process (or no /proc). */
-export function procInfo(pid: number): ProcInfo | undefined {
-  let stat: string;
-  let cmdline: string;
-  try {
-    stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    cmdline = readFileSync(`/proc/${pid}/cmdline`, "utf8");
-  } catch {
-    return undefined;
-  }
-  // Field 2 is the command name in parentheses and may itself hold spaces or parentheses: split after the last ")".
-  // What follows starts at field 3 (state); field 22 is the start time.
-  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-  return { state: fields[0] ?? "", startTime: fields[19] ?? "", argv: cmdline.split("\0").filter(Boolean) };
-}
-
-/** True while `pid` runs (a zombie has ended; it only waits for a parent to collect its status). */
-export function isRunning(pid: number): boolean {
-  const info = procInfo(pid);
-  return info !== undefined && running(info);
-}
-
-const running = (info: ProcInfo) => info.state !== "Z" && info.state !== "X";
 
 /** What is written per running workerd: enough to recognise that very process later, and never another one. */
 interface PidRecord {

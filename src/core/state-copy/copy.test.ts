@@ -1,0 +1,322 @@
+import assert from "node:assert/strict";
+import { createHash, randomBytes } from "node:crypto";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { test, type TestContext } from "node:test";
+import * as s3 from "@aws-sdk/client-s3";
+import Database from "better-sqlite3";
+import pg from "pg";
+import { bootstrapS3Credentials, s3Client, type S3Credentials } from "../../r2/s3/testing/s3.js";
+import { eventually, hit, uploadScript } from "../../workers/testing/helpers.js";
+import { newTestCredentials, runCli, startTestPlatform, type TestPlatform } from "../testing/platform.js";
+import { runOnTerminal } from "../testing/terminal.js";
+import { testDatabaseAndBucket } from "../testing/backends.js";
+import { awsEnv, type TestBucket, type TestDatabase } from "../testing/services.js";
+
+const HANG_GUARD = { timeout: 300_000 };
+const md5 = (b: Buffer) => createHash("md5").update(b).digest("hex");
+const BIG = randomBytes(300 * 1024);
+const LARGE_OBJECT = randomBytes(6 * 1024 * 1024 + 17);
+const PART = randomBytes(5 * 1024 * 1024);
+const WORKER = `export default { fetch(req, env) { return new Response("carried " + env.TOKEN); } };`;
+
+/** What the test writes through the first platform and reads back through each copy. */
+interface Written {
+  namespaceId: string;
+  token: { id: string; value: string };
+  uploadId: string;
+  etags: Map<string, string>;
+}
+
+async function kvPut(p: TestPlatform, ns: string, key: string, value: Buffer, query = "") {
+  const res = await fetch(`${p.apiUrl}/accounts/${p.accountId}/storage/kv/namespaces/${ns}/values/${encodeURIComponent(key)}${query}`, {
+    method: "PUT",
+    headers: p.headers({ "content-type": "application/octet-stream" }),
+    body: value,
+  });
+  assert.equal(res.status, 200, await res.text());
+}
+
+async function kvGet(p: TestPlatform, ns: string, key: string): Promise<Buffer | undefined> {
+  const res = await fetch(`${p.apiUrl}/accounts/${p.accountId}/storage/kv/namespaces/${ns}/values/${encodeURIComponent(key)}`, { headers: p.headers() });
+  if (res.status === 404) return undefined;
+  assert.equal(res.status, 200);
+  return Buffer.from(await res.arrayBuffer());
+}
+
+/** Every area's kinds of rows: tokens, KV values inline, in the content store and bulk-written, R2 objects, a multipart upload under way, CORS. */
+async function writeEverything(p: TestPlatform, creds: S3Credentials): Promise<Written> {
+  const token = (await p.api("POST", "/user/tokens", { name: "carried", permissions: ["kv_read"], account_id: p.accountId })).body.result;
+  const ns = (await p.api("POST", `/accounts/${p.accountId}/storage/kv/namespaces`, { title: "copied" })).body.result.id as string;
+  await kvPut(p, ns, "small", Buffer.from("a small value"));
+  await kvPut(p, ns, "big", BIG);
+  await kvPut(p, ns, "expiring", Buffer.from("for an hour"), "?expiration_ttl=3600");
+  const bulk = Array.from({ length: 450 }, (_, i) => ({ key: `bulk/${String(i).padStart(3, "0")}`, value: `v${i}` }));
+  bulk.push({ key: "bulk/big", value: BIG.toString("base64"), base64: true } as never);
+  assert.equal((await p.api("PUT", `/accounts/${p.accountId}/storage/kv/namespaces/${ns}/bulk`, bulk)).status, 200);
+
+  // A worker with a secret (sealed with the state directory's key) and a cron schedule.
+  assert.equal((await uploadScript(p, "carried-worker", WORKER)).status, 200);
+  assert.equal(
+    (await p.api("PUT", `/accounts/${p.accountId}/workers/scripts/carried-worker/secrets`, { name: "TOKEN", text: "s3cret", type: "secret_text" })).status,
+    200,
+  );
+  assert.equal((await p.api("PUT", `/accounts/${p.accountId}/workers/scripts/carried-worker/schedules`, [{ cron: "*/30 * * * *" }])).status, 200);
+
+  const client = await s3Client(p, creds);
+  try {
+    await client.send(new s3.CreateBucketCommand({ Bucket: "carried" }));
+    await client.send(new s3.CreateBucketCommand({ Bucket: "second" }));
+    await client.send(
+      new s3.PutBucketCorsCommand({
+        Bucket: "carried",
+        CORSConfiguration: { CORSRules: [{ AllowedOrigins: ["https://a.example"], AllowedMethods: ["GET"] }] },
+      }),
+    );
+    const etags = new Map<string, string>();
+    for (const [bucket, key, body] of [
+      ["carried", "small.txt", Buffer.from("small object")],
+      ["carried", "large.bin", LARGE_OBJECT],
+      ["second", "small.txt", Buffer.from("the other bucket")],
+    ] as const) {
+      etags.set(
+        `${bucket}/${key}`,
+        (await client.send(new s3.PutObjectCommand({ Bucket: bucket, Key: key, Body: body, ContentType: "application/x-test" }))).ETag!,
+      );
+    }
+    // A completed multipart object (its body is its parts) and one upload still under way.
+    const done = await client.send(new s3.CreateMultipartUploadCommand({ Bucket: "carried", Key: "multi.bin" }));
+    const p1 = await client.send(new s3.UploadPartCommand({ Bucket: "carried", Key: "multi.bin", UploadId: done.UploadId, PartNumber: 1, Body: PART }));
+    const p2 = await client.send(
+      new s3.UploadPartCommand({ Bucket: "carried", Key: "multi.bin", UploadId: done.UploadId, PartNumber: 2, Body: Buffer.from("end") }),
+    );
+    const completed = await client.send(
+      new s3.CompleteMultipartUploadCommand({
+        Bucket: "carried",
+        Key: "multi.bin",
+        UploadId: done.UploadId,
+        MultipartUpload: {
+          Parts: [
+            { PartNumber: 1, ETag: p1.ETag },
+            { PartNumber: 2, ETag: p2.ETag },
+          ],
+        },
+      }),
+    );
+    etags.set("carried/multi.bin", completed.ETag!);
+    const pending = await client.send(new s3.CreateMultipartUploadCommand({ Bucket: "carried", Key: "pending.bin" }));
+    await client.send(new s3.UploadPartCommand({ Bucket: "carried", Key: "pending.bin", UploadId: pending.UploadId, PartNumber: 1, Body: PART }));
+    return { namespaceId: ns, token, uploadId: pending.UploadId!, etags };
+  } finally {
+    client.destroy();
+  }
+}
+
+/** Reads back everything `writeEverything` wrote, through platform `p` (a copy), and finishes the pending upload there. */
+async function checkEverything(p: TestPlatform, creds: S3Credentials, w: Written) {
+  const verify = await p.api("GET", "/user/tokens/verify", undefined, { authorization: `Bearer ${w.token.value}` });
+  assert.equal(verify.status, 200, "a token made before the copy works after it (its hash was carried)");
+  assert.equal((await kvGet(p, w.namespaceId, "small"))?.toString(), "a small value");
+  assert.ok((await kvGet(p, w.namespaceId, "big"))?.equals(BIG), "a value from the content store, byte for byte");
+  assert.ok((await kvGet(p, w.namespaceId, "bulk/big"))?.equals(BIG), "a bulk-written big value, byte for byte");
+  assert.equal((await kvGet(p, w.namespaceId, "bulk/449"))?.toString(), "v449");
+  await eventually(async () => (await hit(p, "carried-worker", "/")).text === "carried s3cret", "the copied worker to run with its sealed secret", 60_000);
+  const schedules = await p.api("GET", `/accounts/${p.accountId}/workers/scripts/carried-worker/schedules`);
+  assert.equal(schedules.body.result.schedules[0].cron, "*/30 * * * *");
+  const keys = await p.api("GET", `/accounts/${p.accountId}/storage/kv/namespaces/${w.namespaceId}/keys?prefix=expiring`);
+  assert.equal(keys.body.result.length, 1);
+  assert.ok(keys.body.result[0].expiration > Date.now() / 1000, "the expiration was carried");
+
+  const client = await s3Client(p, creds);
+  try {
+    for (const [path, etag] of w.etags) {
+      const [bucket, key] = path.split("/") as [string, string];
+      const got = await client.send(new s3.GetObjectCommand({ Bucket: bucket, Key: key }));
+      assert.equal(got.ETag, etag, `${path} keeps its ETag`);
+      if (key !== "multi.bin") assert.equal(got.ContentType, "application/x-test", `${path} keeps its content type`);
+      const body = Buffer.from(await got.Body!.transformToByteArray());
+      if (path === "carried/large.bin") assert.equal(md5(body), md5(LARGE_OBJECT));
+      if (path === "carried/multi.bin") assert.equal(md5(body), md5(Buffer.concat([PART, Buffer.from("end")])));
+    }
+    const cors = await client.send(new s3.GetBucketCorsCommand({ Bucket: "carried" }));
+    assert.deepEqual(cors.CORSRules?.[0]?.AllowedOrigins, ["https://a.example"]);
+    const parts = await client.send(new s3.ListPartsCommand({ Bucket: "carried", Key: "pending.bin", UploadId: w.uploadId }));
+    assert.equal(parts.Parts?.length, 1, "the upload under way was carried with its part");
+    const p2 = await client.send(
+      new s3.UploadPartCommand({ Bucket: "carried", Key: "pending.bin", UploadId: w.uploadId, PartNumber: 2, Body: Buffer.from("!") }),
+    );
+    await client.send(
+      new s3.CompleteMultipartUploadCommand({
+        Bucket: "carried",
+        Key: "pending.bin",
+        UploadId: w.uploadId,
+        MultipartUpload: {
+          Parts: [
+            { PartNumber: 1, ETag: parts.Parts![0]!.ETag },
+            { PartNumber: 2, ETag: p2.ETag },
+          ],
+        },
+      }),
+    );
+    const finished = await client.send(new s3.GetObjectCommand({ Bucket: "carried", Key: "pending.bin" }));
+    assert.equal(md5(Buffer.from(await finished.Body!.transformToByteArray())), md5(Buffer.concat([PART, Buffer.from("!")])));
+  } finally {
+    client.destroy();
+  }
+}
+
+async function query<R>(db: TestDatabase, sql: string, params: unknown[] = []): Promise<R[]> {
+  const client = new pg.Client({ connectionString: db.url });
+  await client.connect();
+  try {
+    return (await client.query(sql, params)).rows as R[];
+  } finally {
+    await client.end();
+  }
+}
+
+const tempDir = (t: TestContext, prefix: string) => {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  return dir;
+};
+
+function copyToDatabase(stateDir: string, db: TestDatabase, bucket: TestBucket, key: string, extra: string[] = []) {
+  return runCli(["state", "copy", "--from-state-dir", stateDir, "--to-database-url", db.url, "--to-object-store-url", bucket.url, ...extra], {
+    env: { EDGE_SECRETS_KEY: key, ...awsEnv(bucket.server) },
+  });
+}
+
+test(
+  "state copy: a state directory into PostgreSQL + a bucket and back; every area's rows and bodies carried, counts checked, reruns finish",
+  HANG_GUARD,
+  async (t) => {
+    const backends = await testDatabaseAndBucket(t);
+    if (!backends) return;
+    const { db, bucket } = backends;
+    const credentials = newTestCredentials();
+    const embedded = await startTestPlatform({ credentials });
+    t.after(() => embedded.dispose());
+    const s3creds = await bootstrapS3Credentials(embedded);
+    const written = await writeEverything(embedded, s3creds);
+    const key = readFileSync(join(embedded.stateDir, "keys", "secrets.key"), "utf8").trim();
+
+    const whileRunning = await copyToDatabase(embedded.stateDir, db, bucket, key);
+    assert.equal(whileRunning.code, 1);
+    assert.match(whileRunning.stderr, /The platform is running: edgecli serve \(pid \d+\) is running on .*Stop every node/);
+    await embedded.stop();
+
+    const wrongKey = await copyToDatabase(embedded.stateDir, db, bucket, randomBytes(32).toString("base64"));
+    assert.equal(wrongKey.code, 1);
+    assert.match(wrongKey.stderr, /EDGE_SECRETS_KEY is not the key in .*secrets\.key/);
+
+    const copied = await copyToDatabase(embedded.stateDir, db, bucket, key);
+    assert.equal(copied.code, 0, copied.stderr);
+    assert.match(copied.stderr, /kv entries: 454\/454 rows/, "progress lines without a terminal");
+    assert.match(copied.stdout, /identity\s+api_tokens\s+2\s+0\s+2\s+2\s+0/);
+    assert.match(copied.stdout, /kv\s+entries\s+454\s+0\s+454\s+454\s+0/);
+    assert.match(copied.stdout, /r2\s+objects\s+4\s+0\s+4\s+4\s+0/);
+    assert.match(copied.stdout, /workers\s+secrets\s+1\s+0\s+1\s+1\s+0/);
+    assert.match(copied.stdout, /Count check: every table of identity, kv, r2, workers holds what the source holds/);
+
+    const again = await copyToDatabase(embedded.stateDir, db, bucket, key);
+    assert.equal(again.code, 1, "a target with rows is refused");
+    assert.match(again.stderr, /holds rows already \(identity accounts: 1, .*add --into-non-empty/);
+
+    // An interrupted copy: rows missing from the target. The rerun copies them, and only them.
+    await query(db, "DELETE FROM kv.entries WHERE key = $1", [Buffer.from("big")]);
+    await query(db, "DELETE FROM r2.objects WHERE key = 'large.bin'");
+    const resumed = await copyToDatabase(embedded.stateDir, db, bucket, key, ["--into-non-empty"]);
+    assert.equal(resumed.code, 0, resumed.stderr);
+    assert.match(resumed.stdout, /kv\s+entries\s+454\s+453\s+454\s+1\s+453/);
+    assert.match(resumed.stdout, /r2\s+objects\s+4\s+3\s+4\s+1\s+3/);
+
+    const env = { EDGE_DATABASE_URL: db.url, EDGE_OBJECT_STORE_URL: bucket.url, EDGE_SECRETS_KEY: key, ...awsEnv(bucket.server) };
+    const node = await startTestPlatform({ env, credentials });
+    t.after(() => node.dispose());
+    assert.ok(!node.output().includes("First start"), "the copied identity is the database's: no new bootstrap");
+    await checkEverything(node, s3creds, written);
+
+    const busy = await runCli(["state", "copy", "--from-database-url", db.url, "--from-object-store-url", bucket.url, "--to-state-dir", "/nonexistent"], {
+      env: { EDGE_SECRETS_KEY: key, ...awsEnv(bucket.server) },
+    });
+    assert.equal(busy.code, 1);
+    assert.match(busy.stderr, /The platform is running: 1 platform node is connected to postgres:/);
+    await node.stop();
+
+    // And back: a new state directory from the database, served embedded.
+    const back = join(tempDir(t, "edge-copy-back-"), "state");
+    // On a terminal: a progress bar instead of progress lines.
+    const home = await runOnTerminal(["state", "copy", "--from-database-url", db.url, "--from-object-store-url", bucket.url, "--to-state-dir", back], {
+      env: { EDGE_SECRETS_KEY: key, ...awsEnv(bucket.server) },
+    });
+    assert.equal(home.code, 0, home.screen);
+    assert.match(home.screen, /Copying rows \[[█░]+\] 100% \| \d+\/\d+/);
+    assert.doesNotMatch(home.screen, /kv entries: \d+\/\d+ rows/);
+    assert.match(home.screen, /r2\s+objects\s+5\s+0\s+5\s+5\s+0/, "the object completed on the node came back too");
+    assert.equal(readFileSync(join(back, "keys", "secrets.key"), "utf8").trim(), key, "the state directory keeps the nodes' key");
+    const single = await startTestPlatform({ stateDir: back, credentials, env: { EDGE_SECRETS_KEY: "" } });
+    try {
+      await checkEverythingBack(single, s3creds, written);
+    } finally {
+      await single.stop();
+    }
+  },
+);
+
+/** After the round trip the pending upload was completed on the node: the object is there instead. */
+async function checkEverythingBack(p: TestPlatform, creds: S3Credentials, w: Written) {
+  assert.equal((await p.api("GET", "/user/tokens/verify", undefined, { authorization: `Bearer ${w.token.value}` })).status, 200);
+  assert.ok((await kvGet(p, w.namespaceId, "bulk/big"))?.equals(BIG));
+  assert.ok((await kvGet(p, w.namespaceId, "big"))?.equals(BIG));
+  await eventually(async () => (await hit(p, "carried-worker", "/")).text === "carried s3cret", "the worker, back on one machine", 60_000);
+  const client = await s3Client(p, creds);
+  try {
+    const got = await client.send(new s3.GetObjectCommand({ Bucket: "carried", Key: "pending.bin" }));
+    assert.equal(md5(Buffer.from(await got.Body!.transformToByteArray())), md5(Buffer.concat([PART, Buffer.from("!")])));
+    const large = await client.send(new s3.GetObjectCommand({ Bucket: "carried", Key: "large.bin" }));
+    assert.equal(large.ETag, w.etags.get("carried/large.bin"));
+    assert.equal(md5(Buffer.from(await large.Body!.transformToByteArray())), md5(LARGE_OBJECT));
+  } finally {
+    client.destroy();
+  }
+}
+
+test("state copy: a row the target refuses fails the count check with the difference", HANG_GUARD, async (t) => {
+  const backends = await testDatabaseAndBucket(t);
+  if (!backends) return;
+  const { db, bucket } = backends;
+  const embedded = await startTestPlatform();
+  t.after(() => embedded.dispose());
+  await embedded.stop();
+  const key = readFileSync(join(embedded.stateDir, "keys", "secrets.key"), "utf8").trim();
+  // The target holds the bootstrap user, and another token with the bootstrap token's hash (token hashes are unique).
+  const source = new Database(join(embedded.stateDir, "db", "core.sqlite"), { readonly: true });
+  const user = source.prepare("SELECT id, email, created_on FROM users").get() as { id: string; email: string; created_on: string };
+  const token = source.prepare("SELECT token_hash FROM api_tokens").get() as { token_hash: string };
+  source.close();
+  const first = await copyToDatabase(embedded.stateDir, db, bucket, key);
+  assert.equal(first.code, 0, first.stderr);
+  await query(db, "DELETE FROM core.api_tokens");
+  await query(
+    db,
+    `INSERT INTO core.api_tokens (id, user_id, name, token_hash, status, grants, issued_on, modified_on) VALUES ('other', $1, 'x', $2, 'active', '[]', 'now', 'now')`,
+    [user.id, token.token_hash],
+  );
+  const r = await copyToDatabase(embedded.stateDir, db, bucket, key, ["--into-non-empty"]);
+  assert.equal(r.code, 1);
+  assert.match(r.stderr, /Count check failed:\n\s+identity api_tokens: 1 row\(s\) refused by the target/);
+});
+
+test("state copy: one direction at a time, each with its settings", async () => {
+  const none = await runCli(["state", "copy"]);
+  assert.equal(none.code, 1);
+  assert.match(none.stderr, /Give one direction: --from-state-dir DIR --to-database-url URL --to-object-store-url URL, or/);
+  const half = await runCli(["state", "copy", "--from-state-dir", "/tmp", "--to-database-url", "postgres://x@127.0.0.1:1/x"]);
+  assert.equal(half.code, 1);
+  assert.match(half.stderr, /--to-object-store-url is required for this direction/);
+  const help = await runCli(["state", "copy", "--help"]);
+  assert.match(help.stdout, /Areas copied: identity .*KV .*R2 .*Workers/);
+  assert.match(help.stdout, /--into-non-empty/);
+});

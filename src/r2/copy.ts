@@ -1,0 +1,46 @@
+import type { AreaCopier } from "../core/state-copy/area.js";
+import { R2_PG_MIGRATIONS } from "./pg-migrations.js";
+import { r2Migrations } from "./sqlite-migrations.js";
+
+/** `[[contentId, size], ...]`: the bodies of an object, in order. */
+type Segments = [string, number][];
+
+/**
+ * R2 for `edgecli state copy`: buckets (each backend numbers them itself; objects, uploads and CORS rules follow
+ * the number), their CORS rules, objects with every body streamed into the target's content store, and multipart
+ * uploads under way with the parts uploaded so far (a client can still complete them on the other side).
+ */
+export const r2Copier: AreaCopier = {
+  name: "r2",
+  sqlite: { database: "r2", migrations: r2Migrations },
+  postgres: { schema: "r2", migrations: R2_PG_MIGRATIONS },
+  content: "r2",
+  tables: [
+    { table: "buckets", columns: ["account_id", "name", "created_at", "location", "storage_class"], key: ["account_id", "name"], generatedId: "id" },
+    { table: "bucket_cors", columns: ["bucket_id", "rules"], key: ["bucket_id"], references: { bucket_id: "buckets" } },
+    {
+      table: "objects",
+      columns: ["bucket_id", "key", "version", "size", "etag", "uploaded", "http", "custom", "checksums", "storage_class", "segments"],
+      key: ["bucket_id", "key"],
+      references: { bucket_id: "buckets" },
+      async copyContent(row, content) {
+        const segments = JSON.parse(row.segments as string) as Segments;
+        const copied: Segments = [];
+        for (const [id, size] of segments) copied.push([await content.copy(id), size]);
+        return { ...row, segments: JSON.stringify(copied) };
+      },
+    },
+    {
+      table: "uploads",
+      columns: ["upload_id", "bucket_id", "key", "http", "custom", "storage_class", "created"],
+      key: ["upload_id"],
+      references: { bucket_id: "buckets" },
+    },
+    {
+      table: "parts",
+      columns: ["upload_id", "part_number", "content_id", "size", "md5", "uploaded"],
+      key: ["upload_id", "part_number"],
+      copyContent: async (row, content) => ({ ...row, content_id: await content.copy(row.content_id as string) }),
+    },
+  ],
+};
