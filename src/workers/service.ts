@@ -97,8 +97,10 @@ export function createWorkersService(ctx: ServiceContext, deps: { kv: KvService;
       // Before the first sync, so that a deploy made elsewhere meanwhile is not missed.
       unfollow = followOtherNodes(ctx.bus, deployer, clock, log);
       await deployer.syncAll();
-      await sweep();
-      gcTimer = setInterval(() => void sweep().catch((err: unknown) => log.warn({ err }, "worker module sweep failed")), GC_INTERVAL_MS);
+      // In the background: listing a bucket can be slow, and the start does not depend on it.
+      const sweepLogged = () => void sweep().catch((err: unknown) => log.warn({ err }, "worker module sweep failed"));
+      sweepLogged();
+      gcTimer = setInterval(sweepLogged, GC_INTERVAL_MS);
       gcTimer.unref();
       await clock.start();
     },
