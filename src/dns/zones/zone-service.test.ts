@@ -23,7 +23,7 @@ function slowWrites(store: DnsStore): DnsStore {
     listRecords: (zoneId, page) => store.listRecords(zoneId, page),
     accountSettings: (accountId) => store.accountSettings(accountId),
     createZone: (zone) => later(() => store.createZone(zone)),
-    updateZone: (zone, changes) => later(() => store.updateZone(zone, changes)),
+    updateZone: (zone, changes, condition) => later(() => store.updateZone(zone, changes, condition)),
     deleteZone: (id) => later(() => store.deleteZone(id)),
     putAccountSettings: (accountId, s) => later(() => store.putAccountSettings(accountId, s)),
   };
