@@ -4,30 +4,15 @@ import { test } from "node:test";
 import { PostgresBus, type BusEvent } from "../core/cluster/bus.js";
 import { migrateArea } from "../core/db/pg-migrations.js";
 import { Postgres } from "../core/db/postgres.js";
-import { dependencyRefusal } from "../core/errors/dependency.js";
-import { testPostgres } from "../core/testing/backends.js";
+import { assertRefusedWhilePostgresUnreachable, testPostgres } from "../core/testing/backends.js";
 import { sharedPostgres, skipReason, testDatabase } from "../core/testing/services.js";
-import type { Zone } from "./model.js";
 import { DNS_PG_MIGRATIONS } from "./pg-migrations.js";
 import { PgDnsStore } from "./pg-store.js";
-import { describeDnsStore } from "./store.contract.js";
-import { defaultZoneSettings } from "./zones/soa.js";
+import { describeDnsStore, newZone, record } from "./store.contract.js";
 
 describeDnsStore("PostgreSQL", async (t) => {
   const pg = await testPostgres(t, "dns", DNS_PG_MIGRATIONS);
   return pg && { store: new PgDnsStore(pg), close() {} };
-});
-
-const zone = (name: string): Zone => ({
-  id: randomBytes(16).toString("hex"),
-  account_id: "a".repeat(32),
-  name,
-  paused: false,
-  created_on: "2026-01-01T00:00:00.000Z",
-  modified_on: "2026-01-01T00:00:00.000Z",
-  activated_on: null,
-  serial: 1_767_225_600,
-  settings: defaultZoneSettings(),
 });
 
 /** Resolves when `check` holds, polling; the deadline only guards against a hang. */
@@ -52,15 +37,15 @@ test("every committed zone write announces the zone's id on the bus, in commit o
   bus.subscribe("dns", (e) => heard.push(e));
   const store = new PgDnsStore(pg, bus);
 
-  const a = zone("a.example");
-  const b = zone("b.example");
+  const a = newZone("a.example");
+  const b = newZone("b.example");
   await store.createZone(a);
   await store.updateZone({ ...a, serial: a.serial + 1 }, {}, { ifSerial: a.serial });
   // Refused (stale serial, then a name taken, then a zone that is not there): rolled back, so no notice.
   await assert.rejects(store.updateZone({ ...a, serial: a.serial + 2 }, {}, { ifSerial: a.serial }));
-  await assert.rejects(store.createZone({ ...zone("a.example") }));
-  await assert.rejects(store.updateZone(zone("missing.example")));
-  assert.equal(await store.deleteZone(zone("missing.example").id), false);
+  await assert.rejects(store.createZone({ ...newZone("a.example") }));
+  await assert.rejects(store.updateZone(newZone("missing.example")));
+  assert.equal(await store.deleteZone(newZone("missing.example").id), false);
   await store.createZone(b);
   assert.equal(await store.deleteZone(a.id), true);
   // Notices arrive in commit order: once b's deletion is heard, any notice of a refused write would have been too.
@@ -77,27 +62,10 @@ test("a change of 25 000 records (more than one statement's worth) is read back 
   const pg = await testPostgres(t, "dns", DNS_PG_MIGRATIONS);
   if (!pg) return;
   const store = new PgDnsStore(pg);
-  const z = zone("big.example");
+  const z = newZone("big.example");
   await store.createZone(z);
   const base = Date.parse("2026-01-01T00:00:00.000Z");
-  const records = Array.from({ length: 25_000 }, (_, i) => ({
-    id: randomBytes(16).toString("hex"),
-    zone_id: z.id,
-    name: `r${i}.big.example`,
-    type: "A" as const,
-    content: `192.0.2.${i % 250}`,
-    data: null,
-    priority: null,
-    ttl: 300,
-    proxied: false,
-    comment: null,
-    tags: [],
-    settings: {},
-    created_on: new Date(base + i).toISOString(),
-    modified_on: new Date(base + i).toISOString(),
-    comment_modified_on: null,
-    tags_modified_on: null,
-  }));
+  const records = Array.from({ length: 25_000 }, (_, i) => record(z, `r${i}`, new Date(base + i).toISOString()));
   await store.updateZone({ ...z, serial: z.serial + 1 }, { upserts: records });
   const read = [];
   for (let after: string | undefined, first = true; first || after !== undefined; first = false) {
@@ -114,22 +82,11 @@ test("a change of 25 000 records (more than one statement's worth) is read back 
 });
 
 test("PostgreSQL unreachable: the store's errors are the core 503 naming PostgreSQL", async () => {
-  const pg = new Postgres({ url: "postgres://nobody@127.0.0.1:1/none", poolSize: 1, connectTimeoutMs: 500 });
-  try {
+  await assertRefusedWhilePostgresUnreachable((pg) => {
     const store = new PgDnsStore(pg);
-    const z = zone("down.example");
-    for (const call of [() => store.listZones(), () => store.createZone(z), () => store.updateZone(z), () => store.deleteZone(z.id)]) {
-      const err = await call().then(
-        () => assert.fail("expected a refusal"),
-        (e: unknown) => e,
-      );
-      const refusal = dependencyRefusal(err);
-      assert.equal(refusal?.status, 503, String(err));
-      assert.match(refusal!.message, /PostgreSQL is unreachable/);
-    }
-  } finally {
-    await pg.close();
-  }
+    const z = newZone("down.example");
+    return [() => store.listZones(), () => store.createZone(z), () => store.updateZone(z), () => store.deleteZone(z.id)];
+  });
 });
 
 test("on a database that collates as glibc's en_US does (ICU en-US, punctuation skipped), zones and record pages still go in byte order", async (t) => {
@@ -157,7 +114,7 @@ test("on a database that collates as glibc's en_US does (ICU en-US, punctuation 
     ["ab.example", "a-c.example"],
   );
   const store = new PgDnsStore(pg);
-  for (const n of ["ab.example", "a-c.example"]) await store.createZone(zone(n));
+  for (const n of ["ab.example", "a-c.example"]) await store.createZone(newZone(n));
   assert.deepEqual(
     (await store.listZones()).map((z) => z.name),
     ["a-c.example", "ab.example"],
@@ -166,24 +123,7 @@ test("on a database that collates as glibc's en_US does (ICU en-US, punctuation 
   const z = (await store.listZones())[0];
   const ids = ["x.1", "x-1", "X1", "x1"];
   const at = "2026-01-02T00:00:00.000Z";
-  const records = ids.map((id) => ({
-    id,
-    zone_id: z.id,
-    name: `${id}.a-c.example`,
-    type: "TXT" as const,
-    content: '"x"',
-    data: null,
-    priority: null,
-    ttl: 1,
-    proxied: false,
-    comment: null,
-    tags: [],
-    settings: {},
-    created_on: at,
-    modified_on: at,
-    comment_modified_on: null,
-    tags_modified_on: null,
-  }));
+  const records = ids.map((id) => record(z, id, at, { id }));
   await store.updateZone(z, { upserts: records });
   const paged = [];
   for (let after: string | undefined, first = true; first || after !== undefined; first = false) {

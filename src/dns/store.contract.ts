@@ -14,7 +14,7 @@ const settings = (refresh = 10000): ZoneSettings => ({
   ns_ttl: 86400,
 });
 
-const newZone = (name: string, accountId = "a".repeat(32)): Zone => ({
+export const newZone = (name: string, accountId = "a".repeat(32)): Zone => ({
   id: id(),
   account_id: accountId,
   name,
@@ -27,7 +27,7 @@ const newZone = (name: string, accountId = "a".repeat(32)): Zone => ({
 });
 
 /** A TXT record of the zone; `created` orders records (an ISO time), `fields` overrides any field. */
-const record = (zone: Zone, label: string, created = "2026-01-02T00:00:00.000Z", fields: Partial<DnsRecord> = {}): DnsRecord => ({
+export const record = (zone: Zone, label: string, created = "2026-01-02T00:00:00.000Z", fields: Partial<DnsRecord> = {}): DnsRecord => ({
   id: id(),
   zone_id: zone.id,
   name: `${label}.${zone.name}`,

@@ -2,9 +2,8 @@ import assert from "node:assert/strict";
 import { Readable } from "node:stream";
 import { test, type TestContext } from "node:test";
 import { Postgres } from "../core/db/postgres.js";
-import { dependencyRefusal } from "../core/errors/dependency.js";
 import type { EdgeError } from "../core/errors.js";
-import { testContentStore, testPostgres } from "../core/testing/backends.js";
+import { assertRefusedWhilePostgresUnreachable, testContentStore, testPostgres } from "../core/testing/backends.js";
 import { PgBulkWriter } from "./bulk/pg-writer.js";
 import { KvCodes } from "./errors.js";
 import { KV_LIMITS } from "./limits.js";
@@ -176,25 +175,14 @@ test("a bulk write into a namespace deleted while its body arrives is refused an
 });
 
 test("PostgreSQL unreachable: the store's errors are the core 503 naming PostgreSQL", async () => {
-  const pg = new Postgres({ url: "postgres://nobody@127.0.0.1:1/none", poolSize: 1, connectTimeoutMs: 500 });
-  try {
+  await assertRefusedWhilePostgresUnreachable((pg) => {
     const store = new PgKvStore(pg, undefined as never);
     const bulk = new PgBulkWriter(pg, store);
-    for (const call of [
+    return [
       () => store.get("n".repeat(32), "k"),
       () => store.put("n".repeat(32), "k", Buffer.from("v")),
       () => store.list("n".repeat(32)),
       () => bulk.write("n".repeat(32), body(entries(2))),
-    ]) {
-      const err = await call().then(
-        () => assert.fail("expected a refusal"),
-        (e: unknown) => e,
-      );
-      const refusal = dependencyRefusal(err);
-      assert.equal(refusal?.status, 503, String(err));
-      assert.match(refusal!.message, /PostgreSQL is unreachable/);
-    }
-  } finally {
-    await pg.close();
-  }
+    ];
+  });
 });

@@ -1,4 +1,6 @@
+import assert from "node:assert/strict";
 import type { TestContext } from "node:test";
+import { dependencyRefusal } from "../errors/dependency.js";
 import { migrateArea, type PgMigration } from "../db/pg-migrations.js";
 import { Postgres } from "../db/postgres.js";
 import { S3ContentStore } from "../content/s3-store.js";
@@ -28,4 +30,25 @@ export async function testContentStore(t: TestContext, prefix: string): Promise<
   const client = new S3Client(s3ClientConfig(bucket.server));
   t.after(() => client.destroy());
   return Object.assign(new S3ContentStore(client, bucket.name, `${prefix}/`), { testBucket: bucket });
+}
+
+/**
+ * Checks that every call a store makes on a PostgreSQL nobody answers fails with the core 503 naming PostgreSQL:
+ * `calls` gets a pool pointed at a closed port and returns the calls to make with it.
+ */
+export async function assertRefusedWhilePostgresUnreachable(calls: (pg: Postgres) => (() => Promise<unknown>)[]): Promise<void> {
+  const pg = new Postgres({ url: "postgres://nobody@127.0.0.1:1/none", poolSize: 1, connectTimeoutMs: 500 });
+  try {
+    for (const call of calls(pg)) {
+      const err = await call().then(
+        () => assert.fail("expected a refusal"),
+        (e: unknown) => e,
+      );
+      const refusal = dependencyRefusal(err);
+      assert.equal(refusal?.status, 503, String(err));
+      assert.match(refusal!.message, /PostgreSQL is unreachable/);
+    }
+  } finally {
+    await pg.close();
+  }
 }

@@ -97,4 +97,32 @@ describe("the zone service over an asynchronous store", () => {
       await close();
     }
   });
+  it("gives up with a 409 the SDKs retry when the zone changes under every attempt, having written nothing", async () => {
+    const { store, close } = await openStore();
+    try {
+      // Another writer (a node of the platform) bumps the serial just before each of this service's writes.
+      let attempts = 0;
+      const contended: DnsStore = {
+        ...slowWrites(store),
+        updateZone: async (zone, changes, condition) => {
+          attempts++;
+          const stored = (await store.getZone(zone.id))!;
+          await store.updateZone({ ...stored, serial: stored.serial + 1 });
+          return store.updateZone(zone, changes, condition);
+        },
+      };
+      const zones = new ZoneService(contended);
+      await zones.load();
+      const zs = await zones.createZone(ACCOUNT, "busy.example");
+      await assert.rejects(
+        zones.editRecords(zs, (draft) => buildRecord(zones, draft, { type: "TXT", name: "x", content: "x" }, "create", { platform })),
+        (e: unknown) => e instanceof EdgeError && e.status === 409 && e.errors[0].code === DnsCodes.zoneBusy,
+      );
+      assert.equal(attempts, 5);
+      assert.equal((await store.listRecords(zs.zone.id)).records.length, 0);
+      assert.equal(zs.zone.serial, (await store.getZone(zs.zone.id))!.serial - 1, "each attempt reloaded the zone first");
+    } finally {
+      await close();
+    }
+  });
 });
