@@ -9,6 +9,7 @@ export const DnsCodes = {
   invalidZone: 1001,
   zoneExists: 1061,
   zoneNameInvalid: 1097, // ours
+  zoneBusy: 1098, // ours: the zone kept changing through other nodes while this change was retried
   nameInvalid: 9000,
   targetNotAllowed: 9003,
   aContent: 9005,
@@ -42,6 +43,7 @@ export const DnsErrors = {
   // Zones
   zoneNotFound: () => new EdgeError(404, DnsCodes.invalidZone, "Invalid zone identifier"),
   zoneExists: (name: string) => refused(DnsCodes.zoneExists, `${name} already exists`),
+  zoneBusy: () => new EdgeError(409, DnsCodes.zoneBusy, "The zone is being changed through other nodes of the platform; retry the request"),
   zoneNameInvalid: (input: string) =>
     new EdgeError(400, DnsCodes.zoneNameInvalid, `Invalid domain name "${input}": a zone is a registrable domain such as example.com.`, { pointer: "/name" }),
   accountRequired: () => invalid("account.id is required", "/account/id"),

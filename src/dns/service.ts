@@ -6,6 +6,8 @@ import { readDnsConfig, serveOptions } from "./config.js";
 import { AnswerEngine } from "./server/answer.js";
 import { Notifier } from "./server/notify.js";
 import { DnsServer } from "./server/server.js";
+import { DNS_PG_MIGRATIONS } from "./pg-migrations.js";
+import { PgDnsStore } from "./pg-store.js";
 import { DNS_MIGRATIONS } from "./sqlite-migrations.js";
 import { SqliteDnsStore } from "./sqlite-store.js";
 import { ZoneService } from "./zones/zone-service.js";
@@ -19,11 +21,13 @@ import { SqliteDnssecStore } from "./dnssec/sqlite-store.js";
 
 /** How often signatures due for replacement are looked for (dnssec/signer.ts: replaced after 7 of their 14 days). */
 const SIGNATURE_SWEEP_MS = 3600_000;
+import { ZoneSync } from "./zones/zone-sync.js";
 
 /** Zones and records over the v4 API, and the authoritative server answering from the same memory. */
 export function createDnsService(ctx: ServiceContext): EdgeService {
   const cfg = readDnsConfig(ctx.options(serveOptions));
-  const zones = new ZoneService(new SqliteDnsStore(ctx.openDb("dns", DNS_MIGRATIONS)));
+  const pg = ctx.openPostgres("dns", DNS_PG_MIGRATIONS);
+  const zones = new ZoneService(pg ? new PgDnsStore(pg, ctx.bus) : new SqliteDnsStore(ctx.openDb("dns", DNS_MIGRATIONS)));
   const log = ctx.log.child({ service: "dns" });
   const dnssec = new DnssecService(
     new SqliteDnssecStore(ctx.openDb("dnssec", DNSSEC_MIGRATIONS), SecretBox.load(ctx.config.stateDir)),
@@ -31,16 +35,19 @@ export function createDnsService(ctx: ServiceContext): EdgeService {
     // A change of keys or of signing empties the answer caches (the server is made below; this runs only later).
     () => server.invalidate(),
   );
+  // Zones changed through other nodes (PostgreSQL) are reloaded here; embedded, no one else changes them.
+  const sync = new ZoneSync(zones, ctx.bus, log);
   const engine = new AnswerEngine(zones, cfg, dnssec);
   const transfers = createTransfers(ctx, zones, engine, cfg, log);
   const server = new DnsServer(engine, zones, cfg, log, transfers.responder);
   let sweep: NodeJS.Timeout | undefined;
   const notifier = new Notifier(cfg, engine, log, (zs) => transfers.notifyTargets(zs));
-  zones.onChange((zs, kind) => {
+  zones.onChange((zs, kind, origin) => {
     server.invalidate();
     transfers.zoneChanged(zs, kind);
     if (kind === "deleted") void dnssec.remove(zs.zone.id).catch((err) => log.error({ err, zone: zs.zone.name }, "dnssec keys of a deleted zone not removed"));
-    else notifier.schedule(zs);
+    // Secondaries hear of a change once, from the node it was made through, not once per node.
+    else if (origin === "local") notifier.schedule(zs);
   });
   return {
     name: "dns",
@@ -70,6 +77,7 @@ export function createDnsService(ctx: ServiceContext): EdgeService {
     },
     async stop() {
       clearInterval(sweep);
+      sync.stop();
       notifier.stop();
       await server.stop();
     },

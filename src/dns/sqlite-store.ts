@@ -1,7 +1,7 @@
 import type { Db } from "../core/db/sqlite.js";
 import { DnsErrors } from "./errors.js";
 import type { DnsRecord, Zone, ZoneSettings } from "./model.js";
-import type { DnsStore, RecordChanges, RecordPage } from "./store.js";
+import { ZoneChangedError, type DnsStore, type RecordChanges, type RecordPage, type WriteCondition } from "./store.js";
 
 interface ZoneRow extends Omit<Zone, "paused" | "settings"> {
   paused: number;
@@ -44,6 +44,7 @@ export class SqliteDnsStore implements DnsStore {
     this.q = {
       listZones: db.prepare("SELECT * FROM zones ORDER BY name"),
       getZone: db.prepare("SELECT * FROM zones WHERE id = ?"),
+      serialOf: db.prepare("SELECT serial FROM zones WHERE id = ?"),
       zoneNamed: db.prepare("SELECT 1 FROM zones WHERE name = ?"),
       insZone: db.prepare(
         `INSERT INTO zones (id, account_id, name, paused, created_on, modified_on, activated_on, serial, settings)
@@ -97,8 +98,12 @@ export class SqliteDnsStore implements DnsStore {
     })();
   }
 
-  async updateZone(zone: Zone, changes: RecordChanges = {}): Promise<void> {
+  async updateZone(zone: Zone, changes: RecordChanges = {}, condition: WriteCondition = {}): Promise<void> {
     this.db.transaction(() => {
+      if (condition.ifSerial !== undefined) {
+        const row = this.q.serialOf.get(zone.id) as { serial: number } | undefined;
+        if (row && row.serial !== condition.ifSerial) throw new ZoneChangedError(zone.id);
+      }
       if (this.q.updZone.run(zoneRow(zone)).changes === 0) throw DnsErrors.zoneNotFound();
       for (const id of changes.deletes ?? []) this.q.delRecord.run(id, zone.id);
       for (const r of changes.upserts ?? []) {

@@ -4,7 +4,7 @@ import { EdgeError } from "../core/errors.js";
 import { storeContract } from "../core/testing/contract.js";
 import { DnsCodes } from "./errors.js";
 import type { DnsRecord, Zone, ZoneSettings } from "./model.js";
-import type { DnsStore } from "./store.js";
+import { ZoneChangedError, type DnsStore } from "./store.js";
 
 const id = () => randomBytes(16).toString("hex");
 
@@ -14,7 +14,7 @@ const settings = (refresh = 10000): ZoneSettings => ({
   ns_ttl: 86400,
 });
 
-const newZone = (name: string, accountId = "a".repeat(32)): Zone => ({
+export const newZone = (name: string, accountId = "a".repeat(32)): Zone => ({
   id: id(),
   account_id: accountId,
   name,
@@ -27,7 +27,7 @@ const newZone = (name: string, accountId = "a".repeat(32)): Zone => ({
 });
 
 /** A TXT record of the zone; `created` orders records (an ISO time), `fields` overrides any field. */
-const record = (zone: Zone, label: string, created = "2026-01-02T00:00:00.000Z", fields: Partial<DnsRecord> = {}): DnsRecord => ({
+export const record = (zone: Zone, label: string, created = "2026-01-02T00:00:00.000Z", fields: Partial<DnsRecord> = {}): DnsRecord => ({
   id: id(),
   zone_id: zone.id,
   name: `${label}.${zone.name}`,
@@ -61,7 +61,7 @@ async function allRecords(store: DnsStore, zoneId: string, limit?: number): Prom
 
 const refusedWith = (code: number) => (err: unknown) => err instanceof EdgeError && err.errors[0].code === code;
 
-/** What every DnsStore does, whatever keeps the data (run by sqlite-store.test.ts). */
+/** What every DnsStore does, whatever keeps the data (run by sqlite-store.test.ts and pg-store.test.ts). */
 export const describeDnsStore = storeContract<DnsStore>("DnsStore", (it) => {
   it("keeps zones as written, lists them by name, and refuses a second zone with the same name", async (store) => {
     const b = newZone("b.example");
@@ -220,5 +220,83 @@ export const describeDnsStore = storeContract<DnsStore>("DnsStore", (it) => {
     assert.equal(await store.accountSettings(b), undefined);
     await store.putAccountSettings(a, { ...settings(30000), flatten_all_cnames: true });
     assert.deepEqual(await store.accountSettings(a), { ...settings(30000), flatten_all_cnames: true });
+  });
+  it("lists zones in the byte order of their names, whatever the database's locale", async (store) => {
+    // A locale that skips punctuation (glibc's en_US) would put ab.example before a-c.example.
+    const names = ["ab.example", "a0.example", "a.example", "xn--bcher-kva.example", "a-c.example"];
+    for (const name of names) await store.createZone(newZone(name));
+    assert.deepEqual(
+      (await store.listZones()).map((z) => z.name),
+      ["a-c.example", "a.example", "a0.example", "ab.example", "xn--bcher-kva.example"],
+    );
+  });
+
+  it("keeps text that a database could read as syntax exactly as written", async (store) => {
+    const z = newZone("text.example");
+    await store.createZone(z);
+    const odd = [
+      record(z, "quotes", "2026-01-02T00:00:00.000Z", {
+        content: '"a \\"quoted\\" word" "back\\\\slash, {brace} (paren) NULL ünï ✓"',
+        comment: "NULL",
+        tags: ["NULL", "é:ü", 'a"b', "{x,y}"],
+      }),
+      record(z, "nul", "2026-01-03T00:00:00.000Z", { content: '""', comment: "", tags: [] }),
+      record(z, "data", "2026-01-04T00:00:00.000Z", {
+        type: "CAA",
+        content: '0 issue "ca.example; account=\\"x\\""',
+        data: { flags: 0, tag: "issue", value: 'ca.example; account="x"', nested: { list: [1, null, "NULL"] } },
+      }),
+    ];
+    await store.updateZone(z, { upserts: odd });
+    assert.deepEqual(await allRecords(store, z.id), odd);
+  });
+
+  it("refuses a write made against a serial that is no longer the stored one, and writes nothing of it", async (store) => {
+    const z = newZone("stale.example");
+    await store.createZone(z);
+    const first = record(z, "first");
+    await store.updateZone({ ...z, serial: z.serial + 1 }, { upserts: [first] }, { ifSerial: z.serial });
+    // Another writer that still had the zone at z.serial: refused whole, the zone row included.
+    const late = { ...z, serial: z.serial + 1, paused: true };
+    await assert.rejects(
+      store.updateZone(late, { deletes: [first.id], upserts: [record(z, "late")] }, { ifSerial: z.serial }),
+      (err: unknown) => err instanceof ZoneChangedError && err.zoneId === z.id,
+    );
+    assert.deepEqual(await allRecords(store, z.id), [first]);
+    assert.deepEqual(await store.getZone(z.id), { ...z, serial: z.serial + 1 });
+    // Against the stored serial it goes through; a zone that is gone is still "not found", whatever the condition.
+    await store.updateZone({ ...z, serial: z.serial + 2 }, { deletes: [first.id] }, { ifSerial: z.serial + 1 });
+    assert.deepEqual(await allRecords(store, z.id), []);
+    await assert.rejects(store.updateZone(newZone("never.example"), {}, { ifSerial: 1 }), refusedWith(DnsCodes.invalidZone));
+  });
+
+  it("lets one of two writers racing from the same serial win; the other is refused and changes nothing", async (store) => {
+    const z = newZone("race.example");
+    await store.createZone(z);
+    const mine = record(z, "mine");
+    const theirs = record(z, "theirs");
+    const results = await Promise.allSettled([
+      store.updateZone({ ...z, serial: z.serial + 1 }, { upserts: [mine] }, { ifSerial: z.serial }),
+      store.updateZone({ ...z, serial: z.serial + 1 }, { upserts: [theirs] }, { ifSerial: z.serial }),
+    ]);
+    const won = results.flatMap((r, i) => (r.status === "fulfilled" ? [i] : []));
+    assert.equal(won.length, 1, "exactly one write went through");
+    const lost = results[1 - won[0]] as PromiseRejectedResult;
+    assert.ok(lost.reason instanceof ZoneChangedError, String(lost.reason));
+    assert.deepEqual(await allRecords(store, z.id), [won[0] === 0 ? mine : theirs]);
+  });
+
+  it("goes on from a page position whose record was deleted meanwhile, and ends after the last", async (store) => {
+    const z = newZone("moving.example");
+    await store.createZone(z);
+    const records = Array.from({ length: 6 }, (_, i) => record(z, `r${i}`, `2026-01-0${i + 1}T00:00:00.000Z`));
+    await store.updateZone(z, { upserts: records });
+    const first = await store.listRecords(z.id, { limit: 3 });
+    assert.deepEqual(first.records, records.slice(0, 3));
+    // The record the position names, and the one after it, go; one is added before the position.
+    await store.updateZone(z, { deletes: [records[2].id, records[3].id], upserts: [record(z, "early", "2026-01-01T12:00:00.000Z")] });
+    assert.deepEqual((await store.listRecords(z.id, { after: first.next, limit: 3 })).records, records.slice(4));
+    const last = await store.listRecords(z.id, { after: `${records[5].created_on} ${records[5].id}` });
+    assert.deepEqual(last, { records: [], next: undefined });
   });
 });

@@ -8,6 +8,23 @@ export interface RecordChanges {
   deletes?: readonly string[];
 }
 
+/** Conditions on a zone write. */
+export interface WriteCondition {
+  /**
+   * The serial of the zone the change was made against: when the stored zone has another one (a change made
+   * through another node since), nothing is written and ZoneChangedError is thrown. Every write changes the serial,
+   * so an equal serial means the change was validated against what is stored.
+   */
+  ifSerial?: number;
+}
+
+/** The zone changed in the store since the writer read it (WriteCondition.ifSerial); reload it and try again. */
+export class ZoneChangedError extends Error {
+  constructor(readonly zoneId: string) {
+    super(`zone ${zoneId} changed in the store since it was read`);
+  }
+}
+
 /** One page of a zone's records, and where the next one starts (undefined after the last). */
 export interface RecordPage {
   records: DnsRecord[];
@@ -16,7 +33,7 @@ export interface RecordPage {
 
 /**
  * Durable state of the DNS area: zones, their records, and each account's defaults for new zones. Every method is
- * asynchronous so that a database server can implement it (sqlite-store.ts is the SQLite implementation). The
+ * asynchronous so that a database server can implement it (sqlite-store.ts, pg-store.ts). The
  * answering index in memory (zones/zone-service.ts) is read from here once at start and then kept current by the
  * service from what it writes: no DNS query and no API read ever waits on the store.
  */
@@ -33,9 +50,10 @@ export interface DnsStore {
   createZone(zone: Zone): Promise<void>;
   /**
    * Writes what may change of a zone (paused, settings, serial, modified_on) and its record changes, deletes first,
-   * in one transaction: all or nothing. DnsErrors.zoneNotFound when the zone is gone (and nothing is written).
+   * in one transaction: all or nothing. DnsErrors.zoneNotFound when the zone is gone (and nothing is written);
+   * ZoneChangedError when `condition.ifSerial` is not the stored serial.
    */
-  updateZone(zone: Zone, changes?: RecordChanges): Promise<void>;
+  updateZone(zone: Zone, changes?: RecordChanges, condition?: WriteCondition): Promise<void>;
   /** Removes a zone and all its records; false when there was no such zone. */
   deleteZone(id: string): Promise<boolean>;
   /** The account's defaults for new zones; undefined until set. */

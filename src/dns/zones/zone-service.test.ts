@@ -23,7 +23,7 @@ function slowWrites(store: DnsStore): DnsStore {
     listRecords: (zoneId, page) => store.listRecords(zoneId, page),
     accountSettings: (accountId) => store.accountSettings(accountId),
     createZone: (zone) => later(() => store.createZone(zone)),
-    updateZone: (zone, changes) => later(() => store.updateZone(zone, changes)),
+    updateZone: (zone, changes, condition) => later(() => store.updateZone(zone, changes, condition)),
     deleteZone: (id) => later(() => store.deleteZone(id)),
     putAccountSettings: (accountId, s) => later(() => store.putAccountSettings(accountId, s)),
   };
@@ -93,6 +93,34 @@ describe("the zone service over an asynchronous store", () => {
       assert.deepEqual(loaded.zone, zs.zone);
       assert.equal(again.named("small.example")?.records.size, 0);
       assert.equal(again.zoneFor("r7.big.example"), loaded);
+    } finally {
+      await close();
+    }
+  });
+  it("gives up with a 409 the SDKs retry when the zone changes under every attempt, having written nothing", async () => {
+    const { store, close } = await openStore();
+    try {
+      // Another writer (a node of the platform) bumps the serial just before each of this service's writes.
+      let attempts = 0;
+      const contended: DnsStore = {
+        ...slowWrites(store),
+        updateZone: async (zone, changes, condition) => {
+          attempts++;
+          const stored = (await store.getZone(zone.id))!;
+          await store.updateZone({ ...stored, serial: stored.serial + 1 });
+          return store.updateZone(zone, changes, condition);
+        },
+      };
+      const zones = new ZoneService(contended);
+      await zones.load();
+      const zs = await zones.createZone(ACCOUNT, "busy.example");
+      await assert.rejects(
+        zones.editRecords(zs, (draft) => buildRecord(zones, draft, { type: "TXT", name: "x", content: "x" }, "create", { platform })),
+        (e: unknown) => e instanceof EdgeError && e.status === 409 && e.errors[0].code === DnsCodes.zoneBusy,
+      );
+      assert.equal(attempts, 5);
+      assert.equal((await store.listRecords(zs.zone.id)).records.length, 0);
+      assert.equal(zs.zone.serial, (await store.getZone(zs.zone.id))!.serial - 1, "each attempt reloaded the zone first");
     } finally {
       await close();
     }

@@ -1,11 +1,17 @@
-import { DnsErrors } from "../errors.js";
+import { EdgeError } from "../../core/errors.js";
+import { DnsCodes, DnsErrors } from "../errors.js";
 import type { DnsRecord, Zone, ZoneSettings } from "../model.js";
-import type { DnsStore } from "../store.js";
+import { ZoneChangedError, type DnsStore } from "../store.js";
 import { defaultZoneSettings } from "./soa.js";
 import { newId, now, ZoneDraft, ZoneState } from "./zone-state.js";
 
 type ChangeKind = "records" | "settings" | "created" | "deleted";
-type ChangeListener = (zone: ZoneState, kind: ChangeKind) => void;
+/** "local": made through this node; "remote": made through another node, and read here from the store. */
+export type ChangeOrigin = "local" | "remote";
+type ChangeListener = (zone: ZoneState, kind: ChangeKind, origin: ChangeOrigin) => void;
+
+/** A write validated against a zone another node had changed meanwhile is made again this often at most. */
+const STALE_ATTEMPTS = 5;
 
 /** A serial only ever grows: the next one is one more, or the current UNIX time when that is larger. */
 const nextSerial = (serial: number) => Math.max(serial + 1, Math.floor(Date.now() / 1000));
@@ -35,14 +41,20 @@ export class ZoneService {
   private async read(): Promise<void> {
     for (const zone of await this.store.listZones()) {
       const zs = new ZoneState(zone);
-      let after: string | undefined;
-      do {
-        const page = await this.store.listRecords(zone.id, { after });
-        for (const r of page.records) zs.put(r);
-        after = page.next;
-      } while (after !== undefined);
+      for (const r of await this.readRecords(zone.id)) zs.put(r);
       this.index(zs);
     }
+  }
+
+  private async readRecords(zoneId: string): Promise<DnsRecord[]> {
+    const records: DnsRecord[] = [];
+    let after: string | undefined;
+    do {
+      const page = await this.store.listRecords(zoneId, { after });
+      records.push(...page.records);
+      after = page.next;
+    } while (after !== undefined);
+    return records;
   }
 
   onChange(l: ChangeListener): void {
@@ -108,23 +120,25 @@ export class ZoneService {
   async deleteZone(zs: ZoneState): Promise<void> {
     return this.exclusive(async () => {
       this.current(zs);
-      await this.store.deleteZone(zs.zone.id);
-      this.byId.delete(zs.zone.id);
-      this.byName.delete(zs.zone.name);
-      this.emit(zs, "deleted");
+      const deleted = await this.store.deleteZone(zs.zone.id);
+      this.drop(zs, deleted ? "local" : "remote");
+      // Deleted through another node before this node heard of it.
+      if (!deleted) throw DnsErrors.zoneNotFound();
     });
   }
 
   /** Changes the zone itself (paused, DNS settings); `patch` gets the zone as it is when the write's turn comes. */
   async updateZone(zs: ZoneState, patch: (zone: Zone) => { paused?: boolean; settings?: ZoneSettings }): Promise<Zone> {
-    return this.exclusive(async () => {
-      this.current(zs);
-      const zone: Zone = { ...zs.zone, ...patch(zs.zone), modified_on: now(), serial: nextSerial(zs.zone.serial) };
-      await this.store.updateZone(zone);
-      zs.zone = zone;
-      this.emit(zs, "settings");
-      return zone;
-    });
+    return this.exclusive(() =>
+      this.againIfStale(zs, async () => {
+        this.current(zs);
+        const zone: Zone = { ...zs.zone, ...patch(zs.zone), modified_on: now(), serial: nextSerial(zs.zone.serial) };
+        await this.store.updateZone(zone, {}, { ifSerial: zs.zone.serial });
+        zs.zone = zone;
+        this.emit(zs, "settings");
+        return zone;
+      }),
+    );
   }
 
   /**
@@ -132,27 +146,29 @@ export class ZoneService {
    * any error abandons them all), then they are committed together: store first, then the index, then listeners.
    */
   async editRecords<T>(zs: ZoneState, change: (draft: ZoneDraft) => T): Promise<T> {
-    return this.exclusive(async () => {
-      this.current(zs);
-      const draft = new ZoneDraft(zs);
-      const result = change(draft);
-      if (draft.changes.size === 0) return result;
-      const upserts: DnsRecord[] = [];
-      const deletes: string[] = [];
-      for (const [id, r] of draft.changes) {
-        if (r) upserts.push(r);
-        else deletes.push(id);
-      }
-      const zone: Zone = { ...zs.zone, modified_on: now(), serial: nextSerial(zs.zone.serial) };
-      await this.store.updateZone(zone, { upserts, deletes });
-      zs.zone = zone;
-      for (const [id, r] of draft.changes) {
-        if (r) zs.put(r);
-        else zs.remove(id);
-      }
-      this.emit(zs, "records");
-      return result;
-    });
+    return this.exclusive(() =>
+      this.againIfStale(zs, async () => {
+        this.current(zs);
+        const draft = new ZoneDraft(zs);
+        const result = change(draft);
+        if (draft.changes.size === 0) return result;
+        const upserts: DnsRecord[] = [];
+        const deletes: string[] = [];
+        for (const [id, r] of draft.changes) {
+          if (r) upserts.push(r);
+          else deletes.push(id);
+        }
+        const zone: Zone = { ...zs.zone, modified_on: now(), serial: nextSerial(zs.zone.serial) };
+        await this.store.updateZone(zone, { upserts, deletes }, { ifSerial: zs.zone.serial });
+        zs.zone = zone;
+        for (const [id, r] of draft.changes) {
+          if (r) zs.put(r);
+          else zs.remove(id);
+        }
+        this.emit(zs, "records");
+        return result;
+      }),
+    );
   }
 
   /** The account's defaults for new zones (the platform's until set). */
@@ -167,6 +183,84 @@ export class ZoneService {
       await this.store.putAccountSettings(accountId, settings);
       return settings;
     });
+  }
+
+  /**
+   * Reads zone `id` again from the store, after another node changed it (zone-sync.ts): created, changed or
+   * deleted here as it is there. Queued with the writes, so it never interleaves with one.
+   */
+  reloadZone(id: string): Promise<void> {
+    return this.exclusive(async () => {
+      const zone = await this.store.getZone(id);
+      if (zone) await this.refresh(zone);
+      else {
+        const zs = this.byId.get(id);
+        if (zs) this.drop(zs, "remote");
+      }
+    });
+  }
+
+  /** Reads again every zone whose serial in the store differs from the one here (after notices may have been lost). */
+  reloadAll(): Promise<void> {
+    return this.exclusive(async () => {
+      const stored = await this.store.listZones();
+      const ids = new Set(stored.map((z) => z.id));
+      for (const zs of [...this.byId.values()]) if (!ids.has(zs.zone.id)) this.drop(zs, "remote");
+      for (const zone of stored) await this.refresh(zone);
+    });
+  }
+
+  /**
+   * Makes the zone here what the store has, given its row as just read. Every write changes the serial, so an equal
+   * serial means the same content. The row is read before the records: a write committed in between leaves a serial
+   * older than the records, which the write's own notice (or the next write's stale check) then corrects; the other
+   * order could pair old records with a new serial and never notice.
+   */
+  private async refresh(zone: Zone): Promise<void> {
+    const zs = this.byId.get(zone.id);
+    if (zs?.zone.serial === zone.serial) return;
+    const records = await this.readRecords(zone.id);
+    // Names are unique in the store: a zone here with this name but another id was deleted there.
+    const namesake = this.byName.get(zone.name);
+    if (namesake && namesake !== zs) this.drop(namesake, "remote");
+    if (zs) {
+      // In place: requests holding this zone keep working on it.
+      for (const id of [...zs.records.keys()]) zs.remove(id);
+      zs.zone = zone;
+      for (const r of records) zs.put(r);
+      this.emit(zs, "records", "remote");
+    } else {
+      const created = new ZoneState(zone);
+      for (const r of records) created.put(r);
+      this.index(created);
+      this.emit(created, "created", "remote");
+    }
+  }
+
+  /** Runs a write validated against `zs`; when another node changed the zone since, reloads it and runs it again. */
+  private async againIfStale<T>(zs: ZoneState, write: () => Promise<T>): Promise<T> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await write();
+      } catch (err) {
+        // Deleted through another node: gone here too.
+        if (err instanceof EdgeError && err.errors[0]?.code === DnsCodes.invalidZone && this.byId.get(zs.zone.id) === zs) this.drop(zs, "remote");
+        if (!(err instanceof ZoneChangedError)) throw err;
+        if (attempt === STALE_ATTEMPTS) throw DnsErrors.zoneBusy();
+        const zone = await this.store.getZone(zs.zone.id);
+        if (!zone) {
+          this.drop(zs, "remote");
+          throw DnsErrors.zoneNotFound();
+        }
+        await this.refresh(zone);
+      }
+    }
+  }
+
+  private drop(zs: ZoneState, origin: ChangeOrigin): void {
+    this.byId.delete(zs.zone.id);
+    if (this.byName.get(zs.zone.name) === zs) this.byName.delete(zs.zone.name);
+    this.emit(zs, "deleted", origin);
   }
 
   /** Runs `work` after every write queued before it; a failed write does not stop the ones after it. */
@@ -186,7 +280,7 @@ export class ZoneService {
     this.byName.set(zs.zone.name, zs);
   }
 
-  private emit(zs: ZoneState, kind: ChangeKind): void {
-    for (const l of this.listeners) l(zs, kind);
+  private emit(zs: ZoneState, kind: ChangeKind, origin: ChangeOrigin = "local"): void {
+    for (const l of this.listeners) l(zs, kind, origin);
   }
 }
