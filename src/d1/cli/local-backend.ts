@@ -1,4 +1,4 @@
-import { closeSync, openSync, writeSync } from "node:fs";
+import { closeSync, mkdirSync, openSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { openDatabase, sqliteAddon, type Db } from "../../core/db/sqlite.js";
@@ -28,7 +28,9 @@ export class LocalD1Backend implements D1CliBackend {
   private readonly db: Db;
 
   constructor(stateDir: string, database: D1DatabaseRecord) {
-    this.db = new Database(databaseFile(join(stateDir, D1_DIR), database.uuid), { nativeBinding: sqliteAddon() });
+    const dir = join(stateDir, D1_DIR);
+    mkdirSync(dir, { recursive: true, mode: 0o700 });
+    this.db = new Database(databaseFile(dir, database.uuid), { nativeBinding: sqliteAddon() });
     configureConnection(this.db);
   }
 
