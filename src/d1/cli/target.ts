@@ -1,13 +1,11 @@
-import { existsSync, readFileSync } from "node:fs";
 import type { CliContext } from "../../core/cli/context.js";
 import type { D1DatabaseConfig } from "../../core/cli/config-file.js";
 import { UserError } from "../../core/errors.js";
-import { resolveStateDir } from "../../core/state-dir.js";
+import { localAccountId, resolveStateDir } from "../../core/state-dir.js";
 import type { D1DatabaseRecord } from "../store.js";
 import type { D1CliBackend } from "./backend.js";
 import { LocalD1Backend, openLocalD1Store } from "./local-backend.js";
 import { databasesPath, RemoteD1Backend } from "./remote-backend.js";
-import { join } from "node:path";
 
 export interface TargetArgs {
   database?: string;
@@ -25,22 +23,6 @@ export interface D1Target {
   backend: D1CliBackend;
 }
 
-/** The account that owns databases first seen with --local (as `edgecli kv --local` decides it). */
-function localAccount(stateDir: string, env: NodeJS.ProcessEnv, configured?: string): string {
-  if (env.EDGE_ACCOUNT_ID) return env.EDGE_ACCOUNT_ID;
-  if (configured) return configured;
-  const file = join(stateDir, "credentials.json");
-  if (existsSync(file)) {
-    try {
-      const id = (JSON.parse(readFileSync(file, "utf8")) as { account_id?: string }).account_id;
-      if (id) return id;
-    } catch {
-      // an unreadable credentials file only means we fall back below
-    }
-  }
-  return "local";
-}
-
 /**
  * The database a command names, as wrangler finds it: a `[[d1_databases]]` entry whose `binding` or
  * `database_name` is the argument (its `database_id` is the database), else the account's database of that name.
@@ -54,7 +36,7 @@ export async function resolveDatabase(args: TargetArgs, ctx: CliContext): Promis
   const name = entry?.database_name ?? arg;
   if (args.local) {
     const dir = resolveStateDir(args["persist-to"], ctx.env, ctx.cwd);
-    const account = localAccount(dir, ctx.env, cfg?.account_id);
+    const account = localAccountId(dir, ctx.env, cfg?.account_id);
     const { store, close } = openLocalD1Store(dir);
     try {
       let database: D1DatabaseRecord | undefined;
