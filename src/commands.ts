@@ -1,6 +1,7 @@
 import type { AnyCommand, CliArea, CommandAlias } from "./core/cli/command.js";
 import * as identity from "./core/auth/commands.js";
 import { serveCommand } from "./core/server/commands.js";
+import * as d1 from "./d1/commands.js";
 import * as state from "./core/state-copy/commands.js";
 import * as dns from "./dns/commands.js";
 import * as kv from "./kv/commands.js";
@@ -9,7 +10,7 @@ import * as workers from "./workers/commands.js";
 import * as aiGateway from "./ai-gateway/commands.js";
 
 /** Every area's CLI, in the order `edgecli --help` lists them. Each declares its own commands, groups and options. */
-const areas: readonly CliArea[] = [identity, dns, kv, r2, workers, aiGateway];
+const areas: readonly CliArea[] = [identity, dns, kv, r2, d1, workers, aiGateway];
 
 export const commands: AnyCommand[] = [
   serveCommand(Object.assign({}, ...areas.map((a) => a.serveOptions)), async () => (await import("./platform.js")).runPlatformUntilSignal),

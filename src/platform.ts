@@ -19,6 +19,7 @@ import type { EdgeService, PlatformConfig, ServiceContext } from "./core/service
 import { UserError } from "./core/errors.js";
 import { markStateDirInUse } from "./core/server/state-lock.js";
 import { createDnsService } from "./dns/service.js";
+import { createD1Service } from "./d1/service.js";
 import { createKvService } from "./kv/service.js";
 import { createR2Service } from "./r2/service.js";
 import { createWorkersService } from "./workers/service.js";
@@ -85,13 +86,15 @@ export async function startPlatform(config: PlatformConfig, log: Logger = create
   const identity: EdgeService = { name: "identity", registerApi: (app) => registerIdentityRoutes(app, auth) };
   const kv = createKvService(ctx);
   const r2 = createR2Service(ctx);
+  const d1 = createD1Service(ctx);
   // Raw handlers see a request in this order: worker hosts first, then the AI gateway's /v1/, then R2's S3 API
   // (requests signed with SigV4), then the routes (v4 API, dashboard).
   const services: EdgeService[] = [
     identity,
     createDnsService(ctx),
     kv,
-    createWorkersService(ctx, { kv, r2 }),
+    d1,
+    createWorkersService(ctx, { kv, r2, d1 }),
     createAiGatewayService(ctx),
     r2,
     createDashboardService(ctx),

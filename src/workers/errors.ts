@@ -59,6 +59,8 @@ export const WorkersErrors = {
   bucketMissing: (binding: string, bucket: string) =>
     invalid(`Binding ${binding}: R2 bucket "${bucket}" does not exist in this account; create it first (edgecli r2 bucket create ${bucket})`),
   namespaceMissing: (binding: string, namespaceId: string) => invalid(`Binding ${binding}: KV namespace "${namespaceId}" does not exist in this account`),
+  databaseMissing: (binding: string, databaseId: string) =>
+    invalid(`Binding ${binding}: D1 database "${databaseId}" does not exist in this account; create it first (edgecli d1 create <name>)`),
   bindingNameIsSecret: (binding: string) =>
     invalid(`Binding ${binding}: the name is already used by a secret of this Worker; delete the secret or rename the binding`),
   secretNameIsBinding: (secret: string, bindingType: string) => invalid(`${secret} is already the name of a ${bindingType} binding of this Worker`),

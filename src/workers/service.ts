@@ -1,6 +1,7 @@
 import { join } from "node:path";
 import { SecretBox } from "../core/secret-box.js";
 import type { EdgeService, ServiceContext } from "../core/service.js";
+import type { D1Service } from "../d1/service.js";
 import type { KvService } from "../kv/service.js";
 import type { R2Service } from "../r2/service.js";
 import type { BindingBackendName } from "./bindings/binding-type.js";
@@ -26,7 +27,7 @@ interface BindingBackend {
   handle: BindingHandler;
 }
 
-export function createWorkersService(ctx: ServiceContext, deps: { kv: KvService; r2: R2Service }): EdgeService {
+export function createWorkersService(ctx: ServiceContext, deps: { kv: KvService; r2: R2Service; d1: D1Service }): EdgeService {
   const config = readWorkersConfig(ctx.options(serveOptions));
   const box = SecretBox.load(ctx.config.stateDir);
   const pg = ctx.openPostgres(WORKERS_AREA, WORKERS_PG_MIGRATIONS);
@@ -46,6 +47,13 @@ export function createWorkersService(ctx: ServiceContext, deps: { kv: KvService;
       {
         exists: (accountId, id) => deps.kv.namespaceExists(accountId, id),
         handle: (call, req, res) => deps.kv.bindingHandler({ accountId: call.accountId, namespaceId: call.resource }, req, res),
+      },
+    ],
+    [
+      "d1",
+      {
+        exists: (accountId, uuid) => deps.d1.databaseExists(accountId, uuid),
+        handle: (call, req, res) => deps.d1.bindingHandler({ accountId: call.accountId, databaseId: call.resource }, req, res),
       },
     ],
   ]);

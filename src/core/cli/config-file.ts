@@ -15,6 +15,16 @@ export interface R2BucketBinding {
   preview_bucket_name?: string;
 }
 
+/** A `[[d1_databases]]` entry (wrangler's fields; `migrations_table` defaults to d1_migrations, `migrations_dir` to migrations). */
+export interface D1DatabaseConfig {
+  binding: string;
+  database_name?: string;
+  database_id?: string;
+  preview_database_id?: string;
+  migrations_dir?: string;
+  migrations_table?: string;
+}
+
 /** The worker project's configuration (edge.toml, or wrangler.toml), resolved for one environment. */
 export interface ProjectConfig {
   /** Absolute path of the file read. */
@@ -32,6 +42,7 @@ export interface ProjectConfig {
   vars: Record<string, string>;
   kv_namespaces: KvNamespaceBinding[];
   r2_buckets: R2BucketBinding[];
+  d1_databases: D1DatabaseConfig[];
   /**
    * The file's tables as written, for the commands that read more of it than the fields above (`edgecli deploy`
    * checks every section): the top level, and the `[env.<name>]` table when an environment is selected.
@@ -185,6 +196,15 @@ export async function loadProjectConfig(opts: { cwd: string; configPath?: string
     if (!bucket) r.fail("bucket_name", "is required", section);
     return { binding: r.binding(e, section), bucket_name: bucket as string, preview_bucket_name: r.str(e, "preview_bucket_name", section) };
   });
+  const d1 = r.tables(scope, "d1_databases", prefix).map((e) => {
+    const section = prefix ? `${prefix}.d1_databases` : "d1_databases";
+    const out: D1DatabaseConfig = { binding: r.binding(e, section) };
+    for (const key of ["database_name", "database_id", "preview_database_id", "migrations_dir", "migrations_table"] as const) {
+      const v = r.str(e, key, section);
+      if (v !== undefined) out[key] = v;
+    }
+    return out;
+  });
   const flags = scope.compatibility_flags !== undefined ? r.strList(scope, "compatibility_flags", prefix) : r.strList(doc, "compatibility_flags");
   const projectName = inherit("name");
   let name = projectName;
@@ -202,6 +222,7 @@ export async function loadProjectConfig(opts: { cwd: string; configPath?: string
     vars: r.vars(scope, prefix),
     kv_namespaces: kv,
     r2_buckets: r2,
+    d1_databases: d1,
     raw: { top: doc, env: opts.env ? scope : undefined },
   };
 }

@@ -21,7 +21,7 @@ let nativeBinding: string | undefined | null = null;
  * Where better-sqlite3's compiled addon is. Naming it directly skips the `bindings` package's search of a dozen
  * candidate paths, a measurable part of a short CLI command's start-up.
  */
-function sqliteAddon(): string | undefined {
+export function sqliteAddon(): string | undefined {
   if (nativeBinding === null) {
     const pkg = dirname(createRequire(import.meta.url).resolve("better-sqlite3/package.json"));
     const file = join(pkg, "build", "Release", "better_sqlite3.node");

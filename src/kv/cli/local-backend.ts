@@ -1,8 +1,7 @@
-import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { FileContentStore } from "../../core/content/file-store.js";
 import { openDatabase } from "../../core/db/sqlite.js";
-import { resolveStateDir } from "../../core/state-dir.js";
+import { localAccountId, resolveStateDir } from "../../core/state-dir.js";
 import { KV_LIMITS } from "../limits.js";
 import { KV_MIGRATIONS } from "../sqlite-migrations.js";
 import { SqliteKvStore } from "../sqlite-store.js";
@@ -16,25 +15,6 @@ import type { KvCliBackend } from "./backend.js";
 export function openLocalKvStore(stateDir: string): { store: SqliteKvStore; close(): void } {
   const db = openDatabase(join(stateDir, "db", "kv.sqlite"), KV_MIGRATIONS);
   return { store: new SqliteKvStore(db, new FileContentStore(join(stateDir, "content", "kv"))), close: () => db.close() };
-}
-
-/**
- * The account that owns namespaces first written with --local: EDGE_ACCOUNT_ID, the config's account_id,
- * else the account `edgecli serve` bootstrapped in this state directory, so the server then shows them.
- */
-function localAccount(stateDir: string, env: NodeJS.ProcessEnv, configured?: string): string {
-  if (env.EDGE_ACCOUNT_ID) return env.EDGE_ACCOUNT_ID;
-  if (configured) return configured;
-  const file = join(stateDir, "credentials.json");
-  if (existsSync(file)) {
-    try {
-      const id = (JSON.parse(readFileSync(file, "utf8")) as { account_id?: string }).account_id;
-      if (id) return id;
-    } catch {
-      // an unreadable credentials file only means we fall back below
-    }
-  }
-  return "local";
 }
 
 export class LocalKvBackend implements KvCliBackend {
@@ -53,7 +33,7 @@ export class LocalKvBackend implements KvCliBackend {
 
   static open(persistTo: string | undefined, namespaceId: string, env: NodeJS.ProcessEnv, cwd: string, configuredAccount?: string): LocalKvBackend {
     const dir = resolveStateDir(persistTo, env, cwd);
-    return new LocalKvBackend(dir, namespaceId, () => localAccount(dir, env, configuredAccount));
+    return new LocalKvBackend(dir, namespaceId, () => localAccountId(dir, env, configuredAccount));
   }
 
   /** Like wrangler's local mode, any namespace id can be written to; the first write records it. */

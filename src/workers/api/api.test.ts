@@ -29,8 +29,11 @@ test("uploads without the parts a script needs get clear 400 errors and store no
     [{ main_module: undefined }, /main_module is required/],
     [{ bindings: [{ type: "plain_text", name: "not-an-identifier", text: "x" }] }, /is not a valid JavaScript identifier/],
     [{ bindings: [{ type: "durable_object_namespace", name: "DO" }] }, /binding type "durable_object_namespace" is not supported/],
-    // What wrangler 3 sends for a [[d1_databases]] entry.
-    [{ bindings: [{ type: "d1", name: "DB", id: "00000000-0000-0000-0000-000000000000" }] }, /bindings\.0: binding type "d1" is not supported here/],
+    // What wrangler 3 sends for a [[d1_databases]] entry, naming a database the account does not have.
+    [
+      { bindings: [{ type: "d1", name: "DB", id: "00000000-0000-0000-0000-000000000000" }] },
+      /D1 database "00000000-0000-0000-0000-000000000000" does not exist/,
+    ],
     [{ bindings: [{ type: "r2_bucket", name: "B", bucket_name: "no-such-bucket" }] }, /R2 bucket "no-such-bucket" does not exist/],
     [
       { bindings: [{ type: "kv_namespace", name: "K", namespace_id: "0123456789abcdef0123456789abcdef" }] },

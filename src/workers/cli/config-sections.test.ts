@@ -9,13 +9,13 @@ const config = (top: Record<string, unknown>, env?: { name: string; table: Recor
   compatibility_flags: [],
   vars: {},
   kv_namespaces: [],
+  d1_databases: [],
   r2_buckets: [],
   raw: { top: env ? { ...top, env: { [env.name]: env.table } } : top, env: env?.table },
 });
 
 /** A value of each refused key that turns its feature on, as a config would write it. */
 const REFUSED_EXAMPLES: Record<string, unknown> = {
-  d1_databases: [{ binding: "DB", database_name: "db", database_id: "x" }],
   durable_objects: { bindings: [{ name: "DO", class_name: "Counter" }] },
   migrations: [{ tag: "v1", new_classes: ["Counter"] }],
   queues: { producers: [{ binding: "Q", queue: "q" }], consumers: [{ queue: "q" }] },
@@ -72,7 +72,7 @@ test("every refused key of wrangler 3's config is refused when it turns its feat
     assert.equal(found.length, 1, `${key}: ${JSON.stringify(found)}`);
     assert.ok(found[0].includes(key), `${key} is named: ${found[0]}`);
   }
-  assert.deepEqual(unsupportedSections(config({ d1_databases: REFUSED_EXAMPLES.d1_databases })), ["[[d1_databases]]: D1 databases"]);
+  assert.deepEqual(unsupportedSections(config({ hyperdrive: REFUSED_EXAMPLES.hyperdrive })), ["[[hyperdrive]]: Hyperdrive"]);
   assert.deepEqual(unsupportedSections(config({ durable_objects: REFUSED_EXAMPLES.durable_objects })), ["[[durable_objects.bindings]]: Durable Objects"]);
   assert.deepEqual(unsupportedSections(config({ queues: REFUSED_EXAMPLES.queues })), ["[[queues.producers]], [[queues.consumers]]: Queues"]);
   assert.deepEqual(unsupportedSections(config({ assets: REFUSED_EXAMPLES.assets })), ["[assets]: static assets"]);
@@ -83,6 +83,11 @@ test("a key wrangler 3 does not have is refused too (it may change what runs)", 
   assert.deepEqual(unsupportedSections(config({ name: "w", secrets_store_secrets: [{ binding: "S" }] })), [
     "[[secrets_store_secrets]]: not a wrangler 3 config key this platform knows",
   ]);
+});
+
+test("[[d1_databases]] is read by deploy, not refused", () => {
+  assert.equal(CONFIG_KEYS.get("d1_databases")?.kind, "read");
+  assert.deepEqual(unsupportedSections(config({ name: "w", d1_databases: [{ binding: "DB", database_name: "db", database_id: "x" }] })), []);
 });
 
 test("keys that change nothing here, and refused features written empty or off, are accepted", () => {
@@ -121,7 +126,7 @@ test("keys that change nothing here, and refused features written empty or off, 
 
 test("with --env, the environment's own sections count, inherited top-level ones too, non-inherited top-level ones not", () => {
   const cfg = config(
-    { name: "w", d1_databases: REFUSED_EXAMPLES.d1_databases, routes: ["a.example/*"] },
+    { name: "w", hyperdrive: REFUSED_EXAMPLES.hyperdrive, routes: ["a.example/*"] },
     { name: "staging", table: { services: REFUSED_EXAMPLES.services } },
   );
   assert.deepEqual(unsupportedSections(cfg).sort(), [

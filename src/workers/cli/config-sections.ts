@@ -43,6 +43,7 @@ export const CONFIG_KEYS: ReadonlyMap<string, Treatment> = new Map<string, Treat
   ["vars", read],
   ["kv_namespaces", read],
   ["r2_buckets", read],
+  ["d1_databases", read],
   ["triggers", read],
   ["build", read],
   ["define", read],
@@ -66,7 +67,6 @@ export const CONFIG_KEYS: ReadonlyMap<string, Treatment> = new Map<string, Treat
   ["preserve_file_names", noEffect],
   ["$schema", noEffect],
   // Refused: each changes what runs, and this platform does not have it (yet).
-  ["d1_databases", refused("D1 databases")],
   ["durable_objects", refused("Durable Objects")],
   ["migrations", refused("Durable Object migrations")],
   ["queues", refused("Queues")],

@@ -27,10 +27,6 @@ test("deploy refuses a config with sections this platform does not have, naming 
 main = "index.js"
 compatibility_date = "2024-09-01"
 route = "example.com/*"
-[[d1_databases]]
-binding = "DB"
-database_name = "db"
-database_id = "00000000-0000-0000-0000-000000000000"
 [[durable_objects.bindings]]
 name = "COUNTER"
 class_name = "Counter"
@@ -57,7 +53,6 @@ enabled = true
     assert.equal(r.code, 1, r.stdout);
     for (const section of [
       "route",
-      "[[d1_databases]]",
       "[[durable_objects.bindings]]",
       "[[migrations]]",
       "[[queues.producers]], [[queues.consumers]]",

@@ -34,7 +34,7 @@ function cronsOf(args: DeployArgs, cfg: ProjectConfig | undefined): string[] | u
   return crons as string[];
 }
 
-/** Bindings in the order wrangler sends them: vars, then KV namespaces, then R2 buckets. */
+/** Bindings in the order wrangler sends them: vars, then KV namespaces, then R2 buckets, then D1 databases. */
 function bindingsOf(cfg: ProjectConfig | undefined): Binding[] {
   if (!cfg) return [];
   const out: Binding[] = Object.entries(cfg.vars).map(([name, text]) => ({ type: "plain_text", name, text }));
@@ -46,6 +46,11 @@ function bindingsOf(cfg: ProjectConfig | undefined): Binding[] {
     out.push({ type: "kv_namespace", name: kv.binding, namespace_id: kv.id });
   }
   for (const r2 of cfg.r2_buckets) out.push({ type: "r2_bucket", name: r2.binding, bucket_name: r2.bucket_name });
+  for (const d1 of cfg.d1_databases) {
+    if (!d1.database_id)
+      throw new UserError(`${cfg.path}: the D1 binding "${d1.binding}" has no "database_id"; create one with \`edgecli d1 create\` and put its uuid there`);
+    out.push({ type: "d1", name: d1.binding, id: d1.database_id });
+  }
   return out;
 }
 
