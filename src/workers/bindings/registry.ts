@@ -1,3 +1,4 @@
+import { durableObjectNamespace, type DurableObjectNamespaceBinding } from "../durable-objects/binding.js";
 import type { BindingType } from "./binding-type.js";
 import { kvNamespace, type KvNamespaceBinding } from "./kv-namespace.js";
 import { plainText, type PlainTextBinding } from "./plain-text.js";
@@ -9,10 +10,10 @@ import { r2Bucket, type R2BucketBinding } from "./r2-bucket.js";
  */
 
 /** A binding as a stored script keeps it (the upload's metadata, validated). */
-export type Binding = R2BucketBinding | KvNamespaceBinding | PlainTextBinding;
+export type Binding = R2BucketBinding | KvNamespaceBinding | PlainTextBinding | DurableObjectNamespaceBinding;
 
 /** Every binding type, in the order errors list them. */
-const TYPES: readonly BindingType<Binding>[] = [r2Bucket, kvNamespace, plainText];
+const TYPES: readonly BindingType<Binding>[] = [r2Bucket, kvNamespace, plainText, durableObjectNamespace];
 
 const byType = new Map(TYPES.map((t) => [t.type, t]));
 

@@ -44,6 +44,8 @@ export const CONFIG_KEYS: ReadonlyMap<string, Treatment> = new Map<string, Treat
   ["kv_namespaces", read],
   ["r2_buckets", read],
   ["triggers", read],
+  ["durable_objects", read],
+  ["migrations", read],
   ["build", read],
   ["define", read],
   ["alias", read],
@@ -67,8 +69,6 @@ export const CONFIG_KEYS: ReadonlyMap<string, Treatment> = new Map<string, Treat
   ["$schema", noEffect],
   // Refused: each changes what runs, and this platform does not have it (yet).
   ["d1_databases", refused("D1 databases")],
-  ["durable_objects", refused("Durable Objects")],
-  ["migrations", refused("Durable Object migrations")],
   ["queues", refused("Queues")],
   ["assets", refused("static assets")],
   ["services", refused("service bindings")],

@@ -31,12 +31,6 @@ route = "example.com/*"
 binding = "DB"
 database_name = "db"
 database_id = "00000000-0000-0000-0000-000000000000"
-[[durable_objects.bindings]]
-name = "COUNTER"
-class_name = "Counter"
-[[migrations]]
-tag = "v1"
-new_classes = ["Counter"]
 [[queues.producers]]
 binding = "Q"
 queue = "q"
@@ -55,17 +49,7 @@ enabled = true
   await inProject({ "wrangler.toml": toml, "index.js": WORKER }, async (dir) => {
     const r = await p.cli(["deploy"], { cwd: dir });
     assert.equal(r.code, 1, r.stdout);
-    for (const section of [
-      "route",
-      "[[d1_databases]]",
-      "[[durable_objects.bindings]]",
-      "[[migrations]]",
-      "[[queues.producers]], [[queues.consumers]]",
-      "[assets]",
-      "[[services]]",
-      "[ai]",
-      "[observability]",
-    ]) {
+    for (const section of ["route", "[[d1_databases]]", "[[queues.producers]], [[queues.consumers]]", "[assets]", "[[services]]", "[ai]", "[observability]"]) {
       assert.ok(r.stderr.includes(`- ${section}: `), `${section} named in: ${r.stderr}`);
     }
     assert.match(r.stderr, /not supported by this platform yet, so nothing was deployed/);
