@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { existsSync, readdirSync, writeFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
 import { startTestPlatform, type TestPlatform } from "../../core/testing/platform.js";
@@ -43,6 +43,17 @@ ${
   async fetch(req) {
     const url = new URL(req.url);
     if (url.pathname === "/put") { await this.ctx.storage.put("note", url.searchParams.get("v")); return new Response("ok"); }
+    if (url.pathname === "/hold") {
+      this.me ??= crypto.randomUUID();
+      await this.ctx.storage.put("holder", this.me);
+      await new Promise((resolve) => setTimeout(resolve, Number(url.searchParams.get("ms"))));
+      await this.ctx.storage.delete("holder");
+      return new Response("released");
+    }
+    if (url.pathname === "/who") {
+      this.me ??= crypto.randomUUID();
+      return Response.json({ holder: (await this.ctx.storage.get("holder")) ?? null, me: this.me });
+    }
     if (url.pathname === "/alarm") { await this.ctx.storage.setAlarm(Date.now() + Number(url.searchParams.get("in"))); return new Response("set"); }
     let sql = true;
     try { this.ctx.storage.sql.exec("SELECT 1"); } catch { sql = false; }
@@ -75,6 +86,11 @@ export default {
 const bindings = (notes = true) =>
   `[[durable_objects.bindings]]\nname = "COUNTER"\nclass_name = "Counter"\n` +
   (notes ? `[[durable_objects.bindings]]\nname = "NOTES"\nclass_name = "Notes"\n` : "");
+/** Both classes bound, as an upload's metadata names them. */
+const BOTH = [
+  { type: "durable_object_namespace", name: "COUNTER", class_name: "Counter" },
+  { type: "durable_object_namespace", name: "NOTES", class_name: "Notes" },
+];
 const V1 = `[[migrations]]\ntag = "v1"\nnew_sqlite_classes = ["Counter"]\nnew_classes = ["Notes"]\n`;
 const toml = (rest: string) => `name = "counters"\nmain = "index.js"\ncompatibility_date = "2024-09-01"\n${rest}`;
 
@@ -160,10 +176,66 @@ test("edgecli deploy with [[durable_objects.bindings]] and [[migrations]]: SQL a
   assert.equal((service.body as any).result.default_environment.script.migration_tag, "v1");
 });
 
+/** The processes running a version of `script` on its objects' directory (its config.capnp; the check run uses check.capnp). */
+function processesOnStorage(script: string): number {
+  const dir = join(p.stateDir, "workers-run", script);
+  let n = 0;
+  for (const pid of readdirSync("/proc").filter((d) => /^\d+$/.test(d))) {
+    try {
+      const argv = readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0");
+      if (argv.some((a) => a.startsWith(dir) && a.endsWith("/config.capnp"))) n++;
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return n;
+}
+
+test("during a redeploy an object never has two instances: the new version starts once the old one's requests finished", async () => {
+  // A request holding the object is in flight on the old version while the new one is deployed.
+  const hold = hit(p, "counters", "/notes/h/hold?ms=6000");
+  await eventually(async () => (await json("/notes/h/who")).holder !== null, "the object to be held");
+  let deploying = true;
+  let most = 0;
+  const sample = (async () => {
+    while (deploying) {
+      most = Math.max(most, processesOnStorage("counters"));
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+  })();
+  // Through the API (the CLI's start and bundling could outlast the request in flight).
+  const r = await uploadScript(p, "counters", worker("one-b"), { bindings: BOTH });
+  deploying = false;
+  await sample;
+  assert.equal(r.status, 200, JSON.stringify(r.body));
+  assert.equal(most, 1, "never two processes on the objects' directory");
+  assert.equal((await hold).text, "released", "the request in flight on the old version finished");
+  assert.equal((await hit(p, "counters", "/version/x")).text, "one-b");
+  assert.equal((await json("/notes/h/who")).holder, null);
+});
+
 test("a redeploy keeps every object's state; one dropping a class without deleted_classes, or binding a class without a migration, is refused", async () => {
+  // Requests keep coming during the redeploy: each is answered (by the old version or, after a short wait, the
+  // new one), and the object counts every one of them once.
+  let deploying = true;
+  const answers: number[] = [];
+  const traffic = (async () => {
+    while (deploying) {
+      const h = await hit(p, "counters", "/rpc/during?by=1");
+      assert.equal(h.status, 200, h.text);
+      answers.push(Number(h.text));
+    }
+  })();
   const r = await deploy({ "wrangler.toml": toml(bindings() + V1), "index.js": worker("two") });
+  deploying = false;
+  await traffic;
   assert.equal(r.code, 0, r.stderr);
   assert.equal((await hit(p, "counters", "/version/x")).text, "two");
+  assert.deepEqual(
+    answers,
+    answers.map((_, i) => i + 1),
+    "every request during the redeploy counted once, in order",
+  );
   assert.equal(await json("/rpc/a?by=1"), 8, "the counter kept its value across the redeploy");
   assert.equal((await json("/notes/n1/get")).note, "hello");
 
