@@ -3,6 +3,8 @@ import type { Logger } from "../core/logger.js";
 import type { ParsedUpload } from "./api/upload.js";
 import type { BindingBackendName } from "./bindings/binding-type.js";
 import { typeOf, type Binding } from "./bindings/registry.js";
+import type { DurableObjects } from "./durable-objects/durable-objects.js";
+import type { RuntimeDurableObjects } from "./durable-objects/workerd.js";
 import { WorkersErrors } from "./errors.js";
 import type { RunnableScript, WorkersRuntime } from "./runtime/runtime.js";
 import { WorkerdStartError } from "./runtime/workerd-process.js";
@@ -31,6 +33,7 @@ export class ScriptDeployer {
     private readonly runtime: WorkersRuntime,
     private readonly exists: ResourceExists,
     private readonly log: Logger,
+    private readonly objects?: DurableObjects,
   ) {}
 
   private serial<T>(name: string, fn: () => Promise<T>): Promise<T> {
@@ -57,8 +60,8 @@ export class ScriptDeployer {
     if (owner && owner.accountId !== accountId) throw WorkersErrors.nameTaken(name);
   }
 
-  private async start(script: ScriptRecord, modules: ModuleSource[], secrets: Map<string, string>): Promise<void> {
-    const run: RunnableScript = { script, modules, secrets: [...secrets].map(([name, text]) => ({ name, text })) };
+  private async start(script: ScriptRecord, modules: ModuleSource[], secrets: Map<string, string>, durableObjects?: RuntimeDurableObjects): Promise<void> {
+    const run: RunnableScript = { script, modules, secrets: [...secrets].map(([name, text]) => ({ name, text })), durableObjects };
     try {
       await this.runtime.deploy(run);
     } catch (err) {
@@ -110,7 +113,8 @@ export class ScriptDeployer {
       }
       if (this.running.get(name) === script.versionId) return;
       try {
-        await this.start(script, await this.store.readModules(script.modules), await this.store.secretValues(script.accountId, name));
+        const objects = await this.objects?.runtimeOf(script.accountId, name);
+        await this.start(script, await this.store.readModules(script.modules), await this.store.secretValues(script.accountId, name), objects);
         return;
       } catch (err) {
         // A newer version committed meanwhile may have removed this one's modules: read the record again.
@@ -127,6 +131,7 @@ export class ScriptDeployer {
       for (const s of up.secrets) secrets.set(s.name, s.text);
       const clash = up.bindings.find((b) => secrets.has(b.name));
       if (clash) throw WorkersErrors.bindingNameIsSecret(clash.name);
+      const objects = await this.objects?.plan(accountId, name, up.bindings, up.migrations);
 
       const hash = createHash("sha256");
       const modules: ModuleRef[] = [];
@@ -150,11 +155,13 @@ export class ScriptDeployer {
         modifiedOn: now,
       };
       try {
-        await this.start(script, up.modules, secrets);
+        await this.start(script, up.modules, secrets, objects?.runtime);
       } catch (err) {
         await this.store.deleteModules(modules);
         throw err;
       }
+      // Namespaces first: a uniqueKey the running version uses is never lost (its objects would be unreachable).
+      await objects?.commit();
       await this.commit(name, () => this.store.save(script, up.secrets));
       return (await this.store.get(accountId, name))!;
     });
@@ -166,6 +173,7 @@ export class ScriptDeployer {
       await this.runtime.remove(name);
       this.running.delete(name);
       await this.commit(name, () => this.store.delete(accountId, name));
+      await this.objects?.removeScript(accountId, name);
     });
   }
 
@@ -183,7 +191,8 @@ export class ScriptDeployer {
         secrets.set(secret, text);
       }
       const versionId = randomUUID();
-      await this.start({ ...script, versionId }, await this.store.readModules(script.modules), secrets);
+      const objects = await this.objects?.runtimeOf(accountId, name);
+      await this.start({ ...script, versionId }, await this.store.readModules(script.modules), secrets, objects);
       await this.commit(name, () => this.store.changeSecret(accountId, name, secret, text, versionId));
     });
   }

@@ -11,6 +11,9 @@ import { ScriptDeployer, type ResourceExists } from "./deployer.js";
 import { followOtherNodes } from "./follow-nodes.js";
 import { WORKERS_PG_MIGRATIONS } from "./pg-migrations.js";
 import { PgWorkersStore, WORKERS_AREA } from "./pg-store.js";
+import { DurableObjects } from "./durable-objects/durable-objects.js";
+import { DURABLE_OBJECTS_MIGRATIONS } from "./durable-objects/sqlite-migrations.js";
+import { SqliteDurableObjectsStore } from "./durable-objects/sqlite-store.js";
 import { WorkerProxy } from "./runtime/proxy.js";
 import { WorkersRuntime } from "./runtime/runtime.js";
 import { WORKERS_MIGRATIONS } from "./sqlite-migrations.js";
@@ -64,7 +67,14 @@ export function createWorkersService(ctx: ServiceContext, deps: { kv: KvService;
     log,
     config.workerdPath,
   );
-  const deployer = new ScriptDeployer(store, runtime, exists, log);
+  // On several nodes (--database-url) there is no Durable Objects store: an object must have one instance cluster-wide,
+  // which nothing provides yet, so uploads that use Durable Objects are refused (DurableObjectsErrors.distributed).
+  const durableObjects = new DurableObjects(
+    ctx.postgres ? undefined : new SqliteDurableObjectsStore(ctx.openDb("durable-objects", DURABLE_OBJECTS_MIGRATIONS)),
+    join(ctx.config.stateDir, "durable-objects"),
+    log,
+  );
+  const deployer = new ScriptDeployer(store, runtime, exists, log, durableObjects);
   const proxy = new WorkerProxy(runtime, config.domain, log);
   const clock = new CronClock(store, (s, tick) => runtime.runScheduled(s.script, s.cron, tick), log);
   let unfollow: (() => void) | undefined;
@@ -82,11 +92,13 @@ export function createWorkersService(ctx: ServiceContext, deps: { kv: KvService;
   return {
     name: "workers",
     async registerApi(app) {
-      const [{ registerMultipart }, { registerWorkersRoutes }, { uploadMultipartLimits }] = await Promise.all([
+      const [{ registerMultipart }, { registerWorkersRoutes }, { uploadMultipartLimits }, { registerDurableObjectRoutes }] = await Promise.all([
         import("../core/http/multipart.js"),
         import("./api/routes.js"),
         import("./api/upload.js"),
+        import("./durable-objects/api.js"),
       ]);
+      registerDurableObjectRoutes(app, durableObjects);
       await registerMultipart(app, uploadMultipartLimits);
       registerWorkersRoutes(app, {
         store,
@@ -96,6 +108,7 @@ export function createWorkersService(ctx: ServiceContext, deps: { kv: KvService;
         newestCompatibilityDate: () => runtime.workerd?.newestCompatibilityDate,
         handlersOf: (name) => runtime.handlersOf(name),
         triggersChanged: () => clock.reload(),
+        migrationTag: (accountId, name) => durableObjects.migrationTag(accountId, name),
       });
     },
     handleRaw: (req, res) => proxy.handle(req, res),

@@ -28,7 +28,8 @@ test("uploads without the parts a script needs get clear 400 errors and store no
     [{ main_module: "other.js" }, /main_module "other.js" is not one of the uploaded parts/],
     [{ main_module: undefined }, /main_module is required/],
     [{ bindings: [{ type: "plain_text", name: "not-an-identifier", text: "x" }] }, /is not a valid JavaScript identifier/],
-    [{ bindings: [{ type: "durable_object_namespace", name: "DO" }] }, /binding type "durable_object_namespace" is not supported/],
+    [{ bindings: [{ type: "durable_object_namespace", name: "DO" }] }, /class_name/],
+    [{ bindings: [{ type: "durable_object_namespace", name: "DO", class_name: "Counter" }] }, /class Counter has no Durable Object namespace/],
     // What wrangler 3 sends for a [[d1_databases]] entry, naming a database the account does not have.
     [
       { bindings: [{ type: "d1", name: "DB", id: "00000000-0000-0000-0000-000000000000" }] },

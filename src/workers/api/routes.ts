@@ -22,6 +22,8 @@ export interface WorkersRouteDeps {
   workersDomain: string;
   /** Called after a script's cron triggers changed or it was deleted, so the clock reads them again. */
   triggersChanged(): Promise<void>;
+  /** The last Durable Object migration applied to a script (wrangler reads it to send only the later ones). */
+  migrationTag(accountId: string, name: string): Promise<string | undefined>;
 }
 
 type Params = { account_id: string; name: string; secret: string };
@@ -65,6 +67,12 @@ export function registerWorkersRoutes(app: FastifyInstance, deps: WorkersRouteDe
     created_on: s.createdOn,
     modified_on: s.modifiedOn,
   });
+
+  /** `migration_tag`, as the hosted API shows it, for a script with Durable Object migrations. */
+  const migrationTagOf = async (s: ScriptRecord) => {
+    const tag = await deps.migrationTag(s.accountId, s.name);
+    return tag === undefined ? {} : { migration_tag: tag };
+  };
 
   /** Bindings as settings show them: secrets by name and type only. */
   const bindingsOf = async (s: ScriptRecord) => [
@@ -117,7 +125,8 @@ export function registerWorkersRoutes(app: FastifyInstance, deps: WorkersRouteDe
 
   app.get(`${base}/scripts`, read, async (req) => {
     const p = req.params as Params;
-    return ok((await store.list(p.account_id)).map(summary));
+    const scripts = await store.list(p.account_id);
+    return ok(await Promise.all(scripts.map(async (s) => ({ ...summary(s), ...(await migrationTagOf(s)) }))));
   });
 
   // The hosted API answers with the modules as multipart/form-data, one part per module.
@@ -168,7 +177,12 @@ export function registerWorkersRoutes(app: FastifyInstance, deps: WorkersRouteDe
     const s = await scriptOf(req, WorkersErrors.serviceNotFound);
     return ok({
       id: s.name,
-      default_environment: { environment: "production", created_on: s.createdOn, modified_on: s.modifiedOn, script: summary(s) },
+      default_environment: {
+        environment: "production",
+        created_on: s.createdOn,
+        modified_on: s.modifiedOn,
+        script: { ...summary(s), ...(await migrationTagOf(s)) },
+      },
       created_on: s.createdOn,
       modified_on: s.modifiedOn,
     });

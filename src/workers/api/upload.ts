@@ -6,6 +6,7 @@ import { parseUserJson } from "../../core/http/json-input.js";
 import { parseWith } from "../../core/http/validate.js";
 import { bindingName } from "../bindings/binding-type.js";
 import { bindingType, SUPPORTED_BINDING_TYPES, type Binding } from "../bindings/registry.js";
+import { parseMigrations, type UploadMigrations } from "../durable-objects/migrations.js";
 import { WorkersCodes, WorkersErrors } from "../errors.js";
 import type { ModuleKind, ModuleSource } from "../store.js";
 import { BracketedFieldError, metadataFromBracketedFields } from "./form-metadata.js";
@@ -50,6 +51,8 @@ export interface ParsedUpload {
   bindings: Binding[];
   secrets: { name: string; text: string }[];
   modules: ModuleSource[];
+  /** Durable Object migrations to apply with this version. */
+  migrations?: UploadMigrations;
 }
 
 /** workerd module kind for a part's content type; undefined for parts that are not code (source maps). */
@@ -165,5 +168,6 @@ export async function readUpload(req: FastifyRequest): Promise<ParsedUpload> {
     bindings,
     secrets,
     modules,
+    migrations: parseMigrations(meta.migrations),
   };
 }

@@ -1,3 +1,4 @@
+import { durableObjectNamespace, type DurableObjectNamespaceBinding } from "../durable-objects/binding.js";
 import type { BindingType } from "./binding-type.js";
 import { d1Database, type D1DatabaseBinding } from "./d1-database.js";
 import { kvNamespace, type KvNamespaceBinding } from "./kv-namespace.js";
@@ -10,10 +11,10 @@ import { r2Bucket, type R2BucketBinding } from "./r2-bucket.js";
  */
 
 /** A binding as a stored script keeps it (the upload's metadata, validated). */
-export type Binding = R2BucketBinding | KvNamespaceBinding | D1DatabaseBinding | PlainTextBinding;
+export type Binding = R2BucketBinding | KvNamespaceBinding | D1DatabaseBinding | PlainTextBinding | DurableObjectNamespaceBinding;
 
 /** Every binding type, in the order errors list them. */
-const TYPES: readonly BindingType<Binding>[] = [r2Bucket, kvNamespace, d1Database, plainText];
+const TYPES: readonly BindingType<Binding>[] = [r2Bucket, kvNamespace, d1Database, plainText, durableObjectNamespace];
 
 const byType = new Map(TYPES.map((t) => [t.type, t]));
 

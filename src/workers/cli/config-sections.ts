@@ -45,6 +45,8 @@ export const CONFIG_KEYS: ReadonlyMap<string, Treatment> = new Map<string, Treat
   ["r2_buckets", read],
   ["d1_databases", read],
   ["triggers", read],
+  ["durable_objects", read],
+  ["migrations", read],
   ["build", read],
   ["define", read],
   ["alias", read],
@@ -67,8 +69,6 @@ export const CONFIG_KEYS: ReadonlyMap<string, Treatment> = new Map<string, Treat
   ["preserve_file_names", noEffect],
   ["$schema", noEffect],
   // Refused: each changes what runs, and this platform does not have it (yet).
-  ["durable_objects", refused("Durable Objects")],
-  ["migrations", refused("Durable Object migrations")],
   ["queues", refused("Queues")],
   ["assets", refused("static assets")],
   ["services", refused("service bindings")],

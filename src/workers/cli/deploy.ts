@@ -4,6 +4,7 @@ import type { CliContext } from "../../core/cli/context.js";
 import type { ProjectConfig } from "../../core/cli/config-file.js";
 import { UserError } from "../../core/errors.js";
 import type { Binding } from "../bindings/registry.js";
+import { durableObjectBindings, migrationsToUpload } from "../durable-objects/cli-config.js";
 import { cronProblem } from "../triggers/cron.js";
 import { effectiveKeys, refuseUnsupportedSections } from "./config-sections.js";
 import { resolveScriptName, scriptPath, uploadForm } from "./target.js";
@@ -34,7 +35,7 @@ function cronsOf(args: DeployArgs, cfg: ProjectConfig | undefined): string[] | u
   return crons as string[];
 }
 
-/** Bindings in the order wrangler sends them: vars, then KV namespaces, then R2 buckets, then D1 databases. */
+/** Bindings in the order wrangler sends them: vars, then KV namespaces, then Durable Objects, then R2 buckets, then D1 databases. */
 function bindingsOf(cfg: ProjectConfig | undefined): Binding[] {
   if (!cfg) return [];
   const out: Binding[] = Object.entries(cfg.vars).map(([name, text]) => ({ type: "plain_text", name, text }));
@@ -45,6 +46,7 @@ function bindingsOf(cfg: ProjectConfig | undefined): Binding[] {
       );
     out.push({ type: "kv_namespace", name: kv.binding, namespace_id: kv.id });
   }
+  out.push(...durableObjectBindings(cfg));
   for (const r2 of cfg.r2_buckets) out.push({ type: "r2_bucket", name: r2.binding, bucket_name: r2.bucket_name });
   for (const d1 of cfg.d1_databases) {
     if (!d1.database_id)
@@ -141,6 +143,7 @@ function printBindings(ctx: CliContext, bindings: Binding[]): void {
   ctx.log.info("Your worker has access to the following bindings:");
   const groups: [Binding["type"], string, (b: Binding) => string][] = [
     ["kv_namespace", "KV Namespaces", (b) => (b as { namespace_id: string }).namespace_id],
+    ["durable_object_namespace", "Durable Objects", (b) => (b as { class_name: string }).class_name],
     ["r2_bucket", "R2 Buckets", (b) => (b as { bucket_name: string }).bucket_name],
     ["plain_text", "Vars", (b) => JSON.stringify((b as { text: string }).text)],
   ];
@@ -182,6 +185,7 @@ export async function deploy(args: DeployArgs, ctx: CliContext): Promise<void> {
     compatibility_date: compatibilityDate,
     compatibility_flags: cfg?.compatibility_flags ?? [],
     keep_bindings: ["secret_text"],
+    ...(cfg && { migrations: await migrationsToUpload(ctx, cfg, accountId, name) }),
   };
   const form = new FormData();
   form.append("metadata", JSON.stringify(metadata));

@@ -1,4 +1,5 @@
 import type { BindingCall } from "../bindings/server.js";
+import { durableObjectsWorkerd, type DurableObjectStorageMode } from "../durable-objects/workerd.js";
 import { typeOf } from "../bindings/registry.js";
 import { capnpString } from "./capnp-string.js";
 import type { EntryModule } from "./entry-module.js";
@@ -20,6 +21,8 @@ export interface WorkerdConfigInput {
   entry: { module: EntryModule; path: string };
   /** Where the calls of a binding to a backend's resource go. */
   bindingTarget(call: BindingCall): BindingTarget;
+  /** Where the script's Durable Objects live in this process (default: on disk). */
+  durableObjectStorage?: DurableObjectStorageMode;
 }
 
 const secretVariable = (i: number) => `EDGE_WORKER_SECRET_${i}`;
@@ -52,6 +55,8 @@ export function workerdConfig(input: WorkerdConfigInput): string {
   };
   const bindings = script.bindings.map((b) => `(name = ${capnpString(b.name)}, ${typeOf(b).workerd(b, { bindingService })})`);
   secrets.forEach((s, i) => bindings.push(`(name = ${capnpString(s.name)}, fromEnvironment = ${capnpString(secretVariable(i))})`));
+  const objects = input.run.durableObjects && durableObjectsWorkerd(input.run.durableObjects, input.durableObjectStorage ?? "disk");
+  if (objects) services.push(...objects.services);
   // workerd takes the first module as the main one: the entry module, which runs the script's main module.
   const mods = [
     `(name = ${capnpString(input.entry.module.name)}, esModule = embed ${capnpString(input.entry.path)})`,
@@ -77,7 +82,7 @@ const script :Workerd.Worker = (
   bindings = [
     ${bindings.join(",\n    ")}
   ],
-  globalOutbound = "internet",
+  globalOutbound = "internet",${objects ? `\n  ${objects.workerFields}` : ""}
 );
 `;
 }

@@ -27,7 +27,13 @@ export interface EntryModule {
   scheduledExport: string;
 }
 
-export function entryModule(mainModule: string): EntryModule {
+/**
+ * `durableObjectClasses`: the classes the script has Durable Object namespaces for. Each must be a class the main
+ * module exports, or the module throws as it loads and workerd refuses the version (workerd itself only warns, and
+ * the objects would fail at their first call): a version dropping a class whose objects exist is refused, as the
+ * hosted platform refuses it without a deleted_classes migration.
+ */
+export function entryModule(mainModule: string, durableObjectClasses: readonly string[] = []): EntryModule {
   const tag = randomBytes(8).toString("hex");
   const handlersExport = `__edge_handlers_${tag}`;
   const scheduledExport = `__edge_scheduled_${tag}`;
@@ -38,6 +44,11 @@ import { WorkerEntrypoint } from "cloudflare:workers";
 export * from ${main};
 // A main module without a default export gets an empty one: workerd refuses \`export default undefined\`.
 export default "default" in main ? main.default : {};
+for (const c of ${JSON.stringify(durableObjectClasses)}) {
+  if (typeof main[c] !== "function") {
+    throw new Error(\`The Worker does not export the Durable Object class \${c}, whose objects exist: export it, or delete it with a deleted_classes migration (its objects' storage is then deleted)\`);
+  }
+}
 const IGNORED = new Set(["alarm", "unhandledrejection", "rejectionhandled"]);
 function methods(proto, names) {
   for (let p = proto; p !== null && p !== Object.prototype; p = Object.getPrototypeOf(p)) {

@@ -1,6 +1,7 @@
 import { rmSync } from "node:fs";
 import { join } from "node:path";
 import type { Logger } from "../../core/logger.js";
+import type { RuntimeDurableObjects } from "../durable-objects/workerd.js";
 import type { BindingBackendName } from "../bindings/binding-type.js";
 import { BindingServer, type BindingHandler } from "../bindings/server.js";
 import type { ModuleSource, ScriptRecord } from "../store.js";
@@ -15,6 +16,8 @@ export interface RunnableScript {
   script: ScriptRecord;
   modules: ModuleSource[];
   secrets: { name: string; text: string }[];
+  /** Its Durable Object namespaces and their storage, when it has any. */
+  durableObjects?: RuntimeDurableObjects;
 }
 
 /** All running scripts, by name (names are unique platform-wide), and the binding server they call. */

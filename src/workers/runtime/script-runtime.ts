@@ -4,6 +4,7 @@ import type { Logger } from "../../core/logger.js";
 import type { BindingCall } from "../bindings/server.js";
 import { secretEnvironment, workerdConfig, type BindingTarget } from "./capnp-config.js";
 import { askHandlers, entryModule, runScheduledOn, type ScheduledOutcome } from "./entry-module.js";
+import type { DurableObjectStorageMode } from "../durable-objects/workerd.js";
 import type { RunnableScript } from "./runtime.js";
 import type { SocketDir } from "./socket-dir.js";
 import { effectiveCompatibilityDate, type WorkerdBinary } from "./workerd-binary.js";
@@ -28,6 +29,11 @@ interface Version {
   env: Record<string, string>;
   /** What its default export handles (entry-module.ts), known once it has started. */
   handlers: readonly string[];
+  /**
+   * With Durable Objects: the same version with its objects kept in memory, run first to check that it starts
+   * (the objects' files must have one process at a time, see doDeploy).
+   */
+  checkFile?: string;
 }
 
 /** Writes the config and modules of one version into its own directory, readable by this user only. */
@@ -35,19 +41,29 @@ function writeVersion(dir: string, run: RunnableScript, opts: ScriptRuntimeOptio
   rmSync(dir, { recursive: true, force: true });
   mkdirSync(join(dir, "modules"), { recursive: true, mode: 0o700 });
   run.modules.forEach((m, i) => writeFileSync(join(dir, "modules", String(i)), m.content, { mode: 0o600 }));
-  const entry = entryModule(run.script.mainModule);
+  const entry = entryModule(
+    run.script.mainModule,
+    run.durableObjects?.namespaces.map((n) => n.className),
+  );
   writeFileSync(join(dir, "entry.js"), entry.source, { mode: 0o600 });
-  const config = workerdConfig({
-    run,
-    compatibilityDate: effectiveCompatibilityDate(run.script.compatibilityDate, opts.workerd),
-    modulePath: (i) => `modules/${i}`,
-    entry: { module: entry, path: "entry.js" },
-    bindingTarget: opts.bindingTarget,
-  });
+  const config = (durableObjectStorage: DurableObjectStorageMode) =>
+    workerdConfig({
+      run,
+      compatibilityDate: effectiveCompatibilityDate(run.script.compatibilityDate, opts.workerd),
+      modulePath: (i) => `modules/${i}`,
+      entry: { module: entry, path: "entry.js" },
+      bindingTarget: opts.bindingTarget,
+      durableObjectStorage,
+    });
   const file = join(dir, "config.capnp");
   // No secret is in the file, but the binding server's header value is: 0600 inside a 0700 directory.
-  writeFileSync(file, config, { mode: 0o600 });
-  return { file, env: secretEnvironment(run.secrets), handlers: [] };
+  writeFileSync(file, config("disk"), { mode: 0o600 });
+  const version: Version = { file, env: secretEnvironment(run.secrets), handlers: [] };
+  if (run.durableObjects) {
+    version.checkFile = join(dir, "check.capnp");
+    writeFileSync(version.checkFile, config("memory"), { mode: 0o600 });
+  }
+  return version;
 }
 
 /**
@@ -120,6 +136,7 @@ export class ScriptRuntime {
         "the script's compatibility date is later than this workerd supports; it runs with the newest date workerd has",
       );
     }
+    if (version.checkFile || this.currentVersion?.checkFile) return this.handOver(run, version, dir);
     let proc: WorkerdProcess;
     try {
       const started = await this.spawn(version);
@@ -137,6 +154,53 @@ export class ScriptRuntime {
       await old.stop();
       if (oldVersion) rmSync(join(oldVersion.file, ".."), { recursive: true, force: true });
     }
+  }
+
+  /**
+   * A deploy where the old or the new version has Durable Objects. workerd keeps each object in a SQLite file that
+   * nothing locks across processes, and two processes on one directory would each run their own instance of an
+   * object, so the versions cannot overlap: the new version is first checked with its objects in memory (a version
+   * workerd refuses never stops the old one), then the old one stops taking requests and finishes those in flight,
+   * then the new one starts on the objects' directory. Requests arriving in between wait for it (the proxy's
+   * waitLive). If it cannot start after all, the old version is started again.
+   */
+  private async handOver(run: RunnableScript, version: Version, dir: string): Promise<void> {
+    try {
+      const check = await this.spawn({ ...version, file: version.checkFile ?? version.file });
+      version.handlers = await this.handlersOf(run, check.handlersSocket);
+      await check.proc.stop();
+    } catch (err) {
+      rmSync(dir, { recursive: true, force: true });
+      throw err;
+    }
+    const old = this.current;
+    const oldVersion = this.currentVersion;
+    this.current = undefined;
+    await old?.stop();
+    let proc: WorkerdProcess;
+    try {
+      proc = await this.spawnKnown(version);
+    } catch (err) {
+      rmSync(dir, { recursive: true, force: true });
+      if (oldVersion) {
+        this.opts.log.error(
+          { ...this.tag, err: (err as Error).message },
+          "the new version did not start on its Durable Objects; starting the previous one again",
+        );
+        this.scheduleRestart(oldVersion);
+      }
+      throw err;
+    }
+    this.adopt(proc, version);
+    this.opts.log.info({ ...this.tag, version: run.script.versionId, workerd_pid: proc.pid, socket: proc.socketPath }, "worker version live");
+    if (oldVersion) rmSync(join(oldVersion.file, ".."), { recursive: true, force: true });
+  }
+
+  /** Starts a version whose handlers are known already (a restart, or the second start of a hand-over). */
+  private async spawnKnown(version: Version): Promise<WorkerdProcess> {
+    const { proc, handlersSocket } = await this.spawn(version);
+    rmSync(handlersSocket, { force: true });
+    return proc;
   }
 
   /** Starts a workerd on `version`; its "handlers" socket serves only the platform's one question (handlersOf). */
@@ -201,9 +265,8 @@ export class ScriptRuntime {
       this.chain = this.chain.then(async () => {
         if (this.closed || this.current || this.currentVersion !== version) return;
         try {
-          const { proc, handlersSocket } = await this.spawn(version);
           // The same version: its handlers are known already.
-          rmSync(handlersSocket, { force: true });
+          const proc = await this.spawnKnown(version);
           this.adopt(proc, version);
           this.opts.log.info({ ...this.tag, workerd_pid: proc.pid, socket: proc.socketPath }, "workerd restarted");
         } catch (err) {
