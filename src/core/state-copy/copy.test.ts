@@ -23,6 +23,7 @@ const WORKER = `export default { fetch(req, env) { return new Response("carried 
 
 /** What the test writes through the first platform and reads back through each copy. */
 interface Written {
+  zone: { id: string; serial: number };
   namespaceId: string;
   token: { id: string; value: string };
   uploadId: string;
@@ -36,6 +37,14 @@ async function kvPut(p: TestPlatform, ns: string, key: string, value: Buffer, qu
     body: value,
   });
   assert.equal(res.status, 200, await res.text());
+}
+
+/** The zone's SOA serial, as the API reports it (the DNS server serves the same). */
+async function zoneSerial(p: TestPlatform, zoneId: string): Promise<number> {
+  const r = await p.api("GET", `/zones/${zoneId}/dns_records/export`);
+  const soa = /\sIN\s+SOA\s+\S+\s+\S+\s+(\d+)/.exec(typeof r.body === "string" ? r.body : JSON.stringify(r.body));
+  assert.ok(soa, `an SOA in the export: ${JSON.stringify(r.body).slice(0, 300)}`);
+  return Number(soa[1]);
 }
 
 async function kvGet(p: TestPlatform, ns: string, key: string): Promise<Buffer | undefined> {
@@ -55,6 +64,15 @@ async function writeEverything(p: TestPlatform, creds: S3Credentials): Promise<W
   const bulk = Array.from({ length: 450 }, (_, i) => ({ key: `bulk/${String(i).padStart(3, "0")}`, value: `v${i}` }));
   bulk.push({ key: "bulk/big", value: BIG.toString("base64"), base64: true } as never);
   assert.equal((await p.api("PUT", `/accounts/${p.accountId}/storage/kv/namespaces/${ns}/bulk`, bulk)).status, 200);
+
+  // A DNS zone with a proxied record and a TXT record; its SOA serial must be carried as it is.
+  const zoneId = (await p.api("POST", "/zones", { name: "carried.example", account: { id: p.accountId } })).body.result.id as string;
+  for (const record of [
+    { type: "A", name: "www", content: "203.0.113.10", proxied: true, ttl: 1 },
+    { type: "TXT", name: "carried.example", content: '"kept"', ttl: 300 },
+  ])
+    assert.equal((await p.api("POST", `/zones/${zoneId}/dns_records`, record)).status, 200);
+  const serial = await zoneSerial(p, zoneId);
 
   // A worker with a secret (sealed with the state directory's key) and a cron schedule.
   assert.equal((await uploadScript(p, "carried-worker", WORKER)).status, 200);
@@ -107,7 +125,7 @@ async function writeEverything(p: TestPlatform, creds: S3Credentials): Promise<W
     etags.set("carried/multi.bin", completed.ETag!);
     const pending = await client.send(new s3.CreateMultipartUploadCommand({ Bucket: "carried", Key: "pending.bin" }));
     await client.send(new s3.UploadPartCommand({ Bucket: "carried", Key: "pending.bin", UploadId: pending.UploadId, PartNumber: 1, Body: PART }));
-    return { namespaceId: ns, token, uploadId: pending.UploadId!, etags };
+    return { zone: { id: zoneId, serial }, namespaceId: ns, token, uploadId: pending.UploadId!, etags };
   } finally {
     client.destroy();
   }
@@ -117,6 +135,15 @@ async function writeEverything(p: TestPlatform, creds: S3Credentials): Promise<W
 async function checkEverything(p: TestPlatform, creds: S3Credentials, w: Written) {
   const verify = await p.api("GET", "/user/tokens/verify", undefined, { authorization: `Bearer ${w.token.value}` });
   assert.equal(verify.status, 200, "a token made before the copy works after it (its hash was carried)");
+  assert.equal(await zoneSerial(p, w.zone.id), w.zone.serial, "the zone keeps its id and SOA serial");
+  const records = await p.api("GET", `/zones/${w.zone.id}/dns_records?order=type`);
+  assert.deepEqual(
+    (records.body.result as { type: string; name: string; content: string; proxied: boolean }[]).map((r) => [r.type, r.name, r.content, r.proxied]),
+    [
+      ["A", "www.carried.example", "203.0.113.10", true],
+      ["TXT", "carried.example", '"kept"', false],
+    ],
+  );
   assert.equal((await kvGet(p, w.namespaceId, "small"))?.toString(), "a small value");
   assert.ok((await kvGet(p, w.namespaceId, "big"))?.equals(BIG), "a value from the content store, byte for byte");
   assert.ok((await kvGet(p, w.namespaceId, "bulk/big"))?.equals(BIG), "a bulk-written big value, byte for byte");
@@ -218,7 +245,7 @@ test(
     assert.match(copied.stdout, /kv\s+entries\s+454\s+0\s+454\s+454\s+0/);
     assert.match(copied.stdout, /r2\s+objects\s+4\s+0\s+4\s+4\s+0/);
     assert.match(copied.stdout, /workers\s+secrets\s+1\s+0\s+1\s+1\s+0/);
-    assert.match(copied.stdout, /Count check: every table of identity, kv, r2, workers holds what the source holds/);
+    assert.match(copied.stdout, /Count check: every table of identity, dns, kv, r2, workers holds what the source holds/);
 
     const again = await copyToDatabase(embedded.stateDir, db, bucket, key);
     assert.equal(again.code, 1, "a target with rows is refused");

@@ -1,0 +1,43 @@
+import type { AreaCopier } from "../core/state-copy/area.js";
+import { DNS_PG_MIGRATIONS } from "./pg-migrations.js";
+import { DNS_MIGRATIONS } from "./sqlite-migrations.js";
+
+/**
+ * DNS for `edgecli state copy`: zones with their serials (ids kept, so every node and the copy serve the same SOA
+ * serial), records and per-account settings. Nothing of DNS is a body.
+ */
+export const dnsCopier: AreaCopier = {
+  name: "dns",
+  sqlite: { database: "dns", migrations: DNS_MIGRATIONS },
+  postgres: { schema: "dns", migrations: DNS_PG_MIGRATIONS },
+  tables: [
+    {
+      table: "zones",
+      columns: ["id", "account_id", "name", "paused", "created_on", "modified_on", "activated_on", "serial", "settings"],
+      key: ["id"],
+    },
+    {
+      table: "records",
+      columns: [
+        "id",
+        "zone_id",
+        "name",
+        "type",
+        "content",
+        "data",
+        "priority",
+        "ttl",
+        "proxied",
+        "comment",
+        "tags",
+        "settings",
+        "created_on",
+        "modified_on",
+        "comment_modified_on",
+        "tags_modified_on",
+      ],
+      key: ["id"],
+    },
+    { table: "account_settings", columns: ["account_id", "settings"], key: ["account_id"] },
+  ],
+};
