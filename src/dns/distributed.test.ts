@@ -129,6 +129,12 @@ test(
     const xSerials = secondary.notices.filter((n) => n.zone === "dist-x.example").map((n) => n.serial);
     assert.equal(xSerials[1], serial);
     assert.ok(xSerials[0] < xSerials[1] && xSerials[1] < xSerials[2], `serials grow: ${xSerials.join(", ")}`);
+
+    // DNSSEC keys are not shared between nodes yet: signing is refused rather than served by one node only.
+    const signed = await a.p.api("PATCH", `/zones/${x}/dnssec`, { status: "active" });
+    assert.equal(signed.status, 400, JSON.stringify(signed.body));
+    assert.equal(signed.body.errors[0].code, 9603);
+    assert.equal((await a.p.api("GET", `/zones/${x}/dnssec`)).body.result.status, "disabled");
   },
 );
 

@@ -31,7 +31,7 @@ export function createDnsService(ctx: ServiceContext): EdgeService {
   const log = ctx.log.child({ service: "dns" });
   const dnssec = new DnssecService(
     new SqliteDnssecStore(ctx.openDb("dnssec", DNSSEC_MIGRATIONS), SecretBox.load(ctx.config.stateDir)),
-    { rolloverWaitSeconds: cfg.dnssecRolloverWait },
+    { rolloverWaitSeconds: cfg.dnssecRolloverWait, distributed: ctx.postgres !== undefined },
     // A change of keys or of signing empties the answer caches (the server is made below; this runs only later).
     () => server.invalidate(),
   );

@@ -28,6 +28,11 @@ export interface RolloverProgress {
 export interface DnssecOptions {
   /** Seconds every rollover step waits instead of the TTLs (labs and tests); undefined: the TTLs, the safe waits. */
   rolloverWaitSeconds?: number;
+  /**
+   * Several nodes share the zones (--database-url) but not the keys, which stay in each node's SQLite: a node
+   * without them would answer a signed zone unsigned, and validators would call the zone bogus. Enabling is refused.
+   */
+  distributed?: boolean;
 }
 
 const now = () => new Date().toISOString();
@@ -68,6 +73,7 @@ export class DnssecService implements ZoneSigner {
 
   /** Starts signing: with the zone's kept keys when it has them (the DS at the parent stays right), else new ones. */
   enable(zs: ZoneState): Promise<ZoneDnssec> {
+    if (this.opts.distributed) return Promise.reject(DnssecErrors.notOnSeveralNodes());
     return this.change(zs, (cur) => {
       if (cur?.status === "active") return cur;
       const t = now();

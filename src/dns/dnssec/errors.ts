@@ -6,6 +6,7 @@ export const DnssecCodes = {
   notSigned: 9600, // ours
   rolloverBusy: 9601, // ours
   rolloverTooEarly: 9602, // ours
+  notOnSeveralNodes: 9603, // ours
 } as const;
 
 const invalid = (message: string, pointer?: string) => new EdgeError(400, DnssecCodes.invalid, message, { pointer });
@@ -15,6 +16,12 @@ export const DnssecErrors = {
   notSigned: () => new EdgeError(400, DnssecCodes.notSigned, "DNSSEC is not enabled on this zone; enable it first (PATCH status active)."),
   rolloverBusy: (role: string) =>
     new EdgeError(400, DnssecCodes.rolloverBusy, `A ${role.toUpperCase()} rollover is in progress; finish it before starting another.`),
+  notOnSeveralNodes: () =>
+    new EdgeError(
+      400,
+      DnssecCodes.notOnSeveralNodes,
+      "DNSSEC is not available with --database-url yet: signing keys are kept on one node, and the other nodes would answer the zone unsigned (see docs/scale-out.md).",
+    ),
   rolloverTooEarly: (step: string, after: string, why: string) =>
     new EdgeError(
       400,
