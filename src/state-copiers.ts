@@ -1,3 +1,4 @@
+import { aiGatewayCopier } from "./ai-gateway/copy.js";
 import { identityCopier } from "./core/auth/copy.js";
 import type { AreaCopier } from "./core/state-copy/area.js";
 import { dnsCopier } from "./dns/copy.js";
@@ -9,4 +10,4 @@ import { workersCopier } from "./workers/copy.js";
  * Every area `edgecli state copy` carries between a state directory and PostgreSQL + a bucket, in this order. An
  * area joins with its own `copy.ts` (core/state-copy/area.ts says what it declares) and one line here.
  */
-export const AREA_COPIERS: readonly AreaCopier[] = [identityCopier, dnsCopier, kvCopier, r2Copier, workersCopier];
+export const AREA_COPIERS: readonly AreaCopier[] = [identityCopier, dnsCopier, kvCopier, r2Copier, workersCopier, aiGatewayCopier];

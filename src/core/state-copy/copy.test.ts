@@ -8,6 +8,8 @@ import * as s3 from "@aws-sdk/client-s3";
 import Database from "better-sqlite3";
 import pg from "pg";
 import { bootstrapS3Credentials, s3Client, type S3Credentials } from "../../r2/s3/testing/s3.js";
+import { callGateway, chatBody, createGateway, startGatewayPlatform } from "../../ai-gateway/testing/helpers.js";
+import { startMockProvider } from "../../ai-gateway/testing/mock-provider.js";
 import { eventually, hit, uploadScript } from "../../workers/testing/helpers.js";
 import { newTestCredentials, runCli, startTestPlatform, type TestPlatform } from "../testing/platform.js";
 import { runOnTerminal } from "../testing/terminal.js";
@@ -23,6 +25,7 @@ const WORKER = `export default { fetch(req, env) { return new Response("carried 
 
 /** What the test writes through the first platform and reads back through each copy. */
 interface Written {
+  gatewayLogIds: string[];
   zone: { id: string; serial: number };
   namespaceId: string;
   token: { id: string; value: string };
@@ -37,6 +40,13 @@ async function kvPut(p: TestPlatform, ns: string, key: string, value: Buffer, qu
     body: value,
   });
   assert.equal(res.status, 200, await res.text());
+}
+
+/** The ids of the `carried-gw` gateway's logs, oldest first. */
+async function gatewayLogs(p: TestPlatform): Promise<string[]> {
+  const r = await p.api("GET", `/accounts/${p.accountId}/ai-gateway/gateways/carried-gw/logs?order_by=created_at&order_by_direction=asc&per_page=50`);
+  assert.equal(r.status, 200, JSON.stringify(r.body));
+  return (r.body.result as { id: string }[]).map((l) => l.id);
 }
 
 /** The zone's SOA serial, as the API reports it (the DNS server serves the same). */
@@ -64,6 +74,15 @@ async function writeEverything(p: TestPlatform, creds: S3Credentials): Promise<W
   const bulk = Array.from({ length: 450 }, (_, i) => ({ key: `bulk/${String(i).padStart(3, "0")}`, value: `v${i}` }));
   bulk.push({ key: "bulk/big", value: BIG.toString("base64"), base64: true } as never);
   assert.equal((await p.api("PUT", `/accounts/${p.accountId}/storage/kv/namespaces/${ns}/bulk`, bulk)).status, 200);
+
+  // An AI gateway with two logs (bodies in the row), written by calls through it to a stand-in provider.
+  await createGateway(p, "carried-gw");
+  for (const content of ["first", "second"]) {
+    const answer = await callGateway(`${p.url}/v1/${p.accountId}/carried-gw/openai/chat/completions`, { body: chatBody(content) });
+    assert.equal(answer.status, 200);
+  }
+  let gatewayLogIds: string[] = [];
+  await eventually(async () => (gatewayLogIds = await gatewayLogs(p)).length === 2, "the gateway's two logs to be written", 60_000);
 
   // A DNS zone with a proxied record and a TXT record; its SOA serial must be carried as it is.
   const zoneId = (await p.api("POST", "/zones", { name: "carried.example", account: { id: p.accountId } })).body.result.id as string;
@@ -125,7 +144,7 @@ async function writeEverything(p: TestPlatform, creds: S3Credentials): Promise<W
     etags.set("carried/multi.bin", completed.ETag!);
     const pending = await client.send(new s3.CreateMultipartUploadCommand({ Bucket: "carried", Key: "pending.bin" }));
     await client.send(new s3.UploadPartCommand({ Bucket: "carried", Key: "pending.bin", UploadId: pending.UploadId, PartNumber: 1, Body: PART }));
-    return { zone: { id: zoneId, serial }, namespaceId: ns, token, uploadId: pending.UploadId!, etags };
+    return { gatewayLogIds, zone: { id: zoneId, serial }, namespaceId: ns, token, uploadId: pending.UploadId!, etags };
   } finally {
     client.destroy();
   }
@@ -135,6 +154,7 @@ async function writeEverything(p: TestPlatform, creds: S3Credentials): Promise<W
 async function checkEverything(p: TestPlatform, creds: S3Credentials, w: Written) {
   const verify = await p.api("GET", "/user/tokens/verify", undefined, { authorization: `Bearer ${w.token.value}` });
   assert.equal(verify.status, 200, "a token made before the copy works after it (its hash was carried)");
+  assert.deepEqual(await gatewayLogs(p), w.gatewayLogIds, "the gateway's logs, in their order");
   assert.equal(await zoneSerial(p, w.zone.id), w.zone.serial, "the zone keeps its id and SOA serial");
   const records = await p.api("GET", `/zones/${w.zone.id}/dns_records?order=type`);
   assert.deepEqual(
@@ -223,7 +243,9 @@ test(
     if (!backends) return;
     const { db, bucket } = backends;
     const credentials = newTestCredentials();
-    const embedded = await startTestPlatform({ credentials });
+    const provider = await startMockProvider();
+    t.after(() => provider.close());
+    const embedded = await startGatewayPlatform([`openai=${provider.url}`], { credentials });
     t.after(() => embedded.dispose());
     const s3creds = await bootstrapS3Credentials(embedded);
     const written = await writeEverything(embedded, s3creds);
@@ -245,7 +267,7 @@ test(
     assert.match(copied.stdout, /kv\s+entries\s+454\s+0\s+454\s+454\s+0/);
     assert.match(copied.stdout, /r2\s+objects\s+4\s+0\s+4\s+4\s+0/);
     assert.match(copied.stdout, /workers\s+secrets\s+1\s+0\s+1\s+1\s+0/);
-    assert.match(copied.stdout, /Count check: every table of identity, dns, kv, r2, workers holds what the source holds/);
+    assert.match(copied.stdout, /Count check: every table of identity, dns, kv, r2, workers, ai-gateway holds what the source holds/);
 
     const again = await copyToDatabase(embedded.stateDir, db, bucket, key);
     assert.equal(again.code, 1, "a target with rows is refused");
@@ -297,6 +319,7 @@ async function checkEverythingBack(p: TestPlatform, creds: S3Credentials, w: Wri
   assert.equal((await p.api("GET", "/user/tokens/verify", undefined, { authorization: `Bearer ${w.token.value}` })).status, 200);
   assert.ok((await kvGet(p, w.namespaceId, "bulk/big"))?.equals(BIG));
   assert.ok((await kvGet(p, w.namespaceId, "big"))?.equals(BIG));
+  assert.deepEqual(await gatewayLogs(p), w.gatewayLogIds, "the gateway's logs, back on one machine");
   await eventually(async () => (await hit(p, "carried-worker", "/")).text === "carried s3cret", "the worker, back on one machine", 60_000);
   const client = await s3Client(p, creds);
   try {

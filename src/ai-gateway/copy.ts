@@ -1,0 +1,57 @@
+import type { AreaCopier } from "../core/state-copy/area.js";
+import { AI_GATEWAY_PG_MIGRATIONS } from "./pg-migrations.js";
+import { AI_GATEWAY_MIGRATIONS } from "./sqlite-migrations.js";
+
+/**
+ * The AI gateway for `edgecli state copy`: gateways with their settings, and logs with their bodies. A log's `seq`
+ * is assigned by the target (logs are read in id order, and ids are ULIDs: creation order), so paging by it keeps
+ * working after the copy. PostgreSQL's per-gateway `log_counts` are not copied: the log store counts a gateway's
+ * logs the first time it needs the number. Rate-limit windows are not state worth carrying (at most a minute old).
+ */
+export const aiGatewayCopier: AreaCopier = {
+  name: "ai-gateway",
+  sqlite: { database: "ai-gateway", migrations: AI_GATEWAY_MIGRATIONS },
+  postgres: { schema: "ai_gateway", migrations: AI_GATEWAY_PG_MIGRATIONS },
+  tables: [
+    { table: "gateways", columns: ["account_id", "id", "settings", "created_at", "modified_at"], key: ["account_id", "id"] },
+    {
+      table: "logs",
+      columns: [
+        "id",
+        "account_id",
+        "gateway_id",
+        "created_at",
+        "provider",
+        "model",
+        "path",
+        "request_type",
+        "status_code",
+        "success",
+        "cached",
+        "step",
+        "duration",
+        "tokens_in",
+        "tokens_out",
+        "cached_tokens",
+        "reasoning_tokens",
+        "cost",
+        "cost_note",
+        "custom_cost",
+        "metadata",
+        "request_content_type",
+        "response_content_type",
+        "request_size",
+        "response_size",
+        "authenticated",
+        "event_id",
+        "feedback",
+        "score",
+        "request_body",
+        "response_body",
+      ],
+      key: ["id"],
+      generatedId: "seq",
+      large: ["request_body", "response_body"],
+    },
+  ],
+};
