@@ -1,4 +1,5 @@
 import type { AreaCopier } from "../core/state-copy/area.js";
+import { INSERT_COLUMNS } from "./log-rows.js";
 import { AI_GATEWAY_PG_MIGRATIONS } from "./pg-migrations.js";
 import { AI_GATEWAY_MIGRATIONS } from "./sqlite-migrations.js";
 
@@ -16,39 +17,8 @@ export const aiGatewayCopier: AreaCopier = {
     { table: "gateways", columns: ["account_id", "id", "settings", "created_at", "modified_at"], key: ["account_id", "id"] },
     {
       table: "logs",
-      columns: [
-        "id",
-        "account_id",
-        "gateway_id",
-        "created_at",
-        "provider",
-        "model",
-        "path",
-        "request_type",
-        "status_code",
-        "success",
-        "cached",
-        "step",
-        "duration",
-        "tokens_in",
-        "tokens_out",
-        "cached_tokens",
-        "reasoning_tokens",
-        "cost",
-        "cost_note",
-        "custom_cost",
-        "metadata",
-        "request_content_type",
-        "response_content_type",
-        "request_size",
-        "response_size",
-        "authenticated",
-        "event_id",
-        "feedback",
-        "score",
-        "request_body",
-        "response_body",
-      ],
+      // Every column a log is written with, and what feedback adds to it later.
+      columns: [...INSERT_COLUMNS, "feedback", "score"],
       key: ["id"],
       generatedId: "seq",
       large: ["request_body", "response_body"],
