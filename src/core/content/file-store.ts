@@ -1,4 +1,4 @@
-import { createReadStream, createWriteStream, existsSync, mkdirSync, readdirSync, statSync, unlinkSync } from "node:fs";
+import { createReadStream, createWriteStream, mkdirSync, readdirSync, statSync, unlinkSync } from "node:fs";
 import { mkdir, open, readFile, rename, rm, stat, unlink } from "node:fs/promises";
 import { join } from "node:path";
 import { Readable } from "node:stream";
@@ -58,8 +58,16 @@ export class FileContentStore implements ContentStore {
       this.shards.add(shard);
     }
     await rename(tmp, this.pathOf(id)).catch(async (e: NodeJS.ErrnoException) => {
-      // The shard went away under us (someone cleaned the directory by hand): make it again, once.
-      if (e.code !== "ENOENT" || !existsSync(tmp)) throw e;
+      // The shard went away under us (someone cleaned the directory by hand): make it again, once. A missing
+      // temporary file is another ENOENT; checked without blocking, as this runs inside request handlers.
+      if (
+        e.code !== "ENOENT" ||
+        !(await stat(tmp).then(
+          () => true,
+          () => false,
+        ))
+      )
+        throw e;
       await mkdir(join(this.root, shard), { recursive: true, mode: 0o700 });
       await rename(tmp, this.pathOf(id));
     });
