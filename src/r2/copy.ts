@@ -1,6 +1,6 @@
 import type { AreaCopier } from "../core/state-copy/area.js";
 import { R2_PG_MIGRATIONS } from "./pg-migrations.js";
-import { r2Migrations } from "./sqlite-migrations.js";
+import { R2_SMALL_BODIES, r2Migrations } from "./sqlite-migrations.js";
 
 /** `[[contentId, size], ...]`: the bodies of an object, in order. */
 type Segments = [string, number][];
@@ -12,7 +12,7 @@ type Segments = [string, number][];
  */
 export const r2Copier: AreaCopier = {
   name: "r2",
-  sqlite: { database: "r2", migrations: r2Migrations },
+  sqlite: { database: "r2", migrations: r2Migrations, smallBodies: R2_SMALL_BODIES },
   postgres: { schema: "r2", migrations: R2_PG_MIGRATIONS },
   content: "r2",
   tables: [

@@ -1,3 +1,5 @@
+import { DbSmallContentStore } from "../core/content/db-small-store.js";
+import type { ContentStore } from "../core/content/store.js";
 import type { EdgeService, ServiceContext } from "../core/service.js";
 import { createR2BindingHandler, type R2BindingHandler } from "./binding.js";
 import { serveOptions } from "./config.js";
@@ -6,7 +8,7 @@ import { readS3Config } from "./s3/config.js";
 import { createS3Handler } from "./s3/handler.js";
 import { R2_PG_MIGRATIONS } from "./pg-migrations.js";
 import { PgR2Store } from "./pg-store.js";
-import { r2Migrations } from "./sqlite-migrations.js";
+import { R2_SMALL_BODIES, r2Migrations } from "./sqlite-migrations.js";
 import { SqliteR2Store } from "./sqlite-store.js";
 import type { R2Store } from "./store.js";
 
@@ -19,11 +21,21 @@ export interface R2Service extends EdgeService {
 const GC_INTERVAL_MS = 60 * 60 * 1000;
 const STALE_UPLOAD_MS = 7 * 24 * 60 * 60 * 1000;
 
-export function createR2Service(ctx: ServiceContext): R2Service {
-  const content = ctx.content("r2");
+/** Nothing R2 keeps in memory needs the bus: small bodies are cached by content id, which a change never reuses. */
+function openR2Store(ctx: ServiceContext): { store: R2Store; content: ContentStore } {
   const pg = ctx.openPostgres("r2", R2_PG_MIGRATIONS);
-  // Nothing R2 keeps in memory needs the bus: small bodies are cached by content id, which a change never reuses.
-  const store: R2Store = pg ? new PgR2Store(pg, content) : new SqliteR2Store(ctx.openDb("r2", r2Migrations), content);
+  if (pg) {
+    const content = ctx.content("r2");
+    return { store: new PgR2Store(pg, content), content };
+  }
+  const db = ctx.openDb("r2", r2Migrations);
+  // Embedded, bodies up to 64 KiB live in r2.sqlite itself, next to the rows that name them.
+  const content = new DbSmallContentStore(db, R2_SMALL_BODIES, ctx.content("r2"));
+  return { store: new SqliteR2Store(db, content), content };
+}
+
+export function createR2Service(ctx: ServiceContext): R2Service {
+  const { store, content } = openR2Store(ctx);
   const log = ctx.log.child({ service: "r2" });
   let timer: NodeJS.Timeout | undefined;
   const sweep = async () => {

@@ -1,6 +1,9 @@
 import type { Migration } from "../core/db/sqlite.js";
 
 /** The R2 database (`<state>/db/r2.sqlite`): append-only migrations (rows.ts has the row shapes). */
+/** The table of r2.sqlite that holds bodies up to 64 KiB. */
+export const R2_SMALL_BODIES = "small_bodies";
+
 export const r2Migrations: readonly Migration[] = [
   `CREATE TABLE buckets (
      id INTEGER PRIMARY KEY,
@@ -52,4 +55,11 @@ export const r2Migrations: readonly Migration[] = [
    CREATE INDEX buckets_by_name ON buckets(name);
    CREATE INDEX uploads_by_key ON uploads(bucket_id, key, upload_id);
    ALTER TABLE parts ADD COLUMN uploaded INTEGER NOT NULL DEFAULT 0;`,
+  // Bodies up to 64 KiB, kept here instead of in files of their own (core/content/db-small-store.ts). `created`
+  // comes before the bytes so that a sweep reads it without following a body's overflow pages.
+  `CREATE TABLE ${R2_SMALL_BODIES} (
+     id TEXT PRIMARY KEY,
+     created INTEGER NOT NULL,
+     bytes BLOB NOT NULL
+   );`,
 ];

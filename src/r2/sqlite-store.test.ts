@@ -4,10 +4,11 @@ import { readdirSync } from "node:fs";
 import { join } from "node:path";
 import { Readable } from "node:stream";
 import { text } from "node:stream/consumers";
+import { DbSmallContentStore } from "../core/content/db-small-store.js";
 import { FileContentStore } from "../core/content/file-store.js";
 import { sqliteStoreFactory } from "../core/testing/contract.js";
 import { eventually } from "../workers/testing/helpers.js";
-import { r2Migrations } from "./sqlite-migrations.js";
+import { R2_SMALL_BODIES, r2Migrations } from "./sqlite-migrations.js";
 import { SqliteR2Store } from "./sqlite-store.js";
 import { describeR2Store } from "./store.contract.js";
 import type { BucketRef, R2GetResult } from "./store.js";
@@ -19,7 +20,15 @@ const openSqlite = sqliteStoreFactory(r2Migrations, (db, dir) => {
   return { store: new SqliteR2Store(db, content), content, contentDir };
 });
 
-describeR2Store("SQLite", openSqlite);
+describeR2Store("SQLite, every body in a file", openSqlite);
+// As `edgecli serve` runs it: bodies up to 64 KiB in r2.sqlite, larger ones in files.
+describeR2Store(
+  "SQLite, small bodies in the database",
+  sqliteStoreFactory(r2Migrations, (db, dir) => {
+    const content = new DbSmallContentStore(db, R2_SMALL_BODIES, new FileContentStore(join(dir, "content")));
+    return { store: new SqliteR2Store(db, content), content };
+  }),
+);
 
 const B: BucketRef = { accountId: "acc1", bucketName: "bkt" };
 

@@ -52,8 +52,11 @@ export interface TableCopy {
 export interface AreaCopier {
   /** Shown in progress and in the count check. */
   name: string;
-  /** `<state>/db/<database>.sqlite` and the migrations that make it. */
-  sqlite: { database: string; migrations: readonly Migration[] };
+  /**
+   * `<state>/db/<database>.sqlite` and the migrations that make it; `smallBodies`: the table of that database
+   * that holds the content store's small bodies (core/content/db-small-store.ts), when the area keeps them there.
+   */
+  sqlite: { database: string; migrations: readonly Migration[]; smallBodies?: string };
   /** The PostgreSQL schema and its migrations. */
   postgres: { schema: string; migrations: readonly PgMigration[] };
   /** The area's content store (files under `<state>/content/<name>/`, or keys `<name>/<id>` in the bucket). */

@@ -2,6 +2,7 @@ import { existsSync } from "node:fs";
 import { join } from "node:path";
 import type { S3Client } from "@aws-sdk/client-s3";
 import type { ObjectStoreLocation } from "../config.js";
+import { DbSmallContentStore } from "../content/db-small-store.js";
 import { FileContentStore } from "../content/file-store.js";
 import type { ContentStore } from "../content/store.js";
 import { migrateArea } from "../db/pg-migrations.js";
@@ -136,11 +137,13 @@ export function stateDirSide(stateDir: string): CopySide {
     where: `the state directory ${stateDir}`,
     async open(area, role) {
       const file = join(stateDir, "db", `${area.sqlite.database}.sqlite`);
-      const content = area.content ? new FileContentStore(join(stateDir, "content", area.content)) : undefined;
+      const files = area.content ? new FileContentStore(join(stateDir, "content", area.content)) : undefined;
       // A source area that was never used has no file: it holds nothing (and is not created by reading it).
-      if (role === "source" && !existsSync(file)) return emptyArea(content);
+      if (role === "source" && !existsSync(file)) return emptyArea(files);
       const db = openDatabase(file, area.sqlite.migrations);
       dbs.push(db);
+      const smallBodies = area.sqlite.smallBodies;
+      const content = files && smallBodies ? new DbSmallContentStore(db, smallBodies, files) : files;
       const sql = new Statements("sqlite", (table) => table);
       return {
         content,
