@@ -12,6 +12,7 @@ import { SqliteIdentityStore } from "./core/auth/sqlite-store.js";
 import { openBackends, type Backends } from "./core/backends.js";
 import type { IdentityStore } from "./core/auth/store.js";
 import { optionValues } from "./core/cli/option-values.js";
+import { WalCheckpointer } from "./core/db/wal-checkpointer.js";
 import { openDatabase, type Db } from "./core/db/sqlite.js";
 import { buildEdgeApp } from "./core/http/app.js";
 import { createLogger, type Logger } from "./core/logger.js";
@@ -40,9 +41,12 @@ export async function startPlatform(config: PlatformConfig, log: Logger = create
   // Until it stops, `edgecli state copy` refuses this state directory.
   const inUse = markStateDirInUse(config.stateDir);
   const dbs: Db[] = [];
+  // Checkpoints run on a thread of their own, never inside a request's commit (core/db/wal-checkpointer.ts).
+  const checkpointer = new WalCheckpointer(log);
   const openDb: ServiceContext["openDb"] = (name, migrations) => {
     const db = openDatabase(join(config.stateDir, "db", `${name}.sqlite`), migrations);
     dbs.push(db);
+    checkpointer.adopt(db);
     return db;
   };
   let backends: Backends;
@@ -53,6 +57,7 @@ export async function startPlatform(config: PlatformConfig, log: Logger = create
     throw err;
   }
   const closeStores = async () => {
+    await checkpointer.close();
     for (const db of dbs) db.close();
     await backends.close();
     inUse.release();
