@@ -73,6 +73,9 @@ const answer = async (script: string, path = "/") => {
   return JSON.parse(r.text);
 };
 
+/** The bindings a deploy printed (the lines after "Your worker has access to the following bindings:"). */
+const bindingsPrinted = (out: string) => /has access to the following bindings:\n((?:\s*- .*\n)+)/.exec(out)?.[1];
+
 /** What the settings API says a Worker binds, in a stable order. */
 const boundOf = async (script: string) => {
   const s = await p.api("GET", `/accounts/${p.accountId}/workers/scripts/${script}/settings`);
@@ -109,6 +112,8 @@ test("wrangler deploy with [[d1_databases]], [[durable_objects.bindings]] and [[
     // The same project through edgecli deploy, as another Worker: the same bindings, migration tag and answers.
     const edge = await p.cli(["deploy", "--name", "by-edgecli"], { cwd: dir });
     assert.equal(edge.code, 0, edge.stderr);
+    assert.match(bindingsPrinted(edge.stdout) ?? "", /- D1 Databases:\n\s+- DB: app-db/);
+    assert.equal(bindingsPrinted(edge.stdout), bindingsPrinted(deployed.stdout), "both print the bindings alike");
     assert.deepEqual(await boundOf("by-wrangler"), await boundOf("by-edgecli"));
     assert.deepEqual(
       (await boundOf("by-wrangler")).map((b) => b.name),
