@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { after, before, test } from "node:test";
 import type { TestPlatform } from "../../core/testing/platform.js";
-import { hit, startPlatform } from "../testing/helpers.js";
+import { eventually, hit, startPlatform } from "../testing/helpers.js";
 
 /** examples/pastebin, set up and deployed the way its README says, then used over HTTP until a cron sweep ran. */
 const EXAMPLE = fileURLToPath(new URL("../../../examples/pastebin", import.meta.url));
@@ -23,14 +23,8 @@ after(async () => {
   rmSync(project, { recursive: true, force: true });
 });
 
-/** Polls until `check` holds; the deadline is a hang guard only (it waits for a minute's cron tick on a busy machine). */
-async function until(what: string, check: () => Promise<boolean>, ms = 200_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 500));
-  }
-}
+/** A hang guard only: waiting for a minute's cron tick on a busy machine. */
+const TICK_WAIT_MS = 200_000;
 
 const json = async (path: string) => {
   const r = await hit(p, "pastebin", path);
@@ -81,11 +75,15 @@ test(
       (await json("/pastes")).map((x: { id: string }) => x.id),
       [shortLived.id, kept.id],
     );
-    await until("the short-lived paste to expire", async () => (await hit(p, "pastebin", `/pastes/${shortLived.id}`)).status === 404);
-    await until("a cron sweep that removed it", async () => {
-      const s = await json("/stats");
-      return s.last_sweep !== null && s.last_sweep.at >= shortLived.expires_at && s.pastes === 1;
-    });
+    await eventually(async () => (await hit(p, "pastebin", `/pastes/${shortLived.id}`)).status === 404, "the short-lived paste to expire");
+    await eventually(
+      async () => {
+        const s = await json("/stats");
+        return s.last_sweep !== null && s.last_sweep.at >= shortLived.expires_at && s.pastes === 1;
+      },
+      "a cron sweep that removed it",
+      TICK_WAIT_MS,
+    );
     const rows = await p.api("POST", `/accounts/${p.accountId}/d1/database/${uuid}/query`, { sql: "SELECT id FROM pastes" });
     assert.deepEqual(rows.body.result[0].results, [{ id: kept.id }]);
     const swept = await p.api("POST", `/accounts/${p.accountId}/d1/database/${uuid}/query`, { sql: "SELECT sum(removed) AS removed FROM sweeps" });
