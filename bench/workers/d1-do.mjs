@@ -4,7 +4,8 @@
 // take turns in rounds (the order rotating each round) so the machine's drift spreads over all of them; each case's
 // median over the rounds is reported, with the ratios. Both sides keep their data on disk (Miniflare with
 // d1Persist/durableObjectsPersist in a temporary directory). The ceiling row asks the script's workerd directly on its
-// unix socket (no edge in front); the CPU columns are µs per request of the platform's Node process, the script's
+// unix socket (no edge in front), and for D1 the binding backend is also asked alone (the call workerd's D1 API makes,
+// sent straight to the platform's binding server); the CPU columns are µs per request of the platform's Node process, the script's
 // workerd and the platform's other child processes (the D1 executor among them).
 // Run: npm run build && (cd bench/workers && npm install && node d1-do.mjs). BENCH_SECONDS (3), BENCH_ROUNDS (3).
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
@@ -92,6 +93,29 @@ function poolClient(origin, connections, { host, socketPath } = {}) {
   };
 }
 
+/**
+ * The D1 part of a request alone: the call workerd's D1 API makes (POST /query with the statement and its parameter,
+ * the binding header workerd injects) sent straight to the platform's binding server, which plans it and runs it in
+ * the database's executor process. Its answer is reshaped to the row, as the worker would return it.
+ */
+function d1BackendClient(backend, connections) {
+  const pool = new Pool("http://localhost", { connections, pipelining: 1, socketPath: backend.socket.socketPath });
+  return {
+    async send(path) {
+      const id = Number(new URL(path, "http://x").searchParams.get("id"));
+      const r = await pool.request({
+        path: "/query",
+        method: "POST",
+        headers: { [backend.header]: backend.value, "content-type": "application/json" },
+        body: JSON.stringify({ sql: "SELECT id, name FROM users WHERE id = ?", params: [id] }),
+      });
+      const answer = await r.body.json();
+      return { status: r.statusCode, body: JSON.stringify(answer.results?.[0]) };
+    },
+    close: () => pool.close(),
+  };
+}
+
 /** Runs `clients` loops for SECONDS after a warm-up; req/s, latency percentiles and, with `pids`, CPU µs per request. */
 async function measure(client, workload, clients, pids) {
   let stop = Date.now() + WARMUP_MS;
@@ -169,6 +193,7 @@ try {
     "miniflare HTTP socket": poolClient(mfUrl.origin, c),
     "edge platform": poolClient(`http://127.0.0.1:${port}`, c, { host: `bench-d1-do.workers.localhost:${port}` }),
     "ceiling: its workerd, no edge": poolClient("http://localhost", c, { socketPath: info.socket.socketPath }),
+    "D1 binding backend alone": d1BackendClient(info.backend, c),
   });
   const byConcurrency = { 1: targets(1), 8: targets(8) };
   clients.push(...Object.values(byConcurrency).flatMap((t) => Object.values(t)));
@@ -181,8 +206,9 @@ try {
       for (const c of [1, 8]) {
         for (let i = 0; i < names.length; i++) {
           const name = names[(i + round) % names.length];
+          if (workload !== "d1" && name === "D1 binding backend alone") continue;
           const key = `${workload} c=${c} ${name}`;
-          const ours = name === "edge platform" || name.startsWith("ceiling");
+          const ours = !name.startsWith("miniflare");
           const m = await measure(byConcurrency[c][name], workload, c, ours ? pids : undefined);
           if (!results.has(key)) results.set(key, []);
           results.get(key).push(m);
@@ -198,6 +224,7 @@ try {
       const row = {};
       for (const name of names) {
         const ms = results.get(`${workload} c=${c} ${name}`);
+        if (!ms) continue;
         const rps = ms.map((m) => m.rps);
         const mid = ms.find((m) => m.rps === median(rps));
         row[name] = mid;
