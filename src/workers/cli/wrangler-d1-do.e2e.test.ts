@@ -134,6 +134,13 @@ test("wrangler deploy with [[d1_databases]], [[durable_objects.bindings]] and [[
     assert.equal(refused.code, 1);
     assert.match(refused.stdout + refused.stderr, /Binding OTHER: class Other has no Durable Object namespace/);
     assert.deepEqual(await answer("by-wrangler"), { user: "ada", count: 4 });
+
+    // The class of another Worker (script_name): refused saying why, as the API refuses it.
+    project(dir, config("by-wrangler", databaseId, `[[durable_objects.bindings]]\nname = "THEIRS"\nclass_name = "Counter"\nscript_name = "by-edgecli"\n`));
+    const theirs = await runWrangler(p, ["deploy"], { cwd: dir });
+    assert.equal(theirs.code, 1);
+    assert.match(theirs.stdout + theirs.stderr, /Binding THEIRS: class Counter belongs to another Worker \(script_name "by-edgecli"\)/);
+    assert.deepEqual(await answer("by-wrangler"), { user: "ada", count: 5 });
   });
 });
 
