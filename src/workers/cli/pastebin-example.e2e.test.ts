@@ -6,6 +6,7 @@ import { fileURLToPath } from "node:url";
 import { after, before, test } from "node:test";
 import type { TestPlatform } from "../../core/testing/platform.js";
 import { eventually, hit, startPlatform } from "../testing/helpers.js";
+import { runWrangler } from "../testing/wrangler.js";
 
 /** examples/pastebin, set up and deployed the way its README says, then used over HTTP until a cron sweep ran. */
 const EXAMPLE = fileURLToPath(new URL("../../../examples/pastebin", import.meta.url));
@@ -89,5 +90,11 @@ test(
     const swept = await p.api("POST", `/accounts/${p.accountId}/d1/database/${uuid}/query`, { sql: "SELECT sum(removed) AS removed FROM sweeps" });
     assert.equal(swept.body.result[0].results[0].removed, 1);
     assert.equal((await hit(p, "pastebin", `/pastes/${kept.id}`)).headers["x-views"], "7", "the kept paste and its count are untouched");
+
+    // The README's other way: wrangler 3 deploys the same directory over it (its migration tag is already applied).
+    const redeployed = await runWrangler(p, ["deploy"], { cwd: project });
+    assert.equal(redeployed.code, 0, redeployed.stdout + redeployed.stderr);
+    assert.match(redeployed.stdout, /schedule: \* \* \* \* \*/);
+    assert.equal((await hit(p, "pastebin", `/pastes/${kept.id}`)).headers["x-views"], "8", "D1 and the object's state kept");
   },
 );
