@@ -5,9 +5,10 @@ import { request } from "../../node_modules/undici/index.js";
 
 export const R2_BENCH_BINDING = { type: "r2_bucket", name: "BUCKET", bucket_name: "bench" };
 
-export async function uploadWorker(p, name, code, bindings = [R2_BENCH_BINDING]) {
+/** `metadata`: more upload metadata fields, e.g. Durable Object `migrations`. */
+export async function uploadWorker(p, name, code, bindings = [R2_BENCH_BINDING], metadata = {}) {
   const form = new FormData();
-  form.append("metadata", JSON.stringify({ main_module: "index.js", compatibility_date: "2024-09-01", bindings }));
+  form.append("metadata", JSON.stringify({ main_module: "index.js", compatibility_date: "2024-09-01", bindings, ...metadata }));
   form.append("index.js", new Blob([code], { type: "application/javascript+module" }), "index.js");
   const enc = new Response(form);
   const r = await request(`${p.apiUrl}/accounts/${p.accountId}/workers/scripts/${name}`, {

@@ -138,13 +138,21 @@ async function bundle(entry: string, settings: BundleSettings): Promise<{ code: 
   }
 }
 
-function printBindings(ctx: CliContext, bindings: Binding[]): void {
+/** A D1 binding as wrangler prints it: `<database_name> (<uuid>)`, or the uuid alone when the config names no database. */
+const d1Shown = (cfg: ProjectConfig | undefined, b: Binding) => {
+  const id = (b as { id: string }).id;
+  const name = cfg?.d1_databases.find((d) => d.binding === b.name)?.database_name;
+  return name ? `${name} (${id})` : id;
+};
+
+function printBindings(ctx: CliContext, bindings: Binding[], cfg: ProjectConfig | undefined): void {
   if (bindings.length === 0) return ctx.log.info("No bindings found.");
   ctx.log.info("Your worker has access to the following bindings:");
   const groups: [Binding["type"], string, (b: Binding) => string][] = [
     ["kv_namespace", "KV Namespaces", (b) => (b as { namespace_id: string }).namespace_id],
     ["durable_object_namespace", "Durable Objects", (b) => (b as { class_name: string }).class_name],
     ["r2_bucket", "R2 Buckets", (b) => (b as { bucket_name: string }).bucket_name],
+    ["d1", "D1 Databases", (b) => d1Shown(cfg, b)],
     ["plain_text", "Vars", (b) => JSON.stringify((b as { text: string }).text)],
   ];
   for (const [type, title, show] of groups) {
@@ -175,7 +183,7 @@ export async function deploy(args: DeployArgs, ctx: CliContext): Promise<void> {
   runBuild(ctx, cfg);
   const { code, name: moduleName } = await bundle(entry, bundleSettings(cfg));
   ctx.log.info(`Total Upload: ${(code.length / 1024).toFixed(2)} KiB`);
-  printBindings(ctx, bindings);
+  printBindings(ctx, bindings, cfg);
   if (args["dry-run"]) return ctx.log.info("--dry-run: exiting now.");
 
   const accountId = await ctx.accountId(args.env);

@@ -294,7 +294,8 @@ test("another account cannot bind this account's class, sees none of its namespa
     asB,
   );
   assert.equal(steal.status, 400);
-  assert.match(steal.body.errors[0].message, /script_name "counters" names another Worker/);
+  // Answered as for a name no Worker of B has: A's Workers are never looked at.
+  assert.match(steal.body.errors[0].message, /Binding COUNTER: script_name "counters" names no Worker of this account with a Durable Object class Counter/);
   assert.equal(((await namespacesOf(b, p.keyHeaders())).body as any).result.length, 0);
   const counterNs = ((await namespacesOf()).body as any).result[0];
   assert.equal((await p.api("GET", `/accounts/${b}/workers/durable_objects/namespaces/${counterNs.id}/objects`, undefined, p.keyHeaders())).status, 404);
@@ -315,6 +316,29 @@ test("another account cannot bind this account's class, sees none of its namespa
   assert.equal(r.text, "1", "B's object 'a' is not A's");
   assert.ok(existsSync(join(p.stateDir, "durable-objects", b, "counters-b")));
   assert.equal(await json("/rpc/a?by=0"), 9, "A's object is untouched");
+});
+
+test("script_name naming another Worker of the account: refused saying why, nothing deployed", async () => {
+  const binder = (className: string, script: string) =>
+    uploadScript(p, "binder", `export default { async fetch() { return new Response("binder"); } };`, {
+      bindings: [{ type: "durable_object_namespace", name: "COUNTER", class_name: className, script_name: script }],
+    });
+  // "counters" exports Counter and has its namespace: binding it from another Worker is not supported, and the answer says why.
+  const other = await binder("Counter", "counters");
+  assert.equal(other.status, 400);
+  assert.match(
+    other.body.errors[0].message,
+    /Binding COUNTER: class Counter belongs to another Worker \(script_name "counters"\).*not supported.*own workerd process.*one instance/s,
+  );
+  // A class that Worker does not have, and a Worker that does not exist.
+  const noClass = await binder("Nope", "counters");
+  assert.equal(noClass.status, 400);
+  assert.match(noClass.body.errors[0].message, /script_name "counters" names no Worker of this account with a Durable Object class Nope/);
+  const noScript = await binder("Counter", "nowhere");
+  assert.equal(noScript.status, 400);
+  assert.match(noScript.body.errors[0].message, /script_name "nowhere" names no Worker of this account with a Durable Object class Counter/);
+  assert.equal((await hit(p, "binder", "/")).status, 404, "nothing was deployed");
+  assert.equal(await json("/rpc/a?by=0"), 9, "the exporting Worker is untouched");
 });
 
 test("objects and a pending alarm survive a platform restart", async () => {

@@ -51,7 +51,7 @@ export class DurableObjects {
 
   /**
    * Checks an upload's Durable Object bindings and migrations against what the script has, and says what the new
-   * version runs with. Refused: a class bound from another Worker, a binding to a class without a namespace, a
+   * version runs with. Refused: a class bound from another Worker (see otherScriptRefusal), a binding to a class without a namespace, a
    * migration that does not apply (see applyMigrations); on several nodes, anything to do with Durable Objects.
    */
   async plan(accountId: string, script: string, bindings: readonly Binding[], migrations: UploadMigrations | undefined): Promise<DurableObjectsPlan> {
@@ -65,7 +65,7 @@ export class DurableObjects {
     const { state, deleted } = applyMigrations(accountId, script, current, migrations);
     for (const b of bound) {
       if (b.environment !== undefined) throw DurableObjectsErrors.environment(b.name);
-      if (b.script_name !== undefined && b.script_name !== script) throw DurableObjectsErrors.otherScript(b.name, b.script_name);
+      if (b.script_name !== undefined && b.script_name !== script) throw await this.otherScriptRefusal(accountId, b, b.script_name);
       if (!state.namespaces.some((n) => n.className === b.class_name)) throw DurableObjectsErrors.noNamespace(b.name, b.class_name);
     }
     return {
@@ -75,6 +75,15 @@ export class DurableObjects {
         this.removeStorage(accountId, script, deleted);
       },
     };
+  }
+
+  /**
+   * Why a binding to another Worker's class is refused. Only the account's own Workers are looked at, so a Worker of
+   * another account gets the same answer as a name no Worker has.
+   */
+  private async otherScriptRefusal(accountId: string, b: DurableObjectNamespaceBinding, exporter: string) {
+    const exported = (await this.store!.ofScript(accountId, exporter)).namespaces.some((n) => n.className === b.class_name);
+    return exported ? DurableObjectsErrors.otherScript(b.name, exporter, b.class_name) : DurableObjectsErrors.noClassInScript(b.name, exporter, b.class_name);
   }
 
   /** What a stored script runs with (at start, or when a secret changes). */

@@ -6,10 +6,12 @@ const invalid = (message: string, pointer?: string) => new EdgeError(400, Worker
 /** The Durable Objects refusals; every message is written here once. */
 export const DurableObjectsErrors = {
   namespaceNotFound: () => new EdgeError(404, 10066, "This Durable Object namespace does not exist on your account."),
-  otherScript: (binding: string, script: string) =>
+  otherScript: (binding: string, script: string, className: string) =>
     invalid(
-      `Binding ${binding}: script_name "${script}" names another Worker; this platform runs each Worker in its own workerd process, so a Durable Object class can only be bound by the Worker that exports it`,
+      `Binding ${binding}: class ${className} belongs to another Worker (script_name "${script}"), and binding another Worker's Durable Object class is not supported here: each Worker runs in its own workerd process and an object may only ever have one instance, which only the process of the Worker exporting the class can ensure. Bind the class in "${script}" itself and reach that Worker from this one (for example through a service binding)`,
     ),
+  noClassInScript: (binding: string, script: string, className: string) =>
+    invalid(`Binding ${binding}: script_name "${script}" names no Worker of this account with a Durable Object class ${className}`),
   environment: (binding: string) => invalid(`Binding ${binding}: "environment" is not supported (this platform has no service environments)`),
   noNamespace: (binding: string, className: string) =>
     invalid(
