@@ -52,6 +52,8 @@ await build({ ...common, entryPoints: [join(root, "dist", "cli.js")], outfile: j
 await build({ ...common, entryPoints: [join(root, "dist", "dns", "server", "udp", "udp-worker.js")], outfile: join(outdir, "udp-worker.js") });
 // Likewise the KV bulk writer's thread (dist/kv/bulk/sqlite-writer.js starts ./sqlite-writer-thread.js).
 await build({ ...common, entryPoints: [join(root, "dist", "kv", "bulk", "sqlite-writer-thread.js")], outfile: join(outdir, "sqlite-writer-thread.js") });
+// Likewise the AI gateway's log writer thread (dist/ai-gateway/sqlite-log-writer.js starts ./sqlite-log-thread.js).
+await build({ ...common, entryPoints: [join(root, "dist", "ai-gateway", "sqlite-log-thread.js")], outfile: join(outdir, "sqlite-log-thread.js") });
 // Likewise D1's executor process (dist/d1/engine/executor.js forks ./d1-executor.js).
 await build({ ...common, entryPoints: [join(root, "dist", "d1", "engine", "d1-executor.js")], outfile: join(outdir, "d1-executor.js") });
 // package.json says "type": "module"; the files here are CommonJS.
