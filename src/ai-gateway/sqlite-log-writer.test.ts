@@ -30,6 +30,11 @@ describe("AI gateway log writer thread", () => {
     // As the thread gets it: a copy of the message, the buffer moved.
     const back = unpackLogs(structuredClone(logs), structuredClone(bodies, { transfer: [bodies!] }));
     assert.deepEqual(back, batch);
+
+    const empty = [sampleLog(4, { request_body: Buffer.alloc(0), response_body: null })];
+    const packed = packLogs(empty);
+    assert.equal(packed.bodies, null, "no bytes, no buffer");
+    assert.deepEqual(unpackLogs(packed.logs, packed.bodies), empty);
   });
 
   it("writes large batches on its own connection; reads here see them once written, and close() writes what was sent first", async () => {

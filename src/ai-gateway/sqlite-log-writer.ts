@@ -32,6 +32,7 @@ export function packLogs(batch: readonly NewLog[]): { logs: WireLog[]; bodies: A
   let at = 0;
   const put = (b: Buffer | null): number | null => {
     if (!b) return null;
+    if (!b.length) return 0;
     b.copy(bytes!, at);
     at += b.length;
     return b.length;
@@ -45,6 +46,8 @@ export function unpackLogs(logs: readonly WireLog[], bodies: ArrayBuffer | null)
   let at = 0;
   const take = (n: number | null): Buffer | null => {
     if (n === null) return null;
+    // An empty body may come without a buffer (a batch whose bodies are all empty has none).
+    if (n === 0) return Buffer.alloc(0);
     const b = Buffer.from(bodies!, at, n);
     at += n;
     return b;
