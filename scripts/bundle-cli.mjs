@@ -47,15 +47,18 @@ const common = {
 };
 rmSync(outdir, { recursive: true, force: true });
 await build({ ...common, entryPoints: [join(root, "dist", "cli.js")], outfile: join(outdir, "edgecli.bundle.js") });
-// Processes and threads the platform starts run their own small entry, found beside the code that forks them
+// Processes and threads the platform starts run their own small entry, found beside the code that starts them
 // (dist/dns/server/udp/pool.js forks ./udp-worker.js; bundled, that is dist/bin/udp-worker.js).
-await build({ ...common, entryPoints: [join(root, "dist", "dns", "server", "udp", "udp-worker.js")], outfile: join(outdir, "udp-worker.js") });
-// Likewise the KV bulk writer's thread (dist/kv/bulk/sqlite-writer.js starts ./sqlite-writer-thread.js).
-await build({ ...common, entryPoints: [join(root, "dist", "kv", "bulk", "sqlite-writer-thread.js")], outfile: join(outdir, "sqlite-writer-thread.js") });
-// Likewise the SQLite checkpoint thread (dist/core/db/wal-checkpointer.js starts ./wal-checkpointer-thread.js).
-await build({ ...common, entryPoints: [join(root, "dist", "core", "db", "wal-checkpointer-thread.js")], outfile: join(outdir, "wal-checkpointer-thread.js") });
-// Likewise D1's executor process (dist/d1/engine/executor.js forks ./d1-executor.js).
-await build({ ...common, entryPoints: [join(root, "dist", "d1", "engine", "d1-executor.js")], outfile: join(outdir, "d1-executor.js") });
+const entries = [
+  ["dns/server/udp/udp-worker.js", "the DNS answering processes (forked by dns/server/udp/pool.js)"],
+  ["kv/bulk/sqlite-writer-thread.js", "the KV bulk writer's thread (started by kv/bulk/sqlite-writer.js)"],
+  ["core/db/wal-checkpointer-thread.js", "the SQLite checkpoint thread (started by core/db/wal-checkpointer.js)"],
+  ["ai-gateway/sqlite-log-thread.js", "the AI gateway's log writer thread (started by ai-gateway/sqlite-log-writer.js)"],
+  ["d1/engine/d1-executor.js", "D1's executor process (forked by d1/engine/executor.js)"],
+];
+for (const [entry] of entries) {
+  await build({ ...common, entryPoints: [join(root, "dist", ...entry.split("/"))], outfile: join(outdir, entry.split("/").pop()) });
+}
 // package.json says "type": "module"; the files here are CommonJS.
 writeFileSync(join(outdir, "package.json"), '{ "type": "commonjs" }\n');
 const bin = join(outdir, "edgecli.js");

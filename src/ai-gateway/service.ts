@@ -26,20 +26,22 @@ const RATE_SWEEP_MS = 60_000;
  * The stores and the rate limiter of this node's backend: SQLite and counters in memory (one node), or PostgreSQL
  * (schema `ai_gateway`) with one counter per gateway and window for all nodes.
  */
-function openBackend(ctx: ServiceContext): { stores: AiGatewayStores; limiter: RateLimiter; sweep?: () => Promise<number> } {
+function openBackend(ctx: ServiceContext): { stores: AiGatewayStores; limiter: RateLimiter; sweep?: () => Promise<number>; close?: () => Promise<void> } {
   const pg = ctx.openPostgres("ai_gateway", AI_GATEWAY_PG_MIGRATIONS);
   if (pg) {
     const limiter = new PgRateLimiter(pg);
     return { stores: pgStores(pg, ctx.bus), limiter, sweep: () => limiter.sweep() };
   }
-  return { stores: sqliteStores(ctx.openDb("ai-gateway", AI_GATEWAY_MIGRATIONS)), limiter: new MemoryRateLimiter() };
+  // Logs are written by a thread of their own, off the event loop that serves the requests.
+  const stores = sqliteStores(ctx.openDb("ai-gateway", AI_GATEWAY_MIGRATIONS), { writerThread: true });
+  return { stores, limiter: new MemoryRateLimiter(), close: stores.close };
 }
 
 export function createAiGatewayService(ctx: ServiceContext): EdgeService {
   const config = readAiGatewayConfig(ctx.options(serveOptions));
   const providers = new ProviderRegistry(config.providerBaseUrls);
   const prices = PriceTable.load(SHIPPED_PRICES_FILE, config.pricesFile);
-  const { stores, limiter, sweep } = openBackend(ctx);
+  const { stores, limiter, sweep, close: closeBackend } = openBackend(ctx);
   const logCounts = new LogCounts(stores.logs);
   const queue = new LogQueue(stores.logs, logCounts, ctx.log);
   // Cached answers stay on the node that got them (see docs/ai-gateway.md, "On PostgreSQL"); changes reach every node.
@@ -99,6 +101,7 @@ export function createAiGatewayService(ctx: ServiceContext): EdgeService {
     async stop() {
       clearInterval(sweeper);
       await queue.close();
+      await closeBackend?.();
       await upstreams.close();
     },
   };

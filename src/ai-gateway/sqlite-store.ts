@@ -5,13 +5,16 @@ import type { GatewaySettings } from "./gateways/schema.js";
 import { SqliteLogStore } from "./sqlite-log-store.js";
 import type { AiGatewayStores, Gateway, GatewayStore } from "./store.js";
 
-/** The AI gateway's stores over its SQLite file (opened with AI_GATEWAY_MIGRATIONS). */
-export function sqliteStores(db: Db): AiGatewayStores {
-  const logs = new SqliteLogStore(db);
-  return { gateways: new SqliteGatewayStore(db, logs), logs };
+/**
+ * The AI gateway's stores over its SQLite file (opened with AI_GATEWAY_MIGRATIONS); with `writerThread`, logs are
+ * written by a thread of their own (see SqliteLogStore). `close` ends that thread.
+ */
+export function sqliteStores(db: Db, opts: { writerThread?: boolean } = {}): AiGatewayStores & { close(): Promise<void> } {
+  const logs = new SqliteLogStore(db, opts);
+  return { gateways: new SqliteGatewayStore(db, logs), logs, close: () => logs.close() };
 }
 
-/** Gateways of every account, their settings as one JSON column. */
+/** Gateways of every account, their settings as one JSON column. Writes take their turn with the log writes (logs.exclusive). */
 class SqliteGatewayStore implements GatewayStore {
   private readonly q;
 
@@ -47,22 +50,26 @@ class SqliteGatewayStore implements GatewayStore {
 
   async create(accountId: string, id: string, settings: GatewaySettings): Promise<Gateway> {
     const now = new Date().toISOString();
-    if (!this.q.insert.run(accountId, id, JSON.stringify(settings), now, now).changes) throw AigErrors.gatewayExists(id);
+    const r = await this.logs.exclusive(() => this.q.insert.run(accountId, id, JSON.stringify(settings), now, now));
+    if (!r.changes) throw AigErrors.gatewayExists(id);
     return this.read(accountId, id)!;
   }
 
   async update(accountId: string, id: string, settings: GatewaySettings): Promise<Gateway | undefined> {
-    const r = this.q.update.run(JSON.stringify(settings), new Date().toISOString(), accountId, id);
+    const r = await this.logs.exclusive(() => this.q.update.run(JSON.stringify(settings), new Date().toISOString(), accountId, id));
     return r.changes ? this.read(accountId, id) : undefined;
   }
 
   async delete(accountId: string, id: string): Promise<Gateway | undefined> {
-    const g = this.read(accountId, id);
-    if (!g) return undefined;
-    this.db.transaction(() => {
-      this.q.delete.run(accountId, id);
-      this.logs.deleteAllOf(accountId, id);
-    })();
-    return g;
+    return this.logs.exclusive(() => {
+      const found = this.read(accountId, id);
+      if (!found) return undefined;
+      this.db.transaction(() => {
+        this.q.delete.run(accountId, id);
+        this.logs.deleteAllOf(accountId, id);
+      })();
+      this.logs.forgetCount(accountId, id);
+      return found;
+    });
   }
 }

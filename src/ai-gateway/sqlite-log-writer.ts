@@ -1,0 +1,136 @@
+import { fileURLToPath } from "node:url";
+import { Worker } from "node:worker_threads";
+import type { LogCount, NewLog } from "./store.js";
+
+/**
+ * A log as it crosses to the writer thread: its bodies are replaced by their lengths (null: not kept), and the
+ * bytes travel in one buffer per batch, in order (request body, then response body, log after log).
+ */
+export type WireLog = Omit<NewLog, "request_body" | "response_body"> & { request_body: number | null; response_body: number | null };
+
+/** Messages to the writer thread (sqlite-log-thread.ts). */
+export type ToLogThread =
+  | { op: "append"; id: number; logs: WireLog[]; bodies: ArrayBuffer | null }
+  | { op: "count"; id: number; accountId: string; gatewayId: string }
+  /** The gateway's logs were deleted by the main thread: the count the thread keeps must be read again. */
+  | { op: "forget"; accountId: string; gatewayId: string }
+  | { op: "close" };
+
+/** Answers from the writer thread, by the id of the message they answer. */
+export type FromLogThread = { id: number; counts?: LogCount[]; count?: number; error?: string };
+
+const THREAD_SCRIPT = fileURLToPath(new URL("./sqlite-log-thread.js", import.meta.url));
+
+/**
+ * Packs a batch for the thread: the bodies are copied into one buffer of their own, which is moved, not copied,
+ * to the thread (a Buffer sent as it is would take its whole backing memory along: a socket's pool, say).
+ */
+export function packLogs(batch: readonly NewLog[]): { logs: WireLog[]; bodies: ArrayBuffer | null } {
+  let total = 0;
+  for (const l of batch) total += (l.request_body?.length ?? 0) + (l.response_body?.length ?? 0);
+  const bytes = total ? Buffer.allocUnsafeSlow(total) : null;
+  let at = 0;
+  const put = (b: Buffer | null): number | null => {
+    if (!b) return null;
+    if (!b.length) return 0;
+    b.copy(bytes!, at);
+    at += b.length;
+    return b.length;
+  };
+  const logs = batch.map((l): WireLog => ({ ...l, request_body: put(l.request_body), response_body: put(l.response_body) }));
+  return { logs, bodies: bytes ? (bytes.buffer as ArrayBuffer) : null };
+}
+
+/** The batch again, its bodies as views of the buffer that came with it. */
+export function unpackLogs(logs: readonly WireLog[], bodies: ArrayBuffer | null): NewLog[] {
+  let at = 0;
+  const take = (n: number | null): Buffer | null => {
+    if (n === null) return null;
+    // An empty body may come without a buffer (a batch whose bodies are all empty has none).
+    if (n === 0) return Buffer.alloc(0);
+    const b = Buffer.from(bodies!, at, n);
+    at += n;
+    return b;
+  };
+  return logs.map((l) => ({ ...l, request_body: take(l.request_body), response_body: take(l.response_body) }));
+}
+
+interface Pending {
+  resolve(m: FromLogThread): void;
+  reject(err: Error): void;
+}
+
+/**
+ * The thread that writes logs into the gateway's SQLite file on a connection of its own, so that the inserts, the
+ * commit and the WAL checkpoints that follow run beside the event loop instead of on it. Started at first use, and
+ * again after it failed. The caller keeps one write to the file going at a time (SqliteLogStore's write turns),
+ * so the thread never waits in SQLite's busy handler for the main thread, nor the main thread for it.
+ */
+export class LogWriterThread {
+  private worker: Worker | undefined;
+  private readonly pending = new Map<number, Pending>();
+  private seq = 0;
+
+  constructor(private readonly file: string) {}
+
+  /** Writes the batch on the thread; resolves with the counts of its gateways that have a limit (LogStore.append). */
+  async append(batch: readonly NewLog[]): Promise<LogCount[]> {
+    const { logs, bodies } = packLogs(batch);
+    const id = ++this.seq;
+    const answer = this.ask(id, { op: "append", id, logs, bodies }, bodies ? [bodies] : []);
+    return (await answer).counts!;
+  }
+
+  async count(accountId: string, gatewayId: string): Promise<number> {
+    const id = ++this.seq;
+    return (await this.ask(id, { op: "count", id, accountId, gatewayId })).count!;
+  }
+
+  /** Tells the thread that a gateway's logs were deleted (in the order of the messages: before any later batch). */
+  forget(accountId: string, gatewayId: string): void {
+    this.worker?.postMessage({ op: "forget", accountId, gatewayId } satisfies ToLogThread);
+  }
+
+  /** Lets the thread close its connection and end; what was sent before is written first. */
+  async close(): Promise<void> {
+    const w = this.worker;
+    if (!w) return;
+    const ended = new Promise<void>((resolve) => w.once("exit", () => resolve()));
+    w.ref();
+    w.postMessage({ op: "close" } satisfies ToLogThread);
+    await ended;
+  }
+
+  private ask(id: number, msg: ToLogThread, transfer: ArrayBuffer[] = []): Promise<FromLogThread> {
+    return new Promise((resolve, reject) => {
+      const w = this.thread();
+      // Awaited answers keep the process alive; an idle thread does not (the platform closes it when it stops).
+      if (this.pending.size === 0) w.ref();
+      this.pending.set(id, { resolve, reject });
+      w.postMessage(msg, transfer);
+    });
+  }
+
+  private thread(): Worker {
+    if (this.worker) return this.worker;
+    const w = new Worker(THREAD_SCRIPT, { workerData: { file: this.file } });
+    w.unref();
+    w.on("message", (m: FromLogThread) => {
+      const p = this.pending.get(m.id);
+      this.pending.delete(m.id);
+      if (this.pending.size === 0) w.unref();
+      if (m.error !== undefined) p?.reject(new Error(`AI gateway log writer: ${m.error}`));
+      else p?.resolve(m);
+    });
+    const fail = (err: Error) => {
+      if (this.worker !== w) return;
+      this.worker = undefined;
+      for (const p of this.pending.values()) p.reject(err);
+      this.pending.clear();
+    };
+    w.on("error", fail);
+    w.on("exit", (code) => fail(new Error(`the AI gateway log writer thread exited (code ${code})`)));
+    this.worker = w;
+    return w;
+  }
+}
