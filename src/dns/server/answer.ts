@@ -43,6 +43,11 @@ const MAX_CHAIN = 8;
  */
 export class AnswerEngine {
   private readonly httpsRdata: Buffer;
+  /**
+   * Zones answered SERVFAIL: secondary zones not transferred yet, or past their SOA expire (transfers/secondary.ts
+   * keeps this, and empties the answer caches when it changes).
+   */
+  readonly unserved = new Set<string>();
 
   constructor(
     private readonly zones: ZoneService,
@@ -62,6 +67,7 @@ export class AnswerEngine {
     const qname = canonical(qnameRaw);
     const zs = this.zones.zoneFor(qname);
     if (!zs) return undefined;
+    if (this.unserved.has(zs.zone.id)) return { rcode: Rcode.SERVFAIL, authoritative: false, answers: [], authorities: [], additionals: [] };
     const res: Answer = { rcode: Rcode.NOERROR, authoritative: true, answers: [], authorities: [], additionals: [] };
     const dnssec = dnssecOk ? this.dnssec : undefined;
     this.lookup(zs, qname, qtypeOf(qtypeWire), res, new Set(), 0, dnssec);
@@ -88,7 +94,9 @@ export class AnswerEngine {
     };
   }
 
+  /** The apex NS set: the platform's name servers (and any stored), or a secondary zone's own, as its primary has them. */
   apexNs(zs: ZoneState): Rr[] {
+    if (zs.zone.type === "secondary") return zs.at(zs.zone.name).flatMap((r) => (r.type === "NS" ? [this.rr(r, zs.zone.name)] : []));
     const ttl = zs.zone.settings.ns_ttl;
     const names = new Set(this.cfg.nameServers);
     for (const r of zs.at(zs.zone.name)) if (r.type === "NS") names.add(r.content);

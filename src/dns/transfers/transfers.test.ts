@@ -120,7 +120,7 @@ describe("zone transfers: TSIG, peers, outgoing transfers and IXFR, with dig, kd
     // In use: neither the peer nor its key can go.
     assert.equal((await p.api("DELETE", `${A()}/peers/${peerId}`)).status, 400);
     assert.equal((await p.api("DELETE", `${A()}/tsigs/${tsigId}`)).status, 400);
-    // Secondary zones are refused clearly rather than stored and ignored.
+    // Incoming transfers are for secondary zones: on a full zone they are refused clearly.
     assert.equal((await p.api("POST", `/zones/${zoneId}/secondary_dns/incoming`, { peers: [peerId], auto_refresh_seconds: 3600 })).status, 400);
   });
 
