@@ -32,8 +32,13 @@ export function createDnsService(ctx: ServiceContext): EdgeService {
   const dnssec = new DnssecService(
     new SqliteDnssecStore(ctx.openDb("dnssec", DNSSEC_MIGRATIONS), SecretBox.load(ctx.config.stateDir)),
     { rolloverWaitSeconds: cfg.dnssecRolloverWait, distributed: ctx.postgres !== undefined },
-    // A change of keys or of signing empties the answer caches (the server is made below; this runs only later).
-    () => server.invalidate(),
+    // A change of keys or of signing empties the answer caches (the server is made below; this runs only later), and
+    // gives the zone a new serial: its secondaries then transfer the zone as now signed (or unsigned).
+    (zoneId) => {
+      server.invalidate();
+      const zs = zoneId ? zones.get(zoneId) : undefined;
+      if (zs) void zones.updateZone(zs, () => ({})).catch((err) => log.warn({ err, zone: zs.zone.name }, "zone serial not changed after a DNSSEC change"));
+    },
   );
   // Zones changed through other nodes (PostgreSQL) are reloaded here; embedded, no one else changes them.
   const sync = new ZoneSync(zones, ctx.bus, log);

@@ -7,6 +7,8 @@ import type { ZoneState } from "../zones/zone-state.js";
 import { DNSKEY_TTL } from "../dnssec/keys.js";
 import { parseSvcParams, svcbRdata } from "../records/svcb.js";
 import { NXNAME, signAnswer, type ZoneSigner } from "../dnssec/online.js";
+import type { ZoneSigning } from "../dnssec/dnssec-service.js";
+import type { RrsetSigner } from "../dnssec/signer.js";
 
 /** A resource record as dns-packet encodes it. */
 export interface Rr {
@@ -75,6 +77,17 @@ export class AnswerEngine {
     return res;
   }
 
+  /** The zone's keys and the signer, when it is signed (zone transfers carry its signatures: dnssec/zone-transfer.ts). */
+  signingOf(zs: ZoneState): { signing: ZoneSigning; signer: RrsetSigner } | undefined {
+    const signing = this.dnssec?.signingFor(zs.zone.id);
+    return signing && { signing, signer: this.dnssec!.signer };
+  }
+
+  /** The TTL of negative answers and of NSEC records (RFC 2308, RFC 4035 §2.3): the smaller of the SOA TTL and minimum. */
+  negativeTtl(zs: ZoneState): number {
+    return Math.min(zs.zone.settings.soa.ttl, zs.zone.settings.soa.min_ttl);
+  }
+
   soaRr(zs: ZoneState, ttl = zs.zone.settings.soa.ttl): Rr {
     const s = zs.zone.settings.soa;
     return {
@@ -128,8 +141,7 @@ export class AnswerEngine {
    * so a missing name is answered NOERROR like a missing type, and no other name of the zone is revealed.
    */
   private negative(zs: ZoneState, res: Answer, qname: string, kind: Negative, dnssec?: ZoneSigner): void {
-    const s = zs.zone.settings.soa;
-    const ttl = Math.min(s.ttl, s.min_ttl);
+    const ttl = this.negativeTtl(zs);
     res.authorities.push(this.soaRr(zs, ttl));
     if (dnssec?.signingFor(zs.zone.id)) res.authorities.push(this.nsec(qname, ttl, kind === "nxdomain" ? [NXNAME] : this.typesAt(zs, qname)));
     else if (kind === "nxdomain") res.rcode = Rcode.NXDOMAIN;
