@@ -335,7 +335,8 @@ async function main() {
     console.log("");
     console.log("| server | queries/s | avg latency ms | lost | server CPU per query |");
     console.log("|---|---|---|---|---|");
-    for (const r of [a, b, k].filter(Boolean)) console.log(`| ${r.label} | ${Math.round(r.qps)} | ${r.latencyMs.toFixed(3)} | ${r.lost} | ${r.cpuPerQueryUs.toFixed(1)} µs |`);
+    for (const r of [a, b, k].filter(Boolean))
+      console.log(`| ${r.label} | ${Math.round(r.qps)} | ${r.latencyMs.toFixed(3)} | ${r.lost} | ${r.cpuPerQueryUs.toFixed(1)} µs |`);
     console.log(`\nratio edgecli / PowerDNS: ${(a.qps / b.qps).toFixed(2)}`);
     if (k) console.log(`ratio edgecli / Knot: ${(a.qps / k.qps).toFixed(2)}`);
   };
