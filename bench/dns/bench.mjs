@@ -36,6 +36,8 @@ const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 const CLI = join(ROOT, "dist/bin/edgecli.js");
 const work = mkdtempSync(join(tmpdir(), "dns-bench-"));
 const children = [];
+/** Servers started by a helper that stops them itself (Knot). */
+const stoppers = [];
 
 function have(cmd) {
   return spawnSync("sh", ["-c", `command -v ${cmd}`]).status === 0;
@@ -183,32 +185,12 @@ async function startPdns(port) {
  * which is not what the signed run compares).
  */
 async function startKnot(port) {
-  const dir = join(work, "knot");
-  for (const sub of ["", "db", "zones"]) mkdirSync(join(dir, sub), { recursive: true });
-  writeFileSync(join(dir, "zones", `${ZONE}.zone`), zoneFile());
-  writeFileSync(
-    join(dir, "knot.conf"),
-    `server:
-  rundir: ${dir}
-  listen: 127.0.0.1@${port}
-  udp-workers: ${cpus().length}
-  background-workers: 1
-log:
-  - target: stdout
-    any: warning
-database:
-  storage: ${dir}/db
-template:
-  - id: default
-    storage: ${dir}/zones
-zone:
-  - domain: ${ZONE}
-`,
-  );
-  const child = spawn("knotd", ["-c", join(dir, "knot.conf")], { stdio: ["ignore", "ignore", "inherit"] });
-  children.push(child);
+  // The test suite's runner of a private knotd (src/dns/testing/knot.ts, compiled by npm run build).
+  const { startKnot: start } = await import(join(ROOT, "dist/dns/testing/knot.js"));
+  const knot = await start(port, `zone:\n  - domain: ${ZONE}\n`, { [`${ZONE}.zone`]: zoneFile() }, [`udp-workers: ${cpus().length}`, "background-workers: 1"]);
+  stoppers.push(() => knot.stop());
   await answering(port);
-  return child;
+  return knot;
 }
 
 /** Resolves once the server answers a SOA query for the zone. */
@@ -330,7 +312,7 @@ async function main() {
     ...(knot ? [{ port: knotPort, label: `Knot DNS 3.2 (udp-workers ${cpus().length})`, pid: knot.pid }] : []),
   ]);
   pdns.kill("SIGTERM");
-  knot?.kill("SIGTERM");
+  await knot?.stop();
   const report = () => {
     console.log("");
     console.log("| server | queries/s | avg latency ms | lost | server CPU per query |");
@@ -403,5 +385,6 @@ main()
   })
   .finally(() => {
     for (const c of children) if (c.exitCode === null) c.kill("SIGTERM");
+    for (const stop of stoppers) void stop().catch(() => {});
     setTimeout(() => rmSync(work, { recursive: true, force: true }), 500);
   });

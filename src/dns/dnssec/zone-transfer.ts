@@ -2,6 +2,7 @@ import type { Rr } from "../server/answer.js";
 import { DNSKEY_TTL } from "./keys.js";
 import type { ZoneSigning } from "./dnssec-service.js";
 import type { RrsetSigner } from "./signer.js";
+import { rrsetsOf, rrsetSignatures } from "./online.js";
 
 /** Structured types go out under dns-packet's generic names (records/types.ts): these are DS and DNSKEY either way. */
 const DS = new Set(["DS", "UNKNOWN_43"]);
@@ -55,20 +56,7 @@ export function signedTransfer(zone: string, soa: Rr, content: readonly Rr[], si
     data: { nextDomain: owners[(i + 1) % owners.length], rrtypes: [...new Set([...byOwner.get(name)!.map((r) => r.type), "RRSIG", "NSEC"])] },
   }));
   const out: Rr[] = [...all, ...nsecs];
-  const sets = new Map<string, Rr[]>();
-  for (const rr of out) {
-    if (belowCut(rr.name) || (cuts.has(rr.name) && !DS.has(rr.type) && rr.type !== "NSEC")) continue;
-    const key = `${rr.name}\0${rr.type}`;
-    const set = sets.get(key);
-    if (set) set.push(rr);
-    else sets.set(key, [rr]);
-  }
-  const rrsigs: Rr[] = [];
-  for (const set of sets.values()) {
-    // RFC 2181 §5.2: one TTL per RRset.
-    const ttl = Math.min(...set.map((r) => r.ttl));
-    for (const r of set) r.ttl = ttl;
-    for (const key of set[0].type === "DNSKEY" ? signing.ksks : signing.zsks) rrsigs.push(signer.sign(zone, key, set));
-  }
+  const unsigned = (rr: Rr) => belowCut(rr.name) || (cuts.has(rr.name) && !DS.has(rr.type) && rr.type !== "NSEC");
+  const rrsigs = rrsetsOf(out, unsigned).flatMap((set) => rrsetSignatures(set, zone, signing, signer));
   return [...out, ...rrsigs];
 }
