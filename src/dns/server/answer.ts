@@ -64,8 +64,10 @@ export class AnswerEngine {
   /**
    * undefined: not our zone (REFUSED). `dnssecOk` (the query's DO bit): the answer of a signed zone carries its
    * DNSKEY set where asked, its denials of existence, and the RRSIG of every authoritative RRset in it.
+   * `compactOk` (the query's CO bit, RFC 9824 §5): a compact denial of a name that does not exist (its NSEC lists
+   * NXNAME) is answered NXDOMAIN rather than NOERROR, so clients that read only the rcode see it.
    */
-  answer(qnameRaw: string, qtypeWire: string, dnssecOk = false): Answer | undefined {
+  answer(qnameRaw: string, qtypeWire: string, dnssecOk = false, compactOk = false): Answer | undefined {
     const qname = canonical(qnameRaw);
     const zs = this.zones.zoneFor(qname);
     if (!zs) return undefined;
@@ -74,6 +76,8 @@ export class AnswerEngine {
     const dnssec = dnssecOk ? this.dnssec : undefined;
     this.lookup(zs, qname, qtypeOf(qtypeWire), res, new Set(), 0, dnssec);
     if (dnssec) signAnswer(res, this.zones, dnssec);
+    if (dnssec && compactOk && res.authorities.some((r) => r.type === "NSEC" && (r.data as { rrtypes: string[] }).rrtypes.includes(NXNAME)))
+      res.rcode = Rcode.NXDOMAIN;
     return res;
   }
 

@@ -20,6 +20,10 @@ const OPCODE_MASK = 0xf << 11;
 const OPCODE_NOTIFY = 4 << 11;
 /** The EDNS DO bit ("DNSSEC answer OK", RFC 3225): signatures only for queries that set it, and echoed in the reply. */
 const DO = 1 << 15;
+/** The EDNS CO bit ("Compact Answers OK", RFC 9824 §5): NXDOMAIN restored in compact denials; echoed in the reply. */
+const CO = 1 << 14;
+/** RFC 9824's NXNAME meta-type, as dns-packet names it: asked for explicitly, it is a FORMERR (§3.5). */
+const NXNAME_QTYPE = "UNKNOWN_128";
 /** What we advertise in EDNS, the size the DNS flag day 2020 settled on. */
 const EDNS_SIZE = 1232;
 
@@ -216,8 +220,10 @@ export class DnsServer {
     if (question.type === "AXFR" || question.type === "IXFR") {
       if (question.type === "AXFR" || tcp) return this.error(q, Rcode.REFUSED);
     }
+    if ((question.type as string) === NXNAME_QTYPE) return this.error(q, Rcode.FORMERR);
     const dnssecOk = ((opt?.flags ?? 0) & DO) !== 0;
-    let result = this.engine.answer(question.name, question.type === "IXFR" ? "SOA" : question.type, dnssecOk);
+    const compactOk = ((opt?.flags ?? 0) & CO) !== 0;
+    let result = this.engine.answer(question.name, question.type === "IXFR" ? "SOA" : question.type, dnssecOk, compactOk);
     if (!result) return this.error(q, Rcode.REFUSED);
     let out = this.encode(q, result, opt);
     const limit = tcp ? 65535 : opt ? Math.min(Math.max(opt.udpPayloadSize ?? 512, 512), 4096) : 512;
@@ -237,7 +243,8 @@ export class DnsServer {
     extra = 0,
   ): Buffer {
     const additionals = [...a.additionals];
-    if (opt) additionals.push({ type: "OPT", name: ".", udpPayloadSize: EDNS_SIZE, extendedRcode, ednsVersion: 0, flags: (opt.flags ?? 0) & DO, options: [] });
+    if (opt)
+      additionals.push({ type: "OPT", name: ".", udpPayloadSize: EDNS_SIZE, extendedRcode, ednsVersion: 0, flags: (opt.flags ?? 0) & (DO | CO), options: [] });
     // dns-packet takes the response code from the low bits of flags, not from a field.
     const flags = (a.authoritative ? AA : 0) | ((q.flags ?? 0) & (RD | CD)) | extra | (a.rcode & 0xf);
     return packet.encode({
