@@ -302,7 +302,8 @@ export class SecondaryZones {
   }
 
   private transferredYet(zoneId: string): boolean {
-    return !!this.directory.incomingOf(zoneId)?.last_transferred_time && (this.zones.get(zoneId)?.zone.serial ?? 0) !== 0;
+    // Not the serial: 0 is a primary's serial like any other.
+    return !!this.directory.incomingOf(zoneId)?.last_transferred_time;
   }
 
   /**
