@@ -81,6 +81,22 @@ ${config.replaceAll("{dir}", dir)}
   return knot;
 }
 
+/**
+ * Knot's view of the platform under test: the TSIG key `xfr-key` (hmac-sha256, `secret`) and the remote `platform`
+ * (127.0.0.1@`platformPort`, using that key), as the start of a `startKnot` config; acls and zones follow.
+ */
+export function platformRemote(secret: string, platformPort: number): string {
+  return `key:
+  - id: xfr-key
+    algorithm: hmac-sha256
+    secret: ${secret}
+remote:
+  - id: platform
+    address: 127.0.0.1@${platformPort}
+    key: xfr-key
+`;
+}
+
 /** Runs kdig against 127.0.0.1:`port`; its stdout (kdig exits non-zero on a failed transfer, with output). */
 export function kdig(port: number, args: string[]): Promise<string> {
   return new Promise((resolve) =>

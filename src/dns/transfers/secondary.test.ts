@@ -6,7 +6,7 @@ import dgram from "node:dgram";
 import * as packet from "dns-packet";
 import type { TestPlatform } from "../../core/testing/platform.js";
 import { dig, digAvailable, rcodeOf, startDnsPlatform, udpQuery } from "../testing/helpers.js";
-import { freePort, kdig, knotAvailable, startKnot, until, type Knot } from "../testing/knot.js";
+import { freePort, kdig, knotAvailable, platformRemote, startKnot, until, type Knot } from "../testing/knot.js";
 import { readTsig, sign } from "./tsig.js";
 
 const SEC = "sec.example";
@@ -99,15 +99,7 @@ describe("the platform as a secondary, with Knot as the primary", async () => {
     tsigSecret = secret();
     knot = await startKnot(
       knotPort,
-      `key:
-  - id: xfr-key
-    algorithm: hmac-sha256
-    secret: ${tsigSecret}
-remote:
-  - id: platform
-    address: 127.0.0.1@${port}
-    key: xfr-key
-acl:
+      `${platformRemote(tsigSecret, port)}acl:
   - id: platform-xfr
     address: 127.0.0.1
     key: xfr-key

@@ -10,7 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createRecord, createZone, dig, digAvailable, encodeQuery, rcodeOf, startDnsPlatform } from "../testing/helpers.js";
 import { readTsig, sign, TsigError } from "./tsig.js";
-import { freePort, kdig, knotAvailable, startKnot, until, type Knot } from "../testing/knot.js";
+import { freePort, kdig, knotAvailable, platformRemote, startKnot, until, type Knot } from "../testing/knot.js";
 
 const Z = "xfr.example";
 const OTHER = "plain.example";
@@ -187,15 +187,7 @@ describe("zone transfers: TSIG, peers, outgoing transfers and IXFR, with dig, kd
     if (!tools) return t.skip("knot or dig not installed");
     knot = await startKnot(
       knotPort,
-      `key:
-  - id: xfr-key
-    algorithm: hmac-sha256
-    secret: ${tsigSecret}
-remote:
-  - id: platform
-    address: 127.0.0.1@${port}
-    key: xfr-key
-acl:
+      `${platformRemote(tsigSecret, port)}acl:
   - id: notify-from-platform
     address: 127.0.0.1
     key: xfr-key
