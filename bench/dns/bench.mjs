@@ -1,6 +1,7 @@
 #!/usr/bin/env node
-// DNS benchmark: the same zone served by our authoritative server and by PowerDNS 4.7 (gsqlite3,
-// packet cache on as packaged), both driven by dnsperf in one run; then the records API timed.
+// DNS benchmark: the same zone served by our authoritative server, by PowerDNS 4.7 (gsqlite3,
+// packet cache on as packaged) and, unsigned, by Knot DNS 3.2 (udp-workers = CPU count), all driven by dnsperf in one
+// run; then the records API timed.
 // Usage: npm run build && node bench/dns/bench.mjs [--seconds 15] [--clients 4] [--rounds 3] [--workers N] [--dns-only]
 // Needs Debian packages pdns-server, pdns-backend-sqlite3 and dnsperf; installs them with apt-get if missing.
 import { execFileSync, spawn, spawnSync } from "node:child_process";
@@ -35,6 +36,8 @@ const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 const CLI = join(ROOT, "dist/bin/edgecli.js");
 const work = mkdtempSync(join(tmpdir(), "dns-bench-"));
 const children = [];
+/** Servers started by a helper that stops them itself (Knot). */
+const stoppers = [];
 
 function have(cmd) {
   return spawnSync("sh", ["-c", `command -v ${cmd}`]).status === 0;
@@ -176,6 +179,20 @@ async function startPdns(port) {
   return child;
 }
 
+/**
+ * Knot DNS (Debian `knot`, 3.2 in bookworm), the fastest authoritative server Debian ships, as a non-root process on a
+ * free port, serving the same zone file, with one UDP worker per CPU. Unsigned runs only (its DNSSEC signs offline,
+ * which is not what the signed run compares).
+ */
+async function startKnot(port) {
+  // The test suite's runner of a private knotd (src/dns/testing/knot.ts, compiled by npm run build).
+  const { startKnot: start } = await import(join(ROOT, "dist/dns/testing/knot.js"));
+  const knot = await start(port, `zone:\n  - domain: ${ZONE}\n`, { [`${ZONE}.zone`]: zoneFile() }, [`udp-workers: ${cpus().length}`, "background-workers: 1"]);
+  stoppers.push(() => knot.stop());
+  await answering(port);
+  return knot;
+}
+
 /** Resolves once the server answers a SOA query for the zone. */
 async function answering(port) {
   const dgram = await import("node:dgram");
@@ -233,7 +250,7 @@ function dnsperf(port, label, pid, seconds) {
 }
 
 /**
- * Both servers in alternating rounds (ours, PowerDNS, ours, ...), so a neighbour's burst of load on this
+ * The servers in interleaved rounds (ours, PowerDNS, Knot, ours, ...), so a neighbour's burst of load on this
  * shared machine does not fall on one server only; totals are summed over the rounds.
  */
 function alternate(servers) {
@@ -271,7 +288,9 @@ async function main() {
   if (!existsSync(CLI)) throw new Error("build first: npm run build");
   if (!have("sqlite3")) execFileSync("apt-get", ["install", "-y", "-qq", "sqlite3"], { stdio: "inherit" });
   writeFileSync(join(work, "queries.txt"), queryFile());
-  const [ourPort, pdnsPort] = [await freePort(), await freePort()];
+  const [ourPort, pdnsPort, knotPort] = [await freePort(), await freePort(), await freePort()];
+  const withKnot = !DNSSEC && have("knotd");
+  if (!DNSSEC && !withKnot) console.log("knotd not found (Debian knot): Knot left out of the run");
 
   const ours = await startOurs(ourPort);
   const zone = (await api(ours.api, ours.token, "POST", "/zones", { name: ZONE, account: { id: ours.accountId } })).result;
@@ -280,23 +299,28 @@ async function main() {
   const imported = (await api(ours.api, ours.token, "POST", `/zones/${zone.id}/dns_records/import`, form)).result;
   if (DNSSEC) await api(ours.api, ours.token, "PATCH", `/zones/${zone.id}/dnssec`, { status: "active" });
   const pdns = await startPdns(pdnsPort);
+  const knot = withKnot ? await startKnot(knotPort) : undefined;
 
-  console.log(`zone ${ZONE}: ${imported.recs_added} records imported into edgecli; PowerDNS loaded the same file`);
+  console.log(`zone ${ZONE}: ${imported.recs_added} records imported into edgecli; PowerDNS${knot ? " and Knot" : ""} loaded the same file`);
   console.log(`edgecli --dns-workers ${WORKERS ?? "default (one per CPU, up to 4)"}`);
   console.log(
     `dnsperf ${SECONDS}s each in ${ROUNDS} alternating rounds, ${CLIENTS} clients, 100 outstanding, 90% existing / 10% NXDOMAIN, on ${cpus().length} CPUs${DNSSEC ? ", zone signed on both, DO bit on every query" : ""}`,
   );
-  const [a, b] = alternate([
+  const [a, b, k] = alternate([
     { port: ourPort, label: "edgecli (Node, packet cache)", pid: ours.child.pid },
     { port: pdnsPort, label: "PowerDNS 4.7 gsqlite3", pid: pdns.pid },
+    ...(knot ? [{ port: knotPort, label: `Knot DNS 3.2 (udp-workers ${cpus().length})`, pid: knot.pid }] : []),
   ]);
   pdns.kill("SIGTERM");
+  await knot?.stop();
   const report = () => {
     console.log("");
     console.log("| server | queries/s | avg latency ms | lost | server CPU per query |");
     console.log("|---|---|---|---|---|");
-    for (const r of [a, b]) console.log(`| ${r.label} | ${Math.round(r.qps)} | ${r.latencyMs.toFixed(3)} | ${r.lost} | ${r.cpuPerQueryUs.toFixed(1)} µs |`);
+    for (const r of [a, b, k].filter(Boolean))
+      console.log(`| ${r.label} | ${Math.round(r.qps)} | ${r.latencyMs.toFixed(3)} | ${r.lost} | ${r.cpuPerQueryUs.toFixed(1)} µs |`);
     console.log(`\nratio edgecli / PowerDNS: ${(a.qps / b.qps).toFixed(2)}`);
+    if (k) console.log(`ratio edgecli / Knot: ${(a.qps / k.qps).toFixed(2)}`);
   };
   if (DNS_ONLY) return report();
 
@@ -361,5 +385,6 @@ main()
   })
   .finally(() => {
     for (const c of children) if (c.exitCode === null) c.kill("SIGTERM");
+    for (const stop of stoppers) void stop().catch(() => {});
     setTimeout(() => rmSync(work, { recursive: true, force: true }), 500);
   });

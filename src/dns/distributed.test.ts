@@ -135,6 +135,11 @@ test(
     assert.equal(signed.status, 400, JSON.stringify(signed.body));
     assert.equal(signed.body.errors[0].code, 9603);
     assert.equal((await a.p.api("GET", `/zones/${x}/dnssec`)).body.result.status, "disabled");
+    // Nor is transfer state: a secondary zone is refused, and nothing is created.
+    const secondaryZone = await a.p.api("POST", "/zones", { name: "dist-secondary.example", type: "secondary", account: { id: a.p.accountId } });
+    assert.equal(secondaryZone.status, 400, JSON.stringify(secondaryZone.body));
+    assert.equal(secondaryZone.body.errors[0].code, 9604);
+    assert.equal((await a.p.api("GET", "/zones?name=dist-secondary.example")).body.result.length, 0);
   },
 );
 

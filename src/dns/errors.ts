@@ -10,6 +10,7 @@ export const DnsCodes = {
   zoneExists: 1061,
   zoneNameInvalid: 1097, // ours
   zoneBusy: 1098, // ours: the zone kept changing through other nodes while this change was retried
+  secondaryReadOnly: 1099, // ours: records and SOA of a secondary zone come from its primary
   nameInvalid: 9000,
   targetNotAllowed: 9003,
   aContent: 9005,
@@ -44,6 +45,12 @@ export const DnsErrors = {
   zoneNotFound: () => new EdgeError(404, DnsCodes.invalidZone, "Invalid zone identifier"),
   zoneExists: (name: string) => refused(DnsCodes.zoneExists, `${name} already exists`),
   zoneBusy: () => new EdgeError(409, DnsCodes.zoneBusy, "The zone is being changed through other nodes of the platform; retry the request"),
+  secondaryReadOnly: (what = "records") =>
+    new EdgeError(
+      400,
+      DnsCodes.secondaryReadOnly,
+      `This is a secondary zone: its ${what} come from its primary by zone transfer and cannot be changed here; change them on the primary`,
+    ),
   zoneNameInvalid: (input: string) =>
     new EdgeError(400, DnsCodes.zoneNameInvalid, `Invalid domain name "${input}": a zone is a registrable domain such as example.com.`, { pointer: "/name" }),
   accountRequired: () => invalid("account.id is required", "/account/id"),

@@ -65,6 +65,9 @@ export interface ZoneSettings {
   ns_ttl: number;
 }
 
+/** "full": its records are managed here; "secondary": copied from a primary by zone transfer (transfers/secondary.ts). */
+export type ZoneType = "full" | "secondary";
+
 export interface Zone {
   id: string;
   account_id: string;
@@ -75,6 +78,8 @@ export interface Zone {
   activated_on: string | null;
   serial: number;
   settings: ZoneSettings;
+  /** Absent means "full" (stores that predate secondary zones, PostgreSQL, which has none). */
+  type?: ZoneType;
 }
 
 export const AUTO_TTL = 300;

@@ -32,14 +32,19 @@ export function createDnsService(ctx: ServiceContext): EdgeService {
   const dnssec = new DnssecService(
     new SqliteDnssecStore(ctx.openDb("dnssec", DNSSEC_MIGRATIONS), SecretBox.load(ctx.config.stateDir)),
     { rolloverWaitSeconds: cfg.dnssecRolloverWait, distributed: ctx.postgres !== undefined },
-    // A change of keys or of signing empties the answer caches (the server is made below; this runs only later).
-    () => server.invalidate(),
+    // A change of keys or of signing empties the answer caches (the server is made below; this runs only later), and
+    // gives the zone a new serial: its secondaries then transfer the zone as now signed (or unsigned).
+    (zoneId) => {
+      server.invalidate();
+      const zs = zoneId ? zones.get(zoneId) : undefined;
+      if (zs) void zones.updateZone(zs, () => ({})).catch((err) => log.warn({ err, zone: zs.zone.name }, "zone serial not changed after a DNSSEC change"));
+    },
   );
   // Zones changed through other nodes (PostgreSQL) are reloaded here; embedded, no one else changes them.
   const sync = new ZoneSync(zones, ctx.bus, log);
   const engine = new AnswerEngine(zones, cfg, dnssec);
-  const transfers = createTransfers(ctx, zones, engine, cfg, log);
-  const server = new DnsServer(engine, zones, cfg, log, transfers.responder);
+  const transfers = createTransfers(ctx, zones, engine, cfg, log, () => server.invalidate());
+  const server = new DnsServer(engine, zones, cfg, log, transfers.responder, (q, msg, remote) => transfers.secondary.notified(q, msg, remote));
   let sweep: NodeJS.Timeout | undefined;
   const notifier = new Notifier(cfg, engine, log, (zs) => transfers.notifyTargets(zs));
   zones.onChange((zs, kind, origin) => {
@@ -60,15 +65,16 @@ export function createDnsService(ctx: ServiceContext): EdgeService {
         await server.synced();
         return payload;
       });
-      registerZoneRoutes(app, zones, cfg);
+      registerZoneRoutes(app, zones, cfg, transfers.secondaryRefused);
       registerSettingsRoutes(app, zones, cfg);
       await registerRecordRoutes(app, zones, cfg);
-      registerTransferRoutes(app, zones, transfers.directory, notifier);
+      registerTransferRoutes(app, zones, transfers, notifier);
       registerDnssecRoutes(app, zones, dnssec);
     },
     async start() {
       await transfers.load();
       await dnssec.load();
+      transfers.start();
       await server.start();
       // Answer caches hold signatures inside finished answers: they are emptied when one is due for replacement.
       sweep = setInterval(() => {
@@ -79,6 +85,7 @@ export function createDnsService(ctx: ServiceContext): EdgeService {
       clearInterval(sweep);
       sync.stop();
       notifier.stop();
+      transfers.stop();
       await server.stop();
     },
     // The platform merges these into its endpoints (tests read dns_udp/dns_tcp from "platform ready").

@@ -13,4 +13,6 @@ export const DNS_MIGRATIONS: readonly Migration[] = [
      created_on TEXT NOT NULL, modified_on TEXT NOT NULL, comment_modified_on TEXT, tags_modified_on TEXT);
    CREATE INDEX records_zone ON records(zone_id);
    CREATE TABLE account_settings (account_id TEXT PRIMARY KEY, settings TEXT NOT NULL);`,
+  // 2: secondary zones (copied from a primary by zone transfer).
+  `ALTER TABLE zones ADD COLUMN type TEXT NOT NULL DEFAULT 'full';`,
 ];

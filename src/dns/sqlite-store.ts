@@ -3,9 +3,10 @@ import { DnsErrors } from "./errors.js";
 import type { DnsRecord, Zone, ZoneSettings } from "./model.js";
 import { ZoneChangedError, type DnsStore, type RecordChanges, type RecordPage, type WriteCondition } from "./store.js";
 
-interface ZoneRow extends Omit<Zone, "paused" | "settings"> {
+interface ZoneRow extends Omit<Zone, "paused" | "settings" | "type"> {
   paused: number;
   settings: string;
+  type: string;
 }
 interface RecordRow extends Omit<DnsRecord, "data" | "proxied" | "tags" | "settings"> {
   data: string | null;
@@ -14,7 +15,13 @@ interface RecordRow extends Omit<DnsRecord, "data" | "proxied" | "tags" | "setti
   settings: string;
 }
 
-const zoneFromRow = (r: ZoneRow): Zone => ({ ...r, paused: !!r.paused, settings: JSON.parse(r.settings) as ZoneSettings });
+/** A full zone is read without `type` (as every store writes it); only a secondary zone says so. */
+const zoneFromRow = ({ type, ...r }: ZoneRow): Zone => ({
+  ...r,
+  paused: !!r.paused,
+  settings: JSON.parse(r.settings) as ZoneSettings,
+  ...(type === "secondary" ? { type: "secondary" as const } : {}),
+});
 const recordFromRow = (r: RecordRow): DnsRecord => ({
   ...r,
   data: r.data === null ? null : (JSON.parse(r.data) as Record<string, unknown>),
@@ -22,7 +29,7 @@ const recordFromRow = (r: RecordRow): DnsRecord => ({
   tags: JSON.parse(r.tags) as string[],
   settings: JSON.parse(r.settings) as DnsRecord["settings"],
 });
-const zoneRow = (z: Zone) => ({ ...z, paused: z.paused ? 1 : 0, settings: JSON.stringify(z.settings) });
+const zoneRow = (z: Zone) => ({ ...z, paused: z.paused ? 1 : 0, settings: JSON.stringify(z.settings), type: z.type ?? "full" });
 const recordRow = (r: DnsRecord) => ({
   ...r,
   data: r.data === null ? null : JSON.stringify(r.data),
@@ -47,8 +54,8 @@ export class SqliteDnsStore implements DnsStore {
       serialOf: db.prepare("SELECT serial FROM zones WHERE id = ?"),
       zoneNamed: db.prepare("SELECT 1 FROM zones WHERE name = ?"),
       insZone: db.prepare(
-        `INSERT INTO zones (id, account_id, name, paused, created_on, modified_on, activated_on, serial, settings)
-         VALUES (@id, @account_id, @name, @paused, @created_on, @modified_on, @activated_on, @serial, @settings)`,
+        `INSERT INTO zones (id, account_id, name, paused, created_on, modified_on, activated_on, serial, settings, type)
+         VALUES (@id, @account_id, @name, @paused, @created_on, @modified_on, @activated_on, @serial, @settings, @type)`,
       ),
       updZone: db.prepare("UPDATE zones SET paused = @paused, modified_on = @modified_on, serial = @serial, settings = @settings WHERE id = @id"),
       delZone: db.prepare("DELETE FROM zones WHERE id = ?"),

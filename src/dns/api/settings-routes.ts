@@ -17,7 +17,9 @@ export function registerSettingsRoutes(app: FastifyInstance, zones: ZoneService,
   );
 
   app.patch<ZoneParams>("/zones/:zone_id/dns_settings", { config: { permission: "dns_edit", account: zoneAccount(zones) } }, async (req) => {
-    const zone = await zones.updateZone(zoneOf(zones, req), (current) => ({ settings: patchSettings(current.settings, req.body) }));
+    const zs = zoneOf(zones, req);
+    if (zs.zone.type === "secondary") throw DnsErrors.secondaryReadOnly("SOA and DNS settings");
+    const zone = await zones.updateZone(zs, (current) => ({ settings: patchSettings(current.settings, req.body) }));
     return ok(settingsView(zone.settings, ns));
   });
 

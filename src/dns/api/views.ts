@@ -58,7 +58,7 @@ export function zoneView(z: Zone, caller: { accountName: string; permissions: re
     name: z.name,
     status: "active",
     paused: z.paused,
-    type: "full",
+    type: z.type ?? "full",
     development_mode: 0,
     name_servers: nameServers,
     original_name_servers: null,

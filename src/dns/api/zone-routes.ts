@@ -16,7 +16,7 @@ const createBody = z
   .object({
     name: z.string(),
     account: z.object({ id: z.string() }).passthrough().optional(),
-    type: z.enum(["full"]).optional(),
+    type: z.enum(["full", "secondary"]).optional(),
     jump_start: z.boolean().optional(),
   })
   .passthrough();
@@ -37,9 +37,15 @@ type ZoneParams = { Params: { zone_id: string } };
  * Refuses what a zone PATCH asks and this platform cannot do. A value the zone already has is accepted (clients
  * send the whole object back); anything else is a 400 naming the field, never a silent success.
  */
-function checkZonePatch(body: z.output<typeof patchBody>, cfg: DnsConfig): void {
-  if (body.type !== undefined && body.type !== "full")
-    throw DnsErrors.zoneFieldUnsupported("type", `every zone here is a full zone (its DNS is served here); ${body.type} zones are not supported`);
+function checkZonePatch(body: z.output<typeof patchBody>, zone: Zone, cfg: DnsConfig): void {
+  const type = zone.type ?? "full";
+  if (body.type !== undefined && body.type !== type)
+    throw DnsErrors.zoneFieldUnsupported(
+      "type",
+      body.type === "full" || body.type === "secondary"
+        ? `a zone's type is chosen when it is created (this one is ${type}); create the zone again to change it`
+        : `zones here are full or secondary; ${body.type} zones are not supported`,
+    );
   if (body.vanity_name_servers !== undefined && body.vanity_name_servers.length > 0)
     throw DnsErrors.zoneFieldUnsupported(
       "vanity_name_servers",
@@ -49,7 +55,11 @@ function checkZonePatch(body: z.output<typeof patchBody>, cfg: DnsConfig): void 
     throw DnsErrors.zoneFieldUnsupported("plan", `zones have one plan here (${ZONE_PLAN.id}, "${ZONE_PLAN.name}"); there is no other to change to`);
 }
 
-export function registerZoneRoutes(app: FastifyInstance, zones: ZoneService, cfg: DnsConfig): void {
+/**
+ * `secondaryRefused`: why secondary zones cannot be created on this platform (several nodes: transfer state is per
+ * node), or undefined when they can.
+ */
+export function registerZoneRoutes(app: FastifyInstance, zones: ZoneService, cfg: DnsConfig, secondaryRefused?: () => Error): void {
   // Zones are shown only to callers who can read their account, and the caller's principal knows those accounts' names.
   const accountName = (req: FastifyRequest, id: string) => req.principal.account(id)?.name ?? "";
   const view = (req: FastifyRequest, z: Zone) =>
@@ -71,7 +81,8 @@ export function registerZoneRoutes(app: FastifyInstance, zones: ZoneService, cfg
     const accountId = newZoneAccount(req);
     const name = parseZoneName(body.name);
     if (!name) throw DnsErrors.zoneNameInvalid(body.name);
-    const zs = await zones.createZone(accountId, name);
+    if (body.type === "secondary" && secondaryRefused) throw secondaryRefused();
+    const zs = await zones.createZone(accountId, name, body.type);
     return ok(view(req, zs.zone));
   });
 
@@ -92,7 +103,7 @@ export function registerZoneRoutes(app: FastifyInstance, zones: ZoneService, cfg
   app.patch<ZoneParams>("/zones/:zone_id", { config: edit }, async (req) => {
     const zs = zoneOf(zones, req);
     const body = parseWith(patchBody, req.body ?? {});
-    checkZonePatch(body, cfg);
+    checkZonePatch(body, zs.zone, cfg);
     const paused = body.paused;
     if (paused !== undefined) await zones.updateZone(zs, () => ({ paused }));
     return ok(view(req, zs.zone));

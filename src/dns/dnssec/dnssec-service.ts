@@ -53,7 +53,8 @@ export class DnssecService implements ZoneSigner {
   constructor(
     private readonly store: DnssecStore,
     private readonly opts: DnssecOptions,
-    private readonly onChange: () => void,
+    /** `zoneId`: the zone whose signing changed (a secondary must learn of it: a new serial). */
+    private readonly onChange: (zoneId?: string) => void,
   ) {}
 
   load(): Promise<void> {
@@ -93,7 +94,7 @@ export class DnssecService implements ZoneSigner {
       if (!this.states.has(zoneId)) return;
       await this.store.delete(zoneId);
       this.forget(zoneId);
-      this.onChange();
+      this.onChange(zoneId);
     });
   }
 
@@ -158,7 +159,7 @@ export class DnssecService implements ZoneSigner {
       if (updated === cur || !updated) return updated;
       await this.store.put(updated);
       this.remember(updated);
-      this.onChange();
+      this.onChange(zs.zone.id);
       return updated;
     });
   }

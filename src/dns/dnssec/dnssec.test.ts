@@ -4,7 +4,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import type { TestPlatform } from "../../core/testing/platform.js";
-import { createRecord, createZone, dig, digAvailable, encodeQuery, rcodeOf, startDnsPlatform, tcpQuery } from "../testing/helpers.js";
+import * as packet from "dns-packet";
+import { createRecord, createZone, dig, digAvailable, encodeQuery, rcodeOf, startDnsPlatform, tcpQuery, udpAsk } from "../testing/helpers.js";
 import { dnskeyRdata, generateKey, keyTag } from "./keys.js";
 import { askDo, delv, delvAvailable, writeTrustAnchor } from "./testing.js";
 
@@ -108,6 +109,36 @@ describe("DNSSEC online signing, validated by delv from the zone's KSK", async (
       assert.match(await dig(port, ["+dnssec", `www.${ZONE}`, "A"]), /\tRRSIG\tA 13 3 300 /);
       assert.doesNotMatch(await dig(port, [`www.${ZONE}`, "A"]), /RRSIG/);
     }
+  });
+
+  it("restores NXDOMAIN for queries with RFC 9824's CO bit (compact denial kept), echoes CO, and refuses a query for NXNAME", async () => {
+    const ask = async (name: string, type: string, flags: number) =>
+      packet.decode(
+        await udpAsk(
+          port,
+          packet.encode({
+            type: "query",
+            id: 77,
+            flags: packet.RECURSION_DESIRED,
+            questions: [{ type: type as packet.RecordType, name, class: "IN" }],
+            additionals: [{ type: "OPT", name: ".", udpPayloadSize: 4096, flags } as packet.Answer],
+          }),
+        ),
+      );
+    const optFlags = (r: ReturnType<typeof packet.decode>) => ((r.additionals ?? []).find((a) => a.type === "OPT") as { flags?: number }).flags ?? 0;
+    const DO = 0x8000;
+    const CO = 0x4000;
+    const nx = await ask(`nope.${ZONE}`, "A", DO | CO);
+    assert.equal(rcodeOf(nx), 3, "NXDOMAIN with CO");
+    assert.equal(optFlags(nx) & (DO | CO), DO | CO, "DO and CO echoed");
+    const nsec = nx.authorities?.find((a) => a.type === "NSEC") as { name: string; data: { rrtypes: string[] } };
+    assert.equal(nsec.name, `nope.${ZONE}`);
+    assert.ok(nsec.data.rrtypes.includes("UNKNOWN_128"), "the same compact NSEC, listing NXNAME");
+    assert.ok(rrsigsOf(nx.authorities).some((r) => r.data.typeCovered === "NSEC"));
+    assert.equal(rcodeOf(await ask(`nope.${ZONE}`, "A", DO)), 0, "NOERROR without CO, as before");
+    const nodata = await ask(`www.${ZONE}`, "TXT", DO | CO);
+    assert.equal(rcodeOf(nodata), 0, "a name that exists stays NOERROR (NODATA) with CO");
+    assert.equal(rcodeOf(await ask(`www.${ZONE}`, "UNKNOWN_128", DO)), 1, "an explicit NXNAME query is FORMERR");
   });
 
   it("leaves the NS and glue of a delegation unsigned, and signs the DS the parent holds", async () => {

@@ -24,25 +24,36 @@ export function signAnswer(res: Answer, zones: ZoneService, dnssec: ZoneSigner):
 }
 
 function signatures(section: Rr[], zones: ZoneService, dnssec: ZoneSigner, authority: boolean): Rr[] {
+  const out: Rr[] = [];
+  for (const set of rrsetsOf(section, (rr) => rr.type === "RRSIG" || (authority && rr.type === "NS"))) {
+    const { name, type } = set[0];
+    const owner = type === "DS" ? name.slice(name.indexOf(".") + 1) : name;
+    const zs = zones.zoneFor(owner);
+    const signing = zs && dnssec.signingFor(zs.zone.id);
+    if (signing) out.push(...rrsetSignatures(set, zs.zone.name, signing, dnssec.signer));
+  }
+  return out;
+}
+
+/** Records grouped into RRsets (same owner and type), in the order each set first appears; `skip` leaves some out. */
+export function rrsetsOf(rrs: readonly Rr[], skip: (rr: Rr) => boolean): Rr[][] {
   const sets = new Map<string, Rr[]>();
-  for (const rr of section) {
-    if (rr.type === "RRSIG" || (authority && rr.type === "NS")) continue;
+  for (const rr of rrs) {
+    if (skip(rr)) continue;
     const key = `${rr.name}\0${rr.type}`;
     const set = sets.get(key);
     if (set) set.push(rr);
     else sets.set(key, [rr]);
   }
-  const out: Rr[] = [];
-  for (const set of sets.values()) {
-    const { name, type } = set[0];
-    const owner = type === "DS" ? name.slice(name.indexOf(".") + 1) : name;
-    const zs = zones.zoneFor(owner);
-    const signing = zs && dnssec.signingFor(zs.zone.id);
-    if (!signing) continue;
-    // RFC 2181 §5.2: one TTL per RRset (flattened answers may gather different ones): the smallest.
-    const ttl = Math.min(...set.map((r) => r.ttl));
-    for (const r of set) r.ttl = ttl;
-    for (const key of type === "DNSKEY" ? signing.ksks : signing.zsks) out.push(dnssec.signer.sign(zs.zone.name, key, set));
-  }
-  return out;
+  return [...sets.values()];
+}
+
+/**
+ * The RRSIGs of one RRset of `zone`: by its KSKs for the DNSKEY set, its ZSKs for the rest. RFC 2181 §5.2 wants one TTL
+ * per RRset (flattened answers may gather different ones): the members get the smallest first.
+ */
+export function rrsetSignatures(set: Rr[], zone: string, signing: ZoneSigning, signer: RrsetSigner): Rr[] {
+  const ttl = Math.min(...set.map((r) => r.ttl));
+  for (const r of set) r.ttl = ttl;
+  return (set[0].type === "DNSKEY" ? signing.ksks : signing.zsks).map((key) => signer.sign(zone, key, set));
 }

@@ -1,5 +1,6 @@
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
+import { DnsErrors } from "../errors.js";
 import { ok } from "../../core/http/envelope.js";
 import { parseWith } from "../../core/http/validate.js";
 import { zoneAccount, zoneOf } from "../api/zone-access.js";
@@ -50,6 +51,8 @@ export function registerDnssecRoutes(app: FastifyInstance, zones: ZoneService, d
     const zs = zoneOf(zones, req);
     const body = parseWith(patchBody, req.body ?? {});
     refuseUnsupported(body);
+    // A secondary zone is signed (or not) by its primary: its serial and SOA are the primary's, not ours to re-sign.
+    if (body.status === "active" && zs.zone.type === "secondary") throw DnsErrors.secondaryReadOnly("DNSSEC keys and signatures");
     if (body.status === "active") await dnssec.enable(zs);
     else if (body.status === "disabled") await dnssec.disable(zs);
     return ok(view(zs.zone.id));

@@ -7,6 +7,8 @@ import type { ZoneState } from "../zones/zone-state.js";
 import { DNSKEY_TTL } from "../dnssec/keys.js";
 import { parseSvcParams, svcbRdata } from "../records/svcb.js";
 import { NXNAME, signAnswer, type ZoneSigner } from "../dnssec/online.js";
+import type { ZoneSigning } from "../dnssec/dnssec-service.js";
+import type { RrsetSigner } from "../dnssec/signer.js";
 
 /** A resource record as dns-packet encodes it. */
 export interface Rr {
@@ -43,6 +45,11 @@ const MAX_CHAIN = 8;
  */
 export class AnswerEngine {
   private readonly httpsRdata: Buffer;
+  /**
+   * Zones answered SERVFAIL: secondary zones not transferred yet, or past their SOA expire (transfers/secondary.ts
+   * keeps this, and empties the answer caches when it changes).
+   */
+  readonly unserved = new Set<string>();
 
   constructor(
     private readonly zones: ZoneService,
@@ -57,16 +64,32 @@ export class AnswerEngine {
   /**
    * undefined: not our zone (REFUSED). `dnssecOk` (the query's DO bit): the answer of a signed zone carries its
    * DNSKEY set where asked, its denials of existence, and the RRSIG of every authoritative RRset in it.
+   * `compactOk` (the query's CO bit, RFC 9824 §5): a compact denial of a name that does not exist (its NSEC lists
+   * NXNAME) is answered NXDOMAIN rather than NOERROR, so clients that read only the rcode see it.
    */
-  answer(qnameRaw: string, qtypeWire: string, dnssecOk = false): Answer | undefined {
+  answer(qnameRaw: string, qtypeWire: string, dnssecOk = false, compactOk = false): Answer | undefined {
     const qname = canonical(qnameRaw);
     const zs = this.zones.zoneFor(qname);
     if (!zs) return undefined;
+    if (this.unserved.has(zs.zone.id)) return { rcode: Rcode.SERVFAIL, authoritative: false, answers: [], authorities: [], additionals: [] };
     const res: Answer = { rcode: Rcode.NOERROR, authoritative: true, answers: [], authorities: [], additionals: [] };
     const dnssec = dnssecOk ? this.dnssec : undefined;
     this.lookup(zs, qname, qtypeOf(qtypeWire), res, new Set(), 0, dnssec);
     if (dnssec) signAnswer(res, this.zones, dnssec);
+    if (dnssec && compactOk && res.authorities.some((r) => r.type === "NSEC" && (r.data as { rrtypes: string[] }).rrtypes.includes(NXNAME)))
+      res.rcode = Rcode.NXDOMAIN;
     return res;
+  }
+
+  /** The zone's keys and the signer, when it is signed (zone transfers carry its signatures: dnssec/zone-transfer.ts). */
+  signingOf(zs: ZoneState): { signing: ZoneSigning; signer: RrsetSigner } | undefined {
+    const signing = this.dnssec?.signingFor(zs.zone.id);
+    return signing && { signing, signer: this.dnssec!.signer };
+  }
+
+  /** The TTL of negative answers and of NSEC records (RFC 2308, RFC 4035 §2.3): the smaller of the SOA TTL and minimum. */
+  negativeTtl(zs: ZoneState): number {
+    return Math.min(zs.zone.settings.soa.ttl, zs.zone.settings.soa.min_ttl);
   }
 
   soaRr(zs: ZoneState, ttl = zs.zone.settings.soa.ttl): Rr {
@@ -88,7 +111,9 @@ export class AnswerEngine {
     };
   }
 
+  /** The apex NS set: the platform's name servers (and any stored), or a secondary zone's own, as its primary has them. */
   apexNs(zs: ZoneState): Rr[] {
+    if (zs.zone.type === "secondary") return zs.at(zs.zone.name).flatMap((r) => (r.type === "NS" ? [this.rr(r, zs.zone.name)] : []));
     const ttl = zs.zone.settings.ns_ttl;
     const names = new Set(this.cfg.nameServers);
     for (const r of zs.at(zs.zone.name)) if (r.type === "NS") names.add(r.content);
@@ -120,8 +145,7 @@ export class AnswerEngine {
    * so a missing name is answered NOERROR like a missing type, and no other name of the zone is revealed.
    */
   private negative(zs: ZoneState, res: Answer, qname: string, kind: Negative, dnssec?: ZoneSigner): void {
-    const s = zs.zone.settings.soa;
-    const ttl = Math.min(s.ttl, s.min_ttl);
+    const ttl = this.negativeTtl(zs);
     res.authorities.push(this.soaRr(zs, ttl));
     if (dnssec?.signingFor(zs.zone.id)) res.authorities.push(this.nsec(qname, ttl, kind === "nxdomain" ? [NXNAME] : this.typesAt(zs, qname)));
     else if (kind === "nxdomain") res.rcode = Rcode.NXDOMAIN;

@@ -2,6 +2,7 @@ import * as packet from "dns-packet";
 import type { AnswerEngine, Rr } from "./answer.js";
 import type { ZoneState } from "../zones/zone-state.js";
 import { encodeQuestion, encodeRr } from "./wire-codecs.js";
+import { signedTransfer } from "../dnssec/zone-transfer.js";
 
 const AA = 1 << 10;
 /** Records per transfer message, which keeps each well under the 64 KiB TCP message limit. */
@@ -33,10 +34,17 @@ export function zoneContent(engine: AnswerEngine, zs: ZoneState): Rr[] {
   return [...engine.apexNs(zs), ...transferRecords(engine, zs)];
 }
 
-/** AXFR (RFC 5936): SOA, everything, SOA again, over as many messages as needed. */
+/**
+ * AXFR (RFC 5936): SOA, everything, SOA again, over as many messages as needed. A signed zone goes with its DNSKEY
+ * set, an NSEC chain and every RRSIG, so the secondary serves a copy resolvers validate (dnssec/zone-transfer.ts).
+ */
 export function axfrMessages(engine: AnswerEngine, zs: ZoneState, q: ReturnType<typeof packet.decode>): Buffer[] {
   const soa = engine.soaRr(zs);
-  return transferMessages([soa, ...zoneContent(engine, zs), soa], q);
+  const signed = engine.signingOf(zs);
+  const body = signed
+    ? signedTransfer(zs.zone.name, soa, zoneContent(engine, zs), signed.signing, signed.signer, engine.negativeTtl(zs))
+    : [soa, ...zoneContent(engine, zs)];
+  return transferMessages([...body, soa], q);
 }
 
 /** A record in wire form (no name compression, so the same record is always the same bytes). */

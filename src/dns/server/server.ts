@@ -17,8 +17,13 @@ const TC = 1 << 9;
 const RD = 1 << 8;
 const CD = 1 << 4;
 const OPCODE_MASK = 0xf << 11;
+const OPCODE_NOTIFY = 4 << 11;
 /** The EDNS DO bit ("DNSSEC answer OK", RFC 3225): signatures only for queries that set it, and echoed in the reply. */
 const DO = 1 << 15;
+/** The EDNS CO bit ("Compact Answers OK", RFC 9824 §5): NXDOMAIN restored in compact denials; echoed in the reply. */
+const CO = 1 << 14;
+/** RFC 9824's NXNAME meta-type, as dns-packet names it: asked for explicitly, it is a FORMERR (§3.5). */
+const NXNAME_QTYPE = "UNKNOWN_128";
 /** What we advertise in EDNS, the size the DNS flag day 2020 settled on. */
 const EDNS_SIZE = 1232;
 
@@ -46,6 +51,8 @@ export class DnsServer {
     private readonly log: Logger,
     /** AXFR and IXFR: who may transfer, signed or not, whole or incremental (transfers/responder.ts). */
     private readonly transfers: TransferResponder,
+    /** A NOTIFY (RFC 1996) from `remote`: its answer (the primaries of secondary zones, transfers/secondary.ts). */
+    private readonly notified?: (q: Decoded, msg: Buffer, remote: string) => Buffer | undefined,
   ) {}
 
   /** Forgets every cached answer, here and in the answering processes. */
@@ -116,7 +123,7 @@ export class DnsServer {
   private async listenShared(): Promise<void> {
     const tcp = this.tcpListener();
     const port = await tcp.listen(this.cfg.port, this.cfg.host);
-    const pool = new UdpWorkerPool(this.cfg.workers, { host: this.cfg.host, port }, (q) => this.respond(q, false), this.log);
+    const pool = new UdpWorkerPool(this.cfg.workers, { host: this.cfg.host, port }, (q, from) => this.respond(q, false, from), this.log);
     try {
       await pool.start();
     } catch (err) {
@@ -144,7 +151,7 @@ export class DnsServer {
 
   private onUdp(udp: dgram.Socket, msg: Buffer, rinfo: dgram.RemoteInfo): void {
     try {
-      const out = this.respond(msg, false);
+      const out = this.respond(msg, false, rinfo.address);
       if (out) udp.send(out, rinfo.port, rinfo.address);
     } catch (err) {
       // Never let one packet take the server down.
@@ -160,14 +167,21 @@ export class DnsServer {
     if (question && (question.type === "AXFR" || question.type === "IXFR") && ((q.flags ?? 0) & OPCODE_MASK) === 0) {
       return this.transfers.answer(this.zones.named((question.name ?? "").toLowerCase().replace(/\.$/, "")), q, msg, remote);
     }
-    const out = this.answerMaybeSigned(q, msg, true);
+    const out = this.answerOrNotify(q, msg, true, remote);
     return out ? [out] : [];
   }
 
-  /** One answer for one query; undefined drops it (not a query at all). */
-  respond(msg: Buffer, tcp: boolean): Buffer | undefined {
+  /** One answer for one query; undefined drops it (not a query at all). `from`: the sender, which a NOTIFY needs. */
+  respond(msg: Buffer, tcp: boolean, from?: string): Buffer | undefined {
     const q = this.readQuery(msg, tcp ? this.tcpCache : this.udpCache);
-    return isDecoded(q) ? this.answerMaybeSigned(q, msg, tcp) : q;
+    return isDecoded(q) ? this.answerOrNotify(q, msg, tcp, from) : q;
+  }
+
+  /** A NOTIFY goes to the secondary zones' handler (never cached: its answer depends on the sender); the rest is answered. */
+  private answerOrNotify(q: Decoded, msg: Buffer, tcp: boolean, from?: string): Buffer | undefined {
+    if (((q.flags ?? 0) & OPCODE_MASK) !== OPCODE_NOTIFY) return this.answerMaybeSigned(q, msg, tcp);
+    if (!this.notified || from === undefined || q.questions?.length !== 1) return this.error(q, Rcode.NOTIMP);
+    return this.notified(q, msg, from);
   }
 
   /** A query carrying a TSIG record gets its answer signed (or the TSIG refusal): transfers/responder.ts. */
@@ -206,8 +220,10 @@ export class DnsServer {
     if (question.type === "AXFR" || question.type === "IXFR") {
       if (question.type === "AXFR" || tcp) return this.error(q, Rcode.REFUSED);
     }
+    if ((question.type as string) === NXNAME_QTYPE) return this.error(q, Rcode.FORMERR);
     const dnssecOk = ((opt?.flags ?? 0) & DO) !== 0;
-    let result = this.engine.answer(question.name, question.type === "IXFR" ? "SOA" : question.type, dnssecOk);
+    const compactOk = ((opt?.flags ?? 0) & CO) !== 0;
+    let result = this.engine.answer(question.name, question.type === "IXFR" ? "SOA" : question.type, dnssecOk, compactOk);
     if (!result) return this.error(q, Rcode.REFUSED);
     let out = this.encode(q, result, opt);
     const limit = tcp ? 65535 : opt ? Math.min(Math.max(opt.udpPayloadSize ?? 512, 512), 4096) : 512;
@@ -227,7 +243,8 @@ export class DnsServer {
     extra = 0,
   ): Buffer {
     const additionals = [...a.additionals];
-    if (opt) additionals.push({ type: "OPT", name: ".", udpPayloadSize: EDNS_SIZE, extendedRcode, ednsVersion: 0, flags: (opt.flags ?? 0) & DO, options: [] });
+    if (opt)
+      additionals.push({ type: "OPT", name: ".", udpPayloadSize: EDNS_SIZE, extendedRcode, ednsVersion: 0, flags: (opt.flags ?? 0) & (DO | CO), options: [] });
     // dns-packet takes the response code from the low bits of flags, not from a field.
     const flags = (a.authoritative ? AA : 0) | ((q.flags ?? 0) & (RD | CD)) | extra | (a.rcode & 0xf);
     return packet.encode({

@@ -23,6 +23,7 @@ export function freePort(): Promise<number> {
 
 export interface Knot {
   port: number;
+  pid: number;
   dir: string;
   log(): string;
   stop(): Promise<void>;
@@ -31,16 +32,17 @@ export interface Knot {
 /**
  * Runs a private knotd (as the current user, its own config, database, zone files and control socket in a
  * temporary directory) listening on 127.0.0.1:`port`. `config` is the YAML after the `server`/`database` sections
- * (keys, remotes, acls, zones); `{dir}` in it is replaced by the instance's directory. Resolves once it answers.
+ * (keys, remotes, acls, zones); `{dir}` in it is replaced by the instance's directory; `serverOptions`: more lines of
+ * the `server` section (bench/dns sets `udp-workers`). Resolves once it answers.
  */
-export async function startKnot(port: number, config: string, zoneFiles: Record<string, string> = {}): Promise<Knot> {
+export async function startKnot(port: number, config: string, zoneFiles: Record<string, string> = {}, serverOptions: string[] = []): Promise<Knot> {
   const dir = mkdtempSync(join(tmpdir(), "edge-knot-"));
   for (const sub of ["db", "zones"]) mkdirSync(join(dir, sub));
   for (const [name, text] of Object.entries(zoneFiles)) writeFileSync(join(dir, "zones", name), text);
   const conf = `server:
   rundir: ${dir}
   listen: 127.0.0.1@${port}
-log:
+${serverOptions.map((o) => `  ${o}\n`).join("")}log:
   - target: stdout
     any: info
 database:
@@ -58,6 +60,7 @@ ${config.replaceAll("{dir}", dir)}
   const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
   const knot: Knot = {
     port,
+    pid: child.pid!,
     dir,
     log: () => output,
     async stop() {
@@ -76,6 +79,22 @@ ${config.replaceAll("{dir}", dir)}
     await new Promise((r) => setTimeout(r, 50));
   }
   return knot;
+}
+
+/**
+ * Knot's view of the platform under test: the TSIG key `xfr-key` (hmac-sha256, `secret`) and the remote `platform`
+ * (127.0.0.1@`platformPort`, using that key), as the start of a `startKnot` config; acls and zones follow.
+ */
+export function platformRemote(secret: string, platformPort: number): string {
+  return `key:
+  - id: xfr-key
+    algorithm: hmac-sha256
+    secret: ${secret}
+remote:
+  - id: platform
+    address: 127.0.0.1@${platformPort}
+    key: xfr-key
+`;
 }
 
 /** Runs kdig against 127.0.0.1:`port`; its stdout (kdig exits non-zero on a failed transfer, with output). */

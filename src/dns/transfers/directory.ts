@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import type { Logger } from "../../core/logger.js";
 import { TransferErrors } from "./errors.js";
-import type { Outgoing, Peer, TsigKeyEntry } from "./model.js";
+import type { Incoming, Outgoing, Peer, TsigKeyEntry } from "./model.js";
 import type { TransferStore } from "./store.js";
 import type { TsigKey } from "./tsig.js";
 
@@ -39,6 +39,7 @@ export class TransferDirectory {
   private readonly tsigs = new AccountEntries<TsigKeyEntry>(TransferErrors.tsigNotFound);
   private readonly peers = new AccountEntries<Peer>(TransferErrors.peerNotFound);
   private readonly outgoing = new Map<string, Outgoing>();
+  private readonly incoming = new Map<string, Incoming>();
   private writes: Promise<unknown> = Promise.resolve();
   private loaded?: Promise<void>;
 
@@ -52,6 +53,7 @@ export class TransferDirectory {
       for (const t of await this.store.listTsigs()) this.tsigs.byId.set(t.id, t);
       for (const p of await this.store.listPeers()) this.peers.byId.set(p.id, p);
       for (const o of await this.store.listOutgoing()) this.outgoing.set(o.zone_id, o);
+      for (const i of await this.store.listIncoming()) this.incoming.set(i.zone_id, i);
     })());
   }
 
@@ -115,7 +117,7 @@ export class TransferDirectory {
   deletePeer(accountId: string, id: string): Promise<void> {
     return this.exclusive(async () => {
       this.peers.owned(accountId, id);
-      const users = [...this.outgoing.values()].filter((o) => o.peers.includes(id)).map((o) => o.zone_id);
+      const users = [...this.outgoing.values(), ...this.incoming.values()].filter((o) => o.peers.includes(id)).map((o) => o.zone_id);
       if (users.length) throw TransferErrors.peerInUse(users);
       await this.store.deletePeer(id);
       this.peers.byId.delete(id);
@@ -188,6 +190,70 @@ export class TransferDirectory {
       if (!this.outgoing.has(zoneId)) return false;
       await this.store.deleteOutgoing(zoneId);
       this.outgoing.delete(zoneId);
+      return true;
+    });
+  }
+
+  // Incoming transfers (secondary zones)
+
+  incomingOf(zoneId: string): Incoming | undefined {
+    return this.incoming.get(zoneId);
+  }
+
+  allIncoming(): Incoming[] {
+    return [...this.incoming.values()];
+  }
+
+  /** The primaries of a secondary zone, in the order configured. */
+  incomingPeers(zoneId: string): Peer[] {
+    const i = this.incoming.get(zoneId);
+    return (i?.peers ?? []).map((id) => this.peers.byId.get(id)).filter((p): p is Peer => p !== undefined);
+  }
+
+  /** Creates (`create`) or replaces a secondary zone's incoming configuration. */
+  putIncoming(zone: { id: string; account_id: string }, fields: { peers: string[]; auto_refresh_seconds: number }, create: boolean): Promise<Incoming> {
+    return this.exclusive(async () => {
+      const current = this.incoming.get(zone.id);
+      if (create && current) throw TransferErrors.incomingExists();
+      if (!create && !current) throw TransferErrors.incomingNotFound();
+      for (const id of fields.peers) {
+        if (this.peers.byId.get(id)?.account_id !== zone.account_id) throw TransferErrors.unknownPeer(id);
+      }
+      const t = new Date().toISOString();
+      const i: Incoming = {
+        zone_id: zone.id,
+        account_id: zone.account_id,
+        created_time: current?.created_time ?? t,
+        checked_time: current?.checked_time ?? null,
+        last_transferred_time: current?.last_transferred_time ?? null,
+        peers: [...new Set(fields.peers)],
+        auto_refresh_seconds: fields.auto_refresh_seconds,
+        modified_time: t,
+      };
+      await this.store.putIncoming(i);
+      this.incoming.set(zone.id, i);
+      return i;
+    });
+  }
+
+  /** Records a refresh's outcome (the primary answered; and took records in when `transferred`). */
+  refreshed(zoneId: string, transferred: boolean): Promise<Incoming | undefined> {
+    return this.exclusive(async () => {
+      const current = this.incoming.get(zoneId);
+      if (!current) return undefined;
+      const t = new Date().toISOString();
+      const i = { ...current, checked_time: t, last_transferred_time: transferred ? t : current.last_transferred_time };
+      await this.store.putIncoming(i);
+      this.incoming.set(zoneId, i);
+      return i;
+    });
+  }
+
+  deleteIncoming(zoneId: string): Promise<boolean> {
+    return this.exclusive(async () => {
+      if (!this.incoming.has(zoneId)) return false;
+      await this.store.deleteIncoming(zoneId);
+      this.incoming.delete(zoneId);
       return true;
     });
   }

@@ -31,6 +31,21 @@ export interface Outgoing {
   last_transferred_time: string | null;
 }
 
+/** A secondary zone's incoming transfers: the primaries it is copied from (transfers/secondary.ts). */
+export interface Incoming {
+  zone_id: string;
+  account_id: string;
+  peers: string[];
+  /** The longest time between two refreshes, whatever the SOA refresh says (NOTIFY refreshes at once). */
+  auto_refresh_seconds: number;
+  created_time: string;
+  modified_time: string;
+  /** When a primary last answered a refresh (a SOA check or a transfer): the SOA expire counts from here. */
+  checked_time: string | null;
+  /** When a primary's records were last taken in (AXFR or IXFR); null until the first transfer. */
+  last_transferred_time: string | null;
+}
+
 /** What one serial change did to the records a secondary holds (RRs as wire bytes, SOA excluded). */
 export interface JournalEntry {
   from_serial: number;

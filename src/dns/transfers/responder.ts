@@ -45,6 +45,8 @@ export class TransferResponder {
       this.refused(question.name, remote, "zone transfer for unknown zone refused");
       return [errorReply(q, Rcode.NOTAUTH)];
     }
+    // A secondary zone not transferred yet, or expired, has nothing it may hand on.
+    if (this.engine.unserved.has(zs.zone.id)) return [errorReply(q, Rcode.SERVFAIL)];
     const keys = this.keysFor(zs);
     let verified: ReturnType<typeof verifyRequest>;
     try {

@@ -6,9 +6,9 @@ import { parseWith } from "../../core/http/validate.js";
 import { zoneAccount, zoneOf } from "../api/zone-access.js";
 import type { Notifier } from "../server/notify.js";
 import type { ZoneService } from "../zones/zone-service.js";
-import type { TransferDirectory } from "./directory.js";
+import type { Transfers } from "./transfers.js";
 import { TransferErrors } from "./errors.js";
-import type { Outgoing, Peer, TsigKeyEntry } from "./model.js";
+import type { Incoming, Outgoing, Peer, TsigKeyEntry } from "./model.js";
 import { algorithmName, TSIG_ALGORITHMS } from "./tsig.js";
 
 type AccountParams = { Params: { account_id: string } };
@@ -39,6 +39,16 @@ const peerBody = z
   .passthrough();
 
 const outgoingBody = z.object({ name: z.string().max(254).optional(), peers: z.array(z.string().max(64)).max(100) }).passthrough();
+/** The hosted API's bounds are not published; a day is its default, and under 30 s would hammer a primary. */
+const MIN_AUTO_REFRESH = 30;
+const MAX_AUTO_REFRESH = 7 * 86400;
+const incomingBody = z
+  .object({
+    name: z.string().max(254).optional(),
+    peers: z.array(z.string().max(64)).min(1).max(20),
+    auto_refresh_seconds: z.number().int().min(MIN_AUTO_REFRESH).max(MAX_AUTO_REFRESH).optional(),
+  })
+  .passthrough();
 
 function tsigFields(body: z.output<typeof tsigBody>, current?: TsigKeyEntry): Omit<TsigKeyEntry, "id" | "account_id"> {
   const name = body.name.toLowerCase().replace(/\.$/, "");
@@ -61,7 +71,8 @@ function tsigFields(body: z.output<typeof tsigBody>, current?: TsigKeyEntry): Om
 const tsigView = (t: TsigKeyEntry, withSecret = false) => ({ id: t.id, name: `${t.name}.`, algo: `${t.algorithm}.`, secret: withSecret ? t.secret : null });
 const peerView = (p: Peer) => ({ id: p.id, name: p.name, ip: p.ip, port: p.port, tsig_id: p.tsig_id, ixfr_enable: p.ixfr_enable });
 
-export function registerTransferRoutes(app: FastifyInstance, zones: ZoneService, directory: TransferDirectory, notifier: Notifier): void {
+export function registerTransferRoutes(app: FastifyInstance, zones: ZoneService, transfers: Transfers, notifier: Notifier): void {
+  const { directory, secondary } = transfers;
   const read = { permission: "dns_read" } as const;
   const edit = { permission: "dns_edit" } as const;
 
@@ -170,13 +181,66 @@ export function registerTransferRoutes(app: FastifyInstance, zones: ZoneService,
   });
   app.get<ZoneParams>(`${out}/status`, { config: zoneRead }, async (req) => ok(status(configured(zoneOf(zones, req).zone.id))));
 
-  // The platform as a secondary is not built: refuse clearly rather than store a configuration nothing acts on.
-  for (const method of ["get", "post", "put", "delete"] as const) {
-    app[method]<ZoneParams>("/zones/:zone_id/secondary_dns/incoming", { config: method === "get" ? zoneRead : zoneEdit }, async () => {
-      throw TransferErrors.incomingUnsupported();
+  // Incoming transfers of a secondary zone (the platform as a secondary: secondary.ts)
+  const inc = "/zones/:zone_id/secondary_dns/incoming";
+  const secondaryZone = (req: Parameters<typeof zoneOf>[1]) => {
+    if (transfers.secondaryRefused) throw transfers.secondaryRefused();
+    const zs = zoneOf(zones, req);
+    if (zs.zone.type !== "secondary") throw TransferErrors.notSecondary();
+    return zs;
+  };
+  const incomingConfigured = (zoneId: string) => {
+    const i = directory.incomingOf(zoneId);
+    if (!i) throw TransferErrors.incomingNotFound();
+    return i;
+  };
+  const incomingView = (i: Incoming) => {
+    const zs = zones.get(i.zone_id)!;
+    return {
+      id: i.zone_id,
+      name: `${zs.zone.name}.`,
+      peers: i.peers,
+      auto_refresh_seconds: i.auto_refresh_seconds,
+      created_time: i.created_time,
+      modified_time: i.modified_time,
+      checked_time: i.checked_time,
+      soa_serial: zs.zone.serial,
+      // Ours: when records last came in, and why the last refresh failed (null when it worked).
+      last_transferred_time: i.last_transferred_time,
+      ...secondary.statusOf(i.zone_id),
+    };
+  };
+  app.get<ZoneParams>(inc, { config: zoneRead }, async (req) => ok(incomingView(incomingConfigured(secondaryZone(req).zone.id))));
+  for (const [method, create] of [
+    ["post", true],
+    ["put", false],
+  ] as const) {
+    app[method]<ZoneParams>(inc, { config: zoneEdit }, async (req) => {
+      const zs = secondaryZone(req);
+      const body = parseWith(incomingBody, req.body ?? {});
+      const current = directory.incomingOf(zs.zone.id);
+      const i = await directory.putIncoming(
+        zs.zone,
+        { peers: body.peers, auto_refresh_seconds: body.auto_refresh_seconds ?? current?.auto_refresh_seconds ?? 86400 },
+        create,
+      );
+      secondary.configured(zs.zone.id);
+      return ok(incomingView(i));
     });
   }
-  app.post<ZoneParams>("/zones/:zone_id/secondary_dns/force_axfr", { config: zoneEdit }, async () => {
-    throw TransferErrors.incomingUnsupported();
+  app.delete<ZoneParams>(inc, { config: zoneEdit }, async (req) => {
+    const zs = secondaryZone(req);
+    if (!(await directory.deleteIncoming(zs.zone.id))) throw TransferErrors.incomingNotFound();
+    secondary.configured(zs.zone.id);
+    return ok({ id: zs.zone.id });
+  });
+  // Ours: waits for the transfer (bounded by the transfer limits) and says how it went.
+  app.post<ZoneParams>("/zones/:zone_id/secondary_dns/force_axfr", { config: zoneEdit }, async (req) => {
+    const zs = secondaryZone(req);
+    incomingConfigured(zs.zone.id);
+    await secondary.refreshNow(zs.zone.id, true);
+    const { last_error } = secondary.statusOf(zs.zone.id);
+    if (last_error) throw TransferErrors.transferFailed(last_error);
+    return ok("OK");
   });
 }

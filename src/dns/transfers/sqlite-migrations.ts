@@ -10,4 +10,7 @@ export const TRANSFER_MIGRATIONS: readonly Migration[] = [
    CREATE TABLE journal (zone_id TEXT NOT NULL, seq INTEGER NOT NULL, from_serial INTEGER NOT NULL, to_serial INTEGER NOT NULL,
      from_soa BLOB NOT NULL, to_soa BLOB NOT NULL, removed BLOB NOT NULL, added BLOB NOT NULL, records INTEGER NOT NULL,
      PRIMARY KEY (zone_id, seq));`,
+  // 2: secondary zones' incoming transfers.
+  `CREATE TABLE incoming (zone_id TEXT PRIMARY KEY, account_id TEXT NOT NULL, peers TEXT NOT NULL, auto_refresh_seconds INTEGER NOT NULL,
+     created_time TEXT NOT NULL, modified_time TEXT NOT NULL, checked_time TEXT, last_transferred_time TEXT);`,
 ];

@@ -1,6 +1,6 @@
 import type { Db } from "../../core/db/sqlite.js";
 import type { SecretBox } from "../../core/secret-box.js";
-import { packRrs, unpackRrs, type JournalEntry, type Outgoing, type Peer, type TsigKeyEntry } from "./model.js";
+import { packRrs, unpackRrs, type Incoming, type JournalEntry, type Outgoing, type Peer, type TsigKeyEntry } from "./model.js";
 import type { JournalBounds, TransferStore } from "./store.js";
 
 interface JournalRow {
@@ -45,6 +45,14 @@ export class SqliteTransferStore implements TransferStore {
          ON CONFLICT(zone_id) DO UPDATE SET peers = excluded.peers, enabled = excluded.enabled, last_transferred_time = excluded.last_transferred_time`,
       ),
       delOutgoing: db.prepare("DELETE FROM outgoing WHERE zone_id = ?"),
+      incoming: db.prepare("SELECT * FROM incoming ORDER BY rowid"),
+      putIncoming: db.prepare(
+        `INSERT INTO incoming (zone_id, account_id, peers, auto_refresh_seconds, created_time, modified_time, checked_time, last_transferred_time)
+         VALUES (@zone_id, @account_id, @peers, @auto_refresh_seconds, @created_time, @modified_time, @checked_time, @last_transferred_time)
+         ON CONFLICT(zone_id) DO UPDATE SET peers = excluded.peers, auto_refresh_seconds = excluded.auto_refresh_seconds,
+           modified_time = excluded.modified_time, checked_time = excluded.checked_time, last_transferred_time = excluded.last_transferred_time`,
+      ),
+      delIncoming: db.prepare("DELETE FROM incoming WHERE zone_id = ?"),
       journal: db.prepare("SELECT * FROM journal WHERE zone_id = ? ORDER BY seq"),
       lastSeq: db.prepare("SELECT COALESCE(MAX(seq), 0) AS seq FROM journal WHERE zone_id = ?"),
       addEntry: db.prepare(
@@ -99,6 +107,18 @@ export class SqliteTransferStore implements TransferStore {
 
   async deleteOutgoing(zoneId: string): Promise<void> {
     this.q.delOutgoing.run(zoneId);
+  }
+
+  async listIncoming(): Promise<Incoming[]> {
+    return (this.q.incoming.all() as (Omit<Incoming, "peers"> & { peers: string })[]).map((i) => ({ ...i, peers: JSON.parse(i.peers) as string[] }));
+  }
+
+  async putIncoming(i: Incoming): Promise<void> {
+    this.q.putIncoming.run({ ...i, peers: JSON.stringify(i.peers) });
+  }
+
+  async deleteIncoming(zoneId: string): Promise<void> {
+    this.q.delIncoming.run(zoneId);
   }
 
   async appendJournal(zoneId: string, e: JournalEntry, bounds: JournalBounds): Promise<void> {

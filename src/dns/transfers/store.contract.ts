@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { storeContract } from "../../core/testing/contract.js";
-import type { JournalEntry, Outgoing, Peer, TsigKeyEntry } from "./model.js";
+import type { Incoming, JournalEntry, Outgoing, Peer, TsigKeyEntry } from "./model.js";
 import type { TransferStore } from "./store.js";
 
 const tsig = (id: string, account = "acc-a"): TsigKeyEntry => ({
@@ -58,6 +58,29 @@ export const describeTransferStore = storeContract<TransferStore>("TransferStore
     await store.deleteOutgoing("z1");
     await store.deletePeer("p1");
     assert.deepEqual([await store.listOutgoing(), await store.listPeers()], [[], []]);
+  });
+
+  it("keeps secondary zones' incoming configurations and their refresh times", async (store) => {
+    const i: Incoming = {
+      zone_id: "z1",
+      account_id: "acc-a",
+      peers: ["p1", "p2"],
+      auto_refresh_seconds: 3600,
+      created_time: "2026-11-24T00:00:00.000Z",
+      modified_time: "2026-11-24T00:00:00.000Z",
+      checked_time: null,
+      last_transferred_time: null,
+    };
+    await store.putIncoming(i);
+    await store.putIncoming({ ...i, zone_id: "z2", peers: [] });
+    const refreshed = { ...i, peers: ["p2"], checked_time: "2026-11-24T01:00:00.000Z", last_transferred_time: "2026-11-24T01:00:00.000Z" };
+    await store.putIncoming(refreshed);
+    assert.deepEqual(await store.listIncoming(), [refreshed, { ...i, zone_id: "z2", peers: [] }]);
+    await store.deleteIncoming("z1");
+    assert.deepEqual(
+      (await store.listIncoming()).map((x) => x.zone_id),
+      ["z2"],
+    );
   });
 
   it("keeps a zone's journal in order within its bounds, dropping the oldest changes", async (store) => {

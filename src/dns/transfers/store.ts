@@ -1,4 +1,4 @@
-import type { JournalEntry, Outgoing, Peer, TsigKeyEntry } from "./model.js";
+import type { Incoming, JournalEntry, Outgoing, Peer, TsigKeyEntry } from "./model.js";
 
 /** How much of a zone's history the journal keeps: at most this many changes, and this many records in them. */
 export interface JournalBounds {
@@ -21,6 +21,9 @@ export interface TransferStore {
   listOutgoing(): Promise<Outgoing[]>;
   putOutgoing(o: Outgoing): Promise<void>;
   deleteOutgoing(zoneId: string): Promise<void>;
+  listIncoming(): Promise<Incoming[]>;
+  putIncoming(i: Incoming): Promise<void>;
+  deleteIncoming(zoneId: string): Promise<void>;
   /** Adds a change to the zone's journal, then drops the oldest changes until it is within `bounds`. */
   appendJournal(zoneId: string, entry: JournalEntry, bounds: JournalBounds): Promise<void>;
   /** The zone's journal, oldest change first. */

@@ -10,7 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createRecord, createZone, dig, digAvailable, encodeQuery, rcodeOf, startDnsPlatform } from "../testing/helpers.js";
 import { readTsig, sign, TsigError } from "./tsig.js";
-import { freePort, kdig, knotAvailable, startKnot, until, type Knot } from "../testing/knot.js";
+import { freePort, kdig, knotAvailable, platformRemote, startKnot, until, type Knot } from "../testing/knot.js";
 
 const Z = "xfr.example";
 const OTHER = "plain.example";
@@ -120,7 +120,7 @@ describe("zone transfers: TSIG, peers, outgoing transfers and IXFR, with dig, kd
     // In use: neither the peer nor its key can go.
     assert.equal((await p.api("DELETE", `${A()}/peers/${peerId}`)).status, 400);
     assert.equal((await p.api("DELETE", `${A()}/tsigs/${tsigId}`)).status, 400);
-    // Secondary zones are refused clearly rather than stored and ignored.
+    // Incoming transfers are for secondary zones: on a full zone they are refused clearly.
     assert.equal((await p.api("POST", `/zones/${zoneId}/secondary_dns/incoming`, { peers: [peerId], auto_refresh_seconds: 3600 })).status, 400);
   });
 
@@ -187,15 +187,7 @@ describe("zone transfers: TSIG, peers, outgoing transfers and IXFR, with dig, kd
     if (!tools) return t.skip("knot or dig not installed");
     knot = await startKnot(
       knotPort,
-      `key:
-  - id: xfr-key
-    algorithm: hmac-sha256
-    secret: ${tsigSecret}
-remote:
-  - id: platform
-    address: 127.0.0.1@${port}
-    key: xfr-key
-acl:
+      `${platformRemote(tsigSecret, port)}acl:
   - id: notify-from-platform
     address: 127.0.0.1
     key: xfr-key

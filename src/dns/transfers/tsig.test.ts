@@ -2,7 +2,7 @@ import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
 import * as packet from "dns-packet";
-import { readTsig, refusalReply, sign, StreamSigner, TsigError, verifyRequest, verifyResponse, type TsigKey } from "./tsig.js";
+import { readTsig, refusalReply, sign, StreamSigner, StreamVerifier, TsigError, verifyRequest, verifyResponse, type TsigKey } from "./tsig.js";
 
 const query = () => packet.encode({ type: "query", id: 4242, flags: 0, questions: [{ name: "example.com", type: "AXFR", class: "IN" }] } as packet.Packet);
 const keyOf = (algorithm: string): TsigKey => ({ name: "xfr-key.example", algorithm, secret: randomBytes(32) });
@@ -69,6 +69,34 @@ describe("TSIG (RFC 8945) on wire bytes", () => {
     const { message } = sign(query(), keyOf("hmac-sha256"));
     const cut = Buffer.from(message.subarray(0, message.length - 3));
     assert.throws(() => readTsig(cut));
+  });
+
+  it("verifies a signed transfer stream as a secondary receives it, and refuses one signed otherwise, changed or unsigned", () => {
+    const key = keyOf("hmac-sha256");
+    const { message: request, mac } = sign(query(), key);
+    const answers = [1, 2, 3].map((n) =>
+      packet.encode({ type: "response", id: 4242, flags: 0, answers: [{ name: "example.com", type: "A", ttl: 60, data: `192.0.2.${n}` }] } as packet.Packet),
+    );
+    assert.equal(verifyRequest(request, () => key).status, "ok");
+    const signer = new StreamSigner(key, mac);
+    const stream = answers.map((m) => signer.sign(m));
+
+    const ok = new StreamVerifier(key, mac);
+    assert.equal(ok.complete(), false, "nothing verified yet");
+    for (const m of stream) ok.verify(m);
+    assert.equal(ok.complete(), true);
+
+    assert.throws(() => new StreamVerifier({ ...key, secret: randomBytes(32) }, mac).verify(stream[0]), /bad signature/);
+    assert.throws(() => new StreamVerifier(key, randomBytes(32)).verify(stream[0]), /bad signature/, "bound to our request's MAC");
+    assert.throws(() => new StreamVerifier(key, mac).verify(answers[0]), /not signed/);
+    const changed = new StreamVerifier(key, mac);
+    changed.verify(stream[0]);
+    const tampered = Buffer.from(stream[1]);
+    tampered[tampered.indexOf(Buffer.from([192, 0, 2, 2]))] = 10;
+    assert.throws(() => changed.verify(tampered), /bad signature/);
+    const reordered = new StreamVerifier(key, mac);
+    reordered.verify(stream[0]);
+    assert.throws(() => reordered.verify(stream[2]), /bad signature/, "each message is chained to the one before");
   });
 });
 

@@ -284,3 +284,50 @@ function firstQuestion(msg: Buffer): Buffer | undefined {
   const end = skipName(msg, 12) + 4;
   return end <= msg.length ? msg.subarray(12, end) : undefined;
 }
+
+/** Unsigned messages a signed transfer may have in a row (RFC 8945 §5.3.1: at least every 100th is signed). */
+const MAX_UNSIGNED_RUN = 99;
+
+/**
+ * Checks the messages of a signed answer that spans several (an AXFR or IXFR we asked for with `requestMac`),
+ * in order: the first must be signed (its MAC over the request's MAC, the message and every TSIG variable), each
+ * later signed one covers the MAC before it, the unsigned messages since and itself with the timers only. At most
+ * 99 unsigned messages in a row; the caller checks `complete()` on the last one (it must be signed too).
+ */
+export class StreamVerifier {
+  private priorMac: Buffer;
+  private first = true;
+  private unsigned: Buffer[] = [];
+
+  constructor(
+    private readonly key: TsigKey,
+    requestMac: Buffer,
+    private readonly now = nowSeconds,
+  ) {
+    this.priorMac = requestMac;
+  }
+
+  /** Throws (with why) when a message is not acceptable. */
+  verify(msg: Buffer): void {
+    const tsig = readTsig(msg);
+    if (!tsig) {
+      if (this.first) throw new Error("the answer is not signed");
+      if (this.unsigned.length >= MAX_UNSIGNED_RUN) throw new Error(`more than ${MAX_UNSIGNED_RUN} unsigned messages in a row`);
+      this.unsigned.push(msg);
+      return;
+    }
+    if (tsig.keyName !== this.key.name || tsig.algorithm !== this.key.algorithm) throw new Error("signed with another key");
+    if (tsig.error) throw new Error(`TSIG error ${tsig.error}`);
+    const expected = hmac(this.key, [lengthPrefixed(this.priorMac), ...this.unsigned, unsignedPart(msg, tsig), variables(this.key, tsig, !this.first)]);
+    if (tsig.mac.length !== expected.length || !timingSafeEqual(tsig.mac, expected)) throw new Error("bad signature");
+    if (Math.abs(this.now() - tsig.timeSigned) > tsig.fudge) throw new Error("signed at another time");
+    this.first = false;
+    this.unsigned = [];
+    this.priorMac = tsig.mac;
+  }
+
+  /** Whether everything verified so far ends with a signed message. */
+  complete(): boolean {
+    return !this.first && this.unsigned.length === 0;
+  }
+}

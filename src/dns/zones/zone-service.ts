@@ -1,6 +1,6 @@
 import { EdgeError } from "../../core/errors.js";
 import { DnsCodes, DnsErrors } from "../errors.js";
-import type { DnsRecord, Zone, ZoneSettings } from "../model.js";
+import type { DnsRecord, Soa, Zone, ZoneSettings, ZoneType } from "../model.js";
 import { ZoneChangedError, type DnsStore } from "../store.js";
 import { defaultZoneSettings } from "./soa.js";
 import { newId, now, ZoneDraft, ZoneState } from "./zone-state.js";
@@ -93,7 +93,8 @@ export class ZoneService {
     return zs.at(name);
   }
 
-  async createZone(accountId: string, name: string): Promise<ZoneState> {
+  /** A secondary zone starts empty, at serial 0, and is served once its first transfer is in (transfers/secondary.ts). */
+  async createZone(accountId: string, name: string, type: ZoneType = "full"): Promise<ZoneState> {
     return this.exclusive(async () => {
       if (this.byName.has(name)) throw DnsErrors.zoneExists(name);
       const defaults = await this.store.accountSettings(accountId);
@@ -106,9 +107,12 @@ export class ZoneService {
         created_on: t,
         modified_on: t,
         activated_on: t,
-        serial: nextSerial(0),
+        serial: type === "secondary" ? 0 : nextSerial(0),
         settings: structuredClone(defaults ?? defaultZoneSettings()),
+        ...(type === "secondary" ? { type } : {}),
       };
+      // A secondary zone serves its primary's records as they are: no CNAME flattening from the account's defaults.
+      if (type === "secondary") zone.settings.flatten_all_cnames = false;
       await this.store.createZone(zone);
       const zs = new ZoneState(zone);
       this.index(zs);
@@ -149,6 +153,7 @@ export class ZoneService {
     return this.exclusive(() =>
       this.againIfStale(zs, async () => {
         this.current(zs);
+        if (zs.zone.type === "secondary") throw DnsErrors.secondaryReadOnly();
         const draft = new ZoneDraft(zs);
         const result = change(draft);
         if (draft.changes.size === 0) return result;
@@ -169,6 +174,24 @@ export class ZoneService {
         return result;
       }),
     );
+  }
+
+  /**
+   * Makes a secondary zone what its primary sent (transfers/secondary.ts): the primary's SOA and serial, and the
+   * record changes that turn the zone's records into the primary's, in one store transaction. Records, not the API,
+   * are the primary's business, so nothing here is validated beyond the zone being a secondary one.
+   */
+  async replaceSecondary(zs: ZoneState, primary: { serial: number; soa: Soa }, changes: { upserts: DnsRecord[]; deletes: string[] }): Promise<void> {
+    return this.exclusive(async () => {
+      this.current(zs);
+      if (zs.zone.type !== "secondary") throw new Error(`zone ${zs.zone.name} is not a secondary zone`);
+      const zone: Zone = { ...zs.zone, modified_on: now(), serial: primary.serial, settings: { ...zs.zone.settings, soa: primary.soa } };
+      await this.store.updateZone(zone, changes);
+      zs.zone = zone;
+      for (const id of changes.deletes) zs.remove(id);
+      for (const r of changes.upserts) zs.put(r);
+      this.emit(zs, "records");
+    });
   }
 
   /** The account's defaults for new zones (the platform's until set). */

@@ -18,5 +18,9 @@ export type FromWorker =
   | { t: "ready"; native: string }
   | { t: "bind-error"; code: string; message: string }
   | { t: "flushed"; g: number }
-  /** A query the process has no cached answer for; the main process answers it from the zones. */
-  | { t: "query"; s: number; q: Buffer };
+  /**
+   * A query the process has no cached answer for; the main process answers it from the zones. `from`: the sender's
+   * address, sent only with a NOTIFY, whose answer depends on who sent it (a primary of a secondary zone) and is
+   * never cached.
+   */
+  | { t: "query"; s: number; q: Buffer; from?: string };

@@ -57,8 +57,8 @@ export class UdpWorkerPool {
   constructor(
     private readonly count: number,
     private readonly bind: UdpWorkerBind,
-    /** Answers a query the processes have no cached answer for; undefined drops it. */
-    private readonly answer: (query: Buffer) => Buffer | undefined,
+    /** Answers a query the processes have no cached answer for (`from`: the sender, given for NOTIFY); undefined drops it. */
+    private readonly answer: (query: Buffer, from?: string) => Buffer | undefined,
     private readonly log: Logger,
   ) {}
 
@@ -147,8 +147,8 @@ export class UdpWorkerPool {
       worker.on("message", (msg: FromWorker) => {
         switch (msg.t) {
           case "query": {
-            const a = this.safeAnswer(msg.q) ?? null;
-            if (a) m.dirty = true;
+            const a = this.safeAnswer(msg.q, msg.from) ?? null;
+            if (a && msg.from === undefined) m.dirty = true;
             this.post(worker, { t: "answer", s: msg.s, a });
             break;
           }
@@ -197,9 +197,9 @@ export class UdpWorkerPool {
     else this.log.info("dns answering processes send cached answers natively (src/dns/server/udp/native)");
   }
 
-  private safeAnswer(query: Buffer): Buffer | undefined {
+  private safeAnswer(query: Buffer, from?: string): Buffer | undefined {
     try {
-      return this.answer(query);
+      return this.answer(query, from);
     } catch (err) {
       this.log.warn({ err }, "dns udp query failed");
       return undefined;

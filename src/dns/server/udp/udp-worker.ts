@@ -30,7 +30,9 @@ const loaded = loadNativeUdp();
 let native: NativeUdp | undefined;
 let nativeWhy = "why" in loaded ? loaded.why : "";
 /** Queries asked of the main process by sequence number; the same question asked again waits on the first. */
-const pending = new Map<number, { query: Buffer; key: string; waiters: Waiter[] }>();
+const pending = new Map<number, { query: Buffer; key: string; waiters: Waiter[]; notify: boolean }>();
+/** DNS NOTIFY (RFC 1996): answered by the main process for its sender, never cached nor shared with another query. */
+const isNotify = (msg: Buffer) => ((msg[2] >> 3) & 0xf) === 4;
 const pendingByKey = new Map<string, number>();
 let seq = 0;
 
@@ -54,6 +56,13 @@ function onQuery(msg: Buffer, address: string, port: number): void {
     return;
   }
   const waiter = { id0: msg[0], id1: msg[1], port, address };
+  if (isNotify(msg)) {
+    if (pending.size >= MAX_PENDING) return;
+    seq = (seq + 1) % Number.MAX_SAFE_INTEGER;
+    pending.set(seq, { query: msg, key, waiters: [waiter], notify: true });
+    send({ t: "query", s: seq, q: msg, from: address });
+    return;
+  }
   const s = pendingByKey.get(key);
   if (s !== undefined) {
     pending.get(s)!.waiters.push(waiter);
@@ -61,7 +70,7 @@ function onQuery(msg: Buffer, address: string, port: number): void {
   }
   if (pending.size >= MAX_PENDING) return;
   seq = (seq + 1) % Number.MAX_SAFE_INTEGER;
-  pending.set(seq, { query: msg, key, waiters: [waiter] });
+  pending.set(seq, { query: msg, key, waiters: [waiter], notify: false });
   pendingByKey.set(key, seq);
   send({ t: "query", s: seq, q: msg });
 }
@@ -70,6 +79,10 @@ function onAnswer(s: number, answer: Buffer | null): void {
   const p = pending.get(s);
   if (!p) return;
   pending.delete(s);
+  if (p.notify) {
+    if (answer) socket.send(answer, p.waiters[0].port, p.waiters[0].address);
+    return;
+  }
   pendingByKey.delete(p.key);
   if (!answer) return;
   // Answers computed before a change arrive before that change's flush (one ordered channel), so caching is safe.

@@ -1,0 +1,345 @@
+import * as packet from "dns-packet";
+import type { Logger } from "../../core/logger.js";
+import type { DnsRecord } from "../model.js";
+import { Rcode, type AnswerEngine } from "../server/answer.js";
+import type { ZoneService } from "../zones/zone-service.js";
+import { newId, now, type ZoneState } from "../zones/zone-state.js";
+import { sameAddress } from "./addresses.js";
+import type { TransferDirectory } from "./directory.js";
+import { incomingRecord, recordKey, soaOf, type IncomingRecord } from "./incoming-records.js";
+import type { Peer } from "./model.js";
+import { refusalReply, sign, verifyRequest, type TsigKey } from "./tsig.js";
+import { DEFAULT_XFR_LIMITS, requestXfr, XfrError, type XfrLimits } from "./xfr-client.js";
+
+type Decoded = ReturnType<typeof packet.decode>;
+
+/** Records converted (and diffed) between two turns of the event loop, so a large zone never stalls answering. */
+const YIELD_EVERY = 2000;
+/** Retry of a zone that has never been transferred (its SOA retry is not known yet). */
+const FIRST_RETRY_S = 10;
+/** Bounds on timers: a primary's SOA of 0 must not spin, nor one of years overflow setTimeout. */
+const MIN_TIMER_S = 1;
+const MAX_TIMER_S = 7 * 86400;
+
+/** RFC 1982 serial arithmetic: whether `a` is newer than `b`. */
+export const serialNewer = (a: number, b: number) => a !== b && (a - b + 2 ** 32) % 2 ** 32 < 2 ** 31;
+
+/** What the API shows of a secondary zone's last refresh (ours, beside the hosted API's fields). */
+export interface RefreshStatus {
+  last_error: string | null;
+  /** Records of the last transfer the zone does not keep (DNSSEC records, types the platform does not store). */
+  skipped_records: number;
+}
+
+const yieldToLoop = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+/**
+ * The platform as a secondary (RFC 5936, 1995, 1996): each secondary zone is copied from its primaries (the peers of
+ * its incoming configuration) by AXFR, or IXFR when the peer offers it and the zone holds a serial, signed with the
+ * peer's TSIG key when it has one. A zone is refreshed when one of its primaries sends a NOTIFY (from the peer's
+ * address, signed when the peer has a key), every SOA refresh (or `auto_refresh_seconds`, whichever is shorter),
+ * after SOA retry when a refresh failed, and at once when its configuration changes. A failed or badly signed
+ * transfer changes nothing: the zone keeps its records until the SOA expire has passed since a primary last
+ * answered, and then answers SERVFAIL (as before its first transfer) until a primary answers again.
+ */
+export class SecondaryZones {
+  private readonly timers = new Map<string, NodeJS.Timeout>();
+  private readonly expiries = new Map<string, NodeJS.Timeout>();
+  private readonly running = new Map<string, Promise<void>>();
+  /** Zones asked to refresh again while a refresh ran (a NOTIFY during a transfer); `true` forces AXFR. */
+  private readonly again = new Map<string, boolean>();
+  private readonly status = new Map<string, RefreshStatus>();
+  private stopped = false;
+
+  constructor(
+    private readonly zones: ZoneService,
+    private readonly directory: TransferDirectory,
+    private readonly engine: AnswerEngine,
+    private readonly log: Logger,
+    /** Empties every answer cache (a zone starts or stops being served without its records changing). */
+    private readonly invalidate: () => void,
+    private readonly limits: XfrLimits = DEFAULT_XFR_LIMITS,
+  ) {}
+
+  /** Starts refreshing every secondary zone (after the zones and the directory are loaded). */
+  start(): void {
+    for (const zs of this.zones.all()) if (zs.zone.type === "secondary") this.configured(zs.zone.id);
+  }
+
+  stop(): void {
+    this.stopped = true;
+    for (const t of [...this.timers.values(), ...this.expiries.values()]) clearTimeout(t);
+  }
+
+  /** The zone's incoming configuration was created, changed or removed (or the zone created): refresh now. */
+  configured(zoneId: string): void {
+    this.updateServed(zoneId);
+    if (this.directory.incomingOf(zoneId)) this.refreshSoon(zoneId);
+    else clearTimeout(this.timers.get(zoneId));
+  }
+
+  /** The zone is gone. */
+  forget(zoneId: string): void {
+    clearTimeout(this.timers.get(zoneId));
+    clearTimeout(this.expiries.get(zoneId));
+    this.timers.delete(zoneId);
+    this.expiries.delete(zoneId);
+    this.status.delete(zoneId);
+    this.engine.unserved.delete(zoneId);
+  }
+
+  statusOf(zoneId: string): RefreshStatus {
+    return this.status.get(zoneId) ?? { last_error: null, skipped_records: 0 };
+  }
+
+  /** Refreshes the zone now (`axfr`: the whole zone, whatever the serials say); resolves when that refresh is over. */
+  refreshNow(zoneId: string, axfr = false): Promise<void> {
+    const current = this.running.get(zoneId);
+    if (current) {
+      this.again.set(zoneId, axfr || (this.again.get(zoneId) ?? false));
+      return current;
+    }
+    const run = this.refresh(zoneId, axfr).finally(() => {
+      this.running.delete(zoneId);
+      const more = this.again.get(zoneId);
+      this.again.delete(zoneId);
+      if (more !== undefined && !this.stopped) void this.refreshNow(zoneId, more);
+    });
+    this.running.set(zoneId, run);
+    return run;
+  }
+
+  private refreshSoon(zoneId: string): void {
+    this.schedule(zoneId, 0);
+  }
+
+  private schedule(zoneId: string, seconds: number): void {
+    if (this.stopped) return;
+    clearTimeout(this.timers.get(zoneId));
+    const ms = seconds === 0 ? 0 : Math.min(Math.max(seconds, MIN_TIMER_S), MAX_TIMER_S) * 1000;
+    const t = setTimeout(() => void this.refreshNow(zoneId), ms);
+    t.unref();
+    this.timers.set(zoneId, t);
+  }
+
+  /**
+   * A NOTIFY (RFC 1996) for `q`'s zone from `remote`: acted on only for a secondary zone, from the address of one of
+   * its primaries, signed with that primary's key when it has one (a NOTIFY from elsewhere, unsigned or wrongly
+   * signed is answered REFUSED, or NOTAUTH with the TSIG error, and changes nothing). The answer echoes the question,
+   * signed like the request.
+   */
+  notified(q: Decoded, msg: Buffer, remote: string): Buffer {
+    const name = (q.questions![0].name ?? "").toLowerCase().replace(/\.$/, "");
+    const zs = this.zones.named(name);
+    const peers = zs && zs.zone.type === "secondary" ? this.directory.incomingPeers(zs.zone.id).filter((p) => p.ip && sameAddress(p.ip, remote)) : [];
+    if (!zs || peers.length === 0) {
+      this.log.info({ zone: name, remote }, "NOTIFY ignored: not a primary of a secondary zone here");
+      return reply(q, Rcode.REFUSED);
+    }
+    const keys = peers.map((p) => this.directory.tsigKey(p.tsig_id)).filter((k): k is TsigKey => k !== undefined);
+    let verified: ReturnType<typeof verifyRequest>;
+    try {
+      verified = verifyRequest(msg, (n) => keys.find((k) => k.name === n));
+    } catch {
+      return reply(q, Rcode.FORMERR);
+    }
+    if (verified.status === "refused") {
+      this.log.info({ zone: name, remote, tsig_error: verified.error }, "NOTIFY ignored: bad TSIG");
+      return refusalReply(msg, verified);
+    }
+    if (verified.status === "unsigned" && !peers.some((p) => !p.tsig_id)) {
+      this.log.info({ zone: name, remote }, "NOTIFY ignored: unsigned, and the primary has a TSIG key");
+      return reply(q, Rcode.REFUSED);
+    }
+    this.log.info({ zone: name, remote, serial: notifiedSerial(q) }, "NOTIFY from a primary; refreshing");
+    void this.refreshNow(zs.zone.id);
+    const out = reply(q, Rcode.NOERROR);
+    return verified.status === "ok" ? sign(out, verified.key, { requestMac: verified.tsig.mac }).message : out;
+  }
+
+  /** One refresh: each primary in turn until one answers; then the next refresh (or retry) is scheduled. */
+  private async refresh(zoneId: string, forceAxfr: boolean): Promise<void> {
+    const zs = this.zones.get(zoneId);
+    const incoming = this.directory.incomingOf(zoneId);
+    if (!zs || !incoming || this.stopped) return;
+    const errors: string[] = [];
+    const peers = this.directory.incomingPeers(zoneId).filter((p) => p.ip);
+    for (const peer of peers) {
+      try {
+        const transferred = await this.refreshFrom(zs, peer, forceAxfr);
+        await this.directory.refreshed(zoneId, transferred);
+        this.status.set(zoneId, { ...this.statusOf(zoneId), last_error: null });
+        this.updateServed(zoneId);
+        const soa = zs.zone.settings.soa;
+        this.schedule(zoneId, Math.min(soa.refresh, incoming.auto_refresh_seconds));
+        return;
+      } catch (err) {
+        const why = err instanceof XfrError ? err.message : String((err as Error)?.message ?? err);
+        errors.push(`${peer.name} (${peer.ip}:${peer.port}): ${why}`);
+        if (!(err instanceof XfrError)) this.log.warn({ err, zone: zs.zone.name }, "secondary zone refresh failed");
+      }
+    }
+    const lastError = peers.length ? errors.join("; ") : "no primary with an address is configured";
+    this.status.set(zoneId, { ...this.statusOf(zoneId), last_error: lastError });
+    this.log.warn({ zone: zs.zone.name, why: lastError }, "secondary zone not refreshed; keeping what it holds");
+    this.schedule(zoneId, this.transferredYet(zoneId) ? zs.zone.settings.soa.retry : FIRST_RETRY_S);
+  }
+
+  /** Refreshes from one primary; whether records were taken in. Throws XfrError when the primary fails us. */
+  private async refreshFrom(zs: ZoneState, peer: Peer, forceAxfr: boolean): Promise<boolean> {
+    const base = { host: peer.ip!, port: peer.port, zone: zs.zone.name, key: this.directory.tsigKey(peer.tsig_id), limits: this.limits };
+    const held = this.transferredYet(zs.zone.id);
+    if (held && !forceAxfr) {
+      const [soa] = await requestXfr({ ...base, type: "SOA" });
+      if (soa?.type !== "SOA") throw new XfrError("the primary's answer to SOA has no SOA");
+      const { serial } = soaOf(soa);
+      if (!serialNewer(serial, zs.zone.serial)) return false;
+      if (peer.ixfr_enable) {
+        const rrs = await requestXfr({ ...base, type: "IXFR", soa: this.engine.soaRr(zs) as packet.Answer });
+        if (await this.applyIxfr(zs, rrs, peer)) return true;
+      }
+    }
+    const rrs = await requestXfr({ ...base, type: "AXFR" });
+    await this.applyAxfr(zs, rrs, peer, "AXFR");
+    return true;
+  }
+
+  /**
+   * An IXFR answer: the differences applied to what the zone holds, or a whole zone (AXFR-style). False when it
+   * cannot be used (a lone SOA newer than ours, or differences from another serial): the caller asks AXFR.
+   */
+  private async applyIxfr(zs: ZoneState, rrs: packet.Answer[], peer: Peer): Promise<boolean> {
+    if (rrs.length < 2) return false;
+    if (rrs[1].type !== "SOA") {
+      await this.applyAxfr(zs, rrs, peer, "IXFR (whole zone)");
+      return true;
+    }
+    if (soaOf(rrs[1]).serial !== zs.zone.serial) return false;
+    const held = new Map<string, IncomingRecord>();
+    for (const r of zs.records.values()) held.set(recordKey(r), r);
+    // rrs: final SOA, then (old SOA, removed..., new SOA, added...)*, final SOA: each SOA inside turns removing into
+    // adding and back, starting with removing.
+    let adding = true;
+    let skipped = 0;
+    for (let i = 1; i < rrs.length - 1; i++) {
+      if (i % YIELD_EVERY === 0) await yieldToLoop();
+      const rr = rrs[i];
+      if (rr.type === "SOA") {
+        adding = !adding;
+        continue;
+      }
+      const c = incomingRecord(rr, zs.zone.name);
+      if (!("record" in c)) {
+        skipped++;
+        continue;
+      }
+      if (adding) held.set(recordKey(c.record), c.record);
+      else held.delete(recordKey(c.record));
+    }
+    await this.take(zs, rrs[0], [...held.values()], `IXFR from ${peer.name}`, skipped, true);
+    return true;
+  }
+
+  /** A whole zone (SOA, records, SOA): what the zone holds becomes exactly that. */
+  private async applyAxfr(zs: ZoneState, rrs: packet.Answer[], peer: Peer, kind: string): Promise<void> {
+    const records: IncomingRecord[] = [];
+    let skipped = 0;
+    for (let i = 1; i < rrs.length - 1; i++) {
+      if (i % YIELD_EVERY === 0) await yieldToLoop();
+      const c = incomingRecord(rrs[i], zs.zone.name);
+      if ("record" in c) records.push(c.record);
+      else {
+        skipped++;
+        if (skipped <= 3) this.log.info({ zone: zs.zone.name, why: c.skipped }, "record of the primary not kept");
+      }
+    }
+    await this.take(zs, rrs[0], records, `${kind} from ${peer.name}`, skipped, false);
+  }
+
+  /**
+   * Makes the zone's records `wanted` (keeping the id of every record that stays, so the API's ids are stable)
+   * with the primary's SOA, in one store write.
+   */
+  private async take(zs: ZoneState, soaRr: packet.Answer, wanted: IncomingRecord[], how: string, skipped: number, incremental: boolean): Promise<void> {
+    const primary = soaOf(soaRr);
+    const byKey = new Map<string, IncomingRecord>();
+    for (const r of wanted) byKey.set(recordKey(r), r);
+    const deletes: string[] = [];
+    const upserts: DnsRecord[] = [];
+    let n = 0;
+    for (const r of zs.records.values()) {
+      if (++n % YIELD_EVERY === 0) await yieldToLoop();
+      const key = recordKey(r);
+      const w = byKey.get(key);
+      if (!w) deletes.push(r.id);
+      else {
+        byKey.delete(key);
+        if (w.ttl !== r.ttl) upserts.push({ ...r, ttl: w.ttl, modified_on: now() });
+      }
+    }
+    const t = now();
+    for (const w of byKey.values()) {
+      upserts.push({
+        ...w,
+        id: newId(),
+        zone_id: zs.zone.id,
+        proxied: false,
+        comment: null,
+        tags: [],
+        settings: {},
+        created_on: t,
+        modified_on: t,
+        comment_modified_on: null,
+        tags_modified_on: null,
+      });
+    }
+    await this.zones.replaceSecondary(zs, primary, { upserts, deletes });
+    if (!incremental) this.status.set(zs.zone.id, { ...this.statusOf(zs.zone.id), skipped_records: skipped });
+    this.log.info(
+      { zone: zs.zone.name, serial: primary.serial, how, records: zs.records.size, added_or_changed: upserts.length, removed: deletes.length, skipped },
+      "secondary zone transferred",
+    );
+  }
+
+  private transferredYet(zoneId: string): boolean {
+    // Not the serial: 0 is a primary's serial like any other.
+    return !!this.directory.incomingOf(zoneId)?.last_transferred_time;
+  }
+
+  /**
+   * Serves the zone while it holds a transfer less than SOA expire old (from when a primary last answered), and
+   * arms the timer that stops serving it at that moment; SERVFAIL otherwise.
+   */
+  private updateServed(zoneId: string): void {
+    clearTimeout(this.expiries.get(zoneId));
+    this.expiries.delete(zoneId);
+    const zs = this.zones.get(zoneId);
+    const checked = this.directory.incomingOf(zoneId)?.checked_time;
+    const expiresAt = zs && checked && this.transferredYet(zoneId) ? Date.parse(checked) + zs.zone.settings.soa.expire * 1000 : 0;
+    const served = expiresAt > Date.now();
+    const was = !this.engine.unserved.has(zoneId);
+    if (served) this.engine.unserved.delete(zoneId);
+    else this.engine.unserved.add(zoneId);
+    if (served !== was) {
+      if (!served && zs) this.log.warn({ zone: zs.zone.name }, "secondary zone expired or not transferred yet: answering SERVFAIL");
+      this.invalidate();
+    }
+    if (served) {
+      const t = setTimeout(() => this.updateServed(zoneId), Math.min(expiresAt - Date.now() + 10, 2 ** 31 - 1));
+      t.unref();
+      this.expiries.set(zoneId, t);
+    }
+  }
+}
+
+/** The serial a NOTIFY announces (its answer section may carry the new SOA), for the log. */
+function notifiedSerial(q: Decoded): number | undefined {
+  const soa = q.answers?.find((a) => a.type === "SOA") as { data?: { serial?: number } } | undefined;
+  return soa?.data?.serial;
+}
+
+/** The answer to a NOTIFY: its id, opcode and question, QR and AA set (RFC 1996 §4.7). */
+function reply(q: Decoded, rcode: number): Buffer {
+  const flags = (4 << 11) | (1 << 10) | rcode;
+  return packet.encode({ id: q.id, type: "response", flags, questions: q.questions ?? [], answers: [], authorities: [], additionals: [] } as packet.Packet);
+}

@@ -1,0 +1,163 @@
+import net from "node:net";
+import { randomInt } from "node:crypto";
+import * as packet from "dns-packet";
+import { sign, StreamVerifier, type TsigKey } from "./tsig.js";
+
+/** Bounds on one request to a primary, so a slow, huge or hostile primary costs a bounded time and memory. */
+export interface XfrLimits {
+  /** The whole exchange, from connecting to the last message. */
+  timeoutMs: number;
+  /** Silence between two messages. */
+  idleMs: number;
+  /** Bytes of all the messages of an answer together. */
+  maxBytes: number;
+  /** Records of all the messages together. */
+  maxRecords: number;
+}
+
+export const DEFAULT_XFR_LIMITS: XfrLimits = { timeoutMs: 120_000, idleMs: 15_000, maxBytes: 64 * 1024 * 1024, maxRecords: 500_000 };
+
+export interface XfrRequest {
+  host: string;
+  port: number;
+  zone: string;
+  type: "SOA" | "AXFR" | "IXFR";
+  /** For IXFR: the SOA we hold (sent in the authority section, RFC 1995 §3). */
+  soa?: packet.Answer;
+  key?: TsigKey;
+  limits?: XfrLimits;
+}
+
+/** A request that failed: refused, timed out, too large, badly signed... `why` says which, for the log and the API. */
+export class XfrError extends Error {}
+
+const RCODES = ["NOERROR", "FORMERR", "SERVFAIL", "NXDOMAIN", "NOTIMP", "REFUSED", "YXDOMAIN", "YXRRSET", "NXRRSET", "NOTAUTH", "NOTZONE"];
+
+/**
+ * Asks a primary over TCP and returns the records of its answer, in order, across however many messages it takes.
+ * The answer ends with the message that holds its last record: for SOA the first message; for AXFR the second SOA;
+ * for IXFR (RFC 1995 §4) the lone SOA of an up-to-date answer, or the final SOA after the differences, or the
+ * closing SOA of a whole zone sent instead. Signed with `key` when given, and then every message must verify
+ * (StreamVerifier). Each message is decoded as it arrives (at most 64 KiB), so a large zone never blocks the loop
+ * for long.
+ */
+export function requestXfr(req: XfrRequest): Promise<packet.Answer[]> {
+  const limits = req.limits ?? DEFAULT_XFR_LIMITS;
+  const id = randomInt(0, 65536);
+  const query = packet.encode({
+    id,
+    type: "query",
+    flags: 0,
+    questions: [{ name: req.zone, type: req.type as packet.RecordType, class: "IN" }],
+    authorities: req.type === "IXFR" && req.soa ? [req.soa] : [],
+  } as packet.Packet);
+  const signed = req.key ? sign(query, req.key) : undefined;
+  const verifier = req.key && signed ? new StreamVerifier(req.key, signed.mac) : undefined;
+  const wire = signed ? signed.message : query;
+  const framed = Buffer.concat([Buffer.from([wire.length >> 8, wire.length & 0xff]), wire]);
+
+  return new Promise((resolve, reject) => {
+    const rrs: packet.Answer[] = [];
+    const ending = new TransferEnd(req.type);
+    let pending: Buffer = Buffer.alloc(0);
+    let bytes = 0;
+    let settled = false;
+    const socket = net.connect({ host: req.host, port: req.port });
+    const finish = (err?: Error) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(deadline);
+      socket.destroy();
+      if (err) reject(err);
+      else resolve(rrs);
+    };
+    const deadline = setTimeout(() => finish(new XfrError(`no complete answer within ${limits.timeoutMs / 1000} s`)), limits.timeoutMs);
+    socket.setTimeout(limits.idleMs, () => finish(new XfrError(`the primary was silent for ${limits.idleMs / 1000} s`)));
+    socket.once("error", (err) => finish(new XfrError(`cannot reach the primary: ${err.message}`)));
+    socket.once("close", () => finish(new XfrError("the primary closed the connection before the answer was complete")));
+    socket.once("connect", () => socket.write(framed));
+    socket.on("data", (chunk: Buffer) => {
+      bytes += chunk.length;
+      if (bytes > limits.maxBytes) return finish(new XfrError(`the answer is larger than ${limits.maxBytes} bytes`));
+      pending = pending.length ? Buffer.concat([pending, chunk]) : chunk;
+      while (!settled && pending.length >= 2 && pending.length >= 2 + pending.readUInt16BE(0)) {
+        const msg = pending.subarray(2, 2 + pending.readUInt16BE(0));
+        pending = pending.subarray(2 + msg.length);
+        try {
+          if (readMessage(msg)) return finish();
+        } catch (err) {
+          return finish(err instanceof XfrError ? err : new XfrError(`unreadable answer: ${(err as Error).message}`));
+        }
+      }
+    });
+
+    /** Takes one message; true once the answer is complete. */
+    function readMessage(msg: Buffer): boolean {
+      if (msg.length < 12 || msg.readUInt16BE(0) !== id) throw new XfrError("a message that does not answer our request");
+      const rcode = msg.readUInt16BE(2) & 0xf;
+      if (rcode !== 0) throw new XfrError(`the primary answered ${RCODES[rcode] ?? rcode}`);
+      if (verifier) {
+        try {
+          verifier.verify(msg);
+        } catch (err) {
+          throw new XfrError(`TSIG: ${(err as Error).message}`);
+        }
+      }
+      const answers = packet.decode(msg).answers ?? [];
+      if (rrs.length + answers.length > limits.maxRecords) throw new XfrError(`the answer has more than ${limits.maxRecords} records`);
+      for (const rr of answers) {
+        rrs.push(rr);
+        ending.add(rr);
+      }
+      if (rrs.length === 0) throw new XfrError("the primary answered without records (is it authoritative for the zone?)");
+      const done = ending.done();
+      if (done && verifier && !verifier.complete()) throw new XfrError("TSIG: the last message is not signed");
+      return done;
+    }
+  });
+}
+
+/** Tells, record by record, whether a transfer's answer is complete (the SOA that closes it has arrived). */
+class TransferEnd {
+  private count = 0;
+  private finalSerial = -1;
+  /** IXFR: "del" expecting a removal run's SOA, "add" after the SOA that starts additions; "axfr": a whole zone. */
+  private mode: "start" | "axfr" | "del-soa" | "del" | "add" | "end" = "start";
+
+  constructor(private readonly type: "SOA" | "AXFR" | "IXFR") {}
+
+  add(rr: packet.Answer): void {
+    const isSoa = rr.type === "SOA";
+    const serial = isSoa ? ((rr as { data: packet.SoaData }).data.serial ?? 0) : -1;
+    this.count++;
+    if (this.count === 1) {
+      if (!isSoa) throw new XfrError("the answer does not start with the zone's SOA");
+      this.finalSerial = serial;
+      return;
+    }
+    if (this.mode === "end") throw new XfrError("records after the end of the transfer");
+    if (this.count === 2) this.mode = this.type === "IXFR" && isSoa ? "del-soa" : "axfr";
+    switch (this.mode) {
+      case "axfr":
+        if (isSoa) this.mode = "end";
+        return;
+      case "del-soa":
+        this.mode = "del";
+        return;
+      case "del":
+        if (isSoa) this.mode = "add";
+        return;
+      case "add":
+        // The SOA after additions: the final one (the last difference ends at the final serial), or the next difference.
+        if (isSoa) this.mode = serial === this.finalSerial ? "end" : "del";
+        return;
+    }
+  }
+
+  /** After a message: complete? A SOA answer is one message; an IXFR of one SOA means "you are current". */
+  done(): boolean {
+    if (this.type === "SOA") return this.count > 0;
+    if (this.type === "IXFR" && this.count === 1) return true;
+    return this.mode === "end";
+  }
+}
