@@ -5,7 +5,9 @@
 // V8 CPU profile per workload, summarised by package. Not part of the test suite.
 //
 //   npm run build
-//   node bench/scale-out/round-trips.mjs [--requests 400] [--clients 8] [--cpu-prof DIR]
+//   node bench/scale-out/round-trips.mjs [--requests 400] [--clients 8] [--cpu-prof DIR] [--before DIR]
+//
+// --before DIR measures the build of another checkout instead (DIR/dist/bin/edgecli.js), for a before/after.
 //
 // Starts its own PostgreSQL (with pg_stat_statements loaded) and RGW through scripts/services.
 import { appendFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
@@ -23,6 +25,7 @@ import { prepare, send, WORKLOADS } from "./workloads.mjs";
 const REQUESTS = numberOption("requests", 400);
 const CLIENTS = numberOption("clients", 8);
 const PROFILE_DIR = stringOption("cpu-prof", "");
+const BEFORE = stringOption("before", "");
 
 /** An HTTP proxy in front of RGW that counts requests by method (the signature covers the Host header, kept as sent). */
 async function countingProxy(target) {
@@ -67,7 +70,8 @@ function summariseProfile(file) {
     else where = url;
     self.set(where, (self.get(where) ?? 0) + dt);
   }
-  const total = [...self.values()].reduce((a, b) => a + b, 0);
+  // Shares of the time the node was busy (idle time left out).
+  const total = [...self.entries()].filter(([w]) => w !== "(idle)").reduce((a, [, us]) => a + us, 0);
   return [...self.entries()]
     .filter(([w]) => w !== "(idle)")
     .sort((a, b) => b[1] - a[1])
@@ -83,7 +87,7 @@ let node;
 try {
   // pg_stat_statements must be loaded at start: restart the server with it.
   pgServer.stop();
-  appendFileSync(join(pgServer.dir, "data", "postgresql.conf"), "\nshared_preload_libraries = 'pg_stat_statements'\npg_stat_statements.track = all\n");
+  appendFileSync(join(pgServer.dir, "data", "postgresql.conf"), "\nshared_preload_libraries = 'pg_stat_statements'\npg_stat_statements.track = all\ntrack_wal_io_timing = on\n");
   await pgServer.start();
   const db = await createDatabase(pgServer);
   const bucket = await createBucket(s3Server);
@@ -111,6 +115,7 @@ try {
       stateDir,
       creds,
       args: ["--dns-workers", "0"],
+      edgecli: BEFORE ? join(BEFORE, "dist", "bin", "edgecli.js") : undefined,
       nodeArgs: profileName ? ["--cpu-prof", "--cpu-prof-dir", PROFILE_DIR, "--cpu-prof-name", `${profileName}.cpuprofile`] : [],
     });
   node = await start();
@@ -131,6 +136,7 @@ try {
     // Warm up (caches, prepared statements, connections), then count from zero.
     for (let i = 0; i < 400; i++) await send(w, node, creds, target, i, value, agent);
     await admin.query("SELECT pg_stat_statements_reset()");
+    await admin.query("SELECT pg_stat_reset_shared('wal')");
     proxy.counts.clear();
     const cpu0 = [treeCpuSeconds(node.pid), treeCpuSeconds(pgPid), rgwPids.reduce((s, p) => s + treeCpuSeconds(p), 0)];
     let next = 0;
@@ -146,11 +152,13 @@ try {
       [dbid],
     );
     // A statement the node sent is a round trip; those a database function ran inside it are not.
+    // Each commit that wrote waits for its WAL to reach the disk (fsync): the part of a write no client work removes.
+    const { rows: wal } = await admin.query("SELECT wal_sync::float8 AS syncs, wal_sync_time::float8 AS ms FROM pg_stat_wal");
     const statements = rows.filter((r) => r.toplevel).reduce((s, r) => s + Number(r.calls), 0);
     const nested = rows.filter((r) => !r.toplevel).reduce((s, r) => s + Number(r.calls), 0);
     const s3 = [...proxy.counts.entries()].map(([m, n]) => `${m} ${(n / REQUESTS).toFixed(2)}`).join(", ") || "none";
     const perReq = (i) => ((cpu1[i] - cpu0[i]) * 1000) / REQUESTS;
-    table.push({ w: w.name, statements: statements / REQUESTS, nested: nested / REQUESTS, s3, node: perReq(0), pg: perReq(1), rgw: perReq(2), errors });
+    table.push({ w: w.name, statements: statements / REQUESTS, nested: nested / REQUESTS, walSyncs: wal[0].syncs / REQUESTS, walSyncMs: wal[0].ms / REQUESTS, s3, node: perReq(0), pg: perReq(1), rgw: perReq(2), errors });
     console.error(`${w.name}: ${(statements / REQUESTS).toFixed(2)} round trips/request, S3 ${s3}, ${errors} errors`);
     for (const r of rows.filter((r) => Number(r.calls) >= REQUESTS / 20)) {
       console.error(`   ${(Number(r.calls) / REQUESTS).toFixed(2)} ${r.toplevel ? "sent  " : "inside"} ${r.query.replace(/\s+/g, " ").slice(0, 150)}`);
@@ -165,12 +173,12 @@ try {
   await agent.close();
   await admin.end();
   console.log(
-    "| workload | PostgreSQL round trips / request (statements run inside them) | S3 requests / request | node CPU ms/req | PostgreSQL CPU ms/req | RGW CPU ms/req | errors |",
+    "| workload | PostgreSQL round trips / request (statements run inside them) | WAL fsyncs / request (their ms per request) | S3 requests / request | node CPU ms/req | PostgreSQL CPU ms/req | RGW CPU ms/req | errors |",
   );
-  console.log("|---|---|---|---|---|---|---|");
+  console.log("|---|---|---|---|---|---|---|---|");
   for (const r of table) {
     console.log(
-      `| ${r.w} | ${r.statements.toFixed(2)}${r.nested ? ` (${r.nested.toFixed(2)})` : ""} | ${r.s3} | ${r.node.toFixed(2)} | ${r.pg.toFixed(2)} | ${r.rgw.toFixed(2)} | ${r.errors} |`,
+      `| ${r.w} | ${r.statements.toFixed(2)}${r.nested ? ` (${r.nested.toFixed(2)})` : ""} | ${r.walSyncs.toFixed(2)} (${r.walSyncMs.toFixed(2)}) | ${r.s3} | ${r.node.toFixed(2)} | ${r.pg.toFixed(2)} | ${r.rgw.toFixed(2)} | ${r.errors} |`,
     );
   }
   await node.stop();
