@@ -87,7 +87,10 @@ let node;
 try {
   // pg_stat_statements must be loaded at start: restart the server with it.
   pgServer.stop();
-  appendFileSync(join(pgServer.dir, "data", "postgresql.conf"), "\nshared_preload_libraries = 'pg_stat_statements'\npg_stat_statements.track = all\ntrack_wal_io_timing = on\n");
+  appendFileSync(
+    join(pgServer.dir, "data", "postgresql.conf"),
+    "\nshared_preload_libraries = 'pg_stat_statements'\npg_stat_statements.track = all\ntrack_wal_io_timing = on\n",
+  );
   await pgServer.start();
   const db = await createDatabase(pgServer);
   const bucket = await createBucket(s3Server);
@@ -158,7 +161,18 @@ try {
     const nested = rows.filter((r) => !r.toplevel).reduce((s, r) => s + Number(r.calls), 0);
     const s3 = [...proxy.counts.entries()].map(([m, n]) => `${m} ${(n / REQUESTS).toFixed(2)}`).join(", ") || "none";
     const perReq = (i) => ((cpu1[i] - cpu0[i]) * 1000) / REQUESTS;
-    table.push({ w: w.name, statements: statements / REQUESTS, nested: nested / REQUESTS, walSyncs: wal[0].syncs / REQUESTS, walSyncMs: wal[0].ms / REQUESTS, s3, node: perReq(0), pg: perReq(1), rgw: perReq(2), errors });
+    table.push({
+      w: w.name,
+      statements: statements / REQUESTS,
+      nested: nested / REQUESTS,
+      walSyncs: wal[0].syncs / REQUESTS,
+      walSyncMs: wal[0].ms / REQUESTS,
+      s3,
+      node: perReq(0),
+      pg: perReq(1),
+      rgw: perReq(2),
+      errors,
+    });
     console.error(`${w.name}: ${(statements / REQUESTS).toFixed(2)} round trips/request, S3 ${s3}, ${errors} errors`);
     for (const r of rows.filter((r) => Number(r.calls) >= REQUESTS / 20)) {
       console.error(`   ${(Number(r.calls) / REQUESTS).toFixed(2)} ${r.toplevel ? "sent  " : "inside"} ${r.query.replace(/\s+/g, " ").slice(0, 150)}`);
