@@ -130,7 +130,10 @@ export class PgKvStore implements KvStore {
    */
   async namespaceChanged(namespaceId: string, tx?: Transaction): Promise<void> {
     this.cache?.dropNamespace(namespaceId);
-    await this.bus?.publish(KV_BUS_AREA, `ns:${namespaceId}`, tx);
+    const publishing = this.bus?.publish(KV_BUS_AREA, `ns:${namespaceId}`, tx);
+    // Inside a transaction a failed notice fails the change. After a commit, the change stands: a notice that cannot
+    // be sent means PostgreSQL is unreachable, and every node that lost its bus connection drops its cache on return.
+    await (tx ? publishing : publishing?.catch(() => undefined));
   }
 
   // ---- namespaces ----
@@ -222,8 +225,12 @@ export class PgKvStore implements KvStore {
     const unique = [...new Set(keys)];
     const out = new Map<string, KvEntry | null>(unique.map((k) => [k, null]));
     const cache = this.cache;
-    const missing = cache ? unique.filter((k) => cache.get(namespaceId, k) === undefined) : unique;
-    if (cache) for (const k of unique) if (!missing.includes(k)) out.set(k, cache.get(namespaceId, k)!);
+    const missing: string[] = [];
+    for (const k of unique) {
+      const known = cache?.get(namespaceId, k);
+      if (known === undefined) missing.push(k);
+      else out.set(k, known);
+    }
     if (!missing.length) return out;
     const ticket = cache?.ticket();
     // A concurrent overwrite may delete a value's content between reading its row and the content: read again.
