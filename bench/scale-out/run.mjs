@@ -1,13 +1,19 @@
 #!/usr/bin/env node
-// Scale-out benchmark: KV reads and writes and R2 small-object PUT and GET through the v4 API, against
+// Scale-out benchmark: the mix of workloads.mjs (KV get/put, R2 small-object GET/PUT, DNS record list, a worker
+// reading R2) against
 //   1. one embedded node (SQLite and files in its state directory),
 //   2. one node on PostgreSQL 15 + Ceph RGW,
-//   3. two nodes on the same PostgreSQL + RGW, requests going round-robin,
-// in one run; prints req/s, p50/p99, the CPU per request of each node and of PostgreSQL and RGW, and the ratios
-// (PG+RGW / embedded, two nodes / one). Not part of the test suite.
+//   3. two nodes on another database and bucket of the same PostgreSQL + RGW, requests going round-robin,
+// all started at once and measured interleaved (for each workload, each setup in turn, for --rounds rounds), so
+// that load from elsewhere on the machine hits every setup alike; prints req/s (the median of the rounds), p50/p99,
+// the CPU per request of each node and of PostgreSQL and RGW, and the ratios (PG+RGW / embedded, two nodes / one).
+// Not part of the test suite.
 //
 //   npm run build
-//   node bench/scale-out/run.mjs [--seconds 8] [--clients 16] [--value-bytes 512]
+//   node bench/scale-out/run.mjs [--seconds 5] [--rounds 3] [--clients 16] [--value-bytes 512] [--before DIR]
+//
+// --before DIR adds a fourth setup, one node on PostgreSQL + RGW running the build in DIR (another checkout's
+// `npm run build`: DIR/dist/bin/edgecli.js), measured in the same rounds: a before/after under the same load.
 //
 // PostgreSQL and RGW are started with scripts/services (as the tests do) unless EDGE_TEST_DATABASE_URL and
 // EDGE_TEST_S3_* name running ones. Everything (load generator, nodes, PostgreSQL, RGW) shares this machine's CPUs,
@@ -17,23 +23,18 @@ import { randomBytes } from "node:crypto";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { loadavg, tmpdir, cpus } from "node:os";
 import { join } from "node:path";
-import { Agent, request } from "undici";
-import { numberOption } from "../../scripts/lib/options.mjs";
+import { Agent } from "undici";
+import { numberOption, stringOption } from "../../scripts/lib/options.mjs";
 import { newCredentials, startServe } from "../../scripts/lib/serve-process.mjs";
 import { treeCpuSeconds } from "../dns/proc-stats.mjs";
 import { awsEnv, createBucket, createDatabase, startObjectStore, startPostgres } from "../../dist/core/testing/services.js";
+import { KEYS, prepare, send, WORKLOADS } from "./workloads.mjs";
 
-const SECONDS = numberOption("seconds", 8);
+const SECONDS = numberOption("seconds", 5);
+const ROUNDS = numberOption("rounds", 3);
 const CLIENTS = numberOption("clients", 16);
 const VALUE_BYTES = numberOption("value-bytes", 512);
-const KEYS = 200;
-
-const WORKLOADS = [
-  { name: "KV read", kind: "kv", method: "GET" },
-  { name: "KV write", kind: "kv", method: "PUT" },
-  { name: "R2 GET (small)", kind: "r2", method: "GET" },
-  { name: "R2 PUT (small)", kind: "r2", method: "PUT" },
-];
+const BEFORE = stringOption("before", "");
 
 // ---- the backends -------------------------------------------------------------------------------------
 
@@ -70,21 +71,8 @@ function servicePids(pg, s3) {
 
 // ---- the load -----------------------------------------------------------------------------------------
 
-async function setUp(node, creds) {
-  const ns = await node.api("POST", `/accounts/${creds.accountId}/storage/kv/namespaces`, { title: "bench" });
-  const bucket = await node.api("POST", `/accounts/${creds.accountId}/r2/buckets`, { name: "bench" });
-  if (ns.status !== 200 || bucket.status !== 200) throw new Error(`set-up failed: ${JSON.stringify([ns.body, bucket.body])}`);
-  return { namespaceId: ns.body.result.id };
-}
-
-function path(creds, target, kind, key) {
-  return kind === "kv"
-    ? `/client/v4/accounts/${creds.accountId}/storage/kv/namespaces/${target.namespaceId}/values/${key}`
-    : `/client/v4/accounts/${creds.accountId}/r2/buckets/bench/objects/${key}`;
-}
-
-/** CLIENTS closed loops for SECONDS, round-robin over `nodes`; latencies in ms. */
-async function drive(nodes, agents, creds, target, workload, value) {
+/** CLIENTS closed loops for SECONDS, round-robin over the setup's nodes; latencies in ms. */
+async function drive(setup, workload) {
   const latencies = [];
   let errors = 0;
   let n = 0;
@@ -93,17 +81,10 @@ async function drive(nodes, agents, creds, target, workload, value) {
     Array.from({ length: CLIENTS }, async () => {
       while (Date.now() < end) {
         const i = n++;
-        const node = i % nodes.length;
-        const key = `k${i % KEYS}`;
+        const node = i % setup.nodes.length;
         const t = performance.now();
-        const res = await request(nodes[node].url + path(creds, target, workload.kind, key), {
-          method: workload.method,
-          dispatcher: agents[node],
-          headers: nodes[node].headers(workload.method === "PUT" ? { "content-type": "application/octet-stream" } : {}),
-          body: workload.method === "PUT" ? value : undefined,
-        });
-        await res.body.arrayBuffer();
-        if (res.statusCode !== 200) errors++;
+        const status = await send(workload, setup.nodes[node], setup.creds, setup.target, i, setup.value, setup.agents[node]);
+        if (status !== 200) errors++;
         else latencies.push(performance.now() - t);
       }
     }),
@@ -112,97 +93,113 @@ async function drive(nodes, agents, creds, target, workload, value) {
 }
 
 const pct = (sorted, q) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? NaN;
+const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
-async function measure(label, nodes, creds, pids) {
-  const agents = nodes.map(() => new Agent({ connections: CLIENTS, pipelining: 1 }));
-  const target = await setUp(nodes[0], creds);
-  const value = randomBytes(VALUE_BYTES);
-  // Every key the reads ask for exists.
-  for (let i = 0; i < KEYS; i++) {
-    for (const kind of ["kv", "r2"]) {
-      const res = await request(nodes[0].url + path(creds, target, kind, `k${i}`), {
-        method: "PUT",
-        dispatcher: agents[0],
-        headers: nodes[0].headers({ "content-type": "application/octet-stream" }),
-        body: value,
-      });
-      await res.body.arrayBuffer();
-    }
-  }
-  const rows = [];
-  for (const w of WORKLOADS) {
-    const cpu0 = nodes.map((n) => treeCpuSeconds(n.pid));
-    const pg0 = pids.postgres ? treeCpuSeconds(pids.postgres) : 0;
-    const rgw0 = pids.rgw.reduce((s, p) => s + treeCpuSeconds(p), 0);
-    const t0 = performance.now();
-    const { latencies, errors } = await drive(nodes, agents, creds, target, w, value);
-    const elapsed = (performance.now() - t0) / 1000;
-    const cpu = nodes.map((n, i) => treeCpuSeconds(n.pid) - cpu0[i]);
-    const pgCpu = pids.postgres ? treeCpuSeconds(pids.postgres) - pg0 : 0;
-    const rgwCpu = pids.rgw.reduce((s, p) => s + treeCpuSeconds(p), 0) - rgw0;
-    latencies.sort((a, b) => a - b);
-    const count = latencies.length;
-    rows.push({
-      setup: label,
-      workload: w.name,
-      rps: count / elapsed,
-      p50: pct(latencies, 0.5),
-      p99: pct(latencies, 0.99),
-      errors,
-      nodeCpuMs: cpu.map((c) => (c * 1000) / Math.max(1, count / nodes.length)),
-      pgCpuMs: (pgCpu * 1000) / Math.max(1, count),
-      rgwCpuMs: (rgwCpu * 1000) / Math.max(1, count),
-    });
-    console.error(`${label} / ${w.name}: ${(count / elapsed).toFixed(0)} req/s, ${errors} errors`);
-  }
-  for (const a of agents) await a.close();
-  return rows;
+/** One round of one workload on one setup: req/s, latencies, CPU seconds of each process. */
+async function round(setup, workload) {
+  const cpu0 = setup.nodes.map((n) => treeCpuSeconds(n.pid));
+  const pg0 = setup.pids.postgres ? treeCpuSeconds(setup.pids.postgres) : 0;
+  const rgw0 = setup.pids.rgw.reduce((s, p) => s + treeCpuSeconds(p), 0);
+  const t0 = performance.now();
+  const { latencies, errors } = await drive(setup, workload);
+  const elapsed = (performance.now() - t0) / 1000;
+  return {
+    count: latencies.length,
+    rps: latencies.length / elapsed,
+    latencies,
+    errors,
+    nodeCpu: setup.nodes.map((n, i) => treeCpuSeconds(n.pid) - cpu0[i]),
+    pgCpu: setup.pids.postgres ? treeCpuSeconds(setup.pids.postgres) - pg0 : 0,
+    rgwCpu: setup.pids.rgw.reduce((s, p) => s + treeCpuSeconds(p), 0) - rgw0,
+  };
+}
+
+/** The rounds of one workload on one setup as a row: the median req/s, latencies and CPU over all of them. */
+function summarise(setup, workload, rounds) {
+  const latencies = rounds.flatMap((r) => r.latencies).sort((a, b) => a - b);
+  const count = latencies.length;
+  const sum = (f) => rounds.reduce((s, r) => s + f(r), 0);
+  return {
+    setup: setup.label,
+    workload: workload.name,
+    rps: median(rounds.map((r) => r.rps)),
+    rpsRange: [Math.min(...rounds.map((r) => r.rps)), Math.max(...rounds.map((r) => r.rps))],
+    p50: pct(latencies, 0.5),
+    p99: pct(latencies, 0.99),
+    errors: sum((r) => r.errors),
+    nodeCpuMs: setup.nodes.map((_, i) => (sum((r) => r.nodeCpu[i]) * 1000) / Math.max(1, count / setup.nodes.length)),
+    pgCpuMs: (sum((r) => r.pgCpu) * 1000) / Math.max(1, count),
+    rgwCpuMs: (sum((r) => r.rgwCpu) * 1000) / Math.max(1, count),
+  };
 }
 
 // ---- the run ------------------------------------------------------------------------------------------
 
 const started = new Date();
-const load = loadavg()[0];
+const loads = [loadavg()[0]];
 const svc = await services();
 const pids = servicePids(svc.pg, svc.s3);
 const secretsKey = randomBytes(32).toString("base64");
 const dirs = [];
-const nodes = [];
-const startNode = async (creds, env = {}) => {
+const allNodes = [];
+const made = [];
+const startNode = async (creds, env = {}, edgecli = undefined) => {
   const stateDir = mkdtempSync(join(tmpdir(), "scale-bench-"));
   dirs.push(stateDir);
+  const saved = { ...process.env };
   Object.assign(process.env, env);
-  const node = await startServe({ stateDir, creds, args: ["--dns-workers", "0"] });
-  nodes.push(node);
-  return node;
+  try {
+    const node = await startServe({ stateDir, creds, args: ["--dns-workers", "0"], edgecli });
+    allNodes.push(node);
+    return node;
+  } finally {
+    process.env = saved;
+  }
 };
-const stopAll = async () => {
-  for (const n of nodes.splice(0)) await n.stop();
+/** A database and bucket of its own for a distributed setup, so every setup starts from the same (empty) state. */
+const distributedEnv = async () => {
+  const db = await createDatabase(svc.pg);
+  const bucket = await createBucket(svc.s3);
+  made.push(db, bucket);
+  return { EDGE_DATABASE_URL: db.url, EDGE_OBJECT_STORE_URL: bucket.url, EDGE_SECRETS_KEY: secretsKey, ...awsEnv(svc.s3) };
 };
 const results = [];
 try {
-  const embeddedCreds = newCredentials();
-  results.push(...(await measure("embedded", [await startNode(embeddedCreds)], embeddedCreds, { rgw: [] })));
-  await stopAll();
-
-  const db = await createDatabase(svc.pg);
-  const bucket = await createBucket(svc.s3);
-  const env = { EDGE_DATABASE_URL: db.url, EDGE_OBJECT_STORE_URL: bucket.url, EDGE_SECRETS_KEY: secretsKey, ...awsEnv(svc.s3) };
-  const creds = newCredentials();
-  const first = await startNode(creds, env);
-  results.push(...(await measure("PG+RGW, 1 node", [first], creds, pids)));
-  await stopAll();
-  // A fresh database and bucket for the two-node round, so both setups start from the same (empty) state.
-  const db2 = await createDatabase(svc.pg);
-  const bucket2 = await createBucket(svc.s3);
-  const env2 = { ...env, EDGE_DATABASE_URL: db2.url, EDGE_OBJECT_STORE_URL: bucket2.url };
-  const creds2 = newCredentials();
-  const two = [await startNode(creds2, env2), await startNode(creds2, env2)];
-  results.push(...(await measure("PG+RGW, 2 nodes", two, creds2, pids)));
-  await stopAll();
-  for (const made of [db, bucket, db2, bucket2]) await made.drop().catch(() => {});
+  const setups = [];
+  const setUp = async (label, nodeCount, env, setupPids, edgecli) => {
+    const creds = newCredentials();
+    const nodes = [];
+    for (let i = 0; i < nodeCount; i++) nodes.push(await startNode(creds, env, edgecli));
+    const value = randomBytes(VALUE_BYTES);
+    const agents = nodes.map(() => new Agent({ connections: CLIENTS, pipelining: 1 }));
+    setups.push({ label, nodes, creds, value, agents, pids: setupPids, target: await prepare(nodes, creds, value) });
+  };
+  await setUp("embedded", 1, {}, { rgw: [] });
+  await setUp("PG+RGW, 1 node", 1, await distributedEnv(), pids);
+  await setUp("PG+RGW, 2 nodes", 2, await distributedEnv(), pids);
+  if (BEFORE) await setUp("PG+RGW, 1 node, before", 1, await distributedEnv(), pids, join(BEFORE, "dist", "bin", "edgecli.js"));
+  loads.push(loadavg()[0]);
+  for (const w of WORKLOADS) {
+    const rounds = new Map(setups.map((s) => [s, []]));
+    // A short warm-up of each setup, then the rounds, each setup in turn.
+    for (const s of setups)
+      await Promise.all(
+        Array.from({ length: 200 }, (_, i) => send(w, s.nodes[i % s.nodes.length], s.creds, s.target, i, s.value, s.agents[i % s.nodes.length])),
+      );
+    for (let r = 0; r < ROUNDS; r++) {
+      for (const s of setups) {
+        const one = await round(s, w);
+        rounds.get(s).push(one);
+        console.error(`${s.label} / ${w.name} / round ${r + 1}: ${one.rps.toFixed(0)} req/s, ${one.errors} errors, load ${loadavg()[0].toFixed(1)}`);
+      }
+    }
+    for (const s of setups) results.push(summarise(s, w, rounds.get(s)));
+    loads.push(loadavg()[0]);
+  }
+  for (const s of setups) for (const a of s.agents) await a.close();
 } finally {
-  await stopAll();
+  for (const n of allNodes.splice(0)) await n.stop();
+  for (const m of made) await m.drop().catch(() => {});
   for (const d of dirs) rmSync(d, { recursive: true, force: true });
   svc.stop();
 }
@@ -211,19 +208,24 @@ try {
 
 const f = (n, d = 0) => (Number.isFinite(n) ? n.toFixed(d) : "–");
 console.log(
-  `\n${started.toISOString()}, ${cpus().length} CPUs (${cpus()[0]?.model.trim()}), Node ${process.version}, load average ${load.toFixed(1)} before, ${loadavg()[0].toFixed(1)} after; ${CLIENTS} clients, ${SECONDS} s per workload, ${VALUE_BYTES}-byte values over ${KEYS} keys\n`,
+  `\n${started.toISOString()}, ${cpus().length} CPUs (${cpus()[0]?.model.trim()}), Node ${process.version}, load average (1 min) ${loads.map((l) => l.toFixed(1)).join(" → ")} (start, after set-up, after each workload); ${CLIENTS} clients, ${ROUNDS} interleaved rounds of ${SECONDS} s per workload and setup, ${VALUE_BYTES}-byte values over ${KEYS} keys\n`,
 );
-console.log("| setup | workload | req/s | p50 ms | p99 ms | node CPU ms/req | PostgreSQL CPU ms/req | RGW CPU ms/req | errors |");
+console.log("| setup | workload | req/s (median; min–max of rounds) | p50 ms | p99 ms | node CPU ms/req | PostgreSQL CPU ms/req | RGW CPU ms/req | errors |");
 console.log("|---|---|---|---|---|---|---|---|---|");
 for (const r of results) {
   console.log(
-    `| ${r.setup} | ${r.workload} | ${f(r.rps)} | ${f(r.p50, 1)} | ${f(r.p99, 1)} | ${r.nodeCpuMs.map((c) => f(c, 2)).join(" / ")} | ${r.setup === "embedded" ? "–" : f(r.pgCpuMs, 2)} | ${r.setup === "embedded" ? "–" : f(r.rgwCpuMs, 2)} | ${r.errors} |`,
+    `| ${r.setup} | ${r.workload} | ${f(r.rps)} (${f(r.rpsRange[0])}–${f(r.rpsRange[1])}) | ${f(r.p50, 1)} | ${f(r.p99, 1)} | ${r.nodeCpuMs.map((c) => f(c, 2)).join(" / ")} | ${r.setup === "embedded" ? "–" : f(r.pgCpuMs, 2)} | ${r.setup === "embedded" ? "–" : f(r.rgwCpuMs, 2)} | ${r.errors} |`,
   );
 }
-console.log("\n| workload | PG+RGW 1 node / embedded (req/s) | 2 nodes / 1 node (req/s) | node CPU per request, PG+RGW / embedded |");
-console.log("|---|---|---|---|");
+console.log(
+  `\n| workload | PG+RGW 1 node / embedded (req/s) |${BEFORE ? " same, before |" : ""} 2 nodes / 1 node (req/s) | node CPU per request, PG+RGW / embedded |`,
+);
+console.log(`|---|---|${BEFORE ? "---|" : ""}---|---|`);
 for (const w of WORKLOADS) {
   const get = (setup) => results.find((r) => r.setup === setup && r.workload === w.name);
   const [e, one, two] = [get("embedded"), get("PG+RGW, 1 node"), get("PG+RGW, 2 nodes")];
-  console.log(`| ${w.name} | ${f(one.rps / e.rps, 2)}× | ${f(two.rps / one.rps, 2)}× | ${f(one.nodeCpuMs[0] / e.nodeCpuMs[0], 2)}× |`);
+  if (!e || !one || !two) continue;
+  const before = get("PG+RGW, 1 node, before");
+  const beforeCell = BEFORE ? ` ${before ? f(before.rps / e.rps, 2) : "–"}× |` : "";
+  console.log(`| ${w.name} | ${f(one.rps / e.rps, 2)}× |${beforeCell} ${f(two.rps / one.rps, 2)}× | ${f(one.nodeCpuMs[0] / e.nodeCpuMs[0], 2)}× |`);
 }

@@ -6,3 +6,10 @@ export function numberOption(name, fallback) {
   const i = argv.indexOf(`--${name}`);
   return i >= 0 ? Number(argv[i + 1]) : fallback;
 }
+
+/** The text after `--name` on the command line, or `fallback` when it is not there. */
+export function stringOption(name, fallback) {
+  const argv = process.argv.slice(2);
+  const i = argv.indexOf(`--${name}`);
+  return i >= 0 && argv[i + 1] !== undefined ? argv[i + 1] : fallback;
+}

@@ -26,11 +26,12 @@ export function newCredentials() {
 
 /**
  * Starts `edgecli serve` on `stateDir` and resolves once it logs "platform ready". `logFile` is appended to (restarts
- * of one state directory share it). `nodeArgs` are options for the platform's node (e.g. --cpu-prof).
+ * of one state directory share it). `nodeArgs` are options for the platform's node (e.g. --cpu-prof); `edgecli` another
+ * build's bin (a benchmark comparing two versions).
  */
-export async function startServe({ stateDir, creds, logFile = join(stateDir, "serve.log"), nodeArgs = [], args = [] }) {
+export async function startServe({ stateDir, creds, logFile = join(stateDir, "serve.log"), nodeArgs = [], args = [], edgecli = EDGECLI }) {
   const readyBefore = countReady(logFile);
-  const child = spawn(process.execPath, [...nodeArgs, EDGECLI, "serve", "--port", "0", "--dns-port", "0", "--state-dir", stateDir, ...args], {
+  const child = spawn(process.execPath, [...nodeArgs, edgecli, "serve", "--port", "0", "--dns-port", "0", "--state-dir", stateDir, ...args], {
     env: { ...process.env, ...bootstrapEnv(creds) },
     stdio: ["ignore", openSync(logFile, "a"), openSync(logFile, "a")],
   });

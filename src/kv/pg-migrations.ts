@@ -37,4 +37,34 @@ export const KV_PG_MIGRATIONS: readonly PgMigration[] = [
      PRIMARY KEY (bulk_id, seq)
    );
    CREATE INDEX bulk_staged_content ON bulk_staged (content_id) WHERE content_id IS NOT NULL;`,
+  // Version 2: a write or delete of entries in one round trip (pg-store.ts), announcing itself on the bus from the
+  // same statement (so the notice goes out exactly when the change commits). Each statement of a function takes its
+  // own snapshot, so the lock-then-read order of the former transaction holds.
+  `CREATE FUNCTION write_entries(p_ns TEXT, p_keys BYTEA[], p_expirations BIGINT[], p_metadata TEXT[], p_sizes INT[],
+       p_content_ids TEXT[], p_values BYTEA[], p_channel TEXT, p_notice TEXT)
+   RETURNS TEXT[] LANGUAGE plpgsql AS $$
+   DECLARE replaced TEXT[];
+   BEGIN
+     -- The namespace stays until the commit (a namespace delete waits); NULL says it does not exist.
+     PERFORM 1 FROM kv.namespaces WHERE id = p_ns FOR KEY SHARE;
+     IF NOT FOUND THEN RETURN NULL; END IF;
+     -- The rows written are locked in key order (two writers never deadlock); their content goes after the commit.
+     SELECT coalesce(array_agg(content_id) FILTER (WHERE content_id IS NOT NULL), '{}') INTO replaced
+       FROM (SELECT content_id FROM kv.entries WHERE ns_id = p_ns AND key = ANY(p_keys) ORDER BY key FOR UPDATE) locked;
+     INSERT INTO kv.entries (ns_id, key, expiration, metadata, size, content_id, value)
+       SELECT p_ns, * FROM unnest(p_keys, p_expirations, p_metadata, p_sizes, p_content_ids, p_values)
+       ON CONFLICT (ns_id, key) DO UPDATE SET expiration = excluded.expiration, metadata = excluded.metadata,
+         size = excluded.size, content_id = excluded.content_id, value = excluded.value;
+     IF p_notice IS NOT NULL THEN PERFORM pg_notify(p_channel, p_notice); END IF;
+     RETURN replaced;
+   END $$;
+   CREATE FUNCTION delete_entries(p_ns TEXT, p_keys BYTEA[], p_channel TEXT, p_notice TEXT)
+   RETURNS TEXT[] LANGUAGE plpgsql AS $$
+   DECLARE removed TEXT[];
+   BEGIN
+     WITH gone AS (DELETE FROM kv.entries WHERE ns_id = p_ns AND key = ANY(p_keys) RETURNING content_id)
+       SELECT coalesce(array_agg(content_id) FILTER (WHERE content_id IS NOT NULL), '{}') INTO removed FROM gone;
+     IF p_notice IS NOT NULL THEN PERFORM pg_notify(p_channel, p_notice); END IF;
+     RETURN removed;
+   END $$;`,
 ];

@@ -1,20 +1,32 @@
 import assert from "node:assert/strict";
 import { Readable } from "node:stream";
 import { test, type TestContext } from "node:test";
+import { LocalBus, PostgresBus } from "../core/cluster/bus.js";
+import { migrateArea } from "../core/db/pg-migrations.js";
 import { Postgres } from "../core/db/postgres.js";
 import type { EdgeError } from "../core/errors.js";
 import { assertPostgresRefusals, testContentStore, testPostgres, unreachablePostgres } from "../core/testing/backends.js";
+import { until } from "../core/testing/cluster-load.js";
+import { testDatabase } from "../core/testing/services.js";
 import { PgBulkWriter } from "./bulk/pg-writer.js";
 import { KvCodes } from "./errors.js";
 import { KV_LIMITS } from "./limits.js";
 import { KV_PG_MIGRATIONS } from "./pg-migrations.js";
 import { PgKvStore } from "./pg-store.js";
+import { KV_READ_CACHE_DEFAULTS, KvReadCache } from "./read-cache.js";
 import { describeKvStore } from "./store.contract.js";
 
 describeKvStore("PostgreSQL + S3", async (t) => {
   const pg = await testPostgres(t, "kv", KV_PG_MIGRATIONS);
   const content = pg && (await testContentStore(t, "kv"));
   return pg && content && { store: new PgKvStore(pg, content), close() {} };
+});
+
+// The same contract through the per-node read cache: every behaviour holds when reads are answered from memory.
+describeKvStore("PostgreSQL + S3, read cache", async (t) => {
+  const pg = await testPostgres(t, "kv", KV_PG_MIGRATIONS);
+  const content = pg && (await testContentStore(t, "kv"));
+  return pg && content && { store: new PgKvStore(pg, content, { bus: new LocalBus("test") }), close() {} };
 });
 
 // The streamed bulk writer on PostgreSQL, fed by the real JSON stream parser in small chunks.
@@ -185,4 +197,63 @@ test("PostgreSQL unreachable: the store's errors are the core 503 naming Postgre
     () => store.list("n".repeat(32)),
     () => bulk.write("n".repeat(32), body(entries(2))),
   ]);
+});
+
+test("two nodes' KV read caches: what one node writes, overwrites, deletes or bulk-writes, the other (which had read it) sees once the notice arrives", async (t) => {
+  const db = await testDatabase(t);
+  const content = db && (await testContentStore(t, "kv"));
+  if (!db || !content) return;
+  // An hour's max age: here only the bus's notices can make node b forget what it read.
+  const limits = { ...KV_READ_CACHE_DEFAULTS, maxAgeMs: 3_600_000 };
+  const node = async (nodeId: string) => {
+    const pg = new Postgres({ url: db.url, poolSize: 4 });
+    const bus = new PostgresBus(pg, { url: db.url, nodeId });
+    t.after(async () => {
+      await bus.close();
+      await pg.close();
+    });
+    await migrateArea(pg, "kv", KV_PG_MIGRATIONS);
+    await bus.start();
+    const store = new PgKvStore(pg, content, { bus, cache: new KvReadCache(limits) });
+    return { pg, store, bulk: new PgBulkWriter(pg, store) };
+  };
+  const a = await node("node-a");
+  const b = await node("node-b");
+  const ns = (await a.store.createNamespace(ACCOUNT, "shared")).id;
+  const readOnB = async (key: string) => (await b.store.get(ns, key))?.value.toString() ?? null;
+  const seesOnB = (key: string, expected: string | null) => until(async () => (await readOnB(key)) === expected, `node b to read ${key} = ${expected}`, 60_000);
+
+  await a.store.put(ns, "k", Buffer.from("v1"));
+  // A read during the arrival of the put's own notice is not kept: read until node b keeps both (the value and the miss).
+  await until(
+    async () => (await readOnB("k")) === "v1" && (await readOnB("missing")) === null && b.store.cache!.size.entries === 2,
+    "node b to keep what it read",
+    60_000,
+  );
+  await a.store.put(ns, "k", Buffer.from("v2"));
+  await seesOnB("k", "v2");
+  await a.store.put(ns, "missing", Buffer.from("now here"));
+  await seesOnB("missing", "now here");
+  await a.store.delete(ns, "k");
+  await seesOnB("k", null);
+
+  await a.store.putMany(ns, [
+    { key: "m1", value: Buffer.from("1") },
+    { key: "m2", value: Buffer.from("2") },
+  ]);
+  await until(async () => (await readOnB("m1")) === "1" && b.store.cache!.get(ns, "m1") !== undefined, "node b to keep m1", 60_000);
+  await a.store.deleteMany(ns, ["m1", "m2"]);
+  await seesOnB("m1", null);
+
+  await until(async () => (await readOnB("streamed")) === null && b.store.cache!.get(ns, "streamed") === null, "node b to keep the miss", 60_000);
+  assert.equal(await a.bulk.write(ns, body([{ key: "streamed", value: "bulk" }])), 1);
+  await seesOnB("streamed", "bulk");
+
+  // The namespace: renamed and deleted through node a, node b's cached namespace follows.
+  assert.equal((await b.store.getNamespace(ACCOUNT, ns))?.title, "shared");
+  await a.store.renameNamespace(ACCOUNT, ns, "renamed");
+  await until(async () => (await b.store.getNamespace(ACCOUNT, ns))?.title === "renamed", "node b to see the new title", 60_000);
+  await a.store.deleteNamespace(ACCOUNT, ns);
+  await until(async () => (await b.store.getNamespace(ACCOUNT, ns)) === undefined, "node b to see the namespace gone", 60_000);
+  assert.equal(await readOnB("streamed"), null);
 });

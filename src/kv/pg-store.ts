@@ -1,9 +1,11 @@
 import { randomBytes } from "node:crypto";
+import type { Bus } from "../core/cluster/bus.js";
 import type { ContentStore } from "../core/content/store.js";
-import type { Postgres, Transaction } from "../core/db/postgres.js";
+import { namedStatement, type Postgres, type Transaction } from "../core/db/postgres.js";
 import { KvErrors } from "./errors.js";
 import { listRange, listResult, type ListRow } from "./listing.js";
 import { KV_LIMITS } from "./limits.js";
+import { KvReadCache } from "./read-cache.js";
 import type { KvBulkEntry, KvEntry, KvListOptions, KvListResult, KvNamespace, KvPutOptions, KvStore, NamespaceListOptions, NamespacePage } from "./store.js";
 import { checkKey, checkKeysToDelete, checkTitle, forItem, prepareEntries, prepareEntry, type PreparedEntry } from "./validation.js";
 
@@ -38,6 +40,40 @@ export async function lockForWrite(tx: Transaction, namespaceId: string, keysSql
   return rows.flatMap((r) => (r.content_id ? [r.content_id] : []));
 }
 
+/** The bus area of KV changes; `what` is `key:<namespace id>:<key as hex>` or `ns:<namespace id>`. */
+export const KV_BUS_AREA = "kv";
+
+const GET_NAMESPACE = namedStatement("kv.get_namespace", "SELECT id, title, account_id FROM kv.namespaces WHERE id = $1");
+const READ_ENTRIES = namedStatement(
+  "kv.read_entries",
+  `SELECT key, expiration, metadata, content_id, value FROM kv.entries
+   WHERE ns_id = $1 AND key = ANY($2::bytea[]) AND (expiration IS NULL OR expiration > $3)`,
+);
+const WRITE_ENTRIES = namedStatement(
+  "kv.write_entries",
+  "SELECT kv.write_entries($1, $2::bytea[], $3::bigint[], $4::text[], $5::int[], $6::text[], $7::bytea[], $8, $9) AS replaced",
+);
+const DELETE_ENTRIES = namedStatement("kv.delete_entries", "SELECT kv.delete_entries($1, $2::bytea[], $3, $4) AS removed");
+
+export interface PgKvStoreOptions {
+  /**
+   * Change notices between nodes. With a bus, the store keeps a per-node read cache (read-cache.ts) that every
+   * write, delete and namespace change through any node invalidates; without one it caches nothing.
+   */
+  bus?: Bus;
+  /** The cache to keep (its limits); the default one when a bus is given. */
+  cache?: KvReadCache;
+}
+
+/** A KV bus notice's `what`: one key of a namespace, or the whole namespace; undefined when unreadable. */
+export function parseChange(what: string): { namespaceId: string; key?: string } | undefined {
+  if (what.startsWith("ns:") && what.length > 3) return { namespaceId: what.slice(3) };
+  // The key is hex (no colon); a namespace id may hold one.
+  const last = what.lastIndexOf(":");
+  if (!what.startsWith("key:") || last <= 4) return undefined;
+  return { namespaceId: what.slice(4, last), key: Buffer.from(what.slice(last + 1), "hex").toString("utf8") };
+}
+
 interface EntryRow {
   expiration: string | null;
   metadata: string | null;
@@ -46,15 +82,59 @@ interface EntryRow {
 }
 
 /**
- * KvStore on PostgreSQL (schema `kv`, KV_PG_MIGRATIONS), shared by every node: nothing is cached per node, so there
- * is nothing to keep fresh through the bus. Values over KV_LIMITS.inlineValueBytes live in the content store (the
- * bucket), written before the row that names them commits; content is deleted only after no committed row names it.
+ * KvStore on PostgreSQL (schema `kv`, KV_PG_MIGRATIONS), shared by every node. Values over
+ * KV_LIMITS.inlineValueBytes live in the content store (the bucket), written before the row that names them commits;
+ * content is deleted only after no committed row names it. With a bus, each node keeps what it read in a KvReadCache:
+ * a write through this node is read back at once here, and by other nodes when its notice arrives (eventual
+ * consistency, at most the cache's max age, as the hosted KV promises). A write or delete is one round trip (a
+ * database function that also sends the notice).
  */
 export class PgKvStore implements KvStore {
+  private readonly bus: Bus | undefined;
+  readonly cache: KvReadCache | undefined;
+
   constructor(
     private readonly pg: Postgres,
     private readonly content: ContentStore,
-  ) {}
+    opts: PgKvStoreOptions = {},
+  ) {
+    this.bus = opts.bus;
+    this.cache = opts.cache ?? (opts.bus ? new KvReadCache() : undefined);
+    const cache = this.cache;
+    if (!cache) return;
+    opts.bus?.subscribe(KV_BUS_AREA, (event) => {
+      if (event.type === "resync") return cache.clear();
+      // This node's own changes were dropped when they were made.
+      if (event.origin === opts.bus!.nodeId) return;
+      const change = parseChange(event.what);
+      if (change?.key !== undefined) cache.dropKeys(change.namespaceId, [change.key]);
+      else if (change) cache.dropNamespace(change.namespaceId);
+      else cache.clear();
+    });
+  }
+
+  /** The notice of a change (`[channel, payload]` for the database function), or nulls without a PostgreSQL bus. */
+  private sqlNotice(what: string): [string | null, string | null] {
+    const notice = this.bus?.sqlNotice?.(KV_BUS_AREA, what);
+    return notice ? [notice.channel, notice.payload] : [null, null];
+  }
+
+  /** After a change committed: a bus that is not PostgreSQL's hears of it now (the database function told the others). */
+  private async announced(what: string): Promise<void> {
+    if (this.bus && !this.bus.sqlNotice) await this.bus.publish(KV_BUS_AREA, what);
+  }
+
+  /**
+   * Drops what the cache knows of a namespace and tells the other nodes, inside `tx` when given (a bulk write's
+   * commit, a namespace delete) or after the change committed.
+   */
+  async namespaceChanged(namespaceId: string, tx?: Transaction): Promise<void> {
+    this.cache?.dropNamespace(namespaceId);
+    const publishing = this.bus?.publish(KV_BUS_AREA, `ns:${namespaceId}`, tx);
+    // Inside a transaction a failed notice fails the change. After a commit, the change stands: a notice that cannot
+    // be sent means PostgreSQL is unreachable, and every node that lost its bus connection drops its cache on return.
+    await (tx ? publishing : publishing?.catch(() => undefined));
+  }
 
   // ---- namespaces ----
 
@@ -71,11 +151,12 @@ export class PgKvStore implements KvStore {
   }
 
   async getNamespace(accountId: string, namespaceId: string): Promise<KvNamespace | undefined> {
-    const row = await this.pg.row<{ id: string; title: string }>("SELECT id, title FROM kv.namespaces WHERE account_id = $1 AND id = $2", [
-      accountId,
-      namespaceId,
-    ]);
-    return row && namespace(row);
+    const known = this.cache?.namespace(namespaceId);
+    if (known) return known.accountId === accountId ? namespace({ id: namespaceId, title: known.title }) : undefined;
+    const ticket = this.cache?.ticket();
+    const row = await this.pg.row<{ id: string; title: string; account_id: string }>(GET_NAMESPACE, [namespaceId]);
+    if (row && ticket !== undefined) this.cache!.fillNamespace(ticket, namespaceId, { accountId: row.account_id, title: row.title });
+    return row && row.account_id === accountId ? namespace(row) : undefined;
   }
 
   async listNamespaces(accountId: string, opts: NamespaceListOptions = {}): Promise<NamespacePage> {
@@ -103,6 +184,7 @@ export class PgKvStore implements KvStore {
       throw e;
     }
     if (!changed) throw KvErrors.namespaceNotFound();
+    await this.namespaceChanged(namespaceId);
     return namespace({ id: namespaceId, title });
   }
 
@@ -116,8 +198,10 @@ export class PgKvStore implements KvStore {
         namespaceId,
       ]);
       await tx.execute("DELETE FROM kv.namespaces WHERE id = $1", [namespaceId]);
+      await this.namespaceChanged(namespaceId, tx);
       return rows.map((r) => r.content_id);
     });
+    this.cache?.dropNamespace(namespaceId);
     await this.dropContent(contentIds);
   }
 
@@ -133,17 +217,25 @@ export class PgKvStore implements KvStore {
     return this.readEntries(namespaceId, keys);
   }
 
-  /** Every key once, in order, with its entry or null; one query for the rows, then the content of big values. */
+  /**
+   * Every key once, in order, with its entry or null: what the cache holds, then one query for the other rows, then
+   * the content of big values.
+   */
   private async readEntries(namespaceId: string, keys: readonly string[]): Promise<Map<string, KvEntry | null>> {
     const unique = [...new Set(keys)];
     const out = new Map<string, KvEntry | null>(unique.map((k) => [k, null]));
+    const cache = this.cache;
+    const missing: string[] = [];
+    for (const k of unique) {
+      const known = cache?.get(namespaceId, k);
+      if (known === undefined) missing.push(k);
+      else out.set(k, known);
+    }
+    if (!missing.length) return out;
+    const ticket = cache?.ticket();
     // A concurrent overwrite may delete a value's content between reading its row and the content: read again.
-    for (let attempt = 0, pending = unique; pending.length; attempt++) {
-      const rows = await this.pg.rows<EntryRow & { key: Buffer }>(
-        `SELECT key, expiration, metadata, content_id, value FROM kv.entries
-         WHERE ns_id = $1 AND key = ANY($2::bytea[]) AND (expiration IS NULL OR expiration > $3)`,
-        [namespaceId, pending.map((k) => Buffer.from(k, "utf8")), nowSeconds()],
-      );
+    for (let attempt = 0, pending = missing; pending.length; attempt++) {
+      const rows = await this.pg.rows<EntryRow & { key: Buffer }>(READ_ENTRIES, [namespaceId, pending.map((k) => Buffer.from(k, "utf8")), nowSeconds()]);
       const retry: string[] = [];
       for (const row of rows) {
         const key = row.key.toString("utf8");
@@ -158,6 +250,7 @@ export class PgKvStore implements KvStore {
       }
       pending = retry;
     }
+    if (cache && ticket !== undefined) for (const k of missing) cache.fill(ticket, namespaceId, k, out.get(k)!);
     return out;
   }
 
@@ -174,36 +267,62 @@ export class PgKvStore implements KvStore {
   }
 
   /** Big values go to the content store first, then one transaction commits every row (each key once). */
+  /**
+   * Big values go to the content store first, then one statement (kv.write_entries) commits every row (each key
+   * once) and announces the change.
+   */
   private async write(namespaceId: string, entries: readonly PreparedEntry[]): Promise<void> {
-    if (!(await this.pg.row("SELECT 1 FROM kv.namespaces WHERE id = $1", [namespaceId]))) throw KvErrors.namespaceNotFound();
+    // A big value is not stored for a namespace known not to exist (the function checks again, under lock).
+    if (entries.some((e) => e.value.length > KV_LIMITS.inlineValueBytes) && !(await this.namespaceExists(namespaceId))) throw KvErrors.namespaceNotFound();
     const sorted = [...entries].sort((a, b) => Buffer.compare(a.key, b.key));
     const contentIds: (string | null)[] = [];
-    let replaced: string[];
+    const what = this.changeOf(
+      namespaceId,
+      sorted.map((e) => e.key),
+    );
+    let replaced: string[] | null;
     try {
       for (const e of sorted) contentIds.push(e.value.length > KV_LIMITS.inlineValueBytes ? await this.putContent(e.value) : null);
-      const keys = sorted.map((e) => e.key);
-      replaced = await this.pg.withTransaction(async (tx) => {
-        const old = await lockForWrite(tx, namespaceId, "SELECT unnest($2::bytea[])", [keys]);
-        await tx.execute(
-          `INSERT INTO kv.entries (ns_id, ${ENTRY_COLUMNS})
-           SELECT $1, * FROM unnest($2::bytea[], $3::bigint[], $4::text[], $5::int[], $6::text[], $7::bytea[]) ${ENTRY_UPSERT}`,
-          [
-            namespaceId,
-            keys,
-            sorted.map((e) => e.expiration),
-            sorted.map((e) => e.metadata),
-            sorted.map((e) => e.value.length),
-            contentIds,
-            sorted.map((e, i) => (contentIds[i] ? null : e.value)),
-          ],
-        );
-        return old;
-      });
+      const row = await this.changing(namespaceId, sorted, () =>
+        this.pg.row<{ replaced: string[] | null }>(WRITE_ENTRIES, [
+          namespaceId,
+          sorted.map((e) => e.key),
+          sorted.map((e) => e.expiration),
+          sorted.map((e) => e.metadata),
+          sorted.map((e) => e.value.length),
+          contentIds,
+          sorted.map((e, i) => (contentIds[i] ? null : e.value)),
+          ...this.sqlNotice(what),
+        ]),
+      );
+      replaced = row!.replaced;
+      if (replaced === null) throw KvErrors.namespaceNotFound();
     } catch (err) {
       await this.dropContent(contentIds.filter((id): id is string => id !== null));
       throw err;
     }
+    await this.announced(what);
     await this.dropContent(replaced);
+  }
+
+  private async namespaceExists(namespaceId: string): Promise<boolean> {
+    return this.cache?.namespace(namespaceId) !== undefined || (await this.pg.row(GET_NAMESPACE, [namespaceId])) !== undefined;
+  }
+
+  /** What a change of `keys` announces: the key itself when there is one, else the whole namespace. */
+  private changeOf(namespaceId: string, keys: readonly Buffer[]): string {
+    return keys.length === 1 && keys[0]!.length <= KV_LIMITS.keyBytes ? `key:${namespaceId}:${keys[0]!.toString("hex")}` : `ns:${namespaceId}`;
+  }
+
+  /** Runs a change of `keys`, dropping them from this node's cache before and after (whether it committed or not). */
+  private async changing<T>(namespaceId: string, keys: readonly (Buffer | { key: Buffer })[], change: () => Promise<T>): Promise<T> {
+    const names = keys.map((k) => (Buffer.isBuffer(k) ? k : k.key).toString("utf8"));
+    this.cache?.dropKeys(namespaceId, names);
+    try {
+      return await change();
+    } finally {
+      this.cache?.dropKeys(namespaceId, names);
+    }
   }
 
   async delete(namespaceId: string, key: string): Promise<void> {
@@ -216,13 +335,13 @@ export class PgKvStore implements KvStore {
     await this.deleteKeys(namespaceId, bufs);
   }
 
-  /** One statement deletes every key (all or nothing); their content goes after. */
+  /** One statement deletes every key (all or nothing) and announces it; their content goes after. */
   private async deleteKeys(namespaceId: string, keys: readonly Buffer[]): Promise<void> {
     if (!keys.length) return;
-    const rows = await this.pg.withTransaction((tx) =>
-      tx.rows<{ content_id: string | null }>("DELETE FROM kv.entries WHERE ns_id = $1 AND key = ANY($2::bytea[]) RETURNING content_id", [namespaceId, keys]),
-    );
-    await this.dropContent(rows.flatMap((r) => (r.content_id ? [r.content_id] : [])));
+    const what = this.changeOf(namespaceId, keys);
+    const row = await this.changing(namespaceId, keys, () => this.pg.row<{ removed: string[] }>(DELETE_ENTRIES, [namespaceId, keys, ...this.sqlNotice(what)]));
+    await this.announced(what);
+    await this.dropContent(row!.removed);
   }
 
   async list(namespaceId: string, opts: KvListOptions = {}): Promise<KvListResult> {

@@ -22,10 +22,10 @@ const CONTENT_GC_MS = 60 * 60 * 1000;
 /** The store of this node's backend and its bulk writer; `cleanUp` removes what bulk writes a crash interrupted left. */
 function openBackend(ctx: ServiceContext): { store: KvStore; bulk: KvBulkWriter & { stop(): Promise<void> }; cleanUp(): Promise<unknown> } {
   const content = ctx.content("kv");
-  // Every node shares the PostgreSQL rows and caches nothing of them: there is nothing to hear on the bus.
+  // Every node shares the PostgreSQL rows and keeps a read cache of them, which the bus's notices keep fresh.
   const pg = ctx.openPostgres("kv", KV_PG_MIGRATIONS);
   if (pg) {
-    const store = new PgKvStore(pg, content);
+    const store = new PgKvStore(pg, content, { bus: ctx.bus });
     const bulk = new PgBulkWriter(pg, store);
     return { store, bulk, cleanUp: () => bulk.abandonStale() };
   }

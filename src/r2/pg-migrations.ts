@@ -57,4 +57,24 @@ export const R2_PG_MIGRATIONS: PgMigration[] = [
      bucket_id BIGINT PRIMARY KEY REFERENCES buckets(id) ON DELETE CASCADE,
      rules TEXT NOT NULL
    );`,
+  // Version 2: an unconditional put's commit in one round trip (pg-store.ts): the bucket held until the commit, the
+  // writers of one key taking turns under an advisory lock, the replaced object's segments returned so that its
+  // bodies go after the commit. bucket_found is false when the bucket does not exist (nothing is written).
+  `CREATE FUNCTION put_object(p_account TEXT, p_bucket TEXT, p_key TEXT, p_version TEXT, p_size BIGINT, p_etag TEXT,
+       p_uploaded BIGINT, p_http TEXT, p_custom TEXT, p_checksums TEXT, p_storage_class TEXT, p_segments TEXT,
+       OUT bucket_found BOOLEAN, OUT replaced TEXT)
+   LANGUAGE plpgsql AS $$
+   DECLARE b_id BIGINT;
+   BEGIN
+     SELECT id INTO b_id FROM r2.buckets WHERE account_id = p_account AND name = p_bucket FOR KEY SHARE;
+     bucket_found := FOUND;
+     IF NOT bucket_found THEN RETURN; END IF;
+     PERFORM pg_advisory_xact_lock(hashtextextended(p_key, b_id));
+     SELECT segments INTO replaced FROM r2.objects WHERE bucket_id = b_id AND key = p_key;
+     INSERT INTO r2.objects (bucket_id, key, version, size, etag, uploaded, http, custom, checksums, storage_class, segments)
+       VALUES (b_id, p_key, p_version, p_size, p_etag, p_uploaded, p_http, p_custom, p_checksums, p_storage_class, p_segments)
+       ON CONFLICT (bucket_id, key) DO UPDATE SET version = excluded.version, size = excluded.size, etag = excluded.etag,
+         uploaded = excluded.uploaded, http = excluded.http, custom = excluded.custom, checksums = excluded.checksums,
+         storage_class = excluded.storage_class, segments = excluded.segments;
+   END $$;`,
 ];

@@ -1,6 +1,6 @@
 import type { Readable } from "node:stream";
 import type { ContentStore } from "../core/content/store.js";
-import type { Postgres, SqlRunner, Transaction } from "../core/db/postgres.js";
+import { namedStatement, type Postgres, type SqlRunner, type Transaction } from "../core/db/postgres.js";
 import { R2Errors } from "./errors.js";
 import { listObjects } from "./list-objects.js";
 import { MultipartDelegation } from "./multipart-delegation.js";
@@ -33,6 +33,16 @@ const OBJECT_COLUMNS =
 /** What the store's own statements need of a bucket: its row id (a BIGSERIAL, as text). */
 type BucketId = string;
 
+const OBJECT_ROW = namedStatement(
+  "r2.object_row",
+  `SELECT ${OBJECT_COLUMNS} FROM r2.buckets b JOIN r2.objects o ON o.bucket_id = b.id WHERE b.account_id = $1 AND b.name = $2 AND o.key = $3`,
+);
+const PUT_OBJECT = namedStatement("r2.put_object", "SELECT bucket_found, replaced FROM r2.put_object($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)");
+
+/** How long a bucket seen to exist spares an unconditional put its check before the body is stored (the commit checks again). */
+const BUCKET_SEEN_MS = 10_000;
+const BUCKETS_SEEN_MAX = 10_000;
+
 /**
  * Objects and buckets on PostgreSQL (schema `r2`, R2_PG_MIGRATIONS); bytes in the content store (an S3 bucket in
  * distributed mode). As on SQLite, every write stores the body first and then commits the row in one transaction
@@ -45,6 +55,11 @@ export class PgR2Store extends MultipartDelegation implements R2Store {
   private readonly bodies: ObjectBodies;
   private readonly cors: PgBucketCors;
   protected readonly multipart: PgMultipart;
+  /**
+   * Buckets (account, name) seen to exist lately, until when. Only a hint: a put of a bucket deleted meanwhile stores
+   * its body, then the commit finds no bucket, answers 404 and removes the body.
+   */
+  private readonly bucketsSeen = new Map<string, number>();
 
   constructor(
     private readonly pg: Postgres,
@@ -105,6 +120,7 @@ export class PgR2Store extends MultipartDelegation implements R2Store {
       if (used) throw R2Errors.bucketNotEmpty();
       await tx.execute("DELETE FROM r2.buckets WHERE id = $1", [id]);
     });
+    this.bucketsSeen.delete(`${accountId}/${name}`);
   }
 
   /**
@@ -123,12 +139,22 @@ export class PgR2Store extends MultipartDelegation implements R2Store {
   private async objectRow(bucket: BucketRef, key: string): Promise<ObjectRow | undefined> {
     assertKey(key);
     assertPgText(key);
-    const row = await this.pg.row<ObjectRow>(
-      `SELECT ${OBJECT_COLUMNS} FROM r2.buckets b JOIN r2.objects o ON o.bucket_id = b.id WHERE b.account_id = $1 AND b.name = $2 AND o.key = $3`,
-      [bucket.accountId, bucket.bucketName, key],
-    );
+    const row = await this.pg.row<ObjectRow>(OBJECT_ROW, [bucket.accountId, bucket.bucketName, key]);
     if (!row) await this.bucketId(this.pg, bucket);
+    this.sawBucket(bucket);
     return row;
+  }
+
+  private sawBucket(bucket: BucketRef): void {
+    if (this.bucketsSeen.size >= BUCKETS_SEEN_MAX) this.bucketsSeen.clear();
+    this.bucketsSeen.set(`${bucket.accountId}/${bucket.bucketName}`, Date.now() + BUCKET_SEEN_MS);
+  }
+
+  /** Refuses a bucket that does not exist, unless it was seen lately. */
+  private async assertBucket(bucket: BucketRef): Promise<void> {
+    if ((this.bucketsSeen.get(`${bucket.accountId}/${bucket.bucketName}`) ?? 0) > Date.now()) return;
+    await this.bucketId(this.pg, bucket);
+    this.sawBucket(bucket);
   }
 
   async head(bucket: BucketRef, key: string): Promise<R2ObjectInfo | undefined> {
@@ -142,9 +168,10 @@ export class PgR2Store extends MultipartDelegation implements R2Store {
   }
 
   async put(bucket: BucketRef, key: string, body: Readable | Buffer, opts: R2PutOptions = {}): Promise<R2ObjectInfo | undefined> {
+    if (!opts.onlyIf) return this.putUnconditionally(bucket, key, body, opts);
     const { httpMetadata, current } = await beforeBody(body, async () => ({ httpMetadata: checkPut(key, opts), current: await this.objectRow(bucket, key) }));
     // Refuse early when the precondition already fails, without storing the body; it is checked again at commit.
-    if (opts.onlyIf && !conditionHolds(opts.onlyIf, current)) return drain(body);
+    if (!conditionHolds(opts.onlyIf, current)) return drain(body);
     const stored = await this.bodies.store(body, opts);
     let old: Segment[] | undefined;
     try {
@@ -162,6 +189,45 @@ export class PgR2Store extends MultipartDelegation implements R2Store {
       await this.bodies.forget(stored.id).catch(() => undefined);
       throw e;
     }
+  }
+
+  /** A put without precondition: the body, then one statement (r2.put_object) that commits the row. */
+  private async putUnconditionally(bucket: BucketRef, key: string, body: Readable | Buffer, opts: R2PutOptions): Promise<R2ObjectInfo> {
+    const httpMetadata = await beforeBody(body, async () => {
+      const checked = checkPut(key, opts);
+      assertPgText(key);
+      await this.assertBucket(bucket);
+      return checked;
+    });
+    const stored = await this.bodies.store(body, opts);
+    let result: { bucket_found: boolean; replaced: string | null };
+    let info: R2ObjectInfo;
+    try {
+      info = putObjectInfo(key, stored, opts, httpMetadata);
+      result = (await this.pg.row<{ bucket_found: boolean; replaced: string | null }>(PUT_OBJECT, [
+        bucket.accountId,
+        bucket.bucketName,
+        key,
+        info.version,
+        info.size,
+        info.etag,
+        info.uploaded,
+        JSON.stringify(info.httpMetadata),
+        JSON.stringify(info.customMetadata),
+        JSON.stringify(info.checksums),
+        info.storageClass,
+        JSON.stringify([[stored.id, stored.size]]),
+      ]))!;
+      if (!result.bucket_found) {
+        this.bucketsSeen.delete(`${bucket.accountId}/${bucket.bucketName}`);
+        throw R2Errors.bucketNotFound();
+      }
+    } catch (e) {
+      await this.bodies.forget(stored.id).catch(() => undefined);
+      throw e;
+    }
+    if (result.replaced) this.bodies.discard((JSON.parse(result.replaced) as Segment[]).map(([id]) => id));
+    return info;
   }
 
   /**

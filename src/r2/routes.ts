@@ -144,11 +144,23 @@ export function registerR2Routes(app: FastifyInstance, store: R2Store): void {
   });
 
   app.get<Route>(`${base}/:bucket/objects/*`, read, async (req, reply) => {
-    // A missing bucket is named before anything about the request is (a bad range on it is still a 404).
-    await bucketOf(req);
-    const onlyIf = conditionalFromHeaders(req.headers);
-    const range = parseRangeHeader(req.headers.range);
-    const found = await store.get(ref(req), keyOf(req), { onlyIf, range });
+    // A missing bucket is named before anything about the request is (a bad range on it is still a 404); the store's
+    // get names it too, so the bucket is looked up on its own only when the request is refused before that.
+    const bucketFirst = async (err: unknown) => {
+      await bucketOf(req);
+      throw err;
+    };
+    let onlyIf: ReturnType<typeof conditionalFromHeaders>;
+    let range: ReturnType<typeof parseRangeHeader>;
+    let key: string;
+    try {
+      onlyIf = conditionalFromHeaders(req.headers);
+      range = parseRangeHeader(req.headers.range);
+      key = keyOf(req);
+    } catch (err) {
+      return bucketFirst(err);
+    }
+    const found = await store.get(ref(req), key, { onlyIf, range }).catch(bucketFirst);
     if (!found) throw R2Errors.objectNotFound();
     const headers = objectHeaders(found.object);
     if ("preconditionFailed" in found) {

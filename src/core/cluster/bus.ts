@@ -33,6 +33,12 @@ export interface Bus {
   publish(area: string, what: string, tx?: Transaction): Promise<void>;
   /** Calls `handler` for the area's changes and for every resync; returns the unsubscribe function. */
   subscribe(area: string, handler: (event: BusEvent) => void): () => void;
+  /**
+   * For a bus carried by PostgreSQL: the `pg_notify(channel, payload)` arguments that announce a change, for a
+   * statement (a database function) that makes the change and announces it in one round trip. Undefined when the
+   * bus is not PostgreSQL's: publish after the commit instead.
+   */
+  sqlNotice?(area: string, what: string): { channel: string; payload: string };
   close(): Promise<void>;
 }
 
@@ -206,10 +212,15 @@ export class PostgresBus implements Bus {
   }
 
   async publish(area: string, what: string, tx?: Transaction): Promise<void> {
+    const { channel, payload } = this.sqlNotice(area, what);
+    await (tx ?? this.pg).execute("SELECT pg_notify($1, $2)", [channel, payload]);
+  }
+
+  sqlNotice(area: string, what: string): { channel: string; payload: string } {
     const payload = JSON.stringify({ a: area, w: what, o: this.nodeId });
     if (Buffer.byteLength(payload) > MAX_PAYLOAD_BYTES)
       throw new Error(`change notice too large (${Buffer.byteLength(payload)} bytes): name what changed, not the data`);
-    await (tx ?? this.pg).execute("SELECT pg_notify($1, $2)", [BUS_CHANNEL, payload]);
+    return { channel: BUS_CHANNEL, payload };
   }
 
   subscribe(area: string, handler: (event: BusEvent) => void): () => void {

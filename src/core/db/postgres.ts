@@ -22,28 +22,45 @@ export interface PostgresOptions {
 const RETRIED = new Set(["40001", "40P01"]);
 const MAX_ATTEMPTS = 5;
 
+/**
+ * A statement of the hot path, prepared once per connection under its name and then only bound and executed: the
+ * server parses and plans it once instead of on every request. Names must be unique in the process (`area.what`).
+ */
+export interface NamedStatement {
+  readonly name: string;
+  readonly text: string;
+}
+
+export function namedStatement(name: string, text: string): NamedStatement {
+  return { name, text };
+}
+
+type Sql = string | NamedStatement;
+const queryOf = (sql: Sql, params: readonly unknown[]) =>
+  typeof sql === "string" ? { text: sql, values: params as unknown[] } : { name: sql.name, text: sql.text, values: params as unknown[] };
+
 /** Typed query helpers over one connection or the pool; each error passes on marked as PostgreSQL's. */
 export class SqlRunner {
   constructor(protected readonly on: Queryable) {}
 
   /** The rows of `sql` with `$1..$n` bound to `params`. */
-  async rows<R extends object>(sql: string, params: readonly unknown[] = []): Promise<R[]> {
+  async rows<R extends object>(sql: Sql, params: readonly unknown[] = []): Promise<R[]> {
     try {
-      return (await this.on.query<R>(sql, params as unknown[])).rows;
+      return (await this.on.query<R>(queryOf(sql, params))).rows;
     } catch (err) {
       throw markDependency(err, "PostgreSQL");
     }
   }
 
   /** The first row, or undefined. */
-  async row<R extends object>(sql: string, params: readonly unknown[] = []): Promise<R | undefined> {
+  async row<R extends object>(sql: Sql, params: readonly unknown[] = []): Promise<R | undefined> {
     return (await this.rows<R>(sql, params))[0];
   }
 
   /** Runs a statement; returns how many rows it changed. */
-  async execute(sql: string, params: readonly unknown[] = []): Promise<number> {
+  async execute(sql: Sql, params: readonly unknown[] = []): Promise<number> {
     try {
-      return (await this.on.query(sql, params as unknown[])).rowCount ?? 0;
+      return (await this.on.query(queryOf(sql, params))).rowCount ?? 0;
     } catch (err) {
       throw markDependency(err, "PostgreSQL");
     }

@@ -106,7 +106,7 @@ export class PgBulkWriter implements KvBulkWriter {
       await flush();
       if (bulkId !== undefined) {
         const id = bulkId;
-        const replaced = await this.commit(id, namespaceId, staged);
+        const replaced = await this.commit(id, namespaceId, staged).finally(() => this.store.cache?.dropNamespace(namespaceId));
         bulkId = undefined;
         await this.store.dropContent(replaced);
       }
@@ -140,6 +140,8 @@ export class PgBulkWriter implements KvBulkWriter {
         [namespaceId, bulkId],
       );
       await tx.execute("DELETE FROM kv.bulk_writes WHERE id = $1", [bulkId]);
+      // Every node's read cache forgets the namespace when this commits.
+      await this.store.namespaceChanged(namespaceId, tx);
       return [...replaced, ...superseded.map((r) => r.content_id)];
     });
   }
