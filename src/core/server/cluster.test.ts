@@ -6,6 +6,7 @@ import { newTestCredentials, startTestPlatform, type TestCredentials, type TestP
 import { testDatabaseAndBucket } from "../testing/backends.js";
 import { awsEnv, privatePostgres, testBucket } from "../testing/services.js";
 import { startTcpProxy } from "../testing/tcp-proxy.js";
+import { bootstrapS3Credentials, s3Client, s3ErrorOf } from "../../r2/s3/testing/s3.js";
 
 const HANG_GUARD = { timeout: 420_000 };
 /** Small values live in PostgreSQL rows; 100 KB ones in the object store (KV over 64 KB, every R2 body). */
@@ -155,6 +156,12 @@ test(
     const body = await node.api("GET", `/accounts/${target.accountId}/r2/buckets/${target.bucket}/objects/before`);
     assert.equal(body.status, 503, "an object body cannot be read");
     assert.deepEqual(body.body.errors, [{ code: 10002, message: STORE_DOWN }]);
+    // The S3 API says the same in its own terms: 503 ServiceUnavailable (which S3 clients retry), not 500.
+    const { GetObjectCommand } = await import("@aws-sdk/client-s3");
+    const s3 = await s3Client(node, await bootstrapS3Credentials(node));
+    const viaS3 = await s3ErrorOf(s3.send(new GetObjectCommand({ Bucket: target.bucket, Key: "before" })));
+    assert.deepEqual([viaS3.status, viaS3.code], [503, "ServiceUnavailable"], viaS3.message);
+    assert.match(viaS3.message, /object store cannot be reached/);
     const listed = await node.api("GET", `/accounts/${target.accountId}/r2/buckets/${target.bucket}/objects?prefix=before`);
     assert.equal(listed.status, 200, "rows are still served: the listing needs PostgreSQL only");
     assert.equal(listed.body.result[0].key, "before");

@@ -109,6 +109,9 @@ export const S3Errors = {
     new S3Error(400, "InvalidPartOrder", "The list of parts was not in ascending order. The parts list must be specified in order by part number."),
 
   internal: (requestId: string) => new S3Error(500, "InternalError", `We encountered an internal error. Please try again. (request id ${requestId})`),
+  /** PostgreSQL or the object store behind this node is unreachable (distributed mode): S3 clients retry a 503. */
+  dependencyUnavailable: (dependency: string) =>
+    new S3Error(503, "ServiceUnavailable", `The service is unavailable: ${dependency} cannot be reached. Please reduce your request rate and retry.`),
 };
 
 const r2CodeSet: ReadonlySet<number> = new Set(Object.values(R2Codes));

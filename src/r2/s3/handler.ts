@@ -2,6 +2,7 @@ import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from "node:
 import { finished } from "node:stream";
 import type { AuthService } from "../../core/auth/auth-service.js";
 import type { Principal } from "../../core/auth/principal.js";
+import { unreachableDependency } from "../../core/errors/dependency.js";
 import { newRequestId } from "../../core/http/app.js";
 import type { Logger } from "../../core/logger.js";
 import type { R2CorsRule, R2Store } from "../store.js";
@@ -63,8 +64,11 @@ export function createS3Handler(deps: S3HandlerDeps): (req: IncomingMessage, res
     if (!onS3Host && !signed && (!address.bucket || !looksLikeBucket(address.bucket) || rawPath.startsWith("/client/"))) return false;
     const serving = preflight ? answerPreflight(deps, req, res, address, requestId) : serve(deps, req, res, address, rawPath, parseQuery(rawQuery), requestId);
     serving.catch((err: unknown) => {
-      deps.log.error({ err, requestId }, "s3 request failed");
-      if (!res.headersSent) answerError(req, res, S3Errors.internal(requestId), requestId, rawPath, {});
+      const dependency = unreachableDependency(err);
+      if (dependency) deps.log.warn({ err: (err as Error).message, requestId, dependency }, "s3 request refused: a dependency is unreachable");
+      else deps.log.error({ err, requestId }, "s3 request failed");
+      const answer = dependency ? S3Errors.dependencyUnavailable(dependency) : S3Errors.internal(requestId);
+      if (!res.headersSent) answerError(req, res, answer, requestId, rawPath, {});
       else res.destroy();
     });
     return true;
