@@ -1,7 +1,7 @@
 import type { Postgres } from "../core/db/postgres.js";
 import { QueuesErrors } from "./errors.js";
 import { QUEUES_LIMITS } from "./limits.js";
-import { leased, newId } from "./sqlite-store.js";
+import { leased, newId, queueStats } from "./sqlite-store.js";
 import type { ConsumerInput, ConsumerRecord, LeasedMessage, NewMessage, QueueRecord, QueuesStore, QueueStats, Settlement, WorkerConsumer } from "./store.js";
 import { checkQueueName, consumerColumns, consumerRecord, queueRecord, type ConsumerRow, type QueueRow } from "./validation.js";
 
@@ -154,12 +154,13 @@ export class PgQueuesStore implements QueuesStore {
   }
 
   async stats(queueId: string, nowMs: number): Promise<QueueStats> {
-    const r = (await this.pg.row<{ backlog: string; ready: string; oldest: string | null }>(
-      `SELECT count(*) AS backlog, count(*) FILTER (WHERE visible_at <= $2) AS ready, min(visible_at) FILTER (WHERE visible_at <= $2) AS oldest
+    const r = (await this.pg.row<{ backlog: string; bytes: string; sent: string | null; ready: string; oldest: string | null }>(
+      `SELECT count(*) AS backlog, coalesce(sum(length(body)), 0) AS bytes, min(sent_at) AS sent, count(*) FILTER (WHERE visible_at <= $2) AS ready,
+         min(visible_at) FILTER (WHERE visible_at <= $2) AS oldest
        FROM queues.messages WHERE queue_id = $1`,
       [queueId, nowMs],
     ))!;
-    return { backlog: Number(r.backlog), ready: Number(r.ready), ...(r.oldest !== null ? { oldestReadyAtMs: Number(r.oldest) } : {}) };
+    return queueStats(r);
   }
 
   async lease(queueId: string, max: number, leaseMs: number, nowMs: number): Promise<LeasedMessage[]> {

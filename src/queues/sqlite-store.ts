@@ -147,10 +147,11 @@ export class SqliteQueuesStore implements QueuesStore {
   async stats(queueId: string, nowMs: number): Promise<QueueStats> {
     const r = this.db
       .prepare(
-        "SELECT count(*) AS backlog, sum(visible_at <= ?) AS ready, min(CASE WHEN visible_at <= ? THEN visible_at END) AS oldest FROM messages WHERE queue_id = ?",
+        `SELECT count(*) AS backlog, coalesce(sum(length(body)), 0) AS bytes, min(sent_at) AS sent, sum(visible_at <= ?) AS ready,
+           min(CASE WHEN visible_at <= ? THEN visible_at END) AS oldest FROM messages WHERE queue_id = ?`,
       )
-      .get(nowMs, nowMs, queueId) as { backlog: number; ready: number | null; oldest: number | null };
-    return { backlog: r.backlog, ready: r.ready ?? 0, ...(r.oldest !== null ? { oldestReadyAtMs: r.oldest } : {}) };
+      .get(nowMs, nowMs, queueId) as { backlog: number; bytes: number; sent: number | null; ready: number | null; oldest: number | null };
+    return queueStats({ ...r, ready: r.ready ?? 0 });
   }
 
   async lease(queueId: string, max: number, leaseMs: number, nowMs: number): Promise<LeasedMessage[]> {
@@ -194,6 +195,21 @@ export class SqliteQueuesStore implements QueuesStore {
     })();
   }
 }
+
+/** The stats of a queue from the aggregates both stores select. */
+export const queueStats = (r: {
+  backlog: number | string;
+  bytes: number | string;
+  sent: number | string | null;
+  ready: number | string;
+  oldest: number | string | null;
+}): QueueStats => ({
+  backlog: Number(r.backlog),
+  backlogBytes: Number(r.bytes),
+  ready: Number(r.ready),
+  ...(r.sent !== null ? { oldestSentAtMs: Number(r.sent) } : {}),
+  ...(r.oldest !== null ? { oldestReadyAtMs: Number(r.oldest) } : {}),
+});
 
 /** A leased row as a LeasedMessage (`attempts` counting this delivery). */
 export const leased = (

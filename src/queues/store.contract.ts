@@ -77,7 +77,8 @@ export const describeQueuesStore = storeContract<QueuesStore>("QueuesStore", (it
     await store.enqueue(q, [msg("one"), msg("two"), msg("later", 3600)]);
     await assert.rejects(store.enqueue("f".repeat(32), [msg("x")]), code(QueuesCodes.queueNotFound));
     const stats = await store.stats(q, now + 1000);
-    assert.deepEqual([stats.backlog, stats.ready], [3, 2]);
+    assert.deepEqual([stats.backlog, stats.backlogBytes, stats.ready], [3, 11, 2]);
+    assert.ok(stats.oldestSentAtMs! >= now - 60_000 && stats.oldestSentAtMs! <= Date.now());
     assert.ok(stats.oldestReadyAtMs! <= now + 1000);
 
     const first = await store.lease(q, 1, 60_000, now + 1000);

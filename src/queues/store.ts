@@ -78,6 +78,10 @@ export type Settlement =
 export interface QueueStats {
   /** Messages in the queue, leased ones included. */
   backlog: number;
+  /** Their bodies' bytes together. */
+  backlogBytes: number;
+  /** When the oldest of them was sent (ms), if there is one. */
+  oldestSentAtMs?: number;
   /** Messages deliverable now. */
   ready: number;
   /** When the longest-waiting deliverable message became deliverable (ms), if any is. */
