@@ -159,6 +159,19 @@ export function registerQueuesRoutes(app: FastifyInstance, deps: QueuesRouteDeps
     return ok(await store.updateConsumer(p.account_id, queue.queue_id, p.consumer_id, await consumerInput(p, queue, req.body)));
   });
 
+  app.get(`${BASE}/:queue_id/consumers/:consumer_id`, read, async (req) => {
+    const p = req.params as Params;
+    const c = (await store.listConsumers(p.account_id, p.queue_id)).find((x) => x.consumer_id === p.consumer_id);
+    if (!c) throw QueuesErrors.consumerNotFound();
+    return ok(c);
+  });
+
+  app.get(`${BASE}/:queue_id/metrics`, read, async (req) => {
+    const p = req.params as Params;
+    const stats = await store.stats((await queueOf(p)).queue_id, Date.now());
+    return ok({ backlog_count: stats.backlog, backlog_bytes: stats.backlogBytes, oldest_message_timestamp_ms: stats.oldestSentAtMs ?? 0 });
+  });
+
   app.delete(`${BASE}/:queue_id/consumers/:consumer_id`, edit, async (req) => {
     const p = req.params as Params;
     await store.deleteConsumer(p.account_id, p.queue_id, p.consumer_id);
