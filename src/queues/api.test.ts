@@ -49,6 +49,11 @@ test("cloudflare SDK: create, list, get, rename, delete, each account seeing its
   );
   await assert.rejects(cf.queues.create({ account_id: accountB, queue_name: "intruder" }), status(403));
 
+  // The older /workers/queues path answers the same.
+  const legacy = await p.api("GET", `/accounts/${account_id}/workers/queues/${q.queue_id}`);
+  assert.equal(legacy.body.result.queue_name, "sdk-renamed");
+  assert.equal((await p.api("GET", `/accounts/${accountB}/workers/queues/${q.queue_id}`, undefined, p.keyHeaders())).status, 404);
+
   await cf.queues.delete(q.queue_id!, { account_id });
   await assert.rejects(cf.queues.get(q.queue_id!, { account_id }), status(404));
   assert.equal((await cfB.queues.get(b.queue_id!, { account_id: accountB })).queue_name, "sdk-renamed");

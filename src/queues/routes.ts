@@ -12,7 +12,8 @@ import { checkQueueName } from "./validation.js";
 
 type Params = { account_id: string; queue_id: string; consumer_id: string };
 
-const BASE = "/accounts/:account_id/queues";
+/** The v4 path, and the older `/workers/queues` one some wrangler 3 releases call: the same routes answer both. */
+const BASES = ["/accounts/:account_id/queues", "/accounts/:account_id/workers/queues"];
 const read = { config: { permission: "queues_read" } } as const;
 const edit = { config: { permission: "queues_edit" } } as const;
 /** A batch of the largest messages as JSON (text escapes can double a body), with room around it. */
@@ -73,6 +74,10 @@ function apiMessage(m: z.infer<typeof messageBody>, fallbackDelay: number): NewM
  * that account only, so another account's queue id answers 404 as an unknown one does.
  */
 export function registerQueuesRoutes(app: FastifyInstance, deps: QueuesRouteDeps): void {
+  for (const base of BASES) registerUnder(app, base, deps);
+}
+
+function registerUnder(app: FastifyInstance, base: string, deps: QueuesRouteDeps): void {
   const { store } = deps;
 
   const queueOf = async (p: Params): Promise<QueueRecord> => {
@@ -85,7 +90,7 @@ export function registerQueuesRoutes(app: FastifyInstance, deps: QueuesRouteDeps
     return { ...q, consumers, consumers_total_count: consumers.length };
   };
 
-  app.get(BASE, read, async (req) => {
+  app.get(base, read, async (req) => {
     const { account_id } = req.params as Params;
     const q = req.query as Record<string, string | undefined>;
     const page = readPage(q, { defaultPerPage: 100, maxPerPage: 1000, code: QueuesCodes.badRequest });
@@ -93,13 +98,13 @@ export function registerQueuesRoutes(app: FastifyInstance, deps: QueuesRouteDeps
     return ok(await Promise.all(queues.map((x) => view(account_id, x))), resultInfo(page, queues.length, total));
   });
 
-  app.post(BASE, edit, async (req) => {
+  app.post(base, edit, async (req) => {
     const { account_id } = req.params as Params;
     const { queue_name } = parseWith(createBody, req.body ?? {}, QueuesCodes.badRequest);
     return ok(await view(account_id, await store.createQueue(account_id, queue_name)));
   });
 
-  app.get(`${BASE}/:queue_id`, read, async (req) => {
+  app.get(`${base}/:queue_id`, read, async (req) => {
     const p = req.params as Params;
     return ok(await view(p.account_id, await queueOf(p)));
   });
@@ -109,10 +114,10 @@ export function registerQueuesRoutes(app: FastifyInstance, deps: QueuesRouteDeps
     const { queue_name } = parseWith(updateBody, req.body ?? {}, QueuesCodes.badRequest);
     return ok(await view(p.account_id, await store.renameQueue(p.account_id, p.queue_id, queue_name)));
   };
-  app.put(`${BASE}/:queue_id`, edit, update);
-  app.patch(`${BASE}/:queue_id`, edit, update);
+  app.put(`${base}/:queue_id`, edit, update);
+  app.patch(`${base}/:queue_id`, edit, update);
 
-  app.delete(`${BASE}/:queue_id`, edit, async (req) => {
+  app.delete(`${base}/:queue_id`, edit, async (req) => {
     const p = req.params as Params;
     await store.deleteQueue(p.account_id, p.queue_id);
     return ok(null);
@@ -142,37 +147,37 @@ export function registerQueuesRoutes(app: FastifyInstance, deps: QueuesRouteDeps
     return { type: "worker", script_name: script, settings, ...dead };
   };
 
-  app.get(`${BASE}/:queue_id/consumers`, read, async (req) => {
+  app.get(`${base}/:queue_id/consumers`, read, async (req) => {
     const p = req.params as Params;
     return ok(await store.listConsumers(p.account_id, p.queue_id));
   });
 
-  app.post(`${BASE}/:queue_id/consumers`, edit, async (req) => {
+  app.post(`${base}/:queue_id/consumers`, edit, async (req) => {
     const p = req.params as Params;
     const queue = await queueOf(p);
     return ok(await store.addConsumer(p.account_id, queue.queue_id, await consumerInput(p, queue, req.body)));
   });
 
-  app.put(`${BASE}/:queue_id/consumers/:consumer_id`, edit, async (req) => {
+  app.put(`${base}/:queue_id/consumers/:consumer_id`, edit, async (req) => {
     const p = req.params as Params;
     const queue = await queueOf(p);
     return ok(await store.updateConsumer(p.account_id, queue.queue_id, p.consumer_id, await consumerInput(p, queue, req.body)));
   });
 
-  app.get(`${BASE}/:queue_id/consumers/:consumer_id`, read, async (req) => {
+  app.get(`${base}/:queue_id/consumers/:consumer_id`, read, async (req) => {
     const p = req.params as Params;
     const c = (await store.listConsumers(p.account_id, p.queue_id)).find((x) => x.consumer_id === p.consumer_id);
     if (!c) throw QueuesErrors.consumerNotFound();
     return ok(c);
   });
 
-  app.get(`${BASE}/:queue_id/metrics`, read, async (req) => {
+  app.get(`${base}/:queue_id/metrics`, read, async (req) => {
     const p = req.params as Params;
     const stats = await store.stats((await queueOf(p)).queue_id, Date.now());
     return ok({ backlog_count: stats.backlog, backlog_bytes: stats.backlogBytes, oldest_message_timestamp_ms: stats.oldestSentAtMs ?? 0 });
   });
 
-  app.delete(`${BASE}/:queue_id/consumers/:consumer_id`, edit, async (req) => {
+  app.delete(`${base}/:queue_id/consumers/:consumer_id`, edit, async (req) => {
     const p = req.params as Params;
     await store.deleteConsumer(p.account_id, p.queue_id, p.consumer_id);
     return ok(null);
@@ -182,14 +187,14 @@ export function registerQueuesRoutes(app: FastifyInstance, deps: QueuesRouteDeps
 
   const messagesRoute = { ...edit, bodyLimit: MESSAGES_BODY_LIMIT };
 
-  app.post(`${BASE}/:queue_id/messages`, messagesRoute, async (req) => {
+  app.post(`${base}/:queue_id/messages`, messagesRoute, async (req) => {
     const p = req.params as Params;
     const queue = await queueOf(p);
     await deps.producer.send(queue, [apiMessage(parseWith(messageBody, req.body ?? {}, QueuesCodes.badRequest), 0)]);
     return ok(null);
   });
 
-  app.post(`${BASE}/:queue_id/messages/batch`, messagesRoute, async (req) => {
+  app.post(`${base}/:queue_id/messages/batch`, messagesRoute, async (req) => {
     const p = req.params as Params;
     const queue = await queueOf(p);
     const b = parseWith(batchBody, req.body ?? {}, QueuesCodes.badRequest);
@@ -201,12 +206,12 @@ export function registerQueuesRoutes(app: FastifyInstance, deps: QueuesRouteDeps
     return ok(null);
   });
 
-  app.post(`${BASE}/:queue_id/messages/pull`, edit, async (req) => {
+  app.post(`${base}/:queue_id/messages/pull`, edit, async (req) => {
     const p = req.params as Params;
     return ok(await deps.pull.pull(p.account_id, await queueOf(p), req.body ?? {}));
   });
 
-  app.post(`${BASE}/:queue_id/messages/ack`, edit, async (req) => {
+  app.post(`${base}/:queue_id/messages/ack`, edit, async (req) => {
     const p = req.params as Params;
     return ok(await deps.pull.ack(p.account_id, await queueOf(p), req.body ?? {}));
   });
