@@ -44,11 +44,11 @@ const platforms: TestPlatform[] = [];
 after(async () => {
   for (const p of platforms) await p.dispose();
 });
-/** `--queue-consumer-timeout 5`: a leased batch whose node died is delivered again 5 s later. */
-const start = async (again?: TestPlatform) => {
+/** `consumerTimeout` (s) is how long a batch is leased: one whose node died is delivered again that long after it started. */
+const start = async (again?: TestPlatform, consumerTimeout = "20") => {
   const p = await startTestPlatform({
     ...(again && { stateDir: again.stateDir, credentials: { accountId: again.accountId, email: again.email, apiKey: again.apiKey, token: again.token } }),
-    args: ["--dns-port", "0", "--queue-poll-interval", "0.2", "--queue-consumer-timeout", "5"],
+    args: ["--dns-port", "0", "--queue-poll-interval", "0.2", "--queue-consumer-timeout", consumerTimeout],
   });
   platforms.push(p);
   return p;
@@ -92,43 +92,24 @@ test("edgecli queues and deploy; messages survive a platform killed mid-batch, a
     assert.equal((await hit(p, "cli-worker", "/?body=first")).text, "queued first");
     await eventually(() => seen(p).some((s) => s.body === "first"), "the first message delivered");
 
-    // The consumer hangs on "hang"; "waiting" is sent while no consumer is attached, then the platform is killed.
+    // The consumer hangs on "hang"; "waiting", sent meanwhile, waits behind that batch; then the platform is killed.
     assert.equal((await hit(p, "cli-worker", "/?body=hang")).text, "queued hang");
     await eventually(() => seen(p).some((s) => s.body === "hang"), "the hanging delivery started");
-    ok(await queues("consumer", "remove", "cli-q", "cli-worker"));
     assert.equal((await hit(p, "cli-worker", "/?body=waiting")).text, "queued waiting");
     p.process.kill("SIGKILL");
     await new Promise((r) => p.process.once("exit", r));
 
-    p = await start(p);
-    const before = seen(p);
-    assert.deepEqual(before, [], "a fresh process log");
-    ok(
-      await p.cli(
-        [
-          "queues",
-          "consumer",
-          "add",
-          "cli-q",
-          "cli-worker",
-          "--batch-size",
-          "2",
-          "--batch-timeout",
-          "1",
-          "--message-retries",
-          "1",
-          "--dead-letter-queue",
-          "cli-dlq",
-        ],
-        { cwd },
-      ),
-    );
-    await eventually(() => seen(p).some((s) => s.body === "waiting") && seen(p).some((s) => s.body === "hang"), "both messages after the restart", 30_000);
+    // Its own deliveries get a generous time limit; the hanging batch's lease is the killed platform's (20 s).
+    p = await start(p, "120");
+    assert.deepEqual(seen(p), [], "a fresh process log");
+    await eventually(() => seen(p).some((s) => s.body === "waiting") && seen(p).some((s) => s.body === "hang"), "both messages after the restart", 180_000);
     const after = seen(p);
     assert.deepEqual(after.find((s) => s.body === "hang")?.attempts, 2, "the hanging batch was delivered again once its lease ran out");
     assert.deepEqual(after.find((s) => s.body === "waiting")?.attempts, 1);
     assert.ok(!after.some((s) => s.body === "first"), "an acknowledged message does not come back");
 
+    ok(await p.cli(["queues", "consumer", "add", "cli-q", "cli-worker", "--batch-size", "5", "--message-retries", "2"], { cwd }));
+    assert.match(ok(await queues("info", "cli-q")).stdout, /batch size 5, batch timeout 5000 ms, retries 2/);
     ok(await p.cli(["queues", "consumer", "remove", "cli-q", "cli-worker"], { cwd }));
     assert.match(ok(await p.cli(["queues", "delete", "cli-dlq", "-y"], { cwd })).stdout, /Deleted queue cli-dlq/);
     const gone = await p.cli(["queues", "info", "cli-dlq"], { cwd });
