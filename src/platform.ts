@@ -22,6 +22,7 @@ import { markStateDirInUse } from "./core/server/state-lock.js";
 import { createDnsService } from "./dns/service.js";
 import { createD1Service } from "./d1/service.js";
 import { createKvService } from "./kv/service.js";
+import { createQueuesService } from "./queues/service.js";
 import { createR2Service } from "./r2/service.js";
 import { createWorkersService } from "./workers/service.js";
 import { createAiGatewayService } from "./ai-gateway/service.js";
@@ -92,6 +93,7 @@ export async function startPlatform(config: PlatformConfig, log: Logger = create
   const kv = createKvService(ctx);
   const r2 = createR2Service(ctx);
   const d1 = createD1Service(ctx);
+  const queues = createQueuesService(ctx);
   // Raw handlers see a request in this order: worker hosts first, then the AI gateway's /v1/, then R2's S3 API
   // (requests signed with SigV4), then the routes (v4 API, dashboard).
   const services: EdgeService[] = [
@@ -99,7 +101,8 @@ export async function startPlatform(config: PlatformConfig, log: Logger = create
     createDnsService(ctx),
     kv,
     d1,
-    createWorkersService(ctx, { kv, r2, d1 }),
+    queues,
+    createWorkersService(ctx, { kv, r2, d1, queues }),
     createAiGatewayService(ctx),
     r2,
     createDashboardService(ctx),

@@ -3,6 +3,7 @@ import { SecretBox } from "../core/secret-box.js";
 import type { EdgeService, ServiceContext } from "../core/service.js";
 import type { D1Service } from "../d1/service.js";
 import type { KvService } from "../kv/service.js";
+import type { QueuesService, QueuesWorkers } from "../queues/service.js";
 import type { R2Service } from "../r2/service.js";
 import type { BindingBackendName } from "./bindings/binding-type.js";
 import type { BindingHandler } from "./bindings/server.js";
@@ -30,7 +31,7 @@ interface BindingBackend {
   handle: BindingHandler;
 }
 
-export function createWorkersService(ctx: ServiceContext, deps: { kv: KvService; r2: R2Service; d1: D1Service }): EdgeService {
+export function createWorkersService(ctx: ServiceContext, deps: { kv: KvService; r2: R2Service; d1: D1Service; queues: QueuesService }): EdgeService {
   const config = readWorkersConfig(ctx.options(serveOptions));
   const box = SecretBox.load(ctx.config.stateDir);
   const pg = ctx.openPostgres(WORKERS_AREA, WORKERS_PG_MIGRATIONS);
@@ -59,6 +60,13 @@ export function createWorkersService(ctx: ServiceContext, deps: { kv: KvService;
         handle: (call, req, res) => deps.d1.bindingHandler({ accountId: call.accountId, databaseId: call.resource }, req, res),
       },
     ],
+    [
+      "queues",
+      {
+        exists: (accountId, name) => deps.queues.queueExists(accountId, name),
+        handle: (call, req, res) => deps.queues.bindingHandler({ accountId: call.accountId, queueName: call.resource }, req, res),
+      },
+    ],
   ]);
   const exists: ResourceExists = (backend, accountId, resource) => backends.get(backend)!.exists(accountId, resource);
   const runtime = new WorkersRuntime(
@@ -78,6 +86,7 @@ export function createWorkersService(ctx: ServiceContext, deps: { kv: KvService;
   const proxy = new WorkerProxy(runtime, config.domain, log);
   const clock = new CronClock(store, (s, tick) => runtime.runScheduled(s.script, s.cron, tick), log);
   let unfollow: (() => void) | undefined;
+  let stopDelivery: (() => Promise<void>) | undefined;
   let gcTimer: NodeJS.Timeout | undefined;
   // Module bytes whose record never committed (a crash, or a commit that failed after the upload started them).
   const sweep = async () => {
@@ -124,13 +133,35 @@ export function createWorkersService(ctx: ServiceContext, deps: { kv: KvService;
       gcTimer = setInterval(sweepLogged, GC_INTERVAL_MS);
       gcTimer.unref();
       await clock.start();
+      stopDelivery = deps.queues.startDelivery(queueWorkers(store, runtime));
     },
     describe: () => ({ workers: urlOf("<script>") }),
     async stop() {
       unfollow?.();
+      await stopDelivery?.();
       clearInterval(gcTimer);
       clock.stop();
       await runtime.stop();
+    },
+  };
+}
+
+/** What Queues needs of Workers: whether a script exists, and running a consumer's queue() on its workerd. */
+function queueWorkers(store: WorkersStore, runtime: WorkersRuntime): QueuesWorkers {
+  return {
+    scriptExists: async (accountId, name) => (await store.get(accountId, name)) !== undefined,
+    deliverer: {
+      // Script names are unique platform-wide; the account check keeps a consumer from reaching another account's script.
+      ready: (c) => {
+        const rt = runtime.lookup(c.script_name);
+        return rt !== undefined && rt.accountId === c.account_id && rt.handlers.includes("queue");
+      },
+      deliver: async (c, messages, timeoutMs) => {
+        const rt = runtime.lookup(c.script_name);
+        const outcome = rt && rt.accountId === c.account_id ? await rt.runQueue(c.queue_name, messages, timeoutMs) : undefined;
+        if (!outcome) throw new Error(`the Worker ${c.script_name} does not run here with a queue() handler`);
+        return outcome;
+      },
     },
   };
 }

@@ -16,6 +16,8 @@ export const PERMISSION_GROUPS = [
   { id: "ai_gateway_run", name: "AI Gateway Run", scope: "account" },
   { id: "d1_read", name: "D1 Read", scope: "account" },
   { id: "d1_edit", name: "D1 Edit", scope: "account" },
+  { id: "queues_read", name: "Queues Read", scope: "account" },
+  { id: "queues_edit", name: "Queues Edit", scope: "account" },
   { id: "account_settings_read", name: "Account Settings Read", scope: "account" },
   { id: "api_tokens_read", name: "API Tokens Read", scope: "user" },
   { id: "api_tokens_edit", name: "API Tokens Edit", scope: "user" },
@@ -33,6 +35,7 @@ const IMPLIED: Partial<Record<Permission, Permission[]>> = {
   ai_gateway_edit: ["ai_gateway_read"],
   api_tokens_edit: ["api_tokens_read"],
   d1_edit: ["d1_read"],
+  queues_edit: ["queues_read"],
 };
 
 export function expandPermissions(perms: Iterable<Permission>): Set<Permission> {

@@ -17,7 +17,7 @@ export interface WorkerdBindingContext {
 }
 
 /** The areas that serve binding calls through the binding server (see service.ts for which handles what). */
-export type BindingBackendName = "r2" | "kv" | "d1";
+export type BindingBackendName = "r2" | "kv" | "d1" | "queues";
 
 export interface BindingType<B extends { type: string; name: string }> {
   readonly type: B["type"];

@@ -47,6 +47,7 @@ export const CONFIG_KEYS: ReadonlyMap<string, Treatment> = new Map<string, Treat
   ["triggers", read],
   ["durable_objects", read],
   ["migrations", read],
+  ["queues", read],
   ["build", read],
   ["define", read],
   ["alias", read],
@@ -69,7 +70,6 @@ export const CONFIG_KEYS: ReadonlyMap<string, Treatment> = new Map<string, Treat
   ["preserve_file_names", noEffect],
   ["$schema", noEffect],
   // Refused: each changes what runs, and this platform does not have it (yet).
-  ["queues", refused("Queues")],
   ["assets", refused("static assets")],
   ["services", refused("service bindings")],
   ["ai", refused("Workers AI")],

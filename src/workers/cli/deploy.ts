@@ -5,6 +5,7 @@ import type { ProjectConfig } from "../../core/cli/config-file.js";
 import { UserError } from "../../core/errors.js";
 import type { Binding } from "../bindings/registry.js";
 import { durableObjectBindings, migrationsToUpload } from "../durable-objects/cli-config.js";
+import { applyQueueConsumers, queueConsumers, queueProducerBindings } from "../../queues/cli/deploy-config.js";
 import { cronProblem } from "../triggers/cron.js";
 import { effectiveKeys, refuseUnsupportedSections } from "./config-sections.js";
 import { resolveScriptName, scriptPath, uploadForm } from "./target.js";
@@ -53,6 +54,7 @@ function bindingsOf(cfg: ProjectConfig | undefined): Binding[] {
       throw new UserError(`${cfg.path}: the D1 binding "${d1.binding}" has no "database_id"; create one with \`edgecli d1 create\` and put its uuid there`);
     out.push({ type: "d1", name: d1.binding, id: d1.database_id });
   }
+  out.push(...queueProducerBindings(cfg));
   return out;
 }
 
@@ -154,6 +156,7 @@ function printBindings(ctx: CliContext, bindings: Binding[], cfg: ProjectConfig 
     ["r2_bucket", "R2 Buckets", (b) => (b as { bucket_name: string }).bucket_name],
     ["d1", "D1 Databases", (b) => d1Shown(cfg, b)],
     ["plain_text", "Vars", (b) => JSON.stringify((b as { text: string }).text)],
+    ["queue", "Queues", (b) => (b as { queue_name: string }).queue_name],
   ];
   for (const [type, title, show] of groups) {
     const of = bindings.filter((b) => b.type === type);
@@ -175,6 +178,8 @@ export async function deploy(args: DeployArgs, ctx: CliContext): Promise<void> {
   if (!compatibilityDate) throw new UserError('A compatibility_date is required when deploying. Add one to the config, e.g. compatibility_date = "2024-09-01"');
   const bindings = bindingsOf(cfg);
   const crons = cronsOf(args, cfg);
+  // Checked before anything is uploaded; applied after.
+  if (cfg) queueConsumers(cfg, name);
   for (const cron of crons ?? []) {
     const problem = cronProblem(cron);
     if (problem) throw new UserError(`Invalid cron expression "${cron}": ${problem}`);
@@ -205,6 +210,7 @@ export async function deploy(args: DeployArgs, ctx: CliContext): Promise<void> {
     // The API checks each expression: a bad one is refused there with its reason, and the triggers stay as they were.
     await ctx.api().fetchEnvelope("PUT", `${scriptPath(accountId, name)}/schedules`, { json: crons.map((cron) => ({ cron })) });
   }
+  for (const queue of cfg ? await applyQueueConsumers(ctx, cfg, accountId, name) : []) ctx.log.info(`  Consumer for ${queue}`);
   ctx.log.info(`Deployed ${name} triggers`);
   if (result.url) ctx.log.info(`  ${result.url}`);
   for (const cron of crons ?? []) ctx.log.info(`  schedule: ${cron}`);

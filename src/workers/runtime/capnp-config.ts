@@ -3,6 +3,7 @@ import { durableObjectsWorkerd, type DurableObjectStorageMode } from "../durable
 import { typeOf } from "../bindings/registry.js";
 import { capnpString } from "./capnp-string.js";
 import type { EntryModule } from "./entry-module.js";
+import { QUEUE_SOCKET, queueDispatchService } from "./queue-dispatch.js";
 import type { RunnableScript } from "./runtime.js";
 
 /** Where a binding's calls go: the binding server's socket, with the header that identifies the resource. */
@@ -57,6 +58,7 @@ export function workerdConfig(input: WorkerdConfigInput): string {
   secrets.forEach((s, i) => bindings.push(`(name = ${capnpString(s.name)}, fromEnvironment = ${capnpString(secretVariable(i))})`));
   const objects = input.run.durableObjects && durableObjectsWorkerd(input.run.durableObjects, input.durableObjectStorage ?? "disk");
   if (objects) services.push(...objects.services);
+  services.push(queueDispatchService());
   // workerd takes the first module as the main one: the entry module, which runs the script's main module.
   const mods = [
     `(name = ${capnpString(input.entry.module.name)}, esModule = embed ${capnpString(input.entry.path)})`,
@@ -71,6 +73,7 @@ const config :Workerd.Config = (
     (name = "http", http = (), service = "main"),
     (name = "handlers", http = (), service = (name = "main", entrypoint = ${capnpString(input.entry.module.handlersExport)})),
     (name = "scheduled", http = (), service = (name = "main", entrypoint = ${capnpString(input.entry.module.scheduledExport)})),
+    ${QUEUE_SOCKET},
   ],
 );
 const script :Workerd.Worker = (

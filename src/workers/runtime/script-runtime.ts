@@ -6,6 +6,9 @@ import { secretEnvironment, workerdConfig, type BindingTarget } from "./capnp-co
 import { askHandlers, entryModule, runScheduledOn, type ScheduledOutcome } from "./entry-module.js";
 import type { DurableObjectStorageMode } from "../durable-objects/workerd.js";
 import type { RunnableScript } from "./runtime.js";
+import type { QueueOutcome } from "../../queues/delivery.js";
+import type { LeasedMessage } from "../../queues/store.js";
+import { runQueueOn } from "./queue-dispatch.js";
 import type { SocketDir } from "./socket-dir.js";
 import { effectiveCompatibilityDate, type WorkerdBinary } from "./workerd-binary.js";
 import type { WorkerdLeash } from "./workerd-leash.js";
@@ -98,6 +101,9 @@ export class ScriptRuntime {
     return this.current?.pid;
   }
 
+  /** The account of the script (known once a version was deployed). */
+  accountId?: string;
+
   /** The handlers of the version that runs (none before one has started). */
   get handlers(): readonly string[] {
     return this.currentVersion?.handlers ?? [];
@@ -126,6 +132,7 @@ export class ScriptRuntime {
 
   private async doDeploy(run: RunnableScript): Promise<void> {
     if (this.closed) throw new Error("runtime is stopped");
+    this.accountId = run.script.accountId;
     const gen = ++this.generation;
     const dir = join(this.opts.dir, String(gen));
     const version = writeVersion(dir, run, this.opts);
@@ -210,7 +217,12 @@ export class ScriptRuntime {
       binary: this.opts.workerd.path,
       configFile: version.file,
       env: version.env,
-      sockets: { http: this.opts.sockets.next("workerd"), handlers: handlersSocket, scheduled: this.opts.sockets.next("scheduled") },
+      sockets: {
+        http: this.opts.sockets.next("workerd"),
+        handlers: handlersSocket,
+        scheduled: this.opts.sockets.next("scheduled"),
+        queue: this.opts.sockets.next("queue"),
+      },
       log: this.opts.log,
       tag: this.tag,
       leash: this.opts.leash,
@@ -242,6 +254,13 @@ export class ScriptRuntime {
     const proc = await this.waitLive(10_000);
     if (!proc || !this.handlers.includes("scheduled")) return undefined;
     return runScheduledOn(proc.socketOf("scheduled"), cron, scheduledTime);
+  }
+
+  /** Runs the live version's queue() on a batch; undefined when no version runs or it has no queue handler. */
+  async runQueue(queueName: string, messages: readonly LeasedMessage[], timeoutMs: number): Promise<QueueOutcome | undefined> {
+    const proc = await this.waitLive(10_000);
+    if (!proc || !this.handlers.includes("queue")) return undefined;
+    return runQueueOn(proc.socketOf("queue"), queueName, messages, timeoutMs);
   }
 
   private adopt(proc: WorkerdProcess, version: Version): void {

@@ -78,7 +78,14 @@ export class WorkerdProcess {
    */
   static start(opts: WorkerdStart): Promise<WorkerdProcess> {
     const { binary, configFile, env, sockets, log, tag } = opts;
-    const args = ["serve", configFile, "--control-fd=3", ...Object.entries(sockets).flatMap(([name, path]) => ["--socket-addr", `${name}=unix:${path}`])];
+    // --experimental: the queue dispatcher's compatibility flag needs it (runtime/queue-dispatch.ts).
+    const args = [
+      "serve",
+      configFile,
+      "--experimental",
+      "--control-fd=3",
+      ...Object.entries(sockets).flatMap(([name, path]) => ["--socket-addr", `${name}=unix:${path}`]),
+    ];
     const command = opts.leash?.command(binary, args) ?? { file: binary, args };
     const child = spawn(command.file, command.args, { stdio: ["ignore", "pipe", "pipe", "pipe"], env });
     const pid = child.pid;

@@ -71,7 +71,12 @@ export async function startBoundWorkerd(opts: {
       binary: defaultWorkerdPath(),
       configFile: join(dir, "config.capnp"),
       env: {},
-      sockets: { http: join(dir, "workerd.sock"), handlers: join(dir, "handlers.sock"), scheduled: join(dir, "scheduled.sock") },
+      sockets: {
+        http: join(dir, "workerd.sock"),
+        handlers: join(dir, "handlers.sock"),
+        scheduled: join(dir, "scheduled.sock"),
+        queue: join(dir, "queue.sock"),
+      },
       log: createLogger({ level: "silent" }),
       tag: { test: opts.binding.kind },
     });

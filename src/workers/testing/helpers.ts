@@ -73,8 +73,8 @@ export function logEntries(p: TestPlatform): Record<string, any>[] {
 }
 
 /** The real platform on free ports only (the DNS listener too), so test files can run side by side. */
-export function startPlatform(): Promise<TestPlatform> {
-  return startTestPlatform({ args: ["--dns-port", "0"] });
+export function startPlatform(args: string[] = []): Promise<TestPlatform> {
+  return startTestPlatform({ args: ["--dns-port", "0", ...args] });
 }
 
 /** Runs `fn` with a fresh temporary directory, removed afterwards whatever happens. */

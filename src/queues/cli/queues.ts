@@ -1,0 +1,91 @@
+import type { CliContext } from "../../core/cli/context.js";
+import { UserError } from "../../core/errors.js";
+import { printTable } from "../../d1/cli/table.js";
+import type { ConsumerRecord, QueueRecord } from "../store.js";
+import { putConsumer, queueNamed, queuesPath, removeConsumer, type ConsumerBody } from "./consumers.js";
+
+type QueueView = QueueRecord & { consumers: ConsumerRecord[]; consumers_total_count: number };
+
+export async function createQueue(args: { name?: string }, ctx: CliContext): Promise<void> {
+  const account = await ctx.accountId();
+  const q = await ctx.api().fetchResult<QueueView>("POST", queuesPath(account), { json: { queue_name: args.name } });
+  ctx.log.info(`✅ Created queue ${q.queue_name} (${q.queue_id})`);
+  ctx.log.info(`Add it to your configuration file:\n[[queues.producers]]\nbinding = "QUEUE"\nqueue = "${q.queue_name}"`);
+}
+
+export async function listQueues(args: { json?: boolean }, ctx: CliContext): Promise<void> {
+  const account = await ctx.accountId();
+  const all = await ctx.api().fetchAllPages<QueueView>(queuesPath(account), {}, 1000);
+  if (args.json) return ctx.json(all);
+  if (all.length === 0) return ctx.log.info("No queues.");
+  printTable(
+    ctx,
+    all.map((q) => ({ id: q.queue_id, name: q.queue_name, created_on: q.created_on, modified_on: q.modified_on, consumers: q.consumers_total_count })),
+  );
+}
+
+export async function queueInfo(args: { name?: string; json?: boolean }, ctx: CliContext): Promise<void> {
+  const account = await ctx.accountId();
+  const q = await queueNamed(ctx, account, args.name!);
+  if (args.json) return ctx.json(q);
+  ctx.write(`Queue Name: ${q.queue_name}\nQueue ID: ${q.queue_id}\nCreated On: ${q.created_on}\nLast Modified: ${q.modified_on}\n`);
+  ctx.write(`Number of Consumers: ${q.consumers.length}\n`);
+  for (const c of q.consumers) {
+    const s = c.settings;
+    const who = c.type === "worker" ? `worker ${c.script_name}` : "HTTP pull";
+    ctx.write(
+      `Consumer: ${who} (batch size ${s.batch_size}, batch timeout ${s.max_wait_time_ms} ms, retries ${s.max_retries}, retry delay ${s.retry_delay} s${c.dead_letter_queue ? `, dead letter queue ${c.dead_letter_queue}` : ""})\n`,
+    );
+  }
+}
+
+export async function deleteQueue(args: { name?: string; "skip-confirmation"?: boolean }, ctx: CliContext): Promise<number> {
+  const account = await ctx.accountId();
+  const q = await queueNamed(ctx, account, args.name!);
+  if (!args["skip-confirmation"] && !(await ctx.confirm(`About to delete queue '${q.queue_name}' and every message in it. Ok to proceed?`, false))) {
+    ctx.log.info("Not deleting.");
+    return 0;
+  }
+  await ctx.api().fetchResult("DELETE", `${queuesPath(account)}/${q.queue_id}`);
+  ctx.log.info(`✅ Deleted queue ${q.queue_name}`);
+  return 0;
+}
+
+interface ConsumerArgs {
+  queue?: string;
+  script?: string;
+  "batch-size"?: number;
+  "batch-timeout"?: number;
+  "message-retries"?: number;
+  "dead-letter-queue"?: string;
+  "retry-delay-secs"?: number;
+}
+
+const whole = (name: string, v: number | undefined) => {
+  if (v !== undefined && (!Number.isInteger(v) || v < 0)) throw new UserError(`--${name} must be a whole number`);
+  return v;
+};
+
+export async function addConsumer(args: ConsumerArgs, ctx: CliContext): Promise<void> {
+  const account = await ctx.accountId();
+  const timeout = whole("batch-timeout", args["batch-timeout"]);
+  const body: ConsumerBody = {
+    type: "worker",
+    script_name: args.script,
+    ...(args["dead-letter-queue"] ? { dead_letter_queue: args["dead-letter-queue"] } : {}),
+    settings: {
+      batch_size: whole("batch-size", args["batch-size"]),
+      max_retries: whole("message-retries", args["message-retries"]),
+      max_wait_time_ms: timeout === undefined ? undefined : timeout * 1000,
+      retry_delay: whole("retry-delay-secs", args["retry-delay-secs"]),
+    },
+  };
+  await putConsumer(ctx, account, args.queue!, body);
+  ctx.log.info(`✅ Added consumer ${args.script} to queue ${args.queue}`);
+}
+
+export async function deleteConsumer(args: { queue?: string; script?: string }, ctx: CliContext): Promise<void> {
+  const account = await ctx.accountId();
+  await removeConsumer(ctx, account, args.queue!, args.script);
+  ctx.log.info(`✅ Removed consumer ${args.script} from queue ${args.queue}`);
+}

@@ -1,0 +1,73 @@
+import { defineCommand, type AnyCommand, type CommandAlias } from "../core/cli/command.js";
+import { lazy } from "../core/cli/lazy.js";
+
+export { serveOptions } from "./config.js";
+
+const queuePositional = { name: "name", describe: "The queue's name", required: true } as const;
+
+export const groups: Record<string, string> = {
+  queues: "Manage Queues: create and delete queues, and the Workers that consume them",
+  "queues consumer": "Add or remove a queue's Worker consumer (edgecli deploy does it from [[queues.consumers]])",
+};
+
+export const commands: AnyCommand[] = [
+  defineCommand({
+    path: ["queues", "create"],
+    describe: "Create a queue",
+    positionals: [{ name: "name", describe: 'The queue name: 1-63 lowercase letters, digits and "-"', required: true }] as const,
+    examples: ["edgecli queues create my-queue"],
+    handler: lazy(() => import("./cli/queues.js"), "createQueue"),
+  }),
+  defineCommand({
+    path: ["queues", "list"],
+    describe: "List the account's queues",
+    options: { json: { type: "boolean", describe: "Print JSON instead of a table" } },
+    examples: ["edgecli queues list", "edgecli queues list --json"],
+    handler: lazy(() => import("./cli/queues.js"), "listQueues"),
+  }),
+  defineCommand({
+    path: ["queues", "info"],
+    describe: "Show a queue and its consumer",
+    positionals: [queuePositional] as const,
+    options: { json: { type: "boolean", describe: "Print JSON" } },
+    examples: ["edgecli queues info my-queue"],
+    handler: lazy(() => import("./cli/queues.js"), "queueInfo"),
+  }),
+  defineCommand({
+    path: ["queues", "delete"],
+    describe: "Delete a queue with its messages and consumer (asks first)",
+    positionals: [queuePositional] as const,
+    options: { "skip-confirmation": { type: "boolean", alias: "y", describe: "Do not ask" } },
+    examples: ["edgecli queues delete my-queue", "edgecli queues delete my-queue -y"],
+    handler: lazy(() => import("./cli/queues.js"), "deleteQueue"),
+  }),
+  defineCommand({
+    path: ["queues", "consumer", "add"],
+    describe: "Make a Worker the consumer of a queue (or change its settings)",
+    positionals: [
+      { name: "queue", describe: "The queue", required: true },
+      { name: "script", describe: "The Worker whose queue() handler gets the batches", required: true },
+    ] as const,
+    options: {
+      "batch-size": { type: "number", describe: "Messages per batch, 1-100 (default 10)" },
+      "batch-timeout": { type: "number", describe: "Seconds to wait for a full batch, 0-60 (default 5)" },
+      "message-retries": { type: "number", describe: "Retries of a message before it is dead-lettered or dropped, 0-100 (default 3)" },
+      "dead-letter-queue": { type: "string", describe: "The queue that gets messages whose retries are spent" },
+      "retry-delay-secs": { type: "number", describe: "Seconds a retried message waits unless retry() names a delay (default 0)" },
+    },
+    examples: ["edgecli queues consumer add my-queue my-worker --batch-size 50 --dead-letter-queue my-dlq"],
+    handler: lazy(() => import("./cli/queues.js"), "addConsumer"),
+  }),
+  defineCommand({
+    path: ["queues", "consumer", "remove"],
+    describe: "Stop a Worker consuming a queue",
+    positionals: [
+      { name: "queue", describe: "The queue", required: true },
+      { name: "script", describe: "The consuming Worker", required: true },
+    ] as const,
+    examples: ["edgecli queues consumer remove my-queue my-worker"],
+    handler: lazy(() => import("./cli/queues.js"), "deleteConsumer"),
+  }),
+];
+
+export const aliases: CommandAlias[] = [];

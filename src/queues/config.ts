@@ -1,0 +1,28 @@
+import type { OptionSpec, OptionValues } from "../core/cli/command.js";
+
+/** Queues' part of `edgecli serve`: its options (defaults live only here) and the settings read from them. */
+export const serveOptions = {
+  "queue-consumer-timeout": {
+    type: "number",
+    describe:
+      "Seconds a consumer's queue() may run on one batch; its messages stay leased that long, then are delivered again (the hosted wall-clock limit is 900)",
+    default: 900,
+  },
+  "queue-poll-interval": {
+    type: "number",
+    describe: "Seconds between looks at the queues for due batches (sends through this node wake it at once)",
+    default: 1,
+  },
+} satisfies Record<string, OptionSpec>;
+
+export interface QueuesConfig {
+  leaseMs: number;
+  pollMs: number;
+}
+
+export function readQueuesConfig(options: OptionValues<typeof serveOptions>): QueuesConfig {
+  return {
+    leaseMs: Math.max(1000, Math.round(options["queue-consumer-timeout"] * 1000)),
+    pollMs: Math.max(50, Math.round(options["queue-poll-interval"] * 1000)),
+  };
+}

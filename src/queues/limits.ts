@@ -1,0 +1,31 @@
+/** The hosted Queues limits this platform keeps (developers.cloudflare.com/queues/platform/limits), as data. */
+export const QUEUES_LIMITS = {
+  /** A queue name: lowercase letters, digits and "-", as the hosted API accepts. */
+  nameChars: 63,
+  /** One message's body, serialized. */
+  messageBytes: 128 * 1024,
+  /** Messages in one sendBatch or one batch delivered to a consumer. */
+  batchMessages: 100,
+  /** The bodies of one sendBatch together. */
+  batchBytes: 256 * 1024,
+  /** The longest delivery delay of a message or retry. */
+  delaySeconds: 12 * 60 * 60,
+  /** The longest a consumer waits to fill a batch. */
+  batchTimeoutSeconds: 60,
+  /** The most times a message is retried before it is dead-lettered (or dropped). */
+  maxRetries: 100,
+  /** Queues an account may have. */
+  queuesPerAccount: 10_000,
+  /** Messages one pull may lease. */
+  pullMessages: 100,
+  /** The longest lease of a pull (12 hours in ms). */
+  visibilityTimeoutMs: 12 * 60 * 60 * 1000,
+} as const;
+
+/** A consumer's settings when its config leaves them out (the hosted defaults). */
+export const CONSUMER_DEFAULTS = {
+  batchSize: 10,
+  maxWaitTimeMs: 5_000,
+  maxRetries: 3,
+  retryDelaySeconds: 0,
+} as const;

@@ -1,0 +1,34 @@
+import type { PgMigration } from "../core/db/pg-migrations.js";
+
+/** Queues' tables on PostgreSQL (schema `queues`), append-only as the SQLite ones. Times are ms since the epoch. */
+export const QUEUES_PG_MIGRATIONS: readonly PgMigration[] = [
+  `CREATE TABLE queues (
+     id TEXT COLLATE "C" PRIMARY KEY,
+     account_id TEXT NOT NULL,
+     name TEXT COLLATE "C" NOT NULL,
+     created_on BIGINT NOT NULL,
+     modified_on BIGINT NOT NULL,
+     UNIQUE (account_id, name)
+   );
+   CREATE TABLE consumers (
+     id TEXT COLLATE "C" PRIMARY KEY,
+     queue_id TEXT COLLATE "C" NOT NULL UNIQUE REFERENCES queues(id) ON DELETE CASCADE,
+     type TEXT NOT NULL,
+     script_name TEXT,
+     settings TEXT NOT NULL,
+     dead_letter_queue TEXT,
+     created_on BIGINT NOT NULL
+   );
+   CREATE TABLE messages (
+     seq BIGSERIAL PRIMARY KEY,
+     id TEXT COLLATE "C" NOT NULL UNIQUE,
+     queue_id TEXT COLLATE "C" NOT NULL REFERENCES queues(id) ON DELETE CASCADE,
+     body BYTEA NOT NULL,
+     content_type TEXT NOT NULL,
+     attempts INTEGER NOT NULL DEFAULT 0,
+     sent_at BIGINT NOT NULL,
+     visible_at BIGINT NOT NULL,
+     lease_id TEXT
+   );
+   CREATE INDEX messages_ready ON messages (queue_id, visible_at, seq);`,
+];

@@ -1,0 +1,218 @@
+import type { FastifyInstance } from "fastify";
+import { z } from "zod";
+import { ok } from "../core/http/envelope.js";
+import { readPage, resultInfo } from "../core/http/pagination.js";
+import { parseWith } from "../core/http/validate.js";
+import { QueuesCodes, QueuesErrors } from "./errors.js";
+import { CONSUMER_DEFAULTS, QUEUES_LIMITS } from "./limits.js";
+import { delayOf, type Producer } from "./producer.js";
+import type { PullConsumers } from "./pull.js";
+import type { ConsumerInput, ConsumerRecord, NewMessage, QueueRecord, QueuesStore } from "./store.js";
+import { checkQueueName } from "./validation.js";
+
+type Params = { account_id: string; queue_id: string; consumer_id: string };
+
+/** The v4 path, and the older `/workers/queues` one some wrangler 3 releases call: the same routes answer both. */
+const BASES = ["/accounts/:account_id/queues", "/accounts/:account_id/workers/queues"];
+const read = { config: { permission: "queues_read" } } as const;
+const edit = { config: { permission: "queues_edit" } } as const;
+/** A batch of the largest messages as JSON (text escapes can double a body), with room around it. */
+const MESSAGES_BODY_LIMIT = QUEUES_LIMITS.batchBytes * 6 + 64 * 1024;
+
+const createBody = z.object({ queue_name: z.string() });
+const updateBody = z.object({ queue_name: z.string() }).strict();
+
+const intIn = (min: number, max: number) => z.number().int().min(min).max(max);
+const consumerBody = z
+  .object({
+    type: z.enum(["worker", "http_pull"]).default("worker"),
+    script_name: z.string().min(1).optional(),
+    /** wrangler 3 sends the script as `script_name`; the hosted API also takes `script`. */
+    script: z.string().min(1).optional(),
+    environment_name: z.string().optional(),
+    dead_letter_queue: z.string().nullish(),
+    settings: z
+      .object({
+        batch_size: intIn(1, QUEUES_LIMITS.batchMessages).nullish(),
+        max_retries: intIn(0, QUEUES_LIMITS.maxRetries).nullish(),
+        max_wait_time_ms: intIn(0, QUEUES_LIMITS.batchTimeoutSeconds * 1000).nullish(),
+        retry_delay: intIn(0, QUEUES_LIMITS.delaySeconds).nullish(),
+        visibility_timeout_ms: intIn(1, QUEUES_LIMITS.visibilityTimeoutMs).nullish(),
+        /** One batch at a time per node is what this platform runs; a limit it cannot keep is refused. */
+        max_concurrency: z.null().optional(),
+      })
+      .strict()
+      .default({}),
+  })
+  .strict();
+
+const messageBody = z.object({
+  body: z.unknown(),
+  content_type: z.enum(["json", "text"]).default("json"),
+  delay_seconds: z.unknown().optional(),
+});
+const batchBody = z.object({ messages: z.array(messageBody).max(QUEUES_LIMITS.batchMessages), delay_seconds: z.unknown().optional() });
+
+export interface QueuesRouteDeps {
+  store: QueuesStore;
+  producer: Producer;
+  pull: PullConsumers;
+  /** Whether the account has a Worker of that name (a worker consumer must name one). */
+  scriptExists(accountId: string, name: string): Promise<boolean>;
+}
+
+/** A message sent through the API: its body as JSON or text, as the hosted API takes it. */
+function apiMessage(m: z.infer<typeof messageBody>, fallbackDelay: number): NewMessage {
+  if (m.body === undefined) throw QueuesErrors.body("body is required");
+  if (m.content_type === "text" && typeof m.body !== "string") throw QueuesErrors.body('a "text" message\'s body must be a string');
+  const body = Buffer.from(m.content_type === "text" ? (m.body as string) : JSON.stringify(m.body));
+  return { body, contentType: m.content_type, delaySeconds: m.delay_seconds === undefined ? fallbackDelay : delayOf(m.delay_seconds) };
+}
+
+/**
+ * The v4 Queues routes. The guard has checked the caller's permission on `account_id`; every queue is looked up in
+ * that account only, so another account's queue id answers 404 as an unknown one does.
+ */
+export function registerQueuesRoutes(app: FastifyInstance, deps: QueuesRouteDeps): void {
+  for (const base of BASES) registerUnder(app, base, deps);
+}
+
+function registerUnder(app: FastifyInstance, base: string, deps: QueuesRouteDeps): void {
+  const { store } = deps;
+
+  const queueOf = async (p: Params): Promise<QueueRecord> => {
+    const q = await store.getQueue(p.account_id, p.queue_id);
+    if (!q) throw QueuesErrors.queueNotFound();
+    return q;
+  };
+  const view = async (accountId: string, q: QueueRecord) => {
+    const consumers = await store.listConsumers(accountId, q.queue_id).catch(() => [] as ConsumerRecord[]);
+    return { ...q, consumers, consumers_total_count: consumers.length };
+  };
+
+  app.get(base, read, async (req) => {
+    const { account_id } = req.params as Params;
+    const q = req.query as Record<string, string | undefined>;
+    const page = readPage(q, { defaultPerPage: 100, maxPerPage: 1000, code: QueuesCodes.badRequest });
+    const { queues, total } = await store.listQueues(account_id, { name: q.name || undefined, offset: page.offset, limit: page.perPage });
+    return ok(await Promise.all(queues.map((x) => view(account_id, x))), resultInfo(page, queues.length, total));
+  });
+
+  app.post(base, edit, async (req) => {
+    const { account_id } = req.params as Params;
+    const { queue_name } = parseWith(createBody, req.body ?? {}, QueuesCodes.badRequest);
+    return ok(await view(account_id, await store.createQueue(account_id, queue_name)));
+  });
+
+  app.get(`${base}/:queue_id`, read, async (req) => {
+    const p = req.params as Params;
+    return ok(await view(p.account_id, await queueOf(p)));
+  });
+
+  const update = async (req: { params: unknown; body: unknown }) => {
+    const p = req.params as Params;
+    const { queue_name } = parseWith(updateBody, req.body ?? {}, QueuesCodes.badRequest);
+    return ok(await view(p.account_id, await store.renameQueue(p.account_id, p.queue_id, queue_name)));
+  };
+  app.put(`${base}/:queue_id`, edit, update);
+  app.patch(`${base}/:queue_id`, edit, update);
+
+  app.delete(`${base}/:queue_id`, edit, async (req) => {
+    const p = req.params as Params;
+    await store.deleteQueue(p.account_id, p.queue_id);
+    return ok(null);
+  });
+
+  // ---- consumers ----
+
+  const consumerInput = async (p: Params, queue: QueueRecord, body: unknown): Promise<ConsumerInput> => {
+    const b = parseWith(consumerBody, body ?? {}, QueuesCodes.badRequest);
+    const s = b.settings;
+    const settings = {
+      batch_size: s.batch_size ?? CONSUMER_DEFAULTS.batchSize,
+      max_retries: s.max_retries ?? CONSUMER_DEFAULTS.maxRetries,
+      max_wait_time_ms: s.max_wait_time_ms ?? CONSUMER_DEFAULTS.maxWaitTimeMs,
+      retry_delay: s.retry_delay ?? CONSUMER_DEFAULTS.retryDelaySeconds,
+      ...(b.type === "http_pull" ? { visibility_timeout_ms: s.visibility_timeout_ms ?? 30_000 } : {}),
+    };
+    if (b.dead_letter_queue) {
+      checkQueueName(b.dead_letter_queue);
+      if (b.dead_letter_queue === queue.queue_name) throw QueuesErrors.deadLetterItself();
+    }
+    const dead = b.dead_letter_queue ? { dead_letter_queue: b.dead_letter_queue } : {};
+    if (b.type === "http_pull") return { type: "http_pull", settings, ...dead };
+    const script = b.script_name ?? b.script;
+    if (!script) throw QueuesErrors.body("a worker consumer needs script_name");
+    if (!(await deps.scriptExists(p.account_id, script))) throw QueuesErrors.scriptNotFound(script);
+    return { type: "worker", script_name: script, settings, ...dead };
+  };
+
+  app.get(`${base}/:queue_id/consumers`, read, async (req) => {
+    const p = req.params as Params;
+    return ok(await store.listConsumers(p.account_id, p.queue_id));
+  });
+
+  app.post(`${base}/:queue_id/consumers`, edit, async (req) => {
+    const p = req.params as Params;
+    const queue = await queueOf(p);
+    return ok(await store.addConsumer(p.account_id, queue.queue_id, await consumerInput(p, queue, req.body)));
+  });
+
+  app.put(`${base}/:queue_id/consumers/:consumer_id`, edit, async (req) => {
+    const p = req.params as Params;
+    const queue = await queueOf(p);
+    return ok(await store.updateConsumer(p.account_id, queue.queue_id, p.consumer_id, await consumerInput(p, queue, req.body)));
+  });
+
+  app.get(`${base}/:queue_id/consumers/:consumer_id`, read, async (req) => {
+    const p = req.params as Params;
+    const c = (await store.listConsumers(p.account_id, p.queue_id)).find((x) => x.consumer_id === p.consumer_id);
+    if (!c) throw QueuesErrors.consumerNotFound();
+    return ok(c);
+  });
+
+  app.get(`${base}/:queue_id/metrics`, read, async (req) => {
+    const p = req.params as Params;
+    const stats = await store.stats((await queueOf(p)).queue_id, Date.now());
+    return ok({ backlog_count: stats.backlog, backlog_bytes: stats.backlogBytes, oldest_message_timestamp_ms: stats.oldestSentAtMs ?? 0 });
+  });
+
+  app.delete(`${base}/:queue_id/consumers/:consumer_id`, edit, async (req) => {
+    const p = req.params as Params;
+    await store.deleteConsumer(p.account_id, p.queue_id, p.consumer_id);
+    return ok(null);
+  });
+
+  // ---- messages ----
+
+  const messagesRoute = { ...edit, bodyLimit: MESSAGES_BODY_LIMIT };
+
+  app.post(`${base}/:queue_id/messages`, messagesRoute, async (req) => {
+    const p = req.params as Params;
+    const queue = await queueOf(p);
+    await deps.producer.send(queue, [apiMessage(parseWith(messageBody, req.body ?? {}, QueuesCodes.badRequest), 0)]);
+    return ok(null);
+  });
+
+  app.post(`${base}/:queue_id/messages/batch`, messagesRoute, async (req) => {
+    const p = req.params as Params;
+    const queue = await queueOf(p);
+    const b = parseWith(batchBody, req.body ?? {}, QueuesCodes.badRequest);
+    const delay = delayOf(b.delay_seconds);
+    await deps.producer.send(
+      queue,
+      b.messages.map((m) => apiMessage(m, delay)),
+    );
+    return ok(null);
+  });
+
+  app.post(`${base}/:queue_id/messages/pull`, edit, async (req) => {
+    const p = req.params as Params;
+    return ok(await deps.pull.pull(p.account_id, await queueOf(p), req.body ?? {}));
+  });
+
+  app.post(`${base}/:queue_id/messages/ack`, edit, async (req) => {
+    const p = req.params as Params;
+    return ok(await deps.pull.ack(p.account_id, await queueOf(p), req.body ?? {}));
+  });
+}

@@ -1,0 +1,68 @@
+import type { EdgeService, ServiceContext } from "../core/service.js";
+import { createQueueBindingHandler, type QueueBindingHandler } from "./binding.js";
+import { readQueuesConfig, serveOptions } from "./config.js";
+import { QueueDelivery, type QueueDeliverer } from "./delivery.js";
+import { QUEUES_PG_MIGRATIONS } from "./pg-migrations.js";
+import { PgQueuesStore, QUEUES_AREA } from "./pg-store.js";
+import { Producer } from "./producer.js";
+import { PullConsumers } from "./pull.js";
+import { QUEUES_MIGRATIONS } from "./sqlite-migrations.js";
+import { SqliteQueuesStore } from "./sqlite-store.js";
+import type { QueuesStore } from "./store.js";
+
+/** What the workers area gives Queues once its runtime runs: scripts to check, and how to run a consumer. */
+export interface QueuesWorkers {
+  scriptExists(accountId: string, name: string): Promise<boolean>;
+  deliverer: QueueDeliverer;
+}
+
+export interface QueuesService extends EdgeService {
+  readonly store: QueuesStore;
+  /** Serves workerd's queue binding protocol; mounted by the workers service behind its loopback server. */
+  readonly bindingHandler: QueueBindingHandler;
+  /** Whether the account has a queue of that name (a producer binding must name one). */
+  queueExists(accountId: string, name: string): Promise<boolean>;
+  /** Starts delivering to worker consumers (the workers service calls it once its scripts run); returns how to stop. */
+  startDelivery(workers: QueuesWorkers): () => Promise<void>;
+}
+
+/**
+ * Queues: queues, consumers and messages in db/queues.sqlite, or in PostgreSQL's schema `queues` when the
+ * platform runs on it (every node then delivers, each message from one node: see delivery.ts).
+ */
+export function createQueuesService(ctx: ServiceContext): QueuesService {
+  const config = readQueuesConfig(ctx.options(serveOptions));
+  const log = ctx.log.child({ service: "queues" });
+  const pg = ctx.openPostgres(QUEUES_AREA, QUEUES_PG_MIGRATIONS);
+  const store: QueuesStore = pg ? new PgQueuesStore(pg) : new SqliteQueuesStore(ctx.openDb("queues", QUEUES_MIGRATIONS));
+  let delivery: QueueDelivery | undefined;
+  let workers: QueuesWorkers | undefined;
+  const wake = () => delivery?.wake();
+  const producer = new Producer(store, wake);
+  const pull = new PullConsumers(store, log, wake);
+  return {
+    name: "queues",
+    store,
+    bindingHandler: createQueueBindingHandler(store, producer, log),
+    queueExists: async (accountId, name) => (await store.getQueueByName(accountId, name)) !== undefined,
+    async registerApi(app) {
+      const { registerQueuesRoutes } = await import("./routes.js");
+      registerQueuesRoutes(app, {
+        store,
+        producer,
+        pull,
+        scriptExists: (accountId, name) => (workers ? workers.scriptExists(accountId, name) : Promise.resolve(false)),
+      });
+    },
+    startDelivery(w) {
+      workers = w;
+      const started = new QueueDelivery(store, w.deliverer, log, config);
+      delivery = started;
+      started.start();
+      return () => started.stop();
+    },
+    async stop() {
+      await delivery?.stop();
+    },
+  };
+}

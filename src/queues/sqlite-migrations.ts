@@ -1,0 +1,34 @@
+import type { Migration } from "../core/db/sqlite.js";
+
+/** Append-only. Times are ms since the epoch. */
+export const QUEUES_MIGRATIONS: readonly Migration[] = [
+  `CREATE TABLE queues (
+     id TEXT PRIMARY KEY,
+     account_id TEXT NOT NULL,
+     name TEXT NOT NULL,
+     created_on INTEGER NOT NULL,
+     modified_on INTEGER NOT NULL,
+     UNIQUE (account_id, name)
+   );
+   CREATE TABLE consumers (
+     id TEXT PRIMARY KEY,
+     queue_id TEXT NOT NULL UNIQUE REFERENCES queues(id) ON DELETE CASCADE,
+     type TEXT NOT NULL,
+     script_name TEXT,
+     settings TEXT NOT NULL,
+     dead_letter_queue TEXT,
+     created_on INTEGER NOT NULL
+   );
+   CREATE TABLE messages (
+     seq INTEGER PRIMARY KEY AUTOINCREMENT,
+     id TEXT NOT NULL UNIQUE,
+     queue_id TEXT NOT NULL REFERENCES queues(id) ON DELETE CASCADE,
+     body BLOB NOT NULL,
+     content_type TEXT NOT NULL,
+     attempts INTEGER NOT NULL DEFAULT 0,
+     sent_at INTEGER NOT NULL,
+     visible_at INTEGER NOT NULL,
+     lease_id TEXT
+   );
+   CREATE INDEX messages_ready ON messages (queue_id, visible_at, seq);`,
+];

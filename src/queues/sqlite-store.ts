@@ -1,0 +1,225 @@
+import { randomBytes } from "node:crypto";
+import type { Db } from "../core/db/sqlite.js";
+import { QueuesErrors } from "./errors.js";
+import { QUEUES_LIMITS } from "./limits.js";
+import type {
+  ConsumerInput,
+  ConsumerRecord,
+  ContentType,
+  LeasedMessage,
+  NewMessage,
+  QueueRecord,
+  QueuesStore,
+  QueueStats,
+  Settlement,
+  WorkerConsumer,
+} from "./store.js";
+import { checkQueueName, consumerColumns, consumerRecord, queueRecord, type ConsumerRow, type QueueRow } from "./validation.js";
+
+export const newId = () => randomBytes(16).toString("hex");
+const isUniqueViolation = (err: unknown) => (err as { code?: string }).code === "SQLITE_CONSTRAINT_UNIQUE";
+
+const CONSUMER_SELECT = `SELECT c.*, q.name AS queue_name, q.account_id FROM consumers c JOIN queues q ON q.id = c.queue_id`;
+
+interface MessageRow {
+  id: string;
+  body: Buffer;
+  content_type: string;
+  attempts: number;
+  sent_at: number;
+}
+
+/** QueuesStore on one SQLite file (db/queues.sqlite); each method is one transaction. */
+export class SqliteQueuesStore implements QueuesStore {
+  constructor(private readonly db: Db) {}
+
+  async createQueue(accountId: string, name: string): Promise<QueueRecord> {
+    checkQueueName(name);
+    const now = Date.now();
+    const row: QueueRow = { id: newId(), name, created_on: now, modified_on: now };
+    this.db.transaction(() => {
+      const { n } = this.db.prepare("SELECT count(*) AS n FROM queues WHERE account_id = ?").get(accountId) as { n: number };
+      if (n >= QUEUES_LIMITS.queuesPerAccount) throw QueuesErrors.tooManyQueues();
+      try {
+        this.db.prepare("INSERT INTO queues (id, account_id, name, created_on, modified_on) VALUES (?, ?, ?, ?, ?)").run(row.id, accountId, name, now, now);
+      } catch (err) {
+        if (isUniqueViolation(err)) throw QueuesErrors.nameTaken(name);
+        throw err;
+      }
+    })();
+    return queueRecord(row);
+  }
+
+  async listQueues(accountId: string, opts: { name?: string; offset?: number; limit?: number } = {}) {
+    const name = opts.name ?? null;
+    const rows = this.db
+      .prepare("SELECT * FROM queues WHERE account_id = ? AND (? IS NULL OR name = ?) ORDER BY created_on, id LIMIT ? OFFSET ?")
+      .all(accountId, name, name, opts.limit ?? -1, opts.offset ?? 0) as QueueRow[];
+    const { n } = this.db.prepare("SELECT count(*) AS n FROM queues WHERE account_id = ? AND (? IS NULL OR name = ?)").get(accountId, name, name) as {
+      n: number;
+    };
+    return { queues: rows.map(queueRecord), total: n };
+  }
+
+  async getQueue(accountId: string, queueId: string): Promise<QueueRecord | undefined> {
+    const row = this.db.prepare("SELECT * FROM queues WHERE account_id = ? AND id = ?").get(accountId, queueId) as QueueRow | undefined;
+    return row && queueRecord(row);
+  }
+
+  async getQueueByName(accountId: string, name: string): Promise<QueueRecord | undefined> {
+    const row = this.db.prepare("SELECT * FROM queues WHERE account_id = ? AND name = ?").get(accountId, name) as QueueRow | undefined;
+    return row && queueRecord(row);
+  }
+
+  async renameQueue(accountId: string, queueId: string, name: string): Promise<QueueRecord> {
+    checkQueueName(name);
+    try {
+      const changed = this.db.prepare("UPDATE queues SET name = ?, modified_on = ? WHERE account_id = ? AND id = ?").run(name, Date.now(), accountId, queueId);
+      if (changed.changes === 0) throw QueuesErrors.queueNotFound();
+    } catch (err) {
+      if (isUniqueViolation(err)) throw QueuesErrors.nameTaken(name);
+      throw err;
+    }
+    return (await this.getQueue(accountId, queueId))!;
+  }
+
+  async deleteQueue(accountId: string, queueId: string): Promise<void> {
+    if (this.db.prepare("DELETE FROM queues WHERE account_id = ? AND id = ?").run(accountId, queueId).changes === 0) throw QueuesErrors.queueNotFound();
+  }
+
+  private queueOf(accountId: string, queueId: string): void {
+    if (!this.db.prepare("SELECT 1 FROM queues WHERE account_id = ? AND id = ?").get(accountId, queueId)) throw QueuesErrors.queueNotFound();
+  }
+
+  private consumer(consumerId: string): ConsumerRecord {
+    return consumerRecord(this.db.prepare(`${CONSUMER_SELECT} WHERE c.id = ?`).get(consumerId) as ConsumerRow);
+  }
+
+  async addConsumer(accountId: string, queueId: string, input: ConsumerInput): Promise<ConsumerRecord> {
+    const id = newId();
+    this.db.transaction(() => {
+      this.queueOf(accountId, queueId);
+      try {
+        this.db
+          .prepare("INSERT INTO consumers (id, queue_id, type, script_name, settings, dead_letter_queue, created_on) VALUES (?, ?, ?, ?, ?, ?, ?)")
+          .run(id, queueId, ...consumerColumns(input), Date.now());
+      } catch (err) {
+        if (isUniqueViolation(err)) throw QueuesErrors.oneWorkerConsumer();
+        throw err;
+      }
+    })();
+    return this.consumer(id);
+  }
+
+  async updateConsumer(accountId: string, queueId: string, consumerId: string, input: ConsumerInput): Promise<ConsumerRecord> {
+    this.queueOf(accountId, queueId);
+    const changed = this.db
+      .prepare("UPDATE consumers SET type = ?, script_name = ?, settings = ?, dead_letter_queue = ? WHERE id = ? AND queue_id = ?")
+      .run(...consumerColumns(input), consumerId, queueId);
+    if (changed.changes === 0) throw QueuesErrors.consumerNotFound();
+    return this.consumer(consumerId);
+  }
+
+  async listConsumers(accountId: string, queueId: string): Promise<ConsumerRecord[]> {
+    this.queueOf(accountId, queueId);
+    return (this.db.prepare(`${CONSUMER_SELECT} WHERE c.queue_id = ? ORDER BY c.created_on`).all(queueId) as ConsumerRow[]).map(consumerRecord);
+  }
+
+  async deleteConsumer(accountId: string, queueId: string, consumerId: string): Promise<void> {
+    this.queueOf(accountId, queueId);
+    if (this.db.prepare("DELETE FROM consumers WHERE id = ? AND queue_id = ?").run(consumerId, queueId).changes === 0) throw QueuesErrors.consumerNotFound();
+  }
+
+  async workerConsumers(): Promise<WorkerConsumer[]> {
+    const rows = this.db.prepare(`${CONSUMER_SELECT} WHERE c.type = 'worker' ORDER BY c.created_on`).all() as ConsumerRow[];
+    return rows.map((r) => ({ ...consumerRecord(r), account_id: r.account_id, script_name: r.script_name! }));
+  }
+
+  async enqueue(queueId: string, messages: readonly NewMessage[]): Promise<void> {
+    const now = Date.now();
+    const insert = this.db.prepare("INSERT INTO messages (id, queue_id, body, content_type, sent_at, visible_at) VALUES (?, ?, ?, ?, ?, ?)");
+    this.db.transaction(() => {
+      if (!this.db.prepare("SELECT 1 FROM queues WHERE id = ?").get(queueId)) throw QueuesErrors.queueNotFound();
+      for (const m of messages) insert.run(newId(), queueId, m.body, m.contentType, now, now + m.delaySeconds * 1000);
+    })();
+  }
+
+  async stats(queueId: string, nowMs: number): Promise<QueueStats> {
+    const r = this.db
+      .prepare(
+        `SELECT count(*) AS backlog, coalesce(sum(length(body)), 0) AS bytes, min(sent_at) AS sent, sum(visible_at <= ?) AS ready,
+           min(CASE WHEN visible_at <= ? THEN visible_at END) AS oldest FROM messages WHERE queue_id = ?`,
+      )
+      .get(nowMs, nowMs, queueId) as { backlog: number; bytes: number; sent: number | null; ready: number | null; oldest: number | null };
+    return queueStats({ ...r, ready: r.ready ?? 0 });
+  }
+
+  async lease(queueId: string, max: number, leaseMs: number, nowMs: number): Promise<LeasedMessage[]> {
+    return this.db.transaction(() => {
+      const rows = this.db
+        .prepare("SELECT id, body, content_type, attempts, sent_at FROM messages WHERE queue_id = ? AND visible_at <= ? ORDER BY visible_at, seq LIMIT ?")
+        .all(queueId, nowMs, max) as MessageRow[];
+      const update = this.db.prepare("UPDATE messages SET attempts = attempts + 1, visible_at = ?, lease_id = ? WHERE id = ?");
+      return rows.map((r) => {
+        const leaseId = newId();
+        update.run(nowMs + leaseMs, leaseId, r.id);
+        return leased({ ...r, attempts: r.attempts + 1 }, leaseId);
+      });
+    })();
+  }
+
+  async settle(queueId: string, settlements: readonly Settlement[]): Promise<number> {
+    const held = this.db.prepare("SELECT id, body, content_type FROM messages WHERE id = ? AND queue_id = ? AND lease_id = ?");
+    const remove = this.db.prepare("DELETE FROM messages WHERE id = ?");
+    const retry = this.db.prepare("UPDATE messages SET visible_at = ?, lease_id = NULL WHERE id = ?");
+    const move = this.db.prepare(
+      "INSERT INTO messages (id, queue_id, body, content_type, sent_at, visible_at) SELECT ?, q.id, ?, ?, ?, ? FROM queues q WHERE q.id = ?",
+    );
+    return this.db.transaction(() => {
+      let n = 0;
+      for (const s of settlements) {
+        const row = held.get(s.id, queueId, s.leaseId) as { id: string; body: Buffer; content_type: string } | undefined;
+        if (!row) continue;
+        n++;
+        if (s.action === "retry") {
+          retry.run(s.visibleAtMs, s.id);
+          continue;
+        }
+        if (s.action === "dead-letter") {
+          const now = Date.now();
+          move.run(newId(), row.body, row.content_type, now, now, s.toQueueId);
+        }
+        remove.run(s.id);
+      }
+      return n;
+    })();
+  }
+}
+
+/** The stats of a queue from the aggregates both stores select. */
+export const queueStats = (r: {
+  backlog: number | string;
+  bytes: number | string;
+  sent: number | string | null;
+  ready: number | string;
+  oldest: number | string | null;
+}): QueueStats => ({
+  backlog: Number(r.backlog),
+  backlogBytes: Number(r.bytes),
+  ready: Number(r.ready),
+  ...(r.sent !== null ? { oldestSentAtMs: Number(r.sent) } : {}),
+  ...(r.oldest !== null ? { oldestReadyAtMs: Number(r.oldest) } : {}),
+});
+
+/** A leased row as a LeasedMessage (`attempts` counting this delivery). */
+export const leased = (
+  r: { id: string; body: Buffer; content_type: string; attempts: number | string; sent_at: number | string },
+  leaseId: string,
+): LeasedMessage => ({
+  id: r.id,
+  body: r.body,
+  contentType: r.content_type as ContentType,
+  attempts: Number(r.attempts),
+  timestampMs: Number(r.sent_at),
+  leaseId,
+});

@@ -1,0 +1,163 @@
+import assert from "node:assert/strict";
+import { storeContract } from "../core/testing/contract.js";
+import { QueuesCodes } from "./errors.js";
+import type { ConsumerInput, NewMessage, QueuesStore } from "./store.js";
+
+const A = "a".repeat(32);
+const B = "b".repeat(32);
+
+const code = (expected: number) => (e: unknown) => (e as { errors: { code: number }[] }).errors[0]!.code === expected;
+const msg = (text: string, delaySeconds = 0): NewMessage => ({ body: Buffer.from(text), contentType: "text", delaySeconds });
+const worker = (script: string, dlq?: string): ConsumerInput => ({
+  type: "worker",
+  script_name: script,
+  settings: { batch_size: 10, max_retries: 3, max_wait_time_ms: 1000, retry_delay: 0 },
+  ...(dlq ? { dead_letter_queue: dlq } : {}),
+});
+
+/** What every QueuesStore does. */
+export const describeQueuesStore = storeContract<QueuesStore>("QueuesStore", (it) => {
+  it("queues are created, listed, read, renamed and deleted in their account only", async (store) => {
+    const q = await store.createQueue(A, "orders");
+    assert.match(q.queue_id, /^[0-9a-f]{32}$/);
+    assert.equal(q.queue_name, "orders");
+    assert.deepEqual(await store.getQueue(A, q.queue_id), q);
+    assert.equal(await store.getQueue(B, q.queue_id), undefined);
+    assert.deepEqual(await store.getQueueByName(A, "orders"), q);
+    assert.equal(await store.getQueueByName(B, "orders"), undefined);
+    assert.deepEqual(await store.listQueues(A), { queues: [q], total: 1 });
+    assert.deepEqual(await store.listQueues(B), { queues: [], total: 0 });
+    await assert.rejects(store.createQueue(A, "orders"), code(QueuesCodes.nameTaken));
+    await store.createQueue(B, "orders");
+    for (const bad of ["", "-x", "x-", "Upper", "has space", "x".repeat(64), "__proto__", "a/b"])
+      await assert.rejects(store.createQueue(A, bad), code(QueuesCodes.badRequest), bad);
+    await store.createQueue(A, "b2");
+    const page = await store.listQueues(A, { offset: 1, limit: 1 });
+    assert.deepEqual([page.queues.map((x) => x.queue_name), page.total], [["b2"], 2]);
+    assert.deepEqual(
+      (await store.listQueues(A, { name: "b2" })).queues.map((x) => x.queue_name),
+      ["b2"],
+    );
+    await assert.rejects(store.renameQueue(B, q.queue_id, "x"), code(QueuesCodes.queueNotFound));
+    await assert.rejects(store.renameQueue(A, q.queue_id, "b2"), code(QueuesCodes.nameTaken));
+    assert.equal((await store.renameQueue(A, q.queue_id, "orders-2")).queue_name, "orders-2");
+    await assert.rejects(store.deleteQueue(B, q.queue_id), code(QueuesCodes.queueNotFound));
+    await store.deleteQueue(A, q.queue_id);
+    assert.equal(await store.getQueue(A, q.queue_id), undefined);
+    await assert.rejects(store.deleteQueue(A, q.queue_id), code(QueuesCodes.queueNotFound));
+  });
+
+  it("a queue has one consumer, managed in its account only, and gone with the queue", async (store) => {
+    const q = await store.createQueue(A, "jobs");
+    const c = await store.addConsumer(A, q.queue_id, worker("consumer", "jobs-dlq"));
+    assert.deepEqual([c.type, c.script_name, c.queue_name, c.dead_letter_queue, c.settings.batch_size], ["worker", "consumer", "jobs", "jobs-dlq", 10]);
+    await assert.rejects(store.addConsumer(A, q.queue_id, worker("other")), code(QueuesCodes.consumerExists));
+    await assert.rejects(store.addConsumer(B, q.queue_id, worker("other")), code(QueuesCodes.queueNotFound));
+    await assert.rejects(store.listConsumers(B, q.queue_id), code(QueuesCodes.queueNotFound));
+    assert.deepEqual(await store.listConsumers(A, q.queue_id), [c]);
+    const all = await store.workerConsumers();
+    assert.deepEqual(
+      all.map((w) => [w.account_id, w.script_name, w.queue_id]),
+      [[A, "consumer", q.queue_id]],
+    );
+    const updated = await store.updateConsumer(A, q.queue_id, c.consumer_id, { ...worker("consumer"), settings: { ...c.settings, batch_size: 5 } });
+    assert.deepEqual([updated.settings.batch_size, updated.dead_letter_queue], [5, undefined]);
+    await assert.rejects(store.updateConsumer(B, q.queue_id, c.consumer_id, worker("x")), code(QueuesCodes.queueNotFound));
+    await assert.rejects(store.deleteConsumer(B, q.queue_id, c.consumer_id), code(QueuesCodes.queueNotFound));
+    await store.deleteConsumer(A, q.queue_id, c.consumer_id);
+    await assert.rejects(store.deleteConsumer(A, q.queue_id, c.consumer_id), code(QueuesCodes.consumerNotFound));
+    await store.addConsumer(A, q.queue_id, worker("again"));
+    await store.deleteQueue(A, q.queue_id);
+    assert.deepEqual(await store.workerConsumers(), []);
+  });
+
+  it("messages are leased oldest first once visible, each once while leased, and settle only under their lease", async (store) => {
+    const q = (await store.createQueue(A, "m")).queue_id;
+    const now = Date.now();
+    await store.enqueue(q, [msg("one"), msg("two"), msg("later", 3600)]);
+    await assert.rejects(store.enqueue("f".repeat(32), [msg("x")]), code(QueuesCodes.queueNotFound));
+    const stats = await store.stats(q, now + 1000);
+    assert.deepEqual([stats.backlog, stats.backlogBytes, stats.ready], [3, 11, 2]);
+    assert.ok(stats.oldestSentAtMs! >= now - 60_000 && stats.oldestSentAtMs! <= Date.now());
+    assert.ok(stats.oldestReadyAtMs! <= now + 1000);
+
+    const first = await store.lease(q, 1, 60_000, now + 1000);
+    assert.deepEqual(
+      first.map((m) => [m.body.toString(), m.contentType, m.attempts]),
+      [["one", "text", 1]],
+    );
+    assert.match(first[0]!.id, /^[0-9a-f]{32}$/);
+    const second = await store.lease(q, 10, 60_000, now + 1000);
+    assert.deepEqual(
+      second.map((m) => m.body.toString()),
+      ["two"],
+    );
+    assert.deepEqual(await store.lease(q, 10, 60_000, now + 1000), []);
+
+    // A lease that expired is leased again (attempt 2); the old lease can no longer settle it.
+    const again = await store.lease(q, 10, 60_000, now + 62_000);
+    assert.deepEqual(
+      again.map((m) => [m.body.toString(), m.attempts]),
+      [
+        ["one", 2],
+        ["two", 2],
+      ],
+    );
+    assert.equal(await store.settle(q, [{ id: first[0]!.id, leaseId: first[0]!.leaseId, action: "ack" }]), 0);
+    const [one, two] = again;
+    assert.equal(
+      await store.settle(q, [
+        { id: one!.id, leaseId: one!.leaseId, action: "ack" },
+        { id: two!.id, leaseId: two!.leaseId, action: "retry", visibleAtMs: now + 100_000 },
+      ]),
+      2,
+    );
+    assert.deepEqual(await store.lease(q, 10, 60_000, now + 99_000), []);
+    const retried = await store.lease(q, 10, 60_000, now + 100_000);
+    assert.deepEqual(
+      retried.map((m) => [m.body.toString(), m.attempts]),
+      [["two", 3]],
+    );
+    assert.equal((await store.stats(q, now)).backlog, 2);
+  });
+
+  it("a dead-lettered message starts over at the end of the other queue; a dropped one is gone", async (store) => {
+    const q = (await store.createQueue(A, "src")).queue_id;
+    const dlq = (await store.createQueue(A, "dlq")).queue_id;
+    await store.enqueue(q, [msg("bad"), msg("worse")]);
+    const [bad, worse] = await store.lease(q, 10, 60_000, Date.now());
+    assert.equal(
+      await store.settle(q, [
+        { id: bad!.id, leaseId: bad!.leaseId, action: "dead-letter", toQueueId: dlq },
+        { id: worse!.id, leaseId: worse!.leaseId, action: "drop" },
+      ]),
+      2,
+    );
+    assert.equal((await store.stats(q, Date.now())).backlog, 0);
+    const moved = await store.lease(dlq, 10, 60_000, Date.now() + 1);
+    assert.deepEqual(
+      moved.map((m) => [m.body.toString(), m.attempts]),
+      [["bad", 1]],
+    );
+  });
+
+  it("parallel leases of one queue never hand out a message twice", async (store) => {
+    const q = (await store.createQueue(A, "race")).queue_id;
+    await store.enqueue(
+      q,
+      Array.from({ length: 40 }, (_, i) => msg(String(i))),
+    );
+    const now = Date.now() + 1;
+    const leases = await Promise.all(Array.from({ length: 8 }, () => store.lease(q, 10, 60_000, now)));
+    const ids = leases.flat().map((m) => m.id);
+    assert.equal(ids.length, 40);
+    assert.equal(new Set(ids).size, 40);
+  });
+
+  it("deleting a queue deletes its messages", async (store) => {
+    const q = await store.createQueue(A, "gone");
+    await store.enqueue(q.queue_id, [msg("x")]);
+    await store.deleteQueue(A, q.queue_id);
+    assert.equal((await store.stats(q.queue_id, Date.now())).backlog, 0);
+  });
+});

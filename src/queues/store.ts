@@ -1,0 +1,121 @@
+/**
+ * Queues' state: which queues each account has, their consumers, and the messages waiting in them. Messages are
+ * rows (a body is at most 128 KB): they survive a restart, and on PostgreSQL every node sees the same ones. A
+ * message being delivered is leased: it is invisible until the lease ends, so one node delivers it; when the
+ * lease expires without an ack it is delivered again (at-least-once).
+ */
+
+/** A queue as the v4 API shows it (the hosted fields; consumers are added by the routes). */
+export interface QueueRecord {
+  queue_id: string;
+  queue_name: string;
+  /** ISO 8601. */
+  created_on: string;
+  modified_on: string;
+}
+
+export type ContentType = "json" | "text" | "bytes" | "v8";
+export const CONTENT_TYPES: readonly ContentType[] = ["json", "text", "bytes", "v8"];
+
+export interface ConsumerSettings {
+  batch_size: number;
+  max_retries: number;
+  max_wait_time_ms: number;
+  /** Seconds a retried message waits when the retry names no delay. */
+  retry_delay: number;
+  /** How long a pulled message stays leased (http_pull consumers). */
+  visibility_timeout_ms?: number;
+}
+
+export interface ConsumerInput {
+  type: "worker" | "http_pull";
+  /** The Worker that consumes (type worker): a script of the same account. */
+  script_name?: string;
+  settings: ConsumerSettings;
+  /** The name of the queue messages go to once their retries are spent (same account); none drops them. */
+  dead_letter_queue?: string;
+}
+
+export interface ConsumerRecord extends ConsumerInput {
+  consumer_id: string;
+  queue_id: string;
+  queue_name: string;
+  created_on: string;
+}
+
+/** A worker consumer with what delivery needs: its account. */
+export interface WorkerConsumer extends ConsumerRecord {
+  account_id: string;
+  script_name: string;
+}
+
+export interface NewMessage {
+  body: Buffer;
+  contentType: ContentType;
+  delaySeconds: number;
+}
+
+export interface LeasedMessage {
+  id: string;
+  body: Buffer;
+  contentType: ContentType;
+  /** How many times it has been delivered, this delivery included (1 the first time). */
+  attempts: number;
+  /** When it was sent (ms since the epoch). */
+  timestampMs: number;
+  /** Names this delivery: settling it needs it, so a delivery whose lease expired cannot settle a newer one. */
+  leaseId: string;
+}
+
+/** What becomes of one leased message. */
+export type Settlement =
+  | { id: string; leaseId: string; action: "ack" }
+  | { id: string; leaseId: string; action: "retry"; visibleAtMs: number }
+  /** Moved to the end of the queue `toQueueId` (its dead letter queue) as a new message, attempts reset. */
+  | { id: string; leaseId: string; action: "dead-letter"; toQueueId: string }
+  | { id: string; leaseId: string; action: "drop" };
+
+export interface QueueStats {
+  /** Messages in the queue, leased ones included. */
+  backlog: number;
+  /** Their bodies' bytes together. */
+  backlogBytes: number;
+  /** When the oldest of them was sent (ms), if there is one. */
+  oldestSentAtMs?: number;
+  /** Messages deliverable now. */
+  ready: number;
+  /** When the longest-waiting deliverable message became deliverable (ms), if any is. */
+  oldestReadyAtMs?: number;
+}
+
+export interface QueuesStore {
+  // ---- queues ----
+  /** Creates a queue (refused when the name is invalid or taken in the account). */
+  createQueue(accountId: string, name: string): Promise<QueueRecord>;
+  listQueues(accountId: string, opts?: { name?: string; offset?: number; limit?: number }): Promise<{ queues: QueueRecord[]; total: number }>;
+  getQueue(accountId: string, queueId: string): Promise<QueueRecord | undefined>;
+  getQueueByName(accountId: string, name: string): Promise<QueueRecord | undefined>;
+  renameQueue(accountId: string, queueId: string, name: string): Promise<QueueRecord>;
+  /** Deletes the queue with its consumers and messages (404 when the account has no such queue). */
+  deleteQueue(accountId: string, queueId: string): Promise<void>;
+
+  // ---- consumers (one per queue) ----
+  addConsumer(accountId: string, queueId: string, input: ConsumerInput): Promise<ConsumerRecord>;
+  updateConsumer(accountId: string, queueId: string, consumerId: string, input: ConsumerInput): Promise<ConsumerRecord>;
+  listConsumers(accountId: string, queueId: string): Promise<ConsumerRecord[]>;
+  deleteConsumer(accountId: string, queueId: string, consumerId: string): Promise<void>;
+  /** Every worker consumer of every account: what the delivery loop serves. */
+  workerConsumers(): Promise<WorkerConsumer[]>;
+
+  // ---- messages (by queue id: callers have checked the account) ----
+  /** Adds the messages, all or none (404 when the queue is gone). */
+  enqueue(queueId: string, messages: readonly NewMessage[]): Promise<void>;
+  stats(queueId: string, nowMs: number): Promise<QueueStats>;
+  /**
+   * Leases up to `max` deliverable messages, oldest first: each becomes invisible until `nowMs + leaseMs` and its
+   * attempts grow by one. Two callers never lease the same message while a lease holds.
+   */
+  lease(queueId: string, max: number, leaseMs: number, nowMs: number): Promise<LeasedMessage[]>;
+  /** Applies the settlements whose lease still holds, in one transaction; returns how many did. */
+  settle(queueId: string, settlements: readonly Settlement[]): Promise<number>;
+}

@@ -1,0 +1,22 @@
+import { z } from "zod";
+import { QueuesErrors } from "../../queues/errors.js";
+import { capnpString } from "../runtime/capnp-string.js";
+import { bindingName, type BindingType } from "./binding-type.js";
+
+export interface QueueBinding {
+  type: "queue";
+  name: string;
+  /** The queue's name in the script's account (wrangler 3 sends `queue_name`). */
+  queue_name: string;
+}
+
+/**
+ * A queue producer (`env.Q.send`, `sendBatch`, `metrics`): workerd's own queue binding, whose calls go to the
+ * Queues area through the binding server, for the queue of that name in the script's account.
+ */
+export const queueProducer: BindingType<QueueBinding> = {
+  type: "queue",
+  schema: z.object({ type: z.literal("queue"), name: bindingName(), queue_name: z.string().min(1).max(63) }),
+  target: { backend: "queues", resource: (b) => b.queue_name, missing: (b) => QueuesErrors.bindingQueueMissing(b.name, b.queue_name) },
+  workerd: (b, ctx) => `queue = ${capnpString(ctx.bindingService("queues", b.queue_name))}`,
+};
