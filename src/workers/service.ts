@@ -5,7 +5,7 @@ import type { D1Service } from "../d1/service.js";
 import type { KvService } from "../kv/service.js";
 import type { R2Service } from "../r2/service.js";
 import type { BindingBackendName } from "./bindings/binding-type.js";
-import type { BindingHandler } from "./bindings/server.js";
+import type { BindingHandler, BindingTunnelHandler } from "./bindings/server.js";
 import { readWorkersConfig, serveOptions } from "./config.js";
 import { ScriptDeployer, type ResourceExists } from "./deployer.js";
 import { followOtherNodes } from "./follow-nodes.js";
@@ -20,6 +20,7 @@ import { WORKERS_MIGRATIONS } from "./sqlite-migrations.js";
 import { SqliteWorkersStore } from "./sqlite-store.js";
 import type { WorkersStore } from "./store.js";
 import { CronClock } from "./triggers/clock.js";
+import { ServiceGate } from "./services/gate.js";
 
 /** How often module bytes no record names are looked for (they are removed an hour after they were written). */
 const GC_INTERVAL_MS = 60 * 60 * 1000;
@@ -59,6 +60,13 @@ export function createWorkersService(ctx: ServiceContext, deps: { kv: KvService;
         handle: (call, req, res) => deps.d1.bindingHandler({ accountId: call.accountId, databaseId: call.resource }, req, res),
       },
     ],
+    [
+      "service",
+      {
+        exists: async (accountId, name) => (await store.get(accountId, name)) !== undefined,
+        handle: (call, req, res) => gate.fetch(call, req, res),
+      },
+    ],
   ]);
   const exists: ResourceExists = (backend, accountId, resource) => backends.get(backend)!.exists(accountId, resource);
   const runtime = new WorkersRuntime(
@@ -66,6 +74,7 @@ export function createWorkersService(ctx: ServiceContext, deps: { kv: KvService;
     join(ctx.config.stateDir, "workers-run"),
     log,
     config.workerdPath,
+    new Map<BindingBackendName, BindingTunnelHandler>([["service", (call, socket, head) => gate.tunnel(call, socket, head)]]),
   );
   // On several nodes (--database-url) there is no Durable Objects store: an object must have one instance cluster-wide,
   // which nothing provides yet, so uploads that use Durable Objects are refused (DurableObjectsErrors.distributed).
@@ -76,6 +85,7 @@ export function createWorkersService(ctx: ServiceContext, deps: { kv: KvService;
   );
   const deployer = new ScriptDeployer(store, runtime, exists, log, durableObjects);
   const proxy = new WorkerProxy(runtime, config.domain, log);
+  const gate: ServiceGate = new ServiceGate(runtime, proxy, log);
   const clock = new CronClock(store, (s, tick) => runtime.runScheduled(s.script, s.cron, tick), log);
   let unfollow: (() => void) | undefined;
   let gcTimer: NodeJS.Timeout | undefined;

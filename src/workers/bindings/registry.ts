@@ -4,6 +4,7 @@ import { d1Database, type D1DatabaseBinding } from "./d1-database.js";
 import { kvNamespace, type KvNamespaceBinding } from "./kv-namespace.js";
 import { plainText, type PlainTextBinding } from "./plain-text.js";
 import { r2Bucket, type R2BucketBinding } from "./r2-bucket.js";
+import { serviceBinding, type ServiceBinding } from "../services/binding.js";
 
 /**
  * The binding types this platform has, one file each beside this one. Secrets (`secret_text`) are not among
@@ -11,10 +12,10 @@ import { r2Bucket, type R2BucketBinding } from "./r2-bucket.js";
  */
 
 /** A binding as a stored script keeps it (the upload's metadata, validated). */
-export type Binding = R2BucketBinding | KvNamespaceBinding | D1DatabaseBinding | PlainTextBinding | DurableObjectNamespaceBinding;
+export type Binding = R2BucketBinding | KvNamespaceBinding | D1DatabaseBinding | PlainTextBinding | DurableObjectNamespaceBinding | ServiceBinding;
 
 /** Every binding type, in the order errors list them. */
-const TYPES: readonly BindingType<Binding>[] = [r2Bucket, kvNamespace, d1Database, plainText, durableObjectNamespace];
+const TYPES: readonly BindingType<Binding>[] = [r2Bucket, kvNamespace, d1Database, plainText, durableObjectNamespace, serviceBinding];
 
 const byType = new Map(TYPES.map((t) => [t.type, t]));
 

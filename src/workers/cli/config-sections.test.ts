@@ -18,7 +18,6 @@ const config = (top: Record<string, unknown>, env?: { name: string; table: Recor
 const REFUSED_EXAMPLES: Record<string, unknown> = {
   queues: { producers: [{ binding: "Q", queue: "q" }], consumers: [{ queue: "q" }] },
   assets: { directory: "./public" },
-  services: [{ binding: "S", service: "other" }],
   ai: { binding: "AI" },
   analytics_engine_datasets: [{ binding: "AE" }],
   browser: { binding: "B" },
@@ -90,6 +89,11 @@ test("[[d1_databases]] is read by deploy, not refused", () => {
   assert.deepEqual(unsupportedSections(config({ name: "w", d1_databases: [{ binding: "DB", database_name: "db", database_id: "x" }] })), []);
 });
 
+test("[[services]] is read by deploy, not refused", () => {
+  assert.equal(CONFIG_KEYS.get("services")?.kind, "read");
+  assert.deepEqual(unsupportedSections(config({ name: "w", services: [{ binding: "S", service: "other" }] })), []);
+});
+
 test("keys that change nothing here, and refused features written empty or off, are accepted", () => {
   const ok = config({
     name: "w",
@@ -125,12 +129,6 @@ test("keys that change nothing here, and refused features written empty or off, 
 });
 
 test("with --env, the environment's own sections count, inherited top-level ones too, non-inherited top-level ones not", () => {
-  const cfg = config(
-    { name: "w", hyperdrive: REFUSED_EXAMPLES.hyperdrive, routes: ["a.example/*"] },
-    { name: "staging", table: { services: REFUSED_EXAMPLES.services } },
-  );
-  assert.deepEqual(unsupportedSections(cfg).sort(), [
-    "[[env.staging.services]]: service bindings",
-    "routes: routes (every Worker is served at <name>.<workers domain>)",
-  ]);
+  const cfg = config({ name: "w", hyperdrive: REFUSED_EXAMPLES.hyperdrive, routes: ["a.example/*"] }, { name: "staging", table: { ai: REFUSED_EXAMPLES.ai } });
+  assert.deepEqual(unsupportedSections(cfg).sort(), ["[env.staging.ai]: Workers AI", "routes: routes (every Worker is served at <name>.<workers domain>)"]);
 });

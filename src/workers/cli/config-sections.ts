@@ -47,6 +47,7 @@ export const CONFIG_KEYS: ReadonlyMap<string, Treatment> = new Map<string, Treat
   ["triggers", read],
   ["durable_objects", read],
   ["migrations", read],
+  ["services", read],
   ["build", read],
   ["define", read],
   ["alias", read],
@@ -71,7 +72,6 @@ export const CONFIG_KEYS: ReadonlyMap<string, Treatment> = new Map<string, Treat
   // Refused: each changes what runs, and this platform does not have it (yet).
   ["queues", refused("Queues")],
   ["assets", refused("static assets")],
-  ["services", refused("service bindings")],
   ["ai", refused("Workers AI")],
   ["analytics_engine_datasets", refused("Analytics Engine")],
   ["browser", refused("Browser Rendering")],

@@ -32,11 +32,6 @@ binding = "Q"
 queue = "q"
 [[queues.consumers]]
 queue = "q"
-[assets]
-directory = "./public"
-[[services]]
-binding = "OTHER"
-service = "other"
 [ai]
 binding = "AI"
 [observability]
@@ -45,7 +40,7 @@ enabled = true
   await inProject({ "wrangler.toml": toml, "index.js": WORKER }, async (dir) => {
     const r = await p.cli(["deploy"], { cwd: dir });
     assert.equal(r.code, 1, r.stdout);
-    for (const section of ["route", "[[queues.producers]], [[queues.consumers]]", "[assets]", "[[services]]", "[ai]", "[observability]"]) {
+    for (const section of ["route", "[[queues.producers]], [[queues.consumers]]", "[ai]", "[observability]"]) {
       assert.ok(r.stderr.includes(`- ${section}: `), `${section} named in: ${r.stderr}`);
     }
     assert.match(r.stderr, /not supported by this platform yet, so nothing was deployed/);

@@ -5,6 +5,7 @@ import type { ProjectConfig } from "../../core/cli/config-file.js";
 import { UserError } from "../../core/errors.js";
 import type { Binding } from "../bindings/registry.js";
 import { durableObjectBindings, migrationsToUpload } from "../durable-objects/cli-config.js";
+import { serviceBindings } from "../services/cli-config.js";
 import { cronProblem } from "../triggers/cron.js";
 import { effectiveKeys, refuseUnsupportedSections } from "./config-sections.js";
 import { resolveScriptName, scriptPath, uploadForm } from "./target.js";
@@ -35,7 +36,7 @@ function cronsOf(args: DeployArgs, cfg: ProjectConfig | undefined): string[] | u
   return crons as string[];
 }
 
-/** Bindings in the order wrangler sends them: vars, then KV namespaces, then Durable Objects, then R2 buckets, then D1 databases. */
+/** Bindings in the order wrangler sends them: vars, then KV namespaces, then Durable Objects, then R2 buckets, then D1 databases, then services. */
 function bindingsOf(cfg: ProjectConfig | undefined): Binding[] {
   if (!cfg) return [];
   const out: Binding[] = Object.entries(cfg.vars).map(([name, text]) => ({ type: "plain_text", name, text }));
@@ -53,6 +54,7 @@ function bindingsOf(cfg: ProjectConfig | undefined): Binding[] {
       throw new UserError(`${cfg.path}: the D1 binding "${d1.binding}" has no "database_id"; create one with \`edgecli d1 create\` and put its uuid there`);
     out.push({ type: "d1", name: d1.binding, id: d1.database_id });
   }
+  out.push(...(serviceBindings(cfg) as Binding[]));
   return out;
 }
 
@@ -145,6 +147,7 @@ function printBindings(ctx: CliContext, bindings: Binding[]): void {
     ["kv_namespace", "KV Namespaces", (b) => (b as { namespace_id: string }).namespace_id],
     ["durable_object_namespace", "Durable Objects", (b) => (b as { class_name: string }).class_name],
     ["r2_bucket", "R2 Buckets", (b) => (b as { bucket_name: string }).bucket_name],
+    ["service", "Services", (b) => (b as { service: string }).service],
     ["plain_text", "Vars", (b) => JSON.stringify((b as { text: string }).text)],
   ];
   for (const [type, title, show] of groups) {

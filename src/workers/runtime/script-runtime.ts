@@ -25,6 +25,7 @@ export interface ScriptRuntimeOptions {
 
 /** One version as workerd runs it: its config file, the environment that carries its secrets, and its handlers. */
 interface Version {
+  accountId: string;
   file: string;
   env: Record<string, string>;
   /** What its default export handles (entry-module.ts), known once it has started. */
@@ -58,7 +59,7 @@ function writeVersion(dir: string, run: RunnableScript, opts: ScriptRuntimeOptio
   const file = join(dir, "config.capnp");
   // No secret is in the file, but the binding server's header value is: 0600 inside a 0700 directory.
   writeFileSync(file, config("disk"), { mode: 0o600 });
-  const version: Version = { file, env: secretEnvironment(run.secrets), handlers: [] };
+  const version: Version = { accountId: run.script.accountId, file, env: secretEnvironment(run.secrets), handlers: [] };
   if (run.durableObjects) {
     version.checkFile = join(dir, "check.capnp");
     writeFileSync(version.checkFile, config("memory"), { mode: 0o600 });
@@ -96,6 +97,11 @@ export class ScriptRuntime {
 
   get pid(): number | undefined {
     return this.current?.pid;
+  }
+
+  /** The account of the version that runs (service bindings reach a Worker of their own account only). */
+  get accountId(): string | undefined {
+    return this.currentVersion?.accountId;
   }
 
   /** The handlers of the version that runs (none before one has started). */
@@ -210,7 +216,12 @@ export class ScriptRuntime {
       binary: this.opts.workerd.path,
       configFile: version.file,
       env: version.env,
-      sockets: { http: this.opts.sockets.next("workerd"), handlers: handlersSocket, scheduled: this.opts.sockets.next("scheduled") },
+      sockets: {
+        http: this.opts.sockets.next("workerd"),
+        handlers: handlersSocket,
+        scheduled: this.opts.sockets.next("scheduled"),
+        rpc: this.opts.sockets.next("rpc"),
+      },
       log: this.opts.log,
       tag: this.tag,
       leash: this.opts.leash,
