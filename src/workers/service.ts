@@ -14,13 +14,16 @@ import { PgWorkersStore, WORKERS_AREA } from "./pg-store.js";
 import { DurableObjects } from "./durable-objects/durable-objects.js";
 import { DURABLE_OBJECTS_MIGRATIONS } from "./durable-objects/sqlite-migrations.js";
 import { SqliteDurableObjectsStore } from "./durable-objects/sqlite-store.js";
-import { WorkerProxy } from "./runtime/proxy.js";
+import { scriptOfHost, WorkerProxy } from "./runtime/proxy.js";
 import { WorkersRuntime } from "./runtime/runtime.js";
 import { WORKERS_MIGRATIONS } from "./sqlite-migrations.js";
 import { SqliteWorkersStore } from "./sqlite-store.js";
 import type { WorkersStore } from "./store.js";
 import { CronClock } from "./triggers/clock.js";
 import { ServiceGate } from "./services/gate.js";
+import { WorkerAssets } from "./assets/assets.js";
+import { ASSETS_MIGRATIONS } from "./assets/sqlite-migrations.js";
+import { SqliteAssetsStore } from "./assets/sqlite-store.js";
 
 /** How often module bytes no record names are looked for (they are removed an hour after they were written). */
 const GC_INTERVAL_MS = 60 * 60 * 1000;
@@ -61,6 +64,14 @@ export function createWorkersService(ctx: ServiceContext, deps: { kv: KvService;
       },
     ],
     [
+      "assets",
+      {
+        // Never a target of an existence check: an assets binding names no resource (see assets/binding.ts).
+        exists: async () => false,
+        handle: (call, req, res) => void assets.serveBinding(call.accountId, call.resource, req, res).catch((err: unknown) => bindingFailed(err, res)),
+      },
+    ],
+    [
       "service",
       {
         exists: async (accountId, name) => (await store.get(accountId, name)) !== undefined,
@@ -83,7 +94,21 @@ export function createWorkersService(ctx: ServiceContext, deps: { kv: KvService;
     join(ctx.config.stateDir, "durable-objects"),
     log,
   );
-  const deployer = new ScriptDeployer(store, runtime, exists, log, durableObjects);
+  // Like Durable Objects, static assets are kept on this node only for now (DurableObjectsErrors.distributed's reason).
+  const assets: WorkerAssets = new WorkerAssets(
+    ctx.postgres ? undefined : new SqliteAssetsStore(ctx.openDb("worker-assets", ASSETS_MIGRATIONS), ctx.content("worker-assets")),
+    (name) => {
+      const rt = runtime.lookup(name);
+      return rt?.accountId && rt.versionId ? { accountId: rt.accountId, versionId: rt.versionId } : undefined;
+    },
+    log,
+  );
+  const bindingFailed = (err: unknown, res: import("node:http").ServerResponse) => {
+    log.error({ err }, "static assets binding call failed");
+    if (!res.headersSent) res.writeHead(500).end();
+    else res.destroy();
+  };
+  const deployer = new ScriptDeployer(store, runtime, exists, log, durableObjects, assets);
   const proxy = new WorkerProxy(runtime, config.domain, log);
   const gate: ServiceGate = new ServiceGate(runtime, proxy, log);
   const clock = new CronClock(store, (s, tick) => runtime.runScheduled(s.script, s.cron, tick), log);
@@ -108,7 +133,9 @@ export function createWorkersService(ctx: ServiceContext, deps: { kv: KvService;
         import("./api/upload.js"),
         import("./durable-objects/api.js"),
       ]);
+      const { registerAssetsRoutes } = await import("./assets/api.js");
       registerDurableObjectRoutes(app, durableObjects);
+      registerAssetsRoutes(app, assets);
       await registerMultipart(app, uploadMultipartLimits);
       registerWorkersRoutes(app, {
         store,
@@ -121,7 +148,19 @@ export function createWorkersService(ctx: ServiceContext, deps: { kv: KvService;
         migrationTag: (accountId, name) => durableObjects.migrationTag(accountId, name),
       });
     },
-    handleRaw: (req, res) => proxy.handle(req, res),
+    handleRaw: (req, res) => {
+      // Static assets are answered before the Worker (assets/assets.ts says when).
+      const name = scriptOfHost(req.headers.host, config.domain);
+      if (!name || !runtime.lookup(name)) return proxy.handle(req, res);
+      assets
+        .serveEdge(name, req, res, runtime.handlersOf(name), () => proxy.serve(name, req, res))
+        .catch((err: unknown) => {
+          log.error({ err, script: name }, "serving static assets failed");
+          if (!res.headersSent) res.writeHead(502).end();
+          else res.destroy();
+        });
+      return true;
+    },
     async start() {
       await pgStore?.checkKey();
       await runtime.start();

@@ -15,10 +15,12 @@ export interface WorkerdBindingContext {
    * With `rpc`, workerd also opens Cap'n Proto RPC sessions to it (a CONNECT to a host naming the same resource).
    */
   bindingService(backend: BindingBackendName, resource: string, opts?: { rpc?: boolean }): string;
+  /** The name of the Worker the config runs. */
+  scriptName: string;
 }
 
 /** The areas that serve binding calls through the binding server (see service.ts for which handles what). */
-export type BindingBackendName = "r2" | "kv" | "d1" | "service";
+export type BindingBackendName = "r2" | "kv" | "d1" | "service" | "assets";
 
 export interface BindingType<B extends { type: string; name: string }> {
   readonly type: B["type"];

@@ -5,6 +5,7 @@ import { kvNamespace, type KvNamespaceBinding } from "./kv-namespace.js";
 import { plainText, type PlainTextBinding } from "./plain-text.js";
 import { r2Bucket, type R2BucketBinding } from "./r2-bucket.js";
 import { serviceBinding, type ServiceBinding } from "../services/binding.js";
+import { assetsBinding, type AssetsBinding } from "../assets/binding.js";
 
 /**
  * The binding types this platform has, one file each beside this one. Secrets (`secret_text`) are not among
@@ -12,10 +13,11 @@ import { serviceBinding, type ServiceBinding } from "../services/binding.js";
  */
 
 /** A binding as a stored script keeps it (the upload's metadata, validated). */
-export type Binding = R2BucketBinding | KvNamespaceBinding | D1DatabaseBinding | PlainTextBinding | DurableObjectNamespaceBinding | ServiceBinding;
+export type Binding =
+  R2BucketBinding | KvNamespaceBinding | D1DatabaseBinding | PlainTextBinding | DurableObjectNamespaceBinding | ServiceBinding | AssetsBinding;
 
 /** Every binding type, in the order errors list them. */
-const TYPES: readonly BindingType<Binding>[] = [r2Bucket, kvNamespace, d1Database, plainText, durableObjectNamespace, serviceBinding];
+const TYPES: readonly BindingType<Binding>[] = [r2Bucket, kvNamespace, d1Database, plainText, durableObjectNamespace, serviceBinding, assetsBinding];
 
 const byType = new Map(TYPES.map((t) => [t.type, t]));
 

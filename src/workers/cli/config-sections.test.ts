@@ -17,7 +17,6 @@ const config = (top: Record<string, unknown>, env?: { name: string; table: Recor
 /** A value of each refused key that turns its feature on, as a config would write it. */
 const REFUSED_EXAMPLES: Record<string, unknown> = {
   queues: { producers: [{ binding: "Q", queue: "q" }], consumers: [{ queue: "q" }] },
-  assets: { directory: "./public" },
   ai: { binding: "AI" },
   analytics_engine_datasets: [{ binding: "AE" }],
   browser: { binding: "B" },
@@ -74,7 +73,7 @@ test("every refused key of wrangler 3's config is refused when it turns its feat
   assert.deepEqual(unsupportedSections(config({ durable_objects: durableObjects, migrations: [{ tag: "v1", new_classes: ["Counter"] }] })), []);
   assert.deepEqual(unsupportedSections(config({ d1_databases: [{ binding: "DB", database_name: "db", database_id: "x" }] })), []);
   assert.deepEqual(unsupportedSections(config({ queues: REFUSED_EXAMPLES.queues })), ["[[queues.producers]], [[queues.consumers]]: Queues"]);
-  assert.deepEqual(unsupportedSections(config({ assets: REFUSED_EXAMPLES.assets })), ["[assets]: static assets"]);
+  assert.deepEqual(unsupportedSections(config({ assets: { directory: "./public", binding: "ASSETS" } })), []);
   assert.match(unsupportedSections(config({ routes: ["a.example/*"] }))[0], /^routes: routes/);
 });
 

@@ -48,6 +48,7 @@ export const CONFIG_KEYS: ReadonlyMap<string, Treatment> = new Map<string, Treat
   ["durable_objects", read],
   ["migrations", read],
   ["services", read],
+  ["assets", read],
   ["build", read],
   ["define", read],
   ["alias", read],
@@ -71,7 +72,6 @@ export const CONFIG_KEYS: ReadonlyMap<string, Treatment> = new Map<string, Treat
   ["$schema", noEffect],
   // Refused: each changes what runs, and this platform does not have it (yet).
   ["queues", refused("Queues")],
-  ["assets", refused("static assets")],
   ["ai", refused("Workers AI")],
   ["analytics_engine_datasets", refused("Analytics Engine")],
   ["browser", refused("Browser Rendering")],

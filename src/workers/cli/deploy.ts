@@ -6,6 +6,7 @@ import { UserError } from "../../core/errors.js";
 import type { Binding } from "../bindings/registry.js";
 import { durableObjectBindings, migrationsToUpload } from "../durable-objects/cli-config.js";
 import { serviceBindings } from "../services/cli-config.js";
+import { assetsSection, uploadAssets } from "../assets/cli-config.js";
 import { cronProblem } from "../triggers/cron.js";
 import { effectiveKeys, refuseUnsupportedSections } from "./config-sections.js";
 import { resolveScriptName, scriptPath, uploadForm } from "./target.js";
@@ -55,6 +56,8 @@ function bindingsOf(cfg: ProjectConfig | undefined): Binding[] {
     out.push({ type: "d1", name: d1.binding, id: d1.database_id });
   }
   out.push(...(serviceBindings(cfg) as Binding[]));
+  const assets = assetsSection(cfg);
+  if (assets?.binding) out.push({ type: "assets", name: assets.binding });
   return out;
 }
 
@@ -148,6 +151,7 @@ function printBindings(ctx: CliContext, bindings: Binding[]): void {
     ["durable_object_namespace", "Durable Objects", (b) => (b as { class_name: string }).class_name],
     ["r2_bucket", "R2 Buckets", (b) => (b as { bucket_name: string }).bucket_name],
     ["service", "Services", (b) => (b as { service: string }).service],
+    ["assets", "Assets", () => "static assets"],
     ["plain_text", "Vars", (b) => JSON.stringify((b as { text: string }).text)],
   ];
   for (const [type, title, show] of groups) {
@@ -182,6 +186,8 @@ export async function deploy(args: DeployArgs, ctx: CliContext): Promise<void> {
   if (args["dry-run"]) return ctx.log.info("--dry-run: exiting now.");
 
   const accountId = await ctx.accountId(args.env);
+  const assets = cfg && assetsSection(cfg);
+  const assetsJwt = assets && (await uploadAssets(ctx, assets, accountId, name));
   const metadata = {
     main_module: moduleName,
     bindings,
@@ -189,6 +195,7 @@ export async function deploy(args: DeployArgs, ctx: CliContext): Promise<void> {
     compatibility_flags: cfg?.compatibility_flags ?? [],
     keep_bindings: ["secret_text"],
     ...(cfg && { migrations: await migrationsToUpload(ctx, cfg, accountId, name) }),
+    ...(assets && { assets: { jwt: assetsJwt, config: assets.config } }),
   };
   const form = new FormData();
   form.append("metadata", JSON.stringify(metadata));

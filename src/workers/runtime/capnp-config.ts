@@ -62,7 +62,7 @@ export function workerdConfig(input: WorkerdConfigInput): string {
     );
     return service;
   };
-  const bindings = script.bindings.map((b) => `(name = ${capnpString(b.name)}, ${typeOf(b).workerd(b, { bindingService })})`);
+  const bindings = script.bindings.map((b) => `(name = ${capnpString(b.name)}, ${typeOf(b).workerd(b, { bindingService, scriptName: script.name })})`);
   secrets.forEach((s, i) => bindings.push(`(name = ${capnpString(s.name)}, fromEnvironment = ${capnpString(secretVariable(i))})`));
   const objects = input.run.durableObjects && durableObjectsWorkerd(input.run.durableObjects, input.durableObjectStorage ?? "disk");
   if (objects) services.push(...objects.services);

@@ -26,6 +26,7 @@ export interface ScriptRuntimeOptions {
 /** One version as workerd runs it: its config file, the environment that carries its secrets, and its handlers. */
 interface Version {
   accountId: string;
+  versionId: string;
   file: string;
   env: Record<string, string>;
   /** What its default export handles (entry-module.ts), known once it has started. */
@@ -59,7 +60,7 @@ function writeVersion(dir: string, run: RunnableScript, opts: ScriptRuntimeOptio
   const file = join(dir, "config.capnp");
   // No secret is in the file, but the binding server's header value is: 0600 inside a 0700 directory.
   writeFileSync(file, config("disk"), { mode: 0o600 });
-  const version: Version = { accountId: run.script.accountId, file, env: secretEnvironment(run.secrets), handlers: [] };
+  const version: Version = { accountId: run.script.accountId, versionId: run.script.versionId, file, env: secretEnvironment(run.secrets), handlers: [] };
   if (run.durableObjects) {
     version.checkFile = join(dir, "check.capnp");
     writeFileSync(version.checkFile, config("memory"), { mode: 0o600 });
@@ -102,6 +103,11 @@ export class ScriptRuntime {
   /** The account of the version that runs (service bindings reach a Worker of their own account only). */
   get accountId(): string | undefined {
     return this.currentVersion?.accountId;
+  }
+
+  /** The id of the version that runs. */
+  get versionId(): string | undefined {
+    return this.currentVersion?.versionId;
   }
 
   /** The handlers of the version that runs (none before one has started). */

@@ -1,0 +1,65 @@
+import { spawn } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { createRequire } from "node:module";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import type { CliResult, TestPlatform } from "../../core/testing/platform.js";
+
+/** wrangler 3 (a devDependency pinned to the version docs/compatibility.md names), started by its own bin script. */
+const WRANGLER_BIN = join(dirname(createRequire(import.meta.url).resolve("wrangler/package.json")), "bin", "wrangler.js");
+
+/** A hang guard only: a deploy on a loaded 2-core machine has taken tens of seconds. */
+const WRANGLER_LIMIT_MS = 180_000;
+
+export interface WranglerOptions {
+  cwd: string;
+  /** Another account of the platform's user (with `credentials`); the bootstrap account otherwise. */
+  accountId?: string;
+  /** Instead of the bootstrap token: e.g. `{ CLOUDFLARE_API_KEY, CLOUDFLARE_EMAIL }` for the global key. */
+  credentials?: Record<string, string>;
+  input?: string;
+}
+
+/**
+ * Runs the real wrangler 3 CLI against the platform, as a user would: `CLOUDFLARE_API_BASE_URL` pointed at its v4 API,
+ * the bootstrap token and account. Its home and config directory are a fresh temporary one (no login state or logs of
+ * the machine's user are read or written), metrics are off, and its npm update check goes to a closed loopback port
+ * so a test never reaches the internet.
+ */
+export async function runWrangler(p: TestPlatform, args: string[], opts: WranglerOptions): Promise<CliResult> {
+  const home = mkdtempSync(join(tmpdir(), "edge-wrangler-home-"));
+  try {
+    return await new Promise<CliResult>((resolve, reject) => {
+      const child = spawn(process.execPath, [WRANGLER_BIN, ...args], {
+        cwd: opts.cwd,
+        env: {
+          PATH: process.env.PATH,
+          HOME: home,
+          XDG_CONFIG_HOME: join(home, ".config"),
+          CLOUDFLARE_API_BASE_URL: p.apiUrl,
+          CLOUDFLARE_ACCOUNT_ID: opts.accountId ?? p.accountId,
+          ...(opts.credentials ?? { CLOUDFLARE_API_TOKEN: p.token }),
+          WRANGLER_SEND_METRICS: "false",
+          npm_config_registry: "http://127.0.0.1:9/",
+          NO_COLOR: "1",
+          FORCE_COLOR: "0",
+        },
+        stdio: ["pipe", "pipe", "pipe"],
+      });
+      const out: Buffer[] = [];
+      const err: Buffer[] = [];
+      const timer = setTimeout(() => child.kill("SIGKILL"), WRANGLER_LIMIT_MS);
+      child.stdout.on("data", (d: Buffer) => out.push(d));
+      child.stderr.on("data", (d: Buffer) => err.push(d));
+      child.on("error", reject);
+      child.on("close", (code) => {
+        clearTimeout(timer);
+        const stdoutBytes = Buffer.concat(out);
+        resolve({ code: code ?? 1, stdout: stdoutBytes.toString("utf8"), stderr: Buffer.concat(err).toString("utf8"), stdoutBytes });
+      });
+      child.stdin.end(opts.input ?? "");
+    });
+  } finally {
+    rmSync(home, { recursive: true, force: true });
+  }
+}
