@@ -24,6 +24,8 @@ import { ServiceGate } from "./services/gate.js";
 import { WorkerAssets } from "./assets/assets.js";
 import { ASSETS_MIGRATIONS } from "./assets/sqlite-migrations.js";
 import { SqliteAssetsStore } from "./assets/sqlite-store.js";
+import { ASSETS_PG_MIGRATIONS } from "./assets/pg-migrations.js";
+import { ASSETS_AREA, PgAssetsStore } from "./assets/pg-store.js";
 
 /** How often module bytes no record names are looked for (they are removed an hour after they were written). */
 const GC_INTERVAL_MS = 60 * 60 * 1000;
@@ -94,9 +96,11 @@ export function createWorkersService(ctx: ServiceContext, deps: { kv: KvService;
     join(ctx.config.stateDir, "durable-objects"),
     log,
   );
-  // Like Durable Objects, static assets are kept on this node only for now (DurableObjectsErrors.distributed's reason).
+  const assetsPg = ctx.openPostgres(ASSETS_AREA, ASSETS_PG_MIGRATIONS);
   const assets: WorkerAssets = new WorkerAssets(
-    ctx.postgres ? undefined : new SqliteAssetsStore(ctx.openDb("worker-assets", ASSETS_MIGRATIONS), ctx.content("worker-assets")),
+    assetsPg
+      ? new PgAssetsStore(assetsPg, ctx.content("worker-assets"))
+      : new SqliteAssetsStore(ctx.openDb("worker-assets", ASSETS_MIGRATIONS), ctx.content("worker-assets")),
     (name) => {
       const rt = runtime.lookup(name);
       return rt?.accountId && rt.versionId ? { accountId: rt.accountId, versionId: rt.versionId } : undefined;

@@ -67,17 +67,11 @@ export class WorkerAssets {
   private readonly cache = new Map<string, { versionId: string; served: Promise<Served | undefined> }>();
 
   constructor(
-    /** None on several nodes (--database-url): assets are refused there for now. */
-    private readonly assetsStore: AssetsStore | undefined,
+    private readonly store: AssetsStore,
     /** The account and version of the live version of a Worker, when it runs. */
     private readonly live: (script: string) => { accountId: string; versionId: string } | undefined,
     private readonly log: Logger,
   ) {}
-
-  private get store(): AssetsStore {
-    if (!this.assetsStore) throw AssetsErrors.distributed();
-    return this.assetsStore;
-  }
 
   /** POST …/scripts/{name}/assets-upload-session: `buckets` lists the hashes the account does not have yet. */
   async startSession(accountId: string, script: string, manifestRaw: unknown): Promise<{ jwt: string; buckets: string[][] }> {
@@ -153,7 +147,6 @@ export class WorkerAssets {
    * and Worker, every file stored. Without `assets`, the Worker keeps none (unless `keep_assets`).
    */
   async plan(accountId: string, script: string, up: UploadAssets, keep: boolean, bindings: readonly Binding[]): Promise<AssetsPlan | undefined> {
-    if (!this.assetsStore && !up && !bindings.some((b) => b.type === "assets")) return undefined;
     const before = await this.store.scriptAssets(accountId, script);
     let next: ScriptAssets | undefined;
     if (up) {
@@ -190,13 +183,13 @@ export class WorkerAssets {
   /** Forgets a deleted Worker's assets (the bodies stay the account's, for its next upload). */
   async remove(accountId: string, script: string): Promise<void> {
     this.cache.delete(script);
-    await this.assetsStore?.setScriptAssets(accountId, script, undefined);
+    await this.store.setScriptAssets(accountId, script, undefined);
   }
 
   /** The assets the live version of `script` serves: read once per version (a redeploy or a secret change starts a new one). */
   private served(script: string): Promise<Served | undefined> | undefined {
     const live = this.live(script);
-    if (!live || !this.assetsStore) return undefined;
+    if (!live) return undefined;
     const cached = this.cache.get(script);
     if (cached?.versionId === live.versionId) return cached.served;
     const served = (async () => {

@@ -27,6 +27,4 @@ export const AssetsErrors = {
   config: (message: string) => invalid(`assets.config: ${message}`, "/assets/config"),
   bindingWithoutAssets: (name: string) =>
     invalid(`Binding ${name}: an assets binding needs assets uploaded with the Worker (metadata "assets": {"jwt": …}, see …/assets-upload-session)`),
-  distributed: () =>
-    invalid("Static assets are not available when the platform runs on several nodes (--database-url) yet; run the platform embedded (one node) to use them"),
 };
