@@ -1,10 +1,9 @@
 import assert from "node:assert/strict";
-import { randomBytes } from "node:crypto";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { test } from "node:test";
-import { newTestCredentials, startTestPlatform, type TestPlatform } from "../../core/testing/platform.js";
-import { awsEnv, testBucket, testDatabase } from "../../core/testing/services.js";
+import type { TestPlatform } from "../../core/testing/platform.js";
+import { startTwoNodes } from "../../core/testing/two-nodes.js";
 import { eventually, hit, withTempDir } from "../testing/helpers.js";
 
 const HANG_GUARD = { timeout: 300_000 };
@@ -13,20 +12,9 @@ test(
   "on two nodes (PostgreSQL + bucket), assets deployed through one node are served by the other, and a redeploy through the other by both",
   HANG_GUARD,
   async (t) => {
-    const db = await testDatabase(t);
-    const bucket = db && (await testBucket(t));
-    if (!db || !bucket) return;
-    const credentials = newTestCredentials();
-    const env = {
-      EDGE_DATABASE_URL: db.url,
-      EDGE_OBJECT_STORE_URL: bucket.url,
-      EDGE_SECRETS_KEY: randomBytes(32).toString("base64"),
-      ...awsEnv(bucket.server),
-    };
-    const nodes: TestPlatform[] = [];
-    t.after(() => Promise.all(nodes.map((n) => n.dispose())));
-    nodes.push(...(await Promise.all([startTestPlatform({ env, credentials }), startTestPlatform({ env, credentials })])));
-    const [a, b] = nodes as [TestPlatform, TestPlatform];
+    const nodes = await startTwoNodes(t);
+    if (!nodes) return;
+    const [a, b] = nodes;
     const served = (node: TestPlatform, expected: string) =>
       eventually(async () => (await hit(node, "shared-site", "/about")).text === expected, `${expected} on ${node.url}`, 60_000);
 
