@@ -4,8 +4,7 @@ import { Readable } from "node:stream";
 import { test } from "node:test";
 import * as s3 from "@aws-sdk/client-s3";
 import { Upload } from "@aws-sdk/lib-storage";
-import { newTestCredentials, startTestPlatform, type TestPlatform } from "../core/testing/platform.js";
-import { awsEnv, testBucket, testDatabase } from "../core/testing/services.js";
+import { startTwoNodes } from "../core/testing/two-nodes.js";
 import { bootstrapS3Credentials, s3Client } from "./s3/testing/s3.js";
 
 const HANG_GUARD = { timeout: 300_000 };
@@ -16,20 +15,8 @@ test(
   "two nodes on one PostgreSQL and one bucket: objects put through S3 on one are read on the other with the same ETag and listed by its v4 API",
   HANG_GUARD,
   async (t) => {
-    const db = await testDatabase(t);
-    const bucket = db && (await testBucket(t));
-    if (!db || !bucket) return;
-    const credentials = newTestCredentials();
-    const env = {
-      EDGE_DATABASE_URL: db.url,
-      EDGE_OBJECT_STORE_URL: bucket.url,
-      EDGE_SECRETS_KEY: randomBytes(32).toString("base64"),
-      ...awsEnv(bucket.server),
-    };
-    const nodes: TestPlatform[] = [];
-    t.after(() => Promise.all(nodes.map((n) => n.dispose())));
-    nodes.push(await startTestPlatform({ env, credentials }));
-    nodes.push(await startTestPlatform({ env, credentials }));
+    const nodes = await startTwoNodes(t);
+    if (!nodes) return;
     const [one, two] = nodes;
     const s3Credentials = await bootstrapS3Credentials(one);
     const [client1, client2] = await Promise.all([s3Client(one, s3Credentials), s3Client(two, s3Credentials)]);

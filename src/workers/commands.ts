@@ -40,7 +40,7 @@ export const commands: AnyCommand[] = [
   }),
   defineCommand({
     path: ["deploy"],
-    describe: "Bundle the Worker named in the config (`main`) with esbuild and deploy it with its bindings",
+    describe: "Bundle the Worker named in the config (`main`) with esbuild and deploy it with its bindings (and its [assets] directory, uploaded first)",
     positionals: [{ name: "script", describe: "Entry point (default: `main` in the config)" }],
     options: {
       ...target,

@@ -3,6 +3,7 @@ import type { Logger } from "../core/logger.js";
 import type { ParsedUpload } from "./api/upload.js";
 import type { BindingBackendName } from "./bindings/binding-type.js";
 import { typeOf, type Binding } from "./bindings/registry.js";
+import type { WorkerAssets } from "./assets/assets.js";
 import type { DurableObjects } from "./durable-objects/durable-objects.js";
 import type { RuntimeDurableObjects } from "./durable-objects/workerd.js";
 import { WorkersErrors } from "./errors.js";
@@ -34,6 +35,7 @@ export class ScriptDeployer {
     private readonly exists: ResourceExists,
     private readonly log: Logger,
     private readonly objects?: DurableObjects,
+    private readonly assets?: WorkerAssets,
   ) {}
 
   private serial<T>(name: string, fn: () => Promise<T>): Promise<T> {
@@ -132,6 +134,7 @@ export class ScriptDeployer {
       const clash = up.bindings.find((b) => secrets.has(b.name));
       if (clash) throw WorkersErrors.bindingNameIsSecret(clash.name);
       const objects = await this.objects?.plan(accountId, name, up.bindings, up.migrations);
+      const assets = await this.assets?.plan(accountId, name, up.assets, up.keepAssets, up.bindings);
 
       const hash = createHash("sha256");
       const modules: ModuleRef[] = [];
@@ -154,10 +157,13 @@ export class ScriptDeployer {
         createdOn: now,
         modifiedOn: now,
       };
+      // Assets first: the new version reads them once it runs (the old one keeps those it has read).
+      await assets?.commit();
       try {
         await this.start(script, up.modules, secrets, objects?.runtime);
       } catch (err) {
         await this.store.deleteModules(modules);
+        await assets?.rollback();
         throw err;
       }
       // Namespaces first: a uniqueKey the running version uses is never lost (its objects would be unreachable).
@@ -174,6 +180,7 @@ export class ScriptDeployer {
       this.running.delete(name);
       await this.commit(name, () => this.store.delete(accountId, name));
       await this.objects?.removeScript(accountId, name);
+      await this.assets?.remove(accountId, name);
     });
   }
 

@@ -6,7 +6,7 @@ import type { KvService } from "../kv/service.js";
 import type { QueuesService, QueuesWorkers } from "../queues/service.js";
 import type { R2Service } from "../r2/service.js";
 import type { BindingBackendName } from "./bindings/binding-type.js";
-import type { BindingHandler } from "./bindings/server.js";
+import type { BindingHandler, BindingTunnelHandler } from "./bindings/server.js";
 import { readWorkersConfig, serveOptions } from "./config.js";
 import { ScriptDeployer, type ResourceExists } from "./deployer.js";
 import { followOtherNodes } from "./follow-nodes.js";
@@ -15,12 +15,18 @@ import { PgWorkersStore, WORKERS_AREA } from "./pg-store.js";
 import { DurableObjects } from "./durable-objects/durable-objects.js";
 import { DURABLE_OBJECTS_MIGRATIONS } from "./durable-objects/sqlite-migrations.js";
 import { SqliteDurableObjectsStore } from "./durable-objects/sqlite-store.js";
-import { WorkerProxy } from "./runtime/proxy.js";
+import { scriptOfHost, WorkerProxy } from "./runtime/proxy.js";
 import { WorkersRuntime } from "./runtime/runtime.js";
 import { WORKERS_MIGRATIONS } from "./sqlite-migrations.js";
 import { SqliteWorkersStore } from "./sqlite-store.js";
 import type { WorkersStore } from "./store.js";
 import { CronClock } from "./triggers/clock.js";
+import { ServiceGate } from "./services/gate.js";
+import { WorkerAssets } from "./assets/assets.js";
+import { ASSETS_MIGRATIONS } from "./assets/sqlite-migrations.js";
+import { SqliteAssetsStore } from "./assets/sqlite-store.js";
+import { ASSETS_PG_MIGRATIONS } from "./assets/pg-migrations.js";
+import { ASSETS_AREA, PgAssetsStore } from "./assets/pg-store.js";
 
 /** How often module bytes no record names are looked for (they are removed an hour after they were written). */
 const GC_INTERVAL_MS = 60 * 60 * 1000;
@@ -67,6 +73,21 @@ export function createWorkersService(ctx: ServiceContext, deps: { kv: KvService;
         handle: (call, req, res) => deps.queues.bindingHandler({ accountId: call.accountId, queueName: call.resource }, req, res),
       },
     ],
+    [
+      "assets",
+      {
+        // Never a target of an existence check: an assets binding names no resource (see assets/binding.ts).
+        exists: async () => false,
+        handle: (call, req, res) => void assets.serveBinding(call.accountId, call.resource, req, res).catch((err: unknown) => bindingFailed(err, res)),
+      },
+    ],
+    [
+      "service",
+      {
+        exists: async (accountId, name) => (await store.get(accountId, name)) !== undefined,
+        handle: (call, req, res) => gate.fetch(call, req, res),
+      },
+    ],
   ]);
   const exists: ResourceExists = (backend, accountId, resource) => backends.get(backend)!.exists(accountId, resource);
   const runtime = new WorkersRuntime(
@@ -74,6 +95,7 @@ export function createWorkersService(ctx: ServiceContext, deps: { kv: KvService;
     join(ctx.config.stateDir, "workers-run"),
     log,
     config.workerdPath,
+    new Map<BindingBackendName, BindingTunnelHandler>([["service", (call, socket, head) => gate.tunnel(call, socket, head)]]),
   );
   // On several nodes (--database-url) there is no Durable Objects store: an object must have one instance cluster-wide,
   // which nothing provides yet, so uploads that use Durable Objects are refused (DurableObjectsErrors.distributed).
@@ -82,8 +104,25 @@ export function createWorkersService(ctx: ServiceContext, deps: { kv: KvService;
     join(ctx.config.stateDir, "durable-objects"),
     log,
   );
-  const deployer = new ScriptDeployer(store, runtime, exists, log, durableObjects);
+  const assetsPg = ctx.openPostgres(ASSETS_AREA, ASSETS_PG_MIGRATIONS);
+  const assets: WorkerAssets = new WorkerAssets(
+    assetsPg
+      ? new PgAssetsStore(assetsPg, ctx.content("worker-assets"))
+      : new SqliteAssetsStore(ctx.openDb("worker-assets", ASSETS_MIGRATIONS), ctx.content("worker-assets")),
+    (name) => {
+      const rt = runtime.lookup(name);
+      return rt?.accountId && rt.versionId ? { accountId: rt.accountId, versionId: rt.versionId } : undefined;
+    },
+    log,
+  );
+  const bindingFailed = (err: unknown, res: import("node:http").ServerResponse) => {
+    log.error({ err }, "static assets binding call failed");
+    if (!res.headersSent) res.writeHead(500).end();
+    else res.destroy();
+  };
+  const deployer = new ScriptDeployer(store, runtime, exists, log, durableObjects, assets);
   const proxy = new WorkerProxy(runtime, config.domain, log);
+  const gate: ServiceGate = new ServiceGate(runtime, proxy, log);
   const clock = new CronClock(store, (s, tick) => runtime.runScheduled(s.script, s.cron, tick), log);
   let unfollow: (() => void) | undefined;
   let stopDelivery: (() => Promise<void>) | undefined;
@@ -107,7 +146,9 @@ export function createWorkersService(ctx: ServiceContext, deps: { kv: KvService;
         import("./api/upload.js"),
         import("./durable-objects/api.js"),
       ]);
+      const { registerAssetsRoutes } = await import("./assets/api.js");
       registerDurableObjectRoutes(app, durableObjects);
+      registerAssetsRoutes(app, assets);
       await registerMultipart(app, uploadMultipartLimits);
       registerWorkersRoutes(app, {
         store,
@@ -120,7 +161,19 @@ export function createWorkersService(ctx: ServiceContext, deps: { kv: KvService;
         migrationTag: (accountId, name) => durableObjects.migrationTag(accountId, name),
       });
     },
-    handleRaw: (req, res) => proxy.handle(req, res),
+    handleRaw: (req, res) => {
+      // Static assets are answered before the Worker (assets/assets.ts says when).
+      const name = scriptOfHost(req.headers.host, config.domain);
+      if (!name || !runtime.lookup(name)) return proxy.handle(req, res);
+      assets
+        .serveEdge(name, req, res, runtime.handlersOf(name), () => proxy.serve(name, req, res))
+        .catch((err: unknown) => {
+          log.error({ err, script: name }, "serving static assets failed");
+          if (!res.headersSent) res.writeHead(502).end();
+          else res.destroy();
+        });
+      return true;
+    },
     async start() {
       await pgStore?.checkKey();
       await runtime.start();

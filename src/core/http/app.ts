@@ -146,6 +146,7 @@ export async function buildEdgeApp(opts: AppOptions): Promise<FastifyInstance> {
     async (v4) => {
       v4.decorateRequest("principal", undefined as unknown as Principal);
       v4.addHook("onRequest", async (req) => {
+        if (req.routeOptions.config.ownCredentials && req.routeOptions.config.permission === "self") return;
         const principal = opts.auth.authenticate(req.headers as Record<string, string | undefined>);
         req.principal = principal instanceof Promise ? await principal : principal;
       });

@@ -23,6 +23,11 @@ declare module "fastify" {
      * another id; `"anywhere"` for user-level permissions (token management), held on any of the caller's accounts.
      */
     account?: AccountResolver | "anywhere";
+    /**
+     * The route checks a credential of its own instead of an API token (Workers' assets upload takes the upload
+     * session's token as its bearer): the API's authentication is skipped, and the route must declare permission "self".
+     */
+    ownCredentials?: true;
   }
 }
 

@@ -54,15 +54,16 @@ function refusal(e: unknown, errors: MultipartErrors): EdgeError {
 /**
  * The parts of a multipart request, each read whole, in order. Every failure of the body itself is
  * thrown as an EdgeError from `errors`; errors the caller throws while handling a part pass untouched.
+ * `limits` replace the plugin's for this request (a route whose parts are larger than the scope's).
  * A field the plugin parsed as JSON (sent with `Content-Type: application/json`, as `curl -F
  * 'x={...};type=application/json'` does) comes back as its JSON text, like a JSON file part.
  */
-export async function* formParts(req: FastifyRequest, errors: MultipartErrors): AsyncGenerator<FormPart> {
+export async function* formParts(req: FastifyRequest, errors: MultipartErrors, limits?: MultipartLimits): AsyncGenerator<FormPart> {
   let iterator: AsyncIterator<Multipart> | undefined;
   for (;;) {
     let part: FormPart;
     try {
-      iterator ??= req.parts()[Symbol.asyncIterator]();
+      iterator ??= req.parts(limits && { limits })[Symbol.asyncIterator]();
       const next = await iterator.next();
       if (next.done) return;
       part = await readPart(next.value, errors);

@@ -7,6 +7,7 @@ import { parseWith } from "../../core/http/validate.js";
 import { bindingName } from "../bindings/binding-type.js";
 import { bindingType, SUPPORTED_BINDING_TYPES, type Binding } from "../bindings/registry.js";
 import { parseMigrations, type UploadMigrations } from "../durable-objects/migrations.js";
+import { parseUploadAssets, type UploadAssets } from "../assets/assets.js";
 import { WorkersCodes, WorkersErrors } from "../errors.js";
 import type { ModuleKind, ModuleSource } from "../store.js";
 import { BracketedFieldError, metadataFromBracketedFields } from "./form-metadata.js";
@@ -53,6 +54,9 @@ export interface ParsedUpload {
   modules: ModuleSource[];
   /** Durable Object migrations to apply with this version. */
   migrations?: UploadMigrations;
+  /** Static assets uploaded for this version (`assets.jwt`), and whether a version without them keeps the Worker's (`keep_assets`). */
+  assets?: UploadAssets;
+  keepAssets: boolean;
 }
 
 /** workerd module kind for a part's content type; undefined for parts that are not code (source maps). */
@@ -169,5 +173,7 @@ export async function readUpload(req: FastifyRequest): Promise<ParsedUpload> {
     secrets,
     modules,
     migrations: parseMigrations(meta.migrations),
+    assets: parseUploadAssets(meta.assets),
+    keepAssets: meta.keep_assets === true,
   };
 }

@@ -12,12 +12,15 @@ export interface WorkerdBindingContext {
   /**
    * A service of the script's workerd config that sends its calls to the binding server, marked (by a header
    * workerd injects) as calls for `resource` of `backend` in the script's account; returns the service's name.
+   * With `rpc`, workerd also opens Cap'n Proto RPC sessions to it (a CONNECT to a host naming the same resource).
    */
-  bindingService(backend: BindingBackendName, resource: string): string;
+  bindingService(backend: BindingBackendName, resource: string, opts?: { rpc?: boolean }): string;
+  /** The name of the Worker the config runs. */
+  scriptName: string;
 }
 
 /** The areas that serve binding calls through the binding server (see service.ts for which handles what). */
-export type BindingBackendName = "r2" | "kv" | "d1" | "queues";
+export type BindingBackendName = "r2" | "kv" | "d1" | "queues" | "service" | "assets";
 
 export interface BindingType<B extends { type: string; name: string }> {
   readonly type: B["type"];

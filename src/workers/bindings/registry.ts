@@ -5,6 +5,8 @@ import { kvNamespace, type KvNamespaceBinding } from "./kv-namespace.js";
 import { plainText, type PlainTextBinding } from "./plain-text.js";
 import { queueProducer, type QueueBinding } from "./queue.js";
 import { r2Bucket, type R2BucketBinding } from "./r2-bucket.js";
+import { serviceBinding, type ServiceBinding } from "../services/binding.js";
+import { assetsBinding, type AssetsBinding } from "../assets/binding.js";
 
 /**
  * The binding types this platform has, one file each beside this one. Secrets (`secret_text`) are not among
@@ -12,10 +14,20 @@ import { r2Bucket, type R2BucketBinding } from "./r2-bucket.js";
  */
 
 /** A binding as a stored script keeps it (the upload's metadata, validated). */
-export type Binding = R2BucketBinding | KvNamespaceBinding | D1DatabaseBinding | PlainTextBinding | DurableObjectNamespaceBinding | QueueBinding;
+export type Binding =
+  R2BucketBinding | KvNamespaceBinding | D1DatabaseBinding | PlainTextBinding | DurableObjectNamespaceBinding | QueueBinding | ServiceBinding | AssetsBinding;
 
 /** Every binding type, in the order errors list them. */
-const TYPES: readonly BindingType<Binding>[] = [r2Bucket, kvNamespace, d1Database, plainText, durableObjectNamespace, queueProducer];
+const TYPES: readonly BindingType<Binding>[] = [
+  r2Bucket,
+  kvNamespace,
+  d1Database,
+  plainText,
+  durableObjectNamespace,
+  queueProducer,
+  serviceBinding,
+  assetsBinding,
+];
 
 const byType = new Map(TYPES.map((t) => [t.type, t]));
 

@@ -1,10 +1,11 @@
 import { randomBytes, timingSafeEqual } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { Duplex } from "node:stream";
 import type { Logger } from "../../core/logger.js";
 import type { BindingBackendName } from "./binding-type.js";
 
 /** The header workerd injects on every binding call (it replaces any header of that name the script sets). */
-const BINDING_HEADER = "x-edge-binding";
+export const BINDING_HEADER = "x-edge-binding";
 
 /** What one binding's calls are for: a resource (a bucket, a namespace) of a backend, in the script's account. */
 export interface BindingCall {
@@ -15,6 +16,9 @@ export interface BindingCall {
 
 /** Serves one backend's binding protocol: answers a call workerd sent for `call`. */
 export type BindingHandler = (call: BindingCall, req: IncomingMessage, res: ServerResponse) => void;
+
+/** Takes a CONNECT workerd sent for `call` (a Cap'n Proto RPC session of a service binding): `socket` is the caller's connection, `head` what followed the request head. */
+export type BindingTunnelHandler = (call: BindingCall, socket: Duplex, head: Buffer) => void;
 
 /**
  * The server workerd sends binding calls to (R2, KV), on a unix socket in a private directory. workerd
@@ -31,11 +35,14 @@ export class BindingServer {
   constructor(
     private readonly handlers: ReadonlyMap<BindingBackendName, BindingHandler>,
     private readonly log: Logger,
+    /** The backends that also take CONNECT tunnels (service bindings' RPC sessions). */
+    private readonly tunnels: ReadonlyMap<BindingBackendName, BindingTunnelHandler> = new Map(),
   ) {}
 
   /** Listens on the unix socket at `socketPath`. */
   async start(socketPath: string): Promise<void> {
     const server = createServer((req, res) => this.dispatch(req, res));
+    server.on("connect", (req: IncomingMessage, socket: Duplex, head: Buffer) => this.tunnel(req, socket, head));
     // workerd keeps binding connections alive between calls; do not cut them sooner than it does.
     server.keepAliveTimeout = 120_000;
     server.headersTimeout = 121_000;
@@ -48,11 +55,16 @@ export class BindingServer {
     this.address = `unix:${socketPath}`;
   }
 
-  /** Where workerd must send the calls of one binding (a workerd address, `unix:<path>`), and the header that names its resource. */
-  target(call: BindingCall): { address: string; header: { name: string; value: string } } {
+  /**
+   * Where workerd must send the calls of one binding (a workerd address, `unix:<path>`), and the header that names its
+   * resource. `connectHost` carries the same value for workerd's CONNECT requests (an RPC session: workerd injects no
+   * header into those, so the request target names the resource instead; it is a valid authority, base64url and dots).
+   */
+  target(call: BindingCall): { address: string; header: { name: string; value: string }; connectHost: string } {
     if (!this.address) throw new Error("binding server is not started");
     const id = Buffer.from(JSON.stringify(call)).toString("base64url");
-    return { address: this.address, header: { name: BINDING_HEADER, value: `${this.secret}.${id}` } };
+    const value = `${this.secret}.${id}`;
+    return { address: this.address, header: { name: BINDING_HEADER, value }, connectHost: value };
   }
 
   get listenAddress(): string {
@@ -65,8 +77,7 @@ export class BindingServer {
    */
   private readonly verified = new Map<string, BindingCall>();
 
-  private identify(req: IncomingMessage): BindingCall | undefined {
-    const h = req.headers[BINDING_HEADER];
+  private identify(h: string | string[] | undefined): BindingCall | undefined {
     if (typeof h !== "string") return undefined;
     const known = this.verified.get(h);
     if (known) return known;
@@ -86,7 +97,7 @@ export class BindingServer {
   }
 
   private dispatch(req: IncomingMessage, res: ServerResponse): void {
-    const who = this.identify(req);
+    const who = this.identify(req.headers[BINDING_HEADER]);
     if (!who) {
       res.writeHead(403, { "content-type": "text/plain" }).end("forbidden\n");
       req.resume();
@@ -104,10 +115,31 @@ export class BindingServer {
     }
   }
 
+  /** Open CONNECT tunnels: the server's close() would wait for them, so stop() cuts them. */
+  private readonly tunnelSockets = new Set<Duplex>();
+
+  private tunnel(req: IncomingMessage, socket: Duplex, head: Buffer): void {
+    this.tunnelSockets.add(socket);
+    socket.once("close", () => this.tunnelSockets.delete(socket));
+    const who = this.identify(req.url);
+    const handle = who && this.tunnels.get(who.backend);
+    if (!who || !handle) {
+      socket.end("HTTP/1.1 403 Forbidden\r\ncontent-length: 0\r\n\r\n", () => socket.destroy());
+      return;
+    }
+    try {
+      handle(who, socket, head);
+    } catch (err) {
+      this.log.error({ err, binding: who.backend }, "binding tunnel failed");
+      socket.destroy();
+    }
+  }
+
   async stop(): Promise<void> {
     const s = this.server;
     if (!s) return;
     this.server = undefined;
+    for (const t of this.tunnelSockets) t.destroy();
     await new Promise<void>((resolve) => {
       s.close(() => resolve());
       s.closeIdleConnections();

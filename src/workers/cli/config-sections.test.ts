@@ -16,8 +16,6 @@ const config = (top: Record<string, unknown>, env?: { name: string; table: Recor
 
 /** A value of each refused key that turns its feature on, as a config would write it. */
 const REFUSED_EXAMPLES: Record<string, unknown> = {
-  assets: { directory: "./public" },
-  services: [{ binding: "S", service: "other" }],
   ai: { binding: "AI" },
   analytics_engine_datasets: [{ binding: "AE" }],
   browser: { binding: "B" },
@@ -74,7 +72,7 @@ test("every refused key of wrangler 3's config is refused when it turns its feat
   assert.deepEqual(unsupportedSections(config({ durable_objects: durableObjects, migrations: [{ tag: "v1", new_classes: ["Counter"] }] })), []);
   assert.deepEqual(unsupportedSections(config({ d1_databases: [{ binding: "DB", database_name: "db", database_id: "x" }] })), []);
   assert.deepEqual(unsupportedSections(config({ queues: { producers: [{ binding: "Q", queue: "q" }], consumers: [{ queue: "q" }] } })), []);
-  assert.deepEqual(unsupportedSections(config({ assets: REFUSED_EXAMPLES.assets })), ["[assets]: static assets"]);
+  assert.deepEqual(unsupportedSections(config({ assets: { directory: "./public", binding: "ASSETS" } })), []);
   assert.match(unsupportedSections(config({ routes: ["a.example/*"] }))[0], /^routes: routes/);
 });
 
@@ -87,6 +85,11 @@ test("a key wrangler 3 does not have is refused too (it may change what runs)", 
 test("[[d1_databases]] is read by deploy, not refused", () => {
   assert.equal(CONFIG_KEYS.get("d1_databases")?.kind, "read");
   assert.deepEqual(unsupportedSections(config({ name: "w", d1_databases: [{ binding: "DB", database_name: "db", database_id: "x" }] })), []);
+});
+
+test("[[services]] is read by deploy, not refused", () => {
+  assert.equal(CONFIG_KEYS.get("services")?.kind, "read");
+  assert.deepEqual(unsupportedSections(config({ name: "w", services: [{ binding: "S", service: "other" }] })), []);
 });
 
 test("keys that change nothing here, and refused features written empty or off, are accepted", () => {
@@ -124,12 +127,6 @@ test("keys that change nothing here, and refused features written empty or off, 
 });
 
 test("with --env, the environment's own sections count, inherited top-level ones too, non-inherited top-level ones not", () => {
-  const cfg = config(
-    { name: "w", hyperdrive: REFUSED_EXAMPLES.hyperdrive, routes: ["a.example/*"] },
-    { name: "staging", table: { services: REFUSED_EXAMPLES.services } },
-  );
-  assert.deepEqual(unsupportedSections(cfg).sort(), [
-    "[[env.staging.services]]: service bindings",
-    "routes: routes (every Worker is served at <name>.<workers domain>)",
-  ]);
+  const cfg = config({ name: "w", hyperdrive: REFUSED_EXAMPLES.hyperdrive, routes: ["a.example/*"] }, { name: "staging", table: { ai: REFUSED_EXAMPLES.ai } });
+  assert.deepEqual(unsupportedSections(cfg).sort(), ["[env.staging.ai]: Workers AI", "routes: routes (every Worker is served at <name>.<workers domain>)"]);
 });

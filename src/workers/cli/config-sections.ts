@@ -48,6 +48,8 @@ export const CONFIG_KEYS: ReadonlyMap<string, Treatment> = new Map<string, Treat
   ["durable_objects", read],
   ["migrations", read],
   ["queues", read],
+  ["services", read],
+  ["assets", read],
   ["build", read],
   ["define", read],
   ["alias", read],
@@ -70,8 +72,6 @@ export const CONFIG_KEYS: ReadonlyMap<string, Treatment> = new Map<string, Treat
   ["preserve_file_names", noEffect],
   ["$schema", noEffect],
   // Refused: each changes what runs, and this platform does not have it (yet).
-  ["assets", refused("static assets")],
-  ["services", refused("service bindings")],
   ["ai", refused("Workers AI")],
   ["analytics_engine_datasets", refused("Analytics Engine")],
   ["browser", refused("Browser Rendering")],

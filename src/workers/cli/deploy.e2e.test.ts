@@ -27,11 +27,6 @@ test("deploy refuses a config with sections this platform does not have, naming 
 main = "index.js"
 compatibility_date = "2024-09-01"
 route = "example.com/*"
-[assets]
-directory = "./public"
-[[services]]
-binding = "OTHER"
-service = "other"
 [ai]
 binding = "AI"
 [observability]
@@ -40,7 +35,7 @@ enabled = true
   await inProject({ "wrangler.toml": toml, "index.js": WORKER }, async (dir) => {
     const r = await p.cli(["deploy"], { cwd: dir });
     assert.equal(r.code, 1, r.stdout);
-    for (const section of ["route", "[assets]", "[[services]]", "[ai]", "[observability]"]) {
+    for (const section of ["route", "[ai]", "[observability]"]) {
       assert.ok(r.stderr.includes(`- ${section}: `), `${section} named in: ${r.stderr}`);
     }
     assert.match(r.stderr, /not supported by this platform yet, so nothing was deployed/);

@@ -6,6 +6,8 @@ import { UserError } from "../../core/errors.js";
 import type { Binding } from "../bindings/registry.js";
 import { durableObjectBindings, migrationsToUpload } from "../durable-objects/cli-config.js";
 import { applyQueueConsumers, queueConsumers, queueProducerBindings } from "../../queues/cli/deploy-config.js";
+import { serviceBindings } from "../services/cli-config.js";
+import { assetsSection, uploadAssets } from "../assets/cli-config.js";
 import { cronProblem } from "../triggers/cron.js";
 import { effectiveKeys, refuseUnsupportedSections } from "./config-sections.js";
 import { resolveScriptName, scriptPath, uploadForm } from "./target.js";
@@ -36,7 +38,7 @@ function cronsOf(args: DeployArgs, cfg: ProjectConfig | undefined): string[] | u
   return crons as string[];
 }
 
-/** Bindings in the order wrangler sends them: vars, then KV namespaces, then Durable Objects, then R2 buckets, then D1 databases. */
+/** Bindings in the order wrangler sends them: vars, then KV namespaces, then Durable Objects, then R2 buckets, then D1 databases, then services. */
 function bindingsOf(cfg: ProjectConfig | undefined): Binding[] {
   if (!cfg) return [];
   const out: Binding[] = Object.entries(cfg.vars).map(([name, text]) => ({ type: "plain_text", name, text }));
@@ -55,6 +57,9 @@ function bindingsOf(cfg: ProjectConfig | undefined): Binding[] {
     out.push({ type: "d1", name: d1.binding, id: d1.database_id });
   }
   out.push(...queueProducerBindings(cfg));
+  out.push(...(serviceBindings(cfg) as Binding[]));
+  const assets = assetsSection(cfg);
+  if (assets?.binding) out.push({ type: "assets", name: assets.binding });
   return out;
 }
 
@@ -155,6 +160,8 @@ function printBindings(ctx: CliContext, bindings: Binding[], cfg: ProjectConfig 
     ["durable_object_namespace", "Durable Objects", (b) => (b as { class_name: string }).class_name],
     ["r2_bucket", "R2 Buckets", (b) => (b as { bucket_name: string }).bucket_name],
     ["d1", "D1 Databases", (b) => d1Shown(cfg, b)],
+    ["service", "Services", (b) => (b as { service: string }).service],
+    ["assets", "Assets", () => "static assets"],
     ["plain_text", "Vars", (b) => JSON.stringify((b as { text: string }).text)],
     ["queue", "Queues", (b) => (b as { queue_name: string }).queue_name],
   ];
@@ -192,6 +199,8 @@ export async function deploy(args: DeployArgs, ctx: CliContext): Promise<void> {
   if (args["dry-run"]) return ctx.log.info("--dry-run: exiting now.");
 
   const accountId = await ctx.accountId(args.env);
+  const assets = cfg && assetsSection(cfg);
+  const assetsJwt = assets && (await uploadAssets(ctx, assets, accountId, name));
   const metadata = {
     main_module: moduleName,
     bindings,
@@ -199,6 +208,7 @@ export async function deploy(args: DeployArgs, ctx: CliContext): Promise<void> {
     compatibility_flags: cfg?.compatibility_flags ?? [],
     keep_bindings: ["secret_text"],
     ...(cfg && { migrations: await migrationsToUpload(ctx, cfg, accountId, name) }),
+    ...(assets && { assets: { jwt: assetsJwt, config: assets.config } }),
   };
   const form = new FormData();
   form.append("metadata", JSON.stringify(metadata));

@@ -10,6 +10,8 @@ import type { RunnableScript } from "./runtime.js";
 export interface BindingTarget {
   address: string;
   header: { name: string; value: string };
+  /** The host of workerd's CONNECT requests when the binding also carries RPC sessions (service bindings). */
+  connectHost?: string;
 }
 
 export interface WorkerdConfigInput {
@@ -26,6 +28,12 @@ export interface WorkerdConfigInput {
   durableObjectStorage?: DurableObjectStorageMode;
 }
 
+/**
+ * The socket "rpc" serves service bindings of other Workers (only the binding server connects to it): their fetch
+ * calls, and workerd's Cap'n Proto RPC sessions, opened by a CONNECT to this host.
+ */
+export const RPC_CONNECT_HOST = "capnp";
+
 const secretVariable = (i: number) => `EDGE_WORKER_SECRET_${i}`;
 
 /**
@@ -38,7 +46,7 @@ export function secretEnvironment(secrets: readonly { text: string }[]): Record<
 
 /**
  * The config of one workerd process running one script: a socket "http" for its traffic, a socket "handlers"
- * for the entry module's handlers entrypoint and one "scheduled" for its cron ticks (their unix socket paths are given on the command line: each process
+ * for the entry module's handlers entrypoint, one "scheduled" for its cron ticks, one "rpc" for service bindings (their unix socket paths are given on the command line: each process
  * gets fresh ones), each binding as its type writes it (storage bindings are external services on the binding
  * server), secrets from the process environment (see `secretEnvironment`: they never touch the disk in clear),
  * and a global outbound that only reaches public addresses.
@@ -46,15 +54,16 @@ export function secretEnvironment(secrets: readonly { text: string }[]): Record<
 export function workerdConfig(input: WorkerdConfigInput): string {
   const { script, modules, secrets } = input.run;
   const services: string[] = [`(name = "main", worker = .script)`, `(name = "internet", network = (allow = ["public"], deny = ["local", "private"]))`];
-  const bindingService = (backend: BindingCall["backend"], resource: string) => {
+  const bindingService = (backend: BindingCall["backend"], resource: string, opts?: { rpc?: boolean }) => {
     const target = input.bindingTarget({ backend, accountId: script.accountId, resource });
     const service = `binding-${services.length}`;
+    const rpc = opts?.rpc && target.connectHost ? `, capnpConnectHost = ${capnpString(target.connectHost)}` : "";
     services.push(
-      `(name = ${capnpString(service)}, external = (address = ${capnpString(target.address)}, http = (injectRequestHeaders = [(name = ${capnpString(target.header.name)}, value = ${capnpString(target.header.value)})])))`,
+      `(name = ${capnpString(service)}, external = (address = ${capnpString(target.address)}, http = (injectRequestHeaders = [(name = ${capnpString(target.header.name)}, value = ${capnpString(target.header.value)})]${rpc})))`,
     );
     return service;
   };
-  const bindings = script.bindings.map((b) => `(name = ${capnpString(b.name)}, ${typeOf(b).workerd(b, { bindingService })})`);
+  const bindings = script.bindings.map((b) => `(name = ${capnpString(b.name)}, ${typeOf(b).workerd(b, { bindingService, scriptName: script.name })})`);
   secrets.forEach((s, i) => bindings.push(`(name = ${capnpString(s.name)}, fromEnvironment = ${capnpString(secretVariable(i))})`));
   const objects = input.run.durableObjects && durableObjectsWorkerd(input.run.durableObjects, input.durableObjectStorage ?? "disk");
   if (objects) services.push(...objects.services);
@@ -74,6 +83,7 @@ const config :Workerd.Config = (
     (name = "handlers", http = (), service = (name = "main", entrypoint = ${capnpString(input.entry.module.handlersExport)})),
     (name = "scheduled", http = (), service = (name = "main", entrypoint = ${capnpString(input.entry.module.scheduledExport)})),
     ${QUEUE_SOCKET},
+    (name = "rpc", http = (capnpConnectHost = "${RPC_CONNECT_HOST}"), service = "main"),
   ],
 );
 const script :Workerd.Worker = (

@@ -62,6 +62,12 @@ export class WorkerProxy {
   handle(req: IncomingMessage, res: ServerResponse): boolean {
     const name = scriptOfHost(req.headers.host, this.domain);
     if (!name) return false;
+    this.serve(name, req, res);
+    return true;
+  }
+
+  /** Forwards `req` to script `name`'s live process as traffic of the edge port is (also the fetch calls of service bindings). */
+  serve(name: string, req: IncomingMessage, res: ServerResponse): void {
     const bodyless = !req.headers["transfer-encoding"] && Number(req.headers["content-length"] ?? 0) === 0;
     if (bodyless) req.resume();
     const rt = this.runtime.lookup(name);
@@ -69,7 +75,6 @@ export class WorkerProxy {
     const proc = rt?.live;
     if (proc) this.forward(name, proc.pool, req, res, bodyless, true);
     else void this.forwardWhenLive(name, req, res, bodyless, true);
-    return true;
   }
 
   private async forwardWhenLive(name: string, req: IncomingMessage, res: ServerResponse, bodyless: boolean, retry: boolean): Promise<void> {

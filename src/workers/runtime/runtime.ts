@@ -3,7 +3,7 @@ import { join } from "node:path";
 import type { Logger } from "../../core/logger.js";
 import type { RuntimeDurableObjects } from "../durable-objects/workerd.js";
 import type { BindingBackendName } from "../bindings/binding-type.js";
-import { BindingServer, type BindingHandler } from "../bindings/server.js";
+import { BindingServer, type BindingHandler, type BindingTunnelHandler } from "../bindings/server.js";
 import type { ModuleSource, ScriptRecord } from "../store.js";
 import type { ScheduledOutcome } from "./entry-module.js";
 import { ScriptRuntime } from "./script-runtime.js";
@@ -35,8 +35,10 @@ export class WorkersRuntime {
     private readonly log: Logger,
     /** The workerd executable that runs every script. */
     private readonly workerdPath: string,
+    /** The backends that take CONNECT tunnels (service bindings' RPC sessions). */
+    tunnels?: ReadonlyMap<BindingBackendName, BindingTunnelHandler>,
   ) {
-    this.bindings = new BindingServer(handlers, log);
+    this.bindings = new BindingServer(handlers, log, tunnels);
   }
 
   /**

@@ -28,6 +28,8 @@ export interface ScriptRuntimeOptions {
 
 /** One version as workerd runs it: its config file, the environment that carries its secrets, and its handlers. */
 interface Version {
+  accountId: string;
+  versionId: string;
   file: string;
   env: Record<string, string>;
   /** What its default export handles (entry-module.ts), known once it has started. */
@@ -61,7 +63,7 @@ function writeVersion(dir: string, run: RunnableScript, opts: ScriptRuntimeOptio
   const file = join(dir, "config.capnp");
   // No secret is in the file, but the binding server's header value is: 0600 inside a 0700 directory.
   writeFileSync(file, config("disk"), { mode: 0o600 });
-  const version: Version = { file, env: secretEnvironment(run.secrets), handlers: [] };
+  const version: Version = { accountId: run.script.accountId, versionId: run.script.versionId, file, env: secretEnvironment(run.secrets), handlers: [] };
   if (run.durableObjects) {
     version.checkFile = join(dir, "check.capnp");
     writeFileSync(version.checkFile, config("memory"), { mode: 0o600 });
@@ -101,8 +103,15 @@ export class ScriptRuntime {
     return this.current?.pid;
   }
 
-  /** The account of the script (known once a version was deployed). */
-  accountId?: string;
+  /** The account of the version that runs (service bindings reach a Worker of their own account only). */
+  get accountId(): string | undefined {
+    return this.currentVersion?.accountId;
+  }
+
+  /** The id of the version that runs. */
+  get versionId(): string | undefined {
+    return this.currentVersion?.versionId;
+  }
 
   /** The handlers of the version that runs (none before one has started). */
   get handlers(): readonly string[] {
@@ -132,7 +141,6 @@ export class ScriptRuntime {
 
   private async doDeploy(run: RunnableScript): Promise<void> {
     if (this.closed) throw new Error("runtime is stopped");
-    this.accountId = run.script.accountId;
     const gen = ++this.generation;
     const dir = join(this.opts.dir, String(gen));
     const version = writeVersion(dir, run, this.opts);
@@ -222,6 +230,7 @@ export class ScriptRuntime {
         handlers: handlersSocket,
         scheduled: this.opts.sockets.next("scheduled"),
         queue: this.opts.sockets.next("queue"),
+        rpc: this.opts.sockets.next("rpc"),
       },
       log: this.opts.log,
       tag: this.tag,

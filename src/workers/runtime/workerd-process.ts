@@ -130,9 +130,28 @@ export class WorkerdProcess {
     });
   }
 
+  private readonly stoppingHooks: (() => void)[] = [];
+
+  /**
+   * Runs `fn` when the process is asked to stop: connections it would wait for that are not requests (a service
+   * binding's RPC session, which a caller keeps open) are cut there, or workerd would not exit until killed.
+   */
+  whenStopping(fn: () => void): () => void {
+    if (this.stopping) {
+      fn();
+      return () => undefined;
+    }
+    this.stoppingHooks.push(fn);
+    return () => {
+      const i = this.stoppingHooks.indexOf(fn);
+      if (i >= 0) this.stoppingHooks.splice(i, 1);
+    };
+  }
+
   /** SIGTERM lets in-flight requests finish; after `graceMs` it is killed outright. */
   async stop(graceMs = 30_000): Promise<void> {
     this.stopping = true;
+    for (const fn of this.stoppingHooks.splice(0)) fn();
     if (this.child.exitCode !== null || this.child.signalCode !== null) return;
     this.child.kill("SIGTERM");
     const timer = setTimeout(() => this.child.kill("SIGKILL"), graceMs);

@@ -1,0 +1,26 @@
+import { randomBytes } from "node:crypto";
+import type { TestContext } from "node:test";
+import { newTestCredentials, startTestPlatform, type TestPlatform } from "./platform.js";
+import { awsEnv, testBucket, testDatabase } from "./services.js";
+
+/**
+ * Two `edgecli serve` nodes on one fresh PostgreSQL database and one bucket (the same credentials and secrets key),
+ * disposed after the test; undefined when the test was skipped for a missing service.
+ */
+export async function startTwoNodes(t: TestContext): Promise<[TestPlatform, TestPlatform] | undefined> {
+  const db = await testDatabase(t);
+  const bucket = db && (await testBucket(t));
+  if (!db || !bucket) return undefined;
+  const credentials = newTestCredentials();
+  const env = {
+    EDGE_DATABASE_URL: db.url,
+    EDGE_OBJECT_STORE_URL: bucket.url,
+    EDGE_SECRETS_KEY: randomBytes(32).toString("base64"),
+    ...awsEnv(bucket.server),
+  };
+  const nodes: TestPlatform[] = [];
+  t.after(() => Promise.all(nodes.map((n) => n.dispose())));
+  nodes.push(await startTestPlatform({ env, credentials }));
+  nodes.push(await startTestPlatform({ env, credentials }));
+  return [nodes[0]!, nodes[1]!];
+}
