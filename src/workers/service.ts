@@ -16,6 +16,7 @@ import { DURABLE_OBJECTS_MIGRATIONS } from "./durable-objects/sqlite-migrations.
 import { SqliteDurableObjectsStore } from "./durable-objects/sqlite-store.js";
 import { WorkerProxy } from "./runtime/proxy.js";
 import { WorkersRuntime } from "./runtime/runtime.js";
+import { WebSocketProxy } from "./runtime/websocket-proxy.js";
 import { WORKERS_MIGRATIONS } from "./sqlite-migrations.js";
 import { SqliteWorkersStore } from "./sqlite-store.js";
 import type { WorkersStore } from "./store.js";
@@ -76,6 +77,7 @@ export function createWorkersService(ctx: ServiceContext, deps: { kv: KvService;
   );
   const deployer = new ScriptDeployer(store, runtime, exists, log, durableObjects);
   const proxy = new WorkerProxy(runtime, config.domain, log);
+  const webSockets = new WebSocketProxy(runtime, config.domain, log);
   const clock = new CronClock(store, (s, tick) => runtime.runScheduled(s.script, s.cron, tick), log);
   let unfollow: (() => void) | undefined;
   let gcTimer: NodeJS.Timeout | undefined;
@@ -112,6 +114,7 @@ export function createWorkersService(ctx: ServiceContext, deps: { kv: KvService;
       });
     },
     handleRaw: (req, res) => proxy.handle(req, res),
+    handleUpgrade: (req, socket, head) => webSockets.handle(req, socket, head),
     async start() {
       await pgStore?.checkKey();
       await runtime.start();
