@@ -17,6 +17,7 @@ import { SqliteDurableObjectsStore } from "./durable-objects/sqlite-store.js";
 import { WorkerProxy } from "./runtime/proxy.js";
 import { WorkersRuntime } from "./runtime/runtime.js";
 import { WebSocketProxy } from "./runtime/websocket-proxy.js";
+import { TailHub } from "./tail/hub.js";
 import { WORKERS_MIGRATIONS } from "./sqlite-migrations.js";
 import { SqliteWorkersStore } from "./sqlite-store.js";
 import type { WorkersStore } from "./store.js";
@@ -62,8 +63,9 @@ export function createWorkersService(ctx: ServiceContext, deps: { kv: KvService;
     ],
   ]);
   const exists: ResourceExists = (backend, accountId, resource) => backends.get(backend)!.exists(accountId, resource);
+  const tails = new TailHub(log);
   const runtime = new WorkersRuntime(
-    new Map([...backends].map(([name, b]) => [name, b.handle])),
+    new Map([...[...backends].map(([name, b]) => [name, b.handle] as const), ["tail", tails.bindingHandler] as const]),
     join(ctx.config.stateDir, "workers-run"),
     log,
     config.workerdPath,
@@ -94,13 +96,16 @@ export function createWorkersService(ctx: ServiceContext, deps: { kv: KvService;
   return {
     name: "workers",
     async registerApi(app) {
-      const [{ registerMultipart }, { registerWorkersRoutes }, { uploadMultipartLimits }, { registerDurableObjectRoutes }] = await Promise.all([
-        import("../core/http/multipart.js"),
-        import("./api/routes.js"),
-        import("./api/upload.js"),
-        import("./durable-objects/api.js"),
-      ]);
+      const [{ registerMultipart }, { registerWorkersRoutes }, { uploadMultipartLimits }, { registerDurableObjectRoutes }, { registerTailRoutes }] =
+        await Promise.all([
+          import("../core/http/multipart.js"),
+          import("./api/routes.js"),
+          import("./api/upload.js"),
+          import("./durable-objects/api.js"),
+          import("./tail/api.js"),
+        ]);
       registerDurableObjectRoutes(app, durableObjects);
+      registerTailRoutes(app, { store, hub: tails, distributedNode: ctx.postgres ? ctx.nodeId : undefined });
       await registerMultipart(app, uploadMultipartLimits);
       registerWorkersRoutes(app, {
         store,
@@ -114,7 +119,7 @@ export function createWorkersService(ctx: ServiceContext, deps: { kv: KvService;
       });
     },
     handleRaw: (req, res) => proxy.handle(req, res),
-    handleUpgrade: (req, socket, head) => webSockets.handle(req, socket, head),
+    handleUpgrade: (req, socket, head) => webSockets.handle(req, socket, head) || tails.handleUpgrade(req, socket, head),
     async start() {
       await pgStore?.checkKey();
       await runtime.start();
@@ -133,6 +138,7 @@ export function createWorkersService(ctx: ServiceContext, deps: { kv: KvService;
       unfollow?.();
       clearInterval(gcTimer);
       clock.stop();
+      tails.stop();
       await runtime.stop();
     },
   };
