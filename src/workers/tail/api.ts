@@ -1,5 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from "fastify";
+import { CoreErrors } from "../../core/errors.js";
 import { ok } from "../../core/http/envelope.js";
+import { parseUserJson } from "../../core/http/json-input.js";
 import { parseWith } from "../../core/http/validate.js";
 import { WorkersCodes, WorkersErrors } from "../errors.js";
 import type { WorkersStore } from "../store.js";
@@ -19,6 +21,17 @@ type Params = { account_id: string; name: string; id?: string };
 /** A code of the answer's messages: the tail sees one node's invocations. */
 const PER_NODE = 10202;
 
+/** The body of a POST: wrangler sends its JSON without a JSON content type, so it arrives as text. */
+function filtersInput(body: unknown): unknown {
+  if (typeof body !== "string") return body ?? {};
+  if (body.trim() === "") return {};
+  try {
+    return parseUserJson(Buffer.from(body));
+  } catch (e) {
+    throw CoreErrors.malformedJson((e as Error).message);
+  }
+}
+
 /** The session's WebSocket address, on the host the client reached the API on. */
 function view(req: FastifyRequest, s: TailSession) {
   const scheme = req.protocol === "https" ? "wss" : "ws";
@@ -37,7 +50,7 @@ export function registerTailRoutes(app: FastifyInstance, deps: TailRouteDeps): v
   };
   app.post(base, read, async (req) => {
     const p = req.params as Params;
-    const body = parseWith(tailFiltersBody, req.body ?? {}, WorkersCodes.validation);
+    const body = parseWith(tailFiltersBody, filtersInput(req.body), WorkersCodes.validation);
     await script(p);
     const session = deps.hub.open(p.account_id, p.name, tailFilters(body, req.ip));
     const messages = deps.distributedNode

@@ -1,12 +1,12 @@
 import { randomBytes } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Duplex } from "node:stream";
-import { WebSocketServer, type WebSocket } from "ws";
 import { refuseOnSocket } from "../../core/http/transport-errors.js";
 import type { Logger } from "../../core/logger.js";
 import type { BindingCall } from "../bindings/server.js";
 import { passes, traceEventOf, type TailFilter, type TraceEvent } from "./events.js";
 import { TailErrors } from "./errors.js";
+import { TraceSocket } from "./trace-socket.js";
 
 /** The WebSocket subprotocol of tail sessions (what wrangler asks for). */
 export const TRACE_PROTOCOL = "trace-v1";
@@ -30,7 +30,7 @@ export interface TailSession {
   filters: TailFilter[];
   createdAt: number;
   expiresAt: number;
-  socket?: WebSocket;
+  socket?: TraceSocket;
   /** Ends the session when nothing is connected for a while, and at its expiry. */
   timer?: NodeJS.Timeout;
   /** True while events are dropped because the client does not read them fast enough. */
@@ -45,7 +45,6 @@ export interface TailSession {
 export class TailHub {
   private readonly sessions = new Map<string, TailSession>();
   private readonly byScript = new Map<string, Set<TailSession>>();
-  private readonly wss = new WebSocketServer({ noServer: true, maxPayload: 4096, perMessageDeflate: false, handleProtocols: () => TRACE_PROTOCOL });
 
   constructor(private readonly log: Logger) {}
 
@@ -125,23 +124,17 @@ export class TailHub {
       .map((p) => p.trim());
     if (!s) refuseOnSocket(socket, TailErrors.sessionNotFound());
     else if (s.socket) refuseOnSocket(socket, TailErrors.alreadyConnected());
-    else if (!protocols.includes(TRACE_PROTOCOL)) refuseOnSocket(socket, TailErrors.protocol(TRACE_PROTOCOL));
-    else {
-      this.wss.handleUpgrade(req, socket, head, (ws) => this.attach(s, ws));
-    }
+    else if (!protocols.includes(TRACE_PROTOCOL) || !TraceSocket.acceptable(req)) refuseOnSocket(socket, TailErrors.protocol(TRACE_PROTOCOL));
+    else this.attach(s, TraceSocket.accept(req, socket, head, TRACE_PROTOCOL));
     return true;
   }
 
-  private attach(s: TailSession, ws: WebSocket): void {
-    if (!this.sessions.has(s.id) || s.socket) return void ws.close(1008, "tail session is not available");
+  private attach(s: TailSession, ws: TraceSocket): void {
     s.socket = ws;
     clearTimeout(s.timer);
     s.timer = setTimeout(() => this.end(s, 1000, "tail expired"), s.expiresAt - Date.now());
     s.timer.unref();
-    // The client's messages (wrangler sends `{"debug": false}`) change nothing.
-    ws.on("message", () => {});
-    ws.on("error", () => ws.terminate());
-    ws.once("close", () => {
+    ws.onClose(() => {
       if (s.socket !== ws) return;
       s.socket = undefined;
       if (this.sessions.has(s.id)) this.endIfUnconnected(s);
@@ -158,7 +151,7 @@ export class TailHub {
     let text: string | undefined;
     for (const s of sessions) {
       const ws = s.socket;
-      if (s.accountId !== accountId || !ws || ws.readyState !== ws.OPEN || !passes(event, s.filters)) continue;
+      if (s.accountId !== accountId || !ws?.open || !passes(event, s.filters)) continue;
       text ??= JSON.stringify(event);
       if (ws.bufferedAmount + text.length > SEND_BUFFER_BYTES) {
         if (!s.overloaded) this.notice(s, "overload", "Tail is receiving events faster than it can send them: some are dropped");
@@ -211,6 +204,5 @@ export class TailHub {
   /** Ends every session (the platform stops). */
   stop(): void {
     for (const s of [...this.sessions.values()]) this.end(s, 1001, "the platform is stopping");
-    this.wss.close();
   }
 }

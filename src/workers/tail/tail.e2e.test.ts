@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
+import { connect } from "node:net";
 import { after, before, test } from "node:test";
 import WebSocket from "ws";
 import { CLI_PATH, type TestPlatform } from "../../core/testing/platform.js";
@@ -201,4 +202,35 @@ test("edgecli tail streams a Worker's events (json and pretty, with filters) and
     assert.equal(await t.exited, 0, t.stderr());
   }
   assert.deepEqual((await p.api("GET", tails())).body.result, [], "both sessions were deleted");
+});
+
+test("the session's WebSocket takes wrangler's unmasked first message and answers pings (as the hosted service does)", HANG_GUARD, async () => {
+  const res = await fetch(`${p.apiUrl}${tails()}`, {
+    method: "POST",
+    headers: p.headers({ "content-type": "text/plain" }),
+    body: JSON.stringify({ filters: [] }),
+  });
+  const r = { status: res.status, body: (await res.json()) as any };
+  assert.equal(r.status, 200, "wrangler's body arrives as text and is read as JSON");
+  const url = new URL(r.body.result.url);
+  const socket = connect(Number(url.port), "127.0.0.1");
+  let got = Buffer.alloc(0);
+  socket.on("data", (d: Buffer) => (got = Buffer.concat([got, d])));
+  socket.write(
+    `GET ${url.pathname} HTTP/1.1\r\nHost: ${url.host}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n` +
+      `Sec-WebSocket-Key: ${Buffer.alloc(16, 7).toString("base64")}\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Protocol: trace-v1\r\n\r\n`,
+  );
+  await eventually(() => got.includes("\r\n\r\n"), "the handshake answer");
+  assert.match(got.toString("latin1"), /^HTTP\/1.1 101 .*\r\n[^]*Sec-WebSocket-Protocol: trace-v1\r\n/);
+  got = Buffer.alloc(0);
+  const debug = Buffer.from(JSON.stringify({ debug: false }));
+  socket.write(Buffer.concat([Buffer.from([0x81, debug.length]), debug])); // text, final, NOT masked
+  socket.write(Buffer.from([0x89, 0x84, 1, 2, 3, 4, 0x70 ^ 1, 0x69 ^ 2, 0x6e ^ 3, 0x67 ^ 4])); // masked ping "ping"
+  await eventually(() => got.length >= 6, "the pong");
+  assert.deepEqual([...got.subarray(0, 6)], [0x8a, 4, 0x70, 0x69, 0x6e, 0x67]);
+  got = Buffer.alloc(0);
+  await hit(p, "tail-demo", "/raw-client");
+  await eventually(() => got.includes("/raw-client"), "the event on the raw connection");
+  socket.destroy();
+  await p.api("DELETE", `${tails()}/${r.body.result.id}`);
 });
