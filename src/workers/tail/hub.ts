@@ -83,11 +83,6 @@ export class TailHub {
     return true;
   }
 
-  /** Ends every session of a script (it was deleted). */
-  closeScript(script: string): void {
-    for (const s of this.byScript.get(script) ?? []) this.end(s, 1000, "the Worker was deleted");
-  }
-
   /** Whether anyone tails `script` now. */
   tailed(script: string): boolean {
     return (this.byScript.get(script)?.size ?? 0) > 0;
