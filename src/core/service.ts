@@ -1,5 +1,6 @@
 import type { FastifyInstance } from "fastify";
 import type { IncomingMessage, ServerResponse } from "node:http";
+import type { Duplex } from "node:stream";
 import type { AuthService } from "./auth/auth-service.js";
 import type { BackendDescription } from "./backends.js";
 import type { Bus } from "./cluster/bus.js";
@@ -76,6 +77,12 @@ export interface EdgeService {
   registerPublic?(app: FastifyInstance): void | Promise<void>;
   /** Takes a request before routing (e.g. worker traffic by Host); returns true when it handled it. */
   handleRaw?(req: IncomingMessage, res: ServerResponse): boolean;
+  /**
+   * Takes a request that asks to upgrade its connection (a WebSocket to a worker, a tail session) with the socket
+   * and the bytes read past its head; returns true when it handled it. Upgrades no service takes are served as
+   * ordinary requests (see app.ts).
+   */
+  handleUpgrade?(req: IncomingMessage, socket: Duplex, head: Buffer): boolean;
   /** Starts listeners and background work; called after the edge port is listening. */
   start?(): Promise<void>;
   /** Stops accepting, finishes in-flight work, releases files. */

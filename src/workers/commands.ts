@@ -54,6 +54,22 @@ export const commands: AnyCommand[] = [
     examples: ["edgecli deploy", "edgecli deploy --env staging", 'edgecli deploy --triggers "*/5 * * * *" --triggers "0 0 * * *"'],
     handler: lazy(() => import("./cli/deploy.js"), "deploy"),
   }),
+  defineCommand({
+    path: ["tail"],
+    describe: "Stream a Worker's live logs: console output, uncaught exceptions and one summary per request (Ctrl-C stops)",
+    positionals: [{ name: "script", describe: "Name of the Worker (default: --name, else `name` in the config)" }],
+    options: {
+      ...target,
+      format: { type: "string", describe: "Output format (default: pretty on a terminal, else json: one event per line)", choices: ["json", "pretty"] },
+      status: { type: "strings", describe: "Only invocations with this outcome: ok, error or canceled (repeatable)" },
+      method: { type: "strings", describe: "Only requests with this HTTP method (repeatable)" },
+      search: { type: "string", describe: "Only invocations whose console output or exceptions contain this text" },
+      header: { type: "string", describe: "Only requests with this header (`name`, or `name: text` for a value containing text)" },
+      ip: { type: "strings", describe: "Only requests from this client address (`self`: yours; repeatable)" },
+    },
+    examples: ["edgecli tail my-worker", "edgecli tail --status error --format json", "edgecli tail my-worker --method POST --search checkout"],
+    handler: lazy(() => import("./tail/cli.js"), "tail"),
+  }),
 ];
 
 /** Deprecated spellings of this area's command groups: none. */

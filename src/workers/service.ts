@@ -17,6 +17,8 @@ import { DURABLE_OBJECTS_MIGRATIONS } from "./durable-objects/sqlite-migrations.
 import { SqliteDurableObjectsStore } from "./durable-objects/sqlite-store.js";
 import { scriptOfHost, WorkerProxy } from "./runtime/proxy.js";
 import { WorkersRuntime } from "./runtime/runtime.js";
+import { WebSocketProxy } from "./runtime/websocket-proxy.js";
+import { TailHub } from "./tail/hub.js";
 import { WORKERS_MIGRATIONS } from "./sqlite-migrations.js";
 import { SqliteWorkersStore } from "./sqlite-store.js";
 import type { WorkersStore } from "./store.js";
@@ -90,8 +92,9 @@ export function createWorkersService(ctx: ServiceContext, deps: { kv: KvService;
     ],
   ]);
   const exists: ResourceExists = (backend, accountId, resource) => backends.get(backend)!.exists(accountId, resource);
+  const tails = new TailHub(log);
   const runtime = new WorkersRuntime(
-    new Map([...backends].map(([name, b]) => [name, b.handle])),
+    new Map([...[...backends].map(([name, b]) => [name, b.handle] as const), ["tail", tails.bindingHandler] as const]),
     join(ctx.config.stateDir, "workers-run"),
     log,
     config.workerdPath,
@@ -123,6 +126,7 @@ export function createWorkersService(ctx: ServiceContext, deps: { kv: KvService;
   const deployer = new ScriptDeployer(store, runtime, exists, log, durableObjects, assets);
   const proxy = new WorkerProxy(runtime, config.domain, log);
   const gate: ServiceGate = new ServiceGate(runtime, proxy, log);
+  const webSockets = new WebSocketProxy(runtime, config.domain, log);
   const clock = new CronClock(store, (s, tick) => runtime.runScheduled(s.script, s.cron, tick), log);
   let unfollow: (() => void) | undefined;
   let stopDelivery: (() => Promise<void>) | undefined;
@@ -140,15 +144,24 @@ export function createWorkersService(ctx: ServiceContext, deps: { kv: KvService;
   return {
     name: "workers",
     async registerApi(app) {
-      const [{ registerMultipart }, { registerWorkersRoutes }, { uploadMultipartLimits }, { registerDurableObjectRoutes }] = await Promise.all([
+      const [
+        { registerMultipart },
+        { registerWorkersRoutes },
+        { uploadMultipartLimits },
+        { registerDurableObjectRoutes },
+        { registerTailRoutes },
+        { registerAssetsRoutes },
+      ] = await Promise.all([
         import("../core/http/multipart.js"),
         import("./api/routes.js"),
         import("./api/upload.js"),
         import("./durable-objects/api.js"),
+        import("./tail/api.js"),
+        import("./assets/api.js"),
       ]);
-      const { registerAssetsRoutes } = await import("./assets/api.js");
       registerDurableObjectRoutes(app, durableObjects);
       registerAssetsRoutes(app, assets);
+      registerTailRoutes(app, { store, hub: tails, distributedNode: ctx.postgres ? ctx.nodeId : undefined });
       await registerMultipart(app, uploadMultipartLimits);
       registerWorkersRoutes(app, {
         store,
@@ -174,6 +187,7 @@ export function createWorkersService(ctx: ServiceContext, deps: { kv: KvService;
         });
       return true;
     },
+    handleUpgrade: (req, socket, head) => webSockets.handle(req, socket, head) || tails.handleUpgrade(req, socket, head),
     async start() {
       await pgStore?.checkKey();
       await runtime.start();
@@ -194,6 +208,7 @@ export function createWorkersService(ctx: ServiceContext, deps: { kv: KvService;
       await stopDelivery?.();
       clearInterval(gcTimer);
       clock.stop();
+      tails.stop();
       await runtime.stop();
     },
   };

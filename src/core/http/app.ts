@@ -1,6 +1,7 @@
 import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from "fastify";
 import { randomBytes } from "node:crypto";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import type { Duplex } from "node:stream";
 import type { AuthService } from "../auth/auth-service.js";
 import type { Principal } from "../auth/principal.js";
 import { CoreErrors, EdgeError } from "../errors.js";
@@ -11,7 +12,8 @@ import type { DependencyHealth } from "../backends.js";
 import type { EdgeService } from "../service.js";
 import { assertRouteDeclaresPermission, guardRoute } from "./guard.js";
 import { parseUserJson } from "./json-input.js";
-import { answerClientError, frameworkErrorAnswer, MAX_HEADER_BYTES, refuseLongUrl } from "./transport-errors.js";
+import { answerClientError, frameworkErrorAnswer, MAX_HEADER_BYTES, MAX_URL_BYTES, refuseLongUrl } from "./transport-errors.js";
+import { serveUpgradeAsRequest } from "./upgrade.js";
 
 declare module "fastify" {
   interface FastifyRequest {
@@ -67,6 +69,7 @@ function toEdgeError(err: FastifyError | Error): EdgeError | undefined {
  */
 export async function buildEdgeApp(opts: AppOptions): Promise<FastifyInstance> {
   const rawHandlers = opts.services.filter((s) => s.handleRaw);
+  const upgradeHandlers = opts.services.filter((s) => s.handleUpgrade);
   const app = Fastify({
     loggerInstance: opts.log,
     genReqId: (req) => {
@@ -83,10 +86,15 @@ export async function buildEdgeApp(opts: AppOptions): Promise<FastifyInstance> {
       void (reply as FastifyReply).status(api.status).type("application/json").send(toEnvelope(api));
     },
     serverFactory: (handler) => {
-      const server = createServer({ maxHeaderSize: MAX_HEADER_BYTES }, (req: IncomingMessage, res: ServerResponse) => {
+      const listener = (req: IncomingMessage, res: ServerResponse) => {
         if (refuseLongUrl(req, res)) return;
         for (const s of rawHandlers) if (s.handleRaw!(req, res)) return;
         handler(req, res);
+      };
+      const server = createServer({ maxHeaderSize: MAX_HEADER_BYTES }, listener);
+      server.on("upgrade", (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+        if ((req.url?.length ?? 0) <= MAX_URL_BYTES) for (const s of upgradeHandlers) if (s.handleUpgrade!(req, socket, head)) return;
+        serveUpgradeAsRequest(req, socket, listener);
       });
       server.keepAliveTimeout = 65_000;
       server.headersTimeout = 66_000;

@@ -90,6 +90,11 @@ function refuseAndClose(socket: Duplex, answer: string): void {
   else socket.destroy();
 }
 
+/** Answers `err` as an envelope on a socket that no response object owns (an upgrade request), then closes it. */
+export function refuseOnSocket(socket: Duplex, err: EdgeError): void {
+  refuseAndClose(socket, rawAnswer(err));
+}
+
 /** How long a refusal waits for the answer to an earlier pipelined request before the connection is cut. */
 const IN_FLIGHT_MS = 30_000;
 

@@ -19,8 +19,11 @@ export interface WorkerdBindingContext {
   scriptName: string;
 }
 
-/** The areas that serve binding calls through the binding server (see service.ts for which handles what). */
-export type BindingBackendName = "r2" | "kv" | "d1" | "queues" | "service" | "assets";
+/**
+ * The areas that serve binding calls through the binding server (see service.ts for which handles what); "tail" is
+ * the tail worker's posts of a script's events (tail/tail-worker.ts).
+ */
+export type BindingBackendName = "r2" | "kv" | "d1" | "queues" | "service" | "assets" | "tail";
 
 export interface BindingType<B extends { type: string; name: string }> {
   readonly type: B["type"];

@@ -5,6 +5,7 @@ import { capnpString } from "./capnp-string.js";
 import type { EntryModule } from "./entry-module.js";
 import { QUEUE_SOCKET, queueDispatchService } from "./queue-dispatch.js";
 import type { RunnableScript } from "./runtime.js";
+import { TAIL_SERVICE, tailWorkerService } from "../tail/tail-worker.js";
 
 /** Where a binding's calls go: the binding server's socket, with the header that identifies the resource. */
 export interface BindingTarget {
@@ -65,6 +66,8 @@ export function workerdConfig(input: WorkerdConfigInput): string {
   };
   const bindings = script.bindings.map((b) => `(name = ${capnpString(b.name)}, ${typeOf(b).workerd(b, { bindingService, scriptName: script.name })})`);
   secrets.forEach((s, i) => bindings.push(`(name = ${capnpString(s.name)}, fromEnvironment = ${capnpString(secretVariable(i))})`));
+  // Every invocation's trace goes to the platform's tail sessions (tail/tail-worker.ts).
+  services.push(tailWorkerService(bindingService("tail", script.name)));
   const objects = input.run.durableObjects && durableObjectsWorkerd(input.run.durableObjects, input.durableObjectStorage ?? "disk");
   if (objects) services.push(...objects.services);
   services.push(queueDispatchService());
@@ -95,7 +98,8 @@ const script :Workerd.Worker = (
   bindings = [
     ${bindings.join(",\n    ")}
   ],
-  globalOutbound = "internet",${objects ? `\n  ${objects.workerFields}` : ""}
+  globalOutbound = "internet",
+  tails = [${capnpString(TAIL_SERVICE)}],${objects ? `\n  ${objects.workerFields}` : ""}
 );
 `;
 }

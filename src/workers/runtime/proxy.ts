@@ -4,12 +4,12 @@ import type { Logger } from "../../core/logger.js";
 import type { WorkersRuntime } from "./runtime.js";
 
 /** Headers that describe one connection, not the request; they are not forwarded (RFC 9110 §7.6.1). */
-const HOP_BY_HOP = new Set(["connection", "keep-alive", "proxy-connection", "te", "trailer", "upgrade", "transfer-encoding"]);
+export const HOP_BY_HOP = new Set(["connection", "keep-alive", "proxy-connection", "te", "trailer", "upgrade", "transfer-encoding"]);
 // Also not forwarded: `expect` (Node's server already answered 100-continue to the client; the body follows),
 // and a client's own `cf-connecting-ip` (the proxy sets it).
-const NOT_FORWARDED = new Set([...HOP_BY_HOP, "expect", "cf-connecting-ip"]);
+export const NOT_FORWARDED = new Set([...HOP_BY_HOP, "expect", "cf-connecting-ip"]);
 
-function forwardable(headers: IncomingHttpHeaders, drop: ReadonlySet<string>): Record<string, string | string[]> {
+export function forwardable(headers: IncomingHttpHeaders, drop: ReadonlySet<string>): Record<string, string | string[]> {
   const out: Record<string, string | string[]> = {};
   // Headers the Connection header names are hop-by-hop too; it is split once, not once per header.
   const listed = headers.connection
@@ -43,7 +43,7 @@ function plain(res: ServerResponse, status: number, text: string): void {
 }
 
 /** Connection-level failures before workerd answered: the request never reached a script. */
-const NEVER_REACHED = new Set(["ECONNREFUSED", "ENOENT", "ECONNRESET", "EPIPE", "UND_ERR_SOCKET", "UND_ERR_CLOSED", "UND_ERR_DESTROYED"]);
+export const NEVER_REACHED = new Set(["ECONNREFUSED", "ENOENT", "ECONNRESET", "EPIPE", "UND_ERR_SOCKET", "UND_ERR_CLOSED", "UND_ERR_DESTROYED"]);
 
 /**
  * Forwards worker traffic to the script's workerd: method, path, headers and body as received, streamed in

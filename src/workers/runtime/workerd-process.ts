@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { rmSync } from "node:fs";
 import { createInterface } from "node:readline";
+import type { Duplex } from "node:stream";
 import { Pool } from "undici";
 import type { Logger } from "../../core/logger.js";
 import type { WorkerdLeash } from "./workerd-leash.js";
@@ -37,6 +38,8 @@ export class WorkerdProcess {
   /** Connections to this process only: a new version gets a new pool, so no request can go to a drained process's connection. */
   readonly pool: Pool;
   private stopping = false;
+  /** The WebSocket connections the edge carries to this process (websocket-proxy.ts); closed when it stops. */
+  private readonly tunnels = new Set<Duplex>();
 
   /** Where its "http" socket listens. */
   readonly socketPath: string;
@@ -65,6 +68,17 @@ export class WorkerdProcess {
     const path = this.sockets[name];
     if (!path) throw new Error(`workerd has no socket named ${name}`);
     return path;
+  }
+
+  /**
+   * Counts `socket` (a WebSocket connection to this process) among those to close when it stops; false when it is
+   * stopping already, and the caller closes it itself.
+   */
+  holdTunnel(socket: Duplex): boolean {
+    if (this.stopping) return false;
+    this.tunnels.add(socket);
+    socket.once("close", () => this.tunnels.delete(socket));
+    return true;
   }
 
   /** True once we asked it to stop: its exit is expected, not a crash. */
@@ -154,6 +168,9 @@ export class WorkerdProcess {
     for (const fn of this.stoppingHooks.splice(0)) fn();
     if (this.child.exitCode !== null || this.child.signalCode !== null) return;
     this.child.kill("SIGTERM");
+    // workerd drains by waiting for its requests, and an open WebSocket is one until either side closes it:
+    // without this a redeploy would wait out the grace period and then cut them anyway.
+    for (const t of this.tunnels) t.destroy();
     const timer = setTimeout(() => this.child.kill("SIGKILL"), graceMs);
     await this.exited;
     clearTimeout(timer);
