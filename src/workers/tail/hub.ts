@@ -169,6 +169,12 @@ export class TailHub {
    * which only the platform could have written into that worker's config (the script itself cannot reach it).
    */
   readonly bindingHandler = (call: BindingCall, req: IncomingMessage, res: ServerResponse): void => {
+    // Every invocation posts its trace; with no session on the script, the body is drained, never parsed.
+    if (!this.tailed(call.resource)) {
+      req.on("error", () => res.destroy());
+      req.on("end", () => res.writeHead(204).end());
+      return void req.resume();
+    }
     const chunks: Buffer[] = [];
     let size = 0;
     req.on("data", (c: Buffer) => {
