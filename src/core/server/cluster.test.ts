@@ -49,6 +49,8 @@ test(
 
     let live = [0, 1, 2];
     const writers = startWriters({ nodes, target, pick: (i) => live[i % live.length]!, sizes: SIZES, prefix: "w" });
+    // A failed assertion must not leave the writers going until the hang guard.
+    t.after(() => writers.stop());
     await until(() => writers.acknowledged() >= 60, "60 acknowledged writes on three nodes");
     // Writes under way through node 0 die with it; no new one goes there.
     live = [1, 2];
@@ -93,6 +95,8 @@ test("PostgreSQL stopped under load on two nodes: 503s naming it, nothing half-w
   const target = await prepareTarget(nodes[0]!, "pg-outage");
 
   const writers = startWriters({ nodes, target, pick: (i) => i % 2, sizes: SIZES, prefix: "w" });
+  // A failed assertion must not leave the writers going until the hang guard.
+  t.after(() => writers.stop());
   await until(() => writers.acknowledged() >= 30, "30 acknowledged writes");
   server.stop();
   const stoppedAt = writers.outcomes.length;
@@ -145,6 +149,8 @@ test(
     assert.equal(before.status, 200);
 
     const writers = startWriters({ nodes: [node], target, pick: () => 0, sizes: SIZES, prefix: "w", writers: 2 });
+    // A failed assertion must not leave the writers going until the hang guard.
+    t.after(() => writers.stop());
     await until(() => writers.acknowledged() >= 20, "20 acknowledged writes");
     await proxy.cut();
     const cutAt = writers.outcomes.length;
