@@ -43,6 +43,21 @@ const PUT_OBJECT = namedStatement("r2.put_object", "SELECT bucket_found, replace
 const BUCKET_SEEN_MS = 10_000;
 const BUCKETS_SEEN_MAX = 10_000;
 
+/** An object row's columns after (bucket, key), in the order r2.objects and r2.put_object take them. */
+function objectValues(info: R2ObjectInfo, segments: Segment[]): unknown[] {
+  return [
+    info.version,
+    info.size,
+    info.etag,
+    info.uploaded,
+    JSON.stringify(info.httpMetadata),
+    JSON.stringify(info.customMetadata),
+    JSON.stringify(info.checksums),
+    info.storageClass,
+    JSON.stringify(segments),
+  ];
+}
+
 /**
  * Objects and buckets on PostgreSQL (schema `r2`, R2_PG_MIGRATIONS); bytes in the content store (an S3 bucket in
  * distributed mode). As on SQLite, every write stores the body first and then commits the row in one transaction
@@ -208,15 +223,7 @@ export class PgR2Store extends MultipartDelegation implements R2Store {
         bucket.accountId,
         bucket.bucketName,
         key,
-        info.version,
-        info.size,
-        info.etag,
-        info.uploaded,
-        JSON.stringify(info.httpMetadata),
-        JSON.stringify(info.customMetadata),
-        JSON.stringify(info.checksums),
-        info.storageClass,
-        JSON.stringify([[stored.id, stored.size]]),
+        ...objectValues(info, [[stored.id, stored.size]]),
       ]))!;
       if (!result.bucket_found) {
         this.bucketsSeen.delete(`${bucket.accountId}/${bucket.bucketName}`);
@@ -252,19 +259,7 @@ export class PgR2Store extends MultipartDelegation implements R2Store {
        ON CONFLICT (bucket_id, key) DO UPDATE SET version = excluded.version, size = excluded.size, etag = excluded.etag,
          uploaded = excluded.uploaded, http = excluded.http, custom = excluded.custom, checksums = excluded.checksums,
          storage_class = excluded.storage_class, segments = excluded.segments`,
-      [
-        bucketId,
-        key,
-        info.version,
-        info.size,
-        info.etag,
-        info.uploaded,
-        JSON.stringify(info.httpMetadata),
-        JSON.stringify(info.customMetadata),
-        JSON.stringify(info.checksums),
-        info.storageClass,
-        JSON.stringify(segments),
-      ],
+      [bucketId, key, ...objectValues(info, segments)],
     );
     return current ? (JSON.parse(current.segments) as Segment[]) : null;
   }
