@@ -1,11 +1,10 @@
 import assert from "node:assert/strict";
 import { Readable } from "node:stream";
 import { test, type TestContext } from "node:test";
-import { LocalBus, PostgresBus } from "../core/cluster/bus.js";
-import { migrateArea } from "../core/db/pg-migrations.js";
+import { LocalBus } from "../core/cluster/bus.js";
 import { Postgres } from "../core/db/postgres.js";
 import type { EdgeError } from "../core/errors.js";
-import { assertPostgresRefusals, testContentStore, testPostgres, unreachablePostgres } from "../core/testing/backends.js";
+import { assertPostgresRefusals, testContentStore, testNodeConnections, testPostgres, unreachablePostgres } from "../core/testing/backends.js";
 import { until } from "../core/testing/cluster-load.js";
 import { testDatabase } from "../core/testing/services.js";
 import { PgBulkWriter } from "./bulk/pg-writer.js";
@@ -206,14 +205,7 @@ test("two nodes' KV read caches: what one node writes, overwrites, deletes or bu
   // An hour's max age: here only the bus's notices can make node b forget what it read.
   const limits = { ...KV_READ_CACHE_DEFAULTS, maxAgeMs: 3_600_000 };
   const node = async (nodeId: string) => {
-    const pg = new Postgres({ url: db.url, poolSize: 4 });
-    const bus = new PostgresBus(pg, { url: db.url, nodeId });
-    t.after(async () => {
-      await bus.close();
-      await pg.close();
-    });
-    await migrateArea(pg, "kv", KV_PG_MIGRATIONS);
-    await bus.start();
+    const { pg, bus } = await testNodeConnections(t, db.url, nodeId, "kv", KV_PG_MIGRATIONS);
     const store = new PgKvStore(pg, content, { bus, cache: new KvReadCache(limits) });
     return { pg, store, bulk: new PgBulkWriter(pg, store) };
   };

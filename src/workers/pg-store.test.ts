@@ -1,11 +1,9 @@
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
 import { test, type TestContext } from "node:test";
-import { LocalBus, PostgresBus, type BusEvent } from "../core/cluster/bus.js";
-import { migrateArea } from "../core/db/pg-migrations.js";
-import { Postgres } from "../core/db/postgres.js";
+import { LocalBus, type BusEvent } from "../core/cluster/bus.js";
 import { SecretBox, SecretOpenError } from "../core/secret-box.js";
-import { assertPostgresRefusals, testContentStore, testPostgres, unreachablePostgres } from "../core/testing/backends.js";
+import { assertPostgresRefusals, testContentStore, testNodeConnections, testPostgres, unreachablePostgres } from "../core/testing/backends.js";
 import { testDatabase } from "../core/testing/services.js";
 import { WORKERS_PG_MIGRATIONS } from "./pg-migrations.js";
 import { PgWorkersStore, WORKERS_AREA } from "./pg-store.js";
@@ -27,14 +25,7 @@ async function twoNodes(t: TestContext, key = randomBytes(32)) {
   const content = db && (await testContentStore(t, "workers"));
   if (!db || !content) return undefined;
   const node = async (nodeId: string) => {
-    const pg = new Postgres({ url: db.url, poolSize: 4 });
-    const bus = new PostgresBus(pg, { url: db.url, nodeId });
-    t.after(async () => {
-      await bus.close();
-      await pg.close();
-    });
-    await migrateArea(pg, "workers", WORKERS_PG_MIGRATIONS);
-    await bus.start();
+    const { pg, bus } = await testNodeConnections(t, db.url, nodeId, "workers", WORKERS_PG_MIGRATIONS);
     const events: BusEvent[] = [];
     bus.subscribe(WORKERS_AREA, (e) => events.push(e));
     return { pg, bus, events, store: new PgWorkersStore(pg, content, SecretBox.fromKey(key), bus) };

@@ -3,6 +3,7 @@ import type { TestContext } from "node:test";
 import { dependencyRefusal } from "../errors/dependency.js";
 import { migrateArea, type PgMigration } from "../db/pg-migrations.js";
 import { Postgres } from "../db/postgres.js";
+import { PostgresBus } from "../cluster/bus.js";
 import { S3ContentStore } from "../content/s3-store.js";
 import { s3ClientConfig, testBucket, testDatabase, type TestBucket, type TestDatabase } from "./services.js";
 
@@ -57,3 +58,22 @@ export async function assertPostgresRefusals(calls: readonly (() => Promise<unkn
 
 /** A pool on an address where no PostgreSQL listens (connections refused at once); close it after the test. */
 export const unreachablePostgres = () => new Postgres({ url: "postgres://nobody@127.0.0.1:1/none", poolSize: 1, connectTimeoutMs: 500 });
+
+/** One node's connections to a test database, as a second node has its own: a pool and a bus (LISTEN/NOTIFY), with `area` migrated; closed after `t`. */
+export async function testNodeConnections(
+  t: TestContext,
+  url: string,
+  nodeId: string,
+  area: string,
+  migrations: readonly PgMigration[],
+): Promise<{ pg: Postgres; bus: PostgresBus }> {
+  const pg = new Postgres({ url, poolSize: 4 });
+  const bus = new PostgresBus(pg, { url, nodeId });
+  t.after(async () => {
+    await bus.close();
+    await pg.close();
+  });
+  await migrateArea(pg, area, migrations);
+  await bus.start();
+  return { pg, bus };
+}
