@@ -132,8 +132,10 @@ export async function startPlatform(config: PlatformConfig, log: Logger = create
   };
   try {
     for (const s of services) {
-      await s.start?.();
+      // Listed before its start: a start that fails half way (the workers' binding server listening, the secrets
+      // then refused) is stopped with the rest, or what it began would keep the process alive.
       started.push(s);
+      await s.start?.();
     }
   } catch (err) {
     await stop();

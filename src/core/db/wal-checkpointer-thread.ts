@@ -19,7 +19,7 @@ function walStamp(file: string): number {
   }
 }
 
-const timer = setInterval(() => {
+setInterval(() => {
   for (const [file, w] of watched) {
     const stamp = walStamp(file);
     if (stamp === 0 || stamp === w.seen) continue;
@@ -32,18 +32,12 @@ const timer = setInterval(() => {
   }
 }, intervalMs);
 
-port.on("message", (m: { op: "add"; file: string } | { op: "stop" }) => {
-  if (m.op === "add") {
-    if (watched.has(m.file)) return;
-    // No migrations and no pragmas that write: the platform's connection owns the schema. busy_timeout 0: a
-    // checkpoint that would have to wait is simply tried again at the next tick.
-    const db = new Database(m.file, { nativeBinding: sqliteAddon() });
-    db.pragma("busy_timeout = 0");
-    watched.set(m.file, { db, seen: 0 });
-    return;
-  }
-  clearInterval(timer);
-  for (const w of watched.values()) w.db.close();
-  watched.clear();
-  port.close();
+// The thread is ended with Worker.terminate() (wal-checkpointer.ts); its connections close with it.
+port.on("message", (m: { op: "add"; file: string }) => {
+  if (watched.has(m.file)) return;
+  // No migrations and no pragmas that write: the platform's connection owns the schema. busy_timeout 0: a
+  // checkpoint that would have to wait is simply tried again at the next tick.
+  const db = new Database(m.file, { nativeBinding: sqliteAddon() });
+  db.pragma("busy_timeout = 0");
+  watched.set(m.file, { db, seen: 0 });
 });

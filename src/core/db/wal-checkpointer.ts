@@ -1,4 +1,3 @@
-import { once } from "node:events";
 import { fileURLToPath } from "node:url";
 import { Worker } from "node:worker_threads";
 import type { Logger } from "../logger.js";
@@ -34,25 +33,26 @@ export class WalCheckpointer {
   private thread(): Worker {
     if (this.worker) return this.worker;
     const worker = new Worker(THREAD_SCRIPT, { workerData: { intervalMs: this.intervalMs } });
-    worker.unref();
     worker.on("error", (err) =>
       this.log.error({ err: err.message }, "the SQLite checkpoint thread failed; connections checkpoint by themselves past the backstop"),
     );
     worker.on("message", (m: { file: string; error: string }) => this.log.warn(m, "a SQLite checkpoint failed"));
+    // After the listeners: adding a "message" listener refs the worker's port again.
+    worker.unref();
     this.worker = worker;
     return worker;
   }
 
-  /** Ends the thread (its connections close); the databases' own last close checkpoints what is left. */
+  /**
+   * Ends the thread. terminate() rather than a message asking it to stop: it also settles when the thread already
+   * exited or never got as far as listening (a platform whose start failed at once), where waiting for an exit
+   * kept the process alive. A checkpoint under way finishes first (native code is not interrupted); the
+   * databases' own last close checkpoints what is left.
+   */
   async close(): Promise<void> {
     this.stopped = true;
     const worker = this.worker;
-    if (!worker) return;
     this.worker = undefined;
-    const exited = once(worker, "exit");
-    // Unreferenced while it runs (it must not keep a process alive), referenced while it is waited for.
-    worker.ref();
-    worker.postMessage({ op: "stop" });
-    await exited;
+    await worker?.terminate();
   }
 }
