@@ -50,13 +50,13 @@ await build({ ...common, entryPoints: [join(root, "dist", "cli.js")], outfile: j
 // Processes and threads the platform starts run their own small entry, found beside the code that starts them
 // (dist/dns/server/udp/pool.js forks ./udp-worker.js; bundled, that is dist/bin/udp-worker.js).
 const entries = [
-  ["dns/server/udp/udp-worker.js", "the DNS answering processes (forked by dns/server/udp/pool.js)"],
-  ["kv/bulk/sqlite-writer-thread.js", "the KV bulk writer's thread (started by kv/bulk/sqlite-writer.js)"],
-  ["core/db/wal-checkpointer-thread.js", "the SQLite checkpoint thread (started by core/db/wal-checkpointer.js)"],
-  ["ai-gateway/sqlite-log-thread.js", "the AI gateway's log writer thread (started by ai-gateway/sqlite-log-writer.js)"],
-  ["d1/engine/d1-executor.js", "D1's executor process (forked by d1/engine/executor.js)"],
+  "dns/server/udp/udp-worker.js", // the DNS answering processes (forked by dns/server/udp/pool.js)
+  "kv/bulk/sqlite-writer-thread.js", // the KV bulk writer's thread (started by kv/bulk/sqlite-writer.js)
+  "core/db/wal-checkpointer-thread.js", // the SQLite checkpoint thread (started by core/db/wal-checkpointer.js)
+  "ai-gateway/sqlite-log-thread.js", // the AI gateway's log writer thread (started by ai-gateway/sqlite-log-writer.js)
+  "d1/engine/d1-executor.js", // D1's executor process (forked by d1/engine/executor.js)
 ];
-for (const [entry] of entries) {
+for (const entry of entries) {
   await build({ ...common, entryPoints: [join(root, "dist", ...entry.split("/"))], outfile: join(outdir, entry.split("/").pop()) });
 }
 // package.json says "type": "module"; the files here are CommonJS.
