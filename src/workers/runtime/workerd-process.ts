@@ -8,6 +8,9 @@ import type { WorkerdLeash } from "./workerd-leash.js";
 
 export class WorkerdStartError extends Error {}
 
+/** The sockets of a script's workerd config (runtime/capnp-config.ts). */
+export type ScriptSocket = "http" | "handlers" | "scheduled" | "queue" | "rpc";
+
 const removeSockets = (sockets: WorkerdStart["sockets"]) => {
   for (const path of Object.values(sockets)) rmSync(path, { force: true });
 };
@@ -18,8 +21,8 @@ export interface WorkerdStart {
   configFile: string;
   /** Its whole environment. */
   env: Record<string, string>;
-  /** The unix socket path of each socket of the config, by name; "http" is the one traffic goes to. */
-  sockets: { http: string } & Record<string, string>;
+  /** The unix socket path of each socket of the config, by name ("http" is the one traffic goes to): workerd refuses to start without one for every socket its config names. */
+  sockets: Record<ScriptSocket, string>;
   log: Logger;
   /** Fields of its log lines. */
   tag: Record<string, unknown>;
@@ -64,10 +67,8 @@ export class WorkerdProcess {
   }
 
   /** Where the config's socket `name` listens. */
-  socketOf(name: string): string {
-    const path = this.sockets[name];
-    if (!path) throw new Error(`workerd has no socket named ${name}`);
-    return path;
+  socketOf(name: ScriptSocket): string {
+    return this.sockets[name];
   }
 
   /**

@@ -76,6 +76,7 @@ export async function startBoundWorkerd(opts: {
         handlers: join(dir, "handlers.sock"),
         scheduled: join(dir, "scheduled.sock"),
         queue: join(dir, "queue.sock"),
+        rpc: join(dir, "rpc.sock"),
       },
       log: createLogger({ level: "silent" }),
       tag: { test: opts.binding.kind },
