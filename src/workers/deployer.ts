@@ -64,6 +64,7 @@ export class ScriptDeployer {
 
   private async start(script: ScriptRecord, modules: ModuleSource[], secrets: Map<string, string>, durableObjects?: RuntimeDurableObjects): Promise<void> {
     const run: RunnableScript = { script, modules, secrets: [...secrets].map(([name, text]) => ({ name, text })), durableObjects };
+    await this.assets?.prepare(script.accountId, script.name, script.versionId);
     try {
       await this.runtime.deploy(run);
     } catch (err) {

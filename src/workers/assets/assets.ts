@@ -64,7 +64,8 @@ export interface AssetsPlan {
  * `env.ASSETS`. What a Worker serves is read once per running version (see `served`).
  */
 export class WorkerAssets {
-  private readonly cache = new Map<string, { versionId: string; served: Promise<Served | undefined> }>();
+  /** script → version id → what that version serves; at most the live version and the one about to replace it. */
+  private readonly cache = new Map<string, Map<string, Promise<Served | undefined>>>();
 
   constructor(
     private readonly store: AssetsStore,
@@ -186,23 +187,39 @@ export class WorkerAssets {
     await this.store.setScriptAssets(accountId, script, undefined);
   }
 
-  /** The assets the live version of `script` serves: read once per version (a redeploy or a secret change starts a new one). */
+  /**
+   * Reads what version `versionId` of `script` will serve, before it takes traffic: serving a file then never waits on
+   * the store, and keeps working while the store is unreachable (workers keep serving through a PostgreSQL outage).
+   */
+  async prepare(accountId: string, script: string, versionId: string): Promise<void> {
+    const versions = this.cache.get(script) ?? new Map<string, Promise<Served | undefined>>();
+    const liveVersion = this.live(script)?.versionId;
+    for (const v of versions.keys()) if (v !== liveVersion) versions.delete(v);
+    this.cache.set(script, versions);
+    await this.load(accountId, script, versionId, versions);
+  }
+
+  private load(accountId: string, script: string, versionId: string, versions: Map<string, Promise<Served | undefined>>): Promise<Served | undefined> {
+    const served = (async () => {
+      const assets = await this.store.scriptAssets(accountId, script);
+      if (!assets) return undefined;
+      const bodies = await this.store.bodies(accountId, [...new Set(Object.values(assets.manifest).map((e) => e.hash))]);
+      return { ...assets, bodies };
+    })();
+    versions.set(versionId, served);
+    served.catch(() => {
+      if (versions.get(versionId) === served) versions.delete(versionId);
+    });
+    return served;
+  }
+
+  /** The assets the live version of `script` serves: prepared when it started, or read on first use if that failed. */
   private served(script: string): Promise<Served | undefined> | undefined {
     const live = this.live(script);
     if (!live) return undefined;
-    const cached = this.cache.get(script);
-    if (cached?.versionId === live.versionId) return cached.served;
-    const served = (async () => {
-      const assets = await this.store.scriptAssets(live.accountId, script);
-      if (!assets) return undefined;
-      const bodies = await this.store.bodies(live.accountId, [...new Set(Object.values(assets.manifest).map((e) => e.hash))]);
-      return { ...assets, bodies };
-    })();
-    this.cache.set(script, { versionId: live.versionId, served });
-    served.catch(() => {
-      if (this.cache.get(script)?.served === served) this.cache.delete(script);
-    });
-    return served;
+    let versions = this.cache.get(script);
+    if (!versions) this.cache.set(script, (versions = new Map()));
+    return versions.get(live.versionId) ?? this.load(live.accountId, script, live.versionId, versions);
   }
 
   /**
