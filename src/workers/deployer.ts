@@ -114,7 +114,8 @@ export class ScriptDeployer {
         if (this.running.delete(name)) await this.runtime.remove(name);
         return;
       }
-      if (this.running.get(name) === script.versionId) return;
+      // The version runs already, unless it must start again to attach or detach the tail worker.
+      if (this.running.get(name) === script.versionId && !this.runtime.tailStale(name)) return;
       try {
         const objects = await this.objects?.runtimeOf(script.accountId, name);
         await this.start(script, await this.store.readModules(script.modules), await this.store.secretValues(script.accountId, name), objects);

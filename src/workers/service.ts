@@ -92,13 +92,15 @@ export function createWorkersService(ctx: ServiceContext, deps: { kv: KvService;
     ],
   ]);
   const exists: ResourceExists = (backend, accountId, resource) => backends.get(backend)!.exists(accountId, resource);
-  const tails = new TailHub(log);
+  // Someone starting or stopping to tail a script starts it again with or without the tail worker (as a deploy does).
+  const tails: TailHub = new TailHub(log, (script): Promise<void> => deployer.sync(script));
   const runtime = new WorkersRuntime(
     new Map([...[...backends].map(([name, b]) => [name, b.handle] as const), ["tail", tails.bindingHandler] as const]),
     join(ctx.config.stateDir, "workers-run"),
     log,
     config.workerdPath,
     new Map<BindingBackendName, BindingTunnelHandler>([["service", (call, socket, head) => gate.tunnel(call, socket, head)]]),
+    (name) => tails.tailed(name),
   );
   // On several nodes (--database-url) there is no Durable Objects store: an object must have one instance cluster-wide,
   // which nothing provides yet, so uploads that use Durable Objects are refused (DurableObjectsErrors.distributed).

@@ -27,6 +27,8 @@ export interface WorkerdConfigInput {
   bindingTarget(call: BindingCall): BindingTarget;
   /** Where the script's Durable Objects live in this process (default: on disk). */
   durableObjectStorage?: DurableObjectStorageMode;
+  /** Whether the tail worker is attached (only while someone tails the script: it costs every invocation). */
+  tailed?: boolean;
 }
 
 /**
@@ -66,8 +68,8 @@ export function workerdConfig(input: WorkerdConfigInput): string {
   };
   const bindings = script.bindings.map((b) => `(name = ${capnpString(b.name)}, ${typeOf(b).workerd(b, { bindingService, scriptName: script.name })})`);
   secrets.forEach((s, i) => bindings.push(`(name = ${capnpString(s.name)}, fromEnvironment = ${capnpString(secretVariable(i))})`));
-  // Every invocation's trace goes to the platform's tail sessions (tail/tail-worker.ts).
-  services.push(tailWorkerService(bindingService("tail", script.name)));
+  // While someone tails the script, every invocation's trace goes to the platform's tail sessions (tail/tail-worker.ts).
+  if (input.tailed) services.push(tailWorkerService(bindingService("tail", script.name)));
   const objects = input.run.durableObjects && durableObjectsWorkerd(input.run.durableObjects, input.durableObjectStorage ?? "disk");
   if (objects) services.push(...objects.services);
   services.push(queueDispatchService());
@@ -99,7 +101,7 @@ const script :Workerd.Worker = (
     ${bindings.join(",\n    ")}
   ],
   globalOutbound = "internet",
-  tails = [${capnpString(TAIL_SERVICE)}],${objects ? `\n  ${objects.workerFields}` : ""}
+  tails = [${input.tailed ? capnpString(TAIL_SERVICE) : ""}],${objects ? `\n  ${objects.workerFields}` : ""}
 );
 `;
 }

@@ -37,6 +37,8 @@ export class WorkersRuntime {
     private readonly workerdPath: string,
     /** The backends that take CONNECT tunnels (service bindings' RPC sessions). */
     tunnels?: ReadonlyMap<BindingBackendName, BindingTunnelHandler>,
+    /** Whether someone tails a script (tail/hub.ts): only then does its workerd run the tail worker. */
+    private readonly tailedNow: (name: string) => boolean = () => false,
   ) {
     this.bindings = new BindingServer(handlers, log, tunnels);
   }
@@ -71,6 +73,7 @@ export class WorkersRuntime {
         workerd: this.binary,
         leash: this.leash,
         bindingTarget: (call) => this.bindings.target(call),
+        tailed: () => this.tailedNow(name),
       });
       this.runtimes.set(name, rt);
     }
@@ -95,6 +98,12 @@ export class WorkersRuntime {
   /** The workerd in use (known once started). */
   get workerd(): WorkerdBinary | undefined {
     return this.binary;
+  }
+
+  /** Whether a running script's tail worker is attached while nobody tails it, or missing while someone does. */
+  tailStale(name: string): boolean {
+    const rt = this.runtimes.get(name);
+    return rt?.tailed !== undefined && rt.tailed !== this.tailedNow(name);
   }
 
   lookup(name: string): ScriptRuntime | undefined {

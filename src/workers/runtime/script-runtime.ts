@@ -24,6 +24,8 @@ export interface ScriptRuntimeOptions {
   /** Makes each workerd die with the platform and lets the next start end any that did not. */
   leash: WorkerdLeash;
   bindingTarget(call: BindingCall): BindingTarget;
+  /** Whether someone tails the script now (tail/hub.ts): its workerd then runs the tail worker. */
+  tailed(): boolean;
 }
 
 /** One version as workerd runs it: its config file, the environment that carries its secrets, and its handlers. */
@@ -34,6 +36,8 @@ interface Version {
   env: Record<string, string>;
   /** What its default export handles (entry-module.ts), known once it has started. */
   handlers: readonly string[];
+  /** Whether it runs the tail worker. */
+  tailed: boolean;
   /**
    * With Durable Objects: the same version with its objects kept in memory, run first to check that it starts
    * (the objects' files must have one process at a time, see doDeploy).
@@ -51,8 +55,10 @@ function writeVersion(dir: string, run: RunnableScript, opts: ScriptRuntimeOptio
     run.durableObjects?.namespaces.map((n) => n.className),
   );
   writeFileSync(join(dir, "entry.js"), entry.source, { mode: 0o600 });
+  const tailed = opts.tailed();
   const config = (durableObjectStorage: DurableObjectStorageMode) =>
     workerdConfig({
+      tailed,
       run,
       compatibilityDate: effectiveCompatibilityDate(run.script.compatibilityDate, opts.workerd),
       modulePath: (i) => `modules/${i}`,
@@ -63,7 +69,14 @@ function writeVersion(dir: string, run: RunnableScript, opts: ScriptRuntimeOptio
   const file = join(dir, "config.capnp");
   // No secret is in the file, but the binding server's header value is: 0600 inside a 0700 directory.
   writeFileSync(file, config("disk"), { mode: 0o600 });
-  const version: Version = { accountId: run.script.accountId, versionId: run.script.versionId, file, env: secretEnvironment(run.secrets), handlers: [] };
+  const version: Version = {
+    accountId: run.script.accountId,
+    versionId: run.script.versionId,
+    file,
+    env: secretEnvironment(run.secrets),
+    handlers: [],
+    tailed,
+  };
   if (run.durableObjects) {
     version.checkFile = join(dir, "check.capnp");
     writeFileSync(version.checkFile, config("memory"), { mode: 0o600 });
@@ -111,6 +124,11 @@ export class ScriptRuntime {
   /** The id of the version that runs. */
   get versionId(): string | undefined {
     return this.currentVersion?.versionId;
+  }
+
+  /** Whether the version that runs has the tail worker attached (undefined before one has started). */
+  get tailed(): boolean | undefined {
+    return this.currentVersion?.tailed;
   }
 
   /** The handlers of the version that runs (none before one has started). */

@@ -52,7 +52,7 @@ export function registerTailRoutes(app: FastifyInstance, deps: TailRouteDeps): v
     const p = req.params as Params;
     const body = parseWith(tailFiltersBody, filtersInput(req.body), WorkersCodes.validation);
     await script(p);
-    const session = deps.hub.open(p.account_id, p.name, tailFilters(body, req.ip));
+    const session = await deps.hub.open(p.account_id, p.name, tailFilters(body, req.ip));
     const messages = deps.distributedNode
       ? [{ code: PER_NODE, message: `This tail shows the invocations served by the node that answered (${deps.distributedNode}), not those of other nodes` }]
       : [];

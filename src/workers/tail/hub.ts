@@ -46,10 +46,20 @@ export class TailHub {
   private readonly sessions = new Map<string, TailSession>();
   private readonly byScript = new Map<string, Set<TailSession>>();
 
-  constructor(private readonly log: Logger) {}
+  constructor(
+    private readonly log: Logger,
+    /**
+     * Called when a script gets its first session or loses its last: the script's workerd runs the tail worker only
+     * while someone tails it, because the worker costs every invocation (about half of a small script's throughput).
+     */
+    private readonly tailingChanged: (script: string) => Promise<void> = async () => undefined,
+  ) {}
 
-  /** Opens a session on `script` of `accountId`; refused when the script has too many. */
-  open(accountId: string, script: string, filters: TailFilter[]): TailSession {
+  /**
+   * Opens a session on `script` of `accountId`, once the script runs with the tail worker; refused when the script
+   * has too many sessions.
+   */
+  async open(accountId: string, script: string, filters: TailFilter[]): Promise<TailSession> {
     const existing = this.byScript.get(script);
     if (existing && existing.size >= TAILS_PER_SCRIPT) throw TailErrors.tooMany(TAILS_PER_SCRIPT);
     const now = Date.now();
@@ -66,6 +76,14 @@ export class TailHub {
     if (existing) existing.add(session);
     else this.byScript.set(script, new Set([session]));
     this.endIfUnconnected(session);
+    if (!existing) {
+      try {
+        await this.tailingChanged(script);
+      } catch (err) {
+        this.end(session, 1011, "the script could not start with the tail worker");
+        throw err;
+      }
+    }
     this.log.info({ script, tail: session.id }, "tail session opened");
     return session;
   }
@@ -92,7 +110,12 @@ export class TailHub {
     if (!this.sessions.delete(s.id)) return;
     const set = this.byScript.get(s.script);
     set?.delete(s);
-    if (set?.size === 0) this.byScript.delete(s.script);
+    if (set?.size === 0) {
+      this.byScript.delete(s.script);
+      this.tailingChanged(s.script).catch((err: unknown) =>
+        this.log.warn({ script: s.script, err: (err as Error).message }, "could not detach the tail worker; it keeps running until the next deploy"),
+      );
+    }
     clearTimeout(s.timer);
     s.socket?.close(code, reason);
     this.log.info({ script: s.script, tail: s.id, reason }, "tail session ended");

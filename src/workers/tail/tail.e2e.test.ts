@@ -1,6 +1,8 @@
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
+import { readdirSync, readFileSync } from "node:fs";
 import { connect } from "node:net";
+import { join } from "node:path";
 import { after, before, test } from "node:test";
 import WebSocket from "ws";
 import { CLI_PATH, type TestPlatform } from "../../core/testing/platform.js";
@@ -151,6 +153,41 @@ test("another account cannot open, list or delete a tail on my script, nor join 
   assert.equal(await refused(`ws://127.0.0.1:${port}/tail/v1/${id}`, "trace-v1"), 409, "one client per session");
   ws.close();
   await p.api("DELETE", `${tails()}/${id}`);
+});
+
+/** The workerd config the script's live version runs with (the newest version directory; older ones are removed). */
+function liveConfig(script = "tail-demo"): string {
+  const dir = join(p.stateDir, "workers-run", script);
+  const newest = Math.max(
+    ...readdirSync(dir)
+      .filter((d) => /^\d+$/.test(d))
+      .map(Number),
+  );
+  return readFileSync(join(dir, String(newest), "config.capnp"), "utf8");
+}
+
+test("the tail worker runs only while someone tails the script; switching it on and off drops no request", HANG_GUARD, async () => {
+  for (const s of (await p.api("GET", tails())).body.result) await p.api("DELETE", `${tails()}/${s.id}`);
+  await eventually(() => !liveConfig().includes("edge-tail"), "the script to run without the tail worker");
+  const versionBefore = (await p.api("GET", `/accounts/${p.accountId}/workers/scripts/tail-demo/versions`)).body.result;
+  // Requests keep going while the script starts again with the worker, then without it.
+  let going = true;
+  const answers: number[] = [];
+  const load = (async () => {
+    while (going) answers.push((await hit(p, "tail-demo", "/steady")).status);
+  })();
+  const { id, ws, events } = await openTail();
+  assert.match(liveConfig(), /edge-tail/, "the session's answer came once the worker was attached");
+  await hit(p, "tail-demo", "/seen");
+  await eventually(() => events.some((e) => requestOf(e)?.url.endsWith("/seen")), "the request's event");
+  ws.close();
+  assert.equal((await p.api("DELETE", `${tails()}/${id}`)).status, 200);
+  await eventually(() => !liveConfig().includes("edge-tail"), "the tail worker to be detached once the last session ended");
+  going = false;
+  await load;
+  assert.ok(answers.length > 0);
+  assert.deepEqual([...new Set(answers)], [200], "every request during both switches was answered");
+  assert.deepEqual((await p.api("GET", `/accounts/${p.accountId}/workers/scripts/tail-demo/versions`)).body.result, versionBefore, "the same version runs");
 });
 
 /** `edgecli tail` as a running child process; `lines` are its stdout lines so far. */
