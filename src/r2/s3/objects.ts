@@ -1,5 +1,5 @@
 import type { IncomingHttpHeaders } from "node:http";
-import { pipeline } from "node:stream";
+import { pipeline, type Readable } from "node:stream";
 import { conditionalFromHeaders, conditionHolds } from "../preconditions.js";
 import { parseRangeHeader, resolveRange } from "../ranges.js";
 import type { R2Conditional, R2ObjectInfo, R2Range } from "../store.js";
@@ -67,13 +67,32 @@ export async function getObject(call: S3Call): Promise<void> {
   }
   const headers: Record<string, string> = { ...call.responseHeaders, ...objectHeaders(found.object), ...overrides, "content-length": String(r.length) };
   if (range) headers["content-range"] = `bytes ${r.offset}-${r.offset + r.length - 1}/${found.object.size}`;
-  call.res.writeHead(range ? 206 : 200, headers);
   if (found.bytes) {
+    call.res.writeHead(range ? 206 : 200, headers);
     call.res.end(found.bytes);
     return;
   }
-  // A read that fails half way cannot change its status any more: the connection is cut, and the client sees a short body.
+  // The status waits for the body's first bytes: a store that cannot deliver them is then a 503 the client retries.
+  const first = await firstChunk(found.body);
+  call.res.writeHead(range ? 206 : 200, headers);
+  if (!first) return void call.res.end();
+  call.res.write(first);
+  // A read that fails later cannot change its status any more: the connection is cut, and the client sees a short body.
   pipeline(found.body, call.res, () => undefined);
+}
+
+/** The first chunk of `body` (undefined when it is empty), leaving the stream paused on the rest; rejects if it fails first. */
+function firstChunk(body: Readable): Promise<Buffer | undefined> {
+  return new Promise((resolve, reject) => {
+    const settle = (fn: () => void) => {
+      body.off("data", onData).off("end", onEnd).off("error", onError);
+      fn();
+    };
+    const onData = (chunk: Buffer) => settle(() => (body.pause(), resolve(chunk)));
+    const onEnd = () => settle(() => resolve(undefined));
+    const onError = (err: Error) => settle(() => reject(err));
+    body.on("data", onData).once("end", onEnd).once("error", onError);
+  });
 }
 
 export async function headObject(call: S3Call): Promise<void> {
