@@ -25,6 +25,7 @@ import type { WorkersStore } from "./store.js";
 import { CronClock } from "./triggers/clock.js";
 import { ServiceGate } from "./services/gate.js";
 import { WorkerAssets } from "./assets/assets.js";
+import { collectAssetBodies } from "./assets/collect.js";
 import { ASSETS_MIGRATIONS } from "./assets/sqlite-migrations.js";
 import { SqliteAssetsStore } from "./assets/sqlite-store.js";
 import { ASSETS_PG_MIGRATIONS } from "./assets/pg-migrations.js";
@@ -110,10 +111,11 @@ export function createWorkersService(ctx: ServiceContext, deps: { kv: KvService;
     log,
   );
   const assetsPg = ctx.openPostgres(ASSETS_AREA, ASSETS_PG_MIGRATIONS);
+  const assetsStore = assetsPg
+    ? new PgAssetsStore(assetsPg, ctx.content("worker-assets"))
+    : new SqliteAssetsStore(ctx.openDb("worker-assets", ASSETS_MIGRATIONS), ctx.content("worker-assets"));
   const assets: WorkerAssets = new WorkerAssets(
-    assetsPg
-      ? new PgAssetsStore(assetsPg, ctx.content("worker-assets"))
-      : new SqliteAssetsStore(ctx.openDb("worker-assets", ASSETS_MIGRATIONS), ctx.content("worker-assets")),
+    assetsStore,
     (name) => {
       const rt = runtime.lookup(name);
       return rt?.accountId && rt.versionId ? { accountId: rt.accountId, versionId: rt.versionId } : undefined;
@@ -137,6 +139,9 @@ export function createWorkersService(ctx: ServiceContext, deps: { kv: KvService;
   const sweep = async () => {
     const removed = await store.gcContent();
     if (removed) log.info({ removed }, "removed unreferenced worker module files");
+    const assetBodies = await collectAssetBodies(assetsStore);
+    if (assetBodies.marked || assetBodies.removed)
+      log.info(assetBodies, "static asset files no Worker uses: marked newly unused, removed after the grace time");
   };
   const urlOf = (name: string) => {
     const edge = new URL(ctx.edgeUrl());
@@ -197,7 +202,7 @@ export function createWorkersService(ctx: ServiceContext, deps: { kv: KvService;
       unfollow = followOtherNodes(ctx.bus, deployer, clock, log);
       await deployer.syncAll();
       // In the background: listing a bucket can be slow, and the start does not depend on it.
-      const sweepLogged = () => void sweep().catch((err: unknown) => log.warn({ err }, "worker module sweep failed"));
+      const sweepLogged = () => void sweep().catch((err: unknown) => log.warn({ err }, "worker file sweep failed"));
       sweepLogged();
       gcTimer = setInterval(sweepLogged, GC_INTERVAL_MS);
       gcTimer.unref();

@@ -24,4 +24,6 @@ export const ASSETS_PG_MIGRATIONS: readonly PgMigration[] = [
      config TEXT NOT NULL,
      PRIMARY KEY (account_id, script)
    );`,
+  // Garbage collection of bodies no manifest names (collect.ts).
+  `ALTER TABLE bodies ADD COLUMN orphaned_at BIGINT;`,
 ];

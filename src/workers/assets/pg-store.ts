@@ -1,7 +1,8 @@
 import type { Readable } from "node:stream";
 import type { ContentStore } from "../../core/content/store.js";
 import type { Postgres } from "../../core/db/postgres.js";
-import type { AssetBody, AssetsStore, ScriptAssets, UploadSession } from "./store.js";
+import type { AssetManifest } from "./manifest.js";
+import type { AssetBody, AssetsStore, BodyState, ScriptAssets, UploadSession } from "./store.js";
 
 /** The PostgreSQL schema (and content prefix) of static assets. */
 export const ASSETS_AREA = "worker_assets";
@@ -71,5 +72,40 @@ export class PgAssetsStore implements AssetsStore {
        ON CONFLICT (account_id, script) DO UPDATE SET manifest = excluded.manifest, config = excluded.config`,
       [accountId, script, JSON.stringify(assets.manifest), JSON.stringify(assets.config)],
     );
+  }
+
+  async manifestsInUse(): Promise<{ accountId: string; manifest: AssetManifest }[]> {
+    const rows = await this.pg.rows<{ account_id: string; manifest: string }>(
+      `SELECT account_id, manifest FROM worker_assets.script_assets
+       UNION ALL SELECT account_id, manifest FROM worker_assets.upload_sessions WHERE expires_at >= $1`,
+      [Date.now()],
+    );
+    return rows.map((r) => ({ accountId: r.account_id, manifest: JSON.parse(r.manifest) }));
+  }
+
+  async bodyStates(): Promise<BodyState[]> {
+    const rows = await this.pg.rows<{ account_id: string; hash: string; orphaned_at: string | null }>(
+      "SELECT account_id, hash, orphaned_at FROM worker_assets.bodies",
+    );
+    return rows.map((r) => ({ accountId: r.account_id, hash: r.hash, orphanedAt: r.orphaned_at === null ? null : Number(r.orphaned_at) }));
+  }
+
+  async markOrphaned(bodies: readonly { accountId: string; hash: string }[], at: number | null): Promise<void> {
+    if (bodies.length === 0) return;
+    await this.pg.execute(
+      `UPDATE worker_assets.bodies b SET orphaned_at = $1 FROM unnest($2::text[], $3::text[]) AS u(account_id, hash)
+       WHERE b.account_id = u.account_id AND b.hash = u.hash`,
+      [at, bodies.map((b) => b.accountId), bodies.map((b) => b.hash)],
+    );
+  }
+
+  async removeBody(accountId: string, hash: string, orphanedAt: number): Promise<boolean> {
+    const row = await this.pg.row<{ content_id: string }>(
+      "DELETE FROM worker_assets.bodies WHERE account_id = $1 AND hash = $2 AND orphaned_at = $3 RETURNING content_id",
+      [accountId, hash, orphanedAt],
+    );
+    if (!row) return false;
+    await this.content.delete(row.content_id);
+    return true;
   }
 }

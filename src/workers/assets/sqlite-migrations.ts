@@ -24,4 +24,6 @@ export const ASSETS_MIGRATIONS: readonly Migration[] = [
      config TEXT NOT NULL,
      PRIMARY KEY (account_id, script)
    );`,
+  // Garbage collection of bodies no manifest names (collect.ts).
+  `ALTER TABLE bodies ADD COLUMN orphaned_at INTEGER;`,
 ];

@@ -1,7 +1,8 @@
 import type { Readable } from "node:stream";
 import type { ContentStore } from "../../core/content/store.js";
 import type { Db } from "../../core/db/sqlite.js";
-import type { AssetBody, AssetsStore, ScriptAssets, UploadSession } from "./store.js";
+import type { AssetManifest } from "./manifest.js";
+import type { AssetBody, AssetsStore, BodyState, ScriptAssets, UploadSession } from "./store.js";
 
 /** AssetsStore on the platform's SQLite (`worker-assets.sqlite`), bodies in the content store. */
 export class SqliteAssetsStore implements AssetsStore {
@@ -62,5 +63,37 @@ export class SqliteAssetsStore implements AssetsStore {
          ON CONFLICT (account_id, script) DO UPDATE SET manifest = excluded.manifest, config = excluded.config`,
       )
       .run(accountId, script, JSON.stringify(assets.manifest), JSON.stringify(assets.config));
+  }
+
+  async manifestsInUse(): Promise<{ accountId: string; manifest: AssetManifest }[]> {
+    const rows = this.db
+      .prepare("SELECT account_id, manifest FROM script_assets UNION ALL SELECT account_id, manifest FROM upload_sessions WHERE expires_at >= ?")
+      .all(Date.now()) as { account_id: string; manifest: string }[];
+    return rows.map((r) => ({ accountId: r.account_id, manifest: JSON.parse(r.manifest) }));
+  }
+
+  async bodyStates(): Promise<BodyState[]> {
+    const rows = this.db.prepare("SELECT account_id, hash, orphaned_at FROM bodies").all() as {
+      account_id: string;
+      hash: string;
+      orphaned_at: number | null;
+    }[];
+    return rows.map((r) => ({ accountId: r.account_id, hash: r.hash, orphanedAt: r.orphaned_at }));
+  }
+
+  async markOrphaned(bodies: readonly { accountId: string; hash: string }[], at: number | null): Promise<void> {
+    const mark = this.db.prepare("UPDATE bodies SET orphaned_at = ? WHERE account_id = ? AND hash = ?");
+    this.db.transaction(() => {
+      for (const b of bodies) mark.run(at, b.accountId, b.hash);
+    })();
+  }
+
+  async removeBody(accountId: string, hash: string, orphanedAt: number): Promise<boolean> {
+    const row = this.db
+      .prepare("DELETE FROM bodies WHERE account_id = ? AND hash = ? AND orphaned_at = ? RETURNING content_id")
+      .get(accountId, hash, orphanedAt) as { content_id: string } | undefined;
+    if (!row) return false;
+    await this.content.delete(row.content_id);
+    return true;
   }
 }

@@ -25,6 +25,14 @@ export interface AssetBody {
   size: number;
 }
 
+/** A stored body as garbage collection sees it (collect.ts). */
+export interface BodyState {
+  accountId: string;
+  hash: string;
+  /** When a collection first found no manifest naming it (ms since the epoch); null: named when last looked at. */
+  orphanedAt: number | null;
+}
+
 /** The files a Worker serves now, with its options. */
 export interface ScriptAssets {
   manifest: AssetManifest;
@@ -49,4 +57,15 @@ export interface AssetsStore {
   scriptAssets(accountId: string, script: string): Promise<ScriptAssets | undefined>;
   /** Replaces a Worker's assets (undefined: it has none). */
   setScriptAssets(accountId: string, script: string, assets: ScriptAssets | undefined): Promise<void>;
+  /** The manifests whose bodies must stay: every Worker's, and those of upload sessions that have not expired. */
+  manifestsInUse(): Promise<{ accountId: string; manifest: AssetManifest }[]>;
+  /** Every stored body, with when it was first found unused. */
+  bodyStates(): Promise<BodyState[]>;
+  /** Records that these bodies were found unused at `at`, or (null) used again. */
+  markOrphaned(bodies: readonly { accountId: string; hash: string }[], at: number | null): Promise<void>;
+  /**
+   * Removes a body, row then content, if it is still unused since `orphanedAt` (a later upload or use changed that);
+   * true when it did.
+   */
+  removeBody(accountId: string, hash: string, orphanedAt: number): Promise<boolean>;
 }
