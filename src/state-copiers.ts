@@ -4,10 +4,11 @@ import type { AreaCopier } from "./core/state-copy/area.js";
 import { dnsCopier } from "./dns/copy.js";
 import { kvCopier } from "./kv/copy.js";
 import { r2Copier } from "./r2/copy.js";
+import { workerAssetsCopier } from "./workers/assets/copy.js";
 import { workersCopier } from "./workers/copy.js";
 
 /**
  * Every area `edgecli state copy` carries between a state directory and PostgreSQL + a bucket, in this order. An
  * area joins with its own `copy.ts` (core/state-copy/area.ts says what it declares) and one line here.
  */
-export const AREA_COPIERS: readonly AreaCopier[] = [identityCopier, dnsCopier, kvCopier, r2Copier, workersCopier, aiGatewayCopier];
+export const AREA_COPIERS: readonly AreaCopier[] = [identityCopier, dnsCopier, kvCopier, r2Copier, workersCopier, workerAssetsCopier, aiGatewayCopier];

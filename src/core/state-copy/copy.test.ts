@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { createHash, randomBytes } from "node:crypto";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test, type TestContext } from "node:test";
@@ -21,6 +21,7 @@ const md5 = (b: Buffer) => createHash("md5").update(b).digest("hex");
 const BIG = randomBytes(300 * 1024);
 const LARGE_OBJECT = randomBytes(6 * 1024 * 1024 + 17);
 const PART = randomBytes(5 * 1024 * 1024);
+const SITE_PAGE = "<h1>carried with its worker</h1>";
 const WORKER = `export default { fetch(req, env) { return new Response("carried " + env.TOKEN); } };`;
 
 /** What the test writes through the first platform and reads back through each copy. */
@@ -101,6 +102,22 @@ async function writeEverything(p: TestPlatform, creds: S3Credentials): Promise<W
   );
   assert.equal((await p.api("PUT", `/accounts/${p.accountId}/workers/scripts/carried-worker/schedules`, [{ cron: "*/30 * * * *" }])).status, 200);
 
+  // A worker with static assets, deployed as users do (edgecli deploy uploads the files with wrangler's protocol).
+  const site = mkdtempSync(join(tmpdir(), "carried-site-"));
+  try {
+    mkdirSync(join(site, "public"));
+    writeFileSync(join(site, "index.js"), WORKER);
+    writeFileSync(join(site, "public", "index.html"), SITE_PAGE);
+    writeFileSync(
+      join(site, "wrangler.toml"),
+      `name = "carried-site"\nmain = "index.js"\ncompatibility_date = "2024-09-01"\n\n[assets]\ndirectory = "./public"\n`,
+    );
+    const deployed = await p.cli(["deploy"], { cwd: site });
+    assert.equal(deployed.code, 0, deployed.stderr);
+  } finally {
+    rmSync(site, { recursive: true, force: true });
+  }
+
   const client = await s3Client(p, creds);
   try {
     await client.send(new s3.CreateBucketCommand({ Bucket: "carried" }));
@@ -169,6 +186,7 @@ async function checkEverything(p: TestPlatform, creds: S3Credentials, w: Written
   assert.ok((await kvGet(p, w.namespaceId, "bulk/big"))?.equals(BIG), "a bulk-written big value, byte for byte");
   assert.equal((await kvGet(p, w.namespaceId, "bulk/449"))?.toString(), "v449");
   await eventually(async () => (await hit(p, "carried-worker", "/")).text === "carried s3cret", "the copied worker to run with its sealed secret", 60_000);
+  await eventually(async () => (await hit(p, "carried-site", "/")).text === SITE_PAGE, "the copied worker's static assets to be served", 60_000);
   const schedules = await p.api("GET", `/accounts/${p.accountId}/workers/scripts/carried-worker/schedules`);
   assert.equal(schedules.body.result.schedules[0].cron, "*/30 * * * *");
   const keys = await p.api("GET", `/accounts/${p.accountId}/storage/kv/namespaces/${w.namespaceId}/keys?prefix=expiring`);
@@ -267,7 +285,7 @@ test(
     assert.match(copied.stdout, /kv\s+entries\s+454\s+0\s+454\s+454\s+0/);
     assert.match(copied.stdout, /r2\s+objects\s+4\s+0\s+4\s+4\s+0/);
     assert.match(copied.stdout, /workers\s+secrets\s+1\s+0\s+1\s+1\s+0/);
-    assert.match(copied.stdout, /Count check: every table of identity, dns, kv, r2, workers, ai-gateway holds what the source holds/);
+    assert.match(copied.stdout, /Count check: every table of identity, dns, kv, r2, workers, worker assets, ai-gateway holds what the source holds/);
 
     const again = await copyToDatabase(embedded.stateDir, db, bucket, key);
     assert.equal(again.code, 1, "a target with rows is refused");
