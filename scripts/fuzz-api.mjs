@@ -301,6 +301,18 @@ function targetOf(e, f) {
   return { ...f, [e.destroys]: named ? `decoy-${hex.slice(0, 8)}` : hex };
 }
 
+/** Whether a 5xx is the refusal the endpoint documents for its tenant's upstream failing, in the v4 envelope. */
+function isUpstreamFailure(endpoint, status, text) {
+  const expected = endpoint?.upstreamFailure;
+  if (!expected || expected.status !== status) return false;
+  try {
+    const body = JSON.parse(text);
+    return body.success === false && body.errors?.[0]?.code === expected.code;
+  } catch {
+    return false;
+  }
+}
+
 // ---- the run ----
 const mock = await startMockProvider();
 const p = await startTestPlatform({ args: ["--provider-base-url", `openai=${mock.url}`] });
@@ -315,6 +327,8 @@ const stats = {
   byClass: { "2xx": 0, "3xx": 0, "4xx": 0, "5xx": 0, other: 0 },
   fiveXX: 0,
   fiveXXByEndpoint: {},
+  /** 5xx answers an endpoint documents for a failure of an upstream the tenant named (Endpoint.upstreamFailure). */
+  upstreamFailures: 0,
   /** Requests without an answer within --timeout while fuzzing (the machine may just have been busy)... */
   timeouts: 0,
   /** ...and those that again got no answer when replayed alone afterwards: the hangs. */
@@ -372,7 +386,10 @@ try {
     stats.requests++;
     const cls = status >= 200 && status < 600 ? `${Math.floor(status / 100)}xx` : "other";
     stats.byClass[cls] = (stats.byClass[cls] ?? 0) + 1;
-    if (status >= 500) {
+    if (status >= 500 && isUpstreamFailure(endpoint, status, text)) {
+      // The tenant's own upstream failed (the fixture's DNS primary refuses connections), and the answer says so.
+      stats.upstreamFailures++;
+    } else if (status >= 500) {
       stats.fiveXX++;
       const key = endpoint ? `${what.method ?? "raw"} ${endpoint.path(PLACEHOLDERS)}` : "raw";
       stats.fiveXXByEndpoint[key] = (stats.fiveXXByEndpoint[key] ?? 0) + 1;
@@ -585,6 +602,7 @@ else {
       .join(", ")}`,
   );
   say(`  5xx: ${stats.fiveXX}, timeouts: ${stats.timeouts}, of them hangs (no answer on replay either): ${stats.hangs}`);
+  say(`  5xx reporting a failed upstream the tenant named (a DNS primary; not counted above): ${stats.upstreamFailures}`);
   say(
     `  socket errors: ${stats.socketErrors} ${JSON.stringify(stats.socketErrorKinds)}, connections closed on a request with nothing in it: ${stats.closedOnEmpty}`,
   );

@@ -1,5 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { request } from "undici";
+import { TransferCodes } from "../../dns/transfers/errors.js";
 import type { TestPlatform } from "./platform.js";
 
 /**
@@ -80,6 +81,11 @@ export interface Endpoint {
    * replaced by one that does not exist, so that one lucky request does not leave the rest of the run with 404s.
    */
   destroys?: ResourceField;
+  /**
+   * The refusal this endpoint answers when an upstream the tenant named fails (a DNS primary that does not answer):
+   * a 5xx that reports someone else's server, not a fault of ours. The fuzzer counts these apart.
+   */
+  upstreamFailure?: { status: number; code: number };
 }
 
 const acct = (f: AccountFixture) => `/accounts/${f.id}`;
@@ -347,7 +353,15 @@ export const ENDPOINTS: readonly Endpoint[] = [
   send("dns_transfers", "POST", incoming, (f) => ({ peers: [f.peer], auto_refresh_seconds: 86400 })),
   send("dns_transfers", "PUT", incoming, (f) => ({ peers: [f.peer], auto_refresh_seconds: 3600 })),
   remove("dns_transfers", incoming),
-  { family: "dns_transfers", method: "POST", base: "api", path: (f) => `/zones/${f.secondaryZone}/secondary_dns/force_axfr`, body: "none" },
+  // Waits for the transfer from the zone's primary (the fixture's peer refuses connections): 502 when it fails.
+  {
+    family: "dns_transfers",
+    method: "POST",
+    base: "api",
+    path: (f) => `/zones/${f.secondaryZone}/secondary_dns/force_axfr`,
+    body: "none",
+    upstreamFailure: { status: 502, code: TransferCodes.transferFailed },
+  },
   { family: "dns_records", method: "GET", base: "api", path: (f) => `/zones/${f.zone}/dnssec`, body: "none" },
   { family: "dns_records", method: "PATCH", base: "api", path: (f) => `/zones/${f.zone}/dnssec`, body: "json", sample: () => ({ status: "disabled" }) },
   remove("dns_records", (f) => `/zones/${f.zone}/dnssec`),
