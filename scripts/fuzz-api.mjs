@@ -2,7 +2,9 @@
 // Hostile-input fuzzer: starts a fresh `edgecli serve` (the built dist/, like the test suite), makes two accounts
 // with the same resources in each, then for --duration seconds sends mutated requests to every endpoint family of
 // the API surface (src/core/testing/api-surface.ts): bodies, paths, query strings and headers, with the first
-// account's token, the second's, none or a broken one, over HTTP and over raw sockets. Not part of the test suite.
+// account's token, the second's, none or a broken one, over HTTP and over raw sockets. An endpoint that deletes a
+// fixture (a zone, a queue, a D1 database...) is sent against one that does not exist, so the fixtures last the run.
+// Not part of the test suite.
 //
 //   npm run build
 //   node scripts/fuzz-api.mjs [--seed N] [--duration 180] [--concurrency 8] [--timeout 10000] [--rss-limit-mb 600] [--json]
@@ -285,6 +287,32 @@ function rawCase(target, host, auth) {
   ])();
 }
 
+/** A fixture whose fields name themselves, to show an endpoint's path in the report. */
+const PLACEHOLDERS = new Proxy({}, { get: (_t, field) => `:${String(field)}` });
+
+/**
+ * The fixture a case is sent against: for an endpoint that deletes one of its resources (Endpoint.destroys), that
+ * resource is swapped for one that does not exist, so the run keeps its fixtures (the route's refusal is fuzzed).
+ */
+function targetOf(e, f) {
+  if (!e.destroys) return f;
+  const hex = Array.from({ length: 32 }, () => "0123456789abcdef"[rnd.int(16)]).join("");
+  const named = ["script", "bucket", "gateway"].includes(e.destroys);
+  return { ...f, [e.destroys]: named ? `decoy-${hex.slice(0, 8)}` : hex };
+}
+
+/** Whether a 5xx is the refusal the endpoint documents for its tenant's upstream failing, in the v4 envelope. */
+function isUpstreamFailure(endpoint, status, text) {
+  const expected = endpoint?.upstreamFailure;
+  if (!expected || expected.status !== status) return false;
+  try {
+    const body = JSON.parse(text);
+    return body.success === false && body.errors?.[0]?.code === expected.code;
+  } catch {
+    return false;
+  }
+}
+
 // ---- the run ----
 const mock = await startMockProvider();
 const p = await startTestPlatform({ args: ["--provider-base-url", `openai=${mock.url}`] });
@@ -299,6 +327,8 @@ const stats = {
   byClass: { "2xx": 0, "3xx": 0, "4xx": 0, "5xx": 0, other: 0 },
   fiveXX: 0,
   fiveXXByEndpoint: {},
+  /** 5xx answers an endpoint documents for a failure of an upstream the tenant named (Endpoint.upstreamFailure). */
+  upstreamFailures: 0,
   /** Requests without an answer within --timeout while fuzzing (the machine may just have been busy)... */
   timeouts: 0,
   /** ...and those that again got no answer when replayed alone afterwards: the hangs. */
@@ -356,11 +386,12 @@ try {
     stats.requests++;
     const cls = status >= 200 && status < 600 ? `${Math.floor(status / 100)}xx` : "other";
     stats.byClass[cls] = (stats.byClass[cls] ?? 0) + 1;
-    if (status >= 500) {
+    if (status >= 500 && isUpstreamFailure(endpoint, status, text)) {
+      // The tenant's own upstream failed (the fixture's DNS primary refuses connections), and the answer says so.
+      stats.upstreamFailures++;
+    } else if (status >= 500) {
       stats.fiveXX++;
-      const key = endpoint
-        ? `${what.method ?? "raw"} ${endpoint.path({ id: ":account", zone: ":zone", namespace: ":ns", bucket: ":bucket", gateway: ":gateway", record: ":record", script: ":script" })}`
-        : "raw";
+      const key = endpoint ? `${what.method ?? "raw"} ${endpoint.path(PLACEHOLDERS)}` : "raw";
       stats.fiveXXByEndpoint[key] = (stats.fiveXXByEndpoint[key] ?? 0) + 1;
       if (stats.samples5xx.length < 20) stats.samples5xx.push({ case: caseNo, ...what, status, body: String(text).slice(0, 300) });
     }
@@ -375,7 +406,7 @@ try {
       inFlight.set(n, { t: Date.now(), what: "drawing" });
       // Everything random about a case is drawn before its first await, so a seed always makes the same cases.
       const e = rnd.pick(ENDPOINTS);
-      const f = rnd.pick(fixtures);
+      const f = targetOf(e, rnd.pick(fixtures));
       const auth = authHeaders(fixtures);
       stats.byFamily[e.family]++;
       const host = e.host?.(f);
@@ -571,6 +602,7 @@ else {
       .join(", ")}`,
   );
   say(`  5xx: ${stats.fiveXX}, timeouts: ${stats.timeouts}, of them hangs (no answer on replay either): ${stats.hangs}`);
+  say(`  5xx reporting a failed upstream the tenant named (a DNS primary; not counted above): ${stats.upstreamFailures}`);
   say(
     `  socket errors: ${stats.socketErrors} ${JSON.stringify(stats.socketErrorKinds)}, connections closed on a request with nothing in it: ${stats.closedOnEmpty}`,
   );

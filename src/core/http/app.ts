@@ -19,6 +19,16 @@ declare module "fastify" {
   interface FastifyRequest {
     principal: Principal;
   }
+  interface FastifyInstance {
+    /** Every route of the v4 API as registered (method, path under /client/v4): the surface check reads it. */
+    apiRoutes: readonly ApiRoute[];
+  }
+}
+
+export interface ApiRoute {
+  method: string;
+  /** With Fastify's parameters, e.g. /accounts/:account_id/queues */
+  url: string;
 }
 
 export interface AppOptions {
@@ -150,6 +160,8 @@ export async function buildEdgeApp(opts: AppOptions): Promise<FastifyInstance> {
     app.get("/healthz", async () => ({ status: "ok" }));
   }
 
+  const apiRoutes: ApiRoute[] = [];
+  app.decorate("apiRoutes", apiRoutes);
   await app.register(
     async (v4) => {
       v4.decorateRequest("principal", undefined as unknown as Principal);
@@ -160,6 +172,9 @@ export async function buildEdgeApp(opts: AppOptions): Promise<FastifyInstance> {
       });
       v4.addHook("preHandler", guardRoute);
       v4.addHook("onRoute", assertRouteDeclaresPermission);
+      v4.addHook("onRoute", (route) => {
+        for (const method of [route.method].flat()) apiRoutes.push({ method, url: route.url.slice("/client/v4".length) });
+      });
       for (const s of opts.services) {
         if (s.registerApi) await v4.register(async (scope) => s.registerApi!(scope));
       }

@@ -1,5 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { request } from "undici";
+import { TransferCodes } from "../../dns/transfers/errors.js";
 import type { TestPlatform } from "./platform.js";
 
 /**
@@ -8,7 +9,24 @@ import type { TestPlatform } from "./platform.js";
  * (scripts/fuzz-api.mjs) both walk this list, so a new endpoint added here is attacked by both.
  */
 
-export type Family = "identity" | "zones" | "dns_records" | "kv" | "r2" | "workers" | "ai_gateway" | "gateway_logs" | "gateway_traffic" | "worker_traffic";
+export type Family =
+  | "identity"
+  | "zones"
+  | "dns_records"
+  | "dns_transfers"
+  | "kv"
+  | "r2"
+  | "d1"
+  | "queues"
+  | "workers"
+  | "durable_objects"
+  | "worker_tails"
+  | "worker_assets"
+  | "worker_schedules"
+  | "ai_gateway"
+  | "gateway_logs"
+  | "gateway_traffic"
+  | "worker_traffic";
 
 /**
  * json: a JSON body the platform parses; multipart: multipart/form-data it parses; raw: bytes it stores as they
@@ -27,9 +45,23 @@ export interface AccountFixture {
   zoneName: string;
   record: string;
   gateway: string;
+  /** A secondary zone (its incoming transfers point at `peer`). */
+  secondaryZone: string;
+  tsig: string;
+  /** A primary at 127.0.0.1:9 (nothing listens there: a transfer fails at once instead of waiting). */
+  peer: string;
+  /** A spare API token on this account (not `token`): token management may roll or delete it. */
+  spareToken: string;
+  queue: string;
+  /** The queue's http_pull consumer. */
+  consumer: string;
+  database: string;
   /** A deployed worker (in the first account only: each costs a workerd process). */
   script?: string;
 }
+
+/** Fixture fields that name one resource each, which an endpoint may delete (see Endpoint.destroys). */
+export type ResourceField = Exclude<keyof AccountFixture, "id" | "token" | "zoneName">;
 
 export interface Endpoint {
   family: Family;
@@ -44,11 +76,106 @@ export interface Endpoint {
   paginated?: { maxPerPage: number };
   /** Sent with this Host (worker traffic). */
   host?: (f: AccountFixture) => string | undefined;
+  /**
+   * The fixture this endpoint deletes (or makes unusable) when it succeeds. The fuzzer sends it with that resource
+   * replaced by one that does not exist, so that one lucky request does not leave the rest of the run with 404s.
+   */
+  destroys?: ResourceField;
+  /**
+   * The refusal this endpoint answers when an upstream the tenant named fails (a DNS primary that does not answer):
+   * a 5xx that reports someone else's server, not a fault of ours. The fuzzer counts these apart.
+   */
+  upstreamFailure?: { status: number; code: number };
 }
 
 const acct = (f: AccountFixture) => `/accounts/${f.id}`;
 const kv = (f: AccountFixture) => `${acct(f)}/storage/kv/namespaces`;
 const gw = (f: AccountFixture) => `${acct(f)}/ai-gateway/gateways`;
+const script = (f: AccountFixture) => `${acct(f)}/workers/scripts/${f.script ?? "none"}`;
+const d1 = (f: AccountFixture) => `${acct(f)}/d1/database`;
+const outgoing = (f: AccountFixture) => `/zones/${f.zone}/secondary_dns/outgoing`;
+const incoming = (f: AccountFixture) => `/zones/${f.secondaryZone}/secondary_dns/incoming`;
+/** A GET of a path, with no body. */
+const read = (family: Family, path: (f: AccountFixture) => string, more: Partial<Endpoint> = {}): Endpoint => ({
+  family,
+  method: "GET",
+  base: "api",
+  path,
+  body: "none",
+  ...more,
+});
+const remove = (family: Family, path: (f: AccountFixture) => string, destroys?: ResourceField): Endpoint => ({
+  family,
+  method: "DELETE",
+  base: "api",
+  path,
+  body: "none",
+  ...(destroys ? { destroys } : {}),
+});
+const send = (
+  family: Family,
+  method: string,
+  path: (f: AccountFixture) => string,
+  sample: (f: AccountFixture) => unknown,
+  more: Partial<Endpoint> = {},
+): Endpoint => ({
+  family,
+  method,
+  base: "api",
+  path,
+  body: "json",
+  sample,
+  ...more,
+});
+/** Queues answer under /queues and under /workers/queues (older wrangler releases): the same routes. */
+const queueEndpoints = (base: (f: AccountFixture) => string): Endpoint[] => {
+  const queue = (f: AccountFixture) => `${base(f)}/${f.queue}`;
+  const consumer = (f: AccountFixture) => `${queue(f)}/consumers/${f.consumer}`;
+  const pullSettings = { type: "http_pull", settings: { batch_size: 10, visibility_timeout_ms: 1000 } };
+  return [
+    read("queues", base, { paginated: { maxPerPage: 1000 } }),
+    send("queues", "POST", base, () => ({ queue_name: "fuzz-queue" })),
+    read("queues", queue),
+    send("queues", "PUT", queue, (f) => ({ queue_name: `q-${f.id.slice(0, 8)}` })),
+    send("queues", "PATCH", queue, (f) => ({ queue_name: `q-${f.id.slice(0, 8)}` })),
+    remove("queues", queue, "queue"),
+    read("queues", (f) => `${queue(f)}/consumers`),
+    send(
+      "queues",
+      "POST",
+      (f) => `${queue(f)}/consumers`,
+      () => pullSettings,
+    ),
+    read("queues", consumer),
+    send("queues", "PUT", consumer, () => pullSettings),
+    remove("queues", consumer, "consumer"),
+    read("queues", (f) => `${queue(f)}/metrics`),
+    send(
+      "queues",
+      "POST",
+      (f) => `${queue(f)}/messages`,
+      () => ({ body: { fuzz: 1 }, content_type: "json" }),
+    ),
+    send(
+      "queues",
+      "POST",
+      (f) => `${queue(f)}/messages/batch`,
+      () => ({ messages: [{ body: "x", content_type: "text" }], delay_seconds: 0 }),
+    ),
+    send(
+      "queues",
+      "POST",
+      (f) => `${queue(f)}/messages/pull`,
+      () => ({ batch_size: 5, visibility_timeout_ms: 1000 }),
+    ),
+    send(
+      "queues",
+      "POST",
+      (f) => `${queue(f)}/messages/ack`,
+      () => ({ acks: [{ lease_id: "x" }], retries: [] }),
+    ),
+  ];
+};
 const chat = { model: "gpt-4o-mini", messages: [{ role: "user", content: "hi" }] };
 
 export const ENDPOINTS: readonly Endpoint[] = [
@@ -73,6 +200,47 @@ export const ENDPOINTS: readonly Endpoint[] = [
   },
   { family: "identity", method: "GET", base: "api", path: () => "/accounts", body: "none", paginated: { maxPerPage: 50 } },
   { family: "identity", method: "GET", base: "api", path: () => "/memberships", body: "none", paginated: { maxPerPage: 50 } },
+  send(
+    "identity",
+    "POST",
+    () => "/accounts",
+    () => ({ name: "fuzz" }),
+  ),
+  read("identity", acct),
+  read("identity", () => "/user/tokens/verify"),
+  read("identity", () => "/user/tokens/permission_groups"),
+  read("identity", (f) => `/user/tokens/${f.spareToken}`),
+  send(
+    "identity",
+    "PUT",
+    (f) => `/user/tokens/${f.spareToken}`,
+    (f) => ({ name: "spare", permissions: ["dns_read"], account_id: f.id }),
+  ),
+  send(
+    "identity",
+    "PUT",
+    (f) => `/user/tokens/${f.spareToken}/value`,
+    () => ({}),
+    { destroys: "spareToken" },
+  ),
+  remove("identity", (f) => `/user/tokens/${f.spareToken}`, "spareToken"),
+  read("identity", (f) => `${acct(f)}/tokens/verify`),
+  read("identity", (f) => `${acct(f)}/tokens/permission_groups`),
+  read("identity", (f) => `${acct(f)}/tokens/${f.spareToken}`),
+  send(
+    "identity",
+    "PUT",
+    (f) => `${acct(f)}/tokens/${f.spareToken}`,
+    () => ({ name: "spare", permissions: ["dns_read"] }),
+  ),
+  send(
+    "identity",
+    "PUT",
+    (f) => `${acct(f)}/tokens/${f.spareToken}/value`,
+    () => ({}),
+    { destroys: "spareToken" },
+  ),
+  remove("identity", (f) => `${acct(f)}/tokens/${f.spareToken}`, "spareToken"),
 
   { family: "zones", method: "GET", base: "api", path: () => "/zones", body: "none", paginated: { maxPerPage: 1000 } },
   {
@@ -85,6 +253,7 @@ export const ENDPOINTS: readonly Endpoint[] = [
   },
   { family: "zones", method: "GET", base: "api", path: (f) => `/zones/${f.zone}`, body: "none" },
   { family: "zones", method: "PATCH", base: "api", path: (f) => `/zones/${f.zone}`, body: "json", sample: () => ({ paused: false }) },
+  remove("zones", (f) => `/zones/${f.zone}`, "zone"),
 
   { family: "dns_records", method: "GET", base: "api", path: (f) => `/zones/${f.zone}/dns_records`, body: "none", paginated: { maxPerPage: 5_000_000 } },
   {
@@ -103,6 +272,23 @@ export const ENDPOINTS: readonly Endpoint[] = [
     body: "json",
     sample: () => ({ comment: "fuzz", ttl: 600 }),
   },
+  read("dns_records", (f) => `/zones/${f.zone}/dns_records/${f.record}`),
+  send(
+    "dns_records",
+    "PUT",
+    (f) => `/zones/${f.zone}/dns_records/${f.record}`,
+    (f) => ({ type: "A", name: `www.${f.zoneName}`, content: "198.51.100.2", ttl: 300 }),
+  ),
+  remove("dns_records", (f) => `/zones/${f.zone}/dns_records/${f.record}`, "record"),
+  read("dns_records", (f) => `/zones/${f.zone}/dns_records/export`),
+  read("dns_records", (f) => `/zones/${f.zone}/dns_settings`),
+  read("dns_records", (f) => `${acct(f)}/dns_settings`),
+  send(
+    "dns_records",
+    "PATCH",
+    (f) => `${acct(f)}/dns_settings`,
+    () => ({ zone_defaults: { soa: { refresh: 7200 } } }),
+  ),
   {
     family: "dns_records",
     method: "POST",
@@ -138,13 +324,69 @@ export const ENDPOINTS: readonly Endpoint[] = [
     sample: () => ({ name: "fuzz", ip: "192.0.2.53" }),
   },
   { family: "zones", method: "PUT", base: "api", path: (f) => `/zones/${f.zone}/secondary_dns/outgoing`, body: "json", sample: () => ({ peers: [] }) },
+  read("dns_transfers", (f) => `${acct(f)}/secondary_dns/tsigs`),
+  read("dns_transfers", (f) => `${acct(f)}/secondary_dns/tsigs/${f.tsig}`),
+  send(
+    "dns_transfers",
+    "PUT",
+    (f) => `${acct(f)}/secondary_dns/tsigs/${f.tsig}`,
+    () => ({ name: "renamed-key.", algo: "hmac-sha256." }),
+  ),
+  remove("dns_transfers", (f) => `${acct(f)}/secondary_dns/tsigs/${f.tsig}`, "tsig"),
+  read("dns_transfers", (f) => `${acct(f)}/secondary_dns/peers`),
+  read("dns_transfers", (f) => `${acct(f)}/secondary_dns/peers/${f.peer}`),
+  send(
+    "dns_transfers",
+    "PUT",
+    (f) => `${acct(f)}/secondary_dns/peers/${f.peer}`,
+    () => ({ name: "fuzz", ip: "127.0.0.1", port: 9 }),
+  ),
+  remove("dns_transfers", (f) => `${acct(f)}/secondary_dns/peers/${f.peer}`, "peer"),
+  read("dns_transfers", outgoing),
+  send("dns_transfers", "POST", outgoing, () => ({ peers: [] })),
+  remove("dns_transfers", outgoing),
+  read("dns_transfers", (f) => `${outgoing(f)}/status`),
+  { family: "dns_transfers", method: "POST", base: "api", path: (f) => `${outgoing(f)}/enable`, body: "none" },
+  { family: "dns_transfers", method: "POST", base: "api", path: (f) => `${outgoing(f)}/disable`, body: "none" },
+  { family: "dns_transfers", method: "POST", base: "api", path: (f) => `${outgoing(f)}/force_notify`, body: "none" },
+  read("dns_transfers", incoming),
+  send("dns_transfers", "POST", incoming, (f) => ({ peers: [f.peer], auto_refresh_seconds: 86400 })),
+  send("dns_transfers", "PUT", incoming, (f) => ({ peers: [f.peer], auto_refresh_seconds: 3600 })),
+  remove("dns_transfers", incoming),
+  // Waits for the transfer from the zone's primary (the fixture's peer refuses connections): 502 when it fails.
+  {
+    family: "dns_transfers",
+    method: "POST",
+    base: "api",
+    path: (f) => `/zones/${f.secondaryZone}/secondary_dns/force_axfr`,
+    body: "none",
+    upstreamFailure: { status: 502, code: TransferCodes.transferFailed },
+  },
   { family: "dns_records", method: "GET", base: "api", path: (f) => `/zones/${f.zone}/dnssec`, body: "none" },
   { family: "dns_records", method: "PATCH", base: "api", path: (f) => `/zones/${f.zone}/dnssec`, body: "json", sample: () => ({ status: "disabled" }) },
+  remove("dns_records", (f) => `/zones/${f.zone}/dnssec`),
+  send(
+    "dns_records",
+    "POST",
+    (f) => `/zones/${f.zone}/dnssec/rollover`,
+    () => ({ key: "zsk" }),
+  ),
 
   { family: "kv", method: "GET", base: "api", path: kv, body: "none", paginated: { maxPerPage: 1000 } },
   { family: "kv", method: "POST", base: "api", path: kv, body: "json", sample: () => ({ title: "fuzz" }) },
   { family: "kv", method: "PUT", base: "api", path: (f) => `${kv(f)}/${f.namespace}`, body: "json", sample: () => ({ title: "renamed" }) },
   { family: "kv", method: "GET", base: "api", path: (f) => `${kv(f)}/${f.namespace}/keys`, body: "none" },
+  read("kv", (f) => `${kv(f)}/${f.namespace}`),
+  remove("kv", (f) => `${kv(f)}/${f.namespace}`, "namespace"),
+  read("kv", (f) => `${kv(f)}/${f.namespace}/values/raw-key`),
+  read("kv", (f) => `${kv(f)}/${f.namespace}/metadata/fuzz-key`),
+  remove("kv", (f) => `${kv(f)}/${f.namespace}/values/raw-key`),
+  send(
+    "kv",
+    "DELETE",
+    (f) => `${kv(f)}/${f.namespace}/bulk`,
+    () => ["b1"],
+  ),
   { family: "kv", method: "PUT", base: "api", path: (f) => `${kv(f)}/${f.namespace}/values/fuzz-key`, body: "multipart" },
   { family: "kv", method: "PUT", base: "api", path: (f) => `${kv(f)}/${f.namespace}/values/raw-key`, body: "raw" },
   {
@@ -162,6 +404,42 @@ export const ENDPOINTS: readonly Endpoint[] = [
   { family: "r2", method: "POST", base: "api", path: (f) => `${acct(f)}/r2/buckets`, body: "json", sample: () => ({ name: "fuzz-bucket" }) },
   { family: "r2", method: "GET", base: "api", path: (f) => `${acct(f)}/r2/buckets/${f.bucket}/objects`, body: "none" },
   { family: "r2", method: "PUT", base: "api", path: (f) => `${acct(f)}/r2/buckets/${f.bucket}/objects/fuzz/key`, body: "raw" },
+  read("r2", (f) => `${acct(f)}/r2/buckets/${f.bucket}`),
+  remove("r2", (f) => `${acct(f)}/r2/buckets/${f.bucket}`, "bucket"),
+  read("r2", (f) => `${acct(f)}/r2/buckets/${f.bucket}/objects/fuzz/key`),
+  remove("r2", (f) => `${acct(f)}/r2/buckets/${f.bucket}/objects/fuzz/key`),
+
+  read("d1", d1, { paginated: { maxPerPage: 10000 } }),
+  send("d1", "POST", d1, () => ({ name: "fuzz-db" })),
+  read("d1", (f) => `${d1(f)}/${f.database}`),
+  remove("d1", (f) => `${d1(f)}/${f.database}`, "database"),
+  send(
+    "d1",
+    "POST",
+    (f) => `${d1(f)}/${f.database}/query`,
+    () => ({ sql: "SELECT ?1 AS x", params: [1] }),
+  ),
+  send(
+    "d1",
+    "POST",
+    (f) => `${d1(f)}/${f.database}/raw`,
+    () => ({ batch: [{ sql: "SELECT 1" }, { sql: "SELECT ?1", params: ["a"] }] }),
+  ),
+  send(
+    "d1",
+    "POST",
+    (f) => `${d1(f)}/${f.database}/export`,
+    () => ({ output_format: "polling", dump_options: { no_data: true } }),
+  ),
+  send(
+    "d1",
+    "POST",
+    (f) => `${d1(f)}/${f.database}/import`,
+    () => ({ action: "init", etag: "0".repeat(32) }),
+  ),
+
+  ...queueEndpoints((f) => `${acct(f)}/queues`),
+  ...queueEndpoints((f) => `${acct(f)}/workers/queues`),
 
   { family: "workers", method: "GET", base: "api", path: (f) => `${acct(f)}/workers/scripts`, body: "none" },
   { family: "workers", method: "PUT", base: "api", path: (f) => `${acct(f)}/workers/scripts/fuzz-script`, body: "multipart" },
@@ -173,8 +451,77 @@ export const ENDPOINTS: readonly Endpoint[] = [
     body: "json",
     sample: () => ({ name: "S", text: "x", type: "secret_text" }),
   },
+  { family: "workers", method: "POST", base: "api", path: (f) => `${acct(f)}/workers/scripts/fuzz-script/versions`, body: "multipart" },
+  read("workers", script),
+  remove("workers", script, "script"),
+  remove("workers", (f) => `${acct(f)}/workers/services/${f.script ?? "none"}`, "script"),
+  read("workers", (f) => `${acct(f)}/workers/services/${f.script ?? "none"}`),
+  read("workers", (f) => `${acct(f)}/workers/workers/${f.script ?? "none"}`),
+  read("workers", (f) => `${script(f)}/versions`),
+  read("workers", (f) => `${script(f)}/deployments`),
+  send(
+    "workers",
+    "POST",
+    (f) => `${script(f)}/deployments`,
+    () => ({ strategy: "percentage", versions: [{ version_id: "0".repeat(32), percentage: 100 }] }),
+  ),
+  read("workers", (f) => `${script(f)}/settings`),
+  send(
+    "workers",
+    "PATCH",
+    (f) => `${script(f)}/script-settings`,
+    () => ({ logpush: false }),
+  ),
+  read("workers", (f) => `${script(f)}/subdomain`),
+  send(
+    "workers",
+    "POST",
+    (f) => `${script(f)}/subdomain`,
+    () => ({ enabled: true }),
+  ),
+  read("workers", (f) => `${acct(f)}/workers/subdomain`),
+  send(
+    "workers",
+    "PUT",
+    (f) => `${acct(f)}/workers/subdomain`,
+    () => ({ subdomain: "fuzz" }),
+  ),
+  read("workers", (f) => `${script(f)}/secrets`),
+  read("workers", (f) => `${script(f)}/secrets/S`),
+  remove("workers", (f) => `${script(f)}/secrets/S`),
+
+  read("worker_schedules", (f) => `${script(f)}/schedules`),
+  send(
+    "worker_schedules",
+    "PUT",
+    (f) => `${script(f)}/schedules`,
+    () => [{ cron: "*/30 * * * *" }],
+  ),
+
+  read("worker_tails", (f) => `${script(f)}/tails`),
+  send(
+    "worker_tails",
+    "POST",
+    (f) => `${script(f)}/tails`,
+    () => ({ filters: [] }),
+  ),
+  remove("worker_tails", (f) => `${script(f)}/tails/${"0".repeat(32)}`),
+
+  send(
+    "worker_assets",
+    "POST",
+    (f) => `${script(f)}/assets-upload-session`,
+    () => ({ manifest: { "/index.html": { hash: "0".repeat(32), size: 5 } } }),
+  ),
+  // Authenticated by an upload session's token, not an API token: every token the callers hold is refused.
+  { family: "worker_assets", method: "POST", base: "api", path: (f) => `${acct(f)}/workers/assets/upload`, body: "multipart" },
+
+  read("durable_objects", (f) => `${acct(f)}/workers/durable_objects/namespaces`, { paginated: { maxPerPage: 1000 } }),
+  read("durable_objects", (f) => `${acct(f)}/workers/durable_objects/namespaces/${"0".repeat(32)}/objects`),
 
   { family: "ai_gateway", method: "GET", base: "api", path: gw, body: "none", paginated: { maxPerPage: 100 } },
+  read("ai_gateway", (f) => `${gw(f)}/${f.gateway}`),
+  remove("ai_gateway", (f) => `${gw(f)}/${f.gateway}`, "gateway"),
   {
     family: "ai_gateway",
     method: "POST",
@@ -202,6 +549,9 @@ export const ENDPOINTS: readonly Endpoint[] = [
     body: "json",
     sample: () => ({ feedback: 1 }),
   },
+  read("gateway_logs", (f) => `${gw(f)}/${f.gateway}/logs/01J0000000000000000000000`),
+  read("gateway_logs", (f) => `${gw(f)}/${f.gateway}/logs/01J0000000000000000000000/request`),
+  read("gateway_logs", (f) => `${gw(f)}/${f.gateway}/logs/01J0000000000000000000000/response`),
 
   {
     family: "gateway_traffic",
@@ -291,7 +641,18 @@ export async function setUpAccounts(p: TestPlatform): Promise<[AccountFixture, A
     return r.body.result;
   };
   const second = await api("POST", "/accounts", { name: `second-${randomBytes(3).toString("hex")}` });
-  const permissions = ["dns_edit", "kv_edit", "r2_edit", "workers_edit", "ai_gateway_edit", "ai_gateway_run", "account_settings_read", "api_tokens_edit"];
+  const permissions = [
+    "dns_edit",
+    "kv_edit",
+    "r2_edit",
+    "d1_edit",
+    "queues_edit",
+    "workers_edit",
+    "ai_gateway_edit",
+    "ai_gateway_run",
+    "account_settings_read",
+    "api_tokens_edit",
+  ];
   const fixtures: AccountFixture[] = [];
   for (const id of [p.accountId, second.id as string]) {
     const token = (await api("POST", "/user/tokens", { name: `all-on-${id.slice(0, 6)}`, permissions, account_id: id })).value as string;
@@ -311,7 +672,16 @@ export async function setUpAccounts(p: TestPlatform): Promise<[AccountFixture, A
       rate_limiting_interval: 0,
       rate_limiting_limit: 0,
     });
-    fixtures.push({ id, token, zone, zoneName, record, namespace, bucket, gateway });
+    const secondaryZone = (await api("POST", "/zones", { name: `s${suffix}.example`, account: { id }, type: "secondary" })).id as string;
+    const transfers = `/accounts/${id}/secondary_dns`;
+    const tsig = (await api("POST", `${transfers}/tsigs`, { name: `k${suffix}.`, algo: "hmac-sha256.", secret: randomBytes(32).toString("base64") }))
+      .id as string;
+    const peer = (await api("POST", `${transfers}/peers`, { name: `p${suffix}`, ip: "127.0.0.1", port: 9 })).id as string;
+    const spareToken = (await api("POST", `/accounts/${id}/tokens`, { name: `spare-${suffix}`, permissions: ["kv_read"] })).id as string;
+    const queue = (await api("POST", `/accounts/${id}/queues`, { queue_name: `q-${suffix}` })).queue_id as string;
+    const consumer = (await api("POST", `/accounts/${id}/queues/${queue}/consumers`, { type: "http_pull" })).consumer_id as string;
+    const database = (await api("POST", `/accounts/${id}/d1/database`, { name: `db-${suffix}` })).uuid as string;
+    fixtures.push({ id, token, zone, zoneName, record, namespace, bucket, gateway, secondaryZone, tsig, peer, spareToken, queue, consumer, database });
   }
   const script = "echo";
   const upload = await multipartOf(ENDPOINTS.find((e) => e.family === "workers" && e.body === "multipart")!);
@@ -329,4 +699,38 @@ export async function setUpAccounts(p: TestPlatform): Promise<[AccountFixture, A
 /** The URL of an endpoint for an account, with an optional suffix on the path and a query. */
 export function urlOf(p: TestPlatform, e: Endpoint, f: AccountFixture, query = ""): string {
   return `${e.base === "api" ? p.apiUrl : p.url}${e.path(f)}${query}`;
+}
+
+/**
+ * The route a request for `path` (its query ignored) reaches among `routes`, picked as Fastify's router does: at each
+ * segment a static match wins over a parameter, and a parameter over a wildcard (which takes the rest, at least one
+ * character). Undefined when none matches.
+ */
+export function routeOf<R extends { method: string; url: string }>(routes: readonly R[], method: string, path: string): R | undefined {
+  const segments = path.split("?")[0].split("/");
+  /** Per segment: 0 static, 1 parameter, 2 wildcard; undefined when the route does not match. */
+  const rank = (url: string): number[] | undefined => {
+    const parts = url.split("/");
+    const out: number[] = [];
+    for (let i = 0; i < parts.length; i++) {
+      const part = parts[i];
+      if (part === "*") return i < segments.length && segments.slice(i).join("/") !== "" ? [...out, 2] : undefined;
+      if (i >= segments.length) return undefined;
+      if (part.startsWith(":")) {
+        if (segments[i] === "") return undefined;
+        out.push(1);
+      } else if (part === segments[i]) out.push(0);
+      else return undefined;
+    }
+    return parts.length === segments.length ? out : undefined;
+  };
+  let best: { route: R; rank: number[] } | undefined;
+  for (const route of routes) {
+    if (route.method !== method) continue;
+    const r = rank(route.url);
+    if (!r) continue;
+    const first = best && r.findIndex((x, i) => x !== best!.rank[i]);
+    if (!best || (first! >= 0 && r[first!] < (best.rank[first!] ?? 3))) best = { route, rank: r };
+  }
+  return best?.route;
 }
