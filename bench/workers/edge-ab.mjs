@@ -5,7 +5,10 @@
 // Builds: the directories holding a `dist/` (default: this checkout). For an A/B, copy a built checkout's dist/
 // (and a node_modules symlink) elsewhere, then: node bench/workers/edge-ab.mjs /tmp/edge-base .
 // Env: BENCH_SECONDS (per case, default 3), BENCH_ROUNDS (default 3), BENCH_CLIENTS (default 1,8), ONLY (regexp
-// on the worker name: plain|get).
+// on the worker name: plain|get), PIPE=1 (also a third path: a Node process that only copies bytes between a TCP port
+// and the script's workerd socket, no HTTP parsing at all; the least any Node hop in front of workerd can cost).
+import { spawn } from "node:child_process";
+import { once } from "node:events";
 import { readFileSync } from "node:fs";
 import { loadavg } from "node:os";
 import { resolve } from "node:path";
@@ -65,9 +68,22 @@ async function measure(pool, headers, clients, platformPid) {
   return { rps: n / secs, platformCpu: (cpuOf(platformPid) - cpu0) / n };
 }
 
+const PIPE_SOURCE = `const net = require("node:net");
+const s = net.createServer({ noDelay: true }, (c) => { const u = net.connect(process.argv[1]); c.pipe(u).pipe(c); c.on("error", () => u.destroy()); u.on("error", () => c.destroy()); });
+s.listen(0, "127.0.0.1", () => console.log(s.address().port));`;
+
+/** A byte pipe process in front of a unix socket: its TCP port. */
+async function startPipe(socketPath, children) {
+  const child = spawn(process.execPath, ["-e", PIPE_SOURCE, socketPath], { stdio: ["ignore", "pipe", "inherit"] });
+  children.push(child);
+  const [line] = await once(child.stdout, "data");
+  return Number(String(line).trim());
+}
+
 const builds = (process.argv.slice(2).length ? process.argv.slice(2) : ["."]).map((d) => resolve(d));
 console.log(`${new Date().toISOString()} load ${load()}; ${ROUNDS} rounds of ${SECONDS} s; builds: ${builds.join(", ")}`);
 const platforms = [];
+const children = [];
 try {
   for (const [i, dir] of builds.entries()) {
     const { startTestPlatform } = await import(pathToFileURL(`${dir}/dist/core/testing/platform.js`).href);
@@ -85,13 +101,15 @@ try {
   for (const p of platforms)
     for (const w of Object.keys(WORKERS).filter((w) => !ONLY || ONLY.test(w)))
       for (const c of CLIENTS)
-        for (const path of ["direct", "edge"]) {
+        for (const path of process.env.PIPE ? ["direct", "pipe", "edge"] : ["direct", "edge"]) {
           const port = new URL(p.url).port;
+          const socketPath = scriptInfo(p, `ab-${w}`).socket.socketPath;
+          const pipePort = path === "pipe" ? await startPipe(socketPath, children) : undefined;
           const target =
             path === "direct"
-              ? () => new Pool("http://localhost", { connections: c, socketPath: scriptInfo(p, `ab-${w}`).socket.socketPath })
-              : () => new Pool(`http://127.0.0.1:${port}`, { connections: c });
-          const headers = path === "direct" ? {} : { host: `ab-${w}.workers.localhost:${port}` };
+              ? () => new Pool("http://localhost", { connections: c, socketPath })
+              : () => new Pool(`http://127.0.0.1:${pipePort ?? port}`, { connections: c });
+          const headers = path === "edge" ? { host: `ab-${w}.workers.localhost:${port}` } : {};
           cases.push({ key: `${p.label} ${w} c=${c} ${path}`, p, target, headers, c, runs: [] });
         }
   for (let r = 0; r < ROUNDS; r++) {
@@ -104,16 +122,17 @@ try {
     console.log(`round ${r + 1} done, load ${load()}`);
   }
   const byKey = new Map(cases.map((k) => [k.key, k]));
-  for (const k of cases.filter((k) => k.key.endsWith("edge"))) {
-    const d = byKey.get(k.key.replace(/edge$/, "direct"));
+  for (const k of cases.filter((k) => !k.key.endsWith("direct"))) {
+    const d = byKey.get(k.key.replace(/(edge|pipe)$/, "direct"));
     const e = median(k.runs.map((x) => x.rps));
     const dr = median(d.runs.map((x) => x.rps));
     const ratios = k.runs.map((x, i) => (x.rps / d.runs[i].rps).toFixed(2));
     console.log(
-      `${k.key.replace(/ edge$/, "").padEnd(16)} direct ${dr.toFixed(0).padStart(6)}  edge ${e.toFixed(0).padStart(6)}  edge/direct ${(e / dr).toFixed(2)} (rounds ${ratios.join(" ")})  platform CPU µs/req via edge ${median(k.runs.map((x) => x.platformCpu)).toFixed(0)}`,
+      `${k.key.padEnd(21)} direct ${dr.toFixed(0).padStart(6)}  this ${e.toFixed(0).padStart(6)}  this/direct ${(e / dr).toFixed(2)} (rounds ${ratios.join(" ")})  platform CPU µs/req: direct ${median(d.runs.map((x) => x.platformCpu)).toFixed(0)} (tail events, R2 backend), this path ${median(k.runs.map((x) => x.platformCpu)).toFixed(0)}`,
     );
   }
   console.log(`end load ${load()}`);
 } finally {
+  for (const c of children) c.kill();
   for (const p of platforms) await p.dispose();
 }
