@@ -9,10 +9,10 @@
 // and the script's workerd socket, no HTTP parsing at all; the least any Node hop in front of workerd can cost).
 import { spawn } from "node:child_process";
 import { once } from "node:events";
-import { readFileSync } from "node:fs";
 import { loadavg } from "node:os";
 import { resolve } from "node:path";
 import { pathToFileURL } from "node:url";
+import { cpuOf, timedLoops } from "./loops.mjs";
 import { R2_BENCH_BINDING, scriptInfo, uploadWorker } from "./upload.mjs";
 import { Pool, request } from "../../node_modules/undici/index.js";
 
@@ -20,7 +20,6 @@ const SECONDS = Number(process.env.BENCH_SECONDS ?? 3);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const CLIENTS = (process.env.BENCH_CLIENTS ?? "1,8").split(",").map(Number);
 const ONLY = process.env.ONLY ? new RegExp(process.env.ONLY) : undefined;
-const TICK_US = 1e6 / 100; // USER_HZ
 const SMALL = "x".repeat(1024);
 const WORKERS = {
   plain: { code: `const body = "x".repeat(1024); export default { async fetch() { return new Response(body); } };`, bindings: [] },
@@ -33,10 +32,6 @@ const WORKERS = {
   },
 };
 
-const cpuOf = (pid) => {
-  const f = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1].split(" ");
-  return (Number(f[11]) + Number(f[12])) * TICK_US;
-};
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const load = () =>
   loadavg()
@@ -50,21 +45,8 @@ async function measure(pool, headers, clients, platformPid) {
     const b = await r.body.text();
     if (r.statusCode !== 200 || b.length !== SMALL.length) throw new Error(`bad answer ${r.statusCode} ${b.slice(0, 100)}`);
   };
-  let stop = Date.now() + 300;
-  const loop = async () => {
-    let n = 0;
-    while (Date.now() < stop) {
-      await once();
-      n++;
-    }
-    return n;
-  };
-  await Promise.all(Array.from({ length: clients }, loop));
-  const cpu0 = cpuOf(platformPid);
-  const t0 = performance.now();
-  stop = Date.now() + SECONDS * 1000;
-  const n = (await Promise.all(Array.from({ length: clients }, loop))).reduce((a, b) => a + b, 0);
-  const secs = (performance.now() - t0) / 1000;
+  let cpu0 = 0;
+  const { n, secs } = await timedLoops(once, clients, SECONDS, () => (cpu0 = cpuOf(platformPid)));
   return { rps: n / secs, platformCpu: (cpuOf(platformPid) - cpu0) / n };
 }
 
