@@ -3,28 +3,21 @@
 // Hops: workerd direct; the edge port; the binding backend alone (as workerd calls it).
 // Run after `npm run build`: node bench/workers/hops.mjs [seconds=3] [clients=1,8]
 // ONLY=<regexp> runs only the matching hops; PROF_DIR=<dir> writes a CPU profile of the platform per hop.
-import { readFileSync } from "node:fs";
 import { loadavg } from "node:os";
 import { startTestPlatform } from "../../dist/core/testing/platform.js";
+import { cpuOf, timedLoops } from "./loops.mjs";
 import { R2_BENCH_BINDING, scriptInfo, uploadWorker } from "./upload.mjs";
 import { Pool, request } from "../../node_modules/undici/index.js";
 
 const SECONDS = Number(process.argv[2] ?? 3);
 const CLIENTS = (process.argv[3] ?? "1,8").split(",").map(Number);
 const SMALL = "x".repeat(1024);
-const TICK_US = 1e6 / 100; // USER_HZ
 
 const GET_WORKER = `export default { async fetch(req, env) {
   const o = await env.BUCKET.get("small");
   return o ? new Response(o.body) : new Response("missing", { status: 404 });
 } };`;
 const PLAIN_WORKER = `const body = "x".repeat(1024); export default { async fetch() { return new Response(body); } };`;
-
-/** CPU time (µs) of a process and all its threads. */
-function cpuOf(pid) {
-  const f = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1].split(" ");
-  return (Number(f[11]) + Number(f[12])) * TICK_US;
-}
 
 /** `target`: an origin, or { socketPath } for a unix socket. */
 async function measure(label, target, headers, clients, pids) {
@@ -38,23 +31,13 @@ async function measure(label, target, headers, clients, pids) {
     const b = await r.body.text();
     if (r.statusCode !== 200) throw new Error(`${label}: ${r.statusCode} ${b.slice(0, 100)}`);
   };
-  let stop = Date.now() + 300;
-  const loop = async () => {
-    let n = 0;
-    while (Date.now() < stop) {
-      await once();
-      n++;
-    }
-    return n;
-  };
-  await Promise.all(Array.from({ length: clients }, loop));
-  if (process.env.PROF_DIR) process.kill(pids.platform, "SIGUSR2");
-  const before = Object.fromEntries(Object.entries(pids).map(([k, p]) => [k, cpuOf(p)]));
-  const self0 = process.cpuUsage();
-  const t0 = performance.now();
-  stop = Date.now() + SECONDS * 1000;
-  const n = (await Promise.all(Array.from({ length: clients }, loop))).reduce((a, b) => a + b, 0);
-  const secs = (performance.now() - t0) / 1000;
+  let before;
+  let self0;
+  const { n, secs } = await timedLoops(once, clients, SECONDS, () => {
+    if (process.env.PROF_DIR) process.kill(pids.platform, "SIGUSR2");
+    before = Object.fromEntries(Object.entries(pids).map(([k, p]) => [k, cpuOf(p)]));
+    self0 = process.cpuUsage();
+  });
   const self = process.cpuUsage(self0);
   if (process.env.PROF_DIR) process.kill(pids.platform, "SIGUSR2");
   const per = Object.entries(pids).map(([k, p]) => `${k} ${((cpuOf(p) - before[k]) / n).toFixed(0)}`);

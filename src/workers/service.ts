@@ -185,13 +185,17 @@ export function createWorkersService(ctx: ServiceContext, deps: { kv: KvService;
       // Static assets are answered before the Worker (assets/assets.ts says when).
       const name = scriptOfHost(req.headers.host, config.domain);
       if (!name || !runtime.lookup(name)) return proxy.handle(req, res);
-      assets
-        .serveEdge(name, req, res, runtime.handlersOf(name), () => proxy.serve(name, req, res))
-        .catch((err: unknown) => {
-          log.error({ err, script: name }, "serving static assets failed");
-          if (!res.headersSent) res.writeHead(502).end();
-          else res.destroy();
-        });
+      const failed = (err: unknown) => {
+        log.error({ err, script: name }, "serving static assets failed");
+        if (!res.headersSent) res.writeHead(502).end();
+        else res.destroy();
+      };
+      try {
+        // Answered in this turn when the live version's assets are known (the usual case), else once they are read.
+        assets.serveEdge(name, req, res, runtime.handlersOf(name), () => proxy.serve(name, req, res))?.catch(failed);
+      } catch (err) {
+        failed(err);
+      }
       return true;
     },
     handleUpgrade: (req, socket, head) => webSockets.handle(req, socket, head) || tails.handleUpgrade(req, socket, head),

@@ -66,6 +66,8 @@ export interface AssetsPlan {
 export class WorkerAssets {
   /** script → version id → what that version serves; at most the live version and the one about to replace it. */
   private readonly cache = new Map<string, Map<string, Promise<Served | undefined>>>();
+  /** What each of those promises resolved to, so that edge traffic does not wait a turn for a value that is known. */
+  private readonly settled = new WeakMap<Promise<Served | undefined>, Served | undefined>();
 
   constructor(
     private readonly store: AssetsStore,
@@ -207,6 +209,10 @@ export class WorkerAssets {
       return { ...assets, bodies };
     })();
     versions.set(versionId, served);
+    served.then(
+      (value) => this.settled.set(served, value),
+      () => undefined,
+    );
     served.catch(() => {
       if (versions.get(versionId) === served) versions.delete(versionId);
     });
@@ -227,9 +233,15 @@ export class WorkerAssets {
    * here, before the Worker; so is a not-found navigation of a single-page application, and any not-found request of
    * a Worker without a fetch handler (with not_found_handling, or a plain 404). Anything else goes to `worker`.
    */
-  async serveEdge(script: string, req: IncomingMessage, res: ServerResponse, handlers: readonly string[], worker: () => void): Promise<void> {
+  serveEdge(script: string, req: IncomingMessage, res: ServerResponse, handlers: readonly string[], worker: () => void): void | Promise<void> {
     if (req.method !== "GET" && req.method !== "HEAD") return worker();
-    const served = await this.served(script);
+    const pending = this.served(script);
+    // Known once the version has started (prepare), which is the usual case: answered in this turn.
+    if (pending && this.settled.has(pending)) return this.serveEdgeWith(this.settled.get(pending), req, res, handlers, worker);
+    return Promise.resolve(pending).then((served) => this.serveEdgeWith(served, req, res, handlers, worker));
+  }
+
+  private serveEdgeWith(served: Served | undefined, req: IncomingMessage, res: ServerResponse, handlers: readonly string[], worker: () => void): void {
     if (!served || served.config.run_worker_first) return worker();
     const path = decodedPath(req.url);
     const has = (p: string) => p in served.manifest;

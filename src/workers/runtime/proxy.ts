@@ -28,6 +28,32 @@ export function forwardable(headers: IncomingHttpHeaders, drop: ReadonlySet<stri
   return out;
 }
 
+/**
+ * workerd's answer headers as a flat [name, value, ...] list for `writeHead` (repeated ones, such as set-cookie, stay
+ * separate), without hop-by-hop ones and those its Connection header names; and its content-length (-1 when none).
+ */
+export function relayableHeaders(raw: readonly Buffer[]): { list: string[]; contentLength: number } {
+  const list: string[] = [];
+  let listed: Set<string> | undefined;
+  let contentLength = -1;
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i].toString("latin1").toLowerCase();
+    if (name === "connection") {
+      listed ??= new Set();
+      for (const t of raw[i + 1].toString("latin1").toLowerCase().split(",")) listed.add(t.trim());
+      continue;
+    }
+    if (HOP_BY_HOP.has(name)) continue;
+    const value = raw[i + 1].toString("latin1");
+    if (name === "content-length") contentLength = Number(value);
+    list.push(name, value);
+  }
+  if (!listed) return { list, contentLength };
+  const kept: string[] = [];
+  for (let i = 0; i < list.length; i += 2) if (!listed.has(list[i])) kept.push(list[i], list[i + 1]);
+  return { list: kept, contentLength: listed.has("content-length") ? -1 : contentLength };
+}
+
 /** The script a Host names: `<script>.<domain>` (any port), or undefined when the Host is not under the domain. */
 export function scriptOfHost(host: string | undefined, domain: string): string | undefined {
   if (!host) return undefined;
@@ -95,59 +121,65 @@ export class WorkerProxy {
     const headers = forwardable(req.headers, NOT_FORWARDED);
     // The script learns the client address from this header; a client cannot supply its own.
     headers["cf-connecting-ip"] = req.socket.remoteAddress ?? "";
-    let controller: Dispatcher.DispatchController | undefined;
+    let abort: ((err: Error) => void) | undefined;
     let remaining = -1;
     let last: Buffer | undefined;
+    let resume: (() => void) | undefined;
+    const onDrain = () => resume?.();
     const onClose = () => {
-      if (!res.writableFinished) controller?.abort(new Error("the client went away"));
+      if (!res.writableFinished) abort?.(new Error("the client went away"));
     };
     res.once("close", onClose);
-    const done = () => res.off("close", onClose);
-    pool.dispatch(
-      { path: req.url ?? "/", method: req.method as Dispatcher.HttpMethod, headers, body: bodyless ? null : req },
-      {
-        onRequestStart: (c) => {
-          controller = c;
-          if (res.destroyed) c.abort(new Error("the client went away"));
-        },
-        onResponseStart: (c, status, upHeaders, statusMessage) => {
-          // 1xx answers (e.g. 103 Early Hints) are not relayed; the final answer follows.
-          if (status < 200) return;
-          const length = upHeaders["content-length"];
-          if (typeof length === "string") remaining = Number(length);
-          res.writeHead(status, statusMessage, forwardable(upHeaders as IncomingHttpHeaders, HOP_BY_HOP));
-        },
-        onResponseData: (c, chunk) => {
-          remaining -= chunk.length;
-          if (remaining === 0) {
-            last = chunk;
-            return;
-          }
-          if (!res.write(chunk)) {
-            c.pause();
-            res.once("drain", () => c.resume());
-          }
-        },
-        onResponseEnd: () => {
-          done();
-          res.end(last);
-        },
-        onResponseError: (_c, err: NodeJS.ErrnoException) => {
-          done();
-          if (res.destroyed) return;
-          // A crash or a redeploy can close a kept-alive connection to the old workerd (or remove its socket
-          // file) just as it is used. Nothing reached a script then, so a request without a body is sent once
-          // more, to whichever process is live now.
-          const code = err.code ?? "";
-          if (retry && bodyless && !res.headersSent && NEVER_REACHED.has(code)) {
-            void this.forwardWhenLive(name, req, res, bodyless, false);
-            return;
-          }
-          this.log.warn({ script: name, err: err.message, code: err.code }, "worker request failed");
-          if (!res.headersSent) plain(res, 502, `Worker ${name} did not answer\n`);
-          else res.destroy();
-        },
+    const done = () => {
+      res.off("close", onClose);
+      res.off("drain", onDrain);
+    };
+    // undici's own handler interface (onConnect/onHeaders/onData/...): the controller-style one is an adapter over it
+    // that turns workerd's raw header list into an object first, which this relays as a list anyway.
+    const handler: Dispatcher.DispatchHandler = {
+      onConnect: (abortRequest) => {
+        abort = abortRequest;
+        if (res.destroyed) abortRequest(new Error("the client went away"));
       },
-    );
+      onHeaders: (status, rawHeaders, resumeReading, statusMessage) => {
+        // 1xx answers (e.g. 103 Early Hints) are not relayed; the final answer follows.
+        if (status < 200) return true;
+        resume = resumeReading;
+        const relayed = relayableHeaders(rawHeaders);
+        remaining = relayed.contentLength;
+        res.writeHead(status, statusMessage, relayed.list);
+        return true;
+      },
+      onData: (chunk) => {
+        remaining -= chunk.length;
+        if (remaining === 0) {
+          last = chunk;
+          return true;
+        }
+        if (res.write(chunk)) return true;
+        res.once("drain", onDrain);
+        return false;
+      },
+      onComplete: () => {
+        done();
+        res.end(last);
+      },
+      onError: (err: NodeJS.ErrnoException) => {
+        done();
+        if (res.destroyed) return;
+        // A crash or a redeploy can close a kept-alive connection to the old workerd (or remove its socket
+        // file) just as it is used. Nothing reached a script then, so a request without a body is sent once
+        // more, to whichever process is live now.
+        const code = err.code ?? "";
+        if (retry && bodyless && !res.headersSent && NEVER_REACHED.has(code)) {
+          void this.forwardWhenLive(name, req, res, bodyless, false);
+          return;
+        }
+        this.log.warn({ script: name, err: err.message, code: err.code }, "worker request failed");
+        if (!res.headersSent) plain(res, 502, `Worker ${name} did not answer\n`);
+        else res.destroy();
+      },
+    };
+    pool.dispatch({ path: req.url ?? "/", method: req.method as Dispatcher.HttpMethod, headers, body: bodyless ? null : req }, handler);
   }
 }

@@ -5,7 +5,7 @@ import { dirname, join } from "node:path";
 import { test } from "node:test";
 import { UserError } from "../../core/errors.js";
 import { capnpString } from "./capnp-string.js";
-import { scriptOfHost } from "./proxy.js";
+import { relayableHeaders, scriptOfHost } from "./proxy.js";
 import { SocketDir } from "./socket-dir.js";
 import { defaultWorkerdPath, effectiveCompatibilityDate, probeWorkerd } from "./workerd-binary.js";
 
@@ -25,6 +25,34 @@ test("the Host names a script only as <label>.<workers domain>", () => {
   assert.equal(scriptOfHost("127.0.0.1:8787", "workers.localhost"), undefined);
   assert.equal(scriptOfHost("evilworkers.localhost", "workers.localhost"), undefined);
   assert.equal(scriptOfHost(undefined, "workers.localhost"), undefined);
+});
+
+test("a script's answer headers are relayed as a list, without hop-by-hop ones or those its Connection header names", () => {
+  const raw = (...kv: string[]) => kv.map((x) => Buffer.from(x, "latin1"));
+  const relayed = relayableHeaders(
+    raw(
+      "Content-Length",
+      "5",
+      "Set-Cookie",
+      "a=1",
+      "Connection",
+      "keep-alive, X-Private",
+      "X-Private",
+      "p",
+      "set-cookie",
+      "b=2",
+      "Keep-Alive",
+      "timeout=5",
+      "X-Name",
+      "caf\u00e9",
+    ),
+  );
+  assert.deepEqual(relayed.list, ["content-length", "5", "set-cookie", "a=1", "set-cookie", "b=2", "x-name", "caf\u00e9"]);
+  assert.equal(relayed.contentLength, 5);
+  const chunked = relayableHeaders(raw("Transfer-Encoding", "chunked", "Content-Type", "text/plain"));
+  assert.deepEqual(chunked, { list: ["content-type", "text/plain"], contentLength: -1 });
+  // A length the Connection header names is not relayed, so it does not delimit the answer either.
+  assert.deepEqual(relayableHeaders(raw("Connection", "content-length", "Content-Length", "5")), { list: [], contentLength: -1 });
 });
 
 test("unix sockets go in a private directory under the run directory, or in a private temp one when that path is too long", () => {
