@@ -138,6 +138,28 @@ export class PgQueuesStore implements QueuesStore {
     const rows = await this.pg.rows<ConsumerRow>(`${CONSUMER_SELECT} WHERE c.type = 'worker' ORDER BY c.created_on`);
     return rows.map((r) => ({ ...consumerRecord(r), account_id: r.account_id, script_name: r.script_name! }));
   }
+  async consumersOfScript(accountId: string, scriptName: string): Promise<ConsumerRecord[]> {
+    const rows = await this.pg.rows<ConsumerRow>(
+      `${CONSUMER_SELECT} WHERE q.account_id = $1 AND c.type = 'worker' AND c.script_name = $2 ORDER BY c.created_on`,
+      [accountId, scriptName],
+    );
+    return rows.map(consumerRecord);
+  }
+
+  async deleteConsumersOfScript(accountId: string, scriptName: string): Promise<number> {
+    return this.pg.execute(
+      "DELETE FROM queues.consumers WHERE type = 'worker' AND script_name = $1 AND queue_id IN (SELECT id FROM queues.queues WHERE account_id = $2)",
+      [scriptName, accountId],
+    );
+  }
+
+  async purge(accountId: string, queueId: string): Promise<number> {
+    return this.pg.withTransaction(async (tx) => {
+      // The queue row locked: a purge and a delete of the queue do not cross.
+      if (!(await tx.row("SELECT 1 FROM queues.queues WHERE account_id = $1 AND id = $2 FOR UPDATE", [accountId, queueId]))) throw QueuesErrors.queueNotFound();
+      return tx.execute("DELETE FROM queues.messages WHERE queue_id = $1", [queueId]);
+    });
+  }
 
   async enqueue(queueId: string, messages: readonly NewMessage[]): Promise<void> {
     const now = Date.now();

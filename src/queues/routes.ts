@@ -46,6 +46,9 @@ const consumerBody = z
   })
   .strict();
 
+/** The hosted purge body: the caller confirms that the messages go for good. */
+const purgeBody = z.object({ delete_messages_permanently: z.boolean().optional() });
+
 const messageBody = z.object({
   body: z.unknown(),
   content_type: z.enum(["json", "text"]).default("json"),
@@ -59,6 +62,11 @@ export interface QueuesRouteDeps {
   pull: PullConsumers;
   /** Whether the account has a Worker of that name (a worker consumer must name one). */
   scriptExists(accountId: string, name: string): Promise<boolean>;
+  /**
+   * The account's Workers `scripts` became or ceased to be consumers: each runs again with or without the queue
+   * dispatcher (workers/runtime/queue-dispatch.ts). Resolves once they do.
+   */
+  consumersChanged(accountId: string, scripts: readonly (string | undefined)[]): Promise<void>;
 }
 
 /** A message sent through the API: its body as JSON or text, as the hosted API takes it. */
@@ -119,8 +127,22 @@ function registerUnder(app: FastifyInstance, base: string, deps: QueuesRouteDeps
 
   app.delete(`${base}/:queue_id`, edit, async (req) => {
     const p = req.params as Params;
+    const consumers = await store.listConsumers(p.account_id, p.queue_id);
     await store.deleteQueue(p.account_id, p.queue_id);
+    await deps.consumersChanged(
+      p.account_id,
+      consumers.map((c) => c.script_name),
+    );
     return ok(null);
+  });
+
+  app.post(`${base}/:queue_id/purge`, edit, async (req) => {
+    const p = req.params as Params;
+    const { delete_messages_permanently } = parseWith(purgeBody, req.body ?? {}, QueuesCodes.badRequest);
+    if (delete_messages_permanently !== true) throw QueuesErrors.purgeUnconfirmed();
+    const queue = await queueOf(p);
+    await store.purge(p.account_id, queue.queue_id);
+    return ok(await view(p.account_id, queue));
   });
 
   // ---- consumers ----
@@ -155,13 +177,18 @@ function registerUnder(app: FastifyInstance, base: string, deps: QueuesRouteDeps
   app.post(`${base}/:queue_id/consumers`, edit, async (req) => {
     const p = req.params as Params;
     const queue = await queueOf(p);
-    return ok(await store.addConsumer(p.account_id, queue.queue_id, await consumerInput(p, queue, req.body)));
+    const added = await store.addConsumer(p.account_id, queue.queue_id, await consumerInput(p, queue, req.body));
+    await deps.consumersChanged(p.account_id, [added.script_name]);
+    return ok(added);
   });
 
   app.put(`${base}/:queue_id/consumers/:consumer_id`, edit, async (req) => {
     const p = req.params as Params;
     const queue = await queueOf(p);
-    return ok(await store.updateConsumer(p.account_id, queue.queue_id, p.consumer_id, await consumerInput(p, queue, req.body)));
+    const before = (await store.listConsumers(p.account_id, queue.queue_id)).find((x) => x.consumer_id === p.consumer_id);
+    const updated = await store.updateConsumer(p.account_id, queue.queue_id, p.consumer_id, await consumerInput(p, queue, req.body));
+    await deps.consumersChanged(p.account_id, [before?.script_name, updated.script_name]);
+    return ok(updated);
   });
 
   app.get(`${base}/:queue_id/consumers/:consumer_id`, read, async (req) => {
@@ -179,7 +206,9 @@ function registerUnder(app: FastifyInstance, base: string, deps: QueuesRouteDeps
 
   app.delete(`${base}/:queue_id/consumers/:consumer_id`, edit, async (req) => {
     const p = req.params as Params;
+    const gone = (await store.listConsumers(p.account_id, p.queue_id)).find((x) => x.consumer_id === p.consumer_id);
     await store.deleteConsumer(p.account_id, p.queue_id, p.consumer_id);
+    await deps.consumersChanged(p.account_id, [gone?.script_name]);
     return ok(null);
   });
 

@@ -135,6 +135,26 @@ export class SqliteQueuesStore implements QueuesStore {
     return rows.map((r) => ({ ...consumerRecord(r), account_id: r.account_id, script_name: r.script_name! }));
   }
 
+  async consumersOfScript(accountId: string, scriptName: string): Promise<ConsumerRecord[]> {
+    const rows = this.db
+      .prepare(`${CONSUMER_SELECT} WHERE q.account_id = ? AND c.type = 'worker' AND c.script_name = ? ORDER BY c.created_on`)
+      .all(accountId, scriptName) as ConsumerRow[];
+    return rows.map(consumerRecord);
+  }
+
+  async deleteConsumersOfScript(accountId: string, scriptName: string): Promise<number> {
+    return this.db
+      .prepare("DELETE FROM consumers WHERE type = 'worker' AND script_name = ? AND queue_id IN (SELECT id FROM queues WHERE account_id = ?)")
+      .run(scriptName, accountId).changes;
+  }
+
+  async purge(accountId: string, queueId: string): Promise<number> {
+    return this.db.transaction(() => {
+      this.queueOf(accountId, queueId);
+      return this.db.prepare("DELETE FROM messages WHERE queue_id = ?").run(queueId).changes;
+    })();
+  }
+
   async enqueue(queueId: string, messages: readonly NewMessage[]): Promise<void> {
     const now = Date.now();
     const insert = this.db.prepare("INSERT INTO messages (id, queue_id, body, content_type, sent_at, visible_at) VALUES (?, ?, ?, ?, ?, ?)");

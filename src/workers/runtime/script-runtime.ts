@@ -34,6 +34,8 @@ interface Version {
   env: Record<string, string>;
   /** What its default export handles (entry-module.ts), known once it has started. */
   handlers: readonly string[];
+  /** It runs the queue dispatcher (a queue consumer), with workerd's --experimental. */
+  queueConsumer: boolean;
   /**
    * With Durable Objects: the same version with its objects kept in memory, run first to check that it starts
    * (the objects' files must have one process at a time, see doDeploy).
@@ -63,7 +65,14 @@ function writeVersion(dir: string, run: RunnableScript, opts: ScriptRuntimeOptio
   const file = join(dir, "config.capnp");
   // No secret is in the file, but the binding server's header value is: 0600 inside a 0700 directory.
   writeFileSync(file, config("disk"), { mode: 0o600 });
-  const version: Version = { accountId: run.script.accountId, versionId: run.script.versionId, file, env: secretEnvironment(run.secrets), handlers: [] };
+  const version: Version = {
+    accountId: run.script.accountId,
+    versionId: run.script.versionId,
+    file,
+    env: secretEnvironment(run.secrets),
+    handlers: [],
+    queueConsumer: run.queueConsumer === true,
+  };
   if (run.durableObjects) {
     version.checkFile = join(dir, "check.capnp");
     writeFileSync(version.checkFile, config("memory"), { mode: 0o600 });
@@ -111,6 +120,11 @@ export class ScriptRuntime {
   /** The id of the version that runs. */
   get versionId(): string | undefined {
     return this.currentVersion?.versionId;
+  }
+
+  /** Whether the version that runs is a queue consumer's (with the queue dispatcher). */
+  get queueConsumer(): boolean {
+    return this.currentVersion?.queueConsumer === true;
   }
 
   /** The handlers of the version that runs (none before one has started). */
@@ -229,9 +243,10 @@ export class ScriptRuntime {
         http: this.opts.sockets.next("workerd"),
         handlers: handlersSocket,
         scheduled: this.opts.sockets.next("scheduled"),
-        queue: this.opts.sockets.next("queue"),
         rpc: this.opts.sockets.next("rpc"),
+        ...(version.queueConsumer ? { queue: this.opts.sockets.next("queue") } : {}),
       },
+      experimental: version.queueConsumer,
       log: this.opts.log,
       tag: this.tag,
       leash: this.opts.leash,
@@ -268,8 +283,9 @@ export class ScriptRuntime {
   /** Runs the live version's queue() on a batch; undefined when no version runs or it has no queue handler. */
   async runQueue(queueName: string, messages: readonly LeasedMessage[], timeoutMs: number): Promise<QueueOutcome | undefined> {
     const proc = await this.waitLive(10_000);
-    if (!proc || !this.handlers.includes("queue")) return undefined;
-    return runQueueOn(proc.socketOf("queue"), queueName, messages, timeoutMs);
+    const socket = proc?.queueSocket;
+    if (!socket || !this.handlers.includes("queue")) return undefined;
+    return runQueueOn(socket, queueName, messages, timeoutMs);
   }
 
   private adopt(proc: WorkerdProcess, version: Version): void {
