@@ -152,3 +152,20 @@ test("a purge deletes the queue's messages, once confirmed, in its own account o
   assert.equal(purged.body.result.queue_name, "purge-q");
   assert.equal(await backlog(), 0);
 });
+
+test("edgecli queues purge: refused without a terminal unless --force, then the queue is empty", async () => {
+  const q = await createQueue("cli-purge-q");
+  assert.equal((await p.api("POST", `/accounts/${p.accountId}/queues/${q}/messages`, { body: "x" })).status, 200);
+  const backlog = async () => (await p.api("GET", `/accounts/${p.accountId}/queues/${q}/metrics`)).body.result.backlog_count;
+  const asked = await p.cli(["queues", "purge", "cli-purge-q"]);
+  assert.equal(asked.code, 1, asked.stdout);
+  assert.match(asked.stderr, /pass --force/);
+  assert.equal(await backlog(), 1);
+  const forced = await p.cli(["queues", "purge", "cli-purge-q", "--force"]);
+  assert.equal(forced.code, 0, forced.stderr);
+  assert.match(forced.stdout, /Purged queue 'cli-purge-q'/);
+  assert.equal(await backlog(), 0);
+  const unknown = await p.cli(["queues", "purge", "no-such-q", "--force"]);
+  assert.equal(unknown.code, 1);
+  assert.match(unknown.stderr, /does not exist/);
+});
