@@ -43,16 +43,16 @@ export class PgQueuesStore implements QueuesStore {
     return queueRecord(row);
   }
 
-  async listQueues(accountId: string, opts: { name?: string; offset?: number; limit?: number } = {}) {
-    const name = opts.name ?? null;
-    const rows = await this.pg.rows<QueueRow>(
-      "SELECT * FROM queues.queues WHERE account_id = $1 AND ($2::text IS NULL OR name = $2) ORDER BY created_on, id LIMIT $3 OFFSET $4",
-      [accountId, name, opts.limit ?? null, opts.offset ?? 0],
-    );
-    const { n } = (await this.pg.row<{ n: string }>("SELECT count(*) AS n FROM queues.queues WHERE account_id = $1 AND ($2::text IS NULL OR name = $2)", [
+  async listQueues(accountId: string, opts: { names?: readonly string[]; offset?: number; limit?: number } = {}) {
+    const names = opts.names ?? null;
+    const where = "account_id = $1 AND ($2::text[] IS NULL OR name = ANY($2::text[]))";
+    const rows = await this.pg.rows<QueueRow>(`SELECT * FROM queues.queues WHERE ${where} ORDER BY created_on, id LIMIT $3 OFFSET $4`, [
       accountId,
-      name,
-    ]))!;
+      names,
+      opts.limit ?? null,
+      opts.offset ?? 0,
+    ]);
+    const { n } = (await this.pg.row<{ n: string }>(`SELECT count(*) AS n FROM queues.queues WHERE ${where}`, [accountId, names]))!;
     return { queues: rows.map(queueRecord), total: Number(n) };
   }
 

@@ -50,14 +50,13 @@ export class SqliteQueuesStore implements QueuesStore {
     return queueRecord(row);
   }
 
-  async listQueues(accountId: string, opts: { name?: string; offset?: number; limit?: number } = {}) {
-    const name = opts.name ?? null;
+  async listQueues(accountId: string, opts: { names?: readonly string[]; offset?: number; limit?: number } = {}) {
+    const names = opts.names ? JSON.stringify(opts.names) : null;
+    const where = "account_id = ? AND (? IS NULL OR name IN (SELECT value FROM json_each(?)))";
     const rows = this.db
-      .prepare("SELECT * FROM queues WHERE account_id = ? AND (? IS NULL OR name = ?) ORDER BY created_on, id LIMIT ? OFFSET ?")
-      .all(accountId, name, name, opts.limit ?? -1, opts.offset ?? 0) as QueueRow[];
-    const { n } = this.db.prepare("SELECT count(*) AS n FROM queues WHERE account_id = ? AND (? IS NULL OR name = ?)").get(accountId, name, name) as {
-      n: number;
-    };
+      .prepare(`SELECT * FROM queues WHERE ${where} ORDER BY created_on, id LIMIT ? OFFSET ?`)
+      .all(accountId, names, names, opts.limit ?? -1, opts.offset ?? 0) as QueueRow[];
+    const { n } = this.db.prepare(`SELECT count(*) AS n FROM queues WHERE ${where}`).get(accountId, names, names) as { n: number };
     return { queues: rows.map(queueRecord), total: n };
   }
 

@@ -35,9 +35,11 @@ export const describeQueuesStore = storeContract<QueuesStore>("QueuesStore", (it
     const page = await store.listQueues(A, { offset: 1, limit: 1 });
     assert.deepEqual([page.queues.map((x) => x.queue_name), page.total], [["b2"], 2]);
     assert.deepEqual(
-      (await store.listQueues(A, { name: "b2" })).queues.map((x) => x.queue_name),
+      (await store.listQueues(A, { names: ["b2"] })).queues.map((x) => x.queue_name),
       ["b2"],
     );
+    assert.deepEqual((await store.listQueues(A, { names: ["b2", "orders", "nope"] })).queues.map((x) => x.queue_name).sort(), ["b2", "orders"]);
+    assert.equal((await store.listQueues(A, { names: [] })).total, 0);
     await assert.rejects(store.renameQueue(B, q.queue_id, "x"), code(QueuesCodes.queueNotFound));
     await assert.rejects(store.renameQueue(A, q.queue_id, "b2"), code(QueuesCodes.nameTaken));
     assert.equal((await store.renameQueue(A, q.queue_id, "orders-2")).queue_name, "orders-2");

@@ -92,7 +92,8 @@ export interface QueuesStore {
   // ---- queues ----
   /** Creates a queue (refused when the name is invalid or taken in the account). */
   createQueue(accountId: string, name: string): Promise<QueueRecord>;
-  listQueues(accountId: string, opts?: { name?: string; offset?: number; limit?: number }): Promise<{ queues: QueueRecord[]; total: number }>;
+  /** The account's queues, oldest first; with `names`, only those with one of them. */
+  listQueues(accountId: string, opts?: { names?: readonly string[]; offset?: number; limit?: number }): Promise<{ queues: QueueRecord[]; total: number }>;
   getQueue(accountId: string, queueId: string): Promise<QueueRecord | undefined>;
   getQueueByName(accountId: string, name: string): Promise<QueueRecord | undefined>;
   renameQueue(accountId: string, queueId: string, name: string): Promise<QueueRecord>;

@@ -231,6 +231,18 @@ function queueWorkers(
 ): QueuesWorkers {
   return {
     scriptExists: async (accountId, name) => (await store.get(accountId, name)) !== undefined,
+    producersOf: async (accountId) => {
+      const producers = new Map<string, string[]>();
+      for (const s of await store.list(accountId)) {
+        for (const b of s.bindings) {
+          if (b.type !== "queue") continue;
+          const scripts = producers.get(b.queue_name) ?? [];
+          if (!scripts.includes(s.name)) scripts.push(s.name);
+          producers.set(b.queue_name, scripts);
+        }
+      }
+      return producers;
+    },
     consumersChanged: async (accountId, names) => {
       for (const name of names) {
         if (!(await store.get(accountId, name))) continue;
