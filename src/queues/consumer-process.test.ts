@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { after, before, test } from "node:test";
+import { request } from "undici";
 import type { TestPlatform } from "../core/testing/platform.js";
 import { createAccount, eventually, hit, logEntries, startPlatform, uploadScript } from "../workers/testing/helpers.js";
 
@@ -145,11 +146,17 @@ test("a purge deletes the queue's messages, once confirmed, in its own account o
   const unconfirmed = await p.api("POST", `/accounts/${p.accountId}/queues/${q}/purge`, {});
   assert.equal(unconfirmed.status, 400, JSON.stringify(unconfirmed.body));
   assert.match(unconfirmed.body.errors[0].message, /delete_messages_permanently/);
+  // A body without a JSON content type (wrangler 3 sends them so) is read as JSON; one that is not JSON is a 400.
+  const asText = (body: string) =>
+    request(`${p.apiUrl}/accounts/${p.accountId}/queues/${q}/purge`, { method: "POST", headers: { ...p.headers(), "content-type": "text/plain" }, body });
+  const broken = await asText("{not json");
+  assert.equal(broken.statusCode, 400);
+  assert.match(((await broken.body.json()) as { errors: { message: string }[] }).errors[0]!.message, /Malformed JSON/);
   assert.equal(await backlog(), 2);
 
-  const purged = await p.api("POST", `/accounts/${p.accountId}/queues/${q}/purge`, { delete_messages_permanently: true });
-  assert.equal(purged.status, 200, JSON.stringify(purged.body));
-  assert.equal(purged.body.result.queue_name, "purge-q");
+  const purged = await asText(JSON.stringify({ delete_messages_permanently: true }));
+  assert.equal(purged.statusCode, 200);
+  assert.equal(((await purged.body.json()) as { result: { queue_name: string } }).result.queue_name, "purge-q");
   assert.equal(await backlog(), 0);
 });
 

@@ -4,12 +4,15 @@
  * them. An upload asking for one is refused (the queue dispatcher is the one worker here that needs such a flag,
  * and only a queue consumer's process runs with --experimental: queue-dispatch.ts).
  *
- * workerd's npm package ships no schema to read this list from, so it is kept here, taken from the schema of the
- * workerd release nearest the pinned one; experimental-flags.test.ts checks each against the installed workerd
- * (which must refuse it without --experimental). Only enable flags are experimental: their disable flags are not.
+ * workerd's npm package ships no schema to read this list from, so it is kept here: taken from the schema of a
+ * workerd release near the pinned one (1.20261012.1), then completed by asking the pinned workerd about every flag
+ * name its binary holds (`workerd test` on a worker with that flag, without --experimental). experimental-flags.test.ts
+ * checks each against the installed workerd (which must refuse it without --experimental): redo that survey when
+ * the pin moves. Only enable flags are experimental: their disable flags are not.
  */
 export const EXPERIMENTAL_COMPATIBILITY_FLAGS: ReadonlySet<string> = new Set([
   "allow_insecure_inefficient_logged_eval",
+  "auto_inject_python_workers",
   "cache_reload_enabled",
   "connect_pass_through",
   "d1_binding_jsrpc",
