@@ -1,9 +1,10 @@
 import assert from "node:assert/strict";
-import { readFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { after, before, test } from "node:test";
 import { request } from "undici";
 import type { TestPlatform } from "../core/testing/platform.js";
-import { createAccount, eventually, hit, logEntries, startPlatform, uploadScript } from "../workers/testing/helpers.js";
+import { createAccount, eventually, hit, logEntries, startPlatform, uploadScript, withTempDir } from "../workers/testing/helpers.js";
 
 // Only a queue consumer's workerd runs the queue dispatcher, whose compatibility flag is experimental, and so
 // only it runs with --experimental; uploads asking for experimental flags are refused. Becoming or ceasing to be a
@@ -112,6 +113,17 @@ test("an upload asking for an experimental compatibility flag is refused, naming
   const got = await p.api("GET", `/accounts/${p.accountId}/workers/scripts/wants-experimental/settings`);
   assert.equal(got.status, 404);
   assert.equal((await hit(p, "wants-experimental", "/")).status, 404);
+  // edgecli deploy goes through the same upload: refused, naming the flag, exit code 1.
+  await withTempDir("experimental-deploy-", async (cwd) => {
+    writeFileSync(join(cwd, "index.js"), WORKER);
+    writeFileSync(
+      join(cwd, "wrangler.toml"),
+      `name = "wants-experimental"\nmain = "index.js"\ncompatibility_date = "2024-09-01"\ncompatibility_flags = ["js_rpc"]\n`,
+    );
+    const deployed = await p.cli(["deploy"], { cwd });
+    assert.equal(deployed.code, 1, deployed.stdout);
+    assert.match(deployed.stderr, /"js_rpc" is an experimental compatibility flag/);
+  });
   // A flag that is not experimental is taken.
   const fine = await uploadScript(p, "wants-experimental", WORKER, { compatibility_flags: ["nodejs_compat"] });
   assert.equal(fine.status, 200, JSON.stringify(fine.body));
