@@ -42,6 +42,14 @@ export const commands: AnyCommand[] = [
     handler: lazy(() => import("./cli/queues.js"), "deleteQueue"),
   }),
   defineCommand({
+    path: ["queues", "purge"],
+    describe: "Delete every message of a queue, permanently (asks first; --force does not)",
+    positionals: [queuePositional] as const,
+    options: { force: { type: "boolean", describe: "Purge without asking (needed without a terminal)" } },
+    examples: ["edgecli queues purge my-queue", "edgecli queues purge my-queue --force"],
+    handler: lazy(() => import("./cli/queues.js"), "purgeQueue"),
+  }),
+  defineCommand({
     path: ["queues", "consumer", "add"],
     describe: "Make a Worker the consumer of a queue (or change its settings)",
     positionals: [

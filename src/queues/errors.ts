@@ -44,5 +44,6 @@ export const QueuesErrors = {
   emptyBatch: () => badRequest("A batch must hold at least one message"),
   delay: () => badRequest(`delay_seconds must be a whole number of seconds from 0 to ${QUEUES_LIMITS.delaySeconds}`),
   contentType: (type: string) => badRequest(`Unsupported content type "${type}": use json, text, bytes or v8`),
+  purgeUnconfirmed: () => badRequest("A purge deletes every message of the queue for good: confirm it with delete_messages_permanently: true"),
   noPullConsumer: () => badRequest("This queue has no HTTP pull consumer: add one (type http_pull) before pulling"),
 } as const;

@@ -43,16 +43,16 @@ export class PgQueuesStore implements QueuesStore {
     return queueRecord(row);
   }
 
-  async listQueues(accountId: string, opts: { name?: string; offset?: number; limit?: number } = {}) {
-    const name = opts.name ?? null;
-    const rows = await this.pg.rows<QueueRow>(
-      "SELECT * FROM queues.queues WHERE account_id = $1 AND ($2::text IS NULL OR name = $2) ORDER BY created_on, id LIMIT $3 OFFSET $4",
-      [accountId, name, opts.limit ?? null, opts.offset ?? 0],
-    );
-    const { n } = (await this.pg.row<{ n: string }>("SELECT count(*) AS n FROM queues.queues WHERE account_id = $1 AND ($2::text IS NULL OR name = $2)", [
+  async listQueues(accountId: string, opts: { names?: readonly string[]; offset?: number; limit?: number } = {}) {
+    const names = opts.names ?? null;
+    const where = "account_id = $1 AND ($2::text[] IS NULL OR name = ANY($2::text[]))";
+    const rows = await this.pg.rows<QueueRow>(`SELECT * FROM queues.queues WHERE ${where} ORDER BY created_on, id LIMIT $3 OFFSET $4`, [
       accountId,
-      name,
-    ]))!;
+      names,
+      opts.limit ?? null,
+      opts.offset ?? 0,
+    ]);
+    const { n } = (await this.pg.row<{ n: string }>(`SELECT count(*) AS n FROM queues.queues WHERE ${where}`, [accountId, names]))!;
     return { queues: rows.map(queueRecord), total: Number(n) };
   }
 
@@ -137,6 +137,28 @@ export class PgQueuesStore implements QueuesStore {
   async workerConsumers(): Promise<WorkerConsumer[]> {
     const rows = await this.pg.rows<ConsumerRow>(`${CONSUMER_SELECT} WHERE c.type = 'worker' ORDER BY c.created_on`);
     return rows.map((r) => ({ ...consumerRecord(r), account_id: r.account_id, script_name: r.script_name! }));
+  }
+  async consumersOfScript(accountId: string, scriptName: string): Promise<ConsumerRecord[]> {
+    const rows = await this.pg.rows<ConsumerRow>(
+      `${CONSUMER_SELECT} WHERE q.account_id = $1 AND c.type = 'worker' AND c.script_name = $2 ORDER BY c.created_on`,
+      [accountId, scriptName],
+    );
+    return rows.map(consumerRecord);
+  }
+
+  async deleteConsumersOfScript(accountId: string, scriptName: string): Promise<number> {
+    return this.pg.execute(
+      "DELETE FROM queues.consumers WHERE type = 'worker' AND script_name = $1 AND queue_id IN (SELECT id FROM queues.queues WHERE account_id = $2)",
+      [scriptName, accountId],
+    );
+  }
+
+  async purge(accountId: string, queueId: string): Promise<number> {
+    return this.pg.withTransaction(async (tx) => {
+      // The queue row locked: a purge and a delete of the queue do not cross.
+      if (!(await tx.row("SELECT 1 FROM queues.queues WHERE account_id = $1 AND id = $2 FOR UPDATE", [accountId, queueId]))) throw QueuesErrors.queueNotFound();
+      return tx.execute("DELETE FROM queues.messages WHERE queue_id = $1", [queueId]);
+    });
   }
 
   async enqueue(queueId: string, messages: readonly NewMessage[]): Promise<void> {

@@ -1,6 +1,8 @@
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
+import { CoreErrors } from "../core/errors.js";
 import { ok } from "../core/http/envelope.js";
+import { parseUserJson } from "../core/http/json-input.js";
 import { readPage, resultInfo } from "../core/http/pagination.js";
 import { parseWith } from "../core/http/validate.js";
 import { QueuesCodes, QueuesErrors } from "./errors.js";
@@ -46,6 +48,9 @@ const consumerBody = z
   })
   .strict();
 
+/** The hosted purge body: the caller confirms that the messages go for good. */
+const purgeBody = z.object({ delete_messages_permanently: z.boolean().optional() });
+
 const messageBody = z.object({
   body: z.unknown(),
   content_type: z.enum(["json", "text"]).default("json"),
@@ -59,7 +64,44 @@ export interface QueuesRouteDeps {
   pull: PullConsumers;
   /** Whether the account has a Worker of that name (a worker consumer must name one). */
   scriptExists(accountId: string, name: string): Promise<boolean>;
+  /**
+   * The account's Workers `scripts` became or ceased to be consumers: each runs again with or without the queue
+   * dispatcher (workers/runtime/queue-dispatch.ts). Resolves once they do.
+   */
+  consumersChanged(accountId: string, scripts: readonly (string | undefined)[]): Promise<void>;
+  /** The account's Workers that bind each queue as a producer, by queue name. */
+  producersOf(accountId: string): Promise<ReadonlyMap<string, readonly string[]>>;
 }
+
+/**
+ * A request's JSON body. wrangler 3 sends its Queues bodies without a content type (fetch makes a string body
+ * text/plain), and the hosted API reads them as JSON: so does this.
+ */
+function jsonBody(body: unknown): unknown {
+  if (typeof body !== "string") return body ?? {};
+  if (body.trim() === "") return {};
+  try {
+    return parseUserJson(body);
+  } catch (e) {
+    throw CoreErrors.malformedJson((e as Error).message);
+  }
+}
+
+/** How many names one list request may filter by (wrangler asks for the queues of a config at once). */
+const MAX_NAMES = 100;
+
+/** The `name` filter of a list: given once, or repeated (wrangler's check that a config's queues exist). */
+function namesOf(name: unknown): string[] | undefined {
+  if (name === undefined || name === "") return undefined;
+  const names = Array.isArray(name) ? name : [name];
+  if (names.length > MAX_NAMES || !names.every((n): n is string => typeof n === "string")) {
+    throw QueuesErrors.body(`name may be given at most ${MAX_NAMES} times`);
+  }
+  return names;
+}
+
+/** A consumer as the hosted API shows it: a worker consumer's script also as `script`, which wrangler 3 matches on. */
+const consumerView = (c: ConsumerRecord) => (c.type === "worker" ? { ...c, script: c.script_name } : c);
 
 /** A message sent through the API: its body as JSON or text, as the hosted API takes it. */
 function apiMessage(m: z.infer<typeof messageBody>, fallbackDelay: number): NewMessage {
@@ -85,22 +127,31 @@ function registerUnder(app: FastifyInstance, base: string, deps: QueuesRouteDeps
     if (!q) throw QueuesErrors.queueNotFound();
     return q;
   };
-  const view = async (accountId: string, q: QueueRecord) => {
+  /** A queue as the hosted API shows it, with its consumers and producers (`producers` read once per request). */
+  const view = async (accountId: string, q: QueueRecord, producers?: ReadonlyMap<string, readonly string[]>) => {
     const consumers = await store.listConsumers(accountId, q.queue_id).catch(() => [] as ConsumerRecord[]);
-    return { ...q, consumers, consumers_total_count: consumers.length };
+    const scripts = (producers ?? (await deps.producersOf(accountId))).get(q.queue_name) ?? [];
+    return {
+      ...q,
+      consumers: consumers.map(consumerView),
+      consumers_total_count: consumers.length,
+      producers: scripts.map((script) => ({ type: "worker", script })),
+      producers_total_count: scripts.length,
+    };
   };
 
   app.get(base, read, async (req) => {
     const { account_id } = req.params as Params;
     const q = req.query as Record<string, string | undefined>;
     const page = readPage(q, { defaultPerPage: 100, maxPerPage: 1000, code: QueuesCodes.badRequest });
-    const { queues, total } = await store.listQueues(account_id, { name: q.name || undefined, offset: page.offset, limit: page.perPage });
-    return ok(await Promise.all(queues.map((x) => view(account_id, x))), resultInfo(page, queues.length, total));
+    const { queues, total } = await store.listQueues(account_id, { names: namesOf(q.name), offset: page.offset, limit: page.perPage });
+    const producers = await deps.producersOf(account_id);
+    return ok(await Promise.all(queues.map((x) => view(account_id, x, producers))), resultInfo(page, queues.length, total));
   });
 
   app.post(base, edit, async (req) => {
     const { account_id } = req.params as Params;
-    const { queue_name } = parseWith(createBody, req.body ?? {}, QueuesCodes.badRequest);
+    const { queue_name } = parseWith(createBody, jsonBody(req.body), QueuesCodes.badRequest);
     return ok(await view(account_id, await store.createQueue(account_id, queue_name)));
   });
 
@@ -111,7 +162,7 @@ function registerUnder(app: FastifyInstance, base: string, deps: QueuesRouteDeps
 
   const update = async (req: { params: unknown; body: unknown }) => {
     const p = req.params as Params;
-    const { queue_name } = parseWith(updateBody, req.body ?? {}, QueuesCodes.badRequest);
+    const { queue_name } = parseWith(updateBody, jsonBody(req.body), QueuesCodes.badRequest);
     return ok(await view(p.account_id, await store.renameQueue(p.account_id, p.queue_id, queue_name)));
   };
   app.put(`${base}/:queue_id`, edit, update);
@@ -119,8 +170,22 @@ function registerUnder(app: FastifyInstance, base: string, deps: QueuesRouteDeps
 
   app.delete(`${base}/:queue_id`, edit, async (req) => {
     const p = req.params as Params;
+    const consumers = await store.listConsumers(p.account_id, p.queue_id);
     await store.deleteQueue(p.account_id, p.queue_id);
+    await deps.consumersChanged(
+      p.account_id,
+      consumers.map((c) => c.script_name),
+    );
     return ok(null);
+  });
+
+  app.post(`${base}/:queue_id/purge`, edit, async (req) => {
+    const p = req.params as Params;
+    const { delete_messages_permanently } = parseWith(purgeBody, jsonBody(req.body), QueuesCodes.badRequest);
+    if (delete_messages_permanently !== true) throw QueuesErrors.purgeUnconfirmed();
+    const queue = await queueOf(p);
+    await store.purge(p.account_id, queue.queue_id);
+    return ok(await view(p.account_id, queue));
   });
 
   // ---- consumers ----
@@ -149,26 +214,31 @@ function registerUnder(app: FastifyInstance, base: string, deps: QueuesRouteDeps
 
   app.get(`${base}/:queue_id/consumers`, read, async (req) => {
     const p = req.params as Params;
-    return ok(await store.listConsumers(p.account_id, p.queue_id));
+    return ok((await store.listConsumers(p.account_id, p.queue_id)).map(consumerView));
   });
 
   app.post(`${base}/:queue_id/consumers`, edit, async (req) => {
     const p = req.params as Params;
     const queue = await queueOf(p);
-    return ok(await store.addConsumer(p.account_id, queue.queue_id, await consumerInput(p, queue, req.body)));
+    const added = await store.addConsumer(p.account_id, queue.queue_id, await consumerInput(p, queue, jsonBody(req.body)));
+    await deps.consumersChanged(p.account_id, [added.script_name]);
+    return ok(consumerView(added));
   });
 
   app.put(`${base}/:queue_id/consumers/:consumer_id`, edit, async (req) => {
     const p = req.params as Params;
     const queue = await queueOf(p);
-    return ok(await store.updateConsumer(p.account_id, queue.queue_id, p.consumer_id, await consumerInput(p, queue, req.body)));
+    const before = (await store.listConsumers(p.account_id, queue.queue_id)).find((x) => x.consumer_id === p.consumer_id);
+    const updated = await store.updateConsumer(p.account_id, queue.queue_id, p.consumer_id, await consumerInput(p, queue, jsonBody(req.body)));
+    await deps.consumersChanged(p.account_id, [before?.script_name, updated.script_name]);
+    return ok(consumerView(updated));
   });
 
   app.get(`${base}/:queue_id/consumers/:consumer_id`, read, async (req) => {
     const p = req.params as Params;
     const c = (await store.listConsumers(p.account_id, p.queue_id)).find((x) => x.consumer_id === p.consumer_id);
     if (!c) throw QueuesErrors.consumerNotFound();
-    return ok(c);
+    return ok(consumerView(c));
   });
 
   app.get(`${base}/:queue_id/metrics`, read, async (req) => {
@@ -179,7 +249,9 @@ function registerUnder(app: FastifyInstance, base: string, deps: QueuesRouteDeps
 
   app.delete(`${base}/:queue_id/consumers/:consumer_id`, edit, async (req) => {
     const p = req.params as Params;
+    const gone = (await store.listConsumers(p.account_id, p.queue_id)).find((x) => x.consumer_id === p.consumer_id);
     await store.deleteConsumer(p.account_id, p.queue_id, p.consumer_id);
+    await deps.consumersChanged(p.account_id, [gone?.script_name]);
     return ok(null);
   });
 
@@ -190,14 +262,14 @@ function registerUnder(app: FastifyInstance, base: string, deps: QueuesRouteDeps
   app.post(`${base}/:queue_id/messages`, messagesRoute, async (req) => {
     const p = req.params as Params;
     const queue = await queueOf(p);
-    await deps.producer.send(queue, [apiMessage(parseWith(messageBody, req.body ?? {}, QueuesCodes.badRequest), 0)]);
+    await deps.producer.send(queue, [apiMessage(parseWith(messageBody, jsonBody(req.body), QueuesCodes.badRequest), 0)]);
     return ok(null);
   });
 
   app.post(`${base}/:queue_id/messages/batch`, messagesRoute, async (req) => {
     const p = req.params as Params;
     const queue = await queueOf(p);
-    const b = parseWith(batchBody, req.body ?? {}, QueuesCodes.badRequest);
+    const b = parseWith(batchBody, jsonBody(req.body), QueuesCodes.badRequest);
     const delay = delayOf(b.delay_seconds);
     await deps.producer.send(
       queue,
@@ -208,11 +280,11 @@ function registerUnder(app: FastifyInstance, base: string, deps: QueuesRouteDeps
 
   app.post(`${base}/:queue_id/messages/pull`, edit, async (req) => {
     const p = req.params as Params;
-    return ok(await deps.pull.pull(p.account_id, await queueOf(p), req.body ?? {}));
+    return ok(await deps.pull.pull(p.account_id, await queueOf(p), jsonBody(req.body)));
   });
 
   app.post(`${base}/:queue_id/messages/ack`, edit, async (req) => {
     const p = req.params as Params;
-    return ok(await deps.pull.ack(p.account_id, await queueOf(p), req.body ?? {}));
+    return ok(await deps.pull.ack(p.account_id, await queueOf(p), jsonBody(req.body)));
   });
 }

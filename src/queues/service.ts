@@ -14,6 +14,10 @@ import type { QueuesStore } from "./store.js";
 export interface QueuesWorkers {
   scriptExists(accountId: string, name: string): Promise<boolean>;
   deliverer: QueueDeliverer;
+  /** The account's Workers `scripts` became or ceased to be consumers (see QueuesRouteDeps.consumersChanged). */
+  consumersChanged(accountId: string, scripts: readonly string[]): Promise<void>;
+  /** The account's Workers that bind each queue as a producer, by queue name. */
+  producersOf(accountId: string): Promise<ReadonlyMap<string, readonly string[]>>;
 }
 
 export interface QueuesService extends EdgeService {
@@ -52,6 +56,11 @@ export function createQueuesService(ctx: ServiceContext): QueuesService {
         producer,
         pull,
         scriptExists: (accountId, name) => (workers ? workers.scriptExists(accountId, name) : Promise.resolve(false)),
+        producersOf: (accountId) => (workers ? workers.producersOf(accountId) : Promise.resolve(new Map())),
+        consumersChanged: async (accountId, scripts) => {
+          const names = [...new Set(scripts.filter((s): s is string => s !== undefined))];
+          if (workers && names.length > 0) await workers.consumersChanged(accountId, names);
+        },
       });
     },
     startDelivery(w) {

@@ -50,14 +50,13 @@ export class SqliteQueuesStore implements QueuesStore {
     return queueRecord(row);
   }
 
-  async listQueues(accountId: string, opts: { name?: string; offset?: number; limit?: number } = {}) {
-    const name = opts.name ?? null;
+  async listQueues(accountId: string, opts: { names?: readonly string[]; offset?: number; limit?: number } = {}) {
+    const names = opts.names ? JSON.stringify(opts.names) : null;
+    const where = "account_id = ? AND (? IS NULL OR name IN (SELECT value FROM json_each(?)))";
     const rows = this.db
-      .prepare("SELECT * FROM queues WHERE account_id = ? AND (? IS NULL OR name = ?) ORDER BY created_on, id LIMIT ? OFFSET ?")
-      .all(accountId, name, name, opts.limit ?? -1, opts.offset ?? 0) as QueueRow[];
-    const { n } = this.db.prepare("SELECT count(*) AS n FROM queues WHERE account_id = ? AND (? IS NULL OR name = ?)").get(accountId, name, name) as {
-      n: number;
-    };
+      .prepare(`SELECT * FROM queues WHERE ${where} ORDER BY created_on, id LIMIT ? OFFSET ?`)
+      .all(accountId, names, names, opts.limit ?? -1, opts.offset ?? 0) as QueueRow[];
+    const { n } = this.db.prepare(`SELECT count(*) AS n FROM queues WHERE ${where}`).get(accountId, names, names) as { n: number };
     return { queues: rows.map(queueRecord), total: n };
   }
 
@@ -133,6 +132,26 @@ export class SqliteQueuesStore implements QueuesStore {
   async workerConsumers(): Promise<WorkerConsumer[]> {
     const rows = this.db.prepare(`${CONSUMER_SELECT} WHERE c.type = 'worker' ORDER BY c.created_on`).all() as ConsumerRow[];
     return rows.map((r) => ({ ...consumerRecord(r), account_id: r.account_id, script_name: r.script_name! }));
+  }
+
+  async consumersOfScript(accountId: string, scriptName: string): Promise<ConsumerRecord[]> {
+    const rows = this.db
+      .prepare(`${CONSUMER_SELECT} WHERE q.account_id = ? AND c.type = 'worker' AND c.script_name = ? ORDER BY c.created_on`)
+      .all(accountId, scriptName) as ConsumerRow[];
+    return rows.map(consumerRecord);
+  }
+
+  async deleteConsumersOfScript(accountId: string, scriptName: string): Promise<number> {
+    return this.db
+      .prepare("DELETE FROM consumers WHERE type = 'worker' AND script_name = ? AND queue_id IN (SELECT id FROM queues WHERE account_id = ?)")
+      .run(scriptName, accountId).changes;
+  }
+
+  async purge(accountId: string, queueId: string): Promise<number> {
+    return this.db.transaction(() => {
+      this.queueOf(accountId, queueId);
+      return this.db.prepare("DELETE FROM messages WHERE queue_id = ?").run(queueId).changes;
+    })();
   }
 
   async enqueue(queueId: string, messages: readonly NewMessage[]): Promise<void> {

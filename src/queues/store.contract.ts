@@ -35,9 +35,11 @@ export const describeQueuesStore = storeContract<QueuesStore>("QueuesStore", (it
     const page = await store.listQueues(A, { offset: 1, limit: 1 });
     assert.deepEqual([page.queues.map((x) => x.queue_name), page.total], [["b2"], 2]);
     assert.deepEqual(
-      (await store.listQueues(A, { name: "b2" })).queues.map((x) => x.queue_name),
+      (await store.listQueues(A, { names: ["b2"] })).queues.map((x) => x.queue_name),
       ["b2"],
     );
+    assert.deepEqual((await store.listQueues(A, { names: ["b2", "orders", "nope"] })).queues.map((x) => x.queue_name).sort(), ["b2", "orders"]);
+    assert.equal((await store.listQueues(A, { names: [] })).total, 0);
     await assert.rejects(store.renameQueue(B, q.queue_id, "x"), code(QueuesCodes.queueNotFound));
     await assert.rejects(store.renameQueue(A, q.queue_id, "b2"), code(QueuesCodes.nameTaken));
     assert.equal((await store.renameQueue(A, q.queue_id, "orders-2")).queue_name, "orders-2");
@@ -159,5 +161,42 @@ export const describeQueuesStore = storeContract<QueuesStore>("QueuesStore", (it
     await store.enqueue(q.queue_id, [msg("x")]);
     await store.deleteQueue(A, q.queue_id);
     assert.equal((await store.stats(q.queue_id, Date.now())).backlog, 0);
+  });
+
+  it("a script's worker consumers are found and removed in its account only", async (store) => {
+    const jobs = await store.createQueue(A, "jobs");
+    const mail = await store.createQueue(A, "mail");
+    const pulled = await store.createQueue(A, "pulled");
+    const theirs = await store.createQueue(B, "jobs");
+    await store.addConsumer(A, jobs.queue_id, worker("app"));
+    await store.addConsumer(A, mail.queue_id, worker("app"));
+    await store.addConsumer(A, pulled.queue_id, { type: "http_pull", settings: worker("x").settings });
+    await store.addConsumer(B, theirs.queue_id, worker("app"));
+    assert.deepEqual((await store.consumersOfScript(A, "app")).map((c) => c.queue_name).sort(), ["jobs", "mail"]);
+    assert.deepEqual(await store.consumersOfScript(A, "other"), []);
+    assert.equal(await store.deleteConsumersOfScript(A, "app"), 2);
+    assert.deepEqual(await store.consumersOfScript(A, "app"), []);
+    assert.equal((await store.listConsumers(A, pulled.queue_id)).length, 1);
+    assert.deepEqual(
+      (await store.consumersOfScript(B, "app")).map((c) => c.queue_id),
+      [theirs.queue_id],
+    );
+  });
+
+  it("a purge deletes every message of the queue, leased ones too, in its account only", async (store) => {
+    const q = (await store.createQueue(A, "full")).queue_id;
+    const other = (await store.createQueue(A, "other")).queue_id;
+    await store.enqueue(q, [msg("a"), msg("b"), msg("later", 3600)]);
+    await store.enqueue(other, [msg("kept")]);
+    const [held] = await store.lease(q, 1, 60_000, Date.now());
+    await assert.rejects(store.purge(B, q), code(QueuesCodes.queueNotFound));
+    assert.equal((await store.stats(q, Date.now())).backlog, 3);
+    assert.equal(await store.purge(A, q), 3);
+    assert.equal((await store.stats(q, Date.now())).backlog, 0);
+    assert.equal((await store.stats(other, Date.now())).backlog, 1);
+    // The batch out when the purge ran settles nothing.
+    assert.equal(await store.settle(q, [{ id: held!.id, leaseId: held!.leaseId, action: "retry", visibleAtMs: 0 }]), 0);
+    assert.equal(await store.purge(A, q), 0);
+    await assert.rejects(store.purge(A, "f".repeat(32)), code(QueuesCodes.queueNotFound));
   });
 });

@@ -92,7 +92,8 @@ export interface QueuesStore {
   // ---- queues ----
   /** Creates a queue (refused when the name is invalid or taken in the account). */
   createQueue(accountId: string, name: string): Promise<QueueRecord>;
-  listQueues(accountId: string, opts?: { name?: string; offset?: number; limit?: number }): Promise<{ queues: QueueRecord[]; total: number }>;
+  /** The account's queues, oldest first; with `names`, only those with one of them. */
+  listQueues(accountId: string, opts?: { names?: readonly string[]; offset?: number; limit?: number }): Promise<{ queues: QueueRecord[]; total: number }>;
   getQueue(accountId: string, queueId: string): Promise<QueueRecord | undefined>;
   getQueueByName(accountId: string, name: string): Promise<QueueRecord | undefined>;
   renameQueue(accountId: string, queueId: string, name: string): Promise<QueueRecord>;
@@ -106,11 +107,17 @@ export interface QueuesStore {
   deleteConsumer(accountId: string, queueId: string, consumerId: string): Promise<void>;
   /** Every worker consumer of every account: what the delivery loop serves. */
   workerConsumers(): Promise<WorkerConsumer[]>;
+  /** The worker consumers that run the account's script `scriptName` (its workerd then needs the queue dispatcher). */
+  consumersOfScript(accountId: string, scriptName: string): Promise<ConsumerRecord[]>;
+  /** Removes the worker consumers that run the account's script `scriptName` (the Worker was deleted); returns how many. */
+  deleteConsumersOfScript(accountId: string, scriptName: string): Promise<number>;
 
   // ---- messages (by queue id: callers have checked the account) ----
   /** Adds the messages, all or none (404 when the queue is gone). */
   enqueue(queueId: string, messages: readonly NewMessage[]): Promise<void>;
   stats(queueId: string, nowMs: number): Promise<QueueStats>;
+  /** Deletes every message of the account's queue, leased ones included (their settlements then change nothing); returns how many. */
+  purge(accountId: string, queueId: string): Promise<number>;
   /**
    * Leases up to `max` deliverable messages, oldest first: each becomes invisible until `nowMs + leaseMs` and its
    * attempts grow by one. Two callers never lease the same message while a lease holds.

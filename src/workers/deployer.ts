@@ -16,6 +16,20 @@ export type ResourceExists = (backend: BindingBackendName, accountId: string, re
 
 const SCRIPT_NAME_RE = /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/;
 
+/** What the deployer needs of Queues about a script: whether it consumes a queue, and forgetting it when it is deleted. */
+export interface ScriptConsumers {
+  isConsumer(accountId: string, name: string): Promise<boolean>;
+  /** Removes the script's consumers (the Worker is deleted). */
+  scriptRemoved(accountId: string, name: string): Promise<void>;
+}
+
+/** What runs of a script on this node. */
+interface Running {
+  versionId: string;
+  /** Whether it runs as a queue consumer (with the queue dispatcher, see runtime/queue-dispatch.ts). */
+  queueConsumer: boolean;
+}
+
 /** Compatibility date used when an upload names none (wrangler's draft worker for `secret put` sends none). */
 const DEFAULT_COMPATIBILITY_DATE = "2024-09-01";
 
@@ -26,8 +40,8 @@ const DEFAULT_COMPATIBILITY_DATE = "2024-09-01";
  */
 export class ScriptDeployer {
   private readonly locks = new Map<string, Promise<unknown>>();
-  /** The version each script runs on this node's workerd, which `sync` compares with the store's. */
-  private readonly running = new Map<string, string>();
+  /** The version each script runs on this node's workerd, which `sync` compares with the store's (and its consumers). */
+  private readonly running = new Map<string, Running>();
 
   constructor(
     private readonly store: WorkersStore,
@@ -36,6 +50,7 @@ export class ScriptDeployer {
     private readonly log: Logger,
     private readonly objects?: DurableObjects,
     private readonly assets?: WorkerAssets,
+    private readonly consumers?: ScriptConsumers,
   ) {}
 
   private serial<T>(name: string, fn: () => Promise<T>): Promise<T> {
@@ -63,7 +78,8 @@ export class ScriptDeployer {
   }
 
   private async start(script: ScriptRecord, modules: ModuleSource[], secrets: Map<string, string>, durableObjects?: RuntimeDurableObjects): Promise<void> {
-    const run: RunnableScript = { script, modules, secrets: [...secrets].map(([name, text]) => ({ name, text })), durableObjects };
+    const queueConsumer = (await this.consumers?.isConsumer(script.accountId, script.name)) === true;
+    const run: RunnableScript = { script, modules, secrets: [...secrets].map(([name, text]) => ({ name, text })), durableObjects, queueConsumer };
     await this.assets?.prepare(script.accountId, script.name, script.versionId);
     try {
       await this.runtime.deploy(run);
@@ -71,7 +87,7 @@ export class ScriptDeployer {
       if (err instanceof WorkerdStartError) throw WorkersErrors.failedToStart(err.message);
       throw err;
     }
-    this.running.set(script.name, script.versionId);
+    this.running.set(script.name, { versionId: script.versionId, queueConsumer });
   }
 
   /**
@@ -91,7 +107,8 @@ export class ScriptDeployer {
    * Makes this node run what the store holds for script `name`, whoever changed it (another node deployed, set a
    * secret or deleted it): the stored version starts beside the running one and takes over its traffic once it
    * listens, as a deploy does, so no request is dropped; a deleted script stops. The version already running is
-   * left alone. Serialised with this node's own changes to the script.
+   * left alone, unless the script became or ceased to be a queue consumer: then it starts again with or without the
+   * queue dispatcher (and workerd's --experimental), the same way. Serialised with this node's own changes to the script.
    */
   sync(name: string): Promise<void> {
     return this.serial(name, () => this.follow(name));
@@ -114,8 +131,11 @@ export class ScriptDeployer {
         if (this.running.delete(name)) await this.runtime.remove(name);
         return;
       }
-      // The version runs already, unless it must start again to attach or detach the tail worker.
-      if (this.running.get(name) === script.versionId && !this.runtime.tailStale(name)) return;
+      const running = this.running.get(name);
+      const queueConsumer = (await this.consumers?.isConsumer(script.accountId, name)) === true;
+      // The version runs already, unless it must start again: to become or stop being a queue consumer, or to attach or
+      // detach the tail worker.
+      if (running?.versionId === script.versionId && running.queueConsumer === queueConsumer && !this.runtime.tailStale(name)) return;
       try {
         const objects = await this.objects?.runtimeOf(script.accountId, name);
         await this.start(script, await this.store.readModules(script.modules), await this.store.secretValues(script.accountId, name), objects);
@@ -183,6 +203,7 @@ export class ScriptDeployer {
       await this.commit(name, () => this.store.delete(accountId, name));
       await this.objects?.removeScript(accountId, name);
       await this.assets?.remove(accountId, name);
+      await this.consumers?.scriptRemoved(accountId, name);
     });
   }
 

@@ -28,6 +28,11 @@ export const WorkersErrors = {
     invalid(`Worker name "${name}" is invalid: use 1-63 lowercase letters, digits and hyphens, not starting or ending with a hyphen`),
   nameTaken: (name: string) => new EdgeError(409, WorkersCodes.nameTaken, `The Worker name "${name}" is already in use on this platform; choose another`),
   failedToStart: (reason: string) => invalid(`The Worker failed to start: ${reason}`),
+  experimentalFlag: (flag: string, index: number) =>
+    invalid(
+      `compatibility_flags: "${flag}" is an experimental compatibility flag of workerd, which may change or go away in any release; it is not available here`,
+      `/compatibility_flags/${index}`,
+    ),
   oneVersionOnly: (liveVersionId: string) => invalid(`This platform serves one version per Worker: deploy its latest version (${liveVersionId}) at 100%`),
 
   // The upload body.

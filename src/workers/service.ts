@@ -1,6 +1,7 @@
 import { join } from "node:path";
 import { SecretBox } from "../core/secret-box.js";
 import type { EdgeService, ServiceContext } from "../core/service.js";
+import type { Logger } from "../core/logger.js";
 import type { D1Service } from "../d1/service.js";
 import type { KvService } from "../kv/service.js";
 import type { QueuesService, QueuesWorkers } from "../queues/service.js";
@@ -11,7 +12,7 @@ import { readWorkersConfig, serveOptions } from "./config.js";
 import { ScriptDeployer, type ResourceExists } from "./deployer.js";
 import { followOtherNodes } from "./follow-nodes.js";
 import { WORKERS_PG_MIGRATIONS } from "./pg-migrations.js";
-import { PgWorkersStore, WORKERS_AREA } from "./pg-store.js";
+import { PgWorkersStore, scriptChanged, WORKERS_AREA } from "./pg-store.js";
 import { DurableObjects } from "./durable-objects/durable-objects.js";
 import { DURABLE_OBJECTS_MIGRATIONS } from "./durable-objects/sqlite-migrations.js";
 import { SqliteDurableObjectsStore } from "./durable-objects/sqlite-store.js";
@@ -127,7 +128,10 @@ export function createWorkersService(ctx: ServiceContext, deps: { kv: KvService;
     if (!res.headersSent) res.writeHead(500).end();
     else res.destroy();
   };
-  const deployer = new ScriptDeployer(store, runtime, exists, log, durableObjects, assets);
+  const deployer = new ScriptDeployer(store, runtime, exists, log, durableObjects, assets, {
+    isConsumer: async (accountId, name) => (await deps.queues.store.consumersOfScript(accountId, name)).length > 0,
+    scriptRemoved: async (accountId, name) => void (await deps.queues.store.deleteConsumersOfScript(accountId, name)),
+  });
   const proxy = new WorkerProxy(runtime, config.domain, log);
   const gate: ServiceGate = new ServiceGate(runtime, proxy, log);
   const webSockets = new WebSocketProxy(runtime, config.domain, log);
@@ -211,7 +215,7 @@ export function createWorkersService(ctx: ServiceContext, deps: { kv: KvService;
       gcTimer = setInterval(sweepLogged, GC_INTERVAL_MS);
       gcTimer.unref();
       await clock.start();
-      stopDelivery = deps.queues.startDelivery(queueWorkers(store, runtime));
+      stopDelivery = deps.queues.startDelivery(queueWorkers(store, runtime, deployer, log, (name) => ctx.bus.publish(WORKERS_AREA, scriptChanged(name))));
     },
     describe: () => ({ workers: urlOf("<script>") }),
     async stop() {
@@ -225,15 +229,47 @@ export function createWorkersService(ctx: ServiceContext, deps: { kv: KvService;
   };
 }
 
-/** What Queues needs of Workers: whether a script exists, and running a consumer's queue() on its workerd. */
-function queueWorkers(store: WorkersStore, runtime: WorkersRuntime): QueuesWorkers {
+/**
+ * What Queues needs of Workers: whether a script exists, running a consumer's queue() on its workerd, and running a
+ * script that became or ceased to be a consumer again (here, then on the other nodes through a notice).
+ */
+function queueWorkers(
+  store: WorkersStore,
+  runtime: WorkersRuntime,
+  deployer: ScriptDeployer,
+  log: Logger,
+  notify: (name: string) => Promise<void>,
+): QueuesWorkers {
   return {
     scriptExists: async (accountId, name) => (await store.get(accountId, name)) !== undefined,
+    producersOf: async (accountId) => {
+      const producers = new Map<string, string[]>();
+      for (const s of await store.list(accountId)) {
+        for (const b of s.bindings) {
+          if (b.type !== "queue") continue;
+          const scripts = producers.get(b.queue_name) ?? [];
+          if (!scripts.includes(s.name)) scripts.push(s.name);
+          producers.set(b.queue_name, scripts);
+        }
+      }
+      return producers;
+    },
+    consumersChanged: async (accountId, names) => {
+      for (const name of names) {
+        if (!(await store.get(accountId, name))) continue;
+        // The consumer is recorded either way: a script that cannot start again keeps running as it was (and is
+        // not delivered to) until it next starts.
+        await deployer
+          .sync(name)
+          .catch((err: unknown) => log.error({ script: name, err: (err as Error).message }, "could not restart the Worker after its queue consumers changed"));
+        await notify(name);
+      }
+    },
     deliverer: {
       // Script names are unique platform-wide; the account check keeps a consumer from reaching another account's script.
       ready: (c) => {
         const rt = runtime.lookup(c.script_name);
-        return rt !== undefined && rt.accountId === c.account_id && rt.handlers.includes("queue");
+        return rt !== undefined && rt.accountId === c.account_id && rt.queueConsumer && rt.handlers.includes("queue");
       },
       deliver: async (c, messages, timeoutMs) => {
         const rt = runtime.lookup(c.script_name);

@@ -51,6 +51,22 @@ export async function deleteQueue(args: { name?: string; "skip-confirmation"?: b
   return 0;
 }
 
+/** Deletes every message of a queue, as the hosted `wrangler queues purge` does: asks first, unless --force. */
+export async function purgeQueue(args: { name?: string; force?: boolean }, ctx: CliContext): Promise<number> {
+  const account = await ctx.accountId();
+  const q = await queueNamed(ctx, account, args.name!);
+  if (!args.force) {
+    if (!ctx.interactive) throw new UserError(`Purging deletes every message of queue '${q.queue_name}' for good: pass --force to purge without a prompt`);
+    if (!(await ctx.confirm(`About to delete every message in queue '${q.queue_name}', permanently. Ok to proceed?`, false))) {
+      ctx.log.info("Not purging.");
+      return 0;
+    }
+  }
+  await ctx.api().fetchResult("POST", `${queuesPath(account)}/${q.queue_id}/purge`, { json: { delete_messages_permanently: true } });
+  ctx.log.info(`✅ Purged queue '${q.queue_name}'`);
+  return 0;
+}
+
 interface ConsumerArgs {
   queue?: string;
   script?: string;

@@ -9,6 +9,7 @@ import { bindingType, SUPPORTED_BINDING_TYPES, type Binding } from "../bindings/
 import { parseMigrations, type UploadMigrations } from "../durable-objects/migrations.js";
 import { parseUploadAssets, type UploadAssets } from "../assets/assets.js";
 import { WorkersCodes, WorkersErrors } from "../errors.js";
+import { firstExperimentalFlag } from "../runtime/experimental-flags.js";
 import type { ModuleKind, ModuleSource } from "../store.js";
 import { BracketedFieldError, metadataFromBracketedFields } from "./form-metadata.js";
 
@@ -135,6 +136,8 @@ export async function readUpload(req: FastifyRequest): Promise<ParsedUpload> {
   if (metadataText === undefined && bracketed.length === 0) throw WorkersErrors.noMetadata();
   if (metadataText !== undefined && bracketed.length > 0) throw WorkersErrors.metadataInBothForms();
   const meta = parseWith(metadataSchema, metadataOf(metadataText, bracketed), WorkersCodes.validation);
+  const experimental = firstExperimentalFlag(meta.compatibility_flags);
+  if (experimental) throw WorkersErrors.experimentalFlag(experimental.flag, experimental.index);
   if (!meta.main_module) throw meta.body_part ? WorkersErrors.serviceWorkerSyntax() : WorkersErrors.mainModuleRequired();
 
   const modules: ModuleSource[] = [];

@@ -49,7 +49,7 @@ export function secretEnvironment(secrets: readonly { text: string }[]): Record<
 
 /**
  * The config of one workerd process running one script: a socket "http" for its traffic, a socket "handlers"
- * for the entry module's handlers entrypoint, one "scheduled" for its cron ticks, one "rpc" for service bindings (their unix socket paths are given on the command line: each process
+ * for the entry module's handlers entrypoint, one "scheduled" for its cron ticks, a queue consumer's "queue" for its batches, one "rpc" for service bindings (their unix socket paths are given on the command line: each process
  * gets fresh ones), each binding as its type writes it (storage bindings are external services on the binding
  * server), secrets from the process environment (see `secretEnvironment`: they never touch the disk in clear),
  * and a global outbound that only reaches public addresses.
@@ -72,11 +72,19 @@ export function workerdConfig(input: WorkerdConfigInput): string {
   if (input.tailed) services.push(tailWorkerService(bindingService("tail", script.name)));
   const objects = input.run.durableObjects && durableObjectsWorkerd(input.run.durableObjects, input.durableObjectStorage ?? "disk");
   if (objects) services.push(...objects.services);
-  services.push(queueDispatchService());
+  // A queue consumer's only: the dispatcher's flag is experimental, so its process runs with --experimental.
+  if (input.run.queueConsumer) services.push(queueDispatchService());
   // workerd takes the first module as the main one: the entry module, which runs the script's main module.
   const mods = [
     `(name = ${capnpString(input.entry.module.name)}, esModule = embed ${capnpString(input.entry.path)})`,
     ...modules.map((m, i) => `(name = ${capnpString(m.name)}, ${m.kind} = embed ${capnpString(input.modulePath(i))})`),
+  ];
+  const sockets = [
+    `(name = "http", http = (), service = "main")`,
+    `(name = "handlers", http = (), service = (name = "main", entrypoint = ${capnpString(input.entry.module.handlersExport)}))`,
+    `(name = "scheduled", http = (), service = (name = "main", entrypoint = ${capnpString(input.entry.module.scheduledExport)}))`,
+    ...(input.run.queueConsumer ? [QUEUE_SOCKET] : []),
+    `(name = "rpc", http = (capnpConnectHost = "${RPC_CONNECT_HOST}"), service = "main")`,
   ];
   return `using Workerd = import "/workerd/workerd.capnp";
 const config :Workerd.Config = (
@@ -84,11 +92,7 @@ const config :Workerd.Config = (
     ${services.join(",\n    ")}
   ],
   sockets = [
-    (name = "http", http = (), service = "main"),
-    (name = "handlers", http = (), service = (name = "main", entrypoint = ${capnpString(input.entry.module.handlersExport)})),
-    (name = "scheduled", http = (), service = (name = "main", entrypoint = ${capnpString(input.entry.module.scheduledExport)})),
-    ${QUEUE_SOCKET},
-    (name = "rpc", http = (capnpConnectHost = "${RPC_CONNECT_HOST}"), service = "main"),
+    ${sockets.join(",\n    ")}
   ],
 );
 const script :Workerd.Worker = (

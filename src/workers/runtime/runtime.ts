@@ -18,6 +18,8 @@ export interface RunnableScript {
   secrets: { name: string; text: string }[];
   /** Its Durable Object namespaces and their storage, when it has any. */
   durableObjects?: RuntimeDurableObjects;
+  /** It consumes a queue: its process runs the queue dispatcher, and so workerd's experimental features (queue-dispatch.ts). */
+  queueConsumer?: boolean;
 }
 
 /** All running scripts, by name (names are unique platform-wide), and the binding server they call. */

@@ -38,6 +38,8 @@ interface Version {
   handlers: readonly string[];
   /** Whether it runs the tail worker. */
   tailed: boolean;
+  /** It runs the queue dispatcher (a queue consumer), with workerd's --experimental. */
+  queueConsumer: boolean;
   /**
    * With Durable Objects: the same version with its objects kept in memory, run first to check that it starts
    * (the objects' files must have one process at a time, see doDeploy).
@@ -76,6 +78,7 @@ function writeVersion(dir: string, run: RunnableScript, opts: ScriptRuntimeOptio
     env: secretEnvironment(run.secrets),
     handlers: [],
     tailed,
+    queueConsumer: run.queueConsumer === true,
   };
   if (run.durableObjects) {
     version.checkFile = join(dir, "check.capnp");
@@ -129,6 +132,11 @@ export class ScriptRuntime {
   /** Whether the version that runs has the tail worker attached (undefined before one has started). */
   get tailed(): boolean | undefined {
     return this.currentVersion?.tailed;
+  }
+
+  /** Whether the version that runs is a queue consumer's (with the queue dispatcher). */
+  get queueConsumer(): boolean {
+    return this.currentVersion?.queueConsumer === true;
   }
 
   /** The handlers of the version that runs (none before one has started). */
@@ -247,9 +255,10 @@ export class ScriptRuntime {
         http: this.opts.sockets.next("workerd"),
         handlers: handlersSocket,
         scheduled: this.opts.sockets.next("scheduled"),
-        queue: this.opts.sockets.next("queue"),
         rpc: this.opts.sockets.next("rpc"),
+        ...(version.queueConsumer ? { queue: this.opts.sockets.next("queue") } : {}),
       },
+      experimental: version.queueConsumer,
       log: this.opts.log,
       tag: this.tag,
       leash: this.opts.leash,
@@ -286,8 +295,9 @@ export class ScriptRuntime {
   /** Runs the live version's queue() on a batch; undefined when no version runs or it has no queue handler. */
   async runQueue(queueName: string, messages: readonly LeasedMessage[], timeoutMs: number): Promise<QueueOutcome | undefined> {
     const proc = await this.waitLive(10_000);
-    if (!proc || !this.handlers.includes("queue")) return undefined;
-    return runQueueOn(proc.socketOf("queue"), queueName, messages, timeoutMs);
+    const socket = proc?.queueSocket;
+    if (!socket || !this.handlers.includes("queue")) return undefined;
+    return runQueueOn(socket, queueName, messages, timeoutMs);
   }
 
   private adopt(proc: WorkerdProcess, version: Version): void {

@@ -8,11 +8,14 @@ import type { WorkerdLeash } from "./workerd-leash.js";
 
 export class WorkerdStartError extends Error {}
 
-/** The sockets of a script's workerd config (runtime/capnp-config.ts). */
+/** The sockets of a script's workerd config (runtime/capnp-config.ts); "queue" only in a queue consumer's. */
 export type ScriptSocket = "http" | "handlers" | "scheduled" | "queue" | "rpc";
 
-const removeSockets = (sockets: WorkerdStart["sockets"]) => {
-  for (const path of Object.values(sockets)) rmSync(path, { force: true });
+/** The unix socket path of each socket a config names. */
+export type WorkerdSockets = Record<Exclude<ScriptSocket, "queue">, string> & { queue?: string };
+
+const removeSockets = (sockets: WorkerdSockets) => {
+  for (const path of Object.values(sockets)) if (path) rmSync(path, { force: true });
 };
 
 /** How to start one workerd. */
@@ -22,7 +25,9 @@ export interface WorkerdStart {
   /** Its whole environment. */
   env: Record<string, string>;
   /** The unix socket path of each socket of the config, by name ("http" is the one traffic goes to): workerd refuses to start without one for every socket its config names. */
-  sockets: Record<ScriptSocket, string>;
+  sockets: WorkerdSockets;
+  /** Runs it with `--experimental`, which a config using an experimental compatibility flag needs (only a queue consumer's does: queue-dispatch.ts). */
+  experimental?: boolean;
   log: Logger;
   /** Fields of its log lines. */
   tag: Record<string, unknown>;
@@ -49,7 +54,7 @@ export class WorkerdProcess {
 
   private constructor(
     readonly child: ChildProcess,
-    private readonly sockets: WorkerdStart["sockets"],
+    private readonly sockets: WorkerdSockets,
   ) {
     this.socketPath = sockets.http;
     this.exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
@@ -67,8 +72,13 @@ export class WorkerdProcess {
   }
 
   /** Where the config's socket `name` listens. */
-  socketOf(name: ScriptSocket): string {
+  socketOf(name: Exclude<ScriptSocket, "queue">): string {
     return this.sockets[name];
+  }
+
+  /** Where the queue dispatcher listens: a queue consumer's process only. */
+  get queueSocket(): string | undefined {
+    return this.sockets.queue;
   }
 
   /**
@@ -93,13 +103,12 @@ export class WorkerdProcess {
    */
   static start(opts: WorkerdStart): Promise<WorkerdProcess> {
     const { binary, configFile, env, sockets, log, tag } = opts;
-    // --experimental: the queue dispatcher's compatibility flag needs it (runtime/queue-dispatch.ts).
     const args = [
       "serve",
       configFile,
-      "--experimental",
+      ...(opts.experimental ? ["--experimental"] : []),
       "--control-fd=3",
-      ...Object.entries(sockets).flatMap(([name, path]) => ["--socket-addr", `${name}=unix:${path}`]),
+      ...Object.entries(sockets).flatMap(([name, path]) => (path ? ["--socket-addr", `${name}=unix:${path}`] : [])),
     ];
     const command = opts.leash?.command(binary, args) ?? { file: binary, args };
     const child = spawn(command.file, command.args, { stdio: ["ignore", "pipe", "pipe", "pipe"], env });
@@ -129,7 +138,7 @@ export class WorkerdProcess {
         setTimeout(() => fail(`workerd exited during startup (${signal ?? `code ${code}`})`), 50);
       };
       child.once("exit", exitedEarly);
-      const waiting = new Set(Object.keys(sockets));
+      const waiting = new Set(Object.entries(sockets).flatMap(([name, path]) => (path ? [name] : [])));
       createInterface({ input: child.stdio[3] as NodeJS.ReadableStream }).on("line", (line) => {
         let ev: { event?: string; socket?: string };
         try {

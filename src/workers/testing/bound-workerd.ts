@@ -75,7 +75,6 @@ export async function startBoundWorkerd(opts: {
         http: join(dir, "workerd.sock"),
         handlers: join(dir, "handlers.sock"),
         scheduled: join(dir, "scheduled.sock"),
-        queue: join(dir, "queue.sock"),
         rpc: join(dir, "rpc.sock"),
       },
       log: createLogger({ level: "silent" }),
