@@ -112,3 +112,12 @@ export async function until(check: () => Promise<boolean>, what: string, ms = 30
     await new Promise((r) => setTimeout(r, 100));
   }
 }
+
+/** A change on a Knot primary (it takes RFC 2136 updates signed with the key, e.g. `hmac-sha256:xfr-key:<secret>`, and then NOTIFYs where configured). */
+export function knsupdate(knotPort: number, keyArg: string, zone: string, lines: string[]): Promise<void> {
+  const script = [`server 127.0.0.1 ${knotPort}`, `zone ${zone}.`, ...lines, "send", ""].join("\n");
+  return new Promise((resolve, reject) => {
+    const child = execFile("knsupdate", ["-y", keyArg], (err, stdout, stderr) => (err ? reject(new Error(`knsupdate: ${stderr || stdout}`)) : resolve()));
+    child.stdin!.end(script);
+  });
+}
