@@ -31,6 +31,14 @@ export interface RefreshStatus {
   skipped_records: number;
 }
 
+/** When the zone is next refreshed and when it stops being served, as the API shows them (ISO times). */
+export interface RefreshTimes {
+  /** Null while a refresh runs, or when the zone has no incoming configuration. */
+  next_refresh_time: string | null;
+  /** When the SOA expire passes without a primary answering; null when the zone is not served (expired, or never transferred). */
+  expires_time: string | null;
+}
+
 const yieldToLoop = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 /**
@@ -49,6 +57,9 @@ export class SecondaryZones {
   /** Zones asked to refresh again while a refresh ran (a NOTIFY during a transfer); `true` forces AXFR. */
   private readonly again = new Map<string, boolean>();
   private readonly status = new Map<string, RefreshStatus>();
+  /** Epoch ms of each zone's armed refresh timer, and of its SOA expire while it is served. */
+  private readonly nextRefreshAt = new Map<string, number>();
+  private readonly expiresAt = new Map<string, number>();
   private stopped = false;
 
   constructor(
@@ -75,7 +86,10 @@ export class SecondaryZones {
   configured(zoneId: string): void {
     this.updateServed(zoneId);
     if (this.directory.incomingOf(zoneId)) this.refreshSoon(zoneId);
-    else clearTimeout(this.timers.get(zoneId));
+    else {
+      clearTimeout(this.timers.get(zoneId));
+      this.nextRefreshAt.delete(zoneId);
+    }
   }
 
   /** The zone is gone. */
@@ -85,11 +99,18 @@ export class SecondaryZones {
     this.timers.delete(zoneId);
     this.expiries.delete(zoneId);
     this.status.delete(zoneId);
+    this.nextRefreshAt.delete(zoneId);
+    this.expiresAt.delete(zoneId);
     this.engine.unserved.delete(zoneId);
   }
 
   statusOf(zoneId: string): RefreshStatus {
     return this.status.get(zoneId) ?? { last_error: null, skipped_records: 0 };
+  }
+
+  timesOf(zoneId: string): RefreshTimes {
+    const iso = (ms: number | undefined) => (ms === undefined ? null : new Date(ms).toISOString());
+    return { next_refresh_time: iso(this.nextRefreshAt.get(zoneId)), expires_time: iso(this.expiresAt.get(zoneId)) };
   }
 
   /** Refreshes the zone now (`axfr`: the whole zone, whatever the serials say); resolves when that refresh is over. */
@@ -99,6 +120,7 @@ export class SecondaryZones {
       this.again.set(zoneId, axfr || (this.again.get(zoneId) ?? false));
       return current;
     }
+    this.nextRefreshAt.delete(zoneId);
     const run = this.refresh(zoneId, axfr).finally(() => {
       this.running.delete(zoneId);
       const more = this.again.get(zoneId);
@@ -120,6 +142,7 @@ export class SecondaryZones {
     const t = setTimeout(() => void this.refreshNow(zoneId), ms);
     t.unref();
     this.timers.set(zoneId, t);
+    this.nextRefreshAt.set(zoneId, Date.now() + ms);
   }
 
   /**
@@ -313,6 +336,7 @@ export class SecondaryZones {
   private updateServed(zoneId: string): void {
     clearTimeout(this.expiries.get(zoneId));
     this.expiries.delete(zoneId);
+    this.expiresAt.delete(zoneId);
     const zs = this.zones.get(zoneId);
     const checked = this.directory.incomingOf(zoneId)?.checked_time;
     const expiresAt = zs && checked && this.transferredYet(zoneId) ? Date.parse(checked) + zs.zone.settings.soa.expire * 1000 : 0;
@@ -328,6 +352,7 @@ export class SecondaryZones {
       const t = setTimeout(() => this.updateServed(zoneId), Math.min(expiresAt - Date.now() + 10, 2 ** 31 - 1));
       t.unref();
       this.expiries.set(zoneId, t);
+      this.expiresAt.set(zoneId, expiresAt);
     }
   }
 }
