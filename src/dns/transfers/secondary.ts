@@ -1,9 +1,10 @@
+import { randomBytes } from "node:crypto";
 import * as packet from "dns-packet";
 import type { Logger } from "../../core/logger.js";
 import type { DnsRecord } from "../model.js";
 import { Rcode, type AnswerEngine } from "../server/answer.js";
 import type { ZoneService } from "../zones/zone-service.js";
-import { newId, now, type ZoneState } from "../zones/zone-state.js";
+import { now, type ZoneState } from "../zones/zone-state.js";
 import { sameAddress } from "./addresses.js";
 import type { TransferDirectory } from "./directory.js";
 import { incomingRecord, recordKey, soaOf, type IncomingRecord } from "./incoming-records.js";
@@ -14,7 +15,7 @@ import { DEFAULT_XFR_LIMITS, requestXfr, XfrError, type XfrLimits } from "./xfr-
 type Decoded = ReturnType<typeof packet.decode>;
 
 /** Records converted (and diffed) between two turns of the event loop, so a large zone never stalls answering. */
-const YIELD_EVERY = 2000;
+const YIELD_EVERY = 1000;
 /** Retry of a zone that has never been transferred (its SOA retry is not known yet). */
 const FIRST_RETRY_S = 10;
 /** Bounds on timers: a primary's SOA of 0 must not spin, nor one of years overflow setTimeout. */
@@ -40,6 +41,21 @@ export interface RefreshTimes {
 }
 
 const yieldToLoop = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+/** Record ids (as zone-state's newId: 16 random bytes in hex) drawn from the CSPRNG a batch at a time: one call per record cost seconds on a 200,000-record transfer. */
+class IdBatch {
+  private pool = Buffer.alloc(0);
+  private at = 0;
+
+  next(): string {
+    if (this.at === this.pool.length) {
+      this.pool = randomBytes(16 * YIELD_EVERY);
+      this.at = 0;
+    }
+    this.at += 16;
+    return this.pool.toString("hex", this.at - 16, this.at);
+  }
+}
 
 /**
  * The platform as a secondary (RFC 5936, 1995, 1996): each secondary zone is copied from its primaries (the peers of
@@ -276,7 +292,10 @@ export class SecondaryZones {
         if (skipped <= 3) this.log.info({ zone: zs.zone.name, why: c.skipped }, "record of the primary not kept");
       }
     }
-    await this.take(zs, rrs[0], records, `${kind} from ${peer.name}`, skipped, false);
+    const soa = rrs[0];
+    // The decoded messages are no longer needed: let them go before the records are written (memory of a large zone).
+    rrs.length = 0;
+    await this.take(zs, soa, records, `${kind} from ${peer.name}`, skipped, false);
   }
 
   /**
@@ -286,7 +305,10 @@ export class SecondaryZones {
   private async take(zs: ZoneState, soaRr: packet.Answer, wanted: IncomingRecord[], how: string, skipped: number, incremental: boolean): Promise<void> {
     const primary = soaOf(soaRr);
     const byKey = new Map<string, IncomingRecord>();
-    for (const r of wanted) byKey.set(recordKey(r), r);
+    for (let i = 0; i < wanted.length; i++) {
+      if (i % YIELD_EVERY === YIELD_EVERY - 1) await yieldToLoop();
+      byKey.set(recordKey(wanted[i]), wanted[i]);
+    }
     const deletes: string[] = [];
     const upserts: DnsRecord[] = [];
     let n = 0;
@@ -301,10 +323,12 @@ export class SecondaryZones {
       }
     }
     const t = now();
+    const ids = new IdBatch();
     for (const w of byKey.values()) {
+      if (++n % YIELD_EVERY === 0) await yieldToLoop();
       upserts.push({
         ...w,
-        id: newId(),
+        id: ids.next(),
         zone_id: zs.zone.id,
         proxied: false,
         comment: null,
