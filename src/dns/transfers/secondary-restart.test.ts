@@ -6,7 +6,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { TestPlatform } from "../../core/testing/platform.js";
 import { dig, digAvailable, startDnsPlatform } from "../testing/helpers.js";
-import { freePort, knotAvailable, knsupdate, platformRemote, startKnot, until, type Knot } from "../testing/knot.js";
+import { freePort, knotAvailable, knsupdate, primaryForPlatform, startKnot, until, type Knot } from "../testing/knot.js";
 
 const KEPT = "kept.example";
 const EXPIRING = "expiring.example";
@@ -50,20 +50,10 @@ describe("secondary zones across a platform restart, with Knot as the primary", 
   const startPrimary = async () =>
     (knot = await startKnot(
       knotPort,
-      `${platformRemote(tsigSecret, port)}acl:
-  - id: platform-xfr
-    address: 127.0.0.1
-    key: xfr-key
-    action: [transfer, update]
-zone:
-  - domain: ${KEPT}
-    notify: platform
-    acl: platform-xfr
-    zonefile-sync: -1
-  - domain: ${EXPIRING}
-    acl: platform-xfr
-    zonefile-sync: -1
-`,
+      primaryForPlatform(tsigSecret, port, [
+        { domain: KEPT, notify: true },
+        { domain: EXPIRING, notify: false },
+      ]),
       { [`${KEPT}.zone`]: keptZone, [`${EXPIRING}.zone`]: expiringZone },
     ));
   const update = (zone: string, lines: string[]) => knsupdate(knotPort, `hmac-sha256:xfr-key:${tsigSecret}`, zone, lines);

@@ -5,7 +5,7 @@ import dgram from "node:dgram";
 import * as packet from "dns-packet";
 import type { TestPlatform } from "../../core/testing/platform.js";
 import { dig, digAvailable, rcodeOf, startDnsPlatform, udpQuery } from "../testing/helpers.js";
-import { freePort, kdig, knotAvailable, knsupdate, platformRemote, startKnot, until, type Knot } from "../testing/knot.js";
+import { freePort, kdig, knotAvailable, knsupdate, primaryForPlatform, startKnot, until, type Knot } from "../testing/knot.js";
 import { readTsig, sign } from "./tsig.js";
 
 const SEC = "sec.example";
@@ -89,20 +89,10 @@ describe("the platform as a secondary, with Knot as the primary", async () => {
     tsigSecret = secret();
     knot = await startKnot(
       knotPort,
-      `${platformRemote(tsigSecret, port)}acl:
-  - id: platform-xfr
-    address: 127.0.0.1
-    key: xfr-key
-    action: [transfer, update]
-zone:
-  - domain: ${SEC}
-    notify: platform
-    acl: platform-xfr
-    zonefile-sync: -1
-  - domain: ${TIMER}
-    acl: platform-xfr
-    zonefile-sync: -1
-`,
+      primaryForPlatform(tsigSecret, port, [
+        { domain: SEC, notify: true },
+        { domain: TIMER, notify: false },
+      ]),
       { [`${SEC}.zone`]: secZone, [`${TIMER}.zone`]: timerZone },
     );
   });

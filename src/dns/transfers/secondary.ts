@@ -326,19 +326,7 @@ export class SecondaryZones {
     const ids = new IdBatch();
     for (const w of byKey.values()) {
       if (++n % YIELD_EVERY === 0) await yieldToLoop();
-      upserts.push({
-        ...w,
-        id: ids.next(),
-        zone_id: zs.zone.id,
-        proxied: false,
-        comment: null,
-        tags: [],
-        settings: {},
-        created_on: t,
-        modified_on: t,
-        comment_modified_on: null,
-        tags_modified_on: null,
-      });
+      upserts.push(secondaryRecord(w, zs.zone.id, ids.next(), t));
     }
     await this.zones.replaceSecondary(zs, primary, { upserts, deletes });
     if (!incremental) this.status.set(zs.zone.id, { ...this.statusOf(zs.zone.id), skipped_records: skipped });
@@ -379,6 +367,23 @@ export class SecondaryZones {
       this.expiresAt.set(zoneId, expiresAt);
     }
   }
+}
+
+/** A record a transfer brought, as the zone stores it (nothing of the platform's own: no proxying, comment, tags). */
+export function secondaryRecord(w: IncomingRecord, zoneId: string, id: string, createdOn: string): DnsRecord {
+  return {
+    ...w,
+    id,
+    zone_id: zoneId,
+    proxied: false,
+    comment: null,
+    tags: [],
+    settings: {},
+    created_on: createdOn,
+    modified_on: createdOn,
+    comment_modified_on: null,
+    tags_modified_on: null,
+  };
 }
 
 /** The serial a NOTIFY announces (its answer section may carry the new SOA), for the log. */

@@ -6,6 +6,7 @@ import { sqliteStoreFactory } from "../../core/testing/contract.js";
 import type { DnsRecord, Soa } from "../model.js";
 import { DNS_MIGRATIONS } from "../sqlite-migrations.js";
 import { SqliteDnsStore } from "../sqlite-store.js";
+import { secondaryRecord } from "../transfers/secondary.js";
 import { ZoneService } from "./zone-service.js";
 import { newId, now } from "./zone-state.js";
 
@@ -23,27 +24,8 @@ const soa = (serial: number): { serial: number; soa: Soa } => ({
   soa: { mname: `ns1.${ZONE}`, rname: `hostmaster.${ZONE}`, refresh: 3600, retry: 600, expire: 86400, min_ttl: 300, ttl: 3600 },
 });
 
-function record(zoneId: string, name: string, content: string): DnsRecord {
-  const t = now();
-  return {
-    id: newId(),
-    zone_id: zoneId,
-    name,
-    type: "A",
-    content,
-    data: null,
-    priority: null,
-    ttl: 300,
-    proxied: false,
-    comment: null,
-    tags: [],
-    settings: {},
-    created_on: t,
-    modified_on: t,
-    comment_modified_on: null,
-    tags_modified_on: null,
-  };
-}
+const record = (zoneId: string, name: string, content: string): DnsRecord =>
+  secondaryRecord({ name, type: "A", content, data: null, priority: null, ttl: 300 }, zoneId, newId(), now());
 
 /**
  * A secondary zone's large transfer (ZoneService.replaceSecondary over the SQLite store): written and indexed over
