@@ -9,6 +9,7 @@ export const groups: Record<string, string> = {
   "dns zone": "Create, list and delete zones",
   "dns record": "Create, list and delete records of a zone",
   "dns dnssec": "Sign a zone with DNSSEC, show the DS record for the registrar, roll its keys",
+  "dns secondary": "Serve zones copied from another server (the platform as a secondary: AXFR/IXFR, NOTIFY, TSIG)",
 };
 
 /** This area's CLI commands: a thin client of the DNS API (the server itself runs inside `edgecli serve`). */
@@ -110,6 +111,52 @@ export const commands: AnyCommand[] = [
     },
     examples: ["edgecli dns dnssec rollover example.com --zsk"],
     handler: lazy(() => import("./cli/dnssec.js"), "rollover"),
+  }),
+  defineCommand({
+    path: ["dns", "secondary", "create"],
+    describe: "Create a secondary zone copied from its primary server(s), optionally over TSIG; the first transfer starts at once",
+    positionals: [{ name: "zone", describe: "The domain, e.g. example.com", required: true }],
+    options: {
+      primary: { type: "strings", describe: "A primary's address, with an optional port: 192.0.2.1, 192.0.2.1:5353, [2001:db8::1]:53 (repeatable)" },
+      "tsig-name": { type: "string", describe: "Name of the TSIG key, as the primary knows it (an existing key of the account is reused)" },
+      "tsig-secret-file": {
+        type: "string",
+        describe: "File holding the new key's base64 secret, or - for stdin (a hidden prompt on a terminal); never given on the command line",
+      },
+      "tsig-algorithm": {
+        type: "string",
+        describe: "Algorithm of a new TSIG key",
+        choices: ["hmac-sha256", "hmac-sha512", "hmac-md5"],
+        default: "hmac-sha256",
+      },
+      ixfr: { type: "boolean", describe: "Ask the primaries for incremental transfers (IXFR) once the zone holds a copy" },
+      "refresh-max": { type: "number", describe: "Longest time between two refreshes in seconds (30-604800), whatever the SOA refresh says (default: a day)" },
+    },
+    examples: [
+      "edgecli dns secondary create example.com --primary 192.0.2.1",
+      "openssl rand -base64 32 > xfr.key; edgecli dns secondary create example.com --primary 192.0.2.1:53 --tsig-name xfr-key --tsig-secret-file xfr.key --ixfr",
+    ],
+    handler: lazy(() => import("./cli/secondary.js"), "createSecondary"),
+  }),
+  defineCommand({
+    path: ["dns", "secondary", "status"],
+    describe: "Show a secondary zone's transfer state: serial, last transfer, next refresh, expiry, last error",
+    positionals: [zoneArg],
+    options: { json: { type: "boolean", describe: "Print the API's answer as JSON" } },
+    handler: lazy(() => import("./cli/secondary.js"), "secondaryStatus"),
+  }),
+  defineCommand({
+    path: ["dns", "secondary", "transfer"],
+    describe: "Transfer the whole zone (AXFR) from its primaries now; waits for it and fails when no primary answered",
+    positionals: [zoneArg],
+    handler: lazy(() => import("./cli/secondary.js"), "forceTransfer"),
+  }),
+  defineCommand({
+    path: ["dns", "secondary", "delete"],
+    describe: "Delete a secondary zone, the peers `create` made for it (unless other zones use them) and their TSIG key once unused",
+    positionals: [zoneArg],
+    options: { yes: { type: "boolean", alias: "y", describe: "Do not ask for confirmation" } },
+    handler: lazy(() => import("./cli/secondary.js"), "deleteSecondary"),
   }),
 ];
 /** Deprecated spellings of this area's command groups. */

@@ -97,6 +97,22 @@ remote:
 `;
 }
 
+/**
+ * A `startKnot` config for a Knot that is the primary of `zones` for the platform on `platformPort`: the `xfr-key`
+ * and `platform` remote of platformRemote, an acl letting the key transfer and update from loopback, and each zone
+ * (NOTIFYing the platform when `notify`; never writing its zone file back).
+ */
+export function primaryForPlatform(secret: string, platformPort: number, zones: { domain: string; notify: boolean }[]): string {
+  const zoneLines = zones.map((z) => `  - domain: ${z.domain}\n${z.notify ? "    notify: platform\n" : ""}    acl: platform-xfr\n    zonefile-sync: -1\n`);
+  return `${platformRemote(secret, platformPort)}acl:
+  - id: platform-xfr
+    address: 127.0.0.1
+    key: xfr-key
+    action: [transfer, update]
+zone:
+${zoneLines.join("")}`;
+}
+
 /** Runs kdig against 127.0.0.1:`port`; its stdout (kdig exits non-zero on a failed transfer, with output). */
 export function kdig(port: number, args: string[]): Promise<string> {
   return new Promise((resolve) =>
@@ -111,4 +127,13 @@ export async function until(check: () => Promise<boolean>, what: string, ms = 30
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 100));
   }
+}
+
+/** A change on a Knot primary (it takes RFC 2136 updates signed with the key, e.g. `hmac-sha256:xfr-key:<secret>`, and then NOTIFYs where configured). */
+export function knsupdate(knotPort: number, keyArg: string, zone: string, lines: string[]): Promise<void> {
+  const script = [`server 127.0.0.1 ${knotPort}`, `zone ${zone}.`, ...lines, "send", ""].join("\n");
+  return new Promise((resolve, reject) => {
+    const child = execFile("knsupdate", ["-y", keyArg], (err, stdout, stderr) => (err ? reject(new Error(`knsupdate: ${stderr || stdout}`)) : resolve()));
+    child.stdin!.end(script);
+  });
 }

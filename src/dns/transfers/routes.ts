@@ -205,8 +205,10 @@ export function registerTransferRoutes(app: FastifyInstance, zones: ZoneService,
       modified_time: i.modified_time,
       checked_time: i.checked_time,
       soa_serial: zs.zone.serial,
-      // Ours: when records last came in, and why the last refresh failed (null when it worked).
+      // Ours: when records last came in, when the zone is next refreshed and expires, and why the last refresh failed
+      // (null when it worked).
       last_transferred_time: i.last_transferred_time,
+      ...secondary.timesOf(i.zone_id),
       ...secondary.statusOf(i.zone_id),
     };
   };

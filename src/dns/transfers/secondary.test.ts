@@ -1,12 +1,11 @@
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { execFile } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import dgram from "node:dgram";
 import * as packet from "dns-packet";
 import type { TestPlatform } from "../../core/testing/platform.js";
 import { dig, digAvailable, rcodeOf, startDnsPlatform, udpQuery } from "../testing/helpers.js";
-import { freePort, kdig, knotAvailable, platformRemote, startKnot, until, type Knot } from "../testing/knot.js";
+import { freePort, kdig, knotAvailable, knsupdate, primaryForPlatform, startKnot, until, type Knot } from "../testing/knot.js";
 import { readTsig, sign } from "./tsig.js";
 
 const SEC = "sec.example";
@@ -42,15 +41,6 @@ $TTL 300
 ns1 A 192.0.2.53
 www A 192.0.2.81
 `;
-
-/** A change on the primary (Knot takes RFC 2136 updates signed with the key; it then NOTIFYs where configured). */
-function knsupdate(knotPort: number, keyArg: string, zone: string, lines: string[]): Promise<void> {
-  const script = [`server 127.0.0.1 ${knotPort}`, `zone ${zone}.`, ...lines, "send", ""].join("\n");
-  return new Promise((resolve, reject) => {
-    const child = execFile("knsupdate", ["-y", keyArg], (err, stdout, stderr) => (err ? reject(new Error(`knsupdate: ${stderr || stdout}`)) : resolve()));
-    child.stdin!.end(script);
-  });
-}
 
 /** A NOTIFY for `zone` sent from `localAddress`, optionally signed; its answer. */
 function sendNotify(port: number, zone: string, opts: { localAddress?: string; key?: { name: string; secret: string } } = {}): Promise<Buffer> {
@@ -99,20 +89,10 @@ describe("the platform as a secondary, with Knot as the primary", async () => {
     tsigSecret = secret();
     knot = await startKnot(
       knotPort,
-      `${platformRemote(tsigSecret, port)}acl:
-  - id: platform-xfr
-    address: 127.0.0.1
-    key: xfr-key
-    action: [transfer, update]
-zone:
-  - domain: ${SEC}
-    notify: platform
-    acl: platform-xfr
-    zonefile-sync: -1
-  - domain: ${TIMER}
-    acl: platform-xfr
-    zonefile-sync: -1
-`,
+      primaryForPlatform(tsigSecret, port, [
+        { domain: SEC, notify: true },
+        { domain: TIMER, notify: false },
+      ]),
       { [`${SEC}.zone`]: secZone, [`${TIMER}.zone`]: timerZone },
     );
   });

@@ -1,9 +1,10 @@
+import { randomBytes } from "node:crypto";
 import * as packet from "dns-packet";
 import type { Logger } from "../../core/logger.js";
 import type { DnsRecord } from "../model.js";
 import { Rcode, type AnswerEngine } from "../server/answer.js";
 import type { ZoneService } from "../zones/zone-service.js";
-import { newId, now, type ZoneState } from "../zones/zone-state.js";
+import { now, type ZoneState } from "../zones/zone-state.js";
 import { sameAddress } from "./addresses.js";
 import type { TransferDirectory } from "./directory.js";
 import { incomingRecord, recordKey, soaOf, type IncomingRecord } from "./incoming-records.js";
@@ -14,7 +15,7 @@ import { DEFAULT_XFR_LIMITS, requestXfr, XfrError, type XfrLimits } from "./xfr-
 type Decoded = ReturnType<typeof packet.decode>;
 
 /** Records converted (and diffed) between two turns of the event loop, so a large zone never stalls answering. */
-const YIELD_EVERY = 2000;
+const YIELD_EVERY = 1000;
 /** Retry of a zone that has never been transferred (its SOA retry is not known yet). */
 const FIRST_RETRY_S = 10;
 /** Bounds on timers: a primary's SOA of 0 must not spin, nor one of years overflow setTimeout. */
@@ -31,7 +32,30 @@ export interface RefreshStatus {
   skipped_records: number;
 }
 
+/** When the zone is next refreshed and when it stops being served, as the API shows them (ISO times). */
+export interface RefreshTimes {
+  /** Null while a refresh runs, or when the zone has no incoming configuration. */
+  next_refresh_time: string | null;
+  /** When the SOA expire passes without a primary answering; null when the zone is not served (expired, or never transferred). */
+  expires_time: string | null;
+}
+
 const yieldToLoop = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+/** Record ids (as zone-state's newId: 16 random bytes in hex) drawn from the CSPRNG a batch at a time: one call per record cost seconds on a 200,000-record transfer. */
+class IdBatch {
+  private pool = Buffer.alloc(0);
+  private at = 0;
+
+  next(): string {
+    if (this.at === this.pool.length) {
+      this.pool = randomBytes(16 * YIELD_EVERY);
+      this.at = 0;
+    }
+    this.at += 16;
+    return this.pool.toString("hex", this.at - 16, this.at);
+  }
+}
 
 /**
  * The platform as a secondary (RFC 5936, 1995, 1996): each secondary zone is copied from its primaries (the peers of
@@ -49,6 +73,9 @@ export class SecondaryZones {
   /** Zones asked to refresh again while a refresh ran (a NOTIFY during a transfer); `true` forces AXFR. */
   private readonly again = new Map<string, boolean>();
   private readonly status = new Map<string, RefreshStatus>();
+  /** Epoch ms of each zone's armed refresh timer, and of its SOA expire while it is served. */
+  private readonly nextRefreshAt = new Map<string, number>();
+  private readonly expiresAt = new Map<string, number>();
   private stopped = false;
 
   constructor(
@@ -75,7 +102,10 @@ export class SecondaryZones {
   configured(zoneId: string): void {
     this.updateServed(zoneId);
     if (this.directory.incomingOf(zoneId)) this.refreshSoon(zoneId);
-    else clearTimeout(this.timers.get(zoneId));
+    else {
+      clearTimeout(this.timers.get(zoneId));
+      this.nextRefreshAt.delete(zoneId);
+    }
   }
 
   /** The zone is gone. */
@@ -85,11 +115,18 @@ export class SecondaryZones {
     this.timers.delete(zoneId);
     this.expiries.delete(zoneId);
     this.status.delete(zoneId);
+    this.nextRefreshAt.delete(zoneId);
+    this.expiresAt.delete(zoneId);
     this.engine.unserved.delete(zoneId);
   }
 
   statusOf(zoneId: string): RefreshStatus {
     return this.status.get(zoneId) ?? { last_error: null, skipped_records: 0 };
+  }
+
+  timesOf(zoneId: string): RefreshTimes {
+    const iso = (ms: number | undefined) => (ms === undefined ? null : new Date(ms).toISOString());
+    return { next_refresh_time: iso(this.nextRefreshAt.get(zoneId)), expires_time: iso(this.expiresAt.get(zoneId)) };
   }
 
   /** Refreshes the zone now (`axfr`: the whole zone, whatever the serials say); resolves when that refresh is over. */
@@ -99,6 +136,7 @@ export class SecondaryZones {
       this.again.set(zoneId, axfr || (this.again.get(zoneId) ?? false));
       return current;
     }
+    this.nextRefreshAt.delete(zoneId);
     const run = this.refresh(zoneId, axfr).finally(() => {
       this.running.delete(zoneId);
       const more = this.again.get(zoneId);
@@ -120,6 +158,7 @@ export class SecondaryZones {
     const t = setTimeout(() => void this.refreshNow(zoneId), ms);
     t.unref();
     this.timers.set(zoneId, t);
+    this.nextRefreshAt.set(zoneId, Date.now() + ms);
   }
 
   /**
@@ -253,7 +292,10 @@ export class SecondaryZones {
         if (skipped <= 3) this.log.info({ zone: zs.zone.name, why: c.skipped }, "record of the primary not kept");
       }
     }
-    await this.take(zs, rrs[0], records, `${kind} from ${peer.name}`, skipped, false);
+    const soa = rrs[0];
+    // The decoded messages are no longer needed: let them go before the records are written (memory of a large zone).
+    rrs.length = 0;
+    await this.take(zs, soa, records, `${kind} from ${peer.name}`, skipped, false);
   }
 
   /**
@@ -263,7 +305,10 @@ export class SecondaryZones {
   private async take(zs: ZoneState, soaRr: packet.Answer, wanted: IncomingRecord[], how: string, skipped: number, incremental: boolean): Promise<void> {
     const primary = soaOf(soaRr);
     const byKey = new Map<string, IncomingRecord>();
-    for (const r of wanted) byKey.set(recordKey(r), r);
+    for (let i = 0; i < wanted.length; i++) {
+      if (i % YIELD_EVERY === YIELD_EVERY - 1) await yieldToLoop();
+      byKey.set(recordKey(wanted[i]), wanted[i]);
+    }
     const deletes: string[] = [];
     const upserts: DnsRecord[] = [];
     let n = 0;
@@ -278,20 +323,10 @@ export class SecondaryZones {
       }
     }
     const t = now();
+    const ids = new IdBatch();
     for (const w of byKey.values()) {
-      upserts.push({
-        ...w,
-        id: newId(),
-        zone_id: zs.zone.id,
-        proxied: false,
-        comment: null,
-        tags: [],
-        settings: {},
-        created_on: t,
-        modified_on: t,
-        comment_modified_on: null,
-        tags_modified_on: null,
-      });
+      if (++n % YIELD_EVERY === 0) await yieldToLoop();
+      upserts.push(secondaryRecord(w, zs.zone.id, ids.next(), t));
     }
     await this.zones.replaceSecondary(zs, primary, { upserts, deletes });
     if (!incremental) this.status.set(zs.zone.id, { ...this.statusOf(zs.zone.id), skipped_records: skipped });
@@ -313,6 +348,7 @@ export class SecondaryZones {
   private updateServed(zoneId: string): void {
     clearTimeout(this.expiries.get(zoneId));
     this.expiries.delete(zoneId);
+    this.expiresAt.delete(zoneId);
     const zs = this.zones.get(zoneId);
     const checked = this.directory.incomingOf(zoneId)?.checked_time;
     const expiresAt = zs && checked && this.transferredYet(zoneId) ? Date.parse(checked) + zs.zone.settings.soa.expire * 1000 : 0;
@@ -328,8 +364,26 @@ export class SecondaryZones {
       const t = setTimeout(() => this.updateServed(zoneId), Math.min(expiresAt - Date.now() + 10, 2 ** 31 - 1));
       t.unref();
       this.expiries.set(zoneId, t);
+      this.expiresAt.set(zoneId, expiresAt);
     }
   }
+}
+
+/** A record a transfer brought, as the zone stores it (nothing of the platform's own: no proxying, comment, tags). */
+export function secondaryRecord(w: IncomingRecord, zoneId: string, id: string, createdOn: string): DnsRecord {
+  return {
+    ...w,
+    id,
+    zone_id: zoneId,
+    proxied: false,
+    comment: null,
+    tags: [],
+    settings: {},
+    created_on: createdOn,
+    modified_on: createdOn,
+    comment_modified_on: null,
+    tags_modified_on: null,
+  };
 }
 
 /** The serial a NOTIFY announces (its answer section may carry the new SOA), for the log. */

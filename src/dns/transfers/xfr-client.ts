@@ -38,8 +38,8 @@ const RCODES = ["NOERROR", "FORMERR", "SERVFAIL", "NXDOMAIN", "NOTIMP", "REFUSED
  * The answer ends with the message that holds its last record: for SOA the first message; for AXFR the second SOA;
  * for IXFR (RFC 1995 §4) the lone SOA of an up-to-date answer, or the final SOA after the differences, or the
  * closing SOA of a whole zone sent instead. Signed with `key` when given, and then every message must verify
- * (StreamVerifier). Each message is decoded as it arrives (at most 64 KiB), so a large zone never blocks the loop
- * for long.
+ * (StreamVerifier). Each message is decoded as it arrives (at most 64 KiB), one socket read per turn of the event
+ * loop, so a large zone never blocks the loop for long.
  */
 export function requestXfr(req: XfrRequest): Promise<packet.Answer[]> {
   const limits = req.limits ?? DEFAULT_XFR_LIMITS;
@@ -89,6 +89,10 @@ export function requestXfr(req: XfrRequest): Promise<packet.Answer[]> {
           return finish(err instanceof XfrError ? err : new XfrError(`unreadable answer: ${(err as Error).message}`));
         }
       }
+      // One chunk per turn of the event loop: a fast primary fills the socket faster than its messages are decoded,
+      // and libuv hands over several reads in one go (a 200,000-record AXFR held the loop for most of a second).
+      socket.pause();
+      setImmediate(() => settled || socket.resume());
     });
 
     /** Takes one message; true once the answer is complete. */

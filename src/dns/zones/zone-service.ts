@@ -13,6 +13,10 @@ type ChangeListener = (zone: ZoneState, kind: ChangeKind, origin: ChangeOrigin) 
 /** A write validated against a zone another node had changed meanwhile is made again this often at most. */
 const STALE_ATTEMPTS = 5;
 
+/** Records indexed between two turns of the event loop when a secondary zone's transfer is swapped in. */
+const INDEX_PER_TURN = 2000;
+const turn = () => new Promise<void>((resolve) => setImmediate(resolve));
+
 /** A serial only ever grows: the next one is one more, or the current UNIX time when that is larger. */
 const nextSerial = (serial: number) => Math.max(serial + 1, Math.floor(Date.now() / 1000));
 
@@ -186,10 +190,28 @@ export class ZoneService {
       this.current(zs);
       if (zs.zone.type !== "secondary") throw new Error(`zone ${zs.zone.name} is not a secondary zone`);
       const zone: Zone = { ...zs.zone, modified_on: now(), serial: primary.serial, settings: { ...zs.zone.settings, soa: primary.soa } };
+      // A large transfer is written (sqlite-store.ts) and indexed a bounded amount per turn of the event loop; the
+      // zone answers its previous version throughout, and the new one from the moment it is swapped in whole.
       await this.store.updateZone(zone, changes);
-      zs.zone = zone;
-      for (const id of changes.deletes) zs.remove(id);
-      for (const r of changes.upserts) zs.put(r);
+      if (changes.deletes.length + changes.upserts.length <= INDEX_PER_TURN) {
+        zs.zone = zone;
+        for (const id of changes.deletes) zs.remove(id);
+        for (const r of changes.upserts) zs.put(r);
+        this.emit(zs, "records");
+        return;
+      }
+      const built = new ZoneState(zone);
+      const deleted = new Set(changes.deletes);
+      let n = 0;
+      for (const r of zs.records.values()) {
+        if (++n % INDEX_PER_TURN === 0) await turn();
+        if (!deleted.has(r.id)) built.put(r);
+      }
+      for (const r of changes.upserts) {
+        if (++n % INDEX_PER_TURN === 0) await turn();
+        built.put(r);
+      }
+      zs.adopt(built);
       this.emit(zs, "records");
     });
   }

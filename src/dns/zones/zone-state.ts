@@ -10,11 +10,23 @@ export const now = () => new Date().toISOString();
  * wildcards without SQL.
  */
 export class ZoneState {
-  readonly records = new Map<string, DnsRecord>();
-  readonly byName = new Map<string, DnsRecord[]>();
-  private readonly names = new Map<string, number>();
+  // Not readonly: adopt() swaps them whole. Never assigned elsewhere.
+  records = new Map<string, DnsRecord>();
+  byName = new Map<string, DnsRecord[]>();
+  private names = new Map<string, number>();
 
   constructor(public zone: Zone) {}
+
+  /**
+   * Takes `built`'s zone and records as its own, in one step: a large change (a secondary zone's transfer) is built
+   * on the side over several turns of the event loop while this state keeps answering, then swapped in whole.
+   */
+  adopt(built: ZoneState): void {
+    this.zone = built.zone;
+    this.records = built.records;
+    this.byName = built.byName;
+    this.names = built.names;
+  }
 
   /** Adds or replaces a record; a replaced record keeps its place in the zone's order. */
   put(r: DnsRecord): void {
