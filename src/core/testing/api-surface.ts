@@ -174,6 +174,12 @@ const queueEndpoints = (base: (f: AccountFixture) => string): Endpoint[] => {
       (f) => `${queue(f)}/messages/ack`,
       () => ({ acks: [{ lease_id: "x" }], retries: [] }),
     ),
+    send(
+      "queues",
+      "POST",
+      (f) => `${queue(f)}/purge`,
+      () => ({ delete_messages_permanently: true }),
+    ),
   ];
 };
 const chat = { model: "gpt-4o-mini", messages: [{ role: "user", content: "hi" }] };
