@@ -315,7 +315,8 @@ function isUpstreamFailure(endpoint, status, text) {
 
 // ---- the run ----
 const mock = await startMockProvider();
-const p = await startTestPlatform({ args: ["--provider-base-url", `openai=${mock.url}`] });
+// The fixtures' transfer peer is a closed loopback port (api-surface.ts), allowed here as an operator would allow one.
+const p = await startTestPlatform({ args: ["--provider-base-url", `openai=${mock.url}`, "--dns-peer-allow", "127.0.0.1/32"] });
 const port = Number(new URL(p.url).port);
 const pid = p.process.pid;
 const dispatcher = new Agent({ connections: CONCURRENCY * 2, headersTimeout: TIMEOUT_MS, bodyTimeout: TIMEOUT_MS, connect: { timeout: TIMEOUT_MS } });

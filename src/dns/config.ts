@@ -23,6 +23,11 @@ export const serveOptions = {
     type: "number",
     describe: "Processes answering DNS over UDP on one shared socket (default: one per CPU, at most 4); 0 or 1 answers in the main process",
   },
+  "dns-peer-allow": {
+    type: "strings",
+    describe:
+      "CIDR ranges tenants' DNS transfer peers (primaries of secondary zones, secondaries sent NOTIFY) may be in besides public addresses; default none, so no tenant can make the platform connect into this host or its private network",
+  },
   notify: { type: "strings", describe: "Secondaries (host:port) sent a DNS NOTIFY when a zone's serial changes; they may also transfer" },
   // Limits on DNS over TCP. Without them one client could hold a connection forever by trickling a byte at a time,
   // or hold every file descriptor the process has.
@@ -66,6 +71,8 @@ export interface DnsConfig {
   /** Addresses A/AAAA records may not use. */
   platformAddresses: BlockList;
   axfrAllow: BlockList;
+  /** Non-public addresses tenants' transfer peers may have (transfers/addresses.ts peerAddressAllowed). */
+  peerAllow: BlockList;
   notifyTargets: { host: string; port: number }[];
   /** Processes answering UDP on one shared socket; 0 or 1 answers in the main process. */
   workers: number;
@@ -94,6 +101,8 @@ export function readDnsConfig(options: DnsOptions): DnsConfig {
   const notifyTargets = list(options.notify).map((s) => parseHostPort(s, "notify"));
   const axfrAllow = new BlockList();
   for (const r of list(options["axfr-allow"])) addCidr(axfrAllow, r, "axfr-allow");
+  const peerAllow = new BlockList();
+  for (const r of list(options["dns-peer-allow"])) addCidr(peerAllow, r, "dns-peer-allow");
   // A secondary we notify is a secondary we let transfer.
   for (const t of notifyTargets) addCidr(axfrAllow, t.host, "notify");
   const nameServers = list(options["name-servers"]).map((n) => n.toLowerCase().replace(/\.$/, ""));
@@ -115,6 +124,7 @@ export function readDnsConfig(options: DnsOptions): DnsConfig {
     nameServers,
     platformAddresses,
     axfrAllow,
+    peerAllow,
     notifyTargets,
     workers,
     tcp: {

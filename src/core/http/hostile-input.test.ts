@@ -22,7 +22,8 @@ let port: number;
 
 before(async () => {
   mock = await startMockProvider();
-  p = await startTestPlatform({ args: ["--provider-base-url", `openai=${mock.url}`] });
+  // The fixtures' transfer peer is a closed loopback port (api-surface.ts), allowed here as an operator would allow one.
+  p = await startTestPlatform({ args: ["--provider-base-url", `openai=${mock.url}`, "--dns-peer-allow", "127.0.0.1/32"] });
   port = Number(new URL(p.url).port);
   [own, other] = await setUpAccounts(p);
 });

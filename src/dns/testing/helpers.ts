@@ -9,7 +9,10 @@ export type DnsResponse = ReturnType<typeof packet.decode>;
 
 /** A platform with the DNS server on a free port, plus the port. */
 export async function startDnsPlatform(args: string[] = [], stateDir?: string, env?: NodeJS.ProcessEnv): Promise<{ p: TestPlatform; port: number }> {
-  const p = await startTestPlatform({ args: ["--dns-port", "0", ...args], stateDir, env });
+  // Knot, the tests' primary and secondary, runs on loopback, and peers that are never reached use the documentation
+  // range: neither is an address tenants' transfer peers may have by default.
+  const peerAllow = ["--dns-peer-allow", "127.0.0.0/8", "--dns-peer-allow", "192.0.2.0/24"];
+  const p = await startTestPlatform({ args: ["--dns-port", "0", ...peerAllow, ...args], stateDir, env });
   const port = Number(p.endpoints.dns_udp.split(":").pop());
   if (!(port > 0) || p.endpoints.dns_tcp !== p.endpoints.dns_udp) throw new Error(`bad DNS endpoints ${JSON.stringify(p.endpoints)}`);
   return { p, port };

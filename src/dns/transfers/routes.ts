@@ -7,6 +7,7 @@ import { zoneAccount, zoneOf } from "../api/zone-access.js";
 import type { Notifier } from "../server/notify.js";
 import type { ZoneService } from "../zones/zone-service.js";
 import type { Transfers } from "./transfers.js";
+import { PEER_NOT_ALLOWED } from "./addresses.js";
 import { TransferErrors } from "./errors.js";
 import type { Incoming, Outgoing, Peer, TsigKeyEntry } from "./model.js";
 import { algorithmName, TSIG_ALGORITHMS } from "./tsig.js";
@@ -103,6 +104,7 @@ export function registerTransferRoutes(app: FastifyInstance, zones: ZoneService,
   // Peers
   const peerFields = (body: z.output<typeof peerBody>): Omit<Peer, "id" | "account_id"> => {
     if (body.ip != null && !isIP(body.ip)) throw TransferErrors.invalid(`ip: "${body.ip}" is not an IPv4 or IPv6 address`, "/ip");
+    if (body.ip != null && !transfers.peerAllowed(body.ip)) throw TransferErrors.invalid(`ip: ${body.ip}: ${PEER_NOT_ALLOWED}`, "/ip");
     return { name: body.name, ip: body.ip ?? null, port: body.port ?? 53, tsig_id: body.tsig_id || null, ixfr_enable: body.ixfr_enable ?? false };
   };
   app.get<AccountParams>(`${base}/peers`, { config: read }, async (req) => ok(directory.peersOf(req.params.account_id).map(peerView)));

@@ -5,7 +5,7 @@ import type { DnsRecord } from "../model.js";
 import { Rcode, type AnswerEngine } from "../server/answer.js";
 import type { ZoneService } from "../zones/zone-service.js";
 import { now, type ZoneState } from "../zones/zone-state.js";
-import { sameAddress } from "./addresses.js";
+import { PEER_NOT_ALLOWED, sameAddress } from "./addresses.js";
 import type { TransferDirectory } from "./directory.js";
 import { incomingRecord, recordKey, soaOf, type IncomingRecord } from "./incoming-records.js";
 import type { Peer } from "./model.js";
@@ -85,6 +85,8 @@ export class SecondaryZones {
     private readonly log: Logger,
     /** Empties every answer cache (a zone starts or stops being served without its records changing). */
     private readonly invalidate: () => void,
+    /** Whether a primary's address may be connected to (a tenant names it; transfers/addresses.ts). */
+    private readonly peerAllowed: (ip: string) => boolean,
     private readonly limits: XfrLimits = DEFAULT_XFR_LIMITS,
   ) {}
 
@@ -204,6 +206,11 @@ export class SecondaryZones {
     const errors: string[] = [];
     const peers = this.directory.incomingPeers(zoneId).filter((p) => p.ip);
     for (const peer of peers) {
+      // A primary stored before the operator narrowed --dns-peer-allow is not connected to.
+      if (!this.peerAllowed(peer.ip!)) {
+        errors.push(`${peer.name} (${peer.ip}:${peer.port}): ${PEER_NOT_ALLOWED}`);
+        continue;
+      }
       try {
         const transferred = await this.refreshFrom(zs, peer, forceAxfr);
         await this.directory.refreshed(zoneId, transferred);

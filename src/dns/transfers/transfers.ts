@@ -13,6 +13,7 @@ import { TRANSFER_MIGRATIONS } from "./sqlite-migrations.js";
 import { SqliteTransferStore } from "./sqlite-store.js";
 import { SecondaryZones } from "./secondary.js";
 import { TransferErrors } from "./errors.js";
+import { peerAddressAllowed } from "./addresses.js";
 
 /** The transfers area as the DNS service uses it: its state, the AXFR/IXFR answers, and where NOTIFY goes. */
 export interface Transfers {
@@ -25,6 +26,8 @@ export interface Transfers {
   secondaryRefused?: () => Error;
   /** A zone's secondaries: its outgoing peers when it has an outgoing configuration, else the --notify targets. */
   notifyTargets(zs: ZoneState): NotifyTarget[];
+  /** Whether a tenant's peer may have this address (addresses.ts peerAddressAllowed). */
+  peerAllowed(ip: string): boolean;
   /** Reads the state; once, before the API or the server starts. */
   load(): Promise<void>;
   /** To call after every zone change. */
@@ -47,22 +50,27 @@ export function createTransfers(
   const directory = new TransferDirectory(store, log);
   const journal = new TransferJournal(store, engine, log);
   const responder = new TransferResponder(engine, directory, journal, cfg.axfrAllow, log);
-  const secondary = new SecondaryZones(zones, directory, engine, log, invalidate);
+  const peerAllowed = (ip: string) => peerAddressAllowed(ip, cfg.peerAllow);
+  const secondary = new SecondaryZones(zones, directory, engine, log, invalidate, peerAllowed);
   let loaded: Promise<void> | undefined;
   return {
     directory,
     journal,
     responder,
     secondary,
+    peerAllowed,
     secondaryRefused: ctx.postgres !== undefined ? TransferErrors.notOnSeveralNodes : undefined,
     notifyTargets(zs) {
       const outgoing = directory.outgoingOf(zs.zone.id);
       if (!outgoing) return cfg.notifyTargets;
       if (!outgoing.enabled) return [];
-      return directory
-        .outgoingPeers(zs.zone.id)
-        .filter((p) => p.ip)
-        .map((p) => ({ host: p.ip!, port: p.port, key: directory.tsigKey(p.tsig_id) }));
+      return (
+        directory
+          .outgoingPeers(zs.zone.id)
+          // A peer stored before the operator narrowed --dns-peer-allow is not sent anything.
+          .filter((p) => p.ip && peerAllowed(p.ip))
+          .map((p) => ({ host: p.ip!, port: p.port, key: directory.tsigKey(p.tsig_id) }))
+      );
     },
     load() {
       return (loaded ??= (async () => {
