@@ -3,6 +3,7 @@ import { identityCopier } from "./core/auth/copy.js";
 import type { AreaCopier } from "./core/state-copy/area.js";
 import { dnsCopier } from "./dns/copy.js";
 import { kvCopier } from "./kv/copy.js";
+import { queuesCopier } from "./queues/copy.js";
 import { r2Copier } from "./r2/copy.js";
 import { workerAssetsCopier } from "./workers/assets/copy.js";
 import { workersCopier } from "./workers/copy.js";
@@ -11,4 +12,13 @@ import { workersCopier } from "./workers/copy.js";
  * Every area `edgecli state copy` carries between a state directory and PostgreSQL + a bucket, in this order. An
  * area joins with its own `copy.ts` (core/state-copy/area.ts says what it declares) and one line here.
  */
-export const AREA_COPIERS: readonly AreaCopier[] = [identityCopier, dnsCopier, kvCopier, r2Copier, workersCopier, workerAssetsCopier, aiGatewayCopier];
+export const AREA_COPIERS: readonly AreaCopier[] = [
+  identityCopier,
+  dnsCopier,
+  kvCopier,
+  r2Copier,
+  workersCopier,
+  workerAssetsCopier,
+  queuesCopier,
+  aiGatewayCopier,
+];

@@ -21,6 +21,7 @@ const md5 = (b: Buffer) => createHash("md5").update(b).digest("hex");
 const BIG = randomBytes(300 * 1024);
 const LARGE_OBJECT = randomBytes(6 * 1024 * 1024 + 17);
 const PART = randomBytes(5 * 1024 * 1024);
+const QUEUED = ["first", "second", "third"];
 const SITE_PAGE = "<h1>carried with its worker</h1>";
 const WORKER = `export default { fetch(req, env) { return new Response("carried " + env.TOKEN); } };`;
 
@@ -32,6 +33,7 @@ interface Written {
   token: { id: string; value: string };
   uploadId: string;
   etags: Map<string, string>;
+  queueId: string;
 }
 
 async function kvPut(p: TestPlatform, ns: string, key: string, value: Buffer, query = "") {
@@ -102,6 +104,12 @@ async function writeEverything(p: TestPlatform, creds: S3Credentials): Promise<W
   );
   assert.equal((await p.api("PUT", `/accounts/${p.accountId}/workers/scripts/carried-worker/schedules`, [{ cron: "*/30 * * * *" }])).status, 200);
 
+  // A queue with a pull consumer and three messages waiting, to be delivered in the order they were sent.
+  const queueId = (await p.api("POST", `/accounts/${p.accountId}/queues`, { queue_name: "carried-q" })).body.result.queue_id as string;
+  assert.equal((await p.api("POST", `/accounts/${p.accountId}/queues/${queueId}/consumers`, { type: "http_pull" })).status, 200);
+  for (const body of QUEUED)
+    assert.equal((await p.api("POST", `/accounts/${p.accountId}/queues/${queueId}/messages`, { body, content_type: "text" })).status, 200);
+
   // A worker with static assets, deployed as users do (edgecli deploy uploads the files with wrangler's protocol).
   const site = mkdtempSync(join(tmpdir(), "carried-site-"));
   try {
@@ -161,7 +169,7 @@ async function writeEverything(p: TestPlatform, creds: S3Credentials): Promise<W
     etags.set("carried/multi.bin", completed.ETag!);
     const pending = await client.send(new s3.CreateMultipartUploadCommand({ Bucket: "carried", Key: "pending.bin" }));
     await client.send(new s3.UploadPartCommand({ Bucket: "carried", Key: "pending.bin", UploadId: pending.UploadId, PartNumber: 1, Body: PART }));
-    return { gatewayLogIds, zone: { id: zoneId, serial }, namespaceId: ns, token, uploadId: pending.UploadId!, etags };
+    return { gatewayLogIds, zone: { id: zoneId, serial }, namespaceId: ns, token, uploadId: pending.UploadId!, etags, queueId };
   } finally {
     client.destroy();
   }
@@ -187,6 +195,8 @@ async function checkEverything(p: TestPlatform, creds: S3Credentials, w: Written
   assert.equal((await kvGet(p, w.namespaceId, "bulk/449"))?.toString(), "v449");
   await eventually(async () => (await hit(p, "carried-worker", "/")).text === "carried s3cret", "the copied worker to run with its sealed secret", 60_000);
   await eventually(async () => (await hit(p, "carried-site", "/")).text === SITE_PAGE, "the copied worker's static assets to be served", 60_000);
+  const backlog = await p.api("GET", `/accounts/${p.accountId}/queues/${w.queueId}/metrics`);
+  assert.equal(backlog.body.result.backlog_count, QUEUED.length, "the queued messages were carried (left for the way back)");
   const schedules = await p.api("GET", `/accounts/${p.accountId}/workers/scripts/carried-worker/schedules`);
   assert.equal(schedules.body.result.schedules[0].cron, "*/30 * * * *");
   const keys = await p.api("GET", `/accounts/${p.accountId}/storage/kv/namespaces/${w.namespaceId}/keys?prefix=expiring`);
@@ -285,7 +295,8 @@ test(
     assert.match(copied.stdout, /kv\s+entries\s+454\s+0\s+454\s+454\s+0/);
     assert.match(copied.stdout, /r2\s+objects\s+4\s+0\s+4\s+4\s+0/);
     assert.match(copied.stdout, /workers\s+secrets\s+1\s+0\s+1\s+1\s+0/);
-    assert.match(copied.stdout, /Count check: every table of identity, dns, kv, r2, workers, worker assets, ai-gateway holds what the source holds/);
+    assert.match(copied.stdout, /queues\s+messages\s+3\s+0\s+3\s+3\s+0/);
+    assert.match(copied.stdout, /Count check: every table of identity, dns, kv, r2, workers, worker assets, queues, ai-gateway holds what the source holds/);
 
     const again = await copyToDatabase(embedded.stateDir, db, bucket, key);
     assert.equal(again.code, 1, "a target with rows is refused");
@@ -339,6 +350,12 @@ async function checkEverythingBack(p: TestPlatform, creds: S3Credentials, w: Wri
   assert.ok((await kvGet(p, w.namespaceId, "big"))?.equals(BIG));
   assert.deepEqual(await gatewayLogs(p), w.gatewayLogIds, "the gateway's logs, back on one machine");
   await eventually(async () => (await hit(p, "carried-worker", "/")).text === "carried s3cret", "the worker, back on one machine", 60_000);
+  const pulled = await p.api("POST", `/accounts/${p.accountId}/queues/${w.queueId}/messages/pull`, { batch_size: 10 });
+  assert.deepEqual(
+    (pulled.body.result.messages as { body: string }[]).map((m) => m.body),
+    QUEUED,
+    "the messages, back on one machine, in the order they were sent",
+  );
   const client = await s3Client(p, creds);
   try {
     const got = await client.send(new s3.GetObjectCommand({ Bucket: "carried", Key: "pending.bin" }));

@@ -1,0 +1,30 @@
+import type { AreaCopier } from "../core/state-copy/area.js";
+import { QUEUES_PG_MIGRATIONS } from "./pg-migrations.js";
+import { QUEUES_AREA } from "./pg-store.js";
+import { QUEUES_MIGRATIONS } from "./sqlite-migrations.js";
+
+/**
+ * Queues for `edgecli state copy`: queues, their consumers, and the messages waiting in them (bodies are rows), with
+ * their attempts and visibility. A message leased when the platform stopped keeps its lease and comes back when it
+ * lapses, as after a restart. Each backend numbers messages itself; they are read per queue in the order they were
+ * sent, so the target delivers them in that order too.
+ */
+export const queuesCopier: AreaCopier = {
+  name: "queues",
+  sqlite: { database: "queues", migrations: QUEUES_MIGRATIONS },
+  postgres: { schema: QUEUES_AREA, migrations: QUEUES_PG_MIGRATIONS },
+  tables: [
+    { table: "queues", columns: ["id", "account_id", "name", "created_on", "modified_on"], key: ["id"] },
+    {
+      table: "consumers",
+      columns: ["id", "queue_id", "type", "script_name", "settings", "dead_letter_queue", "created_on"],
+      key: ["id"],
+    },
+    {
+      table: "messages",
+      columns: ["id", "queue_id", "body", "content_type", "attempts", "sent_at", "visible_at", "lease_id"],
+      key: ["queue_id", "sent_at", "id"],
+      generatedId: "seq",
+    },
+  ],
+};
