@@ -16,7 +16,10 @@ const areas: readonly CliArea[] = [identity, dns, kv, r2, d1, queues, workers, a
 export const commands: AnyCommand[] = [
   serveCommand(Object.assign({}, ...areas.map((a) => a.serveOptions)), async () => (await import("./platform.js")).runPlatformUntilSignal),
   ...areas.flatMap((a) => a.commands),
-  ...state.stateCommands(async () => (await import("./state-copiers.js")).AREA_COPIERS),
+  ...state.stateCommands(async () => {
+    const { AREA_COPIERS, NODE_ONLY_STATE } = await import("./state-copiers.js");
+    return { copiers: AREA_COPIERS, nodeOnly: NODE_ONLY_STATE };
+  }),
 ];
 
 export const aliases: CommandAlias[] = areas.flatMap((a) => a.aliases);

@@ -1,4 +1,4 @@
-import type { AreaCopier } from "../core/state-copy/area.js";
+import type { AreaCopier, NodeOnlyState } from "../core/state-copy/area.js";
 import { DNS_PG_MIGRATIONS } from "./pg-migrations.js";
 import { DNS_MIGRATIONS } from "./sqlite-migrations.js";
 
@@ -41,3 +41,13 @@ export const dnsCopier: AreaCopier = {
     { table: "account_settings", columns: ["account_id", "settings"], key: ["account_id"] },
   ],
 };
+
+/** DNSSEC keys and zone transfer settings stay in one node's files (docs/scale-out.md): `edgecli state copy` cannot carry them. */
+export const dnsNodeOnly: readonly NodeOnlyState[] = [
+  { database: "dnssec", count: "SELECT count(*) AS n FROM zones WHERE status = 'active'", what: "zones signed with DNSSEC" },
+  {
+    database: "dns-transfers",
+    count: "SELECT (SELECT count(*) FROM tsigs) + (SELECT count(*) FROM peers) + (SELECT count(*) FROM outgoing) + (SELECT count(*) FROM incoming) AS n",
+    what: "zone transfer settings (TSIG keys, peers, outgoing and incoming transfers)",
+  },
+];

@@ -1,4 +1,4 @@
-import type { AreaCopier } from "../core/state-copy/area.js";
+import type { AreaCopier, NodeOnlyState } from "../core/state-copy/area.js";
 import { WORKERS_PG_MIGRATIONS } from "./pg-migrations.js";
 import { WORKERS_MIGRATIONS } from "./sqlite-migrations.js";
 import type { ModuleRef } from "./store.js";
@@ -60,3 +60,8 @@ export const workersCopier: AreaCopier = {
     },
   ],
 };
+
+/** Durable Objects need one instance per object across nodes, which nothing provides yet: `edgecli state copy` cannot carry them. */
+export const workersNodeOnly: readonly NodeOnlyState[] = [
+  { database: "durable-objects", count: "SELECT count(*) AS n FROM namespaces", what: "Durable Object namespaces (with their objects' storage)" },
+];

@@ -63,3 +63,17 @@ export interface AreaCopier {
   content?: string;
   tables: readonly TableCopy[];
 }
+
+/**
+ * State of an area that has no PostgreSQL store yet and stays on one machine (D1 files, Durable Objects, DNSSEC keys,
+ * zone transfer settings). A copy into PostgreSQL refuses while the source state directory holds any, naming it,
+ * unless told to leave it behind: otherwise it would be lost without a word. Each area lists its own in its copy.ts.
+ */
+export interface NodeOnlyState {
+  /** `<state>/db/<database>.sqlite`; a missing file holds nothing. */
+  database: string;
+  /** A query answering one row `{ n }`: how many things would stay behind. */
+  count: string;
+  /** What they are, as the refusal names them ("D1 databases"). */
+  what: string;
+}

@@ -5,7 +5,9 @@ import type { CliContext } from "../cli/context.js";
 import { parseDatabaseUrl, parseObjectStoreUrl } from "../config.js";
 import { UsageError, UserError } from "../errors.js";
 import { SECRETS_KEY_ENV, SECRETS_KEY_FILE, SecretBox } from "../secret-box.js";
-import type { AreaCopier } from "./area.js";
+import Database from "better-sqlite3";
+import { sqliteAddon } from "../db/sqlite.js";
+import type { AreaCopier, NodeOnlyState } from "./area.js";
 import type { copyOptions } from "./commands.js";
 import { copyState, countMismatches, type TableCount } from "./copy.js";
 import { databaseSide, stateDirSide, type CopySide } from "./sides.js";
@@ -16,7 +18,7 @@ type Args = OptionValues<typeof copyOptions>;
 const LINE_EVERY_MS = 2_000;
 
 /** `edgecli state copy`: checks the direction and the secrets key, copies, prints the count check. */
-export async function stateCopy(args: Args, ctx: CliContext, copiers: readonly AreaCopier[]): Promise<number> {
+export async function stateCopy(args: Args, ctx: CliContext, copiers: readonly AreaCopier[], nodeOnly: readonly NodeOnlyState[] = []): Promise<number> {
   const toDatabase = Boolean(args["from-state-dir"] || args["to-database-url"] || args["to-object-store-url"]);
   const fromDatabase = Boolean(args["from-database-url"] || args["from-object-store-url"] || args["to-state-dir"]);
   if (toDatabase === fromDatabase) {
@@ -36,6 +38,13 @@ export async function stateCopy(args: Args, ctx: CliContext, copiers: readonly A
     const stateDir = resolve(ctx.cwd, need("from-state-dir"));
     if (!existsSync(join(stateDir, "db"))) throw new UserError(`${stateDir} is not a state directory of the platform (it has no db/ folder)`);
     checkKeyCarried(stateDir, ctx.env);
+    const behind = leftBehind(stateDir, nodeOnly);
+    if (behind.length > 0 && !args["leave-behind"]) {
+      throw new UserError(
+        `${stateDir} holds what the platform keeps on one machine only, which a copy into PostgreSQL cannot carry: ${behind.join("; ")}. Remove them first, or copy the rest with --leave-behind (they then stay in this state directory only).`,
+      );
+    }
+    if (behind.length > 0) ctx.log.warn(`Left behind in ${stateDir} (--leave-behind): ${behind.join("; ")}.`);
     from = stateDirSide(stateDir);
     to = await databaseSide(url, store);
   } else {
@@ -142,4 +151,24 @@ function countTable(counts: readonly TableCount[]): string {
   const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
   const line = (cells: string[]) => "  " + cells.map((c, i) => (i < 2 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join("  ");
   return [line(head), ...rows.map(line)].join("\n");
+}
+
+/** What of `nodeOnly` the state directory holds, as "3 D1 databases" (read-only; a missing file holds nothing). */
+function leftBehind(stateDir: string, nodeOnly: readonly NodeOnlyState[]): string[] {
+  const out: string[] = [];
+  for (const s of nodeOnly) {
+    const file = join(stateDir, "db", `${s.database}.sqlite`);
+    if (!existsSync(file)) continue;
+    const db = new Database(file, { readonly: true, fileMustExist: true, nativeBinding: sqliteAddon() });
+    try {
+      const n = Number((db.prepare(s.count).get() as { n: number }).n);
+      if (n > 0) out.push(`${n} ${s.what}`);
+    } catch (err) {
+      // A file no platform has opened since its table was added holds none of them.
+      if (!/no such table/.test((err as Error).message)) throw err;
+    } finally {
+      db.close();
+    }
+  }
+  return out;
 }

@@ -405,3 +405,26 @@ test("state copy: one direction at a time, each with its settings", async () => 
   assert.match(help.stdout, /Areas copied: identity .*KV .*R2 .*Workers/);
   assert.match(help.stdout, /--into-non-empty/);
 });
+
+test("state copy into PostgreSQL refuses a state directory holding what only one machine keeps, naming it, unless --leave-behind", HANG_GUARD, async (t) => {
+  const p = await startTestPlatform({ args: ["--dns-port", "0"] });
+  t.after(() => p.dispose());
+  assert.equal((await p.api("POST", `/accounts/${p.accountId}/d1/database`, { name: "kept-here" })).status, 200);
+  const tsig = await p.api("POST", `/accounts/${p.accountId}/secondary_dns/tsigs`, {
+    name: "k.",
+    algo: "hmac-sha256.",
+    secret: randomBytes(32).toString("base64"),
+  });
+  assert.equal(tsig.status, 200);
+  await p.stop();
+  const key = readFileSync(join(p.stateDir, "keys", "secrets.key"), "utf8").trim();
+  // Nothing listens on port 1: the check comes before any connection.
+  const target = ["--to-database-url", "postgres://edge@127.0.0.1:1/edge", "--to-object-store-url", "s3://edge-bucket?endpoint=http://127.0.0.1:1&region=r"];
+  const refused = await runCli(["state", "copy", "--from-state-dir", p.stateDir, ...target], { env: { EDGE_SECRETS_KEY: key } });
+  assert.equal(refused.code, 1);
+  assert.match(refused.stderr, /holds what the platform keeps on one machine only.*1 zone transfer settings \(TSIG keys.*; 1 D1 databases\..*--leave-behind/);
+  const leaving = await runCli(["state", "copy", "--from-state-dir", p.stateDir, ...target, "--leave-behind"], { env: { EDGE_SECRETS_KEY: key } });
+  assert.equal(leaving.code, 1, "past the check, the copy goes on to the (unreachable) database");
+  assert.doesNotMatch(leaving.stderr, /holds what the platform keeps on one machine only/);
+  assert.match(leaving.stdout + leaving.stderr, /Left behind in .*1 D1 databases/);
+});
