@@ -5,8 +5,7 @@ import type { CliContext } from "../cli/context.js";
 import { parseDatabaseUrl, parseObjectStoreUrl } from "../config.js";
 import { UsageError, UserError } from "../errors.js";
 import { SECRETS_KEY_ENV, SECRETS_KEY_FILE, SecretBox } from "../secret-box.js";
-import Database from "better-sqlite3";
-import { sqliteAddon } from "../db/sqlite.js";
+import { openDatabase } from "../db/sqlite.js";
 import type { AreaCopier, NodeOnlyState } from "./area.js";
 import type { copyOptions } from "./commands.js";
 import { copyState, countMismatches, type TableCount } from "./copy.js";
@@ -159,7 +158,7 @@ function leftBehind(stateDir: string, nodeOnly: readonly NodeOnlyState[]): strin
   for (const s of nodeOnly) {
     const file = join(stateDir, "db", `${s.database}.sqlite`);
     if (!existsSync(file)) continue;
-    const db = new Database(file, { readonly: true, fileMustExist: true, nativeBinding: sqliteAddon() });
+    const db = openDatabase(file, [], { readonly: true });
     try {
       const n = Number((db.prepare(s.count).get() as { n: number }).n);
       if (n > 0) out.push(`${n} ${s.what}`);
