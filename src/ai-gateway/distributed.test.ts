@@ -78,8 +78,14 @@ test(
     assert.deepEqual(statuses.filter((s) => s === 200).length, 6, `one counter for both nodes: ${statuses.join(" ")}`);
     assert.equal(statuses.filter((s) => s === 429).length, 8);
 
-    // A gateway without a limit, known to b, for the outage.
+    // A gateway without a limit, known to b, for the outage. b must have heard the notice of its creation before the
+    // check below, or that late notice would make b read it again: notices arrive in commit order, so once b has
+    // heard about "marker" (made after "free", and known to b as missing) it has heard about "free" too.
+    const missing = (await chat(b, "marker")).status;
+    assert.equal(missing, 404, "b knows that marker does not exist (yet)");
     await createGateway(a, "free");
+    await createGateway(a, "marker");
+    await until(async () => (await chat(b, "marker")).status === 200, "node b to hear that marker was created");
     assert.equal((await chat(b, "free")).status, 200);
 
     // A change whose notice a node missed (made behind the nodes' back, as if sent while b's listening connection was
