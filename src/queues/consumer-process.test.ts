@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
+import Cloudflare from "cloudflare";
 import { request } from "undici";
 import type { TestPlatform } from "../core/testing/platform.js";
 import { createAccount, eventually, hit, logEntries, startPlatform, uploadScript, withTempDir } from "../workers/testing/helpers.js";
@@ -166,10 +167,21 @@ test("a purge deletes the queue's messages, once confirmed, in its own account o
   assert.match(((await broken.body.json()) as { errors: { message: string }[] }).errors[0]!.message, /Malformed JSON/);
   assert.equal(await backlog(), 2);
 
+  // The purge status (the cloudflare SDK's queues.purge.status): nothing before the first purge, then the last one, complete.
+  const cf = new Cloudflare({ apiToken: p.token, baseURL: p.apiUrl, maxRetries: 0 });
+  assert.deepEqual(await cf.queues.purge.status(q, { account_id: p.accountId }), {});
+  const theirStatus = await p.api("GET", `/accounts/${other}/queues/${q}/purge`, undefined, p.keyHeaders());
+  assert.equal(theirStatus.status, 404, JSON.stringify(theirStatus.body));
+
+  const purgeSentAt = Date.now();
   const purged = await asText(JSON.stringify({ delete_messages_permanently: true }));
   assert.equal(purged.statusCode, 200);
   assert.equal(((await purged.body.json()) as { result: { queue_name: string } }).result.queue_name, "purge-q");
   assert.equal(await backlog(), 0);
+  const status = await cf.queues.purge.status(q, { account_id: p.accountId });
+  assert.equal(status.completed, "true");
+  const startedAt = Date.parse(status.started_at ?? "");
+  assert.ok(startedAt >= purgeSentAt && startedAt <= Date.now(), `started_at ${status.started_at}`);
 });
 
 test("edgecli queues purge: refused without a terminal unless --force, then the queue is empty", async () => {

@@ -14,7 +14,7 @@ export const queuesCopier: AreaCopier = {
   sqlite: { database: "queues", migrations: QUEUES_MIGRATIONS },
   postgres: { schema: QUEUES_AREA, migrations: QUEUES_PG_MIGRATIONS },
   tables: [
-    { table: "queues", columns: ["id", "account_id", "name", "created_on", "modified_on"], key: ["id"] },
+    { table: "queues", columns: ["id", "account_id", "name", "created_on", "modified_on", "purged_at"], key: ["id"] },
     {
       table: "consumers",
       columns: ["id", "queue_id", "type", "script_name", "settings", "dead_letter_queue", "created_on"],

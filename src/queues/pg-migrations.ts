@@ -31,4 +31,6 @@ export const QUEUES_PG_MIGRATIONS: readonly PgMigration[] = [
      lease_id TEXT
    );
    CREATE INDEX messages_ready ON messages (queue_id, visible_at, seq);`,
+  // 2: when the last purge started (the purge status API); null until the queue is purged.
+  `ALTER TABLE queues ADD COLUMN purged_at BIGINT;`,
 ];

@@ -153,12 +153,19 @@ export class PgQueuesStore implements QueuesStore {
     );
   }
 
-  async purge(accountId: string, queueId: string): Promise<number> {
+  async purge(accountId: string, queueId: string, startedAtMs: number): Promise<number> {
     return this.pg.withTransaction(async (tx) => {
       // The queue row locked: a purge and a delete of the queue do not cross.
-      if (!(await tx.row("SELECT 1 FROM queues.queues WHERE account_id = $1 AND id = $2 FOR UPDATE", [accountId, queueId]))) throw QueuesErrors.queueNotFound();
+      const found = await tx.row("UPDATE queues.queues SET purged_at = $3 WHERE account_id = $1 AND id = $2 RETURNING 1", [accountId, queueId, startedAtMs]);
+      if (!found) throw QueuesErrors.queueNotFound();
       return tx.execute("DELETE FROM queues.messages WHERE queue_id = $1", [queueId]);
     });
+  }
+
+  async lastPurge(accountId: string, queueId: string): Promise<number | null> {
+    const row = await this.pg.row<{ purged_at: string | null }>("SELECT purged_at FROM queues.queues WHERE account_id = $1 AND id = $2", [accountId, queueId]);
+    if (!row) throw QueuesErrors.queueNotFound();
+    return row.purged_at === null ? null : Number(row.purged_at);
   }
 
   async enqueue(queueId: string, messages: readonly NewMessage[]): Promise<void> {

@@ -184,8 +184,17 @@ function registerUnder(app: FastifyInstance, base: string, deps: QueuesRouteDeps
     const { delete_messages_permanently } = parseWith(purgeBody, jsonBody(req.body), QueuesCodes.badRequest);
     if (delete_messages_permanently !== true) throw QueuesErrors.purgeUnconfirmed();
     const queue = await queueOf(p);
-    await store.purge(p.account_id, queue.queue_id);
+    await store.purge(p.account_id, queue.queue_id, Date.now());
     return ok(await view(p.account_id, queue));
+  });
+
+  // The hosted purge runs in the background and is polled here; ours has finished when the POST answers, so the last
+  // purge is always complete. A queue never purged answers an empty result.
+  app.get(`${base}/:queue_id/purge`, read, async (req) => {
+    const p = req.params as Params;
+    const queue = await queueOf(p);
+    const startedAt = await store.lastPurge(p.account_id, queue.queue_id);
+    return ok(startedAt === null ? {} : { completed: "true", started_at: new Date(startedAt).toISOString() });
   });
 
   // ---- consumers ----

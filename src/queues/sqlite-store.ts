@@ -147,11 +147,19 @@ export class SqliteQueuesStore implements QueuesStore {
       .run(scriptName, accountId).changes;
   }
 
-  async purge(accountId: string, queueId: string): Promise<number> {
+  async purge(accountId: string, queueId: string, startedAtMs: number): Promise<number> {
     return this.db.transaction(() => {
       this.queueOf(accountId, queueId);
+      this.db.prepare("UPDATE queues SET purged_at = ? WHERE id = ?").run(startedAtMs, queueId);
       return this.db.prepare("DELETE FROM messages WHERE queue_id = ?").run(queueId).changes;
     })();
+  }
+
+  async lastPurge(accountId: string, queueId: string): Promise<number | null> {
+    const row = this.db.prepare("SELECT purged_at FROM queues WHERE account_id = ? AND id = ?").get(accountId, queueId) as
+      { purged_at: number | null } | undefined;
+    if (!row) throw QueuesErrors.queueNotFound();
+    return row.purged_at;
   }
 
   async enqueue(queueId: string, messages: readonly NewMessage[]): Promise<void> {

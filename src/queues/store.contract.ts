@@ -183,20 +183,25 @@ export const describeQueuesStore = storeContract<QueuesStore>("QueuesStore", (it
     );
   });
 
-  it("a purge deletes every message of the queue, leased ones too, in its account only", async (store) => {
+  it("a purge deletes every message of the queue, leased ones too, in its account only, and records when it started", async (store) => {
     const q = (await store.createQueue(A, "full")).queue_id;
     const other = (await store.createQueue(A, "other")).queue_id;
     await store.enqueue(q, [msg("a"), msg("b"), msg("later", 3600)]);
     await store.enqueue(other, [msg("kept")]);
     const [held] = await store.lease(q, 1, 60_000, Date.now());
-    await assert.rejects(store.purge(B, q), code(QueuesCodes.queueNotFound));
+    assert.equal(await store.lastPurge(A, q), null, "never purged");
+    await assert.rejects(store.purge(B, q, 1_000), code(QueuesCodes.queueNotFound));
+    await assert.rejects(store.lastPurge(B, q), code(QueuesCodes.queueNotFound));
     assert.equal((await store.stats(q, Date.now())).backlog, 3);
-    assert.equal(await store.purge(A, q), 3);
+    assert.equal(await store.purge(A, q, 1_700_000_000_123), 3);
+    assert.equal(await store.lastPurge(A, q), 1_700_000_000_123);
+    assert.equal(await store.lastPurge(A, other), null, "only the purged queue");
     assert.equal((await store.stats(q, Date.now())).backlog, 0);
     assert.equal((await store.stats(other, Date.now())).backlog, 1);
     // The batch out when the purge ran settles nothing.
     assert.equal(await store.settle(q, [{ id: held!.id, leaseId: held!.leaseId, action: "retry", visibleAtMs: 0 }]), 0);
-    assert.equal(await store.purge(A, q), 0);
-    await assert.rejects(store.purge(A, "f".repeat(32)), code(QueuesCodes.queueNotFound));
+    assert.equal(await store.purge(A, q, 1_700_000_000_456), 0);
+    assert.equal(await store.lastPurge(A, q), 1_700_000_000_456, "the last purge counts");
+    await assert.rejects(store.purge(A, "f".repeat(32), 1_000), code(QueuesCodes.queueNotFound));
   });
 });

@@ -116,8 +116,13 @@ export interface QueuesStore {
   /** Adds the messages, all or none (404 when the queue is gone). */
   enqueue(queueId: string, messages: readonly NewMessage[]): Promise<void>;
   stats(queueId: string, nowMs: number): Promise<QueueStats>;
-  /** Deletes every message of the account's queue, leased ones included (their settlements then change nothing); returns how many. */
-  purge(accountId: string, queueId: string): Promise<number>;
+  /**
+   * Deletes every message of the account's queue, leased ones included (their settlements then change nothing), and
+   * records when the purge started; returns how many.
+   */
+  purge(accountId: string, queueId: string, startedAtMs: number): Promise<number>;
+  /** When the queue's last purge started (ms), or null if it was never purged (404 when the account has no such queue). */
+  lastPurge(accountId: string, queueId: string): Promise<number | null>;
   /**
    * Leases up to `max` deliverable messages, oldest first: each becomes invisible until `nowMs + leaseMs` and its
    * attempts grow by one. Two callers never lease the same message while a lease holds.

@@ -180,6 +180,7 @@ const queueEndpoints = (base: (f: AccountFixture) => string): Endpoint[] => {
       (f) => `${queue(f)}/purge`,
       () => ({ delete_messages_permanently: true }),
     ),
+    read("queues", (f) => `${queue(f)}/purge`),
   ];
 };
 const chat = { model: "gpt-4o-mini", messages: [{ role: "user", content: "hi" }] };
