@@ -8,6 +8,7 @@ import { bindingName } from "../bindings/binding-type.js";
 import { bindingType, SUPPORTED_BINDING_TYPES, type Binding } from "../bindings/registry.js";
 import { parseMigrations, type UploadMigrations } from "../durable-objects/migrations.js";
 import { parseUploadAssets, type UploadAssets } from "../assets/assets.js";
+import { ASSETS_ONLY_MODULE } from "../assets/assets-only.js";
 import { WorkersCodes, WorkersErrors } from "../errors.js";
 import { firstExperimentalFlag } from "../runtime/experimental-flags.js";
 import type { ModuleKind, ModuleSource } from "../store.js";
@@ -138,7 +139,11 @@ export async function readUpload(req: FastifyRequest): Promise<ParsedUpload> {
   const meta = parseWith(metadataSchema, metadataOf(metadataText, bracketed), WorkersCodes.validation);
   const experimental = firstExperimentalFlag(meta.compatibility_flags);
   if (experimental) throw WorkersErrors.experimentalFlag(experimental.flag, experimental.index);
-  if (!meta.main_module) throw meta.body_part ? WorkersErrors.serviceWorkerSyntax() : WorkersErrors.mainModuleRequired();
+  // Assets and no code at all: an assets-only Worker (what wrangler uploads for a config without `main`).
+  const assetsOnly = !meta.main_module && meta.body_part === undefined && meta.assets !== undefined && parts.length === 0;
+  if (assetsOnly) parts.push({ name: ASSETS_ONLY_MODULE.name, contentType: "application/javascript+module", content: ASSETS_ONLY_MODULE.content });
+  const mainModule = assetsOnly ? ASSETS_ONLY_MODULE.name : meta.main_module;
+  if (!mainModule) throw meta.body_part ? WorkersErrors.serviceWorkerSyntax() : WorkersErrors.mainModuleRequired();
 
   const modules: ModuleSource[] = [];
   for (const p of parts) {
@@ -148,10 +153,10 @@ export async function readUpload(req: FastifyRequest): Promise<ParsedUpload> {
     if (modules.some((m) => m.name === p.name)) throw WorkersErrors.moduleTwice(p.name);
     modules.push({ name: p.name, kind, content: p.content });
   }
-  const main = modules.find((m) => m.name === meta.main_module);
+  const main = modules.find((m) => m.name === mainModule);
   if (!main)
     throw WorkersErrors.mainModuleNotUploaded(
-      meta.main_module,
+      mainModule,
       modules.map((m) => m.name),
     );
   if (main.kind !== "esModule") throw WorkersErrors.mainModuleNotEsm(main.name);
@@ -169,7 +174,7 @@ export async function readUpload(req: FastifyRequest): Promise<ParsedUpload> {
     else bindings.push(b);
   });
   return {
-    mainModule: meta.main_module,
+    mainModule,
     compatibilityDate: meta.compatibility_date,
     compatibilityFlags: meta.compatibility_flags,
     bindings,

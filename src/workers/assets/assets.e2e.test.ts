@@ -195,3 +195,48 @@ test("wrangler 3 deploys a config with [assets] unchanged", async () => {
     assert.equal((await hit(p, "by-wrangler", "/nothing")).text, "worker GET /nothing");
   });
 });
+
+const assetsOnlyToml = (name: string, extra = "") => `name = "${name}"\ncompatibility_date = "2024-09-01"\n\n[assets]\ndirectory = "./public"\n${extra}`;
+
+test("an assets-only config (no main) deploys with edgecli and with wrangler 3: files served, other paths a 404", async () => {
+  await withTempDir("assets-only-", async (dir) => {
+    project(dir, { "public/index.html": "<h1>only files</h1>", "public/404.html": "<h1>lost</h1>", "wrangler.toml": assetsOnlyToml("only-files") });
+    const r = await p.cli(["deploy"], { cwd: dir });
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal((await hit(p, "only-files", "/")).text, "<h1>only files</h1>");
+    const missing = await hit(p, "only-files", "/nothing");
+    assert.equal(missing.status, 404);
+    // Nothing but files to answer with: other methods are a 405.
+    const posted = await hit(p, "only-files", "/", { method: "POST", body: "x".repeat(100_000) });
+    assert.equal(posted.status, 405);
+    assert.equal(posted.headers.allow, "GET, HEAD");
+
+    // not_found_handling still applies before the 404 of the assets-only Worker.
+    writeFileSync(join(dir, "wrangler.toml"), assetsOnlyToml("only-files", 'not_found_handling = "404-page"\n'));
+    assert.equal((await p.cli(["deploy"], { cwd: dir })).code, 0);
+    const page = await hit(p, "only-files", "/nothing");
+    assert.equal(page.status, 404);
+    assert.equal(page.text, "<h1>lost</h1>");
+
+    writeFileSync(join(dir, "wrangler.toml"), assetsOnlyToml("only-files-by-wrangler"));
+    const w = await runWrangler(p, ["deploy"], { cwd: dir });
+    assert.equal(w.code, 0, `${w.stdout}\n${w.stderr}`);
+    assert.equal((await hit(p, "only-files-by-wrangler", "/")).text, "<h1>only files</h1>");
+    assert.equal((await hit(p, "only-files-by-wrangler", "/nothing")).status, 404);
+  });
+});
+
+test("without main, an assets binding (no code to use it) and a config without [assets] are refused before any upload", async () => {
+  await withTempDir("assets-only-refused-", async (dir) => {
+    project(dir, { "public/index.html": "x", "wrangler.toml": assetsOnlyToml("only-bound", 'binding = "ASSETS"\n') });
+    const bound = await p.cli(["deploy"], { cwd: dir });
+    assert.equal(bound.code, 1);
+    assert.match(bound.stderr, /assets-only Worker \(no "main"\) has no code to use assets\.binding "ASSETS"/);
+    writeFileSync(join(dir, "wrangler.toml"), `name = "only-nothing"\ncompatibility_date = "2024-09-01"\n`);
+    const none = await p.cli(["deploy"], { cwd: dir });
+    assert.equal(none.code, 1);
+    assert.match(none.stderr, /Missing entry-point/);
+    for (const name of ["only-bound", "only-nothing"])
+      assert.equal((await p.api("GET", `/accounts/${p.accountId}/workers/services/${name}`)).status, 404, name);
+  });
+});

@@ -231,10 +231,12 @@ export class WorkerAssets {
   /**
    * Edge traffic to a Worker: a GET or HEAD that matches a file (or one of its html_handling redirects) is answered
    * here, before the Worker; so is a not-found navigation of a single-page application, and any not-found request of
-   * a Worker without a fetch handler (with not_found_handling, or a plain 404). Anything else goes to `worker`.
+   * a Worker without a fetch handler (with not_found_handling, or a plain 404; other methods than GET and HEAD a
+   * 405, as such a Worker, an assets-only one for instance, has nothing else to answer them). Anything else goes to
+   * `worker`.
    */
   serveEdge(script: string, req: IncomingMessage, res: ServerResponse, handlers: readonly string[], worker: () => void): void | Promise<void> {
-    if (req.method !== "GET" && req.method !== "HEAD") return worker();
+    if (req.method !== "GET" && req.method !== "HEAD" && handlers.includes("fetch")) return worker();
     const pending = this.served(script);
     // Known once the version has started (prepare), which is the usual case: answered in this turn.
     if (pending && this.settled.has(pending)) return this.serveEdgeWith(this.settled.get(pending), req, res, handlers, worker);
@@ -243,6 +245,11 @@ export class WorkerAssets {
 
   private serveEdgeWith(served: Served | undefined, req: IncomingMessage, res: ServerResponse, handlers: readonly string[], worker: () => void): void {
     if (!served || served.config.run_worker_first) return worker();
+    if (req.method !== "GET" && req.method !== "HEAD") {
+      req.resume();
+      res.writeHead(405, { allow: "GET, HEAD", "content-length": 0 }).end();
+      return;
+    }
     const path = decodedPath(req.url);
     const has = (p: string) => p in served.manifest;
     let hit = path === undefined ? ({ kind: "none" } as Resolution) : resolveHtml(path, has, served.config.html_handling);

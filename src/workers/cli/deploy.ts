@@ -173,14 +173,30 @@ function printBindings(ctx: CliContext, bindings: Binding[], cfg: ProjectConfig 
   }
 }
 
+/**
+ * The module to upload: the entry point bundled; undefined for an assets-only Worker (a config with `[assets]` and no
+ * `main`), which is uploaded without code, as wrangler does, and served from its files by the platform.
+ */
+async function moduleToUpload(args: DeployArgs, ctx: CliContext, cfg: ProjectConfig | undefined): Promise<{ code: Buffer; name: string } | undefined> {
+  const mainRel = args.script ?? cfg?.main;
+  if (!mainRel) {
+    const assets = cfg && assetsSection(cfg);
+    if (!assets) throw new UserError('Missing entry-point: give the script as an argument or set "main" in the config');
+    if (assets.binding)
+      throw new UserError(
+        `${cfg.path}: an assets-only Worker (no "main") has no code to use assets.binding "${assets.binding}": remove the binding, or set "main"`,
+      );
+    return undefined;
+  }
+  runBuild(ctx, cfg);
+  return bundle(resolve(args.script || !cfg ? ctx.cwd : dirname(cfg.path), mainRel), bundleSettings(cfg));
+}
+
 /** `edgecli deploy`: bundles the entry point and uploads it with the config's bindings, as `wrangler deploy` does. */
 export async function deploy(args: DeployArgs, ctx: CliContext): Promise<void> {
   const cfg = await ctx.config(args.env);
   if (cfg) refuseUnsupportedSections(cfg);
   const name = await resolveScriptName(ctx, args);
-  const mainRel = args.script ?? cfg?.main;
-  if (!mainRel) throw new UserError('Missing entry-point: give the script as an argument or set "main" in the config');
-  const entry = resolve(args.script || !cfg ? ctx.cwd : dirname(cfg.path), mainRel);
   const compatibilityDate = args["compatibility-date"] ?? cfg?.compatibility_date;
   if (!compatibilityDate) throw new UserError('A compatibility_date is required when deploying. Add one to the config, e.g. compatibility_date = "2024-09-01"');
   const bindings = bindingsOf(cfg);
@@ -192,9 +208,8 @@ export async function deploy(args: DeployArgs, ctx: CliContext): Promise<void> {
     if (problem) throw new UserError(`Invalid cron expression "${cron}": ${problem}`);
   }
   const started = Date.now();
-  runBuild(ctx, cfg);
-  const { code, name: moduleName } = await bundle(entry, bundleSettings(cfg));
-  ctx.log.info(`Total Upload: ${(code.length / 1024).toFixed(2)} KiB`);
+  const module = await moduleToUpload(args, ctx, cfg);
+  ctx.log.info(module ? `Total Upload: ${(module.code.length / 1024).toFixed(2)} KiB` : "No code: an assets-only Worker");
   printBindings(ctx, bindings, cfg);
   if (args["dry-run"]) return ctx.log.info("--dry-run: exiting now.");
 
@@ -202,7 +217,7 @@ export async function deploy(args: DeployArgs, ctx: CliContext): Promise<void> {
   const assets = cfg && assetsSection(cfg);
   const assetsJwt = assets && (await uploadAssets(ctx, assets, accountId, name));
   const metadata = {
-    main_module: moduleName,
+    ...(module && { main_module: module.name }),
     bindings,
     compatibility_date: compatibilityDate,
     compatibility_flags: cfg?.compatibility_flags ?? [],
@@ -212,7 +227,7 @@ export async function deploy(args: DeployArgs, ctx: CliContext): Promise<void> {
   };
   const form = new FormData();
   form.append("metadata", JSON.stringify(metadata));
-  form.append(moduleName, new Blob([code], { type: "application/javascript+module" }), moduleName);
+  if (module) form.append(module.name, new Blob([module.code], { type: "application/javascript+module" }), module.name);
   const { result, messages } = await uploadForm<{ deployment_id: string; url?: string }>(ctx, scriptPath(accountId, name), form, { excludeScript: "true" });
   for (const m of messages ?? []) ctx.log.warn(m.message);
   ctx.log.info(`Uploaded ${name} (${((Date.now() - started) / 1000).toFixed(2)} sec)`);
