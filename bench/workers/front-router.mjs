@@ -30,7 +30,7 @@ import { startTestPlatform } from "../../dist/core/testing/platform.js";
 import { capnpString } from "../../dist/workers/runtime/capnp-string.js";
 import { defaultWorkerdPath } from "../../dist/workers/runtime/workerd-binary.js";
 import { cpuOf, timedLoops } from "./loops.mjs";
-import { R2_BENCH_BINDING, scriptInfo, uploadWorker } from "./upload.mjs";
+import { EDGE_BENCH_WORKERS as WORKERS, scriptInfo, uploadWorker } from "./upload.mjs";
 import { Pool, request } from "../../node_modules/undici/index.js";
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 3);
@@ -42,16 +42,6 @@ const SWAPS = Number(process.env.SWAPS ?? 5);
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const WS_PATH = createRequire(join(ROOT, "package.json")).resolve("ws");
 const SMALL = "x".repeat(1024);
-const WORKERS = {
-  plain: { code: `const body = "x".repeat(1024); export default { async fetch() { return new Response(body); } };`, bindings: [] },
-  get: {
-    code: `export default { async fetch(req, env) {
-  const o = await env.BUCKET.get("small");
-  return o ? new Response(o.body) : new Response("missing", { status: 404 });
-} };`,
-    bindings: [R2_BENCH_BINDING],
-  },
-};
 
 // The router: a worker Host goes to that script's service binding, with cf-connecting-ip set from the peer address workerd
 // reports (request.cf.clientIp) and a client's own replaced, as the Node edge does; everything else goes to the Node
