@@ -13,7 +13,7 @@ import { loadavg } from "node:os";
 import { resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import { cpuOf, timedLoops } from "./loops.mjs";
-import { R2_BENCH_BINDING, scriptInfo, uploadWorker } from "./upload.mjs";
+import { EDGE_BENCH_WORKERS as WORKERS, scriptInfo, uploadWorker } from "./upload.mjs";
 import { Pool, request } from "../../node_modules/undici/index.js";
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 3);
@@ -21,16 +21,6 @@ const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const CLIENTS = (process.env.BENCH_CLIENTS ?? "1,8").split(",").map(Number);
 const ONLY = process.env.ONLY ? new RegExp(process.env.ONLY) : undefined;
 const SMALL = "x".repeat(1024);
-const WORKERS = {
-  plain: { code: `const body = "x".repeat(1024); export default { async fetch() { return new Response(body); } };`, bindings: [] },
-  get: {
-    code: `export default { async fetch(req, env) {
-  const o = await env.BUCKET.get("small");
-  return o ? new Response(o.body) : new Response("missing", { status: 404 });
-} };`,
-    bindings: [R2_BENCH_BINDING],
-  },
-};
 
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const load = () =>

@@ -5,6 +5,18 @@ import { request } from "../../node_modules/undici/index.js";
 
 export const R2_BENCH_BINDING = { type: "r2_bucket", name: "BUCKET", bucket_name: "bench" };
 
+/** The two Workers the edge benches compare paths with: one answering 1 KiB, one doing env.BUCKET.get of 1 KiB ("small"). */
+export const EDGE_BENCH_WORKERS = {
+  plain: { code: `const body = "x".repeat(1024); export default { async fetch() { return new Response(body); } };`, bindings: [] },
+  get: {
+    code: `export default { async fetch(req, env) {
+  const o = await env.BUCKET.get("small");
+  return o ? new Response(o.body) : new Response("missing", { status: 404 });
+} };`,
+    bindings: [R2_BENCH_BINDING],
+  },
+};
+
 /** `metadata`: more upload metadata fields, e.g. Durable Object `migrations`. */
 export async function uploadWorker(p, name, code, bindings = [R2_BENCH_BINDING], metadata = {}) {
   const form = new FormData();
