@@ -8,6 +8,8 @@
 //   node bench/scale-out/round-trips.mjs [--requests 400] [--clients 8] [--cpu-prof DIR] [--before DIR]
 //
 // --before DIR measures the build of another checkout instead (DIR/dist/bin/edgecli.js), for a before/after.
+// --pg-settings "synchronous_commit=off" (or "commit_delay=1000,commit_siblings=2") sets PostgreSQL parameters on
+// the bench's database (ALTER DATABASE ... SET) before the node connects: what they save per request.
 //
 // Starts its own PostgreSQL (with pg_stat_statements loaded) and RGW through scripts/services.
 import { appendFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
@@ -26,6 +28,14 @@ const REQUESTS = numberOption("requests", 400);
 const CLIENTS = numberOption("clients", 8);
 const PROFILE_DIR = stringOption("cpu-prof", "");
 const BEFORE = stringOption("before", "");
+const PG_SETTINGS = stringOption("pg-settings", "")
+  .split(",")
+  .filter(Boolean)
+  .map((pair) => {
+    const m = /^([a-z_]+)=([\w.]+)$/.exec(pair.trim());
+    if (!m) throw new Error(`--pg-settings: "${pair}" is not name=value`);
+    return [m[1], m[2]];
+  });
 
 /** An HTTP proxy in front of RGW that counts requests by method (the signature covers the Host header, kept as sent). */
 async function countingProxy(target) {
@@ -98,6 +108,7 @@ try {
   const admin = new pg.Client({ connectionString: db.url });
   await admin.connect();
   await admin.query("CREATE EXTENSION pg_stat_statements");
+  for (const [name, value] of PG_SETTINGS) await admin.query(`ALTER DATABASE ${db.name} SET ${name} = '${value}'`);
   const { rows: dbRows } = await admin.query("SELECT oid FROM pg_database WHERE datname = current_database()");
   const dbid = dbRows[0].oid;
   const pgPid = pidOf(join(pgServer.dir, "data", "postmaster.pid"));
@@ -127,7 +138,7 @@ try {
   const agent = new Agent({ connections: CLIENTS, pipelining: 1 });
 
   console.log(
-    `\n${new Date().toISOString()}, load average ${loadavg()[0].toFixed(1)}; ${REQUESTS} requests per workload, ${CLIENTS} clients, 512-byte values\n`,
+    `\n${new Date().toISOString()}, load average ${loadavg()[0].toFixed(1)}; ${REQUESTS} requests per workload, ${CLIENTS} clients, 512-byte values${PG_SETTINGS.length ? `; ${PG_SETTINGS.map(([n, v]) => `${n} = ${v}`).join(", ")} on the database` : ""}\n`,
   );
   const table = [];
   for (const [w_i, w] of WORKLOADS.entries()) {

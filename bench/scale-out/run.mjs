@@ -15,6 +15,15 @@
 // --before DIR adds a fourth setup, one node on PostgreSQL + RGW running the build in DIR (another checkout's
 // `npm run build`: DIR/dist/bin/edgecli.js), measured in the same rounds: a before/after under the same load.
 //
+// --commit-settings adds two more one-node setups, each on a database of its own with a commit setting of
+// PostgreSQL's set on it (ALTER DATABASE ... SET): `synchronous_commit = off` (a commit does not wait for its WAL
+// fsync), and `commit_delay` / `commit_siblings` (--commit-delay µs, default 1000; --commit-siblings, default 2: a
+// committing backend waits that long for others to share its fsync when that many transactions are open).
+// Deployment choices with a cost: docs/reliability.md.
+//
+// After the per-workload tables, the issue's mix as a whole: equal shares of every workload, so a mixed request
+// takes the mean of the workloads' times (1 / req/s each), and the mix's req/s is their harmonic mean.
+//
 // PostgreSQL and RGW are started with scripts/services (as the tests do) unless EDGE_TEST_DATABASE_URL and
 // EDGE_TEST_S3_* name running ones. Everything (load generator, nodes, PostgreSQL, RGW) shares this machine's CPUs,
 // so two nodes cannot show more throughput than one here: the CPU per request of each process is what projects to
@@ -23,6 +32,7 @@ import { randomBytes } from "node:crypto";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { loadavg, tmpdir, cpus } from "node:os";
 import { join } from "node:path";
+import pg from "pg";
 import { Agent } from "undici";
 import { numberOption, stringOption } from "../../scripts/lib/options.mjs";
 import { newCredentials, startServe } from "../../scripts/lib/serve-process.mjs";
@@ -35,6 +45,9 @@ const ROUNDS = numberOption("rounds", 3);
 const CLIENTS = numberOption("clients", 16);
 const VALUE_BYTES = numberOption("value-bytes", 512);
 const BEFORE = stringOption("before", "");
+const COMMIT_SETTINGS = process.argv.includes("--commit-settings");
+const COMMIT_DELAY_US = numberOption("commit-delay", 1000);
+const COMMIT_SIBLINGS = numberOption("commit-siblings", 2);
 
 // ---- the backends -------------------------------------------------------------------------------------
 
@@ -156,9 +169,21 @@ const startNode = async (creds, env = {}, edgecli = undefined) => {
     process.env = saved;
   }
 };
-/** A database and bucket of its own for a distributed setup, so every setup starts from the same (empty) state. */
-const distributedEnv = async () => {
+/**
+ * A database and bucket of its own for a distributed setup, so every setup starts from the same (empty) state;
+ * `settings`: PostgreSQL parameters set on that database (for the sessions its nodes open).
+ */
+const distributedEnv = async (settings = {}) => {
   const db = await createDatabase(svc.pg);
+  if (Object.keys(settings).length > 0) {
+    const admin = new pg.Client({ connectionString: svc.pg.url });
+    await admin.connect();
+    try {
+      for (const [name, value] of Object.entries(settings)) await admin.query(`ALTER DATABASE ${db.name} SET ${name} = ${value}`);
+    } finally {
+      await admin.end();
+    }
+  }
   const bucket = await createBucket(svc.s3);
   made.push(db, bucket);
   return { EDGE_DATABASE_URL: db.url, EDGE_OBJECT_STORE_URL: bucket.url, EDGE_SECRETS_KEY: secretsKey, ...awsEnv(svc.s3) };
@@ -178,6 +203,15 @@ try {
   await setUp("PG+RGW, 1 node", 1, await distributedEnv(), pids);
   await setUp("PG+RGW, 2 nodes", 2, await distributedEnv(), pids);
   if (BEFORE) await setUp("PG+RGW, 1 node, before", 1, await distributedEnv(), pids, join(BEFORE, "dist", "bin", "edgecli.js"));
+  if (COMMIT_SETTINGS) {
+    await setUp("PG+RGW, 1 node, synchronous_commit off", 1, await distributedEnv({ synchronous_commit: "off" }), pids);
+    await setUp(
+      `PG+RGW, 1 node, commit_delay ${COMMIT_DELAY_US} µs`,
+      1,
+      await distributedEnv({ commit_delay: COMMIT_DELAY_US, commit_siblings: COMMIT_SIBLINGS }),
+      pids,
+    );
+  }
   loads.push(loadavg()[0]);
   for (const w of WORKLOADS) {
     const rounds = new Map(setups.map((s) => [s, []]));
@@ -217,15 +251,44 @@ for (const r of results) {
     `| ${r.setup} | ${r.workload} | ${f(r.rps)} (${f(r.rpsRange[0])}–${f(r.rpsRange[1])}) | ${f(r.p50, 1)} | ${f(r.p99, 1)} | ${r.nodeCpuMs.map((c) => f(c, 2)).join(" / ")} | ${r.setup === "embedded" ? "–" : f(r.pgCpuMs, 2)} | ${r.setup === "embedded" ? "–" : f(r.rgwCpuMs, 2)} | ${r.errors} |`,
   );
 }
+// Every one-node setup on PostgreSQL + RGW against the embedded node, in the same rounds.
+const oneNodeSetups = [...new Set(results.map((r) => r.setup))].filter((l) => l !== "embedded" && l !== "PG+RGW, 2 nodes");
 console.log(
-  `\n| workload | PG+RGW 1 node / embedded (req/s) |${BEFORE ? " same, before |" : ""} 2 nodes / 1 node (req/s) | node CPU per request, PG+RGW / embedded |`,
+  `\n| workload | ${oneNodeSetups.map((l) => `${l} / embedded (req/s)`).join(" | ")} | 2 nodes / 1 node (req/s) | node CPU per request, PG+RGW / embedded |`,
 );
-console.log(`|---|---|${BEFORE ? "---|" : ""}---|---|`);
+console.log(`|---|${oneNodeSetups.map(() => "---|").join("")}---|---|`);
 for (const w of WORKLOADS) {
   const get = (setup) => results.find((r) => r.setup === setup && r.workload === w.name);
   const [e, one, two] = [get("embedded"), get("PG+RGW, 1 node"), get("PG+RGW, 2 nodes")];
   if (!e || !one || !two) continue;
-  const before = get("PG+RGW, 1 node, before");
-  const beforeCell = BEFORE ? ` ${before ? f(before.rps / e.rps, 2) : "–"}× |` : "";
-  console.log(`| ${w.name} | ${f(one.rps / e.rps, 2)}× |${beforeCell} ${f(two.rps / one.rps, 2)}× | ${f(one.nodeCpuMs[0] / e.nodeCpuMs[0], 2)}× |`);
+  const cells = oneNodeSetups.map((l) => (get(l) ? `${f(get(l).rps / e.rps, 2)}×` : "–"));
+  console.log(`| ${w.name} | ${cells.join(" | ")} | ${f(two.rps / one.rps, 2)}× | ${f(one.nodeCpuMs[0] / e.nodeCpuMs[0], 2)}× |`);
+}
+
+// The issue's mix: equal shares of every workload. A mixed request takes the mean of the workloads' times per
+// request (1 / req/s), its CPU the mean of theirs; the goal compares the mix's req/s with the embedded node's.
+const setupLabels = [...new Set(results.map((r) => r.setup))];
+const mix = setupLabels.map((setup) => {
+  const rows = WORKLOADS.map((w) => results.find((r) => r.setup === setup && r.workload === w.name)).filter(Boolean);
+  const mean = (f) => rows.reduce((s, r) => s + f(r), 0) / rows.length;
+  // nodeCpuMs is per request each node served; the nodes shared the requests equally.
+  const nodeCpu = (r) => r.nodeCpuMs.reduce((a, b) => a + b, 0) / r.nodeCpuMs.length;
+  return {
+    setup,
+    complete: rows.length === WORKLOADS.length,
+    msPerRequest: mean((r) => 1000 / r.rps),
+    nodeCpuMs: mean(nodeCpu),
+    // Every node's CPU for a request, PostgreSQL's and RGW's: what a request costs the whole setup.
+    totalCpuMs: mean((r) => nodeCpu(r) + (setup === "embedded" ? 0 : r.pgCpuMs + r.rgwCpuMs)),
+  };
+});
+const embeddedMix = mix.find((m) => m.setup === "embedded");
+console.log("\nThe issue's mix (equal shares of the workloads above):\n");
+console.log("| setup | ms per mixed request (mean of 1/req/s) | mixed req/s | / embedded | node CPU ms/req | CPU ms/req of node(s) + PostgreSQL + RGW |");
+console.log("|---|---|---|---|---|---|");
+for (const m of mix) {
+  if (!m.complete) continue;
+  console.log(
+    `| ${m.setup} | ${f(m.msPerRequest, 2)} | ${f(1000 / m.msPerRequest)} | ${embeddedMix ? f(embeddedMix.msPerRequest / m.msPerRequest, 2) : "–"}× | ${f(m.nodeCpuMs, 2)} | ${f(m.totalCpuMs, 2)} |`,
+  );
 }

@@ -1,5 +1,6 @@
 import type { AreaCopier } from "../core/state-copy/area.js";
 import { R2_PG_MIGRATIONS } from "./pg-migrations.js";
+import { PG_ROW_BODY_BYTES } from "./pg-store.js";
 import { R2_SMALL_BODIES, r2Migrations } from "./sqlite-migrations.js";
 
 /** `[[contentId, size], ...]`: the bodies of an object, in order. */
@@ -7,7 +8,8 @@ type Segments = [string, number][];
 
 /**
  * R2 for `edgecli state copy`: buckets (each backend numbers them itself; objects, uploads and CORS rules follow
- * the number), their CORS rules, objects with every body streamed into the target's content store, and multipart
+ * the number), their CORS rules, objects with every body streamed into the target's content store (a body up to
+ * PG_ROW_BODY_BYTES going into PostgreSQL goes into the object's row, as PgR2Store keeps it), and multipart
  * uploads under way with the parts uploaded so far (a client can still complete them on the other side).
  */
 export const r2Copier: AreaCopier = {
@@ -21,10 +23,17 @@ export const r2Copier: AreaCopier = {
     {
       table: "objects",
       columns: ["bucket_id", "key", "version", "size", "etag", "uploaded", "http", "custom", "checksums", "storage_class", "segments"],
+      // PostgreSQL keeps a small object's bytes in its row (pg-store.ts); SQLite in its small-body table.
+      onlyOn: { postgresql: ["body"] },
       key: ["bucket_id", "key"],
       references: { bucket_id: "buckets" },
       async copyContent(row, content) {
         const segments = JSON.parse(row.segments as string) as Segments;
+        const inRow = row.body as Buffer | null | undefined;
+        if (inRow) return { ...row, segments: JSON.stringify([[await content.put(inRow), inRow.length]]), body: null };
+        if (content.target === "postgresql" && segments.length === 1 && segments[0]![1] <= PG_ROW_BODY_BYTES) {
+          return { ...row, segments: "[]", body: await content.read(segments[0]![0]) };
+        }
         const copied: Segments = [];
         for (const [id, size] of segments) copied.push([await content.copy(id), size]);
         return { ...row, segments: JSON.stringify(copied) };

@@ -1,5 +1,6 @@
 import { createHash, type Hash } from "node:crypto";
 import { pipeline, Readable, Transform } from "node:stream";
+import { ContentMeter } from "../core/content/meter.js";
 import { ContentTooLargeError, type ContentStore, type StoredContent } from "../core/content/store.js";
 import { readBody } from "../core/http/body.js";
 import { ContentLeases } from "./content-leases.js";
@@ -19,6 +20,8 @@ const EXTRA_DIGESTS = ["sha1", "sha384", "sha512"] as const;
 const BUFFERED_BODY_BYTES = 256 * 1024;
 
 export type StoredBody = StoredContent & { digests: Record<string, string> };
+/** A body read whole and measured but not stored: its row will hold it (PostgreSQL keeps small bodies so). */
+export type HeldBody = Omit<StoredBody, "id"> & { bytes: Buffer };
 
 /**
  * The bytes of objects and parts, whichever database keeps the rows (sqlite-store.ts, pg-store.ts): written to
@@ -72,16 +75,36 @@ export class ObjectBodies {
     return { ...stored, digests };
   }
 
+  /**
+   * A body of known length up to `maxBytes` (a buffer, or a stream announced that small) read whole, with its
+   * digests; undefined, leaving the body unread, when it is larger or its length is not announced.
+   */
+  async hold(body: Readable | Buffer, opts: R2PutOptions, maxBytes: number): Promise<HeldBody | undefined> {
+    const declared = Buffer.isBuffer(body) ? body.length : opts.size;
+    if (declared === undefined || declared > maxBytes) return undefined;
+    const bytes = Buffer.isBuffer(body) ? body : await readBody(body, declared, (_max, received) => R2Errors.sizeMismatch(received ?? declared + 1, declared));
+    if (opts.size !== undefined && bytes.length !== opts.size) throw R2Errors.sizeMismatch(bytes.length, opts.size);
+    const meter = new ContentMeter(bytes, { sha256: opts.sha256 !== undefined });
+    meter.count(bytes);
+    const { size, md5, sha256 } = meter.result("");
+    const digests: Record<string, string> = {};
+    for (const alg of EXTRA_DIGESTS) if (opts[alg] !== undefined) digests[alg] = createHash(alg).update(bytes).digest("hex");
+    return { bytes, size, md5, sha256, digests };
+  }
+
   /** Deletes content that never made it into a committed row. */
   async forget(id: string): Promise<void> {
     await this.content.delete(id);
   }
 
-  /** The answer to a get of `object`, made of `segments`: metadata only when the precondition fails, else the bytes asked for. */
-  read(object: R2ObjectInfo, segments: Segment[], opts: R2GetOptions): R2GetResult {
+  /**
+   * The answer to a get of `object`, made of `segments` (or held whole in its row: `inline`): metadata only when the
+   * precondition fails, else the bytes asked for.
+   */
+  read(object: R2ObjectInfo, segments: Segment[], opts: R2GetOptions, inline?: Buffer): R2GetResult {
     if (opts.onlyIf && !conditionHolds(opts.onlyIf, object)) return { object, body: undefined, preconditionFailed: true };
     const range = resolveRange(opts.range, object.size);
-    const cached = segments.length === 1 ? this.small.get(segments[0][0]) : undefined;
+    const cached = inline ?? (segments.length === 1 ? this.small.get(segments[0][0]) : undefined);
     if (cached) {
       const bytes = cached.subarray(range.offset, range.offset + range.length);
       // The stream is made only for callers that ask for it; the binding backend sends `bytes` as they are.
@@ -183,7 +206,7 @@ export function checkPut(key: string, opts: R2PutOptions): R2HttpMetadata {
 }
 
 /** The object a put of `stored` makes; refuses digests that do not match the ones announced. */
-export function putObjectInfo(key: string, stored: StoredBody, opts: R2PutOptions, httpMetadata: R2HttpMetadata): R2ObjectInfo {
+export function putObjectInfo(key: string, stored: Omit<StoredBody, "id">, opts: R2PutOptions, httpMetadata: R2HttpMetadata): R2ObjectInfo {
   const checksums: R2Checksums = { md5: stored.md5 };
   const computed: Record<string, string | undefined> = { md5: stored.md5, sha256: stored.sha256, ...stored.digests };
   for (const alg of ["md5", "sha1", "sha256", "sha384", "sha512"] as const) {

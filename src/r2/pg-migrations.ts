@@ -1,6 +1,31 @@
 import type { PgMigration } from "../core/db/pg-migrations.js";
 
 /**
+ * r2.put_object as version 2 made it, and as version 3 makes it again with the body (`withBody`: the parameter
+ * p_body and the column body, which a put without one sets to NULL).
+ */
+function putObjectFunction(withBody: boolean): string {
+  const [param, column, value, set] = withBody ? [", p_body BYTEA", ", body", ", p_body", ", body = excluded.body"] : ["", "", "", ""];
+  return `CREATE FUNCTION put_object(p_account TEXT, p_bucket TEXT, p_key TEXT, p_version TEXT, p_size BIGINT, p_etag TEXT,
+       p_uploaded BIGINT, p_http TEXT, p_custom TEXT, p_checksums TEXT, p_storage_class TEXT, p_segments TEXT${param},
+       OUT bucket_found BOOLEAN, OUT replaced TEXT)
+   LANGUAGE plpgsql AS $$
+   DECLARE b_id BIGINT;
+   BEGIN
+     SELECT id INTO b_id FROM r2.buckets WHERE account_id = p_account AND name = p_bucket FOR KEY SHARE;
+     bucket_found := FOUND;
+     IF NOT bucket_found THEN RETURN; END IF;
+     PERFORM pg_advisory_xact_lock(hashtextextended(p_key, b_id));
+     SELECT segments INTO replaced FROM r2.objects WHERE bucket_id = b_id AND key = p_key;
+     INSERT INTO r2.objects (bucket_id, key, version, size, etag, uploaded, http, custom, checksums, storage_class, segments${column})
+       VALUES (b_id, p_key, p_version, p_size, p_etag, p_uploaded, p_http, p_custom, p_checksums, p_storage_class, p_segments${value})
+       ON CONFLICT (bucket_id, key) DO UPDATE SET version = excluded.version, size = excluded.size, etag = excluded.etag,
+         uploaded = excluded.uploaded, http = excluded.http, custom = excluded.custom, checksums = excluded.checksums,
+         storage_class = excluded.storage_class, segments = excluded.segments${set};
+   END $$;`;
+}
+
+/**
  * The R2 tables on PostgreSQL (schema `r2`), one append-only step per version: the tables, constraints and indexes
  * of SQLite's migrations 1 and 2 (sqlite-migrations.ts). Keys, names and upload ids are COLLATE "C", so listings
  * come out bytewise in UTF-8, the order SQLite gives them (and S3 promises), whatever the database's locale. Sizes
@@ -60,21 +85,17 @@ export const R2_PG_MIGRATIONS: PgMigration[] = [
   // Version 2: an unconditional put's commit in one round trip (pg-store.ts): the bucket held until the commit, the
   // writers of one key taking turns under an advisory lock, the replaced object's segments returned so that its
   // bodies go after the commit. bucket_found is false when the bucket does not exist (nothing is written).
-  `CREATE FUNCTION put_object(p_account TEXT, p_bucket TEXT, p_key TEXT, p_version TEXT, p_size BIGINT, p_etag TEXT,
-       p_uploaded BIGINT, p_http TEXT, p_custom TEXT, p_checksums TEXT, p_storage_class TEXT, p_segments TEXT,
-       OUT bucket_found BOOLEAN, OUT replaced TEXT)
-   LANGUAGE plpgsql AS $$
-   DECLARE b_id BIGINT;
-   BEGIN
-     SELECT id INTO b_id FROM r2.buckets WHERE account_id = p_account AND name = p_bucket FOR KEY SHARE;
-     bucket_found := FOUND;
-     IF NOT bucket_found THEN RETURN; END IF;
-     PERFORM pg_advisory_xact_lock(hashtextextended(p_key, b_id));
-     SELECT segments INTO replaced FROM r2.objects WHERE bucket_id = b_id AND key = p_key;
-     INSERT INTO r2.objects (bucket_id, key, version, size, etag, uploaded, http, custom, checksums, storage_class, segments)
-       VALUES (b_id, p_key, p_version, p_size, p_etag, p_uploaded, p_http, p_custom, p_checksums, p_storage_class, p_segments)
-       ON CONFLICT (bucket_id, key) DO UPDATE SET version = excluded.version, size = excluded.size, etag = excluded.etag,
-         uploaded = excluded.uploaded, http = excluded.http, custom = excluded.custom, checksums = excluded.checksums,
-         storage_class = excluded.storage_class, segments = excluded.segments;
-   END $$;`,
+  putObjectFunction(false),
+  // Version 3: bodies up to 64 KiB (SMALL_BODY_BYTES, as the embedded store keeps them in r2.sqlite) in the object's
+  // row: written by the same statement as the row and read by the query that finds it, so a small PUT or GET makes
+  // no S3 request. Such a row has segments '[]' and the bytes in body; every other row has body NULL. EXTERNAL: out
+  // of line without compression (most object bodies are compressed already; pglz would spend CPU to gain nothing).
+  // put_object takes the body too. A node of an earlier build cannot read such rows (docs/scale-out.md, upgrading):
+  // its put_object is dropped so that its puts fail loudly, and the constraint refuses its other writes (which do
+  // not know the column) instead of leaving a replaced row's old body in place; NOT VALID: no row has a body yet.
+  `ALTER TABLE objects ADD COLUMN body BYTEA;
+   ALTER TABLE objects ALTER COLUMN body SET STORAGE EXTERNAL;
+   ALTER TABLE objects ADD CONSTRAINT body_or_segments CHECK (body IS NULL OR segments = '[]') NOT VALID;
+   DROP FUNCTION put_object(TEXT, TEXT, TEXT, TEXT, BIGINT, TEXT, BIGINT, TEXT, TEXT, TEXT, TEXT, TEXT);
+   ${putObjectFunction(true)}`,
 ];

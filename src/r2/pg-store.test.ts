@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { test, type TestContext } from "node:test";
+import { Readable } from "node:stream";
 import { text } from "node:stream/consumers";
 import { S3ContentStore } from "../core/content/s3-store.js";
 import { Postgres } from "../core/db/postgres.js";
@@ -8,7 +9,7 @@ import { EdgeError } from "../core/errors.js";
 import { testContentStore, testPostgres } from "../core/testing/backends.js";
 import { R2Codes } from "./errors.js";
 import { R2_PG_MIGRATIONS } from "./pg-migrations.js";
-import { PgR2Store } from "./pg-store.js";
+import { PG_ROW_BODY_BYTES, PgR2Store } from "./pg-store.js";
 import { describeR2Store } from "./store.contract.js";
 import { eventually } from "../workers/testing/helpers.js";
 import type { BucketRef, R2GetResult, R2ObjectInfo } from "./store.js";
@@ -32,20 +33,52 @@ async function twoNodes(t: TestContext) {
   return { a, b, pg, content };
 }
 
+const strong = (value: string) => ({ type: "strong" as const, value });
+
 const bodyOf = async (r: R2GetResult | undefined) => {
   assert.ok(r && r.body, "expected a body");
   return text(r.body);
 };
 
+/** A body whose length is not announced: however small, it goes to the object store (only announced ones are held whole). */
+const unannounced = (s: string) => Readable.from([Buffer.from(s)]);
+
+test("bodies up to 64 KiB are kept in the object's row, larger ones in the object store; each node reads another's at once", async (t) => {
+  const nodes = await twoNodes(t);
+  if (!nodes) return;
+  const { a, b, pg } = nodes;
+  await a.put(B, "at", Buffer.alloc(PG_ROW_BODY_BYTES, "a"));
+  await a.put(B, "above", Buffer.alloc(PG_ROW_BODY_BYTES + 1, "b"));
+  await a.put(B, "streamed", Readable.from([Buffer.from("announced")]), { size: 9 });
+  const rows = await pg.rows<{ key: string; in_row: boolean; segments: string }>(
+    "SELECT key, body IS NOT NULL AS in_row, segments FROM r2.objects ORDER BY key",
+  );
+  assert.deepEqual(
+    rows.map((r) => [r.key, r.in_row, JSON.parse(r.segments).length]),
+    [
+      ["above", false, 1],
+      ["at", true, 0],
+      ["streamed", true, 0],
+    ],
+  );
+  assert.equal((await a.liveContent()).size, 1, "one body in the object store: the large one");
+  assert.equal(await bodyOf(await b.get(B, "streamed")), "announced");
+  await b.put(B, "streamed", Buffer.from("replaced by b"));
+  assert.equal(await bodyOf(await a.get(B, "streamed")), "replaced by b", "node a reads node b's overwrite at once");
+  await b.delete(B, "streamed");
+  assert.equal(await a.get(B, "streamed"), undefined);
+});
+
 test("a small body cached on one node is never served once another node replaced or deleted the object", async (t) => {
   const nodes = await twoNodes(t);
   if (!nodes) return;
   const { a, b } = nodes;
-  await a.put(B, "hot", Buffer.from("v1"));
+  // The cache holds small bodies of the object store (bodies in rows come with the row).
+  await a.put(B, "hot", unannounced("v1"));
   assert.equal(await bodyOf(await a.get(B, "hot")), "v1");
   const cached = (await a.get(B, "hot"))!;
   assert.ok("bytes" in cached && cached.bytes, "node a serves the second read from memory");
-  await b.put(B, "hot", Buffer.from("v2"));
+  await b.put(B, "hot", unannounced("v2"));
   const fresh = (await a.get(B, "hot"))!;
   assert.ok(!("bytes" in fresh && fresh.bytes), "the new version is not in node a's memory");
   assert.equal(await bodyOf(fresh), "v2");
@@ -57,7 +90,7 @@ test("conditional creates of one key through two nodes at once: exactly one is s
   const nodes = await twoNodes(t);
   if (!nodes) return;
   const { a, b, pg } = nodes;
-  // The writers' commits are held back behind a lock on the bucket's row, then let go together: without the
+  // Bodies in the object store, to see that the losers' are removed. The writers' commits are held back behind a lock on the bucket's row, then let go together: without the
   // per-key lock each would find the key free and all of them would be stored.
   const holder = await pg.checkout();
   const onlyIf = { etagDoesNotMatch: [{ type: "wildcard" as const }] };
@@ -65,7 +98,7 @@ test("conditional creates of one key through two nodes at once: exactly one is s
   try {
     await holder.query("BEGIN");
     await holder.query("SELECT id FROM r2.buckets WHERE name = $1 FOR UPDATE", [B.bucketName]);
-    writers = Array.from({ length: 8 }, (_, i) => (i % 2 ? a : b).put(B, "once", Buffer.from(`writer ${i}`), { onlyIf }));
+    writers = Array.from({ length: 8 }, (_, i) => (i % 2 ? a : b).put(B, "once", unannounced(`writer ${i}`), { onlyIf }));
     const waiting = async () => Number((await pg.row<{ n: string }>("SELECT count(*) AS n FROM pg_locks WHERE NOT granted"))!.n);
     await eventually(async () => (await waiting()) === 8, "every writer to wait at its commit", 60_000);
   } finally {
@@ -135,6 +168,13 @@ test("PostgreSQL or the object store unreachable: the store's errors are the cor
   });
   t.after(() => client.destroy());
   const noObjectStore = new PgR2Store(pg, new S3ContentStore(client, "nowhere", "r2/"));
-  await assert.rejects(noObjectStore.put(B, "k", Buffer.from("body")), refusal("object store"));
+  const large = Buffer.alloc(PG_ROW_BODY_BYTES + 1, "l");
+  await assert.rejects(noObjectStore.put(B, "k", large), refusal("object store"));
+  await assert.rejects(noObjectStore.put(B, "k", large, { onlyIf: { etagDoesNotMatch: [{ type: "wildcard" }] } }), refusal("object store"));
   assert.equal(await noObjectStore.head(B, "k"), undefined, "no row without its body");
+  // A small body needs PostgreSQL only: written, overwritten and read while the object store is away.
+  await noObjectStore.put(B, "small", Buffer.from("in the row"));
+  assert.ok(await noObjectStore.put(B, "small", Buffer.from("again"), { onlyIf: { etagDoesNotMatch: [strong("x")] } }));
+  assert.equal(await bodyOf(await noObjectStore.get(B, "small")), "again");
+  await noObjectStore.delete(B, "small");
 });

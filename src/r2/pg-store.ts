@@ -1,4 +1,5 @@
 import type { Readable } from "node:stream";
+import { SMALL_BODY_BYTES } from "../core/content/db-small-store.js";
 import type { ContentStore } from "../core/content/store.js";
 import { namedStatement, type Postgres, type SqlRunner, type Transaction } from "../core/db/postgres.js";
 import { R2Errors } from "./errors.js";
@@ -37,14 +38,28 @@ const OBJECT_ROW = namedStatement(
   "r2.object_row",
   `SELECT ${OBJECT_COLUMNS} FROM r2.buckets b JOIN r2.objects o ON o.bucket_id = b.id WHERE b.account_id = $1 AND b.name = $2 AND o.key = $3`,
 );
-const PUT_OBJECT = namedStatement("r2.put_object", "SELECT bucket_found, replaced FROM r2.put_object($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)");
+/** The row and, for a small object, its bytes (null for a body in the content store). */
+const OBJECT_WITH_BODY = namedStatement(
+  "r2.object_with_body",
+  `SELECT ${OBJECT_COLUMNS}, o.body FROM r2.buckets b JOIN r2.objects o ON o.bucket_id = b.id WHERE b.account_id = $1 AND b.name = $2 AND o.key = $3`,
+);
+const PUT_OBJECT = namedStatement("r2.put_object", "SELECT bucket_found, replaced FROM r2.put_object($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)");
+
+/**
+ * Bodies up to this size live in their object's row (`body`, migration 3), as the embedded store keeps them in
+ * r2.sqlite: a small PUT is one statement and no S3 request, a small GET one query. Larger bodies and every
+ * multipart part go to the content store.
+ */
+export const PG_ROW_BODY_BYTES = SMALL_BODY_BYTES;
+
+type RowWithBody = ObjectRow & { body: Buffer | null };
 
 /** How long a bucket seen to exist spares an unconditional put its check before the body is stored (the commit checks again). */
 const BUCKET_SEEN_MS = 10_000;
 const BUCKETS_SEEN_MAX = 10_000;
 
 /** An object row's columns after (bucket, key), in the order r2.objects and r2.put_object take them. */
-function objectValues(info: R2ObjectInfo, segments: Segment[]): unknown[] {
+function objectValues(info: R2ObjectInfo, segments: Segment[], body: Buffer | null): unknown[] {
   return [
     info.version,
     info.size,
@@ -55,12 +70,14 @@ function objectValues(info: R2ObjectInfo, segments: Segment[]): unknown[] {
     JSON.stringify(info.checksums),
     info.storageClass,
     JSON.stringify(segments),
+    body,
   ];
 }
 
 /**
- * Objects and buckets on PostgreSQL (schema `r2`, R2_PG_MIGRATIONS); bytes in the content store (an S3 bucket in
- * distributed mode). As on SQLite, every write stores the body first and then commits the row in one transaction
+ * Objects and buckets on PostgreSQL (schema `r2`, R2_PG_MIGRATIONS); bytes up to PG_ROW_BODY_BYTES in the object's
+ * row, larger ones in the content store (an S3 bucket in distributed mode). A body in the row is written and removed
+ * with it, by the same statement. Otherwise, as on SQLite, every write stores the body first and then commits the row in one transaction
  * (preconditions re-checked inside it, under a per-key advisory lock so that two nodes writing the same key take
  * turns), so a failed or refused upload never leaves a partial object and no node reads a row without its bytes.
  * Content a committed change no longer names is removed after the commit (after this node's readers of it).
@@ -150,11 +167,11 @@ export class PgR2Store extends MultipartDelegation implements R2Store {
 
   // ---- objects ----
 
-  /** The object's row; undefined when there is none; throws when the bucket does not exist. */
-  private async objectRow(bucket: BucketRef, key: string): Promise<ObjectRow | undefined> {
+  /** The object's row (by `query`: with its body or not); undefined when there is none; throws when the bucket does not exist. */
+  private async objectRow<R extends ObjectRow = ObjectRow>(bucket: BucketRef, key: string, query = OBJECT_ROW): Promise<R | undefined> {
     assertKey(key);
     assertPgText(key);
-    const row = await this.pg.row<ObjectRow>(OBJECT_ROW, [bucket.accountId, bucket.bucketName, key]);
+    const row = await this.pg.row<R>(query, [bucket.accountId, bucket.bucketName, key]);
     if (!row) await this.bucketId(this.pg, bucket);
     this.sawBucket(bucket);
     return row;
@@ -178,8 +195,8 @@ export class PgR2Store extends MultipartDelegation implements R2Store {
   }
 
   async get(bucket: BucketRef, key: string, opts: R2GetOptions = {}): Promise<R2GetResult | undefined> {
-    const row = await this.objectRow(bucket, key);
-    return row && this.bodies.read(objectInfo(row), JSON.parse(row.segments), opts);
+    const row = await this.objectRow<RowWithBody>(bucket, key, OBJECT_WITH_BODY);
+    return row && this.bodies.read(objectInfo(row), JSON.parse(row.segments), opts, row.body ?? undefined);
   }
 
   async put(bucket: BucketRef, key: string, body: Readable | Buffer, opts: R2PutOptions = {}): Promise<R2ObjectInfo | undefined> {
@@ -187,26 +204,33 @@ export class PgR2Store extends MultipartDelegation implements R2Store {
     const { httpMetadata, current } = await beforeBody(body, async () => ({ httpMetadata: checkPut(key, opts), current: await this.objectRow(bucket, key) }));
     // Refuse early when the precondition already fails, without storing the body; it is checked again at commit.
     if (!conditionHolds(opts.onlyIf, current)) return drain(body);
-    const stored = await this.bodies.store(body, opts);
+    const held = await this.bodies.hold(body, opts, PG_ROW_BODY_BYTES);
+    const stored = held ? undefined : await this.bodies.store(body, opts);
+    const forgetStored = async () => {
+      if (stored) await this.bodies.forget(stored.id);
+    };
     let old: Segment[] | undefined;
     try {
-      const info = putObjectInfo(key, stored, opts, httpMetadata);
+      const info = putObjectInfo(key, held ?? stored!, opts, httpMetadata);
       const committed = await this.pg.withTransaction(async (tx) => {
         const bucketId = await this.bucketId(tx, bucket, "FOR KEY SHARE");
-        const replaced = await this.commitObject(tx, bucketId, key, info, [[stored.id, stored.size]], opts.onlyIf);
+        const replaced = await this.commitObject(tx, bucketId, key, info, stored ? [[stored.id, stored.size]] : [], opts.onlyIf, held?.bytes);
         old = replaced || undefined;
         return replaced !== false;
       });
-      if (!committed) await this.bodies.forget(stored.id);
+      if (!committed) await forgetStored();
       else if (old) this.bodies.discard(old.map(([id]) => id));
       return committed ? info : undefined;
     } catch (e) {
-      await this.bodies.forget(stored.id).catch(() => undefined);
+      await forgetStored().catch(() => undefined);
       throw e;
     }
   }
 
-  /** A put without precondition: the body, then one statement (r2.put_object) that commits the row. */
+  /**
+   * A put without precondition: one statement (r2.put_object) that commits the row, with the body in it when it is
+   * small; a larger body is stored in the content store first.
+   */
   private async putUnconditionally(bucket: BucketRef, key: string, body: Readable | Buffer, opts: R2PutOptions): Promise<R2ObjectInfo> {
     const httpMetadata = await beforeBody(body, async () => {
       const checked = checkPut(key, opts);
@@ -214,25 +238,29 @@ export class PgR2Store extends MultipartDelegation implements R2Store {
       await this.assertBucket(bucket);
       return checked;
     });
+    const held = await this.bodies.hold(body, opts, PG_ROW_BODY_BYTES);
+    if (held) return this.commitUnconditionally(bucket, key, putObjectInfo(key, held, opts, httpMetadata), [], held.bytes);
     const stored = await this.bodies.store(body, opts);
-    let result: { bucket_found: boolean; replaced: string | null };
-    let info: R2ObjectInfo;
     try {
-      info = putObjectInfo(key, stored, opts, httpMetadata);
-      result = (await this.pg.row<{ bucket_found: boolean; replaced: string | null }>(PUT_OBJECT, [
-        bucket.accountId,
-        bucket.bucketName,
-        key,
-        ...objectValues(info, [[stored.id, stored.size]]),
-      ]))!;
-      if (!result.bucket_found) {
-        this.bucketsSeen.delete(`${bucket.accountId}/${bucket.bucketName}`);
-        throw R2Errors.bucketNotFound();
-      }
+      return await this.commitUnconditionally(bucket, key, putObjectInfo(key, stored, opts, httpMetadata), [[stored.id, stored.size]], null);
     } catch (e) {
       await this.bodies.forget(stored.id).catch(() => undefined);
       throw e;
     }
+  }
+
+  private async commitUnconditionally(bucket: BucketRef, key: string, info: R2ObjectInfo, segments: Segment[], body: Buffer | null): Promise<R2ObjectInfo> {
+    const result = (await this.pg.row<{ bucket_found: boolean; replaced: string | null }>(PUT_OBJECT, [
+      bucket.accountId,
+      bucket.bucketName,
+      key,
+      ...objectValues(info, segments, body),
+    ]))!;
+    if (!result.bucket_found) {
+      this.bucketsSeen.delete(`${bucket.accountId}/${bucket.bucketName}`);
+      throw R2Errors.bucketNotFound();
+    }
+    // A replaced body in the row went with it; one in the content store is removed now (after this node's readers).
     if (result.replaced) this.bodies.discard((JSON.parse(result.replaced) as Segment[]).map(([id]) => id));
     return info;
   }
@@ -240,7 +268,8 @@ export class PgR2Store extends MultipartDelegation implements R2Store {
   /**
    * Replaces the object's row inside `tx` (the bucket locked by the caller) if the precondition still holds: under
    * an advisory lock on (bucket, key), so that concurrent writers of one key, on any node, take turns. Returns the
-   * segments of the object replaced (null when there was none), or false when the precondition failed.
+   * segments of the object replaced (null when there was none), or false when the precondition failed. `body`: the
+   * bytes of a small object, kept in the row (then `segments` is empty).
    */
   private async commitObject(
     tx: Transaction,
@@ -249,17 +278,18 @@ export class PgR2Store extends MultipartDelegation implements R2Store {
     info: R2ObjectInfo,
     segments: Segment[],
     onlyIf: R2Conditional | undefined,
+    body: Buffer | null = null,
   ): Promise<Segment[] | null | false> {
     await tx.execute("SELECT pg_advisory_xact_lock(hashtextextended($2, $1))", [bucketId, key]);
     const current = await tx.row<ObjectRow>(`SELECT ${OBJECT_COLUMNS} FROM r2.objects o WHERE o.bucket_id = $1 AND o.key = $2`, [bucketId, key]);
     if (onlyIf && !conditionHolds(onlyIf, current && objectInfo(current))) return false;
     await tx.execute(
-      `INSERT INTO r2.objects (bucket_id, key, version, size, etag, uploaded, http, custom, checksums, storage_class, segments)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+      `INSERT INTO r2.objects (bucket_id, key, version, size, etag, uploaded, http, custom, checksums, storage_class, segments, body)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
        ON CONFLICT (bucket_id, key) DO UPDATE SET version = excluded.version, size = excluded.size, etag = excluded.etag,
          uploaded = excluded.uploaded, http = excluded.http, custom = excluded.custom, checksums = excluded.checksums,
-         storage_class = excluded.storage_class, segments = excluded.segments`,
-      [bucketId, key, ...objectValues(info, segments)],
+         storage_class = excluded.storage_class, segments = excluded.segments, body = excluded.body`,
+      [bucketId, key, ...objectValues(info, segments, body)],
     );
     return current ? (JSON.parse(current.segments) as Segment[]) : null;
   }

@@ -5,6 +5,7 @@ import { text } from "node:stream/consumers";
 import type { ContentStore } from "../core/content/store.js";
 import { EdgeError } from "../core/errors.js";
 import { storeContract } from "../core/testing/contract.js";
+import { eventually } from "../workers/testing/helpers.js";
 import { R2Codes } from "./errors.js";
 import type { BucketRef, R2CorsRule, R2GetResult, R2Store } from "./store.js";
 
@@ -21,6 +22,11 @@ const ACC = "acc1";
 const OTHER = "acc2";
 const B: BucketRef = { accountId: ACC, bucketName: "bkt" };
 const MiB = 1024 * 1024;
+/** Where both backends move a body out of the database (SMALL_BODY_BYTES, PG_ROW_BODY_BYTES). */
+const SMALL = 64 * 1024;
+
+/** `size` bytes that differ with `seed` and along their length (a range read of the wrong place shows). */
+const patterned = (size: number, seed = 0) => Buffer.from(Array.from({ length: size }, (_, i) => (i * 7 + seed * 13 + (i >> 8)) & 0xff));
 
 const CORS_RULE: R2CorsRule = {
   allowedOrigins: ["https://app.example"],
@@ -191,6 +197,69 @@ export const describeR2Store = storeContract<R2StoreUnderTest>("R2Store", (it) =
     const deleting = await store.get(B, "ow");
     await store.delete(B, "ow");
     assert.equal(await bodyOf(deleting), "second", "and so does a delete");
+  });
+
+  it("bodies around the small-body threshold (64 KiB) read back whole and by range; an overwrite or delete frees the body it replaced", async ({
+    store,
+    content,
+  }) => {
+    await store.createBucket(ACC, "bkt");
+    const sizes = [0, SMALL - 1, SMALL, SMALL + 1];
+    for (const size of sizes) {
+      const bytes = patterned(size);
+      // A buffer, a stream of announced length, and a stream whose length nobody announced.
+      for (const [how, body, opts] of [
+        ["buffer", bytes, {}],
+        ["announced", Readable.from([bytes.subarray(0, size >> 1), bytes.subarray(size >> 1)]), { size }],
+        ["unannounced", Readable.from([bytes]), {}],
+      ] as const) {
+        const key = `edge/${size}/${how}`;
+        const info = await store.put(B, key, body, opts);
+        assert.equal(info?.size, size, key);
+        assert.equal(info?.etag, md5(bytes), key);
+        const whole = await store.get(B, key);
+        assert.ok(Buffer.concat(await whole!.body!.toArray()).equals(bytes), `${key} reads back whole`);
+        if (size > 2) {
+          const part = await store.get(B, key, { range: { offset: size - 3, length: 2 } });
+          assert.ok(Buffer.concat(await part!.body!.toArray()).equals(bytes.subarray(size - 3, size - 1)), `${key} by range`);
+        }
+      }
+    }
+    await store.delete(
+      B,
+      (await store.list(B, { prefix: "edge/" })).objects.map((o) => o.key),
+    );
+
+    // The bytes each version needs, as the sweep sees them: once replaced or deleted, they are removed (not left
+    // for the sweep), whichever side of the threshold the old and the new body are.
+    const freed = async (before: Set<string>) => {
+      const now = await store.liveContent();
+      for (const id of before) {
+        if (now.has(id)) continue;
+        await eventually(
+          () =>
+            content.readAll(id).then(
+              () => false,
+              (e: NodeJS.ErrnoException) => e.code === "ENOENT",
+            ),
+          `body ${id} to be removed`,
+        );
+      }
+    };
+    const versions = [SMALL, SMALL + 1, 10, 2 * SMALL, SMALL - 1];
+    for (const [i, size] of versions.entries()) {
+      const before = await store.liveContent();
+      await store.put(B, "shifting", patterned(size, i));
+      await freed(before);
+      assert.ok(Buffer.concat(await (await store.get(B, "shifting"))!.body!.toArray()).equals(patterned(size, i)), `version ${i} (${size} bytes)`);
+    }
+    const conditional = await store.put(B, "shifting", patterned(SMALL + 5, 9), { onlyIf: { etagMatches: [strong(md5(patterned(SMALL - 1, 4)))] } });
+    assert.ok(conditional, "a conditional overwrite small → large");
+    const beforeDelete = await store.liveContent();
+    await store.delete(B, "shifting");
+    await freed(beforeDelete);
+    const left = await store.liveContent();
+    assert.equal(await content.gc((id) => left.has(id), 0), 0, "nothing was left for the sweep");
   });
 
   it("conditional get and put (etag match/no match, uploaded before/after, seconds granularity)", async ({ store }) => {

@@ -15,6 +15,8 @@ export interface ContentCopy {
   copy(id: string): Promise<string>;
   /** Stores `bytes` as a body in the target's content store; returns its id. */
   put(bytes: Buffer): Promise<string>;
+  /** The whole of body `id` from the source's content store, for a small body the target keeps in the row. */
+  read(id: string): Promise<Buffer>;
 }
 
 /**
@@ -36,6 +38,11 @@ export interface TableCopy {
   references?: Readonly<Record<string, string>>;
   /** SQL read in place of a column on one backend (KV values that bulk writes keep in SQLite's `blobs` table). */
   readAs?: Partial<Record<Side, Readonly<Record<string, string>>>>;
+  /**
+   * Columns only one backend has, read with the row when it is the source and written when it is the target (null
+   * unless `copyContent` sets them): `{ postgresql: ["body"] }`, R2 bodies PostgreSQL keeps in the row.
+   */
+  onlyOn?: Partial<Record<Side, readonly string[]>>;
   /** Columns only one backend has, with the value every copied row gets there (`{ sqlite: { sealed: 1 } }`). */
   writeAs?: Partial<Record<Side, Readonly<Record<string, unknown>>>>;
   /** Columns that may hold big values: read with their row only when small, else alone (memory stays bounded). */

@@ -297,6 +297,17 @@ test(
     assert.match(copied.stdout, /workers\s+secrets\s+1\s+0\s+1\s+1\s+0/);
     assert.match(copied.stdout, /queues\s+messages\s+3\s+0\s+3\s+3\s+0/);
     assert.match(copied.stdout, /Count check: every table of identity, dns, kv, r2, workers, worker assets, queues, ai-gateway holds what the source holds/);
+    // Small R2 bodies (r2.sqlite's small-body table) land in their object's row, as a node on PostgreSQL keeps them.
+    const where = await query<{ key: string; in_row: boolean }>(db, "SELECT key, body IS NOT NULL AS in_row FROM r2.objects ORDER BY key, bucket_id");
+    assert.deepEqual(
+      where.map((r) => [r.key, r.in_row]),
+      [
+        ["large.bin", false],
+        ["multi.bin", false],
+        ["small.txt", true],
+        ["small.txt", true],
+      ],
+    );
 
     const again = await copyToDatabase(embedded.stateDir, db, bucket, key);
     assert.equal(again.code, 1, "a target with rows is refused");
@@ -363,6 +374,10 @@ async function checkEverythingBack(p: TestPlatform, creds: S3Credentials, w: Wri
     const large = await client.send(new s3.GetObjectCommand({ Bucket: "carried", Key: "large.bin" }));
     assert.equal(large.ETag, w.etags.get("carried/large.bin"));
     assert.equal(md5(Buffer.from(await large.Body!.transformToByteArray())), md5(LARGE_OBJECT));
+    // A small body that PostgreSQL kept in the row, back in a state directory.
+    const small = await client.send(new s3.GetObjectCommand({ Bucket: "second", Key: "small.txt" }));
+    assert.equal(small.ETag, w.etags.get("second/small.txt"));
+    assert.equal(await small.Body!.transformToString(), "the other bucket");
   } finally {
     client.destroy();
   }

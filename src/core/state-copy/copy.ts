@@ -197,18 +197,16 @@ function bodiesOf(area: OpenArea, t: TableCopy, bodies: string[]): ContentCopy {
     if (!source.content || !target.content) throw new Error(`${area.copier.name} ${t.table} names bodies, but the area declares no content store`);
     return { from: source.content, to: target.content };
   };
+  /** A body a row names that the source does not hold is a broken source, said as such. */
+  const missing = (id: string) => (err: unknown) => {
+    if ((err as NodeJS.ErrnoException).code === "ENOENT") throw new Error(`${area.copier.name} ${t.table}: the source has no body ${id}, which a row names`);
+    throw err;
+  };
   return {
     target: area.targetKind,
     async copy(id) {
       const { from, to } = stores();
-      let stored;
-      try {
-        stored = await to.put(from.read(id));
-      } catch (err) {
-        if ((err as NodeJS.ErrnoException).code === "ENOENT")
-          throw new Error(`${area.copier.name} ${t.table}: the source has no body ${id}, which a row names`);
-        throw err;
-      }
+      const stored = await to.put(from.read(id)).catch(missing(id));
       bodies.push(stored.id);
       return stored.id;
     },
@@ -217,6 +215,7 @@ function bodiesOf(area: OpenArea, t: TableCopy, bodies: string[]): ContentCopy {
       bodies.push(stored.id);
       return stored.id;
     },
+    read: (id) => stores().from.readAll(id).catch(missing(id)),
   };
 }
 

@@ -75,7 +75,7 @@ class Statements {
   }
 
   page(t: TableCopy, withCursor: boolean): string {
-    const read = [...t.columns, ...(t.generatedId ? [t.generatedId] : [])].map((c) => {
+    const read = [...t.columns, ...(t.onlyOn?.[this.side] ?? []), ...(t.generatedId ? [t.generatedId] : [])].map((c) => {
       const expr = this.readExpr(t, c);
       if (!t.large?.includes(c)) return `${expr} AS ${quote(c)}`;
       return `CASE WHEN length(${expr}) <= ${LARGE_INLINE_BYTES} THEN ${expr} END AS ${quote(c)}, length(${expr}) AS ${quote(LENGTH_OF + c)}`;
@@ -99,12 +99,16 @@ class Statements {
 
   /** The columns an insert on this side writes: the copied ones, then those only this side has. */
   written(t: TableCopy): string[] {
-    return [...t.columns, ...Object.keys(t.writeAs?.[this.side] ?? {})];
+    return [...this.copied(t), ...Object.keys(t.writeAs?.[this.side] ?? {})];
   }
 
   /** The values of `row` for `written(t)`. */
   values(t: TableCopy, row: Row): unknown[] {
-    return [...t.columns.map((c) => row[c] ?? null), ...Object.values(t.writeAs?.[this.side] ?? {})];
+    return [...this.copied(t).map((c) => row[c] ?? null), ...Object.values(t.writeAs?.[this.side] ?? {})];
+  }
+
+  private copied(t: TableCopy): string[] {
+    return [...t.columns, ...(t.onlyOn?.[this.side] ?? [])];
   }
 
   insert(t: TableCopy, rows: number): string {
