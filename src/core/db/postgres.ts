@@ -8,7 +8,11 @@ export interface PostgresOptions {
   url: string;
   /** Connections this node keeps at most. */
   poolSize: number;
-  /** Opening a connection, or waiting for a free one of the pool, fails after this long (a 503, not a hang). */
+  /**
+   * Opening a connection, or waiting for a free one of the pool, fails after this long (a 503, not a hang). 5 s by
+   * default: a stopped server refuses at once, so this only bounds a server that does not answer, and 2 s was short
+   * enough for a burst on a loaded machine to turn a wait for a free connection into 503s.
+   */
   connectTimeoutMs?: number;
   /** PostgreSQL cancels a statement running longer than this. */
   statementTimeoutMs?: number;
@@ -84,7 +88,7 @@ export class Postgres extends SqlRunner {
     const pool = new pg.Pool({
       connectionString: opts.url,
       max: opts.poolSize,
-      connectionTimeoutMillis: opts.connectTimeoutMs ?? 2_000,
+      connectionTimeoutMillis: opts.connectTimeoutMs ?? 5_000,
       statement_timeout: opts.statementTimeoutMs ?? 15_000,
       // A server that vanished without closing the socket: give up on the statement a little after PostgreSQL would.
       query_timeout: (opts.statementTimeoutMs ?? 15_000) + 5_000,
