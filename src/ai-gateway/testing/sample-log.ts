@@ -1,5 +1,8 @@
 import { DEFAULT_GATEWAY } from "../gateways/directory.js";
 import type { GatewaySettings } from "../gateways/schema.js";
+import { SHIPPED_PRICES_FILE } from "../config.js";
+import type { LogDraft } from "../logs/draft.js";
+import { PriceTable } from "../providers/prices.js";
 import type { NewLog } from "../store.js";
 
 /** Two account ids for tests of the stores. */
@@ -44,3 +47,37 @@ export const sampleLog = (i: number, change: Partial<NewLog> = {}): NewLog => ({
 
 /** Settings of a test gateway: those of a "default" gateway without authentication, with `change` applied. */
 export const sampleSettings = (change: Partial<GatewaySettings> = {}): GatewaySettings => ({ ...DEFAULT_GATEWAY, authentication: false, ...change });
+
+/** The draft of log number `i` (as the proxy hands it over): sampleLog's id, gateway and time, nothing read yet. */
+export const sampleDraft = (i: number, change: Partial<LogDraft> = {}): LogDraft => ({
+  id: `L${String(i).padStart(8, "0")}`,
+  account_id: A,
+  gateway_id: "g",
+  arrived_at: 1e12 + i * 1000,
+  provider: "openai",
+  path: "chat/completions",
+  request_type: null,
+  step: null,
+  status_code: 200,
+  success: true,
+  outcome: "answered",
+  duration: 10,
+  usage: null,
+  custom_cost: null,
+  metadata: null,
+  request_content_type: "application/json",
+  response_content_type: null,
+  request_size: 1,
+  response_size: 0,
+  authenticated: false,
+  event_id: null,
+  request_body: Buffer.from("q"),
+  response_body: null,
+  keep_bodies: true,
+  limit: null,
+  strategy: null,
+  ...change,
+});
+
+/** The shipped price table. */
+export const shippedPrices = () => PriceTable.load(SHIPPED_PRICES_FILE);
