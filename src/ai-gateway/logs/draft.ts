@@ -1,6 +1,6 @@
+import { parseUserJson } from "../../core/http/json-input.js";
 import type { PriceTable } from "../providers/prices.js";
 import { costOf, type CustomCost } from "../proxy/cost.js";
-import { modelOfRequest } from "../proxy/exchange.js";
 import { emptyUsage, usageOfJson, type Usage } from "../proxy/usage.js";
 import type { LogMetadata, LogStrategy, NewLog } from "../store.js";
 
@@ -45,6 +45,17 @@ export interface LogDraft {
   keep_bodies: boolean;
   limit: number | null;
   strategy: LogStrategy | null;
+}
+
+/** The `model` of a JSON request body, when it has one (for logs when the answer names none). */
+function modelOfRequest(body: Buffer | null): string | null {
+  if (!body || body.length > 1 << 20) return null;
+  try {
+    const m = (parseUserJson(body) as { model?: unknown }).model;
+    return typeof m === "string" ? m : null;
+  } catch {
+    return null;
+  }
 }
 
 const COST_NOTES = { cached: "answered from the cache", aborted: "the client went away before the answer ended" } as const;
