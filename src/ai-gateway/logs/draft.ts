@@ -2,7 +2,7 @@ import { parseUserJson } from "../../core/http/json-input.js";
 import type { PriceTable } from "../providers/prices.js";
 import { costOf, type CustomCost } from "../proxy/cost.js";
 import { emptyUsage, usageOfJson, type Usage } from "../proxy/usage.js";
-import type { LogMetadata, LogStrategy, NewLog } from "../store.js";
+import type { NewLog } from "../store.js";
 
 /**
  * What the proxy knows of an exchange once its answer is out, as it has it: the bodies as they passed, times as
@@ -10,42 +10,44 @@ import type { LogMetadata, LogStrategy, NewLog } from "../store.js";
  * SQLite store's writer thread, or beside the PostgreSQL write), with `buildLog`: so the event loop that serves
  * requests only hands over what it already holds.
  */
-export interface LogDraft {
-  id: string;
-  account_id: string;
-  gateway_id: string;
+export type LogDraft = Pick<
+  NewLog,
+  | "id"
+  | "account_id"
+  | "gateway_id"
+  | "provider"
+  | "path"
+  | "request_type"
+  | "step"
+  | "status_code"
+  | "success"
+  | "duration"
+  | "metadata"
+  | "request_content_type"
+  | "response_content_type"
+  | "request_size"
+  | "response_size"
+  | "authenticated"
+  | "event_id"
+  | "limit"
+  | "strategy"
+> & {
   /** Date.now() when the request arrived. */
   arrived_at: number;
-  provider: string;
-  path: string;
-  request_type: string | null;
-  step: number | null;
-  status_code: number;
-  success: boolean;
   /**
    * "answered" (usage from the answer), "cached" (answered from the cache: no tokens, no cost) or "aborted" (the
    * client went away before the answer ended; usage as far as it came).
    */
   outcome: "answered" | "cached" | "aborted";
-  duration: number;
   /** Usage already read (a stream's, read as it passed), or null: read from response_body, a JSON answer. */
   usage: Usage | null;
   custom_cost: CustomCost | null;
-  metadata: LogMetadata | null;
-  request_content_type: string | null;
-  response_content_type: string | null;
-  request_size: number;
-  response_size: number;
-  authenticated: boolean;
-  event_id: string | null;
   /** The bodies as they passed (null: over the capture's cap, or not captured); stored only with `keep_bodies`. */
   request_body: Buffer | null;
   response_body: Buffer | null;
   /** gw-aig-collect-log-payload: false keeps the bodies out of the log (they are still read for usage and model). */
   keep_bodies: boolean;
-  limit: number | null;
-  strategy: LogStrategy | null;
-}
+};
 
 /** The `model` of a JSON request body, when it has one (for logs when the answer names none). */
 function modelOfRequest(body: Buffer | null): string | null {

@@ -49,35 +49,11 @@ export const sampleLog = (i: number, change: Partial<NewLog> = {}): NewLog => ({
 export const sampleSettings = (change: Partial<GatewaySettings> = {}): GatewaySettings => ({ ...DEFAULT_GATEWAY, authentication: false, ...change });
 
 /** The draft of log number `i` (as the proxy hands it over): sampleLog's id, gateway and time, nothing read yet. */
-export const sampleDraft = (i: number, change: Partial<LogDraft> = {}): LogDraft => ({
-  id: `L${String(i).padStart(8, "0")}`,
-  account_id: A,
-  gateway_id: "g",
-  arrived_at: 1e12 + i * 1000,
-  provider: "openai",
-  path: "chat/completions",
-  request_type: null,
-  step: null,
-  status_code: 200,
-  success: true,
-  outcome: "answered",
-  duration: 10,
-  usage: null,
-  custom_cost: null,
-  metadata: null,
-  request_content_type: "application/json",
-  response_content_type: null,
-  request_size: 1,
-  response_size: 0,
-  authenticated: false,
-  event_id: null,
-  request_body: Buffer.from("q"),
-  response_body: null,
-  keep_bodies: true,
-  limit: null,
-  strategy: null,
-  ...change,
-});
+export const sampleDraft = (i: number, change: Partial<LogDraft> = {}): LogDraft => {
+  // What a log has and its draft has not: found by reading the answer, pricing it, formatting the time.
+  const { created_at, model, cached, tokens_in, tokens_out, cached_tokens, reasoning_tokens, cost, cost_note, custom_cost, ...shared } = sampleLog(i);
+  return { ...shared, arrived_at: Date.parse(created_at), outcome: "answered", usage: null, custom_cost: null, keep_bodies: true, ...change };
+};
 
 /** The shipped price table. */
 export const shippedPrices = () => PriceTable.load(SHIPPED_PRICES_FILE);
