@@ -194,9 +194,16 @@ async function interleaved(names, n, reqBody = body, firstByte = false) {
   return out;
 }
 
-/** user+system CPU time of a process in µs, from /proc (clock ticks of 10 ms). */
+/** user+system CPU time of a process (all its threads) in µs, from /proc (clock ticks of 10 ms). */
 function cpuUs(pid) {
-  const f = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1].split(" ");
+  return ticksUs(`/proc/${pid}/stat`);
+}
+/** The same for its main thread alone (the event loop; the rest is worker threads, GC helpers, libuv's pool). */
+function mainThreadCpuUs(pid) {
+  return ticksUs(`/proc/${pid}/task/${pid}/stat`);
+}
+function ticksUs(file) {
+  const f = readFileSync(file, "utf8").split(") ")[1].split(" ");
   return (Number(f[11]) + Number(f[12])) * 10_000;
 }
 
@@ -206,13 +213,16 @@ function cpuUs(pid) {
  */
 function throughput(t, connections, duration = DURATION) {
   const before = cpuUs(t.pid);
+  const mainBefore = mainThreadCpuUs(t.pid);
   return new Promise((resolve, reject) => {
     autocannon({ url: t.url, method: "POST", headers: t.headers, body, connections, duration }, (err, res) => {
       if (err) return reject(err);
       const cpu_us_per_req = Math.round((cpuUs(t.pid) - before) / res.requests.total);
+      const main_thread_cpu_us_per_req = Math.round((mainThreadCpuUs(t.pid) - mainBefore) / res.requests.total);
       resolve({
         rps: Math.round(res.requests.average),
         cpu_us_per_req,
+        main_thread_cpu_us_per_req,
         non2xx: res.non2xx,
         errors: res.errors,
         p50ms: res.latency.p50,
@@ -241,6 +251,7 @@ async function throughputRounds(names, clients) {
       rps: median(r.map((x) => x.rps)),
       rps_rounds: r.map((x) => x.rps),
       cpu_us_per_req: median(r.map((x) => x.cpu_us_per_req)),
+      main_thread_cpu_us_per_req: median(r.map((x) => x.main_thread_cpu_us_per_req)),
       p50ms: median(r.map((x) => x.p50ms)),
       p99ms: median(r.map((x) => x.p99ms)),
       non2xx: r.reduce((a, x) => a + x.non2xx, 0),
@@ -289,6 +300,10 @@ for (const c of CLIENTS) {
   const r = (results.rps[`c${c}`] = await throughputRounds(names, c));
   results.loadavg[`after_rps_c${c}`] = load();
   console.error(`req/s c=${c}`, JSON.stringify(Object.fromEntries(names.map((k) => [k, r[k].rps]))));
+  console.error(
+    `CPU µs per request (main thread) c=${c}`,
+    JSON.stringify(Object.fromEntries(names.map((k) => [k, `${r[k].cpu_us_per_req} (${r[k].main_thread_cpu_us_per_req})`]))),
+  );
   summary.rps[`c${c}`] = Object.fromEntries(names.map((k) => [k, r[k].rps]));
   // Ratios of the medians, and the median of each round's own ratio (its segments ran minutes closer together).
   const perRound = (a, b) => +(median(r[a].rps_rounds.map((x, i) => (1000 * x) / r[b].rps_rounds[i])) / 1000).toFixed(3);

@@ -1,8 +1,10 @@
 import type { Bus } from "../core/cluster/bus.js";
 import type { Postgres, Transaction } from "../core/db/postgres.js";
 import { BODY_COLUMNS, INSERT_COLUMNS, LOG_COLUMNS, rowValues, STATS_COLUMNS, toRecord, type LogRow } from "./log-rows.js";
+import { buildLogs, type LogDraft } from "./logs/draft.js";
 import { AIG_BUS_AREA, writeNotice } from "./notices.js";
 import { pgLogOrderBy, pgLogWhere } from "./pg-log-filter.js";
+import type { PriceTable } from "./providers/prices.js";
 import type { LogCount, LogPatch, LogQuery, LogRecord, LogStats, LogStore, NewLog } from "./store.js";
 
 /** The PostgreSQL array type of each of INSERT_COLUMNS, in order (a batch is inserted as one array per column). */
@@ -166,6 +168,11 @@ export class PgLogStore implements LogStore {
       );
       return [...limited].map(([key, k]) => ({ account_id: k.accountId, gateway_id: k.gatewayId, count: counts.get(key)! }));
     });
+  }
+
+  /** Built here, on the event loop, but off the request path: the queue's batch write. */
+  appendDrafts(batch: readonly LogDraft[], prices: PriceTable): Promise<LogCount[]> {
+    return this.append(buildLogs(batch, prices));
   }
 
   async count(accountId: string, gatewayId: string): Promise<number> {

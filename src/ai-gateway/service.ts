@@ -43,7 +43,7 @@ export function createAiGatewayService(ctx: ServiceContext): EdgeService {
   const prices = PriceTable.load(SHIPPED_PRICES_FILE, config.pricesFile);
   const { stores, limiter, sweep, close: closeBackend } = openBackend(ctx);
   const logCounts = new LogCounts(stores.logs);
-  const queue = new LogQueue(stores.logs, logCounts, ctx.log);
+  const queue = new LogQueue(stores.logs, logCounts, ctx.log, prices);
   // Cached answers stay on the node that got them (see docs/ai-gateway.md, "On PostgreSQL"); changes reach every node.
   const cache = new ResponseCache();
   const upstreams = new Upstreams();
@@ -72,7 +72,6 @@ export function createAiGatewayService(ctx: ServiceContext): EdgeService {
     gateways,
     logCounts,
     providers,
-    prices,
     upstreams,
     limiter,
     queue,

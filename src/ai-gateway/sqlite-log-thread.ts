@@ -1,25 +1,43 @@
-// The AI gateway's log writer thread (started by sqlite-log-writer.ts). Batches of logs arrive here and are
-// written with SqliteLogStore.append on this thread's own connection to the gateway's SQLite file: the inserts,
-// the commit and the WAL checkpoints run here, not on the platform's event loop. The log counts of gateways with a
-// limit are kept here too, since only this thread adds logs.
+// The AI gateway's log writer thread (started by sqlite-log-writer.ts). Batches of logs, or of drafts that are built
+// into logs here (usage read from the answers, cost from the price table: logs/draft.ts), arrive and are written
+// with SqliteLogStore.append on this thread's own connection to the gateway's SQLite file: the building, the
+// inserts, the commit and the WAL checkpoints run here, not on the platform's event loop. The log counts of
+// gateways with a limit are kept here too, since only this thread adds logs.
 import { parentPort, workerData } from "node:worker_threads";
 import { openDatabase } from "../core/db/sqlite.js";
+import { buildLogs, type LogDraft } from "./logs/draft.js";
+import { PriceTable } from "./providers/prices.js";
 import { SqliteLogStore } from "./sqlite-log-store.js";
 import { AI_GATEWAY_MIGRATIONS } from "./sqlite-migrations.js";
-import { unpackLogs, type FromLogThread, type ToLogThread } from "./sqlite-log-writer.js";
+import { unpackBatch, type FromLogThread, type ToLogThread } from "./sqlite-log-writer.js";
+import type { NewLog } from "./store.js";
 
 const port = parentPort!;
 const db = openDatabase((workerData as { file: string }).file, AI_GATEWAY_MIGRATIONS);
 const store = new SqliteLogStore(db);
 const post = (m: FromLogThread) => port.postMessage(m);
+/** The table drafts are priced with (the main thread sends it before the first drafts). */
+let prices: PriceTable | undefined;
+
+/** The logs of an append message: as sent, or built from drafts. */
+function logsOf(msg: Extract<ToLogThread, { op: "append" }>): NewLog[] {
+  if (msg.kind === "logs") return unpackBatch<NewLog>(msg);
+  if (!prices) throw new Error("drafts came before a price table");
+  return buildLogs(unpackBatch<LogDraft>(msg), prices);
+}
 
 port.on("message", (msg: ToLogThread) => {
   switch (msg.op) {
     case "append":
-      return void store.append(unpackLogs(msg.logs, msg.bodies)).then(
-        (counts) => post({ id: msg.id, counts }),
-        (err: Error) => post({ id: msg.id, error: err.message }),
-      );
+      return void Promise.resolve()
+        .then(() => store.append(logsOf(msg)))
+        .then(
+          (counts) => post({ id: msg.id, counts }),
+          (err: Error) => post({ id: msg.id, error: err.message }),
+        );
+    case "prices":
+      prices = PriceTable.fromEntries(msg.entries);
+      return;
     case "count":
       return void store.count(msg.accountId, msg.gatewayId).then(
         (count) => post({ id: msg.id, count }),

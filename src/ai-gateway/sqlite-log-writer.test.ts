@@ -4,10 +4,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, it } from "node:test";
 import { openDatabase } from "../core/db/sqlite.js";
-import { packLogs, unpackLogs } from "./sqlite-log-writer.js";
+import { packBatch, unpackBatch } from "./sqlite-log-writer.js";
 import { AI_GATEWAY_MIGRATIONS } from "./sqlite-migrations.js";
 import { sqliteStores } from "./sqlite-store.js";
-import { A, sampleLog, sampleSettings } from "./testing/sample-log.js";
+import { A, sampleDraft, sampleLog, sampleSettings, shippedPrices } from "./testing/sample-log.js";
 
 describe("AI gateway log writer thread", () => {
   it("packs a batch's bodies into one buffer of their exact bytes (views into larger memory included) and unpacks them intact", () => {
@@ -17,7 +17,8 @@ describe("AI gateway log writer thread", () => {
       sampleLog(2, { request_body: null, response_body: Buffer.from("") }),
       sampleLog(3, { request_body: Buffer.from("third"), response_body: null, metadata: { k: "v" } }),
     ];
-    const { logs, bodies } = packLogs(batch);
+    const { items, bodies } = packBatch(batch);
+    const logs = JSON.parse(items) as { request_body: number | null; response_body: number | null }[];
     assert.equal(bodies!.byteLength, "REQUESTRESPONSEthird".length, "only the bodies' own bytes travel, not the memory they are views of");
     assert.deepEqual(
       logs.map((l) => [l.request_body, l.response_body]),
@@ -28,13 +29,13 @@ describe("AI gateway log writer thread", () => {
       ],
     );
     // As the thread gets it: a copy of the message, the buffer moved.
-    const back = unpackLogs(structuredClone(logs), structuredClone(bodies, { transfer: [bodies!] }));
+    const back = unpackBatch({ items: structuredClone(items), bodies: structuredClone(bodies, { transfer: [bodies!] }) });
     assert.deepEqual(back, batch);
 
     const empty = [sampleLog(4, { request_body: Buffer.alloc(0), response_body: null })];
-    const packed = packLogs(empty);
+    const packed = packBatch(empty);
     assert.equal(packed.bodies, null, "no bytes, no buffer");
-    assert.deepEqual(unpackLogs(packed.logs, packed.bodies), empty);
+    assert.deepEqual(unpackBatch(packed), empty);
   });
 
   it("writes large batches on its own connection; reads here see them once written, and close() writes what was sent first", async () => {
@@ -54,6 +55,31 @@ describe("AI gateway log writer thread", () => {
       const again = openDatabase(file, AI_GATEWAY_MIGRATIONS);
       assert.equal((again.prepare("SELECT count(*) AS n FROM logs").get() as { n: number }).n, 40 + 20 * 50);
       again.close();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("builds drafts into logs on the thread: usage read from the JSON answer, priced with the table it was sent, bodies kept or not", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "aig-log-thread-"));
+    try {
+      const db = openDatabase(join(dir, "t.sqlite"), AI_GATEWAY_MIGRATIONS);
+      const { logs, close } = sqliteStores(db, { writerThread: true });
+      const answer = (i: number) => Buffer.from(JSON.stringify({ model: "gpt-4o-mini", usage: { prompt_tokens: 1000 * i, completion_tokens: 10 } }));
+      // 40 drafts: a batch large enough for the thread; the last one asked not to keep its bodies.
+      const drafts = Array.from({ length: 40 }, (_, i) => sampleDraft(i, { response_body: answer(i), keep_bodies: i < 39 }));
+      await logs.appendDrafts(drafts, shippedPrices());
+      const log = await logs.get(A, "g", "L00000002");
+      assert.equal(log?.model, "gpt-4o-mini");
+      assert.equal(log?.tokens_in, 2000);
+      assert.equal(log?.tokens_out, 10);
+      assert.equal(log?.cost, (2000 * 0.15 + 10 * 0.6) / 1e6, "priced on the thread with the shipped table's gpt-4o-mini");
+      assert.equal(log?.created_at, new Date(1e12 + 2000).toISOString());
+      assert.deepEqual(await logs.body(A, "g", "L00000002", "response"), { body: answer(2), contentType: null });
+      assert.equal((await logs.body(A, "g", "L00000039", "response"))?.body, null, "read for usage, not kept");
+      assert.equal((await logs.get(A, "g", "L00000039"))?.tokens_in, 39_000);
+      await close();
+      db.close();
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

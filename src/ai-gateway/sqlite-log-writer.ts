@@ -1,16 +1,29 @@
 import { fileURLToPath } from "node:url";
 import { Worker } from "node:worker_threads";
+import type { LogDraft } from "./logs/draft.js";
+import type { PriceTable } from "./providers/prices.js";
 import type { LogCount, NewLog } from "./store.js";
 
+/** What crosses to the thread: logs as they are written, or drafts it builds itself (logs/draft.ts). */
+type WithBodies = { request_body: Buffer | null; response_body: Buffer | null };
+
 /**
- * A log as it crosses to the writer thread: its bodies are replaced by their lengths (null: not kept), and the
- * bytes travel in one buffer per batch, in order (request body, then response body, log after log).
+ * A log or draft as it crosses to the writer thread: its bodies are replaced by their lengths (null: none), and the
+ * bytes travel in one buffer per batch, in order (request body, then response body, item after item).
  */
-export type WireLog = Omit<NewLog, "request_body" | "response_body"> & { request_body: number | null; response_body: number | null };
+export type Wire<T extends WithBodies> = Omit<T, "request_body" | "response_body"> & { request_body: number | null; response_body: number | null };
+
+/** A batch as it crosses: the items as one JSON text (cheaper to make and to copy than a structured clone of each object), and their bodies. */
+interface PackedBatch {
+  items: string;
+  bodies: ArrayBuffer | null;
+}
 
 /** Messages to the writer thread (sqlite-log-thread.ts). */
 export type ToLogThread =
-  | { op: "append"; id: number; logs: WireLog[]; bodies: ArrayBuffer | null }
+  | ({ op: "append"; id: number; kind: "logs" | "drafts" } & PackedBatch)
+  /** The price table the drafts that follow are built with (sent before the first of them, and when it changes). */
+  | { op: "prices"; entries: ReturnType<PriceTable["entries"]> }
   | { op: "count"; id: number; accountId: string; gatewayId: string }
   /** The gateway's logs were deleted by the main thread: the count the thread keeps must be read again. */
   | { op: "forget"; accountId: string; gatewayId: string }
@@ -25,7 +38,7 @@ const THREAD_SCRIPT = fileURLToPath(new URL("./sqlite-log-thread.js", import.met
  * Packs a batch for the thread: the bodies are copied into one buffer of their own, which is moved, not copied,
  * to the thread (a Buffer sent as it is would take its whole backing memory along: a socket's pool, say).
  */
-export function packLogs(batch: readonly NewLog[]): { logs: WireLog[]; bodies: ArrayBuffer | null } {
+export function packBatch<T extends WithBodies>(batch: readonly T[]): PackedBatch {
   let total = 0;
   for (const l of batch) total += (l.request_body?.length ?? 0) + (l.response_body?.length ?? 0);
   const bytes = total ? Buffer.allocUnsafeSlow(total) : null;
@@ -37,12 +50,12 @@ export function packLogs(batch: readonly NewLog[]): { logs: WireLog[]; bodies: A
     at += b.length;
     return b.length;
   };
-  const logs = batch.map((l): WireLog => ({ ...l, request_body: put(l.request_body), response_body: put(l.response_body) }));
-  return { logs, bodies: bytes ? (bytes.buffer as ArrayBuffer) : null };
+  const items = batch.map((l): Wire<T> => ({ ...l, request_body: put(l.request_body), response_body: put(l.response_body) }));
+  return { items: JSON.stringify(items), bodies: bytes ? (bytes.buffer as ArrayBuffer) : null };
 }
 
 /** The batch again, its bodies as views of the buffer that came with it. */
-export function unpackLogs(logs: readonly WireLog[], bodies: ArrayBuffer | null): NewLog[] {
+export function unpackBatch<T extends WithBodies>({ items, bodies }: PackedBatch): T[] {
   let at = 0;
   const take = (n: number | null): Buffer | null => {
     if (n === null) return null;
@@ -52,7 +65,7 @@ export function unpackLogs(logs: readonly WireLog[], bodies: ArrayBuffer | null)
     at += n;
     return b;
   };
-  return logs.map((l) => ({ ...l, request_body: take(l.request_body), response_body: take(l.response_body) }));
+  return (JSON.parse(items) as Wire<T>[]).map((l) => ({ ...l, request_body: take(l.request_body), response_body: take(l.response_body) }) as unknown as T);
 }
 
 interface Pending {
@@ -70,14 +83,30 @@ export class LogWriterThread {
   private worker: Worker | undefined;
   private readonly pending = new Map<number, Pending>();
   private seq = 0;
+  /** The price table the running thread has (none until drafts were first sent; a new thread has none). */
+  private prices: PriceTable | undefined;
 
   constructor(private readonly file: string) {}
 
   /** Writes the batch on the thread; resolves with the counts of its gateways that have a limit (LogStore.append). */
-  async append(batch: readonly NewLog[]): Promise<LogCount[]> {
-    const { logs, bodies } = packLogs(batch);
+  append(batch: readonly NewLog[]): Promise<LogCount[]> {
+    return this.send("logs", batch);
+  }
+
+  /** Builds the drafts' logs on the thread, priced with `prices`, and writes them there (LogStore.appendDrafts). */
+  appendDrafts(batch: readonly LogDraft[], prices: PriceTable): Promise<LogCount[]> {
+    const w = this.thread();
+    if (this.prices !== prices) {
+      w.postMessage({ op: "prices", entries: prices.entries() } satisfies ToLogThread);
+      this.prices = prices;
+    }
+    return this.send("drafts", batch);
+  }
+
+  private async send(kind: "logs" | "drafts", batch: readonly WithBodies[]): Promise<LogCount[]> {
+    const packed = packBatch(batch);
     const id = ++this.seq;
-    const answer = this.ask(id, { op: "append", id, logs, bodies }, bodies ? [bodies] : []);
+    const answer = this.ask(id, { op: "append", id, kind, ...packed }, packed.bodies ? [packed.bodies] : []);
     return (await answer).counts!;
   }
 
@@ -125,6 +154,7 @@ export class LogWriterThread {
     const fail = (err: Error) => {
       if (this.worker !== w) return;
       this.worker = undefined;
+      this.prices = undefined;
       for (const p of this.pending.values()) p.reject(err);
       this.pending.clear();
     };

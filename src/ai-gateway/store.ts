@@ -1,4 +1,6 @@
 import type { GatewaySettings } from "./gateways/schema.js";
+import type { LogDraft } from "./logs/draft.js";
+import type { PriceTable } from "./providers/prices.js";
 
 /**
  * What the AI gateway keeps: gateways and their request logs. Every method is asynchronous so that a database
@@ -191,6 +193,12 @@ export interface LogStore {
    * count of every gateway of the batch whose logs have a limit.
    */
   append(batch: readonly NewLog[]): Promise<LogCount[]>;
+  /**
+   * Builds the logs of these drafts (logs/draft.ts: usage, model, cost, priced with `prices`) and appends them as
+   * `append` does. Where they are built is the store's choice: the SQLite store builds its writer thread's batches
+   * on that thread.
+   */
+  appendDrafts(batch: readonly LogDraft[], prices: PriceTable): Promise<LogCount[]>;
   count(accountId: string, gatewayId: string): Promise<number>;
   /** One page of a gateway's logs in the query's order, and the stats of everything the filter selects. */
   list(accountId: string, gatewayId: string, query: LogQuery): Promise<{ logs: LogRecord[]; stats: LogStats }>;

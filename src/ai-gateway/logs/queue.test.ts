@@ -8,36 +8,33 @@ import { openDatabase } from "../../core/db/sqlite.js";
 import { createLogger } from "../../core/logger.js";
 import { AI_GATEWAY_MIGRATIONS } from "../sqlite-migrations.js";
 import { sqliteStores } from "../sqlite-store.js";
-import { A, sampleLog, sampleSettings } from "../testing/sample-log.js";
+import { A, sampleDraft, sampleSettings, shippedPrices } from "../testing/sample-log.js";
 import { LogCounts } from "./counts.js";
 import { LogQueue } from "./queue.js";
 
 describe("AI gateway log queue", () => {
-  it("log queue: deferred log jobs are built and written together after the answer, and a flush runs pending ones first (real SQLite file)", async () => {
+  it("log queue: drafts wait for the queue's timer (or a flush) and are written together, built into logs with usage and cost (real SQLite file)", async () => {
     const dir = mkdtempSync(join(tmpdir(), "aig-queue-"));
     try {
       const db = openDatabase(join(dir, "t.sqlite"), AI_GATEWAY_MIGRATIONS);
       const { logs } = sqliteStores(db);
-      const q = new LogQueue(logs, new LogCounts(logs), createLogger({ level: "silent" }));
+      const q = new LogQueue(logs, new LogCounts(logs), createLogger({ level: "silent" }), shippedPrices());
       const stored = () => logs.count(A, "g");
-      let built = 0;
-      const job = (i: number) => () => {
-        built++;
-        q.push(sampleLog(i));
-      };
+      const answer = Buffer.from(JSON.stringify({ model: "gpt-4o-mini", usage: { prompt_tokens: 1000, completion_tokens: 2000 } }));
 
-      q.defer(job(1));
-      assert.equal(built, 0, "nothing is built in the turn that answered");
+      q.push(sampleDraft(1, { response_body: answer }));
+      assert.equal(await stored(), 0, "nothing is written in the turn that answered");
       await q.flush();
-      assert.equal(await stored(), 1, "a flush (the logs API, stop) runs the pending job and writes its log");
+      assert.equal(await stored(), 1, "a flush (the logs API, stop) writes what waits");
+      const log = await logs.get(A, "g", "L00000001");
+      assert.deepEqual([log?.model, log?.tokens_in, log?.tokens_out, log?.cost], ["gpt-4o-mini", 1000, 2000, (1000 * 0.15 + 2000 * 0.6) / 1e6]);
 
-      q.defer(job(2));
-      q.defer(job(3));
+      q.push(sampleDraft(2));
+      q.push(sampleDraft(3));
       await nextTurn();
-      assert.equal(built, 1, "jobs wait for the queue's timer, not just for the next turn");
+      assert.equal(await stored(), 1, "drafts wait for the queue's timer, not just for the next turn");
       for (let i = 0; i < 1000 && (await stored()) < 3; i++) await sleep(5);
-      assert.equal(await stored(), 3, "the timer built both and wrote them without being asked");
-      assert.equal(built, 3);
+      assert.equal(await stored(), 3, "the timer wrote both without being asked");
       db.close();
     } finally {
       rmSync(dir, { recursive: true, force: true });
@@ -50,12 +47,12 @@ describe("AI gateway log queue", () => {
       const db = openDatabase(join(dir, "t.sqlite"), AI_GATEWAY_MIGRATIONS);
       const { gateways, logs } = sqliteStores(db);
       const counts = new LogCounts(logs);
-      const q = new LogQueue(logs, counts, createLogger({ level: "silent" }));
+      const q = new LogQueue(logs, counts, createLogger({ level: "silent" }), shippedPrices());
       const g = await gateways.create(A, "g", sampleSettings({ log_management: 10_000, log_management_strategy: "STOP_INSERTING" }));
       const first = counts.isFull(g);
       assert.ok(first instanceof Promise, "not known yet: the store is asked");
       assert.equal(await first, false);
-      for (let i = 0; i < 10_000; i++) q.push(sampleLog(i, { limit: 10_000, strategy: "STOP_INSERTING" }));
+      for (let i = 0; i < 10_000; i++) q.push(sampleDraft(i, { limit: 10_000, strategy: "STOP_INSERTING" }));
       await q.flush();
       assert.equal(counts.isFull(g), true, "known from the batch's answer, without a promise");
       assert.equal(counts.isFull({ ...g, log_management_strategy: "DELETE_OLDEST" }), false, "DELETE_OLDEST is never full");

@@ -1,10 +1,12 @@
 import { unreachableDependency } from "../../core/errors/dependency.js";
 import type { Logger } from "../../core/logger.js";
-import type { LogStore, NewLog } from "../store.js";
+import type { PriceTable } from "../providers/prices.js";
+import type { LogStore } from "../store.js";
 import type { LogCounts } from "./counts.js";
+import type { LogDraft } from "./draft.js";
 
 const MAX_BATCH = 1000;
-/** How long a log may wait for company before it is built and written; one batch write per tick at most. */
+/** How long a log may wait for company before it is written; one batch write per tick at most. */
 const FLUSH_AFTER_MS = 10;
 /**
  * The most logs, and bytes of their bodies, waiting to be written. Reached only while the store cannot be written
@@ -15,27 +17,25 @@ export const MAX_WAITING_BYTES = 256 * 1024 * 1024;
 /** Pauses between attempts while the store is unreachable: the first, and the longest. */
 const RETRY_MS = { first: 250, max: 5_000 };
 
-const bodyBytes = (l: NewLog) => (l.request_body?.length ?? 0) + (l.response_body?.length ?? 0);
+const bodyBytes = (l: LogDraft) => (l.request_body?.length ?? 0) + (l.response_body?.length ?? 0);
 
 /**
- * Keeps log work off the request path. The proxy hands over a job once the answer is sent; the jobs (reading
- * usage, pricing, copying the fields) run together with the store write of the entries they build: a timer runs
- * everything pending in one go and writes it as one batch (sooner, on the next turn, once a full batch is
- * waiting). So a request costs its own path nothing but a push, and under load many requests share a commit. The
- * logs API and stop() flush first, pending jobs included, so nothing is lost or unseen.
+ * Keeps log work off the request path. The proxy hands over a log's draft once the answer is sent (logs/draft.ts:
+ * the facts as they are); a timer writes everything waiting as one batch (sooner, on the next turn, once a full
+ * batch is waiting), and the store builds the records (usage, cost) where it writes them: the SQLite store on its
+ * writer thread. So a request costs its own path nothing but a push, and under load many requests share a commit.
+ * The logs API and stop() flush first, so nothing is lost or unseen.
  *
  * When the store is unreachable (PostgreSQL down: `unreachableDependency`), a batch is kept and written again, with
  * growing pauses, until it goes through; meanwhile new logs wait behind it, up to MAX_WAITING_LOGS and
  * MAX_WAITING_BYTES, and what comes beyond that is dropped. Any other failure drops the batch (it would fail again).
  */
 export class LogQueue {
-  /** Built logs not yet written, oldest first (a batch that could not be written goes back to the front). */
-  private waiting: NewLog[] = [];
+  /** Logs not yet written, oldest first (a batch that could not be written goes back to the front). */
+  private waiting: LogDraft[] = [];
   private waitingBytes = 0;
-  private jobs: (() => void)[] = [];
   private timer: NodeJS.Timeout | undefined;
   private immediate = false;
-  private flushing = false;
   /** The writes in flight, in order; a flush resolves once everything before it is written (or found unwritable). */
   private written: Promise<void> = Promise.resolve();
   /** While the store is unreachable: when to try again, and how many attempts failed in a row. */
@@ -48,15 +48,11 @@ export class LogQueue {
     private readonly store: LogStore,
     private readonly counts: LogCounts,
     private readonly log: Logger,
+    /** Prices the logs when they are built (by the store, where it writes them). */
+    private readonly prices: PriceTable,
   ) {}
 
-  /** Runs `job` (which builds a log and pushes it) at the next flush. */
-  defer(job: () => void): void {
-    this.jobs.push(job);
-    this.schedule();
-  }
-
-  push(entry: NewLog): void {
+  push(entry: LogDraft): void {
     const bytes = bodyBytes(entry);
     if (this.waiting.length >= MAX_WAITING_LOGS || this.waitingBytes + bytes > MAX_WAITING_BYTES) {
       if (this.dropped++ === 0) this.log.warn({ waiting: this.waiting.length }, "ai-gateway: too many logs wait for the store; dropping new ones");
@@ -67,16 +63,15 @@ export class LogQueue {
     this.schedule();
   }
 
-  /** How many logs wait to be written (built or not). */
+  /** How many logs wait to be written. */
   get pending(): number {
-    return this.waiting.length + this.jobs.length;
+    return this.waiting.length;
   }
 
   private schedule(): void {
-    if (this.flushing) return;
-    // While the store is unreachable, jobs are still built on time (their logs then wait, bounded), but not written.
-    const backlog = this.retryTimer ? this.jobs.length : this.waiting.length + this.jobs.length;
-    if (backlog >= MAX_BATCH) {
+    // While the store is unreachable, logs wait (bounded) for the retry's timer.
+    if (this.retryTimer) return;
+    if (this.waiting.length >= MAX_BATCH) {
       if (!this.immediate) {
         this.immediate = true;
         setImmediate(() => void this.drain(false));
@@ -87,30 +82,16 @@ export class LogQueue {
   }
 
   /**
-   * Builds everything pending now and writes it; resolves once it (and every earlier write) is stored, or the
-   * store was found unreachable (the logs then wait for the next attempt). Called by the logs API before it reads
-   * and on stop, so no accepted log is unseen while the store works. Never rejects.
+   * Writes everything waiting now; resolves once it (and every earlier write) is stored, or the store was found
+   * unreachable (the logs then wait for the next attempt). Called by the logs API before it reads and on stop, so
+   * no accepted log is unseen while the store works. Never rejects.
    */
   flush(): Promise<void> {
     return this.drain(true);
   }
 
-  /** Builds the pending jobs, and writes what waits unless `explicit` is false and a retry is due later. */
+  /** Writes what waits, unless `explicit` is false and a retry is due later. */
   private drain(explicit: boolean): Promise<void> {
-    this.flushing = true;
-    try {
-      const jobs = this.jobs;
-      this.jobs = [];
-      for (const job of jobs) {
-        try {
-          job();
-        } catch (err) {
-          this.log.error({ err }, "ai-gateway: building a log failed");
-        }
-      }
-    } finally {
-      this.flushing = false;
-    }
     clearTimeout(this.timer);
     this.timer = undefined;
     this.immediate = false;
@@ -126,7 +107,7 @@ export class LogQueue {
       this.waitingBytes -= bytes;
       const mark = this.counts.mark();
       try {
-        this.counts.update(await this.store.append(batch), mark);
+        this.counts.update(await this.store.appendDrafts(batch, this.prices), mark);
         if (this.failures > 0 || this.dropped > 0) this.log.info({ dropped: this.dropped }, "ai-gateway: logs are written again");
         this.failures = 0;
         this.dropped = 0;

@@ -26,6 +26,15 @@ export class PriceTable {
     return new PriceTable(prices);
   }
 
+  /** The table as [model, price] pairs, to make the same table elsewhere (the log writer thread) with `fromEntries`. */
+  entries(): [string, Price][] {
+    return [...this.prices];
+  }
+
+  static fromEntries(entries: Iterable<[string, Price]>): PriceTable {
+    return new PriceTable(new Map(entries));
+  }
+
   /** The price of a model: by its exact name, else by the longest listed name it starts with (dated versions). */
   of(model: string): Price | undefined {
     const name = model.replace(/^.*\//, "");

@@ -1,5 +1,4 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { parseUserJson } from "../../core/http/json-input.js";
 import type { Gateway } from "../store.js";
 import type { RequestOptions } from "./request-options.js";
 import { ClientGone, DEFAULT_TIMEOUT_MS, type RetryPolicy } from "./upstream.js";
@@ -18,17 +17,6 @@ export interface Exchange {
   opts: RequestOptions;
   /** Id of the log this request will write, or null when it is not logged. */
   logId: string | null;
-}
-
-/** The `model` of a JSON request body, when it has one (for logs when the answer names none). */
-export function modelOfRequest(body: Buffer | null): string | null {
-  if (!body || body.length > 1 << 20) return null;
-  try {
-    const m = (parseUserJson(body) as { model?: unknown }).model;
-    return typeof m === "string" ? m : null;
-  } catch {
-    return null;
-  }
 }
 
 /** The retry policy of a request: its headers first, then the gateway's retry settings. */

@@ -13,7 +13,7 @@ import { newLogId } from "../logs/log-id.js";
 import { upstreamUrl } from "../providers/registry.js";
 import type { ProviderAdapter } from "../providers/types.js";
 import type { Gateway } from "../store.js";
-import { clientGone, modelOfRequest, retryPolicy, type Exchange } from "./exchange.js";
+import { clientGone, retryPolicy, type Exchange } from "./exchange.js";
 import type { RateLimiter } from "./rate-limiter.js";
 import { answerHeaders, queueLog, Relay } from "./relay.js";
 import { takeBody } from "./request-body.js";
@@ -21,7 +21,6 @@ import { gatewayToken, isGatewayHeader, readRequestOptions } from "./request-opt
 import { cacheKey, type CachedResponse } from "./response-cache.js";
 import { handleCompat, handleUniversal, type ForwardDeps } from "./universal.js";
 import { forwardHeaders } from "./upstream.js";
-import { emptyUsage } from "./usage.js";
 
 /** The answer headers a request without caching adds (shared: most requests add none). */
 const NO_EXTRA_HEADERS: Record<string, string> = Object.freeze({}) as Record<string, string>;
@@ -180,29 +179,21 @@ export class GatewayProxy {
     ex.res.writeHead(hit.status, headers);
     ex.res.end(hit.body);
     ex.ended = performance.now();
-    if (ex.logId) this.d.queue.defer(() => this.logCacheHit(ex, hit, provider, path, reqBody));
-  }
-
-  private logCacheHit(ex: Exchange, hit: CachedResponse, provider: string, path: string, reqBody: Buffer): void {
-    const usage = { ...emptyUsage(), tokensIn: 0, tokensOut: 0 };
-    usage.model = modelOfRequest(reqBody);
-    queueLog(ex, this.d.queue, {
-      provider,
-      path,
-      requestType: null,
-      step: null,
-      status: hit.status,
-      success: true,
-      cached: true,
-      usage,
-      cost: 0,
-      costNote: "answered from the cache",
-      customCost: false,
-      requestBody: reqBody,
-      requestSize: reqBody.length,
-      responseBody: hit.body,
-      responseSize: hit.body.length,
-      responseType: typeof hit.headers["content-type"] === "string" ? hit.headers["content-type"] : null,
-    });
+    if (ex.logId)
+      queueLog(ex, this.d.queue, {
+        provider,
+        path,
+        requestType: null,
+        step: null,
+        status: hit.status,
+        success: true,
+        outcome: "cached",
+        usage: null,
+        requestBody: reqBody,
+        requestSize: reqBody.length,
+        responseBody: hit.body,
+        responseSize: hit.body.length,
+        responseType: typeof hit.headers["content-type"] === "string" ? hit.headers["content-type"] : null,
+      });
   }
 }

@@ -1,12 +1,11 @@
 import type { IncomingHttpHeaders, OutgoingHttpHeaders } from "node:http";
 import type { LogQueue } from "../logs/queue.js";
-import type { PriceTable } from "../providers/prices.js";
-import { costOf } from "./cost.js";
-import { modelOfRequest, type Exchange } from "./exchange.js";
+import type { LogDraft } from "../logs/draft.js";
+import type { Exchange } from "./exchange.js";
 import { BodyCapture, LOG_BODY_CAP } from "./request-body.js";
 import { MAX_ENTRY_BYTES, type ResponseCache } from "./response-cache.js";
 import { HOP_RESPONSE, type AnswerSink, type UpstreamFlow } from "./upstream.js";
-import { emptyUsage, SseUsageReader, usageOfJson, type Usage } from "./usage.js";
+import { SseUsageReader, type Usage } from "./usage.js";
 
 interface RelayInfo {
   provider: string;
@@ -22,10 +21,9 @@ interface RelayInfo {
   extraHeaders: OutgoingHttpHeaders;
 }
 
-/** Where an answer goes once it is out: the log queue (priced with `prices`) and the response cache. */
+/** Where an answer goes once it is out: the log queue and the response cache. */
 export interface LogSink {
   queue: LogQueue;
-  prices: PriceTable;
   cache: ResponseCache;
 }
 
@@ -46,8 +44,9 @@ export function answerHeaders(ex: Exchange, upstream: Record<string, string | st
 /**
  * Passes the provider's answer to the client as undici parses it: the head and each chunk are written at once,
  * in the turn they arrived. Everything else runs after the bytes are on their way: the cache entry right after
- * the last write, reading usage and building the log as a deferred job of the log queue, so none of it sits
- * between the provider and the client.
+ * the last write, and the log's draft (logs/draft.ts) handed to the queue as it is: reading usage from the answer,
+ * pricing and building the record happen where the batch is written, off this event loop when the store has a
+ * writer thread.
  */
 export class Relay implements AnswerSink {
   private status = 0;
@@ -105,14 +104,14 @@ export class Relay implements AnswerSink {
     this.ex.res.end();
     this.ex.ended = performance.now();
     if (this.info.cache && this.status >= 200 && this.status < 300) this.storeInCache();
-    if (this.ex.logId !== null) this.sink.queue.defer(() => this.writeLog());
+    if (this.ex.logId !== null) this.queueDraft();
   }
 
   fail(): void {
     this.aborted = true;
     this.ex.res.destroy();
     this.ex.ended = performance.now();
-    if (this.ex.logId !== null) this.sink.queue.defer(() => this.writeLog());
+    if (this.ex.logId !== null) this.queueDraft();
   }
 
   private readBacklog(): void {
@@ -133,31 +132,23 @@ export class Relay implements AnswerSink {
     this.sink.cache.set(this.info.cache!.key, { status: this.status, headers, body, expires: Date.now() + this.info.cache!.ttlMs });
   }
 
-  /** Builds the log once the answer is out (a deferred job of the log queue). */
-  private writeLog(): void {
-    const { ex, info, sink, status, aborted } = this;
-    const body = this.capture?.buffer() ?? null;
-    const success = !aborted && status >= 200 && status < 300;
+  /** Hands the log's draft to the queue: the facts as they are, read and priced where the batch is written. */
+  private queueDraft(): void {
+    const { ex, info, status, aborted } = this;
     if (this.sse) this.readBacklog();
-    const usage: Usage = this.sse ? this.sse.end() : body && !this.isSse ? usageOfJson(body) : emptyUsage();
-    const reqBody = info.requestBody();
-    usage.model ??= modelOfRequest(reqBody);
-    const cost = costOf(usage, sink.prices, ex.opts.customCost);
-    queueLog(ex, sink.queue, {
+    queueLog(ex, this.sink.queue, {
       provider: info.provider,
       path: info.path,
       requestType: info.requestType,
       step: info.step,
       status: aborted && status < 400 ? 499 : status,
-      success,
-      cached: false,
-      usage,
-      cost: cost.cost,
-      costNote: aborted ? "the client went away before the answer ended" : cost.note,
-      customCost: cost.custom,
-      requestBody: reqBody,
+      success: !aborted && status >= 200 && status < 300,
+      outcome: aborted ? "aborted" : "answered",
+      usage: this.sse ? this.sse.end() : null,
+      requestBody: info.requestBody(),
       requestSize: info.requestSize(),
-      responseBody: body,
+      // A stream's body is not read again for usage: it was read as it passed.
+      responseBody: this.capture?.buffer() ?? null,
       responseSize: this.size,
       responseType: this.ct,
     });
@@ -171,11 +162,8 @@ interface LogFacts {
   step: number | null;
   status: number;
   success: boolean;
-  cached: boolean;
-  usage: Usage;
-  cost: number | null;
-  costNote: string | null;
-  customCost: boolean;
+  outcome: LogDraft["outcome"];
+  usage: Usage | null;
   requestBody: Buffer | null;
   requestSize: number;
   responseBody: Buffer | null;
@@ -183,40 +171,35 @@ interface LogFacts {
   responseType: string | null;
 }
 
-/** Queues the log of an exchange (its id was announced in gw-aig-log-id). */
+/** Queues the draft of an exchange's log (its id was announced in gw-aig-log-id). */
 export function queueLog(ex: Exchange, queue: LogQueue, f: LogFacts): void {
   const g = ex.gateway;
-  const payload = ex.opts.collectPayload;
+  const opts = ex.opts;
   queue.push({
     id: ex.logId!,
     account_id: g.account_id,
     gateway_id: g.id,
-    created_at: new Date(ex.arrivedAt).toISOString(),
+    arrived_at: ex.arrivedAt,
     provider: f.provider,
-    model: f.usage.model,
     path: f.path,
     request_type: f.requestType,
+    step: f.step,
     status_code: f.status,
     success: f.success,
-    cached: f.cached,
-    step: f.step,
+    outcome: f.outcome,
     duration: Math.round(ex.ended - ex.started),
-    tokens_in: f.usage.tokensIn,
-    tokens_out: f.usage.tokensOut,
-    cached_tokens: f.usage.cachedTokens,
-    reasoning_tokens: f.usage.reasoningTokens,
-    cost: f.cost,
-    cost_note: f.costNote,
-    custom_cost: f.customCost,
-    metadata: ex.opts.metadata,
+    usage: f.usage,
+    custom_cost: opts.customCost ?? null,
+    metadata: opts.metadata,
     request_content_type: contentType(ex.req.headers),
     response_content_type: f.responseType,
     request_size: f.requestSize,
     response_size: f.responseSize,
     authenticated: ex.authenticated,
-    event_id: ex.opts.eventId,
-    request_body: payload ? f.requestBody : null,
-    response_body: payload ? f.responseBody : null,
+    event_id: opts.eventId,
+    request_body: f.requestBody,
+    response_body: f.responseBody,
+    keep_bodies: opts.collectPayload,
     limit: g.log_management,
     strategy: g.log_management_strategy,
   });

@@ -1,5 +1,8 @@
 import { DEFAULT_GATEWAY } from "../gateways/directory.js";
 import type { GatewaySettings } from "../gateways/schema.js";
+import { SHIPPED_PRICES_FILE } from "../config.js";
+import type { LogDraft } from "../logs/draft.js";
+import { PriceTable } from "../providers/prices.js";
 import type { NewLog } from "../store.js";
 
 /** Two account ids for tests of the stores. */
@@ -44,3 +47,13 @@ export const sampleLog = (i: number, change: Partial<NewLog> = {}): NewLog => ({
 
 /** Settings of a test gateway: those of a "default" gateway without authentication, with `change` applied. */
 export const sampleSettings = (change: Partial<GatewaySettings> = {}): GatewaySettings => ({ ...DEFAULT_GATEWAY, authentication: false, ...change });
+
+/** The draft of log number `i` (as the proxy hands it over): sampleLog's id, gateway and time, nothing read yet. */
+export const sampleDraft = (i: number, change: Partial<LogDraft> = {}): LogDraft => {
+  // What a log has and its draft has not: found by reading the answer, pricing it, formatting the time.
+  const { created_at, model, cached, tokens_in, tokens_out, cached_tokens, reasoning_tokens, cost, cost_note, custom_cost, ...shared } = sampleLog(i);
+  return { ...shared, arrived_at: Date.parse(created_at), outcome: "answered", usage: null, custom_cost: null, keep_bodies: true, ...change };
+};
+
+/** The shipped price table. */
+export const shippedPrices = () => PriceTable.load(SHIPPED_PRICES_FILE);

@@ -1,0 +1,109 @@
+import { parseUserJson } from "../../core/http/json-input.js";
+import type { PriceTable } from "../providers/prices.js";
+import { costOf, type CustomCost } from "../proxy/cost.js";
+import { emptyUsage, usageOfJson, type Usage } from "../proxy/usage.js";
+import type { NewLog } from "../store.js";
+
+/**
+ * What the proxy knows of an exchange once its answer is out, as it has it: the bodies as they passed, times as
+ * numbers, nothing parsed, priced or formatted. The log is built from it later, where the batch is written (the
+ * SQLite store's writer thread, or beside the PostgreSQL write), with `buildLog`: so the event loop that serves
+ * requests only hands over what it already holds.
+ */
+export type LogDraft = Pick<
+  NewLog,
+  | "id"
+  | "account_id"
+  | "gateway_id"
+  | "provider"
+  | "path"
+  | "request_type"
+  | "step"
+  | "status_code"
+  | "success"
+  | "duration"
+  | "metadata"
+  | "request_content_type"
+  | "response_content_type"
+  | "request_size"
+  | "response_size"
+  | "authenticated"
+  | "event_id"
+  | "limit"
+  | "strategy"
+> & {
+  /** Date.now() when the request arrived. */
+  arrived_at: number;
+  /**
+   * "answered" (usage from the answer), "cached" (answered from the cache: no tokens, no cost) or "aborted" (the
+   * client went away before the answer ended; usage as far as it came).
+   */
+  outcome: "answered" | "cached" | "aborted";
+  /** Usage already read (a stream's, read as it passed), or null: read from response_body, a JSON answer. */
+  usage: Usage | null;
+  custom_cost: CustomCost | null;
+  /** The bodies as they passed (null: over the capture's cap, or not captured); stored only with `keep_bodies`. */
+  request_body: Buffer | null;
+  response_body: Buffer | null;
+  /** gw-aig-collect-log-payload: false keeps the bodies out of the log (they are still read for usage and model). */
+  keep_bodies: boolean;
+};
+
+/** The `model` of a JSON request body, when it has one (for logs when the answer names none). */
+function modelOfRequest(body: Buffer | null): string | null {
+  if (!body || body.length > 1 << 20) return null;
+  try {
+    const m = (parseUserJson(body) as { model?: unknown }).model;
+    return typeof m === "string" ? m : null;
+  } catch {
+    return null;
+  }
+}
+
+const COST_NOTES = { cached: "answered from the cache", aborted: "the client went away before the answer ended" } as const;
+
+/** The log of a draft: usage read from the answer, the model (from the request when the answer names none), the cost. */
+export function buildLog(d: LogDraft, prices: PriceTable): NewLog {
+  const cached = d.outcome === "cached";
+  let usage: Usage;
+  if (cached) usage = { ...emptyUsage(), tokensIn: 0, tokensOut: 0 };
+  else if (d.usage) usage = d.usage;
+  else usage = d.response_body ? usageOfJson(d.response_body) : emptyUsage();
+  const model = usage.model ?? modelOfRequest(d.request_body);
+  const cost = cached ? { cost: 0, note: null, custom: false } : costOf({ ...usage, model }, prices, d.custom_cost ?? undefined);
+  return {
+    id: d.id,
+    account_id: d.account_id,
+    gateway_id: d.gateway_id,
+    created_at: new Date(d.arrived_at).toISOString(),
+    provider: d.provider,
+    model,
+    path: d.path,
+    request_type: d.request_type,
+    status_code: d.status_code,
+    success: d.success,
+    cached,
+    step: d.step,
+    duration: d.duration,
+    tokens_in: usage.tokensIn,
+    tokens_out: usage.tokensOut,
+    cached_tokens: usage.cachedTokens,
+    reasoning_tokens: usage.reasoningTokens,
+    cost: cost.cost,
+    cost_note: d.outcome === "answered" ? cost.note : COST_NOTES[d.outcome],
+    custom_cost: cost.custom,
+    metadata: d.metadata,
+    request_content_type: d.request_content_type,
+    response_content_type: d.response_content_type,
+    request_size: d.request_size,
+    response_size: d.response_size,
+    authenticated: d.authenticated,
+    event_id: d.event_id,
+    request_body: d.keep_bodies ? d.request_body : null,
+    response_body: d.keep_bodies ? d.response_body : null,
+    limit: d.limit,
+    strategy: d.strategy,
+  };
+}
+
+export const buildLogs = (drafts: readonly LogDraft[], prices: PriceTable): NewLog[] => drafts.map((d) => buildLog(d, prices));
