@@ -8,7 +8,9 @@
 // The small-object rounds alternate between the two servers (both up at once), so a change in the machine's load
 // during the run touches both alike; CPU time per request of each server comes from /proc/<pid>/stat.
 //
-// Usage: node bench/s3/bench.mjs [--seconds 5] [--rounds 3] [--clients 8] [--mib 1024] [--part-mib 16] [--no-rgw] [--json FILE] [--cpu-prof-dir DIR]
+// Usage: node bench/s3/bench.mjs [--seconds 5 | --requests N] [--rounds 3] [--clients 8] [--mib 1024] [--part-mib 16] [--no-rgw] [--json FILE] [--cpu-prof-dir DIR]
+// (--requests: each small round sends N PUTs then N GETs instead of running for --seconds, so the memory the
+//  platform holds before the large object, which grows with the requests served, compares across machine loads)
 // (--cpu-prof-dir: the platform writes a V8 CPU profile there when it stops; read it with bench/gateway/profile-top.mjs)
 // Needs a build (npm run build) and, for RGW, Debian's ceph packages (scripts/services/rgw-up.sh; see its README).
 import { execFileSync } from "node:child_process";
@@ -27,6 +29,7 @@ import { startTestPlatform } from "../../dist/core/testing/platform.js";
 const { values: opt } = parseArgs({
   options: {
     seconds: { type: "string", default: "5" },
+    requests: { type: "string" },
     rounds: { type: "string", default: "3" },
     clients: { type: "string", default: "8" },
     mib: { type: "string", default: "1024" },
@@ -37,6 +40,7 @@ const { values: opt } = parseArgs({
   },
 });
 const SECONDS = Number(opt.seconds);
+const REQUESTS = opt.requests === undefined ? undefined : Number(opt.requests);
 const ROUNDS = Number(opt.rounds);
 const CLIENTS = Number(opt.clients);
 const MIB = Number(opt.mib);
@@ -73,14 +77,17 @@ async function peakRss(pids, fn) {
   return { result, peakMiB: pids.reduce((sum, pid) => sum + pidStatus(pid, "VmHWM"), 0) };
 }
 
-async function closedLoop(seconds, clients, op) {
+/** `clients` loops calling `op` for `seconds`, or until `requests` calls started when that is set. */
+async function closedLoop(seconds, clients, op, requests) {
   const latencies = [];
   let errors = 0;
-  const end = performance.now() + seconds * 1000;
+  const start = performance.now();
+  const end = start + seconds * 1000;
+  const more = requests === undefined ? () => performance.now() < end : () => n < requests;
   let n = 0;
   await Promise.all(
     Array.from({ length: clients }, async (_, w) => {
-      for (let i = 0; performance.now() < end; i++) {
+      for (let i = 0; more(); i++) {
         const t = performance.now();
         try {
           await op(w, i, n++);
@@ -91,7 +98,8 @@ async function closedLoop(seconds, clients, op) {
       }
     }),
   );
-  return { reqPerSec: latencies.length / seconds, latencies, errors, count: latencies.length };
+  const elapsed = (performance.now() - start) / 1000;
+  return { reqPerSec: latencies.length / elapsed, latencies, errors, count: latencies.length, seconds: elapsed };
 }
 
 /** One round of 4 KiB PUTs then GETs against one server; adds to `acc` (counts, latencies, CPU). */
@@ -101,20 +109,30 @@ async function smallRound(target, acc) {
     const cpu0 = cpuMs(target.cpuPids);
     const r =
       kind === "put"
-        ? await closedLoop(SECONDS, CLIENTS, async (w, i) => {
-            const key = `small/${acc.round}/${w}/${i}`;
-            await target.client.send(new s3.PutObjectCommand({ Bucket: target.bucket, Key: key, Body: body }));
-            acc.written.push(key);
-          })
-        : await closedLoop(SECONDS, CLIENTS, async (_w, _i, n) => {
-            const out = await target.client.send(new s3.GetObjectCommand({ Bucket: target.bucket, Key: acc.written[(n * 7919) % acc.written.length] }));
-            const bytes = await out.Body.transformToByteArray();
-            if (bytes.length !== SMALL) throw new Error(`got ${bytes.length} bytes`);
-          });
+        ? await closedLoop(
+            SECONDS,
+            CLIENTS,
+            async (w, i) => {
+              const key = `small/${acc.round}/${w}/${i}`;
+              await target.client.send(new s3.PutObjectCommand({ Bucket: target.bucket, Key: key, Body: body }));
+              acc.written.push(key);
+            },
+            REQUESTS,
+          )
+        : await closedLoop(
+            SECONDS,
+            CLIENTS,
+            async (_w, _i, n) => {
+              const out = await target.client.send(new s3.GetObjectCommand({ Bucket: target.bucket, Key: acc.written[(n * 7919) % acc.written.length] }));
+              const bytes = await out.Body.transformToByteArray();
+              if (bytes.length !== SMALL) throw new Error(`got ${bytes.length} bytes`);
+            },
+            REQUESTS,
+          );
     const sum = acc[kind];
     sum.count += r.count;
     sum.errors += r.errors;
-    sum.seconds += SECONDS;
+    sum.seconds += r.seconds;
     sum.cpuMs += cpuMs(target.cpuPids) - cpu0;
     sum.latencies.push(...r.latencies);
     sum.rounds.push(Math.round(r.reqPerSec));
@@ -126,6 +144,7 @@ function summary(sum) {
   const q = (f) => l[Math.min(l.length - 1, Math.floor(f * l.length))] ?? NaN;
   return {
     reqPerSec: sum.count / sum.seconds,
+    count: sum.count,
     rounds: sum.rounds,
     p50: q(0.5),
     p99: q(0.99),
@@ -236,7 +255,7 @@ try {
   for (let round = 0; round < ROUNDS; round++) {
     for (const t of targets) {
       console.error(
-        `round ${round + 1}/${ROUNDS}: ${t.name}, ${SMALL} B objects, ${CLIENTS} clients, ${SECONDS} s PUT then GET (load ${loadavg()[0].toFixed(2)})`,
+        `round ${round + 1}/${ROUNDS}: ${t.name}, ${SMALL} B objects, ${CLIENTS} clients, ${REQUESTS === undefined ? `${SECONDS} s` : `${REQUESTS} requests`} PUT then GET (load ${loadavg()[0].toFixed(2)})`,
       );
       const acc = accs.get(t);
       acc.round = round;
@@ -275,8 +294,11 @@ for (const [name, r] of Object.entries(results)) {
   console.log(
     `${name}: PUT rounds ${r.small.put.rounds.join("/")} req/s, p50 ${f(r.small.put.p50, 1)} ms, p99 ${f(r.small.put.p99, 1)} ms, server CPU ${f(r.small.put.cpuMsPerReq, 2)} ms/req, ${r.small.put.errors} errors; ` +
       `GET rounds ${r.small.get.rounds.join("/")} req/s, p50 ${f(r.small.get.p50, 1)} ms, p99 ${f(r.small.get.p99, 1)} ms, server CPU ${f(r.small.get.cpuMsPerReq, 2)} ms/req, ${r.small.get.errors} errors; ` +
-      `RSS ${f(r.large.rssBeforeMiB)} MiB before the large object, peak ${f(r.large.put.peakRssMiB)} MiB during its PUT, ${f(r.large.get.peakRssMiB)} MiB during its GET`,
+      `RSS ${f(r.large.rssBeforeMiB)} MiB before the large object (after ${r.small.put.count + r.small.get.count} small requests), peak ${f(r.large.put.peakRssMiB)} MiB during its PUT, ${f(r.large.get.peakRssMiB)} MiB during its GET`,
   );
 }
 if (opt.json)
-  writeFileSync(opt.json, JSON.stringify({ machine, loadBefore, loadAfter, seconds: SECONDS, rounds: ROUNDS, clients: CLIENTS, mib: MIB, results }, null, 2));
+  writeFileSync(
+    opt.json,
+    JSON.stringify({ machine, loadBefore, loadAfter, seconds: SECONDS, requests: REQUESTS, rounds: ROUNDS, clients: CLIENTS, mib: MIB, results }, null, 2),
+  );

@@ -26,16 +26,22 @@ export type HeldBody = Omit<StoredBody, "id"> & { bytes: Buffer };
 /**
  * The bytes of objects and parts, whichever database keeps the rows (sqlite-store.ts, pg-store.ts): written to
  * the content store before a row names them, read under a lease so that an overwrite committed meanwhile cannot
- * remove them mid-read, and small ones kept in memory by content id. Content ids are never reused and a row only
+ * remove them mid-read, and small ones served whole from memory. Content ids are never reused and a row only
  * ever names bytes that were whole before it committed, so a cached body can never be stale, on this node or
  * after a change made by another one: the row (always read from the database) says which id to serve.
  */
 export class ObjectBodies {
   private readonly leases: ContentLeases;
-  private readonly small = new SmallBodyCache();
+  /**
+   * Small bodies kept by content id, only for a content store that cannot hand them over at once. One that keeps
+   * them in a database row (embedded: r2.sqlite) reads one in microseconds, and a copy here would hold up to 32 MiB
+   * twice (SQLite's page cache and the OS's file cache already keep the hot ones): docs/benchmarks.md, R2 over S3.
+   */
+  private readonly small: SmallBodyCache | undefined;
 
   constructor(private readonly content: ContentStore) {
     this.leases = new ContentLeases(content);
+    this.small = content.readSmall ? undefined : new SmallBodyCache();
   }
 
   /** Streams the body into new content, computing the digests asked for on the way. */
@@ -104,9 +110,10 @@ export class ObjectBodies {
   read(object: R2ObjectInfo, segments: Segment[], opts: R2GetOptions, inline?: Buffer): R2GetResult {
     if (opts.onlyIf && !conditionHolds(opts.onlyIf, object)) return { object, body: undefined, preconditionFailed: true };
     const range = resolveRange(opts.range, object.size);
-    const cached = inline ?? (segments.length === 1 ? this.small.get(segments[0][0]) : undefined);
-    if (cached) {
-      const bytes = cached.subarray(range.offset, range.offset + range.length);
+    // Read at once (no lease needed): nothing can remove the bytes between the row and this line.
+    const whole = inline ?? (segments.length === 1 ? (this.content.readSmall?.(segments[0][0]) ?? this.small?.get(segments[0][0])) : undefined);
+    if (whole) {
+      const bytes = whole.subarray(range.offset, range.offset + range.length);
       // The stream is made only for callers that ask for it; the binding backend sends `bytes` as they are.
       return {
         object,
@@ -118,20 +125,20 @@ export class ObjectBodies {
       };
     }
     let body = this.readSegments(segments, range);
-    if (segments.length === 1 && range.length === object.size && object.size <= this.small.maxEntryBytes) body = this.remembering(segments[0][0], body);
+    if (this.small && segments.length === 1 && range.length === object.size && object.size <= this.small.maxEntryBytes)
+      body = this.remembering(this.small, segments[0][0], body);
     return { object, body, range };
   }
 
   /** Content no row refers to any more: removed (after its readers on this node) and forgotten by the cache. */
   discard(ids: readonly string[]): void {
-    this.small.drop(ids);
+    this.small?.drop(ids);
     this.leases.remove(ids);
   }
 
   /** Passes a small object's bytes through, keeping a copy for the next read once they all went by. */
-  private remembering(id: string, source: Readable): Readable {
+  private remembering(small: SmallBodyCache, id: string, source: Readable): Readable {
     const chunks: Buffer[] = [];
-    const small = this.small;
     const out = new Transform({
       transform(chunk: Buffer, _enc, cb) {
         chunks.push(chunk);

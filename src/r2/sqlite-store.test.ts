@@ -9,7 +9,7 @@ import { FileContentStore } from "../core/content/file-store.js";
 import { sqliteStoreFactory } from "../core/testing/contract.js";
 import { eventually } from "../workers/testing/helpers.js";
 import { R2_SMALL_BODIES, r2Migrations } from "./sqlite-migrations.js";
-import { SqliteR2Store } from "./sqlite-store.js";
+import { R2_PAGE_CACHE_KIB, SqliteR2Store } from "./sqlite-store.js";
 import { describeR2Store } from "./store.contract.js";
 import type { BucketRef, R2GetResult } from "./store.js";
 
@@ -87,6 +87,34 @@ test("small objects read again come from memory, and never stale", () =>
     await store.delete(B, "hot");
     assert.equal(await store.get(B, "hot"), undefined);
   }));
+
+test("with small bodies in r2.sqlite, every read of one is served whole from its row and no copy is kept; the page cache is bounded", async () => {
+  const open = sqliteStoreFactory(r2Migrations, (db, dir) => ({
+    db,
+    store: new SqliteR2Store(db, new DbSmallContentStore(db, R2_SMALL_BODIES, new FileContentStore(join(dir, "content")))),
+  }));
+  const {
+    store: { store, db },
+    close,
+  } = await open();
+  try {
+    assert.equal(db.pragma("cache_size", { simple: true }), -R2_PAGE_CACHE_KIB);
+    await store.createBucket(B.accountId, B.bucketName);
+    await store.put(B, "row", Buffer.from("bytes in a row"));
+    const first = (await store.get(B, "row"))!;
+    assert.ok("bytes" in first && first.bytes, "the first read already has the bytes, without a stream");
+    assert.equal(await bodyOf(first), "bytes in a row");
+    const ranged = (await store.get(B, "row", { range: { offset: 6, length: 2 } }))!;
+    assert.ok("bytes" in ranged && ranged.bytes?.toString() === "in");
+    // Nothing but the row holds the bytes: once it is gone (behind the store's back), no read can serve them.
+    db.prepare(`DELETE FROM ${R2_SMALL_BODIES}`).run();
+    const gone = (await store.get(B, "row"))!;
+    assert.ok(!("bytes" in gone && gone.bytes), "no copy served from memory");
+    await assert.rejects(bodyOf(gone), { code: "ENOENT" });
+  } finally {
+    await close();
+  }
+});
 
 test("concurrent overwrites, deletes and refused writes leave exactly the content files the rows refer to", () =>
   withStore(async ({ store, contentDir }) => {

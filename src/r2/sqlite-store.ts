@@ -25,6 +25,14 @@ import {
 import { assertBucketName, assertKey, assertStorageClass } from "./validation.js";
 
 /**
+ * SQLite's page cache for the R2 connection, in KiB. better-sqlite3 builds SQLite with 16,000 KiB per connection,
+ * which r2.sqlite fills after a few thousand small objects (a 4 KiB body is two pages, a leaf and an overflow page)
+ * and never gives back. 2 MiB still holds every interior page of its tables; a body's own pages are one pread
+ * from the OS's file cache. Measured: docs/benchmarks.md, R2 over S3.
+ */
+export const R2_PAGE_CACHE_KIB = 2048;
+
+/**
  * Objects and buckets in SQLite; bytes in the content store. Every write streams the body to a new content
  * file first and then commits the row in one transaction (preconditions re-checked inside it), so a failed
  * or refused upload never leaves a partial object, and readers never see a row without its bytes. Multipart
@@ -41,6 +49,7 @@ export class SqliteR2Store extends MultipartDelegation implements R2Store {
     content: ContentStore,
   ) {
     super();
+    db.pragma(`cache_size = -${R2_PAGE_CACHE_KIB}`);
     this.bodies = new ObjectBodies(content);
     this.multipart = new SqliteMultipart(db, content, {
       bucketId: (ref) => this.bucketId(ref),

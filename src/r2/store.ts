@@ -79,7 +79,7 @@ export type R2GetResult =
       /** When `bytes` is set, each read of `body` makes a new stream of them: read it once, or use `bytes`. */
       body: Readable;
       range: { offset: number; length: number };
-      /** The same bytes already in memory (small, recently read objects), for callers that can skip the stream. */
+      /** The same bytes already in memory (small objects: a row of r2.sqlite, or a recently read body), for callers that can skip the stream. */
       bytes?: Buffer;
     }
   /** A precondition failed: metadata only. */

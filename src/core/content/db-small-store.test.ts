@@ -101,3 +101,18 @@ test("deleteSync and ranges work on small bodies", async () => {
     s.close();
   }
 });
+
+test("readSmall hands over a small body whole and says undefined for one kept in a file", async () => {
+  const s = open();
+  try {
+    const small = await s.store.put(Buffer.from("in a row"));
+    const large = await s.store.put(Buffer.alloc(SMALL_BODY_BYTES + 1, 5));
+    assert.equal(s.store.readSmall(small.id)?.toString(), "in a row");
+    assert.equal(s.store.readSmall(large.id), undefined);
+    await s.store.delete(small.id);
+    assert.equal(s.store.readSmall(small.id), undefined);
+    assert.throws(() => s.store.readSmall("../x"), /invalid content id/);
+  } finally {
+    s.close();
+  }
+});

@@ -51,20 +51,20 @@ export class DbSmallContentStore implements ContentStore {
   }
 
   /** The bytes of a small body; undefined when `id` is not one (it may be in `large`). */
-  private small(id: string): Buffer | undefined {
+  readSmall(id: string): Buffer | undefined {
     if (!CONTENT_ID_RE.test(id)) throw new Error(`invalid content id ${JSON.stringify(id)}`);
     return this.q.bytes.get(id)?.bytes;
   }
 
   read(id: string, range?: { offset: number; length: number }): Readable {
-    const bytes = this.small(id);
+    const bytes = this.readSmall(id);
     if (!bytes) return this.large.read(id, range);
     const part = range ? bytes.subarray(range.offset, range.offset + range.length) : bytes;
     return Readable.from(part.length ? [part] : [], { objectMode: false });
   }
 
   async readAll(id: string): Promise<Buffer> {
-    return this.small(id) ?? this.large.readAll(id);
+    return this.readSmall(id) ?? this.large.readAll(id);
   }
 
   async delete(id: string): Promise<void> {

@@ -38,6 +38,11 @@ export interface ContentStore {
   put(source: Readable | Buffer, opts?: PutOptions): Promise<StoredContent>;
   read(id: string, range?: { offset: number; length: number }): Readable;
   readAll(id: string): Promise<Buffer>;
+  /**
+   * The whole body at once when this store keeps it in a database row (DbSmallContentStore), undefined when it
+   * does not (the body is in files or a bucket). Readers then need neither a stream nor a copy of their own.
+   */
+  readSmall?(id: string): Buffer | undefined;
   delete(id: string): Promise<void>;
   /** For cleanup inside a synchronous SQLite transaction; stores that become asynchronous use delete(). */
   deleteSync(id: string): void;
