@@ -79,6 +79,15 @@ export class UdpWorkerPool {
     return Promise.all([...this.members].map((m) => this.flushOne(m, g))).then(() => undefined);
   }
 
+  /** Caches an answer built ahead of any question (prewarm.ts) in every process; a later flush forgets it like any other. */
+  offer(query: Buffer, answer: Buffer): void {
+    for (const m of this.members) {
+      if (!m.worker.isConnected()) continue;
+      m.dirty = true;
+      this.post(m.worker, { t: "cache", q: query, a: answer });
+    }
+  }
+
   async stop(): Promise<void> {
     this.stopping = true;
     for (const t of this.restartTimers) clearTimeout(t);
