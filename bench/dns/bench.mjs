@@ -2,7 +2,7 @@
 // DNS benchmark: the same zone served by our authoritative server, by PowerDNS 4.7 (gsqlite3,
 // packet cache on as packaged) and, unsigned, by Knot DNS 3.2 (udp-workers = CPU count), all driven by dnsperf in one
 // run; then the records API timed.
-// Usage: npm run build && node bench/dns/bench.mjs [--seconds 15] [--clients 4] [--rounds 3] [--workers N] [--warmup S] [--dns-only]
+// Usage: npm run build && node bench/dns/bench.mjs [--seconds 15] [--clients 4] [--rounds 3] [--workers N] [--warmup S] [--prewarm N] [--dns-only]
 // Needs Debian packages pdns-server, pdns-backend-sqlite3 and dnsperf; installs them with apt-get if missing.
 import { execFileSync, spawn, spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
@@ -30,6 +30,8 @@ const WORKERS = opt("workers", undefined);
  * load) and PowerDNS does as it fills its packet cache.
  */
 const WARMUP = opt("warmup", 0);
+/** --prewarm N: edgecli's --dns-prewarm (answers built ahead of any question; 0 = off, as before it existed). */
+const PREWARM = opt("prewarm", undefined);
 /** --dns-only skips the API timings (for comparing server settings quickly). */
 const DNS_ONLY = args.includes("--dns-only");
 /**
@@ -134,6 +136,7 @@ async function startOurs(port) {
       "--dns-port",
       String(port),
       ...(WORKERS === undefined ? [] : ["--dns-workers", String(WORKERS)]),
+      ...(PREWARM === undefined ? [] : ["--dns-prewarm", String(PREWARM)]),
       "--log-level",
       "warn",
     ],
