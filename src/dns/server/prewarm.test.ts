@@ -8,13 +8,10 @@ const Z = "prewarm.example";
 const NAMES = 40;
 const addresses = (m: Buffer) => (packet.decode(m).answers ?? []).filter((a) => a.type === "A").map((a: any) => a.data as string);
 
-describe("answers built ahead of any question (--dns-prewarm, on by default)", { timeout: 300_000 }, () => {
-  let p: TestPlatform;
-  let port: number;
-  let zoneId: string;
-
+describe("answers built ahead of any question (--dns-prewarm)", { timeout: 300_000 }, () => {
+  let p: TestPlatform, port: number, zoneId: string;
   before(async () => {
-    ({ p, port } = await startDnsPlatform(["--dns-workers", "2"]));
+    ({ p, port } = await startDnsPlatform(["--dns-workers", "2", "--dns-prewarm", "5000"]));
     zoneId = await createZone(p, Z);
     const posts = Array.from({ length: NAMES }, (_, i) => ({ type: "A", name: `n${i}`, content: `10.7.0.${i + 1}`, ttl: 300 }));
     assert.equal((await p.api("POST", `/zones/${zoneId}/dns_records/batch`, { posts })).status, 200);
