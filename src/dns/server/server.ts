@@ -135,7 +135,13 @@ export class DnsServer {
   private async listenShared(): Promise<void> {
     const tcp = this.tcpListener();
     const port = await tcp.listen(this.cfg.port, this.cfg.host);
-    const pool = new UdpWorkerPool(this.cfg.workers, { host: this.cfg.host, port }, (q, from) => this.respond(q, false, from), this.log);
+    const pool = new UdpWorkerPool(
+      this.cfg.workers,
+      { host: this.cfg.host, port },
+      (q, from) => this.respond(q, false, from),
+      this.log,
+      () => this.prewarm.schedule(),
+    );
     try {
       await pool.start();
     } catch (err) {
