@@ -2,7 +2,7 @@
 // DNS benchmark: the same zone served by our authoritative server, by PowerDNS 4.7 (gsqlite3,
 // packet cache on as packaged) and, unsigned, by Knot DNS 3.2 (udp-workers = CPU count), all driven by dnsperf in one
 // run; then the records API timed.
-// Usage: npm run build && node bench/dns/bench.mjs [--seconds 15] [--clients 4] [--rounds 3] [--workers N] [--dns-only]
+// Usage: npm run build && node bench/dns/bench.mjs [--seconds 15] [--clients 4] [--rounds 3] [--workers N] [--warmup S] [--prewarm N] [--dns-only]
 // Needs Debian packages pdns-server, pdns-backend-sqlite3 and dnsperf; installs them with apt-get if missing.
 import { execFileSync, spawn, spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
@@ -23,6 +23,15 @@ const ROUNDS = opt("rounds", 3);
 const CLIENTS = opt("clients", 4);
 /** --dns-workers for edgecli; unset leaves the server's default (one answering process per CPU). */
 const WORKERS = opt("workers", undefined);
+/**
+ * --warmup S: each server first answers S seconds of the same queries, not counted. Without it our first round includes
+ * the server's warm-up (each distinct question asked once of the main process and put in each answering process's
+ * cache, with V8 compiling that path as it goes), which Knot does before it answers at all (it compiles the zone at
+ * load) and PowerDNS does as it fills its packet cache.
+ */
+const WARMUP = opt("warmup", 0);
+/** --prewarm N: edgecli's --dns-prewarm (answers built ahead of any question; 0 = off, as before it existed). */
+const PREWARM = opt("prewarm", undefined);
 /** --dns-only skips the API timings (for comparing server settings quickly). */
 const DNS_ONLY = args.includes("--dns-only");
 /**
@@ -127,6 +136,7 @@ async function startOurs(port) {
       "--dns-port",
       String(port),
       ...(WORKERS === undefined ? [] : ["--dns-workers", String(WORKERS)]),
+      ...(PREWARM === undefined ? [] : ["--dns-prewarm", String(PREWARM)]),
       "--log-level",
       "warn",
     ],
@@ -259,6 +269,10 @@ function alternate(servers) {
     servers.forEach((s, i) => {
       const r = dnsperf(s.port, s.label, s.pid, SECONDS / ROUNDS);
       for (const k of ["runSeconds", "latencySum", "lost", "completed", "cpuSeconds"]) totals[i][k] += r[k];
+      // Per round too: a server's first round shows its warm-up (see --warmup).
+      console.log(
+        `  round ${round + 1} ${s.label}: ${Math.round(r.completed / r.runSeconds)} q/s, ${((r.cpuSeconds / r.completed) * 1e6).toFixed(1)} µs CPU/query`,
+      );
     });
   }
   return totals.map((t) => ({
@@ -306,11 +320,16 @@ async function main() {
   console.log(
     `dnsperf ${SECONDS}s each in ${ROUNDS} alternating rounds, ${CLIENTS} clients, 100 outstanding, 90% existing / 10% NXDOMAIN, on ${cpus().length} CPUs${DNSSEC ? ", zone signed on both, DO bit on every query" : ""}`,
   );
-  const [a, b, k] = alternate([
+  const servers = [
     { port: ourPort, label: "edgecli (Node, packet cache)", pid: ours.child.pid },
     { port: pdnsPort, label: "PowerDNS 4.7 gsqlite3", pid: pdns.pid },
     ...(knot ? [{ port: knotPort, label: `Knot DNS 3.2 (udp-workers ${cpus().length})`, pid: knot.pid }] : []),
-  ]);
+  ];
+  if (WARMUP > 0) {
+    console.log(`warm-up: ${WARMUP}s of the same queries per server, not counted`);
+    for (const s of servers) dnsperf(s.port, s.label, s.pid, WARMUP);
+  }
+  const [a, b, k] = alternate(servers);
   pdns.kill("SIGTERM");
   await knot?.stop();
   const report = () => {

@@ -100,7 +100,8 @@ zone:
   { [`${ZONE}.zone`]: zoneFile() },
 );
 const p = await startTestPlatform({
-  args: ["--dns-port", String(dnsPort)],
+  // Knot, the primary, is on loopback: not an address tenants' peers may have unless the operator allows it.
+  args: ["--dns-port", String(dnsPort), "--dns-peer-allow", "127.0.0.0/8"],
   stateDir: join(work, "state"),
   nodeArgs: ["--import", monitor, ...(CPU_PROF ? ["--cpu-prof", "--cpu-prof-dir", CPU_PROF] : []), ...(args.includes("--trace-gc") ? ["--trace-gc"] : [])],
 });

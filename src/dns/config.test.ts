@@ -19,6 +19,14 @@ describe("DNS serve options", () => {
     for (const bad of [-1, 2.5, 65, Number.NaN]) assert.throws(() => workers(bad), UserError, String(bad));
   });
 
+  it("reads --dns-prewarm: 5,000 answers built ahead by default, 0 for none, whole numbers up to the caches' 50,000", () => {
+    const prewarm = (v?: number) => config({ "name-servers": ["ns1.example"], "dns-prewarm": v }).prewarm;
+    assert.equal(prewarm(), 5000);
+    assert.equal(prewarm(0), 0);
+    assert.equal(prewarm(50_000), 50_000);
+    for (const bad of [-1, 2.5, 50_001, Number.NaN]) assert.throws(() => prewarm(bad), /--dns-prewarm/, String(bad));
+  });
+
   it("reads the DNS-over-TCP limits: the declared defaults, seconds as milliseconds, nonsense refused with the option's name", () => {
     const tcp = (o: Record<string, unknown> = {}) => config({ "name-servers": ["ns1.example"], ...o }).tcp;
     const defaults = {

@@ -9,6 +9,7 @@ import type { ZoneService } from "../zones/zone-service.js";
 import { DnsTcpListener } from "./tcp.js";
 import type { TransferResponder } from "../transfers/responder.js";
 import { UdpWorkerPool } from "./udp/pool.js";
+import { Prewarmer } from "./prewarm.js";
 import { createUdpSocket, WireCache } from "./wire-cache.js";
 import { formerrReply, screenQuery } from "./wire-screen.js";
 
@@ -42,6 +43,8 @@ export class DnsServer {
   private flushed: Promise<void> = Promise.resolve();
   private readonly udpCache = new WireCache();
   private readonly tcpCache = new WireCache();
+  /** Answers the zones' own names before anyone asks, after start and after each change (prewarm.ts). */
+  private readonly prewarm: Prewarmer;
   port = 0;
 
   constructor(
@@ -53,13 +56,21 @@ export class DnsServer {
     private readonly transfers: TransferResponder,
     /** A NOTIFY (RFC 1996) from `remote`: its answer (the primaries of secondary zones, transfers/secondary.ts). */
     private readonly notified?: (q: Decoded, msg: Buffer, remote: string) => Buffer | undefined,
-  ) {}
+  ) {
+    this.prewarm = new Prewarmer(
+      cfg.prewarm ?? 0,
+      zones,
+      (q) => this.respond(q, false),
+      (q, a) => this.pool?.offer(q, a),
+    );
+  }
 
   /** Forgets every cached answer, here and in the answering processes. */
   invalidate(): void {
     this.udpCache.clear();
     this.tcpCache.clear();
     if (this.pool) this.flushed = this.pool.flush();
+    this.prewarm.schedule();
   }
 
   /** Resolves once every answering process has dropped the answers cached before the last change. */
@@ -70,6 +81,7 @@ export class DnsServer {
   async start(): Promise<void> {
     try {
       await this.listen();
+      this.prewarm.schedule();
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
       const where = `${this.cfg.host}:${this.cfg.port}`;
@@ -123,7 +135,13 @@ export class DnsServer {
   private async listenShared(): Promise<void> {
     const tcp = this.tcpListener();
     const port = await tcp.listen(this.cfg.port, this.cfg.host);
-    const pool = new UdpWorkerPool(this.cfg.workers, { host: this.cfg.host, port }, (q, from) => this.respond(q, false, from), this.log);
+    const pool = new UdpWorkerPool(
+      this.cfg.workers,
+      { host: this.cfg.host, port },
+      (q, from) => this.respond(q, false, from),
+      this.log,
+      () => this.prewarm.schedule(),
+    );
     try {
       await pool.start();
     } catch (err) {
@@ -140,6 +158,7 @@ export class DnsServer {
   }
 
   async stop(): Promise<void> {
+    this.prewarm.stop();
     this.udp?.close();
     await this.pool?.stop();
     await this.tcp?.close();

@@ -47,7 +47,10 @@ test("a primary stored while its range was allowed is not connected to once the 
   const { email, apiKey, token } = allowed;
   const narrowed = await startTestPlatform({ args: ["--dns-port", "0"], stateDir, credentials: { accountId, email, apiKey, token } });
   t.after(() => narrowed.dispose());
+  // Every primary refused by the policy: the zone's configuration is at fault, not an upstream (so 400, not 502).
   const forced = await narrowed.api("POST", `/zones/${zone}/secondary_dns/force_axfr`);
-  assert.equal(forced.status, 502);
-  assert.match(forced.body.errors[0].message, /local \(127\.0\.0\.1:9\): not a public address/);
+  assert.equal(forced.status, 400, JSON.stringify(forced.body));
+  assert.equal(forced.body.success, false);
+  assert.equal(forced.body.errors[0].code, 9606);
+  assert.match(forced.body.errors[0].message, /local \(127\.0\.0\.1:9\): not a public address.*--dns-peer-allow/);
 });

@@ -242,6 +242,8 @@ export function registerTransferRoutes(app: FastifyInstance, zones: ZoneService,
   app.post<ZoneParams>("/zones/:zone_id/secondary_dns/force_axfr", { config: zoneEdit }, async (req) => {
     const zs = secondaryZone(req);
     incomingConfigured(zs.zone.id);
+    const refused = secondary.allPrimariesRefused(zs.zone.id);
+    if (refused) throw TransferErrors.primariesRefused(refused);
     await secondary.refreshNow(zs.zone.id, true);
     const { last_error } = secondary.statusOf(zs.zone.id);
     if (last_error) throw TransferErrors.transferFailed(last_error);

@@ -207,8 +207,9 @@ export class SecondaryZones {
     const peers = this.directory.incomingPeers(zoneId).filter((p) => p.ip);
     for (const peer of peers) {
       // A primary stored before the operator narrowed --dns-peer-allow is not connected to.
-      if (!this.peerAllowed(peer.ip!)) {
-        errors.push(`${peer.name} (${peer.ip}:${peer.port}): ${PEER_NOT_ALLOWED}`);
+      const refused = this.refusedByPolicy(peer);
+      if (refused) {
+        errors.push(refused);
         continue;
       }
       try {
@@ -229,6 +230,21 @@ export class SecondaryZones {
     this.status.set(zoneId, { ...this.statusOf(zoneId), last_error: lastError });
     this.log.warn({ zone: zs.zone.name, why: lastError }, "secondary zone not refreshed; keeping what it holds");
     this.schedule(zoneId, this.transferredYet(zoneId) ? zs.zone.settings.soa.retry : FIRST_RETRY_S);
+  }
+
+  /** Why the address policy (--dns-peer-allow) forbids connecting to this primary, or undefined when it allows it. */
+  private refusedByPolicy(peer: Peer): string | undefined {
+    return this.peerAllowed(peer.ip!) ? undefined : `${peer.name} (${peer.ip}:${peer.port}): ${PEER_NOT_ALLOWED}`;
+  }
+
+  /**
+   * When every primary of the zone that has an address is one the address policy forbids, why for each (the caller's
+   * configuration, not a failure of the primaries); otherwise undefined.
+   */
+  allPrimariesRefused(zoneId: string): string[] | undefined {
+    const peers = this.directory.incomingPeers(zoneId).filter((p) => p.ip);
+    const refused = peers.map((p) => this.refusedByPolicy(p)).filter((why): why is string => why !== undefined);
+    return peers.length > 0 && refused.length === peers.length ? refused : undefined;
   }
 
   /** Refreshes from one primary; whether records were taken in. Throws XfrError when the primary fails us. */

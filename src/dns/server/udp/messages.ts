@@ -11,7 +11,9 @@ export type ToWorker =
   /** Forget every cached answer, then acknowledge generation g. */
   | { t: "flush"; g: number }
   /** The answer to query s (null: the query is dropped, it was not a query). */
-  | { t: "answer"; s: number; a: Buffer | null };
+  | { t: "answer"; s: number; a: Buffer | null }
+  /** An answer built before anyone asked (src/dns/server/prewarm.ts): cache it for queries like q. */
+  | { t: "cache"; q: Buffer; a: Buffer };
 
 export type FromWorker =
   /** native: "" when the addon answers cached queries, else why this process answers in JavaScript. */

@@ -60,6 +60,8 @@ export class UdpWorkerPool {
     /** Answers a query the processes have no cached answer for (`from`: the sender, given for NOTIFY); undefined drops it. */
     private readonly answer: (query: Buffer, from?: string) => Buffer | undefined,
     private readonly log: Logger,
+    /** A process started to replace one that died is ready (its cache is empty: answers may be built for it). */
+    private readonly replaced: () => void = () => {},
   ) {}
 
   /** Resolves once every process has the socket; rejects with the bind error (its code kept) if one cannot. */
@@ -77,6 +79,15 @@ export class UdpWorkerPool {
   flush(): Promise<void> {
     const g = ++this.generation;
     return Promise.all([...this.members].map((m) => this.flushOne(m, g))).then(() => undefined);
+  }
+
+  /** Caches an answer built ahead of any question (prewarm.ts) in every process; a later flush forgets it like any other. */
+  offer(query: Buffer, answer: Buffer): void {
+    for (const m of this.members) {
+      if (!m.worker.isConnected()) continue;
+      m.dirty = true;
+      this.post(m.worker, { t: "cache", q: query, a: answer });
+    }
   }
 
   async stop(): Promise<void> {
@@ -162,6 +173,7 @@ export class UdpWorkerPool {
             ready = true;
             this.log.info({ child_pid: worker.process.pid, port: this.bind.port }, "dns answering process started");
             this.logPathOnce(msg.native);
+            if (this.started) this.replaced();
             resolve();
             break;
           case "bind-error":

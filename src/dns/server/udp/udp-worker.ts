@@ -102,6 +102,10 @@ process.on("message", (m: ToWorker) => {
     cache.clear();
     send({ t: "flushed", g: m.g });
   } else if (m.t === "answer") onAnswer(m.s, m.a);
+  else if (m.t === "cache") {
+    if (native) native.set(m.q, m.a);
+    else cache.set(WireCache.key(m.q), m.a);
+  }
 });
 
 socket.on("error", (err: NodeJS.ErrnoException) => {

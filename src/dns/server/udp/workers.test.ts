@@ -5,7 +5,8 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { runCli, type TestPlatform } from "../../../core/testing/platform.js";
-import { createRecord, createZone, encodeQuery, rcodeOf, startDnsPlatform, tcpQuery, udpQuery, type DnsResponse } from "../../testing/helpers.js";
+import { createRecord, createZone, encodeQuery, rcodeOf, startDnsPlatform, tcpQuery, udpQuery, udpRaw, type DnsResponse } from "../../testing/helpers.js";
+import * as packet from "dns-packet";
 
 const Z = "workers.example";
 const addresses = (r: DnsResponse) => (r.answers ?? []).filter((a) => a.type === "A").map((a: any) => a.data as string);
@@ -56,6 +57,18 @@ async function onlyAnswering<T>(all: number[], pid: number, fn: () => Promise<T>
   } finally {
     for (const o of others) process.kill(o, "SIGCONT");
   }
+}
+
+/** Kills one answering process and waits for the one started in its place. */
+async function killOne(p: TestPlatform): Promise<{ victim: number; survivor: number; fresh: number }> {
+  const [victim, survivor] = answeringPids(p.process.pid!);
+  process.kill(victim, "SIGKILL");
+  let fresh = 0;
+  await until("a replacement process bound the socket", () => {
+    fresh = readyPids(p).find((pid) => pid !== victim && pid !== survivor && !gone(pid)) ?? 0;
+    return fresh > 0;
+  });
+  return { victim, survivor, fresh };
 }
 
 describe("DNS over UDP answered by several processes (--dns-workers)", () => {
@@ -111,13 +124,7 @@ describe("DNS over UDP answered by several processes (--dns-workers)", () => {
   });
 
   it("starts a new process when one is killed, and the new one answers", async () => {
-    const [victim, survivor] = answeringPids(p.process.pid!);
-    process.kill(victim, "SIGKILL");
-    let fresh = 0;
-    await until("a replacement process bound the socket", () => {
-      fresh = readyPids(p).find((pid) => pid !== victim && pid !== survivor && !gone(pid)) ?? 0;
-      return fresh > 0;
-    });
+    const { victim, survivor, fresh } = await killOne(p);
     assert.match(p.logs(), new RegExp(`"child_pid":${victim}[^\\n]*"signal":"SIGKILL"[^\\n]*dns answering process exited`));
     const pids = answeringPids(p.process.pid!);
     assert.deepEqual(
@@ -125,6 +132,34 @@ describe("DNS over UDP answered by several processes (--dns-workers)", () => {
       [fresh, survivor].sort((a, b) => a - b),
     );
     await onlyAnswering(pids, fresh, async () => assert.deepEqual(addresses(await udpQuery(port, `www.${Z}`, "A")), ["10.9.0.1"]));
+  });
+
+  it("builds answers ahead for a process started to replace one that died (--dns-prewarm)", async () => {
+    const names = Array.from({ length: 30 }, (_, i) => `ahead${i}`);
+    const posts = names.map((name, i) => ({ type: "A", name, content: `10.9.2.${i + 1}`, ttl: 300 }));
+    assert.equal((await p.api("POST", `/zones/${zoneId}/dns_records/batch`, { posts })).status, 200);
+    const { fresh } = await killOne(p);
+    // Only the new process reads the socket and the main process is stopped: a name is answered only from answers built
+    // for the new process. Each attempt asks another name (an unanswered one is answered, and cached, once the main
+    // process runs again).
+    let answered = "";
+    for (const [i, name] of names.entries()) {
+      await onlyAnswering(answeringPids(p.process.pid!), fresh, async () => {
+        process.kill(p.process.pid!, "SIGSTOP");
+        try {
+          const reply = packet.decode(await udpRaw(port, encodeQuery(`${name}.${Z}`, "A"), 1000));
+          assert.deepEqual(addresses(reply as DnsResponse), [`10.9.2.${i + 1}`]);
+          answered = name;
+        } catch (err) {
+          if (err instanceof assert.AssertionError) throw err;
+        } finally {
+          process.kill(p.process.pid!, "SIGCONT");
+        }
+      });
+      if (answered) break;
+      await new Promise((r) => setTimeout(r, 1000)); // not built yet: let the main process run
+    }
+    assert.ok(answered, "no name was answered by the new process alone");
   });
 });
 

@@ -6,7 +6,9 @@
 // process has cached, answers what cannot be a query with FORMERR (or drops it, see ScreenQuery), and sends the
 // batch's replies with one sendmmsg. Any other question not cached goes to JavaScript,
 // which answers it as before and decides what is cached (JS keeps every caching rule; this file only replays
-// bytes under the key JS gave them: the query minus its id).
+// bytes under the key JS gave them: the query minus its id, and for plain queries also the question itself, so that
+// a query differing only in its id, its name's case (0x20-randomising resolvers), RD/CD or EDNS size is answered
+// from the same bytes with those patched in: see PlainQuestion).
 //
 // Security: the thread only reads the socket it was given and only replies to the source address of a query;
 // every length is checked against the buffer it came in.
@@ -61,6 +63,9 @@ struct Server {
   napi_env env = nullptr;
   std::mutex mu;  // guards cache and bytes
   std::unordered_map<std::string, std::string> cache;
+  // The same answers keyed by the question instead (see PlainQuestion): what a query that differs from a cached one only
+  // in its id, the case of its name, its RD/CD bits or its EDNS size and options is answered from.
+  std::unordered_map<std::string, std::string> questions;
   size_t bytes = 0;
   std::atomic<uint64_t> hits{0}, misses{0}, dropped{0}, formerrs{0};
   std::atomic<bool> stopping{false};
@@ -71,6 +76,7 @@ Server* g_server = nullptr;
 
 void ClearLocked(Server* s) {
   s->cache.clear();
+  s->questions.clear();
   s->bytes = 0;
 }
 
@@ -142,6 +148,76 @@ void FormerrReply(const uint8_t* q, std::string& out) {
   out[3] = static_cast<char>(flags & 0xff);
 }
 
+// A query the server answers from its question alone (src/dns/server/server.ts, answerQuery): opcode QUERY, one
+// question, no answer or authority records, and either nothing else or a single EDNS(0) OPT record (its options are
+// ignored by the server, and of its flags only DO and CO are echoed). Such a query's answer depends only on the
+// question's name (case-insensitively: the answer engine canonicalises it; only the question section echoes its
+// case), type and class, whether EDNS is present with which DO/CO bits, and the size the client accepts, which only
+// decides truncation; the id and the RD/CD bits are echoed. TSIG-signed queries, NOTIFY and anything unusual are not
+// plain and are answered as before (exact bytes, or JavaScript).
+struct Plain {
+  size_t name_len;  // wire length of the question name (at offset 12)
+  size_t limit;     // largest answer the client accepts over UDP (server.ts: 512 without EDNS, else 512..4096)
+};
+
+constexpr uint16_t kTypeOpt = 41;
+constexpr uint16_t kDo = 0x8000;
+constexpr uint16_t kCo = 0x4000;  // RFC 9824 compact answers OK
+constexpr uint8_t kTc = 0x02;     // in byte 2 of the header
+
+// Builds key (the lowercased question, type, class and an EDNS marker) and fills plain; false when q is not plain.
+bool PlainQuestion(const uint8_t* q, size_t len, std::string& key, Plain& plain) {
+  if (len < kHeader + 5) return false;
+  const uint16_t flags = U16(q + 2);
+  if ((flags & (kQr | kOpcodeMask)) != 0 || U16(q + 4) != 1 || U16(q + 6) != 0 || U16(q + 8) != 0) return false;
+  const uint16_t additionals = U16(q + 10);
+  if (additionals > 1) return false;
+  key.clear();
+  size_t at = kHeader;
+  for (;;) {
+    if (at >= len) return false;
+    const uint8_t l = q[at];
+    if (l == 0) break;
+    if (l > 63 || at + 1 + l > len) return false;  // compression in a question is legal but rare: not plain
+    key.push_back(static_cast<char>(l));
+    for (size_t k = at + 1; k <= at + l; k++) {
+      const uint8_t c = q[k];
+      key.push_back(static_cast<char>(c >= 'A' && c <= 'Z' ? c + 32 : c));
+    }
+    at += 1 + l;
+  }
+  at++;  // the root label
+  plain.name_len = at - kHeader;
+  if (plain.name_len > kMaxName + 1 || at + 4 > len) return false;
+  key.append(reinterpret_cast<const char*>(q) + at, 4);  // type and class
+  at += 4;
+  if (additionals == 0) {
+    if (at != len) return false;
+    key.push_back('\0');
+    plain.limit = 512;
+    return true;
+  }
+  // OPT: root name, type 41, class = UDP size, TTL = extended rcode, version, flags; then its options.
+  if (at + 11 > len || q[at] != 0 || U16(q + at + 1) != kTypeOpt) return false;
+  const size_t size = U16(q + at + 3);
+  const uint8_t version = q[at + 6];
+  const uint16_t eflags = U16(q + at + 7);
+  const size_t rdlen = U16(q + at + 9);
+  if (version != 0 || at + 11 + rdlen != len) return false;
+  key.push_back(static_cast<char>(1 | ((eflags & kDo) ? 2 : 0) | ((eflags & kCo) ? 4 : 0)));
+  plain.limit = size < 512 ? 512 : size > 4096 ? 4096 : size;
+  return true;
+}
+
+// The cached answer made this query's: its id, its RD and CD bits, its question's case (same length: same name).
+void PatchAnswer(std::string& o, const uint8_t* q, size_t name_len) {
+  o[0] = static_cast<char>(q[0]);
+  o[1] = static_cast<char>(q[1]);
+  o[2] = static_cast<char>((o[2] & ~(kRd >> 8)) | (q[2] & (kRd >> 8)));
+  o[3] = static_cast<char>((o[3] & ~kCd) | (q[3] & kCd));
+  memcpy(&o[kHeader], q + kHeader, name_len);
+}
+
 void HandMiss(Server* s, const uint8_t* q, size_t len, const sockaddr_storage& from) {
   s->misses++;
   auto* m = new Miss{std::vector<uint8_t>(q, q + len), from};
@@ -179,7 +255,8 @@ void Run(Server* s) {
   sockaddr_storage from[kBatch];
   mmsghdr outm[kBatch];
   iovec out_iov[kBatch];
-  std::string key;
+  std::string key, qkey;
+  Plain plain;
   size_t miss_idx[kBatch];
   // After a full batch more is probably waiting: read again before sleeping.
   bool more = false;
@@ -230,6 +307,10 @@ void Run(Server* s) {
           o.assign(it->second);  // at least 12 bytes: Set() refuses shorter answers
           o[0] = static_cast<char>(q[0]);
           o[1] = static_cast<char>(q[1]);
+          hits++;
+        } else if (PlainQuestion(q, len, qkey, plain) && (it = s->questions.find(qkey)) != s->questions.end() && it->second.size() <= plain.limit) {
+          o.assign(it->second);  // Set() stored it only with this question section at offset 12
+          PatchAnswer(o, q, plain.name_len);
           hits++;
         } else {
           const Screen screen = ScreenQuery(q, len);
@@ -404,6 +485,24 @@ napi_value Set(napi_env env, napi_callback_info info) {
   }
   s->cache.emplace(std::move(key), std::string(reinterpret_cast<const char*>(a), al));
   s->bytes += cost;
+  // By question too, when that is safe: the answer is not truncated (a truncated one is only right for clients that
+  // accept no more than this one did; a whole one is right for every client accepting its size), and its question
+  // section is the query's, byte for byte, at offset 12 (so a later query's question can be copied over it).
+  std::string qkey;
+  Plain plain;
+  if (PlainQuestion(q, ql, qkey, plain) && (a[2] & kTc) == 0 && U16(a + 4) == 1 && al >= kHeader + plain.name_len + 4 &&
+      memcmp(a + kHeader, q + kHeader, plain.name_len + 4) == 0) {
+    const size_t qcost = qkey.size() + al;
+    auto qit = s->questions.find(qkey);
+    if (qit != s->questions.end()) {
+      s->bytes -= qit->first.size() + qit->second.size();
+      s->questions.erase(qit);
+    }
+    if (s->bytes + qcost <= kMaxBytes) {
+      s->questions.emplace(std::move(qkey), std::string(reinterpret_cast<const char*>(a), al));
+      s->bytes += qcost;
+    }
+  }
   return Undefined(env);
 }
 
