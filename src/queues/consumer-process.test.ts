@@ -28,12 +28,30 @@ export default {
 };
 `;
 
-/** The command line of the workerd that runs `script` now (the last version that went live). */
-function commandLine(script: string): string[] {
-  const live = logEntries(p).filter((l) => l.script === script && (l.msg === "worker version live" || l.msg === "workerd restarted"));
-  const pid = live.at(-1)?.workerd_pid as number | undefined;
-  assert.ok(pid, `no live workerd logged for ${script}`);
-  return readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0");
+/**
+ * Waits until the workerd that runs `script` now (the last one logged live for it) does, or does not, run with
+ * --experimental. The log line of a (re)start may follow the API's answer by a moment, so the check polls; it fails
+ * when the expected process never shows up.
+ */
+async function untilExperimental(script: string, experimental: boolean, why: string): Promise<void> {
+  let last = "no live workerd logged";
+  try {
+    await eventually(() => {
+      const live = logEntries(p).filter((l) => l.script === script && (l.msg === "worker version live" || l.msg === "workerd restarted"));
+      const pid = live.at(-1)?.workerd_pid as number | undefined;
+      if (!pid) return false;
+      let cmd: string[];
+      try {
+        cmd = readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0");
+      } catch {
+        return false; // a process that just ended: its successor's line is on its way
+      }
+      last = cmd.join(" ");
+      return cmd.includes("--experimental") === experimental;
+    }, why);
+  } catch (err) {
+    assert.fail(`${(err as Error).message}; last command line: ${last}`);
+  }
 }
 
 const received = () =>
@@ -74,7 +92,7 @@ test("only a queue consumer's workerd runs with --experimental; becoming and cea
   const q = await createQueue("proc-q");
   const up = await uploadScript(p, "proc-worker", WORKER, { bindings: [{ type: "queue", name: "OUT", queue_name: "proc-q" }] });
   assert.equal(up.status, 200, JSON.stringify(up.body));
-  assert.ok(!commandLine("proc-worker").includes("--experimental"), commandLine("proc-worker").join(" "));
+  await untilExperimental("proc-worker", false, "a script that consumes no queue runs without --experimental");
 
   const added = await underTraffic(
     "proc-worker",
@@ -87,7 +105,7 @@ test("only a queue consumer's workerd runs with --experimental; becoming and cea
     [],
     "every request during the restart answered",
   );
-  assert.ok(commandLine("proc-worker").includes("--experimental"), "the consumer runs the dispatcher");
+  await untilExperimental("proc-worker", true, "the consumer runs the dispatcher");
   assert.equal((await hit(p, "proc-worker", "/send?body=first")).text, "sent");
   await eventually(() => received().includes("first"), "the consumer's queue() got the message");
 
@@ -97,7 +115,7 @@ test("only a queue consumer's workerd runs with --experimental; becoming and cea
     removed.statuses.filter((s) => s !== 200),
     [],
   );
-  assert.ok(!commandLine("proc-worker").includes("--experimental"), "no longer a consumer");
+  await untilExperimental("proc-worker", false, "no longer a consumer");
   // Messages wait for a consumer again.
   assert.equal((await hit(p, "proc-worker", "/send?body=waits")).text, "sent");
   const metrics = await p.api("GET", `/accounts/${p.accountId}/queues/${q}/metrics`);
