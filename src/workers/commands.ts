@@ -40,7 +40,8 @@ export const commands: AnyCommand[] = [
   }),
   defineCommand({
     path: ["deploy"],
-    describe: "Bundle the Worker named in the config (`main`) with esbuild and deploy it with its bindings (and its [assets] directory, uploaded first)",
+    describe:
+      "Bundle the Worker named in the config (`main`) with esbuild and deploy it with its bindings (and its [assets] directory, uploaded first); a config with [assets] and no `main` deploys an assets-only Worker",
     positionals: [{ name: "script", describe: "Entry point (default: `main` in the config)" }],
     options: {
       ...target,
