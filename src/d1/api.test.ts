@@ -214,6 +214,18 @@ test("export gives a signed URL to the SQL; import takes wrangler's init/upload/
   assert.equal(refused.status, 400);
   assert.match(refused.body.errors[0].message, /ATTACH/);
   assert.equal((await p.api("POST", `${base}/${dst.uuid}/query`, { sql: "SELECT * FROM x" })).status, 400);
+
+  // The URLs are credentials (whoever has one reads the dump, or feeds an import): never in the platform's log.
+  const tokens = [exp.body.result.result.signed_url, init.body.result.upload_url, badInit.body.result.upload_url].map((u: string) => u.split("/").pop()!);
+  for (const token of tokens)
+    assert.ok(
+      !p.output().includes(token),
+      `a transfer token in the log: ${p
+        .output()
+        .split("\n")
+        .filter((l) => l.includes(token))
+        .join("\n")}`,
+    );
 });
 
 test("databases and their data survive a platform restart", async () => {
