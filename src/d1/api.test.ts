@@ -5,6 +5,7 @@ import Cloudflare from "cloudflare";
 import { request } from "undici";
 import { startTestPlatform, type TestPlatform } from "../core/testing/platform.js";
 import { createAccount } from "../workers/testing/helpers.js";
+import { D1_LIMITS } from "./limits.js";
 
 // The official TypeScript SDK (a real client) and plain HTTP against the D1 routes, on a real platform whose
 // requests may run one second (so the hostile query below is stopped quickly).
@@ -214,6 +215,37 @@ test("export gives a signed URL to the SQL; import takes wrangler's init/upload/
   assert.equal(refused.status, 400);
   assert.match(refused.body.errors[0].message, /ATTACH/);
   assert.equal((await p.api("POST", `${base}/${dst.uuid}/query`, { sql: "SELECT * FROM x" })).status, 400);
+
+  // An account holds a few signed URLs at once (each may keep a file of up to a database's size for an hour): opening
+  // more ends its oldest; another account's are not touched.
+  const otherDb = (await cfB.d1.database.create({ account_id: accountB, name: "keeps-its-export" })).uuid!;
+  const theirs = (await p.api("POST", `/accounts/${accountB}/d1/database/${otherDb}/export`, { output_format: "polling" }, p.keyHeaders())).body.result.result
+    .signed_url as string;
+  const urls: string[] = [];
+  for (let i = 0; i < D1_LIMITS.transfersPerAccount + 2; i++) {
+    urls.push((await p.api("POST", `${base}/${src.uuid}/export`, { output_format: "polling" })).body.result.result.signed_url);
+  }
+  const statusOf = async (url: string) => {
+    const r = await request(url);
+    await r.body.dump();
+    return r.statusCode;
+  };
+  const statuses = [];
+  for (const u of urls) statuses.push(await statusOf(u));
+  assert.deepEqual(statuses, [...Array(2).fill(404), ...Array(D1_LIMITS.transfersPerAccount).fill(200)]);
+  assert.equal(await statusOf(theirs), 200);
+
+  // The URLs are credentials (whoever has one reads the dump, or feeds an import): never in the platform's log.
+  const tokens = [exp.body.result.result.signed_url, init.body.result.upload_url, badInit.body.result.upload_url].map((u: string) => u.split("/").pop()!);
+  for (const token of tokens)
+    assert.ok(
+      !p.output().includes(token),
+      `a transfer token in the log: ${p
+        .output()
+        .split("\n")
+        .filter((l) => l.includes(token))
+        .join("\n")}`,
+    );
 });
 
 test("databases and their data survive a platform restart", async () => {

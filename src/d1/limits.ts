@@ -16,6 +16,11 @@ export const D1_LIMITS = {
   importBytes: 100 * 1024 * 1024,
   /** How long a signed export or import URL stays valid. */
   transferTtlMs: 60 * 60 * 1000,
+  /**
+   * Signed URLs an account holds at once (exports and imports): each may hold a file on disk (a dump of up to a
+   * database's size, an import of up to importBytes) for transferTtlMs; opening one more ends the account's oldest.
+   */
+  transfersPerAccount: 4,
   /** Databases whose executor processes stay open at once; the least recently used idle one closes past it. */
   openExecutors: 16,
   /** An executor with nothing to do closes after this long. */

@@ -176,9 +176,15 @@ export function registerD1Routes(app: FastifyInstance, deps: D1RouteDeps): void 
   });
 }
 
+/**
+ * The route options of a signed URL: the token in its path is a credential, so the request is not logged (Fastify's
+ * "incoming request" line carries the URL; warnings and errors carry no URL).
+ */
+const SIGNED_URL = { logLevel: "warn" } as const;
+
 /** The signed URLs of exports (GET) and imports (PUT), outside /client/v4: the token in the path is the credential. */
 export function registerD1TransferRoutes(app: FastifyInstance, transfers: D1Transfers): void {
-  app.get("/d1-transfers/:token", async (req, reply) => {
+  app.get("/d1-transfers/:token", SIGNED_URL, async (req, reply) => {
     const { token } = req.params as { token: string };
     reply.hijack();
     try {
@@ -192,7 +198,7 @@ export function registerD1TransferRoutes(app: FastifyInstance, transfers: D1Tran
   app.register(async (scope) => {
     scope.removeAllContentTypeParsers();
     scope.addContentTypeParser("*", (_req, _payload, done) => done(null, undefined));
-    scope.put("/d1-transfers/:token", async (req, reply) => {
+    scope.put("/d1-transfers/:token", SIGNED_URL, async (req, reply) => {
       const { token } = req.params as { token: string };
       const md5 = await transfers.upload(token, req.raw);
       return reply.header("etag", `"${md5}"`).send(ok(null));

@@ -41,9 +41,14 @@ export class D1Transfers {
     }
   }
 
-  /** A new transfer and the token that names it (also its file's name). */
+  /** A new transfer and the token that names it (also its file's name); the account's oldest ends past its limit. */
   open(kind: Transfer["kind"], accountId: string, uuid: string): { token: string; file: string } {
     this.sweep();
+    const mine = [...this.byToken].filter(([, t]) => t.accountId === accountId);
+    for (const [token, t] of mine.slice(0, Math.max(0, mine.length - D1_LIMITS.transfersPerAccount + 1))) {
+      this.byToken.delete(token);
+      rmSync(t.file, { force: true });
+    }
     const token = randomBytes(32).toString("base64url");
     const file = join(this.dir, `${token}.sql`);
     this.byToken.set(token, { kind, accountId, uuid, file, expires: Date.now() + D1_LIMITS.transferTtlMs });

@@ -8,6 +8,7 @@ export const DnsCodes = {
   validation: 1004, // "DNS Validation Error" wrapper, details in error_chain
   invalidZone: 1001,
   zoneExists: 1061,
+  zoneNestsInOtherAccount: 1096, // ours: a zone inside, or around, a zone of another account
   zoneNameInvalid: 1097, // ours
   zoneBusy: 1098, // ours: the zone kept changing through other nodes while this change was retried
   secondaryReadOnly: 1099, // ours: records and SOA of a secondary zone come from its primary
@@ -44,6 +45,8 @@ export const DnsErrors = {
   // Zones
   zoneNotFound: () => new EdgeError(404, DnsCodes.invalidZone, "Invalid zone identifier"),
   zoneExists: (name: string) => refused(DnsCodes.zoneExists, `${name} already exists`),
+  zoneNestsInOtherAccount: (name: string) =>
+    refused(DnsCodes.zoneNestsInOtherAccount, `${name} is inside, or holds, a zone of another account: its names are that account's to serve`),
   zoneBusy: () => new EdgeError(409, DnsCodes.zoneBusy, "The zone is being changed through other nodes of the platform; retry the request"),
   secondaryReadOnly: (what = "records") =>
     new EdgeError(

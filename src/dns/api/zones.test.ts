@@ -15,12 +15,13 @@ describe("zones answer the truth: the caller's permissions, and PATCH fields act
   let mixed: Record<string, string>;
   /** Headers of a token with dns_read on the first account only. */
   let readOnly: Record<string, string>;
+  let accountB: string;
 
   before(async () => {
     ({ p, port } = await startDnsPlatform());
     const second = await p.api("POST", "/accounts", { name: "Second" }, p.keyHeaders());
     assert.equal(second.status, 200, JSON.stringify(second.body));
-    const accountB = second.body.result.id as string;
+    accountB = second.body.result.id as string;
     zoneA = (await p.api("POST", "/zones", { name: "truth-a.example", account: { id: p.accountId } }, p.keyHeaders())).body.result.id;
     zoneB = (await p.api("POST", "/zones", { name: "truth-b.example", account: { id: accountB } }, p.keyHeaders())).body.result.id;
     const token = async (name: string, grants: [string, string][]) => {
@@ -95,5 +96,37 @@ describe("zones answer the truth: the caller's permissions, and PATCH fields act
     assert.equal(after.paused, false, "a refused PATCH changes nothing, not even the fields it could have changed");
     assert.deepEqual(after.vanity_name_servers, []);
     assert.equal(after.modified_on, before.modified_on);
+  });
+
+  it("refuses a zone inside or around another account's zone (it would answer for names the other account serves), allows it within one account", async () => {
+    const create = (name: string, account: string, type?: string) =>
+      p.api("POST", "/zones", { name, account: { id: account }, ...(type ? { type } : {}) }, p.keyHeaders());
+    const answer = async () => JSON.stringify(await udpQuery(port, "www.truth-a.example", "A"), ["flags", "answers", "authorities", "name", "type", "data"]);
+    const before = await answer();
+    // Inside A's zone, by account B: a full zone, a deeper one, one spelled in capitals, a secondary zone.
+    for (const [name, type] of [
+      ["www.truth-a.example", undefined],
+      ["x.www.truth-a.example", undefined],
+      ["WWW.Truth-A.example", undefined],
+      ["sec.truth-a.example", "secondary"],
+    ] as const) {
+      const r = await create(name, accountB, type);
+      assert.equal(r.status, 400, `${name}: ${JSON.stringify(r.body)}`);
+      assert.equal(r.body.errors[0].code, 1096, name);
+      assert.match(r.body.errors[0].message, /inside, or holds, a zone of another account/);
+      assert.ok(!JSON.stringify(r.body).includes(p.accountId), "the other account is not named");
+    }
+    assert.equal(await answer(), before, "A's names still answer from A's zone");
+    // A name that only ends with the same characters is not inside.
+    const sibling = await create("xtruth-a.example", accountB);
+    assert.equal(sibling.status, 200, JSON.stringify(sibling.body));
+    // Within one account, zones may nest; around another account's zone they may not.
+    const holder = await create("nest.example", accountB);
+    assert.equal(holder.status, 200, JSON.stringify(holder.body));
+    assert.equal((await create("in.nest.example", accountB)).status, 200, "a zone inside a zone of its own account");
+    assert.equal((await p.api("DELETE", `/zones/${holder.body.result.id}`, undefined, p.keyHeaders())).status, 200);
+    const around = await create("nest.example", p.accountId);
+    assert.equal(around.status, 400, `a zone around B's in.nest.example: ${JSON.stringify(around.body)}`);
+    assert.equal(around.body.errors[0].code, 1096);
   });
 });

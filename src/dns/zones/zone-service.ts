@@ -97,10 +97,24 @@ export class ZoneService {
     return zs.at(name);
   }
 
+  /**
+   * Whether a zone `name` of `accountId` would be inside, or hold, a zone of another account. The server answers a
+   * name from the longest zone it ends with, so such a zone would answer for names the other account serves (or, held
+   * by it, be answered for): the tenant-crossing that nested zones of one account are not.
+   */
+  private nestsWithOtherAccount(accountId: string, name: string): boolean {
+    const parent = this.zoneFor(name);
+    if (parent && parent.zone.account_id !== accountId) return true;
+    const suffix = `.${name}`;
+    for (const [other, zs] of this.byName) if (other.endsWith(suffix) && zs.zone.account_id !== accountId) return true;
+    return false;
+  }
+
   /** A secondary zone starts empty, at serial 0, and is served once its first transfer is in (transfers/secondary.ts). */
   async createZone(accountId: string, name: string, type: ZoneType = "full"): Promise<ZoneState> {
     return this.exclusive(async () => {
       if (this.byName.has(name)) throw DnsErrors.zoneExists(name);
+      if (this.nestsWithOtherAccount(accountId, name)) throw DnsErrors.zoneNestsInOtherAccount(name);
       const defaults = await this.store.accountSettings(accountId);
       const t = now();
       const zone: Zone = {

@@ -5,6 +5,7 @@ import { after, before, test } from "node:test";
 import type { TestPlatform } from "../../core/testing/platform.js";
 import { createAccount, hit, startPlatform, uploadScript, withTempDir } from "../testing/helpers.js";
 import { runWrangler } from "../testing/wrangler.js";
+import { UPLOAD_SESSION_MANIFEST_CHARS } from "./assets.js";
 
 /**
  * Static assets end to end: the real platform, `edgecli deploy` and wrangler 3 uploading `[assets]` with wrangler's
@@ -179,6 +180,26 @@ test("the upload protocol refuses traversal, wrong content, other accounts' toke
   assert.equal(incomplete.status, 400);
   assert.match(incomplete.body.errors[0].message, /1 file of the upload session's manifest was not uploaded/);
   assert.equal((await p.api("GET", `/accounts/${p.accountId}/workers/services/guarded`)).status, 404);
+});
+
+test("the manifests of upload sessions in progress are bounded per account: past the bound a 429, other accounts unaffected", async () => {
+  // Sessions last an hour and each may announce 20,000 files: without a bound one account could fill the database
+  // (and the memory of the asset collection, which reads every live manifest) with manifests it never deploys.
+  const crowded = await createAccount(p, "crowded");
+  const manifest: Record<string, { hash: string; size: number }> = {};
+  for (let i = 0; i < 20_000; i++) manifest[`/files/${String(i).padStart(5, "0")}.txt`] = { hash: i.toString(16).padStart(32, "0"), size: 1 };
+  const start = (account: string, script: string) =>
+    p.api("POST", `/accounts/${account}/workers/scripts/${script}/assets-upload-session`, { manifest }, p.keyHeaders());
+  const perSession = JSON.stringify(manifest).length;
+  const fits = Math.floor(UPLOAD_SESSION_MANIFEST_CHARS / perSession);
+  for (let i = 0; i < fits; i++) {
+    const r = await start(crowded, `site-${i}`);
+    assert.equal(r.status, 200, `session ${i}: ${JSON.stringify(r.body).slice(0, 300)}`);
+  }
+  const refused = await start(crowded, "one-more");
+  assert.equal(refused.status, 429, JSON.stringify(refused.body).slice(0, 300));
+  assert.match(refused.body.errors[0].message, /upload sessions in progress/);
+  assert.equal((await start(other, "elsewhere")).status, 200, "another account starts its sessions as before");
 });
 
 test("wrangler 3 deploys a config with [assets] unchanged", async () => {

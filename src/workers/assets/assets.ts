@@ -12,6 +12,13 @@ import type { AssetBody, AssetConfig, AssetsStore, ScriptAssets } from "./store.
 
 /** How long an upload session's token is good for (wrangler's own deploys take seconds; a slow link minutes). */
 const SESSION_MS = 60 * 60 * 1000;
+/**
+ * How much manifest (characters of JSON) an account's sessions in progress may hold: sessions last an hour and each
+ * may announce 20,000 files (about 1.3 million characters), so without a bound one account could fill the database,
+ * and the memory of the asset collection (which reads every live manifest), with manifests it never deploys. About
+ * 25 sessions of the largest manifests at once, thousands of ordinary sites'.
+ */
+export const UPLOAD_SESSION_MANIFEST_CHARS = 32 * 1024 * 1024;
 /** Files per upload bucket, and the bytes a bucket may add up to (one upload request each; wrangler sends three at a time). */
 const BUCKET_FILES = 50;
 const BUCKET_BYTES = 20 * 1024 * 1024;
@@ -79,6 +86,8 @@ export class WorkerAssets {
   /** POST …/scripts/{name}/assets-upload-session: `buckets` lists the hashes the account does not have yet. */
   async startSession(accountId: string, script: string, manifestRaw: unknown): Promise<{ jwt: string; buckets: string[][] }> {
     const manifest = parseManifest(manifestRaw);
+    const held = await this.store.liveManifestChars(accountId);
+    if (held + JSON.stringify(manifest).length > UPLOAD_SESSION_MANIFEST_CHARS) throw AssetsErrors.tooManySessions();
     const expiresAt = Date.now() + SESSION_MS;
     const token = newToken(script, expiresAt);
     await this.store.createSession(tokenHash(token), { accountId, script, manifest, expiresAt });

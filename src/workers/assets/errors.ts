@@ -11,6 +11,12 @@ export const AssetsErrors = {
   fileTooLarge: (path: string, limit: number) => invalid(`assets manifest: ${path} is larger than the ${limit / 1024 / 1024} MiB a file may have`, "/manifest"),
   deployTooLarge: (limit: number) =>
     invalid(`assets manifest: the files add up to more than the ${limit / 1024 / 1024} MiB one Worker version may have`, "/manifest"),
+  tooManySessions: () =>
+    new EdgeError(
+      429,
+      WorkersCodes.validation,
+      "assets: the account has too many upload sessions in progress (their manifests are held until they expire, an hour after they start); deploy or wait",
+    ),
   badToken: () =>
     new EdgeError(401, 10001, "The assets upload token is missing, invalid or expired; start a new upload session (POST …/assets-upload-session)"),
   notInSession: (hash: string) => invalid(`assets upload: ${hash} is not a file of this upload session's manifest`),

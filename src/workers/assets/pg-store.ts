@@ -33,6 +33,14 @@ export class PgAssetsStore implements AssetsStore {
     return row && { accountId: row.account_id, script: row.script, manifest: JSON.parse(row.manifest), expiresAt: Number(row.expires_at) };
   }
 
+  async liveManifestChars(accountId: string): Promise<number> {
+    const row = await this.pg.row<{ n: string }>(
+      "SELECT coalesce(sum(char_length(manifest)), 0) AS n FROM worker_assets.upload_sessions WHERE account_id = $1 AND expires_at >= $2",
+      [accountId, Date.now()],
+    );
+    return Number(row?.n ?? 0);
+  }
+
   async bodies(accountId: string, hashes: readonly string[]): Promise<Map<string, AssetBody>> {
     const rows = await this.pg.rows<{ hash: string; content_id: string; content_type: string | null; size: string }>(
       "SELECT hash, content_id, content_type, size FROM worker_assets.bodies WHERE account_id = $1 AND hash = ANY($2::text[])",

@@ -24,6 +24,13 @@ export class SqliteAssetsStore implements AssetsStore {
     return row && { accountId: row.account_id, script: row.script, manifest: JSON.parse(row.manifest), expiresAt: row.expires_at };
   }
 
+  async liveManifestChars(accountId: string): Promise<number> {
+    const row = this.db
+      .prepare("SELECT coalesce(sum(length(manifest)), 0) AS n FROM upload_sessions WHERE account_id = ? AND expires_at >= ?")
+      .get(accountId, Date.now()) as { n: number };
+    return row.n;
+  }
+
   async bodies(accountId: string, hashes: readonly string[]): Promise<Map<string, AssetBody>> {
     const out = new Map<string, AssetBody>();
     const get = this.db.prepare("SELECT content_id, content_type, size FROM bodies WHERE account_id = ? AND hash = ?");

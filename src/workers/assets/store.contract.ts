@@ -28,6 +28,17 @@ export const describeAssetsStore = storeContract<AssetsStore>("AssetsStore", (it
     assert.equal(await store.session("never"), undefined);
   });
 
+  it("the manifests of an account's live sessions add up to their JSON's length; expired ones and other accounts' are not counted", async (store) => {
+    const manifest = { "/a.txt": { hash: H1, size: 1 }, "/é.txt": { hash: H2, size: 2 } };
+    assert.equal(await store.liveManifestChars(A), 0);
+    await store.createSession("one", { accountId: A, script: "s", manifest, expiresAt: Date.now() + 60_000 });
+    await store.createSession("two", { accountId: A, script: "t", manifest, expiresAt: Date.now() + 60_000 });
+    await store.createSession("lapsed", { accountId: A, script: "s", manifest, expiresAt: Date.now() - 1 });
+    await store.createSession("theirs", { accountId: B, script: "s", manifest, expiresAt: Date.now() + 60_000 });
+    assert.equal(await store.liveManifestChars(A), 2 * JSON.stringify(manifest).length);
+    assert.equal(await store.liveManifestChars(B), JSON.stringify(manifest).length);
+  });
+
   it("bodies belong to one account; a second put of a hash keeps the first", async (store) => {
     await store.putBody(A, H1, "text/plain; charset=utf-8", Buffer.from("first"));
     await store.putBody(A, H1, "text/plain; charset=utf-8", Buffer.from("again"));

@@ -49,6 +49,8 @@ export interface AssetsStore {
   createSession(tokenHash: string, session: UploadSession): Promise<void>;
   /** A session that has not expired. */
   session(tokenHash: string): Promise<UploadSession | undefined>;
+  /** The characters of JSON the manifests of an account's sessions that have not expired add up to. */
+  liveManifestChars(accountId: string): Promise<number>;
   /** The bodies of `hashes` the account has. */
   bodies(accountId: string, hashes: readonly string[]): Promise<Map<string, AssetBody>>;
   /** Stores a body (a body the account already has under that hash is kept as it is). */

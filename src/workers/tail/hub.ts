@@ -23,6 +23,9 @@ const SEND_BUFFER_BYTES = 8 * 1024 * 1024;
 /** Largest body the tail worker may post (one batch of events). */
 const EVENTS_BODY_BYTES = 4 * 1024 * 1024;
 
+/** How the log names a session: a prefix of its id, as the whole id is the credential that joins it. */
+const logName = (s: { id: string }) => s.id.slice(0, 8);
+
 export interface TailSession {
   id: string;
   accountId: string;
@@ -84,7 +87,7 @@ export class TailHub {
         throw err;
       }
     }
-    this.log.info({ script, tail: session.id }, "tail session opened");
+    this.log.info({ script, tail: logName(session) }, "tail session opened");
     return session;
   }
 
@@ -118,7 +121,7 @@ export class TailHub {
     }
     clearTimeout(s.timer);
     s.socket?.close(code, reason);
-    this.log.info({ script: s.script, tail: s.id, reason }, "tail session ended");
+    this.log.info({ script: s.script, tail: logName(s), reason }, "tail session ended");
   }
 
   /** Ends the session unless a client connects within a minute; otherwise at its expiry. */

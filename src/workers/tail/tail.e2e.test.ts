@@ -139,6 +139,16 @@ test("another account cannot open, list or delete a tail on my script, nor join 
   assert.equal(mine.body.errors[0].code, 10007);
   // A session of mine cannot be deleted through their account.
   const { id, ws } = await openTail();
+  // The id is the WebSocket's credential: the platform's log names the session by a prefix only.
+  await eventually(() => p.logs().includes(`"tail":"${id.slice(0, 8)}"`), "the session's log line");
+  assert.ok(
+    !p.output().includes(id),
+    p
+      .output()
+      .split("\n")
+      .filter((l) => l.includes(id))
+      .join("\n"),
+  );
   assert.equal((await p.api("DELETE", `${tails("tail-demo", other)}/${id}`, undefined, theirs)).status, 404);
   // The WebSocket address needs the session's id, and the trace-v1 protocol.
   const port = new URL(p.url).port;
