@@ -293,3 +293,33 @@ export function newUploadFields(key: string, opts: { httpMetadata?: unknown; cus
   const storageClass = assertStorageClass(opts.storageClass);
   return { http: JSON.stringify(http), custom: JSON.stringify(opts.customMetadata ?? {}), storageClass };
 }
+
+/**
+ * A stream whose length nobody announced (a chunked request, a Worker's ReadableStream) read up to `maxBytes`: the
+ * whole body as a buffer when it ended by then, so that a small one can be held in its row like an announced one;
+ * otherwise a stream giving the bytes read so far and then the rest. At most `maxBytes` plus one chunk is held.
+ * A buffer, or a stream of announced length, is returned as it is.
+ */
+export async function wholeIfSmall(body: Readable | Buffer, size: number | undefined, maxBytes: number): Promise<Readable | Buffer> {
+  if (Buffer.isBuffer(body) || size !== undefined) return body;
+  const source = body[Symbol.asyncIterator]() as AsyncIterator<Buffer | Uint8Array | string>;
+  const read: Buffer[] = [];
+  let total = 0;
+  while (total <= maxBytes) {
+    const next = await source.next();
+    if (next.done) return Buffer.concat(read, total);
+    const chunk = Buffer.isBuffer(next.value) ? next.value : Buffer.from(next.value);
+    read.push(chunk);
+    total += chunk.length;
+  }
+  async function* replay(): AsyncGenerator<Buffer> {
+    try {
+      yield* read;
+      for (let next = await source.next(); !next.done; next = await source.next()) yield Buffer.isBuffer(next.value) ? next.value : Buffer.from(next.value);
+    } finally {
+      // Destroyed early (the upload failed): the source is let go too.
+      await source.return?.();
+    }
+  }
+  return Readable.from(replay(), { objectMode: false });
+}

@@ -40,8 +40,14 @@ const bodyOf = async (r: R2GetResult | undefined) => {
   return text(r.body);
 };
 
-/** A body whose length is not announced: however small, it goes to the object store (only announced ones are held whole). */
-const unannounced = (s: string) => Readable.from([Buffer.from(s)]);
+/** A body whose length is not announced, in two chunks. */
+const unannounced = (s: string) => Readable.from([Buffer.from(s.slice(0, 1)), Buffer.from(s.slice(1))]);
+/** A small body in the object store rather than in its row: the one part of a multipart upload. */
+async function putAsOnePart(store: PgR2Store, key: string, s: string): Promise<void> {
+  const upload = await store.createMultipartUpload(B, key);
+  const part = await store.uploadPart(B, key, upload, 1, Buffer.from(s));
+  await store.completeMultipartUpload(B, key, upload, [part]);
+}
 
 test("bodies up to 64 KiB are kept in the object's row, larger ones in the object store; each node reads another's at once", async (t) => {
   const nodes = await twoNodes(t);
@@ -50,6 +56,8 @@ test("bodies up to 64 KiB are kept in the object's row, larger ones in the objec
   await a.put(B, "at", Buffer.alloc(PG_ROW_BODY_BYTES, "a"));
   await a.put(B, "above", Buffer.alloc(PG_ROW_BODY_BYTES + 1, "b"));
   await a.put(B, "streamed", Readable.from([Buffer.from("announced")]), { size: 9 });
+  await a.put(B, "unannounced", unannounced("nobody said how long"));
+  await a.put(B, "unannounced-above", unannounced("u".repeat(PG_ROW_BODY_BYTES + 1)));
   const rows = await pg.rows<{ key: string; in_row: boolean; segments: string }>(
     "SELECT key, body IS NOT NULL AS in_row, segments FROM r2.objects ORDER BY key",
   );
@@ -59,9 +67,13 @@ test("bodies up to 64 KiB are kept in the object's row, larger ones in the objec
       ["above", false, 1],
       ["at", true, 0],
       ["streamed", true, 0],
+      ["unannounced", true, 0],
+      ["unannounced-above", false, 1],
     ],
   );
-  assert.equal((await a.liveContent()).size, 1, "one body in the object store: the large one");
+  assert.equal((await a.liveContent()).size, 2, "two bodies in the object store: the large ones");
+  assert.equal(await bodyOf(await b.get(B, "unannounced")), "nobody said how long");
+  assert.equal(await bodyOf(await b.get(B, "unannounced-above")), "u".repeat(PG_ROW_BODY_BYTES + 1));
   assert.equal(await bodyOf(await b.get(B, "streamed")), "announced");
   await b.put(B, "streamed", Buffer.from("replaced by b"));
   assert.equal(await bodyOf(await a.get(B, "streamed")), "replaced by b", "node a reads node b's overwrite at once");
@@ -74,11 +86,11 @@ test("a small body cached on one node is never served once another node replaced
   if (!nodes) return;
   const { a, b } = nodes;
   // The cache holds small bodies of the object store (bodies in rows come with the row).
-  await a.put(B, "hot", unannounced("v1"));
+  await putAsOnePart(a, "hot", "v1");
   assert.equal(await bodyOf(await a.get(B, "hot")), "v1");
   const cached = (await a.get(B, "hot"))!;
   assert.ok("bytes" in cached && cached.bytes, "node a serves the second read from memory");
-  await b.put(B, "hot", unannounced("v2"));
+  await putAsOnePart(b, "hot", "v2");
   const fresh = (await a.get(B, "hot"))!;
   assert.ok(!("bytes" in fresh && fresh.bytes), "the new version is not in node a's memory");
   assert.equal(await bodyOf(fresh), "v2");
@@ -98,7 +110,7 @@ test("conditional creates of one key through two nodes at once: exactly one is s
   try {
     await holder.query("BEGIN");
     await holder.query("SELECT id FROM r2.buckets WHERE name = $1 FOR UPDATE", [B.bucketName]);
-    writers = Array.from({ length: 8 }, (_, i) => (i % 2 ? a : b).put(B, "once", unannounced(`writer ${i}`), { onlyIf }));
+    writers = Array.from({ length: 8 }, (_, i) => (i % 2 ? a : b).put(B, "once", Buffer.alloc(PG_ROW_BODY_BYTES + 1, i), { onlyIf }));
     const waiting = async () => Number((await pg.row<{ n: string }>("SELECT count(*) AS n FROM pg_locks WHERE NOT granted"))!.n);
     await eventually(async () => (await waiting()) === 8, "every writer to wait at its commit", 60_000);
   } finally {

@@ -5,7 +5,7 @@ import { namedStatement, type Postgres, type SqlRunner, type Transaction } from 
 import { R2Errors } from "./errors.js";
 import { listObjects } from "./list-objects.js";
 import { MultipartDelegation } from "./multipart-delegation.js";
-import { beforeBody, checkPut, drain, ObjectBodies, putObjectInfo } from "./object-bodies.js";
+import { beforeBody, checkPut, drain, ObjectBodies, putObjectInfo, wholeIfSmall } from "./object-bodies.js";
 import { PgBucketCors } from "./pg-cors.js";
 import { PgMultipart } from "./pg-multipart.js";
 import { assertPgText } from "./pg-text.js";
@@ -204,6 +204,7 @@ export class PgR2Store extends MultipartDelegation implements R2Store {
     const { httpMetadata, current } = await beforeBody(body, async () => ({ httpMetadata: checkPut(key, opts), current: await this.objectRow(bucket, key) }));
     // Refuse early when the precondition already fails, without storing the body; it is checked again at commit.
     if (!conditionHolds(opts.onlyIf, current)) return drain(body);
+    body = await wholeIfSmall(body, opts.size, PG_ROW_BODY_BYTES);
     const held = await this.bodies.hold(body, opts, PG_ROW_BODY_BYTES);
     const stored = held ? undefined : await this.bodies.store(body, opts);
     const forgetStored = async () => {
@@ -238,6 +239,7 @@ export class PgR2Store extends MultipartDelegation implements R2Store {
       await this.assertBucket(bucket);
       return checked;
     });
+    body = await wholeIfSmall(body, opts.size, PG_ROW_BODY_BYTES);
     const held = await this.bodies.hold(body, opts, PG_ROW_BODY_BYTES);
     if (held) return this.commitUnconditionally(bucket, key, putObjectInfo(key, held, opts, httpMetadata), [], held.bytes);
     const stored = await this.bodies.store(body, opts);

@@ -211,7 +211,7 @@ export const describeR2Store = storeContract<R2StoreUnderTest>("R2Store", (it) =
       for (const [how, body, opts] of [
         ["buffer", bytes, {}],
         ["announced", Readable.from([bytes.subarray(0, size >> 1), bytes.subarray(size >> 1)]), { size }],
-        ["unannounced", Readable.from([bytes]), {}],
+        ["unannounced", Readable.from([bytes.subarray(0, size >> 1), bytes.subarray(size >> 1)]), {}],
       ] as const) {
         const key = `edge/${size}/${how}`;
         const info = await store.put(B, key, body, opts);
