@@ -10,8 +10,18 @@
 // a query differing only in its id, its name's case (0x20-randomising resolvers), RD/CD or EDNS size is answered
 // from the same bytes with those patched in: see PlainQuestion).
 //
-// Security: the thread only reads the socket it was given and only replies to the source address of a query;
-// every length is checked against the buffer it came in.
+// Each answering process opens its own socket on the DNS port with SO_REUSEPORT (listen()), as Knot and other fast
+// servers do: the kernel picks a socket per datagram by a hash of its addresses and ports, so there is no socket
+// shared by all processes, no lock on it and no wake-up of a process that then finds nothing to read. With one
+// socket shared through Node's cluster (what this replaced) every batch cost an epoll_wait (EPOLLEXCLUSIVE) and a
+// recvmmsg, and a sibling woken for the same datagrams often found none. Here the thread blocks in recvmmsg itself
+// (MSG_WAITFORONE: sleep until one datagram, then take whatever else is queued, up to a batch): one system call per
+// batch received. The cost, as with Knot: a process that is stopped (SIGSTOP, a debugger) keeps its share of the
+// clients unanswered until it runs again; one that dies leaves the group with its socket and is started again.
+// Replies to misses, built in JavaScript, go out through the same socket (send()), so they leave from the DNS port.
+//
+// Security: the thread only reads its own socket and only replies to the source address of a query; every length
+// is checked against the buffer it came in. Linux lets only sockets of the same user join a SO_REUSEPORT group.
 #include <node_api.h>
 
 #include <arpa/inet.h>
@@ -20,10 +30,10 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <string.h>
-#include <sys/epoll.h>
-#include <sys/eventfd.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -46,8 +56,11 @@ constexpr size_t kMaxBytes = 64u << 20;
 constexpr size_t kMaxQueuedMisses = 10000;
 // A reply that cannot be written within this long (the socket buffer stays full) is dropped.
 constexpr int kSendWaitMs = 50;
-// Longest a process waits on the socket before looking at it again without a wakeup (see the loop).
-constexpr int kIdleRecheckMs = 100;
+// Receive buffer asked for (UDP_RECEIVE_BUFFER in wire-cache.ts: why it is large).
+constexpr int kReceiveBuffer = 8 << 20;
+// A blocked receive returns after this long even without a datagram, so stop() is never missed (shutdown()
+// normally wakes it at once).
+constexpr int kReceiveTimeoutMs = 1000;
 
 struct Miss {
   std::vector<uint8_t> query;
@@ -55,9 +68,7 @@ struct Miss {
 };
 
 struct Server {
-  int fd = -1;
-  int stopfd = -1;
-  int ep = -1;  // waits on fd and stopfd
+  int fd = -1;  // this process's own socket on the DNS port (listen())
   std::thread thread;
   napi_threadsafe_function tsfn = nullptr;
   napi_env env = nullptr;
@@ -258,23 +269,9 @@ void Run(Server* s) {
   std::string key, qkey;
   Plain plain;
   size_t miss_idx[kBatch];
-  // After a full batch more is probably waiting: read again before sleeping.
-  bool more = false;
 
   for (;;) {
     if (s->stopping) break;
-    if (!more) {
-      epoll_event got[2];
-      // A bounded wait: EPOLLEXCLUSIVE may hand a datagram's wakeup to a sibling that is stopped or stuck
-      // (SIGSTOP, a debugger); every process then still looks at the socket within kIdleRecheckMs.
-      const int r = epoll_wait(s->ep, got, 2, kIdleRecheckMs);
-      if (r < 0 && errno == EINTR) continue;
-      if (r < 0) break;
-      bool stop = false;
-      for (int k = 0; k < r; k++) stop = stop || got[k].data.fd == s->stopfd;
-      if (stop) break;
-    }
-
     for (size_t i = 0; i < kBatch; i++) {
       in_iov[i] = {in_buf.data() + i * kMaxDatagram, kMaxDatagram};
       memset(&in[i], 0, sizeof(in[i]));
@@ -283,11 +280,12 @@ void Run(Server* s) {
       in[i].msg_hdr.msg_iov = &in_iov[i];
       in[i].msg_hdr.msg_iovlen = 1;
     }
-    int n = recvmmsg(s->fd, in, kBatch, MSG_DONTWAIT, nullptr);
-    more = n == static_cast<int>(kBatch);
-    if (n < 0) {
-      // EAGAIN: a sibling process took them; ECONNREFUSED and the like: an ICMP error queued on the socket.
-      if (errno == EBADF || errno == ENOTSOCK) break;
+    // Blocks for the first datagram only, then takes what is already queued (see the top of this file).
+    int n = recvmmsg(s->fd, in, kBatch, MSG_WAITFORONE, nullptr);
+    if (n <= 0) {
+      // 0: stop() shut the socket down. EAGAIN: the receive timeout. ECONNREFUSED and the like: an ICMP error
+      // queued on the socket, which says nothing about the next datagram.
+      if (n < 0 && (errno == EBADF || errno == ENOTSOCK)) break;
       continue;
     }
 
@@ -373,26 +371,11 @@ void CallJs(napi_env env, napi_value cb, void*, void* data) {
   delete m;
 }
 
-// EPOLLEXCLUSIVE: the answering processes all wait on the same socket; a datagram wakes one of them, not all.
-bool WatchSocket(Server* s) {
-  if (s->ep >= 0) close(s->ep);
-  s->ep = epoll_create1(EPOLL_CLOEXEC);
-  if (s->ep < 0) return false;
-  epoll_event ev{};
-  ev.events = EPOLLIN | EPOLLEXCLUSIVE;
-  ev.data.fd = s->fd;
-  epoll_event stop_ev{};
-  stop_ev.events = EPOLLIN;
-  stop_ev.data.fd = s->stopfd;
-  return epoll_ctl(s->ep, EPOLL_CTL_ADD, s->fd, &ev) == 0 && epoll_ctl(s->ep, EPOLL_CTL_ADD, s->stopfd, &stop_ev) == 0;
-}
-
 void StopThread(Server* s) {
   if (!s->thread.joinable()) return;
   s->stopping = true;
-  uint64_t one = 1;
-  while (write(s->stopfd, &one, sizeof(one)) < 0 && errno == EINTR) {
-  }
+  // Wakes the thread blocked in recvmmsg (it then returns 0); kReceiveTimeoutMs is the backstop.
+  shutdown(s->fd, SHUT_RDWR);
   s->thread.join();
 }
 
@@ -402,6 +385,20 @@ void Cleanup(void* arg) { StopThread(static_cast<Server*>(arg)); }
 
 napi_value Throw(napi_env env, const char* msg) {
   napi_throw_error(env, nullptr, msg);
+  return nullptr;
+}
+
+// Throws an Error with `code` set (EADDRINUSE...), as Node's own socket errors have, so JavaScript reports it alike.
+napi_value ThrowErrno(napi_env env, const char* what, int err) {
+  char msg[160];
+  snprintf(msg, sizeof(msg), "%s: %s", what, strerror(err));
+  napi_value code, text, error;
+  const char* name = err == EADDRINUSE ? "EADDRINUSE" : err == EACCES ? "EACCES" : err == EADDRNOTAVAIL ? "EADDRNOTAVAIL" : "ESOCKET";
+  napi_create_string_utf8(env, name, NAPI_AUTO_LENGTH, &code);
+  napi_create_string_utf8(env, msg, NAPI_AUTO_LENGTH, &text);
+  napi_create_error(env, code, text, &error);
+  napi_set_named_property(env, error, "code", code);
+  napi_throw(env, error);
   return nullptr;
 }
 
@@ -417,37 +414,83 @@ napi_value Undefined(napi_env env) {
   return u;
 }
 
-// start(fd, onMiss): serves the bound UDP socket fd until stop().
-napi_value Start(napi_env env, napi_callback_info info) {
-  size_t argc = 2;
-  napi_value argv[2];
+// A literal IPv4 or IPv6 address (an IPv6 one may name its interface, "fe80::1%eth0", as CallJs writes it) and a
+// port as a socket address; false when it is neither.
+bool ParseAddress(napi_env env, napi_value v, int32_t port, sockaddr_storage* out, socklen_t* len) {
+  char text[INET6_ADDRSTRLEN + 1 + IF_NAMESIZE];
+  size_t n;
+  if (port < 0 || port > 65535 || napi_get_value_string_utf8(env, v, text, sizeof(text), &n) != napi_ok || n + 1 >= sizeof(text)) return false;
+  memset(out, 0, sizeof(*out));
+  auto* a4 = reinterpret_cast<sockaddr_in*>(out);
+  if (inet_pton(AF_INET, text, &a4->sin_addr) == 1) {
+    a4->sin_family = AF_INET;
+    a4->sin_port = htons(static_cast<uint16_t>(port));
+    *len = sizeof(sockaddr_in);
+    return true;
+  }
+  auto* a6 = reinterpret_cast<sockaddr_in6*>(out);
+  if (char* pct = strchr(text, '%')) {
+    *pct = '\0';
+    a6->sin6_scope_id = if_nametoindex(pct + 1);
+    if (a6->sin6_scope_id == 0) return false;
+  }
+  if (inet_pton(AF_INET6, text, &a6->sin6_addr) != 1) return false;
+  a6->sin6_family = AF_INET6;
+  a6->sin6_port = htons(static_cast<uint16_t>(port));
+  *len = sizeof(sockaddr_in6);
+  return true;
+}
+
+// listen(address, port, onMiss): opens this process's socket on address:port (SO_REUSEPORT: the other answering
+// processes open theirs on the same port; port 0 picks one) and serves it until stop(). Returns the port bound.
+napi_value Listen(napi_env env, napi_callback_info info) {
+  size_t argc = 3;
+  napi_value argv[3];
   napi_get_cb_info(env, info, &argc, argv, nullptr, nullptr);
   if (g_server != nullptr && g_server->thread.joinable()) return Throw(env, "the native UDP path is already running");
-  int32_t fd;
+  int32_t port;
   napi_valuetype t;
-  if (argc < 2 || napi_get_value_int32(env, argv[0], &fd) != napi_ok || napi_typeof(env, argv[1], &t) != napi_ok || t != napi_function)
-    return Throw(env, "start(fd, onMiss) needs a socket descriptor and a function");
-  int type = 0;
-  socklen_t tl = sizeof(type);
-  if (fd < 0 || getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &tl) != 0 || type != SOCK_DGRAM) return Throw(env, "not a UDP socket");
+  sockaddr_storage addr;
+  socklen_t addr_len;
+  if (argc < 3 || napi_get_value_int32(env, argv[1], &port) != napi_ok || !ParseAddress(env, argv[0], port, &addr, &addr_len) ||
+      napi_typeof(env, argv[2], &t) != napi_ok || t != napi_function)
+    return Throw(env, "listen(address, port, onMiss) needs a literal IP address, a port and a function");
+
+  const int fd = socket(addr.ss_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return ThrowErrno(env, "socket", errno);
+  const int one = 1, rcvbuf = kReceiveBuffer;
+  const timeval timeout{kReceiveTimeoutMs / 1000, (kReceiveTimeoutMs % 1000) * 1000};
+  // What the kernel grants of the buffer is bounded by net.core.rmem_max; less is not a reason to refuse to start.
+  setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
+  if (setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) != 0 || setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout)) != 0 ||
+      bind(fd, reinterpret_cast<sockaddr*>(&addr), addr_len) != 0) {
+    const int err = errno;
+    close(fd);
+    return ThrowErrno(env, "bind", err);
+  }
+  sockaddr_storage bound;
+  socklen_t bound_len = sizeof(bound);
+  getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &bound_len);
+  const int bound_port = ntohs(bound.ss_family == AF_INET ? reinterpret_cast<sockaddr_in*>(&bound)->sin_port : reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port);
 
   if (g_server == nullptr) g_server = new Server();
   Server* s = g_server;
-  s->fd = fd;
-  if (s->stopfd < 0) s->stopfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-  if (s->stopfd < 0) return Throw(env, "eventfd failed");
-  if (!WatchSocket(s)) return Throw(env, "epoll on the socket failed");
   napi_value name;
   napi_create_string_utf8(env, "dns-udp-miss", NAPI_AUTO_LENGTH, &name);
-  if (napi_create_threadsafe_function(env, argv[1], nullptr, name, kMaxQueuedMisses, 1, nullptr, nullptr, nullptr, CallJs, &s->tsfn) != napi_ok)
+  if (napi_create_threadsafe_function(env, argv[2], nullptr, name, kMaxQueuedMisses, 1, nullptr, nullptr, nullptr, CallJs, &s->tsfn) != napi_ok) {
+    close(fd);
     return Throw(env, "cannot create the miss callback");
+  }
   // The thread must not keep the process alive: it exits when its IPC channel closes, as before.
   napi_unref_threadsafe_function(env, s->tsfn);
+  s->fd = fd;
   s->env = env;
   s->stopping = false;
   s->thread = std::thread(Run, s);
   napi_add_env_cleanup_hook(env, Cleanup, s);
-  return Undefined(env);
+  napi_value result;
+  napi_create_int32(env, bound_port, &result);
+  return result;
 }
 
 napi_value Stop(napi_env env, napi_callback_info) {
@@ -457,10 +500,33 @@ napi_value Stop(napi_env env, napi_callback_info) {
   napi_remove_env_cleanup_hook(env, Cleanup, s);
   napi_release_threadsafe_function(s->tsfn, napi_tsfn_abort);
   s->tsfn = nullptr;
-  // A later start() must not see this stop's wake-up.
-  uint64_t drain;
-  (void)!read(s->stopfd, &drain, sizeof(drain));
+  close(s->fd);
+  s->fd = -1;
   return Undefined(env);
+}
+
+// send(message, address, port): a reply built in JavaScript (to a miss), sent from the socket the query came to.
+// False when it could not go out now (the client retries, as for any lost datagram).
+napi_value Send(napi_env env, napi_callback_info info) {
+  size_t argc = 3;
+  napi_value argv[3];
+  napi_get_cb_info(env, info, &argc, argv, nullptr, nullptr);
+  uint8_t* m;
+  size_t ml;
+  int32_t port;
+  sockaddr_storage to;
+  socklen_t to_len;
+  if (argc < 3 || !GetBuffer(env, argv[0], &m, &ml) || napi_get_value_int32(env, argv[2], &port) != napi_ok || !ParseAddress(env, argv[1], port, &to, &to_len))
+    return Throw(env, "send(message, address, port) needs a Buffer, a literal IP address and a port");
+  Server* s = g_server;
+  if (s == nullptr || s->fd < 0) return Throw(env, "send(): the native UDP path is not listening");
+  ssize_t r;
+  do {
+    r = sendto(s->fd, m, ml, MSG_DONTWAIT, reinterpret_cast<sockaddr*>(&to), to_len);
+  } while (r < 0 && errno == EINTR);
+  napi_value ok;
+  napi_get_boolean(env, r == static_cast<ssize_t>(ml), &ok);
+  return ok;
 }
 
 // set(query, answer): caches answer for every query equal to this one after the id.
@@ -538,7 +604,8 @@ napi_value Stats(napi_env env, napi_callback_info) {
 
 napi_value Init(napi_env env, napi_value exports) {
   const napi_property_descriptor props[] = {
-      {"start", nullptr, Start, nullptr, nullptr, nullptr, napi_default, nullptr},
+      {"listen", nullptr, Listen, nullptr, nullptr, nullptr, napi_default, nullptr},
+      {"send", nullptr, Send, nullptr, nullptr, nullptr, napi_default, nullptr},
       {"stop", nullptr, Stop, nullptr, nullptr, nullptr, napi_default, nullptr},
       {"set", nullptr, Set, nullptr, nullptr, nullptr, napi_default, nullptr},
       {"flush", nullptr, Flush, nullptr, nullptr, nullptr, napi_default, nullptr},
