@@ -5,6 +5,7 @@
 // fast and stays small.
 import type dgram from "node:dgram";
 import { lookup } from "node:dns/promises";
+import { isIP } from "node:net";
 import { BIND_ENV, type FromWorker, type ToWorker, type UdpWorkerBind } from "./messages.js";
 import { loadNativeUdp, type NativeUdp } from "./fast-path.js";
 import { createUdpSocket, WireCache } from "../wire-cache.js";
@@ -121,7 +122,8 @@ function bindFailed(err: NodeJS.ErrnoException): never {
 
 /** The native path: a socket of this process's own on the DNS port, read by the addon's thread. */
 async function listenNatively(addon: NativeUdp): Promise<void> {
-  const { address } = await lookup(bind!.host, { verbatim: true }).catch(bindFailed);
+  // A name resolves as createUdpSocket's does (IPv4 unless the host is an IPv6 literal), to the address TCP listens on.
+  const { address } = await lookup(bind!.host, { family: isIP(bind!.host) === 6 ? 6 : 4 }).catch(bindFailed);
   try {
     addon.listen(address, bind!.port, onQuery);
   } catch (err) {

@@ -113,7 +113,7 @@ describe("DNS over UDP answered by several processes (--dns-workers)", () => {
     assert.deepEqual(
       [...readyPids(p)].sort((a, b) => a - b),
       pids,
-      "both reported the shared socket bound before the platform was ready",
+      "both reported their socket bound before the platform was ready",
     );
     await createRecord(p, zoneId, { type: "A", name: "www", content: "10.9.0.1", ttl: 300 });
     for (const pid of pids) {
