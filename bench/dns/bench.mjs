@@ -3,6 +3,7 @@
 // packet cache on as packaged) and, unsigned, by Knot DNS 3.2 (udp-workers = CPU count), all driven by dnsperf in one
 // run; then the records API timed.
 // Usage: npm run build && node bench/dns/bench.mjs [--seconds 15] [--clients 4] [--rounds 3] [--workers N] [--warmup S] [--prewarm N] [--dns-only]
+//   [--before CHECKOUT] [--only-ours]
 // Needs Debian packages pdns-server, pdns-backend-sqlite3 and dnsperf; installs them with apt-get if missing.
 import { execFileSync, spawn, spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
@@ -39,6 +40,13 @@ const DNS_ONLY = args.includes("--dns-only");
  * sets the DO bit on every query (dnsperf -D), so both answer with RRSIGs and NSEC denials.
  */
 const DNSSEC = args.includes("--dnssec");
+/**
+ * --before CHECKOUT: also serves the zone from another built checkout's edgecli (a `git worktree` of the commit to
+ * compare with), in the same interleaved rounds, so a change is measured against its baseline under the same load.
+ */
+const BEFORE = args.includes("--before") ? args[args.indexOf("--before") + 1] : undefined;
+/** --only-ours: no PowerDNS nor Knot (with --before: just the two builds, for quicker A/B runs). */
+const ONLY_OURS = args.includes("--only-ours");
 const ZONE = "bench.example";
 const HOSTS = 1000;
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
@@ -117,7 +125,7 @@ function waitFor(child, pattern, what) {
   });
 }
 
-async function startOurs(port) {
+async function startOurs(port, cli = CLI, stateDir = join(work, "edge")) {
   const token = randomBytes(30)
     .toString("base64")
     .replace(/[^A-Za-z0-9]/g, "")
@@ -127,12 +135,12 @@ async function startOurs(port) {
   const child = spawn(
     process.execPath,
     [
-      CLI,
+      cli,
       "serve",
       "--port",
       "0",
       "--state-dir",
-      join(work, "edge"),
+      stateDir,
       "--dns-port",
       String(port),
       ...(WORKERS === undefined ? [] : ["--dns-workers", String(WORKERS)]),
@@ -303,42 +311,58 @@ async function main() {
   if (!have("sqlite3")) execFileSync("apt-get", ["install", "-y", "-qq", "sqlite3"], { stdio: "inherit" });
   writeFileSync(join(work, "queries.txt"), queryFile());
   const [ourPort, pdnsPort, knotPort] = [await freePort(), await freePort(), await freePort()];
-  const withKnot = !DNSSEC && have("knotd");
-  if (!DNSSEC && !withKnot) console.log("knotd not found (Debian knot): Knot left out of the run");
+  const withKnot = !DNSSEC && !ONLY_OURS && have("knotd");
+  if (!DNSSEC && !ONLY_OURS && !withKnot) console.log("knotd not found (Debian knot): Knot left out of the run");
 
-  const ours = await startOurs(ourPort);
-  const zone = (await api(ours.api, ours.token, "POST", "/zones", { name: ZONE, account: { id: ours.accountId } })).result;
-  const form = new FormData();
-  form.set("file", new Blob([zoneFile()]), "zone.txt");
-  const imported = (await api(ours.api, ours.token, "POST", `/zones/${zone.id}/dns_records/import`, form)).result;
-  if (DNSSEC) await api(ours.api, ours.token, "PATCH", `/zones/${zone.id}/dnssec`, { status: "active" });
-  const pdns = await startPdns(pdnsPort);
+  /** An edgecli serving the bench zone (imported from the same file the others load). */
+  const serveZone = async (port, cli, stateDir) => {
+    const server = await startOurs(port, cli, stateDir);
+    const zone = (await api(server.api, server.token, "POST", "/zones", { name: ZONE, account: { id: server.accountId } })).result;
+    const form = new FormData();
+    form.set("file", new Blob([zoneFile()]), "zone.txt");
+    const imported = (await api(server.api, server.token, "POST", `/zones/${zone.id}/dns_records/import`, form)).result;
+    if (DNSSEC) await api(server.api, server.token, "PATCH", `/zones/${zone.id}/dnssec`, { status: "active" });
+    return { ...server, zone, imported };
+  };
+  const ours = await serveZone(ourPort);
+  const { imported } = ours;
+  const beforePort = BEFORE ? await freePort() : 0;
+  const before = BEFORE ? await serveZone(beforePort, join(BEFORE, "dist/bin/edgecli.js"), join(work, "edge-before")) : undefined;
+  const pdns = ONLY_OURS ? undefined : await startPdns(pdnsPort);
   const knot = withKnot ? await startKnot(knotPort) : undefined;
 
-  console.log(`zone ${ZONE}: ${imported.recs_added} records imported into edgecli; PowerDNS${knot ? " and Knot" : ""} loaded the same file`);
+  console.log(
+    `zone ${ZONE}: ${imported.recs_added} records imported into edgecli${before ? " (both builds)" : ""}${pdns ? `; PowerDNS${knot ? " and Knot" : ""} loaded the same file` : ""}`,
+  );
   console.log(`edgecli --dns-workers ${WORKERS ?? "default (one per CPU, up to 4)"}`);
   console.log(
     `dnsperf ${SECONDS}s each in ${ROUNDS} alternating rounds, ${CLIENTS} clients, 100 outstanding, 90% existing / 10% NXDOMAIN, on ${cpus().length} CPUs${DNSSEC ? ", zone signed on both, DO bit on every query" : ""}`,
   );
   const servers = [
     { port: ourPort, label: "edgecli (Node, packet cache)", pid: ours.child.pid },
-    { port: pdnsPort, label: "PowerDNS 4.7 gsqlite3", pid: pdns.pid },
+    ...(before ? [{ port: beforePort, label: `edgecli before (${BEFORE})`, pid: before.child.pid }] : []),
+    ...(pdns ? [{ port: pdnsPort, label: "PowerDNS 4.7 gsqlite3", pid: pdns.pid }] : []),
     ...(knot ? [{ port: knotPort, label: `Knot DNS 3.2 (udp-workers ${cpus().length})`, pid: knot.pid }] : []),
   ];
   if (WARMUP > 0) {
     console.log(`warm-up: ${WARMUP}s of the same queries per server, not counted`);
     for (const s of servers) dnsperf(s.port, s.label, s.pid, WARMUP);
   }
-  const [a, b, k] = alternate(servers);
-  pdns.kill("SIGTERM");
+  const results = alternate(servers);
+  const [a] = results;
+  const byLabel = (label) => results.find((r) => r.label === label);
+  const [prev, b, k] = [before && byLabel(servers[1].label), pdns && byLabel("PowerDNS 4.7 gsqlite3"), knot && results.at(-1)];
+  pdns?.kill("SIGTERM");
   await knot?.stop();
   const report = () => {
     console.log("");
     console.log("| server | queries/s | avg latency ms | lost | server CPU per query |");
     console.log("|---|---|---|---|---|");
-    for (const r of [a, b, k].filter(Boolean))
-      console.log(`| ${r.label} | ${Math.round(r.qps)} | ${r.latencyMs.toFixed(3)} | ${r.lost} | ${r.cpuPerQueryUs.toFixed(1)} µs |`);
-    console.log(`\nratio edgecli / PowerDNS: ${(a.qps / b.qps).toFixed(2)}`);
+    for (const r of results) console.log(`| ${r.label} | ${Math.round(r.qps)} | ${r.latencyMs.toFixed(3)} | ${r.lost} | ${r.cpuPerQueryUs.toFixed(1)} µs |`);
+    console.log("");
+    if (prev)
+      console.log(`edgecli / before: ${(a.qps / prev.qps).toFixed(2)} × the rate, ${(a.cpuPerQueryUs / prev.cpuPerQueryUs).toFixed(2)} × the CPU per query`);
+    if (b) console.log(`ratio edgecli / PowerDNS: ${(a.qps / b.qps).toFixed(2)}`);
     if (k) console.log(`ratio edgecli / Knot: ${(a.qps / k.qps).toFixed(2)}`);
   };
   if (DNS_ONLY) return report();

@@ -21,7 +21,7 @@ export const serveOptions = {
   "axfr-allow": { type: "strings", describe: "CIDR ranges allowed to transfer zones (AXFR); default loopback only", default: ["127.0.0.0/8", "::1/128"] },
   "dns-workers": {
     type: "number",
-    describe: "Processes answering DNS over UDP on one shared socket (default: one per CPU, at most 4); 0 or 1 answers in the main process",
+    describe: "Processes answering DNS over UDP on the port (default: one per CPU, at most 4); 0 or 1 answers in the main process",
   },
   "dns-prewarm": {
     type: "number",
@@ -81,7 +81,7 @@ export interface DnsConfig {
   /** Non-public addresses tenants' transfer peers may have (transfers/addresses.ts peerAddressAllowed). */
   peerAllow: BlockList;
   notifyTargets: { host: string; port: number }[];
-  /** Processes answering UDP on one shared socket; 0 or 1 answers in the main process. */
+  /** Processes answering UDP on the port (each its own SO_REUSEPORT socket, udp/pool.ts); 0 or 1 answers in the main process. */
   workers: number;
   /** Most answers built ahead per round (server/prewarm.ts); 0: none. Undefined: the default. */
   prewarm?: number;
@@ -96,7 +96,7 @@ const MAX_WORKERS = 64;
 /** The answering processes' caches hold 50,000 answers; more built ahead would only push each other out. */
 const MAX_PREWARM = 50_000;
 /**
- * The default stops here: each process holds about 45 MB, all of them wait on one socket queue, and only
+ * The default stops here: each process holds about 45 MB, each wakes for its own share of the queries, and only
  * two-CPU machines have been measured; larger hosts can ask for more.
  */
 const DEFAULT_WORKERS_CAP = 4;

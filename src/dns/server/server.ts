@@ -131,7 +131,7 @@ export class DnsServer {
     this.port = port;
   }
 
-  /** TCP here; UDP in answering processes sharing one socket (udp/pool.ts), so answering is not bound to one thread. */
+  /** TCP here; UDP in answering processes on the same port (udp/pool.ts), so answering is not bound to one thread. */
   private async listenShared(): Promise<void> {
     const tcp = this.tcpListener();
     const port = await tcp.listen(this.cfg.port, this.cfg.host);

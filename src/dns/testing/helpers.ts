@@ -1,6 +1,7 @@
 import dgram from "node:dgram";
 import net from "node:net";
 import { execFile } from "node:child_process";
+import { readFileSync } from "node:fs";
 import { randomBytes, randomInt } from "node:crypto";
 import * as packet from "dns-packet";
 import { startTestPlatform, type TestPlatform } from "../../core/testing/platform.js";
@@ -43,9 +44,9 @@ export function encodeQuery(name: string, type: string, opts: { edns?: number; i
 }
 
 /** Sends raw bytes over UDP and returns the raw reply (rejects after 2 s without one). */
-export function udpRaw(port: number, msg: Buffer, timeoutMs = 2000): Promise<Buffer> {
+export function udpRaw(port: number, msg: Buffer, timeoutMs = 2000, from?: number): Promise<Buffer> {
   return new Promise((resolve, reject) => {
-    const s = dgram.createSocket("udp4");
+    const s = clientSocket(from);
     const timer = setTimeout(() => {
       s.close();
       reject(new Error("no UDP reply"));
@@ -60,13 +61,25 @@ export function udpRaw(port: number, msg: Buffer, timeoutMs = 2000): Promise<Buf
 }
 
 /**
+ * A UDP client socket on loopback, on local port `from` when given: the DNS server's answering processes each have a
+ * socket of their own on the DNS port (SO_REUSEPORT), and the kernel hands a client's queries to one of them by the
+ * client's address and port, so queries from one port all reach the same process (clientPortOf in udp/workers.test.ts).
+ */
+export function clientSocket(from?: number): dgram.Socket {
+  const s = dgram.createSocket("udp4");
+  if (from !== undefined) s.bind(from, "127.0.0.1");
+  return s;
+}
+
+/**
  * Asks as a resolver does: the query again from the same socket when no reply came, waiting longer each time
  * (1, 2, then 4 s), so a datagram lost on a busy machine costs a retry, not the test; rejects after that (a hang guard).
+ * `from`: the client's local port (see clientSocket).
  */
-export function udpAsk(port: number, msg: Buffer): Promise<Buffer> {
+export function udpAsk(port: number, msg: Buffer, from?: number): Promise<Buffer> {
   const waits = [1000, 2000, 4000];
   return new Promise((resolve, reject) => {
-    const s = dgram.createSocket("udp4");
+    const s = clientSocket(from);
     let timer: NodeJS.Timeout | undefined;
     const attempt = (n: number) => {
       if (n === waits.length) {
@@ -85,8 +98,8 @@ export function udpAsk(port: number, msg: Buffer): Promise<Buffer> {
   });
 }
 
-export async function udpQuery(port: number, name: string, type: string, opts: { edns?: number } = {}): Promise<DnsResponse> {
-  return packet.decode(await udpAsk(port, encodeQuery(name, type, opts)));
+export async function udpQuery(port: number, name: string, type: string, opts: { edns?: number; from?: number } = {}): Promise<DnsResponse> {
+  return packet.decode(await udpAsk(port, encodeQuery(name, type, opts), opts.from));
 }
 
 /**
@@ -162,3 +175,39 @@ export function dig(port: number, args: string[]): Promise<string> {
 }
 
 export const rcodeOf = (r: DnsResponse) => (r.flags ?? 0) & 0xf;
+
+/**
+ * A local port whose queries the kernel hands to answering process `pid` of a server on `port` (each answering process
+ * has its own SO_REUSEPORT socket; the kernel picks one by the client's address and port, and keeps to it while the
+ * set of processes stays the same). Found by asking from fresh ports while every other process in `all` is stopped:
+ * only `pid` can answer then. A reply that does not come within a second means another port is tried (so a slow
+ * machine costs time, never a wrong port). The other processes run again when this returns.
+ */
+export async function clientPortAnsweredBy(port: number, all: number[], pid: number): Promise<number> {
+  const others = all.filter((x) => x !== pid);
+  for (const o of others) process.kill(o, "SIGSTOP");
+  try {
+    // Stopped for sure (state T in /proc) before the first probe, or one of them might still answer it.
+    const stopped = (o: number) => readFileSync(`/proc/${o}/stat`, "utf8").split(") ")[1]?.[0] === "T";
+    for (let i = 0; i < 500 && !others.every(stopped); i++) await new Promise((r) => setTimeout(r, 20));
+    if (!others.every(stopped)) throw new Error("the other answering processes did not stop");
+    for (let attempt = 0; attempt < 64; attempt++) {
+      const s = clientSocket(0);
+      await new Promise<void>((resolve) => s.once("listening", resolve));
+      const from = s.address().port;
+      const answered = await new Promise<boolean>((resolve) => {
+        const timer = setTimeout(() => resolve(false), 1000);
+        s.once("message", () => {
+          clearTimeout(timer);
+          resolve(true);
+        });
+        s.send(encodeQuery("port-probe.invalid", "A"), port, "127.0.0.1");
+      });
+      s.close();
+      if (answered) return from;
+    }
+    throw new Error(`no client port reached answering process ${pid}`);
+  } finally {
+    for (const o of others) process.kill(o, "SIGCONT");
+  }
+}

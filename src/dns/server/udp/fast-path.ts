@@ -1,4 +1,3 @@
-import type dgram from "node:dgram";
 import { existsSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 
@@ -7,10 +6,16 @@ export const NATIVE_ENV = "EDGE_DNS_NATIVE";
 /** Name of the native answering thread, as /proc shows it. */
 export const NATIVE_THREAD_NAME = "dns-udp-fast";
 
-/** The addon of native/udp-fast.cc (beside this file): a thread answering cached queries off a UDP socket. */
+/** The addon of native/udp-fast.cc (beside this file): a thread answering cached queries off a UDP socket of its own. */
 export interface NativeUdp {
-  /** Serves the socket until stop(); queries it has no answer for go to onMiss. */
-  start(fd: number, onMiss: (query: Buffer, address: string, port: number) => void): void;
+  /**
+   * Opens this process's socket on address:port with SO_REUSEPORT (each answering process has its own; the kernel
+   * spreads clients over them) and serves it until stop(); queries it has no answer for go to onMiss. Returns the
+   * port bound. Throws with `code` (EADDRINUSE...) when it cannot bind.
+   */
+  listen(address: string, port: number, onMiss: (query: Buffer, address: string, port: number) => void): number;
+  /** Sends a reply from that socket (so it leaves from the DNS port); false when it could not go out now. */
+  send(message: Buffer, address: string, port: number): boolean;
   stop(): void;
   /** Caches `answer` for every query equal to `query` after its id. */
   set(query: Buffer, answer: Buffer): void;
@@ -38,18 +43,4 @@ export function loadNativeUdp(): { native: NativeUdp } | { why: string } {
   } catch (err) {
     return { why: `${ADDON} does not load: ${(err as Error).message}` };
   }
-}
-
-/**
- * Hands a bound dgram socket to the native thread: libuv stops reading it (both would compete for the same
- * datagrams), while replies from JavaScript still go out through dgram. The descriptor is read through
- * dgram's internal state rather than the deprecated `_handle` getter, which warns on every use.
- */
-export function serveNatively(native: NativeUdp, socket: dgram.Socket, onMiss: (query: Buffer, address: string, port: number) => void): void {
-  const state = Object.getOwnPropertySymbols(socket).find((s) => s.description === "state symbol");
-  const handle = state && (socket as unknown as Record<symbol, { handle?: { fd?: unknown; recvStop?: () => number } }>)[state]?.handle;
-  if (typeof handle?.fd !== "number" || handle.fd < 0 || typeof handle.recvStop !== "function")
-    throw new Error("this Node's dgram socket does not expose its descriptor");
-  native.start(handle.fd, onMiss);
-  handle.recvStop();
 }

@@ -1,6 +1,6 @@
 /** What the main process and its UDP answering processes say to each other over the IPC channel. */
 
-/** Where an answering process binds (the shared socket the cluster primary holds), as JSON in its environment. */
+/** Where an answering process binds (its own socket on the port, or the cluster primary's shared one), as JSON in its environment. */
 export interface UdpWorkerBind {
   host: string;
   port: number;

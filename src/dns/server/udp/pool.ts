@@ -39,8 +39,9 @@ interface Member {
 }
 
 /**
- * The UDP answering processes of the DNS server: cluster workers sharing one UDP socket, which the cluster
- * primary (this process) binds and hands to each, so the kernel spreads queries over them. They answer
+ * The UDP answering processes of the DNS server: cluster workers, each with a SO_REUSEPORT socket of its own on
+ * the port (native path, udp-worker.ts), or else sharing one UDP socket that the cluster primary (this process)
+ * binds and hands to each; either way the kernel spreads queries over them. They answer
  * from their own cache of wire answers and ask this process for anything else. A change to the zones
  * is flushed to every one of them, acknowledged, before the API call that made it returns.
  */

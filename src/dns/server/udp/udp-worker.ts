@@ -1,10 +1,13 @@
-// Entry point of a UDP answering process (a cluster worker of `edgecli serve`, see pool.ts). It shares
-// the DNS UDP socket with its siblings and answers from a cache of wire answers; a question it has not
-// seen goes to the main process, which owns the zones. Kept free of the zone code so it starts fast and
-// stays small.
-import type { RemoteInfo } from "node:dgram";
+// Entry point of a UDP answering process (a cluster worker of `edgecli serve`, see pool.ts). It answers
+// from a cache of wire answers; a question it has not seen goes to the main process, which owns the zones.
+// With the native addon it has a socket of its own on the DNS port (SO_REUSEPORT, see native/udp-fast.cc);
+// without it, it shares the cluster's one socket with its siblings. Kept free of the zone code so it starts
+// fast and stays small.
+import type dgram from "node:dgram";
+import { lookup } from "node:dns/promises";
+import { isIP } from "node:net";
 import { BIND_ENV, type FromWorker, type ToWorker, type UdpWorkerBind } from "./messages.js";
-import { loadNativeUdp, serveNatively, type NativeUdp } from "./fast-path.js";
+import { loadNativeUdp, type NativeUdp } from "./fast-path.js";
 import { createUdpSocket, WireCache } from "../wire-cache.js";
 import { formerrReply, screenQuery } from "../wire-screen.js";
 
@@ -36,23 +39,27 @@ const isNotify = (msg: Buffer) => ((msg[2] >> 3) & 0xf) === 4;
 const pendingByKey = new Map<string, number>();
 let seq = 0;
 
-const socket = createUdpSocket(bind.host);
-let bound = false;
+/** The JavaScript path's socket (the cluster's shared one); unset on the native path, which has its own. */
+let socket: dgram.Socket | undefined;
 
-socket.on("message", (msg: Buffer, rinfo: RemoteInfo) => onQuery(msg, rinfo.address, rinfo.port));
+/** A reply from the socket the query came to, so it leaves from the DNS port. */
+function reply(msg: Buffer, port: number, address: string): void {
+  if (native) native.send(msg, address, port);
+  else socket!.send(msg, port, address);
+}
 
 function onQuery(msg: Buffer, address: string, port: number): void {
   if (msg.length < 12) return;
   const key = WireCache.key(msg);
   const hit = native ? undefined : cache.answer(key, msg);
   if (hit) {
-    socket.send(hit, port, address);
+    reply(hit, port, address);
     return;
   }
   // Garbage is answered (or dropped) here, never sent to the main process: it must not queue before real questions.
   const screen = screenQuery(msg);
   if (screen !== "answer") {
-    if (screen === "formerr") socket.send(formerrReply(msg), port, address);
+    if (screen === "formerr") reply(formerrReply(msg), port, address);
     return;
   }
   const waiter = { id0: msg[0], id1: msg[1], port, address };
@@ -80,7 +87,7 @@ function onAnswer(s: number, answer: Buffer | null): void {
   if (!p) return;
   pending.delete(s);
   if (p.notify) {
-    if (answer) socket.send(answer, p.waiters[0].port, p.waiters[0].address);
+    if (answer) reply(answer, p.waiters[0].port, p.waiters[0].address);
     return;
   }
   pendingByKey.delete(p.key);
@@ -92,7 +99,7 @@ function onAnswer(s: number, answer: Buffer | null): void {
     const out = Buffer.from(answer);
     out[0] = w.id0;
     out[1] = w.id1;
-    socket.send(out, w.port, w.address);
+    reply(out, w.port, w.address);
   }
 }
 
@@ -108,27 +115,43 @@ process.on("message", (m: ToWorker) => {
   }
 });
 
-socket.on("error", (err: NodeJS.ErrnoException) => {
-  if (!bound) {
-    send({ t: "bind-error", code: err.code ?? "", message: err.message });
-    process.exit(1);
-  }
-  // A send to an unreachable client is not a reason to stop answering the others.
-});
+function bindFailed(err: NodeJS.ErrnoException): never {
+  send({ t: "bind-error", code: err.code ?? "", message: err.message });
+  process.exit(1);
+}
 
-// exclusive: false asks the cluster primary for its shared socket (every answering process gets the same one).
-socket.bind({ port: bind.port, address: bind.host, exclusive: false }, () => {
-  bound = true;
-  if ("native" in loaded) {
-    try {
-      serveNatively(loaded.native, socket, onQuery);
-      native = loaded.native;
-    } catch (err) {
-      nativeWhy = (err as Error).message;
-    }
+/** The native path: a socket of this process's own on the DNS port, read by the addon's thread. */
+async function listenNatively(addon: NativeUdp): Promise<void> {
+  // A name resolves as createUdpSocket's does (IPv4 unless the host is an IPv6 literal), to the address TCP listens on.
+  const { address } = await lookup(bind!.host, { family: isIP(bind!.host) === 6 ? 6 : 4 }).catch(bindFailed);
+  try {
+    addon.listen(address, bind!.port, onQuery);
+  } catch (err) {
+    bindFailed(err as NodeJS.ErrnoException);
   }
-  send({ t: "ready", native: native ? "" : nativeWhy });
-});
+  native = addon;
+  send({ t: "ready", native: "" });
+}
+
+/** The JavaScript path: the cluster primary's socket, shared by every answering process. */
+function listenShared(): void {
+  const shared = createUdpSocket(bind!.host);
+  let bound = false;
+  shared.on("message", (msg: Buffer, rinfo: dgram.RemoteInfo) => onQuery(msg, rinfo.address, rinfo.port));
+  shared.on("error", (err: NodeJS.ErrnoException) => {
+    if (!bound) bindFailed(err);
+    // A send to an unreachable client is not a reason to stop answering the others.
+  });
+  // exclusive: false asks the cluster primary for its shared socket (every answering process gets the same one).
+  shared.bind({ port: bind!.port, address: bind!.host, exclusive: false }, () => {
+    bound = true;
+    socket = shared;
+    send({ t: "ready", native: nativeWhy });
+  });
+}
+
+if ("native" in loaded) void listenNatively(loaded.native);
+else listenShared();
 
 // Ctrl-C reaches the whole process group; the platform decides when its answering processes stop
 // (SIGTERM from it, or the IPC channel closing, after which the cluster worker exits on its own).

@@ -1,11 +1,22 @@
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import dgram from "node:dgram";
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { runCli, type TestPlatform } from "../../../core/testing/platform.js";
-import { createRecord, createZone, encodeQuery, rcodeOf, startDnsPlatform, tcpQuery, udpQuery, udpRaw, type DnsResponse } from "../../testing/helpers.js";
+import {
+  clientPortAnsweredBy,
+  createRecord,
+  createZone,
+  encodeQuery,
+  rcodeOf,
+  startDnsPlatform,
+  tcpQuery,
+  udpQuery,
+  udpRaw,
+  type DnsResponse,
+} from "../../testing/helpers.js";
 import * as packet from "dns-packet";
 
 const Z = "workers.example";
@@ -44,19 +55,33 @@ async function until(what: string, cond: () => boolean): Promise<void> {
   throw new Error(`gave up waiting: ${what}`);
 }
 
-/**
- * Runs `fn` while every other answering process is stopped (SIGSTOP), so only `pid` can take packets off
- * the shared socket (the main process never reads it). Stopped is checked in /proc before `fn` runs.
- */
-async function onlyAnswering<T>(all: number[], pid: number, fn: () => Promise<T>): Promise<T> {
-  const others = all.filter((x) => x !== pid);
-  try {
-    for (const o of others) process.kill(o, "SIGSTOP");
-    await until("the other answering processes stopped", () => others.every((o) => procState(o) === "T"));
-    return await fn();
-  } finally {
-    for (const o of others) process.kill(o, "SIGCONT");
+/** Inodes of the UDP sockets bound to `port` (any address), from /proc/net/udp and udp6. */
+function udpSocketInodes(port: number): Set<string> {
+  const inodes = new Set<string>();
+  for (const table of ["/proc/net/udp", "/proc/net/udp6"]) {
+    if (!existsSync(table)) continue;
+    for (const line of readFileSync(table, "utf8").split("\n").slice(1)) {
+      const f = line.trim().split(/\s+/);
+      if (f.length > 9 && parseInt(f[1].split(":")[1], 16) === port) inodes.add(f[9]);
+    }
   }
+  return inodes;
+}
+
+/** Which of `inodes` a process holds open. */
+function socketsHeld(pid: number, inodes: Set<string>): string[] {
+  const held: string[] = [];
+  for (const fd of readdirSync(`/proc/${pid}/fd`)) {
+    let link = "";
+    try {
+      link = readlinkSync(`/proc/${pid}/fd/${fd}`);
+    } catch {
+      continue; // closed meanwhile
+    }
+    const inode = link.match(/^socket:\[(\d+)\]$/)?.[1];
+    if (inode && inodes.has(inode)) held.push(inode);
+  }
+  return held;
 }
 
 /** Kills one answering process and waits for the one started in its place. */
@@ -88,30 +113,60 @@ describe("DNS over UDP answered by several processes (--dns-workers)", () => {
     assert.deepEqual(
       [...readyPids(p)].sort((a, b) => a - b),
       pids,
-      "both reported the shared socket bound before the platform was ready",
+      "both reported their socket bound before the platform was ready",
     );
     await createRecord(p, zoneId, { type: "A", name: "www", content: "10.9.0.1", ttl: 300 });
     for (const pid of pids) {
-      await onlyAnswering(pids, pid, async () => {
-        // The first asks the main process (not cached yet), the second comes from the process's own cache.
-        for (let i = 0; i < 2; i++) assert.deepEqual(addresses(await udpQuery(port, `www.${Z}`, "A")), ["10.9.0.1"], `process ${pid}, query ${i + 1}`);
-        assert.equal(rcodeOf(await udpQuery(port, `nothing.${Z}`, "A")), 3, "NXDOMAIN");
-      });
+      // From a port that only this process reads: the first asks the main process (not cached yet), the second comes
+      // from the process's own cache.
+      const from = await clientPortAnsweredBy(port, pids, pid);
+      for (let i = 0; i < 2; i++) assert.deepEqual(addresses(await udpQuery(port, `www.${Z}`, "A", { from })), ["10.9.0.1"], `process ${pid}, query ${i + 1}`);
+      assert.equal(rcodeOf(await udpQuery(port, `nothing.${Z}`, "A", { from })), 3, "NXDOMAIN");
     }
     const [tcp] = await tcpQuery(port, encodeQuery(`www.${Z}`, "A"));
     assert.deepEqual(addresses(tcp), ["10.9.0.1"]);
+  });
+
+  it("gives each answering process a socket of its own on the DNS port (SO_REUSEPORT), the main process none (native path)", () => {
+    const pids = answeringPids(p.process.pid!);
+    const inodes = udpSocketInodes(port);
+    assert.deepEqual(socketsHeld(p.process.pid!, inodes), [], "the main process holds no UDP socket on the port (nobody would read its share)");
+    const held = pids.map((pid) => socketsHeld(pid, inodes));
+    for (const [i, h] of held.entries()) assert.equal(h.length, 1, `process ${pids[i]} holds one socket on the port`);
+    assert.equal(new Set(held.flat()).size, pids.length, "and not the same one");
+    assert.equal(inodes.size, pids.length, "no other socket on the port");
+  });
+
+  it("sends the answer to a question it asked the main process from the DNS port (a connected client accepts only that)", async () => {
+    for (let i = 0; i < 4; i++) {
+      // A name never asked before: not cached in any process, so the reply is built by JavaScript.
+      await createRecord(p, zoneId, { type: "A", name: `fresh-miss${i}`, content: "10.9.3.1", ttl: 300 });
+      const s = dgram.createSocket("udp4");
+      await new Promise<void>((resolve) => s.connect(port, "127.0.0.1", resolve));
+      const reply = await new Promise<Buffer>((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error("no reply on the connected socket")), 10_000);
+        s.once("message", (m) => {
+          clearTimeout(timer);
+          resolve(m);
+        });
+        s.send(encodeQuery(`fresh-miss${i}.${Z}`, "A"));
+      });
+      s.close();
+      assert.deepEqual(addresses(packet.decode(reply) as DnsResponse), ["10.9.3.1"]);
+    }
   });
 
   it("answers a change made through the API from every process as soon as the call returns", async () => {
     const pids = answeringPids(p.process.pid!);
     const rec = await createRecord(p, zoneId, { type: "A", name: "changing", content: "10.9.1.1", ttl: 300 });
     // Every process caches the old answer first.
-    for (const pid of pids) await onlyAnswering(pids, pid, async () => assert.deepEqual(addresses(await udpQuery(port, `changing.${Z}`, "A")), ["10.9.1.1"]));
+    const fromOf = new Map<number, number>();
+    for (const pid of pids) fromOf.set(pid, await clientPortAnsweredBy(port, pids, pid));
+    for (const pid of pids) assert.deepEqual(addresses(await udpQuery(port, `changing.${Z}`, "A", { from: fromOf.get(pid) })), ["10.9.1.1"]);
 
     const patched = await p.api("PATCH", `/zones/${zoneId}/dns_records/${rec.id}`, { content: "10.9.1.2" });
     assert.equal(patched.status, 200);
-    for (const pid of pids)
-      await onlyAnswering(pids, pid, async () => assert.deepEqual(addresses(await udpQuery(port, `changing.${Z}`, "A")), ["10.9.1.2"], `process ${pid}`));
+    for (const pid of pids) assert.deepEqual(addresses(await udpQuery(port, `changing.${Z}`, "A", { from: fromOf.get(pid) })), ["10.9.1.2"], `process ${pid}`);
 
     // Many queries from fresh sockets with every process running: whichever takes one, the answer is new.
     const renamed = await p.api("PATCH", `/zones/${zoneId}/dns_records/${rec.id}`, { content: "10.9.1.3" });
@@ -120,7 +175,7 @@ describe("DNS over UDP answered by several processes (--dns-workers)", () => {
     assert.deepEqual(new Set(answers.map((a) => addresses(a).join())), new Set(["10.9.1.3"]));
 
     assert.equal((await p.api("DELETE", `/zones/${zoneId}/dns_records/${rec.id}`)).status, 200);
-    for (const pid of pids) await onlyAnswering(pids, pid, async () => assert.equal(rcodeOf(await udpQuery(port, `changing.${Z}`, "A")), 3, `process ${pid}`));
+    for (const pid of pids) assert.equal(rcodeOf(await udpQuery(port, `changing.${Z}`, "A", { from: fromOf.get(pid) })), 3, `process ${pid}`);
   });
 
   it("starts a new process when one is killed, and the new one answers", async () => {
@@ -131,7 +186,8 @@ describe("DNS over UDP answered by several processes (--dns-workers)", () => {
       pids,
       [fresh, survivor].sort((a, b) => a - b),
     );
-    await onlyAnswering(pids, fresh, async () => assert.deepEqual(addresses(await udpQuery(port, `www.${Z}`, "A")), ["10.9.0.1"]));
+    const from = await clientPortAnsweredBy(port, pids, fresh);
+    assert.deepEqual(addresses(await udpQuery(port, `www.${Z}`, "A", { from })), ["10.9.0.1"]);
   });
 
   it("builds answers ahead for a process started to replace one that died (--dns-prewarm)", async () => {
@@ -139,23 +195,22 @@ describe("DNS over UDP answered by several processes (--dns-workers)", () => {
     const posts = names.map((name, i) => ({ type: "A", name, content: `10.9.2.${i + 1}`, ttl: 300 }));
     assert.equal((await p.api("POST", `/zones/${zoneId}/dns_records/batch`, { posts })).status, 200);
     const { fresh } = await killOne(p);
-    // Only the new process reads the socket and the main process is stopped: a name is answered only from answers built
+    // Asked from a port the new process reads, with the main process stopped: a name is answered only from answers built
     // for the new process. Each attempt asks another name (an unanswered one is answered, and cached, once the main
     // process runs again).
     let answered = "";
+    const from = await clientPortAnsweredBy(port, answeringPids(p.process.pid!), fresh);
     for (const [i, name] of names.entries()) {
-      await onlyAnswering(answeringPids(p.process.pid!), fresh, async () => {
-        process.kill(p.process.pid!, "SIGSTOP");
-        try {
-          const reply = packet.decode(await udpRaw(port, encodeQuery(`${name}.${Z}`, "A"), 1000));
-          assert.deepEqual(addresses(reply as DnsResponse), [`10.9.2.${i + 1}`]);
-          answered = name;
-        } catch (err) {
-          if (err instanceof assert.AssertionError) throw err;
-        } finally {
-          process.kill(p.process.pid!, "SIGCONT");
-        }
-      });
+      process.kill(p.process.pid!, "SIGSTOP");
+      try {
+        const reply = packet.decode(await udpRaw(port, encodeQuery(`${name}.${Z}`, "A"), 1000, from));
+        assert.deepEqual(addresses(reply as DnsResponse), [`10.9.2.${i + 1}`]);
+        answered = name;
+      } catch (err) {
+        if (err instanceof assert.AssertionError) throw err;
+      } finally {
+        process.kill(p.process.pid!, "SIGCONT");
+      }
       if (answered) break;
       await new Promise((r) => setTimeout(r, 1000)); // not built yet: let the main process run
     }

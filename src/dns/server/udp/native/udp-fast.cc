@@ -10,8 +10,19 @@
 // a query differing only in its id, its name's case (0x20-randomising resolvers), RD/CD or EDNS size is answered
 // from the same bytes with those patched in: see PlainQuestion).
 //
-// Security: the thread only reads the socket it was given and only replies to the source address of a query;
-// every length is checked against the buffer it came in.
+// Each answering process opens its own socket on the DNS port with SO_REUSEPORT (listen()), as Knot and other fast
+// servers do: the kernel picks a socket per datagram by a hash of its addresses and ports, so there is no socket
+// shared by all processes, no lock on it and no wake-up of a process that then finds nothing to read. With one
+// socket shared through Node's cluster (what this replaced) every batch cost an epoll_wait (EPOLLEXCLUSIVE) and a
+// recvmmsg, which could find nothing when a sibling had taken the datagrams. Here the thread blocks in recvmmsg itself
+// (MSG_WAITFORONE: sleep until one datagram, then take whatever else is queued, up to a batch): one system call per
+// batch received. Measured under load (docs/benchmarks.md, "A socket per answering process"): 0-12% less CPU per
+// query with the flat answer table below, the spread set by how the kernel's hash splits the clients. The cost, as with Knot: a process that is stopped (SIGSTOP, a debugger) keeps its share of the
+// clients unanswered until it runs again; one that dies leaves the group with its socket and is started again.
+// Replies to misses, built in JavaScript, go out through the same socket (send()), so they leave from the DNS port.
+//
+// Security: the thread only reads its own socket and only replies to the source address of a query; every length
+// is checked against the buffer it came in. Linux lets only sockets of the same user join a SO_REUSEPORT group.
 #include <node_api.h>
 
 #include <arpa/inet.h>
@@ -20,17 +31,17 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <string.h>
-#include <sys/epoll.h>
-#include <sys/eventfd.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <mutex>
 #include <string>
 #include <thread>
-#include <unordered_map>
+#include <string_view>
 #include <vector>
 
 namespace {
@@ -46,8 +57,98 @@ constexpr size_t kMaxBytes = 64u << 20;
 constexpr size_t kMaxQueuedMisses = 10000;
 // A reply that cannot be written within this long (the socket buffer stays full) is dropped.
 constexpr int kSendWaitMs = 50;
-// Longest a process waits on the socket before looking at it again without a wakeup (see the loop).
-constexpr int kIdleRecheckMs = 100;
+// Receive buffer asked for (UDP_RECEIVE_BUFFER in wire-cache.ts: why it is large).
+constexpr int kReceiveBuffer = 8 << 20;
+// A blocked receive returns after this long even without a datagram, so stop() is never missed (shutdown()
+// normally wakes it at once).
+constexpr int kReceiveTimeoutMs = 1000;
+
+// Cached answers by key, in a flat open-addressing table: each slot holds the key's hash and a pointer to one block
+// with the key and the answer side by side. A lookup touches the slot and that block, where std::unordered_map touched
+// a bucket, a node, the key's bytes and the answer's bytes in four places: under dnsperf, its find() was over 40% of
+// this thread's user time (perf), on a VM where every cache and TLB miss is dear. Entries are only replaced or all
+// cleared, never erased one by one, so probing needs no tombstones.
+class AnswerTable {
+ public:
+  struct Entry {
+    uint32_t key_len, answer_len;
+    const char* key() const { return reinterpret_cast<const char*>(this + 1); }
+    const char* answer() const { return key() + key_len; }
+  };
+
+  ~AnswerTable() { Clear(); }
+
+  static uint64_t Hash(const char* k, size_t n) {
+    const uint64_t h = std::hash<std::string_view>()(std::string_view(k, n));
+    return h == 0 ? 1 : h;  // 0 marks an empty slot
+  }
+
+  const Entry* Find(const char* k, size_t n, uint64_t h) const {
+    if (slots_.empty()) return nullptr;
+    const size_t mask = slots_.size() - 1;
+    for (size_t i = h & mask;; i = (i + 1) & mask) {
+      const Slot& sl = slots_[i];
+      if (sl.hash == 0) return nullptr;
+      if (sl.hash == h && sl.entry->key_len == n && memcmp(sl.entry->key(), k, n) == 0) return sl.entry;
+    }
+  }
+
+  // Stores answer under key, replacing what was there; returns the replaced entry's key + answer size (0 if none).
+  size_t Put(const std::string& key, const uint8_t* answer, size_t answer_len) {
+    if ((count_ + 1) * 2 > slots_.size()) Grow();
+    auto* e = static_cast<Entry*>(::operator new(sizeof(Entry) + key.size() + answer_len));
+    e->key_len = static_cast<uint32_t>(key.size());
+    e->answer_len = static_cast<uint32_t>(answer_len);
+    memcpy(const_cast<char*>(e->key()), key.data(), key.size());
+    memcpy(const_cast<char*>(e->answer()), answer, answer_len);
+    const uint64_t h = Hash(key.data(), key.size());
+    const size_t mask = slots_.size() - 1;
+    for (size_t i = h & mask;; i = (i + 1) & mask) {
+      Slot& sl = slots_[i];
+      if (sl.hash == 0) {
+        sl = {h, e};
+        count_++;
+        return 0;
+      }
+      if (sl.hash == h && sl.entry->key_len == key.size() && memcmp(sl.entry->key(), key.data(), key.size()) == 0) {
+        const size_t old = sl.entry->key_len + sl.entry->answer_len;
+        ::operator delete(sl.entry);
+        sl.entry = e;
+        return old;
+      }
+    }
+  }
+
+  void Clear() {
+    for (Slot& sl : slots_)
+      if (sl.hash != 0) ::operator delete(sl.entry);
+    slots_.clear();
+    count_ = 0;
+  }
+
+  size_t size() const { return count_; }
+
+ private:
+  struct Slot {
+    uint64_t hash;
+    Entry* entry;
+  };
+
+  void Grow() {
+    std::vector<Slot> old(slots_.empty() ? 1024 : slots_.size() * 2, Slot{0, nullptr});
+    old.swap(slots_);
+    const size_t mask = slots_.size() - 1;
+    for (const Slot& sl : old) {
+      if (sl.hash == 0) continue;
+      size_t i = sl.hash & mask;
+      while (slots_[i].hash != 0) i = (i + 1) & mask;
+      slots_[i] = sl;
+    }
+  }
+
+  std::vector<Slot> slots_;
+  size_t count_ = 0;
+};
 
 struct Miss {
   std::vector<uint8_t> query;
@@ -55,17 +156,15 @@ struct Miss {
 };
 
 struct Server {
-  int fd = -1;
-  int stopfd = -1;
-  int ep = -1;  // waits on fd and stopfd
+  int fd = -1;  // this process's own socket on the DNS port (listen())
   std::thread thread;
   napi_threadsafe_function tsfn = nullptr;
   napi_env env = nullptr;
   std::mutex mu;  // guards cache and bytes
-  std::unordered_map<std::string, std::string> cache;
+  AnswerTable cache;
   // The same answers keyed by the question instead (see PlainQuestion): what a query that differs from a cached one only
   // in its id, the case of its name, its RD/CD bits or its EDNS size and options is answered from.
-  std::unordered_map<std::string, std::string> questions;
+  AnswerTable questions;
   size_t bytes = 0;
   std::atomic<uint64_t> hits{0}, misses{0}, dropped{0}, formerrs{0};
   std::atomic<bool> stopping{false};
@@ -75,8 +174,8 @@ struct Server {
 Server* g_server = nullptr;
 
 void ClearLocked(Server* s) {
-  s->cache.clear();
-  s->questions.clear();
+  s->cache.Clear();
+  s->questions.Clear();
   s->bytes = 0;
 }
 
@@ -255,26 +354,12 @@ void Run(Server* s) {
   sockaddr_storage from[kBatch];
   mmsghdr outm[kBatch];
   iovec out_iov[kBatch];
-  std::string key, qkey;
+  std::string qkey;
   Plain plain;
   size_t miss_idx[kBatch];
-  // After a full batch more is probably waiting: read again before sleeping.
-  bool more = false;
 
   for (;;) {
     if (s->stopping) break;
-    if (!more) {
-      epoll_event got[2];
-      // A bounded wait: EPOLLEXCLUSIVE may hand a datagram's wakeup to a sibling that is stopped or stuck
-      // (SIGSTOP, a debugger); every process then still looks at the socket within kIdleRecheckMs.
-      const int r = epoll_wait(s->ep, got, 2, kIdleRecheckMs);
-      if (r < 0 && errno == EINTR) continue;
-      if (r < 0) break;
-      bool stop = false;
-      for (int k = 0; k < r; k++) stop = stop || got[k].data.fd == s->stopfd;
-      if (stop) break;
-    }
-
     for (size_t i = 0; i < kBatch; i++) {
       in_iov[i] = {in_buf.data() + i * kMaxDatagram, kMaxDatagram};
       memset(&in[i], 0, sizeof(in[i]));
@@ -283,11 +368,12 @@ void Run(Server* s) {
       in[i].msg_hdr.msg_iov = &in_iov[i];
       in[i].msg_hdr.msg_iovlen = 1;
     }
-    int n = recvmmsg(s->fd, in, kBatch, MSG_DONTWAIT, nullptr);
-    more = n == static_cast<int>(kBatch);
-    if (n < 0) {
-      // EAGAIN: a sibling process took them; ECONNREFUSED and the like: an ICMP error queued on the socket.
-      if (errno == EBADF || errno == ENOTSOCK) break;
+    // Blocks for the first datagram only, then takes what is already queued (see the top of this file).
+    int n = recvmmsg(s->fd, in, kBatch, MSG_WAITFORONE, nullptr);
+    if (n <= 0) {
+      // 0: stop() shut the socket down. EAGAIN: the receive timeout. ECONNREFUSED and the like: an ICMP error
+      // queued on the socket, which says nothing about the next datagram.
+      if (n < 0 && (errno == EBADF || errno == ENOTSOCK)) break;
       continue;
     }
 
@@ -300,16 +386,18 @@ void Run(Server* s) {
         // Not a DNS message (JS drops these too), or a source we cannot reply to.
         if (len < kHeader || len > kMaxDatagram || (in[i].msg_hdr.msg_flags & MSG_TRUNC) != 0) continue;
         if (in[i].msg_hdr.msg_namelen == 0 || in[i].msg_hdr.msg_namelen > sizeof(from[i])) continue;
-        key.assign(reinterpret_cast<const char*>(q) + 2, len - 2);
-        auto it = s->cache.find(key);
+        const char* k = reinterpret_cast<const char*>(q) + 2;
+        const AnswerTable::Entry* e = s->cache.Find(k, len - 2, AnswerTable::Hash(k, len - 2));
         std::string& o = out[nout];
-        if (it != s->cache.end()) {
-          o.assign(it->second);  // at least 12 bytes: Set() refuses shorter answers
+        if (e != nullptr) {
+          o.assign(e->answer(), e->answer_len);  // at least 12 bytes: Set() refuses shorter answers
           o[0] = static_cast<char>(q[0]);
           o[1] = static_cast<char>(q[1]);
           hits++;
-        } else if (PlainQuestion(q, len, qkey, plain) && (it = s->questions.find(qkey)) != s->questions.end() && it->second.size() <= plain.limit) {
-          o.assign(it->second);  // Set() stored it only with this question section at offset 12
+        } else if (PlainQuestion(q, len, qkey, plain) &&
+                   (e = s->questions.Find(qkey.data(), qkey.size(), AnswerTable::Hash(qkey.data(), qkey.size()))) != nullptr &&
+                   e->answer_len <= plain.limit) {
+          o.assign(e->answer(), e->answer_len);  // Set() stored it only with this question section at offset 12
           PatchAnswer(o, q, plain.name_len);
           hits++;
         } else {
@@ -373,26 +461,11 @@ void CallJs(napi_env env, napi_value cb, void*, void* data) {
   delete m;
 }
 
-// EPOLLEXCLUSIVE: the answering processes all wait on the same socket; a datagram wakes one of them, not all.
-bool WatchSocket(Server* s) {
-  if (s->ep >= 0) close(s->ep);
-  s->ep = epoll_create1(EPOLL_CLOEXEC);
-  if (s->ep < 0) return false;
-  epoll_event ev{};
-  ev.events = EPOLLIN | EPOLLEXCLUSIVE;
-  ev.data.fd = s->fd;
-  epoll_event stop_ev{};
-  stop_ev.events = EPOLLIN;
-  stop_ev.data.fd = s->stopfd;
-  return epoll_ctl(s->ep, EPOLL_CTL_ADD, s->fd, &ev) == 0 && epoll_ctl(s->ep, EPOLL_CTL_ADD, s->stopfd, &stop_ev) == 0;
-}
-
 void StopThread(Server* s) {
   if (!s->thread.joinable()) return;
   s->stopping = true;
-  uint64_t one = 1;
-  while (write(s->stopfd, &one, sizeof(one)) < 0 && errno == EINTR) {
-  }
+  // Wakes the thread blocked in recvmmsg (it then returns 0); kReceiveTimeoutMs is the backstop.
+  shutdown(s->fd, SHUT_RDWR);
   s->thread.join();
 }
 
@@ -402,6 +475,20 @@ void Cleanup(void* arg) { StopThread(static_cast<Server*>(arg)); }
 
 napi_value Throw(napi_env env, const char* msg) {
   napi_throw_error(env, nullptr, msg);
+  return nullptr;
+}
+
+// Throws an Error with `code` set (EADDRINUSE...), as Node's own socket errors have, so JavaScript reports it alike.
+napi_value ThrowErrno(napi_env env, const char* what, int err) {
+  char msg[160];
+  snprintf(msg, sizeof(msg), "%s: %s", what, strerror(err));
+  napi_value code, text, error;
+  const char* name = err == EADDRINUSE ? "EADDRINUSE" : err == EACCES ? "EACCES" : err == EADDRNOTAVAIL ? "EADDRNOTAVAIL" : "ESOCKET";
+  napi_create_string_utf8(env, name, NAPI_AUTO_LENGTH, &code);
+  napi_create_string_utf8(env, msg, NAPI_AUTO_LENGTH, &text);
+  napi_create_error(env, code, text, &error);
+  napi_set_named_property(env, error, "code", code);
+  napi_throw(env, error);
   return nullptr;
 }
 
@@ -417,37 +504,83 @@ napi_value Undefined(napi_env env) {
   return u;
 }
 
-// start(fd, onMiss): serves the bound UDP socket fd until stop().
-napi_value Start(napi_env env, napi_callback_info info) {
-  size_t argc = 2;
-  napi_value argv[2];
+// A literal IPv4 or IPv6 address (an IPv6 one may name its interface, "fe80::1%eth0", as CallJs writes it) and a
+// port as a socket address; false when it is neither.
+bool ParseAddress(napi_env env, napi_value v, int32_t port, sockaddr_storage* out, socklen_t* len) {
+  char text[INET6_ADDRSTRLEN + 1 + IF_NAMESIZE];
+  size_t n;
+  if (port < 0 || port > 65535 || napi_get_value_string_utf8(env, v, text, sizeof(text), &n) != napi_ok || n + 1 >= sizeof(text)) return false;
+  memset(out, 0, sizeof(*out));
+  auto* a4 = reinterpret_cast<sockaddr_in*>(out);
+  if (inet_pton(AF_INET, text, &a4->sin_addr) == 1) {
+    a4->sin_family = AF_INET;
+    a4->sin_port = htons(static_cast<uint16_t>(port));
+    *len = sizeof(sockaddr_in);
+    return true;
+  }
+  auto* a6 = reinterpret_cast<sockaddr_in6*>(out);
+  if (char* pct = strchr(text, '%')) {
+    *pct = '\0';
+    a6->sin6_scope_id = if_nametoindex(pct + 1);
+    if (a6->sin6_scope_id == 0) return false;
+  }
+  if (inet_pton(AF_INET6, text, &a6->sin6_addr) != 1) return false;
+  a6->sin6_family = AF_INET6;
+  a6->sin6_port = htons(static_cast<uint16_t>(port));
+  *len = sizeof(sockaddr_in6);
+  return true;
+}
+
+// listen(address, port, onMiss): opens this process's socket on address:port (SO_REUSEPORT: the other answering
+// processes open theirs on the same port; port 0 picks one) and serves it until stop(). Returns the port bound.
+napi_value Listen(napi_env env, napi_callback_info info) {
+  size_t argc = 3;
+  napi_value argv[3];
   napi_get_cb_info(env, info, &argc, argv, nullptr, nullptr);
   if (g_server != nullptr && g_server->thread.joinable()) return Throw(env, "the native UDP path is already running");
-  int32_t fd;
+  int32_t port;
   napi_valuetype t;
-  if (argc < 2 || napi_get_value_int32(env, argv[0], &fd) != napi_ok || napi_typeof(env, argv[1], &t) != napi_ok || t != napi_function)
-    return Throw(env, "start(fd, onMiss) needs a socket descriptor and a function");
-  int type = 0;
-  socklen_t tl = sizeof(type);
-  if (fd < 0 || getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &tl) != 0 || type != SOCK_DGRAM) return Throw(env, "not a UDP socket");
+  sockaddr_storage addr;
+  socklen_t addr_len;
+  if (argc < 3 || napi_get_value_int32(env, argv[1], &port) != napi_ok || !ParseAddress(env, argv[0], port, &addr, &addr_len) ||
+      napi_typeof(env, argv[2], &t) != napi_ok || t != napi_function)
+    return Throw(env, "listen(address, port, onMiss) needs a literal IP address, a port and a function");
+
+  const int fd = socket(addr.ss_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return ThrowErrno(env, "socket", errno);
+  const int one = 1, rcvbuf = kReceiveBuffer;
+  const timeval timeout{kReceiveTimeoutMs / 1000, (kReceiveTimeoutMs % 1000) * 1000};
+  // What the kernel grants of the buffer is bounded by net.core.rmem_max; less is not a reason to refuse to start.
+  setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
+  if (setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) != 0 || setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout)) != 0 ||
+      bind(fd, reinterpret_cast<sockaddr*>(&addr), addr_len) != 0) {
+    const int err = errno;
+    close(fd);
+    return ThrowErrno(env, "bind", err);
+  }
+  sockaddr_storage bound;
+  socklen_t bound_len = sizeof(bound);
+  getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &bound_len);
+  const int bound_port = ntohs(bound.ss_family == AF_INET ? reinterpret_cast<sockaddr_in*>(&bound)->sin_port : reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port);
 
   if (g_server == nullptr) g_server = new Server();
   Server* s = g_server;
-  s->fd = fd;
-  if (s->stopfd < 0) s->stopfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-  if (s->stopfd < 0) return Throw(env, "eventfd failed");
-  if (!WatchSocket(s)) return Throw(env, "epoll on the socket failed");
   napi_value name;
   napi_create_string_utf8(env, "dns-udp-miss", NAPI_AUTO_LENGTH, &name);
-  if (napi_create_threadsafe_function(env, argv[1], nullptr, name, kMaxQueuedMisses, 1, nullptr, nullptr, nullptr, CallJs, &s->tsfn) != napi_ok)
+  if (napi_create_threadsafe_function(env, argv[2], nullptr, name, kMaxQueuedMisses, 1, nullptr, nullptr, nullptr, CallJs, &s->tsfn) != napi_ok) {
+    close(fd);
     return Throw(env, "cannot create the miss callback");
+  }
   // The thread must not keep the process alive: it exits when its IPC channel closes, as before.
   napi_unref_threadsafe_function(env, s->tsfn);
+  s->fd = fd;
   s->env = env;
   s->stopping = false;
   s->thread = std::thread(Run, s);
   napi_add_env_cleanup_hook(env, Cleanup, s);
-  return Undefined(env);
+  napi_value result;
+  napi_create_int32(env, bound_port, &result);
+  return result;
 }
 
 napi_value Stop(napi_env env, napi_callback_info) {
@@ -457,10 +590,33 @@ napi_value Stop(napi_env env, napi_callback_info) {
   napi_remove_env_cleanup_hook(env, Cleanup, s);
   napi_release_threadsafe_function(s->tsfn, napi_tsfn_abort);
   s->tsfn = nullptr;
-  // A later start() must not see this stop's wake-up.
-  uint64_t drain;
-  (void)!read(s->stopfd, &drain, sizeof(drain));
+  close(s->fd);
+  s->fd = -1;
   return Undefined(env);
+}
+
+// send(message, address, port): a reply built in JavaScript (to a miss), sent from the socket the query came to.
+// False when it could not go out now (the client retries, as for any lost datagram).
+napi_value Send(napi_env env, napi_callback_info info) {
+  size_t argc = 3;
+  napi_value argv[3];
+  napi_get_cb_info(env, info, &argc, argv, nullptr, nullptr);
+  uint8_t* m;
+  size_t ml;
+  int32_t port;
+  sockaddr_storage to;
+  socklen_t to_len;
+  if (argc < 3 || !GetBuffer(env, argv[0], &m, &ml) || napi_get_value_int32(env, argv[2], &port) != napi_ok || !ParseAddress(env, argv[1], port, &to, &to_len))
+    return Throw(env, "send(message, address, port) needs a Buffer, a literal IP address and a port");
+  Server* s = g_server;
+  if (s == nullptr || s->fd < 0) return Throw(env, "send(): the native UDP path is not listening");
+  ssize_t r;
+  do {
+    r = sendto(s->fd, m, ml, MSG_DONTWAIT, reinterpret_cast<sockaddr*>(&to), to_len);
+  } while (r < 0 && errno == EINTR);
+  napi_value ok;
+  napi_get_boolean(env, r == static_cast<ssize_t>(ml), &ok);
+  return ok;
 }
 
 // set(query, answer): caches answer for every query equal to this one after the id.
@@ -478,12 +634,7 @@ napi_value Set(napi_env env, napi_callback_info info) {
   const size_t cost = key.size() + al;
   std::lock_guard<std::mutex> lock(s->mu);
   if (s->cache.size() >= kMaxEntries || s->bytes + cost > kMaxBytes) ClearLocked(s);
-  auto it = s->cache.find(key);
-  if (it != s->cache.end()) {
-    s->bytes -= it->first.size() + it->second.size();
-    s->cache.erase(it);
-  }
-  s->cache.emplace(std::move(key), std::string(reinterpret_cast<const char*>(a), al));
+  s->bytes -= s->cache.Put(key, a, al);
   s->bytes += cost;
   // By question too, when that is safe: the answer is not truncated (a truncated one is only right for clients that
   // accept no more than this one did; a whole one is right for every client accepting its size), and its question
@@ -493,13 +644,8 @@ napi_value Set(napi_env env, napi_callback_info info) {
   if (PlainQuestion(q, ql, qkey, plain) && (a[2] & kTc) == 0 && U16(a + 4) == 1 && al >= kHeader + plain.name_len + 4 &&
       memcmp(a + kHeader, q + kHeader, plain.name_len + 4) == 0) {
     const size_t qcost = qkey.size() + al;
-    auto qit = s->questions.find(qkey);
-    if (qit != s->questions.end()) {
-      s->bytes -= qit->first.size() + qit->second.size();
-      s->questions.erase(qit);
-    }
     if (s->bytes + qcost <= kMaxBytes) {
-      s->questions.emplace(std::move(qkey), std::string(reinterpret_cast<const char*>(a), al));
+      s->bytes -= s->questions.Put(qkey, a, al);
       s->bytes += qcost;
     }
   }
@@ -538,7 +684,8 @@ napi_value Stats(napi_env env, napi_callback_info) {
 
 napi_value Init(napi_env env, napi_value exports) {
   const napi_property_descriptor props[] = {
-      {"start", nullptr, Start, nullptr, nullptr, nullptr, napi_default, nullptr},
+      {"listen", nullptr, Listen, nullptr, nullptr, nullptr, napi_default, nullptr},
+      {"send", nullptr, Send, nullptr, nullptr, nullptr, napi_default, nullptr},
       {"stop", nullptr, Stop, nullptr, nullptr, nullptr, napi_default, nullptr},
       {"set", nullptr, Set, nullptr, nullptr, nullptr, napi_default, nullptr},
       {"flush", nullptr, Flush, nullptr, nullptr, nullptr, napi_default, nullptr},
