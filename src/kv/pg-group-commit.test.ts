@@ -59,14 +59,14 @@ function track(promises: readonly Promise<void>[]) {
   return { settled, outcomes: Promise.all(outcomes) };
 }
 
-async function open(t: TestContext) {
+async function open(t: TestContext, groupCommit?: { maxItems: number; maxBytes: number }) {
   const database = await testDatabase(t);
   const content = database && (await testContentStore(t, "kv"));
   if (!database || !content) return undefined;
   const db = new Postgres({ url: database.url, poolSize: 4 });
   t.after(() => db.close());
   await migrateArea(db, "kv", KV_PG_MIGRATIONS);
-  const store = new PgKvStore(db, content);
+  const store = new PgKvStore(db, content, { groupCommit });
   const ns = (await store.createNamespace(ACCOUNT, "group")).id;
   // The test's own view of the rows, never through the store.
   const valueOf = async (key: string) =>
@@ -104,6 +104,24 @@ test("concurrent writes share one commit, are answered only after it, and leave 
   // The first write went alone (nothing was in flight), the other 200 waited for it and went together.
   assert.equal(await b.transactions(), 2, "200 writes in two transactions");
   assert.deepEqual(b.store.smallWrites.stats, { writes: 202, commits: 3, retriedAlone: 0 });
+});
+
+test("a group commit carries at most its limits: so many writes, so many bytes", async (t) => {
+  const b = await open(t, { maxItems: 16, maxBytes: 4096 });
+  if (!b) return;
+  const blocked = async (n: number, valueBytes: number) => {
+    const lock = await holdNamespace(b.url, b.ns);
+    const { outcomes } = track(Array.from({ length: n }, (_, i) => b.store.put(b.ns, `${valueBytes}-${i}`, Buffer.alloc(valueBytes, "v"))));
+    await commitWaiting(b.db);
+    await lock.release();
+    assert.deepEqual(await outcomes, Array(n).fill(undefined));
+  };
+  // 1 alone, then 39 small writes in commits of at most 16: 1 + 16 + 16 + 7.
+  await blocked(40, 10);
+  assert.equal(await b.transactions(), 4);
+  // 1 alone, then 39 writes of 1 KiB in commits of at most 4 KiB (3 writes each): 1 + 13.
+  await blocked(40, 1024);
+  assert.equal(await b.transactions(), 4 + 14);
 });
 
 test("in a group commit, a write the database refuses and a write into a deleted namespace fail alone", async (t) => {

@@ -72,6 +72,8 @@ interface SmallWrite {
   entry: PreparedEntry;
   /** Its bus notice's `what`. */
   what: string;
+  /** After its commit: the deletion of the content the commit's rows replaced (awaited by the write, not the queue). */
+  contentDropped?: Promise<void>;
 }
 
 export interface PgKvStoreOptions {
@@ -285,7 +287,9 @@ export class PgKvStore implements KvStore {
     if (entry.value.length > KV_LIMITS.inlineValueBytes) return this.write(namespaceId, [entry]);
     const what = this.changeOf(namespaceId, [entry.key]);
     const bytes = entry.key.length + entry.value.length + (entry.metadata?.length ?? 0);
-    await this.changing(namespaceId, [entry], () => this.smallWrites.submit({ namespaceId, entry, what }, bytes));
+    const write: SmallWrite = { namespaceId, entry, what };
+    await this.changing(namespaceId, [entry], () => this.smallWrites.submit(write, bytes));
+    await write.contentDropped;
     await this.announced(what);
   }
 
@@ -311,7 +315,12 @@ export class PgKvStore implements KvStore {
       notices[0]![0],
       notices.map((n) => n[1]),
     ]);
-    await this.dropContent(result!.replaced);
+    // Content deletions (a big value overwritten by a small one) may wait for the object store: the writes of this
+    // commit wait for them, the next commit does not.
+    if (result!.replaced.length) {
+      const dropped = this.dropContent(result!.replaced);
+      for (const w of batch) w.contentDropped = dropped;
+    }
     const missing = new Set(result!.missing);
     return batch.map((w) => (missing.has(w.namespaceId) ? KvErrors.namespaceNotFound() : undefined));
   }
