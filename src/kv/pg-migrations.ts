@@ -67,4 +67,44 @@ export const KV_PG_MIGRATIONS: readonly PgMigration[] = [
      IF p_notice IS NOT NULL THEN PERFORM pg_notify(p_channel, p_notice); END IF;
      RETURN removed;
    END $$;`,
+  // Version 3: the group commit of single small-value writes (pg-store.ts): the writes of many requests, to any
+  // namespaces, in one statement, one transaction, one WAL flush. A row whose namespace is gone is left out and its
+  // namespace returned in `missing` (that request alone gets its 404). Rows arrive sorted by (namespace, key), each
+  // once, and are locked in that order. A row already there is overwritten in place when it names no content (the
+  // usual case: one index probe per row); a row that names content is only locked by the upsert (ON CONFLICT's WHERE
+  // fails, the lock stays) and overwritten by the second statement, which reads its content id under that lock.
+  `CREATE FUNCTION write_batch(p_ns TEXT[], p_keys BYTEA[], p_expirations BIGINT[], p_metadata TEXT[], p_values BYTEA[],
+       p_channel TEXT, p_notices TEXT[], OUT missing TEXT[], OUT replaced TEXT[])
+   LANGUAGE plpgsql AS $$
+   DECLARE
+     present TEXT[];
+     wanted INT;
+     written INT;
+   BEGIN
+     -- The namespaces stay until the commit (a namespace delete waits for it).
+     SELECT coalesce(array_agg(id), '{}') INTO present
+       FROM (SELECT id FROM kv.namespaces WHERE id = ANY(p_ns) ORDER BY id FOR KEY SHARE) locked;
+     SELECT count(*) FILTER (WHERE ns = ANY(present)), coalesce(array_agg(DISTINCT ns) FILTER (WHERE NOT ns = ANY(present)), '{}')
+       INTO wanted, missing FROM unnest(p_ns) ns;
+     replaced := '{}';
+     INSERT INTO kv.entries (ns_id, key, expiration, metadata, size, content_id, value)
+       SELECT ns, key, expiration, metadata, octet_length(value), NULL, value
+         FROM unnest(p_ns, p_keys, p_expirations, p_metadata, p_values) WITH ORDINALITY AS w(ns, key, expiration, metadata, value, i)
+         WHERE ns = ANY(present) ORDER BY i
+       ON CONFLICT (ns_id, key) DO UPDATE SET expiration = excluded.expiration, metadata = excluded.metadata,
+         size = excluded.size, content_id = NULL, value = excluded.value
+         WHERE entries.content_id IS NULL;
+     GET DIAGNOSTICS written = ROW_COUNT;
+     IF written < wanted THEN
+       WITH changed AS (
+         UPDATE kv.entries e SET expiration = w.expiration, metadata = w.metadata, size = octet_length(w.value),
+             content_id = NULL, value = w.value
+           FROM unnest(p_ns, p_keys, p_expirations, p_metadata, p_values) AS w(ns, key, expiration, metadata, value),
+             kv.entries old
+           WHERE e.ns_id = w.ns AND e.key = w.key AND e.content_id IS NOT NULL AND old.ns_id = e.ns_id AND old.key = e.key
+           RETURNING old.content_id)
+       SELECT coalesce(array_agg(content_id), '{}') INTO replaced FROM changed;
+     END IF;
+     PERFORM pg_notify(p_channel, n) FROM unnest(p_ns, p_notices) AS x(ns, n) WHERE n IS NOT NULL AND ns = ANY(present);
+   END $$;`,
 ];

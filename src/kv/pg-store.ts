@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import type { Bus } from "../core/cluster/bus.js";
 import type { ContentStore } from "../core/content/store.js";
+import { GroupCommit, type CommitOutcomes } from "../core/db/group-commit.js";
 import { namedStatement, type Postgres, type Transaction } from "../core/db/postgres.js";
 import { KvErrors } from "./errors.js";
 import { listRange, listResult, type ListRow } from "./listing.js";
@@ -53,7 +54,27 @@ const WRITE_ENTRIES = namedStatement(
   "kv.write_entries",
   "SELECT kv.write_entries($1, $2::bytea[], $3::bigint[], $4::text[], $5::int[], $6::text[], $7::bytea[], $8, $9) AS replaced",
 );
+const WRITE_BATCH = namedStatement(
+  "kv.write_batch",
+  "SELECT missing, replaced FROM kv.write_batch($1::text[], $2::bytea[], $3::bigint[], $4::text[], $5::bytea[], $6, $7::text[])",
+);
 const DELETE_ENTRIES = namedStatement("kv.delete_entries", "SELECT kv.delete_entries($1, $2::bytea[], $3, $4) AS removed");
+
+/**
+ * What one group commit of single writes carries at most: 256 writes, 1 MiB of keys, values and metadata (so at most
+ * 16 of the largest inline values).
+ */
+export const KV_GROUP_COMMIT_LIMITS = { maxItems: 256, maxBytes: 1024 * 1024 };
+
+/** A single small-value write waiting for its group commit. */
+interface SmallWrite {
+  namespaceId: string;
+  entry: PreparedEntry;
+  /** Its bus notice's `what`. */
+  what: string;
+  /** After its commit: the deletion of the content the commit's rows replaced (awaited by the write, not the queue). */
+  contentDropped?: Promise<void>;
+}
 
 export interface PgKvStoreOptions {
   /**
@@ -63,6 +84,8 @@ export interface PgKvStoreOptions {
   bus?: Bus;
   /** The cache to keep (its limits); the default one when a bus is given. */
   cache?: KvReadCache;
+  /** What a group commit of single writes carries at most (KV_GROUP_COMMIT_LIMITS by default). */
+  groupCommit?: { maxItems: number; maxBytes: number };
 }
 
 /** A KV bus notice's `what`: one key of a namespace, or the whole namespace; undefined when unreadable. */
@@ -87,11 +110,15 @@ interface EntryRow {
  * content is deleted only after no committed row names it. With a bus, each node keeps what it read in a KvReadCache:
  * a write through this node is read back at once here, and by other nodes when its notice arrives (eventual
  * consistency, at most the cache's max age, as the hosted KV promises). A write or delete is one round trip (a
- * database function that also sends the notice).
+ * database function that also sends the notice). Single writes of small values are group-committed: those that
+ * arrive while one commit is in flight go together in the next (`smallWrites`), one statement, one transaction and
+ * one WAL flush for all of them, each answered once that commit is durable.
  */
 export class PgKvStore implements KvStore {
   private readonly bus: Bus | undefined;
   readonly cache: KvReadCache | undefined;
+  /** The group commit of single small-value writes (its stats say how well they combine). */
+  readonly smallWrites: GroupCommit<SmallWrite>;
 
   constructor(
     private readonly pg: Postgres,
@@ -100,6 +127,7 @@ export class PgKvStore implements KvStore {
   ) {
     this.bus = opts.bus;
     this.cache = opts.cache ?? (opts.bus ? new KvReadCache() : undefined);
+    this.smallWrites = new GroupCommit((batch) => this.commitSmallWrites(batch), opts.groupCommit ?? KV_GROUP_COMMIT_LIMITS);
     const cache = this.cache;
     if (!cache) return;
     opts.bus?.subscribe(KV_BUS_AREA, (event) => {
@@ -255,7 +283,46 @@ export class PgKvStore implements KvStore {
   }
 
   async put(namespaceId: string, key: string, value: Buffer, opts: KvPutOptions = {}): Promise<void> {
-    await this.write(namespaceId, [prepareEntry(key, value, opts)]);
+    const entry = prepareEntry(key, value, opts);
+    if (entry.value.length > KV_LIMITS.inlineValueBytes) return this.write(namespaceId, [entry]);
+    const what = this.changeOf(namespaceId, [entry.key]);
+    const bytes = entry.key.length + entry.value.length + (entry.metadata?.length ?? 0);
+    const write: SmallWrite = { namespaceId, entry, what };
+    await this.changing(namespaceId, [entry], () => this.smallWrites.submit(write, bytes));
+    await write.contentDropped;
+    await this.announced(what);
+  }
+
+  /**
+   * One group commit (kv.write_batch): every (namespace, key) of the batch once, the last write of it winning as
+   * separate commits in arrival order would leave it, sorted so that concurrent commits lock rows in one order. A
+   * write into a namespace that is gone fails alone (404); the others are committed.
+   */
+  private async commitSmallWrites(batch: readonly SmallWrite[]): Promise<CommitOutcomes> {
+    const last = new Map<string, SmallWrite>();
+    // Hex has no colon: the map key is unambiguous whatever the namespace id holds.
+    for (const w of batch) last.set(`${w.entry.key.toString("hex")}:${w.namespaceId}`, w);
+    const rows = [...last.values()].sort((a, b) =>
+      a.namespaceId === b.namespaceId ? Buffer.compare(a.entry.key, b.entry.key) : a.namespaceId < b.namespaceId ? -1 : 1,
+    );
+    const notices = rows.map((w) => this.sqlNotice(w.what));
+    const result = await this.pg.row<{ missing: string[]; replaced: string[] }>(WRITE_BATCH, [
+      rows.map((w) => w.namespaceId),
+      rows.map((w) => w.entry.key),
+      rows.map((w) => w.entry.expiration),
+      rows.map((w) => w.entry.metadata),
+      rows.map((w) => w.entry.value),
+      notices[0]![0],
+      notices.map((n) => n[1]),
+    ]);
+    // Content deletions (a big value overwritten by a small one) may wait for the object store: the writes of this
+    // commit wait for them, the next commit does not.
+    if (result!.replaced.length) {
+      const dropped = this.dropContent(result!.replaced);
+      for (const w of batch) w.contentDropped = dropped;
+    }
+    const missing = new Set(result!.missing);
+    return batch.map((w) => (missing.has(w.namespaceId) ? KvErrors.namespaceNotFound() : undefined));
   }
 
   async putMany(namespaceId: string, entries: readonly KvBulkEntry[]): Promise<void> {
@@ -266,7 +333,6 @@ export class PgKvStore implements KvStore {
     await this.write(namespaceId, [...last.values()]);
   }
 
-  /** Big values go to the content store first, then one transaction commits every row (each key once). */
   /**
    * Big values go to the content store first, then one statement (kv.write_entries) commits every row (each key
    * once) and announces the change.
