@@ -20,7 +20,7 @@
 // GATEWAY_LOGS=0 / GATEWAY_AUTH=0 (the gateway without logging / authentication, to see what each costs),
 // COMPARE_LOGS=1 (a gateway without logs takes turns with the one with logs, in the same run).
 import { spawn, execSync } from "node:child_process";
-import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { cpus, loadavg } from "node:os";
 import { fileURLToPath } from "node:url";
 import autocannon from "autocannon";
@@ -202,6 +202,18 @@ function cpuUs(pid) {
 function mainThreadCpuUs(pid) {
   return ticksUs(`/proc/${pid}/task/${pid}/stat`);
 }
+/** CPU µs of each thread of a process, by thread id. */
+function threadsCpuUs(pid) {
+  const out = new Map();
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      out.set(tid, ticksUs(`/proc/${pid}/task/${tid}/stat`));
+    } catch {
+      // The thread ended meanwhile.
+    }
+  }
+  return out;
+}
 function ticksUs(file) {
   const f = readFileSync(file, "utf8").split(") ")[1].split(" ");
   return (Number(f[11]) + Number(f[12])) * 10_000;
@@ -214,15 +226,23 @@ function ticksUs(file) {
 function throughput(t, connections, duration = DURATION) {
   const before = cpuUs(t.pid);
   const mainBefore = mainThreadCpuUs(t.pid);
+  const threadsBefore = threadsCpuUs(t.pid);
   return new Promise((resolve, reject) => {
     autocannon({ url: t.url, method: "POST", headers: t.headers, body, connections, duration }, (err, res) => {
       if (err) return reject(err);
       const cpu_us_per_req = Math.round((cpuUs(t.pid) - before) / res.requests.total);
       const main_thread_cpu_us_per_req = Math.round((mainThreadCpuUs(t.pid) - mainBefore) / res.requests.total);
+      // The other threads' (the log writer, the WAL checkpointer, V8's GC and compiler helpers), busiest first.
+      const other_threads_cpu_us_per_req = [...threadsCpuUs(t.pid)]
+        .filter(([tid]) => tid !== String(t.pid))
+        .map(([tid, us]) => Math.round((us - (threadsBefore.get(tid) ?? 0)) / res.requests.total))
+        .filter((us) => us > 0)
+        .sort((a, b) => b - a);
       resolve({
         rps: Math.round(res.requests.average),
         cpu_us_per_req,
         main_thread_cpu_us_per_req,
+        other_threads_cpu_us_per_req,
         non2xx: res.non2xx,
         errors: res.errors,
         p50ms: res.latency.p50,
@@ -252,6 +272,7 @@ async function throughputRounds(names, clients) {
       rps_rounds: r.map((x) => x.rps),
       cpu_us_per_req: median(r.map((x) => x.cpu_us_per_req)),
       main_thread_cpu_us_per_req: median(r.map((x) => x.main_thread_cpu_us_per_req)),
+      other_threads_cpu_us_per_req: r.map((x) => x.other_threads_cpu_us_per_req),
       p50ms: median(r.map((x) => x.p50ms)),
       p99ms: median(r.map((x) => x.p99ms)),
       non2xx: r.reduce((a, x) => a + x.non2xx, 0),
@@ -261,6 +282,17 @@ async function throughputRounds(names, clients) {
   return out;
 }
 
+/** The commit a checkout is at (none: a copy of a dist/ outside git, say one changed by hand to try something). */
+function commitOf(dir) {
+  try {
+    return execSync("git rev-parse --short HEAD", { cwd: dir, stdio: ["ignore", "pipe", "ignore"] })
+      .toString()
+      .trim();
+  } catch {
+    return null;
+  }
+}
+
 const results = {
   date: new Date().toISOString(),
   nproc: cpus().length,
@@ -268,7 +300,7 @@ const results = {
   loadavg: { start: load() },
   node: process.version,
   commit: execSync("git rev-parse --short HEAD", { cwd: root }).toString().trim(),
-  ...(BASELINE ? { baseline: BASELINE, baseline_commit: execSync("git rev-parse --short HEAD", { cwd: BASELINE }).toString().trim() } : {}),
+  ...(BASELINE ? { baseline: BASELINE, baseline_commit: commitOf(BASELINE) } : {}),
   method: { n_latency: N_LATENCY, segment: SEGMENT, warmup: WARMUP, warmup_s: WARMUP_S, clients: CLIENTS, rounds: ROUNDS, duration_s: DURATION },
   latency_c1_us: {},
   rps: {},
@@ -303,6 +335,10 @@ for (const c of CLIENTS) {
   console.error(
     `CPU µs per request (main thread) c=${c}`,
     JSON.stringify(Object.fromEntries(names.map((k) => [k, `${r[k].cpu_us_per_req} (${r[k].main_thread_cpu_us_per_req})`]))),
+  );
+  console.error(
+    `CPU µs per request of the other threads, busiest first, by round c=${c}`,
+    JSON.stringify(Object.fromEntries(gateways.map((k) => [k, r[k].other_threads_cpu_us_per_req]))),
   );
   summary.rps[`c${c}`] = Object.fromEntries(names.map((k) => [k, r[k].rps]));
   // Ratios of the medians, and the median of each round's own ratio (its segments ran minutes closer together).
