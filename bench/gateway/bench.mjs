@@ -3,7 +3,9 @@
 //   bodies piped both ways, nothing else); our gateway (authentication and logging on); Portkey 1.15.2.
 // Reports latency p50/p99 at concurrency 1 (own client, µs resolution) and what the gateway adds over the floor;
 // req/s at 1, 8 and 32 clients (autocannon) with the ratios to the floor and, at 32, to Portkey; and time to first
-// byte for streaming (ours only; Portkey's streaming fails on Node 20).
+// byte for streaming (ours only; Portkey's streaming fails on Node 20). CPU per request is given for the whole
+// process, its main thread, and each other thread (busiest first: the log writer thread, then the WAL
+// checkpointer's and V8's helpers), per round.
 // The machine is shared, so everything is interleaved: at c=1 the targets take turns in segments of SEGMENT
 // requests; for req/s each round runs every target once at each client count, in a rotating order, and the
 // median of ROUNDS rounds is reported. The load average is recorded at the start and after each phase.
@@ -16,7 +18,8 @@
 // joins every rotation as "gateway_before": before/after of a change measured in the same run; a copy of dist/ and
 // package.json beside a node_modules symlink to this repository's also works, outside bench/gateway, whose own
 // node_modules hold Portkey's older zod),
-// GATEWAY_NODE_OPTIONS (e.g. --cpu-prof --cpu-prof-dir=/tmp/prof, for the platform under test),
+// GATEWAY_NODE_OPTIONS (e.g. --cpu-prof --cpu-prof-dir=/tmp/prof, for the platform under test; the log writer
+// thread writes a profile of its own), BASELINE may also be a copy of a dist/ changed by hand (no git needed),
 // GATEWAY_LOGS=0 / GATEWAY_AUTH=0 (the gateway without logging / authentication, to see what each costs),
 // COMPARE_LOGS=1 (a gateway without logs takes turns with the one with logs, in the same run).
 import { spawn, execSync } from "node:child_process";
