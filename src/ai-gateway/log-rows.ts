@@ -38,48 +38,38 @@ export const INSERT_COLUMNS = [
   "response_body",
 ] as const;
 
-/**
- * Puts a log's insert values, in INSERT_COLUMNS order, into `out` from `at` on (written out: this runs for every
- * logged request; a multi-row insert fills one array with several logs).
- */
-export function putRowValues(l: NewLog, out: unknown[], at: number): void {
-  out[at] = l.id;
-  out[at + 1] = l.account_id;
-  out[at + 2] = l.gateway_id;
-  out[at + 3] = l.created_at;
-  out[at + 4] = l.provider;
-  out[at + 5] = l.model;
-  out[at + 6] = l.path;
-  out[at + 7] = l.request_type;
-  out[at + 8] = l.status_code;
-  out[at + 9] = l.success ? 1 : 0;
-  out[at + 10] = l.cached ? 1 : 0;
-  out[at + 11] = l.step;
-  out[at + 12] = l.duration;
-  out[at + 13] = l.tokens_in;
-  out[at + 14] = l.tokens_out;
-  out[at + 15] = l.cached_tokens;
-  out[at + 16] = l.reasoning_tokens;
-  out[at + 17] = l.cost;
-  out[at + 18] = l.cost_note;
-  out[at + 19] = l.custom_cost ? 1 : 0;
-  out[at + 20] = l.metadata ? JSON.stringify(l.metadata) : null;
-  out[at + 21] = l.request_content_type;
-  out[at + 22] = l.response_content_type;
-  out[at + 23] = l.request_size;
-  out[at + 24] = l.response_size;
-  out[at + 25] = l.authenticated ? 1 : 0;
-  out[at + 26] = l.event_id;
-  out[at + 27] = l.request_body;
-  out[at + 28] = l.response_body;
-}
-
-/** The insert's values in INSERT_COLUMNS order. */
-export function rowValues(l: NewLog): unknown[] {
-  const out = new Array<unknown>(INSERT_COLUMNS.length);
-  putRowValues(l, out, 0);
-  return out;
-}
+/** The insert's values in INSERT_COLUMNS order (written out: this runs for every logged request). */
+export const rowValues = (l: NewLog): unknown[] => [
+  l.id,
+  l.account_id,
+  l.gateway_id,
+  l.created_at,
+  l.provider,
+  l.model,
+  l.path,
+  l.request_type,
+  l.status_code,
+  l.success ? 1 : 0,
+  l.cached ? 1 : 0,
+  l.step,
+  l.duration,
+  l.tokens_in,
+  l.tokens_out,
+  l.cached_tokens,
+  l.reasoning_tokens,
+  l.cost,
+  l.cost_note,
+  l.custom_cost ? 1 : 0,
+  l.metadata ? JSON.stringify(l.metadata) : null,
+  l.request_content_type,
+  l.response_content_type,
+  l.request_size,
+  l.response_size,
+  l.authenticated ? 1 : 0,
+  l.event_id,
+  l.request_body,
+  l.response_body,
+];
 
 /** A log row as read for the API (bodies excluded); booleans are 0/1 and metadata is JSON text. */
 export type LogRow = Omit<LogRecord, "success" | "cached" | "custom_cost" | "authenticated" | "metadata"> & {

@@ -2,7 +2,7 @@ import type { Db } from "../core/db/sqlite.js";
 import { logOrderBy, logWhere } from "./sqlite-log-filter.js";
 import { buildLogs, type LogDraft } from "./logs/draft.js";
 import type { PriceTable } from "./providers/prices.js";
-import { BODY_COLUMNS, INSERT_COLUMNS, LOG_COLUMNS, putRowValues, rowValues, STATS_COLUMNS, toRecord, type LogRow as Row } from "./log-rows.js";
+import { BODY_COLUMNS, INSERT_COLUMNS, LOG_COLUMNS, rowValues, STATS_COLUMNS, toRecord, type LogRow as Row } from "./log-rows.js";
 import { LogWriterThread } from "./sqlite-log-writer.js";
 import type { LogCount, LogPatch, LogQuery, LogRecord, LogStats, LogStore, NewLog } from "./store.js";
 
@@ -171,7 +171,8 @@ export class SqliteLogStore implements LogStore {
   private insertRows(logs: NewLog[]): void {
     if (logs.length === ROWS_PER_INSERT) {
       const values = new Array<unknown>(ROWS_PER_INSERT * INSERT_COLUMNS.length);
-      for (let i = 0; i < logs.length; i++) putRowValues(logs[i], values, i * INSERT_COLUMNS.length);
+      let at = 0;
+      for (const l of logs) for (const v of rowValues(l)) values[at++] = v;
       this.q.insertMany.run(values);
     } else for (const l of logs) this.q.insert.run(rowValues(l));
     logs.length = 0;
