@@ -3,7 +3,9 @@
 //   bodies piped both ways, nothing else); our gateway (authentication and logging on); Portkey 1.15.2.
 // Reports latency p50/p99 at concurrency 1 (own client, µs resolution) and what the gateway adds over the floor;
 // req/s at 1, 8 and 32 clients (autocannon) with the ratios to the floor and, at 32, to Portkey; and time to first
-// byte for streaming (ours only; Portkey's streaming fails on Node 20).
+// byte for streaming (ours only; Portkey's streaming fails on Node 20). CPU per request is given for the whole
+// process, its main thread, and each other thread (busiest first: the log writer thread, then the WAL
+// checkpointer's and V8's helpers), per round.
 // The machine is shared, so everything is interleaved: at c=1 the targets take turns in segments of SEGMENT
 // requests; for req/s each round runs every target once at each client count, in a rotating order, and the
 // median of ROUNDS rounds is reported. The load average is recorded at the start and after each phase.
@@ -16,11 +18,12 @@
 // joins every rotation as "gateway_before": before/after of a change measured in the same run; a copy of dist/ and
 // package.json beside a node_modules symlink to this repository's also works, outside bench/gateway, whose own
 // node_modules hold Portkey's older zod),
-// GATEWAY_NODE_OPTIONS (e.g. --cpu-prof --cpu-prof-dir=/tmp/prof, for the platform under test),
+// GATEWAY_NODE_OPTIONS (e.g. --cpu-prof --cpu-prof-dir=/tmp/prof, for the platform under test; the log writer
+// thread writes a profile of its own), BASELINE may also be a copy of a dist/ changed by hand (no git needed),
 // GATEWAY_LOGS=0 / GATEWAY_AUTH=0 (the gateway without logging / authentication, to see what each costs),
 // COMPARE_LOGS=1 (a gateway without logs takes turns with the one with logs, in the same run).
 import { spawn, execSync } from "node:child_process";
-import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { cpus, loadavg } from "node:os";
 import { fileURLToPath } from "node:url";
 import autocannon from "autocannon";
@@ -202,6 +205,18 @@ function cpuUs(pid) {
 function mainThreadCpuUs(pid) {
   return ticksUs(`/proc/${pid}/task/${pid}/stat`);
 }
+/** CPU µs of each thread of a process, by thread id. */
+function threadsCpuUs(pid) {
+  const out = new Map();
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      out.set(tid, ticksUs(`/proc/${pid}/task/${tid}/stat`));
+    } catch {
+      // The thread ended meanwhile.
+    }
+  }
+  return out;
+}
 function ticksUs(file) {
   const f = readFileSync(file, "utf8").split(") ")[1].split(" ");
   return (Number(f[11]) + Number(f[12])) * 10_000;
@@ -214,15 +229,23 @@ function ticksUs(file) {
 function throughput(t, connections, duration = DURATION) {
   const before = cpuUs(t.pid);
   const mainBefore = mainThreadCpuUs(t.pid);
+  const threadsBefore = threadsCpuUs(t.pid);
   return new Promise((resolve, reject) => {
     autocannon({ url: t.url, method: "POST", headers: t.headers, body, connections, duration }, (err, res) => {
       if (err) return reject(err);
       const cpu_us_per_req = Math.round((cpuUs(t.pid) - before) / res.requests.total);
       const main_thread_cpu_us_per_req = Math.round((mainThreadCpuUs(t.pid) - mainBefore) / res.requests.total);
+      // The other threads' (the log writer, the WAL checkpointer, V8's GC and compiler helpers), busiest first.
+      const other_threads_cpu_us_per_req = [...threadsCpuUs(t.pid)]
+        .filter(([tid]) => tid !== String(t.pid))
+        .map(([tid, us]) => Math.round((us - (threadsBefore.get(tid) ?? 0)) / res.requests.total))
+        .filter((us) => us > 0)
+        .sort((a, b) => b - a);
       resolve({
         rps: Math.round(res.requests.average),
         cpu_us_per_req,
         main_thread_cpu_us_per_req,
+        other_threads_cpu_us_per_req,
         non2xx: res.non2xx,
         errors: res.errors,
         p50ms: res.latency.p50,
@@ -252,6 +275,7 @@ async function throughputRounds(names, clients) {
       rps_rounds: r.map((x) => x.rps),
       cpu_us_per_req: median(r.map((x) => x.cpu_us_per_req)),
       main_thread_cpu_us_per_req: median(r.map((x) => x.main_thread_cpu_us_per_req)),
+      other_threads_cpu_us_per_req: r.map((x) => x.other_threads_cpu_us_per_req),
       p50ms: median(r.map((x) => x.p50ms)),
       p99ms: median(r.map((x) => x.p99ms)),
       non2xx: r.reduce((a, x) => a + x.non2xx, 0),
@@ -261,6 +285,17 @@ async function throughputRounds(names, clients) {
   return out;
 }
 
+/** The commit a checkout is at (none: a copy of a dist/ outside git, say one changed by hand to try something). */
+function commitOf(dir) {
+  try {
+    return execSync("git rev-parse --short HEAD", { cwd: dir, stdio: ["ignore", "pipe", "ignore"] })
+      .toString()
+      .trim();
+  } catch {
+    return null;
+  }
+}
+
 const results = {
   date: new Date().toISOString(),
   nproc: cpus().length,
@@ -268,7 +303,7 @@ const results = {
   loadavg: { start: load() },
   node: process.version,
   commit: execSync("git rev-parse --short HEAD", { cwd: root }).toString().trim(),
-  ...(BASELINE ? { baseline: BASELINE, baseline_commit: execSync("git rev-parse --short HEAD", { cwd: BASELINE }).toString().trim() } : {}),
+  ...(BASELINE ? { baseline: BASELINE, baseline_commit: commitOf(BASELINE) } : {}),
   method: { n_latency: N_LATENCY, segment: SEGMENT, warmup: WARMUP, warmup_s: WARMUP_S, clients: CLIENTS, rounds: ROUNDS, duration_s: DURATION },
   latency_c1_us: {},
   rps: {},
@@ -303,6 +338,10 @@ for (const c of CLIENTS) {
   console.error(
     `CPU µs per request (main thread) c=${c}`,
     JSON.stringify(Object.fromEntries(names.map((k) => [k, `${r[k].cpu_us_per_req} (${r[k].main_thread_cpu_us_per_req})`]))),
+  );
+  console.error(
+    `CPU µs per request of the other threads, busiest first, by round c=${c}`,
+    JSON.stringify(Object.fromEntries(gateways.map((k) => [k, r[k].other_threads_cpu_us_per_req]))),
   );
   summary.rps[`c${c}`] = Object.fromEntries(names.map((k) => [k, r[k].rps]));
   // Ratios of the medians, and the median of each round's own ratio (its segments ran minutes closer together).

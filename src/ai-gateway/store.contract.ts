@@ -278,6 +278,28 @@ export const describeAiGatewayStores = storeContract<AiGatewayStores>("AiGateway
     assert.equal(await logs.count(A, "g"), 10_001, "a log without a limit is always written");
   });
 
+  it("writes a batch in its order, logs with a limit among many without: ties go by it, and a trim sees every log before it", async ({ logs }) => {
+    // One second for all: the order of the rows decides. 10 logs without a limit (more than one multi-row insert
+    // of the SQLite store, and not a whole number of them), one that may keep 5 and trims the oldest, 3 more.
+    const at = { created_at: new Date(1e12).toISOString() };
+    const batch = [
+      ...Array.from({ length: 10 }, (_, i) => log(i, at)),
+      log(10, { ...at, limit: 5, strategy: "DELETE_OLDEST" }),
+      ...Array.from({ length: 3 }, (_, i) => log(11 + i, at)),
+    ];
+    assert.deepEqual(await logs.append(batch), [{ account_id: A, gateway_id: "g", count: 8 }], "the count after the whole batch");
+    const listed = await logs.list(A, "g", all());
+    assert.deepEqual(
+      ids(listed.logs),
+      Array.from({ length: 8 }, (_, i) => log(6 + i).id),
+      "the 10 before the limited log were written before it trimmed; the 3 after it stay",
+    );
+    assert.deepEqual(
+      ids((await logs.list(A, "g", { filter: { conditions: [] }, order: { by: "created_at", direction: "desc" } })).logs),
+      ids(listed.logs).reverse(),
+    );
+  });
+
   it("deleting a gateway deletes its logs, and a new gateway of that id starts with none", async ({ gateways, logs }) => {
     await gateways.create(A, "g", settings({ log_management: 10_000, log_management_strategy: "STOP_INSERTING" }));
     await gateways.create(A, "kept", settings());

@@ -10,7 +10,7 @@ import { AI_GATEWAY_MIGRATIONS } from "../sqlite-migrations.js";
 import { sqliteStores } from "../sqlite-store.js";
 import { A, sampleDraft, sampleSettings, shippedPrices } from "../testing/sample-log.js";
 import { LogCounts } from "./counts.js";
-import { LogQueue } from "./queue.js";
+import { FLUSH_AFTER_MS, LIMITED_FLUSH_AFTER_MS, LogQueue } from "./queue.js";
 
 describe("AI gateway log queue", () => {
   it("log queue: drafts wait for the queue's timer (or a flush) and are written together, built into logs with usage and cost (real SQLite file)", async () => {
@@ -37,6 +37,42 @@ describe("AI gateway log queue", () => {
       assert.equal(await stored(), 3, "the timer wrote both without being asked");
       db.close();
     } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("a batch waits FLUSH_AFTER_MS for company, LIMITED_FLUSH_AFTER_MS once a log of a gateway with a limit is in it", async (t) => {
+    const dir = mkdtempSync(join(tmpdir(), "aig-queue-timer-"));
+    t.mock.timers.enable({ apis: ["setTimeout"] });
+    try {
+      const db = openDatabase(join(dir, "t.sqlite"), AI_GATEWAY_MIGRATIONS);
+      const { logs } = sqliteStores(db);
+      const q = new LogQueue(logs, new LogCounts(logs), createLogger({ level: "silent" }), shippedPrices());
+      /** Lets the queue's promise chain and the store's write turn run (the clock of setTimeout stands still). */
+      const settle = async () => {
+        for (let i = 0; i < 20; i++) await nextTurn();
+      };
+      assert.ok(LIMITED_FLUSH_AFTER_MS < FLUSH_AFTER_MS);
+
+      q.push(sampleDraft(1));
+      t.mock.timers.tick(LIMITED_FLUSH_AFTER_MS);
+      await settle();
+      assert.equal(q.pending, 1, "a log of a gateway without a limit waits longer for company");
+      t.mock.timers.tick(FLUSH_AFTER_MS - LIMITED_FLUSH_AFTER_MS);
+      await settle();
+      assert.equal(q.pending, 0);
+      assert.equal(await logs.count(A, "g"), 1, "written when its wait was over");
+
+      q.push(sampleDraft(2));
+      q.push(sampleDraft(3, { limit: 100, strategy: "STOP_INSERTING" }));
+      t.mock.timers.tick(LIMITED_FLUSH_AFTER_MS);
+      await settle();
+      assert.equal(q.pending, 0, "a log with a limit brings the batch forward, with what waited before it");
+      assert.equal(await logs.count(A, "g"), 3);
+      await q.close();
+      db.close();
+    } finally {
+      t.mock.timers.reset();
       rmSync(dir, { recursive: true, force: true });
     }
   });
