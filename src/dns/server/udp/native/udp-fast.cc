@@ -33,6 +33,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <unistd.h>
@@ -41,7 +42,6 @@
 #include <mutex>
 #include <string>
 #include <thread>
-#include <string_view>
 #include <vector>
 
 namespace {
@@ -63,6 +63,55 @@ constexpr int kReceiveBuffer = 8 << 20;
 // normally wakes it at once).
 constexpr int kReceiveTimeoutMs = 1000;
 
+// The keys are queries, chosen by whoever sends them, and every answer is cached (NXDOMAIN for made-up names too).
+// With a hash anyone can compute (std::hash is MurmurHash with a fixed seed) a sender could pick names that all
+// land in one run of slots and make every lookup there walk it. So the table hashes with SipHash-1-3 (as Rust's
+// HashMap does) under a key drawn at random when the addon loads: each process's slots are unknowable from outside.
+uint64_t g_hash_key[2];
+
+uint64_t Rotl(uint64_t x, int b) { return (x << b) | (x >> (64 - b)); }
+
+void SipRound(uint64_t& v0, uint64_t& v1, uint64_t& v2, uint64_t& v3) {
+  v0 += v1;
+  v1 = Rotl(v1, 13);
+  v1 ^= v0;
+  v0 = Rotl(v0, 32);
+  v2 += v3;
+  v3 = Rotl(v3, 16);
+  v3 ^= v2;
+  v0 += v3;
+  v3 = Rotl(v3, 21);
+  v3 ^= v0;
+  v2 += v1;
+  v1 = Rotl(v1, 17);
+  v1 ^= v2;
+  v2 = Rotl(v2, 32);
+}
+
+uint64_t KeyedHash(const char* data, size_t n) {
+  const uint8_t* p = reinterpret_cast<const uint8_t*>(data);
+  uint64_t v0 = g_hash_key[0] ^ 0x736f6d6570736575ULL, v1 = g_hash_key[1] ^ 0x646f72616e646f6dULL;
+  uint64_t v2 = g_hash_key[0] ^ 0x6c7967656e657261ULL, v3 = g_hash_key[1] ^ 0x7465646279746573ULL;
+  const size_t whole = n & ~static_cast<size_t>(7);
+  for (size_t i = 0; i < whole; i += 8) {
+    uint64_t m;
+    memcpy(&m, p + i, 8);  // x86-64 and arm64 are little-endian, as SipHash reads its words
+    v3 ^= m;
+    SipRound(v0, v1, v2, v3);
+    v0 ^= m;
+  }
+  uint64_t last = static_cast<uint64_t>(n) << 56;
+  for (size_t i = whole; i < n; i++) last |= static_cast<uint64_t>(p[i]) << (8 * (i - whole));
+  v3 ^= last;
+  SipRound(v0, v1, v2, v3);
+  v0 ^= last;
+  v2 ^= 0xff;
+  SipRound(v0, v1, v2, v3);
+  SipRound(v0, v1, v2, v3);
+  SipRound(v0, v1, v2, v3);
+  return v0 ^ v1 ^ v2 ^ v3;
+}
+
 // Cached answers by key, in a flat open-addressing table: each slot holds the key's hash and a pointer to one block
 // with the key and the answer side by side. A lookup touches the slot and that block, where std::unordered_map touched
 // a bucket, a node, the key's bytes and the answer's bytes in four places: under dnsperf, its find() was over 40% of
@@ -79,7 +128,7 @@ class AnswerTable {
   ~AnswerTable() { Clear(); }
 
   static uint64_t Hash(const char* k, size_t n) {
-    const uint64_t h = std::hash<std::string_view>()(std::string_view(k, n));
+    const uint64_t h = KeyedHash(k, n);
     return h == 0 ? 1 : h;  // 0 marks an empty slot
   }
 
@@ -682,7 +731,27 @@ napi_value Stats(napi_env env, napi_callback_info) {
   return o;
 }
 
+// keyHash(bytes): the table's hash of a key, for the test that two processes hash alike keys differently.
+napi_value KeyHash(napi_env env, napi_callback_info info) {
+  size_t argc = 1;
+  napi_value argv[1];
+  void* data = nullptr;
+  size_t len = 0;
+  if (napi_get_cb_info(env, info, &argc, argv, nullptr, nullptr) != napi_ok || argc < 1 ||
+      napi_get_buffer_info(env, argv[0], &data, &len) != napi_ok)
+    return Throw(env, "keyHash(buffer)");
+  char hex[17];
+  snprintf(hex, sizeof(hex), "%016llx", static_cast<unsigned long long>(KeyedHash(static_cast<const char*>(data), len)));
+  napi_value out;
+  napi_create_string_utf8(env, hex, 16, &out);
+  return out;
+}
+
 napi_value Init(napi_env env, napi_value exports) {
+  if (getrandom(g_hash_key, sizeof(g_hash_key), 0) != static_cast<ssize_t>(sizeof(g_hash_key))) {
+    napi_throw_error(env, nullptr, "getrandom() gave no key for the answer table's hash");
+    return nullptr;
+  }
   const napi_property_descriptor props[] = {
       {"listen", nullptr, Listen, nullptr, nullptr, nullptr, napi_default, nullptr},
       {"send", nullptr, Send, nullptr, nullptr, nullptr, napi_default, nullptr},
@@ -690,6 +759,7 @@ napi_value Init(napi_env env, napi_value exports) {
       {"set", nullptr, Set, nullptr, nullptr, nullptr, napi_default, nullptr},
       {"flush", nullptr, Flush, nullptr, nullptr, nullptr, napi_default, nullptr},
       {"stats", nullptr, Stats, nullptr, nullptr, nullptr, napi_default, nullptr},
+      {"keyHash", nullptr, KeyHash, nullptr, nullptr, nullptr, napi_default, nullptr},
   };
   napi_define_properties(env, exports, sizeof(props) / sizeof(props[0]), props);
   return exports;
