@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // A very large zone transferred into the platform as a secondary, from a Knot primary (TSIG-signed AXFR): how long
 // the first transfer and a later whole-zone transfer take, the longest event-loop stall of `edgecli serve` meanwhile
-// (perf_hooks.monitorEventLoopDelay in the server, loop-monitor.mjs), its RSS, and how long DNS queries to another
+// (perf_hooks.monitorEventLoopDelay in the server, loop-monitor.mjs), its RSS, V8 heap and longest GC pause, and how long DNS queries to another
 // zone waited meanwhile (a UDP probe every 20 ms).
 // Usage: npm run build && node bench/dns/secondary-transfer.mjs [--records 200000] [--cpu-prof DIR] [--trace-gc --server-output FILE]
 // Needs Debian `knot` (knotd, knsupdate) and `knot-dnsutils`.
@@ -136,6 +136,10 @@ try {
       seconds: (t1 - t0) / 1000,
       max_loop_stall_ms: Math.round(Math.max(...samples.map((s) => s.max_ms))),
       peak_rss_mb: Math.round(Math.max(...samples.map((s) => s.rss_mb))),
+      peak_heap_mb: Math.round(Math.max(...samples.map((s) => s.heap_mb))),
+      longest_gc_pause_ms: Math.round(Math.max(...samples.map((s) => s.gc_max_ms))),
+      loop_delays_over_100ms: samples.filter((s) => s.max_ms > 100).length,
+      intervals: samples.length,
       probe: pr.read(),
     };
   };
@@ -151,7 +155,9 @@ try {
     () => p.api("POST", `/zones/${zoneId}/secondary_dns/force_axfr`),
     async () => transfers() === 2,
   );
-  results.rss_after_mb = Math.round(loopSamples(p.output(), Date.now() - 400, Date.now()).at(-1).rss_mb);
+  const last = loopSamples(p.output(), Date.now() - 400, Date.now()).at(-1);
+  results.rss_after_mb = Math.round(last.rss_mb);
+  results.heap_after_mb = Math.round(last.heap_mb);
   console.log(JSON.stringify(results, null, 2));
 } finally {
   pr?.stop();

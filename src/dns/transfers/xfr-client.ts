@@ -34,14 +34,29 @@ export class XfrError extends Error {}
 const RCODES = ["NOERROR", "FORMERR", "SERVFAIL", "NXDOMAIN", "NOTIMP", "REFUSED", "YXDOMAIN", "YXRRSET", "NXRRSET", "NOTAUTH", "NOTZONE"];
 
 /**
- * Asks a primary over TCP and returns the records of its answer, in order, across however many messages it takes.
- * The answer ends with the message that holds its last record: for SOA the first message; for AXFR the second SOA;
- * for IXFR (RFC 1995 §4) the lone SOA of an up-to-date answer, or the final SOA after the differences, or the
- * closing SOA of a whole zone sent instead. Signed with `key` when given, and then every message must verify
- * (StreamVerifier). Each message is decoded as it arrives (at most 64 KiB), one socket read per turn of the event
- * loop, so a large zone never blocks the loop for long.
+ * Asks a primary over TCP and returns the records of its answer, in order, across however many messages it takes
+ * (streamXfr, collected: for the SOA query and small answers).
  */
-export function requestXfr(req: XfrRequest): Promise<packet.Answer[]> {
+export async function requestXfr(req: XfrRequest): Promise<packet.Answer[]> {
+  const rrs: packet.Answer[] = [];
+  await streamXfr(req, (message) => {
+    for (const rr of message) rrs.push(rr);
+  });
+  return rrs;
+}
+
+/**
+ * Asks a primary over TCP and hands the records of its answer to `take`, one message at a time as each arrives, so
+ * the caller converts them and lets the decoded message go (a 200,000-record AXFR held whole in dns-packet objects
+ * was most of a 600 MB heap). The answer ends with the message that holds its last record: for SOA the first
+ * message; for AXFR the second SOA; for IXFR (RFC 1995 §4) the lone SOA of an up-to-date answer, or the final SOA
+ * after the differences, or the closing SOA of a whole zone sent instead. Signed with `key` when given, and then
+ * every message must verify (StreamVerifier). Each message is decoded as it arrives (at most 64 KiB), one socket
+ * read per turn of the event loop, so a large zone never blocks the loop for long. Resolves once the answer is
+ * complete; rejects (XfrError, or what `take` threw) otherwise, and `take` is then not called again: whatever it
+ * gathered is not a whole answer.
+ */
+export function streamXfr(req: XfrRequest, take: (rrs: readonly packet.Answer[]) => void): Promise<void> {
   const limits = req.limits ?? DEFAULT_XFR_LIMITS;
   const id = randomInt(0, 65536);
   const query = packet.encode({
@@ -57,19 +72,19 @@ export function requestXfr(req: XfrRequest): Promise<packet.Answer[]> {
   const framed = Buffer.concat([Buffer.from([wire.length >> 8, wire.length & 0xff]), wire]);
 
   return new Promise((resolve, reject) => {
-    const rrs: packet.Answer[] = [];
     const ending = new TransferEnd(req.type);
+    let records = 0;
     let pending: Buffer = Buffer.alloc(0);
     let bytes = 0;
     let settled = false;
     const socket = net.connect({ host: req.host, port: req.port });
-    const finish = (err?: Error) => {
+    const finish = (err?: unknown) => {
       if (settled) return;
       settled = true;
       clearTimeout(deadline);
       socket.destroy();
       if (err) reject(err);
-      else resolve(rrs);
+      else resolve();
     };
     const deadline = setTimeout(() => finish(new XfrError(`no complete answer within ${limits.timeoutMs / 1000} s`)), limits.timeoutMs);
     socket.setTimeout(limits.idleMs, () => finish(new XfrError(`the primary was silent for ${limits.idleMs / 1000} s`)));
@@ -83,11 +98,19 @@ export function requestXfr(req: XfrRequest): Promise<packet.Answer[]> {
       while (!settled && pending.length >= 2 && pending.length >= 2 + pending.readUInt16BE(0)) {
         const msg = pending.subarray(2, 2 + pending.readUInt16BE(0));
         pending = pending.subarray(2 + msg.length);
+        let answers: packet.Answer[];
+        let done: boolean;
         try {
-          if (readMessage(msg)) return finish();
+          ({ answers, done } = readMessage(msg));
         } catch (err) {
           return finish(err instanceof XfrError ? err : new XfrError(`unreadable answer: ${(err as Error).message}`));
         }
+        try {
+          take(answers);
+        } catch (err) {
+          return finish(err);
+        }
+        if (done) return finish();
       }
       // One chunk per turn of the event loop: a fast primary fills the socket faster than its messages are decoded,
       // and libuv hands over several reads in one go (a 200,000-record AXFR held the loop for most of a second).
@@ -95,8 +118,8 @@ export function requestXfr(req: XfrRequest): Promise<packet.Answer[]> {
       setImmediate(() => settled || socket.resume());
     });
 
-    /** Takes one message; true once the answer is complete. */
-    function readMessage(msg: Buffer): boolean {
+    /** Checks and decodes one message: its records, and whether the answer is complete with them. */
+    function readMessage(msg: Buffer): { answers: packet.Answer[]; done: boolean } {
       if (msg.length < 12 || msg.readUInt16BE(0) !== id) throw new XfrError("a message that does not answer our request");
       const rcode = msg.readUInt16BE(2) & 0xf;
       if (rcode !== 0) throw new XfrError(`the primary answered ${RCODES[rcode] ?? rcode}`);
@@ -108,15 +131,13 @@ export function requestXfr(req: XfrRequest): Promise<packet.Answer[]> {
         }
       }
       const answers = packet.decode(msg).answers ?? [];
-      if (rrs.length + answers.length > limits.maxRecords) throw new XfrError(`the answer has more than ${limits.maxRecords} records`);
-      for (const rr of answers) {
-        rrs.push(rr);
-        ending.add(rr);
-      }
-      if (rrs.length === 0) throw new XfrError("the primary answered without records (is it authoritative for the zone?)");
+      if (records + answers.length > limits.maxRecords) throw new XfrError(`the answer has more than ${limits.maxRecords} records`);
+      records += answers.length;
+      for (const rr of answers) ending.add(rr);
+      if (records === 0) throw new XfrError("the primary answered without records (is it authoritative for the zone?)");
       const done = ending.done();
       if (done && verifier && !verifier.complete()) throw new XfrError("TSIG: the last message is not signed");
-      return done;
+      return { answers, done };
     }
   });
 }
