@@ -3,7 +3,7 @@
 // the first transfer and a later whole-zone transfer take, the longest event-loop stall of `edgecli serve` meanwhile
 // (perf_hooks.monitorEventLoopDelay in the server, loop-monitor.mjs), its RSS, V8 heap and longest GC pause, and how long DNS queries to another
 // zone waited meanwhile (a UDP probe every 20 ms).
-// Usage: npm run build && node bench/dns/secondary-transfer.mjs [--records 200000] [--cpu-prof DIR] [--trace-gc --server-output FILE]
+// Usage: npm run build && node bench/dns/secondary-transfer.mjs [--records 200000] [--cpu-prof DIR] [--trace-gc --server-output FILE] [--knot-output FILE]
 // Needs Debian `knot` (knotd, knsupdate) and `knot-dnsutils`.
 import { randomBytes } from "node:crypto";
 import dgram from "node:dgram";
@@ -22,6 +22,8 @@ const ZONE = "big.example";
 const monitor = fileURLToPath(new URL("./loop-monitor.mjs", import.meta.url));
 /** --server-output FILE: everything the server printed (its log, the monitor's lines; with --trace-gc, its GC pauses). */
 const SERVER_OUTPUT = args.includes("--server-output") ? args[args.indexOf("--server-output") + 1] : undefined;
+/** --knot-output FILE: the primary's log (its AXFRs started and finished). */
+const KNOT_OUTPUT = args.includes("--knot-output") ? args[args.indexOf("--knot-output") + 1] : undefined;
 /** --cpu-prof DIR: a V8 CPU profile of the server, written into DIR when it stops. */
 const CPU_PROF = args.includes("--cpu-prof") ? args[args.indexOf("--cpu-prof") + 1] : undefined;
 
@@ -163,6 +165,7 @@ try {
   pr?.stop();
   await p.stop();
   if (SERVER_OUTPUT) writeFileSync(SERVER_OUTPUT, p.output());
+  if (KNOT_OUTPUT) writeFileSync(KNOT_OUTPUT, knot.log());
   await knot.stop();
   rmSync(work, { recursive: true, force: true });
 }
