@@ -2,7 +2,7 @@
 // A very large zone transferred into the platform as a secondary, from a Knot primary (TSIG-signed AXFR): how long
 // the first transfer and a later whole-zone transfer take, the longest event-loop stall of `edgecli serve` meanwhile
 // (perf_hooks.monitorEventLoopDelay in the server, loop-monitor.mjs), its RSS, V8 heap and longest GC pause, and how long DNS queries to another
-// zone waited meanwhile (a UDP probe every 20 ms).
+// zone waited meanwhile (a UDP probe every 20 ms); then the same while the platform serves the zone by AXFR.
 // Usage: npm run build && node bench/dns/secondary-transfer.mjs [--records 200000] [--cpu-prof DIR] [--trace-gc --server-output FILE] [--knot-output FILE]
 // Needs Debian `knot` (knotd, knsupdate) and `knot-dnsutils`.
 import { randomBytes } from "node:crypto";
@@ -14,6 +14,7 @@ import { fileURLToPath } from "node:url";
 import * as packet from "dns-packet";
 import { startTestPlatform } from "../../dist/core/testing/platform.js";
 import { freePort, knsupdate, startKnot } from "../../dist/dns/testing/knot.js";
+import { requestXfr } from "../../dist/dns/transfers/xfr-client.js";
 
 const args = process.argv.slice(2);
 const opt = (name, def) => (args.includes(`--${name}`) ? Number(args[args.indexOf(`--${name}`) + 1]) : def);
@@ -157,6 +158,14 @@ try {
     () => p.api("POST", `/zones/${zoneId}/secondary_dns/force_axfr`),
     async () => transfers() === 2,
   );
+  // The platform handing the zone on: an AXFR of it from our server (loopback is in --axfr-allow by default).
+  let served = [];
+  await measure(
+    "serving_axfr",
+    async () => (served = await requestXfr({ host: "127.0.0.1", port: dnsPort, zone: ZONE, type: "AXFR" })),
+    async () => true,
+  );
+  results.serving_axfr.records = served.length;
   const last = loopSamples(p.output(), Date.now() - 400, Date.now()).at(-1);
   results.rss_after_mb = Math.round(last.rss_mb);
   results.heap_after_mb = Math.round(last.heap_mb);

@@ -8,8 +8,11 @@ export interface PrimaryVersion {
   records: packet.Answer[];
 }
 
-/** How the primary breaks its next AXFR answer: closes the connection before the last message, or answers SERVFAIL in it. */
-export type Breakage = "close-before-last" | "servfail-in-last";
+/**
+ * What the primary does to its next AXFR or IXFR answer: closes the connection before the last message, answers
+ * SERVFAIL in it, or sends it whole and closes at once (not a breakage: the answer is complete).
+ */
+export type Breakage = "close-before-last" | "servfail-in-last" | "close-after-last";
 
 /**
  * A primary on loopback TCP that answers SOA, AXFR and IXFR from versions the test sets, in many small messages
@@ -118,6 +121,7 @@ export class ScriptedPrimary {
       return;
     }
     this.send(socket, q, messages, breakage === "servfail-in-last" ? 2 : 0);
+    if (breakage === "close-after-last") socket.end();
   }
 
   /** Writes one response message per group of records; `lastRcode` in the last one. */
