@@ -1,9 +1,9 @@
 #!/usr/bin/env node
 // A very large zone transferred into the platform as a secondary, from a Knot primary (TSIG-signed AXFR): how long
 // the first transfer and a later whole-zone transfer take, the longest event-loop stall of `edgecli serve` meanwhile
-// (perf_hooks.monitorEventLoopDelay in the server, loop-monitor.mjs), its RSS, and how long DNS queries to another
-// zone waited meanwhile (a UDP probe every 20 ms).
-// Usage: npm run build && node bench/dns/secondary-transfer.mjs [--records 200000] [--cpu-prof DIR] [--trace-gc --server-output FILE]
+// (perf_hooks.monitorEventLoopDelay in the server, loop-monitor.mjs), its RSS, V8 heap and longest GC pause, and how long DNS queries to another
+// zone waited meanwhile (a UDP probe every 20 ms); then the same while the platform serves the zone by AXFR.
+// Usage: npm run build && node bench/dns/secondary-transfer.mjs [--records 200000] [--cpu-prof DIR] [--trace-gc --server-output FILE] [--knot-output FILE]
 // Needs Debian `knot` (knotd, knsupdate) and `knot-dnsutils`.
 import { randomBytes } from "node:crypto";
 import dgram from "node:dgram";
@@ -14,6 +14,7 @@ import { fileURLToPath } from "node:url";
 import * as packet from "dns-packet";
 import { startTestPlatform } from "../../dist/core/testing/platform.js";
 import { freePort, knsupdate, startKnot } from "../../dist/dns/testing/knot.js";
+import { requestXfr } from "../../dist/dns/transfers/xfr-client.js";
 
 const args = process.argv.slice(2);
 const opt = (name, def) => (args.includes(`--${name}`) ? Number(args[args.indexOf(`--${name}`) + 1]) : def);
@@ -22,6 +23,8 @@ const ZONE = "big.example";
 const monitor = fileURLToPath(new URL("./loop-monitor.mjs", import.meta.url));
 /** --server-output FILE: everything the server printed (its log, the monitor's lines; with --trace-gc, its GC pauses). */
 const SERVER_OUTPUT = args.includes("--server-output") ? args[args.indexOf("--server-output") + 1] : undefined;
+/** --knot-output FILE: the primary's log (its AXFRs started and finished). */
+const KNOT_OUTPUT = args.includes("--knot-output") ? args[args.indexOf("--knot-output") + 1] : undefined;
 /** --cpu-prof DIR: a V8 CPU profile of the server, written into DIR when it stops. */
 const CPU_PROF = args.includes("--cpu-prof") ? args[args.indexOf("--cpu-prof") + 1] : undefined;
 
@@ -136,6 +139,10 @@ try {
       seconds: (t1 - t0) / 1000,
       max_loop_stall_ms: Math.round(Math.max(...samples.map((s) => s.max_ms))),
       peak_rss_mb: Math.round(Math.max(...samples.map((s) => s.rss_mb))),
+      peak_heap_mb: Math.round(Math.max(...samples.map((s) => s.heap_mb))),
+      longest_gc_pause_ms: Math.round(Math.max(...samples.map((s) => s.gc_max_ms))),
+      loop_delays_over_100ms: samples.filter((s) => s.max_ms > 100).length,
+      intervals: samples.length,
       probe: pr.read(),
     };
   };
@@ -151,12 +158,23 @@ try {
     () => p.api("POST", `/zones/${zoneId}/secondary_dns/force_axfr`),
     async () => transfers() === 2,
   );
-  results.rss_after_mb = Math.round(loopSamples(p.output(), Date.now() - 400, Date.now()).at(-1).rss_mb);
+  // The platform handing the zone on: an AXFR of it from our server (loopback is in --axfr-allow by default).
+  let served = [];
+  await measure(
+    "serving_axfr",
+    async () => (served = await requestXfr({ host: "127.0.0.1", port: dnsPort, zone: ZONE, type: "AXFR" })),
+    async () => true,
+  );
+  results.serving_axfr.records = served.length;
+  const last = loopSamples(p.output(), Date.now() - 400, Date.now()).at(-1);
+  results.rss_after_mb = Math.round(last.rss_mb);
+  results.heap_after_mb = Math.round(last.heap_mb);
   console.log(JSON.stringify(results, null, 2));
 } finally {
   pr?.stop();
   await p.stop();
   if (SERVER_OUTPUT) writeFileSync(SERVER_OUTPUT, p.output());
+  if (KNOT_OUTPUT) writeFileSync(KNOT_OUTPUT, knot.log());
   await knot.stop();
   rmSync(work, { recursive: true, force: true });
 }

@@ -1,21 +1,20 @@
-import { randomBytes } from "node:crypto";
 import * as packet from "dns-packet";
 import type { Logger } from "../../core/logger.js";
-import type { DnsRecord } from "../model.js";
 import { Rcode, type AnswerEngine } from "../server/answer.js";
 import type { ZoneService } from "../zones/zone-service.js";
-import { now, type ZoneState } from "../zones/zone-state.js";
+import type { ZoneState } from "../zones/zone-state.js";
 import { PEER_NOT_ALLOWED, sameAddress } from "./addresses.js";
 import type { TransferDirectory } from "./directory.js";
-import { incomingRecord, recordKey, soaOf, type IncomingRecord } from "./incoming-records.js";
+import { soaOf } from "./incoming-records.js";
+import { IncomingTransfer } from "./incoming-transfer.js";
 import type { Peer } from "./model.js";
 import { refusalReply, sign, verifyRequest, type TsigKey } from "./tsig.js";
-import { DEFAULT_XFR_LIMITS, requestXfr, XfrError, type XfrLimits } from "./xfr-client.js";
+import { DEFAULT_XFR_LIMITS, requestXfr, streamXfr, XfrError, type XfrLimits } from "./xfr-client.js";
+
+export { secondaryRecord } from "./incoming-transfer.js";
 
 type Decoded = ReturnType<typeof packet.decode>;
 
-/** Records converted (and diffed) between two turns of the event loop, so a large zone never stalls answering. */
-const YIELD_EVERY = 1000;
 /** Retry of a zone that has never been transferred (its SOA retry is not known yet). */
 const FIRST_RETRY_S = 10;
 /** Bounds on timers: a primary's SOA of 0 must not spin, nor one of years overflow setTimeout. */
@@ -38,23 +37,6 @@ export interface RefreshTimes {
   next_refresh_time: string | null;
   /** When the SOA expire passes without a primary answering; null when the zone is not served (expired, or never transferred). */
   expires_time: string | null;
-}
-
-const yieldToLoop = () => new Promise<void>((resolve) => setImmediate(resolve));
-
-/** Record ids (as zone-state's newId: 16 random bytes in hex) drawn from the CSPRNG a batch at a time: one call per record cost seconds on a 200,000-record transfer. */
-class IdBatch {
-  private pool = Buffer.alloc(0);
-  private at = 0;
-
-  next(): string {
-    if (this.at === this.pool.length) {
-      this.pool = randomBytes(16 * YIELD_EVERY);
-      this.at = 0;
-    }
-    this.at += 16;
-    return this.pool.toString("hex", this.at - 16, this.at);
-  }
 }
 
 /**
@@ -257,104 +239,45 @@ export class SecondaryZones {
       const { serial } = soaOf(soa);
       if (!serialNewer(serial, zs.zone.serial)) return false;
       if (peer.ixfr_enable) {
-        const rrs = await requestXfr({ ...base, type: "IXFR", soa: this.engine.soaRr(zs) as packet.Answer });
-        if (await this.applyIxfr(zs, rrs, peer)) return true;
+        const ixfr = new IncomingTransfer(zs, "IXFR", this.skippedLogger(zs));
+        await streamXfr({ ...base, type: "IXFR", soa: this.engine.soaRr(zs) as packet.Answer }, (rrs) => ixfr.take(rrs));
+        // A lone SOA newer than ours, or differences from another serial: the whole zone instead.
+        if (ixfr.usable()) {
+          await this.apply(zs, ixfr, ixfr.isWhole() ? `IXFR (whole zone) from ${peer.name}` : `IXFR from ${peer.name}`);
+          return true;
+        }
       }
     }
-    const rrs = await requestXfr({ ...base, type: "AXFR" });
-    await this.applyAxfr(zs, rrs, peer, "AXFR");
+    const axfr = new IncomingTransfer(zs, "AXFR", this.skippedLogger(zs));
+    await streamXfr({ ...base, type: "AXFR" }, (rrs) => axfr.take(rrs));
+    await this.apply(zs, axfr, `AXFR from ${peer.name}`);
     return true;
   }
 
-  /**
-   * An IXFR answer: the differences applied to what the zone holds, or a whole zone (AXFR-style). False when it
-   * cannot be used (a lone SOA newer than ours, or differences from another serial): the caller asks AXFR.
-   */
-  private async applyIxfr(zs: ZoneState, rrs: packet.Answer[], peer: Peer): Promise<boolean> {
-    if (rrs.length < 2) return false;
-    if (rrs[1].type !== "SOA") {
-      await this.applyAxfr(zs, rrs, peer, "IXFR (whole zone)");
-      return true;
-    }
-    if (soaOf(rrs[1]).serial !== zs.zone.serial) return false;
-    const held = new Map<string, IncomingRecord>();
-    for (const r of zs.records.values()) held.set(recordKey(r), r);
-    // rrs: final SOA, then (old SOA, removed..., new SOA, added...)*, final SOA: each SOA inside turns removing into
-    // adding and back, starting with removing.
-    let adding = true;
-    let skipped = 0;
-    for (let i = 1; i < rrs.length - 1; i++) {
-      if (i % YIELD_EVERY === 0) await yieldToLoop();
-      const rr = rrs[i];
-      if (rr.type === "SOA") {
-        adding = !adding;
-        continue;
-      }
-      const c = incomingRecord(rr, zs.zone.name);
-      if (!("record" in c)) {
-        skipped++;
-        continue;
-      }
-      if (adding) held.set(recordKey(c.record), c.record);
-      else held.delete(recordKey(c.record));
-    }
-    await this.take(zs, rrs[0], [...held.values()], `IXFR from ${peer.name}`, skipped, true);
-    return true;
-  }
-
-  /** A whole zone (SOA, records, SOA): what the zone holds becomes exactly that. */
-  private async applyAxfr(zs: ZoneState, rrs: packet.Answer[], peer: Peer, kind: string): Promise<void> {
-    const records: IncomingRecord[] = [];
-    let skipped = 0;
-    for (let i = 1; i < rrs.length - 1; i++) {
-      if (i % YIELD_EVERY === 0) await yieldToLoop();
-      const c = incomingRecord(rrs[i], zs.zone.name);
-      if ("record" in c) records.push(c.record);
-      else {
-        skipped++;
-        if (skipped <= 3) this.log.info({ zone: zs.zone.name, why: c.skipped }, "record of the primary not kept");
-      }
-    }
-    const soa = rrs[0];
-    // The decoded messages are no longer needed: let them go before the records are written (memory of a large zone).
-    rrs.length = 0;
-    await this.take(zs, soa, records, `${kind} from ${peer.name}`, skipped, false);
+  private skippedLogger(zs: ZoneState): (why: string) => void {
+    return (why) => this.log.info({ zone: zs.zone.name, why }, "record of the primary not kept");
   }
 
   /**
-   * Makes the zone's records `wanted` (keeping the id of every record that stays, so the API's ids are stable)
-   * with the primary's SOA, in one store write.
+   * A complete answer: the zone's records become what it says (keeping the id of every record that stays, so the
+   * API's ids are stable), with the primary's SOA, in one store write.
    */
-  private async take(zs: ZoneState, soaRr: packet.Answer, wanted: IncomingRecord[], how: string, skipped: number, incremental: boolean): Promise<void> {
-    const primary = soaOf(soaRr);
-    const byKey = new Map<string, IncomingRecord>();
-    for (let i = 0; i < wanted.length; i++) {
-      if (i % YIELD_EVERY === YIELD_EVERY - 1) await yieldToLoop();
-      byKey.set(recordKey(wanted[i]), wanted[i]);
-    }
-    const deletes: string[] = [];
-    const upserts: DnsRecord[] = [];
-    let n = 0;
-    for (const r of zs.records.values()) {
-      if (++n % YIELD_EVERY === 0) await yieldToLoop();
-      const key = recordKey(r);
-      const w = byKey.get(key);
-      if (!w) deletes.push(r.id);
-      else {
-        byKey.delete(key);
-        if (w.ttl !== r.ttl) upserts.push({ ...r, ttl: w.ttl, modified_on: now() });
-      }
-    }
-    const t = now();
-    const ids = new IdBatch();
-    for (const w of byKey.values()) {
-      if (++n % YIELD_EVERY === 0) await yieldToLoop();
-      upserts.push(secondaryRecord(w, zs.zone.id, ids.next(), t));
-    }
-    await this.zones.replaceSecondary(zs, primary, { upserts, deletes });
-    if (!incremental) this.status.set(zs.zone.id, { ...this.statusOf(zs.zone.id), skipped_records: skipped });
+  private async apply(zs: ZoneState, transfer: IncomingTransfer, how: string): Promise<void> {
+    const primary = transfer.primary();
+    const changes = await transfer.changes();
+    await this.zones.replaceSecondary(zs, primary, changes);
+    const skipped = transfer.skipped;
+    if (transfer.isWhole()) this.status.set(zs.zone.id, { ...this.statusOf(zs.zone.id), skipped_records: skipped });
     this.log.info(
-      { zone: zs.zone.name, serial: primary.serial, how, records: zs.records.size, added_or_changed: upserts.length, removed: deletes.length, skipped },
+      {
+        zone: zs.zone.name,
+        serial: primary.serial,
+        how,
+        records: zs.records.size,
+        added_or_changed: changes.upserts.length,
+        removed: changes.deletes.length,
+        skipped,
+      },
       "secondary zone transferred",
     );
   }
@@ -390,23 +313,6 @@ export class SecondaryZones {
       this.expiresAt.set(zoneId, expiresAt);
     }
   }
-}
-
-/** A record a transfer brought, as the zone stores it (nothing of the platform's own: no proxying, comment, tags). */
-export function secondaryRecord(w: IncomingRecord, zoneId: string, id: string, createdOn: string): DnsRecord {
-  return {
-    ...w,
-    id,
-    zone_id: zoneId,
-    proxied: false,
-    comment: null,
-    tags: [],
-    settings: {},
-    created_on: createdOn,
-    modified_on: createdOn,
-    comment_modified_on: null,
-    tags_modified_on: null,
-  };
 }
 
 /** The serial a NOTIFY announces (its answer section may carry the new SOA), for the log. */
