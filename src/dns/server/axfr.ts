@@ -17,7 +17,7 @@ const MESSAGE_BYTES = 16_000;
  * proxied. Taking it is a walk over the names without building a record; the records are built from it later, in
  * chunks, while the live zone may change.
  */
-interface ContentSnapshot {
+export interface ContentSnapshot {
   apexNs: Rr[];
   /** The flattened apex CNAME's addresses, resolved when the snapshot was taken. */
   flattenedApex?: Rr[];
@@ -25,7 +25,7 @@ interface ContentSnapshot {
   names: { name: string; recs: readonly DnsRecord[]; proxied: boolean }[];
 }
 
-function snapshotContent(engine: AnswerEngine, zs: ZoneState): ContentSnapshot {
+export function snapshotContent(engine: AnswerEngine, zs: ZoneState): ContentSnapshot {
   const apex = zs.zone.name;
   const names: ContentSnapshot["names"] = [];
   let flattenedApex: Rr[] | undefined;
@@ -42,7 +42,7 @@ function snapshotContent(engine: AnswerEngine, zs: ZoneState): ContentSnapshot {
  * addresses (never the origin), and a flattened apex CNAME is sent as the addresses it resolves to,
  * since a CNAME beside the SOA is not a valid zone.
  */
-function* snapshotRecords(engine: AnswerEngine, snap: ContentSnapshot): Generator<Rr> {
+export function* snapshotRecords(engine: AnswerEngine, snap: ContentSnapshot): Generator<Rr> {
   yield* snap.apexNs;
   for (const { name, recs, proxied } of snap.names) {
     const flattened = name === snap.apex ? snap.flattenedApex : undefined;
