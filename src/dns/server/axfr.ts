@@ -12,29 +12,37 @@ const PER_MESSAGE = 200;
 const MESSAGE_BYTES = 16_000;
 
 /**
- * One version of a zone's content, taken when a transfer starts (RFC 5936: a transfer is a copy of one version): the
- * owner names with a copy of each record list (ZoneState.put pushes onto the live lists) and whether each name is
- * proxied. Taking it is a walk over the names without building a record; the records are built from it later, in
- * chunks, while the live zone may change.
+ * One version of a zone's content, taken when a transfer starts (RFC 5936: a transfer is a copy of one version) in a
+ * walk over the owner names that copies nothing but references: the zone object (replaced whole on every change,
+ * never mutated), and each name's record list with its length then. ZoneState only ever appends to a list in place
+ * (a removal or a replacement makes a new list), so the first `length` records of a list are that version's for good.
+ * The records are built from it later, in chunks, while the live zone changes.
  */
 export interface ContentSnapshot {
+  zone: ZoneState["zone"];
   apexNs: Rr[];
   /** The flattened apex CNAME's addresses, resolved when the snapshot was taken. */
   flattenedApex?: Rr[];
-  apex: string;
-  names: { name: string; recs: readonly DnsRecord[]; proxied: boolean }[];
+  names: string[];
+  lists: (readonly DnsRecord[])[];
+  lengths: number[];
 }
 
 export function snapshotContent(engine: AnswerEngine, zs: ZoneState): ContentSnapshot {
-  const apex = zs.zone.name;
-  const names: ContentSnapshot["names"] = [];
-  let flattenedApex: Rr[] | undefined;
+  const zone = zs.zone;
+  const names: string[] = [];
+  const lists: (readonly DnsRecord[])[] = [];
+  const lengths: number[] = [];
   for (const [name, recs] of zs.byName) {
-    names.push({ name, recs: recs.slice(), proxied: engine.isProxied(zs, recs) });
-    if (name === apex && recs.some((r) => r.type === "CNAME"))
-      flattenedApex = (["A", "AAAA"] as const).flatMap((t) => engine.answer(name, t)?.answers.filter((a) => a.name === name) ?? []);
+    names.push(name);
+    lists.push(recs);
+    lengths.push(recs.length);
   }
-  return { apexNs: engine.apexNs(zs), flattenedApex, apex, names };
+  const apexCname = zs.at(zone.name).some((r) => r.type === "CNAME");
+  const flattenedApex = apexCname
+    ? (["A", "AAAA"] as const).flatMap((t) => engine.answer(zone.name, t)?.answers.filter((a) => a.name === zone.name) ?? [])
+    : undefined;
+  return { zone, apexNs: engine.apexNs(zs), flattenedApex, names, lists, lengths };
 }
 
 /**
@@ -44,15 +52,20 @@ export function snapshotContent(engine: AnswerEngine, zs: ZoneState): ContentSna
  */
 export function* snapshotRecords(engine: AnswerEngine, snap: ContentSnapshot): Generator<Rr> {
   yield* snap.apexNs;
-  for (const { name, recs, proxied } of snap.names) {
-    const flattened = name === snap.apex ? snap.flattenedApex : undefined;
+  const apex = snap.zone.name;
+  for (let i = 0; i < snap.names.length; i++) {
+    const name = snap.names[i];
+    const list = snap.lists[i];
+    const recs = list.length === snap.lengths[i] ? list : list.slice(0, snap.lengths[i]);
+    const proxied = engine.isProxied(snap, recs);
+    const flattened = name === apex ? snap.flattenedApex : undefined;
     if (proxied || flattened) {
       if (flattened && !proxied) yield* flattened;
       else for (const t of ["A", "AAAA"] as const) yield* engine.edgeRrs(recs, name, t);
       for (const r of recs) if (r.type !== "A" && r.type !== "AAAA" && r.type !== "CNAME") yield engine.rr(r, name);
       continue;
     }
-    for (const r of recs) if (!(name === snap.apex && r.type === "NS")) yield engine.rr(r, name);
+    for (const r of recs) if (!(name === apex && r.type === "NS")) yield engine.rr(r, name);
   }
 }
 

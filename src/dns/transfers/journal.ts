@@ -9,9 +9,9 @@ import type { JournalBounds, TransferStore } from "./store.js";
 export const DEFAULT_JOURNAL_BOUNDS: JournalBounds = { maxEntries: 1000, maxRecords: 100_000 };
 
 /**
- * A zone as a secondary last could have seen it: its serial, SOA and every other record. Taken cheaply (the names and a
- * copy of their record lists, as an AXFR takes its version) when a transfer starts; the records by wire bytes are
- * built only when a change needs them (rrsOf).
+ * A zone as a secondary last could have seen it: its serial, SOA and every other record. Taken cheaply (the names and
+ * references to their record lists, as an AXFR takes its version: server/axfr.ts) when a transfer starts; the records
+ * by wire bytes are built only when a change needs them (rrsOf).
  */
 interface Snapshot {
   serial: number;
