@@ -126,7 +126,7 @@ export class AnswerEngine {
   }
 
   /** Whether a name's A/AAAA/CNAME are served by the platform's edge. */
-  isProxied(zs: ZoneState, recs: readonly DnsRecord[]): boolean {
+  isProxied(zs: Pick<ZoneState, "zone">, recs: readonly DnsRecord[]): boolean {
     return !zs.zone.paused && recs.some((r) => r.proxied);
   }
 

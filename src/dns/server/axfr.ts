@@ -1,6 +1,7 @@
 import * as packet from "dns-packet";
 import type { AnswerEngine, Rr } from "./answer.js";
 import type { ZoneState } from "../zones/zone-state.js";
+import type { DnsRecord } from "../model.js";
 import { encodeQuestion, encodeRr } from "./wire-codecs.js";
 import { signedTransfer } from "../dnssec/zone-transfer.js";
 
@@ -11,40 +12,91 @@ const PER_MESSAGE = 200;
 const MESSAGE_BYTES = 16_000;
 
 /**
+ * One version of a zone's content, taken when a transfer starts (RFC 5936: a transfer is a copy of one version) in a
+ * walk over the owner names that copies nothing but references: the zone object (replaced whole on every change,
+ * never mutated), and each name's record list with its length then. ZoneState only ever appends to a list in place
+ * (a removal or a replacement makes a new list), so the first `length` records of a list are that version's for good.
+ * The records are built from it later, in chunks, while the live zone changes.
+ */
+export interface ContentSnapshot {
+  zone: ZoneState["zone"];
+  apexNs: Rr[];
+  /** The flattened apex CNAME's addresses, resolved when the snapshot was taken. */
+  flattenedApex?: Rr[];
+  names: string[];
+  lists: (readonly DnsRecord[])[];
+  lengths: number[];
+}
+
+export function snapshotContent(engine: AnswerEngine, zs: ZoneState): ContentSnapshot {
+  const zone = zs.zone;
+  const names: string[] = [];
+  const lists: (readonly DnsRecord[])[] = [];
+  const lengths: number[] = [];
+  for (const [name, recs] of zs.byName) {
+    names.push(name);
+    lists.push(recs);
+    lengths.push(recs.length);
+  }
+  const apexCname = zs.at(zone.name).some((r) => r.type === "CNAME");
+  const flattenedApex = apexCname
+    ? (["A", "AAAA"] as const).flatMap((t) => engine.answer(zone.name, t)?.answers.filter((a) => a.name === zone.name) ?? [])
+    : undefined;
+  return { zone, apexNs: engine.apexNs(zs), flattenedApex, names, lists, lengths };
+}
+
+/**
  * The records a secondary receives: what our own server would answer. Proxied names carry the edge
  * addresses (never the origin), and a flattened apex CNAME is sent as the addresses it resolves to,
  * since a CNAME beside the SOA is not a valid zone.
  */
-function transferRecords(engine: AnswerEngine, zs: ZoneState): Rr[] {
-  const out: Rr[] = [];
-  for (const [name, recs] of zs.byName) {
-    const flattenedApex = name === zs.zone.name && recs.some((r) => r.type === "CNAME");
-    if (engine.isProxied(zs, recs) || flattenedApex) {
-      for (const t of ["A", "AAAA"] as const) out.push(...(engine.answer(name, t)?.answers.filter((a) => a.name === name) ?? []));
-      for (const r of recs) if (r.type !== "A" && r.type !== "AAAA" && r.type !== "CNAME") out.push(engine.rr(r, name));
+export function* snapshotRecords(engine: AnswerEngine, snap: ContentSnapshot): Generator<Rr> {
+  yield* snap.apexNs;
+  const apex = snap.zone.name;
+  for (let i = 0; i < snap.names.length; i++) {
+    const name = snap.names[i];
+    const list = snap.lists[i];
+    const recs = list.length === snap.lengths[i] ? list : list.slice(0, snap.lengths[i]);
+    const proxied = engine.isProxied(snap, recs);
+    const flattened = name === apex ? snap.flattenedApex : undefined;
+    if (proxied || flattened) {
+      if (flattened && !proxied) yield* flattened;
+      else for (const t of ["A", "AAAA"] as const) yield* engine.edgeRrs(recs, name, t);
+      for (const r of recs) if (r.type !== "A" && r.type !== "AAAA" && r.type !== "CNAME") yield engine.rr(r, name);
       continue;
     }
-    for (const r of recs) if (!(name === zs.zone.name && r.type === "NS")) out.push(engine.rr(r, name));
+    for (const r of recs) if (!(name === apex && r.type === "NS")) yield engine.rr(r, name);
   }
-  return out;
 }
 
 /** Everything a secondary holds of the zone but the SOA: the apex NS and every record as served. */
 export function zoneContent(engine: AnswerEngine, zs: ZoneState): Rr[] {
-  return [...engine.apexNs(zs), ...transferRecords(engine, zs)];
+  return [...snapshotRecords(engine, snapshotContent(engine, zs))];
 }
 
 /**
- * AXFR (RFC 5936): SOA, everything, SOA again, over as many messages as needed. A signed zone goes with its DNSKEY
- * set, an NSEC chain and every RRSIG, so the secondary serves a copy resolvers validate (dnssec/zone-transfer.ts).
+ * AXFR (RFC 5936): SOA, everything, SOA again, over as many messages as needed, produced lazily: the zone's version is
+ * taken now (snapshotContent), and each message is built from it when the caller asks for it (the TCP listener asks
+ * for a few per turn of the event loop). A signed zone goes with its DNSKEY set, an NSEC chain and every RRSIG, so
+ * the secondary serves a copy resolvers validate (dnssec/zone-transfer.ts); that body is signed in one go here (the
+ * NSEC chain needs every name in order), and only its encoding into messages is lazy.
  */
-export function axfrMessages(engine: AnswerEngine, zs: ZoneState, q: ReturnType<typeof packet.decode>): Buffer[] {
+export function axfrMessages(engine: AnswerEngine, zs: ZoneState, q: ReturnType<typeof packet.decode>): Iterable<Buffer> {
   const soa = engine.soaRr(zs);
   const signed = engine.signingOf(zs);
-  const body = signed
-    ? signedTransfer(zs.zone.name, soa, zoneContent(engine, zs), signed.signing, signed.signer, engine.negativeTtl(zs))
-    : [soa, ...zoneContent(engine, zs)];
-  return transferMessages([...body, soa], q);
+  if (signed) {
+    const body = signedTransfer(zs.zone.name, soa, zoneContent(engine, zs), signed.signing, signed.signer, engine.negativeTtl(zs));
+    return transferMessageStream([...body, soa], q);
+  }
+  const snap = snapshotContent(engine, zs);
+  return transferMessageStream(
+    (function* () {
+      yield soa;
+      yield* snapshotRecords(engine, snap);
+      yield soa;
+    })(),
+    q,
+  );
 }
 
 /** A record in wire form (no name compression, so the same record is always the same bytes). */
@@ -55,26 +107,32 @@ export const wireRr = (r: Rr): Buffer => encodeRr(r as packet.Answer);
  * question once, then records) and cut by size, so each message stays well under the 64 KiB TCP limit.
  */
 export function transferMessages(all: readonly (Rr | Buffer)[], q: ReturnType<typeof packet.decode>): Buffer[] {
+  return [...transferMessageStream(all, q)];
+}
+
+/** transferMessages, one message at a time as the caller iterates (records are read from `all` only as needed). */
+export function* transferMessageStream(all: Iterable<Rr | Buffer>, q: ReturnType<typeof packet.decode>): Generator<Buffer> {
   const question = q.questions?.length ? encodeQuestion(q.questions[0]) : Buffer.alloc(0);
-  const out: Buffer[] = [];
+  let sent = 0;
   let rrs: Buffer[] = [];
   let size = 0;
-  const flush = () => {
+  const message = () => {
     const header = Buffer.alloc(12);
     header.writeUInt16BE(q.id ?? 0, 0);
     header.writeUInt16BE(0x8000 | AA, 2);
-    header.writeUInt16BE(out.length === 0 && question.length ? 1 : 0, 4);
+    header.writeUInt16BE(sent === 0 && question.length ? 1 : 0, 4);
     header.writeUInt16BE(rrs.length, 6);
-    out.push(Buffer.concat([header, ...(out.length === 0 ? [question] : []), ...rrs]));
+    const out = Buffer.concat([header, ...(sent === 0 ? [question] : []), ...rrs]);
+    sent++;
     rrs = [];
     size = 0;
+    return out;
   };
   for (const r of all) {
     const b = Buffer.isBuffer(r) ? r : wireRr(r);
-    if (rrs.length > 0 && (size + b.length > MESSAGE_BYTES || rrs.length >= PER_MESSAGE)) flush();
+    if (rrs.length > 0 && (size + b.length > MESSAGE_BYTES || rrs.length >= PER_MESSAGE)) yield message();
     rrs.push(b);
     size += b.length;
   }
-  if (rrs.length || out.length === 0) flush();
-  return out;
+  if (rrs.length || sent === 0) yield message();
 }

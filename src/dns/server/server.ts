@@ -179,7 +179,7 @@ export class DnsServer {
   }
 
   /** remote: the client's address (IPv4-mapped IPv6 written as IPv4). */
-  private respondTcp(msg: Buffer, remote: string): Buffer[] {
+  private respondTcp(msg: Buffer, remote: string): Buffer[] | Iterable<Buffer> {
     const q = this.readQuery(msg, this.tcpCache);
     if (!isDecoded(q)) return q ? [q] : [];
     const question = q.questions?.length === 1 ? q.questions[0] : undefined;

@@ -1,6 +1,6 @@
 import type { Logger } from "../../core/logger.js";
 import type { AnswerEngine } from "../server/answer.js";
-import { wireRr, zoneContent } from "../server/axfr.js";
+import { snapshotContent, snapshotRecords, wireRr, type ContentSnapshot } from "../server/axfr.js";
 import type { ZoneState } from "../zones/zone-state.js";
 import type { JournalEntry } from "./model.js";
 import type { JournalBounds, TransferStore } from "./store.js";
@@ -8,11 +8,17 @@ import type { JournalBounds, TransferStore } from "./store.js";
 /** What the journal keeps per zone unless told otherwise: enough for a secondary that missed a day of busy edits. */
 export const DEFAULT_JOURNAL_BOUNDS: JournalBounds = { maxEntries: 1000, maxRecords: 100_000 };
 
-/** A zone as a secondary last could have seen it: its serial, SOA and every other record, by wire bytes. */
+/**
+ * A zone as a secondary last could have seen it: its serial, SOA and every other record. Taken cheaply (the names and
+ * references to their record lists, as an AXFR takes its version: server/axfr.ts) when a transfer starts; the records
+ * by wire bytes are built only when a change needs them (rrsOf).
+ */
 interface Snapshot {
   serial: number;
   soa: Buffer;
-  rrs: Set<string>;
+  /** Dropped once `rrs` is built from it. */
+  content?: ContentSnapshot;
+  rrs?: Set<string>;
 }
 
 const snapshotKey = (b: Buffer) => b.toString("latin1");
@@ -64,8 +70,9 @@ export class TransferJournal {
     if (!before || before.serial === zs.zone.serial) return;
     const after = this.snapshot(zs);
     this.snapshots.set(zs.zone.id, after);
-    const removed = [...before.rrs].filter((k) => !after.rrs.has(k)).map((k) => Buffer.from(k, "latin1"));
-    const added = [...after.rrs].filter((k) => !before.rrs.has(k)).map((k) => Buffer.from(k, "latin1"));
+    const [beforeRrs, afterRrs] = [this.rrsOf(before), this.rrsOf(after)];
+    const removed = [...beforeRrs].filter((k) => !afterRrs.has(k)).map((k) => Buffer.from(k, "latin1"));
+    const added = [...afterRrs].filter((k) => !beforeRrs.has(k)).map((k) => Buffer.from(k, "latin1"));
     const entry: JournalEntry = { from_serial: before.serial, to_serial: after.serial, from_soa: before.soa, to_soa: after.soa, removed, added };
     const list = [...(this.entries.get(zs.zone.id) ?? []), entry];
     // The same bounds as the store's, so memory and store drop the same changes.
@@ -108,11 +115,17 @@ export class TransferJournal {
   }
 
   private snapshot(zs: ZoneState): Snapshot {
-    return {
-      serial: zs.zone.serial,
-      soa: wireRr(this.engine.soaRr(zs)),
-      rrs: new Set(zoneContent(this.engine, zs).map((r) => snapshotKey(wireRr(r)))),
-    };
+    return { serial: zs.zone.serial, soa: wireRr(this.engine.soaRr(zs)), content: snapshotContent(this.engine, zs) };
+  }
+
+  /** The snapshot's records by wire bytes, built once (O(zone): every record encoded). */
+  private rrsOf(s: Snapshot): Set<string> {
+    if (!s.rrs) {
+      s.rrs = new Set<string>();
+      for (const r of snapshotRecords(this.engine, s.content!)) s.rrs.add(snapshotKey(wireRr(r)));
+      s.content = undefined;
+    }
+    return s.rrs;
   }
 
   /** Store writes in order, in the background: a failure is logged, and costs only the IXFR (AXFR still works). */

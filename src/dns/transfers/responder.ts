@@ -38,8 +38,11 @@ export class TransferResponder {
     private readonly log: Logger,
   ) {}
 
-  /** The messages answering one AXFR or IXFR query (`msg` as received, `q` decoded) for zone `zs` (undefined: not ours). */
-  answer(zs: ZoneState | undefined, q: Decoded, msg: Buffer, remote: string): Buffer[] {
+  /**
+   * The messages answering one AXFR or IXFR query (`msg` as received, `q` decoded) for zone `zs` (undefined: not ours):
+   * an AXFR's are produced (and TSIG-signed, in order) as the caller iterates them, from the zone's version at this call.
+   */
+  answer(zs: ZoneState | undefined, q: Decoded, msg: Buffer, remote: string): Buffer[] | Iterable<Buffer> {
     const question = q.questions![0];
     if (!zs) {
       this.refused(question.name, remote, "zone transfer for unknown zone refused");
@@ -73,8 +76,7 @@ export class TransferResponder {
     );
     this.directory.transferred(zs.zone.id);
     if (!permit.key || verified.status !== "ok") return messages;
-    const signer = new StreamSigner(permit.key, verified.tsig.mac);
-    return messages.map((m) => signer.sign(m));
+    return signedEach(messages, new StreamSigner(permit.key, verified.tsig.mac));
   }
 
   /**
@@ -130,6 +132,11 @@ export class TransferResponder {
   private refused(zone: string | undefined, remote: string, message: string, extra: Record<string, unknown> = {}): void {
     this.refusals.hit((refused) => this.log.info({ zone, remote, refused, ...extra }, message));
   }
+}
+
+/** Each message signed as it is produced: a StreamSigner's MACs chain, so the order is the order of iteration. */
+function* signedEach(messages: Iterable<Buffer>, signer: StreamSigner): Generator<Buffer> {
+  for (const m of messages) yield signer.sign(m);
 }
 
 /** The serial an IXFR asks from: the SOA in its authority section (RFC 1995 §3); undefined makes it an AXFR. */

@@ -28,7 +28,10 @@ export class ZoneState {
     this.names = built.names;
   }
 
-  /** Adds or replaces a record; a replaced record keeps its place in the zone's order. */
+  /**
+   * Adds or replaces a record; a replaced record keeps its place in the zone's order. A name's list is only ever
+   * appended to in place (unindex makes a new one): a zone transfer's snapshot relies on that (server/axfr.ts).
+   */
   put(r: DnsRecord): void {
     const old = this.records.get(r.id);
     if (old) this.unindex(old);
