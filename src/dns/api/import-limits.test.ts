@@ -1,0 +1,75 @@
+import assert from "node:assert/strict";
+import { after, before, describe, it } from "node:test";
+import type { TestPlatform } from "../../core/testing/platform.js";
+import { startDnsPlatform } from "../testing/helpers.js";
+import { MAX_IMPORT_RECORDS } from "../zones/bind.js";
+
+describe("zone file import under hostile input (two accounts)", () => {
+  let p: TestPlatform;
+  let zoneA: string;
+  let zoneB: string;
+  let accountB: string;
+
+  before(async () => {
+    ({ p } = await startDnsPlatform());
+    const second = await p.api("POST", "/accounts", { name: "Second" }, p.keyHeaders());
+    accountB = second.body.result.id as string;
+    zoneA = (await p.api("POST", "/zones", { name: "import-a.example", account: { id: p.accountId } }, p.keyHeaders())).body.result.id;
+    zoneB = (await p.api("POST", "/zones", { name: "import-b.example", account: { id: accountB } }, p.keyHeaders())).body.result.id;
+  });
+  after(() => p?.dispose());
+
+  const importFile = async (zone: string, file: string) => {
+    const form = new FormData();
+    form.append("file", new Blob([file]), "zone.txt");
+    const res = await fetch(`${p.apiUrl}/zones/${zone}/dns_records/import`, { method: "POST", headers: p.keyHeaders(), body: form });
+    return { status: res.status, body: (await res.json()) as any };
+  };
+  const count = async (zone: string) => (await p.api("GET", `/zones/${zone}/dns_records?per_page=1`, undefined, p.keyHeaders())).body.result_info.total_count;
+
+  it("refuses a file of more records than one import takes, writing none of them", async () => {
+    const lines = Array.from({ length: MAX_IMPORT_RECORDS + 1 }, (_, i) => `h${i} 300 IN A 203.0.113.${(i % 250) + 1}`);
+    const res = await importFile(zoneA, lines.join("\n"));
+    assert.equal(res.status, 400, JSON.stringify(res.body));
+    assert.match(JSON.stringify(res.body.errors), new RegExp(`at most ${MAX_IMPORT_RECORDS} records`));
+    assert.equal(await count(zoneA), 0);
+    // Exactly the limit goes in.
+    const ok = await importFile(zoneA, lines.slice(0, MAX_IMPORT_RECORDS).join("\n"));
+    assert.equal(ok.status, 200, JSON.stringify(ok.body));
+    assert.equal(ok.body.result.recs_added, MAX_IMPORT_RECORDS);
+  });
+
+  it("never reads a server file, expands no $GENERATE, and writes nothing into another account's zone", async () => {
+    for (const file of [
+      "$INCLUDE /etc/passwd\n",
+      "$INCLUDE /etc/passwd import-b.example.\n",
+      "$GENERATE 1-4294967295 host$ A 203.0.113.1\n",
+      // Another account's zone reached through $ORIGIN, an absolute owner, and a delegation.
+      "$ORIGIN import-b.example.\nwww 300 IN A 203.0.113.9\n",
+      "www.import-b.example. 300 IN A 203.0.113.9\n",
+      "import-b.example. 300 IN NS ns.evil.example.\n",
+    ]) {
+      const res = await importFile(zoneA, `ok 300 IN TXT "first"\n${file}`);
+      assert.equal(res.status, 400, `${file}: ${JSON.stringify(res.body)}`);
+      assert.doesNotMatch(JSON.stringify(res.body), /root:/);
+    }
+    assert.equal(await count(zoneB), 0, "account B's zone is untouched");
+    const recs = (await p.api("GET", `/zones/${zoneA}/dns_records?name=ok.import-a.example`, undefined, p.keyHeaders())).body.result;
+    assert.equal(recs.length, 0, "nothing of a refused import is written");
+  });
+
+  it("answers enormous lines, deep parentheses and \\DDD escapes with a 400 or a record, never a 5xx", async () => {
+    for (const file of [
+      `big 300 IN TXT "${"x".repeat(4 * 1024 * 1024)}"\n`,
+      `deep 300 IN TXT ${"(".repeat(100_000)}"a"${")".repeat(100_000)}\n`,
+      `deep2 300 IN TXT ${"(".repeat(100_000)}\n`,
+      `esc 300 IN TXT "\\065\\999\\\\\\"\\"\n`,
+      `\\046\\046 300 IN A 203.0.113.5\n`,
+      `$TTL 99999999999999999999999\nttl IN A 203.0.113.6\n`,
+      `$ORIGIN .\nroot 300 IN A 203.0.113.7\n`,
+    ]) {
+      const res = await importFile(zoneA, file);
+      assert.ok(res.status === 200 || res.status === 400, `${file.slice(0, 40)}: ${res.status} ${JSON.stringify(res.body).slice(0, 300)}`);
+    }
+  });
+});
