@@ -43,6 +43,10 @@ export function exportZone(zs: ZoneState, cfg: DnsConfig): string {
 
 /** Splits a zone file into logical entries: comments removed (the proxied tag kept), parentheses joined. */
 function* entries(text: string): Generator<{ line: number; text: string; proxied?: boolean; indented: boolean }> {
+  // Counted before splitting: a file of nothing but newlines would otherwise cost millions of strings.
+  for (let i = text.indexOf("\n"), n = 1; i >= 0; i = text.indexOf("\n", i + 1)) {
+    if (++n > MAX_IMPORT_LINES) throw importError(n, `a zone file has at most ${MAX_IMPORT_LINES} lines`);
+  }
   const rows = text.split(/\r?\n/);
   let buf = "";
   let start = 0;
@@ -72,6 +76,7 @@ function* entries(text: string): Generator<{ line: number; text: string; proxied
       indented = /^\s/.test(row);
     }
     buf += " " + row;
+    if (buf.length > MAX_ENTRY_CHARS) throw importError(start, `an entry is at most ${MAX_ENTRY_CHARS} characters`);
     if (depth > 0) continue;
     if (depth < 0) throw importError(i + 1, "unbalanced parentheses");
     const joined = buf.replace(/[()]/g, " ").trim();
@@ -90,6 +95,10 @@ const importError = DnsErrors.zoneFileLine;
  * records stalled the server for 25 s (loaded machine); this many keep it near a second. Larger zones go in parts.
  */
 export const MAX_IMPORT_RECORDS = 10_000;
+/** Lines of a zone file: room for comments and records spread over lines, while blank lines alone cannot stall. */
+export const MAX_IMPORT_LINES = 10 * MAX_IMPORT_RECORDS;
+/** One entry (a line, or the lines a parenthesis joins): twice the longest record content a record may have. */
+const MAX_ENTRY_CHARS = 32_768;
 
 const TTL_UNITS: Record<string, number> = { s: 1, m: 60, h: 3600, d: 86400, w: 604800 };
 function parseTtl(t: string): number | undefined {
