@@ -87,4 +87,16 @@ describe("zone file import under hostile input (two accounts)", () => {
     const fits = await post("z".repeat(4000));
     assert.equal(fits.status, 200, JSON.stringify(fits.body).slice(0, 300));
   });
+
+  it("exports a record holding a line break as \\010, so the file read back adds no record of its own", async () => {
+    const made = await p.api("POST", `/zones/${zoneB}/dns_records`, { type: "TXT", name: "nl", content: '"a\nevil 300 IN A 203.0.113.66"' }, p.keyHeaders());
+    assert.equal(made.status, 200, JSON.stringify(made.body));
+    const exported = await (await fetch(`${p.apiUrl}/zones/${zoneB}/dns_records/export`, { headers: p.keyHeaders() })).text();
+    assert.ok(!exported.split("\n").some((line) => line.startsWith("evil")), exported);
+    assert.match(exported, /"a\\010evil 300 IN A 203\.0\.113\.66"/);
+    const again = await importFile(zoneB, exported);
+    assert.equal(again.status, 200, JSON.stringify(again.body));
+    const names = (await p.api("GET", `/zones/${zoneB}/dns_records?per_page=100`, undefined, p.keyHeaders())).body.result.map((r: any) => r.name);
+    assert.ok(!names.some((n: string) => n.startsWith("evil")), names.join(" "));
+  });
 });

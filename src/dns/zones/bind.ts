@@ -16,6 +16,14 @@ function soaText(zs: ZoneState, cfg: DnsConfig): string {
   return `${fq(s.mname ?? cfg.nameServers[0])} ${fq(s.rname)} ${zs.zone.serial} ${s.refresh} ${s.retry} ${s.expire} ${s.min_ttl}`;
 }
 
+/**
+ * Record text with control characters written as \DDD (RFC 1035). Content may hold them (a TXT string is any bytes);
+ * written raw, a line break in a record ended its line in the file, and what followed was read back as more records.
+ */
+const presentation = (text: string) =>
+  // eslint-disable-next-line no-control-regex
+  text.replace(/[\x00-\x08\x0a-\x1f\x7f]/g, (c) => `\\${String(c.charCodeAt(0)).padStart(3, "0")}`);
+
 /** A BIND zone file of the zone: SOA, apex NS, then every record (proxied ones marked as the hosted API marks them). */
 export function exportZone(zs: ZoneState, cfg: DnsConfig): string {
   const z = zs.zone;
@@ -36,7 +44,7 @@ export function exportZone(zs: ZoneState, cfg: DnsConfig): string {
     if (r.type !== type) lines.push("", `;; ${r.type} Records`);
     type = r.type;
     const note = r.proxied ? ` ; ${PROXIED_TAG}true` : "";
-    lines.push(`${fq(r.name)}\t${effectiveTtl(r)}\tIN\t${r.type}\t${TYPES[r.type].text(r)}${note}`);
+    lines.push(`${fq(r.name)}\t${effectiveTtl(r)}\tIN\t${r.type}\t${presentation(TYPES[r.type].text(r))}${note}`);
   }
   return lines.join("\n") + "\n";
 }
