@@ -113,7 +113,7 @@ export async function startPlatform(config: PlatformConfig, log: Logger = create
     // The areas' PostgreSQL schemas are up to date before the first request.
     await backends.migrate();
     const health = backends.description.database === "sqlite" && backends.description.content === "files" ? undefined : () => backends.health();
-    app = await buildEdgeApp({ log, auth, services, bodyLimit: config.core.bodyLimit, health });
+    app = await buildEdgeApp({ log, auth, services, bodyLimit: config.core.bodyLimit, bodyIdleMs: config.core.bodyIdleMs, health });
     await app.listen({ host: config.core.host, port: config.core.port });
   } catch (err) {
     await closeStores();

@@ -16,6 +16,11 @@ export const serveOptions = {
     default: "info",
   },
   "body-limit": { type: "number", describe: "Largest JSON request body in bytes (routes with raw bodies set their own)", default: 10 * 1024 * 1024 },
+  "body-idle-timeout": {
+    type: "number",
+    describe: "Seconds a request body may stop arriving before the connection is closed (a client trickling nothing would hold it forever)",
+    default: 60,
+  },
   "platform-config": { type: "string", describe: "TOML file whose keys are these option names (default <state-dir>/platform.toml when present)" },
   "seal-object-prototype": {
     type: "boolean",
@@ -43,6 +48,8 @@ export interface CoreConfig {
   logLevel: OptionValues<typeof serveOptions>["log-level"];
   /** Largest request body (bytes) a v4 route accepts unless it sets its own limit. */
   bodyLimit: number;
+  /** Milliseconds a request body may stop arriving before its connection is closed. */
+  bodyIdleMs: number;
   sealObjectPrototype: boolean;
   /** PostgreSQL's URL when rows live there; undefined in the embedded default (SQLite). */
   databaseUrl?: string;
@@ -115,11 +122,17 @@ export function readCoreConfig(options: OptionValues<typeof serveOptions>): Core
     port: options.port,
     logLevel: options["log-level"],
     bodyLimit: options["body-limit"],
+    bodyIdleMs: positiveSeconds("--body-idle-timeout", options["body-idle-timeout"]) * 1000,
     sealObjectPrototype: options["seal-object-prototype"],
     databaseUrl: options["database-url"] === undefined ? undefined : parseDatabaseUrl(options["database-url"]),
     databasePoolSize: positivePoolSize(options["database-pool-size"]),
     objectStore: options["object-store-url"] === undefined ? undefined : parseObjectStoreUrl(options["object-store-url"]),
   };
+}
+
+function positiveSeconds(flag: string, n: number): number {
+  if (!Number.isFinite(n) || n <= 0 || n > 86_400) throw new UserError(`${flag} must be a number of seconds from 0 (exclusive) to 86400; got ${n}`);
+  return n;
 }
 
 function positivePoolSize(n: number): number {

@@ -126,6 +126,8 @@ export const DnsErrors = {
   /** The multipart body itself (cut short, broken part headers), as core/http/multipart.ts reports it. */
   importFormInvalid: (message: string) => invalid(message),
   importFormTooLarge: (message: string) => new EdgeError(413, Codes.bodyTooLarge, message),
+  zoneFileTooManyRecords: (max: number) =>
+    chained(DnsCodes.importInvalid, `A zone file import adds at most ${max} records; split the file and import the parts one after another.`),
   zoneFileLine: (line: number, why: string) => chained(DnsCodes.importInvalid, `Zone file line ${line}: ${why}.`),
   zoneFileRdata: (type: string, text: string, why: string) => chained(DnsCodes.importInvalid, `Cannot read ${type} data "${text}": ${why}.`),
   /** A record of a zone file refused as the API would refuse it, with the line it came from. */

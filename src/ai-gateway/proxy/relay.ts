@@ -38,6 +38,11 @@ export function answerHeaders(ex: Exchange, upstream: Record<string, string | st
   }
   if (ex.logId) out["gw-aig-log-id"] = ex.logId;
   for (const k in extra) out[k] = extra[k];
+  // The gateway shares its origin with the dashboard (which keeps the user's API token in that origin's storage): a
+  // provider's answer that is a page (an HTML error page of a proxy in front of it, a reply carrying <script>) must
+  // not run there. Sandboxed, it runs in an origin of its own, if at all; API clients ignore both headers.
+  out["content-security-policy"] = "default-src 'none'; sandbox";
+  out["x-content-type-options"] = "nosniff";
   return out;
 }
 

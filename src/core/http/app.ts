@@ -37,8 +37,32 @@ export interface AppOptions {
   services: readonly EdgeService[];
   /** Largest request body (bytes) a route accepts unless it sets its own limit. */
   bodyLimit: number;
+  /** A request body that stops arriving this long (ms) has its connection closed; 60 s unless given. */
+  bodyIdleMs?: number;
   /** The state of PostgreSQL and the object store, when the node uses them (/healthz reports it). */
   health?: () => Promise<DependencyHealth>;
+}
+
+/**
+ * Closes the connection of a request whose body stops arriving for `ms`. The server's own limits do not cover this:
+ * headersTimeout ends once the headers are in, and requestTimeout is off (a large upload may take long), so a client
+ * that sends headers announcing a body and then nothing held its connection, and the memory behind it, forever.
+ * Only the client's silence counts: once the body is complete, waiting on a Worker or the disk is ours.
+ */
+function closeWhenBodyStalls(req: IncomingMessage, ms: number): void {
+  const socket = req.socket;
+  const refresh = () => timer.refresh();
+  const stop = () => {
+    clearTimeout(timer);
+    socket.off("data", refresh);
+  };
+  const timer = setTimeout(() => {
+    stop();
+    if (!req.complete) socket.destroy();
+  }, ms);
+  socket.on("data", refresh);
+  req.once("end", stop);
+  req.once("close", stop);
 }
 
 export const newRequestId = () => randomBytes(8).toString("hex");
@@ -98,6 +122,7 @@ export async function buildEdgeApp(opts: AppOptions): Promise<FastifyInstance> {
     serverFactory: (handler) => {
       const listener = (req: IncomingMessage, res: ServerResponse) => {
         if (refuseLongUrl(req, res)) return;
+        closeWhenBodyStalls(req, opts.bodyIdleMs ?? 60_000);
         for (const s of rawHandlers) if (s.handleRaw!(req, res)) return;
         handler(req, res);
       };

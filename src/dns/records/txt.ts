@@ -25,6 +25,14 @@ export function parseTxt(content: string): { strings: string[]; content: string 
     let closed = false;
     while (i < trimmed.length) {
       const d = trimmed[i];
+      // \DDD is a byte by its decimal value (RFC 1035 presentation form; export writes control characters so).
+      // Only ASCII: a larger byte would be one half of a UTF-8 character, which the string cannot hold.
+      const ddd = d === "\\" ? /^\d{3}/.exec(trimmed.slice(i + 1, i + 4)) : null;
+      if (ddd && Number(ddd[0]) < 128) {
+        s += String.fromCharCode(Number(ddd[0]));
+        i += 4;
+        continue;
+      }
       if (d === "\\" && i + 1 < trimmed.length) {
         s += trimmed[i + 1];
         i += 2;

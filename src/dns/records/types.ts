@@ -100,12 +100,19 @@ const mx: TypeSpec = {
   wire: (v) => ({ type: "MX", data: { preference: v.priority, exchange: v.content === "." ? "" : v.content } }),
 };
 
+/** The hosted API's largest record, in wire format. */
+const MAX_RECORD_WIRE_BYTES = 4096;
+
 const txt: TypeSpec = {
   proxiable: false,
   hostName: false,
   parse(body) {
     if (typeof body.content !== "string") throw DnsErrors.contentInvalid("TXT", "content must be a string");
-    const { content } = parseTxt(body.content);
+    const { content, strings } = parseTxt(body.content);
+    // As on the wire: each string of at most 255 bytes after a length byte (longer strings are split there).
+    const wireBytes = txtWireStrings(strings).reduce((n, b) => n + 1 + b.length, 0);
+    if (wireBytes > MAX_RECORD_WIRE_BYTES)
+      throw DnsErrors.contentInvalid("TXT", `${wireBytes} bytes on the wire; a record holds at most ${MAX_RECORD_WIRE_BYTES}`);
     return { content, data: null, priority: null };
   },
   text: (v) => v.content,

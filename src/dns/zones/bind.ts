@@ -16,6 +16,14 @@ function soaText(zs: ZoneState, cfg: DnsConfig): string {
   return `${fq(s.mname ?? cfg.nameServers[0])} ${fq(s.rname)} ${zs.zone.serial} ${s.refresh} ${s.retry} ${s.expire} ${s.min_ttl}`;
 }
 
+/**
+ * Record text with control characters written as \DDD (RFC 1035). Content may hold them (a TXT string is any bytes);
+ * written raw, a line break in a record ended its line in the file, and what followed was read back as more records.
+ */
+const presentation = (text: string) =>
+  // eslint-disable-next-line no-control-regex
+  text.replace(/[\x00-\x08\x0a-\x1f\x7f]/g, (c) => `\\${String(c.charCodeAt(0)).padStart(3, "0")}`);
+
 /** A BIND zone file of the zone: SOA, apex NS, then every record (proxied ones marked as the hosted API marks them). */
 export function exportZone(zs: ZoneState, cfg: DnsConfig): string {
   const z = zs.zone;
@@ -36,13 +44,17 @@ export function exportZone(zs: ZoneState, cfg: DnsConfig): string {
     if (r.type !== type) lines.push("", `;; ${r.type} Records`);
     type = r.type;
     const note = r.proxied ? ` ; ${PROXIED_TAG}true` : "";
-    lines.push(`${fq(r.name)}\t${effectiveTtl(r)}\tIN\t${r.type}\t${TYPES[r.type].text(r)}${note}`);
+    lines.push(`${fq(r.name)}\t${effectiveTtl(r)}\tIN\t${r.type}\t${presentation(TYPES[r.type].text(r))}${note}`);
   }
   return lines.join("\n") + "\n";
 }
 
 /** Splits a zone file into logical entries: comments removed (the proxied tag kept), parentheses joined. */
 function* entries(text: string): Generator<{ line: number; text: string; proxied?: boolean; indented: boolean }> {
+  // Counted before splitting: a file of nothing but newlines would otherwise cost millions of strings.
+  for (let i = text.indexOf("\n"), n = 1; i >= 0; i = text.indexOf("\n", i + 1)) {
+    if (++n > MAX_IMPORT_LINES) throw importError(n, `a zone file has at most ${MAX_IMPORT_LINES} lines`);
+  }
   const rows = text.split(/\r?\n/);
   let buf = "";
   let start = 0;
@@ -72,6 +84,7 @@ function* entries(text: string): Generator<{ line: number; text: string; proxied
       indented = /^\s/.test(row);
     }
     buf += " " + row;
+    if (buf.length > MAX_ENTRY_CHARS) throw importError(start, `an entry is at most ${MAX_ENTRY_CHARS} characters`);
     if (depth > 0) continue;
     if (depth < 0) throw importError(i + 1, "unbalanced parentheses");
     const joined = buf.replace(/[()]/g, " ").trim();
@@ -83,6 +96,17 @@ function* entries(text: string): Generator<{ line: number; text: string; proxied
 }
 
 const importError = DnsErrors.zoneFileLine;
+
+/**
+ * The most records one import may carry. An import is validated and committed in one turn of the event loop (it is
+ * one transaction, checked against the zone as a whole), so its size is how long every other request waits: 200,000
+ * records stalled the server for 25 s (loaded machine); this many keep it near a second. Larger zones go in parts.
+ */
+export const MAX_IMPORT_RECORDS = 10_000;
+/** Lines of a zone file: room for comments and records spread over lines, while blank lines alone cannot stall. */
+export const MAX_IMPORT_LINES = 10 * MAX_IMPORT_RECORDS;
+/** One entry (a line, or the lines a parenthesis joins): twice the longest record content a record may have. */
+const MAX_ENTRY_CHARS = 32_768;
 
 const TTL_UNITS: Record<string, number> = { s: 1, m: 60, h: 3600, d: 86400, w: 604800 };
 function parseTtl(t: string): number | undefined {
@@ -101,6 +125,7 @@ export function importZone(text: string, draft: ZoneDraft, proxiedDefault: boole
   let defaultTtl: number | undefined;
   let owner = zone;
   let parsed = 0;
+  let entriesRead = 0;
   let added = 0;
   for (const e of entries(text)) {
     const matches = [...e.text.matchAll(/\S+/g)];
@@ -124,6 +149,8 @@ export function importZone(text: string, draft: ZoneDraft, proxiedDefault: boole
     }
     if (!type) throw importError(e.line, "no record type");
     const rdata = i < words.length ? e.text.slice(matches[i].index).trim() : "";
+    // Counted before any is skipped: skipped ones cost their parsing too.
+    if (++entriesRead > MAX_IMPORT_RECORDS) throw DnsErrors.zoneFileTooManyRecords(MAX_IMPORT_RECORDS);
     if (type === "SOA" || (type === "NS" && owner === zone)) continue;
     if (!(RECORD_TYPES as readonly string[]).includes(type)) throw importError(e.line, `record type ${type} is not supported`);
     parsed++;
