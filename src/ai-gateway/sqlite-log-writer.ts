@@ -65,7 +65,13 @@ export function unpackBatch<T extends WithBodies>({ items, bodies }: PackedBatch
     at += n;
     return b;
   };
-  return (JSON.parse(items) as Wire<T>[]).map((l) => ({ ...l, request_body: take(l.request_body), response_body: take(l.response_body) }) as unknown as T);
+  // The parsed objects are this batch's own: their body lengths are replaced by the bodies where they are.
+  const wire = JSON.parse(items) as Record<"request_body" | "response_body", number | Buffer | null>[];
+  for (const l of wire) {
+    l.request_body = take(l.request_body as number | null);
+    l.response_body = take(l.response_body as number | null);
+  }
+  return wire as unknown as T[];
 }
 
 interface Pending {

@@ -69,8 +69,9 @@ export function buildLog(d: LogDraft, prices: PriceTable): NewLog {
   if (cached) usage = { ...emptyUsage(), tokensIn: 0, tokensOut: 0 };
   else if (d.usage) usage = d.usage;
   else usage = d.response_body ? usageOfJson(d.response_body) : emptyUsage();
-  const model = usage.model ?? modelOfRequest(d.request_body);
-  const cost = cached ? { cost: 0, note: null, custom: false } : costOf({ ...usage, model }, prices, d.custom_cost ?? undefined);
+  // The usage object is this draft's own (read from its answer, or made above): it takes the model as it is.
+  const model = (usage.model ??= modelOfRequest(d.request_body));
+  const cost = cached ? { cost: 0, note: null, custom: false } : costOf(usage, prices, d.custom_cost ?? undefined);
   return {
     id: d.id,
     account_id: d.account_id,

@@ -10,10 +10,11 @@ const MAX_BATCH = 1000;
  * How long a log may wait for company before it is written; one batch write per tick at most. Every batch costs
  * a commit and, on SQLite, a hand-over to the writer thread and back: at 10 ms a gateway serving 1,000-8,000
  * requests a second wrote batches of 10-80 logs, and measured CPU per logged request went down by 15-80 µs
- * (whole process, 8 clients) with 50 (docs/benchmarks.md). Nothing reads a log before it is written: the logs
- * API flushes first.
+ * (whole process, 8 clients) with 50; with 100, half as many batches are packed, handed to the writer thread and
+ * committed (35-42 µs less per request at 32 clients in two loaded A/B runs, not resolved by two later ones:
+ * docs/benchmarks.md). Nothing reads a log before it is written: the logs API flushes first.
  */
-export const FLUSH_AFTER_MS = 50;
+export const FLUSH_AFTER_MS = 100;
 /**
  * The wait once a log of a gateway with a limit is among them: the batch's answer brings that gateway's count to
  * LogCounts, by which the proxy knows a STOP_INSERTING gateway is full; the sooner, the fewer requests are

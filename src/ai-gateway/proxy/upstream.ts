@@ -100,6 +100,11 @@ type Outcome = "taken" | "declined" | "retry" | Error;
 /** Keep-alive connection pools, one per upstream origin, reused by every request. */
 export class Upstreams {
   private readonly pools = new Map<string, Pool>();
+  /**
+   * The pool and request path of each target URL seen (the proxy keeps one URL object per target and reuses it):
+   * URL's origin and pathname are getters that build a new string on every read.
+   */
+  private targets = new WeakMap<URL, { pool: Pool; path: string }>();
 
   private pool(origin: string): Pool {
     let p = this.pools.get(origin);
@@ -131,22 +136,29 @@ export class Upstreams {
   }
 
   private attempt(r: UpstreamRequest, sink: AnswerSink, last: boolean): Promise<Outcome> {
+    let target = this.targets.get(r.url);
+    if (!target) {
+      target = { pool: this.pool(r.url.origin), path: r.url.pathname + r.url.search };
+      this.targets.set(r.url, target);
+    }
+    const { pool, path } = target;
     return new Promise((resolve) => {
       const opts: Dispatcher.DispatchOptions = {
-        path: r.url.pathname + r.url.search,
+        path,
         method: r.method as Dispatcher.HttpMethod,
         headers: r.headers,
         body: r.body,
         headersTimeout: r.retry.timeoutMs,
         bodyTimeout: DEFAULT_TIMEOUT_MS,
       };
-      this.pool(r.url.origin).dispatch(opts, new Attempt(sink, last, r.signal, resolve));
+      pool.dispatch(opts, new Attempt(sink, last, r.signal, resolve));
     });
   }
 
   async close(): Promise<void> {
     await Promise.all([...this.pools.values()].map((p) => p.destroy()));
     this.pools.clear();
+    this.targets = new WeakMap();
   }
 }
 

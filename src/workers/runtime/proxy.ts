@@ -54,9 +54,22 @@ export function relayableHeaders(raw: readonly Buffer[]): { list: string[]; cont
   return { list: kept, contentLength: listed.has("content-length") ? -1 : contentLength };
 }
 
+/**
+ * The last Host read and what it named: every request on the edge port is asked this first (AI gateway and API
+ * traffic included), and a connection, most often a whole client, keeps sending the same Host.
+ */
+let lastHost = { host: "", domain: "", name: undefined as string | undefined };
+
 /** The script a Host names: `<script>.<domain>` (any port), or undefined when the Host is not under the domain. */
 export function scriptOfHost(host: string | undefined, domain: string): string | undefined {
   if (!host) return undefined;
+  if (host === lastHost.host && domain === lastHost.domain) return lastHost.name;
+  const name = readScriptOfHost(host, domain);
+  lastHost = { host, domain, name };
+  return name;
+}
+
+function readScriptOfHost(host: string, domain: string): string | undefined {
   const h = host.toLowerCase().replace(/:\d+$/, "").replace(/\.$/, "");
   const suffix = `.${domain}`;
   if (!h.endsWith(suffix)) return undefined;
