@@ -65,6 +65,33 @@ describe("AI gateway API with the cloudflare SDK", () => {
     assert.equal((await cf.aiGateway.delete("sdk-gw", { account_id })).id, "sdk-gw");
   });
 
+  it("refuses a hosted feature turned on (DLP, guardrails, Logpush) and accepts it off, on create and update", async () => {
+    const account_id = p.accountId;
+    const base = { account_id, cache_invalidate_on_update: false, cache_ttl: 0, collect_logs: true, rate_limiting_interval: 0, rate_limiting_limit: 0 };
+    const refused = (field: string) => (e: unknown) =>
+      e instanceof Cloudflare.BadRequestError && /7001/.test(String(e)) && new RegExp(`${field}: .*not supported here`).test(String(e));
+    await assert.rejects(cf.aiGateway.create({ ...base, id: "sdk-dlp", dlp: { enabled: true, action: "BLOCK", profiles: ["pii"] } }), refused("dlp"));
+    await assert.rejects(cf.aiGateway.get("sdk-dlp", { account_id }), (e: unknown) => e instanceof Cloudflare.NotFoundError);
+
+    const off = await cf.aiGateway.create({
+      ...base,
+      id: "sdk-dlp",
+      dlp: { enabled: false, action: "BLOCK", profiles: ["pii"] },
+      logpush: false,
+      zdr: false,
+      workers_ai_billing_mode: "postpaid",
+      guardrails: null,
+    });
+    assert.equal(off.dlp?.enabled, false);
+    assert.equal(off.logpush, false);
+    await assert.rejects(cf.aiGateway.update("sdk-dlp", { ...base, guardrails: { prompt: { S1: "BLOCK" }, response: {} } }), refused("guardrails"));
+    await assert.rejects(cf.aiGateway.update("sdk-dlp", { ...base, logpush: true }), refused("logpush"));
+    const updated = await cf.aiGateway.update("sdk-dlp", { ...base, cache_ttl: 30, guardrails: { prompt: {}, response: {} }, byok_only: true });
+    assert.equal(updated.cache_ttl, 30);
+    assert.equal(updated.byok_only, true);
+    await cf.aiGateway.delete("sdk-dlp", { account_id });
+  });
+
   it("lists, filters, reads, edits and deletes logs", async () => {
     const account_id = p.accountId;
     await cf.aiGateway.create({

@@ -250,6 +250,10 @@ test("export gives a signed URL to the SQL; import takes wrangler's init/upload/
 
 test("databases and their data survive a platform restart", async () => {
   const base = `/accounts/${p.accountId}/d1/database`;
+  const eu = await p.api("POST", base, { name: "in-the-eu", jurisdiction: "eu" });
+  assert.equal(eu.status, 400, JSON.stringify(eu.body));
+  assert.match(eu.body.errors[0].message, /^jurisdiction: jurisdictions are not supported here/);
+  assert.equal((await p.api("GET", `${base}?name=in-the-eu`)).body.result.length, 0, "nothing created");
   const db = (await p.api("POST", base, { name: "durable" })).body.result;
   await p.api("POST", `${base}/${db.uuid}/query`, { sql: "CREATE TABLE t (v); INSERT INTO t VALUES ('before restart')" });
   await p.stop();

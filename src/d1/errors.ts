@@ -25,6 +25,8 @@ export const D1Errors = {
   nameTaken: (name: string) => new EdgeError(400, D1Codes.nameTaken, `A database with the name "${name}" already exists in this account`),
   nameInvalid: () => badRequest(`A database name must be 1-${D1_LIMITS.nameChars} characters: letters, digits, "-" and "_", starting with a letter or digit`),
   nameMissing: () => badRequest("The body must be JSON with a string `name`"),
+  /** A jurisdiction promises data residency (EU, FedRAMP) this platform cannot make. */
+  jurisdictionUnsupported: () => badRequest("jurisdiction: jurisdictions are not supported here (no data-residency guarantee is made); only null is accepted"),
   /** Distributed mode: the files are one node's. */
   distributed: () =>
     new EdgeError(

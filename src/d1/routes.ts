@@ -76,8 +76,11 @@ export function registerD1Routes(app: FastifyInstance, deps: D1RouteDeps): void 
 
   app.post(BASE, edit, async (req) => {
     const { account_id } = req.params as Params;
-    const name = (req.body as { name?: unknown } | undefined)?.name;
+    const body = req.body as { name?: unknown; jurisdiction?: unknown } | undefined;
+    const name = body?.name;
     if (typeof name !== "string") throw D1Errors.nameMissing();
+    // primary_location_hint is a hint the hosted API may also not follow; a jurisdiction is a promise, so it is refused.
+    if (body?.jurisdiction != null) throw D1Errors.jurisdictionUnsupported();
     return ok(await databases.store.createDatabase(account_id, name));
   });
 

@@ -210,4 +210,14 @@ test("the official cloudflare SDK (r2.buckets create, list, get, delete) works a
   assert.equal(got.name, "sdk-bucket");
   await cf.r2.buckets.delete("sdk-bucket", { account_id: p.accountId });
   await assert.rejects(cf.r2.buckets.get("sdk-bucket", { account_id: p.accountId }), (e: any) => e.status === 404);
+
+  // A jurisdiction promises data residency this platform cannot make: refused, nothing created; "default" is what it is.
+  await assert.rejects(
+    cf.r2.buckets.create({ account_id: p.accountId, name: "eu-bucket", "cf-r2-jurisdiction": "eu" }),
+    (e: any) => e.status === 400 && /cf-r2-jurisdiction: jurisdiction \\?"eu\\?" is not supported here/.test(String(e)),
+  );
+  await assert.rejects(cf.r2.buckets.get("eu-bucket", { account_id: p.accountId }), (e: any) => e.status === 404);
+  const plain = await cf.r2.buckets.create({ account_id: p.accountId, name: "default-bucket", "cf-r2-jurisdiction": "default" });
+  assert.equal(plain.name, "default-bucket");
+  await cf.r2.buckets.delete("default-bucket", { account_id: p.accountId });
 });

@@ -46,6 +46,11 @@ export const R2Errors = {
       `The bucket name "${name}" is invalid. Bucket names must begin and end with an alphanumeric character, only contain lowercase letters, numbers, and hyphens, and be between 3 and 63 characters long.`,
     ),
   bucketNotEmpty: () => new EdgeError(409, R2Codes.bucketNotEmpty, "The bucket you tried to delete is not empty."),
+  /** The hosted API keeps EU and FedRAMP buckets apart by this header; here there is one place, so only `default` is true. */
+  jurisdictionUnsupported: (value: string) =>
+    invalidArgument(
+      `cf-r2-jurisdiction: jurisdiction "${value.slice(0, 40)}" is not supported here (no data-residency guarantee is made: buckets live in this platform's storage); only "default" is accepted`,
+    ),
   unknownStorageClass: (cls: string, known: readonly string[]) => invalidArgument(`Unknown storage class "${cls}"; use ${known.join(" or ")}`),
 
   // ---- objects ----

@@ -81,6 +81,12 @@ export function registerR2Routes(app: FastifyInstance, store: R2Store): void {
   app.removeAllContentTypeParsers();
   app.addContentTypeParser("*", (_req, _payload, done) => done(null, undefined));
 
+  // A jurisdiction promises data residency (EU, FedRAMP) that this platform cannot make: refused, never ignored.
+  app.addHook("onRequest", async (req) => {
+    const jurisdiction = req.headers["cf-r2-jurisdiction"];
+    if (jurisdiction !== undefined && String(jurisdiction).toLowerCase() !== "default") throw R2Errors.jurisdictionUnsupported(String(jurisdiction));
+  });
+
   const base = "/accounts/:account_id/r2/buckets";
   const read = { config: { permission: "r2_read" } } as const;
   const edit = { config: { permission: "r2_edit" } } as const;

@@ -1,7 +1,11 @@
 import assert from "node:assert/strict";
+import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import type { TestPlatform } from "../../core/testing/platform.js";
-import { callGateway, createToken, startGatewayPlatform } from "../testing/helpers.js";
+import { openDatabase } from "../../core/db/sqlite.js";
+import { AI_GATEWAY_MIGRATIONS } from "../sqlite-migrations.js";
+import { callGateway, chatBody, createGateway, createToken, startGatewayPlatform } from "../testing/helpers.js";
+import { startMockProvider } from "../testing/mock-provider.js";
 
 const required = { cache_ttl: 0, cache_invalidate_on_update: false, collect_logs: true, rate_limiting_interval: 0, rate_limiting_limit: 0 };
 
@@ -26,7 +30,7 @@ describe("AI gateway settings API and CLI", () => {
       retry_backoff: "linear",
       log_management: 10000,
       log_management_strategy: "DELETE_OLDEST",
-      zdr: true,
+      zdr: false,
     });
     assert.equal(created.status, 200, JSON.stringify(created.body));
     const g = created.body.result;
@@ -34,7 +38,7 @@ describe("AI gateway settings API and CLI", () => {
     assert.equal(g.rate_limiting_technique, "sliding");
     assert.equal(g.authentication, false);
     assert.equal(g.retry_backoff, "linear");
-    assert.equal(g.zdr, true);
+    assert.equal(g.zdr, false, "a hosted field that is off is kept");
     assert.ok(g.created_at && g.modified_at);
     for (const id of ["beta", "gamma-1", "alpha_2"]) assert.equal((await p.api("POST", base(), { id, ...required })).status, 200);
 
@@ -83,6 +87,46 @@ describe("AI gateway settings API and CLI", () => {
     assert.equal(put.status, 404);
     assert.equal(put.body.errors[0].code, 7002);
     assert.equal((await p.api("PUT", `${base()}/dup`, { ...required, id: "other" })).status, 400);
+  });
+
+  // What the hosted gateway can do and this one cannot: each field turned on, and the same field off.
+  const unsupportedOnOff: [string, unknown, unknown][] = [
+    ["logpush", true, false],
+    ["zdr", true, false],
+    ["log_classification", true, false],
+    ["store_id", "store-1", null],
+    ["workers_ai_billing_mode", "unified", "postpaid"],
+    ["otel", [{ url: "https://collector.example/v1/traces", headers: {} }], []],
+    ["dlp", { enabled: true, action: "BLOCK", profiles: ["p"] }, { enabled: false, action: "BLOCK", profiles: ["p"] }],
+    ["dlp", { enabled: true, policies: [] }, null],
+    ["guardrails", { prompt: { S1: "BLOCK" }, response: {} }, { prompt: {}, response: {} }],
+    ["guardrails", { prompt: {}, response: { P1: "FLAG" } }, null],
+    ["stripe", { authorization: "sk_x", usage_events: [{ payload: "{}" }] }, null],
+    ["spend_limits", { enabled: true, rules: [{ limit: 5, limitType: "cost", window: 3600 }] }, { enabled: false, rules: [] }],
+  ];
+
+  it("refuses a hosted feature it does not have when turned on (7001 naming the field), and keeps it when off", async () => {
+    for (const [i, [field, on, off]] of unsupportedOnOff.entries()) {
+      const id = `feature-${i}`;
+      const refused = await p.api("POST", base(), { id, ...required, [field]: on });
+      assert.equal(refused.status, 400, `${field}: ${JSON.stringify(on)}`);
+      assert.equal(refused.body.success, false);
+      assert.equal(refused.body.errors[0].code, 7001);
+      assert.match(refused.body.errors[0].message, new RegExp(`^${field}: .* is not supported here; only .* is accepted`));
+      assert.equal(refused.body.errors[0].source?.pointer, `/${field}`);
+      assert.equal((await p.api("GET", `${base()}/${id}`)).status, 404, "nothing was written");
+
+      const accepted = await p.api("POST", base(), { id, ...required, [field]: off });
+      assert.equal(accepted.status, 200, `${field}: ${JSON.stringify(off)} ${JSON.stringify(accepted.body)}`);
+      assert.deepEqual(accepted.body.result[field], off);
+      const turnedOn = await p.api("PUT", `${base()}/${id}`, { ...required, [field]: on });
+      assert.equal(turnedOn.status, 400, `PUT ${field}: ${JSON.stringify(on)}`);
+      assert.deepEqual((await p.api("GET", `${base()}/${id}`)).body.result[field], off, "a refused PUT changes nothing");
+    }
+    // byok_only holds here either way: every request uses the caller's own provider key and nothing bills for it.
+    const byok = await p.api("POST", base(), { id: "byok", ...required, byok_only: true, logpush_public_key: "-----BEGIN PUBLIC KEY-----" });
+    assert.equal(byok.status, 200, JSON.stringify(byok.body));
+    assert.equal(byok.body.result.byok_only, true);
   });
 
   it("checks the AI Gateway permissions of the caller", async () => {
@@ -144,5 +188,46 @@ describe("AI gateway settings API and CLI", () => {
     const del = await p.cli(["ai-gateway", "delete", "cli-gw"]);
     assert.equal(del.code, 0, del.stderr);
     assert.equal((await p.cli(["ai-gateway", "get", "cli-gw"])).code, 1);
+  });
+});
+
+describe("AI gateway settings stored before the platform refused them", () => {
+  it("keeps serving a gateway that holds a turned-on hosted feature, reports it as stored, and any update must turn it off", async () => {
+    const mock = await startMockProvider();
+    const p = await startGatewayPlatform([`openai=${mock.url}`]);
+    let again: TestPlatform | undefined;
+    try {
+      await createGateway(p, "older");
+      await p.stop();
+      // What an earlier version wrote when it accepted DLP turned on.
+      const db = openDatabase(join(p.stateDir, "db", "ai-gateway.sqlite"), AI_GATEWAY_MIGRATIONS);
+      db.prepare(`UPDATE gateways SET settings = json_set(settings, '$.dlp', json(?)) WHERE id = 'older'`).run(
+        JSON.stringify({ enabled: true, action: "BLOCK", profiles: ["p"] }),
+      );
+      db.close();
+
+      again = await startGatewayPlatform([`openai=${mock.url}`], { stateDir: p.stateDir, credentials: p });
+      const path = `/accounts/${again.accountId}/ai-gateway/gateways/older`;
+      const stored = await again.api("GET", path);
+      assert.equal(stored.status, 200);
+      assert.equal(stored.body.result.dlp.enabled, true, "reported as stored");
+      const call = await callGateway(`${again.url}/v1/${again.accountId}/older/openai/chat/completions`, {
+        headers: { authorization: "Bearer k" },
+        body: chatBody(),
+      });
+      assert.equal(call.status, 200, "the gateway keeps serving");
+
+      const roundTrip = await again.api("PUT", path, { ...stored.body.result, cache_ttl: 60 });
+      assert.equal(roundTrip.status, 400, "an update that keeps DLP on is refused");
+      assert.match(roundTrip.body.errors[0].message, /^dlp: /);
+      const { dlp: _dlp, ...withoutDlp } = stored.body.result;
+      const turnedOff = await again.api("PUT", path, { ...withoutDlp, cache_ttl: 60 });
+      assert.equal(turnedOff.status, 200, JSON.stringify(turnedOff.body));
+      assert.equal(turnedOff.body.result.dlp, undefined);
+    } finally {
+      await again?.dispose();
+      await p.dispose();
+      await mock.close();
+    }
   });
 });

@@ -287,6 +287,25 @@ describe("DNS API validation: every rule refuses with its code and writes nothin
     const ok2 = await p.api("PATCH", `/zones/${zoneId}/dns_settings`, { soa: { rname: "jane.doe@valid.example" } });
     assert.equal(ok2.body.result.soa.rname, "jane\\.doe.valid.example");
 
+    // The hosted settings this server does not have: the value GET reports is accepted, any other refused naming the field.
+    const current = (await p.api("GET", `/zones/${zoneId}/dns_settings`)).body.result;
+    const roundTrip = await p.api("PATCH", `/zones/${zoneId}/dns_settings`, current);
+    assert.equal(roundTrip.status, 200, JSON.stringify(roundTrip.body));
+    const turnedOn: [string, unknown][] = [
+      ["foundation_dns", true],
+      ["multi_provider", true],
+      ["secondary_overrides", true],
+      ["zone_mode", "dns_only"],
+      ["nameservers", { type: "custom.account" }],
+      ["internal_dns", { reference_zone_id: "0".repeat(32) }],
+    ];
+    for (const [field, value] of turnedOn) {
+      const r = await p.api("PATCH", `/zones/${zoneId}/dns_settings`, { [field]: value });
+      assert.equal(r.status, 400, `${field}: ${JSON.stringify(value)}`);
+      assert.match(r.body.errors[0].message, new RegExp(`^${field}: .*not supported here; only .* is accepted`));
+      assert.equal(r.body.errors[0].source?.pointer, `/${field}`);
+    }
+
     const acc = await p.api("PATCH", `/accounts/${p.accountId}/dns_settings`, { zone_defaults: { soa: { refresh: 20000, expire: 1209600 }, ns_ttl: 3600 } });
     assert.equal(acc.status, 200, JSON.stringify(acc.body));
     assert.equal(acc.body.result.zone_defaults.soa.refresh, 20000);

@@ -17,7 +17,13 @@ const createBody = z
     name: z.string(),
     account: z.object({ id: z.string() }).passthrough().optional(),
     type: z.enum(["full", "secondary"]).optional(),
-    jump_start: z.boolean().optional(),
+    // The hosted API scans the zone's current DNS for records to copy; nothing here does, so asking for it is refused.
+    jump_start: z
+      .boolean()
+      .optional()
+      .refine((v): boolean => v !== true, {
+        message: "scanning for existing records is not supported here; import a zone file (POST /zones/{zone_id}/dns_records/import); only false is accepted",
+      }),
   })
   .passthrough();
 

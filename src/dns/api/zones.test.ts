@@ -92,6 +92,12 @@ describe("zones answer the truth: the caller's permissions, and PATCH fields act
       assert.equal(r.status, 400, `${JSON.stringify(body)} → ${JSON.stringify(r.body)}`);
       assert.ok(r.body.errors[0].message.includes(field), `${JSON.stringify(body)}: ${r.body.errors[0].message}`);
     }
+    const jump = await p.api("POST", "/zones", { name: "jump-start.example", jump_start: true });
+    assert.equal(jump.status, 400, JSON.stringify(jump.body));
+    assert.match(jump.body.errors[0].message, /^jump_start: scanning for existing records is not supported here/);
+    const noJump = await p.api("POST", "/zones", { name: "jump-start.example", jump_start: false });
+    assert.equal(noJump.status, 200, JSON.stringify(noJump.body));
+    assert.equal((await p.api("DELETE", `/zones/${noJump.body.result.id}`)).status, 200);
     const after = (await p.api("GET", `/zones/${zoneA}`)).body.result;
     assert.equal(after.paused, false, "a refused PATCH changes nothing, not even the fields it could have changed");
     assert.deepEqual(after.vanity_name_servers, []);

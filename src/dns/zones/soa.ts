@@ -64,18 +64,44 @@ const soaPatch = z
   })
   .strict();
 
+/** The refusal of a hosted DNS setting this server does not have (zod puts the field's name in front). */
+const onlyOff = (feature: string, off: string) => ({ message: `${feature} is not supported here; only ${off} is accepted` });
+
 const settingsPatch = z
   .object({
     soa: soaPatch.optional(),
     flatten_all_cnames: z.boolean().optional(),
     ns_ttl: z.number().int().min(30).max(86400).optional(),
-    // Accepted and ignored: settings the hosted API has that do not change what this server answers.
-    foundation_dns: z.boolean().optional(),
-    multi_provider: z.boolean().optional(),
-    secondary_overrides: z.boolean().optional(),
-    zone_mode: z.enum(["standard", "cdn_only", "dns_only"]).optional(),
-    nameservers: z.object({ type: z.string() }).passthrough().optional(),
-    internal_dns: z.unknown().optional(),
+    // Settings of the hosted API for features this server does not have: accepted at the value settingsView
+    // reports (clients send the whole object back), refused at any other, never stored and ignored.
+    foundation_dns: z
+      .boolean()
+      .optional()
+      .refine((v): boolean => v !== true, onlyOff("Foundation DNS", "false")),
+    multi_provider: z
+      .boolean()
+      .optional()
+      .refine((v): boolean => v !== true, onlyOff("Multi-provider DNS", "false")),
+    secondary_overrides: z
+      .boolean()
+      .optional()
+      .refine((v): boolean => v !== true, onlyOff("Secondary DNS overrides", "false")),
+    zone_mode: z
+      .enum(["standard", "cdn_only", "dns_only"])
+      .optional()
+      .refine((v): boolean => v === undefined || v === "standard", onlyOff("Zone modes other than standard", '"standard"')),
+    nameservers: z
+      .object({ type: z.string() })
+      .passthrough()
+      .optional()
+      .refine(
+        (v): boolean => v === undefined || v.type === "cloudflare.standard",
+        onlyOff("Custom name server sets (every zone is served by the platform's name servers, set with --name-servers)", '{"type": "cloudflare.standard"}'),
+      ),
+    internal_dns: z
+      .unknown()
+      .optional()
+      .refine((v): boolean => v == null, onlyOff("Internal DNS", "null")),
   })
   .strict();
 

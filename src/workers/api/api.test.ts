@@ -211,6 +211,31 @@ test("script settings and the subdomain toggle refuse what this platform does no
     assert.equal(r.body.errors[0].source?.pointer, pointer, JSON.stringify(r.body.errors[0]));
   }
 
+  // The same settings in an upload's metadata (where wrangler puts them when the config has them): off deploys, on is refused.
+  const uploadOff = await uploadScript(p, "settings", hello, {
+    logpush: false,
+    tail_consumers: [],
+    observability: { enabled: false, logs: { enabled: false } },
+    placement: { mode: "off" },
+    usage_model: "standard",
+  });
+  assert.equal(uploadOff.status, 200, JSON.stringify(uploadOff.body));
+  const refusedUploads: [Record<string, unknown>, string][] = [
+    [{ logpush: true }, "/logpush"],
+    [{ tail_consumers: [{ service: "tail" }] }, "/tail_consumers"],
+    [{ observability: { enabled: true } }, "/observability/enabled"],
+    [{ observability: { enabled: false, logs: { enabled: true } } }, "/observability/logs/enabled"],
+    [{ placement: { mode: "smart" } }, "/placement/mode"],
+    [{ limits: { cpu_ms: 50 } }, "/limits"],
+  ];
+  for (const [meta, pointer] of refusedUploads) {
+    const r = await uploadScript(p, "settings-upload", hello, meta);
+    assert.equal(r.status, 400, JSON.stringify(meta));
+    assert.equal(r.body.errors[0].code, 10021);
+    assert.equal(r.body.errors[0].source?.pointer, pointer, JSON.stringify(r.body.errors[0]));
+  }
+  assert.equal((await p.api("GET", `${scripts()}/settings-upload`)).status, 404, "nothing was deployed");
+
   const subdomain = (body: unknown) => p.api("POST", `${scripts()}/settings/subdomain`, body);
   const wranglerDefault = await subdomain({ enabled: true, previews_enabled: true });
   assert.equal(wranglerDefault.status, 200, "what wrangler 3 sends on every deploy still deploys");

@@ -15,21 +15,48 @@ const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "obj
 export function checkScriptSettings(body: unknown): void {
   if (!isObject(body)) throw CoreErrors.invalidInput("script settings must be a JSON object", { code: WorkersCodes.validation });
   for (const [field, value] of Object.entries(body)) {
-    switch (field) {
-      case "logpush":
-        if (value !== false) throw WorkersErrors.settingUnavailable("logpush", "this platform has no Logpush; only false is accepted");
-        break;
-      case "tail_consumers":
-        if (value !== null && !(Array.isArray(value) && value.length === 0)) {
-          throw WorkersErrors.settingUnavailable("tail_consumers", "this platform has no Tail Workers; only [] is accepted");
-        }
-        break;
-      case "observability":
-        checkObservability(value);
-        break;
-      default:
-        throw WorkersErrors.settingUnavailable(field, "not a script setting of this platform (it has logpush, tail_consumers and observability, all off)");
+    if (!checkSettingOff(field, value)) {
+      throw WorkersErrors.settingUnavailable(field, "not a script setting of this platform (it has logpush, tail_consumers and observability, all off)");
     }
+  }
+}
+
+/**
+ * Checks the settings an upload's metadata may carry (wrangler puts `logpush`, `tail_consumers`, `observability`,
+ * `placement` and `limits` there when the config has them): each is accepted off and refused on, like the
+ * script-settings PATCH, so a Worker uploaded with Workers Logs or Smart Placement on is not deployed as if it had them.
+ */
+export function checkUploadSettings(meta: Record<string, unknown>): void {
+  for (const [field, value] of Object.entries(meta)) {
+    if (value === undefined || checkSettingOff(field, value)) continue;
+    if (field === "placement" && value !== null && !(isObject(value) && (value.mode === undefined || value.mode === "off"))) {
+      throw WorkersErrors.settingUnavailable(
+        "placement.mode",
+        'this platform has no Smart Placement (a Worker runs where it is called); only "off" is accepted',
+      );
+    }
+    if (field === "limits" && value !== null && !(isObject(value) && Object.keys(value).length === 0)) {
+      throw WorkersErrors.settingUnavailable("limits", "this platform does not enforce per-Worker CPU limits; leave limits out");
+    }
+  }
+}
+
+/** Checks one of the settings this platform has only off; false when `field` is not one of them. */
+function checkSettingOff(field: string, value: unknown): boolean {
+  switch (field) {
+    case "logpush":
+      if (value !== false) throw WorkersErrors.settingUnavailable("logpush", "this platform has no Logpush; only false is accepted");
+      return true;
+    case "tail_consumers":
+      if (value !== null && !(Array.isArray(value) && value.length === 0)) {
+        throw WorkersErrors.settingUnavailable("tail_consumers", "this platform has no Tail Workers; only [] is accepted");
+      }
+      return true;
+    case "observability":
+      checkObservability(value);
+      return true;
+    default:
+      return false;
   }
 }
 

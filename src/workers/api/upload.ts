@@ -13,6 +13,7 @@ import { WorkersCodes, WorkersErrors } from "../errors.js";
 import { firstExperimentalFlag } from "../runtime/experimental-flags.js";
 import type { ModuleKind, ModuleSource } from "../store.js";
 import { BracketedFieldError, metadataFromBracketedFields } from "./form-metadata.js";
+import { checkUploadSettings } from "./settings.js";
 
 /** Upload limits: the hosted API's paid-plan script size, and its secret size. */
 const UploadLimits = {
@@ -35,7 +36,11 @@ export const secretText = () =>
 
 const secretBindingSchema = z.object({ type: z.literal("secret_text"), name: bindingName(), text: secretText() });
 
-/** The `metadata` part. Unknown fields wrangler sends (keep_bindings, code_update_strategy, logpush…) are accepted and have no effect here. */
+/**
+ * The `metadata` part. Settings of features this platform lacks (logpush, observability, placement, tail_consumers,
+ * limits) are checked by checkUploadSettings; the other fields wrangler sends (keep_bindings, usage_model,
+ * annotations…) describe the upload itself and are accepted.
+ */
 const metadataSchema = z.looseObject({
   main_module: z.string().min(1).optional(),
   body_part: z.string().optional(),
@@ -137,6 +142,7 @@ export async function readUpload(req: FastifyRequest): Promise<ParsedUpload> {
   if (metadataText === undefined && bracketed.length === 0) throw WorkersErrors.noMetadata();
   if (metadataText !== undefined && bracketed.length > 0) throw WorkersErrors.metadataInBothForms();
   const meta = parseWith(metadataSchema, metadataOf(metadataText, bracketed), WorkersCodes.validation);
+  checkUploadSettings(meta);
   const experimental = firstExperimentalFlag(meta.compatibility_flags);
   if (experimental) throw WorkersErrors.experimentalFlag(experimental.flag, experimental.index);
   // Assets and no code at all: an assets-only Worker (what wrangler uploads for a config without `main`).
