@@ -52,22 +52,37 @@ export function snapshotContent(engine: AnswerEngine, zs: ZoneState): ContentSna
  */
 export function* snapshotRecords(engine: AnswerEngine, snap: ContentSnapshot): Generator<Rr> {
   yield* snap.apexNs;
-  const apex = snap.zone.name;
-  for (let i = 0; i < snap.names.length; i++) {
-    const name = snap.names[i];
-    const list = snap.lists[i];
-    const recs = list.length === snap.lengths[i] ? list : list.slice(0, snap.lengths[i]);
-    const proxied = engine.isProxied(snap, recs);
-    const flattened = name === apex ? snap.flattenedApex : undefined;
-    if (proxied || flattened) {
-      if (flattened && !proxied) yield* flattened;
-      else for (const t of ["A", "AAAA"] as const) yield* engine.edgeRrs(recs, name, t);
-      for (const r of recs) if (r.type !== "A" && r.type !== "AAAA" && r.type !== "CNAME") yield engine.rr(r, name);
-      continue;
-    }
-    for (const r of recs) if (!(name === apex && r.type === "NS")) yield engine.rr(r, name);
-  }
+  for (let i = 0; i < snap.names.length; i++) yield* nameRecords(engine, snap, i);
 }
+
+/**
+ * The records of the snapshot's `i`th name as a transfer sends them. What they are depends on that name's records
+ * (its list up to the snapshot's length) and, zone-wide, on renderingOf(snap.zone), snap.apexNs (the apex NS sent
+ * apart, so stored apex NS are not repeated) and snap.flattenedApex: the IXFR journal relies on that list
+ * (transfers/journal.ts).
+ */
+export function* nameRecords(engine: AnswerEngine, snap: ContentSnapshot, i: number): Generator<Rr> {
+  const apex = snap.zone.name;
+  const name = snap.names[i];
+  const list = snap.lists[i];
+  const recs = list.length === snap.lengths[i] ? list : list.slice(0, snap.lengths[i]);
+  const proxied = engine.isProxied(snap, recs);
+  const flattened = name === apex ? snap.flattenedApex : undefined;
+  if (proxied || flattened) {
+    if (flattened && !proxied) yield* flattened;
+    else for (const t of ["A", "AAAA"] as const) yield* engine.edgeRrs(recs, name, t);
+    for (const r of recs) if (r.type !== "A" && r.type !== "AAAA" && r.type !== "CNAME") yield engine.rr(r, name);
+    return;
+  }
+  for (const r of recs) if (!(name === apex && r.type === "NS")) yield engine.rr(r, name);
+}
+
+/**
+ * The fields of a zone object that change how its names other than the apex are sent (nameRecords): two versions that
+ * agree on this send each unchanged name alike. The serial, modified_on and the SOA settings do not change them;
+ * flatten_all_cnames only changes answers (a transfer sends non-apex CNAMEs as they are).
+ */
+export const renderingOf = (zone: ContentSnapshot["zone"]): string => JSON.stringify([zone.name, zone.paused, zone.type ?? "full"]);
 
 /** Everything a secondary holds of the zone but the SOA: the apex NS and every record as served. */
 export function zoneContent(engine: AnswerEngine, zs: ZoneState): Rr[] {
