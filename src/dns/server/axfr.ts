@@ -3,7 +3,7 @@ import type { AnswerEngine, Rr } from "./answer.js";
 import type { ZoneState } from "../zones/zone-state.js";
 import type { DnsRecord } from "../model.js";
 import { encodeQuestion, encodeRr } from "./wire-codecs.js";
-import { signedTransfer } from "../dnssec/zone-transfer.js";
+import { signedTransfer, type ContentByName } from "../dnssec/zone-transfer.js";
 
 const AA = 1 << 10;
 /** Records per transfer message, which keeps each well under the 64 KiB TCP message limit. */
@@ -93,25 +93,35 @@ export function zoneContent(engine: AnswerEngine, zs: ZoneState): Rr[] {
  * AXFR (RFC 5936): SOA, everything, SOA again, over as many messages as needed, produced lazily: the zone's version is
  * taken now (snapshotContent), and each message is built from it when the caller asks for it (the TCP listener asks
  * for a few per turn of the event loop). A signed zone goes with its DNSKEY set, an NSEC chain and every RRSIG, so
- * the secondary serves a copy resolvers validate (dnssec/zone-transfer.ts); that body is signed in one go here (the
- * NSEC chain needs every name in order), and only its encoding into messages is lazy.
+ * the secondary serves a copy resolvers validate (dnssec/zone-transfer.ts): its names are put in canonical order when
+ * the first message is asked for, and each is signed as its turn comes.
  */
 export function axfrMessages(engine: AnswerEngine, zs: ZoneState, q: ReturnType<typeof packet.decode>): Iterable<Buffer> {
   const soa = engine.soaRr(zs);
   const signed = engine.signingOf(zs);
-  if (signed) {
-    const body = signedTransfer(zs.zone.name, soa, zoneContent(engine, zs), signed.signing, signed.signer, engine.negativeTtl(zs));
-    return transferMessageStream([...body, soa], q);
-  }
   const snap = snapshotContent(engine, zs);
+  const negativeTtl = engine.negativeTtl(zs);
   return transferMessageStream(
     (function* () {
-      yield soa;
-      yield* snapshotRecords(engine, snap);
+      if (signed) yield* signedTransfer(snap.zone.name, soa, byName(engine, snap), signed.signing, signed.signer, negativeTtl);
+      else {
+        yield soa;
+        yield* snapshotRecords(engine, snap);
+      }
       yield soa;
     })(),
     q,
   );
+}
+
+/** The snapshot by owner name, the apex NS with the apex's records (the apex is there even when it holds none). */
+function byName(engine: AnswerEngine, snap: ContentSnapshot): ContentByName {
+  const apex = snap.zone.name;
+  const names = snap.names.includes(apex) ? snap.names : [...snap.names, apex];
+  return {
+    names,
+    recordsAt: (i) => [...(names[i] === apex ? snap.apexNs : []), ...(i < snap.names.length ? nameRecords(engine, snap, i) : [])],
+  };
 }
 
 /** A record in wire form (no name compression, so the same record is always the same bytes). */
