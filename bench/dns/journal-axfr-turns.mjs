@@ -4,7 +4,8 @@
 //     one single-record edit (--edits of them: add, replace, delete in turn), and the snapshot walk alone
 //     (snapshotContent, which every change and every AXFR takes).
 //  2. The same zone signed (DNSSEC, ECDSA P-256): an AXFR consumed as the TCP listener does (8 messages per turn of the
-//     event loop, setImmediate between turns); the longest turn, the longest event-loop delay seen meanwhile
+//     event loop, setImmediate between turns, and since p11 no more once a turn has taken --turn-ms, 10 by default;
+//     0: no such limit, as the listener was before); the longest turn, the longest event-loop delay seen meanwhile
 //     (perf_hooks.monitorEventLoopDelay, 1 ms resolution) and the whole transfer's time.
 // Usage: npm run build && node bench/dns/journal-axfr-turns.mjs [--records 200000] [--edits 5] [--dist DIR] [--only journal|signed]
 // --dist: another build's dist directory (for a "before" number: the same script against main's build).
@@ -21,6 +22,7 @@ const arg = (name, def) => (args.includes(`--${name}`) ? args[args.indexOf(`--${
 const RECORDS = Number(arg("records", 200_000));
 const EDITS = Number(arg("edits", 5));
 const ONLY = arg("only", undefined);
+const TURN_MS = Number(arg("turn-ms", 10));
 const DIST = resolve(arg("dist", new URL("../../dist", import.meta.url).pathname));
 const load = (p) => import(pathToFileURL(join(DIST, p)).href);
 
@@ -72,7 +74,7 @@ const record = (zs, name, content, type = "A") => ({
   tags_modified_on: null,
 });
 
-const out = { dist: DIST, records: RECORDS, loadavg_start: loadavg().map((l) => l.toFixed(2)) };
+const out = { dist: DIST, records: RECORDS, turn_ms: TURN_MS, loadavg_start: loadavg().map((l) => l.toFixed(2)) };
 try {
   const zones = new ZoneService(new SqliteDnsStore(openDatabase(join(dir, "dns.sqlite"), DNS_MIGRATIONS)));
   await zones.load();
@@ -139,7 +141,7 @@ try {
     const turn = () => {
       const t = process.hrtime.bigint();
       it ??= axfrMessages(engine, zs, q)[Symbol.iterator]();
-      for (let n = 0; n < 8; n++) {
+      for (let n = 0; n < 8 && (n === 0 || !TURN_MS || ms(t, process.hrtime.bigint()) < TURN_MS); n++) {
         const next = it.next();
         if (next.done) {
           turns.push(ms(t, process.hrtime.bigint()));
