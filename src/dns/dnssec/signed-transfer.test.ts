@@ -6,7 +6,7 @@ import { after, before, describe, it } from "node:test";
 import type { TestPlatform } from "../../core/testing/platform.js";
 import { createRecord, createZone, dig, digAvailable, startDnsPlatform } from "../testing/helpers.js";
 import { freePort, kdig, knotAvailable, startKnot, until, type Knot } from "../testing/knot.js";
-import { canonicalCompare } from "./zone-transfer.js";
+import { canonicalCompare, canonicalOrder } from "./zone-transfer.js";
 import { delv, delvAvailable, writeTrustAnchor } from "./testing.js";
 
 const ZONE = "signedxfr.example";
@@ -46,6 +46,12 @@ describe("AXFR of a signed zone: Knot as the secondary serves a copy delv valida
 
   it("orders names canonically (RFC 4034 §6.1)", () => {
     const names = ["z.example", "example", "a.example", "yljkjljk.a.example", "*.z.example", "zabc.a.example", "z.a.example", "\u0001.z.example"];
+    const mixed = [...names, "Ab.a.example", "a-b.a.example", "ab.A.example", "x.ab.a.example", "b.example", "_srv._tcp.example", "a.b.example"];
+    assert.deepEqual(
+      canonicalOrder(mixed).map((i) => mixed[i]),
+      [...mixed].sort(canonicalCompare),
+      "the sort by precomputed keys agrees with the comparison",
+    );
     assert.deepEqual(names.sort(canonicalCompare), [
       "example",
       "a.example",

@@ -3,7 +3,7 @@ import type { AnswerEngine, Rr } from "./answer.js";
 import type { ZoneState } from "../zones/zone-state.js";
 import type { DnsRecord } from "../model.js";
 import { encodeQuestion, encodeRr } from "./wire-codecs.js";
-import { signedTransfer } from "../dnssec/zone-transfer.js";
+import { signedTransfer, type ContentByName } from "../dnssec/zone-transfer.js";
 
 const AA = 1 << 10;
 /** Records per transfer message, which keeps each well under the 64 KiB TCP message limit. */
@@ -30,14 +30,18 @@ export interface ContentSnapshot {
 
 export function snapshotContent(engine: AnswerEngine, zs: ZoneState): ContentSnapshot {
   const zone = zs.zone;
-  const names: string[] = [];
-  const lists: (readonly DnsRecord[])[] = [];
-  const lengths: number[] = [];
-  for (const [name, recs] of zs.byName) {
-    names.push(name);
-    lists.push(recs);
-    lengths.push(recs.length);
-  }
+  // Arrays of the final size, filled by forEach: pushing 200,000 entries into growing arrays (and the entry arrays a
+  // for-of over a Map makes) cost 3-10 times as long (bench/dns/journal-axfr-turns.mjs, snapshot_walk_ms).
+  const size = zs.byName.size;
+  const names = new Array<string>(size);
+  const lists = new Array<readonly DnsRecord[]>(size);
+  const lengths = new Array<number>(size);
+  let i = 0;
+  zs.byName.forEach((recs, name) => {
+    names[i] = name;
+    lists[i] = recs;
+    lengths[i++] = recs.length;
+  });
   const apexCname = zs.at(zone.name).some((r) => r.type === "CNAME");
   const flattenedApex = apexCname
     ? (["A", "AAAA"] as const).flatMap((t) => engine.answer(zone.name, t)?.answers.filter((a) => a.name === zone.name) ?? [])
@@ -52,22 +56,37 @@ export function snapshotContent(engine: AnswerEngine, zs: ZoneState): ContentSna
  */
 export function* snapshotRecords(engine: AnswerEngine, snap: ContentSnapshot): Generator<Rr> {
   yield* snap.apexNs;
-  const apex = snap.zone.name;
-  for (let i = 0; i < snap.names.length; i++) {
-    const name = snap.names[i];
-    const list = snap.lists[i];
-    const recs = list.length === snap.lengths[i] ? list : list.slice(0, snap.lengths[i]);
-    const proxied = engine.isProxied(snap, recs);
-    const flattened = name === apex ? snap.flattenedApex : undefined;
-    if (proxied || flattened) {
-      if (flattened && !proxied) yield* flattened;
-      else for (const t of ["A", "AAAA"] as const) yield* engine.edgeRrs(recs, name, t);
-      for (const r of recs) if (r.type !== "A" && r.type !== "AAAA" && r.type !== "CNAME") yield engine.rr(r, name);
-      continue;
-    }
-    for (const r of recs) if (!(name === apex && r.type === "NS")) yield engine.rr(r, name);
-  }
+  for (let i = 0; i < snap.names.length; i++) yield* nameRecords(engine, snap, i);
 }
+
+/**
+ * The records of the snapshot's `i`th name as a transfer sends them. What they are depends on that name's records
+ * (its list up to the snapshot's length) and, zone-wide, on renderingOf(snap.zone), snap.apexNs (the apex NS sent
+ * apart, so stored apex NS are not repeated) and snap.flattenedApex: the IXFR journal relies on that list
+ * (transfers/journal.ts).
+ */
+export function* nameRecords(engine: AnswerEngine, snap: ContentSnapshot, i: number): Generator<Rr> {
+  const apex = snap.zone.name;
+  const name = snap.names[i];
+  const list = snap.lists[i];
+  const recs = list.length === snap.lengths[i] ? list : list.slice(0, snap.lengths[i]);
+  const proxied = engine.isProxied(snap, recs);
+  const flattened = name === apex ? snap.flattenedApex : undefined;
+  if (proxied || flattened) {
+    if (flattened && !proxied) yield* flattened;
+    else for (const t of ["A", "AAAA"] as const) yield* engine.edgeRrs(recs, name, t);
+    for (const r of recs) if (r.type !== "A" && r.type !== "AAAA" && r.type !== "CNAME") yield engine.rr(r, name);
+    return;
+  }
+  for (const r of recs) if (!(name === apex && r.type === "NS")) yield engine.rr(r, name);
+}
+
+/**
+ * The fields of a zone object that change how its names other than the apex are sent (nameRecords): two versions that
+ * agree on this send each unchanged name alike. The serial, modified_on and the SOA settings do not change them;
+ * flatten_all_cnames only changes answers (a transfer sends non-apex CNAMEs as they are).
+ */
+export const renderingOf = (zone: ContentSnapshot["zone"]): string => JSON.stringify([zone.name, zone.paused, zone.type ?? "full"]);
 
 /** Everything a secondary holds of the zone but the SOA: the apex NS and every record as served. */
 export function zoneContent(engine: AnswerEngine, zs: ZoneState): Rr[] {
@@ -78,25 +97,35 @@ export function zoneContent(engine: AnswerEngine, zs: ZoneState): Rr[] {
  * AXFR (RFC 5936): SOA, everything, SOA again, over as many messages as needed, produced lazily: the zone's version is
  * taken now (snapshotContent), and each message is built from it when the caller asks for it (the TCP listener asks
  * for a few per turn of the event loop). A signed zone goes with its DNSKEY set, an NSEC chain and every RRSIG, so
- * the secondary serves a copy resolvers validate (dnssec/zone-transfer.ts); that body is signed in one go here (the
- * NSEC chain needs every name in order), and only its encoding into messages is lazy.
+ * the secondary serves a copy resolvers validate (dnssec/zone-transfer.ts): its names are put in canonical order when
+ * the first message is asked for, and each is signed as its turn comes.
  */
 export function axfrMessages(engine: AnswerEngine, zs: ZoneState, q: ReturnType<typeof packet.decode>): Iterable<Buffer> {
   const soa = engine.soaRr(zs);
   const signed = engine.signingOf(zs);
-  if (signed) {
-    const body = signedTransfer(zs.zone.name, soa, zoneContent(engine, zs), signed.signing, signed.signer, engine.negativeTtl(zs));
-    return transferMessageStream([...body, soa], q);
-  }
   const snap = snapshotContent(engine, zs);
+  const negativeTtl = engine.negativeTtl(zs);
   return transferMessageStream(
     (function* () {
-      yield soa;
-      yield* snapshotRecords(engine, snap);
+      if (signed) yield* signedTransfer(snap.zone.name, soa, byName(engine, snap), signed.signing, signed.signer, negativeTtl);
+      else {
+        yield soa;
+        yield* snapshotRecords(engine, snap);
+      }
       yield soa;
     })(),
     q,
   );
+}
+
+/** The snapshot by owner name, the apex NS with the apex's records (the apex is there even when it holds none). */
+function byName(engine: AnswerEngine, snap: ContentSnapshot): ContentByName {
+  const apex = snap.zone.name;
+  const names = snap.names.includes(apex) ? snap.names : [...snap.names, apex];
+  return {
+    names,
+    recordsAt: (i) => [...(names[i] === apex ? snap.apexNs : []), ...(i < snap.names.length ? nameRecords(engine, snap, i) : [])],
+  };
 }
 
 /** A record in wire form (no name compression, so the same record is always the same bytes). */

@@ -15,6 +15,12 @@ export type TcpResponder = (msg: Buffer, remote: string) => Buffer[] | Iterable<
  * 10 ms and other clients are answered between turns.
  */
 const STREAMED_PER_TURN = 8;
+/**
+ * And no more messages in a turn once it has taken this long: a signed zone's message carries about 100 fresh
+ * signatures (dnssec/zone-transfer.ts), several milliseconds each message, so a turn of 8 of them held the loop for
+ * 10 times as long. At least one message goes per turn.
+ */
+const STREAMED_TURN_MS = 10;
 
 /** Refused connections are logged at most this often (with how many). */
 const REFUSAL_LOG_INTERVAL_MS = 10_000;
@@ -96,8 +102,9 @@ export class DnsTcpListener {
       const turn = () => {
         if (socket.destroyed) return;
         let room = true;
+        const began = performance.now();
         try {
-          for (let n = 0; n < STREAMED_PER_TURN && room; n++) {
+          for (let n = 0; n < STREAMED_PER_TURN && room && (n === 0 || performance.now() - began < STREAMED_TURN_MS); n++) {
             const next = messages.next();
             if (next.done) {
               socket.off("close", stop);

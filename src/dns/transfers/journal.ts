@@ -1,6 +1,7 @@
 import type { Logger } from "../../core/logger.js";
 import type { AnswerEngine } from "../server/answer.js";
-import { snapshotContent, snapshotRecords, wireRr, type ContentSnapshot } from "../server/axfr.js";
+import type { Rr } from "../server/answer.js";
+import { nameRecords, renderingOf, snapshotContent, wireRr, type ContentSnapshot } from "../server/axfr.js";
 import type { ZoneState } from "../zones/zone-state.js";
 import type { JournalEntry } from "./model.js";
 import type { JournalBounds, TransferStore } from "./store.js";
@@ -9,19 +10,71 @@ import type { JournalBounds, TransferStore } from "./store.js";
 export const DEFAULT_JOURNAL_BOUNDS: JournalBounds = { maxEntries: 1000, maxRecords: 100_000 };
 
 /**
- * A zone as a secondary last could have seen it: its serial, SOA and every other record. Taken cheaply (the names and
- * references to their record lists, as an AXFR takes its version: server/axfr.ts) when a transfer starts; the records
- * by wire bytes are built only when a change needs them (rrsOf).
+ * A zone as a secondary last could have seen it: its serial, SOA and content, taken cheaply (the names and references
+ * to their record lists, as an AXFR takes its version: server/axfr.ts). Records are built from it only for the names
+ * a change touched (contentDifference).
  */
 interface Snapshot {
   serial: number;
   soa: Buffer;
-  /** Dropped once `rrs` is built from it. */
-  content?: ContentSnapshot;
-  rrs?: Set<string>;
+  content: ContentSnapshot;
 }
 
-const snapshotKey = (b: Buffer) => b.toString("latin1");
+const wireKey = (r: Rr) => wireRr(r).toString("latin1");
+
+/**
+ * What a secondary holding `before` must remove and add to hold `after` (records by wire bytes, as a transfer sends
+ * them: nameRecords), encoding only the names that may differ. A name whose record list is the same list with the same
+ * length in both is sent alike (ZoneState never changes a list but by appending to it, and never changes a record in
+ * place), unless something zone-wide that shapes every name differs (renderingOf): then every name is compared. The
+ * apex is always compared: its records also depend on the apex NS and the flattened apex CNAME's addresses.
+ *
+ * The walk pairs the names of the two versions in order. Both come from the zone's Map in insertion order, so an
+ * unchanged name sits at the same place relative to the others: a removed name is parked (a Map of the few names
+ * passed over), an added one is met after the versions' common names. Cost: O(names) reference comparisons, plus
+ * encoding the changed names' records.
+ */
+export function contentDifference(engine: AnswerEngine, before: ContentSnapshot, after: ContentSnapshot): { removed: Buffer[]; added: Buffer[] } {
+  const removed: Buffer[] = [];
+  const added: Buffer[] = [];
+  const apex = after.zone.name;
+  const everyName = renderingOf(before.zone) !== renderingOf(after.zone);
+  let apexBefore = -1;
+  let apexAfter = -1;
+  // One name's records in each version (-1: absent), compared as sets, as the secondary holds them.
+  const compare = (b: readonly Rr[], a: readonly Rr[]) => {
+    const was = new Set(b.map(wireKey));
+    const is = new Set(a.map(wireKey));
+    for (const k of was) if (!is.has(k)) removed.push(Buffer.from(k, "latin1"));
+    for (const k of is) if (!was.has(k)) added.push(Buffer.from(k, "latin1"));
+  };
+  const visit = (bi: number, ai: number) => {
+    const name = ai >= 0 ? after.names[ai] : before.names[bi];
+    if (name === apex) {
+      apexBefore = bi;
+      apexAfter = ai;
+      return;
+    }
+    if (!everyName && bi >= 0 && ai >= 0 && before.lists[bi] === after.lists[ai] && before.lengths[bi] === after.lengths[ai]) return;
+    compare(bi >= 0 ? [...nameRecords(engine, before, bi)] : [], ai >= 0 ? [...nameRecords(engine, after, ai)] : []);
+  };
+  const parked = new Map<string, number>();
+  let bi = 0;
+  for (let ai = 0; ai < after.names.length;) {
+    const name = after.names[ai];
+    if (bi < before.names.length && before.names[bi] === name) visit(bi++, ai++);
+    else if (parked.has(name)) {
+      visit(parked.get(name)!, ai++);
+      parked.delete(name);
+    } else if (bi < before.names.length) parked.set(before.names[bi], bi++);
+    else visit(-1, ai++);
+  }
+  for (; bi < before.names.length; bi++) visit(bi, -1);
+  for (const b of parked.values()) visit(b, -1);
+  const apexOf = (snap: ContentSnapshot, i: number) => [...snap.apexNs, ...(i >= 0 ? nameRecords(engine, snap, i) : [])];
+  compare(apexOf(before, apexBefore), apexOf(after, apexAfter));
+  return { removed, added };
+}
 
 /**
  * The IXFR journal (RFC 1995): for each serial change of a zone, which records a secondary must remove and add. The
@@ -70,9 +123,7 @@ export class TransferJournal {
     if (!before || before.serial === zs.zone.serial) return;
     const after = this.snapshot(zs);
     this.snapshots.set(zs.zone.id, after);
-    const [beforeRrs, afterRrs] = [this.rrsOf(before), this.rrsOf(after)];
-    const removed = [...beforeRrs].filter((k) => !afterRrs.has(k)).map((k) => Buffer.from(k, "latin1"));
-    const added = [...afterRrs].filter((k) => !beforeRrs.has(k)).map((k) => Buffer.from(k, "latin1"));
+    const { removed, added } = contentDifference(this.engine, before.content, after.content);
     const entry: JournalEntry = { from_serial: before.serial, to_serial: after.serial, from_soa: before.soa, to_soa: after.soa, removed, added };
     const list = [...(this.entries.get(zs.zone.id) ?? []), entry];
     // The same bounds as the store's, so memory and store drop the same changes.
@@ -116,16 +167,6 @@ export class TransferJournal {
 
   private snapshot(zs: ZoneState): Snapshot {
     return { serial: zs.zone.serial, soa: wireRr(this.engine.soaRr(zs)), content: snapshotContent(this.engine, zs) };
-  }
-
-  /** The snapshot's records by wire bytes, built once (O(zone): every record encoded). */
-  private rrsOf(s: Snapshot): Set<string> {
-    if (!s.rrs) {
-      s.rrs = new Set<string>();
-      for (const r of snapshotRecords(this.engine, s.content!)) s.rrs.add(snapshotKey(wireRr(r)));
-      s.content = undefined;
-    }
-    return s.rrs;
   }
 
   /** Store writes in order, in the background: a failure is logged, and costs only the IXFR (AXFR still works). */
