@@ -1,4 +1,5 @@
 import type { OptionSpec, OptionValues } from "../core/cli/command.js";
+import { UserError } from "../core/errors.js";
 import { QUEUES_LIMITS } from "./limits.js";
 
 /** Queues' part of `edgecli serve`: its options (defaults live only here) and the settings read from them. */
@@ -30,9 +31,13 @@ export interface QueuesConfig {
 }
 
 export function readQueuesConfig(options: OptionValues<typeof serveOptions>): QueuesConfig {
+  const backlog = options["queue-backlog-max-bytes"];
+  // A cap that is not a number would refuse every send (or none): say so at start instead.
+  if (!Number.isSafeInteger(backlog) || backlog < 1)
+    throw new UserError(`--queue-backlog-max-bytes must be a whole number of bytes, 1 or more; got ${backlog}`);
   return {
     leaseMs: Math.max(1000, Math.round(options["queue-consumer-timeout"] * 1000)),
     pollMs: Math.max(50, Math.round(options["queue-poll-interval"] * 1000)),
-    backlogMaxBytes: Math.max(1, Math.floor(options["queue-backlog-max-bytes"])),
+    backlogMaxBytes: backlog,
   };
 }
