@@ -30,8 +30,8 @@ const CONSUMER_SELECT = `SELECT c.*, q.name AS queue_name, q.account_id FROM que
  * The backlog counters on the queue row: a send adds to them with one statement that also inserts, guarded by the
  * cap, so concurrent senders on every node queue up on the row's lock and never pass the cap together. Whatever
  * takes messages away (settle, purge, delete) deletes them first and changes the counters after, by what it
- * deleted: the locks are always taken messages first, then queue rows (in id order), so two of them never wait
- * on each other.
+ * deleted: they take their locks messages first, then queue rows (in id order), so they do not deadlock on each
+ * other; should PostgreSQL still find a deadlock with a send, one transaction fails whole and the counters stay true.
  */
 export class PgQueuesStore implements QueuesStore {
   constructor(private readonly pg: Postgres) {}
