@@ -1,4 +1,6 @@
 import type { OptionSpec, OptionValues } from "../core/cli/command.js";
+import { UserError } from "../core/errors.js";
+import { QUEUES_LIMITS } from "./limits.js";
 
 /** Queues' part of `edgecli serve`: its options (defaults live only here) and the settings read from them. */
 export const serveOptions = {
@@ -13,16 +15,29 @@ export const serveOptions = {
     describe: "Seconds between looks at the queues for due batches (sends through this node wake it at once)",
     default: 1,
   },
+  "queue-backlog-max-bytes": {
+    type: "number",
+    describe:
+      "Bytes of message bodies one queue may hold (sent and not yet acknowledged); a send past it is refused whole with Storage Limit Exceeded. The same for every queue of every account (the hosted limit is 25 GB)",
+    default: QUEUES_LIMITS.backlogBytes,
+  },
 } satisfies Record<string, OptionSpec>;
 
 export interface QueuesConfig {
   leaseMs: number;
   pollMs: number;
+  /** The most bytes of message bodies one queue holds. */
+  backlogMaxBytes: number;
 }
 
 export function readQueuesConfig(options: OptionValues<typeof serveOptions>): QueuesConfig {
+  const backlog = options["queue-backlog-max-bytes"];
+  // A cap that is not a number would refuse every send (or none): say so at start instead.
+  if (!Number.isSafeInteger(backlog) || backlog < 1)
+    throw new UserError(`--queue-backlog-max-bytes must be a whole number of bytes, 1 or more; got ${backlog}`);
   return {
     leaseMs: Math.max(1000, Math.round(options["queue-consumer-timeout"] * 1000)),
     pollMs: Math.max(50, Math.round(options["queue-poll-interval"] * 1000)),
+    backlogMaxBytes: backlog,
   };
 }

@@ -4,7 +4,7 @@ import { QUEUES_AREA } from "./pg-store.js";
 import { QUEUES_MIGRATIONS } from "./sqlite-migrations.js";
 
 /**
- * Queues for `edgecli state copy`: queues, their consumers, and the messages waiting in them (bodies are rows), with
+ * Queues for `edgecli state copy`: queues (with their backlog counters), their consumers, and the messages waiting in them (bodies are rows), with
  * their attempts and visibility. A message leased when the platform stopped keeps its lease and comes back when it
  * lapses, as after a restart. Each backend numbers messages itself; they are read per queue in the order they were
  * sent, so the target delivers them in that order too.
@@ -14,7 +14,13 @@ export const queuesCopier: AreaCopier = {
   sqlite: { database: "queues", migrations: QUEUES_MIGRATIONS },
   postgres: { schema: QUEUES_AREA, migrations: QUEUES_PG_MIGRATIONS },
   tables: [
-    { table: "queues", columns: ["id", "account_id", "name", "created_on", "modified_on", "purged_at"], key: ["id"] },
+    // The backlog counters are carried with the queue: they count the messages copied after it (the source's are
+    // kept in the transaction of each write, and the platform is stopped while it is copied).
+    {
+      table: "queues",
+      columns: ["id", "account_id", "name", "created_on", "modified_on", "purged_at", "backlog_messages", "backlog_bytes"],
+      key: ["id"],
+    },
     {
       table: "consumers",
       columns: ["id", "queue_id", "type", "script_name", "settings", "dead_letter_queue", "created_on"],

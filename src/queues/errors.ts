@@ -10,6 +10,7 @@ export const QueuesCodes = {
   consumerExists: 11005,
   tooLarge: 11010,
   scriptNotFound: 11006,
+  backlogFull: 11011,
 } as const;
 
 const badRequest = (message: string) => new EdgeError(400, QueuesCodes.badRequest, message);
@@ -40,6 +41,17 @@ export const QueuesErrors = {
       413,
       QueuesCodes.tooLarge,
       `A batch may hold at most ${QUEUES_LIMITS.batchMessages} messages of at most ${QUEUES_LIMITS.batchBytes} bytes together`,
+    ),
+  /**
+   * The queue's backlog would pass the platform's cap. The hosted platform documents only the words ("Storage Limit
+   * Exceeded" from send() and sendBatch()), which workerd shows as `Queue send failed: <status text>`: the message
+   * starts with them. Its status and code are not documented: 413 and 11011 are ours.
+   */
+  backlogFull: (maxBytes: number) =>
+    new EdgeError(
+      413,
+      QueuesCodes.backlogFull,
+      `Storage Limit Exceeded: this queue's backlog may hold at most ${maxBytes} bytes of messages; consume or purge some before sending more`,
     ),
   emptyBatch: () => badRequest("A batch must hold at least one message"),
   delay: () => badRequest(`delay_seconds must be a whole number of seconds from 0 to ${QUEUES_LIMITS.delaySeconds}`),

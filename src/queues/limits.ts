@@ -18,6 +18,11 @@ export const QUEUES_LIMITS = {
   queuesPerAccount: 10_000,
   /** Messages one pull may lease. */
   pullMessages: 100,
+  /**
+   * The bytes of message bodies one queue may hold, by default (hosted: 25 GB, 1 GB being 10^9 bytes): the
+   * platform-wide `--queue-backlog-max-bytes` changes it (config.ts).
+   */
+  backlogBytes: 25_000_000_000,
   /** The longest lease of a pull (12 hours in ms). */
   visibilityTimeoutMs: 12 * 60 * 60 * 1000,
 } as const;

@@ -1,8 +1,19 @@
-import type { Postgres } from "../core/db/postgres.js";
+import type { Postgres, SqlRunner } from "../core/db/postgres.js";
 import { QueuesErrors } from "./errors.js";
 import { QUEUES_LIMITS } from "./limits.js";
-import { leased, newId, queueStats } from "./sqlite-store.js";
-import type { ConsumerInput, ConsumerRecord, LeasedMessage, NewMessage, QueueRecord, QueuesStore, QueueStats, Settlement, WorkerConsumer } from "./store.js";
+import { backlogOf, bodyBytes, leased, newId, queueStats, type CounterRow } from "./sqlite-store.js";
+import type {
+  Backlog,
+  ConsumerInput,
+  ConsumerRecord,
+  LeasedMessage,
+  NewMessage,
+  QueueRecord,
+  QueuesStore,
+  QueueStats,
+  Settlement,
+  WorkerConsumer,
+} from "./store.js";
 import { checkQueueName, consumerColumns, consumerRecord, queueRecord, type ConsumerRow, type QueueRow } from "./validation.js";
 
 export const QUEUES_AREA = "queues";
@@ -15,6 +26,12 @@ const CONSUMER_SELECT = `SELECT c.*, q.name AS queue_name, q.account_id FROM que
  * FOR UPDATE SKIP LOCKED, so two nodes polling the same queue lease disjoint messages; a settlement applies only
  * while its lease id is still the row's, so a node whose lease expired (and the message went to another) changes
  * nothing. Nothing is cached per node: the bus carries nothing for queues.
+ *
+ * The backlog counters on the queue row: a send adds to them with one statement that also inserts, guarded by the
+ * cap, so concurrent senders on every node queue up on the row's lock and never pass the cap together. Whatever
+ * takes messages away (settle, purge, delete) deletes them first and changes the counters after, by what it
+ * deleted: they take their locks messages first, then queue rows (in id order), so they do not deadlock on each
+ * other; should PostgreSQL still find a deadlock with a send, one transaction fails whole and the counters stay true.
  */
 export class PgQueuesStore implements QueuesStore {
   constructor(private readonly pg: Postgres) {}
@@ -85,11 +102,15 @@ export class PgQueuesStore implements QueuesStore {
   }
 
   async deleteQueue(accountId: string, queueId: string): Promise<void> {
-    if ((await this.pg.execute("DELETE FROM queues.queues WHERE account_id = $1 AND id = $2", [accountId, queueId])) === 0) throw QueuesErrors.queueNotFound();
+    await this.pg.withTransaction(async (tx) => {
+      // The messages first (then the row, which cascades to nothing more): the lock order of settle and purge.
+      await tx.execute("DELETE FROM queues.messages WHERE queue_id = (SELECT id FROM queues.queues WHERE account_id = $1 AND id = $2)", [accountId, queueId]);
+      if ((await tx.execute("DELETE FROM queues.queues WHERE account_id = $1 AND id = $2", [accountId, queueId])) === 0) throw QueuesErrors.queueNotFound();
+    });
   }
 
-  private async queueOf(accountId: string, queueId: string): Promise<void> {
-    if (!(await this.pg.row("SELECT 1 FROM queues.queues WHERE account_id = $1 AND id = $2", [accountId, queueId]))) throw QueuesErrors.queueNotFound();
+  private async queueOf(accountId: string, queueId: string, db: SqlRunner = this.pg): Promise<void> {
+    if (!(await db.row("SELECT 1 FROM queues.queues WHERE account_id = $1 AND id = $2", [accountId, queueId]))) throw QueuesErrors.queueNotFound();
   }
 
   private async consumer(consumerId: string): Promise<ConsumerRecord> {
@@ -155,10 +176,19 @@ export class PgQueuesStore implements QueuesStore {
 
   async purge(accountId: string, queueId: string, startedAtMs: number): Promise<number> {
     return this.pg.withTransaction(async (tx) => {
-      // The queue row locked: a purge and a delete of the queue do not cross.
-      const found = await tx.row("UPDATE queues.queues SET purged_at = $3 WHERE account_id = $1 AND id = $2 RETURNING 1", [accountId, queueId, startedAtMs]);
+      await this.queueOf(accountId, queueId, tx);
+      // The counters go down by what was deleted, not to zero: a send that commits meanwhile keeps its messages.
+      const gone = (await tx.row<{ n: string; bytes: string }>(
+        `WITH gone AS (DELETE FROM queues.messages WHERE queue_id = $1 RETURNING length(body) AS bytes)
+         SELECT count(*) AS n, coalesce(sum(bytes), 0) AS bytes FROM gone`,
+        [queueId],
+      ))!;
+      const found = await tx.row(
+        "UPDATE queues.queues SET purged_at = $3, backlog_messages = backlog_messages - $4, backlog_bytes = backlog_bytes - $5 WHERE account_id = $1 AND id = $2 RETURNING 1",
+        [accountId, queueId, startedAtMs, gone.n, gone.bytes],
+      );
       if (!found) throw QueuesErrors.queueNotFound();
-      return tx.execute("DELETE FROM queues.messages WHERE queue_id = $1", [queueId]);
+      return Number(gone.n);
     });
   }
 
@@ -168,28 +198,49 @@ export class PgQueuesStore implements QueuesStore {
     return row.purged_at === null ? null : Number(row.purged_at);
   }
 
-  async enqueue(queueId: string, messages: readonly NewMessage[]): Promise<void> {
+  async enqueue(queueId: string, messages: readonly NewMessage[], maxBacklogBytes: number): Promise<void> {
+    if (messages.length === 0) return;
     const now = Date.now();
-    try {
-      await this.pg.execute(
-        `INSERT INTO queues.messages (id, queue_id, body, content_type, sent_at, visible_at)
-         SELECT id, $1, body, content_type, $2, $2 + delay * 1000 FROM unnest($3::text[], $4::bytea[], $5::text[], $6::bigint[]) AS m(id, body, content_type, delay)`,
-        [queueId, now, messages.map(() => newId()), messages.map((m) => m.body), messages.map((m) => m.contentType), messages.map((m) => m.delaySeconds)],
-      );
-    } catch (err) {
-      if ((err as { code?: string }).code === "23503") throw QueuesErrors.queueNotFound();
-      throw err;
-    }
+    const bytes = bodyBytes(messages);
+    // One statement: the counters grow only where the cap allows, and the messages go in only where they grew.
+    const inserted = await this.pg.execute(
+      `WITH room AS (
+         UPDATE queues.queues SET backlog_messages = backlog_messages + $7, backlog_bytes = backlog_bytes + $8
+         WHERE id = $1 AND backlog_bytes + $8 <= $9 RETURNING id
+       )
+       INSERT INTO queues.messages (id, queue_id, body, content_type, sent_at, visible_at)
+       SELECT m.id, room.id, m.body, m.content_type, $2, $2 + m.delay * 1000
+       FROM room, unnest($3::text[], $4::bytea[], $5::text[], $6::bigint[]) AS m(id, body, content_type, delay)`,
+      [
+        queueId,
+        now,
+        messages.map(() => newId()),
+        messages.map((m) => m.body),
+        messages.map((m) => m.contentType),
+        messages.map((m) => m.delaySeconds),
+        messages.length,
+        bytes,
+        maxBacklogBytes,
+      ],
+    );
+    if (inserted > 0) return;
+    if (!(await this.pg.row("SELECT 1 FROM queues.queues WHERE id = $1", [queueId]))) throw QueuesErrors.queueNotFound();
+    throw QueuesErrors.backlogFull(maxBacklogBytes);
+  }
+
+  async backlog(queueId: string): Promise<Backlog> {
+    return backlogOf(await this.pg.row<CounterRow>("SELECT backlog_messages, backlog_bytes FROM queues.queues WHERE id = $1", [queueId]));
   }
 
   async stats(queueId: string, nowMs: number): Promise<QueueStats> {
-    const r = (await this.pg.row<{ backlog: string; bytes: string; sent: string | null; ready: string; oldest: string | null }>(
-      `SELECT count(*) AS backlog, coalesce(sum(length(body)), 0) AS bytes, min(sent_at) AS sent, count(*) FILTER (WHERE visible_at <= $2) AS ready,
-         min(visible_at) FILTER (WHERE visible_at <= $2) AS oldest
-       FROM queues.messages WHERE queue_id = $1`,
+    const r = (await this.pg.row<{ sent: string | null; ready: string; oldest: string | null } & CounterRow>(
+      `SELECT m.*, q.backlog_messages, q.backlog_bytes
+       FROM (SELECT min(sent_at) AS sent, count(*) FILTER (WHERE visible_at <= $2) AS ready, min(visible_at) FILTER (WHERE visible_at <= $2) AS oldest
+             FROM queues.messages WHERE queue_id = $1) m
+       LEFT JOIN queues.queues q ON q.id = $1`,
       [queueId, nowMs],
     ))!;
-    return queueStats(r);
+    return queueStats(r, backlogOf(r));
   }
 
   async lease(queueId: string, max: number, leaseMs: number, nowMs: number): Promise<LeasedMessage[]> {
@@ -209,6 +260,12 @@ export class PgQueuesStore implements QueuesStore {
     if (settlements.length === 0) return 0;
     return this.pg.withTransaction(async (tx) => {
       let n = 0;
+      // What each queue's counters change by, applied once the messages are written (lock order: see the class).
+      const changes = new Map<string, Backlog>();
+      const change = (id: string, messages: number, bytes: number) => {
+        const c = changes.get(id) ?? { messages: 0, bytes: 0 };
+        changes.set(id, { messages: c.messages + messages, bytes: c.bytes + bytes });
+      };
       for (const s of settlements) {
         if (s.action === "retry") {
           n += await tx.execute("UPDATE queues.messages SET visible_at = $1, lease_id = NULL WHERE id = $2 AND queue_id = $3 AND lease_id = $4", [
@@ -225,13 +282,23 @@ export class PgQueuesStore implements QueuesStore {
         );
         if (!gone) continue;
         n++;
+        change(queueId, -1, -gone.body.length);
         if (s.action === "dead-letter") {
           const now = Date.now();
-          await tx.execute(
+          const moved = await tx.execute(
             "INSERT INTO queues.messages (id, queue_id, body, content_type, sent_at, visible_at) SELECT $1, id, $2, $3, $4, $4 FROM queues.queues WHERE id = $5",
             [newId(), gone.body, gone.content_type, now, s.toQueueId],
           );
+          if (moved > 0) change(s.toQueueId, 1, gone.body.length);
         }
+      }
+      for (const id of [...changes.keys()].sort()) {
+        const c = changes.get(id)!;
+        await tx.execute("UPDATE queues.queues SET backlog_messages = backlog_messages + $2, backlog_bytes = backlog_bytes + $3 WHERE id = $1", [
+          id,
+          c.messages,
+          c.bytes,
+        ]);
       }
       return n;
     });

@@ -31,18 +31,20 @@ export function checkMessages(messages: readonly NewMessage[]): void {
 }
 
 /**
- * Sends to queues: checks the messages, stores them (all or none) and tells the local delivery loop, which
+ * Sends to queues: checks the messages, stores them (all or none, within the backlog cap) and tells the local delivery loop, which
  * otherwise finds them at its next poll (other nodes do).
  */
 export class Producer {
   constructor(
     private readonly store: QueuesStore,
     private readonly sent: (queueId: string) => void,
+    /** The platform's cap on one queue's backlog (bytes of bodies): config.ts. */
+    private readonly maxBacklogBytes: number,
   ) {}
 
   async send(queue: QueueRecord, messages: readonly NewMessage[]): Promise<void> {
     checkMessages(messages);
-    await this.store.enqueue(queue.queue_id, messages);
+    await this.store.enqueue(queue.queue_id, messages, this.maxBacklogBytes);
     this.sent(queue.queue_id);
   }
 }

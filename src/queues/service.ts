@@ -42,7 +42,7 @@ export function createQueuesService(ctx: ServiceContext): QueuesService {
   let delivery: QueueDelivery | undefined;
   let workers: QueuesWorkers | undefined;
   const wake = () => delivery?.wake();
-  const producer = new Producer(store, wake);
+  const producer = new Producer(store, wake, config.backlogMaxBytes);
   const pull = new PullConsumers(store, log, wake);
   return {
     name: "queues",

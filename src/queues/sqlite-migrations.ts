@@ -33,4 +33,11 @@ export const QUEUES_MIGRATIONS: readonly Migration[] = [
    CREATE INDEX messages_ready ON messages (queue_id, visible_at, seq);`,
   // 2: when the last purge started (the purge status API); null until the queue is purged.
   `ALTER TABLE queues ADD COLUMN purged_at INTEGER;`,
+  // 3: each queue's backlog as counters (the cap is checked against them, the messages are not read), kept in the
+  // transaction of every write of messages; counted once here for the queues that already have messages.
+  `ALTER TABLE queues ADD COLUMN backlog_messages INTEGER NOT NULL DEFAULT 0;
+   ALTER TABLE queues ADD COLUMN backlog_bytes INTEGER NOT NULL DEFAULT 0;
+   UPDATE queues SET
+     backlog_messages = (SELECT count(*) FROM messages m WHERE m.queue_id = queues.id),
+     backlog_bytes = (SELECT coalesce(sum(length(m.body)), 0) FROM messages m WHERE m.queue_id = queues.id);`,
 ];

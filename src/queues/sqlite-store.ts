@@ -3,6 +3,7 @@ import type { Db } from "../core/db/sqlite.js";
 import { QueuesErrors } from "./errors.js";
 import { QUEUES_LIMITS } from "./limits.js";
 import type {
+  Backlog,
   ConsumerInput,
   ConsumerRecord,
   ContentType,
@@ -83,6 +84,7 @@ export class SqliteQueuesStore implements QueuesStore {
   }
 
   async deleteQueue(accountId: string, queueId: string): Promise<void> {
+    // Its messages and counters go with the row (ON DELETE CASCADE).
     if (this.db.prepare("DELETE FROM queues WHERE account_id = ? AND id = ?").run(accountId, queueId).changes === 0) throw QueuesErrors.queueNotFound();
   }
 
@@ -150,7 +152,7 @@ export class SqliteQueuesStore implements QueuesStore {
   async purge(accountId: string, queueId: string, startedAtMs: number): Promise<number> {
     return this.db.transaction(() => {
       this.queueOf(accountId, queueId);
-      this.db.prepare("UPDATE queues SET purged_at = ? WHERE id = ?").run(startedAtMs, queueId);
+      this.db.prepare("UPDATE queues SET purged_at = ?, backlog_messages = 0, backlog_bytes = 0 WHERE id = ?").run(startedAtMs, queueId);
       return this.db.prepare("DELETE FROM messages WHERE queue_id = ?").run(queueId).changes;
     })();
   }
@@ -162,23 +164,39 @@ export class SqliteQueuesStore implements QueuesStore {
     return row.purged_at;
   }
 
-  async enqueue(queueId: string, messages: readonly NewMessage[]): Promise<void> {
+  async enqueue(queueId: string, messages: readonly NewMessage[], maxBacklogBytes: number): Promise<void> {
+    if (messages.length === 0) return;
     const now = Date.now();
+    const bytes = bodyBytes(messages);
     const insert = this.db.prepare("INSERT INTO messages (id, queue_id, body, content_type, sent_at, visible_at) VALUES (?, ?, ?, ?, ?, ?)");
     this.db.transaction(() => {
-      if (!this.db.prepare("SELECT 1 FROM queues WHERE id = ?").get(queueId)) throw QueuesErrors.queueNotFound();
+      const room = this.db
+        .prepare("UPDATE queues SET backlog_messages = backlog_messages + ?, backlog_bytes = backlog_bytes + ? WHERE id = ? AND backlog_bytes + ? <= ?")
+        .run(messages.length, bytes, queueId, bytes, maxBacklogBytes);
+      if (room.changes === 0) {
+        if (!this.db.prepare("SELECT 1 FROM queues WHERE id = ?").get(queueId)) throw QueuesErrors.queueNotFound();
+        throw QueuesErrors.backlogFull(maxBacklogBytes);
+      }
       for (const m of messages) insert.run(newId(), queueId, m.body, m.contentType, now, now + m.delaySeconds * 1000);
     })();
   }
 
+  async backlog(queueId: string): Promise<Backlog> {
+    const r = this.db.prepare("SELECT backlog_messages, backlog_bytes FROM queues WHERE id = ?").get(queueId) as CounterRow | undefined;
+    return backlogOf(r);
+  }
+
   async stats(queueId: string, nowMs: number): Promise<QueueStats> {
-    const r = this.db
-      .prepare(
-        `SELECT count(*) AS backlog, coalesce(sum(length(body)), 0) AS bytes, min(sent_at) AS sent, sum(visible_at <= ?) AS ready,
-           min(CASE WHEN visible_at <= ? THEN visible_at END) AS oldest FROM messages WHERE queue_id = ?`,
-      )
-      .get(nowMs, nowMs, queueId) as { backlog: number; bytes: number; sent: number | null; ready: number | null; oldest: number | null };
-    return queueStats({ ...r, ready: r.ready ?? 0 });
+    return this.db.transaction(() => {
+      const r = this.db
+        .prepare(
+          `SELECT min(sent_at) AS sent, sum(visible_at <= ?) AS ready, min(CASE WHEN visible_at <= ? THEN visible_at END) AS oldest
+           FROM messages WHERE queue_id = ?`,
+        )
+        .get(nowMs, nowMs, queueId) as { sent: number | null; ready: number | null; oldest: number | null };
+      const counters = this.db.prepare("SELECT backlog_messages, backlog_bytes FROM queues WHERE id = ?").get(queueId) as CounterRow | undefined;
+      return queueStats({ ...r, ready: r.ready ?? 0 }, backlogOf(counters));
+    })();
   }
 
   async lease(queueId: string, max: number, leaseMs: number, nowMs: number): Promise<LeasedMessage[]> {
@@ -202,6 +220,7 @@ export class SqliteQueuesStore implements QueuesStore {
     const move = this.db.prepare(
       "INSERT INTO messages (id, queue_id, body, content_type, sent_at, visible_at) SELECT ?, q.id, ?, ?, ?, ? FROM queues q WHERE q.id = ?",
     );
+    const count = this.db.prepare("UPDATE queues SET backlog_messages = backlog_messages + ?, backlog_bytes = backlog_bytes + ? WHERE id = ?");
     return this.db.transaction(() => {
       let n = 0;
       for (const s of settlements) {
@@ -214,25 +233,42 @@ export class SqliteQueuesStore implements QueuesStore {
         }
         if (s.action === "dead-letter") {
           const now = Date.now();
-          move.run(newId(), row.body, row.content_type, now, now, s.toQueueId);
+          if (move.run(newId(), row.body, row.content_type, now, now, s.toQueueId).changes > 0) count.run(1, row.body.length, s.toQueueId);
         }
         remove.run(s.id);
+        count.run(-1, -row.body.length, queueId);
       }
       return n;
     })();
   }
 }
 
-/** The stats of a queue from the aggregates both stores select. */
-export const queueStats = (r: {
-  backlog: number | string;
-  bytes: number | string;
-  sent: number | string | null;
-  ready: number | string;
-  oldest: number | string | null;
-}): QueueStats => ({
-  backlog: Number(r.backlog),
-  backlogBytes: Number(r.bytes),
+/** A queue row's backlog counters as both stores select them (PostgreSQL's BIGINT comes as a string). */
+export interface CounterRow {
+  backlog_messages: number | string | null;
+  backlog_bytes: number | string | null;
+}
+
+/** The counters of a queue row, zero when the queue is gone. */
+export const backlogOf = (r: CounterRow | undefined): Backlog => ({
+  messages: Number(r?.backlog_messages ?? 0),
+  bytes: Number(r?.backlog_bytes ?? 0),
+});
+
+/** The bytes a batch adds to a backlog: its bodies'. */
+export const bodyBytes = (messages: readonly NewMessage[]): number => messages.reduce((n, m) => n + m.body.length, 0);
+
+/** The stats of a queue from the aggregates both stores select and its counters. */
+export const queueStats = (
+  r: {
+    sent: number | string | null;
+    ready: number | string;
+    oldest: number | string | null;
+  },
+  counters: Backlog,
+): QueueStats => ({
+  backlog: counters.messages,
+  backlogBytes: counters.bytes,
   ready: Number(r.ready),
   ...(r.sent !== null ? { oldestSentAtMs: Number(r.sent) } : {}),
   ...(r.oldest !== null ? { oldestReadyAtMs: Number(r.oldest) } : {}),

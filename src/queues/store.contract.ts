@@ -6,6 +6,9 @@ import type { ConsumerInput, NewMessage, QueuesStore } from "./store.js";
 const A = "a".repeat(32);
 const B = "b".repeat(32);
 
+/** A cap no case reaches, for the cases about something else. */
+const ROOMY = 1 << 30;
+
 const code = (expected: number) => (e: unknown) => (e as { errors: { code: number }[] }).errors[0]!.code === expected;
 const msg = (text: string, delaySeconds = 0): NewMessage => ({ body: Buffer.from(text), contentType: "text", delaySeconds });
 const worker = (script: string, dlq?: string): ConsumerInput => ({
@@ -76,8 +79,8 @@ export const describeQueuesStore = storeContract<QueuesStore>("QueuesStore", (it
   it("messages are leased oldest first once visible, each once while leased, and settle only under their lease", async (store) => {
     const q = (await store.createQueue(A, "m")).queue_id;
     const now = Date.now();
-    await store.enqueue(q, [msg("one"), msg("two"), msg("later", 3600)]);
-    await assert.rejects(store.enqueue("f".repeat(32), [msg("x")]), code(QueuesCodes.queueNotFound));
+    await store.enqueue(q, [msg("one"), msg("two"), msg("later", 3600)], ROOMY);
+    await assert.rejects(store.enqueue("f".repeat(32), [msg("x")], ROOMY), code(QueuesCodes.queueNotFound));
     const stats = await store.stats(q, now + 1000);
     assert.deepEqual([stats.backlog, stats.backlogBytes, stats.ready], [3, 11, 2]);
     assert.ok(stats.oldestSentAtMs! >= now - 60_000 && stats.oldestSentAtMs! <= Date.now());
@@ -126,7 +129,7 @@ export const describeQueuesStore = storeContract<QueuesStore>("QueuesStore", (it
   it("a dead-lettered message starts over at the end of the other queue; a dropped one is gone", async (store) => {
     const q = (await store.createQueue(A, "src")).queue_id;
     const dlq = (await store.createQueue(A, "dlq")).queue_id;
-    await store.enqueue(q, [msg("bad"), msg("worse")]);
+    await store.enqueue(q, [msg("bad"), msg("worse")], ROOMY);
     const [bad, worse] = await store.lease(q, 10, 60_000, Date.now());
     assert.equal(
       await store.settle(q, [
@@ -148,6 +151,7 @@ export const describeQueuesStore = storeContract<QueuesStore>("QueuesStore", (it
     await store.enqueue(
       q,
       Array.from({ length: 40 }, (_, i) => msg(String(i))),
+      ROOMY,
     );
     const now = Date.now() + 1;
     const leases = await Promise.all(Array.from({ length: 8 }, () => store.lease(q, 10, 60_000, now)));
@@ -158,7 +162,7 @@ export const describeQueuesStore = storeContract<QueuesStore>("QueuesStore", (it
 
   it("deleting a queue deletes its messages", async (store) => {
     const q = await store.createQueue(A, "gone");
-    await store.enqueue(q.queue_id, [msg("x")]);
+    await store.enqueue(q.queue_id, [msg("x")], ROOMY);
     await store.deleteQueue(A, q.queue_id);
     assert.equal((await store.stats(q.queue_id, Date.now())).backlog, 0);
   });
@@ -186,8 +190,8 @@ export const describeQueuesStore = storeContract<QueuesStore>("QueuesStore", (it
   it("a purge deletes every message of the queue, leased ones too, in its account only, and records when it started", async (store) => {
     const q = (await store.createQueue(A, "full")).queue_id;
     const other = (await store.createQueue(A, "other")).queue_id;
-    await store.enqueue(q, [msg("a"), msg("b"), msg("later", 3600)]);
-    await store.enqueue(other, [msg("kept")]);
+    await store.enqueue(q, [msg("a"), msg("b"), msg("later", 3600)], ROOMY);
+    await store.enqueue(other, [msg("kept")], ROOMY);
     const [held] = await store.lease(q, 1, 60_000, Date.now());
     assert.equal(await store.lastPurge(A, q), null, "never purged");
     await assert.rejects(store.purge(B, q, 1_000), code(QueuesCodes.queueNotFound));
@@ -203,5 +207,82 @@ export const describeQueuesStore = storeContract<QueuesStore>("QueuesStore", (it
     assert.equal(await store.purge(A, q, 1_700_000_000_456), 0);
     assert.equal(await store.lastPurge(A, q), 1_700_000_000_456, "the last purge counts");
     await assert.rejects(store.purge(A, "f".repeat(32), 1_000), code(QueuesCodes.queueNotFound));
+  });
+  it("the backlog counters follow every send, retry, ack, drop and dead-letter move", async (store) => {
+    const q = (await store.createQueue(A, "counted")).queue_id;
+    const dlq = (await store.createQueue(A, "counted-dlq")).queue_id;
+    await store.enqueue(q, [msg("aaaa"), msg("bb")], ROOMY);
+    assert.deepEqual(await store.backlog(q), { messages: 2, bytes: 6 });
+    const [a, b] = await store.lease(q, 10, 60_000, Date.now());
+    assert.equal(await store.settle(q, [{ id: a!.id, leaseId: a!.leaseId, action: "retry", visibleAtMs: 0 }]), 1);
+    assert.deepEqual(await store.backlog(q), { messages: 2, bytes: 6 }, "a retry keeps the message");
+    assert.equal(await store.settle(q, [{ id: b!.id, leaseId: b!.leaseId, action: "ack" }]), 1);
+    assert.deepEqual(await store.backlog(q), { messages: 1, bytes: 4 });
+    assert.equal(await store.settle(q, [{ id: b!.id, leaseId: b!.leaseId, action: "ack" }]), 0);
+    assert.deepEqual(await store.backlog(q), { messages: 1, bytes: 4 }, "a settlement that settles nothing counts nothing");
+    const [again] = await store.lease(q, 10, 60_000, Date.now() + 1);
+    assert.equal(await store.settle(q, [{ id: again!.id, leaseId: again!.leaseId, action: "dead-letter", toQueueId: dlq }]), 1);
+    assert.deepEqual(
+      [await store.backlog(q), await store.backlog(dlq)],
+      [
+        { messages: 0, bytes: 0 },
+        { messages: 1, bytes: 4 },
+      ],
+    );
+    await store.enqueue(q, [msg("ccc")], ROOMY);
+    const [dropped] = await store.lease(q, 10, 60_000, Date.now() + 2);
+    await store.settle(q, [{ id: dropped!.id, leaseId: dropped!.leaseId, action: "drop" }]);
+    assert.deepEqual(await store.backlog(q), { messages: 0, bytes: 0 });
+    const stats = await store.stats(dlq, Date.now() + 3);
+    assert.deepEqual([stats.backlog, stats.backlogBytes], [1, 4], "stats show the counters");
+  });
+
+  it("a send past the cap is refused whole with Storage Limit Exceeded, and frees up as messages go", async (store) => {
+    const q = (await store.createQueue(A, "capped")).queue_id;
+    const theirs = (await store.createQueue(B, "capped")).queue_id;
+    await store.enqueue(q, [msg("12345")], 10);
+    const full = await store.enqueue(q, [msg("123"), msg("456")], 10).then(
+      () => assert.fail("a batch past the cap was taken"),
+      (e: unknown) => e as { status: number; message: string; errors: { code: number }[] },
+    );
+    assert.deepEqual([full.status, full.errors[0]!.code], [413, QueuesCodes.backlogFull]);
+    assert.match(full.message, /^Storage Limit Exceeded\b/);
+    assert.deepEqual(await store.backlog(q), { messages: 1, bytes: 5 }, "nothing of the refused batch was kept");
+    assert.equal((await store.lease(q, 10, 60_000, Date.now())).length, 1);
+    await store.enqueue(theirs, [msg("1234567890")], 10);
+    assert.deepEqual(await store.backlog(theirs), { messages: 1, bytes: 10 }, "another account's queue has its own room");
+    await store.enqueue(q, [msg("12"), msg("345")], 10);
+    assert.deepEqual(await store.backlog(q), { messages: 3, bytes: 10 }, "up to the cap exactly");
+    await assert.rejects(store.enqueue(q, [msg("x")], 10), code(QueuesCodes.backlogFull));
+    const [first] = await store.lease(q, 1, 60_000, Date.now() + 60_001);
+    await store.settle(q, [{ id: first!.id, leaseId: first!.leaseId, action: "ack" }]);
+    await store.enqueue(q, [msg("x")], 10);
+    assert.deepEqual(await store.backlog(q), { messages: 3, bytes: 10 - first!.body.length + 1 });
+  });
+
+  it("a purge and a delete take the backlog to zero; a dead-letter move may pass its queue's cap", async (store) => {
+    const q = (await store.createQueue(A, "emptied")).queue_id;
+    const dlq = (await store.createQueue(A, "emptied-dlq")).queue_id;
+    await store.enqueue(dlq, [msg("1234567890")], 10);
+    await store.enqueue(q, [msg("abc"), msg("later", 3600)], 10);
+    const [held] = await store.lease(q, 1, 60_000, Date.now());
+    assert.equal(await store.settle(q, [{ id: held!.id, leaseId: held!.leaseId, action: "dead-letter", toQueueId: dlq }]), 1);
+    assert.deepEqual(await store.backlog(dlq), { messages: 2, bytes: 13 }, "the move takes no new room, so the cap does not refuse it");
+    await store.enqueue(q, [msg("1234")], 10);
+    assert.equal(await store.purge(A, q, Date.now()), 2);
+    assert.deepEqual(await store.backlog(q), { messages: 0, bytes: 0 });
+    await store.enqueue(q, [msg("1234567890")], 10);
+    await store.deleteQueue(A, dlq);
+    assert.deepEqual(await store.backlog(dlq), { messages: 0, bytes: 0 });
+    await assert.rejects(store.enqueue(dlq, [msg("x")], 10), code(QueuesCodes.queueNotFound));
+  });
+
+  it("concurrent senders never take a backlog past the cap", async (store) => {
+    const q = (await store.createQueue(A, "crowded")).queue_id;
+    const sends = await Promise.allSettled(Array.from({ length: 24 }, (_, i) => store.enqueue(q, [msg(String(i).padStart(10, "0"))], 100)));
+    assert.equal(sends.filter((r) => r.status === "fulfilled").length, 10);
+    for (const r of sends) if (r.status === "rejected") assert.ok(code(QueuesCodes.backlogFull)(r.reason), String(r.reason));
+    assert.deepEqual(await store.backlog(q), { messages: 10, bytes: 100 });
+    assert.equal((await store.lease(q, 100, 60_000, Date.now())).length, 10, "the counters match the messages");
   });
 });

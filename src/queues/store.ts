@@ -3,6 +3,9 @@
  * rows (a body is at most 128 KB): they survive a restart, and on PostgreSQL every node sees the same ones. A
  * message being delivered is leased: it is invisible until the lease ends, so one node delivers it; when the
  * lease expires without an ack it is delivered again (at-least-once).
+ *
+ * Each queue row keeps its backlog (messages and body bytes) as counters, changed in the same transaction as every
+ * write of its messages: a send checks the platform's cap against them without reading the messages.
  */
 
 /** A queue as the v4 API shows it (the hosted fields; consumers are added by the routes). */
@@ -75,10 +78,16 @@ export type Settlement =
   | { id: string; leaseId: string; action: "dead-letter"; toQueueId: string }
   | { id: string; leaseId: string; action: "drop" };
 
+/** A queue's backlog counters: messages in it (leased ones included) and their bodies' bytes together. */
+export interface Backlog {
+  messages: number;
+  bytes: number;
+}
+
 export interface QueueStats {
-  /** Messages in the queue, leased ones included. */
+  /** Messages in the queue, leased ones included (the counter). */
   backlog: number;
-  /** Their bodies' bytes together. */
+  /** Their bodies' bytes together (the counter). */
   backlogBytes: number;
   /** When the oldest of them was sent (ms), if there is one. */
   oldestSentAtMs?: number;
@@ -113,8 +122,14 @@ export interface QueuesStore {
   deleteConsumersOfScript(accountId: string, scriptName: string): Promise<number>;
 
   // ---- messages (by queue id: callers have checked the account) ----
-  /** Adds the messages, all or none (404 when the queue is gone). */
-  enqueue(queueId: string, messages: readonly NewMessage[]): Promise<void>;
+  /**
+   * Adds the messages, all or none (404 when the queue is gone), when the queue's backlog stays within
+   * `maxBacklogBytes` of bodies with them; otherwise refuses them all (Storage Limit Exceeded). The check and the
+   * insert are one transaction: concurrent senders on any node never take the backlog past the cap.
+   */
+  enqueue(queueId: string, messages: readonly NewMessage[], maxBacklogBytes: number): Promise<void>;
+  /** The queue's backlog counters (zero for a queue that is gone). */
+  backlog(queueId: string): Promise<Backlog>;
   stats(queueId: string, nowMs: number): Promise<QueueStats>;
   /**
    * Deletes every message of the account's queue, leased ones included (their settlements then change nothing), and
@@ -128,6 +143,9 @@ export interface QueuesStore {
    * attempts grow by one. Two callers never lease the same message while a lease holds.
    */
   lease(queueId: string, max: number, leaseMs: number, nowMs: number): Promise<LeasedMessage[]>;
-  /** Applies the settlements whose lease still holds, in one transaction; returns how many did. */
+  /**
+   * Applies the settlements whose lease still holds, in one transaction; returns how many did. A dead-letter move
+   * goes past the dead letter queue's cap: it takes no room the platform had not already given the message.
+   */
   settle(queueId: string, settlements: readonly Settlement[]): Promise<number>;
 }
