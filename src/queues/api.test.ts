@@ -205,3 +205,28 @@ test("hostile messages get 4xx and store nothing", async () => {
   const bq = await cfB.queues.create({ account_id: accountB, queue_name: "b-only" });
   assert.equal((await p.api("POST", `/accounts/${account_id}/queues/${bq.queue_id}/messages`, { body: 1 })).status, 404);
 });
+
+test("queue-wide settings on create: the values that leave them off are taken, the others refused with the field named, nothing created", async () => {
+  const base = `/accounts/${p.accountId}/queues`;
+  const off = await p.api("POST", base, {
+    queue_name: "settings-off",
+    settings: { delivery_delay: 0, delivery_paused: false, message_retention_period: 345600 },
+  });
+  assert.equal(off.status, 200, JSON.stringify(off.body));
+  for (const [settings, field] of [
+    [{ delivery_delay: 30 }, "delivery_delay"],
+    [{ delivery_paused: true }, "delivery_paused"],
+    [{ message_retention_period: 86400 }, "message_retention_period"],
+    [{ visibility: 1 }, ""],
+  ] as const) {
+    const res = await p.api("POST", base, { queue_name: "settings-on", settings });
+    assert.equal(res.status, 400, JSON.stringify(settings));
+    assert.equal(res.body.errors[0].code, QueuesCodes.badRequest);
+    if (field) {
+      assert.match(res.body.errors[0].message, new RegExp(`^settings\\.${field}: .*not supported here`));
+      assert.equal(res.body.errors[0].source?.pointer, `/settings/${field}`);
+    }
+  }
+  const listed = await p.api("GET", `${base}?name=settings-on`);
+  assert.deepEqual(listed.body.result, [], "a refused create makes no queue");
+});

@@ -21,7 +21,33 @@ const edit = { config: { permission: "queues_edit" } } as const;
 /** A batch of the largest messages as JSON (text escapes can double a body), with room around it. */
 const MESSAGES_BODY_LIMIT = QUEUES_LIMITS.batchBytes * 6 + 64 * 1024;
 
-const createBody = z.object({ queue_name: z.string() });
+/** The hosted default retention (4 days), which `wrangler queues create` sends on every create. */
+const HOSTED_DEFAULT_RETENTION_SECONDS = 345_600;
+/**
+ * Queue-wide settings (`wrangler queues create` sends them): this platform has no queue-wide delivery delay, pause or
+ * retention (a message stays until it is acknowledged, dropped or purged, bounded by the backlog cap; each message can
+ * carry its own delay), so only the values that ask for nothing are taken: no delay, not paused, and the hosted
+ * default retention, which wrangler sends whether or not its user chose it. An explicit other retention is refused.
+ */
+const notHere = (what: string) => `${what} is not supported here`;
+const queueSettings = z
+  .object({
+    delivery_delay: z
+      .number()
+      .refine((v) => v === 0, notHere("a queue-wide delivery delay (only 0)"))
+      .optional(),
+    delivery_paused: z.literal(false, { error: notHere("pausing delivery (only false)") }).optional(),
+    message_retention_period: z
+      .number()
+      .refine(
+        (v) => v === HOSTED_DEFAULT_RETENTION_SECONDS,
+        notHere(`a message retention period other than the default ${HOSTED_DEFAULT_RETENTION_SECONDS} (messages are kept until acknowledged or purged)`),
+      )
+      .optional(),
+  })
+  .strict()
+  .nullish();
+const createBody = z.object({ queue_name: z.string(), settings: queueSettings });
 const updateBody = z.object({ queue_name: z.string() }).strict();
 
 const intIn = (min: number, max: number) => z.number().int().min(min).max(max);

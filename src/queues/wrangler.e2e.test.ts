@@ -62,8 +62,13 @@ test("wrangler 3: queues create, list, delete, consumer add and remove, and depl
     assert.match(ok(await wrangler("queues", "create", "wq-jobs")).stdout, /Created queue/);
     ok(await wrangler("queues", "create", "wq-spare"));
     ok(await wrangler("queues", "create", "wq-gone"));
+    // Queue-wide settings this platform does not have are refused, not dropped: the queue is not created.
+    const delayed = await wrangler("queues", "create", "wq-delayed", "--delivery-delay-secs", "5");
+    assert.equal(delayed.code, 1, delayed.stdout);
+    assert.match(delayed.stdout + delayed.stderr, /delivery delay .*not supported here/);
     const listed = ok(await wrangler("queues", "list")).stdout;
     for (const name of ["wq-jobs", "wq-spare", "wq-gone"]) assert.match(listed, new RegExp(name));
+    assert.doesNotMatch(listed, /wq-delayed/);
 
     // Another account sees none of them.
     const other = await createAccount(p, "wrangler-queues-other");
