@@ -13,6 +13,7 @@ import type { EdgeService } from "../service.js";
 import { assertRouteDeclaresPermission, guardRoute } from "./guard.js";
 import { parseUserJson } from "./json-input.js";
 import { answerClientError, frameworkErrorAnswer, MAX_HEADER_BYTES, MAX_URL_BYTES, refuseLongUrl } from "./transport-errors.js";
+import { StalledBodies } from "./stalled-bodies.js";
 import { serveUpgradeAsRequest } from "./upgrade.js";
 
 declare module "fastify" {
@@ -41,28 +42,6 @@ export interface AppOptions {
   bodyIdleMs?: number;
   /** The state of PostgreSQL and the object store, when the node uses them (/healthz reports it). */
   health?: () => Promise<DependencyHealth>;
-}
-
-/**
- * Closes the connection of a request whose body stops arriving for `ms`. The server's own limits do not cover this:
- * headersTimeout ends once the headers are in, and requestTimeout is off (a large upload may take long), so a client
- * that sends headers announcing a body and then nothing held its connection, and the memory behind it, forever.
- * Only the client's silence counts: once the body is complete, waiting on a Worker or the disk is ours.
- */
-function closeWhenBodyStalls(req: IncomingMessage, ms: number): void {
-  const socket = req.socket;
-  const refresh = () => timer.refresh();
-  const stop = () => {
-    clearTimeout(timer);
-    socket.off("data", refresh);
-  };
-  const timer = setTimeout(() => {
-    stop();
-    if (!req.complete) socket.destroy();
-  }, ms);
-  socket.on("data", refresh);
-  req.once("end", stop);
-  req.once("close", stop);
 }
 
 export const newRequestId = () => randomBytes(8).toString("hex");
@@ -120,9 +99,10 @@ export async function buildEdgeApp(opts: AppOptions): Promise<FastifyInstance> {
       void (reply as FastifyReply).status(api.status).type("application/json").send(toEnvelope(api));
     },
     serverFactory: (handler) => {
+      const stalledBodies = new StalledBodies(opts.bodyIdleMs ?? 60_000);
       const listener = (req: IncomingMessage, res: ServerResponse) => {
         if (refuseLongUrl(req, res)) return;
-        closeWhenBodyStalls(req, opts.bodyIdleMs ?? 60_000);
+        stalledBodies.watch(req);
         for (const s of rawHandlers) if (s.handleRaw!(req, res)) return;
         handler(req, res);
       };
@@ -131,6 +111,7 @@ export async function buildEdgeApp(opts: AppOptions): Promise<FastifyInstance> {
         if ((req.url?.length ?? 0) <= MAX_URL_BYTES) for (const s of upgradeHandlers) if (s.handleUpgrade!(req, socket, head)) return;
         serveUpgradeAsRequest(req, socket, listener);
       });
+      server.on("close", () => stalledBodies.close());
       server.keepAliveTimeout = 65_000;
       server.headersTimeout = 66_000;
       server.requestTimeout = 0; // uploads of large objects may legitimately take long

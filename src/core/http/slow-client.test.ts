@@ -42,6 +42,31 @@ describe("a client that stops sending its request body", () => {
     }
   });
 
+  it("keeps a connection whose body arrives slowly but keeps arriving, past the limit", async () => {
+    const u = new URL(p.url);
+    const chunks = 16;
+    const answer = await new Promise<string>((resolve, reject) => {
+      const socket = connect(Number(u.port), u.hostname);
+      let text = "";
+      socket.on("data", (d) => (text += d.toString("latin1")));
+      socket.on("error", reject);
+      socket.on("close", () => resolve(text));
+      socket.on("connect", async () => {
+        const path = `/client/v4/accounts/${p.accountId}/storage/kv/namespaces`;
+        socket.write(
+          `POST ${path} HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${p.token}\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: ${chunks + 20}\r\n\r\n{"title":"`,
+        );
+        // A byte every 150 ms: 2.4 s in all, over twice the 1 s limit, never silent for long.
+        for (let i = 0; i < chunks; i++) {
+          await new Promise((r) => setTimeout(r, 150));
+          if (!socket.destroyed) socket.write("s");
+        }
+        if (!socket.destroyed) socket.write('-trickle"}');
+      });
+    });
+    assert.match(answer, /^HTTP\/1\.1 200/, answer.slice(0, 300));
+  });
+
   it("keeps a connection whose request was complete (keep-alive between requests is its own limit)", async () => {
     const head = `GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n`;
     // Past the body limit (1 s) and well before keep-alive's (65 s): still open, the answer sent.
