@@ -1,4 +1,5 @@
 import type { OptionSpec, OptionValues } from "../core/cli/command.js";
+import { UserError } from "../core/errors.js";
 import { defaultWorkerdPath } from "./runtime/workerd-binary.js";
 
 /** What Workers adds to `edgecli serve` (defaults live only here). */
@@ -12,6 +13,22 @@ export const serveOptions = {
     type: "string",
     describe: "The workerd executable that runs worker scripts (default: the one of the pinned npm package workerd)",
   },
+  "worker-answer-timeout": {
+    type: "number",
+    describe:
+      "Seconds a Worker may take to start its answer (status and headers; the client gets a 504), and then to send the next part of it (the answer is cut); 0: no limit while the client waits, as on the hosted platform",
+    default: 300,
+  },
+  "websockets-max": {
+    type: "number",
+    describe: "WebSocket connections to Workers the edge carries at once, across accounts (each holds two sockets)",
+    default: 10_000,
+  },
+  "websockets-per-account-max": {
+    type: "number",
+    describe: "WebSocket connections to one account's Workers at once, so that one account cannot take every connection",
+    default: 2_500,
+  },
 } satisfies Record<string, OptionSpec>;
 
 export interface WorkersConfig {
@@ -19,6 +36,10 @@ export interface WorkersConfig {
   domain: string;
   /** The workerd executable that runs every script. */
   workerdPath: string;
+  /** Milliseconds a Worker may take to start its answer, and between parts of it; 0: no limit. */
+  answerTimeoutMs: number;
+  /** WebSocket connections carried at once, in all and per account (websocket-proxy.ts). */
+  webSockets: { max: number; perAccountMax: number };
 }
 
 export function readWorkersConfig(options: OptionValues<typeof serveOptions>): WorkersConfig {
@@ -26,5 +47,20 @@ export function readWorkersConfig(options: OptionValues<typeof serveOptions>): W
     domain: options["workers-domain"].toLowerCase().replace(/^\.+|\.+$/g, ""),
     // Not a default of the option: the pinned package's binary is found where npm installed it.
     workerdPath: options["workerd-binary"] ?? defaultWorkerdPath(),
+    answerTimeoutMs: secondsOrNone("--worker-answer-timeout", options["worker-answer-timeout"]) * 1000,
+    webSockets: {
+      max: count("--websockets-max", options["websockets-max"]),
+      perAccountMax: count("--websockets-per-account-max", options["websockets-per-account-max"]),
+    },
   };
+}
+
+function secondsOrNone(flag: string, n: number): number {
+  if (!Number.isFinite(n) || n < 0 || n > 86_400) throw new UserError(`${flag} must be a number of seconds from 0 (no limit) to 86400; got ${n}`);
+  return n;
+}
+
+function count(flag: string, n: number): number {
+  if (!Number.isInteger(n) || n < 1 || n > 1_000_000) throw new UserError(`${flag} must be a whole number from 1 to 1000000; got ${n}`);
+  return n;
 }

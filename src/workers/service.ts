@@ -132,9 +132,9 @@ export function createWorkersService(ctx: ServiceContext, deps: { kv: KvService;
     isConsumer: async (accountId, name) => (await deps.queues.store.consumersOfScript(accountId, name)).length > 0,
     scriptRemoved: async (accountId, name) => void (await deps.queues.store.deleteConsumersOfScript(accountId, name)),
   });
-  const proxy = new WorkerProxy(runtime, config.domain, log);
+  const proxy = new WorkerProxy(runtime, config.domain, config.answerTimeoutMs, log);
   const gate: ServiceGate = new ServiceGate(runtime, proxy, log);
-  const webSockets = new WebSocketProxy(runtime, config.domain, log);
+  const webSockets = new WebSocketProxy(runtime, config.domain, config.webSockets, log);
   const clock = new CronClock(store, (s, tick) => runtime.runScheduled(s.script, s.cron, tick), log);
   let unfollow: (() => void) | undefined;
   let stopDelivery: (() => Promise<void>) | undefined;

@@ -95,6 +95,8 @@ export class WorkerProxy {
   constructor(
     private readonly runtime: WorkersRuntime,
     private readonly domain: string,
+    /** How long a script may take to start its answer, and then go silent within it (0: no limit; see config.ts). */
+    private readonly answerTimeoutMs: number,
     private readonly log: Logger,
   ) {}
 
@@ -189,10 +191,23 @@ export class WorkerProxy {
           return;
         }
         this.log.warn({ script: name, err: err.message, code: err.code }, "worker request failed");
-        if (!res.headersSent) plain(res, 502, `Worker ${name} did not answer\n`);
-        else res.destroy();
+        if (res.headersSent) res.destroy();
+        else if (code === "UND_ERR_HEADERS_TIMEOUT") {
+          plain(res, 504, `Worker ${name} did not start its answer within ${this.answerTimeoutMs / 1000} s (edgecli serve --worker-answer-timeout)\n`);
+        } else plain(res, 502, `Worker ${name} did not answer\n`);
       },
     };
-    pool.dispatch({ path: req.url ?? "/", method: req.method as Dispatcher.HttpMethod, headers, body: bodyless ? null : req }, handler);
+    const timeout = this.answerTimeoutMs;
+    pool.dispatch(
+      {
+        path: req.url ?? "/",
+        method: req.method as Dispatcher.HttpMethod,
+        headers,
+        body: bodyless ? null : req,
+        headersTimeout: timeout,
+        bodyTimeout: timeout,
+      },
+      handler,
+    );
   }
 }

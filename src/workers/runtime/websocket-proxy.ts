@@ -5,9 +5,6 @@ import { forwardable, HOP_BY_HOP, NEVER_REACHED, NOT_FORWARDED, scriptOfHost } f
 import type { WorkersRuntime } from "./runtime.js";
 import type { WorkerdProcess } from "./workerd-process.js";
 
-/** WebSocket connections the edge carries at once, across scripts (each holds two sockets, so file descriptors). */
-export const MAX_WEBSOCKETS = 10_000;
-
 /** How long one side may take to finish sending once the other has closed, before it is cut. */
 const CLOSE_GRACE_MS = 5_000;
 
@@ -28,16 +25,14 @@ function headLines(headers: Record<string, string | string[]>): string {
 /**
  * Joins two sockets both ways with backpressure (pipe), so neither direction buffers more than a socket's high-water
  * mark. When one side closes, the other is ended (what it still has to send is flushed) and cut after a grace; an
- * error on either destroys both. `done` runs once, when both are closed.
+ * error on either destroys both.
  */
-function joinSockets(a: Duplex, b: Duplex, done: () => void): void {
-  let closed = 0;
+function joinSockets(a: Duplex, b: Duplex): void {
   const ended = (other: Duplex) => () => {
     if (!other.destroyed) {
       other.end();
       setTimeout(() => other.destroy(), CLOSE_GRACE_MS).unref();
     }
-    if (++closed === 2) done();
   };
   const fail = () => {
     a.destroy();
@@ -51,23 +46,66 @@ function joinSockets(a: Duplex, b: Duplex, done: () => void): void {
   b.pipe(a);
 }
 
+/** Most bytes a client may send before the script's 101 (a WebSocket client sends nothing before it). */
+const MAX_EARLY_BYTES = 64 * 1024;
+
+/**
+ * Reads the client's connection while the script has not answered its upgrade: a socket nobody reads never sees the
+ * client leave, so an upgrade the script never answers would hold its slot (and both connections) forever. What the
+ * client sends meanwhile is kept, up to MAX_EARLY_BYTES, and handed over by `stop()`, which ends the reading.
+ */
+function watchWhilePending(client: Duplex): { stop(): Buffer } {
+  const early: Buffer[] = [];
+  let bytes = 0;
+  const onData = (chunk: Buffer) => {
+    bytes += chunk.length;
+    if (bytes > MAX_EARLY_BYTES) client.destroy();
+    else early.push(chunk);
+  };
+  // The client ended its side: it is gone (an upgrade is never half-closed on purpose).
+  const onEnd = () => client.destroy();
+  client.on("data", onData);
+  client.once("end", onEnd);
+  return {
+    stop() {
+      client.off("data", onData);
+      client.off("end", onEnd);
+      client.pause();
+      return Buffer.concat(early);
+    },
+  };
+}
+
+/** How many WebSocket connections the edge carries at once: in all (each holds two sockets, so file descriptors) and per account. */
+export interface WebSocketLimits {
+  max: number;
+  perAccountMax: number;
+}
+
 /**
  * Carries WebSocket upgrades for `<script>.<domain>` to the script's workerd: the request head goes to the live
  * process's socket (the same headers as any worker request, `cf-connecting-ip` set by us), the script's answer
  * comes back, and after a `101` the two connections are joined byte for byte. An answer other than 101 (the script
  * refused the upgrade) is relayed and the connection closed. The connection to workerd is counted on its process,
  * which closes it when a redeploy or a stop replaces the process (see WorkerdProcess.holdTunnel).
+ *
+ * A connection holds a slot, in all and for the script's account, from the moment it goes to workerd until the
+ * client's connection closes: while the script delays its 101 as well as once joined, so neither a script that never
+ * answers nor one account's clients can take every slot.
  */
 export class WebSocketProxy {
   private open = 0;
+  /** Slots held per account (only accounts holding one are present). */
+  private readonly byAccount = new Map<string, number>();
 
   constructor(
     private readonly runtime: WorkersRuntime,
     private readonly domain: string,
+    private readonly limits: WebSocketLimits,
     private readonly log: Logger,
   ) {}
 
-  /** How many WebSocket connections are open through the edge now. */
+  /** How many WebSocket connections the edge holds now (joined, or waiting for the script's answer). */
   get openConnections(): number {
     return this.open;
   }
@@ -79,22 +117,56 @@ export class WebSocketProxy {
     client.on("error", () => client.destroy());
     if (req.headers["transfer-encoding"] !== undefined || Number(req.headers["content-length"] ?? 0) > 0) {
       client.end(rawText(400, "A WebSocket upgrade request has no body\n"));
-    } else if (this.open >= MAX_WEBSOCKETS) {
-      client.end(rawText(503, `This platform carries ${MAX_WEBSOCKETS} WebSocket connections at most; try again later\n`));
+    } else if (this.open >= this.limits.max) {
+      client.end(rawText(503, `This platform carries ${this.limits.max} WebSocket connections at most; try again later\n`));
     } else {
-      void this.connect(name, req, client, head, true);
+      void this.admit(name, req, client, head);
     }
     return true;
   }
 
-  private async connect(name: string, req: IncomingMessage, client: Duplex, head: Buffer, retry: boolean): Promise<void> {
+  /** The first attempt: the script's process, then a slot for its account, then the upgrade. */
+  private async admit(name: string, req: IncomingMessage, client: Duplex, head: Buffer): Promise<void> {
+    const live = await this.liveProcess(name, client);
+    if (!live) return;
+    const account = live.accountId;
+    const held = this.byAccount.get(account) ?? 0;
+    // Checked again: other upgrades may have taken slots while this one waited for a process.
+    if (this.open >= this.limits.max) {
+      return void client.end(rawText(503, `This platform carries ${this.limits.max} WebSocket connections at most; try again later\n`));
+    }
+    if (held >= this.limits.perAccountMax) {
+      return void client.end(
+        rawText(429, `The account of worker ${name} has ${held} WebSocket connections open, the most one account may hold here; try again later\n`),
+      );
+    }
+    this.open++;
+    this.byAccount.set(account, held + 1);
+    client.once("close", () => {
+      this.open--;
+      const left = this.byAccount.get(account)! - 1;
+      if (left) this.byAccount.set(account, left);
+      else this.byAccount.delete(account);
+    });
+    this.upgradeOn(live.proc, name, req, client, head, true);
+  }
+
+  /** A second attempt after the process went away as it was used (the slot taken by admit() is still held). */
+  private async retry(name: string, req: IncomingMessage, client: Duplex, head: Buffer): Promise<void> {
+    const live = await this.liveProcess(name, client);
+    if (live) this.upgradeOn(live.proc, name, req, client, head, false);
+  }
+
+  /** The script's live process and its account, or undefined once the client was told why there is none. */
+  private async liveProcess(name: string, client: Duplex): Promise<{ proc: WorkerdProcess; accountId: string } | undefined> {
     const rt = this.runtime.lookup(name);
     if (!rt) return void client.end(rawText(404, `No worker is deployed at ${name}.${this.domain}\n`));
     // Normally immediate; waits only while a crashed workerd is restarted or a Durable Object version handed over.
     const proc = rt.live ?? (await rt.waitLive(10_000));
-    if (client.destroyed) return;
+    if (client.destroyed) return undefined;
     if (!proc) return void client.end(rawText(503, `Worker ${name} is not running; try again shortly\n`));
-    this.upgradeOn(proc, name, req, client, head, retry);
+    // A live process runs a version, which belongs to an account; the script name stands in only if none is known yet.
+    return { proc, accountId: rt.accountId ?? `script:${name}` };
   }
 
   private upgradeOn(proc: WorkerdProcess, name: string, req: IncomingMessage, client: Duplex, head: Buffer, retry: boolean): void {
@@ -103,10 +175,12 @@ export class WebSocketProxy {
     headers.upgrade = "websocket";
     headers["cf-connecting-ip"] = req.socket.remoteAddress ?? "";
     const up = request({ socketPath: proc.socketPath, agent: false, method: req.method, path: req.url ?? "/", headers });
+    const pending = watchWhilePending(client);
     const clientGone = () => up.destroy();
     client.once("close", clientGone);
     up.on("upgrade", (res, upstream, upHead) => {
       client.off("close", clientGone);
+      const early = pending.stop();
       if (client.destroyed || !proc.holdTunnel(upstream)) {
         upstream.destroy();
         client.destroy();
@@ -118,21 +192,24 @@ export class WebSocketProxy {
       client.write(`${answer}\r\n`);
       if (upHead.length) client.write(upHead);
       if (head.length) upstream.write(head);
-      this.open++;
-      joinSockets(client, upstream, () => this.open--);
+      if (early.length) upstream.write(early);
+      joinSockets(client, upstream);
     });
     up.on("response", (res) => {
       // The script answered without switching protocols (e.g. 426, or a 400 of its own): relay it, then close.
+      // What the client still sends is read and dropped (pending's listener stays) and it is cut after a grace.
       const relayed = { ...forwardable(res.headers, HOP_BY_HOP), connection: "close" };
       client.write(`HTTP/1.1 ${res.statusCode} ${res.statusMessage ?? ""}\r\n${headLines(relayed)}\r\n`);
       res.on("error", () => client.destroy());
+      res.once("end", () => setTimeout(() => client.destroy(), CLOSE_GRACE_MS).unref());
       res.pipe(client);
     });
     up.on("error", (err: NodeJS.ErrnoException) => {
       client.off("close", clientGone);
+      const early = pending.stop();
       if (client.destroyed) return;
       // A redeploy or a crash removed the process (or its socket) just as it was used: nothing reached the script.
-      if (retry && NEVER_REACHED.has(err.code ?? "")) return void this.connect(name, req, client, head, false);
+      if (retry && NEVER_REACHED.has(err.code ?? "")) return void this.retry(name, req, client, Buffer.concat([head, early]));
       this.log.warn({ script: name, err: err.message, code: err.code }, "worker WebSocket upgrade failed");
       client.end(rawText(502, `Worker ${name} did not answer\n`));
     });
