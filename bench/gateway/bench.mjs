@@ -227,9 +227,11 @@ function ticksUs(file) {
 
 /**
  * The load generator of the req/s rows (LOADGEN=wrk|autocannon; wrk when it is installed). autocannon runs in this
- * process, on the same two CPUs as the targets, and its JavaScript costs about as much CPU per request as a
- * bare Node proxy; wrk (C, one epoll thread) costs a fraction of that, so the targets get more of the machine.
- * Either way the same generator drives every target, and its own CPU per request is reported (`loadgen_cpu_us_per_req`).
+ * process, on the same two CPUs as the targets, and spends about half as much CPU per request as the bare Node
+ * proxy it measures; wrk (C, one epoll thread) about a third of autocannon's, so the targets get more of the
+ * machine. Either way the same generator drives every target, and its own CPU per request is reported
+ * (`loadgen_cpu_us_per_req`). wrk's request timeout is set to autocannon's default (10 s): a request slower than
+ * that counts as an error, not a request, with either.
  */
 const hasWrk = (() => {
   try {
@@ -267,7 +269,20 @@ const wrkMs = (v) => {
 /** Runs wrk in a shell that prints, once wrk has ended, its own /proc stat: cutime and cstime are wrk's CPU. */
 function runWrk(t, connections, duration) {
   const script = wrkScript(t);
-  const args = ["-t", String(Math.min(WRK_THREADS, connections)), "-c", String(connections), "-d", `${duration}s`, "--latency", "-s", script, t.url];
+  const args = [
+    "-t",
+    String(Math.min(WRK_THREADS, connections)),
+    "-c",
+    String(connections),
+    "-d",
+    `${duration}s`,
+    "--latency",
+    "--timeout",
+    "10s",
+    "-s",
+    script,
+    t.url,
+  ];
   return new Promise((resolve, reject) => {
     const sh = spawn("sh", ["-c", 'wrk "$@" && echo "@@STAT $(cat /proc/$$/stat)"', "sh", ...args], { stdio: ["ignore", "pipe", "pipe"] });
     let out = "";
