@@ -9,7 +9,7 @@
 // The machine is shared, so everything is interleaved: at c=1 the targets take turns in segments of SEGMENT
 // requests; for req/s each round runs every target once at each client count, in a rotating order, and the
 // median of ROUNDS rounds is reported. The load average is recorded at the start and after each phase.
-// Usage: npm run build && cd bench/gateway && npm ci && flock /tmp/bench.lock node bench.mjs
+// Usage: npm run build && cd bench/gateway && npm ci && flock /tmp/bench.lock node bench.mjs  (wrk: apt-get install wrk)
 // Environment: N (c=1 requests per target, default 3000), SEGMENT (20), WARMUP (sequential requests per target
 // before the c=1 rounds, 500), WARMUP_S (seconds of c=8 load per target first, 4), CLIENTS (client counts for
 // req/s, "1,8,32"), ROUNDS (req/s rounds, 3), DURATION (seconds per target per round, 5), PORTKEY=0 (skip it),
