@@ -2,14 +2,14 @@
 //   direct to the upstream; the floor, a bare `node:http` pass-through (bare-proxy.mjs: keep-alive http.Agent,
 //   bodies piped both ways, nothing else); our gateway (authentication and logging on); Portkey 1.15.2.
 // Reports latency p50/p99 at concurrency 1 (own client, µs resolution) and what the gateway adds over the floor;
-// req/s at 1, 8 and 32 clients (autocannon) with the ratios to the floor and, at 32, to Portkey; and time to first
+// req/s at 1, 8 and 32 clients (wrk, or autocannon: LOADGEN below) with the ratios to the floor and, at 32, to Portkey; and time to first
 // byte for streaming (ours only; Portkey's streaming fails on Node 20). CPU per request is given for the whole
 // process, its main thread, and each other thread (busiest first: the log writer thread, then the WAL
 // checkpointer's and V8's helpers), per round.
 // The machine is shared, so everything is interleaved: at c=1 the targets take turns in segments of SEGMENT
 // requests; for req/s each round runs every target once at each client count, in a rotating order, and the
 // median of ROUNDS rounds is reported. The load average is recorded at the start and after each phase.
-// Usage: npm run build && cd bench/gateway && npm ci && flock /tmp/bench.lock node bench.mjs
+// Usage: npm run build && cd bench/gateway && npm ci && flock /tmp/bench.lock node bench.mjs  (wrk: apt-get install wrk)
 // Environment: N (c=1 requests per target, default 3000), SEGMENT (20), WARMUP (sequential requests per target
 // before the c=1 rounds, 500), WARMUP_S (seconds of c=8 load per target first, 4), CLIENTS (client counts for
 // req/s, "1,8,32"), ROUNDS (req/s rounds, 3), DURATION (seconds per target per round, 5), PORTKEY=0 (skip it),
@@ -21,10 +21,13 @@
 // GATEWAY_NODE_OPTIONS (e.g. --cpu-prof --cpu-prof-dir=/tmp/prof, for the platform under test; the log writer
 // thread writes a profile of its own), BASELINE may also be a copy of a dist/ changed by hand (no git needed),
 // GATEWAY_LOGS=0 / GATEWAY_AUTH=0 (the gateway without logging / authentication, to see what each costs),
-// COMPARE_LOGS=1 (a gateway without logs takes turns with the one with logs, in the same run).
+// COMPARE_LOGS=1 (a gateway without logs takes turns with the one with logs, in the same run),
+// LOADGEN=wrk|autocannon (the req/s rows' load generator, the same for every target; default wrk when installed:
+// autocannon runs inside this process and takes CPU from the targets on a small machine; its own CPU per request
+// is reported either way), WRK_THREADS (1).
 import { spawn, execSync } from "node:child_process";
-import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
-import { cpus, loadavg } from "node:os";
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { cpus, loadavg, tmpdir } from "node:os";
 import { fileURLToPath } from "node:url";
 import autocannon from "autocannon";
 import { Agent, request } from "undici";
@@ -223,36 +226,136 @@ function ticksUs(file) {
 }
 
 /**
- * req/s at the given concurrency, and the CPU the serving process spent per request: on a loaded machine
- * req/s swings with the neighbours, CPU per request much less.
+ * The load generator of the req/s rows (LOADGEN=wrk|autocannon; wrk when it is installed). autocannon runs in this
+ * process, on the same two CPUs as the targets, and spends about half as much CPU per request as the bare Node
+ * proxy it measures; wrk (C, one epoll thread) about a third of autocannon's, so the targets get more of the
+ * machine. Either way the same generator drives every target, and its own CPU per request is reported
+ * (`loadgen_cpu_us_per_req`). wrk's request timeout is set to autocannon's default (10 s): a request slower than
+ * that counts as an error, not a request, with either.
  */
-function throughput(t, connections, duration = DURATION) {
-  const before = cpuUs(t.pid);
-  const mainBefore = mainThreadCpuUs(t.pid);
-  const threadsBefore = threadsCpuUs(t.pid);
+const hasWrk = (() => {
+  try {
+    execSync("wrk --version", { stdio: "ignore" });
+    return true;
+  } catch (e) {
+    // wrk prints its usage and exits 1 on --version: installed; a missing command is ENOENT / 127.
+    return e.status === 1;
+  }
+})();
+const LOADGEN = process.env.LOADGEN ?? (hasWrk ? "wrk" : "autocannon");
+if (LOADGEN !== "wrk" && LOADGEN !== "autocannon") throw new Error(`LOADGEN: wrk or autocannon, not ${LOADGEN}`);
+if (LOADGEN === "wrk" && !hasWrk) throw new Error("LOADGEN=wrk, but wrk is not installed (Debian: apt-get install wrk)");
+/** wrk's threads (WRK_THREADS, default 1: one epoll loop does far more than any target here answers). */
+const WRK_THREADS = Number(process.env.WRK_THREADS ?? 1);
+const wrkDir = mkdtempSync(`${tmpdir()}/bench-gateway-wrk-`);
+process.on("exit", () => rmSync(wrkDir, { recursive: true, force: true }));
+/** A wrk script that sends the bench's POST (body and headers in long brackets: no escaping to get wrong). */
+function wrkScript(t) {
+  const file = `${wrkDir}/${Object.keys(targets).find((k) => targets[k] === t)}.lua`;
+  const lua = (s) => `[==[${s}]==]`;
+  const lines = ['wrk.method = "POST"', `wrk.body = ${lua(body)}`];
+  // "[ [", not "[[", which would open a long string.
+  for (const [k, v] of Object.entries(t.headers)) lines.push(`wrk.headers[ ${lua(k)} ] = ${lua(v)}`);
+  writeFileSync(file, lines.join("\n") + "\n");
+  return file;
+}
+/** A wrk latency figure ("612.00us", "1.23ms", "2.00s") in ms. */
+const wrkMs = (v) => {
+  const m = /^([\d.]+)(us|ms|s)$/.exec(v);
+  if (!m) throw new Error(`wrk latency: ${v}`);
+  return +(Number(m[1]) * { us: 1e-3, ms: 1, s: 1e3 }[m[2]]).toFixed(3);
+};
+
+/** Runs wrk in a shell that prints, once wrk has ended, its own /proc stat: cutime and cstime are wrk's CPU. */
+function runWrk(t, connections, duration) {
+  const script = wrkScript(t);
+  const args = [
+    "-t",
+    String(Math.min(WRK_THREADS, connections)),
+    "-c",
+    String(connections),
+    "-d",
+    `${duration}s`,
+    "--latency",
+    "--timeout",
+    "10s",
+    "-s",
+    script,
+    t.url,
+  ];
+  return new Promise((resolve, reject) => {
+    const sh = spawn("sh", ["-c", 'wrk "$@" && echo "@@STAT $(cat /proc/$$/stat)"', "sh", ...args], { stdio: ["ignore", "pipe", "pipe"] });
+    let out = "";
+    sh.stdout.on("data", (d) => (out += d));
+    sh.stderr.on("data", (d) => (out += d));
+    sh.on("exit", (code) => {
+      const total = /(\d+) requests in ([\d.]+)(\w+)/.exec(out);
+      const stat = /@@STAT .*?\) (.*)/.exec(out);
+      // A script that fails to load leaves wrk sending bare GETs, and it still exits 0.
+      if (code !== 0 || !total || !stat || out.includes(`${script}:`)) return reject(new Error(`wrk exited ${code}: ${out}`));
+      const f = stat[1].split(" ");
+      const errs = /Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)/.exec(out);
+      resolve({
+        total: Number(total[1]),
+        rps: Math.round(Number(/Requests\/sec:\s+([\d.]+)/.exec(out)[1])),
+        non2xx: Number(/Non-2xx or 3xx responses: (\d+)/.exec(out)?.[1] ?? 0),
+        errors: errs ? errs.slice(1).reduce((a, x) => a + Number(x), 0) : 0,
+        p50ms: wrkMs(/^\s+50%\s+(\S+)/m.exec(out)[1]),
+        p99ms: wrkMs(/^\s+99%\s+(\S+)/m.exec(out)[1]),
+        // cutime + cstime of the shell: its waited-for child, wrk (clock ticks of 10 ms).
+        loadgenUs: (Number(f[13]) + Number(f[14])) * 10_000,
+      });
+    });
+  });
+}
+
+function runAutocannon(t, connections, duration) {
+  const cpu0 = process.cpuUsage();
   return new Promise((resolve, reject) => {
     autocannon({ url: t.url, method: "POST", headers: t.headers, body, connections, duration }, (err, res) => {
       if (err) return reject(err);
-      const cpu_us_per_req = Math.round((cpuUs(t.pid) - before) / res.requests.total);
-      const main_thread_cpu_us_per_req = Math.round((mainThreadCpuUs(t.pid) - mainBefore) / res.requests.total);
-      // The other threads' (the log writer, the WAL checkpointer, V8's GC and compiler helpers), busiest first.
-      const other_threads_cpu_us_per_req = [...threadsCpuUs(t.pid)]
-        .filter(([tid]) => tid !== String(t.pid))
-        .map(([tid, us]) => Math.round((us - (threadsBefore.get(tid) ?? 0)) / res.requests.total))
-        .filter((us) => us > 0)
-        .sort((a, b) => b - a);
+      const cpu = process.cpuUsage(cpu0);
       resolve({
+        total: res.requests.total,
         rps: Math.round(res.requests.average),
-        cpu_us_per_req,
-        main_thread_cpu_us_per_req,
-        other_threads_cpu_us_per_req,
         non2xx: res.non2xx,
         errors: res.errors,
         p50ms: res.latency.p50,
         p99ms: res.latency.p99,
+        // This whole process's CPU meanwhile: autocannon, and nothing else of the bench runs then.
+        loadgenUs: cpu.user + cpu.system,
       });
     });
   });
+}
+
+/**
+ * req/s at the given concurrency, and the CPU the serving process spent per request: on a loaded machine
+ * req/s swings with the neighbours, CPU per request much less.
+ */
+async function throughput(t, connections, duration = DURATION) {
+  const before = cpuUs(t.pid);
+  const mainBefore = mainThreadCpuUs(t.pid);
+  const threadsBefore = threadsCpuUs(t.pid);
+  const res = await (LOADGEN === "wrk" ? runWrk : runAutocannon)(t, connections, duration);
+  const n = res.total;
+  // The other threads' (the log writer, the WAL checkpointer, V8's GC and compiler helpers), busiest first.
+  const other_threads_cpu_us_per_req = [...threadsCpuUs(t.pid)]
+    .filter(([tid]) => tid !== String(t.pid))
+    .map(([tid, us]) => Math.round((us - (threadsBefore.get(tid) ?? 0)) / n))
+    .filter((us) => us > 0)
+    .sort((a, b) => b - a);
+  return {
+    rps: res.rps,
+    cpu_us_per_req: Math.round((cpuUs(t.pid) - before) / n),
+    main_thread_cpu_us_per_req: Math.round((mainThreadCpuUs(t.pid) - mainBefore) / n),
+    other_threads_cpu_us_per_req,
+    loadgen_cpu_us_per_req: Math.round(res.loadgenUs / n),
+    non2xx: res.non2xx,
+    errors: res.errors,
+    p50ms: res.p50ms,
+    p99ms: res.p99ms,
+  };
 }
 
 /**
@@ -276,6 +379,7 @@ async function throughputRounds(names, clients) {
       cpu_us_per_req: median(r.map((x) => x.cpu_us_per_req)),
       main_thread_cpu_us_per_req: median(r.map((x) => x.main_thread_cpu_us_per_req)),
       other_threads_cpu_us_per_req: r.map((x) => x.other_threads_cpu_us_per_req),
+      loadgen_cpu_us_per_req: median(r.map((x) => x.loadgen_cpu_us_per_req)),
       p50ms: median(r.map((x) => x.p50ms)),
       p99ms: median(r.map((x) => x.p99ms)),
       non2xx: r.reduce((a, x) => a + x.non2xx, 0),
@@ -304,6 +408,14 @@ const results = {
   node: process.version,
   commit: execSync("git rev-parse --short HEAD", { cwd: root }).toString().trim(),
   ...(BASELINE ? { baseline: BASELINE, baseline_commit: commitOf(BASELINE) } : {}),
+  loadgen:
+    LOADGEN === "wrk"
+      ? `wrk ${
+          execSync("wrk --version || true", { stdio: ["ignore", "pipe", "ignore"] })
+            .toString()
+            .split(" ")[1]
+        }, ${WRK_THREADS} thread(s)`
+      : "autocannon (in the bench's process)",
   method: { n_latency: N_LATENCY, segment: SEGMENT, warmup: WARMUP, warmup_s: WARMUP_S, clients: CLIENTS, rounds: ROUNDS, duration_s: DURATION },
   latency_c1_us: {},
   rps: {},
@@ -340,6 +452,10 @@ for (const c of CLIENTS) {
     JSON.stringify(Object.fromEntries(names.map((k) => [k, `${r[k].cpu_us_per_req} (${r[k].main_thread_cpu_us_per_req})`]))),
   );
   console.error(
+    `CPU µs per request of the load generator (${LOADGEN}) c=${c}`,
+    JSON.stringify(Object.fromEntries(names.map((k) => [k, r[k].loadgen_cpu_us_per_req]))),
+  );
+  console.error(
     `CPU µs per request of the other threads, busiest first, by round c=${c}`,
     JSON.stringify(Object.fromEntries(gateways.map((k) => [k, r[k].other_threads_cpu_us_per_req]))),
   );
@@ -354,6 +470,7 @@ for (const c of CLIENTS) {
     summary.rps[`c${c}`].gateway_vs_portkey = +(r.gateway.rps / r.portkey.rps).toFixed(1);
     summary.rps[`c${c}`].gateway_vs_portkey_by_round = +perRound("gateway", "portkey").toFixed(1);
   }
+  for (const k of names) if (r[k].non2xx || r[k].errors) console.error(`warning: ${k} answered ${r[k].non2xx} non-2xx and ${r[k].errors} errors at c=${c}`);
   if (c === 32 && r.direct.rps < 2 * r.gateway.rps) console.error("warning: the upstream may be the bottleneck (direct req/s < 2x gateway req/s)");
 }
 

@@ -5,7 +5,9 @@
 // Usage: npm run build && node bench/gateway/log-store.mjs [CHECKOUT...]   (default: this checkout)
 // Environment: BATCH (logs per batch, default 50: about 10 ms of 5,000 req/s), LOGS (per checkout per round,
 // 20000), ROUNDS (3), KEEP_BODIES=0 (drafts whose bodies are not kept), THREAD=0 (write on this thread instead of
-// handing batches to the log writer thread as the platform does; the CPU counted is the whole process's).
+// handing batches to the log writer thread as the platform does; the CPU counted is the whole process's),
+// CHECKPOINTER=1 (the platform's WAL checkpoint thread takes the file over, core/db/wal-checkpointer.ts, as in
+// `edgecli serve`; its CPU is counted too).
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
@@ -18,6 +20,7 @@ const LOGS = Number(process.env.LOGS ?? 20_000);
 const ROUNDS = Number(process.env.ROUNDS ?? 3);
 const KEEP_BODIES = process.env.KEEP_BODIES !== "0";
 const THREAD = process.env.THREAD !== "0";
+const CHECKPOINTER = process.env.CHECKPOINTER === "1";
 
 const requestBody = Buffer.from(JSON.stringify({ model: "gpt-4o-mini", messages: [{ role: "user", content: "Say hello" }] }));
 const responseBody = Buffer.from(
@@ -33,17 +36,20 @@ const responseBody = Buffer.from(
 
 async function load(checkout) {
   const dist = join(checkout, "dist");
-  const [{ openDatabase }, { AI_GATEWAY_MIGRATIONS }, { SqliteLogStore }, { PriceTable }, { newLogId }] = await Promise.all([
+  const [{ openDatabase }, { AI_GATEWAY_MIGRATIONS }, { SqliteLogStore }, { PriceTable }, { newLogId }, { WalCheckpointer }] = await Promise.all([
     ...[
       "core/db/sqlite.js",
       "ai-gateway/sqlite-migrations.js",
       "ai-gateway/sqlite-log-store.js",
       "ai-gateway/providers/prices.js",
       "ai-gateway/logs/log-id.js",
+      "core/db/wal-checkpointer.js",
     ].map((m) => import(pathToFileURL(join(dist, m)).href)),
   ]);
   const dir = mkdtempSync(join(tmpdir(), "log-store-bench-"));
   const db = openDatabase(join(dir, "ai-gateway.sqlite"), AI_GATEWAY_MIGRATIONS);
+  const checkpointer = CHECKPOINTER ? new WalCheckpointer({ error: console.error, warn: console.error }) : undefined;
+  checkpointer?.adopt(db);
   const store = new SqliteLogStore(db, { writerThread: THREAD });
   const prices = PriceTable.load(join(dist, "ai-gateway/providers/prices.json"));
   const draft = () => ({
@@ -75,7 +81,13 @@ async function load(checkout) {
     limit: null,
     strategy: null,
   });
-  return { name: checkout, store, prices, draft, dispose: async () => (await store.close(), db.close(), rmSync(dir, { recursive: true, force: true })) };
+  return {
+    name: checkout,
+    store,
+    prices,
+    draft,
+    dispose: async () => (await store.close(), await checkpointer?.close(), db.close(), rmSync(dir, { recursive: true, force: true })),
+  };
 }
 
 const subjects = [];
@@ -94,7 +106,7 @@ for (let round = 0; round < ROUNDS + 1; round++) {
   }
 }
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
-const out = { batch: BATCH, logs_per_round: LOGS, rounds: ROUNDS, keep_bodies: KEEP_BODIES, thread: THREAD, cpu_us_per_log: {} };
+const out = { batch: BATCH, logs_per_round: LOGS, rounds: ROUNDS, keep_bodies: KEEP_BODIES, thread: THREAD, checkpointer: CHECKPOINTER, cpu_us_per_log: {} };
 for (const s of subjects) out.cpu_us_per_log[s.name] = { median: +median(cpu.get(s.name)).toFixed(1), rounds: cpu.get(s.name).map((x) => +x.toFixed(1)) };
 console.log(JSON.stringify(out, null, 2));
 for (const s of subjects) await s.dispose();

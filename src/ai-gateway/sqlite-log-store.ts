@@ -48,7 +48,7 @@ export class SqliteLogStore implements LogStore {
     private readonly db: Db,
     opts: { writerThread?: boolean } = {},
   ) {
-    this.thread = opts.writerThread ? new LogWriterThread(db.name) : undefined;
+    this.thread = opts.writerThread ? new LogWriterThread(db) : undefined;
     this.q = {
       insert: db.prepare(INSERT(1)),
       insertMany: db.prepare(INSERT(ROWS_PER_INSERT)),

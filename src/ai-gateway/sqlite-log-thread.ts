@@ -1,7 +1,8 @@
 // The AI gateway's log writer thread (started by sqlite-log-writer.ts). Batches of logs, or of drafts that are built
 // into logs here (usage read from the answers, cost from the price table: logs/draft.ts), arrive and are written
 // with SqliteLogStore.append on this thread's own connection to the gateway's SQLite file: the building, the
-// inserts, the commit and the WAL checkpoints run here, not on the platform's event loop. The log counts of
+// inserts and the commit run here, not on the platform's event loop (the WAL checkpoints too, where no checkpoint
+// thread took the file over: sqlite-log-writer.ts). The log counts of
 // gateways with a limit are kept here too, since only this thread adds logs.
 import { parentPort, workerData } from "node:worker_threads";
 import { openDatabase } from "../core/db/sqlite.js";
@@ -9,11 +10,13 @@ import { buildLogs, type LogDraft } from "./logs/draft.js";
 import { PriceTable } from "./providers/prices.js";
 import { SqliteLogStore } from "./sqlite-log-store.js";
 import { AI_GATEWAY_MIGRATIONS } from "./sqlite-migrations.js";
-import { unpackBatch, type FromLogThread, type ToLogThread } from "./sqlite-log-writer.js";
+import { unpackBatch, type FromLogThread, type LogThreadData, type ToLogThread } from "./sqlite-log-writer.js";
 import type { NewLog } from "./store.js";
 
 const port = parentPort!;
-const db = openDatabase((workerData as { file: string }).file, AI_GATEWAY_MIGRATIONS);
+const { file, walAutocheckpoint } = workerData as LogThreadData;
+const db = openDatabase(file, AI_GATEWAY_MIGRATIONS);
+db.pragma(`wal_autocheckpoint = ${Math.trunc(walAutocheckpoint)}`);
 const store = new SqliteLogStore(db);
 const post = (m: FromLogThread) => port.postMessage(m);
 /** The table drafts are priced with (the main thread sends it before the first drafts). */

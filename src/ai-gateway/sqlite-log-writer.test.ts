@@ -60,6 +60,28 @@ describe("AI gateway log writer thread", () => {
     }
   });
 
+  it("checkpoints as the store's connection does: a WAL taken over by the checkpoint thread is not copied back by the thread's commits", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "aig-log-thread-"));
+    try {
+      const db = openDatabase(join(dir, "t.sqlite"), AI_GATEWAY_MIGRATIONS);
+      // As WalCheckpointer.adopt leaves a connection: checkpointing by itself only past its backstop.
+      db.pragma("wal_autocheckpoint = 16384");
+      const { logs, close } = sqliteStores(db, { writerThread: true });
+      // ~2,000 pages of 4 KiB, twice SQLite's default autocheckpoint, in batches large enough for the thread.
+      const body = Buffer.alloc(4000, "x");
+      for (let b = 0; b < 20; b++) await logs.append(Array.from({ length: 100 }, (_, i) => sampleLog(b * 100 + i, { response_body: body })));
+      // No checkpoint ran: every frame written is still in the WAL (a checkpoint at 1,000 pages would have let the
+      // next commit start the WAL over, leaving a few hundred frames in it).
+      const [{ log, checkpointed }] = db.pragma("wal_checkpoint(PASSIVE)") as { log: number; checkpointed: number }[];
+      assert.ok(log > 2000, `frames in the WAL: ${log}`);
+      assert.equal(checkpointed, log);
+      await close();
+      db.close();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it("builds drafts into logs on the thread: usage read from the JSON answer, priced with the table it was sent, bodies kept or not", async () => {
     const dir = mkdtempSync(join(tmpdir(), "aig-log-thread-"));
     try {

@@ -1,5 +1,6 @@
 import { fileURLToPath } from "node:url";
 import { Worker } from "node:worker_threads";
+import type { Db } from "../core/db/sqlite.js";
 import type { LogDraft } from "./logs/draft.js";
 import type { PriceTable } from "./providers/prices.js";
 import type { LogCount, NewLog } from "./store.js";
@@ -28,6 +29,12 @@ export type ToLogThread =
   /** The gateway's logs were deleted by the main thread: the count the thread keeps must be read again. */
   | { op: "forget"; accountId: string; gatewayId: string }
   | { op: "close" };
+
+/** What the writer thread starts with: the file, and the WAL size in pages past which its commits checkpoint. */
+export interface LogThreadData {
+  file: string;
+  walAutocheckpoint: number;
+}
 
 /** Answers from the writer thread, by the id of the message they answer. */
 export type FromLogThread = { id: number; counts?: LogCount[]; count?: number; error?: string };
@@ -92,7 +99,8 @@ export class LogWriterThread {
   /** The price table the running thread has (none until drafts were first sent; a new thread has none). */
   private prices: PriceTable | undefined;
 
-  constructor(private readonly file: string) {}
+  /** `db`: the store's connection to the file; the thread opens one of its own, checkpointing as that one does. */
+  constructor(private readonly db: Db) {}
 
   /** Writes the batch on the thread; resolves with the counts of its gateways that have a limit (LogStore.append). */
   append(batch: readonly NewLog[]): Promise<LogCount[]> {
@@ -148,7 +156,11 @@ export class LogWriterThread {
 
   private thread(): Worker {
     if (this.worker) return this.worker;
-    const w = new Worker(THREAD_SCRIPT, { workerData: { file: this.file } });
+    // The thread's connection checkpoints as the store's does: where the platform's checkpoint thread has taken the
+    // file over (core/db/wal-checkpointer.ts), only past its backstop, so the log commits on this thread do not also
+    // copy the WAL into the file every 1,000 pages, work the checkpoint thread does once a second anyway.
+    const walAutocheckpoint = this.db.pragma("wal_autocheckpoint", { simple: true }) as number;
+    const w = new Worker(THREAD_SCRIPT, { workerData: { file: this.db.name, walAutocheckpoint } satisfies LogThreadData });
     w.unref();
     w.on("message", (m: FromLogThread) => {
       const p = this.pending.get(m.id);
