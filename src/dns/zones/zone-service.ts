@@ -35,7 +35,11 @@ export class ZoneService {
   private writes: Promise<unknown> = Promise.resolve();
   private loaded?: Promise<void>;
 
-  constructor(private readonly store: DnsStore) {}
+  /** `maxRecordsPerZone`: the most records a zone may hold (config.ts has the default; none here means no limit). */
+  constructor(
+    private readonly store: DnsStore,
+    private readonly limits: { maxRecordsPerZone?: number } = {},
+  ) {}
 
   /** Reads every zone and record from the store, once; later calls wait for the same read. */
   load(): Promise<void> {
@@ -164,25 +168,42 @@ export class ZoneService {
   }
 
   /**
+   * Refuses, before anything is written, a change that would leave the zone with more records than allowed and adds
+   * any (`added`: records added less records removed). The store checks again as it writes (WriteCondition.maxRecords),
+   * against its own count, which is what holds when another node wrote the zone meanwhile.
+   */
+  private checkQuota(zs: ZoneState, added: number): void {
+    const max = this.limits.maxRecordsPerZone;
+    if (max !== undefined && added > 0 && zs.records.size + added > max) throw DnsErrors.recordQuota(max);
+  }
+
+  /**
    * Changes a zone's records: `change` makes them on a draft (validating each against the zone as changed so far;
    * any error abandons them all), then they are committed together: store first, then the index, then listeners.
+   * `change` may take several turns of the event loop (a zone file import validates in parts); the zone's other
+   * writes wait for it, reads and answers do not.
    */
-  async editRecords<T>(zs: ZoneState, change: (draft: ZoneDraft) => T): Promise<T> {
+  async editRecords<T>(zs: ZoneState, change: (draft: ZoneDraft) => T | Promise<T>): Promise<T> {
     return this.exclusive(() =>
       this.againIfStale(zs, async () => {
         this.current(zs);
         if (zs.zone.type === "secondary") throw DnsErrors.secondaryReadOnly();
         const draft = new ZoneDraft(zs);
-        const result = change(draft);
+        const result = await change(draft);
+        // Deleted by another request while `change` took its turns.
+        this.current(zs);
         if (draft.changes.size === 0) return result;
         const upserts: DnsRecord[] = [];
         const deletes: string[] = [];
+        let added = 0;
         for (const [id, r] of draft.changes) {
           if (r) upserts.push(r);
           else deletes.push(id);
+          if (zs.records.has(id) !== !!r) added += r ? 1 : -1;
         }
+        this.checkQuota(zs, added);
         const zone: Zone = { ...zs.zone, modified_on: now(), serial: nextSerial(zs.zone.serial) };
-        await this.store.updateZone(zone, { upserts, deletes }, { ifSerial: zs.zone.serial });
+        await this.store.updateZone(zone, { upserts, deletes }, { ifSerial: zs.zone.serial, maxRecords: this.limits.maxRecordsPerZone });
         zs.zone = zone;
         for (const [id, r] of draft.changes) {
           if (r) zs.put(r);
@@ -204,9 +225,14 @@ export class ZoneService {
       this.current(zs);
       if (zs.zone.type !== "secondary") throw new Error(`zone ${zs.zone.name} is not a secondary zone`);
       const zone: Zone = { ...zs.zone, modified_on: now(), serial: primary.serial, settings: { ...zs.zone.settings, soa: primary.soa } };
+      // A tenant's primary is as bound by the record limit as the API: a transfer past it is refused whole, and the
+      // zone keeps answering its previous version.
+      const removed = changes.deletes.reduce((n, id) => n + (zs.records.has(id) ? 1 : 0), 0);
+      const fresh = changes.upserts.reduce((n, r) => n + (zs.records.has(r.id) ? 0 : 1), 0);
+      this.checkQuota(zs, fresh - removed);
       // A large transfer is written (sqlite-store.ts) and indexed a bounded amount per turn of the event loop; the
       // zone answers its previous version throughout, and the new one from the moment it is swapped in whole.
-      await this.store.updateZone(zone, changes);
+      await this.store.updateZone(zone, changes, { maxRecords: this.limits.maxRecordsPerZone });
       if (changes.deletes.length + changes.upserts.length <= INDEX_PER_TURN) {
         zs.zone = zone;
         for (const id of changes.deletes) zs.remove(id);
