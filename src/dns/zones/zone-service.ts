@@ -204,12 +204,7 @@ export class ZoneService {
         this.checkQuota(zs, added);
         const zone: Zone = { ...zs.zone, modified_on: now(), serial: nextSerial(zs.zone.serial) };
         await this.store.updateZone(zone, { upserts, deletes }, { ifSerial: zs.zone.serial, maxRecords: this.limits.maxRecordsPerZone });
-        zs.zone = zone;
-        for (const [id, r] of draft.changes) {
-          if (r) zs.put(r);
-          else zs.remove(id);
-        }
-        this.emit(zs, "records");
+        await this.apply(zs, zone, { upserts, deletes });
         return result;
       }),
     );
@@ -226,34 +221,42 @@ export class ZoneService {
       if (zs.zone.type !== "secondary") throw new Error(`zone ${zs.zone.name} is not a secondary zone`);
       const zone: Zone = { ...zs.zone, modified_on: now(), serial: primary.serial, settings: { ...zs.zone.settings, soa: primary.soa } };
       // A tenant's primary is as bound by the record limit as the API: a transfer past it is refused whole, and the
-      // zone keeps answering its previous version.
+      // zone keeps answering its previous version. A large transfer is written (sqlite-store.ts) and indexed (apply)
+      // a bounded amount per turn of the event loop.
       const removed = changes.deletes.reduce((n, id) => n + (zs.records.has(id) ? 1 : 0), 0);
       const fresh = changes.upserts.reduce((n, r) => n + (zs.records.has(r.id) ? 0 : 1), 0);
       this.checkQuota(zs, fresh - removed);
-      // A large transfer is written (sqlite-store.ts) and indexed a bounded amount per turn of the event loop; the
-      // zone answers its previous version throughout, and the new one from the moment it is swapped in whole.
       await this.store.updateZone(zone, changes, { maxRecords: this.limits.maxRecordsPerZone });
-      if (changes.deletes.length + changes.upserts.length <= INDEX_PER_TURN) {
-        zs.zone = zone;
-        for (const id of changes.deletes) zs.remove(id);
-        for (const r of changes.upserts) zs.put(r);
-        this.emit(zs, "records");
-        return;
-      }
-      const built = new ZoneState(zone);
-      const deleted = new Set(changes.deletes);
-      let n = 0;
-      for (const r of zs.records.values()) {
-        if (++n % INDEX_PER_TURN === 0) await turn();
-        if (!deleted.has(r.id)) built.put(r);
-      }
-      for (const r of changes.upserts) {
-        if (++n % INDEX_PER_TURN === 0) await turn();
-        built.put(r);
-      }
-      zs.adopt(built);
-      this.emit(zs, "records");
+      await this.apply(zs, zone, changes);
     });
+  }
+
+  /**
+   * Puts a change just written to the store into the index, then tells the listeners. A large one (a secondary zone's
+   * transfer, a zone file import) is built on the side a bounded amount per turn of the event loop: the zone answers
+   * its previous version throughout, and the new one from the moment it is swapped in whole.
+   */
+  private async apply(zs: ZoneState, zone: Zone, changes: { upserts: readonly DnsRecord[]; deletes: readonly string[] }): Promise<void> {
+    if (changes.deletes.length + changes.upserts.length <= INDEX_PER_TURN) {
+      zs.zone = zone;
+      for (const id of changes.deletes) zs.remove(id);
+      for (const r of changes.upserts) zs.put(r);
+      this.emit(zs, "records");
+      return;
+    }
+    const built = new ZoneState(zone);
+    const deleted = new Set(changes.deletes);
+    let n = 0;
+    for (const r of zs.records.values()) {
+      if (++n % INDEX_PER_TURN === 0) await turn();
+      if (!deleted.has(r.id)) built.put(r);
+    }
+    for (const r of changes.upserts) {
+      if (++n % INDEX_PER_TURN === 0) await turn();
+      built.put(r);
+    }
+    zs.adopt(built);
+    this.emit(zs, "records");
   }
 
   /** The account's defaults for new zones (the platform's until set). */
