@@ -104,7 +104,8 @@ zone:
 );
 const p = await startTestPlatform({
   // Knot, the primary, is on loopback: not an address tenants' peers may have unless the operator allows it.
-  args: ["--dns-port", String(dnsPort), "--dns-peer-allow", "127.0.0.0/8"],
+  // The zone is the default record limit's size (200,000) with its apex NS and glue on top: room for --records and more.
+  args: ["--dns-port", String(dnsPort), "--dns-peer-allow", "127.0.0.0/8", "--dns-max-records-per-zone", String(RECORDS + 1000)],
   stateDir: join(work, "state"),
   nodeArgs: ["--import", monitor, ...(CPU_PROF ? ["--cpu-prof", "--cpu-prof-dir", CPU_PROF] : []), ...(args.includes("--trace-gc") ? ["--trace-gc"] : [])],
 });

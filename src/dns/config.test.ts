@@ -53,4 +53,16 @@ describe("DNS serve options", () => {
         `${option} ${bad}`,
       );
   });
+
+  it("reads --dns-max-records-per-zone (200,000 by default, whole numbers 1 to 10 million) and --dns-allow-zone (names of two labels or more, canonical)", () => {
+    const max = (v?: number) => config({ "name-servers": ["ns1.example"], "dns-max-records-per-zone": v }).maxRecordsPerZone;
+    assert.equal(max(), 200_000);
+    assert.equal(max(1), 1);
+    assert.equal(max(10_000_000), 10_000_000);
+    for (const bad of [0, -1, 2.5, 10_000_001, Number.NaN]) assert.throws(() => max(bad), /--dns-max-records-per-zone/, String(bad));
+    const allowed = (v?: string[]) => [...config({ "name-servers": ["ns1.example"], "dns-allow-zone": v }).allowedZones];
+    assert.deepEqual(allowed(), []);
+    assert.deepEqual(allowed(["DynDNS.Example.NET.", "github.io,co.uk"]), ["dyndns.example.net", "github.io", "co.uk"]);
+    for (const bad of ["com", "*.github.io", "bad name.io"]) assert.throws(() => allowed([bad]), /--dns-allow-zone/, bad);
+  });
 });

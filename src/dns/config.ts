@@ -2,6 +2,7 @@ import { BlockList, isIP } from "node:net";
 import { availableParallelism } from "node:os";
 import type { OptionSpec, OptionValues } from "../core/cli/command.js";
 import { UserError } from "../core/errors.js";
+import { parseZoneName } from "./zones/names.js";
 
 /**
  * Options this area adds to `edgecli serve` (defaults live only here). "strings" options repeat, and each value may
@@ -51,6 +52,19 @@ export const serveOptions = {
     default: 5,
   },
   "dns-tcp-max-lifetime": { type: "number", describe: "Seconds a DNS-over-TCP connection may stay open at all, however busy", default: 120 },
+  "dns-allow-zone": {
+    type: "strings",
+    describe:
+      "Zone names tenants may create although they are public suffixes (a private-section name of the Public Suffix List this operator owns, such as its own dynamic-DNS domain); repeatable",
+  },
+  "dns-max-records-per-zone": {
+    type: "number",
+    describe:
+      "Most records one zone may hold (API, batch, import and incoming zone transfers alike); a change that would pass it is refused whole with code 81045",
+    // A 200,000-record zone costs about 230 MB of heap on this platform (docs/benchmarks.md); the suite's and
+    // bench/dns's largest zones are this size. The hosted API's plans stop at 200 to 3,500 (1,000,000 on Enterprise).
+    default: 200_000,
+  },
   "dnssec-rollover-wait": {
     type: "number",
     describe: "Seconds each DNSSEC key rollover step waits instead of the TTLs that make it safe (labs and tests only)",
@@ -86,6 +100,10 @@ export interface DnsConfig {
   /** Most answers built ahead per round (server/prewarm.ts); 0: none. Undefined: the default. */
   prewarm?: number;
   tcp: TcpLimits;
+  /** Public-suffix names an operator lets tenants create as zones (zones/registrable.ts). */
+  allowedZones: ReadonlySet<string>;
+  /** Most records a zone may hold (zones/zone-service.ts checks, the stores enforce). */
+  maxRecordsPerZone: number;
   /** Seconds between DNSSEC rollover steps when set; undefined: the TTLs (dnssec/dnssec-service.ts). */
   dnssecRolloverWait?: number;
 }
@@ -95,6 +113,8 @@ const MAX_TCP_SECONDS = 86_400;
 const MAX_WORKERS = 64;
 /** The answering processes' caches hold 50,000 answers; more built ahead would only push each other out. */
 const MAX_PREWARM = 50_000;
+/** Beyond this a zone is more than one process holds in memory comfortably (about 1.2 KB of heap per record). */
+const MAX_RECORDS_PER_ZONE = 10_000_000;
 /**
  * The default stops here: each process holds about 45 MB, each wakes for its own share of the queries, and only
  * two-CPU machines have been measured; larger hosts can ask for more.
@@ -129,8 +149,19 @@ export function readDnsConfig(options: DnsOptions): DnsConfig {
   const rolloverWait = options["dnssec-rollover-wait"];
   if (rolloverWait !== undefined && !(Number.isInteger(rolloverWait) && rolloverWait >= 0))
     throw new UserError(`--dnssec-rollover-wait: ${rolloverWait} must be a whole number of seconds, 0 or more`);
+  const maxRecords = options["dns-max-records-per-zone"];
+  if (!Number.isInteger(maxRecords) || maxRecords < 1 || maxRecords > MAX_RECORDS_PER_ZONE)
+    throw new UserError(`--dns-max-records-per-zone: ${maxRecords} must be a whole number from 1 to ${MAX_RECORDS_PER_ZONE}`);
+  const allowedZones = new Set<string>();
+  for (const n of list(options["dns-allow-zone"])) {
+    const name = parseZoneName(n);
+    if (!name) throw new UserError(`--dns-allow-zone: "${n}" is not a domain name of two labels or more`);
+    allowedZones.add(name);
+  }
   return {
     host: options["dns-host"],
+    allowedZones,
+    maxRecordsPerZone: maxRecords,
     dnssecRolloverWait: rolloverWait,
     port,
     edgeIpv4,

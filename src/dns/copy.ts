@@ -13,7 +13,7 @@ export const dnsCopier: AreaCopier = {
   tables: [
     {
       table: "zones",
-      columns: ["id", "account_id", "name", "paused", "created_on", "modified_on", "activated_on", "serial", "settings"],
+      columns: ["id", "account_id", "name", "paused", "created_on", "modified_on", "activated_on", "serial", "settings", "record_count"],
       key: ["id"],
     },
     {

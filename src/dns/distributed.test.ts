@@ -178,3 +178,33 @@ test(
     assert.equal(rcodeOf(await b.ask("during.outage.example", "A")), NXDOMAIN);
   },
 );
+
+test(
+  "two nodes on one PostgreSQL: batches sent through both at once never leave a zone past the record limit; a public suffix is refused on either",
+  HANG_GUARD,
+  async (t) => {
+    const db = await testDatabase(t);
+    if (!db) return;
+    const [a, b] = await startNodes(t, db.url, ["--dns-max-records-per-zone", "10"]);
+    const zone = await createZone(a.p, "dist-limit.example");
+    await until(async () => rcodeOf(await b.ask("dist-limit.example", "SOA")) === NOERROR, "node b to answer the zone made through node a");
+    const batch = (node: DnsNode, prefix: string) =>
+      node.p.api("POST", `/zones/${zone}/dns_records/batch`, {
+        posts: Array.from({ length: 6 }, (_, i) => ({ type: "TXT", name: `${prefix}${i}`, content: prefix })),
+      });
+    // Rounds of two six-record batches at once, one through each node: at most one of each pair fits in ten.
+    for (let round = 0; round < 3; round++) {
+      const [fromA, fromB] = await Promise.all([batch(a, `a${round}-`), batch(b, `b${round}-`)]);
+      const passed = [fromA, fromB].filter((r) => r.status === 200).length;
+      assert.ok(passed <= 1, `round ${round}: ${fromA.status} ${fromB.status}`);
+      for (const r of [fromA, fromB]) if (r.status !== 200) assert.equal(r.body.errors[0].code, 81045, JSON.stringify(r.body));
+      const count = (await a.p.api("GET", `/zones/${zone}/dns_records?per_page=100`)).body.result_info.total_count;
+      assert.ok(count <= 10, `round ${round}: ${count} records`);
+    }
+    for (const node of [a, b]) {
+      const refused = await node.p.api("POST", "/zones", { name: "co.uk", account: { id: node.p.accountId } });
+      assert.equal(refused.status, 400);
+      assert.equal(refused.body.errors[0].code, 1099);
+    }
+  },
+);

@@ -11,7 +11,10 @@ export const DnsCodes = {
   zoneNestsInOtherAccount: 1096, // ours: a zone inside, or around, a zone of another account
   zoneNameInvalid: 1097, // ours
   zoneBusy: 1098, // ours: the zone kept changing through other nodes while this change was retried
-  secondaryReadOnly: 1099, // ours: records and SOA of a secondary zone come from its primary
+  // The hosted API's "unable to identify <name> as a registered domain", which it answers for a public suffix
+  // (its check is the Public Suffix List too).
+  notRegistrable: 1099,
+  secondaryReadOnly: 1095, // ours (was 1099 until the hosted meaning of 1099 was found): a secondary zone's records come from its primary
   nameInvalid: 9000,
   targetNotAllowed: 9003,
   aContent: 9005,
@@ -28,6 +31,7 @@ export const DnsCodes = {
   identicalRecord: 81058,
   nsConflict: 81056, // ours: an NS delegation shares its name with other records
   recordNotFound: 81044,
+  recordQuota: 81045, // the hosted API's "Record quota exceeded."
   importInvalid: 9020, // ours: zone file syntax
   fieldInvalid: 9008, // ours: comment, tags, settings, proxied
 } as const;
@@ -56,6 +60,14 @@ export const DnsErrors = {
     ),
   zoneNameInvalid: (input: string) =>
     new EdgeError(400, DnsCodes.zoneNameInvalid, `Invalid domain name "${input}": a zone is a registrable domain such as example.com.`, { pointer: "/name" }),
+  /** The name is a public suffix (co.uk, github.io) or a top-level domain: under it are other people's domains. */
+  notRegistrable: (name: string) =>
+    new EdgeError(
+      400,
+      DnsCodes.notRegistrable,
+      `We were unable to identify ${name} as a registered domain: it is a public suffix, under which anyone may register names. Please ensure you are providing the root domain and not any subdomains (e.g., example.com, not subdomain.example.com)`,
+      { pointer: "/name" },
+    ),
   accountRequired: () => invalid("account.id is required", "/account/id"),
   /** A zone PATCH field this platform cannot change to that value; `why` says what it can do instead. */
   zoneFieldUnsupported: (field: string, why: string) => invalid(`${field}: ${why}`, `/${field}`),
@@ -97,6 +109,10 @@ export const DnsErrors = {
   dataInvalid: (type: string, why: string) => chained(DnsCodes.contentInvalid, `Invalid ${type} record: ${why}.`, "/data"),
   proxiedChain: (name: string, end: string) =>
     chained(DnsCodes.cnameChain, `A proxied CNAME must lead to an A or AAAA record; the chain from ${name} ends at ${end}, which has none.`, "/content"),
+
+  /** The zone would hold more records than the operator allows (--dns-max-records-per-zone). */
+  recordQuota: (max: number) =>
+    refused(DnsCodes.recordQuota, `Record quota exceeded. A zone holds at most ${max} records on this platform; delete records before adding more.`),
 
   // Records beside each other at one name
   identicalRecord: () => refused(DnsCodes.identicalRecord, "An identical record already exists."),

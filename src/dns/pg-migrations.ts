@@ -39,4 +39,7 @@ export const DNS_PG_MIGRATIONS: readonly PgMigration[] = [
    -- A zone's records a page at a time, in creation order (keyset pagination).
    CREATE INDEX records_zone_order ON records (zone_id, created_on, id);
    CREATE TABLE account_settings (account_id TEXT PRIMARY KEY, settings TEXT NOT NULL);`,
+  // 2: the number of each zone's records, kept with the zone by every write (the per-zone record limit).
+  `ALTER TABLE zones ADD COLUMN record_count INTEGER NOT NULL DEFAULT 0;
+   UPDATE zones SET record_count = (SELECT count(*) FROM records WHERE records.zone_id = zones.id);`,
 ];

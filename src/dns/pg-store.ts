@@ -151,14 +151,28 @@ export class PgDnsStore implements DnsStore {
         zone.serial,
         JSON.stringify(zone.settings),
       ]);
-      if (changes.deletes?.length) await tx.execute("DELETE FROM dns.records WHERE zone_id = $1 AND id = ANY($2::text[])", [zone.id, changes.deletes]);
+      /** Records the change adds to the zone (removed ones count minus one), as written. */
+      let added = 0;
+      if (changes.deletes?.length) added -= await tx.execute("DELETE FROM dns.records WHERE zone_id = $1 AND id = ANY($2::text[])", [zone.id, changes.deletes]);
       for (let i = 0; i < upserts.length; i += UPSERT_CHUNK) {
         const chunk = upserts.slice(i, i + UPSERT_CHUNK);
+        // The zone's row is locked (above), so no other writer adds or removes its records before the upsert.
+        const existing = await tx.row<{ n: string }>("SELECT count(*) AS n FROM dns.records WHERE id = ANY($1::text[])", [chunk.map((r) => r.id)]);
+        added += chunk.length - Number(existing?.n ?? 0);
         const written = await tx.rows<{ id: string }>(UPSERT_RECORDS, upsertParams(zone.id, chunk));
         if (written.length !== chunk.length) {
           const ids = new Set(written.map((w) => w.id));
           throw new Error(`record ${chunk.find((r) => !ids.has(r.id))?.id} does not belong to zone ${zone.id}`);
         }
+      }
+      if (added !== 0) {
+        // In the transaction that holds the zone's row: every node's writers of the zone take turns here, so the
+        // count is checked and kept as one step; a refusal rolls back every record written above.
+        const counted = await tx.row<{ record_count: number }>("UPDATE dns.zones SET record_count = record_count + $2 WHERE id = $1 RETURNING record_count", [
+          zone.id,
+          added,
+        ]);
+        if (condition.maxRecords !== undefined && added > 0 && counted!.record_count > condition.maxRecords) throw DnsErrors.recordQuota(condition.maxRecords);
       }
       await this.announce(tx, zone.id);
     });

@@ -27,7 +27,9 @@ import { ZoneSync } from "./zones/zone-sync.js";
 export function createDnsService(ctx: ServiceContext): EdgeService {
   const cfg = readDnsConfig(ctx.options(serveOptions));
   const pg = ctx.openPostgres("dns", DNS_PG_MIGRATIONS);
-  const zones = new ZoneService(pg ? new PgDnsStore(pg, ctx.bus) : new SqliteDnsStore(ctx.openDb("dns", DNS_MIGRATIONS)));
+  const zones = new ZoneService(pg ? new PgDnsStore(pg, ctx.bus) : new SqliteDnsStore(ctx.openDb("dns", DNS_MIGRATIONS)), {
+    maxRecordsPerZone: cfg.maxRecordsPerZone,
+  });
   const log = ctx.log.child({ service: "dns" });
   const dnssec = new DnssecService(
     new SqliteDnssecStore(ctx.openDb("dnssec", DNSSEC_MIGRATIONS), SecretBox.load(ctx.config.stateDir)),

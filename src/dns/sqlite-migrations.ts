@@ -15,4 +15,7 @@ export const DNS_MIGRATIONS: readonly Migration[] = [
    CREATE TABLE account_settings (account_id TEXT PRIMARY KEY, settings TEXT NOT NULL);`,
   // 2: secondary zones (copied from a primary by zone transfer).
   `ALTER TABLE zones ADD COLUMN type TEXT NOT NULL DEFAULT 'full';`,
+  // 3: the number of each zone's records, kept with the zone by every write (the per-zone record limit).
+  `ALTER TABLE zones ADD COLUMN record_count INTEGER NOT NULL DEFAULT 0;
+   UPDATE zones SET record_count = (SELECT count(*) FROM records WHERE records.zone_id = zones.id);`,
 ];

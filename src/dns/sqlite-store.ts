@@ -7,6 +7,7 @@ interface ZoneRow extends Omit<Zone, "paused" | "settings" | "type"> {
   paused: number;
   settings: string;
   type: string;
+  record_count: number;
 }
 interface RecordRow extends Omit<DnsRecord, "data" | "proxied" | "tags" | "settings"> {
   data: string | null;
@@ -16,7 +17,8 @@ interface RecordRow extends Omit<DnsRecord, "data" | "proxied" | "tags" | "setti
 }
 
 /** A full zone is read without `type` (as every store writes it); only a secondary zone says so. */
-const zoneFromRow = ({ type, ...r }: ZoneRow): Zone => ({
+// record_count is the store's own bookkeeping (the per-zone record limit), not part of a Zone.
+const zoneFromRow = ({ type, record_count, ...r }: ZoneRow): Zone => ({
   ...r,
   paused: !!r.paused,
   settings: JSON.parse(r.settings) as ZoneSettings,
@@ -61,6 +63,8 @@ export class SqliteDnsStore implements DnsStore {
       ),
       updZone: db.prepare("UPDATE zones SET paused = @paused, modified_on = @modified_on, serial = @serial, settings = @settings WHERE id = @id"),
       delZone: db.prepare("DELETE FROM zones WHERE id = ?"),
+      recordExists: db.prepare("SELECT 1 FROM records WHERE id = ?"),
+      addToCount: db.prepare("UPDATE zones SET record_count = record_count + ? WHERE id = ? RETURNING record_count"),
       firstRecords: db.prepare("SELECT * FROM records WHERE zone_id = ? ORDER BY created_on, id LIMIT ?"),
       nextRecords: db.prepare("SELECT * FROM records WHERE zone_id = ? AND (created_on, id) > (?, ?) ORDER BY created_on, id LIMIT ?"),
       // A record id is only ever replaced within its own zone: the WHERE makes a clash with another zone's record a no-op.
@@ -110,6 +114,8 @@ export class SqliteDnsStore implements DnsStore {
   async updateZone(zone: Zone, changes: RecordChanges = {}, condition: WriteCondition = {}): Promise<void> {
     const deletes = changes.deletes ?? [];
     const upserts = changes.upserts ?? [];
+    /** Records the change adds to the zone (removed ones count minus one), as written. */
+    let added = 0;
     const start = () => {
       if (condition.ifSerial !== undefined) {
         const row = this.q.serialOf.get(zone.id) as { serial: number } | undefined;
@@ -120,19 +126,27 @@ export class SqliteDnsStore implements DnsStore {
     const write = (from: number, to: number) => {
       for (let i = from; i < to; i++) {
         if (i < deletes.length) {
-          this.q.delRecord.run(deletes[i], zone.id);
+          added -= this.q.delRecord.run(deletes[i], zone.id).changes;
           continue;
         }
         const r = upserts[i - deletes.length];
+        if (!this.q.recordExists.get(r.id)) added++;
         // Ids are random; a clash means a bug upstream, and the whole write is refused rather than half done.
         if (r.zone_id !== zone.id || this.q.putRecord.run(recordRow(r)).changes === 0) throw new Error(`record ${r.id} does not belong to zone ${zone.id}`);
       }
+    };
+    /** Keeps the zone's count of records, refusing (so rolling back) a change that grows it past the limit. */
+    const finish = () => {
+      if (added === 0) return;
+      const { record_count } = this.q.addToCount.get(added, zone.id) as { record_count: number };
+      if (condition.maxRecords !== undefined && added > 0 && record_count > condition.maxRecords) throw DnsErrors.recordQuota(condition.maxRecords);
     };
     const rows = deletes.length + upserts.length;
     if (rows <= ROWS_PER_TURN) {
       this.db.transaction(() => {
         start();
         write(0, rows);
+        finish();
       })();
       return;
     }
@@ -152,6 +166,7 @@ export class SqliteDnsStore implements DnsStore {
         write(from, Math.min(rows, from + ROWS_PER_TURN));
         await new Promise<void>((resolve) => setImmediate(resolve));
       }
+      finish();
       this.db.exec("COMMIT");
     } catch (err) {
       if (this.db.inTransaction) this.db.exec("ROLLBACK");

@@ -299,4 +299,74 @@ export const describeDnsStore = storeContract<DnsStore>("DnsStore", (it) => {
     const last = await store.listRecords(z.id, { after: `${records[5].created_on} ${records[5].id}` });
     assert.deepEqual(last, { records: [], next: undefined });
   });
+
+  it("refuses whole a change that adds records past maxRecords, counting what it adds, replaces and removes; other zones unaffected", async (store) => {
+    const z = newZone("quota.example");
+    const other = newZone("quota-other.example", "d".repeat(32));
+    await store.createZone(z);
+    await store.createZone(other);
+    const three = [record(z, "a"), record(z, "b"), record(z, "c")];
+    // Records of one creation time come back in id order: compared by name.
+    const byName = (rs: DnsRecord[]) => [...rs].sort((x, y) => x.name.localeCompare(y.name));
+    await store.updateZone(z, { upserts: three }, { maxRecords: 3 });
+    // A fourth record, even with the zone row changed beside it: nothing of it written.
+    await assert.rejects(store.updateZone({ ...z, paused: true }, { upserts: [record(z, "d")] }, { maxRecords: 3 }), refusedWith(DnsCodes.recordQuota));
+    assert.deepEqual(byName(await allRecords(store, z.id)), three);
+    assert.deepEqual(await store.getZone(z.id), z);
+    // Replacing records adds none; one removed makes room for one added, in the same change.
+    const replaced = { ...three[0], content: '"a2"' };
+    const d = record(z, "d");
+    await store.updateZone(z, { deletes: [three[1].id], upserts: [replaced, d] }, { maxRecords: 3 });
+    assert.deepEqual(byName(await allRecords(store, z.id)), [replaced, three[2], d]);
+    // The other account's zone has its own count.
+    await store.updateZone(other, { upserts: [record(other, "x"), record(other, "y"), record(other, "z")] }, { maxRecords: 3 });
+    // A zone already past a lowered limit can still be changed and shrunk, not grown.
+    await store.updateZone(z, { upserts: [{ ...d, content: '"d2"' }] }, { maxRecords: 2 });
+    await assert.rejects(
+      store.updateZone(z, { deletes: [d.id], upserts: [record(z, "e"), record(z, "f")] }, { maxRecords: 2 }),
+      refusedWith(DnsCodes.recordQuota),
+    );
+    await store.updateZone(z, { deletes: [d.id] }, { maxRecords: 2 });
+    assert.equal((await allRecords(store, z.id)).length, 2);
+    assert.equal((await allRecords(store, other.id)).length, 3);
+    // Without a limit nothing is refused, and the count still follows (the limit below sees all 1,002).
+    await store.updateZone(z, { upserts: Array.from({ length: 1000 }, (_, i) => record(z, `bulk${i}`)) });
+    await assert.rejects(store.updateZone(z, { upserts: [record(z, "one-more")] }, { maxRecords: 1002 }), refusedWith(DnsCodes.recordQuota));
+  });
+
+  it("refuses a large change past maxRecords after writing it in parts, leaving the zone as it was", async (store) => {
+    const z = newZone("quota-large.example");
+    await store.createZone(z);
+    const kept = record(z, "kept");
+    await store.updateZone(z, { upserts: [kept] });
+    const many = Array.from({ length: 3000 }, (_, i) => record(z, `r${i}`));
+    await assert.rejects(
+      store.updateZone({ ...z, serial: z.serial + 1 }, { deletes: [kept.id], upserts: many }, { maxRecords: 2999 }),
+      refusedWith(DnsCodes.recordQuota),
+    );
+    assert.deepEqual(await allRecords(store, z.id), [kept]);
+    assert.deepEqual(await store.getZone(z.id), z);
+    await store.updateZone({ ...z, serial: z.serial + 1 }, { deletes: [kept.id], upserts: many }, { maxRecords: 3000 });
+    assert.equal((await allRecords(store, z.id)).length, 3000);
+  });
+
+  it("lets only as many of two racing writers through as the limit holds, whatever each read before", async (store) => {
+    const z = newZone("quota-race.example");
+    await store.createZone(z);
+    // Neither writer names a serial (as a secondary zone's transfer does not): only the store's count stands between them.
+    const mine = [record(z, "m1"), record(z, "m2")];
+    const theirs = [record(z, "t1"), record(z, "t2")];
+    const results = await Promise.allSettled([
+      store.updateZone({ ...z, serial: z.serial + 1 }, { upserts: mine }, { maxRecords: 3 }),
+      store.updateZone({ ...z, serial: z.serial + 2 }, { upserts: theirs }, { maxRecords: 3 }),
+    ]);
+    const won = results.flatMap((r, i) => (r.status === "fulfilled" ? [i] : []));
+    assert.equal(won.length, 1, "exactly one write went through");
+    assert.ok(refusedWith(DnsCodes.recordQuota)((results[1 - won[0]] as PromiseRejectedResult).reason));
+    const names = (await allRecords(store, z.id)).map((r) => r.name).sort();
+    assert.deepEqual(
+      names,
+      (won[0] === 0 ? mine : theirs).map((r) => r.name),
+    );
+  });
 });

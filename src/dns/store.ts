@@ -16,6 +16,13 @@ export interface WriteCondition {
    * so an equal serial means the change was validated against what is stored.
    */
   ifSerial?: number;
+  /**
+   * The most records the zone may hold after the change: a change that adds records past it is refused whole with
+   * DnsErrors.recordQuota (one that removes records, or keeps their number, is not, so a zone already past a lowered
+   * limit can still be edited and shrunk). Checked against the count of the zone's records kept with the zone and
+   * updated in the same transaction, which writers of the zone take turns at on every node.
+   */
+  maxRecords?: number;
 }
 
 /** The zone changed in the store since the writer read it (WriteCondition.ifSerial); reload it and try again. */

@@ -7,7 +7,7 @@ import type { DnsConfig } from "../config.js";
 import { DnsErrors } from "../errors.js";
 import type { Zone } from "../model.js";
 import { filterZones } from "../zones/list.js";
-import { parseZoneName } from "../zones/names.js";
+import { checkRegistrable, parseZoneName } from "../zones/names.js";
 import type { ZoneService } from "../zones/zone-service.js";
 import { zoneAccount, zoneOf } from "./zone-access.js";
 import { ZONE_PLAN, zoneView } from "./views.js";
@@ -87,6 +87,7 @@ export function registerZoneRoutes(app: FastifyInstance, zones: ZoneService, cfg
     const accountId = newZoneAccount(req);
     const name = parseZoneName(body.name);
     if (!name) throw DnsErrors.zoneNameInvalid(body.name);
+    checkRegistrable(name, cfg.allowedZones);
     if (body.type === "secondary" && secondaryRefused) throw secondaryRefused();
     const zs = await zones.createZone(accountId, name, body.type);
     return ok(view(req, zs.zone));

@@ -154,7 +154,7 @@ describe("the platform as a secondary, with Knot as the primary", async () => {
     assert.ok(!records.some((r) => (r.type as string) === "HINFO"), "a type the platform does not store is left out");
     const write = await p.api("POST", `/zones/${secId}/dns_records`, { type: "A", name: "new", content: "192.0.2.1" });
     assert.equal(write.status, 400);
-    assert.equal(write.body.errors[0].code, 1099);
+    assert.equal(write.body.errors[0].code, 1095);
     assert.match(write.body.errors[0].message, /secondary zone/);
     const del = await p.api("DELETE", `/zones/${secId}/dns_records/${(records[0] as unknown as { id: string }).id}`);
     assert.equal(del.status, 400);

@@ -1,4 +1,5 @@
 import { domainToASCII } from "node:url";
+import { getDomain } from "tldts";
 import { DnsErrors } from "../errors.js";
 
 /** Names are kept lowercase, fully qualified, without the trailing dot: "www.example.com". */
@@ -78,4 +79,17 @@ export function parseZoneName(value: unknown): string | undefined {
   const name = parseHostname(value);
   if (!name || !name.includes(".") || name.includes("*") || name.includes("_")) return undefined;
   return name;
+}
+
+/**
+ * Refuses a zone name that is a public suffix (`co.uk`, `github.io`) or a top-level domain: the names under it
+ * belong to whoever registers them, and since a zone inside another account's zone is refused, one account holding
+ * `co.uk` would keep every other account from creating its `example.co.uk`. Both sections of the Public Suffix List
+ * count: the private section (`github.io`, dynamic-DNS domains) is as shared as the ICANN one. An operator who owns
+ * such a name may let tenants create it (`--dns-allow-zone`, `allowed`). A TLD the list does not know (`.test`,
+ * `.internal`) counts as one too (the list's default rule "*"), so `example.test` is registrable and `test` is not.
+ */
+export function checkRegistrable(name: string, allowed: ReadonlySet<string>): void {
+  if (allowed.has(name)) return;
+  if (getDomain(name, { allowPrivateDomains: true }) === null) throw DnsErrors.notRegistrable(name);
 }

@@ -1,7 +1,11 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { BlockList } from "node:net";
 import { EdgeError } from "../../core/errors.js";
+import { openDatabase } from "../../core/db/sqlite.js";
 import { sqliteStoreFactory } from "../../core/testing/contract.js";
 import { DnsCodes } from "../errors.js";
 import { buildRecord } from "../records/input.js";
@@ -123,6 +127,75 @@ describe("the zone service over an asynchronous store", () => {
       assert.equal(zs.zone.serial, (await store.getZone(zs.zone.id))!.serial - 1, "each attempt reloaded the zone first");
     } finally {
       await close();
+    }
+  });
+
+  it("holds each zone to the record limit: a node with a stale copy is refused once it reloads, a secondary's transfer past it keeps the old version", async () => {
+    const { store, close } = await openStore();
+    try {
+      // Two nodes on one store: the second's copy of the zone is stale when it writes.
+      const one = new ZoneService(store, { maxRecordsPerZone: 3 });
+      await one.load();
+      const zs = await one.createZone(ACCOUNT, "limit.example");
+      const two = new ZoneService(store, { maxRecordsPerZone: 3 });
+      await two.load();
+      const add = (zones: ZoneService, names: string[]) =>
+        zones.editRecords(zones.get(zs.zone.id)!, (draft) =>
+          names.map((name) => buildRecord(zones, draft, { type: "TXT", name, content: name }, "create", { platform })),
+        );
+      await add(one, ["a", "b"]);
+      const quota = (e: unknown) => e instanceof EdgeError && e.errors[0].code === DnsCodes.recordQuota;
+      // Node two still sees an empty zone: two records fit there, not in the store.
+      await assert.rejects(add(two, ["c", "d"]), quota);
+      assert.equal((await store.listRecords(zs.zone.id)).records.length, 2);
+      await add(two, ["c"]);
+      assert.equal(two.get(zs.zone.id)!.records.size, 3);
+
+      const secondary = await one.createZone(ACCOUNT, "copy.example", "secondary");
+      const txt = (name: string) => ({
+        ...[...zs.records.values()][0],
+        id: `${name}`.padEnd(32, "0"),
+        zone_id: secondary.zone.id,
+        name: `${name}.copy.example`,
+      });
+      const soa = secondary.zone.settings.soa;
+      await one.replaceSecondary(secondary, { serial: 1, soa }, { upserts: [txt("a"), txt("b")], deletes: [] });
+      await assert.rejects(one.replaceSecondary(secondary, { serial: 2, soa }, { upserts: [txt("c"), txt("d")], deletes: [] }), quota);
+      assert.equal(secondary.zone.serial, 1);
+      assert.deepEqual([...secondary.records.keys()].sort(), [txt("a").id, txt("b").id]);
+      assert.equal((await store.listRecords(secondary.zone.id)).records.length, 2);
+    } finally {
+      await close();
+    }
+  });
+
+  it("counts the records of zones stored before the count was kept (migration 3)", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "edge-dns-count-"));
+    try {
+      const file = join(dir, "dns.sqlite");
+      const old = openDatabase(file, DNS_MIGRATIONS.slice(0, 2));
+      old
+        .prepare("INSERT INTO zones (id, account_id, name, created_on, modified_on, serial, settings) VALUES ('z', ?, 'old.example', 't', 't', 1, '{}')")
+        .run(ACCOUNT);
+      for (const id of ["r1", "r2", "r3"])
+        old
+          .prepare(
+            "INSERT INTO records (id, zone_id, name, type, content, ttl, proxied, tags, settings, created_on, modified_on) VALUES (?, 'z', 'x.old.example', 'TXT', 'x', 1, 0, '[]', '{}', 't', 't')",
+          )
+          .run(id);
+      old.close();
+      const db = openDatabase(file, DNS_MIGRATIONS);
+      const store = new SqliteDnsStore(db);
+      const zone = (await store.getZone("z"))!;
+      const extra = { ...(await store.listRecords("z")).records[0], id: "r4" };
+      await assert.rejects(
+        store.updateZone(zone, { upserts: [extra] }, { maxRecords: 3 }),
+        (e: unknown) => e instanceof EdgeError && e.errors[0].code === DnsCodes.recordQuota,
+      );
+      await store.updateZone(zone, { upserts: [extra] }, { maxRecords: 4 });
+      db.close();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 });

@@ -35,7 +35,11 @@ export class ZoneService {
   private writes: Promise<unknown> = Promise.resolve();
   private loaded?: Promise<void>;
 
-  constructor(private readonly store: DnsStore) {}
+  /** `maxRecordsPerZone`: the most records a zone may hold (config.ts has the default; none here means no limit). */
+  constructor(
+    private readonly store: DnsStore,
+    private readonly limits: { maxRecordsPerZone?: number } = {},
+  ) {}
 
   /** Reads every zone and record from the store, once; later calls wait for the same read. */
   load(): Promise<void> {
@@ -164,31 +168,43 @@ export class ZoneService {
   }
 
   /**
+   * Refuses, before anything is written, a change that would leave the zone with more records than allowed and adds
+   * any (`added`: records added less records removed). The store checks again as it writes (WriteCondition.maxRecords),
+   * against its own count, which is what holds when another node wrote the zone meanwhile.
+   */
+  private checkQuota(zs: ZoneState, added: number): void {
+    const max = this.limits.maxRecordsPerZone;
+    if (max !== undefined && added > 0 && zs.records.size + added > max) throw DnsErrors.recordQuota(max);
+  }
+
+  /**
    * Changes a zone's records: `change` makes them on a draft (validating each against the zone as changed so far;
    * any error abandons them all), then they are committed together: store first, then the index, then listeners.
+   * `change` may take several turns of the event loop (a zone file import validates in parts); the zone's other
+   * writes wait for it, reads and answers do not.
    */
-  async editRecords<T>(zs: ZoneState, change: (draft: ZoneDraft) => T): Promise<T> {
+  async editRecords<T>(zs: ZoneState, change: (draft: ZoneDraft) => T | Promise<T>): Promise<T> {
     return this.exclusive(() =>
       this.againIfStale(zs, async () => {
         this.current(zs);
         if (zs.zone.type === "secondary") throw DnsErrors.secondaryReadOnly();
         const draft = new ZoneDraft(zs);
-        const result = change(draft);
+        const result = await change(draft);
+        // Deleted by another request while `change` took its turns.
+        this.current(zs);
         if (draft.changes.size === 0) return result;
         const upserts: DnsRecord[] = [];
         const deletes: string[] = [];
+        let added = 0;
         for (const [id, r] of draft.changes) {
           if (r) upserts.push(r);
           else deletes.push(id);
+          if (zs.records.has(id) !== !!r) added += r ? 1 : -1;
         }
+        this.checkQuota(zs, added);
         const zone: Zone = { ...zs.zone, modified_on: now(), serial: nextSerial(zs.zone.serial) };
-        await this.store.updateZone(zone, { upserts, deletes }, { ifSerial: zs.zone.serial });
-        zs.zone = zone;
-        for (const [id, r] of draft.changes) {
-          if (r) zs.put(r);
-          else zs.remove(id);
-        }
-        this.emit(zs, "records");
+        await this.store.updateZone(zone, { upserts, deletes }, { ifSerial: zs.zone.serial, maxRecords: this.limits.maxRecordsPerZone });
+        await this.apply(zs, zone, { upserts, deletes });
         return result;
       }),
     );
@@ -204,30 +220,43 @@ export class ZoneService {
       this.current(zs);
       if (zs.zone.type !== "secondary") throw new Error(`zone ${zs.zone.name} is not a secondary zone`);
       const zone: Zone = { ...zs.zone, modified_on: now(), serial: primary.serial, settings: { ...zs.zone.settings, soa: primary.soa } };
-      // A large transfer is written (sqlite-store.ts) and indexed a bounded amount per turn of the event loop; the
-      // zone answers its previous version throughout, and the new one from the moment it is swapped in whole.
-      await this.store.updateZone(zone, changes);
-      if (changes.deletes.length + changes.upserts.length <= INDEX_PER_TURN) {
-        zs.zone = zone;
-        for (const id of changes.deletes) zs.remove(id);
-        for (const r of changes.upserts) zs.put(r);
-        this.emit(zs, "records");
-        return;
-      }
-      const built = new ZoneState(zone);
-      const deleted = new Set(changes.deletes);
-      let n = 0;
-      for (const r of zs.records.values()) {
-        if (++n % INDEX_PER_TURN === 0) await turn();
-        if (!deleted.has(r.id)) built.put(r);
-      }
-      for (const r of changes.upserts) {
-        if (++n % INDEX_PER_TURN === 0) await turn();
-        built.put(r);
-      }
-      zs.adopt(built);
-      this.emit(zs, "records");
+      // A tenant's primary is as bound by the record limit as the API: a transfer past it is refused whole, and the
+      // zone keeps answering its previous version. A large transfer is written (sqlite-store.ts) and indexed (apply)
+      // a bounded amount per turn of the event loop.
+      const removed = changes.deletes.reduce((n, id) => n + (zs.records.has(id) ? 1 : 0), 0);
+      const fresh = changes.upserts.reduce((n, r) => n + (zs.records.has(r.id) ? 0 : 1), 0);
+      this.checkQuota(zs, fresh - removed);
+      await this.store.updateZone(zone, changes, { maxRecords: this.limits.maxRecordsPerZone });
+      await this.apply(zs, zone, changes);
     });
+  }
+
+  /**
+   * Puts a change just written to the store into the index, then tells the listeners. A large one (a secondary zone's
+   * transfer, a zone file import) is built on the side a bounded amount per turn of the event loop: the zone answers
+   * its previous version throughout, and the new one from the moment it is swapped in whole.
+   */
+  private async apply(zs: ZoneState, zone: Zone, changes: { upserts: readonly DnsRecord[]; deletes: readonly string[] }): Promise<void> {
+    if (changes.deletes.length + changes.upserts.length <= INDEX_PER_TURN) {
+      zs.zone = zone;
+      for (const id of changes.deletes) zs.remove(id);
+      for (const r of changes.upserts) zs.put(r);
+      this.emit(zs, "records");
+      return;
+    }
+    const built = new ZoneState(zone);
+    const deleted = new Set(changes.deletes);
+    let n = 0;
+    for (const r of zs.records.values()) {
+      if (++n % INDEX_PER_TURN === 0) await turn();
+      if (!deleted.has(r.id)) built.put(r);
+    }
+    for (const r of changes.upserts) {
+      if (++n % INDEX_PER_TURN === 0) await turn();
+      built.put(r);
+    }
+    zs.adopt(built);
+    this.emit(zs, "records");
   }
 
   /** The account's defaults for new zones (the platform's until set). */
