@@ -4,7 +4,7 @@ import { readQueuesConfig, serveOptions } from "./config.js";
 import type { OptionValues } from "../core/cli/command.js";
 
 const options = (backlog: number) =>
-  ({ "queue-consumer-timeout": 900, "queue-poll-interval": 1, "queue-backlog-max-bytes": backlog, given: new Set() }) as unknown as OptionValues<
+  ({ "queue-consumer-timeout": 900, "queue-poll-interval": 1, "queue-backlog-max-bytes": backlog, "queue-retention-sweep-interval": 30, given: new Set() }) as unknown as OptionValues<
     typeof serveOptions
   >;
 
