@@ -17,7 +17,7 @@ export interface RetentionSweepOptions {
  */
 export class RetentionSweep {
   private timer?: NodeJS.Timeout;
-  private stopped = true;
+  private stopped = false;
   private running?: Promise<void>;
 
   constructor(
@@ -28,7 +28,6 @@ export class RetentionSweep {
   ) {}
 
   start(): void {
-    this.stopped = false;
     this.schedule(0);
   }
 
