@@ -219,6 +219,10 @@ test("a script cannot bind another account's queue, nor a queue that does not ex
   const up = await uploadScript(p, "thief", PRODUCER, { bindings: [{ type: "queue", name: "JOBS", queue_name: "secret-b" }] });
   assert.equal(up.status, 400, JSON.stringify(up.body));
   assert.match(up.body.errors[0].message, /Queue "secret-b" of the binding JOBS does not exist in this account/);
+  // A producer's own delay (wrangler's [[queues.producers]] delivery_delay) is refused, not dropped.
+  const delayed = await uploadScript(p, "delayed-producer", PRODUCER, { bindings: [{ type: "queue", name: "JOBS", queue_name: "jobs", delivery_delay: 5 }] });
+  assert.equal(delayed.status, 400, JSON.stringify(delayed.body));
+  assert.match(delayed.body.errors[0].message, /delivery_delay on a queue binding is not supported here/);
   // The other account's own script with the same binding name reaches its own queue only.
   const own = await uploadScript(
     p,
