@@ -23,7 +23,11 @@ test("the retention sweep removes every expired message in turns of at most its 
   const short = (await store.createQueue(A, "short", { message_retention_period: 60 })).queue_id;
   const long = (await store.createQueue(A, "long")).queue_id;
   const text = (s: string) => ({ body: Buffer.from(s), contentType: "text" as const, delaySeconds: 0 });
-  await store.enqueue(short, Array.from({ length: 25 }, (_, i) => text(`m${i}`)), 1 << 30);
+  await store.enqueue(
+    short,
+    Array.from({ length: 25 }, (_, i) => text(`m${i}`)),
+    1 << 30,
+  );
   await store.enqueue(long, [text("kept")], 1 << 30);
 
   let clock = Date.now();

@@ -26,7 +26,11 @@ const intIn = (min: number, max: number) => z.number().int().min(min).max(max);
 /** A queue's settings as the hosted API takes them on create and update (seconds); left out, the value stays or is the default. */
 const queueSettings = z
   .object({
-    delivery_delay: z.number().int(`delivery_delay must be a whole number of seconds from 0 to ${QUEUES_LIMITS.delaySeconds}`).min(0).max(QUEUES_LIMITS.delaySeconds),
+    delivery_delay: z
+      .number()
+      .int(`delivery_delay must be a whole number of seconds from 0 to ${QUEUES_LIMITS.delaySeconds}`)
+      .min(0)
+      .max(QUEUES_LIMITS.delaySeconds),
     delivery_paused: z.boolean(),
     message_retention_period: z
       .number()

@@ -296,10 +296,7 @@ export const describeQueuesStore = storeContract<QueuesStore>("QueuesStore", (it
     assert.deepEqual([paused.queue_name, paused.settings], ["tuned", { delivery_delay: 5, delivery_paused: true, message_retention_period: 60 }]);
     await assert.rejects(store.updateQueue(B, q.queue_id, { settings: { delivery_delay: 0 } }), code(QueuesCodes.queueNotFound));
     const renamed = await store.updateQueue(A, q.queue_id, { name: "tuned-2", settings: { delivery_delay: 0, message_retention_period: 1_209_600 } });
-    assert.deepEqual(
-      [renamed.queue_name, renamed.settings],
-      ["tuned-2", { delivery_delay: 0, delivery_paused: true, message_retention_period: 1_209_600 }],
-    );
+    assert.deepEqual([renamed.queue_name, renamed.settings], ["tuned-2", { delivery_delay: 0, delivery_paused: true, message_retention_period: 1_209_600 }]);
     assert.deepEqual((await store.listQueues(A, { names: ["tuned-2"] })).queues[0]!.settings, renamed.settings);
   });
 
@@ -353,7 +350,11 @@ export const describeQueuesStore = storeContract<QueuesStore>("QueuesStore", (it
     assert.equal((await store.lease(long, 10, 60_000, later)).length, 1);
 
     // Sweeps at once (on PostgreSQL, over several connections) delete and count each message once.
-    await store.enqueue(short, Array.from({ length: 30 }, (_, i) => msg(String(i).padStart(3, "0"))), ROOMY);
+    await store.enqueue(
+      short,
+      Array.from({ length: 30 }, (_, i) => msg(String(i).padStart(3, "0"))),
+      ROOMY,
+    );
     const swept = await Promise.all(Array.from({ length: 4 }, () => store.sweepExpired(later, 5)));
     let total = swept.reduce((a, b) => a + b, 0);
     for (let n = 1; n > 0; total += n) n = await store.sweepExpired(later, 7);
