@@ -229,7 +229,7 @@ test("queue settings: taken on create within the hosted ranges, refused outside 
     assert.equal(res.status, 400, JSON.stringify(settings));
     assert.equal(res.body.errors[0].code, QueuesCodes.badRequest);
     if (field) {
-      assert.match(res.body.errors[0].message, new RegExp(`^settings\\.${field}: `));
+      assert.match(res.body.errors[0].message, new RegExp(`^settings\\.${field}: ${field} must be`));
       assert.equal(res.body.errors[0].source?.pointer, `/settings/${field}`);
     }
   }

@@ -23,20 +23,17 @@ const MESSAGES_BODY_LIMIT = QUEUES_LIMITS.batchBytes * 6 + 64 * 1024;
 
 const intIn = (min: number, max: number) => z.number().int().min(min).max(max);
 
+/** Whole seconds in a range, every refusal saying the range. */
+const secondsIn = (field: string, min: number, max: number) => {
+  const says = `${field} must be a whole number of seconds from ${min} to ${max}`;
+  return z.number(says).int(says).min(min, says).max(max, says);
+};
 /** A queue's settings as the hosted API takes them on create and update (seconds); left out, the value stays or is the default. */
 const queueSettings = z
   .object({
-    delivery_delay: z
-      .number()
-      .int(`delivery_delay must be a whole number of seconds from 0 to ${QUEUES_LIMITS.delaySeconds}`)
-      .min(0)
-      .max(QUEUES_LIMITS.delaySeconds),
-    delivery_paused: z.boolean(),
-    message_retention_period: z
-      .number()
-      .int(`message_retention_period must be a whole number of seconds from ${QUEUES_LIMITS.retentionMinSeconds} to ${QUEUES_LIMITS.retentionMaxSeconds}`)
-      .min(QUEUES_LIMITS.retentionMinSeconds)
-      .max(QUEUES_LIMITS.retentionMaxSeconds),
+    delivery_delay: secondsIn("delivery_delay", 0, QUEUES_LIMITS.delaySeconds),
+    delivery_paused: z.boolean("delivery_paused must be true or false"),
+    message_retention_period: secondsIn("message_retention_period", QUEUES_LIMITS.retentionMinSeconds, QUEUES_LIMITS.retentionMaxSeconds),
   })
   .partial()
   .strict();
