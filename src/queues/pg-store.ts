@@ -314,7 +314,8 @@ export class PgQueuesStore implements QueuesStore {
   async sweepExpired(nowMs: number, max: number): Promise<number> {
     // One statement: the expired messages no other node has locked are deleted, and the counters go down by what
     // this statement deleted (a message another sweep or a settlement deleted first is not returned here), so two
-    // nodes sweeping at once never count one twice. Messages are locked before queue rows, as settle and purge do.
+    // nodes sweeping at once never count one twice. Messages are locked before queue rows, and those in id order, as
+    // settle does.
     const row = await this.pg.row<{ n: string }>(
       `WITH picked AS (
          SELECT m.seq FROM queues.queues q JOIN queues.messages m ON m.queue_id = q.id
@@ -323,9 +324,12 @@ export class PgQueuesStore implements QueuesStore {
          DELETE FROM queues.messages m USING picked WHERE m.seq = picked.seq RETURNING m.queue_id, length(m.body) AS bytes
        ), per_queue AS (
          SELECT queue_id, count(*) AS n, sum(bytes) AS bytes FROM gone GROUP BY queue_id
+       ), locked AS (
+         -- The queue rows in id order, as settle takes them.
+         SELECT id FROM queues.queues WHERE id IN (SELECT queue_id FROM per_queue) ORDER BY id FOR UPDATE
        ), counted AS (
          UPDATE queues.queues q SET backlog_messages = q.backlog_messages - per_queue.n, backlog_bytes = q.backlog_bytes - per_queue.bytes
-         FROM per_queue WHERE q.id = per_queue.queue_id RETURNING per_queue.n
+         FROM per_queue JOIN locked ON locked.id = per_queue.queue_id WHERE q.id = per_queue.queue_id RETURNING per_queue.n
        )
        SELECT coalesce(sum(n), 0) AS n FROM counted`,
       [nowMs, max],
