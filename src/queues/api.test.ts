@@ -67,7 +67,7 @@ test("names are checked and unique per account; bad bodies are refused with the 
   await assert.rejects(cf.queues.create({ account_id, queue_name: "taken" }), status(409, QueuesCodes.nameTaken));
   const noName = await p.api("POST", `/accounts/${account_id}/queues`, { name: "x" });
   assert.equal(noName.status, 400);
-  const settings = await p.api("PUT", `/accounts/${account_id}/queues/${"0".repeat(32)}`, { queue_name: "x", settings: { delivery_delay: 5 } });
+  const settings = await p.api("PUT", `/accounts/${account_id}/queues/${"0".repeat(32)}`, { queue_name: "x", settings: { delivery_visibility: 5 } });
   assert.equal(settings.status, 400, "settings this platform does not have are refused, not ignored");
 });
 
@@ -206,27 +206,84 @@ test("hostile messages get 4xx and store nothing", async () => {
   assert.equal((await p.api("POST", `/accounts/${account_id}/queues/${bq.queue_id}/messages`, { body: 1 })).status, 404);
 });
 
-test("queue-wide settings on create: the values that leave them off are taken, the others refused with the field named, nothing created", async () => {
+test("queue settings: taken on create within the hosted ranges, refused outside them with the field named, nothing created", async () => {
   const base = `/accounts/${p.accountId}/queues`;
-  const off = await p.api("POST", base, {
-    queue_name: "settings-off",
-    settings: { delivery_delay: 0, delivery_paused: false, message_retention_period: 345600 },
+  const created = await p.api("POST", base, {
+    queue_name: "settings-on",
+    settings: { delivery_delay: 30, delivery_paused: false, message_retention_period: 86_400 },
   });
-  assert.equal(off.status, 200, JSON.stringify(off.body));
+  assert.equal(created.status, 200, JSON.stringify(created.body));
+  assert.deepEqual(created.body.result.settings, { delivery_delay: 30, delivery_paused: false, message_retention_period: 86_400 });
+  const plain = await p.api("POST", base, { queue_name: "settings-default" });
+  assert.deepEqual(plain.body.result.settings, { delivery_delay: 0, delivery_paused: false, message_retention_period: 345_600 });
   for (const [settings, field] of [
-    [{ delivery_delay: 30 }, "delivery_delay"],
-    [{ delivery_paused: true }, "delivery_paused"],
-    [{ message_retention_period: 86400 }, "message_retention_period"],
+    [{ delivery_delay: 43_201 }, "delivery_delay"],
+    [{ delivery_delay: -1 }, "delivery_delay"],
+    [{ delivery_delay: 1.5 }, "delivery_delay"],
+    [{ delivery_paused: "yes" }, "delivery_paused"],
+    [{ message_retention_period: 59 }, "message_retention_period"],
+    [{ message_retention_period: 1_209_601 }, "message_retention_period"],
     [{ visibility: 1 }, ""],
   ] as const) {
-    const res = await p.api("POST", base, { queue_name: "settings-on", settings });
+    const res = await p.api("POST", base, { queue_name: "settings-refused", settings });
     assert.equal(res.status, 400, JSON.stringify(settings));
     assert.equal(res.body.errors[0].code, QueuesCodes.badRequest);
     if (field) {
-      assert.match(res.body.errors[0].message, new RegExp(`^settings\\.${field}: .*not supported here`));
+      assert.match(res.body.errors[0].message, new RegExp(`^settings\\.${field}: ${field} must be`));
       assert.equal(res.body.errors[0].source?.pointer, `/settings/${field}`);
     }
   }
-  const listed = await p.api("GET", `${base}?name=settings-on`);
+  const listed = await p.api("GET", `${base}?name=settings-refused`);
   assert.deepEqual(listed.body.result, [], "a refused create makes no queue");
+});
+
+test("queue settings: PATCH changes those given, PUT replaces them all; another account can neither see nor change them", async () => {
+  const base = `/accounts/${p.accountId}/queues`;
+  const q = (await p.api("POST", base, { queue_name: "updated", settings: { delivery_delay: 10, message_retention_period: 600 } })).body.result;
+  const patched = await p.api("PATCH", `${base}/${q.queue_id}`, { queue_name: "updated", settings: { delivery_paused: true } });
+  assert.equal(patched.status, 200, JSON.stringify(patched.body));
+  assert.deepEqual(patched.body.result.settings, { delivery_delay: 10, delivery_paused: true, message_retention_period: 600 });
+  const renamed = await p.api("PATCH", `${base}/${q.queue_id}`, { queue_name: "updated-2" });
+  assert.deepEqual([renamed.body.result.queue_name, renamed.body.result.settings.delivery_paused], ["updated-2", true]);
+  const replaced = await p.api("PUT", `${base}/${q.queue_id}`, { queue_name: "updated-2", settings: { message_retention_period: 120 } });
+  assert.deepEqual(replaced.body.result.settings, { delivery_delay: 0, delivery_paused: false, message_retention_period: 120 });
+  const bad = await p.api("PATCH", `${base}/${q.queue_id}`, { settings: { message_retention_period: 30 } });
+  assert.equal(bad.status, 400);
+
+  // Account B: its own credentials on A's queue id under its own account, and on A's account.
+  for (const method of ["PATCH", "PUT"] as const) {
+    const theirs = await p.api(method, `/accounts/${accountB}/queues/${q.queue_id}`, { settings: { delivery_paused: true } }, p.keyHeaders());
+    assert.equal(theirs.status, 404, method);
+    assert.equal(theirs.body.success, false);
+  }
+  await assert.rejects(cfB.queues.edit(q.queue_id, { account_id: p.accountId, settings: { delivery_paused: true } }), status(403));
+  const after = await p.api("GET", `${base}/${q.queue_id}`);
+  assert.deepEqual(after.body.result.settings, { delivery_delay: 0, delivery_paused: false, message_retention_period: 120 });
+});
+
+test("delivery delay and pause over HTTP: a queue's delay holds a push back unless the message names its own; a paused queue pulls nothing", async () => {
+  const account_id = p.accountId;
+  const base = `/accounts/${account_id}/queues`;
+  const q = (await p.api("POST", base, { queue_name: "held-back", settings: { delivery_delay: 3600 } })).body.result;
+  await cf.queues.consumers.create(q.queue_id, { account_id, type: "http_pull", settings: { visibility_timeout_ms: 60_000 } } as never);
+  await cf.queues.messages.push(q.queue_id, { account_id, body: "queue-delay", content_type: "text" });
+  await cf.queues.messages.bulkPush(q.queue_id, { account_id, messages: [{ body: "batch-delay", content_type: "text" }], delay_seconds: 3600 } as never);
+  await cf.queues.messages.push(q.queue_id, { account_id, body: "own-delay", content_type: "text", delay_seconds: 0 } as never);
+  const pull = async () =>
+    ((await cf.queues.messages.pull(q.queue_id, { account_id, batch_size: 10 })) as { messages: { body: string; lease_id: string }[] }).messages;
+  const first = await pull();
+  assert.deepEqual(
+    first.map((m) => m.body),
+    ["own-delay"],
+  );
+  await cf.queues.messages.ack(q.queue_id, { account_id, retries: [{ lease_id: first[0]!.lease_id, delay_seconds: 0 }] });
+
+  await p.api("PATCH", `${base}/${q.queue_id}`, { settings: { delivery_paused: true } });
+  assert.deepEqual(await pull(), [], "paused");
+  assert.equal(((await cf.queues.getMetrics(q.queue_id, { account_id })) as { backlog_count: number }).backlog_count, 3, "sends are kept");
+  await p.api("PATCH", `${base}/${q.queue_id}`, { settings: { delivery_paused: false } });
+  assert.deepEqual(
+    (await pull()).map((m) => m.body),
+    ["own-delay"],
+  );
 });

@@ -73,7 +73,7 @@ async function handle(store: QueuesStore, producer: Producer, target: QueueBindi
   res.writeHead(200, { "content-type": "application/json", "content-length": answer.length }).end(answer);
 }
 
-function batchMessages(body: unknown, batchDelay: number): NewMessage[] {
+function batchMessages(body: unknown, batchDelay: number | undefined): NewMessage[] {
   const list = (body as { messages?: unknown } | null)?.messages;
   if (!Array.isArray(list)) throw QueuesErrors.body("a batch is {messages: [...]}");
   if (list.length > QUEUES_LIMITS.batchMessages) throw QueuesErrors.batchTooLarge();
@@ -84,7 +84,7 @@ function batchMessages(body: unknown, batchDelay: number): NewMessage[] {
     return {
       body: Buffer.from(o.body, "base64"),
       contentType: contentTypeOf(o.contentType as string | undefined, "v8"),
-      delaySeconds: o.delaySecs === undefined ? batchDelay : delayOf(o.delaySecs),
+      delaySeconds: delayOf(o.delaySecs) ?? batchDelay,
     };
   });
 }

@@ -76,6 +76,19 @@ test("edgecli queues and deploy; messages survive a platform killed mid-batch, a
     const listed = JSON.parse(ok(await queues("list", "--json")).stdout) as { queue_name: string }[];
     assert.deepEqual(listed.map((q) => q.queue_name).sort(), ["cli-dlq", "cli-q"]);
 
+    // Queue settings: create with them, update one (the other stays), pause and resume; out of range refused.
+    ok(await queues("create", "cli-settings", "--delivery-delay-secs", "5", "--message-retention-period-secs", "3600"));
+    assert.match(ok(await queues("info", "cli-settings")).stdout, /Settings: delivery delay 5 s, retention 3600 s, delivery running/);
+    assert.match(ok(await queues("update", "cli-settings", "--message-retention-period-secs", "120")).stdout, /delivery delay 5 s, retention 120 s/);
+    ok(await queues("pause-delivery", "cli-settings"));
+    assert.match(ok(await queues("info", "cli-settings")).stdout, /delivery paused/);
+    ok(await queues("resume-delivery", "cli-settings"));
+    assert.match(ok(await queues("info", "cli-settings")).stdout, /retention 120 s, delivery running/);
+    const outOfRange = await queues("update", "cli-settings", "--message-retention-period-secs", "10");
+    assert.equal(outOfRange.code, 1);
+    assert.match(outOfRange.stderr, /message_retention_period/);
+    ok(await queues("delete", "cli-settings", "-y"));
+
     // A consumer of a queue that does not exist is refused before anything is uploaded.
     writeFileSync(join(cwd, "wrangler.toml"), TOML.replace('queue = "cli-q"\nmax_batch_size', 'queue = "nope"\nmax_batch_size'));
     writeFileSync(join(cwd, "index.js"), WORKER);

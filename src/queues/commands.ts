@@ -5,6 +5,15 @@ export { serveOptions } from "./config.js";
 
 const queuePositional = { name: "name", describe: "The queue's name", required: true } as const;
 
+/** The queue settings `create` and `update` take, named as wrangler names them. */
+const settingOptions = {
+  "delivery-delay-secs": { type: "number", describe: "Seconds every message sent without its own delay waits, 0-43200 (default 0)" },
+  "message-retention-period-secs": {
+    type: "number",
+    describe: "Seconds a message may wait before it is removed undelivered, 60-1209600 (default 345600, 4 days)",
+  },
+} as const;
+
 export const groups: Record<string, string> = {
   queues: "Manage Queues: create and delete queues, and the Workers that consume them",
   "queues consumer": "Add or remove a queue's Worker consumer (edgecli deploy does it from [[queues.consumers]])",
@@ -15,8 +24,31 @@ export const commands: AnyCommand[] = [
     path: ["queues", "create"],
     describe: "Create a queue",
     positionals: [{ name: "name", describe: 'The queue name: 1-63 lowercase letters, digits and "-"', required: true }] as const,
-    examples: ["edgecli queues create my-queue"],
+    options: settingOptions,
+    examples: ["edgecli queues create my-queue", "edgecli queues create my-queue --delivery-delay-secs 5 --message-retention-period-secs 3600"],
     handler: lazy(() => import("./cli/queues.js"), "createQueue"),
+  }),
+  defineCommand({
+    path: ["queues", "update"],
+    describe: "Change a queue's delivery delay or retention period (the settings not given stay)",
+    positionals: [queuePositional] as const,
+    options: settingOptions,
+    examples: ["edgecli queues update my-queue --message-retention-period-secs 86400"],
+    handler: lazy(() => import("./cli/queues.js"), "updateQueue"),
+  }),
+  defineCommand({
+    path: ["queues", "pause-delivery"],
+    describe: "Stop delivering a queue's messages to its consumer (sends are still taken)",
+    positionals: [queuePositional] as const,
+    examples: ["edgecli queues pause-delivery my-queue"],
+    handler: lazy(() => import("./cli/queues.js"), "pauseDelivery"),
+  }),
+  defineCommand({
+    path: ["queues", "resume-delivery"],
+    describe: "Deliver a paused queue's messages again",
+    positionals: [queuePositional] as const,
+    examples: ["edgecli queues resume-delivery my-queue"],
+    handler: lazy(() => import("./cli/queues.js"), "resumeDelivery"),
   }),
   defineCommand({
     path: ["queues", "list"],

@@ -4,9 +4,13 @@ import { readQueuesConfig, serveOptions } from "./config.js";
 import type { OptionValues } from "../core/cli/command.js";
 
 const options = (backlog: number) =>
-  ({ "queue-consumer-timeout": 900, "queue-poll-interval": 1, "queue-backlog-max-bytes": backlog, given: new Set() }) as unknown as OptionValues<
-    typeof serveOptions
-  >;
+  ({
+    "queue-consumer-timeout": 900,
+    "queue-poll-interval": 1,
+    "queue-backlog-max-bytes": backlog,
+    "queue-retention-sweep-interval": 30,
+    given: new Set(),
+  }) as unknown as OptionValues<typeof serveOptions>;
 
 test("--queue-backlog-max-bytes: 25 GB by default, a whole number of bytes or a clear refusal at start", () => {
   assert.equal(serveOptions["queue-backlog-max-bytes"].default, 25_000_000_000);

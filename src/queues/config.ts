@@ -21,6 +21,12 @@ export const serveOptions = {
       "Bytes of message bodies one queue may hold (sent and not yet acknowledged); a send past it is refused whole with Storage Limit Exceeded. The same for every queue of every account (the hosted limit is 25 GB)",
     default: QUEUES_LIMITS.backlogBytes,
   },
+  "queue-retention-sweep-interval": {
+    type: "number",
+    describe:
+      "Seconds between sweeps that remove messages older than their queue's message_retention_period (expired messages are never delivered, swept or not)",
+    default: 30,
+  },
 } satisfies Record<string, OptionSpec>;
 
 export interface QueuesConfig {
@@ -28,6 +34,8 @@ export interface QueuesConfig {
   pollMs: number;
   /** The most bytes of message bodies one queue holds. */
   backlogMaxBytes: number;
+  /** How often expired messages are swept (ms). */
+  sweepIntervalMs: number;
 }
 
 export function readQueuesConfig(options: OptionValues<typeof serveOptions>): QueuesConfig {
@@ -39,5 +47,6 @@ export function readQueuesConfig(options: OptionValues<typeof serveOptions>): Qu
     leaseMs: Math.max(1000, Math.round(options["queue-consumer-timeout"] * 1000)),
     pollMs: Math.max(50, Math.round(options["queue-poll-interval"] * 1000)),
     backlogMaxBytes: backlog,
+    sweepIntervalMs: Math.max(1000, Math.round(options["queue-retention-sweep-interval"] * 1000)),
   };
 }

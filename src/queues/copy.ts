@@ -4,7 +4,7 @@ import { QUEUES_AREA } from "./pg-store.js";
 import { QUEUES_MIGRATIONS } from "./sqlite-migrations.js";
 
 /**
- * Queues for `edgecli state copy`: queues (with their backlog counters), their consumers, and the messages waiting in them (bodies are rows), with
+ * Queues for `edgecli state copy`: queues (with their backlog counters and settings), their consumers, and the messages waiting in them (bodies are rows), with
  * their attempts and visibility. A message leased when the platform stopped keeps its lease and comes back when it
  * lapses, as after a restart. Each backend numbers messages itself; they are read per queue in the order they were
  * sent, so the target delivers them in that order too.
@@ -18,7 +18,19 @@ export const queuesCopier: AreaCopier = {
     // kept in the transaction of each write, and the platform is stopped while it is copied).
     {
       table: "queues",
-      columns: ["id", "account_id", "name", "created_on", "modified_on", "purged_at", "backlog_messages", "backlog_bytes"],
+      columns: [
+        "id",
+        "account_id",
+        "name",
+        "created_on",
+        "modified_on",
+        "purged_at",
+        "backlog_messages",
+        "backlog_bytes",
+        "delivery_delay",
+        "delivery_paused",
+        "message_retention_period",
+      ],
       key: ["id"],
     },
     {

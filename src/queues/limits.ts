@@ -8,8 +8,11 @@ export const QUEUES_LIMITS = {
   batchMessages: 100,
   /** The bodies of one sendBatch together. */
   batchBytes: 256 * 1024,
-  /** The longest delivery delay of a message or retry. */
+  /** The longest delivery delay of a message, a retry or a queue (its delivery_delay). */
   delaySeconds: 12 * 60 * 60,
+  /** A queue's message_retention_period: 60 s to 14 days (the bounds wrangler 3 checks too). */
+  retentionMinSeconds: 60,
+  retentionMaxSeconds: 14 * 24 * 60 * 60,
   /** The longest a consumer waits to fill a batch. */
   batchTimeoutSeconds: 60,
   /** The most times a message is retried before it is dead-lettered (or dropped). */
@@ -25,6 +28,13 @@ export const QUEUES_LIMITS = {
   backlogBytes: 25_000_000_000,
   /** The longest lease of a pull (12 hours in ms). */
   visibilityTimeoutMs: 12 * 60 * 60 * 1000,
+} as const;
+
+/** A queue's settings when its create leaves them out (the hosted defaults: retention 4 days). */
+export const QUEUE_DEFAULTS = {
+  delivery_delay: 0,
+  delivery_paused: false,
+  message_retention_period: 4 * 24 * 60 * 60,
 } as const;
 
 /** A consumer's settings when its config leaves them out (the hosted defaults). */

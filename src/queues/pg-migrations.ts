@@ -40,4 +40,11 @@ export const QUEUES_PG_MIGRATIONS: readonly PgMigration[] = [
    UPDATE queues SET
      backlog_messages = (SELECT count(*) FROM messages m WHERE m.queue_id = queues.id),
      backlog_bytes = (SELECT coalesce(sum(length(m.body)), 0) FROM messages m WHERE m.queue_id = queues.id);`,
+  // 4: the queue-wide settings (seconds): delivery_delay is the delay of a message sent without one,
+  // message_retention_period how long a message may wait before the sweep removes it (never delivered after),
+  // delivery_paused holds back every delivery and pull. sent_at is indexed per queue for the sweep.
+  `ALTER TABLE queues ADD COLUMN delivery_delay BIGINT NOT NULL DEFAULT 0;
+   ALTER TABLE queues ADD COLUMN delivery_paused BOOLEAN NOT NULL DEFAULT false;
+   ALTER TABLE queues ADD COLUMN message_retention_period BIGINT NOT NULL DEFAULT 345600;
+   CREATE INDEX messages_sent ON messages (queue_id, sent_at);`,
 ];

@@ -1,6 +1,6 @@
 import type { Postgres, SqlRunner } from "../core/db/postgres.js";
 import { QueuesErrors } from "./errors.js";
-import { QUEUES_LIMITS } from "./limits.js";
+import { QUEUE_DEFAULTS, QUEUES_LIMITS } from "./limits.js";
 import { backlogOf, bodyBytes, leased, newId, queueStats, type CounterRow } from "./sqlite-store.js";
 import type {
   Backlog,
@@ -9,6 +9,7 @@ import type {
   LeasedMessage,
   NewMessage,
   QueueRecord,
+  QueueSettings,
   QueuesStore,
   QueueStats,
   Settlement,
@@ -36,22 +37,22 @@ const CONSUMER_SELECT = `SELECT c.*, q.name AS queue_name, q.account_id FROM que
 export class PgQueuesStore implements QueuesStore {
   constructor(private readonly pg: Postgres) {}
 
-  async createQueue(accountId: string, name: string): Promise<QueueRecord> {
+  async createQueue(accountId: string, name: string, settings: Partial<QueueSettings> = {}): Promise<QueueRecord> {
     checkQueueName(name);
     const now = Date.now();
-    const row: QueueRow = { id: newId(), name, created_on: now, modified_on: now };
+    const s = { ...QUEUE_DEFAULTS, ...settings };
+    const row: QueueRow = { id: newId(), name, created_on: now, modified_on: now, ...s };
     await this.pg.withTransaction(async (tx) => {
       // One creation at a time per account, so the count below holds until the commit.
       await tx.execute("SELECT pg_advisory_xact_lock(hashtext($1))", [`queues:${accountId}`]);
       const { n } = (await tx.row<{ n: string }>("SELECT count(*) AS n FROM queues.queues WHERE account_id = $1", [accountId]))!;
       if (Number(n) >= QUEUES_LIMITS.queuesPerAccount) throw QueuesErrors.tooManyQueues();
       try {
-        await tx.execute("INSERT INTO queues.queues (id, account_id, name, created_on, modified_on) VALUES ($1, $2, $3, $4, $4)", [
-          row.id,
-          accountId,
-          name,
-          now,
-        ]);
+        await tx.execute(
+          `INSERT INTO queues.queues (id, account_id, name, created_on, modified_on, delivery_delay, delivery_paused, message_retention_period)
+           VALUES ($1, $2, $3, $4, $4, $5, $6, $7)`,
+          [row.id, accountId, name, now, s.delivery_delay, s.delivery_paused, s.message_retention_period],
+        );
       } catch (err) {
         if (isUniqueViolation(err)) throw QueuesErrors.nameTaken(name);
         throw err;
@@ -83,18 +84,20 @@ export class PgQueuesStore implements QueuesStore {
     return row && queueRecord(row);
   }
 
-  async renameQueue(accountId: string, queueId: string, name: string): Promise<QueueRecord> {
-    checkQueueName(name);
+  async updateQueue(accountId: string, queueId: string, change: { name?: string; settings?: Partial<QueueSettings> }): Promise<QueueRecord> {
+    if (change.name !== undefined) checkQueueName(change.name);
+    const s = change.settings ?? {};
     let row: QueueRow | undefined;
     try {
-      row = await this.pg.row<QueueRow>("UPDATE queues.queues SET name = $1, modified_on = $2 WHERE account_id = $3 AND id = $4 RETURNING *", [
-        name,
-        Date.now(),
-        accountId,
-        queueId,
-      ]);
+      // A column given as null keeps its value.
+      row = await this.pg.row<QueueRow>(
+        `UPDATE queues.queues SET name = coalesce($1, name), delivery_delay = coalesce($2, delivery_delay), delivery_paused = coalesce($3, delivery_paused),
+           message_retention_period = coalesce($4, message_retention_period), modified_on = $5
+         WHERE account_id = $6 AND id = $7 RETURNING *`,
+        [change.name ?? null, s.delivery_delay ?? null, s.delivery_paused ?? null, s.message_retention_period ?? null, Date.now(), accountId, queueId],
+      );
     } catch (err) {
-      if (isUniqueViolation(err)) throw QueuesErrors.nameTaken(name);
+      if (isUniqueViolation(err)) throw QueuesErrors.nameTaken(change.name ?? "");
       throw err;
     }
     if (!row) throw QueuesErrors.queueNotFound();
@@ -206,10 +209,10 @@ export class PgQueuesStore implements QueuesStore {
     const inserted = await this.pg.execute(
       `WITH room AS (
          UPDATE queues.queues SET backlog_messages = backlog_messages + $7, backlog_bytes = backlog_bytes + $8
-         WHERE id = $1 AND backlog_bytes + $8 <= $9 RETURNING id
+         WHERE id = $1 AND backlog_bytes + $8 <= $9 RETURNING id, delivery_delay
        )
        INSERT INTO queues.messages (id, queue_id, body, content_type, sent_at, visible_at)
-       SELECT m.id, room.id, m.body, m.content_type, $2, $2 + m.delay * 1000
+       SELECT m.id, room.id, m.body, m.content_type, $2, $2 + coalesce(m.delay, room.delivery_delay) * 1000
        FROM room, unnest($3::text[], $4::bytea[], $5::text[], $6::bigint[]) AS m(id, body, content_type, delay)`,
       [
         queueId,
@@ -217,7 +220,7 @@ export class PgQueuesStore implements QueuesStore {
         messages.map(() => newId()),
         messages.map((m) => m.body),
         messages.map((m) => m.contentType),
-        messages.map((m) => m.delaySeconds),
+        messages.map((m) => m.delaySeconds ?? null),
         messages.length,
         bytes,
         maxBacklogBytes,
@@ -234,9 +237,11 @@ export class PgQueuesStore implements QueuesStore {
 
   async stats(queueId: string, nowMs: number): Promise<QueueStats> {
     const r = (await this.pg.row<{ sent: string | null; ready: string; oldest: string | null } & CounterRow>(
+      // Deliverable: visible, not past the retention period, the queue not paused (as lease picks them).
       `SELECT m.*, q.backlog_messages, q.backlog_bytes
-       FROM (SELECT min(sent_at) AS sent, count(*) FILTER (WHERE visible_at <= $2) AS ready, min(visible_at) FILTER (WHERE visible_at <= $2) AS oldest
-             FROM queues.messages WHERE queue_id = $1) m
+       FROM (SELECT min(m.sent_at) AS sent, count(*) FILTER (WHERE d) AS ready, min(m.visible_at) FILTER (WHERE d) AS oldest
+             FROM (SELECT m.sent_at, m.visible_at, (m.visible_at <= $2 AND m.sent_at > $2::bigint - q.message_retention_period * 1000 AND NOT q.delivery_paused) AS d
+                   FROM queues.messages m JOIN queues.queues q ON q.id = m.queue_id WHERE m.queue_id = $1) m) m
        LEFT JOIN queues.queues q ON q.id = $1`,
       [queueId, nowMs],
     ))!;
@@ -246,7 +251,9 @@ export class PgQueuesStore implements QueuesStore {
   async lease(queueId: string, max: number, leaseMs: number, nowMs: number): Promise<LeasedMessage[]> {
     const rows = await this.pg.rows<{ seq: string; id: string; body: Buffer; content_type: string; attempts: number; sent_at: string; lease_id: string }>(
       `WITH picked AS (
-         SELECT seq FROM queues.messages WHERE queue_id = $1 AND visible_at <= $2 ORDER BY visible_at, seq LIMIT $3 FOR UPDATE SKIP LOCKED
+         SELECT m.seq FROM queues.messages m JOIN queues.queues q ON q.id = m.queue_id
+         WHERE m.queue_id = $1 AND m.visible_at <= $2 AND m.sent_at > $2::bigint - q.message_retention_period * 1000 AND NOT q.delivery_paused
+         ORDER BY m.visible_at, m.seq LIMIT $3 FOR UPDATE OF m SKIP LOCKED
        )
        UPDATE queues.messages m SET attempts = m.attempts + 1, visible_at = $4, lease_id = replace(gen_random_uuid()::text, '-', '')
        FROM picked WHERE m.seq = picked.seq
@@ -302,5 +309,31 @@ export class PgQueuesStore implements QueuesStore {
       }
       return n;
     });
+  }
+
+  async sweepExpired(nowMs: number, max: number): Promise<number> {
+    // One statement: the expired messages no other node has locked are deleted, and the counters go down by what
+    // this statement deleted (a message another sweep or a settlement deleted first is not returned here), so two
+    // nodes sweeping at once never count one twice. Messages are locked before queue rows, and those in id order, as
+    // settle does.
+    const row = await this.pg.row<{ n: string }>(
+      `WITH picked AS (
+         SELECT m.seq FROM queues.queues q JOIN queues.messages m ON m.queue_id = q.id
+         WHERE m.sent_at <= $1::bigint - q.message_retention_period * 1000 LIMIT $2 FOR UPDATE OF m SKIP LOCKED
+       ), gone AS (
+         DELETE FROM queues.messages m USING picked WHERE m.seq = picked.seq RETURNING m.queue_id, length(m.body) AS bytes
+       ), per_queue AS (
+         SELECT queue_id, count(*) AS n, sum(bytes) AS bytes FROM gone GROUP BY queue_id
+       ), locked AS (
+         -- The queue rows in id order, as settle takes them.
+         SELECT id FROM queues.queues WHERE id IN (SELECT queue_id FROM per_queue) ORDER BY id FOR UPDATE
+       ), counted AS (
+         UPDATE queues.queues q SET backlog_messages = q.backlog_messages - per_queue.n, backlog_bytes = q.backlog_bytes - per_queue.bytes
+         FROM per_queue JOIN locked ON locked.id = per_queue.queue_id WHERE q.id = per_queue.queue_id RETURNING per_queue.n
+       )
+       SELECT coalesce(sum(n), 0) AS n FROM counted`,
+      [nowMs, max],
+    );
+    return Number(row!.n);
   }
 }

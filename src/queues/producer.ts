@@ -10,9 +10,9 @@ export function contentTypeOf(given: string | undefined, fallback: ContentType):
   return t as ContentType;
 }
 
-/** A delay in whole seconds, 0 to the hosted maximum; `given` absent is 0. */
-export function delayOf(given: unknown): number {
-  if (given === undefined || given === null || given === "") return 0;
+/** A delay in whole seconds, 0 to the hosted maximum; `given` absent is undefined (the queue's delivery_delay). */
+export function delayOf(given: unknown): number | undefined {
+  if (given === undefined || given === null || given === "") return undefined;
   const n = typeof given === "string" && /^\d+$/.test(given) ? Number(given) : given;
   if (typeof n !== "number" || !Number.isInteger(n) || n < 0 || n > QUEUES_LIMITS.delaySeconds) throw QueuesErrors.delay();
   return n;

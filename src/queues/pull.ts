@@ -90,7 +90,7 @@ export class PullConsumers {
         continue;
       }
       retries++;
-      settlements.push({ ...ref, action: "retry", visibleAtMs: now + delayOf(r.delay_seconds) * 1000 });
+      settlements.push({ ...ref, action: "retry", visibleAtMs: now + (delayOf(r.delay_seconds) ?? 0) * 1000 });
     }
     const done = await this.store.settle(queue.queue_id, settlements);
     if (done < settlements.length) warnings.push(`${settlements.length - done} leases had expired or were unknown: those messages were not changed`);

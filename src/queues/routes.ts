@@ -6,7 +6,7 @@ import { parseUserJson } from "../core/http/json-input.js";
 import { readPage, resultInfo } from "../core/http/pagination.js";
 import { parseWith } from "../core/http/validate.js";
 import { QueuesCodes, QueuesErrors } from "./errors.js";
-import { CONSUMER_DEFAULTS, QUEUES_LIMITS } from "./limits.js";
+import { CONSUMER_DEFAULTS, QUEUE_DEFAULTS, QUEUES_LIMITS } from "./limits.js";
 import { delayOf, type Producer } from "./producer.js";
 import type { PullConsumers } from "./pull.js";
 import type { ConsumerInput, ConsumerRecord, NewMessage, QueueRecord, QueuesStore } from "./store.js";
@@ -21,36 +21,25 @@ const edit = { config: { permission: "queues_edit" } } as const;
 /** A batch of the largest messages as JSON (text escapes can double a body), with room around it. */
 const MESSAGES_BODY_LIMIT = QUEUES_LIMITS.batchBytes * 6 + 64 * 1024;
 
-/** The hosted default retention (4 days), which `wrangler queues create` sends on every create. */
-const HOSTED_DEFAULT_RETENTION_SECONDS = 345_600;
-/**
- * Queue-wide settings (`wrangler queues create` sends them): this platform has no queue-wide delivery delay, pause or
- * retention (a message stays until it is acknowledged, dropped or purged, bounded by the backlog cap; each message can
- * carry its own delay), so only the values that ask for nothing are taken: no delay, not paused, and the hosted
- * default retention, which wrangler sends whether or not its user chose it. An explicit other retention is refused.
- */
-const notHere = (what: string) => `${what} is not supported here`;
+const intIn = (min: number, max: number) => z.number().int().min(min).max(max);
+
+/** Whole seconds in a range, every refusal saying the range. */
+const secondsIn = (field: string, min: number, max: number) => {
+  const says = `${field} must be a whole number of seconds from ${min} to ${max}`;
+  return z.number(says).int(says).min(min, says).max(max, says);
+};
+/** A queue's settings as the hosted API takes them on create and update (seconds); left out, the value stays or is the default. */
 const queueSettings = z
   .object({
-    delivery_delay: z
-      .number()
-      .refine((v) => v === 0, notHere("a queue-wide delivery delay (only 0)"))
-      .optional(),
-    delivery_paused: z.literal(false, { error: notHere("pausing delivery (only false)") }).optional(),
-    message_retention_period: z
-      .number()
-      .refine(
-        (v) => v === HOSTED_DEFAULT_RETENTION_SECONDS,
-        notHere(`a message retention period other than the default ${HOSTED_DEFAULT_RETENTION_SECONDS} (messages are kept until acknowledged or purged)`),
-      )
-      .optional(),
+    delivery_delay: secondsIn("delivery_delay", 0, QUEUES_LIMITS.delaySeconds),
+    delivery_paused: z.boolean("delivery_paused must be true or false"),
+    message_retention_period: secondsIn("message_retention_period", QUEUES_LIMITS.retentionMinSeconds, QUEUES_LIMITS.retentionMaxSeconds),
   })
-  .strict()
-  .nullish();
-const createBody = z.object({ queue_name: z.string(), settings: queueSettings });
-const updateBody = z.object({ queue_name: z.string() }).strict();
+  .partial()
+  .strict();
+const createBody = z.object({ queue_name: z.string(), settings: queueSettings.nullish() });
+const updateBody = z.object({ queue_name: z.string().optional(), settings: queueSettings.nullish() }).strict();
 
-const intIn = (min: number, max: number) => z.number().int().min(min).max(max);
 const consumerBody = z
   .object({
     type: z.enum(["worker", "http_pull"]).default("worker"),
@@ -130,11 +119,11 @@ function namesOf(name: unknown): string[] | undefined {
 const consumerView = (c: ConsumerRecord) => (c.type === "worker" ? { ...c, script: c.script_name } : c);
 
 /** A message sent through the API: its body as JSON or text, as the hosted API takes it. */
-function apiMessage(m: z.infer<typeof messageBody>, fallbackDelay: number): NewMessage {
+function apiMessage(m: z.infer<typeof messageBody>, fallbackDelay: number | undefined): NewMessage {
   if (m.body === undefined) throw QueuesErrors.body("body is required");
   if (m.content_type === "text" && typeof m.body !== "string") throw QueuesErrors.body('a "text" message\'s body must be a string');
   const body = Buffer.from(m.content_type === "text" ? (m.body as string) : JSON.stringify(m.body));
-  return { body, contentType: m.content_type, delaySeconds: m.delay_seconds === undefined ? fallbackDelay : delayOf(m.delay_seconds) };
+  return { body, contentType: m.content_type, delaySeconds: delayOf(m.delay_seconds) ?? fallbackDelay };
 }
 
 /**
@@ -177,8 +166,8 @@ function registerUnder(app: FastifyInstance, base: string, deps: QueuesRouteDeps
 
   app.post(base, edit, async (req) => {
     const { account_id } = req.params as Params;
-    const { queue_name } = parseWith(createBody, jsonBody(req.body), QueuesCodes.badRequest);
-    return ok(await view(account_id, await store.createQueue(account_id, queue_name)));
+    const { queue_name, settings } = parseWith(createBody, jsonBody(req.body), QueuesCodes.badRequest);
+    return ok(await view(account_id, await store.createQueue(account_id, queue_name, settings ?? {})));
   });
 
   app.get(`${base}/:queue_id`, read, async (req) => {
@@ -186,13 +175,19 @@ function registerUnder(app: FastifyInstance, base: string, deps: QueuesRouteDeps
     return ok(await view(p.account_id, await queueOf(p)));
   });
 
-  const update = async (req: { params: unknown; body: unknown }) => {
+  /**
+   * PUT replaces the settings (those left out become the defaults, as the hosted "no partial updates" says); PATCH
+   * changes only those given (wrangler's pause-delivery sends delivery_paused alone). Either keeps the name when
+   * queue_name is left out.
+   */
+  const update = (replace: boolean) => async (req: { params: unknown; body: unknown }) => {
     const p = req.params as Params;
-    const { queue_name } = parseWith(updateBody, jsonBody(req.body), QueuesCodes.badRequest);
-    return ok(await view(p.account_id, await store.renameQueue(p.account_id, p.queue_id, queue_name)));
+    const { queue_name, settings } = parseWith(updateBody, jsonBody(req.body), QueuesCodes.badRequest);
+    const change = { name: queue_name, settings: replace ? { ...QUEUE_DEFAULTS, ...settings } : (settings ?? {}) };
+    return ok(await view(p.account_id, await store.updateQueue(p.account_id, p.queue_id, change)));
   };
-  app.put(`${base}/:queue_id`, edit, update);
-  app.patch(`${base}/:queue_id`, edit, update);
+  app.put(`${base}/:queue_id`, edit, update(true));
+  app.patch(`${base}/:queue_id`, edit, update(false));
 
   app.delete(`${base}/:queue_id`, edit, async (req) => {
     const p = req.params as Params;
@@ -297,7 +292,7 @@ function registerUnder(app: FastifyInstance, base: string, deps: QueuesRouteDeps
   app.post(`${base}/:queue_id/messages`, messagesRoute, async (req) => {
     const p = req.params as Params;
     const queue = await queueOf(p);
-    await deps.producer.send(queue, [apiMessage(parseWith(messageBody, jsonBody(req.body), QueuesCodes.badRequest), 0)]);
+    await deps.producer.send(queue, [apiMessage(parseWith(messageBody, jsonBody(req.body), QueuesCodes.badRequest), undefined)]);
     return ok(null);
   });
 

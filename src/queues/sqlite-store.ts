@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import type { Db } from "../core/db/sqlite.js";
 import { QueuesErrors } from "./errors.js";
-import { QUEUES_LIMITS } from "./limits.js";
+import { QUEUE_DEFAULTS, QUEUES_LIMITS } from "./limits.js";
 import type {
   Backlog,
   ConsumerInput,
@@ -10,6 +10,7 @@ import type {
   LeasedMessage,
   NewMessage,
   QueueRecord,
+  QueueSettings,
   QueuesStore,
   QueueStats,
   Settlement,
@@ -34,15 +35,21 @@ interface MessageRow {
 export class SqliteQueuesStore implements QueuesStore {
   constructor(private readonly db: Db) {}
 
-  async createQueue(accountId: string, name: string): Promise<QueueRecord> {
+  async createQueue(accountId: string, name: string, settings: Partial<QueueSettings> = {}): Promise<QueueRecord> {
     checkQueueName(name);
     const now = Date.now();
-    const row: QueueRow = { id: newId(), name, created_on: now, modified_on: now };
+    const s = { ...QUEUE_DEFAULTS, ...settings };
+    const row: QueueRow = { id: newId(), name, created_on: now, modified_on: now, ...s };
     this.db.transaction(() => {
       const { n } = this.db.prepare("SELECT count(*) AS n FROM queues WHERE account_id = ?").get(accountId) as { n: number };
       if (n >= QUEUES_LIMITS.queuesPerAccount) throw QueuesErrors.tooManyQueues();
       try {
-        this.db.prepare("INSERT INTO queues (id, account_id, name, created_on, modified_on) VALUES (?, ?, ?, ?, ?)").run(row.id, accountId, name, now, now);
+        this.db
+          .prepare(
+            `INSERT INTO queues (id, account_id, name, created_on, modified_on, delivery_delay, delivery_paused, message_retention_period)
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+          )
+          .run(row.id, accountId, name, now, now, s.delivery_delay, s.delivery_paused ? 1 : 0, s.message_retention_period);
       } catch (err) {
         if (isUniqueViolation(err)) throw QueuesErrors.nameTaken(name);
         throw err;
@@ -71,13 +78,22 @@ export class SqliteQueuesStore implements QueuesStore {
     return row && queueRecord(row);
   }
 
-  async renameQueue(accountId: string, queueId: string, name: string): Promise<QueueRecord> {
-    checkQueueName(name);
+  async updateQueue(accountId: string, queueId: string, change: { name?: string; settings?: Partial<QueueSettings> }): Promise<QueueRecord> {
+    if (change.name !== undefined) checkQueueName(change.name);
+    const s = change.settings ?? {};
+    const paused = s.delivery_paused === undefined ? null : s.delivery_paused ? 1 : 0;
     try {
-      const changed = this.db.prepare("UPDATE queues SET name = ?, modified_on = ? WHERE account_id = ? AND id = ?").run(name, Date.now(), accountId, queueId);
+      // A column given as null keeps its value.
+      const changed = this.db
+        .prepare(
+          `UPDATE queues SET name = coalesce(?, name), delivery_delay = coalesce(?, delivery_delay), delivery_paused = coalesce(?, delivery_paused),
+             message_retention_period = coalesce(?, message_retention_period), modified_on = ?
+           WHERE account_id = ? AND id = ?`,
+        )
+        .run(change.name ?? null, s.delivery_delay ?? null, paused, s.message_retention_period ?? null, Date.now(), accountId, queueId);
       if (changed.changes === 0) throw QueuesErrors.queueNotFound();
     } catch (err) {
-      if (isUniqueViolation(err)) throw QueuesErrors.nameTaken(name);
+      if (isUniqueViolation(err)) throw QueuesErrors.nameTaken(change.name ?? "");
       throw err;
     }
     return (await this.getQueue(accountId, queueId))!;
@@ -177,7 +193,8 @@ export class SqliteQueuesStore implements QueuesStore {
         if (!this.db.prepare("SELECT 1 FROM queues WHERE id = ?").get(queueId)) throw QueuesErrors.queueNotFound();
         throw QueuesErrors.backlogFull(maxBacklogBytes);
       }
-      for (const m of messages) insert.run(newId(), queueId, m.body, m.contentType, now, now + m.delaySeconds * 1000);
+      const { delivery_delay } = this.db.prepare("SELECT delivery_delay FROM queues WHERE id = ?").get(queueId) as { delivery_delay: number };
+      for (const m of messages) insert.run(newId(), queueId, m.body, m.contentType, now, now + (m.delaySeconds ?? delivery_delay) * 1000);
     })();
   }
 
@@ -188,22 +205,28 @@ export class SqliteQueuesStore implements QueuesStore {
 
   async stats(queueId: string, nowMs: number): Promise<QueueStats> {
     return this.db.transaction(() => {
+      // Deliverable: visible, not past the retention period, the queue not paused (as lease picks them).
       const r = this.db
         .prepare(
-          `SELECT min(sent_at) AS sent, sum(visible_at <= ?) AS ready, min(CASE WHEN visible_at <= ? THEN visible_at END) AS oldest
-           FROM messages WHERE queue_id = ?`,
+          `WITH q AS (SELECT ? - message_retention_period * 1000 AS expired, delivery_paused AS paused FROM queues WHERE id = ?)
+           SELECT min(sent_at) AS sent, coalesce(sum(d), 0) AS ready, min(CASE WHEN d THEN visible_at END) AS oldest
+           FROM (SELECT m.sent_at, m.visible_at, (m.visible_at <= ? AND m.sent_at > q.expired AND NOT q.paused) AS d FROM messages m, q WHERE m.queue_id = ?)`,
         )
-        .get(nowMs, nowMs, queueId) as { sent: number | null; ready: number | null; oldest: number | null };
+        .get(nowMs, queueId, nowMs, queueId) as { sent: number | null; ready: number; oldest: number | null };
       const counters = this.db.prepare("SELECT backlog_messages, backlog_bytes FROM queues WHERE id = ?").get(queueId) as CounterRow | undefined;
-      return queueStats({ ...r, ready: r.ready ?? 0 }, backlogOf(counters));
+      return queueStats(r, backlogOf(counters));
     })();
   }
 
   async lease(queueId: string, max: number, leaseMs: number, nowMs: number): Promise<LeasedMessage[]> {
     return this.db.transaction(() => {
       const rows = this.db
-        .prepare("SELECT id, body, content_type, attempts, sent_at FROM messages WHERE queue_id = ? AND visible_at <= ? ORDER BY visible_at, seq LIMIT ?")
-        .all(queueId, nowMs, max) as MessageRow[];
+        .prepare(
+          `SELECT m.id, m.body, m.content_type, m.attempts, m.sent_at FROM messages m JOIN queues q ON q.id = m.queue_id
+           WHERE m.queue_id = ? AND m.visible_at <= ? AND m.sent_at > ? - q.message_retention_period * 1000 AND NOT q.delivery_paused
+           ORDER BY m.visible_at, m.seq LIMIT ?`,
+        )
+        .all(queueId, nowMs, nowMs, max) as MessageRow[];
       const update = this.db.prepare("UPDATE messages SET attempts = attempts + 1, visible_at = ?, lease_id = ? WHERE id = ?");
       return rows.map((r) => {
         const leaseId = newId();
@@ -241,6 +264,27 @@ export class SqliteQueuesStore implements QueuesStore {
       return n;
     })();
   }
+
+  async sweepExpired(nowMs: number, max: number): Promise<number> {
+    // Per queue, the index on (queue_id, sent_at) finds its expired messages without reading the others.
+    const pick = this.db.prepare(
+      `SELECT m.seq, m.queue_id, length(m.body) AS bytes FROM queues q JOIN messages m ON m.queue_id = q.id
+       WHERE m.sent_at <= ? - q.message_retention_period * 1000 LIMIT ?`,
+    );
+    const remove = this.db.prepare("DELETE FROM messages WHERE seq = ?");
+    const count = this.db.prepare("UPDATE queues SET backlog_messages = backlog_messages - ?, backlog_bytes = backlog_bytes - ? WHERE id = ?");
+    return this.db.transaction(() => {
+      const rows = pick.all(nowMs, max) as { seq: number; queue_id: string; bytes: number }[];
+      const changes = new Map<string, Backlog>();
+      for (const r of rows) {
+        remove.run(r.seq);
+        const c = changes.get(r.queue_id) ?? { messages: 0, bytes: 0 };
+        changes.set(r.queue_id, { messages: c.messages + 1, bytes: c.bytes + r.bytes });
+      }
+      for (const [id, c] of changes) count.run(c.messages, c.bytes, id);
+      return rows.length;
+    })();
+  }
 }
 
 /** A queue row's backlog counters as both stores select them (PostgreSQL's BIGINT comes as a string). */
@@ -262,14 +306,14 @@ export const bodyBytes = (messages: readonly NewMessage[]): number => messages.r
 export const queueStats = (
   r: {
     sent: number | string | null;
-    ready: number | string;
+    ready: number | string | null;
     oldest: number | string | null;
   },
   counters: Backlog,
 ): QueueStats => ({
   backlog: counters.messages,
   backlogBytes: counters.bytes,
-  ready: Number(r.ready),
+  ready: Number(r.ready ?? 0),
   ...(r.sent !== null ? { oldestSentAtMs: Number(r.sent) } : {}),
   ...(r.oldest !== null ? { oldestReadyAtMs: Number(r.oldest) } : {}),
 });

@@ -43,9 +43,9 @@ export const describeQueuesStore = storeContract<QueuesStore>("QueuesStore", (it
     );
     assert.deepEqual((await store.listQueues(A, { names: ["b2", "orders", "nope"] })).queues.map((x) => x.queue_name).sort(), ["b2", "orders"]);
     assert.equal((await store.listQueues(A, { names: [] })).total, 0);
-    await assert.rejects(store.renameQueue(B, q.queue_id, "x"), code(QueuesCodes.queueNotFound));
-    await assert.rejects(store.renameQueue(A, q.queue_id, "b2"), code(QueuesCodes.nameTaken));
-    assert.equal((await store.renameQueue(A, q.queue_id, "orders-2")).queue_name, "orders-2");
+    await assert.rejects(store.updateQueue(B, q.queue_id, { name: "x" }), code(QueuesCodes.queueNotFound));
+    await assert.rejects(store.updateQueue(A, q.queue_id, { name: "b2" }), code(QueuesCodes.nameTaken));
+    assert.equal((await store.updateQueue(A, q.queue_id, { name: "orders-2" })).queue_name, "orders-2");
     await assert.rejects(store.deleteQueue(B, q.queue_id), code(QueuesCodes.queueNotFound));
     await store.deleteQueue(A, q.queue_id);
     assert.equal(await store.getQueue(A, q.queue_id), undefined);
@@ -284,5 +284,81 @@ export const describeQueuesStore = storeContract<QueuesStore>("QueuesStore", (it
     for (const r of sends) if (r.status === "rejected") assert.ok(code(QueuesCodes.backlogFull)(r.reason), String(r.reason));
     assert.deepEqual(await store.backlog(q), { messages: 10, bytes: 100 });
     assert.equal((await store.lease(q, 100, 60_000, Date.now())).length, 10, "the counters match the messages");
+  });
+
+  it("a queue's settings: the hosted defaults, set on create, changed one at a time, in its account only", async (store) => {
+    const plain = await store.createQueue(A, "plain");
+    assert.deepEqual(plain.settings, { delivery_delay: 0, delivery_paused: false, message_retention_period: 345_600 });
+    const q = await store.createQueue(A, "tuned", { delivery_delay: 5, message_retention_period: 60 });
+    assert.deepEqual(q.settings, { delivery_delay: 5, delivery_paused: false, message_retention_period: 60 });
+    assert.deepEqual((await store.getQueue(A, q.queue_id))!.settings, q.settings);
+    const paused = await store.updateQueue(A, q.queue_id, { settings: { delivery_paused: true } });
+    assert.deepEqual([paused.queue_name, paused.settings], ["tuned", { delivery_delay: 5, delivery_paused: true, message_retention_period: 60 }]);
+    await assert.rejects(store.updateQueue(B, q.queue_id, { settings: { delivery_delay: 0 } }), code(QueuesCodes.queueNotFound));
+    const renamed = await store.updateQueue(A, q.queue_id, { name: "tuned-2", settings: { delivery_delay: 0, message_retention_period: 1_209_600 } });
+    assert.deepEqual([renamed.queue_name, renamed.settings], ["tuned-2", { delivery_delay: 0, delivery_paused: true, message_retention_period: 1_209_600 }]);
+    assert.deepEqual((await store.listQueues(A, { names: ["tuned-2"] })).queues[0]!.settings, renamed.settings);
+  });
+
+  it("a message sent without a delay takes its queue's delivery_delay; its own delay (0 too) wins", async (store) => {
+    const q = (await store.createQueue(A, "delayed", { delivery_delay: 30 })).queue_id;
+    const now = Date.now();
+    await store.enqueue(q, [{ body: Buffer.from("queue-delay"), contentType: "text" }, msg("now", 0), msg("own", 60)], ROOMY);
+    assert.deepEqual(
+      (await store.lease(q, 10, 3_600_000, now)).map((m) => m.body.toString()),
+      ["now"],
+    );
+    assert.equal((await store.stats(q, now)).ready, 0);
+    assert.deepEqual(await store.lease(q, 10, 3_600_000, now + 29_000), [], "not before its queue's delay");
+    assert.deepEqual(
+      (await store.lease(q, 10, 3_600_000, Date.now() + 30_000)).map((m) => m.body.toString()),
+      ["queue-delay"],
+    );
+    assert.deepEqual(
+      (await store.lease(q, 10, 3_600_000, Date.now() + 60_000)).map((m) => m.body.toString()),
+      ["own"],
+    );
+  });
+
+  it("nothing of a paused queue is leased, and all of it once resumed; sends are still taken", async (store) => {
+    const q = await store.createQueue(A, "held", { delivery_paused: true });
+    await store.enqueue(q.queue_id, [msg("a"), msg("b")], ROOMY);
+    const now = Date.now();
+    assert.deepEqual(await store.lease(q.queue_id, 10, 60_000, now), []);
+    assert.deepEqual([(await store.stats(q.queue_id, now)).ready, (await store.backlog(q.queue_id)).messages], [0, 2]);
+    await store.updateQueue(A, q.queue_id, { settings: { delivery_paused: false } });
+    assert.equal((await store.lease(q.queue_id, 10, 60_000, now)).length, 2);
+  });
+
+  it("a message past its queue's retention is never leased; the sweep removes it and lowers the counters once", async (store) => {
+    const short = (await store.createQueue(A, "short", { message_retention_period: 60 })).queue_id;
+    const long = (await store.createQueue(A, "long")).queue_id;
+    await store.enqueue(short, [msg("aa"), msg("bbb"), msg("c", 3600)], ROOMY);
+    await store.enqueue(long, [msg("kept")], ROOMY);
+    const [held] = await store.lease(short, 1, 3_600_000, Date.now());
+    const later = Date.now() + 61_000;
+    assert.deepEqual(await store.lease(short, 10, 60_000, later), [], "expired, swept or not");
+    assert.equal((await store.stats(short, later)).ready, 0);
+    assert.equal(await store.sweepExpired(Date.now(), 100), 0, "nothing has expired yet");
+    assert.equal(await store.sweepExpired(later, 2), 2, "at most the batch per call");
+    assert.equal(await store.sweepExpired(later, 2), 1);
+    assert.equal(await store.sweepExpired(later, 2), 0);
+    assert.deepEqual(await store.backlog(short), { messages: 0, bytes: 0 });
+    assert.deepEqual(await store.backlog(long), { messages: 1, bytes: 4 });
+    assert.equal(await store.settle(short, [{ id: held!.id, leaseId: held!.leaseId, action: "ack" }]), 0, "a swept message settles nothing");
+    assert.deepEqual(await store.backlog(short), { messages: 0, bytes: 0 });
+    assert.equal((await store.lease(long, 10, 60_000, later)).length, 1);
+
+    // Sweeps at once (on PostgreSQL, over several connections) delete and count each message once.
+    await store.enqueue(
+      short,
+      Array.from({ length: 30 }, (_, i) => msg(String(i).padStart(3, "0"))),
+      ROOMY,
+    );
+    const swept = await Promise.all(Array.from({ length: 4 }, () => store.sweepExpired(later, 5)));
+    let total = swept.reduce((a, b) => a + b, 0);
+    for (let n = 1; n > 0; total += n) n = await store.sweepExpired(later, 7);
+    assert.equal(total, 30);
+    assert.deepEqual(await store.backlog(short), { messages: 0, bytes: 0 });
   });
 });

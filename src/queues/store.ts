@@ -15,6 +15,17 @@ export interface QueueRecord {
   /** ISO 8601. */
   created_on: string;
   modified_on: string;
+  settings: QueueSettings;
+}
+
+/** A queue's own settings, as the hosted API names them (seconds). */
+export interface QueueSettings {
+  /** The delay of a message sent without one of its own. */
+  delivery_delay: number;
+  /** While true nothing is delivered or pulled; sends are still taken. */
+  delivery_paused: boolean;
+  /** How long a message may wait: older ones are never delivered, and the retention sweep removes them. */
+  message_retention_period: number;
 }
 
 export type ContentType = "json" | "text" | "bytes" | "v8";
@@ -55,7 +66,8 @@ export interface WorkerConsumer extends ConsumerRecord {
 export interface NewMessage {
   body: Buffer;
   contentType: ContentType;
-  delaySeconds: number;
+  /** Seconds before it may be delivered; absent, the queue's delivery_delay (read in the send's transaction). */
+  delaySeconds?: number;
 }
 
 export interface LeasedMessage {
@@ -99,13 +111,14 @@ export interface QueueStats {
 
 export interface QueuesStore {
   // ---- queues ----
-  /** Creates a queue (refused when the name is invalid or taken in the account). */
-  createQueue(accountId: string, name: string): Promise<QueueRecord>;
+  /** Creates a queue (refused when the name is invalid or taken in the account); settings left out are the defaults. */
+  createQueue(accountId: string, name: string, settings?: Partial<QueueSettings>): Promise<QueueRecord>;
   /** The account's queues, oldest first; with `names`, only those with one of them. */
   listQueues(accountId: string, opts?: { names?: readonly string[]; offset?: number; limit?: number }): Promise<{ queues: QueueRecord[]; total: number }>;
   getQueue(accountId: string, queueId: string): Promise<QueueRecord | undefined>;
   getQueueByName(accountId: string, name: string): Promise<QueueRecord | undefined>;
-  renameQueue(accountId: string, queueId: string, name: string): Promise<QueueRecord>;
+  /** Renames the queue and/or changes the settings given (the others stay); 404 when the account has no such queue. */
+  updateQueue(accountId: string, queueId: string, change: { name?: string; settings?: Partial<QueueSettings> }): Promise<QueueRecord>;
   /** Deletes the queue with its consumers and messages (404 when the account has no such queue). */
   deleteQueue(accountId: string, queueId: string): Promise<void>;
 
@@ -140,7 +153,8 @@ export interface QueuesStore {
   lastPurge(accountId: string, queueId: string): Promise<number | null>;
   /**
    * Leases up to `max` deliverable messages, oldest first: each becomes invisible until `nowMs + leaseMs` and its
-   * attempts grow by one. Two callers never lease the same message while a lease holds.
+   * attempts grow by one. Two callers never lease the same message while a lease holds. Nothing of a paused queue
+   * is deliverable, nor a message older than the queue's retention period at `nowMs` (the sweep may not have run).
    */
   lease(queueId: string, max: number, leaseMs: number, nowMs: number): Promise<LeasedMessage[]>;
   /**
@@ -148,4 +162,10 @@ export interface QueuesStore {
    * goes past the dead letter queue's cap: it takes no room the platform had not already given the message.
    */
   settle(queueId: string, settlements: readonly Settlement[]): Promise<number>;
+  /**
+   * Deletes up to `max` messages, of any queues, older than their queue's retention period at `nowMs` (leased ones
+   * too: their settlements then change nothing), lowering the queues' counters in the same transaction; returns
+   * how many. Several nodes may sweep at once: each message is deleted and counted once.
+   */
+  sweepExpired(nowMs: number, max: number): Promise<number>;
 }

@@ -15,6 +15,10 @@ export interface QueueRow {
   name: string;
   created_on: number | string;
   modified_on: number | string;
+  delivery_delay: number;
+  /** SQLite keeps 0 or 1, PostgreSQL a boolean. */
+  delivery_paused: number | boolean;
+  message_retention_period: number;
 }
 
 export const queueRecord = (r: QueueRow): QueueRecord => ({
@@ -22,6 +26,11 @@ export const queueRecord = (r: QueueRow): QueueRecord => ({
   queue_name: r.name,
   created_on: new Date(Number(r.created_on)).toISOString(),
   modified_on: new Date(Number(r.modified_on)).toISOString(),
+  settings: {
+    delivery_delay: Number(r.delivery_delay),
+    delivery_paused: Boolean(r.delivery_paused),
+    message_retention_period: Number(r.message_retention_period),
+  },
 });
 
 /** The row of a consumer as both stores keep it (settings as JSON text), joined with its queue's name and account. */

@@ -21,6 +21,9 @@ export default {
         case "/send-json":
           await q.send(JSON.parse(u.searchParams.get("body")));
           return new Response("sent");
+        case "/send-text":
+          await q.send(u.searchParams.get("tag"), { contentType: "text" });
+          return new Response("sent");
         case "/delayed":
           await q.send(u.searchParams.get("tag"), { contentType: "text", delaySeconds: 2 });
           return new Response("sent");
@@ -98,10 +101,14 @@ async function addConsumer(queue: string, settings: Record<string, unknown>, ext
 before(async () => {
   p = await startPlatform(["--queue-poll-interval", "0.2"]);
   for (const q of ["jobs", "flaky", "flaky-dlq", "selective"]) await createQueue(q);
+  const slow = await p.api("POST", `/accounts/${p.accountId}/queues`, { queue_name: "slow", settings: { delivery_delay: 2 } });
+  assert.equal(slow.status, 200, JSON.stringify(slow.body));
+  queueIds.set("slow", slow.body.result.queue_id);
   const producers = [
     { type: "queue", name: "JOBS", queue_name: "jobs" },
     { type: "queue", name: "FLAKY", queue_name: "flaky" },
     { type: "queue", name: "SELECTIVE", queue_name: "selective" },
+    { type: "queue", name: "SLOW", queue_name: "slow" },
   ];
   const up = await uploadScript(p, "producer", PRODUCER, { bindings: producers });
   assert.equal(up.status, 200, JSON.stringify(up.body));
@@ -111,6 +118,7 @@ before(async () => {
   await addConsumer("flaky", { batch_size: 10, max_wait_time_ms: 100, max_retries: 2 }, { dead_letter_queue: "flaky-dlq" });
   await addConsumer("flaky-dlq", { batch_size: 10, max_wait_time_ms: 100 });
   await addConsumer("selective", { batch_size: 10, max_wait_time_ms: 100 });
+  await addConsumer("slow", { batch_size: 10, max_wait_time_ms: 100 });
 });
 after(async () => {
   await p?.dispose();
@@ -146,6 +154,16 @@ test("a delayed message is not delivered before its delay", async () => {
   await eventually(() => seen().some((s) => s.body === "later"), "the delayed message");
   const got = seen().find((s) => s.body === "later")!;
   assert.ok(got.at - sent >= 2000, `delivered ${got.at - sent} ms after the send`);
+});
+
+test("a message sent without a delay waits its queue's delivery_delay", async () => {
+  const sent = Date.now();
+  assert.equal((await hit(p, "producer", "/send-text?q=SLOW&tag=queue-delayed")).text, "sent");
+  await eventually(() => seen().some((s) => s.body === "queue-delayed"), "the message of the delayed queue");
+  const got = seen().find((s) => s.body === "queue-delayed")!;
+  assert.equal(got.queue, "slow");
+  assert.ok(got.at - sent >= 2000, `delivered ${got.at - sent} ms after the send`);
+  assert.ok(got.at - got.ts >= 2000, `delivered ${got.at - got.ts} ms after its timestamp`);
 });
 
 test("a failing consumer's messages are retried up to max_retries, then go to the dead letter queue; ack() holds", async () => {
@@ -201,6 +219,10 @@ test("a script cannot bind another account's queue, nor a queue that does not ex
   const up = await uploadScript(p, "thief", PRODUCER, { bindings: [{ type: "queue", name: "JOBS", queue_name: "secret-b" }] });
   assert.equal(up.status, 400, JSON.stringify(up.body));
   assert.match(up.body.errors[0].message, /Queue "secret-b" of the binding JOBS does not exist in this account/);
+  // A producer's own delay (wrangler's [[queues.producers]] delivery_delay) is refused, not dropped.
+  const delayed = await uploadScript(p, "delayed-producer", PRODUCER, { bindings: [{ type: "queue", name: "JOBS", queue_name: "jobs", delivery_delay: 5 }] });
+  assert.equal(delayed.status, 400, JSON.stringify(delayed.body));
+  assert.match(delayed.body.errors[0].message, /delivery_delay on a queue binding is not supported here/);
   // The other account's own script with the same binding name reaches its own queue only.
   const own = await uploadScript(
     p,

@@ -51,6 +51,11 @@ const ok = (r: { code: number; stdout: string; stderr: string }) => {
   return r;
 };
 
+const settingsOf = async (name: string) => {
+  const listed = await p.api("GET", `/accounts/${p.accountId}/queues?name=${name}`);
+  return listed.body.result[0]?.settings as { delivery_delay: number; delivery_paused: boolean; message_retention_period: number } | undefined;
+};
+
 const consumersOf = async (name: string) => {
   const listed = await p.api("GET", `/accounts/${p.accountId}/queues?name=${name}`);
   return listed.body.result[0].consumers as { script?: string; script_name?: string; settings: { batch_size: number } }[];
@@ -62,13 +67,8 @@ test("wrangler 3: queues create, list, delete, consumer add and remove, and depl
     assert.match(ok(await wrangler("queues", "create", "wq-jobs")).stdout, /Created queue/);
     ok(await wrangler("queues", "create", "wq-spare"));
     ok(await wrangler("queues", "create", "wq-gone"));
-    // Queue-wide settings this platform does not have are refused, not dropped: the queue is not created.
-    const delayed = await wrangler("queues", "create", "wq-delayed", "--delivery-delay-secs", "5");
-    assert.equal(delayed.code, 1, delayed.stdout);
-    assert.match(delayed.stdout + delayed.stderr, /delivery delay .*not supported here/);
     const listed = ok(await wrangler("queues", "list")).stdout;
     for (const name of ["wq-jobs", "wq-spare", "wq-gone"]) assert.match(listed, new RegExp(name));
-    assert.doesNotMatch(listed, /wq-delayed/);
 
     // Another account sees none of them.
     const other = await createAccount(p, "wrangler-queues-other");
@@ -105,5 +105,33 @@ test("wrangler 3: queues create, list, delete, consumer add and remove, and depl
     const missing = await wrangler("queues", "delete", "wq-gone");
     assert.equal(missing.code, 1);
     assert.match(missing.stdout + missing.stderr, /does not exist/);
+  });
+});
+
+test("wrangler 3: queues create with a delivery delay and a retention period, update, pause-delivery and resume-delivery", async () => {
+  await withTempDir("wrangler-queue-settings-", async (cwd) => {
+    const wrangler = (...args: string[]) => runWrangler(p, args, { cwd });
+    ok(await wrangler("queues", "create", "wq-delayed", "--delivery-delay-secs", "5", "--message-retention-period-secs", "3600"));
+    assert.deepEqual(await settingsOf("wq-delayed"), { delivery_delay: 5, delivery_paused: false, message_retention_period: 3600 });
+    // update sends the settings it is not given as the queue has them.
+    ok(await wrangler("queues", "update", "wq-delayed", "--message-retention-period-secs", "120"));
+    assert.deepEqual(await settingsOf("wq-delayed"), { delivery_delay: 5, delivery_paused: false, message_retention_period: 120 });
+    ok(await wrangler("queues", "update", "wq-delayed", "--delivery-delay-secs", "0"));
+    assert.deepEqual(await settingsOf("wq-delayed"), { delivery_delay: 0, delivery_paused: false, message_retention_period: 120 });
+    assert.match(ok(await wrangler("queues", "pause-delivery", "wq-delayed")).stdout, /Paused message delivery/);
+    assert.equal((await settingsOf("wq-delayed"))?.delivery_paused, true);
+    assert.match(ok(await wrangler("queues", "resume-delivery", "wq-delayed")).stdout, /Resumed message delivery/);
+    assert.deepEqual(await settingsOf("wq-delayed"), { delivery_delay: 0, delivery_paused: false, message_retention_period: 120 });
+
+    // Another account's wrangler does not find the queue, so cannot change it.
+    const other = await createAccount(p, "wrangler-queue-settings-other");
+    const theirs = await runWrangler(p, ["queues", "pause-delivery", "wq-delayed"], {
+      cwd,
+      accountId: other,
+      credentials: { CLOUDFLARE_API_KEY: p.apiKey, CLOUDFLARE_EMAIL: p.email },
+    });
+    assert.equal(theirs.code, 1, theirs.stdout);
+    assert.match(theirs.stdout + theirs.stderr, /does not exist/);
+    assert.equal((await settingsOf("wq-delayed"))?.delivery_paused, false);
   });
 });

@@ -16,7 +16,19 @@ export interface QueueBinding {
  */
 export const queueProducer: BindingType<QueueBinding> = {
   type: "queue",
-  schema: z.object({ type: z.literal("queue"), name: bindingName(), queue_name: z.string().min(1).max(63) }),
+  schema: z.object({
+    type: z.literal("queue"),
+    name: bindingName(),
+    queue_name: z.string().min(1).max(63),
+    /**
+     * wrangler sends a producer's own `delivery_delay`; workerd's binding cannot carry it to us, so a delay is refused
+     * rather than dropped (the queue's delivery_delay or each message's delaySeconds do the same).
+     */
+    delivery_delay: z
+      .number()
+      .refine((v) => v === 0, "a delivery_delay on a queue binding is not supported here: set the queue's delivery_delay or each message's delaySeconds")
+      .optional(),
+  }),
   target: { backend: "queues", resource: (b) => b.queue_name, missing: (b) => QueuesErrors.bindingQueueMissing(b.name, b.queue_name) },
   workerd: (b, ctx) => `queue = ${capnpString(ctx.bindingService("queues", b.queue_name))}`,
 };
