@@ -209,7 +209,7 @@ export class ScriptDeployer {
       // Secret values go with the deploy that sets them here (the Worker's secrets are not kept per version).
       if (up.secrets.length > 0) throw WorkersErrors.versionUploadNotDeployable("secret values (set them with wrangler secret put)");
       await this.checkTargets(accountId, up.bindings);
-      
+
       const script = await this.newVersion(accountId, name, up);
       try {
         return { version: await this.store.addVersion(script, meta), deployed: false };

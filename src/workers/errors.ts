@@ -38,10 +38,15 @@ export const WorkersErrors = {
       `compatibility_flags: "${flag}" is an experimental compatibility flag of workerd, which may change or go away in any release; it is not available here`,
       `/compatibility_flags/${index}`,
     ),
-  versionNotFound: (id: string) => new EdgeError(404, WorkersCodes.versionNotFound, `This Worker has no version ${id} (the latest ${VersionLimits.versions} versions are kept)`),
+  versionNotFound: (id: string) =>
+    new EdgeError(404, WorkersCodes.versionNotFound, `This Worker has no version ${id} (the latest ${VersionLimits.versions} versions are kept)`),
   /** wrangler reads the names after "The following secrets have changed:" (comma-separated) to ask the user. */
   secretsChanged: (names: readonly string[]) =>
-    new EdgeError(400, WorkersCodes.secretsChanged, `Cannot deploy this version without ?force=true: its secrets differ from the Worker's now. The following secrets have changed: ${names.join(", ")}`),
+    new EdgeError(
+      400,
+      WorkersCodes.secretsChanged,
+      `Cannot deploy this version without ?force=true: its secrets differ from the Worker's now. The following secrets have changed: ${names.join(", ")}`,
+    ),
   splitDeployment: () =>
     invalid("This platform deploys one version at 100% of traffic: split (gradual) deployments are not supported; name one version with percentage 100"),
   versionSwitchWithDurableObjectsOrAssets: () =>

@@ -142,7 +142,9 @@ export class PgWorkersStore extends ModuleContent implements WorkersStore {
   }
 
   private async stampsNow(on: SqlRunner, accountId: string, script: string): Promise<Map<string, string>> {
-    return secretStamps(await on.rows<{ name: string; value: string }>("SELECT name, value FROM workers.secrets WHERE account_id = $1 AND script = $2", [accountId, script]));
+    return secretStamps(
+      await on.rows<{ name: string; value: string }>("SELECT name, value FROM workers.secrets WHERE account_id = $1 AND script = $2", [accountId, script]),
+    );
   }
 
   /** Keeps `script`'s content as a new version (the caller holds the script's row lock, so numbers do not clash). */
@@ -157,13 +159,19 @@ export class PgWorkersStore extends ModuleContent implements WorkersStore {
   }
 
   private async recordDeployment(tx: Transaction, accountId: string, script: string, d: DeploymentRecord): Promise<void> {
-    const next = await tx.row<{ n: string }>("SELECT coalesce(max(seq), 0) + 1 AS n FROM workers.deployments WHERE account_id = $1 AND script = $2", [accountId, script]);
+    const next = await tx.row<{ n: string }>("SELECT coalesce(max(seq), 0) + 1 AS n FROM workers.deployments WHERE account_id = $1 AND script = $2", [
+      accountId,
+      script,
+    ]);
     const row = deploymentRow(accountId, script, Number(next!.n), d);
     await tx.execute(`INSERT INTO workers.deployments (${DEPLOYMENT_COLUMNS}) VALUES (${placeholders(DEPLOYMENT_COLUMNS)})`, valuesOf(DEPLOYMENT_COLUMNS, row));
   }
 
   private deploymentRows(on: SqlRunner, accountId: string, script: string): Promise<DeploymentRow[]> {
-    return on.rows<DeploymentRow>(`SELECT ${DEPLOYMENT_COLUMNS} FROM workers.deployments WHERE account_id = $1 AND script = $2 ORDER BY seq DESC`, [accountId, script]);
+    return on.rows<DeploymentRow>(`SELECT ${DEPLOYMENT_COLUMNS} FROM workers.deployments WHERE account_id = $1 AND script = $2 ORDER BY seq DESC`, [
+      accountId,
+      script,
+    ]);
   }
 
   /** Removes the versions and deployments past the limits (inside the caller's transaction); answers the module bytes no longer named. */

@@ -203,7 +203,5 @@ export function versionsToPrune<T extends { id: string }>(newestFirst: readonly 
 export function unnamedModules(gone: readonly { modules: string }[], kept: readonly { modules: string }[]): ModuleRef[] {
   const keptIds = liveModuleIds(kept);
   const seen = new Set<string>();
-  return gone
-    .flatMap((r) => JSON.parse(r.modules) as ModuleRef[])
-    .filter((m) => !keptIds.has(m.contentId) && !seen.has(m.contentId) && seen.add(m.contentId));
+  return gone.flatMap((r) => JSON.parse(r.modules) as ModuleRef[]).filter((m) => !keptIds.has(m.contentId) && !seen.has(m.contentId) && seen.add(m.contentId));
 }

@@ -55,6 +55,8 @@ test("wrangler versions upload / versions deploy / deployments / rollback: the W
     const listed = await wrangler("versions", "list");
     assert.ok(listed.indexOf(v1) >= 0 && listed.indexOf(v1) < listed.indexOf(v2), `both versions, oldest first: ${listed}`);
     assert.match(listed, /Tag:\s+t2\s+Message:\s+second try/);
+    const viewed = await wrangler("versions", "view", v2);
+    assert.match(viewed, new RegExp(`Version ID:\\s+${v2}[\\s\\S]*Tag:\\s+t2[\\s\\S]*Message:\\s+second try`));
 
     await wrangler("versions", "deploy", `${v2}@100`, "-y", "--message", "ship two");
     assert.equal((await hit(p, NAME, "/")).text, "two");
@@ -96,7 +98,11 @@ test("another account neither sees nor deploys a Worker's versions, by wrangler 
   const [newest] = versions.body.result.items as { id: string }[];
   const liveBefore = (await hit(p, NAME, "/")).text;
   await withTempDir("wrangler-versions-other-", async (dir) => {
-    for (const args of [["versions", "list", "--name", NAME], ["deployments", "list", "--name", NAME], ["rollback", newest.id, "--name", NAME, "-y"]]) {
+    for (const args of [
+      ["versions", "list", "--name", NAME],
+      ["deployments", "list", "--name", NAME],
+      ["rollback", newest.id, "--name", NAME, "-y"],
+    ]) {
       const r = await runWrangler(p, args, { cwd: dir, ...asOther });
       assert.equal(r.code, 1, `wrangler ${args.join(" ")} as another account: ${r.stdout}`);
     }
