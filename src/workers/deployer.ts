@@ -209,9 +209,15 @@ export class ScriptDeployer {
       // Secret values go with the deploy that sets them here (the Worker's secrets are not kept per version).
       if (up.secrets.length > 0) throw WorkersErrors.versionUploadNotDeployable("secret values (set them with wrangler secret put)");
       await this.checkTargets(accountId, up.bindings);
-
+      const secrets = await this.store.secretValues(accountId, name);
+      ScriptDeployer.checkSecretClash(up.bindings, secrets.keys());
       const script = await this.newVersion(accountId, name, up);
       try {
+        // As hosted: a version workerd refuses is not kept (its error is the answer).
+        const run: RunnableScript = { script, modules: up.modules, secrets: [...secrets].map(([n, text]) => ({ name: n, text })), queueConsumer: false };
+        await this.runtime.check(run).catch((err: unknown) => {
+          throw err instanceof WorkerdStartError ? WorkersErrors.failedToStart(err.message) : err;
+        });
         return { version: await this.store.addVersion(script, meta), deployed: false };
       } catch (err) {
         await this.store.deleteModules(script.modules);
