@@ -5,10 +5,18 @@ import type { ModuleRef } from "./store.js";
 
 /**
  * Workers for `edgecli state copy`: scripts (their current version, module bytes streamed into the target's content
- * store), secrets and cron schedules. Secrets are carried sealed, as they are: the target must open them with the
+ * store), their kept versions (module bytes likewise) and deployments, secrets and cron schedules. Secrets are carried sealed, as they are: the target must open them with the
  * same key (`EDGE_SECRETS_KEY`; the command checks it). SQLite marks its sealed secrets (`sealed = 1`, every one
  * since the store sealed those written before); a secret not sealed yet is refused rather than carried in clear.
  */
+/** A row naming modules, with each module's bytes copied into the target's content store (a version and the live script each get their copy). */
+const copyModules: NonNullable<AreaCopier["tables"][number]["copyContent"]> = async (row, content) => {
+  const modules = JSON.parse(row.modules as string) as ModuleRef[];
+  const copied: ModuleRef[] = [];
+  for (const m of modules) copied.push({ ...m, contentId: await content.copy(m.contentId) });
+  return { ...row, modules: JSON.stringify(copied) };
+};
+
 export const workersCopier: AreaCopier = {
   name: "workers",
   sqlite: { database: "workers", migrations: WORKERS_MIGRATIONS },
@@ -31,12 +39,36 @@ export const workersCopier: AreaCopier = {
         "modified_on",
       ],
       key: ["account_id", "name"],
-      async copyContent(row, content) {
-        const modules = JSON.parse(row.modules as string) as ModuleRef[];
-        const copied: ModuleRef[] = [];
-        for (const m of modules) copied.push({ ...m, contentId: await content.copy(m.contentId) });
-        return { ...row, modules: JSON.stringify(copied) };
-      },
+      copyContent: copyModules,
+    },
+    {
+      table: "versions",
+      columns: [
+        "account_id",
+        "script",
+        "id",
+        "number",
+        "etag",
+        "main_module",
+        "compatibility_date",
+        "compatibility_flags",
+        "bindings",
+        "modules",
+        "secrets",
+        "triggered_by",
+        "message",
+        "tag",
+        "source",
+        "author",
+        "created_on",
+      ],
+      key: ["account_id", "script", "id"],
+      copyContent: copyModules,
+    },
+    {
+      table: "deployments",
+      columns: ["account_id", "script", "id", "seq", "versions", "triggered_by", "message", "source", "author", "created_on"],
+      key: ["account_id", "script", "id"],
     },
     {
       table: "secrets",

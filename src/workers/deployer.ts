@@ -9,7 +9,7 @@ import type { RuntimeDurableObjects } from "./durable-objects/workerd.js";
 import { WorkersErrors } from "./errors.js";
 import type { RunnableScript, WorkersRuntime } from "./runtime/runtime.js";
 import { WorkerdStartError } from "./runtime/workerd-process.js";
-import type { ModuleRef, ModuleSource, ScriptRecord, WorkersStore } from "./store.js";
+import type { ChangeAuthor, DeploymentRecord, ModuleRef, ModuleSource, ScriptRecord, VersionMeta, VersionRecord, WorkersStore } from "./store.js";
 
 /** Answers whether a backend's resource (a bucket by name, a namespace by id) exists in an account. */
 export type ResourceExists = (backend: BindingBackendName, accountId: string, resource: string) => Promise<boolean>;
@@ -147,52 +147,137 @@ export class ScriptDeployer {
     }
   }
 
-  upload(accountId: string, name: string, up: ParsedUpload): Promise<ScriptRecord> {
+  /** Writes an upload's modules and makes the record of a new version of them (not saved yet). */
+  private async newVersion(accountId: string, name: string, up: ParsedUpload): Promise<ScriptRecord> {
+    const hash = createHash("sha256");
+    const modules: ModuleRef[] = [];
+    for (const m of up.modules) {
+      hash.update(m.name).update("\0").update(m.content);
+      modules.push({ name: m.name, kind: m.kind, ...(await this.store.writeModule(m.content)) });
+    }
+    const now = new Date().toISOString();
+    return {
+      accountId,
+      name,
+      // A UUID, the shape wrangler expects (it prints the version id only if it looks like one).
+      versionId: randomUUID(),
+      etag: hash.digest("hex"),
+      mainModule: up.mainModule,
+      compatibilityDate: up.compatibilityDate ?? DEFAULT_COMPATIBILITY_DATE,
+      compatibilityFlags: up.compatibilityFlags,
+      bindings: up.bindings,
+      modules,
+      createdOn: now,
+      modifiedOn: now,
+    };
+  }
+
+  /** Refuses bindings named like one of the Worker's secrets (workerd would be given the name twice). */
+  private static checkSecretClash(bindings: readonly Binding[], secretNames: Iterable<string>): void {
+    const names = new Set(secretNames);
+    const clash = bindings.find((b) => names.has(b.name));
+    if (clash) throw WorkersErrors.bindingNameIsSecret(clash.name);
+  }
+
+  /**
+   * Whether a Worker keeps one version only: one with Durable Objects (a version is tied to the migrations applied
+   * with it) or static assets (they are the Worker's, not a version's), or one an upload would give either.
+   */
+  private async oneVersionOnly(accountId: string, name: string, up?: ParsedUpload): Promise<boolean> {
+    if (up?.assets !== undefined) return true;
+    if ((await this.objects?.used(accountId, name, up?.bindings, up?.migrations)) === true) return true;
+    return (await this.assets?.has(accountId, name)) === true;
+  }
+
+  /** Uploads a version and deploys it at once (`PUT …/scripts/{name}`; the first version of a Worker). */
+  upload(accountId: string, name: string, up: ParsedUpload, meta?: VersionMeta): Promise<ScriptRecord> {
+    return this.serial(name, () => this.uploadNow(accountId, name, up, meta));
+  }
+
+  /**
+   * Uploads a version without deploying it (`POST …/versions`), unless the Worker does not exist yet (its first
+   * version goes live, there being nothing else to serve) or keeps one version only (see oneVersionOnly): then it is
+   * deployed at once, and `deployed` says so.
+   */
+  uploadVersion(accountId: string, name: string, up: ParsedUpload, meta: VersionMeta): Promise<{ version: VersionRecord; deployed: boolean }> {
     return this.serial(name, async () => {
-      await this.checkName(accountId, name);
+      const live = await this.store.get(accountId, name);
+      if (!live || (await this.oneVersionOnly(accountId, name, up))) {
+        const s = await this.uploadNow(accountId, name, up, meta);
+        return { version: (await this.store.version(accountId, name, s.versionId))!, deployed: true };
+      }
+      // Secret values go with the deploy that sets them here (the Worker's secrets are not kept per version).
+      if (up.secrets.length > 0) throw WorkersErrors.versionUploadNotDeployable("secret values (set them with wrangler secret put)");
       await this.checkTargets(accountId, up.bindings);
       const secrets = await this.store.secretValues(accountId, name);
-      for (const s of up.secrets) secrets.set(s.name, s.text);
-      const clash = up.bindings.find((b) => secrets.has(b.name));
-      if (clash) throw WorkersErrors.bindingNameIsSecret(clash.name);
-      const objects = await this.objects?.plan(accountId, name, up.bindings, up.migrations);
-      const assets = await this.assets?.plan(accountId, name, up.assets, up.keepAssets, up.bindings);
-
-      const hash = createHash("sha256");
-      const modules: ModuleRef[] = [];
-      for (const m of up.modules) {
-        hash.update(m.name).update("\0").update(m.content);
-        modules.push({ name: m.name, kind: m.kind, ...(await this.store.writeModule(m.content)) });
-      }
-      const now = new Date().toISOString();
-      const script: ScriptRecord = {
-        accountId,
-        name,
-        // A UUID, the shape wrangler expects (it prints the version id only if it looks like one).
-        versionId: randomUUID(),
-        etag: hash.digest("hex"),
-        mainModule: up.mainModule,
-        compatibilityDate: up.compatibilityDate ?? DEFAULT_COMPATIBILITY_DATE,
-        compatibilityFlags: up.compatibilityFlags,
-        bindings: up.bindings,
-        modules,
-        createdOn: now,
-        modifiedOn: now,
-      };
-      // Assets first: the new version reads them once it runs (the old one keeps those it has read).
-      await assets?.commit();
+      ScriptDeployer.checkSecretClash(up.bindings, secrets.keys());
+      const script = await this.newVersion(accountId, name, up);
       try {
-        await this.start(script, up.modules, secrets, objects?.runtime);
+        // As hosted: a version workerd refuses is not kept (its error is the answer).
+        const run: RunnableScript = { script, modules: up.modules, secrets: [...secrets].map(([n, text]) => ({ name: n, text })), queueConsumer: false };
+        await this.runtime.check(run).catch((err: unknown) => {
+          throw err instanceof WorkerdStartError ? WorkersErrors.failedToStart(err.message) : err;
+        });
+        return { version: await this.store.addVersion(script, meta), deployed: false };
       } catch (err) {
-        await this.store.deleteModules(modules);
-        await assets?.rollback();
+        await this.store.deleteModules(script.modules);
         throw err;
       }
-      // Namespaces first: a uniqueKey the running version uses is never lost (its objects would be unreachable).
-      await objects?.commit();
-      await this.commit(name, () => this.store.save(script, up.secrets));
-      return (await this.store.get(accountId, name))!;
     });
+  }
+
+  /**
+   * Makes kept version `deployment.versions[0]` (at 100%) the live one: it starts beside the running one and takes
+   * over its traffic, then the deployment is committed. Refused for a Worker that keeps one version only (unless it
+   * names the live version), when a binding's target no longer exists, and (unless `force`) when the Worker's
+   * secrets changed since the version was made (it would run with today's values: they are not kept per version).
+   */
+  deployVersion(accountId: string, name: string, deployment: DeploymentRecord, force: boolean): Promise<ScriptRecord> {
+    return this.serial(name, async () => {
+      const live = await this.store.get(accountId, name);
+      if (!live) throw WorkersErrors.scriptNotFound();
+      const versionId = deployment.versions[0].versionId;
+      const v = await this.store.version(accountId, name, versionId);
+      if (!v) throw WorkersErrors.versionNotFound(versionId);
+      if (v.id !== live.versionId && (await this.oneVersionOnly(accountId, name))) throw WorkersErrors.versionSwitchWithDurableObjectsOrAssets();
+      const changed = await this.store.secretsChangedSince(accountId, name, versionId);
+      if (!force && changed.length > 0) throw WorkersErrors.secretsChanged(changed);
+      await this.checkTargets(accountId, v.bindings);
+      const secrets = await this.store.secretValues(accountId, name);
+      ScriptDeployer.checkSecretClash(v.bindings, secrets.keys());
+      if (v.id !== live.versionId || this.running.get(name)?.versionId !== v.id) {
+        const script: ScriptRecord = { ...live, ...versionContent(v), versionId: v.id, modifiedOn: deployment.createdOn };
+        await this.start(script, await this.store.readModules(v.modules), secrets, await this.objects?.runtimeOf(accountId, name));
+      }
+      let deployed: ScriptRecord | undefined;
+      await this.commit(name, async () => (deployed = await this.store.deploy(accountId, name, deployment, force)));
+      return deployed!;
+    });
+  }
+
+  private async uploadNow(accountId: string, name: string, up: ParsedUpload, meta?: VersionMeta): Promise<ScriptRecord> {
+    await this.checkName(accountId, name);
+    await this.checkTargets(accountId, up.bindings);
+    const secrets = await this.store.secretValues(accountId, name);
+    for (const s of up.secrets) secrets.set(s.name, s.text);
+    ScriptDeployer.checkSecretClash(up.bindings, secrets.keys());
+    const objects = await this.objects?.plan(accountId, name, up.bindings, up.migrations);
+    const assets = await this.assets?.plan(accountId, name, up.assets, up.keepAssets, up.bindings);
+    const script = await this.newVersion(accountId, name, up);
+    const modules = script.modules;
+    // Assets first: the new version reads them once it runs (the old one keeps those it has read).
+    await assets?.commit();
+    try {
+      await this.start(script, up.modules, secrets, objects?.runtime);
+    } catch (err) {
+      await this.store.deleteModules(modules);
+      await assets?.rollback();
+      throw err;
+    }
+    // Namespaces first: a uniqueKey the running version uses is never lost (its objects would be unreachable).
+    await objects?.commit();
+    await this.commit(name, () => this.store.save(script, up.secrets, meta));
+    return (await this.store.get(accountId, name))!;
   }
 
   remove(accountId: string, name: string): Promise<void> {
@@ -208,7 +293,7 @@ export class ScriptDeployer {
   }
 
   /** Sets (text) or removes (undefined) a secret; the script restarts with it before the change is committed. */
-  changeSecret(accountId: string, name: string, secret: string, text: string | undefined): Promise<void> {
+  changeSecret(accountId: string, name: string, secret: string, text: string | undefined, author?: ChangeAuthor): Promise<void> {
     return this.serial(name, async () => {
       const script = await this.store.get(accountId, name);
       if (!script) throw WorkersErrors.scriptNotFound();
@@ -223,7 +308,17 @@ export class ScriptDeployer {
       const versionId = randomUUID();
       const objects = await this.objects?.runtimeOf(accountId, name);
       await this.start({ ...script, versionId }, await this.store.readModules(script.modules), secrets, objects);
-      await this.commit(name, () => this.store.changeSecret(accountId, name, secret, text, versionId));
+      await this.commit(name, () => this.store.changeSecret(accountId, name, secret, text, versionId, author));
     });
   }
 }
+
+/** The part of a script record a version carries. */
+const versionContent = (v: VersionRecord) => ({
+  etag: v.etag,
+  mainModule: v.mainModule,
+  compatibilityDate: v.compatibilityDate,
+  compatibilityFlags: v.compatibilityFlags,
+  bindings: v.bindings,
+  modules: v.modules,
+});

@@ -1,5 +1,6 @@
 import { EdgeError } from "../core/errors.js";
 import type { MultipartErrors } from "../core/http/multipart.js";
+import { VersionLimits } from "./store.js";
 
 /** The codes the Workers API answers with (the hosted API's where known). */
 export const WorkersCodes = {
@@ -9,6 +10,10 @@ export const WorkersCodes = {
   scriptTooLarge: 10027,
   nameTaken: 10026,
   secretNotFound: 10056,
+  /** This platform's own code: no kept version of the Worker has that id. */
+  versionNotFound: 10215,
+  /** A rollback past a change of the Worker's secrets, without `?force=true` (wrangler asks and retries with it). */
+  secretsChanged: 10220,
   /** A message, not an error: the script runs with an earlier compatibility date than it asked for. */
   compatibilityDateLowered: 10200,
   /** A message, not an error: a part of a request that this platform leaves as it is (it is not configurable here). */
@@ -33,7 +38,23 @@ export const WorkersErrors = {
       `compatibility_flags: "${flag}" is an experimental compatibility flag of workerd, which may change or go away in any release; it is not available here`,
       `/compatibility_flags/${index}`,
     ),
-  oneVersionOnly: (liveVersionId: string) => invalid(`This platform serves one version per Worker: deploy its latest version (${liveVersionId}) at 100%`),
+  versionNotFound: (id: string) =>
+    new EdgeError(404, WorkersCodes.versionNotFound, `This Worker has no version ${id} (the latest ${VersionLimits.versions} versions are kept)`),
+  /** wrangler reads the names after "The following secrets have changed:" (comma-separated) to ask the user. */
+  secretsChanged: (names: readonly string[]) =>
+    new EdgeError(
+      400,
+      WorkersCodes.secretsChanged,
+      `Cannot deploy this version without ?force=true: its secrets differ from the Worker's now. The following secrets have changed: ${names.join(", ")}`,
+    ),
+  splitDeployment: () =>
+    invalid("This platform deploys one version at 100% of traffic: split (gradual) deployments are not supported; name one version with percentage 100"),
+  versionSwitchWithDurableObjectsOrAssets: () =>
+    invalid(
+      "This Worker has Durable Objects or static assets: here it keeps one version, its latest upload (wrangler deploy); deploying or rolling back to another version is not supported",
+    ),
+  versionUploadNotDeployable: (what: string) =>
+    invalid(`A version uploaded without deploying it may not carry ${what} here: upload it with wrangler deploy (it deploys at once)`),
 
   // The upload body.
   notMultipart: () => invalid("A script upload must be multipart/form-data with a `metadata` part and the module parts"),
@@ -91,4 +112,5 @@ export const WorkersMessages = {
     message: `compatibility_date ${asked} is later than this platform's workerd supports; the Worker runs with ${runsWith}`,
   }),
   leftUnchanged: (field: string, why: string) => ({ code: WorkersCodes.leftUnchanged, message: `${field}: ${why}` }),
+  deployedAtOnce: (why: string) => ({ code: WorkersCodes.leftUnchanged, message: `This version was deployed at once (100% of traffic): ${why}` }),
 };

@@ -4,8 +4,48 @@ import type { Postgres, SqlRunner, Transaction } from "../core/db/postgres.js";
 import type { SecretBox } from "../core/secret-box.js";
 import { WorkersErrors } from "./errors.js";
 import { ModuleContent } from "./module-content.js";
-import { liveModuleIds, toRecord, toRow, type ScriptRow } from "./rows.js";
-import { secretSealContext, type ModuleRef, type Schedule, type ScriptRecord, type ScriptSchedule, type WorkersStore } from "./store.js";
+import {
+  changedSecrets,
+  DEPLOYMENT_COLUMNS,
+  deploymentOf,
+  deploymentRow,
+  liveModuleIds,
+  liveRowOf,
+  secretStamps,
+  toDeployment,
+  toRecord,
+  toRow,
+  toVersion,
+  unnamedModules,
+  VERSION_COLUMNS,
+  versionRow,
+  versionsToPrune,
+  type DeploymentRow,
+  type ScriptRow,
+  type VersionRow,
+} from "./rows.js";
+import {
+  secretSealContext,
+  VersionLimits,
+  type ChangeAuthor,
+  type DeploymentRecord,
+  type ModuleRef,
+  type Schedule,
+  type ScriptRecord,
+  type ScriptSchedule,
+  type VersionMeta,
+  type VersionRecord,
+  type WorkersStore,
+} from "./store.js";
+
+const UPLOAD: VersionMeta = { triggeredBy: "upload", source: "api" };
+/** `$1, $2, …` for the columns of a list. */
+const placeholders = (cols: string) =>
+  cols
+    .split(", ")
+    .map((_, i) => `$${i + 1}`)
+    .join(", ");
+const valuesOf = (cols: string, row: object) => cols.split(", ").map((c) => (row as Record<string, unknown>)[c]);
 
 /** The bus area of Workers' change notices. */
 export const WORKERS_AREA = "workers";
@@ -81,53 +121,166 @@ export class PgWorkersStore extends ModuleContent implements WorkersStore {
    * time and kept: an upload on another node writes its modules, starts them, then commits (seconds, not the hour).
    */
   async gcContent(graceMs?: number): Promise<number> {
-    return this.gcModules(liveModuleIds(await this.pg.rows<{ modules: string }>("SELECT modules FROM workers.scripts")), graceMs);
+    const rows = await this.pg.rows<{ modules: string }>("SELECT modules FROM workers.scripts UNION ALL SELECT modules FROM workers.versions");
+    return this.gcModules(liveModuleIds(rows), graceMs);
   }
 
-  async save(script: ScriptRecord, secrets: readonly { name: string; text: string }[]): Promise<void> {
-    const replaced = await this.pg.withTransaction(async (tx) => {
+  private async upsertLive(tx: Transaction, r: ScriptRow): Promise<void> {
+    try {
+      await tx.execute(
+        `INSERT INTO workers.scripts (${SCRIPT_COLUMNS}) VALUES (${placeholders(SCRIPT_COLUMNS)})
+         ON CONFLICT (account_id, name) DO UPDATE SET version_id = excluded.version_id, etag = excluded.etag, main_module = excluded.main_module,
+           compatibility_date = excluded.compatibility_date, compatibility_flags = excluded.compatibility_flags, bindings = excluded.bindings,
+           modules = excluded.modules, modified_on = excluded.modified_on`,
+        valuesOf(SCRIPT_COLUMNS, r),
+      );
+    } catch (err) {
+      // Another account took the name on another node between the check and the insert.
+      if (isCode(err, "23505")) throw WorkersErrors.nameTaken(r.name);
+      throw err;
+    }
+  }
+
+  private async stampsNow(on: SqlRunner, accountId: string, script: string): Promise<Map<string, string>> {
+    return secretStamps(
+      await on.rows<{ name: string; value: string }>("SELECT name, value FROM workers.secrets WHERE account_id = $1 AND script = $2", [accountId, script]),
+    );
+  }
+
+  /** Keeps `script`'s content as a new version (the caller holds the script's row lock, so numbers do not clash). */
+  private async keepVersion(tx: Transaction, script: ScriptRecord, meta: VersionMeta): Promise<VersionRow> {
+    const next = await tx.row<{ n: string }>("SELECT coalesce(max(number), 0) + 1 AS n FROM workers.versions WHERE account_id = $1 AND script = $2", [
+      script.accountId,
+      script.name,
+    ]);
+    const row = versionRow(script, Number(next!.n), await this.stampsNow(tx, script.accountId, script.name), meta, script.modifiedOn);
+    await tx.execute(`INSERT INTO workers.versions (${VERSION_COLUMNS}) VALUES (${placeholders(VERSION_COLUMNS)})`, valuesOf(VERSION_COLUMNS, row));
+    return row;
+  }
+
+  private async recordDeployment(tx: Transaction, accountId: string, script: string, d: DeploymentRecord): Promise<void> {
+    const next = await tx.row<{ n: string }>("SELECT coalesce(max(seq), 0) + 1 AS n FROM workers.deployments WHERE account_id = $1 AND script = $2", [
+      accountId,
+      script,
+    ]);
+    const row = deploymentRow(accountId, script, Number(next!.n), d);
+    await tx.execute(`INSERT INTO workers.deployments (${DEPLOYMENT_COLUMNS}) VALUES (${placeholders(DEPLOYMENT_COLUMNS)})`, valuesOf(DEPLOYMENT_COLUMNS, row));
+  }
+
+  private deploymentRows(on: SqlRunner, accountId: string, script: string): Promise<DeploymentRow[]> {
+    return on.rows<DeploymentRow>(`SELECT ${DEPLOYMENT_COLUMNS} FROM workers.deployments WHERE account_id = $1 AND script = $2 ORDER BY seq DESC`, [
+      accountId,
+      script,
+    ]);
+  }
+
+  /** Removes the versions and deployments past the limits (inside the caller's transaction); answers the module bytes no longer named. */
+  private async prune(tx: Transaction, accountId: string, script: string): Promise<ModuleRef[]> {
+    const live = (await this.row(tx, accountId, script))!;
+    const versions = await tx.rows<{ id: string; modules: string }>(
+      "SELECT id, modules FROM workers.versions WHERE account_id = $1 AND script = $2 ORDER BY number DESC",
+      [accountId, script],
+    );
+    const gone = versionsToPrune(versions, live.version_id, VersionLimits.versions);
+    const goneIds = new Set(gone.map((v) => v.id));
+    if (gone.length > 0) {
+      await tx.execute("DELETE FROM workers.versions WHERE account_id = $1 AND script = $2 AND id = ANY($3::text[])", [accountId, script, [...goneIds]]);
+    }
+    const deployments = await this.deploymentRows(tx, accountId, script);
+    const dropped = deployments.filter((d, i) => i >= VersionLimits.deployments || toDeployment(d).versions.some((v) => goneIds.has(v.versionId)));
+    if (dropped.length > 0) {
+      await tx.execute("DELETE FROM workers.deployments WHERE account_id = $1 AND script = $2 AND id = ANY($3::text[])", [
+        accountId,
+        script,
+        dropped.map((d) => d.id),
+      ]);
+    }
+    return unnamedModules(gone, [live, ...versions.filter((v) => !goneIds.has(v.id))]);
+  }
+
+  async save(script: ScriptRecord, secrets: readonly { name: string; text: string }[], meta: VersionMeta = UPLOAD): Promise<void> {
+    const unnamed = await this.pg.withTransaction(async (tx) => {
       const owner = await tx.row<{ account_id: string }>("SELECT account_id FROM workers.scripts WHERE name = $1", [script.name]);
       if (owner && owner.account_id !== script.accountId) throw WorkersErrors.nameTaken(script.name);
       const old = await this.row(tx, script.accountId, script.name, true);
-      const r = toRow(script, old?.created_on ?? script.createdOn);
-      try {
-        await tx.execute(
-          `INSERT INTO workers.scripts (${SCRIPT_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
-           ON CONFLICT (account_id, name) DO UPDATE SET version_id = excluded.version_id, etag = excluded.etag, main_module = excluded.main_module,
-             compatibility_date = excluded.compatibility_date, compatibility_flags = excluded.compatibility_flags, bindings = excluded.bindings,
-             modules = excluded.modules, modified_on = excluded.modified_on`,
-          [
-            r.account_id,
-            r.name,
-            r.version_id,
-            r.etag,
-            r.main_module,
-            r.compatibility_date,
-            r.compatibility_flags,
-            r.bindings,
-            r.modules,
-            r.created_on,
-            r.modified_on,
-          ],
-        );
-      } catch (err) {
-        // Another account took the name on another node between the check and the insert.
-        if (isCode(err, "23505")) throw WorkersErrors.nameTaken(script.name);
-        throw err;
-      }
+      await this.upsertLive(tx, toRow(script, old?.created_on ?? script.createdOn));
       for (const s of secrets) await this.putSecret(tx, script.accountId, script.name, s.name, s.text);
+      await this.keepVersion(tx, script, meta);
+      await this.recordDeployment(tx, script.accountId, script.name, deploymentOf(script.versionId, script.modifiedOn, meta));
+      const unnamed = await this.prune(tx, script.accountId, script.name);
       await this.announce(tx, script.name);
-      return old ? toRecord(old).modules : [];
+      return unnamed;
     });
-    const kept = new Set(script.modules.map((m) => m.contentId));
-    await this.deleteModules(replaced.filter((m) => !kept.has(m.contentId)));
+    await this.deleteModules(unnamed);
+  }
+
+  async addVersion(script: ScriptRecord, meta: VersionMeta): Promise<VersionRecord> {
+    const [row, unnamed] = await this.pg.withTransaction(async (tx) => {
+      if (!(await this.row(tx, script.accountId, script.name, true))) throw WorkersErrors.scriptNotFound();
+      const kept = await this.keepVersion(tx, script, meta);
+      return [kept, await this.prune(tx, script.accountId, script.name)] as const;
+    });
+    await this.deleteModules(unnamed);
+    return toVersion(row);
+  }
+
+  private versionRow(on: SqlRunner, accountId: string, script: string, id: string): Promise<VersionRow | undefined> {
+    return on.row<VersionRow>(`SELECT ${VERSION_COLUMNS} FROM workers.versions WHERE account_id = $1 AND script = $2 AND id = $3`, [accountId, script, id]);
+  }
+
+  async secretsChangedSince(accountId: string, script: string, versionId: string): Promise<string[]> {
+    const v = await this.versionRow(this.pg, accountId, script, versionId);
+    if (!v) throw WorkersErrors.versionNotFound(versionId);
+    return changedSecrets(v.secrets, await this.stampsNow(this.pg, accountId, script));
+  }
+
+  async deploy(accountId: string, script: string, deployment: DeploymentRecord, force: boolean): Promise<ScriptRecord> {
+    const [live, unnamed] = await this.pg.withTransaction(async (tx) => {
+      const old = await this.row(tx, accountId, script, true);
+      if (!old) throw WorkersErrors.scriptNotFound();
+      const versionId = deployment.versions[0].versionId;
+      const v = await this.versionRow(tx, accountId, script, versionId);
+      if (!v) throw WorkersErrors.versionNotFound(versionId);
+      const changed = changedSecrets(v.secrets, await this.stampsNow(tx, accountId, script));
+      if (!force && changed.length > 0) throw WorkersErrors.secretsChanged(changed);
+      const row = liveRowOf(v, old.created_on, deployment.createdOn);
+      await this.upsertLive(tx, row);
+      await this.recordDeployment(tx, accountId, script, deployment);
+      const unnamed = await this.prune(tx, accountId, script);
+      await this.announce(tx, script);
+      return [row, unnamed] as const;
+    });
+    await this.deleteModules(unnamed);
+    return toRecord(live);
+  }
+
+  async versions(accountId: string, script: string, page: number, perPage: number): Promise<{ items: VersionRecord[]; total: number }> {
+    if (!(await this.row(this.pg, accountId, script))) throw WorkersErrors.scriptNotFound();
+    const items = await this.pg.rows<VersionRow>(
+      `SELECT ${VERSION_COLUMNS} FROM workers.versions WHERE account_id = $1 AND script = $2 ORDER BY number DESC LIMIT $3 OFFSET $4`,
+      [accountId, script, perPage, (page - 1) * perPage],
+    );
+    const total = await this.pg.row<{ n: string }>("SELECT count(*) AS n FROM workers.versions WHERE account_id = $1 AND script = $2", [accountId, script]);
+    return { items: items.map(toVersion), total: Number(total!.n) };
+  }
+
+  async version(accountId: string, script: string, id: string): Promise<VersionRecord | undefined> {
+    const r = await this.versionRow(this.pg, accountId, script, id);
+    return r && toVersion(r);
+  }
+
+  async deployments(accountId: string, script: string): Promise<DeploymentRecord[]> {
+    if (!(await this.row(this.pg, accountId, script))) throw WorkersErrors.scriptNotFound();
+    return (await this.deploymentRows(this.pg, accountId, script)).map(toDeployment);
   }
 
   async delete(accountId: string, name: string): Promise<boolean> {
     const removed = await this.pg.withTransaction(async (tx) => {
+      const versions = await tx.rows<{ modules: string }>("SELECT modules FROM workers.versions WHERE account_id = $1 AND script = $2", [accountId, name]);
       const old = await tx.row<{ modules: string }>("DELETE FROM workers.scripts WHERE account_id = $1 AND name = $2 RETURNING modules", [accountId, name]);
-      if (old) await this.announce(tx, name);
-      return old && (JSON.parse(old.modules) as ModuleRef[]);
+      if (!old) return undefined;
+      await this.announce(tx, name);
+      return unnamedModules([old, ...versions], []);
     });
     if (!removed) return false;
     await this.deleteModules(removed);
@@ -156,24 +309,33 @@ export class PgWorkersStore extends ModuleContent implements WorkersStore {
     );
   }
 
-  async changeSecret(accountId: string, script: string, name: string, value: string | undefined, versionId: string): Promise<boolean> {
-    return this.pg.withTransaction(async (tx) => {
-      if (!(await this.row(tx, accountId, script, true))) throw WorkersErrors.scriptNotFound();
+  async changeSecret(
+    accountId: string,
+    script: string,
+    name: string,
+    value: string | undefined,
+    versionId: string,
+    author: ChangeAuthor = { source: "api" },
+  ): Promise<boolean> {
+    const [changed, unnamed] = await this.pg.withTransaction(async (tx) => {
+      const live = await this.row(tx, accountId, script, true);
+      if (!live) throw WorkersErrors.scriptNotFound();
       const changed =
         value === undefined
           ? (await tx.execute("DELETE FROM workers.secrets WHERE account_id = $1 AND script = $2 AND name = $3", [accountId, script, name])) > 0
           : (await this.putSecret(tx, accountId, script, name, value)) > 0;
-      if (changed) {
-        await tx.execute("UPDATE workers.scripts SET version_id = $1, modified_on = $2 WHERE account_id = $3 AND name = $4", [
-          versionId,
-          new Date().toISOString(),
-          accountId,
-          script,
-        ]);
-        await this.announce(tx, script);
-      }
-      return changed;
+      if (!changed) return [false, []] as const;
+      const now = new Date().toISOString();
+      await tx.execute("UPDATE workers.scripts SET version_id = $1, modified_on = $2 WHERE account_id = $3 AND name = $4", [versionId, now, accountId, script]);
+      const meta: VersionMeta = { ...author, triggeredBy: "secret" };
+      await this.keepVersion(tx, { ...toRecord(live), versionId, modifiedOn: now }, meta);
+      await this.recordDeployment(tx, accountId, script, deploymentOf(versionId, now, meta));
+      const unnamed = await this.prune(tx, accountId, script);
+      await this.announce(tx, script);
+      return [true, unnamed] as const;
     });
+    await this.deleteModules(unnamed);
+    return changed;
   }
 
   private async schedulesOf(on: SqlRunner, accountId: string, script: string): Promise<Schedule[]> {

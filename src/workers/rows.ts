@@ -1,5 +1,6 @@
+import { createHash, randomUUID } from "node:crypto";
 import type { Binding } from "./bindings/registry.js";
-import type { ModuleRef, ScriptRecord } from "./store.js";
+import type { DeploymentRecord, ModuleRef, ScriptRecord, VersionMeta, VersionRecord, VersionTrigger } from "./store.js";
 
 /** A script as both backends keep it: JSON text for the lists, ISO times as text. */
 export interface ScriptRow {
@@ -48,3 +49,159 @@ export const toRow = (script: ScriptRecord, createdOn: string): ScriptRow => ({
 /** The content ids the modules of these rows name (what gcContent keeps). */
 export const liveModuleIds = (rows: readonly { modules: string }[]): Set<string> =>
   new Set(rows.flatMap((r) => (JSON.parse(r.modules) as ModuleRef[]).map((m) => m.contentId)));
+
+/** A kept version as both backends keep it; `secrets` is JSON name -> digest of the sealed value (secretStamps). */
+export interface VersionRow {
+  account_id: string;
+  script: string;
+  id: string;
+  number: number;
+  etag: string;
+  main_module: string;
+  compatibility_date: string;
+  compatibility_flags: string;
+  bindings: string;
+  modules: string;
+  secrets: string;
+  triggered_by: string;
+  message: string | null;
+  tag: string | null;
+  source: string;
+  author: string | null;
+  created_on: string;
+}
+
+export const VERSION_COLUMNS =
+  "account_id, script, id, number, etag, main_module, compatibility_date, compatibility_flags, bindings, modules, secrets, triggered_by, message, tag, source, author, created_on";
+
+export const toVersion = (r: VersionRow): VersionRecord => ({
+  accountId: r.account_id,
+  script: r.script,
+  id: r.id,
+  number: Number(r.number),
+  etag: r.etag,
+  mainModule: r.main_module,
+  compatibilityDate: r.compatibility_date,
+  compatibilityFlags: JSON.parse(r.compatibility_flags) as string[],
+  bindings: JSON.parse(r.bindings) as Binding[],
+  modules: JSON.parse(r.modules) as ModuleRef[],
+  secretNames: Object.keys(JSON.parse(r.secrets) as Record<string, string>).sort(),
+  triggeredBy: r.triggered_by as VersionTrigger,
+  ...(r.message !== null && { message: r.message }),
+  ...(r.tag !== null && { tag: r.tag }),
+  source: r.source,
+  ...(r.author !== null && { author: r.author }),
+  createdOn: r.created_on,
+});
+
+/** The row of a new version of `script` (its content), numbered `number`, made with secrets `stamps`. */
+export const versionRow = (script: ScriptRecord, number: number, stamps: Map<string, string>, meta: VersionMeta, createdOn: string): VersionRow => ({
+  account_id: script.accountId,
+  script: script.name,
+  id: script.versionId,
+  number,
+  etag: script.etag,
+  main_module: script.mainModule,
+  compatibility_date: script.compatibilityDate,
+  compatibility_flags: JSON.stringify(script.compatibilityFlags),
+  bindings: JSON.stringify(script.bindings),
+  modules: JSON.stringify(script.modules),
+  secrets: JSON.stringify(Object.fromEntries(stamps)),
+  triggered_by: meta.triggeredBy,
+  message: meta.message ?? null,
+  tag: meta.tag ?? null,
+  source: meta.source,
+  author: meta.author ?? null,
+  created_on: createdOn,
+});
+
+/** The script record a kept version makes when it goes live (the script keeps its first `createdOn`). */
+export const liveRowOf = (v: VersionRow, createdOn: string, modifiedOn: string): ScriptRow => ({
+  account_id: v.account_id,
+  name: v.script,
+  version_id: v.id,
+  etag: v.etag,
+  main_module: v.main_module,
+  compatibility_date: v.compatibility_date,
+  compatibility_flags: v.compatibility_flags,
+  bindings: v.bindings,
+  modules: v.modules,
+  created_on: createdOn,
+  modified_on: modifiedOn,
+});
+
+export interface DeploymentRow {
+  account_id: string;
+  script: string;
+  id: string;
+  seq: number;
+  versions: string;
+  triggered_by: string | null;
+  message: string | null;
+  source: string;
+  author: string | null;
+  created_on: string;
+}
+
+export const DEPLOYMENT_COLUMNS = "account_id, script, id, seq, versions, triggered_by, message, source, author, created_on";
+
+export const toDeployment = (r: DeploymentRow): DeploymentRecord => ({
+  id: r.id,
+  createdOn: r.created_on,
+  source: r.source,
+  ...(r.author !== null && { author: r.author }),
+  ...(r.message !== null && { message: r.message }),
+  ...(r.triggered_by !== null && { triggeredBy: r.triggered_by as VersionTrigger }),
+  versions: (JSON.parse(r.versions) as { version_id: string; percentage: number }[]).map((v) => ({ versionId: v.version_id, percentage: v.percentage })),
+});
+
+export const deploymentRow = (accountId: string, script: string, seq: number, d: DeploymentRecord): DeploymentRow => ({
+  account_id: accountId,
+  script,
+  id: d.id,
+  seq,
+  versions: JSON.stringify(d.versions.map((v) => ({ version_id: v.versionId, percentage: v.percentage }))),
+  triggered_by: d.triggeredBy ?? null,
+  message: d.message ?? null,
+  source: d.source,
+  author: d.author ?? null,
+  created_on: d.createdOn,
+});
+
+/** A deployment of one version at 100%, as a save or a secret change records it. */
+export const deploymentOf = (versionId: string, createdOn: string, meta: VersionMeta): DeploymentRecord => ({
+  id: randomUUID(),
+  createdOn,
+  source: meta.source,
+  ...(meta.author !== undefined && { author: meta.author }),
+  ...(meta.message !== undefined && { message: meta.message }),
+  triggeredBy: meta.triggeredBy,
+  versions: [{ versionId, percentage: 100 }],
+});
+
+/**
+ * What tells a script's secrets apart over time without keeping their values: name -> digest of the sealed value.
+ * Sealing uses a fresh nonce, so setting a secret again (even to the same text) changes its digest.
+ */
+export const secretStamps = (rows: readonly { name: string; value: string }[]): Map<string, string> =>
+  new Map(rows.map((r) => [r.name, createHash("sha256").update(r.value).digest("hex").slice(0, 32)]));
+
+/** The secrets added, removed or set again since a version was made (`then`: its `secrets` column), by name. */
+export function changedSecrets(then: string, now: Map<string, string>): string[] {
+  const old = new Map(Object.entries(JSON.parse(then) as Record<string, string>));
+  const names = new Set([...old.keys(), ...now.keys()]);
+  return [...names].filter((n) => old.get(n) !== now.get(n)).sort();
+}
+
+/** Which of a script's versions (newest first) go so that `keep` stay: the oldest, never the live one (it counts among those kept). */
+export function versionsToPrune<T extends { id: string }>(newestFirst: readonly T[], liveId: string, keep: number): T[] {
+  const others = newestFirst.filter((v) => v.id !== liveId);
+  return others.slice(Math.max(0, keep - (others.length < newestFirst.length ? 1 : 0)));
+}
+
+/** The module refs of `gone` that none of `kept` names (what may be deleted once the change committed). */
+export function unnamedModules(gone: readonly { modules: string }[], kept: readonly { modules: string }[]): ModuleRef[] {
+  const keptIds = liveModuleIds(kept);
+  const seen = new Set<string>();
+  return gone.flatMap((r) => JSON.parse(r.modules) as ModuleRef[]).filter((m) => !keptIds.has(m.contentId) && !seen.has(m.contentId) && seen.add(m.contentId));
+}

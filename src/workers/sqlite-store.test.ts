@@ -60,3 +60,34 @@ test("secrets stored in clear by an older version are sealed when the store open
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test("a script saved before versions were kept starts with its live version kept and one deployment of it", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "edge-workers-store-"));
+  const file = join(dir, "workers.sqlite");
+  try {
+    const old = openDatabase(file, WORKERS_MIGRATIONS.slice(0, 3));
+    old
+      .prepare(
+        `INSERT INTO scripts (account_id, name, version_id, etag, main_module, compatibility_date, compatibility_flags, bindings, modules, created_on, modified_on)
+       VALUES ('acct', 'app', 'v1', 'e', 'index.js', '2024-09-01', '["nodejs_compat"]', '[]', '[]', 'then', 'now')`,
+      )
+      .run();
+    old.close();
+    const store = new SqliteWorkersStore(
+      openDatabase(file, WORKERS_MIGRATIONS),
+      new FileContentStore(join(dir, "content")),
+      SecretBox.fromKey(randomBytes(32)),
+    );
+    const { items } = await store.versions("acct", "app", 1, 10);
+    assert.deepEqual(
+      items.map((v) => [v.id, v.number, v.compatibilityFlags, v.createdOn, v.triggeredBy]),
+      [["v1", 1, ["nodejs_compat"], "now", "upload"]],
+    );
+    assert.deepEqual(
+      (await store.deployments("acct", "app")).map((d) => [d.id, d.versions]),
+      [["v1", [{ versionId: "v1", percentage: 100 }]]],
+    );
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});

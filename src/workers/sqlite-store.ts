@@ -3,8 +3,46 @@ import type { Db } from "../core/db/sqlite.js";
 import type { SecretBox } from "../core/secret-box.js";
 import { WorkersErrors } from "./errors.js";
 import { ModuleContent } from "./module-content.js";
-import { liveModuleIds, toRecord, toRow, type ScriptRow } from "./rows.js";
-import { secretSealContext, type ModuleRef, type Schedule, type ScriptRecord, type ScriptSchedule, type WorkersStore } from "./store.js";
+import {
+  changedSecrets,
+  DEPLOYMENT_COLUMNS,
+  deploymentOf,
+  deploymentRow,
+  liveModuleIds,
+  liveRowOf,
+  secretStamps,
+  toDeployment,
+  toRecord,
+  toRow,
+  toVersion,
+  unnamedModules,
+  VERSION_COLUMNS,
+  versionRow,
+  versionsToPrune,
+  type DeploymentRow,
+  type ScriptRow,
+  type VersionRow,
+} from "./rows.js";
+import {
+  secretSealContext,
+  VersionLimits,
+  type ChangeAuthor,
+  type DeploymentRecord,
+  type ModuleRef,
+  type Schedule,
+  type ScriptRecord,
+  type ScriptSchedule,
+  type VersionMeta,
+  type VersionRecord,
+  type WorkersStore,
+} from "./store.js";
+
+const UPLOAD: VersionMeta = { triggeredBy: "upload", source: "api" };
+const named = (cols: string) =>
+  cols
+    .split(", ")
+    .map((c) => `@${c}`)
+    .join(", ");
 
 /** The SQLite WorkersStore (`<state>/db/workers.sqlite`); module bytes live in the content store. */
 export class SqliteWorkersStore extends ModuleContent implements WorkersStore {
@@ -30,6 +68,24 @@ export class SqliteWorkersStore extends ModuleContent implements WorkersStore {
       ),
       touch: db.prepare<[string, string, string, string]>("UPDATE scripts SET version_id = ?, modified_on = ? WHERE account_id = ? AND name = ?"),
       del: db.prepare<[string, string]>("DELETE FROM scripts WHERE account_id = ? AND name = ?"),
+      allVersionModules: db.prepare<[], { modules: string }>("SELECT modules FROM versions"),
+      versionModules: db.prepare<[string, string], { id: string; modules: string }>(
+        "SELECT id, modules FROM versions WHERE account_id = ? AND script = ? ORDER BY number DESC",
+      ),
+      version: db.prepare<[string, string, string], VersionRow>(`SELECT ${VERSION_COLUMNS} FROM versions WHERE account_id = ? AND script = ? AND id = ?`),
+      versionPage: db.prepare<[string, string, number, number], VersionRow>(
+        `SELECT ${VERSION_COLUMNS} FROM versions WHERE account_id = ? AND script = ? ORDER BY number DESC LIMIT ? OFFSET ?`,
+      ),
+      countVersions: db.prepare<[string, string], { n: number }>("SELECT count(*) AS n FROM versions WHERE account_id = ? AND script = ?"),
+      nextNumber: db.prepare<[string, string], { n: number }>("SELECT coalesce(max(number), 0) + 1 AS n FROM versions WHERE account_id = ? AND script = ?"),
+      putVersion: db.prepare(`INSERT INTO versions (${VERSION_COLUMNS}) VALUES (${named(VERSION_COLUMNS)})`),
+      delVersion: db.prepare<[string, string, string]>("DELETE FROM versions WHERE account_id = ? AND script = ? AND id = ?"),
+      deployments: db.prepare<[string, string], DeploymentRow>(
+        `SELECT ${DEPLOYMENT_COLUMNS} FROM deployments WHERE account_id = ? AND script = ? ORDER BY seq DESC`,
+      ),
+      nextSeq: db.prepare<[string, string], { n: number }>("SELECT coalesce(max(seq), 0) + 1 AS n FROM deployments WHERE account_id = ? AND script = ?"),
+      putDeployment: db.prepare(`INSERT INTO deployments (${DEPLOYMENT_COLUMNS}) VALUES (${named(DEPLOYMENT_COLUMNS)})`),
+      delDeployment: db.prepare<[string, string, string]>("DELETE FROM deployments WHERE account_id = ? AND script = ? AND id = ?"),
       secretNames: db.prepare<[string, string], { name: string }>("SELECT name FROM secrets WHERE account_id = ? AND script = ? ORDER BY name"),
       secrets: db.prepare<[string, string], { name: string; value: string }>(
         "SELECT name, value FROM secrets WHERE account_id = ? AND script = ? ORDER BY name",
@@ -110,27 +166,112 @@ export class SqliteWorkersStore extends ModuleContent implements WorkersStore {
   }
 
   async gcContent(graceMs?: number): Promise<number> {
-    return this.gcModules(liveModuleIds(this.q.all.all()), graceMs);
+    return this.gcModules(liveModuleIds([...this.q.all.all(), ...this.q.allVersionModules.all()]), graceMs);
   }
 
-  async save(script: ScriptRecord, secrets: readonly { name: string; text: string }[]): Promise<void> {
-    const replaced = this.db.transaction(() => {
+  private stampsNow(accountId: string, script: string): Map<string, string> {
+    return secretStamps(this.q.secrets.all(accountId, script));
+  }
+
+  /** Keeps `script`'s content as a new version (inside the caller's transaction). */
+  private keepVersion(script: ScriptRecord, meta: VersionMeta): VersionRow {
+    const number = this.q.nextNumber.get(script.accountId, script.name)!.n;
+    const row = versionRow(script, number, this.stampsNow(script.accountId, script.name), meta, script.modifiedOn);
+    this.q.putVersion.run(row);
+    return row;
+  }
+
+  private recordDeployment(accountId: string, script: string, d: DeploymentRecord): void {
+    this.q.putDeployment.run(deploymentRow(accountId, script, this.q.nextSeq.get(accountId, script)!.n, d));
+  }
+
+  /** Removes the versions and deployments past the limits (inside the caller's transaction); answers the module bytes no longer named. */
+  private prune(accountId: string, script: string): ModuleRef[] {
+    const live = this.q.get.get(accountId, script)!;
+    const versions = this.q.versionModules.all(accountId, script);
+    const gone = versionsToPrune(versions, live.version_id, VersionLimits.versions);
+    const goneIds = new Set(gone.map((v) => v.id));
+    for (const v of gone) this.q.delVersion.run(accountId, script, v.id);
+    this.q.deployments.all(accountId, script).forEach((d, i) => {
+      const names = toDeployment(d).versions.some((v) => goneIds.has(v.versionId));
+      if (names || i >= VersionLimits.deployments) this.q.delDeployment.run(accountId, script, d.id);
+    });
+    return unnamedModules(gone, [live, ...versions.filter((v) => !goneIds.has(v.id))]);
+  }
+
+  async save(script: ScriptRecord, secrets: readonly { name: string; text: string }[], meta: VersionMeta = UPLOAD): Promise<void> {
+    const unnamed = this.db.transaction(() => {
       const owner = this.q.byName.get(script.name);
       if (owner && owner.account_id !== script.accountId) throw WorkersErrors.nameTaken(script.name);
       const old = this.getSync(script.accountId, script.name);
       this.q.upsert.run(toRow(script, old?.createdOn ?? script.createdOn));
       for (const s of secrets) this.q.putSecret.run(script.accountId, script.name, s.name, this.sealed(script.accountId, script.name, s.name, s.text));
-      return old?.modules ?? [];
+      this.keepVersion(script, meta);
+      this.recordDeployment(script.accountId, script.name, deploymentOf(script.versionId, script.modifiedOn, meta));
+      return this.prune(script.accountId, script.name);
     })();
-    const kept = new Set(script.modules.map((m) => m.contentId));
-    await this.deleteModules(replaced.filter((m) => !kept.has(m.contentId)));
+    await this.deleteModules(unnamed);
+  }
+
+  async addVersion(script: ScriptRecord, meta: VersionMeta): Promise<VersionRecord> {
+    const [row, unnamed] = this.db.transaction(() => {
+      if (!this.q.get.get(script.accountId, script.name)) throw WorkersErrors.scriptNotFound();
+      const kept = this.keepVersion(script, meta);
+      return [kept, this.prune(script.accountId, script.name)] as const;
+    })();
+    await this.deleteModules(unnamed);
+    return toVersion(row);
+  }
+
+  async secretsChangedSince(accountId: string, script: string, versionId: string): Promise<string[]> {
+    const v = this.q.version.get(accountId, script, versionId);
+    if (!v) throw WorkersErrors.versionNotFound(versionId);
+    return changedSecrets(v.secrets, this.stampsNow(accountId, script));
+  }
+
+  async deploy(accountId: string, script: string, deployment: DeploymentRecord, force: boolean): Promise<ScriptRecord> {
+    const [live, unnamed] = this.db.transaction(() => {
+      const old = this.q.get.get(accountId, script);
+      if (!old) throw WorkersErrors.scriptNotFound();
+      const versionId = deployment.versions[0].versionId;
+      const v = this.q.version.get(accountId, script, versionId);
+      if (!v) throw WorkersErrors.versionNotFound(versionId);
+      const changed = changedSecrets(v.secrets, this.stampsNow(accountId, script));
+      if (!force && changed.length > 0) throw WorkersErrors.secretsChanged(changed);
+      const row = liveRowOf(v, old.created_on, deployment.createdOn);
+      this.q.upsert.run(row);
+      this.recordDeployment(accountId, script, deployment);
+      return [row, this.prune(accountId, script)] as const;
+    })();
+    await this.deleteModules(unnamed);
+    return toRecord(live);
+  }
+
+  async versions(accountId: string, script: string, page: number, perPage: number): Promise<{ items: VersionRecord[]; total: number }> {
+    if (!this.q.get.get(accountId, script)) throw WorkersErrors.scriptNotFound();
+    return {
+      items: this.q.versionPage.all(accountId, script, perPage, (page - 1) * perPage).map(toVersion),
+      total: this.q.countVersions.get(accountId, script)!.n,
+    };
+  }
+
+  async version(accountId: string, script: string, id: string): Promise<VersionRecord | undefined> {
+    const r = this.q.version.get(accountId, script, id);
+    return r && toVersion(r);
+  }
+
+  async deployments(accountId: string, script: string): Promise<DeploymentRecord[]> {
+    if (!this.q.get.get(accountId, script)) throw WorkersErrors.scriptNotFound();
+    return this.q.deployments.all(accountId, script).map(toDeployment);
   }
 
   async delete(accountId: string, name: string): Promise<boolean> {
     const removed = this.db.transaction(() => {
-      const old = this.getSync(accountId, name);
-      if (old) this.q.del.run(accountId, name);
-      return old?.modules;
+      const old = this.q.get.get(accountId, name);
+      if (!old) return undefined;
+      const versions = this.q.versionModules.all(accountId, name);
+      this.q.del.run(accountId, name);
+      return unnamedModules([old, ...versions], []);
     })();
     if (!removed) return false;
     await this.deleteModules(removed);
@@ -145,16 +286,31 @@ export class SqliteWorkersStore extends ModuleContent implements WorkersStore {
     return new Map(this.q.secrets.all(accountId, script).map((r) => [r.name, this.box.open(r.value, secretSealContext(accountId, script, r.name))]));
   }
 
-  async changeSecret(accountId: string, script: string, name: string, value: string | undefined, versionId: string): Promise<boolean> {
-    return this.db.transaction(() => {
-      if (!this.q.get.get(accountId, script)) throw WorkersErrors.scriptNotFound();
+  async changeSecret(
+    accountId: string,
+    script: string,
+    name: string,
+    value: string | undefined,
+    versionId: string,
+    author: ChangeAuthor = { source: "api" },
+  ): Promise<boolean> {
+    const [changed, unnamed] = this.db.transaction(() => {
+      const live = this.getSync(accountId, script);
+      if (!live) throw WorkersErrors.scriptNotFound();
       const changed =
         value === undefined
           ? this.q.delSecret.run(accountId, script, name).changes > 0
           : this.q.putSecret.run(accountId, script, name, this.sealed(accountId, script, name, value)).changes > 0;
-      if (changed) this.q.touch.run(versionId, new Date().toISOString(), accountId, script);
-      return changed;
+      if (!changed) return [false, []] as const;
+      const now = new Date().toISOString();
+      this.q.touch.run(versionId, now, accountId, script);
+      const meta: VersionMeta = { ...author, triggeredBy: "secret" };
+      this.keepVersion({ ...live, versionId, modifiedOn: now }, meta);
+      this.recordDeployment(accountId, script, deploymentOf(versionId, now, meta));
+      return [true, this.prune(accountId, script)] as const;
     })();
+    await this.deleteModules(unnamed);
+    return changed;
   }
 
   async schedules(accountId: string, script: string): Promise<Schedule[]> {

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { EdgeError } from "../core/errors.js";
 import { storeContract } from "../core/testing/contract.js";
 import { WorkersCodes } from "./errors.js";
-import type { ModuleRef, ScriptRecord, WorkersStore } from "./store.js";
+import { VersionLimits, type DeploymentRecord, type ModuleRef, type ScriptRecord, type VersionMeta, type WorkersStore } from "./store.js";
 
 const A = "a".repeat(32);
 const B = "b".repeat(32);
@@ -70,7 +70,7 @@ export const describeWorkersStore = storeContract<WorkersStore>("WorkersStore", 
     );
   });
 
-  it("a new version replaces the record (version id, etag, modules, modified time) and keeps the creation time; the bytes it no longer names are removed", async (store) => {
+  it("a new version replaces the record (version id, etag, modules, modified time) and keeps the creation time; the replaced version is kept with its bytes", async (store) => {
     const first = await version(store, A, "app", { "index.js": "one", "lib.js": "lib" });
     await store.save(first, []);
     const second = await version(store, A, "app", { "index.js": "two" });
@@ -84,7 +84,149 @@ export const describeWorkersStore = storeContract<WorkersStore>("WorkersStore", 
       (await store.readModules(now.modules)).map((m) => [m.name, m.kind, m.content.toString()]),
       [["index.js", "esModule", "two"]],
     );
-    for (const m of first.modules) await assert.rejects(store.readModules([m]), `${m.name} of the replaced version is gone`);
+    assert.equal((await store.readModules(first.modules)).length, 2, "the replaced version's bytes stay: it is kept");
+    const kept = await store.versions(A, "app", 1, 10);
+    assert.deepEqual(
+      kept.items.map((v) => [v.id, v.number, v.triggeredBy]),
+      [
+        [second.versionId, 2, "upload"],
+        [first.versionId, 1, "upload"],
+      ],
+    );
+    assert.equal(kept.total, 2);
+    assert.deepEqual(
+      (await store.deployments(A, "app")).map((d) => d.versions),
+      [[{ versionId: second.versionId, percentage: 100 }], [{ versionId: first.versionId, percentage: 100 }]],
+      "each save is a deployment at 100%, newest first",
+    );
+  });
+
+  const wrangler: VersionMeta = { triggeredBy: "upload", source: "wrangler", author: "dev@example.com", message: "try it", tag: "v2" };
+  const deploymentOf = (versionId: string, extra: Partial<DeploymentRecord> = {}): DeploymentRecord => ({
+    id: `d-${later()}`,
+    createdOn: later(),
+    source: "wrangler",
+    versions: [{ versionId, percentage: 100 }],
+    ...extra,
+  });
+
+  it("versions: one added is kept without going live; a deployment makes it live and a later one goes back; paged newest first", async (store) => {
+    const first = await version(store, A, "app", { "index.js": "one" }, { bindings: [{ type: "plain_text", name: "V", text: "1" }] });
+    await store.save(first, []);
+    const second = await version(store, A, "app", { "index.js": "two" }, { compatibilityFlags: ["nodejs_compat"] });
+    const added = await store.addVersion(second, wrangler);
+    assert.deepEqual(
+      { ...added, modules: undefined },
+      {
+        accountId: A,
+        script: "app",
+        id: second.versionId,
+        number: 2,
+        etag: second.etag,
+        mainModule: "index.js",
+        compatibilityDate: "2024-09-01",
+        compatibilityFlags: ["nodejs_compat"],
+        bindings: [],
+        modules: undefined,
+        secretNames: [],
+        triggeredBy: "upload",
+        source: "wrangler",
+        author: "dev@example.com",
+        message: "try it",
+        tag: "v2",
+        createdOn: second.modifiedOn,
+      },
+    );
+    assert.deepEqual(await store.version(A, "app", second.versionId), added);
+    assert.equal((await store.get(A, "app"))!.versionId, first.versionId, "adding a version does not deploy it");
+    assert.equal((await store.deployments(A, "app")).length, 1);
+
+    const d = deploymentOf(second.versionId, { message: "ship", author: "dev@example.com" });
+    const live = await store.deploy(A, "app", d, false);
+    assert.equal(live.versionId, second.versionId);
+    assert.deepEqual(await store.get(A, "app"), live);
+    assert.deepEqual(live.compatibilityFlags, ["nodejs_compat"]);
+    assert.equal(live.createdOn, first.createdOn, "the Worker keeps its creation time");
+    assert.deepEqual((await store.deployments(A, "app"))[0], d);
+
+    const back = await store.deploy(A, "app", deploymentOf(first.versionId), false);
+    assert.equal(back.versionId, first.versionId);
+    assert.deepEqual(back.bindings, first.bindings, "a version goes live with its own bindings");
+    assert.deepEqual(
+      (await store.readModules(back.modules)).map((m) => m.content.toString()),
+      ["one"],
+    );
+
+    const page2 = await store.versions(A, "app", 2, 1);
+    assert.deepEqual(
+      page2.items.map((v) => v.id),
+      [first.versionId],
+    );
+    assert.equal(page2.total, 2);
+    await assert.rejects(store.deploy(A, "app", deploymentOf("no-such-version"), false), refusedWith(WorkersCodes.versionNotFound));
+    await assert.rejects(store.addVersion(await version(store, A, "missing", { "index.js": "m" }), wrangler), refusedWith(WorkersCodes.scriptNotFound));
+    await assert.rejects(store.deploy(A, "missing", deploymentOf(first.versionId), false), refusedWith(WorkersCodes.scriptNotFound));
+  });
+
+  it("versions belong to their script and account: another account can neither see nor deploy them", async (store) => {
+    const mine = await version(store, A, "mine", { "index.js": "mine" });
+    await store.save(mine, []);
+    const theirs = await version(store, B, "theirs", { "index.js": "theirs" });
+    await store.save(theirs, []);
+    await assert.rejects(store.versions(B, "mine", 1, 10), refusedWith(WorkersCodes.scriptNotFound));
+    await assert.rejects(store.deployments(B, "mine"), refusedWith(WorkersCodes.scriptNotFound));
+    assert.equal(await store.version(B, "mine", mine.versionId), undefined);
+    assert.equal(await store.version(B, "theirs", mine.versionId), undefined);
+    await assert.rejects(store.deploy(B, "theirs", deploymentOf(mine.versionId), true), refusedWith(WorkersCodes.versionNotFound));
+    await assert.rejects(store.deploy(B, "mine", deploymentOf(mine.versionId), true), refusedWith(WorkersCodes.scriptNotFound));
+    assert.equal((await store.get(B, "theirs"))!.versionId, theirs.versionId);
+  });
+
+  it(`keeps ${VersionLimits.versions} versions per script: the oldest go with their bytes, never the live one; deployments naming them go too`, async (store) => {
+    const live = await version(store, A, "busy", { "index.js": "live" });
+    await store.save(live, []);
+    const second = await version(store, A, "busy", { "index.js": "second" });
+    await store.addVersion(second, wrangler);
+    await store.deploy(A, "busy", deploymentOf(second.versionId), false);
+    const third = await version(store, A, "busy", { "index.js": "third" });
+    await store.addVersion(third, wrangler);
+    await store.deploy(A, "busy", deploymentOf(live.versionId), false);
+    for (let i = 0; i < VersionLimits.versions - 2; i++) await store.addVersion(await version(store, A, "busy", { "index.js": `n${i}` }), wrangler);
+    const { items, total } = await store.versions(A, "busy", 1, VersionLimits.versions);
+    assert.equal(total, VersionLimits.versions);
+    const ids = new Set(items.map((v) => v.id));
+    assert.ok(ids.has(live.versionId), "the live version is kept, however old");
+    assert.ok(!ids.has(second.versionId), "the oldest version that is not live is gone");
+    assert.ok(ids.has(third.versionId));
+    await assert.rejects(store.readModules(second.modules), "with its bytes");
+    assert.equal((await store.readModules(live.modules)).length, 1);
+    const deployed = (await store.deployments(A, "busy")).map((d) => d.versions[0].versionId);
+    assert.deepEqual(deployed, [live.versionId, live.versionId], "the deployment of the removed version went with it");
+  });
+
+  it("secrets across versions: a change is a new version deployed at once; deploying a version made with other secrets needs force", async (store) => {
+    const first = await version(store, A, "app", { "index.js": "x" });
+    await store.save(first, [{ name: "TOKEN", text: "t-1" }]);
+    const second = await version(store, A, "app", { "index.js": "y" });
+    await store.addVersion(second, wrangler);
+    assert.deepEqual(await store.secretsChangedSince(A, "app", first.versionId), []);
+    assert.equal(await store.changeSecret(A, "app", "TOKEN", "t-2", "v-secret", { source: "wrangler", author: "dev@example.com" }), true);
+    const made = (await store.version(A, "app", "v-secret"))!;
+    assert.deepEqual([made.triggeredBy, made.etag, made.secretNames, made.author], ["secret", first.etag, ["TOKEN"], "dev@example.com"]);
+    const [latest] = await store.deployments(A, "app");
+    assert.deepEqual([latest.triggeredBy, latest.versions], ["secret", [{ versionId: "v-secret", percentage: 100 }]]);
+    assert.deepEqual(await store.secretsChangedSince(A, "app", first.versionId), ["TOKEN"], "set again since");
+    assert.deepEqual(await store.secretsChangedSince(A, "app", "v-secret"), []);
+    await assert.rejects(store.deploy(A, "app", deploymentOf(second.versionId), false), (e: unknown) => {
+      assert.ok(e instanceof EdgeError && e.errors[0].code === WorkersCodes.secretsChanged);
+      assert.match(e.errors[0].message, /The following secrets have changed: TOKEN$/);
+      assert.ok(!e.errors[0].message.includes("t-2") && !e.errors[0].message.includes("t-1"), "never a value");
+      return true;
+    });
+    assert.equal((await store.get(A, "app"))!.versionId, "v-secret", "a refused deployment changes nothing");
+    assert.equal((await store.deploy(A, "app", deploymentOf(second.versionId), true)).versionId, second.versionId);
+    assert.equal((await store.secretValues(A, "app")).get("TOKEN"), "t-2", "the Worker's secrets stay as they are");
+    await assert.rejects(store.secretsChangedSince(A, "app", "nope"), refusedWith(WorkersCodes.versionNotFound));
   });
 
   it("a script name belongs to one account on the whole platform: saving it for another is refused and changes nothing", async (store) => {
@@ -170,11 +312,15 @@ export const describeWorkersStore = storeContract<WorkersStore>("WorkersStore", 
   it("deleting a script removes its record, its secrets and its module bytes, and frees its name; deleting a missing one answers false", async (store) => {
     const app = await version(store, A, "doomed", { "index.js": "bye" });
     await store.save(app, [{ name: "S", text: "v" }]);
+    const kept = await version(store, A, "doomed", { "index.js": "not deployed" });
+    await store.addVersion(kept, wrangler);
     assert.equal(await store.delete(B, "doomed"), false, "another account cannot delete it");
     assert.equal(await store.delete(A, "doomed"), true);
     assert.equal(await store.get(A, "doomed"), undefined);
     assert.deepEqual(await store.secretNames(A, "doomed"), []);
     await assert.rejects(store.readModules(app.modules));
+    await assert.rejects(store.readModules(kept.modules), "the bytes of its other versions too");
+    assert.equal(await store.version(A, "doomed", kept.versionId), undefined);
     assert.equal(await store.delete(A, "doomed"), false);
     // A script of that name made again starts without the old secrets, and another account may take the name.
     await store.save(await version(store, B, "doomed", { "index.js": "mine now" }), []);

@@ -35,6 +35,57 @@ export interface ScriptRecord {
   modifiedOn: string;
 }
 
+/** How many versions of a Worker are kept (the hosted rollback limit), and how many of its deployments. */
+export const VersionLimits = { versions: 100, deployments: 10 } as const;
+
+/** Why a version was made (the hosted `workers/triggered_by` annotation): an upload, or a secret change. */
+export type VersionTrigger = "upload" | "secret";
+
+/** Who made a version or a deployment, and how. */
+export interface ChangeAuthor {
+  /** `wrangler` when wrangler made the call, `api` otherwise (the hosted `source`). */
+  source: string;
+  /** The caller's email (`author_email`); absent for changes the platform made itself. */
+  author?: string;
+}
+
+/** What a new version is told apart by, beside its content. */
+export interface VersionMeta extends ChangeAuthor {
+  triggeredBy: VersionTrigger;
+  /** `workers/message` and `workers/tag` of the upload's annotations. */
+  message?: string;
+  tag?: string;
+}
+
+/**
+ * One kept version of a Worker: its own modules, bindings (secrets apart) and compatibility settings. Its secrets
+ * are the script's (their values are not kept per version): `secretNames` are those it was made with.
+ */
+export interface VersionRecord extends VersionMeta {
+  accountId: string;
+  script: string;
+  id: string;
+  /** 1 for the first version of the Worker, one more for each later one. */
+  number: number;
+  etag: string;
+  mainModule: string;
+  compatibilityDate: string;
+  compatibilityFlags: string[];
+  bindings: Binding[];
+  modules: ModuleRef[];
+  secretNames: string[];
+  createdOn: string;
+}
+
+/** One deployment of a Worker: which versions take its traffic, and in which shares (percentages adding up to 100). */
+export interface DeploymentRecord extends ChangeAuthor {
+  id: string;
+  createdOn: string;
+  message?: string;
+  triggeredBy?: VersionTrigger;
+  versions: { versionId: string; percentage: number }[];
+}
+
 /** One cron trigger of a script, as the schedules API shows it. */
 export interface Schedule {
   cron: string;
@@ -60,6 +111,11 @@ export interface ScriptSchedule {
  *   secrets key (`SecretBox`), bound to their row (`secretSealContext`), never stored in clear and never
  *   returned by a method that feeds an API answer (`secretNames`). A store opened with another key refuses to open.
  * - Deleting a script deletes its secrets and its cron triggers; uploading a new version keeps its triggers.
+ * - Every version saved is kept (`versions`), up to `VersionLimits.versions` per script: the oldest beyond that are
+ *   removed with the module bytes no kept version names, never the live one. Saving a version (`save`) or changing a
+ *   secret deploys it: a deployment naming it at 100% is recorded (`deployments`, newest first, the latest
+ *   `VersionLimits.deployments` kept; a deployment naming a removed version is removed with it). `addVersion` keeps a
+ *   version without deploying it; `deploy` makes a kept version live (the script record takes its content).
  * - A tick of a cron trigger is claimed once (`claimTick`): the first claim of a tick wins, any later claim of it or
  *   of an earlier tick loses, so a platform restarted within a tick does not run it twice.
  */
@@ -79,16 +135,37 @@ export interface WorkersStore {
   /** Removes module bytes no record names, older than `graceMs` (left by a crash between writing and saving). */
   gcContent(graceMs?: number): Promise<number>;
 
-  /** Saves a version (keeping the first version's `createdOn`) with the secrets given; other secrets are kept. */
-  save(script: ScriptRecord, secrets: readonly { name: string; text: string }[]): Promise<void>;
+  /**
+   * Saves a version and makes it live (keeping the first version's `createdOn`) with the secrets given; other secrets
+   * are kept. The version is kept and a deployment of it recorded (`meta` says who and why; an upload by default).
+   */
+  save(script: ScriptRecord, secrets: readonly { name: string; text: string }[], meta?: VersionMeta): Promise<void>;
+  /** Keeps a version of an existing script without deploying it. Refused with `scriptNotFound` when there is no such script. */
+  addVersion(script: ScriptRecord, meta: VersionMeta): Promise<VersionRecord>;
+  /**
+   * Makes kept version `deployment.versions[0]` live (at 100%) and records the deployment. Refused with
+   * `scriptNotFound` or `versionNotFound`; with `secretsChanged` (nothing written) when the script's secrets changed
+   * since that version was made, unless `force`.
+   */
+  deploy(accountId: string, script: string, deployment: DeploymentRecord, force: boolean): Promise<ScriptRecord>;
+  /** The secrets added, removed or set again since kept version `versionId` was made, by name. Refused with `versionNotFound`. */
+  secretsChangedSince(accountId: string, script: string, versionId: string): Promise<string[]>;
+  /** A script's kept versions, newest first, `perPage` from page `page` (from 1), with how many there are. */
+  versions(accountId: string, script: string, page: number, perPage: number): Promise<{ items: VersionRecord[]; total: number }>;
+  version(accountId: string, script: string, id: string): Promise<VersionRecord | undefined>;
+  /** A script's kept deployments, newest first. */
+  deployments(accountId: string, script: string): Promise<DeploymentRecord[]>;
   /** Removes a script and its secrets; false when there was none. */
   delete(accountId: string, name: string): Promise<boolean>;
 
   secretNames(accountId: string, script: string): Promise<string[]>;
   /** Secret values, for the runtime only (never for an API answer). */
   secretValues(accountId: string, script: string): Promise<Map<string, string>>;
-  /** Sets (`value`) or removes (undefined) one secret and gives the script `versionId`, at once; false when nothing changed. Refused with `scriptNotFound` when there is no such script. */
-  changeSecret(accountId: string, script: string, name: string, value: string | undefined, versionId: string): Promise<boolean>;
+  /**
+   * Sets (`value`) or removes (undefined) one secret and deploys a new version `versionId` (the live one's content), at
+   * once; false when nothing changed. Refused with `scriptNotFound` when there is no such script.
+   */
+  changeSecret(accountId: string, script: string, name: string, value: string | undefined, versionId: string, author?: ChangeAuthor): Promise<boolean>;
 
   /** A script's cron triggers, oldest first. Refused with `scriptNotFound` when there is no such script. */
   schedules(accountId: string, script: string): Promise<Schedule[]>;

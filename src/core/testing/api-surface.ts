@@ -465,6 +465,7 @@ export const ENDPOINTS: readonly Endpoint[] = [
   read("workers", (f) => `${acct(f)}/workers/services/${f.script ?? "none"}`),
   read("workers", (f) => `${acct(f)}/workers/workers/${f.script ?? "none"}`),
   read("workers", (f) => `${script(f)}/versions`),
+  read("workers", (f) => `${script(f)}/versions/${"0".repeat(8)}-0000-4000-8000-${"0".repeat(12)}`),
   read("workers", (f) => `${script(f)}/deployments`),
   send(
     "workers",

@@ -126,7 +126,7 @@ test("a compatibility date later than the runtime's runs with the runtime's newe
   for (const name of ["from-the-future", "from-the-past"]) assert.equal((await p.api("DELETE", `${scripts()}/${name}`)).status, 200);
 });
 
-test("wrangler 3's versions flow: upload a version, deploy it at 100%, patch script settings", async () => {
+test("wrangler 3's versions flow: upload a version (not live yet), deploy it at 100%, patch script settings", async () => {
   assert.equal((await uploadScript(p, "versioned", hello)).status, 200);
   const form = new FormData();
   form.append(
@@ -149,9 +149,11 @@ test("wrangler 3's versions flow: upload a version, deploy it at 100%, patch scr
   const version = ((await res.body.json()) as any).result;
   assert.equal(res.statusCode, 200);
   assert.match(version.id, /^[0-9a-f-]{36}$/);
-  assert.equal((await hit(p, "versioned", "/")).text, "hello v2");
+  assert.equal(version.number, 2);
+  assert.equal((await hit(p, "versioned", "/")).text, "hello ", "an uploaded version is not live before a deployment names it");
   const dep = await p.api("POST", `${scripts()}/versioned/deployments`, { strategy: "percentage", versions: [{ version_id: version.id, percentage: 100 }] });
   assert.equal(dep.status, 200);
+  assert.equal((await hit(p, "versioned", "/")).text, "hello v2");
   const split = await p.api("POST", `${scripts()}/versioned/deployments`, {
     strategy: "percentage",
     versions: [
@@ -160,7 +162,7 @@ test("wrangler 3's versions flow: upload a version, deploy it at 100%, patch scr
     ],
   });
   assert.equal(split.status, 400);
-  assert.match(split.body.errors[0].message, /one version per Worker/);
+  assert.match(split.body.errors[0].message, /split \(gradual\) deployments are not supported/);
   assert.equal((await p.api("PATCH", `${scripts()}/versioned/script-settings`, { logpush: false, observability: { enabled: false } })).status, 200);
   assert.equal((await p.api("GET", `${scripts()}/versioned/versions`)).body.result.items[0].id, version.id);
 });

@@ -1,3 +1,4 @@
+import { randomUUID } from "node:crypto";
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { z } from "zod";
 import { ok } from "../../core/http/envelope.js";
@@ -5,10 +6,10 @@ import { parseWith } from "../../core/http/validate.js";
 import { bindingName } from "../bindings/binding-type.js";
 import type { ScriptDeployer } from "../deployer.js";
 import { WorkersCodes, WorkersErrors, WorkersMessages } from "../errors.js";
-import type { ScriptRecord, WorkersStore } from "../store.js";
+import { VersionLimits, type ChangeAuthor, type DeploymentRecord, type ScriptRecord, type VersionRecord, type WorkersStore } from "../store.js";
 import { registerScheduleRoutes } from "./schedules.js";
 import { checkScriptSettings, checkSubdomainChange, SCRIPT_SETTINGS, SUBDOMAIN_STATE } from "./settings.js";
-import { MODULE_CONTENT_TYPES, readUpload, secretText } from "./upload.js";
+import { MODULE_CONTENT_TYPES, readUpload, secretText, type ParsedUpload } from "./upload.js";
 
 export interface WorkersRouteDeps {
   store: WorkersStore;
@@ -26,7 +27,7 @@ export interface WorkersRouteDeps {
   migrationTag(accountId: string, name: string): Promise<string | undefined>;
 }
 
-type Params = { account_id: string; name: string; secret: string };
+type Params = { account_id: string; name: string; secret: string; version_id: string };
 
 const read = { config: { permission: "workers_read" } } as const;
 const edit = { config: { permission: "workers_edit" } } as const;
@@ -39,7 +40,34 @@ const secretSchema = z.object({
 
 const deploymentSchema = z.object({
   strategy: z.literal("percentage").default("percentage"),
-  versions: z.array(z.object({ version_id: z.string(), percentage: z.number() })).min(1),
+  versions: z
+    .array(z.object({ version_id: z.string().max(64), percentage: z.number().min(0).max(100) }))
+    .min(1)
+    .max(2),
+  // wrangler sends `"workers/message": undefined` as no key; the rollback prompt allows 120 characters.
+  annotations: z.looseObject({ "workers/message": z.string().max(1000).optional() }).optional(),
+});
+
+const versionPageSchema = z.object({
+  page: z.coerce.number().int().min(1).default(1),
+  // 10 is what `wrangler versions list` shows ("the 10 most recent"); every kept version fits in the largest page.
+  per_page: z.coerce.number().int().min(1).max(VersionLimits.versions).default(10),
+  // Every kept version can be deployed here, so `?deployable=true` lists the same versions.
+  deployable: z.enum(["true", "false"]).optional(),
+});
+
+const deployQuerySchema = z.object({ force: z.enum(["true", "false"]).optional() });
+
+/** Who makes a change: the caller's email, and whether wrangler made the call (its User-Agent is `wrangler/<version>`). */
+const authorOf = (req: FastifyRequest): ChangeAuthor => ({
+  source: /^wrangler\//.test(req.headers["user-agent"] ?? "") ? "wrangler" : "api",
+  author: req.principal.email,
+});
+const uploadMeta = (req: FastifyRequest, up: ParsedUpload) => ({
+  ...authorOf(req),
+  triggeredBy: "upload" as const,
+  ...(up.message !== undefined && { message: up.message }),
+  ...(up.tag !== undefined && { tag: up.tag }),
 });
 
 export function registerWorkersRoutes(app: FastifyInstance, deps: WorkersRouteDeps): void {
@@ -88,34 +116,95 @@ export function registerWorkersRoutes(app: FastifyInstance, deps: WorkersRouteDe
 
   app.put(`${base}/scripts/:name`, edit, async (req) => {
     const p = req.params as Params;
-    const s = await deployer.upload(p.account_id, p.name, await readUpload(req));
+    const up = await readUpload(req);
+    const s = await deployer.upload(p.account_id, p.name, up, uploadMeta(req, up));
     return ok({ ...summary(s), deployment_id: s.versionId, startup_time_ms: 0, url: deps.urlOf(s.name) }, undefined, dateMessages(s));
   });
 
-  // Versions: this platform keeps one live version per script, so uploading a version deploys it at once;
-  // a deployment may then only name that version at 100% (what `wrangler deploy` does right after).
-  const versionView = async (s: ScriptRecord) => ({
-    id: s.versionId,
-    number: 1,
-    metadata: { created_on: s.modifiedOn, modified_on: s.modifiedOn, source: "api", has_preview: false },
-    resources: { script: { etag: s.etag, handlers: deps.handlersOf(s.name) }, bindings: await bindingsOf(s) },
+  // Versions and deployments (`wrangler versions …`, `wrangler deployments …`, `wrangler rollback`): the last
+  // VersionLimits.versions versions of a Worker are kept; a deployment makes one of them live at 100%.
+  const versionView = (v: VersionRecord, live: ScriptRecord) => ({
+    id: v.id,
+    number: v.number,
+    metadata: {
+      created_on: v.createdOn,
+      modified_on: v.createdOn,
+      source: v.source,
+      has_preview: false,
+      ...(v.author !== undefined && { author_email: v.author }),
+    },
+    annotations: {
+      "workers/triggered_by": v.triggeredBy,
+      ...(v.message !== undefined && { "workers/message": v.message }),
+      ...(v.tag !== undefined && { "workers/tag": v.tag }),
+    },
+    resources: {
+      // What a version handles is known once it ran: the live one's.
+      script: { etag: v.etag, handlers: v.id === live.versionId ? deps.handlersOf(v.script) : [] },
+      script_runtime: { compatibility_date: v.compatibilityDate, compatibility_flags: v.compatibilityFlags, usage_model: "standard" },
+      bindings: [...v.bindings, ...v.secretNames.map((name) => ({ name, type: "secret_text" }))],
+    },
     startup_time_ms: 0,
   });
+  const deploymentView = (d: DeploymentRecord) => ({
+    id: d.id,
+    source: d.source,
+    strategy: "percentage",
+    ...(d.author !== undefined && { author_email: d.author }),
+    created_on: d.createdOn,
+    annotations: {
+      ...(d.triggeredBy !== undefined && { "workers/triggered_by": d.triggeredBy }),
+      ...(d.message !== undefined && { "workers/message": d.message }),
+    },
+    versions: d.versions.map((v) => ({ version_id: v.versionId, percentage: v.percentage })),
+  });
+
   app.post(`${base}/scripts/:name/versions`, edit, async (req) => {
     const p = req.params as Params;
-    const s = await deployer.upload(p.account_id, p.name, await readUpload(req));
-    return ok(await versionView(s), undefined, dateMessages(s));
+    const up = await readUpload(req);
+    const existed = (await store.get(p.account_id, p.name)) !== undefined;
+    const { version, deployed } = await deployer.uploadVersion(p.account_id, p.name, up, uploadMeta(req, up));
+    const live = (await store.get(p.account_id, p.name))!;
+    const why = existed ? "this Worker has Durable Objects or static assets, and keeps one version here" : "it is the Worker's first version";
+    const messages = [...dateMessages(live), ...(deployed ? [WorkersMessages.deployedAtOnce(why)] : [])];
+    return ok(versionView(version, live), undefined, messages);
   });
   app.get(`${base}/scripts/:name/versions`, read, async (req) => {
     const s = await scriptOf(req);
-    return ok({ items: [await versionView(s)] }, { page: 1, per_page: 1, count: 1, total_count: 1, total_pages: 1 });
+    const q = parseWith(versionPageSchema, req.query ?? {}, WorkersCodes.validation);
+    const { items, total } = await store.versions(s.accountId, s.name, q.page, q.per_page);
+    return ok(
+      { items: items.map((v) => versionView(v, s)) },
+      { page: q.page, per_page: q.per_page, count: items.length, total_count: total, total_pages: Math.ceil(total / q.per_page) },
+    );
+  });
+  app.get(`${base}/scripts/:name/versions/:version_id`, read, async (req) => {
+    const s = await scriptOf(req);
+    const { version_id } = req.params as Params;
+    const v = await store.version(s.accountId, s.name, version_id);
+    if (!v) throw WorkersErrors.versionNotFound(version_id);
+    return ok(versionView(v, s));
+  });
+  app.get(`${base}/scripts/:name/deployments`, read, async (req) => {
+    const s = await scriptOf(req);
+    return ok({ deployments: (await store.deployments(s.accountId, s.name)).map(deploymentView) });
   });
   app.post(`${base}/scripts/:name/deployments`, edit, async (req) => {
     const s = await scriptOf(req);
     const body = parseWith(deploymentSchema, req.body ?? {}, WorkersCodes.validation);
+    const { force } = parseWith(deployQuerySchema, req.query ?? {}, WorkersCodes.validation);
     const [only] = body.versions;
-    if (body.versions.length !== 1 || only.version_id !== s.versionId || only.percentage !== 100) throw WorkersErrors.oneVersionOnly(s.versionId);
-    return ok({ id: s.versionId, source: "api", strategy: "percentage", created_on: s.modifiedOn, versions: body.versions });
+    if (body.versions.length !== 1 || only.percentage !== 100) throw WorkersErrors.splitDeployment();
+    const message = body.annotations?.["workers/message"];
+    const deployment: DeploymentRecord = {
+      id: randomUUID(),
+      createdOn: new Date().toISOString(),
+      ...authorOf(req),
+      ...(message !== undefined && { message }),
+      versions: [{ versionId: only.version_id, percentage: 100 }],
+    };
+    await deployer.deployVersion(s.accountId, s.name, deployment, force === "true");
+    return ok(deploymentView(deployment));
   });
   app.patch(`${base}/scripts/:name/script-settings`, edit, async (req) => {
     await scriptOf(req);
@@ -159,18 +248,6 @@ export function registerWorkersRoutes(app: FastifyInstance, deps: WorkersRouteDe
       tail_consumers: SCRIPT_SETTINGS.tail_consumers,
       usage_model: "standard",
     });
-  });
-
-  app.get(`${base}/scripts/:name/deployments`, read, async (req) => {
-    const s = await scriptOf(req);
-    const deployment = {
-      id: s.versionId,
-      source: "api",
-      strategy: "percentage",
-      created_on: s.modifiedOn,
-      versions: [{ version_id: s.versionId, percentage: 100 }],
-    };
-    return ok({ deployments: [deployment] });
   });
 
   app.get(`${base}/services/:name`, read, async (req) => {
@@ -222,13 +299,13 @@ export function registerWorkersRoutes(app: FastifyInstance, deps: WorkersRouteDe
   app.put(`${base}/scripts/:name/secrets`, edit, async (req) => {
     const p = req.params as Params;
     const body = parseWith(secretSchema, req.body ?? {}, WorkersCodes.validation);
-    await deployer.changeSecret(p.account_id, p.name, body.name, body.text);
+    await deployer.changeSecret(p.account_id, p.name, body.name, body.text, authorOf(req));
     return ok({ name: body.name, type: "secret_text" });
   });
 
   app.delete(`${base}/scripts/:name/secrets/:secret`, edit, async (req) => {
     const p = req.params as Params;
-    await deployer.changeSecret(p.account_id, p.name, p.secret, undefined);
+    await deployer.changeSecret(p.account_id, p.name, p.secret, undefined, authorOf(req));
     return ok(null);
   });
 }

@@ -20,6 +20,7 @@ const UploadLimits = {
   scriptBytes: 10 * 1024 * 1024,
   parts: 100,
   secretBytes: 5 * 1024,
+  annotationChars: 1000,
 } as const;
 
 /** What the multipart parser of the Workers routes accepts (a module may be as large as the whole script). */
@@ -50,6 +51,13 @@ const metadataSchema = z.looseObject({
     .optional(),
   compatibility_flags: z.array(z.string().regex(/^[a-z0-9_]+$/, { message: "must be a flag name" })).default([]),
   bindings: z.array(z.looseObject({ type: z.string(), name: z.string() })).default([]),
+  // What `wrangler versions upload --message/--tag` sends; this platform's own bound on their length.
+  annotations: z
+    .looseObject({
+      "workers/message": z.string().max(UploadLimits.annotationChars).optional(),
+      "workers/tag": z.string().max(UploadLimits.annotationChars).optional(),
+    })
+    .optional(),
 });
 
 export interface ParsedUpload {
@@ -64,6 +72,9 @@ export interface ParsedUpload {
   /** Static assets uploaded for this version (`assets.jwt`), and whether a version without them keeps the Worker's (`keep_assets`). */
   assets?: UploadAssets;
   keepAssets: boolean;
+  /** `workers/message` and `workers/tag` of the metadata's annotations. */
+  message?: string;
+  tag?: string;
 }
 
 /** workerd module kind for a part's content type; undefined for parts that are not code (source maps). */
@@ -189,5 +200,7 @@ export async function readUpload(req: FastifyRequest): Promise<ParsedUpload> {
     migrations: parseMigrations(meta.migrations),
     assets: parseUploadAssets(meta.assets),
     keepAssets: meta.keep_assets === true,
+    message: meta.annotations?.["workers/message"],
+    tag: meta.annotations?.["workers/tag"],
   };
 }

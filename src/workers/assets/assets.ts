@@ -192,6 +192,11 @@ export class WorkerAssets {
     };
   }
 
+  /** Whether a Worker has static assets (they are the Worker's, not a version's). */
+  async has(accountId: string, script: string): Promise<boolean> {
+    return (await this.store.scriptAssets(accountId, script)) !== undefined;
+  }
+
   /** Forgets a deleted Worker's assets (the bodies stay the account's, for its next upload). */
   async remove(accountId: string, script: string): Promise<void> {
     this.cache.delete(script);

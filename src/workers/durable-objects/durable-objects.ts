@@ -91,6 +91,12 @@ export class DurableObjects {
     return this.store && this.runtime(accountId, script, await this.store.ofScript(accountId, script));
   }
 
+  /** Whether a Worker has Durable Object classes, or an upload would give it some (its versions then cannot be switched). */
+  async used(accountId: string, script: string, bindings: readonly Binding[] = [], migrations?: UploadMigrations): Promise<boolean> {
+    if (migrations || bindings.some(isDurableObjectBinding)) return true;
+    return this.store !== undefined && (await this.store.ofScript(accountId, script)).namespaces.length > 0;
+  }
+
   async migrationTag(accountId: string, script: string): Promise<string | undefined> {
     return this.store && (await this.store.ofScript(accountId, script)).migrationTag;
   }

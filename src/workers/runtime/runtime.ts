@@ -61,22 +61,38 @@ export class WorkersRuntime {
     this.log.info({ address: this.bindings.listenAddress }, "worker binding server listening");
   }
 
+  private newRuntime(name: string): ScriptRuntime {
+    if (!this.sockets || !this.binary || !this.leash) throw new Error("workers runtime is not started");
+    return new ScriptRuntime(name, {
+      dir: join(this.runDir, name),
+      log: this.log,
+      sockets: this.sockets,
+      workerd: this.binary,
+      leash: this.leash,
+      bindingTarget: (call) => this.bindings.target(call),
+      tailed: () => this.tailedNow(name),
+    });
+  }
+
+  /** Checks that `run` starts, on a workerd that takes no traffic and stops at once; answers its handlers or rejects with workerd's error. */
+  async check(run: RunnableScript): Promise<readonly string[]> {
+    const running = this.runtimes.get(run.script.name);
+    // Checks of a running script take turns with its deploys; a script that does not run here gets a runtime for the check only.
+    const rt = running ?? this.newRuntime(run.script.name);
+    try {
+      return await rt.check(run);
+    } finally {
+      if (!running) await rt.stop();
+    }
+  }
+
   /** Runs `run` as the live version of its script; rejects with workerd's error if it cannot start. */
   async deploy(run: RunnableScript): Promise<void> {
     const name = run.script.name;
     let rt = this.runtimes.get(name);
     const fresh = !rt;
     if (!rt) {
-      if (!this.sockets || !this.binary || !this.leash) throw new Error("workers runtime is not started");
-      rt = new ScriptRuntime(name, {
-        dir: join(this.runDir, name),
-        log: this.log,
-        sockets: this.sockets,
-        workerd: this.binary,
-        leash: this.leash,
-        bindingTarget: (call) => this.bindings.target(call),
-        tailed: () => this.tailedNow(name),
-      });
+      rt = this.newRuntime(name);
       this.runtimes.set(name, rt);
     }
     try {

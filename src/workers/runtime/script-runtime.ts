@@ -158,6 +158,30 @@ export class ScriptRuntime {
     return this.live;
   }
 
+  /**
+   * Starts `run` on a workerd of its own that takes no traffic, to see that it starts, then stops it (a version uploaded
+   * without deploying it). Its Durable Objects, if any, are kept in memory. Answers its handlers.
+   */
+  check(run: RunnableScript): Promise<readonly string[]> {
+    const next = this.chain.then(async () => {
+      if (this.closed) throw new Error("runtime is stopped");
+      const dir = join(this.opts.dir, String(++this.generation));
+      try {
+        const version = writeVersion(dir, run, this.opts);
+        const { proc, handlersSocket } = await this.spawn({ ...version, file: version.checkFile ?? version.file });
+        try {
+          return await this.handlersOf(run, handlersSocket);
+        } finally {
+          await proc.stop();
+        }
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+    });
+    this.chain = next.catch(() => undefined);
+    return next;
+  }
+
   /** Starts `run`, switches traffic to it and drains the previous process. Rejects (leaving the old one live) if workerd refuses it. */
   deploy(run: RunnableScript): Promise<void> {
     const next = this.chain.then(() => this.doDeploy(run));

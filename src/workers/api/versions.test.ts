@@ -1,0 +1,71 @@
+import assert from "node:assert/strict";
+import { after, before, test } from "node:test";
+import { request } from "undici";
+import type { TestPlatform } from "../../core/testing/platform.js";
+import { hit, startPlatform, uploadScript } from "../testing/helpers.js";
+
+let p: TestPlatform;
+before(async () => {
+  p = await startPlatform();
+});
+after(() => p?.dispose());
+
+const scripts = () => `/accounts/${p.accountId}/workers/scripts`;
+const say = (text: string) => `export default { fetch() { return new Response(${JSON.stringify(text)}); } };`;
+
+/** `POST …/versions` (upload without deploying), as wrangler versions upload sends it. */
+async function uploadVersion(name: string, code: string, metadata: Record<string, unknown> = {}): Promise<{ status: number; body: any }> {
+  const form = new FormData();
+  form.append("metadata", JSON.stringify({ main_module: "index.js", compatibility_date: "2024-09-01", ...metadata }));
+  form.append("index.js", new Blob([code], { type: "application/javascript+module" }), "index.js");
+  const encoded = new Response(form);
+  const res = await request(`${p.apiUrl}${scripts()}/${name}/versions`, {
+    method: "POST",
+    headers: { ...p.headers(), "content-type": encoded.headers.get("content-type")! },
+    body: Buffer.from(await encoded.arrayBuffer()),
+  });
+  return { status: res.statusCode, body: await res.body.json() };
+}
+
+const deploy = (name: string, versionId: string, percentage = 100) =>
+  p.api("POST", `${scripts()}/${name}/deployments`, { strategy: "percentage", versions: [{ version_id: versionId, percentage }] });
+
+test("a version workerd refuses is a 400 with its error and is not kept; a first version goes live at once", async () => {
+  const first = await uploadVersion("checked", say("first"), { annotations: { "workers/message": "hello" } });
+  assert.equal(first.status, 200);
+  assert.equal(first.body.messages[0].code, 10201, "the first version of a Worker is deployed at once, and the answer says so");
+  assert.equal((await hit(p, "checked", "/")).text, "first");
+  const broken = await uploadVersion("checked", "export default { fetch( { syntax error");
+  assert.equal(broken.status, 400);
+  assert.match(broken.body.errors[0].message, /The Worker failed to start/);
+  const listed = await p.api("GET", `${scripts()}/checked/versions`);
+  assert.equal(listed.body.result_info.total_count, 1, "the refused version is not kept");
+  assert.equal(listed.body.result.items[0].annotations["workers/message"], "hello");
+  assert.equal((await hit(p, "checked", "/")).text, "first");
+  const secret = await uploadVersion("checked", say("x"), { bindings: [{ type: "secret_text", name: "S", text: "v" }] });
+  assert.equal(secret.status, 400, "secret values go with a deploy here");
+  const half = await deploy("checked", listed.body.result.items[0].id, 50);
+  assert.equal(half.status, 400);
+  assert.match(half.body.errors[0].message, /split \(gradual\) deployments are not supported/);
+  const missing = await deploy("checked", "00000000-0000-4000-8000-000000000000");
+  assert.equal(missing.status, 404);
+});
+
+test("a Worker with Durable Objects keeps one version: a version upload deploys at once, switching to another version is refused", async () => {
+  const counter = (label: string) => `import { DurableObject } from "cloudflare:workers";
+export class Counter extends DurableObject { async fetch() { const n = ((await this.ctx.storage.get("n")) ?? 0) + 1; await this.ctx.storage.put("n", n); return new Response("${label} " + n); } }
+export default { fetch(req, env) { return env.COUNTER.get(env.COUNTER.idFromName("one")).fetch(req); } };`;
+  const bindings = [{ type: "durable_object_namespace", name: "COUNTER", class_name: "Counter" }];
+  const v1 = await uploadScript(p, "objects", counter("v1"), { bindings, migrations: { new_tag: "v1", new_sqlite_classes: ["Counter"] } });
+  assert.equal(v1.status, 200, JSON.stringify(v1.body));
+  assert.equal((await hit(p, "objects", "/")).text, "v1 1");
+  const v2 = await uploadVersion("objects", counter("v2"), { bindings });
+  assert.equal(v2.status, 200, JSON.stringify(v2.body));
+  assert.match(v2.body.messages[0].message, /deployed at once.*Durable Objects/);
+  assert.equal((await hit(p, "objects", "/")).text, "v2 2", "the object kept its state");
+  assert.equal((await deploy("objects", v2.body.result.id)).status, 200, "deploying the live version is what wrangler deploy does next");
+  const back = await deploy("objects", v1.body.result.deployment_id);
+  assert.equal(back.status, 400);
+  assert.match(back.body.errors[0].message, /Durable Objects or static assets/);
+  assert.equal((await hit(p, "objects", "/")).text, "v2 3");
+});
