@@ -33,7 +33,15 @@ export const MAX_PER_REQUEST = 1000;
 const id = () => randomUUID().replaceAll("-", "");
 const routeBody = z.object({ pattern: z.string().min(1), script: z.string().min(1).optional() });
 const scriptRoutesBody = z
-  .array(z.union([z.string().min(1).transform((pattern): { pattern: string; zone_id?: string; zone_name?: string } => ({ pattern })), z.object({ pattern: z.string().min(1), zone_id: z.string().optional(), zone_name: z.string().optional() })]))
+  .array(
+    z.union([
+      z
+        .string()
+        .min(1)
+        .transform((pattern): { pattern: string; zone_id?: string; zone_name?: string } => ({ pattern })),
+      z.object({ pattern: z.string().min(1), zone_id: z.string().optional(), zone_name: z.string().optional() }),
+    ]),
+  )
   .max(MAX_PER_REQUEST);
 const domainBody = z.object({
   hostname: z.string().min(1),
@@ -130,7 +138,12 @@ export function registerRoutesApi(app: FastifyInstance, deps: RoutesApiDeps): vo
   /** The account's zone a route or domain names (`zone_id`, `zone_name`), else the one its host is in. */
   const accountZone = (accountId: string, host: string, given: { zone_id?: string; zone_name?: string }): Zone => {
     const named = given.zone_id ?? given.zone_name;
-    const zone = given.zone_id !== undefined ? zones.byId(given.zone_id) : given.zone_name !== undefined ? zones.byName(given.zone_name.toLowerCase()) : zones.enclosing(host);
+    const zone =
+      given.zone_id !== undefined
+        ? zones.byId(given.zone_id)
+        : given.zone_name !== undefined
+          ? zones.byName(given.zone_name.toLowerCase())
+          : zones.enclosing(host);
     if (!zone || zone.accountId !== accountId) throw RoutesErrors.zoneNotFound(named ?? host);
     return zone;
   };

@@ -30,8 +30,7 @@ export const RoutesErrors = {
   zoneNotFound: (zone: string) => invalid(`Could not find a zone named or identified by "${zone}" in this account`),
   zoneMismatch: (hostname: string, zone: string) => invalid(`${hostname} is not in the zone ${zone}`),
   invalidHostname: (hostname: string) => invalid(`"${hostname}" is not a hostname a Custom Domain can have (no wildcard, no path, no port)`, "/hostname"),
-  environment: (environment: string) =>
-    invalid(`environment "${environment}": this platform has one environment per Worker, "production"`, "/environment"),
+  environment: (environment: string) => invalid(`environment "${environment}": this platform has one environment per Worker, "production"`, "/environment"),
   domainNotFound: () => new EdgeError(404, RoutesCodes.domainNotFound, "Custom Domain not found"),
   domainTaken: (hostname: string, service: string) =>
     new EdgeError(

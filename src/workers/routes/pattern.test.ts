@@ -12,7 +12,17 @@ test("patterns: scheme optional, * only at the start of the host and the end of 
   assert.deepEqual(parsed("example.com/*"), { host: "example.com", hostMatch: "exact", path: "/", pathPrefix: true } satisfies ParsedPattern);
   assert.deepEqual(parsed("https://*.Example.com/images/*"), { host: "example.com", hostMatch: "subdomains", path: "/images/", pathPrefix: true });
   assert.deepEqual(parsed("http://*example.com/a"), { host: "example.com", hostMatch: "host-and-subdomains", path: "/a", pathPrefix: false });
-  for (const bad of ["example.com", "ex*ample.com/*", "example.com/*.jpg", "example.com/?a=*", "example.com:8080/*", "*/*", "a..b/*", "localhost/*", "ftp://example.com/*"]) {
+  for (const bad of [
+    "example.com",
+    "ex*ample.com/*",
+    "example.com/*.jpg",
+    "example.com/?a=*",
+    "example.com:8080/*",
+    "*/*",
+    "a..b/*",
+    "localhost/*",
+    "ftp://example.com/*",
+  ]) {
     assert.equal(typeof parsePattern(bad), "string", bad);
   }
 });

@@ -35,7 +35,10 @@ export const describeRoutesStore = storeContract<RoutesStore>("RoutesStore", (it
   it("a pattern is unique in its zone: a second route with it, or a change to it, is refused and nothing changes", async (store) => {
     await store.addRoute(route("r1", "example.com/*", "one"));
     await store.addRoute(route("r2", "example.com/api/*", "two"));
-    await assert.rejects(store.addRoute(route("r3", "example.com/*", "two")), (err: { status?: number; errors?: { code: number }[] }) => err.status === 409 && err.errors?.[0]?.code === 10020);
+    await assert.rejects(
+      store.addRoute(route("r3", "example.com/*", "two")),
+      (err: { status?: number; errors?: { code: number }[] }) => err.status === 409 && err.errors?.[0]?.code === 10020,
+    );
     await assert.rejects(store.updateRoute(route("r2", "example.com/*", "two")), { status: 409 } as object);
     assert.deepEqual(patterns(await store.zoneRoutes("z1")), ["example.com/*", "example.com/api/*"]);
     // Another zone may hold the same text (its zone is another one).
@@ -66,7 +69,11 @@ export const describeRoutesStore = storeContract<RoutesStore>("RoutesStore", (it
   it("a hostname is one Custom Domain: moved to another Worker of its account only when told, never to another account", async (store) => {
     const first = await store.putDomain(domain("d1", "app.example.com", "one"), false);
     assert.equal(first.id, "d1");
-    assert.deepEqual(await store.putDomain(domain("d2", "app.example.com", "one"), false), domain("d1", "app.example.com", "one"), "the same again keeps the id");
+    assert.deepEqual(
+      await store.putDomain(domain("d2", "app.example.com", "one"), false),
+      domain("d1", "app.example.com", "one"),
+      "the same again keeps the id",
+    );
     await assert.rejects(store.putDomain(domain("d3", "app.example.com", "two"), false), { status: 409 } as object);
     assert.equal((await store.domainByHostname("app.example.com"))?.service, "one");
     assert.deepEqual(await store.putDomain(domain("d4", "app.example.com", "two"), true), domain("d1", "app.example.com", "two"));
