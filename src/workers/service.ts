@@ -155,8 +155,13 @@ export function createWorkersService(
       .catch((err: unknown) => log.error({ err, zone: zs.zone.name }, "the Workers routes of a deleted zone were not removed"))
       .then(reloadRoutes);
   });
-  /** The Worker a request's Host and path are routed to in a zone, if any (names are unique; the account is checked too). */
-  const routedScript = (req: import("node:http").IncomingMessage): string | undefined => {
+  /**
+   * The Worker an edge request is for: `<name>.<workers domain>` unless that URL is turned off, else the route or
+   * Custom Domain its Host and path match (names are unique; the account is checked too).
+   */
+  const edgeScript = (req: import("node:http").IncomingMessage): string | undefined => {
+    const name = scriptOfHost(req.headers.host, config.domain);
+    if (name !== undefined) return routeTable.atWorkersDomain(name) ? name : undefined;
     const target = routeTable.match(req.headers.host, req.url ?? "/");
     if (!target?.script) return undefined;
     const rt = runtime.lookup(target.script);
@@ -174,7 +179,7 @@ export function createWorkersService(
   });
   const proxy = new WorkerProxy(runtime, config.domain, log);
   const gate: ServiceGate = new ServiceGate(runtime, proxy, log);
-  const webSockets = new WebSocketProxy(runtime, config.domain, log, routedScript);
+  const webSockets = new WebSocketProxy(runtime, config.domain, log, edgeScript);
   const clock = new CronClock(store, (s, tick) => runtime.runScheduled(s.script, s.cron, tick), log);
   let unfollow: (() => void) | undefined;
   let unfollowRoutes: (() => void) | undefined;
@@ -232,11 +237,18 @@ export function createWorkersService(
         handlersOf: (name) => runtime.handlersOf(name),
         triggersChanged: () => clock.reload(),
         migrationTag: (accountId, name) => durableObjects.migrationTag(accountId, name),
+        workersDev: {
+          enabled: (name) => routeTable.atWorkersDomain(name),
+          set: async (accountId, name, enabled) => {
+            await routesStore.setWorkersDev(accountId, name, enabled);
+            await routeTable.reload();
+          },
+        },
       });
     },
     handleRaw: (req, res) => {
       // Static assets are answered before the Worker (assets/assets.ts says when).
-      const name = scriptOfHost(req.headers.host, config.domain) ?? routedScript(req);
+      const name = edgeScript(req);
       if (!name) return false;
       if (!runtime.lookup(name)) {
         proxy.serve(name, req, res);

@@ -151,6 +151,25 @@ export class PgRoutesStore implements RoutesStore {
     await this.write(async (tx) => {
       await tx.execute("DELETE FROM worker_routes.routes WHERE account_id = $1 AND script = $2", [accountId, script]);
       await tx.execute("DELETE FROM worker_routes.domains WHERE account_id = $1 AND service = $2", [accountId, script]);
+      await tx.execute("DELETE FROM worker_routes.workers_dev_off WHERE account_id = $1 AND script = $2", [accountId, script]);
     });
+  }
+
+  async setWorkersDev(accountId: string, script: string, enabled: boolean): Promise<void> {
+    await this.write((tx) =>
+      tx.execute(
+        enabled
+          ? "DELETE FROM worker_routes.workers_dev_off WHERE account_id = $1 AND script = $2"
+          : "INSERT INTO worker_routes.workers_dev_off (account_id, script) VALUES ($1, $2) ON CONFLICT DO NOTHING",
+        [accountId, script],
+      ),
+    );
+  }
+
+  async workersDevOff(): Promise<{ accountId: string; script: string }[]> {
+    const rows = await this.pg.rows<{ account_id: string; script: string }>(
+      "SELECT account_id, script FROM worker_routes.workers_dev_off ORDER BY account_id, script",
+    );
+    return rows.map((r) => ({ accountId: r.account_id, script: r.script }));
   }
 }

@@ -21,5 +21,11 @@ export const ROUTES_MIGRATIONS: readonly Migration[] = [
      service TEXT NOT NULL,
      environment TEXT NOT NULL
    );
-   CREATE INDEX domains_account ON domains (account_id, service);`,
+   CREATE INDEX domains_account ON domains (account_id, service);
+   -- Workers whose <name>.<workers domain> URL is turned off (wrangler does so for a Worker deployed with routes).
+   CREATE TABLE workers_dev_off (
+     account_id TEXT NOT NULL,
+     script TEXT NOT NULL,
+     PRIMARY KEY (account_id, script)
+   );`,
 ];

@@ -33,6 +33,9 @@ export class SqliteRoutesStore implements RoutesStore {
       deleteDomain: db.prepare<[string, string]>("DELETE FROM domains WHERE account_id = ? AND id = ?"),
       deleteZoneDomains: db.prepare<[string]>("DELETE FROM domains WHERE zone_id = ?"),
       deleteScriptDomains: db.prepare<[string, string]>("DELETE FROM domains WHERE account_id = ? AND service = ?"),
+      workersDevOn: db.prepare<[string, string]>("DELETE FROM workers_dev_off WHERE account_id = ? AND script = ?"),
+      workersDevOffSet: db.prepare<[string, string]>("INSERT INTO workers_dev_off (account_id, script) VALUES (?, ?) ON CONFLICT DO NOTHING"),
+      workersDevOff: db.prepare<[], { account_id: string; script: string }>("SELECT account_id, script FROM workers_dev_off ORDER BY account_id, script"),
     };
   }
 
@@ -121,6 +124,15 @@ export class SqliteRoutesStore implements RoutesStore {
     this.db.transaction(() => {
       this.q.deleteScriptRoutes.run(accountId, script);
       this.q.deleteScriptDomains.run(accountId, script);
+      this.q.workersDevOn.run(accountId, script);
     })();
+  }
+
+  async setWorkersDev(accountId: string, script: string, enabled: boolean): Promise<void> {
+    (enabled ? this.q.workersDevOn : this.q.workersDevOffSet).run(accountId, script);
+  }
+
+  async workersDevOff(): Promise<{ accountId: string; script: string }[]> {
+    return this.q.workersDevOff.all().map((r) => ({ accountId: r.account_id, script: r.script }));
   }
 }

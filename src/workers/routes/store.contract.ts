@@ -110,4 +110,18 @@ export const describeRoutesStore = storeContract<RoutesStore>("RoutesStore", (it
     await store.deleteScript(A, "two");
     assert.deepEqual(await store.allDomains(), []);
   });
+
+  it("a Worker's workers-domain URL is on until turned off, per account, and on again when it is deleted", async (store) => {
+    assert.deepEqual(await store.workersDevOff(), []);
+    await store.setWorkersDev(A, "one", false);
+    await store.setWorkersDev(A, "one", false);
+    await store.setWorkersDev(B, "two", false);
+    assert.deepEqual(await store.workersDevOff(), [
+      { accountId: A, script: "one" },
+      { accountId: B, script: "two" },
+    ]);
+    await store.setWorkersDev(B, "two", true);
+    await store.deleteScript(A, "one");
+    assert.deepEqual(await store.workersDevOff(), []);
+  });
 });

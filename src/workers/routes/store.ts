@@ -54,8 +54,13 @@ export interface RoutesStore {
   putDomain(domain: CustomDomain, override: boolean): Promise<CustomDomain>;
   deleteDomain(accountId: string, id: string): Promise<boolean>;
 
+  /** Turns a Worker's `<name>.<workers domain>` URL on or off (on by default). */
+  setWorkersDev(accountId: string, script: string, enabled: boolean): Promise<void>;
+  /** The Workers whose `<name>.<workers domain>` URL is off. */
+  workersDevOff(): Promise<{ accountId: string; script: string }[]>;
+
   /** Removes the routes and Custom Domains of a zone (it was deleted). */
   deleteZone(zoneId: string): Promise<void>;
-  /** Removes an account's routes and Custom Domains naming a script (it was deleted). */
+  /** Removes an account's routes, Custom Domains and URL setting of a script (it was deleted). */
   deleteScript(accountId: string, script: string): Promise<void>;
 }

@@ -18,6 +18,7 @@ export interface ZoneDirectory {
  */
 export class RouteTable {
   private index = new RouteIndex([], []);
+  private workersDevOff: ReadonlySet<string> = new Set();
   private reading: Promise<void> | undefined;
   private again = false;
 
@@ -31,6 +32,11 @@ export class RouteTable {
     return this.index.match(host, target);
   }
 
+  /** Whether a Worker is served at `<name>.<workers domain>` (names are unique platform-wide). */
+  atWorkersDomain(name: string): boolean {
+    return !this.workersDevOff.has(name);
+  }
+
   /** Reads the table again; reloads asked for while one runs are made once, after it. */
   reload(): Promise<void> {
     if (this.reading) {
@@ -41,7 +47,9 @@ export class RouteTable {
       try {
         do {
           this.again = false;
-          this.index = await this.read();
+          const [index, off] = await Promise.all([this.read(), this.store.workersDevOff()]);
+          this.index = index;
+          this.workersDevOff = new Set(off.map((o) => o.script));
         } while (this.again);
       } finally {
         this.reading = undefined;

@@ -65,8 +65,8 @@ export class WebSocketProxy {
     private readonly runtime: WorkersRuntime,
     private readonly domain: string,
     private readonly log: Logger,
-    /** The Worker a request is routed to on a hostname outside the workers domain (a route or a Custom Domain). */
-    private readonly routed: (req: IncomingMessage) => string | undefined = () => undefined,
+    /** The Worker a request is for: by its Host under the workers domain, or by a route or Custom Domain. */
+    private readonly scriptOf: (req: IncomingMessage) => string | undefined = (req) => scriptOfHost(req.headers.host, domain),
   ) {}
 
   /** How many WebSocket connections are open through the edge now. */
@@ -77,7 +77,7 @@ export class WebSocketProxy {
   /** Takes a WebSocket upgrade for a worker's Host; false for anything else (another Host, another protocol). */
   handle(req: IncomingMessage, client: Duplex, head: Buffer): boolean {
     if (String(req.headers.upgrade).toLowerCase() !== "websocket") return false;
-    const name = scriptOfHost(req.headers.host, this.domain) ?? this.routed(req);
+    const name = this.scriptOf(req);
     if (!name || String(req.headers.upgrade).toLowerCase() !== "websocket") return false;
     client.on("error", () => client.destroy());
     if (req.headers["transfer-encoding"] !== undefined || Number(req.headers["content-length"] ?? 0) > 0) {
