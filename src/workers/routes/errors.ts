@@ -1,11 +1,12 @@
 import { EdgeError } from "../../core/errors.js";
 
-/** The codes of the routes and Custom Domains API (the hosted API's where known: 10019, 10020, 10022). */
+/** The codes of the routes and Custom Domains API (the hosted API's where known: 10019, 10020, 10022, 10083). */
 export const RoutesCodes = {
   validation: 10021,
   scriptNotFound: 10019,
   duplicateRoute: 10020,
   patternNotInZone: 10022,
+  zoneNotFound: 10083,
   routeNotFound: 10005,
   domainNotFound: 100114,
   domainTaken: 100117,
@@ -27,7 +28,7 @@ export const RoutesErrors = {
   duplicateRoute: (pattern: string) => new EdgeError(409, RoutesCodes.duplicateRoute, `A route with the pattern "${pattern}" already exists in this zone`),
   routeNotFound: () => new EdgeError(404, RoutesCodes.routeNotFound, "Route not found"),
   body: (what: string) => invalid(what),
-  zoneNotFound: (zone: string) => invalid(`Could not find a zone named or identified by "${zone}" in this account`),
+  zoneNotFound: (zone: string) => new EdgeError(400, RoutesCodes.zoneNotFound, `Could not find a zone named or identified by "${zone}" in this account`),
   zoneMismatch: (hostname: string, zone: string) => invalid(`${hostname} is not in the zone ${zone}`),
   invalidHostname: (hostname: string) => invalid(`"${hostname}" is not a hostname a Custom Domain can have (no wildcard, no path, no port)`, "/hostname"),
   environment: (environment: string) => invalid(`environment "${environment}": this platform has one environment per Worker, "production"`, "/environment"),
