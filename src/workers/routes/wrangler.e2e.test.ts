@@ -73,3 +73,25 @@ test(
     });
   },
 );
+
+test("edgecli deploy takes the same routes and custom domains, and refuses a malformed one before uploading", { timeout: 300_000 }, async () => {
+  const zone = `ec${randomBytes(4).toString("hex")}.example`;
+  assert.equal((await p.api("POST", "/zones", { name: zone, account: { id: p.accountId } })).status, 200);
+  await withTempDir("edgecli-routes-", async (dir) => {
+    writeFileSync(join(dir, "index.js"), WORKER);
+    const head = `name = "ec-routes"\nmain = "index.js"\ncompatibility_date = "2024-09-01"\n`;
+    writeFileSync(join(dir, "wrangler.toml"), `${head}routes = [{ pattern = "shop.${zone}", custom_domain = true, zone_name = "${zone}" }, "app.${zone}/*"]\n`);
+    const r = await p.cli(["deploy"], { cwd: dir });
+    assert.equal(r.code, 0, r.stdout + r.stderr);
+    assert.match(r.stdout + r.stderr, new RegExp(`app\\.${zone}/\\*`));
+    assert.equal((await at(`app.${zone}`, "/a")).text, `routed app.${zone}/a`);
+    assert.equal((await at(`shop.${zone}`, "/b")).text, `routed shop.${zone}/b`);
+    assert.equal((await hit(p, "ec-routes", "/x")).status, 404, "routes without workers_dev: not at its workers-domain URL");
+
+    writeFileSync(join(dir, "wrangler.toml"), `${head}routes = [{ pattern = "*.${zone}", custom_domain = true }]\n`);
+    const bad = await p.cli(["deploy"], { cwd: dir });
+    assert.equal(bad.code, 1);
+    assert.match(bad.stderr, /wildcard operators \(\*\) are not allowed in Custom Domains/);
+    assert.doesNotMatch(bad.stdout, /Uploaded/);
+  });
+});
