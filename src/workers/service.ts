@@ -148,8 +148,11 @@ export function createWorkersService(
   };
   const routeTable = new RouteTable(routesStore, zones, log);
   const reloadRoutes = () => routeTable.reload().catch((err: unknown) => log.error({ err }, "could not read the Workers routes again"));
-  // A deleted zone takes its routes and domains with it (made once, by the node it was deleted through).
+  // A deleted zone takes its routes and domains with it (made once, by the node it was deleted through). A zone that
+  // appears is read again too: on another node, a route's notice can come before its zone does (table.ts leaves out
+  // routes of zones it does not know).
   deps.zones.onChange((zs, kind, origin) => {
+    if (kind === "created") return void reloadRoutes();
     if (kind !== "deleted") return;
     void (origin === "local" ? routesStore.deleteZone(zs.zone.id) : Promise.resolve())
       .catch((err: unknown) => log.error({ err, zone: zs.zone.name }, "the Workers routes of a deleted zone were not removed"))

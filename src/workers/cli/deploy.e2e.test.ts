@@ -50,7 +50,7 @@ test("deploy honours the bundling keys and the build command, and accepts keys t
 main = "dist/index.js"
 compatibility_date = "2024-09-01"
 compatibility_flags = []
-workers_dev = false
+workers_dev = true
 preview_urls = false
 usage_model = "bundled"
 minify = true
