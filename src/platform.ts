@@ -94,15 +94,16 @@ export async function startPlatform(config: PlatformConfig, log: Logger = create
   const r2 = createR2Service(ctx);
   const d1 = createD1Service(ctx);
   const queues = createQueuesService(ctx);
+  const dns = createDnsService(ctx);
   // Raw handlers see a request in this order: worker hosts first, then the AI gateway's /v1/, then R2's S3 API
   // (requests signed with SigV4), then the routes (v4 API, dashboard).
   const services: EdgeService[] = [
     identity,
-    createDnsService(ctx),
+    dns,
     kv,
     d1,
     queues,
-    createWorkersService(ctx, { kv, r2, d1, queues }),
+    createWorkersService(ctx, { kv, r2, d1, queues, zones: dns.zones }),
     createAiGatewayService(ctx),
     r2,
     createDashboardService(ctx),

@@ -31,6 +31,12 @@ import { ASSETS_MIGRATIONS } from "./assets/sqlite-migrations.js";
 import { SqliteAssetsStore } from "./assets/sqlite-store.js";
 import { ASSETS_PG_MIGRATIONS } from "./assets/pg-migrations.js";
 import { ASSETS_AREA, PgAssetsStore } from "./assets/pg-store.js";
+import type { ZoneService } from "../dns/zones/zone-service.js";
+import { ROUTES_PG_MIGRATIONS } from "./routes/pg-migrations.js";
+import { PgRoutesStore, ROUTES_AREA } from "./routes/pg-store.js";
+import { ROUTES_MIGRATIONS } from "./routes/sqlite-migrations.js";
+import { SqliteRoutesStore } from "./routes/sqlite-store.js";
+import { RouteTable } from "./routes/table.js";
 
 /** How often module bytes no record names are looked for (they are removed an hour after they were written). */
 const GC_INTERVAL_MS = 60 * 60 * 1000;
@@ -41,7 +47,10 @@ interface BindingBackend {
   handle: BindingHandler;
 }
 
-export function createWorkersService(ctx: ServiceContext, deps: { kv: KvService; r2: R2Service; d1: D1Service; queues: QueuesService }): EdgeService {
+export function createWorkersService(
+  ctx: ServiceContext,
+  deps: { kv: KvService; r2: R2Service; d1: D1Service; queues: QueuesService; zones: ZoneService },
+): EdgeService {
   const config = readWorkersConfig(ctx.options(serveOptions));
   const box = SecretBox.load(ctx.config.stateDir);
   const pg = ctx.openPostgres(WORKERS_AREA, WORKERS_PG_MIGRATIONS);
@@ -128,15 +137,55 @@ export function createWorkersService(ctx: ServiceContext, deps: { kv: KvService;
     if (!res.headersSent) res.writeHead(500).end();
     else res.destroy();
   };
+  // Routes and Custom Domains (routes/): hostnames of the platform's DNS zones served by a Worker of the zone's account.
+  const routesPg = ctx.openPostgres(ROUTES_AREA, ROUTES_PG_MIGRATIONS);
+  const routesStore = routesPg ? new PgRoutesStore(routesPg, ctx.bus) : new SqliteRoutesStore(ctx.openDb("worker-routes", ROUTES_MIGRATIONS));
+  const zoneOf = (zs: ReturnType<ZoneService["get"]>) => zs && { id: zs.zone.id, name: zs.zone.name, accountId: zs.zone.account_id };
+  const zones = {
+    byId: (id: string) => zoneOf(deps.zones.get(id)),
+    byName: (name: string) => zoneOf(deps.zones.named(name)),
+    enclosing: (hostname: string) => zoneOf(deps.zones.zoneFor(hostname)),
+  };
+  const routeTable = new RouteTable(routesStore, zones, log);
+  const reloadRoutes = () => routeTable.reload().catch((err: unknown) => log.error({ err }, "could not read the Workers routes again"));
+  // A deleted zone takes its routes and domains with it (made once, by the node it was deleted through). A zone that
+  // appears is read again too: on another node, a route's notice can come before its zone does (table.ts leaves out
+  // routes of zones it does not know).
+  deps.zones.onChange((zs, kind, origin) => {
+    if (kind === "created") return void reloadRoutes();
+    if (kind !== "deleted") return;
+    void (origin === "local" ? routesStore.deleteZone(zs.zone.id) : Promise.resolve())
+      .catch((err: unknown) => log.error({ err, zone: zs.zone.name }, "the Workers routes of a deleted zone were not removed"))
+      .then(reloadRoutes);
+  });
+  /**
+   * The Worker an edge request is for: `<name>.<workers domain>` unless that URL is turned off, else the route or
+   * Custom Domain its Host and path match (names are unique; the account is checked too).
+   */
+  const edgeScript = (req: import("node:http").IncomingMessage): string | undefined => {
+    const name = scriptOfHost(req.headers.host, config.domain);
+    if (name !== undefined) return routeTable.atWorkersDomain(name) ? name : undefined;
+    const target = routeTable.match(req.headers.host, req.url ?? "/");
+    if (!target?.script) return undefined;
+    const rt = runtime.lookup(target.script);
+    return rt && rt.accountId !== target.accountId ? undefined : target.script;
+  };
   const deployer = new ScriptDeployer(store, runtime, exists, log, durableObjects, assets, {
     isConsumer: async (accountId, name) => (await deps.queues.store.consumersOfScript(accountId, name)).length > 0,
-    scriptRemoved: async (accountId, name) => void (await deps.queues.store.deleteConsumersOfScript(accountId, name)),
+    // A deleted Worker's routes and Custom Domains go too: names are unique platform-wide, so a route left behind
+    // would send its hostname to whichever account next takes the name.
+    scriptRemoved: async (accountId, name) => {
+      await deps.queues.store.deleteConsumersOfScript(accountId, name);
+      await routesStore.deleteScript(accountId, name);
+      await reloadRoutes();
+    },
   });
   const proxy = new WorkerProxy(runtime, config.domain, config.answerTimeoutMs, log);
   const gate: ServiceGate = new ServiceGate(runtime, proxy, log);
-  const webSockets = new WebSocketProxy(runtime, config.domain, config.webSockets, log);
+  const webSockets = new WebSocketProxy(runtime, config.domain, config.webSockets, log, edgeScript);
   const clock = new CronClock(store, (s, tick) => runtime.runScheduled(s.script, s.cron, tick), log);
   let unfollow: (() => void) | undefined;
+  let unfollowRoutes: (() => void) | undefined;
   let stopDelivery: (() => Promise<void>) | undefined;
   let gcTimer: NodeJS.Timeout | undefined;
   // Module bytes whose record never committed (a crash, or a commit that failed after the upload started them).
@@ -162,6 +211,7 @@ export function createWorkersService(ctx: ServiceContext, deps: { kv: KvService;
         { registerDurableObjectRoutes },
         { registerTailRoutes },
         { registerAssetsRoutes },
+        { registerRoutesApi },
       ] = await Promise.all([
         import("../core/http/multipart.js"),
         import("./api/routes.js"),
@@ -169,7 +219,14 @@ export function createWorkersService(ctx: ServiceContext, deps: { kv: KvService;
         import("./durable-objects/api.js"),
         import("./tail/api.js"),
         import("./assets/api.js"),
+        import("./routes/api.js"),
       ]);
+      registerRoutesApi(app, {
+        store: routesStore,
+        zones,
+        scriptExists: async (accountId, name) => (await store.get(accountId, name)) !== undefined,
+        changed: () => routeTable.reload(),
+      });
       registerDurableObjectRoutes(app, durableObjects);
       registerAssetsRoutes(app, assets);
       registerTailRoutes(app, { store, hub: tails, distributedNode: ctx.postgres ? ctx.nodeId : undefined });
@@ -183,12 +240,23 @@ export function createWorkersService(ctx: ServiceContext, deps: { kv: KvService;
         handlersOf: (name) => runtime.handlersOf(name),
         triggersChanged: () => clock.reload(),
         migrationTag: (accountId, name) => durableObjects.migrationTag(accountId, name),
+        workersDev: {
+          enabled: (name) => routeTable.atWorkersDomain(name),
+          set: async (accountId, name, enabled) => {
+            await routesStore.setWorkersDev(accountId, name, enabled);
+            await routeTable.reload();
+          },
+        },
       });
     },
     handleRaw: (req, res) => {
       // Static assets are answered before the Worker (assets/assets.ts says when).
-      const name = scriptOfHost(req.headers.host, config.domain);
-      if (!name || !runtime.lookup(name)) return proxy.handle(req, res);
+      const name = edgeScript(req);
+      if (!name) return false;
+      if (!runtime.lookup(name)) {
+        proxy.serve(name, req, res);
+        return true;
+      }
       const failed = (err: unknown) => {
         log.error({ err, script: name }, "serving static assets failed");
         if (!res.headersSent) res.writeHead(502).end();
@@ -208,6 +276,8 @@ export function createWorkersService(ctx: ServiceContext, deps: { kv: KvService;
       await runtime.start();
       // Before the first sync, so that a deploy made elsewhere meanwhile is not missed.
       unfollow = followOtherNodes(ctx.bus, deployer, clock, log);
+      unfollowRoutes = routeTable.follow(ctx.bus);
+      await routeTable.reload();
       await deployer.syncAll();
       // In the background: listing a bucket can be slow, and the start does not depend on it.
       const sweepLogged = () => void sweep().catch((err: unknown) => log.warn({ err }, "worker file sweep failed"));
@@ -220,6 +290,7 @@ export function createWorkersService(ctx: ServiceContext, deps: { kv: KvService;
     describe: () => ({ workers: urlOf("<script>") }),
     async stop() {
       unfollow?.();
+      unfollowRoutes?.();
       await stopDelivery?.();
       clearInterval(gcTimer);
       clock.stop();

@@ -101,13 +101,22 @@ async function expectRefusals(
 }
 
 /** Families whose JSON routes share a scope with a multipart parser (see the broken-multipart test). */
-const READS_MULTIPART_AS_NOTHING = new Set<string>(["zones", "dns_records", "dns_transfers", "workers", "worker_tails", "worker_schedules", "worker_assets"]);
+const READS_MULTIPART_AS_NOTHING = new Set<string>([
+  "zones",
+  "dns_records",
+  "dns_transfers",
+  "workers",
+  "worker_tails",
+  "worker_schedules",
+  "worker_assets",
+  "worker_routes",
+]);
 const deepJson = (levels: number) => "[".repeat(levels) + "]".repeat(levels);
 const byBody = (...kinds: Endpoint["body"][]) => ENDPOINTS.filter((e) => kinds.includes(e.body));
 const apiEndpoints = ENDPOINTS.filter((e) => e.family !== "worker_traffic");
 
 /** The families added after the first hostile pass: each must meet the cross-account check below. */
-const NEWER_FAMILIES = ["d1", "queues", "durable_objects", "worker_tails", "worker_assets", "worker_schedules", "dns_transfers"];
+const NEWER_FAMILIES = ["d1", "queues", "durable_objects", "worker_tails", "worker_assets", "worker_schedules", "worker_routes", "dns_transfers"];
 
 test("the surface list covers every endpoint family the brief names", () => {
   for (const f of [

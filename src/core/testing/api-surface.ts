@@ -23,6 +23,7 @@ export type Family =
   | "worker_tails"
   | "worker_assets"
   | "worker_schedules"
+  | "worker_routes"
   | "ai_gateway"
   | "gateway_logs"
   | "gateway_traffic"
@@ -504,6 +505,46 @@ export const ENDPOINTS: readonly Endpoint[] = [
     "PUT",
     (f) => `${script(f)}/schedules`,
     () => [{ cron: "*/30 * * * *" }],
+  ),
+
+  read("worker_routes", (f) => `/zones/${f.zone}/workers/routes`),
+  send(
+    "worker_routes",
+    "POST",
+    (f) => `/zones/${f.zone}/workers/routes`,
+    (f) => ({ pattern: `fuzz.${f.zoneName}/*`, script: f.script ?? "none" }),
+  ),
+  read("worker_routes", (f) => `/zones/${f.zone}/workers/routes/${"0".repeat(32)}`),
+  send(
+    "worker_routes",
+    "PUT",
+    (f) => `/zones/${f.zone}/workers/routes/${"0".repeat(32)}`,
+    (f) => ({ pattern: `fuzz2.${f.zoneName}/*` }),
+  ),
+  remove("worker_routes", (f) => `/zones/${f.zone}/workers/routes/${"0".repeat(32)}`),
+  read("worker_routes", (f) => `${script(f)}/routes`),
+  send(
+    "worker_routes",
+    "PUT",
+    (f) => `${script(f)}/routes`,
+    (f) => [{ pattern: `fuzz3.${f.zoneName}/*`, zone_name: f.zoneName }],
+  ),
+  ...["domains", "domains/records"].flatMap((path) => [
+    read("worker_routes", (f) => `${acct(f)}/workers/${path}`),
+    read("worker_routes", (f) => `${acct(f)}/workers/${path}/${"0".repeat(32)}`),
+    remove("worker_routes", (f) => `${acct(f)}/workers/${path}/${"0".repeat(32)}`),
+  ]),
+  send(
+    "worker_routes",
+    "PUT",
+    (f) => `${acct(f)}/workers/domains`,
+    (f) => ({ hostname: `fuzz.${f.zoneName}`, service: f.script ?? "none", environment: "production", zone_id: f.zone }),
+  ),
+  send(
+    "worker_routes",
+    "PUT",
+    (f) => `${script(f)}/domains/records`,
+    (f) => ({ override_scope: true, override_existing_origin: false, override_existing_dns_record: false, origins: [{ hostname: `fuzz2.${f.zoneName}` }] }),
   ),
 
   read("worker_tails", (f) => `${script(f)}/tails`),

@@ -244,13 +244,17 @@ test("script settings and the subdomain toggle refuse what this platform does no
   assert.deepEqual(wranglerDefault.body.result, { enabled: true, previews_enabled: false }, "previews are reported as they are: off");
   assert.equal(wranglerDefault.body.messages[0].code, 10201);
   assert.match(wranglerDefault.body.messages[0].message, /previews_enabled: this platform has no preview URLs/);
+  // Turned off (what wrangler asks for a Worker deployed with routes), the Worker is not served at its URL until turned on.
   const disable = await subdomain({ enabled: false });
-  assert.equal(disable.status, 400);
-  assert.match(disable.body.errors[0].message, /^enabled: every Worker is served at <name>\.workers\.localhost/);
+  assert.equal(disable.status, 200);
+  assert.deepEqual(disable.body.result, { enabled: false, previews_enabled: false });
+  assert.equal((await p.api("GET", `${scripts()}/settings/subdomain`)).body.result.enabled, false);
+  assert.equal((await hit(p, "settings", "/x")).status, 404);
   assert.equal((await subdomain({ enabled: "no" })).status, 400);
   assert.equal((await subdomain({ routes: true })).status, 400);
+  assert.equal((await subdomain({ enabled: true })).body.result.enabled, true);
   assert.equal((await p.api("GET", `${scripts()}/settings/subdomain`)).body.result.enabled, true);
-  assert.equal((await hit(p, "settings", "/")).text, "hello ", "still served at its URL");
+  assert.equal((await hit(p, "settings", "/")).text, "hello ", "served at its URL again");
   assert.equal((await p.api("DELETE", `${scripts()}/settings`)).status, 200);
 });
 

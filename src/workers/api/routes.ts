@@ -8,7 +8,7 @@ import type { ScriptDeployer } from "../deployer.js";
 import { WorkersCodes, WorkersErrors, WorkersMessages } from "../errors.js";
 import { VersionLimits, type ChangeAuthor, type DeploymentRecord, type ScriptRecord, type VersionRecord, type WorkersStore } from "../store.js";
 import { registerScheduleRoutes } from "./schedules.js";
-import { checkScriptSettings, checkSubdomainChange, SCRIPT_SETTINGS, SUBDOMAIN_STATE } from "./settings.js";
+import { checkScriptSettings, checkSubdomainChange, SCRIPT_SETTINGS, subdomainState } from "./settings.js";
 import { MODULE_CONTENT_TYPES, readUpload, secretText, type ParsedUpload } from "./upload.js";
 
 export interface WorkersRouteDeps {
@@ -23,6 +23,8 @@ export interface WorkersRouteDeps {
   workersDomain: string;
   /** Called after a script's cron triggers changed or it was deleted, so the clock reads them again. */
   triggersChanged(): Promise<void>;
+  /** Whether a script is served at `<name>.<workers domain>`, and turning that on or off (routes/table.ts). */
+  workersDev: { enabled(name: string): boolean; set(accountId: string, name: string, enabled: boolean): Promise<void> };
   /** The last Durable Object migration applied to a script (wrangler reads it to send only the later ones). */
   migrationTag(accountId: string, name: string): Promise<string | undefined>;
 }
@@ -267,17 +269,26 @@ export function registerWorkersRoutes(app: FastifyInstance, deps: WorkersRouteDe
 
   app.get(`${base}/workers/:name`, read, async (req) => {
     const s = await scriptOf(req);
-    return ok({ id: s.name, name: s.name, subdomain: SUBDOMAIN_STATE, created_on: s.createdOn, updated_on: s.modifiedOn, url: deps.urlOf(s.name) });
+    return ok({
+      id: s.name,
+      name: s.name,
+      subdomain: subdomainState(deps.workersDev.enabled(s.name)),
+      created_on: s.createdOn,
+      updated_on: s.modifiedOn,
+      url: deps.urlOf(s.name),
+    });
   });
 
-  // Every script is served at <name>.<workers domain> (set by --workers-domain), and nothing else.
+  // A script is served at <name>.<workers domain> (set by --workers-domain) unless turned off here, and at its routes.
   app.get(`${base}/scripts/:name/subdomain`, read, async (req) => {
-    await scriptOf(req);
-    return ok(SUBDOMAIN_STATE);
+    const s = await scriptOf(req);
+    return ok(subdomainState(deps.workersDev.enabled(s.name)));
   });
   app.post(`${base}/scripts/:name/subdomain`, edit, async (req) => {
-    await scriptOf(req);
-    return ok(SUBDOMAIN_STATE, undefined, checkSubdomainChange(req.body ?? {}, deps.workersDomain));
+    const s = await scriptOf(req);
+    const change = checkSubdomainChange(req.body ?? {});
+    if (change.enabled !== undefined) await deps.workersDev.set(s.accountId, s.name, change.enabled);
+    return ok(subdomainState(deps.workersDev.enabled(s.name)), undefined, change.messages);
   });
   app.get(`${base}/subdomain`, read, async () => ok({ subdomain: deps.workersDomain }));
   app.put(`${base}/subdomain`, edit, async () => {

@@ -70,21 +70,23 @@ function checkObservability(value: unknown): void {
   }
 }
 
-/** What `…/subdomain` of a script says: every Worker is served at `<name>.<workers domain>`; there are no preview URLs. */
-export const SUBDOMAIN_STATE = { enabled: true, previews_enabled: false } as const;
+/** What `…/subdomain` of a script says: whether it is served at `<name>.<workers domain>`; there are no preview URLs. */
+export const subdomainState = (enabled: boolean) => ({ enabled, previews_enabled: false }) as const;
 
 /**
- * Checks a `POST …/subdomain` body and returns the answer's messages. Turning the Worker's URL off is refused.
+ * Checks a `POST …/subdomain` body and returns the answer's messages and the `enabled` asked for, if any (turning the
+ * Worker's URL off is what wrangler asks for a Worker deployed with routes and without `workers_dev = true`).
  * `previews_enabled: true` is what wrangler 3 sends on every deploy by default (`preview_urls` defaults to true):
  * refusing it would fail every deploy after its upload, so it is answered with previews off and a message saying so.
  */
-export function checkSubdomainChange(body: unknown, domain: string): { code: number; message: string }[] {
+export function checkSubdomainChange(body: unknown): { messages: { code: number; message: string }[]; enabled?: boolean } {
   if (!isObject(body)) throw CoreErrors.invalidInput('the body must be a JSON object such as {"enabled": true}', { code: WorkersCodes.validation });
   const messages = [];
+  let enabled: boolean | undefined;
   for (const [field, value] of Object.entries(body)) {
     if (typeof value !== "boolean") throw CoreErrors.invalidInput(`${field}: must be true or false`, { code: WorkersCodes.validation, pointer: `/${field}` });
     if (field === "enabled") {
-      if (!value) throw WorkersErrors.settingUnavailable("enabled", `every Worker is served at <name>.${domain}; that cannot be turned off here`);
+      enabled = value;
     } else if (field === "previews_enabled") {
       if (value)
         messages.push(
@@ -94,5 +96,5 @@ export function checkSubdomainChange(body: unknown, domain: string): { code: num
       throw WorkersErrors.settingUnavailable(field, "not a subdomain setting (they are enabled and previews_enabled)");
     }
   }
-  return messages;
+  return { messages, enabled };
 }

@@ -38,8 +38,6 @@ const REFUSED_EXAMPLES: Record<string, unknown> = {
   observability: { enabled: true },
   logpush: true,
   tail_consumers: [{ service: "tail" }],
-  routes: ["example.com/*"],
-  route: "example.com/*",
   first_party_worker: true,
   no_bundle: true,
   find_additional_modules: true,
@@ -73,7 +71,7 @@ test("every refused key of wrangler 3's config is refused when it turns its feat
   assert.deepEqual(unsupportedSections(config({ d1_databases: [{ binding: "DB", database_name: "db", database_id: "x" }] })), []);
   assert.deepEqual(unsupportedSections(config({ queues: { producers: [{ binding: "Q", queue: "q" }], consumers: [{ queue: "q" }] } })), []);
   assert.deepEqual(unsupportedSections(config({ assets: { directory: "./public", binding: "ASSETS" } })), []);
-  assert.match(unsupportedSections(config({ routes: ["a.example/*"] }))[0], /^routes: routes/);
+  assert.deepEqual(unsupportedSections(config({ routes: ["a.example/*"], workers_dev: true })), []);
 });
 
 test("a key wrangler 3 does not have is refused too (it may change what runs)", () => {
@@ -127,6 +125,6 @@ test("keys that change nothing here, and refused features written empty or off, 
 });
 
 test("with --env, the environment's own sections count, inherited top-level ones too, non-inherited top-level ones not", () => {
-  const cfg = config({ name: "w", hyperdrive: REFUSED_EXAMPLES.hyperdrive, routes: ["a.example/*"] }, { name: "staging", table: { ai: REFUSED_EXAMPLES.ai } });
-  assert.deepEqual(unsupportedSections(cfg).sort(), ["[env.staging.ai]: Workers AI", "routes: routes (every Worker is served at <name>.<workers domain>)"]);
+  const cfg = config({ name: "w", hyperdrive: REFUSED_EXAMPLES.hyperdrive, logpush: true }, { name: "staging", table: { ai: REFUSED_EXAMPLES.ai } });
+  assert.deepEqual(unsupportedSections(cfg).sort(), ["[env.staging.ai]: Workers AI", "logpush: Logpush"]);
 });

@@ -26,7 +26,7 @@ test("deploy refuses a config with sections this platform does not have, naming 
   const toml = `name = "refused"
 main = "index.js"
 compatibility_date = "2024-09-01"
-route = "example.com/*"
+tail_consumers = [{ service = "t" }]
 [ai]
 binding = "AI"
 [observability]
@@ -35,7 +35,7 @@ enabled = true
   await inProject({ "wrangler.toml": toml, "index.js": WORKER }, async (dir) => {
     const r = await p.cli(["deploy"], { cwd: dir });
     assert.equal(r.code, 1, r.stdout);
-    for (const section of ["route", "[ai]", "[observability]"]) {
+    for (const section of ["[[tail_consumers]]", "[ai]", "[observability]"]) {
       assert.ok(r.stderr.includes(`- ${section}: `), `${section} named in: ${r.stderr}`);
     }
     assert.match(r.stderr, /not supported by this platform yet, so nothing was deployed/);
@@ -50,7 +50,7 @@ test("deploy honours the bundling keys and the build command, and accepts keys t
 main = "dist/index.js"
 compatibility_date = "2024-09-01"
 compatibility_flags = []
-workers_dev = false
+workers_dev = true
 preview_urls = false
 usage_model = "bundled"
 minify = true

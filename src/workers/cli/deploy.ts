@@ -9,6 +9,7 @@ import { applyQueueConsumers, queueConsumers, queueProducerBindings } from "../.
 import { serviceBindings } from "../services/cli-config.js";
 import { assetsSection, uploadAssets } from "../assets/cli-config.js";
 import { cronProblem } from "../triggers/cron.js";
+import { applyRoutes, routesSection } from "../routes/cli-config.js";
 import { effectiveKeys, refuseUnsupportedSections } from "./config-sections.js";
 import { resolveScriptName, scriptPath, uploadForm } from "./target.js";
 
@@ -201,6 +202,7 @@ export async function deploy(args: DeployArgs, ctx: CliContext): Promise<void> {
   if (!compatibilityDate) throw new UserError('A compatibility_date is required when deploying. Add one to the config, e.g. compatibility_date = "2024-09-01"');
   const bindings = bindingsOf(cfg);
   const crons = cronsOf(args, cfg);
+  const routes = routesSection(cfg);
   // Checked before anything is uploaded; applied after.
   if (cfg) queueConsumers(cfg, name);
   for (const cron of crons ?? []) {
@@ -235,9 +237,11 @@ export async function deploy(args: DeployArgs, ctx: CliContext): Promise<void> {
     // The API checks each expression: a bad one is refused there with its reason, and the triggers stay as they were.
     await ctx.api().fetchEnvelope("PUT", `${scriptPath(accountId, name)}/schedules`, { json: crons.map((cron) => ({ cron })) });
   }
+  const routeTargets = await applyRoutes(ctx, routes, scriptPath(accountId, name));
   for (const queue of cfg ? await applyQueueConsumers(ctx, cfg, accountId, name) : []) ctx.log.info(`  Consumer for ${queue}`);
   ctx.log.info(`Deployed ${name} triggers`);
-  if (result.url) ctx.log.info(`  ${result.url}`);
+  if (result.url && (routes.workersDev || !routes.given)) ctx.log.info(`  ${result.url}`);
+  for (const target of routeTargets) ctx.log.info(`  ${target}`);
   for (const cron of crons ?? []) ctx.log.info(`  schedule: ${cron}`);
   ctx.log.info(`Current Version ID: ${result.deployment_id}`);
 }

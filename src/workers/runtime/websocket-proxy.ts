@@ -103,6 +103,8 @@ export class WebSocketProxy {
     private readonly domain: string,
     private readonly limits: WebSocketLimits,
     private readonly log: Logger,
+    /** The Worker a request is for: by its Host under the workers domain, or by a route or Custom Domain. */
+    private readonly scriptOf: (req: IncomingMessage) => string | undefined = (req) => scriptOfHost(req.headers.host, domain),
   ) {}
 
   /** How many WebSocket connections the edge holds now (joined, or waiting for the script's answer). */
@@ -112,8 +114,9 @@ export class WebSocketProxy {
 
   /** Takes a WebSocket upgrade for a worker's Host; false for anything else (another Host, another protocol). */
   handle(req: IncomingMessage, client: Duplex, head: Buffer): boolean {
-    const name = scriptOfHost(req.headers.host, this.domain);
-    if (!name || String(req.headers.upgrade).toLowerCase() !== "websocket") return false;
+    if (String(req.headers.upgrade).toLowerCase() !== "websocket") return false;
+    const name = this.scriptOf(req);
+    if (!name) return false;
     client.on("error", () => client.destroy());
     if (req.headers["transfer-encoding"] !== undefined || Number(req.headers["content-length"] ?? 0) > 0) {
       client.end(rawText(400, "A WebSocket upgrade request has no body\n"));

@@ -1,0 +1,251 @@
+import { randomUUID } from "node:crypto";
+import type { FastifyInstance, FastifyRequest } from "fastify";
+import { z } from "zod";
+import type { AccountResolver } from "../../core/http/guard.js";
+import { ok } from "../../core/http/envelope.js";
+import { parseWith } from "../../core/http/validate.js";
+import { DnsErrors } from "../../dns/errors.js";
+import { WorkersErrors } from "../errors.js";
+import { RoutesCodes, RoutesErrors } from "./errors.js";
+import { inZone, parsePattern, validHostname } from "./pattern.js";
+import type { CustomDomain, RoutesStore, WorkerRoute } from "./store.js";
+
+/** What the routes API needs of the DNS area: zones by id, by name, and the zone a name is in. */
+export interface ZoneFinder {
+  byId(zoneId: string): { id: string; name: string; accountId: string } | undefined;
+  byName(name: string): { id: string; name: string; accountId: string } | undefined;
+  /** The zone a hostname is in (the longest zone name it ends with), whichever account holds it. */
+  enclosing(hostname: string): { id: string; name: string; accountId: string } | undefined;
+}
+type Zone = NonNullable<ReturnType<ZoneFinder["byId"]>>;
+
+export interface RoutesApiDeps {
+  store: RoutesStore;
+  zones: ZoneFinder;
+  scriptExists(accountId: string, script: string): Promise<boolean>;
+  /** Called after every change, once it is committed, so the edge serves it before the answer leaves. */
+  changed(): Promise<void>;
+}
+
+/** Routes or domains one request may set (wrangler sends a Worker's whole list in one PUT). */
+export const MAX_PER_REQUEST = 1000;
+
+const id = () => randomUUID().replaceAll("-", "");
+const routeBody = z.object({ pattern: z.string().min(1), script: z.string().min(1).optional() });
+const scriptRoutesBody = z
+  .array(
+    z.union([
+      z
+        .string()
+        .min(1)
+        .transform((pattern): { pattern: string; zone_id?: string; zone_name?: string } => ({ pattern })),
+      z.object({ pattern: z.string().min(1), zone_id: z.string().optional(), zone_name: z.string().optional() }),
+    ]),
+  )
+  .max(MAX_PER_REQUEST);
+const domainBody = z.object({
+  hostname: z.string().min(1),
+  service: z.string().min(1),
+  environment: z.string().default("production"),
+  zone_id: z.string().optional(),
+  zone_name: z.string().optional(),
+});
+const domainRecordsBody = z.object({
+  override_scope: z.boolean().default(false),
+  override_existing_origin: z.boolean().default(false),
+  override_existing_dns_record: z.boolean().default(false),
+  origins: z.array(z.object({ hostname: z.string().min(1), zone_id: z.string().optional(), zone_name: z.string().optional() })).max(MAX_PER_REQUEST),
+});
+
+const routeView = (r: WorkerRoute) => ({ id: r.id, pattern: r.pattern, ...(r.script !== null && { script: r.script }) });
+const domainView = (d: CustomDomain) => ({
+  id: d.id,
+  zone_id: d.zoneId,
+  zone_name: d.zoneName,
+  hostname: d.hostname,
+  service: d.service,
+  environment: d.environment,
+});
+
+type ZoneParams = { zone_id: string; route_id: string };
+type AccountParams = { account_id: string; name: string; domain_id: string };
+
+/**
+ * `/zones/{zone}/workers/routes` (a zone's routes), `/accounts/{a}/workers/scripts/{name}/routes` (a Worker's, as
+ * `wrangler deploy` sets them), and Custom Domains (`/accounts/{a}/workers/domains`, and the
+ * `…/scripts/{name}/domains/records` wrangler uses). A zone or hostname of an account the caller cannot see is
+ * answered like a missing one; a route's Worker must be in the zone's account.
+ */
+export function registerRoutesApi(app: FastifyInstance, deps: RoutesApiDeps): void {
+  const { store, zones } = deps;
+
+  // The zone's account is the route's: a zone the caller cannot read Workers of is a 404, as on the DNS routes.
+  const zoneAccount: AccountResolver = (req) => {
+    const zone = zones.byId((req.params as ZoneParams).zone_id);
+    if (!zone || !req.principal.can(zone.accountId, "workers_read")) throw DnsErrors.zoneNotFound();
+    return zone.accountId;
+  };
+  const zoneRead = { permission: "workers_read", account: zoneAccount } as const;
+  const zoneEdit = { permission: "workers_edit", account: zoneAccount } as const;
+  const read = { config: { permission: "workers_read" } } as const;
+  const edit = { config: { permission: "workers_edit" } } as const;
+
+  const zoneOf = (req: FastifyRequest): Zone => {
+    const zone = zones.byId((req.params as ZoneParams).zone_id);
+    if (!zone) throw DnsErrors.zoneNotFound();
+    return zone;
+  };
+
+  /** A route of `zone` from a body: its pattern parses, its host is in the zone, its script is the zone account's. */
+  const checkedRoute = async (zone: Zone, routeId: string, body: unknown): Promise<WorkerRoute> => {
+    const b = parseWith(routeBody, body ?? {}, RoutesCodes.validation);
+    const pattern = b.pattern.trim();
+    const parsed = parsePattern(pattern);
+    if (typeof parsed === "string") throw RoutesErrors.invalidPattern(pattern, parsed);
+    if (!inZone(parsed.host, zone.name)) throw RoutesErrors.patternNotInZone(pattern, zone.name);
+    if (b.script !== undefined && !(await deps.scriptExists(zone.accountId, b.script))) throw RoutesErrors.scriptNotFound(b.script);
+    return { id: routeId, zoneId: zone.id, accountId: zone.accountId, pattern, script: b.script ?? null };
+  };
+
+  const zoneRoutes = "/zones/:zone_id/workers/routes";
+  app.get(zoneRoutes, { config: zoneRead }, async (req) => ok((await store.zoneRoutes(zoneOf(req).id)).map(routeView)));
+  app.post(zoneRoutes, { config: zoneEdit }, async (req) => {
+    const route = await checkedRoute(zoneOf(req), id(), req.body);
+    await store.addRoute(route);
+    await deps.changed();
+    return ok(routeView(route));
+  });
+  const routeOf = async (req: FastifyRequest) => {
+    const zone = zoneOf(req);
+    const route = (await store.zoneRoutes(zone.id)).find((r) => r.id === (req.params as ZoneParams).route_id);
+    if (!route) throw RoutesErrors.routeNotFound();
+    return route;
+  };
+  app.get(`${zoneRoutes}/:route_id`, { config: zoneRead }, async (req) => ok(routeView(await routeOf(req))));
+  app.put(`${zoneRoutes}/:route_id`, { config: zoneEdit }, async (req) => {
+    const route = await checkedRoute(zoneOf(req), (req.params as ZoneParams).route_id, req.body);
+    if (!(await store.updateRoute(route))) throw RoutesErrors.routeNotFound();
+    await deps.changed();
+    return ok(routeView(route));
+  });
+  app.delete(`${zoneRoutes}/:route_id`, { config: zoneEdit }, async (req) => {
+    const { zone_id, route_id } = req.params as ZoneParams;
+    if (!(await store.deleteRoute(zone_id, route_id))) throw RoutesErrors.routeNotFound();
+    await deps.changed();
+    return ok({ id: route_id });
+  });
+
+  /** The account's zone a route or domain names (`zone_id`, `zone_name`), else the one its host is in. */
+  const accountZone = (accountId: string, host: string, given: { zone_id?: string; zone_name?: string }): Zone => {
+    const named = given.zone_id ?? given.zone_name;
+    const zone =
+      given.zone_id !== undefined
+        ? zones.byId(given.zone_id)
+        : given.zone_name !== undefined
+          ? zones.byName(given.zone_name.toLowerCase())
+          : zones.enclosing(host);
+    if (!zone || zone.accountId !== accountId) throw RoutesErrors.zoneNotFound(named ?? host);
+    return zone;
+  };
+  const scriptOf = async (req: FastifyRequest) => {
+    const p = req.params as AccountParams;
+    if (!(await deps.scriptExists(p.account_id, p.name))) throw WorkersErrors.scriptNotFound();
+    return p;
+  };
+
+  const scriptRoutes = "/accounts/:account_id/workers/scripts/:name/routes";
+  app.get(scriptRoutes, read, async (req) => {
+    const p = await scriptOf(req);
+    return ok((await store.scriptRoutes(p.account_id, p.name)).map(routeView));
+  });
+  // wrangler deploy's `routes`: the Worker's routes become these (the others it had are removed), all or none.
+  app.put(scriptRoutes, edit, async (req) => {
+    const p = await scriptOf(req);
+    const body = parseWith(scriptRoutesBody, req.body ?? [], RoutesCodes.validation);
+    const routes = body.map((r): WorkerRoute => {
+      const pattern = r.pattern.trim();
+      const parsed = parsePattern(pattern);
+      if (typeof parsed === "string") throw RoutesErrors.invalidPattern(pattern, parsed);
+      const zone = accountZone(p.account_id, parsed.host, r);
+      if (!inZone(parsed.host, zone.name)) throw RoutesErrors.patternNotInZone(pattern, zone.name);
+      return { id: id(), zoneId: zone.id, accountId: p.account_id, pattern, script: p.name };
+    });
+    await store.replaceScriptRoutes(p.account_id, p.name, routes);
+    await deps.changed();
+    return ok(routes.map((r) => ({ ...routeView(r), zone_id: r.zoneId, zone_name: zones.byId(r.zoneId)?.name })));
+  });
+
+  /** A Custom Domain for `service` from a hostname and an optional zone, all checked against the account. */
+  const checkedDomain = (accountId: string, service: string, environment: string, origin: { hostname: string; zone_id?: string; zone_name?: string }) => {
+    const hostname = origin.hostname.trim().toLowerCase().replace(/\.$/, "");
+    if (!validHostname(hostname)) throw RoutesErrors.invalidHostname(origin.hostname);
+    if (environment !== "production") throw RoutesErrors.environment(environment);
+    const zone = accountZone(accountId, hostname, origin);
+    if (!inZone(hostname, zone.name)) throw RoutesErrors.zoneMismatch(hostname, zone.name);
+    return { id: id(), accountId, zoneId: zone.id, zoneName: zone.name, hostname, service, environment };
+  };
+
+  const domains = "/accounts/:account_id/workers/domains";
+  const listDomains = async (req: FastifyRequest) => {
+    const p = req.params as AccountParams;
+    const q = req.query as Record<string, unknown>;
+    const filters: [keyof ReturnType<typeof domainView>, unknown][] = [
+      ["hostname", q.hostname],
+      ["service", q.service],
+      ["zone_id", q.zone_id],
+      ["zone_name", q.zone_name],
+      ["environment", q.environment],
+    ];
+    const views = (await store.domains(p.account_id)).map(domainView);
+    return ok(views.filter((v) => filters.every(([field, want]) => typeof want !== "string" || v[field] === want)));
+  };
+  const domainOf = async (req: FastifyRequest) => {
+    const p = req.params as AccountParams;
+    const d = (await store.domains(p.account_id)).find((x) => x.id === p.domain_id);
+    if (!d) throw RoutesErrors.domainNotFound();
+    return d;
+  };
+  // `…/domains/records` is the path wrangler reads and writes; `…/domains` the one the API reference documents.
+  for (const base of [domains, `${domains}/records`]) {
+    app.get(base, read, listDomains);
+    app.get(`${base}/:domain_id`, read, async (req) => ok(domainView(await domainOf(req))));
+    app.delete(`${base}/:domain_id`, edit, async (req) => {
+      const p = req.params as AccountParams;
+      if (!(await store.deleteDomain(p.account_id, p.domain_id))) throw RoutesErrors.domainNotFound();
+      await deps.changed();
+      return ok(null);
+    });
+  }
+  // Attaching a hostname that is another Worker's Custom Domain moves it, as the hosted "attach" does.
+  app.put(domains, edit, async (req) => {
+    const p = req.params as AccountParams;
+    const b = parseWith(domainBody, req.body ?? {}, RoutesCodes.validation);
+    const domain = checkedDomain(p.account_id, b.service, b.environment, b);
+    if (!(await deps.scriptExists(p.account_id, b.service))) throw WorkersErrors.scriptNotFound();
+    const stored = await store.putDomain(domain, true);
+    await deps.changed();
+    return ok(domainView(stored));
+  });
+
+  // wrangler deploy's `custom_domain = true` routes. With override_scope, the Worker's other Custom Domains are removed.
+  app.put("/accounts/:account_id/workers/scripts/:name/domains/records", edit, async (req) => {
+    const p = await scriptOf(req);
+    const b = parseWith(domainRecordsBody, req.body ?? {}, RoutesCodes.validation);
+    const wanted = b.origins.map((o) => checkedDomain(p.account_id, p.name, "production", o));
+    // Checked before anything is written, so that a conflict leaves every domain as it was.
+    if (!b.override_existing_origin) {
+      for (const d of wanted) {
+        const old = await store.domainByHostname(d.hostname);
+        if (old && old.service !== p.name) throw RoutesErrors.domainTaken(d.hostname, old.service);
+      }
+    }
+    const stored = [];
+    for (const d of wanted) stored.push(await store.putDomain(d, b.override_existing_origin));
+    if (b.override_scope) {
+      const keep = new Set(stored.map((d) => d.id));
+      for (const d of await store.domains(p.account_id)) if (d.service === p.name && !keep.has(d.id)) await store.deleteDomain(p.account_id, d.id);
+    }
+    await deps.changed();
+    return ok(stored.map(domainView));
+  });
+}

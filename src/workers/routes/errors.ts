@@ -1,0 +1,43 @@
+import { EdgeError } from "../../core/errors.js";
+
+/** The codes of the routes and Custom Domains API (the hosted API's where known: 10019, 10020, 10022, 10083). */
+export const RoutesCodes = {
+  validation: 10021,
+  scriptNotFound: 10019,
+  duplicateRoute: 10020,
+  patternNotInZone: 10022,
+  zoneNotFound: 10083,
+  routeNotFound: 10005,
+  domainNotFound: 100114,
+  domainTaken: 100117,
+} as const;
+
+const invalid = (message: string, pointer?: string) => new EdgeError(400, RoutesCodes.validation, message, { pointer });
+
+/** The refusals of routes and Custom Domains; every message is written here once. */
+export const RoutesErrors = {
+  invalidPattern: (pattern: string, why: string) => invalid(`Invalid route pattern "${pattern}": ${why}`, "/pattern"),
+  patternNotInZone: (pattern: string, zone: string) =>
+    new EdgeError(400, RoutesCodes.patternNotInZone, `Route pattern must include zone name: the host of "${pattern}" is not in the zone ${zone}`),
+  scriptNotFound: (script: string) =>
+    new EdgeError(
+      400,
+      RoutesCodes.scriptNotFound,
+      `Cannot configure a route for a Worker which does not exist: there is no Worker "${script}" in the zone's account`,
+    ),
+  duplicateRoute: (pattern: string) => new EdgeError(409, RoutesCodes.duplicateRoute, `A route with the pattern "${pattern}" already exists in this zone`),
+  routeNotFound: () => new EdgeError(404, RoutesCodes.routeNotFound, "Route not found"),
+  body: (what: string) => invalid(what),
+  zoneNotFound: (zone: string) => new EdgeError(400, RoutesCodes.zoneNotFound, `Could not find a zone named or identified by "${zone}" in this account`),
+  zoneMismatch: (hostname: string, zone: string) => invalid(`${hostname} is not in the zone ${zone}`),
+  invalidHostname: (hostname: string) => invalid(`"${hostname}" is not a hostname a Custom Domain can have (no wildcard, no path, no port)`, "/hostname"),
+  environment: (environment: string) => invalid(`environment "${environment}": this platform has one environment per Worker, "production"`, "/environment"),
+  domainNotFound: () => new EdgeError(404, RoutesCodes.domainNotFound, "Custom Domain not found"),
+  domainTaken: (hostname: string, service: string) =>
+    new EdgeError(
+      409,
+      RoutesCodes.domainTaken,
+      `${hostname} is already a Custom Domain of the Worker "${service}"; set override_existing_origin to move it to this Worker`,
+    ),
+  tooMany: (limit: number) => invalid(`at most ${limit} routes or domains may be given in one request`),
+};

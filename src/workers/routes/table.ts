@@ -1,0 +1,90 @@
+import type { Bus } from "../../core/cluster/bus.js";
+import type { Logger } from "../../core/logger.js";
+import { inZone, parsePattern, RouteIndex, type RouteTarget } from "./pattern.js";
+import { ROUTES_AREA } from "./pg-store.js";
+import type { RoutesStore } from "./store.js";
+
+/** What routing needs of the DNS area's zones (dns/zones/zone-service.ts keeps them in memory). */
+export interface ZoneDirectory {
+  /** The zone with this id: its name and account; undefined when there is none. */
+  byId(zoneId: string): { name: string; accountId: string } | undefined;
+}
+
+/**
+ * The routing table of the edge port, in memory (RouteIndex): read whole from the store at start, after every change
+ * made here, and after every change notice from another node (or a resync). A route or domain whose zone is gone or
+ * now belongs to another account is left out, so a table read while a zone's deletion is being applied never routes
+ * a hostname of the zone's next owner to the last one's Worker.
+ */
+export class RouteTable {
+  private index = new RouteIndex([], []);
+  private workersDevOff: ReadonlySet<string> = new Set();
+  private reading: Promise<void> | undefined;
+  private again = false;
+
+  constructor(
+    private readonly store: RoutesStore,
+    private readonly zones: ZoneDirectory,
+    private readonly log: Logger,
+  ) {}
+
+  match(host: string | undefined, target: string): RouteTarget | undefined {
+    return this.index.match(host, target);
+  }
+
+  /** Whether a Worker is served at `<name>.<workers domain>` (names are unique platform-wide). */
+  atWorkersDomain(name: string): boolean {
+    return !this.workersDevOff.has(name);
+  }
+
+  /** Reads the table again; reloads asked for while one runs are made once, after it. */
+  reload(): Promise<void> {
+    if (this.reading) {
+      this.again = true;
+      return this.reading;
+    }
+    this.reading = (async () => {
+      try {
+        do {
+          this.again = false;
+          const [index, off] = await Promise.all([this.read(), this.store.workersDevOff()]);
+          this.index = index;
+          this.workersDevOff = new Set(off.map((o) => o.script));
+        } while (this.again);
+      } finally {
+        this.reading = undefined;
+      }
+    })();
+    return this.reading;
+  }
+
+  private async read(): Promise<RouteIndex> {
+    const [routes, domains] = await Promise.all([this.store.allRoutes(), this.store.allDomains()]);
+    const owned = (zoneId: string, accountId: string, host: string) => {
+      const zone = this.zones.byId(zoneId);
+      return zone !== undefined && zone.accountId === accountId && inZone(host, zone.name);
+    };
+    const parsedRoutes = [];
+    for (const r of routes) {
+      const pattern = parsePattern(r.pattern);
+      // Patterns are checked when written; one that no longer parses (a rule made stricter) is skipped, not fatal.
+      if (typeof pattern === "string") {
+        this.log.warn({ route: r.id, pattern: r.pattern }, "a stored route pattern does not parse; it is not served");
+        continue;
+      }
+      if (owned(r.zoneId, r.accountId, pattern.host)) parsedRoutes.push({ pattern, target: { accountId: r.accountId, script: r.script } });
+    }
+    const liveDomains = domains
+      .filter((d) => owned(d.zoneId, d.accountId, d.hostname))
+      .map((d) => ({ hostname: d.hostname, target: { accountId: d.accountId, script: d.service } }));
+    return new RouteIndex(parsedRoutes, liveDomains);
+  }
+
+  /** Reloads on other nodes' changes and on resyncs; returns the unsubscribe function. */
+  follow(bus: Bus): () => void {
+    return bus.subscribe(ROUTES_AREA, (event) => {
+      if (event.type === "change" && event.origin === bus.nodeId) return;
+      this.reload().catch((err: unknown) => this.log.error({ err }, "could not read the Workers routes again"));
+    });
+  }
+}
