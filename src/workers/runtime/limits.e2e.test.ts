@@ -3,7 +3,7 @@ import { after, before, test } from "node:test";
 import { request } from "undici";
 import WebSocket from "ws";
 import type { TestPlatform } from "../../core/testing/platform.js";
-import { createAccount, eventually, hit, startPlatform, uploadScript } from "../testing/helpers.js";
+import { createAccount, eventually, hit, openSocket, startPlatform, uploadScript } from "../testing/helpers.js";
 
 /**
  * The edge's bounds on Worker traffic, with the real platform and workerd: WebSocket slots in all and per account
@@ -38,22 +38,8 @@ const ECHO = `export default {
 
 const edgePort = () => new URL(p.url).port;
 
-/** Opens a WebSocket to `script`; resolves once open, rejects with the refusal's status and text. */
-function openSocket(script: string, path = "/"): Promise<WebSocket> {
-  const ws = new WebSocket(`ws://127.0.0.1:${edgePort()}${path}`, { headers: { host: `${script}.workers.localhost:${edgePort()}` } });
-  return new Promise((resolve, reject) => {
-    ws.once("open", () => resolve(ws));
-    ws.once("unexpected-response", (_req, res) => {
-      let body = "";
-      res.on("data", (d: Buffer) => (body += d.toString()));
-      res.on("end", () => reject(Object.assign(new Error(`refused with ${res.statusCode}: ${body}`), { status: res.statusCode, body })));
-    });
-    ws.once("error", reject);
-  });
-}
-
 const refusal = async (script: string, path = "/") => {
-  const err = (await openSocket(script, path).then(
+  const err = (await openSocket(p, script, path).then(
     (ws) => {
       ws.terminate();
       return undefined;
@@ -70,7 +56,7 @@ const closedBoth = (sockets: WebSocket[]) =>
 /** Whether a fresh upgrade to `script` gets through now (closing it at once). */
 const admitted = async (script: string) => {
   try {
-    (await openSocket(script)).terminate();
+    (await openSocket(p, script)).terminate();
     return true;
   } catch {
     return false;
@@ -81,14 +67,14 @@ test("one account holds at most its share of WebSocket slots; another account st
   assert.equal((await uploadScript(p, "ws-a", ECHO)).status, 200);
   assert.equal((await uploadScript(p, "ws-b", ECHO, {}, { accountId: otherAccount, headers: p.keyHeaders() })).status, 200);
 
-  const a1 = await openSocket("ws-a");
-  const a2 = await openSocket("ws-a");
+  const a1 = await openSocket(p, "ws-a");
+  const a2 = await openSocket(p, "ws-a");
   const refused = await refusal("ws-a");
   assert.equal(refused.status, 429);
   assert.match(refused.body ?? "", /most one account may hold/);
 
   // The neighbour is not affected by the first account's two connections...
-  const b1 = await openSocket("ws-b");
+  const b1 = await openSocket(p, "ws-b");
   // ...until the platform-wide cap (3) is reached: that refusal is a 503 for everyone.
   const full = await refusal("ws-b");
   assert.equal(full.status, 503);

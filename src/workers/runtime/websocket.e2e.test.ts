@@ -4,7 +4,7 @@ import { connect, type Socket } from "node:net";
 import { after, before, test } from "node:test";
 import WebSocket from "ws";
 import type { TestPlatform } from "../../core/testing/platform.js";
-import { eventually, hit, logEntries, startPlatform, uploadScript } from "../testing/helpers.js";
+import { eventually, hit, logEntries, openSocket, startPlatform, uploadScript } from "../testing/helpers.js";
 
 /**
  * WebSockets through the edge port, end to end: the real platform, the scripts on workerd, the `ws` client. The
@@ -71,20 +71,6 @@ const HANG_GUARD = { timeout: 180_000 };
 
 const edgePort = () => new URL(p.url).port;
 
-/** Opens a WebSocket to `script` through the edge port; resolves once open (rejects with the refusal's status). */
-function openSocket(script: string, path = "/"): Promise<WebSocket> {
-  const ws = new WebSocket(`ws://127.0.0.1:${edgePort()}${path}`, { headers: { host: `${script}.workers.localhost:${edgePort()}` } });
-  return new Promise((resolve, reject) => {
-    ws.once("open", () => resolve(ws));
-    ws.once("unexpected-response", (_req, res) => {
-      let body = "";
-      res.on("data", (d: Buffer) => (body += d.toString()));
-      res.on("end", () => reject(Object.assign(new Error(`refused with ${res.statusCode}: ${body}`), { status: res.statusCode, body })));
-    });
-    ws.once("error", reject);
-  });
-}
-
 /** Messages of `ws` as they arrive; `next()` waits for the next one. */
 function inbox(ws: WebSocket): { next(): Promise<string> } {
   const queued: string[] = [];
@@ -106,7 +92,7 @@ const closed = (ws: WebSocket) =>
 test("a script's WebSocketPair echoes through the edge; either side closes cleanly; the client address is the edge's", HANG_GUARD, async () => {
   assert.equal((await uploadScript(p, "ws-echo", ECHO("v1"))).status, 200);
   assert.equal((await hit(p, "ws-echo", "/")).text, "v1 plain", "plain requests still work");
-  const ws = await openSocket("ws-echo", "/chat?room=1");
+  const ws = await openSocket(p, "ws-echo", "/chat?room=1");
   const box = inbox(ws);
   ws.send("hello");
   assert.equal(await box.next(), "v1:hello:127.0.0.1");
@@ -118,15 +104,15 @@ test("a script's WebSocketPair echoes through the edge; either side closes clean
   ws.close(1000, "done");
   assert.deepEqual(await byClient, { code: 1000, reason: "bye" });
 
-  const ws2 = await openSocket("ws-echo");
+  const ws2 = await openSocket(p, "ws-echo");
   const byScript = closed(ws2);
   ws2.send("close-me");
   assert.deepEqual(await byScript, { code: 4001, reason: "closed by the script" });
 });
 
 test("an upgrade the script refuses is relayed as its answer; unknown scripts are a 404; the API ignores upgrades", HANG_GUARD, async () => {
-  await assert.rejects(openSocket("ws-echo", "/refuse"), (e: any) => e.status === 403 && e.body === "no sockets here");
-  await assert.rejects(openSocket("ws-nobody"), (e: any) => e.status === 404 && /No worker is deployed/.test(e.body));
+  await assert.rejects(openSocket(p, "ws-echo", "/refuse"), (e: any) => e.status === 403 && e.body === "no sockets here");
+  await assert.rejects(openSocket(p, "ws-nobody"), (e: any) => e.status === 404 && /No worker is deployed/.test(e.body));
   // An upgrade request that is not for a worker (here h2c, to the platform itself) is answered as a plain request.
   const raw = await rawRequest(`GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: Upgrade\r\nUpgrade: h2c\r\n\r\n`);
   assert.match(raw, /^HTTP\/1.1 200 /);
@@ -167,7 +153,7 @@ test("clients that vanish without a close leave nothing open on the edge, and th
   assert.equal((await uploadScript(p, "ws-room", ROOM, ROOM_METADATA)).status, 200);
   const count = async () => JSON.parse((await hit(p, "ws-room", "/count")).text).sockets as number;
   assert.equal(await count(), 0);
-  const sockets = await Promise.all(Array.from({ length: 20 }, () => openSocket("ws-room")));
+  const sockets = await Promise.all(Array.from({ length: 20 }, () => openSocket(p, "ws-room")));
   const box = inbox(sockets[0]!);
   sockets[0]!.send("hi");
   const first = JSON.parse(await box.next());
@@ -181,8 +167,8 @@ test("clients that vanish without a close leave nothing open on the edge, and th
 });
 
 test("a Durable Object accepts WebSockets with the hibernation API and keeps its storage across them", HANG_GUARD, async () => {
-  const a = await openSocket("ws-room");
-  const b = await openSocket("ws-room");
+  const a = await openSocket(p, "ws-room");
+  const b = await openSocket(p, "ws-room");
   const boxA = inbox(a);
   const boxB = inbox(b);
   a.send("from a");
@@ -198,7 +184,7 @@ test("a Durable Object accepts WebSockets with the hibernation API and keeps its
 });
 
 test("a redeploy closes the sockets open to the old version at once; new ones reach the new version", HANG_GUARD, async () => {
-  const ws = await openSocket("ws-echo");
+  const ws = await openSocket(p, "ws-echo");
   const box = inbox(ws);
   ws.send("before");
   assert.equal(await box.next(), "v1:before:127.0.0.1");
@@ -209,13 +195,13 @@ test("a redeploy closes the sockets open to the old version at once; new ones re
   assert.equal(code, 1006, "the connection to the old version was cut (no close frame)");
   // The upload did not wait out workerd's 30 s drain for the open socket (a hang guard, not a timing check).
   assert.ok(Date.now() - started < 25_000);
-  const again = await openSocket("ws-echo");
+  const again = await openSocket(p, "ws-echo");
   const box2 = inbox(again);
   again.send("after");
   assert.equal(await box2.next(), "v2:after:127.0.0.1");
   again.close(1000);
   // A Durable Object Worker (whose versions never overlap) with a socket open redeploys too.
-  const room = await openSocket("ws-room");
+  const room = await openSocket(p, "ws-room");
   const roomGone = closed(room);
   const v2 = ROOM.replace("sockets:", "version: 2, sockets:");
   assert.equal((await uploadScript(p, "ws-room", v2, { bindings: ROOM_METADATA.bindings })).status, 200);
@@ -224,14 +210,14 @@ test("a redeploy closes the sockets open to the old version at once; new ones re
 });
 
 test("a workerd that dies closes its sockets; after the restart new ones work", HANG_GUARD, async () => {
-  const ws = await openSocket("ws-echo");
+  const ws = await openSocket(p, "ws-echo");
   const gone = closed(ws);
   const live = logEntries(p).filter((e) => (e.msg === "worker version live" || e.msg === "workerd restarted") && e.script === "ws-echo");
   const pid = live.at(-1)!.workerd_pid as number;
   process.kill(pid, "SIGKILL");
   assert.equal((await gone).code, 1006);
   await eventually(() => logEntries(p).some((e) => e.msg === "workerd restarted" && e.script === "ws-echo"), "the restart");
-  const again = await openSocket("ws-echo");
+  const again = await openSocket(p, "ws-echo");
   const box = inbox(again);
   again.send("back");
   assert.equal(await box.next(), "v2:back:127.0.0.1");

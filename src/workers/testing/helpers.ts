@@ -2,6 +2,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { request } from "undici";
+import WebSocket from "ws";
 import { startTestPlatform, type TestPlatform } from "../../core/testing/platform.js";
 
 /** Uploads a one-module ES worker through the v4 API, as `edgecli deploy` would. */
@@ -85,4 +86,19 @@ export async function withTempDir(prefix: string, fn: (dir: string) => Promise<v
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/** Opens a WebSocket to `script` through the edge port, addressed by Host; resolves once open, rejects with the refusal's status and text. */
+export function openSocket(p: TestPlatform, script: string, path = "/"): Promise<WebSocket> {
+  const port = new URL(p.url).port;
+  const ws = new WebSocket(`ws://127.0.0.1:${port}${path}`, { headers: { host: `${script}.workers.localhost:${port}` } });
+  return new Promise((resolve, reject) => {
+    ws.once("open", () => resolve(ws));
+    ws.once("unexpected-response", (_req, res) => {
+      let body = "";
+      res.on("data", (d: Buffer) => (body += d.toString()));
+      res.on("end", () => reject(Object.assign(new Error(`refused with ${res.statusCode}: ${body}`), { status: res.statusCode, body })));
+    });
+    ws.once("error", reject);
+  });
 }
