@@ -34,15 +34,20 @@ export interface SigningKey {
 export const newKeyId = () => randomBytes(16).toString("hex");
 export const flagsOf = (role: KeyRole) => (role === "ksk" ? KSK_FLAGS : ZSK_FLAGS);
 
-/** A fresh P-256 key pair for one role. */
+/**
+ * A fresh P-256 key pair for one role. The pair comes out encoded and the key is parsed again: a KeyObject of
+ * generateKeyPairSync's shares a lock with the job that made it, and Node 20 deadlocks when a JWK export of it (which
+ * allocates while holding that lock) sets off the garbage collection that frees the job (whose destructor takes the
+ * lock): the whole process stopped, 1 in a few thousand keys (src/dns/dnssec/keys.test.ts).
+ */
 export function generateKey(role: KeyRole): KeyMaterial {
-  const { privateKey } = generateKeyPairSync("ec", { namedCurve: "prime256v1" });
-  const publicKey = dnskeyPublicKey(privateKey);
-  return {
-    public_key: publicKey.toString("base64"),
-    private_key: privateKey.export({ type: "pkcs8", format: "pem" }).toString(),
-    key_tag: keyTag(dnskeyRdata(flagsOf(role), publicKey)),
-  };
+  const { privateKey: pem } = generateKeyPairSync("ec", {
+    namedCurve: "prime256v1",
+    publicKeyEncoding: { type: "spki", format: "der" },
+    privateKeyEncoding: { type: "pkcs8", format: "pem" },
+  });
+  const publicKey = dnskeyPublicKey(createPrivateKey(pem));
+  return { public_key: publicKey.toString("base64"), private_key: pem, key_tag: keyTag(dnskeyRdata(flagsOf(role), publicKey)) };
 }
 
 /** Parses a stored key; the public key is derived again from the private one and must match what was stored. */
