@@ -54,6 +54,8 @@ export class SecondaryZones {
   private readonly running = new Map<string, Promise<void>>();
   /** Zones asked to refresh again while a refresh ran (a NOTIFY during a transfer); `true` forces AXFR. */
   private readonly again = new Map<string, boolean>();
+  /** What callers of refreshNow wait for while a refresh runs: the end of the one that follows it. */
+  private readonly followUp = new Map<string, Promise<void>>();
   private readonly status = new Map<string, RefreshStatus>();
   /** Epoch ms of each zone's armed refresh timer, and of its SOA expire while it is served. */
   private readonly nextRefreshAt = new Map<string, number>();
@@ -118,11 +120,19 @@ export class SecondaryZones {
     const current = this.running.get(zoneId);
     if (current) {
       this.again.set(zoneId, axfr || (this.again.get(zoneId) ?? false));
-      return current;
+      // Not the running refresh: it began before this call (with the settings and keys of then), so its outcome
+      // says nothing of this one. The refresh that follows it is the one this call asked for.
+      let next = this.followUp.get(zoneId);
+      if (!next) {
+        next = current.then(() => this.running.get(zoneId));
+        this.followUp.set(zoneId, next);
+      }
+      return next;
     }
     this.nextRefreshAt.delete(zoneId);
     const run = this.refresh(zoneId, axfr).finally(() => {
       this.running.delete(zoneId);
+      this.followUp.delete(zoneId);
       const more = this.again.get(zoneId);
       this.again.delete(zoneId);
       if (more !== undefined && !this.stopped) void this.refreshNow(zoneId, more);
