@@ -68,8 +68,12 @@ for (const [id, t] of self) {
   packages.set(pkg, (packages.get(pkg) ?? 0) + t);
   frames.set(key, (frames.get(key) ?? 0) + t);
 }
-const pct = (t) => ((100 * t) / busy).toFixed(1).padStart(5) + "%";
-console.log(`busy ${(busy / 1e6).toFixed(2)} s, idle ${(idle / 1e6).toFixed(2)} s`);
+/** PER_REQUEST=<n>: also each figure in µs per request, over n requests (the profile's time is in µs). */
+const perRequest = Number(process.env.PER_REQUEST ?? 0);
+const pct = (t) => ((100 * t) / busy).toFixed(1).padStart(5) + "%" + (perRequest ? ` ${(t / perRequest).toFixed(1).padStart(6)} µs/req` : "");
+console.log(
+  `busy ${(busy / 1e6).toFixed(2)} s, idle ${(idle / 1e6).toFixed(2)} s${perRequest ? `, ${(busy / perRequest).toFixed(1)} µs busy per request` : ""}`,
+);
 for (const [k, t] of [...frames].sort((a, b) => b[1] - a[1]).slice(0, Number(topArg))) console.log(pct(t), k);
 console.log("by package:");
 for (const [k, t] of [...packages].sort((a, b) => b[1] - a[1]).slice(0, 20)) console.log(pct(t), k);

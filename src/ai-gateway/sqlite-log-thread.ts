@@ -14,7 +14,7 @@ import { unpackBatch, type FromLogThread, type LogThreadData, type ToLogThread }
 import type { NewLog } from "./store.js";
 
 const port = parentPort!;
-const { file, walAutocheckpoint } = workerData as LogThreadData;
+const { file, walAutocheckpoint, shared } = workerData as LogThreadData;
 const db = openDatabase(file, AI_GATEWAY_MIGRATIONS);
 db.pragma(`wal_autocheckpoint = ${Math.trunc(walAutocheckpoint)}`);
 const store = new SqliteLogStore(db);
@@ -24,9 +24,9 @@ let prices: PriceTable | undefined;
 
 /** The logs of an append message: as sent, or built from drafts. */
 function logsOf(msg: Extract<ToLogThread, { op: "append" }>): NewLog[] {
-  if (msg.kind === "logs") return unpackBatch<NewLog>(msg);
+  if (msg.kind === "logs") return unpackBatch<NewLog>(msg, shared);
   if (!prices) throw new Error("drafts came before a price table");
-  return buildLogs(unpackBatch<LogDraft>(msg), prices);
+  return buildLogs(unpackBatch<LogDraft>(msg, shared), prices);
 }
 
 port.on("message", (msg: ToLogThread) => {

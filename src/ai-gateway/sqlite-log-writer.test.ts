@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, it } from "node:test";
 import { openDatabase } from "../core/db/sqlite.js";
-import { packBatch, unpackBatch } from "./sqlite-log-writer.js";
+import { LogWriterThread, packBatch, packShared, SHARED_BATCH_BYTES, unpackBatch } from "./sqlite-log-writer.js";
 import { AI_GATEWAY_MIGRATIONS } from "./sqlite-migrations.js";
 import { sqliteStores } from "./sqlite-store.js";
 import { A, sampleDraft, sampleLog, sampleSettings, shippedPrices } from "./testing/sample-log.js";
@@ -36,6 +36,60 @@ describe("AI gateway log writer thread", () => {
     const packed = packBatch(empty);
     assert.equal(packed.bodies, null, "no bytes, no buffer");
     assert.deepEqual(unpackBatch(packed), empty);
+  });
+
+  it("writes a batch into the shared buffer, bodies first, and reads it back from there; refuses one that does not fit", () => {
+    const memory = new SharedArrayBuffer(64);
+    const into = Buffer.from(memory);
+    const batch = [
+      sampleLog(1, { request_body: Buffer.from("REQ"), response_body: Buffer.from("RESPONSE") }),
+      sampleLog(2, { request_body: null, response_body: Buffer.alloc(0) }),
+    ];
+    const big = Buffer.from(new SharedArrayBuffer(4096));
+    const packed = packShared(batch, big)!;
+    assert.equal(packed.shared.bodies, "REQRESPONSE".length);
+    assert.equal(big.toString("latin1", 0, packed.shared.bodies), "REQRESPONSE");
+    assert.deepEqual(unpackBatch(structuredClone(packed), big.buffer as SharedArrayBuffer), batch);
+    // The items' text alone is larger than 64 bytes; and a body as large as the buffer.
+    assert.equal(packShared(batch, into), undefined);
+    assert.equal(packShared([sampleLog(3, { response_body: Buffer.alloc(64) })], into), undefined);
+    // Text that is not Latin-1 is counted in UTF-8 bytes, not characters: 20 characters, 60 bytes, do not fit in 64
+    // with the rest of the item.
+    assert.equal(packShared([sampleLog(4, { metadata: { k: "€".repeat(20) } })], Buffer.from(new SharedArrayBuffer(300))), undefined);
+    const fits = packShared([sampleLog(4, { metadata: { k: "€".repeat(20) } })], big)!;
+    assert.equal(unpackBatch<ReturnType<typeof sampleLog>>(fits, big.buffer as SharedArrayBuffer)[0].metadata?.k, "€".repeat(20));
+  });
+
+  it("writes batches sent in the shared buffer, beside it (one in it already; one too large for it), and in it again, intact", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "aig-log-thread-"));
+    try {
+      const db = openDatabase(join(dir, "t.sqlite"), AI_GATEWAY_MIGRATIONS);
+      const thread = new LogWriterThread(db);
+      const body = (tag: string, n: number) => Buffer.alloc(n, tag);
+      const batch = (from: number, tag: string, n = 100) =>
+        Array.from({ length: 20 }, (_, i) => sampleLog(from + i, { request_body: body(tag, n), response_body: body(tag.toUpperCase(), n + 1) }));
+      // Sent without waiting: the first takes the shared buffer, the second is packed beside it. Then one larger than
+      // the buffer, and one that reuses the buffer the first was in.
+      await Promise.all([thread.append(batch(0, "a")), thread.append(batch(100, "b"))]);
+      await thread.append(batch(200, "c", SHARED_BATCH_BYTES / 30));
+      await thread.append(batch(300, "d"));
+      await thread.close();
+      const rows = db.prepare("SELECT id, request_body, response_body FROM logs ORDER BY id").all() as {
+        id: string;
+        request_body: Buffer;
+        response_body: Buffer;
+      }[];
+      assert.equal(rows.length, 80);
+      for (const r of rows) {
+        const n = Number(r.id.slice(1));
+        const [tag, size] = n < 100 ? ["a", 100] : n < 200 ? ["b", 100] : n < 300 ? ["c", SHARED_BATCH_BYTES / 30] : ["d", 100];
+        assert.ok(r.request_body.equals(body(tag, size)), `request body of ${r.id}`);
+        assert.ok(r.response_body.equals(body(tag.toUpperCase(), size + 1)), `response body of ${r.id}`);
+      }
+      db.close();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it("writes large batches on its own connection; reads here see them once written, and close() writes what was sent first", async () => {
