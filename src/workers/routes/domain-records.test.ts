@@ -1,9 +1,11 @@
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
+import { join } from "node:path";
+import Database from "better-sqlite3";
 import { after, before, test } from "node:test";
-import type { TestPlatform } from "../../core/testing/platform.js";
+import { startTestPlatform, type TestPlatform } from "../../core/testing/platform.js";
 import { dig, digAvailable } from "../../dns/testing/helpers.js";
-import { createAccount, startPlatform, uploadScript } from "../testing/helpers.js";
+import { createAccount, startPlatform, uploadScript, withTempDir } from "../testing/helpers.js";
 
 const EDGE_V4 = "198.51.100.7";
 const EDGE_V6 = "2001:db8::7";
@@ -203,4 +205,68 @@ test("two accounts: B attaches nothing in A's zone, and no record appears there;
   assert.equal(rec.meta.read_only, true);
   assert.equal((await p.api("DELETE", `/zones/${zoneB.id}/dns_records/${rec.id}`, undefined, asB)).status, 400);
   assert.equal((await p.api("GET", `/zones/${zoneB.id}/dns_records`)).status, 404);
+});
+
+test("without edge addresses the record is made and the answer says so; at start, a domain without its record gets one, and a record left without its domain is the account's", async (t) => {
+  if (!(await needDig(t))) return;
+  await withTempDir("edge-domain-records-", async (stateDir) => {
+    const first = await startTestPlatform({ args: ["--dns-port", "0", "--edge-ipv4", "", "--edge-ipv6", ""], stateDir });
+    let zone: { id: string; name: string };
+    let kept: string;
+    let orphan: string;
+    try {
+      const port = Number(first.endpoints.dns_udp.split(":").pop());
+      const name = `dr${randomBytes(4).toString("hex")}.example`;
+      const z = await first.api("POST", "/zones", { name, account: { id: first.accountId } });
+      assert.equal(z.status, 200, JSON.stringify(z.body));
+      zone = { id: z.body.result.id, name };
+      assert.equal((await uploadScript(first, "dr-restart", `export default { fetch: () => new Response("r") };`)).status, 200);
+      const put = (hostname: string) =>
+        first.api("PUT", `/accounts/${first.accountId}/workers/domains`, { hostname, service: "dr-restart", environment: "production" });
+      const a = await put(`kept.${name}`);
+      assert.equal(a.status, 200, JSON.stringify(a.body));
+      assert.deepEqual(
+        a.body.messages.map((m: { code: number }) => m.code),
+        [100190],
+        "the answer says the name answers no address",
+      );
+      kept = a.body.result.id;
+      assert.deepEqual((await first.api("GET", `/zones/${zone.id}/dns_records?name=kept.${name}`)).body.result.map((r: { id: string }) => r.id), [kept]);
+      const full = await dig(port, [`kept.${name}`, "A", "+norec"]);
+      assert.match(full, /status: NOERROR/);
+      assert.match(full, /ANSWER: 0,/);
+      orphan = (await put(`orphan.${name}`)).body.result.id;
+    } finally {
+      await first.stop();
+    }
+    // As if the platform had stopped between the two writes: one domain without its record (or attached before
+    // records were made), one record whose domain was removed.
+    const dns = new Database(join(stateDir, "db", "dns.sqlite"));
+    const routes = new Database(join(stateDir, "db", "worker-routes.sqlite"));
+    try {
+      assert.equal(dns.prepare("DELETE FROM records WHERE id = ?").run(kept).changes, 1);
+      assert.equal(routes.prepare("DELETE FROM domains WHERE id = ?").run(orphan).changes, 1);
+    } finally {
+      dns.close();
+      routes.close();
+    }
+
+    const second = await startTestPlatform({
+      args: ["--dns-port", "0", "--edge-ipv4", EDGE_V4],
+      stateDir,
+      credentials: { accountId: first.accountId, email: first.email, apiKey: first.apiKey, token: first.token },
+    });
+    try {
+      const port = Number(second.endpoints.dns_udp.split(":").pop());
+      assert.equal((await dig(port, ["+short", `kept.${zone.name}`, "A"])).trim(), EDGE_V4, "the missing record was made at start");
+      const rec = (await second.api("GET", `/zones/${zone.id}/dns_records/${kept}`)).body.result;
+      assert.equal(rec.meta.read_only, true);
+      const left = (await second.api("GET", `/zones/${zone.id}/dns_records/${orphan}`)).body.result;
+      assert.equal(left.meta.read_only, undefined, "no domain has its id: an ordinary record");
+      assert.equal((await second.api("DELETE", `/zones/${zone.id}/dns_records/${orphan}`)).status, 200);
+      assert.equal((await second.api("DELETE", `/zones/${zone.id}/dns_records/${kept}`)).status, 400);
+    } finally {
+      await second.stop();
+    }
+  });
 });

@@ -48,6 +48,6 @@ export const RoutesErrors = {
       `Hostname '${hostname}' already has externally managed DNS records (A, CNAME, etc). Either delete them, try a different hostname, or use the option 'override_existing_dns_record' to override.`,
     ),
   hostnameDelegated: (hostname: string) =>
-    new EdgeError(409, RoutesCodes.hostnameDelegated, `Hostname '${hostname}' is delegated (it has NS records): its addresses are another server's to answer`),
+    new EdgeError(400, RoutesCodes.hostnameDelegated, `Hostname '${hostname}' is delegated (it has NS records): its addresses are another server's to answer`),
   tooMany: (limit: number) => invalid(`at most ${limit} routes or domains may be given in one request`),
 };
