@@ -147,7 +147,14 @@ export function buildRecord(
  * Records another area keeps (a Worker Custom Domain's) are not the API's to change, and a name holding one answers
  * with the edge's addresses: an A, AAAA or CNAME beside it would contradict that (the hosted API's code 81062).
  */
-function checkManaged(draft: ZoneDraft, id: string, name: string, type: RecordType, existing: DnsRecord | undefined, managedBy: (r: DnsRecord) => string | undefined): void {
+function checkManaged(
+  draft: ZoneDraft,
+  id: string,
+  name: string,
+  type: RecordType,
+  existing: DnsRecord | undefined,
+  managedBy: (r: DnsRecord) => string | undefined,
+): void {
   const owner = existing && managedBy(existing);
   if (owner) throw DnsErrors.managedRecord(owner);
   if ((type === "A" || type === "AAAA" || type === "CNAME") && draft.at(name).some((r) => r.id !== id && managedBy(r) !== undefined))

@@ -162,7 +162,10 @@ export class DomainRecords {
         await this.attach(d, false);
         this.log.info({ hostname: d.hostname }, "made the missing DNS record of a Custom Domain");
       } catch (err) {
-        this.log.warn({ err, hostname: d.hostname }, "a Custom Domain has no DNS record of its own and one could not be made (its hostname has records of the account's)");
+        this.log.warn(
+          { err, hostname: d.hostname },
+          "a Custom Domain has no DNS record of its own and one could not be made (its hostname has records of the account's)",
+        );
       }
     }
   }

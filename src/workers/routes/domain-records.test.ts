@@ -112,7 +112,10 @@ test("attaching a Custom Domain makes its DNS record: answered with the edge add
 
   // Moving the domain to another Worker keeps its record.
   assert.equal((await attach({ hostname: host, service: "dr-other" })).status, 200);
-  assert.deepEqual((await records(zone.id, `?name=${host}&type=AAAA`)).body.result.map((r: { id: string }) => r.id), [domainId]);
+  assert.deepEqual(
+    (await records(zone.id, `?name=${host}&type=AAAA`)).body.result.map((r: { id: string }) => r.id),
+    [domainId],
+  );
 
   // Detached: the record goes (the TXT stays, so the name answers NODATA), and edits are the account's again.
   assert.equal((await p.api("DELETE", `/accounts/${p.accountId}/workers/domains/${domainId}`)).status, 200);
@@ -174,7 +177,10 @@ test("a hostname with address records of the account's own is refused (409, 1001
   assert.equal((await p.api("POST", `/zones/${zone.id}/dns_records`, { type: "AAAA", name: standIn, content: "100::", proxied: true })).status, 200);
   const took = await attach({ hostname: standIn });
   assert.equal(took.status, 200, JSON.stringify(took.body));
-  assert.deepEqual((await records(zone.id, `?name=${standIn}`)).body.result.map((r: { id: string }) => r.id), [took.body.result.id]);
+  assert.deepEqual(
+    (await records(zone.id, `?name=${standIn}`)).body.result.map((r: { id: string }) => r.id),
+    [took.body.result.id],
+  );
 
   // Deleting the Worker detaches its domains, and their records go.
   assert.equal((await uploadScript(p, "dr-doomed", `export default { fetch: () => new Response("x") };`)).status, 200);
@@ -231,7 +237,10 @@ test("without edge addresses the record is made and the answer says so; at start
         "the answer says the name answers no address",
       );
       kept = a.body.result.id;
-      assert.deepEqual((await first.api("GET", `/zones/${zone.id}/dns_records?name=kept.${name}`)).body.result.map((r: { id: string }) => r.id), [kept]);
+      assert.deepEqual(
+        (await first.api("GET", `/zones/${zone.id}/dns_records?name=kept.${name}`)).body.result.map((r: { id: string }) => r.id),
+        [kept],
+      );
       const full = await dig(port, [`kept.${name}`, "A", "+norec"]);
       assert.match(full, /status: NOERROR/);
       assert.match(full, /ANSWER: 0,/);
