@@ -103,7 +103,7 @@ export async function startPlatform(config: PlatformConfig, log: Logger = create
     kv,
     d1,
     queues,
-    createWorkersService(ctx, { kv, r2, d1, queues, zones: dns.zones }),
+    createWorkersService(ctx, { kv, r2, d1, queues, zones: dns.zones, edgeAddresses: dns.edgeAddresses }),
     createAiGatewayService(ctx),
     r2,
     createDashboardService(ctx),

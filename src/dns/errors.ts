@@ -31,6 +31,8 @@ export const DnsCodes = {
   identicalRecord: 81058,
   nsConflict: 81056, // ours: an NS delegation shares its name with other records
   recordNotFound: 81044,
+  managedRecord: 1094, // ours: a record another product keeps (a Worker Custom Domain's) is read-only
+  managedByWorkers: 81062, // the hosted API's answer to an A/AAAA/CNAME beside a Worker Custom Domain's record
   recordQuota: 81045, // the hosted API's "Record quota exceeded."
   importInvalid: 9020, // ours: zone file syntax
   fieldInvalid: 9008, // ours: comment, tags, settings, proxied
@@ -74,6 +76,10 @@ export const DnsErrors = {
 
   // Records: which record, and the body as a whole
   recordNotFound: () => new EdgeError(404, DnsCodes.recordNotFound, "Record does not exist."),
+  managedRecord: (by: string) =>
+    refused(DnsCodes.managedRecord, `This record is read-only: it is managed by ${by}. It goes when that is detached, and cannot be changed or deleted here`),
+  managedByWorkers: (type: string) =>
+    refused(DnsCodes.managedByWorkers, `A DNS record managed by Workers already exists on that host: no ${type} record can be added beside it`),
   bodyNotObject: () => invalid("The request body must be a JSON object."),
 
   // Record names

@@ -24,7 +24,9 @@ const SIGNATURE_SWEEP_MS = 3600_000;
 import { ZoneSync } from "./zones/zone-sync.js";
 
 /** Zones and records over the v4 API, and the authoritative server answering from the same memory. */
-export function createDnsService(ctx: ServiceContext): EdgeService & { zones: ZoneService } {
+export function createDnsService(
+  ctx: ServiceContext,
+): EdgeService & { zones: ZoneService; edgeAddresses: { ipv4: readonly string[]; ipv6: readonly string[] } } {
   const cfg = readDnsConfig(ctx.options(serveOptions));
   const pg = ctx.openPostgres("dns", DNS_PG_MIGRATIONS);
   const zones = new ZoneService(pg ? new PgDnsStore(pg, ctx.bus) : new SqliteDnsStore(ctx.openDb("dns", DNS_MIGRATIONS)), {
@@ -60,6 +62,8 @@ export function createDnsService(ctx: ServiceContext): EdgeService & { zones: Zo
     name: "dns",
     // Workers routes and Custom Domains read the zones (their names and accounts) from here.
     zones,
+    // Workers Custom Domains' records are proxied: they answer these.
+    edgeAddresses: { ipv4: cfg.edgeIpv4, ipv6: cfg.edgeIpv6 },
     async registerApi(app) {
       // The API and the server answer from the zones in memory: read them before either starts.
       await transfers.load();

@@ -36,6 +36,7 @@ import { ROUTES_PG_MIGRATIONS } from "./routes/pg-migrations.js";
 import { PgRoutesStore, ROUTES_AREA } from "./routes/pg-store.js";
 import { ROUTES_MIGRATIONS } from "./routes/sqlite-migrations.js";
 import { SqliteRoutesStore } from "./routes/sqlite-store.js";
+import { DomainRecords } from "./routes/dns-records.js";
 import { RouteTable } from "./routes/table.js";
 
 /** How often module bytes no record names are looked for (they are removed an hour after they were written). */
@@ -49,7 +50,15 @@ interface BindingBackend {
 
 export function createWorkersService(
   ctx: ServiceContext,
-  deps: { kv: KvService; r2: R2Service; d1: D1Service; queues: QueuesService; zones: ZoneService },
+  deps: {
+    kv: KvService;
+    r2: R2Service;
+    d1: D1Service;
+    queues: QueuesService;
+    zones: ZoneService;
+    /** The addresses proxied names are answered with (`--edge-ipv4`, `--edge-ipv6`): Custom Domains' records answer them. */
+    edgeAddresses: { ipv4: readonly string[]; ipv6: readonly string[] };
+  },
 ): EdgeService {
   const config = readWorkersConfig(ctx.options(serveOptions));
   const box = SecretBox.load(ctx.config.stateDir);
@@ -147,6 +156,7 @@ export function createWorkersService(
     enclosing: (hostname: string) => zoneOf(deps.zones.zoneFor(hostname)),
   };
   const routeTable = new RouteTable(routesStore, zones, log);
+  const domainRecords = new DomainRecords(deps.zones, deps.edgeAddresses, (id) => routeTable.domain(id), log);
   const reloadRoutes = () => routeTable.reload().catch((err: unknown) => log.error({ err }, "could not read the Workers routes again"));
   // A deleted zone takes its routes and domains with it (made once, by the node it was deleted through). A zone that
   // appears is read again too: on another node, a route's notice can come before its zone does (table.ts leaves out
@@ -176,8 +186,10 @@ export function createWorkersService(
     // would send its hostname to whichever account next takes the name.
     scriptRemoved: async (accountId, name) => {
       await deps.queues.store.deleteConsumersOfScript(accountId, name);
+      const domains = (await routesStore.domains(accountId)).filter((d) => d.service === name);
       await routesStore.deleteScript(accountId, name);
       await reloadRoutes();
+      await domainRecords.detachAll(domains);
     },
   });
   const proxy = new WorkerProxy(runtime, config.domain, config.answerTimeoutMs, log);
@@ -225,6 +237,7 @@ export function createWorkersService(
         store: routesStore,
         zones,
         scriptExists: async (accountId, name) => (await store.get(accountId, name)) !== undefined,
+        records: domainRecords,
         changed: () => routeTable.reload(),
       });
       registerDurableObjectRoutes(app, durableObjects);
@@ -278,6 +291,8 @@ export function createWorkersService(
       unfollow = followOtherNodes(ctx.bus, deployer, clock, log);
       unfollowRoutes = routeTable.follow(ctx.bus);
       await routeTable.reload();
+      await deps.zones.load();
+      await domainRecords.repair(await routesStore.allDomains());
       await deployer.syncAll();
       // In the background: listing a bucket can be slow, and the start does not depend on it.
       const sweepLogged = () => void sweep().catch((err: unknown) => log.warn({ err }, "worker file sweep failed"));

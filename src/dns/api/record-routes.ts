@@ -28,9 +28,19 @@ export async function registerRecordRoutes(app: FastifyInstance, zones: ZoneServ
   await registerMultipart(app, { fileSize: ZONE_FILE_BYTES, fieldSize: ZONE_FILE_BYTES, files: 1, fields: 10 });
   const read = { permission: "dns_read", account: zoneAccount(zones) } as const;
   const edit = { permission: "dns_edit", account: zoneAccount(zones) } as const;
-  const view = (zs: ZoneState) => (r: DnsRecord) => recordView(r, zs.zone.name);
+  const view = (zs: ZoneState) => (r: DnsRecord) => recordView(r, zs.zone.name, zones.managedBy(r));
+  const managedBy = (r: DnsRecord) => zones.managedBy(r);
   const build = (draft: ZoneDraft, body: unknown, mode: EditMode, id?: string) =>
-    buildRecord(zones, draft, body, mode, { id, platform: cfg.platformAddresses });
+    buildRecord(zones, draft, body, mode, { id, platform: cfg.platformAddresses, managedBy });
+  /** Deletes a record of the draft: missing ones are 404, ones another product keeps are refused. */
+  const remove = (draft: ZoneDraft, id: string) => {
+    const r = draft.get(id);
+    if (!r) throw DnsErrors.recordNotFound();
+    const by = managedBy(r);
+    if (by !== undefined) throw DnsErrors.managedRecord(by);
+    draft.delete(id);
+    return r;
+  };
 
   app.get<ZoneParams>("/zones/:zone_id/dns_records", { config: read }, async (req) => {
     const zs = zoneOf(zones, req);
@@ -79,12 +89,7 @@ export async function registerRecordRoutes(app: FastifyInstance, zones: ZoneServ
     };
     // Order of the hosted API: deletes, patches, puts, posts; the first error aborts everything.
     const done = await zones.editRecords(zs, (draft) => ({
-      deletes: items("deletes").map((item, i) => {
-        const r = draft.get(idOf(item, "deletes", i));
-        if (!r) throw DnsErrors.recordNotFound();
-        draft.delete(r.id);
-        return r;
-      }),
+      deletes: items("deletes").map((item, i) => remove(draft, idOf(item, "deletes", i))),
       patches: items("patches").map((item, i) => build(draft, item, "patch", idOf(item, "patches", i))),
       puts: items("puts").map((item, i) => build(draft, item, "put", idOf(item, "puts", i))),
       posts: items("posts").map((item) => build(draft, item, "create")),
@@ -115,10 +120,7 @@ export async function registerRecordRoutes(app: FastifyInstance, zones: ZoneServ
 
   app.delete<RecordParams>("/zones/:zone_id/dns_records/:id", { config: edit }, async (req) => {
     const zs = zoneOf(zones, req);
-    await zones.editRecords(zs, (draft) => {
-      if (!draft.get(req.params.id)) throw DnsErrors.recordNotFound();
-      draft.delete(req.params.id);
-    });
+    await zones.editRecords(zs, (draft) => void remove(draft, req.params.id));
     return ok({ id: req.params.id });
   });
 }

@@ -3,7 +3,7 @@ import type { DnsRecord, Zone } from "../model.js";
 import { hasData, hasPriority, TYPES } from "../records/types.js";
 
 /** The record object as the hosted v4 API answers it, every field present (clients read fields unconditionally). */
-export function recordView(r: DnsRecord, zoneName: string) {
+export function recordView(r: DnsRecord, zoneName: string, managedBy?: string) {
   return {
     id: r.id,
     zone_id: r.zone_id,
@@ -17,7 +17,14 @@ export function recordView(r: DnsRecord, zoneName: string) {
     locked: false,
     ...(hasPriority(r.type) ? { priority: r.priority } : {}),
     ...(hasData(r.type) ? { data: r.data } : {}),
-    meta: { auto_added: false, managed_by_apps: false, managed_by_edge_tunnel: false, source: "primary" },
+    // A record another product keeps (a Worker Custom Domain's) is marked read-only; `managed_by` says what keeps it.
+    meta: {
+      auto_added: false,
+      managed_by_apps: false,
+      managed_by_edge_tunnel: false,
+      source: "primary",
+      ...(managedBy !== undefined && { read_only: true, managed_by: managedBy }),
+    },
     comment: r.comment,
     tags: r.tags,
     settings: r.settings,

@@ -73,7 +73,7 @@ export function buildRecord(
   draft: ZoneDraft,
   body: unknown,
   mode: EditMode,
-  opts: { id?: string; platform: BlockList; defaultProxied?: boolean },
+  opts: { id?: string; platform: BlockList; defaultProxied?: boolean; managedBy?: (r: DnsRecord) => string | undefined },
 ): DnsRecord {
   if (!body || typeof body !== "object" || Array.isArray(body)) throw DnsErrors.bodyNotObject();
   const b = body as Record<string, unknown>;
@@ -116,6 +116,7 @@ export function buildRecord(
   const settings = sent("settings") || !base ? readSettings(b.settings, type) : base.settings;
 
   const id = existing?.id ?? newId();
+  if (opts.managedBy) checkManaged(draft, id, name, type, existing, opts.managedBy);
   checkConflicts(draft, id, name, type, value);
   if (type === "CNAME" && proxied) checkProxiedChain(zones, draft, name, value.content);
 
@@ -140,6 +141,24 @@ export function buildRecord(
   };
   draft.set(record);
   return record;
+}
+
+/**
+ * Records another area keeps (a Worker Custom Domain's) are not the API's to change, and a name holding one answers
+ * with the edge's addresses: an A, AAAA or CNAME beside it would contradict that (the hosted API's code 81062).
+ */
+function checkManaged(
+  draft: ZoneDraft,
+  id: string,
+  name: string,
+  type: RecordType,
+  existing: DnsRecord | undefined,
+  managedBy: (r: DnsRecord) => string | undefined,
+): void {
+  const owner = existing && managedBy(existing);
+  if (owner) throw DnsErrors.managedRecord(owner);
+  if ((type === "A" || type === "AAAA" || type === "CNAME") && draft.at(name).some((r) => r.id !== id && managedBy(r) !== undefined))
+    throw DnsErrors.managedByWorkers(type);
 }
 
 /**

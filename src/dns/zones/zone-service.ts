@@ -9,6 +9,11 @@ type ChangeKind = "records" | "settings" | "created" | "deleted";
 /** "local": made through this node; "remote": made through another node, and read here from the store. */
 export type ChangeOrigin = "local" | "remote";
 type ChangeListener = (zone: ZoneState, kind: ChangeKind, origin: ChangeOrigin) => void;
+/**
+ * Says which records another area keeps for itself (a Worker Custom Domain's record): what manages it, in words for
+ * a refusal, or undefined for a record of the account's own.
+ */
+export type RecordManager = (record: DnsRecord) => string | undefined;
 
 /** A write validated against a zone another node had changed meanwhile is made again this often at most. */
 const STALE_ATTEMPTS = 5;
@@ -34,6 +39,7 @@ export class ZoneService {
   /** The tail of the queue of writes. */
   private writes: Promise<unknown> = Promise.resolve();
   private loaded?: Promise<void>;
+  private managers: RecordManager[] = [];
 
   /** `maxRecordsPerZone`: the most records a zone may hold (config.ts has the default; none here means no limit). */
   constructor(
@@ -63,6 +69,23 @@ export class ZoneService {
       after = page.next;
     } while (after !== undefined);
     return records;
+  }
+
+  /**
+   * Registers an area that keeps records of its own in the zones (workers/routes/dns-records.ts): the records API
+   * shows those read-only and refuses to change or delete them, or to add A/AAAA/CNAME records beside them.
+   */
+  addRecordManager(m: RecordManager): void {
+    this.managers.push(m);
+  }
+
+  /** What manages a record (RecordManager), or undefined when it is the account's own. */
+  managedBy(record: DnsRecord): string | undefined {
+    for (const m of this.managers) {
+      const by = m(record);
+      if (by !== undefined) return by;
+    }
+    return undefined;
   }
 
   onChange(l: ChangeListener): void {

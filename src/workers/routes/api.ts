@@ -8,6 +8,7 @@ import { DnsErrors } from "../../dns/errors.js";
 import { WorkersErrors } from "../errors.js";
 import { RoutesCodes, RoutesErrors } from "./errors.js";
 import { inZone, parsePattern, validHostname } from "./pattern.js";
+import type { ApiMessage, DomainRecords } from "./dns-records.js";
 import type { CustomDomain, RoutesStore, WorkerRoute } from "./store.js";
 
 /** What the routes API needs of the DNS area: zones by id, by name, and the zone a name is in. */
@@ -23,6 +24,8 @@ export interface RoutesApiDeps {
   store: RoutesStore;
   zones: ZoneFinder;
   scriptExists(accountId: string, script: string): Promise<boolean>;
+  /** The DNS records of Custom Domains (dns-records.ts). */
+  records: DomainRecords;
   /** Called after every change, once it is committed, so the edge serves it before the answer leaves. */
   changed(): Promise<void>;
 }
@@ -49,6 +52,7 @@ const domainBody = z.object({
   environment: z.string().default("production"),
   zone_id: z.string().optional(),
   zone_name: z.string().optional(),
+  override_existing_dns_record: z.boolean().default(false),
 });
 const domainRecordsBody = z.object({
   override_scope: z.boolean().default(false),
@@ -77,7 +81,7 @@ type AccountParams = { account_id: string; name: string; domain_id: string };
  * answered like a missing one; a route's Worker must be in the zone's account.
  */
 export function registerRoutesApi(app: FastifyInstance, deps: RoutesApiDeps): void {
-  const { store, zones } = deps;
+  const { store, zones, records } = deps;
 
   // The zone's account is the route's: a zone the caller cannot read Workers of is a 404, as on the DNS routes.
   const zoneAccount: AccountResolver = (req) => {
@@ -185,6 +189,23 @@ export function registerRoutesApi(app: FastifyInstance, deps: RoutesApiDeps): vo
     return { id: id(), accountId, zoneId: zone.id, zoneName: zone.name, hostname, service, environment };
   };
 
+  /**
+   * Attaches a checked domain: its DNS record first, then the domain (dns-records.ts says why in this order); a
+   * domain that is then refused takes the record just made with it. A hostname already attached keeps its id.
+   */
+  const attach = async (domain: CustomDomain, override: { origin: boolean; dnsRecord: boolean }, messages: ApiMessage[]) => {
+    const old = await store.domainByHostname(domain.hostname);
+    const wanted = old && old.accountId === domain.accountId ? { ...domain, id: old.id } : domain;
+    const made = await records.attach(wanted, override.dnsRecord);
+    messages.push(...made.messages);
+    try {
+      return await store.putDomain(wanted, override.origin);
+    } catch (err) {
+      if (made.created) await records.detachAll([wanted]);
+      throw err;
+    }
+  };
+
   const domains = "/accounts/:account_id/workers/domains";
   const listDomains = async (req: FastifyRequest) => {
     const p = req.params as AccountParams;
@@ -209,10 +230,13 @@ export function registerRoutesApi(app: FastifyInstance, deps: RoutesApiDeps): vo
   for (const base of [domains, `${domains}/records`]) {
     app.get(base, read, listDomains);
     app.get(`${base}/:domain_id`, read, async (req) => ok(domainView(await domainOf(req))));
+    // The domain goes first, then its record (dns-records.ts).
     app.delete(`${base}/:domain_id`, edit, async (req) => {
       const p = req.params as AccountParams;
+      const d = await domainOf(req);
       if (!(await store.deleteDomain(p.account_id, p.domain_id))) throw RoutesErrors.domainNotFound();
       await deps.changed();
+      await records.detachAll([d]);
       return ok(null);
     });
   }
@@ -222,9 +246,10 @@ export function registerRoutesApi(app: FastifyInstance, deps: RoutesApiDeps): vo
     const b = parseWith(domainBody, req.body ?? {}, RoutesCodes.validation);
     const domain = checkedDomain(p.account_id, b.service, b.environment, b);
     if (!(await deps.scriptExists(p.account_id, b.service))) throw WorkersErrors.scriptNotFound();
-    const stored = await store.putDomain(domain, true);
+    const messages: ApiMessage[] = [];
+    const stored = await attach(domain, { origin: true, dnsRecord: b.override_existing_dns_record }, messages);
     await deps.changed();
-    return ok(domainView(stored));
+    return ok(domainView(stored), undefined, messages);
   });
 
   // wrangler deploy's `custom_domain = true` routes. With override_scope, the Worker's other Custom Domains are removed.
@@ -232,20 +257,23 @@ export function registerRoutesApi(app: FastifyInstance, deps: RoutesApiDeps): vo
     const p = await scriptOf(req);
     const b = parseWith(domainRecordsBody, req.body ?? {}, RoutesCodes.validation);
     const wanted = b.origins.map((o) => checkedDomain(p.account_id, p.name, "production", o));
-    // Checked before anything is written, so that a conflict leaves every domain as it was.
-    if (!b.override_existing_origin) {
-      for (const d of wanted) {
-        const old = await store.domainByHostname(d.hostname);
-        if (old && old.service !== p.name) throw RoutesErrors.domainTaken(d.hostname, old.service);
-      }
+    // Checked before anything is written, so that a conflict leaves every domain and record as it was.
+    for (const d of wanted) {
+      const old = await store.domainByHostname(d.hostname);
+      if (!b.override_existing_origin && old && old.service !== p.name) throw RoutesErrors.domainTaken(d.hostname, old.service);
+      records.check(old ? { ...d, id: old.id } : d, b.override_existing_dns_record);
     }
     const stored = [];
-    for (const d of wanted) stored.push(await store.putDomain(d, b.override_existing_origin));
+    const messages: ApiMessage[] = [];
+    for (const d of wanted) stored.push(await attach(d, { origin: b.override_existing_origin, dnsRecord: b.override_existing_dns_record }, messages));
+    const detached = [];
     if (b.override_scope) {
       const keep = new Set(stored.map((d) => d.id));
-      for (const d of await store.domains(p.account_id)) if (d.service === p.name && !keep.has(d.id)) await store.deleteDomain(p.account_id, d.id);
+      for (const d of await store.domains(p.account_id))
+        if (d.service === p.name && !keep.has(d.id) && (await store.deleteDomain(p.account_id, d.id))) detached.push(d);
     }
     await deps.changed();
-    return ok(stored.map(domainView));
+    await records.detachAll(detached);
+    return ok(stored.map(domainView), undefined, messages);
   });
 }

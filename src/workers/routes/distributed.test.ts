@@ -28,6 +28,21 @@ test("on two nodes (PostgreSQL), a route or Custom Domain made through one node 
   const domain = await b.api("PUT", `/accounts/${b.accountId}/workers/domains`, { hostname: `shop.${zone}`, service: "cluster-routed" });
   assert.equal(domain.status, 200, JSON.stringify(domain.body));
   await eventually(async () => (await at(a, `shop.${zone}`, "/y")).text === "routed /y", "the domain served by the first node", 60_000);
+  // Its DNS record, made through the second node, is read-only on the first too (it has read the domain by now).
+  const zoneRecords = `/zones/${created.body.result.id}/dns_records`;
+  let record: { id: string; content: string; meta: { read_only?: boolean } } | undefined;
+  await eventually(
+    async () => {
+      record = (await a.api("GET", `${zoneRecords}?name=shop.${zone}`)).body.result[0];
+      return record?.meta.read_only === true;
+    },
+    "the domain's record listed read-only by the first node",
+    60_000,
+  );
+  assert.equal(record?.content, "100::");
+  const refused = await a.api("DELETE", `${zoneRecords}/${record?.id}`);
+  assert.equal(refused.status, 400, JSON.stringify(refused.body));
+  assert.equal(refused.body.errors[0].code, 1094);
 
   assert.equal((await b.api("DELETE", `/zones/${created.body.result.id}/workers/routes/${route.body.result.id}`)).status, 200);
   await eventually(async () => (await at(a, `app.${zone}`, "/x")).status === 404, "the removed route no longer served", 60_000);

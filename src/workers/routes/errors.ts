@@ -1,6 +1,6 @@
 import { EdgeError } from "../../core/errors.js";
 
-/** The codes of the routes and Custom Domains API (the hosted API's where known: 10019, 10020, 10022, 10083). */
+/** The codes of the routes and Custom Domains API (the hosted API's where known: 10019, 10020, 10022, 10083, 100116, 100117). */
 export const RoutesCodes = {
   validation: 10021,
   scriptNotFound: 10019,
@@ -9,7 +9,9 @@ export const RoutesCodes = {
   zoneNotFound: 10083,
   routeNotFound: 10005,
   domainNotFound: 100114,
-  domainTaken: 100117,
+  domainTaken: 100116,
+  dnsRecordConflict: 100117,
+  hostnameDelegated: 100192, // ours
 } as const;
 
 const invalid = (message: string, pointer?: string) => new EdgeError(400, RoutesCodes.validation, message, { pointer });
@@ -37,7 +39,15 @@ export const RoutesErrors = {
     new EdgeError(
       409,
       RoutesCodes.domainTaken,
-      `${hostname} is already a Custom Domain of the Worker "${service}"; set override_existing_origin to move it to this Worker`,
+      `Hostname '${hostname}' already in use by other custom domain (the Worker "${service}"). Either delete it, try a different hostname, or use the option 'override_existing_origin' to override.`,
     ),
+  dnsRecordConflict: (hostname: string) =>
+    new EdgeError(
+      409,
+      RoutesCodes.dnsRecordConflict,
+      `Hostname '${hostname}' already has externally managed DNS records (A, CNAME, etc). Either delete them, try a different hostname, or use the option 'override_existing_dns_record' to override.`,
+    ),
+  hostnameDelegated: (hostname: string) =>
+    new EdgeError(400, RoutesCodes.hostnameDelegated, `Hostname '${hostname}' is delegated (it has NS records): its addresses are another server's to answer`),
   tooMany: (limit: number) => invalid(`at most ${limit} routes or domains may be given in one request`),
 };

@@ -2,7 +2,7 @@ import type { Bus } from "../../core/cluster/bus.js";
 import type { Logger } from "../../core/logger.js";
 import { inZone, parsePattern, RouteIndex, type RouteTarget } from "./pattern.js";
 import { ROUTES_AREA } from "./pg-store.js";
-import type { RoutesStore } from "./store.js";
+import type { CustomDomain, RoutesStore } from "./store.js";
 
 /** What routing needs of the DNS area's zones (dns/zones/zone-service.ts keeps them in memory). */
 export interface ZoneDirectory {
@@ -19,6 +19,8 @@ export interface ZoneDirectory {
 export class RouteTable {
   private index = new RouteIndex([], []);
   private workersDevOff: ReadonlySet<string> = new Set();
+  /** The Custom Domains served, by id (their DNS records have the same ids: dns-records.ts). */
+  private domains: ReadonlyMap<string, CustomDomain> = new Map();
   private reading: Promise<void> | undefined;
   private again = false;
 
@@ -30,6 +32,11 @@ export class RouteTable {
 
   match(host: string | undefined, target: string): RouteTarget | undefined {
     return this.index.match(host, target);
+  }
+
+  /** The attached Custom Domain with this id whose zone is its account's, as of the last read. */
+  domain(id: string): CustomDomain | undefined {
+    return this.domains.get(id);
   }
 
   /** Whether a Worker is served at `<name>.<workers domain>` (names are unique platform-wide). */
@@ -47,8 +54,9 @@ export class RouteTable {
       try {
         do {
           this.again = false;
-          const [index, off] = await Promise.all([this.read(), this.store.workersDevOff()]);
+          const [{ index, domains }, off] = await Promise.all([this.read(), this.store.workersDevOff()]);
           this.index = index;
+          this.domains = domains;
           this.workersDevOff = new Set(off.map((o) => o.script));
         } while (this.again);
       } finally {
@@ -58,7 +66,7 @@ export class RouteTable {
     return this.reading;
   }
 
-  private async read(): Promise<RouteIndex> {
+  private async read(): Promise<{ index: RouteIndex; domains: Map<string, CustomDomain> }> {
     const [routes, domains] = await Promise.all([this.store.allRoutes(), this.store.allDomains()]);
     const owned = (zoneId: string, accountId: string, host: string) => {
       const zone = this.zones.byId(zoneId);
@@ -74,10 +82,9 @@ export class RouteTable {
       }
       if (owned(r.zoneId, r.accountId, pattern.host)) parsedRoutes.push({ pattern, target: { accountId: r.accountId, script: r.script } });
     }
-    const liveDomains = domains
-      .filter((d) => owned(d.zoneId, d.accountId, d.hostname))
-      .map((d) => ({ hostname: d.hostname, target: { accountId: d.accountId, script: d.service } }));
-    return new RouteIndex(parsedRoutes, liveDomains);
+    const live = domains.filter((d) => owned(d.zoneId, d.accountId, d.hostname));
+    const liveDomains = live.map((d) => ({ hostname: d.hostname, target: { accountId: d.accountId, script: d.service } }));
+    return { index: new RouteIndex(parsedRoutes, liveDomains), domains: new Map(live.map((d) => [d.id, d])) };
   }
 
   /** Reloads on other nodes' changes and on resyncs; returns the unsubscribe function. */
