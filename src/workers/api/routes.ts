@@ -6,7 +6,15 @@ import { parseWith } from "../../core/http/validate.js";
 import { bindingName } from "../bindings/binding-type.js";
 import type { ScriptDeployer } from "../deployer.js";
 import { WorkersCodes, WorkersErrors, WorkersMessages } from "../errors.js";
-import { VersionLimits, type ChangeAuthor, type DeploymentRecord, type ScriptRecord, type VersionRecord, type WorkersStore } from "../store.js";
+import {
+  MAX_DEPLOYMENT_VERSIONS,
+  VersionLimits,
+  type ChangeAuthor,
+  type DeploymentRecord,
+  type ScriptRecord,
+  type VersionRecord,
+  type WorkersStore,
+} from "../store.js";
 import { registerScheduleRoutes } from "./schedules.js";
 import { checkScriptSettings, checkSubdomainChange, SCRIPT_SETTINGS, subdomainState } from "./settings.js";
 import { MODULE_CONTENT_TYPES, readUpload, secretText, type ParsedUpload } from "./upload.js";
@@ -45,7 +53,8 @@ const deploymentSchema = z.object({
   versions: z
     .array(z.object({ version_id: z.string().max(64), percentage: z.number().min(0).max(100) }))
     .min(1)
-    .max(2),
+    // Bounds the body; more than MAX_DEPLOYMENT_VERSIONS is refused with its own message below.
+    .max(16),
   // wrangler sends `"workers/message": undefined` as no key; the rollback prompt allows 120 characters.
   annotations: z.looseObject({ "workers/message": z.string().max(1000).optional() }).optional(),
 });
@@ -57,6 +66,21 @@ const versionPageSchema = z.object({
   // Every kept version can be deployed here, so `?deployable=true` lists the same versions.
   deployable: z.enum(["true", "false"]).optional(),
 });
+
+/** wrangler's own tolerance for percentages that add up to 100 (33.333% and 66.667%, say). */
+const PERCENTAGE_EPSILON = 1e-3;
+
+/** One version, or two with shares of the traffic: each named once, the percentages adding up to 100 (0% is allowed). */
+function checkDeploymentVersions(versions: readonly { version_id: string; percentage: number }[]): void {
+  if (versions.length > MAX_DEPLOYMENT_VERSIONS) throw WorkersErrors.tooManyDeploymentVersions(MAX_DEPLOYMENT_VERSIONS, versions.length);
+  const seen = new Set<string>();
+  for (const v of versions) {
+    if (seen.has(v.version_id)) throw WorkersErrors.deploymentVersionTwice(v.version_id);
+    seen.add(v.version_id);
+  }
+  const sum = versions.reduce((total, v) => total + v.percentage, 0);
+  if (Math.abs(sum - 100) > PERCENTAGE_EPSILON) throw WorkersErrors.deploymentPercentages(sum);
+}
 
 const deployQuerySchema = z.object({ force: z.enum(["true", "false"]).optional() });
 
@@ -124,7 +148,8 @@ export function registerWorkersRoutes(app: FastifyInstance, deps: WorkersRouteDe
   });
 
   // Versions and deployments (`wrangler versions …`, `wrangler deployments …`, `wrangler rollback`): the last
-  // VersionLimits.versions versions of a Worker are kept; a deployment makes one of them live at 100%.
+  // VersionLimits.versions versions of a Worker are kept; a deployment makes one of them live at 100%, or two with
+  // shares of the traffic (a gradual deployment).
   const versionView = (v: VersionRecord, live: ScriptRecord) => ({
     id: v.id,
     number: v.number,
@@ -195,15 +220,14 @@ export function registerWorkersRoutes(app: FastifyInstance, deps: WorkersRouteDe
     const s = await scriptOf(req);
     const body = parseWith(deploymentSchema, req.body ?? {}, WorkersCodes.validation);
     const { force } = parseWith(deployQuerySchema, req.query ?? {}, WorkersCodes.validation);
-    const [only] = body.versions;
-    if (body.versions.length !== 1 || only.percentage !== 100) throw WorkersErrors.splitDeployment();
+    checkDeploymentVersions(body.versions);
     const message = body.annotations?.["workers/message"];
     const deployment: DeploymentRecord = {
       id: randomUUID(),
       createdOn: new Date().toISOString(),
       ...authorOf(req),
       ...(message !== undefined && { message }),
-      versions: [{ versionId: only.version_id, percentage: 100 }],
+      versions: body.versions.map((v) => ({ versionId: v.version_id, percentage: v.percentage })),
     };
     await deployer.deployVersion(s.accountId, s.name, deployment, force === "true");
     return ok(deploymentView(deployment));
