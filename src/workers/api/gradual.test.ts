@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import { request } from "undici";
 import type { TestPlatform } from "../../core/testing/platform.js";
-import { createAccount, hit, startPlatform, uploadScript } from "../testing/helpers.js";
+import { createAccount, hit, startPlatform, uploadScript, uploadVersion as uploadVersionOf } from "../testing/helpers.js";
 
 /**
  * Gradual deployments: two versions of a Worker share its traffic, each request served by one of them (by share, or by
@@ -26,18 +26,7 @@ const labelled = (label: string) =>
   `export default { async fetch(req, env) { return new Response(${JSON.stringify(label)} + " " + (await env.KV.get("k")) + " " + (env.TOKEN ?? "-")); } };`;
 const bindings = () => [{ type: "kv_namespace", name: "KV", namespace_id: namespaceId }];
 
-async function uploadVersion(name: string, code: string, account = p.accountId, headers = p.headers()): Promise<{ status: number; body: any }> {
-  const form = new FormData();
-  form.append("metadata", JSON.stringify({ main_module: "index.js", compatibility_date: "2024-09-01", bindings: bindings() }));
-  form.append("index.js", new Blob([code], { type: "application/javascript+module" }), "index.js");
-  const encoded = new Response(form);
-  const res = await request(`${p.apiUrl}${scripts(account)}/${name}/versions`, {
-    method: "POST",
-    headers: { ...headers, "content-type": encoded.headers.get("content-type")! },
-    body: Buffer.from(await encoded.arrayBuffer()),
-  });
-  return { status: res.statusCode, body: await res.body.json() };
-}
+const uploadVersion = (name: string, code: string) => uploadVersionOf(p, name, code, { bindings: bindings() });
 
 const deploy = (versions: [string, number][], opts: { account?: string; name?: string; headers?: Record<string, string> } = {}) =>
   p.api(
@@ -227,16 +216,7 @@ export default { fetch(req, env) { return env.COUNTER.get(env.COUNTER.idFromName
   const objectBindings = [{ type: "durable_object_namespace", name: "COUNTER", class_name: "Counter" }];
   const v1 = await uploadScript(p, "gradual-objects", counter, { bindings: objectBindings, migrations: { new_tag: "v1", new_sqlite_classes: ["Counter"] } });
   assert.equal(v1.status, 200, JSON.stringify(v1.body));
-  const form = new FormData();
-  form.append("metadata", JSON.stringify({ main_module: "index.js", compatibility_date: "2024-09-01", bindings: objectBindings }));
-  form.append("index.js", new Blob([counter], { type: "application/javascript+module" }), "index.js");
-  const encoded = new Response(form);
-  const res = await request(`${p.apiUrl}${scripts()}/gradual-objects/versions`, {
-    method: "POST",
-    headers: { ...p.headers(), "content-type": encoded.headers.get("content-type")! },
-    body: Buffer.from(await encoded.arrayBuffer()),
-  });
-  const v2: string = ((await res.body.json()) as any).result.id;
+  const v2: string = (await uploadVersionOf(p, "gradual-objects", counter, { bindings: objectBindings })).body.result.id;
   const split = await deploy(
     [
       [v1.body.result.deployment_id, 50],
