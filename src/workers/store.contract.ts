@@ -221,6 +221,12 @@ export const describeWorkersStore = storeContract<WorkersStore>("WorkersStore", 
       store.deploy(A, "split", deploymentOf(one.versionId, { versions: [shares(50, 50)[0], { versionId: "no-such-version", percentage: 50 }] }), false),
       refusedWith(WorkersCodes.versionNotFound),
     );
+    // A secret set again since both were made: deploying them needs force; the record is left as it was until then.
+    assert.equal(await store.changeSecret(A, "split", "TOKEN", "t-2", "v-split-secret"), true);
+    await assert.rejects(store.deploy(A, "split", deploymentOf(one.versionId, { versions: shares(10, 90) }), false), refusedWith(WorkersCodes.secretsChanged));
+    assert.equal((await store.get(A, "split"))!.versionId, "v-split-secret");
+    assert.equal((await store.deploy(A, "split", deploymentOf(one.versionId, { versions: shares(50, 50) }), true)).versionId, one.versionId);
+
     for (let i = 0; i < VersionLimits.versions; i++) await store.addVersion(await version(store, A, "split", { "index.js": `n${i}` }), wrangler);
     const { items, total } = await store.versions(A, "split", 1, VersionLimits.versions);
     assert.equal(total, VersionLimits.versions);
@@ -228,12 +234,6 @@ export const describeWorkersStore = storeContract<WorkersStore>("WorkersStore", 
     assert.ok(ids.has(one.versionId) && ids.has(two.versionId), "both versions of the current deployment are kept, however old");
     assert.equal((await store.readModules(two.modules))[0].content.toString(), "two");
     assert.deepEqual((await store.deployments(A, "split"))[0].versions, shares(50, 50));
-
-    // A secret set again since both were made: deploying them needs force; the record is left as it was until then.
-    assert.equal(await store.changeSecret(A, "split", "TOKEN", "t-2", "v-split-secret"), true);
-    await assert.rejects(store.deploy(A, "split", deploymentOf(one.versionId, { versions: shares(10, 90) }), false), refusedWith(WorkersCodes.secretsChanged));
-    assert.equal((await store.get(A, "split"))!.versionId, "v-split-secret");
-    assert.equal((await store.deploy(A, "split", deploymentOf(one.versionId, { versions: shares(10, 90) }), true)).versionId, two.versionId);
   });
 
   it("secrets across versions: a change is a new version deployed at once; deploying a version made with other secrets needs force", async (store) => {
