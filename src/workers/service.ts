@@ -237,7 +237,7 @@ export function createWorkersService(
         urlOf,
         workersDomain: config.domain,
         newestCompatibilityDate: () => runtime.workerd?.newestCompatibilityDate,
-        handlersOf: (name) => runtime.handlersOf(name),
+        handlersOf: (name, versionId) => runtime.handlersOf(name, versionId),
         triggersChanged: () => clock.reload(),
         migrationTag: (accountId, name) => durableObjects.migrationTag(accountId, name),
         workersDev: {

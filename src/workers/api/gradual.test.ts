@@ -93,6 +93,10 @@ test("a deployment of two versions serves both, by share or by the version overr
 
   const listed = await p.api("GET", `${scripts()}/${NAME}/deployments`);
   assert.deepEqual(listed.body.result.deployments[0].versions, split.body.result.versions);
+  for (const v of [v1, v2]) {
+    const shown = await p.api("GET", `${scripts()}/${NAME}/versions/${v}`);
+    assert.deepEqual(shown.body.result.resources.script.handlers, ["fetch"], "both versions run: their handlers are known");
+  }
 
   // A secret change would make a new version of one of the two: refused, as hosted (wrangler reads code 10215).
   const secret = await p.api("PUT", `${scripts()}/${NAME}/secrets`, { name: "TOKEN", text: "other", type: "secret_text" });

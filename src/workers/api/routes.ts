@@ -26,8 +26,8 @@ export interface WorkersRouteDeps {
   urlOf(name: string): string;
   /** The newest compatibility date the running workerd implements. */
   newestCompatibilityDate(): string | undefined;
-  /** What the running version of a script handles (its default export's handlers). */
-  handlersOf(name: string): readonly string[];
+  /** What a running version of a script handles (its default export's handlers): the primary one's unless `versionId` names one. */
+  handlersOf(name: string, versionId?: string): readonly string[];
   workersDomain: string;
   /** Called after a script's cron triggers changed or it was deleted, so the clock reads them again. */
   triggersChanged(): Promise<void>;
@@ -150,7 +150,7 @@ export function registerWorkersRoutes(app: FastifyInstance, deps: WorkersRouteDe
   // Versions and deployments (`wrangler versions …`, `wrangler deployments …`, `wrangler rollback`): the last
   // VersionLimits.versions versions of a Worker are kept; a deployment makes one of them live at 100%, or two with
   // shares of the traffic (a gradual deployment).
-  const versionView = (v: VersionRecord, live: ScriptRecord) => ({
+  const versionView = (v: VersionRecord) => ({
     id: v.id,
     number: v.number,
     metadata: {
@@ -166,8 +166,8 @@ export function registerWorkersRoutes(app: FastifyInstance, deps: WorkersRouteDe
       ...(v.tag !== undefined && { "workers/tag": v.tag }),
     },
     resources: {
-      // What a version handles is known once it ran: the live one's.
-      script: { etag: v.etag, handlers: v.id === live.versionId ? deps.handlersOf(v.script) : [] },
+      // What a version handles is known once it ran: those running (the two of a gradual deployment).
+      script: { etag: v.etag, handlers: deps.handlersOf(v.script, v.id) },
       script_runtime: { compatibility_date: v.compatibilityDate, compatibility_flags: v.compatibilityFlags, usage_model: "standard" },
       bindings: [...v.bindings, ...v.secretNames.map((name) => ({ name, type: "secret_text" }))],
     },
@@ -194,14 +194,14 @@ export function registerWorkersRoutes(app: FastifyInstance, deps: WorkersRouteDe
     const live = (await store.get(p.account_id, p.name))!;
     const why = existed ? "this Worker has Durable Objects or static assets, and keeps one version here" : "it is the Worker's first version";
     const messages = [...dateMessages(live), ...(deployed ? [WorkersMessages.deployedAtOnce(why)] : [])];
-    return ok(versionView(version, live), undefined, messages);
+    return ok(versionView(version), undefined, messages);
   });
   app.get(`${base}/scripts/:name/versions`, read, async (req) => {
     const s = await scriptOf(req);
     const q = parseWith(versionPageSchema, req.query ?? {}, WorkersCodes.validation);
     const { items, total } = await store.versions(s.accountId, s.name, q.page, q.per_page);
     return ok(
-      { items: items.map((v) => versionView(v, s)) },
+      { items: items.map(versionView) },
       { page: q.page, per_page: q.per_page, count: items.length, total_count: total, total_pages: Math.ceil(total / q.per_page) },
     );
   });
@@ -210,7 +210,7 @@ export function registerWorkersRoutes(app: FastifyInstance, deps: WorkersRouteDe
     const { version_id } = req.params as Params;
     const v = await store.version(s.accountId, s.name, version_id);
     if (!v) throw WorkersErrors.versionNotFound(version_id);
-    return ok(versionView(v, s));
+    return ok(versionView(v));
   });
   app.get(`${base}/scripts/:name/deployments`, read, async (req) => {
     const s = await scriptOf(req);

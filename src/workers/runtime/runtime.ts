@@ -229,9 +229,11 @@ export class WorkersRuntime {
     return this.pick(name)?.runScheduled(cron, scheduledTime) ?? Promise.resolve(undefined);
   }
 
-  /** What the running version of a script handles; none while it does not run. */
-  handlersOf(name: string): readonly string[] {
-    return this.runtimes.get(name)?.handlers ?? [];
+  /** What a running version of a script handles (the primary one unless `versionId` names one); none for a version that does not run here. */
+  handlersOf(name: string, versionId?: string): readonly string[] {
+    const primary = this.runtimes.get(name);
+    const rt = versionId === undefined ? primary : [primary, this.splits.get(name)?.rt].find((r) => r !== undefined && r.versionId === versionId);
+    return rt?.handlers ?? [];
   }
 
   async stop(): Promise<void> {
