@@ -9,7 +9,17 @@ import type { RuntimeDurableObjects } from "./durable-objects/workerd.js";
 import { WorkersErrors } from "./errors.js";
 import type { RunnableScript, WorkersRuntime } from "./runtime/runtime.js";
 import { WorkerdStartError } from "./runtime/workerd-process.js";
-import type { ChangeAuthor, DeploymentRecord, ModuleRef, ModuleSource, ScriptRecord, VersionMeta, VersionRecord, WorkersStore } from "./store.js";
+import {
+  primaryOf,
+  type ChangeAuthor,
+  type DeploymentRecord,
+  type ModuleRef,
+  type ModuleSource,
+  type ScriptRecord,
+  type VersionMeta,
+  type VersionRecord,
+  type WorkersStore,
+} from "./store.js";
 
 /** Answers whether a backend's resource (a bucket by name, a namespace by id) exists in an account. */
 export type ResourceExists = (backend: BindingBackendName, accountId: string, resource: string) => Promise<boolean>;
@@ -25,10 +35,20 @@ export interface ScriptConsumers {
 
 /** What runs of a script on this node. */
 interface Running {
-  versionId: string;
+  /** The versions it runs and their shares (`runningKey`), which `sync` compares with the store's current deployment. */
+  deployment: string;
   /** Whether it runs as a queue consumer (with the queue dispatcher, see runtime/queue-dispatch.ts). */
   queueConsumer: boolean;
 }
+
+/** The second version of a gradual deployment, with its share of the traffic (the primary version takes the rest). */
+interface SecondVersion {
+  version: VersionRecord;
+  percentage: number;
+}
+
+/** What tells apart what a script runs: its primary version, and the second one of a split with its share. */
+const runningKey = (primaryId: string, second?: SecondVersion) => (second ? `${primaryId} ${second.version.id}@${second.percentage}` : primaryId);
 
 /** Compatibility date used when an upload names none (wrangler's draft worker for `secret put` sends none). */
 const DEFAULT_COMPATIBILITY_DATE = "2024-09-01";
@@ -77,17 +97,49 @@ export class ScriptDeployer {
     if (owner && owner.accountId !== accountId) throw WorkersErrors.nameTaken(name);
   }
 
-  private async start(script: ScriptRecord, modules: ModuleSource[], secrets: Map<string, string>, durableObjects?: RuntimeDurableObjects): Promise<void> {
+  /**
+   * Runs `script` (the primary version), and `second` beside it during a gradual deployment. Both run with the Worker's
+   * secrets as they are now (their values are not kept per version), as a forced deploy of an older version does.
+   */
+  private async start(
+    script: ScriptRecord,
+    modules: ModuleSource[],
+    secrets: Map<string, string>,
+    durableObjects?: RuntimeDurableObjects,
+    second?: SecondVersion,
+  ): Promise<void> {
     const queueConsumer = (await this.consumers?.isConsumer(script.accountId, script.name)) === true;
-    const run: RunnableScript = { script, modules, secrets: [...secrets].map(([name, text]) => ({ name, text })), durableObjects, queueConsumer };
+    const secretList = [...secrets].map(([name, text]) => ({ name, text }));
+    const run: RunnableScript = { script, modules, secrets: secretList, durableObjects, queueConsumer };
+    const secondRun = second && {
+      run: {
+        script: { ...script, ...versionContent(second.version), versionId: second.version.id },
+        modules: await this.store.readModules(second.version.modules),
+        secrets: secretList,
+        queueConsumer,
+      },
+      percentage: second.percentage,
+    };
     await this.assets?.prepare(script.accountId, script.name, script.versionId);
     try {
-      await this.runtime.deploy(run);
+      await this.runtime.deploy(run, secondRun);
     } catch (err) {
       if (err instanceof WorkerdStartError) throw WorkersErrors.failedToStart(err.message);
       throw err;
     }
-    this.running.set(script.name, { versionId: script.versionId, queueConsumer });
+    this.running.set(script.name, { deployment: runningKey(script.versionId, second), queueConsumer });
+  }
+
+  /**
+   * The second version of the script's current deployment (the newest), when it is a gradual one whose primary version
+   * is the live record's; undefined otherwise (one version at 100%).
+   */
+  private async secondOf(script: ScriptRecord): Promise<SecondVersion | undefined> {
+    const [current] = await this.store.deployments(script.accountId, script.name);
+    if (!current || current.versions.length < 2 || primaryOf(current).versionId !== script.versionId) return undefined;
+    const other = current.versions.find((v) => v.versionId !== script.versionId)!;
+    const version = await this.store.version(script.accountId, script.name, other.versionId);
+    return version && { version, percentage: other.percentage };
   }
 
   /**
@@ -133,12 +185,13 @@ export class ScriptDeployer {
       }
       const running = this.running.get(name);
       const queueConsumer = (await this.consumers?.isConsumer(script.accountId, name)) === true;
-      // The version runs already, unless it must start again: to become or stop being a queue consumer, or to attach or
-      // detach the tail worker.
-      if (running?.versionId === script.versionId && running.queueConsumer === queueConsumer && !this.runtime.tailStale(name)) return;
       try {
+        const second = await this.secondOf(script);
+        // The version (or the two of a split, with the same shares) runs already, unless it must start again: to become
+        // or stop being a queue consumer, or to attach or detach the tail worker.
+        if (running?.deployment === runningKey(script.versionId, second) && running.queueConsumer === queueConsumer && !this.runtime.tailStale(name)) return;
         const objects = await this.objects?.runtimeOf(script.accountId, name);
-        await this.start(script, await this.store.readModules(script.modules), await this.store.secretValues(script.accountId, name), objects);
+        await this.start(script, await this.store.readModules(script.modules), await this.store.secretValues(script.accountId, name), objects, second);
         return;
       } catch (err) {
         // A newer version committed meanwhile may have removed this one's modules: read the record again.
@@ -227,27 +280,38 @@ export class ScriptDeployer {
   }
 
   /**
-   * Makes kept version `deployment.versions[0]` (at 100%) the live one: it starts beside the running one and takes
+   * Makes the kept versions `deployment.versions` live: one at 100%, or two sharing the traffic (a gradual deployment;
+   * the script record takes the content of its `primaryOf`). What is not running yet starts beside what runs and takes
    * over its traffic, then the deployment is committed. Refused for a Worker that keeps one version only (unless it
-   * names the live version), when a binding's target no longer exists, and (unless `force`) when the Worker's
-   * secrets changed since the version was made (it would run with today's values: they are not kept per version).
+   * names the live version alone), when a binding's target no longer exists, and (unless `force`) when the Worker's
+   * secrets changed since one of the versions was made (it would run with today's values: they are not kept per version).
    */
   deployVersion(accountId: string, name: string, deployment: DeploymentRecord, force: boolean): Promise<ScriptRecord> {
     return this.serial(name, async () => {
       const live = await this.store.get(accountId, name);
       if (!live) throw WorkersErrors.scriptNotFound();
-      const versionId = deployment.versions[0].versionId;
-      const v = await this.store.version(accountId, name, versionId);
-      if (!v) throw WorkersErrors.versionNotFound(versionId);
-      if (v.id !== live.versionId && (await this.oneVersionOnly(accountId, name))) throw WorkersErrors.versionSwitchWithDurableObjectsOrAssets();
-      const changed = await this.store.secretsChangedSince(accountId, name, versionId);
-      if (!force && changed.length > 0) throw WorkersErrors.secretsChanged(changed);
-      await this.checkTargets(accountId, v.bindings);
+      const versions = new Map<string, VersionRecord>();
+      for (const { versionId } of deployment.versions) {
+        const v = await this.store.version(accountId, name, versionId);
+        if (!v) throw WorkersErrors.versionNotFound(versionId);
+        versions.set(versionId, v);
+      }
+      const primary = versions.get(primaryOf(deployment).versionId)!;
+      const otherShare = deployment.versions.find((d) => d.versionId !== primary.id);
+      const second = otherShare && { version: versions.get(otherShare.versionId)!, percentage: otherShare.percentage };
+      if ((primary.id !== live.versionId || second) && (await this.oneVersionOnly(accountId, name)))
+        throw WorkersErrors.versionSwitchWithDurableObjectsOrAssets();
+      const changed = new Set<string>();
+      for (const v of versions.values()) for (const secret of await this.store.secretsChangedSince(accountId, name, v.id)) changed.add(secret);
+      if (!force && changed.size > 0) throw WorkersErrors.secretsChanged([...changed].sort());
       const secrets = await this.store.secretValues(accountId, name);
-      ScriptDeployer.checkSecretClash(v.bindings, secrets.keys());
-      if (v.id !== live.versionId || this.running.get(name)?.versionId !== v.id) {
-        const script: ScriptRecord = { ...live, ...versionContent(v), versionId: v.id, modifiedOn: deployment.createdOn };
-        await this.start(script, await this.store.readModules(v.modules), secrets, await this.objects?.runtimeOf(accountId, name));
+      for (const v of versions.values()) {
+        await this.checkTargets(accountId, v.bindings);
+        ScriptDeployer.checkSecretClash(v.bindings, secrets.keys());
+      }
+      if (this.running.get(name)?.deployment !== runningKey(primary.id, second)) {
+        const script: ScriptRecord = { ...live, ...versionContent(primary), versionId: primary.id, modifiedOn: deployment.createdOn };
+        await this.start(script, await this.store.readModules(primary.modules), secrets, await this.objects?.runtimeOf(accountId, name), second);
       }
       let deployed: ScriptRecord | undefined;
       await this.commit(name, async () => (deployed = await this.store.deploy(accountId, name, deployment, force)));
@@ -297,6 +361,8 @@ export class ScriptDeployer {
     return this.serial(name, async () => {
       const script = await this.store.get(accountId, name);
       if (!script) throw WorkersErrors.scriptNotFound();
+      // As hosted: the new version is made of the live one, which during a split is only one of the two that run.
+      if (await this.secondOf(script)) throw WorkersErrors.secretChangeDuringSplit();
       const secrets = await this.store.secretValues(accountId, name);
       if (text === undefined) {
         if (!secrets.delete(secret)) throw WorkersErrors.secretNotFound(secret);

@@ -10,7 +10,7 @@ import { SecretBox } from "../core/secret-box.js";
 import { newTestCredentials, startTestPlatform, type TestPlatform } from "../core/testing/platform.js";
 import { awsEnv, privatePostgres, s3ClientConfig, testBucket, testDatabase } from "../core/testing/services.js";
 import { PgWorkersStore } from "./pg-store.js";
-import { eventually, hit, logEntries, uploadScript } from "./testing/helpers.js";
+import { eventually, hit, logEntries, uploadScript, uploadVersion } from "./testing/helpers.js";
 
 const HANG_GUARD = { timeout: 420_000 };
 
@@ -239,5 +239,49 @@ test(
     assert.equal(upload.status, 503, JSON.stringify(upload.body));
     assert.equal(await answer(node, "locked"), "200 v1 -", "the node runs the stored version again, not the one that was not committed");
     assert.equal((await node.api("GET", `/accounts/${node.accountId}/workers/scripts`)).body.result.length, 1);
+  },
+);
+
+test(
+  "a gradual deployment made through one node is run by the other: both versions answer there, the override header picks one, and one version at 100% ends it",
+  HANG_GUARD,
+  async (t) => {
+    const nodes = await twoNodes(t);
+    if (!nodes) return;
+    const { a, b } = nodes;
+    const scripts = `/accounts/${a.accountId}/workers/scripts`;
+    const v1 = (await uploadScript(a, "canary", versioned("v1"))).body.result.deployment_id as string;
+    const up2 = await uploadVersion(a, "canary", versioned("v2"));
+    assert.equal(up2.status, 200, JSON.stringify(up2.body));
+    const v2: string = up2.body.result.id;
+    await until(async () => (await answer(b, "canary")) === "200 v1 -", "node b to serve v1");
+    const split = await a.api("POST", `${scripts}/canary/deployments`, {
+      strategy: "percentage",
+      versions: [
+        { version_id: v1, percentage: 50 },
+        { version_id: v2, percentage: 50 },
+      ],
+    });
+    assert.equal(split.status, 200, JSON.stringify(split.body));
+    // Node b follows the notice; polled until both versions answered there a few times (the deadline only guards a hang).
+    const seen = new Map<string, number>();
+    await until(async () => {
+      const got = await answer(b, "canary");
+      seen.set(got, (seen.get(got) ?? 0) + 1);
+      return (seen.get("200 v1 -") ?? 0) >= 5 && (seen.get("200 v2 -") ?? 0) >= 5;
+    }, "node b to serve both versions of the split");
+    assert.deepEqual([...seen.keys()].sort(), ["200 v1 -", "200 v2 -"]);
+    for (let i = 0; i < 10; i++) {
+      const r = await hit(b, "canary", "/", { headers: { "Cloudflare-Workers-Version-Overrides": `canary="${v2}"` } });
+      assert.equal(`${r.status} ${r.text}`, "200 v2 -");
+    }
+
+    const single = await a.api("POST", `${scripts}/canary/deployments`, { strategy: "percentage", versions: [{ version_id: v1, percentage: 100 }] });
+    assert.equal(single.status, 200, JSON.stringify(single.body));
+    let streak = 0;
+    await until(async () => {
+      streak = (await answer(b, "canary")) === "200 v1 -" ? streak + 1 : 0;
+      return streak >= 30;
+    }, "node b to serve v1 alone");
   },
 );

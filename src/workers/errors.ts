@@ -12,6 +12,11 @@ export const WorkersCodes = {
   secretNotFound: 10056,
   /** This platform's own code: no kept version of the Worker has that id. */
   versionNotFound: 10215,
+  /**
+   * A secret change while a gradual deployment runs (the hosted code: wrangler's `secret put` reads it and tells the
+   * user to deploy one version at 100% first).
+   */
+  versionNotDeployed: 10215,
   /** A rollback past a change of the Worker's secrets, without `?force=true` (wrangler asks and retries with it). */
   secretsChanged: 10220,
   /** A message, not an error: the script runs with an earlier compatibility date than it asked for. */
@@ -47,11 +52,18 @@ export const WorkersErrors = {
       WorkersCodes.secretsChanged,
       `Cannot deploy this version without ?force=true: its secrets differ from the Worker's now. The following secrets have changed: ${names.join(", ")}`,
     ),
-  splitDeployment: () =>
-    invalid("This platform deploys one version at 100% of traffic: split (gradual) deployments are not supported; name one version with percentage 100"),
+  tooManyDeploymentVersions: (max: number, named: number) => invalid(`A deployment names at most ${max} versions; this one names ${named}`, "/versions"),
+  deploymentVersionTwice: (id: string) => invalid(`Version ${id} is named more than once in this deployment`, "/versions"),
+  deploymentPercentages: (sum: number) => invalid(`The percentages of a deployment's versions must add up to 100; these add up to ${sum}`, "/versions"),
+  secretChangeDuringSplit: () =>
+    new EdgeError(
+      400,
+      WorkersCodes.versionNotDeployed,
+      "This Worker runs a gradual deployment of two versions: a secret change makes a new version of the live one, so deploy one version at 100% first (wrangler versions deploy)",
+    ),
   versionSwitchWithDurableObjectsOrAssets: () =>
     invalid(
-      "This Worker has Durable Objects or static assets: here it keeps one version, its latest upload (wrangler deploy); deploying or rolling back to another version is not supported",
+      "This Worker has Durable Objects or static assets: here it keeps one version, its latest upload (wrangler deploy); deploying or rolling back to another version, or splitting traffic between versions, is not supported",
     ),
   versionUploadNotDeployable: (what: string) =>
     invalid(`A version uploaded without deploying it may not carry ${what} here: upload it with wrangler deploy (it deploys at once)`),

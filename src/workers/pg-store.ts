@@ -10,7 +10,8 @@ import {
   deploymentOf,
   deploymentRow,
   liveModuleIds,
-  liveRowOf,
+  deployedRow,
+  liveVersionIds,
   secretStamps,
   toDeployment,
   toRecord,
@@ -181,12 +182,12 @@ export class PgWorkersStore extends ModuleContent implements WorkersStore {
       "SELECT id, modules FROM workers.versions WHERE account_id = $1 AND script = $2 ORDER BY number DESC",
       [accountId, script],
     );
-    const gone = versionsToPrune(versions, live.version_id, VersionLimits.versions);
+    const deployments = await this.deploymentRows(tx, accountId, script);
+    const gone = versionsToPrune(versions, liveVersionIds(live.version_id, deployments[0]), VersionLimits.versions);
     const goneIds = new Set(gone.map((v) => v.id));
     if (gone.length > 0) {
       await tx.execute("DELETE FROM workers.versions WHERE account_id = $1 AND script = $2 AND id = ANY($3::text[])", [accountId, script, [...goneIds]]);
     }
-    const deployments = await this.deploymentRows(tx, accountId, script);
     const dropped = deployments.filter((d, i) => i >= VersionLimits.deployments || toDeployment(d).versions.some((v) => goneIds.has(v.versionId)));
     if (dropped.length > 0) {
       await tx.execute("DELETE FROM workers.deployments WHERE account_id = $1 AND script = $2 AND id = ANY($3::text[])", [
@@ -238,12 +239,9 @@ export class PgWorkersStore extends ModuleContent implements WorkersStore {
     const [live, unnamed] = await this.pg.withTransaction(async (tx) => {
       const old = await this.row(tx, accountId, script, true);
       if (!old) throw WorkersErrors.scriptNotFound();
-      const versionId = deployment.versions[0].versionId;
-      const v = await this.versionRow(tx, accountId, script, versionId);
-      if (!v) throw WorkersErrors.versionNotFound(versionId);
-      const changed = changedSecrets(v.secrets, await this.stampsNow(tx, accountId, script));
-      if (!force && changed.length > 0) throw WorkersErrors.secretsChanged(changed);
-      const row = liveRowOf(v, old.created_on, deployment.createdOn);
+      const rows = new Map<string, VersionRow | undefined>();
+      for (const { versionId } of deployment.versions) rows.set(versionId, await this.versionRow(tx, accountId, script, versionId));
+      const row = deployedRow(deployment, rows, await this.stampsNow(tx, accountId, script), old.created_on, force);
       await this.upsertLive(tx, row);
       await this.recordDeployment(tx, accountId, script, deployment);
       const unnamed = await this.prune(tx, accountId, script);

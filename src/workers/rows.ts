@@ -1,6 +1,7 @@
 import { createHash, randomUUID } from "node:crypto";
 import type { Binding } from "./bindings/registry.js";
-import type { DeploymentRecord, ModuleRef, ScriptRecord, VersionMeta, VersionRecord, VersionTrigger } from "./store.js";
+import { WorkersErrors } from "./errors.js";
+import { primaryOf, type DeploymentRecord, type ModuleRef, type ScriptRecord, type VersionMeta, type VersionRecord, type VersionTrigger } from "./store.js";
 
 /** A script as both backends keep it: JSON text for the lists, ISO times as text. */
 export interface ScriptRow {
@@ -193,10 +194,39 @@ export function changedSecrets(then: string, now: Map<string, string>): string[]
   return [...names].filter((n) => old.get(n) !== now.get(n)).sort();
 }
 
-/** Which of a script's versions (newest first) go so that `keep` stay: the oldest, never the live one (it counts among those kept). */
-export function versionsToPrune<T extends { id: string }>(newestFirst: readonly T[], liveId: string, keep: number): T[] {
-  const others = newestFirst.filter((v) => v.id !== liveId);
-  return others.slice(Math.max(0, keep - (others.length < newestFirst.length ? 1 : 0)));
+/**
+ * Which of a script's versions (newest first) go so that `keep` stay: the oldest, never one in `liveIds` (the live one
+ * and those the current deployment names; they count among those kept).
+ */
+export function versionsToPrune<T extends { id: string }>(newestFirst: readonly T[], liveIds: ReadonlySet<string>, keep: number): T[] {
+  const others = newestFirst.filter((v) => !liveIds.has(v.id));
+  return others.slice(Math.max(0, keep - (newestFirst.length - others.length)));
+}
+
+/** The versions pruning must keep: the live one, and every version the newest deployment (the current one) names. */
+export const liveVersionIds = (liveId: string, newest: DeploymentRow | undefined): Set<string> =>
+  new Set([liveId, ...(newest ? toDeployment(newest).versions.map((v) => v.versionId) : [])]);
+
+/**
+ * The live row a deployment makes (its primary version's content; the script keeps its first `createdOn`), given the
+ * rows of the versions it names (undefined where there is no such version). Refused with `versionNotFound`, and with
+ * `secretsChanged` (unless `force`) when the script's secrets (`stamps`) changed since any of them was made.
+ */
+export function deployedRow(
+  deployment: DeploymentRecord,
+  rows: ReadonlyMap<string, VersionRow | undefined>,
+  stamps: Map<string, string>,
+  createdOn: string,
+  force: boolean,
+): ScriptRow {
+  const changed = new Set<string>();
+  for (const { versionId } of deployment.versions) {
+    const v = rows.get(versionId);
+    if (!v) throw WorkersErrors.versionNotFound(versionId);
+    for (const name of changedSecrets(v.secrets, stamps)) changed.add(name);
+  }
+  if (!force && changed.size > 0) throw WorkersErrors.secretsChanged([...changed].sort());
+  return liveRowOf(rows.get(primaryOf(deployment).versionId)!, createdOn, deployment.createdOn);
 }
 
 /** The module refs of `gone` that none of `kept` names (what may be deleted once the change committed). */

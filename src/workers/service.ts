@@ -250,7 +250,7 @@ export function createWorkersService(
         urlOf,
         workersDomain: config.domain,
         newestCompatibilityDate: () => runtime.workerd?.newestCompatibilityDate,
-        handlersOf: (name) => runtime.handlersOf(name),
+        handlersOf: (name, versionId) => runtime.handlersOf(name, versionId),
         triggersChanged: () => clock.reload(),
         migrationTag: (accountId, name) => durableObjects.migrationTag(accountId, name),
         workersDev: {
@@ -358,7 +358,8 @@ function queueWorkers(
         return rt !== undefined && rt.accountId === c.account_id && rt.queueConsumer && rt.handlers.includes("queue");
       },
       deliver: async (c, messages, timeoutMs) => {
-        const rt = runtime.lookup(c.script_name);
+        // During a gradual deployment, a batch goes to one of the two versions, by share.
+        const rt = runtime.pick(c.script_name);
         const outcome = rt && rt.accountId === c.account_id ? await rt.runQueue(c.queue_name, messages, timeoutMs) : undefined;
         if (!outcome) throw new Error(`the Worker ${c.script_name} does not run here with a queue() handler`);
         return outcome;

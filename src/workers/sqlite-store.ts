@@ -8,8 +8,9 @@ import {
   DEPLOYMENT_COLUMNS,
   deploymentOf,
   deploymentRow,
+  deployedRow,
   liveModuleIds,
-  liveRowOf,
+  liveVersionIds,
   secretStamps,
   toDeployment,
   toRecord,
@@ -189,10 +190,11 @@ export class SqliteWorkersStore extends ModuleContent implements WorkersStore {
   private prune(accountId: string, script: string): ModuleRef[] {
     const live = this.q.get.get(accountId, script)!;
     const versions = this.q.versionModules.all(accountId, script);
-    const gone = versionsToPrune(versions, live.version_id, VersionLimits.versions);
+    const deployments = this.q.deployments.all(accountId, script);
+    const gone = versionsToPrune(versions, liveVersionIds(live.version_id, deployments[0]), VersionLimits.versions);
     const goneIds = new Set(gone.map((v) => v.id));
     for (const v of gone) this.q.delVersion.run(accountId, script, v.id);
-    this.q.deployments.all(accountId, script).forEach((d, i) => {
+    deployments.forEach((d, i) => {
       const names = toDeployment(d).versions.some((v) => goneIds.has(v.versionId));
       if (names || i >= VersionLimits.deployments) this.q.delDeployment.run(accountId, script, d.id);
     });
@@ -233,12 +235,8 @@ export class SqliteWorkersStore extends ModuleContent implements WorkersStore {
     const [live, unnamed] = this.db.transaction(() => {
       const old = this.q.get.get(accountId, script);
       if (!old) throw WorkersErrors.scriptNotFound();
-      const versionId = deployment.versions[0].versionId;
-      const v = this.q.version.get(accountId, script, versionId);
-      if (!v) throw WorkersErrors.versionNotFound(versionId);
-      const changed = changedSecrets(v.secrets, this.stampsNow(accountId, script));
-      if (!force && changed.length > 0) throw WorkersErrors.secretsChanged(changed);
-      const row = liveRowOf(v, old.created_on, deployment.createdOn);
+      const rows = new Map(deployment.versions.map((d) => [d.versionId, this.q.version.get(accountId, script, d.versionId)]));
+      const row = deployedRow(deployment, rows, this.stampsNow(accountId, script), old.created_on, force);
       this.q.upsert.run(row);
       this.recordDeployment(accountId, script, deployment);
       return [row, this.prune(accountId, script)] as const;

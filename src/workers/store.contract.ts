@@ -204,6 +204,38 @@ export const describeWorkersStore = storeContract<WorkersStore>("WorkersStore", 
     assert.deepEqual(deployed, [live.versionId, live.versionId], "the deployment of the removed version went with it");
   });
 
+  it("a gradual deployment of two versions: the record takes the larger share (the first named on a tie); both are kept past the version limit; secrets are checked for both", async (store) => {
+    const one = await version(store, A, "split", { "index.js": "one" });
+    await store.save(one, [{ name: "TOKEN", text: "t-1" }]);
+    const two = await version(store, A, "split", { "index.js": "two" });
+    await store.addVersion(two, wrangler);
+    const shares = (a: number, b: number) => [
+      { versionId: one.versionId, percentage: a },
+      { versionId: two.versionId, percentage: b },
+    ];
+    const d = deploymentOf(one.versionId, { versions: shares(30, 70) });
+    assert.equal((await store.deploy(A, "split", d, false)).versionId, two.versionId);
+    assert.deepEqual((await store.deployments(A, "split"))[0], d, "the deployment as given, in its order");
+    assert.equal((await store.deploy(A, "split", deploymentOf(one.versionId, { versions: shares(50, 50) }), false)).versionId, one.versionId);
+    await assert.rejects(
+      store.deploy(A, "split", deploymentOf(one.versionId, { versions: [shares(50, 50)[0], { versionId: "no-such-version", percentage: 50 }] }), false),
+      refusedWith(WorkersCodes.versionNotFound),
+    );
+    // A secret set again since both were made: deploying them needs force; the record is left as it was until then.
+    assert.equal(await store.changeSecret(A, "split", "TOKEN", "t-2", "v-split-secret"), true);
+    await assert.rejects(store.deploy(A, "split", deploymentOf(one.versionId, { versions: shares(10, 90) }), false), refusedWith(WorkersCodes.secretsChanged));
+    assert.equal((await store.get(A, "split"))!.versionId, "v-split-secret");
+    assert.equal((await store.deploy(A, "split", deploymentOf(one.versionId, { versions: shares(50, 50) }), true)).versionId, one.versionId);
+
+    for (let i = 0; i < VersionLimits.versions; i++) await store.addVersion(await version(store, A, "split", { "index.js": `n${i}` }), wrangler);
+    const { items, total } = await store.versions(A, "split", 1, VersionLimits.versions);
+    assert.equal(total, VersionLimits.versions);
+    const ids = new Set(items.map((v) => v.id));
+    assert.ok(ids.has(one.versionId) && ids.has(two.versionId), "both versions of the current deployment are kept, however old");
+    assert.equal((await store.readModules(two.modules))[0].content.toString(), "two");
+    assert.deepEqual((await store.deployments(A, "split"))[0].versions, shares(50, 50));
+  });
+
   it("secrets across versions: a change is a new version deployed at once; deploying a version made with other secrets needs force", async (store) => {
     const first = await version(store, A, "app", { "index.js": "x" });
     await store.save(first, [{ name: "TOKEN", text: "t-1" }]);

@@ -77,7 +77,10 @@ export interface VersionRecord extends VersionMeta {
   createdOn: string;
 }
 
-/** One deployment of a Worker: which versions take its traffic, and in which shares (percentages adding up to 100). */
+/**
+ * One deployment of a Worker: which versions take its traffic, and in which shares (percentages adding up to 100). One
+ * version at 100%, or two (a gradual deployment), each request served by one of them chosen by its share.
+ */
 export interface DeploymentRecord extends ChangeAuthor {
   id: string;
   createdOn: string;
@@ -85,6 +88,15 @@ export interface DeploymentRecord extends ChangeAuthor {
   triggeredBy?: VersionTrigger;
   versions: { versionId: string; percentage: number }[];
 }
+
+/** How many versions one deployment may name (the hosted limit). */
+export const MAX_DEPLOYMENT_VERSIONS = 2;
+
+/**
+ * The version of a deployment the script record takes (what settings, the script's content and its bindings show): the
+ * one with the largest share, the first named on a tie.
+ */
+export const primaryOf = (d: Pick<DeploymentRecord, "versions">) => d.versions.reduce((a, b) => (b.percentage > a.percentage ? b : a));
 
 /** One cron trigger of a script, as the schedules API shows it. */
 export interface Schedule {
@@ -112,10 +124,11 @@ export interface ScriptSchedule {
  *   returned by a method that feeds an API answer (`secretNames`). A store opened with another key refuses to open.
  * - Deleting a script deletes its secrets and its cron triggers; uploading a new version keeps its triggers.
  * - Every version saved is kept (`versions`), up to `VersionLimits.versions` per script: the oldest beyond that are
- *   removed with the module bytes no kept version names, never the live one. Saving a version (`save`) or changing a
+ *   removed with the module bytes no kept version names, never the live one nor one the current deployment names. Saving a version (`save`) or changing a
  *   secret deploys it: a deployment naming it at 100% is recorded (`deployments`, newest first, the latest
  *   `VersionLimits.deployments` kept; a deployment naming a removed version is removed with it). `addVersion` keeps a
- *   version without deploying it; `deploy` makes a kept version live (the script record takes its content).
+ *   version without deploying it; `deploy` makes one or two kept versions live (the script record takes the content of
+ *   the deployment's `primaryOf`). The newest deployment is always the one that runs.
  * - A tick of a cron trigger is claimed once (`claimTick`): the first claim of a tick wins, any later claim of it or
  *   of an earlier tick loses, so a platform restarted within a tick does not run it twice.
  */
@@ -143,9 +156,9 @@ export interface WorkersStore {
   /** Keeps a version of an existing script without deploying it. Refused with `scriptNotFound` when there is no such script. */
   addVersion(script: ScriptRecord, meta: VersionMeta): Promise<VersionRecord>;
   /**
-   * Makes kept version `deployment.versions[0]` live (at 100%) and records the deployment. Refused with
-   * `scriptNotFound` or `versionNotFound`; with `secretsChanged` (nothing written) when the script's secrets changed
-   * since that version was made, unless `force`.
+   * Makes the kept versions `deployment.versions` live (the script record takes the content of its `primaryOf`) and
+   * records the deployment. Refused with `scriptNotFound` or `versionNotFound`; with `secretsChanged` (nothing written)
+   * when the script's secrets changed since one of those versions was made, unless `force`.
    */
   deploy(accountId: string, script: string, deployment: DeploymentRecord, force: boolean): Promise<ScriptRecord>;
   /** The secrets added, removed or set again since kept version `versionId` was made, by name. Refused with `versionNotFound`. */

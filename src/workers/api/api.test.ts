@@ -161,8 +161,9 @@ test("wrangler 3's versions flow: upload a version (not live yet), deploy it at 
       { version_id: "other", percentage: 50 },
     ],
   });
-  assert.equal(split.status, 400);
-  assert.match(split.body.errors[0].message, /split \(gradual\) deployments are not supported/);
+  assert.equal(split.status, 404, "a split naming a version the Worker does not have (gradual deployments: gradual.test.ts)");
+  assert.match(split.body.errors[0].message, /has no version other/);
+  assert.equal((await hit(p, "versioned", "/")).text, "hello v2");
   assert.equal((await p.api("PATCH", `${scripts()}/versioned/script-settings`, { logpush: false, observability: { enabled: false } })).status, 200);
   assert.equal((await p.api("GET", `${scripts()}/versioned/versions`)).body.result.items[0].id, version.id);
 });

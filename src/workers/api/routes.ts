@@ -6,7 +6,15 @@ import { parseWith } from "../../core/http/validate.js";
 import { bindingName } from "../bindings/binding-type.js";
 import type { ScriptDeployer } from "../deployer.js";
 import { WorkersCodes, WorkersErrors, WorkersMessages } from "../errors.js";
-import { VersionLimits, type ChangeAuthor, type DeploymentRecord, type ScriptRecord, type VersionRecord, type WorkersStore } from "../store.js";
+import {
+  MAX_DEPLOYMENT_VERSIONS,
+  VersionLimits,
+  type ChangeAuthor,
+  type DeploymentRecord,
+  type ScriptRecord,
+  type VersionRecord,
+  type WorkersStore,
+} from "../store.js";
 import { registerScheduleRoutes } from "./schedules.js";
 import { checkScriptSettings, checkSubdomainChange, SCRIPT_SETTINGS, subdomainState } from "./settings.js";
 import { MODULE_CONTENT_TYPES, readUpload, secretText, type ParsedUpload } from "./upload.js";
@@ -18,8 +26,8 @@ export interface WorkersRouteDeps {
   urlOf(name: string): string;
   /** The newest compatibility date the running workerd implements. */
   newestCompatibilityDate(): string | undefined;
-  /** What the running version of a script handles (its default export's handlers). */
-  handlersOf(name: string): readonly string[];
+  /** What a running version of a script handles (its default export's handlers): the primary one's unless `versionId` names one. */
+  handlersOf(name: string, versionId?: string): readonly string[];
   workersDomain: string;
   /** Called after a script's cron triggers changed or it was deleted, so the clock reads them again. */
   triggersChanged(): Promise<void>;
@@ -45,7 +53,8 @@ const deploymentSchema = z.object({
   versions: z
     .array(z.object({ version_id: z.string().max(64), percentage: z.number().min(0).max(100) }))
     .min(1)
-    .max(2),
+    // Bounds the body; more than MAX_DEPLOYMENT_VERSIONS is refused with its own message below.
+    .max(16),
   // wrangler sends `"workers/message": undefined` as no key; the rollback prompt allows 120 characters.
   annotations: z.looseObject({ "workers/message": z.string().max(1000).optional() }).optional(),
 });
@@ -57,6 +66,21 @@ const versionPageSchema = z.object({
   // Every kept version can be deployed here, so `?deployable=true` lists the same versions.
   deployable: z.enum(["true", "false"]).optional(),
 });
+
+/** wrangler's own tolerance for percentages that add up to 100 (33.333% and 66.667%, say). */
+const PERCENTAGE_EPSILON = 1e-3;
+
+/** One version, or two with shares of the traffic: each named once, the percentages adding up to 100 (0% is allowed). */
+function checkDeploymentVersions(versions: readonly { version_id: string; percentage: number }[]): void {
+  if (versions.length > MAX_DEPLOYMENT_VERSIONS) throw WorkersErrors.tooManyDeploymentVersions(MAX_DEPLOYMENT_VERSIONS, versions.length);
+  const seen = new Set<string>();
+  for (const v of versions) {
+    if (seen.has(v.version_id)) throw WorkersErrors.deploymentVersionTwice(v.version_id);
+    seen.add(v.version_id);
+  }
+  const sum = versions.reduce((total, v) => total + v.percentage, 0);
+  if (Math.abs(sum - 100) > PERCENTAGE_EPSILON) throw WorkersErrors.deploymentPercentages(sum);
+}
 
 const deployQuerySchema = z.object({ force: z.enum(["true", "false"]).optional() });
 
@@ -124,8 +148,9 @@ export function registerWorkersRoutes(app: FastifyInstance, deps: WorkersRouteDe
   });
 
   // Versions and deployments (`wrangler versions …`, `wrangler deployments …`, `wrangler rollback`): the last
-  // VersionLimits.versions versions of a Worker are kept; a deployment makes one of them live at 100%.
-  const versionView = (v: VersionRecord, live: ScriptRecord) => ({
+  // VersionLimits.versions versions of a Worker are kept; a deployment makes one of them live at 100%, or two with
+  // shares of the traffic (a gradual deployment).
+  const versionView = (v: VersionRecord) => ({
     id: v.id,
     number: v.number,
     metadata: {
@@ -141,8 +166,8 @@ export function registerWorkersRoutes(app: FastifyInstance, deps: WorkersRouteDe
       ...(v.tag !== undefined && { "workers/tag": v.tag }),
     },
     resources: {
-      // What a version handles is known once it ran: the live one's.
-      script: { etag: v.etag, handlers: v.id === live.versionId ? deps.handlersOf(v.script) : [] },
+      // What a version handles is known once it ran: those running (the two of a gradual deployment).
+      script: { etag: v.etag, handlers: deps.handlersOf(v.script, v.id) },
       script_runtime: { compatibility_date: v.compatibilityDate, compatibility_flags: v.compatibilityFlags, usage_model: "standard" },
       bindings: [...v.bindings, ...v.secretNames.map((name) => ({ name, type: "secret_text" }))],
     },
@@ -169,14 +194,14 @@ export function registerWorkersRoutes(app: FastifyInstance, deps: WorkersRouteDe
     const live = (await store.get(p.account_id, p.name))!;
     const why = existed ? "this Worker has Durable Objects or static assets, and keeps one version here" : "it is the Worker's first version";
     const messages = [...dateMessages(live), ...(deployed ? [WorkersMessages.deployedAtOnce(why)] : [])];
-    return ok(versionView(version, live), undefined, messages);
+    return ok(versionView(version), undefined, messages);
   });
   app.get(`${base}/scripts/:name/versions`, read, async (req) => {
     const s = await scriptOf(req);
     const q = parseWith(versionPageSchema, req.query ?? {}, WorkersCodes.validation);
     const { items, total } = await store.versions(s.accountId, s.name, q.page, q.per_page);
     return ok(
-      { items: items.map((v) => versionView(v, s)) },
+      { items: items.map(versionView) },
       { page: q.page, per_page: q.per_page, count: items.length, total_count: total, total_pages: Math.ceil(total / q.per_page) },
     );
   });
@@ -185,7 +210,7 @@ export function registerWorkersRoutes(app: FastifyInstance, deps: WorkersRouteDe
     const { version_id } = req.params as Params;
     const v = await store.version(s.accountId, s.name, version_id);
     if (!v) throw WorkersErrors.versionNotFound(version_id);
-    return ok(versionView(v, s));
+    return ok(versionView(v));
   });
   app.get(`${base}/scripts/:name/deployments`, read, async (req) => {
     const s = await scriptOf(req);
@@ -195,15 +220,14 @@ export function registerWorkersRoutes(app: FastifyInstance, deps: WorkersRouteDe
     const s = await scriptOf(req);
     const body = parseWith(deploymentSchema, req.body ?? {}, WorkersCodes.validation);
     const { force } = parseWith(deployQuerySchema, req.query ?? {}, WorkersCodes.validation);
-    const [only] = body.versions;
-    if (body.versions.length !== 1 || only.percentage !== 100) throw WorkersErrors.splitDeployment();
+    checkDeploymentVersions(body.versions);
     const message = body.annotations?.["workers/message"];
     const deployment: DeploymentRecord = {
       id: randomUUID(),
       createdOn: new Date().toISOString(),
       ...authorOf(req),
       ...(message !== undefined && { message }),
-      versions: [{ versionId: only.version_id, percentage: 100 }],
+      versions: body.versions.map((v) => ({ versionId: v.version_id, percentage: v.percentage })),
     };
     await deployer.deployVersion(s.accountId, s.name, deployment, force === "true");
     return ok(deploymentView(deployment));

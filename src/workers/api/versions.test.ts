@@ -1,8 +1,7 @@
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
-import { request } from "undici";
 import type { TestPlatform } from "../../core/testing/platform.js";
-import { hit, startPlatform, uploadScript } from "../testing/helpers.js";
+import { hit, startPlatform, uploadScript, uploadVersion as uploadVersionOf } from "../testing/helpers.js";
 
 let p: TestPlatform;
 before(async () => {
@@ -13,19 +12,7 @@ after(() => p?.dispose());
 const scripts = () => `/accounts/${p.accountId}/workers/scripts`;
 const say = (text: string) => `export default { fetch() { return new Response(${JSON.stringify(text)}); } };`;
 
-/** `POST …/versions` (upload without deploying), as wrangler versions upload sends it. */
-async function uploadVersion(name: string, code: string, metadata: Record<string, unknown> = {}): Promise<{ status: number; body: any }> {
-  const form = new FormData();
-  form.append("metadata", JSON.stringify({ main_module: "index.js", compatibility_date: "2024-09-01", ...metadata }));
-  form.append("index.js", new Blob([code], { type: "application/javascript+module" }), "index.js");
-  const encoded = new Response(form);
-  const res = await request(`${p.apiUrl}${scripts()}/${name}/versions`, {
-    method: "POST",
-    headers: { ...p.headers(), "content-type": encoded.headers.get("content-type")! },
-    body: Buffer.from(await encoded.arrayBuffer()),
-  });
-  return { status: res.statusCode, body: await res.body.json() };
-}
+const uploadVersion = (name: string, code: string, metadata: Record<string, unknown> = {}) => uploadVersionOf(p, name, code, metadata);
 
 const deploy = (name: string, versionId: string, percentage = 100) =>
   p.api("POST", `${scripts()}/${name}/deployments`, { strategy: "percentage", versions: [{ version_id: versionId, percentage }] });
@@ -46,7 +33,7 @@ test("a version workerd refuses is a 400 with its error and is not kept; a first
   assert.equal(secret.status, 400, "secret values go with a deploy here");
   const half = await deploy("checked", listed.body.result.items[0].id, 50);
   assert.equal(half.status, 400);
-  assert.match(half.body.errors[0].message, /split \(gradual\) deployments are not supported/);
+  assert.match(half.body.errors[0].message, /must add up to 100; these add up to 50/);
   const missing = await deploy("checked", "00000000-0000-4000-8000-000000000000");
   assert.equal(missing.status, 404);
 });

@@ -116,3 +116,47 @@ test("another account neither sees nor deploys a Worker's versions, by wrangler 
   assert.equal(deploy.status, 404);
   assert.equal((await hit(p, NAME, "/")).text, liveBefore, "nothing changed");
 });
+
+test("wrangler versions deploy v1@60% v2@40%: both versions answer, deployments status/list show the split, secret put is refused, rollback goes back to one version", async () => {
+  const SPLIT = "splitme";
+  await withTempDir("wrangler-split-", async (dir) => {
+    const write = (answer: string) => {
+      writeFileSync(join(dir, "wrangler.toml"), `name = "${SPLIT}"\nmain = "index.js"\ncompatibility_date = "2024-09-01"\n`);
+      writeFileSync(join(dir, "index.js"), `export default { fetch() { return new Response(${JSON.stringify(answer)}); } };\n`);
+    };
+    const wrangler = async (...args: string[]) => {
+      const r = await runWrangler(p, args, { cwd: dir });
+      assert.equal(r.code, 0, `wrangler ${args.join(" ")}: ${r.stdout}${r.stderr}`);
+      return r.stdout;
+    };
+    write("one");
+    const v1 = idAfter("Current Version ID", await wrangler("deploy"));
+    write("two");
+    const v2 = idAfter("Worker Version ID", await wrangler("versions", "upload"));
+
+    await wrangler("versions", "deploy", `${v1}@60%`, `${v2}@40%`, "--yes", "--message", "canary");
+    const counts = new Map<string, number>();
+    for (let i = 0; i < 200; i++) {
+      const text = (await hit(p, SPLIT, "/")).text;
+      counts.set(text, (counts.get(text) ?? 0) + 1);
+    }
+    assert.deepEqual([...counts.keys()].sort(), ["one", "two"], JSON.stringify([...counts]));
+    for (const [answer, n] of counts) assert.ok(n >= 5, `${answer} answered only ${n} of 200 times`);
+    const override = { "Cloudflare-Workers-Version-Overrides": `${SPLIT}="${v2}"` };
+    for (let i = 0; i < 10; i++) assert.equal((await hit(p, SPLIT, "/", { headers: override })).text, "two");
+
+    for (const shown of [await wrangler("deployments", "status"), await wrangler("deployments", "list")]) {
+      assert.match(shown, new RegExp(`\\(60%\\) ${v1}`), shown);
+      assert.match(shown, new RegExp(`\\(40%\\) ${v2}`), shown);
+    }
+
+    const put = await runWrangler(p, ["secret", "put", "TOKEN"], { cwd: dir, input: "s3cret-value\n" });
+    assert.equal(put.code, 1, put.stdout + put.stderr);
+    assert.match(put.stdout + put.stderr, /latest version of your Worker isn't currently deployed/);
+
+    // With no version named, wrangler rolls back to the last deployment that had a version at 100%: v1's.
+    await wrangler("rollback", "-y");
+    for (let i = 0; i < 30; i++) assert.equal((await hit(p, SPLIT, "/")).text, "one");
+    assert.match(await wrangler("deployments", "status"), new RegExp(`\\(100%\\) ${v1}`));
+  });
+});

@@ -111,7 +111,8 @@ export class WorkerProxy {
   serve(name: string, req: IncomingMessage, res: ServerResponse): void {
     const bodyless = !req.headers["transfer-encoding"] && Number(req.headers["content-length"] ?? 0) === 0;
     if (bodyless) req.resume();
-    const rt = this.runtime.lookup(name);
+    // During a gradual deployment, one of the two versions (by share, or the request's version override).
+    const rt = this.runtime.pick(name, req.headers);
     // Normally immediate; waits only while a crashed workerd is being restarted.
     const proc = rt?.live;
     if (proc) this.forward(name, proc.pool, req, res, bodyless, true);
@@ -119,7 +120,8 @@ export class WorkerProxy {
   }
 
   private async forwardWhenLive(name: string, req: IncomingMessage, res: ServerResponse, bodyless: boolean, retry: boolean): Promise<void> {
-    const rt = this.runtime.lookup(name);
+    // Picked again: a retry comes after the process went away, which a deployment that ended a split may have stopped.
+    const rt = this.runtime.pick(name, req.headers);
     if (!rt) {
       req.resume();
       return plain(res, 404, `No worker is deployed at ${name}.${this.domain}\n`);

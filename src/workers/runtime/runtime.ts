@@ -1,4 +1,5 @@
 import { rmSync } from "node:fs";
+import type { IncomingHttpHeaders } from "node:http";
 import { join } from "node:path";
 import type { Logger } from "../../core/logger.js";
 import type { RuntimeDurableObjects } from "../durable-objects/workerd.js";
@@ -8,6 +9,7 @@ import type { ModuleSource, ScriptRecord } from "../store.js";
 import type { ScheduledOutcome } from "./entry-module.js";
 import { ScriptRuntime } from "./script-runtime.js";
 import { SocketDir } from "./socket-dir.js";
+import { versionOverride } from "./version-override.js";
 import { probeWorkerd, type WorkerdBinary } from "./workerd-binary.js";
 import { WorkerdLeash } from "./workerd-leash.js";
 
@@ -22,9 +24,24 @@ export interface RunnableScript {
   queueConsumer?: boolean;
 }
 
-/** All running scripts, by name (names are unique platform-wide), and the binding server they call. */
+/** The second version of a gradual deployment: its own workerd, and the share of the script's traffic it takes. */
+interface SplitLane {
+  rt: ScriptRuntime;
+  percentage: number;
+}
+
+/**
+ * All running scripts, by name (names are unique platform-wide), and the binding server they call. A script runs one
+ * version, or two during a gradual deployment: each on a workerd of its own (a ScriptRuntime), and every invocation
+ * (`pick`) goes to one of them, chosen by its share or by the request's version override.
+ */
 export class WorkersRuntime {
+  /** Each script's primary version (the one its record shows: handlers, account, assets). */
   private readonly runtimes = new Map<string, ScriptRuntime>();
+  /** The second version of the scripts that run a gradual deployment. */
+  private readonly splits = new Map<string, SplitLane>();
+  /** Numbers the directories of the runtimes a split starts, so that none shares another's. */
+  private laneSeq = 0;
   readonly bindings: BindingServer;
   private sockets?: SocketDir;
   private binary?: WorkerdBinary;
@@ -61,10 +78,11 @@ export class WorkersRuntime {
     this.log.info({ address: this.bindings.listenAddress }, "worker binding server listening");
   }
 
-  private newRuntime(name: string): ScriptRuntime {
+  /** A runtime for script `name`, its files in `<run dir>/<name>` (or `<name>.<n>` for the runtimes a split starts; names have no dot). */
+  private newRuntime(name: string, lane?: number): ScriptRuntime {
     if (!this.sockets || !this.binary || !this.leash) throw new Error("workers runtime is not started");
     return new ScriptRuntime(name, {
-      dir: join(this.runDir, name),
+      dir: join(this.runDir, lane === undefined ? name : `${name}.${lane}`),
       log: this.log,
       sockets: this.sockets,
       workerd: this.binary,
@@ -86,8 +104,17 @@ export class WorkersRuntime {
     }
   }
 
-  /** Runs `run` as the live version of its script; rejects with workerd's error if it cannot start. */
-  async deploy(run: RunnableScript): Promise<void> {
+  /**
+   * Runs `run` as the live version of its script, and `second` beside it with its share of the traffic (a gradual
+   * deployment), or alone; rejects with workerd's error if one cannot start, leaving what ran before.
+   */
+  async deploy(run: RunnableScript, second?: { run: RunnableScript; percentage: number }): Promise<void> {
+    if (!second && !this.splits.has(run.script.name)) return this.deploySingle(run);
+    return this.deploySplit(run, second);
+  }
+
+  /** A deploy with no split before or after: the new version starts beside the old one on the same runtime and takes over. */
+  private async deploySingle(run: RunnableScript): Promise<void> {
     const name = run.script.name;
     let rt = this.runtimes.get(name);
     const fresh = !rt;
@@ -106,11 +133,80 @@ export class WorkersRuntime {
     }
   }
 
+  /**
+   * A deploy that starts, changes or ends a split. A version already running (as it would run now: same version, same
+   * tail and queue setup) keeps its workerd; each other one starts on a runtime of its own, taking no traffic until
+   * every one has started. Then the scripts' traffic goes to the new set at once, and the runtimes left over drain and stop.
+   */
+  private async deploySplit(run: RunnableScript, second?: { run: RunnableScript; percentage: number }): Promise<void> {
+    const name = run.script.name;
+    const running = [this.runtimes.get(name), this.splits.get(name)?.rt].filter((rt): rt is ScriptRuntime => rt !== undefined);
+    const wanted = second ? [run, second.run] : [run];
+    const lanes = wanted.map((r) => running.find((rt) => this.runsAsWanted(rt, r)));
+    const started: ScriptRuntime[] = [];
+    try {
+      for (const [i, r] of wanted.entries()) {
+        if (lanes[i]) continue;
+        const rt = this.newRuntime(name, ++this.laneSeq);
+        started.push(rt);
+        await rt.deploy(r);
+        lanes[i] = rt;
+      }
+    } catch (err) {
+      await Promise.all(started.map((rt) => rt.stop()));
+      throw err;
+    }
+    this.runtimes.set(name, lanes[0]!);
+    if (second) this.splits.set(name, { rt: lanes[1]!, percentage: second.percentage });
+    else this.splits.delete(name);
+    await Promise.all(running.filter((rt) => !lanes.includes(rt)).map((rt) => rt.stop()));
+  }
+
+  /** Whether `rt` runs `run` as it would start now (a split keeps such a version's workerd rather than start it again). */
+  private runsAsWanted(rt: ScriptRuntime, run: RunnableScript): boolean {
+    return (
+      rt.versionId === run.script.versionId &&
+      rt.queueConsumer === (run.queueConsumer === true) &&
+      rt.tailed === this.tailedNow(run.script.name) &&
+      run.durableObjects === undefined
+    );
+  }
+
+  /**
+   * The runtime that serves one invocation of script `name`: during a gradual deployment, the version a valid
+   * `Cloudflare-Workers-Version-Overrides` entry for the script names if it is one of the two, else one chosen by
+   * the versions' shares; otherwise the script's only runtime.
+   */
+  pick(name: string, headers?: IncomingHttpHeaders): ScriptRuntime | undefined {
+    const primary = this.runtimes.get(name);
+    const split = this.splits.get(name);
+    if (!split || !primary) return primary;
+    const override = versionOverride(headers, name);
+    if (override !== undefined) {
+      if (override === split.rt.versionId) return split.rt;
+      if (override === primary.versionId) return primary;
+    }
+    return Math.random() * 100 < split.percentage ? split.rt : primary;
+  }
+
+  /** The versions script `name` runs here, with their shares (the primary first); none when it does not run. */
+  versionsOf(name: string): { versionId: string | undefined; percentage: number }[] {
+    const primary = this.runtimes.get(name);
+    if (!primary) return [];
+    const split = this.splits.get(name);
+    return split
+      ? [
+          { versionId: primary.versionId, percentage: 100 - split.percentage },
+          { versionId: split.rt.versionId, percentage: split.percentage },
+        ]
+      : [{ versionId: primary.versionId, percentage: 100 }];
+  }
+
   async remove(name: string): Promise<void> {
-    const rt = this.runtimes.get(name);
-    if (!rt) return;
+    const rts = [this.runtimes.get(name), this.splits.get(name)?.rt].filter((rt): rt is ScriptRuntime => rt !== undefined);
     this.runtimes.delete(name);
-    await rt.stop();
+    this.splits.delete(name);
+    await Promise.all(rts.map((rt) => rt.stop()));
   }
 
   /** The workerd in use (known once started). */
@@ -120,27 +216,30 @@ export class WorkersRuntime {
 
   /** Whether a running script's tail worker is attached while nobody tails it, or missing while someone does. */
   tailStale(name: string): boolean {
-    const rt = this.runtimes.get(name);
-    return rt?.tailed !== undefined && rt.tailed !== this.tailedNow(name);
+    const stale = (rt: ScriptRuntime | undefined) => rt?.tailed !== undefined && rt.tailed !== this.tailedNow(name);
+    return stale(this.runtimes.get(name)) || stale(this.splits.get(name)?.rt);
   }
 
   lookup(name: string): ScriptRuntime | undefined {
     return this.runtimes.get(name);
   }
 
-  /** Runs one cron tick of a script (see ScriptRuntime.runScheduled); undefined when it does not run or has no scheduled(). */
+  /** Runs one cron tick of a script (see ScriptRuntime.runScheduled), on a version `pick` chooses; undefined when it does not run or has no scheduled(). */
   runScheduled(name: string, cron: string, scheduledTime: number): Promise<ScheduledOutcome | undefined> {
-    return this.runtimes.get(name)?.runScheduled(cron, scheduledTime) ?? Promise.resolve(undefined);
+    return this.pick(name)?.runScheduled(cron, scheduledTime) ?? Promise.resolve(undefined);
   }
 
-  /** What the running version of a script handles; none while it does not run. */
-  handlersOf(name: string): readonly string[] {
-    return this.runtimes.get(name)?.handlers ?? [];
+  /** What a running version of a script handles (the primary one unless `versionId` names one); none for a version that does not run here. */
+  handlersOf(name: string, versionId?: string): readonly string[] {
+    const primary = this.runtimes.get(name);
+    const rt = versionId === undefined ? primary : [primary, this.splits.get(name)?.rt].find((r) => r !== undefined && r.versionId === versionId);
+    return rt?.handlers ?? [];
   }
 
   async stop(): Promise<void> {
-    const all = [...this.runtimes.values()];
+    const all = [...this.runtimes.values(), ...[...this.splits.values()].map((lane) => lane.rt)];
     this.runtimes.clear();
+    this.splits.clear();
     await Promise.all(all.map((rt) => rt.stop()));
     await this.bindings.stop();
     this.sockets?.remove();

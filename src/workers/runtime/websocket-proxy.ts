@@ -130,7 +130,7 @@ export class WebSocketProxy {
 
   /** The first attempt: the script's process, then a slot for its account, then the upgrade. */
   private async admit(name: string, req: IncomingMessage, client: Duplex, head: Buffer): Promise<void> {
-    const live = await this.liveProcess(name, client);
+    const live = await this.liveProcess(name, req, client);
     if (!live) return;
     const account = live.accountId;
     const held = this.byAccount.get(account) ?? 0;
@@ -156,13 +156,14 @@ export class WebSocketProxy {
 
   /** A second attempt after the process went away as it was used (the slot taken by admit() is still held). */
   private async retry(name: string, req: IncomingMessage, client: Duplex, head: Buffer): Promise<void> {
-    const live = await this.liveProcess(name, client);
+    const live = await this.liveProcess(name, req, client);
     if (live) this.upgradeOn(live.proc, name, req, client, head, false);
   }
 
   /** The script's live process and its account, or undefined once the client was told why there is none. */
-  private async liveProcess(name: string, client: Duplex): Promise<{ proc: WorkerdProcess; accountId: string } | undefined> {
-    const rt = this.runtime.lookup(name);
+  private async liveProcess(name: string, req: IncomingMessage, client: Duplex): Promise<{ proc: WorkerdProcess; accountId: string } | undefined> {
+    // During a gradual deployment, one of the two versions (by share, or the request's version override).
+    const rt = this.runtime.pick(name, req.headers);
     if (!rt) return void client.end(rawText(404, `No worker is deployed at ${name}.${this.domain}\n`));
     // Normally immediate; waits only while a crashed workerd is restarted or a Durable Object version handed over.
     const proc = rt.live ?? (await rt.waitLive(10_000));

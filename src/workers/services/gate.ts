@@ -55,7 +55,8 @@ export class ServiceGate {
   }
 
   private async openTunnel(call: BindingCall, socket: Duplex, head: Buffer): Promise<void> {
-    const rt = this.bound(call);
+    // During a gradual deployment, the session goes to one of the two versions, by share.
+    const rt = this.bound(call) && this.runtime.pick(call.resource);
     const proc = rt && (rt.live ?? (await rt.waitLive(WAIT_LIVE_MS)));
     if (!proc || socket.destroyed) {
       refuse(socket, rt ? ServiceCallFailures.notRunning(call.resource) : ServiceCallFailures.notDeployed(call.resource));

@@ -5,24 +5,47 @@ import { request } from "undici";
 import WebSocket from "ws";
 import { startTestPlatform, type TestPlatform } from "../../core/testing/platform.js";
 
-/** Uploads a one-module ES worker through the v4 API, as `edgecli deploy` would. */
-export async function uploadScript(
-  p: TestPlatform,
-  name: string,
-  code: string,
-  metadata: Record<string, unknown> = {},
-  opts: { accountId?: string; headers?: Record<string, string> } = {},
-): Promise<{ status: number; body: any }> {
+/** A one-module ES worker as the upload API takes it (multipart: `metadata` and `index.js`). */
+async function workerForm(code: string, metadata: Record<string, unknown>): Promise<{ contentType: string; body: Buffer }> {
   const form = new FormData();
   form.append("metadata", JSON.stringify({ main_module: "index.js", compatibility_date: "2024-09-01", ...metadata }));
   form.append("index.js", new Blob([code], { type: "application/javascript+module" }), "index.js");
   const encoded = new Response(form);
-  const res = await request(`${p.apiUrl}/accounts/${opts.accountId ?? p.accountId}/workers/scripts/${name}`, {
-    method: "PUT",
-    headers: { ...p.headers(), "content-type": encoded.headers.get("content-type")!, ...opts.headers },
-    body: Buffer.from(await encoded.arrayBuffer()),
+  return { contentType: encoded.headers.get("content-type")!, body: Buffer.from(await encoded.arrayBuffer()) };
+}
+
+type UploadOptions = { accountId?: string; headers?: Record<string, string> };
+
+async function sendWorker(p: TestPlatform, method: "PUT" | "POST", path: string, code: string, metadata: Record<string, unknown>, opts: UploadOptions) {
+  const { contentType, body } = await workerForm(code, metadata);
+  const res = await request(`${p.apiUrl}/accounts/${opts.accountId ?? p.accountId}/workers/scripts/${path}`, {
+    method,
+    headers: { ...p.headers(), "content-type": contentType, ...opts.headers },
+    body,
   });
-  return { status: res.statusCode, body: await res.body.json() };
+  return { status: res.statusCode, body: (await res.body.json()) as any };
+}
+
+/** Uploads a one-module ES worker through the v4 API, as `edgecli deploy` would. */
+export function uploadScript(
+  p: TestPlatform,
+  name: string,
+  code: string,
+  metadata: Record<string, unknown> = {},
+  opts: UploadOptions = {},
+): Promise<{ status: number; body: any }> {
+  return sendWorker(p, "PUT", name, code, metadata, opts);
+}
+
+/** Uploads a version of a worker without deploying it (`POST …/versions`), as `wrangler versions upload` does. */
+export function uploadVersion(
+  p: TestPlatform,
+  name: string,
+  code: string,
+  metadata: Record<string, unknown> = {},
+  opts: UploadOptions = {},
+): Promise<{ status: number; body: any }> {
+  return sendWorker(p, "POST", `${name}/versions`, code, metadata, opts);
 }
 
 /** Creates another account of the platform's user (with the global key, which reaches it) and returns its id. */
