@@ -186,7 +186,8 @@ function positiveSeconds(flag: string, n: number): number {
 }
 
 function bytesPerSecond(flag: string, n: number): number {
-  if (!Number.isInteger(n) || n < 0 || n > 1024 ** 3) throw new UserError(`${flag} must be a whole number of bytes a second from 0 (no floor) to 1073741824; got ${n}`);
+  if (!Number.isInteger(n) || n < 0 || n > 1024 ** 3)
+    throw new UserError(`${flag} must be a whole number of bytes a second from 0 (no floor) to 1073741824; got ${n}`);
   return n;
 }
 

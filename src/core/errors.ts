@@ -118,8 +118,7 @@ export const CoreErrors = {
   badPath: () => new EdgeError(400, Codes.badRequest, "The URL path is not valid percent-encoded UTF-8"),
   headersTooLarge: (maxBytes: number) => new EdgeError(431, Codes.headersTooLarge, `The request line and headers are larger than ${maxBytes} bytes`),
   requestHeadTimeout: () => new EdgeError(408, Codes.requestTimeout, "The request head did not arrive in time"),
-  requestBodyStalled: (idleSeconds: number) =>
-    new EdgeError(408, Codes.requestTimeout, `The request body stopped arriving (nothing for ${idleSeconds} s)`),
+  requestBodyStalled: (idleSeconds: number) => new EdgeError(408, Codes.requestTimeout, `The request body stopped arriving (nothing for ${idleSeconds} s)`),
   requestBodyTooSlow: (minBytesPerSecond: number, windowSeconds: number) =>
     new EdgeError(408, Codes.requestTimeout, `The request body arrived slower than ${minBytesPerSecond} bytes a second over ${windowSeconds} s`),
   tooManyConnectionsFromClient: (max: number) =>

@@ -36,7 +36,8 @@ interface Watched {
  *
  * Only the client's slowness counts. Once the body is complete, waiting on a Worker or the disk is ours; and while
  * the route is not reading (its buffer is full, so Node stops reading the socket: a Worker that reads its body
- * slowly, a slow disk) the client is not judged: the windows start again from the next look.
+ * slowly, a slow disk) the client is not judged: a window is judged only when every look in it found the route
+ * taking the body in.
  *
  * One timer for the whole server reads each watched connection's byte count. Nothing is attached per request: a
  * `data` listener on the socket would take the connection off the HTTP parser's native read path for the rest of
@@ -46,7 +47,6 @@ export class StalledBodies {
   private readonly watched = new Map<IncomingMessage, Watched>();
   private readonly intervalMs: number;
   private timer?: NodeJS.Timeout;
-  private lastSweep = 0;
 
   constructor(private readonly pace: BodyPace) {
     // A quarter of the window between looks (at most a second): a connection is refused within 1.25× the limit.
@@ -61,7 +61,6 @@ export class StalledBodies {
     const bytes = req.socket.bytesRead;
     this.watched.set(req, { res, bytes, progressAt: now, windowBytes: bytes, windowAt: now });
     if (!this.timer) {
-      this.lastSweep = now;
       this.timer = setInterval(() => this.sweep(), this.intervalMs);
       this.timer.unref();
     }
@@ -69,10 +68,6 @@ export class StalledBodies {
 
   private sweep(): void {
     const now = performance.now();
-    // A look that comes late means this process was busy (the event loop stalled): bytes the clients sent meanwhile
-    // are still unread in the kernel, so nobody is judged on that stretch.
-    const stalled = now - this.lastSweep > 2 * this.intervalMs + 100;
-    this.lastSweep = now;
     for (const [req, seen] of this.watched) {
       const socket = req.socket;
       if (req.complete || req.destroyed || !socket || socket.destroyed) {
@@ -80,14 +75,14 @@ export class StalledBodies {
         continue;
       }
       const bytes = socket.bytesRead;
-      if (stalled || bytes !== seen.bytes || notReading(req)) {
+      if (notReading(req)) {
+        // The route's doing, not the client's: both rules start again from this look.
+        Object.assign(seen, { bytes, progressAt: now, windowBytes: bytes, windowAt: now });
+        continue;
+      }
+      if (bytes !== seen.bytes) {
         seen.bytes = bytes;
         seen.progressAt = now;
-        if (stalled || notReading(req)) {
-          seen.windowBytes = bytes;
-          seen.windowAt = now;
-          continue;
-        }
       }
       const refusal = this.judge(seen, bytes, now);
       if (refusal) {
