@@ -114,7 +114,17 @@ export async function startPlatform(config: PlatformConfig, log: Logger = create
     // The areas' PostgreSQL schemas are up to date before the first request.
     await backends.migrate();
     const health = backends.description.database === "sqlite" && backends.description.content === "files" ? undefined : () => backends.health();
-    app = await buildEdgeApp({ log, auth, services, bodyLimit: config.core.bodyLimit, bodyIdleMs: config.core.bodyIdleMs, health });
+    app = await buildEdgeApp({
+      log,
+      auth,
+      services,
+      bodyLimit: config.core.bodyLimit,
+      bodyIdleMs: config.core.bodyIdleMs,
+      bodyMinBytesPerSecond: config.core.bodyMinBytesPerSecond,
+      headTimeoutMs: config.core.headTimeoutMs,
+      connections: config.core.connections,
+      health,
+    });
     await app.listen({ host: config.core.host, port: config.core.port });
   } catch (err) {
     await closeStores();

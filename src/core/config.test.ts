@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
-import { parseObjectStoreUrl, serveOptions } from "./config.js";
+import { parseObjectStoreUrl, readCoreConfig, serveOptions } from "./config.js";
 import { UserError } from "./errors.js";
 import { resolvePlatformConfig } from "./server/cli/serve.js";
 
@@ -75,4 +75,40 @@ test("either backend alone is allowed; a database without EDGE_SECRETS_KEY, or a
     resolve({ "database-url": "postgres://db/edge", "database-pool-size": 0 }, { EDGE_SECRETS_KEY: KEY }),
     /pool-size must be a whole number/,
   );
+});
+
+/** Core's settings from the defaults, with `changes` as if given as flags. */
+function coreWith(changes: Record<string, unknown>) {
+  const defaults = Object.fromEntries(Object.entries(serveOptions).map(([name, spec]) => [name, "default" in spec ? spec.default : undefined]));
+  return readCoreConfig({ ...defaults, ...changes } as Parameters<typeof readCoreConfig>[0]);
+}
+
+test("the edge port's client limits: defaults, loopback exempt unless 'none', and bad values refused with the flag", () => {
+  const core = coreWith({});
+  assert.deepEqual([core.bodyMinBytesPerSecond, core.headTimeoutMs, core.connections.max, core.connections.perClientMax], [500, 66_000, 16_384, 256]);
+  assert.equal(core.connections.perClientExempt.check("127.0.0.9", "ipv4"), true);
+  assert.equal(core.connections.perClientExempt.check("::1", "ipv6"), true);
+  assert.equal(core.connections.perClientExempt.check("192.0.2.1", "ipv4"), false);
+  const none = coreWith({ "edge-max-connections-per-client-exempt": ["none"] });
+  assert.equal(none.connections.perClientExempt.check("127.0.0.1", "ipv4"), false);
+  const proxies = coreWith({ "edge-max-connections-per-client-exempt": ["10.1.0.0/16,2001:db8::7"] });
+  assert.equal(proxies.connections.perClientExempt.check("10.1.200.3", "ipv4"), true);
+  assert.equal(proxies.connections.perClientExempt.check("2001:db8::7", "ipv6"), true);
+  assert.equal(coreWith({ "body-min-rate": 0 }).bodyMinBytesPerSecond, 0);
+  for (const [flag, value] of [
+    ["body-min-rate", -1],
+    ["body-min-rate", 1.5],
+    ["request-head-timeout", 0],
+    ["edge-max-connections", 0],
+    ["edge-max-connections-per-client", 2.5],
+    ["edge-max-connections-per-client-exempt", ["10.0.0.0/33"]],
+    ["edge-max-connections-per-client-exempt", ["10.0.0.0/8x"]],
+    ["edge-max-connections-per-client-exempt", ["proxy.example"]],
+  ] as const) {
+    assert.throws(
+      () => coreWith({ [flag]: value }),
+      (e: unknown) => e instanceof UserError && e.message.startsWith(`--${flag}`),
+      `${flag} ${String(value)}`,
+    );
+  }
 });

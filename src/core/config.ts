@@ -1,4 +1,6 @@
+import { BlockList, isIP } from "node:net";
 import type { OptionSpec, OptionValues } from "./cli/command.js";
+import type { ConnectionLimitSettings } from "./http/connection-limits.js";
 import { UserError } from "./errors.js";
 
 /**
@@ -18,8 +20,44 @@ export const serveOptions = {
   "body-limit": { type: "number", describe: "Largest JSON request body in bytes (routes with raw bodies set their own)", default: 10 * 1024 * 1024 },
   "body-idle-timeout": {
     type: "number",
-    describe: "Seconds a request body may stop arriving before the connection is closed (a client trickling nothing would hold it forever)",
+    describe:
+      "Seconds a request body may stop arriving before it is refused (408) and its connection closed (a client trickling nothing would hold it forever); also the window --body-min-rate is measured over",
     default: 60,
+  },
+  "body-min-rate": {
+    type: "number",
+    describe:
+      "Bytes a second a request body must bring on average over each --body-idle-timeout window, or it is refused (408): a byte a minute would otherwise hold a connection forever; 0 turns the floor off",
+    // Apache httpd's mod_reqtimeout default (MinRate=500): 4 kbit/s, below any link that carries HTTP uploads.
+    default: 500,
+  },
+  "request-head-timeout": {
+    type: "number",
+    describe: "Seconds a request head (request line and headers) may take to arrive, however it trickles in, before it is refused (408)",
+    // Past the 65 s keep-alive, as Node advises (a load balancer reusing a connection must not race the close).
+    default: 66,
+  },
+  "edge-max-connections": {
+    type: "number",
+    describe:
+      "Connections the edge port carries at once, from all clients (a WebSocket counts as one); more are answered 503 and closed. Keep it under the process's file limit (ulimit -n): a WebSocket to a Worker holds a second descriptor",
+    // Above --websockets-max (10,000) with room for HTTP; 16,384 connections with a WebSocket each need about
+    // 26,000 descriptors, which the usual service limit (LimitNOFILE 524,288; ulimit -n 1,024 in a login shell) sets.
+    default: 16_384,
+  },
+  "edge-max-connections-per-client": {
+    type: "number",
+    describe:
+      "Connections one client carries at once on the edge port (an IPv4 address, or an IPv6 /64; the TCP peer, X-Forwarded-For is not read); more are answered 429 and closed",
+    // Chromium's pool holds at most 256 sockets a profile and 6 a host: room for 40 browsers behind one NAT, far
+    // short of the node's limit, so one address cannot take the node.
+    default: 256,
+  },
+  "edge-max-connections-per-client-exempt": {
+    type: "strings",
+    describe:
+      "Addresses or CIDR ranges the per-client limit does not apply to: a reverse proxy in front carries many clients on its own address (repeatable; default loopback)",
+    default: ["127.0.0.0/8", "::1"],
   },
   "platform-config": { type: "string", describe: "TOML file whose keys are these option names (default <state-dir>/platform.toml when present)" },
   "seal-object-prototype": {
@@ -48,8 +86,13 @@ export interface CoreConfig {
   logLevel: OptionValues<typeof serveOptions>["log-level"];
   /** Largest request body (bytes) a v4 route accepts unless it sets its own limit. */
   bodyLimit: number;
-  /** Milliseconds a request body may stop arriving before its connection is closed. */
+  /** Milliseconds a request body may stop arriving before it is refused; the window of the rate floor. */
   bodyIdleMs: number;
+  /** Bytes a second a request body must bring over each window; 0: no floor. */
+  bodyMinBytesPerSecond: number;
+  /** Milliseconds a request head may take to arrive. */
+  headTimeoutMs: number;
+  connections: ConnectionLimitSettings;
   sealObjectPrototype: boolean;
   /** PostgreSQL's URL when rows live there; undefined in the embedded default (SQLite). */
   databaseUrl?: string;
@@ -123,6 +166,13 @@ export function readCoreConfig(options: OptionValues<typeof serveOptions>): Core
     logLevel: options["log-level"],
     bodyLimit: options["body-limit"],
     bodyIdleMs: positiveSeconds("--body-idle-timeout", options["body-idle-timeout"]) * 1000,
+    bodyMinBytesPerSecond: bytesPerSecond("--body-min-rate", options["body-min-rate"]),
+    headTimeoutMs: positiveSeconds("--request-head-timeout", options["request-head-timeout"]) * 1000,
+    connections: {
+      max: connectionCount("--edge-max-connections", options["edge-max-connections"]),
+      perClientMax: connectionCount("--edge-max-connections-per-client", options["edge-max-connections-per-client"]),
+      perClientExempt: addressRanges("--edge-max-connections-per-client-exempt", options["edge-max-connections-per-client-exempt"]),
+    },
     sealObjectPrototype: options["seal-object-prototype"],
     databaseUrl: options["database-url"] === undefined ? undefined : parseDatabaseUrl(options["database-url"]),
     databasePoolSize: positivePoolSize(options["database-pool-size"]),
@@ -133,6 +183,33 @@ export function readCoreConfig(options: OptionValues<typeof serveOptions>): Core
 function positiveSeconds(flag: string, n: number): number {
   if (!Number.isFinite(n) || n <= 0 || n > 86_400) throw new UserError(`${flag} must be a number of seconds from 0 (exclusive) to 86400; got ${n}`);
   return n;
+}
+
+function bytesPerSecond(flag: string, n: number): number {
+  if (!Number.isInteger(n) || n < 0 || n > 1024 ** 3)
+    throw new UserError(`${flag} must be a whole number of bytes a second from 0 (no floor) to 1073741824; got ${n}`);
+  return n;
+}
+
+function connectionCount(flag: string, n: number): number {
+  if (!Number.isInteger(n) || n < 1 || n > 1_000_000) throw new UserError(`${flag} must be a whole number from 1 to 1000000; got ${n}`);
+  return n;
+}
+
+/** Addresses and CIDR ranges, repeated or as comma lists ("none" for no range at all). */
+function addressRanges(flag: string, values: readonly string[]): BlockList {
+  const ranges = new BlockList();
+  for (const value of values.flatMap((v) => v.split(",")).map((v) => v.trim())) {
+    if (value === "" || value === "none") continue;
+    const [address, bits] = value.split("/");
+    const family = isIP(address);
+    const prefix = bits === undefined ? (family === 4 ? 32 : 128) : Number(bits);
+    if (!family || !Number.isInteger(prefix) || prefix < 0 || prefix > (family === 4 ? 32 : 128) || (bits !== undefined && !/^\d+$/.test(bits))) {
+      throw new UserError(`${flag}: "${value}" is not an IP address or CIDR range (like 10.0.0.0/8 or 2001:db8::/32)`);
+    }
+    ranges.addSubnet(address, prefix, family === 4 ? "ipv4" : "ipv6");
+  }
+  return ranges;
 }
 
 function positivePoolSize(n: number): number {

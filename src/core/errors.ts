@@ -56,6 +56,8 @@ export const Codes = {
   validation: 10001,
   malformedJson: 6007,
   requestTimeout: 10408,
+  tooManyConnections: 10429,
+  nodeFull: 10503,
   bodyTooLarge: 10413,
   uriTooLong: 10414,
   headersTooLarge: 10431,
@@ -116,6 +118,12 @@ export const CoreErrors = {
   badPath: () => new EdgeError(400, Codes.badRequest, "The URL path is not valid percent-encoded UTF-8"),
   headersTooLarge: (maxBytes: number) => new EdgeError(431, Codes.headersTooLarge, `The request line and headers are larger than ${maxBytes} bytes`),
   requestHeadTimeout: () => new EdgeError(408, Codes.requestTimeout, "The request head did not arrive in time"),
+  requestBodyStalled: (idleSeconds: number) => new EdgeError(408, Codes.requestTimeout, `The request body stopped arriving (nothing for ${idleSeconds} s)`),
+  requestBodyTooSlow: (minBytesPerSecond: number, windowSeconds: number) =>
+    new EdgeError(408, Codes.requestTimeout, `The request body arrived slower than ${minBytesPerSecond} bytes a second over ${windowSeconds} s`),
+  tooManyConnectionsFromClient: (max: number) =>
+    new EdgeError(429, Codes.tooManyConnections, `This client address has ${max} connections open to the platform, the most it may; close one first`),
+  tooManyConnections: () => new EdgeError(503, Codes.nodeFull, "The platform has as many connections open as it takes; retry later"),
   invalidUrlCharacters: () => new EdgeError(400, Codes.badRequest, "The request line has a URL with characters HTTP does not allow (percent-encode them)"),
   notHttp: (parserCode: string | undefined) => new EdgeError(400, Codes.badRequest, `The request is not valid HTTP/1.1 (${parserCode ?? "parse error"})`),
 };

@@ -12,7 +12,8 @@ import type { DependencyHealth } from "../backends.js";
 import type { EdgeService } from "../service.js";
 import { assertRouteDeclaresPermission, guardRoute } from "./guard.js";
 import { parseUserJson } from "./json-input.js";
-import { answerClientError, frameworkErrorAnswer, MAX_HEADER_BYTES, MAX_URL_BYTES, refuseLongUrl } from "./transport-errors.js";
+import { answerAndClose, answerClientError, frameworkErrorAnswer, MAX_HEADER_BYTES, MAX_URL_BYTES, refuseLongUrl, refuseOnSocket } from "./transport-errors.js";
+import { ConnectionLimits, type ConnectionLimitSettings } from "./connection-limits.js";
 import { StalledBodies } from "./stalled-bodies.js";
 import { serveUpgradeAsRequest } from "./upgrade.js";
 
@@ -38,8 +39,14 @@ export interface AppOptions {
   services: readonly EdgeService[];
   /** Largest request body (bytes) a route accepts unless it sets its own limit. */
   bodyLimit: number;
-  /** A request body that stops arriving this long (ms) has its connection closed; 60 s unless given. */
+  /** A request body that stops arriving this long (ms) is refused; 60 s unless given. */
   bodyIdleMs?: number;
+  /** The least a request body must bring, in bytes a second over each bodyIdleMs window; 500 unless given, 0: none. */
+  bodyMinBytesPerSecond?: number;
+  /** How long (ms) a request head (request line and headers) may take to arrive; 66 s unless given. */
+  headTimeoutMs?: number;
+  /** Limits on the edge port's connections; none unless given. */
+  connections?: ConnectionLimitSettings;
   /** The state of PostgreSQL and the object store, when the node uses them (/healthz reports it). */
   health?: () => Promise<DependencyHealth>;
 }
@@ -99,21 +106,34 @@ export async function buildEdgeApp(opts: AppOptions): Promise<FastifyInstance> {
       void (reply as FastifyReply).status(api.status).type("application/json").send(toEnvelope(api));
     },
     serverFactory: (handler) => {
-      const stalledBodies = new StalledBodies(opts.bodyIdleMs ?? 60_000);
+      const stalledBodies = new StalledBodies({ idleMs: opts.bodyIdleMs ?? 60_000, minBytesPerSecond: opts.bodyMinBytesPerSecond ?? 500 });
+      const connections = opts.connections && new ConnectionLimits(opts.connections);
       const listener = (req: IncomingMessage, res: ServerResponse) => {
+        const refusal = connections?.refusalFor(req.socket);
+        if (refusal) return answerAndClose(res, refusal);
         if (refuseLongUrl(req, res)) return;
-        stalledBodies.watch(req);
+        stalledBodies.watch(req, res);
         for (const s of rawHandlers) if (s.handleRaw!(req, res)) return;
         handler(req, res);
       };
-      const server = createServer({ maxHeaderSize: MAX_HEADER_BYTES }, listener);
+      const headTimeoutMs = opts.headTimeoutMs ?? 66_000;
+      const server = createServer(
+        // Node looks for heads past their time every connectionsCheckingInterval (30 s unless given): a quarter of
+        // the limit keeps a slow head's close within 1.25x of it.
+        { maxHeaderSize: MAX_HEADER_BYTES, connectionsCheckingInterval: Math.min(Math.max(headTimeoutMs / 4, 50), 30_000) },
+        listener,
+      );
+      connections?.install(server);
       server.on("upgrade", (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+        const refusal = connections?.refusalFor(req.socket);
+        if (refusal) return refuseOnSocket(socket, refusal);
         if ((req.url?.length ?? 0) <= MAX_URL_BYTES) for (const s of upgradeHandlers) if (s.handleUpgrade!(req, socket, head)) return;
         serveUpgradeAsRequest(req, socket, listener);
       });
       server.on("close", () => stalledBodies.close());
       server.keepAliveTimeout = 65_000;
-      server.headersTimeout = 66_000;
+      // From the head's first byte to its end, however it trickles in (Node cuts it with a 408, answerClientError).
+      server.headersTimeout = headTimeoutMs;
       server.requestTimeout = 0; // uploads of large objects may legitimately take long
       return server;
     },

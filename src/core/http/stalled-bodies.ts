@@ -1,30 +1,67 @@
-import type { IncomingMessage } from "node:http";
+import type { IncomingMessage, ServerResponse } from "node:http";
 import { performance } from "node:perf_hooks";
+import { CoreErrors, type EdgeError } from "../errors.js";
+import { refuseInFlight } from "./transport-errors.js";
+
+export interface BodyPace {
+  /** A body that brings no byte for this long (ms) is refused. */
+  idleMs: number;
+  /**
+   * A body must bring at least this many bytes a second, on average over each `idleMs` window after the first
+   * (Apache's mod_reqtimeout MinRate rule); 0 turns the floor off. A body shorter than a window's share has that
+   * window to arrive whole.
+   */
+  minBytesPerSecond: number;
+}
+
+interface Watched {
+  res: ServerResponse;
+  /** The connection's byte count at the last look, and when it last changed. */
+  bytes: number;
+  progressAt: number;
+  /** Where the current rate window started: its byte count and time. */
+  windowBytes: number;
+  windowAt: number;
+}
 
 /**
- * Closes the connection of a request whose body stops arriving for `idleMs`. The server's own limits do not cover
- * this: headersTimeout ends once the headers are in, and requestTimeout is off (a large upload may take long), so a
- * client that sent headers announcing a body and then nothing held its connection, and the memory behind it, forever.
- * Only the client's silence counts: once the body is complete, waiting on a Worker or the disk is ours.
+ * Refuses a request whose body arrives too slowly, with a 408 when no answer has started, and closes its
+ * connection. The server's own limits do not cover this: headersTimeout ends once the headers are in, and
+ * requestTimeout is off (a large upload may take long), so a client that sent headers announcing a body and then
+ * nothing, or a byte a minute, held its connection and the memory behind it forever. Two rules:
+ * - idle: no byte for `idleMs` (nginx's client_body_timeout);
+ * - pace: fewer than `minBytesPerSecond × idleMs` bytes in a window of `idleMs` (mod_reqtimeout's MinRate). Windows
+ *   follow each other (they do not slide), so a client must send the floor's share in every window, and cannot
+ *   bank a fast start against a trickle later: at most one window's worth of credit.
+ *
+ * Only the client's slowness counts. Once the body is complete, waiting on a Worker or the disk is ours; and while
+ * the route is not reading (its buffer is full, so Node stops reading the socket: a Worker that reads its body
+ * slowly, a slow disk) the client is not judged: a window is judged only when every look in it found the route
+ * taking the body in.
  *
  * One timer for the whole server reads each watched connection's byte count. Nothing is attached per request: a
  * `data` listener on the socket would take the connection off the HTTP parser's native read path for the rest of
  * its life (Node then feeds the parser from JavaScript), which every keep-alive request after it would pay for.
  */
 export class StalledBodies {
-  private readonly watched = new Map<IncomingMessage, { bytes: number; since: number }>();
+  private readonly watched = new Map<IncomingMessage, Watched>();
+  private readonly intervalMs: number;
   private timer?: NodeJS.Timeout;
 
-  constructor(private readonly idleMs: number) {}
+  constructor(private readonly pace: BodyPace) {
+    // A quarter of the window between looks (at most a second): a connection is refused within 1.25× the limit.
+    this.intervalMs = Math.min(Math.max(pace.idleMs / 4, 10), 1000);
+  }
 
   /** Watches `req` until its body is complete, if it has one. */
-  watch(req: IncomingMessage): void {
+  watch(req: IncomingMessage, res: ServerResponse): void {
     const length = req.headers["content-length"];
     if (req.headers["transfer-encoding"] === undefined && (length === undefined || length === "0")) return;
-    this.watched.set(req, { bytes: req.socket.bytesRead, since: performance.now() });
+    const now = performance.now();
+    const bytes = req.socket.bytesRead;
+    this.watched.set(req, { res, bytes, progressAt: now, windowBytes: bytes, windowAt: now });
     if (!this.timer) {
-      // A quarter of the limit between looks (at most a second): a connection is closed within 1.25× the limit.
-      this.timer = setInterval(() => this.sweep(), Math.min(Math.max(this.idleMs / 4, 10), 1000));
+      this.timer = setInterval(() => this.sweep(), this.intervalMs);
       this.timer.unref();
     }
   }
@@ -38,15 +75,33 @@ export class StalledBodies {
         continue;
       }
       const bytes = socket.bytesRead;
+      if (notReading(req)) {
+        // The route's doing, not the client's: both rules start again from this look.
+        Object.assign(seen, { bytes, progressAt: now, windowBytes: bytes, windowAt: now });
+        continue;
+      }
       if (bytes !== seen.bytes) {
         seen.bytes = bytes;
-        seen.since = now;
-      } else if (now - seen.since >= this.idleMs) {
+        seen.progressAt = now;
+      }
+      const refusal = this.judge(seen, bytes, now);
+      if (refusal) {
         this.watched.delete(req);
-        socket.destroy();
+        refuseInFlight(seen.res, refusal);
       }
     }
     if (this.watched.size === 0) this.close();
+  }
+
+  /** The refusal a body has earned by now, if any; a window that passed starts the next. */
+  private judge(seen: Watched, bytes: number, now: number): EdgeError | undefined {
+    const { idleMs, minBytesPerSecond } = this.pace;
+    if (now - seen.progressAt >= idleMs) return CoreErrors.requestBodyStalled(idleMs / 1000);
+    if (minBytesPerSecond === 0 || now - seen.windowAt < idleMs) return undefined;
+    if (bytes - seen.windowBytes < (minBytesPerSecond * idleMs) / 1000) return CoreErrors.requestBodyTooSlow(minBytesPerSecond, idleMs / 1000);
+    seen.windowBytes = bytes;
+    seen.windowAt = now;
+    return undefined;
   }
 
   close(): void {
@@ -54,4 +109,9 @@ export class StalledBodies {
     this.timer = undefined;
     this.watched.clear();
   }
+}
+
+/** The route is not taking the body in: its buffer is full, and Node stopped reading the socket until it drains. */
+function notReading(req: IncomingMessage): boolean {
+  return req.readableLength >= req.readableHighWaterMark;
 }

@@ -120,9 +120,30 @@ export function answerClientError(error: Error, socket: Duplex): void {
     });
     return;
   }
-  if (inFlight.headersSent) socket.destroy();
-  else refuseAndClose(socket, answer);
-  inFlight.req?.destroy();
+  abandonRequest(inFlight, answer);
+}
+
+/**
+ * Ends a request whose body is still arriving (a broken body, one too slow): the refusal goes out unless the
+ * answer has started (then the connection is only cut, as a half answer cannot be followed by another), and once
+ * it is handed to the kernel the request is destroyed, which closes the connection and makes its route stop
+ * waiting for the body. The close does not wait for the client: its body could go on arriving for as long as it
+ * likes, and that is what it is refused for.
+ */
+function abandonRequest(res: ServerResponse, answer: string): void {
+  const socket = res.socket;
+  if (!socket || socket.destroyed) return;
+  if (res.headersSent || !socket.writable) {
+    res.req.destroy();
+    return;
+  }
+  socket.on("error", () => socket.destroy());
+  socket.end(answer, () => res.req.destroy());
+}
+
+/** Refuses a request whose body is still arriving, with `err` as its answer (see abandonRequest). */
+export function refuseInFlight(res: ServerResponse, err: EdgeError): void {
+  abandonRequest(res, rawAnswer(err));
 }
 
 /** Fastify's own refusals before routing (a path that does not decode, a parameter over its length). */
@@ -140,9 +161,13 @@ export function frameworkErrorAnswer(err: FastifyError): EdgeError {
 /** The URL limit, checked before any surface (v4 API, AI gateway, worker traffic) sees the request. */
 export function refuseLongUrl(req: IncomingMessage, res: ServerResponse): boolean {
   if ((req.url?.length ?? 0) <= MAX_URL_BYTES) return false;
-  const body = JSON.stringify(toEnvelope(uriTooLong()));
-  // The body of such a request is not read: the connection closes after the answer.
-  res.writeHead(414, { "content-type": "application/json", "content-length": Buffer.byteLength(body), connection: "close" });
-  res.end(body);
+  answerAndClose(res, uriTooLong());
   return true;
+}
+
+/** Answers a request with `err` and closes its connection after the answer; the request's body is not read. */
+export function answerAndClose(res: ServerResponse, err: EdgeError): void {
+  const body = JSON.stringify(toEnvelope(err));
+  res.writeHead(err.status, { "content-type": "application/json", "content-length": Buffer.byteLength(body), connection: "close" });
+  res.end(body);
 }

@@ -111,10 +111,10 @@ export async function withTempDir(prefix: string, fn: (dir: string) => Promise<v
   }
 }
 
-/** Opens a WebSocket to `script` through the edge port, addressed by Host; resolves once open, rejects with the refusal's status and text. */
-export function openSocket(p: TestPlatform, script: string, path = "/"): Promise<WebSocket> {
+/** Opens a WebSocket to `script` through the edge port, addressed by Host (from `localAddress` when given, one of 127.0.0.0/8); resolves once open, rejects with the refusal's status and text. */
+export function openSocket(p: TestPlatform, script: string, path = "/", localAddress?: string): Promise<WebSocket> {
   const port = new URL(p.url).port;
-  const ws = new WebSocket(`ws://127.0.0.1:${port}${path}`, { headers: { host: `${script}.workers.localhost:${port}` } });
+  const ws = new WebSocket(`ws://127.0.0.1:${port}${path}`, { headers: { host: `${script}.workers.localhost:${port}` }, localAddress });
   return new Promise((resolve, reject) => {
     ws.once("open", () => resolve(ws));
     ws.once("unexpected-response", (_req, res) => {

@@ -1,0 +1,60 @@
+import assert from "node:assert/strict";
+import { once } from "node:events";
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import { connect } from "node:net";
+import { after, before, describe, it } from "node:test";
+import { StalledBodies } from "./stalled-bodies.js";
+
+/**
+ * The pace rules where the slowness is the server's, not the client's: a route that does not read its body yet. A
+ * real server and real sockets, with a 1 s window and a floor of 1,000 bytes a second.
+ */
+describe("a request body the server itself is slow to take", () => {
+  const bodies = new StalledBodies({ idleMs: 1000, minBytesPerSecond: 1000 });
+  /** Per path: what the route waits for before it reads the body. */
+  const waitBeforeReading = new Map<string, () => Promise<void>>();
+  const server = createServer((req: IncomingMessage, res: ServerResponse) => {
+    bodies.watch(req, res);
+    void (async () => {
+      await waitBeforeReading.get(req.url ?? "")?.();
+      let bytes = 0;
+      for await (const chunk of req) bytes += (chunk as Buffer).length;
+      res.end(String(bytes));
+    })().catch(() => res.destroy());
+  });
+  let port = 0;
+  before(async () => {
+    server.listen(0, "127.0.0.1");
+    await once(server, "listening");
+    port = (server.address() as AddressInfo).port;
+  });
+  after(() => {
+    bodies.close();
+    server.close();
+  });
+
+  /** Sends `body` as fast as the connection takes it; resolves with the whole answer once the server closed. */
+  function post(path: string, body: Buffer): Promise<string> {
+    return new Promise((resolve) => {
+      const socket = connect(port, "127.0.0.1");
+      let answer = "";
+      socket.on("data", (d) => (answer += d.toString("latin1")));
+      socket.on("error", () => undefined);
+      socket.on("close", () => resolve(answer));
+      socket.on("connect", () => {
+        socket.write(`POST ${path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: ${body.length}\r\n\r\n`);
+        socket.write(body);
+      });
+    });
+  }
+
+  it("does not refuse a client while the route is not reading (its buffer is full), however long that lasts", async () => {
+    // The route waits three windows before it reads: the client sent what the buffers hold and then nothing.
+    waitBeforeReading.set("/late-reader", () => new Promise((r) => setTimeout(r, 3_000)));
+    const body = Buffer.alloc(4 * 1024 * 1024, 0x61);
+    const answer = await post("/late-reader", body);
+    assert.match(answer, /^HTTP\/1\.1 200 /, answer.slice(0, 300));
+    assert.ok(answer.endsWith(`\r\n\r\n${body.length}`), answer.slice(-200));
+  });
+});
