@@ -2,10 +2,11 @@ import dgram from "node:dgram";
 import net from "node:net";
 import * as packet from "dns-packet";
 
-/** One version of the primary's zone: its serial and its records other than the SOA. */
+/** One version of the primary's zone: its serial and its records other than the SOA, and its SOA timers when not the usual. */
 export interface PrimaryVersion {
   serial: number;
   records: packet.Answer[];
+  timers?: Partial<Pick<packet.SoaData, "refresh" | "retry" | "expire">>;
 }
 
 /**
@@ -28,6 +29,8 @@ export class ScriptedPrimary {
   private breakage?: Breakage;
   /** Transfers answered, by kind, for the test to tell which one the secondary asked. */
   readonly served: string[] = [];
+  /** SOA queries answered (a secondary's refresh asks one before it transfers anything). */
+  soaQueries = 0;
   port = 0;
 
   constructor(
@@ -72,12 +75,13 @@ export class ScriptedPrimary {
 
   soa(serial: number): packet.Answer {
     const z = this.zone;
+    const timers = this.versions.find((v) => v.serial === serial)?.timers;
     return {
       name: z,
       type: "SOA",
       ttl: 300,
       class: "IN",
-      data: { mname: `ns1.${z}`, rname: `hostmaster.${z}`, serial, refresh: 3600, retry: 600, expire: 86400, minimum: 300 },
+      data: { mname: `ns1.${z}`, rname: `hostmaster.${z}`, serial, refresh: 3600, retry: 600, expire: 86400, minimum: 300, ...timers },
     } as packet.Answer;
   }
 
@@ -97,7 +101,10 @@ export class ScriptedPrimary {
     const current = this.versions[this.versions.length - 1];
     const type = q.questions?.[0]?.type as string;
     const soa = this.soa(current.serial);
-    if (type === "SOA") return this.send(socket, q, [[soa]]);
+    if (type === "SOA") {
+      this.soaQueries++;
+      return this.send(socket, q, [[soa]]);
+    }
     let rrs: packet.Answer[];
     const from = (q.authorities?.find((a) => a.type === "SOA") as { data?: packet.SoaData } | undefined)?.data?.serial;
     const old = type === "IXFR" ? this.versions.find((v) => v.serial === from) : undefined;

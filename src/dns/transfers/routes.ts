@@ -244,6 +244,9 @@ export function registerTransferRoutes(app: FastifyInstance, zones: ZoneService,
     incomingConfigured(zs.zone.id);
     const refused = secondary.allPrimariesRefused(zs.zone.id);
     if (refused) throw TransferErrors.primariesRefused(refused);
+    // Nothing is awaited between this line and refreshNow: whoever reads it (an operator; a test holding a primary's
+    // answer) knows the forced refresh has been asked for.
+    req.log.info({ zone: zs.zone.name }, "force_axfr: refreshing the zone by AXFR");
     await secondary.refreshNow(zs.zone.id, true);
     const { last_error } = secondary.statusOf(zs.zone.id);
     if (last_error) throw TransferErrors.transferFailed(last_error);

@@ -142,13 +142,17 @@ export class SecondaryZones {
   }
 
   private refreshSoon(zoneId: string): void {
-    this.schedule(zoneId, 0);
+    this.arm(zoneId, 0);
   }
 
+  /** The next refresh in `seconds` (a primary's SOA refresh or retry), within the bounds: an SOA of 0 is 1 s, not a loop. */
   private schedule(zoneId: string, seconds: number): void {
+    this.arm(zoneId, Math.min(Math.max(seconds, MIN_TIMER_S), MAX_TIMER_S) * 1000);
+  }
+
+  private arm(zoneId: string, ms: number): void {
     if (this.stopped) return;
     clearTimeout(this.timers.get(zoneId));
-    const ms = seconds === 0 ? 0 : Math.min(Math.max(seconds, MIN_TIMER_S), MAX_TIMER_S) * 1000;
     const t = setTimeout(() => void this.refreshNow(zoneId), ms);
     t.unref();
     this.timers.set(zoneId, t);
