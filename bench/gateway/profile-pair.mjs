@@ -42,6 +42,8 @@ const upstream = `http://127.0.0.1:${await firstPort(mock)}/v1`;
 const bare = start([`--cpu-prof`, `--cpu-prof-dir=${OUT}/floor`, `${here}bare-proxy.mjs`, upstream]);
 const barePort = await firstPort(bare);
 const { p, runToken } = await startPlatform(root, upstream, { nodeArgs: ["--cpu-prof", `--cpu-prof-dir=${OUT}/gateway`] });
+// Killed with the others if this script fails: startPlatform's process is not one of `children`.
+children.push(p.process);
 
 const body = JSON.stringify({ model: "gpt-4o-mini", messages: [{ role: "user", content: "Say hello" }] });
 const base = { "content-type": "application/json", authorization: "Bearer sk-bench" };

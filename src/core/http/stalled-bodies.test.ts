@@ -58,3 +58,50 @@ describe("a request body the server itself is slow to take", () => {
     assert.ok(answer.endsWith(`\r\n\r\n${body.length}`), answer.slice(-200));
   });
 });
+
+describe("which requests are watched", () => {
+  const bodies = new StalledBodies({ idleMs: 60_000, minBytesPerSecond: 500 });
+  let arrived: () => void = () => undefined;
+  const server = createServer((req: IncomingMessage, res: ServerResponse) => {
+    bodies.watch(req, res);
+    arrived();
+    void (async () => {
+      for await (const chunk of req) void chunk;
+      res.end("ok");
+    })().catch(() => res.destroy());
+  });
+  let port = 0;
+  before(async () => {
+    server.listen(0, "127.0.0.1");
+    await once(server, "listening");
+    port = (server.address() as AddressInfo).port;
+  });
+  after(() => {
+    bodies.close();
+    server.close();
+  });
+
+  it("not one whose body came with its head (it is complete by the end of the turn); one whose body is still to come", async () => {
+    const socket = connect(port, "127.0.0.1");
+    await once(socket, "connect");
+    let answers = "";
+    socket.on("data", (d) => (answers += d.toString("latin1")));
+    const answered = async (n: number) => {
+      while ((answers.match(/HTTP\/1\.1 200/g) ?? []).length < n) await once(socket, "data");
+    };
+    // Head and body in one write: answered, and not held until the next look (up to a second here; the request
+    // and its answer would stay reachable that long).
+    socket.write("POST /whole HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello");
+    await answered(1);
+    assert.equal(bodies.watching, 0);
+    // The head alone: once a turn has passed after it arrived, it is watched until its body comes.
+    const got = new Promise<void>((resolve) => (arrived = resolve));
+    socket.write("POST /later HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\n");
+    await got;
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.equal(bodies.watching, 1);
+    socket.end("later");
+    await answered(2);
+    socket.destroy();
+  });
+});

@@ -42,9 +42,17 @@ interface Watched {
  * One timer for the whole server reads each watched connection's byte count. Nothing is attached per request: a
  * `data` listener on the socket would take the connection off the HTTP parser's native read path for the rest of
  * its life (Node then feeds the parser from JavaScript), which every keep-alive request after it would pay for.
+ *
+ * A request is watched only if its body is still incomplete at the end of the event-loop turn it arrived in: most
+ * bodies come in the same read as their head and are complete by then. Holding every request (and its response)
+ * until the next look, up to a second, kept each one's objects alive through the young generation's collections,
+ * which promoted them: measured at 8 clients on the AI gateway, 1.3-1.7 MB promoted per scavenge.
  */
 export class StalledBodies {
   private readonly watched = new Map<IncomingMessage, Watched>();
+  /** Requests with a body that arrived in this turn, request then response; sorted once the turn's reads are done. */
+  private readonly arrived: (IncomingMessage | ServerResponse)[] = [];
+  private sorting = false;
   private readonly intervalMs: number;
   private timer?: NodeJS.Timeout;
 
@@ -57,14 +65,31 @@ export class StalledBodies {
   watch(req: IncomingMessage, res: ServerResponse): void {
     const length = req.headers["content-length"];
     if (req.headers["transfer-encoding"] === undefined && (length === undefined || length === "0")) return;
+    this.arrived.push(req, res);
+    if (!this.sorting) {
+      this.sorting = true;
+      setImmediate(this.sortArrived);
+    }
+  }
+
+  /** Watches the requests of the turn whose bodies are not complete yet (the clocks start here, a turn later). */
+  private readonly sortArrived = (): void => {
+    this.sorting = false;
     const now = performance.now();
-    const bytes = req.socket.bytesRead;
-    this.watched.set(req, { res, bytes, progressAt: now, windowBytes: bytes, windowAt: now });
-    if (!this.timer) {
+    const arrived = this.arrived;
+    for (let i = 0; i < arrived.length; i += 2) {
+      const req = arrived[i] as IncomingMessage;
+      const socket = req.socket;
+      if (req.complete || req.destroyed || !socket || socket.destroyed) continue;
+      const bytes = socket.bytesRead;
+      this.watched.set(req, { res: arrived[i + 1] as ServerResponse, bytes, progressAt: now, windowBytes: bytes, windowAt: now });
+    }
+    arrived.length = 0;
+    if (this.watched.size > 0 && !this.timer) {
       this.timer = setInterval(() => this.sweep(), this.intervalMs);
       this.timer.unref();
     }
-  }
+  };
 
   private sweep(): void {
     const now = performance.now();
@@ -90,7 +115,10 @@ export class StalledBodies {
         refuseInFlight(seen.res, refusal);
       }
     }
-    if (this.watched.size === 0) this.close();
+    if (this.watched.size === 0) {
+      clearInterval(this.timer);
+      this.timer = undefined;
+    }
   }
 
   /** The refusal a body has earned by now, if any; a window that passed starts the next. */
@@ -104,10 +132,16 @@ export class StalledBodies {
     return undefined;
   }
 
+  /** How many requests are watched now (their bodies were incomplete a turn after they arrived). */
+  get watching(): number {
+    return this.watched.size;
+  }
+
   close(): void {
     clearInterval(this.timer);
     this.timer = undefined;
     this.watched.clear();
+    this.arrived.length = 0;
   }
 }
 
