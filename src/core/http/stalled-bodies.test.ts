@@ -7,21 +7,13 @@ import { after, before, describe, it } from "node:test";
 import { StalledBodies } from "./stalled-bodies.js";
 
 /**
- * The pace rules where the slowness is the server's, not the client's: a route that does not read its body yet. A
- * real server and real sockets, with a 1 s window and a floor of 1,000 bytes a second.
+ * A real server on a free port whose requests `bodies` watches before `route` answers them (in the turn they
+ * arrive); listening before the suite's tests, closed after them.
  */
-describe("a request body the server itself is slow to take", () => {
-  const bodies = new StalledBodies({ idleMs: 1000, minBytesPerSecond: 1000 });
-  /** Per path: what the route waits for before it reads the body. */
-  const waitBeforeReading = new Map<string, () => Promise<void>>();
+function serveWatched(bodies: StalledBodies, route: (req: IncomingMessage, res: ServerResponse) => Promise<void>): { port: () => number } {
   const server = createServer((req: IncomingMessage, res: ServerResponse) => {
     bodies.watch(req, res);
-    void (async () => {
-      await waitBeforeReading.get(req.url ?? "")?.();
-      let bytes = 0;
-      for await (const chunk of req) bytes += (chunk as Buffer).length;
-      res.end(String(bytes));
-    })().catch(() => res.destroy());
+    route(req, res).catch(() => res.destroy());
   });
   let port = 0;
   before(async () => {
@@ -33,11 +25,28 @@ describe("a request body the server itself is slow to take", () => {
     bodies.close();
     server.close();
   });
+  return { port: () => port };
+}
+
+/**
+ * The pace rules where the slowness is the server's, not the client's: a route that does not read its body yet. A
+ * real server and real sockets, with a 1 s window and a floor of 1,000 bytes a second.
+ */
+describe("a request body the server itself is slow to take", () => {
+  const bodies = new StalledBodies({ idleMs: 1000, minBytesPerSecond: 1000 });
+  /** Per path: what the route waits for before it reads the body. */
+  const waitBeforeReading = new Map<string, () => Promise<void>>();
+  const server = serveWatched(bodies, async (req, res) => {
+    await waitBeforeReading.get(req.url ?? "")?.();
+    let bytes = 0;
+    for await (const chunk of req) bytes += (chunk as Buffer).length;
+    res.end(String(bytes));
+  });
 
   /** Sends `body` as fast as the connection takes it; resolves with the whole answer once the server closed. */
   function post(path: string, body: Buffer): Promise<string> {
     return new Promise((resolve) => {
-      const socket = connect(port, "127.0.0.1");
+      const socket = connect(server.port(), "127.0.0.1");
       let answer = "";
       socket.on("data", (d) => (answer += d.toString("latin1")));
       socket.on("error", () => undefined);
@@ -62,27 +71,14 @@ describe("a request body the server itself is slow to take", () => {
 describe("which requests are watched", () => {
   const bodies = new StalledBodies({ idleMs: 60_000, minBytesPerSecond: 500 });
   let arrived: () => void = () => undefined;
-  const server = createServer((req: IncomingMessage, res: ServerResponse) => {
-    bodies.watch(req, res);
+  const server = serveWatched(bodies, async (req, res) => {
     arrived();
-    void (async () => {
-      for await (const chunk of req) void chunk;
-      res.end("ok");
-    })().catch(() => res.destroy());
-  });
-  let port = 0;
-  before(async () => {
-    server.listen(0, "127.0.0.1");
-    await once(server, "listening");
-    port = (server.address() as AddressInfo).port;
-  });
-  after(() => {
-    bodies.close();
-    server.close();
+    for await (const chunk of req) void chunk;
+    res.end("ok");
   });
 
   it("not one whose body came with its head (it is complete by the end of the turn); one whose body is still to come", async () => {
-    const socket = connect(port, "127.0.0.1");
+    const socket = connect(server.port(), "127.0.0.1");
     await once(socket, "connect");
     let answers = "";
     socket.on("data", (d) => (answers += d.toString("latin1")));
