@@ -11,6 +11,7 @@ import type { Logger } from "../logger.js";
 import type { DependencyHealth } from "../backends.js";
 import type { EdgeService } from "../service.js";
 import { assertRouteDeclaresPermission, guardRoute } from "./guard.js";
+import { drainRefusedBody } from "./body.js";
 import { parseUserJson } from "./json-input.js";
 import { answerAndClose, answerClientError, frameworkErrorAnswer, MAX_HEADER_BYTES, MAX_URL_BYTES, refuseLongUrl, refuseOnSocket } from "./transport-errors.js";
 import { ConnectionLimits, type ConnectionLimitSettings } from "./connection-limits.js";
@@ -154,7 +155,13 @@ export async function buildEdgeApp(opts: AppOptions): Promise<FastifyInstance> {
     reply.header("x-request-id", req.id);
   });
 
-  app.setErrorHandler((err: FastifyError, req: FastifyRequest, reply: FastifyReply) => {
+  app.setErrorHandler(async (err: FastifyError, req: FastifyRequest, reply: FastifyReply) => {
+    // A body refused for its declared length before it was read: read the rest first (bounded), so the client sees
+    // the 413 rather than a reset (Fastify asked for the connection to close; once drained it need not).
+    if (err.code === "FST_ERR_CTP_BODY_TOO_LARGE" && !req.raw.complete) {
+      if (await drainRefusedBody(req.raw)) reply.removeHeader("connection");
+      else if (req.raw.destroyed) return reply.hijack();
+    }
     // A route that failed reading a body its client broke off (closed the connection, or sent bytes that are not
     // HTTP) failed because of the client: whatever the stream error says, that is a 400, not a fault of ours.
     const brokenOff = !req.raw.complete && req.raw.destroyed;

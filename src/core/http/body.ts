@@ -46,3 +46,34 @@ export function readBody(source: IncomingMessage | Readable, maxBytes: number, t
     source.on("close", () => settle(() => reject(CoreErrors.bodyIncomplete())));
   });
 }
+
+/**
+ * Reads and drops the rest of a body refused before it was read (Fastify refuses a declared length over a route's
+ * limit at once), so that a client which reads no answer until it has sent its body sees the refusal instead of a
+ * reset. Resolves true once the body has ended, false when it is longer than DRAIN_BYTES (declared or counted) or
+ * the request ended otherwise (the client left; a slow body was refused): then the answer closes the connection.
+ */
+export function drainRefusedBody(req: IncomingMessage): Promise<boolean> {
+  if (req.complete) return Promise.resolve(true);
+  const declared = Number(req.headers["content-length"]);
+  if ((Number.isFinite(declared) && declared > DRAIN_BYTES) || req.destroyed) return Promise.resolve(false);
+  return new Promise((resolve) => {
+    let size = 0;
+    const done = (drained: boolean) => {
+      req.off("data", count);
+      req.off("end", ended);
+      req.off("close", closed);
+      resolve(drained);
+    };
+    const count = (c: Buffer) => {
+      size += c.length;
+      if (size > DRAIN_BYTES) done(false);
+    };
+    const ended = () => done(true);
+    const closed = () => done(false);
+    req.on("data", count);
+    req.once("end", ended);
+    req.once("close", closed);
+    req.resume();
+  });
+}
