@@ -186,6 +186,11 @@ export function registerRoutesApi(app: FastifyInstance, deps: RoutesApiDeps): vo
     if (environment !== "production") throw RoutesErrors.environment(environment);
     const zone = accountZone(accountId, hostname, origin);
     if (!inZone(hostname, zone.name)) throw RoutesErrors.zoneMismatch(hostname, zone.name);
+    // The domain's record must be in the zone the DNS server answers the hostname from: a child zone of the account
+    // that encloses it wins over the parent named (dns-records.ts zoneOf).
+    const closest = zones.enclosing(hostname);
+    if (closest && closest.id !== zone.id)
+      throw closest.accountId === accountId ? RoutesErrors.zoneNotClosest(hostname, zone.name, closest.name) : RoutesErrors.zoneNotFound(hostname);
     return { id: id(), accountId, zoneId: zone.id, zoneName: zone.name, hostname, service, environment };
   };
 
