@@ -38,6 +38,7 @@ import { ROUTES_MIGRATIONS } from "./routes/sqlite-migrations.js";
 import { SqliteRoutesStore } from "./routes/sqlite-store.js";
 import { DomainRecords } from "./routes/dns-records.js";
 import { RouteTable } from "./routes/table.js";
+import { inZone } from "./routes/pattern.js";
 
 /** How often module bytes no record names are looked for (they are removed an hour after they were written). */
 const GC_INTERVAL_MS = 60 * 60 * 1000;
@@ -165,8 +166,10 @@ export function createWorkersService(
    * Custom Domains whose hostname is now answered from another zone of their account move there with their record
    * (dns-records.ts repair): at start, and when a zone is created inside one of the account's zones.
    */
-  const rehomeDomains = async () => {
-    const moved = await domainRecords.repair(await routesStore.allDomains(), async (d, zone) => {
+  const rehomeDomains = async (inZoneName?: string) => {
+    const all = await routesStore.allDomains();
+    const domains = inZoneName === undefined ? all : all.filter((d) => inZone(d.hostname, inZoneName));
+    const moved = await domainRecords.repair(domains, async (d, zone) => {
       await routesStore.putDomain({ ...d, zoneId: zone.zone.id, zoneName: zone.zone.name }, true);
     });
     if (moved > 0) await reloadRoutes();
@@ -175,7 +178,9 @@ export function createWorkersService(
     if (kind === "created") {
       // Made once, by the node the zone was created through; the others read the moved domains from its notice.
       if (origin === "local")
-        void rehomeDomains().catch((err: unknown) => log.error({ err, zone: zs.zone.name }, "Custom Domains of a new zone's names were not moved to it"));
+        void rehomeDomains(zs.zone.name).catch((err: unknown) =>
+          log.error({ err, zone: zs.zone.name }, "Custom Domains of a new zone's names were not moved to it"),
+        );
       return void reloadRoutes();
     }
     if (kind !== "deleted") return;

@@ -201,6 +201,8 @@ export function registerRoutesApi(app: FastifyInstance, deps: RoutesApiDeps): vo
   const attach = async (domain: CustomDomain, override: { origin: boolean; dnsRecord: boolean }, messages: ApiMessage[]) => {
     const old = await store.domainByHostname(domain.hostname);
     const wanted = old && old.accountId === domain.accountId ? { ...domain, id: old.id } : domain;
+    // Attached in a zone that no longer answers it (a child zone created since, not yet moved to): its record goes.
+    if (old && old.accountId === domain.accountId) await records.leaveStoredZone(old);
     const made = await records.attach(wanted, override.dnsRecord);
     messages.push(...made.messages);
     try {

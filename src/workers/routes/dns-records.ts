@@ -155,6 +155,15 @@ export class DomainRecords {
     if (d.zoneId !== closest?.zone.id) await this.removeRecord(this.zones.get(d.zoneId), d);
   }
 
+  /**
+   * Removes the domain's record from the zone it is stored with when that is no longer the zone its hostname is
+   * answered from (a record there is never answered, and its id, one row of the DNS store, is wanted in the closest
+   * zone).
+   */
+  async leaveStoredZone(d: DomainRef): Promise<void> {
+    if (d.zoneId !== this.zoneOf(d)?.zone.id) await this.removeRecord(this.zones.get(d.zoneId), d);
+  }
+
   private async removeRecord(zs: ZoneState | undefined, d: DomainRef): Promise<void> {
     if (!zs || zs.zone.account_id !== d.accountId || zs.zone.type === "secondary" || !zs.records.has(d.id)) return;
     await this.zones.editRecords(zs, (draft) => {
@@ -190,7 +199,7 @@ export class DomainRecords {
       const misplaced = zs.zone.id !== d.zoneId;
       if (!misplaced && zs.records.has(d.id)) continue;
       try {
-        if (misplaced) await this.removeRecord(this.zones.get(d.zoneId), d);
+        await this.leaveStoredZone(d);
         if (!zs.records.has(d.id)) {
           await this.attach(d, false);
           this.log.info({ hostname: d.hostname, zone: zs.zone.name }, "made the missing DNS record of a Custom Domain");
@@ -203,7 +212,7 @@ export class DomainRecords {
       } catch (err) {
         this.log.warn(
           { err, hostname: d.hostname },
-          "a Custom Domain has no DNS record of its own and one could not be made (its hostname has records of the account's)",
+          "a Custom Domain's DNS record could not be made in the zone its hostname is answered from (its hostname has records of the account's, or a write failed)",
         );
       }
     }
