@@ -150,9 +150,8 @@ export class DomainRecords {
    * zone, has none.
    */
   async detach(d: DomainRef): Promise<void> {
-    const closest = this.zoneOf(d);
-    await this.removeRecord(closest, d);
-    if (d.zoneId !== closest?.zone.id) await this.removeRecord(this.zones.get(d.zoneId), d);
+    await this.removeRecord(this.zoneOf(d), d);
+    await this.leaveStoredZone(d);
   }
 
   /**
