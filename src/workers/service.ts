@@ -38,6 +38,7 @@ import { ROUTES_MIGRATIONS } from "./routes/sqlite-migrations.js";
 import { SqliteRoutesStore } from "./routes/sqlite-store.js";
 import { DomainRecords } from "./routes/dns-records.js";
 import { RouteTable } from "./routes/table.js";
+import { inZone } from "./routes/pattern.js";
 
 /** How often module bytes no record names are looked for (they are removed an hour after they were written). */
 const GC_INTERVAL_MS = 60 * 60 * 1000;
@@ -161,8 +162,27 @@ export function createWorkersService(
   // A deleted zone takes its routes and domains with it (made once, by the node it was deleted through). A zone that
   // appears is read again too: on another node, a route's notice can come before its zone does (table.ts leaves out
   // routes of zones it does not know).
+  /**
+   * Custom Domains whose hostname is now answered from another zone of their account move there with their record
+   * (dns-records.ts repair): at start, and when a zone is created inside one of the account's zones.
+   */
+  const rehomeDomains = async (inZoneName?: string) => {
+    const all = await routesStore.allDomains();
+    const domains = inZoneName === undefined ? all : all.filter((d) => inZone(d.hostname, inZoneName));
+    const moved = await domainRecords.repair(domains, async (d, zone) => {
+      await routesStore.putDomain({ ...d, zoneId: zone.zone.id, zoneName: zone.zone.name }, true);
+    });
+    if (moved > 0) await reloadRoutes();
+  };
   deps.zones.onChange((zs, kind, origin) => {
-    if (kind === "created") return void reloadRoutes();
+    if (kind === "created") {
+      // Made once, by the node the zone was created through; the others read the moved domains from its notice.
+      if (origin === "local")
+        void rehomeDomains(zs.zone.name).catch((err: unknown) =>
+          log.error({ err, zone: zs.zone.name }, "Custom Domains of a new zone's names were not moved to it"),
+        );
+      return void reloadRoutes();
+    }
     if (kind !== "deleted") return;
     void (origin === "local" ? routesStore.deleteZone(zs.zone.id) : Promise.resolve())
       .catch((err: unknown) => log.error({ err, zone: zs.zone.name }, "the Workers routes of a deleted zone were not removed"))
@@ -292,7 +312,7 @@ export function createWorkersService(
       unfollowRoutes = routeTable.follow(ctx.bus);
       await routeTable.reload();
       await deps.zones.load();
-      await domainRecords.repair(await routesStore.allDomains());
+      await rehomeDomains();
       await deployer.syncAll();
       // In the background: listing a bucket can be slow, and the start does not depend on it.
       const sweepLogged = () => void sweep().catch((err: unknown) => log.warn({ err }, "worker file sweep failed"));

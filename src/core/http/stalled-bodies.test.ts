@@ -101,3 +101,63 @@ describe("which requests are watched", () => {
     socket.destroy();
   });
 });
+
+/**
+ * The pace rules where the slowness is our event loop's: a look that comes long after its time (a long garbage
+ * collection, synchronous work) found the client's bytes still unread in the kernel. The clock is the test's: each
+ * look happens at the time the test sets, a real server and socket otherwise (a 1 s window: looks every 250 ms).
+ */
+describe("a request body while our own event loop stalls", () => {
+  let clock = 0;
+  const bodies = new StalledBodies({ idleMs: 1000, minBytesPerSecond: 1000 }, () => clock);
+  /** Body bytes the route has taken in so far (of the one request under way). */
+  let received = 0;
+  const server = serveWatched(bodies, async (req, res) => {
+    received = 0;
+    for await (const chunk of req) received += (chunk as Buffer).length;
+    res.end(String(received));
+  });
+
+  /** A request whose head and first bytes are in, watched from `clock`; its answer once the server closes. */
+  async function started(length: number): Promise<{ socket: import("node:net").Socket; answer: Promise<string> }> {
+    const socket = connect(server.port(), "127.0.0.1");
+    let answer = "";
+    socket.on("data", (d) => (answer += d.toString("latin1")));
+    socket.on("error", () => undefined);
+    const closed = new Promise<string>((resolve) => socket.on("close", () => resolve(answer)));
+    await once(socket, "connect");
+    bodies.look(); // lets go of a request of the test before, complete since
+    assert.equal(bodies.watching, 0);
+    socket.write(`POST / HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: ${length}\r\n\r\n0123456789`);
+    while (bodies.watching === 0) await new Promise((resolve) => setImmediate(resolve));
+    return { socket, answer: closed };
+  }
+
+  it("does not refuse a client at a look that came after a stall longer than the window; the rules hold from there", async () => {
+    const { socket, answer } = await started(4010);
+    // The loop held for 5 s (five windows) with no look: the look that ends the stall judges no one.
+    clock += 5000;
+    bodies.look();
+    assert.equal(bodies.watching, 1, "not refused for time our loop did not read");
+    // From there the client has a whole window again: looks on time, with the floor's share sent in it, pass.
+    socket.write(Buffer.alloc(2000, 0x61));
+    while (received < 2010) await new Promise((resolve) => setImmediate(resolve));
+    for (let i = 0; i < 4; i++) {
+      clock += 250;
+      bodies.look();
+    }
+    assert.equal(bodies.watching, 1);
+    socket.end(Buffer.alloc(2000, 0x62));
+    assert.match(await answer, /^HTTP\/1\.1 200 [^]*\r\n\r\n4010$/);
+  });
+
+  it("still refuses a client that sends nothing while the looks come on time", async () => {
+    const { answer } = await started(100);
+    for (let i = 0; i < 4; i++) {
+      clock += 250;
+      bodies.look();
+    }
+    assert.equal(bodies.watching, 0, "a window with no byte, every look on time: refused");
+    assert.match(await answer, /^HTTP\/1\.1 408 /);
+  });
+});

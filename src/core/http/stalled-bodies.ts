@@ -37,7 +37,10 @@ interface Watched {
  * Only the client's slowness counts. Once the body is complete, waiting on a Worker or the disk is ours; and while
  * the route is not reading (its buffer is full, so Node stops reading the socket: a Worker that reads its body
  * slowly, a slow disk) the client is not judged: a window is judged only when every look in it found the route
- * taking the body in.
+ * taking the body in. Nor while our own event loop was stalled (a long garbage collection, synchronous work): the
+ * bytes the client sent meanwhile wait in the kernel, unread and uncounted, and the first look after the stall comes
+ * before the reads that count them. A look that comes an interval or more later than its timer was due judges no
+ * one: both rules start again from it, as when the route was not reading.
  *
  * One timer for the whole server reads each watched connection's byte count. Nothing is attached per request: a
  * `data` listener on the socket would take the connection off the HTTP parser's native read path for the rest of
@@ -55,8 +58,14 @@ export class StalledBodies {
   private sorting = false;
   private readonly intervalMs: number;
   private timer?: NodeJS.Timeout;
+  /** When the last look was (or the timer was started): the next is due an interval later. */
+  private lastLookAt = 0;
 
-  constructor(private readonly pace: BodyPace) {
+  constructor(
+    private readonly pace: BodyPace,
+    /** Milliseconds on a monotonic clock; tests set the time of each look. */
+    private readonly now: () => number = () => performance.now(),
+  ) {
     // A quarter of the window between looks (at most a second): a connection is refused within 1.25× the limit.
     this.intervalMs = Math.min(Math.max(pace.idleMs / 4, 10), 1000);
   }
@@ -75,7 +84,7 @@ export class StalledBodies {
   /** Watches the requests of the turn whose bodies are not complete yet (the clocks start here, a turn later). */
   private readonly sortArrived = (): void => {
     this.sorting = false;
-    const now = performance.now();
+    const now = this.now();
     const arrived = this.arrived;
     for (let i = 0; i < arrived.length; i += 2) {
       const req = arrived[i] as IncomingMessage;
@@ -86,13 +95,18 @@ export class StalledBodies {
     }
     arrived.length = 0;
     if (this.watched.size > 0 && !this.timer) {
-      this.timer = setInterval(() => this.sweep(), this.intervalMs);
+      this.lastLookAt = now;
+      this.timer = setInterval(() => this.look(), this.intervalMs);
       this.timer.unref();
     }
   };
 
-  private sweep(): void {
-    const now = performance.now();
+  /** Judges each watched body (the timer runs this every interval; a test runs it at the time it set). */
+  look(): void {
+    const now = this.now();
+    // Our loop, not the client, kept this look from its time: what the client sent meanwhile is not read yet.
+    const loopStalled = now - this.lastLookAt >= 2 * this.intervalMs;
+    this.lastLookAt = now;
     for (const [req, seen] of this.watched) {
       const socket = req.socket;
       if (req.complete || req.destroyed || !socket || socket.destroyed) {
@@ -100,8 +114,8 @@ export class StalledBodies {
         continue;
       }
       const bytes = socket.bytesRead;
-      if (notReading(req)) {
-        // The route's doing, not the client's: both rules start again from this look.
+      if (loopStalled || notReading(req)) {
+        // Our doing, not the client's: both rules start again from this look.
         Object.assign(seen, { bytes, progressAt: now, windowBytes: bytes, windowAt: now });
         continue;
       }

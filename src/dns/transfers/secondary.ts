@@ -94,8 +94,12 @@ export class SecondaryZones {
     }
   }
 
-  /** The zone is gone. */
+  /**
+   * The zone is gone. A refresh of it still running keeps nothing when it ends (`gone`): no status, no timer, no
+   * serving state, no follow-up refresh.
+   */
   forget(zoneId: string): void {
+    this.again.delete(zoneId);
     clearTimeout(this.timers.get(zoneId));
     clearTimeout(this.expiries.get(zoneId));
     this.timers.delete(zoneId);
@@ -135,7 +139,7 @@ export class SecondaryZones {
       this.followUp.delete(zoneId);
       const more = this.again.get(zoneId);
       this.again.delete(zoneId);
-      if (more !== undefined && !this.stopped) void this.refreshNow(zoneId, more);
+      if (more !== undefined && !this.gone(zoneId)) void this.refreshNow(zoneId, more);
     });
     this.running.set(zoneId, run);
     return run;
@@ -151,7 +155,7 @@ export class SecondaryZones {
   }
 
   private arm(zoneId: string, ms: number): void {
-    if (this.stopped) return;
+    if (this.gone(zoneId)) return;
     clearTimeout(this.timers.get(zoneId));
     const t = setTimeout(() => void this.refreshNow(zoneId), ms);
     t.unref();
@@ -210,13 +214,17 @@ export class SecondaryZones {
       }
       try {
         const transferred = await this.refreshFrom(zs, peer, forceAxfr);
+        if (this.gone(zoneId)) return this.droppedRefresh(zs);
         await this.directory.refreshed(zoneId, transferred);
+        if (this.gone(zoneId)) return this.droppedRefresh(zs);
         this.status.set(zoneId, { ...this.statusOf(zoneId), last_error: null });
         this.updateServed(zoneId);
         const soa = zs.zone.settings.soa;
         this.schedule(zoneId, Math.min(soa.refresh, incoming.auto_refresh_seconds));
         return;
       } catch (err) {
+        // The zone deleted meanwhile (replaceSecondary refuses a zone that is gone): nothing to report or retry.
+        if (this.gone(zoneId)) return this.droppedRefresh(zs);
         const why = err instanceof XfrError ? err.message : String((err as Error)?.message ?? err);
         errors.push(`${peer.name} (${peer.ip}:${peer.port}): ${why}`);
         if (!(err instanceof XfrError)) this.log.warn({ err, zone: zs.zone.name }, "secondary zone refresh failed");
@@ -226,6 +234,19 @@ export class SecondaryZones {
     this.status.set(zoneId, { ...this.statusOf(zoneId), last_error: lastError });
     this.log.warn({ zone: zs.zone.name, why: lastError }, "secondary zone not refreshed; keeping what it holds");
     this.schedule(zoneId, this.transferredYet(zoneId) ? zs.zone.settings.soa.retry : FIRST_RETRY_S);
+  }
+
+  /**
+   * Whether the zone was deleted (or the secondary stopped) since a refresh of it began. Every write a refresh makes
+   * when it ends (status, refresh and expire timers, the served state, the directory's times) is keyed by the zone:
+   * made after forget(), each would stay behind for a zone that no longer exists, a timer among them.
+   */
+  private gone(zoneId: string): boolean {
+    return this.stopped || this.zones.get(zoneId) === undefined;
+  }
+
+  private droppedRefresh(zs: ZoneState): void {
+    this.log.debug({ zone: zs.zone.name }, "secondary zone deleted while it was being refreshed; the refresh's outcome is dropped");
   }
 
   /** Why the address policy (--dns-peer-allow) forbids connecting to this primary, or undefined when it allows it. */
@@ -281,7 +302,7 @@ export class SecondaryZones {
     const changes = await transfer.changes();
     await this.zones.replaceSecondary(zs, primary, changes);
     const skipped = transfer.skipped;
-    if (transfer.isWhole()) this.status.set(zs.zone.id, { ...this.statusOf(zs.zone.id), skipped_records: skipped });
+    if (transfer.isWhole() && !this.gone(zs.zone.id)) this.status.set(zs.zone.id, { ...this.statusOf(zs.zone.id), skipped_records: skipped });
     this.log.info(
       {
         zone: zs.zone.name,
@@ -310,14 +331,19 @@ export class SecondaryZones {
     this.expiries.delete(zoneId);
     this.expiresAt.delete(zoneId);
     const zs = this.zones.get(zoneId);
+    if (!zs) {
+      // Not marked unserved: a zone that is gone is answered by no one, and the mark would outlive it.
+      this.engine.unserved.delete(zoneId);
+      return;
+    }
     const checked = this.directory.incomingOf(zoneId)?.checked_time;
-    const expiresAt = zs && checked && this.transferredYet(zoneId) ? Date.parse(checked) + zs.zone.settings.soa.expire * 1000 : 0;
+    const expiresAt = checked && this.transferredYet(zoneId) ? Date.parse(checked) + zs.zone.settings.soa.expire * 1000 : 0;
     const served = expiresAt > Date.now();
     const was = !this.engine.unserved.has(zoneId);
     if (served) this.engine.unserved.delete(zoneId);
     else this.engine.unserved.add(zoneId);
     if (served !== was) {
-      if (!served && zs) this.log.warn({ zone: zs.zone.name }, "secondary zone expired or not transferred yet: answering SERVFAIL");
+      if (!served) this.log.warn({ zone: zs.zone.name }, "secondary zone expired or not transferred yet: answering SERVFAIL");
       this.invalidate();
     }
     if (served) {

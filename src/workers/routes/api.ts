@@ -186,6 +186,11 @@ export function registerRoutesApi(app: FastifyInstance, deps: RoutesApiDeps): vo
     if (environment !== "production") throw RoutesErrors.environment(environment);
     const zone = accountZone(accountId, hostname, origin);
     if (!inZone(hostname, zone.name)) throw RoutesErrors.zoneMismatch(hostname, zone.name);
+    // The domain's record must be in the zone the DNS server answers the hostname from: a child zone of the account
+    // that encloses it wins over the parent named (dns-records.ts zoneOf).
+    const closest = zones.enclosing(hostname);
+    if (closest && closest.id !== zone.id)
+      throw closest.accountId === accountId ? RoutesErrors.zoneNotClosest(hostname, zone.name, closest.name) : RoutesErrors.zoneNotFound(hostname);
     return { id: id(), accountId, zoneId: zone.id, zoneName: zone.name, hostname, service, environment };
   };
 
@@ -196,6 +201,8 @@ export function registerRoutesApi(app: FastifyInstance, deps: RoutesApiDeps): vo
   const attach = async (domain: CustomDomain, override: { origin: boolean; dnsRecord: boolean }, messages: ApiMessage[]) => {
     const old = await store.domainByHostname(domain.hostname);
     const wanted = old && old.accountId === domain.accountId ? { ...domain, id: old.id } : domain;
+    // Attached in a zone that no longer answers it (a child zone created since, not yet moved to): its record goes.
+    if (old && old.accountId === domain.accountId) await records.leaveStoredZone(old);
     const made = await records.attach(wanted, override.dnsRecord);
     messages.push(...made.messages);
     try {

@@ -1,5 +1,6 @@
 import type { DnsRecord } from "../../dns/model.js";
 import type { ZoneService } from "../../dns/zones/zone-service.js";
+import type { ZoneState } from "../../dns/zones/zone-state.js";
 import { now } from "../../dns/zones/zone-state.js";
 import type { Logger } from "../../core/logger.js";
 import { RoutesErrors } from "./errors.js";
@@ -24,7 +25,7 @@ export const DomainRecordNotes = {
   secondaryZone: 100191,
 } as const;
 
-type DomainRef = Pick<CustomDomain, "id" | "zoneId" | "hostname">;
+type DomainRef = Pick<CustomDomain, "id" | "accountId" | "zoneId" | "hostname">;
 
 const addressType = (r: DnsRecord) => r.type === "A" || r.type === "AAAA" || r.type === "CNAME";
 /** A record that already stands for the edge the way a Custom Domain's does (one left by a crash, or made by hand as hosted users do): replaced without asking. */
@@ -58,7 +59,19 @@ export class DomainRecords {
   /** What keeps a record: its Custom Domain, or undefined for the account's own records. */
   managedBy(r: DnsRecord): string | undefined {
     const d = this.domainById(r.id);
-    return d && d.hostname === r.name && d.zoneId === r.zone_id ? `the Worker Custom Domain ${d.hostname} (Worker "${d.service}")` : undefined;
+    return d && d.hostname === r.name && this.zoneOf(d)?.zone.id === r.zone_id ? `the Worker Custom Domain ${d.hostname} (Worker "${d.service}")` : undefined;
+  }
+
+  /**
+   * The zone a domain's record belongs in: the one the DNS server answers its hostname from (the longest zone name
+   * it ends with, ZoneService.zoneFor), when that zone is the domain's account's. A record anywhere else (a parent
+   * zone of the account that also holds a child zone enclosing the hostname) would never be answered. Zones of one
+   * account may nest; zones of two accounts may not (ZoneService.createZone), so the longest match among all zones
+   * is the longest among the account's whenever the account has one.
+   */
+  zoneOf(d: Pick<DomainRef, "accountId" | "hostname">): ZoneState | undefined {
+    const zs = this.zones.zoneFor(d.hostname);
+    return zs && zs.zone.account_id === d.accountId ? zs : undefined;
   }
 
   /**
@@ -66,7 +79,7 @@ export class DomainRecords {
    * unless they are to be replaced (`override_existing_dns_record`).
    */
   check(d: DomainRef, override: boolean): void {
-    const zs = this.zones.get(d.zoneId);
+    const zs = this.zoneOf(d);
     if (zs && zs.zone.type !== "secondary") this.refusal(zs.at(d.hostname), d, zs.zone.name, override);
   }
 
@@ -84,7 +97,7 @@ export class DomainRecords {
    * zone change that also removes the records it replaces. Returns whether it made one, and notes for the answer.
    */
   async attach(d: DomainRef, override: boolean): Promise<{ created: boolean; messages: ApiMessage[] }> {
-    const zs = this.zones.get(d.zoneId);
+    const zs = this.zoneOf(d);
     if (!zs) return { created: false, messages: [] };
     if (zs.zone.type === "secondary")
       return {
@@ -131,10 +144,27 @@ export class DomainRecords {
     return { created, messages };
   }
 
-  /** Removes the domain's record, if its zone has it (a zone deleted, or a secondary zone, has none). */
+  /**
+   * Removes the domain's record from the zone it belongs in and, when the domain was stored with another zone (one
+   * attached in a parent zone before a child zone enclosed it), from that one too. A zone deleted, or a secondary
+   * zone, has none.
+   */
   async detach(d: DomainRef): Promise<void> {
-    const zs = this.zones.get(d.zoneId);
-    if (!zs || zs.zone.type === "secondary" || !zs.records.has(d.id)) return;
+    await this.removeRecord(this.zoneOf(d), d);
+    await this.leaveStoredZone(d);
+  }
+
+  /**
+   * Removes the domain's record from the zone it is stored with when that is no longer the zone its hostname is
+   * answered from (a record there is never answered, and its id, one row of the DNS store, is wanted in the closest
+   * zone).
+   */
+  async leaveStoredZone(d: DomainRef): Promise<void> {
+    if (d.zoneId !== this.zoneOf(d)?.zone.id) await this.removeRecord(this.zones.get(d.zoneId), d);
+  }
+
+  private async removeRecord(zs: ZoneState | undefined, d: DomainRef): Promise<void> {
+    if (!zs || zs.zone.account_id !== d.accountId || zs.zone.type === "secondary" || !zs.records.has(d.id)) return;
     await this.zones.editRecords(zs, (draft) => {
       if (draft.get(d.id)) draft.delete(d.id);
     });
@@ -151,22 +181,40 @@ export class DomainRecords {
 
   /**
    * Makes the records that attached domains lack (domains attached before the platform made records, or a write
-   * that failed): run at start. A hostname with records of the account's own is left as it is (they were made by
-   * hand, as the platform once asked) and logged.
+   * that failed), and moves a domain whose zone is no longer the one its hostname is answered from (attached in a
+   * parent zone by a release that did not pick the closest zone, or before a child zone of the account enclosed
+   * it). A move removes the record in the old zone (it was never answered, and a record id is one row in the
+   * DNS store), makes it in the closest zone, then stores the domain with that zone (`rehome`): a crash between
+   * steps leaves a domain without its record or with its record in the closest zone (managed either way, as
+   * managedBy goes by the hostname), which the next run finishes. Run at start and when a zone is created. A
+   * hostname with records of the account's own is left as it is (they were made by hand, as the platform once
+   * asked) and logged. Returns how many domains were stored with a new zone.
    */
-  async repair(domains: readonly CustomDomain[]): Promise<void> {
+  async repair(domains: readonly CustomDomain[], rehome: (d: CustomDomain, zone: ZoneState) => Promise<void>): Promise<number> {
+    let moved = 0;
     for (const d of domains) {
-      const zs = this.zones.get(d.zoneId);
-      if (!zs || zs.zone.account_id !== d.accountId || zs.zone.type === "secondary" || zs.records.has(d.id)) continue;
+      const zs = this.zoneOf(d);
+      if (!zs || zs.zone.type === "secondary") continue;
+      const misplaced = zs.zone.id !== d.zoneId;
+      if (!misplaced && zs.records.has(d.id)) continue;
       try {
-        await this.attach(d, false);
-        this.log.info({ hostname: d.hostname }, "made the missing DNS record of a Custom Domain");
+        await this.leaveStoredZone(d);
+        if (!zs.records.has(d.id)) {
+          await this.attach(d, false);
+          this.log.info({ hostname: d.hostname, zone: zs.zone.name }, "made the missing DNS record of a Custom Domain");
+        }
+        if (misplaced) {
+          await rehome(d, zs);
+          moved++;
+          this.log.info({ hostname: d.hostname, zone: zs.zone.name }, "a Custom Domain moved to the zone its hostname is answered from");
+        }
       } catch (err) {
         this.log.warn(
           { err, hostname: d.hostname },
-          "a Custom Domain has no DNS record of its own and one could not be made (its hostname has records of the account's)",
+          "a Custom Domain's DNS record could not be made in the zone its hostname is answered from (its hostname has records of the account's, or a write failed)",
         );
       }
     }
+    return moved;
   }
 }

@@ -213,6 +213,73 @@ test("two accounts: B attaches nothing in A's zone, and no record appears there;
   assert.equal((await p.api("GET", `/zones/${zoneB.id}/dns_records`)).status, 404);
 });
 
+test("nested zones of one account: a Custom Domain's record goes in the closest zone enclosing its hostname, a parent zone named instead is refused, and a child zone created later takes its domains", async (t) => {
+  if (!(await needDig(t))) return;
+  const parent = await zoneOf(p.accountId);
+  const childName = `sub.${parent.name}`;
+  const made = await p.api("POST", "/zones", { name: childName, account: { id: p.accountId } });
+  assert.equal(made.status, 200, JSON.stringify(made.body));
+  const child = { id: made.body.result.id, name: childName };
+  const ids = async (zone: string, name: string) => (await records(zone, `?name=${name}`)).body.result.map((r: { id: string }) => r.id);
+
+  // Found from the hostname, by both paths: the record is the child zone's, and the parent has none.
+  const host = `api.${child.name}`;
+  const attached = await attach({ hostname: host });
+  assert.equal(attached.status, 200, JSON.stringify(attached.body));
+  assert.equal(attached.body.result.zone_id, child.id);
+  assert.deepEqual(await ids(child.id, host), [attached.body.result.id]);
+  assert.deepEqual(await ids(parent.id, host), []);
+  assert.deepEqual(await ask(host, "A"), { short: EDGE_V4, status: "NOERROR" });
+  const wrangler = `/accounts/${p.accountId}/workers/scripts/dr-app/domains/records`;
+  const viaWrangler = await p.api("PUT", wrangler, { override_scope: false, override_existing_origin: false, origins: [{ hostname: `w.${child.name}` }] });
+  assert.equal(viaWrangler.status, 200, JSON.stringify(viaWrangler.body));
+  assert.equal(viaWrangler.body.result[0].zone_id, child.id);
+  assert.equal((await ask(`w.${child.name}`, "AAAA")).short, EDGE_V6);
+
+  // The parent zone named (by id or by name, on both paths) is refused before anything is written; the child named is fine.
+  for (const [path, body] of [
+    [`/accounts/${p.accountId}/workers/domains`, { hostname: `z.${child.name}`, service: "dr-app", environment: "production", zone_id: parent.id }],
+    [`/accounts/${p.accountId}/workers/domains`, { hostname: `z.${child.name}`, service: "dr-app", environment: "production", zone_name: parent.name }],
+    [wrangler, { override_scope: false, override_existing_origin: false, origins: [{ hostname: `z.${child.name}`, zone_name: parent.name }] }],
+  ] as const) {
+    const refused = await p.api("PUT", path, body);
+    assert.equal(refused.status, 400, JSON.stringify(refused.body));
+    assert.equal(refused.body.errors[0].code, 10021);
+    assert.match(refused.body.errors[0].message, new RegExp(`answered from the zone ${child.name.replaceAll(".", "\\.")}`));
+  }
+  assert.deepEqual((await p.api("GET", `/accounts/${p.accountId}/workers/domains?hostname=z.${child.name}`)).body.result, []);
+  assert.deepEqual(await ids(parent.id, `z.${child.name}`), []);
+  assert.deepEqual(await ids(child.id, `z.${child.name}`), []);
+  const named = await attach({ hostname: `z.${child.name}`, zone_id: child.id });
+  assert.equal(named.status, 200, JSON.stringify(named.body));
+  assert.deepEqual(await ids(child.id, `z.${child.name}`), [named.body.result.id]);
+
+  // Detached: the record leaves the child zone.
+  assert.equal((await p.api("DELETE", `/accounts/${p.accountId}/workers/domains/${attached.body.result.id}`)).status, 200);
+  assert.deepEqual(await ids(child.id, host), []);
+  assert.equal((await ask(host, "A")).status, "NXDOMAIN");
+
+  // A zone created inside the parent later answers for a domain attached there: the domain and its record move to it.
+  const late = `shop.late.${parent.name}`;
+  const before = await attach({ hostname: late });
+  assert.equal(before.status, 200, JSON.stringify(before.body));
+  assert.deepEqual(await ids(parent.id, late), [before.body.result.id]);
+  const lateZone = await p.api("POST", "/zones", { name: `late.${parent.name}`, account: { id: p.accountId } });
+  assert.equal(lateZone.status, 200, JSON.stringify(lateZone.body));
+  // The move follows the zone's creation in the background; its last step stores the domain with the new zone.
+  const domainOf = async () => (await p.api("GET", `/accounts/${p.accountId}/workers/domains/${before.body.result.id}`)).body.result;
+  for (let i = 0; (await domainOf()).zone_id !== lateZone.body.result.id; i++) {
+    assert.ok(i < 1000, "the domain never moved to the new zone");
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  assert.deepEqual(await ids(parent.id, late), [], "the record left in the parent is removed");
+  const moved = await domainOf();
+  assert.deepEqual([moved.zone_id, moved.zone_name], [lateZone.body.result.id, `late.${parent.name}`]);
+  assert.deepEqual(await ids(lateZone.body.result.id, late), [before.body.result.id]);
+  assert.equal((await records(lateZone.body.result.id, `?name=${late}`)).body.result[0].meta.read_only, true);
+  assert.deepEqual(await ask(late, "A"), { short: EDGE_V4, status: "NOERROR" });
+});
+
 test("without edge addresses the record is made and the answer says so; at start, a domain without its record gets one, and a record left without its domain is the account's", async (t) => {
   if (!(await needDig(t))) return;
   await withTempDir("edge-domain-records-", async (stateDir) => {
@@ -220,6 +287,8 @@ test("without edge addresses the record is made and the answer says so; at start
     let zone: { id: string; name: string };
     let kept: string;
     let orphan: string;
+    let legacy: string;
+    let childId: string;
     try {
       const port = Number(first.endpoints.dns_udp.split(":").pop());
       const name = `dr${randomBytes(4).toString("hex")}.example`;
@@ -245,6 +314,10 @@ test("without edge addresses the record is made and the answer says so; at start
       assert.match(full, /status: NOERROR/);
       assert.match(full, /ANSWER: 0,/);
       orphan = (await put(`orphan.${name}`)).body.result.id;
+      const child = await first.api("POST", "/zones", { name: `sub.${name}`, account: { id: first.accountId } });
+      assert.equal(child.status, 200, JSON.stringify(child.body));
+      childId = child.body.result.id;
+      legacy = (await put(`legacy.sub.${name}`)).body.result.id;
     } finally {
       await first.stop();
     }
@@ -255,6 +328,9 @@ test("without edge addresses the record is made and the answer says so; at start
     try {
       assert.equal(dns.prepare("DELETE FROM records WHERE id = ?").run(kept).changes, 1);
       assert.equal(routes.prepare("DELETE FROM domains WHERE id = ?").run(orphan).changes, 1);
+      // As the previous release left a domain whose request named the parent zone: domain and record in the parent.
+      assert.equal(routes.prepare("UPDATE domains SET zone_id = ?, zone_name = ? WHERE id = ?").run(zone.id, zone.name, legacy).changes, 1);
+      assert.equal(dns.prepare("UPDATE records SET zone_id = ? WHERE id = ?").run(zone.id, legacy).changes, 1);
     } finally {
       dns.close();
       routes.close();
@@ -274,6 +350,12 @@ test("without edge addresses the record is made and the answer says so; at start
       assert.equal(left.meta.read_only, undefined, "no domain has its id: an ordinary record");
       assert.equal((await second.api("DELETE", `/zones/${zone.id}/dns_records/${orphan}`)).status, 200);
       assert.equal((await second.api("DELETE", `/zones/${zone.id}/dns_records/${kept}`)).status, 400);
+      // The misplaced domain moved to the child zone at start, with its record; the parent keeps none.
+      assert.equal((await dig(port, ["+short", `legacy.sub.${zone.name}`, "A"])).trim(), EDGE_V4);
+      assert.equal((await second.api("GET", `/zones/${childId}/dns_records/${legacy}`)).body.result.meta.read_only, true);
+      assert.equal((await second.api("GET", `/zones/${zone.id}/dns_records/${legacy}`)).status, 404);
+      const d = (await second.api("GET", `/accounts/${second.accountId}/workers/domains/${legacy}`)).body.result;
+      assert.deepEqual([d.zone_id, d.zone_name], [childId, `sub.${zone.name}`]);
     } finally {
       await second.stop();
     }

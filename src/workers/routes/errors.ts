@@ -32,6 +32,10 @@ export const RoutesErrors = {
   body: (what: string) => invalid(what),
   zoneNotFound: (zone: string) => new EdgeError(400, RoutesCodes.zoneNotFound, `Could not find a zone named or identified by "${zone}" in this account`),
   zoneMismatch: (hostname: string, zone: string) => invalid(`${hostname} is not in the zone ${zone}`),
+  zoneNotClosest: (hostname: string, zone: string, closest: string) =>
+    invalid(
+      `${hostname} is answered from the zone ${closest}, not ${zone}: a Custom Domain belongs to the closest zone that encloses its hostname; name ${closest} or no zone`,
+    ),
   invalidHostname: (hostname: string) => invalid(`"${hostname}" is not a hostname a Custom Domain can have (no wildcard, no path, no port)`, "/hostname"),
   environment: (environment: string) => invalid(`environment "${environment}": this platform has one environment per Worker, "production"`, "/environment"),
   domainNotFound: () => new EdgeError(404, RoutesCodes.domainNotFound, "Custom Domain not found"),
