@@ -4,24 +4,30 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, it } from "node:test";
 import { openDatabase } from "../core/db/sqlite.js";
-import { LogWriterThread, packBatch, packShared, SHARED_BATCH_BYTES, unpackBatch } from "./sqlite-log-writer.js";
+import { LogWriterThread, packBatch, PIECE_BYTES, SHARED_BATCH_BYTES, unpackBatch, type PackedBatch, type SharedBatch } from "./sqlite-log-writer.js";
 import { AI_GATEWAY_MIGRATIONS } from "./sqlite-migrations.js";
 import { sqliteStores } from "./sqlite-store.js";
 import { A, sampleDraft, sampleLog, sampleSettings, shippedPrices } from "./testing/sample-log.js";
 
 describe("AI gateway log writer thread", () => {
-  it("packs a batch's bodies into one buffer of their exact bytes (views into larger memory included) and unpacks them intact", () => {
+  it("packs a batch's bodies into memory of its own, exactly their bytes (views into larger memory included), and unpacks them intact", () => {
     const pool = Buffer.from("xxxxREQUESTyyyyRESPONSEzzzz");
     const batch = [
       sampleLog(1, { request_body: pool.subarray(4, 11), response_body: pool.subarray(15, 23) }),
       sampleLog(2, { request_body: null, response_body: Buffer.from("") }),
       sampleLog(3, { request_body: Buffer.from("third"), response_body: null, metadata: { k: "v" } }),
     ];
-    const { items, bodies } = packBatch(batch);
-    const logs = JSON.parse(items) as { request_body: number | null; response_body: number | null }[];
-    assert.equal(bodies!.byteLength, "REQUESTRESPONSEthird".length, "only the bodies' own bytes travel, not the memory they are views of");
+    const packed = packBatch(batch) as PackedBatch;
+    const { bodies, pieces } = packed.layout;
+    assert.equal(bodies, "REQUESTRESPONSEthird".length, "only the bodies' own bytes travel, not the memory they are views of");
+    // The bodies, the items' text and room for its commas, nothing more.
+    assert.ok(packed.bytes.byteLength - pieces.at(-1)! <= batch.length, `${packed.bytes.byteLength} bytes for ${pieces.at(-1)}`);
+    const items = JSON.parse(`[${Buffer.from(packed.bytes).toString("utf8", bodies, pieces.at(-1))}]`) as {
+      request_body: number | null;
+      response_body: number | null;
+    }[];
     assert.deepEqual(
-      logs.map((l) => [l.request_body, l.response_body]),
+      items.map((l) => [l.request_body, l.response_body]),
       [
         [7, 8],
         [null, 0],
@@ -29,34 +35,49 @@ describe("AI gateway log writer thread", () => {
       ],
     );
     // As the thread gets it: a copy of the message, the buffer moved.
-    const back = unpackBatch({ items: structuredClone(items), bodies: structuredClone(bodies, { transfer: [bodies!] }) });
+    const back = unpackBatch(structuredClone(packed, { transfer: [packed.bytes] }));
     assert.deepEqual(back, batch);
-
-    const empty = [sampleLog(4, { request_body: Buffer.alloc(0), response_body: null })];
-    const packed = packBatch(empty);
-    assert.equal(packed.bodies, null, "no bytes, no buffer");
-    assert.deepEqual(unpackBatch(packed), empty);
+    assert.equal(packed.bytes.byteLength, 0, "moved, not copied");
   });
 
-  it("writes a batch into the shared buffer, bodies first, and reads it back from there; refuses one that does not fit", () => {
-    const memory = new SharedArrayBuffer(64);
-    const into = Buffer.from(memory);
+  it("cuts a batch's text into pieces of about PIECE_BYTES, so that no string of a whole batch is made on either side", () => {
+    const batch = Array.from({ length: 600 }, (_, i) => sampleLog(i, { request_body: Buffer.from(`r${i}`), metadata: { i: String(i) } }));
+    const texts = batch.map((l) => Buffer.byteLength(JSON.stringify(l)));
+    const packed = packBatch(batch) as PackedBatch;
+    const { bodies, pieces } = packed.layout;
+    assert.ok(pieces.length >= Math.floor(texts.reduce((a, b) => a + b) / PIECE_BYTES), `${pieces.length} pieces`);
+    let from = bodies;
+    for (const end of pieces) {
+      assert.ok(end - from < PIECE_BYTES + Math.max(...texts) + 1, `a piece of ${end - from} bytes`);
+      from = end;
+    }
+    assert.deepEqual(unpackBatch(packed), batch);
+  });
+
+  it("writes a batch into the shared buffer, bodies first, and reads it back from there; one that does not fit gets memory of its own", () => {
+    const into = Buffer.from(new SharedArrayBuffer(64));
     const batch = [
       sampleLog(1, { request_body: Buffer.from("REQ"), response_body: Buffer.from("RESPONSE") }),
       sampleLog(2, { request_body: null, response_body: Buffer.alloc(0) }),
     ];
     const big = Buffer.from(new SharedArrayBuffer(4096));
-    const packed = packShared(batch, big)!;
+    const packed = packBatch(batch, big) as SharedBatch;
     assert.equal(packed.shared.bodies, "REQRESPONSE".length);
     assert.equal(big.toString("latin1", 0, packed.shared.bodies), "REQRESPONSE");
     assert.deepEqual(unpackBatch(structuredClone(packed), big.buffer as SharedArrayBuffer), batch);
     // The items' text alone is larger than 64 bytes; and a body as large as the buffer.
-    assert.equal(packShared(batch, into), undefined);
-    assert.equal(packShared([sampleLog(3, { response_body: Buffer.alloc(64) })], into), undefined);
-    // Text that is not Latin-1 is counted in UTF-8 bytes, not characters: 20 characters, 60 bytes, do not fit in 64
-    // with the rest of the item.
-    assert.equal(packShared([sampleLog(4, { metadata: { k: "€".repeat(20) } })], Buffer.from(new SharedArrayBuffer(300))), undefined);
-    const fits = packShared([sampleLog(4, { metadata: { k: "€".repeat(20) } })], big)!;
+    const own = packBatch(batch, into);
+    assert.ok("bytes" in own);
+    assert.deepEqual(unpackBatch(own), batch);
+    assert.ok("bytes" in packBatch([sampleLog(3, { response_body: Buffer.alloc(64) })], into));
+    // Text that is not Latin-1 is counted in UTF-8 bytes, not characters: the item's text has room in characters
+    // (with the request body's byte), not in bytes (each euro sign is 3).
+    const euros = [sampleLog(4, { metadata: { k: "€".repeat(20) } })];
+    const wire = JSON.stringify({ ...euros[0], request_body: 1, response_body: null });
+    assert.ok("bytes" in packBatch(euros, Buffer.from(new SharedArrayBuffer(1 + wire.length + 20))));
+    assert.ok("shared" in packBatch(euros, Buffer.from(new SharedArrayBuffer(1 + Buffer.byteLength(wire) + 1))));
+    const fits = packBatch(euros, big);
+    assert.ok("shared" in fits);
     assert.equal(unpackBatch<ReturnType<typeof sampleLog>>(fits, big.buffer as SharedArrayBuffer)[0].metadata?.k, "€".repeat(20));
   });
 

@@ -15,24 +15,40 @@ type WithBodies = { request_body: Buffer | null; response_body: Buffer | null };
 export type Wire<T extends WithBodies> = Omit<T, "request_body" | "response_body"> & { request_body: number | null; response_body: number | null };
 
 /**
- * A batch as it crosses: the items as one JSON text (cheaper to make and to copy than a structured clone of each
- * object), and their bodies' bytes, in order (request body, then response body, item after item).
+ * Where a batch's bytes are, in the memory that carries it: the bodies' bytes from offset 0, in order (request body,
+ * then response body, item after item), `bodies` bytes in all; then the items' JSON texts, each body replaced by its
+ * length, comma-separated and cut into pieces: `pieces` holds the offset where each piece ends (the first starts at
+ * `bodies`).
+ *
+ * The text is cut because one string of a whole batch's items (a few hundred KB at a few thousand logs a second) is
+ * larger than V8's largest regular heap object (128 KiB): each such string, made by JSON.stringify on this thread
+ * and by decoding on the writer thread, goes to the large-object space, which maps fresh pages for every one. On the
+ * benchmark VM, where a page fault costs tens of µs, that was 1.5-4.5 ms per 200 KB string (bench/gateway/
+ * log-store.mjs: the thread's hand-over doubled the CPU a log costs, 26 µs against 14 written in place). Pieces of
+ * PIECE_BYTES stay in the young generation.
  */
-interface PackedBatch {
-  items: string;
-  bodies: ArrayBuffer | null;
+interface Layout {
+  bodies: number;
+  pieces: number[];
+}
+
+/** A batch in memory of its own, moved (not copied) to the thread. */
+export interface PackedBatch {
+  bytes: ArrayBuffer;
+  layout: Layout;
 }
 
 /**
- * A batch written into the buffer the thread shares with the main thread: its bodies' bytes from offset 0, then the
- * items' JSON text (`items` bytes of UTF-8). Nothing is allocated, cloned or moved for it: a message of a few
- * numbers says it is there. Measured at 8 clients (bench/gateway/profile-pair.mjs), handing a batch of ~250 logs
- * over as a PackedBatch cost the main thread 12-16 µs a logged request (the structured clone of the text, and a
- * new ArrayBuffer per batch, both large allocations that the VM pages in afresh each time).
+ * A batch written into the buffer the thread shares with the main thread. Nothing is allocated, cloned or moved for
+ * it: a message of a few numbers says it is there. Measured at 8 clients (bench/gateway/profile-pair.mjs), handing a
+ * batch of ~250 logs over in memory of its own, structured-cloned, cost the main thread 12-16 µs a logged request.
  */
-interface SharedBatch {
-  shared: { bodies: number; items: number };
+export interface SharedBatch {
+  shared: Layout;
 }
+
+/** The most bytes of item text in one piece (a piece ends after the item that reaches it). */
+export const PIECE_BYTES = 32 * 1024;
 
 /** The shared buffer's size: a 100 ms batch of a busy gateway's logs without large payloads fits many times over. */
 export const SHARED_BATCH_BYTES = 4 * 1024 * 1024;
@@ -64,38 +80,45 @@ const THREAD_SCRIPT = fileURLToPath(new URL("./sqlite-log-thread.js", import.met
 
 const bodyBytes = (batch: readonly WithBodies[]) => batch.reduce((sum, l) => sum + (l.request_body?.length ?? 0) + (l.response_body?.length ?? 0), 0);
 
-/** The items' JSON text, each body replaced by its length, after `put` has copied the body's bytes (in order). */
-function wireItems<T extends WithBodies>(batch: readonly T[], put: (b: Buffer) => void): string {
-  const length = (b: Buffer | null): number | null => {
-    if (!b) return null;
-    if (b.length) put(b);
-    return b.length;
-  };
-  return JSON.stringify(batch.map((l): Wire<T> => ({ ...l, request_body: length(l.request_body), response_body: length(l.response_body) })));
+/** Each item's JSON text, its bodies replaced by their lengths (null: none). */
+const wireTexts = <T extends WithBodies>(batch: readonly T[]): string[] =>
+  batch.map((l) => JSON.stringify({ ...l, request_body: l.request_body?.length ?? null, response_body: l.response_body?.length ?? null } satisfies Wire<T>));
+
+/** Bytes the texts take with their separators: at most (a UTF-16 unit is at most 3 bytes of UTF-8), and exactly. */
+const mostTextBytes = (texts: readonly string[]) => texts.reduce((n, t) => n + t.length * 3 + 1, 0);
+const textBytes = (texts: readonly string[]) => texts.reduce((n, t) => n + Buffer.byteLength(t) + 1, 0);
+
+/** Writes the bodies and the texts into `into` (which has room for them) as Layout says. */
+function layOut(batch: readonly WithBodies[], texts: readonly string[], into: Buffer): Layout {
+  let at = 0;
+  for (const l of batch) {
+    if (l.request_body?.length) at += l.request_body.copy(into, at);
+    if (l.response_body?.length) at += l.response_body.copy(into, at);
+  }
+  const bodies = at;
+  const pieces: number[] = [];
+  let piece = at;
+  for (const t of texts) {
+    if (at - piece >= PIECE_BYTES) pieces.push((piece = at));
+    else if (at > piece) into[at++] = 0x2c; // ","
+    at += into.write(t, at);
+  }
+  if (at > piece) pieces.push(at);
+  return { bodies, pieces };
 }
 
 /**
- * Packs a batch for the thread: the bodies are copied into one buffer of their own, which is moved, not copied,
- * to the thread (a Buffer sent as it is would take its whole backing memory along: a socket's pool, say).
+ * Packs a batch for the thread: into `shared` when it is given and the batch fits, else into memory of its own
+ * (exactly the batch's bytes: a Buffer sent as it is would take its whole backing memory along, a socket's pool say).
  */
-export function packBatch<T extends WithBodies>(batch: readonly T[]): PackedBatch {
-  const total = bodyBytes(batch);
-  const bytes = total ? Buffer.allocUnsafeSlow(total) : null;
-  let at = 0;
-  const items = wireItems(batch, (b) => (at += b.copy(bytes!, at)));
-  return { items, bodies: bytes ? (bytes.buffer as ArrayBuffer) : null };
-}
-
-/** Writes a batch into the shared buffer `into`; undefined, with nothing written that matters, when it does not fit. */
-export function packShared<T extends WithBodies>(batch: readonly T[], into: Buffer): SharedBatch | undefined {
-  const total = bodyBytes(batch);
-  if (total >= into.length) return undefined;
-  let at = 0;
-  const items = wireItems(batch, (b) => (at += b.copy(into, at)));
-  const room = into.length - total;
-  // A UTF-16 unit is at most 3 bytes of UTF-8: counting the bytes is only needed when the room is close.
-  if (items.length * 3 > room && Buffer.byteLength(items) > room) return undefined;
-  return { shared: { bodies: total, items: into.write(items, total) } };
+export function packBatch<T extends WithBodies>(batch: readonly T[], shared?: Buffer): PackedBatch | SharedBatch {
+  const texts = wireTexts(batch);
+  const bodies = bodyBytes(batch);
+  if (shared && (bodies + mostTextBytes(texts) <= shared.length || bodies + textBytes(texts) <= shared.length)) {
+    return { shared: layOut(batch, texts, shared) };
+  }
+  const own = Buffer.allocUnsafeSlow(bodies + textBytes(texts));
+  return { bytes: own.buffer as ArrayBuffer, layout: layOut(batch, texts, own) };
 }
 
 /**
@@ -104,26 +127,26 @@ export function packShared<T extends WithBodies>(batch: readonly T[], into: Buff
  * then).
  */
 export function unpackBatch<T extends WithBodies>(batch: PackedBatch | SharedBatch, shared?: SharedArrayBuffer): T[] {
-  const { items, bodies } =
-    "shared" in batch
-      ? { items: Buffer.from(shared!).toString("utf8", batch.shared.bodies, batch.shared.bodies + batch.shared.items), bodies: shared! }
-      : batch;
+  const [memory, { bodies, pieces }] = "shared" in batch ? [Buffer.from(shared!), batch.shared] : [Buffer.from(batch.bytes), batch.layout];
+  const items: Record<"request_body" | "response_body", number | Buffer | null>[] = [];
+  let from = bodies;
+  for (const end of pieces) {
+    for (const item of JSON.parse(`[${memory.toString("utf8", from, end)}]`) as (typeof items)[number][]) items.push(item);
+    from = end;
+  }
   let at = 0;
   const take = (n: number | null): Buffer | null => {
     if (n === null) return null;
-    // An empty body may come without a buffer (a batch whose bodies are all empty has none).
-    if (n === 0) return Buffer.alloc(0);
-    const b = Buffer.from(bodies!, at, n);
+    const b = memory.subarray(at, at + n);
     at += n;
     return b;
   };
   // The parsed objects are this batch's own: their body lengths are replaced by the bodies where they are.
-  const wire = JSON.parse(items) as Record<"request_body" | "response_body", number | Buffer | null>[];
-  for (const l of wire) {
+  for (const l of items) {
     l.request_body = take(l.request_body as number | null);
     l.response_body = take(l.response_body as number | null);
   }
-  return wire as unknown as T[];
+  return items as unknown as T[];
 }
 
 interface Pending {
@@ -172,15 +195,9 @@ export class LogWriterThread {
     this.thread();
     const shared = this.shared!;
     const id = ++this.seq;
-    const inShared = shared.heldBy === undefined ? packShared(batch, shared.bytes) : undefined;
-    let answer: Promise<FromLogThread>;
-    if (inShared) {
-      shared.heldBy = id;
-      answer = this.ask(id, { op: "append", id, kind, ...inShared });
-    } else {
-      const packed = packBatch(batch);
-      answer = this.ask(id, { op: "append", id, kind, ...packed }, packed.bodies ? [packed.bodies] : []);
-    }
+    const packed = packBatch(batch, shared.heldBy === undefined ? shared.bytes : undefined);
+    if ("shared" in packed) shared.heldBy = id;
+    const answer = this.ask(id, { op: "append", id, kind, ...packed }, "bytes" in packed ? [packed.bytes] : []);
     try {
       return (await answer).counts!;
     } finally {

@@ -41,6 +41,32 @@ describe("AI gateway log queue", () => {
     }
   });
 
+  it("counts the logs of a batch being written as pending until the store has them", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "aig-queue-pending-"));
+    try {
+      const db = openDatabase(join(dir, "t.sqlite"), AI_GATEWAY_MIGRATIONS);
+      const { logs } = sqliteStores(db);
+      // The store's write is held until `release`: the batch is out of the queue's waiting list, not yet stored.
+      let release!: () => void;
+      const held = new Promise<void>((resolve) => (release = resolve));
+      const slow: typeof logs = Object.create(logs);
+      slow.appendDrafts = async (batch, prices) => (await held, logs.appendDrafts(batch, prices));
+      const q = new LogQueue(slow, new LogCounts(slow), createLogger({ level: "silent" }), shippedPrices());
+      q.push(sampleDraft(1));
+      q.push(sampleDraft(2));
+      const flushed = q.flush();
+      await nextTurn();
+      assert.equal(q.pending, 2, "taken for writing, not written: still pending");
+      release();
+      await flushed;
+      assert.equal(q.pending, 0);
+      assert.equal(await logs.count(A, "g"), 2);
+      db.close();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it("a batch waits FLUSH_AFTER_MS for company, LIMITED_FLUSH_AFTER_MS once a log of a gateway with a limit is in it", async (t) => {
     const dir = mkdtempSync(join(tmpdir(), "aig-queue-timer-"));
     t.mock.timers.enable({ apis: ["setTimeout"] });

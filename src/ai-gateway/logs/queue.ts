@@ -47,6 +47,8 @@ export class LogQueue {
   /** Logs not yet written, oldest first (a batch that could not be written goes back to the front). */
   private waiting: LogDraft[] = [];
   private waitingBytes = 0;
+  /** Logs of the batch being written (taken from `waiting`, not yet stored or given up). */
+  private writing = 0;
   private timer: NodeJS.Timeout | undefined;
   /** When `timer` fires (Date.now() ms): a log of a limited gateway brings it forward. */
   private timerDue = 0;
@@ -78,9 +80,9 @@ export class LogQueue {
     this.schedule(entry.limit !== null);
   }
 
-  /** How many logs wait to be written. */
+  /** How many logs are not written yet: those waiting, and those of the batch being written. */
   get pending(): number {
-    return this.waiting.length;
+    return this.waiting.length + this.writing;
   }
 
   /** `limited`: the log just queued belongs to a gateway with a limit (written within LIMITED_FLUSH_AFTER_MS). */
@@ -127,6 +129,7 @@ export class LogQueue {
       const bytes = batch.reduce((sum, l) => sum + bodyBytes(l), 0);
       this.waitingBytes -= bytes;
       const mark = this.counts.mark();
+      this.writing = batch.length;
       try {
         this.counts.update(await this.store.appendDrafts(batch, this.prices), mark);
         if (this.failures > 0 || this.dropped > 0) this.log.info({ dropped: this.dropped }, "ai-gateway: logs are written again");
@@ -143,6 +146,8 @@ export class LogQueue {
         if (this.failures++ === 0) this.log.warn({ err, waiting: this.waiting.length }, "ai-gateway: the log store is unreachable; logs wait in memory");
         this.retryLater();
         return;
+      } finally {
+        this.writing = 0;
       }
     }
   }
