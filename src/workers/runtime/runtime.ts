@@ -9,6 +9,7 @@ import type { ModuleSource, ScriptRecord } from "../store.js";
 import type { ScheduledOutcome } from "./entry-module.js";
 import { ScriptRuntime } from "./script-runtime.js";
 import { SocketDir } from "./socket-dir.js";
+import { versionKeyPoint } from "./version-key.js";
 import { versionOverride } from "./version-override.js";
 import { probeWorkerd, type WorkerdBinary } from "./workerd-binary.js";
 import { WorkerdLeash } from "./workerd-leash.js";
@@ -174,8 +175,9 @@ export class WorkersRuntime {
 
   /**
    * The runtime that serves one invocation of script `name`: during a gradual deployment, the version a valid
-   * `Cloudflare-Workers-Version-Overrides` entry for the script names if it is one of the two, else one chosen by
-   * the versions' shares; otherwise the script's only runtime.
+   * `Cloudflare-Workers-Version-Overrides` entry for the script names if it is one of the two; else the one the
+   * request's `Cloudflare-Workers-Version-Key` falls on; else one drawn by the versions' shares. Otherwise the script's
+   * only runtime. Invocations without headers (cron ticks, queue batches, RPC sessions) go by the shares.
    */
   pick(name: string, headers?: IncomingHttpHeaders): ScriptRuntime | undefined {
     const primary = this.runtimes.get(name);
@@ -186,7 +188,14 @@ export class WorkersRuntime {
       if (override === split.rt.versionId) return split.rt;
       if (override === primary.versionId) return primary;
     }
-    return Math.random() * 100 < split.percentage ? split.rt : primary;
+    // The version whose id sorts first takes the points below its share, the other the rest. The order does not
+    // follow the shares (the primary changes as a rollout passes 50%), so raising a version's share only moves
+    // keys onto it, as hosted; and every node orders the two alike.
+    const splitFirst = (split.rt.versionId ?? "") < (primary.versionId ?? "");
+    const [first, second] = splitFirst ? [split.rt, primary] : [primary, split.rt];
+    const firstShare = splitFirst ? split.percentage : 100 - split.percentage;
+    const point = versionKeyPoint(headers) ?? Math.random() * 100;
+    return point < firstShare ? first : second;
   }
 
   /** The versions script `name` runs here, with their shares (the primary first); none when it does not run. */
