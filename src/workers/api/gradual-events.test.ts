@@ -18,13 +18,16 @@ after(() => p?.dispose());
 const labelled = (label: string) => `export default {
   fetch() { return new Response(${JSON.stringify(label)}); },
   scheduled(controller) { console.log("SPLIT " + JSON.stringify({ label: ${JSON.stringify(label)}, tick: controller.scheduledTime })); },
-  queue(batch) { for (const m of batch.messages) console.log("SPLIT " + JSON.stringify({ label: ${JSON.stringify(label)}, body: m.body })); },
+  queue(batch) { for (const m of batch.messages) console.log("SPLIT " + JSON.stringify({ label: ${JSON.stringify(label)}, body: m.body, attempts: m.attempts })); },
 };`;
+/** A version with a fetch() handler only. */
+const fetchOnly = `export default { fetch() { return new Response("fetch only"); } };`;
 
 interface Handled {
   label: string;
   tick?: number;
   body?: string;
+  attempts?: number;
 }
 
 /** What script `name`'s versions logged as handled, in order. */
@@ -35,11 +38,11 @@ const handled = (name: string): Handled[] =>
 
 const scripts = () => `/accounts/${p.accountId}/workers/scripts`;
 
-/** Uploads a Worker whose live version is "one", and a version "two" of it; answers both ids. */
-async function twoVersions(name: string): Promise<[string, string]> {
+/** Uploads a Worker whose live version is "one", and a version "two" of it (or `secondCode`); answers both ids. */
+async function twoVersions(name: string, secondCode = labelled("two")): Promise<[string, string]> {
   const up = await uploadScript(p, name, labelled("one"));
   assert.equal(up.status, 200, JSON.stringify(up.body));
-  const second = await uploadVersion(p, name, labelled("two"));
+  const second = await uploadVersion(p, name, secondCode);
   assert.equal(second.status, 200, JSON.stringify(second.body));
   return [up.body.result.deployment_id, second.body.result.id];
 }
@@ -64,8 +67,14 @@ test("a cron tick during a split runs once, on the version the shares choose (0%
     [toOne[0], 100],
     [toOne[1], 0],
   ]);
-  for (const name of ["split-cron-two", "split-cron-one"])
-    assert.equal((await p.api("PUT", `${scripts()}/${name}/schedules`, [{ cron: "* * * * *" }])).status, 200);
+  // A split where only one version has scheduled(): the tick runs there rather than being skipped.
+  const half = await twoVersions("split-cron-half", fetchOnly);
+  await deploy("split-cron-half", [
+    [half[0], 50],
+    [half[1], 50],
+  ]);
+  const ticking = ["split-cron-two", "split-cron-one", "split-cron-half"];
+  for (const name of ticking) assert.equal((await p.api("PUT", `${scripts()}/${name}/schedules`, [{ cron: "* * * * *" }])).status, 200);
 
   // The first tick whose run both Workers logged (a minute boundary is at most a minute away, plus a busy machine).
   const ranTicks = (name: string) =>
@@ -74,14 +83,21 @@ test("a cron tick during a split runs once, on the version the shares choose (0%
         .filter((e) => e.script === name && e.msg === "cron trigger ran")
         .map((e) => Date.parse(e.scheduled_time as string)),
     );
+  // Each Worker's runs or skips of one tick (a skip is what a version without scheduled() would make of it).
+  const triedTicks = (name: string) =>
+    new Set(
+      logEntries(p)
+        .filter((e) => e.script === name && typeof e.scheduled_time === "string" && typeof e.msg === "string" && e.msg.startsWith("cron trigger"))
+        .map((e) => Date.parse(e.scheduled_time as string)),
+    );
   let tick: number | undefined;
   await eventually(
     () => {
-      const two = ranTicks("split-cron-two");
-      tick = [...ranTicks("split-cron-one")].find((t) => two.has(t));
+      const [two, half] = [ranTicks("split-cron-two"), triedTicks("split-cron-half")];
+      tick = [...ranTicks("split-cron-one")].find((t) => two.has(t) && half.has(t));
       return tick !== undefined;
     },
-    "a cron tick both Workers ran",
+    "a cron tick all three Workers ran",
     150_000,
   );
   assert.deepEqual(
@@ -94,7 +110,12 @@ test("a cron tick during a split runs once, on the version the shares choose (0%
     [{ label: "one", tick }],
     "100%/0%: once, on the first version",
   );
-  for (const name of ["split-cron-two", "split-cron-one"]) assert.equal((await p.api("PUT", `${scripts()}/${name}/schedules`, [])).status, 200);
+  assert.deepEqual(
+    handled("split-cron-half").filter((h) => h.tick === tick),
+    [{ label: "one", tick }],
+    "50%/50%, only the first version with scheduled(): once, there",
+  );
+  for (const name of ticking) assert.equal((await p.api("PUT", `${scripts()}/${name}/schedules`, [])).status, 200);
 });
 
 test("queue batches during a split go to the version the shares choose, each message once (0%/100%, 100%/0%, 50%/50%)", async () => {
@@ -143,4 +164,33 @@ test("queue batches during a split go to the version the shares choose, each mes
   const bodies = handled(NAME).map((h) => h.body);
   assert.equal(bodies.length, 60);
   assert.equal(new Set(bodies).size, 60);
+});
+
+test("a queue batch during a split where only one version has queue() goes to that one, at the first attempt", async () => {
+  const NAME = "split-queue-half";
+  const [v1, v2] = await twoVersions(NAME, fetchOnly);
+  await deploy(NAME, [
+    [v1, 50],
+    [v2, 50],
+  ]);
+  const queue = await p.api("POST", `/accounts/${p.accountId}/queues`, { queue_name: "split-half-jobs" });
+  assert.equal(queue.status, 200, JSON.stringify(queue.body));
+  const queueId: string = queue.body.result.queue_id;
+  // max_retries 0: a batch sent to the version without queue() would be given up at once.
+  const consumer = await p.api("POST", `/accounts/${p.accountId}/queues/${queueId}/consumers`, {
+    script_name: NAME,
+    settings: { batch_size: 1, max_wait_time_ms: 100, max_retries: 0 },
+  });
+  assert.equal(consumer.status, 200, JSON.stringify(consumer.body));
+  const bodies = Array.from({ length: 20 }, (_, i) => `half-${i}`);
+  const sent = await p.api("POST", `/accounts/${p.accountId}/queues/${queueId}/messages/batch`, {
+    messages: bodies.map((body) => ({ body, content_type: "text" })),
+  });
+  assert.equal(sent.status, 200, JSON.stringify(sent.body));
+  const failed = () => logEntries(p).filter((e) => e.script === NAME && e.msg === "queue() could not be run; the batch is retried");
+  await eventually(() => handled(NAME).length + failed().length >= bodies.length, "20 messages delivered or failed", 60_000);
+  assert.deepEqual(failed(), [], "no batch went to the version without queue()");
+  const got = handled(NAME);
+  assert.deepEqual(got.map((h) => h.body).sort(), [...bodies].sort(), "every message handled once");
+  assert.deepEqual(new Set(got.map((h) => `${h.label} ${h.attempts}`)), new Set(["one 1"]));
 });

@@ -241,6 +241,7 @@ const affine = (label: string) => `export default {
     if (req.headers.get("upgrade") !== "websocket") return new Response(${JSON.stringify(label)});
     const [client, server] = Object.values(new WebSocketPair());
     server.accept();
+    server.addEventListener("close", (e) => server.close(e.code, "bye"));
     server.send(${JSON.stringify(label)});
     return new Response(null, { status: 101, webSocket: client });
   },

@@ -198,6 +198,19 @@ export class WorkersRuntime {
     return point < firstShare ? first : second;
   }
 
+  /**
+   * `pick` for an invocation of one handler that carries no request (a cron tick, a queue batch): when the version
+   * drawn lacks that handler and the other version has it, the other one. A tick drawn to a version without
+   * scheduled() would be skipped, and a batch drawn to one without queue() would spend a delivery attempt of each of
+   * its messages (a dead letter after max_retries): the handler runs where it exists instead.
+   */
+  pickWith(name: string, handler: string): ScriptRuntime | undefined {
+    const drawn = this.pick(name);
+    if (!drawn || drawn.handlers.includes(handler)) return drawn;
+    const other = drawn === this.runtimes.get(name) ? this.splits.get(name)?.rt : this.runtimes.get(name);
+    return other?.handlers.includes(handler) ? other : drawn;
+  }
+
   /** The versions script `name` runs here, with their shares (the primary first); none when it does not run. */
   versionsOf(name: string): { versionId: string | undefined; percentage: number }[] {
     const primary = this.runtimes.get(name);
@@ -233,9 +246,9 @@ export class WorkersRuntime {
     return this.runtimes.get(name);
   }
 
-  /** Runs one cron tick of a script (see ScriptRuntime.runScheduled), on a version `pick` chooses; undefined when it does not run or has no scheduled(). */
+  /** Runs one cron tick of a script (see ScriptRuntime.runScheduled), on a version `pickWith` chooses; undefined when it does not run or has no scheduled(). */
   runScheduled(name: string, cron: string, scheduledTime: number): Promise<ScheduledOutcome | undefined> {
-    return this.pick(name)?.runScheduled(cron, scheduledTime) ?? Promise.resolve(undefined);
+    return this.pickWith(name, "scheduled")?.runScheduled(cron, scheduledTime) ?? Promise.resolve(undefined);
   }
 
   /** What a running version of a script handles (the primary one unless `versionId` names one); none for a version that does not run here. */
