@@ -243,7 +243,7 @@ test(
 );
 
 test(
-  "a gradual deployment made through one node is run by the other: both versions answer there, the override header picks one, and one version at 100% ends it",
+  "a gradual deployment made through one node is run by the other: both versions answer there, the override header picks one, a version key lands on the same version on both nodes, and one version at 100% ends it",
   HANG_GUARD,
   async (t) => {
     const nodes = await twoNodes(t);
@@ -275,6 +275,20 @@ test(
       const r = await hit(b, "canary", "/", { headers: { "Cloudflare-Workers-Version-Overrides": `canary="${v2}"` } });
       assert.equal(`${r.status} ${r.text}`, "200 v2 -");
     }
+    // A version key lands on the same version on both nodes (the pick hashes the key alone, not a per-process seed),
+    // and keys reach both versions.
+    const keyed = async (node: TestPlatform, key: string) => {
+      const r = await hit(node, "canary", "/", { headers: { "Cloudflare-Workers-Version-Key": key } });
+      return `${r.status} ${r.text}`;
+    };
+    const byKey = new Set<string>();
+    for (let i = 0; i < 20; i++) {
+      const key = `user-${i}`;
+      const onA = await keyed(a, key);
+      for (const node of [a, b, b]) assert.equal(await keyed(node, key), onA, `key ${key} on both nodes`);
+      byKey.add(onA);
+    }
+    assert.deepEqual([...byKey].sort(), ["200 v1 -", "200 v2 -"]);
 
     const single = await a.api("POST", `${scripts}/canary/deployments`, { strategy: "percentage", versions: [{ version_id: v1, percentage: 100 }] });
     assert.equal(single.status, 200, JSON.stringify(single.body));

@@ -378,8 +378,8 @@ function queueWorkers(
         return rt !== undefined && rt.accountId === c.account_id && rt.queueConsumer && rt.handlers.includes("queue");
       },
       deliver: async (c, messages, timeoutMs) => {
-        // During a gradual deployment, a batch goes to one of the two versions, by share.
-        const rt = runtime.pick(c.script_name);
+        // During a gradual deployment, a batch goes to one of the two versions, by share (to the one with queue() if only one has it).
+        const rt = runtime.pickWith(c.script_name, "queue");
         const outcome = rt && rt.accountId === c.account_id ? await rt.runQueue(c.queue_name, messages, timeoutMs) : undefined;
         if (!outcome) throw new Error(`the Worker ${c.script_name} does not run here with a queue() handler`);
         return outcome;

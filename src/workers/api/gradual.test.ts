@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import { request } from "undici";
 import type { TestPlatform } from "../../core/testing/platform.js";
+import WebSocket from "ws";
 import { createAccount, hit, startPlatform, uploadScript, uploadVersion as uploadVersionOf } from "../testing/helpers.js";
 
 /**
@@ -231,4 +232,136 @@ export default { fetch(req, env) { return env.COUNTER.get(env.COUNTER.idFromName
   assert.equal(split.status, 400);
   assert.match(split.body.errors[0].message, /Durable Objects or static assets/);
   assert.equal((await hit(p, "gradual-objects", "/")).text, "counted");
+});
+
+const AFFINITY = "gradual-affinity";
+/** A version answering its label over HTTP, and as the first message of a WebSocket. */
+const affine = (label: string) => `export default {
+  fetch(req) {
+    if (req.headers.get("upgrade") !== "websocket") return new Response(${JSON.stringify(label)});
+    const [client, server] = Object.values(new WebSocketPair());
+    server.accept();
+    server.addEventListener("close", (e) => server.close(e.code, "bye"));
+    server.send(${JSON.stringify(label)});
+    return new Response(null, { status: 101, webSocket: client });
+  },
+};`;
+const KEY = "Cloudflare-Workers-Version-Key";
+const OVERRIDE = "Cloudflare-Workers-Version-Overrides";
+
+/** The answers of `n` requests to the affinity Worker with these headers (one after another). */
+async function answers(n: number, headers: Record<string, string>): Promise<Set<string>> {
+  const seen = new Set<string>();
+  for (let i = 0; i < n; i++) {
+    const r = await hit(p, AFFINITY, "/", { headers });
+    seen.add(`${r.status} ${r.text}`);
+  }
+  return seen;
+}
+
+/** The version each key is served by (each asked `n` times; a key answered by both versions is a failure). */
+async function versionsOfKeys(keys: readonly string[], n: number): Promise<Map<string, string>> {
+  const byKey = new Map<string, string>();
+  for (const key of keys) {
+    const seen = [...(await answers(n, { [KEY]: key }))];
+    assert.equal(seen.length, 1, `key ${key.slice(0, 20)} was served by ${seen.join(" and ")}`);
+    byKey.set(key, seen[0]!);
+  }
+  return byKey;
+}
+
+/** The first message of a WebSocket to the affinity Worker (listened for from the start: it may come with the upgrade's answer). */
+function firstMessage(headers: Record<string, string>): Promise<string> {
+  const port = new URL(p.url).port;
+  const ws = new WebSocket(`ws://127.0.0.1:${port}/`, { headers: { ...headers, host: `${AFFINITY}.workers.localhost:${port}` } });
+  return new Promise<string>((resolve, reject) => {
+    ws.once("message", (data) => {
+      resolve(String(data));
+      ws.close();
+    });
+    ws.once("unexpected-response", (_req, res) => reject(new Error(`WebSocket refused with ${res.statusCode}`)));
+    ws.once("error", reject);
+  });
+}
+
+const keysOn = (byKey: Map<string, string>, answer: string) => [...byKey].filter(([, a]) => a === answer).map(([k]) => k);
+
+test("version affinity: one Cloudflare-Workers-Version-Key is always served by one version (HTTP, WebSocket, service binding); keys spread by the shares; an override wins", async () => {
+  const up = await uploadScript(p, AFFINITY, affine("one"));
+  assert.equal(up.status, 200, JSON.stringify(up.body));
+  const v1: string = up.body.result.deployment_id;
+  const v2: string = (await uploadVersionOf(p, AFFINITY, affine("two"))).body.result.id;
+  const split = (share2: number) =>
+    deploy(
+      [
+        [v1, 100 - share2],
+        [v2, share2],
+      ],
+      { name: AFFINITY },
+    );
+  assert.equal((await split(50)).status, 200);
+
+  const keys = Array.from({ length: 40 }, (_, i) => `session-${i}`);
+  const at50 = await versionsOfKeys(keys, 8);
+  const [onOne, onTwo] = [keysOn(at50, "200 one"), keysOn(at50, "200 two")];
+  assert.ok(onOne.length >= 5 && onTwo.length >= 5, `keys spread over both versions: ${onOne.length} / ${onTwo.length}`);
+  // Without a key, requests are drawn by the shares, so one client meets both versions.
+  assert.deepEqual([...(await answers(60, {}))].sort(), ["200 one", "200 two"]);
+
+  // The pick depends on the key and the shares only: a new deployment with the same shares keeps every key where it was.
+  assert.equal((await split(50)).status, 200);
+  assert.deepEqual(await versionsOfKeys(keys, 2), at50);
+
+  // The override header wins over the key, both ways.
+  assert.deepEqual([...(await answers(5, { [KEY]: onOne[0]!, [OVERRIDE]: `${AFFINITY}="${v2}"` }))], ["200 two"]);
+  assert.deepEqual([...(await answers(5, { [KEY]: onTwo[0]!, [OVERRIDE]: `${AFFINITY}="${v1}"` }))], ["200 one"]);
+  // An override that is not applied (another Worker's entry) leaves the key in charge.
+  assert.deepEqual([...(await answers(5, { [KEY]: onTwo[0]!, [OVERRIDE]: `someone-else="${v1}"` }))], ["200 two"]);
+
+  // A WebSocket upgrade with a key goes where HTTP requests with that key go.
+  for (const [key, label] of [
+    [onOne[0]!, "one"],
+    [onTwo[0]!, "two"],
+  ]) {
+    for (let i = 0; i < 3; i++) assert.equal(await firstMessage({ [KEY]: key }), label, `WebSocket with key ${key}`);
+  }
+
+  // A service binding's fetch carrying the header (the calling Worker sets it) is routed by it too.
+  const caller = await uploadScript(
+    p,
+    "gradual-affinity-caller",
+    `export default { async fetch(req, env) {
+      const key = new URL(req.url).searchParams.get("key");
+      const r = await env.TARGET.fetch("http://target/", { headers: { "${KEY}": key } });
+      return new Response(await r.text());
+    } };`,
+    { bindings: [{ type: "service", name: "TARGET", service: AFFINITY }] },
+  );
+  assert.equal(caller.status, 200, JSON.stringify(caller.body));
+  for (const key of [...onOne.slice(0, 3), ...onTwo.slice(0, 3)]) {
+    for (let i = 0; i < 3; i++) {
+      const r = await hit(p, "gradual-affinity-caller", `/?key=${encodeURIComponent(key)}`);
+      assert.equal(`${r.status} ${r.text}`, at50.get(key), `service binding call with key ${key}`);
+    }
+  }
+
+  // Odd keys are keys like any other: bytes RFC 9110 allows in a field value, and one as large as the head limit
+  // leaves room for. A head over the limit is refused by the HTTP parser (431), never a 500.
+  for (const odd of ['"; , = \\ (x)', "k".repeat(30 * 1024)]) assert.equal((await answers(6, { [KEY]: odd })).size, 1, odd.slice(0, 20));
+  assert.equal((await hit(p, AFFINITY, "/", { headers: { [KEY]: "k".repeat(40 * 1024) } })).status, 431);
+  assert.deepEqual([...(await answers(40, { [KEY]: "" }))].sort(), ["200 one", "200 two"], "an empty key is no key: drawn by the shares");
+
+  // A rollout moves keys onto the new version only: those on it at 10% stay on it at 50% and at 90%.
+  assert.equal((await split(10)).status, 200);
+  const at10 = await versionsOfKeys(keys, 2);
+  assert.equal((await split(90)).status, 200);
+  const at90 = await versionsOfKeys(keys, 2);
+  const [two10, two90] = [keysOn(at10, "200 two"), keysOn(at90, "200 two")];
+  for (const key of two10) assert.ok(onTwo.includes(key), `${key}: on v2 at 10%, not at 50%`);
+  for (const key of onTwo) assert.ok(two90.includes(key), `${key}: on v2 at 50%, not at 90%`);
+  assert.ok(two10.length < onTwo.length && onTwo.length < two90.length, `${two10.length} < ${onTwo.length} < ${two90.length} keys on v2`);
+  // At 0%, no key reaches the version; the override still does.
+  assert.equal((await split(0)).status, 200);
+  assert.deepEqual(new Set((await versionsOfKeys(keys, 1)).values()), new Set(["200 one"]));
+  assert.deepEqual([...(await answers(3, { [KEY]: onTwo[0]!, [OVERRIDE]: `${AFFINITY}="${v2}"` }))], ["200 two"]);
 });

@@ -9,6 +9,7 @@ import type { ModuleSource, ScriptRecord } from "../store.js";
 import type { ScheduledOutcome } from "./entry-module.js";
 import { ScriptRuntime } from "./script-runtime.js";
 import { SocketDir } from "./socket-dir.js";
+import { versionKeyPoint } from "./version-key.js";
 import { versionOverride } from "./version-override.js";
 import { probeWorkerd, type WorkerdBinary } from "./workerd-binary.js";
 import { WorkerdLeash } from "./workerd-leash.js";
@@ -174,8 +175,9 @@ export class WorkersRuntime {
 
   /**
    * The runtime that serves one invocation of script `name`: during a gradual deployment, the version a valid
-   * `Cloudflare-Workers-Version-Overrides` entry for the script names if it is one of the two, else one chosen by
-   * the versions' shares; otherwise the script's only runtime.
+   * `Cloudflare-Workers-Version-Overrides` entry for the script names if it is one of the two; else the one the
+   * request's `Cloudflare-Workers-Version-Key` falls on; else one drawn by the versions' shares. Otherwise the script's
+   * only runtime. Invocations without headers (cron ticks, queue batches, RPC sessions) go by the shares.
    */
   pick(name: string, headers?: IncomingHttpHeaders): ScriptRuntime | undefined {
     const primary = this.runtimes.get(name);
@@ -186,7 +188,27 @@ export class WorkersRuntime {
       if (override === split.rt.versionId) return split.rt;
       if (override === primary.versionId) return primary;
     }
-    return Math.random() * 100 < split.percentage ? split.rt : primary;
+    // The version whose id sorts first takes the points below its share, the other the rest. The order does not
+    // follow the shares (the primary changes as a rollout passes 50%), so raising a version's share only moves
+    // keys onto it, as hosted; and every node orders the two alike.
+    const splitFirst = (split.rt.versionId ?? "") < (primary.versionId ?? "");
+    const [first, second] = splitFirst ? [split.rt, primary] : [primary, split.rt];
+    const firstShare = splitFirst ? split.percentage : 100 - split.percentage;
+    const point = versionKeyPoint(headers) ?? Math.random() * 100;
+    return point < firstShare ? first : second;
+  }
+
+  /**
+   * `pick` for an invocation of one handler that carries no request (a cron tick, a queue batch): when the version
+   * drawn lacks that handler and the other version has it, the other one. A tick drawn to a version without
+   * scheduled() would be skipped, and a batch drawn to one without queue() would spend a delivery attempt of each of
+   * its messages (a dead letter after max_retries): the handler runs where it exists instead.
+   */
+  pickWith(name: string, handler: string): ScriptRuntime | undefined {
+    const drawn = this.pick(name);
+    if (!drawn || drawn.handlers.includes(handler)) return drawn;
+    const other = drawn === this.runtimes.get(name) ? this.splits.get(name)?.rt : this.runtimes.get(name);
+    return other?.handlers.includes(handler) ? other : drawn;
   }
 
   /** The versions script `name` runs here, with their shares (the primary first); none when it does not run. */
@@ -224,9 +246,9 @@ export class WorkersRuntime {
     return this.runtimes.get(name);
   }
 
-  /** Runs one cron tick of a script (see ScriptRuntime.runScheduled), on a version `pick` chooses; undefined when it does not run or has no scheduled(). */
+  /** Runs one cron tick of a script (see ScriptRuntime.runScheduled), on a version `pickWith` chooses; undefined when it does not run or has no scheduled(). */
   runScheduled(name: string, cron: string, scheduledTime: number): Promise<ScheduledOutcome | undefined> {
-    return this.pick(name)?.runScheduled(cron, scheduledTime) ?? Promise.resolve(undefined);
+    return this.pickWith(name, "scheduled")?.runScheduled(cron, scheduledTime) ?? Promise.resolve(undefined);
   }
 
   /** What a running version of a script handles (the primary one unless `versionId` names one); none for a version that does not run here. */
