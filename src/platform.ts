@@ -136,6 +136,7 @@ export async function startPlatform(config: PlatformConfig, log: Logger = create
 
   const started: EdgeService[] = [];
   const stop = async () => {
+    for (const s of services) s.closeUpgraded?.();
     await app.close();
     for (const s of [...started].reverse()) await s.stop?.().catch((err) => log.error({ err, service: s.name }, "service failed to stop"));
     await closeStores();

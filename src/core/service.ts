@@ -83,6 +83,12 @@ export interface EdgeService {
    * ordinary requests (see app.ts).
    */
   handleUpgrade?(req: IncomingMessage, socket: Duplex, head: Buffer): boolean;
+  /**
+   * Ends the connections it took with handleUpgrade (briefly: a close, then a cut after a short bound). Called when
+   * the platform stops, before the edge port closes: that close waits for every connection, and an upgraded one
+   * (a WebSocket) has no end of its own.
+   */
+  closeUpgraded?(): void;
   /** Starts listeners and background work; called after the edge port is listening. */
   start?(): Promise<void>;
   /** Stops accepting, finishes in-flight work, releases files. */

@@ -304,6 +304,7 @@ export function createWorkersService(
       return true;
     },
     handleUpgrade: (req, socket, head) => webSockets.handle(req, socket, head) || tails.handleUpgrade(req, socket, head),
+    closeUpgraded: () => webSockets.closeAll(),
     async start() {
       await pgStore?.checkKey();
       await runtime.start();

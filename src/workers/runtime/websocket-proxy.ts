@@ -7,6 +7,8 @@ import type { WorkerdProcess } from "./workerd-process.js";
 
 /** How long one side may take to finish sending once the other has closed, before it is cut. */
 const CLOSE_GRACE_MS = 5_000;
+/** How long a client has, once the platform stopping sent it close 1001, before its connection is cut. */
+const STOP_GRACE_MS = 2_000;
 
 /** A whole HTTP/1.1 answer for a socket no response object owns; the connection closes after it. */
 function rawText(status: number, text: string): string {
@@ -23,27 +25,116 @@ function headLines(headers: Record<string, string | string[]>): string {
 }
 
 /**
- * Joins two sockets both ways with backpressure (pipe), so neither direction buffers more than a socket's high-water
- * mark. When one side closes, the other is ended (what it still has to send is flushed) and cut after a grace; an
- * error on either destroys both.
+ * Follows the frames one side sends (RFC 6455 §5.2) without decoding them: only the headers are read, payloads are
+ * skipped by length, so it costs nothing per payload byte. It tells when the side sent a close frame, and whether
+ * what went through so far ends on a frame boundary (where the edge may put a frame of its own).
  */
-function joinSockets(a: Duplex, b: Duplex): void {
-  const ended = (other: Duplex) => () => {
-    if (!other.destroyed) {
-      other.end();
-      setTimeout(() => other.destroy(), CLOSE_GRACE_MS).unref();
+class FrameWatcher {
+  /** Header bytes of a frame whose header has not wholly arrived (at most 14). */
+  private readonly head: number[] = [];
+  /** Payload bytes of the current frame still to come. */
+  private left = 0;
+  sentClose = false;
+
+  get atBoundary(): boolean {
+    return this.left === 0 && this.head.length === 0;
+  }
+
+  see(chunk: Buffer): void {
+    let i = 0;
+    while (i < chunk.length) {
+      if (this.left > 0) {
+        const n = Math.min(this.left, chunk.length - i);
+        this.left -= n;
+        i += n;
+        continue;
+      }
+      this.head.push(chunk[i++]!);
+      if (this.head.length < 2) continue;
+      const len7 = this.head[1]! & 0x7f;
+      const need = 2 + (len7 === 126 ? 2 : len7 === 127 ? 8 : 0) + (this.head[1]! & 0x80 ? 4 : 0);
+      if (this.head.length < need) continue;
+      const h = Buffer.from(this.head);
+      if ((h[0]! & 0x0f) === 0x8) this.sentClose = true;
+      this.left = len7 === 126 ? h.readUInt16BE(2) : len7 === 127 ? Number(h.readBigUInt64BE(2)) : len7;
+      this.head.length = 0;
     }
+  }
+}
+
+/** A close frame from the edge to the client (unmasked, as a server sends): `code` and a short UTF-8 reason. */
+function closeFrame(code: number, reason: string): Buffer {
+  const text = Buffer.from(reason);
+  const frame = Buffer.alloc(4 + text.length);
+  frame[0] = 0x88; // FIN, opcode close
+  frame[1] = 2 + text.length; // reasons here are short: the 7-bit length suffices (at most 125)
+  frame.writeUInt16BE(code, 2);
+  text.copy(frame, 4);
+  return frame;
+}
+
+/** A joined WebSocket connection, as the proxy needs to end it when the platform stops. */
+interface Tunnel {
+  /** Sends the client close 1001 (going away) where a frame may go, and cuts both sockets after STOP_GRACE_MS. */
+  goAway(): void;
+}
+
+/**
+ * Joins the client's connection and workerd's both ways with backpressure (pipe), so neither direction buffers more
+ * than a socket's high-water mark. Any sign that the connection is ending gives both sides CLOSE_GRACE_MS to finish,
+ * then both sockets are destroyed: a close frame from either side (the closing handshake a peer may never answer, as
+ * a script that ignores `close` does not), either side ending its half (TCP FIN), or either socket closing (the other
+ * is ended first, so what it still has to send is flushed). An error on either destroys both. Without the bound a
+ * client's close that the script ignored left the edge's socket half-closed (CLOSE-WAIT) and holding its slot forever.
+ */
+function joinSockets(client: Duplex, upstream: Duplex, already: { fromClient: Buffer; fromScript: Buffer }): Tunnel {
+  const fromClient = new FrameWatcher();
+  const fromScript = new FrameWatcher();
+  // Bytes that crossed before the join (the upgrade's head, early bytes) are frames too: the count starts with them.
+  fromClient.see(already.fromClient);
+  fromScript.see(already.fromScript);
+  let cut: NodeJS.Timeout | undefined;
+  const destroyBoth = () => {
+    client.destroy();
+    upstream.destroy();
   };
-  const fail = () => {
-    a.destroy();
-    b.destroy();
+  const cutWithin = (ms: number) => {
+    if (cut) return;
+    cut = setTimeout(destroyBoth, ms);
+    cut.unref();
   };
-  a.on("error", fail);
-  b.on("error", fail);
-  a.once("close", ended(b));
-  b.once("close", ended(a));
-  a.pipe(b);
-  b.pipe(a);
+  const closeSeen = (watcher: FrameWatcher) => (chunk: Buffer) => {
+    watcher.see(chunk);
+    if (watcher.sentClose) cutWithin(CLOSE_GRACE_MS);
+  };
+  const closed = (other: Duplex) => () => {
+    if (!other.destroyed) other.end();
+    cutWithin(CLOSE_GRACE_MS);
+  };
+  client.on("error", destroyBoth);
+  upstream.on("error", destroyBoth);
+  client.on("data", closeSeen(fromClient));
+  upstream.on("data", closeSeen(fromScript));
+  // With `end` the pipe below ends the other side's writing half; the grace bounds how long that side may keep its own.
+  client.once("end", () => cutWithin(CLOSE_GRACE_MS));
+  upstream.once("end", () => cutWithin(CLOSE_GRACE_MS));
+  client.once("close", closed(upstream));
+  upstream.once("close", closed(client));
+  client.pipe(upstream);
+  upstream.pipe(client);
+  return {
+    goAway() {
+      if (client.destroyed) return;
+      // Mid-frame from the script, a frame of ours would corrupt the stream: then the connection is cut outright.
+      if (!fromScript.atBoundary || fromScript.sentClose) return destroyBoth();
+      upstream.unpipe(client);
+      client.end(closeFrame(1001, "the platform is stopping"));
+      upstream.end();
+      if (cut) clearTimeout(cut);
+      cut = undefined;
+      cutWithin(STOP_GRACE_MS);
+    },
+  };
 }
 
 /** Most bytes a client may send before the script's 101 (a WebSocket client sends nothing before it). */
@@ -97,6 +188,9 @@ export class WebSocketProxy {
   private open = 0;
   /** Slots held per account (only accounts holding one are present). */
   private readonly byAccount = new Map<string, number>();
+  /** Every client connection holding a slot, with its tunnel once joined (undefined while the script has not answered). */
+  private readonly tunnels = new Map<Duplex, Tunnel | undefined>();
+  private stopping = false;
 
   constructor(
     private readonly runtime: WorkersRuntime,
@@ -112,13 +206,28 @@ export class WebSocketProxy {
     return this.open;
   }
 
+  /**
+   * Ends every WebSocket connection, for a platform that stops: the edge port's close waits for its connections, and
+   * a WebSocket has no end of its own. A joined one is sent close 1001 (going away) and cut after STOP_GRACE_MS; one
+   * whose upgrade the script has not answered yet is cut now. Upgrades that arrive afterwards are refused with a 503.
+   */
+  closeAll(): void {
+    this.stopping = true;
+    for (const [client, tunnel] of this.tunnels) {
+      if (tunnel) tunnel.goAway();
+      else client.destroy();
+    }
+  }
+
   /** Takes a WebSocket upgrade for a worker's Host; false for anything else (another Host, another protocol). */
   handle(req: IncomingMessage, client: Duplex, head: Buffer): boolean {
     if (String(req.headers.upgrade).toLowerCase() !== "websocket") return false;
     const name = this.scriptOf(req);
     if (!name) return false;
     client.on("error", () => client.destroy());
-    if (req.headers["transfer-encoding"] !== undefined || Number(req.headers["content-length"] ?? 0) > 0) {
+    if (this.stopping) {
+      client.end(rawText(503, "This platform is stopping\n"));
+    } else if (req.headers["transfer-encoding"] !== undefined || Number(req.headers["content-length"] ?? 0) > 0) {
       client.end(rawText(400, "A WebSocket upgrade request has no body\n"));
     } else if (this.open >= this.limits.max) {
       client.end(rawText(503, `This platform carries ${this.limits.max} WebSocket connections at most; try again later\n`));
@@ -134,6 +243,7 @@ export class WebSocketProxy {
     if (!live) return;
     const account = live.accountId;
     const held = this.byAccount.get(account) ?? 0;
+    if (this.stopping) return void client.end(rawText(503, "This platform is stopping\n"));
     // Checked again: other upgrades may have taken slots while this one waited for a process.
     if (this.open >= this.limits.max) {
       return void client.end(rawText(503, `This platform carries ${this.limits.max} WebSocket connections at most; try again later\n`));
@@ -145,7 +255,9 @@ export class WebSocketProxy {
     }
     this.open++;
     this.byAccount.set(account, held + 1);
+    this.tunnels.set(client, undefined);
     client.once("close", () => {
+      this.tunnels.delete(client);
       this.open--;
       const left = this.byAccount.get(account)! - 1;
       if (left) this.byAccount.set(account, left);
@@ -185,7 +297,7 @@ export class WebSocketProxy {
     up.on("upgrade", (res, upstream, upHead) => {
       client.off("close", clientGone);
       const early = pending.stop();
-      if (client.destroyed || !proc.holdTunnel(upstream)) {
+      if (client.destroyed || this.stopping || !proc.holdTunnel(upstream)) {
         upstream.destroy();
         client.destroy();
         return;
@@ -197,7 +309,8 @@ export class WebSocketProxy {
       if (upHead.length) client.write(upHead);
       if (head.length) upstream.write(head);
       if (early.length) upstream.write(early);
-      joinSockets(client, upstream);
+      const tunnel = joinSockets(client, upstream, { fromClient: Buffer.concat([head, early]), fromScript: upHead });
+      this.tunnels.set(client, tunnel);
     });
     up.on("response", (res) => {
       // The script answered without switching protocols (e.g. 426, or a 400 of its own): relay it, then close.

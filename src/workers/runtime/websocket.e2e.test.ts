@@ -66,6 +66,15 @@ const ROOM_METADATA = {
   migrations: { new_tag: "v1", steps: [{ new_sqlite_classes: ["Room"] }] },
 };
 
+/** A script that takes WebSockets and never answers a close (no "close" listener): the closing handshake never ends. */
+const DEAF = `export default {
+  fetch() {
+    const [client, server] = Object.values(new WebSocketPair());
+    server.accept();
+    return new Response(null, { status: 101, webSocket: client });
+  },
+};`;
+
 /** A hang guard, not a timing check: a test that waits for a message that never comes fails instead of hanging. */
 const HANG_GUARD = { timeout: 180_000 };
 
@@ -222,4 +231,32 @@ test("a workerd that dies closes its sockets; after the restart new ones work", 
   again.send("back");
   assert.equal(await box.next(), "v2:back:127.0.0.1");
   again.close(1000);
+});
+
+const portOf = (ws: WebSocket) => (ws as unknown as { _socket: Socket })._socket.localPort!;
+
+test("a client's close the script never answers, or a client's FIN, ends the connection on both sides", HANG_GUARD, async () => {
+  assert.equal((await uploadScript(p, "ws-deaf", DEAF)).status, 200);
+  const ws = await openSocket(p, "ws-deaf");
+  const ports = new Set([portOf(ws)]);
+  const gone = closed(ws);
+  // `ws` waits 30 s for the answer to its close before it gives up itself; the edge cuts the connection first.
+  ws.close(1000, "done");
+  assert.equal((await gone).code, 1006, "no close frame came back: the edge cut the connection");
+  await eventually(() => edgeEndsOpen(ports) === 0, "the edge to close its end of the connection", 30_000);
+
+  const half = await openSocket(p, "ws-deaf");
+  const halfPorts = new Set([portOf(half)]);
+  const halfGone = closed(half);
+  (half as unknown as { _socket: Socket })._socket.end(); // TCP FIN without a close frame; the client still reads
+  await halfGone;
+  await eventually(() => edgeEndsOpen(halfPorts) === 0, "the edge to close its end of the half-closed connection", 30_000);
+});
+
+// Last: it stops the platform.
+test("stopping the platform sends open WebSockets close 1001 and finishes, also when the script would never close them", HANG_GUARD, async () => {
+  const ws = await openSocket(p, "ws-deaf");
+  const gone = closed(ws);
+  await p.stop(); // completes within the hang guard, or this test fails
+  assert.deepEqual(await gone, { code: 1001, reason: "the platform is stopping" });
 });
