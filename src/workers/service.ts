@@ -304,7 +304,12 @@ export function createWorkersService(
       return true;
     },
     handleUpgrade: (req, socket, head) => webSockets.handle(req, socket, head) || tails.handleUpgrade(req, socket, head),
-    closeUpgraded: () => webSockets.closeAll(),
+    // Tail sessions are upgraded connections too: the edge port's close waits for them (each is cut 2 s after its
+    // close frame at the latest, trace-socket.ts).
+    closeUpgraded: () => {
+      webSockets.closeAll();
+      tails.stop();
+    },
     async start() {
       await pgStore?.checkKey();
       await runtime.start();

@@ -294,3 +294,11 @@ test("the session's WebSocket takes wrangler's unmasked first message and answer
   socket.destroy();
   await p.api("DELETE", `${tails()}/${r.body.result.id}`);
 });
+
+// Last: it stops the platform.
+test("stopping the platform ends an open tail session with close 1001 and finishes", HANG_GUARD, async () => {
+  const { ws } = await openTail();
+  const gone = new Promise<{ code: number; reason: string }>((resolve) => ws.once("close", (code, reason) => resolve({ code, reason: reason.toString() })));
+  await p.stop(); // completes within the hang guard, or this test fails
+  assert.deepEqual(await gone, { code: 1001, reason: "the platform is stopping" });
+});
