@@ -211,6 +211,11 @@ export class WorkersRuntime {
     return other?.handlers.includes(handler) ? other : drawn;
   }
 
+  /** Every runtime script `name` has here: its one version, or the two of a gradual deployment (the primary first). */
+  runtimesOf(name: string): ScriptRuntime[] {
+    return [this.runtimes.get(name), this.splits.get(name)?.rt].filter((rt): rt is ScriptRuntime => rt !== undefined);
+  }
+
   /** The versions script `name` runs here, with their shares (the primary first); none when it does not run. */
   versionsOf(name: string): { versionId: string | undefined; percentage: number }[] {
     const primary = this.runtimes.get(name);
