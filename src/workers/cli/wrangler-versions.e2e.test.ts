@@ -201,6 +201,10 @@ export default { async fetch(_req, env) { return new Response(await env.COUNTER.
     assert.match(split.stdout + split.stderr, /Durable Objects: here it runs one version at a time/);
     await wrangler("rollback", v1, "-y");
     assert.equal((await hit(p, name, "/")).text, "one 4");
+    // wrangler deploy without a new migration goes through versions upload and a deployment at 100%.
+    objects(dir, "four");
+    await wrangler("deploy");
+    assert.equal((await hit(p, name, "/")).text, "four 5");
 
     // A pending migration cannot go in a version upload (as hosted, 10211); wrangler deploy applies it.
     objects(dir, "three", `\n[[migrations]]\ntag = "v2"\nnew_sqlite_classes = ["Other"]\n`);
@@ -208,6 +212,6 @@ export default { async fetch(_req, env) { return new Response(await env.COUNTER.
     assert.notEqual(migrating.code, 0);
     assert.match(migrating.stdout + migrating.stderr, /may not carry Durable Object migrations[\s\S]*10211/);
     await wrangler("deploy");
-    assert.equal((await hit(p, name, "/")).text, "three 5");
+    assert.equal((await hit(p, name, "/")).text, "three 6");
   });
 });
