@@ -116,6 +116,18 @@ test("a Worker with Durable Objects: versions upload keeps a version, deploys an
   }
   const deployments = await p.api("GET", `${scripts()}/${NAME}/deployments`);
   assert.deepEqual(deployments.body.result.deployments[0].versions, [{ version_id: idA, percentage: 100 }]);
+
+  // A migration creates a class A does not export: A no longer fits, so deploying it is refused and C keeps running.
+  const c = await uploadScript(p, NAME, `${version("C")}\nexport class Other extends DurableObject {}`, {
+    bindings,
+    migrations: { old_tag: "v1", new_tag: "v2", new_sqlite_classes: ["Other"] },
+  });
+  assert.equal(c.status, 200, JSON.stringify(c.body));
+  assert.deepEqual(await call(`/obj/a`).then((r) => [r.label, r.n]), ["C", 5]);
+  const stale = await p.api("POST", `${scripts()}/${NAME}/deployments`, { strategy: "percentage", versions: [{ version_id: idA, percentage: 100 }] });
+  assert.equal(stale.status, 400, JSON.stringify(stale.body));
+  assert.match(stale.body.errors[0].message, /does not export the Durable Object class Other/);
+  assert.deepEqual(await call(`/obj/a`).then((r) => [r.label, r.n]), ["C", 6]);
 });
 test("a version of a Worker with Durable Objects that does not fit its namespaces is refused, nothing changes", async () => {
   const name = "objects-versions-misfit";
