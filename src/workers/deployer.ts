@@ -233,13 +233,23 @@ export class ScriptDeployer {
   }
 
   /**
-   * Whether a Worker keeps one version only: one with Durable Objects (a version is tied to the migrations applied
-   * with it) or static assets (they are the Worker's, not a version's), or one an upload would give either.
+   * Whether a Worker keeps one version only: one with static assets (they are the Worker's, not a version's, so two
+   * versions would serve one version's files), or one an upload would give assets.
    */
   private async oneVersionOnly(accountId: string, name: string, up?: ParsedUpload): Promise<boolean> {
     if (up?.assets !== undefined) return true;
-    if ((await this.objects?.used(accountId, name, up?.bindings, up?.migrations)) === true) return true;
     return (await this.assets?.has(accountId, name)) === true;
+  }
+
+  /**
+   * Checks that `bindings` (a kept version's, or a version upload's) fit the Worker's Durable Object namespaces as they
+   * are now, and answers what the version runs with. A version upload may not carry migrations (as hosted, 10211):
+   * a migration is applied once, by a deploy, for every version at once.
+   */
+  private async objectsFor(accountId: string, name: string, bindings: readonly Binding[], migrations?: ParsedUpload["migrations"]) {
+    if (migrations !== undefined) throw WorkersErrors.migrationInVersionUpload();
+    if (!this.objects || !(await this.objects.used(accountId, name, bindings))) return undefined;
+    return (await this.objects.plan(accountId, name, bindings, undefined)).runtime;
   }
 
   /** Uploads a version and deploys it at once (`PUT …/scripts/{name}`; the first version of a Worker). */
@@ -250,7 +260,8 @@ export class ScriptDeployer {
   /**
    * Uploads a version without deploying it (`POST …/versions`), unless the Worker does not exist yet (its first
    * version goes live, there being nothing else to serve) or keeps one version only (see oneVersionOnly): then it is
-   * deployed at once, and `deployed` says so.
+   * deployed at once, and `deployed` says so. A version of a Worker with Durable Objects is checked against its
+   * namespaces, and started with its objects in memory (it never opens theirs); one carrying migrations is refused.
    */
   uploadVersion(accountId: string, name: string, up: ParsedUpload, meta: VersionMeta): Promise<{ version: VersionRecord; deployed: boolean }> {
     return this.serial(name, async () => {
@@ -261,13 +272,21 @@ export class ScriptDeployer {
       }
       // Secret values go with the deploy that sets them here (the Worker's secrets are not kept per version).
       if (up.secrets.length > 0) throw WorkersErrors.versionUploadNotDeployable("secret values (set them with wrangler secret put)");
+      const durableObjects = await this.objectsFor(accountId, name, up.bindings, up.migrations);
       await this.checkTargets(accountId, up.bindings);
       const secrets = await this.store.secretValues(accountId, name);
       ScriptDeployer.checkSecretClash(up.bindings, secrets.keys());
       const script = await this.newVersion(accountId, name, up);
       try {
         // As hosted: a version workerd refuses is not kept (its error is the answer).
-        const run: RunnableScript = { script, modules: up.modules, secrets: [...secrets].map(([n, text]) => ({ name: n, text })), queueConsumer: false };
+        // Its objects, if any, are kept in memory for the check (ScriptRuntime.check): it never opens theirs.
+        const run: RunnableScript = {
+          script,
+          modules: up.modules,
+          secrets: [...secrets].map(([n, text]) => ({ name: n, text })),
+          queueConsumer: false,
+          ...(durableObjects ? { durableObjects } : {}),
+        };
         await this.runtime.check(run).catch((err: unknown) => {
           throw err instanceof WorkerdStartError ? WorkersErrors.failedToStart(err.message) : err;
         });
@@ -282,9 +301,11 @@ export class ScriptDeployer {
   /**
    * Makes the kept versions `deployment.versions` live: one at 100%, or two sharing the traffic (a gradual deployment;
    * the script record takes the content of its `primaryOf`). What is not running yet starts beside what runs and takes
-   * over its traffic, then the deployment is committed. Refused for a Worker that keeps one version only (unless it
-   * names the live version alone), when a binding's target no longer exists, and (unless `force`) when the Worker's
-   * secrets changed since one of the versions was made (it would run with today's values: they are not kept per version).
+   * over its traffic (for a Worker with Durable Objects, after it: ScriptRuntime.handOver), then the deployment is
+   * committed. Refused for a Worker that keeps one version only (unless it names the live version alone), for two
+   * versions of a Worker with Durable Objects, for a version that does not fit the Worker's Durable Object namespaces
+   * as they are now, when a binding's target no longer exists, and (unless `force`) when the Worker's secrets changed
+   * since one of the versions was made (it would run with today's values: they are not kept per version).
    */
   deployVersion(accountId: string, name: string, deployment: DeploymentRecord, force: boolean): Promise<ScriptRecord> {
     return this.serial(name, async () => {
@@ -299,8 +320,12 @@ export class ScriptDeployer {
       const primary = versions.get(primaryOf(deployment).versionId)!;
       const otherShare = deployment.versions.find((d) => d.versionId !== primary.id);
       const second = otherShare && { version: versions.get(otherShare.versionId)!, percentage: otherShare.percentage };
-      if ((primary.id !== live.versionId || second) && (await this.oneVersionOnly(accountId, name)))
-        throw WorkersErrors.versionSwitchWithDurableObjectsOrAssets();
+      if ((primary.id !== live.versionId || second) && (await this.oneVersionOnly(accountId, name))) throw WorkersErrors.versionSwitchWithAssets();
+      // Two versions would each run the objects in their own workerd, and nothing here keeps an object on one of them.
+      if (second && (await this.objects?.used(accountId, name)) === true) throw WorkersErrors.splitWithDurableObjects();
+      // Each version must fit the namespaces as they are now (a version from before a migration may not); one that
+      // no longer exports a class whose objects exist is refused when it starts (entry-module.ts).
+      for (const v of versions.values()) await this.objectsFor(accountId, name, v.bindings);
       const changed = new Set<string>();
       for (const v of versions.values()) for (const secret of await this.store.secretsChangedSince(accountId, name, v.id)) changed.add(secret);
       if (!force && changed.size > 0) throw WorkersErrors.secretsChanged([...changed].sort());

@@ -23,6 +23,8 @@ export const WorkersCodes = {
   compatibilityDateLowered: 10200,
   /** A message, not an error: a part of a request that this platform leaves as it is (it is not configurable here). */
   leftUnchanged: 10201,
+  /** The hosted code of a version upload that carries a Durable Object migration. */
+  migrationInVersionUpload: 10211,
 } as const;
 
 const invalid = (message: string, pointer?: string) => new EdgeError(400, WorkersCodes.validation, message, { pointer });
@@ -61,9 +63,19 @@ export const WorkersErrors = {
       WorkersCodes.versionNotDeployed,
       "This Worker runs a gradual deployment of two versions: a secret change makes a new version of the live one, so deploy one version at 100% first (wrangler versions deploy)",
     ),
-  versionSwitchWithDurableObjectsOrAssets: () =>
+  versionSwitchWithAssets: () =>
     invalid(
-      "This Worker has Durable Objects or static assets: here it keeps one version, its latest upload (wrangler deploy); deploying or rolling back to another version, or splitting traffic between versions, is not supported",
+      "This Worker has static assets: here it keeps one version, its latest upload (wrangler deploy), because its files are the Worker's and not each version's; deploying or rolling back to another version, or splitting traffic between versions, is not supported",
+    ),
+  splitWithDurableObjects: () =>
+    invalid(
+      "This Worker has Durable Objects: here it runs one version at a time (deploy or roll back to any one version at 100%); splitting traffic between two versions is not supported, because each would run the objects in a workerd of its own and nothing keeps an object on one of them",
+    ),
+  migrationInVersionUpload: () =>
+    new EdgeError(
+      400,
+      WorkersCodes.migrationInVersionUpload,
+      "A version uploaded without deploying it may not carry Durable Object migrations: a migration applies to every version at once, so deploy it with wrangler deploy",
     ),
   versionUploadNotDeployable: (what: string) =>
     invalid(`A version uploaded without deploying it may not carry ${what} here: upload it with wrangler deploy (it deploys at once)`),

@@ -379,10 +379,9 @@ function queueWorkers(
     },
     deliverer: {
       // Script names are unique platform-wide; the account check keeps a consumer from reaching another account's script.
-      ready: (c) => {
-        const rt = runtime.lookup(c.script_name);
-        return rt !== undefined && rt.accountId === c.account_id && rt.queueConsumer && rt.handlers.includes("queue");
-      },
+      // During a gradual deployment either version may take the batch (pickWith prefers the one with queue()), so
+      // the consumer is ready when one of them has queue(), not only the primary.
+      ready: (c) => runtime.runtimesOf(c.script_name).some((rt) => rt.accountId === c.account_id && rt.queueConsumer && rt.handlers.includes("queue")),
       deliver: async (c, messages, timeoutMs) => {
         // During a gradual deployment, a batch goes to one of the two versions, by share (to the one with queue() if only one has it).
         const rt = runtime.pickWith(c.script_name, "queue");

@@ -38,9 +38,9 @@ const handled = (name: string): Handled[] =>
 
 const scripts = () => `/accounts/${p.accountId}/workers/scripts`;
 
-/** Uploads a Worker whose live version is "one", and a version "two" of it (or `secondCode`); answers both ids. */
-async function twoVersions(name: string, secondCode = labelled("two")): Promise<[string, string]> {
-  const up = await uploadScript(p, name, labelled("one"));
+/** Uploads a Worker whose live version is "one" (or `firstCode`), and a version "two" of it (or `secondCode`); answers both ids. */
+async function twoVersions(name: string, secondCode = labelled("two"), firstCode = labelled("one")): Promise<[string, string]> {
+  const up = await uploadScript(p, name, firstCode);
   assert.equal(up.status, 200, JSON.stringify(up.body));
   const second = await uploadVersion(p, name, secondCode);
   assert.equal(second.status, 200, JSON.stringify(second.body));
@@ -166,31 +166,43 @@ test("queue batches during a split go to the version the shares choose, each mes
   assert.equal(new Set(bodies).size, 60);
 });
 
-test("a queue batch during a split where only one version has queue() goes to that one, at the first attempt", async () => {
-  const NAME = "split-queue-half";
-  const [v1, v2] = await twoVersions(NAME, fetchOnly);
-  await deploy(NAME, [
+/**
+ * A 50%/50% split where only one version has queue() (the primary, the first named on a tie, or the other one):
+ * every message is handled by that version at its first attempt.
+ */
+async function onlyOneConsumes(name: string, which: "primary" | "secondary"): Promise<void> {
+  const [v1, v2] = which === "primary" ? await twoVersions(name, fetchOnly) : await twoVersions(name, labelled("two"), fetchOnly);
+  await deploy(name, [
     [v1, 50],
     [v2, 50],
   ]);
-  const queue = await p.api("POST", `/accounts/${p.accountId}/queues`, { queue_name: "split-half-jobs" });
+  const queue = await p.api("POST", `/accounts/${p.accountId}/queues`, { queue_name: `${name}-jobs` });
   assert.equal(queue.status, 200, JSON.stringify(queue.body));
   const queueId: string = queue.body.result.queue_id;
   // max_retries 0: a batch sent to the version without queue() would be given up at once.
   const consumer = await p.api("POST", `/accounts/${p.accountId}/queues/${queueId}/consumers`, {
-    script_name: NAME,
+    script_name: name,
     settings: { batch_size: 1, max_wait_time_ms: 100, max_retries: 0 },
   });
   assert.equal(consumer.status, 200, JSON.stringify(consumer.body));
-  const bodies = Array.from({ length: 20 }, (_, i) => `half-${i}`);
+  const bodies = Array.from({ length: 20 }, (_, i) => `${name}-${i}`);
   const sent = await p.api("POST", `/accounts/${p.accountId}/queues/${queueId}/messages/batch`, {
     messages: bodies.map((body) => ({ body, content_type: "text" })),
   });
   assert.equal(sent.status, 200, JSON.stringify(sent.body));
-  const failed = () => logEntries(p).filter((e) => e.script === NAME && e.msg === "queue() could not be run; the batch is retried");
-  await eventually(() => handled(NAME).length + failed().length >= bodies.length, "20 messages delivered or failed", 60_000);
+  const failed = () => logEntries(p).filter((e) => e.script === name && e.msg === "queue() could not be run; the batch is retried");
+  await eventually(() => handled(name).length + failed().length >= bodies.length, "20 messages delivered or failed", 60_000);
   assert.deepEqual(failed(), [], "no batch went to the version without queue()");
-  const got = handled(NAME);
+  const got = handled(name);
   assert.deepEqual(got.map((h) => h.body).sort(), [...bodies].sort(), "every message handled once");
-  assert.deepEqual(new Set(got.map((h) => `${h.label} ${h.attempts}`)), new Set(["one 1"]));
+  assert.deepEqual(new Set(got.map((h) => `${h.label} ${h.attempts}`)), new Set([which === "primary" ? "one 1" : "two 1"]));
+}
+
+test("a queue batch during a split where only the primary version has queue() goes to it, at the first attempt", async () => {
+  await onlyOneConsumes("split-queue-half", "primary");
+});
+
+test("a split where only the second version has queue() consumes its queue (readiness looks at both versions)", async () => {
+  // The primary (the first named on a tie) is fetch-only: a consumer judged by it alone was never delivered to.
+  await onlyOneConsumes("split-queue-other", "secondary");
 });

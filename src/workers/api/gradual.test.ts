@@ -230,7 +230,7 @@ export default { fetch(req, env) { return env.COUNTER.get(env.COUNTER.idFromName
     { name: "gradual-objects" },
   );
   assert.equal(split.status, 400);
-  assert.match(split.body.errors[0].message, /Durable Objects or static assets/);
+  assert.match(split.body.errors[0].message, /Durable Objects: here it runs one version at a time/);
   assert.equal((await hit(p, "gradual-objects", "/")).text, "counted");
 });
 

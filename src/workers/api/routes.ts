@@ -192,7 +192,7 @@ export function registerWorkersRoutes(app: FastifyInstance, deps: WorkersRouteDe
     const existed = (await store.get(p.account_id, p.name)) !== undefined;
     const { version, deployed } = await deployer.uploadVersion(p.account_id, p.name, up, uploadMeta(req, up));
     const live = (await store.get(p.account_id, p.name))!;
-    const why = existed ? "this Worker has Durable Objects or static assets, and keeps one version here" : "it is the Worker's first version";
+    const why = existed ? "this Worker has static assets, and keeps one version here" : "it is the Worker's first version";
     const messages = [...dateMessages(live), ...(deployed ? [WorkersMessages.deployedAtOnce(why)] : [])];
     return ok(versionView(version), undefined, messages);
   });

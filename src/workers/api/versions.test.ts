@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import type { TestPlatform } from "../../core/testing/platform.js";
-import { hit, startPlatform, uploadScript, uploadVersion as uploadVersionOf } from "../testing/helpers.js";
+import { hit, startPlatform, uploadVersion as uploadVersionOf } from "../testing/helpers.js";
 
 let p: TestPlatform;
 before(async () => {
@@ -36,23 +36,4 @@ test("a version workerd refuses is a 400 with its error and is not kept; a first
   assert.match(half.body.errors[0].message, /must add up to 100; these add up to 50/);
   const missing = await deploy("checked", "00000000-0000-4000-8000-000000000000");
   assert.equal(missing.status, 404);
-});
-
-test("a Worker with Durable Objects keeps one version: a version upload deploys at once, switching to another version is refused", async () => {
-  const counter = (label: string) => `import { DurableObject } from "cloudflare:workers";
-export class Counter extends DurableObject { async fetch() { const n = ((await this.ctx.storage.get("n")) ?? 0) + 1; await this.ctx.storage.put("n", n); return new Response("${label} " + n); } }
-export default { fetch(req, env) { return env.COUNTER.get(env.COUNTER.idFromName("one")).fetch(req); } };`;
-  const bindings = [{ type: "durable_object_namespace", name: "COUNTER", class_name: "Counter" }];
-  const v1 = await uploadScript(p, "objects", counter("v1"), { bindings, migrations: { new_tag: "v1", new_sqlite_classes: ["Counter"] } });
-  assert.equal(v1.status, 200, JSON.stringify(v1.body));
-  assert.equal((await hit(p, "objects", "/")).text, "v1 1");
-  const v2 = await uploadVersion("objects", counter("v2"), { bindings });
-  assert.equal(v2.status, 200, JSON.stringify(v2.body));
-  assert.match(v2.body.messages[0].message, /deployed at once.*Durable Objects/);
-  assert.equal((await hit(p, "objects", "/")).text, "v2 2", "the object kept its state");
-  assert.equal((await deploy("objects", v2.body.result.id)).status, 200, "deploying the live version is what wrangler deploy does next");
-  const back = await deploy("objects", v1.body.result.deployment_id);
-  assert.equal(back.status, 400);
-  assert.match(back.body.errors[0].message, /Durable Objects or static assets/);
-  assert.equal((await hit(p, "objects", "/")).text, "v2 3");
 });

@@ -3,7 +3,7 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { after, before, test } from "node:test";
 import type { TestPlatform } from "../../core/testing/platform.js";
-import { createAccount, hit, startPlatform, uploadScript, withTempDir } from "../testing/helpers.js";
+import { createAccount, hit, startPlatform, uploadScript, uploadVersion, withTempDir } from "../testing/helpers.js";
 import { runWrangler } from "../testing/wrangler.js";
 import { UPLOAD_SESSION_MANIFEST_CHARS } from "./assets.js";
 
@@ -137,6 +137,35 @@ test("a Worker without a fetch handler answers not-found paths with the nearest 
     assert.equal((await hit(p, "static-only", "/docs/a")).text, "a");
     assert.equal((await hit(p, "static-only", "/docs/a/")).headers.location, "/docs/a");
   });
+});
+
+test("a Worker with static assets keeps one version: a version upload deploys at once (10201), a split or another version is a 400", async () => {
+  await withTempDir("assets-versions-", async (dir) => {
+    project(dir, { ...SITE, "wrangler.toml": toml("site-versions") });
+    const r = await p.cli(["deploy"], { cwd: dir });
+    assert.equal(r.code, 0, r.stderr);
+  });
+  const first = (await p.api("GET", `/accounts/${p.accountId}/workers/scripts/site-versions/deployments`)).body.result.deployments[0].versions[0].version_id;
+  const second = await uploadVersion(p, "site-versions", `export default { fetch() { return new Response("second"); } };`, { keep_assets: true });
+  assert.equal(second.status, 200, JSON.stringify(second.body));
+  assert.equal(second.body.messages[0].code, 10201);
+  assert.match(second.body.messages[0].message, /static assets/);
+  assert.equal((await hit(p, "site-versions", "/about")).text, "<h1>about</h1>", "the files were kept");
+  assert.equal((await hit(p, "site-versions", "/api")).text, "second");
+  const deploy = (versions: { version_id: string; percentage: number }[]) =>
+    p.api("POST", `/accounts/${p.accountId}/workers/scripts/site-versions/deployments`, { strategy: "percentage", versions });
+  for (const versions of [
+    [
+      { version_id: first, percentage: 50 },
+      { version_id: second.body.result.id, percentage: 50 },
+    ],
+    [{ version_id: first, percentage: 100 }],
+  ]) {
+    const refused = await deploy(versions);
+    assert.equal(refused.status, 400, JSON.stringify(refused.body));
+    assert.match(refused.body.errors[0].message, /static assets: here it keeps one version/);
+  }
+  assert.equal((await hit(p, "site-versions", "/api")).text, "second");
 });
 
 test("the upload protocol refuses traversal, wrong content, other accounts' tokens and incomplete sessions", async () => {

@@ -160,3 +160,58 @@ test("wrangler versions deploy v1@60% v2@40%: both versions answer, deployments 
     assert.match(await wrangler("deployments", "status"), new RegExp(`\\(100%\\) ${v1}`));
   });
 });
+
+test("a Worker with Durable Objects: wrangler versions upload keeps a version, versions deploy and rollback switch the objects' code, a split fails", async () => {
+  const name = "rollme-objects";
+  const objects = (dir: string, label: string, extraMigration = "") => {
+    writeFileSync(
+      join(dir, "wrangler.toml"),
+      `name = "${name}"\nmain = "index.js"\ncompatibility_date = "2024-09-01"\n\n[[durable_objects.bindings]]\nname = "COUNTER"\nclass_name = "Counter"\n\n[[migrations]]\ntag = "v1"\nnew_sqlite_classes = ["Counter"]\n${extraMigration}`,
+    );
+    writeFileSync(
+      join(dir, "index.js"),
+      `import { DurableObject } from "cloudflare:workers";
+export class Counter extends DurableObject {
+  async count() { const n = ((await this.ctx.storage.get("n")) ?? 0) + 1; await this.ctx.storage.put("n", n); return ${JSON.stringify(label)} + " " + n; }
+}
+export class Other extends DurableObject {}
+export default { async fetch(_req, env) { return new Response(await env.COUNTER.get(env.COUNTER.idFromName("one")).count()); } };
+`,
+    );
+  };
+  await withTempDir("wrangler-versions-objects-", async (dir) => {
+    const wrangler = async (...args: string[]) => {
+      const r = await runWrangler(p, args, { cwd: dir });
+      assert.equal(r.code, 0, `wrangler ${args.join(" ")}: ${r.stdout}${r.stderr}`);
+      return r.stdout;
+    };
+    objects(dir, "one");
+    const v1 = idAfter("Current Version ID", await wrangler("deploy"));
+    assert.equal((await hit(p, name, "/")).text, "one 1");
+
+    // wrangler sends only the migrations after the Worker's tag: none here, so the version is kept, not deployed.
+    objects(dir, "two");
+    const v2 = idAfter("Worker Version ID", await wrangler("versions", "upload"));
+    assert.equal((await hit(p, name, "/")).text, "one 2", "the uploaded version does not serve before it is deployed");
+    await wrangler("versions", "deploy", `${v2}@100`, "-y");
+    assert.equal((await hit(p, name, "/")).text, "two 3", "the object runs v2's code on its storage");
+
+    const split = await runWrangler(p, ["versions", "deploy", `${v1}@50`, `${v2}@50`, "-y"], { cwd: dir });
+    assert.notEqual(split.code, 0);
+    assert.match(split.stdout + split.stderr, /Durable Objects: here it runs one version at a time/);
+    await wrangler("rollback", v1, "-y");
+    assert.equal((await hit(p, name, "/")).text, "one 4");
+    // wrangler deploy without a new migration goes through versions upload and a deployment at 100%.
+    objects(dir, "four");
+    await wrangler("deploy");
+    assert.equal((await hit(p, name, "/")).text, "four 5");
+
+    // A pending migration cannot go in a version upload (as hosted, 10211); wrangler deploy applies it.
+    objects(dir, "three", `\n[[migrations]]\ntag = "v2"\nnew_sqlite_classes = ["Other"]\n`);
+    const migrating = await runWrangler(p, ["versions", "upload"], { cwd: dir });
+    assert.notEqual(migrating.code, 0);
+    assert.match(migrating.stdout + migrating.stderr, /may not carry Durable Object migrations[\s\S]*10211/);
+    await wrangler("deploy");
+    assert.equal((await hit(p, name, "/")).text, "three 6");
+  });
+});

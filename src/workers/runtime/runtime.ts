@@ -141,7 +141,7 @@ export class WorkersRuntime {
    */
   private async deploySplit(run: RunnableScript, second?: { run: RunnableScript; percentage: number }): Promise<void> {
     const name = run.script.name;
-    const running = [this.runtimes.get(name), this.splits.get(name)?.rt].filter((rt): rt is ScriptRuntime => rt !== undefined);
+    const running = this.runtimesOf(name);
     const wanted = second ? [run, second.run] : [run];
     const lanes = wanted.map((r) => running.find((rt) => this.runsAsWanted(rt, r)));
     const started: ScriptRuntime[] = [];
@@ -211,6 +211,11 @@ export class WorkersRuntime {
     return other?.handlers.includes(handler) ? other : drawn;
   }
 
+  /** Every runtime script `name` has here: its one version, or the two of a gradual deployment (the primary first). */
+  runtimesOf(name: string): ScriptRuntime[] {
+    return [this.runtimes.get(name), this.splits.get(name)?.rt].filter((rt): rt is ScriptRuntime => rt !== undefined);
+  }
+
   /** The versions script `name` runs here, with their shares (the primary first); none when it does not run. */
   versionsOf(name: string): { versionId: string | undefined; percentage: number }[] {
     const primary = this.runtimes.get(name);
@@ -225,7 +230,7 @@ export class WorkersRuntime {
   }
 
   async remove(name: string): Promise<void> {
-    const rts = [this.runtimes.get(name), this.splits.get(name)?.rt].filter((rt): rt is ScriptRuntime => rt !== undefined);
+    const rts = this.runtimesOf(name);
     this.runtimes.delete(name);
     this.splits.delete(name);
     await Promise.all(rts.map((rt) => rt.stop()));
