@@ -40,10 +40,11 @@ const createBody = z.object({
     .optional()
     .default("default"),
   default_config: z.boolean().optional().default(false),
-  secret,
+  // What is not supported here comes before `secret`, so a body naming a Secrets Store secret instead is told why.
   secret_id: z.null({ message: "a Secrets Store secret is not supported here; send the key itself in secret" }).optional(),
   rate_limit: offOnly("per-key rate limits are not supported here; only 0 or null is accepted (the gateway's rate_limiting_limit applies)"),
   rate_limit_period: offOnly("per-key rate limits are not supported here; only 0 or null is accepted"),
+  secret,
 });
 const replaceBody = z.object({ secret });
 
