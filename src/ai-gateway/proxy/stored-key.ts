@@ -8,8 +8,9 @@ type Headers = Record<string, string | string[]>;
 /** True when the header carries a credential: an empty value, or `Bearer` with nothing after it, carries none. */
 function carriesCredential(v: string | string[] | undefined): boolean {
   if (v === undefined) return false;
-  const s = Array.isArray(v) ? v.join("") : v;
-  return !/^\s*(bearer\s*)?$/i.test(s);
+  if (typeof v === "string" && v.length > 6 && v.charCodeAt(0) > 32 && v.charCodeAt(v.length - 1) > 32) return true; // the usual key: no string made
+  const s = (Array.isArray(v) ? v.join("") : v).trim();
+  return s.length > 0 && !(s.length === 6 && s.toLowerCase() === "bearer");
 }
 
 /**
