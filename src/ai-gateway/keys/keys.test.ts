@@ -70,7 +70,11 @@ describe("AI gateway stored provider keys", () => {
 
     const refusals: [Record<string, unknown>, number, RegExp][] = [
       [{ provider_slug: "openai", alias: "x", default_config: false, secret_id: "abc123" }, 400, /^secret_id: a Secrets Store secret is not supported/],
-      [{ provider_slug: "openai", alias: "x", default_config: false, secret: "sk-1", rate_limit: 10, rate_limit_period: 60 }, 400, /^rate_limit: per-key rate limits/],
+      [
+        { provider_slug: "openai", alias: "x", default_config: false, secret: "sk-1", rate_limit: 10, rate_limit_period: 60 },
+        400,
+        /^rate_limit: per-key rate limits/,
+      ],
       [{ provider_slug: "openai", alias: "x", default_config: false }, 400, /^secret: /],
       [{ provider_slug: "openai", alias: "x", default_config: false, secret: "sk-1\r\nx-evil: 1" }, 400, /^secret: must be the provider's key/],
       [{ provider_slug: "nope", alias: "x", default_config: false, secret: "sk-1" }, 400, /^provider_slug: unknown provider "nope"/],
@@ -190,7 +194,15 @@ describe("AI gateway stored provider keys", () => {
     const other = acc.json.result.id as string;
     const gw = await callGateway(`${p.apiUrl}/accounts/${other}/ai-gateway/gateways`, {
       headers: keyAuth,
-      body: { id: "shared-id", cache_ttl: 0, cache_invalidate_on_update: false, collect_logs: true, rate_limiting_interval: 0, rate_limiting_limit: 0, authentication: true },
+      body: {
+        id: "shared-id",
+        cache_ttl: 0,
+        cache_invalidate_on_update: false,
+        collect_logs: true,
+        rate_limiting_interval: 0,
+        rate_limiting_limit: 0,
+        authentication: true,
+      },
     });
     assert.equal(gw.status, 200, gw.text);
     const tok = await callGateway(`${p.apiUrl}/accounts/${other}/tokens`, { headers: keyAuth, body: { name: "run", permissions: ["ai_gateway_run"] } });

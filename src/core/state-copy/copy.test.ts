@@ -193,7 +193,16 @@ async function writeEverything(p: TestPlatform, creds: S3Credentials): Promise<W
     etags.set("carried/multi.bin", completed.ETag!);
     const pending = await client.send(new s3.CreateMultipartUploadCommand({ Bucket: "carried", Key: "pending.bin" }));
     await client.send(new s3.UploadPartCommand({ Bucket: "carried", Key: "pending.bin", UploadId: pending.UploadId, PartNumber: 1, Body: PART }));
-    return { gatewayLogIds, storedKey: storedKey.body.result, zone: { id: zoneId, serial }, namespaceId: ns, token, uploadId: pending.UploadId!, etags, queueId };
+    return {
+      gatewayLogIds,
+      storedKey: storedKey.body.result,
+      zone: { id: zoneId, serial },
+      namespaceId: ns,
+      token,
+      uploadId: pending.UploadId!,
+      etags,
+      queueId,
+    };
   } finally {
     client.destroy();
   }
