@@ -7,6 +7,7 @@ export { serveOptions } from "./config.js";
 export const groups: Record<string, string> = {
   "ai-gateway": "Manage AI gateways, their tokens and their logs",
   "ai-gateway token": "Create, list and revoke gateway tokens (API tokens with the AI Gateway Run permission)",
+  "ai-gateway key": "Store, list, rotate and delete a gateway's provider keys (BYOK); a stored key is never shown again",
 };
 
 /** Deprecated spellings of this area's command groups. */
@@ -99,5 +100,49 @@ export const commands: AnyCommand[] = [
     describe: "Revoke a gateway token",
     positionals: [{ name: "id", describe: "Token id", required: true }],
     handler: lazy(() => import("./cli/token.js"), "revokeToken"),
+  }),
+  defineCommand({
+    path: ["ai-gateway", "key", "add"],
+    describe: "Store a provider key on a gateway, read from a hidden prompt or stdin (never shown again)",
+    positionals: [
+      { name: "gateway", describe: "Gateway id", required: true },
+      { name: "provider", describe: "Provider, as in the gateway's paths (openai, anthropic, ...)", required: true },
+    ],
+    options: {
+      alias: { type: "string", describe: "Name of this key among the provider's keys (letters, digits, _ and -)", default: "default" },
+      default: { type: "boolean", describe: "Use it for requests that name no alias (gw-aig-byok-alias)" },
+      ...json,
+    },
+    examples: [
+      'printf %s "$OPENAI_API_KEY" | edgecli ai-gateway key add my-gateway openai --default',
+      "edgecli ai-gateway key add my-gateway anthropic --alias team-b",
+    ],
+    handler: lazy(() => import("./cli/key.js"), "addKey"),
+  }),
+  defineCommand({
+    path: ["ai-gateway", "key", "list"],
+    describe: "List a gateway's stored provider keys (their values are never shown)",
+    positionals: [{ name: "gateway", describe: "Gateway id", required: true }],
+    options: { ...json },
+    handler: lazy(() => import("./cli/key.js"), "listKeys"),
+  }),
+  defineCommand({
+    path: ["ai-gateway", "key", "rotate"],
+    describe: "Replace a stored provider key's value, read from a hidden prompt or stdin",
+    positionals: [
+      { name: "gateway", describe: "Gateway id", required: true },
+      { name: "id", describe: "Key id (from key list)", required: true },
+    ],
+    options: { ...json },
+    handler: lazy(() => import("./cli/key.js"), "rotateKey"),
+  }),
+  defineCommand({
+    path: ["ai-gateway", "key", "delete"],
+    describe: "Delete a stored provider key",
+    positionals: [
+      { name: "gateway", describe: "Gateway id", required: true },
+      { name: "id", describe: "Key id (from key list)", required: true },
+    ],
+    handler: lazy(() => import("./cli/key.js"), "deleteKey"),
   }),
 ];

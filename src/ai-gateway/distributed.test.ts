@@ -127,3 +127,51 @@ test(
     }, "the log made during the outage to be written and listed by node a");
   },
 );
+
+test("stored provider keys on two nodes sharing PostgreSQL: added, replaced and deleted through one node, used through the other", HANG_GUARD, async (t) => {
+  const server = await privatePostgres(t);
+  if (!server) return;
+  const provider = await startMockProvider();
+  t.after(() => provider.close());
+  const credentials = newTestCredentials();
+  const env = { EDGE_DATABASE_URL: server.url, EDGE_SECRETS_KEY: randomBytes(32).toString("base64") };
+  const nodes: TestPlatform[] = [];
+  t.after(() => Promise.all(nodes.map((n) => n.dispose())));
+  const start = () => startGatewayPlatform([`openai=${provider.url}`], { env, credentials });
+  nodes.push(...(await Promise.all([start(), start()])));
+  const [a, b] = nodes as [TestPlatform, TestPlatform];
+  const keys = `/accounts/${a.accountId}/ai-gateway/gateways/keyed/provider_configs`;
+  await createGateway(a, "keyed", { authentication: true });
+  const token = await createToken(a, ["ai_gateway_run"]);
+  /** What the provider saw as the key of a request without one, sent through b. */
+  const keyUsedByB = async () => {
+    const r = await callGateway(`${b.url}/v1/${a.accountId}/keyed/openai/chat/completions`, {
+      headers: { "gw-aig-authorization": `Bearer ${token.value}` },
+      body: chatBody("hi"),
+    });
+    assert.equal(r.status, 200, r.text);
+    return provider.requests.at(-1)!.headers.authorization;
+  };
+  assert.equal(await keyUsedByB(), undefined, "b has read that the gateway has no keys");
+
+  const added = await a.api("POST", keys, { provider_slug: "openai", alias: "default", default_config: true, secret: "sk-distributed-1" });
+  assert.equal(added.status, 200, JSON.stringify(added.body));
+  await until(async () => (await keyUsedByB()) === "Bearer sk-distributed-1", "node b to use the key added through a");
+  assert.equal((await b.api("GET", keys)).body.result[0].id, added.body.result.id);
+
+  assert.equal((await a.api("PUT", `${keys}/${added.body.result.id}`, { secret: "sk-distributed-2" })).status, 200);
+  await until(async () => (await keyUsedByB()) === "Bearer sk-distributed-2", "node b to use the key replaced through a");
+
+  const admin = new pg.Client({ connectionString: server.url });
+  await admin.connect();
+  try {
+    const rows = await admin.query("SELECT secret FROM ai_gateway.provider_keys");
+    assert.equal(rows.rows.length, 1);
+    assert.ok(!String(rows.rows[0].secret).includes("sk-distributed"), "the key is sealed at rest");
+  } finally {
+    await admin.end();
+  }
+
+  assert.equal((await a.api("DELETE", `${keys}/${added.body.result.id}`)).status, 200);
+  await until(async () => (await keyUsedByB()) === undefined, "node b to stop using the key deleted through a");
+});

@@ -23,6 +23,16 @@ export const AigErrors = {
   gatewayExists: (id: string) => new EdgeError(409, AigCodes.validation, `id: a gateway "${id}" already exists`, { pointer: "/id" }),
   gatewayIdChanged: () => invalid("id: a gateway's id cannot change", "/id"),
 
+  // Provider keys (v4 API)
+  providerKeyNotFound: (id: string, gatewayId: string) => new EdgeError(404, AigCodes.notFound, `Not Found: no provider key "${id}" in gateway "${gatewayId}"`),
+  providerKeyExists: (provider: string, alias: string) =>
+    new EdgeError(409, AigCodes.validation, `alias: the gateway already has a ${provider} key with the alias "${alias}"`, { pointer: "/alias" }),
+  unknownKeyProvider: (slug: string, known: readonly string[]) =>
+    invalid(`provider_slug: unknown provider "${slug}" (known: ${known.join(", ")})`, "/provider_slug"),
+  tooManyProviderKeys: (limit: number) => invalid(`a gateway holds at most ${limit} provider keys; delete one first`),
+  /** A key the request names with gw-aig-byok-alias (or cf-aig-byok-alias) that the gateway does not have. */
+  unknownKeyAlias: (provider: string, alias: string) => invalid(`gw-aig-byok-alias: the gateway has no stored ${provider} key with the alias "${alias}"`),
+
   // Logs (v4 API)
   logNotFound: (logId: string, gatewayId: string) => new EdgeError(404, AigCodes.notFound, `Not Found: no log "${logId}" in gateway "${gatewayId}"`),
   logBodyNotStored: (which: "request" | "response", logId: string) =>

@@ -75,4 +75,19 @@ export const AI_GATEWAY_PG_MIGRATIONS: readonly PgMigration[] = [
      PRIMARY KEY (account_id, gateway_id, version, window_start)
    );
    CREATE INDEX rate_windows_expiry ON rate_windows (expires_at);`,
+  // Provider keys stored on a gateway (BYOK); the secret is sealed (SecretBox), bound to its row. default_config is
+  // 0/1 as in SQLite, so the state copy carries it as it is.
+  `CREATE TABLE provider_keys (
+     account_id TEXT COLLATE "C" NOT NULL,
+     gateway_id TEXT COLLATE "C" NOT NULL,
+     id TEXT COLLATE "C" NOT NULL,
+     provider_slug TEXT COLLATE "C" NOT NULL,
+     alias TEXT COLLATE "C" NOT NULL,
+     default_config SMALLINT NOT NULL,
+     secret_id TEXT COLLATE "C" NOT NULL,
+     secret TEXT NOT NULL,
+     modified_at TEXT COLLATE "C" NOT NULL,
+     PRIMARY KEY (account_id, gateway_id, id),
+     UNIQUE (account_id, gateway_id, provider_slug, alias)
+   );`,
 ];

@@ -1,20 +1,24 @@
+import { randomBytes } from "node:crypto";
 import type { Bus } from "../core/cluster/bus.js";
 import type { Postgres, Transaction } from "../core/db/postgres.js";
+import { SecretBox } from "../core/secret-box.js";
 import { AigErrors } from "./errors.js";
 import { containing, toGateway, type GatewayRow } from "./gateways/rows.js";
 import type { GatewaySettings } from "./gateways/schema.js";
 import { AIG_BUS_AREA, writeNotice } from "./notices.js";
+import { PgProviderKeyStore } from "./pg-key-store.js";
 import { PgLogStore } from "./pg-log-store.js";
 import type { AiGatewayStores, Gateway, GatewayStore } from "./store.js";
 
 /**
  * The AI gateway's stores on PostgreSQL (schema `ai_gateway`, AI_GATEWAY_PG_MIGRATIONS), shared by every node. With
  * a bus, each change of a gateway (and each delete of logs) is announced inside its transaction, so every node drops
- * what it caches of that gateway when the change commits.
+ * what it caches of that gateway when the change commits. Provider keys are sealed with `box` (the platform's
+ * secrets key, the same on every node; a throwaway key when none is given, for tests).
  */
-export function pgStores(pg: Postgres, bus?: Bus): AiGatewayStores {
+export function pgStores(pg: Postgres, bus?: Bus, box: SecretBox = SecretBox.fromKey(randomBytes(32))): AiGatewayStores {
   const logs = new PgLogStore(pg, bus);
-  return { gateways: new PgGatewayStore(pg, logs, bus), logs };
+  return { gateways: new PgGatewayStore(pg, logs, bus), logs, keys: new PgProviderKeyStore(pg, box, bus) };
 }
 
 const COLUMNS = "account_id, id, settings, created_at, modified_at";
@@ -100,6 +104,7 @@ class PgGatewayStore implements GatewayStore {
         const gone = await tx.row<GatewayRow>(`DELETE FROM ai_gateway.gateways WHERE account_id = $1 AND id = $2 RETURNING ${COLUMNS}`, [accountId, id]);
         if (gone) {
           await this.logs.deleteAllOf(tx, accountId, id);
+          await tx.execute("DELETE FROM ai_gateway.provider_keys WHERE account_id = $1 AND gateway_id = $2", [accountId, id]);
           await tx.execute("DELETE FROM ai_gateway.rate_windows WHERE account_id = $1 AND gateway_id = $2", [accountId, id]);
         }
         return gone;

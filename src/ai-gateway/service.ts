@@ -1,7 +1,10 @@
+import { SecretBox } from "../core/secret-box.js";
 import type { EdgeService, ServiceContext } from "../core/service.js";
 import { readAiGatewayConfig, serveOptions, SHIPPED_PRICES_FILE } from "./config.js";
 import { GatewayDirectory } from "./gateways/directory.js";
 import { registerGatewayRoutes } from "./gateways/routes.js";
+import { ProviderKeyring } from "./keys/keyring.js";
+import { registerProviderKeyRoutes } from "./keys/routes.js";
 import { LogCounts } from "./logs/counts.js";
 import { LogQueue } from "./logs/queue.js";
 import { registerLogRoutes } from "./logs/routes.js";
@@ -26,14 +29,17 @@ const RATE_SWEEP_MS = 60_000;
  * The stores and the rate limiter of this node's backend: SQLite and counters in memory (one node), or PostgreSQL
  * (schema `ai_gateway`) with one counter per gateway and window for all nodes.
  */
-function openBackend(ctx: ServiceContext): { stores: AiGatewayStores; limiter: RateLimiter; sweep?: () => Promise<number>; close?: () => Promise<void> } {
+function openBackend(
+  ctx: ServiceContext,
+  box: SecretBox,
+): { stores: AiGatewayStores; limiter: RateLimiter; sweep?: () => Promise<number>; close?: () => Promise<void> } {
   const pg = ctx.openPostgres("ai_gateway", AI_GATEWAY_PG_MIGRATIONS);
   if (pg) {
     const limiter = new PgRateLimiter(pg);
-    return { stores: pgStores(pg, ctx.bus), limiter, sweep: () => limiter.sweep() };
+    return { stores: pgStores(pg, ctx.bus, box), limiter, sweep: () => limiter.sweep() };
   }
   // Logs are written by a thread of their own, off the event loop that serves the requests.
-  const stores = sqliteStores(ctx.openDb("ai-gateway", AI_GATEWAY_MIGRATIONS), { writerThread: true });
+  const stores = sqliteStores(ctx.openDb("ai-gateway", AI_GATEWAY_MIGRATIONS), { writerThread: true, box });
   return { stores, limiter: new MemoryRateLimiter(), close: stores.close };
 }
 
@@ -41,7 +47,9 @@ export function createAiGatewayService(ctx: ServiceContext): EdgeService {
   const config = readAiGatewayConfig(ctx.options(serveOptions));
   const providers = new ProviderRegistry(config.providerBaseUrls);
   const prices = PriceTable.load(SHIPPED_PRICES_FILE, config.pricesFile);
-  const { stores, limiter, sweep, close: closeBackend } = openBackend(ctx);
+  // Stored provider keys are sealed with the platform's secrets key, as worker secrets are.
+  const { stores, limiter, sweep, close: closeBackend } = openBackend(ctx, SecretBox.load(ctx.config.stateDir));
+  const keyring = new ProviderKeyring(stores.keys);
   const logCounts = new LogCounts(stores.logs);
   const queue = new LogQueue(stores.logs, logCounts, ctx.log, prices);
   // Cached answers stay on the node that got them (see docs/ai-gateway.md, "On PostgreSQL"); changes reach every node.
@@ -52,12 +60,14 @@ export function createAiGatewayService(ctx: ServiceContext): EdgeService {
     limiter.forget(accountId, gatewayId);
     if (dropCachedAnswers) cache.dropPrefix(`${accountId}/${gatewayId}:`);
     logCounts.forget(accountId, gatewayId);
+    keyring.forget(accountId, gatewayId); // a deleted gateway's keys went with it
   });
   // Changes made through other nodes (this node's own were applied when it made them); after a resync, everything.
   ctx.bus.subscribe(AIG_BUS_AREA, (event) => {
     if (event.type === "resync") {
       gateways.forgetAll();
       logCounts.forgetAll();
+      keyring.forgetAll();
       cache.clear();
       return;
     }
@@ -65,6 +75,7 @@ export function createAiGatewayService(ctx: ServiceContext): EdgeService {
     const notice = readNotice(event.what);
     if (notice?.kind === "gateway") gateways.changedElsewhere(notice.accountId, notice.gatewayId, notice.dropAnswers);
     else if (notice?.kind === "logs") logCounts.forget(notice.accountId, notice.gatewayId);
+    else if (notice?.kind === "keys") keyring.forget(notice.accountId, notice.gatewayId);
   });
   const proxy = new GatewayProxy({
     auth: ctx.auth,
@@ -73,6 +84,7 @@ export function createAiGatewayService(ctx: ServiceContext): EdgeService {
     logCounts,
     providers,
     upstreams,
+    keys: keyring,
     limiter,
     queue,
     cache,
@@ -86,6 +98,7 @@ export function createAiGatewayService(ctx: ServiceContext): EdgeService {
     registerApi(app) {
       registerGatewayRoutes(app, gateways);
       registerLogRoutes(app, { gateways, logs: stores.logs, queue, counts: logCounts });
+      registerProviderKeyRoutes(app, { gateways, keyring, providers });
     },
     handleRaw(req, res) {
       if (!req.url?.startsWith("/v1/")) return false;

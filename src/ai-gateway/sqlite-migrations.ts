@@ -54,4 +54,18 @@ export const AI_GATEWAY_MIGRATIONS: readonly Migration[] = [
    UPDATE logs SET request_body = (SELECT request FROM log_bodies WHERE log_id = logs.id),
                    response_body = (SELECT response FROM log_bodies WHERE log_id = logs.id);
    DROP TABLE log_bodies;`,
+  // Provider keys stored on a gateway (BYOK); the secret is sealed (SecretBox), bound to its row.
+  `CREATE TABLE provider_keys (
+     account_id TEXT NOT NULL,
+     gateway_id TEXT NOT NULL,
+     id TEXT NOT NULL,
+     provider_slug TEXT NOT NULL,
+     alias TEXT NOT NULL,
+     default_config INTEGER NOT NULL,
+     secret_id TEXT NOT NULL,
+     secret TEXT NOT NULL,
+     modified_at TEXT NOT NULL,
+     PRIMARY KEY (account_id, gateway_id, id),
+     UNIQUE (account_id, gateway_id, provider_slug, alias)
+   );`,
 ];

@@ -1,20 +1,25 @@
+import { randomBytes } from "node:crypto";
 import type { Db } from "../core/db/sqlite.js";
+import { SecretBox } from "../core/secret-box.js";
 import { AigErrors } from "./errors.js";
 import { containing, toGateway, type GatewayRow as Row } from "./gateways/rows.js";
 import type { GatewaySettings } from "./gateways/schema.js";
+import { SqliteProviderKeyStore } from "./sqlite-key-store.js";
 import { SqliteLogStore } from "./sqlite-log-store.js";
 import type { AiGatewayStores, Gateway, GatewayStore } from "./store.js";
 
 /**
  * The AI gateway's stores over its SQLite file (opened with AI_GATEWAY_MIGRATIONS); with `writerThread`, logs are
- * written by a thread of their own (see SqliteLogStore). `close` ends that thread.
+ * written by a thread of their own (see SqliteLogStore). `close` ends that thread. Provider keys are sealed with `box`
+ * (the platform's secrets key; a throwaway key when none is given, for tests that store none to read back later).
  */
-export function sqliteStores(db: Db, opts: { writerThread?: boolean } = {}): AiGatewayStores & { close(): Promise<void> } {
+export function sqliteStores(db: Db, opts: { writerThread?: boolean; box?: SecretBox } = {}): AiGatewayStores & { close(): Promise<void> } {
   const logs = new SqliteLogStore(db, opts);
-  return { gateways: new SqliteGatewayStore(db, logs), logs, close: () => logs.close() };
+  const keys = new SqliteProviderKeyStore(db, opts.box ?? SecretBox.fromKey(randomBytes(32)), (fn) => logs.exclusive(fn));
+  return { gateways: new SqliteGatewayStore(db, logs), logs, keys, close: () => logs.close() };
 }
 
-/** Gateways of every account, their settings as one JSON column. Writes take their turn with the log writes (logs.exclusive). */
+/** Gateways of every account, their settings as one JSON column (a deleted gateway's provider keys go with it). Writes take their turn with the log writes (logs.exclusive). */
 class SqliteGatewayStore implements GatewayStore {
   private readonly q;
 
@@ -30,6 +35,7 @@ class SqliteGatewayStore implements GatewayStore {
       insert: db.prepare("INSERT INTO gateways (account_id, id, settings, created_at, modified_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING"),
       update: db.prepare("UPDATE gateways SET settings = ?, modified_at = ? WHERE account_id = ? AND id = ?"),
       delete: db.prepare("DELETE FROM gateways WHERE account_id = ? AND id = ?"),
+      deleteKeys: db.prepare("DELETE FROM provider_keys WHERE account_id = ? AND gateway_id = ?"),
     };
   }
 
@@ -66,6 +72,7 @@ class SqliteGatewayStore implements GatewayStore {
       if (!found) return undefined;
       this.db.transaction(() => {
         this.q.delete.run(accountId, id);
+        this.q.deleteKeys.run(accountId, id);
         this.logs.deleteAllOf(accountId, id);
       })();
       this.logs.forgetCount(accountId, id);

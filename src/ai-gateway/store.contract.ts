@@ -314,4 +314,81 @@ export const describeAiGatewayStores = storeContract<AiGatewayStores>("AiGateway
     await gateways.create(A, "g", settings());
     assert.deepEqual(await logs.append([limited(5)]), [{ account_id: A, gateway_id: "g", count: 1 }], "the limit counts from zero again");
   });
+
+  it("provider keys: added to an existing gateway of one account, listed without their secret, replaced and deleted", async ({ gateways, keys }) => {
+    await gateways.create(A, "main", settings());
+    await gateways.create(B, "main", settings());
+    await assert.rejects(keys.create(A, "absent", { provider_slug: "openai", alias: "default", default_config: true }, "sk-x", 10), (err) => {
+      assert.ok(err instanceof EdgeError);
+      assert.equal(err.status, 404);
+      return true;
+    });
+    const k = await keys.create(A, "main", { provider_slug: "openai", alias: "default", default_config: true }, "sk-secret-a", 10);
+    assert.equal(k.gateway_id, "main");
+    assert.equal(k.provider_slug, "openai");
+    assert.equal(k.alias, "default");
+    assert.equal(k.default_config, true);
+    assert.match(k.id, /^[0-9a-f]{32}$/);
+    assert.match(k.secret_id, /^[0-9a-f]{32}$/);
+    assert.ok(!JSON.stringify(k).includes("sk-secret-a"), "no answer carries the secret");
+    assert.deepEqual(await keys.get(A, "main", k.id), k);
+    assert.deepEqual(await keys.list(A, "main"), [k]);
+    assert.equal(await keys.get(B, "main", k.id), undefined, "another account's gateway of the same id does not reach it");
+    assert.deepEqual(await keys.list(B, "main"), []);
+    assert.deepEqual(await keys.opened(B, "main"), []);
+    assert.equal(await keys.replaceSecret(B, "main", k.id, "sk-evil"), undefined);
+    assert.equal(await keys.delete(B, "main", k.id), undefined);
+    assert.deepEqual(await keys.opened(A, "main"), [{ provider_slug: "openai", alias: "default", default_config: true, secret: "sk-secret-a" }]);
+
+    await nextMillisecond();
+    const replaced = await keys.replaceSecret(A, "main", k.id, "sk-secret-b");
+    assert.equal(replaced!.id, k.id);
+    assert.notEqual(replaced!.secret_id, k.secret_id, "a new secret is a new secret id");
+    assert.ok(replaced!.modified_at > k.modified_at);
+    assert.equal((await keys.opened(A, "main"))[0].secret, "sk-secret-b");
+    assert.equal(await keys.replaceSecret(A, "main", "0".repeat(32), "sk-x"), undefined);
+
+    assert.deepEqual(await keys.delete(A, "main", k.id), replaced);
+    assert.equal(await keys.delete(A, "main", k.id), undefined);
+    assert.deepEqual(await keys.list(A, "main"), []);
+  });
+
+  it("provider keys: a provider and alias name one key, one default per provider, a limit per gateway; a deleted gateway takes its keys", async ({
+    gateways,
+    keys,
+  }) => {
+    await gateways.create(A, "g", settings());
+    const first = await keys.create(A, "g", { provider_slug: "openai", alias: "prod", default_config: true }, "sk-1", 3);
+    await assert.rejects(keys.create(A, "g", { provider_slug: "openai", alias: "prod", default_config: true }, "sk-2", 3), (err) => {
+      assert.ok(err instanceof EdgeError);
+      assert.equal(err.status, 409);
+      assert.match(err.message, /already has a openai key with the alias "prod"/);
+      return true;
+    });
+    assert.equal((await keys.get(A, "g", first.id))!.default_config, true, "a refused default takes nothing from the one before");
+    const second = await keys.create(A, "g", { provider_slug: "openai", alias: "staging", default_config: true }, "sk-2", 3);
+    await keys.create(A, "g", { provider_slug: "anthropic", alias: "prod", default_config: true }, "sk-ant", 3);
+    assert.deepEqual(
+      (await keys.list(A, "g")).map((k) => [k.provider_slug, k.alias, k.default_config]),
+      [
+        ["anthropic", "prod", true],
+        ["openai", "prod", false],
+        ["openai", "staging", true],
+      ],
+      "the newer default of a provider took the flag; other providers keep theirs",
+    );
+    await assert.rejects(keys.create(A, "g", { provider_slug: "groq", alias: "x", default_config: false }, "gsk", 3), (err) => {
+      assert.ok(err instanceof EdgeError);
+      assert.equal(err.status, 400);
+      assert.match(err.message, /at most 3 provider keys/);
+      return true;
+    });
+    assert.equal((await keys.list(A, "g")).length, 3, "nothing was written");
+    assert.ok(second);
+
+    await gateways.delete(A, "g");
+    await gateways.create(A, "g", settings());
+    assert.deepEqual(await keys.list(A, "g"), [], "a new gateway of that id starts with no keys");
+    assert.deepEqual(await keys.opened(A, "g"), []);
+  });
 });

@@ -84,7 +84,7 @@ const gatewaySettings = z.object({
     .string()
     .nullable()
     .optional()
-    .refine((v): boolean => v == null, unsupported("A key store (BYOK store)", "null")),
+    .refine((v): boolean => v == null, unsupported("A Secrets Store (store provider keys with provider_configs instead)", "null")),
   workers_ai_billing_mode: z
     .enum(["postpaid", "unified"])
     .optional()

@@ -19,6 +19,7 @@ import { answerHeaders, queueLog, Relay } from "./relay.js";
 import { takeBody } from "./request-body.js";
 import { gatewayToken, isGatewayHeader, readRequestOptions } from "./request-options.js";
 import { cacheKey, type CachedResponse } from "./response-cache.js";
+import { useStoredKey } from "./stored-key.js";
 import { handleCompat, handleUniversal, type ForwardDeps } from "./universal.js";
 import { forwardHeaders } from "./upstream.js";
 
@@ -122,6 +123,8 @@ export class GatewayProxy {
     const { req, opts, gateway } = ex;
     const retry = retryPolicy(ex);
     const headers = forwardHeaders(req.headers, isGatewayHeader);
+    const storing = useStoredKey(ex, p, headers, d.keys);
+    if (storing) await storing;
     const hasBody = req.method !== "GET" && req.method !== "HEAD";
 
     const ttlSec = opts.cacheTtl ?? (gateway.cache_ttl > 0 ? gateway.cache_ttl : opts.cacheKey ? 300 : 0);
@@ -137,7 +140,7 @@ export class GatewayProxy {
         opts.cacheKey,
         p.id,
         `${rest}${search}`,
-        p.credentialHeaders.map((name) => String(req.headers[name] ?? "")),
+        p.credentialHeaders.map((name) => String(headers[name] ?? "")), // a stored key used counts as the caller's
         body!,
       );
       cache = { key: `${gateway.account_id}/${gateway.id}:${key}`, ttlMs: ttlSec * 1000 };

@@ -4,18 +4,22 @@ import { CoreErrors, EdgeError } from "../../core/errors.js";
 import { parseUserJson } from "../../core/http/json-input.js";
 import { parseWith } from "../../core/http/validate.js";
 import { AigCodes, AigErrors } from "../errors.js";
+import type { ProviderKeyring } from "../keys/keyring.js";
 import { upstreamUrl, type ProviderRegistry } from "../providers/registry.js";
 import type { ProviderAdapter } from "../providers/types.js";
 import { clientGone, retryPolicy, type Exchange } from "./exchange.js";
 import { Relay, type LogSink } from "./relay.js";
 import { readBody } from "./request-body.js";
 import { isGatewayHeader } from "./request-options.js";
+import { useStoredKey } from "./stored-key.js";
 import { forwardHeaders, isHopHeader, type RetryPolicy, type Upstreams } from "./upstream.js";
 
 /** What forwarding a request needs (the universal and compat endpoints, and the provider paths of the proxy). */
 export interface ForwardDeps extends LogSink {
   providers: ProviderRegistry;
   upstreams: Upstreams;
+  /** The gateways' stored provider keys, for requests that carry none of their own. */
+  keys: ProviderKeyring;
   /** Largest request body read whole, in bytes. */
   bodyLimit: number;
 }
@@ -102,11 +106,19 @@ function stepHeaders(headers: Record<string, string>): [string, string][] {
   return out;
 }
 
-function jsonHeaders(ex: Exchange, extra: readonly [string, string][], length: number): Record<string, string | string[]> {
+/** The headers of a JSON request to provider `p`: the client's, the step's `extra`, and a stored key when it carries none. */
+async function jsonHeaders(
+  ex: Exchange,
+  d: ForwardDeps,
+  p: ProviderAdapter,
+  extra: readonly [string, string][],
+  length: number,
+): Promise<Record<string, string | string[]>> {
   const h = forwardHeaders(ex.req.headers, isGatewayHeader);
   for (const [name, value] of extra) h[name] = value;
   h["content-type"] = "application/json";
   h["content-length"] = String(length);
+  await useStoredKey(ex, p, h, d.keys);
   return h;
 }
 
@@ -144,8 +156,8 @@ export async function handleUniversal(ex: Exchange, d: ForwardDeps): Promise<voi
       !last,
     );
     try {
-      if (await d.upstreams.send({ url: t.url, method: "POST", headers: jsonHeaders(ex, headersOfStep[i], t.body.length), body: t.body, retry, signal }, relay))
-        return;
+      const headers = await jsonHeaders(ex, d, t.provider, headersOfStep[i], t.body.length);
+      if (await d.upstreams.send({ url: t.url, method: "POST", headers, body: t.body, retry, signal }, relay)) return;
     } catch (err) {
       if (!(err instanceof EdgeError) || last) throw err;
       lastError = err;
@@ -164,7 +176,14 @@ export async function handleCompat(ex: Exchange, endpoint: string, d: ForwardDep
     d,
   );
   await d.upstreams.send(
-    { url: t.url, method: "POST", headers: jsonHeaders(ex, [], t.body.length), body: t.body, retry: retryPolicy(ex), signal: clientGone(ex) },
+    {
+      url: t.url,
+      method: "POST",
+      headers: await jsonHeaders(ex, d, t.provider, [], t.body.length),
+      body: t.body,
+      retry: retryPolicy(ex),
+      signal: clientGone(ex),
+    },
     relay,
   );
 }

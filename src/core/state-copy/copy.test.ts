@@ -9,7 +9,7 @@ import Database from "better-sqlite3";
 import pg from "pg";
 import { bootstrapS3Credentials, s3Client, type S3Credentials } from "../../r2/s3/testing/s3.js";
 import { callGateway, chatBody, createGateway, startGatewayPlatform } from "../../ai-gateway/testing/helpers.js";
-import { startMockProvider } from "../../ai-gateway/testing/mock-provider.js";
+import { startMockProvider, type MockProvider } from "../../ai-gateway/testing/mock-provider.js";
 import { eventually, hit, uploadScript } from "../../workers/testing/helpers.js";
 import { newTestCredentials, runCli, startTestPlatform, type TestPlatform } from "../testing/platform.js";
 import { runOnTerminal } from "../testing/terminal.js";
@@ -28,6 +28,7 @@ const WORKER = `export default { fetch(req, env) { return new Response("carried 
 /** What the test writes through the first platform and reads back through each copy. */
 interface Written {
   gatewayLogIds: string[];
+  storedKey: unknown;
   zone: { id: string; serial: number };
   namespaceId: string;
   token: { id: string; value: string };
@@ -51,6 +52,22 @@ async function gatewayLogs(p: TestPlatform): Promise<string[]> {
   assert.equal(r.status, 200, JSON.stringify(r.body));
   return (r.body.result as { id: string }[]).map((l) => l.id);
 }
+
+/** The gateway's stored provider key is listed as it was, and opens: a request without a key goes out with it. */
+async function checkStoredKey(p: TestPlatform, w: Written) {
+  const listed = await p.api("GET", `/accounts/${p.accountId}/ai-gateway/gateways/carried-gw/provider_configs`);
+  assert.deepEqual(listed.body.result, [w.storedKey], "the stored key, with its id and secret id");
+  const r = await callGateway(`${p.url}/v1/${p.accountId}/carried-gw/openai/chat/completions`, {
+    // Not logged: the gateway's logs must stay the ones written before the copy.
+    headers: { "gw-aig-authorization": `Bearer ${p.token}`, "gw-aig-collect-log": "false" },
+    body: chatBody("with the carried key"),
+  });
+  assert.equal(r.status, 200, r.text);
+  assert.equal(provider!.requests.at(-1)!.headers.authorization, "Bearer sk-carried-key", "the carried key opens with the nodes' secrets key");
+}
+
+/** The stand-in provider every platform of the copy test calls (set by the test). */
+let provider: MockProvider | undefined;
 
 /** The zone's SOA serial, as the API reports it (the DNS server serves the same). */
 async function zoneSerial(p: TestPlatform, zoneId: string): Promise<number> {
@@ -86,6 +103,13 @@ async function writeEverything(p: TestPlatform, creds: S3Credentials): Promise<W
   }
   let gatewayLogIds: string[] = [];
   await eventually(async () => (gatewayLogIds = await gatewayLogs(p)).length === 2, "the gateway's two logs to be written", 60_000);
+  // A stored provider key (sealed with the secrets key): carried sealed, it must open on the target.
+  const storedKey = await p.api("POST", `/accounts/${p.accountId}/ai-gateway/gateways/carried-gw/provider_configs`, {
+    provider_slug: "openai",
+    default_config: true,
+    secret: "sk-carried-key",
+  });
+  assert.equal(storedKey.status, 200, JSON.stringify(storedKey.body));
 
   // A DNS zone with a proxied record and a TXT record; its SOA serial must be carried as it is.
   const zoneId = (await p.api("POST", "/zones", { name: "carried.example", account: { id: p.accountId } })).body.result.id as string;
@@ -169,7 +193,16 @@ async function writeEverything(p: TestPlatform, creds: S3Credentials): Promise<W
     etags.set("carried/multi.bin", completed.ETag!);
     const pending = await client.send(new s3.CreateMultipartUploadCommand({ Bucket: "carried", Key: "pending.bin" }));
     await client.send(new s3.UploadPartCommand({ Bucket: "carried", Key: "pending.bin", UploadId: pending.UploadId, PartNumber: 1, Body: PART }));
-    return { gatewayLogIds, zone: { id: zoneId, serial }, namespaceId: ns, token, uploadId: pending.UploadId!, etags, queueId };
+    return {
+      gatewayLogIds,
+      storedKey: storedKey.body.result,
+      zone: { id: zoneId, serial },
+      namespaceId: ns,
+      token,
+      uploadId: pending.UploadId!,
+      etags,
+      queueId,
+    };
   } finally {
     client.destroy();
   }
@@ -180,6 +213,7 @@ async function checkEverything(p: TestPlatform, creds: S3Credentials, w: Written
   const verify = await p.api("GET", "/user/tokens/verify", undefined, { authorization: `Bearer ${w.token.value}` });
   assert.equal(verify.status, 200, "a token made before the copy works after it (its hash was carried)");
   assert.deepEqual(await gatewayLogs(p), w.gatewayLogIds, "the gateway's logs, in their order");
+  await checkStoredKey(p, w);
   assert.equal(await zoneSerial(p, w.zone.id), w.zone.serial, "the zone keeps its id and SOA serial");
   const records = await p.api("GET", `/zones/${w.zone.id}/dns_records?order=type`);
   assert.deepEqual(
@@ -271,8 +305,8 @@ test(
     if (!backends) return;
     const { db, bucket } = backends;
     const credentials = newTestCredentials();
-    const provider = await startMockProvider();
-    t.after(() => provider.close());
+    provider = await startMockProvider();
+    t.after(() => provider!.close());
     const embedded = await startGatewayPlatform([`openai=${provider.url}`], { credentials });
     t.after(() => embedded.dispose());
     const s3creds = await bootstrapS3Credentials(embedded);
@@ -322,7 +356,7 @@ test(
     assert.match(resumed.stdout, /r2\s+objects\s+4\s+3\s+4\s+1\s+3/);
 
     const env = { EDGE_DATABASE_URL: db.url, EDGE_OBJECT_STORE_URL: bucket.url, EDGE_SECRETS_KEY: key, ...awsEnv(bucket.server) };
-    const node = await startTestPlatform({ env, credentials });
+    const node = await startGatewayPlatform([`openai=${provider.url}`], { env, credentials });
     t.after(() => node.dispose());
     assert.ok(!node.output().includes("First start"), "the copied identity is the database's: no new bootstrap");
     await checkEverything(node, s3creds, written);
@@ -345,7 +379,7 @@ test(
     assert.doesNotMatch(home.screen, /kv entries: \d+\/\d+ rows/);
     assert.match(home.screen, /r2\s+objects\s+5\s+0\s+5\s+5\s+0/, "the object completed on the node came back too");
     assert.equal(readFileSync(join(back, "keys", "secrets.key"), "utf8").trim(), key, "the state directory keeps the nodes' key");
-    const single = await startTestPlatform({ stateDir: back, credentials, env: { EDGE_SECRETS_KEY: "" } });
+    const single = await startGatewayPlatform([`openai=${provider.url}`], { stateDir: back, credentials, env: { EDGE_SECRETS_KEY: "" } });
     try {
       await checkEverythingBack(single, s3creds, written);
     } finally {
@@ -360,6 +394,7 @@ async function checkEverythingBack(p: TestPlatform, creds: S3Credentials, w: Wri
   assert.ok((await kvGet(p, w.namespaceId, "bulk/big"))?.equals(BIG));
   assert.ok((await kvGet(p, w.namespaceId, "big"))?.equals(BIG));
   assert.deepEqual(await gatewayLogs(p), w.gatewayLogIds, "the gateway's logs, back on one machine");
+  await checkStoredKey(p, w);
   await eventually(async () => (await hit(p, "carried-worker", "/")).text === "carried s3cret", "the worker, back on one machine", 60_000);
   const pulled = await p.api("POST", `/accounts/${p.accountId}/queues/${w.queueId}/messages/pull`, { batch_size: 10 });
   assert.deepEqual(

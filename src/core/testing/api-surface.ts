@@ -588,6 +588,23 @@ export const ENDPOINTS: readonly Endpoint[] = [
     sample: () => ({ cache_ttl: 0, cache_invalidate_on_update: false, collect_logs: true, rate_limiting_interval: 0, rate_limiting_limit: 0 }),
   },
 
+  // Stored provider keys (BYOK): every method needs AI Gateway Edit.
+  read("ai_gateway", (f) => `${gw(f)}/${f.gateway}/provider_configs`, { paginated: { maxPerPage: 100 } }),
+  read("ai_gateway", (f) => `${gw(f)}/${f.gateway}/provider_configs/${"0".repeat(32)}`),
+  send(
+    "ai_gateway",
+    "POST",
+    (f) => `${gw(f)}/${f.gateway}/provider_configs`,
+    () => ({ provider_slug: "openai", alias: "fuzz", default_config: false, secret: "sk-fuzz" }),
+  ),
+  send(
+    "ai_gateway",
+    "PUT",
+    (f) => `${gw(f)}/${f.gateway}/provider_configs/${"0".repeat(32)}`,
+    () => ({ secret: "sk-fuzz-2" }),
+  ),
+  remove("ai_gateway", (f) => `${gw(f)}/${f.gateway}/provider_configs/${"0".repeat(32)}`),
+
   { family: "gateway_logs", method: "GET", base: "api", path: (f) => `${gw(f)}/${f.gateway}/logs`, body: "none", paginated: { maxPerPage: 50 } },
   { family: "gateway_logs", method: "DELETE", base: "api", path: (f) => `${gw(f)}/${f.gateway}/logs`, body: "none" },
   {

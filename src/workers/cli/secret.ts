@@ -1,5 +1,6 @@
 import { ApiRequestError } from "../../core/cli/api-client.js";
 import type { CliContext } from "../../core/cli/context.js";
+import { readSecretInput } from "../../core/cli/secret-input.js";
 import { bindingNameProblem } from "../../core/cli/config-file.js";
 import { UserError } from "../../core/errors.js";
 import { WorkersCodes } from "../errors.js";
@@ -13,11 +14,6 @@ interface Target {
 /** The placeholder a secret is attached to when the Worker does not exist yet (as wrangler does); `deploy` replaces it. */
 const DRAFT_MODULE = `export default { fetch() { return new Response("This Worker has not been deployed yet.\\n", { status: 503 }); } };\n`;
 
-async function readSecretValue(ctx: CliContext): Promise<string> {
-  if (ctx.io.stdin.isTTY) return ctx.promptHidden("Enter a secret value:");
-  return (await ctx.readStdin()).toString("utf8").replace(/\s+$/, "");
-}
-
 /** `edgecli secret put KEY`: creates the Worker as a draft first when it does not exist (after asking), as wrangler does. */
 export async function putSecret(args: Target & { key?: string }, ctx: CliContext): Promise<void> {
   const key = args.key!;
@@ -26,7 +22,7 @@ export async function putSecret(args: Target & { key?: string }, ctx: CliContext
   const script = await resolveScriptName(ctx, args);
   const accountId = await ctx.accountId(args.env);
   const api = ctx.api();
-  const text = await readSecretValue(ctx);
+  const text = await readSecretInput(ctx);
   ctx.log.info(`🌀 Creating the secret for the Worker "${script}"`);
   const put = () => api.fetchResult("PUT", `${scriptPath(accountId, script)}/secrets`, { json: { name: key, text, type: "secret_text" } });
   try {
