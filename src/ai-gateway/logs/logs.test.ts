@@ -180,6 +180,22 @@ describe("AI gateway logs", () => {
     assert.equal((await logs("strict")).body.result_info.total_count, 1);
   });
 
+  it("refuses a filter with more values, or more filters, than the API takes (400), for a list and a delete, deleting nothing", async () => {
+    await createGateway(p, "many");
+    await chat("many");
+    // 2,000 values of one "contains" filter fit the URL: they were an OR of 2,000 LIKEs, past SQLite's expression depth
+    // (1,000), answered 500.
+    const manyValues = [{ key: "model", operator: "contains", value: Array(2000).fill(1) }];
+    const manyFilters = Array.from({ length: 101 }, () => ({ key: "cost", operator: "gt", value: [0] }));
+    for (const filters of [manyValues, manyFilters])
+      for (const method of ["GET", "DELETE"] as const) {
+        const r = await p.api(method, `/accounts/${p.accountId}/ai-gateway/gateways/many/logs?filters=${encodeURIComponent(JSON.stringify(filters))}`);
+        assert.equal(r.status, 400, `${method} ${filters.length} filter(s): ${JSON.stringify(r.body).slice(0, 300)}`);
+        assert.equal(r.body.errors[0].code, 7001);
+      }
+    assert.equal((await logs("many")).body.result_info.total_count, 1);
+  });
+
   it("never logs refused requests, and keeps logs across a restart", async () => {
     await createGateway(p, "durable", { authentication: true });
     const run = await createToken(p, ["ai_gateway_run"]);

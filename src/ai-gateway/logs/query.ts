@@ -8,13 +8,26 @@ import { LOG_FILTER_FIELDS, LOG_ORDER_FIELDS, type LogCondition, type LogField, 
 const FIELDS = new Set<string>(LOG_FILTER_FIELDS);
 const ORDER_FIELDS = new Set<string>(LOG_ORDER_FIELDS);
 
-const filterSchema = z.array(
-  z.object({
-    key: z.string().refine((k) => FIELDS.has(k), { message: "Invalid enum value" }),
-    operator: z.enum(["eq", "neq", "contains", "lt", "gt"]),
-    value: z.array(z.union([z.string(), z.number(), z.boolean(), z.null()])).min(1),
-  }),
-);
+/**
+ * Bounds of one request's filters: each is a condition of the SQL, and a "contains" an OR of one LIKE per value, so a
+ * URL's worth of values (2,000 fit) passed SQLite's expression depth (1,000) and failed the request. Far above what
+ * a dashboard or an SDK sends.
+ */
+const MAX_FILTERS = 100;
+const MAX_FILTER_VALUES = 100;
+
+const filterSchema = z
+  .array(
+    z.object({
+      key: z.string().refine((k) => FIELDS.has(k), { message: "Invalid enum value" }),
+      operator: z.enum(["eq", "neq", "contains", "lt", "gt"]),
+      value: z
+        .array(z.union([z.string(), z.number(), z.boolean(), z.null()]))
+        .min(1)
+        .max(MAX_FILTER_VALUES),
+    }),
+  )
+  .max(MAX_FILTERS);
 
 const conditionsOf = (filters: z.output<typeof filterSchema>): LogCondition[] =>
   filters.map((f) => ({ field: f.key as LogField, operator: f.operator, values: f.value }));

@@ -1,6 +1,7 @@
 import * as packet from "dns-packet";
 import type { Logger } from "../../core/logger.js";
 import { Rcode, type AnswerEngine } from "../server/answer.js";
+import { LogThrottle } from "../server/log-throttle.js";
 import type { ZoneService } from "../zones/zone-service.js";
 import type { ZoneState } from "../zones/zone-state.js";
 import { PEER_NOT_ALLOWED, sameAddress } from "./addresses.js";
@@ -15,6 +16,8 @@ export { secondaryRecord } from "./incoming-transfer.js";
 
 type Decoded = ReturnType<typeof packet.decode>;
 
+/** How often refused NOTIFYs reach the log (one line, with how many), as refused transfers (responder.ts). */
+const NOTIFY_REFUSED_LOG_INTERVAL_MS = 10_000;
 /** Retry of a zone that has never been transferred (its SOA retry is not known yet). */
 const FIRST_RETRY_S = 10;
 /** Bounds on timers: a primary's SOA of 0 must not spin, nor one of years overflow setTimeout. */
@@ -50,6 +53,7 @@ export interface RefreshTimes {
  */
 export class SecondaryZones {
   private readonly timers = new Map<string, NodeJS.Timeout>();
+  private readonly notifyRefusals = new LogThrottle(NOTIFY_REFUSED_LOG_INTERVAL_MS);
   private readonly expiries = new Map<string, NodeJS.Timeout>();
   private readonly running = new Map<string, Promise<void>>();
   /** Zones asked to refresh again while a refresh ran (a NOTIFY during a transfer); `true` forces AXFR. */
@@ -174,7 +178,7 @@ export class SecondaryZones {
     const zs = this.zones.named(name);
     const peers = zs && zs.zone.type === "secondary" ? this.directory.incomingPeers(zs.zone.id).filter((p) => p.ip && sameAddress(p.ip, remote)) : [];
     if (!zs || peers.length === 0) {
-      this.log.info({ zone: name, remote }, "NOTIFY ignored: not a primary of a secondary zone here");
+      this.ignoredNotify({ zone: name, remote }, "NOTIFY ignored: not a primary of a secondary zone here");
       return reply(q, Rcode.REFUSED);
     }
     const keys = peers.map((p) => this.directory.tsigKey(p.tsig_id)).filter((k): k is TsigKey => k !== undefined);
@@ -185,17 +189,22 @@ export class SecondaryZones {
       return reply(q, Rcode.FORMERR);
     }
     if (verified.status === "refused") {
-      this.log.info({ zone: name, remote, tsig_error: verified.error }, "NOTIFY ignored: bad TSIG");
+      this.ignoredNotify({ zone: name, remote, tsig_error: verified.error }, "NOTIFY ignored: bad TSIG");
       return refusalReply(msg, verified);
     }
     if (verified.status === "unsigned" && !peers.some((p) => !p.tsig_id)) {
-      this.log.info({ zone: name, remote }, "NOTIFY ignored: unsigned, and the primary has a TSIG key");
+      this.ignoredNotify({ zone: name, remote }, "NOTIFY ignored: unsigned, and the primary has a TSIG key");
       return reply(q, Rcode.REFUSED);
     }
     this.log.info({ zone: name, remote, serial: notifiedSerial(q) }, "NOTIFY from a primary; refreshing");
     void this.refreshNow(zs.zone.id);
     const out = reply(q, Rcode.NOERROR);
     return verified.status === "ok" ? sign(out, verified.key, { requestMac: verified.tsig.mac }).message : out;
+  }
+
+  /** A refused NOTIFY, logged at most once per interval with the count since the last line: UDP senders are forged at will. */
+  private ignoredNotify(fields: Record<string, unknown>, message: string): void {
+    this.notifyRefusals.hit((refused) => this.log.info({ ...fields, refused }, message));
   }
 
   /** One refresh: each primary in turn until one answers; then the next refresh (or retry) is scheduled. */

@@ -58,3 +58,25 @@ test("matching: most specific wins (custom domain, exact host, longer wildcard s
   assert.equal(at(undefined as unknown as string, "/"), undefined);
   assert.equal(new RouteIndex([], []).match("example.com", "/"), undefined);
 });
+
+test("matching: a Host longer than a DNS name is no route's, and is not walked label by label", () => {
+  const index = new RouteIndex([{ pattern: parsed("*.example.com/*"), target: { accountId: "a", script: "subs" } }], []);
+  // Every request not under the workers domain is matched, so any client could send this to any platform with one
+  // route: walking its 16,000 suffixes hashed each one (280 ms of the event loop a request here).
+  const hostile = `${"a.".repeat(16_000)}example.com`;
+  const looked: unknown[] = [];
+  const get = Map.prototype.get;
+  Map.prototype.get = function (this: Map<unknown, unknown>, key: unknown) {
+    looked.push(key);
+    return get.call(this, key);
+  };
+  let script;
+  try {
+    script = index.match(hostile, "/")?.script;
+  } finally {
+    Map.prototype.get = get;
+  }
+  assert.equal(script, undefined, "no DNS name is that long: nothing matches");
+  assert.ok(looked.length <= 2, `${looked.length} lookups for one hostile Host`);
+  assert.equal(index.match(`${"a.".repeat(100)}example.com`, "/")?.script, "subs", "a long name within 253 characters still matches");
+});

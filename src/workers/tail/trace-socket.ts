@@ -11,6 +11,7 @@ import type { Duplex } from "node:stream";
 export class TraceSocket {
   private buffered: Buffer = Buffer.alloc(0);
   private closed = false;
+  private waitingDrain = false;
   private closeHandlers: (() => void)[] = [];
 
   private constructor(private readonly socket: Duplex) {
@@ -93,8 +94,22 @@ export class TraceSocket {
         const code = payload.length >= 2 ? payload.readUInt16BE(0) : 1000;
         return this.close(code >= 1000 && code < 5000 && code !== 1005 && code !== 1006 && code !== 1015 ? code : 1000, "");
       }
-      if (opcode === 0x9 && this.open) this.socket.write(frame(0xa, payload));
+      if (opcode === 0x9 && this.open && !this.socket.write(frame(0xa, payload))) this.readAfterDrain();
     }
+  }
+
+  /**
+   * Stops reading the client until what was written to it has drained: a client that pings and never reads would
+   * otherwise have every pong kept in memory here (32 MB of pings held 28 MB).
+   */
+  private readAfterDrain(): void {
+    if (this.waitingDrain) return;
+    this.waitingDrain = true;
+    this.socket.pause();
+    this.socket.once("drain", () => {
+      this.waitingDrain = false;
+      this.socket.resume();
+    });
   }
 }
 
