@@ -96,8 +96,7 @@ export const R2Errors = {
   // ---- event notifications ----
   notificationBucketNotFound: () => new EdgeError(404, R2Codes.notificationBucketNotFound, "The specified bucket does not exist."),
   notificationQueueNotFound: () => new EdgeError(404, R2Codes.notificationQueueNotFound, "Queue does not exist in this account"),
-  invalidNotificationConfig: (detail: string) =>
-    new EdgeError(400, R2Codes.invalidNotificationConfig, `Invalid event notification configuration: ${detail}`),
+  invalidNotificationConfig: (detail: string) => new EdgeError(400, R2Codes.invalidNotificationConfig, `Invalid event notification configuration: ${detail}`),
   tooManyNotificationRules: () =>
     new EdgeError(400, R2Codes.invalidNotificationConfig, `Invalid event notification configuration: a bucket takes at most 100 rules`),
   overlappingNotificationRules: (ruleId: string) =>

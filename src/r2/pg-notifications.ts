@@ -67,7 +67,8 @@ export class PgNotifications {
     const now = await this.pg.withTransaction(async (tx) => {
       const id = await bucketId(tx);
       checkAddition(await this.rules(tx, id), rules);
-      for (const r of rules) await tx.execute(`INSERT INTO r2.notification_rules (bucket_id, ${RULE_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`, [id, ...ruleValues(r)]);
+      for (const r of rules)
+        await tx.execute(`INSERT INTO r2.notification_rules (bucket_id, ${RULE_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`, [id, ...ruleValues(r)]);
       await this.announce(bucket, tx);
       return this.rules(tx, id);
     });
@@ -132,9 +133,7 @@ export class PgNotifications {
        RETURNING id::text AS id, account_id, queue_id, body`,
       [nowMs + leaseMs, nowMs, max],
     );
-    return rows
-      .sort((a, b) => (BigInt(a.id) < BigInt(b.id) ? -1 : 1))
-      .map((r) => ({ id: r.id, accountId: r.account_id, queueId: r.queue_id, body: r.body }));
+    return rows.sort((a, b) => (BigInt(a.id) < BigInt(b.id) ? -1 : 1)).map((r) => ({ id: r.id, accountId: r.account_id, queueId: r.queue_id, body: r.body }));
   }
 
   async ack(ids: readonly string[]): Promise<void> {

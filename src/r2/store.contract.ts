@@ -691,7 +691,9 @@ export const describeR2Store = storeContract<R2StoreUnderTest>("R2Store", (it) =
     assert.ok(await store.head(C, "k0"), "k0 was never deleted");
   });
 
-  it("event notification rules: added per queue, listed oldest first, overlaps and the 101st refused, deleted by id or queue, gone with the bucket", async ({ store }) => {
+  it("event notification rules: added per queue, listed oldest first, overlaps and the 101st refused, deleted by id or queue, gone with the bucket", async ({
+    store,
+  }) => {
     await store.createBucket(ACC, "evt");
     await store.createBucket(OTHER, "evt");
     const E: BucketRef = { accountId: ACC, bucketName: "evt" };
@@ -699,7 +701,17 @@ export const describeR2Store = storeContract<R2StoreUnderTest>("R2Store", (it) =
     const [images] = newRules("q1", [{ actions: ["PutObject", "CopyObject"], prefix: "img/", suffix: ".png", description: "pngs" }], new Date(1000));
     await store.addNotificationRules(E, [images!]);
     // Another action on the same keys, and the same action on keys no image can have, do not overlap.
-    await store.addNotificationRules(E, newRules("q2", [{ actions: ["DeleteObject"], prefix: "img/" }, { actions: ["PutObject"], prefix: "doc/" }], new Date(2000)));
+    await store.addNotificationRules(
+      E,
+      newRules(
+        "q2",
+        [
+          { actions: ["DeleteObject"], prefix: "img/" },
+          { actions: ["PutObject"], prefix: "doc/" },
+        ],
+        new Date(2000),
+      ),
+    );
     const listed = await store.notificationRules(E);
     assert.deepEqual(
       listed.map((r) => [r.queueId, r.actions, r.prefix, r.suffix, r.description]),
@@ -712,20 +724,41 @@ export const describeR2Store = storeContract<R2StoreUnderTest>("R2Store", (it) =
     assert.equal(listed[0]!.ruleId, images!.ruleId);
     assert.equal(listed[0]!.createdAt, new Date(1000).toISOString());
     // img/ + any suffix overlaps img/ + .png for PutObject (img/a.png matches both); nothing of the refused request is kept.
-    await rejectsWith(store.addNotificationRules(E, newRules("q3", [{ actions: ["LifecycleDeletion"] }, { actions: ["PutObject"], prefix: "img/a" }])), 400, R2Codes.invalidNotificationConfig);
-    await rejectsWith(store.addNotificationRules(E, newRules("q3", [{ actions: ["DeleteObject"] }, { actions: ["DeleteObject"] }])), 400, R2Codes.invalidNotificationConfig);
+    await rejectsWith(
+      store.addNotificationRules(E, newRules("q3", [{ actions: ["LifecycleDeletion"] }, { actions: ["PutObject"], prefix: "img/a" }])),
+      400,
+      R2Codes.invalidNotificationConfig,
+    );
+    await rejectsWith(
+      store.addNotificationRules(E, newRules("q3", [{ actions: ["DeleteObject"] }, { actions: ["DeleteObject"] }])),
+      400,
+      R2Codes.invalidNotificationConfig,
+    );
     assert.equal((await store.notificationRules(E)).length, 3, "a refused request writes nothing");
-    const many = newRules("q9", Array.from({ length: 98 }, (_, i) => ({ actions: ["PutObject" as const], prefix: `many/${String(i).padStart(3, "0")}/` })));
+    const many = newRules(
+      "q9",
+      Array.from({ length: 98 }, (_, i) => ({ actions: ["PutObject" as const], prefix: `many/${String(i).padStart(3, "0")}/` })),
+    );
     await rejectsWith(store.addNotificationRules(E, many), 400, R2Codes.invalidNotificationConfig);
     assert.equal((await store.notificationRules(otherE)).length, 0, "another account's bucket of that name has none");
-    await rejectsWith(store.addNotificationRules({ accountId: OTHER, bucketName: "nope" }, newRules("q1", [{ actions: ["PutObject"] }])), 404, R2Codes.bucketNotFound);
+    await rejectsWith(
+      store.addNotificationRules({ accountId: OTHER, bucketName: "nope" }, newRules("q1", [{ actions: ["PutObject"] }])),
+      404,
+      R2Codes.bucketNotFound,
+    );
 
     assert.equal(await store.deleteNotificationRules(E, "q2", [listed[2]!.ruleId, "no-such-rule"]), 1);
     assert.equal(await store.deleteNotificationRules(E, "q1", [listed[1]!.ruleId]), 0, "a rule id of another queue is not removed");
     await store.addNotificationRules(otherE, newRules("q2", [{ actions: ["PutObject"] }]));
     assert.equal(await store.deleteQueueNotificationRules(ACC, "q2"), 1, "only the account's rules sending to q2");
-    assert.deepEqual((await store.notificationRules(otherE)).map((r) => r.queueId), ["q2"]);
-    assert.deepEqual((await store.notificationRules(E)).map((r) => r.queueId), ["q1"]);
+    assert.deepEqual(
+      (await store.notificationRules(otherE)).map((r) => r.queueId),
+      ["q2"],
+    );
+    assert.deepEqual(
+      (await store.notificationRules(E)).map((r) => r.queueId),
+      ["q1"],
+    );
     assert.equal(await store.deleteNotificationRules(E, "q1"), 1);
     assert.deepEqual(await store.notificationRules(E), []);
 
