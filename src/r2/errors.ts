@@ -99,6 +99,12 @@ export const R2Errors = {
   invalidNotificationConfig: (detail: string) => new EdgeError(400, R2Codes.invalidNotificationConfig, `Invalid event notification configuration: ${detail}`),
   tooManyNotificationRules: () =>
     new EdgeError(400, R2Codes.invalidNotificationConfig, `Invalid event notification configuration: a bucket takes at most 100 rules`),
+  notificationRuleNotFound: (ruleId: string) =>
+    new EdgeError(
+      404,
+      R2Codes.invalidNotificationConfig,
+      `Invalid event notification configuration: the queue has no rule ${ruleId.slice(0, 64)} on this bucket`,
+    ),
   overlappingNotificationRules: (ruleId: string) =>
     new EdgeError(
       400,

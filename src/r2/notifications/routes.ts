@@ -91,6 +91,12 @@ export function registerNotificationRoutes(
     const queue = await queueOf(req);
     // No body (or none of ruleIds): every rule of the queue goes, as the hosted API does.
     const body = parseWith(deleteBody, await readJson(req.raw), R2Codes.invalidNotificationConfig);
+    if (body.ruleIds) {
+      // An unknown id is refused before anything is removed (a typo must not look like success).
+      const ids = new Set((await store.notificationRules(bucket)).filter((r) => r.queueId === queue.queueId).map((r) => r.ruleId));
+      const unknown = body.ruleIds.find((id) => !ids.has(id));
+      if (unknown !== undefined) throw R2Errors.notificationRuleNotFound(unknown);
+    }
     await store.deleteNotificationRules(bucket, queue.queueId, body.ruleIds);
     return ok({});
   });
