@@ -116,6 +116,7 @@ export const R2_PG_MIGRATIONS: PgMigration[] = [
      id BIGSERIAL PRIMARY KEY,
      account_id TEXT COLLATE "C" NOT NULL,
      queue_id TEXT COLLATE "C" NOT NULL,
+     message_id TEXT COLLATE "C" NOT NULL UNIQUE,
      body TEXT NOT NULL,
      leased_until BIGINT NOT NULL DEFAULT 0
    );

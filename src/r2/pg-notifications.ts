@@ -118,11 +118,10 @@ export class PgNotifications {
     if (!this.index.hasRules(change.bucket)) return false;
     const entries = this.index.entriesFor(change);
     if (entries.length === 0) return false;
-    await tx.execute("INSERT INTO r2.notification_outbox (account_id, queue_id, body) SELECT * FROM unnest($1::text[], $2::text[], $3::text[])", [
-      entries.map((e) => e.accountId),
-      entries.map((e) => e.queueId),
-      entries.map((e) => e.body),
-    ]);
+    await tx.execute(
+      "INSERT INTO r2.notification_outbox (account_id, queue_id, message_id, body) SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[])",
+      [entries.map((e) => e.accountId), entries.map((e) => e.queueId), entries.map((e) => e.messageId), entries.map((e) => e.body)],
+    );
     return true;
   }
 

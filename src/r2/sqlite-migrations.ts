@@ -63,7 +63,8 @@ export const r2Migrations: readonly Migration[] = [
      bytes BLOB NOT NULL
    );`,
   // Event notifications (notifications/rules.ts): rules, removed with their bucket, and the outbox: a message is
-  // written by the transaction that changes the object and removed once the relay has put it in its queue.
+  // written by the transaction that changes the object and removed once the relay has put it in its queue
+  // (message_id: what `edgecli state copy` knows a message by, as the other backend numbers rows itself).
   `CREATE TABLE notification_rules (
      rule_id TEXT PRIMARY KEY,
      bucket_id INTEGER NOT NULL REFERENCES buckets(id) ON DELETE CASCADE,
@@ -79,6 +80,7 @@ export const r2Migrations: readonly Migration[] = [
      id INTEGER PRIMARY KEY AUTOINCREMENT,
      account_id TEXT NOT NULL,
      queue_id TEXT NOT NULL,
+     message_id TEXT NOT NULL UNIQUE,
      body TEXT NOT NULL,
      leased_until INTEGER NOT NULL DEFAULT 0
    );

@@ -37,7 +37,7 @@ export class SqliteNotifications {
       deleteAccountQueueRules: db.prepare<[string, string]>(
         "DELETE FROM notification_rules WHERE queue_id = ? AND bucket_id IN (SELECT id FROM buckets WHERE account_id = ?)",
       ),
-      insertMessage: db.prepare("INSERT INTO notification_outbox (account_id, queue_id, body) VALUES (?, ?, ?)"),
+      insertMessage: db.prepare("INSERT INTO notification_outbox (account_id, queue_id, message_id, body) VALUES (?, ?, ?, ?)"),
       lease: db.prepare<[number, number, number], { id: number; account_id: string; queue_id: string; body: string }>(
         `UPDATE notification_outbox SET leased_until = ? WHERE id IN
            (SELECT id FROM notification_outbox WHERE leased_until <= ? ORDER BY id LIMIT ?)
@@ -99,7 +99,7 @@ export class SqliteNotifications {
   record(change: ObjectChange): boolean {
     if (!this.index.hasRules(change.bucket)) return false;
     const entries = this.index.entriesFor(change);
-    for (const e of entries) this.q.insertMessage.run(e.accountId, e.queueId, e.body);
+    for (const e of entries) this.q.insertMessage.run(e.accountId, e.queueId, e.messageId, e.body);
     return entries.length > 0;
   }
 

@@ -125,6 +125,8 @@ export interface OutboxMessage {
 export interface OutboxEntry {
   accountId: string;
   queueId: string;
+  /** Names the message wherever it is copied (edgecli state copy). */
+  messageId: string;
   body: string;
 }
 
@@ -162,7 +164,7 @@ export class NotificationRuleIndex {
     const matched = rules.filter((r) => ruleMatches(r, change.action, change.key));
     if (matched.length === 0) return [];
     const body = messageBody(change, eventTime);
-    return matched.map((r) => ({ accountId: change.bucket.accountId, queueId: r.queueId, body }));
+    return matched.map((r) => ({ accountId: change.bucket.accountId, queueId: r.queueId, messageId: randomUUID(), body }));
   }
 }
 
