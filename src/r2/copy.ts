@@ -47,6 +47,12 @@ export const r2Copier: AreaCopier = {
       references: { bucket_id: "buckets" },
     },
     {
+      table: "parts",
+      columns: ["upload_id", "part_number", "content_id", "size", "md5", "uploaded"],
+      key: ["upload_id", "part_number"],
+      copyContent: async (row, content) => ({ ...row, content_id: await content.copy(row.content_id as string) }),
+    },
+    {
       table: "notification_rules",
       columns: ["rule_id", "bucket_id", "queue_id", "actions", "prefix", "suffix", "description", "created_at"],
       key: ["rule_id"],
@@ -54,11 +60,5 @@ export const r2Copier: AreaCopier = {
     },
     // Not leased on the target: leased_until takes its default (0).
     { table: "notification_outbox", columns: ["account_id", "queue_id", "message_id", "body"], key: ["message_id"], generatedId: "id" },
-    {
-      table: "parts",
-      columns: ["upload_id", "part_number", "content_id", "size", "md5", "uploaded"],
-      key: ["upload_id", "part_number"],
-      copyContent: async (row, content) => ({ ...row, content_id: await content.copy(row.content_id as string) }),
-    },
   ],
 };
