@@ -99,7 +99,9 @@ export async function startPlatform(config: PlatformConfig, log: Logger = create
     queueName: async (accountId, queueId) => (await queues.store.getQueue(accountId, queueId))?.queue_name,
     send: (accountId, queueId, bodies) => queues.sendJson(accountId, queueId, bodies),
   });
-  queues.onQueueDeleted(async (accountId, queueId) => void (await r2.store.deleteQueueNotificationRules(accountId, queueId)));
+  queues.onQueueDeleted(async (accountId, queueId) => {
+    await r2.store.deleteQueueNotificationRules(accountId, queueId);
+  });
   const dns = createDnsService(ctx);
   // Raw handlers see a request in this order: worker hosts first, then the AI gateway's /v1/, then R2's S3 API
   // (requests signed with SigV4), then the routes (v4 API, dashboard).
