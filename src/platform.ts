@@ -94,6 +94,14 @@ export async function startPlatform(config: PlatformConfig, log: Logger = create
   const r2 = createR2Service(ctx);
   const d1 = createD1Service(ctx);
   const queues = createQueuesService(ctx);
+  // R2's event notifications go to queues of the bucket's account; a deleted queue's rules go with it.
+  r2.attachQueues({
+    queueName: async (accountId, queueId) => (await queues.store.getQueue(accountId, queueId))?.queue_name,
+    send: (accountId, queueId, bodies) => queues.sendJson(accountId, queueId, bodies),
+  });
+  queues.onQueueDeleted(async (accountId, queueId) => {
+    await r2.store.deleteQueueNotificationRules(accountId, queueId);
+  });
   const dns = createDnsService(ctx);
   // Raw handlers see a request in this order: worker hosts first, then the AI gateway's /v1/, then R2's S3 API
   // (requests signed with SigV4), then the routes (v4 API, dashboard).

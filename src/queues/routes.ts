@@ -86,6 +86,8 @@ export interface QueuesRouteDeps {
   consumersChanged(accountId: string, scripts: readonly (string | undefined)[]): Promise<void>;
   /** The account's Workers that bind each queue as a producer, by queue name. */
   producersOf(accountId: string): Promise<ReadonlyMap<string, readonly string[]>>;
+  /** The queue is gone: what refers to it elsewhere (R2 event notification rules) goes too. */
+  queueDeleted?(accountId: string, queueId: string): Promise<void>;
 }
 
 /**
@@ -193,6 +195,7 @@ function registerUnder(app: FastifyInstance, base: string, deps: QueuesRouteDeps
     const p = req.params as Params;
     const consumers = await store.listConsumers(p.account_id, p.queue_id);
     await store.deleteQueue(p.account_id, p.queue_id);
+    await deps.queueDeleted?.(p.account_id, p.queue_id);
     await deps.consumersChanged(
       p.account_id,
       consumers.map((c) => c.script_name),

@@ -27,6 +27,13 @@ export interface QueuesService extends EdgeService {
   readonly bindingHandler: QueueBindingHandler;
   /** Whether the account has a queue of that name (a producer binding must name one). */
   queueExists(accountId: string, name: string): Promise<boolean>;
+  /**
+   * Sends JSON bodies to the account's queue (R2's event notifications): "gone" when the account has no such queue.
+   * Throws when they cannot be taken now (the backlog cap), for the caller to try again.
+   */
+  sendJson(accountId: string, queueId: string, bodies: readonly string[]): Promise<"sent" | "gone">;
+  /** Calls `listener` after a queue is deleted through the API (R2 then drops the rules that send to it). */
+  onQueueDeleted(listener: (accountId: string, queueId: string) => Promise<void>): void;
   /** Starts delivering to worker consumers (the workers service calls it once its scripts run); returns how to stop. */
   startDelivery(workers: QueuesWorkers): () => Promise<void>;
 }
@@ -48,12 +55,31 @@ export function createQueuesService(ctx: ServiceContext): QueuesService {
   const wake = () => delivery?.wake();
   const producer = new Producer(store, wake, config.backlogMaxBytes);
   const pull = new PullConsumers(store, log, wake);
+  const deletedListeners: ((accountId: string, queueId: string) => Promise<void>)[] = [];
   const sweep = new RetentionSweep(store, log, { intervalMs: config.sweepIntervalMs, batch: RETENTION_SWEEP_BATCH });
   return {
     name: "queues",
     store,
     bindingHandler: createQueueBindingHandler(store, producer, log),
     queueExists: async (accountId, name) => (await store.getQueueByName(accountId, name)) !== undefined,
+    async sendJson(accountId, queueId, bodies) {
+      const queue = await store.getQueue(accountId, queueId);
+      if (!queue) return "gone";
+      try {
+        await producer.send(
+          queue,
+          bodies.map((b) => ({ body: Buffer.from(b), contentType: "json" })),
+        );
+      } catch (e) {
+        // Deleted between the look-up and the send.
+        if ((e as { status?: number }).status === 404) return "gone";
+        throw e;
+      }
+      return "sent";
+    },
+    onQueueDeleted(listener) {
+      deletedListeners.push(listener);
+    },
     async registerApi(app) {
       const { registerQueuesRoutes } = await import("./routes.js");
       registerQueuesRoutes(app, {
@@ -62,6 +88,9 @@ export function createQueuesService(ctx: ServiceContext): QueuesService {
         pull,
         scriptExists: (accountId, name) => (workers ? workers.scriptExists(accountId, name) : Promise.resolve(false)),
         producersOf: (accountId) => (workers ? workers.producersOf(accountId) : Promise.resolve(new Map())),
+        queueDeleted: async (accountId, queueId) => {
+          for (const listener of deletedListeners) await listener(accountId, queueId);
+        },
         consumersChanged: async (accountId, scripts) => {
           const names = [...new Set(scripts.filter((s): s is string => s !== undefined))];
           if (workers && names.length > 0) await workers.consumersChanged(accountId, names);

@@ -167,3 +167,63 @@ test("a large upload and download show a progress bar on a terminal", async (t) 
   assert.match(down, /Downloading \[[^\]]*\] 100%/);
   assert.equal(readFileSync(join(work, "tty-copy.bin")).length, 6 * 1024 * 1024);
 });
+
+test("bucket notification create, list, delete: rules sent as the API takes them; errors to stderr with exit 1", async () => {
+  assert.equal((await cli(["r2", "bucket", "create", "cli-notify"])).code, 0);
+  assert.equal((await cli(["queues", "create", "cli-notify-q"])).code, 0);
+  const created = await cli([
+    "r2",
+    "bucket",
+    "notification",
+    "create",
+    "cli-notify",
+    "--event-types",
+    "object-create",
+    "--queue",
+    "cli-notify-q",
+    "--prefix",
+    "img/",
+    "--description",
+    "images",
+  ]);
+  assert.equal(created.code, 0, created.stderr);
+  assert.match(created.stdout, /Event notification rule created successfully!/);
+  const second = await cli(["r2", "bucket", "notification", "create", "cli-notify", "--event-type", "object-delete", "--queue", "cli-notify-q"]);
+  assert.equal(second.code, 0, second.stderr);
+
+  const listed = await cli(["r2", "bucket", "notification", "list", "cli-notify"]);
+  assert.equal(listed.code, 0, listed.stderr);
+  assert.match(
+    listed.stdout,
+    /queue_name: {3}cli-notify-q\nprefix: {7}img\/\nsuffix: {7}\(all suffixes\)\nevent_type: {3}PutObject,CompleteMultipartUpload,CopyObject\ndescription: {2}images/,
+  );
+  assert.match(listed.stdout, /prefix: {7}\(all prefixes\)\nsuffix: {7}\(all suffixes\)\nevent_type: {3}DeleteObject,LifecycleDeletion/);
+  const json = JSON.parse((await cli(["r2", "bucket", "notification", "list", "cli-notify", "--json"])).stdout);
+  const rules = json.queues[0].rules as { ruleId: string; actions: string[] }[];
+  assert.equal(rules.length, 2);
+
+  for (const [args, message] of [
+    [["r2", "bucket", "notification", "create", "cli-notify", "--event-types", "object-create", "--queue", "cli-notify-q"], /overlaps rule/],
+    [["r2", "bucket", "notification", "create", "cli-notify", "--event-types", "object-moved", "--queue", "cli-notify-q"], /Unknown event type "object-moved"/],
+    [["r2", "bucket", "notification", "create", "cli-notify", "--queue", "cli-notify-q"], /Missing required option --event-types/],
+    [
+      ["r2", "bucket", "notification", "create", "cli-notify", "--event-types", "object-delete", "--queue", "no-such-queue"],
+      /Queue "no-such-queue" does not exist/,
+    ],
+    [["r2", "bucket", "notification", "delete", "cli-notify", "--queue", "cli-notify-q", "--rule", "no-such-rule"], /has no rule no-such-rule/],
+  ] as [string[], RegExp][]) {
+    const r = await cli(args);
+    assert.equal(r.code, 1, `${args.join(" ")}: ${r.stdout}`);
+    assert.match(r.stderr, message);
+  }
+
+  const one = await cli(["r2", "bucket", "notification", "delete", "cli-notify", "--queue", "cli-notify-q", "--rule", rules[1]!.ruleId]);
+  assert.equal(one.code, 0, one.stderr);
+  assert.equal(JSON.parse((await cli(["r2", "bucket", "notification", "list", "cli-notify", "--json"])).stdout).queues[0].rules.length, 1);
+  const all = await cli(["r2", "bucket", "notification", "delete", "cli-notify", "--queue", "cli-notify-q"]);
+  assert.equal(all.code, 0, all.stderr);
+  assert.match((await cli(["r2", "bucket", "notification", "list", "cli-notify"])).stdout, /has no event notification rules/);
+  const help = await cli(["r2", "bucket", "notification", "--help"]);
+  assert.match(help.stdout, /create/);
+  assert.match(help.stdout, /delete/);
+});

@@ -29,6 +29,7 @@ export const groups: Record<string, string> = {
   r2: "Manage R2 buckets and objects",
   "r2 bucket": "Create, list and delete buckets",
   "r2 object": "Upload, download and delete objects",
+  "r2 bucket notification": "Manage event notification rules for an R2 bucket (messages to a queue when objects change)",
 };
 
 /** This area's CLI commands (declared as data; handlers import their heavy parts lazily). */
@@ -58,6 +59,42 @@ export const commands: AnyCommand[] = [
     describe: "Delete an R2 bucket (it must be empty)",
     positionals: [{ name: "bucket", describe: "The name of the bucket to delete", required: true }],
     handler: lazy(() => import("./cli/bucket.js"), "deleteBucket"),
+  }),
+  defineCommand({
+    path: ["r2", "bucket", "notification", "create"],
+    describe: "Create an event notification rule for an R2 bucket",
+    positionals: [{ name: "bucket", describe: "The name of the R2 bucket to create an event notification rule for", required: true }],
+    options: {
+      "event-types": {
+        type: "strings",
+        describe: "The type of event(s) that will emit event notifications: object-create, object-delete (repeatable)",
+      },
+      "event-type": { type: "strings", describe: "Alias of --event-types", hidden: true },
+      queue: { type: "string", describe: "The name of the queue that will receive event notification messages" },
+      prefix: { type: "string", describe: "The prefix that an object must match to emit event notifications (no wildcards)" },
+      suffix: { type: "string", describe: "The suffix that an object must match to emit event notifications (no wildcards)" },
+      description: { type: "string", describe: "A description that can be used to identify the event notification rule after creation" },
+    },
+    examples: ["edgecli r2 bucket notification create my-bucket --event-types object-create --queue uploads --prefix images/"],
+    handler: lazy(() => import("./cli/notification.js"), "createRule"),
+  }),
+  defineCommand({
+    path: ["r2", "bucket", "notification", "list"],
+    describe: "List event notification rules for an R2 bucket",
+    positionals: [{ name: "bucket", describe: "The name of the R2 bucket to get event notification rules for", required: true }],
+    options: { json: { type: "boolean", describe: "Print the configuration as JSON" } },
+    handler: lazy(() => import("./cli/notification.js"), "listRules"),
+  }),
+  defineCommand({
+    path: ["r2", "bucket", "notification", "delete"],
+    describe: "Delete an event notification rule (or every rule of a queue) from an R2 bucket",
+    positionals: [{ name: "bucket", describe: "The name of the R2 bucket to delete event notification rules from", required: true }],
+    options: {
+      queue: { type: "string", describe: "The name of the queue whose rules are deleted (all of them unless --rule is given)" },
+      rule: { type: "string", describe: "The ID of the event notification rule to delete" },
+    },
+    examples: ["edgecli r2 bucket notification delete my-bucket --queue uploads --rule <rule-id>"],
+    handler: lazy(() => import("./cli/notification.js"), "deleteRules"),
   }),
   defineCommand({
     path: ["r2", "object", "put"],

@@ -10,7 +10,8 @@ type Segments = [string, number][];
  * R2 for `edgecli state copy`: buckets (each backend numbers them itself; objects, uploads and CORS rules follow
  * the number), their CORS rules, objects with every body streamed into the target's content store (a body up to
  * PG_ROW_BODY_BYTES going into PostgreSQL goes into the object's row, as PgR2Store keeps it), and multipart
- * uploads under way with the parts uploaded so far (a client can still complete them on the other side).
+ * uploads under way with the parts uploaded so far (a client can still complete them on the other side), event
+ * notification rules, and the notifications recorded and not yet moved to their queues (the target's relay moves them).
  */
 export const r2Copier: AreaCopier = {
   name: "r2",
@@ -51,5 +52,13 @@ export const r2Copier: AreaCopier = {
       key: ["upload_id", "part_number"],
       copyContent: async (row, content) => ({ ...row, content_id: await content.copy(row.content_id as string) }),
     },
+    {
+      table: "notification_rules",
+      columns: ["rule_id", "bucket_id", "queue_id", "actions", "prefix", "suffix", "description", "created_at"],
+      key: ["rule_id"],
+      references: { bucket_id: "buckets" },
+    },
+    // Not leased on the target: leased_until takes its default (0).
+    { table: "notification_outbox", columns: ["account_id", "queue_id", "message_id", "body"], key: ["message_id"], generatedId: "id" },
   ],
 };

@@ -59,3 +59,36 @@ test(
     await assert.rejects(client1.send(new s3.HeadObjectCommand({ Bucket: "shared", Key: "docs/small.txt" })), (e: Error) => e.name === "NotFound");
   },
 );
+
+test(
+  "two nodes: an event notification rule set through one fires for writes through the other (its rules reloaded on the bus notice)",
+  HANG_GUARD,
+  async (t) => {
+    const nodes = await startTwoNodes(t);
+    if (!nodes) return;
+    const [one, two] = nodes;
+    const A = one.accountId;
+    assert.equal((await one.api("POST", `/accounts/${A}/r2/buckets`, { name: "noticed" })).status, 200);
+    const queueId = (await one.api("POST", `/accounts/${A}/queues`, { queue_name: "noticed-q" })).body.result.queue_id as string;
+    assert.equal((await one.api("POST", `/accounts/${A}/queues/${queueId}/consumers`, { type: "http_pull" })).status, 200);
+    // Node two writes before the rule exists: its index holds no rules for the bucket yet.
+    assert.equal((await two.api("PUT", `/accounts/${A}/r2/buckets/noticed/objects/before`, "before")).status, 200);
+    const rule = await one.api("PUT", `/accounts/${A}/event_notifications/r2/noticed/configuration/queues/${queueId}`, {
+      rules: [{ actions: ["PutObject"], prefix: "after/" }],
+    });
+    assert.equal(rule.status, 200, JSON.stringify(rule.body));
+    // The notice reaches node two within milliseconds; until it does, a write there is matched against no rules, so
+    // writes go on until one is reported.
+    let n = 0;
+    let keys: string[] = [];
+    const deadline = Date.now() + 60_000;
+    while (keys.length === 0 && Date.now() < deadline) {
+      assert.equal((await two.api("PUT", `/accounts/${A}/r2/buckets/noticed/objects/after/${n++}`, "x")).status, 200);
+      const pulled = await one.api("POST", `/accounts/${A}/queues/${queueId}/messages/pull`, { batch_size: 100, visibility_timeout_ms: 60_000 });
+      keys = (pulled.body.result.messages as { body: string }[]).map((m) => JSON.parse(m.body).object.key as string);
+      if (keys.length === 0) await new Promise((r) => setTimeout(r, 100));
+    }
+    assert.ok(keys.length > 0, "a write through node two was reported");
+    for (const key of keys) assert.match(key, /^after\/\d+$/, "only keys the rule matches, written after it");
+  },
+);

@@ -23,6 +23,10 @@ export const R2Codes = {
   invalidDigest: 10037,
   invalidRange: 10039,
   entityTooLarge: 100100,
+  /** The event notification API's own codes, as the hosted one answers (workers.api.error.*). */
+  notificationBucketNotFound: 10085,
+  invalidNotificationConfig: 11014,
+  notificationQueueNotFound: 11000,
 } as const;
 
 const invalidArgument = (message: string, status = 400) => new EdgeError(status, R2Codes.invalidArgument, message);
@@ -88,6 +92,25 @@ export const R2Errors = {
 
   // ---- bucket CORS ----
   corsRuleCount: () => invalidArgument(`A bucket takes 1 to ${R2Limits.maxCorsRules} CORS rules`),
+
+  // ---- event notifications ----
+  notificationBucketNotFound: () => new EdgeError(404, R2Codes.notificationBucketNotFound, "The specified bucket does not exist."),
+  notificationQueueNotFound: () => new EdgeError(404, R2Codes.notificationQueueNotFound, "Queue does not exist in this account"),
+  invalidNotificationConfig: (detail: string) => new EdgeError(400, R2Codes.invalidNotificationConfig, `Invalid event notification configuration: ${detail}`),
+  tooManyNotificationRules: () =>
+    new EdgeError(400, R2Codes.invalidNotificationConfig, `Invalid event notification configuration: a bucket takes at most 100 rules`),
+  notificationRuleNotFound: (ruleId: string) =>
+    new EdgeError(
+      404,
+      R2Codes.invalidNotificationConfig,
+      `Invalid event notification configuration: the queue has no rule ${ruleId.slice(0, 64)} on this bucket`,
+    ),
+  overlappingNotificationRules: (ruleId: string) =>
+    new EdgeError(
+      400,
+      R2Codes.invalidNotificationConfig,
+      `Invalid event notification configuration: the rule overlaps rule ${ruleId} (same action, and one key could match both prefixes and suffixes)`,
+    ),
 
   // ---- multipart uploads ----
   noSuchUpload: () => new EdgeError(404, R2Codes.noSuchUpload, "The specified multipart upload does not exist."),

@@ -98,4 +98,27 @@ export const R2_PG_MIGRATIONS: PgMigration[] = [
    ALTER TABLE objects ADD CONSTRAINT body_or_segments CHECK (body IS NULL OR segments = '[]') NOT VALID;
    DROP FUNCTION put_object(TEXT, TEXT, TEXT, TEXT, BIGINT, TEXT, BIGINT, TEXT, TEXT, TEXT, TEXT, TEXT);
    ${putObjectFunction(true)}`,
+  // Version 4: event notifications (notifications/rules.ts), as SQLite's migration 4: rules removed with their
+  // bucket, and the outbox the object writes record messages in, leased by one node's relay at a time.
+  `CREATE TABLE notification_rules (
+     rule_id TEXT COLLATE "C" PRIMARY KEY,
+     bucket_id BIGINT NOT NULL REFERENCES buckets(id) ON DELETE CASCADE,
+     queue_id TEXT COLLATE "C" NOT NULL,
+     actions TEXT NOT NULL,
+     prefix TEXT COLLATE "C" NOT NULL,
+     suffix TEXT COLLATE "C" NOT NULL,
+     description TEXT NOT NULL,
+     created_at TEXT COLLATE "C" NOT NULL,
+     seq BIGSERIAL NOT NULL
+   );
+   CREATE INDEX notification_rules_by_bucket ON notification_rules(bucket_id);
+   CREATE TABLE notification_outbox (
+     id BIGSERIAL PRIMARY KEY,
+     account_id TEXT COLLATE "C" NOT NULL,
+     queue_id TEXT COLLATE "C" NOT NULL,
+     message_id TEXT COLLATE "C" NOT NULL UNIQUE,
+     body TEXT NOT NULL,
+     leased_until BIGINT NOT NULL DEFAULT 0
+   );
+   CREATE INDEX notification_outbox_by_lease ON notification_outbox(leased_until, id);`,
 ];

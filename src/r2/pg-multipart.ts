@@ -18,6 +18,7 @@ import {
 } from "./store.js";
 import { listPartsPage, listUploads, type UploadRow } from "./upload-listing.js";
 import { assertKey } from "./validation.js";
+import type { ObjectWrite } from "./notifications/rules.js";
 
 /** What multipart uploads use of the PostgreSQL object store they complete into (pg-store.ts). */
 interface PgObjectWriter {
@@ -31,6 +32,7 @@ interface PgObjectWriter {
     info: R2ObjectInfo,
     segments: Segment[],
     onlyIf: R2Conditional | undefined,
+    notify: ObjectWrite,
   ): Promise<Segment[] | null | false>;
 }
 
@@ -129,7 +131,10 @@ export class PgMultipart {
         [uploadId],
       );
       const assembled = assembleUpload(key, upload, parts, new Map(rows.map((p) => [p.part_number, p])));
-      const old = await this.objects.commitObject(tx, upload.bucketId, key, assembled.info, assembled.segments, undefined);
+      const old = await this.objects.commitObject(tx, upload.bucketId, key, assembled.info, assembled.segments, undefined, {
+        bucket,
+        action: "CompleteMultipartUpload",
+      });
       await tx.execute("DELETE FROM r2.uploads WHERE upload_id = $1", [uploadId]);
       return { ...assembled, old: old || [] };
     });

@@ -8,6 +8,9 @@ import { MultipartDelegation } from "./multipart-delegation.js";
 import { beforeBody, checkPut, drain, ObjectBodies, putObjectInfo, wholeIfSmall } from "./object-bodies.js";
 import { PgBucketCors } from "./pg-cors.js";
 import { PgMultipart } from "./pg-multipart.js";
+import { PgNotifications } from "./pg-notifications.js";
+import { NotificationRuleIndex, type NotificationRule, type ObjectWrite, type OutboxMessage } from "./notifications/rules.js";
+import type { Bus } from "../core/cluster/bus.js";
 import { assertPgText } from "./pg-text.js";
 import { conditionHolds } from "./preconditions.js";
 import { bucketInfo, objectInfo, type BucketRow, type ObjectRow, type Segment } from "./rows.js";
@@ -86,6 +89,7 @@ function objectValues(info: R2ObjectInfo, segments: Segment[], body: Buffer | nu
 export class PgR2Store extends MultipartDelegation implements R2Store {
   private readonly bodies: ObjectBodies;
   private readonly cors: PgBucketCors;
+  readonly notifications: PgNotifications;
   protected readonly multipart: PgMultipart;
   /**
    * Buckets (account, name) seen to exist lately, until when. Only a hint: a put of a bucket deleted meanwhile stores
@@ -96,13 +100,17 @@ export class PgR2Store extends MultipartDelegation implements R2Store {
   constructor(
     private readonly pg: Postgres,
     content: ContentStore,
+    /** The rules in memory (the service's; it loads them, and reloads them on other nodes' notices). */
+    notificationIndex = new NotificationRuleIndex(),
+    bus?: Bus,
   ) {
     super();
+    this.notifications = new PgNotifications(pg, notificationIndex, bus);
     this.bodies = new ObjectBodies(content);
     this.cors = new PgBucketCors(pg);
     this.multipart = new PgMultipart(pg, this.bodies, {
       bucketId: (on, ref, lock) => this.bucketId(on, ref, lock),
-      commitObject: (tx, bucketId, key, info, segments, onlyIf) => this.commitObject(tx, bucketId, key, info, segments, onlyIf),
+      commitObject: (tx, bucketId, key, info, segments, onlyIf, notify) => this.commitObject(tx, bucketId, key, info, segments, onlyIf, notify),
     });
   }
 
@@ -151,8 +159,11 @@ export class PgR2Store extends MultipartDelegation implements R2Store {
       const used = await tx.row("SELECT 1 FROM r2.objects WHERE bucket_id = $1 UNION ALL SELECT 1 FROM r2.uploads WHERE bucket_id = $1 LIMIT 1", [id]);
       if (used) throw R2Errors.bucketNotEmpty();
       await tx.execute("DELETE FROM r2.buckets WHERE id = $1", [id]);
+      // Its rules went with it (ON DELETE CASCADE); other nodes drop them from their index.
+      await this.notifications.bucketDeleted({ accountId, bucketName: name }, tx);
     });
     this.bucketsSeen.delete(`${accountId}/${name}`);
+    this.notifications.index.set({ accountId, bucketName: name }, []);
   }
 
   /**
@@ -200,10 +211,13 @@ export class PgR2Store extends MultipartDelegation implements R2Store {
   }
 
   async put(bucket: BucketRef, key: string, body: Readable | Buffer, opts: R2PutOptions = {}): Promise<R2ObjectInfo | undefined> {
-    if (!opts.onlyIf) return this.putUnconditionally(bucket, key, body, opts);
+    // A bucket with notification rules takes the transaction below: its messages are recorded by the same commit.
+    if (!opts.onlyIf && !this.notifications.index.hasRules(bucket)) return this.putUnconditionally(bucket, key, body, opts);
     const { httpMetadata, current } = await beforeBody(body, async () => ({ httpMetadata: checkPut(key, opts), current: await this.objectRow(bucket, key) }));
     // Refuse early when the precondition already fails, without storing the body; it is checked again at commit.
-    if (!conditionHolds(opts.onlyIf, current)) return drain(body);
+    if (opts.onlyIf && !conditionHolds(opts.onlyIf, current)) return drain(body);
+    const notify: ObjectWrite = { bucket, action: opts.copySource ? "CopyObject" : "PutObject", copySource: opts.copySource };
+    let recorded = false;
     body = await wholeIfSmall(body, opts.size, PG_ROW_BODY_BYTES);
     const held = await this.bodies.hold(body, opts, PG_ROW_BODY_BYTES);
     const stored = held ? undefined : await this.bodies.store(body, opts);
@@ -215,10 +229,12 @@ export class PgR2Store extends MultipartDelegation implements R2Store {
       const info = putObjectInfo(key, held ?? stored!, opts, httpMetadata);
       const committed = await this.pg.withTransaction(async (tx) => {
         const bucketId = await this.bucketId(tx, bucket, "FOR KEY SHARE");
-        const replaced = await this.commitObject(tx, bucketId, key, info, stored ? [[stored.id, stored.size]] : [], opts.onlyIf, held?.bytes);
+        const replaced = await this.commitObject(tx, bucketId, key, info, stored ? [[stored.id, stored.size]] : [], opts.onlyIf, notify, held?.bytes);
         old = replaced || undefined;
+        recorded = replaced !== false && this.notifications.index.hasRules(bucket);
         return replaced !== false;
       });
+      if (recorded) this.notifications.index.onRecorded();
       if (!committed) await forgetStored();
       else if (old) this.bodies.discard(old.map(([id]) => id));
       return committed ? info : undefined;
@@ -271,7 +287,8 @@ export class PgR2Store extends MultipartDelegation implements R2Store {
    * Replaces the object's row inside `tx` (the bucket locked by the caller) if the precondition still holds: under
    * an advisory lock on (bucket, key), so that concurrent writers of one key, on any node, take turns. Returns the
    * segments of the object replaced (null when there was none), or false when the precondition failed. `body`: the
-   * bytes of a small object, kept in the row (then `segments` is empty).
+   * bytes of a small object, kept in the row (then `segments` is empty). The change's event notifications
+   * (`notify`) are recorded in `tx` too.
    */
   private async commitObject(
     tx: Transaction,
@@ -280,6 +297,7 @@ export class PgR2Store extends MultipartDelegation implements R2Store {
     info: R2ObjectInfo,
     segments: Segment[],
     onlyIf: R2Conditional | undefined,
+    notify: ObjectWrite,
     body: Buffer | null = null,
   ): Promise<Segment[] | null | false> {
     await tx.execute("SELECT pg_advisory_xact_lock(hashtextextended($2, $1))", [bucketId, key]);
@@ -293,6 +311,7 @@ export class PgR2Store extends MultipartDelegation implements R2Store {
          storage_class = excluded.storage_class, segments = excluded.segments, body = excluded.body`,
       [bucketId, key, ...objectValues(info, segments, body)],
     );
+    await this.notifications.record(tx, { ...notify, key, object: info });
     return current ? (JSON.parse(current.segments) as Segment[]) : null;
   }
 
@@ -301,15 +320,18 @@ export class PgR2Store extends MultipartDelegation implements R2Store {
     if (list.length > R2Limits.maxDeleteKeys) throw R2Errors.tooManyKeys();
     list.forEach(assertKey);
     assertPgText(...list);
+    let recorded = false;
     const removed = await this.pg.withTransaction(async (tx) => {
       const bucketId = await this.bucketId(tx, bucket, "FOR KEY SHARE");
-      const rows = await tx.rows<{ segments: string }>("DELETE FROM r2.objects WHERE bucket_id = $1 AND key = ANY($2::text[]) RETURNING segments", [
-        bucketId,
-        list,
-      ]);
+      const rows = await tx.rows<{ key: string; segments: string }>(
+        "DELETE FROM r2.objects WHERE bucket_id = $1 AND key = ANY($2::text[]) RETURNING key, segments",
+        [bucketId, list],
+      );
+      for (const r of rows) if (await this.notifications.record(tx, { bucket, action: "DeleteObject", key: r.key })) recorded = true;
       return rows.flatMap((r) => (JSON.parse(r.segments) as Segment[]).map(([id]) => id));
     });
     this.bodies.discard(removed);
+    if (recorded) this.notifications.index.onRecorded();
   }
 
   async list(bucket: BucketRef, opts: R2ListOptions = {}): Promise<R2ListResult> {
@@ -342,5 +364,35 @@ export class PgR2Store extends MultipartDelegation implements R2Store {
   async corsRulesByBucketName(name: string): Promise<{ accountId: string; rules: R2CorsRule[] }[]> {
     assertPgText(name);
     return this.cors.byName(name);
+  }
+
+  // ---- event notifications ----
+
+  async notificationRules(bucket: BucketRef): Promise<NotificationRule[]> {
+    return this.notifications.rules(this.pg, await this.bucketId(this.pg, bucket));
+  }
+
+  async allNotificationRules(): Promise<{ bucket: BucketRef; rules: NotificationRule[] }[]> {
+    return this.notifications.all();
+  }
+
+  async addNotificationRules(bucket: BucketRef, rules: NotificationRule[]): Promise<void> {
+    await this.notifications.add(bucket, (tx) => this.bucketId(tx, bucket, "FOR UPDATE"), rules);
+  }
+
+  async deleteNotificationRules(bucket: BucketRef, queueId: string, ruleIds?: readonly string[]): Promise<number> {
+    return this.notifications.delete(bucket, (tx) => this.bucketId(tx, bucket, "FOR UPDATE"), queueId, ruleIds);
+  }
+
+  async deleteQueueNotificationRules(accountId: string, queueId: string): Promise<number> {
+    return this.notifications.deleteQueue(accountId, queueId);
+  }
+
+  async leaseNotifications(max: number, leaseMs: number, nowMs: number): Promise<OutboxMessage[]> {
+    return this.notifications.lease(max, leaseMs, nowMs);
+  }
+
+  async ackNotifications(ids: readonly string[]): Promise<void> {
+    await this.notifications.ack(ids);
   }
 }

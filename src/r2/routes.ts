@@ -11,6 +11,8 @@ import { HTTP_METADATA_HEADERS, type HttpMetadataField } from "./http-metadata-h
 import { conditionalFromHeaders } from "./preconditions.js";
 import { parseRangeHeader } from "./ranges.js";
 import type { BucketRef, R2BucketInfo, R2HttpMetadata, R2ObjectInfo, R2Store } from "./store.js";
+import type { NotificationQueues } from "./notifications/relay.js";
+import { registerNotificationRoutes } from "./notifications/routes.js";
 
 type Route = { Params: { account_id: string; bucket?: string; "*"?: string }; Querystring: Record<string, string | undefined> };
 type Req = FastifyRequest<Route>;
@@ -76,7 +78,7 @@ function objectHeaders(o: R2ObjectInfo): Record<string, string> {
 }
 
 /** The v4 API for buckets and objects. Object bodies stream in both directions, never buffered whole. */
-export function registerR2Routes(app: FastifyInstance, store: R2Store): void {
+export function registerR2Routes(app: FastifyInstance, store: R2Store, queues: () => NotificationQueues | undefined = () => undefined): void {
   // Bodies are consumed by the handlers themselves: raw object bytes of any type and size, small JSON for buckets.
   app.removeAllContentTypeParsers();
   app.addContentTypeParser("*", (_req, _payload, done) => done(null, undefined));
@@ -86,6 +88,8 @@ export function registerR2Routes(app: FastifyInstance, store: R2Store): void {
     const jurisdiction = req.headers["cf-r2-jurisdiction"];
     if (jurisdiction !== undefined && String(jurisdiction).toLowerCase() !== "default") throw R2Errors.jurisdictionUnsupported(String(jurisdiction));
   });
+
+  registerNotificationRoutes(app, store, queues, readJsonBody);
 
   const base = "/accounts/:account_id/r2/buckets";
   const read = { config: { permission: "r2_read" } } as const;

@@ -11,32 +11,49 @@ import { PgR2Store } from "./pg-store.js";
 import { R2_SMALL_BODIES, r2Migrations } from "./sqlite-migrations.js";
 import { SqliteR2Store } from "./sqlite-store.js";
 import type { R2Store } from "./store.js";
+import { NotificationRuleIndex } from "./notifications/rules.js";
+import { NotificationRelay, type NotificationQueues } from "./notifications/relay.js";
+import { R2_BUS_AREA, RULES_NOTICE } from "./pg-notifications.js";
 
 export interface R2Service extends EdgeService {
   store: R2Store;
   bindingHandler: R2BindingHandler;
+  /** Gives event notifications their queues (platform.ts, once Queues exists); until then none is found. */
+  attachQueues(queues: NotificationQueues): void;
 }
 
 /** Hourly sweep: multipart uploads left unfinished for a week, then content files nothing refers to any more. */
 const GC_INTERVAL_MS = 60 * 60 * 1000;
 const STALE_UPLOAD_MS = 7 * 24 * 60 * 60 * 1000;
 
-/** Nothing R2 keeps in memory needs the bus: small bodies are cached by content id, which a change never reuses. */
-function openR2Store(ctx: ServiceContext): { store: R2Store; content: ContentStore } {
+/** How often the relay looks at the outbox unwoken (other nodes' writes), and how long it holds what it leased. */
+const RELAY_POLL_MS = 1000;
+const RELAY_LEASE_MS = 30_000;
+
+/**
+ * Small bodies are cached by content id, which a change never reuses: they need no bus. Event notification rules
+ * are kept in memory (`index`): on PostgreSQL a node reloads a bucket's rules on another node's notice.
+ */
+function openR2Store(ctx: ServiceContext, index: NotificationRuleIndex): { store: R2Store; content: ContentStore; pg?: PgR2Store } {
   const pg = ctx.openPostgres("r2", R2_PG_MIGRATIONS);
   if (pg) {
     const content = ctx.content("r2");
-    return { store: new PgR2Store(pg, content), content };
+    const store = new PgR2Store(pg, content, index, ctx.bus);
+    return { store, content, pg: store };
   }
   const db = ctx.openDb("r2", r2Migrations);
   // Embedded, bodies up to 64 KiB live in r2.sqlite itself, next to the rows that name them.
   const content = new DbSmallContentStore(db, R2_SMALL_BODIES, ctx.content("r2"));
-  return { store: new SqliteR2Store(db, content), content };
+  return { store: new SqliteR2Store(db, content, index), content };
 }
 
 export function createR2Service(ctx: ServiceContext): R2Service {
-  const { store, content } = openR2Store(ctx);
+  const index = new NotificationRuleIndex();
+  const { store, content, pg } = openR2Store(ctx, index);
   const log = ctx.log.child({ service: "r2" });
+  let queues: NotificationQueues | undefined;
+  let relay: NotificationRelay | undefined;
+  let unsubscribe: (() => void) | undefined;
   let timer: NodeJS.Timeout | undefined;
   const sweep = async () => {
     const aborted = await store.abortStaleUploads(Date.now() - STALE_UPLOAD_MS);
@@ -49,16 +66,42 @@ export function createR2Service(ctx: ServiceContext): R2Service {
     name: "r2",
     store,
     bindingHandler: createR2BindingHandler(store, log),
-    registerApi: (app) => registerR2Routes(app, store),
+    attachQueues(q) {
+      queues = q;
+      relay = new NotificationRelay(store, q, log, { pollMs: RELAY_POLL_MS, leaseMs: RELAY_LEASE_MS });
+      index.onRecorded = () => relay?.wake();
+    },
+    registerApi: (app) => registerR2Routes(app, store, () => queues),
     // The S3 API: requests signed with SigV4 (or addressed to the S3 host name) on the edge port.
     handleRaw: createS3Handler({ store, auth: ctx.auth, config: readS3Config(ctx.options(serveOptions)), log }),
     describe: () => ({ s3: ctx.edgeUrl() }),
     async start() {
+      if (pg) {
+        unsubscribe = ctx.bus.subscribe(R2_BUS_AREA, (event) => {
+          const reload =
+            event.type === "resync"
+              ? store.allNotificationRules().then((all) => index.replaceAll(all))
+              : event.what.startsWith(RULES_NOTICE)
+                ? reloadBucket(pg, event.what.slice(RULES_NOTICE.length))
+                : undefined;
+          reload?.catch((err) => log.warn({ err }, "r2 event notification rules could not be reloaded"));
+        });
+        index.replaceAll(await store.allNotificationRules());
+      }
+      relay?.start();
       timer = setInterval(() => void sweep().catch((err) => log.warn({ err }, "r2 content sweep failed")), GC_INTERVAL_MS);
       timer.unref();
     },
     async stop() {
       if (timer) clearInterval(timer);
+      unsubscribe?.();
+      await relay?.stop();
     },
   };
+}
+
+/** `what` is `<account>/<bucket>` (account ids hold no "/"). */
+function reloadBucket(pg: PgR2Store, what: string): Promise<void> {
+  const slash = what.indexOf("/");
+  return pg.notifications.reload({ accountId: what.slice(0, slash), bucketName: what.slice(slash + 1) });
 }

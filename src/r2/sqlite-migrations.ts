@@ -62,4 +62,27 @@ export const r2Migrations: readonly Migration[] = [
      created INTEGER NOT NULL,
      bytes BLOB NOT NULL
    );`,
+  // Event notifications (notifications/rules.ts): rules, removed with their bucket, and the outbox: a message is
+  // written by the transaction that changes the object and removed once the relay has put it in its queue
+  // (message_id: what `edgecli state copy` knows a message by, as the other backend numbers rows itself).
+  `CREATE TABLE notification_rules (
+     rule_id TEXT PRIMARY KEY,
+     bucket_id INTEGER NOT NULL REFERENCES buckets(id) ON DELETE CASCADE,
+     queue_id TEXT NOT NULL,
+     actions TEXT NOT NULL,
+     prefix TEXT NOT NULL,
+     suffix TEXT NOT NULL,
+     description TEXT NOT NULL,
+     created_at TEXT NOT NULL
+   );
+   CREATE INDEX notification_rules_by_bucket ON notification_rules(bucket_id);
+   CREATE TABLE notification_outbox (
+     id INTEGER PRIMARY KEY AUTOINCREMENT,
+     account_id TEXT NOT NULL,
+     queue_id TEXT NOT NULL,
+     message_id TEXT NOT NULL UNIQUE,
+     body TEXT NOT NULL,
+     leased_until INTEGER NOT NULL DEFAULT 0
+   );
+   CREATE INDEX notification_outbox_by_lease ON notification_outbox(leased_until, id);`,
 ];

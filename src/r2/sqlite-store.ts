@@ -8,6 +8,8 @@ import { beforeBody, checkPut, drain, ObjectBodies, putObjectInfo } from "./obje
 import { conditionHolds } from "./preconditions.js";
 import { SqliteBucketCors } from "./sqlite-cors.js";
 import { SqliteMultipart } from "./sqlite-multipart.js";
+import { SqliteNotifications } from "./sqlite-notifications.js";
+import { NotificationRuleIndex, type NotificationAction, type NotificationRule, type OutboxMessage } from "./notifications/rules.js";
 import { bucketInfo, objectInfo, type BucketRow, type ObjectRow, type Segment } from "./rows.js";
 import {
   R2Limits,
@@ -41,20 +43,25 @@ export const R2_PAGE_CACHE_KIB = 2048;
 export class SqliteR2Store extends MultipartDelegation implements R2Store {
   private readonly bodies: ObjectBodies;
   private readonly cors: SqliteBucketCors;
+  private readonly notifications: SqliteNotifications;
   protected readonly multipart: SqliteMultipart;
   private readonly q;
 
   constructor(
     private readonly db: Db,
     content: ContentStore,
+    /** The rules in memory (the service's, which wakes the relay); tests may leave it out. */
+    notificationIndex = new NotificationRuleIndex(),
   ) {
     super();
+    this.notifications = new SqliteNotifications(db, notificationIndex);
+    notificationIndex.replaceAll(this.notifications.all());
     db.pragma(`cache_size = -${R2_PAGE_CACHE_KIB}`);
     this.bodies = new ObjectBodies(content);
     this.multipart = new SqliteMultipart(db, content, {
       bucketId: (ref) => this.bucketId(ref),
       storeBody: (body, opts) => this.bodies.store(body, opts),
-      commitObject: (bucket, key, info, segments, opts) => this.commitObject(bucket, key, info, segments, opts),
+      commitObject: (bucket, key, info, segments) => this.commitObject(bucket, key, info, segments, { action: "CompleteMultipartUpload" }),
       discard: (ids) => this.bodies.discard(ids),
     });
     this.cors = new SqliteBucketCors(db);
@@ -129,6 +136,8 @@ export class SqliteR2Store extends MultipartDelegation implements R2Store {
         this.q.deleteBucket.run(b.id);
       })
       .immediate();
+    // Its rules went with it (ON DELETE CASCADE).
+    this.notifications.index.set({ accountId, bucketName: name }, []);
   }
 
   private bucketId(ref: BucketRef): number {
@@ -164,7 +173,8 @@ export class SqliteR2Store extends MultipartDelegation implements R2Store {
     const stored = await this.bodies.store(body, opts);
     try {
       const info = putObjectInfo(key, stored, opts, httpMetadata);
-      const committed = this.commitObject(bucket, key, info, [[stored.id, stored.size]], opts);
+      const action: NotificationAction = opts.copySource ? "CopyObject" : "PutObject";
+      const committed = this.commitObject(bucket, key, info, [[stored.id, stored.size]], { onlyIf: opts.onlyIf, action, copySource: opts.copySource });
       if (!committed) await this.bodies.forget(stored.id);
       return committed ? info : undefined;
     } catch (e) {
@@ -173,9 +183,19 @@ export class SqliteR2Store extends MultipartDelegation implements R2Store {
     }
   }
 
-  /** Replaces the row in one transaction if the bucket still exists and the precondition still holds. */
-  private commitObject(bucket: BucketRef, key: string, info: R2ObjectInfo, segments: Segment[], opts: { onlyIf?: R2PutOptions["onlyIf"] }): boolean {
+  /**
+   * Replaces the row in one transaction if the bucket still exists and the precondition still holds; the event
+   * notifications of the change are recorded by the same transaction.
+   */
+  private commitObject(
+    bucket: BucketRef,
+    key: string,
+    info: R2ObjectInfo,
+    segments: Segment[],
+    opts: { onlyIf?: R2PutOptions["onlyIf"]; action: NotificationAction; copySource?: R2PutOptions["copySource"] },
+  ): boolean {
     let old: Segment[] | undefined;
+    let recorded = false;
     const ok = this.db
       .transaction(() => {
         const bucketId = this.bucketId(bucket);
@@ -195,10 +215,12 @@ export class SqliteR2Store extends MultipartDelegation implements R2Store {
           segments: JSON.stringify(segments),
         });
         if (current) old = JSON.parse(current.segments);
+        recorded = this.notifications.record({ bucket, action: opts.action, key, object: info, copySource: opts.copySource });
         return true;
       })
       .immediate();
     if (old) this.bodies.discard(old.map(([id]) => id));
+    if (recorded) this.notifications.index.onRecorded();
     return ok;
   }
 
@@ -207,16 +229,20 @@ export class SqliteR2Store extends MultipartDelegation implements R2Store {
     if (list.length > R2Limits.maxDeleteKeys) throw R2Errors.tooManyKeys();
     list.forEach(assertKey);
     const removed: string[] = [];
+    let recorded = false;
     this.db
       .transaction(() => {
         const bucketId = this.bucketId(bucket);
         for (const key of list) {
           const r = this.q.deleteObject.get(bucketId, key);
-          if (r) for (const [id] of JSON.parse(r.segments) as Segment[]) removed.push(id);
+          if (!r) continue;
+          for (const [id] of JSON.parse(r.segments) as Segment[]) removed.push(id);
+          if (this.notifications.record({ bucket, action: "DeleteObject", key })) recorded = true;
         }
       })
       .immediate();
     this.bodies.discard(removed);
+    if (recorded) this.notifications.index.onRecorded();
   }
 
   async list(bucket: BucketRef, opts: R2ListOptions = {}): Promise<R2ListResult> {
@@ -240,5 +266,35 @@ export class SqliteR2Store extends MultipartDelegation implements R2Store {
 
   async corsRulesByBucketName(name: string): Promise<{ accountId: string; rules: R2CorsRule[] }[]> {
     return this.cors.byName(name);
+  }
+
+  // ---- event notifications ----
+
+  async notificationRules(bucket: BucketRef): Promise<NotificationRule[]> {
+    return this.notifications.rules(this.bucketId(bucket));
+  }
+
+  async allNotificationRules(): Promise<{ bucket: BucketRef; rules: NotificationRule[] }[]> {
+    return this.notifications.all();
+  }
+
+  async addNotificationRules(bucket: BucketRef, rules: NotificationRule[]): Promise<void> {
+    this.notifications.add(bucket, () => this.bucketId(bucket), rules);
+  }
+
+  async deleteNotificationRules(bucket: BucketRef, queueId: string, ruleIds?: readonly string[]): Promise<number> {
+    return this.notifications.delete(bucket, () => this.bucketId(bucket), queueId, ruleIds);
+  }
+
+  async deleteQueueNotificationRules(accountId: string, queueId: string): Promise<number> {
+    return this.notifications.deleteQueue(accountId, queueId);
+  }
+
+  async leaseNotifications(max: number, leaseMs: number, nowMs: number): Promise<OutboxMessage[]> {
+    return this.notifications.lease(max, leaseMs, nowMs);
+  }
+
+  async ackNotifications(ids: readonly string[]): Promise<void> {
+    this.notifications.ack(ids);
   }
 }

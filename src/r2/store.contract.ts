@@ -8,6 +8,7 @@ import { storeContract } from "../core/testing/contract.js";
 import { eventually } from "../workers/testing/helpers.js";
 import { R2Codes } from "./errors.js";
 import type { BucketRef, R2CorsRule, R2GetResult, R2Store } from "./store.js";
+import { newRules } from "./notifications/rules.js";
 
 /**
  * A store under test and the content store that holds its bytes (the garbage-collection cases sweep it with what
@@ -688,5 +689,149 @@ export const describeR2Store = storeContract<R2StoreUnderTest>("R2Store", (it) =
       if (got) assert.match(await bodyOf(got), /^writer \d+ x*$/, "a whole value of one writer, never a mix");
     }
     assert.ok(await store.head(C, "k0"), "k0 was never deleted");
+  });
+
+  it("event notification rules: added per queue, listed oldest first, overlaps and the 101st refused, deleted by id or queue, gone with the bucket", async ({
+    store,
+  }) => {
+    await store.createBucket(ACC, "evt");
+    await store.createBucket(OTHER, "evt");
+    const E: BucketRef = { accountId: ACC, bucketName: "evt" };
+    const otherE: BucketRef = { accountId: OTHER, bucketName: "evt" };
+    const [images] = newRules("q1", [{ actions: ["PutObject", "CopyObject"], prefix: "img/", suffix: ".png", description: "pngs" }], new Date(1000));
+    await store.addNotificationRules(E, [images!]);
+    // Another action on the same keys, and the same action on keys no image can have, do not overlap.
+    await store.addNotificationRules(
+      E,
+      newRules(
+        "q2",
+        [
+          { actions: ["DeleteObject"], prefix: "img/" },
+          { actions: ["PutObject"], prefix: "doc/" },
+        ],
+        new Date(2000),
+      ),
+    );
+    const listed = await store.notificationRules(E);
+    assert.deepEqual(
+      listed.map((r) => [r.queueId, r.actions, r.prefix, r.suffix, r.description]),
+      [
+        ["q1", ["PutObject", "CopyObject"], "img/", ".png", "pngs"],
+        ["q2", ["DeleteObject"], "img/", "", ""],
+        ["q2", ["PutObject"], "doc/", "", ""],
+      ],
+    );
+    assert.equal(listed[0]!.ruleId, images!.ruleId);
+    assert.equal(listed[0]!.createdAt, new Date(1000).toISOString());
+    // img/ + any suffix overlaps img/ + .png for PutObject (img/a.png matches both); nothing of the refused request is kept.
+    await rejectsWith(
+      store.addNotificationRules(E, newRules("q3", [{ actions: ["LifecycleDeletion"] }, { actions: ["PutObject"], prefix: "img/a" }])),
+      400,
+      R2Codes.invalidNotificationConfig,
+    );
+    await rejectsWith(
+      store.addNotificationRules(E, newRules("q3", [{ actions: ["DeleteObject"] }, { actions: ["DeleteObject"] }])),
+      400,
+      R2Codes.invalidNotificationConfig,
+    );
+    assert.equal((await store.notificationRules(E)).length, 3, "a refused request writes nothing");
+    const many = newRules(
+      "q9",
+      Array.from({ length: 98 }, (_, i) => ({ actions: ["PutObject" as const], prefix: `many/${String(i).padStart(3, "0")}/` })),
+    );
+    await rejectsWith(store.addNotificationRules(E, many), 400, R2Codes.invalidNotificationConfig);
+    assert.equal((await store.notificationRules(otherE)).length, 0, "another account's bucket of that name has none");
+    await rejectsWith(
+      store.addNotificationRules({ accountId: OTHER, bucketName: "nope" }, newRules("q1", [{ actions: ["PutObject"] }])),
+      404,
+      R2Codes.bucketNotFound,
+    );
+
+    assert.equal(await store.deleteNotificationRules(E, "q2", [listed[2]!.ruleId, "no-such-rule"]), 1);
+    assert.equal(await store.deleteNotificationRules(E, "q1", [listed[1]!.ruleId]), 0, "a rule id of another queue is not removed");
+    await store.addNotificationRules(otherE, newRules("q2", [{ actions: ["PutObject"] }]));
+    assert.equal(await store.deleteQueueNotificationRules(ACC, "q2"), 1, "only the account's rules sending to q2");
+    assert.deepEqual(
+      (await store.notificationRules(otherE)).map((r) => r.queueId),
+      ["q2"],
+    );
+    assert.deepEqual(
+      (await store.notificationRules(E)).map((r) => r.queueId),
+      ["q1"],
+    );
+    assert.equal(await store.deleteNotificationRules(E, "q1"), 1);
+    assert.deepEqual(await store.notificationRules(E), []);
+
+    await store.addNotificationRules(E, newRules("q1", [{ actions: ["PutObject"] }]));
+    assert.equal((await store.allNotificationRules()).length, 2, "two buckets have rules");
+    await store.deleteBucket(ACC, "evt");
+    await store.createBucket(ACC, "evt");
+    assert.deepEqual(await store.notificationRules(E), [], "rules go with their bucket");
+    await store.put(E, "x", Buffer.from("x"));
+    assert.deepEqual(await store.leaseNotifications(100, 60_000, Date.now()), [], "nor do they fire for a new bucket of that name");
+  });
+
+  it("every object change records the hosted message for each matching rule, leased once until acked or the lease ends", async ({ store }) => {
+    await store.createBucket(ACC, "src");
+    await store.createBucket(ACC, "ev2");
+    await store.createBucket(ACC, "quiet");
+    const E: BucketRef = { accountId: ACC, bucketName: "ev2" };
+    const Q: BucketRef = { accountId: ACC, bucketName: "quiet" };
+    await store.addNotificationRules(
+      E,
+      newRules("created", [
+        { actions: ["PutObject", "CopyObject", "CompleteMultipartUpload"], prefix: "in/" },
+        { actions: ["PutObject"], prefix: "logs/", suffix: ".txt" },
+      ]),
+    );
+    await store.addNotificationRules(E, newRules("deleted", [{ actions: ["DeleteObject"] }]));
+    await store.put(Q, "in/a", Buffer.from("no rules here"));
+    await store.put(E, "in/a", Buffer.from("hello"));
+    await store.put(E, "logs/x.bin", Buffer.from("suffix does not match"));
+    await store.put(E, "other/b", Buffer.from("prefix does not match"));
+    assert.equal(await store.put(E, "in/a", Buffer.from("refused"), { onlyIf: { etagDoesNotMatch: [{ type: "wildcard" }] } }), undefined);
+    await store.put(E, "in/copy", Buffer.from("hello"), { copySource: { bucket: "src", key: "orig" } });
+    const uploadId = await store.createMultipartUpload(E, "in/big");
+    const part = await store.uploadPart(E, "in/big", uploadId, 1, Buffer.from("parts"));
+    const big = await store.completeMultipartUpload(E, "in/big", uploadId, [part]);
+    await store.delete(E, ["in/a", "never-was"]);
+    await store.delete(Q, "in/a");
+
+    const before = Date.now();
+    const leased = await store.leaseNotifications(100, 60_000, Date.now());
+    const bodies = leased.map((m) => ({ queue: m.queueId, account: m.accountId, ...JSON.parse(m.body) }));
+    for (const b of bodies) {
+      assert.ok(Math.abs(Date.parse(b.eventTime) - before) < 60_000, "eventTime is the change's time");
+      delete b.eventTime;
+    }
+    const etag = md5("hello");
+    assert.deepEqual(bodies, [
+      { queue: "created", account: ACC, action: "PutObject", bucket: "ev2", object: { key: "in/a", size: 5, eTag: etag } },
+      {
+        queue: "created",
+        account: ACC,
+        action: "CopyObject",
+        bucket: "ev2",
+        object: { key: "in/copy", size: 5, eTag: etag },
+        copySource: { bucket: "src", object: "orig" },
+      },
+      { queue: "created", account: ACC, action: "CompleteMultipartUpload", bucket: "ev2", object: { key: "in/big", size: 5, eTag: big.etag } },
+      { queue: "deleted", account: ACC, action: "DeleteObject", bucket: "ev2", object: { key: "in/a" } },
+    ]);
+    assert.deepEqual(await store.leaseNotifications(100, 60_000, Date.now()), [], "leased messages are not leased again while the lease holds");
+    // The relay died before acking: once the lease ends they come back, in order.
+    const again = await store.leaseNotifications(2, 60_000, Date.now() + 61_000);
+    assert.deepEqual(
+      again.map((m) => m.id),
+      leased.slice(0, 2).map((m) => m.id),
+    );
+    await store.ackNotifications(again.map((m) => m.id));
+    const rest = await store.leaseNotifications(100, 60_000, Date.now() + 122_000);
+    assert.deepEqual(
+      rest.map((m) => m.id),
+      leased.slice(2).map((m) => m.id),
+    );
+    await store.ackNotifications(rest.map((m) => m.id));
+    assert.deepEqual(await store.leaseNotifications(100, 60_000, Date.now() + 1_000_000), [], "acked messages are gone");
   });
 });

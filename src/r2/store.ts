@@ -1,4 +1,5 @@
 import type { Readable } from "node:stream";
+import type { NotificationRule, OutboxMessage } from "./notifications/rules.js";
 
 /**
  * The R2 object store's contract, shared by the v4 API, the CLI's server side and the workerd binding
@@ -98,6 +99,8 @@ export interface R2PutOptions {
   storageClass?: string;
   /** The body length announced by the caller; a body of another length is refused. */
   size?: number;
+  /** The object this put copies (S3's CopyObject): its event notification is then a CopyObject one. */
+  copySource?: { bucket: string; key: string };
 }
 
 export type R2Include = "httpMetadata" | "customMetadata";
@@ -229,6 +232,25 @@ export interface R2Store {
    * credentials, so when its URL names no account this is all there is to go on.
    */
   corsRulesByBucketName(name: string): Promise<{ accountId: string; rules: R2CorsRule[] }[]>;
+
+  // ---- event notifications (notifications/rules.ts) ----
+  /** The bucket's rules, every queue's, oldest first. */
+  notificationRules(bucket: BucketRef): Promise<NotificationRule[]>;
+  /** Every bucket's rules (to fill the in-memory index). */
+  allNotificationRules(): Promise<{ bucket: BucketRef; rules: NotificationRule[] }[]>;
+  /** Adds rules (made by newRules) to the bucket; refused when the bucket would pass 100 or two rules overlap. */
+  addNotificationRules(bucket: BucketRef, rules: NotificationRule[]): Promise<void>;
+  /** Removes the queue's rules of the bucket (only those of `ruleIds` when given); returns how many. */
+  deleteNotificationRules(bucket: BucketRef, queueId: string, ruleIds?: readonly string[]): Promise<number>;
+  /** Removes every rule, of any bucket of the account, that sends to the queue (the queue is being deleted). */
+  deleteQueueNotificationRules(accountId: string, queueId: string): Promise<number>;
+  /**
+   * Leases up to `max` recorded messages, oldest first, none leased by someone else until `nowMs + leaseMs`: the
+   * relay moves them to their queues and then removes them (ackNotifications). A lease that ends before the ack
+   * (the process died) makes them leasable again: at-least-once.
+   */
+  leaseNotifications(max: number, leaseMs: number, nowMs: number): Promise<OutboxMessage[]>;
+  ackNotifications(ids: readonly string[]): Promise<void>;
 
   /** Aborts multipart uploads started before `cutoff` (ms), as R2's default lifecycle does after 7 days. Returns how many. */
   abortStaleUploads(cutoff: number): Promise<number>;

@@ -154,6 +154,11 @@ async function writeEverything(p: TestPlatform, creds: S3Credentials): Promise<W
   try {
     await client.send(new s3.CreateBucketCommand({ Bucket: "carried" }));
     await client.send(new s3.CreateBucketCommand({ Bucket: "second" }));
+    // An event notification rule (state of R2's database) that no write below matches.
+    const rule = await p.api("PUT", `/accounts/${p.accountId}/event_notifications/r2/second/configuration/queues/${queueId}`, {
+      rules: [{ actions: ["PutObject"], prefix: "never/" }],
+    });
+    assert.equal(rule.status, 200, JSON.stringify(rule.body));
     await client.send(
       new s3.PutBucketCorsCommand({
         Bucket: "carried",
@@ -328,6 +333,7 @@ test(
     assert.match(copied.stdout, /identity\s+api_tokens\s+2\s+0\s+2\s+2\s+0/);
     assert.match(copied.stdout, /kv\s+entries\s+454\s+0\s+454\s+454\s+0/);
     assert.match(copied.stdout, /r2\s+objects\s+4\s+0\s+4\s+4\s+0/);
+    assert.match(copied.stdout, /r2\s+notification_rules\s+1\s+0\s+1\s+1\s+0/);
     assert.match(copied.stdout, /workers\s+secrets\s+1\s+0\s+1\s+1\s+0/);
     assert.match(copied.stdout, /queues\s+messages\s+3\s+0\s+3\s+3\s+0/);
     assert.match(copied.stdout, /Count check: every table of identity, dns, kv, r2, workers, worker assets, queues, ai-gateway holds what the source holds/);

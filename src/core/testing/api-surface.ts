@@ -416,6 +416,18 @@ export const ENDPOINTS: readonly Endpoint[] = [
   remove("r2", (f) => `${acct(f)}/r2/buckets/${f.bucket}`, "bucket"),
   read("r2", (f) => `${acct(f)}/r2/buckets/${f.bucket}/objects/fuzz/key`),
   remove("r2", (f) => `${acct(f)}/r2/buckets/${f.bucket}/objects/fuzz/key`),
+  // Event notification rules of the bucket, per queue of the account.
+  read("r2", (f) => `${acct(f)}/event_notifications/r2/${f.bucket}/configuration`),
+  read("r2", (f) => `${acct(f)}/event_notifications/r2/${f.bucket}/configuration/queues/${f.queue}`),
+  send(
+    "r2",
+    "PUT",
+    (f) => `${acct(f)}/event_notifications/r2/${f.bucket}/configuration/queues/${f.queue}`,
+    () => ({
+      rules: [{ actions: ["PutObject"], prefix: "fuzz/", suffix: ".txt", description: "fuzz" }],
+    }),
+  ),
+  remove("r2", (f) => `${acct(f)}/event_notifications/r2/${f.bucket}/configuration/queues/${f.queue}`),
 
   read("d1", d1, { paginated: { maxPerPage: 10000 } }),
   send("d1", "POST", d1, () => ({ name: "fuzz-db" })),

@@ -55,7 +55,7 @@ export async function copyObject(call: S3Call): Promise<void> {
   const storageClass = storageClassFrom(call.headers);
   const src = copySource(call);
   if (src.bucket === call.bucket && src.key === call.key && directive === "COPY" && storageClass === undefined) throw S3Errors.copyToItself();
-  const { found } = await readSource(call);
+  const { found, source } = await readSource(call);
   const replace = directive === "REPLACE";
   const info = await call.store.put(call.ref, call.key, found.body, {
     httpMetadata: replace ? httpMetadataFrom(call.headers) : found.object.httpMetadata,
@@ -63,6 +63,7 @@ export async function copyObject(call: S3Call): Promise<void> {
     storageClass: storageClass ?? (replace ? undefined : found.object.storageClass),
     onlyIf: conditionalFromHeaders(call.headers),
     size: found.object.size,
+    copySource: source,
   });
   if (!info) throw S3Errors.preconditionFailed(call.header("if-none-match") ? "If-None-Match" : "If-Match");
   call.sendXml(200, "CopyObjectResult", { LastModified: new Date(info.uploaded).toISOString(), ETag: `"${info.etag}"` });
