@@ -259,6 +259,7 @@ export function createWorkersService(
         scriptExists: async (accountId, name) => (await store.get(accountId, name)) !== undefined,
         records: domainRecords,
         changed: () => routeTable.reload(),
+        log,
       });
       registerDurableObjectRoutes(app, durableObjects);
       registerAssetsRoutes(app, assets);

@@ -4,6 +4,7 @@ import { z } from "zod";
 import type { AccountResolver } from "../../core/http/guard.js";
 import { ok } from "../../core/http/envelope.js";
 import { parseWith } from "../../core/http/validate.js";
+import type { Logger } from "../../core/logger.js";
 import { DnsErrors } from "../../dns/errors.js";
 import { WorkersErrors } from "../errors.js";
 import { RoutesCodes, RoutesErrors } from "./errors.js";
@@ -28,6 +29,7 @@ export interface RoutesApiDeps {
   records: DomainRecords;
   /** Called after every change, once it is committed, so the edge serves it before the answer leaves. */
   changed(): Promise<void>;
+  log: Logger;
 }
 
 /** Routes or domains one request may set (wrangler sends a Worker's whole list in one PUT). */
@@ -195,14 +197,29 @@ export function registerRoutesApi(app: FastifyInstance, deps: RoutesApiDeps): vo
   };
 
   /**
+   * The Custom Domain at `hostname` when it is `accountId`'s. A checked hostname is answered by a zone of the caller
+   * (checkedDomain), and zones never nest across accounts, so another account's domain there was left by a zone that
+   * account deleted (removing its domains failed, or raced with this zone's creation): it serves nothing and is no
+   * conflict; `remove` takes it away (it would block the hostname forever). Either way it is never named to the
+   * caller: its Worker is another account's.
+   */
+  const ownDomainAt = async (accountId: string, hostname: string, remove: boolean): Promise<CustomDomain | undefined> => {
+    const old = await store.domainByHostname(hostname);
+    if (!old || old.accountId === accountId) return old;
+    if (remove && (await store.deleteDomain(old.accountId, old.id)))
+      deps.log.warn({ hostname, account: old.accountId, zone: old.zoneId }, "removed a stale Custom Domain of another account: its zone is gone");
+    return undefined;
+  };
+
+  /**
    * Attaches a checked domain: its DNS record first, then the domain (dns-records.ts says why in this order); a
    * domain that is then refused takes the record just made with it. A hostname already attached keeps its id.
    */
   const attach = async (domain: CustomDomain, override: { origin: boolean; dnsRecord: boolean }, messages: ApiMessage[]) => {
-    const old = await store.domainByHostname(domain.hostname);
-    const wanted = old && old.accountId === domain.accountId ? { ...domain, id: old.id } : domain;
+    const old = await ownDomainAt(domain.accountId, domain.hostname, true);
+    const wanted = old ? { ...domain, id: old.id } : domain;
     // Attached in a zone that no longer answers it (a child zone created since, not yet moved to): its record goes.
-    if (old && old.accountId === domain.accountId) await records.leaveStoredZone(old);
+    if (old) await records.leaveStoredZone(old);
     const made = await records.attach(wanted, override.dnsRecord);
     messages.push(...made.messages);
     try {
@@ -266,7 +283,7 @@ export function registerRoutesApi(app: FastifyInstance, deps: RoutesApiDeps): vo
     const wanted = b.origins.map((o) => checkedDomain(p.account_id, p.name, "production", o));
     // Checked before anything is written, so that a conflict leaves every domain and record as it was.
     for (const d of wanted) {
-      const old = await store.domainByHostname(d.hostname);
+      const old = await ownDomainAt(p.account_id, d.hostname, false);
       if (!b.override_existing_origin && old && old.service !== p.name) throw RoutesErrors.domainTaken(d.hostname, old.service);
       records.check(old ? { ...d, id: old.id } : d, b.override_existing_dns_record);
     }

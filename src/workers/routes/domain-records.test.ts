@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
 import { join } from "node:path";
 import Database from "better-sqlite3";
+import { request } from "undici";
 import { after, before, test } from "node:test";
 import { startTestPlatform, type TestPlatform } from "../../core/testing/platform.js";
 import { dig, digAvailable } from "../../dns/testing/helpers.js";
@@ -356,6 +357,83 @@ test("without edge addresses the record is made and the answer says so; at start
       assert.equal((await second.api("GET", `/zones/${zone.id}/dns_records/${legacy}`)).status, 404);
       const d = (await second.api("GET", `/accounts/${second.accountId}/workers/domains/${legacy}`)).body.result;
       assert.deepEqual([d.zone_id, d.zone_name], [childId, `sub.${zone.name}`]);
+    } finally {
+      await second.stop();
+    }
+  });
+});
+
+test("a Custom Domain another account left behind (its zone deleted, the domain's removal lost) does not block the hostname for the zone's next owner, and is never named to it", async () => {
+  await withTempDir("edge-domain-stale-", async (stateDir) => {
+    const first = await startTestPlatform({ args: ["--dns-port", "0", "--edge-ipv4", EDGE_V4], stateDir });
+    const name = `dr${randomBytes(4).toString("hex")}.example`;
+    let staleRow: Record<string, unknown>;
+    try {
+      const b = await createAccount(first, "stale-b");
+      const z = await first.api("POST", "/zones", { name, account: { id: b } }, first.keyHeaders());
+      assert.equal(z.status, 200, JSON.stringify(z.body));
+      const script = await uploadScript(
+        first,
+        "b-private-worker",
+        `export default { fetch: () => new Response("b") };`,
+        {},
+        { accountId: b, headers: first.keyHeaders() },
+      );
+      assert.equal(script.status, 200, JSON.stringify(script.body));
+      for (const hostname of [`app.${name}`, `www.${name}`]) {
+        const d = await first.api(
+          "PUT",
+          `/accounts/${b}/workers/domains`,
+          { hostname, service: "b-private-worker", environment: "production" },
+          first.keyHeaders(),
+        );
+        assert.equal(d.status, 200, JSON.stringify(d.body));
+      }
+      // The zone's deletion removes its domains; keep their rows to put back, as if that removal had been lost.
+      const routes = new Database(join(stateDir, "db", "worker-routes.sqlite"), { readonly: true });
+      const rows = routes.prepare("SELECT * FROM domains WHERE account_id = ?").all(b) as Record<string, unknown>[];
+      routes.close();
+      assert.equal(rows.length, 2);
+      staleRow = rows[0]!;
+      assert.equal((await first.api("DELETE", `/zones/${z.body.result.id}`, undefined, first.keyHeaders())).status, 200);
+      const routesRw = new Database(join(stateDir, "db", "worker-routes.sqlite"));
+      const insert = routesRw.prepare("INSERT INTO domains (id, account_id, zone_id, zone_name, hostname, service, environment) VALUES (?, ?, ?, ?, ?, ?, ?)");
+      for (const r of rows) insert.run(r.id, r.account_id, r.zone_id, r.zone_name, r.hostname, r.service, r.environment);
+      routesRw.close();
+    } finally {
+      await first.stop();
+    }
+
+    const second = await startTestPlatform({
+      args: ["--dns-port", "0", "--edge-ipv4", EDGE_V4],
+      stateDir,
+      credentials: { accountId: first.accountId, email: first.email, apiKey: first.apiKey, token: first.token },
+    });
+    try {
+      // The zone is now account A's; A attaches both hostnames, by the API and by wrangler's path.
+      const z = await second.api("POST", "/zones", { name, account: { id: second.accountId } });
+      assert.equal(z.status, 200, JSON.stringify(z.body));
+      assert.equal((await uploadScript(second, "a-app", `export default { fetch: () => new Response("a") };`)).status, 200);
+      const byApi = await second.api("PUT", `/accounts/${second.accountId}/workers/domains`, {
+        hostname: `app.${name}`,
+        service: "a-app",
+        environment: "production",
+      });
+      assert.equal(byApi.status, 200, `the stale domain of the other account blocked the hostname: ${JSON.stringify(byApi.body)}`);
+      assert.equal(byApi.body.result.hostname, `app.${name}`);
+      assert.notEqual(byApi.body.result.id, staleRow.id, "a domain of its own, not the other account's row");
+      const byWrangler = await second.api("PUT", `/accounts/${second.accountId}/workers/scripts/a-app/domains/records`, {
+        origins: [{ hostname: `www.${name}` }],
+      });
+      assert.equal(byWrangler.status, 200, JSON.stringify(byWrangler.body));
+      assert.doesNotMatch(JSON.stringify([byApi.body, byWrangler.body]), /b-private-worker/);
+      const listed = await second.api("GET", `/accounts/${second.accountId}/workers/domains`);
+      assert.deepEqual(listed.body.result.map((d: { hostname: string; service: string }) => [d.hostname, d.service]).sort(), [
+        [`app.${name}`, "a-app"],
+        [`www.${name}`, "a-app"],
+      ]);
+      const served = await request(`${second.url}/`, { headers: { host: `app.${name}` } });
+      assert.equal(await served.body.text(), "a");
     } finally {
       await second.stop();
     }
