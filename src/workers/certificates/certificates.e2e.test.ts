@@ -129,7 +129,8 @@ test("a Custom Domain of each of two accounts gets its certificate from the ACME
   if (skip(t)) return;
   const zoneA = await zone("tls-a.example", p!.accountId);
   await zone("tls-b.example", accountB);
-  const fetchHost = `export default { fetch: (req) => new Response(NAME + " " + new URL(req.url).hostname) };`;
+  // The Worker's request.url says how the client came: https: on the HTTPS port.
+  const fetchHost = `export default { fetch: (req) => new Response(NAME + " " + new URL(req.url).protocol + "//" + new URL(req.url).hostname) };`;
   assert.equal((await uploadScript(p!, "tls-app-a", fetchHost.replace("NAME", '"A"'))).status, 200);
   assert.equal((await uploadScript(p!, "tls-app-b", fetchHost.replace("NAME", '"B"'), {}, { accountId: accountB, headers: p!.keyHeaders() })).status, 200);
 
@@ -149,10 +150,12 @@ test("a Custom Domain of each of two accounts gets its certificate from the ACME
   // curl checks the chain against pebble's root and the name: each hostname reaches its own account's Worker.
   const toA = await curl("shop.tls-a.example", "/hello");
   assert.equal(toA.code, 0, toA.err);
-  assert.equal(toA.out, "A shop.tls-a.example");
+  assert.equal(toA.out, "A https://shop.tls-a.example");
   const toB = await curl("shop.tls-b.example");
   assert.equal(toB.code, 0, toB.err);
-  assert.equal(toB.out, "B shop.tls-b.example");
+  assert.equal(toB.out, "B https://shop.tls-b.example");
+  const plain = await request(`${p!.url}/`, { headers: { host: "shop.tls-a.example" } });
+  assert.equal(await plain.body.text(), "A http://shop.tls-a.example", "the plain edge port serves the domain as before");
   // A name without a Custom Domain gets no certificate: the handshake fails (curl 35), nothing is served.
   assert.equal((await curl("nothing.tls-a.example")).code, 35);
 
@@ -174,7 +177,7 @@ test("a Custom Domain of each of two accounts gets its certificate from the ACME
   const gone = await p!.api("DELETE", `/accounts/${accountB}/workers/domains/${b.body.result.id}`, undefined, p!.keyHeaders());
   assert.equal(gone.status, 200);
   assert.equal((await curl("shop.tls-b.example")).code, 35);
-  assert.equal((await curl("shop.tls-a.example")).out, "A shop.tls-a.example", "the other account's domain is served as before");
+  assert.equal((await curl("shop.tls-a.example")).out, "A https://shop.tls-a.example", "the other account's domain is served as before");
 });
 
 test("a failed challenge leaves the domain attached, its certificate failed with the CA's reason and a retry time; never a 500", async (t) => {
