@@ -41,7 +41,23 @@ export async function startPebble(dir: string, dnsServer: string): Promise<Pebbl
   writeFileSync(f("ext.cnf"), "subjectAltName=DNS:localhost,IP:127.0.0.1\n");
   execFileSync(
     "openssl",
-    ["x509", "-req", "-in", f("leaf.csr"), "-CA", f("ca.pem"), "-CAkey", f("ca.key"), "-CAcreateserial", "-out", f("leaf.pem"), "-days", "2", "-extfile", f("ext.cnf")],
+    [
+      "x509",
+      "-req",
+      "-in",
+      f("leaf.csr"),
+      "-CA",
+      f("ca.pem"),
+      "-CAkey",
+      f("ca.key"),
+      "-CAcreateserial",
+      "-out",
+      f("leaf.pem"),
+      "-days",
+      "2",
+      "-extfile",
+      f("ext.cnf"),
+    ],
     { stdio: "ignore" },
   );
   const [acmePort, mgmtPort] = [await freePort(), await freePort()];

@@ -1,4 +1,5 @@
 import { randomUUID } from "node:crypto";
+import type { Logger } from "../../core/logger.js";
 import type { DnsRecord } from "../../dns/model.js";
 import type { ZoneService } from "../../dns/zones/zone-service.js";
 import { now } from "../../dns/zones/zone-state.js";
@@ -18,7 +19,10 @@ export class ChallengeRecords {
   /** Record ids by `name value`, to remove what was made. */
   private readonly made = new Map<string, { zoneId: string; id: string }>();
 
-  constructor(private readonly zones: ZoneService) {
+  constructor(
+    private readonly zones: ZoneService,
+    private readonly log: Logger,
+  ) {
     zones.addRecordManager((r) => {
       const hostname = this.live.get(r.id);
       return hostname === undefined ? undefined : `the certificate order of the Worker Custom Domain ${hostname} (removed when it ends)`;
@@ -69,6 +73,10 @@ export class ChallengeRecords {
         try {
           // A zone deleted meanwhile took the record with it.
           if (zs?.records.has(made.id)) await this.zones.editRecords(zs, (draft) => draft.delete(made.id));
+        } catch (err) {
+          // acme-client drops what removal throws; said here, as the record stays (an ordinary one the account can delete).
+          this.log.warn({ err, hostname, record: made.id }, "the _acme-challenge record of a certificate order was not removed");
+          throw err;
         } finally {
           this.live.delete(made.id);
         }

@@ -40,7 +40,7 @@ export function createEdgeTls(
     const kept = (await store.accountKey(cfg.acme.directoryUrl)) ?? (await store.saveAccountKey(cfg.acme.directoryUrl, box.seal(await make(), accountContext)));
     return box.open(kept, accountContext);
   });
-  const challenges = new ChallengeRecords(deps.zones);
+  const challenges = new ChallengeRecords(deps.zones, log);
   const manager = new CertificateManager({
     store,
     orderer,

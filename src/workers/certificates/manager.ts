@@ -171,7 +171,10 @@ export class CertificateManager {
         next.set(r.hostname, { certPem: r.certPem, context: createSecureContext({ cert: r.certPem, key }) });
       } catch (err) {
         // Never the key or the error's text that could carry it: the hostname and the kind of failure.
-        this.deps.log.error({ hostname: r.hostname, error: (err as Error).name }, "a stored Custom Domain certificate cannot be served (key or certificate unreadable)");
+        this.deps.log.error(
+          { hostname: r.hostname, error: (err as Error).name },
+          "a stored Custom Domain certificate cannot be served (key or certificate unreadable)",
+        );
       }
       // A turn of the event loop between certificates: many renewed at once do not hold requests up.
       await nextTurn();
@@ -186,7 +189,9 @@ export class CertificateManager {
     try {
       let hostname: string | undefined;
       while (!this.stopped && (hostname = this.queue.shift()) !== undefined) {
-        await this.orderOne(hostname).catch((err: unknown) => this.deps.log.error({ err, hostname }, "Custom Domain certificate: the order could not be recorded"));
+        await this.orderOne(hostname).catch((err: unknown) =>
+          this.deps.log.error({ err, hostname }, "Custom Domain certificate: the order could not be recorded"),
+        );
       }
     } finally {
       this.ordering = false;
@@ -210,14 +215,20 @@ export class CertificateManager {
       const failures = row.failures + 1;
       const nextAttemptAt = retryTime(failures, Date.now());
       await store.failed(hostname, nodeId, { error, nextAttemptAt });
-      log.warn({ hostname, error, failures, next_attempt_on: new Date(nextAttemptAt).toISOString() }, "a Custom Domain certificate order failed; it is tried again later");
+      log.warn(
+        { hostname, error, failures, next_attempt_on: new Date(nextAttemptAt).toISOString() },
+        "a Custom Domain certificate order failed; it is tried again later",
+      );
       this.domainsChanged();
       return;
     }
     const keySealed = this.deps.box.seal(issued.keyPem, keyContext(hostname));
     const nextAttemptAt = renewalTime(started, issued.notAfter);
     if (await store.issued(hostname, nodeId, { certPem: issued.certPem, keySealed, notAfter: issued.notAfter, nextAttemptAt })) {
-      log.info({ hostname, expires_on: new Date(issued.notAfter).toISOString(), renews_on: new Date(nextAttemptAt).toISOString() }, "Custom Domain certificate issued");
+      log.info(
+        { hostname, expires_on: new Date(issued.notAfter).toISOString(), renews_on: new Date(nextAttemptAt).toISOString() },
+        "Custom Domain certificate issued",
+      );
     }
     this.domainsChanged();
   }

@@ -14,7 +14,9 @@ const numbered = (sql: string) => {
   return sql.replace(/\?/g, () => `$${++n}`);
 };
 const TABLE = `${CERTIFICATES_AREA}.certificates`;
-const SQL = Object.fromEntries(Object.entries(certificateSql(TABLE, `${CERTIFICATES_AREA}.acme_accounts`)).map(([k, v]) => [k, numbered(v)])) as ReturnType<typeof certificateSql>;
+const SQL = Object.fromEntries(Object.entries(certificateSql(TABLE, `${CERTIFICATES_AREA}.acme_accounts`)).map(([k, v]) => [k, numbered(v)])) as ReturnType<
+  typeof certificateSql
+>;
 
 /**
  * CertificateStore on PostgreSQL (schema `worker_certificates`). A change that issues or removes a certificate

@@ -13,8 +13,28 @@ export const describeCertificateStore = storeContract<CertificateStore>("Certifi
     await store.ensure("shop.example.com", A, 2000);
     await store.ensure("api.example.net", B, 1500);
     assert.deepEqual(await store.all(), [
-      { hostname: "api.example.net", accountId: B, status: "pending", certPem: null, keySealed: null, notAfter: null, lastError: null, failures: 0, nextAttemptAt: 1500 },
-      { hostname: "shop.example.com", accountId: A, status: "pending", certPem: null, keySealed: null, notAfter: null, lastError: null, failures: 0, nextAttemptAt: 1000 },
+      {
+        hostname: "api.example.net",
+        accountId: B,
+        status: "pending",
+        certPem: null,
+        keySealed: null,
+        notAfter: null,
+        lastError: null,
+        failures: 0,
+        nextAttemptAt: 1500,
+      },
+      {
+        hostname: "shop.example.com",
+        accountId: A,
+        status: "pending",
+        certPem: null,
+        keySealed: null,
+        notAfter: null,
+        lastError: null,
+        failures: 0,
+        nextAttemptAt: 1000,
+      },
     ]);
   });
 
