@@ -47,7 +47,7 @@ export class PgCertificateStore implements CertificateStore {
 
   async claim(hostname: string, node: string, now: number, leaseMs: number): Promise<boolean> {
     // One statement: of two nodes claiming at once, the second waits for the first's row lock, then sees its claim.
-    return (await this.pg.execute(SQL.claim, [node, now + leaseMs, hostname, now])) === 1;
+    return (await this.pg.execute(SQL.claim, [node, now + leaseMs, hostname, now, now])) === 1;
   }
 
   issued(hostname: string, node: string, c: { certPem: string; keySealed: string; notAfter: number; nextAttemptAt: number }): Promise<boolean> {

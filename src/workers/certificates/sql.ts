@@ -11,7 +11,8 @@ export const certificateSql = (table: string, accounts: string) => ({
            ON CONFLICT (hostname) DO UPDATE SET account_id = excluded.account_id, status = 'pending', cert_pem = NULL,
              key_sealed = NULL, not_after = NULL, last_error = NULL, failures = 0, next_attempt_at = excluded.next_attempt_at
            WHERE certificates.account_id <> excluded.account_id`,
-  claim: `UPDATE ${table} SET claimed_by = ?, claimed_until = ? WHERE hostname = ? AND claimed_until <= ?`,
+  /** Only a due row: a node whose view is older than another node's issue (or failure) does not order again. */
+  claim: `UPDATE ${table} SET claimed_by = ?, claimed_until = ? WHERE hostname = ? AND claimed_until <= ? AND next_attempt_at <= ?`,
   issued: `UPDATE ${table} SET status = 'active', cert_pem = ?, key_sealed = ?, not_after = ?, last_error = NULL, failures = 0,
              next_attempt_at = ?, claimed_by = NULL, claimed_until = 0
            WHERE hostname = ? AND claimed_by = ?`,

@@ -12,7 +12,7 @@ export class SqliteCertificateStore implements CertificateStore {
     this.q = {
       all: db.prepare<[], CertificateDbRow>(`SELECT ${CERTIFICATE_COLUMNS} FROM certificates ORDER BY hostname`),
       ensure: db.prepare<[string, string, number]>(CERTIFICATE_SQL.ensure),
-      claim: db.prepare<[string, number, string, number]>(CERTIFICATE_SQL.claim),
+      claim: db.prepare<[string, number, string, number, number]>(CERTIFICATE_SQL.claim),
       issued: db.prepare<[string, string, number, number, string, string]>(CERTIFICATE_SQL.issued),
       failed: db.prepare<[string, number, string, string]>(CERTIFICATE_SQL.failed),
       delete: db.prepare<[string]>(CERTIFICATE_SQL.delete),
@@ -30,7 +30,7 @@ export class SqliteCertificateStore implements CertificateStore {
   }
 
   async claim(hostname: string, node: string, now: number, leaseMs: number): Promise<boolean> {
-    return this.q.claim.run(node, now + leaseMs, hostname, now).changes === 1;
+    return this.q.claim.run(node, now + leaseMs, hostname, now, now).changes === 1;
   }
 
   async issued(hostname: string, node: string, c: { certPem: string; keySealed: string; notAfter: number; nextAttemptAt: number }): Promise<boolean> {

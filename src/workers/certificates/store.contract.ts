@@ -47,8 +47,11 @@ export const describeCertificateStore = storeContract<CertificateStore>("Certifi
     assert.equal(await store.issued("shop.example.com", "node-1", cert(1)), false);
     assert.equal(await store.failed("shop.example.com", "node-1", { error: "late", nextAttemptAt: 1 }), false);
     assert.equal(await store.issued("shop.example.com", "node-2", cert(2)), true);
-    assert.equal(await store.claim("shop.example.com", "node-1", 1000 + LEASE, LEASE), true, "issued releases the claim");
+    assert.equal(await store.claim("shop.example.com", "node-1", cert(2).nextAttemptAt, LEASE), true, "issued releases the claim");
+    assert.ok(await store.failed("shop.example.com", "node-1", { error: "x", nextAttemptAt: cert(1).nextAttemptAt + 100 }));
     assert.equal(await store.claim("nothing.example.com", "node-1", 0, LEASE), false, "no row, no claim");
+    // Issued: due again at its renewal time only, so a node that saw the row pending does not order it again.
+    assert.equal(await store.claim("shop.example.com", "node-2", cert(1).nextAttemptAt - 1, LEASE), false);
   });
 
   it("issued stores the certificate and sealed key; a failure counts and keeps a certificate it has (active, with the error)", async (store) => {
@@ -57,6 +60,7 @@ export const describeCertificateStore = storeContract<CertificateStore>("Certifi
     assert.ok(await store.failed("shop.example.com", "n", { error: "DNS problem", nextAttemptAt: 70_000 }));
     let [row] = await store.all();
     assert.deepEqual([row.status, row.lastError, row.failures, row.nextAttemptAt], ["failed", "DNS problem", 1, 70_000]);
+    assert.equal(await store.claim("shop.example.com", "n", 69_999, LEASE), false, "not before its retry time");
     assert.ok(await store.claim("shop.example.com", "n", 70_000, LEASE));
     assert.ok(await store.issued("shop.example.com", "n", cert(3)));
     [row] = await store.all();

@@ -28,7 +28,7 @@ export interface CertificateRow {
  *   another account's (the hostname was detached and attached by another account: its certificate goes with it).
  * - An order is claimed (`claim`) by one node at a time: the claim succeeds only when no unexpired claim is held,
  *   so on several nodes on one database exactly one orders; a claim lasts `leaseMs` and ends with `issued`,
- *   `failed` or its expiry (a node that died while ordering).
+ *   `failed` or its expiry (a node that died while ordering). Only a due row (`nextAttemptAt` reached) is claimed.
  * - `issued` and `failed` write only while the caller's claim holds (another node's later claim wins), and release it.
  */
 export interface CertificateStore {
