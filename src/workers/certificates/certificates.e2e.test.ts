@@ -1,17 +1,14 @@
 import assert from "node:assert/strict";
-import { execFile } from "node:child_process";
-import dgram from "node:dgram";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { get } from "node:https";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
 import Database from "better-sqlite3";
-import * as packet from "dns-packet";
 import { request } from "undici";
 import type { TestPlatform } from "../../core/testing/platform.js";
 import { haveCommand, startPebble, type Pebble } from "../../dns/testing/pebble.js";
 import { createAccount, eventually, logEntries, startPlatform, uploadScript } from "../testing/helpers.js";
+import { curlTls, fetchPem, startDnsForwarder, tlsPortOf } from "../testing/tls.js";
 
 /**
  * Certificates of Custom Domains with real components: pebble (Let's Encrypt's test CA) orders are answered by the
@@ -22,7 +19,7 @@ const missing = ["pebble", "openssl", "curl"].filter((c) => !haveCommand(c));
 const dir = mkdtempSync(join(tmpdir(), "edge-tls-"));
 let p: TestPlatform | undefined;
 let pebble: Pebble | undefined;
-let forwarder: dgram.Socket | undefined;
+let forwarder: { port: number; close(): void } | undefined;
 let tlsPort = 0;
 let accountB = "";
 const rootFile = join(dir, "pebble-root.pem");
@@ -31,59 +28,13 @@ let dnsTarget = 0;
 /** What SecretBox.seal output begins with (core/secret-box.ts). */
 const SEALED_PREFIX = "v1.";
 
-/** A DNS forwarder in front of the platform's server: names with a label `refused` get REFUSED (a failed challenge). */
-async function startForwarder(): Promise<number> {
-  const s = dgram.createSocket("udp4");
-  s.on("message", (msg, from) => {
-    let refused = false;
-    try {
-      refused = (packet.decode(msg).questions ?? []).some((q) => q.name.toLowerCase().split(".").includes("refused"));
-    } catch {
-      return;
-    }
-    if (refused) {
-      const reply = Buffer.from(msg);
-      reply[2] |= 0x80; // QR: a response
-      reply[3] = (reply[3] & 0xf0) | 5; // RCODE 5, REFUSED
-      return void s.send(reply, from.port, from.address);
-    }
-    const up = dgram.createSocket("udp4");
-    up.on("message", (answer) => {
-      s.send(answer, from.port, from.address);
-      up.close();
-    });
-    up.send(msg, dnsTarget, "127.0.0.1");
-  });
-  await new Promise<void>((resolve) => s.bind(0, "127.0.0.1", resolve));
-  forwarder = s;
-  return s.address().port;
-}
-
-function fetchPem(url: string, caFile: string): Promise<string> {
-  return new Promise((resolve, reject) => {
-    get(url, { ca: readFileSync(caFile) }, (res) => {
-      let body = "";
-      res.on("data", (d: Buffer) => (body += d.toString()));
-      res.on("end", () => resolve(body));
-    }).on("error", reject);
-  });
-}
-
-/** curl over HTTPS to `host` on the TLS port (resolved to loopback), trusting pebble's root only. */
-function curl(host: string, path = "/"): Promise<{ code: number; out: string; err: string }> {
-  return new Promise((resolve) =>
-    execFile(
-      "curl",
-      ["-sS", "--max-time", "60", "--resolve", `${host}:${tlsPort}:127.0.0.1`, "--cacert", rootFile, `https://${host}:${tlsPort}${path}`],
-      (err, stdout, stderr) => resolve({ code: err ? Number((err as { code?: number }).code ?? 1) : 0, out: stdout, err: stderr }),
-    ),
-  );
-}
+/** curl to `host` on the HTTPS port, trusting pebble's root only. */
+const curl = (host: string, path = "/") => curlTls(host, tlsPort, rootFile, path);
 
 before(async () => {
   if (missing.length) return;
-  const dnsPort = await startForwarder();
-  pebble = await startPebble(dir, `127.0.0.1:${dnsPort}`);
+  forwarder = await startDnsForwarder(() => [dnsTarget]);
+  pebble = await startPebble(dir, `127.0.0.1:${forwarder.port}`);
   p = await startPlatform([
     "--edge-tls-port",
     "0",
@@ -95,7 +46,7 @@ before(async () => {
     "ops@tls-a.example",
   ]);
   dnsTarget = Number(p.endpoints.dns_udp.split(":").pop());
-  tlsPort = Number(/:(\d+) /.exec(p.endpoints.edge_tls)![1]);
+  tlsPort = tlsPortOf(p.endpoints);
   writeFileSync(rootFile, await fetchPem(`${pebble.managementUrl}/roots/0`, pebble.serverCaFile));
   accountB = await createAccount(p, "tls-b");
 });

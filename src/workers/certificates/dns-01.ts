@@ -22,6 +22,11 @@ export class ChallengeRecords {
   constructor(
     private readonly zones: ZoneService,
     private readonly log: Logger,
+    /**
+     * How long to wait after writing the record before the CA is told to look: on several nodes the others read
+     * the zone change from its notice (90–360 ms measured, docs/scale-out.md), and the CA may ask any of them.
+     */
+    private readonly propagationMs = 0,
   ) {
     zones.addRecordManager((r) => {
       const hostname = this.live.get(r.id);
@@ -63,6 +68,7 @@ export class ChallengeRecords {
           throw err;
         }
         this.made.set(`${name} ${value}`, { zoneId: zs.zone.id, id: record.id });
+        if (this.propagationMs > 0) await new Promise((resolve) => setTimeout(resolve, this.propagationMs));
       },
       remove: async (name, value) => {
         const key = `${name} ${value}`;

@@ -14,6 +14,9 @@ import { CERTIFICATES_MIGRATIONS } from "./sqlite-migrations.js";
 import { SqliteCertificateStore } from "./sqlite-store.js";
 import { listenTls } from "./tls-port.js";
 
+/** On several nodes, the wait between writing a challenge record and asking the CA to check it (dns-01.ts). */
+const DISTRIBUTED_PROPAGATION_MS = 3000;
+
 export interface EdgeTls {
   manager: CertificateManager;
   /** Listens on the HTTPS port and starts ordering; after the route table's first read. */
@@ -40,7 +43,7 @@ export function createEdgeTls(
     const kept = (await store.accountKey(cfg.acme.directoryUrl)) ?? (await store.saveAccountKey(cfg.acme.directoryUrl, box.seal(await make(), accountContext)));
     return box.open(kept, accountContext);
   });
-  const challenges = new ChallengeRecords(deps.zones, log);
+  const challenges = new ChallengeRecords(deps.zones, log, ctx.postgres ? DISTRIBUTED_PROPAGATION_MS : 0);
   const manager = new CertificateManager({
     store,
     orderer,
