@@ -262,7 +262,7 @@ export function createWorkersService(
         scriptExists: async (accountId, name) => (await store.get(accountId, name)) !== undefined,
         records: domainRecords,
         changed: () => routeTable.reload(),
-        certificateOf: edgeTls && ((hostname) => edgeTls.manager.state(hostname)),
+        certificateOf: edgeTls && ((hostname, accountId) => edgeTls.manager.state(hostname, accountId)),
       });
       registerDurableObjectRoutes(app, durableObjects);
       registerAssetsRoutes(app, assets);

@@ -38,6 +38,11 @@ test("on two nodes (PostgreSQL), a Custom Domain's certificate is ordered once a
   const attached = await b.api("PUT", `/accounts/${b.accountId}/workers/domains`, { hostname: host, service: "tls-cluster" });
   assert.equal(attached.status, 200, JSON.stringify(attached.body));
 
+  // On failure, what each node logged about the certificate.
+  t.after(() => {
+    for (const node of nodes)
+      for (const l of logEntries(node)) if (l.hostname === host || l.part === "certificates") t.diagnostic(`${node.url}: ${JSON.stringify(l)}`);
+  });
   for (const node of nodes) {
     await eventually(
       async () => (await curlTls(host, tlsPortOf(node.endpoints), rootFile)).out === "cluster https:",

@@ -90,10 +90,13 @@ export class CertificateManager {
     return this.deps.served(name) ? this.contexts.get(name)?.context : undefined;
   }
 
-  /** The certificate state of a Custom Domain, as its API answer shows it; pending until its row is read. */
-  state(hostname: string): CertificateState {
+  /**
+   * The certificate state of a Custom Domain of `accountId`, as its API answer shows it; pending until its row is
+   * read (a row still of the hostname's previous account is not shown: its errors are that account's).
+   */
+  state(hostname: string, accountId: string): CertificateState {
     const row = this.rows.get(hostname);
-    if (!row) return { status: "pending" };
+    if (!row || row.accountId !== accountId) return { status: "pending" };
     return {
       status: row.status,
       ...(row.notAfter !== null && { expires_on: new Date(row.notAfter).toISOString() }),
@@ -121,19 +124,15 @@ export class CertificateManager {
     })().finally(() => (this.syncing = undefined));
   }
 
-  /** Settles once the sync running now (if any) is done; for tests and stop. */
-  idle(): Promise<void> {
-    return this.syncing ?? Promise.resolve();
-  }
-
   private async sync(): Promise<void> {
     const { store } = this.deps;
     const attached = new Map((await this.deps.attached()).map((d) => [d.hostname, d]));
     let rows = await store.all();
+    const stored = new Map(rows.map((r) => [r.hostname, r]));
     const t = Date.now();
     let changed = false;
     for (const d of attached.values()) {
-      const row = rows.find((r) => r.hostname === d.hostname);
+      const row = stored.get(d.hostname);
       if (!row || row.accountId !== d.accountId) {
         await store.ensure(d.hostname, d.accountId, t);
         changed = true;

@@ -30,7 +30,7 @@ export interface RoutesApiDeps {
   /** Called after every change, once it is committed, so the edge serves it before the answer leaves. */
   changed(): Promise<void>;
   /** The certificate state of a domain's hostname (ours), when the platform issues certificates (--edge-tls-port). */
-  certificateOf?: (hostname: string) => CertificateState;
+  certificateOf?: (hostname: string, accountId: string) => CertificateState;
 }
 
 /** Routes or domains one request may set (wrangler sends a Worker's whole list in one PUT). */
@@ -86,7 +86,7 @@ type AccountParams = { account_id: string; name: string; domain_id: string };
 export function registerRoutesApi(app: FastifyInstance, deps: RoutesApiDeps): void {
   const { store, zones, records } = deps;
   // Without --edge-tls-port the answer is the hosted one, unchanged; with it, `certificate` (ours) says where it stands.
-  const viewOf = (d: CustomDomain) => (deps.certificateOf ? { ...domainView(d), certificate: deps.certificateOf(d.hostname) } : domainView(d));
+  const viewOf = (d: CustomDomain) => (deps.certificateOf ? { ...domainView(d), certificate: deps.certificateOf(d.hostname, d.accountId) } : domainView(d));
 
   // The zone's account is the route's: a zone the caller cannot read Workers of is a 404, as on the DNS routes.
   const zoneAccount: AccountResolver = (req) => {
