@@ -39,6 +39,7 @@ test("--edge-tls-port needs an https ACME directory; a bad port, email or CA fil
 test("renewal starts when a third of the lifetime is left; retries back off from 1 minute, doubling, to 6 hours", () => {
   const day = 86_400_000;
   assert.equal(renewalTime(0, 90 * day), 60 * day);
+  assert.equal(renewalTime(0, 1000), 666, "whole milliseconds (an integer column)");
   assert.deepEqual(
     [1, 2, 3, 10, 30, 1000].map((failures) => retryTime(failures, 0) / 60_000),
     [1, 2, 4, 360, 360, 360],

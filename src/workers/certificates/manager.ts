@@ -47,7 +47,8 @@ export interface CertificateManagerDeps {
 }
 
 /** A certificate is renewed once a third of its lifetime is left (30 days of a 90-day one). */
-export const renewalTime = (issuedAt: number, notAfter: number) => notAfter - Math.max(0, notAfter - issuedAt) / 3;
+/** Whole milliseconds: the column is an integer (PostgreSQL refuses a fraction for BIGINT). */
+export const renewalTime = (issuedAt: number, notAfter: number) => Math.floor(notAfter - Math.max(0, notAfter - issuedAt) / 3);
 /** When the order after `failures` failed ones may start. */
 export const retryTime = (failures: number, at: number) => at + Math.min(FIRST_RETRY_MS * 2 ** Math.min(failures - 1, 20), LONGEST_RETRY_MS);
 
