@@ -87,6 +87,8 @@ export async function startPlatform(config: PlatformConfig, log: Logger = create
     bus: backends.bus,
     nodeId: backends.nodeId,
     edgeUrl: () => edgeUrl,
+    // The same server the edge port accepts on: what it serves and how (raw handlers, limits, timeouts) is not repeated.
+    edgeConnection: (socket) => void app.server.emit("connection", socket),
   };
 
   const identity: EdgeService = { name: "identity", registerApi: (app) => registerIdentityRoutes(app, auth) };

@@ -63,6 +63,12 @@ export interface ServiceContext {
   nodeId: string;
   /** The URL the edge port answers on, e.g. http://127.0.0.1:8787 */
   edgeUrl(): string;
+  /**
+   * Hands a connection to the edge port's HTTP server, which serves it as one it accepted (same handlers, limits
+   * and timeouts): the HTTPS port gives it its TLS connections once decrypted (workers/certificates/tls-port.ts).
+   * Only once the platform listens (from `start` on).
+   */
+  edgeConnection(socket: Duplex): void;
 }
 
 /**

@@ -39,6 +39,7 @@ import { SqliteRoutesStore } from "./routes/sqlite-store.js";
 import { DomainRecords } from "./routes/dns-records.js";
 import { RouteTable } from "./routes/table.js";
 import { inZone } from "./routes/pattern.js";
+import { createEdgeTls } from "./certificates/edge-tls.js";
 
 /** How often module bytes no record names are looked for (they are removed an hour after they were written). */
 const GC_INTERVAL_MS = 60 * 60 * 1000;
@@ -157,6 +158,8 @@ export function createWorkersService(
     enclosing: (hostname: string) => zoneOf(deps.zones.zoneFor(hostname)),
   };
   const routeTable = new RouteTable(routesStore, zones, log);
+  // Opt-in (--edge-tls-port): the HTTPS port, and certificates the platform orders for Custom Domains itself.
+  const edgeTls = config.tls && createEdgeTls(ctx, config.tls, { box, zones: deps.zones, routesStore, routeTable });
   const domainRecords = new DomainRecords(deps.zones, deps.edgeAddresses, (id) => routeTable.domain(id), log);
   const reloadRoutes = () => routeTable.reload().catch((err: unknown) => log.error({ err }, "could not read the Workers routes again"));
   // A deleted zone takes its routes and domains with it (made once, by the node it was deleted through). A zone that
@@ -260,6 +263,7 @@ export function createWorkersService(
         records: domainRecords,
         changed: () => routeTable.reload(),
         log,
+        certificateOf: edgeTls && ((hostname, accountId) => edgeTls.manager.state(hostname, accountId)),
       });
       registerDurableObjectRoutes(app, durableObjects);
       registerAssetsRoutes(app, assets);
@@ -308,6 +312,8 @@ export function createWorkersService(
     // Tail sessions are upgraded connections too: the edge port's close waits for them (each is cut 2 s after its
     // close frame at the latest, trace-socket.ts).
     closeUpgraded: () => {
+      // The HTTPS port hands its connections to the edge port's server, whose close waits for them: stop taking more.
+      edgeTls?.closeListener();
       webSockets.closeAll();
       tails.stop();
     },
@@ -320,6 +326,7 @@ export function createWorkersService(
       await routeTable.reload();
       await deps.zones.load();
       await rehomeDomains();
+      await edgeTls?.start();
       await deployer.syncAll();
       // In the background: listing a bucket can be slow, and the start does not depend on it.
       const sweepLogged = () => void sweep().catch((err: unknown) => log.warn({ err }, "worker file sweep failed"));
@@ -329,7 +336,10 @@ export function createWorkersService(
       await clock.start();
       stopDelivery = deps.queues.startDelivery(queueWorkers(store, runtime, deployer, log, (name) => ctx.bus.publish(WORKERS_AREA, scriptChanged(name))));
     },
-    describe: () => ({ workers: urlOf("<script>") }),
+    describe: () => {
+      const https = edgeTls?.url();
+      return { workers: urlOf("<script>"), ...(https && { edge_tls: `${https} (Custom Domains, by SNI)` }) };
+    },
     async stop() {
       unfollow?.();
       unfollowRoutes?.();
@@ -337,6 +347,7 @@ export function createWorkersService(
       clearInterval(gcTimer);
       clock.stop();
       tails.stop();
+      edgeTls?.stop();
       await runtime.stop();
     },
   };

@@ -5,9 +5,9 @@ import { awsEnv, testBucket, testDatabase } from "./services.js";
 
 /**
  * Two `edgecli serve` nodes on one fresh PostgreSQL database and one bucket (the same credentials and secrets key),
- * disposed after the test; undefined when the test was skipped for a missing service.
+ * disposed after the test, both started with `args`; undefined when the test was skipped for a missing service.
  */
-export async function startTwoNodes(t: TestContext): Promise<[TestPlatform, TestPlatform] | undefined> {
+export async function startTwoNodes(t: TestContext, args: string[] = []): Promise<[TestPlatform, TestPlatform] | undefined> {
   const db = await testDatabase(t);
   const bucket = db && (await testBucket(t));
   if (!db || !bucket) return undefined;
@@ -20,7 +20,7 @@ export async function startTwoNodes(t: TestContext): Promise<[TestPlatform, Test
   };
   const nodes: TestPlatform[] = [];
   t.after(() => Promise.all(nodes.map((n) => n.dispose())));
-  nodes.push(await startTestPlatform({ env, credentials }));
-  nodes.push(await startTestPlatform({ env, credentials }));
+  nodes.push(await startTestPlatform({ env, credentials, args }));
+  nodes.push(await startTestPlatform({ env, credentials, args }));
   return [nodes[0]!, nodes[1]!];
 }

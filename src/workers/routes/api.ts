@@ -11,6 +11,7 @@ import { RoutesCodes, RoutesErrors } from "./errors.js";
 import { inZone, parsePattern, validHostname } from "./pattern.js";
 import type { ApiMessage, DomainRecords } from "./dns-records.js";
 import type { CustomDomain, RoutesStore, WorkerRoute } from "./store.js";
+import type { CertificateState } from "../certificates/manager.js";
 
 /** What the routes API needs of the DNS area: zones by id, by name, and the zone a name is in. */
 export interface ZoneFinder {
@@ -30,6 +31,8 @@ export interface RoutesApiDeps {
   /** Called after every change, once it is committed, so the edge serves it before the answer leaves. */
   changed(): Promise<void>;
   log: Logger;
+  /** The certificate state of a domain's hostname (ours), when the platform issues certificates (--edge-tls-port). */
+  certificateOf?: (hostname: string, accountId: string) => CertificateState;
 }
 
 /** Routes or domains one request may set (wrangler sends a Worker's whole list in one PUT). */
@@ -84,6 +87,8 @@ type AccountParams = { account_id: string; name: string; domain_id: string };
  */
 export function registerRoutesApi(app: FastifyInstance, deps: RoutesApiDeps): void {
   const { store, zones, records } = deps;
+  // Without --edge-tls-port the answer is the hosted one, unchanged; with it, `certificate` (ours) says where it stands.
+  const viewOf = (d: CustomDomain) => (deps.certificateOf ? { ...domainView(d), certificate: deps.certificateOf(d.hostname, d.accountId) } : domainView(d));
 
   // The zone's account is the route's: a zone the caller cannot read Workers of is a 404, as on the DNS routes.
   const zoneAccount: AccountResolver = (req) => {
@@ -241,7 +246,7 @@ export function registerRoutesApi(app: FastifyInstance, deps: RoutesApiDeps): vo
       ["zone_name", q.zone_name],
       ["environment", q.environment],
     ];
-    const views = (await store.domains(p.account_id)).map(domainView);
+    const views = (await store.domains(p.account_id)).map(viewOf);
     return ok(views.filter((v) => filters.every(([field, want]) => typeof want !== "string" || v[field] === want)));
   };
   const domainOf = async (req: FastifyRequest) => {
@@ -253,7 +258,7 @@ export function registerRoutesApi(app: FastifyInstance, deps: RoutesApiDeps): vo
   // `…/domains/records` is the path wrangler reads and writes; `…/domains` the one the API reference documents.
   for (const base of [domains, `${domains}/records`]) {
     app.get(base, read, listDomains);
-    app.get(`${base}/:domain_id`, read, async (req) => ok(domainView(await domainOf(req))));
+    app.get(`${base}/:domain_id`, read, async (req) => ok(viewOf(await domainOf(req))));
     // The domain goes first, then its record (dns-records.ts).
     app.delete(`${base}/:domain_id`, edit, async (req) => {
       const p = req.params as AccountParams;
@@ -273,7 +278,7 @@ export function registerRoutesApi(app: FastifyInstance, deps: RoutesApiDeps): vo
     const messages: ApiMessage[] = [];
     const stored = await attach(domain, { origin: true, dnsRecord: b.override_existing_dns_record }, messages);
     await deps.changed();
-    return ok(domainView(stored), undefined, messages);
+    return ok(viewOf(stored), undefined, messages);
   });
 
   // wrangler deploy's `custom_domain = true` routes. With override_scope, the Worker's other Custom Domains are removed.
@@ -298,6 +303,6 @@ export function registerRoutesApi(app: FastifyInstance, deps: RoutesApiDeps): vo
     }
     await deps.changed();
     await records.detachAll(detached);
-    return ok(stored.map(domainView), undefined, messages);
+    return ok(stored.map(viewOf), undefined, messages);
   });
 }

@@ -21,6 +21,8 @@ export class RouteTable {
   private workersDevOff: ReadonlySet<string> = new Set();
   /** The Custom Domains served, by id (their DNS records have the same ids: dns-records.ts). */
   private domains: ReadonlyMap<string, CustomDomain> = new Map();
+  private domainsByHostname: ReadonlyMap<string, CustomDomain> = new Map();
+  private readonly listeners: (() => void)[] = [];
   private reading: Promise<void> | undefined;
   private again = false;
 
@@ -37,6 +39,16 @@ export class RouteTable {
   /** The attached Custom Domain with this id whose zone is its account's, as of the last read. */
   domain(id: string): CustomDomain | undefined {
     return this.domains.get(id);
+  }
+
+  /** The attached Custom Domain of this hostname (lower case) whose zone is its account's, as of the last read. */
+  domainAt(hostname: string): CustomDomain | undefined {
+    return this.domainsByHostname.get(hostname);
+  }
+
+  /** Calls `listener` after every read of the table (the certificates of Custom Domains follow it). */
+  onReload(listener: () => void): void {
+    this.listeners.push(listener);
   }
 
   /** Whether a Worker is served at `<name>.<workers domain>` (names are unique platform-wide). */
@@ -57,8 +69,10 @@ export class RouteTable {
           const [{ index, domains }, off] = await Promise.all([this.read(), this.store.workersDevOff()]);
           this.index = index;
           this.domains = domains;
+          this.domainsByHostname = new Map([...domains.values()].map((d) => [d.hostname, d]));
           this.workersDevOff = new Set(off.map((o) => o.script));
         } while (this.again);
+        for (const l of this.listeners) l();
       } finally {
         this.reading = undefined;
       }

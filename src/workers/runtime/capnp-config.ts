@@ -7,6 +7,9 @@ import { QUEUE_SOCKET, queueDispatchService } from "./queue-dispatch.js";
 import type { RunnableScript } from "./runtime.js";
 import { TAIL_SERVICE, tailWorkerService } from "../tail/tail-worker.js";
 
+/** The header workerd takes the client's protocol from: request.url's scheme (set by the edge, proxy.ts). */
+export const FORWARDED_PROTO = "x-forwarded-proto";
+
 /** Where a binding's calls go: the binding server's socket, with the header that identifies the resource. */
 export interface BindingTarget {
   address: string;
@@ -80,7 +83,8 @@ export function workerdConfig(input: WorkerdConfigInput): string {
     ...modules.map((m, i) => `(name = ${capnpString(m.name)}, ${m.kind} = embed ${capnpString(input.modulePath(i))})`),
   ];
   const sockets = [
-    `(name = "http", http = (), service = "main")`,
+    // The edge says how the client came (proxy.ts edgeRequestHeaders): request.url is https:// for the HTTPS port.
+    `(name = "http", http = (forwardedProtoHeader = "${FORWARDED_PROTO}"), service = "main")`,
     `(name = "handlers", http = (), service = (name = "main", entrypoint = ${capnpString(input.entry.module.handlersExport)}))`,
     `(name = "scheduled", http = (), service = (name = "main", entrypoint = ${capnpString(input.entry.module.scheduledExport)}))`,
     ...(input.run.queueConsumer ? [QUEUE_SOCKET] : []),

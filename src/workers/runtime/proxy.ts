@@ -1,13 +1,25 @@
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from "node:http";
+import type { TLSSocket } from "node:tls";
 import type { Dispatcher } from "undici";
 import type { Logger } from "../../core/logger.js";
 import type { WorkersRuntime } from "./runtime.js";
+import { FORWARDED_PROTO } from "./capnp-config.js";
 
 /** Headers that describe one connection, not the request; they are not forwarded (RFC 9110 §7.6.1). */
 export const HOP_BY_HOP = new Set(["connection", "keep-alive", "proxy-connection", "te", "trailer", "upgrade", "transfer-encoding"]);
 // Also not forwarded: `expect` (Node's server already answered 100-continue to the client; the body follows),
 // and a client's own `cf-connecting-ip` (the proxy sets it).
 export const NOT_FORWARDED = new Set([...HOP_BY_HOP, "expect", "cf-connecting-ip"]);
+
+/**
+ * What the edge tells a Worker about its client, on every request it forwards: the client's address
+ * (`cf-connecting-ip`) and whether it came over the HTTPS port (`x-forwarded-proto`, which workerd turns into
+ * `request.url`'s scheme). Both replace whatever the client sent: a plain request must not pass for HTTPS.
+ */
+export function setEdgeRequestHeaders(headers: Record<string, string | string[]>, req: IncomingMessage): void {
+  headers["cf-connecting-ip"] = req.socket.remoteAddress ?? "";
+  headers[FORWARDED_PROTO] = (req.socket as TLSSocket).encrypted ? "https" : "http";
+}
 
 export function forwardable(headers: IncomingHttpHeaders, drop: ReadonlySet<string>): Record<string, string | string[]> {
   const out: Record<string, string | string[]> = {};
@@ -136,8 +148,7 @@ export class WorkerProxy {
 
   private forward(name: string, pool: Dispatcher, req: IncomingMessage, res: ServerResponse, bodyless: boolean, retry: boolean): void {
     const headers = forwardable(req.headers, NOT_FORWARDED);
-    // The script learns the client address from this header; a client cannot supply its own.
-    headers["cf-connecting-ip"] = req.socket.remoteAddress ?? "";
+    setEdgeRequestHeaders(headers, req);
     let abort: ((err: Error) => void) | undefined;
     let remaining = -1;
     let last: Buffer | undefined;

@@ -87,10 +87,10 @@ test("headers the client's Connection header names are not passed on to the scri
   assert.deepEqual(JSON.parse(raw.slice(raw.indexOf("\r\n\r\n") + 4)), { hop: null, keep: "public" });
 });
 
-test("bodies stream through the edge both ways, as they go; a client cannot set cf-connecting-ip", async () => {
+test("bodies stream through the edge both ways, as they go; a client cannot set cf-connecting-ip, nor pass a plain request for HTTPS", async () => {
   const code = `export default { async fetch(req) {
     const path = new URL(req.url).pathname;
-    if (path === "/echo") return new Response(req.body, { headers: { "x-ip": req.headers.get("cf-connecting-ip") } });
+    if (path === "/echo") return new Response(req.body, { headers: { "x-ip": req.headers.get("cf-connecting-ip"), "x-url": req.url } });
     if (path === "/count") { let n = 0; for await (const c of req.body) n += c.byteLength; return Response.json({ n }); }
     let left = 64;
     return new Response(new ReadableStream({ pull(c) { if (left-- === 0) c.close(); else c.enqueue(new Uint8Array(128 * 1024).fill(7)); } }));
@@ -101,10 +101,11 @@ test("bodies stream through the edge both ways, as they go; a client cannot set 
     httpRequest({ host: "127.0.0.1", port, method, path, headers: { host: `streamer.workers.localhost:${port}`, ...headers } });
 
   // The answer's first part comes back while the request body is still open: nothing waits for the whole.
-  const echo = send("POST", "/echo", { "cf-connecting-ip": "203.0.113.9" });
+  const echo = send("POST", "/echo", { "cf-connecting-ip": "203.0.113.9", "x-forwarded-proto": "https" });
   echo.write("first|");
   const [res] = (await once(echo, "response")) as [IncomingMessage];
   assert.equal(res.headers["x-ip"], "127.0.0.1", "the proxy sets the client address itself");
+  assert.match(String(res.headers["x-url"]), /^http:\/\/streamer\.workers\.localhost/, "the plain port's requests are http://, whatever the client says");
   const [first] = (await once(res, "data")) as [Buffer];
   assert.equal(first.toString(), "first|");
   echo.end("second");

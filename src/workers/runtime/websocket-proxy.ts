@@ -1,7 +1,7 @@
 import { request, STATUS_CODES, type IncomingMessage } from "node:http";
 import type { Duplex } from "node:stream";
 import type { Logger } from "../../core/logger.js";
-import { forwardable, HOP_BY_HOP, NEVER_REACHED, NOT_FORWARDED, scriptOfHost } from "./proxy.js";
+import { forwardable, HOP_BY_HOP, NEVER_REACHED, NOT_FORWARDED, scriptOfHost, setEdgeRequestHeaders } from "./proxy.js";
 import type { WorkersRuntime } from "./runtime.js";
 import type { WorkerdProcess } from "./workerd-process.js";
 
@@ -289,7 +289,7 @@ export class WebSocketProxy {
     const headers = forwardable(req.headers, NOT_FORWARDED);
     headers.connection = "Upgrade";
     headers.upgrade = "websocket";
-    headers["cf-connecting-ip"] = req.socket.remoteAddress ?? "";
+    setEdgeRequestHeaders(headers, req);
     const up = request({ socketPath: proc.socketPath, agent: false, method: req.method, path: req.url ?? "/", headers });
     const pending = watchWhilePending(client);
     const clientGone = () => up.destroy();

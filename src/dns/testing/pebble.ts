@@ -1,0 +1,100 @@
+import { execFileSync, spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { writeFileSync } from "node:fs";
+import { createServer } from "node:net";
+import { join } from "node:path";
+
+export const haveCommand = (cmd: string) => spawnSync("sh", ["-c", `command -v ${cmd}`]).status === 0;
+
+export const freePort = () =>
+  new Promise<number>((resolve) => {
+    const s = createServer().listen(0, "127.0.0.1", () => {
+      const { port } = s.address() as { port: number };
+      s.close(() => resolve(port));
+    });
+  });
+
+export interface Pebble {
+  /** The ACME directory URL. */
+  directory: string;
+  /** The PEM of the CA that signed pebble's own HTTPS certificate (what ACME clients must trust). */
+  serverCaFile: string;
+  /** pebble's management interface (e.g. /roots/0: the root of the certificates it issues). */
+  managementUrl: string;
+  process: ChildProcess;
+}
+
+/**
+ * Starts pebble (Let's Encrypt's test ACME server, Debian's package) in `dir`, validating DNS-01 by asking the DNS
+ * server at `dnsServer` ("127.0.0.1:port"). Its HTTPS certificate is made here with openssl and signed by a CA of
+ * the test (`serverCaFile`). Resolves once it listens.
+ */
+export async function startPebble(dir: string, dnsServer: string): Promise<Pebble> {
+  const f = (n: string) => join(dir, n);
+  execFileSync(
+    "openssl",
+    ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", f("ca.key"), "-out", f("ca.pem"), "-days", "2", "-subj", "/CN=test ca"],
+    { stdio: "ignore" },
+  );
+  execFileSync("openssl", ["req", "-newkey", "rsa:2048", "-nodes", "-keyout", f("leaf.key"), "-out", f("leaf.csr"), "-subj", "/CN=localhost"], {
+    stdio: "ignore",
+  });
+  writeFileSync(f("ext.cnf"), "subjectAltName=DNS:localhost,IP:127.0.0.1\n");
+  execFileSync(
+    "openssl",
+    [
+      "x509",
+      "-req",
+      "-in",
+      f("leaf.csr"),
+      "-CA",
+      f("ca.pem"),
+      "-CAkey",
+      f("ca.key"),
+      "-CAcreateserial",
+      "-out",
+      f("leaf.pem"),
+      "-days",
+      "2",
+      "-extfile",
+      f("ext.cnf"),
+    ],
+    { stdio: "ignore" },
+  );
+  const [acmePort, mgmtPort] = [await freePort(), await freePort()];
+  writeFileSync(
+    f("pebble.json"),
+    JSON.stringify({
+      pebble: {
+        listenAddress: `127.0.0.1:${acmePort}`,
+        managementListenAddress: `127.0.0.1:${mgmtPort}`,
+        certificate: f("leaf.pem"),
+        privateKey: f("leaf.key"),
+        httpPort: 5002,
+        tlsPort: 5001,
+        ocspResponderURL: "",
+        externalAccountBindingRequired: false,
+      },
+    }),
+  );
+  const pebble = spawn("pebble", ["-config", f("pebble.json"), "-dnsserver", dnsServer], {
+    // No random sleeps before validating, and no nonces refused at random: the test checks outcomes, not retries.
+    env: { ...process.env, PEBBLE_VA_NOSLEEP: "1", PEBBLE_WFE_NONCEREJECT: "0" },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  await new Promise<void>((resolve, reject) => {
+    let out = "";
+    // A hang guard, not a timing check.
+    const timer = setTimeout(() => reject(new Error(`pebble did not start: ${out}`)), 30_000);
+    const on = (d: Buffer) => {
+      out += d.toString();
+      if (out.includes("Listening on")) {
+        clearTimeout(timer);
+        resolve();
+      }
+    };
+    pebble.stdout!.on("data", on);
+    pebble.stderr!.on("data", on);
+    pebble.on("exit", (code) => reject(new Error(`pebble exited with ${code}: ${out}`)));
+  });
+  return { directory: `https://127.0.0.1:${acmePort}/dir`, serverCaFile: f("ca.pem"), managementUrl: `https://127.0.0.1:${mgmtPort}`, process: pebble };
+}

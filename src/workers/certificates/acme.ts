@@ -1,0 +1,71 @@
+import { X509Certificate } from "node:crypto";
+import { Agent } from "node:https";
+import { rootCertificates } from "node:tls";
+import * as acme from "acme-client";
+import type { EdgeTlsConfig } from "../config.js";
+
+/** What an order needs done in DNS: the TXT record at `name` made before the CA looks, and removed after. */
+export interface Dns01Answerer {
+  create(name: string, value: string): Promise<void>;
+  remove(name: string, value: string): Promise<void>;
+}
+
+export interface IssuedCertificate {
+  /** The chain as the CA sent it, leaf first. */
+  certPem: string;
+  keyPem: string;
+  notAfter: number;
+}
+
+/** How long one request to the ACME server may take (acme-client's HTTP client has no limit of its own). */
+const ACME_REQUEST_TIMEOUT_MS = 30_000;
+
+/**
+ * Orders certificates from the ACME CA with acme-client (RFC 8555): the platform's ACME account key is made once
+ * and kept (sealed) by the caller; each order gets a new P-256 key. Everything here is network I/O or Node's
+ * asynchronous key generation: nothing waits on the event loop.
+ */
+export class AcmeOrderer {
+  private client: acme.Client | undefined;
+
+  constructor(
+    private readonly cfg: EdgeTlsConfig["acme"],
+    /** The platform's ACME account key (PEM), made on first use and the same on every node. */
+    private readonly accountKey: (make: () => Promise<string>) => Promise<string>,
+  ) {
+    // acme-client speaks through one axios instance of its own: the CA file is trusted there, besides Node's roots.
+    // One platform runs per process, so setting it on that instance is setting it for the platform.
+    acme.axios.defaults.timeout = ACME_REQUEST_TIMEOUT_MS;
+    if (cfg.ca) acme.axios.defaults.httpsAgent = new Agent({ ca: [...rootCertificates, cfg.ca] });
+  }
+
+  private async acmeClient(): Promise<acme.Client> {
+    if (!this.client) {
+      const key = await this.accountKey(async () => (await acme.crypto.createPrivateEcdsaKey("P-256")).toString());
+      // Polls for the CA's verdict from 1 s on, doubling up to 10 s: pebble and real CAs answer within seconds.
+      this.client = new acme.Client({ directoryUrl: this.cfg.directoryUrl, accountKey: key, backoffMin: 1000, backoffMax: 10_000 });
+    }
+    return this.client;
+  }
+
+  async order(hostname: string, dns: Dns01Answerer): Promise<IssuedCertificate> {
+    const client = await this.acmeClient();
+    const [key, csr] = await acme.crypto.createCsr({ commonName: hostname, altNames: [hostname] }, await acme.crypto.createPrivateEcdsaKey("P-256"));
+    const certPem = await client.auto({
+      csr,
+      email: this.cfg.email,
+      termsOfServiceAgreed: true,
+      challengePriority: ["dns-01"],
+      // acme-client would look the TXT record up through the system's resolver; the record is in our own DNS, and
+      // the CA's check is the one that counts.
+      skipChallengeVerification: true,
+      challengeCreateFn: async (_authz, challenge, keyAuthorization) => {
+        if (challenge.type !== "dns-01") throw new Error(`the CA offered ${challenge.type}, not dns-01`);
+        await dns.create(`_acme-challenge.${hostname}`, keyAuthorization);
+      },
+      challengeRemoveFn: async (_authz, _challenge, keyAuthorization) => dns.remove(`_acme-challenge.${hostname}`, keyAuthorization),
+    });
+    const leaf = new X509Certificate(certPem);
+    return { certPem, keyPem: key.toString(), notAfter: Date.parse(leaf.validTo) };
+  }
+}

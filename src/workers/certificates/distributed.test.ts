@@ -1,0 +1,60 @@
+import assert from "node:assert/strict";
+import { randomBytes } from "node:crypto";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { test } from "node:test";
+import { startTwoNodes } from "../../core/testing/two-nodes.js";
+import { haveCommand, startPebble } from "../../dns/testing/pebble.js";
+import { eventually, logEntries, uploadScript } from "../testing/helpers.js";
+import { curlTls, fetchPem, startDnsForwarder, tlsPortOf } from "../testing/tls.js";
+
+const HANG_GUARD = { timeout: 400_000 };
+
+test("on two nodes (PostgreSQL), a Custom Domain's certificate is ordered once and served by both; detach through one stops both", HANG_GUARD, async (t) => {
+  const missing = ["pebble", "openssl", "curl"].filter((c) => !haveCommand(c));
+  if (missing.length) return t.skip(`needs pebble, openssl and curl (missing: ${missing.join(", ")})`);
+  const dir = mkdtempSync(join(tmpdir(), "edge-tls-nodes-"));
+  let dnsPorts: number[] = [];
+  // pebble asks both nodes' DNS servers, as a CA asks any of a zone's servers.
+  const forwarder = await startDnsForwarder(() => dnsPorts);
+  const pebble = await startPebble(dir, `127.0.0.1:${forwarder.port}`);
+  t.after(() => {
+    pebble.process.kill("SIGTERM");
+    forwarder.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+  const nodes = await startTwoNodes(t, ["--edge-tls-port", "0", "--acme-directory", pebble.directory, "--acme-ca-file", pebble.serverCaFile]);
+  if (!nodes) return;
+  const [a, b] = nodes;
+  dnsPorts = nodes.map((n) => Number(n.endpoints.dns_udp.split(":").pop()));
+  const rootFile = join(dir, "root.pem");
+  writeFileSync(rootFile, await fetchPem(`${pebble.managementUrl}/roots/0`, pebble.serverCaFile));
+
+  const zone = `tls${randomBytes(4).toString("hex")}.example`;
+  assert.equal((await a.api("POST", "/zones", { name: zone, account: { id: a.accountId } })).status, 200);
+  assert.equal((await uploadScript(a, "tls-cluster", `export default { fetch: (r) => new Response("cluster " + new URL(r.url).protocol) };`)).status, 200);
+  const host = `shop.${zone}`;
+  const attached = await b.api("PUT", `/accounts/${b.accountId}/workers/domains`, { hostname: host, service: "tls-cluster" });
+  assert.equal(attached.status, 200, JSON.stringify(attached.body));
+
+  // On failure, what each node logged about the certificate.
+  t.after(() => {
+    for (const node of nodes)
+      for (const l of logEntries(node)) if (l.hostname === host || l.part === "certificates") t.diagnostic(`${node.url}: ${JSON.stringify(l)}`);
+  });
+  for (const node of nodes) {
+    await eventually(
+      async () => (await curlTls(host, tlsPortOf(node.endpoints), rootFile)).out === "cluster https:",
+      `${host} over HTTPS on ${node.url}`,
+      240_000,
+    );
+  }
+  const orders = [...logEntries(a), ...logEntries(b)].filter((l) => l.hostname === host && /^ordering the certificate/.test(l.msg ?? ""));
+  assert.equal(orders.length, 1, "one node ordered the certificate");
+
+  const gone = await a.api("DELETE", `/accounts/${a.accountId}/workers/domains/${attached.body.result.id}`);
+  assert.equal(gone.status, 200);
+  assert.equal((await curlTls(host, tlsPortOf(a.endpoints), rootFile)).code, 35, "no handshake on the node it was detached through");
+  await eventually(async () => (await curlTls(host, tlsPortOf(b.endpoints), rootFile)).code === 35, "no handshake on the other node", 60_000);
+});

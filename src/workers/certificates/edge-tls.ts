@@ -1,0 +1,83 @@
+import type { Server } from "node:tls";
+import type { SecretBox } from "../../core/secret-box.js";
+import type { ServiceContext } from "../../core/service.js";
+import type { ZoneService } from "../../dns/zones/zone-service.js";
+import type { EdgeTlsConfig } from "../config.js";
+import type { RouteTable } from "../routes/table.js";
+import type { RoutesStore } from "../routes/store.js";
+import { AcmeOrderer } from "./acme.js";
+import { ChallengeRecords } from "./dns-01.js";
+import { CertificateManager } from "./manager.js";
+import { CERTIFICATES_PG_MIGRATIONS } from "./pg-migrations.js";
+import { CERTIFICATES_AREA, PgCertificateStore } from "./pg-store.js";
+import { CERTIFICATES_MIGRATIONS } from "./sqlite-migrations.js";
+import { SqliteCertificateStore } from "./sqlite-store.js";
+import { listenTls } from "./tls-port.js";
+
+/** On several nodes, the wait between writing a challenge record and asking the CA to check it (dns-01.ts). */
+const DISTRIBUTED_PROPAGATION_MS = 3000;
+
+export interface EdgeTls {
+  manager: CertificateManager;
+  /** Listens on the HTTPS port and starts ordering; after the route table's first read. */
+  start(): Promise<void>;
+  /** Stops accepting TLS connections (those accepted are the edge port's, closed with it). */
+  closeListener(): void;
+  stop(): void;
+  /** The HTTPS edge URL for the banner, once listening. */
+  url(): string | undefined;
+}
+
+/** The HTTPS edge port and the certificates of Custom Domains (--edge-tls-port): the wiring of this folder. */
+export function createEdgeTls(
+  ctx: ServiceContext,
+  cfg: EdgeTlsConfig,
+  deps: { box: SecretBox; zones: ZoneService; routesStore: RoutesStore; routeTable: RouteTable },
+): EdgeTls {
+  const log = ctx.log.child({ service: "workers", part: "certificates" });
+  const pg = ctx.openPostgres(CERTIFICATES_AREA, CERTIFICATES_PG_MIGRATIONS);
+  const store = pg ? new PgCertificateStore(pg, ctx.bus) : new SqliteCertificateStore(ctx.openDb("worker-certificates", CERTIFICATES_MIGRATIONS));
+  const { box } = deps;
+  const accountContext = `acme-account:${cfg.acme.directoryUrl}`;
+  const orderer = new AcmeOrderer(cfg.acme, async (make) => {
+    const kept = (await store.accountKey(cfg.acme.directoryUrl)) ?? (await store.saveAccountKey(cfg.acme.directoryUrl, box.seal(await make(), accountContext)));
+    return box.open(kept, accountContext);
+  });
+  const challenges = new ChallengeRecords(deps.zones, log, ctx.postgres ? DISTRIBUTED_PROPAGATION_MS : 0);
+  const manager = new CertificateManager({
+    store,
+    orderer,
+    challenges: (hostname, accountId) => challenges.forOrder(hostname, accountId),
+    box,
+    attached: () => deps.routesStore.allDomains(),
+    served: (hostname) => deps.routeTable.domainAt(hostname),
+    bus: ctx.bus,
+    nodeId: ctx.nodeId,
+    log,
+  });
+  let server: Server | undefined;
+  return {
+    manager,
+    async start() {
+      server = await listenTls({
+        host: ctx.config.core.host,
+        port: cfg.port,
+        contextFor: (name) => manager.secureContext(name),
+        serve: (socket) => ctx.edgeConnection(socket),
+        log,
+      });
+      deps.routeTable.onReload(() => manager.domainsChanged());
+      manager.start();
+    },
+    closeListener: () => void server?.close(),
+    stop: () => {
+      manager.stop();
+      server?.close();
+    },
+    url() {
+      const addr = server?.address();
+      if (!addr || typeof addr === "string") return undefined;
+      return `https://${addr.family === "IPv6" ? `[${addr.address}]` : addr.address}:${addr.port}`;
+    },
+  };
+}

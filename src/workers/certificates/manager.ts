@@ -1,0 +1,238 @@
+import { createSecureContext, type SecureContext } from "node:tls";
+import { setImmediate as nextTurn } from "node:timers/promises";
+import type { Bus } from "../../core/cluster/bus.js";
+import type { Logger } from "../../core/logger.js";
+import type { SecretBox } from "../../core/secret-box.js";
+import type { CustomDomain } from "../routes/store.js";
+import type { Dns01Answerer, IssuedCertificate } from "./acme.js";
+import { CERTIFICATES_AREA } from "./pg-store.js";
+import type { CertificateRow, CertificateStore } from "./store.js";
+
+/** How often due orders and renewals are looked for (and rows other nodes changed are read, besides their notices). */
+const CHECK_INTERVAL_MS = 60_000;
+/** How long one node holds an order before another may take it over (a node that died while ordering). */
+const ORDER_LEASE_MS = 10 * 60_000;
+/** A failed order is retried after 1 minute, then 2, 4, … up to 6 hours. */
+const FIRST_RETRY_MS = 60_000;
+const LONGEST_RETRY_MS = 6 * 3600_000;
+/** The longest error text kept with a row (a CA's problem detail can be long). */
+const MAX_ERROR_CHARS = 500;
+
+/** What orders one certificate (acme.ts in the platform; the test CA there too). */
+export interface CertificateOrderer {
+  order(hostname: string, dns: Dns01Answerer): Promise<IssuedCertificate>;
+}
+
+/** What the domain's API answer shows of its certificate (routes/api.ts). */
+export interface CertificateState {
+  status: CertificateRow["status"];
+  expires_on?: string;
+  last_error?: string;
+  next_attempt_on?: string;
+}
+
+export interface CertificateManagerDeps {
+  store: CertificateStore;
+  orderer: CertificateOrderer;
+  /** The DNS-01 answerer of one order (dns-01.ts). */
+  challenges: (hostname: string, accountId: string) => Dns01Answerer;
+  box: SecretBox;
+  /** Every attached Custom Domain as stored: whose certificates are kept (rows of others are deleted). */
+  attached: () => Promise<CustomDomain[]>;
+  /** Whether the edge serves this hostname as a Custom Domain now (routes/table.ts): whose certificates are served. */
+  served: (hostname: string) => CustomDomain | undefined;
+  bus: Bus;
+  nodeId: string;
+  log: Logger;
+}
+
+/** A certificate is renewed once a third of its lifetime is left (30 days of a 90-day one). */
+/** Whole milliseconds: the column is an integer (PostgreSQL refuses a fraction for BIGINT). */
+export const renewalTime = (issuedAt: number, notAfter: number) => Math.floor(notAfter - Math.max(0, notAfter - issuedAt) / 3);
+/** When the order after `failures` failed ones may start. */
+export const retryTime = (failures: number, at: number) => at + Math.min(FIRST_RETRY_MS * 2 ** Math.min(failures - 1, 20), LONGEST_RETRY_MS);
+
+/**
+ * Certificates of Custom Domains: keeps one row per attached hostname, orders (one order at a time on this node,
+ * in the background: nothing here is awaited by a request), renews, retries with backoff, and serves the issued
+ * ones by SNI (`secureContext`). On several nodes the order is claimed in the row (CertificateStore.claim), so one
+ * node orders; every node serves what is stored, read again on the bus notice `worker_certificates` and every minute.
+ */
+export class CertificateManager {
+  private rows = new Map<string, CertificateRow>();
+  /** SNI answers, with the PEM each was made from (remade only when it changes). */
+  private contexts = new Map<string, { certPem: string; context: SecureContext }>();
+  private readonly queue: string[] = [];
+  private ordering = false;
+  private syncing: Promise<void> | undefined;
+  private syncAgain = false;
+  private timer: NodeJS.Timeout | undefined;
+  private unsubscribe: (() => void) | undefined;
+  private stopped = false;
+
+  constructor(private readonly deps: CertificateManagerDeps) {}
+
+  start(): void {
+    this.unsubscribe = this.deps.bus.subscribe(CERTIFICATES_AREA, () => this.domainsChanged());
+    this.timer = setInterval(() => this.domainsChanged(), CHECK_INTERVAL_MS);
+    this.timer.unref();
+    this.domainsChanged();
+  }
+
+  stop(): void {
+    this.stopped = true;
+    clearInterval(this.timer);
+    this.unsubscribe?.();
+  }
+
+  /** The context to answer a TLS ClientHello for `servername` with; undefined: no certificate (the handshake fails). */
+  secureContext(servername: string): SecureContext | undefined {
+    const name = servername.toLowerCase().replace(/\.$/, "");
+    return this.deps.served(name) ? this.contexts.get(name)?.context : undefined;
+  }
+
+  /**
+   * The certificate state of a Custom Domain of `accountId`, as its API answer shows it; pending until its row is
+   * read (a row still of the hostname's previous account is not shown: its errors are that account's).
+   */
+  state(hostname: string, accountId: string): CertificateState {
+    const row = this.rows.get(hostname);
+    if (!row || row.accountId !== accountId) return { status: "pending" };
+    return {
+      status: row.status,
+      ...(row.notAfter !== null && { expires_on: new Date(row.notAfter).toISOString() }),
+      ...(row.lastError !== null && { last_error: row.lastError }),
+      ...(row.status !== "active" && { next_attempt_on: new Date(row.nextAttemptAt).toISOString() }),
+    };
+  }
+
+  /**
+   * Called when Custom Domains may have changed (the route table was read again), on a certificate notice and on
+   * the timer: makes rows for new domains, deletes those of detached ones, reads the rows and orders what is due.
+   * Never waits for an order, and never throws (a failure is logged; the next call tries again).
+   */
+  domainsChanged(): void {
+    if (this.stopped) return;
+    if (this.syncing) {
+      this.syncAgain = true;
+      return;
+    }
+    this.syncing = (async () => {
+      do {
+        this.syncAgain = false;
+        await this.sync().catch((err: unknown) => this.deps.log.error({ err }, "Custom Domain certificates: could not read or update their rows"));
+      } while (this.syncAgain && !this.stopped);
+    })().finally(() => (this.syncing = undefined));
+  }
+
+  private async sync(): Promise<void> {
+    const { store } = this.deps;
+    const attached = new Map((await this.deps.attached()).map((d) => [d.hostname, d]));
+    let rows = await store.all();
+    const stored = new Map(rows.map((r) => [r.hostname, r]));
+    const t = Date.now();
+    let changed = false;
+    for (const d of attached.values()) {
+      const row = stored.get(d.hostname);
+      if (!row || row.accountId !== d.accountId) {
+        await store.ensure(d.hostname, d.accountId, t);
+        changed = true;
+      }
+    }
+    for (const r of rows) {
+      if (attached.has(r.hostname)) continue;
+      // Detached: its certificate is not served any more (secureContext asks the route table) and is not kept.
+      if (await store.delete(r.hostname)) this.deps.log.info({ hostname: r.hostname }, "Custom Domain detached: its certificate was removed");
+      changed = true;
+    }
+    if (changed) rows = await store.all();
+    this.rows = new Map(rows.map((r) => [r.hostname, r]));
+    await this.buildContexts(rows);
+    for (const r of rows) if (this.due(r, t) && !this.queue.includes(r.hostname)) this.queue.push(r.hostname);
+    void this.orderNext();
+  }
+
+  private due(r: CertificateRow, t: number): boolean {
+    return r.nextAttemptAt <= t;
+  }
+
+  /** Opens the key and makes the TLS context of each certificate that is new or changed; drops the others. */
+  private async buildContexts(rows: CertificateRow[]): Promise<void> {
+    const next = new Map<string, { certPem: string; context: SecureContext }>();
+    for (const r of rows) {
+      if (!r.certPem || !r.keySealed) continue;
+      const known = this.contexts.get(r.hostname);
+      if (known?.certPem === r.certPem) {
+        next.set(r.hostname, known);
+        continue;
+      }
+      try {
+        const key = this.deps.box.open(r.keySealed, keyContext(r.hostname));
+        next.set(r.hostname, { certPem: r.certPem, context: createSecureContext({ cert: r.certPem, key }) });
+      } catch (err) {
+        // Never the key or the error's text that could carry it: the hostname and the kind of failure.
+        this.deps.log.error(
+          { hostname: r.hostname, error: (err as Error).name },
+          "a stored Custom Domain certificate cannot be served (key or certificate unreadable)",
+        );
+      }
+      // A turn of the event loop between certificates: many renewed at once do not hold requests up.
+      await nextTurn();
+    }
+    this.contexts = next;
+  }
+
+  /** Runs the queued orders one after the other, in the background. */
+  private async orderNext(): Promise<void> {
+    if (this.ordering) return;
+    this.ordering = true;
+    try {
+      let hostname: string | undefined;
+      while (!this.stopped && (hostname = this.queue.shift()) !== undefined) {
+        await this.orderOne(hostname).catch((err: unknown) =>
+          this.deps.log.error({ err, hostname }, "Custom Domain certificate: the order could not be recorded"),
+        );
+      }
+    } finally {
+      this.ordering = false;
+    }
+  }
+
+  private async orderOne(hostname: string): Promise<void> {
+    const { store, log, nodeId } = this.deps;
+    const domain = this.deps.served(hostname);
+    const row = this.rows.get(hostname);
+    // Detached meanwhile, or its zone not known to this node yet: another sync queues it again.
+    if (!domain || !row || row.accountId !== domain.accountId) return;
+    const started = Date.now();
+    if (!(await store.claim(hostname, nodeId, started, ORDER_LEASE_MS))) return;
+    log.info({ hostname, renewal: row.certPem !== null }, "ordering the certificate of a Custom Domain");
+    let issued: IssuedCertificate;
+    try {
+      issued = await this.deps.orderer.order(hostname, this.deps.challenges(hostname, domain.accountId));
+    } catch (err) {
+      const error = String((err as Error)?.message ?? err).slice(0, MAX_ERROR_CHARS);
+      const failures = row.failures + 1;
+      const nextAttemptAt = retryTime(failures, Date.now());
+      await store.failed(hostname, nodeId, { error, nextAttemptAt });
+      log.warn(
+        { hostname, error, failures, next_attempt_on: new Date(nextAttemptAt).toISOString() },
+        "a Custom Domain certificate order failed; it is tried again later",
+      );
+      this.domainsChanged();
+      return;
+    }
+    const keySealed = this.deps.box.seal(issued.keyPem, keyContext(hostname));
+    const nextAttemptAt = renewalTime(started, issued.notAfter);
+    if (await store.issued(hostname, nodeId, { certPem: issued.certPem, keySealed, notAfter: issued.notAfter, nextAttemptAt })) {
+      log.info(
+        { hostname, expires_on: new Date(issued.notAfter).toISOString(), renews_on: new Date(nextAttemptAt).toISOString() },
+        "Custom Domain certificate issued",
+      );
+    }
+    this.domainsChanged();
+  }
+}
+
+/** What a certificate's key is sealed to: its row (a sealed key moved to another hostname's row does not open). */
+export const keyContext = (hostname: string) => `worker-certificate:${hostname}`;

@@ -1,0 +1,73 @@
+import type { Bus } from "../../core/cluster/bus.js";
+import type { Postgres } from "../../core/db/postgres.js";
+import { CERTIFICATE_COLUMNS, toCertificate, type CertificateDbRow } from "./rows.js";
+import { certificateSql } from "./sql.js";
+import type { CertificateRow, CertificateStore } from "./store.js";
+
+export const CERTIFICATES_AREA = "worker_certificates";
+/** The notice every change sends: the nodes read the certificates they serve again. */
+export const CERTIFICATES_CHANGED = "certificates";
+
+/** `?` placeholders as PostgreSQL's `$1..$n`. */
+const numbered = (sql: string) => {
+  let n = 0;
+  return sql.replace(/\?/g, () => `$${++n}`);
+};
+const TABLE = `${CERTIFICATES_AREA}.certificates`;
+const SQL = Object.fromEntries(Object.entries(certificateSql(TABLE, `${CERTIFICATES_AREA}.acme_accounts`)).map(([k, v]) => [k, numbered(v)])) as ReturnType<
+  typeof certificateSql
+>;
+
+/**
+ * CertificateStore on PostgreSQL (schema `worker_certificates`). A change that issues or removes a certificate
+ * announces `certificates` inside its transaction, so every node serves it (or stops) from its notice.
+ */
+export class PgCertificateStore implements CertificateStore {
+  constructor(
+    private readonly pg: Postgres,
+    private readonly bus: Bus,
+  ) {}
+
+  private announced(sql: string, params: unknown[]): Promise<boolean> {
+    return this.pg.withTransaction(async (tx) => {
+      const changed = (await tx.execute(sql, params)) === 1;
+      if (changed) await this.bus.publish(CERTIFICATES_AREA, CERTIFICATES_CHANGED, tx);
+      return changed;
+    });
+  }
+
+  async all(): Promise<CertificateRow[]> {
+    const rows = await this.pg.rows<CertificateDbRow>(`SELECT ${CERTIFICATE_COLUMNS} FROM ${TABLE} ORDER BY hostname`);
+    return rows.map(toCertificate);
+  }
+
+  async ensure(hostname: string, accountId: string, now: number): Promise<void> {
+    await this.pg.execute(SQL.ensure, [hostname, accountId, now]);
+  }
+
+  async claim(hostname: string, node: string, now: number, leaseMs: number): Promise<boolean> {
+    // One statement: of two nodes claiming at once, the second waits for the first's row lock, then sees its claim.
+    return (await this.pg.execute(SQL.claim, [node, now + leaseMs, hostname, now, now])) === 1;
+  }
+
+  issued(hostname: string, node: string, c: { certPem: string; keySealed: string; notAfter: number; nextAttemptAt: number }): Promise<boolean> {
+    return this.announced(SQL.issued, [c.certPem, c.keySealed, c.notAfter, c.nextAttemptAt, hostname, node]);
+  }
+
+  async failed(hostname: string, node: string, f: { error: string; nextAttemptAt: number }): Promise<boolean> {
+    return (await this.pg.execute(SQL.failed, [f.error, f.nextAttemptAt, hostname, node])) === 1;
+  }
+
+  delete(hostname: string): Promise<boolean> {
+    return this.announced(SQL.delete, [hostname]);
+  }
+
+  async accountKey(directoryUrl: string): Promise<string | undefined> {
+    return (await this.pg.row<{ key_sealed: string }>(SQL.accountKey, [directoryUrl]))?.key_sealed;
+  }
+
+  async saveAccountKey(directoryUrl: string, keySealed: string): Promise<string> {
+    await this.pg.execute(SQL.saveAccountKey, [directoryUrl, keySealed]);
+    return (await this.accountKey(directoryUrl))!;
+  }
+}
