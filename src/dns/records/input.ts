@@ -106,6 +106,8 @@ export function buildRecord(
   if (type === "CNAME" && value.content === name) throw DnsErrors.cnameToItself();
 
   if (has("proxied") && typeof b.proxied !== "boolean") throw DnsErrors.proxiedNotBoolean();
+  // Terraform's provider sends `private_routing` when its config sets it; nothing here routes to private networks.
+  if (has("private_routing") && b.private_routing !== false) throw DnsErrors.privateRoutingUnsupported();
   const proxied = has("proxied") ? (b.proxied as boolean) : (base?.proxied ?? (spec.proxiable && (opts.defaultProxied ?? false)));
   if (proxied && !spec.proxiable) throw DnsErrors.notProxiable(type);
   const ttlIn = has("ttl") ? readTtl(b.ttl) : (base?.ttl ?? 1);
