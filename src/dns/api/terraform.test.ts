@@ -153,10 +153,19 @@ describe("Terraform provider v5: zones, dns_records, zone_dnssec, secondary DNS"
     assert.equal(mxPut.body.result.priority, 20);
     assert.equal(mxPut.body.result.ttl, 300);
 
-    // TXT written quoted, as the provider's documentation asks: the content comes back exactly as sent
+    // TXT, quoted or not: the content comes back exactly as sent (the provider compares it with its plan), and the
+    // same text in the other form is the same record
     const txt = await p.api("POST", base, { name: "_dmarc.tf-provider.com", type: "TXT", ttl: 1, content: '"v=DMARC1; p=none"' });
     assert.equal(txt.status, 200, JSON.stringify(txt.body));
     assert.equal(txt.body.result.content, '"v=DMARC1; p=none"');
+    const spf = await p.api("POST", base, { name: "tf-provider.com", type: "TXT", ttl: 1, content: "v=spf1 include:_spf.example.net -all" });
+    assert.equal(spf.status, 200, JSON.stringify(spf.body));
+    assert.equal(spf.body.result.content, "v=spf1 include:_spf.example.net -all");
+    assert.equal((await p.api("GET", `${base}/${spf.body.result.id}`)).body.result.content, "v=spf1 include:_spf.example.net -all");
+    const twice = await p.api("POST", base, { name: "tf-provider.com", type: "TXT", ttl: 1, content: '"v=spf1 include:_spf.example.net -all"' });
+    assert.equal(twice.status, 400, JSON.stringify(twice.body));
+    const exported = await fetch(`${p.apiUrl}${base}/export`, { headers: p.headers() });
+    assert.match(await exported.text(), /IN\tTXT\t"v=spf1 include:_spf\.example\.net -all"/);
 
     // SRV through `data`: content is computed from it
     const srv = await p.api("POST", base, {

@@ -2,6 +2,7 @@ import type { BlockList } from "node:net";
 import { DnsErrors } from "../errors.js";
 import { RECORD_TYPES, type DnsRecord, type RecordSettings, type RecordType } from "../model.js";
 import { checkRecordName, resolveRecordName } from "../zones/names.js";
+import { parseTxt } from "./txt.js";
 import { TYPES, type RecordValue } from "./types.js";
 import type { ZoneService } from "../zones/zone-service.js";
 import { newId, now, type ZoneDraft } from "../zones/zone-state.js";
@@ -61,8 +62,10 @@ function readSettings(v: unknown, type: RecordType): RecordSettings {
   return out;
 }
 
-const sameValue = (a: RecordValue, b: RecordValue) =>
-  a.content.toLowerCase() === b.content.toLowerCase() && a.priority === b.priority && JSON.stringify(a.data) === JSON.stringify(b.data);
+/** The value's content in one form: TXT quoted or not is the same record. */
+const canonicalContent = (type: RecordType, v: RecordValue) => (type === "TXT" ? parseTxt(v.content).content : v.content.toLowerCase());
+const sameValue = (type: RecordType, a: RecordValue, b: RecordValue) =>
+  canonicalContent(type, a) === canonicalContent(type, b) && a.priority === b.priority && JSON.stringify(a.data) === JSON.stringify(b.data);
 
 /**
  * Builds the record an API call asks for and checks it against the draft (the zone with the changes
@@ -169,7 +172,7 @@ function checkManaged(
  */
 function checkConflicts(draft: ZoneDraft, id: string, name: string, type: RecordType, value: RecordValue): void {
   const others = draft.at(name).filter((r) => r.id !== id);
-  if (others.some((o) => o.type === type && sameValue(o, value))) throw DnsErrors.identicalRecord();
+  if (others.some((o) => o.type === type && sameValue(type, o, value))) throw DnsErrors.identicalRecord();
   if (name !== draft.zone.zone.name) {
     // DS records belong at a delegation point (they are the parent's half of DNSSEC for the child).
     const delegation = type === "NS" ? others.some((o) => o.type !== "NS" && o.type !== "DS") : type !== "DS" && others.some((o) => o.type === "NS");

@@ -223,4 +223,10 @@ describe("Terraform provider v5: Workers scripts, routes, Custom Domains, cron t
     // the provider's destroy sends nothing; clearing is a PUT of []
     assert.deepEqual((await p.api("PUT", path, [])).body.result.schedules, []);
   });
+
+  it("cloudflare_workers_script destroy: DELETE …/scripts/{n}, after which the refresh reads find nothing", async () => {
+    assert.equal((await p.api("DELETE", `${scripts()}/tf-worker`)).status, 200);
+    assert.equal((await p.api("GET", `/accounts/${p.accountId}/workers/services/tf-worker`)).status, 404);
+    assert.equal((await fetch(`${p.apiUrl}${scripts()}/tf-worker/content/v2`, { headers: p.headers() })).status, 404);
+  });
 });
