@@ -134,6 +134,17 @@ describe("Terraform provider v5: zones, dns_records, zone_dnssec, secondary DNS"
     assert.equal(cname.status, 200, JSON.stringify(cname.body));
     assert.deepEqual(cname.body.result.settings, { flatten_cname: false, ipv4_only: false, ipv6_only: false });
     assert.equal(cname.body.result.content, "www.tf-provider.com");
+    // a setting removed from the config goes as null in the PUT: unset, the others kept as sent
+    const unset = await p.api("PUT", `${base}/${cname.body.result.id}`, {
+      name: "blog.tf-provider.com",
+      type: "CNAME",
+      ttl: 1,
+      content: "www.tf-provider.com",
+      proxied: false,
+      settings: { flatten_cname: null, ipv4_only: true, ipv6_only: null },
+    });
+    assert.equal(unset.status, 200, JSON.stringify(unset.body));
+    assert.deepEqual(unset.body.result.settings, { ipv4_only: true });
 
     // MX with the top-level priority, then its priority removed from the config is a null in the PUT: refused, the
     // record as it was

@@ -54,6 +54,8 @@ function readSettings(v: unknown, type: RecordType): RecordSettings {
   const out: RecordSettings = {};
   for (const [k, val] of Object.entries(v as Record<string, unknown>)) {
     if (!["ipv4_only", "ipv6_only", "flatten_cname"].includes(k)) continue;
+    // null is "not set": Terraform's provider sends a setting removed from its config as null on the PUT.
+    if (val === null) continue;
     if (typeof val !== "boolean") throw DnsErrors.settingNotBoolean(k);
     if (k === "flatten_cname" && type !== "CNAME" && val) throw DnsErrors.flattenCnameOnly();
     out[k as keyof RecordSettings] = val;
