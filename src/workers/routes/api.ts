@@ -8,7 +8,7 @@ import type { Logger } from "../../core/logger.js";
 import { DnsErrors } from "../../dns/errors.js";
 import { WorkersErrors } from "../errors.js";
 import { RoutesCodes, RoutesErrors } from "./errors.js";
-import { inZone, parsePattern, validHostname } from "./pattern.js";
+import { inZone, MAX_CUSTOM_DOMAIN_CHARS, parsePattern, validHostname } from "./pattern.js";
 import type { ApiMessage, DomainRecords } from "./dns-records.js";
 import type { CustomDomain, RoutesStore, WorkerRoute } from "./store.js";
 import type { CertificateState } from "../certificates/manager.js";
@@ -190,6 +190,7 @@ export function registerRoutesApi(app: FastifyInstance, deps: RoutesApiDeps): vo
   const checkedDomain = (accountId: string, service: string, environment: string, origin: { hostname: string; zone_id?: string; zone_name?: string }) => {
     const hostname = origin.hostname.trim().toLowerCase().replace(/\.$/, "");
     if (!validHostname(hostname)) throw RoutesErrors.invalidHostname(origin.hostname);
+    if (hostname.length > MAX_CUSTOM_DOMAIN_CHARS) throw RoutesErrors.hostnameTooLongForCertificate(hostname, MAX_CUSTOM_DOMAIN_CHARS);
     if (environment !== "production") throw RoutesErrors.environment(environment);
     const zone = accountZone(accountId, hostname, origin);
     if (!inZone(hostname, zone.name)) throw RoutesErrors.zoneMismatch(hostname, zone.name);

@@ -37,6 +37,11 @@ export const RoutesErrors = {
       `${hostname} is answered from the zone ${closest}, not ${zone}: a Custom Domain belongs to the closest zone that encloses its hostname; name ${closest} or no zone`,
     ),
   invalidHostname: (hostname: string) => invalid(`"${hostname}" is not a hostname a Custom Domain can have (no wildcard, no path, no port)`, "/hostname"),
+  hostnameTooLongForCertificate: (hostname: string, max: number) =>
+    invalid(
+      `"${hostname.slice(0, 40)}…" has ${hostname.length} characters; a Custom Domain may have at most ${max}, so that its certificate's challenge name (_acme-challenge.<hostname>) is still a DNS name`,
+      "/hostname",
+    ),
   environment: (environment: string) => invalid(`environment "${environment}": this platform has one environment per Worker, "production"`, "/environment"),
   domainNotFound: () => new EdgeError(404, RoutesCodes.domainNotFound, "Custom Domain not found"),
   domainTaken: (hostname: string, service: string) =>
