@@ -33,6 +33,12 @@ export interface RoutesApiDeps {
   log: Logger;
   /** The certificate state of a domain's hostname (ours), when the platform issues certificates (--edge-tls-port). */
   certificateOf?: (hostname: string, accountId: string) => CertificateState;
+  /**
+   * When the platform issues certificates: how many of an account's domains have none issued yet, and how many it may
+   * have (--acme-pending-per-account). Attaching new domains past it is refused, so that one account cannot fill the
+   * order queue and spend the platform's ACME rate limits.
+   */
+  pendingCertificates?: { notIssued(accountId: string, hostnames: Iterable<string>): number; max: number };
 }
 
 /** Routes or domains one request may set (wrangler sends a Worker's whole list in one PUT). */
@@ -217,6 +223,17 @@ export function registerRoutesApi(app: FastifyInstance, deps: RoutesApiDeps): vo
     return undefined;
   };
 
+  /** Refuses adding `hostnames` when the account's certificates not yet issued would then pass the cap. */
+  const checkPendingCertificates = async (accountId: string, hostnames: readonly string[]) => {
+    const pending = deps.pendingCertificates;
+    if (!pending) return;
+    const attached = new Set((await store.domains(accountId)).map((d) => d.hostname));
+    const adding = new Set(hostnames.filter((h) => !attached.has(h))).size;
+    if (adding === 0) return;
+    const waiting = pending.notIssued(accountId, attached);
+    if (waiting + adding > pending.max) throw RoutesErrors.tooManyPendingCertificates(pending.max, waiting);
+  };
+
   /**
    * Attaches a checked domain: its DNS record first, then the domain (dns-records.ts says why in this order); a
    * domain that is then refused takes the record just made with it. A hostname already attached keeps its id.
@@ -276,6 +293,7 @@ export function registerRoutesApi(app: FastifyInstance, deps: RoutesApiDeps): vo
     const b = parseWith(domainBody, req.body ?? {}, RoutesCodes.validation);
     const domain = checkedDomain(p.account_id, b.service, b.environment, b);
     if (!(await deps.scriptExists(p.account_id, b.service))) throw WorkersErrors.scriptNotFound();
+    await checkPendingCertificates(p.account_id, [domain.hostname]);
     const messages: ApiMessage[] = [];
     const stored = await attach(domain, { origin: true, dnsRecord: b.override_existing_dns_record }, messages);
     await deps.changed();
@@ -287,6 +305,10 @@ export function registerRoutesApi(app: FastifyInstance, deps: RoutesApiDeps): vo
     const p = await scriptOf(req);
     const b = parseWith(domainRecordsBody, req.body ?? {}, RoutesCodes.validation);
     const wanted = b.origins.map((o) => checkedDomain(p.account_id, p.name, "production", o));
+    await checkPendingCertificates(
+      p.account_id,
+      wanted.map((d) => d.hostname),
+    );
     // Checked before anything is written, so that a conflict leaves every domain and record as it was.
     for (const d of wanted) {
       const old = await ownDomainAt(p.account_id, d.hostname, false);
