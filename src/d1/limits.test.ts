@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
+import Cloudflare from "cloudflare";
 import { startTestPlatform, type TestPlatform } from "../core/testing/platform.js";
 import { createAccount } from "../workers/testing/helpers.js";
 
@@ -55,6 +56,13 @@ test("databases per account are capped: one more is refused with the hosted code
   assert.equal(over.body.success, false);
   assert.equal(over.body.errors[0].code, 7406);
   assert.match(over.body.errors[0].message, /System limit reached: databases per account \(4\)/);
+  // The `cloudflare` SDK sees the hosted error: a 400 carrying code 7406.
+  const cf = new Cloudflare({ apiToken: p.token, baseURL: p.apiUrl, maxRetries: 0 });
+  await assert.rejects(cf.d1.database.create({ account_id: p.accountId, name: "lim-5" }), (e: unknown) => {
+    assert.ok(e instanceof Cloudflare.BadRequestError, String(e));
+    assert.equal((e as { errors: { code: number }[] }).errors[0]!.code, 7406);
+    return true;
+  });
   const listed = await p.api("GET", base(p.accountId));
   assert.equal(listed.body.result.length, 4, "the refused database was not made");
   // B's cap is its own.
