@@ -15,7 +15,9 @@ const rules = (await import(new URL("../.dependency-cruiser.mjs", import.meta.ur
 
 async function cruiseTree(baseDir: string, knownViolations: IViolation[]): Promise<ICruiseResult> {
   const { forbidden, options } = rules.default;
-  const { output } = await cruise(["src"], { ...options, baseDir, validate: true, ruleSet: { forbidden }, knownViolations });
+  // Paths absolute: the test runner may start anywhere.
+  const tsConfig = { fileName: join(baseDir, "tsconfig.json") };
+  const { output } = await cruise(["src"], { ...options, baseDir, tsConfig, validate: true, ruleSet: { forbidden }, knownViolations });
   return output as ICruiseResult;
 }
 
