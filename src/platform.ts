@@ -27,6 +27,8 @@ import { createR2Service } from "./r2/service.js";
 import { createWorkersService } from "./workers/service.js";
 import { createAiGatewayService } from "./ai-gateway/service.js";
 import { createDashboardService } from "./dashboard/service.js";
+import { createAnalyticsService } from "./analytics/service.js";
+import { r2StorageDataset } from "./r2/analytics-dataset.js";
 
 export interface RunningPlatform {
   url: string;
@@ -116,6 +118,8 @@ export async function startPlatform(config: PlatformConfig, log: Logger = create
     createWorkersService(ctx, { kv, r2, d1, queues, zones: dns.zones, edgeAddresses: dns.edgeAddresses }),
     createAiGatewayService(ctx),
     r2,
+    // The GraphQL Analytics API: each area hands over its datasets (R2: what its buckets hold).
+    createAnalyticsService(ctx, [r2StorageDataset(r2.store)]),
     createDashboardService(ctx),
   ];
 
