@@ -65,14 +65,15 @@ test(
       writeFileSync(join(cwd, "index.js"), WORKER);
       writeFileSync(join(cwd, "wrangler.toml"), config(kvId, "one"));
 
-      const first = ok(await wrangler("deploy"));
+      const first = ok(await wrangler("deploy", "--env="));
       assert.doesNotMatch(first.stdout + first.stderr, /Could not apply service and environment tags/);
       assert.equal((await hit(p, "w4-app", "/?body=a")).text, "sent seen one");
 
       // The redeploy sends the producer and the namespace as {"type": "inherit"}: they are taken from the live version.
       writeFileSync(join(cwd, "wrangler.toml"), config(kvId, "two"));
-      const again = ok(await wrangler("deploy"));
-      assert.doesNotMatch(again.stdout + again.stderr, /Could not apply service and environment tags|inherit/);
+      const again = ok(await wrangler("deploy", "--env="));
+      assert.match(again.stdout, /env\.OUT \(inherited\)\s+Queue/);
+      assert.doesNotMatch(again.stdout + again.stderr, /Could not apply service and environment tags/);
       await eventually(async () => (await hit(p, "w4-app", "/?body=b")).text === "sent seen two", "the redeployed version serves");
       const settings = await p.api("GET", `/accounts/${p.accountId}/workers/scripts/w4-app/settings`);
       const bindings = (settings.body.result.bindings as { name: string; type: string }[]).map((b) => `${b.name}:${b.type}`).sort();

@@ -16,6 +16,12 @@ const NODE22 = nodeBinary(22);
 /** For `test(name, { skip: wrangler4Missing() })`: why wrangler 4 cannot run here, or false. */
 export const wrangler4Missing = () => testClientMissing("wrangler 4 or Node 22", WRANGLER4_BIN, NODE22);
 
+/**
+ * The wrangler releases a test runs with (`for (const version of wranglerVersions()) describe(...)`): 3.114 always,
+ * and the latest 4 when test-clients/ is installed (under CI, where it must be, its absence fails the file).
+ */
+export const wranglerVersions = (): (3 | 4)[] => (wrangler4Missing() ? [3] : [3, 4]);
+
 /** A hang guard only: a deploy on a loaded 2-core machine has taken tens of seconds. */
 const WRANGLER_LIMIT_MS = 180_000;
 
