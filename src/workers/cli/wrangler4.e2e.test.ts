@@ -94,3 +94,19 @@ test(
     });
   },
 );
+
+test("wrangler 4: whoami, secret put/list/delete", { skip }, async () => {
+  await withTempDir("wrangler4-secret-", async (cwd) => {
+    const wrangler = (args: string[], input?: string) => runWrangler(p, args, { cwd, version: 4, input });
+    const who = ok(await wrangler(["whoami"]));
+    assert.match(who.stdout, new RegExp(p.accountId));
+    writeFileSync(join(cwd, "index.js"), `export default { fetch(_r, env) { return new Response(env.TOKEN ?? "-"); } };`);
+    writeFileSync(join(cwd, "wrangler.toml"), `name = "w4-secret"\nmain = "index.js"\ncompatibility_date = "2024-09-01"\n`);
+    ok(await wrangler(["deploy"]));
+    ok(await wrangler(["secret", "put", "TOKEN"], "s3cret\n"));
+    await eventually(async () => (await hit(p, "w4-secret", "/")).text === "s3cret", "the secret is live");
+    assert.match(ok(await wrangler(["secret", "list"])).stdout, /"name": "TOKEN"/);
+    ok(await wrangler(["secret", "delete", "TOKEN"]));
+    await eventually(async () => (await hit(p, "w4-secret", "/")).text === "-", "the secret is gone");
+  });
+});
