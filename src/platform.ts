@@ -247,21 +247,31 @@ function sealObjectPrototype(log: Logger): void {
   log.info("Object.prototype sealed");
 }
 
+/** How long a stopped platform's process may take to end by itself before it is ended. */
+const EXIT_GRACE_MS = 3_000;
+
 /** Runs until SIGINT/SIGTERM, then stops accepting, drains in-flight requests and closes the store. */
 export async function runPlatformUntilSignal(config: PlatformConfig): Promise<number> {
   const platform = await startPlatform(config);
   if (config.core.sealObjectPrototype) sealObjectPrototype(platform.log);
   return new Promise<number>((resolve) => {
     let stopping = false;
+    // Everything is stopped and the stores are closed: the process ends once nothing is left to run. Work given up
+    // on the way (a library's retry timer, e.g. acme-client's backoff while a CA does not answer) may keep it alive
+    // for a minute more; it is cut after a short grace instead, so a stop takes seconds whatever a peer does.
+    const exitSoon = (code: number) => {
+      resolve(code);
+      setTimeout(() => process.exit(code), EXIT_GRACE_MS).unref();
+    };
     const onSignal = (sig: NodeJS.Signals) => {
       if (stopping) return;
       stopping = true;
       platform.log.info({ signal: sig }, "shutting down");
       platform.stop().then(
-        () => resolve(0),
+        () => exitSoon(0),
         (err) => {
           platform.log.error({ err }, "shutdown failed");
-          resolve(1);
+          exitSoon(1);
         },
       );
     };
