@@ -25,7 +25,7 @@ const REFUSALS_MAX = 512;
 
 /**
  * Limits on the connections of the edge port, counted from accept to close (a WebSocket's connection counts for
- * as long as it is open). The peer address is the TCP peer's: no header (X-Forwarded-For) is trusted for this, as
+ * as long as it is open); the HTTPS port's connections are counted here too, from their accept (`admitAtAccept`). The peer address is the TCP peer's: no header (X-Forwarded-For) is trusted for this, as
  * none has arrived when the connection is counted, and any client can write one.
  *
  * A connection past a limit is still read up to its first request head, which is answered 429 (the client's share)
