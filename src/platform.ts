@@ -15,6 +15,8 @@ import { optionValues } from "./core/cli/option-values.js";
 import { WalCheckpointer } from "./core/db/wal-checkpointer.js";
 import { openDatabase, type Db } from "./core/db/sqlite.js";
 import { buildEdgeApp } from "./core/http/app.js";
+import { ConnectionLimits } from "./core/http/connection-limits.js";
+import { Readiness } from "./core/http/readiness.js";
 import { createLogger, type Logger } from "./core/logger.js";
 import type { EdgeService, PlatformConfig, ServiceContext } from "./core/service.js";
 import { UserError } from "./core/errors.js";
@@ -80,6 +82,11 @@ export async function startPlatform(config: PlatformConfig, log: Logger = create
   }
   const auth = new AuthService(identities, log, backends.bus);
   let edgeUrl = "";
+  // One count for the edge port and the HTTPS port, whose connections it serves once decrypted.
+  const connections = new ConnectionLimits(config.core.connections);
+  // The port listens before the services start (they need its URL, and the HTTPS port hands it its connections),
+  // but answers 503 to all but /healthz and /readyz until every service has started.
+  const readiness = new Readiness();
   // The hostname plan first: the areas check tenants' names against it. Its names are the areas' own options.
   let edge: EdgeArea;
   try {
@@ -113,7 +120,11 @@ export async function startPlatform(config: PlatformConfig, log: Logger = create
     nodeId: backends.nodeId,
     edgeUrl: () => edgeUrl,
     // The same server the edge port accepts on: what it serves and how (raw handlers, limits, timeouts) is not repeated.
-    edgeConnection: (socket) => void app.server.emit("connection", socket),
+    admitEdgeConnection: (socket) => connections.admitAtAccept(socket),
+    edgeConnection: (socket) => {
+      connections.handOver(socket);
+      app.server.emit("connection", socket);
+    },
     platformHostnames: edge.platformHostnames,
   };
 
@@ -163,7 +174,8 @@ export async function startPlatform(config: PlatformConfig, log: Logger = create
       bodyIdleMs: config.core.bodyIdleMs,
       bodyMinBytesPerSecond: config.core.bodyMinBytesPerSecond,
       headTimeoutMs: config.core.headTimeoutMs,
-      connections: config.core.connections,
+      connections,
+      readiness,
       health,
     });
     await app.listen({ host: config.core.host, port: config.core.port });
@@ -177,6 +189,8 @@ export async function startPlatform(config: PlatformConfig, log: Logger = create
 
   const started: EdgeService[] = [];
   const stop = async () => {
+    // Probes say "stopping" and new requests are refused at once, so a load balancer moves on while this node drains.
+    readiness.stopping();
     for (const s of services) s.closeUpgraded?.();
     await app.close();
     for (const s of [...started].reverse()) await s.stop?.().catch((err) => log.error({ err, service: s.name }, "service failed to stop"));
@@ -198,6 +212,7 @@ export async function startPlatform(config: PlatformConfig, log: Logger = create
   const endpoints: Record<string, string> = { edge: edgeUrl, api: `${edgeUrl}/client/v4`, ai_gateway: `${edgeUrl}/v1`, state_dir: config.stateDir };
   for (const s of services) Object.assign(endpoints, s.describe?.() ?? {});
   endpoints.backend = backends.description.summary;
+  readiness.ready();
   printBanner(endpoints, boot, config.stateDir);
   log.info({ endpoints, backend: backends.description, nodeId: backends.nodeId }, "platform ready");
   return { url: edgeUrl, app, services, log, stop };
@@ -263,21 +278,31 @@ function sealObjectPrototype(log: Logger): void {
   log.info("Object.prototype sealed");
 }
 
+/** How long a stopped platform's process may take to end by itself before it is ended. */
+const EXIT_GRACE_MS = 3_000;
+
 /** Runs until SIGINT/SIGTERM, then stops accepting, drains in-flight requests and closes the store. */
 export async function runPlatformUntilSignal(config: PlatformConfig): Promise<number> {
   const platform = await startPlatform(config);
   if (config.core.sealObjectPrototype) sealObjectPrototype(platform.log);
   return new Promise<number>((resolve) => {
     let stopping = false;
+    // Everything is stopped and the stores are closed: the process ends once nothing is left to run. Work given up
+    // on the way (a library's retry timer, e.g. acme-client's backoff while a CA does not answer) may keep it alive
+    // for a minute more; it is cut after a short grace instead, so a stop takes seconds whatever a peer does.
+    const exitSoon = (code: number) => {
+      resolve(code);
+      setTimeout(() => process.exit(code), EXIT_GRACE_MS).unref();
+    };
     const onSignal = (sig: NodeJS.Signals) => {
       if (stopping) return;
       stopping = true;
       platform.log.info({ signal: sig }, "shutting down");
       platform.stop().then(
-        () => resolve(0),
+        () => exitSoon(0),
         (err) => {
           platform.log.error({ err }, "shutdown failed");
-          resolve(1);
+          exitSoon(1);
         },
       );
     };

@@ -40,7 +40,7 @@ export const serveOptions = {
   "edge-max-connections": {
     type: "number",
     describe:
-      "Connections the edge port carries at once, from all clients (a WebSocket counts as one); more are answered 503 and closed. Keep it under the process's file limit (ulimit -n): a WebSocket to a Worker holds a second descriptor",
+      "Connections the edge port carries at once, from all clients (a WebSocket counts as one; the HTTPS port's count too, from accept); more are answered 503 and closed. Keep it under the process's file limit (ulimit -n): a WebSocket to a Worker holds a second descriptor",
     // Above --websockets-max (10,000) with room for HTTP; 16,384 connections with a WebSocket each need about
     // 26,000 descriptors, which the usual service limit (LimitNOFILE 524,288; ulimit -n 1,024 in a login shell) sets.
     default: 16_384,
@@ -48,7 +48,7 @@ export const serveOptions = {
   "edge-max-connections-per-client": {
     type: "number",
     describe:
-      "Connections one client carries at once on the edge port (an IPv4 address, or an IPv6 /64; the TCP peer, X-Forwarded-For is not read); more are answered 429 and closed",
+      "Connections one client carries at once on the edge port and the HTTPS port together (an IPv4 address, or an IPv6 /64; the TCP peer, X-Forwarded-For is not read); more are answered 429 and closed",
     // Chromium's pool holds at most 256 sockets a profile and 6 a host: room for 40 browsers behind one NAT, far
     // short of the node's limit, so one address cannot take the node.
     default: 256,

@@ -124,6 +124,13 @@ export const CoreErrors = {
   tooManyConnectionsFromClient: (max: number) =>
     new EdgeError(429, Codes.tooManyConnections, `This client address has ${max} connections open to the platform, the most it may; close one first`),
   tooManyConnections: () => new EdgeError(503, Codes.nodeFull, "The platform has as many connections open as it takes; retry later"),
+  /** Before every deployed Worker, route, Custom Domain and certificate is loaded (and again once stopping). */
+  notReady: (state: "starting" | "stopping") =>
+    new EdgeError(
+      503,
+      Codes.nodeFull,
+      state === "starting" ? "The platform is starting; retry in a moment" : "The platform is shutting down; retry on another node",
+    ),
   invalidUrlCharacters: () => new EdgeError(400, Codes.badRequest, "The request line has a URL with characters HTTP does not allow (percent-encode them)"),
   notHttp: (parserCode: string | undefined) => new EdgeError(400, Codes.badRequest, `The request is not valid HTTP/1.1 (${parserCode ?? "parse error"})`),
 };

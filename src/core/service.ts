@@ -1,5 +1,6 @@
 import type { FastifyInstance } from "fastify";
 import type { IncomingMessage, ServerResponse } from "node:http";
+import type { Socket } from "node:net";
 import type { Duplex } from "node:stream";
 import type { AuthService } from "./auth/auth-service.js";
 import type { BackendDescription } from "./backends.js";
@@ -81,9 +82,14 @@ export interface ServiceContext {
   /** The URL the edge port answers on, e.g. http://127.0.0.1:8787 */
   edgeUrl(): string;
   /**
-   * Hands a connection to the edge port's HTTP server, which serves it as one it accepted (same handlers, limits
-   * and timeouts): the HTTPS port gives it its TLS connections once decrypted (workers/certificates/tls-port.ts).
-   * Only once the platform listens (from `start` on).
+   * Counts a connection the HTTPS port accepted, from accept (before its handshake), under the edge port's limits
+   * (--edge-max-connections and the per-client share): false when over one, and then it is closed.
+   */
+  admitEdgeConnection(socket: Socket): boolean;
+  /**
+   * Hands a connection counted by `admitEdgeConnection` to the edge port's HTTP server, which serves it as one it
+   * accepted (same handlers and timeouts): the HTTPS port gives it its TLS connections once decrypted
+   * (workers/certificates/tls-port.ts). Only once the platform listens (from `start` on).
    */
   edgeConnection(socket: Duplex): void;
   /** The hostname plan: zones, records, Custom Domains, routes and certificates are checked against it. */
@@ -114,7 +120,11 @@ export interface EdgeService {
    * (a WebSocket) has no end of its own.
    */
   closeUpgraded?(): void;
-  /** Starts listeners and background work; called after the edge port is listening. */
+  /**
+   * Starts listeners and background work; called after the edge port is listening, while it answers 503 to all but
+   * /healthz and /readyz (core/http/readiness.ts): once every start has resolved, the node takes traffic, so a start
+   * resolves only when what it serves is in place (deployed Workers running, routes, domains and certificates read).
+   */
   start?(): Promise<void>;
   /** Stops accepting, finishes in-flight work, releases files. */
   stop?(): Promise<void>;

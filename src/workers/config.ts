@@ -35,6 +35,12 @@ export const serveOptions = {
     describe:
       "Serve Custom Domains over HTTPS on this port too, with certificates the platform orders itself (ACME DNS-01 answered by its own DNS); off unless given; needs --acme-directory",
   },
+  "edge-tls-handshake-timeout": {
+    type: "number",
+    describe:
+      "Seconds a connection to the HTTPS port has to send its ClientHello and finish the handshake; it counts against --edge-max-connections from accept",
+    default: 10,
+  },
   "acme-directory": {
     type: "string",
     describe: "The directory URL of the ACME CA that issues Custom Domain certificates (e.g. https://acme-v02.api.letsencrypt.org/directory)",
@@ -59,6 +65,8 @@ export const serveOptions = {
 export interface EdgeTlsConfig {
   /** The HTTPS port, on the same host as the edge port (0: any free one). */
   port: number;
+  /** How long a connection has to finish its TLS handshake (ms). */
+  handshakeTimeoutMs: number;
   acme: {
     directoryUrl: string;
     email: string | undefined;
@@ -129,7 +137,17 @@ function readTlsConfig(options: OptionValues<typeof serveOptions>): EdgeTlsConfi
   const pendingPerAccount = options["acme-pending-per-account"];
   if (!Number.isInteger(pendingPerAccount) || pendingPerAccount < 1)
     throw new UserError(`--acme-pending-per-account must be a whole number of at least 1; got ${pendingPerAccount}`);
-  return { port, acme: { directoryUrl: url.href, email, ca }, pendingPerAccount };
+  return {
+    port,
+    handshakeTimeoutMs: handshakeSeconds(options["edge-tls-handshake-timeout"]) * 1000,
+    acme: { directoryUrl: url.href, email, ca },
+    pendingPerAccount,
+  };
+}
+
+function handshakeSeconds(n: number): number {
+  if (!Number.isFinite(n) || n < 0.1 || n > 120) throw new UserError(`--edge-tls-handshake-timeout must be a number of seconds from 0.1 to 120; got ${n}`);
+  return n;
 }
 
 function secondsOrNone(flag: string, n: number): number {

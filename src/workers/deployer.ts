@@ -32,6 +32,11 @@ export interface ScriptConsumers {
   isConsumer(accountId: string, name: string): Promise<boolean>;
   /** Removes the script's consumers (the Worker is deleted). */
   scriptRemoved(accountId: string, name: string): Promise<void>;
+  /**
+   * Says which account a script name belongs to now on this node (undefined: none, it was deleted, here or on
+   * another node): what was attached to the name for another account (tail sessions) ends.
+   */
+  nameOwner?(name: string, accountId: string | undefined): void;
 }
 
 /** What runs of a script on this node. */
@@ -180,6 +185,7 @@ export class ScriptDeployer {
   private async follow(name: string): Promise<void> {
     for (let attempt = 1; ; attempt++) {
       const script = await this.store.byName(name);
+      this.consumers?.nameOwner?.(name, script?.accountId);
       if (!script) {
         if (this.running.delete(name)) await this.runtime.remove(name);
         return;
@@ -397,6 +403,7 @@ export class ScriptDeployer {
       await this.runtime.remove(name);
       this.running.delete(name);
       await this.commit(name, () => this.store.delete(accountId, name));
+      this.consumers?.nameOwner?.(name, undefined);
       await this.objects?.removeScript(accountId, name);
       await this.assets?.remove(accountId, name);
       await this.consumers?.scriptRemoved(accountId, name);

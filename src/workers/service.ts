@@ -214,6 +214,8 @@ export function createWorkersService(
   };
   const deployer = new ScriptDeployer(store, runtime, exists, log, durableObjects, assets, {
     isConsumer: async (accountId, name) => (await deps.queues.store.consumersOfScript(accountId, name)).length > 0,
+    // A tail session ends with its script: the next account to take the name tails its own Worker, not through it.
+    nameOwner: (name, accountId) => tails.nameOwner(name, accountId),
     // A deleted Worker's routes and Custom Domains go too: names are unique platform-wide, so a route left behind
     // would send its hostname to whichever account next takes the name.
     scriptRemoved: async (accountId, name) => {
@@ -361,7 +363,7 @@ export function createWorkersService(
       clearInterval(gcTimer);
       clock.stop();
       tails.stop();
-      edgeTls?.stop();
+      await edgeTls?.stop();
       await runtime.stop();
     },
   };

@@ -14,7 +14,8 @@ import { assertRouteDeclaresPermission, guardRoute } from "./guard.js";
 import { drainRefusedBody } from "./body.js";
 import { parseUserJson } from "./json-input.js";
 import { answerAndClose, answerClientError, frameworkErrorAnswer, MAX_HEADER_BYTES, MAX_URL_BYTES, refuseLongUrl, refuseOnSocket } from "./transport-errors.js";
-import { ConnectionLimits, type ConnectionLimitSettings } from "./connection-limits.js";
+import type { ConnectionLimits } from "./connection-limits.js";
+import type { Readiness } from "./readiness.js";
 import { StalledBodies } from "./stalled-bodies.js";
 import { serveUpgradeAsRequest } from "./upgrade.js";
 
@@ -59,8 +60,10 @@ export interface AppOptions {
   bodyMinBytesPerSecond?: number;
   /** How long (ms) a request head (request line and headers) may take to arrive; 66 s unless given. */
   headTimeoutMs?: number;
-  /** Limits on the edge port's connections; none unless given. */
-  connections?: ConnectionLimitSettings;
+  /** Limits on the edge port's connections (shared with the HTTPS port, which counts its own from accept); none unless given. */
+  connections?: ConnectionLimits;
+  /** Whether the node takes traffic yet (readiness.ts); always, unless given. */
+  readiness?: Readiness;
   /** The state of PostgreSQL and the object store, when the node uses them (/healthz reports it). */
   health?: () => Promise<DependencyHealth>;
 }
@@ -119,11 +122,12 @@ export async function buildEdgeApp(opts: AppOptions): Promise<FastifyInstance> {
     },
     serverFactory: (handler) => {
       const stalledBodies = new StalledBodies({ idleMs: opts.bodyIdleMs ?? 60_000, minBytesPerSecond: opts.bodyMinBytesPerSecond ?? 500 });
-      const connections = opts.connections && new ConnectionLimits(opts.connections);
+      const connections = opts.connections;
       const listener = (req: IncomingMessage, res: ServerResponse) => {
         const refusal = connections?.refusalFor(req.socket);
         if (refusal) return answerAndClose(res, refusal);
         if (refuseLongUrl(req, res)) return;
+        if (opts.readiness?.refuse(req, res)) return;
         stalledBodies.watch(req, res);
         if (opts.dispatch.request(req, res)) return;
         handler(req, res);
@@ -139,6 +143,7 @@ export async function buildEdgeApp(opts: AppOptions): Promise<FastifyInstance> {
       server.on("upgrade", (req: IncomingMessage, socket: Duplex, head: Buffer) => {
         const refusal = connections?.refusalFor(req.socket);
         if (refusal) return refuseOnSocket(socket, refusal);
+        if (opts.readiness?.refuseUpgrade(socket)) return;
         if ((req.url?.length ?? 0) <= MAX_URL_BYTES && opts.dispatch.upgrade(req, socket, head)) return;
         serveUpgradeAsRequest(req, socket, listener);
       });
@@ -192,17 +197,22 @@ export async function buildEdgeApp(opts: AppOptions): Promise<FastifyInstance> {
     return reply.status(404).send(toEnvelope(CoreErrors.routeNotFound(req.url.split("?")[0])));
   });
 
+  // /readyz and /healthz (the same answer): 503 until the node is ready (every deployed Worker runs, routes, Custom
+  // Domains and certificates are loaded) and again once it is stopping, and while a dependency is unreachable, so a
+  // load balancer sends requests to other nodes.
   const health = opts.health;
-  if (health) {
-    // Each dependency's state; 503 while one is unreachable, so a load balancer sends requests to other nodes.
-    app.get("/healthz", async (_req, reply) => {
-      const dependencies = await health();
-      const ok = Object.values(dependencies).every((state) => state === "ok");
-      return reply.status(ok ? 200 : 503).send({ status: ok ? "ok" : "degraded", dependencies });
-    });
-  } else {
-    app.get("/healthz", async () => ({ status: "ok" }));
-  }
+  const readiness = opts.readiness;
+  const probe = async (_req: FastifyRequest, reply: FastifyReply) => {
+    const state = readiness?.state ?? "ready";
+    const dependencies = health && (await health());
+    const reachable = !dependencies || Object.values(dependencies).every((s) => s === "ok");
+    const ok = state === "ready" && reachable;
+    if (!ok) reply.header("retry-after", "1");
+    const status = state !== "ready" ? state : reachable ? "ok" : "degraded";
+    return reply.status(ok ? 200 : 503).send({ status, ...(dependencies && { dependencies }) });
+  };
+  app.get("/healthz", probe);
+  app.get("/readyz", probe);
 
   const apiRoutes: ApiRoute[] = [];
   app.decorate("apiRoutes", apiRoutes);

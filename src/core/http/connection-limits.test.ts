@@ -1,9 +1,10 @@
 import assert from "node:assert/strict";
 import { once } from "node:events";
-import { connect, type Socket } from "node:net";
+import { createServer } from "node:http";
+import { BlockList, connect, createServer as createNetServer, type Socket } from "node:net";
 import { after, before, describe, it, test } from "node:test";
 import { startTestPlatform, type TestPlatform } from "../testing/platform.js";
-import { clientKey } from "./connection-limits.js";
+import { clientKey, ConnectionLimits } from "./connection-limits.js";
 
 /** A raw connection from `localAddress` (any of 127.0.0.0/8 reaches the loopback listener on Linux). */
 async function open(url: string, localAddress: string): Promise<{ socket: Socket; text: () => string }> {
@@ -115,4 +116,44 @@ test("clients are counted by IPv4 address and by IPv6 /64", () => {
   assert.equal(clientKey("::1", "IPv6"), "0000:0000:0000:0000::/64");
   assert.equal(clientKey("fe80::1%eth0", "IPv6"), "fe80:0000:0000:0000::/64");
   assert.equal(clientKey("", undefined), undefined);
+});
+
+test("a connection counted where it was accepted (the HTTPS port) and handed to the HTTP server counts once", async () => {
+  const limits = new ConnectionLimits({ max: 10, perClientMax: 2, perClientExempt: new BlockList() });
+  // As the edge's listener does (app.ts): a connection marked for refusal gets its refusal's status.
+  const http = createServer((req, res) => {
+    const refusal = limits.refusalFor(req.socket);
+    const body = refusal ? "refused" : "ok";
+    res.writeHead(refusal?.status ?? 200, { connection: refusal ? "close" : "keep-alive", "content-length": body.length }).end(body);
+  });
+  limits.install(http);
+  // Stands for the HTTPS port: counts at accept, then hands the connection over (a TLS socket there; the TCP one here).
+  const front = createNetServer((socket) => {
+    if (!limits.admitAtAccept(socket)) return;
+    limits.handOver(socket);
+    http.emit("connection", socket);
+  });
+  await new Promise<void>((resolve) => front.listen(0, "127.0.0.1", resolve));
+  await new Promise<void>((resolve) => http.listen(0, "127.0.0.1", resolve));
+  const url = (s: { address(): unknown }) => `http://127.0.0.1:${(s.address() as { port: number }).port}`;
+  const conns: Socket[] = [];
+  try {
+    for (let i = 0; i < 2; i++) {
+      const conn = await open(url(front), "127.0.0.31");
+      conns.push(conn.socket);
+      assert.match(await ask(conn, health), /^HTTP\/1\.1 200 /, "within the client's share of 2, counted once each");
+    }
+    // The share is taken: past it, a connection to the front is closed at accept, one to the HTTP server answered 429.
+    const past = await open(url(front), "127.0.0.31");
+    conns.push(past.socket);
+    if (!past.socket.destroyed) await once(past.socket, "close");
+    const plain = await open(url(http), "127.0.0.31");
+    conns.push(plain.socket);
+    assert.match(await ask(plain, health), /^HTTP\/1\.1 429 /);
+  } finally {
+    for (const s of conns) s.destroy();
+    http.closeAllConnections();
+    await new Promise((resolve) => front.close(resolve));
+    await new Promise((resolve) => http.close(resolve));
+  }
 });

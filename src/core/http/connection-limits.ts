@@ -1,5 +1,6 @@
 import type { Server } from "node:http";
 import { BlockList, isIPv4, type Socket } from "node:net";
+import type { Duplex } from "node:stream";
 import { CoreErrors, type EdgeError } from "../errors.js";
 
 export interface ConnectionLimitSettings {
@@ -24,7 +25,7 @@ const REFUSALS_MAX = 512;
 
 /**
  * Limits on the connections of the edge port, counted from accept to close (a WebSocket's connection counts for
- * as long as it is open). The peer address is the TCP peer's: no header (X-Forwarded-For) is trusted for this, as
+ * as long as it is open); the HTTPS port's connections are counted here too, from their accept (`admitAtAccept`). The peer address is the TCP peer's: no header (X-Forwarded-For) is trusted for this, as
  * none has arrived when the connection is counted, and any client can write one.
  *
  * A connection past a limit is still read up to its first request head, which is answered 429 (the client's share)
@@ -38,6 +39,8 @@ export class ConnectionLimits {
   private readonly perClient = new Map<string, number>();
   private readonly refusals = new WeakMap<Socket, EdgeError>();
   private refusing = 0;
+  /** Connections counted where they were accepted (the HTTPS port), handed to the HTTP server once decrypted. */
+  private readonly countedAtAccept = new WeakSet<Duplex>();
 
   constructor(private readonly settings: ConnectionLimitSettings) {}
 
@@ -63,8 +66,36 @@ export class ConnectionLimits {
     return socket ? this.refusals.get(socket) : undefined;
   }
 
+  /**
+   * Counts a connection another listener accepted, under the same limits: the HTTPS port's, from accept, before its
+   * handshake (a connection that never finishes one holds a descriptor all the same). Over a limit it is closed at
+   * once, as nothing can be answered before TLS is up; false then. Hand it over with `handOver` once decrypted.
+   */
+  admitAtAccept(socket: Socket): boolean {
+    const { client, exempt, refusal } = this.check(socket);
+    if (refusal) {
+      socket.destroy();
+      return false;
+    }
+    this.count(socket, client, exempt);
+    return true;
+  }
+
+  /** Marks a connection counted by `admitAtAccept` (its TLS socket) as it reaches the HTTP server: not counted twice. */
+  handOver(socket: Duplex): void {
+    this.countedAtAccept.add(socket);
+  }
+
   /** Counts `socket` or marks it for refusal; false when it was closed here. */
   private admit(socket: Socket): boolean {
+    if (this.countedAtAccept.has(socket)) return true;
+    const { client, exempt, refusal } = this.check(socket);
+    if (refusal) return this.refuseLater(socket, refusal);
+    this.count(socket, client, exempt);
+    return true;
+  }
+
+  private check(socket: Socket): { client: string | undefined; exempt: boolean; refusal: EdgeError | undefined } {
     const client = clientKey(socket.remoteAddress ?? "", socket.remoteFamily);
     const exempt = client === undefined || this.isExempt(socket);
     const fromClient = exempt ? 0 : (this.perClient.get(client) ?? 0);
@@ -74,17 +105,19 @@ export class ConnectionLimits {
         : !exempt && fromClient >= this.settings.perClientMax
           ? CoreErrors.tooManyConnectionsFromClient(this.settings.perClientMax)
           : undefined;
-    if (refusal) return this.refuseLater(socket, refusal);
+    return { client, exempt, refusal };
+  }
+
+  private count(socket: Socket, client: string | undefined, exempt: boolean): void {
     this.open++;
-    if (!exempt) this.perClient.set(client, fromClient + 1);
+    if (exempt || client === undefined) return void socket.once("close", () => this.open--);
+    this.perClient.set(client, (this.perClient.get(client) ?? 0) + 1);
     socket.once("close", () => {
       this.open--;
-      if (exempt) return;
       const left = (this.perClient.get(client) ?? 1) - 1;
       if (left > 0) this.perClient.set(client, left);
       else this.perClient.delete(client);
     });
-    return true;
   }
 
   private refuseLater(socket: Socket, refusal: EdgeError): boolean {

@@ -121,17 +121,13 @@ export async function startTestPlatform(opts: TestPlatformOptions = {}): Promise
   const creds = opts.credentials ?? newTestCredentials();
   const args = opts.args ?? [];
   // Every listener on a free port, so tests can run side by side.
-  const freePorts = args.includes("--dns-port") ? [] : ["--dns-port", "0"];
+  const freePorts = [...(args.includes("--port") ? [] : ["--port", "0"]), ...(args.includes("--dns-port") ? [] : ["--dns-port", "0"])];
   // DNS over UDP answered in the platform's own process unless a test asks for answering processes: fewer processes per test.
   const dnsWorkers = args.includes("--dns-workers") ? [] : ["--dns-workers", "0"];
-  const child = spawn(
-    process.execPath,
-    [...(opts.nodeArgs ?? []), CLI_PATH, "serve", "--port", "0", ...freePorts, ...dnsWorkers, "--state-dir", stateDir, ...args],
-    {
-      env: { ...process.env, ...bootstrapEnv(creds), ...opts.env },
-      stdio: ["ignore", "pipe", "pipe"],
-    },
-  );
+  const child = spawn(process.execPath, [...(opts.nodeArgs ?? []), CLI_PATH, "serve", ...freePorts, ...dnsWorkers, "--state-dir", stateDir, ...args], {
+    env: { ...process.env, ...bootstrapEnv(creds), ...opts.env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
   let output = "";
   let logs = "";
   const endpoints = await new Promise<Record<string, string>>((resolve, reject) => {

@@ -27,6 +27,12 @@ const ACME_REQUEST_TIMEOUT_MS = 30_000;
  */
 export class AcmeOrderer {
   private client: acme.Client | undefined;
+  /** Aborts every request to the CA at once when the platform stops: a CA that never answers holds nothing up. */
+  private readonly aborted = new AbortController();
+  /** Calls into our own stores (the account key, challenge records) under way: `close` waits for them. */
+  private readonly storeCalls = new Set<Promise<unknown>>();
+  /** Rejects once closed: an order under way is given up then. */
+  private readonly closed: Promise<never>;
 
   constructor(
     private readonly cfg: EdgeTlsConfig["acme"],
@@ -36,12 +42,23 @@ export class AcmeOrderer {
     // acme-client speaks through one axios instance of its own: the CA file is trusted there, besides Node's roots.
     // One platform runs per process, so setting it on that instance is setting it for the platform.
     acme.axios.defaults.timeout = ACME_REQUEST_TIMEOUT_MS;
+    acme.axios.defaults.signal = this.aborted.signal;
+    // Once closed, no request starts (a retry acme-client had scheduled included). The error has no request config,
+    // which acme-client's retry interceptor takes as not retryable.
+    acme.axios.interceptors.request.use((config) => {
+      if (this.aborted.signal.aborted) throw new Error("the platform is stopping");
+      return config;
+    });
+    this.closed = new Promise<never>((_resolve, reject) =>
+      this.aborted.signal.addEventListener("abort", () => reject(new Error("the platform is stopping")), { once: true }),
+    );
+    this.closed.catch(() => undefined);
     if (cfg.ca) acme.axios.defaults.httpsAgent = new Agent({ ca: [...rootCertificates, cfg.ca] });
   }
 
   private async acmeClient(): Promise<acme.Client> {
     if (!this.client) {
-      const key = await this.accountKey(async () => (await acme.crypto.createPrivateEcdsaKey("P-256")).toString());
+      const key = await this.storeCall(() => this.accountKey(async () => (await acme.crypto.createPrivateEcdsaKey("P-256")).toString()));
       // Polls for the CA's verdict from 1 s on, doubling up to 10 s: pebble and real CAs answer within seconds.
       this.client = new acme.Client({ directoryUrl: this.cfg.directoryUrl, accountKey: key, backoffMin: 1000, backoffMax: 10_000 });
     }
@@ -51,7 +68,7 @@ export class AcmeOrderer {
   async order(hostname: string, dns: Dns01Answerer): Promise<IssuedCertificate> {
     const client = await this.acmeClient();
     const [key, csr] = await acme.crypto.createCsr({ commonName: hostname, altNames: [hostname] }, await acme.crypto.createPrivateEcdsaKey("P-256"));
-    const certPem = await client.auto({
+    const ordered = client.auto({
       csr,
       email: this.cfg.email,
       termsOfServiceAgreed: true,
@@ -61,11 +78,39 @@ export class AcmeOrderer {
       skipChallengeVerification: true,
       challengeCreateFn: async (_authz, challenge, keyAuthorization) => {
         if (challenge.type !== "dns-01") throw new Error(`the CA offered ${challenge.type}, not dns-01`);
-        await dns.create(`_acme-challenge.${hostname}`, keyAuthorization);
+        await this.storeCall(() => dns.create(`_acme-challenge.${hostname}`, keyAuthorization));
       },
-      challengeRemoveFn: async (_authz, _challenge, keyAuthorization) => dns.remove(`_acme-challenge.${hostname}`, keyAuthorization),
+      challengeRemoveFn: (_authz, _challenge, keyAuthorization) => this.storeCall(() => dns.remove(`_acme-challenge.${hostname}`, keyAuthorization)),
     });
+    // acme-client retries a failed request after a backoff of up to 10 s, aborted or not: the order is given up at
+    // once instead (what it still runs fails at its next request, and touches no store, see storeCall).
+    ordered.catch(() => undefined);
+    const certPem = await Promise.race([ordered, this.closed]);
     const leaf = new X509Certificate(certPem);
     return { certPem, keyPem: key.toString(), notAfter: Date.parse(leaf.validTo) };
+  }
+
+  /**
+   * Stops ordering (the platform stops): requests to the CA under way are aborted, an order under way rejects, and
+   * this resolves once no call into our stores is under way, so the stores can be closed after it.
+   */
+  async close(): Promise<void> {
+    // acme-client retries a failed request (an aborted one too) after 5, 10, … 25 s: 75 s of waiting, which is what
+    // SIGTERM took. It reads this setting when a request fails: none is retried from now on.
+    (acme.axios.defaults as { acmeSettings?: { retryMaxAttempts: number } }).acmeSettings!.retryMaxAttempts = 0;
+    this.aborted.abort(new Error("the platform is stopping"));
+    await Promise.allSettled([...this.storeCalls]);
+  }
+
+  /** Runs a call into our stores unless closed, and keeps it known until it settles. */
+  private storeCall<T>(call: () => Promise<T>): Promise<T> {
+    if (this.aborted.signal.aborted) return Promise.reject(new Error("the platform is stopping"));
+    const p = call();
+    this.storeCalls.add(p);
+    void p.then(
+      () => this.storeCalls.delete(p),
+      () => this.storeCalls.delete(p),
+    );
+    return p;
   }
 }

@@ -29,6 +29,7 @@ test("--edge-tls-port needs an https ACME directory; a bad port, email or CA fil
     writeFileSync(join(dir, "ca.pem"), "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n");
     assert.deepEqual(read({ "edge-tls-port": 0, "acme-directory": DIR, "acme-email": "ops@example.com", "acme-ca-file": join(dir, "ca.pem") }).tls, {
       port: 0,
+      handshakeTimeoutMs: 10_000,
       acme: { directoryUrl: DIR, email: "ops@example.com", ca: "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n" },
       pendingPerAccount: 50,
     });

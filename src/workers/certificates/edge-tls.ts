@@ -23,7 +23,8 @@ export interface EdgeTls {
   start(): Promise<void>;
   /** Stops accepting TLS connections (those accepted are the edge port's, closed with it). */
   closeListener(): void;
-  stop(): void;
+  /** Stops ordering; resolves once nothing here uses a store (an ACME order under way is given up). */
+  stop(): Promise<void>;
   /** The HTTPS edge URL for the banner, once listening. */
   url(): string | undefined;
 }
@@ -63,16 +64,18 @@ export function createEdgeTls(
         host: ctx.config.core.host,
         port: cfg.port,
         contextFor: (name) => manager.secureContext(name),
+        admit: (socket) => ctx.admitEdgeConnection(socket),
         serve: (socket) => ctx.edgeConnection(socket),
+        handshakeTimeoutMs: cfg.handshakeTimeoutMs,
         log,
       });
       deps.routeTable.onReload(() => manager.domainsChanged());
-      manager.start();
+      await manager.start();
     },
     closeListener: () => void server?.close(),
-    stop: () => {
-      manager.stop();
+    stop: async () => {
       server?.close();
+      await manager.stop();
     },
     url() {
       const addr = server?.address();

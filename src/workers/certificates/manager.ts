@@ -21,6 +21,8 @@ const MAX_ERROR_CHARS = 500;
 /** What orders one certificate (acme.ts in the platform; the test CA there too). */
 export interface CertificateOrderer {
   order(hostname: string, dns: Dns01Answerer): Promise<IssuedCertificate>;
+  /** Gives up what is under way (an order then rejects) and resolves once nothing it runs uses a store. */
+  close?(): Promise<void>;
 }
 
 /** What the domain's API answer shows of its certificate (routes/api.ts). */
@@ -106,7 +108,8 @@ export class CertificateManager {
   /** SNI answers, with the PEM each was made from (remade only when it changes). */
   private contexts = new Map<string, { certPem: string; context: SecureContext }>();
   private readonly queue = new FairOrderQueue();
-  private ordering = false;
+  /** The run of queued orders under way, if any. */
+  private ordering: Promise<void> | undefined;
   private syncing: Promise<void> | undefined;
   private syncAgain = false;
   private timer: NodeJS.Timeout | undefined;
@@ -115,17 +118,27 @@ export class CertificateManager {
 
   constructor(private readonly deps: CertificateManagerDeps) {}
 
-  start(): void {
+  /** Resolves once the stored certificates are read and served (the node is not ready before); orders run after. */
+  async start(): Promise<void> {
     this.unsubscribe = this.deps.bus.subscribe(CERTIFICATES_AREA, () => this.domainsChanged());
     this.timer = setInterval(() => this.domainsChanged(), CHECK_INTERVAL_MS);
     this.timer.unref();
     this.domainsChanged();
+    await this.syncing;
   }
 
-  stop(): void {
+  /**
+   * Stops ordering and reading: an order under way is given up (the CA may never answer; the platform stops in
+   * seconds whatever it does), and this resolves once nothing here uses the store, which can then be closed. The
+   * given-up order is not recorded as failed: the lease on it runs out and the next start (or node) orders again.
+   */
+  async stop(): Promise<void> {
     this.stopped = true;
     clearInterval(this.timer);
     this.unsubscribe?.();
+    await this.deps.orderer.close?.();
+    await this.ordering;
+    await this.syncing;
   }
 
   /** The context to answer a TLS ClientHello for `servername` with; undefined: no certificate (the handshake fails). */
@@ -202,7 +215,7 @@ export class CertificateManager {
     this.rows = new Map(rows.map((r) => [r.hostname, r]));
     await this.buildContexts(rows);
     for (const r of rows) if (this.due(r, t)) this.queue.push(r.accountId, r.hostname);
-    void this.orderNext();
+    this.orderNext();
   }
 
   private due(r: CertificateRow, t: number): boolean {
@@ -236,19 +249,16 @@ export class CertificateManager {
   }
 
   /** Runs the queued orders one after the other, in the background. */
-  private async orderNext(): Promise<void> {
-    if (this.ordering) return;
-    this.ordering = true;
-    try {
+  private orderNext(): void {
+    if (this.ordering || this.stopped) return;
+    this.ordering = (async () => {
       let hostname: string | undefined;
       while (!this.stopped && (hostname = this.queue.shift()) !== undefined) {
         await this.orderOne(hostname).catch((err: unknown) =>
           this.deps.log.error({ err, hostname }, "Custom Domain certificate: the order could not be recorded"),
         );
       }
-    } finally {
-      this.ordering = false;
-    }
+    })().finally(() => (this.ordering = undefined));
   }
 
   private async orderOne(hostname: string): Promise<void> {
@@ -264,6 +274,8 @@ export class CertificateManager {
     try {
       issued = await this.deps.orderer.order(hostname, this.deps.challenges(hostname, domain.accountId));
     } catch (err) {
+      // Given up because the platform stops: nothing is recorded (the store may be closing), see stop().
+      if (this.stopped) return void log.info({ hostname }, "a Custom Domain certificate order was given up: the platform is stopping");
       const error = String((err as Error)?.message ?? err).slice(0, MAX_ERROR_CHARS);
       const failures = row.failures + 1;
       const nextAttemptAt = retryTime(failures, Date.now());

@@ -64,7 +64,8 @@ export class TailHub {
    */
   async open(accountId: string, script: string, filters: TailFilter[]): Promise<TailSession> {
     const existing = this.byScript.get(script);
-    if (existing && existing.size >= TAILS_PER_SCRIPT) throw TailErrors.tooMany(TAILS_PER_SCRIPT);
+    // Counted per account too: sessions another account left on the name never count against its next owner.
+    if (existing && [...existing].filter((s) => s.accountId === accountId).length >= TAILS_PER_SCRIPT) throw TailErrors.tooMany(TAILS_PER_SCRIPT);
     const now = Date.now();
     const session: TailSession = {
       id: randomBytes(16).toString("hex"),
@@ -102,6 +103,15 @@ export class TailHub {
     if (!s || s.accountId !== accountId || s.script !== script) return false;
     this.end(s, 1000, "tail deleted");
     return true;
+  }
+
+  /**
+   * Ends the sessions on `script` that are not of `owner`, the account the name belongs to now (undefined: the
+   * script was deleted). A session is on a script, not on a name: once its script is gone it ends, and a script of
+   * the same name made later, by any account, is not reachable through it.
+   */
+  nameOwner(script: string, owner: string | undefined): void {
+    for (const s of [...(this.byScript.get(script) ?? [])]) if (s.accountId !== owner) this.end(s, 1000, "the script was deleted");
   }
 
   /** Whether anyone tails `script` now. */

@@ -297,6 +297,64 @@ test("the session's WebSocket takes wrangler's unmasked first message and answer
 });
 
 // Last: it stops the platform.
+/**
+ * Issue 30 hole 9: sessions outlived their script, so the next account to take the name could not tail its own
+ * Worker (the name's 10 sessions were taken) for up to 6 h. They end with the script; a script of the same name made
+ * later by another account is not reachable through them.
+ */
+test("deleting a script ends its tail sessions; the next account to take the name tails its own Worker, not through the old sessions", HANG_GUARD, async () => {
+  const name = "tail-gone";
+  assert.equal((await uploadScript(p, name, SCRIPT)).status, 200);
+  const mine: { id: string }[] = [];
+  for (let i = 0; i < 10; i++) {
+    const r = await p.api("POST", tails(name), {});
+    assert.equal(r.status, 200, JSON.stringify(r.body));
+    mine.push(r.body.result);
+  }
+  const ws = new WebSocket(`ws://127.0.0.1:${new URL(p.url).port}/tail/v1/${mine[0]!.id}`, "trace-v1");
+  const closed = new Promise<{ code: number; reason: string }>((resolve) => ws.once("close", (code, reason) => resolve({ code, reason: reason.toString() })));
+  await new Promise((resolve, reject) => {
+    ws.once("open", resolve);
+    ws.once("error", reject);
+  });
+  assert.equal((await p.api("DELETE", `/accounts/${p.accountId}/workers/scripts/${name}`)).status, 200);
+  assert.deepEqual(await closed, { code: 1000, reason: "the script was deleted" });
+
+  const other = await createAccount(p, "Tail next owner");
+  const minted = await p.api("POST", "/user/tokens", { name: "next", permissions: ["workers_edit"], account_id: other }, p.keyHeaders());
+  const theirs = { authorization: `Bearer ${minted.body.result.value}` };
+  assert.equal((await uploadScript(p, name, SCRIPT, {}, { accountId: other, headers: theirs })).status, 200);
+  const opened = await p.api("POST", tails(name, other), {}, theirs);
+  assert.equal(opened.status, 200, `the new owner tails its Worker: ${JSON.stringify(opened.body)}`);
+  // The old sessions are gone: their ids join nothing.
+  const status = await new Promise<number>((resolve) => {
+    const c = new WebSocket(`ws://127.0.0.1:${new URL(p.url).port}/tail/v1/${mine[1]!.id}`, "trace-v1");
+    c.once("unexpected-response", (_q, res) => resolve(res.statusCode ?? 0));
+    c.once("open", () => resolve(101));
+    c.once("error", () => undefined);
+  });
+  assert.equal(status, 404);
+  // The new owner's session gets its own Worker's events.
+  const theirWs = new WebSocket(opened.body.result.url, "trace-v1");
+  const events: any[] = [];
+  theirWs.on("message", (d: Buffer) => events.push(JSON.parse(d.toString())));
+  await new Promise((resolve, reject) => {
+    theirWs.once("open", resolve);
+    theirWs.once("error", reject);
+  });
+  theirWs.send(JSON.stringify({ debug: false }));
+  await eventually(
+    async () => {
+      await hit(p, name, "/next-owner");
+      return events.some((e) => requestOf(e)?.url.endsWith("/next-owner"));
+    },
+    "the new owner's event",
+    60_000,
+  );
+  theirWs.close();
+  assert.equal((await p.api("DELETE", `/accounts/${other}/workers/scripts/${name}`, undefined, theirs)).status, 200);
+});
+
 test("stopping the platform ends an open tail session with close 1001 and finishes", HANG_GUARD, async () => {
   const { ws } = await openTail();
   const gone = new Promise<{ code: number; reason: string }>((resolve) => ws.once("close", (code, reason) => resolve({ code, reason: reason.toString() })));
