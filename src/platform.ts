@@ -27,6 +27,7 @@ import { createR2Service } from "./r2/service.js";
 import { createWorkersService } from "./workers/service.js";
 import { createAiGatewayService } from "./ai-gateway/service.js";
 import { createDashboardService } from "./dashboard/service.js";
+import { createEdgeService } from "./edge/service.js";
 
 export interface RunningPlatform {
   url: string;
@@ -105,8 +106,22 @@ export async function startPlatform(config: PlatformConfig, log: Logger = create
     await r2.store.deleteQueueNotificationRules(accountId, queueId);
   });
   const dns = createDnsService(ctx);
-  // Raw handlers see a request in this order: worker hosts first, then the AI gateway's /v1/, then R2's S3 API
-  // (requests signed with SigV4), then the routes (v4 API, dashboard).
+  // The edge sees DNS through a narrow port: zones' accounts, their deletion, and what a name resolves to.
+  const edge = createEdgeService(ctx, {
+    zones: {
+      accountOf: (zoneId) => dns.zones.get(zoneId)?.zone.account_id,
+      onDeleted: (listener) =>
+        dns.zones.onChange((zs, kind, origin) => {
+          // Once, through the node the zone was deleted on.
+          if (kind === "deleted" && origin === "local") listener(zs.zone.id);
+        }),
+      originOf: (host) => dns.originOf(host),
+    },
+    isPlatformAddress: (ip) => dns.isPlatformAddress(ip),
+  });
+  // Raw handlers see a request in this order: worker hosts first, then proxied names of zones here (the edge, to
+  // their origins), then the AI gateway's /v1/, then R2's S3 API (requests signed with SigV4), then the routes (v4
+  // API, dashboard).
   const services: EdgeService[] = [
     identity,
     dns,
@@ -114,6 +129,7 @@ export async function startPlatform(config: PlatformConfig, log: Logger = create
     d1,
     queues,
     createWorkersService(ctx, { kv, r2, d1, queues, zones: dns.zones, edgeAddresses: dns.edgeAddresses }),
+    edge,
     createAiGatewayService(ctx),
     r2,
     createDashboardService(ctx),
