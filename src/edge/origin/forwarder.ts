@@ -238,9 +238,8 @@ export class OriginForwarder {
     if (!Array.isArray(addresses)) return writeErrorPage(socket, addresses, r.host, r.ray);
     const mode = this.deps.settings.ssl(r.zoneId);
     const target: OriginTarget = { address: addresses[0], servername: r.host, mode };
-    const url = new URL(OriginPools.url(target));
-    const port = Number(url.port);
     const tls = mode === "full" || mode === "strict";
+    const port = tls ? 443 : 80;
     const origin: Socket = tls ? tlsConnect({ host: target.address, port, ...this.deps.pools.tlsOptions(target) }) : netConnect({ host: target.address, port });
     const timer = setTimeout(
       () => origin.destroy(Object.assign(new Error("connect timeout"), { code: "UND_ERR_CONNECT_TIMEOUT" })),
