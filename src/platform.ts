@@ -27,7 +27,12 @@ import { createR2Service } from "./r2/service.js";
 import { createWorkersService } from "./workers/service.js";
 import { createAiGatewayService } from "./ai-gateway/service.js";
 import { createDashboardService } from "./dashboard/service.js";
-import { createEdgeService } from "./edge/service.js";
+import { createProxyService } from "./edge/origin/service.js";
+import { serveOptions as dnsOptions } from "./dns/config.js";
+import { serveOptions as edgeOptions } from "./edge/config.js";
+import { createEdgeService, type EdgeArea } from "./edge/service.js";
+import { serveOptions as r2Options } from "./r2/config.js";
+import { serveOptions as workersOptions } from "./workers/config.js";
 
 export interface RunningPlatform {
   url: string;
@@ -74,6 +79,24 @@ export async function startPlatform(config: PlatformConfig, log: Logger = create
   }
   const auth = new AuthService(identities, log, backends.bus);
   let edgeUrl = "";
+  // The hostname plan first: the areas check tenants' names against it. Its names are the areas' own options.
+  let edge: EdgeArea;
+  try {
+    const names = optionValues(config.options, {
+      "s3-host": r2Options["s3-host"],
+      "workers-domain": workersOptions["workers-domain"],
+      "name-servers": dnsOptions["name-servers"],
+    });
+    edge = createEdgeService(optionValues(config.options, edgeOptions), {
+      s3Host: names["s3-host"],
+      workersDomain: names["workers-domain"],
+      nameServers: names["name-servers"],
+      listenHost: config.core.host,
+    });
+  } catch (err) {
+    await closeStores();
+    throw err;
+  }
   const ctx: ServiceContext = {
     config,
     options: (spec) => optionValues(config.options, spec),
@@ -90,6 +113,7 @@ export async function startPlatform(config: PlatformConfig, log: Logger = create
     edgeUrl: () => edgeUrl,
     // The same server the edge port accepts on: what it serves and how (raw handlers, limits, timeouts) is not repeated.
     edgeConnection: (socket) => void app.server.emit("connection", socket),
+    platformHostnames: edge.platformHostnames,
   };
 
   const identity: EdgeService = { name: "identity", registerApi: (app) => registerIdentityRoutes(app, auth) };
@@ -106,8 +130,23 @@ export async function startPlatform(config: PlatformConfig, log: Logger = create
     await r2.store.deleteQueueNotificationRules(accountId, queueId);
   });
   const dns = createDnsService(ctx);
-  // The edge sees DNS through a narrow port: zones' accounts, their deletion, and what a name resolves to.
-  const edge = createEdgeService(ctx, {
+  const workers = createWorkersService(ctx, { kv, r2, d1, queues, zones: dns.zones, edgeAddresses: dns.edgeAddresses });
+  const aiGateway = createAiGatewayService(ctx);
+  // The edge decides by Host which of these a request reaches (edge/hostnames/dispatch.ts), before the routes (v4
+  // API, dashboard); a tenant's hostname is a name at or under one of DNS's zones.
+  edge.attach({
+    isTenantName: (host) => dns.zones.zoneFor(host) !== undefined,
+    handlers: {
+      workers: (req, res) => workers.handleRaw(req, res),
+      workerUpgrade: (req, socket, head) => workers.upgradeWorker(req, socket, head),
+      tailUpgrade: (req, socket, head) => workers.upgradeTail(req, socket, head),
+      gateway: (req, res) => aiGateway.handleRaw!(req, res),
+      s3: (req, res) => r2.handleRaw!(req, res),
+    },
+  });
+  // The proxy sees DNS through a narrow port: zones' accounts, their deletion, and what a name resolves to. Tenants'
+  // hostnames reach it after Workers (routes and Custom Domains).
+  const proxy = createProxyService(ctx, {
     zones: {
       accountOf: (zoneId) => dns.zones.get(zoneId)?.zone.account_id,
       onDeleted: (listener) =>
@@ -119,21 +158,9 @@ export async function startPlatform(config: PlatformConfig, log: Logger = create
     },
     isPlatformAddress: (ip) => dns.isPlatformAddress(ip),
   });
-  // Raw handlers see a request in this order: worker hosts first, then proxied names of zones here (the edge, to
-  // their origins), then the AI gateway's /v1/, then R2's S3 API (requests signed with SigV4), then the routes (v4
-  // API, dashboard).
-  const services: EdgeService[] = [
-    identity,
-    dns,
-    kv,
-    d1,
-    queues,
-    createWorkersService(ctx, { kv, r2, d1, queues, zones: dns.zones, edgeAddresses: dns.edgeAddresses }),
-    edge,
-    createAiGatewayService(ctx),
-    r2,
-    createDashboardService(ctx),
-  ];
+  edge.addTenantHandler(proxy.forward);
+  edge.addTenantUpgradeHandler(proxy.upgrade);
+  const services: EdgeService[] = [identity, edge, dns, kv, d1, queues, workers, proxy, aiGateway, r2, createDashboardService(ctx)];
 
   let app: FastifyInstance;
   try {
@@ -144,6 +171,7 @@ export async function startPlatform(config: PlatformConfig, log: Logger = create
       log,
       auth,
       services,
+      dispatch: edge.dispatch,
       bodyLimit: config.core.bodyLimit,
       bodyIdleMs: config.core.bodyIdleMs,
       bodyMinBytesPerSecond: config.core.bodyMinBytesPerSecond,

@@ -1,60 +1,65 @@
-import { readFileSync } from "node:fs";
-import { BlockList, isIP } from "node:net";
+import { isIP } from "node:net";
 import type { OptionSpec, OptionValues } from "../core/cli/command.js";
 import { UserError } from "../core/errors.js";
+import { normalizeHostname } from "./hostnames/names.js";
+import type { HostnamePlan } from "./hostnames/plan.js";
 
+/**
+ * The edge's part of `edgecli serve` (defaults live only here). The hostname plan's other names are the areas' own
+ * options, handed over by the composition root: `--s3-host` (R2), `--workers-domain` (Workers), `--name-servers`
+ * (DNS).
+ */
 export const serveOptions = {
-  "origin-allow": {
+  "api-hostname": {
     type: "strings",
     describe:
-      "CIDR ranges (comma-separated or repeated) proxied records' origins may be in besides public addresses; default none, so no tenant can make the edge connect into this host or its private network",
+      "Host names the v4 API (and, unless --dashboard-hostname is given, the dashboard, the AI gateway's /v1 and S3 path style) is reached by; reserved, with every name under them, from tenants' zones, records, Custom Domains and routes (repeatable; IP addresses always reach the API)",
+    default: ["localhost"],
   },
-  "origin-timeout": { type: "number", describe: "Seconds the edge waits for an origin's answer head before answering 524", default: 100 },
-  "origin-connect-timeout": { type: "number", describe: "Seconds the edge waits for a connection to an origin before answering 522", default: 15 },
-  "origin-ca-file": { type: "string", describe: "PEM file of CA certificates trusted for origins under SSL mode strict, besides the system's" },
+  "dashboard-hostname": {
+    type: "string",
+    describe:
+      "Serve the dashboard (and the v4 API it calls) on this host name only, an origin of its own where no tenant bytes are ever answered (recommended); reserved like --api-hostname. Unset: the dashboard is at /dash/ on the API's host names",
+  },
 } satisfies Record<string, OptionSpec>;
 
+/** The names other areas own, as their options give them. */
+export interface AreaHostnames {
+  /** `--s3-host`; "" when host-based S3 addressing is off. */
+  s3Host: string;
+  /** `--workers-domain` */
+  workersDomain: string;
+  /** `--name-servers` */
+  nameServers: readonly string[];
+  /** `--host`, the address the edge port listens on: a name there is an API hostname too. */
+  listenHost: string;
+}
+
 export interface EdgeConfig {
-  /** Non-public addresses origins may have (loopback, private ranges), as the operator allowed. */
-  originAllow: BlockList;
-  originTimeoutMs: number;
-  originConnectTimeoutMs: number;
-  /** Extra CAs for `strict`, PEM; undefined: the system's only. */
-  originCa?: string;
+  plan: HostnamePlan;
 }
 
-export function readEdgeConfig(options: OptionValues<typeof serveOptions>): EdgeConfig {
-  const originAllow = new BlockList();
-  for (const cidr of (options["origin-allow"] ?? [])
-    .flatMap((v) => v.split(","))
-    .map((v) => v.trim())
-    .filter(Boolean))
-    addCidr(originAllow, cidr);
-  const seconds = (name: "origin-timeout" | "origin-connect-timeout") => {
-    const v = options[name];
-    if (typeof v !== "number" || !(v > 0) || v > 6000) throw new UserError(`--${name}: ${v} must be a number of seconds above 0 and at most 6000`);
-    return Math.round(v * 1000);
+const HOST_RE = /^(?=.{1,253}$)([a-z0-9_]([a-z0-9-]{0,61}[a-z0-9])?)(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$/;
+
+function hostname(flag: string, value: string): string {
+  const name = normalizeHostname(value);
+  if (!HOST_RE.test(name) || isIP(name)) throw new UserError(`${flag} must be a host name (e.g. api.example.net), got "${value}"`);
+  return name;
+}
+
+export function readEdgeConfig(options: OptionValues<typeof serveOptions>, areas: AreaHostnames): EdgeConfig {
+  const api = options["api-hostname"].flatMap((v) => v.split(",")).filter((v) => v.trim() !== "");
+  const apiHostnames = api.map((v) => hostname("--api-hostname", v));
+  const listen = normalizeHostname(areas.listenHost);
+  if (listen !== "" && !isIP(listen) && HOST_RE.test(listen) && !apiHostnames.includes(listen)) apiHostnames.push(listen);
+  const dashboard = options["dashboard-hostname"];
+  return {
+    plan: {
+      apiHostnames,
+      dashboardHostname: dashboard === undefined || dashboard.trim() === "" ? undefined : hostname("--dashboard-hostname", dashboard),
+      s3Host: normalizeHostname(areas.s3Host),
+      workersDomain: normalizeHostname(areas.workersDomain),
+      nameServers: areas.nameServers.map(normalizeHostname).filter((n) => n !== ""),
+    },
   };
-  let originCa: string | undefined;
-  const caFile = options["origin-ca-file"];
-  if (caFile) {
-    try {
-      originCa = readFileSync(caFile, "utf8");
-    } catch (err) {
-      throw new UserError(`--origin-ca-file: cannot read ${caFile}: ${(err as Error).message}`);
-    }
-    if (!originCa.includes("-----BEGIN CERTIFICATE-----")) throw new UserError(`--origin-ca-file: ${caFile} holds no PEM certificate`);
-  }
-  return { originAllow, originTimeoutMs: seconds("origin-timeout"), originConnectTimeoutMs: seconds("origin-connect-timeout"), originCa };
-}
-
-function addCidr(bl: BlockList, cidr: string): void {
-  const [addr, bits] = cidr.split("/");
-  const family = isIP(addr);
-  if (!family) throw new UserError(`--origin-allow: "${cidr}" is not an IP address or CIDR range`);
-  const type = family === 4 ? "ipv4" : "ipv6";
-  if (bits === undefined) return bl.addAddress(addr, type);
-  const n = Number(bits);
-  if (!/^\d+$/.test(bits) || n > (family === 4 ? 32 : 128)) throw new UserError(`--origin-allow: bad prefix length in "${cidr}"`);
-  bl.addSubnet(addr, n, type);
 }

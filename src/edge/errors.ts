@@ -1,21 +1,47 @@
-import { EdgeError } from "../core/errors.js";
+import { Codes, EdgeError } from "../core/errors.js";
 
 /**
- * The codes of the edge's API: zone settings (the hosted API's 1006 for a setting name it does not have, 1007 for a
- * value a setting does not take, 1001 for an unknown zone).
+ * The edge's codes. The error pages' number is the hosted platform's (1001: a hostname it serves nothing for);
+ * `platformHostname` is ours (the hosted API has no operator-reserved names to refuse).
  */
 export const EdgeCodes = {
+  platformHostname: 1099,
+  unknownHost: 1001,
+  validation: Codes.validation,
+  // Zone settings: the hosted API's 1001 for an unknown zone, 1006 for a setting name it does not have, 1007 for a
+  // value a setting does not take.
   zoneNotFound: 1001,
   unknownSetting: 1006,
-  invalidValue: 1007,
-  invalidBody: 1004,
+  invalidSettingValue: 1007,
 } as const;
 
-/** The refusals of the edge's API; every message is written here once. */
+import type { TenantNameUse } from "../core/service.js";
+
+/** What a tenant tried to put at or under a platform hostname. */
+export type ReservedUse = TenantNameUse;
+
+/** Where a refused name sits against the platform hostname it collides with. */
+export type Collision = "at" | "under" | "above";
+
+const POINTERS: Record<ReservedUse, string> = {
+  zone: "/name",
+  "DNS record": "/name",
+  "Custom Domain": "/hostname",
+  route: "/pattern",
+};
+
+/** The edge's refusals; every message is written here once. */
 export const EdgeErrors = {
+  platformHostname: (use: ReservedUse, name: string, collision: Collision, reserved: string, role: string) =>
+    new EdgeError(
+      400,
+      EdgeCodes.platformHostname,
+      `${name} cannot be used for a ${use}: it is ${collision === "at" ? "" : `${collision} `}${reserved}, the platform's own ${role} hostname; nothing of an account may sit at or under a platform hostname`,
+      { pointer: POINTERS[use] },
+    ),
   zoneNotFound: () => new EdgeError(404, EdgeCodes.zoneNotFound, "Invalid zone identifier"),
   unknownSetting: (name: string) => new EdgeError(400, EdgeCodes.unknownSetting, `Unrecognized zone setting name: ${name.slice(0, 100)}`),
   invalidValue: (name: string, why: string) =>
-    new EdgeError(400, EdgeCodes.invalidValue, `Invalid value for zone setting ${name}: ${why}`, { pointer: "/value" }),
-  invalidBody: (why: string) => new EdgeError(400, EdgeCodes.invalidBody, why),
+    new EdgeError(400, EdgeCodes.invalidSettingValue, `Invalid value for zone setting ${name}: ${why}`, { pointer: "/value" }),
+  invalidBody: (why: string) => new EdgeError(400, EdgeCodes.validation, why),
 };

@@ -1,63 +1,50 @@
-import type { EdgeService, ServiceContext } from "../core/service.js";
-import { readEdgeConfig, serveOptions } from "./config.js";
-import { OriginAddressPolicy } from "./origin/address-policy.js";
-import { OriginForwarder } from "./origin/forwarder.js";
-import { OriginPools } from "./origin/pools.js";
-import type { EdgeZones } from "./ports.js";
-import { SETTINGS_PG_MIGRATIONS } from "./settings/pg-migrations.js";
-import { PgZoneSettingsStore, SETTINGS_AREA } from "./settings/pg-store.js";
-import { registerSettingsRoutes } from "./settings/routes.js";
-import { SETTINGS_MIGRATIONS } from "./settings/sqlite-migrations.js";
-import { SqliteZoneSettingsStore } from "./settings/sqlite-store.js";
-import { ZoneSettings } from "./settings/zone-settings.js";
+import type { OptionValues } from "../core/cli/command.js";
+import type { EdgeService, PlatformHostnames } from "../core/service.js";
+import { readEdgeConfig, type AreaHostnames, type serveOptions } from "./config.js";
+import { EdgeDispatch, type PlatformHandlers, type RawHandler, type UpgradeHandler } from "./hostnames/dispatch.js";
+import { Hostnames } from "./hostnames/plan.js";
 
 /**
- * The edge: zone settings (v4 API) and the reverse proxy that carries proxied names' traffic to their origins.
- * `zones` is DNS's narrow port (names, accounts, what a name resolves to); `isPlatformAddress` says which addresses
- * are the platform's own (never an origin).
+ * The edge area: the hostname plan and the one dispatch by Host (hostnames/); later the proxy to origins and zone
+ * settings. Made first in platform.ts, as the other areas are given its `PlatformHostnames` port.
  */
-export function createEdgeService(
-  ctx: ServiceContext,
-  deps: { zones: EdgeZones; isPlatformAddress: (ip: string) => boolean },
-): EdgeService & { settings: ZoneSettings } {
-  const cfg = readEdgeConfig(ctx.options(serveOptions));
-  const log = ctx.log.child({ service: "edge" });
-  const pg = ctx.openPostgres(SETTINGS_AREA, SETTINGS_PG_MIGRATIONS);
-  const settings = new ZoneSettings(
-    pg ? new PgZoneSettingsStore(pg, ctx.bus) : new SqliteZoneSettingsStore(ctx.openDb("edge-settings", SETTINGS_MIGRATIONS)),
-    log,
-  );
-  // A deleted zone's settings go with it: a zone of the same name made later starts from the defaults.
-  deps.zones.onDeleted(
-    (zoneId) => void settings.zoneDeleted(zoneId).catch((err: unknown) => log.error({ err, zoneId }, "settings of a deleted zone not removed")),
-  );
-  const pools = new OriginPools({ connectTimeoutMs: cfg.originConnectTimeoutMs, answerTimeoutMs: cfg.originTimeoutMs, extraCa: cfg.originCa });
-  const forwarder = new OriginForwarder({
-    zones: deps.zones,
-    settings,
-    policy: new OriginAddressPolicy(cfg.originAllow, deps.isPlatformAddress),
-    pools,
-    connectTimeoutMs: cfg.originConnectTimeoutMs,
-    log,
-  });
+export interface EdgeArea extends EdgeService {
+  /** The port the areas check tenants' names with (zones, records, Custom Domains, routes, certificates). */
+  readonly platformHostnames: PlatformHostnames;
+  /** What app.ts hands every request and upgrade to first. */
+  readonly dispatch: EdgeDispatch;
+  /**
+   * Once DNS and the services exist: which names are tenants' (at or under a zone), and the handlers of the
+   * platform's services.
+   */
+  attach(deps: { isTenantName: (host: string) => boolean; handlers: PlatformHandlers }): void;
+  /** Adds a handler of tenants' hostnames, after Workers (the proxy to origins, edge/origin/). */
+  addTenantHandler(handler: RawHandler): void;
+  /** Adds a handler of tenants' upgrades, after Workers' WebSockets (the proxy's WebSocket pass-through). */
+  addTenantUpgradeHandler(handler: UpgradeHandler): void;
+}
+
+export function createEdgeService(options: OptionValues<typeof serveOptions>, areas: AreaHostnames): EdgeArea {
+  const { plan } = readEdgeConfig(options, areas);
+  let isTenantName: (host: string) => boolean = () => false;
+  const hostnames = new Hostnames(plan, (host) => isTenantName(host));
+  const dispatch = new EdgeDispatch(hostnames);
   return {
     name: "edge",
-    settings,
-    async registerApi(app) {
-      await settings.load();
-      registerSettingsRoutes(app, deps.zones, settings);
+    platformHostnames: {
+      isPlatformHostname: (name) => hostnames.isPlatformHostname(name),
+      refuse: (use, name) => hostnames.refuse(use, name),
     },
-    handleRaw: (req, res) => forwarder.handle(req, res),
-    handleUpgrade: (req, socket, head) => forwarder.handleUpgrade(req, socket, head),
-    closeUpgraded: () => forwarder.closeUpgraded(),
-    async start() {
-      settings.follow(ctx.bus);
-      // A change made elsewhere between the first read and the subscription is not missed.
-      await settings.load();
+    dispatch,
+    attach(deps) {
+      isTenantName = deps.isTenantName;
+      dispatch.attach(deps.handlers);
     },
-    async stop() {
-      settings.stop();
-      await pools.close();
-    },
+    addTenantHandler: (handler) => dispatch.addTenantHandler(handler),
+    addTenantUpgradeHandler: (handler) => dispatch.addTenantUpgradeHandler(handler),
+    describe: () => ({
+      api_hostnames: plan.apiHostnames.join(", "),
+      ...(plan.dashboardHostname && { dashboard_hostname: plan.dashboardHostname }),
+    }),
   };
 }

@@ -43,6 +43,8 @@ export function sendErrorPage(res: ServerResponse, code: EdgeErrorCode, host: st
     "content-type": "text/html; charset=utf-8",
     "content-length": Buffer.byteLength(body),
     "cache-control": "private, max-age=0, no-store, no-cache, must-revalidate",
+    // As the hostname plan's pages: a tenant's hostname never runs anything of ours.
+    "content-security-policy": "default-src 'none'",
     "cf-ray": ray,
   });
   res.end(body);

@@ -6,6 +6,7 @@ import { pipeline } from "node:stream";
 import { connect as tlsConnect } from "node:tls";
 import type { Duplex } from "node:stream";
 import type { Logger } from "../../core/logger.js";
+import { normalizeHostname } from "../hostnames/names.js";
 import type { EdgeZones } from "../ports.js";
 import type { ZoneSettings } from "../settings/zone-settings.js";
 import type { OriginAddressPolicy } from "./address-policy.js";
@@ -24,9 +25,8 @@ export const newRay = () => `${randomBytes(8).toString("hex")}-EDGE`;
 
 /** The Host a request names: lowercase, without port or trailing dot; undefined when it is no hostname (an IP literal, nothing). */
 export function requestHost(req: IncomingMessage): string | undefined {
-  const raw = req.headers.host;
-  if (!raw || raw.startsWith("[")) return undefined;
-  const host = raw.replace(/:\d*$/, "").replace(/\.$/, "").toLowerCase();
+  // Normalised as the hostname plan does it (hostnames/names.ts), so the dispatch and the proxy read one name.
+  const host = normalizeHostname(req.headers.host);
   return /^[a-z0-9_](?:[a-z0-9_.-]{0,251}[a-z0-9_])?$/.test(host) ? host : undefined;
 }
 
