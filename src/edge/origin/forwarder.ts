@@ -77,7 +77,8 @@ export class OriginForwarder {
     const host = requestHost(req);
     if (!host) return false;
     const target = this.deps.zones.originOf(host);
-    if (target.kind === "none") return false;
+    // A name with DNS-only records or none is the hostname plan's to answer (its "nothing served here" page).
+    if (target.kind === "none" || (target.kind === "unproxied" && target.why !== "paused")) return false;
     const ray = newRay();
     res.setHeader("cf-ray", ray);
     if (target.kind === "unproxied") {
@@ -121,7 +122,7 @@ export class OriginForwarder {
     const host = requestHost(req);
     if (!host || req.headers.upgrade?.toLowerCase() !== "websocket") return false;
     const target = this.deps.zones.originOf(host);
-    if (target.kind === "none") return false;
+    if (target.kind === "none" || (target.kind === "unproxied" && target.why !== "paused")) return false;
     const ray = newRay();
     if (target.kind === "unproxied") {
       writeErrorPage(socket, 1001, host, ray);

@@ -121,19 +121,22 @@ describe("the edge forwards proxied names to their origins", () => {
     assert.ok(originB.seen.length >= 1);
   });
 
-  it("never forwards a DNS-only name, a name without records or a paused zone: 1001 page with the ray id", async () => {
+  it("never forwards a DNS-only name, a name without records (the plan's 404 page) or a paused zone (1001 page with the ray id)", async () => {
     const before = origin.seen.length;
+    // DNS-only and missing names get the hostname plan's page (nothing is served there), never the origin.
     for (const host of ["dnsonly.proxy-test.example", "nothing-here.proxy-test.example"]) {
       const r = await get(host);
-      assert.equal(r.status, 530, host);
-      assert.match(r.text, /Error 1001/);
-      assert.ok(r.text.includes(String(r.headers["cf-ray"])), "the page shows the ray id");
+      assert.equal(r.status, 404, host);
+      assert.match(String(r.headers["content-type"]), /^text\/html/);
     }
     const paused = (await p.api("POST", "/zones", { name: "paused-test.example", account: { id: p.accountId } })).body.result.id;
     await record(paused, { type: "A", name: "www", content: addr(1), proxied: true });
     assert.equal((await get("www.paused-test.example")).text, "origin a");
     assert.equal((await p.api("PATCH", `/zones/${paused}`, { paused: true })).status, 200);
-    assert.equal((await get("www.paused-test.example")).status, 530);
+    const pausedPage = await get("www.paused-test.example");
+    assert.equal(pausedPage.status, 530);
+    assert.match(pausedPage.text, /Error 1001/);
+    assert.ok(pausedPage.text.includes(String(pausedPage.headers["cf-ray"])), "the page shows the ray id");
     assert.equal(origin.seen.length, before + 1, "only the request before the pause reached the origin");
   });
 

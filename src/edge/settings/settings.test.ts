@@ -121,6 +121,7 @@ describe("zone settings API (hosted paths and shapes)", () => {
       ["ssl", []],
       ["", { items: [] }],
       ["", { items: "ssl" }],
+      ["", { items: Array.from({ length: 101 }, () => ({ id: "ssl", value: "off" })) }],
       ["", { items: [{ id: "ssl" }] }],
       [
         "",
