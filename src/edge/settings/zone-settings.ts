@@ -62,12 +62,15 @@ export class ZoneSettings {
     return this.view(zoneId, id).value;
   }
 
+  /** The SSL mode (read on every proxied request: no view is built). */
   ssl(zoneId: string): SslMode {
-    return this.value(zoneId, "ssl") as SslMode;
+    return (this.byZone.get(zoneId)?.get("ssl")?.value ?? SETTINGS.get("ssl")!.default) as SslMode;
   }
 
+  /** Whether an on/off setting is on (read on every proxied request; development_mode goes through its expiry). */
   on(zoneId: string, id: string): boolean {
-    return this.value(zoneId, id) === "on";
+    if (id === "development_mode") return this.value(zoneId, id) === "on";
+    return (this.byZone.get(zoneId)?.get(id)?.value ?? SETTINGS.get(id)?.default) === "on";
   }
 
   /**
