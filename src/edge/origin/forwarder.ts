@@ -1,4 +1,5 @@
 import { randomBytes } from "node:crypto";
+import { EventEmitter } from "node:events";
 import { lookup } from "node:dns/promises";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { connect as netConnect, type Socket } from "node:net";
@@ -13,6 +14,20 @@ import { sendErrorPage, writeErrorPage, type EdgeErrorCode } from "./error-pages
 import { connectFailed, failureCode } from "./failures.js";
 import { clientResponseHeaders, looped, originRequestHeaders } from "./headers.js";
 import { OriginPools, type OriginTarget } from "./pools.js";
+
+/**
+ * A request's cancellation, as undici takes it (an emitter of `abort` with `aborted`): lighter than an
+ * AbortController and its EventTarget (with this change alone a loaded run went from 0.52 to 0.72 of the bare undici
+ * pass-through, docs/benchmarks.md).
+ */
+class Cancellation extends EventEmitter {
+  aborted = false;
+
+  cancel(): void {
+    this.aborted = true;
+    this.emit("abort");
+  }
+}
 
 /** The CDN-Loop token this edge adds and looks for (RFC 8586). */
 export const LOOP_TOKEN = "edge-platform";
@@ -199,13 +214,13 @@ export class OriginForwarder {
     const headers = originRequestHeaders(req.rawHeaders, { host: r.host, clientIp: clientIp(req), scheme: r.scheme, ray: r.ray, loopToken: LOOP_TOKEN });
     const hasBody = req.headers["transfer-encoding"] !== undefined || Number(req.headers["content-length"] ?? 0) > 0;
     // The client going away cancels the origin's request (and frees its connection).
-    const abort = new AbortController();
+    const abort = new Cancellation();
     res.once("close", () => {
-      if (!res.writableFinished) abort.abort();
+      if (!res.writableFinished) abort.cancel();
     });
     let lastError: unknown;
     for (const address of addresses) {
-      if (abort.signal.aborted) return;
+      if (abort.aborted) return;
       const target: OriginTarget = { address, servername: r.host, mode };
       try {
         const answer = await this.deps.pools.pool(target).request({
@@ -213,9 +228,9 @@ export class OriginForwarder {
           method: req.method as "GET",
           headers,
           body: hasBody ? req : null,
-          signal: abort.signal,
+          signal: abort,
         });
-        if (abort.signal.aborted) {
+        if (abort.aborted) {
           answer.body.destroy();
           return;
         }
@@ -231,7 +246,7 @@ export class OriginForwarder {
         if (!connectFailed(err) || hasBody) break;
       }
     }
-    if (abort.signal.aborted) return;
+    if (abort.aborted) return;
     if (hasBody && !req.complete) req.resume();
     const code = failureCode(lastError);
     if (code === 520) this.deps.log.warn({ err: lastError, host: r.host }, "origin answered badly");
