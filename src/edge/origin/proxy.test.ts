@@ -140,13 +140,17 @@ describe("the edge forwards proxied names to their origins", () => {
     assert.equal(origin.seen.length, before + 1, "only the request before the pause reached the origin");
   });
 
-  it("answers the hosted 52x pages: 521 refused, 523 no address, 524 no answer in --origin-timeout, 520 hang-up or oversized head", async () => {
+  it("answers the hosted 52x pages: 521 refused, 523 no address, 524 no answer (or a trickled head) in --origin-timeout, 520 hang-up or oversized head", async () => {
     const refused = await get("down.proxy-test.example");
     assert.equal(refused.status, 521);
     assert.match(refused.text, /Error 521/);
     assert.equal((await get("ext.proxy-test.example")).status, 523);
     const slow = await get("www.proxy-test.example", "/never");
     assert.equal(slow.status, 524);
+    // A head trickled a line at a time is the same: the whole head must come within --origin-timeout.
+    const [trickled, meanwhile] = await Promise.all([get("www.proxy-test.example", "/trickle"), get("www.proxy-test.example")]);
+    assert.equal(trickled.status, 524);
+    assert.equal(meanwhile.text, "origin a", "other requests are served meanwhile");
     assert.equal((await get("www.proxy-test.example", "/hangup")).status, 520);
     assert.equal((await get("www.proxy-test.example", "/big-head")).status, 520);
     // Mid-body: the client's answer is cut (undici reports the short body), never a page appended to it.

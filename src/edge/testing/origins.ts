@@ -18,7 +18,7 @@ export interface SeenRequest {
 /**
  * A real origin on a loopback address (port 80 or 443; the tests run as root), answering as its path says:
  * `/echo` what it saw as JSON, `/bytes/<n>` n bytes, `/never` never, `/hangup` by closing the connection,
- * `/close-mid` half a body then a close, `/big-head` 100 KiB of headers, anything else "origin <name>".
+ * `/close-mid` half a body then a close, `/trickle` a head that never ends, `/big-head` 100 KiB of headers, anything else "origin <name>".
  */
 export async function startOrigin(
   t: TestContext | { after(fn: () => unknown): void },
@@ -59,6 +59,12 @@ export async function startOrigin(
         res.once("close", () => {
           if (!res.writableFinished) closedEarly++;
         });
+      } else if (url === "/trickle") {
+        // A head that never ends: a header line every 200 ms, on the raw socket.
+        const socket = req.socket;
+        socket.write("HTTP/1.1 200 OK\r\n");
+        const timer = setInterval(() => (socket.destroyed ? clearInterval(timer) : socket.write(`x-slow-${Date.now()}: 1\r\n`)), 200);
+        socket.once("close", () => clearInterval(timer));
       } else if (url === "/hangup") {
         req.socket.destroy();
       } else if (url === "/close-mid") {
