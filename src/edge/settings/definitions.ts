@@ -8,7 +8,15 @@ interface SettingSpec {
   readonly default: SettingValue;
   /** The value as stored, or a refusal naming what it takes. */
   parse(value: unknown): SettingValue;
+  /**
+   * Set when nothing here acts on the setting yet (why, for the refusal): it reads as its default with `editable:
+   * false`, and only the default is accepted, so no value is stored that the platform would then ignore.
+   */
+  readonly notApplied?: string;
 }
+
+const NO_CACHE = "the edge has no cache yet";
+const TLS_PORT = "the TLS port does not apply per-zone TLS settings yet";
 
 const oneOf = (id: string, values: readonly string[]) => (value: unknown) => {
   if (typeof value === "string" && values.includes(value)) return value;
@@ -39,19 +47,20 @@ export const SETTINGS: ReadonlyMap<string, SettingSpec> = new Map<string, Settin
     "browser_cache_ttl",
     {
       default: 14400,
+      notApplied: NO_CACHE,
       parse: (v) => {
         if (typeof v === "number" && BROWSER_CACHE_TTLS.includes(v)) return v;
         throw EdgeErrors.invalidValue("browser_cache_ttl", `it takes a number of seconds among ${BROWSER_CACHE_TTLS.join(", ")}`);
       },
     },
   ],
-  ["cache_level", { default: "aggressive", parse: oneOf("cache_level", ["aggressive", "basic", "simplified"]) }],
+  ["cache_level", { default: "aggressive", notApplied: NO_CACHE, parse: oneOf("cache_level", ["aggressive", "basic", "simplified"]) }],
   ["development_mode", { default: "off", parse: onOff("development_mode") }],
-  ["http2", { default: "on", parse: onOff("http2") }],
-  ["ipv6", { default: "on", parse: onOff("ipv6") }],
-  ["min_tls_version", { default: "1.0", parse: oneOf("min_tls_version", ["1.0", "1.1", "1.2", "1.3"]) }],
+  ["http2", { default: "on", notApplied: "the TLS port speaks HTTP/1.1 only", parse: onOff("http2") }],
+  ["ipv6", { default: "on", notApplied: "DNS answers AAAA for proxied names whatever this says", parse: onOff("ipv6") }],
+  ["min_tls_version", { default: "1.0", notApplied: TLS_PORT, parse: oneOf("min_tls_version", ["1.0", "1.1", "1.2", "1.3"]) }],
   ["ssl", { default: "flexible", parse: oneOf("ssl", ["off", "flexible", "full", "strict"]) }],
-  ["tls_1_3", { default: "on", parse: oneOf("tls_1_3", ["on", "off", "zrt"]) }],
+  ["tls_1_3", { default: "on", notApplied: TLS_PORT, parse: oneOf("tls_1_3", ["on", "off", "zrt"]) }],
   ["websockets", { default: "on", parse: onOff("websockets") }],
 ]);
 
@@ -62,4 +71,12 @@ export function settingSpec(id: string): SettingSpec {
   const spec = SETTINGS.get(id);
   if (!spec) throw EdgeErrors.unknownSetting(id);
   return spec;
+}
+
+/** A value for a setting as it will be stored: parsed, and refused when it is not the default of one not applied. */
+export function parseSetting(id: string, value: unknown): SettingValue {
+  const spec = settingSpec(id);
+  const parsed = spec.parse(value);
+  if (spec.notApplied && parsed !== spec.default) throw EdgeErrors.settingNotApplied(id, spec.default, spec.notApplied);
+  return parsed;
 }

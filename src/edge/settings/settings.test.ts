@@ -73,15 +73,36 @@ describe("zone settings API (hosted paths and shapes)", () => {
     const dev = await p.api("PATCH", `/zones/${zoneA}/settings/development_mode`, { value: "on" });
     assert.equal(dev.body.result.value, "on");
     assert.ok(dev.body.result.time_remaining > 3 * 3600 - 60 && dev.body.result.time_remaining <= 3 * 3600);
-    const ttl = await p.api("PATCH", `/zones/${zoneA}/settings/browser_cache_ttl`, { value: 7200 });
-    assert.equal(ttl.body.result.value, 7200);
+  });
+
+  it("a setting nothing here applies yet reads editable: false and takes only its default (never stored and ignored)", async () => {
+    const list = (await p.api("GET", `/zones/${zoneA}/settings`)).body.result as { id: string; editable: boolean }[];
+    const notEditable = list.filter((s) => !s.editable).map((s) => s.id);
+    assert.deepEqual(notEditable, ["browser_cache_ttl", "cache_level", "http2", "ipv6", "min_tls_version", "tls_1_3"]);
+    for (const [id, other, fallback] of [
+      ["browser_cache_ttl", 7200, 14400],
+      ["cache_level", "basic", "aggressive"],
+      ["http2", "off", "on"],
+      ["ipv6", "off", "on"],
+      ["min_tls_version", "1.2", "1.0"],
+      ["tls_1_3", "off", "on"],
+    ] as const) {
+      const refused = await p.api("PATCH", `/zones/${zoneA}/settings/${id}`, { value: other });
+      assert.equal(refused.status, 400, id);
+      assert.equal(refused.body.errors[0].code, 1007);
+      assert.match(refused.body.errors[0].message, /only its default .* is accepted here/);
+      const same = await p.api("PATCH", `/zones/${zoneA}/settings/${id}`, { value: fallback });
+      assert.equal(same.status, 200, `${id}: its default is accepted (a Terraform config that states it applies)`);
+      assert.equal(same.body.result.value, fallback);
+      assert.equal(same.body.result.editable, false);
+    }
   });
 
   it("PATCH of several settings changes all of them, or none when one is refused", async () => {
     const r = await p.api("PATCH", `/zones/${zoneA}/settings`, {
       items: [
         { id: "always_use_https", value: "on" },
-        { id: "min_tls_version", value: "1.2" },
+        { id: "websockets", value: "off" },
       ],
     });
     assert.equal(r.status, 200, JSON.stringify(r.body));
@@ -89,7 +110,7 @@ describe("zone settings API (hosted paths and shapes)", () => {
       r.body.result.map((s: { id: string; value: string }) => [s.id, s.value]),
       [
         ["always_use_https", "on"],
-        ["min_tls_version", "1.2"],
+        ["websockets", "off"],
       ],
     );
     const refused = await p.api("PATCH", `/zones/${zoneA}/settings`, {
@@ -102,6 +123,7 @@ describe("zone settings API (hosted paths and shapes)", () => {
     assert.equal(refused.body.errors[0].code, 1007);
     assert.equal((await p.api("GET", `/zones/${zoneA}/settings/always_use_https`)).body.result.value, "on", "nothing of a refused PATCH is written");
     await p.api("PATCH", `/zones/${zoneA}/settings/always_use_https`, { value: "off" });
+    await p.api("PATCH", `/zones/${zoneA}/settings/websockets`, { value: "on" });
   });
 
   it("a setting the platform does not have is refused with the hosted 1006, on read and on write; bad bodies are 400s", async () => {

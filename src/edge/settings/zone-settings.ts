@@ -1,6 +1,6 @@
 import type { Bus } from "../../core/cluster/bus.js";
 import type { Logger } from "../../core/logger.js";
-import { DEVELOPMENT_MODE_MS, SETTINGS, settingSpec, type SettingValue, type SslMode } from "./definitions.js";
+import { DEVELOPMENT_MODE_MS, parseSetting, SETTINGS, settingSpec, type SettingValue, type SslMode } from "./definitions.js";
 import { SETTINGS_AREA } from "./pg-store.js";
 import type { StoredSetting, ZoneSettingsStore } from "./store.js";
 
@@ -79,7 +79,7 @@ export class ZoneSettings {
    */
   async edit(zoneId: string, accountId: string, items: readonly { id: string; value: unknown }[]): Promise<SettingView[]> {
     const at = this.now();
-    const rows = items.map((item) => ({ zoneId, accountId, id: item.id, value: settingSpec(item.id).parse(item.value), modifiedOn: at }));
+    const rows = items.map((item) => ({ zoneId, accountId, id: item.id, value: parseSetting(item.id, item.value), modifiedOn: at }));
     await this.store.put(rows);
     const zone = this.zoneMap(this.byZone, zoneId);
     for (const r of rows) zone.set(r.id, r);
@@ -104,7 +104,7 @@ export class ZoneSettings {
     const view: SettingView = {
       id,
       value: stored?.value ?? spec.default,
-      editable: true,
+      editable: !spec.notApplied,
       modified_on: stored ? new Date(stored.modifiedOn).toISOString() : null,
     };
     if (id === "development_mode") {
