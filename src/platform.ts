@@ -29,6 +29,7 @@ import { createR2Service } from "./r2/service.js";
 import { createWorkersService } from "./workers/service.js";
 import { createAiGatewayService } from "./ai-gateway/service.js";
 import { createDashboardService } from "./dashboard/service.js";
+import { createProxyService } from "./edge/origin/service.js";
 import { createAnalyticsService } from "./analytics/service.js";
 import { r2StorageDataset } from "./r2/analytics-dataset.js";
 import { serveOptions as dnsOptions } from "./dns/config.js";
@@ -156,9 +157,25 @@ export async function startPlatform(config: PlatformConfig, log: Logger = create
       s3: (req, res) => r2.handleRaw!(req, res),
     },
   });
+  // The proxy sees DNS through a narrow port: zones' accounts, their deletion, and what a name resolves to. Tenants'
+  // hostnames reach it after Workers (routes and Custom Domains).
+  const proxy = createProxyService(ctx, {
+    zones: {
+      accountOf: (zoneId) => dns.zones.get(zoneId)?.zone.account_id,
+      onDeleted: (listener) =>
+        dns.zones.onChange((zs, kind, origin) => {
+          // Once, through the node the zone was deleted on.
+          if (kind === "deleted" && origin === "local") listener(zs.zone.id);
+        }),
+      originOf: (host) => dns.originOf(host),
+    },
+    isPlatformAddress: (ip) => dns.isPlatformAddress(ip),
+  });
+  edge.addTenantHandler(proxy.forward);
+  edge.addTenantUpgradeHandler(proxy.upgrade);
   // The GraphQL Analytics API: each area hands over its datasets (R2: what its buckets hold).
   const analytics = createAnalyticsService(ctx, [r2StorageDataset(r2.store)]);
-  const services: EdgeService[] = [identity, edge, dns, kv, d1, queues, workers, aiGateway, r2, analytics, createDashboardService(ctx)];
+  const services: EdgeService[] = [identity, edge, dns, kv, d1, queues, workers, proxy, aiGateway, r2, analytics, createDashboardService(ctx)];
 
   let app: FastifyInstance;
   try {

@@ -3,7 +3,8 @@ import { registerRecordRoutes } from "./api/record-routes.js";
 import { registerSettingsRoutes } from "./api/settings-routes.js";
 import { registerZoneRoutes } from "./api/zone-routes.js";
 import { readDnsConfig, serveOptions } from "./config.js";
-import { AnswerEngine } from "./server/answer.js";
+import { AnswerEngine, type ProxyTarget } from "./server/answer.js";
+import { isIP } from "node:net";
 import { Notifier } from "./server/notify.js";
 import { DnsServer } from "./server/server.js";
 import { DNS_PG_MIGRATIONS } from "./pg-migrations.js";
@@ -24,9 +25,12 @@ const SIGNATURE_SWEEP_MS = 3600_000;
 import { ZoneSync } from "./zones/zone-sync.js";
 
 /** Zones and records over the v4 API, and the authoritative server answering from the same memory. */
-export function createDnsService(
-  ctx: ServiceContext,
-): EdgeService & { zones: ZoneService; edgeAddresses: { ipv4: readonly string[]; ipv6: readonly string[] } } {
+export function createDnsService(ctx: ServiceContext): EdgeService & {
+  zones: ZoneService;
+  edgeAddresses: { ipv4: readonly string[]; ipv6: readonly string[] };
+  originOf(host: string): ProxyTarget;
+  isPlatformAddress(ip: string): boolean;
+} {
   const cfg = readDnsConfig(ctx.options(serveOptions));
   const pg = ctx.openPostgres("dns", DNS_PG_MIGRATIONS);
   const zones = new ZoneService(pg ? new PgDnsStore(pg, ctx.bus) : new SqliteDnsStore(ctx.openDb("dns", DNS_MIGRATIONS)), {
@@ -64,6 +68,13 @@ export function createDnsService(
     zones,
     // Workers Custom Domains' records are proxied: they answer these.
     edgeAddresses: { ipv4: cfg.edgeIpv4, ipv6: cfg.edgeIpv6 },
+    // The edge forwards proxied names to the origins these answer (one resolver for DNS and the proxy).
+    originOf: (host) => engine.originOf(host),
+    // The edge addresses and --platform-ranges: never an origin.
+    isPlatformAddress: (ip) => {
+      const family = isIP(ip);
+      return family !== 0 && cfg.platformAddresses.check(ip, family === 6 ? "ipv6" : "ipv4");
+    },
     async registerApi(app) {
       // The API and the server answer from the zones in memory: read them before either starts.
       await transfers.load();

@@ -1,8 +1,12 @@
 import type { AnyCommand, CommandAlias } from "../core/cli/command.js";
 
-export { serveOptions } from "./config.js";
+import { serveOptions as hostnameOptions } from "./config.js";
+import { originServeOptions } from "./origin/config.js";
 
-/** The edge has no commands of its own yet: its options (the hostname plan) belong to `edgecli serve`. */
+/** The hostname plan's options and the proxy's. */
+export const serveOptions = { ...hostnameOptions, ...originServeOptions };
+
+/** The edge has no commands of its own yet: its options (the hostname plan, the proxy) belong to `edgecli serve`; zone settings are an API. */
 export const groups: Record<string, string> = {};
 export const commands: AnyCommand[] = [];
 export const aliases: CommandAlias[] = [];

@@ -8,6 +8,11 @@ export const EdgeCodes = {
   platformHostname: 1099,
   unknownHost: 1001,
   validation: Codes.validation,
+  // Zone settings: the hosted API's 1001 for an unknown zone, 1006 for a setting name it does not have, 1007 for a
+  // value a setting does not take.
+  zoneNotFound: 1001,
+  unknownSetting: 1006,
+  invalidSettingValue: 1007,
 } as const;
 
 import type { TenantNameUse } from "../core/service.js";
@@ -34,4 +39,16 @@ export const EdgeErrors = {
       `${name} cannot be used for a ${use}: it is ${collision === "at" ? "" : `${collision} `}${reserved}, the platform's own ${role} hostname; nothing of an account may sit at or under a platform hostname`,
       { pointer: POINTERS[use] },
     ),
+  zoneNotFound: () => new EdgeError(404, EdgeCodes.zoneNotFound, "Invalid zone identifier"),
+  unknownSetting: (name: string) => new EdgeError(400, EdgeCodes.unknownSetting, `Unrecognized zone setting name: ${name.slice(0, 100)}`),
+  invalidValue: (name: string, why: string) =>
+    new EdgeError(400, EdgeCodes.invalidSettingValue, `Invalid value for zone setting ${name}: ${why}`, { pointer: "/value" }),
+  settingNotApplied: (name: string, fallback: string | number, why: string) =>
+    new EdgeError(
+      400,
+      EdgeCodes.invalidSettingValue,
+      `Invalid value for zone setting ${name}: only its default ${JSON.stringify(fallback)} is accepted here, because ${why} (docs/proxy.md)`,
+      { pointer: "/value" },
+    ),
+  invalidBody: (why: string) => new EdgeError(400, EdgeCodes.validation, why),
 };

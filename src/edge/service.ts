@@ -1,7 +1,7 @@
 import type { OptionValues } from "../core/cli/command.js";
 import type { EdgeService, PlatformHostnames } from "../core/service.js";
 import { readEdgeConfig, type AreaHostnames, type serveOptions } from "./config.js";
-import { EdgeDispatch, type PlatformHandlers, type RawHandler } from "./hostnames/dispatch.js";
+import { EdgeDispatch, type PlatformHandlers, type RawHandler, type UpgradeHandler } from "./hostnames/dispatch.js";
 import { Hostnames } from "./hostnames/plan.js";
 
 /**
@@ -20,6 +20,8 @@ export interface EdgeArea extends EdgeService {
   attach(deps: { isTenantName: (host: string) => boolean; handlers: PlatformHandlers }): void;
   /** Adds a handler of tenants' hostnames, after Workers (the proxy to origins, edge/origin/). */
   addTenantHandler(handler: RawHandler): void;
+  /** Adds a handler of tenants' upgrades, after Workers' WebSockets (the proxy's WebSocket pass-through). */
+  addTenantUpgradeHandler(handler: UpgradeHandler): void;
 }
 
 export function createEdgeService(options: OptionValues<typeof serveOptions>, areas: AreaHostnames): EdgeArea {
@@ -39,6 +41,7 @@ export function createEdgeService(options: OptionValues<typeof serveOptions>, ar
       dispatch.attach(deps.handlers);
     },
     addTenantHandler: (handler) => dispatch.addTenantHandler(handler),
+    addTenantUpgradeHandler: (handler) => dispatch.addTenantUpgradeHandler(handler),
     describe: () => ({
       api_hostnames: plan.apiHostnames.join(", "),
       ...(plan.dashboardHostname && { dashboard_hostname: plan.dashboardHostname }),

@@ -18,6 +18,8 @@ export const PERMISSION_GROUPS = [
   { id: "d1_edit", name: "D1 Edit", scope: "account" },
   { id: "queues_read", name: "Queues Read", scope: "account" },
   { id: "queues_edit", name: "Queues Edit", scope: "account" },
+  { id: "zone_settings_read", name: "Zone Settings Read", scope: "account" },
+  { id: "zone_settings_edit", name: "Zone Settings Edit", scope: "account" },
   { id: "account_settings_read", name: "Account Settings Read", scope: "account" },
   { id: "api_tokens_read", name: "API Tokens Read", scope: "user" },
   { id: "api_tokens_edit", name: "API Tokens Edit", scope: "user" },
@@ -36,6 +38,7 @@ const IMPLIED: Partial<Record<Permission, Permission[]>> = {
   api_tokens_edit: ["api_tokens_read"],
   d1_edit: ["d1_read"],
   queues_edit: ["queues_read"],
+  zone_settings_edit: ["zone_settings_read"],
 };
 
 export function expandPermissions(perms: Iterable<Permission>): Set<Permission> {

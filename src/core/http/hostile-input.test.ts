@@ -116,7 +116,17 @@ const byBody = (...kinds: Endpoint["body"][]) => ENDPOINTS.filter((e) => kinds.i
 const apiEndpoints = ENDPOINTS.filter((e) => e.family !== "worker_traffic");
 
 /** The families added after the first hostile pass: each must meet the cross-account check below. */
-const NEWER_FAMILIES = ["d1", "queues", "durable_objects", "worker_tails", "worker_assets", "worker_schedules", "worker_routes", "dns_transfers"];
+const NEWER_FAMILIES = [
+  "d1",
+  "queues",
+  "durable_objects",
+  "worker_tails",
+  "worker_assets",
+  "worker_schedules",
+  "worker_routes",
+  "dns_transfers",
+  "zone_settings",
+];
 
 test("the surface list covers every endpoint family the brief names", () => {
   for (const f of [

@@ -12,6 +12,7 @@ import type { TestPlatform } from "./platform.js";
 export type Family =
   | "identity"
   | "zones"
+  | "zone_settings"
   | "dns_records"
   | "dns_transfers"
   | "kv"
@@ -315,6 +316,21 @@ export const ENDPOINTS: readonly Endpoint[] = [
     body: "json",
     sample: () => ({ soa: { refresh: 7200 } }),
   },
+  // Zone settings (src/edge/settings/routes.ts)
+  read("zone_settings", (f) => `/zones/${f.zone}/settings`),
+  send(
+    "zone_settings",
+    "PATCH",
+    (f) => `/zones/${f.zone}/settings`,
+    () => ({ items: [{ id: "websockets", value: "on" }] }),
+  ),
+  read("zone_settings", (f) => `/zones/${f.zone}/settings/ssl`),
+  send(
+    "zone_settings",
+    "PATCH",
+    (f) => `/zones/${f.zone}/settings/ssl`,
+    () => ({ value: "flexible" }),
+  ),
   // Zone transfers (src/dns/transfers/routes.ts)
   {
     family: "zones",

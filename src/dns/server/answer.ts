@@ -30,6 +30,12 @@ export interface Answer {
 /** How a name the question asks about does not answer: the name is missing, or it lacks the type. */
 type Negative = "nxdomain" | "nodata";
 
+/** The proxy's answer for a hostname (src/edge/ports.ts, OriginLookup, says what each kind means). */
+export type ProxyTarget =
+  | { kind: "none" }
+  | { kind: "unproxied"; zoneId: string; accountId: string; why: "paused" | "dns-only" | "no-record" }
+  | { kind: "proxied"; zoneId: string; accountId: string; addresses: string[]; hostnames: string[] };
+
 export const Rcode = { NOERROR: 0, FORMERR: 1, SERVFAIL: 2, NXDOMAIN: 3, NOTIMP: 4, REFUSED: 5, NOTAUTH: 9 } as const;
 
 /** dns-packet names types it has no codec for "UNKNOWN_<n>"; these are the ones we store. */
@@ -177,6 +183,47 @@ export class AnswerEngine {
       for (const rr of scratch.answers) if (rr.name === name && qtypeOf(rr.type) === t) found.add(rr.type);
     }
     return [...found];
+  }
+
+  /**
+   * Where the edge forwards a request for `host` (the proxy's view of the same data the answers come from: exact
+   * names, wildcards, delegations, paused zones, CNAME chains): the proxied A/AAAA records' addresses, or for a
+   * proxied CNAME the addresses at the end of its chain inside our zones, or its target's name when the chain leaves them.
+   */
+  originOf(hostRaw: string): ProxyTarget {
+    const host = canonical(hostRaw);
+    const zs = this.zones.zoneFor(host);
+    if (!zs) return { kind: "none" };
+    const zone = { zoneId: zs.zone.id, accountId: zs.zone.account_id };
+    if (zs.zone.paused) return { kind: "unproxied", ...zone, why: "paused" };
+    const recs = this.cut(zs, host, "A") ? [] : (this.wildcardOrOwn(zs, host) ?? []);
+    const proxied = recs.filter((r) => r.proxied && (r.type === "A" || r.type === "AAAA" || r.type === "CNAME"));
+    if (proxied.length === 0) return { kind: "unproxied", ...zone, why: recs.length ? "dns-only" : "no-record" };
+    const addresses = proxied.filter((r) => r.type !== "CNAME").map((r) => r.content);
+    const hostnames: string[] = [];
+    const cname = proxied.find((r) => r.type === "CNAME");
+    if (cname) {
+      // The chain's end inside our zones (proxied or not: its records hold the origin's addresses), else a name outside.
+      let target = canonical(cname.content);
+      const seen = new Set([host]);
+      for (let i = 0; i < MAX_CHAIN && !seen.has(target); i++) {
+        seen.add(target);
+        const tz = this.zones.zoneFor(target);
+        if (!tz) {
+          hostnames.push(target);
+          break;
+        }
+        const at = this.wildcardOrOwn(tz, target) ?? [];
+        const next = at.find((r) => r.type === "CNAME");
+        if (next) {
+          target = canonical(next.content);
+          continue;
+        }
+        addresses.push(...at.filter((r) => r.type === "A" || r.type === "AAAA").map((r) => r.content));
+        break;
+      }
+    }
+    return { kind: "proxied", ...zone, addresses, hostnames };
   }
 
   /** Whether a CNAME is answered flattened: always at the apex, elsewhere by its setting or the zone's. */

@@ -45,6 +45,8 @@ export class EdgeDispatch {
    * (edge/origin/) adds its handler here; a handler that answers returns true.
    */
   readonly tenantHandlers: RawHandler[] = [];
+  /** Tenants' upgrades after Workers' WebSockets, asked in order (the proxy's WebSocket pass-through). */
+  readonly tenantUpgradeHandlers: UpgradeHandler[] = [];
   private handlers?: PlatformHandlers;
 
   constructor(private readonly hostnames: Hostnames) {}
@@ -56,6 +58,11 @@ export class EdgeDispatch {
   /** Adds a handler of tenants' hostnames, asked after Workers and the handlers added before it. */
   addTenantHandler(handler: RawHandler): void {
     this.tenantHandlers.push(handler);
+  }
+
+  /** Adds a handler of tenants' upgrades, asked after Workers' and the handlers added before it. */
+  addTenantUpgradeHandler(handler: UpgradeHandler): void {
+    this.tenantUpgradeHandlers.push(handler);
   }
 
   /** The class of the request's Host (on loopback, hosts nothing claims are the API's). */
@@ -100,7 +107,8 @@ export class EdgeDispatch {
     const h = this.handlers!;
     const cls = this.classOf(req);
     if (misdirectedSni(req, cls.host) !== undefined) return false;
-    if (cls.kind === "tenant" || (cls.kind === "platform" && cls.service === "workers")) return h.workerUpgrade(req, socket, head);
+    if (cls.kind === "tenant") return h.workerUpgrade(req, socket, head) || this.tenantUpgradeHandlers.some((handler) => handler(req, socket, head));
+    if (cls.kind === "platform" && cls.service === "workers") return h.workerUpgrade(req, socket, head);
     if (cls.kind === "platform" && cls.service === "api") return h.tailUpgrade(req, socket, head);
     return false;
   }

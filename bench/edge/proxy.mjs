@@ -1,0 +1,124 @@
+// 1 KiB GET through reverse proxies side by side, wrk at 32 connections: the edge's proxy (a proxied A record),
+// nginx proxy_pass, Caddy reverse_proxy and a bare Node pass-through on an undici Pool, all to one nginx origin.
+// Run as root (the origin listens on 127.0.0.141:80): node bench/edge/proxy.mjs [seconds] [connections]
+import { execFileSync, spawn } from "node:child_process";
+import { chmodSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir, cpus, loadavg } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const seconds = Number(process.argv[2] ?? 10);
+const connections = Number(process.argv[3] ?? 32);
+const ORIGIN = "127.0.0.141";
+const dir = mkdtempSync(join(tmpdir(), "edge-proxy-bench-"));
+// nginx's workers run as nobody: they read the file through the directory.
+chmodSync(dir, 0o755);
+const children = [];
+const cli = fileURLToPath(new URL("../../dist/bin/edgecli.js", import.meta.url));
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+writeFileSync(join(dir, "1k.bin"), Buffer.alloc(1024, 97));
+writeFileSync(
+  join(dir, "nginx.conf"),
+  `worker_processes 1; pid ${dir}/nginx.pid; error_log ${dir}/nginx-error.log; daemon off;
+events { worker_connections 4096; }
+http { access_log off;
+  upstream origin { server ${ORIGIN}:80; keepalive 64; }
+  server { listen ${ORIGIN}:80; root ${dir}; }
+  server { listen 127.0.0.1:18091; location / { proxy_pass http://origin; proxy_http_version 1.1; proxy_set_header Connection ""; } }
+}`,
+);
+writeFileSync(join(dir, "Caddyfile"), `{\n admin off\n}\nhttp://127.0.0.1:18092 {\n reverse_proxy ${ORIGIN}:80\n}\n`);
+
+function start(cmd, args, env = {}) {
+  const c = spawn(cmd, args, { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, ...env } });
+  children.push(c);
+  c.stderr.on("data", (d) => process.env.BENCH_DEBUG && process.stderr.write(`[${args[0]}] ${d}`));
+  return c;
+}
+
+function wrk(url, host) {
+  const args = ["-t2", `-c${connections}`, `-d${seconds}s`, "--latency", url];
+  if (host) args.push("-H", `Host: ${host}`);
+  const out = execFileSync("wrk", args, { encoding: "utf8" });
+  if (process.env.BENCH_DEBUG) console.error(out);
+  const rps = Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1] ?? 0);
+  const p50 = /50%\s+([\d.]+\w+)/.exec(out)?.[1];
+  const non2xx = /Non-2xx or 3xx responses: (\d+)/.exec(out)?.[1] ?? "0";
+  return { rps, p50, non2xx };
+}
+
+try {
+  start("nginx", ["-c", join(dir, "nginx.conf")]);
+  start("caddy", ["run", "--config", join(dir, "Caddyfile"), "--adapter", "caddyfile"]);
+  // A bare pass-through on an undici Pool, the floor of any Node proxy: in a process of its own (wrk runs
+  // synchronously here).
+  writeFileSync(
+    join(dir, "bare.cjs"),
+    `const { createServer } = require("node:http");
+const { Pool } = require(${JSON.stringify(fileURLToPath(new URL("../../node_modules/undici/index.js", import.meta.url)))});
+const pool = new Pool("http://${ORIGIN}:80", { connections: 256 });
+createServer((req, res) => {
+  pool.request({ path: req.url, method: req.method, headers: { host: "origin" } }).then(
+    (a) => { res.writeHead(a.statusCode, a.headers); a.body.pipe(res); },
+    () => res.writeHead(502).end(),
+  );
+}).listen(18093, "127.0.0.1");`,
+  );
+  start(process.execPath, [join(dir, "bare.cjs")]);
+  const state = join(dir, "state");
+  const edge = start(process.execPath, [
+    cli,
+    "serve",
+    "--port",
+    "18094",
+    "--dns-port",
+    "0",
+    "--dns-workers",
+    "0",
+    "--state-dir",
+    state,
+    "--origin-allow",
+    "127.0.0.0/8",
+    "--log-level",
+    "warn",
+  ]);
+  let banner = "";
+  edge.stderr.on("data", (d) => (banner += d));
+  for (let i = 0; i < 200 && !/API token/.test(banner); i++) await sleep(200);
+  const token = /API token\s+(\S+)/.exec(banner)[1];
+  const account = /account id\s+(\S+)/.exec(banner)[1];
+  const api = async (method, path, body) =>
+    (
+      await fetch(`http://127.0.0.1:18094/client/v4${path}`, {
+        method,
+        headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+        body: JSON.stringify(body),
+      })
+    ).json();
+  const zone = (await api("POST", "/zones", { name: "bench-proxy.example", account: { id: account } })).result.id;
+  await api("POST", `/zones/${zone}/dns_records`, { type: "A", name: "www", content: ORIGIN, proxied: true });
+  await sleep(1000);
+
+  const runs = {
+    edge: wrk("http://127.0.0.1:18094/1k.bin", "www.bench-proxy.example"),
+    nginx: wrk("http://127.0.0.1:18091/1k.bin"),
+    caddy: wrk("http://127.0.0.1:18092/1k.bin"),
+    "undici pass-through": wrk("http://127.0.0.1:18093/1k.bin"),
+  };
+  console.log(
+    `# ${new Date().toISOString()} ${cpus().length} × ${cpus()[0].model}, Node ${process.version}, load ${loadavg()
+      .map((l) => l.toFixed(1))
+      .join(" ")}`,
+  );
+  console.log(`# wrk -t2 -c${connections} -d${seconds}s, 1 KiB GET, origin nginx on ${ORIGIN}:80`);
+  for (const [name, r] of Object.entries(runs)) console.log(`${name.padEnd(22)} ${r.rps.toFixed(0).padStart(7)} req/s  p50 ${r.p50}  non-2xx ${r.non2xx}`);
+  const e = runs.edge.rps;
+  console.log(
+    `edge / undici pass-through ${(e / runs["undici pass-through"].rps).toFixed(2)}, edge / caddy ${(e / runs.caddy.rps).toFixed(2)}, edge / nginx ${(e / runs.nginx.rps).toFixed(2)}`,
+  );
+} finally {
+  for (const c of children) c.kill("SIGTERM");
+  await sleep(500);
+  rmSync(dir, { recursive: true, force: true });
+}

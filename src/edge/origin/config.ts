@@ -1,0 +1,61 @@
+import { readFileSync } from "node:fs";
+import { BlockList, isIP } from "node:net";
+import type { OptionSpec, OptionValues } from "../../core/cli/command.js";
+import { UserError } from "../../core/errors.js";
+
+/** The proxy's part of `edgecli serve` (merged into the edge's options by edge/commands.ts). */
+export const originServeOptions = {
+  "origin-allow": {
+    type: "strings",
+    describe:
+      "CIDR ranges (comma-separated or repeated) proxied records' origins may be in besides public addresses; default none, so no tenant can make the edge connect into this host or its private network",
+  },
+  "origin-timeout": { type: "number", describe: "Seconds the edge waits for an origin's answer head before answering 524", default: 100 },
+  "origin-connect-timeout": { type: "number", describe: "Seconds the edge waits for a connection to an origin before answering 522", default: 15 },
+  "origin-ca-file": { type: "string", describe: "PEM file of CA certificates trusted for origins under SSL mode strict, besides the system's" },
+} satisfies Record<string, OptionSpec>;
+
+export interface OriginConfig {
+  /** Non-public addresses origins may have (loopback, private ranges), as the operator allowed. */
+  originAllow: BlockList;
+  originTimeoutMs: number;
+  originConnectTimeoutMs: number;
+  /** Extra CAs for `strict`, PEM; undefined: the system's only. */
+  originCa?: string;
+}
+
+export function readOriginConfig(options: OptionValues<typeof originServeOptions>): OriginConfig {
+  const originAllow = new BlockList();
+  for (const cidr of (options["origin-allow"] ?? [])
+    .flatMap((v) => v.split(","))
+    .map((v) => v.trim())
+    .filter(Boolean))
+    addCidr(originAllow, cidr);
+  const seconds = (name: "origin-timeout" | "origin-connect-timeout") => {
+    const v = options[name];
+    if (typeof v !== "number" || !(v > 0) || v > 6000) throw new UserError(`--${name}: ${v} must be a number of seconds above 0 and at most 6000`);
+    return Math.round(v * 1000);
+  };
+  let originCa: string | undefined;
+  const caFile = options["origin-ca-file"];
+  if (caFile) {
+    try {
+      originCa = readFileSync(caFile, "utf8");
+    } catch (err) {
+      throw new UserError(`--origin-ca-file: cannot read ${caFile}: ${(err as Error).message}`);
+    }
+    if (!originCa.includes("-----BEGIN CERTIFICATE-----")) throw new UserError(`--origin-ca-file: ${caFile} holds no PEM certificate`);
+  }
+  return { originAllow, originTimeoutMs: seconds("origin-timeout"), originConnectTimeoutMs: seconds("origin-connect-timeout"), originCa };
+}
+
+function addCidr(bl: BlockList, cidr: string): void {
+  const [addr, bits] = cidr.split("/");
+  const family = isIP(addr);
+  if (!family) throw new UserError(`--origin-allow: "${cidr}" is not an IP address or CIDR range`);
+  const type = family === 4 ? "ipv4" : "ipv6";
+  if (bits === undefined) return bl.addAddress(addr, type);
+  const n = Number(bits);
+  if (!/^\d+$/.test(bits) || n > (family === 4 ? 32 : 128)) throw new UserError(`--origin-allow: bad prefix length in "${cidr}"`);
+  bl.addSubnet(addr, n, type);
+}

@@ -1,0 +1,84 @@
+import { rootCertificates } from "node:tls";
+import { Pool } from "undici";
+import type { SslMode } from "../settings/definitions.js";
+
+/** How the edge reaches one origin: the address connected to, and what TLS it speaks there. */
+export interface OriginTarget {
+  address: string;
+  /** The requested name: the TLS server name (SNI) and the Host header. */
+  servername: string;
+  mode: SslMode;
+}
+
+/** Pools kept at once: past this many origins, the least recently used one is closed. */
+const MAX_POOLS = 1024;
+/** Connections to one origin address at once (more requests wait in its queue). */
+const CONNECTIONS_PER_ORIGIN = 256;
+
+/**
+ * Keep-alive connection pools to origins (undici), one per address, TLS name and SSL mode: `off`/`flexible` speak
+ * plain HTTP to port 80, `full` TLS to 443 without verifying, `strict` TLS to 443 verified against the system CAs
+ * and --origin-ca-file.
+ */
+export class OriginPools {
+  private readonly pools = new Map<string, Pool>();
+  private readonly strictCa?: string[];
+
+  constructor(private readonly opts: { connectTimeoutMs: number; answerTimeoutMs: number; extraCa?: string }) {
+    if (opts.extraCa) this.strictCa = [...rootCertificates, opts.extraCa];
+  }
+
+  static url(t: OriginTarget): string {
+    const host = t.address.includes(":") ? `[${t.address}]` : t.address;
+    return t.mode === "full" || t.mode === "strict" ? `https://${host}:443` : `http://${host}:80`;
+  }
+
+  pool(t: OriginTarget): Pool {
+    const url = OriginPools.url(t);
+    const tls = t.mode === "full" || t.mode === "strict";
+    const key = tls ? `${url}|${t.servername}|${t.mode}` : url;
+    let pool = this.pools.get(key);
+    if (pool) {
+      // Most recently used last: the first in the map is the one closed when there are too many.
+      this.pools.delete(key);
+      this.pools.set(key, pool);
+      return pool;
+    }
+    pool = new Pool(url, {
+      connections: CONNECTIONS_PER_ORIGIN,
+      pipelining: 1,
+      keepAliveTimeout: 30_000,
+      headersTimeout: this.opts.answerTimeoutMs,
+      // Between two chunks of the answer's body: an origin that stops sending mid-body is cut after this long.
+      bodyTimeout: this.opts.answerTimeoutMs,
+      connect: {
+        timeout: this.opts.connectTimeoutMs,
+        ...(tls
+          ? {
+              servername: t.servername,
+              rejectUnauthorized: t.mode === "strict",
+              ...(t.mode === "strict" && this.strictCa ? { ca: this.strictCa } : {}),
+            }
+          : {}),
+      },
+    });
+    this.pools.set(key, pool);
+    if (this.pools.size > MAX_POOLS) {
+      const [oldestKey, oldest] = this.pools.entries().next().value as [string, Pool];
+      this.pools.delete(oldestKey);
+      void oldest.close().catch(() => undefined);
+    }
+    return pool;
+  }
+
+  /** TLS options for a raw connection (a WebSocket passed through), as the pools use. */
+  tlsOptions(t: OriginTarget): { servername: string; rejectUnauthorized: boolean; ca?: string[] } {
+    return { servername: t.servername, rejectUnauthorized: t.mode === "strict", ...(t.mode === "strict" && this.strictCa ? { ca: this.strictCa } : {}) };
+  }
+
+  async close(): Promise<void> {
+    const all = [...this.pools.values()];
+    this.pools.clear();
+    await Promise.all(all.map((p) => p.destroy().catch(() => undefined)));
+  }
+}

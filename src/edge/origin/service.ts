@@ -1,0 +1,65 @@
+import type { EdgeService, ServiceContext } from "../../core/service.js";
+import type { RawHandler, UpgradeHandler } from "../hostnames/dispatch.js";
+import type { EdgeZones } from "../ports.js";
+import { SETTINGS_PG_MIGRATIONS } from "../settings/pg-migrations.js";
+import { PgZoneSettingsStore, SETTINGS_AREA } from "../settings/pg-store.js";
+import { registerSettingsRoutes } from "../settings/routes.js";
+import { SETTINGS_MIGRATIONS } from "../settings/sqlite-migrations.js";
+import { SqliteZoneSettingsStore } from "../settings/sqlite-store.js";
+import { ZoneSettings } from "../settings/zone-settings.js";
+import { OriginAddressPolicy } from "./address-policy.js";
+import { originServeOptions, readOriginConfig } from "./config.js";
+import { OriginForwarder } from "./forwarder.js";
+import { OriginPools } from "./pools.js";
+
+/**
+ * Zone settings (v4 API) and the reverse proxy that carries proxied names' traffic to their origins. `zones` is
+ * DNS's narrow port (names, accounts, what a name resolves to); `isPlatformAddress` says which addresses are the
+ * platform's own (never an origin). `forward` and `upgrade` are the tenant handlers the hostname dispatch asks after
+ * Workers (platform.ts adds them).
+ */
+export function createProxyService(
+  ctx: ServiceContext,
+  deps: { zones: EdgeZones; isPlatformAddress: (ip: string) => boolean },
+): EdgeService & { settings: ZoneSettings; forward: RawHandler; upgrade: UpgradeHandler } {
+  const cfg = readOriginConfig(ctx.options(originServeOptions));
+  const log = ctx.log.child({ service: "edge" });
+  const pg = ctx.openPostgres(SETTINGS_AREA, SETTINGS_PG_MIGRATIONS);
+  const settings = new ZoneSettings(
+    pg ? new PgZoneSettingsStore(pg, ctx.bus) : new SqliteZoneSettingsStore(ctx.openDb("edge-settings", SETTINGS_MIGRATIONS)),
+    log,
+  );
+  // A deleted zone's settings go with it: a zone of the same name made later starts from the defaults.
+  deps.zones.onDeleted(
+    (zoneId) => void settings.zoneDeleted(zoneId).catch((err: unknown) => log.error({ err, zoneId }, "settings of a deleted zone not removed")),
+  );
+  const pools = new OriginPools({ connectTimeoutMs: cfg.originConnectTimeoutMs, answerTimeoutMs: cfg.originTimeoutMs, extraCa: cfg.originCa });
+  const forwarder = new OriginForwarder({
+    zones: deps.zones,
+    settings,
+    policy: new OriginAddressPolicy(cfg.originAllow, deps.isPlatformAddress),
+    pools,
+    connectTimeoutMs: cfg.originConnectTimeoutMs,
+    log,
+  });
+  return {
+    name: "edge-proxy",
+    settings,
+    async registerApi(app) {
+      await settings.load();
+      registerSettingsRoutes(app, deps.zones, settings);
+    },
+    forward: (req, res) => forwarder.handle(req, res),
+    upgrade: (req, socket, head) => forwarder.handleUpgrade(req, socket, head),
+    closeUpgraded: () => forwarder.closeUpgraded(),
+    async start() {
+      settings.follow(ctx.bus);
+      // A change made elsewhere between the first read and the subscription is not missed.
+      await settings.load();
+    },
+    async stop() {
+      settings.stop();
+      await pools.close();
+    },
+  };
+}

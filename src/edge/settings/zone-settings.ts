@@ -1,0 +1,123 @@
+import type { Bus } from "../../core/cluster/bus.js";
+import type { Logger } from "../../core/logger.js";
+import { DEVELOPMENT_MODE_MS, parseSetting, SETTINGS, settingSpec, type SettingValue, type SslMode } from "./definitions.js";
+import { SETTINGS_AREA } from "./pg-store.js";
+import type { StoredSetting, ZoneSettingsStore } from "./store.js";
+
+/** A setting as the API answers it (hosted shape). */
+export interface SettingView {
+  id: string;
+  value: SettingValue;
+  editable: boolean;
+  modified_on: string | null;
+  /** development_mode only: seconds until it turns itself off. */
+  time_remaining?: number;
+}
+
+/**
+ * Every zone's settings in memory (the proxy reads them on every request, without waiting on the store); writes go
+ * to the store first. On several nodes a change's bus notice (`zone:<id>`) makes every node read that zone again, and
+ * a resync reads them all.
+ */
+export class ZoneSettings {
+  private byZone = new Map<string, Map<string, StoredSetting>>();
+  private unsubscribe?: () => void;
+
+  constructor(
+    private readonly store: ZoneSettingsStore,
+    private readonly log: Logger,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  async load(): Promise<void> {
+    const next = new Map<string, Map<string, StoredSetting>>();
+    for (const s of await this.store.all()) this.zoneMap(next, s.zoneId).set(s.id, s);
+    this.byZone = next;
+  }
+
+  follow(bus: Bus): void {
+    this.unsubscribe = bus.subscribe(SETTINGS_AREA, (event) => {
+      const reload = event.type === "resync" ? this.load() : event.what.startsWith("zone:") ? this.reloadZone(event.what.slice(5)) : Promise.resolve();
+      reload.catch((err: unknown) => this.log.error({ err, event }, "zone settings not reloaded"));
+    });
+  }
+
+  stop(): void {
+    this.unsubscribe?.();
+  }
+
+  /** Every setting of a zone, in the order of SETTINGS. */
+  list(zoneId: string): SettingView[] {
+    return [...SETTINGS.keys()].map((id) => this.view(zoneId, id));
+  }
+
+  /** One setting (refused with 1006 when the platform has no such setting). */
+  get(zoneId: string, id: string): SettingView {
+    settingSpec(id);
+    return this.view(zoneId, id);
+  }
+
+  /** The value the zone obeys now. */
+  value(zoneId: string, id: string): SettingValue {
+    return this.view(zoneId, id).value;
+  }
+
+  /** The SSL mode (read on every proxied request: no view is built). */
+  ssl(zoneId: string): SslMode {
+    return (this.byZone.get(zoneId)?.get("ssl")?.value ?? SETTINGS.get("ssl")!.default) as SslMode;
+  }
+
+  /** Whether an on/off setting is on (read on every proxied request; development_mode goes through its expiry). */
+  on(zoneId: string, id: string): boolean {
+    if (id === "development_mode") return this.value(zoneId, id) === "on";
+    return (this.byZone.get(zoneId)?.get(id)?.value ?? SETTINGS.get(id)?.default) === "on";
+  }
+
+  /**
+   * Changes settings of one zone: every item is validated first, then all are written in one transaction (a refused
+   * item writes nothing). Answers the changed settings.
+   */
+  async edit(zoneId: string, accountId: string, items: readonly { id: string; value: unknown }[]): Promise<SettingView[]> {
+    const at = this.now();
+    const rows = items.map((item) => ({ zoneId, accountId, id: item.id, value: parseSetting(item.id, item.value), modifiedOn: at }));
+    await this.store.put(rows);
+    const zone = this.zoneMap(this.byZone, zoneId);
+    for (const r of rows) zone.set(r.id, r);
+    return rows.map((r) => this.view(zoneId, r.id));
+  }
+
+  /** The zone was deleted: its settings go with it (a zone made later starts from the defaults). */
+  async zoneDeleted(zoneId: string): Promise<void> {
+    await this.store.deleteZone(zoneId);
+    this.byZone.delete(zoneId);
+  }
+
+  private async reloadZone(zoneId: string): Promise<void> {
+    const rows = await this.store.zone(zoneId);
+    if (rows.length === 0) this.byZone.delete(zoneId);
+    else this.byZone.set(zoneId, new Map(rows.map((r) => [r.id, r])));
+  }
+
+  private view(zoneId: string, id: string): SettingView {
+    const stored = this.byZone.get(zoneId)?.get(id);
+    const spec = SETTINGS.get(id)!;
+    const view: SettingView = {
+      id,
+      value: stored?.value ?? spec.default,
+      editable: !spec.notApplied,
+      modified_on: stored ? new Date(stored.modifiedOn).toISOString() : null,
+    };
+    if (id === "development_mode") {
+      const remaining = stored && stored.value === "on" ? Math.max(0, stored.modifiedOn + DEVELOPMENT_MODE_MS - this.now()) : 0;
+      if (remaining === 0) view.value = "off";
+      view.time_remaining = Math.ceil(remaining / 1000);
+    }
+    return view;
+  }
+
+  private zoneMap(maps: Map<string, Map<string, StoredSetting>>, zoneId: string): Map<string, StoredSetting> {
+    let m = maps.get(zoneId);
+    if (!m) maps.set(zoneId, (m = new Map()));
+    return m;
+  }
+}
