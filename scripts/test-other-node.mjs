@@ -13,10 +13,10 @@
 // Node upgrade breaks) plus one platform start-to-deploy test. CI runs this after the main suite (.ci/run).
 import { spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { cpSync, existsSync, mkdirSync, rmSync } from "node:fs";
+import { copyFileSync, cpSync, existsSync, mkdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
-import { nodeBinary, npmCli } from "./lib/node-binary.mjs";
+import { defaultNodeCacheDir, nodeBinary, npmCli } from "./lib/node-binary.mjs";
 
 export const DEFAULT_TESTS = [
   "sqlite-store.test", // every area's SQLite store: better-sqlite3's native module
@@ -61,7 +61,19 @@ run("cp", ["-al", join(root, "node_modules"), join(copy, "node_modules")]);
 
 const sqlite = join(copy, "node_modules", "better-sqlite3");
 rmSync(join(sqlite, "build"), { recursive: true, force: true });
-step("better-sqlite3 for this Node", node.path, [nodeGyp, "rebuild", "--release", `--nodedir=${node.prefix}`, "--loglevel", "warn"], sqlite);
+// Compiling SQLite takes minutes on a busy machine: the addon is kept in the cache per better-sqlite3 version and
+// Node version, and copied from there on later runs.
+const sqliteVersion = JSON.parse(readFileSync(join(sqlite, "package.json"), "utf8")).version;
+const keptAddon = join(defaultNodeCacheDir(), `better-sqlite3-${sqliteVersion}-node-v${node.version}.node`);
+const addon = join(sqlite, "build", "Release", "better_sqlite3.node");
+if (existsSync(keptAddon)) {
+  mkdirSync(dirname(addon), { recursive: true });
+  copyFileSync(keptAddon, addon);
+  say(`better-sqlite3 ${sqliteVersion}: the addon built earlier for Node ${node.version} (${keptAddon})`);
+} else {
+  step("better-sqlite3 for this Node", node.path, [nodeGyp, "rebuild", "--release", `--nodedir=${node.prefix}`, "--jobs", "max", "--loglevel", "warn"], sqlite);
+  copyFileSync(addon, keptAddon);
+}
 step("tsc", node.path, [join(copy, "node_modules", "typescript", "bin", "tsc"), "-p", "tsconfig.json"]);
 step("assets", node.path, ["scripts/copy-assets.mjs"]);
 step("native DNS addon", node.path, ["scripts/build-native.mjs"]);

@@ -4,6 +4,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { after, before, test } from "node:test";
+import { readFileSync } from "node:fs";
+import { ALL_PERMISSIONS } from "./core/auth/permissions.js";
 import { IdMap, markerProblem, readExamples, runExample, type DocExample } from "./core/testing/doc-examples.js";
 import { CLI_PATH, startTestPlatform, type TestPlatform } from "./core/testing/platform.js";
 
@@ -34,6 +36,14 @@ test("every runnable-looking block of the docs is marked run, file, skip (with a
   assert.deepEqual(problems, []);
   const count = (kind: string) => examples.filter((e) => e.kind === kind).length;
   t.diagnostic(`${count("run")} run, ${count("file")} files, ${count("skip")} skipped with a reason, ${count("todo")} not run yet (todo)`);
+});
+
+test("docs/api.md lists exactly the permission groups the platform has", () => {
+  const text = readFileSync(join(root, "docs", "api.md"), "utf8");
+  const paragraph = /Permission groups \(`GET \/user\/tokens\/permission_groups`\):([^]*?)An `_edit` permission/.exec(text)?.[1];
+  assert.ok(paragraph, "the permission paragraph of docs/api.md");
+  const listed = [...paragraph.matchAll(/`([a-z0-9_]+)`/g)].map((m) => m[1]);
+  assert.deepEqual([...listed].sort(), [...ALL_PERMISSIONS].sort());
 });
 
 let p: TestPlatform;

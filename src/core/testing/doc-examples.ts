@@ -204,7 +204,7 @@ export async function runExample(e: DocExample, ctx: RunContext, ids: IdMap): Pr
       const wantsError = step.expected.some((l) => l.startsWith("✘ [ERROR]"));
       if (r.code !== (wantsError ? 1 : 0))
         throw new Error(`${where}: \`${command}\` exited ${r.code}, the doc shows ${wantsError ? "an error" : "success"}\n${r.output}`);
-      const missing = matchOutput(step.expected, r.output, ids);
+      const missing = matchOutput(step.expected.map(ctx.rewrite), r.output, ids);
       writeFiles(ctx, ids);
       if (missing !== undefined) throw new Error(`${where}: \`${command}\` did not print the doc's line\n  ${missing}\nit printed:\n${r.output}`);
     }
