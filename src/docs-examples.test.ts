@@ -7,11 +7,12 @@ import { after, before, test } from "node:test";
 import { readFileSync } from "node:fs";
 import { ALL_PERMISSIONS } from "./core/auth/permissions.js";
 import { IdMap, markerProblem, readExamples, runExample, type DocExample } from "./core/testing/doc-examples.js";
-import { CLI_PATH, startTestPlatform, type TestPlatform } from "./core/testing/platform.js";
+import { CLI_PATH, startTestPlatform } from "./core/testing/platform.js";
 
 // The documentation's examples, run against a started platform (see core/testing/doc-examples.ts for the markers):
 // an example that drifts from the code fails here. Each document's examples run in order, in a directory of their
-// own, with `edgecli` on PATH (as `npm link` puts it) and the document's 127.0.0.1:8787 turned into this platform's.
+// own against a platform of their own, with `edgecli` on PATH (as `npm install -g .` puts it) and the document's
+// 127.0.0.1:8787 turned into that platform's.
 const root = fileURLToPath(new URL("..", import.meta.url));
 const docs = [
   "README.md",
@@ -46,16 +47,13 @@ test("docs/api.md lists exactly the permission groups the platform has", () => {
   assert.deepEqual([...listed].sort(), [...ALL_PERMISSIONS].sort());
 });
 
-let p: TestPlatform;
 let bin: string;
 const work: string[] = [];
-before(async () => {
-  p = await startTestPlatform();
+before(() => {
   bin = mkdtempSync(join(tmpdir(), "doc-bin-"));
   symlinkSync(CLI_PATH, join(bin, "edgecli"));
 });
-after(async () => {
-  await p?.dispose();
+after(() => {
   for (const dir of [bin, ...work]) if (dir) rmSync(dir, { recursive: true, force: true });
 });
 
@@ -63,7 +61,10 @@ const byDoc = new Map<string, DocExample[]>();
 for (const e of examples) if (e.kind === "run" || e.kind === "file") byDoc.set(e.doc, [...(byDoc.get(e.doc) ?? []), e]);
 
 for (const [doc, list] of byDoc) {
-  test(`${doc}: its ${list.length} marked examples run as shown`, { timeout: 600_000 }, async () => {
+  test(`${doc}: its ${list.length} marked examples run as shown`, { timeout: 600_000 }, async (t) => {
+    // A platform of its own: each document starts from nothing, as its reader does (and may name the same bucket).
+    const p = await startTestPlatform();
+    t.after(() => p.dispose());
     const cwd = mkdtempSync(join(tmpdir(), "doc-example-"));
     work.push(cwd);
     // Examples importing packages (the S3 SDK, ws) find them as in the checkout.
