@@ -27,6 +27,11 @@ import { createR2Service } from "./r2/service.js";
 import { createWorkersService } from "./workers/service.js";
 import { createAiGatewayService } from "./ai-gateway/service.js";
 import { createDashboardService } from "./dashboard/service.js";
+import { serveOptions as dnsOptions } from "./dns/config.js";
+import { serveOptions as edgeOptions } from "./edge/config.js";
+import { createEdgeService, type EdgeArea } from "./edge/service.js";
+import { serveOptions as r2Options } from "./r2/config.js";
+import { serveOptions as workersOptions } from "./workers/config.js";
 
 export interface RunningPlatform {
   url: string;
@@ -73,6 +78,24 @@ export async function startPlatform(config: PlatformConfig, log: Logger = create
   }
   const auth = new AuthService(identities, log, backends.bus);
   let edgeUrl = "";
+  // The hostname plan first: the areas check tenants' names against it. Its names are the areas' own options.
+  let edge: EdgeArea;
+  try {
+    const names = optionValues(config.options, {
+      "s3-host": r2Options["s3-host"],
+      "workers-domain": workersOptions["workers-domain"],
+      "name-servers": dnsOptions["name-servers"],
+    });
+    edge = createEdgeService(optionValues(config.options, edgeOptions), {
+      s3Host: names["s3-host"],
+      workersDomain: names["workers-domain"],
+      nameServers: names["name-servers"],
+      listenHost: config.core.host,
+    });
+  } catch (err) {
+    await closeStores();
+    throw err;
+  }
   const ctx: ServiceContext = {
     config,
     options: (spec) => optionValues(config.options, spec),
@@ -89,6 +112,7 @@ export async function startPlatform(config: PlatformConfig, log: Logger = create
     edgeUrl: () => edgeUrl,
     // The same server the edge port accepts on: what it serves and how (raw handlers, limits, timeouts) is not repeated.
     edgeConnection: (socket) => void app.server.emit("connection", socket),
+    platformHostnames: edge.platformHostnames,
   };
 
   const identity: EdgeService = { name: "identity", registerApi: (app) => registerIdentityRoutes(app, auth) };
@@ -105,19 +129,21 @@ export async function startPlatform(config: PlatformConfig, log: Logger = create
     await r2.store.deleteQueueNotificationRules(accountId, queueId);
   });
   const dns = createDnsService(ctx);
-  // Raw handlers see a request in this order: worker hosts first, then the AI gateway's /v1/, then R2's S3 API
-  // (requests signed with SigV4), then the routes (v4 API, dashboard).
-  const services: EdgeService[] = [
-    identity,
-    dns,
-    kv,
-    d1,
-    queues,
-    createWorkersService(ctx, { kv, r2, d1, queues, zones: dns.zones, edgeAddresses: dns.edgeAddresses }),
-    createAiGatewayService(ctx),
-    r2,
-    createDashboardService(ctx),
-  ];
+  const workers = createWorkersService(ctx, { kv, r2, d1, queues, zones: dns.zones, edgeAddresses: dns.edgeAddresses });
+  const aiGateway = createAiGatewayService(ctx);
+  // The edge decides by Host which of these a request reaches (edge/hostnames/dispatch.ts), before the routes (v4
+  // API, dashboard); a tenant's hostname is a name at or under one of DNS's zones.
+  edge.attach({
+    isTenantName: (host) => dns.zones.zoneFor(host) !== undefined,
+    handlers: {
+      workers: (req, res) => workers.handleRaw(req, res),
+      workerUpgrade: (req, socket, head) => workers.upgradeWorker(req, socket, head),
+      tailUpgrade: (req, socket, head) => workers.upgradeTail(req, socket, head),
+      gateway: (req, res) => aiGateway.handleRaw!(req, res),
+      s3: (req, res) => r2.handleRaw!(req, res),
+    },
+  });
+  const services: EdgeService[] = [identity, edge, dns, kv, d1, queues, workers, aiGateway, r2, createDashboardService(ctx)];
 
   let app: FastifyInstance;
   try {
@@ -128,6 +154,7 @@ export async function startPlatform(config: PlatformConfig, log: Logger = create
       log,
       auth,
       services,
+      dispatch: edge.dispatch,
       bodyLimit: config.core.bodyLimit,
       bodyIdleMs: config.core.bodyIdleMs,
       bodyMinBytesPerSecond: config.core.bodyMinBytesPerSecond,

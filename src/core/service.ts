@@ -25,6 +25,23 @@ export interface PlatformConfig {
   options: ReadonlyMap<string, unknown>;
 }
 
+/** What a tenant may try to put at or under a platform hostname (the refusal names it). */
+export type TenantNameUse = "zone" | "DNS record" | "Custom Domain" | "route";
+
+/**
+ * The operator's hostname plan as the areas see it (src/edge/ implements it): the names the platform serves itself
+ * (API, dashboard, S3 and its virtual hosts, the workers domain, the name servers) that no tenant may hold.
+ */
+export interface PlatformHostnames {
+  /** Whether `name` is a platform hostname or a name under one. */
+  isPlatformHostname(name: string): boolean;
+  /**
+   * Throws the 400 refusal (v4 envelope, naming the platform hostname) when a tenant's `use` of `name` is at or
+   * under a platform hostname, or, for a zone, above one (its zone would hold it).
+   */
+  refuse(use: TenantNameUse, name: string): void;
+}
+
 /** What the platform hands each service when it is created. */
 export interface ServiceContext {
   config: PlatformConfig;
@@ -69,6 +86,8 @@ export interface ServiceContext {
    * Only once the platform listens (from `start` on).
    */
   edgeConnection(socket: Duplex): void;
+  /** The hostname plan: zones, records, Custom Domains, routes and certificates are checked against it. */
+  platformHostnames: PlatformHostnames;
 }
 
 /**

@@ -50,6 +50,15 @@ interface BindingBackend {
   handle: BindingHandler;
 }
 
+/** Workers as the edge's dispatch reaches it: requests and WebSockets by Host, tail sessions on the API's hosts. */
+export interface WorkersService extends EdgeService {
+  handleRaw(req: import("node:http").IncomingMessage, res: import("node:http").ServerResponse): boolean;
+  /** A WebSocket to a Worker (`<script>.<workers domain>`, a route or a Custom Domain); false for other hosts. */
+  upgradeWorker(req: import("node:http").IncomingMessage, socket: import("node:stream").Duplex, head: Buffer): boolean;
+  /** A `wrangler tail` session's WebSocket (`/tail/v1/<id>`); false for other paths. */
+  upgradeTail(req: import("node:http").IncomingMessage, socket: import("node:stream").Duplex, head: Buffer): boolean;
+}
+
 export function createWorkersService(
   ctx: ServiceContext,
   deps: {
@@ -61,7 +70,7 @@ export function createWorkersService(
     /** The addresses proxied names are answered with (`--edge-ipv4`, `--edge-ipv6`): Custom Domains' records answer them. */
     edgeAddresses: { ipv4: readonly string[]; ipv6: readonly string[] };
   },
-): EdgeService {
+): WorkersService {
   const config = readWorkersConfig(ctx.options(serveOptions));
   const box = SecretBox.load(ctx.config.stateDir);
   const pg = ctx.openPostgres(WORKERS_AREA, WORKERS_PG_MIGRATIONS);
@@ -308,7 +317,8 @@ export function createWorkersService(
       }
       return true;
     },
-    handleUpgrade: (req, socket, head) => webSockets.handle(req, socket, head) || tails.handleUpgrade(req, socket, head),
+    upgradeWorker: (req, socket, head) => webSockets.handle(req, socket, head),
+    upgradeTail: (req, socket, head) => tails.handleUpgrade(req, socket, head),
     // Tail sessions are upgraded connections too: the edge port's close waits for them (each is cut 2 s after its
     // close frame at the latest, trace-socket.ts).
     closeUpgraded: () => {

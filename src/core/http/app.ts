@@ -34,8 +34,21 @@ export interface ApiRoute {
   url: string;
 }
 
+/**
+ * The edge's one decision by Host (src/edge/hostnames/dispatch.ts): every request and upgrade goes there first,
+ * before Fastify's routes.
+ */
+export interface HostDispatch {
+  /** Answers the request itself, or returns false for Fastify's routes (v4 API, dashboard, /healthz). */
+  request(req: IncomingMessage, res: ServerResponse): boolean;
+  /** Takes an upgrade, or returns false: it is then served as an ordinary request. */
+  upgrade(req: IncomingMessage, socket: Duplex, head: Buffer): boolean;
+}
+
 export interface AppOptions {
   log: Logger;
+  /** Decides by Host which services a request reaches. */
+  dispatch: HostDispatch;
   auth: AuthService;
   services: readonly EdgeService[];
   /** Largest request body (bytes) a route accepts unless it sets its own limit. */
@@ -85,12 +98,10 @@ function toEdgeError(err: FastifyError | Error): EdgeError | undefined {
 }
 
 /**
- * Builds the edge HTTP server: one port, where raw handlers (worker traffic by Host) go first,
- * then /client/v4 (authenticated v4 API), then public routes (/healthz, the AI gateway).
+ * Builds the edge HTTP server: one port, where the dispatch by Host goes first (Workers, the AI gateway, S3, tenants'
+ * hostnames), then /client/v4 (authenticated v4 API), then public routes (/healthz, the dashboard).
  */
 export async function buildEdgeApp(opts: AppOptions): Promise<FastifyInstance> {
-  const rawHandlers = opts.services.filter((s) => s.handleRaw);
-  const upgradeHandlers = opts.services.filter((s) => s.handleUpgrade);
   const app = Fastify({
     loggerInstance: opts.log,
     genReqId: (req) => {
@@ -114,7 +125,7 @@ export async function buildEdgeApp(opts: AppOptions): Promise<FastifyInstance> {
         if (refusal) return answerAndClose(res, refusal);
         if (refuseLongUrl(req, res)) return;
         stalledBodies.watch(req, res);
-        for (const s of rawHandlers) if (s.handleRaw!(req, res)) return;
+        if (opts.dispatch.request(req, res)) return;
         handler(req, res);
       };
       const headTimeoutMs = opts.headTimeoutMs ?? 66_000;
@@ -128,7 +139,7 @@ export async function buildEdgeApp(opts: AppOptions): Promise<FastifyInstance> {
       server.on("upgrade", (req: IncomingMessage, socket: Duplex, head: Buffer) => {
         const refusal = connections?.refusalFor(req.socket);
         if (refusal) return refuseOnSocket(socket, refusal);
-        if ((req.url?.length ?? 0) <= MAX_URL_BYTES) for (const s of upgradeHandlers) if (s.handleUpgrade!(req, socket, head)) return;
+        if ((req.url?.length ?? 0) <= MAX_URL_BYTES && opts.dispatch.upgrade(req, socket, head)) return;
         serveUpgradeAsRequest(req, socket, listener);
       });
       server.on("close", () => stalledBodies.close());

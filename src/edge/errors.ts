@@ -1,0 +1,37 @@
+import { Codes, EdgeError } from "../core/errors.js";
+
+/**
+ * The edge's codes. The error pages' number is the hosted platform's (1001: a hostname it serves nothing for);
+ * `platformHostname` is ours (the hosted API has no operator-reserved names to refuse).
+ */
+export const EdgeCodes = {
+  platformHostname: 1099,
+  unknownHost: 1001,
+  validation: Codes.validation,
+} as const;
+
+import type { TenantNameUse } from "../core/service.js";
+
+/** What a tenant tried to put at or under a platform hostname. */
+export type ReservedUse = TenantNameUse;
+
+/** Where a refused name sits against the platform hostname it collides with. */
+export type Collision = "at" | "under" | "above";
+
+const POINTERS: Record<ReservedUse, string> = {
+  zone: "/name",
+  "DNS record": "/name",
+  "Custom Domain": "/hostname",
+  route: "/pattern",
+};
+
+/** The edge's refusals; every message is written here once. */
+export const EdgeErrors = {
+  platformHostname: (use: ReservedUse, name: string, collision: Collision, reserved: string, role: string) =>
+    new EdgeError(
+      400,
+      EdgeCodes.platformHostname,
+      `${name} cannot be used for a ${use}: it is ${collision === "at" ? "" : `${collision} `}${reserved}, the platform's own ${role} hostname; nothing of an account may sit at or under a platform hostname`,
+      { pointer: POINTERS[use] },
+    ),
+};

@@ -1,0 +1,142 @@
+import type { IncomingMessage, ServerResponse } from "node:http";
+import type { Duplex } from "node:stream";
+import type { TLSSocket } from "node:tls";
+import { ErrorPages, sendErrorPage } from "./error-page.js";
+import { normalizeHostname } from "./names.js";
+import type { HostClass, Hostnames } from "./plan.js";
+
+/** Takes a request; true when it answered it. */
+export type RawHandler = (req: IncomingMessage, res: ServerResponse) => boolean;
+/** Takes an upgrade (a WebSocket); true when it took the socket. */
+export type UpgradeHandler = (req: IncomingMessage, socket: Duplex, head: Buffer) => boolean;
+
+/** The platform's handlers the dispatch hands a request to (platform.ts takes them from the services). */
+export interface PlatformHandlers {
+  /** Workers: `<script>.<workers domain>`, routes and Custom Domains. */
+  workers: RawHandler;
+  /** WebSockets to Workers (same hostnames as `workers`). */
+  workerUpgrade: UpgradeHandler;
+  /** `wrangler tail` sessions (`/tail/v1/<id>`), on the API's hostnames. */
+  tailUpgrade: UpgradeHandler;
+  /** The AI gateway (`/v1/`). */
+  gateway: RawHandler;
+  /** R2's S3 API: everything on the S3 host; signed requests path style on the API's hostnames. */
+  s3: RawHandler;
+}
+
+const LOOPBACK = /^(127\.|::1$|::ffff:127\.)/;
+
+/**
+ * The edge's one decision by Host. Every request of the edge port and the HTTPS port comes here first
+ * (core/http/app.ts): its Host is classified once (plan.ts) and the request goes to the services of that class only.
+ * - platform API hostnames (and, on loopback, hosts nothing else claims): the AI gateway, S3 path style, then the
+ *   v4 API and the dashboard (Fastify, when `request` returns false);
+ * - the dashboard's own hostname: the dashboard and the v4 API it calls, nothing else;
+ * - the S3 host and names under it: S3 only; `<script>.<workers domain>`: that Worker only;
+ * - tenants' hostnames: Workers by route or Custom Domain, then each of `tenantHandlers` in order, else an error
+ *   page; never the API, the dashboard, the gateway or S3;
+ * - anything else: an error page (1001).
+ * On the HTTPS port the Host must name the host the connection's SNI did (else 421), so one tenant's certificate
+ * never fronts another's hostnames or the platform's.
+ */
+export class EdgeDispatch {
+  /**
+   * Tenants' content after Workers, asked in order (the hosted order: Workers, then cache and origin). The proxy
+   * (edge/origin/) adds its handler here; a handler that answers returns true.
+   */
+  readonly tenantHandlers: RawHandler[] = [];
+  private handlers?: PlatformHandlers;
+
+  constructor(private readonly hostnames: Hostnames) {}
+
+  attach(handlers: PlatformHandlers): void {
+    this.handlers = handlers;
+  }
+
+  /** Adds a handler of tenants' hostnames, asked after Workers and the handlers added before it. */
+  addTenantHandler(handler: RawHandler): void {
+    this.tenantHandlers.push(handler);
+  }
+
+  /** The class of the request's Host (on loopback, hosts nothing claims are the API's). */
+  classOf(req: IncomingMessage): HostClass {
+    return this.hostnames.classify(req.headers.host, LOOPBACK.test(req.socket.localAddress ?? ""));
+  }
+
+  /** Answers the request, or returns false for the v4 API and the dashboard (Fastify's routes) to answer it. */
+  request(req: IncomingMessage, res: ServerResponse): boolean {
+    const h = this.handlers!;
+    const cls = this.classOf(req);
+    const sni = misdirectedSni(req, cls.host);
+    if (sni !== undefined) return page(res, ErrorPages.misdirected(sni), cls.host);
+    if (cls.kind === "unknown") return page(res, ErrorPages.unknownHost(), cls.host);
+    if (cls.kind === "tenant") {
+      if (h.workers(req, res)) return true;
+      for (const handler of this.tenantHandlers) if (handler(req, res)) return true;
+      return page(res, ErrorPages.nothingServed(), cls.host);
+    }
+    switch (cls.service) {
+      case "workers":
+        return h.workers(req, res) || page(res, ErrorPages.reserved(), cls.host);
+      case "s3":
+        return h.s3(req, res) || page(res, ErrorPages.reserved(), cls.host);
+      case "reserved":
+        return page(res, ErrorPages.reserved(), cls.host);
+      case "dashboard":
+        return false;
+      case "api": {
+        if (h.gateway(req, res)) return true;
+        const path = pathOf(req);
+        const dashboardHere = this.hostnames.plan.dashboardHostname === undefined;
+        // The dashboard's paths are never a bucket's (a bucket named `dash` would share the dashboard's origin).
+        if (isDashboardPath(path)) return dashboardHere ? false : page(res, ErrorPages.dashboardElsewhere(this.hostnames.plan.dashboardHostname!), cls.host);
+        return h.s3(req, res);
+      }
+    }
+  }
+
+  /** Takes an upgrade, or returns false: it is then served as a request (and refused there). */
+  upgrade(req: IncomingMessage, socket: Duplex, head: Buffer): boolean {
+    const h = this.handlers!;
+    const cls = this.classOf(req);
+    if (misdirectedSni(req, cls.host) !== undefined) return false;
+    if (cls.kind === "tenant" || (cls.kind === "platform" && cls.service === "workers")) return h.workerUpgrade(req, socket, head);
+    if (cls.kind === "platform" && cls.service === "api") return h.tailUpgrade(req, socket, head);
+    return false;
+  }
+}
+
+function page(res: ServerResponse, p: Parameters<typeof sendErrorPage>[1], host: string): true {
+  sendErrorPage(res, p, host);
+  return true;
+}
+
+const pathOf = (req: IncomingMessage) => {
+  const url = req.url ?? "/";
+  const q = url.indexOf("?");
+  return q < 0 ? url : url.slice(0, q);
+};
+
+/**
+ * `/dash` and `/dash/...`, however percent-encoded (S3 decodes its bucket segment: `/%64ash/` is bucket `dash`).
+ * `/` is S3's ListBuckets when signed; unsigned, Fastify leads it to `/dash/`.
+ */
+function isDashboardPath(path: string): boolean {
+  const slash = path.indexOf("/", 1);
+  const first = slash < 0 ? path.slice(1) : path.slice(1, slash);
+  let segment = first;
+  try {
+    segment = decodeURIComponent(first);
+  } catch {
+    // not a bucket either
+  }
+  return segment.toLowerCase() === "dash";
+}
+
+/** The SNI a TLS connection was opened for, when the request's Host names another host; undefined otherwise. */
+function misdirectedSni(req: IncomingMessage, host: string): string | undefined {
+  const socket = req.socket as Partial<TLSSocket>;
+  if (!socket.encrypted) return undefined;
+  const sni = typeof socket.servername === "string" ? normalizeHostname(socket.servername) : "";
+  return sni === host ? undefined : sni || "(no name)";
+}

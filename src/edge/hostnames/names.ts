@@ -1,0 +1,19 @@
+/**
+ * Host names as the plan compares them: lower case, without a port or the root's trailing dot. `[::1]:8787` is
+ * `::1`; an IPv6 address without brackets is left whole.
+ */
+export function normalizeHostname(host: string | undefined): string {
+  if (host === undefined) return "";
+  let h = host.trim().toLowerCase();
+  if (h.startsWith("[")) {
+    const end = h.indexOf("]");
+    return end < 0 ? h : h.slice(1, end);
+  }
+  // One colon: name:port. More than one: an IPv6 address (not valid in Host without brackets, kept as it is).
+  const colon = h.indexOf(":");
+  if (colon >= 0 && colon === h.lastIndexOf(":")) h = h.slice(0, colon);
+  return h.replace(/\.+$/, "");
+}
+
+/** Whether `name` is `zone` or a name under it. */
+export const atOrUnder = (name: string, zone: string) => zone !== "" && (name === zone || name.endsWith(`.${zone}`));

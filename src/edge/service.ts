@@ -1,0 +1,47 @@
+import type { OptionValues } from "../core/cli/command.js";
+import type { EdgeService, PlatformHostnames } from "../core/service.js";
+import { readEdgeConfig, type AreaHostnames, type serveOptions } from "./config.js";
+import { EdgeDispatch, type PlatformHandlers, type RawHandler } from "./hostnames/dispatch.js";
+import { Hostnames } from "./hostnames/plan.js";
+
+/**
+ * The edge area: the hostname plan and the one dispatch by Host (hostnames/); later the proxy to origins and zone
+ * settings. Made first in platform.ts, as the other areas are given its `PlatformHostnames` port.
+ */
+export interface EdgeArea extends EdgeService {
+  /** The port the areas check tenants' names with (zones, records, Custom Domains, routes, certificates). */
+  readonly platformHostnames: PlatformHostnames;
+  /** What app.ts hands every request and upgrade to first. */
+  readonly dispatch: EdgeDispatch;
+  /**
+   * Once DNS and the services exist: which names are tenants' (at or under a zone), and the handlers of the
+   * platform's services.
+   */
+  attach(deps: { isTenantName: (host: string) => boolean; handlers: PlatformHandlers }): void;
+  /** Adds a handler of tenants' hostnames, after Workers (the proxy to origins, edge/origin/). */
+  addTenantHandler(handler: RawHandler): void;
+}
+
+export function createEdgeService(options: OptionValues<typeof serveOptions>, areas: AreaHostnames): EdgeArea {
+  const { plan } = readEdgeConfig(options, areas);
+  let isTenantName: (host: string) => boolean = () => false;
+  const hostnames = new Hostnames(plan, (host) => isTenantName(host));
+  const dispatch = new EdgeDispatch(hostnames);
+  return {
+    name: "edge",
+    platformHostnames: {
+      isPlatformHostname: (name) => hostnames.isPlatformHostname(name),
+      refuse: (use, name) => hostnames.refuse(use, name),
+    },
+    dispatch,
+    attach(deps) {
+      isTenantName = deps.isTenantName;
+      dispatch.attach(deps.handlers);
+    },
+    addTenantHandler: (handler) => dispatch.addTenantHandler(handler),
+    describe: () => ({
+      api_hostnames: plan.apiHostnames.join(", "),
+      ...(plan.dashboardHostname && { dashboard_hostname: plan.dashboardHostname }),
+    }),
+  };
+}
