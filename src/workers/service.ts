@@ -273,6 +273,10 @@ export function createWorkersService(
         changed: () => routeTable.reload(),
         log,
         certificateOf: edgeTls && ((hostname, accountId) => edgeTls.manager.state(hostname, accountId)),
+        pendingCertificates: edgeTls && {
+          notIssued: (accountId, hostnames) => edgeTls.manager.notIssued(accountId, hostnames),
+          max: config.tls!.pendingPerAccount,
+        },
       });
       registerDurableObjectRoutes(app, durableObjects);
       registerAssetsRoutes(app, assets);
