@@ -47,7 +47,7 @@ export const commands: AnyCommand[] = [
     path: ["d1", "delete"],
     describe: "Delete a D1 database and everything in it (asks first)",
     positionals: [databasePositional] as const,
-    options: { env: envOption, "skip-confirmation": { type: "boolean", alias: "y", describe: "Do not ask" } },
+    options: { env: envOption, "skip-confirmation": { type: "boolean", alias: "y", describe: "Do not ask (needed without a terminal)" } },
     examples: ["edgecli d1 delete my-db", "edgecli d1 delete my-db -y"],
     handler: lazy(() => import("./cli/database.js"), "deleteDatabase"),
   }),

@@ -30,7 +30,7 @@ export const commands: AnyCommand[] = [
     path: ["dns", "zone", "delete"],
     describe: "Delete a DNS zone and all its records",
     positionals: [zoneArg],
-    options: { yes: { type: "boolean", alias: "y", describe: "Do not ask for confirmation" } },
+    options: { yes: { type: "boolean", alias: "y", describe: "Do not ask for confirmation (needed without a terminal)" } },
     handler: lazy(() => import("./cli/zone.js"), "deleteZone"),
   }),
   defineCommand({
@@ -155,7 +155,7 @@ export const commands: AnyCommand[] = [
     path: ["dns", "secondary", "delete"],
     describe: "Delete a secondary zone, the peers `create` made for it (unless other zones use them) and their TSIG key once unused",
     positionals: [zoneArg],
-    options: { yes: { type: "boolean", alias: "y", describe: "Do not ask for confirmation" } },
+    options: { yes: { type: "boolean", alias: "y", describe: "Do not ask for confirmation (needed without a terminal)" } },
     handler: lazy(() => import("./cli/secondary.js"), "deleteSecondary"),
   }),
 ];

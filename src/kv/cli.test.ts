@@ -238,11 +238,12 @@ test("bulk put: base64, success line, and an invalid entry in the middle writes 
   assert.equal((await apiValue(prodId, "bulk/x"))?.toString(), "1");
 });
 
-test("bulk delete: confirmation fallback without a terminal, --force, invalid files write nothing", async () => {
+test("bulk delete: refused without a terminal unless --force, invalid files write nothing", async () => {
   ok(await kv(["bulk", "put", file("del-src.json", JSON.stringify(["d1", "d2", "d3", "d4"].map((key) => ({ key, value: key })))), "--namespace-id", prodId]));
-  const r = ok(await kv(["bulk", "delete", file("del.json", '["d1", {"name": "d2"}]'), "--namespace-id", prodId]));
-  assert.match(r.stdout, /\? Are you sure you want to delete all the keys read from ".*del\.json" from kv-namespace with id: "[0-9a-f]{32}"\?/);
-  assert.match(r.stdout, /Using fallback value in non-interactive context: yes/);
+  const refused = fails(await kv(["bulk", "delete", file("del.json", '["d1", {"name": "d2"}]'), "--namespace-id", prodId]), /pass --force \(-f\)/);
+  assert.match(refused.stderr, /Are you sure you want to delete all the keys read from ".*del\.json" from kv-namespace with id: "[0-9a-f]{32}"\?/);
+  assert.equal((await apiValue(prodId, "d1"))?.toString(), "d1");
+  const r = ok(await kv(["bulk", "delete", file("del.json", '["d1", {"name": "d2"}]'), "--namespace-id", prodId, "-f"]));
   assert.match(r.stdout, /Success!/);
   const forced = ok(await kv(["bulk", "delete", file("del2.json", '["d3"]'), "--namespace-id", prodId, "--local", "--force"]));
   assert.doesNotMatch(forced.stdout, /Are you sure/);
@@ -253,15 +254,18 @@ test("bulk delete: confirmation fallback without a terminal, --force, invalid fi
   assert.equal((await apiValue(prodId, "d4"))?.toString(), "d4");
 });
 
-test("namespace delete: asks (fallback yes without a terminal), by binding or id", async () => {
+test("namespace delete: refused without a terminal unless -y, by binding or id", async () => {
   const id = idFrom(ok(await kv(["namespace", "create", "DOOMED"])));
-  const r = ok(await kv(["namespace", "delete", "--namespace-id", id]));
-  assert.match(r.stdout, /Are you sure you want to delete the KV namespace id: "[0-9a-f]{32}"/);
-  assert.match(r.stdout, /Using fallback value in non-interactive context: yes/);
+  fails(await kv(["namespace", "delete", "--namespace-id", id]), /delete the KV namespace id: "[0-9a-f]{32}"[^]*pass --skip-confirmation \(-y\)/);
+  assert.ok(
+    JSON.parse(ok(await kv(["namespace", "list"])).stdout).some((n: { id: string }) => n.id === id),
+    "still there after the refusal",
+  );
+  const r = ok(await kv(["namespace", "delete", "--namespace-id", id, "-y"]));
   assert.match(r.stdout, /Deleted KV namespace id: "[0-9a-f]{32}"\./);
-  fails(await kv(["namespace", "delete", "--namespace-id", id]), /namespace not found \[code: 10013\]/);
+  fails(await kv(["namespace", "delete", "--namespace-id", id, "-y"]), /namespace not found \[code: 10013\]/);
   fails(await kv(["namespace", "delete"]), /Exactly one of the arguments binding and namespace-id/);
-  ok(await kv(["namespace", "delete", "--binding", "CACHE", "--env", "staging"]));
+  ok(await kv(["namespace", "delete", "--binding", "CACHE", "--env", "staging", "--skip-confirmation"]));
   const all = JSON.parse(ok(await kv(["namespace", "list"])).stdout) as { id: string }[];
   assert.ok(!all.some((n) => n.id === stagingId || n.id === id));
 });

@@ -50,9 +50,9 @@ export const commands: AnyCommand[] = [
   }),
   defineCommand({
     path: ["kv", "namespace", "delete"],
-    describe: "Delete a KV namespace and everything in it (asks first)",
-    options: selectorOptions,
-    examples: ["edgecli kv namespace delete --binding MY_KV", "edgecli kv namespace delete --namespace-id 0f2ac74b498b48028cb68387c421e279"],
+    describe: "Delete a KV namespace and everything in it (asks first; without a terminal, refuses unless -y)",
+    options: { ...selectorOptions, "skip-confirmation": { type: "boolean", alias: "y", describe: "Do not ask (needed without a terminal)" } },
+    examples: ["edgecli kv namespace delete --binding MY_KV", "edgecli kv namespace delete --namespace-id 0f2ac74b498b48028cb68387c421e279 -y"],
     handler: lazy(() => import("./cli/namespace.js"), "deleteNamespace"),
   }),
   defineCommand({

@@ -69,7 +69,7 @@ export const commands: AnyCommand[] = [
     path: ["queues", "delete"],
     describe: "Delete a queue with its messages and consumer (asks first)",
     positionals: [queuePositional] as const,
-    options: { "skip-confirmation": { type: "boolean", alias: "y", describe: "Do not ask" } },
+    options: { "skip-confirmation": { type: "boolean", alias: "y", describe: "Do not ask (needed without a terminal)" } },
     examples: ["edgecli queues delete my-queue", "edgecli queues delete my-queue -y"],
     handler: lazy(() => import("./cli/queues.js"), "deleteQueue"),
   }),

@@ -33,9 +33,9 @@ export const commands: AnyCommand[] = [
   }),
   defineCommand({
     path: ["secret", "delete"],
-    describe: "Delete a secret of a Worker",
+    describe: "Delete a secret of a Worker (asks first; without a terminal, refuses unless --force)",
     positionals: secretKey,
-    options: target,
+    options: { ...target, force: { type: "boolean", alias: "y", describe: "Do not ask (needed without a terminal)" } },
     handler: lazy(() => import("./cli/secret.js"), "deleteSecret"),
   }),
   defineCommand({

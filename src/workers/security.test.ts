@@ -153,7 +153,11 @@ test("a secret value never appears in an API answer, a log line, CLI output or a
     assert.match(outputs[0].stdout, /Success! Uploaded secret SHH/);
     assert.deepEqual(JSON.parse(outputs[2].stdout), [{ name: "SHH", type: "secret_text" }]);
     assert.equal((await hit(p, "secretive", "/")).text, "set");
-    const del = await p.cli(["secret", "delete", "SHH"], { cwd });
+    const refused = await p.cli(["secret", "delete", "SHH"], { cwd });
+    assert.equal(refused.code, 1, "no terminal to confirm on, no --force");
+    assert.match(refused.stderr, /pass --force/);
+    assert.equal((await hit(p, "secretive", "/")).text, "set");
+    const del = await p.cli(["secret", "delete", "SHH", "--force"], { cwd });
     assert.equal(del.code, 0, del.stderr);
     assert.equal((await hit(p, "secretive", "/")).text, "unset");
     outputs.push(del);

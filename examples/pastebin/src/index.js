@@ -35,8 +35,8 @@ async function createPaste(req, env) {
   await env.DB.prepare("INSERT INTO pastes (id, body, created_at, expires_at) VALUES (?1, ?2, ?3, ?4)")
     .bind(paste.id, body, paste.created_at, paste.expires_at)
     .run();
-  // QUEUE: announce the new paste (uncomment with the [[queues.producers]] table of wrangler.toml).
-  // await env.NEW_PASTES.send({ id: paste.id, bytes: body.length });
+  // Announce the new paste on the queue ([[queues.producers]] in wrangler.toml); queue() below receives it.
+  await env.NEW_PASTES.send({ id: paste.id, bytes: body.length });
   return json({ ...paste, url: new URL(`/pastes/${paste.id}`, req.url).href }, 201);
 }
 
@@ -87,11 +87,11 @@ export default {
     ]);
   },
 
-  // QUEUE: receive the announcements (uncomment with the [[queues.consumers]] table of wrangler.toml).
-  // async queue(batch, env) {
-  //   for (const message of batch.messages) {
-  //     console.log(`new paste ${message.body.id}: ${message.body.bytes} bytes`);
-  //     message.ack();
-  //   }
-  // },
+  // The announcements ([[queues.consumers]] in wrangler.toml): one log line per new paste.
+  async queue(batch) {
+    for (const message of batch.messages) {
+      console.log(`new paste ${message.body.id}: ${message.body.bytes} bytes`);
+      message.ack();
+    }
+  },
 };

@@ -1,7 +1,7 @@
 import { existsSync, readFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import type { Readable } from "node:stream";
-import { UserError } from "../errors.js";
+import { UserError, type ErrorDetail } from "../errors.js";
 import { toCliMessage } from "../errors/render.js";
 import { resolveStateDir } from "../state-dir.js";
 
@@ -66,7 +66,7 @@ export interface RawResponse {
 /** A v4 answer as the CLI reads it: `result` present once `success` was checked; `messages` optional (other servers may omit it). */
 export interface ApiEnvelope<T> {
   success: boolean;
-  errors: { code: number; message: string }[];
+  errors: ErrorDetail[];
   messages?: { code: number; message: string }[];
   result: T;
   result_info?: { page?: number; per_page?: number; total_pages?: number; count?: number; cursor?: string };
@@ -118,7 +118,9 @@ export class ApiClient {
     try {
       env = JSON.parse(text) as ApiEnvelope<T>;
     } catch {
-      throw new UserError(`A request to the Edge API (${path}) failed with status ${res.status} and a body that is not JSON.`);
+      // Show what answered (a proxy's error page, another server): its first line says more than the status alone.
+      const start = text.replace(/\s+/g, " ").trim().slice(0, 200);
+      throw new UserError(`A request to the Edge API (${path}) failed with status ${res.status} and a body that is not JSON${start ? `: ${start}` : "."}`);
     }
     if (!env.success || res.status >= 400) {
       throw new ApiRequestError(path, res.status, env.errors ?? []);
@@ -166,7 +168,7 @@ export class ApiRequestError extends UserError {
   constructor(
     readonly path: string,
     readonly status: number,
-    readonly errors: { code: number; message: string }[],
+    readonly errors: ErrorDetail[],
   ) {
     super(`A request to the Edge API (${path}) failed.\n${toCliMessage({ errors }) || `HTTP ${status}`}`);
   }

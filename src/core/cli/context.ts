@@ -1,3 +1,4 @@
+import { UserError } from "../errors.js";
 import { ApiClient, resolveApiTarget } from "./api-client.js";
 import { loadProjectConfig, type ProjectConfig } from "./config-file.js";
 import { createCliLogger, type CliLogger } from "./logger.js";
@@ -65,6 +66,20 @@ export class CliContext {
     return this.api().accountId(cfg?.account_id);
   }
 
+  /**
+   * Asks before something that cannot be undone. `skip` is the command's own "do not ask" flag: given, nothing is
+   * asked. Without a terminal nobody can answer, so every destructive command refuses the same way (stderr, exit 1)
+   * instead of taking a default that differs from command to command. False: the person at the terminal said no.
+   */
+  async confirmDestructive(question: string, skip: { given: boolean | undefined; flag: string }): Promise<boolean> {
+    if (skip.given) return true;
+    if (!this.interactive) {
+      throw new UserError(`${question}\nNot without confirmation, and there is no terminal to ask on: pass ${skip.flag} to go ahead.`);
+    }
+    return confirm({ stdin: this.io.stdin, stdout: this.io.stdout, interactive: true }, question, false);
+  }
+
+  /** A yes/no question that is not about destroying anything; without a terminal, `fallback` is taken (and shown). */
   confirm(question: string, fallback = true): Promise<boolean> {
     return confirm({ stdin: this.io.stdin, stdout: this.io.stdout, interactive: this.interactive }, question, fallback);
   }

@@ -47,3 +47,10 @@ test("toCliMessage: each error with its code, one per line", () => {
     "a [code: 7003]\nb [code: 7000]",
   );
 });
+
+test("toCliMessage: the error chain follows its error, so the server's reason is shown", () => {
+  assert.equal(
+    toCliMessage(new EdgeError(400, 6003, "Invalid request headers", { chain: [{ code: 6111, message: "Invalid format for Authorization header" }] })),
+    "Invalid request headers [code: 6003]\n  Invalid format for Authorization header [code: 6111]",
+  );
+});

@@ -75,5 +75,10 @@ export function sendBindingReply(res: ServerResponse, reply: BindingReply): void
  * exits 1). The same words whether the refusal came over the API or from a store opened with --local.
  */
 export function toCliMessage(err: Pick<EdgeError, "errors">): string {
-  return err.errors.map((e) => `${e.message} [code: ${e.code}]`).join("\n");
+  // The chain holds the server's reason ("Invalid request headers" alone does not say which header, or why).
+  return err.errors
+    .map((e) =>
+      [`${e.message} [code: ${e.code}]`, ...(Array.isArray(e.error_chain) ? e.error_chain : []).map((c) => `  ${c.message} [code: ${c.code}]`)].join("\n"),
+    )
+    .join("\n");
 }

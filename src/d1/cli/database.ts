@@ -36,10 +36,8 @@ export async function databaseInfo(args: { database?: string; env?: string; json
 export async function deleteDatabase(args: { database?: string; env?: string; "skip-confirmation"?: boolean }, ctx: CliContext): Promise<number> {
   const { database } = await resolveDatabase(args, ctx);
   const account = await ctx.accountId(args.env);
-  if (
-    !args["skip-confirmation"] &&
-    !(await ctx.confirm(`About to delete DB '${database.name}' (${database.uuid}) and everything in it. Ok to proceed?`, false))
-  ) {
+  const question = `About to delete DB '${database.name}' (${database.uuid}) and everything in it. Ok to proceed?`;
+  if (!(await ctx.confirmDestructive(question, { given: args["skip-confirmation"], flag: "--skip-confirmation (-y)" }))) {
     ctx.log.info("Not deleting.");
     return 0;
   }

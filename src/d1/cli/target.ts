@@ -1,7 +1,7 @@
 import type { CliContext } from "../../core/cli/context.js";
 import type { D1DatabaseConfig } from "../../core/cli/config-file.js";
 import { UserError } from "../../core/errors.js";
-import { localAccountId, resolveStateDir } from "../../core/state-dir.js";
+import { existingStateDir, localAccountId } from "../../core/state-dir.js";
 import type { D1DatabaseRecord } from "../store.js";
 import type { D1CliBackend } from "./backend.js";
 import { LocalD1Backend, openLocalD1Store } from "./local-backend.js";
@@ -35,7 +35,7 @@ export async function resolveDatabase(args: TargetArgs, ctx: CliContext): Promis
   const entry = cfg?.d1_databases.find((d) => d.binding === arg || d.database_name === arg);
   const name = entry?.database_name ?? arg;
   if (args.local) {
-    const dir = resolveStateDir(args["persist-to"], ctx.env, ctx.cwd);
+    const dir = existingStateDir(args["persist-to"], ctx.env, ctx.cwd);
     const account = localAccountId(dir, ctx.env, cfg?.account_id);
     const { store, close } = openLocalD1Store(dir);
     try {

@@ -182,7 +182,7 @@ export async function forceTransfer(args: { zone?: string }, ctx: CliContext): P
  */
 export async function deleteSecondary(args: { zone?: string; yes?: boolean }, ctx: CliContext): Promise<void> {
   const z = await secondaryZone(args.zone!, ctx);
-  if (!args.yes && !(await ctx.confirm(`Delete the secondary zone ${z.name} and all its records?`, false))) {
+  if (!(await ctx.confirmDestructive(`Delete the secondary zone ${z.name} and all its records?`, { given: args.yes, flag: "--yes (-y)" }))) {
     ctx.log.info("Not deleted.");
     return;
   }

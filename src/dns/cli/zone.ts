@@ -34,7 +34,7 @@ export async function listZones(_args: unknown, ctx: CliContext): Promise<void> 
 /** `edgecli dns zone delete <zone> [--yes]` */
 export async function deleteZone(args: { zone?: string; yes?: boolean }, ctx: CliContext): Promise<void> {
   const z = await findZone(args.zone!, ctx);
-  if (!args.yes && !(await ctx.confirm(`Delete the zone ${z.name} and all its records?`, false))) {
+  if (!(await ctx.confirmDestructive(`Delete the zone ${z.name} and all its records?`, { given: args.yes, flag: "--yes (-y)" }))) {
     ctx.log.info("Not deleted.");
     return;
   }

@@ -105,7 +105,8 @@ export async function bulkDelete(args: BulkArgs & { force?: boolean }, ctx: CliC
   const keys = validateKeyFile(readJsonFile(filename, ctx.cwd), filename);
   const { target, backend } = await openBackend(args, ctx);
   try {
-    if (!args.force && !(await ctx.confirm(`Are you sure you want to delete all the keys read from "${filename}" from kv-namespace with ${target.display}?`))) {
+    const question = `Are you sure you want to delete all the keys read from "${filename}" from kv-namespace with ${target.display}?`;
+    if (!(await ctx.confirmDestructive(question, { given: args.force, flag: "--force (-f)" }))) {
       ctx.log.info(`Not deleting keys read from "${filename}".`);
       return 0;
     }

@@ -1,7 +1,7 @@
 import { join } from "node:path";
 import { FileContentStore } from "../../core/content/file-store.js";
 import { openDatabase } from "../../core/db/sqlite.js";
-import { localAccountId, resolveStateDir } from "../../core/state-dir.js";
+import { existingStateDir, localAccountId } from "../../core/state-dir.js";
 import { KV_LIMITS } from "../limits.js";
 import { KV_MIGRATIONS } from "../sqlite-migrations.js";
 import { SqliteKvStore } from "../sqlite-store.js";
@@ -32,7 +32,7 @@ export class LocalKvBackend implements KvCliBackend {
   }
 
   static open(persistTo: string | undefined, namespaceId: string, env: NodeJS.ProcessEnv, cwd: string, configuredAccount?: string): LocalKvBackend {
-    const dir = resolveStateDir(persistTo, env, cwd);
+    const dir = existingStateDir(persistTo, env, cwd);
     return new LocalKvBackend(dir, namespaceId, () => localAccountId(dir, env, configuredAccount));
   }
 

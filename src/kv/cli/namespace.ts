@@ -40,10 +40,11 @@ export async function listNamespaces(_args: unknown, ctx: CliContext): Promise<v
   ctx.json(all.map((n) => ({ id: n.id, title: n.title })));
 }
 
-export async function deleteNamespace(args: SelectorArgs, ctx: CliContext): Promise<number> {
+export async function deleteNamespace(args: SelectorArgs & { "skip-confirmation"?: boolean }, ctx: CliContext): Promise<number> {
   const target = await resolveNamespace(args, ctx);
   const account = await ctx.accountId(args.env);
-  if (!(await ctx.confirm(`Are you sure you want to delete the KV namespace ${target.display} and every key in it?`))) {
+  const question = `Are you sure you want to delete the KV namespace ${target.display} and every key in it?`;
+  if (!(await ctx.confirmDestructive(question, { given: args["skip-confirmation"], flag: "--skip-confirmation (-y)" }))) {
     ctx.log.info("Not deleting.");
     return 0;
   }

@@ -81,7 +81,8 @@ export async function queueInfo(args: { name?: string; json?: boolean }, ctx: Cl
 export async function deleteQueue(args: { name?: string; "skip-confirmation"?: boolean }, ctx: CliContext): Promise<number> {
   const account = await ctx.accountId();
   const q = await queueNamed(ctx, account, args.name!);
-  if (!args["skip-confirmation"] && !(await ctx.confirm(`About to delete queue '${q.queue_name}' and every message in it. Ok to proceed?`, false))) {
+  const question = `About to delete queue '${q.queue_name}' and every message in it. Ok to proceed?`;
+  if (!(await ctx.confirmDestructive(question, { given: args["skip-confirmation"], flag: "--skip-confirmation (-y)" }))) {
     ctx.log.info("Not deleting.");
     return 0;
   }
@@ -94,12 +95,10 @@ export async function deleteQueue(args: { name?: string; "skip-confirmation"?: b
 export async function purgeQueue(args: { name?: string; force?: boolean }, ctx: CliContext): Promise<number> {
   const account = await ctx.accountId();
   const q = await queueNamed(ctx, account, args.name!);
-  if (!args.force) {
-    if (!ctx.interactive) throw new UserError(`Purging deletes every message of queue '${q.queue_name}' for good: pass --force to purge without a prompt`);
-    if (!(await ctx.confirm(`About to delete every message in queue '${q.queue_name}', permanently. Ok to proceed?`, false))) {
-      ctx.log.info("Not purging.");
-      return 0;
-    }
+  const question = `About to delete every message in queue '${q.queue_name}', permanently. Ok to proceed?`;
+  if (!(await ctx.confirmDestructive(question, { given: args.force, flag: "--force" }))) {
+    ctx.log.info("Not purging.");
+    return 0;
   }
   await ctx.api().fetchResult("POST", `${queuesPath(account)}/${q.queue_id}/purge`, { json: { delete_messages_permanently: true } });
   ctx.log.info(`✅ Purged queue '${q.queue_name}'`);

@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { after, before, test } from "node:test";
 import type { TestPlatform } from "../../core/testing/platform.js";
-import { hit, startPlatform } from "../testing/helpers.js";
+import { hit, logEntries, startPlatform } from "../testing/helpers.js";
 import { eventually } from "../../core/testing/eventually.js";
 import { runWrangler } from "../testing/wrangler.js";
 
@@ -49,6 +49,8 @@ test(
 
     const migrated = await p.cli(["d1", "migrations", "apply", "pastebin-db"], { cwd: project });
     assert.equal(migrated.code, 0, migrated.stderr);
+    const queue = await p.cli(["queues", "create", "pastebin-new"], { cwd: project });
+    assert.equal(queue.code, 0, queue.stderr);
     const deployed = await p.cli(["deploy"], { cwd: project });
     assert.equal(deployed.code, 0, deployed.stderr);
     assert.match(deployed.stdout, /- VIEWS: ViewCounter/);
@@ -61,6 +63,12 @@ test(
     const kept = JSON.parse(post.text);
     assert.match(kept.id, /^[0-9a-f]{12}$/);
     assert.equal(kept.expires_at, null);
+    // The paste announced on the queue, received by the Worker's queue() handler.
+    await eventually(
+      async () => logEntries(p).some((l) => typeof l.msg === "string" && l.msg.includes(`new paste ${kept.id}: 13 bytes`)),
+      "the queue consumer's log line for the new paste",
+      TICK_WAIT_MS,
+    );
     const first = await hit(p, "pastebin", `/pastes/${kept.id}`);
     assert.equal(first.status, 200);
     assert.equal(first.text, "hello from D1");

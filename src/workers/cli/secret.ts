@@ -51,11 +51,12 @@ export async function listSecrets(args: Target & { format?: string }, ctx: CliCo
   else ctx.json(secrets);
 }
 
-export async function deleteSecret(args: Target & { key?: string }, ctx: CliContext): Promise<number | void> {
+export async function deleteSecret(args: Target & { key?: string; force?: boolean }, ctx: CliContext): Promise<number | void> {
   const key = args.key!;
   const script = await resolveScriptName(ctx, args);
   const accountId = await ctx.accountId(args.env);
-  if (!(await ctx.confirm(`Are you sure you want to permanently delete the secret ${key} on the Worker ${script}?`))) return;
+  const question = `Are you sure you want to permanently delete the secret ${key} on the Worker ${script}?`;
+  if (!(await ctx.confirmDestructive(question, { given: args.force, flag: "--force (-y)" }))) return;
   ctx.log.info(`🌀 Deleting the secret ${key} on the Worker ${script}`);
   await ctx.api().fetchResult("DELETE", `${scriptPath(accountId, script)}/secrets/${encodeURIComponent(key)}`, { query: { url_encoded: "true" } });
   ctx.log.info(`✨ Success! Deleted secret ${key}`);

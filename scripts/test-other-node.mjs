@@ -1,0 +1,100 @@
+#!/usr/bin/env node
+// Builds and tests the platform on another Node.js major (default 24), beside the checkout's own build.
+// Usage: node scripts/test-other-node.mjs [--node <major>] [test-path-substring ...]
+//
+// The checkout's dist/ and node_modules/ stay as they are (they belong to the Node that runs the main suite): the
+// sources are copied to a directory of their own (under the OS temp dir, kept between runs), node_modules is
+// hard-linked there, and the native parts are rebuilt in the copy for the other Node's ABI: better-sqlite3
+// (its build/ is removed and made anew, so the linked files of the checkout are not touched) and the DNS
+// server's UDP addon (scripts/build-native.mjs). Node's headers come with the binary (scripts/lib/node-binary.mjs),
+// so nothing is downloaded but the Node package itself, once.
+//
+// Without test substrings it runs DEFAULT_TESTS: the tests that load a native part or the CLI bundle (the parts a
+// Node upgrade breaks) plus one platform start-to-deploy test. CI runs this after the main suite (.ci/run).
+import { spawnSync } from "node:child_process";
+import { createHash } from "node:crypto";
+import { copyFileSync, cpSync, existsSync, mkdirSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { defaultNodeCacheDir, nodeBinary, npmCli } from "./lib/node-binary.mjs";
+
+export const DEFAULT_TESTS = [
+  "sqlite-store.test", // every area's SQLite store: better-sqlite3's native module
+  "dns/server/udp/", // the DNS server's native UDP addon and its answering processes
+  "core/cli/cli.test", // the CLI bundle and its V8 code cache (made by, and for, this Node)
+  "core/cli/launcher.test",
+  "core/errors/",
+  "core/config.test",
+  "d1/sql/", // D1's statement planning
+  "workers/cli/deploy.e2e.test", // edgecli serve, then edgecli deploy of a Worker, served by workerd
+];
+
+const root = new URL("..", import.meta.url).pathname.replace(/\/$/, "");
+const args = process.argv.slice(2);
+let major = 24;
+const nodeFlag = args.indexOf("--node");
+if (nodeFlag !== -1) {
+  major = Number(args[nodeFlag + 1]);
+  args.splice(nodeFlag, 2);
+}
+const tests = args.length > 0 ? args : DEFAULT_TESTS;
+const say = (line) => console.error(`test-other-node: ${line}`);
+const started = Date.now();
+
+const node = nodeBinary(major, { log: say });
+say(`Node ${node.version} at ${node.path}`);
+
+const npm = npmCli();
+const nodeGyp = join(dirname(dirname(npm)), "node_modules", "node-gyp", "bin", "node-gyp.js");
+// Native builds use the other Node's own headers (include/node beside its bin/), never a download.
+const env = { ...process.env, npm_execpath: npm, npm_config_nodedir: node.prefix, PATH: `${join(node.prefix, "bin")}:${process.env.PATH}` };
+const copy = join(tmpdir(), `edge-platform-node${major}-${createHash("sha256").update(root).digest("hex").slice(0, 8)}`);
+say(`copy of the checkout: ${copy}`);
+mkdirSync(copy, { recursive: true });
+for (const entry of ["src", "scripts", "docs", "examples", "package.json", "package-lock.json", "tsconfig.json", "README.md", "dist"]) {
+  rmSync(join(copy, entry), { recursive: true, force: true });
+  if (entry !== "dist" && existsSync(join(root, entry))) cpSync(join(root, entry), join(copy, entry), { recursive: true });
+}
+// node_modules: hard links (fast, no space), made anew each run so a changed dependency is seen.
+rmSync(join(copy, "node_modules"), { recursive: true, force: true });
+run("cp", ["-al", join(root, "node_modules"), join(copy, "node_modules")]);
+
+const sqlite = join(copy, "node_modules", "better-sqlite3");
+rmSync(join(sqlite, "build"), { recursive: true, force: true });
+// Compiling SQLite takes minutes on a busy machine: the addon is kept in the cache per better-sqlite3 version and
+// Node version, and copied from there on later runs.
+const sqliteVersion = JSON.parse(readFileSync(join(sqlite, "package.json"), "utf8")).version;
+const keptAddon = join(defaultNodeCacheDir(), `better-sqlite3-${sqliteVersion}-node-v${node.version}.node`);
+const addon = join(sqlite, "build", "Release", "better_sqlite3.node");
+if (existsSync(keptAddon)) {
+  mkdirSync(dirname(addon), { recursive: true });
+  copyFileSync(keptAddon, addon);
+  say(`better-sqlite3 ${sqliteVersion}: the addon built earlier for Node ${node.version} (${keptAddon})`);
+} else {
+  step("better-sqlite3 for this Node", node.path, [nodeGyp, "rebuild", "--release", `--nodedir=${node.prefix}`, "--jobs", "max", "--loglevel", "warn"], sqlite);
+  copyFileSync(addon, keptAddon);
+}
+step("tsc", node.path, [join(copy, "node_modules", "typescript", "bin", "tsc"), "-p", "tsconfig.json"]);
+step("assets", node.path, ["scripts/copy-assets.mjs"]);
+step("native DNS addon", node.path, ["scripts/build-native.mjs"]);
+if (!existsSync(join(copy, "dist", "native", "dns_udp_fast.node"))) fail("the native DNS addon did not build for this Node (see above)");
+step("CLI bundle", node.path, ["scripts/bundle-cli.mjs"]);
+say(`built in ${Math.round((Date.now() - started) / 1000)} s; running ${tests.join(", ")}`);
+step("tests", node.path, ["scripts/run-tests.mjs", ...tests]);
+say(`Node ${node.version}: passed in ${Math.round((Date.now() - started) / 1000)} s`);
+
+function step(label, command, argv, cwd = copy) {
+  const t = Date.now();
+  run(command, argv, cwd);
+  say(`${label}: ${Math.round((Date.now() - t) / 1000)} s`);
+}
+
+function run(command, argv, cwd = copy) {
+  const r = spawnSync(command, argv, { cwd, env, stdio: "inherit" });
+  if (r.status !== 0) fail(`${command} ${argv.join(" ")} failed (exit ${r.status ?? r.signal})`);
+}
+
+function fail(message) {
+  say(`${message} — on Node ${node.version}`);
+  process.exit(1);
+}

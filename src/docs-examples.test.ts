@@ -1,0 +1,93 @@
+import assert from "node:assert/strict";
+import { mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { after, before, test } from "node:test";
+import { readFileSync } from "node:fs";
+import { ALL_PERMISSIONS } from "./core/auth/permissions.js";
+import { IdMap, markerProblem, readExamples, runExample, type DocExample } from "./core/testing/doc-examples.js";
+import { CLI_PATH, startTestPlatform } from "./core/testing/platform.js";
+
+// The documentation's examples, run against a started platform (see core/testing/doc-examples.ts for the markers):
+// an example that drifts from the code fails here. Each document's examples run in order, in a directory of their
+// own against a platform of their own, with `edgecli` on PATH (as `npm install -g .` puts it) and the document's
+// 127.0.0.1:8787 turned into that platform's.
+const root = fileURLToPath(new URL("..", import.meta.url));
+const docs = [
+  "README.md",
+  ...readdirSync(join(root, "docs"))
+    .filter((f) => f.endsWith(".md"))
+    .map((f) => `docs/${f}`),
+  ...readdirSync(join(root, "examples"))
+    .map((d) => `examples/${d}/README.md`)
+    .filter((f) => {
+      try {
+        readdirSync(join(root, f, ".."));
+        return readdirSync(join(root, f, "..")).includes("README.md");
+      } catch {
+        return false;
+      }
+    }),
+];
+const examples = readExamples(root, docs);
+
+test("every runnable-looking block of the docs is marked run, file, skip (with a reason) or todo", (t) => {
+  const problems = examples.map(markerProblem).filter((p): p is string => p !== undefined);
+  assert.deepEqual(problems, []);
+  const count = (kind: string) => examples.filter((e) => e.kind === kind).length;
+  t.diagnostic(`${count("run")} run, ${count("file")} files, ${count("skip")} skipped with a reason, ${count("todo")} not run yet (todo)`);
+});
+
+test("docs/api.md lists exactly the permission groups the platform has", () => {
+  const text = readFileSync(join(root, "docs", "api.md"), "utf8");
+  const paragraph = /Permission groups \(`GET \/user\/tokens\/permission_groups`\):([^]*?)An `_edit` permission/.exec(text)?.[1];
+  assert.ok(paragraph, "the permission paragraph of docs/api.md");
+  const listed = [...paragraph.matchAll(/`([a-z0-9_]+)`/g)].map((m) => m[1]);
+  assert.deepEqual([...listed].sort(), [...ALL_PERMISSIONS].sort());
+});
+
+let bin: string;
+const work: string[] = [];
+before(() => {
+  bin = mkdtempSync(join(tmpdir(), "doc-bin-"));
+  symlinkSync(CLI_PATH, join(bin, "edgecli"));
+});
+after(() => {
+  for (const dir of [bin, ...work]) if (dir) rmSync(dir, { recursive: true, force: true });
+});
+
+const byDoc = new Map<string, DocExample[]>();
+for (const e of examples) if (e.kind === "run" || e.kind === "file") byDoc.set(e.doc, [...(byDoc.get(e.doc) ?? []), e]);
+
+for (const [doc, list] of byDoc) {
+  test(`${doc}: its ${list.length} marked examples run as shown`, { timeout: 600_000 }, async (t) => {
+    // A platform of its own: each document starts from nothing, as its reader does (and may name the same bucket).
+    const p = await startTestPlatform();
+    t.after(() => p.dispose());
+    const cwd = mkdtempSync(join(tmpdir(), "doc-example-"));
+    work.push(cwd);
+    // Examples importing packages (the S3 SDK, ws) find them as in the checkout.
+    symlinkSync(join(root, "node_modules"), join(cwd, "node_modules"));
+    const envFile = join(cwd, ".example-env");
+    writeFileSync(envFile, "");
+    mkdirSync(join(cwd, "tmp"));
+    const port = new URL(p.url).port;
+    const ctx = {
+      cwd,
+      envFile,
+      env: {
+        ...process.env,
+        PATH: `${bin}:${process.env.PATH}`,
+        NO_COLOR: "1",
+        EDGE_API_URL: p.apiUrl,
+        EDGE_API_TOKEN: p.token,
+        EDGE_ACCOUNT_ID: p.accountId,
+        EDGE_STATE_DIR: p.stateDir,
+      },
+      rewrite: (text: string) => text.replace(/\b(127\.0\.0\.1|localhost):8787\b/g, `$1:${port}`),
+    };
+    const ids = new IdMap();
+    for (const e of list) await runExample(e, ctx, ids);
+  });
+}
