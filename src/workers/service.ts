@@ -273,6 +273,7 @@ export function createWorkersService(
         changed: () => routeTable.reload(),
         log,
         certificateOf: edgeTls && ((hostname, accountId) => edgeTls.manager.state(hostname, accountId)),
+        platformHostnames: ctx.platformHostnames,
       });
       registerDurableObjectRoutes(app, durableObjects);
       registerAssetsRoutes(app, assets);
