@@ -97,6 +97,12 @@ export const DnsErrors = {
   flattenCnameOnly: () => chained(DnsCodes.fieldInvalid, "settings.flatten_cname applies to CNAME records only.", "/settings/flatten_cname"),
   addressFamilyConflict: () => chained(DnsCodes.fieldInvalid, "settings.ipv4_only and settings.ipv6_only cannot both be true.", "/settings"),
   proxiedNotBoolean: () => chained(DnsCodes.fieldInvalid, "proxied must be a boolean.", "/proxied"),
+  privateRoutingUnsupported: () =>
+    chained(
+      DnsCodes.fieldInvalid,
+      "private_routing: routing records to private networks (Cloudflare Tunnel) is not supported on this platform; only false is accepted.",
+      "/private_routing",
+    ),
   notProxiable: (type: string) =>
     refused(DnsCodes.proxied, `Invalid proxied mode. Record cannot be proxied: only A, AAAA and CNAME records can be proxied, not ${type}.`),
 

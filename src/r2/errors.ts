@@ -55,7 +55,9 @@ export const R2Errors = {
     invalidArgument(
       `cf-r2-jurisdiction: jurisdiction "${value.slice(0, 40)}" is not supported here (no data-residency guarantee is made: buckets live in this platform's storage); only "default" is accepted`,
     ),
-  unknownStorageClass: (cls: string, known: readonly string[]) => invalidArgument(`Unknown storage class "${cls}"; use ${known.join(" or ")}`),
+  unknownStorageClass: (cls: string, known: readonly string[]) => invalidArgument(`Unknown storage class "${cls.slice(0, 40)}"; use ${known.join(" or ")}`),
+  storageClassHeaderRequired: () =>
+    invalidArgument("cf-r2-storage-class: the header naming the bucket's new default storage class (Standard or InfrequentAccess) is required"),
 
   // ---- objects ----
   objectNotFound: () => new EdgeError(404, R2Codes.objectNotFound, "The specified key does not exist."),

@@ -144,6 +144,16 @@ export class PgR2Store extends MultipartDelegation implements R2Store {
     return r && bucketInfo(r);
   }
 
+  async setBucketStorageClass(accountId: string, name: string, storageClass: string): Promise<R2BucketInfo> {
+    const cls = assertStorageClass(storageClass);
+    const r = await this.pg.row<BucketRow>(
+      "UPDATE r2.buckets SET storage_class = $1 WHERE account_id = $2 AND name = $3 RETURNING id, name, created_at, location, storage_class",
+      [cls, accountId, name],
+    );
+    if (!r) throw R2Errors.bucketNotFound();
+    return bucketInfo(r);
+  }
+
   async listBuckets(accountId: string, opts: { nameContains?: string; startAfter?: string; limit?: number } = {}): Promise<R2BucketInfo[]> {
     assertPgText(opts.nameContains, opts.startAfter);
     const rows = await this.pg.rows<BucketRow>(

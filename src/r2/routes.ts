@@ -20,7 +20,14 @@ type Req = FastifyRequest<Route>;
 
 const MAX_JSON_BODY = 64 * 1024;
 
-const bucketJson = (b: R2BucketInfo) => ({ name: b.name, creation_date: b.creationDate, location: b.location, storage_class: b.storageClass });
+/** Every bucket is in the default jurisdiction here (others are refused); Terraform's provider reads the field back. */
+const bucketJson = (b: R2BucketInfo) => ({
+  name: b.name,
+  creation_date: b.creationDate,
+  location: b.location,
+  storage_class: b.storageClass,
+  jurisdiction: "default",
+});
 
 const objectJson = (o: R2ObjectInfo) => ({
   key: o.key,
@@ -132,6 +139,14 @@ export function registerR2Routes(app: FastifyInstance, store: R2Store, queues: (
   });
 
   app.get<Route>(`${base}/:bucket`, read, async (req) => ok(bucketJson(await bucketOf(req))));
+
+  // The hosted API's bucket PATCH takes the new default storage class in a header (the cloudflare SDK's
+  // buckets.edit, Terraform's cloudflare_r2_bucket update); there is nothing else to change.
+  app.patch<Route>(`${base}/:bucket`, edit, async (req) => {
+    const header = req.headers["cf-r2-storage-class"];
+    if (typeof header !== "string" || header === "") throw R2Errors.storageClassHeaderRequired();
+    return ok(bucketJson(await store.setBucketStorageClass(req.params.account_id, req.params.bucket!, header)));
+  });
 
   app.delete<Route>(`${base}/:bucket`, edit, async (req) => {
     await store.deleteBucket(req.params.account_id, req.params.bucket!);

@@ -72,6 +72,7 @@ export class SqliteR2Store extends MultipartDelegation implements R2Store {
       ),
       insertBucket: db.prepare("INSERT INTO buckets (account_id, name, created_at, location, storage_class) VALUES (?, ?, ?, ?, ?)"),
       deleteBucket: db.prepare("DELETE FROM buckets WHERE id = ?"),
+      setBucketStorageClass: db.prepare("UPDATE buckets SET storage_class = ? WHERE account_id = ? AND name = ?"),
       bucketUsed: db.prepare<[number, number], { n: number }>(
         "SELECT (SELECT count(*) FROM (SELECT 1 FROM objects WHERE bucket_id = ? LIMIT 1)) + (SELECT count(*) FROM (SELECT 1 FROM uploads WHERE bucket_id = ? LIMIT 1)) AS n",
       ),
@@ -121,6 +122,12 @@ export class SqliteR2Store extends MultipartDelegation implements R2Store {
   async getBucket(accountId: string, name: string): Promise<R2BucketInfo | undefined> {
     const r = this.q.bucket.get(accountId, name);
     return r && bucketInfo(r);
+  }
+
+  async setBucketStorageClass(accountId: string, name: string, storageClass: string): Promise<R2BucketInfo> {
+    const cls = assertStorageClass(storageClass);
+    if (this.q.setBucketStorageClass.run(cls, accountId, name).changes === 0) throw R2Errors.bucketNotFound();
+    return bucketInfo(this.q.bucket.get(accountId, name)!);
   }
 
   async listBuckets(accountId: string, opts: { nameContains?: string; startAfter?: string; limit?: number } = {}): Promise<R2BucketInfo[]> {

@@ -74,6 +74,18 @@ export const describeR2Store = storeContract<R2StoreUnderTest>("R2Store", (it) =
     assert.equal(await store.getBucket("acc3", "abc"), undefined);
   });
 
+  it("changes a bucket's default storage class, only its own account's, and refuses an unknown class", async ({ store }) => {
+    await store.createBucket(ACC, "cls");
+    const changed = await store.setBucketStorageClass(ACC, "cls", "InfrequentAccess");
+    assert.equal(changed.storageClass, "InfrequentAccess");
+    assert.equal(changed.name, "cls");
+    assert.equal((await store.getBucket(ACC, "cls"))?.storageClass, "InfrequentAccess");
+    await rejectsWith(store.setBucketStorageClass(ACC, "cls", "Glacier"), 400, R2Codes.invalidArgument);
+    assert.equal((await store.getBucket(ACC, "cls"))?.storageClass, "InfrequentAccess");
+    await rejectsWith(store.setBucketStorageClass(OTHER, "cls", "Standard"), 404, R2Codes.bucketNotFound);
+    await rejectsWith(store.setBucketStorageClass(ACC, "nope", "Standard"), 404, R2Codes.bucketNotFound);
+  });
+
   it("lists an account's buckets by name, filtered by a substring, after a name, up to a limit", async ({ store }) => {
     for (const name of ["photos", "backups", "photo-archive", "logs"]) await store.createBucket(ACC, name);
     await store.createBucket(OTHER, "photos-of-others");

@@ -200,6 +200,8 @@ export interface R2ListPartsResult {
 export interface R2Store {
   createBucket(accountId: string, name: string, opts?: { location?: string; storageClass?: string }): Promise<R2BucketInfo>;
   getBucket(accountId: string, name: string): Promise<R2BucketInfo | undefined>;
+  /** Changes the bucket's default storage class (refused when unknown); bucketNotFound when there is no such bucket. */
+  setBucketStorageClass(accountId: string, name: string, storageClass: string): Promise<R2BucketInfo>;
   listBuckets(accountId: string, opts?: { nameContains?: string; startAfter?: string; limit?: number }): Promise<R2BucketInfo[]>;
   /** Refused (409, bucketNotEmpty) while the bucket holds objects or unfinished multipart uploads. */
   deleteBucket(accountId: string, name: string): Promise<void>;

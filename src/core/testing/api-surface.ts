@@ -413,6 +413,13 @@ export const ENDPOINTS: readonly Endpoint[] = [
   { family: "r2", method: "GET", base: "api", path: (f) => `${acct(f)}/r2/buckets/${f.bucket}/objects`, body: "none" },
   { family: "r2", method: "PUT", base: "api", path: (f) => `${acct(f)}/r2/buckets/${f.bucket}/objects/fuzz/key`, body: "raw" },
   read("r2", (f) => `${acct(f)}/r2/buckets/${f.bucket}`),
+  {
+    family: "r2",
+    method: "PATCH",
+    base: "api",
+    path: (f) => `${acct(f)}/r2/buckets/${f.bucket}`,
+    body: "none",
+  },
   remove("r2", (f) => `${acct(f)}/r2/buckets/${f.bucket}`, "bucket"),
   read("r2", (f) => `${acct(f)}/r2/buckets/${f.bucket}/objects/fuzz/key`),
   remove("r2", (f) => `${acct(f)}/r2/buckets/${f.bucket}/objects/fuzz/key`),
@@ -487,6 +494,7 @@ export const ENDPOINTS: readonly Endpoint[] = [
     () => ({ strategy: "percentage", versions: [{ version_id: "0".repeat(32), percentage: 100 }] }),
   ),
   read("workers", (f) => `${script(f)}/settings`),
+  read("workers", (f) => `${script(f)}/content/v2`),
   send(
     "workers",
     "PATCH",

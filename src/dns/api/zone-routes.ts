@@ -17,6 +17,10 @@ const createBody = z
     name: z.string(),
     account: z.object({ id: z.string() }).passthrough().optional(),
     type: z.enum(["full", "secondary"]).optional(),
+    // Terraform's provider sends these when its config sets them (its model's computed_optional fields) and compares
+    // the answer with its plan: paused is honoured, custom name servers are refused (checkZonePatch's reason).
+    paused: z.boolean().optional(),
+    vanity_name_servers: z.array(z.string()).optional(),
     // The hosted API scans the zone's current DNS for records to copy; nothing here does, so asking for it is refused.
     jump_start: z
       .boolean()
@@ -39,6 +43,12 @@ const patchBody = z
 
 type ZoneParams = { Params: { zone_id: string } };
 
+const vanityNameServersRefused = (cfg: DnsConfig) =>
+  DnsErrors.zoneFieldUnsupported(
+    "vanity_name_servers",
+    `custom name servers per zone are not supported; every zone is served by the platform's name servers (${cfg.nameServers.join(", ")}, set with --name-servers)`,
+  );
+
 /**
  * Refuses what a zone PATCH asks and this platform cannot do. A value the zone already has is accepted (clients
  * send the whole object back); anything else is a 400 naming the field, never a silent success.
@@ -52,11 +62,7 @@ function checkZonePatch(body: z.output<typeof patchBody>, zone: Zone, cfg: DnsCo
         ? `a zone's type is chosen when it is created (this one is ${type}); create the zone again to change it`
         : `zones here are full or secondary; ${body.type} zones are not supported`,
     );
-  if (body.vanity_name_servers !== undefined && body.vanity_name_servers.length > 0)
-    throw DnsErrors.zoneFieldUnsupported(
-      "vanity_name_servers",
-      `custom name servers per zone are not supported; every zone is served by the platform's name servers (${cfg.nameServers.join(", ")}, set with --name-servers)`,
-    );
+  if (body.vanity_name_servers !== undefined && body.vanity_name_servers.length > 0) throw vanityNameServersRefused(cfg);
   if (body.plan !== undefined && body.plan.id !== ZONE_PLAN.id)
     throw DnsErrors.zoneFieldUnsupported("plan", `zones have one plan here (${ZONE_PLAN.id}, "${ZONE_PLAN.name}"); there is no other to change to`);
 }
@@ -89,7 +95,8 @@ export function registerZoneRoutes(app: FastifyInstance, zones: ZoneService, cfg
     if (!name) throw DnsErrors.zoneNameInvalid(body.name);
     checkRegistrable(name, cfg.allowedZones);
     if (body.type === "secondary" && secondaryRefused) throw secondaryRefused();
-    const zs = await zones.createZone(accountId, name, body.type);
+    if (body.vanity_name_servers?.length) throw vanityNameServersRefused(cfg);
+    const zs = await zones.createZone(accountId, name, body.type, { paused: body.paused });
     return ok(view(req, zs.zone));
   });
 

@@ -2,6 +2,7 @@ import type { BlockList } from "node:net";
 import { DnsErrors } from "../errors.js";
 import { RECORD_TYPES, type DnsRecord, type RecordSettings, type RecordType } from "../model.js";
 import { checkRecordName, resolveRecordName } from "../zones/names.js";
+import { parseTxt } from "./txt.js";
 import { TYPES, type RecordValue } from "./types.js";
 import type { ZoneService } from "../zones/zone-service.js";
 import { newId, now, type ZoneDraft } from "../zones/zone-state.js";
@@ -53,6 +54,8 @@ function readSettings(v: unknown, type: RecordType): RecordSettings {
   const out: RecordSettings = {};
   for (const [k, val] of Object.entries(v as Record<string, unknown>)) {
     if (!["ipv4_only", "ipv6_only", "flatten_cname"].includes(k)) continue;
+    // null is "not set": Terraform's provider sends a setting removed from its config as null on the PUT.
+    if (val === null) continue;
     if (typeof val !== "boolean") throw DnsErrors.settingNotBoolean(k);
     if (k === "flatten_cname" && type !== "CNAME" && val) throw DnsErrors.flattenCnameOnly();
     out[k as keyof RecordSettings] = val;
@@ -61,8 +64,10 @@ function readSettings(v: unknown, type: RecordType): RecordSettings {
   return out;
 }
 
-const sameValue = (a: RecordValue, b: RecordValue) =>
-  a.content.toLowerCase() === b.content.toLowerCase() && a.priority === b.priority && JSON.stringify(a.data) === JSON.stringify(b.data);
+/** The value's content in one form: TXT quoted or not is the same record. */
+const canonicalContent = (type: RecordType, v: RecordValue) => (type === "TXT" ? parseTxt(v.content).content : v.content.toLowerCase());
+const sameValue = (type: RecordType, a: RecordValue, b: RecordValue) =>
+  canonicalContent(type, a) === canonicalContent(type, b) && a.priority === b.priority && JSON.stringify(a.data) === JSON.stringify(b.data);
 
 /**
  * Builds the record an API call asks for and checks it against the draft (the zone with the changes
@@ -106,6 +111,8 @@ export function buildRecord(
   if (type === "CNAME" && value.content === name) throw DnsErrors.cnameToItself();
 
   if (has("proxied") && typeof b.proxied !== "boolean") throw DnsErrors.proxiedNotBoolean();
+  // Terraform's provider sends `private_routing` when its config sets it; nothing here routes to private networks.
+  if (has("private_routing") && b.private_routing !== false) throw DnsErrors.privateRoutingUnsupported();
   const proxied = has("proxied") ? (b.proxied as boolean) : (base?.proxied ?? (spec.proxiable && (opts.defaultProxied ?? false)));
   if (proxied && !spec.proxiable) throw DnsErrors.notProxiable(type);
   const ttlIn = has("ttl") ? readTtl(b.ttl) : (base?.ttl ?? 1);
@@ -167,7 +174,7 @@ function checkManaged(
  */
 function checkConflicts(draft: ZoneDraft, id: string, name: string, type: RecordType, value: RecordValue): void {
   const others = draft.at(name).filter((r) => r.id !== id);
-  if (others.some((o) => o.type === type && sameValue(o, value))) throw DnsErrors.identicalRecord();
+  if (others.some((o) => o.type === type && sameValue(type, o, value))) throw DnsErrors.identicalRecord();
   if (name !== draft.zone.zone.name) {
     // DS records belong at a delegation point (they are the parent's half of DNSSEC for the child).
     const delegation = type === "NS" ? others.some((o) => o.type !== "NS" && o.type !== "DS") : type !== "DS" && others.some((o) => o.type === "NS");

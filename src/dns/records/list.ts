@@ -1,6 +1,6 @@
 import { DnsErrors } from "../errors.js";
 import { RECORD_TYPES, type DnsRecord } from "../model.js";
-import { unquotedTxt } from "./txt.js";
+import { quotedTxt, unquotedTxt } from "./txt.js";
 
 type Query = Record<string, unknown>;
 type Test = (r: DnsRecord) => boolean;
@@ -37,8 +37,8 @@ function fieldTests(q: Query, field: string, values: (r: DnsRecord) => string[],
   return tests;
 }
 
-/** TXT content matches with or without its quotes: certificate tools look records up either way. */
-const contentValues = (r: DnsRecord) => (r.type === "TXT" ? [r.content, unquotedTxt(r.content)] : [r.content]);
+/** TXT content matches with or without its quotes, however it was written: certificate tools look records up either way. */
+const contentValues = (r: DnsRecord) => (r.type === "TXT" ? [r.content, quotedTxt(r.content), unquotedTxt(r.content)] : [r.content]);
 const tagName = (t: string) => t.split(":")[0];
 
 /**

@@ -2,7 +2,7 @@ import { DnsErrors } from "../errors.js";
 
 /**
  * TXT content is one or more character-strings in double quotes ("a" "b"). Content without any quote
- * is one string and gets quotes added; quotes that do not pair up, or text outside quotes, are refused.
+ * is one string (its quoted form has quotes added); quotes that do not pair up, or text outside quotes, are refused.
  * Returns the strings (unescaped) and the canonical content.
  */
 export function parseTxt(content: string): { strings: string[]; content: string } {
@@ -59,6 +59,15 @@ const inconsistent = DnsErrors.txtQuotes;
 export function unquotedTxt(content: string): string {
   try {
     return parseTxt(content).strings.join("");
+  } catch {
+    return content;
+  }
+}
+
+/** The quoted form of TXT content as written (the content itself when it does not parse). */
+export function quotedTxt(content: string): string {
+  try {
+    return parseTxt(content).content;
   } catch {
     return content;
   }

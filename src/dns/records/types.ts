@@ -108,14 +108,16 @@ const txt: TypeSpec = {
   hostName: false,
   parse(body) {
     if (typeof body.content !== "string") throw DnsErrors.contentInvalid("TXT", "content must be a string");
-    const { content, strings } = parseTxt(body.content);
+    const { strings } = parseTxt(body.content);
     // As on the wire: each string of at most 255 bytes after a length byte (longer strings are split there).
     const wireBytes = txtWireStrings(strings).reduce((n, b) => n + 1 + b.length, 0);
     if (wireBytes > MAX_RECORD_WIRE_BYTES)
       throw DnsErrors.contentInvalid("TXT", `${wireBytes} bytes on the wire; a record holds at most ${MAX_RECORD_WIRE_BYTES}`);
-    return { content, data: null, priority: null };
+    // Kept as written, quoted or not, as the hosted API answers it: Terraform's provider compares the content it
+    // sent with the answer. The wire and zone files use the quoted form (parseTxt reads both).
+    return { content: body.content.trim(), data: null, priority: null };
   },
-  text: (v) => v.content,
+  text: (v) => parseTxt(v.content).content,
   fromText: (text) => ({ content: text.trim() }),
   wire: (v) => ({ type: "TXT", data: txtWireStrings(parseTxt(v.content).strings) }),
 };

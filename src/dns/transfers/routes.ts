@@ -1,5 +1,5 @@
 import { isIP } from "node:net";
-import type { FastifyInstance } from "fastify";
+import type { FastifyInstance, FastifyRequest } from "fastify";
 import { z } from "zod";
 import { ok } from "../../core/http/envelope.js";
 import { parseWith } from "../../core/http/validate.js";
@@ -68,8 +68,12 @@ function tsigFields(body: z.output<typeof tsigBody>, current?: TsigKeyEntry): Om
   return { name, algorithm, secret };
 }
 
-/** A key as the API shows it: the secret only in the answer that created it. */
-const tsigView = (t: TsigKeyEntry, withSecret = false) => ({ id: t.id, name: `${t.name}.`, algo: `${t.algorithm}.`, secret: withSecret ? t.secret : null });
+/**
+ * A key as the API shows it. The secret goes only to callers who may edit the account's DNS (who could replace the
+ * key anyway), as the hosted API answers it: Terraform's provider reads it back on every refresh and would otherwise
+ * plan to replace the key each time. A token that may only read DNS sees null.
+ */
+const tsigView = (t: TsigKeyEntry, withSecret: boolean) => ({ id: t.id, name: `${t.name}.`, algo: `${t.algorithm}.`, secret: withSecret ? t.secret : null });
 const peerView = (p: Peer) => ({ id: p.id, name: p.name, ip: p.ip, port: p.port, tsig_id: p.tsig_id, ixfr_enable: p.ixfr_enable });
 
 export function registerTransferRoutes(app: FastifyInstance, zones: ZoneService, transfers: Transfers, notifier: Notifier): void {
@@ -83,18 +87,19 @@ export function registerTransferRoutes(app: FastifyInstance, zones: ZoneService,
     if (directory.tsigsOf(accountId).some((t) => t.name === name && t.id !== id))
       throw TransferErrors.invalid(`name: the account already has a TSIG named ${name}.`, "/name");
   };
-  app.get<AccountParams>(`${base}/tsigs`, { config: read }, async (req) => ok(directory.tsigsOf(req.params.account_id).map((t) => tsigView(t))));
+  const mayEdit = (req: FastifyRequest<AccountParams>) => req.principal.can(req.params.account_id, "dns_edit");
+  app.get<AccountParams>(`${base}/tsigs`, { config: read }, async (req) => ok(directory.tsigsOf(req.params.account_id).map((t) => tsigView(t, mayEdit(req)))));
   app.post<AccountParams>(`${base}/tsigs`, { config: edit }, async (req) => {
     const fields = tsigFields(parseWith(tsigBody, req.body ?? {}));
     uniqueName(req.params.account_id, fields.name);
     return ok(tsigView(await directory.putTsig(req.params.account_id, fields), true));
   });
-  app.get<ItemParams>(`${base}/tsigs/:id`, { config: read }, async (req) => ok(tsigView(directory.tsig(req.params.account_id, req.params.id))));
+  app.get<ItemParams>(`${base}/tsigs/:id`, { config: read }, async (req) => ok(tsigView(directory.tsig(req.params.account_id, req.params.id), mayEdit(req))));
   app.put<ItemParams>(`${base}/tsigs/:id`, { config: edit }, async (req) => {
     const current = directory.tsig(req.params.account_id, req.params.id);
     const fields = tsigFields(parseWith(tsigBody, req.body ?? {}), current);
     uniqueName(req.params.account_id, fields.name, current.id);
-    return ok(tsigView(await directory.putTsig(req.params.account_id, fields, current.id)));
+    return ok(tsigView(await directory.putTsig(req.params.account_id, fields, current.id), true));
   });
   app.delete<ItemParams>(`${base}/tsigs/:id`, { config: edit }, async (req) => {
     await directory.deleteTsig(req.params.account_id, req.params.id);

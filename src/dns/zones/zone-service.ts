@@ -142,7 +142,7 @@ export class ZoneService {
   }
 
   /** A secondary zone starts empty, at serial 0, and is served once its first transfer is in (transfers/secondary.ts). */
-  async createZone(accountId: string, name: string, type: ZoneType = "full"): Promise<ZoneState> {
+  async createZone(accountId: string, name: string, type: ZoneType = "full", opts: { paused?: boolean } = {}): Promise<ZoneState> {
     return this.exclusive(async () => {
       if (this.byName.has(name)) throw DnsErrors.zoneExists(name);
       this.limits.platformHostnames?.refuse("zone", name);
@@ -153,7 +153,7 @@ export class ZoneService {
         id: newId(),
         account_id: accountId,
         name,
-        paused: false,
+        paused: opts.paused ?? false,
         created_on: t,
         modified_on: t,
         activated_on: t,

@@ -15,6 +15,7 @@ import {
   type VersionRecord,
   type WorkersStore,
 } from "../store.js";
+import { registerContentRoutes } from "./content.js";
 import { registerScheduleRoutes } from "./schedules.js";
 import { checkScriptSettings, checkSubdomainChange, SCRIPT_SETTINGS, subdomainState } from "./settings.js";
 import { MODULE_CONTENT_TYPES, readUpload, secretText, type ParsedUpload } from "./upload.js";
@@ -100,6 +101,7 @@ export function registerWorkersRoutes(app: FastifyInstance, deps: WorkersRouteDe
   const { store, deployer } = deps;
   const base = "/accounts/:account_id/workers";
   registerScheduleRoutes(app, { store, triggersChanged: deps.triggersChanged });
+  registerContentRoutes(app, store);
 
   /** The script the path names in the path's account, or its 404. */
   const scriptOf = async (req: FastifyRequest, notFound: (name: string) => Error = WorkersErrors.scriptNotFound) => {

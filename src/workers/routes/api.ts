@@ -42,7 +42,8 @@ export interface RoutesApiDeps {
 export const MAX_PER_REQUEST = 1000;
 
 const id = () => randomUUID().replaceAll("-", "");
-const routeBody = z.object({ pattern: z.string().min(1), script: z.string().min(1).optional() });
+// A route's update without a Worker sends `"script": null` (Terraform's provider, for a script removed from its config).
+const routeBody = z.object({ pattern: z.string().min(1), script: z.string().min(1).nullish() });
 const scriptRoutesBody = z
   .array(
     z.union([
@@ -118,7 +119,7 @@ export function registerRoutesApi(app: FastifyInstance, deps: RoutesApiDeps): vo
     if (typeof parsed === "string") throw RoutesErrors.invalidPattern(pattern, parsed);
     deps.platformHostnames.refuse("route", parsed.host);
     if (!inZone(parsed.host, zone.name)) throw RoutesErrors.patternNotInZone(pattern, zone.name);
-    if (b.script !== undefined && !(await deps.scriptExists(zone.accountId, b.script))) throw RoutesErrors.scriptNotFound(b.script);
+    if (b.script != null && !(await deps.scriptExists(zone.accountId, b.script))) throw RoutesErrors.scriptNotFound(b.script);
     return { id: routeId, zoneId: zone.id, accountId: zone.accountId, pattern, script: b.script ?? null };
   };
 
