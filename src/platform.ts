@@ -27,6 +27,8 @@ import { createR2Service } from "./r2/service.js";
 import { createWorkersService } from "./workers/service.js";
 import { createAiGatewayService } from "./ai-gateway/service.js";
 import { createDashboardService } from "./dashboard/service.js";
+import { createAnalyticsService } from "./analytics/service.js";
+import { r2StorageDataset } from "./r2/analytics-dataset.js";
 import { serveOptions as dnsOptions } from "./dns/config.js";
 import { serveOptions as edgeOptions } from "./edge/config.js";
 import { createEdgeService, type EdgeArea } from "./edge/service.js";
@@ -143,7 +145,9 @@ export async function startPlatform(config: PlatformConfig, log: Logger = create
       s3: (req, res) => r2.handleRaw!(req, res),
     },
   });
-  const services: EdgeService[] = [identity, edge, dns, kv, d1, queues, workers, aiGateway, r2, createDashboardService(ctx)];
+  // The GraphQL Analytics API: each area hands over its datasets (R2: what its buckets hold).
+  const analytics = createAnalyticsService(ctx, [r2StorageDataset(r2.store)]);
+  const services: EdgeService[] = [identity, edge, dns, kv, d1, queues, workers, aiGateway, r2, analytics, createDashboardService(ctx)];
 
   let app: FastifyInstance;
   try {

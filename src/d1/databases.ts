@@ -46,7 +46,7 @@ export class D1Databases {
   async query(accountId: string, uuid: string, queries: readonly D1Query[]): Promise<StatementResult[][]> {
     const planned = planQueries(queries);
     await this.get(accountId, uuid);
-    const results = await this.engine.query(uuid, planned);
+    const results = await this.engine.query(accountId, uuid, planned);
     const byQuery: StatementResult[][] = queries.map(() => []);
     results.forEach((r, i) => byQuery[planned[i]!.query]!.push(r));
     return byQuery;

@@ -12,6 +12,10 @@ export const D1Codes = {
   nameTaken: 7502,
   queryTimeout: 7429,
   resultTooLarge: 7413,
+  /** The hosted API's "System limit reached: databases per account" (wrangler 4 reads it). */
+  databaseLimit: 7406,
+  /** Ours: every executor this node or the account may keep busy is busy; try again shortly. */
+  overloaded: 7430,
   /** The operation is not available on this platform (distributed mode, an export format). */
   unsupported: 7503,
 } as const;
@@ -23,6 +27,7 @@ export const D1Errors = {
   // ---- databases ----
   databaseNotFound: () => new EdgeError(404, D1Codes.databaseNotFound, "The database could not be found in this account"),
   nameTaken: (name: string) => new EdgeError(400, D1Codes.nameTaken, `A database with the name "${name}" already exists in this account`),
+  databaseLimit: (max: number) => new EdgeError(400, D1Codes.databaseLimit, `System limit reached: databases per account (${max})`),
   nameInvalid: () => badRequest(`A database name must be 1-${D1_LIMITS.nameChars} characters: letters, digits, "-" and "_", starting with a letter or digit`),
   nameMissing: () => badRequest("The body must be JSON with a string `name`"),
   /** A jurisdiction promises data residency (EU, FedRAMP) this platform cannot make. */
@@ -57,6 +62,15 @@ export const D1Errors = {
       413,
       D1Codes.resultTooLarge,
       `The results of the request exceed ${D1_LIMITS.resultBytes} bytes; nothing it changed was kept. Select less (LIMIT, fewer columns).`,
+    ),
+  /** Too many databases are running requests at once (on the node, or of the account): nothing ran. */
+  overloaded: (scope: "node" | "account", max: number) =>
+    new EdgeError(
+      429,
+      D1Codes.overloaded,
+      scope === "node"
+        ? `D1 is busy: ${max} databases are running requests on this node; nothing ran, try again shortly`
+        : `D1 is busy for this account: ${max} of its databases are running requests; nothing ran, try again shortly`,
     ),
   /** The executor died under the query (e.g. out of memory): nothing it changed was kept. */
   executorDied: () => new EdgeError(400, D1Codes.sqlError, "The query stopped the database's executor (out of memory?); nothing it changed was kept"),

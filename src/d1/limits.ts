@@ -21,6 +21,12 @@ export const D1_LIMITS = {
    * database's size, an import of up to importBytes) for transferTtlMs; opening one more ends the account's oldest.
    */
   transfersPerAccount: 4,
+  /**
+   * SQLite's temporary storage (TEMP tables, sorts, transient indexes, materialized subqueries) is kept in the
+   * executor's memory (`PRAGMA temp_store = MEMORY`), never in files: unlinked temp files under /var/tmp were counted
+   * against nothing (issue 30, hole 5). The executor's memory cap (`--d1-executor-memory`) bounds it.
+   */
+  tempStore: "MEMORY",
   /** Databases whose executor processes stay open at once; the least recently used idle one closes past it. */
   openExecutors: 16,
   /** An executor with nothing to do closes after this long. */

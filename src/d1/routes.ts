@@ -87,7 +87,7 @@ export function registerD1Routes(app: FastifyInstance, deps: D1RouteDeps): void 
   app.get(`${BASE}/:database_id`, read, async (req) => {
     const { account_id, database_id } = req.params as Params;
     const db = await databases.get(account_id, database_id);
-    const stats = await databases.engine.stats(db.uuid);
+    const stats = await databases.engine.stats(account_id, db.uuid);
     return ok({ ...db, num_tables: stats.tables, file_size: stats.size, running_in_region: "local" });
   });
 
@@ -122,7 +122,7 @@ export function registerD1Routes(app: FastifyInstance, deps: D1RouteDeps): void 
     const db = await databases.get(account_id, database_id);
     const { token, file } = transfers.open("export", account_id, db.uuid);
     const o = body.dump_options ?? {};
-    await databases.engine.dump(db.uuid, file, { noSchema: o.no_schema, noData: o.no_data, tables: o.tables });
+    await databases.engine.dump(account_id, db.uuid, file, { noSchema: o.no_schema, noData: o.no_data, tables: o.tables });
     return ok({
       success: true,
       type: "export",
@@ -149,7 +149,7 @@ export function registerD1Routes(app: FastifyInstance, deps: D1RouteDeps): void 
     }
     const file = transfers.takeUpload(body.filename, account_id, db.uuid, body.etag);
     try {
-      const done = await databases.engine.importSql(db.uuid, file);
+      const done = await databases.engine.importSql(account_id, db.uuid, file);
       const answer = {
         success: true,
         type: "import",

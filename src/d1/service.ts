@@ -25,9 +25,9 @@ export function createD1Service(ctx: ServiceContext): D1Service {
   if (ctx.postgres) return distributedD1();
   const config = readD1Config(ctx.options(serveOptions));
   const log = ctx.log.child({ service: "d1" });
-  const store = new SqliteD1Store(ctx.openDb("d1", D1_MIGRATIONS));
+  const store = new SqliteD1Store(ctx.openDb("d1", D1_MIGRATIONS), { databasesPerAccount: config.databasesPerAccount });
   const dir = join(ctx.config.stateDir, D1_DIR);
-  const engine = new D1Engine(dir, config.queryTimeoutMs, log);
+  const engine = new D1Engine(dir, config.queryTimeoutMs, log, config);
   const databases = new D1Databases(store, engine);
   const transfers = new D1Transfers(join(ctx.config.stateDir, "d1-transfers"));
   return {

@@ -17,8 +17,13 @@ const isUniqueViolation = (err: unknown) => (err as { code?: string }).code === 
 /** D1Store on one SQLite file (db/d1.sqlite): the server's, or the state directory's for `--local`. */
 export class SqliteD1Store implements D1Store {
   private readonly s;
+  private readonly create;
 
-  constructor(db: Db) {
+  constructor(
+    db: Db,
+    /** Databases one account may have; unbounded for `--local` (the state directory is the user's own). */
+    private readonly limits: { databasesPerAccount?: number } = {},
+  ) {
     this.s = {
       insert: db.prepare("INSERT INTO databases (uuid, account_id, name, created_at) VALUES (?, ?, ?, ?)"),
       get: db.prepare<[string], Row>("SELECT * FROM databases WHERE uuid = ?"),
@@ -29,7 +34,14 @@ export class SqliteD1Store implements D1Store {
         "SELECT count(*) AS n FROM databases WHERE account_id = ? AND (? IS NULL OR name = ?)",
       ),
       delete: db.prepare("DELETE FROM databases WHERE account_id = ? AND uuid = ?"),
+      countAll: db.prepare<[string], { n: number }>("SELECT count(*) AS n FROM databases WHERE account_id = ?"),
     };
+    // Counted and inserted in one transaction: two creations at once cannot both take the last place.
+    this.create = db.transaction((accountId: string, uuid: string, name: string) => {
+      const max = this.limits.databasesPerAccount;
+      if (max !== undefined && this.s.countAll.get(accountId)!.n >= max) throw D1Errors.databaseLimit(max);
+      return this.insert(accountId, uuid, name);
+    });
   }
 
   private insert(accountId: string, uuid: string, name: string): D1DatabaseRecord {
@@ -45,7 +57,7 @@ export class SqliteD1Store implements D1Store {
 
   async createDatabase(accountId: string, name: string): Promise<D1DatabaseRecord> {
     checkDatabaseName(name);
-    return this.insert(accountId, randomUUID(), name);
+    return this.create(accountId, randomUUID(), name);
   }
 
   async adoptDatabase(accountId: string, uuid: string, name: string): Promise<D1DatabaseRecord> {
@@ -56,7 +68,7 @@ export class SqliteD1Store implements D1Store {
       if (known.account_id !== accountId) throw D1Errors.databaseNotFound();
       return record(known);
     }
-    return this.insert(accountId, uuid, name);
+    return this.create(accountId, uuid, name);
   }
 
   async listDatabases(accountId: string, opts: D1ListOptions = {}): Promise<{ databases: D1DatabaseRecord[]; total: number }> {

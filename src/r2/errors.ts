@@ -59,6 +59,13 @@ export const R2Errors = {
   storageClassHeaderRequired: () =>
     invalidArgument("cf-r2-storage-class: the header naming the bucket's new default storage class (Standard or InfrequentAccess) is required"),
 
+  /** A query of R2's analytics dataset that cannot be answered as asked (analytics-dataset.ts). */
+  analyticsFilter: (message: string) => invalidArgument(message),
+  lifecycleUnsupported: () =>
+    invalidArgument(
+      "Object lifecycle rules are not supported here: this platform never expires objects, moves them between storage classes or aborts uploads on a schedule, so a bucket has no lifecycle rules (delete objects and abort uploads yourself)",
+    ),
+
   // ---- objects ----
   objectNotFound: () => new EdgeError(404, R2Codes.objectNotFound, "The specified key does not exist."),
   emptyKey: () => new EdgeError(400, R2Codes.invalidObjectName, "The object key must not be empty"),

@@ -13,11 +13,12 @@ import { NotificationRuleIndex, type NotificationRule, type ObjectWrite, type Ou
 import type { Bus } from "../core/cluster/bus.js";
 import { assertPgText } from "./pg-text.js";
 import { conditionHolds } from "./preconditions.js";
-import { bucketInfo, objectInfo, type BucketRow, type ObjectRow, type Segment } from "./rows.js";
+import { bucketInfo, objectInfo, usageOf, type BucketRow, type ObjectRow, type Segment, type UsageRow } from "./rows.js";
 import {
   R2Limits,
   type BucketRef,
   type R2BucketInfo,
+  type R2BucketUsage,
   type R2Conditional,
   type R2CorsRule,
   type R2GetOptions,
@@ -134,6 +135,19 @@ export class PgR2Store extends MultipartDelegation implements R2Store {
     );
     if (inserted === 0) throw R2Errors.bucketAlreadyExists();
     return { name, creationDate: createdAt, location, storageClass };
+  }
+
+  async bucketUsage(accountId: string, bucketName?: string): Promise<R2BucketUsage[]> {
+    const rows = await this.pg.rows<UsageRow>(
+      `SELECT b.name AS bucket_name,
+         (SELECT count(*) FROM r2.objects o WHERE o.bucket_id = b.id) AS object_count,
+         (SELECT coalesce(sum(o.size), 0) FROM r2.objects o WHERE o.bucket_id = b.id) AS payload_size,
+         (SELECT coalesce(sum(octet_length(o.http) + octet_length(o.custom)), 0) FROM r2.objects o WHERE o.bucket_id = b.id) AS metadata_size,
+         (SELECT count(*) FROM r2.uploads u WHERE u.bucket_id = b.id) AS upload_count
+       FROM r2.buckets b WHERE b.account_id = $1 AND ($2::text IS NULL OR b.name = $2) ORDER BY b.name`,
+      [accountId, bucketName ?? null],
+    );
+    return rows.map(usageOf);
   }
 
   async getBucket(accountId: string, name: string): Promise<R2BucketInfo | undefined> {

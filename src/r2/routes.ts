@@ -14,6 +14,7 @@ import { parseRangeHeader } from "./ranges.js";
 import type { BucketRef, R2BucketInfo, R2HttpMetadata, R2ObjectInfo, R2Store } from "./store.js";
 import type { NotificationQueues } from "./notifications/relay.js";
 import { registerNotificationRoutes } from "./notifications/routes.js";
+import { registerBucketSettingsRoutes } from "./bucket-settings-routes.js";
 
 type Route = { Params: { account_id: string; bucket?: string; "*"?: string }; Querystring: Record<string, string | undefined> };
 type Req = FastifyRequest<Route>;
@@ -98,6 +99,7 @@ export function registerR2Routes(app: FastifyInstance, store: R2Store, queues: (
   });
 
   registerNotificationRoutes(app, store, queues, readJsonBody);
+  registerBucketSettingsRoutes(app, store, readJsonBody);
 
   const base = "/accounts/:account_id/r2/buckets";
   const read = { config: { permission: "r2_read" } } as const;

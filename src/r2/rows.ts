@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import type { R2BucketInfo, R2ObjectInfo } from "./store.js";
+import type { R2BucketInfo, R2BucketUsage, R2ObjectInfo } from "./store.js";
 
 /** Rows of the R2 database, as both backends read them (sqlite-migrations.ts, pg-migrations.ts), and their API shapes. */
 export interface BucketRow {
@@ -41,3 +41,20 @@ export function objectInfo(r: ObjectRow, withMetadata = true): R2ObjectInfo {
     storageClass: r.storage_class,
   };
 }
+
+/** One bucket's usage as the stores count it (PostgreSQL answers counts and sums as text: BIGINT and NUMERIC). */
+export interface UsageRow {
+  bucket_name: string;
+  object_count: number | string;
+  payload_size: number | string;
+  metadata_size: number | string;
+  upload_count: number | string;
+}
+
+export const usageOf = (r: UsageRow): R2BucketUsage => ({
+  bucketName: r.bucket_name,
+  objectCount: Number(r.object_count),
+  payloadSize: Number(r.payload_size),
+  metadataSize: Number(r.metadata_size),
+  uploadCount: Number(r.upload_count),
+});

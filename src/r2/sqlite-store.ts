@@ -10,11 +10,12 @@ import { SqliteBucketCors } from "./sqlite-cors.js";
 import { SqliteMultipart } from "./sqlite-multipart.js";
 import { SqliteNotifications } from "./sqlite-notifications.js";
 import { NotificationRuleIndex, type NotificationAction, type NotificationRule, type OutboxMessage } from "./notifications/rules.js";
-import { bucketInfo, objectInfo, type BucketRow, type ObjectRow, type Segment } from "./rows.js";
+import { bucketInfo, objectInfo, usageOf, type BucketRow, type ObjectRow, type Segment, type UsageRow } from "./rows.js";
 import {
   R2Limits,
   type BucketRef,
   type R2BucketInfo,
+  type R2BucketUsage,
   type R2CorsRule,
   type R2GetOptions,
   type R2GetResult,
@@ -66,6 +67,14 @@ export class SqliteR2Store extends MultipartDelegation implements R2Store {
     });
     this.cors = new SqliteBucketCors(db);
     this.q = {
+      usage: db.prepare<[string, string | null, string | null], UsageRow>(
+        `SELECT b.name AS bucket_name,
+           (SELECT count(*) FROM objects o WHERE o.bucket_id = b.id) AS object_count,
+           (SELECT coalesce(sum(o.size), 0) FROM objects o WHERE o.bucket_id = b.id) AS payload_size,
+           (SELECT coalesce(sum(length(CAST(o.http AS BLOB)) + length(CAST(o.custom AS BLOB))), 0) FROM objects o WHERE o.bucket_id = b.id) AS metadata_size,
+           (SELECT count(*) FROM uploads u WHERE u.bucket_id = b.id) AS upload_count
+         FROM buckets b WHERE b.account_id = ? AND (? IS NULL OR b.name = ?) ORDER BY b.name`,
+      ),
       bucket: db.prepare<[string, string], BucketRow>("SELECT id, name, created_at, location, storage_class FROM buckets WHERE account_id = ? AND name = ?"),
       buckets: db.prepare<[string, string, string, number], BucketRow>(
         "SELECT id, name, created_at, location, storage_class FROM buckets WHERE account_id = ? AND name > ? AND instr(name, ?) > 0 ORDER BY name LIMIT ?",
@@ -132,6 +141,10 @@ export class SqliteR2Store extends MultipartDelegation implements R2Store {
 
   async listBuckets(accountId: string, opts: { nameContains?: string; startAfter?: string; limit?: number } = {}): Promise<R2BucketInfo[]> {
     return this.q.buckets.all(accountId, opts.startAfter ?? "", opts.nameContains ?? "", opts.limit ?? -1).map(bucketInfo);
+  }
+
+  async bucketUsage(accountId: string, bucketName?: string): Promise<R2BucketUsage[]> {
+    return this.q.usage.all(accountId, bucketName ?? null, bucketName ?? null).map(usageOf);
   }
 
   async deleteBucket(accountId: string, name: string): Promise<void> {

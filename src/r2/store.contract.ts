@@ -118,6 +118,31 @@ export const describeR2Store = storeContract<R2StoreUnderTest>("R2Store", (it) =
     assert.equal((await store.getBucket(OTHER, "abc"))?.name, "abc", "the other account's bucket of that name stays");
   });
 
+  it("bucketUsage counts each bucket's objects, body bytes, metadata bytes and open uploads, per account", async ({ store }) => {
+    await store.createBucket(ACC, "used");
+    await store.createBucket(ACC, "empty");
+    await store.createBucket(OTHER, "used");
+    const ref = { accountId: ACC, bucketName: "used" };
+    await store.put(ref, "a", Buffer.from("hello"));
+    await store.put(ref, "b", patterned(SMALL + 10), { customMetadata: { owner: "me" } });
+    await store.put({ accountId: OTHER, bucketName: "used" }, "x", Buffer.from("theirs"));
+    await store.createMultipartUpload(ref, "m");
+    const usage = await store.bucketUsage(ACC);
+    assert.deepEqual(
+      usage.map((u) => [u.bucketName, u.objectCount, u.payloadSize, u.uploadCount]),
+      [
+        ["empty", 0, 0, 0],
+        ["used", 2, 5 + SMALL + 10, 1],
+      ],
+    );
+    assert.ok(usage[1].metadataSize > 0 && usage[0].metadataSize === 0);
+    assert.deepEqual(
+      (await store.bucketUsage(OTHER, "used")).map((u) => [u.objectCount, u.payloadSize]),
+      [[1, 6]],
+    );
+    assert.deepEqual(await store.bucketUsage(OTHER, "empty"), []);
+  });
+
   it("every object operation on a bucket that does not exist is a bucketNotFound", async ({ store }) => {
     await store.createBucket(OTHER, "theirs");
     const missing = { accountId: ACC, bucketName: "theirs" };

@@ -148,6 +148,17 @@ export interface R2CorsRule {
   maxAgeSeconds?: number;
 }
 
+/** What a bucket holds: its objects, their bytes, the bytes of their metadata, and unfinished multipart uploads. */
+export interface R2BucketUsage {
+  bucketName: string;
+  objectCount: number;
+  /** The objects' bodies, in bytes. */
+  payloadSize: number;
+  /** The objects' HTTP and custom metadata, in bytes (as stored, JSON). */
+  metadataSize: number;
+  uploadCount: number;
+}
+
 /** A multipart upload that was created and neither completed nor aborted yet. */
 export interface R2PendingUpload {
   key: string;
@@ -205,6 +216,11 @@ export interface R2Store {
   listBuckets(accountId: string, opts?: { nameContains?: string; startAfter?: string; limit?: number }): Promise<R2BucketInfo[]>;
   /** Refused (409, bucketNotEmpty) while the bucket holds objects or unfinished multipart uploads. */
   deleteBucket(accountId: string, name: string): Promise<void>;
+  /**
+   * What the account's buckets (or the one named) hold now, by bucket name: the analytics storage dataset's numbers.
+   * Counted from the object rows, so it costs a pass over the bucket's rows.
+   */
+  bucketUsage(accountId: string, bucketName?: string): Promise<R2BucketUsage[]>;
 
   head(bucket: BucketRef, key: string): Promise<R2ObjectInfo | undefined>;
   /** undefined when the object does not exist. */

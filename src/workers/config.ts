@@ -47,6 +47,12 @@ export const serveOptions = {
     type: "string",
     describe: "A PEM file of CA certificates to trust for the ACME server itself, besides the system's (a private CA, or pebble in tests)",
   },
+  "acme-pending-per-account": {
+    type: "number",
+    describe:
+      "Custom Domain certificates one account may have waiting to be issued (pending or failed); attaching a domain past it is refused with 429 until some are issued or detached",
+    default: 50,
+  },
 } satisfies Record<string, OptionSpec>;
 
 /** Certificates for Custom Domains (certificates/): on only with --edge-tls-port. */
@@ -59,6 +65,8 @@ export interface EdgeTlsConfig {
     /** PEM text of the CAs trusted for the ACME server, besides Node's own; undefined: Node's own only. */
     ca: string | undefined;
   };
+  /** Certificates one account may have not yet issued (pending or failed): past it, attaching a domain is refused. */
+  pendingPerAccount: number;
 }
 
 export interface WorkersConfig {
@@ -118,7 +126,10 @@ function readTlsConfig(options: OptionValues<typeof serveOptions>): EdgeTlsConfi
     }
     if (!ca.includes("-----BEGIN CERTIFICATE-----")) throw new UserError(`--acme-ca-file ${caFile} holds no PEM certificate`);
   }
-  return { port, acme: { directoryUrl: url.href, email, ca } };
+  const pendingPerAccount = options["acme-pending-per-account"];
+  if (!Number.isInteger(pendingPerAccount) || pendingPerAccount < 1)
+    throw new UserError(`--acme-pending-per-account must be a whole number of at least 1; got ${pendingPerAccount}`);
+  return { port, acme: { directoryUrl: url.href, email, ca }, pendingPerAccount };
 }
 
 function secondsOrNone(flag: string, n: number): number {

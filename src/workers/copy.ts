@@ -37,6 +37,7 @@ export const workersCopier: AreaCopier = {
         "modules",
         "created_on",
         "modified_on",
+        "tags",
       ],
       key: ["account_id", "name"],
       copyContent: copyModules,

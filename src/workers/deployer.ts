@@ -2,6 +2,7 @@ import { createHash, randomUUID } from "node:crypto";
 import type { Logger } from "../core/logger.js";
 import type { ParsedUpload } from "./api/upload.js";
 import type { BindingBackendName } from "./bindings/binding-type.js";
+import { resolveInherits } from "./bindings/inherit.js";
 import { typeOf, type Binding } from "./bindings/registry.js";
 import type { WorkerAssets } from "./assets/assets.js";
 import type { DurableObjects } from "./durable-objects/durable-objects.js";
@@ -254,7 +255,27 @@ export class ScriptDeployer {
 
   /** Uploads a version and deploys it at once (`PUT …/scripts/{name}`; the first version of a Worker). */
   upload(accountId: string, name: string, up: ParsedUpload, meta?: VersionMeta): Promise<ScriptRecord> {
-    return this.serial(name, () => this.uploadNow(accountId, name, up, meta));
+    return this.serial(name, async () => this.uploadNow(accountId, name, await this.withInherited(accountId, name, up), meta));
+  }
+
+  /**
+   * The upload with its `inherit` bindings replaced by the bindings they name in the Worker's newest version (or the
+   * one their `version_id` names); read under the script's lock, so no other upload comes between.
+   */
+  private async withInherited(accountId: string, name: string, up: ParsedUpload): Promise<ParsedUpload> {
+    if (up.inherits.length === 0) return up;
+    const exists = (await this.store.get(accountId, name)) !== undefined;
+    const secretNames = exists ? await this.store.secretNames(accountId, name) : [];
+    const inherited = await resolveInherits(
+      up.inherits,
+      async (versionId) => {
+        if (!exists) return undefined;
+        const version = versionId ? await this.store.version(accountId, name, versionId) : (await this.store.versions(accountId, name, 1, 1)).items[0];
+        return version && { bindings: version.bindings, secretNames };
+      },
+      up.strictInherit,
+    );
+    return { ...up, bindings: [...up.bindings, ...inherited], inherits: [] };
   }
 
   /**
@@ -263,8 +284,9 @@ export class ScriptDeployer {
    * deployed at once, and `deployed` says so. A version of a Worker with Durable Objects is checked against its
    * namespaces, and started with its objects in memory (it never opens theirs); one carrying migrations is refused.
    */
-  uploadVersion(accountId: string, name: string, up: ParsedUpload, meta: VersionMeta): Promise<{ version: VersionRecord; deployed: boolean }> {
+  uploadVersion(accountId: string, name: string, upload: ParsedUpload, meta: VersionMeta): Promise<{ version: VersionRecord; deployed: boolean }> {
     return this.serial(name, async () => {
+      const up = await this.withInherited(accountId, name, upload);
       const live = await this.store.get(accountId, name);
       if (!live || (await this.oneVersionOnly(accountId, name, up))) {
         const s = await this.uploadNow(accountId, name, up, meta);

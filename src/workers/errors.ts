@@ -25,6 +25,11 @@ export const WorkersCodes = {
   leftUnchanged: 10201,
   /** The hosted code of a version upload that carries a Durable Object migration. */
   migrationInVersionUpload: 10211,
+  /**
+   * The hosted code of an `inherit` binding that names nothing in the version it inherits from (with
+   * `?bindings_inherit=strict`): wrangler reads the names from messages starting "inherit binding 'NAME' is invalid".
+   */
+  invalidInheritBinding: 10057,
 } as const;
 
 const invalid = (message: string, pointer?: string) => new EdgeError(400, WorkersCodes.validation, message, { pointer });
@@ -114,6 +119,12 @@ export const WorkersErrors = {
   bindingNameIsSecret: (binding: string) =>
     invalid(`Binding ${binding}: the name is already used by a secret of this Worker; delete the secret or rename the binding`),
   secretNameIsBinding: (secret: string, bindingType: string) => invalid(`${secret} is already the name of a ${bindingType} binding of this Worker`),
+  inheritUnresolved: (binding: string, why: string) =>
+    new EdgeError(400, WorkersCodes.invalidInheritBinding, `inherit binding '${binding}' is invalid: ${why}`, { pointer: "/metadata/bindings" }),
+  inheritedSecretRenamed: (binding: string, oldName: string) =>
+    invalid(
+      `inherit binding '${binding}': old_name "${oldName}" is a secret; a secret belongs to the Worker here (not to a version), so it cannot be renamed by a version: put it again under the new name (wrangler secret put ${binding})`,
+    ),
 
   // Cron triggers.
   invalidCron: (index: number, cron: string, why: string) => invalid(`${index}: invalid cron expression "${cron}": ${why}`, `/${index}/cron`),

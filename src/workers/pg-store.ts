@@ -291,6 +291,21 @@ export class PgWorkersStore extends ModuleContent implements WorkersStore {
     ).map((r) => r.name);
   }
 
+  async tags(accountId: string, script: string): Promise<string[]> {
+    const row = await this.pg.row<{ tags: string }>("SELECT tags FROM workers.scripts WHERE account_id = $1 AND name = $2", [accountId, script]);
+    if (!row) throw WorkersErrors.scriptNotFound();
+    return JSON.parse(row.tags) as string[];
+  }
+
+  async setTags(accountId: string, script: string, tags: readonly string[]): Promise<void> {
+    const row = await this.pg.row<{ name: string }>("UPDATE workers.scripts SET tags = $1 WHERE account_id = $2 AND name = $3 RETURNING name", [
+      JSON.stringify(tags),
+      accountId,
+      script,
+    ]);
+    if (!row) throw WorkersErrors.scriptNotFound();
+  }
+
   async secretValues(accountId: string, script: string): Promise<Map<string, string>> {
     const rows = await this.pg.rows<{ name: string; value: string }>(
       "SELECT name, value FROM workers.secrets WHERE account_id = $1 AND script = $2 ORDER BY name",

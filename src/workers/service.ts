@@ -274,6 +274,10 @@ export function createWorkersService(
         log,
         certificateOf: edgeTls && ((hostname, accountId) => edgeTls.manager.state(hostname, accountId)),
         platformHostnames: ctx.platformHostnames,
+        pendingCertificates: edgeTls && {
+          notIssued: (accountId, hostnames) => edgeTls.manager.notIssued(accountId, hostnames),
+          max: config.tls!.pendingPerAccount,
+        },
       });
       registerDurableObjectRoutes(app, durableObjects);
       registerAssetsRoutes(app, assets);

@@ -83,4 +83,6 @@ export const WORKERS_MIGRATIONS: readonly Migration[] = [
      SELECT account_id, name, version_id, 1, etag, main_module, compatibility_date, compatibility_flags, bindings, modules, '{}', 'upload', 'api', modified_on FROM scripts;
    INSERT INTO deployments (account_id, script, id, seq, versions, triggered_by, source, created_on)
      SELECT account_id, name, version_id, 1, json_array(json_object('version_id', version_id, 'percentage', 100)), 'upload', 'api', modified_on FROM scripts;`,
+  // Tags of a script (script-settings `tags`), a JSON array of strings; the Worker's, not a version's.
+  `ALTER TABLE scripts ADD COLUMN tags TEXT NOT NULL DEFAULT '[]';`,
 ];

@@ -88,6 +88,8 @@ export class SqliteWorkersStore extends ModuleContent implements WorkersStore {
       putDeployment: db.prepare(`INSERT INTO deployments (${DEPLOYMENT_COLUMNS}) VALUES (${named(DEPLOYMENT_COLUMNS)})`),
       delDeployment: db.prepare<[string, string, string]>("DELETE FROM deployments WHERE account_id = ? AND script = ? AND id = ?"),
       secretNames: db.prepare<[string, string], { name: string }>("SELECT name FROM secrets WHERE account_id = ? AND script = ? ORDER BY name"),
+      tags: db.prepare<[string, string], { tags: string }>("SELECT tags FROM scripts WHERE account_id = ? AND name = ?"),
+      setTags: db.prepare<[string, string, string]>("UPDATE scripts SET tags = ? WHERE account_id = ? AND name = ?"),
       secrets: db.prepare<[string, string], { name: string; value: string }>(
         "SELECT name, value FROM secrets WHERE account_id = ? AND script = ? ORDER BY name",
       ),
@@ -278,6 +280,16 @@ export class SqliteWorkersStore extends ModuleContent implements WorkersStore {
 
   async secretNames(accountId: string, script: string): Promise<string[]> {
     return this.q.secretNames.all(accountId, script).map((r) => r.name);
+  }
+
+  async tags(accountId: string, script: string): Promise<string[]> {
+    const row = this.q.tags.get(accountId, script);
+    if (!row) throw WorkersErrors.scriptNotFound();
+    return JSON.parse(row.tags) as string[];
+  }
+
+  async setTags(accountId: string, script: string, tags: readonly string[]): Promise<void> {
+    if (this.q.setTags.run(JSON.stringify(tags), accountId, script).changes === 0) throw WorkersErrors.scriptNotFound();
   }
 
   async secretValues(accountId: string, script: string): Promise<Map<string, string>> {

@@ -261,6 +261,18 @@ export const describeWorkersStore = storeContract<WorkersStore>("WorkersStore", 
     await assert.rejects(store.secretsChangedSince(A, "app", "nope"), refusedWith(WorkersCodes.versionNotFound));
   });
 
+  it("a script's tags are set and read in order, kept across uploads, per account, and refused for a missing script", async (store) => {
+    await store.save(await version(store, A, "tagged", { "index.js": "v1" }), []);
+    assert.deepEqual(await store.tags(A, "tagged"), []);
+    await store.setTags(A, "tagged", ["cf:service=app", "cf:environment=staging", "team-a"]);
+    await store.save(await version(store, A, "tagged", { "index.js": "v2" }), []);
+    assert.deepEqual(await store.tags(A, "tagged"), ["cf:service=app", "cf:environment=staging", "team-a"]);
+    await assert.rejects(store.tags(B, "tagged"), refusedWith(WorkersCodes.scriptNotFound));
+    await assert.rejects(store.setTags(B, "tagged", ["x"]), refusedWith(WorkersCodes.scriptNotFound));
+    await store.setTags(A, "tagged", []);
+    assert.deepEqual(await store.tags(A, "tagged"), []);
+  });
+
   it("a script name belongs to one account on the whole platform: saving it for another is refused and changes nothing", async (store) => {
     const mine = await version(store, A, "taken", { "index.js": "mine" });
     await store.save(mine, []);

@@ -172,6 +172,10 @@ export interface WorkersStore {
   delete(accountId: string, name: string): Promise<boolean>;
 
   secretNames(accountId: string, script: string): Promise<string[]>;
+  /** A script's tags (script-settings `tags`), in the order set. Refused with `scriptNotFound` when there is no such script. */
+  tags(accountId: string, script: string): Promise<string[]>;
+  /** Replaces a script's tags (kept across uploads, removed with it). Refused with `scriptNotFound` when there is no such script. */
+  setTags(accountId: string, script: string, tags: readonly string[]): Promise<void>;
   /** Secret values, for the runtime only (never for an API answer). */
   secretValues(accountId: string, script: string): Promise<Map<string, string>>;
   /**

@@ -20,6 +20,16 @@ describe("AI gateway providers", () => {
     assert.equal(reg.get("cerebras-ai")!.id, "cerebras");
     assert.equal(typeof upstreamUrl(reg.get("workers-ai")!, "acc", "../../other/ai/run/x", ""), "string", "no climbing out of the base");
     assert.equal(typeof upstreamUrl(reg.get("openai")!, "acc", "%2e%2e/admin", ""), "string");
+    for (const resource of ["%25", "a b", "a#b", "a@b", "a%2Fb", "a\u0000b", "-a", "a.b"])
+      assert.equal(typeof upstreamUrl(reg.get("azure-openai")!, "acc", `${resource}/dep/chat/completions`, ""), "string", resource);
+    assert.equal(typeof upstreamUrl(reg.get("azure-openai")!, "acc", "res/d p/chat/completions", ""), "string");
+    assert.equal(typeof upstreamUrl(reg.get("openai")!, "acc", "chat/completions#x", ""), "string");
+    assert.equal(typeof upstreamUrl(reg.get("openai")!, "acc", "chat/completions", "?a=b c"), "string");
+    assert.equal(
+      u("azure-openai", "res-1/gpt-4o_mini.v2/chat/completions?api-version=1"),
+      "https://res-1.openai.azure.com/openai/deployments/gpt-4o_mini.v2/chat/completions?api-version=1",
+      "a universal step's endpoint carries its query in the path",
+    );
     assert.throws(() => new ProviderRegistry(["nope=http://x"]), /unknown provider "nope"/);
     assert.throws(() => new ProviderRegistry(["openai=ftp://x"]), /expected <provider>=<http\(s\) URL>/);
   });

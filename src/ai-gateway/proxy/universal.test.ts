@@ -124,4 +124,33 @@ describe("AI gateway universal and compat endpoints", () => {
     assert.equal(bad.status, 400);
     assert.match(bad.json.errors[0].message, /<provider>\/<model>/);
   });
+
+  it("refuses provider path segments that cannot be in the upstream URL with a 400, on the provider path and the universal endpoint (issue 30, hole 8)", async () => {
+    // Before: `new URL()` threw on the Azure resource (it becomes a hostname) and the answer was a 500.
+    for (const resource of ["%25", "a%20b", "a%23b", "a@b", "a%2Fb", "a%00b", "-a", "x".repeat(64)]) {
+      const r = await callGateway(`${p.url}/v1/${p.accountId}/uni/azure-openai/${resource}/dep/chat/completions?api-version=2024-10-21`, {
+        body: chatBody(),
+      });
+      assert.equal(r.status, 400, `${resource}: ${r.text}`);
+      assert.equal(r.json.success, false);
+      assert.match(r.json.errors[0].message, /azure-openai resource must be a DNS label/, resource);
+    }
+    const deployment = await callGateway(`${p.url}/v1/${p.accountId}/uni/azure-openai/res/a%20b/chat/completions`, { body: chatBody() });
+    assert.equal(deployment.status, 400, deployment.text);
+    for (const endpoint of [
+      "a b/dep/chat/completions",
+      "a#b/dep/chat/completions",
+      "a\u0000b/dep/chat/completions",
+      "res/dep/chat completions",
+      "res/dep/x#y",
+    ]) {
+      const r = await universal([step("azure-openai", endpoint, "k")]);
+      assert.equal(r.status, 400, `${JSON.stringify(endpoint)}: ${r.text}`);
+      assert.equal(r.json.success, false);
+    }
+    for (const endpoint of ["chat/completions\u0001", "chat completions", "chat\\completions"]) {
+      const r = await universal([step("openai", endpoint, "k")]);
+      assert.equal(r.status, 400, `${JSON.stringify(endpoint)}: ${r.text}`);
+    }
+  });
 });

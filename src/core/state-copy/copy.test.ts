@@ -127,6 +127,7 @@ async function writeEverything(p: TestPlatform, creds: S3Credentials): Promise<W
     200,
   );
   assert.equal((await p.api("PUT", `/accounts/${p.accountId}/workers/scripts/carried-worker/schedules`, [{ cron: "*/30 * * * *" }])).status, 200);
+  assert.equal((await p.api("PATCH", `/accounts/${p.accountId}/workers/scripts/carried-worker/script-settings`, { tags: ["cf:service=carried"] })).status, 200);
 
   // A queue with a pull consumer and three messages waiting, to be delivered in the order they were sent.
   const queueId = (await p.api("POST", `/accounts/${p.accountId}/queues`, { queue_name: "carried-q" })).body.result.queue_id as string;
@@ -238,6 +239,8 @@ async function checkEverything(p: TestPlatform, creds: S3Credentials, w: Written
   assert.equal(backlog.body.result.backlog_count, QUEUED.length, "the queued messages were carried (left for the way back)");
   const schedules = await p.api("GET", `/accounts/${p.accountId}/workers/scripts/carried-worker/schedules`);
   assert.equal(schedules.body.result.schedules[0].cron, "*/30 * * * *");
+  const settings = await p.api("GET", `/accounts/${p.accountId}/workers/scripts/carried-worker/script-settings`);
+  assert.deepEqual(settings.body.result.tags, ["cf:service=carried"], "the Worker's tags were carried");
   const keys = await p.api("GET", `/accounts/${p.accountId}/storage/kv/namespaces/${w.namespaceId}/keys?prefix=expiring`);
   assert.equal(keys.body.result.length, 1);
   assert.ok(keys.body.result[0].expiration > Date.now() / 1000, "the expiration was carried");

@@ -27,7 +27,8 @@ export type Family =
   | "ai_gateway"
   | "gateway_logs"
   | "gateway_traffic"
-  | "worker_traffic";
+  | "worker_traffic"
+  | "analytics";
 
 /**
  * json: a JSON body the platform parses; multipart: multipart/form-data it parses; raw: bytes it stores as they
@@ -423,6 +424,30 @@ export const ENDPOINTS: readonly Endpoint[] = [
   remove("r2", (f) => `${acct(f)}/r2/buckets/${f.bucket}`, "bucket"),
   read("r2", (f) => `${acct(f)}/r2/buckets/${f.bucket}/objects/fuzz/key`),
   remove("r2", (f) => `${acct(f)}/r2/buckets/${f.bucket}/objects/fuzz/key`),
+  read("r2", (f) => `${acct(f)}/r2/buckets/${f.bucket}/cors`),
+  send(
+    "r2",
+    "PUT",
+    (f) => `${acct(f)}/r2/buckets/${f.bucket}/cors`,
+    () => ({ rules: [{ allowed: { origins: ["https://fuzz.example"], methods: ["GET"] } }] }),
+  ),
+  remove("r2", (f) => `${acct(f)}/r2/buckets/${f.bucket}/cors`),
+  read("r2", (f) => `${acct(f)}/r2/buckets/${f.bucket}/lifecycle`),
+  send(
+    "r2",
+    "PUT",
+    (f) => `${acct(f)}/r2/buckets/${f.bucket}/lifecycle`,
+    () => ({ rules: [] }),
+  ),
+  send(
+    "analytics",
+    "POST",
+    () => "/graphql",
+    (f) => ({
+      query: "query q($a: String) { viewer { accounts(filter: {accountTag: $a}) { r2StorageAdaptiveGroups(limit: 1) { max { objectCount } } } } }",
+      variables: { a: f.id },
+    }),
+  ),
   // Event notification rules of the bucket, per queue of the account.
   read("r2", (f) => `${acct(f)}/event_notifications/r2/${f.bucket}/configuration`),
   read("r2", (f) => `${acct(f)}/event_notifications/r2/${f.bucket}/configuration/queues/${f.queue}`),
@@ -501,6 +526,9 @@ export const ENDPOINTS: readonly Endpoint[] = [
     (f) => `${script(f)}/script-settings`,
     () => ({ logpush: false }),
   ),
+  read("workers", (f) => `${script(f)}/script-settings`),
+  read("workers", (f) => `${script(f)}/references`),
+  read("workers", (f) => `${acct(f)}/workers/tails/by-consumer/${f.script ?? "none"}`),
   read("workers", (f) => `${script(f)}/subdomain`),
   send(
     "workers",

@@ -20,8 +20,9 @@ if (!file || !process.send) {
 }
 const db = new Database(file, { nativeBinding: sqliteAddon() });
 configureConnection(db);
-// SQLite's own allocations (a randomblob(1e9), a huge sort) fail with "out of memory" past this, not the process.
-db.pragma("hard_heap_limit = 536870912");
+// SQLite's heap limits (hard_heap_limit) do nothing here: better-sqlite3 is built with SQLITE_DEFAULT_MEMSTATUS=0,
+// which turns their accounting off. The bound is the process's data segment (RLIMIT_DATA, set by executor.ts): past
+// it SQLite's allocations (a TEMP table, a sort, a randomblob(1e9)) fail with "out of memory" and the query with them.
 
 function answer(job: ExecutorJob): ExecutorAnswer {
   switch (job.op) {

@@ -1,5 +1,6 @@
 import { fork, type ChildProcess } from "node:child_process";
 import { existsSync } from "node:fs";
+import { delimiter, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { EdgeError } from "../../core/errors.js";
 import type { Logger } from "../../core/logger.js";
@@ -12,8 +13,23 @@ const EXECUTOR_SCRIPT = fileURLToPath(new URL("./d1-executor.js", import.meta.ur
 /** How long a new executor may take to start (a hang guard: on a loaded machine it takes a few hundred ms). */
 const START_TIMEOUT_MS = 60_000;
 
-/** Node's own heap of an executor: it holds one request's results at a time (SQLite's heap is limited separately). */
+/** Node's own heap of an executor: it holds one request's results at a time (within the process's memory cap). */
 const EXECUTOR_HEAP_MB = 256;
+
+/**
+ * util-linux's prlimit, which starts the executor with its data segment capped (RLIMIT_DATA): Node cannot set a
+ * resource limit on a child, and SQLite's own heap limit is off in better-sqlite3's build (d1-executor.ts). Absent
+ * (not Linux, a minimal image), executors run uncapped and the platform says so once.
+ */
+const PRLIMIT = [
+  "/usr/bin/prlimit",
+  "/bin/prlimit",
+  ...(process.env.PATH ?? "")
+    .split(delimiter)
+    .filter(Boolean)
+    .map((d) => join(d, "prlimit")),
+].find((p) => p.startsWith("/") && existsSync(p));
+let warnedUncapped = false;
 
 /**
  * One database's executor process, seen from the platform: jobs run one at a time, in order (a D1 database is
@@ -30,7 +46,11 @@ export class DatabaseExecutor {
 
   constructor(
     readonly file: string,
+    /** The account whose database this is: what the engine's per-account cap counts. */
+    readonly accountId: string,
     private readonly timeoutMs: number,
+    /** Bytes the process may allocate (its RLIMIT_DATA). */
+    private readonly memoryBytes: number,
     private readonly log: Logger,
   ) {}
 
@@ -53,8 +73,14 @@ export class DatabaseExecutor {
   /** A new executor process, once it has opened the database and said so. */
   private spawn(): Promise<ChildProcess> {
     if (!existsSync(EXECUTOR_SCRIPT)) return Promise.reject(new Error(`D1 executor script missing: ${EXECUTOR_SCRIPT}`));
+    if (!PRLIMIT && !warnedUncapped) {
+      warnedUncapped = true;
+      this.log.warn("prlimit (util-linux) not found: D1 executors run without a memory cap (--d1-executor-memory is not applied)");
+    }
+    const heap = `--max-old-space-size=${EXECUTOR_HEAP_MB}`;
     const child = fork(EXECUTOR_SCRIPT, [this.file], {
-      execArgv: [`--max-old-space-size=${EXECUTOR_HEAP_MB}`],
+      // fork runs `<execPath> <execArgv> <script>`: through prlimit, which execs Node in place with the limit set.
+      ...(PRLIMIT ? { execPath: PRLIMIT, execArgv: [`--data=${this.memoryBytes}`, process.execPath, heap] } : { execArgv: [heap] }),
       // Advanced serialization carries Buffers and large results without a JSON round trip of its own.
       serialization: "advanced",
       stdio: ["ignore", "ignore", "pipe", "ipc"],

@@ -43,6 +43,8 @@ export function configureConnection(db: Db): void {
   db.pragma("synchronous = NORMAL");
   db.pragma("foreign_keys = ON");
   db.pragma("trusted_schema = OFF");
+  // Temporary storage in memory, bounded by the executor's memory cap, never in unlinked files no limit counts.
+  db.pragma(`temp_store = ${D1_LIMITS.tempStore}`);
   const pageSize = db.pragma("page_size", { simple: true }) as number;
   db.pragma(`max_page_count = ${Math.floor(D1_LIMITS.databaseBytes / pageSize)}`);
 }

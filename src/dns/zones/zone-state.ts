@@ -1,4 +1,5 @@
 import { randomBytes } from "node:crypto";
+import { DnsErrors } from "../errors.js";
 import type { DnsRecord, Zone } from "../model.js";
 
 export const newId = () => randomBytes(16).toString("hex");
@@ -98,6 +99,9 @@ export class ZoneDraft {
   }
 
   set(r: DnsRecord): void {
+    // Every writer passes here (the records API, imports, Custom Domains, certificate challenges): a name the wire
+    // cannot carry would be served malformed in every answer and zone transfer that holds it.
+    checkWireName(r.name);
     this.forget(r.id);
     this.changes.set(r.id, r);
     const ids = this.changedAt.get(r.name);
@@ -114,4 +118,10 @@ export class ZoneDraft {
     const prev = this.changes.get(id);
     if (prev) this.changedAt.get(prev.name)?.delete(id);
   }
+}
+
+/** Refuses an owner name DNS cannot encode: over 253 characters (255 bytes on the wire) or a label over 63. */
+export function checkWireName(name: string): void {
+  if (name.length > 253) throw DnsErrors.nameInvalid(`${name.slice(0, 40)}… is longer than 253 characters`);
+  if (name.split(".").some((label) => label.length > 63)) throw DnsErrors.nameInvalid(`a label of ${name.slice(0, 40)}… is longer than 63 characters`);
 }

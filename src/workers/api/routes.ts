@@ -18,6 +18,7 @@ import {
 import { registerContentRoutes } from "./content.js";
 import { registerScheduleRoutes } from "./schedules.js";
 import { checkScriptSettings, checkSubdomainChange, SCRIPT_SETTINGS, subdomainState } from "./settings.js";
+import { multipartLabelledAsJavascript } from "./sdk-content-type.js";
 import { MODULE_CONTENT_TYPES, readUpload, secretText, type ParsedUpload } from "./upload.js";
 
 export interface WorkersRouteDeps {
@@ -142,7 +143,14 @@ export function registerWorkersRoutes(app: FastifyInstance, deps: WorkersRouteDe
     return !newest || s.compatibilityDate <= newest ? [] : [WorkersMessages.compatibilityDateLowered(s.compatibilityDate, newest)];
   };
 
-  app.put(`${base}/scripts/:name`, edit, async (req) => {
+  const sdkUpload = {
+    ...edit,
+    preParsing: async (req: FastifyRequest, _reply: unknown, payload: NodeJS.ReadableStream) => {
+      await multipartLabelledAsJavascript(req);
+      return payload;
+    },
+  };
+  app.put(`${base}/scripts/:name`, sdkUpload, async (req) => {
     const p = req.params as Params;
     const up = await readUpload(req);
     const s = await deployer.upload(p.account_id, p.name, up, uploadMeta(req, up));
@@ -234,10 +242,32 @@ export function registerWorkersRoutes(app: FastifyInstance, deps: WorkersRouteDe
     await deployer.deployVersion(s.accountId, s.name, deployment, force === "true");
     return ok(deploymentView(deployment));
   });
+  // Tags are kept (wrangler 4 groups a Worker's environments by `cf:service=` and `cf:environment=` tags); the other
+  // settings are features this platform does not have, accepted off only (settings.ts).
+  const scriptSettingsOf = async (s: ScriptRecord) => ({ ...SCRIPT_SETTINGS, tags: await store.tags(s.accountId, s.name) });
+  app.get(`${base}/scripts/:name/script-settings`, read, async (req) => ok(await scriptSettingsOf(await scriptOf(req))));
   app.patch(`${base}/scripts/:name/script-settings`, edit, async (req) => {
+    const s = await scriptOf(req);
+    const { tags } = checkScriptSettings(req.body ?? {});
+    if (tags !== undefined) await store.setTags(s.accountId, s.name, tags);
+    return ok(await scriptSettingsOf(s));
+  });
+
+  // What depends on a Worker (`wrangler delete` asks before deleting one that is used): the Workers of the same account
+  // whose service bindings name it. Durable Object namespaces are bound by their own Worker only here, and there are no
+  // Pages Functions or dispatch namespaces, so those lists are empty.
+  app.get(`${base}/scripts/:name/references`, read, async (req) => {
+    const s = await scriptOf(req);
+    const incoming = (await store.list(s.accountId))
+      .filter((other) => other.name !== s.name && other.bindings.some((b) => b.type === "service" && b.service === s.name))
+      .map((other) => ({ service: other.name, environment: "production" }));
+    const outgoing = s.bindings.flatMap((b) => (b.type === "service" ? [{ service: b.service, environment: "production" }] : []));
+    return ok({ services: { incoming, outgoing, pages_function: false }, durable_objects: [], dispatch_outbounds: [] });
+  });
+  // The Tail Workers a Worker is a consumer of: there are no Tail Workers here (tail_consumers is only ever []).
+  app.get(`${base}/tails/by-consumer/:name`, read, async (req) => {
     await scriptOf(req);
-    checkScriptSettings(req.body ?? {});
-    return ok(SCRIPT_SETTINGS);
+    return ok([]);
   });
 
   app.get(`${base}/scripts`, read, async (req) => {
@@ -286,7 +316,14 @@ export function registerWorkersRoutes(app: FastifyInstance, deps: WorkersRouteDe
         environment: "production",
         created_on: s.createdOn,
         modified_on: s.modifiedOn,
-        script: { ...summary(s), ...(await migrationTagOf(s)) },
+        script: {
+          ...summary(s),
+          ...(await migrationTagOf(s)),
+          tags: await store.tags(s.accountId, s.name),
+          // wrangler 4 warns before overwriting a Worker last changed through the API ("api"); "dash" would make it
+          // diff the dashboard's configuration, and nothing here edits a Worker in a dashboard.
+          last_deployed_from: (await store.deployments(s.accountId, s.name))[0]?.source ?? "api",
+        },
       },
       created_on: s.createdOn,
       modified_on: s.modifiedOn,

@@ -1,4 +1,6 @@
+import { z } from "zod";
 import { CoreErrors } from "../../core/errors.js";
+import { parseWith } from "../../core/http/validate.js";
 import { WorkersCodes, WorkersErrors, WorkersMessages } from "../errors.js";
 
 /**
@@ -11,14 +13,35 @@ const NO_LOGS = "this platform has no Workers Logs (a script's console output go
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
 
-/** Checks a `PATCH …/script-settings` body (what `wrangler deploy` sends: `observability: {enabled: false}`). */
-export function checkScriptSettings(body: unknown): void {
+/** The hosted bounds of a script's tags: at most 8, each a non-empty string (this platform bounds its length). */
+export const TagLimits = { tags: 8, chars: 256 } as const;
+
+const tagsSchema = z
+  .array(z.string().min(1).max(TagLimits.chars))
+  .max(TagLimits.tags)
+  .refine((tags) => new Set(tags).size === tags.length, { message: "each tag may be given once" });
+
+/**
+ * Checks a `PATCH …/script-settings` body (what `wrangler deploy` sends: `observability: {enabled: false}`, and wrangler
+ * 4 its service and environment `tags`) and returns the tags to store, when it names them.
+ */
+export function checkScriptSettings(body: unknown): { tags?: string[] } {
   if (!isObject(body)) throw CoreErrors.invalidInput("script settings must be a JSON object", { code: WorkersCodes.validation });
+  let tags: string[] | undefined;
   for (const [field, value] of Object.entries(body)) {
+    if (field === "tags") {
+      // null leaves the tags as they are, as an absent field does.
+      if (value !== null) tags = parseWith(z.object({ tags: tagsSchema }), { tags: value }, WorkersCodes.validation).tags;
+      continue;
+    }
     if (!checkSettingOff(field, value)) {
-      throw WorkersErrors.settingUnavailable(field, "not a script setting of this platform (it has logpush, tail_consumers and observability, all off)");
+      throw WorkersErrors.settingUnavailable(
+        field,
+        "not a script setting of this platform (it has tags, and logpush, tail_consumers and observability, all off)",
+      );
     }
   }
+  return tags === undefined ? {} : { tags };
 }
 
 /**

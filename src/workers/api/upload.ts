@@ -5,6 +5,7 @@ import { formParts } from "../../core/http/multipart.js";
 import { parseUserJson } from "../../core/http/json-input.js";
 import { parseWith } from "../../core/http/validate.js";
 import { bindingName } from "../bindings/binding-type.js";
+import { inheritBindingSchema, type InheritBinding } from "../bindings/inherit.js";
 import { bindingType, SUPPORTED_BINDING_TYPES, type Binding } from "../bindings/registry.js";
 import { parseMigrations, type UploadMigrations } from "../durable-objects/migrations.js";
 import { parseUploadAssets, type UploadAssets } from "../assets/assets.js";
@@ -65,6 +66,10 @@ export interface ParsedUpload {
   compatibilityDate?: string;
   compatibilityFlags: string[];
   bindings: Binding[];
+  /** `inherit` bindings, resolved against an earlier version by the deployer (bindings/inherit.ts). */
+  inherits: InheritBinding[];
+  /** `?bindings_inherit=strict`: an inherit binding that names nothing is refused rather than dropped. */
+  strictInherit: boolean;
   secrets: { name: string; text: string }[];
   modules: ModuleSource[];
   /** Durable Object migrations to apply with this version. */
@@ -130,7 +135,10 @@ function metadataOf(json: string | undefined, bracketed: { name: string; value: 
 }
 
 /** Reads the multipart body of a script upload and checks everything that needs no store. */
+const inheritQuerySchema = z.looseObject({ bindings_inherit: z.literal("strict").optional() });
+
 export async function readUpload(req: FastifyRequest): Promise<ParsedUpload> {
+  const { bindings_inherit } = parseWith(inheritQuerySchema, req.query ?? {}, WorkersCodes.validation);
   if (!req.isMultipart()) throw WorkersErrors.notMultipart();
   let metadataText: string | undefined;
   const bracketed: { name: string; value: string }[] = [];
@@ -179,15 +187,18 @@ export async function readUpload(req: FastifyRequest): Promise<ParsedUpload> {
   if (main.kind !== "esModule") throw WorkersErrors.mainModuleNotEsm(main.name);
 
   const bindings: Binding[] = [];
+  const inherits: InheritBinding[] = [];
   const secrets: ParsedUpload["secrets"] = [];
   const seen = new Set<string>();
   meta.bindings.forEach((raw, i) => {
-    const type = raw.type === "secret_text" ? undefined : bindingType(raw.type);
-    if (raw.type !== "secret_text" && !type) throw WorkersErrors.bindingTypeUnsupported(i, raw.type, SUPPORTED_BINDING_TYPES);
-    const b = parseWith(type?.schema ?? secretBindingSchema, raw, WorkersCodes.validation);
+    const own = raw.type === "secret_text" || raw.type === "inherit";
+    const type = own ? undefined : bindingType(raw.type);
+    if (!own && !type) throw WorkersErrors.bindingTypeUnsupported(i, raw.type, SUPPORTED_BINDING_TYPES);
+    const b = parseWith(type?.schema ?? (raw.type === "inherit" ? inheritBindingSchema : secretBindingSchema), raw, WorkersCodes.validation);
     if (seen.has(b.name)) throw WorkersErrors.bindingNameRepeated(i, b.name);
     seen.add(b.name);
     if (b.type === "secret_text") secrets.push({ name: b.name, text: b.text });
+    else if (b.type === "inherit") inherits.push(b);
     else bindings.push(b);
   });
   return {
@@ -195,6 +206,8 @@ export async function readUpload(req: FastifyRequest): Promise<ParsedUpload> {
     compatibilityDate: meta.compatibility_date,
     compatibilityFlags: meta.compatibility_flags,
     bindings,
+    inherits,
+    strictInherit: bindings_inherit === "strict",
     secrets,
     modules,
     migrations: parseMigrations(meta.migrations),

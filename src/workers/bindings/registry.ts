@@ -42,4 +42,4 @@ export function typeOf(binding: Binding): BindingType<Binding> {
 }
 
 /** The binding types an upload may name, secrets included. */
-export const SUPPORTED_BINDING_TYPES: readonly string[] = [...TYPES.map((t) => t.type), "secret_text"];
+export const SUPPORTED_BINDING_TYPES: readonly string[] = [...TYPES.map((t) => t.type), "secret_text", "inherit"];

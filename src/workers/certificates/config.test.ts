@@ -30,7 +30,9 @@ test("--edge-tls-port needs an https ACME directory; a bad port, email or CA fil
     assert.deepEqual(read({ "edge-tls-port": 0, "acme-directory": DIR, "acme-email": "ops@example.com", "acme-ca-file": join(dir, "ca.pem") }).tls, {
       port: 0,
       acme: { directoryUrl: DIR, email: "ops@example.com", ca: "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n" },
+      pendingPerAccount: 50,
     });
+    assert.throws(() => read({ "edge-tls-port": 8443, "acme-directory": DIR, "acme-pending-per-account": 0 }), /--acme-pending-per-account must be/);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

@@ -53,8 +53,51 @@ export const renewalTime = (issuedAt: number, notAfter: number) => Math.floor(no
 export const retryTime = (failures: number, at: number) => at + Math.min(FIRST_RETRY_MS * 2 ** Math.min(failures - 1, 20), LONGEST_RETRY_MS);
 
 /**
+ * The orders waiting on this node, taken round robin by account: one account's hundreds of domains do not hold up
+ * another account's one (before, one FIFO made them wait for all of them). Each account's own orders keep their order.
+ */
+export class FairOrderQueue {
+  /** Waiting hostnames by account (an account is here only while it has some). */
+  private readonly byAccount = new Map<string, string[]>();
+  /** The accounts with waiting orders, the next to be served first. */
+  private readonly turn: string[] = [];
+  private readonly queued = new Set<string>();
+
+  has(hostname: string): boolean {
+    return this.queued.has(hostname);
+  }
+
+  get size(): number {
+    return this.queued.size;
+  }
+
+  push(accountId: string, hostname: string): void {
+    if (this.queued.has(hostname)) return;
+    this.queued.add(hostname);
+    const waiting = this.byAccount.get(accountId);
+    if (waiting) waiting.push(hostname);
+    else {
+      this.byAccount.set(accountId, [hostname]);
+      this.turn.push(accountId);
+    }
+  }
+
+  /** The next order: the first waiting of the account whose turn it is; that account then goes last. */
+  shift(): string | undefined {
+    const accountId = this.turn.shift();
+    if (accountId === undefined) return undefined;
+    const waiting = this.byAccount.get(accountId)!;
+    const hostname = waiting.shift()!;
+    if (waiting.length > 0) this.turn.push(accountId);
+    else this.byAccount.delete(accountId);
+    this.queued.delete(hostname);
+    return hostname;
+  }
+}
+
+/**
  * Certificates of Custom Domains: keeps one row per attached hostname, orders (one order at a time on this node,
- * in the background: nothing here is awaited by a request), renews, retries with backoff, and serves the issued
+ * in the background, fairly between accounts (FairOrderQueue): nothing here is awaited by a request), renews, retries with backoff, and serves the issued
  * ones by SNI (`secureContext`). On several nodes the order is claimed in the row (CertificateStore.claim), so one
  * node orders; every node serves what is stored, read again on the bus notice `worker_certificates` and every minute.
  */
@@ -62,7 +105,7 @@ export class CertificateManager {
   private rows = new Map<string, CertificateRow>();
   /** SNI answers, with the PEM each was made from (remade only when it changes). */
   private contexts = new Map<string, { certPem: string; context: SecureContext }>();
-  private readonly queue: string[] = [];
+  private readonly queue = new FairOrderQueue();
   private ordering = false;
   private syncing: Promise<void> | undefined;
   private syncAgain = false;
@@ -89,6 +132,16 @@ export class CertificateManager {
   secureContext(servername: string): SecureContext | undefined {
     const name = servername.toLowerCase().replace(/\.$/, "");
     return this.deps.served(name) ? this.contexts.get(name)?.context : undefined;
+  }
+
+  /**
+   * How many of `hostnames` (the account's attached Custom Domains) have no certificate issued yet: pending (no row
+   * read yet, or never issued) or failed. What --acme-pending-per-account bounds at attach.
+   */
+  notIssued(accountId: string, hostnames: Iterable<string>): number {
+    let n = 0;
+    for (const h of hostnames) if (this.state(h, accountId).status !== "active") n++;
+    return n;
   }
 
   /**
@@ -148,7 +201,7 @@ export class CertificateManager {
     if (changed) rows = await store.all();
     this.rows = new Map(rows.map((r) => [r.hostname, r]));
     await this.buildContexts(rows);
-    for (const r of rows) if (this.due(r, t) && !this.queue.includes(r.hostname)) this.queue.push(r.hostname);
+    for (const r of rows) if (this.due(r, t)) this.queue.push(r.accountId, r.hostname);
     void this.orderNext();
   }
 

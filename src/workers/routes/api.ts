@@ -8,7 +8,7 @@ import type { Logger } from "../../core/logger.js";
 import { DnsErrors } from "../../dns/errors.js";
 import { WorkersErrors } from "../errors.js";
 import { RoutesCodes, RoutesErrors } from "./errors.js";
-import { inZone, parsePattern, validHostname } from "./pattern.js";
+import { inZone, MAX_CUSTOM_DOMAIN_CHARS, parsePattern, validHostname } from "./pattern.js";
 import type { ApiMessage, DomainRecords } from "./dns-records.js";
 import type { CustomDomain, RoutesStore, WorkerRoute } from "./store.js";
 import type { PlatformHostnames } from "../../core/service.js";
@@ -36,6 +36,12 @@ export interface RoutesApiDeps {
   certificateOf?: (hostname: string, accountId: string) => CertificateState;
   /** The platform's own hostnames (the edge's plan): no route or Custom Domain may sit at or under one. */
   platformHostnames: PlatformHostnames;
+  /**
+   * When the platform issues certificates: how many of an account's domains have none issued yet, and how many it may
+   * have (--acme-pending-per-account). Attaching new domains past it is refused, so that one account cannot fill the
+   * order queue and spend the platform's ACME rate limits.
+   */
+  pendingCertificates?: { notIssued(accountId: string, hostnames: Iterable<string>): number; max: number };
 }
 
 /** Routes or domains one request may set (wrangler sends a Worker's whole list in one PUT). */
@@ -197,6 +203,7 @@ export function registerRoutesApi(app: FastifyInstance, deps: RoutesApiDeps): vo
     const hostname = origin.hostname.trim().toLowerCase().replace(/\.$/, "");
     if (!validHostname(hostname)) throw RoutesErrors.invalidHostname(origin.hostname);
     deps.platformHostnames.refuse("Custom Domain", hostname);
+    if (hostname.length > MAX_CUSTOM_DOMAIN_CHARS) throw RoutesErrors.hostnameTooLongForCertificate(hostname, MAX_CUSTOM_DOMAIN_CHARS);
     if (environment !== "production") throw RoutesErrors.environment(environment);
     const zone = accountZone(accountId, hostname, origin);
     if (!inZone(hostname, zone.name)) throw RoutesErrors.zoneMismatch(hostname, zone.name);
@@ -221,6 +228,17 @@ export function registerRoutesApi(app: FastifyInstance, deps: RoutesApiDeps): vo
     if (remove && (await store.deleteDomain(old.accountId, old.id)))
       deps.log.warn({ hostname, account: old.accountId, zone: old.zoneId }, "removed a stale Custom Domain of another account: its zone is gone");
     return undefined;
+  };
+
+  /** Refuses adding `hostnames` when the account's certificates not yet issued would then pass the cap. */
+  const checkPendingCertificates = async (accountId: string, hostnames: readonly string[]) => {
+    const pending = deps.pendingCertificates;
+    if (!pending) return;
+    const attached = new Set((await store.domains(accountId)).map((d) => d.hostname));
+    const adding = new Set(hostnames.filter((h) => !attached.has(h))).size;
+    if (adding === 0) return;
+    const waiting = pending.notIssued(accountId, attached);
+    if (waiting + adding > pending.max) throw RoutesErrors.tooManyPendingCertificates(pending.max, waiting);
   };
 
   /**
@@ -282,6 +300,7 @@ export function registerRoutesApi(app: FastifyInstance, deps: RoutesApiDeps): vo
     const b = parseWith(domainBody, req.body ?? {}, RoutesCodes.validation);
     const domain = checkedDomain(p.account_id, b.service, b.environment, b);
     if (!(await deps.scriptExists(p.account_id, b.service))) throw WorkersErrors.scriptNotFound();
+    await checkPendingCertificates(p.account_id, [domain.hostname]);
     const messages: ApiMessage[] = [];
     const stored = await attach(domain, { origin: true, dnsRecord: b.override_existing_dns_record }, messages);
     await deps.changed();
@@ -293,6 +312,10 @@ export function registerRoutesApi(app: FastifyInstance, deps: RoutesApiDeps): vo
     const p = await scriptOf(req);
     const b = parseWith(domainRecordsBody, req.body ?? {}, RoutesCodes.validation);
     const wanted = b.origins.map((o) => checkedDomain(p.account_id, p.name, "production", o));
+    await checkPendingCertificates(
+      p.account_id,
+      wanted.map((d) => d.hostname),
+    );
     // Checked before anything is written, so that a conflict leaves every domain and record as it was.
     for (const d of wanted) {
       const old = await ownDomainAt(p.account_id, d.hostname, false);

@@ -439,3 +439,35 @@ test("a Custom Domain another account left behind (its zone deleted, the domain'
     }
   });
 });
+
+test("a Custom Domain too long for its certificate's challenge name (over 237 characters) is refused at attach, by both attach paths, and writes no record (issue 30, hole 11)", async () => {
+  const zone = await zoneOf(p.accountId);
+  /** A hostname of exactly `length` characters in the zone. */
+  const named = (length: number) => {
+    const labels: string[] = [];
+    let left = length - zone.name.length - 1;
+    while (left > 0) {
+      const n = Math.min(63, left === 64 ? 62 : left);
+      labels.push("h".repeat(n));
+      left -= n + 1;
+    }
+    return `${labels.join(".")}.${zone.name}`;
+  };
+  const tooLong = named(238);
+  assert.equal(tooLong.length, 238);
+  const r = await attach({ hostname: tooLong, zone_id: zone.id });
+  assert.equal(r.status, 400, JSON.stringify(r.body));
+  assert.equal(r.body.errors[0].code, 10021);
+  assert.match(r.body.errors[0].message, /at most 237/);
+  const viaScript = await p.api("PUT", `/accounts/${p.accountId}/workers/scripts/dr-app/domains/records`, {
+    origins: [{ hostname: tooLong, zone_id: zone.id }],
+    override_existing_origin: true,
+  });
+  assert.equal(viaScript.status, 400, JSON.stringify(viaScript.body));
+  assert.equal((await records(zone.id)).body.result.length, 0, "nothing was written to the zone");
+
+  const longest = named(237);
+  const fine = await attach({ hostname: longest, zone_id: zone.id });
+  assert.equal(fine.status, 200, JSON.stringify(fine.body));
+  assert.equal(fine.body.result.hostname, longest);
+});

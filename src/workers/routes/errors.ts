@@ -12,6 +12,7 @@ export const RoutesCodes = {
   domainTaken: 100116,
   dnsRecordConflict: 100117,
   hostnameDelegated: 100192, // ours
+  tooManyPendingCertificates: 100193, // ours
 } as const;
 
 const invalid = (message: string, pointer?: string) => new EdgeError(400, RoutesCodes.validation, message, { pointer });
@@ -37,6 +38,17 @@ export const RoutesErrors = {
       `${hostname} is answered from the zone ${closest}, not ${zone}: a Custom Domain belongs to the closest zone that encloses its hostname; name ${closest} or no zone`,
     ),
   invalidHostname: (hostname: string) => invalid(`"${hostname}" is not a hostname a Custom Domain can have (no wildcard, no path, no port)`, "/hostname"),
+  hostnameTooLongForCertificate: (hostname: string, max: number) =>
+    invalid(
+      `"${hostname.slice(0, 40)}…" has ${hostname.length} characters; a Custom Domain may have at most ${max}, so that its certificate's challenge name (_acme-challenge.<hostname>) is still a DNS name`,
+      "/hostname",
+    ),
+  tooManyPendingCertificates: (max: number, waiting: number) =>
+    new EdgeError(
+      429,
+      RoutesCodes.tooManyPendingCertificates,
+      `This account has ${waiting} Custom Domain certificates not yet issued (pending or failed); at most ${max} may wait at once. Attach more once some are issued, or detach domains whose certificates fail.`,
+    ),
   environment: (environment: string) => invalid(`environment "${environment}": this platform has one environment per Worker, "production"`, "/environment"),
   domainNotFound: () => new EdgeError(404, RoutesCodes.domainNotFound, "Custom Domain not found"),
   domainTaken: (hostname: string, service: string) =>

@@ -40,6 +40,14 @@ export function parsePattern(raw: string): ParsedPattern | string {
   return { host, hostMatch, path, pathPrefix };
 }
 
+/** The label a DNS-01 challenge puts before a hostname (`_acme-challenge.<hostname>`, RFC 8555 section 8.4). */
+export const ACME_CHALLENGE_PREFIX = "_acme-challenge.";
+/**
+ * The longest Custom Domain: its certificate's challenge name must still be a DNS name (253 characters), or every
+ * order fails and writes a name no zone transfer can carry.
+ */
+export const MAX_CUSTOM_DOMAIN_CHARS = MAX_HOSTNAME_CHARS - ACME_CHALLENGE_PREFIX.length;
+
 /** A DNS hostname of at least two labels (lowercase, no trailing dot). */
 export function validHostname(host: string): boolean {
   if (host.length === 0 || host.length > MAX_HOSTNAME_CHARS) return false;

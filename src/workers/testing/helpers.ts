@@ -14,11 +14,11 @@ async function workerForm(code: string, metadata: Record<string, unknown>): Prom
   return { contentType: encoded.headers.get("content-type")!, body: Buffer.from(await encoded.arrayBuffer()) };
 }
 
-type UploadOptions = { accountId?: string; headers?: Record<string, string> };
+type UploadOptions = { accountId?: string; headers?: Record<string, string>; /** e.g. `?bindings_inherit=strict` */ query?: string };
 
 async function sendWorker(p: TestPlatform, method: "PUT" | "POST", path: string, code: string, metadata: Record<string, unknown>, opts: UploadOptions) {
   const { contentType, body } = await workerForm(code, metadata);
-  const res = await request(`${p.apiUrl}/accounts/${opts.accountId ?? p.accountId}/workers/scripts/${path}`, {
+  const res = await request(`${p.apiUrl}/accounts/${opts.accountId ?? p.accountId}/workers/scripts/${path}${opts.query ?? ""}`, {
     method,
     headers: { ...p.headers(), "content-type": contentType, ...opts.headers },
     body,

@@ -3,10 +3,24 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
+import { nodeBinary, testClientMissing, testClientModule } from "../../core/testing/node-binary.js";
 import type { CliResult, TestPlatform } from "../../core/testing/platform.js";
 
 /** wrangler 3 (a devDependency pinned to the version docs/compatibility.md names), started by its own bin script. */
 const WRANGLER_BIN = join(dirname(createRequire(import.meta.url).resolve("wrangler/package.json")), "bin", "wrangler.js");
+
+/** wrangler 4, the latest release, from the test-client folder, and the Node 22 it needs (>= 22.12). */
+const WRANGLER4_BIN = testClientModule("wrangler/bin/wrangler.js");
+const NODE22 = nodeBinary(22);
+
+/** For `test(name, { skip: wrangler4Missing() })`: why wrangler 4 cannot run here, or false. */
+export const wrangler4Missing = () => testClientMissing("wrangler 4 or Node 22", WRANGLER4_BIN, NODE22);
+
+/**
+ * The wrangler releases a test runs with (`for (const version of wranglerVersions()) describe(...)`): 3.114 always,
+ * and the latest 4 when test-clients/ is installed (under CI, where it must be, its absence fails the file).
+ */
+export const wranglerVersions = (): (3 | 4)[] => (wrangler4Missing() ? [3] : [3, 4]);
 
 /** A hang guard only: a deploy on a loaded 2-core machine has taken tens of seconds. */
 const WRANGLER_LIMIT_MS = 180_000;
@@ -18,10 +32,12 @@ export interface WranglerOptions {
   /** Instead of the bootstrap token: e.g. `{ CLOUDFLARE_API_KEY, CLOUDFLARE_EMAIL }` for the global key. */
   credentials?: Record<string, string>;
   input?: string;
+  /** Which wrangler: 3 (the devDependency, on the machine's node) by default, or 4 (test-clients, on Node 22). */
+  version?: 3 | 4;
 }
 
 /**
- * Runs the real wrangler 3 CLI against the platform, as a user would: `CLOUDFLARE_API_BASE_URL` pointed at its v4 API,
+ * Runs the real wrangler CLI (3, or 4 with `version: 4`) against the platform, as a user would: `CLOUDFLARE_API_BASE_URL` pointed at its v4 API,
  * the bootstrap token and account. Its home and config directory are a fresh temporary one (no login state or logs of
  * the machine's user are read or written), metrics are off, and its npm update check goes to a closed loopback port
  * so a test never reaches the internet.
@@ -30,7 +46,9 @@ export async function runWrangler(p: TestPlatform, args: string[], opts: Wrangle
   const home = mkdtempSync(join(tmpdir(), "edge-wrangler-home-"));
   try {
     return await new Promise<CliResult>((resolve, reject) => {
-      const child = spawn(process.execPath, [WRANGLER_BIN, ...args], {
+      const [node, bin] = opts.version === 4 ? [NODE22, WRANGLER4_BIN] : [process.execPath, WRANGLER_BIN];
+      if (!node || !bin) throw new Error(wrangler4Missing() || "wrangler 4 is not installed");
+      const child = spawn(node, [bin, ...args], {
         cwd: opts.cwd,
         env: {
           PATH: process.env.PATH,

@@ -1,0 +1,14 @@
+/** The codes of the analytics API: a body that is not a GraphQL request is a v4 refusal; a query's own faults are GraphQL errors. */
+export const AnalyticsCodes = {
+  /** The hosted v4 validation code, for a body that is not a GraphQL request. */
+  invalidRequest: 10021,
+} as const;
+
+/** The messages of the GraphQL errors a query is answered with. */
+export const AnalyticsMessages = {
+  accountNotAuthorized: (account: string) => `not authorized for account ${account}: it does not exist or the caller has no access to it`,
+  datasetNotAuthorized: (dataset: string, permission: string) => `not authorized to read ${dataset}: the caller needs ${permission} on this account`,
+  accountTagRequired: () => "accounts: filter.accountTag is required (one account per query)",
+  tooManyDatasetReads: (limit: number) => `this query reads datasets more than ${limit} times; split it`,
+  datasetFailed: (dataset: string) => `${dataset} could not be read (the platform's log has the reason); try again`,
+};
