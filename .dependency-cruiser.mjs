@@ -75,7 +75,9 @@ export default {
     },
   ],
   options: {
-    doNotFollow: { path: "node_modules" },
+    // A *.test.ts is not read for its imports: no rule binds them, and parsing them is a quarter of the time.
+    doNotFollow: { path: ["node_modules", "\\.test\\.ts$"] },
+    skipAnalysisNotInRules: true,
     exclude: { path: "node_modules" },
     tsPreCompilationDeps: true,
     tsConfig: { fileName: "tsconfig.json" },
