@@ -6,7 +6,8 @@ import { join } from "node:path";
 import { after, before, test } from "node:test";
 import type { TestPlatform } from "../../core/testing/platform.js";
 import { haveCommand, startPebble, type Pebble } from "../../dns/testing/pebble.js";
-import { createAccount, eventually, startPlatform, uploadScript } from "../../workers/testing/helpers.js";
+import { createAccount, startPlatform, uploadScript } from "../../workers/testing/helpers.js";
+import { eventually } from "../../core/testing/eventually.js";
 import { fetchPem, startDnsForwarder, tlsPortOf } from "../../workers/testing/tls.js";
 
 /**
