@@ -12,7 +12,7 @@ import { CLI_PATH, startTestPlatform } from "./core/testing/platform.js";
 // The documentation's examples, run against a started platform (see core/testing/doc-examples.ts for the markers):
 // an example that drifts from the code fails here. Each document's examples run in order, in a directory of their
 // own against a platform of their own, with `edgecli` on PATH (as `npm install -g .` puts it) and the document's
-// 127.0.0.1:8787 turned into that platform's.
+// 127.0.0.1:8787 (and the DNS port of `dig @127.0.0.1 -p 1053`) turned into that platform's.
 const root = fileURLToPath(new URL("..", import.meta.url));
 const docs = [
   "README.md",
@@ -73,6 +73,8 @@ for (const [doc, list] of byDoc) {
     writeFileSync(envFile, "");
     mkdirSync(join(cwd, "tmp"));
     const port = new URL(p.url).port;
+    // The docs' DNS port (1053, the default) is the test platform's: `dig @127.0.0.1 -p 1053` asks it.
+    const dnsPort = p.endpoints.dns_udp.split(":").pop();
     const ctx = {
       cwd,
       envFile,
@@ -85,7 +87,7 @@ for (const [doc, list] of byDoc) {
         EDGE_ACCOUNT_ID: p.accountId,
         EDGE_STATE_DIR: p.stateDir,
       },
-      rewrite: (text: string) => text.replace(/\b(127\.0\.0\.1|localhost):8787\b/g, `$1:${port}`),
+      rewrite: (text: string) => text.replace(/\b(127\.0\.0\.1|localhost):8787\b/g, `$1:${port}`).replace(/(@127\.0\.0\.1 -p )1053\b/g, `$1${dnsPort}`),
     };
     const ids = new IdMap();
     for (const e of list) await runExample(e, ctx, ids);
