@@ -89,6 +89,8 @@ for (const [doc, list] of byDoc) {
         // wrangler, as the docs run it: a home of its own (no login state or logs of the machine's user), no metrics.
         HOME: cwd,
         WRANGLER_SEND_METRICS: "false",
+        // npm's update check (wrangler's "update available") goes to a closed port: a test never reaches a registry.
+        npm_config_registry: "http://127.0.0.1:9/",
       },
       rewrite: (text: string) => text.replace(/\b(127\.0\.0\.1|localhost):8787\b/g, `$1:${port}`),
     };
