@@ -69,6 +69,8 @@ for (const [doc, list] of byDoc) {
     work.push(cwd);
     // Examples importing packages (the S3 SDK, ws) find them as in the checkout.
     symlinkSync(join(root, "node_modules"), join(cwd, "node_modules"));
+    // Examples that start "from the repository's root" (cd examples/r2-worker) find the examples there.
+    symlinkSync(join(root, "examples"), join(cwd, "examples"));
     const envFile = join(cwd, ".example-env");
     writeFileSync(envFile, "");
     mkdirSync(join(cwd, "tmp"));
@@ -86,6 +88,11 @@ for (const [doc, list] of byDoc) {
         EDGE_API_TOKEN: p.token,
         EDGE_ACCOUNT_ID: p.accountId,
         EDGE_STATE_DIR: p.stateDir,
+        // wrangler, as the docs run it: a home of its own (no login state or logs of the machine's user), no metrics.
+        HOME: cwd,
+        WRANGLER_SEND_METRICS: "false",
+        // npm's update check (wrangler's "update available") goes to a closed port: a test never reaches a registry.
+        npm_config_registry: "http://127.0.0.1:9/",
       },
       rewrite: (text: string) => text.replace(/\b(127\.0\.0\.1|localhost):8787\b/g, `$1:${port}`).replace(/(@127\.0\.0\.1 -p )1053\b/g, `$1${dnsPort}`),
     };

@@ -1,6 +1,6 @@
 import { spawn } from "node:child_process";
-import { readFileSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { dirname, join } from "node:path";
 
 /**
  * The runnable examples of the documentation (README.md, docs/*.md, examples/*\/README.md), so a test can run them
@@ -12,7 +12,8 @@ import { join } from "node:path";
  *   output shows `✘ [ERROR]` and 0 otherwise, and print the shown lines in that order (`…` stands for any text;
  *   a 32-hex id stands for any id, and the id printed is used wherever the doc uses the shown one afterwards);
  *   a `js` block is written to a `.mjs` file and run with node.
- * - `<!-- example: file NAME -->`: the block is a file the following examples use (a config), written as NAME.
+ * - `<!-- example: file NAME -->`: the block is a file the following examples use (a config), written as NAME
+ *   (a relative path: `calc/index.js` makes `calc/`, so each project of a doc can have a directory of its own).
  * - `<!-- example: skip REASON -->`: never run, for the reason given (it needs something a test cannot have).
  * - `<!-- example: todo -->`: runnable, not run by the test yet (counted and printed, so the list shrinks).
  * A block that looks runnable (sh, bash, shell, js, mjs, python, or a `$ ` transcript) without a marker is an error.
@@ -168,7 +169,11 @@ export function matchOutput(expected: string[], actual: string, ids: IdMap): str
 
 /** Writes the doc's files with the ids learnt so far (a config shown before the command that made its ids). */
 function writeFiles(ctx: RunContext, ids: IdMap): void {
-  for (const [name, template] of ids.files) writeFileSync(join(ctx.cwd, name), ctx.rewrite(ids.apply(template)) + "\n");
+  for (const [name, template] of ids.files) {
+    const path = join(ctx.cwd, name);
+    mkdirSync(dirname(path), { recursive: true });
+    writeFileSync(path, ctx.rewrite(ids.apply(template)) + "\n");
+  }
 }
 
 /** A transcript's commands with the output lines the doc shows for each. */
