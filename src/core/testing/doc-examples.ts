@@ -16,6 +16,11 @@ import { join } from "node:path";
  * - `<!-- example: skip REASON -->`: never run, for the reason given (it needs something a test cannot have).
  * - `<!-- example: todo -->`: runnable, not run by the test yet (counted and printed, so the list shrinks).
  * A block that looks runnable (sh, bash, shell, js, mjs, python, or a `$ ` transcript) without a marker is an error.
+ *
+ * What the blocks find (src/docs-examples.test.ts): a directory of their own holding a copy of examples/ and `.edge`,
+ * a link to the platform's state directory (as beside `edgecli serve`); `edgecli` on PATH; EDGE_API_URL,
+ * EDGE_API_TOKEN, EDGE_ACCOUNT_ID and EDGE_STATE_DIR of that platform; and OPENAI_API_KEY, a made-up key for the
+ * platform's `openai` provider, which is a local OpenAI-compatible stand-in (the internet is out of reach).
  */
 export type ExampleKind = "run" | "file" | "skip" | "todo";
 
