@@ -11,7 +11,8 @@ import { join } from "node:path";
  *   a transcript (lines starting with `$ ` followed by their output) runs each command, which must exit 1 when its
  *   output shows `✘ [ERROR]` and 0 otherwise, and print the shown lines in that order (`…` stands for any text;
  *   a 32-hex id stands for any id, and the id printed is used wherever the doc uses the shown one afterwards);
- *   a `js` block is written to a `.mjs` file and run with node.
+ *   a `js` block is written to a `.mjs` file and run with node; a `python` block is written to a `.py` file and run
+ *   with python3 (with the packages the machine has: boto3 here, not the openai package).
  * - `<!-- example: file NAME -->`: the block is a file the following examples use (a config), written as NAME.
  * - `<!-- example: skip REASON -->`: never run, for the reason given (it needs something a test cannot have).
  * - `<!-- example: todo -->`: runnable, not run by the test yet (counted and printed, so the list shrinks).
@@ -73,8 +74,8 @@ export function markerProblem(e: DocExample): string | undefined {
   if (!e.kind) return `${where}: a runnable-looking block without an <!-- example: run|file|skip|todo --> marker`;
   if (e.kind === "skip" && !e.arg) return `${where}: <!-- example: skip --> needs a reason`;
   if (e.kind === "file" && !e.arg) return `${where}: <!-- example: file --> needs a file name`;
-  if (e.kind === "run" && !(["sh", "bash", "shell", "js", "mjs"].includes(e.lang) || isTranscript(e.body))) {
-    return `${where}: only sh, js and $-transcript blocks can be run (this one is "${e.lang || "plain"}")`;
+  if (e.kind === "run" && !(["sh", "bash", "shell", "js", "mjs", "python"].includes(e.lang) || isTranscript(e.body))) {
+    return `${where}: only sh, js, python and $-transcript blocks can be run (this one is "${e.lang || "plain"}")`;
   }
   return undefined;
 }
@@ -200,6 +201,13 @@ export async function runExample(e: DocExample, ctx: RunContext, ids: IdMap): Pr
     writeFileSync(join(ctx.cwd, file), body + "\n");
     const r = await runBash(ctx, `node ${file}`);
     if (r.code !== 0) throw new Error(`${where}: node exited ${r.code}\n${r.output}`);
+    return;
+  }
+  if (e.lang === "python") {
+    const file = `example-${e.line}.py`;
+    writeFileSync(join(ctx.cwd, file), body + "\n");
+    const r = await runBash(ctx, `python3 ${file}`);
+    if (r.code !== 0) throw new Error(`${where}: python3 exited ${r.code}\n${r.output}`);
     return;
   }
   if (isTranscript(body)) {
