@@ -1,14 +1,14 @@
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
 import type { TestPlatform } from "../../core/testing/platform.js";
-import { haveCommand, startPebble, type Pebble } from "../../dns/testing/pebble.js";
+import { haveCommand } from "../../dns/testing/pebble.js";
 import { createAccount, startPlatform, uploadScript } from "../../workers/testing/helpers.js";
 import { eventually } from "../../core/testing/eventually.js";
-import { fetchPem, startDnsForwarder, tlsPortOf } from "../../workers/testing/tls.js";
+import { type AcmePlatform, startAcmePlatform } from "../../workers/testing/tls.js";
 
 /**
  * On the HTTPS port a request's Host must name the host its connection's SNI did (issue 30, hole 10): with real
@@ -18,35 +18,19 @@ import { fetchPem, startDnsForwarder, tlsPortOf } from "../../workers/testing/tl
 const missing = ["pebble", "openssl", "curl"].filter((c) => !haveCommand(c));
 const dir = mkdtempSync(join(tmpdir(), "edge-sni-"));
 let p: TestPlatform | undefined;
-let pebble: Pebble | undefined;
-let forwarder: { port: number; close(): void } | undefined;
+let acme: AcmePlatform | undefined;
 let tlsPort = 0;
-let dnsTarget = 0;
-const rootFile = join(dir, "pebble-root.pem");
+let rootFile = "";
 
 before(async () => {
   if (missing.length) return;
-  forwarder = await startDnsForwarder(() => [dnsTarget]);
-  pebble = await startPebble(dir, `127.0.0.1:${forwarder.port}`);
-  p = await startPlatform([
-    "--edge-tls-port",
-    "0",
-    "--acme-directory",
-    pebble.directory,
-    "--acme-ca-file",
-    pebble.serverCaFile,
-    "--acme-email",
-    "ops@sni-a.example",
-  ]);
-  dnsTarget = Number(p.endpoints.dns_udp.split(":").pop());
-  tlsPort = tlsPortOf(p.endpoints);
-  writeFileSync(rootFile, await fetchPem(`${pebble.managementUrl}/roots/0`, pebble.serverCaFile));
+  acme = await startAcmePlatform(dir, ["--acme-email", "ops@sni-a.example"]);
+  p = acme.p;
+  ({ tlsPort, rootFile } = acme);
 });
 
 after(async () => {
-  await p?.dispose();
-  pebble?.process.kill("SIGTERM");
-  forwarder?.close();
+  await acme?.dispose();
   rmSync(dir, { recursive: true, force: true });
 });
 

@@ -1,15 +1,15 @@
 import assert from "node:assert/strict";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
 import Database from "better-sqlite3";
 import { request } from "undici";
 import type { TestPlatform } from "../../core/testing/platform.js";
-import { haveCommand, startPebble, type Pebble } from "../../dns/testing/pebble.js";
+import { haveCommand } from "../../dns/testing/pebble.js";
 import { createAccount, logEntries, startPlatform, uploadScript } from "../testing/helpers.js";
 import { eventually } from "../../core/testing/eventually.js";
-import { curlTls, fetchPem, startDnsForwarder, tlsPortOf } from "../testing/tls.js";
+import { type AcmePlatform, curlTls, startAcmePlatform } from "../testing/tls.js";
 
 /**
  * Certificates of Custom Domains with real components: pebble (Let's Encrypt's test CA) orders are answered by the
@@ -19,13 +19,10 @@ import { curlTls, fetchPem, startDnsForwarder, tlsPortOf } from "../testing/tls.
 const missing = ["pebble", "openssl", "curl"].filter((c) => !haveCommand(c));
 const dir = mkdtempSync(join(tmpdir(), "edge-tls-"));
 let p: TestPlatform | undefined;
-let pebble: Pebble | undefined;
-let forwarder: { port: number; close(): void } | undefined;
+let acme: AcmePlatform | undefined;
 let tlsPort = 0;
 let accountB = "";
-const rootFile = join(dir, "pebble-root.pem");
-/** Where the forwarder sends what it does not refuse: the platform's DNS port, once it runs. */
-let dnsTarget = 0;
+let rootFile = "";
 /** What SecretBox.seal output begins with (core/secret-box.ts). */
 const SEALED_PREFIX = "v1.";
 
@@ -34,28 +31,14 @@ const curl = (host: string, path = "/") => curlTls(host, tlsPort, rootFile, path
 
 before(async () => {
   if (missing.length) return;
-  forwarder = await startDnsForwarder(() => [dnsTarget]);
-  pebble = await startPebble(dir, `127.0.0.1:${forwarder.port}`);
-  p = await startPlatform([
-    "--edge-tls-port",
-    "0",
-    "--acme-directory",
-    pebble.directory,
-    "--acme-ca-file",
-    pebble.serverCaFile,
-    "--acme-email",
-    "ops@tls-a.example",
-  ]);
-  dnsTarget = Number(p.endpoints.dns_udp.split(":").pop());
-  tlsPort = tlsPortOf(p.endpoints);
-  writeFileSync(rootFile, await fetchPem(`${pebble.managementUrl}/roots/0`, pebble.serverCaFile));
+  acme = await startAcmePlatform(dir, ["--acme-email", "ops@tls-a.example"]);
+  p = acme.p;
+  ({ tlsPort, rootFile } = acme);
   accountB = await createAccount(p, "tls-b");
 });
 
 after(async () => {
-  await p?.dispose();
-  pebble?.process.kill("SIGTERM");
-  forwarder?.close();
+  await acme?.dispose();
   rmSync(dir, { recursive: true, force: true });
 });
 

@@ -4,10 +4,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
 import type { TestPlatform } from "../../core/testing/platform.js";
-import { haveCommand, startPebble, type Pebble } from "../../dns/testing/pebble.js";
+import { haveCommand } from "../../dns/testing/pebble.js";
 import { createAccount, logEntries, startPlatform, uploadScript } from "../testing/helpers.js";
 import { eventually } from "../../core/testing/eventually.js";
-import { startDnsForwarder } from "../testing/tls.js";
+import { type AcmePlatform, startAcmePlatform } from "../testing/tls.js";
 
 /**
  * Issue 30, hole 7, with real components (pebble as the CA, answered by the platform's own DNS): certificate orders
@@ -16,36 +16,21 @@ import { startDnsForwarder } from "../testing/tls.js";
 const missing = ["pebble", "openssl"].filter((c) => !haveCommand(c));
 const dir = mkdtempSync(join(tmpdir(), "edge-tls-fair-"));
 let p: TestPlatform | undefined;
-let pebble: Pebble | undefined;
-let forwarder: { port: number; close(): void } | undefined;
+let acme: AcmePlatform | undefined;
 let accountB = "";
-let dnsTarget = 0;
 const PENDING_MAX = 8;
 /** Generous: a hang guard for orders on a busy machine, not a timing check. */
 const ORDER_GUARD_MS = 300_000;
 
 before(async () => {
   if (missing.length) return;
-  forwarder = await startDnsForwarder(() => [dnsTarget]);
-  pebble = await startPebble(dir, `127.0.0.1:${forwarder.port}`);
-  p = await startPlatform([
-    "--edge-tls-port",
-    "0",
-    "--acme-directory",
-    pebble.directory,
-    "--acme-ca-file",
-    pebble.serverCaFile,
-    "--acme-pending-per-account",
-    String(PENDING_MAX),
-  ]);
-  dnsTarget = Number(p.endpoints.dns_udp.split(":").pop());
+  acme = await startAcmePlatform(dir, ["--acme-pending-per-account", String(PENDING_MAX)]);
+  p = acme.p;
   accountB = await createAccount(p, "fair-b");
 });
 
 after(async () => {
-  await p?.dispose();
-  pebble?.process.kill("SIGTERM");
-  forwarder?.close();
+  await acme?.dispose();
   rmSync(dir, { recursive: true, force: true });
 });
 

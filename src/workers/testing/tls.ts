@@ -1,8 +1,12 @@
 import { execFile } from "node:child_process";
 import dgram from "node:dgram";
-import { readFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { get } from "node:https";
+import { join } from "node:path";
 import * as packet from "dns-packet";
+import type { TestPlatform } from "../../core/testing/platform.js";
+import { startPebble, type Pebble } from "../../dns/testing/pebble.js";
+import { startPlatform } from "./helpers.js";
 
 /**
  * A DNS forwarder for pebble in front of the platform's DNS servers (tests of Custom Domain certificates): a query
@@ -71,3 +75,40 @@ export function curlTls(host: string, port: number, rootFile: string, path = "/"
 
 /** The port of the HTTPS edge a platform reported (`edge_tls` in its endpoints). */
 export const tlsPortOf = (endpoints: Record<string, string>) => Number(/:(\d+) /.exec(endpoints.edge_tls ?? "")?.[1]);
+
+/** A platform whose HTTPS port serves certificates ordered from a local pebble, and what the tests of it need. */
+export interface AcmePlatform {
+  p: TestPlatform;
+  pebble: Pebble;
+  tlsPort: number;
+  /** pebble's root certificate (PEM), for clients that check the chain. */
+  rootFile: string;
+  dispose(): Promise<void>;
+}
+
+/**
+ * Starts pebble (validating DNS-01 through a forwarder to the platform's own DNS server, which refuses names with a
+ * `refused` label) and a platform ordering from it on an HTTPS port of its own; `args` are more serve options.
+ */
+export async function startAcmePlatform(dir: string, args: string[] = []): Promise<AcmePlatform> {
+  let dnsTarget = 0;
+  const forwarder = await startDnsForwarder(() => [dnsTarget]);
+  let pebble: Pebble | undefined;
+  let p: TestPlatform | undefined;
+  const dispose = async () => {
+    await p?.dispose();
+    pebble?.process.kill("SIGTERM");
+    forwarder.close();
+  };
+  try {
+    pebble = await startPebble(dir, `127.0.0.1:${forwarder.port}`);
+    p = await startPlatform(["--edge-tls-port", "0", "--acme-directory", pebble.directory, "--acme-ca-file", pebble.serverCaFile, ...args]);
+    dnsTarget = Number(p.endpoints.dns_udp.split(":").pop());
+    const rootFile = join(dir, "pebble-root.pem");
+    writeFileSync(rootFile, await fetchPem(`${pebble.managementUrl}/roots/0`, pebble.serverCaFile));
+    return { p, pebble, tlsPort: tlsPortOf(p.endpoints), rootFile, dispose };
+  } catch (err) {
+    await dispose();
+    throw err;
+  }
+}
