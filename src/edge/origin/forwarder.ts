@@ -110,6 +110,11 @@ export class OriginForwarder {
       sendErrorPage(res, 1001, host, ray);
       return true;
     }
+    if (target.kind === "cross-account") {
+      req.resume();
+      sendErrorPage(res, 1014, host, ray);
+      return true;
+    }
     if (looped(req.headers, LOOP_TOKEN)) {
       req.resume();
       sendErrorPage(res, 508, host, ray);
@@ -150,6 +155,10 @@ export class OriginForwarder {
     const ray = newRay();
     if (target.kind === "unproxied") {
       writeErrorPage(socket, 1001, host, ray);
+      return true;
+    }
+    if (target.kind === "cross-account") {
+      writeErrorPage(socket, 1014, host, ray);
       return true;
     }
     if (!this.deps.settings.on(target.zoneId, "websockets")) return false;

@@ -72,6 +72,9 @@ describe("the edge forwards proxied names to their origins", () => {
     const accountB = await createAccount(p, "proxy-b");
     const zoneB = (await p.api("POST", "/zones", { name: "proxy-b.example", account: { id: accountB } }, p.keyHeaders())).body.result.id;
     await record(zoneB, { type: "A", name: "www", content: addr(7), proxied: true }, p.keyHeaders());
+    // Tenant B aims proxied CNAMEs at tenant A's proxied name (whose origin address DNS hides) and its DNS-only one.
+    await record(zoneB, { type: "CNAME", name: "steal", content: "www.proxy-test.example", proxied: true }, p.keyHeaders());
+    await record(zoneB, { type: "CNAME", name: "steal-origin", content: "origin.proxy-test.example", proxied: true }, p.keyHeaders());
   });
   after(async () => {
     await p?.dispose();
@@ -155,6 +158,23 @@ describe("the edge forwards proxied names to their origins", () => {
     assert.equal((await get("www.proxy-test.example", "/big-head")).status, 520);
     // Mid-body: the client's answer is cut (undici reports the short body), never a page appended to it.
     await assert.rejects(get("www.proxy-test.example", "/close-mid"));
+  });
+
+  it("a proxied CNAME into another account's zone is refused with 1014, never forwarded to that account's origin", async () => {
+    const before = origin.seen.length;
+    for (const host of ["steal.proxy-b.example", "steal-origin.proxy-b.example"]) {
+      const r = await get(host);
+      assert.equal(r.status, 403, host);
+      assert.match(r.text, /Error 1014/);
+      assert.match(r.text, /CNAME Cross-User Banned/);
+    }
+    const ws = await rawRequest(
+      port,
+      "GET /ws HTTP/1.1\r\nHost: steal.proxy-b.example\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n",
+    );
+    assert.equal(ws.status, 403, ws.raw);
+    assert.match(ws.body, /Error 1014/);
+    assert.equal(origin.seen.length, before, "tenant A's origin saw none of them");
   });
 
   it("refuses origins outside the address policy with 1000, without connecting", async () => {
