@@ -3,6 +3,7 @@ import { after, before, describe, it } from "node:test";
 import { request } from "undici";
 import WebSocket, { WebSocketServer } from "ws";
 import { createServer } from "node:http";
+import { connect } from "node:net";
 import { Readable } from "node:stream";
 import { rawRequest } from "../../core/testing/raw-http.js";
 import { startTestPlatform, type TestPlatform } from "../../core/testing/platform.js";
@@ -299,6 +300,36 @@ describe("the edge forwards proxied names to their origins", () => {
       http.closeAllConnections();
       await new Promise<void>((resolve) => http.close(() => resolve()));
     }
+  });
+
+  it("a WebSocket handshake the origin does not switch (no 101): its answer reaches the client, and nothing the client sends after it reaches the origin", async () => {
+    const handshake = (path: string) =>
+      `GET ${path} HTTP/1.1\r\nHost: www.proxy-test.example\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n`;
+    // A request of the attacker's own, past the edge's header rules: another Host, a forged client address.
+    const smuggled = "GET /echo HTTP/1.1\r\nHost: other-vhost.example\r\nCF-Connecting-IP: 10.9.9.9\r\n\r\n";
+    // In the same packet as the handshake (the upgrade's `head`).
+    const same = await rawRequest(port, handshake("/not-a-socket") + smuggled);
+    assert.equal(same.status, 200, same.raw.slice(0, 300));
+    assert.equal(same.body, "origin a");
+    // On the same connection once the origin has answered.
+    await new Promise<void>((resolve) => {
+      const s = connect(port, "127.0.0.1", () => s.write(handshake("/not-a-socket-either")));
+      let got = "";
+      let sent = false;
+      s.on("data", (d: Buffer) => {
+        got += d.toString("latin1");
+        if (!sent && got.includes("origin a")) {
+          sent = true;
+          s.write(smuggled);
+        }
+      });
+      s.on("error", () => undefined);
+      s.once("close", () => resolve());
+      setTimeout(() => s.destroy(), 10_000).unref();
+    });
+    const forged = origin.seen.filter((r) => r.headers["cf-connecting-ip"] === "10.9.9.9" || r.headers.host === "other-vhost.example");
+    assert.deepEqual(forged, [], "no smuggled request reached the origin");
+    assert.ok(origin.seen.some((r) => r.url === "/not-a-socket-either"));
   });
 
   it("names of no zone here and the platform's own host are served as before (the API answers)", async () => {
