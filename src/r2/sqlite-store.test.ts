@@ -7,7 +7,7 @@ import { text } from "node:stream/consumers";
 import { DbSmallContentStore } from "../core/content/db-small-store.js";
 import { FileContentStore } from "../core/content/file-store.js";
 import { sqliteStoreFactory } from "../core/testing/contract.js";
-import { eventually } from "../workers/testing/helpers.js";
+import { eventually } from "../core/testing/eventually.js";
 import { R2_SMALL_BODIES, r2Migrations } from "./sqlite-migrations.js";
 import { R2_PAGE_CACHE_KIB, SqliteR2Store } from "./sqlite-store.js";
 import { describeR2Store } from "./store.contract.js";
