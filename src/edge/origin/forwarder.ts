@@ -116,6 +116,8 @@ export class OriginForwarder {
       policy: OriginAddressPolicy;
       pools: OriginPools;
       connectTimeoutMs: number;
+      /** How long an origin has to answer a WebSocket handshake (--origin-timeout, as for requests). */
+      answerTimeoutMs: number;
       log: Logger;
     },
   ) {}
@@ -315,6 +317,7 @@ export class OriginForwarder {
     for (let i = 0; i < headers.length; i += 2) lines += `${headers[i]}: ${headers[i + 1]}\r\n`;
     let connected = false;
     let refusedUpgrade = false;
+    let answerTimer: NodeJS.Timeout | undefined;
     origin.once(tls ? "secureConnect" : "connect", () => {
       connected = true;
       clearTimeout(timer);
@@ -322,7 +325,14 @@ export class OriginForwarder {
       // The client's bytes reach the origin only once it has switched protocols (101). Before that, or when it answers
       // otherwise, they would be read as further HTTP requests on the edge's connection, past the edge's header rules
       // (a smuggled request with its own Host or a forged CF-Connecting-IP).
+      // An origin that never answers the handshake gets 524, as a request would, instead of holding both sockets.
+      answerTimer = setTimeout(() => {
+        refusedUpgrade = true;
+        origin.destroy();
+        writeErrorPage(socket, 524, r.host, r.ray);
+      }, this.deps.answerTimeoutMs);
       awaitOriginHead(origin, (answer) => {
+        clearTimeout(answerTimer);
         if (answer === undefined) {
           refusedUpgrade = true;
           return writeErrorPage(socket, 520, r.host, r.ray);
@@ -345,7 +355,11 @@ export class OriginForwarder {
       if (!connected) writeErrorPage(socket, failureCode(err), r.host, r.ray);
       else socket.destroy();
     });
-    origin.once("close", () => (refusedUpgrade ? socket.end() : socket.destroy()));
+    origin.once("close", () => {
+      clearTimeout(answerTimer);
+      if (refusedUpgrade) socket.end();
+      else socket.destroy();
+    });
     socket.once("close", () => origin.destroy());
   }
 }

@@ -328,6 +328,10 @@ describe("the edge forwards proxied names to their origins", () => {
       s.once("close", () => resolve());
       setTimeout(() => s.destroy(), 10_000).unref();
     });
+    // An origin that never answers the handshake: 524 after --origin-timeout (2 s here), as for a request.
+    const silent = await rawRequest(port, handshake("/never"));
+    assert.equal(silent.status, 524, silent.raw.slice(0, 300));
+    assert.ok(silent.closed);
     const forged = origin.seen.filter((r) => r.headers["cf-connecting-ip"] === "10.9.9.9" || r.headers.host === "other-vhost.example");
     assert.deepEqual(forged, [], "no smuggled request reached the origin");
     assert.ok(origin.seen.some((r) => r.url === "/not-a-socket-either"));
