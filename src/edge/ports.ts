@@ -16,9 +16,12 @@ export interface EdgeZones {
  * - `none`: the name is in no zone here;
  * - `unproxied`: in a zone here, but the zone is paused, or the name has no record or only DNS-only ones (never forwarded);
  * - `proxied`: its origin is these addresses (A/AAAA records, also at the end of a CNAME chain inside our zones) and
- *   these hostnames (a CNAME target outside our zones, resolved with the system resolver).
+ *   these hostnames (a CNAME target outside our zones, resolved with the system resolver);
+ * - `cross-account`: a proxied CNAME whose chain reaches a zone of another account (hosted: error 1014, "CNAME
+ *   Cross-User Banned"), never forwarded: the other account's origin addresses are not the caller's to use.
  */
 export type OriginLookup =
   | { kind: "none" }
   | { kind: "unproxied"; zoneId: string; accountId: string; why: "paused" | "dns-only" | "no-record" }
-  | { kind: "proxied"; zoneId: string; accountId: string; addresses: string[]; hostnames: string[] };
+  | { kind: "proxied"; zoneId: string; accountId: string; addresses: string[]; hostnames: string[] }
+  | { kind: "cross-account"; zoneId: string; accountId: string };

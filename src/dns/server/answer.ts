@@ -34,7 +34,8 @@ type Negative = "nxdomain" | "nodata";
 export type ProxyTarget =
   | { kind: "none" }
   | { kind: "unproxied"; zoneId: string; accountId: string; why: "paused" | "dns-only" | "no-record" }
-  | { kind: "proxied"; zoneId: string; accountId: string; addresses: string[]; hostnames: string[] };
+  | { kind: "proxied"; zoneId: string; accountId: string; addresses: string[]; hostnames: string[] }
+  | { kind: "cross-account"; zoneId: string; accountId: string };
 
 export const Rcode = { NOERROR: 0, FORMERR: 1, SERVFAIL: 2, NXDOMAIN: 3, NOTIMP: 4, REFUSED: 5, NOTAUTH: 9 } as const;
 
@@ -213,6 +214,8 @@ export class AnswerEngine {
           hostnames.push(target);
           break;
         }
+        // Another tenant's zone: its records (a proxied name's hidden origin among them) are not this zone's origin.
+        if (tz.zone.account_id !== zs.zone.account_id) return { kind: "cross-account", ...zone };
         const at = this.wildcardOrOwn(tz, target) ?? [];
         const next = at.find((r) => r.type === "CNAME");
         if (next) {

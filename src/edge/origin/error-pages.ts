@@ -15,6 +15,7 @@ export const EDGE_ERRORS = {
   526: { status: 526, title: "Invalid SSL certificate", why: "The origin's certificate could not be verified (SSL mode strict)." },
   1000: { status: 403, title: "DNS points to prohibited IP", why: "The name's record points to an address the edge may not connect to." },
   1001: { status: 530, title: "DNS resolution error", why: "The name is not proxied by the edge: its zone is paused, or it has no proxied record." },
+  1014: { status: 403, title: "CNAME Cross-User Banned", why: "The name's CNAME points into a zone of another account." },
   508: { status: 508, title: "Loop detected", why: "The request has passed through this edge already (CDN-Loop)." },
 } as const;
 

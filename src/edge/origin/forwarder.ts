@@ -72,6 +72,30 @@ function originPath(req: IncomingMessage, host: string): string | undefined {
   }
 }
 
+/** The most an origin's answer to a WebSocket handshake may hold before its blank line (as undici's head bound). */
+const MAX_UPGRADE_HEAD = 32 * 1024;
+
+/**
+ * Reads an origin's answer head off a raw connection: `switched` when it is 101, with the bytes read so far (the head
+ * and whatever followed it); undefined when the head is over MAX_UPGRADE_HEAD. The connection is left paused.
+ */
+function awaitOriginHead(origin: Socket, done: (answer: { switched: boolean; received: Buffer } | undefined) => void): void {
+  let received = Buffer.alloc(0);
+  const onData = (chunk: Buffer) => {
+    received = Buffer.concat([received, chunk]);
+    const end = received.indexOf("\r\n\r\n");
+    if (end < 0 && received.length <= MAX_UPGRADE_HEAD) return;
+    origin.off("data", onData);
+    origin.pause();
+    if (end < 0 || end > MAX_UPGRADE_HEAD) {
+      origin.destroy();
+      return done(undefined);
+    }
+    done({ switched: /^HTTP\/1\.1 101[ \r]/.test(received.toString("latin1", 0, Math.min(end, 32))), received });
+  };
+  origin.on("data", onData);
+}
+
 /** The client's address, IPv4-mapped IPv6 shown as IPv4. */
 const clientIp = (req: IncomingMessage) => (req.socket.remoteAddress ?? "").replace(/^::ffff:(?=\d+\.)/, "");
 const schemeOf = (req: IncomingMessage): "http" | "https" => ((req.socket as { encrypted?: boolean }).encrypted ? "https" : "http");
@@ -92,6 +116,8 @@ export class OriginForwarder {
       policy: OriginAddressPolicy;
       pools: OriginPools;
       connectTimeoutMs: number;
+      /** How long an origin has to answer a WebSocket handshake (--origin-timeout, as for requests). */
+      answerTimeoutMs: number;
       log: Logger;
     },
   ) {}
@@ -108,6 +134,11 @@ export class OriginForwarder {
     if (target.kind === "unproxied") {
       req.resume();
       sendErrorPage(res, 1001, host, ray);
+      return true;
+    }
+    if (target.kind === "cross-account") {
+      req.resume();
+      sendErrorPage(res, 1014, host, ray);
       return true;
     }
     if (looped(req.headers, LOOP_TOKEN)) {
@@ -150,6 +181,10 @@ export class OriginForwarder {
     const ray = newRay();
     if (target.kind === "unproxied") {
       writeErrorPage(socket, 1001, host, ray);
+      return true;
+    }
+    if (target.kind === "cross-account") {
+      writeErrorPage(socket, 1014, host, ray);
       return true;
     }
     if (!this.deps.settings.on(target.zoneId, "websockets")) return false;
@@ -281,20 +316,50 @@ export class OriginForwarder {
     let lines = `${req.method} ${r.path} HTTP/1.1\r\n`;
     for (let i = 0; i < headers.length; i += 2) lines += `${headers[i]}: ${headers[i + 1]}\r\n`;
     let connected = false;
+    let refusedUpgrade = false;
+    let answerTimer: NodeJS.Timeout | undefined;
     origin.once(tls ? "secureConnect" : "connect", () => {
       connected = true;
       clearTimeout(timer);
       origin.write(lines + "\r\n");
-      if (head.length) origin.write(head);
-      origin.pipe(socket);
-      socket.pipe(origin);
+      // The client's bytes reach the origin only once it has switched protocols (101). Before that, or when it answers
+      // otherwise, they would be read as further HTTP requests on the edge's connection, past the edge's header rules
+      // (a smuggled request with its own Host or a forged CF-Connecting-IP).
+      // An origin that never answers the handshake gets 524, as a request would, instead of holding both sockets.
+      answerTimer = setTimeout(() => {
+        refusedUpgrade = true;
+        origin.destroy();
+        writeErrorPage(socket, 524, r.host, r.ray);
+      }, this.deps.answerTimeoutMs);
+      awaitOriginHead(origin, (answer) => {
+        clearTimeout(answerTimer);
+        if (answer === undefined) {
+          refusedUpgrade = true;
+          return writeErrorPage(socket, 520, r.host, r.ray);
+        }
+        socket.write(answer.received);
+        if (answer.switched) {
+          if (head.length) origin.write(head);
+          origin.pipe(socket);
+          socket.pipe(origin);
+          return;
+        }
+        // Not upgraded: the origin's answer reaches the client, then both close; nothing more of the client's is sent.
+        refusedUpgrade = true;
+        origin.pipe(socket);
+        origin.end();
+      });
     });
     origin.on("error", (err) => {
       clearTimeout(timer);
       if (!connected) writeErrorPage(socket, failureCode(err), r.host, r.ray);
       else socket.destroy();
     });
-    origin.once("close", () => socket.destroy());
+    origin.once("close", () => {
+      clearTimeout(answerTimer);
+      if (refusedUpgrade) socket.end();
+      else socket.destroy();
+    });
     socket.once("close", () => origin.destroy());
   }
 }

@@ -3,6 +3,7 @@ import { after, before, describe, it } from "node:test";
 import { request } from "undici";
 import WebSocket, { WebSocketServer } from "ws";
 import { createServer } from "node:http";
+import { connect } from "node:net";
 import { Readable } from "node:stream";
 import { rawRequest } from "../../core/testing/raw-http.js";
 import { startTestPlatform, type TestPlatform } from "../../core/testing/platform.js";
@@ -73,6 +74,9 @@ describe("the edge forwards proxied names to their origins", () => {
     const accountB = await createAccount(p, "proxy-b");
     const zoneB = (await p.api("POST", "/zones", { name: "proxy-b.example", account: { id: accountB } }, p.keyHeaders())).body.result.id;
     await record(zoneB, { type: "A", name: "www", content: addr(7), proxied: true }, p.keyHeaders());
+    // Tenant B aims proxied CNAMEs at tenant A's proxied name (whose origin address DNS hides) and its DNS-only one.
+    await record(zoneB, { type: "CNAME", name: "steal", content: "www.proxy-test.example", proxied: true }, p.keyHeaders());
+    await record(zoneB, { type: "CNAME", name: "steal-origin", content: "origin.proxy-test.example", proxied: true }, p.keyHeaders());
   });
   after(async () => {
     await p?.dispose();
@@ -156,6 +160,23 @@ describe("the edge forwards proxied names to their origins", () => {
     assert.equal((await get("www.proxy-test.example", "/big-head")).status, 520);
     // Mid-body: the client's answer is cut (undici reports the short body), never a page appended to it.
     await assert.rejects(get("www.proxy-test.example", "/close-mid"));
+  });
+
+  it("a proxied CNAME into another account's zone is refused with 1014, never forwarded to that account's origin", async () => {
+    const before = origin.seen.length;
+    for (const host of ["steal.proxy-b.example", "steal-origin.proxy-b.example"]) {
+      const r = await get(host);
+      assert.equal(r.status, 403, host);
+      assert.match(r.text, /Error 1014/);
+      assert.match(r.text, /CNAME Cross-User Banned/);
+    }
+    const ws = await rawRequest(
+      port,
+      "GET /ws HTTP/1.1\r\nHost: steal.proxy-b.example\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n",
+    );
+    assert.equal(ws.status, 403, ws.raw);
+    assert.match(ws.body, /Error 1014/);
+    assert.equal(origin.seen.length, before, "tenant A's origin saw none of them");
   });
 
   it("refuses origins outside the address policy with 1000, without connecting", async () => {
@@ -280,6 +301,40 @@ describe("the edge forwards proxied names to their origins", () => {
       http.closeAllConnections();
       await new Promise<void>((resolve) => http.close(() => resolve()));
     }
+  });
+
+  it("a WebSocket handshake the origin does not switch (no 101): its answer reaches the client, and nothing the client sends after it reaches the origin", async () => {
+    const handshake = (path: string) =>
+      `GET ${path} HTTP/1.1\r\nHost: www.proxy-test.example\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n`;
+    // A request of the attacker's own, past the edge's header rules: another Host, a forged client address.
+    const smuggled = "GET /echo HTTP/1.1\r\nHost: other-vhost.example\r\nCF-Connecting-IP: 10.9.9.9\r\n\r\n";
+    // In the same packet as the handshake (the upgrade's `head`).
+    const same = await rawRequest(port, handshake("/not-a-socket") + smuggled);
+    assert.equal(same.status, 200, same.raw.slice(0, 300));
+    assert.equal(same.body, "origin a");
+    // On the same connection once the origin has answered.
+    await new Promise<void>((resolve) => {
+      const s = connect(port, "127.0.0.1", () => s.write(handshake("/not-a-socket-either")));
+      let got = "";
+      let sent = false;
+      s.on("data", (d: Buffer) => {
+        got += d.toString("latin1");
+        if (!sent && got.includes("origin a")) {
+          sent = true;
+          s.write(smuggled);
+        }
+      });
+      s.on("error", () => undefined);
+      s.once("close", () => resolve());
+      setTimeout(() => s.destroy(), 10_000).unref();
+    });
+    // An origin that never answers the handshake: 524 after --origin-timeout (2 s here), as for a request.
+    const silent = await rawRequest(port, handshake("/never"));
+    assert.equal(silent.status, 524, silent.raw.slice(0, 300));
+    assert.ok(silent.closed);
+    const forged = origin.seen.filter((r) => r.headers["cf-connecting-ip"] === "10.9.9.9" || r.headers.host === "other-vhost.example");
+    assert.deepEqual(forged, [], "no smuggled request reached the origin");
+    assert.ok(origin.seen.some((r) => r.url === "/not-a-socket-either"));
   });
 
   it("names of no zone here and the platform's own host are served as before (the API answers)", async () => {

@@ -40,6 +40,7 @@ export function createProxyService(
     policy: new OriginAddressPolicy(cfg.originAllow, deps.isPlatformAddress),
     pools,
     connectTimeoutMs: cfg.originConnectTimeoutMs,
+    answerTimeoutMs: cfg.originTimeoutMs,
     log,
   });
   return {
