@@ -106,7 +106,10 @@ export interface EdgeService {
   registerApi?(app: FastifyInstance): void | Promise<void>;
   /** Routes outside /client/v4 that do their own authentication (e.g. the AI gateway's /v1). */
   registerPublic?(app: FastifyInstance): void | Promise<void>;
-  /** Takes a request before routing (e.g. worker traffic by Host); returns true when it handled it. */
+  /**
+   * Takes a request before routing (e.g. worker traffic by Host); returns true when it handled it. platform.ts hands
+   * it to the edge's dispatch (src/edge/hostnames/dispatch.ts), which asks it only for the hostnames it serves.
+   */
   handleRaw?(req: IncomingMessage, res: ServerResponse): boolean;
   /**
    * Takes a request that asks to upgrade its connection (a WebSocket to a worker, a tail session) with the socket

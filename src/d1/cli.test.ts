@@ -3,7 +3,8 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 
 import { join } from "node:path";
 import { after, before, test } from "node:test";
 import type { CliResult, TestPlatform } from "../core/testing/platform.js";
-import { hit, startPlatform, withTempDir } from "../workers/testing/helpers.js";
+import { hit, startPlatform } from "../workers/testing/helpers.js";
+import { withTempDir } from "../core/testing/temp-dir.js";
 
 // The real `edgecli` binary against a real platform (and, with --local, on its state directory).
 let p: TestPlatform;

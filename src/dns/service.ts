@@ -35,6 +35,7 @@ export function createDnsService(ctx: ServiceContext): EdgeService & {
   const pg = ctx.openPostgres("dns", DNS_PG_MIGRATIONS);
   const zones = new ZoneService(pg ? new PgDnsStore(pg, ctx.bus) : new SqliteDnsStore(ctx.openDb("dns", DNS_MIGRATIONS)), {
     maxRecordsPerZone: cfg.maxRecordsPerZone,
+    platformHostnames: ctx.platformHostnames,
   });
   const log = ctx.log.child({ service: "dns" });
   const dnssec = new DnssecService(

@@ -3,7 +3,7 @@ import { randomBytes } from "node:crypto";
 import { test } from "node:test";
 import { request } from "undici";
 import { startTwoNodes } from "../core/testing/two-nodes.js";
-import { eventually } from "../workers/testing/helpers.js";
+import { eventually } from "../core/testing/eventually.js";
 import { startOrigin } from "./testing/origins.js";
 
 const HANG_GUARD = { timeout: 300_000 };

@@ -1,8 +1,10 @@
 import { Codes, EdgeError } from "../core/errors.js";
 
 /**
- * The edge's codes. The error pages' number is the hosted platform's (1001: a hostname it serves nothing for);
- * `platformHostname` is ours (the hosted API has no operator-reserved names to refuse).
+ * The edge's codes. The error pages' number is the hosted platform's (1001: a hostname it serves nothing for).
+ * `platformHostname` is the hosted API's code for a zone name it will not take (DNS answers it for public suffixes
+ * too); records, Custom Domains and routes at a platform hostname get it as well (ours: hosted has no
+ * operator-reserved names).
  */
 export const EdgeCodes = {
   platformHostname: 1099,

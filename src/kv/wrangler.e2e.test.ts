@@ -3,7 +3,8 @@ import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import type { TestPlatform } from "../core/testing/platform.js";
-import { startPlatform, withTempDir } from "../workers/testing/helpers.js";
+import { startPlatform } from "../workers/testing/helpers.js";
+import { withTempDir } from "../core/testing/temp-dir.js";
 import { runWrangler, wranglerVersions } from "../workers/testing/wrangler.js";
 
 // The real wrangler (3.114, and the latest 4 on Node 22) against the KV API. wrangler 4 reads and writes keys in its

@@ -3,7 +3,9 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, test } from "node:test";
 import { startTestPlatform, type TestPlatform } from "../core/testing/platform.js";
-import { eventually, hit, logEntries, withTempDir } from "../workers/testing/helpers.js";
+import { hit, logEntries } from "../workers/testing/helpers.js";
+import { eventually } from "../core/testing/eventually.js";
+import { withTempDir } from "../core/testing/temp-dir.js";
 
 // `edgecli queues` and `edgecli deploy` with [[queues.producers]] and [[queues.consumers]], on the real CLI and
 // server; then the queued messages across a platform killed mid-batch and started again on the same state.

@@ -5,7 +5,9 @@ import { after, before, test } from "node:test";
 import Cloudflare from "cloudflare";
 import { request } from "undici";
 import type { TestPlatform } from "../core/testing/platform.js";
-import { createAccount, eventually, hit, logEntries, startPlatform, uploadScript, withTempDir } from "../workers/testing/helpers.js";
+import { createAccount, hit, logEntries, startPlatform, uploadScript } from "../workers/testing/helpers.js";
+import { eventually } from "../core/testing/eventually.js";
+import { withTempDir } from "../core/testing/temp-dir.js";
 
 // Only a queue consumer's workerd runs the queue dispatcher, whose compatibility flag is experimental, and so
 // only it runs with --experimental; uploads asking for experimental flags are refused. Becoming or ceasing to be a

@@ -3,7 +3,8 @@ import { randomBytes } from "node:crypto";
 import { test } from "node:test";
 import { newTestCredentials, startTestPlatform, type TestPlatform } from "../core/testing/platform.js";
 import { awsEnv, testBucket, testDatabase } from "../core/testing/services.js";
-import { eventually, logEntries, uploadScript } from "../workers/testing/helpers.js";
+import { logEntries, uploadScript } from "../workers/testing/helpers.js";
+import { eventually } from "../core/testing/eventually.js";
 
 const HANG_GUARD = { timeout: 240_000 };
 

@@ -1,7 +1,8 @@
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import type { TestPlatform } from "../core/testing/platform.js";
-import { eventually, hit, logEntries, startPlatform, uploadScript } from "../workers/testing/helpers.js";
+import { hit, logEntries, startPlatform, uploadScript } from "../workers/testing/helpers.js";
+import { eventually } from "../core/testing/eventually.js";
 
 // Queues end to end: real Workers on the platform's workerd, a producer using workerd's own queue binding
 // (env.Q.send / sendBatch) and a consumer whose queue() handler gets workerd's own queue event.

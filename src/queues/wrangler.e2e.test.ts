@@ -3,7 +3,9 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import type { TestPlatform } from "../core/testing/platform.js";
-import { createAccount, eventually, hit, logEntries, startPlatform, withTempDir } from "../workers/testing/helpers.js";
+import { createAccount, hit, logEntries, startPlatform } from "../workers/testing/helpers.js";
+import { eventually } from "../core/testing/eventually.js";
+import { withTempDir } from "../core/testing/temp-dir.js";
 import { runWrangler, wranglerVersions } from "../workers/testing/wrangler.js";
 
 // The real wrangler (3.114, and 4 on Node 22) against the Queues API: `wrangler queues create|list|delete`, `wrangler queues consumer

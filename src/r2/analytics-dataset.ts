@@ -1,4 +1,4 @@
-import type { AnalyticsDataset } from "../analytics/dataset.js";
+import type { AnalyticsDataset } from "../analytics/service.js";
 import { R2Errors } from "./errors.js";
 import type { R2BucketUsage, R2Store } from "./store.js";
 

@@ -12,7 +12,7 @@ import { R2Codes } from "./errors.js";
 import { R2_PG_MIGRATIONS } from "./pg-migrations.js";
 import { PG_ROW_BODY_BYTES, PgR2Store } from "./pg-store.js";
 import { describeR2Store } from "./store.contract.js";
-import { eventually } from "../workers/testing/helpers.js";
+import { eventually } from "../core/testing/eventually.js";
 import type { BucketRef, R2GetResult, R2ObjectInfo } from "./store.js";
 
 describeR2Store("PostgreSQL + S3", async (t) => {

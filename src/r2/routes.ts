@@ -1,3 +1,4 @@
+import { UNTRUSTED_CONTENT_HEADERS } from "../core/http/untrusted-content.js";
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import type { Readable } from "node:stream";
 import { z } from "zod";
@@ -189,7 +190,7 @@ export function registerR2Routes(app: FastifyInstance, store: R2Store, queues: (
     }
     const found = await store.get(ref(req), key, { onlyIf, range }).catch(bucketFirst);
     if (!found) throw R2Errors.objectNotFound();
-    const headers = objectHeaders(found.object);
+    const headers = { ...objectHeaders(found.object), ...UNTRUSTED_CONTENT_HEADERS };
     if ("preconditionFailed" in found) {
       // If-None-Match / If-Modified-Since failing on a read means "not modified", the rest is a 412.
       const notModified = onlyIf?.etagDoesNotMatch !== undefined || (onlyIf?.uploadedAfter !== undefined && onlyIf.etagMatches === undefined);

@@ -5,7 +5,7 @@ import { text } from "node:stream/consumers";
 import type { ContentStore } from "../core/content/store.js";
 import { EdgeError } from "../core/errors.js";
 import { storeContract } from "../core/testing/contract.js";
-import { eventually } from "../workers/testing/helpers.js";
+import { eventually } from "../core/testing/eventually.js";
 import { R2Codes } from "./errors.js";
 import type { BucketRef, R2CorsRule, R2GetResult, R2PutOptions, R2Store } from "./store.js";
 import { newRules } from "./notifications/rules.js";

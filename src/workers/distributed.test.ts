@@ -10,7 +10,8 @@ import { SecretBox } from "../core/secret-box.js";
 import { newTestCredentials, startTestPlatform, type TestPlatform } from "../core/testing/platform.js";
 import { awsEnv, privatePostgres, s3ClientConfig, testBucket, testDatabase } from "../core/testing/services.js";
 import { PgWorkersStore } from "./pg-store.js";
-import { eventually, hit, logEntries, uploadScript, uploadVersion } from "./testing/helpers.js";
+import { hit, logEntries, uploadScript, uploadVersion } from "./testing/helpers.js";
+import { eventually } from "../core/testing/eventually.js";
 
 const HANG_GUARD = { timeout: 420_000 };
 

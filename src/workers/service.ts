@@ -275,6 +275,7 @@ export function createWorkersService(
         changed: () => routeTable.reload(),
         log,
         certificateOf: edgeTls && ((hostname, accountId) => edgeTls.manager.state(hostname, accountId)),
+        platformHostnames: ctx.platformHostnames,
         pendingCertificates: edgeTls && {
           notIssued: (accountId, hostnames) => edgeTls.manager.notIssued(accountId, hostnames),
           max: config.tls!.pendingPerAccount,

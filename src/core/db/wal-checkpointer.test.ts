@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createLogger } from "../logger.js";
-import { eventually } from "../../workers/testing/helpers.js";
+import { eventually } from "../testing/eventually.js";
 import { openDatabase, type Db } from "./sqlite.js";
 import { WalCheckpointer } from "./wal-checkpointer.js";
 

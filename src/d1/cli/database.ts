@@ -1,7 +1,7 @@
 import type { CliContext } from "../../core/cli/context.js";
 import type { D1DatabaseRecord } from "../store.js";
 import { databasesPath } from "./remote-backend.js";
-import { printTable } from "./table.js";
+import { printTable } from "../../core/cli/table.js";
 import { resolveDatabase } from "./target.js";
 
 export async function createDatabase(args: { name?: string; env?: string }, ctx: CliContext): Promise<void> {

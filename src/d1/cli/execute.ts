@@ -2,7 +2,7 @@ import { readFile } from "node:fs/promises";
 import { resolve } from "node:path";
 import type { CliContext } from "../../core/cli/context.js";
 import { UsageError, UserError } from "../../core/errors.js";
-import { printTable } from "./table.js";
+import { printTable } from "../../core/cli/table.js";
 import { resolveDatabase, type TargetArgs } from "./target.js";
 
 export interface ExecuteArgs extends TargetArgs {

@@ -3,7 +3,7 @@ import { dirname, join, resolve } from "node:path";
 import type { CliContext } from "../../core/cli/context.js";
 import { UserError } from "../../core/errors.js";
 import type { D1CliBackend } from "./backend.js";
-import { printTable } from "./table.js";
+import { printTable } from "../../core/cli/table.js";
 import { resolveDatabase, type D1Target, type TargetArgs } from "./target.js";
 
 /**

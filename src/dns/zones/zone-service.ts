@@ -1,4 +1,5 @@
 import { EdgeError } from "../../core/errors.js";
+import type { PlatformHostnames } from "../../core/service.js";
 import { DnsCodes, DnsErrors } from "../errors.js";
 import type { DnsRecord, Soa, Zone, ZoneSettings, ZoneType } from "../model.js";
 import { ZoneChangedError, type DnsStore } from "../store.js";
@@ -41,10 +42,13 @@ export class ZoneService {
   private loaded?: Promise<void>;
   private managers: RecordManager[] = [];
 
-  /** `maxRecordsPerZone`: the most records a zone may hold (config.ts has the default; none here means no limit). */
+  /**
+   * `maxRecordsPerZone`: the most records a zone may hold (config.ts has the default; none here means no limit).
+   * `platformHostnames`: the names no zone or record may take (the edge's hostname plan); none in store tests.
+   */
   constructor(
     private readonly store: DnsStore,
-    private readonly limits: { maxRecordsPerZone?: number } = {},
+    private readonly limits: { maxRecordsPerZone?: number; platformHostnames?: PlatformHostnames } = {},
   ) {}
 
   /** Reads every zone and record from the store, once; later calls wait for the same read. */
@@ -141,6 +145,7 @@ export class ZoneService {
   async createZone(accountId: string, name: string, type: ZoneType = "full", opts: { paused?: boolean } = {}): Promise<ZoneState> {
     return this.exclusive(async () => {
       if (this.byName.has(name)) throw DnsErrors.zoneExists(name);
+      this.limits.platformHostnames?.refuse("zone", name);
       if (this.nestsWithOtherAccount(accountId, name)) throw DnsErrors.zoneNestsInOtherAccount(name);
       const defaults = await this.store.accountSettings(accountId);
       const t = now();
@@ -220,6 +225,8 @@ export class ZoneService {
         const deletes: string[] = [];
         let added = 0;
         for (const [id, r] of draft.changes) {
+          // Every way a record is written (create, update, batch, import) ends here: none at a platform hostname.
+          if (r) this.limits.platformHostnames?.refuse("DNS record", r.name);
           if (r) upserts.push(r);
           else deletes.push(id);
           if (zs.records.has(id) !== !!r) added += r ? 1 : -1;

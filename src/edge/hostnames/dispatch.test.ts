@@ -46,10 +46,16 @@ async function at(host: string, path: string, headers: Record<string, string> = 
   return { status: res.statusCode, type: String(res.headers["content-type"] ?? ""), text: await res.body.text(), headers: res.headers };
 }
 
-/** A presigned URL's path and query, signed for `host` (the SDK signs the Host header it would send). */
+/**
+ * A presigned URL's path and query, signed for `host` (the SDK signs the Host header it would send): path style, or
+ * virtual-hosted style when `host` is `<bucket>.<account>.r2.localhost`.
+ */
 async function presignedPath(creds: S3Credentials, host: string, command: s3.GetObjectCommand | s3.PutObjectCommand): Promise<string> {
-  const client = await s3Client(p, creds, { endpoint: `http://${host}:${port}`, requestChecksumCalculation: "WHEN_REQUIRED" });
+  const virtual = host.endsWith(".r2.localhost");
+  const endpoint = virtual ? host.slice(host.indexOf(".") + 1) : host;
+  const client = await s3Client(p, creds, { endpoint: `http://${endpoint}:${port}`, forcePathStyle: !virtual, requestChecksumCalculation: "WHEN_REQUIRED" });
   const url = new URL(await getSignedUrl(client, command, { expiresIn: 300 }));
+  assert.equal(url.host, `${host}:${port}`);
   client.destroy();
   return url.pathname + url.search;
 }
@@ -132,4 +138,37 @@ test("the dashboard's paths are never a bucket's: B's bucket `dash` is not serve
   // Virtual-hosted style, on the S3 host, still serves B's bucket.
   const url = await presignedPath(credsB, vhost, new s3.GetObjectCommand({ Bucket: "dash", Key: "sw.html" }));
   assert.match((await at(vhost, url)).text, /serviceWorker/);
+});
+
+test("S3 and R2 object answers carry the sandbox CSP and nosniff: path style, virtual host, presigned, with a type override, errors, and the v4 API", async () => {
+  const sandboxed = (headers: Record<string, unknown>, what: string) => {
+    assert.equal(headers["content-security-policy"], "default-src 'none'; sandbox", what);
+    assert.equal(headers["x-content-type-options"], "nosniff", what);
+  };
+  const a = await s3Client(p, credsA);
+  await a.send(new s3.PutObjectCommand({ Bucket: "uploads-a", Key: "page.html", Body: "<script>alert(1)</script>", ContentType: "text/html" }));
+  a.destroy();
+  const pathStyle = await at("127.0.0.1", await presignedPath(credsA, "127.0.0.1", new s3.GetObjectCommand({ Bucket: "uploads-a", Key: "page.html" })));
+  assert.equal(pathStyle.status, 200);
+  sandboxed(pathStyle.headers, "path style, presigned");
+  const vhost = `uploads-a.${p.accountId}.r2.localhost`;
+  const virtual = await at(vhost, await presignedPath(credsA, vhost, new s3.GetObjectCommand({ Bucket: "uploads-a", Key: "page.html" })));
+  assert.equal(virtual.status, 200);
+  sandboxed(virtual.headers, "virtual host, presigned");
+  const override = await at(
+    "127.0.0.1",
+    await presignedPath(
+      credsA,
+      "127.0.0.1",
+      new s3.GetObjectCommand({ Bucket: "uploads-a", Key: "page.html", ResponseContentType: "text/html; charset=utf-8" }),
+    ),
+  );
+  assert.equal(override.headers["content-type"], "text/html; charset=utf-8");
+  sandboxed(override.headers, "with response-content-type");
+  const missing = await at("127.0.0.1", await presignedPath(credsA, "127.0.0.1", new s3.GetObjectCommand({ Bucket: "uploads-a", Key: "nope.html" })));
+  assert.equal(missing.status, 404);
+  sandboxed(missing.headers, "an S3 error");
+  const api = await request(`${p.apiUrl}/accounts/${p.accountId}/r2/buckets/uploads-a/objects/page.html`, { headers: p.headers() });
+  assert.equal(await api.body.text(), "<script>alert(1)</script>");
+  sandboxed(api.headers, "the v4 API");
 });

@@ -6,7 +6,8 @@ import { createServer } from "node:http";
 import { Readable } from "node:stream";
 import { rawRequest } from "../../core/testing/raw-http.js";
 import { startTestPlatform, type TestPlatform } from "../../core/testing/platform.js";
-import { createAccount, eventually } from "../../workers/testing/helpers.js";
+import { createAccount } from "../../workers/testing/helpers.js";
+import { eventually } from "../../core/testing/eventually.js";
 import { startOrigin, testCertificates, type SeenRequest } from "../testing/origins.js";
 
 /**

@@ -4,7 +4,8 @@ import Cloudflare from "cloudflare";
 import { startTestPlatform, type TestPlatform } from "../../core/testing/platform.js";
 import { join } from "node:path";
 import Database from "better-sqlite3";
-import { createAccount, eventually } from "../../workers/testing/helpers.js";
+import { createAccount } from "../../workers/testing/helpers.js";
+import { eventually } from "../../core/testing/eventually.js";
 
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d+Z$/;
 const SETTING_IDS = [

@@ -1,6 +1,6 @@
 import type { CliContext } from "../../core/cli/context.js";
 import { UserError } from "../../core/errors.js";
-import { printTable } from "../../d1/cli/table.js";
+import { printTable } from "../../core/cli/table.js";
 import type { ConsumerRecord, QueueRecord } from "../store.js";
 import { putConsumer, queueNamed, queuesPath, removeConsumer, type ConsumerBody } from "./consumers.js";
 

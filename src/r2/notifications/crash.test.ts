@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { after, test } from "node:test";
 import { startTestPlatform, type TestPlatform } from "../../core/testing/platform.js";
-import { eventually } from "../../workers/testing/helpers.js";
+import { eventually } from "../../core/testing/eventually.js";
 
 // At-least-once across a crash: an object change committed while its queue cannot take the message (a backlog cap of
 // one byte) leaves the message in R2's outbox; the platform is killed (SIGKILL), started again on the same state

@@ -3,7 +3,9 @@ import { createHash } from "node:crypto";
 import { after, before, test } from "node:test";
 import * as s3 from "@aws-sdk/client-s3";
 import type { TestPlatform } from "../../core/testing/platform.js";
-import { createAccount, eventually, hit, logEntries, startPlatform, uploadScript, withTempDir } from "../../workers/testing/helpers.js";
+import { createAccount, hit, logEntries, startPlatform, uploadScript } from "../../workers/testing/helpers.js";
+import { eventually } from "../../core/testing/eventually.js";
+import { withTempDir } from "../../core/testing/temp-dir.js";
 import { runWrangler } from "../../workers/testing/wrangler.js";
 import { bootstrapS3Credentials, s3Client } from "../s3/testing/s3.js";
 

@@ -1,6 +1,7 @@
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from "node:http";
 import type { Readable } from "node:stream";
 import type { Principal } from "../../core/auth/principal.js";
+import { UNTRUSTED_CONTENT_HEADERS } from "../../core/http/untrusted-content.js";
 import type { BucketRef, R2Store } from "../store.js";
 import { BodyVerifier, bodyExpectations } from "./checksums.js";
 import { AwsChunkedDecoder } from "./chunked.js";
@@ -41,7 +42,8 @@ export class S3Call {
     readonly signed: SignedRequest,
     private readonly secret: string,
   ) {
-    this.responseHeaders = { "x-amz-request-id": requestId };
+    // Every S3 answer is served on the platform's hosts: whatever bytes a tenant stored, a browser runs none of them.
+    this.responseHeaders = { "x-amz-request-id": requestId, ...UNTRUSTED_CONTENT_HEADERS };
   }
 
   get ref(): BucketRef {
@@ -181,7 +183,7 @@ export function sendS3Error(
     res.destroy();
     return;
   }
-  const headers: Record<string, string> = { ...at.headers, "x-amz-request-id": at.requestId };
+  const headers: Record<string, string> = { ...at.headers, "x-amz-request-id": at.requestId, ...UNTRUSTED_CONTENT_HEADERS };
   if (at.method === "HEAD") {
     res.writeHead(err.status, { ...headers, "content-length": "0" });
     res.end();

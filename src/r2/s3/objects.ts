@@ -1,4 +1,5 @@
 import type { IncomingHttpHeaders } from "node:http";
+import { UNTRUSTED_CONTENT_HEADERS } from "../../core/http/untrusted-content.js";
 import { pipeline, type Readable } from "node:stream";
 import { conditionalFromHeaders, conditionHolds } from "../preconditions.js";
 import { parseRangeHeader, resolveRange } from "../ranges.js";
@@ -65,7 +66,14 @@ export async function getObject(call: S3Call): Promise<void> {
     found.body.destroy();
     throw S3Errors.invalidRange(0);
   }
-  const headers: Record<string, string> = { ...call.responseHeaders, ...objectHeaders(found.object), ...overrides, "content-length": String(r.length) };
+  // The sandbox last: no stored header or response-* override replaces it.
+  const headers: Record<string, string> = {
+    ...call.responseHeaders,
+    ...objectHeaders(found.object),
+    ...overrides,
+    ...UNTRUSTED_CONTENT_HEADERS,
+    "content-length": String(r.length),
+  };
   if (range) headers["content-range"] = `bytes ${r.offset}-${r.offset + r.length - 1}/${found.object.size}`;
   if (found.bytes) {
     call.res.writeHead(range ? 206 : 200, headers);

@@ -1,7 +1,8 @@
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import type { TestPlatform } from "../../core/testing/platform.js";
-import { eventually, logEntries, startPlatform, uploadScript, uploadVersion } from "../testing/helpers.js";
+import { logEntries, startPlatform, uploadScript, uploadVersion } from "../testing/helpers.js";
+import { eventually } from "../../core/testing/eventually.js";
 
 /**
  * Gradual deployments and the invocations that carry no request: a cron tick and a queue batch go to one of the two

@@ -2,7 +2,8 @@ import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
 import type { TestPlatform } from "../../core/testing/platform.js";
-import { createAccount, eventually, hit, startPlatform } from "../testing/helpers.js";
+import { createAccount, hit, startPlatform } from "../testing/helpers.js";
+import { eventually } from "../../core/testing/eventually.js";
 
 /**
  * The requests Terraform's cloudflare provider v5 sends for Workers, as its source builds them

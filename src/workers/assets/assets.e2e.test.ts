@@ -3,7 +3,8 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { after, before, test } from "node:test";
 import type { TestPlatform } from "../../core/testing/platform.js";
-import { createAccount, hit, startPlatform, uploadScript, uploadVersion, withTempDir } from "../testing/helpers.js";
+import { createAccount, hit, startPlatform, uploadScript, uploadVersion } from "../testing/helpers.js";
+import { withTempDir } from "../../core/testing/temp-dir.js";
 import { runWrangler } from "../testing/wrangler.js";
 import { UPLOAD_SESSION_MANIFEST_CHARS } from "./assets.js";
 

@@ -4,7 +4,9 @@ import { join } from "node:path";
 import { test } from "node:test";
 import type { TestPlatform } from "../../core/testing/platform.js";
 import { startTwoNodes } from "../../core/testing/two-nodes.js";
-import { eventually, hit, withTempDir } from "../testing/helpers.js";
+import { hit } from "../testing/helpers.js";
+import { eventually } from "../../core/testing/eventually.js";
+import { withTempDir } from "../../core/testing/temp-dir.js";
 
 const HANG_GUARD = { timeout: 300_000 };
 

@@ -7,7 +7,8 @@ import Database from "better-sqlite3";
 import { request } from "undici";
 import type { TestPlatform } from "../../core/testing/platform.js";
 import { haveCommand, startPebble, type Pebble } from "../../dns/testing/pebble.js";
-import { createAccount, eventually, logEntries, startPlatform, uploadScript } from "../testing/helpers.js";
+import { createAccount, logEntries, startPlatform, uploadScript } from "../testing/helpers.js";
+import { eventually } from "../../core/testing/eventually.js";
 import { curlTls, fetchPem, startDnsForwarder, tlsPortOf } from "../testing/tls.js";
 
 /**

@@ -6,7 +6,8 @@ import { join } from "node:path";
 import { test } from "node:test";
 import { startTwoNodes } from "../../core/testing/two-nodes.js";
 import { haveCommand, startPebble } from "../../dns/testing/pebble.js";
-import { eventually, logEntries, uploadScript } from "../testing/helpers.js";
+import { logEntries, uploadScript } from "../testing/helpers.js";
+import { eventually } from "../../core/testing/eventually.js";
 import { curlTls, fetchPem, startDnsForwarder, tlsPortOf } from "../testing/tls.js";
 
 const HANG_GUARD = { timeout: 400_000 };

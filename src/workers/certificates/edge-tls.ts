@@ -50,8 +50,9 @@ export function createEdgeTls(
     orderer,
     challenges: (hostname, accountId) => challenges.forOrder(hostname, accountId),
     box,
-    attached: () => deps.routesStore.allDomains(),
-    served: (hostname) => deps.routeTable.domainAt(hostname),
+    // A domain at a platform hostname (attached before the operator named it so) is never ordered a certificate.
+    attached: async () => (await deps.routesStore.allDomains()).filter((d) => !ctx.platformHostnames.isPlatformHostname(d.hostname)),
+    served: (hostname) => (ctx.platformHostnames.isPlatformHostname(hostname) ? undefined : deps.routeTable.domainAt(hostname)),
     bus: ctx.bus,
     nodeId: ctx.nodeId,
     log,

@@ -5,7 +5,8 @@ import { join } from "node:path";
 import { after, before, test } from "node:test";
 import type { TestPlatform } from "../../core/testing/platform.js";
 import { haveCommand, startPebble, type Pebble } from "../../dns/testing/pebble.js";
-import { createAccount, eventually, logEntries, startPlatform, uploadScript } from "../testing/helpers.js";
+import { createAccount, logEntries, startPlatform, uploadScript } from "../testing/helpers.js";
+import { eventually } from "../../core/testing/eventually.js";
 import { startDnsForwarder } from "../testing/tls.js";
 
 /**

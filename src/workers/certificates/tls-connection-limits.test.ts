@@ -3,7 +3,7 @@ import { once } from "node:events";
 import { connect, type Socket } from "node:net";
 import { after, before, test } from "node:test";
 import { startTestPlatform, type TestPlatform } from "../../core/testing/platform.js";
-import { eventually } from "../testing/helpers.js";
+import { eventually } from "../../core/testing/eventually.js";
 import { tlsPortOf } from "../testing/tls.js";
 
 const MAX = 40;

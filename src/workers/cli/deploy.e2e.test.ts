@@ -3,7 +3,8 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
 import type { TestPlatform } from "../../core/testing/platform.js";
-import { hit, startPlatform, withTempDir } from "../testing/helpers.js";
+import { hit, startPlatform } from "../testing/helpers.js";
+import { withTempDir } from "../../core/testing/temp-dir.js";
 
 let p: TestPlatform;
 before(async () => {

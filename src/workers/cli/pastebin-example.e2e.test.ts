@@ -5,7 +5,8 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { after, before, test } from "node:test";
 import type { TestPlatform } from "../../core/testing/platform.js";
-import { eventually, hit, logEntries, startPlatform } from "../testing/helpers.js";
+import { hit, logEntries, startPlatform } from "../testing/helpers.js";
+import { eventually } from "../../core/testing/eventually.js";
 import { runWrangler } from "../testing/wrangler.js";
 
 /** examples/pastebin, set up and deployed the way its README says, then used over HTTP until a cron sweep ran. */

@@ -3,7 +3,9 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
 import type { TestPlatform } from "../../core/testing/platform.js";
-import { eventually, hit, startPlatform, withTempDir } from "../testing/helpers.js";
+import { hit, startPlatform } from "../testing/helpers.js";
+import { eventually } from "../../core/testing/eventually.js";
+import { withTempDir } from "../../core/testing/temp-dir.js";
 import { runWrangler, wrangler4Missing } from "../testing/wrangler.js";
 
 // The latest wrangler 4 (test-clients/, on Node 22) against the Workers API: redeploys that inherit their bindings

@@ -3,7 +3,9 @@ import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
 import { startTestPlatform, type TestPlatform } from "../../core/testing/platform.js";
-import { createAccount, eventually, hit, startPlatform, uploadScript, withTempDir } from "../testing/helpers.js";
+import { createAccount, hit, startPlatform, uploadScript } from "../testing/helpers.js";
+import { eventually } from "../../core/testing/eventually.js";
+import { withTempDir } from "../../core/testing/temp-dir.js";
 
 /**
  * Durable Objects end to end: the real platform, `edgecli deploy` with a wrangler config, workerd running the objects

@@ -11,6 +11,7 @@ import { RoutesCodes, RoutesErrors } from "./errors.js";
 import { inZone, MAX_CUSTOM_DOMAIN_CHARS, parsePattern, validHostname } from "./pattern.js";
 import type { ApiMessage, DomainRecords } from "./dns-records.js";
 import type { CustomDomain, RoutesStore, WorkerRoute } from "./store.js";
+import type { PlatformHostnames } from "../../core/service.js";
 import type { CertificateState } from "../certificates/manager.js";
 
 /** What the routes API needs of the DNS area: zones by id, by name, and the zone a name is in. */
@@ -33,6 +34,8 @@ export interface RoutesApiDeps {
   log: Logger;
   /** The certificate state of a domain's hostname (ours), when the platform issues certificates (--edge-tls-port). */
   certificateOf?: (hostname: string, accountId: string) => CertificateState;
+  /** The platform's own hostnames (the edge's plan): no route or Custom Domain may sit at or under one. */
+  platformHostnames: PlatformHostnames;
   /**
    * When the platform issues certificates: how many of an account's domains have none issued yet, and how many it may
    * have (--acme-pending-per-account). Attaching new domains past it is refused, so that one account cannot fill the
@@ -120,6 +123,7 @@ export function registerRoutesApi(app: FastifyInstance, deps: RoutesApiDeps): vo
     const pattern = b.pattern.trim();
     const parsed = parsePattern(pattern);
     if (typeof parsed === "string") throw RoutesErrors.invalidPattern(pattern, parsed);
+    deps.platformHostnames.refuse("route", parsed.host);
     if (!inZone(parsed.host, zone.name)) throw RoutesErrors.patternNotInZone(pattern, zone.name);
     if (b.script != null && !(await deps.scriptExists(zone.accountId, b.script))) throw RoutesErrors.scriptNotFound(b.script);
     return { id: routeId, zoneId: zone.id, accountId: zone.accountId, pattern, script: b.script ?? null };
@@ -184,6 +188,7 @@ export function registerRoutesApi(app: FastifyInstance, deps: RoutesApiDeps): vo
       const pattern = r.pattern.trim();
       const parsed = parsePattern(pattern);
       if (typeof parsed === "string") throw RoutesErrors.invalidPattern(pattern, parsed);
+      deps.platformHostnames.refuse("route", parsed.host);
       const zone = accountZone(p.account_id, parsed.host, r);
       if (!inZone(parsed.host, zone.name)) throw RoutesErrors.patternNotInZone(pattern, zone.name);
       return { id: id(), zoneId: zone.id, accountId: p.account_id, pattern, script: p.name };
@@ -197,6 +202,7 @@ export function registerRoutesApi(app: FastifyInstance, deps: RoutesApiDeps): vo
   const checkedDomain = (accountId: string, service: string, environment: string, origin: { hostname: string; zone_id?: string; zone_name?: string }) => {
     const hostname = origin.hostname.trim().toLowerCase().replace(/\.$/, "");
     if (!validHostname(hostname)) throw RoutesErrors.invalidHostname(origin.hostname);
+    deps.platformHostnames.refuse("Custom Domain", hostname);
     if (hostname.length > MAX_CUSTOM_DOMAIN_CHARS) throw RoutesErrors.hostnameTooLongForCertificate(hostname, MAX_CUSTOM_DOMAIN_CHARS);
     if (environment !== "production") throw RoutesErrors.environment(environment);
     const zone = accountZone(accountId, hostname, origin);

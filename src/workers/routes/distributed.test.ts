@@ -4,7 +4,8 @@ import { test } from "node:test";
 import { request } from "undici";
 import type { TestPlatform } from "../../core/testing/platform.js";
 import { startTwoNodes } from "../../core/testing/two-nodes.js";
-import { eventually, uploadScript } from "../testing/helpers.js";
+import { uploadScript } from "../testing/helpers.js";
+import { eventually } from "../../core/testing/eventually.js";
 
 const HANG_GUARD = { timeout: 300_000 };
 

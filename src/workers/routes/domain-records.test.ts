@@ -6,7 +6,8 @@ import { request } from "undici";
 import { after, before, test } from "node:test";
 import { startTestPlatform, type TestPlatform } from "../../core/testing/platform.js";
 import { dig, digAvailable } from "../../dns/testing/helpers.js";
-import { createAccount, startPlatform, uploadScript, withTempDir } from "../testing/helpers.js";
+import { createAccount, startPlatform, uploadScript } from "../testing/helpers.js";
+import { withTempDir } from "../../core/testing/temp-dir.js";
 
 const EDGE_V4 = "198.51.100.7";
 const EDGE_V6 = "2001:db8::7";

@@ -5,7 +5,8 @@ import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { request } from "undici";
 import type { TestPlatform } from "../../core/testing/platform.js";
-import { hit, startPlatform, withTempDir } from "../testing/helpers.js";
+import { hit, startPlatform } from "../testing/helpers.js";
+import { withTempDir } from "../../core/testing/temp-dir.js";
 import { runWrangler, wranglerVersions } from "../testing/wrangler.js";
 
 for (const version of wranglerVersions()) {

@@ -2,7 +2,9 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { startTestPlatform, type TestPlatform } from "../../core/testing/platform.js";
-import { eventually, hit, logEntries, uploadScript, withTempDir } from "../testing/helpers.js";
+import { hit, logEntries, uploadScript } from "../testing/helpers.js";
+import { eventually } from "../../core/testing/eventually.js";
+import { withTempDir } from "../../core/testing/temp-dir.js";
 import { isRunning, procInfo } from "./workerd-leash.js";
 
 const CODE = `export default { fetch() { return new Response("alive"); } };`;

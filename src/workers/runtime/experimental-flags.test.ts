@@ -3,7 +3,7 @@ import { execFile } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { test } from "node:test";
-import { withTempDir } from "../testing/helpers.js";
+import { withTempDir } from "../../core/testing/temp-dir.js";
 import { capnpString } from "./capnp-string.js";
 import { EXPERIMENTAL_COMPATIBILITY_FLAGS, firstExperimentalFlag } from "./experimental-flags.js";
 import { defaultWorkerdPath } from "./workerd-binary.js";

@@ -3,7 +3,8 @@ import { after, before, test } from "node:test";
 import { request } from "undici";
 import WebSocket from "ws";
 import type { TestPlatform } from "../../core/testing/platform.js";
-import { createAccount, eventually, hit, openSocket, startPlatform, uploadScript } from "../testing/helpers.js";
+import { createAccount, hit, openSocket, startPlatform, uploadScript } from "../testing/helpers.js";
+import { eventually } from "../../core/testing/eventually.js";
 
 /**
  * The edge's bounds on Worker traffic, with the real platform and workerd: WebSocket slots in all and per account

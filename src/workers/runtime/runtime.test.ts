@@ -4,7 +4,8 @@ import { request as httpRequest, type IncomingMessage } from "node:http";
 import { connect } from "node:net";
 import { after, before, test } from "node:test";
 import { startTestPlatform, type TestPlatform } from "../../core/testing/platform.js";
-import { eventually, hit, logEntries, uploadScript, startPlatform } from "../testing/helpers.js";
+import { hit, logEntries, uploadScript, startPlatform } from "../testing/helpers.js";
+import { eventually } from "../../core/testing/eventually.js";
 
 let p: TestPlatform;
 before(async () => {

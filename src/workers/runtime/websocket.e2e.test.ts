@@ -4,7 +4,8 @@ import { connect, type Socket } from "node:net";
 import { after, before, test } from "node:test";
 import WebSocket from "ws";
 import type { TestPlatform } from "../../core/testing/platform.js";
-import { eventually, hit, logEntries, openSocket, startPlatform, uploadScript } from "../testing/helpers.js";
+import { hit, logEntries, openSocket, startPlatform, uploadScript } from "../testing/helpers.js";
+import { eventually } from "../../core/testing/eventually.js";
 
 /**
  * WebSockets through the edge port, end to end: the real platform, the scripts on workerd, the `ws` client. The

@@ -4,7 +4,8 @@ import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { createLogger } from "../../core/logger.js";
-import { eventually, withTempDir } from "../testing/helpers.js";
+import { eventually } from "../../core/testing/eventually.js";
+import { withTempDir } from "../../core/testing/temp-dir.js";
 import { isRunning, procInfo, WorkerdLeash } from "./workerd-leash.js";
 
 const log = createLogger({ level: "silent" });

@@ -3,7 +3,8 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
 import type { TestPlatform } from "../../core/testing/platform.js";
-import { createAccount, hit, startPlatform, uploadScript, withTempDir } from "../testing/helpers.js";
+import { createAccount, hit, startPlatform, uploadScript } from "../testing/helpers.js";
+import { withTempDir } from "../../core/testing/temp-dir.js";
 
 /**
  * Service bindings end to end: the real platform, `edgecli deploy` with `[[services]]`, two workerd processes, fetch

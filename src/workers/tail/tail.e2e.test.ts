@@ -6,8 +6,10 @@ import { join } from "node:path";
 import { after, before, test } from "node:test";
 import WebSocket from "ws";
 import { CLI_PATH, type TestPlatform } from "../../core/testing/platform.js";
-import { createAccount, eventually, hit, startPlatform, uploadScript, withTempDir } from "../testing/helpers.js";
+import { createAccount, hit, startPlatform, uploadScript } from "../testing/helpers.js";
 import { startWrangler, wranglerVersions } from "../testing/wrangler.js";
+import { eventually } from "../../core/testing/eventually.js";
+import { withTempDir } from "../../core/testing/temp-dir.js";
 
 /**
  * Live tail end to end: the real platform, the script on workerd with its tail worker, the tail API, its WebSocket

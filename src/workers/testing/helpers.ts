@@ -1,6 +1,3 @@
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { request } from "undici";
 import WebSocket from "ws";
 import { startTestPlatform, type TestPlatform } from "../../core/testing/platform.js";
@@ -71,16 +68,6 @@ export async function hit(
   return { status: res.statusCode, text: await res.body.text(), headers: res.headers };
 }
 
-/** Waits until `check` is true, polling; fails with `what` after `ms`. */
-export async function eventually(check: () => boolean | Promise<boolean>, what: string, ms = 15_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (Date.now() < end) {
-    if (await check()) return;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
-
 /** The structured log lines of the platform, parsed. */
 export function logEntries(p: TestPlatform): Record<string, any>[] {
   return p
@@ -99,16 +86,6 @@ export function logEntries(p: TestPlatform): Record<string, any>[] {
 /** The real platform on free ports only (the DNS listener too), so test files can run side by side. */
 export function startPlatform(args: string[] = []): Promise<TestPlatform> {
   return startTestPlatform({ args: ["--dns-port", "0", ...args] });
-}
-
-/** Runs `fn` with a fresh temporary directory, removed afterwards whatever happens. */
-export async function withTempDir(prefix: string, fn: (dir: string) => Promise<void>): Promise<void> {
-  const dir = mkdtempSync(join(tmpdir(), prefix));
-  try {
-    await fn(dir);
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
 }
 
 /** Opens a WebSocket to `script` through the edge port, addressed by Host (from `localAddress` when given, one of 127.0.0.0/8); resolves once open, rejects with the refusal's status and text. */

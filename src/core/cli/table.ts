@@ -1,4 +1,4 @@
-import type { CliContext } from "../../core/cli/context.js";
+import type { CliContext } from "./context.js";
 
 /** Prints rows as a plain text table (columns from the first row), as wrangler prints query results. */
 export function printTable(ctx: CliContext, rows: Record<string, unknown>[]): void {
