@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { cpSync, mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -8,11 +8,15 @@ import { readFileSync } from "node:fs";
 import { ALL_PERMISSIONS } from "./core/auth/permissions.js";
 import { IdMap, markerProblem, readExamples, runExample, type DocExample } from "./core/testing/doc-examples.js";
 import { CLI_PATH, startTestPlatform } from "./core/testing/platform.js";
+import { startMockProvider, type MockProvider } from "./ai-gateway/testing/mock-provider.js";
 
 // The documentation's examples, run against a started platform (see core/testing/doc-examples.ts for the markers):
 // an example that drifts from the code fails here. Each document's examples run in order, in a directory of their
 // own against a platform of their own, with `edgecli` on PATH (as `npm install -g .` puts it) and the document's
-// 127.0.0.1:8787 turned into that platform's.
+// 127.0.0.1:8787 (and the DNS port of `dig @127.0.0.1 -p 1053`) turned into that platform's. The examples directory is
+// copied in (`cd examples/pastebin` works as in the checkout, and what a block changes there stays in the copy). The
+// internet is the one thing tests may not use: every platform's `openai` provider is a local OpenAI-compatible
+// stand-in (ai-gateway/testing/mock-provider.ts), and OPENAI_API_KEY a made-up key for it.
 const root = fileURLToPath(new URL("..", import.meta.url));
 const docs = [
   "README.md",
@@ -48,12 +52,15 @@ test("docs/api.md lists exactly the permission groups the platform has", () => {
 });
 
 let bin: string;
+let provider: MockProvider;
 const work: string[] = [];
-before(() => {
+before(async () => {
   bin = mkdtempSync(join(tmpdir(), "doc-bin-"));
   symlinkSync(CLI_PATH, join(bin, "edgecli"));
+  provider = await startMockProvider();
 });
-after(() => {
+after(async () => {
+  await provider?.close();
   for (const dir of [bin, ...work]) if (dir) rmSync(dir, { recursive: true, force: true });
 });
 
@@ -63,16 +70,22 @@ for (const e of examples) if (e.kind === "run" || e.kind === "file") byDoc.set(e
 for (const [doc, list] of byDoc) {
   test(`${doc}: its ${list.length} marked examples run as shown`, { timeout: 600_000 }, async (t) => {
     // A platform of its own: each document starts from nothing, as its reader does (and may name the same bucket).
-    const p = await startTestPlatform();
+    const p = await startTestPlatform({ args: ["--provider-base-url", `openai=${provider.url}`] });
     t.after(() => p.dispose());
     const cwd = mkdtempSync(join(tmpdir(), "doc-example-"));
     work.push(cwd);
     // Examples importing packages (the S3 SDK, ws) find them as in the checkout.
     symlinkSync(join(root, "node_modules"), join(cwd, "node_modules"));
+    // Examples that start "from the repository's root" (cd examples/r2-worker) find a copy of the examples there.
+    cpSync(join(root, "examples"), join(cwd, "examples"), { recursive: true });
+    // Started "from the same directory", as the README's reader does: its credentials are in ./.edge.
+    symlinkSync(p.stateDir, join(cwd, ".edge"));
     const envFile = join(cwd, ".example-env");
     writeFileSync(envFile, "");
     mkdirSync(join(cwd, "tmp"));
     const port = new URL(p.url).port;
+    // The docs' DNS port (1053, the default) is the test platform's: `dig @127.0.0.1 -p 1053` asks it.
+    const dnsPort = p.endpoints.dns_udp.split(":").pop();
     const ctx = {
       cwd,
       envFile,
@@ -84,8 +97,14 @@ for (const [doc, list] of byDoc) {
         EDGE_API_TOKEN: p.token,
         EDGE_ACCOUNT_ID: p.accountId,
         EDGE_STATE_DIR: p.stateDir,
+        // wrangler, as the docs run it: a home of its own (no login state or logs of the machine's user), no metrics.
+        HOME: cwd,
+        WRANGLER_SEND_METRICS: "false",
+        // npm's update check (wrangler's "update available") goes to a closed port: a test never reaches a registry.
+        npm_config_registry: "http://127.0.0.1:9/",
+        OPENAI_API_KEY: "sk-doc-example-stand-in",
       },
-      rewrite: (text: string) => text.replace(/\b(127\.0\.0\.1|localhost):8787\b/g, `$1:${port}`),
+      rewrite: (text: string) => text.replace(/\b(127\.0\.0\.1|localhost):8787\b/g, `$1:${port}`).replace(/(@127\.0\.0\.1 -p )1053\b/g, `$1${dnsPort}`),
     };
     const ids = new IdMap();
     for (const e of list) await runExample(e, ctx, ids);

@@ -1,6 +1,6 @@
 import { spawn } from "node:child_process";
-import { readFileSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { dirname, join } from "node:path";
 
 /**
  * The runnable examples of the documentation (README.md, docs/*.md, examples/*\/README.md), so a test can run them
@@ -11,11 +11,18 @@ import { join } from "node:path";
  *   a transcript (lines starting with `$ ` followed by their output) runs each command, which must exit 1 when its
  *   output shows `✘ [ERROR]` and 0 otherwise, and print the shown lines in that order (`…` stands for any text;
  *   a 32-hex id stands for any id, and the id printed is used wherever the doc uses the shown one afterwards);
- *   a `js` block is written to a `.mjs` file and run with node.
- * - `<!-- example: file NAME -->`: the block is a file the following examples use (a config), written as NAME.
+ *   a `js` block is written to a `.mjs` file and run with node; a `python` block is written to a `.py` file and run
+ *   with python3 (with the packages the machine has: boto3 here, not the openai package).
+ * - `<!-- example: file NAME -->`: the block is a file the following examples use (a config), written as NAME
+ *   (a relative path: `calc/index.js` makes `calc/`, so each project of a doc can have a directory of its own).
  * - `<!-- example: skip REASON -->`: never run, for the reason given (it needs something a test cannot have).
  * - `<!-- example: todo -->`: runnable, not run by the test yet (counted and printed, so the list shrinks).
  * A block that looks runnable (sh, bash, shell, js, mjs, python, or a `$ ` transcript) without a marker is an error.
+ *
+ * What the blocks find (src/docs-examples.test.ts): a directory of their own holding a copy of examples/ and `.edge`,
+ * a link to the platform's state directory (as beside `edgecli serve`); `edgecli` on PATH; EDGE_API_URL,
+ * EDGE_API_TOKEN, EDGE_ACCOUNT_ID and EDGE_STATE_DIR of that platform; and OPENAI_API_KEY, a made-up key for the
+ * platform's `openai` provider, which is a local OpenAI-compatible stand-in (the internet is out of reach).
  */
 export type ExampleKind = "run" | "file" | "skip" | "todo";
 
@@ -68,8 +75,8 @@ export function markerProblem(e: DocExample): string | undefined {
   if (!e.kind) return `${where}: a runnable-looking block without an <!-- example: run|file|skip|todo --> marker`;
   if (e.kind === "skip" && !e.arg) return `${where}: <!-- example: skip --> needs a reason`;
   if (e.kind === "file" && !e.arg) return `${where}: <!-- example: file --> needs a file name`;
-  if (e.kind === "run" && !(["sh", "bash", "shell", "js", "mjs"].includes(e.lang) || isTranscript(e.body))) {
-    return `${where}: only sh, js and $-transcript blocks can be run (this one is "${e.lang || "plain"}")`;
+  if (e.kind === "run" && !(["sh", "bash", "shell", "js", "mjs", "python"].includes(e.lang) || isTranscript(e.body))) {
+    return `${where}: only sh, js, python and $-transcript blocks can be run (this one is "${e.lang || "plain"}")`;
   }
   return undefined;
 }
@@ -168,7 +175,11 @@ export function matchOutput(expected: string[], actual: string, ids: IdMap): str
 
 /** Writes the doc's files with the ids learnt so far (a config shown before the command that made its ids). */
 function writeFiles(ctx: RunContext, ids: IdMap): void {
-  for (const [name, template] of ids.files) writeFileSync(join(ctx.cwd, name), ctx.rewrite(ids.apply(template)) + "\n");
+  for (const [name, template] of ids.files) {
+    const path = join(ctx.cwd, name);
+    mkdirSync(dirname(path), { recursive: true });
+    writeFileSync(path, ctx.rewrite(ids.apply(template)) + "\n");
+  }
 }
 
 /** A transcript's commands with the output lines the doc shows for each. */
@@ -195,6 +206,13 @@ export async function runExample(e: DocExample, ctx: RunContext, ids: IdMap): Pr
     writeFileSync(join(ctx.cwd, file), body + "\n");
     const r = await runBash(ctx, `node ${file}`);
     if (r.code !== 0) throw new Error(`${where}: node exited ${r.code}\n${r.output}`);
+    return;
+  }
+  if (e.lang === "python") {
+    const file = `example-${e.line}.py`;
+    writeFileSync(join(ctx.cwd, file), body + "\n");
+    const r = await runBash(ctx, `python3 ${file}`);
+    if (r.code !== 0) throw new Error(`${where}: python3 exited ${r.code}\n${r.output}`);
     return;
   }
   if (isTranscript(body)) {
