@@ -121,4 +121,54 @@ export const R2_PG_MIGRATIONS: PgMigration[] = [
      leased_until BIGINT NOT NULL DEFAULT 0
    );
    CREATE INDEX notification_outbox_by_lease ON notification_outbox(leased_until, id);`,
+  // Version 5: each bucket's usage, kept by triggers in the transaction of every object or upload write, as
+  // SQLite's migration 6 (sqlite-migrations.ts has why), and computed once here for the buckets there are. The
+  // functions name the schema: they run with the writer's search_path. Writers into one bucket take turns on its
+  // usage row from their write to their commit (put_object commits in the statement that calls it).
+  `CREATE TABLE bucket_usage (
+     bucket_id BIGINT PRIMARY KEY REFERENCES buckets(id) ON DELETE CASCADE,
+     object_count BIGINT NOT NULL DEFAULT 0,
+     payload_size BIGINT NOT NULL DEFAULT 0,
+     metadata_size BIGINT NOT NULL DEFAULT 0,
+     upload_count BIGINT NOT NULL DEFAULT 0
+   );
+   INSERT INTO bucket_usage (bucket_id, object_count, payload_size, metadata_size, upload_count)
+     SELECT b.id,
+       (SELECT count(*) FROM objects o WHERE o.bucket_id = b.id),
+       (SELECT coalesce(sum(o.size), 0) FROM objects o WHERE o.bucket_id = b.id),
+       (SELECT coalesce(sum(octet_length(o.http) + octet_length(o.custom)), 0) FROM objects o WHERE o.bucket_id = b.id),
+       (SELECT count(*) FROM uploads u WHERE u.bucket_id = b.id)
+     FROM buckets b;
+   CREATE FUNCTION bucket_usage_created() RETURNS trigger LANGUAGE plpgsql AS $$
+   BEGIN
+     INSERT INTO r2.bucket_usage (bucket_id) VALUES (NEW.id);
+     RETURN NULL;
+   END $$;
+   CREATE TRIGGER bucket_usage_created AFTER INSERT ON buckets FOR EACH ROW EXECUTE FUNCTION bucket_usage_created();
+   CREATE FUNCTION bucket_usage_objects() RETURNS trigger LANGUAGE plpgsql AS $$
+   BEGIN
+     IF TG_OP <> 'INSERT' THEN
+       UPDATE r2.bucket_usage SET object_count = object_count - 1, payload_size = payload_size - OLD.size,
+         metadata_size = metadata_size - octet_length(OLD.http) - octet_length(OLD.custom)
+         WHERE bucket_id = OLD.bucket_id;
+     END IF;
+     IF TG_OP <> 'DELETE' THEN
+       UPDATE r2.bucket_usage SET object_count = object_count + 1, payload_size = payload_size + NEW.size,
+         metadata_size = metadata_size + octet_length(NEW.http) + octet_length(NEW.custom)
+         WHERE bucket_id = NEW.bucket_id;
+     END IF;
+     RETURN NULL;
+   END $$;
+   CREATE TRIGGER bucket_usage_objects AFTER INSERT OR UPDATE OF bucket_id, size, http, custom OR DELETE ON objects
+     FOR EACH ROW EXECUTE FUNCTION bucket_usage_objects();
+   CREATE FUNCTION bucket_usage_uploads() RETURNS trigger LANGUAGE plpgsql AS $$
+   BEGIN
+     IF TG_OP = 'INSERT' THEN
+       UPDATE r2.bucket_usage SET upload_count = upload_count + 1 WHERE bucket_id = NEW.bucket_id;
+     ELSE
+       UPDATE r2.bucket_usage SET upload_count = upload_count - 1 WHERE bucket_id = OLD.bucket_id;
+     END IF;
+     RETURN NULL;
+   END $$;
+   CREATE TRIGGER bucket_usage_uploads AFTER INSERT OR DELETE ON uploads FOR EACH ROW EXECUTE FUNCTION bucket_usage_uploads();`,
 ];

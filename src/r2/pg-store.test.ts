@@ -3,6 +3,7 @@ import { test, type TestContext } from "node:test";
 import { Readable } from "node:stream";
 import { text } from "node:stream/consumers";
 import { S3ContentStore } from "../core/content/s3-store.js";
+import { migrateArea } from "../core/db/pg-migrations.js";
 import { Postgres } from "../core/db/postgres.js";
 import { dependencyRefusal } from "../core/errors/dependency.js";
 import { EdgeError } from "../core/errors.js";
@@ -189,4 +190,24 @@ test("PostgreSQL or the object store unreachable: the store's errors are the cor
   assert.ok(await noObjectStore.put(B, "small", Buffer.from("again"), { onlyIf: { etagDoesNotMatch: [strong("x")] } }));
   assert.equal(await bodyOf(await noObjectStore.get(B, "small")), "again");
   await noObjectStore.delete(B, "small");
+});
+
+test("the usage migration (version 5) counts the objects and uploads a database already holds, once", async (t) => {
+  const pg = await testPostgres(t, "r2", R2_PG_MIGRATIONS.slice(0, -1));
+  const content = pg && (await testContentStore(t, "r2"));
+  if (!pg || !content) return;
+  await pg.execute(
+    "INSERT INTO r2.buckets (id, account_id, name, created_at, location, storage_class) VALUES (1, 'acc1', 'full', '', 'auto', 'Standard'), (2, 'acc1', 'none', '', 'auto', 'Standard')",
+  );
+  await pg.execute(
+    `INSERT INTO r2.objects (bucket_id, key, version, size, etag, uploaded, http, custom, checksums, storage_class, segments)
+     VALUES (1, 'a', 'v', 10, 'e', 0, '{}', '{"k":"v"}', '{}', 'Standard', '[]'), (1, 'b', 'v', 32, 'e', 0, '{}', '{}', '{}', 'Standard', '[]')`,
+  );
+  await pg.execute("INSERT INTO r2.uploads (upload_id, bucket_id, key, http, custom, storage_class, created) VALUES ('u1', 1, 'm', '{}', '{}', 'Standard', 0)");
+  assert.equal(await migrateArea(pg, "r2", R2_PG_MIGRATIONS), 1);
+  const usage = (await new PgR2Store(pg, content).bucketUsage("acc1")).map((u) => [u.bucketName, u.objectCount, u.payloadSize, u.metadataSize, u.uploadCount]);
+  assert.deepEqual(usage, [
+    ["full", 2, 42, 2 + 9 + 2 + 2, 1],
+    ["none", 0, 0, 0, 0],
+  ]);
 });

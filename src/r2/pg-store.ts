@@ -139,12 +139,11 @@ export class PgR2Store extends MultipartDelegation implements R2Store {
 
   async bucketUsage(accountId: string, bucketName?: string): Promise<R2BucketUsage[]> {
     const rows = await this.pg.rows<UsageRow>(
-      `SELECT b.name AS bucket_name,
-         (SELECT count(*) FROM r2.objects o WHERE o.bucket_id = b.id) AS object_count,
-         (SELECT coalesce(sum(o.size), 0) FROM r2.objects o WHERE o.bucket_id = b.id) AS payload_size,
-         (SELECT coalesce(sum(octet_length(o.http) + octet_length(o.custom)), 0) FROM r2.objects o WHERE o.bucket_id = b.id) AS metadata_size,
-         (SELECT count(*) FROM r2.uploads u WHERE u.bucket_id = b.id) AS upload_count
-       FROM r2.buckets b WHERE b.account_id = $1 AND ($2::text IS NULL OR b.name = $2) ORDER BY b.name`,
+      // r2.bucket_usage is kept by triggers (pg-migrations.ts, version 5): a row a bucket, not a pass over its objects.
+      `SELECT b.name AS bucket_name, coalesce(u.object_count, 0) AS object_count, coalesce(u.payload_size, 0) AS payload_size,
+         coalesce(u.metadata_size, 0) AS metadata_size, coalesce(u.upload_count, 0) AS upload_count
+       FROM r2.buckets b LEFT JOIN r2.bucket_usage u ON u.bucket_id = b.id
+       WHERE b.account_id = $1 AND ($2::text IS NULL OR b.name = $2) ORDER BY b.name`,
       [accountId, bucketName ?? null],
     );
     return rows.map(usageOf);

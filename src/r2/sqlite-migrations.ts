@@ -85,4 +85,51 @@ export const r2Migrations: readonly Migration[] = [
      leased_until INTEGER NOT NULL DEFAULT 0
    );
    CREATE INDEX notification_outbox_by_lease ON notification_outbox(leased_until, id);`,
+  // Each bucket's usage (what GraphQL's r2StorageAdaptiveGroups and `wrangler r2 bucket info` read), kept by
+  // triggers in the transaction of every object or upload write, whatever the path (put, overwrite, delete, multipart
+  // complete, copy, lifecycle, state copy), so that reading it costs a row per bucket instead of a pass over the
+  // objects (270-380 ms of a stalled event loop for 1,000,000 objects). Computed once here for the buckets there are.
+  // The object upsert is an ON CONFLICT update (an INSERT OR REPLACE would fire no delete trigger). OR REPLACE on the
+  // bucket's row: a deleted bucket's number can be reused.
+  `CREATE TABLE bucket_usage (
+     bucket_id INTEGER PRIMARY KEY REFERENCES buckets(id) ON DELETE CASCADE,
+     object_count INTEGER NOT NULL DEFAULT 0,
+     payload_size INTEGER NOT NULL DEFAULT 0,
+     metadata_size INTEGER NOT NULL DEFAULT 0,
+     upload_count INTEGER NOT NULL DEFAULT 0
+   );
+   INSERT INTO bucket_usage (bucket_id, object_count, payload_size, metadata_size, upload_count)
+     SELECT b.id,
+       (SELECT count(*) FROM objects o WHERE o.bucket_id = b.id),
+       (SELECT coalesce(sum(o.size), 0) FROM objects o WHERE o.bucket_id = b.id),
+       (SELECT coalesce(sum(length(CAST(o.http AS BLOB)) + length(CAST(o.custom AS BLOB))), 0) FROM objects o WHERE o.bucket_id = b.id),
+       (SELECT count(*) FROM uploads u WHERE u.bucket_id = b.id)
+     FROM buckets b;
+   CREATE TRIGGER bucket_usage_created AFTER INSERT ON buckets BEGIN
+     INSERT OR REPLACE INTO bucket_usage (bucket_id) VALUES (NEW.id);
+   END;
+   CREATE TRIGGER bucket_usage_object_in AFTER INSERT ON objects BEGIN
+     UPDATE bucket_usage SET object_count = object_count + 1, payload_size = payload_size + NEW.size,
+       metadata_size = metadata_size + length(CAST(NEW.http AS BLOB)) + length(CAST(NEW.custom AS BLOB))
+       WHERE bucket_id = NEW.bucket_id;
+   END;
+   CREATE TRIGGER bucket_usage_object_out AFTER DELETE ON objects BEGIN
+     UPDATE bucket_usage SET object_count = object_count - 1, payload_size = payload_size - OLD.size,
+       metadata_size = metadata_size - length(CAST(OLD.http AS BLOB)) - length(CAST(OLD.custom AS BLOB))
+       WHERE bucket_id = OLD.bucket_id;
+   END;
+   CREATE TRIGGER bucket_usage_object_changed AFTER UPDATE ON objects BEGIN
+     UPDATE bucket_usage SET object_count = object_count - 1, payload_size = payload_size - OLD.size,
+       metadata_size = metadata_size - length(CAST(OLD.http AS BLOB)) - length(CAST(OLD.custom AS BLOB))
+       WHERE bucket_id = OLD.bucket_id;
+     UPDATE bucket_usage SET object_count = object_count + 1, payload_size = payload_size + NEW.size,
+       metadata_size = metadata_size + length(CAST(NEW.http AS BLOB)) + length(CAST(NEW.custom AS BLOB))
+       WHERE bucket_id = NEW.bucket_id;
+   END;
+   CREATE TRIGGER bucket_usage_upload_in AFTER INSERT ON uploads BEGIN
+     UPDATE bucket_usage SET upload_count = upload_count + 1 WHERE bucket_id = NEW.bucket_id;
+   END;
+   CREATE TRIGGER bucket_usage_upload_out AFTER DELETE ON uploads BEGIN
+     UPDATE bucket_usage SET upload_count = upload_count - 1 WHERE bucket_id = OLD.bucket_id;
+   END;`,
 ];

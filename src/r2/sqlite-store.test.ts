@@ -7,7 +7,9 @@ import { text } from "node:stream/consumers";
 import { DbSmallContentStore } from "../core/content/db-small-store.js";
 import { FileContentStore } from "../core/content/file-store.js";
 import { sqliteStoreFactory } from "../core/testing/contract.js";
+import { openDatabase } from "../core/db/sqlite.js";
 import { eventually } from "../core/testing/eventually.js";
+import { withTempDir } from "../core/testing/temp-dir.js";
 import { R2_SMALL_BODIES, r2Migrations } from "./sqlite-migrations.js";
 import { R2_PAGE_CACHE_KIB, SqliteR2Store } from "./sqlite-store.js";
 import { describeR2Store } from "./store.contract.js";
@@ -137,3 +139,34 @@ test("concurrent overwrites, deletes and refused writes leave exactly the conten
     await store.abortMultipartUpload(B, "parts", id);
     await eventually(() => contentFiles(contentDir).length === live.length - 1, "the aborted upload's part to be unlinked");
   }));
+
+test("the usage migration counts the objects and uploads a database already holds, once", async () => {
+  await withTempDir("r2-usage-migration-", async (dir) => {
+    const file = join(dir, "r2.sqlite");
+    const before = openDatabase(file, r2Migrations.slice(0, -1));
+    const now = Date.now();
+    before.prepare("INSERT INTO buckets (id, account_id, name, created_at, location, storage_class) VALUES (1, 'acc1', 'full', '', 'auto', 'Standard')").run();
+    before.prepare("INSERT INTO buckets (id, account_id, name, created_at, location, storage_class) VALUES (2, 'acc1', 'none', '', 'auto', 'Standard')").run();
+    const insert = before.prepare(
+      "INSERT INTO objects (bucket_id, key, version, size, etag, uploaded, http, custom, checksums, storage_class, segments) VALUES (1, ?, 'v', ?, 'e', ?, '{}', ?, '{}', 'Standard', '[]')",
+    );
+    insert.run("a", 10, now, '{"k":"v"}');
+    insert.run("b", 32, now, "{}");
+    before
+      .prepare("INSERT INTO uploads (upload_id, bucket_id, key, http, custom, storage_class, created) VALUES ('u1', 1, 'm', '{}', '{}', 'Standard', ?)")
+      .run(now);
+    before.close();
+
+    const db = openDatabase(file, r2Migrations);
+    try {
+      const store = new SqliteR2Store(db, new FileContentStore(join(dir, "content")));
+      const usage = (await store.bucketUsage("acc1")).map((u) => [u.bucketName, u.objectCount, u.payloadSize, u.metadataSize, u.uploadCount]);
+      assert.deepEqual(usage, [
+        ["full", 2, 42, 2 + 9 + 2 + 2, 1],
+        ["none", 0, 0, 0, 0],
+      ]);
+    } finally {
+      db.close();
+    }
+  });
+});

@@ -67,13 +67,11 @@ export class SqliteR2Store extends MultipartDelegation implements R2Store {
     });
     this.cors = new SqliteBucketCors(db);
     this.q = {
+      // bucket_usage is kept by triggers (sqlite-migrations.ts): a row a bucket, not a pass over its objects.
       usage: db.prepare<[string, string | null, string | null], UsageRow>(
-        `SELECT b.name AS bucket_name,
-           (SELECT count(*) FROM objects o WHERE o.bucket_id = b.id) AS object_count,
-           (SELECT coalesce(sum(o.size), 0) FROM objects o WHERE o.bucket_id = b.id) AS payload_size,
-           (SELECT coalesce(sum(length(CAST(o.http AS BLOB)) + length(CAST(o.custom AS BLOB))), 0) FROM objects o WHERE o.bucket_id = b.id) AS metadata_size,
-           (SELECT count(*) FROM uploads u WHERE u.bucket_id = b.id) AS upload_count
-         FROM buckets b WHERE b.account_id = ? AND (? IS NULL OR b.name = ?) ORDER BY b.name`,
+        `SELECT b.name AS bucket_name, coalesce(u.object_count, 0) AS object_count, coalesce(u.payload_size, 0) AS payload_size,
+           coalesce(u.metadata_size, 0) AS metadata_size, coalesce(u.upload_count, 0) AS upload_count
+         FROM buckets b LEFT JOIN bucket_usage u ON u.bucket_id = b.id WHERE b.account_id = ? AND (? IS NULL OR b.name = ?) ORDER BY b.name`,
       ),
       bucket: db.prepare<[string, string], BucketRow>("SELECT id, name, created_at, location, storage_class FROM buckets WHERE account_id = ? AND name = ?"),
       buckets: db.prepare<[string, string, string, number], BucketRow>(
@@ -91,8 +89,11 @@ export class SqliteR2Store extends MultipartDelegation implements R2Store {
         "SELECT o.* FROM buckets b JOIN objects o ON o.bucket_id = b.id WHERE b.account_id = ? AND b.name = ? AND o.key = ?",
       ),
       upsertObject: db.prepare(
-        `INSERT OR REPLACE INTO objects (bucket_id, key, version, size, etag, uploaded, http, custom, checksums, storage_class, segments)
-         VALUES (@bucketId, @key, @version, @size, @etag, @uploaded, @http, @custom, @checksums, @storageClass, @segments)`,
+        `INSERT INTO objects (bucket_id, key, version, size, etag, uploaded, http, custom, checksums, storage_class, segments)
+         VALUES (@bucketId, @key, @version, @size, @etag, @uploaded, @http, @custom, @checksums, @storageClass, @segments)
+         ON CONFLICT (bucket_id, key) DO UPDATE SET version = excluded.version, size = excluded.size, etag = excluded.etag,
+           uploaded = excluded.uploaded, http = excluded.http, custom = excluded.custom, checksums = excluded.checksums,
+           storage_class = excluded.storage_class, segments = excluded.segments`,
       ),
       allSegments: db.prepare<[], { segments: string }>("SELECT segments FROM objects"),
       deleteObject: db.prepare<[number, string], { segments: string }>("DELETE FROM objects WHERE bucket_id = ? AND key = ? RETURNING segments"),

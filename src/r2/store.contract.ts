@@ -7,7 +7,7 @@ import { EdgeError } from "../core/errors.js";
 import { storeContract } from "../core/testing/contract.js";
 import { eventually } from "../core/testing/eventually.js";
 import { R2Codes } from "./errors.js";
-import type { BucketRef, R2CorsRule, R2GetResult, R2Store } from "./store.js";
+import type { BucketRef, R2CorsRule, R2GetResult, R2PutOptions, R2Store } from "./store.js";
 import { newRules } from "./notifications/rules.js";
 
 /**
@@ -141,6 +141,80 @@ export const describeR2Store = storeContract<R2StoreUnderTest>("R2Store", (it) =
       [[1, 6]],
     );
     assert.deepEqual(await store.bucketUsage(OTHER, "empty"), []);
+  });
+
+  it("bucketUsage stays exact through puts, overwrites, deletes, multipart completes and aborts, copies and failed writes", async ({ store }) => {
+    await store.createBucket(ACC, "counted");
+    await store.createBucket(ACC, "copies");
+    const ref = { accountId: ACC, bucketName: "counted" };
+    const copies = { accountId: ACC, bucketName: "copies" };
+    const usage = async (name: string) => {
+      const [u] = await store.bucketUsage(ACC, name);
+      return [u!.objectCount, u!.payloadSize, u!.metadataSize, u!.uploadCount];
+    };
+    // An object's metadata bytes, alone: the total must be the sum of its objects'.
+    const metadataOf = async (opts: R2PutOptions) => {
+      await store.createBucket(ACC, "probe");
+      await store.put({ accountId: ACC, bucketName: "probe" }, "k", Buffer.alloc(0), opts);
+      const [, , bytes] = await usage("probe");
+      await store.delete({ accountId: ACC, bucketName: "probe" }, "k");
+      await store.deleteBucket(ACC, "probe");
+      return bytes!;
+    };
+    const optsA: R2PutOptions = { customMetadata: { owner: "me" } };
+    const optsB: R2PutOptions = { httpMetadata: { contentType: "text/plain" } };
+    await store.put(ref, "a", Buffer.from("hello"), optsA);
+    await store.put(ref, "b", patterned(SMALL + 10), optsB);
+    const metaA = await metadataOf(optsA);
+    const metaB = await metadataOf(optsB);
+    assert.ok(metaA > 0 && metaB > 0);
+    assert.deepEqual(await usage("counted"), [2, 5 + SMALL + 10, metaA + metaB, 0]);
+
+    // An overwrite replaces the old row's numbers, it does not add to them.
+    await store.put(ref, "a", Buffer.from("hi"), { customMetadata: { owner: "me" } });
+    assert.deepEqual(await usage("counted"), [2, 2 + SMALL + 10, metaA + metaB, 0]);
+
+    // Failed writes count nothing: a precondition that fails, a body that breaks off, a missing upload.
+    assert.equal(await store.put(ref, "a", Buffer.from("never"), { onlyIf: { etagDoesNotMatch: [{ type: "wildcard" }] } }), undefined);
+    const broken = new Readable({
+      read() {
+        this.push(Buffer.alloc(1000));
+        this.destroy(new Error("the client went away"));
+      },
+    });
+    await assert.rejects(store.put(ref, "c", broken));
+    await assert.rejects(store.completeMultipartUpload(ref, "m", "no-such-upload", []));
+    assert.deepEqual(await usage("counted"), [2, 2 + SMALL + 10, metaA + metaB, 0]);
+
+    // Multipart: the upload counts until it completes (into an object) or is aborted.
+    const id = await store.createMultipartUpload(ref, "m", { customMetadata: { m: "1" } });
+    const aborted = await store.createMultipartUpload(ref, "gone");
+    assert.deepEqual(await usage("counted"), [2, 2 + SMALL + 10, metaA + metaB, 2]);
+    const p1 = await store.uploadPart(ref, "m", id, 1, Buffer.alloc(5 * MiB, "a"));
+    const p2 = await store.uploadPart(ref, "m", id, 2, Buffer.from("end"));
+    await store.completeMultipartUpload(ref, "m", id, [p1, p2]);
+    await store.abortMultipartUpload(ref, "gone", aborted);
+    const metaM = await metadataOf({ customMetadata: { m: "1" } });
+    assert.deepEqual(await usage("counted"), [3, 2 + SMALL + 10 + 5 * MiB + 3, metaA + metaB + metaM, 0]);
+
+    // A copy counts in its destination bucket only.
+    await store.put(copies, "b-copy", (await store.get(ref, "b"))!.body as Readable, {
+      ...optsB,
+      copySource: { bucket: "counted", key: "b" },
+    });
+    assert.deepEqual(await usage("copies"), [1, SMALL + 10, metaB, 0]);
+    assert.deepEqual(await usage("counted"), [3, 2 + SMALL + 10 + 5 * MiB + 3, metaA + metaB + metaM, 0]);
+
+    // Deletes, one and many (a key that is not there changes nothing), back to zero; the bucket can go.
+    await store.delete(ref, "a");
+    assert.deepEqual(await usage("counted"), [2, SMALL + 10 + 5 * MiB + 3, metaB + metaM, 0]);
+    await store.delete(ref, ["b", "m", "not-there"]);
+    await store.delete(copies, "b-copy");
+    assert.deepEqual(await usage("counted"), [0, 0, 0, 0]);
+    assert.deepEqual(await usage("copies"), [0, 0, 0, 0]);
+    await store.deleteBucket(ACC, "counted");
+    await store.createBucket(ACC, "counted");
+    assert.deepEqual(await usage("counted"), [0, 0, 0, 0], "a bucket made again starts from nothing");
   });
 
   it("every object operation on a bucket that does not exist is a bucketNotFound", async ({ store }) => {

@@ -7,7 +7,9 @@ import { after, before, test } from "node:test";
 import WebSocket from "ws";
 import { CLI_PATH, type TestPlatform } from "../../core/testing/platform.js";
 import { createAccount, hit, startPlatform, uploadScript } from "../testing/helpers.js";
+import { startWrangler, wranglerVersions } from "../testing/wrangler.js";
 import { eventually } from "../../core/testing/eventually.js";
+import { withTempDir } from "../../core/testing/temp-dir.js";
 
 /**
  * Live tail end to end: the real platform, the script on workerd with its tail worker, the tail API, its WebSocket
@@ -297,6 +299,52 @@ test("the session's WebSocket takes wrangler's unmasked first message and answer
 });
 
 // Last: it stops the platform.
+/**
+ * The objects `wrangler tail --format json` printed so far: it prints each event as indented JSON (several lines, the
+ * object's closing brace alone at the start of a line), among its own messages.
+ */
+function jsonEventsOf(stdout: string): any[] {
+  const events: any[] = [];
+  for (const block of stdout.matchAll(/^\{\n[\s\S]*?^\}$/gm)) events.push(JSON.parse(block[0]));
+  return events;
+}
+
+// Issue 31: `wrangler tail` never exits by itself, so it is started, read while it runs, then interrupted.
+for (const version of wranglerVersions()) {
+  test(`wrangler ${version} tail --format json prints a request's event with its console output`, HANG_GUARD, async () => {
+    const name = `tail-wrangler${version}`;
+    assert.equal((await uploadScript(p, name, SCRIPT)).status, 200);
+    await withTempDir("wrangler-tail-", async (cwd) => {
+      const tail = startWrangler(p, ["tail", name, "--format", "json"], { cwd, version });
+      try {
+        // Events flow once wrangler has joined the session's WebSocket: requests are repeated until one shows.
+        await eventually(
+          async () => {
+            if (tail.child.exitCode !== null) throw new Error(`wrangler exited ${tail.child.exitCode}: ${tail.stdout()}\n${tail.stderr()}`);
+            await hit(p, name, `/from-wrangler${version}?q=1`);
+            return jsonEventsOf(tail.stdout()).length > 0;
+          },
+          `wrangler ${version} tail to print an event`,
+          90_000,
+        );
+        const event = jsonEventsOf(tail.stdout())[0];
+        assert.equal(event.outcome, "ok");
+        assert.equal(event.scriptName, name);
+        assert.match(event.event.request.url, new RegExp(`/from-wrangler${version}\\?q=1$`));
+        assert.equal(event.event.request.method, "GET");
+        assert.deepEqual(event.logs[0].message, ["visit", `/from-wrangler${version}?q=1`, { n: 1 }]);
+        assert.ok(!tail.stdout().includes(SECRET) && !tail.stderr().includes(SECRET));
+      } finally {
+        tail.child.kill("SIGINT");
+        await tail.exited;
+      }
+    });
+    // wrangler deletes its session on Ctrl-C, though it may exit before the DELETE is answered: deleting the script
+    // ends whatever remains.
+    assert.equal((await p.api("DELETE", `/accounts/${p.accountId}/workers/scripts/${name}`)).status, 200);
+  });
+}
+
 /**
  * Issue 30 hole 9: sessions outlived their script, so the next account to take the name could not tail its own
  * Worker (the name's 10 sessions were taken) for up to 6 h. They end with the script; a script of the same name made

@@ -1,4 +1,4 @@
-import { spawn } from "node:child_process";
+import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
@@ -43,41 +43,64 @@ export interface WranglerOptions {
  * so a test never reaches the internet.
  */
 export async function runWrangler(p: TestPlatform, args: string[], opts: WranglerOptions): Promise<CliResult> {
-  const home = mkdtempSync(join(tmpdir(), "edge-wrangler-home-"));
+  const run = startWrangler(p, args, opts);
+  const timer = setTimeout(() => run.child.kill("SIGKILL"), WRANGLER_LIMIT_MS);
   try {
-    return await new Promise<CliResult>((resolve, reject) => {
-      const [node, bin] = opts.version === 4 ? [NODE22, WRANGLER4_BIN] : [process.execPath, WRANGLER_BIN];
-      if (!node || !bin) throw new Error(wrangler4Missing() || "wrangler 4 is not installed");
-      const child = spawn(node, [bin, ...args], {
-        cwd: opts.cwd,
-        env: {
-          PATH: process.env.PATH,
-          HOME: home,
-          XDG_CONFIG_HOME: join(home, ".config"),
-          CLOUDFLARE_API_BASE_URL: p.apiUrl,
-          CLOUDFLARE_ACCOUNT_ID: opts.accountId ?? p.accountId,
-          ...(opts.credentials ?? { CLOUDFLARE_API_TOKEN: p.token }),
-          WRANGLER_SEND_METRICS: "false",
-          npm_config_registry: "http://127.0.0.1:9/",
-          NO_COLOR: "1",
-          FORCE_COLOR: "0",
-        },
-        stdio: ["pipe", "pipe", "pipe"],
-      });
-      const out: Buffer[] = [];
-      const err: Buffer[] = [];
-      const timer = setTimeout(() => child.kill("SIGKILL"), WRANGLER_LIMIT_MS);
-      child.stdout.on("data", (d: Buffer) => out.push(d));
-      child.stderr.on("data", (d: Buffer) => err.push(d));
-      child.on("error", reject);
-      child.on("close", (code) => {
-        clearTimeout(timer);
-        const stdoutBytes = Buffer.concat(out);
-        resolve({ code: code ?? 1, stdout: stdoutBytes.toString("utf8"), stderr: Buffer.concat(err).toString("utf8"), stdoutBytes });
-      });
-      child.stdin.end(opts.input ?? "");
-    });
+    const code = await run.exited;
+    const stdoutBytes = run.stdoutBytes();
+    return { code, stdout: stdoutBytes.toString("utf8"), stderr: run.stderr(), stdoutBytes };
   } finally {
-    rmSync(home, { recursive: true, force: true });
+    clearTimeout(timer);
   }
+}
+
+/** A wrangler started by {@link startWrangler}: its output so far, and its exit (its home is removed then). */
+export interface RunningWrangler {
+  child: ChildProcessWithoutNullStreams;
+  exited: Promise<number>;
+  stdoutBytes(): Buffer;
+  stdout(): string;
+  stderr(): string;
+}
+
+/**
+ * Starts wrangler as {@link runWrangler} does without waiting for it: for commands that run until interrupted, such
+ * as `wrangler tail`. The caller kills it (and awaits `exited`).
+ */
+export function startWrangler(p: TestPlatform, args: string[], opts: WranglerOptions): RunningWrangler {
+  const [node, bin] = opts.version === 4 ? [NODE22, WRANGLER4_BIN] : [process.execPath, WRANGLER_BIN];
+  if (!node || !bin) throw new Error(wrangler4Missing() || "wrangler 4 is not installed");
+  const home = mkdtempSync(join(tmpdir(), "edge-wrangler-home-"));
+  const child = spawn(node, [bin, ...args], {
+    cwd: opts.cwd,
+    env: {
+      PATH: process.env.PATH,
+      HOME: home,
+      XDG_CONFIG_HOME: join(home, ".config"),
+      CLOUDFLARE_API_BASE_URL: p.apiUrl,
+      CLOUDFLARE_ACCOUNT_ID: opts.accountId ?? p.accountId,
+      ...(opts.credentials ?? { CLOUDFLARE_API_TOKEN: p.token }),
+      WRANGLER_SEND_METRICS: "false",
+      npm_config_registry: "http://127.0.0.1:9/",
+      NO_COLOR: "1",
+      FORCE_COLOR: "0",
+    },
+    stdio: ["pipe", "pipe", "pipe"],
+  });
+  const out: Buffer[] = [];
+  const err: Buffer[] = [];
+  child.stdout.on("data", (d: Buffer) => out.push(d));
+  child.stderr.on("data", (d: Buffer) => err.push(d));
+  const exited = new Promise<number>((resolve, reject) => {
+    child.on("error", reject);
+    child.on("close", (code) => resolve(code ?? 1));
+  }).finally(() => rmSync(home, { recursive: true, force: true }));
+  child.stdin.end(opts.input ?? "");
+  return {
+    child,
+    exited,
+    stdoutBytes: () => Buffer.concat(out),
+    stdout: () => Buffer.concat(out).toString("utf8"),
+    stderr: () => Buffer.concat(err).toString("utf8"),
+  };
 }
