@@ -65,8 +65,10 @@ export const commands: AnyCommand[] = [
   }),
   defineCommand({
     path: ["ai-gateway", "delete"],
-    describe: "Delete an AI gateway and its logs",
+    describe: "Delete an AI gateway and its logs (asks first)",
     positionals: [{ name: "id", describe: "Gateway id", required: true }],
+    options: { "skip-confirmation": { type: "boolean", alias: "y", describe: "Do not ask (needed without a terminal)" } },
+    examples: ["edgecli ai-gateway delete my-gateway", "edgecli ai-gateway delete my-gateway -y"],
     handler: lazy(() => import("./cli/gateway.js"), "deleteGateway"),
   }),
   defineCommand({

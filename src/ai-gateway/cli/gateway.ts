@@ -79,7 +79,13 @@ export async function updateGateway(args: Args, ctx: CliContext): Promise<void> 
 }
 
 export async function deleteGateway(args: Args, ctx: CliContext): Promise<void> {
-  const g = await ctx.api().fetchResult<Gateway>("DELETE", await gatewayPath(ctx, args.id));
+  const path = await gatewayPath(ctx, args.id);
+  const question = `About to delete AI gateway '${String(args.id)}' and all its logs. Ok to proceed?`;
+  if (!(await ctx.confirmDestructive(question, { given: args["skip-confirmation"] as boolean | undefined, flag: "--skip-confirmation (-y)" }))) {
+    ctx.log.info("Not deleting.");
+    return;
+  }
+  const g = await ctx.api().fetchResult<Gateway>("DELETE", path);
   ctx.log.info(`Deleted AI gateway ${g.id} and its logs`);
 }
 

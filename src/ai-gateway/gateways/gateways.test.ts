@@ -185,7 +185,12 @@ describe("AI gateway settings API and CLI", () => {
     assert.match(bad.stderr, /id:/);
     const nothing = await p.cli(["ai-gateway", "update", "cli-gw"]);
     assert.equal(nothing.code, 1);
-    const del = await p.cli(["ai-gateway", "delete", "cli-gw"]);
+    // No terminal here: a delete without -y is refused and deletes nothing, as every command that deletes a container.
+    const refused = await p.cli(["ai-gateway", "delete", "cli-gw"]);
+    assert.equal(refused.code, 1);
+    assert.match(refused.stderr, /no terminal to ask on: pass --skip-confirmation \(-y\)/);
+    assert.equal((await p.cli(["ai-gateway", "get", "cli-gw"])).code, 0, "still there");
+    const del = await p.cli(["ai-gateway", "delete", "cli-gw", "-y"]);
     assert.equal(del.code, 0, del.stderr);
     assert.equal((await p.cli(["ai-gateway", "get", "cli-gw"])).code, 1);
   });
