@@ -23,6 +23,10 @@ test("public unicast addresses pass; loopback, private, link-local, CGNAT, multi
     "ff02::1",
     "::ffff:127.0.0.1",
     "::ffff:10.1.2.3",
+    // IPv4-compatible IPv6 (::/96), which ipaddr.js calls unicast: ::7f00:1 carries 127.0.0.1, ::a00:1 10.0.0.1
+    "::7f00:1",
+    "::a00:1",
+    "::808:808",
     "2001:db8::1",
     "not an address",
     "",

@@ -9,5 +9,9 @@ import ipaddr from "ipaddr.js";
  */
 export function isPublicAddress(ip: string): boolean {
   if (!ipaddr.isValid(ip)) return false;
-  return ipaddr.process(ip).range() === "unicast";
+  const addr = ipaddr.process(ip);
+  // ipaddr.js calls the deprecated IPv4-compatible form (::a.b.c.d, RFC 4291 2.5.5.1) unicast; it carries an IPv4
+  // address the way a mapped one does (::7f00:1 is 127.0.0.1), so none of ::/96 counts as public.
+  if (addr.kind() === "ipv6" && (addr as ipaddr.IPv6).parts.slice(0, 6).every((p) => p === 0)) return false;
+  return addr.range() === "unicast";
 }
