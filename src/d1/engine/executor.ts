@@ -17,6 +17,14 @@ const START_TIMEOUT_MS = 60_000;
 const EXECUTOR_HEAP_MB = 256;
 
 /**
+ * Address space the runtime reserves at start and RLIMIT_DATA counts, added to the cap so that the cap stays about
+ * what SQLite and the results may use. Node 24's V8 reserves its code range up front: 24.22.3 does not start under
+ * a data limit of 560 MB ("Failed to reserve virtual memory for CodeRange") and starts under 600 MB; Node 20 and 22
+ * start under 512 MB.
+ */
+const RUNTIME_RESERVATION_BYTES = Number(process.versions.node.split(".")[0]) >= 24 ? 640 * 1024 * 1024 : 0;
+
+/**
  * util-linux's prlimit, which starts the executor with its data segment capped (RLIMIT_DATA): Node cannot set a
  * resource limit on a child, and SQLite's own heap limit is off in better-sqlite3's build (d1-executor.ts). Absent
  * (not Linux, a minimal image), executors run uncapped and the platform says so once.
@@ -80,7 +88,7 @@ export class DatabaseExecutor {
     const heap = `--max-old-space-size=${EXECUTOR_HEAP_MB}`;
     const child = fork(EXECUTOR_SCRIPT, [this.file], {
       // fork runs `<execPath> <execArgv> <script>`: through prlimit, which execs Node in place with the limit set.
-      ...(PRLIMIT ? { execPath: PRLIMIT, execArgv: [`--data=${this.memoryBytes}`, process.execPath, heap] } : { execArgv: [heap] }),
+      ...(PRLIMIT ? { execPath: PRLIMIT, execArgv: [`--data=${this.memoryBytes + RUNTIME_RESERVATION_BYTES}`, process.execPath, heap] } : { execArgv: [heap] }),
       // Advanced serialization carries Buffers and large results without a JSON round trip of its own.
       serialization: "advanced",
       stdio: ["ignore", "ignore", "pipe", "ipc"],
