@@ -5,7 +5,7 @@ import { after, before, describe, test } from "node:test";
 import type { TestPlatform } from "../core/testing/platform.js";
 import { startPlatform } from "../workers/testing/helpers.js";
 import { withTempDir } from "../core/testing/temp-dir.js";
-import { runWrangler, wranglerVersions } from "../workers/testing/wrangler.js";
+import { runWrangler, wranglerVersions, wranglerSucceeded } from "../workers/testing/wrangler.js";
 
 // The real wrangler (3.114, and the latest 4 on Node 22) against the KV API. wrangler 4 reads and writes keys in its
 // local store (.wrangler/state) unless given --remote; wrangler 3 goes to the API by default (docs/kv.md).
@@ -18,10 +18,7 @@ for (const version of wranglerVersions()) {
     after(async () => {
       await p?.dispose();
     });
-    const ok = (r: { code: number; stdout: string; stderr: string }) => {
-      assert.equal(r.code, 0, `${r.stdout}\n${r.stderr}`);
-      return r;
-    };
+    const ok = wranglerSucceeded;
 
     test("namespace create/list/delete and key put/get/list/delete on the platform", async () => {
       await withTempDir("wrangler-kv-", async (cwd) => {

@@ -6,7 +6,7 @@ import type { TestPlatform } from "../core/testing/platform.js";
 import { createAccount, hit, logEntries, startPlatform } from "../workers/testing/helpers.js";
 import { eventually } from "../core/testing/eventually.js";
 import { withTempDir } from "../core/testing/temp-dir.js";
-import { runWrangler, wranglerVersions } from "../workers/testing/wrangler.js";
+import { runWrangler, wranglerVersions, wranglerSucceeded } from "../workers/testing/wrangler.js";
 
 // The real wrangler (3.114, and 4 on Node 22) against the Queues API: `wrangler queues create|list|delete`, `wrangler queues consumer
 // add|remove`, and `wrangler deploy` of a config with a producer and a consumer.
@@ -50,10 +50,7 @@ max_batch_size = 1
 max_batch_timeout = 1
 `;
 
-    const ok = (r: { code: number; stdout: string; stderr: string }) => {
-      assert.equal(r.code, 0, `${r.stdout}\n${r.stderr}`);
-      return r;
-    };
+    const ok = wranglerSucceeded;
 
     const settingsOf = async (name: string) => {
       const listed = await p.api("GET", `/accounts/${p.accountId}/queues?name=${name}`);

@@ -5,7 +5,7 @@ import { after, before, describe, test } from "node:test";
 import type { TestPlatform } from "../core/testing/platform.js";
 import { startPlatform } from "../workers/testing/helpers.js";
 import { withTempDir } from "../core/testing/temp-dir.js";
-import { runWrangler, wranglerVersions } from "../workers/testing/wrangler.js";
+import { runWrangler, wranglerVersions, wranglerSucceeded } from "../workers/testing/wrangler.js";
 
 // The real wrangler (3.114, and the latest 4 on Node 22) against R2's v4 API: buckets, objects (--remote: wrangler 4
 // defaults object commands to its local store), `bucket info` (the GraphQL storage dataset), CORS and lifecycle.
@@ -18,10 +18,7 @@ for (const version of wranglerVersions()) {
     after(async () => {
       await p?.dispose();
     });
-    const ok = (r: { code: number; stdout: string; stderr: string }) => {
-      assert.equal(r.code, 0, `${r.stdout}\n${r.stderr}`);
-      return r;
-    };
+    const ok = wranglerSucceeded;
 
     test("bucket create, object put/get --remote, bucket info counts the objects, cors set/list/delete, lifecycle refused", async () => {
       await withTempDir("wrangler-r2-", async (cwd) => {

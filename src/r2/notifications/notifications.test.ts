@@ -6,7 +6,7 @@ import type { TestPlatform } from "../../core/testing/platform.js";
 import { createAccount, hit, logEntries, startPlatform, uploadScript } from "../../workers/testing/helpers.js";
 import { eventually } from "../../core/testing/eventually.js";
 import { withTempDir } from "../../core/testing/temp-dir.js";
-import { runWrangler } from "../../workers/testing/wrangler.js";
+import { runWrangler, wranglerSucceeded } from "../../workers/testing/wrangler.js";
 import { bootstrapS3Credentials, s3Client } from "../s3/testing/s3.js";
 
 // R2 event notifications end to end: rules set through the v4 API and the real wrangler 3, object changes made through
@@ -241,10 +241,7 @@ test("tenancy: a rule names a queue and a bucket of the same account only; one a
 
 test("the real wrangler 3: r2 bucket notification create, list and delete (one rule, then all of a queue)", async () => {
   await withTempDir("edge-r2-notify-", async (cwd) => {
-    const ok = (r: { code: number; stdout: string; stderr: string }) => {
-      assert.equal(r.code, 0, `${r.stdout}\n${r.stderr}`);
-      return r;
-    };
+    const ok = wranglerSucceeded;
     assert.equal((await p.api("POST", `/accounts/${p.accountId}/r2/buckets`, { name: "wrangled" })).status, 200);
     await createQueue("wrangled-q");
     ok(

@@ -6,7 +6,7 @@ import type { TestPlatform } from "../../core/testing/platform.js";
 import { hit, startPlatform } from "../testing/helpers.js";
 import { eventually } from "../../core/testing/eventually.js";
 import { withTempDir } from "../../core/testing/temp-dir.js";
-import { runWrangler, wrangler4Missing } from "../testing/wrangler.js";
+import { runWrangler, wrangler4Missing, wranglerSucceeded } from "../testing/wrangler.js";
 
 // The latest wrangler 4 (test-clients/, on Node 22) against the Workers API: redeploys that inherit their bindings
 // (`{"type": "inherit"}` with ?bindings_inherit=strict), script-settings tags, and `wrangler delete` without --force.
@@ -19,10 +19,7 @@ after(async () => {
   await p?.dispose();
 });
 
-const ok = (r: { code: number; stdout: string; stderr: string }) => {
-  assert.equal(r.code, 0, `${r.stdout}\n${r.stderr}`);
-  return r;
-};
+const ok = wranglerSucceeded;
 
 const WORKER = `
 export default {

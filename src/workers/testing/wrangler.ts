@@ -1,3 +1,4 @@
+import assert from "node:assert/strict";
 import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { createRequire } from "node:module";
@@ -24,6 +25,12 @@ export const wranglerVersions = (): (3 | 4)[] => (wrangler4Missing() ? [3] : [3,
 
 /** A hang guard only: a deploy on a loaded 2-core machine has taken tens of seconds. */
 const WRANGLER_LIMIT_MS = 180_000;
+
+/** The run, when wrangler exited 0; else the assertion fails with everything it printed. */
+export function wranglerSucceeded<R extends { code: number; stdout: string; stderr: string }>(r: R): R {
+  assert.equal(r.code, 0, `${r.stdout}\n${r.stderr}`);
+  return r;
+}
 
 export interface WranglerOptions {
   cwd: string;
