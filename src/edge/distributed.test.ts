@@ -4,12 +4,13 @@ import { test } from "node:test";
 import { request } from "undici";
 import { startTwoNodes } from "../core/testing/two-nodes.js";
 import { eventually } from "../core/testing/eventually.js";
-import { startOrigin } from "./testing/origins.js";
+import { loopbackBlock, startOrigin } from "./testing/origins.js";
 
 const HANG_GUARD = { timeout: 300_000 };
 
 test("on two nodes (PostgreSQL), both proxy a name, and a setting changed through one is obeyed by the other", HANG_GUARD, async (t) => {
-  const origin = await startOrigin(t, { address: "127.0.0.151", name: "cluster" });
+  const address = loopbackBlock()(1);
+  const origin = await startOrigin(t, { address, name: "cluster" });
   const nodes = await startTwoNodes(t, ["--origin-allow", "127.0.0.0/8"]);
   if (!nodes) return;
   const [a, b] = nodes;
@@ -17,7 +18,7 @@ test("on two nodes (PostgreSQL), both proxy a name, and a setting changed throug
   const created = await a.api("POST", "/zones", { name: zone, account: { id: a.accountId } });
   assert.equal(created.status, 200, JSON.stringify(created.body));
   const zoneId = created.body.result.id as string;
-  const record = await a.api("POST", `/zones/${zoneId}/dns_records`, { type: "A", name: "www", content: "127.0.0.151", proxied: true });
+  const record = await a.api("POST", `/zones/${zoneId}/dns_records`, { type: "A", name: "www", content: address, proxied: true });
   assert.equal(record.status, 200, JSON.stringify(record.body));
   const at = async (node: typeof a) => {
     const res = await request(`${node.url}/p`, { headers: { host: `www.${zone}` } });

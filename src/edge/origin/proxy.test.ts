@@ -9,7 +9,7 @@ import { rawRequest } from "../../core/testing/raw-http.js";
 import { startTestPlatform, type TestPlatform } from "../../core/testing/platform.js";
 import { createAccount } from "../../workers/testing/helpers.js";
 import { eventually } from "../../core/testing/eventually.js";
-import { startOrigin, testCertificates, type SeenRequest } from "../testing/origins.js";
+import { loopbackBlock, startOrigin, testCertificates, type SeenRequest } from "../testing/origins.js";
 
 /**
  * The reverse proxy against real origins on loopback addresses (port 80 and 443; the platform allows 127.0.0.0/8 as
@@ -17,7 +17,7 @@ import { startOrigin, testCertificates, type SeenRequest } from "../testing/orig
  * address policy, WebSockets, loops and the bad-input shapes.
  */
 describe("the edge forwards proxied names to their origins", () => {
-  const addr = (n: number) => `127.0.0.${120 + n}`;
+  const addr = loopbackBlock();
   const certs = testCertificates(["www.tls-test.example", "self.tls-test.example"]);
   let p: TestPlatform;
   let port: number;

@@ -132,3 +132,14 @@ export function testCertificates(names: string[]): {
     dispose: () => rmSync(dir, { recursive: true, force: true }),
   };
 }
+
+/**
+ * A loopback /24 of this test process's own (127.a.b.0 with random a and b), so that test files binding origins on
+ * ports 80 and 443 can run at the same time (in other worktrees or suites) without taking each other's addresses.
+ * `address(n)` is the n-th address of the block (1 ≤ n ≤ 254).
+ */
+export function loopbackBlock(): (n: number) => string {
+  const a = 1 + Math.floor(Math.random() * 250);
+  const b = Math.floor(Math.random() * 256);
+  return (n: number) => `127.${a}.${b}.${n}`;
+}
