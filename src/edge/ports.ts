@@ -25,3 +25,43 @@ export type OriginLookup =
   | { kind: "unproxied"; zoneId: string; accountId: string; why: "paused" | "dns-only" | "no-record" }
   | { kind: "proxied"; zoneId: string; accountId: string; addresses: string[]; hostnames: string[] }
   | { kind: "cross-account"; zoneId: string; accountId: string };
+
+/** A request as rule expressions see it (the hosted fields `http.host`, `http.request.uri.path`, …). */
+export interface RuleRequest {
+  scheme: "http" | "https";
+  /** Lowercase, no port, no trailing dot. */
+  host: string;
+  /** The path as requested, without the query. */
+  path: string;
+  /** The query without its `?` ("" when none). */
+  query: string;
+  method: string;
+}
+
+/**
+ * The `action_parameters` of the `set_cache_settings` rules that match a request, merged in rule order as hosted
+ * (a later matching rule overrides a field an earlier one set). The hosted Rulesets API shape, snake_case as on the
+ * wire; only the fields the platform acts on (edge/rules refuses any other with a 400).
+ */
+export interface CacheSettings {
+  /** true: eligible for cache (also HTML: "cache everything"); false: bypass. */
+  cache?: boolean;
+  edge_ttl?: {
+    mode: "respect_origin" | "bypass_by_default" | "override_origin";
+    /** Seconds, for `override_origin` (and the default when the origin says nothing). */
+    default?: number;
+    status_code_ttl?: { status_code?: number; status_code_range?: { from?: number; to?: number }; value: number }[];
+  };
+  browser_ttl?: { mode: "respect_origin" | "bypass" | "override_origin"; default?: number };
+  cache_key?: {
+    ignore_query_strings_order?: boolean;
+    custom_key?: { query_string?: { include?: string[] | "*"; exclude?: string[] | "*" } };
+  };
+  respect_strong_etags?: boolean;
+  serve_stale?: { disable_stale_while_updating?: boolean };
+}
+
+/** Cache Rules (edge/rules), as the cache (edge/cache) asks them: in memory, kept current by the bus. */
+export interface CacheRules {
+  settingsFor(zoneId: string, request: RuleRequest): CacheSettings;
+}
