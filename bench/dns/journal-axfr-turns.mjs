@@ -37,8 +37,8 @@ const [{ openDatabase }, { SecretBox }, { createLogger }, cfgMod, { DNS_MIGRATIO
   load("dns/zones/zone-state.js"),
 ]);
 const [{ AnswerEngine }, { axfrMessages, snapshotContent }, { TransferJournal }, { SqliteTransferStore }, { TRANSFER_MIGRATIONS }] = await Promise.all([
-  load("dns/server/answer.js"),
-  load("dns/server/axfr.js"),
+  load("dns/nameserver/answer.js"),
+  load("dns/nameserver/axfr.js"),
   load("dns/transfers/journal.js"),
   load("dns/transfers/sqlite-store.js"),
   load("dns/transfers/sqlite-migrations.js"),

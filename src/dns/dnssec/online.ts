@@ -1,4 +1,4 @@
-import type { Answer, Rr } from "../server/answer.js";
+import type { Answer, Rr } from "../nameserver/answer.js";
 import type { ZoneService } from "../zones/zone-service.js";
 import type { ZoneSigning } from "./dnssec-service.js";
 import type { RrsetSigner } from "./signer.js";

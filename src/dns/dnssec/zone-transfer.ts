@@ -1,4 +1,4 @@
-import type { Rr } from "../server/answer.js";
+import type { Rr } from "../nameserver/answer.js";
 import { DNSKEY_TTL } from "./keys.js";
 import type { ZoneSigning } from "./dnssec-service.js";
 import type { RrsetSigner } from "./signer.js";
@@ -34,7 +34,7 @@ export function canonicalOrder(names: readonly string[]): number[] {
   return order.sort((a, b) => (keys[a] < keys[b] ? -1 : keys[a] > keys[b] ? 1 : 0));
 }
 
-/** A zone's content by owner name (the SOA apart), each name's records built when asked for (server/axfr.ts). */
+/** A zone's content by owner name (the SOA apart), each name's records built when asked for (nameserver/axfr.ts). */
 export interface ContentByName {
   names: readonly string[];
   recordsAt(i: number): Rr[];

@@ -3,7 +3,7 @@ import net from "node:net";
 import * as packet from "dns-packet";
 import { UserError } from "../../core/errors.js";
 import type { Logger } from "../../core/logger.js";
-import { AnswerEngine, Rcode } from "./answer.js";
+import { AnswerEngine, Rcode } from "../nameserver/answer.js";
 import type { DnsConfig } from "../config.js";
 import type { ZoneService } from "../zones/zone-service.js";
 import { DnsTcpListener } from "./tcp.js";

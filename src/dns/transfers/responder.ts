@@ -1,8 +1,8 @@
 import { BlockList, isIPv6 } from "node:net";
 import * as packet from "dns-packet";
 import type { Logger } from "../../core/logger.js";
-import { Rcode, type AnswerEngine } from "../server/answer.js";
-import { axfrMessages, transferMessages } from "../server/axfr.js";
+import { Rcode, type AnswerEngine } from "../nameserver/answer.js";
+import { axfrMessages, transferMessages } from "../nameserver/axfr.js";
 import { LogThrottle } from "../server/log-throttle.js";
 import type { ZoneState } from "../zones/zone-state.js";
 import type { TransferDirectory } from "./directory.js";

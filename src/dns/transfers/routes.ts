@@ -4,7 +4,7 @@ import { z } from "zod";
 import { ok } from "../../core/http/envelope.js";
 import { parseWith } from "../../core/http/validate.js";
 import { zoneAccount, zoneOf } from "../api/zone-access.js";
-import type { Notifier } from "../server/notify.js";
+import type { Notifier } from "../nameserver/notify.js";
 import type { ZoneService } from "../zones/zone-service.js";
 import type { Transfers } from "./transfers.js";
 import { PEER_NOT_ALLOWED } from "./addresses.js";

@@ -6,7 +6,7 @@ import { createLogger } from "../../core/logger.js";
 import { sqliteStoreFactory } from "../../core/testing/contract.js";
 import { startTcpProxy, type TcpProxy } from "../../core/testing/tcp-proxy.js";
 import { readDnsConfig, serveOptions } from "../config.js";
-import { AnswerEngine } from "../server/answer.js";
+import { AnswerEngine } from "../nameserver/answer.js";
 import { DNS_MIGRATIONS } from "../sqlite-migrations.js";
 import { SqliteDnsStore } from "../sqlite-store.js";
 import { freePort, knotAvailable, primaryForPlatform, startKnot, until, type Knot } from "../testing/knot.js";

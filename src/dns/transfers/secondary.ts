@@ -1,6 +1,6 @@
 import * as packet from "dns-packet";
 import type { Logger } from "../../core/logger.js";
-import { Rcode, type AnswerEngine } from "../server/answer.js";
+import { Rcode, type AnswerEngine } from "../nameserver/answer.js";
 import { LogThrottle } from "../server/log-throttle.js";
 import type { ZoneService } from "../zones/zone-service.js";
 import type { ZoneState } from "../zones/zone-state.js";
