@@ -7,8 +7,8 @@ import { LogThrottle } from "../server/log-throttle.js";
 import type { ZoneState } from "../zones/zone-state.js";
 import type { TransferDirectory } from "./directory.js";
 import type { TransferJournal } from "./journal.js";
-import { refusalReply, sign, StreamSigner, verifyRequest, type TsigKey } from "./tsig.js";
-import { sameAddress } from "./addresses.js";
+import { refusalReply, sign, StreamSigner, verifyRequest, type TsigKey } from "../nameserver/tsig.js";
+import { sameAddress } from "../nameserver/addresses.js";
 
 type Decoded = ReturnType<typeof packet.decode>;
 

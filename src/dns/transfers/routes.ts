@@ -10,7 +10,7 @@ import type { Transfers } from "./transfers.js";
 import { PEER_NOT_ALLOWED } from "./addresses.js";
 import { TransferErrors } from "./errors.js";
 import type { Incoming, Outgoing, Peer, TsigKeyEntry } from "./model.js";
-import { algorithmName, TSIG_ALGORITHMS } from "./tsig.js";
+import { algorithmName, TSIG_ALGORITHMS } from "../nameserver/tsig.js";
 
 type AccountParams = { Params: { account_id: string } };
 type ItemParams = { Params: { account_id: string; id: string } };

@@ -4,12 +4,13 @@ import { Rcode, type AnswerEngine } from "../nameserver/answer.js";
 import { LogThrottle } from "../server/log-throttle.js";
 import type { ZoneService } from "../zones/zone-service.js";
 import type { ZoneState } from "../zones/zone-state.js";
-import { PEER_NOT_ALLOWED, sameAddress } from "./addresses.js";
+import { PEER_NOT_ALLOWED } from "./addresses.js";
+import { sameAddress } from "../nameserver/addresses.js";
 import type { TransferDirectory } from "./directory.js";
 import { soaOf } from "./incoming-records.js";
 import { IncomingTransfer } from "./incoming-transfer.js";
 import type { Peer } from "./model.js";
-import { refusalReply, sign, verifyRequest, type TsigKey } from "./tsig.js";
+import { refusalReply, sign, verifyRequest, type TsigKey } from "../nameserver/tsig.js";
 import { DEFAULT_XFR_LIMITS, requestXfr, streamXfr, XfrError, type XfrLimits } from "./xfr-client.js";
 
 export { secondaryRecord } from "./incoming-transfer.js";
