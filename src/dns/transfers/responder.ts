@@ -3,7 +3,7 @@ import * as packet from "dns-packet";
 import type { Logger } from "../../core/logger.js";
 import { Rcode, type AnswerEngine } from "../nameserver/answer.js";
 import { axfrMessages, transferMessages } from "../nameserver/axfr.js";
-import { LogThrottle } from "../server/log-throttle.js";
+import { LogThrottle } from "../log-throttle.js";
 import type { ZoneState } from "../zones/zone-state.js";
 import type { TransferDirectory } from "./directory.js";
 import type { TransferJournal } from "./journal.js";

@@ -1,7 +1,7 @@
 import * as packet from "dns-packet";
 import type { Logger } from "../../core/logger.js";
 import { Rcode, type AnswerEngine } from "../nameserver/answer.js";
-import { LogThrottle } from "../server/log-throttle.js";
+import { LogThrottle } from "../log-throttle.js";
 import type { ZoneService } from "../zones/zone-service.js";
 import type { ZoneState } from "../zones/zone-state.js";
 import { PEER_NOT_ALLOWED } from "./addresses.js";
