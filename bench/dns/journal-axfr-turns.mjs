@@ -43,8 +43,9 @@ const [{ AnswerEngine }, { axfrMessages, snapshotContent }, { TransferJournal },
   load("dns/transfers/sqlite-store.js"),
   load("dns/transfers/sqlite-migrations.js"),
 ]);
-const [{ DnssecService }, { SqliteDnssecStore }, { DNSSEC_MIGRATIONS }] = await Promise.all([
+const [{ DnssecService }, { answerSigning }, { SqliteDnssecStore }, { DNSSEC_MIGRATIONS }] = await Promise.all([
   load("dns/dnssec/dnssec-service.js"),
+  load("dns/dnssec/answer-signing.js"),
   load("dns/dnssec/sqlite-store.js"),
   load("dns/dnssec/sqlite-migrations.js"),
 ]);
@@ -84,7 +85,7 @@ try {
     () => {},
   );
   await dnssec.load();
-  const engine = new AnswerEngine(zones, cfg, dnssec);
+  const engine = new AnswerEngine(zones, cfg, answerSigning(zones, dnssec));
   const journal = new TransferJournal(
     new SqliteTransferStore(openDatabase(join(dir, "xfr.sqlite"), TRANSFER_MIGRATIONS), box),
     engine,

@@ -155,7 +155,7 @@ export class TransferJournal {
     const current = wireRr(this.engine.soaRr(zs));
     if (fromSerial === zs.zone.serial) return [current];
     // The journal holds unsigned differences; the signatures and NSEC chain of a signed zone go whole (AXFR).
-    if (this.engine.signingOf(zs)) return undefined;
+    if (this.engine.isSigned(zs)) return undefined;
     const list = this.entries.get(zs.zone.id) ?? [];
     const start = list.findIndex((e) => e.from_serial === fromSerial);
     if (start < 0 || list[list.length - 1].to_serial !== zs.zone.serial) return undefined;
