@@ -4,6 +4,7 @@ import { canonical, isInZone } from "../zones/names.js";
 import { TYPES } from "../records/types.js";
 import type { ZoneService } from "../zones/zone-service.js";
 import type { ZoneState } from "../zones/zone-state.js";
+import type { ServedZones } from "../zones/serving.js";
 import { parseSvcParams, svcbRdata } from "../records/svcb.js";
 import { NXNAME, type AnswerSigning, type ContentByName } from "./signing.js";
 
@@ -49,11 +50,8 @@ const MAX_CHAIN = 8;
  */
 export class AnswerEngine {
   private readonly httpsRdata: Buffer;
-  /**
-   * Zones answered SERVFAIL: secondary zones not transferred yet, or past their SOA expire (transfers/secondary.ts
-   * keeps this, and empties the answer caches when it changes).
-   */
-  readonly unserved = new Set<string>();
+  /** Zones not served are answered SERVFAIL (zones/serving.ts: secondary zones not transferred yet, or expired). */
+  private readonly served: ServedZones;
 
   constructor(
     private readonly zones: ZoneService,
@@ -61,6 +59,7 @@ export class AnswerEngine {
     /** Signs the answers of signed zones for queries with the DO bit (src/dns/dnssec, handed over by service.ts); none: nothing is signed. */
     private readonly dnssec?: AnswerSigning,
   ) {
+    this.served = zones.serving;
     const hints = [cfg.edgeIpv4.length ? `ipv4hint=${cfg.edgeIpv4.join(",")}` : "", cfg.edgeIpv6.length ? `ipv6hint=${cfg.edgeIpv6.join(",")}` : ""];
     this.httpsRdata = svcbRdata(1, ".", parseSvcParams(`alpn="h3,h2" ${hints.join(" ")}`));
   }
@@ -75,7 +74,7 @@ export class AnswerEngine {
     const qname = canonical(qnameRaw);
     const zs = this.zones.zoneFor(qname);
     if (!zs) return undefined;
-    if (this.unserved.has(zs.zone.id)) return { rcode: Rcode.SERVFAIL, authoritative: false, answers: [], authorities: [], additionals: [] };
+    if (!this.served.isServed(zs.zone.id)) return { rcode: Rcode.SERVFAIL, authoritative: false, answers: [], authorities: [], additionals: [] };
     const res: Answer = { rcode: Rcode.NOERROR, authoritative: true, answers: [], authorities: [], additionals: [] };
     const dnssec = dnssecOk ? this.dnssec : undefined;
     this.lookup(zs, qname, qtypeOf(qtypeWire), res, new Set(), 0, dnssec);

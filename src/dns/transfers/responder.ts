@@ -5,6 +5,7 @@ import { Rcode, type AnswerEngine } from "../nameserver/answer.js";
 import { axfrMessages, transferMessages } from "../nameserver/axfr.js";
 import { LogThrottle } from "../log-throttle.js";
 import type { ZoneState } from "../zones/zone-state.js";
+import type { ServedZones } from "../zones/serving.js";
 import type { TransferDirectory } from "./directory.js";
 import type { TransferJournal } from "./journal.js";
 import { refusalReply, sign, StreamSigner, verifyRequest, type TsigKey } from "../nameserver/tsig.js";
@@ -32,6 +33,7 @@ export class TransferResponder {
 
   constructor(
     private readonly engine: AnswerEngine,
+    private readonly served: ServedZones,
     private readonly directory: TransferDirectory,
     private readonly journal: TransferJournal,
     private readonly axfrAllow: BlockList,
@@ -49,7 +51,7 @@ export class TransferResponder {
       return [errorReply(q, Rcode.NOTAUTH)];
     }
     // A secondary zone not transferred yet, or expired, has nothing it may hand on.
-    if (this.engine.unserved.has(zs.zone.id)) return [errorReply(q, Rcode.SERVFAIL)];
+    if (!this.served.isServed(zs.zone.id)) return [errorReply(q, Rcode.SERVFAIL)];
     const keys = this.keysFor(zs);
     let verified: ReturnType<typeof verifyRequest>;
     try {

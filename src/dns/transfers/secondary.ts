@@ -112,7 +112,7 @@ export class SecondaryZones {
     this.status.delete(zoneId);
     this.nextRefreshAt.delete(zoneId);
     this.expiresAt.delete(zoneId);
-    this.engine.unserved.delete(zoneId);
+    this.zones.serving.forget(zoneId);
   }
 
   statusOf(zoneId: string): RefreshStatus {
@@ -343,16 +343,13 @@ export class SecondaryZones {
     const zs = this.zones.get(zoneId);
     if (!zs) {
       // Not marked unserved: a zone that is gone is answered by no one, and the mark would outlive it.
-      this.engine.unserved.delete(zoneId);
+      this.zones.serving.forget(zoneId);
       return;
     }
     const checked = this.directory.incomingOf(zoneId)?.checked_time;
     const expiresAt = checked && this.transferredYet(zoneId) ? Date.parse(checked) + zs.zone.settings.soa.expire * 1000 : 0;
     const served = expiresAt > Date.now();
-    const was = !this.engine.unserved.has(zoneId);
-    if (served) this.engine.unserved.delete(zoneId);
-    else this.engine.unserved.add(zoneId);
-    if (served !== was) {
+    if (this.zones.serving.setServed(zoneId, served)) {
       if (!served) this.log.warn({ zone: zs.zone.name }, "secondary zone expired or not transferred yet: answering SERVFAIL");
       this.invalidate();
     }

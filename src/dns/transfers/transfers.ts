@@ -49,7 +49,7 @@ export function createTransfers(
   const store = new SqliteTransferStore(ctx.openDb("dns-transfers", TRANSFER_MIGRATIONS), SecretBox.load(ctx.config.stateDir));
   const directory = new TransferDirectory(store, log);
   const journal = new TransferJournal(store, engine, log);
-  const responder = new TransferResponder(engine, directory, journal, cfg.axfrAllow, log);
+  const responder = new TransferResponder(engine, zones.serving, directory, journal, cfg.axfrAllow, log);
   const peerAllowed = (ip: string) => peerAddressAllowed(ip, cfg.peerAllow);
   const secondary = new SecondaryZones(zones, directory, engine, log, invalidate, peerAllowed);
   let loaded: Promise<void> | undefined;
