@@ -7,7 +7,7 @@ import { AnswerEngine, Rcode } from "../nameserver/answer.js";
 import type { DnsConfig } from "../config.js";
 import type { ZoneService } from "../zones/zone-service.js";
 import { DnsTcpListener } from "./tcp.js";
-import type { TransferResponder } from "../transfers/responder.js";
+import type { TransferQueries } from "../nameserver/transfer-queries.js";
 import { UdpWorkerPool } from "./udp/pool.js";
 import { Prewarmer } from "./prewarm.js";
 import { createUdpSocket, WireCache } from "./wire-cache.js";
@@ -53,7 +53,7 @@ export class DnsServer {
     private readonly cfg: DnsConfig,
     private readonly log: Logger,
     /** AXFR and IXFR: who may transfer, signed or not, whole or incremental (transfers/responder.ts). */
-    private readonly transfers: TransferResponder,
+    private readonly transfers: TransferQueries,
     /** A NOTIFY (RFC 1996) from `remote`: its answer (the primaries of secondary zones, transfers/secondary.ts). */
     private readonly notified?: (q: Decoded, msg: Buffer, remote: string) => Buffer | undefined,
   ) {

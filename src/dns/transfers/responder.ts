@@ -6,6 +6,7 @@ import { axfrMessages, transferMessages } from "../nameserver/axfr.js";
 import { LogThrottle } from "../log-throttle.js";
 import type { ZoneState } from "../zones/zone-state.js";
 import type { ServedZones } from "../zones/serving.js";
+import type { TransferQueries } from "../nameserver/transfer-queries.js";
 import type { TransferDirectory } from "./directory.js";
 import type { TransferJournal } from "./journal.js";
 import { refusalReply, sign, StreamSigner, verifyRequest, type TsigKey } from "../nameserver/tsig.js";
@@ -28,7 +29,7 @@ type Permit = { allowed: true; key?: TsigKey } | { allowed: false; why: string }
  * A signed request whose key is unknown, whose MAC is wrong or whose time is off gets NOTAUTH with the TSIG error
  * (BADKEY, BADSIG, BADTIME); a signed request that is allowed gets every message of its answer signed.
  */
-export class TransferResponder {
+export class TransferResponder implements TransferQueries {
   private readonly refusals = new LogThrottle(REFUSED_LOG_INTERVAL_MS);
 
   constructor(
