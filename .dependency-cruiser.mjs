@@ -100,19 +100,6 @@ export const knownViolations = [
     "src/dns/transfers/errors.ts",
     "issue 32 item 4: each area hands its codes over instead of core reaching into dns/",
   ),
-  // The test helper src/dns/dnssec/testing.ts is not in a testing/ folder, so the package ships it.
-  known(
-    "production-imports-no-test-code",
-    "src/dns/dnssec/testing.ts",
-    "src/core/testing/platform.ts",
-    "issue 32 item 3: the DNS split moves dnssec/testing.ts into a testing/ folder",
-  ),
-  known(
-    "production-imports-no-test-code",
-    "src/dns/dnssec/testing.ts",
-    "src/dns/testing/helpers.ts",
-    "issue 32 item 3: the DNS split moves dnssec/testing.ts into a testing/ folder",
-  ),
   // Queues' deploy configuration and workers' deploy command import each other's CLI files.
   known(
     "no-other-area-internals",
