@@ -12,6 +12,8 @@ const AREA = "^src/(?!core/)[^/]+/";
 const STORE_FILE = "/(store|sqlite-[^/]*|pg-[^/]*)\\.ts$";
 const OTHER_AREA_STORE = "^src/(?!core/).*/(store|sqlite-[^/]*|pg-[^/]*)\\.ts$";
 const TYPE_ONLY = ["type-only", "type-import"];
+/** Folders of src/dns/ (its layers, docs/ARCHITECTURE.md "Area: DNS"). */
+const DNS = (...dirs) => `^src/dns/(${dirs.join("|")})/`;
 
 /** @type {import("dependency-cruiser").IConfiguration} */
 export default {
@@ -64,6 +66,45 @@ export default {
         viaOnly: { dependencyTypesNot: [...TYPE_ONLY, "dynamic-import"] },
       },
     },
+    // The DNS area is layered as Knot DNS's tree is: zones/ (the zones and their serving state) under nameserver/
+    // (answers, AXFR, NOTIFY, TSIG and the record types they share), under dnssec/ and transfers/ (side by side),
+    // under server/ (UDP/TCP transport, the answering processes, limits). A layer imports the ones under it, type
+    // imports included; what a lower one needs of a higher one it defines as a port (nameserver/signing.ts,
+    // nameserver/transfer-queries.ts) that dns/service.ts hands over.
+    {
+      name: "dns-zones-import-no-layer-above",
+      comment: "dns/zones/ holds the zones and whether each is served: every other DNS layer reads it, it reads none of them.",
+      severity: "error",
+      from: { path: DNS("zones"), pathNot: TEST_CODE },
+      to: { path: DNS("nameserver", "dnssec", "transfers", "server") },
+    },
+    {
+      name: "dns-nameserver-imports-no-layer-above",
+      comment:
+        "dns/nameserver/ answers from the zones; DNSSEC signs through its AnswerSigning port and the transfers answer through " +
+        "its TransferQueries port, so it imports neither, nor the transport that calls it.",
+      severity: "error",
+      from: { path: DNS("nameserver"), pathNot: TEST_CODE },
+      to: { path: DNS("dnssec", "transfers", "server") },
+    },
+    {
+      name: "dns-dnssec-and-transfers-apart",
+      comment:
+        "dns/dnssec/ (keys, signatures) and dns/transfers/ (TSIG keys, peers, secondary zones, the journal) stand side by " +
+        "side on the nameserver: neither imports the other, nor the transport above them.",
+      severity: "error",
+      from: { path: DNS("dnssec", "transfers"), pathNot: TEST_CODE },
+      to: { path: [DNS("server"), "^src/dns/(dnssec|transfers)/"], pathNot: "^src/dns/$1/" },
+    },
+    {
+      name: "dns-server-is-transport",
+      comment:
+        "dns/server/ carries queries in and answers out (sockets, the answering processes, limits): it asks the nameserver, " +
+        "and reaches DNSSEC and the transfers only through the nameserver's ports.",
+      severity: "error",
+      from: { path: DNS("server"), pathNot: TEST_CODE },
+      to: { path: DNS("dnssec", "transfers") },
+    },
     {
       name: "production-imports-no-test-code",
       comment:
@@ -99,19 +140,6 @@ export const knownViolations = [
     "src/core/testing/api-surface.ts",
     "src/dns/transfers/errors.ts",
     "issue 32 item 4: each area hands its codes over instead of core reaching into dns/",
-  ),
-  // The test helper src/dns/dnssec/testing.ts is not in a testing/ folder, so the package ships it.
-  known(
-    "production-imports-no-test-code",
-    "src/dns/dnssec/testing.ts",
-    "src/core/testing/platform.ts",
-    "issue 32 item 3: the DNS split moves dnssec/testing.ts into a testing/ folder",
-  ),
-  known(
-    "production-imports-no-test-code",
-    "src/dns/dnssec/testing.ts",
-    "src/dns/testing/helpers.ts",
-    "issue 32 item 3: the DNS split moves dnssec/testing.ts into a testing/ folder",
   ),
   // Queues' deploy configuration and workers' deploy command import each other's CLI files.
   known(

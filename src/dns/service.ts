@@ -3,9 +3,9 @@ import { registerRecordRoutes } from "./api/record-routes.js";
 import { registerSettingsRoutes } from "./api/settings-routes.js";
 import { registerZoneRoutes } from "./api/zone-routes.js";
 import { readDnsConfig, serveOptions } from "./config.js";
-import { AnswerEngine, type ProxyTarget } from "./server/answer.js";
+import { AnswerEngine, type ProxyTarget } from "./nameserver/answer.js";
 import { isIP } from "node:net";
-import { Notifier } from "./server/notify.js";
+import { Notifier } from "./nameserver/notify.js";
 import { DnsServer } from "./server/server.js";
 import { DNS_PG_MIGRATIONS } from "./pg-migrations.js";
 import { PgDnsStore } from "./pg-store.js";
@@ -15,6 +15,7 @@ import { ZoneService } from "./zones/zone-service.js";
 import { registerTransferRoutes } from "./transfers/routes.js";
 import { createTransfers } from "./transfers/transfers.js";
 import { SecretBox } from "../core/secret-box.js";
+import { answerSigning } from "./dnssec/answer-signing.js";
 import { DnssecService } from "./dnssec/dnssec-service.js";
 import { registerDnssecRoutes } from "./dnssec/routes.js";
 import { DNSSEC_MIGRATIONS } from "./dnssec/sqlite-migrations.js";
@@ -51,7 +52,7 @@ export function createDnsService(ctx: ServiceContext): EdgeService & {
   );
   // Zones changed through other nodes (PostgreSQL) are reloaded here; embedded, no one else changes them.
   const sync = new ZoneSync(zones, ctx.bus, log);
-  const engine = new AnswerEngine(zones, cfg, dnssec);
+  const engine = new AnswerEngine(zones, cfg, answerSigning(zones, dnssec));
   const transfers = createTransfers(ctx, zones, engine, cfg, log, () => server.invalidate());
   const server = new DnsServer(engine, zones, cfg, log, transfers.responder, (q, msg, remote) => transfers.secondary.notified(q, msg, remote));
   let sweep: NodeJS.Timeout | undefined;
