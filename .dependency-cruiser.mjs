@@ -139,90 +139,11 @@ export const knownViolations = [
     "src/queues/cli/consumers.ts",
     "issue 32 item 4: shared CLI helpers move to core/cli (as printTable did)",
   ),
-  // Workers builds DNS rows by hand (certificates' DNS-01 records, Custom Domains' records).
-  known(
-    "no-other-area-internals",
-    "src/workers/certificates/dns-01.ts",
-    "src/dns/model.ts",
-    "issue 32 item 4: one managed-record factory in dns/ used by workers",
-  ),
-  known(
-    "no-other-area-internals",
-    "src/workers/certificates/dns-01.ts",
-    "src/dns/zones/zone-service.ts",
-    "issue 32 item 4: one managed-record factory in dns/ used by workers",
-  ),
-  known(
-    "no-other-area-internals",
-    "src/workers/certificates/dns-01.ts",
-    "src/dns/zones/zone-state.ts",
-    "issue 32 item 4: one managed-record factory in dns/ used by workers",
-  ),
-  known(
-    "no-other-area-internals",
-    "src/workers/routes/dns-records.ts",
-    "src/dns/model.ts",
-    "issue 32 item 4: one managed-record factory in dns/ used by workers",
-  ),
-  known(
-    "no-other-area-internals",
-    "src/workers/routes/dns-records.ts",
-    "src/dns/zones/zone-service.ts",
-    "issue 32 item 4: one managed-record factory in dns/ used by workers",
-  ),
-  known(
-    "no-other-area-internals",
-    "src/workers/routes/dns-records.ts",
-    "src/dns/zones/zone-state.ts",
-    "issue 32 item 4: one managed-record factory in dns/ used by workers",
-  ),
-  known(
-    "no-other-area-internals",
-    "src/workers/certificates/edge-tls.ts",
-    "src/dns/zones/zone-service.ts",
-    "issue 32 item 1: workers reads zones through a port platform.ts hands over",
-  ),
-  known(
-    "no-other-area-internals",
-    "src/workers/service.ts",
-    "src/dns/zones/zone-service.ts",
-    "issue 32 item 1: workers/service.ts becomes wiring; DNS hands over a zones port typed in dns/service.ts",
-  ),
-  known(
-    "no-other-area-internals",
-    "src/workers/routes/api.ts",
-    "src/dns/errors.ts",
-    "issue 32 item 1: the zones port workers is handed answers zone-not-found itself",
-  ),
-  // Workers' queue binding and consumer dispatch use Queues' errors, store rows and delivery outcomes.
+  // Workers' queue binding uses Queues' errors.
   known(
     "no-other-area-internals",
     "src/workers/bindings/queue.ts",
     "src/queues/errors.ts",
     "issue 32 item 4: each area renders its own wire format (Queues its binding errors)",
-  ),
-  known(
-    "no-other-area-store",
-    "src/workers/runtime/queue-dispatch.ts",
-    "src/queues/store.ts",
-    "issue 32 item 1: Queues hands workers a consumer port instead of its store's rows",
-  ),
-  known(
-    "no-other-area-internals",
-    "src/workers/runtime/queue-dispatch.ts",
-    "src/queues/delivery.ts",
-    "issue 32 item 1: Queues hands workers a consumer port instead of its store's rows",
-  ),
-  known(
-    "no-other-area-store",
-    "src/workers/runtime/script-runtime.ts",
-    "src/queues/store.ts",
-    "issue 32 item 1: Queues hands workers a consumer port instead of its store's rows",
-  ),
-  known(
-    "no-other-area-internals",
-    "src/workers/runtime/script-runtime.ts",
-    "src/queues/delivery.ts",
-    "issue 32 item 1: Queues hands workers a consumer port instead of its store's rows",
   ),
 ];
