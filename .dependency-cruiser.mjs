@@ -113,25 +113,6 @@ export const knownViolations = [
     "src/dns/testing/helpers.ts",
     "issue 32 item 3: the DNS split moves dnssec/testing.ts into a testing/ folder",
   ),
-  // Queues' deploy configuration and workers' deploy command import each other's CLI files.
-  known(
-    "no-other-area-internals",
-    "src/queues/cli/deploy-config.ts",
-    "src/workers/bindings/queue.ts",
-    "issue 32 item 4: the CLI section registry breaks the workers <-> queues deploy cycle",
-  ),
-  known(
-    "no-other-area-internals",
-    "src/queues/cli/deploy-config.ts",
-    "src/workers/cli/config-sections.ts",
-    "issue 32 item 4: the CLI section registry breaks the workers <-> queues deploy cycle",
-  ),
-  known(
-    "no-other-area-internals",
-    "src/workers/cli/deploy.ts",
-    "src/queues/cli/deploy-config.ts",
-    "issue 32 item 4: the CLI section registry breaks the workers <-> queues deploy cycle",
-  ),
   // R2's notification command looks a queue up with Queues' CLI helper.
   known(
     "no-other-area-internals",
