@@ -16,7 +16,7 @@ import { DurableObjects } from "./durable-objects/durable-objects.js";
 import { edgeRequestHandler } from "./edge-requests.js";
 import { followOtherNodes } from "./follow-nodes.js";
 import { scriptChanged, WORKERS_AREA } from "./pg-store.js";
-import { WorkerRouting } from "./routes/routing.js";
+import { WorkerRouting } from "./routing/routing.js";
 import { WorkerProxy } from "./runtime/proxy.js";
 import { WorkersRuntime } from "./runtime/runtime.js";
 import { WebSocketProxy } from "./runtime/websocket-proxy.js";

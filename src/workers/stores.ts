@@ -9,11 +9,11 @@ import { DURABLE_OBJECTS_MIGRATIONS } from "./durable-objects/sqlite-migrations.
 import { SqliteDurableObjectsStore } from "./durable-objects/sqlite-store.js";
 import { WORKERS_PG_MIGRATIONS } from "./pg-migrations.js";
 import { PgWorkersStore, WORKERS_AREA } from "./pg-store.js";
-import { ROUTES_PG_MIGRATIONS } from "./routes/pg-migrations.js";
-import { PgRoutesStore, ROUTES_AREA } from "./routes/pg-store.js";
-import { ROUTES_MIGRATIONS } from "./routes/sqlite-migrations.js";
-import { SqliteRoutesStore } from "./routes/sqlite-store.js";
-import type { RoutesStore } from "./routes/store.js";
+import { ROUTES_PG_MIGRATIONS } from "./routing/pg-migrations.js";
+import { PgRoutesStore, ROUTES_AREA } from "./routing/pg-store.js";
+import { ROUTES_MIGRATIONS } from "./routing/sqlite-migrations.js";
+import { SqliteRoutesStore } from "./routing/sqlite-store.js";
+import type { RoutesStore } from "./routing/store.js";
 import { SqliteWorkersStore } from "./sqlite-store.js";
 import { WORKERS_MIGRATIONS } from "./sqlite-migrations.js";
 import type { WorkersStore } from "./store.js";

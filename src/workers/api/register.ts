@@ -6,7 +6,7 @@ import type { WorkersConfig } from "../config.js";
 import type { EdgeTls } from "../certificates/edge-tls.js";
 import type { ScriptDeployer } from "../deployer.js";
 import type { DurableObjects } from "../durable-objects/durable-objects.js";
-import type { WorkerRouting } from "../routes/routing.js";
+import type { WorkerRouting } from "../routing/routing.js";
 import type { WorkersRuntime } from "../runtime/runtime.js";
 import type { WorkersStores } from "../stores.js";
 import type { TailHub } from "../tail/hub.js";
@@ -46,7 +46,7 @@ export async function registerWorkersApi(app: FastifyInstance, p: WorkersApiPart
     import("../durable-objects/api.js"),
     import("../tail/api.js"),
     import("../assets/api.js"),
-    import("../routes/api.js"),
+    import("../routing/api.js"),
   ]);
   const { edgeTls, routing } = p;
   const store = p.stores.scripts;

@@ -9,7 +9,7 @@ import { durableObjectBindings, migrationsToUpload } from "../durable-objects/cl
 import { serviceBindings } from "../services/cli-config.js";
 import { assetsSection, uploadAssets } from "../assets/cli-config.js";
 import { cronProblem } from "../triggers/cron.js";
-import { applyRoutes, routesSection } from "../routes/cli-config.js";
+import { applyRoutes, routesSection } from "../routing/cli-config.js";
 import { effectiveKeys, refuseUnsupportedSections } from "./config-sections.js";
 import { resolveScriptName, scriptPath, uploadForm } from "./target.js";
 

@@ -46,7 +46,7 @@ export class DomainRecords {
     private readonly zones: ZonesPort,
     /** The edge's addresses; with none, a Custom Domain's record answers nothing. */
     private readonly edge: { ipv4: readonly string[]; ipv6: readonly string[] },
-    /** The attached Custom Domain with this id (routes/table.ts keeps them in memory). */
+    /** The attached Custom Domain with this id (routing/table.ts keeps them in memory). */
     private readonly domainById: (id: string) => CustomDomain | undefined,
     private readonly log: Logger,
   ) {

@@ -10,7 +10,7 @@ export class DomainRehoming {
   constructor(
     private readonly store: RoutesStore,
     private readonly records: DomainRecords,
-    /** Reads the routes again (routes/table.ts) once a domain was stored with its new zone. */
+    /** Reads the routes again (routing/table.ts) once a domain was stored with its new zone. */
     private readonly reload: () => Promise<void>,
   ) {}
 
