@@ -44,6 +44,16 @@ export default {
       to: { path: AREA, pathNot: ["^src/$1/", "^src/[^/]+/service\\.ts$", STORE_FILE] },
     },
     {
+      name: "cli-imports-no-other-area",
+      comment:
+        "An area's CLI (commands.ts, cli/) is a client of the v4 API: it imports nothing of another area, not even " +
+        "its service type. A section of a wrangler config one area's command acts on for another's (edgecli deploy) " +
+        "goes through core/cli/deploy-sections.ts, registered by src/commands.ts.",
+      severity: "error",
+      from: { path: "^src/([^/]+)/(commands\\.ts$|cli/)", pathNot: ["^src/core/", TEST_CODE] },
+      to: { path: AREA, pathNot: "^src/$1/" },
+    },
+    {
       name: "other-area-service-type-only",
       comment:
         "Only the composition root (src/platform.ts) creates services; an area imports another area's " + "service.ts for its type only (`import type`).",
@@ -114,6 +124,12 @@ export const knownViolations = [
     "issue 32 item 3: the DNS split moves dnssec/testing.ts into a testing/ folder",
   ),
   // R2's notification command looks a queue up with Queues' CLI helper.
+  known(
+    "cli-imports-no-other-area",
+    "src/r2/cli/notification.ts",
+    "src/queues/cli/consumers.ts",
+    "issue 32 item 4: shared CLI helpers move to core/cli (as printTable did)",
+  ),
   known(
     "no-other-area-internals",
     "src/r2/cli/notification.ts",
