@@ -44,5 +44,5 @@ export function openWorkersStores(ctx: ServiceContext, box: SecretBox): WorkersS
   const routesPg = ctx.openPostgres(ROUTES_AREA, ROUTES_PG_MIGRATIONS);
   const routes = routesPg ? new PgRoutesStore(routesPg, ctx.bus) : new SqliteRoutesStore(ctx.openDb("worker-routes", ROUTES_MIGRATIONS));
   const durableObjects = ctx.postgres ? undefined : new SqliteDurableObjectsStore(ctx.openDb("durable-objects", DURABLE_OBJECTS_MIGRATIONS));
-  return { scripts, pgScripts: pgScripts || undefined, assets, routes, durableObjects };
+  return { scripts, pgScripts, assets, routes, durableObjects };
 }
