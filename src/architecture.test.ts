@@ -58,6 +58,8 @@ test("each import rule catches the import it forbids", async () => {
       "src/r2/limits.ts": `import { kvLimit } from "../kv/config.js";\nexport const r2Limit = kvLimit;\n`,
       "src/r2/service.ts": `import { createKvService, type KvService } from "../kv/service.js";\nexport type R2 = KvService;\nexport const make = createKvService;\n`,
       "src/r2/binding.ts": `import type { KvService } from "../kv/service.js";\nexport type Fine = KvService;\n`,
+      // cli-imports-no-other-area (a type import of a service, which other rules let through)
+      "src/kv/cli/namespaces.ts": `import type { R2 } from "../../r2/service.js";\nexport type Fine = R2;\n`,
       // production-imports-no-test-code
       "src/r2/routes.ts": `import { helper } from "../kv/testing/helpers.js";\nexport const routes = helper;\n`,
       // no-value-cycles (and a type-only loop, which is fine)
@@ -82,6 +84,7 @@ test("each import rule catches the import it forbids", async () => {
     const result = await cruiseTree(dir, []);
     const found = [...new Set(result.summary.violations.map(describe))].sort();
     assert.deepEqual(found, [
+      "cli-imports-no-other-area: src/kv/cli/namespaces.ts -> src/r2/service.ts",
       "core-imports-no-area: src/core/http/app.ts -> src/kv/config.ts",
       "dns-dnssec-and-transfers-apart: src/dns/dnssec/online.ts -> src/dns/transfers/journal.ts",
       "dns-dnssec-and-transfers-apart: src/dns/transfers/journal.ts -> src/dns/server/server.ts",

@@ -79,7 +79,7 @@ export class ZoneService {
   }
 
   /**
-   * Registers an area that keeps records of its own in the zones (workers/routes/dns-records.ts): the records API
+   * Registers an area that keeps records of its own in the zones (workers/routing/dns-records.ts): the records API
    * shows those read-only and refuses to change or delete them, or to add A/AAAA/CNAME records beside them.
    */
   addRecordManager(m: RecordManager): void {
