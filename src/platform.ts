@@ -172,6 +172,8 @@ export async function startPlatform(config: PlatformConfig, log: Logger = create
     isPlatformAddress: (ip) => dns.isPlatformAddress(ip),
   });
   edge.addTenantHandler(proxy.forward);
+  // Workers' fetch() calls: a URL of a Worker's own zone reaches its origin through the proxy, not the zone's Workers.
+  workers.attachSubrequests((req, res, from) => proxy.subrequest(req, res, from));
   edge.addTenantUpgradeHandler(proxy.upgrade);
   // The GraphQL Analytics API: each area hands over its datasets (R2: what its buckets hold).
   const analytics = createAnalyticsService(ctx, [r2StorageDataset(r2.store)]);

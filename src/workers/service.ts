@@ -38,6 +38,7 @@ import { ROUTES_MIGRATIONS } from "./routes/sqlite-migrations.js";
 import { SqliteRoutesStore } from "./routes/sqlite-store.js";
 import { DomainRecords } from "./routes/dns-records.js";
 import { RouteTable } from "./routes/table.js";
+import { WorkerOutbound, type SubrequestPort } from "./runtime/outbound.js";
 import { inZone } from "./routes/pattern.js";
 import { createEdgeTls } from "./certificates/edge-tls.js";
 
@@ -55,6 +56,8 @@ export interface WorkersService extends EdgeService {
   handleRaw(req: import("node:http").IncomingMessage, res: import("node:http").ServerResponse): boolean;
   /** A WebSocket to a Worker (`<script>.<workers domain>`, a route or a Custom Domain); false for other hosts. */
   upgradeWorker(req: import("node:http").IncomingMessage, socket: import("node:stream").Duplex, head: Buffer): boolean;
+  /** Where scripts' subrequests go: the edge's forwarder (edge/origin), handed over by platform.ts. */
+  attachSubrequests(port: SubrequestPort): void;
   /** A `wrangler tail` session's WebSocket (`/tail/v1/<id>`); false for other paths. */
   upgradeTail(req: import("node:http").IncomingMessage, socket: import("node:stream").Duplex, head: Buffer): boolean;
 }
@@ -124,9 +127,11 @@ export function createWorkersService(
   ]);
   const exists: ResourceExists = (backend, accountId, resource) => backends.get(backend)!.exists(accountId, resource);
   // Someone starting or stopping to tail a script starts it again with or without the tail worker (as a deploy does).
+  // Scripts' own fetch() calls: to their zones' origins through the edge (attachSubrequests), else out as any fetch.
+  const outbound = new WorkerOutbound((script) => routeTable.zonesOf(script));
   const tails: TailHub = new TailHub(log, (script): Promise<void> => deployer.sync(script));
   const runtime = new WorkersRuntime(
-    new Map([...[...backends].map(([name, b]) => [name, b.handle] as const), ["tail", tails.bindingHandler] as const]),
+    new Map([...[...backends].map(([name, b]) => [name, b.handle] as const), ["tail", tails.bindingHandler] as const, ["outbound", outbound.handle] as const]),
     join(ctx.config.stateDir, "workers-run"),
     log,
     config.workerdPath,
@@ -326,6 +331,7 @@ export function createWorkersService(
     },
     upgradeWorker: (req, socket, head) => webSockets.handle(req, socket, head),
     upgradeTail: (req, socket, head) => tails.handleUpgrade(req, socket, head),
+    attachSubrequests: (port) => outbound.attach(port),
     // Tail sessions are upgraded connections too: the edge port's close waits for them (each is cut 2 s after its
     // close frame at the latest, trace-socket.ts).
     closeUpgraded: () => {

@@ -41,7 +41,8 @@ export class BindingServer {
 
   /** Listens on the unix socket at `socketPath`. */
   async start(socketPath: string): Promise<void> {
-    const server = createServer((req, res) => this.dispatch(req, res));
+    // Scripts' own fetch() calls (backend "outbound") come in proxy style: the URL in the request line, no Host header.
+    const server = createServer({ requireHostHeader: false }, (req, res) => this.dispatch(req, res));
     server.on("connect", (req: IncomingMessage, socket: Duplex, head: Buffer) => this.tunnel(req, socket, head));
     // workerd keeps binding connections alive between calls; do not cut them sooner than it does.
     server.keepAliveTimeout = 120_000;

@@ -1,0 +1,46 @@
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { BINDING_HEADER, type BindingCall } from "../bindings/server.js";
+
+/** Who sends a Worker's subrequest: its account, and whether a zone is one of its own (the zones it is routed in). */
+export interface SubrequestSender {
+  accountId: string;
+  ownZone(zoneId: string): boolean;
+}
+
+/**
+ * Where Workers' subrequests go (the edge's forwarder, edge/origin, attached by platform.ts): a request with an
+ * absolute URL, as workerd's global outbound sends it.
+ */
+export type SubrequestPort = (req: IncomingMessage, res: ServerResponse, from: SubrequestSender) => void;
+
+/**
+ * Every script's global outbound (its fetch() to anywhere but its bindings): workerd sends it to the binding server
+ * (capnp-config.ts, backend `outbound`, resource the script's name), which hands it here. The edge's forwarder then
+ * takes a URL on a proxied name of the script's own zones to that name's origin, and sends anything else out as
+ * workerd's own network access did (public addresses only).
+ */
+export class WorkerOutbound {
+  private port?: SubrequestPort;
+
+  constructor(
+    /** The zones where a script has a route or Custom Domain (RouteTable.zonesOf). */
+    private readonly zonesOf: (script: string) => ReadonlySet<string>,
+  ) {}
+
+  attach(port: SubrequestPort): void {
+    this.port = port;
+  }
+
+  readonly handle = (call: BindingCall, req: IncomingMessage, res: ServerResponse): void => {
+    // The binding server's credential is never passed on (to an origin or anywhere).
+    delete req.headers[BINDING_HEADER];
+    const raw = req.rawHeaders;
+    for (let i = raw.length - 2; i >= 0; i -= 2) if (raw[i].toLowerCase() === BINDING_HEADER) raw.splice(i, 2);
+    if (!this.port) {
+      req.resume();
+      res.destroy();
+      return;
+    }
+    this.port(req, res, { accountId: call.accountId, ownZone: (zoneId) => this.zonesOf(call.resource).has(zoneId) });
+  };
+}
