@@ -140,6 +140,7 @@ export function createWorkersService(
   );
   // On several nodes (--database-url) there is no Durable Objects store: an object must have one instance cluster-wide,
   // which nothing provides yet, so uploads that use Durable Objects are refused (DurableObjectsErrors.distributed).
+  runtime.bindings.takeOtherTunnels(outbound.tunnel);
   const durableObjects = new DurableObjects(
     ctx.postgres ? undefined : new SqliteDurableObjectsStore(ctx.openDb("durable-objects", DURABLE_OBJECTS_MIGRATIONS)),
     join(ctx.config.stateDir, "durable-objects"),

@@ -234,17 +234,7 @@ export class OriginForwarder {
     const hostname = url.hostname.replace(/^\[(.*)\]$/, "$1");
     const port = Number(url.port || (https ? 443 : 80));
     const hasBody = req.headers["transfer-encoding"] !== undefined || Number(req.headers["content-length"] ?? 0) > 0;
-    const found = isIP(hostname)
-      ? Promise.resolve([hostname])
-      : Promise.race([
-          lookup(hostname, { all: true }).then(
-            (all) => all.map((a) => a.address),
-            () => [],
-          ),
-          new Promise<string[]>((resolve) => setTimeout(() => resolve([]), this.deps.connectTimeoutMs).unref()),
-        ]);
-    void found.then((addresses) => {
-      const address = addresses.find((a) => this.deps.policy.publicOnly(a));
+    void this.resolvePublic(hostname).then((address) => {
       if (!address || res.destroyed) {
         req.resume();
         return void res.destroy();
@@ -258,6 +248,53 @@ export class OriginForwarder {
         failed: () => res.destroy(),
       });
     });
+  }
+
+  /**
+   * A socket a Worker opens (connect(), a CONNECT to `target`, host:port): to a public address only, as workerd's own
+   * network access allowed; then bytes both ways. Refused or failed: a 502 and the tunnel closed (connect() fails).
+   */
+  connectOut(target: string, socket: Duplex, head: Buffer): void {
+    const m = /^(?:\[([0-9a-fA-F:.]+)\]|([^:[\]]+)):(\d{1,5})$/.exec(target);
+    const refuse = () => void socket.end("HTTP/1.1 502 Bad Gateway\r\ncontent-length: 0\r\n\r\n");
+    const port = Number(m?.[3]);
+    if (!m || !(port > 0 && port < 65536)) return refuse();
+    void this.resolvePublic(m[1] ?? m[2]).then((address) => {
+      if (!address || socket.destroyed) return refuse();
+      const out = netConnect({ host: address, port });
+      this.upgraded.add(socket);
+      const timer = setTimeout(() => out.destroy(), this.deps.connectTimeoutMs);
+      out.once("connect", () => {
+        clearTimeout(timer);
+        socket.write("HTTP/1.1 200 Connection Established\r\n\r\n");
+        if (head.length) out.write(head);
+        out.pipe(socket);
+        socket.pipe(out);
+      });
+      out.on("error", () => (out.connecting ? refuse() : socket.destroy()));
+      out.once("close", () => {
+        clearTimeout(timer);
+        socket.end();
+      });
+      socket.once("close", () => {
+        this.upgraded.delete(socket);
+        out.destroy();
+      });
+    });
+  }
+
+  /** The first public address a name (or an address) resolves to with the system resolver; undefined when none. */
+  private async resolvePublic(hostname: string): Promise<string | undefined> {
+    const addresses = isIP(hostname)
+      ? [hostname]
+      : await Promise.race([
+          lookup(hostname, { all: true }).then(
+            (all) => all.map((a) => a.address),
+            () => [],
+          ),
+          new Promise<string[]>((resolve) => setTimeout(() => resolve([]), this.deps.connectTimeoutMs).unref()),
+        ]);
+    return addresses.find((a) => this.deps.policy.publicOnly(a));
   }
 
   /**

@@ -1,4 +1,5 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
+import type { Duplex } from "node:stream";
 import type { EdgeService, ServiceContext } from "../../core/service.js";
 import type { RawHandler, UpgradeHandler } from "../hostnames/dispatch.js";
 import type { EdgeZones } from "../ports.js";
@@ -28,6 +29,8 @@ export function createProxyService(
   upgrade: UpgradeHandler;
   /** Workers' subrequests (workers/runtime/outbound.ts): to their own zones' origins, else out to public addresses. */
   subrequest(req: IncomingMessage, res: ServerResponse, from: { accountId: string; ownZone(zoneId: string): boolean }): void;
+  /** Workers' sockets (connect()): public addresses only. */
+  connectOut(target: string, socket: Duplex, head: Buffer): void;
 } {
   const cfg = readOriginConfig(ctx.options(originServeOptions));
   const log = ctx.log.child({ service: "edge" });
@@ -59,6 +62,7 @@ export function createProxyService(
     },
     forward: (req, res) => forwarder.handle(req, res),
     upgrade: (req, socket, head) => forwarder.handleUpgrade(req, socket, head),
+    connectOut: (target, socket, head) => forwarder.connectOut(target, socket, head),
     subrequest: (req, res, from) => forwarder.subrequest(req, res, from, () => forwarder.outbound(req, res)),
     closeUpgraded: () => forwarder.closeUpgraded(),
     async start() {

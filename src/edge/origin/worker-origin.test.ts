@@ -137,4 +137,25 @@ describe("Workers reach their own zone's origin through the edge", () => {
     assert.equal(r.status, 599, r.text);
     assert.equal(originA.seen.length, before);
   });
+
+  it("a Worker's socket (connect()) reaches public addresses only, as before: loopback is refused", async () => {
+    const code = `import { connect } from "cloudflare:sockets";
+      export default { async fetch() {
+        try {
+          const socket = connect({ hostname: "${addr(1)}", port: 80 });
+          await socket.opened;
+          const writer = socket.writable.getWriter();
+          await writer.write(new TextEncoder().encode("GET /echo HTTP/1.1\\r\\nhost: x\\r\\nconnection: close\\r\\n\\r\\n"));
+          const { value } = await socket.readable.getReader().read();
+          return new Response("connected: " + new TextDecoder().decode(value));
+        } catch (e) {
+          return new Response("refused: " + e.message, { status: 599 });
+        }
+      } };`;
+    assert.equal((await uploadScript(p, "wfront-socket", code)).status, 200);
+    const before = originA.seen.length;
+    const r = await hit(p, "wfront-socket", "/");
+    assert.equal(r.status, 599, r.text);
+    assert.equal(originA.seen.length, before);
+  });
 });

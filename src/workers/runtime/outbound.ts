@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { BINDING_HEADER, type BindingCall } from "../bindings/server.js";
+import type { Duplex } from "node:stream";
+import { dropBindingHeader, type BindingCall } from "../bindings/server.js";
 
 /** Who sends a Worker's subrequest: its account, and whether a zone is one of its own (the zones it is routed in). */
 export interface SubrequestSender {
@@ -11,7 +12,11 @@ export interface SubrequestSender {
  * Where Workers' subrequests go (the edge's forwarder, edge/origin, attached by platform.ts): a request with an
  * absolute URL, as workerd's global outbound sends it.
  */
-export type SubrequestPort = (req: IncomingMessage, res: ServerResponse, from: SubrequestSender) => void;
+export interface SubrequestPort {
+  fetch(req: IncomingMessage, res: ServerResponse, from: SubrequestSender): void;
+  /** A socket a script opens (connect()) to `target` (host:port): public addresses only. */
+  connect(target: string, socket: Duplex, head: Buffer): void;
+}
 
 /**
  * Every script's global outbound (its fetch() to anywhere but its bindings): workerd sends it to the binding server
@@ -33,14 +38,18 @@ export class WorkerOutbound {
 
   readonly handle = (call: BindingCall, req: IncomingMessage, res: ServerResponse): void => {
     // The binding server's credential is never passed on (to an origin or anywhere).
-    delete req.headers[BINDING_HEADER];
-    const raw = req.rawHeaders;
-    for (let i = raw.length - 2; i >= 0; i -= 2) if (raw[i].toLowerCase() === BINDING_HEADER) raw.splice(i, 2);
+    dropBindingHeader(req);
     if (!this.port) {
       req.resume();
       res.destroy();
       return;
     }
-    this.port(req, res, { accountId: call.accountId, ownZone: (zoneId) => this.zonesOf(call.resource).has(zoneId) });
+    this.port.fetch(req, res, { accountId: call.accountId, ownZone: (zoneId) => this.zonesOf(call.resource).has(zoneId) });
+  };
+
+  /** workerd labels no CONNECT with its script: a socket goes out to public addresses only, whoever opened it. */
+  readonly tunnel = (target: string, socket: Duplex, head: Buffer): void => {
+    if (!this.port) return void socket.destroy();
+    this.port.connect(target, socket, head);
   };
 }

@@ -4,10 +4,11 @@ import type { Dispatcher } from "undici";
 import type { Logger } from "../../core/logger.js";
 import type { WorkersRuntime } from "./runtime.js";
 import { FORWARDED_PROTO } from "./capnp-config.js";
+import { BINDING_HEADER } from "../bindings/server.js";
 import { HOP_BY_HOP, passedRequestHeaders, relay, relayableHeaders } from "../../core/http/relay.js";
 
 /** Headers the edge sets on Workers' requests itself: a client's own are dropped (a plain request must not pass for HTTPS). */
-const EDGE_SET_FOR_WORKERS = new Set(["cf-connecting-ip", FORWARDED_PROTO]);
+const EDGE_SET_FOR_WORKERS = new Set(["cf-connecting-ip", FORWARDED_PROTO, BINDING_HEADER]);
 /** Not passed on to workerd (WebSockets, websocket-proxy.ts): hop-by-hop ones and those the edge sets. */
 export const NOT_FORWARDED = new Set([...HOP_BY_HOP, ...EDGE_SET_FOR_WORKERS]);
 export { HOP_BY_HOP };
