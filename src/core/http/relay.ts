@@ -20,15 +20,21 @@ export function connectionListed(raw: readonly string[]): Set<string> | undefine
 /**
  * A request's headers as they are passed on: the client's, in their order and repeated as they came, minus
  * hop-by-hop ones, those its Connection header lists and those in `drop` (lowercase names the caller sets itself),
- * then `set` ([name, value, …]) appended.
+ * then `set` ([name, value, …]) appended. An HTTP/2 request's `:authority` becomes `host`; its other pseudo-headers
+ * are dropped.
  */
 export function passedRequestHeaders(rawHeaders: readonly string[], drop: ReadonlySet<string>, set: readonly string[]): string[] {
   const listed = connectionListed(rawHeaders);
   const out: string[] = [];
   for (let i = 0; i < rawHeaders.length; i += 2) {
-    const name = rawHeaders[i].toLowerCase();
+    let name = rawHeaders[i].toLowerCase();
+    // An HTTP/2 request's pseudo-headers: its :authority is the Host passed on (HTTP/1.1), the others are not headers.
+    if (name.charCodeAt(0) === 58) {
+      if (name !== ":authority") continue;
+      name = "host";
+    }
     if (HOP_BY_HOP.has(name) || drop.has(name) || listed?.has(name)) continue;
-    out.push(rawHeaders[i], rawHeaders[i + 1]);
+    out.push(name === "host" ? "host" : rawHeaders[i], rawHeaders[i + 1]);
   }
   for (const v of set) out.push(v);
   return out;
