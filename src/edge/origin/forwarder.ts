@@ -165,7 +165,9 @@ export class OriginForwarder {
     if (path === undefined) {
       req.resume();
       const body = "Bad Request: the request target must be a path, or a URL naming the Host header's host\n";
-      res.writeHead(400, { "content-type": "text/plain; charset=utf-8", "content-length": Buffer.byteLength(body), connection: "close" }).end(body);
+      res
+        .writeHead(400, { "content-type": "text/plain; charset=utf-8", "content-length": Buffer.byteLength(body), connection: "close", "cf-ray": ray })
+        .end(body);
       return true;
     }
     const scheme = schemeOf(req);
@@ -194,7 +196,12 @@ export class OriginForwarder {
    * (`outbound`), never to another tenant's origin by this shortcut. The Worker's headers are kept; the client's
    * address is the one the Worker passes on in CF-Connecting-IP (as hosted, a Worker may change it).
    */
-  subrequest(req: IncomingMessage, res: ServerResponse, from: { accountId: string; ownZone(zoneId: string): boolean }, outbound: () => void): void {
+  subrequest(
+    req: IncomingMessage,
+    res: ServerResponse,
+    from: { accountId: string; script: string; ownZone(zoneId: string): boolean },
+    outbound: () => void,
+  ): void {
     const url = absoluteUrl(req.url);
     const host = url && normalizeHostname(url.hostname);
     const target = host && /^https?:$/.test(url.protocol) && !url.port ? this.deps.zones.originOf(host) : undefined;
@@ -223,7 +230,7 @@ export class OriginForwarder {
    * says), at the URL's port, TLS verified against the system CAs. A refused or failed one cuts the connection, so
    * the Worker's fetch() rejects as it did.
    */
-  outbound(req: IncomingMessage, res: ServerResponse): void {
+  outbound(req: IncomingMessage, res: ServerResponse, script?: string): void {
     const url = absoluteUrl(req.url);
     if (!url) {
       req.resume();
@@ -236,6 +243,8 @@ export class OriginForwarder {
     const hasBody = req.headers["transfer-encoding"] !== undefined || Number(req.headers["content-length"] ?? 0) > 0;
     void this.resolvePublic(hostname).then((address) => {
       if (!address || res.destroyed) {
+        // As workerd logged its own refusals: one line per refused subrequest, naming the script and the host.
+        if (!address) this.deps.log.info({ script, host: hostname }, "subrequest refused: not a public address (or the name does not resolve)");
         req.resume();
         return void res.destroy();
       }

@@ -28,7 +28,7 @@ export function createProxyService(
   forward: RawHandler;
   upgrade: UpgradeHandler;
   /** Workers' subrequests (workers/runtime/outbound.ts): to their own zones' origins, else out to public addresses. */
-  subrequest(req: IncomingMessage, res: ServerResponse, from: { accountId: string; ownZone(zoneId: string): boolean }): void;
+  subrequest(req: IncomingMessage, res: ServerResponse, from: { accountId: string; script: string; ownZone(zoneId: string): boolean }): void;
   /** Workers' sockets (connect()): public addresses only. */
   connectOut(target: string, socket: Duplex, head: Buffer): void;
 } {
@@ -63,7 +63,7 @@ export function createProxyService(
     forward: (req, res) => forwarder.handle(req, res),
     upgrade: (req, socket, head) => forwarder.handleUpgrade(req, socket, head),
     connectOut: (target, socket, head) => forwarder.connectOut(target, socket, head),
-    subrequest: (req, res, from) => forwarder.subrequest(req, res, from, () => forwarder.outbound(req, res)),
+    subrequest: (req, res, from) => forwarder.subrequest(req, res, from, () => forwarder.outbound(req, res, from.script)),
     closeUpgraded: () => forwarder.closeUpgraded(),
     async start() {
       settings.follow(ctx.bus);

@@ -158,4 +158,27 @@ describe("Workers reach their own zone's origin through the edge", () => {
     assert.equal(r.status, 599, r.text);
     assert.equal(originA.seen.length, before);
   });
+
+  it("a Custom Domain's own hostname has no origin: fetch(request) there answers the 1000 page, never a loop", async () => {
+    const code = `export default { fetch: async (request) => { const r = await fetch(request); return new Response(r.body, r); } };`;
+    assert.equal((await uploadScript(p, "wfront-domain", code)).status, 200);
+    const attached = await p.api("PUT", `/accounts/${p.accountId}/workers/domains`, { hostname: "shop.wfront-c.example", service: "wfront-domain" });
+    assert.equal(attached.status, 200, JSON.stringify(attached.body));
+    const r = await eventuallyAnswer(
+      () => get("shop.wfront-c.example", "/"),
+      (a) => a.status !== 404,
+    );
+    assert.equal(r.status, 403, r.text);
+    assert.match(r.text, /Error 1000/);
+  });
 });
+
+/** Asks until `done` holds for an answer (a route or domain is served once the table is read again), at most 30 s. */
+async function eventuallyAnswer<T>(ask: () => Promise<T>, done: (a: T) => boolean): Promise<T> {
+  const until = Date.now() + 30_000;
+  for (;;) {
+    const a = await ask();
+    if (done(a) || Date.now() > until) return a;
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}

@@ -5,6 +5,7 @@ import { dropBindingHeader, type BindingCall } from "../bindings/server.js";
 /** Who sends a Worker's subrequest: its account, and whether a zone is one of its own (the zones it is routed in). */
 export interface SubrequestSender {
   accountId: string;
+  script: string;
   ownZone(zoneId: string): boolean;
 }
 
@@ -44,7 +45,7 @@ export class WorkerOutbound {
       res.destroy();
       return;
     }
-    this.port.fetch(req, res, { accountId: call.accountId, ownZone: (zoneId) => this.zonesOf(call.resource).has(zoneId) });
+    this.port.fetch(req, res, { accountId: call.accountId, script: call.resource, ownZone: (zoneId) => this.zonesOf(call.resource).has(zoneId) });
   };
 
   /** workerd labels no CONNECT with its script: a socket goes out to public addresses only, whoever opened it. */
