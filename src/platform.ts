@@ -193,6 +193,11 @@ export async function startPlatform(config: PlatformConfig, log: Logger = create
     isPlatformAddress: (ip) => dns.isPlatformAddress(ip),
   });
   edge.addTenantHandler(proxy.forward);
+  // Workers' fetch() calls: a URL of a Worker's own zone reaches its origin through the proxy, not the zone's Workers.
+  workers.attachSubrequests({
+    fetch: (req, res, from) => proxy.subrequest(req, res, from),
+    connect: (target, socket, head) => proxy.connectOut(target, socket, head),
+  });
   edge.addTenantUpgradeHandler(proxy.upgrade);
   // The GraphQL Analytics API: each area hands over its datasets (R2: what its buckets hold).
   const analytics = createAnalyticsService(ctx, [...r2.analyticsDatasets]);

@@ -100,22 +100,44 @@ createServer((req, res) => {
   await api("POST", `/zones/${zone}/dns_records`, { type: "A", name: "www", content: ORIGIN, proxied: true });
   await sleep(1000);
 
-  const runs = {
-    edge: wrk("http://127.0.0.1:18094/1k.bin", "www.bench-proxy.example"),
-    nginx: wrk("http://127.0.0.1:18091/1k.bin"),
-    caddy: wrk("http://127.0.0.1:18092/1k.bin"),
-    "undici pass-through": wrk("http://127.0.0.1:18093/1k.bin"),
-  };
+  // BENCH_ROUNDS rounds (default 1), each running the four in turn; the summary is the median of each one's rounds and
+  // of the per-round ratios (on a loaded machine a single run swings by 2×).
+  const rounds = Number(process.env.BENCH_ROUNDS ?? 1);
+  const all = [];
+  for (let r = 0; r < rounds; r++) {
+    all.push({
+      edge: wrk("http://127.0.0.1:18094/1k.bin", "www.bench-proxy.example"),
+      nginx: wrk("http://127.0.0.1:18091/1k.bin"),
+      caddy: wrk("http://127.0.0.1:18092/1k.bin"),
+      "undici pass-through": wrk("http://127.0.0.1:18093/1k.bin"),
+    });
+    const x = all[all.length - 1];
+    if (rounds > 1)
+      console.log(
+        `round ${r + 1} (load ${loadavg()[0].toFixed(1)}): ${Object.entries(x)
+          .map(([k, v]) => `${k} ${v.rps.toFixed(0)} (p50 ${v.p50})`)
+          .join(", ")}; edge/undici ${(x.edge.rps / x["undici pass-through"].rps).toFixed(2)}`,
+      );
+  }
+  const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+  const ms = (p50) =>
+    p50?.endsWith("us") ? Number(p50.slice(0, -2)) / 1000 : p50?.endsWith("ms") ? Number(p50.slice(0, -2)) : Number(p50?.slice(0, -1)) * 1000;
+  const runs = Object.fromEntries(
+    Object.keys(all[0]).map((k) => [
+      k,
+      { rps: median(all.map((x) => x[k].rps)), p50: `${median(all.map((x) => ms(x[k].p50))).toFixed(2)}ms`, non2xx: all.map((x) => x[k].non2xx).join("/") },
+    ]),
+  );
   console.log(
     `# ${new Date().toISOString()} ${cpus().length} × ${cpus()[0].model}, Node ${process.version}, load ${loadavg()
       .map((l) => l.toFixed(1))
       .join(" ")}`,
   );
-  console.log(`# wrk -t2 -c${connections} -d${seconds}s, 1 KiB GET, origin nginx on ${ORIGIN}:80`);
+  console.log(`# wrk -t2 -c${connections} -d${seconds}s, 1 KiB GET, origin nginx on ${ORIGIN}:80, median of ${rounds} round(s)`);
   for (const [name, r] of Object.entries(runs)) console.log(`${name.padEnd(22)} ${r.rps.toFixed(0).padStart(7)} req/s  p50 ${r.p50}  non-2xx ${r.non2xx}`);
   const e = runs.edge.rps;
   console.log(
-    `edge / undici pass-through ${(e / runs["undici pass-through"].rps).toFixed(2)}, edge / caddy ${(e / runs.caddy.rps).toFixed(2)}, edge / nginx ${(e / runs.nginx.rps).toFixed(2)}`,
+    `edge / undici pass-through ${(e / runs["undici pass-through"].rps).toFixed(2)} (median of rounds ${median(all.map((x) => x.edge.rps / x["undici pass-through"].rps)).toFixed(2)}), edge / caddy ${(e / runs.caddy.rps).toFixed(2)}, edge / nginx ${(e / runs.nginx.rps).toFixed(2)}; added p50 ${((ms(runs.edge.p50) - ms(runs["undici pass-through"].p50)) * 1000).toFixed(0)} µs`,
   );
 } finally {
   for (const c of children) c.kill("SIGTERM");

@@ -55,11 +55,10 @@ test("a script's fetch() cannot reach the binding server, the API, or any loopba
     const r = await hit(p, "prober", `/?t=${encodeURIComponent(t)}`);
     assert.equal(r.text, "blocked", t);
   }
-  // Blocked by workerd's network policy (not some other failure): it logs one denial per target. Releases word
-  // it differently: "connecting to <addr> is not allowed" (later ones), "connect() blocked by restrictPeers()".
-  // Its stderr reaches the platform log a little after the answers; wait for the lines (up to 10 s).
-  const denials = () =>
-    logEntries(p).filter((e) => e.script === "prober" && /connecting to .* is not allowed|blocked by restrictPeers/.test(String(e.msg))).length;
+  // Blocked by the outbound policy (not some other failure): the platform's outbound (edge/origin/forwarder.ts,
+  // the script's global outbound) logs one refusal per target, naming the script. The log is written
+  // asynchronously; wait for the lines (up to 10 s).
+  const denials = () => logEntries(p).filter((e) => e.script === "prober" && /^subrequest refused: not a public address/.test(String(e.msg))).length;
   for (let waited = 0; denials() < targets.length && waited < 10_000; waited += 50) await new Promise((r) => setTimeout(r, 50));
   assert.ok(denials() >= targets.length, `every target was denied by policy (${denials()} denials for ${targets.length} targets)`);
   // Directly, without the header workerd injects (or with a guessed one), the binding server refuses.

@@ -18,6 +18,7 @@ import { followOtherNodes } from "./follow-nodes.js";
 import { scriptChanged, WORKERS_AREA } from "./pg-store.js";
 import { WorkerRouting } from "./routing/routing.js";
 import { WorkerProxy } from "./runtime/proxy.js";
+import { WorkerOutbound, type SubrequestPort } from "./runtime/outbound.js";
 import { WorkersRuntime } from "./runtime/runtime.js";
 import { WebSocketProxy } from "./runtime/websocket-proxy.js";
 import { ServiceGate } from "./services/gate.js";
@@ -31,6 +32,8 @@ export interface WorkersService extends EdgeService {
   handleRaw(req: IncomingMessage, res: ServerResponse): boolean;
   /** A WebSocket to a Worker (`<script>.<workers domain>`, a route or a Custom Domain); false for other hosts. */
   upgradeWorker(req: IncomingMessage, socket: Duplex, head: Buffer): boolean;
+  /** Where scripts' subrequests go: the edge's forwarder (edge/origin), handed over by platform.ts. */
+  attachSubrequests(port: SubrequestPort): void;
   /** A `wrangler tail` session's WebSocket (`/tail/v1/<id>`); false for other paths. */
   upgradeTail(req: IncomingMessage, socket: Duplex, head: Buffer): boolean;
 }
@@ -71,6 +74,10 @@ export function createWorkersService(ctx: ServiceContext, deps: WorkersDeps): Wo
   runtime.mountBinding("assets", assets.bindingHandler);
   runtime.mountBinding("service", gate.fetch.bind(gate), gate.tunnel.bind(gate));
   const routing = new WorkerRouting(stores.routes, deps.zones, deps.edgeAddresses, runtime, config.domain, log);
+  // Scripts' own fetch() calls: to their zones' origins through the edge (attachSubrequests), else out as any fetch.
+  const outbound = new WorkerOutbound((script) => routing.table.zonesOf(script));
+  runtime.mountBinding("outbound", outbound.handle);
+  runtime.bindings.takeOtherTunnels(outbound.tunnel);
   // Opt-in (--edge-tls-port): the HTTPS port, and certificates the platform orders for Custom Domains itself.
   const edgeTls = config.tls && createEdgeTls(ctx, config.tls, { box, zones: deps.zones, routesStore: stores.routes, routeTable: routing.table });
   const deployer = new ScriptDeployer(store, runtime, resourceExists(deps.bindings, scriptExists), log, durableObjects, assets, {
@@ -99,6 +106,7 @@ export function createWorkersService(ctx: ServiceContext, deps: WorkersDeps): Wo
     handleRaw: edgeRequestHandler(routing.edgeScript, runtime, proxy, assets, log),
     upgradeWorker: (req, socket, head) => webSockets.handle(req, socket, head),
     upgradeTail: (req, socket, head) => tails.handleUpgrade(req, socket, head),
+    attachSubrequests: (port) => outbound.attach(port),
     // Tail sessions are upgraded connections too: the edge port's close waits for them (each is cut 2 s after its
     // close frame at the latest, trace-socket.ts).
     closeUpgraded: () => {

@@ -20,4 +20,9 @@ export class OriginAddressPolicy {
     if (this.allow.check(ip, family === 6 ? "ipv6" : "ipv4")) return true;
     return isPublicAddress(ip) && !this.isPlatformAddress(ip);
   }
+
+  /** Public and not the platform's own, whatever the operator allowed: where Workers' other subrequests may go. */
+  publicOnly(ip: string): boolean {
+    return isIP(ip) !== 0 && isPublicAddress(ip) && !this.isPlatformAddress(ip);
+  }
 }

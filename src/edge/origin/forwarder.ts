@@ -1,10 +1,10 @@
 import { randomBytes } from "node:crypto";
-import { EventEmitter } from "node:events";
 import { lookup } from "node:dns/promises";
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { connect as netConnect, type Socket } from "node:net";
+import { isIP, connect as netConnect, type Socket } from "node:net";
 import { connect as tlsConnect } from "node:tls";
 import type { Duplex } from "node:stream";
+import { passedRequestHeaders, relay } from "../../core/http/relay.js";
 import type { Logger } from "../../core/logger.js";
 import { normalizeHostname } from "../hostnames/names.js";
 import type { EdgeZones } from "../ports.js";
@@ -12,22 +12,8 @@ import type { ZoneSettings } from "../settings/zone-settings.js";
 import type { OriginAddressPolicy } from "./address-policy.js";
 import { sendErrorPage, writeErrorPage, type EdgeErrorCode } from "./error-pages.js";
 import { connectFailed, failureCode } from "./failures.js";
-import { clientResponseHeaders, looped, originRequestHeaders } from "./headers.js";
+import { looped, originRequestHeaders } from "./headers.js";
 import { OriginPools, type OriginTarget } from "./pools.js";
-
-/**
- * A request's cancellation, as undici takes it (an emitter of `abort` with `aborted`): lighter than an
- * AbortController and its EventTarget (with this change alone a loaded run went from 0.52 to 0.72 of the bare undici
- * pass-through, docs/benchmarks.md).
- */
-class Cancellation extends EventEmitter {
-  aborted = false;
-
-  cancel(): void {
-    this.aborted = true;
-    this.emit("abort");
-  }
-}
 
 /** The CDN-Loop token this edge adds and looks for (RFC 8586). */
 export const LOOP_TOKEN = "edge-platform";
@@ -72,6 +58,8 @@ function originPath(req: IncomingMessage, host: string): string | undefined {
   }
 }
 
+const HOST = new Set(["host"]);
+
 /** The most an origin's answer to a WebSocket handshake may hold before its blank line (as undici's head bound). */
 const MAX_UPGRADE_HEAD = 32 * 1024;
 
@@ -94,6 +82,34 @@ function awaitOriginHead(origin: Socket, done: (answer: { switched: boolean; rec
     done({ switched: /^HTTP\/1\.1 101[ \r]/.test(received.toString("latin1", 0, Math.min(end, 32))), received });
   };
   origin.on("data", onData);
+}
+
+/** Where a request goes, as the forwarder takes it: the name's zone and origin as DNS resolves it, and the facts passed on. */
+export interface ResolvedOrigin {
+  /** The requested name (lowercase, no port or trailing dot): Host and SNI. */
+  host: string;
+  /** Path and query sent to the origin. */
+  path: string;
+  /** How the client came (X-Forwarded-Proto, CF-Visitor). */
+  scheme: "http" | "https";
+  ray: string;
+  /** The client's address (CF-Connecting-IP, appended to X-Forwarded-For). */
+  clientIp: string;
+  /** Its SSL mode is the zone's `ssl` setting. */
+  zoneId: string;
+  /** The proxied records' addresses, and CNAME targets outside our zones (resolved with the system resolver). */
+  addresses: string[];
+  hostnames: string[];
+}
+
+/** A request target in absolute form (what workerd sends its global outbound), or undefined. */
+function absoluteUrl(target: string | undefined): URL | undefined {
+  if (!target || !/^https?:\/\//i.test(target)) return undefined;
+  try {
+    return new URL(target);
+  } catch {
+    return undefined;
+  }
 }
 
 /** The client's address, IPv4-mapped IPv6 shown as IPv4. */
@@ -130,7 +146,6 @@ export class OriginForwarder {
     // A name with DNS-only records or none is the hostname plan's to answer (its "nothing served here" page).
     if (target.kind === "none" || (target.kind === "unproxied" && target.why !== "paused")) return false;
     const ray = newRay();
-    res.setHeader("cf-ray", ray);
     if (target.kind === "unproxied") {
       req.resume();
       sendErrorPage(res, 1001, host, ray);
@@ -150,22 +165,145 @@ export class OriginForwarder {
     if (path === undefined) {
       req.resume();
       const body = "Bad Request: the request target must be a path, or a URL naming the Host header's host\n";
-      res.writeHead(400, { "content-type": "text/plain; charset=utf-8", "content-length": Buffer.byteLength(body), connection: "close" }).end(body);
+      res
+        .writeHead(400, { "content-type": "text/plain; charset=utf-8", "content-length": Buffer.byteLength(body), connection: "close", "cf-ray": ray })
+        .end(body);
       return true;
     }
     const scheme = schemeOf(req);
     if (scheme === "http" && this.deps.settings.on(target.zoneId, "always_use_https")) {
       req.resume();
-      res.writeHead(301, { location: `https://${host}${path}`, "content-length": 0 }).end();
+      res.writeHead(301, { location: `https://${host}${path}`, "content-length": 0, "cf-ray": ray }).end();
       return true;
     }
-    void this.forward(req, res, { host, path, scheme, ray, zoneId: target.zoneId, addresses: target.addresses, hostnames: target.hostnames }).catch(
-      (err: unknown) => {
-        this.deps.log.error({ err, host }, "forwarding to an origin failed");
-        sendErrorPage(res, 520, host, ray);
-      },
-    );
+    this.forward(req, res, {
+      host,
+      path,
+      scheme,
+      ray,
+      clientIp: clientIp(req),
+      zoneId: target.zoneId,
+      addresses: target.addresses,
+      hostnames: target.hostnames,
+    });
     return true;
+  }
+
+  /**
+   * A Worker's subrequest (workerd's global outbound, a request with an absolute URL): to a proxied name of a zone
+   * `from` may reach directly (`ownZone`: the zones its Worker is routed in, of its own account), the name's origin
+   * through this path, without running the zone's Workers again; anything else goes out as any fetch does
+   * (`outbound`), never to another tenant's origin by this shortcut. The Worker's headers are kept; the client's
+   * address is the one the Worker passes on in CF-Connecting-IP (as hosted, a Worker may change it).
+   */
+  subrequest(
+    req: IncomingMessage,
+    res: ServerResponse,
+    from: { accountId: string; script: string; ownZone(zoneId: string): boolean },
+    outbound: () => void,
+  ): void {
+    const url = absoluteUrl(req.url);
+    const host = url && normalizeHostname(url.hostname);
+    const target = host && /^https?:$/.test(url.protocol) && !url.port ? this.deps.zones.originOf(host) : undefined;
+    if (!url || !host || target?.kind !== "proxied" || target.accountId !== from.accountId || !from.ownZone(target.zoneId)) return outbound();
+    const ray = newRay();
+    if (looped(req.headers, LOOP_TOKEN)) {
+      req.resume();
+      return sendErrorPage(res, 508, host, ray);
+    }
+    const given = req.headers["cf-connecting-ip"];
+    this.forward(req, res, {
+      host,
+      path: url.pathname + url.search,
+      scheme: url.protocol === "https:" ? "https" : "http",
+      ray,
+      clientIp: typeof given === "string" && isIP(given) ? given : "",
+      zoneId: target.zoneId,
+      addresses: target.addresses,
+      hostnames: target.hostnames,
+    });
+  }
+
+  /**
+   * A Worker's subrequest to anywhere but its own zones' origins, as workerd's own network access sent it before:
+   * public addresses only (never loopback, private ranges or the platform's own addresses, whatever --origin-allow
+   * says), at the URL's port, TLS verified against the system CAs. A refused or failed one cuts the connection, so
+   * the Worker's fetch() rejects as it did.
+   */
+  outbound(req: IncomingMessage, res: ServerResponse, script?: string): void {
+    const url = absoluteUrl(req.url);
+    if (!url) {
+      req.resume();
+      res.writeHead(400, { "content-type": "text/plain; charset=utf-8", connection: "close" }).end("Bad Request: not an absolute http(s) URL\n");
+      return;
+    }
+    const https = url.protocol === "https:";
+    const hostname = url.hostname.replace(/^\[(.*)\]$/, "$1");
+    const port = Number(url.port || (https ? 443 : 80));
+    const hasBody = req.headers["transfer-encoding"] !== undefined || Number(req.headers["content-length"] ?? 0) > 0;
+    void this.resolvePublic(hostname).then((address) => {
+      if (!address || res.destroyed) {
+        // As workerd logged its own refusals: one line per refused subrequest, naming the script and the host.
+        if (!address) this.deps.log.info({ script, host: hostname }, "subrequest refused: not a public address (or the name does not resolve)");
+        req.resume();
+        return void res.destroy();
+      }
+      if (!hasBody) req.resume();
+      relay(this.deps.pools.pool({ address, servername: hostname, mode: https ? "strict" : "off", port }), res, {
+        path: url.pathname + url.search,
+        method: req.method ?? "GET",
+        headers: passedRequestHeaders(req.rawHeaders, HOST, ["host", url.host]),
+        body: hasBody ? req : null,
+        failed: () => res.destroy(),
+      });
+    });
+  }
+
+  /**
+   * A socket a Worker opens (connect(), a CONNECT to `target`, host:port): to a public address only, as workerd's own
+   * network access allowed; then bytes both ways. Refused or failed: a 502 and the tunnel closed (connect() fails).
+   */
+  connectOut(target: string, socket: Duplex, head: Buffer): void {
+    const m = /^(?:\[([0-9a-fA-F:.]+)\]|([^:[\]]+)):(\d{1,5})$/.exec(target);
+    const refuse = () => void socket.end("HTTP/1.1 502 Bad Gateway\r\ncontent-length: 0\r\n\r\n");
+    const port = Number(m?.[3]);
+    if (!m || !(port > 0 && port < 65536)) return refuse();
+    void this.resolvePublic(m[1] ?? m[2]).then((address) => {
+      if (!address || socket.destroyed) return refuse();
+      const out = netConnect({ host: address, port });
+      this.upgraded.add(socket);
+      const timer = setTimeout(() => out.destroy(), this.deps.connectTimeoutMs);
+      out.once("connect", () => {
+        clearTimeout(timer);
+        socket.write("HTTP/1.1 200 Connection Established\r\n\r\n");
+        if (head.length) out.write(head);
+        out.pipe(socket);
+        socket.pipe(out);
+      });
+      out.on("error", () => (out.connecting ? refuse() : socket.destroy()));
+      out.once("close", () => {
+        clearTimeout(timer);
+        socket.end();
+      });
+      socket.once("close", () => {
+        this.upgraded.delete(socket);
+        out.destroy();
+      });
+    });
+  }
+
+  /** The first public address a name (or an address) resolves to with the system resolver; undefined when none. */
+  private async resolvePublic(hostname: string): Promise<string | undefined> {
+    const addresses = isIP(hostname)
+      ? [hostname]
+      : await Promise.race([
+          lookup(hostname, { all: true }).then(
+            (all) => all.map((a) => a.address),
+            () => [],
+          ),
+          new Promise<string[]>((resolve) => setTimeout(() => resolve([]), this.deps.connectTimeoutMs).unref()),
+        ]);
+    return addresses.find((a) => this.deps.policy.publicOnly(a));
   }
 
   /**
@@ -227,65 +365,67 @@ export class OriginForwarder {
       ]);
       all.push(...found.map((a) => a.address));
     }
-    if (all.length === 0) return 523;
-    const allowed = all.filter((a) => this.deps.policy.allowed(a));
-    if (allowed.length === 0) return 1000;
     // Spread: each request starts at the next address.
-    const start = this.spread++ % allowed.length;
-    return [...allowed.slice(start), ...allowed.slice(0, start)].slice(0, MAX_TRIES);
+    return this.pick(all);
   }
 
-  private async forward(
-    req: IncomingMessage,
-    res: ServerResponse,
-    r: { host: string; path: string; scheme: "http" | "https"; ray: string; zoneId: string; addresses: string[]; hostnames: string[] },
-  ): Promise<void> {
-    const addresses = await this.addresses(r.addresses, r.hostnames);
+  /**
+   * Sends `req` to its resolved origin and relays the answer into `res` (core/http/relay.ts, the path Workers' traffic
+   * takes too): the addresses in turn while connections are refused, the 52x page when it fails. The interface the
+   * cache (edge/cache) sits in front of: the request, where it goes, and the answer's sink.
+   */
+  forward(req: IncomingMessage, res: ServerResponse, origin: ResolvedOrigin): void {
+    const addresses = origin.hostnames.length === 0 ? this.pick(origin.addresses) : undefined;
+    if (addresses) return this.send(req, res, origin, addresses);
+    void this.addresses(origin.addresses, origin.hostnames).then(
+      (found) => this.send(req, res, origin, found),
+      (err: unknown) => {
+        this.deps.log.error({ err, host: origin.host }, "forwarding to an origin failed");
+        sendErrorPage(res, 520, origin.host, origin.ray);
+      },
+    );
+  }
+
+  private send(req: IncomingMessage, res: ServerResponse, r: ResolvedOrigin, addresses: string[] | EdgeErrorCode): void {
     if (!Array.isArray(addresses)) {
       req.resume();
       return sendErrorPage(res, addresses, r.host, r.ray);
     }
     const mode = this.deps.settings.ssl(r.zoneId);
-    const headers = originRequestHeaders(req.rawHeaders, { host: r.host, clientIp: clientIp(req), scheme: r.scheme, ray: r.ray, loopToken: LOOP_TOKEN });
+    const headers = originRequestHeaders(req.rawHeaders, { host: r.host, clientIp: r.clientIp, scheme: r.scheme, ray: r.ray, loopToken: LOOP_TOKEN });
     const hasBody = req.headers["transfer-encoding"] !== undefined || Number(req.headers["content-length"] ?? 0) > 0;
-    // The client going away cancels the origin's request (and frees its connection).
-    const abort = new Cancellation();
-    res.once("close", () => {
-      if (!res.writableFinished) abort.cancel();
-    });
-    let lastError: unknown;
-    for (const address of addresses) {
-      if (abort.aborted) return;
-      const target: OriginTarget = { address, servername: r.host, mode };
-      try {
-        const answer = await this.deps.pools.pool(target).request({
-          path: r.path,
-          method: req.method as "GET",
-          headers,
-          body: hasBody ? req : null,
-          signal: abort,
-        });
-        if (abort.aborted) {
-          answer.body.destroy();
-          return;
-        }
-        res.writeHead(answer.statusCode, { ...clientResponseHeaders(answer.headers), "cf-ray": r.ray });
-        // An origin that closed mid-body: the client's answer is cut too (its length or chunking shows it
-        // incomplete). `pipe` rather than `pipeline`: the client's close is already handled above (abort).
-        answer.body.once("error", () => res.destroy());
-        answer.body.pipe(res);
-        return;
-      } catch (err) {
-        lastError = err;
-        // Only a connection that never opened is tried elsewhere, and only when no body was read for it.
-        if (!connectFailed(err) || hasBody) break;
-      }
-    }
-    if (abort.aborted) return;
-    if (hasBody && !req.complete) req.resume();
-    const code = failureCode(lastError);
-    if (code === 520) this.deps.log.warn({ err: lastError, host: r.host }, "origin answered badly");
-    sendErrorPage(res, code, r.host, r.ray);
+    if (!hasBody) req.resume();
+    const answerHeaders = ["cf-ray", r.ray];
+    const attempt = (i: number) => {
+      const target: OriginTarget = { address: addresses[i], servername: r.host, mode };
+      relay(this.deps.pools.pool(target), res, {
+        path: r.path,
+        method: req.method ?? "GET",
+        headers,
+        body: hasBody ? req : null,
+        answerHeaders,
+        failed: (err, answered) => {
+          if (answered) return void res.destroy();
+          // Only a connection that never opened is tried elsewhere, and only when no body was read for it.
+          if (connectFailed(err) && !hasBody && i + 1 < addresses.length) return attempt(i + 1);
+          if (hasBody && !req.complete) req.resume();
+          const code = failureCode(err);
+          if (code === 520) this.deps.log.warn({ err, host: r.host }, "origin answered badly");
+          sendErrorPage(res, code, r.host, r.ray);
+        },
+      });
+    };
+    attempt(0);
+  }
+
+  /** The record's addresses to try, in order, when they need no resolving: those the policy allows, spread. */
+  private pick(addresses: string[]): string[] | EdgeErrorCode {
+    if (addresses.length === 0) return 523;
+    if (addresses.length === 1) return this.deps.policy.allowed(addresses[0]) ? addresses : 1000;
+    const allowed = addresses.filter((a) => this.deps.policy.allowed(a));
+    if (allowed.length === 0) return 1000;
+    const start = this.spread++ % allowed.length;
+    return [...allowed.slice(start), ...allowed.slice(0, start)].slice(0, MAX_TRIES);
   }
 
   private async tunnel(

@@ -1,29 +1,18 @@
 import type { IncomingHttpHeaders } from "node:http";
+import { passedRequestHeaders } from "../../core/http/relay.js";
 
-/** Headers that describe one connection, never forwarded (RFC 9110 §7.6.1; Expect is answered by the edge itself), and Host, which the edge sets. */
-const HOP_BY_HOP = new Set([
-  "expect",
-  "connection",
-  "keep-alive",
-  "proxy-connection",
-  "te",
-  "trailer",
-  "transfer-encoding",
-  "upgrade",
+/** Headers the edge sets itself: a client's own are replaced (X-Forwarded-For and CDN-Loop are appended to). Host too. */
+const EDGE_SET = new Set([
+  "host",
   "proxy-authorization",
   "proxy-authenticate",
-  "host",
+  "cf-connecting-ip",
+  "cf-ray",
+  "cf-visitor",
+  "x-forwarded-proto",
+  "cdn-loop",
+  "x-forwarded-for",
 ]);
-/** A client may not pass these as the edge's own: they are replaced. */
-const EDGE_SET = new Set(["cf-connecting-ip", "cf-ray", "cf-visitor", "x-forwarded-proto", "cdn-loop", "x-forwarded-for"]);
-
-/** Names a Connection header lists (also hop-by-hop). */
-function connectionListed(raw: readonly string[]): Set<string> {
-  const out = new Set<string>();
-  for (let i = 0; i < raw.length; i += 2)
-    if (raw[i].toLowerCase() === "connection") for (const n of raw[i + 1].split(",")) if (n.trim()) out.add(n.trim().toLowerCase());
-  return out;
-}
 
 export interface ForwardingFacts {
   host: string;
@@ -42,21 +31,22 @@ export interface ForwardingFacts {
  * A flat [name, value, …] list, so repeated headers stay repeated.
  */
 export function originRequestHeaders(rawHeaders: readonly string[], facts: ForwardingFacts): string[] {
-  const listed = connectionListed(rawHeaders);
-  const out: string[] = ["host", facts.host];
   const forwardedFor: string[] = [];
   const loops: string[] = [];
+  const kept: string[] = [];
   for (let i = 0; i < rawHeaders.length; i += 2) {
     const name = rawHeaders[i].toLowerCase();
-    const value = rawHeaders[i + 1];
-    if (name === "x-forwarded-for") forwardedFor.push(value);
-    else if (name === "cdn-loop") loops.push(value);
-    else if (facts.upgrade && (name === "upgrade" || name === "connection")) out.push(rawHeaders[i], value);
-    else if (!HOP_BY_HOP.has(name) && !EDGE_SET.has(name) && !listed.has(name)) out.push(rawHeaders[i], value);
+    if (name === "x-forwarded-for") forwardedFor.push(rawHeaders[i + 1]);
+    else if (name === "cdn-loop") loops.push(rawHeaders[i + 1]);
+    else if (facts.upgrade && (name === "upgrade" || name === "connection")) kept.push(rawHeaders[i], rawHeaders[i + 1]);
   }
   forwardedFor.push(facts.clientIp);
   loops.push(facts.loopToken);
-  out.push(
+  // The one header policy of the edge's forwarding (core/http/relay.ts), with the edge's own headers set after.
+  return passedRequestHeaders(rawHeaders, EDGE_SET, [
+    "host",
+    facts.host,
+    ...kept,
     "cf-connecting-ip",
     facts.clientIp,
     "x-forwarded-for",
@@ -64,14 +54,16 @@ export function originRequestHeaders(rawHeaders: readonly string[], facts: Forwa
     "x-forwarded-proto",
     facts.scheme,
     "cf-visitor",
-    JSON.stringify({ scheme: facts.scheme }),
+    facts.scheme === "https" ? VISITOR_HTTPS : VISITOR_HTTP,
     "cf-ray",
     facts.ray,
     "cdn-loop",
     loops.join(", "),
-  );
-  return out;
+  ]);
 }
+
+const VISITOR_HTTP = JSON.stringify({ scheme: "http" });
+const VISITOR_HTTPS = JSON.stringify({ scheme: "https" });
 
 /** Whether the request passed through this edge already (its CDN-Loop names our token). */
 export function looped(headers: IncomingHttpHeaders, loopToken: string): boolean {
@@ -81,17 +73,4 @@ export function looped(headers: IncomingHttpHeaders, loopToken: string): boolean
     .split(",")
     .map((t) => t.trim().split(";")[0].trim().toLowerCase())
     .includes(loopToken);
-}
-
-/** The origin's answer headers the client gets: all but hop-by-hop ones (and those its Connection lists). */
-export function clientResponseHeaders(headers: Record<string, string | string[] | undefined>): Record<string, string | string[]> {
-  const listed = new Set<string>();
-  const conn = headers.connection;
-  for (const v of Array.isArray(conn) ? conn : conn ? [conn] : []) for (const n of v.split(",")) listed.add(n.trim().toLowerCase());
-  const out: Record<string, string | string[]> = Object.create(null) as Record<string, string | string[]>;
-  for (const [name, value] of Object.entries(headers)) {
-    if (value === undefined || HOP_BY_HOP.has(name) || listed.has(name)) continue;
-    out[name] = value;
-  }
-  return out;
 }

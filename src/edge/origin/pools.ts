@@ -8,6 +8,8 @@ export interface OriginTarget {
   /** The requested name: the TLS server name (SNI) and the Host header. */
   servername: string;
   mode: SslMode;
+  /** Default: 80 for `off`/`flexible`, 443 for `full`/`strict` (a Worker's subrequest may name another). */
+  port?: number;
 }
 
 /** Pools kept at once: past this many origins, the least recently used one is closed. */
@@ -30,7 +32,8 @@ export class OriginPools {
 
   static url(t: OriginTarget): string {
     const host = t.address.includes(":") ? `[${t.address}]` : t.address;
-    return t.mode === "full" || t.mode === "strict" ? `https://${host}:443` : `http://${host}:80`;
+    const tls = t.mode === "full" || t.mode === "strict";
+    return `${tls ? "https" : "http"}://${host}:${t.port ?? (tls ? 443 : 80)}`;
   }
 
   pool(t: OriginTarget): Pool {

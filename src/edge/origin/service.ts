@@ -1,3 +1,5 @@
+import type { IncomingMessage, ServerResponse } from "node:http";
+import type { Duplex } from "node:stream";
 import type { EdgeService, ServiceContext } from "../../core/service.js";
 import type { RawHandler, UpgradeHandler } from "../hostnames/dispatch.js";
 import type { EdgeZones } from "../ports.js";
@@ -21,7 +23,15 @@ import { OriginPools } from "./pools.js";
 export function createProxyService(
   ctx: ServiceContext,
   deps: { zones: EdgeZones; isPlatformAddress: (ip: string) => boolean },
-): EdgeService & { settings: ZoneSettings; forward: RawHandler; upgrade: UpgradeHandler } {
+): EdgeService & {
+  settings: ZoneSettings;
+  forward: RawHandler;
+  upgrade: UpgradeHandler;
+  /** Workers' subrequests (workers/runtime/outbound.ts): to their own zones' origins, else out to public addresses. */
+  subrequest(req: IncomingMessage, res: ServerResponse, from: { accountId: string; script: string; ownZone(zoneId: string): boolean }): void;
+  /** Workers' sockets (connect()): public addresses only. */
+  connectOut(target: string, socket: Duplex, head: Buffer): void;
+} {
   const cfg = readOriginConfig(ctx.options(originServeOptions));
   const log = ctx.log.child({ service: "edge" });
   const pg = ctx.openPostgres(SETTINGS_AREA, SETTINGS_PG_MIGRATIONS);
@@ -52,6 +62,8 @@ export function createProxyService(
     },
     forward: (req, res) => forwarder.handle(req, res),
     upgrade: (req, socket, head) => forwarder.handleUpgrade(req, socket, head),
+    connectOut: (target, socket, head) => forwarder.connectOut(target, socket, head),
+    subrequest: (req, res, from) => forwarder.subrequest(req, res, from, () => forwarder.outbound(req, res, from.script)),
     closeUpgraded: () => forwarder.closeUpgraded(),
     async start() {
       settings.follow(ctx.bus);

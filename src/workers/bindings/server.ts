@@ -7,6 +7,13 @@ import type { BindingBackendName } from "./binding-type.js";
 /** The header workerd injects on every binding call (it replaces any header of that name the script sets). */
 export const BINDING_HEADER = "x-edge-binding";
 
+/** Removes the binding header from a call the platform passes on (a service binding's fetch, a script's subrequest). */
+export function dropBindingHeader(req: IncomingMessage): void {
+  delete req.headers[BINDING_HEADER];
+  const raw = req.rawHeaders;
+  for (let i = raw.length - 2; i >= 0; i -= 2) if (raw[i].toLowerCase() === BINDING_HEADER) raw.splice(i, 2);
+}
+
 /** What one binding's calls are for: a resource (a bucket, a namespace) of a backend, in the script's account. */
 export interface BindingCall {
   backend: BindingBackendName;
@@ -56,7 +63,8 @@ export class BindingServer {
 
   /** Listens on the unix socket at `socketPath`. */
   async start(socketPath: string): Promise<void> {
-    const server = createServer((req, res) => this.dispatch(req, res));
+    // Scripts' own fetch() calls (backend "outbound") come in proxy style: the URL in the request line, no Host header.
+    const server = createServer({ requireHostHeader: false }, (req, res) => this.dispatch(req, res));
     server.on("connect", (req: IncomingMessage, socket: Duplex, head: Buffer) => this.tunnel(req, socket, head));
     // workerd keeps binding connections alive between calls; do not cut them sooner than it does.
     server.keepAliveTimeout = 120_000;
@@ -133,10 +141,22 @@ export class BindingServer {
   /** Open CONNECT tunnels: the server's close() would wait for them, so stop() cuts them. */
   private readonly tunnelSockets = new Set<Duplex>();
 
+  /** CONNECTs to anything else: scripts' own sockets (connect()), which workerd sends its global outbound unlabelled. */
+  private otherTunnels?: (target: string, socket: Duplex, head: Buffer) => void;
+
+  /** Where CONNECTs that name no binding go (runtime/outbound.ts: public addresses only). */
+  takeOtherTunnels(handler: (target: string, socket: Duplex, head: Buffer) => void): void {
+    this.otherTunnels = handler;
+  }
+
   private tunnel(req: IncomingMessage, socket: Duplex, head: Buffer): void {
     this.tunnelSockets.add(socket);
     socket.once("close", () => this.tunnelSockets.delete(socket));
     const who = this.identify(req.url);
+    if (!who && this.otherTunnels) {
+      socket.on("error", () => socket.destroy());
+      return this.otherTunnels(req.url ?? "", socket, head);
+    }
     const handle = who && this.tunnels.get(who.backend);
     if (!who || !handle) {
       socket.end("HTTP/1.1 403 Forbidden\r\ncontent-length: 0\r\n\r\n", () => socket.destroy());

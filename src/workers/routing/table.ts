@@ -10,6 +10,8 @@ export interface ZoneDirectory {
   byId(zoneId: string): { name: string; accountId: string } | undefined;
 }
 
+const NO_ZONES: ReadonlySet<string> = new Set();
+
 /**
  * The routing table of the edge port, in memory (RouteIndex): read whole from the store at start, after every change
  * made here, and after every change notice from another node (or a resync). A route or domain whose zone is gone or
@@ -19,6 +21,8 @@ export interface ZoneDirectory {
 export class RouteTable {
   private index = new RouteIndex([], []);
   private workersDevOff: ReadonlySet<string> = new Set();
+  /** The zones each script is routed in (a route or Custom Domain of its account's zone): its own zones. */
+  private zonesByScript: ReadonlyMap<string, ReadonlySet<string>> = new Map();
   /** The Custom Domains served, by id (their DNS records have the same ids: dns-records.ts). */
   private domains: ReadonlyMap<string, CustomDomain> = new Map();
   private domainsByHostname: ReadonlyMap<string, CustomDomain> = new Map();
@@ -51,6 +55,11 @@ export class RouteTable {
     this.listeners.push(listener);
   }
 
+  /** The zones where `script` has a route or an attached Custom Domain, as of the last read. */
+  zonesOf(script: string): ReadonlySet<string> {
+    return this.zonesByScript.get(script) ?? NO_ZONES;
+  }
+
   /** Whether a Worker is served at `<name>.<workers domain>` (names are unique platform-wide). */
   atWorkersDomain(name: string): boolean {
     return !this.workersDevOff.has(name);
@@ -66,8 +75,9 @@ export class RouteTable {
       try {
         do {
           this.again = false;
-          const [{ index, domains }, off] = await Promise.all([this.read(), this.store.workersDevOff()]);
+          const [{ index, domains, zonesByScript }, off] = await Promise.all([this.read(), this.store.workersDevOff()]);
           this.index = index;
+          this.zonesByScript = zonesByScript;
           this.domains = domains;
           this.domainsByHostname = new Map([...domains.values()].map((d) => [d.hostname, d]));
           this.workersDevOff = new Set(off.map((o) => o.script));
@@ -80,11 +90,17 @@ export class RouteTable {
     return this.reading;
   }
 
-  private async read(): Promise<{ index: RouteIndex; domains: Map<string, CustomDomain> }> {
+  private async read(): Promise<{ index: RouteIndex; domains: Map<string, CustomDomain>; zonesByScript: Map<string, Set<string>> }> {
     const [routes, domains] = await Promise.all([this.store.allRoutes(), this.store.allDomains()]);
     const owned = (zoneId: string, accountId: string, host: string) => {
       const zone = this.zones.byId(zoneId);
       return zone !== undefined && zone.accountId === accountId && inZone(host, zone.name);
+    };
+    const zonesByScript = new Map<string, Set<string>>();
+    const routedIn = (script: string, zoneId: string) => {
+      let zones = zonesByScript.get(script);
+      if (!zones) zonesByScript.set(script, (zones = new Set()));
+      zones.add(zoneId);
     };
     const parsedRoutes = [];
     for (const r of routes) {
@@ -94,11 +110,15 @@ export class RouteTable {
         this.log.warn({ route: r.id, pattern: r.pattern }, "a stored route pattern does not parse; it is not served");
         continue;
       }
-      if (owned(r.zoneId, r.accountId, pattern.host)) parsedRoutes.push({ pattern, target: { accountId: r.accountId, script: r.script } });
+      if (owned(r.zoneId, r.accountId, pattern.host)) {
+        parsedRoutes.push({ pattern, target: { accountId: r.accountId, script: r.script } });
+        if (r.script) routedIn(r.script, r.zoneId);
+      }
     }
     const live = domains.filter((d) => owned(d.zoneId, d.accountId, d.hostname));
+    for (const d of live) routedIn(d.service, d.zoneId);
     const liveDomains = live.map((d) => ({ hostname: d.hostname, target: { accountId: d.accountId, script: d.service } }));
-    return { index: new RouteIndex(parsedRoutes, liveDomains), domains: new Map(live.map((d) => [d.id, d])) };
+    return { index: new RouteIndex(parsedRoutes, liveDomains), domains: new Map(live.map((d) => [d.id, d])), zonesByScript };
   }
 
   /** Reloads on other nodes' changes and on resyncs; returns the unsubscribe function. */

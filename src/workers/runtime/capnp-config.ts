@@ -55,11 +55,11 @@ export function secretEnvironment(secrets: readonly { text: string }[]): Record<
  * for the entry module's handlers entrypoint, one "scheduled" for its cron ticks, a queue consumer's "queue" for its batches, one "rpc" for service bindings (their unix socket paths are given on the command line: each process
  * gets fresh ones), each binding as its type writes it (storage bindings are external services on the binding
  * server), secrets from the process environment (see `secretEnvironment`: they never touch the disk in clear),
- * and a global outbound that only reaches public addresses.
+ * and a global outbound through the platform (runtime/outbound.ts).
  */
 export function workerdConfig(input: WorkerdConfigInput): string {
   const { script, modules, secrets } = input.run;
-  const services: string[] = [`(name = "main", worker = .script)`, `(name = "internet", network = (allow = ["public"], deny = ["local", "private"]))`];
+  const services: string[] = [`(name = "main", worker = .script)`];
   const bindingService = (backend: BindingCall["backend"], resource: string, opts?: { rpc?: boolean }) => {
     const target = input.bindingTarget({ backend, accountId: script.accountId, resource });
     const service = `binding-${services.length}`;
@@ -69,6 +69,13 @@ export function workerdConfig(input: WorkerdConfigInput): string {
     );
     return service;
   };
+  // The script's own fetch() calls (its global outbound) go to the platform (runtime/outbound.ts) with their URL in
+  // the request line: a URL on its zone reaches the origin through the edge's forwarder, anything else goes out to
+  // public addresses only, as workerd's own network access did.
+  const outbound = input.bindingTarget({ backend: "outbound", accountId: script.accountId, resource: script.name });
+  services.push(
+    `(name = "outbound", external = (address = ${capnpString(outbound.address)}, http = (style = proxy, injectRequestHeaders = [(name = ${capnpString(outbound.header.name)}, value = ${capnpString(outbound.header.value)})])))`,
+  );
   const bindings = script.bindings.map((b) => `(name = ${capnpString(b.name)}, ${typeOf(b).workerd(b, { bindingService, scriptName: script.name })})`);
   secrets.forEach((s, i) => bindings.push(`(name = ${capnpString(s.name)}, fromEnvironment = ${capnpString(secretVariable(i))})`));
   // While someone tails the script, every invocation's trace goes to the platform's tail sessions (tail/tail-worker.ts).
@@ -108,7 +115,7 @@ const script :Workerd.Worker = (
   bindings = [
     ${bindings.join(",\n    ")}
   ],
-  globalOutbound = "internet",
+  globalOutbound = "outbound",
   tails = [${input.tailed ? capnpString(TAIL_SERVICE) : ""}],${objects ? `\n  ${objects.workerFields}` : ""}
 );
 `;

@@ -4,21 +4,28 @@ import type { Dispatcher } from "undici";
 import type { Logger } from "../../core/logger.js";
 import type { WorkersRuntime } from "./runtime.js";
 import { FORWARDED_PROTO } from "./capnp-config.js";
+import { BINDING_HEADER } from "../bindings/server.js";
+import { HOP_BY_HOP, passedRequestHeaders, relay, relayableHeaders } from "../../core/http/relay.js";
 
-/** Headers that describe one connection, not the request; they are not forwarded (RFC 9110 §7.6.1). */
-export const HOP_BY_HOP = new Set(["connection", "keep-alive", "proxy-connection", "te", "trailer", "upgrade", "transfer-encoding"]);
-// Also not forwarded: `expect` (Node's server already answered 100-continue to the client; the body follows),
-// and a client's own `cf-connecting-ip` (the proxy sets it).
-export const NOT_FORWARDED = new Set([...HOP_BY_HOP, "expect", "cf-connecting-ip"]);
+/** Headers the edge sets on Workers' requests itself: a client's own are dropped (a plain request must not pass for HTTPS). */
+const EDGE_SET_FOR_WORKERS = new Set(["cf-connecting-ip", FORWARDED_PROTO, BINDING_HEADER]);
+/** Not passed on to workerd (WebSockets, websocket-proxy.ts): hop-by-hop ones and those the edge sets. */
+export const NOT_FORWARDED = new Set([...HOP_BY_HOP, ...EDGE_SET_FOR_WORKERS]);
+export { HOP_BY_HOP };
 
 /**
  * What the edge tells a Worker about its client, on every request it forwards: the client's address
  * (`cf-connecting-ip`) and whether it came over the HTTPS port (`x-forwarded-proto`, which workerd turns into
  * `request.url`'s scheme). Both replace whatever the client sent: a plain request must not pass for HTTPS.
  */
+export function edgeRequestHeaders(req: IncomingMessage): string[] {
+  return ["cf-connecting-ip", req.socket.remoteAddress ?? "", FORWARDED_PROTO, (req.socket as TLSSocket).encrypted ? "https" : "http"];
+}
+
+/** The same, set on a header object (WebSockets, websocket-proxy.ts). */
 export function setEdgeRequestHeaders(headers: Record<string, string | string[]>, req: IncomingMessage): void {
-  headers["cf-connecting-ip"] = req.socket.remoteAddress ?? "";
-  headers[FORWARDED_PROTO] = (req.socket as TLSSocket).encrypted ? "https" : "http";
+  const set = edgeRequestHeaders(req);
+  for (let i = 0; i < set.length; i += 2) headers[set[i]] = set[i + 1];
 }
 
 export function forwardable(headers: IncomingHttpHeaders, drop: ReadonlySet<string>): Record<string, string | string[]> {
@@ -40,31 +47,7 @@ export function forwardable(headers: IncomingHttpHeaders, drop: ReadonlySet<stri
   return out;
 }
 
-/**
- * workerd's answer headers as a flat [name, value, ...] list for `writeHead` (repeated ones, such as set-cookie, stay
- * separate), without hop-by-hop ones and those its Connection header names; and its content-length (-1 when none).
- */
-export function relayableHeaders(raw: readonly Buffer[]): { list: string[]; contentLength: number } {
-  const list: string[] = [];
-  let listed: Set<string> | undefined;
-  let contentLength = -1;
-  for (let i = 0; i < raw.length; i += 2) {
-    const name = raw[i].toString("latin1").toLowerCase();
-    if (name === "connection") {
-      listed ??= new Set();
-      for (const t of raw[i + 1].toString("latin1").toLowerCase().split(",")) listed.add(t.trim());
-      continue;
-    }
-    if (HOP_BY_HOP.has(name)) continue;
-    const value = raw[i + 1].toString("latin1");
-    if (name === "content-length") contentLength = Number(value);
-    list.push(name, value);
-  }
-  if (!listed) return { list, contentLength };
-  const kept: string[] = [];
-  for (let i = 0; i < list.length; i += 2) if (!listed.has(list[i])) kept.push(list[i], list[i + 1]);
-  return { list: kept, contentLength: listed.has("content-length") ? -1 : contentLength };
-}
+export { relayableHeaders };
 
 /**
  * The last Host read and what it named: every request on the edge port is asked this first (AI gateway and API
@@ -147,80 +130,29 @@ export class WorkerProxy {
   }
 
   private forward(name: string, pool: Dispatcher, req: IncomingMessage, res: ServerResponse, bodyless: boolean, retry: boolean): void {
-    const headers = forwardable(req.headers, NOT_FORWARDED);
-    setEdgeRequestHeaders(headers, req);
-    let abort: ((err: Error) => void) | undefined;
-    let remaining = -1;
-    let last: Buffer | undefined;
-    let resume: (() => void) | undefined;
-    const onDrain = () => resume?.();
-    const onClose = () => {
-      if (!res.writableFinished) abort?.(new Error("the client went away"));
-    };
-    res.once("close", onClose);
-    const done = () => {
-      res.off("close", onClose);
-      res.off("drain", onDrain);
-    };
-    // undici's own handler interface (onConnect/onHeaders/onData/...): the controller-style one is an adapter over it
-    // that turns workerd's raw header list into an object first, which this relays as a list anyway.
-    const handler: Dispatcher.DispatchHandler = {
-      onConnect: (abortRequest) => {
-        abort = abortRequest;
-        if (res.destroyed) abortRequest(new Error("the client went away"));
-      },
-      onHeaders: (status, rawHeaders, resumeReading, statusMessage) => {
-        // 1xx answers (e.g. 103 Early Hints) are not relayed; the final answer follows.
-        if (status < 200) return true;
-        resume = resumeReading;
-        const relayed = relayableHeaders(rawHeaders);
-        remaining = relayed.contentLength;
-        res.writeHead(status, statusMessage, relayed.list);
-        return true;
-      },
-      onData: (chunk) => {
-        remaining -= chunk.length;
-        if (remaining === 0) {
-          last = chunk;
-          return true;
-        }
-        if (res.write(chunk)) return true;
-        res.once("drain", onDrain);
-        return false;
-      },
-      onComplete: () => {
-        done();
-        res.end(last);
-      },
-      onError: (err: NodeJS.ErrnoException) => {
-        done();
-        if (res.destroyed) return;
+    const timeout = this.answerTimeoutMs;
+    relay(pool, res, {
+      path: req.url ?? "/",
+      method: req.method ?? "GET",
+      headers: passedRequestHeaders(req.rawHeaders, EDGE_SET_FOR_WORKERS, edgeRequestHeaders(req)),
+      body: bodyless ? null : req,
+      headersTimeout: timeout,
+      bodyTimeout: timeout,
+      failed: (err, answered) => {
         // A crash or a redeploy can close a kept-alive connection to the old workerd (or remove its socket
         // file) just as it is used. Nothing reached a script then, so a request without a body is sent once
         // more, to whichever process is live now.
         const code = err.code ?? "";
-        if (retry && bodyless && !res.headersSent && NEVER_REACHED.has(code)) {
+        if (retry && bodyless && !answered && NEVER_REACHED.has(code)) {
           void this.forwardWhenLive(name, req, res, bodyless, false);
           return;
         }
         this.log.warn({ script: name, err: err.message, code: err.code }, "worker request failed");
-        if (res.headersSent) res.destroy();
+        if (answered) res.destroy();
         else if (code === "UND_ERR_HEADERS_TIMEOUT") {
           plain(res, 504, `Worker ${name} did not start its answer within ${this.answerTimeoutMs / 1000} s (edgecli serve --worker-answer-timeout)\n`);
         } else plain(res, 502, `Worker ${name} did not answer\n`);
       },
-    };
-    const timeout = this.answerTimeoutMs;
-    pool.dispatch(
-      {
-        path: req.url ?? "/",
-        method: req.method as Dispatcher.HttpMethod,
-        headers,
-        body: bodyless ? null : req,
-        headersTimeout: timeout,
-        bodyTimeout: timeout,
-      },
-      handler,
-    );
+    });
   }
 }

@@ -2,7 +2,7 @@ import { request } from "node:http";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Duplex } from "node:stream";
 import type { Logger } from "../../core/logger.js";
-import { BINDING_HEADER, type BindingCall } from "../bindings/server.js";
+import { dropBindingHeader, type BindingCall } from "../bindings/server.js";
 import { RPC_CONNECT_HOST } from "../runtime/capnp-config.js";
 import type { WorkerProxy } from "../runtime/proxy.js";
 import type { WorkersRuntime } from "../runtime/runtime.js";
@@ -35,7 +35,7 @@ export class ServiceGate {
 
   /** A fetch call: forwarded to the bound Worker without the binding header (the bound Worker never sees it). */
   fetch(call: BindingCall, req: IncomingMessage, res: ServerResponse): void {
-    delete req.headers[BINDING_HEADER];
+    dropBindingHeader(req);
     if (!this.bound(call)) {
       req.resume();
       const text = ServiceCallFailures.notDeployed(call.resource);

@@ -1,0 +1,163 @@
+import type { IncomingMessage, ServerResponse } from "node:http";
+import type { Dispatcher } from "undici";
+
+/**
+ * The one header policy of the edge's forwarding (Workers' traffic to workerd, proxied traffic to origins, Workers'
+ * subrequests): headers that describe one connection are never passed on, either way (RFC 9110 §7.6.1), nor those a
+ * Connection header lists. `expect` is answered by Node's server itself (the body follows), so it is not passed on.
+ */
+export const HOP_BY_HOP = new Set(["connection", "keep-alive", "proxy-connection", "te", "trailer", "upgrade", "transfer-encoding", "expect"]);
+
+/** Names a Connection header lists (hop-by-hop too), from a flat [name, value, …] list; undefined when there is none. */
+export function connectionListed(raw: readonly string[]): Set<string> | undefined {
+  let out: Set<string> | undefined;
+  for (let i = 0; i < raw.length; i += 2)
+    if (raw[i].length === 10 && raw[i].toLowerCase() === "connection")
+      for (const n of raw[i + 1].split(",")) if (n.trim()) (out ??= new Set()).add(n.trim().toLowerCase());
+  return out;
+}
+
+/**
+ * A request's headers as they are passed on: the client's, in their order and repeated as they came, minus
+ * hop-by-hop ones, those its Connection header lists and those in `drop` (lowercase names the caller sets itself),
+ * then `set` ([name, value, …]) appended. An HTTP/2 request's `:authority` becomes `host`; its other pseudo-headers
+ * are dropped.
+ */
+export function passedRequestHeaders(rawHeaders: readonly string[], drop: ReadonlySet<string>, set: readonly string[]): string[] {
+  const listed = connectionListed(rawHeaders);
+  const out: string[] = [];
+  for (let i = 0; i < rawHeaders.length; i += 2) {
+    let name = rawHeaders[i].toLowerCase();
+    // An HTTP/2 request's pseudo-headers: its :authority is the Host passed on (HTTP/1.1), the others are not headers.
+    if (name.charCodeAt(0) === 58) {
+      if (name !== ":authority") continue;
+      name = "host";
+    }
+    if (HOP_BY_HOP.has(name) || drop.has(name) || listed?.has(name)) continue;
+    out.push(name === "host" ? "host" : rawHeaders[i], rawHeaders[i + 1]);
+  }
+  for (const v of set) out.push(v);
+  return out;
+}
+
+/**
+ * An answer's headers as a flat [name, value, ...] list for `writeHead` (repeated ones, such as set-cookie, stay
+ * separate), without hop-by-hop ones and those its Connection header names; and its content-length (-1 when none).
+ */
+export function relayableHeaders(raw: readonly Buffer[]): { list: string[]; contentLength: number } {
+  const list: string[] = [];
+  let listed: Set<string> | undefined;
+  let contentLength = -1;
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i].toString("latin1").toLowerCase();
+    if (name === "connection") {
+      listed ??= new Set();
+      for (const t of raw[i + 1].toString("latin1").toLowerCase().split(",")) listed.add(t.trim());
+      continue;
+    }
+    if (HOP_BY_HOP.has(name)) continue;
+    const value = raw[i + 1].toString("latin1");
+    if (name === "content-length") contentLength = Number(value);
+    list.push(name, value);
+  }
+  if (!listed) return { list, contentLength };
+  const kept: string[] = [];
+  for (let i = 0; i < list.length; i += 2) if (!listed.has(list[i])) kept.push(list[i], list[i + 1]);
+  return { list: kept, contentLength: listed.has("content-length") ? -1 : contentLength };
+}
+
+/** What one relayed exchange is: the request as sent on, and what happens around the answer. */
+export interface Relay {
+  path: string;
+  method: string;
+  /** Flat [name, value, …] (passedRequestHeaders) or an object. */
+  headers: string[] | Record<string, string | string[]>;
+  /** The client's request when it has a body (streamed on with backpressure), else null. */
+  body: IncomingMessage | null;
+  /** Headers added to the answer ([name, value, …], e.g. cf-ray). */
+  answerHeaders?: readonly string[];
+  headersTimeout?: number;
+  bodyTimeout?: number;
+  /**
+   * The exchange failed. `answered` says whether the answer's head was already written (the caller then can only cut
+   * the connection). Not called when the client went away first.
+   */
+  failed(err: NodeJS.ErrnoException, answered: boolean): void;
+}
+
+/**
+ * Relays one request through an undici dispatcher (a Pool) and writes the answer straight into the client's
+ * response: the edge's one forwarding path (Workers' traffic to workerd and proxied traffic to origins alike).
+ * undici's dispatch API is used without stream objects in between; the chunk that completes an answer of known length
+ * is written together with its end, so a small answer leaves in one write; anything else is written as it arrives
+ * with backpressure (a 1 GiB answer never sits in memory). A client that goes away cancels the request.
+ */
+export function relay(dispatcher: Dispatcher, res: ServerResponse, r: Relay): void {
+  let abort: ((err: Error) => void) | undefined;
+  let remaining = -1;
+  let last: Buffer | undefined;
+  let resume: (() => void) | undefined;
+  let gone = false;
+  const onDrain = () => resume?.();
+  const onClose = () => {
+    if (res.writableFinished) return;
+    gone = true;
+    abort?.(new Error("the client went away"));
+  };
+  res.once("close", onClose);
+  const done = () => {
+    res.off("close", onClose);
+    res.off("drain", onDrain);
+  };
+  // undici's own handler interface (onConnect/onHeaders/onData/...): the controller-style one is an adapter over it
+  // that turns the raw header list into an object first, which this relays as a list anyway.
+  const handler: Dispatcher.DispatchHandler = {
+    onConnect: (abortRequest) => {
+      abort = abortRequest;
+      if (res.destroyed) {
+        gone = true;
+        abortRequest(new Error("the client went away"));
+      }
+    },
+    onHeaders: (status, rawHeaders, resumeReading, statusMessage) => {
+      // 1xx answers (e.g. 103 Early Hints) are not relayed; the final answer follows.
+      if (status < 200) return true;
+      resume = resumeReading;
+      const relayed = relayableHeaders(rawHeaders);
+      remaining = relayed.contentLength;
+      if (r.answerHeaders) for (const v of r.answerHeaders) relayed.list.push(v);
+      res.writeHead(status, statusMessage, relayed.list);
+      return true;
+    },
+    onData: (chunk) => {
+      remaining -= chunk.length;
+      if (remaining === 0) {
+        last = chunk;
+        return true;
+      }
+      if (res.write(chunk)) return true;
+      res.once("drain", onDrain);
+      return false;
+    },
+    onComplete: () => {
+      done();
+      res.end(last);
+    },
+    onError: (err: NodeJS.ErrnoException) => {
+      done();
+      if (gone || res.destroyed) return;
+      r.failed(err, res.headersSent);
+    },
+  };
+  dispatcher.dispatch(
+    {
+      path: r.path,
+      method: r.method as Dispatcher.HttpMethod,
+      headers: r.headers,
+      body: r.body,
+      headersTimeout: r.headersTimeout,
+      bodyTimeout: r.bodyTimeout,
+    },
+    handler,
+  );
+}

@@ -1,0 +1,56 @@
+import type { IncomingMessage, ServerResponse } from "node:http";
+import type { Duplex } from "node:stream";
+import { dropBindingHeader, type BindingCall } from "../bindings/server.js";
+
+/** Who sends a Worker's subrequest: its account, and whether a zone is one of its own (the zones it is routed in). */
+export interface SubrequestSender {
+  accountId: string;
+  script: string;
+  ownZone(zoneId: string): boolean;
+}
+
+/**
+ * Where Workers' subrequests go (the edge's forwarder, edge/origin, attached by platform.ts): a request with an
+ * absolute URL, as workerd's global outbound sends it.
+ */
+export interface SubrequestPort {
+  fetch(req: IncomingMessage, res: ServerResponse, from: SubrequestSender): void;
+  /** A socket a script opens (connect()) to `target` (host:port): public addresses only. */
+  connect(target: string, socket: Duplex, head: Buffer): void;
+}
+
+/**
+ * Every script's global outbound (its fetch() to anywhere but its bindings): workerd sends it to the binding server
+ * (capnp-config.ts, backend `outbound`, resource the script's name), which hands it here. The edge's forwarder then
+ * takes a URL on a proxied name of the script's own zones to that name's origin, and sends anything else out as
+ * workerd's own network access did (public addresses only).
+ */
+export class WorkerOutbound {
+  private port?: SubrequestPort;
+
+  constructor(
+    /** The zones where a script has a route or Custom Domain (RouteTable.zonesOf). */
+    private readonly zonesOf: (script: string) => ReadonlySet<string>,
+  ) {}
+
+  attach(port: SubrequestPort): void {
+    this.port = port;
+  }
+
+  readonly handle = (call: BindingCall, req: IncomingMessage, res: ServerResponse): void => {
+    // The binding server's credential is never passed on (to an origin or anywhere).
+    dropBindingHeader(req);
+    if (!this.port) {
+      req.resume();
+      res.destroy();
+      return;
+    }
+    this.port.fetch(req, res, { accountId: call.accountId, script: call.resource, ownZone: (zoneId) => this.zonesOf(call.resource).has(zoneId) });
+  };
+
+  /** workerd labels no CONNECT with its script: a socket goes out to public addresses only, whoever opened it. */
+  readonly tunnel = (target: string, socket: Duplex, head: Buffer): void => {
+    if (!this.port) return void socket.destroy();
+    this.port.connect(target, socket, head);
+  };
+}
