@@ -6,6 +6,7 @@ import { connect as netConnect, type Socket } from "node:net";
 import { connect as tlsConnect } from "node:tls";
 import type { Duplex } from "node:stream";
 import type { Logger } from "../../core/logger.js";
+import type { EdgeCache, FetchOrigin, OriginAnswer } from "../cache/http-cache.js";
 import { normalizeHostname } from "../hostnames/names.js";
 import type { EdgeZones } from "../ports.js";
 import type { ZoneSettings } from "../settings/zone-settings.js";
@@ -115,6 +116,8 @@ export class OriginForwarder {
       settings: ZoneSettings;
       policy: OriginAddressPolicy;
       pools: OriginPools;
+      /** The cache (edge/cache): asked first for every proxied request, with a way to the origin. */
+      cache?: EdgeCache;
       connectTimeoutMs: number;
       /** How long an origin has to answer a WebSocket handshake (--origin-timeout, as for requests). */
       answerTimeoutMs: number;
@@ -159,12 +162,12 @@ export class OriginForwarder {
       res.writeHead(301, { location: `https://${host}${path}`, "content-length": 0 }).end();
       return true;
     }
-    void this.forward(req, res, { host, path, scheme, ray, zoneId: target.zoneId, addresses: target.addresses, hostnames: target.hostnames }).catch(
-      (err: unknown) => {
-        this.deps.log.error({ err, host }, "forwarding to an origin failed");
-        sendErrorPage(res, 520, host, ray);
-      },
-    );
+    const proxied = { host, path, scheme, ray, zoneId: target.zoneId, addresses: target.addresses, hostnames: target.hostnames };
+    if (this.deps.cache?.handle(req, res, proxied, (o) => this.fetchForCache(req, proxied, o))) return true;
+    void this.forward(req, res, proxied).catch((err: unknown) => {
+      this.deps.log.error({ err, host }, "forwarding to an origin failed");
+      sendErrorPage(res, 520, host, ray);
+    });
     return true;
   }
 
@@ -286,6 +289,36 @@ export class OriginForwarder {
     const code = failureCode(lastError);
     if (code === 520) this.deps.log.warn({ err: lastError, host: r.host }, "origin answered badly");
     sendErrorPage(res, code, r.host, r.ray);
+  }
+
+  /** The cache's way to the origin: the client's request as GET, with the headers the cache drops and adds. */
+  private async fetchForCache(
+    req: IncomingMessage,
+    r: { host: string; path: string; scheme: "http" | "https"; ray: string; zoneId: string; addresses: string[]; hostnames: string[] },
+    o: Parameters<FetchOrigin>[0],
+  ): Promise<OriginAnswer> {
+    const addresses = await this.addresses(r.addresses, r.hostnames);
+    if (!Array.isArray(addresses)) return { failure: addresses };
+    const raw: string[] = [];
+    for (let i = 0; i < req.rawHeaders.length; i += 2) if (!o.drop.has(req.rawHeaders[i].toLowerCase())) raw.push(req.rawHeaders[i], req.rawHeaders[i + 1]);
+    const headers = originRequestHeaders(raw, { host: r.host, clientIp: clientIp(req), scheme: r.scheme, ray: r.ray, loopToken: LOOP_TOKEN });
+    for (const [name, value] of o.set) headers.push(name, value);
+    const mode = this.deps.settings.ssl(r.zoneId);
+    let lastError: unknown;
+    for (const address of addresses) {
+      try {
+        const answer = await this.deps.pools
+          .pool({ address, servername: r.host, mode })
+          .request({ path: r.path, method: "GET", headers, body: null, signal: o.signal });
+        return { status: answer.statusCode, headers: clientResponseHeaders(answer.headers), body: answer.body };
+      } catch (err) {
+        lastError = err;
+        if (!connectFailed(err)) break;
+      }
+    }
+    const code = failureCode(lastError);
+    if (code === 520) this.deps.log.warn({ err: lastError, host: r.host }, "origin answered badly");
+    return { failure: code };
   }
 
   private async tunnel(
