@@ -355,6 +355,9 @@ export class EdgeCache {
   }
 
   private remember(obj: CachedObject, body: Buffer | undefined): void {
+    // Read before an await: a fill or purge since then has replaced or removed it, and this copy is no longer the truth.
+    const current = this.index.get(obj.key);
+    if (!current || current.file !== obj.file || current.freshUntil !== obj.freshUntil) return;
     this.forgetHot(obj.key);
     this.hot.set(obj.key, { obj, body });
     this.hotBytes += body?.length ?? 0;
