@@ -132,6 +132,11 @@ export class DiskIndex {
     };
   }
 
+  /** Runs `fn` in one transaction (many puts at once: tests and benchmarks fill the index this way). */
+  transaction<T>(fn: () => T): T {
+    return this.db.transaction(fn)();
+  }
+
   get(key: string): CachedObject | undefined {
     const row = this.stmts.get.get(key);
     return row && fromRow(row);
