@@ -4,6 +4,7 @@
 // Run as root (the origin listens on 127.0.0.142:80): node bench/cache/cache.mjs [seconds] [connections]
 import { execFileSync, spawn } from "node:child_process";
 import { chmodSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { request as httpRequest } from "node:http";
 import { cpus, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -82,23 +83,33 @@ try {
   for (let i = 0; i < 300 && !/API token/.test(banner); i++) await sleep(200);
   const token = /API token\s+(\S+)/.exec(banner)[1];
   const account = /account id\s+(\S+)/.exec(banner)[1];
-  const api = async (method, path, body) =>
-    (
-      await fetch(`http://127.0.0.1:18194/client/v4${path}`, {
-        method,
-        headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
-        body: JSON.stringify(body),
-      })
-    ).json();
+  // A new connection per call (node:http without an agent): a kept-alive one may have been closed meanwhile.
+  const api = (method, path, body) =>
+    new Promise((resolve, reject) => {
+      const req = httpRequest(
+        `http://127.0.0.1:18194/client/v4${path}`,
+        { method, agent: false, headers: { authorization: `Bearer ${token}`, "content-type": "application/json" } },
+        (res) => {
+          let text = "";
+          res.on("data", (d) => (text += d));
+          res.on("end", () => resolve(JSON.parse(text)));
+        },
+      );
+      req.once("error", reject);
+      req.end(JSON.stringify(body));
+    });
   const zone = (await api("POST", "/zones", { name: "bench-cache.example", account: { id: account } })).result.id;
   await api("POST", `/zones/${zone}/dns_records`, { type: "A", name: "www", content: ORIGIN, proxied: true });
   await sleep(1000);
-  // Warm every cache, and check the edge answers HIT.
-  for (const [url, host] of [["http://127.0.0.1:18194/1k.js", "www.bench-cache.example"], ["http://127.0.0.1:18191/1k.js"], ["http://127.0.0.1:18192/1k.js"]])
-    for (let i = 0; i < 3; i++) await (await fetch(url, { headers: host ? { host } : {} })).arrayBuffer();
-  const check = await fetch("http://127.0.0.1:18194/1k.js", { headers: { host: "www.bench-cache.example" } });
-  await check.arrayBuffer();
-  if (check.headers.get("cf-cache-status") !== "HIT") throw new Error(`the edge answered ${check.headers.get("cf-cache-status")}, not HIT`);
+  // Warm every cache, and check the edge answers HIT (curl: fetch() does not send a Host of our choosing).
+  const curl = (url, host) => execFileSync("curl", ["-s", "-o", "/dev/null", "-D", "-", ...(host ? ["-H", `Host: ${host}`] : []), url], { encoding: "utf8" });
+  for (let i = 0; i < 3; i++) {
+    curl("http://127.0.0.1:18194/1k.js", "www.bench-cache.example");
+    curl("http://127.0.0.1:18191/1k.js");
+    curl("http://127.0.0.1:18192/1k.js");
+  }
+  const check = /cf-cache-status: (\w+)/i.exec(curl("http://127.0.0.1:18194/1k.js", "www.bench-cache.example"))?.[1];
+  if (check !== "HIT") throw new Error(`the edge answered ${check}, not HIT`);
 
   const runs = {
     "edge cache HIT": wrk("http://127.0.0.1:18194/1k.js", "www.bench-cache.example"),
