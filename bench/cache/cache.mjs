@@ -80,7 +80,8 @@ try {
   ]);
   let banner = "";
   edge.stderr.on("data", (d) => (banner += d));
-  for (let i = 0; i < 300 && !/API token/.test(banner); i++) await sleep(200);
+  for (let i = 0; i < 900 && !/API token/.test(banner); i++) await sleep(200);
+  if (!/API token/.test(banner)) throw new Error(`the edge did not start: ${banner}`);
   const token = /API token\s+(\S+)/.exec(banner)[1];
   const account = /account id\s+(\S+)/.exec(banner)[1];
   // A new connection per call (node:http without an agent): a kept-alive one may have been closed meanwhile.
@@ -164,6 +165,13 @@ try {
     times.push(performance.now() - t0);
     if (!r.success) throw new Error(JSON.stringify(r));
   }
+  const baseline = [];
+  for (let i = 0; i < 20; i++) {
+    const t0 = performance.now();
+    await api("GET", `/zones/${zone}/settings/ssl`);
+    baseline.push(performance.now() - t0);
+  }
+  console.log(`for scale, GET /zones/{id}/settings/ssl (the API's own work): median ${median(baseline).toFixed(1)} ms`);
   console.log(
     `purge of one tag (100 objects) among ${total} objects via the API: median ${median(times).toFixed(1)} ms, max ${Math.max(...times).toFixed(1)} ms (20 purges), load ${loadavg()[0].toFixed(1)}`,
   );

@@ -32,8 +32,8 @@ export function createCacheFeature(ctx: ServiceContext, deps: { zones: EdgeZones
     cfg,
     {
       developmentMode: (zoneId) => settings.on(zoneId, "development_mode"),
-      cacheLevel: (zoneId) => String(settings.value(zoneId, "cache_level")),
-      browserCacheTtl: (zoneId) => Number(settings.value(zoneId, "browser_cache_ttl")),
+      cacheLevel: (zoneId) => String(settings.raw(zoneId, "cache_level")),
+      browserCacheTtl: (zoneId) => Number(settings.raw(zoneId, "browser_cache_ttl")),
     },
     log,
     deps.rules,
