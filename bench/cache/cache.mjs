@@ -3,7 +3,7 @@
 // of any hit Node serves). Then a purge of one Cache-Tag among 100,000 cached objects through the v4 API (median of 20).
 // Run as root (the origin listens on 127.0.0.142:80): node bench/cache/cache.mjs [seconds] [connections]
 import { execFileSync, spawn } from "node:child_process";
-import { chmodSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { request as httpRequest } from "node:http";
 import { cpus, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
@@ -19,6 +19,7 @@ const cli = fileURLToPath(new URL("../../dist/bin/edgecli.js", import.meta.url))
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 writeFileSync(join(dir, "1k.js"), Buffer.alloc(1024, 97));
+writeFileSync(join(dir, "100m.bin"), Buffer.alloc(100 * 1024 * 1024, 98));
 writeFileSync(
   join(dir, "nginx.conf"),
   `worker_processes 1; pid ${dir}/nginx.pid; error_log ${dir}/nginx-error.log; daemon off;
@@ -127,6 +128,30 @@ try {
   const e = runs["edge cache HIT"].rps;
   console.log(
     `edge / bare node ${(e / runs["bare node (fixed body)"].rps).toFixed(2)}, edge / nginx ${(e / runs["nginx proxy_cache"].rps).toFixed(2)}, edge / varnish ${(e / runs.varnish.rps).toFixed(2)}`,
+  );
+
+  // A 100 MiB object, cached by the edge and nginx: MB/s of three downloads each (curl), and the edge's RSS.
+  const download = (url, host) => {
+    const out = execFileSync("curl", ["-s", "-o", "/dev/null", "-w", "%{speed_download} %{size_download}", ...(host ? ["-H", `Host: ${host}`] : []), url], {
+      encoding: "utf8",
+    });
+    const [speed, size] = out.split(" ").map(Number);
+    if (size !== 100 * 1024 * 1024) throw new Error(`${url}: ${size} bytes`);
+    return speed / 1e6;
+  };
+  for (let i = 0; i < 2; i++) {
+    download("http://127.0.0.1:18194/100m.bin", "www.bench-cache.example");
+    download("http://127.0.0.1:18191/100m.bin");
+  }
+  const big = { edge: [], nginx: [] };
+  for (let i = 0; i < 3; i++) {
+    big.edge.push(download("http://127.0.0.1:18194/100m.bin", "www.bench-cache.example"));
+    big.nginx.push(download("http://127.0.0.1:18191/100m.bin"));
+  }
+  const status = readFileSync(`/proc/${edge.pid}/status`, "utf8");
+  const kib = (name) => Number(new RegExp(`${name}:\\s+(\\d+)`).exec(status)?.[1] ?? 0) / 1024;
+  console.log(
+    `100 MiB HIT: edge median ${median(big.edge).toFixed(0)} MB/s, nginx proxy_cache ${median(big.nginx).toFixed(0)} MB/s (${(median(big.edge) / median(big.nginx)).toFixed(2)}); edge RSS ${kib("VmRSS").toFixed(0)} MiB, peak ${kib("VmHWM").toFixed(0)} MiB`,
   );
 
   // 100,000 objects in the running node's index (written beside it, as fills would: 1,000 tags of 100 objects).

@@ -116,7 +116,14 @@ export class EdgeCache {
     this.files = new BodyFiles(options.dir);
     this.index = new DiskIndex(join(options.dir, "index.sqlite"));
     this.used = this.index.totalBytes();
-    this.flushTimer = setInterval(() => this.index.flushAccesses(), 1000).unref();
+    this.flushTimer = setInterval(() => {
+      try {
+        this.index.flushAccesses();
+      } catch (err) {
+        // A full disk: the LRU order lags, nothing else is lost.
+        this.log.warn({ err }, "cache accesses not recorded");
+      }
+    }, 1000).unref();
   }
 
   /** The Cache Rules port (edge/rules), once the composition root has it. */
