@@ -183,6 +183,7 @@ export async function startPlatform(config: PlatformConfig, log: Logger = create
   const proxy = createProxyService(ctx, {
     zones: {
       accountOf: (zoneId) => dns.zones.get(zoneId)?.zone.account_id,
+      nameOf: (zoneId) => dns.zones.get(zoneId)?.zone.name,
       onDeleted: (listener) =>
         dns.zones.onChange((zs, kind, origin) => {
           // Once, through the node the zone was deleted on.

@@ -15,6 +15,12 @@ export const EdgeCodes = {
   zoneNotFound: 1001,
   unknownSetting: 1006,
   invalidSettingValue: 1007,
+  // Purge (the hosted purge_cache codes): 1012 nothing (or more than one kind) to purge, 1013 purge_everything not
+  // true, 1014 a list that is not a list of strings, 1015 more items than one request may name.
+  purgeNothing: 1012,
+  purgeEverythingNotTrue: 1013,
+  purgeNotAList: 1014,
+  purgeTooMany: 1015,
 } as const;
 
 import type { TenantNameUse } from "../core/service.js";
@@ -53,4 +59,12 @@ export const EdgeErrors = {
       { pointer: "/value" },
     ),
   invalidBody: (why: string) => new EdgeError(400, EdgeCodes.validation, why),
+  purgeNothing: () =>
+    new EdgeError(400, EdgeCodes.purgeNothing, 'Request must contain exactly one of "purge_everything", "files", "tags", "hosts" or "prefixes"'),
+  purgeEverythingNotTrue: () => new EdgeError(400, EdgeCodes.purgeEverythingNotTrue, '"purge_everything" must be true'),
+  purgeNotAList: (field: string) => new EdgeError(400, EdgeCodes.purgeNotAList, `"${field}" must be an array of strings`, { pointer: `/${field}` }),
+  purgeTooMany: (field: string, max: number) =>
+    new EdgeError(400, EdgeCodes.purgeTooMany, `You may only purge up to ${max} ${field} per request`, { pointer: `/${field}` }),
+  purgeBadItem: (field: string, index: number, why: string) =>
+    new EdgeError(400, EdgeCodes.validation, `${field}[${index}]: ${why}`, { pointer: `/${field}/${index}` }),
 };

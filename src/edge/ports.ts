@@ -5,6 +5,8 @@
 export interface EdgeZones {
   /** The zone's account, or undefined when there is no such zone. */
   accountOf(zoneId: string): string | undefined;
+  /** The zone's name (lowercase, no trailing dot), or undefined when there is no such zone. */
+  nameOf(zoneId: string): string | undefined;
   /** Calls `listener` with the id of every zone deleted (through this node or another). */
   onDeleted(listener: (zoneId: string) => void): void;
   /** How the DNS server answers `host` (lowercase, no trailing dot), for the proxy. */

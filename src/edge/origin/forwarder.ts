@@ -6,13 +6,14 @@ import { connect as tlsConnect } from "node:tls";
 import type { Duplex } from "node:stream";
 import { passedRequestHeaders, relay } from "../../core/http/relay.js";
 import type { Logger } from "../../core/logger.js";
+import type { EdgeCache, FetchOrigin, OriginAnswer } from "../cache/http-cache.js";
 import { normalizeHostname } from "../hostnames/names.js";
 import type { EdgeZones } from "../ports.js";
 import type { ZoneSettings } from "../settings/zone-settings.js";
 import type { OriginAddressPolicy } from "./address-policy.js";
 import { sendErrorPage, writeErrorPage, type EdgeErrorCode } from "./error-pages.js";
 import { connectFailed, failureCode } from "./failures.js";
-import { looped, originRequestHeaders } from "./headers.js";
+import { cacheableHeaders, looped, originRequestHeaders } from "./headers.js";
 import { OriginPools, type OriginTarget } from "./pools.js";
 
 /** The CDN-Loop token this edge adds and looks for (RFC 8586). */
@@ -131,6 +132,8 @@ export class OriginForwarder {
       settings: ZoneSettings;
       policy: OriginAddressPolicy;
       pools: OriginPools;
+      /** The cache (edge/cache): asked first for every proxied request, with a way to the origin. */
+      cache?: EdgeCache;
       connectTimeoutMs: number;
       /** How long an origin has to answer a WebSocket handshake (--origin-timeout, as for requests). */
       answerTimeoutMs: number;
@@ -176,7 +179,7 @@ export class OriginForwarder {
       res.writeHead(301, { location: `https://${host}${path}`, "content-length": 0, "cf-ray": ray }).end();
       return true;
     }
-    this.forward(req, res, {
+    const proxied = {
       host,
       path,
       scheme,
@@ -185,7 +188,13 @@ export class OriginForwarder {
       zoneId: target.zoneId,
       addresses: target.addresses,
       hostnames: target.hostnames,
-    });
+    };
+    if (this.deps.cache) {
+      // The cache writes its own heads (from disk, or a fill); the ray goes on every answer whichever writes it.
+      res.setHeader("cf-ray", ray);
+      if (this.deps.cache.handle(req, res, proxied, (o) => this.fetchForCache(req, proxied, o))) return true;
+    }
+    this.forward(req, res, proxied);
     return true;
   }
 
@@ -426,6 +435,36 @@ export class OriginForwarder {
     if (allowed.length === 0) return 1000;
     const start = this.spread++ % allowed.length;
     return [...allowed.slice(start), ...allowed.slice(0, start)].slice(0, MAX_TRIES);
+  }
+
+  /** The cache's way to the origin: the client's request as GET, with the headers the cache drops and adds. */
+  private async fetchForCache(
+    req: IncomingMessage,
+    r: { host: string; path: string; scheme: "http" | "https"; ray: string; clientIp: string; zoneId: string; addresses: string[]; hostnames: string[] },
+    o: Parameters<FetchOrigin>[0],
+  ): Promise<OriginAnswer> {
+    const addresses = await this.addresses(r.addresses, r.hostnames);
+    if (!Array.isArray(addresses)) return { failure: addresses };
+    const raw: string[] = [];
+    for (let i = 0; i < req.rawHeaders.length; i += 2) if (!o.drop.has(req.rawHeaders[i].toLowerCase())) raw.push(req.rawHeaders[i], req.rawHeaders[i + 1]);
+    const headers = originRequestHeaders(raw, { host: r.host, clientIp: r.clientIp, scheme: r.scheme, ray: r.ray, loopToken: LOOP_TOKEN });
+    for (const [name, value] of o.set) headers.push(name, value);
+    const mode = this.deps.settings.ssl(r.zoneId);
+    let lastError: unknown;
+    for (const address of addresses) {
+      try {
+        const answer = await this.deps.pools
+          .pool({ address, servername: r.host, mode })
+          .request({ path: r.path, method: "GET", headers, body: null, signal: o.signal });
+        return { status: answer.statusCode, headers: cacheableHeaders(answer.headers), body: answer.body };
+      } catch (err) {
+        lastError = err;
+        if (!connectFailed(err)) break;
+      }
+    }
+    const code = failureCode(lastError);
+    if (code === 520) this.deps.log.warn({ err: lastError, host: r.host }, "origin answered badly");
+    return { failure: code };
   }
 
   private async tunnel(

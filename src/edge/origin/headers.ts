@@ -1,5 +1,5 @@
 import type { IncomingHttpHeaders } from "node:http";
-import { passedRequestHeaders } from "../../core/http/relay.js";
+import { HOP_BY_HOP, passedRequestHeaders } from "../../core/http/relay.js";
 
 /** Headers the edge sets itself: a client's own are replaced (X-Forwarded-For and CDN-Loop are appended to). Host too. */
 const EDGE_SET = new Set([
@@ -73,4 +73,20 @@ export function looped(headers: IncomingHttpHeaders, loopToken: string): boolean
     .split(",")
     .map((t) => t.trim().split(";")[0].trim().toLowerCase())
     .includes(loopToken);
+}
+
+/**
+ * An origin's answer headers as the cache keeps them (an object, repeated ones as arrays): without the hop-by-hop
+ * ones and those its Connection header lists.
+ */
+export function cacheableHeaders(headers: Record<string, string | string[] | undefined>): Record<string, string | string[]> {
+  const listed = new Set<string>();
+  const conn = headers.connection;
+  for (const v of Array.isArray(conn) ? conn : conn ? [conn] : []) for (const n of v.split(",")) listed.add(n.trim().toLowerCase());
+  const out: Record<string, string | string[]> = Object.create(null) as Record<string, string | string[]>;
+  for (const [name, value] of Object.entries(headers)) {
+    if (value === undefined || HOP_BY_HOP.has(name) || listed.has(name)) continue;
+    out[name] = value;
+  }
+  return out;
 }

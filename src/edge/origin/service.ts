@@ -2,7 +2,8 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Duplex } from "node:stream";
 import type { EdgeService, ServiceContext } from "../../core/service.js";
 import type { RawHandler, UpgradeHandler } from "../hostnames/dispatch.js";
-import type { EdgeZones } from "../ports.js";
+import { createCacheFeature } from "../cache/service.js";
+import type { CacheRules, EdgeZones } from "../ports.js";
 import { SETTINGS_PG_MIGRATIONS } from "../settings/pg-migrations.js";
 import { PgZoneSettingsStore, SETTINGS_AREA } from "../settings/pg-store.js";
 import { registerSettingsRoutes } from "../settings/routes.js";
@@ -22,7 +23,7 @@ import { OriginPools } from "./pools.js";
  */
 export function createProxyService(
   ctx: ServiceContext,
-  deps: { zones: EdgeZones; isPlatformAddress: (ip: string) => boolean },
+  deps: { zones: EdgeZones; isPlatformAddress: (ip: string) => boolean; cacheRules?: CacheRules },
 ): EdgeService & {
   settings: ZoneSettings;
   forward: RawHandler;
@@ -43,12 +44,14 @@ export function createProxyService(
   deps.zones.onDeleted(
     (zoneId) => void settings.zoneDeleted(zoneId).catch((err: unknown) => log.error({ err, zoneId }, "settings of a deleted zone not removed")),
   );
+  const cache = createCacheFeature(ctx, { zones: deps.zones, settings, rules: deps.cacheRules });
   const pools = new OriginPools({ connectTimeoutMs: cfg.originConnectTimeoutMs, answerTimeoutMs: cfg.originTimeoutMs, extraCa: cfg.originCa });
   const forwarder = new OriginForwarder({
     zones: deps.zones,
     settings,
     policy: new OriginAddressPolicy(cfg.originAllow, deps.isPlatformAddress),
     pools,
+    cache: cache.cache,
     connectTimeoutMs: cfg.originConnectTimeoutMs,
     answerTimeoutMs: cfg.originTimeoutMs,
     log,
@@ -59,6 +62,7 @@ export function createProxyService(
     async registerApi(app) {
       await settings.load();
       registerSettingsRoutes(app, deps.zones, settings);
+      cache.registerApi(app);
     },
     forward: (req, res) => forwarder.handle(req, res),
     upgrade: (req, socket, head) => forwarder.handleUpgrade(req, socket, head),
@@ -67,11 +71,13 @@ export function createProxyService(
     closeUpgraded: () => forwarder.closeUpgraded(),
     async start() {
       settings.follow(ctx.bus);
+      cache.start();
       // A change made elsewhere between the first read and the subscription is not missed.
       await settings.load();
     },
     async stop() {
       settings.stop();
+      cache.stop();
       await pools.close();
     },
   };

@@ -15,7 +15,6 @@ interface SettingSpec {
   readonly notApplied?: string;
 }
 
-const NO_CACHE = "the edge has no cache yet";
 const TLS_PORT = "the TLS port does not apply per-zone TLS settings yet";
 
 const oneOf = (id: string, values: readonly string[]) => (value: unknown) => {
@@ -47,14 +46,13 @@ export const SETTINGS: ReadonlyMap<string, SettingSpec> = new Map<string, Settin
     "browser_cache_ttl",
     {
       default: 14400,
-      notApplied: NO_CACHE,
       parse: (v) => {
         if (typeof v === "number" && BROWSER_CACHE_TTLS.includes(v)) return v;
         throw EdgeErrors.invalidValue("browser_cache_ttl", `it takes a number of seconds among ${BROWSER_CACHE_TTLS.join(", ")}`);
       },
     },
   ],
-  ["cache_level", { default: "aggressive", notApplied: NO_CACHE, parse: oneOf("cache_level", ["aggressive", "basic", "simplified"]) }],
+  ["cache_level", { default: "aggressive", parse: oneOf("cache_level", ["aggressive", "basic", "simplified"]) }],
   ["development_mode", { default: "off", parse: onOff("development_mode") }],
   ["http2", { default: "on", notApplied: "the TLS port speaks HTTP/1.1 only", parse: onOff("http2") }],
   ["ipv6", { default: "on", notApplied: "DNS answers AAAA for proxied names whatever this says", parse: onOff("ipv6") }],

@@ -67,9 +67,14 @@ export class ZoneSettings {
     return (this.byZone.get(zoneId)?.get("ssl")?.value ?? SETTINGS.get("ssl")!.default) as SslMode;
   }
 
+  /** The value a zone stored, or the default (read on every cached request: no view is built; not for development_mode). */
+  raw(zoneId: string, id: string): SettingValue | undefined {
+    return this.byZone.get(zoneId)?.get(id)?.value ?? SETTINGS.get(id)?.default;
+  }
+
   /** Whether an on/off setting is on (read on every proxied request; development_mode goes through its expiry). */
   on(zoneId: string, id: string): boolean {
-    if (id === "development_mode") return this.value(zoneId, id) === "on";
+    if (id === "development_mode") return this.byZone.get(zoneId)?.get(id)?.value === "on" && this.value(zoneId, id) === "on";
     return (this.byZone.get(zoneId)?.get(id)?.value ?? SETTINGS.get(id)?.default) === "on";
   }
 

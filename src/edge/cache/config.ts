@@ -1,0 +1,44 @@
+import { isAbsolute, join, resolve } from "node:path";
+import type { OptionSpec, OptionValues } from "../../core/cli/command.js";
+import { UserError } from "../../core/errors.js";
+
+/** The largest object the hosted cache stores on the Free, Pro and Business plans (Enterprise: 5 GB). */
+export const HOSTED_MAX_OBJECT_BYTES = 512 * 1024 * 1024;
+
+/** The cache's part of `edgecli serve` (merged into the edge's options by edge/commands.ts). */
+export const cacheServeOptions = {
+  "cache-dir": {
+    type: "string",
+    describe: "Directory of this node's cache of proxied traffic (bodies and its SQLite index; each node has its own). Default: <state dir>/cache",
+  },
+  "cache-max-bytes": {
+    type: "number",
+    describe: "Bytes of bodies the cache keeps on disk at most; the least recently used go first. 0 turns the cache off (every answer BYPASS)",
+    default: 1024 * 1024 * 1024,
+  },
+  "cache-max-object-bytes": {
+    type: "number",
+    describe: "The largest body stored (default 512 MiB, the hosted limit of the Free, Pro and Business plans); larger ones pass through",
+    default: HOSTED_MAX_OBJECT_BYTES,
+  },
+} satisfies Record<string, OptionSpec>;
+
+export interface CacheConfig {
+  dir: string;
+  maxBytes: number;
+  maxObjectBytes: number;
+}
+
+export function readCacheConfig(options: OptionValues<typeof cacheServeOptions>, stateDir: string): CacheConfig {
+  const bytes = (name: "cache-max-bytes" | "cache-max-object-bytes") => {
+    const v = options[name];
+    if (typeof v !== "number" || !Number.isSafeInteger(v) || v < 0) throw new UserError(`--${name}: ${v} must be a whole number of bytes, 0 or more`);
+    return v;
+  };
+  const dir = options["cache-dir"];
+  return {
+    dir: dir === undefined || dir.trim() === "" ? join(stateDir, "cache") : isAbsolute(dir) ? dir : resolve(dir),
+    maxBytes: bytes("cache-max-bytes"),
+    maxObjectBytes: bytes("cache-max-object-bytes"),
+  };
+}

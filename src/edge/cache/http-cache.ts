@@ -1,0 +1,620 @@
+import { EventEmitter } from "node:events";
+import { unlink } from "node:fs/promises";
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { join } from "node:path";
+import type { Readable } from "node:stream";
+import type { Logger } from "../../core/logger.js";
+import { sendErrorPage, type EdgeErrorCode } from "../origin/error-pages.js";
+import type { CacheRules, CacheSettings } from "../ports.js";
+import { DiskIndex, type CachedObject, type PurgeSelector, type Removed } from "./disk-index.js";
+import { BodyFiles, Fill } from "./fill.js";
+import { browserCacheControl, requestVerdict, storeVerdict, type Headers } from "./policy.js";
+
+/** A proxied request as the forwarder resolved it. */
+export interface ProxiedRequest {
+  zoneId: string;
+  /** Lowercase, no port. */
+  host: string;
+  /** The path and query as sent to the origin. */
+  path: string;
+  scheme: "http" | "https";
+  ray: string;
+}
+
+/** The origin's answer (headers already without hop-by-hop ones), or the hosted error code of its failure. */
+export type OriginAnswer = { status: number; headers: Headers; body: Readable } | { failure: EdgeErrorCode };
+
+/**
+ * How the cache asks the origin (the forwarder's seam): the client's request with the headers in `drop` left out
+ * and `set` added, always as GET, cancelled by `signal`'s `abort`.
+ */
+export type FetchOrigin = (request: { drop: ReadonlySet<string>; set: [string, string][]; signal?: EventEmitter }) => Promise<OriginAnswer>;
+
+/** What a zone's settings say to the cache. */
+export interface ZoneCacheSettings {
+  developmentMode(zoneId: string): boolean;
+  cacheLevel(zoneId: string): string;
+  browserCacheTtl(zoneId: string): number;
+}
+
+export interface CacheOptions {
+  dir: string;
+  maxBytes: number;
+  maxObjectBytes: number;
+}
+
+/**
+ * Request headers never sent to the origin on a fill: the answer is stored for every client, so nothing only one
+ * client said may shape it (its conditionals and Range: the cache answers those itself; headers some origins build
+ * links or routes from — the poisoning vectors).
+ */
+const FILL_DROPS: ReadonlySet<string> = new Set([
+  "if-none-match",
+  "if-modified-since",
+  "if-match",
+  "if-unmodified-since",
+  "if-range",
+  "range",
+  "accept-encoding",
+  "x-forwarded-host",
+  "x-forwarded-server",
+  "x-original-url",
+  "x-rewrite-url",
+  "x-host",
+  "x-http-method-override",
+  "cache-control",
+  "pragma",
+  "content-length",
+  "transfer-encoding",
+]);
+
+/** Response headers never stored: the cache's own, per-answer ones, and Cache-Tag (kept as the object's tags, never shown). */
+const NOT_STORED = new Set(["age", "cf-cache-status", "cf-ray", "cache-tag", "set-cookie", "transfer-encoding", "connection", "keep-alive"]);
+
+/** Bodies at most this large are kept in memory too (HITs of small objects never touch the disk). */
+const HOT_BODY_MAX = 64 * 1024;
+const HOT_BYTES = 32 * 1024 * 1024;
+const HOT_ENTRIES = 10_000;
+
+type Outcome =
+  | { kind: "filling"; fill: Fill; status: number; headers: [string, string][]; length?: number }
+  | { kind: "revalidated"; obj: CachedObject }
+  /** Not stored (the origin's directives, size, disk): the body is the starter's; others ask the origin themselves. */
+  | { kind: "passed"; status: number; headers: Headers; body: Readable; why: "BYPASS" | "MISS" }
+  | { kind: "failed"; code: EdgeErrorCode }
+  /** A 5xx answer to a revalidation: stale-if-error may answer instead. */
+  | { kind: "origin-error"; status: number; headers: Headers; body: Readable };
+
+interface Inflight {
+  outcome: Promise<Outcome>;
+}
+
+/**
+ * The edge's HTTP cache for proxied traffic (docs/cache.md): a request the hosted defaults (or a Cache Rule) make
+ * eligible is answered from disk when fresh, else fetched once from the origin (concurrent misses of one key join
+ * that one fill and are streamed from it), stored when the origin's headers allow, revalidated with its validators.
+ */
+export class EdgeCache {
+  private readonly index: DiskIndex;
+  private readonly files: BodyFiles;
+  private readonly inflight = new Map<string, Inflight>();
+  /** Small objects' metadata and bodies (bounded); the index on disk is the truth. */
+  private readonly hot = new Map<string, { obj: CachedObject; body?: Buffer }>();
+  private hotBytes = 0;
+  /** Bytes on disk (committed) plus bytes of fills in progress. */
+  private used: number;
+  /** Bumped by every purge of a zone: a fill started before it is not stored. */
+  private readonly purgeGeneration = new Map<string, number>();
+  private readonly flushTimer: NodeJS.Timeout;
+
+  constructor(
+    private readonly options: CacheOptions,
+    private readonly zones: ZoneCacheSettings,
+    private readonly log: Logger,
+    private rules?: CacheRules,
+  ) {
+    this.files = new BodyFiles(options.dir);
+    this.index = new DiskIndex(join(options.dir, "index.sqlite"));
+    this.used = this.index.totalBytes();
+    this.flushTimer = setInterval(() => {
+      try {
+        this.index.flushAccesses();
+      } catch (err) {
+        // A full disk: the LRU order lags, nothing else is lost.
+        this.log.warn({ err }, "cache accesses not recorded");
+      }
+    }, 1000).unref();
+  }
+
+  /** The Cache Rules port (edge/rules), once the composition root has it. */
+  setRules(rules: CacheRules): void {
+    this.rules = rules;
+  }
+
+  /**
+   * Takes a proxied request when it is the cache's (answers true): GET/HEAD of an eligible resource. Otherwise sets
+   * `cf-cache-status` (DYNAMIC: not eligible; BYPASS: eligible but not to be cached now) and leaves the request to
+   * the forwarder (false).
+   */
+  handle(req: IncomingMessage, res: ServerResponse, r: ProxiedRequest, fetchOrigin: FetchOrigin): boolean {
+    const q = r.path.indexOf("?");
+    const pathname = q < 0 ? r.path : r.path.slice(0, q);
+    const query = q < 0 ? "" : r.path.slice(q + 1);
+    const method = req.method ?? "GET";
+    const rules = this.rules?.settingsFor(r.zoneId, { scheme: r.scheme, host: r.host, path: pathname, query, method }) ?? {};
+    const verdict = requestVerdict(
+      { method, path: pathname, query, authorization: req.headers.authorization !== undefined },
+      { developmentMode: this.zones.developmentMode(r.zoneId), cacheLevel: this.zones.cacheLevel(r.zoneId) },
+      rules,
+    );
+    if (verdict.use === "cache" && this.options.maxBytes === 0) {
+      res.setHeader("cf-cache-status", "BYPASS");
+      return false;
+    }
+    if (verdict.use !== "cache") {
+      res.setHeader("cf-cache-status", verdict.use === "dynamic" ? "DYNAMIC" : "BYPASS");
+      return false;
+    }
+    req.resume();
+    const url = `${r.scheme}://${r.host}${pathname}${!verdict.ignoreQuery && query !== "" ? `?${query}` : ""}`;
+    const encoding = encodingClass(req.headers["accept-encoding"]);
+    // The zone is part of the key: a zone deleted and made again (by anyone) never sees the old one's objects.
+    const key = `${r.zoneId}\n${url}\n${encoding}`;
+    const ctx: Ctx = { req, res, r, rules, url, key, encoding, fetchOrigin, head: method === "HEAD" };
+    void this.serve(ctx).catch((err: unknown) => {
+      this.log.error({ err, host: r.host }, "the cache failed to answer");
+      sendErrorPage(res, 520, r.host, r.ray);
+    });
+    return true;
+  }
+
+  /** Removes what a purge names in a zone on this node; answers how many objects went. */
+  purge(zoneId: string, selector: PurgeSelector): number {
+    this.purgeGeneration.set(zoneId, (this.purgeGeneration.get(zoneId) ?? 0) + 1);
+    return this.dropRemoved(this.index.purge(zoneId, selector));
+  }
+
+  /** Drops everything this node holds (notices may have been missed: nothing purged elsewhere may be served). */
+  clear(): void {
+    for (const zone of [...this.purgeGeneration.keys()]) this.purgeGeneration.set(zone, this.purgeGeneration.get(zone)! + 1);
+    this.globalGeneration++;
+    this.dropRemoved(this.index.clear());
+  }
+
+  stats(): { objects: number; bytes: number } {
+    return { objects: this.index.count(), bytes: this.used };
+  }
+
+  close(): void {
+    clearInterval(this.flushTimer);
+    this.index.close();
+  }
+
+  private globalGeneration = 0;
+
+  private generation(zoneId: string): string {
+    return `${this.globalGeneration}:${this.purgeGeneration.get(zoneId) ?? 0}`;
+  }
+
+  private dropRemoved(removed: Removed): number {
+    for (const key of removed.keys) this.forgetHot(key);
+    this.files.remove(removed.files);
+    this.used -= removed.bytes;
+    return removed.keys.length;
+  }
+
+  private lookup(key: string): CachedObject | undefined {
+    const hot = this.hot.get(key);
+    if (hot) {
+      // Map order is the LRU order.
+      this.hot.delete(key);
+      this.hot.set(key, hot);
+      return hot.obj;
+    }
+    return this.index.get(key);
+  }
+
+  private async serve(c: Ctx): Promise<void> {
+    const now = Date.now();
+    const obj = this.lookup(c.key);
+    if (obj && obj.freshUntil > now) return this.sendStored(c, obj, "HIT");
+    const running = this.inflight.get(c.key);
+    if (obj) {
+      const staleFor = now - obj.freshUntil;
+      const updatingAllowed = !c.rules.serve_stale?.disable_stale_while_updating;
+      // Someone is revalidating it already, or the origin allows stale-while-revalidate: the stale copy now.
+      if (updatingAllowed && (running || staleFor < obj.staleWhileRevalidate * 1000)) {
+        if (!running) void this.startFill(c, obj).outcome.catch(() => undefined);
+        return this.sendStored(c, obj, "UPDATING");
+      }
+    }
+    const inflight = running ?? this.startFill(c, obj);
+    const outcome = await inflight.outcome;
+    const joined = running !== undefined;
+    switch (outcome.kind) {
+      case "filling":
+        return this.sendFilling(c, outcome, obj ? "EXPIRED" : "MISS");
+      case "revalidated":
+        return this.sendStored(c, outcome.obj, "REVALIDATED");
+      case "passed":
+        if (joined) return this.passThrough(c, obj);
+        return this.sendPassed(c, outcome.status, outcome.headers, outcome.body, obj ? "EXPIRED" : outcome.why);
+      case "origin-error":
+      case "failed":
+        if (obj && now - obj.freshUntil < obj.staleIfError * 1000) {
+          if (outcome.kind === "origin-error" && !joined) outcome.body.resume();
+          return this.sendStored(c, obj, "STALE");
+        }
+        if (outcome.kind === "failed") return sendErrorPage(c.res, outcome.code, c.r.host, c.r.ray);
+        if (joined) return this.passThrough(c, obj);
+        return this.sendPassed(c, outcome.status, outcome.headers, outcome.body, obj ? "EXPIRED" : "MISS");
+    }
+  }
+
+  /** A request that joined a fill whose answer was not stored asks the origin itself (as without a cache). */
+  private async passThrough(c: Ctx, obj: CachedObject | undefined): Promise<void> {
+    const answer = await c.fetchOrigin({ drop: FILL_DROPS, set: acceptEncoding(c.encoding), signal: cancellation(c.res) });
+    if ("failure" in answer) return sendErrorPage(c.res, answer.failure, c.r.host, c.r.ray);
+    this.sendPassed(c, answer.status, answer.headers, answer.body, obj ? "EXPIRED" : "BYPASS");
+  }
+
+  /** Asks the origin for a key (conditionally, when a stored copy has validators) and starts storing its answer. */
+  private startFill(c: Ctx, stored: CachedObject | undefined): Inflight {
+    const generation = this.generation(c.r.zoneId);
+    const inflight: Inflight = { outcome: this.fetchForFill(c, stored, generation) };
+    this.inflight.set(c.key, inflight);
+    inflight.outcome.then(
+      (o) => {
+        if (o.kind !== "filling") this.inflight.delete(c.key);
+      },
+      () => this.inflight.delete(c.key),
+    );
+    return inflight;
+  }
+
+  private async fetchForFill(c: Ctx, stored: CachedObject | undefined, generation: string): Promise<Outcome> {
+    const set = acceptEncoding(c.encoding);
+    const validators = stored && stored.status === 200 ? storedValidators(stored) : [];
+    set.push(...validators);
+    // Not cancelled by the client: the fill serves every client that joins it, and the next ones.
+    const answer = await c.fetchOrigin({ drop: FILL_DROPS, set });
+    if ("failure" in answer) return { kind: "failed", code: answer.failure };
+    const now = Date.now();
+    if (answer.status === 304 && stored && validators.length > 0) {
+      answer.body.resume();
+      const verdict = storeVerdict(stored.status, mergeHeaders(stored.headers, answer.headers), c.rules, now);
+      const headers = storedHeaders(mergeHeaders(stored.headers, answer.headers));
+      const ttl = verdict.store ? verdict.ttl : 0;
+      const refreshed: CachedObject = { ...stored, headers, storedAt: now, initialAge: ageOf(answer.headers), freshUntil: now + ttl * 1000 };
+      this.index.refresh(stored.key, now, refreshed.freshUntil, refreshed.initialAge, headers);
+      this.forgetHot(stored.key);
+      return { kind: "revalidated", obj: refreshed };
+    }
+    if (answer.status >= 500 && stored) return { kind: "origin-error", status: answer.status, headers: answer.headers, body: answer.body };
+    const verdict = storeVerdict(answer.status, answer.headers, c.rules, now);
+    if (!verdict.store) {
+      if (stored) this.dropRemoved(this.index.remove(stored.key));
+      return { kind: "passed", status: answer.status, headers: answer.headers, body: answer.body, why: "BYPASS" };
+    }
+    const declared = Number(one(answer.headers["content-length"]));
+    const length = Number.isSafeInteger(declared) && declared >= 0 ? declared : undefined;
+    if (length !== undefined && (length > this.options.maxObjectBytes || length > this.options.maxBytes))
+      return { kind: "passed", status: answer.status, headers: answer.headers, body: answer.body, why: "MISS" };
+    const fill = new Fill(this.files.newTemp(), Math.min(this.options.maxObjectBytes, this.options.maxBytes), (bytes) => this.reserve(bytes));
+    const headers = storedHeaders(answer.headers);
+    const tags = cacheTags(answer.headers["cache-tag"]);
+    const initialAge = ageOf(answer.headers);
+    void fill.run(answer.body).then(() => {
+      try {
+        if (fill.stored && (length === undefined || fill.written === length) && this.generation(c.r.zoneId) === generation) {
+          const file = this.files.commit(fill.temp);
+          const obj: CachedObject = {
+            key: c.key,
+            zoneId: c.r.zoneId,
+            url: c.url,
+            file,
+            size: fill.written,
+            status: answer.status,
+            headers,
+            storedAt: now,
+            initialAge,
+            freshUntil: now + verdict.ttl * 1000,
+            staleWhileRevalidate: verdict.staleWhileRevalidate,
+            staleIfError: verdict.staleIfError,
+          };
+          const previous = this.index.put(obj, tags);
+          this.forgetHot(c.key);
+          if (previous) {
+            this.files.remove([previous.file]);
+            this.used -= previous.size;
+          }
+        } else {
+          this.used -= fill.diskStop ?? fill.written;
+          void unlink(fill.temp).catch(() => undefined);
+        }
+      } catch (err) {
+        this.used -= fill.written;
+        this.log.warn({ err, key: c.url }, "a cached body was not stored");
+      } finally {
+        this.inflight.delete(c.key);
+      }
+    });
+    return { kind: "filling", fill, status: answer.status, headers, length };
+  }
+
+  /** Room for `bytes` more on disk: the least recently used objects go first; false when there is none. */
+  private reserve(bytes: number): boolean {
+    if (this.used + bytes > this.options.maxBytes) {
+      const need = this.used + bytes - this.options.maxBytes;
+      const removed = this.index.evict(need);
+      this.dropRemoved(removed);
+      if (this.used + bytes > this.options.maxBytes) return false;
+    }
+    this.used += bytes;
+    return true;
+  }
+
+  private forgetHot(key: string): void {
+    const h = this.hot.get(key);
+    if (!h) return;
+    this.hot.delete(key);
+    this.hotBytes -= h.body?.length ?? 0;
+  }
+
+  private remember(obj: CachedObject, body: Buffer | undefined): void {
+    // Read before an await: a fill or purge since then has replaced or removed it, and this copy is no longer the truth.
+    const current = this.index.get(obj.key);
+    if (!current || current.file !== obj.file || current.freshUntil !== obj.freshUntil) return;
+    this.forgetHot(obj.key);
+    this.hot.set(obj.key, { obj, body });
+    this.hotBytes += body?.length ?? 0;
+    while (this.hot.size > HOT_ENTRIES || this.hotBytes > HOT_BYTES) {
+      const oldest = this.hot.keys().next().value as string;
+      this.forgetHot(oldest);
+    }
+  }
+
+  /** Answers a stored object: conditionals, Range and HEAD from the cache; the body from memory or its file. */
+  private async sendStored(c: Ctx, obj: CachedObject, status: CacheStatus): Promise<void> {
+    const now = Date.now();
+    this.index.touch(obj.key, now);
+    let body: Buffer | undefined = this.hot.get(obj.key)?.body;
+    let file: Awaited<ReturnType<BodyFiles["open"]>>;
+    if (!body && !c.head) {
+      file = await this.files.open(obj.file, obj.size);
+      if (!file) {
+        // The file is gone or short (a kill between the index write and the rename, a disk error): no hit.
+        this.dropRemoved(this.index.remove(obj.key));
+        return this.serve(c);
+      }
+      if (obj.size <= HOT_BODY_MAX) {
+        const buf = Buffer.allocUnsafe(obj.size);
+        await file.read(buf, 0, obj.size, 0);
+        await file.close();
+        file = undefined;
+        body = buf;
+        this.remember(obj, buf);
+      }
+    } else if (!this.hot.has(obj.key)) this.remember(obj, undefined);
+    const headers = this.clientHeaders(c, obj.headers, status);
+    headers.age = String(obj.initialAge + Math.max(0, Math.floor((now - obj.storedAt) / 1000)));
+    const send = sendPlan(c.req, obj.status, headers, obj.size);
+    c.res.writeHead(send.status, send.headers);
+    if (c.head || send.start === undefined) {
+      await file?.close();
+      return void c.res.end();
+    }
+    if (body) return void c.res.end(send.start === 0 && send.end === obj.size - 1 ? body : body.subarray(send.start, send.end! + 1));
+    const stream = file!.createReadStream({ start: send.start, end: send.end });
+    stream.once("error", () => c.res.destroy());
+    c.res.once("close", () => stream.destroy());
+    stream.pipe(c.res);
+  }
+
+  /** Answers from a fill in progress (every joined client reads the same file as it grows). */
+  private sendFilling(c: Ctx, o: Extract<Outcome, { kind: "filling" }>, status: CacheStatus): void {
+    const headers = this.clientHeaders(c, o.headers, status);
+    const send = o.length === undefined ? { status: o.status, headers, start: 0, end: undefined } : sendPlan(c.req, o.status, headers, o.length);
+    c.res.writeHead(send.status, send.headers);
+    if (c.head || send.start === undefined) return void c.res.end();
+    const reader = o.fill.reader(send.start, send.end);
+    reader.once("error", () => c.res.destroy());
+    c.res.once("close", () => reader.destroy());
+    reader.pipe(c.res);
+  }
+
+  /** Answers what the origin said, not stored. */
+  private sendPassed(c: Ctx, status: number, headers: Headers, body: Readable, cacheStatus: CacheStatus): void {
+    const out: Record<string, string | string[]> = Object.create(null) as Record<string, string | string[]>;
+    for (const [name, value] of Object.entries(headers)) if (name !== "cache-tag") out[name] = value;
+    out["cf-cache-status"] = cacheStatus;
+    c.res.writeHead(status, out);
+    if (c.head) {
+      body.destroy();
+      return void c.res.end();
+    }
+    body.once("error", () => c.res.destroy());
+    c.res.once("close", () => {
+      if (!c.res.writableFinished) body.destroy();
+    });
+    body.pipe(c.res);
+  }
+
+  private clientHeaders(c: Ctx, stored: [string, string][], status: CacheStatus): Record<string, string | string[]> {
+    const out: Record<string, string | string[]> = Object.create(null) as Record<string, string | string[]>;
+    for (const [name, value] of stored) {
+      const prev = out[name];
+      out[name] = prev === undefined ? value : Array.isArray(prev) ? [...prev, value] : [prev, value];
+    }
+    const cc = browserCacheControl(out, this.zones.browserCacheTtl(c.r.zoneId), c.rules);
+    if (cc === undefined) delete out["cache-control"];
+    else out["cache-control"] = cc;
+    out["cf-cache-status"] = status;
+    return out;
+  }
+}
+
+type CacheStatus = "HIT" | "MISS" | "EXPIRED" | "STALE" | "BYPASS" | "REVALIDATED" | "UPDATING" | "DYNAMIC";
+
+interface Ctx {
+  req: IncomingMessage;
+  res: ServerResponse;
+  r: ProxiedRequest;
+  rules: CacheSettings;
+  url: string;
+  key: string;
+  encoding: string;
+  fetchOrigin: FetchOrigin;
+  head: boolean;
+}
+
+const one = (v: string | string[] | undefined) => (Array.isArray(v) ? v[0] : v);
+
+/**
+ * The variant of a key by what the client accepts (Vary: Accept-Encoding, the only Vary the cache keeps): the origin
+ * is asked with exactly this, so a compressed body never reaches a client that did not ask for it.
+ */
+function encodingClass(value: string | string[] | undefined): string {
+  const accepted = new Set(
+    (Array.isArray(value) ? value.join(",") : (value ?? ""))
+      .split(",")
+      .map((v) => v.trim().split(";"))
+      .filter(([, q]) => q === undefined || !/^\s*q\s*=\s*0(\.0*)?\s*$/i.test(q))
+      .map(([name]) => name.toLowerCase()),
+  );
+  if (accepted.has("br")) return "br";
+  if (accepted.has("gzip")) return "gzip";
+  return "";
+}
+
+const acceptEncoding = (encoding: string): [string, string][] => (encoding === "" ? [] : [["accept-encoding", encoding]]);
+
+/** Cancels an origin request when the client goes away first (the forwarder's signal: `abort` and `aborted`). */
+function cancellation(res: ServerResponse): EventEmitter {
+  const signal = Object.assign(new EventEmitter(), { aborted: false });
+  res.once("close", () => {
+    if (res.writableFinished) return;
+    signal.aborted = true;
+    signal.emit("abort");
+  });
+  return signal;
+}
+
+function storedValidators(obj: CachedObject): [string, string][] {
+  const out: [string, string][] = [];
+  for (const [name, value] of obj.headers) {
+    if (name === "etag") out.push(["if-none-match", value]);
+    else if (name === "last-modified") out.push(["if-modified-since", value]);
+  }
+  return out;
+}
+
+function storedHeaders(headers: Headers): [string, string][] {
+  const out: [string, string][] = [];
+  for (const [name, value] of Object.entries(headers)) {
+    if (NOT_STORED.has(name)) continue;
+    for (const v of Array.isArray(value) ? value : [value]) out.push([name, v]);
+  }
+  return out;
+}
+
+/** A 304's headers update the stored ones (RFC 9111 4.3.4); its body-describing ones do not. */
+function mergeHeaders(stored: [string, string][], fresh: Headers): Headers {
+  const out: Headers = Object.create(null) as Headers;
+  for (const [name, value] of stored) {
+    const prev = out[name];
+    out[name] = prev === undefined ? value : Array.isArray(prev) ? [...prev, value] : [prev, value];
+  }
+  for (const [name, value] of Object.entries(fresh)) {
+    if (name === "content-length" || name === "content-encoding" || name === "transfer-encoding" || name === "content-range") continue;
+    out[name] = value;
+  }
+  return out;
+}
+
+function ageOf(headers: Headers): number {
+  const n = Number(one(headers.age));
+  return Number.isInteger(n) && n >= 0 ? Math.min(n, 2 ** 31) : 0;
+}
+
+/** Cache-Tag's tags: comma-separated, case-insensitive, at most 1,024 characters each (hosted), 16 KiB in all. */
+function cacheTags(value: string | string[] | undefined): string[] {
+  const text = (Array.isArray(value) ? value.join(",") : (value ?? "")).slice(0, 16 * 1024);
+  const tags = new Set<string>();
+  for (const t of text.split(",")) {
+    const tag = t.trim().toLowerCase();
+    if (tag !== "" && tag.length <= 1024) tags.add(tag);
+  }
+  return [...tags];
+}
+
+/** Weak comparison of entity tags (If-None-Match). */
+function etagMatches(header: string, etag: string): boolean {
+  const strip = (t: string) => t.trim().replace(/^W\//, "");
+  return header.split(",").some((t) => t.trim() === "*" || strip(t) === strip(etag));
+}
+
+/**
+ * The answer to a request for a stored body of `size` bytes: 304 for a matching conditional, 206/416 for one
+ * satisfiable byte range (several ranges: the whole body), else the whole body. `start` undefined: no body.
+ */
+function sendPlan(
+  req: IncomingMessage,
+  status: number,
+  headers: Record<string, string | string[]>,
+  size: number,
+): { status: number; headers: Record<string, string | string[]>; start?: number; end?: number } {
+  const etag = one(headers.etag);
+  const lastModified = one(headers["last-modified"]);
+  if (status === 200) {
+    const inm = req.headers["if-none-match"];
+    const ims = req.headers["if-modified-since"];
+    const notModified =
+      inm !== undefined
+        ? etag !== undefined && etagMatches(inm, etag)
+        : ims !== undefined && lastModified !== undefined && Date.parse(lastModified) <= Date.parse(ims);
+    if (notModified) {
+      const out: Record<string, string | string[]> = Object.create(null) as Record<string, string | string[]>;
+      for (const name of ["etag", "last-modified", "cache-control", "expires", "vary", "age", "cf-cache-status", "date", "content-location"])
+        if (headers[name] !== undefined) out[name] = headers[name];
+      return { status: 304, headers: out };
+    }
+    headers["accept-ranges"] = "bytes";
+    const range = req.headers.range;
+    const ifRange = req.headers["if-range"];
+    const rangeApplies = ifRange === undefined || (etag !== undefined && ifRange === etag && !etag.startsWith("W/")) || ifRange === lastModified;
+    if (range !== undefined && rangeApplies) {
+      const r = parseRange(range, size);
+      if (r === "unsatisfiable") {
+        return { status: 416, headers: { ...copy(headers), "content-range": `bytes */${size}`, "content-length": "0" } };
+      }
+      if (r) {
+        return {
+          status: 206,
+          headers: { ...copy(headers), "content-range": `bytes ${r.start}-${r.end}/${size}`, "content-length": String(r.end - r.start + 1) },
+          start: r.start,
+          end: r.end,
+        };
+      }
+    }
+  }
+  headers["content-length"] = String(size);
+  return { status, headers, start: size === 0 ? undefined : 0, end: size - 1 };
+}
+
+const copy = (h: Record<string, string | string[]>) => Object.assign(Object.create(null) as Record<string, string | string[]>, h);
+
+/** One `bytes=` range; undefined for what is not one (several, another unit): the whole body is sent. */
+function parseRange(value: string, size: number): { start: number; end: number } | "unsatisfiable" | undefined {
+  const m = /^\s*bytes\s*=\s*(\d*)\s*-\s*(\d*)\s*$/i.exec(value);
+  if (!m || (m[1] === "" && m[2] === "")) return undefined;
+  if (m[1] === "") {
+    const n = Number(m[2]);
+    if (n === 0) return "unsatisfiable";
+    return { start: Math.max(0, size - n), end: size - 1 };
+  }
+  const start = Number(m[1]);
+  const end = m[2] === "" ? size - 1 : Math.min(Number(m[2]), size - 1);
+  if (start >= size || end < start) return "unsatisfiable";
+  return { start, end };
+}

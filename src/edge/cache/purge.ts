@@ -1,0 +1,94 @@
+import { EdgeErrors } from "../errors.js";
+import type { PurgeSelector } from "./disk-index.js";
+
+/** Items one purge request may name (the hosted "max operations per request" of every plan but Enterprise). */
+export const MAX_PURGE_ITEMS = 100;
+/** The longest item accepted (ours: a URL or tag longer than this is no key the cache holds). */
+const MAX_ITEM_CHARS = 4096;
+
+const KINDS = ["purge_everything", "files", "tags", "hosts", "prefixes"] as const;
+
+const HOST_RE = /^(?=.{1,253}$)[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?(\.[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?)*$/;
+
+/** Whether `host` is the zone's name or under it. */
+const inZone = (host: string, zoneName: string) => host === zoneName || host.endsWith(`.${zoneName}`);
+
+/**
+ * A purge_cache body as the cache's selector, refused as hosted when it names nothing, several kinds, or more than
+ * MAX_PURGE_ITEMS items. `files` take URLs (strings, or `{url, headers}` as hosted for custom cache keys: the
+ * cache keys on no header but Accept-Encoding, whose variants a URL purge removes together). URLs and hosts must be in
+ * the zone (`zoneName`), so a purge never reaches past the caller's zone.
+ */
+export function parsePurge(body: unknown, zoneName: string): PurgeSelector {
+  if (typeof body !== "object" || body === null || Array.isArray(body)) throw EdgeErrors.purgeNothing();
+  const given = KINDS.filter((k) => Object.hasOwn(body, k));
+  if (given.length !== 1) throw EdgeErrors.purgeNothing();
+  const kind = given[0];
+  const value = (body as Record<string, unknown>)[kind];
+  if (kind === "purge_everything") {
+    if (value !== true) throw EdgeErrors.purgeEverythingNotTrue();
+    return { kind: "everything" };
+  }
+  if (!Array.isArray(value)) throw EdgeErrors.purgeNotAList(kind);
+  if (value.length === 0) throw EdgeErrors.purgeNothing();
+  if (value.length > MAX_PURGE_ITEMS) throw EdgeErrors.purgeTooMany(kind, MAX_PURGE_ITEMS);
+  const items = value.map((item: unknown, i) => {
+    let text = item;
+    if (kind === "files" && typeof item === "object" && item !== null && !Array.isArray(item)) {
+      const { url, headers } = item as { url?: unknown; headers?: unknown };
+      if (
+        headers !== undefined &&
+        (typeof headers !== "object" || headers === null || Array.isArray(headers) || Object.values(headers).some((v) => typeof v !== "string"))
+      )
+        throw EdgeErrors.purgeBadItem(kind, i, '"headers" must be an object of header names to strings');
+      text = url;
+    }
+    if (typeof text !== "string") throw EdgeErrors.purgeNotAList(kind);
+    if (text.length === 0 || text.length > MAX_ITEM_CHARS) throw EdgeErrors.purgeBadItem(kind, i, `must be 1 to ${MAX_ITEM_CHARS} characters`);
+    return text;
+  });
+  switch (kind) {
+    case "files":
+      return { kind: "urls", urls: items.flatMap((u, i) => fileUrls(u, i, zoneName)) };
+    case "tags":
+      return { kind: "tags", tags: items.map((t) => t.trim().toLowerCase()) };
+    case "hosts":
+      return {
+        kind: "hosts",
+        hosts: items.map((h, i) => {
+          const host = h.trim().toLowerCase().replace(/\.$/, "");
+          if (!HOST_RE.test(host)) throw EdgeErrors.purgeBadItem(kind, i, "must be a host name");
+          if (!inZone(host, zoneName)) throw EdgeErrors.purgeBadItem(kind, i, `${host} is not in the zone ${zoneName}`);
+          return host;
+        }),
+      };
+    case "prefixes":
+      return {
+        kind: "prefixes",
+        prefixes: items.map((p, i) => {
+          // Hosted prefixes are "host/path" without a scheme; one with a scheme is taken without it.
+          const bare = p.replace(/^https?:\/\//i, "");
+          const slash = bare.indexOf("/");
+          const host = (slash < 0 ? bare : bare.slice(0, slash)).toLowerCase();
+          if (!HOST_RE.test(host)) throw EdgeErrors.purgeBadItem(kind, i, 'must be a host and a path, as "www.example.com/images/"');
+          if (!inZone(host, zoneName)) throw EdgeErrors.purgeBadItem(kind, i, `${host} is not in the zone ${zoneName}`);
+          return host + (slash < 0 ? "/" : bare.slice(slash));
+        }),
+      };
+  }
+}
+
+/** A purged URL as the cache keys it (scheme, host, path, query); without a scheme both are meant. */
+function fileUrls(text: string, i: number, zoneName: string): string[] {
+  const withScheme = /^https?:\/\//i.test(text);
+  let u: URL;
+  try {
+    u = new URL(withScheme ? text : `http://${text}`);
+  } catch {
+    throw EdgeErrors.purgeBadItem("files", i, "must be a URL");
+  }
+  const host = u.hostname.toLowerCase().replace(/\.$/, "");
+  if (!inZone(host, zoneName)) throw EdgeErrors.purgeBadItem("files", i, `${host} is not in the zone ${zoneName}`);
+  const rest = `${host}${u.pathname}${u.search === "?" ? "" : u.search}`;
+  return withScheme ? [`${u.protocol}//${rest}`] : [`http://${rest}`, `https://${rest}`];
+}

@@ -1,0 +1,110 @@
+import type { FastifyInstance } from "fastify";
+import type { BusEvent } from "../../core/cluster/bus.js";
+import type { ServiceContext } from "../../core/service.js";
+import type { CacheRules, EdgeZones } from "../ports.js";
+import type { ZoneSettings } from "../settings/zone-settings.js";
+import { cacheServeOptions, readCacheConfig } from "./config.js";
+import type { PurgeSelector } from "./disk-index.js";
+import { EdgeCache } from "./http-cache.js";
+import { registerPurgeRoutes } from "./routes.js";
+
+/** The bus area of purges: every node removes what another node was asked to purge. */
+export const CACHE_AREA = "edge-cache";
+/** Notices stay under PostgreSQL's NOTIFY payload bound (8000 bytes) with room for the envelope. */
+const MAX_NOTICE_CHARS = 6000;
+
+export interface CacheFeature {
+  cache: EdgeCache;
+  registerApi(app: FastifyInstance): void;
+  start(): void;
+  stop(): void;
+}
+
+/**
+ * The cache of proxied traffic on this node (edge/cache): its options, its purge API, and the purges of the other
+ * nodes through the bus. `rules` is the Cache Rules port (edge/rules), when the composition root has one.
+ */
+export function createCacheFeature(ctx: ServiceContext, deps: { zones: EdgeZones; settings: ZoneSettings; rules?: CacheRules }): CacheFeature {
+  const cfg = readCacheConfig(ctx.options(cacheServeOptions), ctx.config.stateDir);
+  const log = ctx.log.child({ service: "edge-cache" });
+  const settings = deps.settings;
+  const cache = new EdgeCache(
+    cfg,
+    {
+      developmentMode: (zoneId) => settings.on(zoneId, "development_mode"),
+      cacheLevel: (zoneId) => String(settings.raw(zoneId, "cache_level")),
+      browserCacheTtl: (zoneId) => Number(settings.raw(zoneId, "browser_cache_ttl")),
+    },
+    log,
+    deps.rules,
+  );
+
+  /** Purges here, then tells the other nodes (the notices go out before the API answers). */
+  const purge = async (zoneId: string, selector: PurgeSelector) => {
+    const removed = cache.purge(zoneId, selector);
+    log.info({ zoneId, kind: selector.kind, removed }, "cache purged");
+    for (const what of notices(zoneId, selector)) await ctx.bus.publish(CACHE_AREA, what);
+  };
+  deps.zones.onDeleted(
+    (zoneId) => void purge(zoneId, { kind: "everything" }).catch((err: unknown) => log.error({ err, zoneId }, "cache of a deleted zone not purged")),
+  );
+
+  let unsubscribe: (() => void) | undefined;
+  const onEvent = (event: BusEvent) => {
+    if (event.type === "resync") {
+      // Purges may have been missed while the bus was down: nothing this node holds can be trusted.
+      cache.clear();
+      log.warn("bus resync: this node's cache was emptied (purges sent meanwhile may have been missed)");
+      return;
+    }
+    if (event.origin === ctx.bus.nodeId || !event.what.startsWith("purge:")) return;
+    try {
+      const { zone, selector } = JSON.parse(event.what.slice(6)) as { zone: string; selector: PurgeSelector };
+      cache.purge(zone, selector);
+    } catch (err) {
+      log.error({ err }, "a purge notice was not understood");
+    }
+  };
+  return {
+    cache,
+    registerApi: (app) => registerPurgeRoutes(app, deps.zones, purge),
+    start() {
+      unsubscribe = ctx.bus.subscribe(CACHE_AREA, onEvent);
+    },
+    stop() {
+      unsubscribe?.();
+      cache.close();
+    },
+  };
+}
+
+/**
+ * A purge as bus notices, each under MAX_NOTICE_CHARS: the items are split over several; an item too long for one
+ * notice purges the whole zone on the other nodes (more than asked, never less).
+ */
+function notices(zoneId: string, selector: PurgeSelector): string[] {
+  const encode = (s: PurgeSelector) => `purge:${JSON.stringify({ zone: zoneId, selector: s })}`;
+  if (selector.kind === "everything") return [encode(selector)];
+  const items: string[] =
+    selector.kind === "urls" ? selector.urls : selector.kind === "tags" ? selector.tags : selector.kind === "hosts" ? selector.hosts : selector.prefixes;
+  const make = (part: string[]): PurgeSelector =>
+    selector.kind === "urls"
+      ? { kind: "urls", urls: part }
+      : selector.kind === "tags"
+        ? { kind: "tags", tags: part }
+        : selector.kind === "hosts"
+          ? { kind: "hosts", hosts: part }
+          : { kind: "prefixes", prefixes: part };
+  const out: string[] = [];
+  let part: string[] = [];
+  for (const item of items) {
+    if (encode(make([item])).length > MAX_NOTICE_CHARS) return [encode({ kind: "everything" })];
+    if (encode(make([...part, item])).length > MAX_NOTICE_CHARS) {
+      out.push(encode(make(part)));
+      part = [];
+    }
+    part.push(item);
+  }
+  if (part.length > 0) out.push(encode(make(part)));
+  return out;
+}
