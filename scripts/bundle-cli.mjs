@@ -53,7 +53,7 @@ const entries = [
   "dns/server/udp/udp-worker.js", // the DNS answering processes (forked by dns/server/udp/pool.js)
   "kv/bulk/sqlite-writer-thread.js", // the KV bulk writer's thread (started by kv/bulk/sqlite-writer.js)
   "core/db/wal-checkpointer-thread.js", // the SQLite checkpoint thread (started by core/db/wal-checkpointer.js)
-  "ai-gateway/sqlite-log-thread.js", // the AI gateway's log writer thread (started by ai-gateway/sqlite-log-writer.js)
+  "ai-gateway/logs/sqlite-writer-thread.js", // the AI gateway's log writer thread (started by ai-gateway/logs/sqlite-writer.js)
   "d1/engine/d1-executor.js", // D1's executor process (forked by d1/engine/executor.js)
 ];
 for (const entry of entries) {

@@ -8,11 +8,12 @@ import { privatePostgres } from "../core/testing/services.js";
 import { LogCounts } from "./logs/counts.js";
 import { LogQueue, MAX_WAITING_BYTES, MAX_WAITING_LOGS } from "./logs/queue.js";
 import { AI_GATEWAY_PG_MIGRATIONS } from "./pg-migrations.js";
-import { PgRateLimiter } from "./pg-rate-limiter.js";
+import { PgRateLimiter } from "./proxy/pg-rate-limiter.js";
 import { pgStores } from "./pg-store.js";
 import { describeRateLimiter } from "./proxy/rate-limiter.contract.js";
 import { describeAiGatewayStores } from "./store.contract.js";
-import type { Gateway, LogQuery } from "./store.js";
+import type { Gateway } from "./gateways/store.js";
+import type { LogQuery } from "./logs/store.js";
 import { A, sampleDraft, sampleLog, sampleSettings, shippedPrices } from "./testing/sample-log.js";
 
 const AREA = "ai_gateway";

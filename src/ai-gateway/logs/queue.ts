@@ -1,9 +1,9 @@
 import { unreachableDependency } from "../../core/errors/dependency.js";
 import type { Logger } from "../../core/logger.js";
-import type { PriceTable } from "../providers/prices.js";
-import type { LogStore } from "../store.js";
+import type { PriceTable } from "../metering/prices.js";
+import type { LogStore } from "./store.js";
 import type { LogCounts } from "./counts.js";
-import type { LogDraft } from "./draft.js";
+import type { LogDraft } from "./store.js";
 
 const MAX_BATCH = 1000;
 /**

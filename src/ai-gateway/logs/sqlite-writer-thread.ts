@@ -5,12 +5,13 @@
 // thread took the file over: sqlite-log-writer.ts). The log counts of
 // gateways with a limit are kept here too, since only this thread adds logs.
 import { parentPort, workerData } from "node:worker_threads";
-import { openDatabase } from "../core/db/sqlite.js";
-import { buildLogs, type LogDraft } from "./logs/draft.js";
-import { PriceTable } from "./providers/prices.js";
-import { SqliteLogStore } from "./sqlite-log-store.js";
-import { AI_GATEWAY_MIGRATIONS } from "./sqlite-migrations.js";
-import { unpackBatch, type FromLogThread, type LogThreadData, type ToLogThread } from "./sqlite-log-writer.js";
+import { openDatabase } from "../../core/db/sqlite.js";
+import { buildLogs } from "./draft.js";
+import { type LogDraft } from "./store.js";
+import { PriceTable } from "../metering/prices.js";
+import { SqliteLogStore } from "./sqlite-store.js";
+import { AI_GATEWAY_MIGRATIONS } from "../sqlite-migrations.js";
+import { unpackBatch, type FromLogThread, type LogThreadData, type ToLogThread } from "./sqlite-writer.js";
 import type { NewLog } from "./store.js";
 
 const port = parentPort!;

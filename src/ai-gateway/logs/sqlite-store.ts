@@ -1,9 +1,10 @@
-import type { Db } from "../core/db/sqlite.js";
-import { logOrderBy, logWhere } from "./sqlite-log-filter.js";
-import { buildLogs, type LogDraft } from "./logs/draft.js";
-import type { PriceTable } from "./providers/prices.js";
-import { BODY_COLUMNS, INSERT_COLUMNS, LOG_COLUMNS, rowValues, STATS_COLUMNS, toRecord, type LogRow as Row } from "./log-rows.js";
-import { LogWriterThread } from "./sqlite-log-writer.js";
+import type { Db } from "../../core/db/sqlite.js";
+import { logOrderBy, logWhere } from "./sqlite-filter.js";
+import { buildLogs } from "./draft.js";
+import { type LogDraft } from "./store.js";
+import type { PriceTable } from "../metering/prices.js";
+import { BODY_COLUMNS, INSERT_COLUMNS, LOG_COLUMNS, rowValues, STATS_COLUMNS, toRecord, type LogRow as Row } from "./rows.js";
+import { LogWriterThread } from "./sqlite-writer.js";
 import type { LogCount, LogPatch, LogQuery, LogRecord, LogStats, LogStore, NewLog } from "./store.js";
 
 /**

@@ -1,8 +1,8 @@
 import { fileURLToPath } from "node:url";
 import { Worker } from "node:worker_threads";
-import type { Db } from "../core/db/sqlite.js";
-import type { LogDraft } from "./logs/draft.js";
-import type { PriceTable } from "./providers/prices.js";
+import type { Db } from "../../core/db/sqlite.js";
+import type { LogDraft } from "./store.js";
+import type { PriceTable } from "../metering/prices.js";
 import type { LogCount, NewLog } from "./store.js";
 
 /** What crosses to the thread: logs as they are written, or drafts it builds itself (logs/draft.ts). */
@@ -76,7 +76,7 @@ export interface LogThreadData {
 /** Answers from the writer thread, by the id of the message they answer. */
 export type FromLogThread = { id: number; counts?: LogCount[]; count?: number; error?: string };
 
-const THREAD_SCRIPT = fileURLToPath(new URL("./sqlite-log-thread.js", import.meta.url));
+const THREAD_SCRIPT = fileURLToPath(new URL("./sqlite-writer-thread.js", import.meta.url));
 
 const bodyBytes = (batch: readonly WithBodies[]) => batch.reduce((sum, l) => sum + (l.request_body?.length ?? 0) + (l.response_body?.length ?? 0), 0);
 

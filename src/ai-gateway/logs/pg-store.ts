@@ -1,10 +1,11 @@
-import type { Bus } from "../core/cluster/bus.js";
-import type { Postgres, Transaction } from "../core/db/postgres.js";
-import { BODY_COLUMNS, INSERT_COLUMNS, LOG_COLUMNS, rowValues, STATS_COLUMNS, toRecord, type LogRow } from "./log-rows.js";
-import { buildLogs, type LogDraft } from "./logs/draft.js";
-import { AIG_BUS_AREA, writeNotice } from "./notices.js";
-import { pgLogOrderBy, pgLogWhere } from "./pg-log-filter.js";
-import type { PriceTable } from "./providers/prices.js";
+import type { Bus } from "../../core/cluster/bus.js";
+import type { Postgres, Transaction } from "../../core/db/postgres.js";
+import { BODY_COLUMNS, INSERT_COLUMNS, LOG_COLUMNS, rowValues, STATS_COLUMNS, toRecord, type LogRow } from "./rows.js";
+import { buildLogs } from "./draft.js";
+import { type LogDraft } from "./store.js";
+import { AIG_BUS_AREA, writeNotice } from "../notices.js";
+import { pgLogOrderBy, pgLogWhere } from "./pg-filter.js";
+import type { PriceTable } from "../metering/prices.js";
 import type { LogCount, LogPatch, LogQuery, LogRecord, LogStats, LogStore, NewLog } from "./store.js";
 
 /** The PostgreSQL array type of each of INSERT_COLUMNS, in order (a batch is inserted as one array per column). */
