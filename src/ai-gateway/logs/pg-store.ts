@@ -90,8 +90,10 @@ function columnArrays(logs: readonly NewLog[]): unknown[][] {
  * nodes for one gateway take turns and a log limit holds across nodes.
  */
 export class PgLogStore implements LogStore {
+  /** `prices`: what the logs built from drafts (appendDrafts) are priced with. */
   constructor(
     private readonly pg: Postgres,
+    private readonly prices: PriceTable,
     private readonly bus?: Bus,
   ) {}
 
@@ -172,8 +174,8 @@ export class PgLogStore implements LogStore {
   }
 
   /** Built here, on the event loop, but off the request path: the queue's batch write. */
-  appendDrafts(batch: readonly LogDraft[], prices: PriceTable): Promise<LogCount[]> {
-    return this.append(buildLogs(batch, prices));
+  appendDrafts(batch: readonly LogDraft[]): Promise<LogCount[]> {
+    return this.append(buildLogs(batch, this.prices));
   }
 
   async count(accountId: string, gatewayId: string): Promise<number> {

@@ -1,5 +1,4 @@
 import type { CustomCost } from "../metering/cost.js";
-import type { PriceTable } from "../metering/prices.js";
 import type { Usage } from "../metering/usage.js";
 
 export type LogStrategy = "STOP_INSERTING" | "DELETE_OLDEST";
@@ -209,11 +208,11 @@ export interface LogStore {
    */
   append(batch: readonly NewLog[]): Promise<LogCount[]>;
   /**
-   * Builds the logs of these drafts (logs/draft.ts: usage, model, cost, priced with `prices`) and appends them as
-   * `append` does. Where they are built is the store's choice: the SQLite store builds its writer thread's batches
-   * on that thread.
+   * Builds the logs of these drafts (logs/draft.ts: usage, model, cost, priced with the table the store was given)
+   * and appends them as `append` does. Where they are built is the store's choice: the SQLite store builds its
+   * writer thread's batches on that thread.
    */
-  appendDrafts(batch: readonly LogDraft[], prices: PriceTable): Promise<LogCount[]>;
+  appendDrafts(batch: readonly LogDraft[]): Promise<LogCount[]>;
   count(accountId: string, gatewayId: string): Promise<number>;
   /** One page of a gateway's logs in the query's order, and the stats of everything the filter selects. */
   list(accountId: string, gatewayId: string, query: LogQuery): Promise<{ logs: LogRecord[]; stats: LogStats }>;
