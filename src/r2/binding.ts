@@ -5,7 +5,8 @@ import { r2ErrorHeader, sendBindingReply, toBindingReply } from "../core/errors/
 import { MAX_JSON_DEPTH, parseUserJson } from "../core/http/json-input.js";
 import type { Logger } from "../core/logger.js";
 import { R2Errors } from "./errors.js";
-import { parseRangeHeader } from "./ranges.js";
+import { answersWhole } from "./objects/body-policy.js";
+import { parseRangeHeader } from "./objects/ranges.js";
 import type { BucketRef, R2Conditional, R2EtagCondition, R2HttpMetadata, R2Include, R2ObjectInfo, R2Range, R2Store } from "./store.js";
 
 /** Serves one workerd R2 binding request for the bucket the caller (the Workers runtime) injected. */
@@ -110,9 +111,6 @@ async function serve(store: R2Store, bucket: BucketRef, req: IncomingMessage, re
   }
 }
 
-/** Bodies up to this size are sent with their metadata in one write: most binding reads are small objects. */
-const SMALL_BODY = 64 * 1024;
-
 async function get(store: R2Store, bucket: BucketRef, op: Json, res: ServerResponse): Promise<void> {
   let range: R2Range | undefined;
   if (op.range !== undefined && op.range !== null) {
@@ -130,7 +128,7 @@ async function get(store: R2Store, bucket: BucketRef, op: Json, res: ServerRespo
     // workerd hands the script a body-less object when the metadata comes with the 412.
     return sendMetadata(res, 412, wireObject(result.object), undefined, R2Errors.preconditionFailed());
   }
-  if (result.bytes || result.range.length <= SMALL_BODY) {
+  if (result.bytes || answersWhole(result.range.length)) {
     let bytes = result.bytes;
     if (!bytes) {
       const chunks: Buffer[] = [];
