@@ -4,15 +4,19 @@ import { AigErrors } from "../errors.js";
 import { containing, toGateway, type GatewayRow } from "./rows.js";
 import type { GatewaySettings } from "./schema.js";
 import { AIG_BUS_AREA, writeNotice } from "../notices.js";
-import { PgLogStore } from "../logs/pg-store.js";
 import type { Gateway, GatewayStore } from "./store.js";
 
 const COLUMNS = "account_id, id, settings, created_at, modified_at";
 
+/** What the gateway store needs of the log store (PgLogStore): a gateway's logs deleted in the gateway's transaction. */
+export interface LogsOfGatewaySchema {
+  deleteAllOf(tx: Transaction, accountId: string, gatewayId: string): Promise<void>;
+}
+
 export class PgGatewayStore implements GatewayStore {
   constructor(
     private readonly pg: Postgres,
-    private readonly logs: PgLogStore,
+    private readonly logs: LogsOfGatewaySchema,
     private readonly bus?: Bus,
   ) {}
 

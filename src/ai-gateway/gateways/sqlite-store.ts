@@ -2,8 +2,17 @@ import type { Db } from "../../core/db/sqlite.js";
 import { AigErrors } from "../errors.js";
 import { containing, toGateway, type GatewayRow as Row } from "./rows.js";
 import type { GatewaySettings } from "./schema.js";
-import { SqliteLogStore } from "../logs/sqlite-store.js";
 import type { Gateway, GatewayStore } from "./store.js";
+
+/**
+ * What the gateway store needs of the log store on the same file (SqliteLogStore): its write turns, and a
+ * gateway's logs deleted with the gateway, in the same transaction.
+ */
+export interface LogsOfGatewayFile {
+  exclusive<T>(fn: () => T | Promise<T>): Promise<T>;
+  deleteAllOf(accountId: string, gatewayId: string): void;
+  forgetCount(accountId: string, gatewayId: string): void;
+}
 
 /** Gateways of every account, their settings as one JSON column (a deleted gateway's provider keys go with it). Writes take their turn with the log writes (logs.exclusive). */
 export class SqliteGatewayStore implements GatewayStore {
@@ -12,7 +21,7 @@ export class SqliteGatewayStore implements GatewayStore {
   /** `logs` is the store of the same file, whose logs go with a deleted gateway. */
   constructor(
     private readonly db: Db,
-    private readonly logs: SqliteLogStore,
+    private readonly logs: LogsOfGatewayFile,
   ) {
     this.q = {
       get: db.prepare("SELECT * FROM gateways WHERE account_id = ? AND id = ?"),
