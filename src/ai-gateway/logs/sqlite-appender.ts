@@ -17,7 +17,7 @@ const INSERT = (rows: number) =>
  * Writes batches of logs into the `logs` table on one connection, applying each log's gateway limit. Log counts of
  * gateways with a limit are counted once and then kept up to date where logs are added, so a batch does not count a
  * large table again. SqliteLogStore writes with one on its own connection; the writer thread
- * (sqlite-writer-thread.ts) with one on the thread's.
+ * (sqlite-log-thread.ts) with one on the thread's.
  */
 export class SqliteLogAppender {
   private readonly counts = new Map<string, number>();

@@ -5,7 +5,7 @@ import { type LogDraft } from "./store.js";
 import type { PriceTable } from "../metering/prices.js";
 import { SqliteLogAppender } from "./sqlite-appender.js";
 import { BODY_COLUMNS, LOG_COLUMNS, STATS_COLUMNS, toRecord, type LogRow as Row } from "./rows.js";
-import { LogWriterThread } from "./sqlite-writer.js";
+import { LogWriterThread } from "./sqlite-log-writer.js";
 import type { LogCount, LogPatch, LogQuery, LogRecord, LogStats, LogStore, NewLog } from "./store.js";
 
 /**

@@ -1,8 +1,8 @@
-// The AI gateway's log writer thread (started by sqlite-writer.ts). Batches of logs, or of drafts that are built
+// The AI gateway's log writer thread (started by sqlite-log-writer.ts). Batches of logs, or of drafts that are built
 // into logs here (usage read from the answers, cost from the price table: logs/draft.ts), arrive and are written
 // with a SqliteLogAppender on this thread's own connection to the gateway's SQLite file: the building, the
 // inserts and the commit run here, not on the platform's event loop (the WAL checkpoints too, where no checkpoint
-// thread took the file over: sqlite-writer.ts). The log counts of
+// thread took the file over: sqlite-log-writer.ts). The log counts of
 // gateways with a limit are kept here too, since only this thread adds logs.
 import { parentPort, workerData } from "node:worker_threads";
 import { openDatabase } from "../../core/db/sqlite.js";
@@ -11,7 +11,7 @@ import { type LogDraft } from "./store.js";
 import { PriceTable } from "../metering/prices.js";
 import { SqliteLogAppender } from "./sqlite-appender.js";
 import { AI_GATEWAY_MIGRATIONS } from "../sqlite-migrations.js";
-import { unpackBatch, type FromLogThread, type LogThreadData, type ToLogThread } from "./sqlite-writer.js";
+import { unpackBatch, type FromLogThread, type LogThreadData, type ToLogThread } from "./sqlite-log-writer.js";
 import type { NewLog } from "./store.js";
 
 const port = parentPort!;

@@ -76,7 +76,7 @@ export interface LogThreadData {
 /** Answers from the writer thread, by the id of the message they answer. */
 export type FromLogThread = { id: number; counts?: LogCount[]; count?: number; error?: string };
 
-const THREAD_SCRIPT = fileURLToPath(new URL("./sqlite-writer-thread.js", import.meta.url));
+const THREAD_SCRIPT = fileURLToPath(new URL("./sqlite-log-thread.js", import.meta.url));
 
 const bodyBytes = (batch: readonly WithBodies[]) => batch.reduce((sum, l) => sum + (l.request_body?.length ?? 0) + (l.response_body?.length ?? 0), 0);
 

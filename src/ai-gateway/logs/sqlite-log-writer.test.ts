@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, it } from "node:test";
 import { openDatabase } from "../../core/db/sqlite.js";
-import { LogWriterThread, packBatch, PIECE_BYTES, SHARED_BATCH_BYTES, unpackBatch, type PackedBatch, type SharedBatch } from "./sqlite-writer.js";
+import { LogWriterThread, packBatch, PIECE_BYTES, SHARED_BATCH_BYTES, unpackBatch, type PackedBatch, type SharedBatch } from "./sqlite-log-writer.js";
 import { AI_GATEWAY_MIGRATIONS } from "../sqlite-migrations.js";
 import { sqliteStores } from "../sqlite-store.js";
 import { A, sampleDraft, sampleLog, sampleSettings, shippedPrices } from "../testing/sample-log.js";
