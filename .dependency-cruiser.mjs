@@ -12,6 +12,8 @@ const AREA = "^src/(?!core/)[^/]+/";
 const STORE_FILE = "/(store|sqlite-[^/]*|pg-[^/]*)\\.ts$";
 const OTHER_AREA_STORE = "^src/(?!core/).*/(store|sqlite-[^/]*|pg-[^/]*)\\.ts$";
 const TYPE_ONLY = ["type-only", "type-import"];
+/** Areas already split into feature folders that own their storage (issue 32 item 2). */
+const FEATURE_AREAS = "ai-gateway|r2";
 /** Folders of src/dns/ (its layers, docs/ARCHITECTURE.md "Area: DNS"). */
 const DNS = (...dirs) => `^src/dns/(${dirs.join("|")})/`;
 
@@ -114,6 +116,61 @@ export default {
       severity: "error",
       from: { path: DNS("server"), pathNot: TEST_CODE },
       to: { path: DNS("dnssec", "transfers") },
+    },
+    {
+      name: "feature-storage-stays-in-its-folder",
+      comment:
+        "In an area split into feature folders (ai-gateway/gateways, keys, logs; r2/objects, multipart, cors, " +
+        "notifications), a feature's backend files (sqlite-*.ts, pg-*.ts) are its own: another feature needs a " +
+        "narrow interface it declares, and only the area's top (sqlite-store.ts, pg-store.ts, service.ts, the " +
+        "composition) puts the backends together.",
+      severity: "error",
+      from: { path: `^src/(${FEATURE_AREAS})/([^/]+)/`, pathNot: TEST_CODE },
+      to: { path: `^src/(${FEATURE_AREAS})/[^/]+/(sqlite|pg)-[^/]*\\.ts$`, pathNot: "^src/$1/$2/" },
+    },
+    {
+      name: "area-top-storage-is-composition",
+      comment:
+        "At the top of an area split into feature folders, the only backend files are the composition: " +
+        "sqlite-store.ts, pg-store.ts and the migrations. A feature's storage lives in its folder.",
+      severity: "error",
+      from: { path: `^src/(${FEATURE_AREAS})/(sqlite|pg)-(?!store\\.ts$|migrations\\.ts$)[^/]*\\.ts$` },
+      to: {},
+    },
+    {
+      name: "no-cycles-in-feature-areas",
+      comment:
+        "The files of ai-gateway/ and r2/ import each other in one direction only, types included: a feature's " +
+        "store.ts before its backends and its logic, metering before the proxy and the logs.",
+      severity: "error",
+      from: { path: `^src/(${FEATURE_AREAS})/`, pathNot: TEST_CODE },
+      to: { path: `^src/(${FEATURE_AREAS})/`, circular: true },
+    },
+    {
+      name: "ai-gateway-metering-below-proxy-and-logs",
+      comment:
+        "Metering (usage, cost, prices: ai-gateway/metering/) is used by the proxy (usage of streams) and the log " +
+        "builder (logs/draft.ts) and imports neither; the logs import nothing of the proxy.",
+      severity: "error",
+      from: { path: "^src/ai-gateway/(metering|logs)/", pathNot: TEST_CODE },
+      to: { path: "^src/ai-gateway/(proxy|logs)/", pathNot: "^src/ai-gateway/logs/" },
+    },
+    {
+      name: "ai-gateway-metering-imports-no-logs",
+      comment: "Metering is below the logs (see ai-gateway-metering-below-proxy-and-logs).",
+      severity: "error",
+      from: { path: "^src/ai-gateway/metering/", pathNot: TEST_CODE },
+      to: { path: "^src/ai-gateway/logs/" },
+    },
+    {
+      name: "r2-one-body-policy",
+      comment:
+        "Whether an R2 body is read whole or kept in a row is decided by r2/objects/body-policy.ts alone; the " +
+        "embedded small-body store (core/content/db-small-store.ts) is built by r2/service.ts with that policy's " +
+        "size, and no other R2 file reads core's default.",
+      severity: "error",
+      from: { path: "^src/r2/", pathNot: [TEST_CODE, "^src/r2/service\\.ts$"] },
+      to: { path: "^src/core/content/db-small-store\\.ts$" },
     },
     {
       name: "production-imports-no-test-code",

@@ -53,9 +53,14 @@ const entries = [
   "dns/server/udp/answering-process.js", // the DNS answering processes (forked by dns/server/udp/pool.js)
   "kv/bulk/sqlite-writer-thread.js", // the KV bulk writer's thread (started by kv/bulk/sqlite-writer.js)
   "core/db/wal-checkpointer-thread.js", // the SQLite checkpoint thread (started by core/db/wal-checkpointer.js)
-  "ai-gateway/sqlite-log-thread.js", // the AI gateway's log writer thread (started by ai-gateway/sqlite-log-writer.js)
+  "ai-gateway/logs/sqlite-log-thread.js", // the AI gateway's log writer thread (started by ai-gateway/logs/sqlite-log-writer.js)
   "d1/engine/d1-executor.js", // D1's executor process (forked by d1/engine/executor.js)
 ];
+// Each entry lands in dist/bin under its file name, where the code that starts it finds it: two entries of one
+// name would overwrite each other (one area's thread would start the other's).
+const names = entries.map((entry) => entry.split("/").pop());
+const twice = names.filter((name, i) => names.indexOf(name) !== i);
+if (twice.length) throw new Error(`bundle entries share a file name: ${twice.join(", ")}`);
 for (const entry of entries) {
   await build({ ...common, entryPoints: [join(root, "dist", ...entry.split("/"))], outfile: join(outdir, entry.split("/").pop()) });
 }

@@ -67,6 +67,18 @@ test("each import rule catches the import it forbids", async () => {
       "src/d1/b.ts": `import { a } from "./a.js";\nexport const b = () => a;\n`,
       "src/d1/c.ts": `import type { D } from "./d.js";\nexport type C = { d?: D };\nexport const c = 1;\n`,
       "src/d1/d.ts": `import type { C } from "./c.js";\nexport type D = { c?: C };\nexport const d = 1;\n`,
+      // feature-storage-stays-in-its-folder, area-top-storage-is-composition, r2-one-body-policy
+      "src/r2/multipart/sqlite-store.ts": `export const parts = 1;\n`,
+      "src/r2/objects/bodies.ts": `import { parts } from "../multipart/sqlite-store.js";\nexport const bodies = parts;\n`,
+      "src/r2/multipart/listing.ts": `import { parts } from "./sqlite-store.js";\nexport const fine = parts;\n`,
+      "src/r2/sqlite-parts.ts": `import { parts } from "./multipart/sqlite-store.js";\nexport const top = parts;\n`,
+      "src/r2/pg-store.ts": `import { SMALL } from "../core/content/db-small-store.js";\nexport const row = SMALL;\n`,
+      "src/core/content/db-small-store.ts": `export const SMALL = 1;\n`,
+      // no-cycles-in-feature-areas (a type-only loop too), ai-gateway-metering-below-proxy-and-logs, ai-gateway-metering-imports-no-logs
+      "src/ai-gateway/logs/store.ts": `import type { Draft } from "./draft.js";\nexport type Log = { d?: Draft };\nexport const s = 1;\n`,
+      "src/ai-gateway/logs/draft.ts": `import type { Log } from "./store.js";\nimport { relay } from "../proxy/relay.js";\nexport type Draft = { l?: Log };\nexport const d = relay;\n`,
+      "src/ai-gateway/proxy/relay.ts": `export const relay = 1;\n`,
+      "src/ai-gateway/metering/cost.ts": `import { s } from "../logs/store.js";\nexport const cost = s;\n`,
       // the DNS layers: zones < nameserver < dnssec, transfers (apart) < server; type imports count, tests do not
       "src/dns/zones/zone-service.ts": `import { answer } from "../nameserver/answer.js";\nexport const zones = answer;\n`,
       "src/dns/nameserver/answer.ts": `import { sign } from "../dnssec/online.js";\nexport const answer = sign;\n`,
@@ -84,6 +96,9 @@ test("each import rule catches the import it forbids", async () => {
     const result = await cruiseTree(dir, []);
     const found = [...new Set(result.summary.violations.map(describe))].sort();
     assert.deepEqual(found, [
+      "ai-gateway-metering-below-proxy-and-logs: src/ai-gateway/logs/draft.ts -> src/ai-gateway/proxy/relay.ts",
+      "ai-gateway-metering-imports-no-logs: src/ai-gateway/metering/cost.ts -> src/ai-gateway/logs/store.ts",
+      "area-top-storage-is-composition: src/r2/sqlite-parts.ts -> src/r2/multipart/sqlite-store.ts",
       "cli-imports-no-other-area: src/kv/cli/namespaces.ts -> src/r2/service.ts",
       "core-imports-no-area: src/core/http/app.ts -> src/kv/config.ts",
       "dns-dnssec-and-transfers-apart: src/dns/dnssec/online.ts -> src/dns/transfers/journal.ts",
@@ -91,12 +106,15 @@ test("each import rule catches the import it forbids", async () => {
       "dns-nameserver-imports-no-layer-above: src/dns/nameserver/answer.ts -> src/dns/dnssec/online.ts",
       "dns-server-is-transport: src/dns/server/server.ts -> src/dns/transfers/journal.ts",
       "dns-zones-import-no-layer-above: src/dns/zones/zone-service.ts -> src/dns/nameserver/answer.ts",
+      "feature-storage-stays-in-its-folder: src/r2/objects/bodies.ts -> src/r2/multipart/sqlite-store.ts",
+      "no-cycles-in-feature-areas: src/ai-gateway/logs/draft.ts <-> src/ai-gateway/logs/store.ts",
       "no-other-area-internals: src/r2/limits.ts -> src/kv/config.ts",
       "no-other-area-internals: src/r2/routes.ts -> src/kv/testing/helpers.ts",
       "no-other-area-store: src/r2/store.ts -> src/kv/store.ts",
       "no-value-cycles: src/d1/a.ts <-> src/d1/b.ts",
       "other-area-service-type-only: src/r2/service.ts -> src/kv/service.ts",
       "production-imports-no-test-code: src/r2/routes.ts -> src/kv/testing/helpers.ts",
+      "r2-one-body-policy: src/r2/pg-store.ts -> src/core/content/db-small-store.ts",
     ]);
   });
 });

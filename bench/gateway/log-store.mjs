@@ -40,8 +40,8 @@ async function load(checkout) {
     ...[
       "core/db/sqlite.js",
       "ai-gateway/sqlite-migrations.js",
-      "ai-gateway/sqlite-log-store.js",
-      "ai-gateway/providers/prices.js",
+      "ai-gateway/logs/sqlite-store.js",
+      "ai-gateway/metering/prices.js",
       "ai-gateway/logs/log-id.js",
       "core/db/wal-checkpointer.js",
     ].map((m) => import(pathToFileURL(join(dist, m)).href)),
@@ -50,8 +50,8 @@ async function load(checkout) {
   const db = openDatabase(join(dir, "ai-gateway.sqlite"), AI_GATEWAY_MIGRATIONS);
   const checkpointer = CHECKPOINTER ? new WalCheckpointer({ error: console.error, warn: console.error }) : undefined;
   checkpointer?.adopt(db);
-  const store = new SqliteLogStore(db, { writerThread: THREAD });
-  const prices = PriceTable.load(join(dist, "ai-gateway/providers/prices.json"));
+  const prices = PriceTable.load(join(dist, "ai-gateway/metering/prices.json"));
+  const store = new SqliteLogStore(db, prices, { writerThread: THREAD });
   const draft = () => ({
     id: newLogId(),
     account_id: "0123456789abcdef0123456789abcdef",
@@ -99,7 +99,7 @@ for (let round = 0; round < ROUNDS + 1; round++) {
     // Drafts are made before the clock starts: only the store's work is counted.
     const batches = Array.from({ length: Math.ceil(LOGS / BATCH) }, () => Array.from({ length: BATCH }, s.draft));
     const t0 = process.cpuUsage();
-    for (const b of batches) await s.store.appendDrafts(b, s.prices);
+    for (const b of batches) await s.store.appendDrafts(b);
     const t = process.cpuUsage(t0);
     // The first round warms up (JIT, the file's first pages).
     if (round > 0) cpu.get(s.name).push((t.user + t.system) / (BATCH * batches.length));

@@ -11,7 +11,7 @@ import { migrateArea } from "../../dist/core/db/pg-migrations.js";
 import { Postgres } from "../../dist/core/db/postgres.js";
 import { createDatabase, startPostgres } from "../../dist/core/testing/services.js";
 import { AI_GATEWAY_PG_MIGRATIONS } from "../../dist/ai-gateway/pg-migrations.js";
-import { PgRateLimiter } from "../../dist/ai-gateway/pg-rate-limiter.js";
+import { PgRateLimiter } from "../../dist/ai-gateway/proxy/pg-rate-limiter.js";
 import { MemoryRateLimiter } from "../../dist/ai-gateway/proxy/rate-limiter.js";
 
 const N = Number(process.env.N ?? 5000);

@@ -26,8 +26,8 @@ export function readAiGatewayConfig(options: OptionValues<typeof serveOptions>):
 }
 
 /**
- * The price table shipped in the package (src/ai-gateway/providers/prices.json, copied to dist by the build).
+ * The price table shipped in the package (src/ai-gateway/metering/prices.json, copied to dist by the build).
  * Resolved from this folder's parent so that it is found both from dist/ai-gateway/ and from the CLI bundle in
  * dist/bin/.
  */
-export const SHIPPED_PRICES_FILE = fileURLToPath(new URL("../ai-gateway/providers/prices.json", import.meta.url));
+export const SHIPPED_PRICES_FILE = fileURLToPath(new URL("../ai-gateway/metering/prices.json", import.meta.url));

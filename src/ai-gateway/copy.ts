@@ -1,5 +1,5 @@
 import type { AreaCopier } from "../core/state-copy/area.js";
-import { INSERT_COLUMNS } from "./log-rows.js";
+import { INSERT_COLUMNS } from "./logs/rows.js";
 import { AI_GATEWAY_PG_MIGRATIONS } from "./pg-migrations.js";
 import { AI_GATEWAY_MIGRATIONS } from "./sqlite-migrations.js";
 

@@ -8,12 +8,13 @@ import { privatePostgres } from "../core/testing/services.js";
 import { LogCounts } from "./logs/counts.js";
 import { LogQueue, MAX_WAITING_BYTES, MAX_WAITING_LOGS } from "./logs/queue.js";
 import { AI_GATEWAY_PG_MIGRATIONS } from "./pg-migrations.js";
-import { PgRateLimiter } from "./pg-rate-limiter.js";
+import { PgRateLimiter } from "./proxy/pg-rate-limiter.js";
 import { pgStores } from "./pg-store.js";
 import { describeRateLimiter } from "./proxy/rate-limiter.contract.js";
 import { describeAiGatewayStores } from "./store.contract.js";
-import type { Gateway, LogQuery } from "./store.js";
-import { A, sampleDraft, sampleLog, sampleSettings, shippedPrices } from "./testing/sample-log.js";
+import type { Gateway } from "./gateways/store.js";
+import type { LogQuery } from "./logs/store.js";
+import { A, sampleDraft, sampleLog, sampleSettings } from "./testing/sample-log.js";
 
 const AREA = "ai_gateway";
 
@@ -99,7 +100,7 @@ test("PostgreSQL stopped: queued logs wait in memory and are written, in order, 
   t.after(() => pg.close());
   await migrateArea(pg, AREA, AI_GATEWAY_PG_MIGRATIONS);
   const { logs } = pgStores(pg);
-  const queue = new LogQueue(logs, new LogCounts(logs), createLogger({ level: "silent" }), shippedPrices());
+  const queue = new LogQueue(logs, new LogCounts(logs), createLogger({ level: "silent" }));
   queue.push(sampleDraft(1));
   await queue.flush();
   assert.equal(await logs.count(A, "g"), 1);
@@ -128,7 +129,7 @@ test("PostgreSQL unreachable: the logs waiting for it are bounded in number and 
   try {
     const { logs } = pgStores(pg);
     const silent = createLogger({ level: "silent" });
-    const byCount = new LogQueue(logs, new LogCounts(logs), silent, shippedPrices());
+    const byCount = new LogQueue(logs, new LogCounts(logs), silent);
     for (let i = 0; i < MAX_WAITING_LOGS + 5; i++) byCount.push(sampleDraft(i));
     await byCount.flush();
     assert.equal(byCount.pending, MAX_WAITING_LOGS, "the write failed and the logs wait, up to the bound");
@@ -136,7 +137,7 @@ test("PostgreSQL unreachable: the logs waiting for it are bounded in number and 
 
     const megabyte = Buffer.alloc(1024 * 1024); // one buffer shared by every log: the bound counts bytes per log
     const fit = MAX_WAITING_BYTES / megabyte.length;
-    const byBytes = new LogQueue(logs, new LogCounts(logs), silent, shippedPrices());
+    const byBytes = new LogQueue(logs, new LogCounts(logs), silent);
     for (let i = 0; i < fit + 3; i++) byBytes.push(sampleDraft(i, { request_body: megabyte }));
     await byBytes.flush();
     assert.equal(byBytes.pending, fit);

@@ -1,115 +1,27 @@
 import { randomBytes } from "node:crypto";
 import type { Bus } from "../core/cluster/bus.js";
-import type { Postgres, Transaction } from "../core/db/postgres.js";
+import type { Postgres } from "../core/db/postgres.js";
 import { SecretBox } from "../core/secret-box.js";
-import { AigErrors } from "./errors.js";
-import { containing, toGateway, type GatewayRow } from "./gateways/rows.js";
-import type { GatewaySettings } from "./gateways/schema.js";
-import { AIG_BUS_AREA, writeNotice } from "./notices.js";
-import { PgProviderKeyStore } from "./pg-key-store.js";
-import { PgLogStore } from "./pg-log-store.js";
-import type { AiGatewayStores, Gateway, GatewayStore } from "./store.js";
+import { SHIPPED_PRICES_FILE } from "./config.js";
+import { PgGatewayStore } from "./gateways/pg-store.js";
+import { PgProviderKeyStore } from "./keys/pg-store.js";
+import { PgLogStore } from "./logs/pg-store.js";
+import { PriceTable } from "./metering/prices.js";
+import type { AiGatewayStores } from "./store.js";
 
 /**
  * The AI gateway's stores on PostgreSQL (schema `ai_gateway`, AI_GATEWAY_PG_MIGRATIONS), shared by every node. With
  * a bus, each change of a gateway (and each delete of logs) is announced inside its transaction, so every node drops
  * what it caches of that gateway when the change commits. Provider keys are sealed with `box` (the platform's
- * secrets key, the same on every node; a throwaway key when none is given, for tests).
+ * secrets key, the same on every node; a throwaway key when none is given, for tests). Logs built from drafts are
+ * priced with `prices` (the shipped table when none is given).
  */
-export function pgStores(pg: Postgres, bus?: Bus, box: SecretBox = SecretBox.fromKey(randomBytes(32))): AiGatewayStores {
-  const logs = new PgLogStore(pg, bus);
+export function pgStores(
+  pg: Postgres,
+  bus?: Bus,
+  box: SecretBox = SecretBox.fromKey(randomBytes(32)),
+  prices: PriceTable = PriceTable.load(SHIPPED_PRICES_FILE),
+): AiGatewayStores {
+  const logs = new PgLogStore(pg, prices, bus);
   return { gateways: new PgGatewayStore(pg, logs, bus), logs, keys: new PgProviderKeyStore(pg, box, bus) };
-}
-
-const COLUMNS = "account_id, id, settings, created_at, modified_at";
-
-class PgGatewayStore implements GatewayStore {
-  constructor(
-    private readonly pg: Postgres,
-    private readonly logs: PgLogStore,
-    private readonly bus?: Bus,
-  ) {}
-
-  /** Runs a change of one gateway and announces it in the same transaction (only a committed change is heard). */
-  private change<T>(accountId: string, id: string, dropAnswers: (result: T) => boolean, fn: (tx: Transaction) => Promise<T>): Promise<T> {
-    return this.pg.withTransaction(async (tx) => {
-      const result = await fn(tx);
-      if (result !== undefined)
-        await this.bus?.publish(AIG_BUS_AREA, writeNotice({ kind: "gateway", accountId, gatewayId: id, dropAnswers: dropAnswers(result) }), tx);
-      return result;
-    });
-  }
-
-  async get(accountId: string, id: string): Promise<Gateway | undefined> {
-    const row = await this.pg.row<GatewayRow>(`SELECT ${COLUMNS} FROM ai_gateway.gateways WHERE account_id = $1 AND id = $2`, [accountId, id]);
-    return row && toGateway(row);
-  }
-
-  async list(accountId: string, search: string, limit: number, offset: number): Promise<{ items: Gateway[]; total: number }> {
-    const like = containing(search);
-    const where = "account_id = $1 AND id LIKE $2 ESCAPE '\\'";
-    const [rows, total] = await Promise.all([
-      this.pg.rows<GatewayRow>(`SELECT ${COLUMNS} FROM ai_gateway.gateways WHERE ${where} ORDER BY created_at, id LIMIT $3 OFFSET $4`, [
-        accountId,
-        like,
-        limit,
-        offset,
-      ]),
-      this.pg.row<{ n: string }>(`SELECT count(*) AS n FROM ai_gateway.gateways WHERE ${where}`, [accountId, like]),
-    ]);
-    return { items: rows.map(toGateway), total: Number(total!.n) };
-  }
-
-  async create(accountId: string, id: string, settings: GatewaySettings): Promise<Gateway> {
-    const now = new Date().toISOString();
-    // A node may have cached that the id did not exist: the notice makes it look again.
-    const made = await this.change(
-      accountId,
-      id,
-      () => false,
-      (tx) =>
-        tx.row<GatewayRow>(`INSERT INTO ai_gateway.gateways (${COLUMNS}) VALUES ($1, $2, $3, $4, $4) ON CONFLICT DO NOTHING RETURNING ${COLUMNS}`, [
-          accountId,
-          id,
-          JSON.stringify(settings),
-          now,
-        ]),
-    );
-    if (!made) throw AigErrors.gatewayExists(id);
-    return toGateway(made);
-  }
-
-  async update(accountId: string, id: string, settings: GatewaySettings): Promise<Gateway | undefined> {
-    const row = await this.change(
-      accountId,
-      id,
-      () => settings.cache_invalidate_on_update,
-      (tx) =>
-        tx.row<GatewayRow>(`UPDATE ai_gateway.gateways SET settings = $3, modified_at = $4 WHERE account_id = $1 AND id = $2 RETURNING ${COLUMNS}`, [
-          accountId,
-          id,
-          JSON.stringify(settings),
-          new Date().toISOString(),
-        ]),
-    );
-    return row && toGateway(row);
-  }
-
-  async delete(accountId: string, id: string): Promise<Gateway | undefined> {
-    const row = await this.change(
-      accountId,
-      id,
-      () => true,
-      async (tx) => {
-        const gone = await tx.row<GatewayRow>(`DELETE FROM ai_gateway.gateways WHERE account_id = $1 AND id = $2 RETURNING ${COLUMNS}`, [accountId, id]);
-        if (gone) {
-          await this.logs.deleteAllOf(tx, accountId, id);
-          await tx.execute("DELETE FROM ai_gateway.provider_keys WHERE account_id = $1 AND gateway_id = $2", [accountId, id]);
-          await tx.execute("DELETE FROM ai_gateway.rate_windows WHERE account_id = $1 AND gateway_id = $2", [accountId, id]);
-        }
-        return gone;
-      },
-    );
-    return row && toGateway(row);
-  }
 }

@@ -10,9 +10,9 @@ import { LogQueue } from "./logs/queue.js";
 import { registerLogRoutes } from "./logs/routes.js";
 import { AIG_BUS_AREA, readNotice } from "./notices.js";
 import { AI_GATEWAY_PG_MIGRATIONS } from "./pg-migrations.js";
-import { PgRateLimiter } from "./pg-rate-limiter.js";
+import { PgRateLimiter } from "./proxy/pg-rate-limiter.js";
 import { pgStores } from "./pg-store.js";
-import { PriceTable } from "./providers/prices.js";
+import { PriceTable } from "./metering/prices.js";
 import { ProviderRegistry } from "./providers/registry.js";
 import { GatewayProxy } from "./proxy/gateway-proxy.js";
 import { MemoryRateLimiter, type RateLimiter } from "./proxy/rate-limiter.js";
@@ -32,14 +32,15 @@ const RATE_SWEEP_MS = 60_000;
 function openBackend(
   ctx: ServiceContext,
   box: SecretBox,
+  prices: PriceTable,
 ): { stores: AiGatewayStores; limiter: RateLimiter; sweep?: () => Promise<number>; close?: () => Promise<void> } {
   const pg = ctx.openPostgres("ai_gateway", AI_GATEWAY_PG_MIGRATIONS);
   if (pg) {
     const limiter = new PgRateLimiter(pg);
-    return { stores: pgStores(pg, ctx.bus, box), limiter, sweep: () => limiter.sweep() };
+    return { stores: pgStores(pg, ctx.bus, box, prices), limiter, sweep: () => limiter.sweep() };
   }
   // Logs are written by a thread of their own, off the event loop that serves the requests.
-  const stores = sqliteStores(ctx.openDb("ai-gateway", AI_GATEWAY_MIGRATIONS), { writerThread: true, box });
+  const stores = sqliteStores(ctx.openDb("ai-gateway", AI_GATEWAY_MIGRATIONS), { writerThread: true, box, prices });
   return { stores, limiter: new MemoryRateLimiter(), close: stores.close };
 }
 
@@ -48,10 +49,10 @@ export function createAiGatewayService(ctx: ServiceContext): EdgeService {
   const providers = new ProviderRegistry(config.providerBaseUrls);
   const prices = PriceTable.load(SHIPPED_PRICES_FILE, config.pricesFile);
   // Stored provider keys are sealed with the platform's secrets key, as worker secrets are.
-  const { stores, limiter, sweep, close: closeBackend } = openBackend(ctx, SecretBox.load(ctx.config.stateDir));
+  const { stores, limiter, sweep, close: closeBackend } = openBackend(ctx, SecretBox.load(ctx.config.stateDir), prices);
   const keyring = new ProviderKeyring(stores.keys);
   const logCounts = new LogCounts(stores.logs);
-  const queue = new LogQueue(stores.logs, logCounts, ctx.log, prices);
+  const queue = new LogQueue(stores.logs, logCounts, ctx.log);
   // Cached answers stay on the node that got them (see docs/ai-gateway.md, "On PostgreSQL"); changes reach every node.
   const cache = new ResponseCache();
   const upstreams = new Upstreams();

@@ -1,82 +1,24 @@
 import { randomBytes } from "node:crypto";
 import type { Db } from "../core/db/sqlite.js";
 import { SecretBox } from "../core/secret-box.js";
-import { AigErrors } from "./errors.js";
-import { containing, toGateway, type GatewayRow as Row } from "./gateways/rows.js";
-import type { GatewaySettings } from "./gateways/schema.js";
-import { SqliteProviderKeyStore } from "./sqlite-key-store.js";
-import { SqliteLogStore } from "./sqlite-log-store.js";
-import type { AiGatewayStores, Gateway, GatewayStore } from "./store.js";
+import { SHIPPED_PRICES_FILE } from "./config.js";
+import { SqliteGatewayStore } from "./gateways/sqlite-store.js";
+import { SqliteProviderKeyStore } from "./keys/sqlite-store.js";
+import { SqliteLogStore } from "./logs/sqlite-store.js";
+import { PriceTable } from "./metering/prices.js";
+import type { AiGatewayStores } from "./store.js";
 
 /**
  * The AI gateway's stores over its SQLite file (opened with AI_GATEWAY_MIGRATIONS); with `writerThread`, logs are
  * written by a thread of their own (see SqliteLogStore). `close` ends that thread. Provider keys are sealed with `box`
  * (the platform's secrets key; a throwaway key when none is given, for tests that store none to read back later).
+ * Logs built from drafts are priced with `prices` (the shipped table when none is given).
  */
-export function sqliteStores(db: Db, opts: { writerThread?: boolean; box?: SecretBox } = {}): AiGatewayStores & { close(): Promise<void> } {
-  const logs = new SqliteLogStore(db, opts);
+export function sqliteStores(
+  db: Db,
+  opts: { writerThread?: boolean; box?: SecretBox; prices?: PriceTable } = {},
+): AiGatewayStores & { close(): Promise<void> } {
+  const logs = new SqliteLogStore(db, opts.prices ?? PriceTable.load(SHIPPED_PRICES_FILE), opts);
   const keys = new SqliteProviderKeyStore(db, opts.box ?? SecretBox.fromKey(randomBytes(32)), (fn) => logs.exclusive(fn));
   return { gateways: new SqliteGatewayStore(db, logs), logs, keys, close: () => logs.close() };
-}
-
-/** Gateways of every account, their settings as one JSON column (a deleted gateway's provider keys go with it). Writes take their turn with the log writes (logs.exclusive). */
-class SqliteGatewayStore implements GatewayStore {
-  private readonly q;
-
-  /** `logs` is the store of the same file, whose logs go with a deleted gateway. */
-  constructor(
-    private readonly db: Db,
-    private readonly logs: SqliteLogStore,
-  ) {
-    this.q = {
-      get: db.prepare("SELECT * FROM gateways WHERE account_id = ? AND id = ?"),
-      list: db.prepare("SELECT * FROM gateways WHERE account_id = ? AND id LIKE ? ESCAPE '\\' ORDER BY created_at, id LIMIT ? OFFSET ?"),
-      count: db.prepare("SELECT count(*) AS n FROM gateways WHERE account_id = ? AND id LIKE ? ESCAPE '\\'"),
-      insert: db.prepare("INSERT INTO gateways (account_id, id, settings, created_at, modified_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING"),
-      update: db.prepare("UPDATE gateways SET settings = ?, modified_at = ? WHERE account_id = ? AND id = ?"),
-      delete: db.prepare("DELETE FROM gateways WHERE account_id = ? AND id = ?"),
-      deleteKeys: db.prepare("DELETE FROM provider_keys WHERE account_id = ? AND gateway_id = ?"),
-    };
-  }
-
-  private read(accountId: string, id: string): Gateway | undefined {
-    const row = this.q.get.get(accountId, id) as Row | undefined;
-    return row ? toGateway(row) : undefined;
-  }
-
-  async get(accountId: string, id: string): Promise<Gateway | undefined> {
-    return this.read(accountId, id);
-  }
-
-  async list(accountId: string, search: string, limit: number, offset: number): Promise<{ items: Gateway[]; total: number }> {
-    const like = containing(search);
-    const items = (this.q.list.all(accountId, like, limit, offset) as Row[]).map(toGateway);
-    return { items, total: (this.q.count.get(accountId, like) as { n: number }).n };
-  }
-
-  async create(accountId: string, id: string, settings: GatewaySettings): Promise<Gateway> {
-    const now = new Date().toISOString();
-    const r = await this.logs.exclusive(() => this.q.insert.run(accountId, id, JSON.stringify(settings), now, now));
-    if (!r.changes) throw AigErrors.gatewayExists(id);
-    return this.read(accountId, id)!;
-  }
-
-  async update(accountId: string, id: string, settings: GatewaySettings): Promise<Gateway | undefined> {
-    const r = await this.logs.exclusive(() => this.q.update.run(JSON.stringify(settings), new Date().toISOString(), accountId, id));
-    return r.changes ? this.read(accountId, id) : undefined;
-  }
-
-  async delete(accountId: string, id: string): Promise<Gateway | undefined> {
-    return this.logs.exclusive(() => {
-      const found = this.read(accountId, id);
-      if (!found) return undefined;
-      this.db.transaction(() => {
-        this.q.delete.run(accountId, id);
-        this.q.deleteKeys.run(accountId, id);
-        this.logs.deleteAllOf(accountId, id);
-      })();
-      this.logs.forgetCount(accountId, id);
-      return found;
-    });
-  }
 }

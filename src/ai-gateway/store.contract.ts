@@ -2,7 +2,8 @@ import assert from "node:assert/strict";
 import { EdgeError } from "../core/errors.js";
 import { storeContract } from "../core/testing/contract.js";
 import { AigCodes } from "./errors.js";
-import type { AiGatewayStores, LogFilter, LogQuery, LogRecord } from "./store.js";
+import type { AiGatewayStores } from "./store.js";
+import type { LogFilter, LogQuery, LogRecord } from "./logs/store.js";
 import { A, B, sampleLog as log, sampleSettings as settings } from "./testing/sample-log.js";
 
 const all = (filter: LogFilter = { conditions: [] }): LogQuery => ({ filter, order: { by: "created_at", direction: "asc" } });

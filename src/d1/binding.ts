@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { EdgeError } from "../core/errors.js";
+import { jsonReply, sendBindingError, type BindingErrorFormat } from "../core/errors/render.js";
 import { readBody } from "../core/http/body.js";
 import { MAX_JSON_DEPTH, parseUserJson } from "../core/http/json-input.js";
 import type { Logger } from "../core/logger.js";
@@ -26,13 +26,15 @@ export type D1BindingHandler = (db: D1BindingTarget, req: IncomingMessage, res: 
  */
 export function createD1BindingHandler(databases: D1Databases, log: Logger): D1BindingHandler {
   return (target, req, res) => {
-    handle(databases, target, req, res).catch((err: unknown) => {
-      if (!(err instanceof EdgeError)) log.error({ err }, "d1 binding call failed");
-      const message = err instanceof EdgeError ? err.message : "internal error";
-      send(res, err instanceof EdgeError ? err.status : 500, { success: false, error: message });
-    });
+    handle(databases, target, req, res).catch((err: unknown) => sendBindingError(res, err, D1_BINDING_ERRORS, log, { what: "d1 binding call" }));
   };
 }
+
+/** How workerd's D1 API reads a failed call: `{success: false, error}`, whose `error` it throws as `D1_ERROR: <error>`. */
+export const D1_BINDING_ERRORS: BindingErrorFormat = {
+  refusal: (err) => jsonReply(err.status, { success: false, error: err.message }),
+  bug: () => jsonReply(500, { success: false, error: "internal error" }),
+};
 
 const NOTHING: StatementResult = {
   columns: [],

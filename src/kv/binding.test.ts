@@ -5,7 +5,9 @@ import { createServer, request, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createKvBindingHandler } from "./binding.js";
+import { EdgeError } from "../core/errors.js";
+import { toBindingReply } from "../core/errors/render.js";
+import { createKvBindingHandler, KV_BINDING_ERRORS } from "./binding.js";
 import { openLocalKvStore } from "./cli/local-backend.js";
 import type { SqliteKvStore } from "./sqlite-store.js";
 
@@ -138,4 +140,14 @@ test("a namespace of another account (or none) is 404 for every operation", asyn
   assert.equal((await send("PUT", keyPath("x"), { namespace: foreign, body: "v" })).status, 404);
   assert.equal((await send("GET", "/", { namespace: "0".repeat(32) })).status, 404);
   assert.equal((await store.list(foreign)).keys.length, 0);
+});
+
+test("KV_BINDING_ERRORS: the status, the message as a printable reason phrase, {success, errors} as text", () => {
+  const reply = toBindingReply(new EdgeError(413, 10029, "value is too large: “25 MiB”\nmax"), KV_BINDING_ERRORS);
+  assert.equal(reply.status, 413);
+  assert.equal(reply.reason, "value is too large: ?25 MiB??max");
+  assert.deepEqual(reply.headers, { "content-type": "text/plain; charset=utf-8" });
+  assert.deepEqual(JSON.parse(reply.body.toString()), { success: false, errors: [{ code: 10029, message: "value is too large: “25 MiB”\nmax" }] });
+  const bug = toBindingReply(new Error("boom"), KV_BINDING_ERRORS);
+  assert.deepEqual([bug.status, bug.reason, bug.body.toString()], [500, "Internal Server Error", "internal error"]);
 });

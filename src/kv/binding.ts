@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { EdgeError } from "../core/errors.js";
-import { sendBindingReply, toBindingReply } from "../core/errors/render.js";
+import { sendBindingError, statusText, textReply, type BindingErrorFormat } from "../core/errors/render.js";
 import { readBody } from "../core/http/body.js";
 import { MAX_JSON_DEPTH, parseUserJson } from "../core/http/json-input.js";
 import { bulkGet } from "./bulk/get.js";
@@ -23,9 +23,19 @@ export type KvBindingHandler = (ns: KvBindingTarget, req: IncomingMessage, res: 
  */
 export function createKvBindingHandler(store: KvStore): KvBindingHandler {
   return (ns, req, res) => {
-    handle(store, ns, req, res).catch((err: unknown) => sendBindingReply(res, toBindingReply(err, "kv")));
+    handle(store, ns, req, res).catch((err: unknown) => sendBindingError(res, err, KV_BINDING_ERRORS));
   };
 }
+
+/**
+ * How workerd's KV binding reads a failed call: the status, the message as the reason phrase (one line of
+ * printable ASCII; workerd shows it to the script as `KV GET failed: 404 <reason>`), and the v4 envelope's
+ * `{success, errors}` as a text body. A bug is a plain 500.
+ */
+export const KV_BINDING_ERRORS: BindingErrorFormat = {
+  refusal: (err) => textReply(err.status, JSON.stringify({ success: false, errors: err.errors }), statusText(err.message, 200)),
+  bug: () => textReply(500, "internal error", "Internal Server Error"),
+};
 
 async function handle(store: KvStore, ns: KvBindingTarget, req: IncomingMessage, res: ServerResponse): Promise<void> {
   if (!(await store.getNamespace(ns.accountId, ns.namespaceId))) throw KvErrors.namespaceNotFound();

@@ -1,9 +1,9 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { EdgeError } from "../core/errors.js";
+import { sendBindingError, statusText, textReply, type BindingErrorFormat } from "../core/errors/render.js";
 import { readBody } from "../core/http/body.js";
 import { parseUserJson } from "../core/http/json-input.js";
 import type { Logger } from "../core/logger.js";
-import { QueuesErrors } from "./errors.js";
+import { QueuesCodes, QueuesErrors } from "./errors.js";
 import { QUEUES_LIMITS } from "./limits.js";
 import { contentTypeOf, delayOf, type Producer } from "./producer.js";
 import type { NewMessage, QueuesStore } from "./store.js";
@@ -29,17 +29,23 @@ const BATCH_BODY_LIMIT = Math.ceil((QUEUES_LIMITS.batchBytes * 4) / 3) + QUEUES_
  */
 export function createQueueBindingHandler(store: QueuesStore, producer: Producer, log: Logger): QueueBindingHandler {
   return (target, req, res) => {
-    handle(store, producer, target, req, res).catch((err: unknown) => {
-      if (!(err instanceof EdgeError)) log.error({ err }, "queue binding call failed");
-      const e = err instanceof EdgeError ? err : new EdgeError(500, 15000, "internal error");
-      // A status text is one line of visible ASCII.
-      const text = e.message.replace(/[^\x20-\x7e]/g, "?").slice(0, 300);
-      res.statusMessage = text;
-      res.writeHead(e.status, { "content-type": "text/plain", "cf-queues-error-code": String(e.errors[0]?.code ?? 15000), "cf-queues-error-cause": text });
-      res.end(`${text}\n`);
-    });
+    handle(store, producer, target, req, res).catch((err: unknown) => sendBindingError(res, err, QUEUE_BINDING_ERRORS, log, { what: "queue binding call" }));
   };
 }
+
+/**
+ * How workerd's queue binding reads a failed call: the status with the message as its status text (one line of
+ * visible ASCII: `Queue send failed: <text>`), the same text in `cf-queues-error-cause` (shown with the
+ * queue_expose_error_codes flag) and the code in `cf-queues-error-code`.
+ */
+export const QUEUE_BINDING_ERRORS: BindingErrorFormat = {
+  refusal(err) {
+    const text = statusText(err.message, 300);
+    const code = String(err.errors[0]?.code ?? QueuesCodes.internal);
+    return textReply(err.status, `${text}\n`, text, { "cf-queues-error-code": code, "cf-queues-error-cause": text }, "text/plain");
+  },
+  bug: () => QUEUE_BINDING_ERRORS.refusal(QueuesErrors.internal()),
+};
 
 async function handle(store: QueuesStore, producer: Producer, target: QueueBindingTarget, req: IncomingMessage, res: ServerResponse): Promise<void> {
   const path = new URL(req.url ?? "/", "http://queue").pathname;

@@ -11,12 +11,15 @@ export const QueuesCodes = {
   tooLarge: 11010,
   scriptNotFound: 11006,
   backlogFull: 11011,
+  /** A bug, as the queue binding answers it (the hosted binding's internal error code). */
+  internal: 15000,
 } as const;
 
 const badRequest = (message: string) => new EdgeError(400, QueuesCodes.badRequest, message);
 
 /** Queues' refusals, each message written once: the store, routes, binding and CLI throw these. */
 export const QueuesErrors = {
+  internal: () => new EdgeError(500, QueuesCodes.internal, "internal error"),
   queueNotFound: () => new EdgeError(404, QueuesCodes.queueNotFound, "Queue does not exist"),
   queueNamed: (name: string) => new EdgeError(404, QueuesCodes.queueNotFound, `Queue "${name}" does not exist in this account`),
   nameTaken: (name: string) => new EdgeError(409, QueuesCodes.nameTaken, `A queue named "${name}" already exists in this account`),

@@ -8,7 +8,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { FileContentStore } from "../core/content/file-store.js";
 import { openDatabase, type Db } from "../core/db/sqlite.js";
-import { createR2BindingHandler } from "./binding.js";
+import { EdgeError } from "../core/errors.js";
+import { toBindingReply } from "../core/errors/render.js";
+import { createR2BindingHandler, R2_BINDING_ERRORS } from "./binding.js";
 import { r2Migrations } from "./sqlite-migrations.js";
 import { SqliteR2Store } from "./sqlite-store.js";
 
@@ -281,4 +283,15 @@ test("bad requests get a cf-r2-error, never a 500", async () => {
   const gone = await send("GET", { "x-bucket": "deleted-bucket", "cf-r2-request": JSON.stringify({ version: 1, method: "head", object: "k" }) });
   assert.equal(gone.status, 404);
   assert.equal(gone.error?.v4code, 10006);
+});
+
+test("R2_BINDING_ERRORS: cf-r2-error (ASCII-safe) and the same JSON as the body; a bug is the area's internal refusal", () => {
+  const reply = toBindingReply(new EdgeError(404, 10007, "The specified key does not exist: é"), R2_BINDING_ERRORS);
+  assert.equal(reply.status, 404);
+  assert.equal(reply.headers["cf-r2-error"], '{"version":1,"v4code":10007,"message":"The specified key does not exist: \\u00e9"}');
+  assert.equal(reply.headers["content-type"], "application/json");
+  assert.deepEqual(JSON.parse(reply.body.toString()), { version: 1, v4code: 10007, message: "The specified key does not exist: é" });
+  const bug = toBindingReply(new Error("boom"), R2_BINDING_ERRORS);
+  assert.equal(bug.status, 500);
+  assert.deepEqual(JSON.parse(bug.body.toString()), { version: 1, v4code: 10001, message: "We encountered an internal error. Please try again." });
 });

@@ -1,11 +1,12 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Readable } from "node:stream";
 import { EdgeError } from "../core/errors.js";
-import { r2ErrorHeader, sendBindingReply, toBindingReply } from "../core/errors/render.js";
+import { asciiJson, jsonReply, sendBindingError, type BindingErrorFormat } from "../core/errors/render.js";
 import { MAX_JSON_DEPTH, parseUserJson } from "../core/http/json-input.js";
 import type { Logger } from "../core/logger.js";
 import { R2Errors } from "./errors.js";
-import { parseRangeHeader } from "./ranges.js";
+import { answersWhole } from "./objects/body-policy.js";
+import { parseRangeHeader } from "./objects/ranges.js";
 import type { BucketRef, R2Conditional, R2EtagCondition, R2HttpMetadata, R2Include, R2ObjectInfo, R2Range, R2Store } from "./store.js";
 
 /** Serves one workerd R2 binding request for the bucket the caller (the Workers runtime) injected. */
@@ -20,12 +21,25 @@ export type R2BindingHandler = (bucket: BucketRef, req: IncomingMessage, res: Se
 export function createR2BindingHandler(store: R2Store, log?: Logger): R2BindingHandler {
   return (bucket, req, res) => {
     serve(store, bucket, req, res).catch((err: unknown) => {
-      if (!(err instanceof EdgeError)) log?.error({ err, bucket: bucket.bucketName }, "r2 binding request failed");
-      sendBindingReply(res, toBindingReply(err, "r2", R2Errors.internal));
+      sendBindingError(res, err, R2_BINDING_ERRORS, log, { what: "r2 binding request", bucket: bucket.bucketName });
       if (!req.readableEnded) req.resume();
     });
   };
 }
+
+/** What workerd's R2 client turns into the script's exception: the code and message of a refusal. */
+const r2Error = (err: EdgeError) => ({ version: 1, v4code: err.errors[0]?.code, message: err.message });
+/** The `cf-r2-error` header value for `err` (ASCII-safe); R2 also sends it beside metadata (a 412 carries the object). */
+const r2ErrorHeader = (err: EdgeError): string => asciiJson(r2Error(err));
+
+/**
+ * How workerd's R2 binding reads a failed call: the status, `cf-r2-error: {"version":1,"v4code":<code>,"message":...}`
+ * and the same JSON as the body. A bug is R2's own internal refusal, since workerd reads an R2 error's code.
+ */
+export const R2_BINDING_ERRORS: BindingErrorFormat = {
+  refusal: (err) => jsonReply(err.status, r2Error(err), { "cf-r2-error": r2ErrorHeader(err) }),
+  bug: () => R2_BINDING_ERRORS.refusal(R2Errors.internal()),
+};
 
 type Json = Record<string, unknown>;
 
@@ -110,9 +124,6 @@ async function serve(store: R2Store, bucket: BucketRef, req: IncomingMessage, re
   }
 }
 
-/** Bodies up to this size are sent with their metadata in one write: most binding reads are small objects. */
-const SMALL_BODY = 64 * 1024;
-
 async function get(store: R2Store, bucket: BucketRef, op: Json, res: ServerResponse): Promise<void> {
   let range: R2Range | undefined;
   if (op.range !== undefined && op.range !== null) {
@@ -130,7 +141,7 @@ async function get(store: R2Store, bucket: BucketRef, op: Json, res: ServerRespo
     // workerd hands the script a body-less object when the metadata comes with the 412.
     return sendMetadata(res, 412, wireObject(result.object), undefined, R2Errors.preconditionFailed());
   }
-  if (result.bytes || result.range.length <= SMALL_BODY) {
+  if (result.bytes || answersWhole(result.range.length)) {
     let bytes = result.bytes;
     if (!bytes) {
       const chunks: Buffer[] = [];

@@ -1,6 +1,6 @@
 import type { AreaCopier } from "../core/state-copy/area.js";
 import { R2_PG_MIGRATIONS } from "./pg-migrations.js";
-import { PG_ROW_BODY_BYTES } from "./pg-store.js";
+import { R2BodyPolicy } from "./objects/body-policy.js";
 import { R2_SMALL_BODIES, r2Migrations } from "./sqlite-migrations.js";
 
 /** `[[contentId, size], ...]`: the bodies of an object, in order. */
@@ -9,13 +9,13 @@ type Segments = [string, number][];
 /**
  * R2 for `edgecli state copy`: buckets (each backend numbers them itself; objects, uploads and CORS rules follow
  * the number), their CORS rules, objects with every body streamed into the target's content store (a body up to
- * PG_ROW_BODY_BYTES going into PostgreSQL goes into the object's row, as PgR2Store keeps it), and multipart
+ * R2BodyPolicy.rowBytes going into PostgreSQL goes into the object's row, as PgR2Store keeps it), and multipart
  * uploads under way with the parts uploaded so far (a client can still complete them on the other side), event
  * notification rules, and the notifications recorded and not yet moved to their queues (the target's relay moves them).
  */
 export const r2Copier: AreaCopier = {
   name: "r2",
-  sqlite: { database: "r2", migrations: r2Migrations, smallBodies: R2_SMALL_BODIES },
+  sqlite: { database: "r2", migrations: r2Migrations, smallBodies: R2_SMALL_BODIES, smallBodyBytes: R2BodyPolicy.rowBytes },
   postgres: { schema: "r2", migrations: R2_PG_MIGRATIONS },
   content: "r2",
   tables: [
@@ -32,7 +32,7 @@ export const r2Copier: AreaCopier = {
         const segments = JSON.parse(row.segments as string) as Segments;
         const inRow = row.body as Buffer | null | undefined;
         if (inRow) return { ...row, segments: JSON.stringify([[await content.put(inRow), inRow.length]]), body: null };
-        if (content.target === "postgresql" && segments.length === 1 && segments[0]![1] <= PG_ROW_BODY_BYTES) {
+        if (content.target === "postgresql" && segments.length === 1 && segments[0]![1] <= R2BodyPolicy.rowBytes) {
           return { ...row, segments: "[]", body: await content.read(segments[0]![0]) };
         }
         const copied: Segments = [];

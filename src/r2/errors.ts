@@ -1,5 +1,5 @@
 import { EdgeError } from "../core/errors.js";
-import { R2Limits } from "./store.js";
+import { R2Limits } from "./limits.js";
 
 /**
  * The codes R2 reports. The v4 API answers with them in `errors[].code`; the workerd binding in `cf-r2-error`'s

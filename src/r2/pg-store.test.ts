@@ -10,7 +10,8 @@ import { EdgeError } from "../core/errors.js";
 import { testContentStore, testPostgres } from "../core/testing/backends.js";
 import { R2Codes } from "./errors.js";
 import { R2_PG_MIGRATIONS } from "./pg-migrations.js";
-import { PG_ROW_BODY_BYTES, PgR2Store } from "./pg-store.js";
+import { R2BodyPolicy } from "./objects/body-policy.js";
+import { PgR2Store } from "./pg-store.js";
 import { describeR2Store } from "./store.contract.js";
 import { eventually } from "../core/testing/eventually.js";
 import type { BucketRef, R2GetResult, R2ObjectInfo } from "./store.js";
@@ -54,11 +55,11 @@ test("bodies up to 64 KiB are kept in the object's row, larger ones in the objec
   const nodes = await twoNodes(t);
   if (!nodes) return;
   const { a, b, pg } = nodes;
-  await a.put(B, "at", Buffer.alloc(PG_ROW_BODY_BYTES, "a"));
-  await a.put(B, "above", Buffer.alloc(PG_ROW_BODY_BYTES + 1, "b"));
+  await a.put(B, "at", Buffer.alloc(R2BodyPolicy.rowBytes, "a"));
+  await a.put(B, "above", Buffer.alloc(R2BodyPolicy.rowBytes + 1, "b"));
   await a.put(B, "streamed", Readable.from([Buffer.from("announced")]), { size: 9 });
   await a.put(B, "unannounced", unannounced("nobody said how long"));
-  await a.put(B, "unannounced-above", unannounced("u".repeat(PG_ROW_BODY_BYTES + 1)));
+  await a.put(B, "unannounced-above", unannounced("u".repeat(R2BodyPolicy.rowBytes + 1)));
   const rows = await pg.rows<{ key: string; in_row: boolean; segments: string }>(
     "SELECT key, body IS NOT NULL AS in_row, segments FROM r2.objects ORDER BY key",
   );
@@ -74,7 +75,7 @@ test("bodies up to 64 KiB are kept in the object's row, larger ones in the objec
   );
   assert.equal((await a.liveContent()).size, 2, "two bodies in the object store: the large ones");
   assert.equal(await bodyOf(await b.get(B, "unannounced")), "nobody said how long");
-  assert.equal(await bodyOf(await b.get(B, "unannounced-above")), "u".repeat(PG_ROW_BODY_BYTES + 1));
+  assert.equal(await bodyOf(await b.get(B, "unannounced-above")), "u".repeat(R2BodyPolicy.rowBytes + 1));
   assert.equal(await bodyOf(await b.get(B, "streamed")), "announced");
   await b.put(B, "streamed", Buffer.from("replaced by b"));
   assert.equal(await bodyOf(await a.get(B, "streamed")), "replaced by b", "node a reads node b's overwrite at once");
@@ -111,7 +112,7 @@ test("conditional creates of one key through two nodes at once: exactly one is s
   try {
     await holder.query("BEGIN");
     await holder.query("SELECT id FROM r2.buckets WHERE name = $1 FOR UPDATE", [B.bucketName]);
-    writers = Array.from({ length: 8 }, (_, i) => (i % 2 ? a : b).put(B, "once", Buffer.alloc(PG_ROW_BODY_BYTES + 1, i), { onlyIf }));
+    writers = Array.from({ length: 8 }, (_, i) => (i % 2 ? a : b).put(B, "once", Buffer.alloc(R2BodyPolicy.rowBytes + 1, i), { onlyIf }));
     const waiting = async () => Number((await pg.row<{ n: string }>("SELECT count(*) AS n FROM pg_locks WHERE NOT granted"))!.n);
     await eventually(async () => (await waiting()) === 8, "every writer to wait at its commit", 60_000);
   } finally {
@@ -181,7 +182,7 @@ test("PostgreSQL or the object store unreachable: the store's errors are the cor
   });
   t.after(() => client.destroy());
   const noObjectStore = new PgR2Store(pg, new S3ContentStore(client, "nowhere", "r2/"));
-  const large = Buffer.alloc(PG_ROW_BODY_BYTES + 1, "l");
+  const large = Buffer.alloc(R2BodyPolicy.rowBytes + 1, "l");
   await assert.rejects(noObjectStore.put(B, "k", large), refusal("object store"));
   await assert.rejects(noObjectStore.put(B, "k", large, { onlyIf: { etagDoesNotMatch: [{ type: "wildcard" }] } }), refusal("object store"));
   assert.equal(await noObjectStore.head(B, "k"), undefined, "no row without its body");

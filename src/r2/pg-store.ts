@@ -1,21 +1,22 @@
 import type { Readable } from "node:stream";
-import { SMALL_BODY_BYTES } from "../core/content/db-small-store.js";
 import type { ContentStore } from "../core/content/store.js";
 import { namedStatement, type Postgres, type SqlRunner, type Transaction } from "../core/db/postgres.js";
 import { R2Errors } from "./errors.js";
-import { listObjects } from "./list-objects.js";
-import { MultipartDelegation } from "./multipart-delegation.js";
-import { beforeBody, checkPut, drain, ObjectBodies, putObjectInfo, wholeIfSmall } from "./object-bodies.js";
-import { PgBucketCors } from "./pg-cors.js";
-import { PgMultipart } from "./pg-multipart.js";
-import { PgNotifications } from "./pg-notifications.js";
-import { NotificationRuleIndex, type NotificationRule, type ObjectWrite, type OutboxMessage } from "./notifications/rules.js";
+import { R2BodyPolicy } from "./objects/body-policy.js";
+import { listObjects } from "./objects/listing.js";
+import { MultipartDelegation } from "./multipart/delegation.js";
+import { beforeBody, checkPut, drain, ObjectBodies, putObjectInfo, wholeIfSmall } from "./objects/bodies.js";
+import { PgBucketCors } from "./cors/pg-store.js";
+import { PgMultipart } from "./multipart/pg-store.js";
+import { PgNotifications } from "./notifications/pg-store.js";
+import { NotificationRuleIndex, type ObjectWrite } from "./notifications/rules.js";
+import { type NotificationRule, type OutboxMessage } from "./notifications/store.js";
 import type { Bus } from "../core/cluster/bus.js";
-import { assertPgText } from "./pg-text.js";
-import { conditionHolds } from "./preconditions.js";
+import { assertPgText } from "./validation.js";
+import { conditionHolds } from "./objects/preconditions.js";
 import { bucketInfo, objectInfo, usageOf, type BucketRow, type ObjectRow, type Segment, type UsageRow } from "./rows.js";
+import { R2Limits } from "./limits.js";
 import {
-  R2Limits,
   type BucketRef,
   type R2BucketInfo,
   type R2BucketUsage,
@@ -49,13 +50,6 @@ const OBJECT_WITH_BODY = namedStatement(
 );
 const PUT_OBJECT = namedStatement("r2.put_object", "SELECT bucket_found, replaced FROM r2.put_object($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)");
 
-/**
- * Bodies up to this size live in their object's row (`body`, migration 3), as the embedded store keeps them in
- * r2.sqlite: a small PUT is one statement and no S3 request, a small GET one query. Larger bodies and every
- * multipart part go to the content store.
- */
-export const PG_ROW_BODY_BYTES = SMALL_BODY_BYTES;
-
 type RowWithBody = ObjectRow & { body: Buffer | null };
 
 /** How long a bucket seen to exist spares an unconditional put its check before the body is stored (the commit checks again). */
@@ -79,7 +73,7 @@ function objectValues(info: R2ObjectInfo, segments: Segment[], body: Buffer | nu
 }
 
 /**
- * Objects and buckets on PostgreSQL (schema `r2`, R2_PG_MIGRATIONS); bytes up to PG_ROW_BODY_BYTES in the object's
+ * Objects and buckets on PostgreSQL (schema `r2`, R2_PG_MIGRATIONS); bytes up to R2BodyPolicy.rowBytes in the object's
  * row, larger ones in the content store (an S3 bucket in distributed mode). A body in the row is written and removed
  * with it, by the same statement. Otherwise, as on SQLite, every write stores the body first and then commits the row in one transaction
  * (preconditions re-checked inside it, under a per-key advisory lock so that two nodes writing the same key take
@@ -241,8 +235,8 @@ export class PgR2Store extends MultipartDelegation implements R2Store {
     if (opts.onlyIf && !conditionHolds(opts.onlyIf, current)) return drain(body);
     const notify: ObjectWrite = { bucket, action: opts.copySource ? "CopyObject" : "PutObject", copySource: opts.copySource };
     let recorded = false;
-    body = await wholeIfSmall(body, opts.size, PG_ROW_BODY_BYTES);
-    const held = await this.bodies.hold(body, opts, PG_ROW_BODY_BYTES);
+    body = await wholeIfSmall(body, opts.size, R2BodyPolicy.rowBytes);
+    const held = await this.bodies.hold(body, opts, R2BodyPolicy.rowBytes);
     const stored = held ? undefined : await this.bodies.store(body, opts);
     const forgetStored = async () => {
       if (stored) await this.bodies.forget(stored.id);
@@ -278,8 +272,8 @@ export class PgR2Store extends MultipartDelegation implements R2Store {
       await this.assertBucket(bucket);
       return checked;
     });
-    body = await wholeIfSmall(body, opts.size, PG_ROW_BODY_BYTES);
-    const held = await this.bodies.hold(body, opts, PG_ROW_BODY_BYTES);
+    body = await wholeIfSmall(body, opts.size, R2BodyPolicy.rowBytes);
+    const held = await this.bodies.hold(body, opts, R2BodyPolicy.rowBytes);
     if (held) return this.commitUnconditionally(bucket, key, putObjectInfo(key, held, opts, httpMetadata), [], held.bytes);
     const stored = await this.bodies.store(body, opts);
     try {

@@ -8,13 +8,13 @@ import { parseUserJson } from "../core/http/json-input.js";
 import { singleQueryValues } from "../core/http/query.js";
 import { parseWith } from "../core/http/validate.js";
 import { R2Codes, R2Errors } from "./errors.js";
-import { HTTP_METADATA_HEADERS, type HttpMetadataField } from "./http-metadata-headers.js";
-import { conditionalFromHeaders } from "./preconditions.js";
-import { parseRangeHeader } from "./ranges.js";
+import { HTTP_METADATA_HEADERS, type HttpMetadataField } from "./objects/http-metadata-headers.js";
+import { conditionalFromHeaders } from "./objects/preconditions.js";
+import { parseRangeHeader } from "./objects/ranges.js";
 import type { BucketRef, R2BucketInfo, R2HttpMetadata, R2ObjectInfo, R2Store } from "./store.js";
 import type { NotificationQueues } from "./notifications/relay.js";
 import { registerNotificationRoutes } from "./notifications/routes.js";
-import { registerBucketSettingsRoutes } from "./bucket-settings-routes.js";
+import { registerBucketSettingsRoutes } from "./cors/routes.js";
 
 type Route = { Params: { account_id: string; bucket?: string; "*"?: string }; Querystring: Record<string, string | undefined> };
 type Req = FastifyRequest<Route>;

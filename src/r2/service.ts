@@ -5,6 +5,7 @@ import type { EdgeService, ServiceContext } from "../core/service.js";
 import { r2StorageDataset } from "./analytics-dataset.js";
 import { createR2BindingHandler, type R2BindingHandler } from "./binding.js";
 import { serveOptions } from "./config.js";
+import { R2BodyPolicy } from "./objects/body-policy.js";
 import { registerR2Routes } from "./routes.js";
 import { readS3Config } from "./s3/config.js";
 import { createS3Handler } from "./s3/handler.js";
@@ -15,7 +16,7 @@ import { SqliteR2Store } from "./sqlite-store.js";
 import type { R2Store } from "./store.js";
 import { NotificationRuleIndex } from "./notifications/rules.js";
 import { NotificationRelay, type NotificationQueues } from "./notifications/relay.js";
-import { R2_BUS_AREA, RULES_NOTICE } from "./pg-notifications.js";
+import { R2_BUS_AREA, RULES_NOTICE } from "./notifications/pg-store.js";
 
 export interface R2Service extends EdgeService {
   bindingHandler: R2BindingHandler;
@@ -49,8 +50,8 @@ function openR2Store(ctx: ServiceContext, index: NotificationRuleIndex): { store
     return { store, content, pg: store };
   }
   const db = ctx.openDb("r2", r2Migrations);
-  // Embedded, bodies up to 64 KiB live in r2.sqlite itself, next to the rows that name them.
-  const content = new DbSmallContentStore(db, R2_SMALL_BODIES, ctx.content("r2"));
+  // Embedded, small bodies (R2BodyPolicy.rowBytes) live in r2.sqlite itself, next to the rows that name them.
+  const content = new DbSmallContentStore(db, R2_SMALL_BODIES, ctx.content("r2"), R2BodyPolicy.rowBytes);
   return { store: new SqliteR2Store(db, content, index), content };
 }
 

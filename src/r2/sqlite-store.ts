@@ -2,17 +2,18 @@ import type { Readable } from "node:stream";
 import type { ContentStore } from "../core/content/store.js";
 import type { Db } from "../core/db/sqlite.js";
 import { R2Errors } from "./errors.js";
-import { listObjects } from "./list-objects.js";
-import { MultipartDelegation } from "./multipart-delegation.js";
-import { beforeBody, checkPut, drain, ObjectBodies, putObjectInfo } from "./object-bodies.js";
-import { conditionHolds } from "./preconditions.js";
-import { SqliteBucketCors } from "./sqlite-cors.js";
-import { SqliteMultipart } from "./sqlite-multipart.js";
-import { SqliteNotifications } from "./sqlite-notifications.js";
-import { NotificationRuleIndex, type NotificationAction, type NotificationRule, type OutboxMessage } from "./notifications/rules.js";
+import { listObjects } from "./objects/listing.js";
+import { MultipartDelegation } from "./multipart/delegation.js";
+import { beforeBody, checkPut, drain, ObjectBodies, putObjectInfo } from "./objects/bodies.js";
+import { conditionHolds } from "./objects/preconditions.js";
+import { SqliteBucketCors } from "./cors/sqlite-store.js";
+import { SqliteMultipart } from "./multipart/sqlite-store.js";
+import { SqliteNotifications } from "./notifications/sqlite-store.js";
+import { NotificationRuleIndex } from "./notifications/rules.js";
+import { type NotificationAction, type NotificationRule, type OutboxMessage } from "./notifications/store.js";
 import { bucketInfo, objectInfo, usageOf, type BucketRow, type ObjectRow, type Segment, type UsageRow } from "./rows.js";
+import { R2Limits } from "./limits.js";
 import {
-  R2Limits,
   type BucketRef,
   type R2BucketInfo,
   type R2BucketUsage,

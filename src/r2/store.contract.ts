@@ -7,6 +7,7 @@ import { EdgeError } from "../core/errors.js";
 import { storeContract } from "../core/testing/contract.js";
 import { eventually } from "../core/testing/eventually.js";
 import { R2Codes } from "./errors.js";
+import { R2BodyPolicy } from "./objects/body-policy.js";
 import type { BucketRef, R2CorsRule, R2GetResult, R2PutOptions, R2Store } from "./store.js";
 import { newRules } from "./notifications/rules.js";
 
@@ -23,8 +24,8 @@ const ACC = "acc1";
 const OTHER = "acc2";
 const B: BucketRef = { accountId: ACC, bucketName: "bkt" };
 const MiB = 1024 * 1024;
-/** Where both backends move a body out of the database (SMALL_BODY_BYTES, PG_ROW_BODY_BYTES). */
-const SMALL = 64 * 1024;
+/** Where both backends move a body out of the database. */
+const SMALL = R2BodyPolicy.rowBytes;
 
 /** `size` bytes that differ with `seed` and along their length (a range read of the wrong place shows). */
 const patterned = (size: number, seed = 0) => Buffer.from(Array.from({ length: size }, (_, i) => (i * 7 + seed * 13 + (i >> 8)) & 0xff));

@@ -1,5 +1,5 @@
 import type { Readable } from "node:stream";
-import type { NotificationRule, OutboxMessage } from "./notifications/rules.js";
+import type { NotificationRule, OutboxMessage } from "./notifications/store.js";
 
 /**
  * The R2 object store's contract, shared by the v4 API, the CLI's server side and the workerd binding
@@ -275,17 +275,3 @@ export interface R2Store {
   /** Content ids any object or unfinished upload still refers to (for the content store's garbage collector). */
   liveContent(): Promise<Set<string>>;
 }
-
-export const R2Limits = {
-  maxKeyBytes: 1024,
-  maxCustomMetadataBytes: 2048,
-  maxListLimit: 1000,
-  /** R2's single PUT ceiling: 5 GiB minus 5 MiB. */
-  maxObjectBytes: 5 * 1024 ** 3 - 5 * 1024 ** 2,
-  minPartBytes: 5 * 1024 ** 2,
-  maxParts: 10_000,
-  maxDeleteKeys: 1000,
-  maxCorsRules: 100,
-} as const;
-
-export const BUCKET_NAME_RE = /^[a-z0-9][a-z0-9-]{1,61}[a-z0-9]$/;

@@ -1,5 +1,6 @@
 import { R2Errors } from "./errors.js";
-import { BUCKET_NAME_RE, R2Limits, type R2HttpMetadata } from "./store.js";
+import { BUCKET_NAME_RE, R2Limits } from "./limits.js";
+import { type R2HttpMetadata } from "./store.js";
 
 export function assertBucketName(name: string): void {
   if (!BUCKET_NAME_RE.test(name)) throw R2Errors.invalidBucketName(name);
@@ -48,4 +49,12 @@ export function assertStorageClass(cls: string | undefined): string {
   if (cls === undefined) return "Standard";
   if (!(STORAGE_CLASSES as readonly string[]).includes(cls)) throw R2Errors.unknownStorageClass(cls, STORAGE_CLASSES);
   return cls;
+}
+
+/**
+ * PostgreSQL text cannot hold U+0000: a key, name or listing bound with it is refused as invalid (400) rather than
+ * failing in the database. (SQLite stores such keys; S3 clients practically never send them.)
+ */
+export function assertPgText(...values: (string | undefined)[]): void {
+  for (const v of values) if (typeof v === "string" && v.includes("\u0000")) throw R2Errors.keyWithNul();
 }

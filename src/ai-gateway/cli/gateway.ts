@@ -1,6 +1,7 @@
 import type { CliContext } from "../../core/cli/context.js";
 import { UsageError } from "../../core/errors.js";
-import type { Gateway, LogRecord } from "../store.js";
+import type { Gateway } from "../gateways/store.js";
+import type { LogRecord } from "../logs/store.js";
 
 export type Args = Record<string, unknown> & { given: ReadonlySet<string> };
 

@@ -1,6 +1,6 @@
 import type { CliContext } from "../../core/cli/context.js";
 import { readSecretInput } from "../../core/cli/secret-input.js";
-import type { ProviderKey } from "../store.js";
+import type { ProviderKey } from "../keys/store.js";
 import { gatewayPath, type Args } from "./gateway.js";
 
 const keysPath = async (ctx: CliContext, gateway: unknown) => `${await gatewayPath(ctx, gateway)}/provider_configs`;

@@ -1,5 +1,5 @@
 import type { CliContext } from "../../core/cli/context.js";
-import type { Gateway } from "../store.js";
+import type { Gateway } from "../gateways/store.js";
 import { gatewayPath, type Args } from "./gateway.js";
 
 interface TokenView {

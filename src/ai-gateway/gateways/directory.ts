@@ -1,5 +1,5 @@
 import { AigErrors } from "../errors.js";
-import type { Gateway, GatewayStore } from "../store.js";
+import type { Gateway, GatewayStore } from "./store.js";
 import type { GatewaySettings } from "./schema.js";
 
 /** Settings of the gateway that the hosted gateway creates on first authenticated use of the id "default". */

@@ -1,4 +1,4 @@
-import type { Gateway } from "../store.js";
+import type { Gateway } from "./store.js";
 import type { GatewaySettings } from "./schema.js";
 
 /** A gateway as both stores keep it: its settings as one JSON column. */

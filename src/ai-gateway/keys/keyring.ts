@@ -1,5 +1,5 @@
 import { PROVIDERS } from "../providers/catalog.js";
-import type { NewProviderKey, OpenedProviderKey, ProviderKey, ProviderKeyStore } from "../store.js";
+import type { NewProviderKey, OpenedProviderKey, ProviderKey, ProviderKeyStore } from "./store.js";
 
 /** The credential header a stored key goes in, and its value: what the provider's own clients send. */
 export interface StoredCredential {

@@ -6,7 +6,7 @@ import { parseWith } from "../../core/http/validate.js";
 import { AigCodes, AigErrors } from "../errors.js";
 import type { GatewayDirectory } from "../gateways/directory.js";
 import type { ProviderRegistry } from "../providers/registry.js";
-import type { ProviderKey } from "../store.js";
+import type { ProviderKey } from "./store.js";
 import type { ProviderKeyring } from "./keyring.js";
 
 /** Most provider keys one gateway holds: bounds what the keyring keeps per gateway. */

@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import type { OpenedProviderKey, ProviderKey } from "../store.js";
+import type { OpenedProviderKey, ProviderKey } from "./store.js";
 
 /** A provider key as both stores keep it (default_config is 0/1 on both). */
 export interface ProviderKeyRow {

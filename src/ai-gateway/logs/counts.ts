@@ -1,4 +1,5 @@
-import type { Gateway, LogCount, LogStore } from "../store.js";
+import type { Gateway } from "../gateways/store.js";
+import type { LogCount, LogStore } from "./store.js";
 
 /**
  * How many logs each gateway with a log limit holds, in memory, so that the proxy knows without waiting whether a

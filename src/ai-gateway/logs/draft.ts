@@ -1,53 +1,8 @@
 import { parseUserJson } from "../../core/http/json-input.js";
-import type { PriceTable } from "../providers/prices.js";
-import { costOf, type CustomCost } from "../proxy/cost.js";
-import { emptyUsage, usageOfJson, type Usage } from "../proxy/usage.js";
-import type { NewLog } from "../store.js";
-
-/**
- * What the proxy knows of an exchange once its answer is out, as it has it: the bodies as they passed, times as
- * numbers, nothing parsed, priced or formatted. The log is built from it later, where the batch is written (the
- * SQLite store's writer thread, or beside the PostgreSQL write), with `buildLog`: so the event loop that serves
- * requests only hands over what it already holds.
- */
-export type LogDraft = Pick<
-  NewLog,
-  | "id"
-  | "account_id"
-  | "gateway_id"
-  | "provider"
-  | "path"
-  | "request_type"
-  | "step"
-  | "status_code"
-  | "success"
-  | "duration"
-  | "metadata"
-  | "request_content_type"
-  | "response_content_type"
-  | "request_size"
-  | "response_size"
-  | "authenticated"
-  | "event_id"
-  | "limit"
-  | "strategy"
-> & {
-  /** Date.now() when the request arrived. */
-  arrived_at: number;
-  /**
-   * "answered" (usage from the answer), "cached" (answered from the cache: no tokens, no cost) or "aborted" (the
-   * client went away before the answer ended; usage as far as it came).
-   */
-  outcome: "answered" | "cached" | "aborted";
-  /** Usage already read (a stream's, read as it passed), or null: read from response_body, a JSON answer. */
-  usage: Usage | null;
-  custom_cost: CustomCost | null;
-  /** The bodies as they passed (null: over the capture's cap, or not captured); stored only with `keep_bodies`. */
-  request_body: Buffer | null;
-  response_body: Buffer | null;
-  /** gw-aig-collect-log-payload: false keeps the bodies out of the log (they are still read for usage and model). */
-  keep_bodies: boolean;
-};
+import type { PriceTable } from "../metering/prices.js";
+import { costOf, type CustomCost } from "../metering/cost.js";
+import { emptyUsage, usageOfJson, type Usage } from "../metering/usage.js";
+import type { LogDraft, NewLog } from "./store.js";
 
 /** The `model` of a JSON request body, when it has one (for logs when the answer names none). */
 function modelOfRequest(body: Buffer | null): string | null {

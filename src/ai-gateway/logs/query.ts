@@ -2,7 +2,7 @@ import { z } from "zod";
 import { parseUserJson } from "../../core/http/json-input.js";
 import { parseWith } from "../../core/http/validate.js";
 import { AigCodes, AigErrors } from "../errors.js";
-import { LOG_FILTER_FIELDS, LOG_ORDER_FIELDS, type LogCondition, type LogField, type LogFilter, type LogOrder } from "../store.js";
+import { LOG_FILTER_FIELDS, LOG_ORDER_FIELDS, type LogCondition, type LogField, type LogFilter, type LogOrder } from "./store.js";
 
 /** A Set: a client's key such as `constructor` is simply unknown. */
 const FIELDS = new Set<string>(LOG_FILTER_FIELDS);

@@ -8,7 +8,7 @@ import { openDatabase } from "../../core/db/sqlite.js";
 import { createLogger } from "../../core/logger.js";
 import { AI_GATEWAY_MIGRATIONS } from "../sqlite-migrations.js";
 import { sqliteStores } from "../sqlite-store.js";
-import { A, sampleDraft, sampleSettings, shippedPrices } from "../testing/sample-log.js";
+import { A, sampleDraft, sampleSettings } from "../testing/sample-log.js";
 import { LogCounts } from "./counts.js";
 import { FLUSH_AFTER_MS, LIMITED_FLUSH_AFTER_MS, LogQueue } from "./queue.js";
 
@@ -18,7 +18,7 @@ describe("AI gateway log queue", () => {
     try {
       const db = openDatabase(join(dir, "t.sqlite"), AI_GATEWAY_MIGRATIONS);
       const { logs } = sqliteStores(db);
-      const q = new LogQueue(logs, new LogCounts(logs), createLogger({ level: "silent" }), shippedPrices());
+      const q = new LogQueue(logs, new LogCounts(logs), createLogger({ level: "silent" }));
       const stored = () => logs.count(A, "g");
       const answer = Buffer.from(JSON.stringify({ model: "gpt-4o-mini", usage: { prompt_tokens: 1000, completion_tokens: 2000 } }));
 
@@ -50,8 +50,8 @@ describe("AI gateway log queue", () => {
       let release!: () => void;
       const held = new Promise<void>((resolve) => (release = resolve));
       const slow: typeof logs = Object.create(logs);
-      slow.appendDrafts = async (batch, prices) => (await held, logs.appendDrafts(batch, prices));
-      const q = new LogQueue(slow, new LogCounts(slow), createLogger({ level: "silent" }), shippedPrices());
+      slow.appendDrafts = async (batch) => (await held, logs.appendDrafts(batch));
+      const q = new LogQueue(slow, new LogCounts(slow), createLogger({ level: "silent" }));
       q.push(sampleDraft(1));
       q.push(sampleDraft(2));
       const flushed = q.flush();
@@ -73,7 +73,7 @@ describe("AI gateway log queue", () => {
     try {
       const db = openDatabase(join(dir, "t.sqlite"), AI_GATEWAY_MIGRATIONS);
       const { logs } = sqliteStores(db);
-      const q = new LogQueue(logs, new LogCounts(logs), createLogger({ level: "silent" }), shippedPrices());
+      const q = new LogQueue(logs, new LogCounts(logs), createLogger({ level: "silent" }));
       /** Lets the queue's promise chain and the store's write turn run (the clock of setTimeout stands still). */
       const settle = async () => {
         for (let i = 0; i < 20; i++) await nextTurn();
@@ -109,7 +109,7 @@ describe("AI gateway log queue", () => {
       const db = openDatabase(join(dir, "t.sqlite"), AI_GATEWAY_MIGRATIONS);
       const { gateways, logs } = sqliteStores(db);
       const counts = new LogCounts(logs);
-      const q = new LogQueue(logs, counts, createLogger({ level: "silent" }), shippedPrices());
+      const q = new LogQueue(logs, counts, createLogger({ level: "silent" }));
       const g = await gateways.create(A, "g", sampleSettings({ log_management: 10_000, log_management_strategy: "STOP_INSERTING" }));
       const first = counts.isFull(g);
       assert.ok(first instanceof Promise, "not known yet: the store is asked");

@@ -1,9 +1,8 @@
 import { unreachableDependency } from "../../core/errors/dependency.js";
 import type { Logger } from "../../core/logger.js";
-import type { PriceTable } from "../providers/prices.js";
-import type { LogStore } from "../store.js";
+import type { LogStore } from "./store.js";
 import type { LogCounts } from "./counts.js";
-import type { LogDraft } from "./draft.js";
+import type { LogDraft } from "./store.js";
 
 const MAX_BATCH = 1000;
 /**
@@ -65,8 +64,6 @@ export class LogQueue {
     private readonly store: LogStore,
     private readonly counts: LogCounts,
     private readonly log: Logger,
-    /** Prices the logs when they are built (by the store, where it writes them). */
-    private readonly prices: PriceTable,
   ) {}
 
   push(entry: LogDraft): void {
@@ -131,7 +128,7 @@ export class LogQueue {
       const mark = this.counts.mark();
       this.writing = batch.length;
       try {
-        this.counts.update(await this.store.appendDrafts(batch, this.prices), mark);
+        this.counts.update(await this.store.appendDrafts(batch), mark);
         if (this.failures > 0 || this.dropped > 0) this.log.info({ dropped: this.dropped }, "ai-gateway: logs are written again");
         this.failures = 0;
         this.dropped = 0;

@@ -5,7 +5,7 @@ import { readPage, resultInfo } from "../../core/http/pagination.js";
 import { parseWith } from "../../core/http/validate.js";
 import { AigCodes, AigErrors } from "../errors.js";
 import type { GatewayDirectory } from "../gateways/directory.js";
-import type { LogStore } from "../store.js";
+import type { LogStore } from "./store.js";
 import type { LogCounts } from "./counts.js";
 import type { LogQueue } from "./queue.js";
 import { readDeleteLimit, readLogFilter, readLogOrder } from "./query.js";

@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
-import type { Gateway } from "../store.js";
+import type { Gateway } from "../gateways/store.js";
 import type { RequestOptions } from "./request-options.js";
 import { ClientGone, DEFAULT_TIMEOUT_MS, type RetryPolicy } from "./upstream.js";
 

@@ -12,7 +12,7 @@ import type { LogCounts } from "../logs/counts.js";
 import { newLogId } from "../logs/log-id.js";
 import { upstreamUrl } from "../providers/registry.js";
 import type { ProviderAdapter } from "../providers/types.js";
-import type { Gateway } from "../store.js";
+import type { Gateway } from "../gateways/store.js";
 import { clientGone, retryPolicy, type Exchange } from "./exchange.js";
 import type { RateLimiter } from "./rate-limiter.js";
 import { answerHeaders, queueLog, Relay } from "./relay.js";

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { storeContract } from "../../core/testing/contract.js";
-import type { Gateway } from "../store.js";
+import type { Gateway } from "../gateways/store.js";
 import { A, B, sampleSettings } from "../testing/sample-log.js";
 import type { RateLimiter } from "./rate-limiter.js";
 

@@ -1,4 +1,4 @@
-import type { Gateway } from "../store.js";
+import type { Gateway } from "../gateways/store.js";
 
 /**
  * A gateway's rate limit: `rate_limiting_limit` requests per `rate_limiting_interval` seconds. `fixed` counts in

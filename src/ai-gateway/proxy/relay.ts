@@ -1,11 +1,11 @@
 import type { IncomingHttpHeaders, OutgoingHttpHeaders } from "node:http";
 import type { LogQueue } from "../logs/queue.js";
-import type { LogDraft } from "../logs/draft.js";
+import type { LogDraft } from "../logs/store.js";
 import type { Exchange } from "./exchange.js";
 import { BodyCapture, LOG_BODY_CAP } from "./request-body.js";
 import { MAX_ENTRY_BYTES, type ResponseCache } from "./response-cache.js";
 import { HOP_RESPONSE, type AnswerSink, type UpstreamFlow } from "./upstream.js";
-import { SseUsageReader, type Usage } from "./usage.js";
+import { SseUsageReader, type Usage } from "../metering/usage.js";
 
 interface RelayInfo {
   provider: string;

@@ -1,7 +1,7 @@
 import type { IncomingHttpHeaders } from "node:http";
 import { parseUserJson } from "../../core/http/json-input.js";
 import { AigErrors } from "../errors.js";
-import type { CustomCost } from "./cost.js";
+import type { CustomCost } from "../metering/cost.js";
 
 /** Our headers use `gw-aig-`; clients written for the hosted gateway send `cf-aig-`, accepted as an alias. */
 function aigHeader(h: IncomingHttpHeaders, name: string): string | undefined {

@@ -1,9 +1,9 @@
 import { DEFAULT_GATEWAY } from "../gateways/directory.js";
 import type { GatewaySettings } from "../gateways/schema.js";
 import { SHIPPED_PRICES_FILE } from "../config.js";
-import type { LogDraft } from "../logs/draft.js";
-import { PriceTable } from "../providers/prices.js";
-import type { NewLog } from "../store.js";
+import type { LogDraft } from "../logs/store.js";
+import { PriceTable } from "../metering/prices.js";
+import type { NewLog } from "../logs/store.js";
 
 /** Two account ids for tests of the stores. */
 export const A = "a".repeat(32);

@@ -1,7 +1,8 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { EdgeError } from "../errors.js";
-import { toBindingReply, toCliMessage, toEnvelope } from "./render.js";
+import { markDependency } from "./dependency.js";
+import { asciiJson, statusText, textReply, toBindingReply, toCliMessage, toEnvelope, type BindingErrorFormat } from "./render.js";
 
 test("toEnvelope: the v4 failure envelope, with a refusal's chain, pointer and extra fields", () => {
   const err = new EdgeError(400, 1004, "ttl: too small", { pointer: "/ttl", chain: [{ code: 9, message: "why" }], extra: { error: [{ code: 1 }] } });
@@ -14,25 +15,22 @@ test("toEnvelope: the v4 failure envelope, with a refusal's chain, pointer and e
   });
 });
 
-test("toBindingReply kv: the status, the message as a printable reason phrase, {success, errors} as text", () => {
-  const reply = toBindingReply(new EdgeError(413, 10029, "value is too large: “25 MiB”\nmax"), "kv");
-  assert.equal(reply.status, 413);
-  assert.equal(reply.reason, "value is too large: ?25 MiB??max");
+test("toBindingReply: a refusal in the area's format, a bug as its bug reply, an unreachable dependency as a refusal", () => {
+  const format: BindingErrorFormat = {
+    refusal: (err) => textReply(err.status, `${err.errors[0]?.code}: ${err.message}`, statusText(err.message, 10)),
+    bug: () => textReply(500, "bug"),
+  };
+  const reply = toBindingReply(new EdgeError(404, 7, "not there: é, and more"), format);
+  assert.deepEqual([reply.status, reply.reason, reply.body.toString()], [404, "not there:", "7: not there: é, and more"]);
   assert.deepEqual(reply.headers, { "content-type": "text/plain; charset=utf-8" });
-  assert.deepEqual(JSON.parse(reply.body.toString()), { success: false, errors: [{ code: 10029, message: "value is too large: “25 MiB”\nmax" }] });
-  const bug = toBindingReply(new Error("boom"), "kv");
-  assert.deepEqual([bug.status, bug.reason, bug.body.toString()], [500, "Internal Server Error", "internal error"]);
+  const bug = toBindingReply(new Error("boom"), format);
+  assert.deepEqual([bug.status, bug.body.toString()], [500, "bug"]);
+  const down = toBindingReply(markDependency(Object.assign(new Error("connect ECONNREFUSED"), { code: "ECONNREFUSED" }), "PostgreSQL"), format);
+  assert.equal(down.status, 503);
 });
 
-test("toBindingReply r2: cf-r2-error (ASCII-safe) and the same JSON as the body; a bug is the area's internal refusal", () => {
-  const reply = toBindingReply(new EdgeError(404, 10007, "The specified key does not exist: é"), "r2");
-  assert.equal(reply.status, 404);
-  assert.equal(reply.headers["cf-r2-error"], '{"version":1,"v4code":10007,"message":"The specified key does not exist: \\u00e9"}');
-  assert.equal(reply.headers["content-type"], "application/json");
-  assert.deepEqual(JSON.parse(reply.body.toString()), { version: 1, v4code: 10007, message: "The specified key does not exist: é" });
-  const bug = toBindingReply(new Error("boom"), "r2", () => new EdgeError(500, 10001, "We encountered an internal error. Please try again."));
-  assert.equal(bug.status, 500);
-  assert.deepEqual(JSON.parse(bug.body.toString()), { version: 1, v4code: 10001, message: "We encountered an internal error. Please try again." });
+test("asciiJson: header-safe JSON", () => {
+  assert.equal(asciiJson({ m: "é" }), '{"m":"\\u00e9"}');
 });
 
 test("toCliMessage: each error with its code, one per line", () => {

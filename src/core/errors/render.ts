@@ -4,8 +4,10 @@ import { dependencyRefusal } from "./dependency.js";
 import { failure } from "../http/envelope.js";
 
 /**
- * The one place that turns a refusal (an EdgeError) into what each surface shows: a v4 envelope for the API, the
- * error reply a workerd binding expects, one line for the CLI. Areas never format a refusal themselves.
+ * The one place that turns a refusal (an EdgeError) into what each surface shows: a v4 envelope for the API, one
+ * line for the CLI, and the error reply of a workerd binding, in the wire format its area declares
+ * (BindingErrorFormat). Areas never write a refusal out themselves: they declare their format and render through
+ * these helpers.
  */
 
 /** The v4 failure envelope: `{success: false, errors, messages: [], result: null}` plus any extra fields. */
@@ -13,50 +15,54 @@ export function toEnvelope(err: EdgeError): ReturnType<typeof failure> {
   return failure(err.errors, err.extra);
 }
 
-/** The workerd binding protocols the binding server speaks; each reports errors its own way. */
-export type BindingProtocol = "kv" | "r2";
-
 /** A complete HTTP answer for a binding call: status, optional reason phrase, headers and body. */
 export interface BindingReply {
   status: number;
-  /** The HTTP reason phrase; workerd's KV binding shows it to the script (`KV GET failed: 404 <reason>`). */
+  /** The HTTP reason phrase; workerd's KV and queue bindings show it to the script (`KV GET failed: 404 <reason>`). */
   reason?: string;
   headers: Record<string, string | number>;
   body: Buffer;
 }
 
-/** Header-safe JSON: non-ASCII becomes \u escapes (header values must be latin1). */
-const asciiJson = (v: unknown) => JSON.stringify(v).replace(/[\u007f-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
-
 /**
- * The error reply of a binding call. `err` that is not an EdgeError is a bug (the caller logs it): KV answers a
- * plain 500; R2 answers `internal`, the area's own internal refusal, because workerd reads an R2 error's code.
- * - kv: the status, the message as the reason phrase (one line of printable ASCII, workerd shows it to the
- *   script), the v4 envelope's `{success, errors}` as a text body.
- * - r2: the status, `cf-r2-error: {"version":1,"v4code":<code>,"message":...}` (what workerd turns into the
- *   script's exception) and the same JSON as the body.
+ * How one workerd binding protocol reports a failed call: its wire format, declared by the area whose binding it
+ * is (kv/binding.ts, r2/binding.ts, queues/binding.ts, d1/binding.ts) and applied here, so every binding renders
+ * through the same helper (toBindingReply, sendBindingError) and none writes an error reply by hand.
  */
-export function toBindingReply(err: unknown, protocol: BindingProtocol, internal?: () => EdgeError): BindingReply {
-  // PostgreSQL or the object store being away is a 503 for a worker's binding call too, not a bug of ours.
-  err = dependencyRefusal(err) ?? err;
-  if (protocol === "r2") {
-    const e = err instanceof EdgeError ? err : (internal?.() ?? new EdgeError(500, Codes.internal, "internal error"));
-    return { status: e.status, headers: { "cf-r2-error": r2ErrorHeader(e), "content-type": "application/json" }, body: Buffer.from(r2ErrorJson(e)) };
-  }
-  if (!(err instanceof EdgeError)) return textReply(500, "internal error", "Internal Server Error");
-  // Reason phrases must be one line of latin1; keep the message readable within that.
-  const reason = err.message.replace(/[^\x20-\x7e]/g, "?").slice(0, 200);
-  return textReply(err.status, JSON.stringify({ success: false, errors: err.errors }), reason);
+export interface BindingErrorFormat {
+  /** The reply of a refusal. */
+  refusal(err: EdgeError): BindingReply;
+  /** The reply of a bug (an error that is no EdgeError; sendBindingError has logged it). */
+  bug(): BindingReply;
 }
 
-const r2ErrorJson = (err: EdgeError) => JSON.stringify({ version: 1, v4code: err.errors[0]?.code, message: err.message });
+/**
+ * The error reply of a binding call in the area's format. PostgreSQL or the object store being away is a refusal
+ * (503) for a worker's binding call too, not a bug of ours.
+ */
+export function toBindingReply(err: unknown, format: BindingErrorFormat): BindingReply {
+  err = dependencyRefusal(err) ?? err;
+  return err instanceof EdgeError ? format.refusal(err) : format.bug();
+}
 
-/** The `cf-r2-error` header value for `err`; R2 also sends it beside metadata (a 412 carries the object). */
-export const r2ErrorHeader = (err: EdgeError): string => asciiJson({ version: 1, v4code: err.errors[0]?.code, message: err.message });
-
-function textReply(status: number, text: string, reason?: string): BindingReply {
-  const body = Buffer.from(text, "utf8");
-  return { status, reason, headers: { "content-type": "text/plain; charset=utf-8" }, body };
+/**
+ * Answers a failed binding call in the area's format: a bug is logged first (with `context`), a refusal is not;
+ * when the answer has already started, the connection is cut instead (workerd sees an error).
+ */
+export function sendBindingError(
+  res: ServerResponse,
+  err: unknown,
+  format: BindingErrorFormat,
+  log?: { error(obj: object, msg: string): void },
+  context: { what: string } & Record<string, unknown> = { what: "binding call" },
+): void {
+  const reply = toBindingReply(err, format);
+  const refused = dependencyRefusal(err) ?? err;
+  if (log && !(refused instanceof EdgeError)) {
+    const { what, ...fields } = context;
+    log.error({ err, ...fields }, `${what} failed`);
+  }
+  sendBindingReply(res, reply);
 }
 
 /** Writes a binding reply; when an answer has already started, the connection is cut instead (workerd sees an error). */
@@ -68,6 +74,30 @@ export function sendBindingReply(res: ServerResponse, reply: BindingReply): void
   if (reply.reason) res.statusMessage = reply.reason;
   res.writeHead(reply.status, { ...reply.headers, "content-length": reply.body.length });
   res.end(reply.body);
+}
+
+/** Pieces the areas' formats are made of. */
+
+/** Header-safe JSON: non-ASCII becomes \u escapes (header values must be latin1). */
+export const asciiJson = (v: unknown) => JSON.stringify(v).replace(/[\u007f-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
+
+/** A message as one line of visible ASCII, at most `max` characters: a reason phrase or header value workerd shows. */
+export const statusText = (message: string, max: number) => message.replace(/[^\x20-\x7e]/g, "?").slice(0, max);
+
+/** A reply whose body is `text` (UTF-8). */
+export function textReply(
+  status: number,
+  text: string,
+  reason?: string,
+  headers: Record<string, string> = {},
+  contentType = "text/plain; charset=utf-8",
+): BindingReply {
+  return { status, reason, headers: { "content-type": contentType, ...headers }, body: Buffer.from(text, "utf8") };
+}
+
+/** A reply whose body is `body` as JSON. */
+export function jsonReply(status: number, body: unknown, headers: Record<string, string> = {}): BindingReply {
+  return { status, headers: { "content-type": "application/json", ...headers }, body: Buffer.from(JSON.stringify(body)) };
 }
 
 /**

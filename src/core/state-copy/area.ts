@@ -61,9 +61,10 @@ export interface AreaCopier {
   name: string;
   /**
    * `<state>/db/<database>.sqlite` and the migrations that make it; `smallBodies`: the table of that database
-   * that holds the content store's small bodies (core/content/db-small-store.ts), when the area keeps them there.
+   * that holds the content store's small bodies (core/content/db-small-store.ts), when the area keeps them there;
+   * `smallBodyBytes`: the largest body kept there (the area's own policy; DbSmallContentStore's default otherwise).
    */
-  sqlite: { database: string; migrations: readonly Migration[]; smallBodies?: string };
+  sqlite: { database: string; migrations: readonly Migration[]; smallBodies?: string; smallBodyBytes?: number };
   /** The PostgreSQL schema and its migrations. */
   postgres: { schema: string; migrations: readonly PgMigration[] };
   /** The area's content store (files under `<state>/content/<name>/`, or keys `<name>/<id>` in the bucket). */

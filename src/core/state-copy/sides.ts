@@ -147,7 +147,7 @@ export function stateDirSide(stateDir: string): CopySide {
       const db = openDatabase(file, area.sqlite.migrations);
       dbs.push(db);
       const smallBodies = area.sqlite.smallBodies;
-      const content = files && smallBodies ? new DbSmallContentStore(db, smallBodies, files) : files;
+      const content = files && smallBodies ? new DbSmallContentStore(db, smallBodies, files, area.sqlite.smallBodyBytes) : files;
       const sql = new Statements("sqlite", (table) => table);
       return {
         content,

@@ -1,7 +1,7 @@
 import type { CliContext } from "../../core/cli/context.js";
 import { UserError } from "../../core/errors.js";
 import { R2Errors } from "../errors.js";
-import { BUCKET_NAME_RE } from "../store.js";
+import { BUCKET_NAME_RE } from "../limits.js";
 
 /** The v4 path of an account's buckets. */
 export const bucketsPath = (account: string) => `/accounts/${account}/r2/buckets`;

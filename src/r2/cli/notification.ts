@@ -1,7 +1,7 @@
 import type { CliContext } from "../../core/cli/context.js";
 import { UserError } from "../../core/errors.js";
 import { queueNamed } from "../../queues/cli/consumers.js";
-import type { NotificationAction } from "../notifications/rules.js";
+import type { NotificationAction } from "../notifications/store.js";
 
 /** The event types wrangler 3 takes, and the actions each stands for (in wrangler's order). */
 const EVENT_TYPES: Record<string, NotificationAction[]> = {

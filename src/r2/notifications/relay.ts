@@ -1,6 +1,6 @@
 import type { Logger } from "../../core/logger.js";
 import type { R2Store } from "../store.js";
-import type { OutboxMessage } from "./rules.js";
+import type { OutboxMessage } from "./store.js";
 
 /** Where the relay puts messages: the Queues area (wired by platform.ts). */
 export interface NotificationQueues {

@@ -6,7 +6,8 @@ import { parseWith } from "../../core/http/validate.js";
 import { R2Codes, R2Errors } from "../errors.js";
 import type { BucketRef, R2Store } from "../store.js";
 import type { NotificationQueues } from "./relay.js";
-import { MAX_RULES_PER_BUCKET, NOTIFICATION_ACTIONS, newRules, rulesByQueue, type NotificationRule } from "./rules.js";
+import { MAX_RULES_PER_BUCKET, newRules, rulesByQueue } from "./rules.js";
+import { NOTIFICATION_ACTIONS, type NotificationRule } from "./store.js";
 
 type Route = { Params: { account_id: string; bucket: string; queue_id?: string } };
 

@@ -1,16 +1,13 @@
 import { randomUUID } from "node:crypto";
 import { R2Errors } from "../errors.js";
 import type { BucketRef, R2ObjectInfo } from "../store.js";
+import { NOTIFICATION_ACTIONS, type NotificationAction, type NotificationRule } from "./store.js";
 
 /**
  * Event notification rules (what the hosted API calls a bucket's "configuration"): for each queue of the bucket's
  * account, which object actions, under which key prefix and suffix, send a message to it. Kept in R2's own
  * database beside the objects, so a message is recorded by the transaction that changes the object (outbox.ts).
  */
-
-/** The object actions a rule can name, as the hosted API spells them. */
-export const NOTIFICATION_ACTIONS = ["PutObject", "CopyObject", "CompleteMultipartUpload", "DeleteObject", "LifecycleDeletion"] as const;
-export type NotificationAction = (typeof NOTIFICATION_ACTIONS)[number];
 
 /** The hosted limit: rules of one bucket, all queues together. */
 export const MAX_RULES_PER_BUCKET = 100;
@@ -22,18 +19,6 @@ export interface NotificationRuleInput {
   prefix?: string;
   suffix?: string;
   description?: string;
-}
-
-export interface NotificationRule {
-  ruleId: string;
-  queueId: string;
-  actions: NotificationAction[];
-  /** "" matches every key. */
-  prefix: string;
-  suffix: string;
-  description: string;
-  /** ISO 8601 */
-  createdAt: string;
 }
 
 /** Checks rules from a request and gives each an id and a creation time. */
@@ -110,15 +95,6 @@ export function messageBody(change: ObjectChange, eventTime: Date): string {
   };
   if (change.copySource) body.copySource = { bucket: change.copySource.bucket, object: change.copySource.key };
   return JSON.stringify(body);
-}
-
-/** A message recorded with an object change, waiting to be moved to its queue. */
-export interface OutboxMessage {
-  id: string;
-  accountId: string;
-  queueId: string;
-  /** JSON (messageBody). */
-  body: string;
 }
 
 /** What the store records for one change: a message for every queue with a matching rule. */

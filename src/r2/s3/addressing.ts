@@ -1,4 +1,4 @@
-import { BUCKET_NAME_RE } from "../store.js";
+import { BUCKET_NAME_RE } from "../limits.js";
 import { S3Errors } from "./errors.js";
 
 /**

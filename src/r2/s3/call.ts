@@ -7,16 +7,11 @@ import { BodyVerifier, bodyExpectations } from "./checksums.js";
 import { AwsChunkedDecoder } from "./chunked.js";
 import { S3Error, S3Errors } from "./errors.js";
 import { ChunkSignatures, STREAMING_SIGNED, STREAMING_SIGNED_TRAILER, STREAMING_UNSIGNED_TRAILER, type SignedRequest } from "./sigv4.js";
+import { readsRequestWhole } from "../objects/body-policy.js";
 import { xmlDocument, type XmlContent } from "./xml.js";
 
 /** XML request bodies (CompleteMultipartUpload of 10,000 parts, DeleteObjects of 1,000 long keys) fit in this. */
 export const MAX_XML_BODY_BYTES = 4 * 1024 * 1024;
-/**
- * Object bodies up to this size are read whole before the store sees them: the store writes a buffer in one call,
- * which costs about a third less CPU than a stream pipeline for the small objects that dominate request counts.
- */
-const SMALL_BODY_BYTES = 64 * 1024;
-
 /**
  * One authenticated S3 request, as the operations see it: who asks for which bucket and key in which account,
  * the request's parameters, and the body and response helpers. The signature has been checked already.
@@ -104,12 +99,12 @@ export class S3Call {
   }
 
   /**
-   * The body as the store takes it: a small body of known length read whole and checked (see SMALL_BODY_BYTES),
+   * The body as the store takes it: a small body of known length read whole and checked (R2BodyPolicy.wholeRequestBytes),
    * anything else as the checked stream of `body()`.
    */
   async bodyForStore(): Promise<Readable | Buffer> {
     const size = this.declaredSize();
-    if (this.chunked() || size === undefined || size > SMALL_BODY_BYTES) return this.body();
+    if (this.chunked() || !readsRequestWhole(size)) return this.body();
     const expect = bodyExpectations(this.headers, this.signed.payloadHash);
     const chunks: Buffer[] = [];
     for await (const chunk of this.req) chunks.push(chunk as Buffer);

@@ -1,9 +1,9 @@
-import { parseRangeHeader } from "../ranges.js";
+import { parseRangeHeader } from "../objects/ranges.js";
 import type { R2Range } from "../store.js";
 import type { S3Call } from "./call.js";
 import { S3Errors } from "./errors.js";
 import { customMetadataFrom, httpMetadataFrom, refuseUnsupportedHeaders, storageClassFrom } from "./metadata.js";
-import { conditionalFromHeaders } from "../preconditions.js";
+import { conditionalFromHeaders } from "../objects/preconditions.js";
 import { copySourceConditions } from "./objects.js";
 import { partNumberOf, uploadIdOf } from "./multipart.js";
 

@@ -1,5 +1,5 @@
 import type { IncomingHttpHeaders } from "node:http";
-import { HTTP_METADATA_HEADERS, type HttpMetadataField } from "../http-metadata-headers.js";
+import { HTTP_METADATA_HEADERS, type HttpMetadataField } from "../objects/http-metadata-headers.js";
 import type { R2HttpMetadata, R2ObjectInfo } from "../store.js";
 import { S3Errors } from "./errors.js";
 import { headerText, headerValue } from "./header-text.js";

@@ -1,4 +1,5 @@
-import { R2Limits, type R2UploadedPart } from "../store.js";
+import { R2Limits } from "../limits.js";
+import { type R2UploadedPart } from "../store.js";
 import { ownerOf } from "./buckets.js";
 import type { S3Call } from "./call.js";
 import { S3Errors } from "./errors.js";

@@ -1,8 +1,8 @@
 import type { IncomingHttpHeaders } from "node:http";
 import { UNTRUSTED_CONTENT_HEADERS } from "../../core/http/untrusted-content.js";
 import { pipeline, type Readable } from "node:stream";
-import { conditionalFromHeaders, conditionHolds } from "../preconditions.js";
-import { parseRangeHeader, resolveRange } from "../ranges.js";
+import { conditionalFromHeaders, conditionHolds } from "../objects/preconditions.js";
+import { parseRangeHeader, resolveRange } from "../objects/ranges.js";
 import type { R2Conditional, R2ObjectInfo, R2Range } from "../store.js";
 import { assertKey } from "../validation.js";
 import type { S3Call } from "./call.js";

@@ -1,7 +1,7 @@
-import type { Db } from "../core/db/sqlite.js";
-import type { SecretBox } from "../core/secret-box.js";
-import { AigErrors } from "./errors.js";
-import { newKeyId, PUBLIC_KEY_COLUMNS, toOpenedKey, toProviderKey, type ProviderKeyRow } from "./keys/rows.js";
+import type { Db } from "../../core/db/sqlite.js";
+import type { SecretBox } from "../../core/secret-box.js";
+import { AigErrors } from "../errors.js";
+import { newKeyId, PUBLIC_KEY_COLUMNS, toOpenedKey, toProviderKey, type ProviderKeyRow } from "./rows.js";
 import { providerKeySealContext, type NewProviderKey, type OpenedProviderKey, type ProviderKey, type ProviderKeyStore } from "./store.js";
 
 type PublicRow = Omit<ProviderKeyRow, "account_id" | "secret">;

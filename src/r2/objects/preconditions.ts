@@ -1,4 +1,4 @@
-import type { R2Conditional, R2EtagCondition, R2ObjectInfo } from "./store.js";
+import type { R2Conditional, R2EtagCondition, R2ObjectInfo } from "../store.js";
 
 const toSeconds = (ms: number) => Math.floor(ms / 1000) * 1000;
 

@@ -1,9 +1,9 @@
-import type { Bus } from "../core/cluster/bus.js";
-import type { Postgres, Transaction } from "../core/db/postgres.js";
-import type { SecretBox } from "../core/secret-box.js";
-import { AigErrors } from "./errors.js";
-import { newKeyId, PUBLIC_KEY_COLUMNS, toOpenedKey, toProviderKey, type ProviderKeyRow } from "./keys/rows.js";
-import { AIG_BUS_AREA, writeNotice } from "./notices.js";
+import type { Bus } from "../../core/cluster/bus.js";
+import type { Postgres, Transaction } from "../../core/db/postgres.js";
+import type { SecretBox } from "../../core/secret-box.js";
+import { AigErrors } from "../errors.js";
+import { newKeyId, PUBLIC_KEY_COLUMNS, toOpenedKey, toProviderKey, type ProviderKeyRow } from "./rows.js";
+import { AIG_BUS_AREA, writeNotice } from "../notices.js";
 import { providerKeySealContext, type NewProviderKey, type OpenedProviderKey, type ProviderKey, type ProviderKeyStore } from "./store.js";
 
 type PublicRow = Omit<ProviderKeyRow, "account_id" | "secret">;

@@ -1,12 +1,12 @@
 import { randomBytes } from "node:crypto";
 import type { Readable } from "node:stream";
-import type { Postgres, SqlRunner, Transaction } from "../core/db/postgres.js";
-import { R2Errors } from "./errors.js";
-import { assembleUpload, assertPartNumber, beforeBody, newUploadFields, type ObjectBodies, type StoredPart } from "./object-bodies.js";
-import { assertPgText } from "./pg-text.js";
-import type { Segment } from "./rows.js";
+import type { Postgres, SqlRunner, Transaction } from "../../core/db/postgres.js";
+import { R2Errors } from "../errors.js";
+import { assembleUpload, assertPartNumber, beforeBody, newUploadFields, type ObjectBodies, type StoredPart } from "../objects/bodies.js";
+import { assertPgText } from "../validation.js";
+import type { Segment } from "../rows.js";
+import { R2Limits } from "../limits.js";
 import {
-  R2Limits,
   type BucketRef,
   type R2Conditional,
   type R2ListPartsResult,
@@ -15,10 +15,10 @@ import {
   type R2MultipartOptions,
   type R2ObjectInfo,
   type R2UploadedPart,
-} from "./store.js";
-import { listPartsPage, listUploads, type UploadRow } from "./upload-listing.js";
-import { assertKey } from "./validation.js";
-import type { ObjectWrite } from "./notifications/rules.js";
+} from "../store.js";
+import { listPartsPage, listUploads, type UploadRow } from "./listing.js";
+import { assertKey } from "../validation.js";
+import type { ObjectWrite } from "../notifications/rules.js";
 
 /** What multipart uploads use of the PostgreSQL object store they complete into (pg-store.ts). */
 interface PgObjectWriter {

@@ -1,4 +1,4 @@
-import type { ContentStore } from "../core/content/store.js";
+import type { ContentStore } from "../../core/content/store.js";
 
 /**
  * Content files can be replaced while a reader streams them (an overwrite commits, then unlinks the old

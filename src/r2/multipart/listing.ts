@@ -1,5 +1,6 @@
-import { R2Errors } from "./errors.js";
-import { R2Limits, type R2ListPartsResult, type R2ListUploadsOptions, type R2ListUploadsResult, type R2PendingUpload } from "./store.js";
+import { R2Errors } from "../errors.js";
+import { R2Limits } from "../limits.js";
+import { type R2ListPartsResult, type R2ListUploadsOptions, type R2ListUploadsResult, type R2PendingUpload } from "../store.js";
 
 /**
  * Listings of unfinished multipart uploads and of their parts (what S3's ListMultipartUploads and ListParts show),

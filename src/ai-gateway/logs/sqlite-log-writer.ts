@@ -1,8 +1,8 @@
 import { fileURLToPath } from "node:url";
 import { Worker } from "node:worker_threads";
-import type { Db } from "../core/db/sqlite.js";
-import type { LogDraft } from "./logs/draft.js";
-import type { PriceTable } from "./providers/prices.js";
+import type { Db } from "../../core/db/sqlite.js";
+import type { LogDraft } from "./store.js";
+import type { PriceTable } from "../metering/prices.js";
 import type { LogCount, NewLog } from "./store.js";
 
 /** What crosses to the thread: logs as they are written, or drafts it builds itself (logs/draft.ts). */
@@ -56,21 +56,21 @@ export const SHARED_BATCH_BYTES = 4 * 1024 * 1024;
 /** Messages to the writer thread (sqlite-log-thread.ts). */
 export type ToLogThread =
   | ({ op: "append"; id: number; kind: "logs" | "drafts" } & (PackedBatch | SharedBatch))
-  /** The price table the drafts that follow are built with (sent before the first of them, and when it changes). */
-  | { op: "prices"; entries: ReturnType<PriceTable["entries"]> }
   | { op: "count"; id: number; accountId: string; gatewayId: string }
   /** The gateway's logs were deleted by the main thread: the count the thread keeps must be read again. */
   | { op: "forget"; accountId: string; gatewayId: string }
   | { op: "close" };
 
 /**
- * What the writer thread starts with: the file, the WAL size in pages past which its commits checkpoint, and the
- * buffer shared batches come in.
+ * What the writer thread starts with: the file, the WAL size in pages past which its commits checkpoint, the
+ * buffer shared batches come in, and the prices of the logs it builds.
  */
 export interface LogThreadData {
   file: string;
   walAutocheckpoint: number;
   shared: SharedArrayBuffer;
+  /** The price table drafts are built with (PriceTable.entries). */
+  prices: ReturnType<PriceTable["entries"]>;
 }
 
 /** Answers from the writer thread, by the id of the message they answer. */
@@ -164,26 +164,25 @@ export class LogWriterThread {
   private worker: Worker | undefined;
   private readonly pending = new Map<number, Pending>();
   private seq = 0;
-  /** The price table the running thread has (none until drafts were first sent; a new thread has none). */
-  private prices: PriceTable | undefined;
   /** The buffer the running thread shares for batches, and the batch in it until answered (one at a time). */
   private shared: { memory: SharedArrayBuffer; bytes: Buffer; heldBy: number | undefined } | undefined;
 
-  /** `db`: the store's connection to the file; the thread opens one of its own, checkpointing as that one does. */
-  constructor(private readonly db: Db) {}
+  /**
+   * `db`: the store's connection to the file; the thread opens one of its own, checkpointing as that one does.
+   * `prices`: what the logs built from drafts are priced with (handed to each thread as it starts).
+   */
+  constructor(
+    private readonly db: Db,
+    private readonly prices: PriceTable,
+  ) {}
 
   /** Writes the batch on the thread; resolves with the counts of its gateways that have a limit (LogStore.append). */
   append(batch: readonly NewLog[]): Promise<LogCount[]> {
     return this.send("logs", batch);
   }
 
-  /** Builds the drafts' logs on the thread, priced with `prices`, and writes them there (LogStore.appendDrafts). */
-  appendDrafts(batch: readonly LogDraft[], prices: PriceTable): Promise<LogCount[]> {
-    const w = this.thread();
-    if (this.prices !== prices) {
-      w.postMessage({ op: "prices", entries: prices.entries() } satisfies ToLogThread);
-      this.prices = prices;
-    }
+  /** Builds the drafts' logs on the thread and writes them there (LogStore.appendDrafts). */
+  appendDrafts(batch: readonly LogDraft[]): Promise<LogCount[]> {
     return this.send("drafts", batch);
   }
 
@@ -245,7 +244,9 @@ export class LogWriterThread {
     // A buffer of its own for each thread: one that failed may still have been reading the last.
     const memory = new SharedArrayBuffer(SHARED_BATCH_BYTES);
     this.shared = { memory, bytes: Buffer.from(memory), heldBy: undefined };
-    const w = new Worker(THREAD_SCRIPT, { workerData: { file: this.db.name, walAutocheckpoint, shared: memory } satisfies LogThreadData });
+    const w = new Worker(THREAD_SCRIPT, {
+      workerData: { file: this.db.name, walAutocheckpoint, shared: memory, prices: this.prices.entries() } satisfies LogThreadData,
+    });
     w.unref();
     w.on("message", (m: FromLogThread) => {
       const p = this.pending.get(m.id);
@@ -257,7 +258,6 @@ export class LogWriterThread {
     const fail = (err: Error) => {
       if (this.worker !== w) return;
       this.worker = undefined;
-      this.prices = undefined;
       for (const p of this.pending.values()) p.reject(err);
       this.pending.clear();
     };

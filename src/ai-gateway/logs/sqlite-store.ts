@@ -1,8 +1,10 @@
-import type { Db } from "../core/db/sqlite.js";
-import { logOrderBy, logWhere } from "./sqlite-log-filter.js";
-import { buildLogs, type LogDraft } from "./logs/draft.js";
-import type { PriceTable } from "./providers/prices.js";
-import { BODY_COLUMNS, INSERT_COLUMNS, LOG_COLUMNS, rowValues, STATS_COLUMNS, toRecord, type LogRow as Row } from "./log-rows.js";
+import type { Db } from "../../core/db/sqlite.js";
+import { logOrderBy, logWhere } from "./sqlite-filter.js";
+import { buildLogs } from "./draft.js";
+import { type LogDraft } from "./store.js";
+import type { PriceTable } from "../metering/prices.js";
+import { SqliteLogAppender } from "./sqlite-appender.js";
+import { BODY_COLUMNS, LOG_COLUMNS, STATS_COLUMNS, toRecord, type LogRow as Row } from "./rows.js";
 import { LogWriterThread } from "./sqlite-log-writer.js";
 import type { LogCount, LogPatch, LogQuery, LogRecord, LogStats, LogStore, NewLog } from "./store.js";
 
@@ -13,17 +15,6 @@ import type { LogCount, LogPatch, LogQuery, LogRecord, LogStats, LogStore, NewLo
  */
 const THREAD_BATCH = 8;
 
-/**
- * Logs per multi-row insert: one statement execution for this many rows instead of one each (the statement's
- * fixed cost per execution, and better-sqlite3's per call, are shared). More rows per statement gain little and
- * bind more parameters per call (29 a row; SQLite allows 32,766).
- */
-export const ROWS_PER_INSERT = 8;
-
-const INSERT = (rows: number) =>
-  `INSERT INTO logs (${INSERT_COLUMNS.join(", ")}) VALUES ${Array(rows)
-    .fill(`(${INSERT_COLUMNS.map(() => "?").join(", ")})`)
-    .join(", ")}`;
 const SELECT = `SELECT ${LOG_COLUMNS} FROM logs`;
 const STATS = `SELECT ${STATS_COLUMNS} FROM logs`;
 
@@ -37,7 +28,7 @@ const STATS = `SELECT ${STATS_COLUMNS} FROM logs`;
  * the other in SQLite's busy handler.
  */
 export class SqliteLogStore implements LogStore {
-  private readonly counts = new Map<string, number>();
+  private readonly appender: SqliteLogAppender;
   private readonly q;
   private readonly thread: LogWriterThread | undefined;
   private writeQueue: Promise<unknown> = Promise.resolve();
@@ -46,27 +37,17 @@ export class SqliteLogStore implements LogStore {
 
   constructor(
     private readonly db: Db,
+    /** Prices the logs built from drafts (appendDrafts), here or on the writer thread. */
+    private readonly prices: PriceTable,
     opts: { writerThread?: boolean } = {},
   ) {
-    this.thread = opts.writerThread ? new LogWriterThread(db) : undefined;
+    this.thread = opts.writerThread ? new LogWriterThread(db, prices) : undefined;
+    this.appender = new SqliteLogAppender(db);
     this.q = {
-      insert: db.prepare(INSERT(1)),
-      insertMany: db.prepare(INSERT(ROWS_PER_INSERT)),
-      count: db.prepare("SELECT count(*) AS n FROM logs WHERE account_id = ? AND gateway_id = ?"),
-      trim: db.prepare("DELETE FROM logs WHERE seq IN (SELECT seq FROM logs WHERE account_id = ? AND gateway_id = ? ORDER BY seq LIMIT ?)"),
       get: db.prepare(`${SELECT} WHERE account_id = ? AND gateway_id = ? AND id = ?`),
       exists: db.prepare("SELECT 1 FROM logs WHERE account_id = ? AND gateway_id = ? AND id = ?"),
       deleteAll: db.prepare("DELETE FROM logs WHERE account_id = ? AND gateway_id = ?"),
     };
-  }
-
-  private countOf(accountId: string, gatewayId: string, key: string): number {
-    let n = this.counts.get(key);
-    if (n === undefined) {
-      n = (this.q.count.get(accountId, gatewayId) as { n: number }).n;
-      this.counts.set(key, n);
-    }
-    return n;
   }
 
   /**
@@ -80,9 +61,8 @@ export class SqliteLogStore implements LogStore {
 
   /** After logs of a gateway were deleted, or written here while the writer thread keeps its count: it is read again when next needed. */
   forgetCount(accountId: string, gatewayId: string): void {
-    const key = `${accountId}/${gatewayId}`;
-    this.counts.delete(key);
-    if (this.threadCounts.delete(key)) this.thread!.forget(accountId, gatewayId);
+    this.appender.forgetCount(accountId, gatewayId);
+    if (this.threadCounts.delete(`${accountId}/${gatewayId}`)) this.thread!.forget(accountId, gatewayId);
   }
 
   /** Ends the writer thread, if any, once what it was given is written. */
@@ -96,9 +76,9 @@ export class SqliteLogStore implements LogStore {
   }
 
   /** On the writer thread, the drafts are built there too; here, in this write turn. */
-  appendDrafts(batch: readonly LogDraft[], prices: PriceTable): Promise<LogCount[]> {
-    if (this.forThread(batch)) return this.onThread((thread) => thread.appendDrafts(batch, prices));
-    return this.here(() => buildLogs(batch, prices));
+  appendDrafts(batch: readonly LogDraft[]): Promise<LogCount[]> {
+    if (this.forThread(batch)) return this.onThread((thread) => thread.appendDrafts(batch));
+    return this.here(() => buildLogs(batch, this.prices));
   }
 
   /**
@@ -126,56 +106,8 @@ export class SqliteLogStore implements LogStore {
       // A gateway whose count the thread keeps gets logs written here (its limit was lifted): the thread counts again.
       if (this.threadCounts.size)
         for (const l of batch) if (this.threadCounts.has(`${l.account_id}/${l.gateway_id}`)) this.forgetCount(l.account_id, l.gateway_id);
-      return this.appendHere(batch);
+      return this.appender.append(batch);
     });
-  }
-
-  private async appendHere(batch: readonly NewLog[]): Promise<LogCount[]> {
-    const limited = new Map<string, NewLog>();
-    // Logs without a limit are inserted ROWS_PER_INSERT at a time, in batch order: those waiting are inserted before
-    // a log with a limit is looked at (its count, and the trim after it, follow the rows before it).
-    const waiting: NewLog[] = [];
-    try {
-      this.db.transaction(() => {
-        for (const l of batch) {
-          const key = `${l.account_id}/${l.gateway_id}`;
-          if (l.limit === null) {
-            if (waiting.push(l) === ROWS_PER_INSERT) this.insertRows(waiting);
-            const n = this.counts.get(key);
-            if (n !== undefined) this.counts.set(key, n + 1);
-            continue;
-          }
-          this.insertRows(waiting);
-          limited.set(key, l);
-          const n = this.countOf(l.account_id, l.gateway_id, key);
-          if (l.strategy !== "DELETE_OLDEST" && n >= l.limit) continue;
-          this.q.insert.run(rowValues(l));
-          let after = n + 1;
-          if (after > l.limit) {
-            this.q.trim.run(l.account_id, l.gateway_id, after - l.limit);
-            after = l.limit;
-          }
-          this.counts.set(key, after);
-        }
-        this.insertRows(waiting);
-      })();
-    } catch (err) {
-      // The counts moved with rows that were rolled back.
-      this.counts.clear();
-      throw err;
-    }
-    return [...limited].map(([key, l]) => ({ account_id: l.account_id, gateway_id: l.gateway_id, count: this.counts.get(key)! }));
-  }
-
-  /** Inserts `logs` (a full multi-row insert's worth, or fewer one by one) and empties the array. */
-  private insertRows(logs: NewLog[]): void {
-    if (logs.length === ROWS_PER_INSERT) {
-      const values = new Array<unknown>(ROWS_PER_INSERT * INSERT_COLUMNS.length);
-      let at = 0;
-      for (const l of logs) for (const v of rowValues(l)) values[at++] = v;
-      this.q.insertMany.run(values);
-    } else for (const l of logs) this.q.insert.run(rowValues(l));
-    logs.length = 0;
   }
 
   async count(accountId: string, gatewayId: string): Promise<number> {
@@ -187,7 +119,7 @@ export class SqliteLogStore implements LogStore {
         return n;
       });
     }
-    return this.countOf(accountId, gatewayId, `${accountId}/${gatewayId}`);
+    return this.appender.count(accountId, gatewayId);
   }
 
   async list(accountId: string, gatewayId: string, query: LogQuery): Promise<{ logs: LogRecord[]; stats: LogStats }> {

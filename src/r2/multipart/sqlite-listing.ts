@@ -1,6 +1,6 @@
-import type { Db } from "../core/db/sqlite.js";
-import { listPartsPage, listUploads, type UploadRow } from "./upload-listing.js";
-import type { R2ListPartsResult, R2ListUploadsOptions, R2ListUploadsResult } from "./store.js";
+import type { Db } from "../../core/db/sqlite.js";
+import { listPartsPage, listUploads, type UploadRow } from "./listing.js";
+import type { R2ListPartsResult, R2ListUploadsOptions, R2ListUploadsResult } from "../store.js";
 
 /** The scans of upload-listing.ts on SQLite (`uploads` and `parts`). */
 export class SqliteUploadListing {

@@ -1,6 +1,6 @@
-import type { Postgres } from "../core/db/postgres.js";
-import { isRateLimited, rateWindow, type RateLimiter } from "./proxy/rate-limiter.js";
-import type { Gateway } from "./store.js";
+import type { Postgres } from "../../core/db/postgres.js";
+import { isRateLimited, rateWindow, type RateLimiter } from "./rate-limiter.js";
+import type { Gateway } from "../gateways/store.js";
 
 /**
  * Counts one request in the gateway's current window, in one statement: the window's row is created or, when

@@ -1,5 +1,5 @@
 import type { Readable } from "node:stream";
-import type { BucketRef, R2ListPartsResult, R2ListUploadsOptions, R2ListUploadsResult, R2MultipartOptions, R2ObjectInfo, R2UploadedPart } from "./store.js";
+import type { BucketRef, R2ListPartsResult, R2ListUploadsOptions, R2ListUploadsResult, R2MultipartOptions, R2ObjectInfo, R2UploadedPart } from "../store.js";
 
 type MaybePromise<T> = T | Promise<T>;
 

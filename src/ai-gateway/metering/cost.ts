@@ -1,4 +1,4 @@
-import type { PriceTable } from "../providers/prices.js";
+import type { PriceTable } from "./prices.js";
 import type { Usage } from "./usage.js";
 
 /** Prices a request sets for itself (gw-aig-custom-cost), in USD per token. */

@@ -1,6 +1,7 @@
-import type { Db } from "../core/db/sqlite.js";
-import { R2Errors } from "./errors.js";
-import { R2Limits, type R2CorsRule } from "./store.js";
+import type { Db } from "../../core/db/sqlite.js";
+import { R2Errors } from "../errors.js";
+import { R2Limits } from "../limits.js";
+import { type R2CorsRule } from "../store.js";
 
 /** Bucket CORS rules in SQLite (`bucket_cors`, one JSON row a bucket, removed with the bucket). */
 export class SqliteBucketCors {

@@ -1,16 +1,7 @@
-import type { Db } from "../core/db/sqlite.js";
-import {
-  checkAddition,
-  RULE_COLUMNS,
-  ruleFromRow,
-  ruleValues,
-  type NotificationRule,
-  type NotificationRuleIndex,
-  type ObjectChange,
-  type OutboxMessage,
-  type RuleRow,
-} from "./notifications/rules.js";
-import type { BucketRef } from "./store.js";
+import type { Db } from "../../core/db/sqlite.js";
+import { checkAddition, RULE_COLUMNS, ruleFromRow, ruleValues, type NotificationRuleIndex, type ObjectChange, type RuleRow } from "./rules.js";
+import { type NotificationRule, type OutboxMessage } from "./store.js";
+import type { BucketRef } from "../store.js";
 
 /** Rules in the order the API lists them: oldest first, those of one request as it listed them. */
 const ruleOrder = (table = "") => `${table}created_at, ${table}rowid`;

@@ -3,11 +3,11 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, it } from "node:test";
-import { openDatabase } from "../core/db/sqlite.js";
+import { openDatabase } from "../../core/db/sqlite.js";
 import { LogWriterThread, packBatch, PIECE_BYTES, SHARED_BATCH_BYTES, unpackBatch, type PackedBatch, type SharedBatch } from "./sqlite-log-writer.js";
-import { AI_GATEWAY_MIGRATIONS } from "./sqlite-migrations.js";
-import { sqliteStores } from "./sqlite-store.js";
-import { A, sampleDraft, sampleLog, sampleSettings, shippedPrices } from "./testing/sample-log.js";
+import { AI_GATEWAY_MIGRATIONS } from "../sqlite-migrations.js";
+import { sqliteStores } from "../sqlite-store.js";
+import { A, sampleDraft, sampleLog, sampleSettings, shippedPrices } from "../testing/sample-log.js";
 
 describe("AI gateway log writer thread", () => {
   it("packs a batch's bodies into memory of its own, exactly their bytes (views into larger memory included), and unpacks them intact", () => {
@@ -85,7 +85,7 @@ describe("AI gateway log writer thread", () => {
     const dir = mkdtempSync(join(tmpdir(), "aig-log-thread-"));
     try {
       const db = openDatabase(join(dir, "t.sqlite"), AI_GATEWAY_MIGRATIONS);
-      const thread = new LogWriterThread(db);
+      const thread = new LogWriterThread(db, shippedPrices());
       const body = (tag: string, n: number) => Buffer.alloc(n, tag);
       const batch = (from: number, tag: string, n = 100) =>
         Array.from({ length: 20 }, (_, i) => sampleLog(from + i, { request_body: body(tag, n), response_body: body(tag.toUpperCase(), n + 1) }));
@@ -165,7 +165,7 @@ describe("AI gateway log writer thread", () => {
       const answer = (i: number) => Buffer.from(JSON.stringify({ model: "gpt-4o-mini", usage: { prompt_tokens: 1000 * i, completion_tokens: 10 } }));
       // 40 drafts: a batch large enough for the thread; the last one asked not to keep its bodies.
       const drafts = Array.from({ length: 40 }, (_, i) => sampleDraft(i, { response_body: answer(i), keep_bodies: i < 39 }));
-      await logs.appendDrafts(drafts, shippedPrices());
+      await logs.appendDrafts(drafts);
       const log = await logs.get(A, "g", "L00000002");
       assert.equal(log?.model, "gpt-4o-mini");
       assert.equal(log?.tokens_in, 2000);

@@ -1,4 +1,4 @@
-import type { R2HttpMetadata } from "./store.js";
+import type { R2HttpMetadata } from "../store.js";
 
 /**
  * The request header each string field of R2HttpMetadata is read from (the v4 API's object PUT and S3's PutObject

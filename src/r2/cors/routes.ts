@@ -1,10 +1,11 @@
 import type { FastifyInstance } from "fastify";
 import type { Readable } from "node:stream";
 import { z } from "zod";
-import { ok } from "../core/http/envelope.js";
-import { parseWith } from "../core/http/validate.js";
-import { R2Codes, R2Errors } from "./errors.js";
-import { R2Limits, type BucketRef, type R2CorsRule, type R2Store } from "./store.js";
+import { ok } from "../../core/http/envelope.js";
+import { parseWith } from "../../core/http/validate.js";
+import { R2Codes, R2Errors } from "../errors.js";
+import { R2Limits } from "../limits.js";
+import { type BucketRef, type R2CorsRule, type R2Store } from "../store.js";
 
 type Route = { Params: { account_id: string; bucket: string } };
 

@@ -1,5 +1,5 @@
-import { R2Errors } from "./errors.js";
-import type { R2Range } from "./store.js";
+import { R2Errors } from "../errors.js";
+import type { R2Range } from "../store.js";
 
 /** Turns a requested range into the bytes to serve, clipped to the object; 416 when nothing of it exists. */
 export function resolveRange(range: R2Range | undefined, size: number): { offset: number; length: number } {

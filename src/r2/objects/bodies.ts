@@ -1,23 +1,20 @@
 import { createHash, type Hash } from "node:crypto";
 import { pipeline, Readable, Transform } from "node:stream";
-import { ContentMeter } from "../core/content/meter.js";
-import { ContentTooLargeError, type ContentStore, type StoredContent } from "../core/content/store.js";
-import { readBody } from "../core/http/body.js";
+import { ContentMeter } from "../../core/content/meter.js";
+import { ContentTooLargeError, type ContentStore, type StoredContent } from "../../core/content/store.js";
+import { readBody } from "../../core/http/body.js";
+import { storesWhole } from "./body-policy.js";
 import { ContentLeases } from "./content-leases.js";
-import { R2Errors } from "./errors.js";
+import { R2Errors } from "../errors.js";
 import { conditionHolds } from "./preconditions.js";
 import { resolveRange } from "./ranges.js";
 import { SmallBodyCache } from "./small-body-cache.js";
-import { newVersion, type Segment } from "./rows.js";
-import { R2Limits, type R2Checksums, type R2GetOptions, type R2GetResult, type R2HttpMetadata, type R2ObjectInfo, type R2PutOptions } from "./store.js";
-import { assertCustomMetadata, assertKey, assertStorageClass, cleanHttpMetadata } from "./validation.js";
+import { newVersion, type Segment } from "../rows.js";
+import { R2Limits } from "../limits.js";
+import { type R2Checksums, type R2GetOptions, type R2GetResult, type R2HttpMetadata, type R2ObjectInfo, type R2PutOptions } from "../store.js";
+import { assertCustomMetadata, assertKey, assertStorageClass, cleanHttpMetadata } from "../validation.js";
 
 const EXTRA_DIGESTS = ["sha1", "sha384", "sha512"] as const;
-/**
- * A body announced this small is read whole before it is stored: one buffer to the content store (for S3, one
- * PutObject with its length) instead of a streamed upload, which costs far more CPU per object than the bytes do.
- */
-const BUFFERED_BODY_BYTES = 256 * 1024;
 
 export type StoredBody = StoredContent & { digests: Record<string, string> };
 /** A body read whole and measured but not stored: its row will hold it (PostgreSQL keeps small bodies so). */
@@ -46,7 +43,7 @@ export class ObjectBodies {
 
   /** Streams the body into new content, computing the digests asked for on the way. */
   async store(body: Readable | Buffer, opts: R2PutOptions): Promise<StoredBody> {
-    if (!Buffer.isBuffer(body) && opts.size !== undefined && opts.size <= BUFFERED_BODY_BYTES) {
+    if (!Buffer.isBuffer(body) && storesWhole(opts.size)) {
       const declared = opts.size;
       body = await readBody(body, declared, (_max, received) => R2Errors.sizeMismatch(received ?? declared + 1, declared));
     }

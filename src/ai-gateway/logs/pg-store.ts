@@ -1,10 +1,11 @@
-import type { Bus } from "../core/cluster/bus.js";
-import type { Postgres, Transaction } from "../core/db/postgres.js";
-import { BODY_COLUMNS, INSERT_COLUMNS, LOG_COLUMNS, rowValues, STATS_COLUMNS, toRecord, type LogRow } from "./log-rows.js";
-import { buildLogs, type LogDraft } from "./logs/draft.js";
-import { AIG_BUS_AREA, writeNotice } from "./notices.js";
-import { pgLogOrderBy, pgLogWhere } from "./pg-log-filter.js";
-import type { PriceTable } from "./providers/prices.js";
+import type { Bus } from "../../core/cluster/bus.js";
+import type { Postgres, Transaction } from "../../core/db/postgres.js";
+import { BODY_COLUMNS, INSERT_COLUMNS, LOG_COLUMNS, rowValues, STATS_COLUMNS, toRecord, type LogRow } from "./rows.js";
+import { buildLogs } from "./draft.js";
+import { type LogDraft } from "./store.js";
+import { AIG_BUS_AREA, writeNotice } from "../notices.js";
+import { pgLogOrderBy, pgLogWhere } from "./pg-filter.js";
+import type { PriceTable } from "../metering/prices.js";
 import type { LogCount, LogPatch, LogQuery, LogRecord, LogStats, LogStore, NewLog } from "./store.js";
 
 /** The PostgreSQL array type of each of INSERT_COLUMNS, in order (a batch is inserted as one array per column). */
@@ -89,8 +90,10 @@ function columnArrays(logs: readonly NewLog[]): unknown[][] {
  * nodes for one gateway take turns and a log limit holds across nodes.
  */
 export class PgLogStore implements LogStore {
+  /** `prices`: what the logs built from drafts (appendDrafts) are priced with. */
   constructor(
     private readonly pg: Postgres,
+    private readonly prices: PriceTable,
     private readonly bus?: Bus,
   ) {}
 
@@ -171,8 +174,8 @@ export class PgLogStore implements LogStore {
   }
 
   /** Built here, on the event loop, but off the request path: the queue's batch write. */
-  appendDrafts(batch: readonly LogDraft[], prices: PriceTable): Promise<LogCount[]> {
-    return this.append(buildLogs(batch, prices));
+  appendDrafts(batch: readonly LogDraft[]): Promise<LogCount[]> {
+    return this.append(buildLogs(batch, this.prices));
   }
 
   async count(accountId: string, gatewayId: string): Promise<number> {

@@ -1,6 +1,7 @@
-import type { SqlRunner } from "../core/db/postgres.js";
-import { R2Errors } from "./errors.js";
-import { R2Limits, type R2CorsRule } from "./store.js";
+import type { SqlRunner } from "../../core/db/postgres.js";
+import { R2Errors } from "../errors.js";
+import { R2Limits } from "../limits.js";
+import { type R2CorsRule } from "../store.js";
 
 /** Bucket CORS rules on PostgreSQL (`r2.bucket_cors`, one JSON row a bucket, removed with the bucket). */
 export class PgBucketCors {

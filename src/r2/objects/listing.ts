@@ -1,6 +1,7 @@
-import { R2Errors } from "./errors.js";
-import { objectInfo, type ObjectRow } from "./rows.js";
-import { R2Limits, type R2ListOptions, type R2ListResult, type R2ObjectInfo } from "./store.js";
+import { R2Errors } from "../errors.js";
+import { objectInfo, type ObjectRow } from "../rows.js";
+import { R2Limits } from "../limits.js";
+import { type R2ListOptions, type R2ListResult, type R2ObjectInfo } from "../store.js";
 
 /** Cursor = the last key or delimited prefix a page ended on, so the next page starts strictly after it. */
 const encodeCursor = (after: string) => Buffer.from(after, "utf8").toString("base64url");

@@ -1,13 +1,13 @@
 import { randomBytes } from "node:crypto";
 import type { Readable } from "node:stream";
-import type { ContentStore, StoredContent } from "../core/content/store.js";
-import type { Db } from "../core/db/sqlite.js";
-import { R2Errors } from "./errors.js";
-import { assembleUpload, assertPartNumber, beforeBody, newUploadFields } from "./object-bodies.js";
-import type { Segment } from "./rows.js";
-import { SqliteUploadListing } from "./sqlite-upload-listing.js";
+import type { ContentStore, StoredContent } from "../../core/content/store.js";
+import type { Db } from "../../core/db/sqlite.js";
+import { R2Errors } from "../errors.js";
+import { assembleUpload, assertPartNumber, beforeBody, newUploadFields } from "../objects/bodies.js";
+import type { Segment } from "../rows.js";
+import { SqliteUploadListing } from "./sqlite-listing.js";
+import { R2Limits } from "../limits.js";
 import {
-  R2Limits,
   type BucketRef,
   type R2ListPartsResult,
   type R2ListUploadsOptions,
@@ -15,8 +15,8 @@ import {
   type R2MultipartOptions,
   type R2ObjectInfo,
   type R2UploadedPart,
-} from "./store.js";
-import { assertKey } from "./validation.js";
+} from "../store.js";
+import { assertKey } from "../validation.js";
 
 /** What multipart uploads use of the SQLite object store they complete into (sqlite-store.ts). */
 interface SqliteObjectWriter {
