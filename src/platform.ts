@@ -30,6 +30,8 @@ import { createWorkersService } from "./workers/service.js";
 import { createAiGatewayService } from "./ai-gateway/service.js";
 import { createDashboardService } from "./dashboard/service.js";
 import { createProxyService } from "./edge/origin/service.js";
+import { createCacheRulesService } from "./edge/rules/service.js";
+import type { EdgeZones } from "./edge/ports.js";
 import { createAnalyticsService } from "./analytics/service.js";
 import { r2StorageDataset } from "./r2/analytics-dataset.js";
 import { serveOptions as dnsOptions } from "./dns/config.js";
@@ -159,23 +161,24 @@ export async function startPlatform(config: PlatformConfig, log: Logger = create
   });
   // The proxy sees DNS through a narrow port: zones' accounts, their deletion, and what a name resolves to. Tenants'
   // hostnames reach it after Workers (routes and Custom Domains).
-  const proxy = createProxyService(ctx, {
-    zones: {
-      accountOf: (zoneId) => dns.zones.get(zoneId)?.zone.account_id,
-      onDeleted: (listener) =>
-        dns.zones.onChange((zs, kind, origin) => {
-          // Once, through the node the zone was deleted on.
-          if (kind === "deleted" && origin === "local") listener(zs.zone.id);
-        }),
-      originOf: (host) => dns.originOf(host),
-    },
-    isPlatformAddress: (ip) => dns.isPlatformAddress(ip),
-  });
+  const edgeZones: EdgeZones = {
+    accountOf: (zoneId) => dns.zones.get(zoneId)?.zone.account_id,
+    onDeleted: (listener) =>
+      dns.zones.onChange((zs, kind, origin) => {
+        // Once, through the node the zone was deleted on.
+        if (kind === "deleted" && origin === "local") listener(zs.zone.id);
+      }),
+    originOf: (host) => dns.originOf(host),
+  };
+  const proxy = createProxyService(ctx, { zones: edgeZones, isPlatformAddress: (ip) => dns.isPlatformAddress(ip) });
   edge.addTenantHandler(proxy.forward);
   edge.addTenantUpgradeHandler(proxy.upgrade);
+  // Cache Rules (the Rulesets API, phase http_request_cache_settings); `cacheRules.rules` is the CacheRules port the
+  // cache (edge/cache) asks per request.
+  const cacheRules = createCacheRulesService(ctx, { zones: edgeZones });
   // The GraphQL Analytics API: each area hands over its datasets (R2: what its buckets hold).
   const analytics = createAnalyticsService(ctx, [r2StorageDataset(r2.store)]);
-  const services: EdgeService[] = [identity, edge, dns, kv, d1, queues, workers, proxy, aiGateway, r2, analytics, createDashboardService(ctx)];
+  const services: EdgeService[] = [identity, edge, dns, kv, d1, queues, workers, proxy, cacheRules, aiGateway, r2, analytics, createDashboardService(ctx)];
 
   let app: FastifyInstance;
   try {
