@@ -27,8 +27,11 @@ interface ZoneRules {
 }
 
 const NO_SETTINGS: CacheSettings = Object.freeze({});
-/** How often a change that lost the race to another writer is tried again on the new version before a 409. */
-const WRITE_ATTEMPTS = 5;
+/**
+ * How often a change that lost the race to another node's writer is tried again on the new version before a 409
+ * (changes through one node are queued per zone, so only other nodes' writes race).
+ */
+const WRITE_ATTEMPTS = 10;
 
 function deepFreeze<T>(value: T): T {
   if (typeof value === "object" && value !== null) {
@@ -53,6 +56,8 @@ function compile(stored: StoredRuleset): ZoneRules {
  */
 export class CacheRulesets implements CacheRules {
   private byZone = new Map<string, ZoneRules>();
+  /** Per zone, the last change through this node: the next waits for it (no two local writers race each other). */
+  private readonly writes = new Map<string, Promise<unknown>>();
   private unsubscribe?: () => void;
 
   constructor(
@@ -179,8 +184,21 @@ export class CacheRulesets implements CacheRules {
    * Reads the stored ruleset, applies `edit` to it, checks the bounds and writes the result over the version read;
    * when another writer came first, the edit is applied again to what it wrote.
    */
-  private async change(zoneId: string, accountId: string, edit: (previous: RulesetView | undefined) => RulesetInput): Promise<RulesetView> {
+  private change(zoneId: string, accountId: string, edit: (previous: RulesetView | undefined) => RulesetInput): Promise<RulesetView> {
+    const previous = this.writes.get(zoneId) ?? Promise.resolve();
+    const next = previous.catch(() => undefined).then(() => this.write(zoneId, accountId, edit));
+    this.writes.set(zoneId, next);
+    const forget = () => {
+      if (this.writes.get(zoneId) === next) this.writes.delete(zoneId);
+    };
+    next.then(forget, forget);
+    return next;
+  }
+
+  private async write(zoneId: string, accountId: string, edit: (previous: RulesetView | undefined) => RulesetInput): Promise<RulesetView> {
     for (let attempt = 0; attempt < WRITE_ATTEMPTS; attempt++) {
+      // After a lost race, a short random pause, so two nodes retrying do not collide again in step.
+      if (attempt > 0) await new Promise((resolve) => setTimeout(resolve, Math.random() * 20 * attempt));
       const current = await this.store.zone(zoneId);
       const input = edit(current?.ruleset);
       if (input.rules.length > MAX_RULES) throw RulesErrors.tooManyRules(input.rules.length, MAX_RULES);
