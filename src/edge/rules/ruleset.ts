@@ -10,7 +10,7 @@ export const ACTION = "set_cache_settings";
 /** The hosted limit on Cache Rules of a zone (the Enterprise plan's: Free 10, Pro 25, Business 50). */
 export const MAX_RULES = 300;
 /** Ours: the RE2 instructions all of a ruleset's `matches` patterns may take together (bounds a request's cost). */
-export const MAX_RULESET_REGEX_INSTRUCTIONS = 5000;
+export const MAX_RULESET_REGEX_INSTRUCTIONS = 1000;
 const MAX_DESCRIPTION = 500;
 const MAX_NAME = 256;
 

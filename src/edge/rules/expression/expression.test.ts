@@ -158,7 +158,7 @@ describe("Rules language: bounded input", () => {
     );
     assert.equal(
       refusal('http.host matches "a{1000}b{1000}c{1000}"'),
-      'Filter parsing error (1:19): the regular expression "a{1000}b{1000}c{1000}" is too large (3002 RE2 instructions, at most 1000)',
+      'Filter parsing error (1:19): the regular expression "a{1000}b{1000}c{1000}" is too large (3002 RE2 instructions, at most 500)',
     );
   });
 });

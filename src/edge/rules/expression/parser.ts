@@ -37,7 +37,7 @@ export const MAX_NESTING = 64;
  * the input, times the program's size; this bounds the factor (a 4 KiB expression of `a{1000}` would otherwise make
  * a program of 500,000 instructions).
  */
-export const MAX_REGEX_PROGRAM = 1000;
+export const MAX_REGEX_PROGRAM = 500;
 
 /** A parsed expression: its predicate, and the size of the regular expressions it runs (rulesets bound their sum). */
 export interface CompiledExpression {
