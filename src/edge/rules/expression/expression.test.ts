@@ -50,6 +50,7 @@ describe("Rules language: parsing (valid expressions)", () => {
     assert.equal(matches('http.host eq "x" || http.request.method eq "GET"'), true);
     assert.equal(matches('http.request.method eq "GET" xor http.host eq "www.example.com"'), false);
     assert.equal(matches('http.request.method eq "GET" ^^ http.host eq "x"'), true);
+    assert.equal(matches('http.request.method eq "GET" xor http.host eq "www.example.com" xor http.request.uri.query contains "v"'), true, "three true: odd");
     assert.equal(matches('not not http.host eq "www.example.com"'), true);
   });
 

@@ -139,7 +139,7 @@ class RulesParser extends EmbeddedActionsParser {
       this.CONSUME(Xor);
       items.push(this.SUBRULE2(this.andExpression));
     });
-    return this.ACTION(() => (items.length === 1 ? items[0]! : (f) => items.reduce((odd, p) => odd !== p(f), false)));
+    return this.ACTION(() => oddOf(items));
   });
 
   private andExpression = this.RULE("andExpression", (): Predicate => {
@@ -278,6 +278,16 @@ function allOf(items: Predicate[]): Predicate {
   return (f) => {
     for (const p of items) if (!p(f)) return false;
     return true;
+  };
+}
+
+/** `xor`: true when an odd number of the items are. */
+function oddOf(items: Predicate[]): Predicate {
+  if (items.length === 1) return items[0]!;
+  return (f) => {
+    let odd = false;
+    for (const p of items) if (p(f)) odd = !odd;
+    return odd;
   };
 }
 
