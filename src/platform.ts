@@ -30,6 +30,8 @@ import { createWorkersService } from "./workers/service.js";
 import { createAiGatewayService } from "./ai-gateway/service.js";
 import { createDashboardService } from "./dashboard/service.js";
 import { createProxyService } from "./edge/origin/service.js";
+import { createCacheRulesService } from "./edge/rules/service.js";
+import type { EdgeZones } from "./edge/ports.js";
 import { createAnalyticsService } from "./analytics/service.js";
 import { serveOptions as dnsOptions } from "./dns/config.js";
 import { serveOptions as edgeOptions } from "./edge/config.js";
@@ -180,19 +182,20 @@ export async function startPlatform(config: PlatformConfig, log: Logger = create
   });
   // The proxy sees DNS through a narrow port: zones' accounts, their deletion, and what a name resolves to. Tenants'
   // hostnames reach it after Workers (routes and Custom Domains).
-  const proxy = createProxyService(ctx, {
-    zones: {
-      accountOf: (zoneId) => dns.zones.get(zoneId)?.zone.account_id,
-      nameOf: (zoneId) => dns.zones.get(zoneId)?.zone.name,
-      onDeleted: (listener) =>
-        dns.zones.onChange((zs, kind, origin) => {
-          // Once, through the node the zone was deleted on.
-          if (kind === "deleted" && origin === "local") listener(zs.zone.id);
-        }),
-      originOf: (host) => dns.originOf(host),
-    },
-    isPlatformAddress: (ip) => dns.isPlatformAddress(ip),
-  });
+  const edgeZones: EdgeZones = {
+    accountOf: (zoneId) => dns.zones.get(zoneId)?.zone.account_id,
+    nameOf: (zoneId) => dns.zones.get(zoneId)?.zone.name,
+    onDeleted: (listener) =>
+      dns.zones.onChange((zs, kind, origin) => {
+        // Once, through the node the zone was deleted on.
+        if (kind === "deleted" && origin === "local") listener(zs.zone.id);
+      }),
+    originOf: (host) => dns.originOf(host),
+  };
+  // Cache Rules (the Rulesets API, phase http_request_cache_settings); `cacheRules.rules` is the CacheRules port the
+  // cache (edge/cache, inside the proxy) asks per request.
+  const cacheRules = createCacheRulesService(ctx, { zones: edgeZones });
+  const proxy = createProxyService(ctx, { zones: edgeZones, isPlatformAddress: (ip) => dns.isPlatformAddress(ip), cacheRules: cacheRules.rules });
   edge.addTenantHandler(proxy.forward);
   // Workers' fetch() calls: a URL of a Worker's own zone reaches its origin through the proxy, not the zone's Workers.
   workers.attachSubrequests({
@@ -202,7 +205,7 @@ export async function startPlatform(config: PlatformConfig, log: Logger = create
   edge.addTenantUpgradeHandler(proxy.upgrade);
   // The GraphQL Analytics API: each area hands over its datasets (R2: what its buckets hold).
   const analytics = createAnalyticsService(ctx, [...r2.analyticsDatasets]);
-  const services: EdgeService[] = [identity, edge, dns, kv, d1, queues, workers, proxy, aiGateway, r2, analytics, createDashboardService(ctx)];
+  const services: EdgeService[] = [identity, edge, dns, kv, d1, queues, workers, proxy, cacheRules, aiGateway, r2, analytics, createDashboardService(ctx)];
 
   let app: FastifyInstance;
   try {

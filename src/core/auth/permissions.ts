@@ -21,6 +21,9 @@ export const PERMISSION_GROUPS = [
   { id: "zone_settings_read", name: "Zone Settings Read", scope: "account" },
   { id: "zone_settings_edit", name: "Zone Settings Edit", scope: "account" },
   { id: "cache_purge", name: "Cache Purge", scope: "account" },
+  // Hosted: "Cache Settings Read/Write" is the group the Rulesets API takes for the phase http_request_cache_settings.
+  { id: "cache_rules_read", name: "Cache Settings Read", scope: "account" },
+  { id: "cache_rules_edit", name: "Cache Settings Edit", scope: "account" },
   { id: "account_settings_read", name: "Account Settings Read", scope: "account" },
   { id: "api_tokens_read", name: "API Tokens Read", scope: "user" },
   { id: "api_tokens_edit", name: "API Tokens Edit", scope: "user" },
@@ -40,6 +43,7 @@ const IMPLIED: Partial<Record<Permission, Permission[]>> = {
   d1_edit: ["d1_read"],
   queues_edit: ["queues_read"],
   zone_settings_edit: ["zone_settings_read"],
+  cache_rules_edit: ["cache_rules_read"],
 };
 
 export function expandPermissions(perms: Iterable<Permission>): Set<Permission> {

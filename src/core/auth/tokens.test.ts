@@ -114,13 +114,24 @@ test("a membership's roles describe what the caller really holds there", async (
   assert.deepEqual(await roles(), ["Administrator"]);
   const mint = async (groups: string[]) => {
     const r = await p.api("POST", "/user/tokens", {
-      name: groups.join("+"),
+      name: groups.join("+").slice(0, 120),
       policies: [{ effect: "allow", resources: { [`com.cloudflare.api.account.${p.accountId}`]: "*" }, permission_groups: groups.map((id) => ({ id })) }],
     });
     assert.equal(r.status, 200, JSON.stringify(r.body));
     return { authorization: `Bearer ${r.body.result.value}` };
   };
-  const reads = ["dns_read", "kv_read", "r2_read", "workers_read", "ai_gateway_read", "d1_read", "queues_read", "zone_settings_read", "account_settings_read"];
+  const reads = [
+    "dns_read",
+    "kv_read",
+    "r2_read",
+    "workers_read",
+    "ai_gateway_read",
+    "d1_read",
+    "queues_read",
+    "zone_settings_read",
+    "cache_rules_read",
+    "account_settings_read",
+  ];
   assert.deepEqual(await roles(await mint(reads)), ["Administrator Read Only"]);
   assert.deepEqual(await roles(await mint(["dns_edit"])), ["DNS Read", "DNS Edit"]);
 });

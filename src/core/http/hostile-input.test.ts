@@ -126,6 +126,7 @@ const NEWER_FAMILIES = [
   "worker_routes",
   "dns_transfers",
   "zone_settings",
+  "cache_rules",
 ];
 
 test("the surface list covers every endpoint family the brief names", () => {

@@ -13,6 +13,7 @@ export type Family =
   | "identity"
   | "zones"
   | "zone_settings"
+  | "cache_rules"
   | "dns_records"
   | "dns_transfers"
   | "kv"
@@ -92,6 +93,8 @@ export interface Endpoint {
 }
 
 const acct = (f: AccountFixture) => `/accounts/${f.id}`;
+/** A Cache Rules ruleset (and rule) id no zone has. */
+const RULESET = "0".repeat(32);
 const kv = (f: AccountFixture) => `${acct(f)}/storage/kv/namespaces`;
 const gw = (f: AccountFixture) => `${acct(f)}/ai-gateway/gateways`;
 const script = (f: AccountFixture) => `${acct(f)}/workers/scripts/${f.script ?? "none"}`;
@@ -331,6 +334,42 @@ export const ENDPOINTS: readonly Endpoint[] = [
     (f) => `/zones/${f.zone}/settings/ssl`,
     () => ({ value: "flexible" }),
   ),
+  // Cache Rules (src/edge/rules/routes.ts): the ruleset id is a fixed one no zone has (answered 404 where it is needed)
+  read("cache_rules", (f) => `/zones/${f.zone}/rulesets/phases/http_request_cache_settings/entrypoint`),
+  send(
+    "cache_rules",
+    "PUT",
+    (f) => `/zones/${f.zone}/rulesets/phases/http_request_cache_settings/entrypoint`,
+    () => ({ rules: [{ expression: 'http.request.uri.path.extension eq "css"', action: "set_cache_settings", action_parameters: { cache: true } }] }),
+  ),
+  read("cache_rules", (f) => `/zones/${f.zone}/rulesets`),
+  send(
+    "cache_rules",
+    "POST",
+    (f) => `/zones/${f.zone}/rulesets`,
+    () => ({ kind: "zone", phase: "http_request_cache_settings", name: "fuzz", rules: [] }),
+  ),
+  read("cache_rules", (f) => `/zones/${f.zone}/rulesets/${RULESET}`),
+  send(
+    "cache_rules",
+    "PUT",
+    (f) => `/zones/${f.zone}/rulesets/${RULESET}`,
+    () => ({ rules: [] }),
+  ),
+  remove("cache_rules", (f) => `/zones/${f.zone}/rulesets/${RULESET}`),
+  send(
+    "cache_rules",
+    "POST",
+    (f) => `/zones/${f.zone}/rulesets/${RULESET}/rules`,
+    () => ({ expression: 'http.host eq "a"', action: "set_cache_settings", action_parameters: { cache: false } }),
+  ),
+  send(
+    "cache_rules",
+    "PATCH",
+    (f) => `/zones/${f.zone}/rulesets/${RULESET}/rules/${RULESET}`,
+    () => ({ enabled: false }),
+  ),
+  remove("cache_rules", (f) => `/zones/${f.zone}/rulesets/${RULESET}/rules/${RULESET}`),
   // Zone transfers (src/dns/transfers/routes.ts)
   {
     family: "zones",

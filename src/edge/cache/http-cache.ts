@@ -8,7 +8,7 @@ import { sendErrorPage, type EdgeErrorCode } from "../origin/error-pages.js";
 import type { CacheRules, CacheSettings } from "../ports.js";
 import { DiskIndex, type CachedObject, type PurgeSelector, type Removed } from "./disk-index.js";
 import { BodyFiles, Fill } from "./fill.js";
-import { browserCacheControl, requestVerdict, storeVerdict, type Headers } from "./policy.js";
+import { browserCacheControl, cacheKeyQuery, requestVerdict, storeVerdict, type Headers } from "./policy.js";
 
 /** A proxied request as the forwarder resolved it. */
 export interface ProxiedRequest {
@@ -156,7 +156,9 @@ export class EdgeCache {
       return false;
     }
     req.resume();
-    const url = `${r.scheme}://${r.host}${pathname}${!verdict.ignoreQuery && query !== "" ? `?${query}` : ""}`;
+    // The key's query: none at cache level "simplified", else as the Cache Rules' cache_key shapes it.
+    const keyQuery = verdict.ignoreQuery ? "" : cacheKeyQuery(query, rules.cache_key);
+    const url = `${r.scheme}://${r.host}${pathname}${keyQuery !== "" ? `?${keyQuery}` : ""}`;
     const encoding = encodingClass(req.headers["accept-encoding"]);
     // The zone is part of the key: a zone deleted and made again (by anyone) never sees the old one's objects.
     const key = `${r.zoneId}\n${url}\n${encoding}`;

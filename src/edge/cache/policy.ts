@@ -229,3 +229,34 @@ export function browserCacheControl(headers: Headers, zoneBrowserTtl: number, ru
   if (originAge >= zoneBrowserTtl) return current;
   return `max-age=${zoneBrowserTtl}`;
 }
+
+/**
+ * The query string as the cache key has it, after a Cache Rule's `cache_key`: only the parameters `include` names
+ * (all with "*"), without those `exclude` names (none with "*"), and sorted when `ignore_query_strings_order` is on,
+ * so `?b=2&a=1` and `?a=1&b=2` are one object. The origin still gets the query as the client sent it.
+ */
+export function cacheKeyQuery(query: string, key: CacheSettings["cache_key"]): string {
+  const qs = key?.custom_key?.query_string;
+  if (query === "" || (!qs && !key?.ignore_query_strings_order)) return query;
+  const nameOf = (part: string) => {
+    const eq = part.indexOf("=");
+    const raw = eq < 0 ? part : part.slice(0, eq);
+    try {
+      return decodeURIComponent(raw.replace(/\+/g, " "));
+    } catch {
+      return raw;
+    }
+  };
+  let parts = query.split("&").filter((p) => p !== "");
+  if (Array.isArray(qs?.include)) {
+    const keep = new Set(qs.include);
+    parts = parts.filter((p) => keep.has(nameOf(p)));
+  }
+  if (qs?.exclude === "*") parts = [];
+  else if (Array.isArray(qs?.exclude)) {
+    const drop = new Set(qs.exclude);
+    parts = parts.filter((p) => !drop.has(nameOf(p)));
+  }
+  if (key?.ignore_query_strings_order) parts.sort();
+  return parts.join("&");
+}

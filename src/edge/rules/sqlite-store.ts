@@ -1,0 +1,39 @@
+import type { Db } from "../../core/db/sqlite.js";
+import { insertParams, rulesSql, toStoredRuleset, updateParams, type RulesetDbRow } from "./sql.js";
+import type { CacheRulesStore, StoredRuleset } from "./store.js";
+
+/** CacheRulesStore on SQLite (`<state>/db/edge-rules.sqlite`). */
+export class SqliteCacheRulesStore implements CacheRulesStore {
+  private readonly q;
+
+  constructor(db: Db) {
+    const sql = rulesSql("cache_rulesets");
+    this.q = {
+      all: db.prepare<[], RulesetDbRow>(sql.all),
+      zone: db.prepare<[string], RulesetDbRow>(sql.zone),
+      insert: db.prepare(sql.insert),
+      update: db.prepare(sql.update),
+      delete: db.prepare<[string]>(sql.delete),
+      deleteAt: db.prepare<[string, number]>(sql.deleteAt),
+    };
+  }
+
+  async all(): Promise<StoredRuleset[]> {
+    return this.q.all.all().map(toStoredRuleset);
+  }
+
+  async zone(zoneId: string): Promise<StoredRuleset | undefined> {
+    const row = this.q.zone.get(zoneId);
+    return row && toStoredRuleset(row);
+  }
+
+  async put(row: StoredRuleset, expectedVersion: string | undefined): Promise<boolean> {
+    const done = expectedVersion === undefined ? this.q.insert.run(...insertParams(row)) : this.q.update.run(...updateParams(row, expectedVersion));
+    return done.changes === 1;
+  }
+
+  async delete(zoneId: string, expectedVersion?: string): Promise<boolean> {
+    const done = expectedVersion === undefined ? this.q.delete.run(zoneId) : this.q.deleteAt.run(zoneId, Number(expectedVersion));
+    return done.changes > 0;
+  }
+}
