@@ -112,13 +112,16 @@ if (wholeSuite) {
     const t = Date.now();
     const counts = await runTests(files);
     results.push({ area, ...counts, seconds: Math.round((Date.now() - t) / 1000) });
-    say(`${area}: ${counts.pass} passed, ${counts.fail} failed${counts.exit === 0 ? "" : ` (exit ${counts.exit})`}`);
+    say(`${area}: ${counts.pass} passed, ${counts.fail} failed, ${counts.skipped} skipped${counts.exit === 0 ? "" : ` (exit ${counts.exit})`}`);
   }
   say(`whole suite on Node ${node.version}, by area:`);
-  for (const r of results) say(`  ${r.area.padEnd(12)} ${String(r.pass).padStart(5)} passed ${String(r.fail).padStart(4)} failed  ${r.seconds} s`);
+  for (const r of results)
+    say(
+      `  ${r.area.padEnd(12)} ${String(r.pass).padStart(5)} passed ${String(r.fail).padStart(4)} failed ${String(r.skipped).padStart(4)} skipped  ${r.seconds} s`,
+    );
   const failed = results.filter((r) => r.fail > 0 || r.exit !== 0);
   const total = (key) => results.reduce((sum, r) => sum + r[key], 0);
-  console.log(`${total("pass")} passed, ${total("fail")} failed`);
+  console.log(`${total("pass")} passed, ${total("fail")} failed, ${total("skipped")} skipped`);
   if (failed.length > 0) fail(`failures in ${failed.map((r) => r.area).join(", ")}`);
   say(`Node ${node.version}: the whole suite passed in ${Math.round((Date.now() - started) / 1000)} s`);
 } else {
@@ -157,7 +160,7 @@ function runTests(files) {
     child.on("close", (code, signal) => {
       // The spec reporter closes with "ℹ pass N" and "ℹ fail N".
       const count = (word) => Number([...tail.matchAll(new RegExp(`^\\S*\\s*${word} (\\d+)$`, "gm"))].at(-1)?.[1] ?? 0);
-      resolve({ pass: count("pass"), fail: count("fail"), exit: code ?? (signal ? 1 : 0) });
+      resolve({ pass: count("pass"), fail: count("fail"), skipped: count("skipped"), exit: code ?? (signal ? 1 : 0) });
     });
   });
 }
