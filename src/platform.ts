@@ -31,7 +31,6 @@ import { createAiGatewayService } from "./ai-gateway/service.js";
 import { createDashboardService } from "./dashboard/service.js";
 import { createProxyService } from "./edge/origin/service.js";
 import { createAnalyticsService } from "./analytics/service.js";
-import { r2StorageDataset } from "./r2/analytics-dataset.js";
 import { serveOptions as dnsOptions } from "./dns/config.js";
 import { serveOptions as edgeOptions } from "./edge/config.js";
 import { createEdgeService, type EdgeArea } from "./edge/service.js";
@@ -136,14 +135,36 @@ export async function startPlatform(config: PlatformConfig, log: Logger = create
   const queues = createQueuesService(ctx);
   // R2's event notifications go to queues of the bucket's account; a deleted queue's rules go with it.
   r2.attachQueues({
-    queueName: async (accountId, queueId) => (await queues.store.getQueue(accountId, queueId))?.queue_name,
+    queueName: (accountId, queueId) => queues.queueName(accountId, queueId),
     send: (accountId, queueId, bodies) => queues.sendJson(accountId, queueId, bodies),
   });
-  queues.onQueueDeleted(async (accountId, queueId) => {
-    await r2.store.deleteQueueNotificationRules(accountId, queueId);
-  });
+  queues.onQueueDeleted((accountId, queueId) => r2.queueDeleted(accountId, queueId));
   const dns = createDnsService(ctx);
-  const workers = createWorkersService(ctx, { kv, r2, d1, queues, zones: dns.zones, edgeAddresses: dns.edgeAddresses });
+  // Workers reaches the other areas through ports: each data area's binding backend (does a resource exist, and
+  // its binding protocol), Queues' consumers of scripts, DNS's zones.
+  const workers = createWorkersService(ctx, {
+    bindings: {
+      r2: {
+        exists: (accountId, bucket) => r2.bucketExists(accountId, bucket),
+        handle: (call, req, res) => r2.bindingHandler({ accountId: call.accountId, bucketName: call.resource }, req, res),
+      },
+      kv: {
+        exists: (accountId, id) => kv.namespaceExists(accountId, id),
+        handle: (call, req, res) => kv.bindingHandler({ accountId: call.accountId, namespaceId: call.resource }, req, res),
+      },
+      d1: {
+        exists: (accountId, uuid) => d1.databaseExists(accountId, uuid),
+        handle: (call, req, res) => d1.bindingHandler({ accountId: call.accountId, databaseId: call.resource }, req, res),
+      },
+      queues: {
+        exists: (accountId, name) => queues.queueExists(accountId, name),
+        handle: (call, req, res) => queues.bindingHandler({ accountId: call.accountId, queueName: call.resource }, req, res),
+      },
+    },
+    queues,
+    zones: dns.zonesPort,
+    edgeAddresses: dns.edgeAddresses,
+  });
   const aiGateway = createAiGatewayService(ctx);
   // The edge decides by Host which of these a request reaches (edge/hostnames/dispatch.ts), before the routes (v4
   // API, dashboard); a tenant's hostname is a name at or under one of DNS's zones.
@@ -174,7 +195,7 @@ export async function startPlatform(config: PlatformConfig, log: Logger = create
   edge.addTenantHandler(proxy.forward);
   edge.addTenantUpgradeHandler(proxy.upgrade);
   // The GraphQL Analytics API: each area hands over its datasets (R2: what its buckets hold).
-  const analytics = createAnalyticsService(ctx, [r2StorageDataset(r2.store)]);
+  const analytics = createAnalyticsService(ctx, [...r2.analyticsDatasets]);
   const services: EdgeService[] = [identity, edge, dns, kv, d1, queues, workers, proxy, aiGateway, r2, analytics, createDashboardService(ctx)];
 
   let app: FastifyInstance;

@@ -1,10 +1,10 @@
 import type { Server } from "node:tls";
 import type { SecretBox } from "../../core/secret-box.js";
 import type { ServiceContext } from "../../core/service.js";
-import type { ZoneService } from "../../dns/zones/zone-service.js";
+import type { ZonesPort } from "../../dns/service.js";
 import type { EdgeTlsConfig } from "../config.js";
-import type { RouteTable } from "../routes/table.js";
-import type { RoutesStore } from "../routes/store.js";
+import type { RouteTable } from "../routing/table.js";
+import type { RoutesStore } from "../routing/store.js";
 import { AcmeOrderer } from "./acme.js";
 import { ChallengeRecords } from "./dns-01.js";
 import { CertificateManager } from "./manager.js";
@@ -33,7 +33,7 @@ export interface EdgeTls {
 export function createEdgeTls(
   ctx: ServiceContext,
   cfg: EdgeTlsConfig,
-  deps: { box: SecretBox; zones: ZoneService; routesStore: RoutesStore; routeTable: RouteTable },
+  deps: { box: SecretBox; zones: ZonesPort; routesStore: RoutesStore; routeTable: RouteTable },
 ): EdgeTls {
   const log = ctx.log.child({ service: "workers", part: "certificates" });
   const pg = ctx.openPostgres(CERTIFICATES_AREA, CERTIFICATES_PG_MIGRATIONS);

@@ -3,7 +3,7 @@ import { setImmediate as nextTurn } from "node:timers/promises";
 import type { Bus } from "../../core/cluster/bus.js";
 import type { Logger } from "../../core/logger.js";
 import type { SecretBox } from "../../core/secret-box.js";
-import type { CustomDomain } from "../routes/store.js";
+import type { CustomDomain } from "../routing/store.js";
 import type { Dns01Answerer, IssuedCertificate } from "./acme.js";
 import { CERTIFICATES_AREA } from "./pg-store.js";
 import type { CertificateRow, CertificateStore } from "./store.js";
@@ -25,7 +25,7 @@ export interface CertificateOrderer {
   close?(): Promise<void>;
 }
 
-/** What the domain's API answer shows of its certificate (routes/api.ts). */
+/** What the domain's API answer shows of its certificate (routing/api.ts). */
 export interface CertificateState {
   status: CertificateRow["status"];
   expires_on?: string;
@@ -41,7 +41,7 @@ export interface CertificateManagerDeps {
   box: SecretBox;
   /** Every attached Custom Domain as stored: whose certificates are kept (rows of others are deleted). */
   attached: () => Promise<CustomDomain[]>;
-  /** Whether the edge serves this hostname as a Custom Domain now (routes/table.ts): whose certificates are served. */
+  /** Whether the edge serves this hostname as a Custom Domain now (routing/table.ts): whose certificates are served. */
   served: (hostname: string) => CustomDomain | undefined;
   bus: Bus;
   nodeId: string;
