@@ -10,12 +10,21 @@ import type { CliResult, TestPlatform } from "../../core/testing/platform.js";
 /** wrangler 3 (a devDependency pinned to the version docs/compatibility.md names), started by its own bin script. */
 const WRANGLER_BIN = join(dirname(createRequire(import.meta.url).resolve("wrangler/package.json")), "bin", "wrangler.js");
 
-/** wrangler 4, the latest release, from the test-client folder, and the Node 22 it needs (>= 22.12). */
+/** wrangler 4, the latest release, from the test-client folder. */
 const WRANGLER4_BIN = testClientModule("wrangler/bin/wrangler.js");
-const NODE22 = nodeBinary(22);
+/**
+ * The Node wrangler 4 runs on: the suite's own when it is new enough (>= 22.12: the suite on Node 22 or 24, as
+ * `npm run test:node24` runs it), else test-clients' Node 22.
+ */
+const WRANGLER4_NODE = nodeAtLeast(22, 12) ? process.execPath : nodeBinary(22);
+
+function nodeAtLeast(major: number, minor: number): boolean {
+  const [ownMajor, ownMinor] = process.versions.node.split(".").map(Number);
+  return ownMajor > major || (ownMajor === major && ownMinor >= minor);
+}
 
 /** For `test(name, { skip: wrangler4Missing() })`: why wrangler 4 cannot run here, or false. */
-export const wrangler4Missing = () => testClientMissing("wrangler 4 or Node 22", WRANGLER4_BIN, NODE22);
+export const wrangler4Missing = () => testClientMissing("wrangler 4 or Node 22", WRANGLER4_BIN, WRANGLER4_NODE);
 
 /**
  * The wrangler releases a test runs with (`for (const version of wranglerVersions()) describe(...)`): 3.114 always,
@@ -39,7 +48,7 @@ export interface WranglerOptions {
   /** Instead of the bootstrap token: e.g. `{ CLOUDFLARE_API_KEY, CLOUDFLARE_EMAIL }` for the global key. */
   credentials?: Record<string, string>;
   input?: string;
-  /** Which wrangler: 3 (the devDependency, on the machine's node) by default, or 4 (test-clients, on Node 22). */
+  /** Which wrangler: 3 (the devDependency, on the suite's Node) by default, or 4 (test-clients, on Node >= 22.12). */
   version?: 3 | 4;
 }
 
@@ -75,7 +84,7 @@ export interface RunningWrangler {
  * as `wrangler tail`. The caller kills it (and awaits `exited`).
  */
 export function startWrangler(p: TestPlatform, args: string[], opts: WranglerOptions): RunningWrangler {
-  const [node, bin] = opts.version === 4 ? [NODE22, WRANGLER4_BIN] : [process.execPath, WRANGLER_BIN];
+  const [node, bin] = opts.version === 4 ? [WRANGLER4_NODE, WRANGLER4_BIN] : [process.execPath, WRANGLER_BIN];
   if (!node || !bin) throw new Error(wrangler4Missing() || "wrangler 4 is not installed");
   const home = mkdtempSync(join(tmpdir(), "edge-wrangler-home-"));
   const child = spawn(node, [bin, ...args], {
