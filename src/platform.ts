@@ -18,6 +18,8 @@ import { buildEdgeApp } from "./core/http/app.js";
 import { ConnectionLimits } from "./core/http/connection-limits.js";
 import { Readiness } from "./core/http/readiness.js";
 import { createLogger, type Logger } from "./core/logger.js";
+import { MetricsListener } from "./core/metrics/listener.js";
+import { createMetricsRegistry } from "./core/metrics/registry.js";
 import type { EdgeService, PlatformConfig, ServiceContext } from "./core/service.js";
 import { UserError } from "./core/errors.js";
 import { markStateDirInUse } from "./core/server/state-lock.js";
@@ -88,6 +90,8 @@ export async function startPlatform(config: PlatformConfig, log: Logger = create
   // The port listens before the services start (they need its URL, and the HTTPS port hands it its connections),
   // but answers 503 to all but /healthz and /readyz until every service has started.
   const readiness = new Readiness();
+  // One Prometheus registry for the node; every area declares its metrics on it (ctx.metrics).
+  const metrics = createMetricsRegistry();
   // The hostname plan first: the areas check tenants' names against it. Its names are the areas' own options.
   let edge: EdgeArea;
   try {
@@ -96,12 +100,16 @@ export async function startPlatform(config: PlatformConfig, log: Logger = create
       "workers-domain": workersOptions["workers-domain"],
       "name-servers": dnsOptions["name-servers"],
     });
-    edge = createEdgeService(optionValues(config.options, edgeOptions), {
-      s3Host: names["s3-host"],
-      workersDomain: names["workers-domain"],
-      nameServers: names["name-servers"],
-      listenHost: config.core.host,
-    });
+    edge = createEdgeService(
+      optionValues(config.options, edgeOptions),
+      {
+        s3Host: names["s3-host"],
+        workersDomain: names["workers-domain"],
+        nameServers: names["name-servers"],
+        listenHost: config.core.host,
+      },
+      metrics,
+    );
   } catch (err) {
     await closeStores();
     throw err;
@@ -127,6 +135,7 @@ export async function startPlatform(config: PlatformConfig, log: Logger = create
       app.server.emit("connection", socket);
     },
     platformHostnames: edge.platformHostnames,
+    metrics,
   };
 
   const identity: EdgeService = { name: "identity", registerApi: (app) => registerIdentityRoutes(app, auth) };
@@ -148,7 +157,7 @@ export async function startPlatform(config: PlatformConfig, log: Logger = create
   // The edge decides by Host which of these a request reaches (edge/hostnames/dispatch.ts), before the routes (v4
   // API, dashboard); a tenant's hostname is a name at or under one of DNS's zones.
   edge.attach({
-    isTenantName: (host) => dns.zones.zoneFor(host) !== undefined,
+    zoneOf: (host) => dns.zones.zoneFor(host)?.zone.name,
     handlers: {
       workers: (req, res) => workers.handleRaw(req, res),
       workerUpgrade: (req, socket, head) => workers.upgradeWorker(req, socket, head),
@@ -205,11 +214,13 @@ export async function startPlatform(config: PlatformConfig, log: Logger = create
   edgeUrl = `http://${host}:${addr.port}`;
 
   const started: EdgeService[] = [];
+  const metricsListener = new MetricsListener(metrics, log);
   const stop = async () => {
     // Probes say "stopping" and new requests are refused at once, so a load balancer moves on while this node drains.
     readiness.stopping();
     for (const s of services) s.closeUpgraded?.();
     await app.close();
+    await metricsListener.close();
     for (const s of [...started].reverse()) await s.stop?.().catch((err) => log.error({ err, service: s.name }, "service failed to stop"));
     await closeStores();
     log.flush?.();
@@ -229,6 +240,14 @@ export async function startPlatform(config: PlatformConfig, log: Logger = create
   const endpoints: Record<string, string> = { edge: edgeUrl, api: `${edgeUrl}/client/v4`, ai_gateway: `${edgeUrl}/v1`, state_dir: config.stateDir };
   for (const s of services) Object.assign(endpoints, s.describe?.() ?? {});
   endpoints.backend = backends.description.summary;
+  if (config.core.metrics) {
+    try {
+      endpoints.metrics = await metricsListener.listen(config.core.metrics.host, config.core.metrics.port);
+    } catch (err) {
+      await stop();
+      throw listenError(err);
+    }
+  }
   readiness.ready();
   printBanner(endpoints, boot, config.stateDir);
   log.info({ endpoints, backend: backends.description, nodeId: backends.nodeId }, "platform ready");

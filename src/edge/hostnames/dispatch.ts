@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Duplex } from "node:stream";
 import type { TLSSocket } from "node:tls";
+import type { EdgeMetrics, EdgeTrafficArea } from "../metrics.js";
 import { ErrorPages, sendErrorPage } from "./error-page.js";
 import { normalizeHostname } from "./names.js";
 import type { HostClass, Hostnames } from "./plan.js";
@@ -48,11 +49,17 @@ export class EdgeDispatch {
   /** Tenants' upgrades after Workers' WebSockets, asked in order (the proxy's WebSocket pass-through). */
   readonly tenantUpgradeHandlers: UpgradeHandler[] = [];
   private handlers?: PlatformHandlers;
+  private zoneOf: (host: string) => string | undefined = () => undefined;
 
-  constructor(private readonly hostnames: Hostnames) {}
+  constructor(
+    private readonly hostnames: Hostnames,
+    private readonly metrics?: EdgeMetrics,
+  ) {}
 
-  attach(handlers: PlatformHandlers): void {
+  /** `zoneOf` names the zone a tenant's hostname is in (the metrics' zone label). */
+  attach(handlers: PlatformHandlers, zoneOf?: (host: string) => string | undefined): void {
     this.handlers = handlers;
+    if (zoneOf) this.zoneOf = zoneOf;
   }
 
   /** Adds a handler of tenants' hostnames, asked after Workers and the handlers added before it. */
@@ -72,32 +79,44 @@ export class EdgeDispatch {
 
   /** Answers the request, or returns false for the v4 API and the dashboard (Fastify's routes) to answer it. */
   request(req: IncomingMessage, res: ServerResponse): boolean {
+    const answered = this.answer(req, res);
+    if (this.metrics) {
+      const area: EdgeTrafficArea = answered.area ?? (pathOf(req).startsWith("/client/v4") ? "api" : "dashboard");
+      const host = answered.tenantHost;
+      this.metrics.observe(req, res, area, host === undefined ? undefined : () => this.zoneOf(host));
+    }
+    return answered.area !== undefined;
+  }
+
+  /** Who answered: `area` undefined when Fastify's routes are to; `tenantHost` for a tenant's hostname. */
+  private answer(req: IncomingMessage, res: ServerResponse): { area?: EdgeTrafficArea; tenantHost?: string } {
     const h = this.handlers!;
     const cls = this.classOf(req);
     const sni = misdirectedSni(req, cls.host);
     if (sni !== undefined) return page(res, ErrorPages.misdirected(sni), cls.host);
     if (cls.kind === "unknown") return page(res, ErrorPages.unknownHost(), cls.host);
     if (cls.kind === "tenant") {
-      if (h.workers(req, res)) return true;
-      for (const handler of this.tenantHandlers) if (handler(req, res)) return true;
-      return page(res, ErrorPages.nothingServed(), cls.host);
+      const tenantHost = cls.host;
+      if (h.workers(req, res)) return { area: "workers", tenantHost };
+      for (const handler of this.tenantHandlers) if (handler(req, res)) return { area: "proxy", tenantHost };
+      return { ...page(res, ErrorPages.nothingServed(), cls.host), tenantHost };
     }
     switch (cls.service) {
       case "workers":
-        return h.workers(req, res) || page(res, ErrorPages.reserved(), cls.host);
+        return h.workers(req, res) ? { area: "workers" } : page(res, ErrorPages.reserved(), cls.host);
       case "s3":
-        return h.s3(req, res) || page(res, ErrorPages.reserved(), cls.host);
+        return h.s3(req, res) ? { area: "s3" } : page(res, ErrorPages.reserved(), cls.host);
       case "reserved":
         return page(res, ErrorPages.reserved(), cls.host);
       case "dashboard":
-        return false;
+        return {};
       case "api": {
-        if (h.gateway(req, res)) return true;
+        if (h.gateway(req, res)) return { area: "ai_gateway" };
         const path = pathOf(req);
         const dashboardHere = this.hostnames.plan.dashboardHostname === undefined;
         // The dashboard's paths are never a bucket's (a bucket named `dash` would share the dashboard's origin).
-        if (isDashboardPath(path)) return dashboardHere ? false : page(res, ErrorPages.dashboardElsewhere(this.hostnames.plan.dashboardHostname!), cls.host);
-        return h.s3(req, res);
+        if (isDashboardPath(path)) return dashboardHere ? {} : page(res, ErrorPages.dashboardElsewhere(this.hostnames.plan.dashboardHostname!), cls.host);
+        return h.s3(req, res) ? { area: "s3" } : {};
       }
     }
   }
@@ -114,9 +133,9 @@ export class EdgeDispatch {
   }
 }
 
-function page(res: ServerResponse, p: Parameters<typeof sendErrorPage>[1], host: string): true {
+function page(res: ServerResponse, p: Parameters<typeof sendErrorPage>[1], host: string): { area: "error_page" } {
   sendErrorPage(res, p, host);
-  return true;
+  return { area: "error_page" };
 }
 
 const pathOf = (req: IncomingMessage) => {
