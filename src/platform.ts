@@ -34,6 +34,7 @@ import { createDashboardService } from "./dashboard/service.js";
 import { createProxyService } from "./edge/origin/service.js";
 import { createAnalyticsService } from "./analytics/service.js";
 import { r2StorageDataset } from "./r2/analytics-dataset.js";
+import { httpRequestsDataset, recordHttpRequest } from "./edge/analytics/http-requests.js";
 import { serveOptions as dnsOptions } from "./dns/config.js";
 import { serveOptions as edgeOptions } from "./edge/config.js";
 import { createEdgeService, type EdgeArea } from "./edge/service.js";
@@ -154,10 +155,19 @@ export async function startPlatform(config: PlatformConfig, log: Logger = create
   const dns = createDnsService(ctx);
   const workers = createWorkersService(ctx, { kv, r2, d1, queues, zones: dns.zones, edgeAddresses: dns.edgeAddresses });
   const aiGateway = createAiGatewayService(ctx);
+  // The GraphQL Analytics API and its per-minute rollups: each area hands over its datasets (R2: what its buckets
+  // hold; the edge: tenants' HTTP traffic, counted by the dispatch as each request ends).
+  const analytics = createAnalyticsService(ctx, { zoneAccount: (zoneId) => dns.zones.get(zoneId)?.zone.account_id });
+  analytics.addDataset(r2StorageDataset(r2.store));
+  analytics.addDataset(httpRequestsDataset(analytics.rollups));
   // The edge decides by Host which of these a request reaches (edge/hostnames/dispatch.ts), before the routes (v4
   // API, dashboard); a tenant's hostname is a name at or under one of DNS's zones.
   edge.attach({
-    zoneOf: (host) => dns.zones.zoneFor(host)?.zone.name,
+    zoneOf: (host) => {
+      const zone = dns.zones.zoneFor(host)?.zone;
+      return zone && { id: zone.id, name: zone.name, accountId: zone.account_id };
+    },
+    traffic: (event) => recordHttpRequest(analytics.rollups, event),
     handlers: {
       workers: (req, res) => workers.handleRaw(req, res),
       workerUpgrade: (req, socket, head) => workers.upgradeWorker(req, socket, head),
@@ -182,8 +192,6 @@ export async function startPlatform(config: PlatformConfig, log: Logger = create
   });
   edge.addTenantHandler(proxy.forward);
   edge.addTenantUpgradeHandler(proxy.upgrade);
-  // The GraphQL Analytics API: each area hands over its datasets (R2: what its buckets hold).
-  const analytics = createAnalyticsService(ctx, [r2StorageDataset(r2.store)]);
   const services: EdgeService[] = [identity, edge, dns, kv, d1, queues, workers, proxy, aiGateway, r2, analytics, createDashboardService(ctx)];
 
   let app: FastifyInstance;

@@ -1,4 +1,3 @@
-import type { IncomingMessage, ServerResponse } from "node:http";
 import { Counter, Histogram, type Registry } from "prom-client";
 import { METRIC_PREFIX, statusClass } from "../core/metrics/registry.js";
 
@@ -40,21 +39,10 @@ export class EdgeMetrics {
     });
   }
 
-  /**
-   * Records the request when its answer ends or its client goes away. `zone` is asked then, and only for tenants'
-   * traffic (it is a lookup).
-   */
-  observe(req: IncomingMessage, res: ServerResponse, area: EdgeTrafficArea, zone?: () => string | undefined): void {
-    const started = performance.now();
-    const socket = req.socket;
-    const bytesBefore = socket.bytesWritten;
-    res.once("close", () => {
-      const labels = { area, status_class: res.headersSent ? statusClass(res.statusCode) : "aborted", zone: zone?.() ?? "" };
-      this.requests.inc(labels);
-      this.duration.observe({ area }, (performance.now() - started) / 1000);
-      // On a kept-alive connection bytesWritten is the connection's: the difference is this answer's share.
-      const written = socket.bytesWritten - bytesBefore;
-      if (written > 0) this.responseBytes.inc({ area }, written);
-    });
+  /** Counts one request that ended (`status` undefined: the client went away before an answer's head). */
+  record(area: EdgeTrafficArea, status: number | undefined, zone: string, seconds: number, bytes: number): void {
+    this.requests.inc({ area, status_class: status === undefined ? "aborted" : statusClass(status), zone });
+    this.duration.observe({ area }, seconds);
+    if (bytes > 0) this.responseBytes.inc({ area }, bytes);
   }
 }

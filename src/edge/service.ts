@@ -2,7 +2,8 @@ import type { Registry } from "prom-client";
 import type { OptionValues } from "../core/cli/command.js";
 import type { EdgeService, PlatformHostnames } from "../core/service.js";
 import { readEdgeConfig, type AreaHostnames, type serveOptions } from "./config.js";
-import { EdgeDispatch, type PlatformHandlers, type RawHandler, type UpgradeHandler } from "./hostnames/dispatch.js";
+import type { HttpRequestEvent } from "./analytics/http-requests.js";
+import { EdgeDispatch, type TenantZone, type PlatformHandlers, type RawHandler, type UpgradeHandler } from "./hostnames/dispatch.js";
 import { Hostnames } from "./hostnames/plan.js";
 import { EdgeMetrics } from "./metrics.js";
 
@@ -16,10 +17,10 @@ export interface EdgeArea extends EdgeService {
   /** What app.ts hands every request and upgrade to first. */
   readonly dispatch: EdgeDispatch;
   /**
-   * Once DNS and the services exist: which names are tenants' (`zoneOf` names the zone a name is at or under), and
-   * the handlers of the platform's services.
+   * Once DNS and the services exist: which names are tenants' (`zoneOf` names the zone a name is at or under), the
+   * handlers of the platform's services, and where tenants' requests are counted (the analytics' rollups).
    */
-  attach(deps: { zoneOf: (host: string) => string | undefined; handlers: PlatformHandlers }): void;
+  attach(deps: { zoneOf: (host: string) => TenantZone | undefined; handlers: PlatformHandlers; traffic?: (event: HttpRequestEvent) => void }): void;
   /** Adds a handler of tenants' hostnames, after Workers (the proxy to origins, edge/origin/). */
   addTenantHandler(handler: RawHandler): void;
   /** Adds a handler of tenants' upgrades, after Workers' WebSockets (the proxy's WebSocket pass-through). */
@@ -40,7 +41,7 @@ export function createEdgeService(options: OptionValues<typeof serveOptions>, ar
     dispatch,
     attach(deps) {
       isTenantName = (host) => deps.zoneOf(host) !== undefined;
-      dispatch.attach(deps.handlers, deps.zoneOf);
+      dispatch.attach(deps.handlers, { zoneOf: deps.zoneOf, traffic: deps.traffic });
     },
     addTenantHandler: (handler) => dispatch.addTenantHandler(handler),
     addTenantUpgradeHandler: (handler) => dispatch.addTenantUpgradeHandler(handler),

@@ -21,6 +21,7 @@ export const PERMISSION_GROUPS = [
   { id: "zone_settings_read", name: "Zone Settings Read", scope: "account" },
   { id: "zone_settings_edit", name: "Zone Settings Edit", scope: "account" },
   { id: "account_settings_read", name: "Account Settings Read", scope: "account" },
+  { id: "analytics_read", name: "Analytics Read", scope: "account" },
   { id: "api_tokens_read", name: "API Tokens Read", scope: "user" },
   { id: "api_tokens_edit", name: "API Tokens Edit", scope: "user" },
 ] as const;

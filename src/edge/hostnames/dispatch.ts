@@ -2,6 +2,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Duplex } from "node:stream";
 import type { TLSSocket } from "node:tls";
 import type { EdgeMetrics, EdgeTrafficArea } from "../metrics.js";
+import type { HttpRequestEvent } from "../analytics/http-requests.js";
 import { ErrorPages, sendErrorPage } from "./error-page.js";
 import { normalizeHostname } from "./names.js";
 import type { HostClass, Hostnames } from "./plan.js";
@@ -49,17 +50,22 @@ export class EdgeDispatch {
   /** Tenants' upgrades after Workers' WebSockets, asked in order (the proxy's WebSocket pass-through). */
   readonly tenantUpgradeHandlers: UpgradeHandler[] = [];
   private handlers?: PlatformHandlers;
-  private zoneOf: (host: string) => string | undefined = () => undefined;
+  private zoneOf: (host: string) => TenantZone | undefined = () => undefined;
+  private traffic?: (event: HttpRequestEvent) => void;
 
   constructor(
     private readonly hostnames: Hostnames,
     private readonly metrics?: EdgeMetrics,
   ) {}
 
-  /** `zoneOf` names the zone a tenant's hostname is in (the metrics' zone label). */
-  attach(handlers: PlatformHandlers, zoneOf?: (host: string) => string | undefined): void {
+  /**
+   * `zoneOf` says which zone a tenant's hostname is in (the metrics' zone label, the analytics' scope); `traffic` is
+   * told of every tenant request that ended (the analytics' rollups).
+   */
+  attach(handlers: PlatformHandlers, observers: { zoneOf?: (host: string) => TenantZone | undefined; traffic?: (event: HttpRequestEvent) => void } = {}): void {
     this.handlers = handlers;
-    if (zoneOf) this.zoneOf = zoneOf;
+    if (observers.zoneOf) this.zoneOf = observers.zoneOf;
+    this.traffic = observers.traffic;
   }
 
   /** Adds a handler of tenants' hostnames, asked after Workers and the handlers added before it. */
@@ -79,13 +85,36 @@ export class EdgeDispatch {
 
   /** Answers the request, or returns false for the v4 API and the dashboard (Fastify's routes) to answer it. */
   request(req: IncomingMessage, res: ServerResponse): boolean {
+    const started = performance.now();
+    const bytesBefore = req.socket.bytesWritten;
     const answered = this.answer(req, res);
-    if (this.metrics) {
+    if (this.metrics || (this.traffic && answered.tenantHost !== undefined)) {
       const area: EdgeTrafficArea = answered.area ?? (pathOf(req).startsWith("/client/v4") ? "api" : "dashboard");
-      const host = answered.tenantHost;
-      this.metrics.observe(req, res, area, host === undefined ? undefined : () => this.zoneOf(host));
+      res.once("close", () => this.ended(req, res, area, answered.tenantHost, started, bytesBefore));
     }
     return answered.area !== undefined;
+  }
+
+  /** Counts a request whose answer ended (or whose client went away). */
+  private ended(req: IncomingMessage, res: ServerResponse, area: EdgeTrafficArea, tenantHost: string | undefined, started: number, bytesBefore: number) {
+    const status = res.headersSent ? res.statusCode : undefined;
+    // On a kept-alive connection bytesWritten is the connection's: the difference is this answer's share.
+    const bytes = Math.max(0, req.socket.bytesWritten - bytesBefore);
+    const zone = tenantHost === undefined ? undefined : this.zoneOf(tenantHost);
+    this.metrics?.record(area, status, zone?.name ?? "", (performance.now() - started) / 1000, bytes);
+    if (zone && this.traffic) {
+      const referer = req.headers.referer;
+      this.traffic({
+        zoneId: zone.id,
+        accountId: zone.accountId,
+        host: tenantHost!,
+        method: methodLabel(req.method),
+        status: status ?? 0,
+        cacheStatus: String(res.getHeader("cf-cache-status") ?? "dynamic").toLowerCase(),
+        bytes,
+        visit: typeof referer !== "string" || !refersTo(referer, tenantHost!),
+      });
+    }
   }
 
   /** Who answered: `area` undefined when Fastify's routes are to; `tenantHost` for a tenant's hostname. */
@@ -129,6 +158,26 @@ export class EdgeDispatch {
     if (cls.kind === "tenant") return h.workerUpgrade(req, socket, head) || this.tenantUpgradeHandlers.some((handler) => handler(req, socket, head));
     if (cls.kind === "platform" && cls.service === "workers") return h.workerUpgrade(req, socket, head);
     if (cls.kind === "platform" && cls.service === "api") return h.tailUpgrade(req, socket, head);
+    return false;
+  }
+}
+
+/** A tenant's zone, as the metrics and the analytics name it. */
+export interface TenantZone {
+  id: string;
+  name: string;
+  accountId: string;
+}
+
+const METHODS = new Set(["GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS", "CONNECT", "TRACE", "PURGE"]);
+/** The method as a bounded value: the usual ones by name, anything else a client makes up as OTHER. */
+const methodLabel = (method: string | undefined) => (method && METHODS.has(method) ? method : "OTHER");
+
+/** Whether a Referer names `host` (then the request is not a visit: the visitor was already on the site). */
+function refersTo(referer: string, host: string): boolean {
+  try {
+    return new URL(referer).hostname.toLowerCase() === host;
+  } catch {
     return false;
   }
 }
