@@ -160,6 +160,11 @@ export async function startPlatform(config: PlatformConfig, log: Logger = create
   const analytics = createAnalyticsService(ctx, { zoneAccount: (zoneId) => dns.zones.get(zoneId)?.zone.account_id });
   analytics.addDataset(r2StorageDataset(r2.store));
   analytics.addDataset(httpRequestsDataset(analytics.rollups));
+  dns.zones.onChange((zs, kind, origin) => {
+    // Once, through the node the zone was deleted on.
+    if (kind === "deleted" && origin === "local")
+      void analytics.forgetScope(zs.zone.id).catch((err: unknown) => log.warn({ err, zoneId: zs.zone.id }, "analytics of a deleted zone not removed"));
+  });
   // The edge decides by Host which of these a request reaches (edge/hostnames/dispatch.ts), before the routes (v4
   // API, dashboard); a tenant's hostname is a name at or under one of DNS's zones.
   edge.attach({

@@ -22,6 +22,8 @@ export interface AnalyticsArea extends EdgeService {
   readonly rollups: Rollups;
   /** Adds an area's dataset (before the API is registered). */
   addDataset(dataset: AnalyticsDataset): void;
+  /** Deletes the rollups of a zone or account that is gone (a zone of the same name made later starts from none). */
+  forgetScope(scope: string): Promise<void>;
 }
 
 /**
@@ -49,6 +51,7 @@ export function createAnalyticsService(ctx: ServiceContext, deps: { zoneAccount:
       retentionSeconds: cfg.retentionSeconds,
     },
     addDataset: (dataset) => void datasets.push(dataset),
+    forgetScope: (scope) => store.deleteScope(scope),
     registerApi(app) {
       const schema = new AnalyticsSchema(datasets, (err, path) => log.error({ err, path }, "analytics dataset failed"), deps.zoneAccount);
       registerAnalyticsRoutes(app, schema);
