@@ -11,9 +11,10 @@ import * as r2 from "./r2/commands.js";
 import * as workers from "./workers/commands.js";
 import * as aiGateway from "./ai-gateway/commands.js";
 import * as edge from "./edge/commands.js";
+import * as analytics from "./analytics/commands.js";
 
 /** Every area's CLI, in the order `edgecli --help` lists them. Each declares its own commands, groups and options. */
-const areas: readonly CliArea[] = [identity, edge, dns, kv, r2, d1, queues, workers, aiGateway];
+const areas: readonly CliArea[] = [identity, edge, dns, kv, r2, d1, queues, workers, aiGateway, analytics];
 
 export const commands: AnyCommand[] = [
   serveCommand(Object.assign({}, ...areas.map((a) => a.serveOptions)), async () => (await import("./platform.js")).runPlatformUntilSignal),

@@ -18,6 +18,8 @@ import { buildEdgeApp } from "./core/http/app.js";
 import { ConnectionLimits } from "./core/http/connection-limits.js";
 import { Readiness } from "./core/http/readiness.js";
 import { createLogger, type Logger } from "./core/logger.js";
+import { MetricsListener } from "./core/metrics/listener.js";
+import { createMetricsRegistry } from "./core/metrics/registry.js";
 import type { EdgeService, PlatformConfig, ServiceContext } from "./core/service.js";
 import { UserError } from "./core/errors.js";
 import { markStateDirInUse } from "./core/server/state-lock.js";
@@ -33,6 +35,7 @@ import { createProxyService } from "./edge/origin/service.js";
 import { createCacheRulesService } from "./edge/rules/service.js";
 import type { EdgeZones } from "./edge/ports.js";
 import { createAnalyticsService } from "./analytics/service.js";
+import { httpRequestsDataset, recordHttpRequest } from "./edge/analytics/http-requests.js";
 import { serveOptions as dnsOptions } from "./dns/config.js";
 import { serveOptions as edgeOptions } from "./edge/config.js";
 import { createEdgeService, type EdgeArea } from "./edge/service.js";
@@ -89,6 +92,8 @@ export async function startPlatform(config: PlatformConfig, log: Logger = create
   // The port listens before the services start (they need its URL, and the HTTPS port hands it its connections),
   // but answers 503 to all but /healthz and /readyz until every service has started.
   const readiness = new Readiness();
+  // One Prometheus registry for the node; every area declares its metrics on it (ctx.metrics).
+  const metrics = createMetricsRegistry();
   // The hostname plan first: the areas check tenants' names against it. Its names are the areas' own options.
   let edge: EdgeArea;
   try {
@@ -97,12 +102,16 @@ export async function startPlatform(config: PlatformConfig, log: Logger = create
       "workers-domain": workersOptions["workers-domain"],
       "name-servers": dnsOptions["name-servers"],
     });
-    edge = createEdgeService(optionValues(config.options, edgeOptions), {
-      s3Host: names["s3-host"],
-      workersDomain: names["workers-domain"],
-      nameServers: names["name-servers"],
-      listenHost: config.core.host,
-    });
+    edge = createEdgeService(
+      optionValues(config.options, edgeOptions),
+      {
+        s3Host: names["s3-host"],
+        workersDomain: names["workers-domain"],
+        nameServers: names["name-servers"],
+        listenHost: config.core.host,
+      },
+      metrics,
+    );
   } catch (err) {
     await closeStores();
     throw err;
@@ -128,6 +137,7 @@ export async function startPlatform(config: PlatformConfig, log: Logger = create
       app.server.emit("connection", socket);
     },
     platformHostnames: edge.platformHostnames,
+    metrics,
   };
 
   const identity: EdgeService = { name: "identity", registerApi: (app) => registerIdentityRoutes(app, auth) };
@@ -168,10 +178,24 @@ export async function startPlatform(config: PlatformConfig, log: Logger = create
     edgeAddresses: dns.edgeAddresses,
   });
   const aiGateway = createAiGatewayService(ctx);
+  // The GraphQL Analytics API and its per-minute rollups: each area hands over its datasets (R2: what its buckets
+  // hold; the edge: tenants' HTTP traffic, counted by the dispatch as each request ends).
+  const analytics = createAnalyticsService(ctx, { zoneAccount: (zoneId) => dns.zones.get(zoneId)?.zone.account_id });
+  for (const dataset of r2.analyticsDatasets) analytics.addDataset(dataset);
+  analytics.addDataset(httpRequestsDataset(analytics.rollups));
+  dns.zones.onChange((zs, kind, origin) => {
+    // Once, through the node the zone was deleted on.
+    if (kind === "deleted" && origin === "local")
+      void analytics.forgetScope(zs.zone.id).catch((err: unknown) => log.warn({ err, zoneId: zs.zone.id }, "analytics of a deleted zone not removed"));
+  });
   // The edge decides by Host which of these a request reaches (edge/hostnames/dispatch.ts), before the routes (v4
   // API, dashboard); a tenant's hostname is a name at or under one of DNS's zones.
   edge.attach({
-    isTenantName: (host) => dns.zones.zoneFor(host) !== undefined,
+    zoneOf: (host) => {
+      const zone = dns.zones.zoneFor(host)?.zone;
+      return zone && { id: zone.id, name: zone.name, accountId: zone.account_id };
+    },
+    traffic: (event) => recordHttpRequest(analytics.rollups, event),
     handlers: {
       workers: (req, res) => workers.handleRaw(req, res),
       workerUpgrade: (req, socket, head) => workers.upgradeWorker(req, socket, head),
@@ -203,8 +227,6 @@ export async function startPlatform(config: PlatformConfig, log: Logger = create
     connect: (target, socket, head) => proxy.connectOut(target, socket, head),
   });
   edge.addTenantUpgradeHandler(proxy.upgrade);
-  // The GraphQL Analytics API: each area hands over its datasets (R2: what its buckets hold).
-  const analytics = createAnalyticsService(ctx, [...r2.analyticsDatasets]);
   const services: EdgeService[] = [identity, edge, dns, kv, d1, queues, workers, proxy, cacheRules, aiGateway, r2, analytics, createDashboardService(ctx)];
 
   let app: FastifyInstance;
@@ -235,11 +257,13 @@ export async function startPlatform(config: PlatformConfig, log: Logger = create
   edgeUrl = `http://${host}:${addr.port}`;
 
   const started: EdgeService[] = [];
+  const metricsListener = new MetricsListener(metrics, log);
   const stop = async () => {
     // Probes say "stopping" and new requests are refused at once, so a load balancer moves on while this node drains.
     readiness.stopping();
     for (const s of services) s.closeUpgraded?.();
     await app.close();
+    await metricsListener.close();
     for (const s of [...started].reverse()) await s.stop?.().catch((err) => log.error({ err, service: s.name }, "service failed to stop"));
     await closeStores();
     log.flush?.();
@@ -259,6 +283,14 @@ export async function startPlatform(config: PlatformConfig, log: Logger = create
   const endpoints: Record<string, string> = { edge: edgeUrl, api: `${edgeUrl}/client/v4`, ai_gateway: `${edgeUrl}/v1`, state_dir: config.stateDir };
   for (const s of services) Object.assign(endpoints, s.describe?.() ?? {});
   endpoints.backend = backends.description.summary;
+  if (config.core.metrics) {
+    try {
+      endpoints.metrics = await metricsListener.listen(config.core.metrics.host, config.core.metrics.port);
+    } catch (err) {
+      await stop();
+      throw listenError(err);
+    }
+  }
   readiness.ready();
   printBanner(endpoints, boot, config.stateDir);
   log.info({ endpoints, backend: backends.description, nodeId: backends.nodeId }, "platform ready");

@@ -31,10 +31,14 @@ export function newCredentials() {
  */
 export async function startServe({ stateDir, creds, logFile = join(stateDir, "serve.log"), nodeArgs = [], args = [], edgecli = EDGECLI }) {
   const readyBefore = countReady(logFile);
-  const child = spawn(process.execPath, [...nodeArgs, edgecli, "serve", "--port", "0", "--dns-port", "0", "--state-dir", stateDir, ...args], {
-    env: { ...process.env, ...bootstrapEnv(creds) },
-    stdio: ["ignore", openSync(logFile, "a"), openSync(logFile, "a")],
-  });
+  const child = spawn(
+    process.execPath,
+    [...nodeArgs, edgecli, "serve", "--port", "0", "--metrics-port", "0", "--dns-port", "0", "--state-dir", stateDir, ...args],
+    {
+      env: { ...process.env, ...bootstrapEnv(creds) },
+      stdio: ["ignore", openSync(logFile, "a"), openSync(logFile, "a")],
+    },
+  );
   let endpoints;
   for (const deadline = Date.now() + 60_000; !endpoints; await new Promise((r) => setTimeout(r, 50))) {
     if (Date.now() > deadline || child.exitCode !== null) throw new Error(`edgecli serve did not start; see ${logFile}`);

@@ -1,4 +1,5 @@
 import type { Permission } from "../core/auth/permissions.js";
+import type { RollupGroupRow, RollupQuery } from "./rollups/store.js";
 
 /**
  * One dataset of the GraphQL Analytics API (a field of `viewer.accounts`, e.g. `r2StorageAdaptiveGroups`): the port
@@ -6,14 +7,37 @@ import type { Permission } from "../core/auth/permissions.js";
  * it for one account; the analytics area builds the schema, checks the caller and runs the query (schema.ts).
  */
 export interface AnalyticsDataset {
-  /** The field on an account, e.g. `r2StorageAdaptiveGroups`. */
+  /** The field on an account, e.g. `r2StorageAdaptiveGroups`, or on a zone (`httpRequestsAdaptiveGroups`). */
   readonly field: string;
+  /** Whether the dataset is a field of `viewer.accounts` (the default) or of `viewer.zones`. */
+  readonly scope?: "account" | "zone";
   /** The field's arguments and type, as SDL follows the field's name: `(limit: Int!, filter: X): [Y!]!`. */
   readonly signature: string;
   /** The SDL of the types the signature names (inputs, enums, rows), each prefixed with the dataset's name. */
   readonly typeDefs: string;
-  /** What the caller must hold on the account to read it (an area's own read permission). */
+  /** What the caller must hold on the account (a zone's account) to read it. */
   readonly permission: Permission;
-  /** The rows for one account; `args` are the field's arguments, checked by GraphQL against the signature. */
-  resolve(accountId: string, args: Record<string, unknown>): Promise<readonly unknown[]>;
+  /**
+   * The rows for one account (or zone); `args` are the field's arguments, checked by GraphQL against the signature;
+   * `requested` what the query selects (a grouped dataset groups by the dimensions asked for).
+   */
+  resolve(scopeId: string, args: Record<string, unknown>, requested: RequestedFields): Promise<readonly unknown[]>;
+}
+
+/** What a query selects of a dataset's rows. */
+export interface RequestedFields {
+  /** The fields selected under `dimensions { … }`, in the order written (none when it is not selected). */
+  dimensions: string[];
+}
+
+/**
+ * The per-minute rollups an area records its events into and answers its datasets from (rollups/): recording is a
+ * map update (written to the store every few seconds); a query groups and sums in the store, over every node's rows.
+ */
+export interface Rollups {
+  /** Counts one event of `dataset` for `scope` (a zone or an account) at `atMs`, with its dimension values and sums. */
+  record(dataset: string, scope: string, accountId: string, atMs: number, dims: readonly string[], sums: readonly number[]): void;
+  query(q: RollupQuery): Promise<RollupGroupRow[]>;
+  /** How far back rollups are kept (--analytics-retention-days), in seconds. */
+  readonly retentionSeconds: number;
 }

@@ -9,6 +9,8 @@ export const AnalyticsMessages = {
   accountNotAuthorized: (account: string) => `not authorized for account ${account}: it does not exist or the caller has no access to it`,
   datasetNotAuthorized: (dataset: string, permission: string) => `not authorized to read ${dataset}: the caller needs ${permission} on this account`,
   accountTagRequired: () => "accounts: filter.accountTag is required (one account per query)",
+  zoneNotAuthorized: (zone: string) => `not authorized for zone ${zone}: it does not exist or the caller has no access to it`,
+  zoneTagRequired: () => "zones: filter.zoneTag is required (one zone per query)",
   tooManyDatasetReads: (limit: number) => `this query reads datasets more than ${limit} times; split it`,
   datasetFailed: (dataset: string) => `${dataset} could not be read (the platform's log has the reason); try again`,
 };

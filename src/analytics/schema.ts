@@ -1,7 +1,18 @@
-import { buildSchema, execute, GraphQLError, parse, validate, type DocumentNode, type GraphQLSchema } from "graphql";
+import {
+  buildSchema,
+  execute,
+  GraphQLError,
+  Kind,
+  parse,
+  validate,
+  type DocumentNode,
+  type GraphQLResolveInfo,
+  type GraphQLSchema,
+  type SelectionSetNode,
+} from "graphql";
 import type { Permission } from "../core/auth/permissions.js";
 import { EdgeError } from "../core/errors.js";
-import type { AnalyticsDataset } from "./dataset.js";
+import type { AnalyticsDataset, RequestedFields } from "./dataset.js";
 import { AnalyticsMessages } from "./errors.js";
 
 /** Who asks: the accounts it sees, and what it holds on each (the v4 API's principal). */
@@ -39,8 +50,23 @@ export class AnalyticsSchema {
     private readonly datasets: readonly AnalyticsDataset[],
     /** Told of a dataset's fault (not a refusal), to log it. */
     private readonly onFault?: (err: Error, path: readonly (string | number)[] | undefined) => void,
+    /** The account of a zone (undefined when there is none): zone datasets are checked against it. */
+    private readonly zoneAccount: (zoneId: string) => string | undefined = () => undefined,
   ) {
-    const fields = datasets.map((d) => `  ${d.field}${d.signature}`).join("\n");
+    const fieldsOf = (scope: "account" | "zone") =>
+      datasets
+        .filter((d) => (d.scope ?? "account") === scope)
+        .map((d) => `  ${d.field}${d.signature}`)
+        .join("\n");
+    const fields = fieldsOf("account");
+    const zoneFields = fieldsOf("zone");
+    const zones = zoneFields
+      ? `extend type Viewer { zones(filter: ZoneFilter_InputObject!): [Zone!]! }
+         input ZoneFilter_InputObject { zoneTag: String }
+         type Zone {
+         ${zoneFields}
+         }`
+      : "";
     this.schema = buildSchema(`
       "A time, as an ISO 8601 string (2024-09-01T00:00:00Z)"
       scalar Time
@@ -52,6 +78,7 @@ export class AnalyticsSchema {
       type Account {
       ${fields}
       }
+      ${zones}
       ${datasets.map((d) => d.typeDefs).join("\n")}
     `);
   }
@@ -67,20 +94,23 @@ export class AnalyticsSchema {
     const invalid = validate(this.schema, document);
     if (invalid.length > 0) return { data: null, errors: invalid.map(toJson) };
     let reads = 0;
-    const account = (accountId: string) =>
+    // The fields of one account (or zone: `scopeId`, owned by `accountId`).
+    const scoped = (scope: "account" | "zone", scopeId: string, accountId: string) =>
       Object.fromEntries(
-        this.datasets.map((d) => [
-          d.field,
-          (args: Record<string, unknown>) => {
-            if (++reads > QueryLimits.datasetReads) throw new GraphQLError(AnalyticsMessages.tooManyDatasetReads(QueryLimits.datasetReads));
-            if (!caller.can(accountId, d.permission)) throw new GraphQLError(AnalyticsMessages.datasetNotAuthorized(d.field, d.permission));
-            return d.resolve(accountId, args).catch((err: unknown) => {
-              // A refusal keeps its words; a fault is reported without its internals (the route logs `originalError`).
-              if (err instanceof EdgeError) throw new GraphQLError(err.message);
-              throw new GraphQLError(AnalyticsMessages.datasetFailed(d.field), { originalError: err as Error });
-            });
-          },
-        ]),
+        this.datasets
+          .filter((d) => (d.scope ?? "account") === scope)
+          .map((d) => [
+            d.field,
+            (args: Record<string, unknown>, _context: unknown, info: GraphQLResolveInfo) => {
+              if (++reads > QueryLimits.datasetReads) throw new GraphQLError(AnalyticsMessages.tooManyDatasetReads(QueryLimits.datasetReads));
+              if (!caller.can(accountId, d.permission)) throw new GraphQLError(AnalyticsMessages.datasetNotAuthorized(d.field, d.permission));
+              return d.resolve(scopeId, args, requestedFields(info)).catch((err: unknown) => {
+                // A refusal keeps its words; a fault is reported without its internals (the route logs `originalError`).
+                if (err instanceof EdgeError || err instanceof GraphQLError) throw new GraphQLError(err.message);
+                throw new GraphQLError(AnalyticsMessages.datasetFailed(d.field), { originalError: err as Error });
+              });
+            },
+          ]),
       );
     const rootValue = {
       viewer: () => ({
@@ -88,7 +118,15 @@ export class AnalyticsSchema {
           const tag = filter.accountTag;
           if (!tag) throw new GraphQLError(AnalyticsMessages.accountTagRequired());
           if (!caller.sees(tag)) throw new GraphQLError(AnalyticsMessages.accountNotAuthorized(tag));
-          return [account(tag)];
+          return [scoped("account", tag, tag)];
+        },
+        zones: ({ filter }: { filter: { zoneTag?: string | null } }) => {
+          const tag = filter.zoneTag;
+          if (!tag) throw new GraphQLError(AnalyticsMessages.zoneTagRequired());
+          const accountId = this.zoneAccount(tag);
+          // A zone of another account reads as one that does not exist.
+          if (accountId === undefined || !caller.sees(accountId)) throw new GraphQLError(AnalyticsMessages.zoneNotAuthorized(tag));
+          return [scoped("zone", tag, accountId)];
         },
       }),
     };
@@ -102,6 +140,23 @@ export class AnalyticsSchema {
     for (const e of result.errors ?? []) if (e.originalError && !(e.originalError instanceof GraphQLError)) this.onFault?.(e.originalError, e.path);
     return { data: result.data ?? null, errors: result.errors?.map(toJson) ?? null };
   }
+}
+
+/** The fields a dataset's selection asks for under `dimensions` (fragments included). */
+function requestedFields(info: GraphQLResolveInfo): RequestedFields {
+  const dimensions: string[] = [];
+  const visit = (set: SelectionSetNode | undefined, inDimensions: boolean) => {
+    for (const sel of set?.selections ?? []) {
+      if (sel.kind === Kind.FIELD) {
+        if (inDimensions) {
+          if (!dimensions.includes(sel.name.value) && sel.name.value !== "__typename") dimensions.push(sel.name.value);
+        } else if (sel.name.value === "dimensions") visit(sel.selectionSet, true);
+      } else if (sel.kind === Kind.INLINE_FRAGMENT) visit(sel.selectionSet, inDimensions);
+      else if (sel.kind === Kind.FRAGMENT_SPREAD) visit(info.fragments[sel.name.value]?.selectionSet, inDimensions);
+    }
+  };
+  for (const node of info.fieldNodes) visit(node.selectionSet, false);
+  return { dimensions };
 }
 
 /** A GraphQL error as the response carries it; anything else thrown is reported without its internals. */

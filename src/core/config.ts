@@ -77,6 +77,17 @@ export const serveOptions = {
       "An S3-compatible bucket for bodies (R2 objects, large KV values) instead of files in the state directory: s3://BUCKET?endpoint=URL&region=R, path-style; credentials from the AWS SDK's chain (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, profiles) (env EDGE_OBJECT_STORE_URL)",
   },
   "database-pool-size": { type: "number", describe: "Connections this node keeps open to PostgreSQL (with --database-url)", default: 10 },
+  "metrics-host": {
+    type: "string",
+    describe: "Address of the Prometheus metrics listener (GET /metrics); loopback unless the operator opens it",
+    default: "127.0.0.1",
+  },
+  "metrics-port": {
+    type: "number",
+    describe: "Port of the Prometheus metrics listener; 0 turns it off",
+    // The port OpenTelemetry's Prometheus exporter uses: free on most machines, and a scrape config's usual guess.
+    default: 9464,
+  },
 } satisfies Record<string, OptionSpec>;
 
 /** Core's settings, after flags, the platform config file and defaults are merged. */
@@ -99,6 +110,8 @@ export interface CoreConfig {
   databasePoolSize: number;
   /** The bucket bodies live in; undefined in the embedded default (files). */
   objectStore?: ObjectStoreLocation;
+  /** Where GET /metrics listens; undefined when turned off (--metrics-port 0). */
+  metrics?: { host: string; port: number };
 }
 
 /** Where `--object-store-url` points: one bucket, addressed path-style. */
@@ -177,7 +190,15 @@ export function readCoreConfig(options: OptionValues<typeof serveOptions>): Core
     databaseUrl: options["database-url"] === undefined ? undefined : parseDatabaseUrl(options["database-url"]),
     databasePoolSize: positivePoolSize(options["database-pool-size"]),
     objectStore: options["object-store-url"] === undefined ? undefined : parseObjectStoreUrl(options["object-store-url"]),
+    metrics: metricsAddress(options["metrics-host"], options["metrics-port"]),
   };
+}
+
+function metricsAddress(host: string, port: number): CoreConfig["metrics"] {
+  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new UserError(`--metrics-port must be a port from 1 to 65535, or 0 for none; got ${port}`);
+  if (port === 0) return undefined;
+  if (isIP(host) === 0 && host !== "localhost") throw new UserError(`--metrics-host must be an IP address; got ${host}`);
+  return { host, port };
 }
 
 function positiveSeconds(flag: string, n: number): number {

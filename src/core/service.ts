@@ -1,4 +1,5 @@
 import type { FastifyInstance } from "fastify";
+import type { Registry } from "prom-client";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Socket } from "node:net";
 import type { Duplex } from "node:stream";
@@ -94,6 +95,11 @@ export interface ServiceContext {
   edgeConnection(socket: Duplex): void;
   /** The hostname plan: zones, records, Custom Domains, routes and certificates are checked against it. */
   platformHostnames: PlatformHostnames;
+  /**
+   * The node's Prometheus registry (core/metrics/registry.ts): an area declares its metrics on it in its own
+   * `metrics.ts`, with bounded label values only. Served on the metrics listener (--metrics-port).
+   */
+  metrics: Registry;
 }
 
 /**

@@ -1,6 +1,9 @@
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { existsSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { request } from "undici";
 import { chromium, type Browser, type Page } from "playwright-core";
 import { callGateway, chatBody, startGatewayPlatform } from "../ai-gateway/testing/helpers.js";
@@ -11,6 +14,8 @@ import { uploadScript } from "../workers/testing/helpers.js";
 /** Debian's chromium (installed by .ci/run), or CHROMIUM_PATH. */
 const CHROMIUM = [process.env.CHROMIUM_PATH, "/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome"].find((p) => p && existsSync(p));
 const MARKUP = `<img src=x onerror="window.__injected=1">`;
+/** axe-core, the accessibility checker, evaluated in the page through the DevTools protocol (the page's CSP allows no inline script). */
+const AXE_SOURCE = readFileSync(createRequire(import.meta.url).resolve("axe-core/axe.min.js"), "utf8");
 
 describe(
   "the dashboard in a real browser",
@@ -135,7 +140,7 @@ describe(
       await page.goto(`${p.url}/dash/#/dns/${zone.body.result.id}`);
       await page.waitForSelector("#more");
       assert.match((await page.textContent("#more")) ?? "", /Showing the first 100/);
-      assert.equal(await page.locator("main tbody tr").count(), 100);
+      assert.equal(await page.locator("main > table > tbody > tr").count(), 100);
       await page.goto(`${p.url}/dash/#/dns`);
       await page.waitForSelector("a:text-is('many.test')");
       assert.equal(await page.locator("#more").count(), 0, "a list that fits says nothing");
@@ -261,6 +266,66 @@ describe(
       await page.click("tr:has(td:text-is('dash-client')) button:text-is('Revoke')");
       await page.waitForSelector("text=No gateway tokens yet.");
       assert.equal((await call(value)).status, 401, "a revoked token is refused");
+    });
+
+    /** The serious and critical accessibility violations axe-core finds on the page as it is. */
+    const accessibilityViolations = async () => {
+      await page.evaluate(AXE_SOURCE);
+      const result = (await page.evaluate("axe.run(document, { resultTypes: ['violations'] })")) as {
+        violations: { id: string; impact: string; nodes: { target: string[] }[] }[];
+      };
+      return result.violations
+        .filter((v) => v.impact === "serious" || v.impact === "critical")
+        .map((v) => `${v.id} (${v.impact}): ${v.nodes.map((n) => n.target.join(" ")).join(", ")}`);
+    };
+
+    it("a zone's page charts its traffic from the GraphQL Analytics API (uPlot), with the numbers in words", async () => {
+      const zone = await p.api("POST", "/zones", { name: "charted.test", account: { id: p.accountId } });
+      assert.equal(zone.status, 200);
+      const zoneId = zone.body.result.id as string;
+      // No record: the edge's error page, still the zone's traffic; rollups are written every few seconds.
+      for (let i = 0; i < 3; i++) {
+        const r = await request(`${p.url}/x${i}`, { headers: { host: "www.charted.test" } });
+        assert.equal(r.statusCode, 404);
+        await r.body.dump();
+      }
+      const counted = async () => {
+        const res = await request(`${p.apiUrl}/graphql`, {
+          method: "POST",
+          headers: { ...p.headers(), "content-type": "application/json" },
+          body: JSON.stringify({ query: `{ viewer { zones(filter: {zoneTag: "${zoneId}"}) { httpRequestsAdaptiveGroups(limit: 1) { count } } } }` }),
+        });
+        const body = (await res.body.json()) as any;
+        return body.data?.viewer.zones[0].httpRequestsAdaptiveGroups[0]?.count === 3;
+      };
+      for (let end = Date.now() + 60_000; !(await counted());) {
+        assert.ok(Date.now() < end, "the zone's requests reach the rollups");
+        await new Promise((r) => setTimeout(r, 250));
+      }
+      await page.goto(`${p.url}/dash/#/dns/${zoneId}`);
+      await page.waitForSelector(".traffic canvas");
+      assert.match((await page.textContent("#traffic-summary")) ?? "", /^3 requests, 0 errors \(5xx\), [\d.]+ (B|KiB) served\.$/);
+      // What the chart shows: the requests' line is drawn (its colour is on the canvas), the errors' is flat on zero.
+      const drawn = (await page.evaluate(`(() => {
+        const c = document.querySelector(".traffic canvas");
+        const d = c.getContext("2d").getImageData(0, 0, c.width, c.height).data;
+        let blue = 0;
+        for (let i = 0; i < d.length; i += 4) if (d[i] < 60 && d[i + 1] > 60 && d[i + 1] < 100 && d[i + 2] > 190 && d[i + 3] > 200) blue++;
+        return blue;
+      })()`)) as number;
+      assert.ok(drawn > 20, `the requests' line is on the chart (${drawn} pixels of its colour)`);
+      assert.ok(await page.isVisible(".u-legend"), "uPlot's legend names the series");
+      assert.match((await page.textContent(".u-legend")) ?? "", /Requests.*Errors \(5xx\)/s);
+      const shot = join(mkdtempSync(join(tmpdir(), "dash-shot-")), "zone-traffic.png");
+      await page.locator(".traffic").screenshot({ path: shot });
+      assert.ok(readFileSync(shot).length > 1000, "a screenshot of the chart");
+      assert.deepEqual(await accessibilityViolations(), [], "the zone page with its chart");
+      await page.goto(`${p.url}/dash/#/`);
+      await page.waitForSelector(".cards");
+      assert.deepEqual(await accessibilityViolations(), [], "the overview");
+      await page.goto(`${p.url}/dash/#/dns`);
+      await page.waitForSelector("a:text-is('charted.test')");
+      assert.deepEqual(await accessibilityViolations(), [], "the zones list");
     });
 
     it("signing out forgets the token", async () => {

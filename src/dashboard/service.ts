@@ -13,7 +13,11 @@ const FILES: Record<string, string> = {
   "api.js": JS,
   "dom.js": JS,
   "pages.js": JS,
+  "charts.js": JS,
   "style.css": "text/css; charset=utf-8",
+  // uPlot, the chart library (copied from node_modules by the build).
+  "uPlot.esm.js": JS,
+  "uPlot.min.css": "text/css; charset=utf-8",
 };
 
 /**

@@ -1,8 +1,11 @@
+import type { Registry } from "prom-client";
 import type { OptionValues } from "../core/cli/command.js";
 import type { EdgeService, PlatformHostnames } from "../core/service.js";
 import { readEdgeConfig, type AreaHostnames, type serveOptions } from "./config.js";
-import { EdgeDispatch, type PlatformHandlers, type RawHandler, type UpgradeHandler } from "./hostnames/dispatch.js";
+import type { HttpRequestEvent } from "./analytics/http-requests.js";
+import { EdgeDispatch, type TenantZone, type PlatformHandlers, type RawHandler, type UpgradeHandler } from "./hostnames/dispatch.js";
 import { Hostnames } from "./hostnames/plan.js";
+import { EdgeMetrics } from "./metrics.js";
 
 /**
  * The edge area: the hostname plan and the one dispatch by Host (hostnames/); later the proxy to origins and zone
@@ -14,21 +17,21 @@ export interface EdgeArea extends EdgeService {
   /** What app.ts hands every request and upgrade to first. */
   readonly dispatch: EdgeDispatch;
   /**
-   * Once DNS and the services exist: which names are tenants' (at or under a zone), and the handlers of the
-   * platform's services.
+   * Once DNS and the services exist: which names are tenants' (`zoneOf` names the zone a name is at or under), the
+   * handlers of the platform's services, and where tenants' requests are counted (the analytics' rollups).
    */
-  attach(deps: { isTenantName: (host: string) => boolean; handlers: PlatformHandlers }): void;
+  attach(deps: { zoneOf: (host: string) => TenantZone | undefined; handlers: PlatformHandlers; traffic?: (event: HttpRequestEvent) => void }): void;
   /** Adds a handler of tenants' hostnames, after Workers (the proxy to origins, edge/origin/). */
   addTenantHandler(handler: RawHandler): void;
   /** Adds a handler of tenants' upgrades, after Workers' WebSockets (the proxy's WebSocket pass-through). */
   addTenantUpgradeHandler(handler: UpgradeHandler): void;
 }
 
-export function createEdgeService(options: OptionValues<typeof serveOptions>, areas: AreaHostnames): EdgeArea {
+export function createEdgeService(options: OptionValues<typeof serveOptions>, areas: AreaHostnames, metrics?: Registry): EdgeArea {
   const { plan } = readEdgeConfig(options, areas);
   let isTenantName: (host: string) => boolean = () => false;
   const hostnames = new Hostnames(plan, (host) => isTenantName(host));
-  const dispatch = new EdgeDispatch(hostnames);
+  const dispatch = new EdgeDispatch(hostnames, metrics && new EdgeMetrics(metrics));
   return {
     name: "edge",
     platformHostnames: {
@@ -37,8 +40,8 @@ export function createEdgeService(options: OptionValues<typeof serveOptions>, ar
     },
     dispatch,
     attach(deps) {
-      isTenantName = deps.isTenantName;
-      dispatch.attach(deps.handlers);
+      isTenantName = (host) => deps.zoneOf(host) !== undefined;
+      dispatch.attach(deps.handlers, { zoneOf: deps.zoneOf, traffic: deps.traffic });
     },
     addTenantHandler: (handler) => dispatch.addTenantHandler(handler),
     addTenantUpgradeHandler: (handler) => dispatch.addTenantUpgradeHandler(handler),

@@ -25,6 +25,7 @@ export const PERMISSION_GROUPS = [
   { id: "cache_rules_read", name: "Cache Settings Read", scope: "account" },
   { id: "cache_rules_edit", name: "Cache Settings Edit", scope: "account" },
   { id: "account_settings_read", name: "Account Settings Read", scope: "account" },
+  { id: "analytics_read", name: "Analytics Read", scope: "account" },
   { id: "api_tokens_read", name: "API Tokens Read", scope: "user" },
   { id: "api_tokens_edit", name: "API Tokens Edit", scope: "user" },
 ] as const;

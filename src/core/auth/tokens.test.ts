@@ -131,6 +131,7 @@ test("a membership's roles describe what the caller really holds there", async (
     "zone_settings_read",
     "cache_rules_read",
     "account_settings_read",
+    "analytics_read",
   ];
   assert.deepEqual(await roles(await mint(reads)), ["Administrator Read Only"]);
   assert.deepEqual(await roles(await mint(["dns_edit"])), ["DNS Read", "DNS Edit"]);

@@ -189,7 +189,7 @@ test("the platform config file: keys named __proto__, constructor or prototype a
     for (const k of PROTOTYPE_KEYS) {
       const file = join(dir, "platform.toml");
       writeFileSync(file, `"${k}" = 1\n`);
-      const r = await runCli(["serve", "--state-dir", join(dir, "state"), "--platform-config", file, "--port", "0"]);
+      const r = await runCli(["serve", "--state-dir", join(dir, "state"), "--platform-config", file, "--port", "0", "--metrics-port", "0"]);
       assert.equal(r.code, 1, `${k}: ${r.stdout}${r.stderr}`);
       assert.match(r.stderr, new RegExp(`unknown key "${k}"`));
     }

@@ -59,7 +59,7 @@ test("two nodes on one PostgreSQL and one bucket: one bootstrap, tokens made and
 
   // A third node with other bootstrap values is refused, and says what to do.
   t.after(() => rmSync(`${a.stateDir}-other`, { recursive: true, force: true }));
-  const other = await runCli(["serve", "--port", "0", "--dns-port", "0", "--dns-workers", "0", "--state-dir", `${a.stateDir}-other`], {
+  const other = await runCli(["serve", "--port", "0", "--metrics-port", "0", "--dns-port", "0", "--dns-workers", "0", "--state-dir", `${a.stateDir}-other`], {
     env: { ...env, EDGE_BOOTSTRAP_EMAIL: credentials.email, EDGE_BOOTSTRAP_API_TOKEN: newTestCredentials().token },
   });
   assert.equal(other.code, 1);
@@ -74,7 +74,7 @@ test("a database URL without EDGE_SECRETS_KEY is refused before anything starts"
 
 test("PostgreSQL unreachable at start is refused with where it was looked for", async (t) => {
   t.after(() => rmSync(`/tmp/edge-unreachable-${process.pid}`, { recursive: true, force: true }));
-  const r = await runCli(["serve", "--port", "0", "--dns-port", "0"], {
+  const r = await runCli(["serve", "--port", "0", "--metrics-port", "0", "--dns-port", "0"], {
     env: {
       EDGE_DATABASE_URL: "postgres://edge:hidden-password@127.0.0.1:1/edge",
       EDGE_SECRETS_KEY: SECRETS_KEY,
@@ -112,7 +112,7 @@ test("an object store bucket that does not exist is refused at start, saying to 
   const stateDir = `/tmp/edge-nobucket-${process.pid}`;
   t.after(() => rmSync(stateDir, { recursive: true, force: true }));
   const missing = bucket.url.replace(bucket.name, `${bucket.name}-missing`);
-  const r = await runCli(["serve", "--port", "0", "--dns-port", "0", "--state-dir", stateDir], {
+  const r = await runCli(["serve", "--port", "0", "--metrics-port", "0", "--dns-port", "0", "--state-dir", stateDir], {
     env: { EDGE_OBJECT_STORE_URL: missing, ...awsEnv(bucket.server) },
   });
   assert.equal(r.code, 1);

@@ -69,7 +69,7 @@ test("a port that is taken is a clear error, not a crash", async () => {
   const p = await startTestPlatform();
   try {
     const port = new URL(p.url).port;
-    const second = await runCli(["serve", "--port", port, "--dns-port", "0", "--state-dir", join(p.stateDir, "other")]);
+    const second = await runCli(["serve", "--port", port, "--metrics-port", "0", "--dns-port", "0", "--state-dir", join(p.stateDir, "other")]);
     assert.equal(second.code, 1);
     assert.match(second.stderr, new RegExp(`Cannot listen on 127\\.0\\.0\\.1:${port}: the address is already in use`));
     assert.doesNotMatch(second.stderr, /This is a bug/);
@@ -80,7 +80,19 @@ test("a port that is taken is a clear error, not a crash", async () => {
 
 test("a --workerd-binary that cannot run stops the start with a clear error", async () => {
   await withStateDir("edge-workerd-", async (stateDir) => {
-    const r = await runCli(["serve", "--port", "0", "--dns-port", "0", "--state-dir", stateDir, "--workerd-binary", join(stateDir, "no-workerd")]);
+    const r = await runCli([
+      "serve",
+      "--port",
+      "0",
+      "--metrics-port",
+      "0",
+      "--dns-port",
+      "0",
+      "--state-dir",
+      stateDir,
+      "--workerd-binary",
+      join(stateDir, "no-workerd"),
+    ]);
     assert.equal(r.code, 1);
     assert.match(r.stderr, /Could not run workerd at .*no-workerd \(see --workerd-binary\)/);
     assert.doesNotMatch(r.stderr, /This is a bug/);
@@ -97,7 +109,7 @@ test("a secrets key that cannot open the stored secrets stops the start and says
       200,
     );
     await p.stop();
-    const r = await runCli(["serve", "--port", "0", "--dns-port", "0", "--state-dir", stateDir], {
+    const r = await runCli(["serve", "--port", "0", "--metrics-port", "0", "--dns-port", "0", "--state-dir", stateDir], {
       env: { EDGE_SECRETS_KEY: randomBytes(32).toString("base64") },
     });
     assert.equal(r.code, 1);

@@ -121,7 +121,12 @@ export async function startTestPlatform(opts: TestPlatformOptions = {}): Promise
   const creds = opts.credentials ?? newTestCredentials();
   const args = opts.args ?? [];
   // Every listener on a free port, so tests can run side by side.
-  const freePorts = [...(args.includes("--port") ? [] : ["--port", "0"]), ...(args.includes("--dns-port") ? [] : ["--dns-port", "0"])];
+  const freePorts = [
+    ...(args.includes("--port") ? [] : ["--port", "0"]),
+    ...(args.includes("--dns-port") ? [] : ["--dns-port", "0"]),
+    // The metrics listener has a fixed default port: off unless the test asks for it.
+    ...(args.includes("--metrics-port") ? [] : ["--metrics-port", "0"]),
+  ];
   // DNS over UDP answered in the platform's own process unless a test asks for answering processes: fewer processes per test.
   const dnsWorkers = args.includes("--dns-workers") ? [] : ["--dns-workers", "0"];
   const child = spawn(process.execPath, [...(opts.nodeArgs ?? []), CLI_PATH, "serve", ...freePorts, ...dnsWorkers, "--state-dir", stateDir, ...args], {

@@ -21,3 +21,15 @@ export async function api(method, path, body, raw = false) {
 
 /** A path under the signed-in account. */
 export const acct = (path) => `/accounts/${session.account.id}${path}`;
+
+/** A query of the GraphQL Analytics API (POST /graphql): its `data`, or an ApiFailure with GraphQL's error messages. */
+export async function graphql(query, variables) {
+  const res = await fetch(`${API}/graphql`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${sessionStorage.getItem(TOKEN_KEY)}`, "content-type": "application/json" },
+    body: JSON.stringify({ query, variables }),
+  });
+  const body = await res.json().catch(() => ({ data: null, errors: [{ message: `HTTP ${res.status}` }] }));
+  if (!res.ok || body.errors?.length) throw new ApiFailure((body.errors ?? []).map((e) => e.message).join("; ") || `HTTP ${res.status}`);
+  return body.data;
+}

@@ -1,5 +1,6 @@
 // The pages of the dashboard, each an async function returning the nodes it shows.
 import { acct, api, session } from "./api.js";
+import { zoneTrafficChart } from "./charts.js";
 import { actionButton, form, h, link, listPage, removeButton, rerenderPage as render, table, when } from "./dom.js";
 
 const enc = encodeURIComponent;
@@ -166,10 +167,12 @@ export const pages = {
           h("button", { type: "button", onclick: () => render() }, "Cancel"),
         )
       : null;
+    // The chart needs analytics_read: without it the page still shows the records, and says why there is no chart.
+    const traffic = await zoneTrafficChart(zoneId).catch((err) => h("p", { class: "muted", id: "traffic-summary" }, `No traffic chart: ${err.message}`));
     return listPage({
       title: `DNS records of ${zone.name}`,
       empty: "No records yet.",
-      extra: editor,
+      extra: h("div", {}, traffic, editor),
       load: () => api("GET", `/zones/${zoneId}/dns_records?per_page=100`),
       columns: [
         { label: "Type", value: (r) => r.type },

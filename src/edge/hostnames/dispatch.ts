@@ -1,6 +1,8 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Duplex } from "node:stream";
 import type { TLSSocket } from "node:tls";
+import type { EdgeMetrics, EdgeTrafficArea } from "../metrics.js";
+import type { HttpRequestEvent } from "../analytics/http-requests.js";
 import { ErrorPages, sendErrorPage } from "./error-page.js";
 import { normalizeHostname } from "./names.js";
 import type { HostClass, Hostnames } from "./plan.js";
@@ -48,11 +50,22 @@ export class EdgeDispatch {
   /** Tenants' upgrades after Workers' WebSockets, asked in order (the proxy's WebSocket pass-through). */
   readonly tenantUpgradeHandlers: UpgradeHandler[] = [];
   private handlers?: PlatformHandlers;
+  private zoneOf: (host: string) => TenantZone | undefined = () => undefined;
+  private traffic?: (event: HttpRequestEvent) => void;
 
-  constructor(private readonly hostnames: Hostnames) {}
+  constructor(
+    private readonly hostnames: Hostnames,
+    private readonly metrics?: EdgeMetrics,
+  ) {}
 
-  attach(handlers: PlatformHandlers): void {
+  /**
+   * `zoneOf` says which zone a tenant's hostname is in (the metrics' zone label, the analytics' scope); `traffic` is
+   * told of every tenant request that ended (the analytics' rollups).
+   */
+  attach(handlers: PlatformHandlers, observers: { zoneOf?: (host: string) => TenantZone | undefined; traffic?: (event: HttpRequestEvent) => void } = {}): void {
     this.handlers = handlers;
+    if (observers.zoneOf) this.zoneOf = observers.zoneOf;
+    this.traffic = observers.traffic;
   }
 
   /** Adds a handler of tenants' hostnames, asked after Workers and the handlers added before it. */
@@ -72,32 +85,67 @@ export class EdgeDispatch {
 
   /** Answers the request, or returns false for the v4 API and the dashboard (Fastify's routes) to answer it. */
   request(req: IncomingMessage, res: ServerResponse): boolean {
+    const started = performance.now();
+    const bytesBefore = req.socket.bytesWritten;
+    const answered = this.answer(req, res);
+    if (this.metrics || (this.traffic && answered.tenantHost !== undefined)) {
+      const area: EdgeTrafficArea = answered.area ?? (pathOf(req).startsWith("/client/v4") ? "api" : "dashboard");
+      res.once("close", () => this.ended(req, res, area, answered.tenantHost, started, bytesBefore));
+    }
+    return answered.area !== undefined;
+  }
+
+  /** Counts a request whose answer ended (or whose client went away). */
+  private ended(req: IncomingMessage, res: ServerResponse, area: EdgeTrafficArea, tenantHost: string | undefined, started: number, bytesBefore: number) {
+    const status = res.headersSent ? res.statusCode : undefined;
+    // On a kept-alive connection bytesWritten is the connection's: the difference is this answer's share.
+    const bytes = Math.max(0, req.socket.bytesWritten - bytesBefore);
+    const zone = tenantHost === undefined ? undefined : this.zoneOf(tenantHost);
+    this.metrics?.record(area, status, zone?.name ?? "", (performance.now() - started) / 1000, bytes);
+    if (zone && this.traffic) {
+      const referer = req.headers.referer;
+      this.traffic({
+        zoneId: zone.id,
+        accountId: zone.accountId,
+        host: tenantHost!,
+        method: methodLabel(req.method),
+        status: status ?? 0,
+        cacheStatus: String(res.getHeader("cf-cache-status") ?? "dynamic").toLowerCase(),
+        bytes,
+        visit: typeof referer !== "string" || !refersTo(referer, tenantHost!),
+      });
+    }
+  }
+
+  /** Who answered: `area` undefined when Fastify's routes are to; `tenantHost` for a tenant's hostname. */
+  private answer(req: IncomingMessage, res: ServerResponse): { area?: EdgeTrafficArea; tenantHost?: string } {
     const h = this.handlers!;
     const cls = this.classOf(req);
     const sni = misdirectedSni(req, cls.host);
     if (sni !== undefined) return page(res, ErrorPages.misdirected(sni), cls.host);
     if (cls.kind === "unknown") return page(res, ErrorPages.unknownHost(), cls.host);
     if (cls.kind === "tenant") {
-      if (h.workers(req, res)) return true;
-      for (const handler of this.tenantHandlers) if (handler(req, res)) return true;
-      return page(res, ErrorPages.nothingServed(), cls.host);
+      const tenantHost = cls.host;
+      if (h.workers(req, res)) return { area: "workers", tenantHost };
+      for (const handler of this.tenantHandlers) if (handler(req, res)) return { area: "proxy", tenantHost };
+      return { ...page(res, ErrorPages.nothingServed(), cls.host), tenantHost };
     }
     switch (cls.service) {
       case "workers":
-        return h.workers(req, res) || page(res, ErrorPages.reserved(), cls.host);
+        return h.workers(req, res) ? { area: "workers" } : page(res, ErrorPages.reserved(), cls.host);
       case "s3":
-        return h.s3(req, res) || page(res, ErrorPages.reserved(), cls.host);
+        return h.s3(req, res) ? { area: "s3" } : page(res, ErrorPages.reserved(), cls.host);
       case "reserved":
         return page(res, ErrorPages.reserved(), cls.host);
       case "dashboard":
-        return false;
+        return {};
       case "api": {
-        if (h.gateway(req, res)) return true;
+        if (h.gateway(req, res)) return { area: "ai_gateway" };
         const path = pathOf(req);
         const dashboardHere = this.hostnames.plan.dashboardHostname === undefined;
         // The dashboard's paths are never a bucket's (a bucket named `dash` would share the dashboard's origin).
-        if (isDashboardPath(path)) return dashboardHere ? false : page(res, ErrorPages.dashboardElsewhere(this.hostnames.plan.dashboardHostname!), cls.host);
-        return h.s3(req, res);
+        if (isDashboardPath(path)) return dashboardHere ? {} : page(res, ErrorPages.dashboardElsewhere(this.hostnames.plan.dashboardHostname!), cls.host);
+        return h.s3(req, res) ? { area: "s3" } : {};
       }
     }
   }
@@ -114,9 +162,29 @@ export class EdgeDispatch {
   }
 }
 
-function page(res: ServerResponse, p: Parameters<typeof sendErrorPage>[1], host: string): true {
+/** A tenant's zone, as the metrics and the analytics name it. */
+export interface TenantZone {
+  id: string;
+  name: string;
+  accountId: string;
+}
+
+const METHODS = new Set(["GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS", "CONNECT", "TRACE", "PURGE"]);
+/** The method as a bounded value: the usual ones by name, anything else a client makes up as OTHER. */
+const methodLabel = (method: string | undefined) => (method && METHODS.has(method) ? method : "OTHER");
+
+/** Whether a Referer names `host` (then the request is not a visit: the visitor was already on the site). */
+function refersTo(referer: string, host: string): boolean {
+  try {
+    return new URL(referer).hostname.toLowerCase() === host;
+  } catch {
+    return false;
+  }
+}
+
+function page(res: ServerResponse, p: Parameters<typeof sendErrorPage>[1], host: string): { area: "error_page" } {
   sendErrorPage(res, p, host);
-  return true;
+  return { area: "error_page" };
 }
 
 const pathOf = (req: IncomingMessage) => {

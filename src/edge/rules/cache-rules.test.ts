@@ -139,7 +139,7 @@ test("evaluation per request: 300 rules, the match at the end, measured", async 
 
 test("platform.ts wires the port: a rule PUT through the API is what the edge-rules service's settingsFor answers", async () => {
   await withTempDir("edge-rules-platform-", async (stateDir) => {
-    const flags = { "state-dir": stateDir, port: 0, "dns-port": 0, "dns-workers": 0, "log-level": "error" };
+    const flags = { "state-dir": stateDir, port: 0, "dns-port": 0, "dns-workers": 0, "log-level": "error", "metrics-port": 0 };
     const serveOptions = commands.find((c) => c.path.join(" ") === "serve")!.options!;
     const config = await resolvePlatformConfig(flags, new Set(Object.keys(flags)), serveOptions, {}, stateDir);
     const platform = await startPlatform(config);

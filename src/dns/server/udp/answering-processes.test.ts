@@ -246,7 +246,7 @@ describe("DNS answering processes stop with the platform", () => {
     const stateDir = mkdtempSync(join(tmpdir(), "edge-dns-taken-"));
     try {
       const port = squatter.address().port;
-      const r = await runCli(["serve", "--port", "0", "--dns-port", String(port), "--dns-workers", "2", "--state-dir", stateDir]);
+      const r = await runCli(["serve", "--port", "0", "--metrics-port", "0", "--dns-port", String(port), "--dns-workers", "2", "--state-dir", stateDir]);
       assert.equal(r.code, 1);
       assert.match(r.stderr, new RegExp(`The DNS port 127\\.0\\.0\\.1:${port} is already in use`));
       assert.doesNotMatch(r.stderr, /This is a bug/);

@@ -1,0 +1,79 @@
+import { DIMENSIONS, SUMS, type RollupGroup, type RollupQuery, type RollupRow } from "./store.js";
+
+/** The SQL both backends share (`?` placeholders; the PostgreSQL store numbers them). */
+const dimCols = Array.from({ length: DIMENSIONS }, (_, i) => `d${i + 1}`);
+const sumCols = Array.from({ length: SUMS }, (_, i) => `s${i + 1}`);
+
+export function rollupSql(table: string) {
+  const cols = ["dataset", "scope", "account_id", "minute", ...dimCols, "node_id", "count", ...sumCols];
+  const key = ["dataset", "scope", "minute", ...dimCols, "node_id"];
+  return {
+    add: `INSERT INTO ${table} (${cols.join(", ")}) VALUES (${cols.map(() => "?").join(", ")})
+          ON CONFLICT (${key.join(", ")}) DO UPDATE SET count = ${table}.count + excluded.count, ${sumCols
+            .map((s) => `${s} = ${table}.${s} + excluded.${s}`)
+            .join(", ")}`,
+    prune: `DELETE FROM ${table} WHERE minute < ?`,
+    deleteScope: `DELETE FROM ${table} WHERE scope = ?`,
+  };
+}
+
+export function addParams(nodeId: string, r: RollupRow): unknown[] {
+  const dims = dimCols.map((_, i) => r.dims[i] ?? "");
+  const sums = sumCols.map((_, i) => r.sums[i] ?? 0);
+  return [r.dataset, r.scope, r.accountId, r.minute, ...dims, nodeId, r.count, ...sums];
+}
+
+const BUCKET_SECONDS = { minute: 60, five_minutes: 300, fifteen_minutes: 900, hour: 3600, day: 86_400 } as const;
+
+function groupExpr(g: RollupGroup): string {
+  if ("dim" in g) return dimCols[g.dim];
+  const s = BUCKET_SECONDS[g.time];
+  return s === 60 ? "minute" : `(minute - (minute % ${s}))`;
+}
+
+/** The grouped SELECT of a query (its parameters with it); integers only come from the code, never from the caller. */
+export function querySql(table: string, q: RollupQuery): { sql: string; params: unknown[] } {
+  const groups = q.groupBy.map(groupExpr);
+  const select = [...groups.map((g, i) => `${g} AS k${i}`), "SUM(count) AS count", ...sumCols.map((s) => `SUM(${s}) AS ${s}`)];
+  const where = ["dataset = ?", "scope = ?", "minute >= ?", "minute < ?"];
+  const params: unknown[] = [q.dataset, q.scope, q.from, q.to];
+  for (const w of q.where) {
+    where.push(`${dimCols[w.dim]} ${w.op === "eq" ? "=" : "<>"} ?`);
+    params.push(w.value);
+  }
+  const order = q.orderBy.map((o) => `${o.by === "count" ? "SUM(count)" : `k${o.by.group}`} ${o.desc ? "DESC" : "ASC"}`);
+  // Ties broken by the groups, so pages and repeated queries agree.
+  order.push(...groups.map((_, i) => `k${i} ASC`));
+  const sql =
+    `SELECT ${select.join(", ")} FROM ${table} WHERE ${where.join(" AND ")}` +
+    (groups.length ? ` GROUP BY ${groups.join(", ")}` : "") +
+    (order.length ? ` ORDER BY ${order.join(", ")}` : "") +
+    ` LIMIT ${Math.trunc(q.limit)}`;
+  return { sql, params };
+}
+
+export interface GroupDbRow {
+  [k: string]: unknown;
+}
+
+export function toGroupRow(q: RollupQuery, row: GroupDbRow) {
+  return {
+    keys: q.groupBy.map((g, i) => ("dim" in g ? String(row[`k${i}`]) : Number(row[`k${i}`]))),
+    count: Number(row.count ?? 0),
+    sums: sumCols.map((s) => Number(row[s] ?? 0)),
+  };
+}
+
+export function rollupTableDdl(table: string, text: string, int: string): string {
+  return `CREATE TABLE ${table} (
+     dataset ${text} NOT NULL,
+     scope ${text} NOT NULL,
+     account_id ${text} NOT NULL,
+     minute ${int} NOT NULL,
+     ${dimCols.map((d) => `${d} ${text} NOT NULL DEFAULT ''`).join(",\n     ")},
+     node_id ${text} NOT NULL,
+     count ${int} NOT NULL,
+     ${sumCols.map((s) => `${s} ${int} NOT NULL DEFAULT 0`).join(",\n     ")},
+     PRIMARY KEY (dataset, scope, minute, ${dimCols.join(", ")}, node_id)
+   )`;
+}

@@ -1,0 +1,36 @@
+import type { Db } from "../../core/db/sqlite.js";
+import { addParams, querySql, rollupSql, toGroupRow, type GroupDbRow } from "./sql.js";
+import type { RollupGroupRow, RollupQuery, RollupRow, RollupStore } from "./store.js";
+
+/** RollupStore on SQLite (`<state>/db/analytics.sqlite`). */
+export class SqliteRollupStore implements RollupStore {
+  private readonly sql = rollupSql("minute_rollups");
+  private readonly addAll: (nodeId: string, rows: readonly RollupRow[]) => void;
+
+  constructor(private readonly db: Db) {
+    const add = db.prepare(this.sql.add);
+    this.addAll = db.transaction((nodeId: string, rows: readonly RollupRow[]) => {
+      for (const r of rows) add.run(...addParams(nodeId, r));
+    });
+  }
+
+  async add(nodeId: string, rows: readonly RollupRow[]): Promise<void> {
+    if (rows.length > 0) this.addAll(nodeId, rows);
+  }
+
+  async query(q: RollupQuery): Promise<RollupGroupRow[]> {
+    const { sql, params } = querySql("minute_rollups", q);
+    return this.db
+      .prepare<unknown[], GroupDbRow>(sql)
+      .all(...params)
+      .map((r) => toGroupRow(q, r));
+  }
+
+  async prune(before: number): Promise<number> {
+    return this.db.prepare(this.sql.prune).run(before).changes;
+  }
+
+  async deleteScope(scope: string): Promise<void> {
+    this.db.prepare(this.sql.deleteScope).run(scope);
+  }
+}
