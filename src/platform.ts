@@ -30,6 +30,8 @@ import { createWorkersService } from "./workers/service.js";
 import { createAiGatewayService } from "./ai-gateway/service.js";
 import { createDashboardService } from "./dashboard/service.js";
 import { createProxyService } from "./edge/origin/service.js";
+import { certificateServeOptions, readCertificatesConfig } from "./edge/certificates/config.js";
+import { createEdgeTls, type EdgeTls } from "./edge/certificates/edge-tls.js";
 import { createAnalyticsService } from "./analytics/service.js";
 import { r2StorageDataset } from "./r2/analytics-dataset.js";
 import { serveOptions as dnsOptions } from "./dns/config.js";
@@ -143,7 +145,24 @@ export async function startPlatform(config: PlatformConfig, log: Logger = create
     await r2.store.deleteQueueNotificationRules(accountId, queueId);
   });
   const dns = createDnsService(ctx);
-  const workers = createWorkersService(ctx, { kv, r2, d1, queues, zones: dns.zones, edgeAddresses: dns.edgeAddresses });
+  // Opt-in (--edge-tls-port): the HTTPS port, and the certificates the platform orders itself (edge/certificates/).
+  // They serve Workers' Custom Domains, whose API shows their state: each side gets the other's port.
+  const tlsConfig = readCertificatesConfig(ctx.options(certificateServeOptions));
+  let edgeTls: EdgeTls | undefined;
+  const workers = createWorkersService(ctx, {
+    kv,
+    r2,
+    d1,
+    queues,
+    zones: dns.zones,
+    edgeAddresses: dns.edgeAddresses,
+    certificates: tlsConfig && {
+      state: (hostname, accountId) => edgeTls!.manager.state(hostname, accountId),
+      notIssued: (accountId, hostnames) => edgeTls!.manager.notIssued(accountId, hostnames),
+      pendingPerAccount: tlsConfig.pendingPerAccount,
+    },
+  });
+  edgeTls = tlsConfig && createEdgeTls(ctx, tlsConfig, { zones: dns.zones, domains: workers.customDomains });
   const aiGateway = createAiGatewayService(ctx);
   // The edge decides by Host which of these a request reaches (edge/hostnames/dispatch.ts), before the routes (v4
   // API, dashboard); a tenant's hostname is a name at or under one of DNS's zones.
@@ -175,7 +194,22 @@ export async function startPlatform(config: PlatformConfig, log: Logger = create
   edge.addTenantUpgradeHandler(proxy.upgrade);
   // The GraphQL Analytics API: each area hands over its datasets (R2: what its buckets hold).
   const analytics = createAnalyticsService(ctx, [r2StorageDataset(r2.store)]);
-  const services: EdgeService[] = [identity, edge, dns, kv, d1, queues, workers, proxy, aiGateway, r2, analytics, createDashboardService(ctx)];
+  // The HTTPS port after Workers: it starts once the route table (its Custom Domains) is read.
+  const services: EdgeService[] = [
+    identity,
+    edge,
+    dns,
+    kv,
+    d1,
+    queues,
+    workers,
+    ...(edgeTls ? [edgeTls] : []),
+    proxy,
+    aiGateway,
+    r2,
+    analytics,
+    createDashboardService(ctx),
+  ];
 
   let app: FastifyInstance;
   try {

@@ -89,7 +89,7 @@ export interface ServiceContext {
   /**
    * Hands a connection counted by `admitEdgeConnection` to the edge port's HTTP server, which serves it as one it
    * accepted (same handlers and timeouts): the HTTPS port gives it its TLS connections once decrypted
-   * (workers/certificates/tls-port.ts). Only once the platform listens (from `start` on).
+   * (edge/certificates/tls-port.ts). Only once the platform listens (from `start` on).
    */
   edgeConnection(socket: Duplex): void;
   /** The hostname plan: zones, records, Custom Domains, routes and certificates are checked against it. */

@@ -39,7 +39,7 @@ import { SqliteRoutesStore } from "./routes/sqlite-store.js";
 import { DomainRecords } from "./routes/dns-records.js";
 import { RouteTable } from "./routes/table.js";
 import { inZone } from "./routes/pattern.js";
-import { createEdgeTls } from "./certificates/edge-tls.js";
+import type { CertificateState } from "./routes/api.js";
 
 /** How often module bytes no record names are looked for (they are removed an hour after they were written). */
 const GC_INTERVAL_MS = 60 * 60 * 1000;
@@ -57,6 +57,20 @@ export interface WorkersService extends EdgeService {
   upgradeWorker(req: import("node:http").IncomingMessage, socket: import("node:stream").Duplex, head: Buffer): boolean;
   /** A `wrangler tail` session's WebSocket (`/tail/v1/<id>`); false for other paths. */
   upgradeTail(req: import("node:http").IncomingMessage, socket: import("node:stream").Duplex, head: Buffer): boolean;
+  /** Custom Domains as the edge's certificates see them (hostname and account), and when they were read again. */
+  customDomains: {
+    all(): Promise<{ hostname: string; accountId: string }[]>;
+    at(hostname: string): { hostname: string; accountId: string } | undefined;
+    onReload(listener: () => void): void;
+  };
+}
+
+/** The certificates of Custom Domains, when the platform orders them (--edge-tls-port; the edge's certificates). */
+export interface CustomDomainCertificates {
+  state(hostname: string, accountId: string): CertificateState;
+  notIssued(accountId: string, hostnames: Iterable<string>): number;
+  /** --acme-pending-per-account */
+  pendingPerAccount: number;
 }
 
 export function createWorkersService(
@@ -69,6 +83,8 @@ export function createWorkersService(
     zones: ZoneService;
     /** The addresses proxied names are answered with (`--edge-ipv4`, `--edge-ipv6`): Custom Domains' records answer them. */
     edgeAddresses: { ipv4: readonly string[]; ipv6: readonly string[] };
+    /** Undefined unless the platform orders certificates (--edge-tls-port). */
+    certificates?: CustomDomainCertificates;
   },
 ): WorkersService {
   const config = readWorkersConfig(ctx.options(serveOptions));
@@ -167,8 +183,7 @@ export function createWorkersService(
     enclosing: (hostname: string) => zoneOf(deps.zones.zoneFor(hostname)),
   };
   const routeTable = new RouteTable(routesStore, zones, log);
-  // Opt-in (--edge-tls-port): the HTTPS port, and certificates the platform orders for Custom Domains itself.
-  const edgeTls = config.tls && createEdgeTls(ctx, config.tls, { box, zones: deps.zones, routesStore, routeTable });
+  const certificates = deps.certificates;
   const domainRecords = new DomainRecords(deps.zones, deps.edgeAddresses, (id) => routeTable.domain(id), log);
   const reloadRoutes = () => routeTable.reload().catch((err: unknown) => log.error({ err }, "could not read the Workers routes again"));
   // A deleted zone takes its routes and domains with it (made once, by the node it was deleted through). A zone that
@@ -274,11 +289,11 @@ export function createWorkersService(
         records: domainRecords,
         changed: () => routeTable.reload(),
         log,
-        certificateOf: edgeTls && ((hostname, accountId) => edgeTls.manager.state(hostname, accountId)),
+        certificateOf: certificates && ((hostname, accountId) => certificates.state(hostname, accountId)),
         platformHostnames: ctx.platformHostnames,
-        pendingCertificates: edgeTls && {
-          notIssued: (accountId, hostnames) => edgeTls.manager.notIssued(accountId, hostnames),
-          max: config.tls!.pendingPerAccount,
+        pendingCertificates: certificates && {
+          notIssued: (accountId, hostnames) => certificates.notIssued(accountId, hostnames),
+          max: certificates.pendingPerAccount,
         },
       });
       registerDurableObjectRoutes(app, durableObjects);
@@ -329,8 +344,6 @@ export function createWorkersService(
     // Tail sessions are upgraded connections too: the edge port's close waits for them (each is cut 2 s after its
     // close frame at the latest, trace-socket.ts).
     closeUpgraded: () => {
-      // The HTTPS port hands its connections to the edge port's server, whose close waits for them: stop taking more.
-      edgeTls?.closeListener();
       webSockets.closeAll();
       tails.stop();
     },
@@ -343,7 +356,6 @@ export function createWorkersService(
       await routeTable.reload();
       await deps.zones.load();
       await rehomeDomains();
-      await edgeTls?.start();
       await deployer.syncAll();
       // In the background: listing a bucket can be slow, and the start does not depend on it.
       const sweepLogged = () => void sweep().catch((err: unknown) => log.warn({ err }, "worker file sweep failed"));
@@ -353,9 +365,11 @@ export function createWorkersService(
       await clock.start();
       stopDelivery = deps.queues.startDelivery(queueWorkers(store, runtime, deployer, log, (name) => ctx.bus.publish(WORKERS_AREA, scriptChanged(name))));
     },
-    describe: () => {
-      const https = edgeTls?.url();
-      return { workers: urlOf("<script>"), ...(https && { edge_tls: `${https} (Custom Domains, by SNI)` }) };
+    describe: () => ({ workers: urlOf("<script>") }),
+    customDomains: {
+      all: () => routesStore.allDomains(),
+      at: (hostname) => routeTable.domainAt(hostname),
+      onReload: (listener) => routeTable.onReload(listener),
     },
     async stop() {
       unfollow?.();
@@ -364,7 +378,6 @@ export function createWorkersService(
       clearInterval(gcTimer);
       clock.stop();
       tails.stop();
-      await edgeTls?.stop();
       await runtime.stop();
     },
   };

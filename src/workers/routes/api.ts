@@ -12,7 +12,6 @@ import { inZone, MAX_CUSTOM_DOMAIN_CHARS, parsePattern, validHostname } from "./
 import type { ApiMessage, DomainRecords } from "./dns-records.js";
 import type { CustomDomain, RoutesStore, WorkerRoute } from "./store.js";
 import type { PlatformHostnames } from "../../core/service.js";
-import type { CertificateState } from "../certificates/manager.js";
 
 /** What the routes API needs of the DNS area: zones by id, by name, and the zone a name is in. */
 export interface ZoneFinder {
@@ -22,6 +21,14 @@ export interface ZoneFinder {
   enclosing(hostname: string): { id: string; name: string; accountId: string } | undefined;
 }
 type Zone = NonNullable<ReturnType<ZoneFinder["byId"]>>;
+
+/** What a Custom Domain's API answer shows of its certificate (the edge's certificates hand it over). */
+export interface CertificateState {
+  status: "pending" | "active" | "failed";
+  expires_on?: string;
+  last_error?: string;
+  next_attempt_on?: string;
+}
 
 export interface RoutesApiDeps {
   store: RoutesStore;

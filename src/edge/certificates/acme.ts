@@ -2,7 +2,7 @@ import { X509Certificate } from "node:crypto";
 import { Agent } from "node:https";
 import { rootCertificates } from "node:tls";
 import * as acme from "acme-client";
-import type { EdgeTlsConfig } from "../config.js";
+import type { EdgeTlsConfig } from "./config.js";
 
 /** What an order needs done in DNS: the TXT record at `name` made before the CA looks, and removed after. */
 export interface Dns01Answerer {

@@ -3,7 +3,7 @@ import { setImmediate as nextTurn } from "node:timers/promises";
 import type { Bus } from "../../core/cluster/bus.js";
 import type { Logger } from "../../core/logger.js";
 import type { SecretBox } from "../../core/secret-box.js";
-import type { CustomDomain } from "../routes/store.js";
+import type { CustomDomain } from "../ports.js";
 import type { Dns01Answerer, IssuedCertificate } from "./acme.js";
 import { CERTIFICATES_AREA } from "./pg-store.js";
 import type { CertificateRow, CertificateStore } from "./store.js";

@@ -6,9 +6,9 @@ import { join } from "node:path";
 import { test } from "node:test";
 import { startTwoNodes } from "../../core/testing/two-nodes.js";
 import { haveCommand, startPebble } from "../../dns/testing/pebble.js";
-import { logEntries, uploadScript } from "../testing/helpers.js";
+import { logEntries, uploadScript } from "../../workers/testing/helpers.js";
 import { eventually } from "../../core/testing/eventually.js";
-import { curlTls, fetchPem, startDnsForwarder, tlsPortOf } from "../testing/tls.js";
+import { curlTls, fetchPem, startDnsForwarder, tlsPortOf } from "../../workers/testing/tls.js";
 
 const HANG_GUARD = { timeout: 400_000 };
 
