@@ -128,6 +128,7 @@ export async function startPlatform(config: PlatformConfig, log: Logger = create
       connections.handOver(socket);
       app.server.emit("connection", socket);
     },
+    edgeRequest: (req, res) => app.server.emit("request", req, res),
     platformHostnames: edge.platformHostnames,
   };
 
@@ -162,7 +163,17 @@ export async function startPlatform(config: PlatformConfig, log: Logger = create
       pendingPerAccount: tlsConfig.pendingPerAccount,
     },
   });
-  edgeTls = tlsConfig && createEdgeTls(ctx, tlsConfig, { zones: dns.zones, domains: workers.customDomains });
+  edgeTls =
+    tlsConfig &&
+    createEdgeTls(ctx, tlsConfig, {
+      zones: dns.zones,
+      domains: workers.customDomains,
+      // Asked per TLS connection (its SNI), once the platform serves: the proxy's settings exist by then.
+      http2For: (name) => {
+        const zs = dns.zones.zoneFor(name.toLowerCase().replace(/\.$/, ""));
+        return zs === undefined || proxy.settings.on(zs.zone.id, "http2");
+      },
+    });
   const aiGateway = createAiGatewayService(ctx);
   // The edge decides by Host which of these a request reaches (edge/hostnames/dispatch.ts), before the routes (v4
   // API, dashboard); a tenant's hostname is a name at or under one of DNS's zones.

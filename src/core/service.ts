@@ -92,6 +92,12 @@ export interface ServiceContext {
    * (edge/certificates/tls-port.ts). Only once the platform listens (from `start` on).
    */
   edgeConnection(socket: Duplex): void;
+  /**
+   * Hands one request to the edge port's request listener, as if its HTTP server had read it (same limits, readiness,
+   * dispatch by Host, then the API): the HTTPS port's HTTP/2 requests, made to look as HTTP/1 ones
+   * (edge/certificates/http2.ts). Only once the platform listens.
+   */
+  edgeRequest(req: IncomingMessage, res: ServerResponse): void;
   /** The hostname plan: zones, records, Custom Domains, routes and certificates are checked against it. */
   platformHostnames: PlatformHostnames;
 }

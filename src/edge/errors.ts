@@ -15,6 +15,9 @@ export const EdgeCodes = {
   zoneNotFound: 1001,
   unknownSetting: 1006,
   invalidSettingValue: 1007,
+  // Certificates (ours: the hosted API's codes for these are not documented): a refused upload, an unknown id.
+  invalidCertificate: 1210,
+  certificateNotFound: 1404,
 } as const;
 
 import type { TenantNameUse } from "../core/service.js";
@@ -53,4 +56,8 @@ export const EdgeErrors = {
       { pointer: "/value" },
     ),
   invalidBody: (why: string) => new EdgeError(400, EdgeCodes.validation, why),
+  invalidCertificate: (why: string, pointer = "/certificate") => new EdgeError(400, EdgeCodes.invalidCertificate, why, { pointer }),
+  certificateNotFound: () => new EdgeError(404, EdgeCodes.certificateNotFound, "Certificate not found"),
+  tooManyCertificates: (max: number) =>
+    new EdgeError(400, EdgeCodes.invalidCertificate, `A zone can have at most ${max} custom certificates; delete one before uploading another`),
 };

@@ -20,6 +20,8 @@ export const PERMISSION_GROUPS = [
   { id: "queues_edit", name: "Queues Edit", scope: "account" },
   { id: "zone_settings_read", name: "Zone Settings Read", scope: "account" },
   { id: "zone_settings_edit", name: "Zone Settings Edit", scope: "account" },
+  { id: "ssl_and_certificates_read", name: "SSL and Certificates Read", scope: "account" },
+  { id: "ssl_and_certificates_edit", name: "SSL and Certificates Write", scope: "account" },
   { id: "account_settings_read", name: "Account Settings Read", scope: "account" },
   { id: "api_tokens_read", name: "API Tokens Read", scope: "user" },
   { id: "api_tokens_edit", name: "API Tokens Edit", scope: "user" },
@@ -39,6 +41,7 @@ const IMPLIED: Partial<Record<Permission, Permission[]>> = {
   d1_edit: ["d1_read"],
   queues_edit: ["queues_read"],
   zone_settings_edit: ["zone_settings_read"],
+  ssl_and_certificates_edit: ["ssl_and_certificates_read"],
 };
 
 export function expandPermissions(perms: Iterable<Permission>): Set<Permission> {

@@ -11,6 +11,9 @@ import { CERTIFICATES_PG_MIGRATIONS } from "./pg-migrations.js";
 import { CERTIFICATES_AREA, PgCertificateStore } from "./pg-store.js";
 import { CERTIFICATES_MIGRATIONS } from "./sqlite-migrations.js";
 import { SqliteCertificateStore } from "./sqlite-store.js";
+import { createHttp2Edge } from "./http2.js";
+import { authorityOf, CertificatePacks } from "./packs.js";
+import { registerCertificateRoutes } from "./routes.js";
 import { listenTls } from "./tls-port.js";
 
 /** On several nodes, the wait between writing a challenge record and asking the CA to check it (dns-01.ts). */
@@ -29,7 +32,16 @@ export interface EdgeTls extends EdgeService {
 }
 
 /** The HTTPS edge port and the certificates of Custom Domains (--edge-tls-port): the wiring of this folder. */
-export function createEdgeTls(ctx: ServiceContext, cfg: EdgeTlsConfig, deps: { zones: ZoneService; domains: CustomDomains }): EdgeTls {
+export function createEdgeTls(
+  ctx: ServiceContext,
+  cfg: EdgeTlsConfig,
+  deps: {
+    zones: ZoneService;
+    domains: CustomDomains;
+    /** Whether HTTP/2 is offered for a name (its zone's `http2` setting; on for names in no zone). */
+    http2For: (servername: string) => boolean;
+  },
+): EdgeTls {
   const log = ctx.log.child({ service: "edge", part: "certificates" });
   const pg = ctx.openPostgres(CERTIFICATES_AREA, CERTIFICATES_PG_MIGRATIONS);
   const store = pg ? new PgCertificateStore(pg, ctx.bus) : new SqliteCertificateStore(ctx.openDb("worker-certificates", CERTIFICATES_MIGRATIONS));
@@ -47,13 +59,25 @@ export function createEdgeTls(ctx: ServiceContext, cfg: EdgeTlsConfig, deps: { z
     challenges: (hostname, accountId) => challenges.forOrder(hostname, accountId),
     box,
     // A domain at a platform hostname (attached before the operator named it so) is never ordered a certificate.
-    attached: async () => (await deps.domains.all()).filter((d) => !ctx.platformHostnames.isPlatformHostname(d.hostname)),
+    attached: async () => [...(await deps.domains.all()).filter((d) => !ctx.platformHostnames.isPlatformHostname(d.hostname)), ...proxiedZones(deps.zones)],
+    zoneOf: (name) => deps.zones.zoneFor(name)?.zone.id,
     served: (hostname) => (ctx.platformHostnames.isPlatformHostname(hostname) ? undefined : deps.domains.at(hostname)),
     bus: ctx.bus,
     nodeId: ctx.nodeId,
     log,
   });
+  // A record made proxied (or the last proxied one removed) orders (or drops) the zone's edge certificate; a deleted
+  // zone's custom certificates go with it (removed once, by the node it was deleted through).
+  deps.zones.onChange((zs, kind, origin) => {
+    if (kind === "deleted" && origin === "local")
+      void store
+        .deleteZoneCustomCertificates(zs.zone.id)
+        .catch((err: unknown) => log.error({ err, zone: zs.zone.name }, "the custom certificates of a deleted zone were not removed"));
+    manager.domainsChanged();
+  });
+  const packs = new CertificatePacks(manager, authorityOf(cfg.acme.directoryUrl));
   let server: Server | undefined;
+  const http2 = createHttp2Edge({ serve: (req, res) => ctx.edgeRequest(req, res), log });
   const url = () => {
     const addr = server?.address();
     if (!addr || typeof addr === "string") return undefined;
@@ -62,6 +86,18 @@ export function createEdgeTls(ctx: ServiceContext, cfg: EdgeTlsConfig, deps: { z
   return {
     name: "certificates",
     manager,
+    registerApi(app) {
+      registerCertificateRoutes(app, {
+        zone: (zoneId) => {
+          const zs = deps.zones.get(zoneId);
+          return zs && { id: zs.zone.id, name: zs.zone.name, accountId: zs.zone.account_id };
+        },
+        store,
+        manager,
+        box,
+        packs,
+      });
+    },
     async start() {
       server = await listenTls({
         host: ctx.config.core.host,
@@ -69,13 +105,18 @@ export function createEdgeTls(ctx: ServiceContext, cfg: EdgeTlsConfig, deps: { z
         contextFor: (name) => manager.secureContext(name),
         admit: (socket) => ctx.admitEdgeConnection(socket),
         serve: (socket) => ctx.edgeConnection(socket),
+        serveHttp2: (socket) => http2.serveConnection(socket),
+        http2For: deps.http2For,
         handshakeTimeoutMs: cfg.handshakeTimeoutMs,
         log,
       });
       deps.domains.onReload(() => manager.domainsChanged());
       await manager.start();
     },
-    closeUpgraded: () => void server?.close(),
+    closeUpgraded: () => {
+      server?.close();
+      http2.close();
+    },
     stop: async () => {
       server?.close();
       await manager.stop();
@@ -86,4 +127,21 @@ export function createEdgeTls(ctx: ServiceContext, cfg: EdgeTlsConfig, deps: { z
       return https ? { edge_tls: `${https} (Custom Domains, by SNI)` } : {};
     },
   };
+}
+
+/**
+ * The zones with a proxied A, AAAA or CNAME record of their own (not a Custom Domain's, which has its certificate), as
+ * the `*.<zone>` row of their edge certificate, with their account.
+ */
+function proxiedZones(zones: ZoneService): { hostname: string; accountId: string }[] {
+  const out: { hostname: string; accountId: string }[] = [];
+  for (const zs of zones.all()) {
+    for (const r of zs.records.values()) {
+      if (r.proxied && (r.type === "A" || r.type === "AAAA" || r.type === "CNAME") && zones.managedBy(r) === undefined) {
+        out.push({ hostname: `*.${zs.zone.name}`, accountId: zs.zone.account_id });
+        break;
+      }
+    }
+  }
+  return out;
 }

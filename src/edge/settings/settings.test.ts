@@ -79,11 +79,10 @@ describe("zone settings API (hosted paths and shapes)", () => {
   it("a setting nothing here applies yet reads editable: false and takes only its default (never stored and ignored)", async () => {
     const list = (await p.api("GET", `/zones/${zoneA}/settings`)).body.result as { id: string; editable: boolean }[];
     const notEditable = list.filter((s) => !s.editable).map((s) => s.id);
-    assert.deepEqual(notEditable, ["browser_cache_ttl", "cache_level", "http2", "ipv6", "min_tls_version", "tls_1_3"]);
+    assert.deepEqual(notEditable, ["browser_cache_ttl", "cache_level", "ipv6", "min_tls_version", "tls_1_3"]);
     for (const [id, other, fallback] of [
       ["browser_cache_ttl", 7200, 14400],
       ["cache_level", "basic", "aggressive"],
-      ["http2", "off", "on"],
       ["ipv6", "off", "on"],
       ["min_tls_version", "1.2", "1.0"],
       ["tls_1_3", "off", "on"],
