@@ -120,7 +120,18 @@ test("a membership's roles describe what the caller really holds there", async (
     assert.equal(r.status, 200, JSON.stringify(r.body));
     return { authorization: `Bearer ${r.body.result.value}` };
   };
-  const reads = ["dns_read", "kv_read", "r2_read", "workers_read", "ai_gateway_read", "d1_read", "queues_read", "zone_settings_read", "account_settings_read"];
+  const reads = [
+    "dns_read",
+    "kv_read",
+    "r2_read",
+    "workers_read",
+    "ai_gateway_read",
+    "d1_read",
+    "queues_read",
+    "zone_settings_read",
+    "ssl_and_certificates_read",
+    "account_settings_read",
+  ];
   assert.deepEqual(await roles(await mint(reads)), ["Administrator Read Only"]);
   assert.deepEqual(await roles(await mint(["dns_edit"])), ["DNS Read", "DNS Edit"]);
 });
