@@ -114,7 +114,7 @@ test("a membership's roles describe what the caller really holds there", async (
   assert.deepEqual(await roles(), ["Administrator"]);
   const mint = async (groups: string[]) => {
     const r = await p.api("POST", "/user/tokens", {
-      name: groups.join("+"),
+      name: groups.join("+").slice(0, 120),
       policies: [{ effect: "allow", resources: { [`com.cloudflare.api.account.${p.accountId}`]: "*" }, permission_groups: groups.map((id) => ({ id })) }],
     });
     assert.equal(r.status, 200, JSON.stringify(r.body));
