@@ -11,6 +11,8 @@ const CONNECTION_SPECIFIC = new Set(["connection", "keep-alive", "proxy-connecti
 
 /** Streams one HTTP/2 connection may have open at once (Node's default is 2^32-1). */
 const MAX_CONCURRENT_STREAMS = 128;
+/** A session with no frame for this long is closed (gracefully: open streams finish), as the HTTP/1 port's keep-alive. */
+const SESSION_IDLE_MS = 65_000;
 /** A request head's fields, as on the HTTP/1 port (MAX_HEADER_BYTES there; HPACK-decoded size here). */
 const MAX_HEADER_LIST_BYTES = 64 * 1024;
 
@@ -45,6 +47,7 @@ export function createHttp2Edge(opts: { serve: (req: IncomingMessage, res: Serve
   server.on("session", (session) => {
     sessions.add(session);
     session.once("close", () => sessions.delete(session));
+    session.setTimeout(SESSION_IDLE_MS, () => session.close());
   });
   return {
     serveConnection: (socket) => server.emit("connection", socket),
