@@ -12,6 +12,8 @@ const AREA = "^src/(?!core/)[^/]+/";
 const STORE_FILE = "/(store|sqlite-[^/]*|pg-[^/]*)\\.ts$";
 const OTHER_AREA_STORE = "^src/(?!core/).*/(store|sqlite-[^/]*|pg-[^/]*)\\.ts$";
 const TYPE_ONLY = ["type-only", "type-import"];
+/** Folders of src/dns/ (its layers, docs/ARCHITECTURE.md "Area: DNS"). */
+const DNS = (...dirs) => `^src/dns/(${dirs.join("|")})/`;
 
 /** @type {import("dependency-cruiser").IConfiguration} */
 export default {
@@ -44,6 +46,16 @@ export default {
       to: { path: AREA, pathNot: ["^src/$1/", "^src/[^/]+/service\\.ts$", STORE_FILE] },
     },
     {
+      name: "cli-imports-no-other-area",
+      comment:
+        "An area's CLI (commands.ts, cli/) is a client of the v4 API: it imports nothing of another area, not even " +
+        "its service type. A section of a wrangler config one area's command acts on for another's (edgecli deploy) " +
+        "goes through core/cli/deploy-sections.ts, registered by src/commands.ts.",
+      severity: "error",
+      from: { path: "^src/([^/]+)/(commands\\.ts$|cli/)", pathNot: ["^src/core/", TEST_CODE] },
+      to: { path: AREA, pathNot: "^src/$1/" },
+    },
+    {
       name: "other-area-service-type-only",
       comment:
         "Only the composition root (src/platform.ts) creates services; an area imports another area's " + "service.ts for its type only (`import type`).",
@@ -63,6 +75,45 @@ export default {
         dependencyTypesNot: [...TYPE_ONLY, "dynamic-import"],
         viaOnly: { dependencyTypesNot: [...TYPE_ONLY, "dynamic-import"] },
       },
+    },
+    // The DNS area is layered as Knot DNS's tree is: zones/ (the zones and their serving state) under nameserver/
+    // (answers, AXFR, NOTIFY, TSIG and the record types they share), under dnssec/ and transfers/ (side by side),
+    // under server/ (UDP/TCP transport, the answering processes, limits). A layer imports the ones under it, type
+    // imports included; what a lower one needs of a higher one it defines as a port (nameserver/signing.ts,
+    // nameserver/transfer-queries.ts) that dns/service.ts hands over.
+    {
+      name: "dns-zones-import-no-layer-above",
+      comment: "dns/zones/ holds the zones and whether each is served: every other DNS layer reads it, it reads none of them.",
+      severity: "error",
+      from: { path: DNS("zones"), pathNot: TEST_CODE },
+      to: { path: DNS("nameserver", "dnssec", "transfers", "server") },
+    },
+    {
+      name: "dns-nameserver-imports-no-layer-above",
+      comment:
+        "dns/nameserver/ answers from the zones; DNSSEC signs through its AnswerSigning port and the transfers answer through " +
+        "its TransferQueries port, so it imports neither, nor the transport that calls it.",
+      severity: "error",
+      from: { path: DNS("nameserver"), pathNot: TEST_CODE },
+      to: { path: DNS("dnssec", "transfers", "server") },
+    },
+    {
+      name: "dns-dnssec-and-transfers-apart",
+      comment:
+        "dns/dnssec/ (keys, signatures) and dns/transfers/ (TSIG keys, peers, secondary zones, the journal) stand side by " +
+        "side on the nameserver: neither imports the other, nor the transport above them.",
+      severity: "error",
+      from: { path: DNS("dnssec", "transfers"), pathNot: TEST_CODE },
+      to: { path: [DNS("server"), "^src/dns/(dnssec|transfers)/"], pathNot: "^src/dns/$1/" },
+    },
+    {
+      name: "dns-server-is-transport",
+      comment:
+        "dns/server/ carries queries in and answers out (sockets, the answering processes, limits): it asks the nameserver, " +
+        "and reaches DNSSEC and the transfers only through the nameserver's ports.",
+      severity: "error",
+      from: { path: DNS("server"), pathNot: TEST_CODE },
+      to: { path: DNS("dnssec", "transfers") },
     },
     {
       name: "production-imports-no-test-code",
@@ -100,129 +151,24 @@ export const knownViolations = [
     "src/dns/transfers/errors.ts",
     "issue 32 item 4: each area hands its codes over instead of core reaching into dns/",
   ),
-  // The test helper src/dns/dnssec/testing.ts is not in a testing/ folder, so the package ships it.
-  known(
-    "production-imports-no-test-code",
-    "src/dns/dnssec/testing.ts",
-    "src/core/testing/platform.ts",
-    "issue 32 item 3: the DNS split moves dnssec/testing.ts into a testing/ folder",
-  ),
-  known(
-    "production-imports-no-test-code",
-    "src/dns/dnssec/testing.ts",
-    "src/dns/testing/helpers.ts",
-    "issue 32 item 3: the DNS split moves dnssec/testing.ts into a testing/ folder",
-  ),
-  // Queues' deploy configuration and workers' deploy command import each other's CLI files.
-  known(
-    "no-other-area-internals",
-    "src/queues/cli/deploy-config.ts",
-    "src/workers/bindings/queue.ts",
-    "issue 32 item 4: the CLI section registry breaks the workers <-> queues deploy cycle",
-  ),
-  known(
-    "no-other-area-internals",
-    "src/queues/cli/deploy-config.ts",
-    "src/workers/cli/config-sections.ts",
-    "issue 32 item 4: the CLI section registry breaks the workers <-> queues deploy cycle",
-  ),
-  known(
-    "no-other-area-internals",
-    "src/workers/cli/deploy.ts",
-    "src/queues/cli/deploy-config.ts",
-    "issue 32 item 4: the CLI section registry breaks the workers <-> queues deploy cycle",
-  ),
   // R2's notification command looks a queue up with Queues' CLI helper.
+  known(
+    "cli-imports-no-other-area",
+    "src/r2/cli/notification.ts",
+    "src/queues/cli/consumers.ts",
+    "issue 32 item 4: shared CLI helpers move to core/cli (as printTable did)",
+  ),
   known(
     "no-other-area-internals",
     "src/r2/cli/notification.ts",
     "src/queues/cli/consumers.ts",
     "issue 32 item 4: shared CLI helpers move to core/cli (as printTable did)",
   ),
-  // Workers and the edge's certificates build DNS rows by hand (DNS-01 records, Custom Domains' records).
-  known(
-    "no-other-area-internals",
-    "src/edge/certificates/dns-01.ts",
-    "src/dns/model.ts",
-    "issue 32 item 4: one managed-record factory in dns/ used by workers",
-  ),
-  known(
-    "no-other-area-internals",
-    "src/edge/certificates/dns-01.ts",
-    "src/dns/zones/zone-service.ts",
-    "issue 32 item 4: one managed-record factory in dns/ used by workers",
-  ),
-  known(
-    "no-other-area-internals",
-    "src/edge/certificates/dns-01.ts",
-    "src/dns/zones/zone-state.ts",
-    "issue 32 item 4: one managed-record factory in dns/ used by workers",
-  ),
-  known(
-    "no-other-area-internals",
-    "src/workers/routes/dns-records.ts",
-    "src/dns/model.ts",
-    "issue 32 item 4: one managed-record factory in dns/ used by workers",
-  ),
-  known(
-    "no-other-area-internals",
-    "src/workers/routes/dns-records.ts",
-    "src/dns/zones/zone-service.ts",
-    "issue 32 item 4: one managed-record factory in dns/ used by workers",
-  ),
-  known(
-    "no-other-area-internals",
-    "src/workers/routes/dns-records.ts",
-    "src/dns/zones/zone-state.ts",
-    "issue 32 item 4: one managed-record factory in dns/ used by workers",
-  ),
-  known(
-    "no-other-area-internals",
-    "src/edge/certificates/edge-tls.ts",
-    "src/dns/zones/zone-service.ts",
-    "issue 32 item 1: the certificates read zones through a port platform.ts hands over",
-  ),
-  known(
-    "no-other-area-internals",
-    "src/workers/service.ts",
-    "src/dns/zones/zone-service.ts",
-    "issue 32 item 1: workers/service.ts becomes wiring; DNS hands over a zones port typed in dns/service.ts",
-  ),
-  known(
-    "no-other-area-internals",
-    "src/workers/routes/api.ts",
-    "src/dns/errors.ts",
-    "issue 32 item 1: the zones port workers is handed answers zone-not-found itself",
-  ),
-  // Workers' queue binding and consumer dispatch use Queues' errors, store rows and delivery outcomes.
+  // Workers' queue binding uses Queues' errors.
   known(
     "no-other-area-internals",
     "src/workers/bindings/queue.ts",
     "src/queues/errors.ts",
     "issue 32 item 4: each area renders its own wire format (Queues its binding errors)",
-  ),
-  known(
-    "no-other-area-store",
-    "src/workers/runtime/queue-dispatch.ts",
-    "src/queues/store.ts",
-    "issue 32 item 1: Queues hands workers a consumer port instead of its store's rows",
-  ),
-  known(
-    "no-other-area-internals",
-    "src/workers/runtime/queue-dispatch.ts",
-    "src/queues/delivery.ts",
-    "issue 32 item 1: Queues hands workers a consumer port instead of its store's rows",
-  ),
-  known(
-    "no-other-area-store",
-    "src/workers/runtime/script-runtime.ts",
-    "src/queues/store.ts",
-    "issue 32 item 1: Queues hands workers a consumer port instead of its store's rows",
-  ),
-  known(
-    "no-other-area-internals",
-    "src/workers/runtime/script-runtime.ts",
-    "src/queues/delivery.ts",
-    "issue 32 item 1: Queues hands workers a consumer port instead of its store's rows",
   ),
 ];

@@ -48,9 +48,9 @@ const common = {
 rmSync(outdir, { recursive: true, force: true });
 await build({ ...common, entryPoints: [join(root, "dist", "cli.js")], outfile: join(outdir, "edgecli.bundle.js") });
 // Processes and threads the platform starts run their own small entry, found beside the code that starts them
-// (dist/dns/server/udp/pool.js forks ./udp-worker.js; bundled, that is dist/bin/udp-worker.js).
+// (dist/dns/server/udp/pool.js forks ./answering-process.js; bundled, that is dist/bin/answering-process.js).
 const entries = [
-  "dns/server/udp/udp-worker.js", // the DNS answering processes (forked by dns/server/udp/pool.js)
+  "dns/server/udp/answering-process.js", // the DNS answering processes (forked by dns/server/udp/pool.js)
   "kv/bulk/sqlite-writer-thread.js", // the KV bulk writer's thread (started by kv/bulk/sqlite-writer.js)
   "core/db/wal-checkpointer-thread.js", // the SQLite checkpoint thread (started by core/db/wal-checkpointer.js)
   "ai-gateway/sqlite-log-thread.js", // the AI gateway's log writer thread (started by ai-gateway/sqlite-log-writer.js)

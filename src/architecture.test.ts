@@ -58,6 +58,8 @@ test("each import rule catches the import it forbids", async () => {
       "src/r2/limits.ts": `import { kvLimit } from "../kv/config.js";\nexport const r2Limit = kvLimit;\n`,
       "src/r2/service.ts": `import { createKvService, type KvService } from "../kv/service.js";\nexport type R2 = KvService;\nexport const make = createKvService;\n`,
       "src/r2/binding.ts": `import type { KvService } from "../kv/service.js";\nexport type Fine = KvService;\n`,
+      // cli-imports-no-other-area (a type import of a service, which other rules let through)
+      "src/kv/cli/namespaces.ts": `import type { R2 } from "../../r2/service.js";\nexport type Fine = R2;\n`,
       // production-imports-no-test-code
       "src/r2/routes.ts": `import { helper } from "../kv/testing/helpers.js";\nexport const routes = helper;\n`,
       // no-value-cycles (and a type-only loop, which is fine)
@@ -65,6 +67,14 @@ test("each import rule catches the import it forbids", async () => {
       "src/d1/b.ts": `import { a } from "./a.js";\nexport const b = () => a;\n`,
       "src/d1/c.ts": `import type { D } from "./d.js";\nexport type C = { d?: D };\nexport const c = 1;\n`,
       "src/d1/d.ts": `import type { C } from "./c.js";\nexport type D = { c?: C };\nexport const d = 1;\n`,
+      // the DNS layers: zones < nameserver < dnssec, transfers (apart) < server; type imports count, tests do not
+      "src/dns/zones/zone-service.ts": `import { answer } from "../nameserver/answer.js";\nexport const zones = answer;\n`,
+      "src/dns/nameserver/answer.ts": `import { sign } from "../dnssec/online.js";\nexport const answer = sign;\n`,
+      "src/dns/nameserver/answer.test.ts": `import { sign } from "../dnssec/online.js";\nexport const fine = sign;\n`,
+      "src/dns/dnssec/online.ts": `import { keys } from "./keys.js";\nimport { journal } from "../transfers/journal.js";\nexport const sign = [keys, journal];\n`,
+      "src/dns/dnssec/keys.ts": `export const keys = 1;\n`,
+      "src/dns/transfers/journal.ts": `import { server } from "../server/server.js";\nexport const journal = server;\n`,
+      "src/dns/server/server.ts": `import type { Journal } from "../transfers/journal.js";\nimport type { Answer } from "../nameserver/answer.js";\nexport type S = [Journal, Answer];\nexport const server = 1;\n`,
       "tsconfig.json": JSON.stringify({ compilerOptions: { module: "NodeNext", moduleResolution: "NodeNext", strict: true }, include: ["src/**/*.ts"] }),
     };
     for (const [path, text] of Object.entries(files)) {
@@ -74,7 +84,13 @@ test("each import rule catches the import it forbids", async () => {
     const result = await cruiseTree(dir, []);
     const found = [...new Set(result.summary.violations.map(describe))].sort();
     assert.deepEqual(found, [
+      "cli-imports-no-other-area: src/kv/cli/namespaces.ts -> src/r2/service.ts",
       "core-imports-no-area: src/core/http/app.ts -> src/kv/config.ts",
+      "dns-dnssec-and-transfers-apart: src/dns/dnssec/online.ts -> src/dns/transfers/journal.ts",
+      "dns-dnssec-and-transfers-apart: src/dns/transfers/journal.ts -> src/dns/server/server.ts",
+      "dns-nameserver-imports-no-layer-above: src/dns/nameserver/answer.ts -> src/dns/dnssec/online.ts",
+      "dns-server-is-transport: src/dns/server/server.ts -> src/dns/transfers/journal.ts",
+      "dns-zones-import-no-layer-above: src/dns/zones/zone-service.ts -> src/dns/nameserver/answer.ts",
       "no-other-area-internals: src/r2/limits.ts -> src/kv/config.ts",
       "no-other-area-internals: src/r2/routes.ts -> src/kv/testing/helpers.ts",
       "no-other-area-store: src/r2/store.ts -> src/kv/store.ts",

@@ -1,4 +1,5 @@
 import type { AnyCommand, CliArea, CommandAlias } from "./core/cli/command.js";
+import { registerDeploySections } from "./core/cli/deploy-sections.js";
 import * as identity from "./core/auth/commands.js";
 import { serveCommand } from "./core/server/commands.js";
 import * as d1 from "./d1/commands.js";
@@ -22,6 +23,9 @@ export const commands: AnyCommand[] = [
     return { copiers: AREA_COPIERS, nodeOnly: NODE_ONLY_STATE };
   }),
 ];
+
+// What other areas read of a config when `edgecli deploy` (workers) runs: Queues' producers and consumers.
+registerDeploySections(areas.flatMap((a) => a.deploySections ?? []));
 
 export const aliases: CommandAlias[] = areas.flatMap((a) => a.aliases);
 

@@ -33,7 +33,6 @@ import { createProxyService } from "./edge/origin/service.js";
 import { certificateServeOptions, readCertificatesConfig } from "./edge/certificates/config.js";
 import { createEdgeTls, type EdgeTls } from "./edge/certificates/edge-tls.js";
 import { createAnalyticsService } from "./analytics/service.js";
-import { r2StorageDataset } from "./r2/analytics-dataset.js";
 import { serveOptions as dnsOptions } from "./dns/config.js";
 import { serveOptions as edgeOptions } from "./edge/config.js";
 import { createEdgeService, type EdgeArea } from "./edge/service.js";
@@ -139,23 +138,38 @@ export async function startPlatform(config: PlatformConfig, log: Logger = create
   const queues = createQueuesService(ctx);
   // R2's event notifications go to queues of the bucket's account; a deleted queue's rules go with it.
   r2.attachQueues({
-    queueName: async (accountId, queueId) => (await queues.store.getQueue(accountId, queueId))?.queue_name,
+    queueName: (accountId, queueId) => queues.queueName(accountId, queueId),
     send: (accountId, queueId, bodies) => queues.sendJson(accountId, queueId, bodies),
   });
-  queues.onQueueDeleted(async (accountId, queueId) => {
-    await r2.store.deleteQueueNotificationRules(accountId, queueId);
-  });
+  queues.onQueueDeleted((accountId, queueId) => r2.queueDeleted(accountId, queueId));
   const dns = createDnsService(ctx);
   // Opt-in (--edge-tls-port): the HTTPS port, and the certificates the platform orders itself (edge/certificates/).
   // They serve Workers' Custom Domains, whose API shows their state: each side gets the other's port.
   const tlsConfig = readCertificatesConfig(ctx.options(certificateServeOptions));
   let edgeTls: EdgeTls | undefined;
+  // Workers reaches the other areas through ports: each data area's binding backend (does a resource exist, and
+  // its binding protocol), Queues' consumers of scripts, DNS's zones.
   const workers = createWorkersService(ctx, {
-    kv,
-    r2,
-    d1,
+    bindings: {
+      r2: {
+        exists: (accountId, bucket) => r2.bucketExists(accountId, bucket),
+        handle: (call, req, res) => r2.bindingHandler({ accountId: call.accountId, bucketName: call.resource }, req, res),
+      },
+      kv: {
+        exists: (accountId, id) => kv.namespaceExists(accountId, id),
+        handle: (call, req, res) => kv.bindingHandler({ accountId: call.accountId, namespaceId: call.resource }, req, res),
+      },
+      d1: {
+        exists: (accountId, uuid) => d1.databaseExists(accountId, uuid),
+        handle: (call, req, res) => d1.bindingHandler({ accountId: call.accountId, databaseId: call.resource }, req, res),
+      },
+      queues: {
+        exists: (accountId, name) => queues.queueExists(accountId, name),
+        handle: (call, req, res) => queues.bindingHandler({ accountId: call.accountId, queueName: call.resource }, req, res),
+      },
+    },
     queues,
-    zones: dns.zones,
+    zones: dns.zonesPort,
     edgeAddresses: dns.edgeAddresses,
     certificates: tlsConfig && {
       state: (hostname, accountId) => edgeTls!.manager.state(hostname, accountId),
@@ -166,7 +180,8 @@ export async function startPlatform(config: PlatformConfig, log: Logger = create
   edgeTls =
     tlsConfig &&
     createEdgeTls(ctx, tlsConfig, {
-      zones: dns.zones,
+      zones: dns.zonesPort,
+      zoneRecords: dns.zones,
       domains: workers.customDomains,
       // Asked per TLS connection (its SNI), once the platform serves: the proxy's settings exist by then.
       http2For: (name) => {
@@ -204,7 +219,7 @@ export async function startPlatform(config: PlatformConfig, log: Logger = create
   edge.addTenantHandler(proxy.forward);
   edge.addTenantUpgradeHandler(proxy.upgrade);
   // The GraphQL Analytics API: each area hands over its datasets (R2: what its buckets hold).
-  const analytics = createAnalyticsService(ctx, [r2StorageDataset(r2.store)]);
+  const analytics = createAnalyticsService(ctx, [...r2.analyticsDatasets]);
   // The HTTPS port after Workers: it starts once the route table (its Custom Domains) is read.
   const services: EdgeService[] = [
     identity,

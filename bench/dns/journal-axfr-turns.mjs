@@ -37,14 +37,15 @@ const [{ openDatabase }, { SecretBox }, { createLogger }, cfgMod, { DNS_MIGRATIO
   load("dns/zones/zone-state.js"),
 ]);
 const [{ AnswerEngine }, { axfrMessages, snapshotContent }, { TransferJournal }, { SqliteTransferStore }, { TRANSFER_MIGRATIONS }] = await Promise.all([
-  load("dns/server/answer.js"),
-  load("dns/server/axfr.js"),
+  load("dns/nameserver/answer.js"),
+  load("dns/nameserver/axfr.js"),
   load("dns/transfers/journal.js"),
   load("dns/transfers/sqlite-store.js"),
   load("dns/transfers/sqlite-migrations.js"),
 ]);
-const [{ DnssecService }, { SqliteDnssecStore }, { DNSSEC_MIGRATIONS }] = await Promise.all([
+const [{ DnssecService }, { answerSigning }, { SqliteDnssecStore }, { DNSSEC_MIGRATIONS }] = await Promise.all([
   load("dns/dnssec/dnssec-service.js"),
+  load("dns/dnssec/answer-signing.js"),
   load("dns/dnssec/sqlite-store.js"),
   load("dns/dnssec/sqlite-migrations.js"),
 ]);
@@ -84,7 +85,7 @@ try {
     () => {},
   );
   await dnssec.load();
-  const engine = new AnswerEngine(zones, cfg, dnssec);
+  const engine = new AnswerEngine(zones, cfg, answerSigning(zones, dnssec));
   const journal = new TransferJournal(
     new SqliteTransferStore(openDatabase(join(dir, "xfr.sqlite"), TRANSFER_MIGRATIONS), box),
     engine,

@@ -1,8 +1,8 @@
 // Routes lookup benchmark: the in-memory index the edge port asks for every request outside the workers domain
-// (src/workers/routes/pattern.ts), with 10,000 exact-host routes, 100 wildcard ones and a Custom Domain, asked for
+// (src/workers/routing/pattern.ts), with 10,000 exact-host routes, 100 wildcard ones and a Custom Domain, asked for
 // a routed host, a wildcard one, an unrouted one (an API request's 127.0.0.1) and the domain in turn.
 // Run: node bench/workers/routes-match.mjs after `npm run build`.
-import { parsePattern, RouteIndex } from "../../dist/workers/routes/pattern.js";
+import { parsePattern, RouteIndex } from "../../dist/workers/routing/pattern.js";
 
 const routes = [];
 for (let i = 0; i < 10_000; i++) routes.push({ pattern: parsePattern(`app${i}.zone${i % 100}.example/api/*`), target: { accountId: "a", script: `s${i}` } });

@@ -11,12 +11,12 @@ const config = (options: Record<string, unknown>) =>
 
 describe("DNS serve options", () => {
   it("reads --dns-workers: one per CPU up to 4 by default, none on one CPU, whole numbers 0-64 otherwise", () => {
-    const workers = (v?: number) => config({ "name-servers": ["ns1.example"], "dns-workers": v }).workers;
+    const processes = (v?: number) => config({ "name-servers": ["ns1.example"], "dns-workers": v }).answeringProcesses;
     const cpus = availableParallelism();
-    assert.equal(workers(), cpus > 1 ? Math.min(cpus, 4) : 0);
-    assert.equal(workers(0), 0);
-    assert.equal(workers(64), 64);
-    for (const bad of [-1, 2.5, 65, Number.NaN]) assert.throws(() => workers(bad), UserError, String(bad));
+    assert.equal(processes(), cpus > 1 ? Math.min(cpus, 4) : 0);
+    assert.equal(processes(0), 0);
+    assert.equal(processes(64), 64);
+    for (const bad of [-1, 2.5, 65, Number.NaN]) assert.throws(() => processes(bad), UserError, String(bad));
   });
 
   it("reads --dns-prewarm: 5,000 answers built ahead by default, 0 for none, whole numbers up to the caches' 50,000", () => {

@@ -96,7 +96,7 @@ export interface DnsConfig {
   peerAllow: BlockList;
   notifyTargets: { host: string; port: number }[];
   /** Processes answering UDP on the port (each its own SO_REUSEPORT socket, udp/pool.ts); 0 or 1 answers in the main process. */
-  workers: number;
+  answeringProcesses: number;
   /** Most answers built ahead per round (server/prewarm.ts); 0: none. Undefined: the default. */
   prewarm?: number;
   tcp: TcpLimits;
@@ -110,7 +110,7 @@ export interface DnsConfig {
 
 const MAX_TCP_COUNT = 65_536;
 const MAX_TCP_SECONDS = 86_400;
-const MAX_WORKERS = 64;
+const MAX_ANSWERING_PROCESSES = 64;
 /** The answering processes' caches hold 50,000 answers; more built ahead would only push each other out. */
 const MAX_PREWARM = 50_000;
 /** Beyond this a zone is more than one process holds in memory comfortably (about 1.2 KB of heap per record). */
@@ -119,7 +119,7 @@ const MAX_RECORDS_PER_ZONE = 10_000_000;
  * The default stops here: each process holds about 45 MB, each wakes for its own share of the queries, and only
  * two-CPU machines have been measured; larger hosts can ask for more.
  */
-const DEFAULT_WORKERS_CAP = 4;
+const DEFAULT_ANSWERING_PROCESSES_CAP = 4;
 
 export function readDnsConfig(options: DnsOptions): DnsConfig {
   const edgeIpv4 = list(options["edge-ipv4"]);
@@ -140,9 +140,9 @@ export function readDnsConfig(options: DnsOptions): DnsConfig {
   if (nameServers.length === 0) throw new UserError("--name-servers: at least one name server is needed");
   const port = options["dns-port"];
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new UserError(`--dns-port: ${port} is not a port`);
-  const workers = options["dns-workers"] ?? defaultWorkers();
-  if (!Number.isInteger(workers) || workers < 0 || workers > MAX_WORKERS)
-    throw new UserError(`--dns-workers: ${options["dns-workers"]} must be a whole number from 0 to ${MAX_WORKERS}`);
+  const answeringProcesses = options["dns-workers"] ?? defaultAnsweringProcesses();
+  if (!Number.isInteger(answeringProcesses) || answeringProcesses < 0 || answeringProcesses > MAX_ANSWERING_PROCESSES)
+    throw new UserError(`--dns-workers: ${options["dns-workers"]} must be a whole number from 0 to ${MAX_ANSWERING_PROCESSES}`);
   const prewarm = options["dns-prewarm"];
   if (!Number.isInteger(prewarm) || prewarm < 0 || prewarm > MAX_PREWARM)
     throw new UserError(`--dns-prewarm: ${prewarm} must be a whole number from 0 to ${MAX_PREWARM}`);
@@ -171,7 +171,7 @@ export function readDnsConfig(options: DnsOptions): DnsConfig {
     axfrAllow,
     peerAllow,
     notifyTargets,
-    workers,
+    answeringProcesses,
     prewarm,
     tcp: {
       maxClients: count(options["dns-tcp-max-clients"], "dns-tcp-max-clients"),
@@ -222,7 +222,7 @@ function parseHostPort(s: string, option: string): { host: string; port: number 
 }
 
 /** One answering process per CPU (at most 4); on a single CPU the main process answers alone (a second process would only compete with it). */
-function defaultWorkers(): number {
+function defaultAnsweringProcesses(): number {
   const cpus = availableParallelism();
-  return cpus > 1 ? Math.min(cpus, DEFAULT_WORKERS_CAP) : 0;
+  return cpus > 1 ? Math.min(cpus, DEFAULT_ANSWERING_PROCESSES_CAP) : 0;
 }

@@ -3,18 +3,20 @@ import { registerRecordRoutes } from "./api/record-routes.js";
 import { registerSettingsRoutes } from "./api/settings-routes.js";
 import { registerZoneRoutes } from "./api/zone-routes.js";
 import { readDnsConfig, serveOptions } from "./config.js";
-import { AnswerEngine, type ProxyTarget } from "./server/answer.js";
+import { AnswerEngine, type ProxyTarget } from "./nameserver/answer.js";
 import { isIP } from "node:net";
-import { Notifier } from "./server/notify.js";
+import { Notifier } from "./nameserver/notify.js";
 import { DnsServer } from "./server/server.js";
 import { DNS_PG_MIGRATIONS } from "./pg-migrations.js";
 import { PgDnsStore } from "./pg-store.js";
 import { DNS_MIGRATIONS } from "./sqlite-migrations.js";
 import { SqliteDnsStore } from "./sqlite-store.js";
 import { ZoneService } from "./zones/zone-service.js";
+import { zonesPort, type ZonesPort } from "./zones/zones-port.js";
 import { registerTransferRoutes } from "./transfers/routes.js";
 import { createTransfers } from "./transfers/transfers.js";
 import { SecretBox } from "../core/secret-box.js";
+import { answerSigning } from "./dnssec/answer-signing.js";
 import { DnssecService } from "./dnssec/dnssec-service.js";
 import { registerDnssecRoutes } from "./dnssec/routes.js";
 import { DNSSEC_MIGRATIONS } from "./dnssec/sqlite-migrations.js";
@@ -24,9 +26,16 @@ import { SqliteDnssecStore } from "./dnssec/sqlite-store.js";
 const SIGNATURE_SWEEP_MS = 3600_000;
 import { ZoneSync } from "./zones/zone-sync.js";
 
+// The types of the zones port (zonesPort), handed over with this service's type.
+export type { DnsRecord } from "./model.js";
+export type { ZoneState } from "./zones/zone-state.js";
+export type { ZonesPort, ZoneRef } from "./zones/zones-port.js";
+
 /** Zones and records over the v4 API, and the authoritative server answering from the same memory. */
 export function createDnsService(ctx: ServiceContext): EdgeService & {
   zones: ZoneService;
+  /** What the workers area is handed: its routes' zones, and the records it keeps in them (zones/zones-port.ts). */
+  zonesPort: ZonesPort;
   edgeAddresses: { ipv4: readonly string[]; ipv6: readonly string[] };
   originOf(host: string): ProxyTarget;
   isPlatformAddress(ip: string): boolean;
@@ -51,7 +60,7 @@ export function createDnsService(ctx: ServiceContext): EdgeService & {
   );
   // Zones changed through other nodes (PostgreSQL) are reloaded here; embedded, no one else changes them.
   const sync = new ZoneSync(zones, ctx.bus, log);
-  const engine = new AnswerEngine(zones, cfg, dnssec);
+  const engine = new AnswerEngine(zones, cfg, answerSigning(zones, dnssec));
   const transfers = createTransfers(ctx, zones, engine, cfg, log, () => server.invalidate());
   const server = new DnsServer(engine, zones, cfg, log, transfers.responder, (q, msg, remote) => transfers.secondary.notified(q, msg, remote));
   let sweep: NodeJS.Timeout | undefined;
@@ -65,8 +74,9 @@ export function createDnsService(ctx: ServiceContext): EdgeService & {
   });
   return {
     name: "dns",
-    // Workers routes and Custom Domains read the zones (their names and accounts) from here.
     zones,
+    // Workers routes and Custom Domains read the zones (their names and accounts) from here.
+    zonesPort: zonesPort(zones),
     // Workers Custom Domains' records are proxied: they answer these.
     edgeAddresses: { ipv4: cfg.edgeIpv4, ipv6: cfg.edgeIpv6 },
     // The edge forwards proxied names to the origins these answer (one resolver for DNS and the proxy).

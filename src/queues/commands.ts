@@ -1,4 +1,5 @@
 import { defineCommand, type AnyCommand, type CommandAlias } from "../core/cli/command.js";
+import type { DeploySectionEntry } from "../core/cli/deploy-sections.js";
 import { lazy } from "../core/cli/lazy.js";
 
 export { serveOptions } from "./config.js";
@@ -13,6 +14,9 @@ const settingOptions = {
     describe: "Seconds a message may wait before it is removed undelivered, 60-1209600 (default 345600, 4 days)",
   },
 } as const;
+
+/** `[[queues.producers]]` and `[[queues.consumers]]`, read by `edgecli deploy` (cli/deploy-config.ts). */
+export const deploySections: DeploySectionEntry[] = [{ key: "queues", load: async () => (await import("./cli/deploy-config.js")).queuesDeploySection }];
 
 export const groups: Record<string, string> = {
   queues: "Manage Queues: create and delete queues, and the Workers that consume them",

@@ -21,12 +21,21 @@ export interface QueuesWorkers {
   producersOf(accountId: string): Promise<ReadonlyMap<string, readonly string[]>>;
 }
 
+// The types of the consumer port workers implements (QueuesWorkers.deliverer), handed over with this service's type.
+export type { QueueDeliverer, QueueOutcome } from "./delivery.js";
+export type { LeasedMessage, WorkerConsumer } from "./store.js";
+
 export interface QueuesService extends EdgeService {
-  readonly store: QueuesStore;
   /** Serves workerd's queue binding protocol; mounted by the workers service behind its loopback server. */
   readonly bindingHandler: QueueBindingHandler;
   /** Whether the account has a queue of that name (a producer binding must name one). */
   queueExists(accountId: string, name: string): Promise<boolean>;
+  /** The name of the account's queue with that id (R2's event notifications name queues by id). */
+  queueName(accountId: string, queueId: string): Promise<string | undefined>;
+  /** Whether the account's Worker of that name consumes a queue (a consumer's script restarts when that changes). */
+  isConsumer(accountId: string, scriptName: string): Promise<boolean>;
+  /** Removes the consumers a deleted Worker was. */
+  scriptDeleted(accountId: string, scriptName: string): Promise<void>;
   /**
    * Sends JSON bodies to the account's queue (R2's event notifications): "gone" when the account has no such queue.
    * Throws when they cannot be taken now (the backlog cap), for the caller to try again.
@@ -59,9 +68,13 @@ export function createQueuesService(ctx: ServiceContext): QueuesService {
   const sweep = new RetentionSweep(store, log, { intervalMs: config.sweepIntervalMs, batch: RETENTION_SWEEP_BATCH });
   return {
     name: "queues",
-    store,
     bindingHandler: createQueueBindingHandler(store, producer, log),
     queueExists: async (accountId, name) => (await store.getQueueByName(accountId, name)) !== undefined,
+    queueName: async (accountId, queueId) => (await store.getQueue(accountId, queueId))?.queue_name,
+    isConsumer: async (accountId, scriptName) => (await store.consumersOfScript(accountId, scriptName)).length > 0,
+    scriptDeleted: async (accountId, scriptName) => {
+      await store.deleteConsumersOfScript(accountId, scriptName);
+    },
     async sendJson(accountId, queueId, bodies) {
       const queue = await store.getQueue(accountId, queueId);
       if (!queue) return "gone";

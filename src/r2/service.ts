@@ -1,6 +1,8 @@
 import { DbSmallContentStore } from "../core/content/db-small-store.js";
 import type { ContentStore } from "../core/content/store.js";
+import type { AnalyticsDataset } from "../analytics/service.js";
 import type { EdgeService, ServiceContext } from "../core/service.js";
+import { r2StorageDataset } from "./analytics-dataset.js";
 import { createR2BindingHandler, type R2BindingHandler } from "./binding.js";
 import { serveOptions } from "./config.js";
 import { registerR2Routes } from "./routes.js";
@@ -16,8 +18,13 @@ import { NotificationRelay, type NotificationQueues } from "./notifications/rela
 import { R2_BUS_AREA, RULES_NOTICE } from "./pg-notifications.js";
 
 export interface R2Service extends EdgeService {
-  store: R2Store;
   bindingHandler: R2BindingHandler;
+  /** Whether the account has a bucket of that name (an R2 binding must name one). */
+  bucketExists(accountId: string, name: string): Promise<boolean>;
+  /** Drops the event notification rules that send to a queue Queues deleted. */
+  queueDeleted(accountId: string, queueId: string): Promise<void>;
+  /** R2's datasets of the GraphQL Analytics API (what its buckets hold). */
+  analyticsDatasets: AnalyticsDataset[];
   /** Gives event notifications their queues (platform.ts, once Queues exists); until then none is found. */
   attachQueues(queues: NotificationQueues): void;
 }
@@ -64,8 +71,12 @@ export function createR2Service(ctx: ServiceContext): R2Service {
   };
   return {
     name: "r2",
-    store,
     bindingHandler: createR2BindingHandler(store, log),
+    bucketExists: async (accountId, name) => (await store.getBucket(accountId, name)) !== undefined,
+    queueDeleted: async (accountId, queueId) => {
+      await store.deleteQueueNotificationRules(accountId, queueId);
+    },
+    analyticsDatasets: [r2StorageDataset(store)],
     attachQueues(q) {
       queues = q;
       relay = new NotificationRelay(store, q, log, { pollMs: RELAY_POLL_MS, leaseMs: RELAY_LEASE_MS });

@@ -1,4 +1,5 @@
 import type { CliContext } from "./context.js";
+import type { DeploySectionEntry } from "./deploy-sections.js";
 
 export type OptionType = "string" | "boolean" | "number" | "strings";
 
@@ -91,6 +92,8 @@ export interface CliArea {
   readonly commands: readonly AnyCommand[];
   readonly aliases: readonly CommandAlias[];
   readonly serveOptions: Readonly<Record<string, OptionSpec>>;
+  /** Sections of a wrangler config the area reads when `edgecli deploy` runs (core/cli/deploy-sections.ts). */
+  readonly deploySections?: readonly DeploySectionEntry[];
 }
 
 /** Options shared by many commands, declared once. */

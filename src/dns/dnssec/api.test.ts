@@ -4,7 +4,7 @@ import Cloudflare from "cloudflare";
 import type { TestPlatform } from "../../core/testing/platform.js";
 import { createAccount } from "../../core/testing/hostile.js";
 import { createZone, startDnsPlatform } from "../testing/helpers.js";
-import { askDo } from "./testing.js";
+import { askDo } from "../testing/dnssec.js";
 
 const DS = /^api-a\.example\. 3600 IN DS \d+ 13 2 [0-9A-F]{64}$/;
 

@@ -7,7 +7,7 @@ import type { TestPlatform } from "../../core/testing/platform.js";
 import * as packet from "dns-packet";
 import { createRecord, createZone, dig, digAvailable, encodeQuery, rcodeOf, startDnsPlatform, tcpQuery, udpAsk } from "../testing/helpers.js";
 import { dnskeyRdata, generateKey, keyTag } from "./keys.js";
-import { askDo, delv, delvAvailable, writeTrustAnchor } from "./testing.js";
+import { askDo, delv, delvAvailable, writeTrustAnchor } from "../testing/dnssec.js";
 
 const ZONE = "signed.example";
 const VALID = /; fully validated/;

@@ -1,4 +1,4 @@
-import type { Answer, Rr } from "../server/answer.js";
+import type { Answer, Rr } from "../nameserver/answer.js";
 import type { ZoneService } from "../zones/zone-service.js";
 import type { ZoneSigning } from "./dnssec-service.js";
 import type { RrsetSigner } from "./signer.js";
@@ -9,21 +9,18 @@ export interface ZoneSigner {
   readonly signer: RrsetSigner;
 }
 
-/** RFC 9824's NXNAME pseudo-type (128): in an NSEC at a name, it says the name does not exist. As dns-packet names it. */
-export const NXNAME = "UNKNOWN_128";
-
 /**
  * Adds the RRSIGs of an answer's authoritative RRsets: every RRset of the answer section, and the SOA, NSEC and DS
  * of the authority section. Not signed (RFC 4035 §2.2): the NS of a delegation, and glue (the additional section).
  * Each RRset is signed by the zone it belongs to (a CNAME chain may cross zones; a DS belongs to the parent), with
  * its KSKs for the DNSKEY set and its ZSKs for the rest; RRsets of unsigned zones stay unsigned.
  */
-export function signAnswer(res: Answer, zones: ZoneService, dnssec: ZoneSigner): void {
+export function signAnswer(res: Answer, zones: Pick<ZoneService, "zoneFor">, dnssec: ZoneSigner): void {
   res.answers.push(...signatures(res.answers, zones, dnssec, false));
   res.authorities.push(...signatures(res.authorities, zones, dnssec, true));
 }
 
-function signatures(section: Rr[], zones: ZoneService, dnssec: ZoneSigner, authority: boolean): Rr[] {
+function signatures(section: Rr[], zones: Pick<ZoneService, "zoneFor">, dnssec: ZoneSigner, authority: boolean): Rr[] {
   const out: Rr[] = [];
   for (const set of rrsetsOf(section, (rr) => rr.type === "RRSIG" || (authority && rr.type === "NS"))) {
     const { name, type } = set[0];

@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { after, describe, it } from "node:test";
 import Database from "better-sqlite3";
 import { createRecord, createZone, startDnsPlatform } from "../testing/helpers.js";
-import { askDo, delv, delvAvailable, writeTrustAnchor } from "./testing.js";
+import { askDo, delv, delvAvailable, writeTrustAnchor } from "../testing/dnssec.js";
 
 describe("DNSSEC keys across a restart, and with the zone deleted", () => {
   const stateDir = mkdtempSync(join(tmpdir(), "edge-dnssec-restart-"));

@@ -7,7 +7,7 @@ import type { TestPlatform } from "../../core/testing/platform.js";
 import { createRecord, createZone, dig, digAvailable, startDnsPlatform } from "../testing/helpers.js";
 import { freePort, kdig, knotAvailable, startKnot, until, type Knot } from "../testing/knot.js";
 import { canonicalCompare, canonicalOrder } from "./zone-transfer.js";
-import { delv, delvAvailable, writeTrustAnchor } from "./testing.js";
+import { delv, delvAvailable, writeTrustAnchor } from "../testing/dnssec.js";
 
 const ZONE = "signedxfr.example";
 

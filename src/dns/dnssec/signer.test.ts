@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { verify } from "node:crypto";
 import { describe, it } from "node:test";
-import type { Rr } from "../server/answer.js";
+import type { Rr } from "../nameserver/answer.js";
 import { generateKey, signingKey } from "./keys.js";
 import { labelCount, REFRESH_AFTER_MS, RrsetSigner } from "./signer.js";
 import { nameWire, rrWire } from "./wire.js";

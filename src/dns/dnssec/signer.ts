@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import type { Rr } from "../server/answer.js";
+import type { Rr } from "../nameserver/answer.js";
 import { ALGORITHM, signData, type SigningKey } from "./keys.js";
 import { nameWire, nameWireLength, rrWire } from "./wire.js";
 

@@ -1,4 +1,5 @@
-import type { Rr } from "../server/answer.js";
+import type { Rr } from "../nameserver/answer.js";
+import type { ContentByName } from "../nameserver/signing.js";
 import { DNSKEY_TTL } from "./keys.js";
 import type { ZoneSigning } from "./dnssec-service.js";
 import type { RrsetSigner } from "./signer.js";
@@ -32,12 +33,6 @@ export function canonicalOrder(names: readonly string[]): number[] {
   if (names.some((n) => /[^\x01-\xff]/.test(n))) return order.sort((a, b) => canonicalCompare(names[a], names[b]));
   const keys = names.map((n) => n.toLowerCase().split(".").reverse().join("\0"));
   return order.sort((a, b) => (keys[a] < keys[b] ? -1 : keys[a] > keys[b] ? 1 : 0));
-}
-
-/** A zone's content by owner name (the SOA apart), each name's records built when asked for (server/axfr.ts). */
-export interface ContentByName {
-  names: readonly string[];
-  recordsAt(i: number): Rr[];
 }
 
 /**

@@ -3,12 +3,12 @@ import net from "node:net";
 import * as packet from "dns-packet";
 import { UserError } from "../../core/errors.js";
 import type { Logger } from "../../core/logger.js";
-import { AnswerEngine, Rcode } from "./answer.js";
+import { AnswerEngine, Rcode } from "../nameserver/answer.js";
 import type { DnsConfig } from "../config.js";
 import type { ZoneService } from "../zones/zone-service.js";
 import { DnsTcpListener } from "./tcp.js";
-import type { TransferResponder } from "../transfers/responder.js";
-import { UdpWorkerPool } from "./udp/pool.js";
+import type { TransferQueries } from "../nameserver/transfer-queries.js";
+import { UdpAnsweringPool } from "./udp/pool.js";
 import { Prewarmer } from "./prewarm.js";
 import { createUdpSocket, WireCache } from "./wire-cache.js";
 import { formerrReply, screenQuery } from "./wire-screen.js";
@@ -39,7 +39,7 @@ type Opt = { type: "OPT"; udpPayloadSize?: number; ednsVersion?: number; flags?:
 export class DnsServer {
   private udp?: dgram.Socket;
   private tcp?: DnsTcpListener;
-  private pool?: UdpWorkerPool;
+  private pool?: UdpAnsweringPool;
   private flushed: Promise<void> = Promise.resolve();
   private readonly udpCache = new WireCache();
   private readonly tcpCache = new WireCache();
@@ -53,7 +53,7 @@ export class DnsServer {
     private readonly cfg: DnsConfig,
     private readonly log: Logger,
     /** AXFR and IXFR: who may transfer, signed or not, whole or incremental (transfers/responder.ts). */
-    private readonly transfers: TransferResponder,
+    private readonly transfers: TransferQueries,
     /** A NOTIFY (RFC 1996) from `remote`: its answer (the primaries of secondary zones, transfers/secondary.ts). */
     private readonly notified?: (q: Decoded, msg: Buffer, remote: string) => Buffer | undefined,
   ) {
@@ -97,7 +97,7 @@ export class DnsServer {
     // With port 0 the first listener picks the port and the other must get the same number; retry if it is taken.
     for (let attempt = 0; ; attempt++) {
       try {
-        if (this.cfg.workers > 1) await this.listenShared();
+        if (this.cfg.answeringProcesses > 1) await this.listenShared();
         else await this.listenInProcess();
         return;
       } catch (err) {
@@ -135,8 +135,8 @@ export class DnsServer {
   private async listenShared(): Promise<void> {
     const tcp = this.tcpListener();
     const port = await tcp.listen(this.cfg.port, this.cfg.host);
-    const pool = new UdpWorkerPool(
-      this.cfg.workers,
+    const pool = new UdpAnsweringPool(
+      this.cfg.answeringProcesses,
       { host: this.cfg.host, port },
       (q, from) => this.respond(q, false, from),
       this.log,

@@ -1,7 +1,7 @@
 import net from "node:net";
 import type { Logger } from "../../core/logger.js";
 import type { TcpLimits } from "../config.js";
-import { LogThrottle } from "./log-throttle.js";
+import { LogThrottle } from "../log-throttle.js";
 
 /**
  * Answers one DNS message that arrived over TCP: zero or more messages to send back, as an array, or as an iterable

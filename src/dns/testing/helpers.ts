@@ -63,7 +63,7 @@ export function udpRaw(port: number, msg: Buffer, timeoutMs = 2000, from?: numbe
 /**
  * A UDP client socket on loopback, on local port `from` when given: the DNS server's answering processes each have a
  * socket of their own on the DNS port (SO_REUSEPORT), and the kernel hands a client's queries to one of them by the
- * client's address and port, so queries from one port all reach the same process (clientPortOf in udp/workers.test.ts).
+ * client's address and port, so queries from one port all reach the same process (clientPortOf in udp/answering-processes.test.ts).
  */
 export function clientSocket(from?: number): dgram.Socket {
   const s = dgram.createSocket("udp4");

@@ -1,11 +1,5 @@
-import { isIP, isIPv6, type BlockList } from "node:net";
+import { isIP, type BlockList } from "node:net";
 import { isPublicAddress } from "../../core/net/public-address.js";
-
-/** Whether two literal addresses are the same, however an IPv6 one is written (2001:0db8::1 is 2001:db8::1). */
-export function sameAddress(a: string, b: string): boolean {
-  const canonical = (x: string) => (isIPv6(x) ? new URL(`http://[${x}]/`).hostname : x);
-  return canonical(a) === canonical(b);
-}
 
 /** Why a peer's address is refused (shown in the API's 400 and in a secondary zone's last error). */
 export const PEER_NOT_ALLOWED =

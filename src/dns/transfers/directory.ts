@@ -3,7 +3,7 @@ import type { Logger } from "../../core/logger.js";
 import { TransferErrors } from "./errors.js";
 import type { Incoming, Outgoing, Peer, TsigKeyEntry } from "./model.js";
 import type { TransferStore } from "./store.js";
-import type { TsigKey } from "./tsig.js";
+import type { TsigKey } from "../nameserver/tsig.js";
 
 const newId = () => randomBytes(16).toString("hex");
 

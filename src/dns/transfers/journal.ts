@@ -1,7 +1,7 @@
 import type { Logger } from "../../core/logger.js";
-import type { AnswerEngine } from "../server/answer.js";
-import type { Rr } from "../server/answer.js";
-import { nameRecords, renderingOf, snapshotContent, wireRr, type ContentSnapshot } from "../server/axfr.js";
+import type { AnswerEngine } from "../nameserver/answer.js";
+import type { Rr } from "../nameserver/answer.js";
+import { nameRecords, renderingOf, snapshotContent, wireRr, type ContentSnapshot } from "../nameserver/axfr.js";
 import type { ZoneState } from "../zones/zone-state.js";
 import type { JournalEntry } from "./model.js";
 import type { JournalBounds, TransferStore } from "./store.js";
@@ -11,7 +11,7 @@ export const DEFAULT_JOURNAL_BOUNDS: JournalBounds = { maxEntries: 1000, maxReco
 
 /**
  * A zone as a secondary last could have seen it: its serial, SOA and content, taken cheaply (the names and references
- * to their record lists, as an AXFR takes its version: server/axfr.ts). Records are built from it only for the names
+ * to their record lists, as an AXFR takes its version: nameserver/axfr.ts). Records are built from it only for the names
  * a change touched (contentDifference).
  */
 interface Snapshot {
@@ -155,7 +155,7 @@ export class TransferJournal {
     const current = wireRr(this.engine.soaRr(zs));
     if (fromSerial === zs.zone.serial) return [current];
     // The journal holds unsigned differences; the signatures and NSEC chain of a signed zone go whole (AXFR).
-    if (this.engine.signingOf(zs)) return undefined;
+    if (this.engine.isSigned(zs)) return undefined;
     const list = this.entries.get(zs.zone.id) ?? [];
     const start = list.findIndex((e) => e.from_serial === fromSerial);
     if (start < 0 || list[list.length - 1].to_serial !== zs.zone.serial) return undefined;

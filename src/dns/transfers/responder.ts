@@ -1,14 +1,16 @@
 import { BlockList, isIPv6 } from "node:net";
 import * as packet from "dns-packet";
 import type { Logger } from "../../core/logger.js";
-import { Rcode, type AnswerEngine } from "../server/answer.js";
-import { axfrMessages, transferMessages } from "../server/axfr.js";
-import { LogThrottle } from "../server/log-throttle.js";
+import { Rcode, type AnswerEngine } from "../nameserver/answer.js";
+import { axfrMessages, transferMessages } from "../nameserver/axfr.js";
+import { LogThrottle } from "../log-throttle.js";
 import type { ZoneState } from "../zones/zone-state.js";
+import type { ServedZones } from "../zones/serving.js";
+import type { TransferQueries } from "../nameserver/transfer-queries.js";
 import type { TransferDirectory } from "./directory.js";
 import type { TransferJournal } from "./journal.js";
-import { refusalReply, sign, StreamSigner, verifyRequest, type TsigKey } from "./tsig.js";
-import { sameAddress } from "./addresses.js";
+import { refusalReply, sign, StreamSigner, verifyRequest, type TsigKey } from "../nameserver/tsig.js";
+import { sameAddress } from "../nameserver/addresses.js";
 
 type Decoded = ReturnType<typeof packet.decode>;
 
@@ -27,11 +29,12 @@ type Permit = { allowed: true; key?: TsigKey } | { allowed: false; why: string }
  * A signed request whose key is unknown, whose MAC is wrong or whose time is off gets NOTAUTH with the TSIG error
  * (BADKEY, BADSIG, BADTIME); a signed request that is allowed gets every message of its answer signed.
  */
-export class TransferResponder {
+export class TransferResponder implements TransferQueries {
   private readonly refusals = new LogThrottle(REFUSED_LOG_INTERVAL_MS);
 
   constructor(
     private readonly engine: AnswerEngine,
+    private readonly served: ServedZones,
     private readonly directory: TransferDirectory,
     private readonly journal: TransferJournal,
     private readonly axfrAllow: BlockList,
@@ -49,7 +52,7 @@ export class TransferResponder {
       return [errorReply(q, Rcode.NOTAUTH)];
     }
     // A secondary zone not transferred yet, or expired, has nothing it may hand on.
-    if (this.engine.unserved.has(zs.zone.id)) return [errorReply(q, Rcode.SERVFAIL)];
+    if (!this.served.isServed(zs.zone.id)) return [errorReply(q, Rcode.SERVFAIL)];
     const keys = this.keysFor(zs);
     let verified: ReturnType<typeof verifyRequest>;
     try {

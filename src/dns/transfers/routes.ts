@@ -4,13 +4,13 @@ import { z } from "zod";
 import { ok } from "../../core/http/envelope.js";
 import { parseWith } from "../../core/http/validate.js";
 import { zoneAccount, zoneOf } from "../api/zone-access.js";
-import type { Notifier } from "../server/notify.js";
+import type { Notifier } from "../nameserver/notify.js";
 import type { ZoneService } from "../zones/zone-service.js";
 import type { Transfers } from "./transfers.js";
 import { PEER_NOT_ALLOWED } from "./addresses.js";
 import { TransferErrors } from "./errors.js";
 import type { Incoming, Outgoing, Peer, TsigKeyEntry } from "./model.js";
-import { algorithmName, TSIG_ALGORITHMS } from "./tsig.js";
+import { algorithmName, TSIG_ALGORITHMS } from "../nameserver/tsig.js";
 
 type AccountParams = { Params: { account_id: string } };
 type ItemParams = { Params: { account_id: string; id: string } };

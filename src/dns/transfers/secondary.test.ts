@@ -7,7 +7,7 @@ import type { TestPlatform } from "../../core/testing/platform.js";
 import { startTcpProxy } from "../../core/testing/tcp-proxy.js";
 import { dig, digAvailable, rcodeOf, startDnsPlatform, udpQuery } from "../testing/helpers.js";
 import { freePort, kdig, knotAvailable, knsupdate, primaryForPlatform, startKnot, until, type Knot } from "../testing/knot.js";
-import { readTsig, sign } from "./tsig.js";
+import { readTsig, sign } from "../nameserver/tsig.js";
 
 const SEC = "sec.example";
 const TIMER = "timer.example";

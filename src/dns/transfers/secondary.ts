@@ -1,15 +1,16 @@
 import * as packet from "dns-packet";
 import type { Logger } from "../../core/logger.js";
-import { Rcode, type AnswerEngine } from "../server/answer.js";
-import { LogThrottle } from "../server/log-throttle.js";
+import { Rcode, type AnswerEngine } from "../nameserver/answer.js";
+import { LogThrottle } from "../log-throttle.js";
 import type { ZoneService } from "../zones/zone-service.js";
 import type { ZoneState } from "../zones/zone-state.js";
-import { PEER_NOT_ALLOWED, sameAddress } from "./addresses.js";
+import { PEER_NOT_ALLOWED } from "./addresses.js";
+import { sameAddress } from "../nameserver/addresses.js";
 import type { TransferDirectory } from "./directory.js";
 import { soaOf } from "./incoming-records.js";
 import { IncomingTransfer } from "./incoming-transfer.js";
 import type { Peer } from "./model.js";
-import { refusalReply, sign, verifyRequest, type TsigKey } from "./tsig.js";
+import { refusalReply, sign, verifyRequest, type TsigKey } from "../nameserver/tsig.js";
 import { DEFAULT_XFR_LIMITS, requestXfr, streamXfr, XfrError, type XfrLimits } from "./xfr-client.js";
 
 export { secondaryRecord } from "./incoming-transfer.js";
@@ -111,7 +112,7 @@ export class SecondaryZones {
     this.status.delete(zoneId);
     this.nextRefreshAt.delete(zoneId);
     this.expiresAt.delete(zoneId);
-    this.engine.unserved.delete(zoneId);
+    this.zones.serving.forget(zoneId);
   }
 
   statusOf(zoneId: string): RefreshStatus {
@@ -342,16 +343,13 @@ export class SecondaryZones {
     const zs = this.zones.get(zoneId);
     if (!zs) {
       // Not marked unserved: a zone that is gone is answered by no one, and the mark would outlive it.
-      this.engine.unserved.delete(zoneId);
+      this.zones.serving.forget(zoneId);
       return;
     }
     const checked = this.directory.incomingOf(zoneId)?.checked_time;
     const expiresAt = checked && this.transferredYet(zoneId) ? Date.parse(checked) + zs.zone.settings.soa.expire * 1000 : 0;
     const served = expiresAt > Date.now();
-    const was = !this.engine.unserved.has(zoneId);
-    if (served) this.engine.unserved.delete(zoneId);
-    else this.engine.unserved.add(zoneId);
-    if (served !== was) {
+    if (this.zones.serving.setServed(zoneId, served)) {
       if (!served) this.log.warn({ zone: zs.zone.name }, "secondary zone expired or not transferred yet: answering SERVFAIL");
       this.invalidate();
     }

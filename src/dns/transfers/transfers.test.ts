@@ -9,7 +9,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createRecord, createZone, dig, digAvailable, encodeQuery, rcodeOf, startDnsPlatform } from "../testing/helpers.js";
-import { readTsig, sign, TsigError } from "./tsig.js";
+import { readTsig, sign, TsigError } from "../nameserver/tsig.js";
 import { freePort, kdig, knotAvailable, platformRemote, startKnot, until, type Knot } from "../testing/knot.js";
 
 const Z = "xfr.example";

@@ -1,7 +1,7 @@
 import net from "node:net";
 import { randomInt } from "node:crypto";
 import * as packet from "dns-packet";
-import { sign, StreamVerifier, type TsigKey } from "./tsig.js";
+import { sign, StreamVerifier, type TsigKey } from "../nameserver/tsig.js";
 
 /** Bounds on one request to a primary, so a slow, huge or hostile primary costs a bounded time and memory. */
 export interface XfrLimits {

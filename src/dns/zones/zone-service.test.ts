@@ -75,6 +75,25 @@ describe("the zone service over an asynchronous store", () => {
     }
   });
 
+  it("owns each zone's serving state: a withheld zone stays withheld until served again, and its mark ends with it", async () => {
+    const { store, close } = await openStore();
+    try {
+      const zones = new ZoneService(store);
+      await zones.load();
+      const zs = await zones.createZone(ACCOUNT, "withheld.example");
+      const other = await zones.createZone(ACCOUNT, "other.example");
+      assert.equal(zones.serving.isServed(zs.zone.id), true, "a zone is served unless withheld");
+      assert.equal(zones.serving.setServed(zs.zone.id, false), true, "withholding it is a change");
+      assert.equal(zones.serving.setServed(zs.zone.id, false), false, "withholding it again is none");
+      assert.equal(zones.serving.isServed(zs.zone.id), false);
+      assert.equal(zones.serving.isServed(other.zone.id), true, "other zones stay served");
+      await zones.deleteZone(zs);
+      assert.equal(zones.serving.setServed(zs.zone.id, true), false, "the deleted zone's mark went with it");
+    } finally {
+      await close();
+    }
+  });
+
   it("loads every zone and all its records, in creation order, across the store's pages", async () => {
     const { store, close } = await openStore();
     try {

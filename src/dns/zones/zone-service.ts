@@ -4,6 +4,7 @@ import { DnsCodes, DnsErrors } from "../errors.js";
 import type { DnsRecord, Soa, Zone, ZoneSettings, ZoneType } from "../model.js";
 import { ZoneChangedError, type DnsStore } from "../store.js";
 import { defaultZoneSettings } from "./soa.js";
+import { ZoneServing } from "./serving.js";
 import { newId, now, ZoneDraft, ZoneState } from "./zone-state.js";
 
 type ChangeKind = "records" | "settings" | "created" | "deleted";
@@ -41,6 +42,8 @@ export class ZoneService {
   private writes: Promise<unknown> = Promise.resolve();
   private loaded?: Promise<void>;
   private managers: RecordManager[] = [];
+  /** Which zones are answered (a secondary zone is withheld until transferred and past its SOA expire: serving.ts). */
+  readonly serving = new ZoneServing();
 
   /**
    * `maxRecordsPerZone`: the most records a zone may hold (config.ts has the default; none here means no limit).
@@ -76,7 +79,7 @@ export class ZoneService {
   }
 
   /**
-   * Registers an area that keeps records of its own in the zones (workers/routes/dns-records.ts): the records API
+   * Registers an area that keeps records of its own in the zones (workers/routing/dns-records.ts): the records API
    * shows those read-only and refuses to change or delete them, or to add A/AAAA/CNAME records beside them.
    */
   addRecordManager(m: RecordManager): void {
@@ -378,6 +381,7 @@ export class ZoneService {
   private drop(zs: ZoneState, origin: ChangeOrigin): void {
     this.byId.delete(zs.zone.id);
     if (this.byName.get(zs.zone.name) === zs) this.byName.delete(zs.zone.name);
+    this.serving.forget(zs.zone.id);
     this.emit(zs, "deleted", origin);
   }
 

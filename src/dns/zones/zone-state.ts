@@ -31,7 +31,7 @@ export class ZoneState {
 
   /**
    * Adds or replaces a record; a replaced record keeps its place in the zone's order. A name's list is only ever
-   * appended to in place (unindex makes a new one): a zone transfer's snapshot relies on that (server/axfr.ts).
+   * appended to in place (unindex makes a new one): a zone transfer's snapshot relies on that (nameserver/axfr.ts).
    */
   put(r: DnsRecord): void {
     const old = this.records.get(r.id);

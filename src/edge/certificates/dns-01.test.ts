@@ -7,6 +7,7 @@ import { DnsCodes } from "../../dns/errors.js";
 import { DNS_MIGRATIONS } from "../../dns/sqlite-migrations.js";
 import { SqliteDnsStore } from "../../dns/sqlite-store.js";
 import { ZoneService } from "../../dns/zones/zone-service.js";
+import { zonesPort } from "../../dns/zones/zones-port.js";
 import { ChallengeRecords } from "./dns-01.js";
 
 const openStore = sqliteStoreFactory(DNS_MIGRATIONS, (db) => new SqliteDnsStore(db));
@@ -35,7 +36,7 @@ describe("DNS-01 challenge records", () => {
       const zs = await zones.createZone(ACCOUNT, "long.example");
       const serial = zs.zone.serial;
       const host = longName(250, "long.example");
-      const answerer = new ChallengeRecords(zones, createLogger({ level: "silent" })).forOrder(host, ACCOUNT);
+      const answerer = new ChallengeRecords(zonesPort(zones), createLogger({ level: "silent" })).forOrder(host, ACCOUNT);
       // Before the fix the record went in: a 266-character owner name, in every answer and AXFR of the zone.
       await assert.rejects(
         answerer.create(`_acme-challenge.${host}`, "token"),
@@ -47,7 +48,7 @@ describe("DNS-01 challenge records", () => {
 
       // The longest Custom Domain's challenge (237 + 16 = 253 characters) is still written and removed.
       const longest = longName(237, "long.example");
-      const ok = new ChallengeRecords(zones, createLogger({ level: "silent" })).forOrder(longest, ACCOUNT);
+      const ok = new ChallengeRecords(zonesPort(zones), createLogger({ level: "silent" })).forOrder(longest, ACCOUNT);
       await ok.create(`_acme-challenge.${longest}`, "token");
       assert.equal(zs.records.size, 1);
       await ok.remove(`_acme-challenge.${longest}`, "token");

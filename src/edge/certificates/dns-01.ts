@@ -1,8 +1,5 @@
-import { randomUUID } from "node:crypto";
 import type { Logger } from "../../core/logger.js";
-import type { DnsRecord } from "../../dns/model.js";
-import type { ZoneService } from "../../dns/zones/zone-service.js";
-import { now } from "../../dns/zones/zone-state.js";
+import type { ZonesPort } from "../../dns/service.js";
 import type { Dns01Answerer } from "./acme.js";
 
 /** TTL of a challenge record: short, as it lives for one order (the CA asks our server, which never caches). */
@@ -20,7 +17,7 @@ export class ChallengeRecords {
   private readonly made = new Map<string, { zoneId: string; id: string }>();
 
   constructor(
-    private readonly zones: ZoneService,
+    private readonly zones: ZonesPort,
     private readonly log: Logger,
     /**
      * How long to wait after writing the record before the CA is told to look: on several nodes the others read
@@ -41,25 +38,7 @@ export class ChallengeRecords {
         const zs = this.zones.zoneFor(name);
         // By construction the domain's zone answers its challenge name; a zone of another account never writes it.
         if (!zs || zs.zone.account_id !== accountId) throw new Error(`${name} is not answered from a zone of the domain's account on this platform`);
-        const t = now();
-        const record: DnsRecord = {
-          id: randomUUID().replaceAll("-", ""),
-          zone_id: zs.zone.id,
-          name,
-          type: "TXT",
-          content: `"${value}"`,
-          data: null,
-          priority: null,
-          ttl: CHALLENGE_TTL,
-          proxied: false,
-          comment: null,
-          tags: [],
-          settings: {},
-          created_on: t,
-          modified_on: t,
-          comment_modified_on: null,
-          tags_modified_on: null,
-        };
+        const record = this.zones.record({ zoneId: zs.zone.id, name, type: "TXT", content: `"${value}"`, ttl: CHALLENGE_TTL, proxied: false });
         this.live.set(record.id, hostname);
         try {
           await this.zones.editRecords(zs, (draft) => draft.set(record));

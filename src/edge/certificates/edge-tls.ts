@@ -1,7 +1,7 @@
 import type { Server } from "node:tls";
 import { SecretBox } from "../../core/secret-box.js";
 import type { EdgeService, ServiceContext } from "../../core/service.js";
-import type { ZoneService } from "../../dns/zones/zone-service.js";
+import type { ZonesPort } from "../../dns/service.js";
 import type { CustomDomains } from "../ports.js";
 import type { EdgeTlsConfig } from "./config.js";
 import { AcmeOrderer } from "./acme.js";
@@ -36,7 +36,9 @@ export function createEdgeTls(
   ctx: ServiceContext,
   cfg: EdgeTlsConfig,
   deps: {
-    zones: ZoneService;
+    zones: ZonesPort;
+    /** Every zone with its records, and which records another area keeps (DNS's zones, read-only). */
+    zoneRecords: ZoneRecordsView;
     domains: CustomDomains;
     /** Whether HTTP/2 is offered for a name (its zone's `http2` setting; on for names in no zone). */
     http2For: (servername: string) => boolean;
@@ -59,7 +61,10 @@ export function createEdgeTls(
     challenges: (hostname, accountId) => challenges.forOrder(hostname, accountId),
     box,
     // A domain at a platform hostname (attached before the operator named it so) is never ordered a certificate.
-    attached: async () => [...(await deps.domains.all()).filter((d) => !ctx.platformHostnames.isPlatformHostname(d.hostname)), ...proxiedZones(deps.zones)],
+    attached: async () => [
+      ...(await deps.domains.all()).filter((d) => !ctx.platformHostnames.isPlatformHostname(d.hostname)),
+      ...proxiedZones(deps.zoneRecords),
+    ],
     zoneOf: (name) => deps.zones.zoneFor(name)?.zone.id,
     served: (hostname) => (ctx.platformHostnames.isPlatformHostname(hostname) ? undefined : deps.domains.at(hostname)),
     bus: ctx.bus,
@@ -133,15 +138,21 @@ export function createEdgeTls(
  * The zones with a proxied A, AAAA or CNAME record of their own (not a Custom Domain's, which has its certificate), as
  * the `*.<zone>` row of their edge certificate, with their account.
  */
-function proxiedZones(zones: ZoneService): { hostname: string; accountId: string }[] {
+export function proxiedZones(zones: ZoneRecordsView): { hostname: string; accountId: string }[] {
   const out: { hostname: string; accountId: string }[] = [];
   for (const zs of zones.all()) {
     for (const r of zs.records.values()) {
-      if (r.proxied && (r.type === "A" || r.type === "AAAA" || r.type === "CNAME") && zones.managedBy(r) === undefined) {
+      if (r.proxied && (r.type === "A" || r.type === "AAAA" || r.type === "CNAME") && zones.managedBy(r as never) === undefined) {
         out.push({ hostname: `*.${zs.zone.name}`, accountId: zs.zone.account_id });
         break;
       }
     }
   }
   return out;
+}
+
+/** What the certificates read of every zone's records to find the proxied zones. */
+export interface ZoneRecordsView {
+  all(): Iterable<{ zone: { name: string; account_id: string }; records: ReadonlyMap<string, { proxied: boolean; type: string }> }>;
+  managedBy(record: never): string | undefined;
 }

@@ -25,7 +25,7 @@ export interface CertificateOrderer {
   close?(): Promise<void>;
 }
 
-/** What the domain's API answer shows of its certificate (routes/api.ts). */
+/** What the domain's API answer shows of its certificate (routing/api.ts). */
 export interface CertificateState {
   status: CertificateRow["status"];
   expires_on?: string;
@@ -44,7 +44,7 @@ export interface CertificateManagerDeps {
    * the apex and the wildcard): whose certificates are kept (rows of others are deleted).
    */
   attached: () => Promise<CustomDomain[]>;
-  /** Whether the edge serves this hostname as a Custom Domain now (routes/table.ts): whose certificates are served. */
+  /** Whether the edge serves this hostname as a Custom Domain now (routing/table.ts): whose certificates are served. */
   served: (hostname: string) => CustomDomain | undefined;
   bus: Bus;
   nodeId: string;

@@ -1,8 +1,7 @@
 import type { CliContext } from "../../core/cli/context.js";
 import type { ProjectConfig } from "../../core/cli/config-file.js";
+import type { DeploySection, UploadBinding } from "../../core/cli/deploy-sections.js";
 import { UserError } from "../../core/errors.js";
-import type { QueueBinding } from "../../workers/bindings/queue.js";
-import { effectiveKeys } from "../../workers/cli/config-sections.js";
 import { putConsumer, type ConsumerBody } from "./consumers.js";
 
 const isTable = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
@@ -10,9 +9,8 @@ const isTable = (v: unknown): v is Record<string, unknown> => typeof v === "obje
 const PRODUCER_KEYS = ["binding", "queue"];
 const CONSUMER_KEYS = ["queue", "type", "max_batch_size", "max_batch_timeout", "max_retries", "dead_letter_queue", "retry_delay", "visibility_timeout_ms"];
 
-/** The config's `queues` table, checked: `[[queues.producers]]` and `[[queues.consumers]]`, lists of tables. */
-function queuesSection(cfg: ProjectConfig): { producers: Record<string, unknown>[]; consumers: Record<string, unknown>[] } {
-  const section = effectiveKeys(cfg).get("queues")?.value;
+/** The config's `queues` table (`section`), checked: `[[queues.producers]]` and `[[queues.consumers]]`, lists of tables. */
+function queuesSection(cfg: ProjectConfig, section: unknown): { producers: Record<string, unknown>[]; consumers: Record<string, unknown>[] } {
   if (section === undefined) return { producers: [], consumers: [] };
   const list = (key: string) => {
     const v = (section as Record<string, unknown>)[key];
@@ -46,8 +44,8 @@ const int = (cfg: ProjectConfig, v: unknown, where: string, key: string): number
 };
 
 /** The config's `[[queues.producers]]` as upload bindings (the shape wrangler 3 sends: type queue, queue_name). */
-export function queueProducerBindings(cfg: ProjectConfig): QueueBinding[] {
-  return queuesSection(cfg).producers.map((p, i) => {
+function queueProducerBindings(cfg: ProjectConfig, section: unknown): UploadBinding[] {
+  return queuesSection(cfg, section).producers.map((p, i) => {
     const where = `queues.producers[${i}]`;
     onlyKeys(cfg, p, PRODUCER_KEYS, where);
     return { type: "queue", name: str(cfg, p.binding, where, "binding"), queue_name: str(cfg, p.queue, where, "queue") };
@@ -55,8 +53,8 @@ export function queueProducerBindings(cfg: ProjectConfig): QueueBinding[] {
 }
 
 /** The config's `[[queues.consumers]]` as the API's consumer bodies for `script`, with the queue each is for. */
-export function queueConsumers(cfg: ProjectConfig, script: string): { queue: string; body: ConsumerBody }[] {
-  return queuesSection(cfg).consumers.map((c, i) => {
+function queueConsumers(cfg: ProjectConfig, section: unknown, script: string): { queue: string; body: ConsumerBody }[] {
+  return queuesSection(cfg, section).consumers.map((c, i) => {
     const where = `queues.consumers[${i}]`;
     onlyKeys(cfg, c, CONSUMER_KEYS, where);
     const type = c.type === undefined ? "worker" : c.type;
@@ -81,12 +79,19 @@ export function queueConsumers(cfg: ProjectConfig, script: string): { queue: str
   });
 }
 
-/** After the upload: makes the script the consumer of each `[[queues.consumers]]` queue, as wrangler deploy does. */
-export async function applyQueueConsumers(ctx: CliContext, cfg: ProjectConfig, account: string, script: string): Promise<string[]> {
-  const done: string[] = [];
-  for (const { queue, body } of queueConsumers(cfg, script)) {
-    await putConsumer(ctx, account, queue, body);
-    done.push(queue);
-  }
-  return done;
-}
+/**
+ * What `edgecli deploy` does with the config's `queues`: producer bindings in the upload; after it, the script made
+ * the consumer of each `[[queues.consumers]]` queue, as wrangler deploy does.
+ */
+export const queuesDeploySection: DeploySection = {
+  bindings: (section, cfg) => queueProducerBindings(cfg, section),
+  check: (section, cfg, script) => void queueConsumers(cfg, section, script),
+  async apply(ctx, section, cfg, accountId, script) {
+    const done: string[] = [];
+    for (const { queue, body } of queueConsumers(cfg, section, script)) {
+      await putConsumer(ctx, accountId, queue, body);
+      done.push(`Consumer for ${queue}`);
+    }
+    return done;
+  },
+};

@@ -1,7 +1,7 @@
 import type { IncomingHttpHeaders } from "node:http";
 import { createBucket, deleteBucket, getBucketLocation, getBucketVersioning, headBucket, listBuckets } from "./buckets.js";
 import type { S3Call } from "./call.js";
-import { copyObject, uploadPartCopy } from "./copy.js";
+import { copyObject, uploadPartCopy } from "./copy-object.js";
 import { deleteBucketCors, getBucketCors, putBucketCors } from "./cors.js";
 import { S3Errors } from "./errors.js";
 import { listObjectsV1, listObjectsV2 } from "./listing.js";

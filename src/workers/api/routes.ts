@@ -33,7 +33,7 @@ export interface WorkersRouteDeps {
   workersDomain: string;
   /** Called after a script's cron triggers changed or it was deleted, so the clock reads them again. */
   triggersChanged(): Promise<void>;
-  /** Whether a script is served at `<name>.<workers domain>`, and turning that on or off (routes/table.ts). */
+  /** Whether a script is served at `<name>.<workers domain>`, and turning that on or off (routing/table.ts). */
   workersDev: { enabled(name: string): boolean; set(accountId: string, name: string, enabled: boolean): Promise<void> };
   /** The last Durable Object migration applied to a script (wrangler reads it to send only the later ones). */
   migrationTag(accountId: string, name: string): Promise<string | undefined>;

@@ -4,6 +4,7 @@ import { z } from "zod";
 import type { Logger } from "../../core/logger.js";
 import { parseWith } from "../../core/http/validate.js";
 import type { Binding } from "../bindings/registry.js";
+import type { BindingHandler } from "../bindings/server.js";
 import { WorkersCodes } from "../errors.js";
 import { AssetsErrors } from "./errors.js";
 import { assetHash, parseManifest, type AssetManifest, type ManifestEntry } from "./manifest.js";
@@ -277,6 +278,14 @@ export class WorkerAssets {
     if (hit.kind === "none" && !noFetch) return worker();
     this.answer(served, hit, req, res);
   }
+
+  /** The binding server's handler of `env.ASSETS` calls (the call's resource is the calling script). */
+  readonly bindingHandler: BindingHandler = (call, req, res) =>
+    void this.serveBinding(call.accountId, call.resource, req, res).catch((err: unknown) => {
+      this.log.error({ err }, "static assets binding call failed");
+      if (!res.headersSent) res.writeHead(500).end();
+      else res.destroy();
+    });
 
   /** `env.ASSETS.fetch(request)`: the Worker's own files, with html_handling and not_found_handling, never the Worker. */
   async serveBinding(accountId: string, script: string, req: IncomingMessage, res: ServerResponse): Promise<void> {

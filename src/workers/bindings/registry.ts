@@ -1,12 +1,12 @@
-import { durableObjectNamespace, type DurableObjectNamespaceBinding } from "../durable-objects/binding.js";
+import { durableObjectNamespace, type DurableObjectNamespaceBinding } from "../durable-objects/namespace-binding.js";
 import type { BindingType } from "./binding-type.js";
 import { d1Database, type D1DatabaseBinding } from "./d1-database.js";
 import { kvNamespace, type KvNamespaceBinding } from "./kv-namespace.js";
 import { plainText, type PlainTextBinding } from "./plain-text.js";
 import { queueProducer, type QueueBinding } from "./queue.js";
 import { r2Bucket, type R2BucketBinding } from "./r2-bucket.js";
-import { serviceBinding, type ServiceBinding } from "../services/binding.js";
-import { assetsBinding, type AssetsBinding } from "../assets/binding.js";
+import { serviceBinding, type ServiceBinding } from "../services/service-binding.js";
+import { assetsBinding, type AssetsBinding } from "../assets/assets-binding.js";
 
 /**
  * The binding types this platform has, one file each beside this one. Secrets (`secret_text`) are not among

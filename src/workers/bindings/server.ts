@@ -32,12 +32,27 @@ export class BindingServer {
   private server?: Server;
   private address = "";
 
+  private readonly handlers: Map<BindingBackendName, BindingHandler>;
+  /** The backends that also take CONNECT tunnels (service bindings' RPC sessions). */
+  private readonly tunnels: Map<BindingBackendName, BindingTunnelHandler>;
+
   constructor(
-    private readonly handlers: ReadonlyMap<BindingBackendName, BindingHandler>,
+    handlers: ReadonlyMap<BindingBackendName, BindingHandler>,
     private readonly log: Logger,
-    /** The backends that also take CONNECT tunnels (service bindings' RPC sessions). */
-    private readonly tunnels: ReadonlyMap<BindingBackendName, BindingTunnelHandler> = new Map(),
-  ) {}
+    tunnels: ReadonlyMap<BindingBackendName, BindingTunnelHandler> = new Map(),
+  ) {
+    this.handlers = new Map(handlers);
+    this.tunnels = new Map(tunnels);
+  }
+
+  /**
+   * Adds a backend made after the server (the Worker's own assets, service bindings: they need the runtime that
+   * owns this server), before the first script is deployed.
+   */
+  mount(backend: BindingBackendName, handler: BindingHandler, tunnel?: BindingTunnelHandler): void {
+    this.handlers.set(backend, handler);
+    if (tunnel) this.tunnels.set(backend, tunnel);
+  }
 
   /** Listens on the unix socket at `socketPath`. */
   async start(socketPath: string): Promise<void> {

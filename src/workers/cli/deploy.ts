@@ -2,14 +2,14 @@ import { spawnSync } from "node:child_process";
 import { basename, dirname, resolve } from "node:path";
 import type { CliContext } from "../../core/cli/context.js";
 import type { ProjectConfig } from "../../core/cli/config-file.js";
+import { loadDeploySections, type DeploySection } from "../../core/cli/deploy-sections.js";
 import { UserError } from "../../core/errors.js";
 import type { Binding } from "../bindings/registry.js";
 import { durableObjectBindings, migrationsToUpload } from "../durable-objects/cli-config.js";
-import { applyQueueConsumers, queueConsumers, queueProducerBindings } from "../../queues/cli/deploy-config.js";
 import { serviceBindings } from "../services/cli-config.js";
 import { assetsSection, uploadAssets } from "../assets/cli-config.js";
 import { cronProblem } from "../triggers/cron.js";
-import { applyRoutes, routesSection } from "../routes/cli-config.js";
+import { applyRoutes, routesSection } from "../routing/cli-config.js";
 import { effectiveKeys, refuseUnsupportedSections } from "./config-sections.js";
 import { resolveScriptName, scriptPath, uploadForm } from "./target.js";
 
@@ -39,8 +39,19 @@ function cronsOf(args: DeployArgs, cfg: ProjectConfig | undefined): string[] | u
   return crons as string[];
 }
 
+/** A section of the config another area reads (core/cli/deploy-sections.ts), with its value in the environment. */
+interface ConfigSection {
+  section: DeploySection;
+  value: unknown;
+}
+
+async function configSections(cfg: ProjectConfig): Promise<ConfigSection[]> {
+  const keys = effectiveKeys(cfg);
+  return (await loadDeploySections()).map(({ key, section }) => ({ section, value: keys.get(key)?.value }));
+}
+
 /** Bindings in the order wrangler sends them: vars, then KV namespaces, then Durable Objects, then R2 buckets, then D1 databases, then services. */
-function bindingsOf(cfg: ProjectConfig | undefined): Binding[] {
+function bindingsOf(cfg: ProjectConfig | undefined, sections: readonly ConfigSection[]): Binding[] {
   if (!cfg) return [];
   const out: Binding[] = Object.entries(cfg.vars).map(([name, text]) => ({ type: "plain_text", name, text }));
   for (const kv of cfg.kv_namespaces) {
@@ -57,7 +68,8 @@ function bindingsOf(cfg: ProjectConfig | undefined): Binding[] {
       throw new UserError(`${cfg.path}: the D1 binding "${d1.binding}" has no "database_id"; create one with \`edgecli d1 create\` and put its uuid there`);
     out.push({ type: "d1", name: d1.binding, id: d1.database_id });
   }
-  out.push(...queueProducerBindings(cfg));
+  // Other areas' sections (Queues' producers), as the upload's API checks each binding.
+  for (const { section, value } of sections) out.push(...(section.bindings(value, cfg) as Binding[]));
   out.push(...(serviceBindings(cfg) as Binding[]));
   const assets = assetsSection(cfg);
   if (assets?.binding) out.push({ type: "assets", name: assets.binding });
@@ -200,11 +212,12 @@ export async function deploy(args: DeployArgs, ctx: CliContext): Promise<void> {
   const name = await resolveScriptName(ctx, args);
   const compatibilityDate = args["compatibility-date"] ?? cfg?.compatibility_date;
   if (!compatibilityDate) throw new UserError('A compatibility_date is required when deploying. Add one to the config, e.g. compatibility_date = "2024-09-01"');
-  const bindings = bindingsOf(cfg);
+  const sections = cfg ? await configSections(cfg) : [];
+  const bindings = bindingsOf(cfg, sections);
   const crons = cronsOf(args, cfg);
   const routes = routesSection(cfg);
   // Checked before anything is uploaded; applied after.
-  if (cfg) queueConsumers(cfg, name);
+  for (const { section, value } of sections) section.check(value, cfg!, name);
   for (const cron of crons ?? []) {
     const problem = cronProblem(cron);
     if (problem) throw new UserError(`Invalid cron expression "${cron}": ${problem}`);
@@ -238,7 +251,7 @@ export async function deploy(args: DeployArgs, ctx: CliContext): Promise<void> {
     await ctx.api().fetchEnvelope("PUT", `${scriptPath(accountId, name)}/schedules`, { json: crons.map((cron) => ({ cron })) });
   }
   const routeTargets = await applyRoutes(ctx, routes, scriptPath(accountId, name));
-  for (const queue of cfg ? await applyQueueConsumers(ctx, cfg, accountId, name) : []) ctx.log.info(`  Consumer for ${queue}`);
+  for (const { section, value } of sections) for (const line of await section.apply(ctx, value, cfg!, accountId, name)) ctx.log.info(`  ${line}`);
   ctx.log.info(`Deployed ${name} triggers`);
   if (result.url && (routes.workersDev || !routes.given)) ctx.log.info(`  ${result.url}`);
   for (const target of routeTargets) ctx.log.info(`  ${target}`);

@@ -3,7 +3,7 @@ import type { CliContext } from "../../core/cli/context.js";
 import type { ProjectConfig } from "../../core/cli/config-file.js";
 import { UserError } from "../../core/errors.js";
 import { effectiveKeys } from "../cli/config-sections.js";
-import type { DurableObjectNamespaceBinding } from "./binding.js";
+import type { DurableObjectNamespaceBinding } from "./namespace-binding.js";
 
 const isTable = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
 

@@ -2,7 +2,7 @@ import { mkdirSync, readdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import type { Logger } from "../../core/logger.js";
 import type { Binding } from "../bindings/registry.js";
-import type { DurableObjectNamespaceBinding } from "./binding.js";
+import type { DurableObjectNamespaceBinding } from "./namespace-binding.js";
 import { DurableObjectsErrors } from "./errors.js";
 import { applyMigrations, type UploadMigrations } from "./migrations.js";
 import type { DurableObjectsStore, NamespaceRecord, ScriptDurableObjects } from "./store.js";

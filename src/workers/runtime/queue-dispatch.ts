@@ -1,6 +1,5 @@
 import { Client } from "undici";
-import type { QueueOutcome } from "../../queues/delivery.js";
-import type { LeasedMessage } from "../../queues/store.js";
+import type { LeasedMessage, QueueOutcome } from "../../queues/service.js";
 import { capnpString } from "./capnp-string.js";
 
 /**

@@ -63,6 +63,17 @@ export class WorkersRuntime {
     this.bindings = new BindingServer(handlers, log, tunnels);
   }
 
+  /** The account and version of a script's live version, when it runs here. */
+  liveVersion(name: string): { accountId: string; versionId: string } | undefined {
+    const rt = this.lookup(name);
+    return rt?.accountId && rt.versionId ? { accountId: rt.accountId, versionId: rt.versionId } : undefined;
+  }
+
+  /** Serves a binding backend made after the runtime (one that needs the runtime itself: assets, service bindings). */
+  mountBinding(backend: BindingBackendName, handler: BindingHandler, tunnel?: BindingTunnelHandler): void {
+    this.bindings.mount(backend, handler, tunnel);
+  }
+
   /**
    * Finds workerd and starts the binding server; scripts are deployed after it. First it ends any workerd a
    * platform killed outright left running on this state directory.

@@ -6,8 +6,7 @@ import { secretEnvironment, workerdConfig, type BindingTarget } from "./capnp-co
 import { askHandlers, entryModule, runScheduledOn, type ScheduledOutcome } from "./entry-module.js";
 import type { DurableObjectStorageMode } from "../durable-objects/workerd.js";
 import type { RunnableScript } from "./runtime.js";
-import type { QueueOutcome } from "../../queues/delivery.js";
-import type { LeasedMessage } from "../../queues/store.js";
+import type { LeasedMessage, QueueOutcome } from "../../queues/service.js";
 import { runQueueOn } from "./queue-dispatch.js";
 import type { SocketDir } from "./socket-dir.js";
 import { effectiveCompatibilityDate, type WorkerdBinary } from "./workerd-binary.js";

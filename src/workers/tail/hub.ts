@@ -55,8 +55,13 @@ export class TailHub {
      * Called when a script gets its first session or loses its last: the script's workerd runs the tail worker only
      * while someone tails it, because the worker costs every invocation (about half of a small script's throughput).
      */
-    private readonly tailingChanged: (script: string) => Promise<void> = async () => undefined,
+    private tailingChanged: (script: string) => Promise<void> = async () => undefined,
   ) {}
+
+  /** Sets what a script gaining its first session or losing its last does (the deployer, made after the hub). */
+  onTailingChanged(restart: (script: string) => Promise<void>): void {
+    this.tailingChanged = restart;
+  }
 
   /**
    * Opens a session on `script` of `accountId`, once the script runs with the tail worker; refused when the script

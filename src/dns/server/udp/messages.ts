@@ -1,13 +1,13 @@
 /** What the main process and its UDP answering processes say to each other over the IPC channel. */
 
 /** Where an answering process binds (its own socket on the port, or the cluster primary's shared one), as JSON in its environment. */
-export interface UdpWorkerBind {
+export interface AnsweringProcessBind {
   host: string;
   port: number;
 }
 export const BIND_ENV = "EDGE_DNS_UDP_BIND";
 
-export type ToWorker =
+export type ToAnsweringProcess =
   /** Forget every cached answer, then acknowledge generation g. */
   | { t: "flush"; g: number }
   /** The answer to query s (null: the query is dropped, it was not a query). */
@@ -15,7 +15,7 @@ export type ToWorker =
   /** An answer built before anyone asked (src/dns/server/prewarm.ts): cache it for queries like q. */
   | { t: "cache"; q: Buffer; a: Buffer };
 
-export type FromWorker =
+export type FromAnsweringProcess =
   /** native: "" when the addon answers cached queries, else why this process answers in JavaScript. */
   | { t: "ready"; native: string }
   | { t: "bind-error"; code: string; message: string }

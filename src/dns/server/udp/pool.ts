@@ -1,10 +1,10 @@
 import cluster, { type Worker } from "node:cluster";
 import { fileURLToPath } from "node:url";
 import type { Logger } from "../../../core/logger.js";
-import { BIND_ENV, type FromWorker, type ToWorker, type UdpWorkerBind } from "./messages.js";
+import { BIND_ENV, type FromAnsweringProcess, type ToAnsweringProcess, type AnsweringProcessBind } from "./messages.js";
 
 /** Beside this file both in dist/dns/ (tsc) and in dist/bin/ (the bundle, where it is an entry of its own). */
-const WORKER_SCRIPT = fileURLToPath(new URL("./udp-worker.js", import.meta.url));
+const ANSWERING_PROCESS_SCRIPT = fileURLToPath(new URL("./answering-process.js", import.meta.url));
 /**
  * Node 20 sends each UDP reply with its own sendto(); with this flag replies go through libuv's queue, which
  * writes the replies of one receive burst with a single sendmmsg(). Same bytes, fewer system calls (9-16%
@@ -23,7 +23,8 @@ const RESTART_MAX_MS = 5000;
 const STABLE_MS = 10_000;
 
 interface Member {
-  worker: Worker;
+  /** node:cluster calls its children Workers; these are DNS answering processes, nothing of Cloudflare Workers. */
+  child: Worker;
   startedAt: number;
   exited: Promise<void>;
   /** Flushes waiting for this process's acknowledgement, by generation. */
@@ -39,13 +40,13 @@ interface Member {
 }
 
 /**
- * The UDP answering processes of the DNS server: cluster workers, each with a SO_REUSEPORT socket of its own on
- * the port (native path, udp-worker.ts), or else sharing one UDP socket that the cluster primary (this process)
+ * The UDP answering processes of the DNS server: children forked through node:cluster, each with a SO_REUSEPORT socket of its own on
+ * the port (native path, answering-process.ts), or else sharing one UDP socket that the cluster primary (this process)
  * binds and hands to each; either way the kernel spreads queries over them. They answer
  * from their own cache of wire answers and ask this process for anything else. A change to the zones
  * is flushed to every one of them, acknowledged, before the API call that made it returns.
  */
-export class UdpWorkerPool {
+export class UdpAnsweringPool {
   private readonly members = new Set<Member>();
   private generation = 0;
   private started = false;
@@ -57,7 +58,7 @@ export class UdpWorkerPool {
 
   constructor(
     private readonly count: number,
-    private readonly bind: UdpWorkerBind,
+    private readonly bind: AnsweringProcessBind,
     /** Answers a query the processes have no cached answer for (`from`: the sender, given for NOTIFY); undefined drops it. */
     private readonly answer: (query: Buffer, from?: string) => Buffer | undefined,
     private readonly log: Logger,
@@ -85,9 +86,9 @@ export class UdpWorkerPool {
   /** Caches an answer built ahead of any question (prewarm.ts) in every process; a later flush forgets it like any other. */
   offer(query: Buffer, answer: Buffer): void {
     for (const m of this.members) {
-      if (!m.worker.isConnected()) continue;
+      if (!m.child.isConnected()) continue;
       m.dirty = true;
-      this.post(m.worker, { t: "cache", q: query, a: answer });
+      this.post(m.child, { t: "cache", q: query, a: answer });
     }
   }
 
@@ -97,23 +98,23 @@ export class UdpWorkerPool {
     this.restartTimers.clear();
     await Promise.all(
       [...this.members].map((m) => {
-        m.worker.process.kill("SIGTERM");
-        const force = setTimeout(() => m.worker.process.kill("SIGKILL"), STOP_TIMEOUT_MS);
+        m.child.process.kill("SIGTERM");
+        const force = setTimeout(() => m.child.process.kill("SIGKILL"), STOP_TIMEOUT_MS);
         return m.exited.finally(() => clearTimeout(force));
       }),
     );
   }
 
   private flushOne(m: Member, g: number): Promise<void> {
-    // A process whose channel is closed can no longer be told anything; it exits on its own (cluster workers do).
-    if (!m.worker.isConnected()) return m.exited;
+    // A process whose channel is closed can no longer be told anything; it exits on its own (node:cluster children do).
+    if (!m.child.isConnected()) return m.exited;
     // Clean, but an earlier flush may still be on its way: the caller must wait for that one too.
     if (!m.dirty) return m.lastFlush;
     m.dirty = false;
     m.lastFlush = new Promise((resolve) => {
       const timer = setTimeout(() => {
-        this.log.error({ child_pid: m.worker.process.pid }, "dns answering process did not confirm a cache flush; killing it");
-        m.worker.process.kill("SIGKILL");
+        this.log.error({ child_pid: m.child.process.pid }, "dns answering process did not confirm a cache flush; killing it");
+        m.child.process.kill("SIGKILL");
       }, FLUSH_TIMEOUT_MS);
       m.waiters.push({
         g,
@@ -122,29 +123,29 @@ export class UdpWorkerPool {
           resolve();
         },
       });
-      this.post(m.worker, { t: "flush", g });
+      this.post(m.child, { t: "flush", g });
     });
     return m.lastFlush;
   }
 
-  private post(worker: Worker, msg: ToWorker): void {
+  private post(child: Worker, msg: ToAnsweringProcess): void {
     // A closed channel is handled by the exit that follows; the error itself needs no handling here.
-    if (worker.isConnected()) worker.send(msg, undefined, undefined, () => {});
+    if (child.isConnected()) child.send(msg, undefined, undefined, () => {});
   }
 
   private spawn(): Promise<void> {
     cluster.setupPrimary({
-      exec: WORKER_SCRIPT,
+      exec: ANSWERING_PROCESS_SCRIPT,
       args: [],
       execArgv: this.batchSends ? [...process.execArgv, BATCH_SENDS_FLAG] : process.execArgv,
       serialization: "advanced",
     });
-    const worker = cluster.fork({ [BIND_ENV]: JSON.stringify(this.bind) });
+    const child = cluster.fork({ [BIND_ENV]: JSON.stringify(this.bind) });
     const withFlag = this.batchSends;
     let ready = false;
     let exitedResolve!: () => void;
     const m: Member = {
-      worker,
+      child,
       startedAt: Date.now(),
       exited: new Promise((r) => (exitedResolve = r)),
       waiters: [],
@@ -155,13 +156,13 @@ export class UdpWorkerPool {
 
     return new Promise<void>((resolve, reject) => {
       let bindError: (Error & { code?: string }) | undefined;
-      worker.on("error", (err) => this.log.warn({ err, child_pid: worker.process.pid }, "dns answering process channel error"));
-      worker.on("message", (msg: FromWorker) => {
+      child.on("error", (err) => this.log.warn({ err, child_pid: child.process.pid }, "dns answering process channel error"));
+      child.on("message", (msg: FromAnsweringProcess) => {
         switch (msg.t) {
           case "query": {
             const a = this.safeAnswer(msg.q, msg.from) ?? null;
             if (a && msg.from === undefined) m.dirty = true;
-            this.post(worker, { t: "answer", s: msg.s, a });
+            this.post(child, { t: "answer", s: msg.s, a });
             break;
           }
           case "flushed": {
@@ -172,7 +173,7 @@ export class UdpWorkerPool {
           }
           case "ready":
             ready = true;
-            this.log.info({ child_pid: worker.process.pid, port: this.bind.port }, "dns answering process started");
+            this.log.info({ child_pid: child.process.pid, port: this.bind.port }, "dns answering process started");
             this.logPathOnce(msg.native);
             if (this.started) this.replaced();
             resolve();
@@ -182,7 +183,7 @@ export class UdpWorkerPool {
             break;
         }
       });
-      worker.on("exit", (code, signal) => {
+      child.on("exit", (code, signal) => {
         this.members.delete(m);
         for (const w of m.waiters) w.done();
         m.waiters = [];
@@ -197,7 +198,7 @@ export class UdpWorkerPool {
         if (!ready) reject(bindError ?? new Error(`a DNS answering process exited before it was ready (code ${code}, signal ${signal})`));
         // At start a failure is the caller's to report; later the server keeps its full set of processes.
         if (!this.started) return;
-        this.log.warn({ child_pid: worker.process.pid, code, signal }, "dns answering process exited; starting another");
+        this.log.warn({ child_pid: child.process.pid, code, signal }, "dns answering process exited; starting another");
         this.restartLater(Date.now() - m.startedAt);
       });
     });

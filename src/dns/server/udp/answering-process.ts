@@ -1,4 +1,4 @@
-// Entry point of a UDP answering process (a cluster worker of `edgecli serve`, see pool.ts). It answers
+// Entry point of a UDP answering process (a child of `edgecli serve` forked through node:cluster, see pool.ts). It answers
 // from a cache of wire answers; a question it has not seen goes to the main process, which owns the zones.
 // With the native addon it has a socket of its own on the DNS port (SO_REUSEPORT, see native/udp-fast.cc);
 // without it, it shares the cluster's one socket with its siblings. Kept free of the zone code so it starts
@@ -6,7 +6,7 @@
 import type dgram from "node:dgram";
 import { lookup } from "node:dns/promises";
 import { isIP } from "node:net";
-import { BIND_ENV, type FromWorker, type ToWorker, type UdpWorkerBind } from "./messages.js";
+import { BIND_ENV, type FromAnsweringProcess, type ToAnsweringProcess, type AnsweringProcessBind } from "./messages.js";
 import { loadNativeUdp, type NativeUdp } from "./fast-path.js";
 import { createUdpSocket, WireCache } from "../wire-cache.js";
 import { formerrReply, screenQuery } from "../wire-screen.js";
@@ -21,12 +21,12 @@ interface Waiter {
   address: string;
 }
 
-const bind = JSON.parse(process.env[BIND_ENV] ?? "null") as UdpWorkerBind | null;
+const bind = JSON.parse(process.env[BIND_ENV] ?? "null") as AnsweringProcessBind | null;
 if (!bind || !process.send) {
-  process.stderr.write("udp-worker: started outside `edgecli serve`\n");
+  process.stderr.write("answering-process: started outside `edgecli serve`\n");
   process.exit(2);
 }
-const send = (m: FromWorker) => process.send!(m);
+const send = (m: FromAnsweringProcess) => process.send!(m);
 const cache = new WireCache();
 const loaded = loadNativeUdp();
 /** When set, cached answers live in the addon and it answers them itself; only misses reach this file. */
@@ -103,7 +103,7 @@ function onAnswer(s: number, answer: Buffer | null): void {
   }
 }
 
-process.on("message", (m: ToWorker) => {
+process.on("message", (m: ToAnsweringProcess) => {
   if (m.t === "flush") {
     native?.flush();
     cache.clear();
@@ -154,5 +154,5 @@ if ("native" in loaded) void listenNatively(loaded.native);
 else listenShared();
 
 // Ctrl-C reaches the whole process group; the platform decides when its answering processes stop
-// (SIGTERM from it, or the IPC channel closing, after which the cluster worker exits on its own).
+// (SIGTERM from it, or the IPC channel closing, after which a node:cluster child exits on its own).
 process.on("SIGINT", () => {});

@@ -1,7 +1,4 @@
-import type { DnsRecord } from "../../dns/model.js";
-import type { ZoneService } from "../../dns/zones/zone-service.js";
-import type { ZoneState } from "../../dns/zones/zone-state.js";
-import { now } from "../../dns/zones/zone-state.js";
+import type { DnsRecord, ZonesPort, ZoneState } from "../../dns/service.js";
 import type { Logger } from "../../core/logger.js";
 import { RoutesErrors } from "./errors.js";
 import type { CustomDomain } from "./store.js";
@@ -9,7 +6,7 @@ import type { CustomDomain } from "./store.js";
 /**
  * The content of a Custom Domain's record, as the hosted platform shows it: a proxied AAAA to 100:: (the IPv6
  * discard prefix). Proxied, the name is answered with the edge's addresses (`--edge-ipv4`, `--edge-ipv6`), in
- * queries and in zone transfers alike (dns/server/answer.ts edgeRrs).
+ * queries and in zone transfers alike (dns/nameserver/answer.ts edgeRrs).
  */
 export const DOMAIN_RECORD_CONTENT = "100::";
 
@@ -46,10 +43,10 @@ const standIn = (r: DnsRecord) => r.type === "AAAA" && r.proxied && r.content ==
  */
 export class DomainRecords {
   constructor(
-    private readonly zones: ZoneService,
+    private readonly zones: ZonesPort,
     /** The edge's addresses; with none, a Custom Domain's record answers nothing. */
     private readonly edge: { ipv4: readonly string[]; ipv6: readonly string[] },
-    /** The attached Custom Domain with this id (routes/table.ts keeps them in memory). */
+    /** The attached Custom Domain with this id (routing/table.ts keeps them in memory). */
     private readonly domainById: (id: string) => CustomDomain | undefined,
     private readonly log: Logger,
   ) {
@@ -64,7 +61,7 @@ export class DomainRecords {
 
   /**
    * The zone a domain's record belongs in: the one the DNS server answers its hostname from (the longest zone name
-   * it ends with, ZoneService.zoneFor), when that zone is the domain's account's. A record anywhere else (a parent
+   * it ends with, ZonesPort.zoneFor), when that zone is the domain's account's. A record anywhere else (a parent
    * zone of the account that also holds a child zone enclosing the hostname) would never be answered. Zones of one
    * account may nest; zones of two accounts may not (ZoneService.createZone), so the longest match among all zones
    * is the longest among the account's whenever the account has one.
@@ -114,25 +111,7 @@ export class DomainRecords {
       if (here.some((r) => r.id === d.id)) return false;
       this.refusal(here, d, zs.zone.name, override);
       for (const r of here) if (addressType(r)) draft.delete(r.id);
-      const t = now();
-      draft.set({
-        id: d.id,
-        zone_id: zs.zone.id,
-        name: d.hostname,
-        type: "AAAA",
-        content: DOMAIN_RECORD_CONTENT,
-        data: null,
-        priority: null,
-        ttl: 1,
-        proxied: true,
-        comment: null,
-        tags: [],
-        settings: {},
-        created_on: t,
-        modified_on: t,
-        comment_modified_on: null,
-        tags_modified_on: null,
-      });
+      draft.set(this.zones.record({ id: d.id, zoneId: zs.zone.id, name: d.hostname, type: "AAAA", content: DOMAIN_RECORD_CONTENT, ttl: 1, proxied: true }));
       return true;
     });
     const messages: ApiMessage[] = [];

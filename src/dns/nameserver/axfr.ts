@@ -3,7 +3,7 @@ import type { AnswerEngine, Rr } from "./answer.js";
 import type { ZoneState } from "../zones/zone-state.js";
 import type { DnsRecord } from "../model.js";
 import { encodeQuestion, encodeRr } from "./wire-codecs.js";
-import { signedTransfer, type ContentByName } from "../dnssec/zone-transfer.js";
+import type { ContentByName } from "./signing.js";
 
 const AA = 1 << 10;
 /** Records per transfer message, which keeps each well under the 64 KiB TCP message limit. */
@@ -102,12 +102,11 @@ export function zoneContent(engine: AnswerEngine, zs: ZoneState): Rr[] {
  */
 export function axfrMessages(engine: AnswerEngine, zs: ZoneState, q: ReturnType<typeof packet.decode>): Iterable<Buffer> {
   const soa = engine.soaRr(zs);
-  const signed = engine.signingOf(zs);
   const snap = snapshotContent(engine, zs);
-  const negativeTtl = engine.negativeTtl(zs);
+  const signed = engine.isSigned(zs) ? engine.signedTransfer(zs, soa, byName(engine, snap)) : undefined;
   return transferMessageStream(
     (function* () {
-      if (signed) yield* signedTransfer(snap.zone.name, soa, byName(engine, snap), signed.signing, signed.signer, negativeTtl);
+      if (signed) yield* signed;
       else {
         yield soa;
         yield* snapshotRecords(engine, snap);

@@ -1,5 +1,5 @@
 import { createHmac, timingSafeEqual } from "node:crypto";
-import { decodeName, encodeName } from "../server/wire-codecs.js";
+import { decodeName, encodeName } from "./wire-codecs.js";
 
 /**
  * TSIG (RFC 8945) at the wire level. dns-packet knows the TSIG type number (250) but not its data (it hands the

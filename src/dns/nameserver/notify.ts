@@ -6,8 +6,8 @@ import type { Logger } from "../../core/logger.js";
 import type { AnswerEngine } from "./answer.js";
 import type { DnsConfig } from "../config.js";
 import type { ZoneState } from "../zones/zone-state.js";
-import { sameAddress } from "../transfers/addresses.js";
-import { sign, verifyResponse, type TsigKey } from "../transfers/tsig.js";
+import { sameAddress } from "./addresses.js";
+import { sign, verifyResponse, type TsigKey } from "./tsig.js";
 
 const QR = 0x8000;
 const OPCODE_MASK = 0xf << 11;

@@ -5,21 +5,16 @@ import type { AccountResolver } from "../../core/http/guard.js";
 import { ok } from "../../core/http/envelope.js";
 import { parseWith } from "../../core/http/validate.js";
 import type { Logger } from "../../core/logger.js";
-import { DnsErrors } from "../../dns/errors.js";
 import { WorkersErrors } from "../errors.js";
 import { RoutesCodes, RoutesErrors } from "./errors.js";
 import { inZone, MAX_CUSTOM_DOMAIN_CHARS, parsePattern, validHostname } from "./pattern.js";
 import type { ApiMessage, DomainRecords } from "./dns-records.js";
 import type { CustomDomain, RoutesStore, WorkerRoute } from "./store.js";
 import type { PlatformHostnames } from "../../core/service.js";
+import type { ZonesPort } from "../../dns/service.js";
 
-/** What the routes API needs of the DNS area: zones by id, by name, and the zone a name is in. */
-export interface ZoneFinder {
-  byId(zoneId: string): { id: string; name: string; accountId: string } | undefined;
-  byName(name: string): { id: string; name: string; accountId: string } | undefined;
-  /** The zone a hostname is in (the longest zone name it ends with), whichever account holds it. */
-  enclosing(hostname: string): { id: string; name: string; accountId: string } | undefined;
-}
+/** What the routes API needs of the DNS area: zones by id, by name, the zone a name is in, and DNS's not-found. */
+export type ZoneFinder = Pick<ZonesPort, "byId" | "byName" | "enclosing" | "zoneNotFound">;
 type Zone = NonNullable<ReturnType<ZoneFinder["byId"]>>;
 
 /** What a Custom Domain's API answer shows of its certificate (the edge's certificates hand it over). */
@@ -110,7 +105,7 @@ export function registerRoutesApi(app: FastifyInstance, deps: RoutesApiDeps): vo
   // The zone's account is the route's: a zone the caller cannot read Workers of is a 404, as on the DNS routes.
   const zoneAccount: AccountResolver = (req) => {
     const zone = zones.byId((req.params as ZoneParams).zone_id);
-    if (!zone || !req.principal.can(zone.accountId, "workers_read")) throw DnsErrors.zoneNotFound();
+    if (!zone || !req.principal.can(zone.accountId, "workers_read")) throw zones.zoneNotFound();
     return zone.accountId;
   };
   const zoneRead = { permission: "workers_read", account: zoneAccount } as const;
@@ -120,7 +115,7 @@ export function registerRoutesApi(app: FastifyInstance, deps: RoutesApiDeps): vo
 
   const zoneOf = (req: FastifyRequest): Zone => {
     const zone = zones.byId((req.params as ZoneParams).zone_id);
-    if (!zone) throw DnsErrors.zoneNotFound();
+    if (!zone) throw zones.zoneNotFound();
     return zone;
   };
 

@@ -19,7 +19,7 @@ import {
 } from "../../testing/helpers.js";
 import * as packet from "dns-packet";
 
-const Z = "workers.example";
+const Z = "answering.example";
 const addresses = (r: DnsResponse) => (r.answers ?? []).filter((a) => a.type === "A").map((a: any) => a.data as string);
 
 /** State letter of a process (R, S, T for stopped, Z for exited but not reaped), or undefined when it is gone. */
@@ -32,13 +32,13 @@ function procState(pid: number): string | undefined {
 }
 const gone = (pid: number) => ["Z", "X", undefined].includes(procState(pid));
 
-/** The UDP answering processes: children of the platform running the udp-worker entry. */
+/** The UDP answering processes: children of the platform running the answering-process entry. */
 function answeringPids(platformPid: number): number[] {
   const pids: number[] = [];
   for (const task of readdirSync(`/proc/${platformPid}/task`)) {
     for (const c of readFileSync(`/proc/${platformPid}/task/${task}/children`, "utf8").split(" ").filter(Boolean)) {
       const pid = Number(c);
-      if (!gone(pid) && readFileSync(`/proc/${pid}/cmdline`, "utf8").includes("udp-worker")) pids.push(pid);
+      if (!gone(pid) && readFileSync(`/proc/${pid}/cmdline`, "utf8").includes("answering-process")) pids.push(pid);
     }
   }
   return pids.sort((a, b) => a - b);

@@ -4,11 +4,9 @@ import { canonical, isInZone } from "../zones/names.js";
 import { TYPES } from "../records/types.js";
 import type { ZoneService } from "../zones/zone-service.js";
 import type { ZoneState } from "../zones/zone-state.js";
-import { DNSKEY_TTL } from "../dnssec/keys.js";
+import type { ServedZones } from "../zones/serving.js";
 import { parseSvcParams, svcbRdata } from "../records/svcb.js";
-import { NXNAME, signAnswer, type ZoneSigner } from "../dnssec/online.js";
-import type { ZoneSigning } from "../dnssec/dnssec-service.js";
-import type { RrsetSigner } from "../dnssec/signer.js";
+import { NXNAME, type AnswerSigning, type ContentByName } from "./signing.js";
 
 /** A resource record as dns-packet encodes it. */
 export interface Rr {
@@ -52,18 +50,16 @@ const MAX_CHAIN = 8;
  */
 export class AnswerEngine {
   private readonly httpsRdata: Buffer;
-  /**
-   * Zones answered SERVFAIL: secondary zones not transferred yet, or past their SOA expire (transfers/secondary.ts
-   * keeps this, and empties the answer caches when it changes).
-   */
-  readonly unserved = new Set<string>();
+  /** Zones not served are answered SERVFAIL (zones/serving.ts: secondary zones not transferred yet, or expired). */
+  private readonly served: ServedZones;
 
   constructor(
     private readonly zones: ZoneService,
     private readonly cfg: DnsConfig,
-    /** Signs the answers of signed zones for queries with the DO bit (src/dns/dnssec); none: nothing is signed. */
-    private readonly dnssec?: ZoneSigner,
+    /** Signs the answers of signed zones for queries with the DO bit (src/dns/dnssec, handed over by service.ts); none: nothing is signed. */
+    private readonly dnssec?: AnswerSigning,
   ) {
+    this.served = zones.serving;
     const hints = [cfg.edgeIpv4.length ? `ipv4hint=${cfg.edgeIpv4.join(",")}` : "", cfg.edgeIpv6.length ? `ipv6hint=${cfg.edgeIpv6.join(",")}` : ""];
     this.httpsRdata = svcbRdata(1, ".", parseSvcParams(`alpn="h3,h2" ${hints.join(" ")}`));
   }
@@ -78,20 +74,24 @@ export class AnswerEngine {
     const qname = canonical(qnameRaw);
     const zs = this.zones.zoneFor(qname);
     if (!zs) return undefined;
-    if (this.unserved.has(zs.zone.id)) return { rcode: Rcode.SERVFAIL, authoritative: false, answers: [], authorities: [], additionals: [] };
+    if (!this.served.isServed(zs.zone.id)) return { rcode: Rcode.SERVFAIL, authoritative: false, answers: [], authorities: [], additionals: [] };
     const res: Answer = { rcode: Rcode.NOERROR, authoritative: true, answers: [], authorities: [], additionals: [] };
     const dnssec = dnssecOk ? this.dnssec : undefined;
     this.lookup(zs, qname, qtypeOf(qtypeWire), res, new Set(), 0, dnssec);
-    if (dnssec) signAnswer(res, this.zones, dnssec);
+    if (dnssec) dnssec.signAnswer(res);
     if (dnssec && compactOk && res.authorities.some((r) => r.type === "NSEC" && (r.data as { rrtypes: string[] }).rrtypes.includes(NXNAME)))
       res.rcode = Rcode.NXDOMAIN;
     return res;
   }
 
-  /** The zone's keys and the signer, when it is signed (zone transfers carry its signatures: dnssec/zone-transfer.ts). */
-  signingOf(zs: ZoneState): { signing: ZoneSigning; signer: RrsetSigner } | undefined {
-    const signing = this.dnssec?.signingFor(zs.zone.id);
-    return signing && { signing, signer: this.dnssec!.signer };
+  /** Whether the zone is signed (its transfers carry its signatures: dnssec/zone-transfer.ts). */
+  isSigned(zs: ZoneState): boolean {
+    return this.dnssec?.isSigned(zs.zone.id) ?? false;
+  }
+
+  /** A signed zone's transfer records (AnswerSigning.signedTransfer); undefined when the zone is not signed. */
+  signedTransfer(zs: ZoneState, soa: Rr, content: ContentByName): Iterable<Rr> | undefined {
+    return this.dnssec?.signedTransfer(zs, soa, content, this.negativeTtl(zs));
   }
 
   /** The TTL of negative answers and of NSEC records (RFC 2308, RFC 4035 §2.3): the smaller of the SOA TTL and minimum. */
@@ -151,10 +151,10 @@ export class AnswerEngine {
    * denial (RFC 9824), an NSEC at the name itself listing the types it has, or only NXNAME when it does not exist,
    * so a missing name is answered NOERROR like a missing type, and no other name of the zone is revealed.
    */
-  private negative(zs: ZoneState, res: Answer, qname: string, kind: Negative, dnssec?: ZoneSigner): void {
+  private negative(zs: ZoneState, res: Answer, qname: string, kind: Negative, dnssec?: AnswerSigning): void {
     const ttl = this.negativeTtl(zs);
     res.authorities.push(this.soaRr(zs, ttl));
-    if (dnssec?.signingFor(zs.zone.id)) res.authorities.push(this.nsec(qname, ttl, kind === "nxdomain" ? [NXNAME] : this.typesAt(zs, qname)));
+    if (dnssec?.isSigned(zs.zone.id)) res.authorities.push(this.nsec(qname, ttl, kind === "nxdomain" ? [NXNAME] : this.typesAt(zs, qname)));
     else if (kind === "nxdomain") res.rcode = Rcode.NXDOMAIN;
   }
 
@@ -265,7 +265,7 @@ export class AnswerEngine {
     return undefined;
   }
 
-  private lookup(zs: ZoneState, qname: string, qtype: string, res: Answer, seen: Set<string>, depth: number, dnssec?: ZoneSigner): void {
+  private lookup(zs: ZoneState, qname: string, qtype: string, res: Answer, seen: Set<string>, depth: number, dnssec?: AnswerSigning): void {
     seen.add(qname);
     const cut = this.cut(zs, qname, qtype);
     if (cut) {
@@ -273,7 +273,7 @@ export class AnswerEngine {
         res.authoritative = false;
         const ns = zs.at(cut).filter((r) => r.type === "NS");
         res.authorities.push(...ns.map((r) => this.rr(r, cut)));
-        if (dnssec?.signingFor(zs.zone.id)) {
+        if (dnssec?.isSigned(zs.zone.id)) {
           // The parent side of a signed delegation: its DS, or the NSEC proving it has none (an insecure delegation).
           const ds = zs.at(cut).filter((r) => r.type === "DS");
           const negTtl = Math.min(zs.zone.settings.soa.ttl, zs.zone.settings.soa.min_ttl);
@@ -300,11 +300,10 @@ export class AnswerEngine {
     const any = qtype === "ANY";
     if (apex && (qtype === "SOA" || any)) out.push(this.soaRr(zs));
     if (apex && (qtype === "NS" || any)) out.push(...this.apexNs(zs));
-    const signing = this.dnssec?.signingFor(zs.zone.id);
+    const signed = this.dnssec?.isSigned(zs.zone.id) ?? false;
     // A signed zone's DNSKEY set is the platform's keys (stored DNSKEY records at its apex are not served then).
-    if (apex && signing && (qtype === "DNSKEY" || any))
-      out.push(...signing.dnskeys.map((data) => ({ name: qname, type: "DNSKEY", class: "IN" as const, ttl: DNSKEY_TTL, data })));
-    const hidden = (r: DnsRecord) => apex && (r.type === "NS" || (r.type === "DNSKEY" && signing !== undefined));
+    if (apex && signed && (qtype === "DNSKEY" || any)) out.push(...this.dnssec!.dnskeys(zs.zone.id, qname));
+    const hidden = (r: DnsRecord) => apex && (r.type === "NS" || (r.type === "DNSKEY" && signed));
     const stored = (t: string) => recs.filter((r) => r.type === t && !hidden(r));
 
     if (this.isProxied(zs, recs)) {

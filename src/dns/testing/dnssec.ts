@@ -2,7 +2,7 @@ import { execFile } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import * as packet from "dns-packet";
 import type { TestPlatform } from "../../core/testing/platform.js";
-import { encodeQuery, udpAsk } from "../testing/helpers.js";
+import { encodeQuery, udpAsk } from "./helpers.js";
 
 /** Whether BIND's `delv` (Debian bind9-dnsutils) is installed; under CI it must be (.ci/run installs it). */
 export const delvAvailable: Promise<boolean> = new Promise((resolve) => execFile("delv", ["-v"], (err) => resolve(!err)));

@@ -1,0 +1,86 @@
+import type { EdgeError } from "../../core/errors.js";
+import { DnsErrors } from "../errors.js";
+import type { DnsRecord, RecordType } from "../model.js";
+import type { RecordManager, ZoneService } from "./zone-service.js";
+import { newId, now, type ZoneState } from "./zone-state.js";
+
+/** A zone as another area names it: its id, name and account. */
+export interface ZoneRef {
+  id: string;
+  name: string;
+  accountId: string;
+}
+
+/** A record a platform feature makes in a tenant's zone and keeps (managedBy shows it read-only in the records API). */
+export interface ManagedRecordInput {
+  /** The record's id; a new one when none is given. */
+  id?: string;
+  zoneId: string;
+  name: string;
+  type: RecordType;
+  content: string;
+  /** 1 is "automatic", as in the records API. */
+  ttl: number;
+  proxied: boolean;
+}
+
+/** The one place a record is made outside the records API: no comment, tags or settings, created and modified now. */
+export function managedRecord(input: ManagedRecordInput): DnsRecord {
+  const t = now();
+  return {
+    id: input.id ?? newId(),
+    zone_id: input.zoneId,
+    name: input.name,
+    type: input.type,
+    content: input.content,
+    data: null,
+    priority: null,
+    ttl: input.ttl,
+    proxied: input.proxied,
+    comment: null,
+    tags: [],
+    settings: {},
+    created_on: t,
+    modified_on: t,
+    comment_modified_on: null,
+    tags_modified_on: null,
+  };
+}
+
+/**
+ * What DNS hands an area that routes tenants' hostnames and keeps records in their zones (workers: routes, Custom
+ * Domains and their records, DNS-01 challenges): zones found by id, name or enclosing hostname, their changes, and
+ * record edits through the zone service (stored, new serial, NOTIFY), records made by `record`.
+ */
+export interface ZonesPort {
+  byId(zoneId: string): ZoneRef | undefined;
+  byName(name: string): ZoneRef | undefined;
+  /** The zone a hostname is answered from (the longest zone name it ends with), whichever account holds it. */
+  enclosing(hostname: string): ZoneRef | undefined;
+  /** The error a zone the caller cannot see answers with (the DNS routes' own). */
+  zoneNotFound(): EdgeError;
+  get(zoneId: string): ZoneState | undefined;
+  zoneFor(hostname: string): ZoneState | undefined;
+  editRecords: ZoneService["editRecords"];
+  addRecordManager(manager: RecordManager): void;
+  onChange(listener: Parameters<ZoneService["onChange"]>[0]): void;
+  load(): Promise<void>;
+  record: typeof managedRecord;
+}
+
+export function zonesPort(zones: ZoneService): ZonesPort {
+  const ref = (zs: ZoneState | undefined): ZoneRef | undefined => zs && { id: zs.zone.id, name: zs.zone.name, accountId: zs.zone.account_id };
+  return {
+    byId: (id) => ref(zones.get(id)),
+    byName: (name) => ref(zones.named(name)),
+    enclosing: (hostname) => ref(zones.zoneFor(hostname)),
+    zoneNotFound: () => DnsErrors.zoneNotFound(),
+    get: (id) => zones.get(id),
+    zoneFor: (hostname) => zones.zoneFor(hostname),
+    editRecords: (zs, change) => zones.editRecords(zs, change),
+    addRecordManager: (m) => zones.addRecordManager(m),
+    onChange: (l) => zones.onChange(l),
+    load: () => zones.load(),
+    record: managedRecord,
+  };
+}
