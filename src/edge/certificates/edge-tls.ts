@@ -61,10 +61,13 @@ export function createEdgeTls(
     challenges: (hostname, accountId) => challenges.forOrder(hostname, accountId),
     box,
     // A domain at a platform hostname (attached before the operator named it so) is never ordered a certificate.
-    attached: async () => [
-      ...(await deps.domains.all()).filter((d) => !ctx.platformHostnames.isPlatformHostname(d.hostname)),
-      ...proxiedZones(deps.zoneRecords),
-    ],
+    attached: async () => {
+      const domains = await deps.domains.all();
+      // A Custom Domain's own record never makes its zone proxied: read from the store, so every node agrees at once
+      // (the record's manager is known to a node only once its route table has the domain).
+      const domainNames = new Set(domains.map((d) => d.hostname));
+      return [...domains.filter((d) => !ctx.platformHostnames.isPlatformHostname(d.hostname)), ...proxiedZones(deps.zoneRecords, domainNames)];
+    },
     zoneOf: (name) => deps.zones.zoneFor(name)?.zone.id,
     served: (hostname) => (ctx.platformHostnames.isPlatformHostname(hostname) ? undefined : deps.domains.at(hostname)),
     bus: ctx.bus,
@@ -138,11 +141,11 @@ export function createEdgeTls(
  * The zones with a proxied A, AAAA or CNAME record of their own (not a Custom Domain's, which has its certificate), as
  * the `*.<zone>` row of their edge certificate, with their account.
  */
-export function proxiedZones(zones: ZoneRecordsView): { hostname: string; accountId: string }[] {
+export function proxiedZones(zones: ZoneRecordsView, customDomains: ReadonlySet<string>): { hostname: string; accountId: string }[] {
   const out: { hostname: string; accountId: string }[] = [];
   for (const zs of zones.all()) {
     for (const r of zs.records.values()) {
-      if (r.proxied && (r.type === "A" || r.type === "AAAA" || r.type === "CNAME") && zones.managedBy(r as never) === undefined) {
+      if (r.proxied && (r.type === "A" || r.type === "AAAA" || r.type === "CNAME") && zones.managedBy(r as never) === undefined && !customDomains.has(r.name)) {
         out.push({ hostname: `*.${zs.zone.name}`, accountId: zs.zone.account_id });
         break;
       }
@@ -153,6 +156,6 @@ export function proxiedZones(zones: ZoneRecordsView): { hostname: string; accoun
 
 /** What the certificates read of every zone's records to find the proxied zones. */
 export interface ZoneRecordsView {
-  all(): Iterable<{ zone: { name: string; account_id: string }; records: ReadonlyMap<string, { proxied: boolean; type: string }> }>;
+  all(): Iterable<{ zone: { name: string; account_id: string }; records: ReadonlyMap<string, { name: string; proxied: boolean; type: string }> }>;
   managedBy(record: never): string | undefined;
 }
