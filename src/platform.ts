@@ -34,6 +34,8 @@ import { createDashboardService } from "./dashboard/service.js";
 import { createProxyService } from "./edge/origin/service.js";
 import { createCacheRulesService } from "./edge/rules/service.js";
 import type { EdgeZones } from "./edge/ports.js";
+import { certificateServeOptions, readCertificatesConfig } from "./edge/certificates/config.js";
+import { createEdgeTls, type EdgeTls } from "./edge/certificates/edge-tls.js";
 import { createAnalyticsService } from "./analytics/service.js";
 import { httpRequestsDataset, recordHttpRequest } from "./edge/analytics/http-requests.js";
 import { serveOptions as dnsOptions } from "./dns/config.js";
@@ -136,6 +138,7 @@ export async function startPlatform(config: PlatformConfig, log: Logger = create
       connections.handOver(socket);
       app.server.emit("connection", socket);
     },
+    edgeRequest: (req, res) => app.server.emit("request", req, res),
     platformHostnames: edge.platformHostnames,
     metrics,
   };
@@ -152,6 +155,10 @@ export async function startPlatform(config: PlatformConfig, log: Logger = create
   });
   queues.onQueueDeleted((accountId, queueId) => r2.queueDeleted(accountId, queueId));
   const dns = createDnsService(ctx);
+  // Opt-in (--edge-tls-port): the HTTPS port, and the certificates the platform orders itself (edge/certificates/).
+  // They serve Workers' Custom Domains, whose API shows their state: each side gets the other's port.
+  const tlsConfig = readCertificatesConfig(ctx.options(certificateServeOptions));
+  let edgeTls: EdgeTls | undefined;
   // Workers reaches the other areas through ports: each data area's binding backend (does a resource exist, and
   // its binding protocol), Queues' consumers of scripts, DNS's zones.
   const workers = createWorkersService(ctx, {
@@ -176,7 +183,24 @@ export async function startPlatform(config: PlatformConfig, log: Logger = create
     queues,
     zones: dns.zonesPort,
     edgeAddresses: dns.edgeAddresses,
+    certificates: tlsConfig && {
+      state: (hostname, accountId) => edgeTls!.manager.state(hostname, accountId),
+      notIssued: (accountId, hostnames) => edgeTls!.manager.notIssued(accountId, hostnames),
+      pendingPerAccount: tlsConfig.pendingPerAccount,
+    },
   });
+  edgeTls =
+    tlsConfig &&
+    createEdgeTls(ctx, tlsConfig, {
+      zones: dns.zonesPort,
+      zoneRecords: dns.zones,
+      domains: workers.customDomains,
+      // Asked per TLS connection (its SNI), once the platform serves: the proxy's settings exist by then.
+      http2For: (name) => {
+        const zs = dns.zones.zoneFor(name.toLowerCase().replace(/\.$/, ""));
+        return zs === undefined || proxy.settings.on(zs.zone.id, "http2");
+      },
+    });
   const aiGateway = createAiGatewayService(ctx);
   // The GraphQL Analytics API and its per-minute rollups: each area hands over its datasets (R2: what its buckets
   // hold; the edge: tenants' HTTP traffic, counted by the dispatch as each request ends).
@@ -227,7 +251,23 @@ export async function startPlatform(config: PlatformConfig, log: Logger = create
     connect: (target, socket, head) => proxy.connectOut(target, socket, head),
   });
   edge.addTenantUpgradeHandler(proxy.upgrade);
-  const services: EdgeService[] = [identity, edge, dns, kv, d1, queues, workers, proxy, cacheRules, aiGateway, r2, analytics, createDashboardService(ctx)];
+  // The HTTPS port after Workers: it starts once the route table (its Custom Domains) is read.
+  const services: EdgeService[] = [
+    identity,
+    edge,
+    dns,
+    kv,
+    d1,
+    queues,
+    workers,
+    ...(edgeTls ? [edgeTls] : []),
+    proxy,
+    cacheRules,
+    aiGateway,
+    r2,
+    analytics,
+    createDashboardService(ctx),
+  ];
 
   let app: FastifyInstance;
   try {

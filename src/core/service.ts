@@ -90,9 +90,15 @@ export interface ServiceContext {
   /**
    * Hands a connection counted by `admitEdgeConnection` to the edge port's HTTP server, which serves it as one it
    * accepted (same handlers and timeouts): the HTTPS port gives it its TLS connections once decrypted
-   * (workers/certificates/tls-port.ts). Only once the platform listens (from `start` on).
+   * (edge/certificates/tls-port.ts). Only once the platform listens (from `start` on).
    */
   edgeConnection(socket: Duplex): void;
+  /**
+   * Hands one request to the edge port's request listener, as if its HTTP server had read it (same limits, readiness,
+   * dispatch by Host, then the API): the HTTPS port's HTTP/2 requests, made to look as HTTP/1 ones
+   * (edge/certificates/http2.ts). Only once the platform listens.
+   */
+  edgeRequest(req: IncomingMessage, res: ServerResponse): void;
   /** The hostname plan: zones, records, Custom Domains, routes and certificates are checked against it. */
   platformHostnames: PlatformHostnames;
   /**

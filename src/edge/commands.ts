@@ -3,10 +3,11 @@ import { lazy } from "../core/cli/lazy.js";
 
 import { serveOptions as hostnameOptions } from "./config.js";
 import { cacheServeOptions } from "./cache/config.js";
+import { certificateServeOptions } from "./certificates/config.js";
 import { originServeOptions } from "./origin/config.js";
 
-/** The hostname plan's options, the proxy's and the cache's. */
-export const serveOptions = { ...hostnameOptions, ...originServeOptions, ...cacheServeOptions };
+/** The hostname plan's options, the proxy's, the cache's and the HTTPS port's. */
+export const serveOptions = { ...hostnameOptions, ...originServeOptions, ...cacheServeOptions, ...certificateServeOptions };
 
 /** The edge's commands: purging the cache (its options belong to `edgecli serve`; zone settings are an API). */
 export const groups: Record<string, string> = {

@@ -21,6 +21,9 @@ export const EdgeCodes = {
   purgeEverythingNotTrue: 1013,
   purgeNotAList: 1014,
   purgeTooMany: 1015,
+  // Certificates (ours: the hosted API's codes for these are not documented): a refused upload, an unknown id.
+  invalidCertificate: 1210,
+  certificateNotFound: 1404,
 } as const;
 
 import type { TenantNameUse } from "../core/service.js";
@@ -67,4 +70,8 @@ export const EdgeErrors = {
     new EdgeError(400, EdgeCodes.purgeTooMany, `You may only purge up to ${max} ${field} per request`, { pointer: `/${field}` }),
   purgeBadItem: (field: string, index: number, why: string) =>
     new EdgeError(400, EdgeCodes.validation, `${field}[${index}]: ${why}`, { pointer: `/${field}/${index}` }),
+  invalidCertificate: (why: string, pointer = "/certificate") => new EdgeError(400, EdgeCodes.invalidCertificate, why, { pointer }),
+  certificateNotFound: () => new EdgeError(404, EdgeCodes.certificateNotFound, "Certificate not found"),
+  tooManyCertificates: (max: number) =>
+    new EdgeError(400, EdgeCodes.invalidCertificate, `A zone can have at most ${max} custom certificates; delete one before uploading another`),
 };

@@ -67,3 +67,22 @@ export interface CacheSettings {
 export interface CacheRules {
   settingsFor(zoneId: string, request: RuleRequest): CacheSettings;
 }
+
+/**
+ * A Custom Domain as the certificates see it (Workers owns Custom Domains and hands them over through
+ * `CustomDomains`, wired in platform.ts): the hostname a certificate is ordered and served for, and its account.
+ */
+export interface CustomDomain {
+  hostname: string;
+  accountId: string;
+}
+
+/** What the certificates (edge/certificates/) need from Workers' Custom Domains. */
+export interface CustomDomains {
+  /** Every attached Custom Domain as stored. */
+  all(): Promise<CustomDomain[]>;
+  /** The Custom Domain the edge serves at `hostname` now (its route table), if any. */
+  at(hostname: string): CustomDomain | undefined;
+  /** Calls `listener` whenever Workers read its routes and Custom Domains again. */
+  onReload(listener: () => void): void;
+}

@@ -8,7 +8,6 @@ import type { ZonesPort } from "../dns/service.js";
 import { registerWorkersApi } from "./api/register.js";
 import { WorkerAssets } from "./assets/assets.js";
 import { resourceExists, type DataBindingBackends } from "./bindings/backends.js";
-import { createEdgeTls } from "./certificates/edge-tls.js";
 import { readWorkersConfig, serveOptions } from "./config.js";
 import { startContentSweep } from "./content-sweep.js";
 import { ScriptDeployer } from "./deployer.js";
@@ -26,6 +25,7 @@ import { openWorkersStores } from "./stores.js";
 import { TailHub } from "./tail/hub.js";
 import { CronClock } from "./triggers/clock.js";
 import { workersForQueues } from "./workers-for-queues.js";
+import type { CertificateState } from "./routing/api.js";
 
 /** Workers as the edge's dispatch reaches it: requests and WebSockets by Host, tail sessions on the API's hosts. */
 export interface WorkersService extends EdgeService {
@@ -36,6 +36,20 @@ export interface WorkersService extends EdgeService {
   attachSubrequests(port: SubrequestPort): void;
   /** A `wrangler tail` session's WebSocket (`/tail/v1/<id>`); false for other paths. */
   upgradeTail(req: IncomingMessage, socket: Duplex, head: Buffer): boolean;
+  /** Custom Domains as the edge's certificates see them (hostname and account), and when they were read again. */
+  customDomains: {
+    all(): Promise<{ hostname: string; accountId: string }[]>;
+    at(hostname: string): { hostname: string; accountId: string } | undefined;
+    onReload(listener: () => void): void;
+  };
+}
+
+/** The certificates of Custom Domains, when the platform orders them (--edge-tls-port; the edge's certificates). */
+export interface CustomDomainCertificates {
+  state(hostname: string, accountId: string): CertificateState;
+  notIssued(accountId: string, hostnames: Iterable<string>): number;
+  /** --acme-pending-per-account */
+  pendingPerAccount: number;
 }
 
 /** The ports src/platform.ts hands the workers area: nothing of another area but these. */
@@ -47,6 +61,8 @@ export interface WorkersDeps {
   zones: ZonesPort;
   /** The addresses proxied names are answered with (`--edge-ipv4`, `--edge-ipv6`): Custom Domains' records answer them. */
   edgeAddresses: { ipv4: readonly string[]; ipv6: readonly string[] };
+  /** Undefined unless the platform orders certificates (--edge-tls-port). */
+  certificates?: CustomDomainCertificates;
 }
 
 /** Wires the workers area's parts; what each does is in its own file. */
@@ -78,8 +94,6 @@ export function createWorkersService(ctx: ServiceContext, deps: WorkersDeps): Wo
   const outbound = new WorkerOutbound((script) => routing.table.zonesOf(script));
   runtime.mountBinding("outbound", outbound.handle);
   runtime.bindings.takeOtherTunnels(outbound.tunnel);
-  // Opt-in (--edge-tls-port): the HTTPS port, and certificates the platform orders for Custom Domains itself.
-  const edgeTls = config.tls && createEdgeTls(ctx, config.tls, { box, zones: deps.zones, routesStore: stores.routes, routeTable: routing.table });
   const deployer = new ScriptDeployer(store, runtime, resourceExists(deps.bindings, scriptExists), log, durableObjects, assets, {
     isConsumer: (accountId, name) => deps.queues.isConsumer(accountId, name),
     // A tail session ends with its script: the next account to take the name tails its own Worker, not through it.
@@ -102,7 +116,21 @@ export function createWorkersService(ctx: ServiceContext, deps: WorkersDeps): Wo
   return {
     name: "workers",
     registerApi: (app) =>
-      registerWorkersApi(app, { ctx, config, stores, deployer, runtime, clock, durableObjects, assets, tails, routing, edgeTls, urlOf, log }),
+      registerWorkersApi(app, {
+        ctx,
+        config,
+        stores,
+        deployer,
+        runtime,
+        clock,
+        durableObjects,
+        assets,
+        tails,
+        routing,
+        certificates: deps.certificates,
+        urlOf,
+        log,
+      }),
     handleRaw: edgeRequestHandler(routing.edgeScript, runtime, proxy, assets, log),
     upgradeWorker: (req, socket, head) => webSockets.handle(req, socket, head),
     upgradeTail: (req, socket, head) => tails.handleUpgrade(req, socket, head),
@@ -110,8 +138,6 @@ export function createWorkersService(ctx: ServiceContext, deps: WorkersDeps): Wo
     // Tail sessions are upgraded connections too: the edge port's close waits for them (each is cut 2 s after its
     // close frame at the latest, trace-socket.ts).
     closeUpgraded: () => {
-      // The HTTPS port hands its connections to the edge port's server, whose close waits for them: stop taking more.
-      edgeTls?.closeListener();
       webSockets.closeAll();
       tails.stop();
     },
@@ -123,22 +149,22 @@ export function createWorkersService(ctx: ServiceContext, deps: WorkersDeps): Wo
       await routing.table.reload();
       await deps.zones.load();
       await routing.rehoming.run();
-      await edgeTls?.start();
       await deployer.syncAll();
       stopping.push(startContentSweep(store, stores.assets, log));
       await clock.start();
       const notify = (name: string) => ctx.bus.publish(WORKERS_AREA, scriptChanged(name));
       stopping.push(deps.queues.startDelivery(workersForQueues(store, runtime, deployer, log, notify)));
     },
-    describe: () => {
-      const https = edgeTls?.url();
-      return { workers: urlOf("<script>"), ...(https && { edge_tls: `${https} (Custom Domains, by SNI)` }) };
+    describe: () => ({ workers: urlOf("<script>") }),
+    customDomains: {
+      all: () => stores.routes.allDomains(),
+      at: (hostname) => routing.table.domainAt(hostname),
+      onReload: (listener) => routing.table.onReload(listener),
     },
     async stop() {
       for (const stop of stopping.splice(0)) await stop();
       clock.stop();
       tails.stop();
-      await edgeTls?.stop();
       await runtime.stop();
     },
   };

@@ -24,6 +24,8 @@ export const PERMISSION_GROUPS = [
   // Hosted: "Cache Settings Read/Write" is the group the Rulesets API takes for the phase http_request_cache_settings.
   { id: "cache_rules_read", name: "Cache Settings Read", scope: "account" },
   { id: "cache_rules_edit", name: "Cache Settings Edit", scope: "account" },
+  { id: "ssl_and_certificates_read", name: "SSL and Certificates Read", scope: "account" },
+  { id: "ssl_and_certificates_edit", name: "SSL and Certificates Write", scope: "account" },
   { id: "account_settings_read", name: "Account Settings Read", scope: "account" },
   { id: "analytics_read", name: "Analytics Read", scope: "account" },
   { id: "api_tokens_read", name: "API Tokens Read", scope: "user" },
@@ -45,6 +47,7 @@ const IMPLIED: Partial<Record<Permission, Permission[]>> = {
   queues_edit: ["queues_read"],
   zone_settings_edit: ["zone_settings_read"],
   cache_rules_edit: ["cache_rules_read"],
+  ssl_and_certificates_edit: ["ssl_and_certificates_read"],
 };
 
 export function expandPermissions(perms: Iterable<Permission>): Set<Permission> {

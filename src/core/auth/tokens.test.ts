@@ -130,6 +130,7 @@ test("a membership's roles describe what the caller really holds there", async (
     "queues_read",
     "zone_settings_read",
     "cache_rules_read",
+    "ssl_and_certificates_read",
     "account_settings_read",
     "analytics_read",
   ];

@@ -54,7 +54,7 @@ export const SETTINGS: ReadonlyMap<string, SettingSpec> = new Map<string, Settin
   ],
   ["cache_level", { default: "aggressive", parse: oneOf("cache_level", ["aggressive", "basic", "simplified"]) }],
   ["development_mode", { default: "off", parse: onOff("development_mode") }],
-  ["http2", { default: "on", notApplied: "the TLS port speaks HTTP/1.1 only", parse: onOff("http2") }],
+  ["http2", { default: "on", parse: onOff("http2") }],
   ["ipv6", { default: "on", notApplied: "DNS answers AAAA for proxied names whatever this says", parse: onOff("ipv6") }],
   ["min_tls_version", { default: "1.0", notApplied: TLS_PORT, parse: oneOf("min_tls_version", ["1.0", "1.1", "1.2", "1.3"]) }],
   ["ssl", { default: "flexible", parse: oneOf("ssl", ["off", "flexible", "full", "strict"]) }],

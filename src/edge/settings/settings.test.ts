@@ -79,9 +79,8 @@ describe("zone settings API (hosted paths and shapes)", () => {
   it("a setting nothing here applies yet reads editable: false and takes only its default (never stored and ignored)", async () => {
     const list = (await p.api("GET", `/zones/${zoneA}/settings`)).body.result as { id: string; editable: boolean }[];
     const notEditable = list.filter((s) => !s.editable).map((s) => s.id);
-    assert.deepEqual(notEditable, ["http2", "ipv6", "min_tls_version", "tls_1_3"]);
+    assert.deepEqual(notEditable, ["ipv6", "min_tls_version", "tls_1_3"]);
     for (const [id, other, fallback] of [
-      ["http2", "off", "on"],
       ["ipv6", "off", "on"],
       ["min_tls_version", "1.2", "1.0"],
       ["tls_1_3", "off", "on"],

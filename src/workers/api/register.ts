@@ -3,7 +3,7 @@ import type { Logger } from "../../core/logger.js";
 import type { ServiceContext } from "../../core/service.js";
 import type { WorkerAssets } from "../assets/assets.js";
 import type { WorkersConfig } from "../config.js";
-import type { EdgeTls } from "../certificates/edge-tls.js";
+import type { CustomDomainCertificates } from "../service.js";
 import type { ScriptDeployer } from "../deployer.js";
 import type { DurableObjects } from "../durable-objects/durable-objects.js";
 import type { WorkerRouting } from "../routing/routing.js";
@@ -24,7 +24,8 @@ export interface WorkersApiParts {
   assets: WorkerAssets;
   tails: TailHub;
   routing: WorkerRouting;
-  edgeTls: EdgeTls | undefined;
+  /** Undefined unless the platform orders certificates (--edge-tls-port; the edge's certificates). */
+  certificates: CustomDomainCertificates | undefined;
   urlOf: (name: string) => string;
   log: Logger;
 }
@@ -48,7 +49,7 @@ export async function registerWorkersApi(app: FastifyInstance, p: WorkersApiPart
     import("../assets/api.js"),
     import("../routing/api.js"),
   ]);
-  const { edgeTls, routing } = p;
+  const { certificates, routing } = p;
   const store = p.stores.scripts;
   registerRoutesApi(app, {
     store: routing.store,
@@ -57,11 +58,11 @@ export async function registerWorkersApi(app: FastifyInstance, p: WorkersApiPart
     records: routing.records,
     changed: () => routing.table.reload(),
     log: p.log,
-    certificateOf: edgeTls && ((hostname, accountId) => edgeTls.manager.state(hostname, accountId)),
+    certificateOf: certificates && ((hostname, accountId) => certificates.state(hostname, accountId)),
     platformHostnames: p.ctx.platformHostnames,
-    pendingCertificates: edgeTls && {
-      notIssued: (accountId, hostnames) => edgeTls.manager.notIssued(accountId, hostnames),
-      max: p.config.tls!.pendingPerAccount,
+    pendingCertificates: certificates && {
+      notIssued: (accountId, hostnames) => certificates.notIssued(accountId, hostnames),
+      max: certificates.pendingPerAccount,
     },
   });
   registerDurableObjectRoutes(app, p.durableObjects);

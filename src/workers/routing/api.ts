@@ -11,12 +11,19 @@ import { inZone, MAX_CUSTOM_DOMAIN_CHARS, parsePattern, validHostname } from "./
 import type { ApiMessage, DomainRecords } from "./dns-records.js";
 import type { CustomDomain, RoutesStore, WorkerRoute } from "./store.js";
 import type { PlatformHostnames } from "../../core/service.js";
-import type { CertificateState } from "../certificates/manager.js";
 import type { ZonesPort } from "../../dns/service.js";
 
 /** What the routes API needs of the DNS area: zones by id, by name, the zone a name is in, and DNS's not-found. */
 export type ZoneFinder = Pick<ZonesPort, "byId" | "byName" | "enclosing" | "zoneNotFound">;
 type Zone = NonNullable<ReturnType<ZoneFinder["byId"]>>;
+
+/** What a Custom Domain's API answer shows of its certificate (the edge's certificates hand it over). */
+export interface CertificateState {
+  status: "pending" | "active" | "failed";
+  expires_on?: string;
+  last_error?: string;
+  next_attempt_on?: string;
+}
 
 export interface RoutesApiDeps {
   store: RoutesStore;

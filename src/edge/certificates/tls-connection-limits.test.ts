@@ -4,7 +4,7 @@ import { connect, type Socket } from "node:net";
 import { after, before, test } from "node:test";
 import { startTestPlatform, type TestPlatform } from "../../core/testing/platform.js";
 import { eventually } from "../../core/testing/eventually.js";
-import { tlsPortOf } from "../testing/tls.js";
+import { tlsPortOf } from "../../workers/testing/tls.js";
 
 const MAX = 40;
 const PER_CLIENT = 10;

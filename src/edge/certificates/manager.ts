@@ -3,10 +3,10 @@ import { setImmediate as nextTurn } from "node:timers/promises";
 import type { Bus } from "../../core/cluster/bus.js";
 import type { Logger } from "../../core/logger.js";
 import type { SecretBox } from "../../core/secret-box.js";
-import type { CustomDomain } from "../routing/store.js";
+import type { CustomDomain } from "../ports.js";
 import type { Dns01Answerer, IssuedCertificate } from "./acme.js";
 import { CERTIFICATES_AREA } from "./pg-store.js";
-import type { CertificateRow, CertificateStore } from "./store.js";
+import type { CertificateRow, CertificateStore, CustomCertificateRow } from "./store.js";
 
 /** How often due orders and renewals are looked for (and rows other nodes changed are read, besides their notices). */
 const CHECK_INTERVAL_MS = 60_000;
@@ -39,13 +39,26 @@ export interface CertificateManagerDeps {
   /** The DNS-01 answerer of one order (dns-01.ts). */
   challenges: (hostname: string, accountId: string) => Dns01Answerer;
   box: SecretBox;
-  /** Every attached Custom Domain as stored: whose certificates are kept (rows of others are deleted). */
+  /**
+   * Every attached Custom Domain as stored, and every zone with a proxied record as `*.<zone>` (its edge certificate:
+   * the apex and the wildcard): whose certificates are kept (rows of others are deleted).
+   */
   attached: () => Promise<CustomDomain[]>;
   /** Whether the edge serves this hostname as a Custom Domain now (routing/table.ts): whose certificates are served. */
   served: (hostname: string) => CustomDomain | undefined;
   bus: Bus;
   nodeId: string;
   log: Logger;
+  /** The id of the zone the DNS server answers `name` from (lower case, no trailing dot), if any: whose custom certificates may serve it. */
+  zoneOf: (name: string) => string | undefined;
+}
+
+/** Whether a certificate name (`*.example.com` matches one label) covers `name`. */
+export function covers(certName: string, name: string): boolean {
+  if (certName === name) return true;
+  if (!certName.startsWith("*.")) return false;
+  const dot = name.indexOf(".");
+  return dot > 0 && name.slice(dot + 1) === certName.slice(2);
 }
 
 /** A certificate is renewed once a third of its lifetime is left (30 days of a 90-day one). */
@@ -105,8 +118,12 @@ export class FairOrderQueue {
  */
 export class CertificateManager {
   private rows = new Map<string, CertificateRow>();
+  /** What the last sync found attached (Custom Domains and zones' `*.<zone>`), by hostname. */
+  private wanted = new Map<string, CustomDomain>();
   /** SNI answers, with the PEM each was made from (remade only when it changes). */
   private contexts = new Map<string, { certPem: string; context: SecureContext }>();
+  /** Custom certificates by zone id, oldest first, with their SNI answers. */
+  private custom = new Map<string, { row: CustomCertificateRow; context: SecureContext }[]>();
   private readonly queue = new FairOrderQueue();
   /** The run of queued orders under way, if any. */
   private ordering: Promise<void> | undefined;
@@ -144,7 +161,39 @@ export class CertificateManager {
   /** The context to answer a TLS ClientHello for `servername` with; undefined: no certificate (the handshake fails). */
   secureContext(servername: string): SecureContext | undefined {
     const name = servername.toLowerCase().replace(/\.$/, "");
-    return this.deps.served(name) ? this.contexts.get(name)?.context : undefined;
+    // A custom certificate of the zone answering the name wins over the ordered one (as hosted); the newest first.
+    const zoneId = this.deps.zoneOf(name);
+    const uploaded = zoneId === undefined ? undefined : this.custom.get(zoneId);
+    if (uploaded) {
+      for (let i = uploaded.length - 1; i >= 0; i--) if (uploaded[i].row.hosts.some((h) => covers(h, name))) return uploaded[i].context;
+    }
+    if (this.deps.served(name)) return this.contexts.get(name)?.context;
+    // The zone's edge certificate: its apex and one label under it (`*.zone`), while the zone has a proxied record.
+    const dot = name.indexOf(".");
+    for (const zoneName of [name, dot > 0 ? name.slice(dot + 1) : ""]) {
+      const owner = zoneName && this.wanted.get(`*.${zoneName}`);
+      if (owner && this.deps.zoneOf(name) === this.deps.zoneOf(zoneName)) {
+        const context = this.contexts.get(`*.${zoneName}`)?.context;
+        if (context) return context;
+      }
+    }
+    return undefined;
+  }
+
+  /** The stored row of `hostname` (a zone's edge certificate is at `*.<zone>`). */
+  row(hostname: string): CertificateRow | undefined {
+    return this.rows.get(hostname);
+  }
+
+  /** Whether the zone's edge certificate is wanted (the zone has a proxied record) as of the last sync. */
+  zoneWanted(zoneName: string): boolean {
+    return this.wanted.has(`*.${zoneName}`);
+  }
+
+  /** Reads the stored certificates again now (after an upload or removal through this node) and resolves once served. */
+  async refresh(): Promise<void> {
+    this.domainsChanged();
+    while (this.syncing) await this.syncing;
   }
 
   /**
@@ -194,6 +243,7 @@ export class CertificateManager {
   private async sync(): Promise<void> {
     const { store } = this.deps;
     const attached = new Map((await this.deps.attached()).map((d) => [d.hostname, d]));
+    this.wanted = attached;
     let rows = await store.all();
     const stored = new Map(rows.map((r) => [r.hostname, r]));
     const t = Date.now();
@@ -214,6 +264,7 @@ export class CertificateManager {
     if (changed) rows = await store.all();
     this.rows = new Map(rows.map((r) => [r.hostname, r]));
     await this.buildContexts(rows);
+    await this.buildCustomContexts(await store.customCertificates());
     for (const r of rows) if (this.due(r, t)) this.queue.push(r.accountId, r.hostname);
     this.orderNext();
   }
@@ -248,6 +299,30 @@ export class CertificateManager {
     this.contexts = next;
   }
 
+  /** The TLS contexts of custom certificates, remade only for those changed (their modified time). */
+  private async buildCustomContexts(rows: CustomCertificateRow[]): Promise<void> {
+    const known = new Map<string, { row: CustomCertificateRow; context: SecureContext }>();
+    for (const list of this.custom.values()) for (const c of list) known.set(c.row.id, c);
+    const next = new Map<string, { row: CustomCertificateRow; context: SecureContext }[]>();
+    for (const row of rows) {
+      let served = known.get(row.id);
+      if (!served || served.row.modifiedOn !== row.modifiedOn || served.row.certPem !== row.certPem) {
+        try {
+          const key = this.deps.box.open(row.keySealed, customKeyContext(row.id));
+          served = { row, context: createSecureContext({ cert: row.certPem, key }) };
+        } catch (err) {
+          this.deps.log.error({ certificate: row.id, zone: row.zoneId, error: (err as Error).name }, "a stored custom certificate cannot be served");
+          continue;
+        }
+        await nextTurn();
+      }
+      const list = next.get(row.zoneId);
+      if (list) list.push(served);
+      else next.set(row.zoneId, [served]);
+    }
+    this.custom = next;
+  }
+
   /** Runs the queued orders one after the other, in the background. */
   private orderNext(): void {
     if (this.ordering || this.stopped) return;
@@ -263,7 +338,7 @@ export class CertificateManager {
 
   private async orderOne(hostname: string): Promise<void> {
     const { store, log, nodeId } = this.deps;
-    const domain = this.deps.served(hostname);
+    const domain = hostname.startsWith("*.") ? this.wanted.get(hostname) : this.deps.served(hostname);
     const row = this.rows.get(hostname);
     // Detached meanwhile, or its zone not known to this node yet: another sync queues it again.
     if (!domain || !row || row.accountId !== domain.accountId) return;
@@ -301,3 +376,6 @@ export class CertificateManager {
 
 /** What a certificate's key is sealed to: its row (a sealed key moved to another hostname's row does not open). */
 export const keyContext = (hostname: string) => `worker-certificate:${hostname}`;
+
+/** What a custom certificate's key is sealed to: its id. */
+export const customKeyContext = (id: string) => `custom-certificate:${id}`;

@@ -6,9 +6,10 @@ import { join } from "node:path";
 import { test } from "node:test";
 import { startTwoNodes } from "../../core/testing/two-nodes.js";
 import { haveCommand, startPebble } from "../../dns/testing/pebble.js";
-import { logEntries, uploadScript } from "../testing/helpers.js";
+import { logEntries, uploadScript } from "../../workers/testing/helpers.js";
 import { eventually } from "../../core/testing/eventually.js";
-import { curlTls, fetchPem, startDnsForwarder, tlsPortOf } from "../testing/tls.js";
+import { curlTls, fetchPem, startDnsForwarder, tlsPortOf } from "../../workers/testing/tls.js";
+import { testCertificates } from "../testing/origins.js";
 
 const HANG_GUARD = { timeout: 400_000 };
 
@@ -58,4 +59,30 @@ test("on two nodes (PostgreSQL), a Custom Domain's certificate is ordered once a
   assert.equal(gone.status, 200);
   assert.equal((await curlTls(host, tlsPortOf(a.endpoints), rootFile)).code, 35, "no handshake on the node it was detached through");
   await eventually(async () => (await curlTls(host, tlsPortOf(b.endpoints), rootFile)).code === 35, "no handshake on the other node", 60_000);
+});
+
+test("on two nodes (PostgreSQL), a custom certificate uploaded through one is served by the other; deleted through one, by neither", HANG_GUARD, async (t) => {
+  if (!haveCommand("openssl") || !haveCommand("curl")) return t.skip("needs openssl and curl");
+  // Never reached: no Custom Domain and no proxied record here, so nothing is ordered.
+  const nodes = await startTwoNodes(t, ["--edge-tls-port", "0", "--acme-directory", "https://127.0.0.1:9/directory"]);
+  if (!nodes) return;
+  const [a, b] = nodes;
+  const zoneName = `cc${randomBytes(4).toString("hex")}.example`;
+  const made = await a.api("POST", "/zones", { name: zoneName, account: { id: a.accountId } });
+  assert.equal(made.status, 200);
+  const certs = testCertificates([`www.${zoneName}`]);
+  t.after(() => certs.dispose());
+  const up = await a.api("POST", `/zones/${made.body.result.id}/custom_certificates`, { certificate: certs.signed.cert, private_key: certs.signed.key });
+  assert.equal(up.status, 200, JSON.stringify(up.body));
+  const host = `www.${zoneName}`;
+  assert.equal((await curlTls(host, tlsPortOf(a.endpoints), certs.caFile)).code, 0, "served at once by the node it was uploaded through");
+  await eventually(async () => (await curlTls(host, tlsPortOf(b.endpoints), certs.caFile)).code === 0, "served by the other node", 60_000);
+  const listed = await b.api("GET", `/zones/${made.body.result.id}/custom_certificates`);
+  assert.deepEqual(
+    listed.body.result.map((c: { id: string }) => c.id),
+    [up.body.result.id],
+  );
+  assert.equal((await b.api("DELETE", `/zones/${made.body.result.id}/custom_certificates/${up.body.result.id}`)).status, 200);
+  assert.equal((await curlTls(host, tlsPortOf(b.endpoints), certs.caFile)).code, 35, "no handshake on the node it was deleted through");
+  await eventually(async () => (await curlTls(host, tlsPortOf(a.endpoints), certs.caFile)).code === 35, "no handshake on the other node", 60_000);
 });

@@ -5,9 +5,9 @@ import { join } from "node:path";
 import { after, before, test } from "node:test";
 import type { TestPlatform } from "../../core/testing/platform.js";
 import { haveCommand } from "../../dns/testing/pebble.js";
-import { createAccount, logEntries, startPlatform, uploadScript } from "../testing/helpers.js";
+import { createAccount, logEntries, startPlatform, uploadScript } from "../../workers/testing/helpers.js";
 import { eventually } from "../../core/testing/eventually.js";
-import { type AcmePlatform, startAcmePlatform } from "../testing/tls.js";
+import { type AcmePlatform, startAcmePlatform } from "../../workers/testing/tls.js";
 
 /**
  * Issue 30, hole 7, with real components (pebble as the CA, answered by the platform's own DNS): certificate orders

@@ -22,6 +22,26 @@ export interface CertificateRow {
   nextAttemptAt: number;
 }
 
+/** A certificate an account uploaded for one of its zones (POST /zones/{id}/custom_certificates). */
+export interface CustomCertificateRow {
+  id: string;
+  zoneId: string;
+  accountId: string;
+  /** The names it is served for: its subject alternative names in the zone (`*.zone` included), lower case. */
+  hosts: string[];
+  /** The leaf first, then the intermediates, as uploaded (normalised PEM). */
+  certPem: string;
+  /** The private key sealed with the platform's SecretBox (never stored or shown in the clear). */
+  keySealed: string;
+  issuer: string;
+  signature: string;
+  bundleMethod: string;
+  /** ms since the epoch */
+  expiresOn: number;
+  uploadedOn: number;
+  modifiedOn: number;
+}
+
 /**
  * Certificate rows of Custom Domains. Every backend keeps these promises (store.contract.ts):
  * - One row per hostname. `ensure` makes a pending row (due at once) when there is none, or when the stored one is
@@ -42,4 +62,14 @@ export interface CertificateStore {
   accountKey(directoryUrl: string): Promise<string | undefined>;
   /** Keeps `keySealed` unless a key is kept for the directory already; returns the one kept. */
   saveAccountKey(directoryUrl: string, keySealed: string): Promise<string>;
+  /** Every custom certificate, of every zone (each node serves them all), oldest first. */
+  customCertificates(): Promise<CustomCertificateRow[]>;
+  /** Adds one unless its zone has `max` already; false then (nothing written). */
+  addCustomCertificate(row: CustomCertificateRow, max: number): Promise<boolean>;
+  /** Replaces the certificate, key and what is read from them of the zone's certificate `id`; false when there is none. */
+  replaceCustomCertificate(row: CustomCertificateRow): Promise<boolean>;
+  /** Removes the zone's certificate `id`; false when there is none. */
+  deleteCustomCertificate(zoneId: string, id: string): Promise<boolean>;
+  /** Removes every custom certificate of a deleted zone; how many. */
+  deleteZoneCustomCertificates(zoneId: string): Promise<number>;
 }

@@ -7,9 +7,9 @@ import Database from "better-sqlite3";
 import { request } from "undici";
 import type { TestPlatform } from "../../core/testing/platform.js";
 import { haveCommand } from "../../dns/testing/pebble.js";
-import { createAccount, logEntries, startPlatform, uploadScript } from "../testing/helpers.js";
+import { createAccount, logEntries, startPlatform, uploadScript } from "../../workers/testing/helpers.js";
 import { eventually } from "../../core/testing/eventually.js";
-import { type AcmePlatform, curlTls, startAcmePlatform } from "../testing/tls.js";
+import { type AcmePlatform, curlTls, startAcmePlatform } from "../../workers/testing/tls.js";
 
 /**
  * Certificates of Custom Domains with real components: pebble (Let's Encrypt's test CA) orders are answered by the

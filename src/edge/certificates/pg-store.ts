@@ -1,8 +1,8 @@
 import type { Bus } from "../../core/cluster/bus.js";
 import type { Postgres } from "../../core/db/postgres.js";
-import { CERTIFICATE_COLUMNS, toCertificate, type CertificateDbRow } from "./rows.js";
-import { certificateSql } from "./sql.js";
-import type { CertificateRow, CertificateStore } from "./store.js";
+import { CERTIFICATE_COLUMNS, customParams, toCertificate, toCustomCertificate, type CertificateDbRow, type CustomCertificateDbRow } from "./rows.js";
+import { certificateSql, replaceParams } from "./sql.js";
+import type { CertificateRow, CertificateStore, CustomCertificateRow } from "./store.js";
 
 export const CERTIFICATES_AREA = "worker_certificates";
 /** The notice every change sends: the nodes read the certificates they serve again. */
@@ -14,9 +14,9 @@ const numbered = (sql: string) => {
   return sql.replace(/\?/g, () => `$${++n}`);
 };
 const TABLE = `${CERTIFICATES_AREA}.certificates`;
-const SQL = Object.fromEntries(Object.entries(certificateSql(TABLE, `${CERTIFICATES_AREA}.acme_accounts`)).map(([k, v]) => [k, numbered(v)])) as ReturnType<
-  typeof certificateSql
->;
+const SQL = Object.fromEntries(
+  Object.entries(certificateSql(TABLE, `${CERTIFICATES_AREA}.acme_accounts`, `${CERTIFICATES_AREA}.custom_certificates`)).map(([k, v]) => [k, numbered(v)]),
+) as ReturnType<typeof certificateSql>;
 
 /**
  * CertificateStore on PostgreSQL (schema `worker_certificates`). A change that issues or removes a certificate
@@ -30,7 +30,7 @@ export class PgCertificateStore implements CertificateStore {
 
   private announced(sql: string, params: unknown[]): Promise<boolean> {
     return this.pg.withTransaction(async (tx) => {
-      const changed = (await tx.execute(sql, params)) === 1;
+      const changed = (await tx.execute(sql, params)) >= 1;
       if (changed) await this.bus.publish(CERTIFICATES_AREA, CERTIFICATES_CHANGED, tx);
       return changed;
     });
@@ -69,5 +69,35 @@ export class PgCertificateStore implements CertificateStore {
   async saveAccountKey(directoryUrl: string, keySealed: string): Promise<string> {
     await this.pg.execute(SQL.saveAccountKey, [directoryUrl, keySealed]);
     return (await this.accountKey(directoryUrl))!;
+  }
+
+  async customCertificates(): Promise<CustomCertificateRow[]> {
+    return (await this.pg.rows<CustomCertificateDbRow>(SQL.customAll)).map(toCustomCertificate);
+  }
+
+  addCustomCertificate(row: CustomCertificateRow, max: number): Promise<boolean> {
+    // Under a lock on the zone's uploads: two at once cannot both pass the cap (READ COMMITTED counts rows committed).
+    return this.pg.withTransaction(async (tx) => {
+      await tx.execute("SELECT pg_advisory_xact_lock(hashtext($1))", [`custom-certificates:${row.zoneId}`]);
+      const added = (await tx.execute(SQL.addCustom, [...customParams(row), row.zoneId, max])) === 1;
+      if (added) await this.bus.publish(CERTIFICATES_AREA, CERTIFICATES_CHANGED, tx);
+      return added;
+    });
+  }
+
+  replaceCustomCertificate(row: CustomCertificateRow): Promise<boolean> {
+    return this.announced(SQL.replaceCustom, replaceParams(row));
+  }
+
+  deleteCustomCertificate(zoneId: string, id: string): Promise<boolean> {
+    return this.announced(SQL.deleteCustom, [zoneId, id]);
+  }
+
+  async deleteZoneCustomCertificates(zoneId: string): Promise<number> {
+    return this.pg.withTransaction(async (tx) => {
+      const n = await tx.execute(SQL.deleteZoneCustom, [zoneId]);
+      if (n > 0) await this.bus.publish(CERTIFICATES_AREA, CERTIFICATES_CHANGED, tx);
+      return n;
+    });
   }
 }

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
 import { createServer, type Socket } from "node:net";
 import { test } from "node:test";
-import { startPlatform, uploadScript } from "../testing/helpers.js";
+import { startPlatform, uploadScript } from "../../workers/testing/helpers.js";
 import { eventually } from "../../core/testing/eventually.js";
 
 /** A bound on the stop, not a timing check: what it guards against took 69 s (a CA that never answers). */

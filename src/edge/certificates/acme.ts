@@ -2,7 +2,7 @@ import { X509Certificate } from "node:crypto";
 import { Agent } from "node:https";
 import { rootCertificates } from "node:tls";
 import * as acme from "acme-client";
-import type { EdgeTlsConfig } from "../config.js";
+import type { EdgeTlsConfig } from "./config.js";
 
 /** What an order needs done in DNS: the TXT record at `name` made before the CA looks, and removed after. */
 export interface Dns01Answerer {
@@ -65,9 +65,14 @@ export class AcmeOrderer {
     return this.client;
   }
 
+  /**
+   * Orders a certificate for `hostname`; `*.zone` orders one for the zone's apex and its wildcard (a zone's edge
+   * certificate), both answered at `_acme-challenge.<zone>` (RFC 8555 section 8.4: a wildcard's challenge is at its base).
+   */
   async order(hostname: string, dns: Dns01Answerer): Promise<IssuedCertificate> {
     const client = await this.acmeClient();
-    const [key, csr] = await acme.crypto.createCsr({ commonName: hostname, altNames: [hostname] }, await acme.crypto.createPrivateEcdsaKey("P-256"));
+    const names = hostname.startsWith("*.") ? [hostname.slice(2), hostname] : [hostname];
+    const [key, csr] = await acme.crypto.createCsr({ commonName: names[0], altNames: names }, await acme.crypto.createPrivateEcdsaKey("P-256"));
     const ordered = client.auto({
       csr,
       email: this.cfg.email,
@@ -76,11 +81,12 @@ export class AcmeOrderer {
       // acme-client would look the TXT record up through the system's resolver; the record is in our own DNS, and
       // the CA's check is the one that counts.
       skipChallengeVerification: true,
-      challengeCreateFn: async (_authz, challenge, keyAuthorization) => {
+      challengeCreateFn: async (authz, challenge, keyAuthorization) => {
         if (challenge.type !== "dns-01") throw new Error(`the CA offered ${challenge.type}, not dns-01`);
-        await this.storeCall(() => dns.create(`_acme-challenge.${hostname}`, keyAuthorization));
+        await this.storeCall(() => dns.create(`_acme-challenge.${authz.identifier.value}`, keyAuthorization));
       },
-      challengeRemoveFn: (_authz, _challenge, keyAuthorization) => this.storeCall(() => dns.remove(`_acme-challenge.${hostname}`, keyAuthorization)),
+      challengeRemoveFn: (authz, _challenge, keyAuthorization) =>
+        this.storeCall(() => dns.remove(`_acme-challenge.${authz.identifier.value}`, keyAuthorization)),
     });
     // acme-client retries a failed request after a backoff of up to 10 s, aborted or not: the order is given up at
     // once instead (what it still runs fails at its next request, and touches no store, see storeCall).

@@ -4,15 +4,14 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
 import { optionValues } from "../../core/cli/option-values.js";
-import { readWorkersConfig, serveOptions } from "../config.js";
+import { certificateServeOptions, readCertificatesConfig } from "./config.js";
 import { renewalTime, retryTime } from "./manager.js";
 
-const read = (given: Record<string, unknown>) =>
-  readWorkersConfig(optionValues(new Map(Object.entries({ "workerd-binary": "/bin/true", ...given })), serveOptions));
+const read = (given: Record<string, unknown>) => readCertificatesConfig(optionValues(new Map(Object.entries(given)), certificateServeOptions));
 const DIR = "https://ca.example/directory";
 
 test("TLS for Custom Domains is off without --edge-tls-port; the ACME options alone are refused rather than ignored", () => {
-  assert.equal(read({}).tls, undefined);
+  assert.equal(read({}), undefined);
   assert.throws(() => read({ "acme-directory": DIR }), /only with --edge-tls-port/);
 });
 
@@ -27,7 +26,7 @@ test("--edge-tls-port needs an https ACME directory; a bad port, email or CA fil
     writeFileSync(join(dir, "empty.pem"), "nothing here\n");
     assert.throws(() => read({ "edge-tls-port": 8443, "acme-directory": DIR, "acme-ca-file": join(dir, "empty.pem") }), /holds no PEM certificate/);
     writeFileSync(join(dir, "ca.pem"), "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n");
-    assert.deepEqual(read({ "edge-tls-port": 0, "acme-directory": DIR, "acme-email": "ops@example.com", "acme-ca-file": join(dir, "ca.pem") }).tls, {
+    assert.deepEqual(read({ "edge-tls-port": 0, "acme-directory": DIR, "acme-email": "ops@example.com", "acme-ca-file": join(dir, "ca.pem") }), {
       port: 0,
       handshakeTimeoutMs: 10_000,
       acme: { directoryUrl: DIR, email: "ops@example.com", ca: "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n" },

@@ -90,4 +90,37 @@ export const describeCertificateStore = storeContract<CertificateStore>("Certifi
     assert.equal(await store.saveAccountKey("https://other.example/dir", "third"), "third");
     assert.equal(await store.accountKey("https://ca.example/dir"), "first");
   });
+
+  it("custom certificates: added under a per-zone cap, replaced and deleted only within their zone, removed with it", async (store) => {
+    const row = (id: string, zoneId: string, t: number) => ({
+      id,
+      zoneId,
+      accountId: A,
+      hosts: ["www.example.com", "*.example.com"],
+      certPem: `pem-${id}`,
+      keySealed: `sealed-${id}`,
+      issuer: "Test CA",
+      signature: "SHA256WithRSA",
+      bundleMethod: "ubiquitous",
+      expiresOn: 9_000_000_000_000,
+      uploadedOn: t,
+      modifiedOn: t,
+    });
+    assert.equal(await store.addCustomCertificate(row("c1", "z1", 1), 2), true);
+    assert.equal(await store.addCustomCertificate(row("c2", "z1", 2), 2), true);
+    assert.equal(await store.addCustomCertificate(row("c3", "z1", 3), 2), false, "the zone's cap");
+    assert.equal(await store.addCustomCertificate(row("c4", "z2", 4), 2), true, "another zone has its own");
+    assert.deepEqual(await store.customCertificates(), [row("c1", "z1", 1), row("c2", "z1", 2), row("c4", "z2", 4)]);
+    const replaced = { ...row("c1", "z1", 1), hosts: ["www.example.com"], certPem: "pem-new", modifiedOn: 10 };
+    assert.equal(await store.replaceCustomCertificate({ ...replaced, zoneId: "z2" }), false, "not through another zone");
+    assert.equal(await store.replaceCustomCertificate(replaced), true);
+    assert.deepEqual((await store.customCertificates())[0], replaced);
+    assert.equal(await store.deleteCustomCertificate("z2", "c2"), false);
+    assert.equal(await store.deleteCustomCertificate("z1", "c2"), true);
+    assert.equal(await store.deleteZoneCustomCertificates("z1"), 1);
+    assert.deepEqual(
+      (await store.customCertificates()).map((c) => c.id),
+      ["c4"],
+    );
+  });
 });

@@ -20,4 +20,21 @@ export const CERTIFICATES_MIGRATIONS: readonly Migration[] = [
      directory_url TEXT PRIMARY KEY,
      key_sealed TEXT NOT NULL
    );`,
+  // Custom certificates uploaded for a zone (POST /zones/{id}/custom_certificates), their keys sealed.
+  `CREATE TABLE custom_certificates (
+     id TEXT PRIMARY KEY,
+     zone_id TEXT NOT NULL,
+     account_id TEXT NOT NULL,
+     -- JSON array of the names it is served for (its subject alternative names in the zone).
+     hosts TEXT NOT NULL,
+     cert_pem TEXT NOT NULL,
+     key_sealed TEXT NOT NULL,
+     issuer TEXT NOT NULL,
+     signature TEXT NOT NULL,
+     bundle_method TEXT NOT NULL,
+     expires_on BIGINT NOT NULL,
+     uploaded_on BIGINT NOT NULL,
+     modified_on BIGINT NOT NULL
+   );
+   CREATE INDEX custom_certificates_zone ON custom_certificates (zone_id);`,
 ];

@@ -4,9 +4,9 @@ import { createServer, type SecureContext, type Server, type TLSSocket } from "n
 import type { Logger } from "../../core/logger.js";
 
 /**
- * The HTTPS port of the edge: TLS with the certificate SNI names (a Custom Domain's; no certificate, no handshake),
- * then each decrypted connection is handed to the edge port's HTTP server (`serve`), so HTTPS requests are routed
- * to Workers exactly as plain ones are, by the same code.
+ * The HTTPS port of the edge: TLS with the certificate SNI names (no certificate, no handshake), then each decrypted
+ * connection is handed on by the protocol ALPN chose: `h2` to `serveHttp2` (http2.ts), anything else to the edge
+ * port's HTTP server (`serve`), so HTTPS requests are routed exactly as plain ones are, by the same code.
  */
 export async function listenTls(opts: {
   host: string;
@@ -15,6 +15,9 @@ export async function listenTls(opts: {
   /** Counts a connection from accept under the edge port's limits; false when over one (it has been closed). */
   admit: (socket: Socket) => boolean;
   serve: (socket: TLSSocket) => void;
+  serveHttp2: (socket: TLSSocket) => void;
+  /** Whether `h2` is offered to a connection for this SNI name (the zone's `http2` setting). */
+  http2For: (servername: string) => boolean;
   /** How long a ClientHello may take to arrive and the handshake to finish (ms). */
   handshakeTimeoutMs: number;
   log: Logger;
@@ -26,12 +29,16 @@ export async function listenTls(opts: {
         if (context) done(null, context);
         else done(new Error(`no certificate for ${servername}`));
       },
-      // HTTP/1.1 only: the edge's HTTP server is an HTTP/1 server.
-      ALPNProtocols: ["http/1.1"],
+      // By name: HTTP/2 and HTTP/1.1, or HTTP/1.1 only where the zone turned `http2` off. A client that offers
+      // neither (none offers nothing else in practice) gets no protocol and the handshake fails.
+      ALPNCallback: ({ servername, protocols }) => {
+        if (protocols.includes("h2") && opts.http2For(servername ?? "")) return "h2";
+        return protocols.includes("http/1.1") ? "http/1.1" : undefined;
+      },
       // A ClientHello must arrive and the handshake finish within this (Node's default is 120 s).
       handshakeTimeout: opts.handshakeTimeoutMs,
     },
-    (socket) => opts.serve(socket),
+    (socket) => (socket.alpnProtocol === "h2" ? opts.serveHttp2(socket) : opts.serve(socket)),
   );
   // Counted from accept, before the handshake: Node's TLS server makes its TLS socket in its one `connection`
   // listener, which only sees connections within the limits. A silent connection holds a descriptor as much as a
