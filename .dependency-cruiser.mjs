@@ -200,32 +200,4 @@ const known = (rule, from, to, comment) => ({ type: "dependency", rule: { name: 
  * fails on any other; when a change removes one, delete its entry here (the check says so).
  * @type {import("dependency-cruiser").IViolation[]}
  */
-export const knownViolations = [
-  // core/testing/api-surface.ts reads DNS transfer error codes to list every code of the API.
-  known(
-    "core-imports-no-area",
-    "src/core/testing/api-surface.ts",
-    "src/dns/transfers/errors.ts",
-    "issue 32 item 4: each area hands its codes over instead of core reaching into dns/",
-  ),
-  // R2's notification command looks a queue up with Queues' CLI helper.
-  known(
-    "cli-imports-no-other-area",
-    "src/r2/cli/notification.ts",
-    "src/queues/cli/consumers.ts",
-    "issue 32 item 4: shared CLI helpers move to core/cli (as printTable did)",
-  ),
-  known(
-    "no-other-area-internals",
-    "src/r2/cli/notification.ts",
-    "src/queues/cli/consumers.ts",
-    "issue 32 item 4: shared CLI helpers move to core/cli (as printTable did)",
-  ),
-  // Workers' queue binding uses Queues' errors.
-  known(
-    "no-other-area-internals",
-    "src/workers/bindings/queue.ts",
-    "src/queues/errors.ts",
-    "issue 32 item 4: each area renders its own wire format (Queues its binding errors)",
-  ),
-];
+export const knownViolations = [];

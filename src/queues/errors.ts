@@ -31,12 +31,6 @@ export const QueuesErrors = {
   consumerExists: (script: string) => new EdgeError(409, QueuesCodes.consumerExists, `The Worker "${script}" already consumes this queue`),
   oneWorkerConsumer: () => new EdgeError(409, QueuesCodes.consumerExists, "This queue already has a consumer: a queue has one consumer at a time"),
   scriptNotFound: (script: string) => new EdgeError(404, QueuesCodes.scriptNotFound, `The Worker "${script}" does not exist in this account`),
-  bindingQueueMissing: (binding: string, queue: string) =>
-    new EdgeError(
-      400,
-      QueuesCodes.queueNotFound,
-      `Queue "${queue}" of the binding ${binding} does not exist in this account: create it with \`edgecli queues create ${queue}\``,
-    ),
   deadLetterItself: () => badRequest("A queue cannot be its own dead letter queue"),
   messageTooLarge: () => new EdgeError(413, QueuesCodes.tooLarge, `A message may be at most ${QUEUES_LIMITS.messageBytes} bytes`),
   batchTooLarge: () =>

@@ -114,6 +114,9 @@ export const WorkersErrors = {
   bucketMissing: (binding: string, bucket: string) =>
     invalid(`Binding ${binding}: R2 bucket "${bucket}" does not exist in this account; create it first (edgecli r2 bucket create ${bucket})`),
   namespaceMissing: (binding: string, namespaceId: string) => invalid(`Binding ${binding}: KV namespace "${namespaceId}" does not exist in this account`),
+  // The hosted Queues code for a queue that does not exist (11000), as wrangler reads it.
+  queueMissing: (binding: string, queue: string) =>
+    new EdgeError(400, 11000, `Queue "${queue}" of the binding ${binding} does not exist in this account: create it with \`edgecli queues create ${queue}\``),
   databaseMissing: (binding: string, databaseId: string) =>
     invalid(`Binding ${binding}: D1 database "${databaseId}" does not exist in this account; create it first (edgecli d1 create <name>)`),
   bindingNameIsSecret: (binding: string) =>

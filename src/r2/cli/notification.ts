@@ -1,7 +1,19 @@
 import type { CliContext } from "../../core/cli/context.js";
 import { UserError } from "../../core/errors.js";
-import { queueNamed } from "../../queues/cli/consumers.js";
 import type { NotificationAction } from "../notifications/store.js";
+
+/**
+ * The account's queue of that name, by the v4 API (the CLI is the API's client: it asks, as wrangler does, rather
+ * than reach into Queues' own CLI); a clear error when there is none.
+ */
+async function queueNamed(ctx: CliContext, account: string, name: string): Promise<{ queue_id: string; queue_name: string }> {
+  const found = await ctx
+    .api()
+    .fetchResult<{ queue_id: string; queue_name: string }[]>("GET", `/accounts/${encodeURIComponent(account)}/queues`, { query: { name } });
+  const queue = found.find((q) => q.queue_name === name);
+  if (!queue) throw new UserError(`Queue "${name}" does not exist in this account: create it with \`edgecli queues create ${name}\``);
+  return queue;
+}
 
 /** The event types wrangler 3 takes, and the actions each stands for (in wrangler's order). */
 const EVENT_TYPES: Record<string, NotificationAction[]> = {

@@ -1,7 +1,7 @@
 import { z } from "zod";
-import { QueuesErrors } from "../../queues/errors.js";
 import { capnpString } from "../runtime/capnp-string.js";
 import { bindingName, type BindingType } from "./binding-type.js";
+import { WorkersErrors } from "../errors.js";
 
 export interface QueueBinding {
   type: "queue";
@@ -29,6 +29,6 @@ export const queueProducer: BindingType<QueueBinding> = {
       .refine((v) => v === 0, "a delivery_delay on a queue binding is not supported here: set the queue's delivery_delay or each message's delaySeconds")
       .optional(),
   }),
-  target: { backend: "queues", resource: (b) => b.queue_name, missing: (b) => QueuesErrors.bindingQueueMissing(b.name, b.queue_name) },
+  target: { backend: "queues", resource: (b) => b.queue_name, missing: (b) => WorkersErrors.queueMissing(b.name, b.queue_name) },
   workerd: (b, ctx) => `queue = ${capnpString(ctx.bindingService("queues", b.queue_name))}`,
 };
