@@ -6,6 +6,7 @@ import { request } from "undici";
 import { startTestPlatform } from "../core/testing/platform.js";
 import { skipReason } from "../core/testing/services.js";
 import { createAccount } from "../workers/testing/helpers.js";
+import { loopbackBlock, startOrigin } from "./testing/origins.js";
 
 const freePort = () =>
   new Promise<number>((resolve, reject) => {
@@ -38,7 +39,9 @@ function sample(text: string, name: string, labels: string): number | undefined 
 
 test("the metrics listener serves the edge's requests by area, status class and zone, in a format promtool accepts", async (t) => {
   const port = await freePort();
-  const p = await startTestPlatform({ args: ["--metrics-port", String(port)] });
+  const address = loopbackBlock();
+  await startOrigin(t, { address: address(1), name: "metrics" });
+  const p = await startTestPlatform({ args: ["--metrics-port", String(port), "--origin-allow", "127.0.0.0/8", "--origin-connect-timeout", "2"] });
   t.after(() => p.stop());
   const metricsUrl = `http://127.0.0.1:${port}/metrics`;
   assert.equal(p.endpoints.metrics, metricsUrl, "the banner names the listener");
@@ -56,6 +59,18 @@ test("the metrics listener serves the edge's requests by area, status class and 
   // No record: the edge's own error page, counted against the zone.
   for (let i = 0; i < 3; i++) assert.equal(await edge("www.metrics-a.example", `/page-${i}`), 404);
   assert.equal(await edge("metrics-b.example"), 404);
+  // The proxy: a static file missed then hit in the cache; a record whose origin refuses connections (521).
+  const zoneA = (await p.api("GET", "/zones?name=metrics-a.example")).body.result[0].id;
+  for (const [name, content] of [
+    ["static", address(1)],
+    ["down", address(2)],
+  ]) {
+    const r = await p.api("POST", `/zones/${zoneA}/dns_records`, { type: "A", name, content, proxied: true });
+    assert.equal(r.status, 200, JSON.stringify(r.body));
+  }
+  assert.equal(await edge("static.metrics-a.example", "/site.css"), 200);
+  assert.equal(await edge("static.metrics-a.example", "/site.css"), 200);
+  assert.equal(await edge("down.metrics-a.example", "/"), 521);
   assert.equal((await p.api("GET", "/user/tokens/verify")).status, 200);
   assert.equal((await p.api("GET", "/zones/not-a-zone")).status >= 400, true);
 
@@ -69,6 +84,10 @@ test("the metrics listener serves the edge's requests by area, status class and 
   assert.ok((sample(text, "edgeplatform_edge_requests_total", 'area="api",status_class="4xx",zone=""') ?? 0) >= 1, "the API's refusals");
   assert.ok(!text.includes("www.metrics-a.example") && !text.includes("page-1"), "no hostname or path becomes a label");
   assert.ok((sample(text, "edgeplatform_edge_request_duration_seconds_count", 'area="error_page"') ?? 0) >= 4);
+  assert.equal(sample(text, "edgeplatform_cache_answers_total", 'cache_status="MISS"'), 1);
+  assert.equal(sample(text, "edgeplatform_cache_answers_total", 'cache_status="HIT"'), 1);
+  assert.equal(sample(text, "edgeplatform_proxy_origin_errors_total", 'code="521"'), 1);
+  assert.ok((sample(text, "edgeplatform_cache_answer_bytes_total", 'cache_status="HIT"') ?? 0) > 0);
   assert.ok(text.includes("edgeplatform_process_resident_memory_bytes "), "the process' own health");
   assert.ok(text.includes("edgeplatform_nodejs_eventloop_lag_seconds "));
 

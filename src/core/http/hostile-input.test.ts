@@ -127,6 +127,7 @@ const NEWER_FAMILIES = [
   "dns_transfers",
   "zone_settings",
   "cache_rules",
+  "cache_purge",
 ];
 
 test("the surface list covers every endpoint family the brief names", () => {

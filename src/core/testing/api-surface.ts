@@ -13,6 +13,7 @@ export type Family =
   | "zones"
   | "zone_settings"
   | "cache_rules"
+  | "cache_purge"
   | "dns_records"
   | "dns_transfers"
   | "kv"
@@ -332,6 +333,13 @@ export const ENDPOINTS: readonly Endpoint[] = [
     "PATCH",
     (f) => `/zones/${f.zone}/settings/ssl`,
     () => ({ value: "flexible" }),
+  ),
+  // Purge (src/edge/cache/routes.ts): everything of the fixture zone (it caches nothing the tests need).
+  send(
+    "cache_purge",
+    "POST",
+    (f) => `/zones/${f.zone}/purge_cache`,
+    () => ({ purge_everything: true }),
   ),
   // Cache Rules (src/edge/rules/routes.ts): the ruleset id is a fixed one no zone has (answered 404 where it is needed)
   read("cache_rules", (f) => `/zones/${f.zone}/rulesets/phases/http_request_cache_settings/entrypoint`),

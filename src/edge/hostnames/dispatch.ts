@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Duplex } from "node:stream";
 import type { TLSSocket } from "node:tls";
-import type { EdgeMetrics, EdgeTrafficArea } from "../metrics.js";
+import { knownCacheStatus, type EdgeMetrics, type EdgeTrafficArea } from "../metrics.js";
 import type { HttpRequestEvent } from "../analytics/http-requests.js";
 import { ErrorPages, sendErrorPage } from "./error-page.js";
 import { normalizeHostname } from "./names.js";
@@ -95,13 +95,26 @@ export class EdgeDispatch {
     return answered.area !== undefined;
   }
 
-  /** Counts a request whose answer ended (or whose client went away). */
+  /**
+   * Counting never fails the process: it runs in the answer's `close` event, where a throw would be uncaught (and
+   * prom-client throws on a label set it was not declared with, e.g. once a polluted Object.prototype adds a key).
+   */
   private ended(req: IncomingMessage, res: ServerResponse, area: EdgeTrafficArea, tenantHost: string | undefined, started: number, bytesBefore: number) {
+    try {
+      this.count(req, res, area, tenantHost, started, bytesBefore);
+    } catch {
+      // The request is answered; only its count is lost.
+    }
+  }
+
+  /** Counts a request whose answer ended (or whose client went away): the metrics, and the analytics' rollups. */
+  private count(req: IncomingMessage, res: ServerResponse, area: EdgeTrafficArea, tenantHost: string | undefined, started: number, bytesBefore: number) {
     const status = res.headersSent ? res.statusCode : undefined;
     // On a kept-alive connection bytesWritten is the connection's: the difference is this answer's share.
     const bytes = Math.max(0, req.socket.bytesWritten - bytesBefore);
     const zone = tenantHost === undefined ? undefined : this.zoneOf(tenantHost);
-    this.metrics?.record(area, status, zone?.name ?? "", (performance.now() - started) / 1000, bytes);
+    const cacheStatus = knownCacheStatus(res.getHeader("cf-cache-status"));
+    this.metrics?.record(area, status, zone?.name ?? "", (performance.now() - started) / 1000, bytes, cacheStatus);
     if (zone && this.traffic) {
       const referer = req.headers.referer;
       this.traffic({
@@ -110,7 +123,7 @@ export class EdgeDispatch {
         host: tenantHost!,
         method: methodLabel(req.method),
         status: status ?? 0,
-        cacheStatus: String(res.getHeader("cf-cache-status") ?? "dynamic").toLowerCase(),
+        cacheStatus: (cacheStatus ?? "dynamic").toLowerCase(),
         bytes,
         visit: typeof referer !== "string" || !refersTo(referer, tenantHost!),
       });
