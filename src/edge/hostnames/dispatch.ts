@@ -1,4 +1,5 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
+import type { Socket } from "node:net";
 import type { Duplex } from "node:stream";
 import type { TLSSocket } from "node:tls";
 import { knownCacheStatus, type EdgeMetrics, type EdgeTrafficArea } from "../metrics.js";
@@ -86,11 +87,13 @@ export class EdgeDispatch {
   /** Answers the request, or returns false for the v4 API and the dashboard (Fastify's routes) to answer it. */
   request(req: IncomingMessage, res: ServerResponse): boolean {
     const started = performance.now();
-    const bytesBefore = req.socket.bytesWritten;
+    // Kept: by the answer's close, a connection that ended with it is no longer the request's (req.socket is null).
+    const socket = req.socket;
+    const bytesBefore = socket.bytesWritten;
     const answered = this.answer(req, res);
     if (this.metrics || (this.traffic && answered.tenantHost !== undefined)) {
       const area: EdgeTrafficArea = answered.area ?? (pathOf(req).startsWith("/client/v4") ? "api" : "dashboard");
-      res.once("close", () => this.ended(req, res, area, answered.tenantHost, started, bytesBefore));
+      res.once("close", () => this.ended(req, res, socket, area, answered.tenantHost, started, bytesBefore));
     }
     return answered.area !== undefined;
   }
@@ -99,19 +102,35 @@ export class EdgeDispatch {
    * Counting never fails the process: it runs in the answer's `close` event, where a throw would be uncaught (and
    * prom-client throws on a label set it was not declared with, e.g. once a polluted Object.prototype adds a key).
    */
-  private ended(req: IncomingMessage, res: ServerResponse, area: EdgeTrafficArea, tenantHost: string | undefined, started: number, bytesBefore: number) {
+  private ended(
+    req: IncomingMessage,
+    res: ServerResponse,
+    socket: Socket,
+    area: EdgeTrafficArea,
+    tenantHost: string | undefined,
+    started: number,
+    bytesBefore: number,
+  ) {
     try {
-      this.count(req, res, area, tenantHost, started, bytesBefore);
+      this.count(req, res, socket, area, tenantHost, started, bytesBefore);
     } catch {
       // The request is answered; only its count is lost.
     }
   }
 
   /** Counts a request whose answer ended (or whose client went away): the metrics, and the analytics' rollups. */
-  private count(req: IncomingMessage, res: ServerResponse, area: EdgeTrafficArea, tenantHost: string | undefined, started: number, bytesBefore: number) {
+  private count(
+    req: IncomingMessage,
+    res: ServerResponse,
+    socket: Socket,
+    area: EdgeTrafficArea,
+    tenantHost: string | undefined,
+    started: number,
+    bytesBefore: number,
+  ) {
     const status = res.headersSent ? res.statusCode : undefined;
     // On a kept-alive connection bytesWritten is the connection's: the difference is this answer's share.
-    const bytes = Math.max(0, req.socket.bytesWritten - bytesBefore);
+    const bytes = Math.max(0, socket.bytesWritten - bytesBefore);
     const zone = tenantHost === undefined ? undefined : this.zoneOf(tenantHost);
     const cacheStatus = knownCacheStatus(res.getHeader("cf-cache-status"));
     this.metrics?.record(area, status, zone?.name ?? "", (performance.now() - started) / 1000, bytes, cacheStatus);
