@@ -93,29 +93,17 @@ export class EdgeDispatch {
     const answered = this.answer(req, res);
     if (this.metrics || (this.traffic && answered.tenantHost !== undefined)) {
       const area: EdgeTrafficArea = answered.area ?? (pathOf(req).startsWith("/client/v4") ? "api" : "dashboard");
-      res.once("close", () => this.ended(req, res, socket, area, answered.tenantHost, started, bytesBefore));
+      // Counting never fails the process: it runs in the answer's close event, where a throw would be uncaught (and
+      // prom-client throws on a label set it was not declared with, e.g. once a polluted Object.prototype adds a key).
+      res.once("close", () => {
+        try {
+          this.count(req, res, socket, area, answered.tenantHost, started, bytesBefore);
+        } catch {
+          // The request is answered; only its count is lost.
+        }
+      });
     }
     return answered.area !== undefined;
-  }
-
-  /**
-   * Counting never fails the process: it runs in the answer's `close` event, where a throw would be uncaught (and
-   * prom-client throws on a label set it was not declared with, e.g. once a polluted Object.prototype adds a key).
-   */
-  private ended(
-    req: IncomingMessage,
-    res: ServerResponse,
-    socket: Socket,
-    area: EdgeTrafficArea,
-    tenantHost: string | undefined,
-    started: number,
-    bytesBefore: number,
-  ) {
-    try {
-      this.count(req, res, socket, area, tenantHost, started, bytesBefore);
-    } catch {
-      // The request is answered; only its count is lost.
-    }
   }
 
   /** Counts a request whose answer ended (or whose client went away): the metrics, and the analytics' rollups. */
