@@ -26,9 +26,10 @@ export interface Pebble {
 /**
  * Starts pebble (Let's Encrypt's test ACME server, Debian's package) in `dir`, validating DNS-01 by asking the DNS
  * server at `dnsServer` ("127.0.0.1:port"). Its HTTPS certificate is made here with openssl and signed by a CA of
- * the test (`serverCaFile`). Resolves once it listens.
+ * the test (`serverCaFile`). Resolves once it listens. `alwaysValid`: pebble takes every challenge as answered
+ * without looking (PEBBLE_VA_ALWAYS_VALID), for tests of the ACME client alone.
  */
-export async function startPebble(dir: string, dnsServer: string): Promise<Pebble> {
+export async function startPebble(dir: string, dnsServer: string, opts: { alwaysValid?: boolean } = {}): Promise<Pebble> {
   const f = (n: string) => join(dir, n);
   execFileSync(
     "openssl",
@@ -78,7 +79,7 @@ export async function startPebble(dir: string, dnsServer: string): Promise<Pebbl
   );
   const pebble = spawn("pebble", ["-config", f("pebble.json"), "-dnsserver", dnsServer], {
     // No random sleeps before validating, and no nonces refused at random: the test checks outcomes, not retries.
-    env: { ...process.env, PEBBLE_VA_NOSLEEP: "1", PEBBLE_WFE_NONCEREJECT: "0" },
+    env: { ...process.env, PEBBLE_VA_NOSLEEP: "1", PEBBLE_WFE_NONCEREJECT: "0", ...(opts.alwaysValid && { PEBBLE_VA_ALWAYS_VALID: "1" }) },
     stdio: ["ignore", "pipe", "pipe"],
   });
   await new Promise<void>((resolve, reject) => {

@@ -60,9 +60,28 @@ export class AcmeOrderer {
     if (!this.client) {
       const key = await this.storeCall(() => this.accountKey(async () => (await acme.crypto.createPrivateEcdsaKey("P-256")).toString()));
       // Polls for the CA's verdict from 1 s on, doubling up to 10 s: pebble and real CAs answer within seconds.
-      this.client = new acme.Client({ directoryUrl: this.cfg.directoryUrl, accountKey: key, backoffMin: 1000, backoffMax: 10_000 });
+      const client = new acme.Client({ directoryUrl: this.cfg.directoryUrl, accountKey: key, backoffMin: 1000, backoffMax: 10_000 });
+      await this.register(client);
+      this.client = client;
     }
     return this.client;
+  }
+
+  /**
+   * Finds the platform's ACME account, or makes it. The key is shared by every node and kept across restarts, so the
+   * account usually exists already: it is looked up (`onlyReturnExisting`, RFC 8555 section 7.3.1) rather than
+   * registered again, since acme-client answers an existing account by sending the registration as an update, which
+   * a CA may refuse as an update that changes nothing (pebble does: every node but the first, and every restart,
+   * then failed its first order).
+   */
+  private async register(client: acme.Client): Promise<void> {
+    try {
+      await client.createAccount({ onlyReturnExisting: true });
+      return;
+    } catch {
+      // No such account (or the lookup failed): registering says which.
+    }
+    await client.createAccount({ termsOfServiceAgreed: true, ...(this.cfg.email && { contact: [`mailto:${this.cfg.email}`] }) });
   }
 
   /**

@@ -15,6 +15,12 @@ const ORDER_LEASE_MS = 10 * 60_000;
 /** A failed order is retried after 1 minute, then 2, 4, … up to 6 hours. */
 const FIRST_RETRY_MS = 60_000;
 const LONGEST_RETRY_MS = 6 * 3600_000;
+/**
+ * How long a zone stays proxied before its edge certificate is ordered. Attaching a Custom Domain writes its proxied
+ * record before the domain (routing/dns-records.ts), and a node may see the record first: without the wait, that
+ * moment reads as a proxied zone and orders a certificate nobody wants. It also spares the CA a toggle undone at once.
+ */
+const ZONE_CERTIFICATE_WAIT_MS = 10_000;
 /** The longest error text kept with a row (a CA's problem detail can be long). */
 const MAX_ERROR_CHARS = 500;
 
@@ -251,7 +257,9 @@ export class CertificateManager {
     for (const d of attached.values()) {
       const row = stored.get(d.hostname);
       if (!row || row.accountId !== d.accountId) {
-        await store.ensure(d.hostname, d.accountId, t);
+        const zoneCertificate = d.hostname.startsWith("*.");
+        await store.ensure(d.hostname, d.accountId, zoneCertificate ? t + ZONE_CERTIFICATE_WAIT_MS : t);
+        if (zoneCertificate) this.syncAt(t + ZONE_CERTIFICATE_WAIT_MS);
         changed = true;
       }
     }
@@ -267,6 +275,11 @@ export class CertificateManager {
     await this.buildCustomContexts(await store.customCertificates());
     for (const r of rows) if (this.due(r, t)) this.queue.push(r.accountId, r.hostname);
     this.orderNext();
+  }
+
+  /** Syncs again at `at` (a row that becomes due then is ordered at once, not at the next check). */
+  private syncAt(at: number): void {
+    setTimeout(() => this.domainsChanged(), Math.max(0, at - Date.now()) + 50).unref();
   }
 
   private due(r: CertificateRow, t: number): boolean {
@@ -344,7 +357,10 @@ export class CertificateManager {
     if (!domain || !row || row.accountId !== domain.accountId) return;
     const started = Date.now();
     if (!(await store.claim(hostname, nodeId, started, ORDER_LEASE_MS))) return;
-    log.info({ hostname, renewal: row.certPem !== null }, "ordering the certificate of a Custom Domain");
+    log.info(
+      { hostname, renewal: row.certPem !== null },
+      hostname.startsWith("*.") ? "ordering the certificate of a zone's edge" : "ordering the certificate of a Custom Domain",
+    );
     let issued: IssuedCertificate;
     try {
       issued = await this.deps.orderer.order(hostname, this.deps.challenges(hostname, domain.accountId));
