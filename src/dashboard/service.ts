@@ -14,6 +14,7 @@ const FILES: Record<string, string> = {
   "dom.js": JS,
   "pages.js": JS,
   "charts.js": JS,
+  "worker-logs.js": JS,
   "style.css": "text/css; charset=utf-8",
   // uPlot, the chart library (copied from node_modules by the build).
   "uPlot.esm.js": JS,

@@ -3,12 +3,14 @@
 import { api, ApiFailure, session, TOKEN_KEY } from "./api.js";
 import { h, notify, setRerender } from "./dom.js";
 import { pages } from "./pages.js";
+import { workerLogsPage } from "./worker-logs.js";
 
 const main = document.getElementById("main");
 
 /** The page a location hash names, as [page, arguments]. */
 function route(hash) {
-  const [area, id, sub] = hash.replace(/^#\/?/, "").split("/").map(decodeURIComponent);
+  const [area, id, sub, more] = hash.replace(/^#\/?/, "").split("/").map(decodeURIComponent);
+  if (area === "worker-logs" && id) return [workerLogsPage, [id, sub, more]];
   const nested = { dns: "zone", kv: "namespace", r2: "bucket", "ai-gateway": "gatewayLogs" };
   if (id && nested[area]) return [nested[area], [id, sub]];
   return [pages[area] ? area : "overview", []];
@@ -20,10 +22,11 @@ let renders = 0;
 async function render() {
   const mine = ++renders;
   const [name, args] = route(location.hash);
-  for (const a of document.querySelectorAll("#nav a")) a.classList.toggle("active", a.getAttribute("href") === `#/${location.hash.split("/")[1] ?? ""}`);
+  const section = location.hash.split("/")[1] === "worker-logs" ? "workers" : location.hash.split("/")[1];
+  for (const a of document.querySelectorAll("#nav a")) a.classList.toggle("active", a.getAttribute("href") === `#/${section ?? ""}`);
   let content;
   try {
-    content = (await pages[name](...args)).filter(Boolean);
+    content = (await (typeof name === "function" ? name : pages[name])(...args)).filter(Boolean);
   } catch (err) {
     content = [h("p", {}, err instanceof ApiFailure ? err.message : `Could not load this page: ${err.message}`)];
   }
