@@ -394,7 +394,53 @@ describe(
       assert.equal(await page.locator("form[name=upload-certificate]").count(), 0, "nothing of B's zone");
     });
 
+    it("with a read-only token the pages show what it may read, and every change is refused with the API's reason", async () => {
+      // The overview counts zones, namespaces, buckets, scripts and gateways: reading those too.
+      const permissions = [
+        "d1_read",
+        "queues_read",
+        "workers_read",
+        "zone_settings_read",
+        "dns_read",
+        "kv_read",
+        "r2_read",
+        "ai_gateway_read",
+        "account_settings_read",
+      ];
+      const made = await p.api("POST", `/accounts/${p.accountId}/tokens`, { name: "dash-viewer", permissions });
+      assert.equal(made.status, 200, JSON.stringify(made.body));
+      await page.click("#sign-out");
+      await page.fill("form[name=sign-in] input[name=token]", made.body.result.value);
+      await page.click("form[name=sign-in] button");
+      await page.waitForSelector(".cards");
+
+      // Listing tables and running SQL are D1 edit in the API: the page says so and keeps the rest.
+      await open(`d1/${dbA}`, "#tables-refused");
+      assert.match((await page.textContent("#tables-refused")) ?? "", /^Tables are not listed: .*\(code \d+\)/);
+      await page.fill("form[name=query] textarea[name=sql]", "DELETE FROM notes");
+      await page.click("form[name=query] button");
+      await page.waitForSelector("#query-error");
+      assert.match((await page.textContent("#query-error")) ?? "", /\(code 10000\)/);
+      assert.equal((await apiA("POST", `/d1/database/${dbA}/query`, { sql: "SELECT count(*) AS n FROM notes" })).body.result[0].results[0].n, 2);
+
+      await open(`zone-settings/${zoneA}`, "form[name=zone-settings]");
+      await page.selectOption("select[name=websockets]", "off");
+      await page.click("form[name=zone-settings] button[type=submit]");
+      assert.match(await alertText(), /\(code 10000\)/);
+      const websockets = (await p.api("GET", `/zones/${zoneA}/settings/websockets`)).body.result.value;
+      assert.equal(websockets, "on", "the refused change was not written");
+
+      await open("queues", "td:text-is('a-jobs')");
+      await page.fill("form[name=create-queue] input[name=queue_name]", "not-allowed");
+      await page.click("form[name=create-queue] button");
+      assert.match(await alertText(), /\(code 10000\)/);
+      await page.click("#sign-out");
+    });
+
     it("a page name from the hash is never an inherited property; no page threw", async () => {
+      await page.fill("form[name=sign-in] input[name=token]", p.token);
+      await page.click("form[name=sign-in] button");
+      await page.waitForSelector(".cards");
       await page.goto(`${p.url}/dash/#/constructor`);
       await page.waitForSelector(".cards");
       await page.goto(`${p.url}/dash/#/__proto__/x`);

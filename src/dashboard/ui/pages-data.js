@@ -25,7 +25,7 @@ function cell(value) {
 function statementResult(r, i, count) {
   const { columns, rows } = r.results ?? { columns: [], rows: [] };
   const m = r.meta ?? {};
-  const summary = `${rows.length} row${rows.length === 1 ? "" : "s"} returned, ${m.rows_written ?? 0} written, ${m.duration ?? 0} ms`;
+  const summary = `${rows.length} row${rows.length === 1 ? "" : "s"} returned, ${m.rows_written ?? 0} written, ${Number(m.duration ?? 0).toFixed(2)} ms`;
   const heading = count > 1 ? h("h3", {}, `Statement ${i + 1}`) : null;
   if (columns.length === 0) return h("div", { class: "statement" }, heading, h("p", { class: "summary" }, summary));
   return h(
