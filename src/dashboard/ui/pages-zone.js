@@ -136,12 +136,19 @@ const lines = (text) =>
     .map((l) => l.trim())
     .filter(Boolean);
 
-/** The purge forms: one per kind of the hosted purge_cache body. */
-const PURGES = [
-  { kind: "files", name: "purge-urls", label: "URLs", placeholder: "https://www.example.com/app.js", button: "Purge URLs" },
-  { kind: "tags", name: "purge-tags", label: "Cache tags", placeholder: "product-42", button: "Purge tags" },
-  { kind: "hosts", name: "purge-hosts", label: "Hosts", placeholder: "images.example.com", button: "Purge hosts" },
-  { kind: "prefixes", name: "purge-prefixes", label: "Prefixes (host and path)", placeholder: "www.example.com/images/", button: "Purge prefixes" },
+/** The purge forms: one per kind of the hosted purge_cache body, with examples in the zone. */
+const purges = (zone) => [
+  { kind: "files", name: "purge-urls", title: "By URL", label: "URLs", placeholder: `https://www.${zone}/app.js`, button: "Purge URLs" },
+  { kind: "tags", name: "purge-tags", title: "By cache tag", label: "Cache tags", placeholder: "product-42", button: "Purge tags" },
+  { kind: "hosts", name: "purge-hosts", title: "By host", label: "Hosts", placeholder: `images.${zone}`, button: "Purge hosts" },
+  {
+    kind: "prefixes",
+    name: "purge-prefixes",
+    title: "By prefix",
+    label: "Prefixes (host and path)",
+    placeholder: `www.${zone}/images/`,
+    button: "Purge prefixes",
+  },
 ];
 
 export const zonePages = {
@@ -178,11 +185,11 @@ export const zonePages = {
           doneText: `Purged everything cached for ${zone.name}`,
         }),
       ),
-      ...PURGES.map((p) =>
+      ...purges(zone.name).map((p) =>
         h(
           "section",
           { "aria-labelledby": `${p.name}-title` },
-          h("h2", { id: `${p.name}-title` }, `By ${p.label.toLowerCase()}`),
+          h("h2", { id: `${p.name}-title` }, p.title),
           form(p.name, [{ name: "items", label: `${p.label}, one per line`, type: "textarea", placeholder: p.placeholder, required: true }], p.button, (v) =>
             purge({ [p.kind]: lines(v.items) }),
           ),
