@@ -2,18 +2,24 @@
 // location hashes to pages and handles signing in and out.
 import { api, ApiFailure, session, TOKEN_KEY } from "./api.js";
 import { h, notify, setRerender } from "./dom.js";
-import { pages } from "./pages.js";
-import { workerLogsPage } from "./worker-logs.js";
+import { dataNested, dataPages } from "./pages-data.js";
+import { pages as basePages } from "./pages.js";
+import { zoneNested, zonePages } from "./pages-zone.js";
+import { logsNested, logsPages } from "./worker-logs.js";
+
+/** Every page by name; each area's module brings its own (kept apart so areas change without touching each other). */
+const pages = { ...basePages, ...dataPages, ...zonePages, ...logsPages };
+/** Areas whose `#/<area>/<id>` hash names one item, and the page that shows it. */
+const nested = { dns: "zone", kv: "namespace", r2: "bucket", "ai-gateway": "gatewayLogs", ...dataNested, ...zoneNested, ...logsNested };
 
 const main = document.getElementById("main");
 
 /** The page a location hash names, as [page, arguments]. */
 function route(hash) {
   const [area, id, sub, more] = hash.replace(/^#\/?/, "").split("/").map(decodeURIComponent);
-  if (area === "worker-logs" && id) return [workerLogsPage, [id, sub, more]];
-  const nested = { dns: "zone", kv: "namespace", r2: "bucket", "ai-gateway": "gatewayLogs" };
-  if (id && nested[area]) return [nested[area], [id, sub]];
-  return [pages[area] ? area : "overview", []];
+  // The hash is the visitor's: it is looked up only as the objects' own names, never as an inherited property.
+  if (id && Object.hasOwn(nested, area)) return [nested[area], [id, sub, more]];
+  return [Object.hasOwn(pages, area) ? area : "overview", []];
 }
 
 /** Counts renders, so a slow page that finishes after the user moved on does not replace the newer one. */
@@ -26,7 +32,7 @@ async function render() {
   for (const a of document.querySelectorAll("#nav a")) a.classList.toggle("active", a.getAttribute("href") === `#/${section ?? ""}`);
   let content;
   try {
-    content = (await (typeof name === "function" ? name : pages[name])(...args)).filter(Boolean);
+    content = (await pages[name](...args)).filter(Boolean);
   } catch (err) {
     content = [h("p", {}, err instanceof ApiFailure ? err.message : `Could not load this page: ${err.message}`)];
   }

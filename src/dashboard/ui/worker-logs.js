@@ -74,3 +74,7 @@ export async function workerLogsPage(script, windowName = "1 hour", search = "")
     ),
   ];
 }
+
+/** This module's pages and its `#/worker-logs/<script>` hash, as app.js gathers them from each area's module. */
+export const logsPages = { workerLogs: workerLogsPage };
+export const logsNested = { "worker-logs": "workerLogs" };
