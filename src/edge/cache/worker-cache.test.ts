@@ -95,7 +95,7 @@ describe("the Workers Cache API and a Worker's fetch through the cache", () => {
 
   /** Calls the Worker on `host` with the query `q`. */
   const call = async (host: string, q: Record<string, string | number | object>) => {
-    const qs = new URLSearchParams(Object.entries(q).map(([k, v]) => [k, typeof v === "object" ? JSON.stringify(v) : String(v)]));
+    const qs = new URLSearchParams(Object.entries(q).map(([k, v]): [string, string] => [k, typeof v === "object" ? JSON.stringify(v) : String(v)]));
     const res = await request(`http://127.0.0.1:${port}/?${qs}`, { headers: { host } });
     return { status: res.statusCode, headers: res.headers, text: await res.body.text() };
   };
