@@ -1,5 +1,7 @@
 import assert from "node:assert/strict";
-import { createServer, type Server } from "node:http";
+import { readdirSync, readFileSync } from "node:fs";
+import { createServer, request as httpRequest, type Server } from "node:http";
+import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { request } from "undici";
 import type { TestPlatform } from "../../core/testing/platform.js";
@@ -73,7 +75,16 @@ describe("the Workers Cache API and a Worker's fetch through the cache", () => {
       res.end(`origin ${req.headers.host} ${req.url} #${n}`);
     });
     await new Promise<void>((resolve) => origin.listen(80, addr(1), () => resolve()));
-    p = await startPlatform(["--origin-allow", "127.0.0.0/8", "--origin-timeout", "5", "--origin-connect-timeout", "2"]);
+    p = await startPlatform([
+      "--origin-allow",
+      "127.0.0.0/8",
+      "--origin-timeout",
+      "5",
+      "--origin-connect-timeout",
+      "2",
+      "--cache-max-object-bytes",
+      String(1024 * 1024),
+    ]);
     port = Number(new URL(p.url).port);
     zoneA = (await p.api("POST", "/zones", { name: "capi-a.example", account: { id: p.accountId } })).body.result.id;
     assert.equal((await p.api("POST", `/zones/${zoneA}/dns_records`, { type: "A", name: "www", content: addr(1), proxied: true })).status, 200);
@@ -284,5 +295,68 @@ describe("the Workers Cache API and a Worker's fetch through the cache", () => {
       assert.match(r.text, /cf\.cache/);
     }
     assert.equal(seen.get("/bad-cf"), undefined);
+  });
+
+  it("a put larger than --cache-max-object-bytes is not stored; one under it is", async () => {
+    // The Worker builds the body itself, of ?n= bytes, puts and matches it.
+    const code = `export default { async fetch(request) {
+      const n = new URL(request.url).searchParams.get("n");
+      const key = "https://${A}/size/" + n;
+      await caches.default.put(key, new Response("x".repeat(Number(n)), { headers: { "cache-control": "max-age=600" } }));
+      const m = await caches.default.match(key);
+      return new Response(m ? "stored " + (await m.text()).length : "not stored");
+    } };`;
+    assert.equal((await uploadScript(p, "capi-size", code)).status, 200);
+    assert.equal((await p.api("POST", `/zones/${zoneA}/workers/routes`, { pattern: "www.capi-a.example/size*", script: "capi-size" })).status, 200);
+    const sized = async (n: number) => (await request(`http://127.0.0.1:${port}/size?n=${n}`, { headers: { host: A } })).body.text();
+    assert.equal(await sized(1024 * 1024 + 1), "not stored");
+    assert.equal(await sized(512 * 1024), `stored ${512 * 1024}`);
+  });
+
+  it("the platform's Cache API endpoint refuses what workerd never sends (checked with the Worker's own label): other methods, keys, names, payloads", async () => {
+    // The label workerd sends for capi-a's cache calls, read from its config (0600, this user's).
+    const dir = join(p.stateDir, "workers-run", "capi-a");
+    const version = readdirSync(dir).find((d) => /^\d+$/.test(d))!;
+    const config = readFileSync(join(dir, version, "config.capnp"), "utf8");
+    const m =
+      /\(name = "cache", external = \(address = "unix:([^"]+)", http = \(style = proxy, injectRequestHeaders = \[\(name = "([^"]+)", value = "([^"]+)"\)/.exec(
+        config,
+      );
+    assert.ok(m, "the cache service is in the config");
+    const [, socketPath, headerName, label] = m;
+    const send = (method: string, target: string, headers: Record<string, string> = {}, body?: Buffer | string, cut = false) =>
+      new Promise<{ status: number; headers: Record<string, unknown> }>((resolve, reject) => {
+        const req = httpRequest({ socketPath, method, path: target, headers: { [headerName]: label, ...headers } }, (res) => {
+          res.resume();
+          res.once("end", () => resolve({ status: res.statusCode ?? 0, headers: res.headers }));
+        });
+        req.once("error", reject);
+        if (cut && body !== undefined) {
+          req.write(body);
+          setTimeout(() => req.destroy(), 200);
+          return;
+        }
+        req.end(body);
+      });
+    const key = `https://${A}/internal`;
+    assert.equal((await send("DELETE", key)).status, 405);
+    assert.equal((await send("GET", "/not-absolute")).status, 400);
+    assert.equal((await send("GET", key, { "cf-cache-namespace": "%E0%A4%A" })).status, 400, "a name that is not URI-encoded");
+    assert.equal((await send("GET", key, { "cf-cache-namespace": "n".repeat(4000) })).status, 400, "a name too long");
+    assert.equal((await send("PUT", key, {}, "not an HTTP response\r\n\r\nbody")).status, 413);
+    assert.equal((await send("PUT", key, {}, `HTTP/1.1 200 OK\r\nx-big: ${"a".repeat(70 * 1024)}\r\n\r\nbody`)).status, 413, "a head over 64 KiB");
+    const cutHead = `HTTP/1.1 200 OK\r\ncache-control: max-age=600\r\ncontent-length: 1000\r\n\r\n`;
+    assert.equal((await send("PUT", key, {}, cutHead + "short")).status, 413, "a body shorter than its length");
+    await send("PUT", key, { "transfer-encoding": "chunked" }, cutHead + "x".repeat(100), true).catch(() => undefined);
+    const hit = await send("GET", key, { "cache-control": "only-if-cached" });
+    assert.equal(hit.status, 504, "nothing of those was stored");
+    assert.equal(hit.headers["cf-cache-status"], "MISS");
+    // Well formed: stored and matched; another tenant's key with this label: nothing.
+    assert.equal((await send("PUT", key, {}, `HTTP/1.1 200 OK\r\ncache-control: max-age=600\r\ncontent-length: 2\r\n\r\nok`)).status, 204);
+    assert.equal((await send("GET", key)).headers["cf-cache-status"], "HIT");
+    assert.equal((await send("PUT", `https://${B}/internal`, {}, `HTTP/1.1 200 OK\r\ncache-control: max-age=600\r\ncontent-length: 2\r\n\r\nok`)).status, 413);
+    assert.equal((await send("GET", `https://${B}/internal`)).status, 504);
+    // Without the label (or with another secret): refused before any of this.
+    assert.equal((await send("GET", key, { [headerName]: "forged.e30" })).status, 403);
   });
 });
