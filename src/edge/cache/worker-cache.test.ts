@@ -224,6 +224,24 @@ describe("the Workers Cache API and a Worker's fetch through the cache", () => {
     assert.equal((await match(A, keyA)).text, "A's", "B's purge left A's object");
   });
 
+  it("a Worker on a Custom Domain has its zone's cache, the same one its route's Worker of that zone sees", async () => {
+    assert.equal((await uploadScript(p, "capi-domain", worker)).status, 200);
+    const attached = await p.api("PUT", `/accounts/${p.accountId}/workers/domains`, { hostname: "shop.capi-a.example", service: "capi-domain" });
+    assert.equal(attached.status, 200, JSON.stringify(attached.body));
+    const shop = "shop.capi-a.example";
+    const key = `https://${shop}/item`;
+    const deadline = Date.now() + 30_000;
+    // The domain is served once the route table is read again.
+    while ((await put(shop, key, { body: "from the domain", headers: { "cache-control": "max-age=600" } })).text !== "put") {
+      assert.ok(Date.now() < deadline, "the Custom Domain never answered");
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    assert.equal((await match(shop, key)).text, "from the domain");
+    // capi-a is routed in the same zone: one zone, one cache (hosted: per zone).
+    assert.equal((await match(A, key)).text, "from the domain");
+    assert.equal((await match(B, key)).headers["x-matched"], "no", "never another tenant's");
+  });
+
   it("on a workers.dev-style hostname the Cache API does nothing (match undefined, put stores nothing)", async () => {
     const dev = await hit(p, "capi-a", `/?op=put&key=self&headers=${encodeURIComponent('{"cache-control":"max-age=600"}')}`);
     assert.equal(dev.text, "put", "put resolves");
