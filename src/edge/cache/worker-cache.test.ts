@@ -24,6 +24,8 @@ describe("the Workers Cache API and a Worker's fetch through the cache", () => {
   let origin: Server;
   /** Requests the origin saw, by path (with query). */
   const seen = new Map<string, number>();
+  /** Requests that reached the origin with the platform's internal cf header (never). */
+  let cfHeaderSeen = 0;
 
   // One Worker for both accounts: ?op=put|match|delete on `key` (in cache `ns` when given), or ?op=fetch of `path` on
   // the zone's origin with `cf`.
@@ -68,6 +70,7 @@ describe("the Workers Cache API and a Worker's fetch through the cache", () => {
     // The origin of both zones: answers its path, counting; headers from ?h= (JSON).
     origin = createServer((req, res) => {
       const url = new URL(req.url ?? "/", "http://x");
+      if (req.headers["x-edge-cf"] !== undefined) cfHeaderSeen++;
       const n = (seen.get(req.url ?? "") ?? 0) + 1;
       seen.set(req.url ?? "", n);
       const headers = JSON.parse(url.searchParams.get("h") ?? "{}") as Record<string, string>;
@@ -304,6 +307,7 @@ describe("the Workers Cache API and a Worker's fetch through the cache", () => {
     assert.equal((await fetchVia("/tagged", { cacheTtl: 300 })).headers["cf-cache-status"], "HIT");
     await purge(zoneA, { tags: ["worker-tag"] });
     assert.equal((await fetchVia("/tagged", { cacheTtl: 300 })).headers["cf-cache-status"], "MISS");
+    assert.equal(cfHeaderSeen, 0, "the cf blob's header never reaches the origin");
   });
 
   it("bad cf cache options are refused with a 400 naming them, and the origin is not asked", async () => {

@@ -67,6 +67,8 @@ export class WorkerCacheApi {
       req.resume();
       return void res.writeHead(413, { "content-length": "0" }).end();
     }
+    // A put cut off by workerd (its way of saying "do not commit") errors the request: not stored, never a crash.
+    req.on("error", () => undefined);
     void this.put(req, place)
       .then((stored) => res.writeHead(stored ? 204 : 413, { "content-length": "0" }).end())
       .catch((err: unknown) => {
