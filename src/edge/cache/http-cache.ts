@@ -497,9 +497,10 @@ const one = (v: string | string[] | undefined) => (Array.isArray(v) ? v[0] : v);
 
 /**
  * The variant of a key by what the client accepts (Vary: Accept-Encoding, the only Vary the cache keeps): the origin
- * is asked with exactly this, so a compressed body never reaches a client that did not ask for it.
+ * is asked with exactly this, so a compressed body never reaches a client that did not ask for it. purge.ts names
+ * one variant of a URL the same way.
  */
-function encodingClass(value: string | string[] | undefined): string {
+export function encodingClass(value: string | string[] | undefined): string {
   const accepted = new Set(
     (Array.isArray(value) ? value.join(",") : (value ?? ""))
       .split(",")
