@@ -75,7 +75,22 @@ try {
   );
   // Warm every cache, and check the edge answers HIT (curl: fetch() does not send a Host of our choosing).
   const curl = (url, host) => execFileSync("curl", ["-s", "-o", "/dev/null", "-D", "-", ...(host ? ["-H", `Host: ${host}`] : []), url], { encoding: "utf8" });
+  // The peers may start slowly on a loaded machine; one that never answers (a port taken by another session's bench?)
+  // is named with its log.
+  const answering = async (url, name, log) => {
+    for (let i = 0; i < 60; i++) {
+      try {
+        return curl(url);
+      } catch {
+        await sleep(500);
+      }
+    }
+    throw new Error(`${name} does not answer ${url}: ${log ? readFileSync(log, "utf8").slice(-2000) : ""}`);
+  };
+  await answering("http://127.0.0.1:18191/1k.js", "nginx", join(dir, "nginx-error.log"));
   if (parts.has("hit")) {
+    await answering("http://127.0.0.1:18192/1k.js", "varnish");
+    await answering("http://127.0.0.1:18193/1k.js", "the bare Node server");
     for (let i = 0; i < 3; i++) {
       curl("http://127.0.0.1:18194/1k.js", "www.bench-cache.example");
       curl("http://127.0.0.1:18191/1k.js");
