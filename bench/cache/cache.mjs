@@ -161,8 +161,8 @@ try {
       index.transaction(() => {
         for (let i = b * 1000; i < (b + 1) * 1000; i++) {
           const url = `http://www.bench-cache.example/o/${i}.js`;
-          // Files only for the tags purged below (2,000 files): the rest need none to be found by a purge.
-          if (i % 1000 < 20) writeFileSync(join(objects, String(i)), "x".repeat(1024));
+          // Files only for the tags purged below (4,000 files): the rest need none to be found by a purge.
+          if (i % 1000 < 40) writeFileSync(join(objects, String(i)), "x".repeat(1024));
           index.put(
             {
               key: `${zone}\n${url}\n`,
@@ -184,13 +184,22 @@ try {
       });
     const total = index.count();
     index.close();
-    const times = [];
-    for (let i = 0; i < 20; i++) {
-      const t0 = performance.now();
-      const r = await api("POST", `/zones/${zone}/purge_cache`, { tags: [`tag-${i}`] });
-      times.push(performance.now() - t0);
-      if (!r.success) throw new Error(JSON.stringify(r));
-    }
+    // Twenty purges at the default plan's sustained rate (pro: 5 a second), so each one's deletions after its answer
+    // are not charged to the next one's answer; then twenty back to back (the bucket's 25 at once), which are.
+    const purgeTimes = async (from, gapMs) => {
+      const times = [];
+      for (let i = from; i < from + 20; i++) {
+        if (gapMs) await sleep(gapMs);
+        const t0 = performance.now();
+        const r = await api("POST", `/zones/${zone}/purge_cache`, { tags: [`tag-${i}`] });
+        times.push(performance.now() - t0);
+        if (!r.success) throw new Error(JSON.stringify(r));
+      }
+      return times;
+    };
+    const times = await purgeTimes(0, 200);
+    await sleep(5000);
+    const burst = await purgeTimes(20, 0);
     const baseline = [];
     for (let i = 0; i < 20; i++) {
       const t0 = performance.now();
@@ -200,7 +209,7 @@ try {
     const left = readdirSync(objects).length;
     console.log(`for scale, GET /zones/{id}/settings/ssl (the API's own work): median ${median(baseline).toFixed(1)} ms`);
     console.log(
-      `purge of one tag (100 objects) among ${total} objects via the API: median ${median(times).toFixed(1)} ms, max ${Math.max(...times).toFixed(1)} ms (20 purges), load ${loadavg()[0].toFixed(1)}; body files left of the 2,000 purged: ${left}`,
+      `purge of one tag (100 objects) among ${total} objects via the API: median ${median(times).toFixed(1)} ms, max ${Math.max(...times).toFixed(1)} ms (20 purges 200 ms apart); back to back: median ${median(burst).toFixed(1)} ms, max ${Math.max(...burst).toFixed(1)} ms; load ${loadavg()[0].toFixed(1)}; body files left of the 4,000 purged: ${left}`,
     );
   }
 } finally {
