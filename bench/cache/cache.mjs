@@ -137,6 +137,8 @@ try {
       download("http://127.0.0.1:18194/100m.bin", "www.bench-cache.example");
       download("http://127.0.0.1:18191/100m.bin");
     }
+    const bigStatus = /cf-cache-status: (\w+)/i.exec(curl("http://127.0.0.1:18194/100m.bin", "www.bench-cache.example"))?.[1];
+    if (bigStatus !== "HIT") console.log(`note: the edge answered the 100 MiB object ${bigStatus}, not HIT`);
     const big = { edge: [], nginx: [] };
     for (let i = 0; i < 3; i++) {
       big.edge.push(download("http://127.0.0.1:18194/100m.bin", "www.bench-cache.example"));
