@@ -10,7 +10,7 @@ import { execFileSync, spawn } from "node:child_process";
 import { chmodSync, closeSync, ftruncateSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
+import { startPlatform } from "../lib/platform.mjs";
 import { cpuOf } from "../workers/loops.mjs";
 
 const mib = Number(process.argv[2] ?? 1024);
@@ -19,8 +19,6 @@ const ORIGIN = "127.0.0.142";
 const dir = mkdtempSync(join(tmpdir(), "edge-big-bench-"));
 chmodSync(dir, 0o755);
 const children = [];
-// BENCH_CLI: another build's edgecli.js (a before/after comparison of two builds in one sitting).
-const cli = process.env.BENCH_CLI ?? fileURLToPath(new URL("../../dist/bin/edgecli.js", import.meta.url));
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const load = () =>
   loadavg()
@@ -79,43 +77,14 @@ const rssOf = (pid) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/s
 try {
   start(process.execPath, [join(dir, "origin.cjs")]);
   const nginx = start("nginx", ["-c", join(dir, "nginx.conf")]);
-  const edge = start(process.execPath, [
+  // BENCH_PROF_DIR: a CPU profile of the edge; BENCH_EDGE_NODE_ARGS: Node options of the edge only.
+  const nodeArgs = [
     ...(process.env.BENCH_PROF_DIR ? ["--cpu-prof", "--cpu-prof-dir", process.env.BENCH_PROF_DIR] : []),
     ...(process.env.BENCH_EDGE_NODE_ARGS?.split(" ").filter(Boolean) ?? []),
-    cli,
-    "serve",
-    "--port",
-    "18194",
-    "--dns-port",
-    "0",
-    "--dns-workers",
-    "0",
-    "--state-dir",
-    join(dir, "state"),
-    // Metrics on (as deployed), on a port of this benchmark's own: the default one may be another platform's.
-    "--metrics-port",
-    "18195",
-    "--origin-allow",
-    "127.0.0.0/8",
-    "--log-level",
-    "warn",
-  ]);
-  let banner = "";
-  edge.stderr.on("data", (d) => (banner += d));
-  for (let i = 0; i < 300 && !/API token/.test(banner); i++) await sleep(200);
-  const token = /API token\s+(\S+)/.exec(banner)[1];
-  const account = /account id\s+(\S+)/.exec(banner)[1];
-  const api = async (method, path, body) =>
-    (
-      await fetch(`http://127.0.0.1:18194/client/v4${path}`, {
-        method,
-        headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
-        body: JSON.stringify(body),
-      })
-    ).json();
-  const zone = (await api("POST", "/zones", { name: "bench-big.example", account: { id: account } })).result.id;
-  await api("POST", `/zones/${zone}/dns_records`, { type: "A", name: "www", content: ORIGIN, proxied: true });
-  await sleep(1000);
+  ];
+  // BENCH_MEMORY reads the edge's own metrics: on a port of this benchmark's own then.
+  const edge = await startPlatform({ port: 18194, stateDir: join(dir, "state"), children, nodeArgs, metricsPort: process.env.BENCH_MEMORY ? 18195 : 0 });
+  await edge.proxiedZone("bench-big.example", ORIGIN);
 
   const rssBefore = rssOf(edge.pid);
   let peak = rssBefore;
