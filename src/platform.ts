@@ -200,6 +200,7 @@ export async function startPlatform(config: PlatformConfig, log: Logger = create
         const zs = dns.zones.zoneFor(name.toLowerCase().replace(/\.$/, ""));
         return zs === undefined || proxy.settings.on(zs.zone.id, "http2");
       },
+      versionsFor: (name) => proxy.settings.tlsVersions(name === undefined ? undefined : dns.zones.zoneFor(name.replace(/\.$/, ""))?.zone.id),
     });
   const aiGateway = createAiGatewayService(ctx);
   // The GraphQL Analytics API and its per-minute rollups: each area hands over its datasets (R2: what its buckets

@@ -1,8 +1,17 @@
+import type { SecureVersion } from "node:tls";
 import type { Bus } from "../../core/cluster/bus.js";
 import type { Logger } from "../../core/logger.js";
 import { DEVELOPMENT_MODE_MS, parseSetting, SETTINGS, settingSpec, type SettingValue, type SslMode } from "./definitions.js";
 import { SETTINGS_AREA } from "./pg-store.js";
 import type { StoredSetting, ZoneSettingsStore } from "./store.js";
+
+/** min_tls_version's values as Node names the versions. */
+const TLS_VERSIONS: ReadonlyMap<SettingValue, SecureVersion> = new Map([
+  ["1.0", "TLSv1"],
+  ["1.1", "TLSv1.1"],
+  ["1.2", "TLSv1.2"],
+  ["1.3", "TLSv1.3"],
+]);
 
 /** A setting as the API answers it (hosted shape). */
 export interface SettingView {
@@ -67,6 +76,17 @@ export class ZoneSettings {
     return (this.byZone.get(zoneId)?.get("ssl")?.value ?? SETTINGS.get("ssl")!.default) as SslMode;
   }
 
+  /**
+   * The TLS versions the HTTPS port accepts for a zone's names (no zone: the defaults): from `min_tls_version` up to
+   * 1.3, or 1.2 where `tls_1_3` is off (a minimum of 1.3 keeps 1.3 whatever `tls_1_3` says: nothing else is left).
+   */
+  tlsVersions(zoneId: string | undefined): { min: SecureVersion; max: SecureVersion } {
+    const setting = (id: string) => (zoneId === undefined ? SETTINGS.get(id)!.default : this.raw(zoneId, id));
+    const min = TLS_VERSIONS.get(setting("min_tls_version") ?? "1.0") ?? "TLSv1";
+    const tls13 = setting("tls_1_3");
+    return { min, max: tls13 === "off" && min !== "TLSv1.3" ? "TLSv1.2" : "TLSv1.3" };
+  }
+
   /** The value a zone stored, or the default (read on every cached request: no view is built; not for development_mode). */
   raw(zoneId: string, id: string): SettingValue | undefined {
     return this.byZone.get(zoneId)?.get(id)?.value ?? SETTINGS.get(id)?.default;
@@ -109,7 +129,7 @@ export class ZoneSettings {
     const view: SettingView = {
       id,
       value: stored?.value ?? spec.default,
-      editable: !spec.notApplied,
+      editable: true,
       modified_on: stored ? new Date(stored.modifiedOn).toISOString() : null,
     };
     if (id === "development_mode") {
