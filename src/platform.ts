@@ -245,6 +245,8 @@ export async function startPlatform(config: PlatformConfig, log: Logger = create
   // cache (edge/cache, inside the proxy) asks per request.
   const cacheRules = createCacheRulesService(ctx, { zones: edgeZones });
   const proxy = createProxyService(ctx, { zones: edgeZones, isPlatformAddress: (ip) => dns.isPlatformAddress(ip), cacheRules: cacheRules.rules });
+  // DNS answers proxied names by the zone's `ipv6` setting (no AAAA of the edge while it is off).
+  dns.useEdgeSettings({ ipv6: (zoneId) => proxy.settings.on(zoneId, "ipv6"), onChange: (listener) => proxy.settings.onChange(listener) });
   edge.addTenantHandler(proxy.forward);
   // Workers' fetch() calls: a URL of a Worker's own zone reaches its origin through the proxy, not the zone's Workers.
   workers.attachSubrequests({

@@ -31,6 +31,7 @@ export interface SettingView {
 export class ZoneSettings {
   private byZone = new Map<string, Map<string, StoredSetting>>();
   private unsubscribe?: () => void;
+  private readonly listeners: ((zoneId: string | undefined) => void)[] = [];
 
   constructor(
     private readonly store: ZoneSettingsStore,
@@ -42,6 +43,26 @@ export class ZoneSettings {
     const next = new Map<string, Map<string, StoredSetting>>();
     for (const s of await this.store.all()) this.zoneMap(next, s.zoneId).set(s.id, s);
     this.byZone = next;
+    this.changed(undefined);
+  }
+
+  /**
+   * Calls `listener` after a zone's settings changed, here or (read again) from another node: with its id, or
+   * undefined when every zone was read again. Other areas that act on a setting (DNS: `ipv6`) forget what they
+   * derived from it.
+   */
+  onChange(listener: (zoneId: string | undefined) => void): void {
+    this.listeners.push(listener);
+  }
+
+  private changed(zoneId: string | undefined): void {
+    for (const l of this.listeners) {
+      try {
+        l(zoneId);
+      } catch (err) {
+        this.log.error({ err, zoneId }, "a zone settings listener failed");
+      }
+    }
   }
 
   follow(bus: Bus): void {
@@ -108,6 +129,7 @@ export class ZoneSettings {
     await this.store.put(rows);
     const zone = this.zoneMap(this.byZone, zoneId);
     for (const r of rows) zone.set(r.id, r);
+    this.changed(zoneId);
     return rows.map((r) => this.view(zoneId, r.id));
   }
 
@@ -115,12 +137,14 @@ export class ZoneSettings {
   async zoneDeleted(zoneId: string): Promise<void> {
     await this.store.deleteZone(zoneId);
     this.byZone.delete(zoneId);
+    this.changed(zoneId);
   }
 
   private async reloadZone(zoneId: string): Promise<void> {
     const rows = await this.store.zone(zoneId);
     if (rows.length === 0) this.byZone.delete(zoneId);
     else this.byZone.set(zoneId, new Map(rows.map((r) => [r.id, r])));
+    this.changed(zoneId);
   }
 
   private view(zoneId: string, id: string): SettingView {
