@@ -251,6 +251,7 @@ export async function startPlatform(config: PlatformConfig, log: Logger = create
   // Workers' fetch() calls: a URL of a Worker's own zone reaches its origin through the proxy, not the zone's Workers.
   workers.attachSubrequests({
     fetch: (req, res, from) => proxy.subrequest(req, res, from),
+    upgrade: (req, socket, head, from) => proxy.subrequestUpgrade(req, socket, head, from),
     connect: (target, socket, head) => proxy.connectOut(target, socket, head),
   });
   edge.addTenantUpgradeHandler(proxy.upgrade);

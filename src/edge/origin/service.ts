@@ -30,6 +30,8 @@ export function createProxyService(
   upgrade: UpgradeHandler;
   /** Workers' subrequests (workers/runtime/outbound.ts): to their own zones' origins, else out to public addresses. */
   subrequest(req: IncomingMessage, res: ServerResponse, from: { accountId: string; script: string; ownZone(zoneId: string): boolean }): void;
+  /** Workers' WebSocket handshakes: to their own zones' origins while `websockets` is on (true), else false. */
+  subrequestUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer, from: { accountId: string; script: string; ownZone(zoneId: string): boolean }): boolean;
   /** Workers' sockets (connect()): public addresses only. */
   connectOut(target: string, socket: Duplex, head: Buffer): void;
 } {
@@ -67,6 +69,7 @@ export function createProxyService(
     forward: (req, res) => forwarder.handle(req, res),
     upgrade: (req, socket, head) => forwarder.handleUpgrade(req, socket, head),
     connectOut: (target, socket, head) => forwarder.connectOut(target, socket, head),
+    subrequestUpgrade: (req, socket, head, from) => forwarder.subrequestUpgrade(req, socket, head, from),
     subrequest: (req, res, from) => forwarder.subrequest(req, res, from, () => forwarder.outbound(req, res, from.script)),
     closeUpgraded: () => forwarder.closeUpgraded(),
     async start() {
