@@ -34,7 +34,7 @@ export function peekClientHello(socket: Socket, timeoutMs: number, done: (hello:
   const onData = (chunk: Buffer) => {
     chunks.push(chunk);
     size += chunk.length;
-    const parsed = parseClientHello(Buffer.concat(chunks, size));
+    const parsed = parseClientHello(chunks.length === 1 ? chunk : Buffer.concat(chunks, size));
     if (parsed === "more" && size < MAX_HELLO_BYTES) return;
     finish(parsed === "more" || parsed === "invalid" ? undefined : parsed.servername);
   };
@@ -78,13 +78,14 @@ export function parseClientHello(data: Buffer): { servername: string | undefined
     have += length;
     at += 5 + length;
     if (handshakeLength < 0 && have >= 4) {
-      const first = Buffer.concat(records, have);
+      const first = records.length === 1 ? records[0] : Buffer.concat(records, have);
       if (first[0] !== CLIENT_HELLO) return "invalid";
       handshakeLength = first.readUIntBE(1, 3);
       if (handshakeLength + 4 > MAX_HELLO_BYTES) return "invalid";
     }
   }
-  const hello = Buffer.concat(records, have).subarray(4, 4 + handshakeLength);
+  // Nearly always one record: no copy then.
+  const hello = (records.length === 1 ? records[0] : Buffer.concat(records, have)).subarray(4, 4 + handshakeLength);
   try {
     return { servername: serverName(hello) };
   } catch {
