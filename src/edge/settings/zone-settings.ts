@@ -98,11 +98,15 @@ export class ZoneSettings {
   }
 
   /**
-   * The TLS versions the HTTPS port accepts for a zone's names (no zone: the defaults): from `min_tls_version` up to
-   * 1.3, or 1.2 where `tls_1_3` is off (a minimum of 1.3 keeps 1.3 whatever `tls_1_3` says: nothing else is left).
+   * The TLS versions the HTTPS port accepts for a zone's names (names in no zone: see below): from `min_tls_version` up to
+   * 1.3, or 1.2 where `tls_1_3` is off (a minimum of 1.3 keeps 1.3 whatever `tls_1_3` says: nothing else is left);
+   * names in no zone: 1.2 to 1.3.
    */
   tlsVersions(zoneId: string | undefined): { min: SecureVersion; max: SecureVersion } {
-    const setting = (id: string) => (zoneId === undefined ? SETTINGS.get(id)!.default : this.raw(zoneId, id));
+    // Names in no zone (the platform's own, a hello without SNI) are no tenant's to loosen: TLS 1.2 and up, as the
+    // port took before zones had settings. Zones start at the hosted default (1.0).
+    if (zoneId === undefined) return { min: "TLSv1.2", max: "TLSv1.3" };
+    const setting = (id: string) => this.raw(zoneId, id);
     const min = TLS_VERSIONS.get(setting("min_tls_version") ?? "1.0") ?? "TLSv1";
     const tls13 = setting("tls_1_3");
     return { min, max: tls13 === "off" && min !== "TLSv1.3" ? "TLSv1.2" : "TLSv1.3" };
