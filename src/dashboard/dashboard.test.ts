@@ -34,7 +34,8 @@ describe(
       // Running as root (CI containers) needs --no-sandbox; the page is our own.
       browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox"] });
       page = await browser.newPage();
-      page.setDefaultTimeout(10_000);
+      // A hang guard for every page action, not a timing check (a busy machine runs out of shorter ones).
+      page.setDefaultTimeout(60_000);
       page.on("pageerror", (e) => pageErrors.push(e.message));
     });
     after(async () => {

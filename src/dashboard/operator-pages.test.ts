@@ -92,7 +92,8 @@ describe(
       // Running as root (CI containers) needs --no-sandbox; the page is our own.
       browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox"] });
       page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
-      page.setDefaultTimeout(15_000);
+      // A hang guard for every page action, not a timing check: on a busy machine 15 s was seen running out.
+      page.setDefaultTimeout(60_000);
       page.on("pageerror", (e) => pageErrors.push(e.message));
       await page.goto(`${p.url}/`);
       await page.fill("form[name=sign-in] input[name=token]", p.token);

@@ -56,13 +56,6 @@ export const EdgeErrors = {
   unknownSetting: (name: string) => new EdgeError(400, EdgeCodes.unknownSetting, `Unrecognized zone setting name: ${name.slice(0, 100)}`),
   invalidValue: (name: string, why: string) =>
     new EdgeError(400, EdgeCodes.invalidSettingValue, `Invalid value for zone setting ${name}: ${why}`, { pointer: "/value" }),
-  settingNotApplied: (name: string, fallback: string | number, why: string) =>
-    new EdgeError(
-      400,
-      EdgeCodes.invalidSettingValue,
-      `Invalid value for zone setting ${name}: only its default ${JSON.stringify(fallback)} is accepted here, because ${why} (docs/proxy.md)`,
-      { pointer: "/value" },
-    ),
   invalidBody: (why: string) => new EdgeError(400, EdgeCodes.validation, why),
   purgeNothing: () =>
     new EdgeError(400, EdgeCodes.purgeNothing, 'Request must contain exactly one of "purge_everything", "files", "tags", "hosts" or "prefixes"'),
