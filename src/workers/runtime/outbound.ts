@@ -31,6 +31,8 @@ export class WorkerOutbound {
   constructor(
     /** The zones where a script has a route or Custom Domain (RouteTable.zonesOf). */
     private readonly zonesOf: (script: string) => ReadonlySet<string>,
+    /** Counts a script's subrequest (workers/metrics.ts). */
+    private readonly counted: (script: string) => void = () => {},
   ) {}
 
   attach(port: SubrequestPort): void {
@@ -45,6 +47,7 @@ export class WorkerOutbound {
       res.destroy();
       return;
     }
+    this.counted(call.resource);
     this.port.fetch(req, res, { accountId: call.accountId, script: call.resource, ownZone: (zoneId) => this.zonesOf(call.resource).has(zoneId) });
   };
 
