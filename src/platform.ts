@@ -20,6 +20,7 @@ import { Readiness } from "./core/http/readiness.js";
 import { createLogger, type Logger } from "./core/logger.js";
 import { MetricsListener } from "./core/metrics/listener.js";
 import { createMetricsRegistry } from "./core/metrics/registry.js";
+import { registerClusterMetrics } from "./core/metrics/cluster.js";
 import type { EdgeService, PlatformConfig, ServiceContext } from "./core/service.js";
 import { UserError } from "./core/errors.js";
 import { markStateDirInUse } from "./core/server/state-lock.js";
@@ -96,6 +97,7 @@ export async function startPlatform(config: PlatformConfig, log: Logger = create
   const readiness = new Readiness();
   // One Prometheus registry for the node; every area declares its metrics on it (ctx.metrics).
   const metrics = createMetricsRegistry();
+  registerClusterMetrics(metrics, backends.postgres, backends.bus);
   // The hostname plan first: the areas check tenants' names against it. Its names are the areas' own options.
   let edge: EdgeArea;
   try {
