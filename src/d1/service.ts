@@ -31,12 +31,12 @@ export function createD1Service(ctx: ServiceContext): D1Service {
   const engine = new D1Engine(dir, config.queryTimeoutMs, log, config);
   const databases = new D1Databases(store, engine);
   const transfers = new D1Transfers(join(ctx.config.stateDir, "d1-transfers"));
-  const metrics = d1OperationMetrics(ctx.metrics);
+  const metrics = ctx.metrics && d1OperationMetrics(ctx.metrics);
   const d1Binding = createD1BindingHandler(databases, log);
   return {
     name: "d1",
     bindingHandler: (target, req, res) => {
-      metrics.track(d1BindingOperation(req), "binding", req, res);
+      metrics?.track(d1BindingOperation(req), "binding", req, res);
       d1Binding(target, req, res);
     },
     databaseExists: async (accountId, uuid) => (await store.getDatabase(accountId, uuid)) !== undefined,

@@ -70,7 +70,7 @@ export function createDnsService(ctx: ServiceContext): EdgeService & {
     log,
     transfers.responder,
     (q, msg, remote) => transfers.secondary.notified(q, msg, remote),
-    new DnsMetrics(ctx.metrics),
+    ctx.metrics && new DnsMetrics(ctx.metrics),
   );
   let sweep: NodeJS.Timeout | undefined;
   const notifier = new Notifier(cfg, engine, log, (zs) => transfers.notifyTargets(zs));

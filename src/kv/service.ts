@@ -42,7 +42,7 @@ export function createKvService(ctx: ServiceContext): KvService {
   let timer: NodeJS.Timeout | undefined;
   let lastGc = Date.now();
   let running: Promise<unknown> = Promise.resolve();
-  const metrics = kvOperationMetrics(ctx.metrics);
+  const metrics = ctx.metrics && kvOperationMetrics(ctx.metrics);
   const kvBinding = createKvBindingHandler(store);
 
   // Expired entries are invisible at once; the sweep only reclaims their space.
@@ -59,7 +59,7 @@ export function createKvService(ctx: ServiceContext): KvService {
   return {
     name: "kv",
     bindingHandler: (ns, req, res) => {
-      metrics.track(kvBindingOperation(req), "binding", req, res);
+      metrics?.track(kvBindingOperation(req), "binding", req, res);
       kvBinding(ns, req, res);
     },
     namespaceExists: async (accountId, namespaceId) => (await store.getNamespace(accountId, namespaceId)) !== undefined,

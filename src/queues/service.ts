@@ -66,13 +66,13 @@ export function createQueuesService(ctx: ServiceContext): QueuesService {
   const producer = new Producer(store, wake, config.backlogMaxBytes);
   const pull = new PullConsumers(store, log, wake);
   const deletedListeners: ((accountId: string, queueId: string) => Promise<void>)[] = [];
-  const metrics = queuesMetrics(ctx.metrics, store);
+  const metrics = ctx.metrics && queuesMetrics(ctx.metrics, store);
   const queueBinding = createQueueBindingHandler(store, producer, log);
   const sweep = new RetentionSweep(store, log, { intervalMs: config.sweepIntervalMs, batch: RETENTION_SWEEP_BATCH });
   return {
     name: "queues",
     bindingHandler: (target, req, res) => {
-      metrics.track(queueBindingOperation(req), "binding", req, res);
+      metrics?.track(queueBindingOperation(req), "binding", req, res);
       queueBinding(target, req, res);
     },
     queueExists: async (accountId, name) => (await store.getQueueByName(accountId, name)) !== undefined,

@@ -60,7 +60,7 @@ export function createR2Service(ctx: ServiceContext): R2Service {
   const index = new NotificationRuleIndex();
   const { store, content, pg } = openR2Store(ctx, index);
   const log = ctx.log.child({ service: "r2" });
-  const metrics = r2OperationMetrics(ctx.metrics);
+  const metrics = ctx.metrics && r2OperationMetrics(ctx.metrics);
   let queues: NotificationQueues | undefined;
   let relay: NotificationRelay | undefined;
   let unsubscribe: (() => void) | undefined;

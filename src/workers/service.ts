@@ -86,17 +86,15 @@ export function createWorkersService(ctx: ServiceContext, deps: WorkersDeps): Wo
   );
   const durableObjects = new DurableObjects(stores.durableObjects, join(ctx.config.stateDir, "durable-objects"), log);
   const assets = new WorkerAssets(stores.assets, (name) => runtime.liveVersion(name), log);
-  const metrics = new WorkersMetrics(ctx.metrics, { names: () => runtime.names(), pids: (name) => runtime.runtimesOf(name).map((rt) => rt.pid) });
-  const proxy = new WorkerProxy(runtime, config.domain, config.answerTimeoutMs, log, (name, res) => metrics.invocation(name, res));
+  const metrics =
+    ctx.metrics && new WorkersMetrics(ctx.metrics, { names: () => runtime.names(), pids: (name) => runtime.runtimesOf(name).map((rt) => rt.pid) });
+  const proxy = new WorkerProxy(runtime, config.domain, config.answerTimeoutMs, log, metrics && ((name, res) => metrics.invocation(name, res)));
   const gate = new ServiceGate(runtime, proxy, log);
   runtime.mountBinding("assets", assets.bindingHandler);
   runtime.mountBinding("service", gate.fetch.bind(gate), gate.tunnel.bind(gate));
   const routing = new WorkerRouting(stores.routes, deps.zones, deps.edgeAddresses, runtime, config.domain, log);
   // Scripts' own fetch() calls: to their zones' origins through the edge (attachSubrequests), else out as any fetch.
-  const outbound = new WorkerOutbound(
-    (script) => routing.table.zonesOf(script),
-    (script) => metrics.subrequest(script),
-  );
+  const outbound = new WorkerOutbound((script) => routing.table.zonesOf(script), metrics && ((script) => metrics.subrequest(script)));
   runtime.mountBinding("outbound", outbound.handle);
   runtime.bindings.takeOtherTunnels(outbound.tunnel);
   const deployer = new ScriptDeployer(store, runtime, resourceExists(deps.bindings, scriptExists), log, durableObjects, assets, {

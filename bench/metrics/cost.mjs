@@ -1,0 +1,144 @@
+// What the Prometheus metrics cost: edge requests per second (wrk) and DNS queries per second (dnsperf) of two
+// platforms side by side, one with the metrics listener (--metrics-port, scraped every second, far more often than
+// Prometheus' usual 15 s) and one without (--metrics-port 0: nothing is counted), in interleaved rounds so load from elsewhere on the
+// machine falls on both alike.
+//   npm run build && node bench/metrics/cost.mjs [seconds per round] [rounds] [--before <checkout>]
+// With --before, the platform without metrics runs another checkout's build (e.g. main's, before the metrics of the
+// areas existed), so the comparison includes the counting itself, not only the listener and its scrapes.
+import { execFile, spawn } from "node:child_process";
+import { promisify } from "node:util";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir, loadavg } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const args = process.argv.slice(2);
+const beforeAt = args.indexOf("--before");
+const before = beforeAt >= 0 ? args.splice(beforeAt, 2)[1] : undefined;
+const seconds = Number(args[0] ?? 5);
+const rounds = Number(args[1] ?? 3);
+const cli = fileURLToPath(new URL("../../dist/bin/edgecli.js", import.meta.url));
+const beforeCli = before ? join(before, "dist/bin/edgecli.js") : cli;
+const dir = mkdtempSync(join(tmpdir(), "metrics-cost-"));
+const children = [];
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+const freePort = () =>
+  new Promise((resolve) => {
+    const s = createServer();
+    s.listen(0, "127.0.0.1", () => {
+      const port = s.address().port;
+      s.close(() => resolve(port));
+    });
+  });
+
+async function startPlatform(name, metricsPort, program = cli) {
+  const stateDir = join(dir, name);
+  const port = await freePort();
+  const dnsPort = await freePort();
+  const child = spawn(
+    process.execPath,
+    [
+      program,
+      "serve",
+      "--state-dir",
+      stateDir,
+      "--port",
+      String(port),
+      "--dns-port",
+      String(dnsPort),
+      "--metrics-port",
+      String(metricsPort),
+      "--log-level",
+      "warn",
+    ],
+    { stdio: ["ignore", "pipe", "pipe"] },
+  );
+  children.push(child);
+  let out = "";
+  child.stderr.on("data", (d) => (out += d));
+  child.stdout.on("data", () => {});
+  for (let i = 0; i < 600 && !/API token\s+(\S+)/.test(out); i++) await sleep(100);
+  const token = /API token\s+(\S+)/.exec(out)?.[1];
+  const account = /account id\s+(\S+)/.exec(out)?.[1];
+  if (!token) throw new Error(`${name} did not start:\n${out}`);
+  const api = async (method, path, body) => {
+    const r = await fetch(`http://127.0.0.1:${port}/client/v4${path}`, {
+      method,
+      headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+      body: body && JSON.stringify(body),
+    });
+    return r.json();
+  };
+  const zone = await api("POST", "/zones", { name: "bench.example", account: { id: account } });
+  if (!zone.success) throw new Error(JSON.stringify(zone));
+  for (let i = 0; i < 10; i++)
+    await api("POST", `/zones/${zone.result.id}/dns_records`, { type: "A", name: `n${i}.bench.example`, content: `192.0.2.${i + 1}` });
+  return { name, port, dnsPort, metricsPort };
+}
+
+const run = async (cmd, args) => (await promisify(execFile)(cmd, args, { encoding: "utf8" })).stdout;
+
+async function wrk(p) {
+  // A tenant's hostname with no record: the edge's own 404 page, counted against the zone (the dispatch and the edge's
+  // metrics, with the least other work per request, so their share is at its largest).
+  const out = await run("wrk", ["-t1", "-c16", `-d${seconds}s`, `http://127.0.0.1:${p.port}/`, "-H", "Host: www.bench.example"]);
+  return Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1] ?? 0);
+}
+
+async function dnsperf(p) {
+  const queries = join(dir, "queries.txt");
+  writeFileSync(queries, Array.from({ length: 10 }, (_, i) => `n${i}.bench.example A\nmissing${i}.bench.example AAAA`).join("\n") + "\n");
+  const out = await run("dnsperf", ["-s", "127.0.0.1", "-p", String(p.dnsPort), "-d", queries, "-l", String(seconds), "-c", "4", "-q", "100"]);
+  return Number(/Queries per second:\s+([\d.]+)/.exec(out)?.[1] ?? 0);
+}
+
+let scraping = true;
+// Ctrl-C stops the platforms too.
+const stopAll = () => {
+  for (const c of children) c.kill("SIGTERM");
+  process.exit(130);
+};
+process.on("SIGINT", stopAll);
+try {
+  const on = await startPlatform("on", await freePort());
+  const off = await startPlatform("off", 0, beforeCli);
+  if (before) console.log(`without metrics: ${beforeCli} (--metrics-port 0)`);
+  let scrapes = 0;
+  void (async () => {
+    while (scraping) {
+      await fetch(`http://127.0.0.1:${on.metricsPort}/metrics`)
+        .then((r) => r.text())
+        .then(
+          () => scrapes++,
+          () => {},
+        );
+      await sleep(1000);
+    }
+  })();
+  const results = { on: { edge: [], dns: [] }, off: { edge: [], dns: [] } };
+  for (let r = 0; r < rounds; r++) {
+    for (const p of r % 2 === 0 ? [on, off] : [off, on]) {
+      results[p.name].edge.push(await wrk(p));
+      results[p.name].dns.push(await dnsperf(p));
+    }
+    console.log(
+      `round ${r + 1}: edge on ${results.on.edge[r]} / off ${results.off.edge[r]} req/s; dns on ${results.on.dns[r]} / off ${results.off.dns[r]} qps`,
+    );
+  }
+  const sum = (a) => a.reduce((x, y) => x + y, 0);
+  const ratio = (what) => sum(results.on[what]) / sum(results.off[what]);
+  console.log(
+    `\nload average ${loadavg()
+      .map((l) => l.toFixed(1))
+      .join(" ")}; ${scrapes} scrapes of the "on" platform`,
+  );
+  console.log(`edge req/s with metrics / without: ${ratio("edge").toFixed(3)} (${((1 - ratio("edge")) * 100).toFixed(1)}% cost)`);
+  console.log(`DNS qps with metrics / without:    ${ratio("dns").toFixed(3)} (${((1 - ratio("dns")) * 100).toFixed(1)}% cost)`);
+} finally {
+  scraping = false;
+  process.off("SIGINT", stopAll);
+  for (const c of children) c.kill("SIGTERM");
+  await sleep(1000);
+  rmSync(dir, { recursive: true, force: true });
+}
