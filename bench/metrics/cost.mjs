@@ -7,7 +7,7 @@
 // areas existed), so the comparison includes the counting itself, not only the listener and its scrapes.
 import { execFile, spawn } from "node:child_process";
 import { promisify } from "node:util";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir, loadavg } from "node:os";
 import { join } from "node:path";
@@ -31,6 +31,24 @@ const freePort = () =>
       s.close(() => resolve(port));
     });
   });
+
+/** CPU seconds (user + system) a process and its descendants (answering processes, workerd) have used. */
+function treeCpu(pid) {
+  let ticks = 0;
+  const visit = (p) => {
+    try {
+      const f = readFileSync(`/proc/${p}/stat`, "utf8");
+      const fields = f.slice(f.lastIndexOf(")") + 2).split(" ");
+      ticks += Number(fields[11]) + Number(fields[12]);
+      for (const task of readdirSync(`/proc/${p}/task`))
+        for (const c of readFileSync(`/proc/${p}/task/${task}/children`, "utf8").split(" ").filter(Boolean)) visit(Number(c));
+    } catch {
+      // gone meanwhile
+    }
+  };
+  visit(pid);
+  return ticks / 100;
+}
 
 async function startPlatform(name, metricsPort, program = cli) {
   const stateDir = join(dir, name);
@@ -74,7 +92,7 @@ async function startPlatform(name, metricsPort, program = cli) {
   if (!zone.success) throw new Error(JSON.stringify(zone));
   for (let i = 0; i < 10; i++)
     await api("POST", `/zones/${zone.result.id}/dns_records`, { type: "A", name: `n${i}.bench.example`, content: `192.0.2.${i + 1}` });
-  return { name, port, dnsPort, metricsPort };
+  return { name, port, dnsPort, metricsPort, pid: child.pid };
 }
 
 const run = async (cmd, args) => (await promisify(execFile)(cmd, args, { encoding: "utf8" })).stdout;
@@ -82,15 +100,21 @@ const run = async (cmd, args) => (await promisify(execFile)(cmd, args, { encodin
 async function wrk(p) {
   // A tenant's hostname with no record: the edge's own 404 page, counted against the zone (the dispatch and the edge's
   // metrics, with the least other work per request, so their share is at its largest).
+  const cpu = treeCpu(p.pid);
   const out = await run("wrk", ["-t1", "-c16", `-d${seconds}s`, `http://127.0.0.1:${p.port}/`, "-H", "Host: www.bench.example"]);
-  return Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1] ?? 0);
+  const rps = Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1] ?? 0);
+  const requests = Number(/(\d+) requests in/.exec(out)?.[1] ?? 0);
+  return { rate: rps, cpuPer: (treeCpu(p.pid) - cpu) / requests };
 }
 
 async function dnsperf(p) {
   const queries = join(dir, "queries.txt");
   writeFileSync(queries, Array.from({ length: 10 }, (_, i) => `n${i}.bench.example A\nmissing${i}.bench.example AAAA`).join("\n") + "\n");
+  const cpu = treeCpu(p.pid);
   const out = await run("dnsperf", ["-s", "127.0.0.1", "-p", String(p.dnsPort), "-d", queries, "-l", String(seconds), "-c", "4", "-q", "100"]);
-  return Number(/Queries per second:\s+([\d.]+)/.exec(out)?.[1] ?? 0);
+  const qps = Number(/Queries per second:\s+([\d.]+)/.exec(out)?.[1] ?? 0);
+  const completed = Number(/Queries completed:\s+(\d+)/.exec(out)?.[1] ?? 0);
+  return { rate: qps, cpuPer: (treeCpu(p.pid) - cpu) / completed };
 }
 
 let scraping = true;
@@ -127,7 +151,9 @@ try {
     );
   }
   const sum = (a) => a.reduce((x, y) => x + y, 0);
-  const ratio = (what) => sum(results.on[what]) / sum(results.off[what]);
+  const ratio = (what) => sum(results.on[what].map((m) => m.rate)) / sum(results.off[what].map((m) => m.rate));
+  const median = (a) => [...a].sort((x, y) => x - y)[Math.floor(a.length / 2)];
+  const cpuRatio = (what) => median(results.on[what].map((m) => m.cpuPer)) / median(results.off[what].map((m) => m.cpuPer));
   console.log(
     `\nload average ${loadavg()
       .map((l) => l.toFixed(1))
@@ -135,6 +161,10 @@ try {
   );
   console.log(`edge req/s with metrics / without: ${ratio("edge").toFixed(3)} (${((1 - ratio("edge")) * 100).toFixed(1)}% cost)`);
   console.log(`DNS qps with metrics / without:    ${ratio("dns").toFixed(3)} (${((1 - ratio("dns")) * 100).toFixed(1)}% cost)`);
+  // CPU time per request of the platform's process tree: what a saturated machine's throughput is bound by, and far
+  // less disturbed by other load than the rates are.
+  console.log(`edge CPU per request, with / without (medians): ${cpuRatio("edge").toFixed(3)}`);
+  console.log(`DNS CPU per query, with / without (medians):    ${cpuRatio("dns").toFixed(3)}`);
 } finally {
   scraping = false;
   process.off("SIGINT", stopAll);

@@ -1,6 +1,8 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { assertPromtoolAccepts, freeMetricsPort, sample, scrape } from "../core/metrics/testing.js";
+import { Registry } from "prom-client";
+import { MAX_SCRIPT_LABELS, OTHER_SCRIPTS, WorkersMetrics } from "./metrics.js";
 import { hit, startPlatform, uploadScript } from "./testing/helpers.js";
 
 // One Worker with a binding of each data area, on the platform's real workerd: its invocations, subrequests and CPU
@@ -84,4 +86,11 @@ test("Workers' invocations, errors, wall and CPU time and subrequests, and the d
   assert.equal(s("queues"), 1);
   assert.ok(!text.includes(ns) && !text.includes("metrics-bucket") && !text.includes("metrics-queue"), "no resource becomes a label");
   await assertPromtoolAccepts(t, text);
+});
+
+test("the script label is bounded: past 500 scripts on a node, the others are counted under (other)", () => {
+  const metrics = new WorkersMetrics(new Registry(), { names: () => [], pids: () => [] });
+  for (let i = 0; i < MAX_SCRIPT_LABELS; i++) assert.equal(metrics.scriptLabel(`script-${i}`), `script-${i}`);
+  assert.equal(metrics.scriptLabel("one-too-many"), OTHER_SCRIPTS);
+  assert.equal(metrics.scriptLabel("script-7"), "script-7", "a script with a label keeps it");
 });
