@@ -146,8 +146,9 @@ try {
       results[p.name].edge.push(await wrk(p));
       results[p.name].dns.push(await dnsperf(p));
     }
+    const show = (m) => `${Math.round(m.rate)}/s ${(m.cpuPer * 1e6).toFixed(1)} µs CPU each`;
     console.log(
-      `round ${r + 1}: edge on ${results.on.edge[r]} / off ${results.off.edge[r]} req/s; dns on ${results.on.dns[r]} / off ${results.off.dns[r]} qps`,
+      `round ${r + 1}: edge on ${show(results.on.edge[r])} | off ${show(results.off.edge[r])}; dns on ${show(results.on.dns[r])} | off ${show(results.off.dns[r])}`,
     );
   }
   const sum = (a) => a.reduce((x, y) => x + y, 0);
