@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { assertPromtoolAccepts, freeMetricsPort, sample, scrapeUntil } from "../core/metrics/testing.js";
+import { assertPromtoolAccepts, freeMetricsPort, sample, scrapeUntil } from "../core/testing/metrics.js";
 import { createRecord, createZone, dig, digAvailable, encodeQuery, startDnsPlatform, tcpQuery, udpQuery, udpRaw } from "./testing/helpers.js";
 
 const Z = "metrics-dns.example";

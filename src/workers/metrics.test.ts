@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { assertPromtoolAccepts, freeMetricsPort, sample, scrape } from "../core/metrics/testing.js";
+import { assertPromtoolAccepts, freeMetricsPort, sample, scrape } from "../core/testing/metrics.js";
 import { Registry } from "prom-client";
 import { MAX_SCRIPT_LABELS, OTHER_SCRIPTS, WorkersMetrics } from "./metrics.js";
 import { hit, startPlatform, uploadScript } from "./testing/helpers.js";

@@ -4,7 +4,7 @@ import { test } from "node:test";
 import { Postgres } from "../db/postgres.js";
 import { newTestCredentials, startTestPlatform, type TestPlatform } from "../testing/platform.js";
 import { awsEnv, testBucket, testDatabase } from "../testing/services.js";
-import { assertPromtoolAccepts, freeMetricsPort, sample, scrape, scrapeUntil } from "./testing.js";
+import { assertPromtoolAccepts, freeMetricsPort, sample, scrape, scrapeUntil } from "../testing/metrics.js";
 
 test("distributed mode: each node's PostgreSQL pool, the bus's delay from publish to receipt and its reconnections, in /metrics", async (t) => {
   const db = await testDatabase(t);

@@ -3,8 +3,8 @@ import { execFile } from "node:child_process";
 import { createServer } from "node:net";
 import type { TestContext } from "node:test";
 import { request } from "undici";
-import { skipReason } from "../testing/services.js";
-import { eventually } from "../testing/eventually.js";
+import { skipReason } from "./services.js";
+import { eventually } from "./eventually.js";
 
 /** A free loopback port for --metrics-port. */
 export const freeMetricsPort = () =>
