@@ -3,7 +3,7 @@ import { registerRecordRoutes } from "./api/record-routes.js";
 import { registerSettingsRoutes } from "./api/settings-routes.js";
 import { registerZoneRoutes } from "./api/zone-routes.js";
 import { readDnsConfig, serveOptions } from "./config.js";
-import { AnswerEngine, type ProxyTarget } from "./nameserver/answer.js";
+import { AnswerEngine, type EdgeZoneSettings, type ProxyTarget } from "./nameserver/answer.js";
 import { isIP } from "node:net";
 import { Notifier } from "./nameserver/notify.js";
 import { DnsServer } from "./server/server.js";
@@ -40,6 +40,11 @@ export function createDnsService(ctx: ServiceContext): EdgeService & {
   edgeAddresses: { ipv4: readonly string[]; ipv6: readonly string[] };
   originOf(host: string): ProxyTarget;
   isPlatformAddress(ip: string): boolean;
+  /**
+   * The edge's zone settings DNS answers by (`ipv6`: AAAA of proxied names), and their changes, after which every
+   * cached answer is forgotten (here and in the UDP answering processes, which ask again).
+   */
+  useEdgeSettings(settings: EdgeZoneSettings & { onChange(listener: () => void): void }): void;
 } {
   const cfg = readDnsConfig(ctx.options(serveOptions));
   const pg = ctx.openPostgres("dns", DNS_PG_MIGRATIONS);
@@ -90,6 +95,10 @@ export function createDnsService(ctx: ServiceContext): EdgeService & {
     edgeAddresses: { ipv4: cfg.edgeIpv4, ipv6: cfg.edgeIpv6 },
     // The edge forwards proxied names to the origins these answer (one resolver for DNS and the proxy).
     originOf: (host) => engine.originOf(host),
+    useEdgeSettings(settings) {
+      engine.useEdgeSettings(settings);
+      settings.onChange(() => server.invalidate());
+    },
     // The edge addresses and --platform-ranges: never an origin.
     isPlatformAddress: (ip) => {
       const family = isIP(ip);
