@@ -20,6 +20,7 @@ import { Readiness } from "./core/http/readiness.js";
 import { createLogger, type Logger } from "./core/logger.js";
 import { MetricsListener } from "./core/metrics/listener.js";
 import { createMetricsRegistry } from "./core/metrics/registry.js";
+import { registerClusterMetrics } from "./core/metrics/cluster.js";
 import type { EdgeService, PlatformConfig, ServiceContext } from "./core/service.js";
 import { UserError } from "./core/errors.js";
 import { markStateDirInUse } from "./core/server/state-lock.js";
@@ -95,7 +96,8 @@ export async function startPlatform(config: PlatformConfig, log: Logger = create
   // but answers 503 to all but /healthz and /readyz until every service has started.
   const readiness = new Readiness();
   // One Prometheus registry for the node; every area declares its metrics on it (ctx.metrics).
-  const metrics = createMetricsRegistry();
+  const metrics = config.core.metrics ? createMetricsRegistry() : undefined;
+  if (metrics) registerClusterMetrics(metrics, backends.postgres, backends.bus);
   // The hostname plan first: the areas check tenants' names against it. Its names are the areas' own options.
   let edge: EdgeArea;
   try {
@@ -303,13 +305,13 @@ export async function startPlatform(config: PlatformConfig, log: Logger = create
   edgeUrl = `http://${host}:${addr.port}`;
 
   const started: EdgeService[] = [];
-  const metricsListener = new MetricsListener(metrics, log);
+  const metricsListener = metrics && new MetricsListener(metrics, log);
   const stop = async () => {
     // Probes say "stopping" and new requests are refused at once, so a load balancer moves on while this node drains.
     readiness.stopping();
     for (const s of services) s.closeUpgraded?.();
     await app.close();
-    await metricsListener.close();
+    await metricsListener?.close();
     for (const s of [...started].reverse()) await s.stop?.().catch((err) => log.error({ err, service: s.name }, "service failed to stop"));
     await closeStores();
     log.flush?.();
@@ -329,7 +331,7 @@ export async function startPlatform(config: PlatformConfig, log: Logger = create
   const endpoints: Record<string, string> = { edge: edgeUrl, api: `${edgeUrl}/client/v4`, ai_gateway: `${edgeUrl}/v1`, state_dir: config.stateDir };
   for (const s of services) Object.assign(endpoints, s.describe?.() ?? {});
   endpoints.backend = backends.description.summary;
-  if (config.core.metrics) {
+  if (config.core.metrics && metricsListener) {
     try {
       endpoints.metrics = await metricsListener.listen(config.core.metrics.host, config.core.metrics.port);
     } catch (err) {

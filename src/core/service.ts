@@ -103,9 +103,10 @@ export interface ServiceContext {
   platformHostnames: PlatformHostnames;
   /**
    * The node's Prometheus registry (core/metrics/registry.ts): an area declares its metrics on it in its own
-   * `metrics.ts`, with bounded label values only. Served on the metrics listener (--metrics-port).
+   * `metrics.ts`, with bounded label values only. Served on the metrics listener (--metrics-port). Undefined when the
+   * listener is off (--metrics-port 0): then nothing is counted at all, and the metrics cost nothing.
    */
-  metrics: Registry;
+  metrics?: Registry;
 }
 
 /**

@@ -1,4 +1,5 @@
 import { join } from "node:path";
+import { d1BindingOperation, d1OperationMetrics } from "./metrics.js";
 import type { EdgeService, ServiceContext } from "../core/service.js";
 import { createD1BindingHandler, type D1BindingHandler } from "./binding.js";
 import { readD1Config, serveOptions } from "./config.js";
@@ -30,9 +31,14 @@ export function createD1Service(ctx: ServiceContext): D1Service {
   const engine = new D1Engine(dir, config.queryTimeoutMs, log, config);
   const databases = new D1Databases(store, engine);
   const transfers = new D1Transfers(join(ctx.config.stateDir, "d1-transfers"));
+  const metrics = ctx.metrics && d1OperationMetrics(ctx.metrics);
+  const d1Binding = createD1BindingHandler(databases, log);
   return {
     name: "d1",
-    bindingHandler: createD1BindingHandler(databases, log),
+    bindingHandler: (target, req, res) => {
+      metrics?.track(d1BindingOperation(req), "binding", req, res);
+      d1Binding(target, req, res);
+    },
     databaseExists: async (accountId, uuid) => (await store.getDatabase(accountId, uuid)) !== undefined,
     async registerApi(app) {
       const { registerD1Routes } = await import("./routes.js");

@@ -7,6 +7,7 @@ import { AnswerEngine, type EdgeZoneSettings, type ProxyTarget } from "./nameser
 import { isIP } from "node:net";
 import { Notifier } from "./nameserver/notify.js";
 import { DnsServer } from "./server/server.js";
+import { DnsMetrics } from "./metrics.js";
 import { DNS_PG_MIGRATIONS } from "./pg-migrations.js";
 import { PgDnsStore } from "./pg-store.js";
 import { DNS_MIGRATIONS } from "./sqlite-migrations.js";
@@ -67,7 +68,15 @@ export function createDnsService(ctx: ServiceContext): EdgeService & {
   const sync = new ZoneSync(zones, ctx.bus, log);
   const engine = new AnswerEngine(zones, cfg, answerSigning(zones, dnssec));
   const transfers = createTransfers(ctx, zones, engine, cfg, log, () => server.invalidate());
-  const server = new DnsServer(engine, zones, cfg, log, transfers.responder, (q, msg, remote) => transfers.secondary.notified(q, msg, remote));
+  const server = new DnsServer(
+    engine,
+    zones,
+    cfg,
+    log,
+    transfers.responder,
+    (q, msg, remote) => transfers.secondary.notified(q, msg, remote),
+    ctx.metrics && new DnsMetrics(ctx.metrics),
+  );
   let sweep: NodeJS.Timeout | undefined;
   const notifier = new Notifier(cfg, engine, log, (zs) => transfers.notifyTargets(zs));
   zones.onChange((zs, kind, origin) => {

@@ -1,4 +1,5 @@
 import type { EdgeService, ServiceContext } from "../core/service.js";
+import { kvBindingOperation, kvOperationMetrics } from "./metrics.js";
 import { createKvBindingHandler, type KvBindingHandler } from "./binding.js";
 import { SqliteBulkWriter } from "./bulk/sqlite-writer.js";
 import { readKvConfig, serveOptions } from "./config.js";
@@ -41,6 +42,8 @@ export function createKvService(ctx: ServiceContext): KvService {
   let timer: NodeJS.Timeout | undefined;
   let lastGc = Date.now();
   let running: Promise<unknown> = Promise.resolve();
+  const metrics = ctx.metrics && kvOperationMetrics(ctx.metrics);
+  const kvBinding = createKvBindingHandler(store);
 
   // Expired entries are invisible at once; the sweep only reclaims their space.
   const sweep = async () => {
@@ -55,7 +58,10 @@ export function createKvService(ctx: ServiceContext): KvService {
 
   return {
     name: "kv",
-    bindingHandler: createKvBindingHandler(store),
+    bindingHandler: (ns, req, res) => {
+      metrics?.track(kvBindingOperation(req), "binding", req, res);
+      kvBinding(ns, req, res);
+    },
     namespaceExists: async (accountId, namespaceId) => (await store.getNamespace(accountId, namespaceId)) !== undefined,
     async registerApi(app) {
       const { registerKvRoutes } = await import("./routes.js");

@@ -235,6 +235,13 @@ export class PgQueuesStore implements QueuesStore {
     return backlogOf(await this.pg.row<CounterRow>("SELECT backlog_messages, backlog_bytes FROM queues.queues WHERE id = $1", [queueId]));
   }
 
+  async backlogTotals(): Promise<Backlog & { queues: number }> {
+    const r = (await this.pg.row<{ queues: string; messages: string; bytes: string }>(
+      "SELECT count(*) AS queues, coalesce(sum(backlog_messages), 0) AS messages, coalesce(sum(backlog_bytes), 0) AS bytes FROM queues.queues",
+    ))!;
+    return { queues: Number(r.queues), messages: Number(r.messages), bytes: Number(r.bytes) };
+  }
+
   async stats(queueId: string, nowMs: number): Promise<QueueStats> {
     const r = (await this.pg.row<{ sent: string | null; ready: string; oldest: string | null } & CounterRow>(
       // Deliverable: visible, not past the retention period, the queue not paused (as lease picks them).

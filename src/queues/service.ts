@@ -1,4 +1,5 @@
 import type { EdgeService, ServiceContext } from "../core/service.js";
+import { queueBindingOperation, queuesMetrics } from "./metrics.js";
 import { createQueueBindingHandler, type QueueBindingHandler } from "./binding.js";
 import { readQueuesConfig, serveOptions } from "./config.js";
 import { QueueDelivery, type QueueDeliverer } from "./delivery.js";
@@ -65,10 +66,15 @@ export function createQueuesService(ctx: ServiceContext): QueuesService {
   const producer = new Producer(store, wake, config.backlogMaxBytes);
   const pull = new PullConsumers(store, log, wake);
   const deletedListeners: ((accountId: string, queueId: string) => Promise<void>)[] = [];
+  const metrics = ctx.metrics && queuesMetrics(ctx.metrics, store);
+  const queueBinding = createQueueBindingHandler(store, producer, log);
   const sweep = new RetentionSweep(store, log, { intervalMs: config.sweepIntervalMs, batch: RETENTION_SWEEP_BATCH });
   return {
     name: "queues",
-    bindingHandler: createQueueBindingHandler(store, producer, log),
+    bindingHandler: (target, req, res) => {
+      metrics?.track(queueBindingOperation(req), "binding", req, res);
+      queueBinding(target, req, res);
+    },
     queueExists: async (accountId, name) => (await store.getQueueByName(accountId, name)) !== undefined,
     queueName: async (accountId, queueId) => (await store.getQueue(accountId, queueId))?.queue_name,
     isConsumer: async (accountId, scriptName) => (await store.consumersOfScript(accountId, scriptName)).length > 0,

@@ -203,6 +203,17 @@ export class SqliteQueuesStore implements QueuesStore {
     return backlogOf(r);
   }
 
+  async backlogTotals(): Promise<Backlog & { queues: number }> {
+    const r = this.db
+      .prepare("SELECT count(*) AS queues, coalesce(sum(backlog_messages), 0) AS messages, coalesce(sum(backlog_bytes), 0) AS bytes FROM queues")
+      .get() as {
+      queues: number;
+      messages: number;
+      bytes: number;
+    };
+    return { queues: r.queues, messages: r.messages, bytes: r.bytes };
+  }
+
   async stats(queueId: string, nowMs: number): Promise<QueueStats> {
     return this.db.transaction(() => {
       // Deliverable: visible, not past the retention period, the queue not paused (as lease picks them).

@@ -143,6 +143,8 @@ export interface QueuesStore {
   enqueue(queueId: string, messages: readonly NewMessage[], maxBacklogBytes: number): Promise<void>;
   /** The queue's backlog counters (zero for a queue that is gone). */
   backlog(queueId: string): Promise<Backlog>;
+  /** Every queue's backlog added up, and how many queues there are (the platform's metrics, read when scraped). */
+  backlogTotals(): Promise<Backlog & { queues: number }>;
   stats(queueId: string, nowMs: number): Promise<QueueStats>;
   /**
    * Deletes every message of the account's queue, leased ones included (their settlements then change nothing), and

@@ -1,4 +1,5 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
+import type { OperationMetrics, TrackedOperation } from "../core/metrics/operations.js";
 import type { Readable } from "node:stream";
 import { EdgeError } from "../core/errors.js";
 import { asciiJson, jsonReply, sendBindingError, type BindingErrorFormat } from "../core/errors/render.js";
@@ -18,9 +19,10 @@ export type R2BindingHandler = (bucket: BucketRef, req: IncomingMessage, res: Se
  * starts with `cf-r2-metadata-size` bytes of operation JSON, followed directly by the payload.
  * The caller has already resolved which bucket the request may touch (from a header it injected).
  */
-export function createR2BindingHandler(store: R2Store, log?: Logger): R2BindingHandler {
+export function createR2BindingHandler(store: R2Store, log?: Logger, metrics?: OperationMetrics): R2BindingHandler {
   return (bucket, req, res) => {
-    serve(store, bucket, req, res).catch((err: unknown) => {
+    const tracked = metrics?.track("other", "binding", req, res) ?? { op: "" };
+    serve(store, bucket, req, res, tracked).catch((err: unknown) => {
       sendBindingError(res, err, R2_BINDING_ERRORS, log, { what: "r2 binding request", bucket: bucket.bucketName });
       if (!req.readableEnded) req.resume();
     });
@@ -43,13 +45,14 @@ export const R2_BINDING_ERRORS: BindingErrorFormat = {
 
 type Json = Record<string, unknown>;
 
-async function serve(store: R2Store, bucket: BucketRef, req: IncomingMessage, res: ServerResponse): Promise<void> {
+async function serve(store: R2Store, bucket: BucketRef, req: IncomingMessage, res: ServerResponse, tracked: TrackedOperation): Promise<void> {
   if (req.method === "GET") {
     req.resume();
     const header = req.headers["cf-r2-request"];
     if (typeof header !== "string") throw invalid("the cf-r2-request header is missing");
     // workerd sends raw UTF-8 bytes in the header; Node hands them over as latin1.
     const op = parseOp(Buffer.from(header, "latin1"));
+    tracked.op = String(op.method);
     switch (op.method) {
       case "head": {
         const obj = await store.head(bucket, str(op.object, "object"));
@@ -69,6 +72,7 @@ async function serve(store: R2Store, bucket: BucketRef, req: IncomingMessage, re
   const metaSize = Number(req.headers["cf-r2-metadata-size"]);
   if (!Number.isSafeInteger(metaSize) || metaSize <= 0 || metaSize > 1024 * 1024) throw invalid("the cf-r2-metadata-size header is missing or invalid");
   const op = parseOp(await readExactly(req, metaSize));
+  tracked.op = String(op.method);
   const total = req.headers["content-length"] !== undefined ? Number(req.headers["content-length"]) : undefined;
   const payloadSize = total !== undefined && Number.isSafeInteger(total) ? total - metaSize : undefined;
   const object = () => str(op.object, "object");

@@ -1,4 +1,5 @@
 import { DbSmallContentStore } from "../core/content/db-small-store.js";
+import { r2OperationMetrics } from "./metrics.js";
 import type { ContentStore } from "../core/content/store.js";
 import type { AnalyticsDataset } from "../analytics/service.js";
 import type { EdgeService, ServiceContext } from "../core/service.js";
@@ -59,6 +60,7 @@ export function createR2Service(ctx: ServiceContext): R2Service {
   const index = new NotificationRuleIndex();
   const { store, content, pg } = openR2Store(ctx, index);
   const log = ctx.log.child({ service: "r2" });
+  const metrics = ctx.metrics && r2OperationMetrics(ctx.metrics);
   let queues: NotificationQueues | undefined;
   let relay: NotificationRelay | undefined;
   let unsubscribe: (() => void) | undefined;
@@ -72,7 +74,7 @@ export function createR2Service(ctx: ServiceContext): R2Service {
   };
   return {
     name: "r2",
-    bindingHandler: createR2BindingHandler(store, log),
+    bindingHandler: createR2BindingHandler(store, log, metrics),
     bucketExists: async (accountId, name) => (await store.getBucket(accountId, name)) !== undefined,
     queueDeleted: async (accountId, queueId) => {
       await store.deleteQueueNotificationRules(accountId, queueId);
@@ -85,7 +87,7 @@ export function createR2Service(ctx: ServiceContext): R2Service {
     },
     registerApi: (app) => registerR2Routes(app, store, () => queues),
     // The S3 API: requests signed with SigV4 (or addressed to the S3 host name) on the edge port.
-    handleRaw: createS3Handler({ store, auth: ctx.auth, config: readS3Config(ctx.options(serveOptions)), log }),
+    handleRaw: createS3Handler({ store, auth: ctx.auth, config: readS3Config(ctx.options(serveOptions)), log, metrics }),
     describe: () => ({ s3: ctx.edgeUrl() }),
     async start() {
       if (pg) {

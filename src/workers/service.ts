@@ -17,6 +17,7 @@ import { followOtherNodes } from "./follow-nodes.js";
 import { scriptChanged, WORKERS_AREA } from "./pg-store.js";
 import { WorkerRouting } from "./routing/routing.js";
 import { WorkerProxy } from "./runtime/proxy.js";
+import { WorkersMetrics } from "./metrics.js";
 import { WorkerOutbound, type SubrequestPort } from "./runtime/outbound.js";
 import { WorkersRuntime } from "./runtime/runtime.js";
 import { WebSocketProxy } from "./runtime/websocket-proxy.js";
@@ -87,13 +88,15 @@ export function createWorkersService(ctx: ServiceContext, deps: WorkersDeps): Wo
   );
   const durableObjects = new DurableObjects(stores.durableObjects, join(ctx.config.stateDir, "durable-objects"), log);
   const assets = new WorkerAssets(stores.assets, (name) => runtime.liveVersion(name), log);
-  const proxy = new WorkerProxy(runtime, config.domain, config.answerTimeoutMs, log);
+  const metrics =
+    ctx.metrics && new WorkersMetrics(ctx.metrics, { names: () => runtime.names(), pids: (name) => runtime.runtimesOf(name).map((rt) => rt.pid) });
+  const proxy = new WorkerProxy(runtime, config.domain, config.answerTimeoutMs, log, metrics && ((name, res) => metrics.invocation(name, res)));
   const gate = new ServiceGate(runtime, proxy, log);
   runtime.mountBinding("assets", assets.bindingHandler);
   runtime.mountBinding("service", gate.fetch.bind(gate), gate.tunnel.bind(gate));
   const routing = new WorkerRouting(stores.routes, deps.zones, deps.edgeAddresses, runtime, config.domain, log);
   // Scripts' own fetch() calls: to their zones' origins through the edge (attachSubrequests), else out as any fetch.
-  const outbound = new WorkerOutbound((script) => routing.table.zonesOf(script));
+  const outbound = new WorkerOutbound((script) => routing.table.zonesOf(script), metrics && ((script) => metrics.subrequest(script)));
   runtime.mountBinding("outbound", outbound.handle, undefined, outbound.upgrade);
   runtime.mountBinding("cache", outbound.cacheHandle);
   runtime.bindings.takeOtherTunnels(outbound.tunnel);

@@ -40,6 +40,16 @@ export interface Bus {
    */
   sqlNotice?(area: string, what: string): { channel: string; payload: string };
   close(): Promise<void>;
+  /** For a bus between nodes: what the node's metrics read of it (core/metrics/cluster.ts). */
+  readonly observed?: BusObservations;
+}
+
+/** What a bus between nodes counts: its reconnections, and each notice's delay from publish to receipt. */
+export interface BusObservations {
+  /** Times the listening connection was opened again after being lost. */
+  reconnects: number;
+  /** Called with each received notice's area and its delay (the publisher's clock against this node's). */
+  onNotice?: (area: string, seconds: number) => void;
 }
 
 /** The one PostgreSQL channel every node listens on. */
@@ -120,6 +130,7 @@ export class PostgresBus implements Bus {
   private retry: NodeJS.Timeout | undefined;
   private failures = 0;
   private listening: Promise<void> | undefined;
+  readonly observed: BusObservations = { reconnects: 0 };
 
   constructor(
     private readonly pg: Postgres,
@@ -186,6 +197,7 @@ export class PostgresBus implements Bus {
         () => {
           if (this.closed) return;
           this.failures = 0;
+          this.observed.reconnects++;
           this.opts.log?.info("change notices flow again; every cache reloads");
           this.subscribers.deliver({ type: "resync" });
         },
@@ -201,9 +213,11 @@ export class PostgresBus implements Bus {
   private onNotification(payload: string | undefined): void {
     let event: ChangeEvent;
     try {
-      const p = JSON.parse(payload ?? "") as { a?: unknown; w?: unknown; o?: unknown };
+      const p = JSON.parse(payload ?? "") as { a?: unknown; w?: unknown; o?: unknown; t?: unknown };
       if (typeof p.a !== "string" || typeof p.w !== "string" || typeof p.o !== "string") throw new Error("not a change notice");
       event = { type: "change", area: p.a, what: p.w, origin: p.o };
+      // `t`: when the notice was made (ms since the epoch), absent from notices of older nodes.
+      if (typeof p.t === "number" && this.observed.onNotice) this.observed.onNotice(p.a, Math.max(0, Date.now() - p.t) / 1000);
     } catch (err) {
       this.opts.log?.warn({ err }, "ignored a malformed change notice");
       return;
@@ -217,7 +231,7 @@ export class PostgresBus implements Bus {
   }
 
   sqlNotice(area: string, what: string): { channel: string; payload: string } {
-    const payload = JSON.stringify({ a: area, w: what, o: this.nodeId });
+    const payload = JSON.stringify({ a: area, w: what, o: this.nodeId, t: Date.now() });
     if (Buffer.byteLength(payload) > MAX_PAYLOAD_BYTES)
       throw new Error(`change notice too large (${Buffer.byteLength(payload)} bytes): name what changed, not the data`);
     return { channel: BUS_CHANNEL, payload };

@@ -12,6 +12,7 @@ import { UdpAnsweringPool } from "./udp/pool.js";
 import { Prewarmer } from "./prewarm.js";
 import { createUdpSocket, WireCache } from "./wire-cache.js";
 import { formerrReply, screenQuery } from "./wire-screen.js";
+import type { DnsMetrics } from "../metrics.js";
 
 const AA = 1 << 10;
 const TC = 1 << 9;
@@ -56,6 +57,8 @@ export class DnsServer {
     private readonly transfers: TransferQueries,
     /** A NOTIFY (RFC 1996) from `remote`: its answer (the primaries of secondary zones, transfers/secondary.ts). */
     private readonly notified?: (q: Decoded, msg: Buffer, remote: string) => Buffer | undefined,
+    /** Where answered queries and cache lookups are counted (dns/metrics.ts). */
+    private readonly metrics?: DnsMetrics,
   ) {
     this.prewarm = new Prewarmer(
       cfg.prewarm ?? 0,
@@ -138,9 +141,10 @@ export class DnsServer {
     const pool = new UdpAnsweringPool(
       this.cfg.answeringProcesses,
       { host: this.cfg.host, port },
-      (q, from) => this.respond(q, false, from),
+      (q, from) => this.answerUdp(q, from),
       this.log,
       () => this.prewarm.schedule(),
+      (report) => this.metrics?.report(report),
     );
     try {
       await pool.start();
@@ -170,7 +174,7 @@ export class DnsServer {
 
   private onUdp(udp: dgram.Socket, msg: Buffer, rinfo: dgram.RemoteInfo): void {
     try {
-      const out = this.respond(msg, false, rinfo.address);
+      const out = this.answerUdp(msg, rinfo.address);
       if (out) udp.send(out, rinfo.port, rinfo.address);
     } catch (err) {
       // Never let one packet take the server down.
@@ -178,21 +182,46 @@ export class DnsServer {
     }
   }
 
+  /** A UDP query from a client (here, or handed over by an answering process), counted. */
+  private answerUdp(msg: Buffer, from?: string): Buffer | undefined {
+    const out = this.respond(msg, false, from, true);
+    if (out && out.length >= 12) this.metrics?.udp.count(msg, out);
+    return out;
+  }
+
   /** remote: the client's address (IPv4-mapped IPv6 written as IPv4). */
   private respondTcp(msg: Buffer, remote: string): Buffer[] | Iterable<Buffer> {
-    const q = this.readQuery(msg, this.tcpCache);
-    if (!isDecoded(q)) return q ? [q] : [];
+    const q = this.readQuery(msg, this.tcpCache, true);
+    if (!isDecoded(q)) return this.countedTcp(msg, q ? [q] : []);
     const question = q.questions?.length === 1 ? q.questions[0] : undefined;
     if (question && (question.type === "AXFR" || question.type === "IXFR") && ((q.flags ?? 0) & OPCODE_MASK) === 0) {
-      return this.transfers.answer(this.zones.named((question.name ?? "").toLowerCase().replace(/\.$/, "")), q, msg, remote);
+      return this.countedTcp(msg, this.transfers.answer(this.zones.named((question.name ?? "").toLowerCase().replace(/\.$/, "")), q, msg, remote));
     }
     const out = this.answerOrNotify(q, msg, true, remote);
-    return out ? [out] : [];
+    return this.countedTcp(msg, out ? [out] : []);
+  }
+
+  /** The TCP answer(s) to `query`, counted once (a transfer's response code is its first message's). */
+  private countedTcp(query: Buffer, answers: Buffer[] | Iterable<Buffer>): Buffer[] | Iterable<Buffer> {
+    const metrics = this.metrics;
+    if (!metrics) return answers;
+    if (Array.isArray(answers)) {
+      if (answers.length > 0 && answers[0].length >= 12) metrics.tcp.count(query, answers[0]);
+      return answers;
+    }
+    return (function* () {
+      let first = true;
+      for (const a of answers) {
+        if (first && a.length >= 12) metrics.tcp.count(query, a);
+        first = false;
+        yield a;
+      }
+    })();
   }
 
   /** One answer for one query; undefined drops it (not a query at all). `from`: the sender, which a NOTIFY needs. */
-  respond(msg: Buffer, tcp: boolean, from?: string): Buffer | undefined {
-    const q = this.readQuery(msg, tcp ? this.tcpCache : this.udpCache);
+  respond(msg: Buffer, tcp: boolean, from?: string, counted = false): Buffer | undefined {
+    const q = this.readQuery(msg, tcp ? this.tcpCache : this.udpCache, counted);
     return isDecoded(q) ? this.answerOrNotify(q, msg, tcp, from) : q;
   }
 
@@ -215,9 +244,14 @@ export class DnsServer {
    * The cached answer, FORMERR for what cannot be read (screened before dns-packet sees it: see wire-screen.ts),
    * nothing for what is not a query, or else the decoded query to answer.
    */
-  private readQuery(msg: Buffer, cache: WireCache): Decoded | Buffer | undefined {
+  private readQuery(msg: Buffer, cache: WireCache, counted = false): Decoded | Buffer | undefined {
     if (msg.length < 12) return undefined;
     const hit = cache.answer(WireCache.key(msg), msg);
+    // Counted for clients' queries only (not the answers prewarm.ts builds ahead).
+    if (counted && this.metrics) {
+      if (hit) this.metrics.cache.mainHits++;
+      else this.metrics.cache.mainMisses++;
+    }
     if (hit) return hit;
     const screen = screenQuery(msg);
     if (screen !== "answer") return screen === "formerr" ? formerrReply(msg) : undefined;

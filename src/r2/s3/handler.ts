@@ -12,6 +12,7 @@ import type { S3Config } from "./config.js";
 import { corsResponseHeaders, matchingRule, preflightHeaders, requestedHeaders } from "./cors.js";
 import { fromStoreError, S3Error, S3Errors } from "./errors.js";
 import { operationOf } from "./router.js";
+import type { OperationMetrics, TrackedOperation } from "../../core/metrics/operations.js";
 import { parseQuery, readSignature, verifySignature, type QueryPairs } from "./sigv4.js";
 
 /**
@@ -24,6 +25,8 @@ export interface S3HandlerDeps {
   auth: AuthService;
   config: S3Config;
   log: Logger;
+  /** Counts each request as the S3 operation it is, once known (r2/metrics.ts). */
+  metrics?: OperationMetrics;
 }
 
 /** Query parameters of presigned URLs that are the signature itself, not headers it stands for. */
@@ -62,7 +65,10 @@ export function createS3Handler(deps: S3HandlerDeps): (req: IncomingMessage, res
     if (!address) return false;
     // A preflight for a path that names no bucket (the v4 API's, the AI gateway's) is not ours to answer.
     if (!onS3Host && !signed && (!address.bucket || !looksLikeBucket(address.bucket) || rawPath.startsWith("/client/"))) return false;
-    const serving = preflight ? answerPreflight(deps, req, res, address, requestId) : serve(deps, req, res, address, rawPath, parseQuery(rawQuery), requestId);
+    const tracked = deps.metrics?.track(preflight ? "preflight" : "other", "s3", req, res);
+    const serving = preflight
+      ? answerPreflight(deps, req, res, address, requestId)
+      : serve(deps, req, res, address, rawPath, parseQuery(rawQuery), requestId, tracked);
     serving.catch((err: unknown) => {
       const dependency = unreachableDependency(err);
       if (dependency) deps.log.warn({ err: (err as Error).message, requestId, dependency }, "s3 request refused: a dependency is unreachable");
@@ -106,6 +112,7 @@ async function serve(
   rawPath: string,
   query: QueryPairs,
   requestId: string,
+  tracked?: TrackedOperation,
 ) {
   const corsHeaders: Record<string, string> = {};
   let call: S3Call | undefined;
@@ -120,6 +127,7 @@ async function serve(
     for (const [k, v] of query) if (!params.has(k)) params.set(k, v);
     const headers = effectiveHeaders(req, query, signed.style === "query");
     const operation = operationOf(req.method ?? "GET", address.bucket, address.key, params, headers);
+    if (tracked) tracked.op = operation.name;
     if (!key.principal.can(accountId, operation.permission)) throw S3Errors.accessDenied();
     const owner = headers["x-amz-expected-bucket-owner"];
     if (owner !== undefined && owner !== accountId) throw S3Errors.accessDenied();

@@ -42,6 +42,8 @@ export class WorkerOutbound {
   constructor(
     /** The zones where a script has a route or Custom Domain (RouteTable.zonesOf). */
     private readonly zonesOf: (script: string) => ReadonlySet<string>,
+    /** Counts a script's subrequest (workers/metrics.ts). */
+    private readonly counted: (script: string) => void = () => {},
   ) {}
 
   attach(port: SubrequestPort): void {
@@ -57,6 +59,7 @@ export class WorkerOutbound {
       res.destroy();
       return;
     }
+    this.counted(call.resource);
     this.port.fetch(req, res, { ...this.sender(call), cf });
   };
 

@@ -93,6 +93,8 @@ export class WorkerProxy {
     /** How long a script may take to start its answer, and then go silent within it (0: no limit; see config.ts). */
     private readonly answerTimeoutMs: number,
     private readonly log: Logger,
+    /** Counts each invocation as its answer ends (workers/metrics.ts). */
+    private readonly invoked: (name: string, res: ServerResponse) => void = () => {},
   ) {}
 
   handle(req: IncomingMessage, res: ServerResponse): boolean {
@@ -104,6 +106,7 @@ export class WorkerProxy {
 
   /** Forwards `req` to script `name`'s live process as traffic of the edge port is (also the fetch calls of service bindings). */
   serve(name: string, req: IncomingMessage, res: ServerResponse): void {
+    this.invoked(name, res);
     const bodyless = !req.headers["transfer-encoding"] && Number(req.headers["content-length"] ?? 0) === 0;
     if (bodyless) req.resume();
     // During a gradual deployment, one of the two versions (by share, or the request's version override).

@@ -222,6 +222,11 @@ export class WorkersRuntime {
     return other?.handlers.includes(handler) ? other : drawn;
   }
 
+  /** The scripts that run here. */
+  names(): IterableIterator<string> {
+    return this.runtimes.keys();
+  }
+
   /** Every runtime script `name` has here: its one version, or the two of a gradual deployment (the primary first). */
   runtimesOf(name: string): ScriptRuntime[] {
     return [this.runtimes.get(name), this.splits.get(name)?.rt].filter((rt): rt is ScriptRuntime => rt !== undefined);

@@ -10,9 +10,12 @@ import { BIND_ENV, type FromAnsweringProcess, type ToAnsweringProcess, type Answ
 import { loadNativeUdp, type NativeUdp } from "./fast-path.js";
 import { createUdpSocket, WireCache } from "../wire-cache.js";
 import { formerrReply, screenQuery } from "../wire-screen.js";
+import { AnswerCounts, CountDeltas, totalsOf } from "../wire-stats.js";
 
 /** Questions waiting for the main process beyond this are dropped (the client retries), so a flood of misses cannot grow memory. */
 const MAX_PENDING = 10_000;
+/** How often the counts go to the main process (its metrics: src/dns/metrics.ts). */
+const STATS_INTERVAL_MS = 5_000;
 
 interface Waiter {
   id0: number;
@@ -38,6 +41,9 @@ const pending = new Map<number, { query: Buffer; key: string; waiters: Waiter[];
 const isNotify = (msg: Buffer) => ((msg[2] >> 3) & 0xf) === 4;
 const pendingByKey = new Map<string, number>();
 let seq = 0;
+/** Answers sent from JavaScript (cache hits, FORMERRs); the main process counts those it builds itself. */
+const answered = new AnswerCounts();
+const cacheUse = { hits: 0, misses: 0 };
 
 /** The JavaScript path's socket (the cluster's shared one); unset on the native path, which has its own. */
 let socket: dgram.Socket | undefined;
@@ -53,13 +59,20 @@ function onQuery(msg: Buffer, address: string, port: number): void {
   const key = WireCache.key(msg);
   const hit = native ? undefined : cache.answer(key, msg);
   if (hit) {
+    answered.count(msg, hit);
+    cacheUse.hits++;
     reply(hit, port, address);
     return;
   }
+  // The native thread counts its own misses (this function only sees those).
+  if (!native) cacheUse.misses++;
   // Garbage is answered (or dropped) here, never sent to the main process: it must not queue before real questions.
   const screen = screenQuery(msg);
   if (screen !== "answer") {
-    if (screen === "formerr") reply(formerrReply(msg), port, address);
+    if (screen === "formerr") {
+      answered.countFormerr(msg);
+      reply(formerrReply(msg), port, address);
+    }
     return;
   }
   const waiter = { id0: msg[0], id1: msg[1], port, address };
@@ -95,6 +108,8 @@ function onAnswer(s: number, answer: Buffer | null): void {
   // Answers computed before a change arrive before that change's flush (one ordered channel), so caching is safe.
   if (native) native.set(p.query, answer);
   else cache.set(p.key, answer);
+  // The main process counted this answer once; the same question's other askers are counted here.
+  for (let i = 1; i < p.waiters.length; i++) answered.count(p.query, answer);
   for (const w of p.waiters) {
     const out = Buffer.from(answer);
     out[0] = w.id0;
@@ -114,6 +129,28 @@ process.on("message", (m: ToAnsweringProcess) => {
     else cache.set(WireCache.key(m.q), m.a);
   }
 });
+
+const jsDeltas = new CountDeltas();
+const nativeDeltas = new CountDeltas();
+const reportedCache = { hits: 0, misses: 0, nativeHits: 0, nativeMisses: 0 };
+/** Sends what was counted since the last report, if anything. */
+function reportStats(): void {
+  const pairs = jsDeltas.fromTotals(totalsOf(answered));
+  let hits = cacheUse.hits - reportedCache.hits;
+  let misses = cacheUse.misses - reportedCache.misses;
+  reportedCache.hits = cacheUse.hits;
+  reportedCache.misses = cacheUse.misses;
+  if (native) {
+    pairs.push(...nativeDeltas.fromTotals(native.answered()));
+    const s = native.stats();
+    hits += s.hits - reportedCache.nativeHits;
+    misses += s.misses - reportedCache.nativeMisses;
+    reportedCache.nativeHits = s.hits;
+    reportedCache.nativeMisses = s.misses;
+  }
+  if (pairs.length > 0 || hits > 0 || misses > 0) send({ t: "stats", answered: pairs, hits, misses });
+}
+setInterval(reportStats, STATS_INTERVAL_MS).unref();
 
 function bindFailed(err: NodeJS.ErrnoException): never {
   send({ t: "bind-error", code: err.code ?? "", message: err.message });

@@ -23,6 +23,8 @@ export interface NativeUdp {
   flush(): void;
   /** formerrs: malformed queries answered FORMERR by the thread itself (see wire-screen.ts). */
   stats(): { hits: number; misses: number; dropped: number; formerrs: number; entries: number; bytes: number };
+  /** Answers the thread sent, as running totals [cell, total, ...] by question type and response code (wire-stats.ts). */
+  answered(): number[];
   /** The answer table's hash of a key (hex): keyed by a random key drawn when the addon loads, so it differs per process. */
   keyHash(key: Buffer): string;
 }

@@ -21,8 +21,21 @@ export type FromAnsweringProcess =
   | { t: "bind-error"; code: string; message: string }
   | { t: "flushed"; g: number }
   /**
+   * What the process answered since its last report (every few seconds, when anything changed): answered queries as
+   * [cell, n, ...] (wire-stats.ts), and its cache's hits and misses (the native thread's included).
+   */
+  | AnsweringStats
+  /**
    * A query the process has no cached answer for; the main process answers it from the zones. `from`: the sender's
    * address, sent only with a NOTIFY, whose answer depends on who sent it (a primary of a secondary zone) and is
    * never cached.
    */
   | { t: "query"; s: number; q: Buffer; from?: string };
+
+/** An answering process's counts since its last report (see FromAnsweringProcess). */
+export interface AnsweringStats {
+  t: "stats";
+  answered: number[];
+  hits: number;
+  misses: number;
+}

@@ -1,7 +1,7 @@
 import cluster, { type Worker } from "node:cluster";
 import { fileURLToPath } from "node:url";
 import type { Logger } from "../../../core/logger.js";
-import { BIND_ENV, type FromAnsweringProcess, type ToAnsweringProcess, type AnsweringProcessBind } from "./messages.js";
+import { BIND_ENV, type AnsweringStats, type FromAnsweringProcess, type ToAnsweringProcess, type AnsweringProcessBind } from "./messages.js";
 
 /** Beside this file both in dist/dns/ (tsc) and in dist/bin/ (the bundle, where it is an entry of its own). */
 const ANSWERING_PROCESS_SCRIPT = fileURLToPath(new URL("./answering-process.js", import.meta.url));
@@ -64,6 +64,8 @@ export class UdpAnsweringPool {
     private readonly log: Logger,
     /** A process started to replace one that died is ready (its cache is empty: answers may be built for it). */
     private readonly replaced: () => void = () => {},
+    /** A process's report of what it answered and of its cache since its last one (every few seconds). */
+    private readonly stats: (report: AnsweringStats) => void = () => {},
   ) {}
 
   /** Resolves once every process has the socket; rejects with the bind error (its code kept) if one cannot. */
@@ -165,6 +167,9 @@ export class UdpAnsweringPool {
             this.post(child, { t: "answer", s: msg.s, a });
             break;
           }
+          case "stats":
+            this.stats(msg);
+            break;
           case "flushed": {
             const confirmed = m.waiters.filter((w) => w.g <= msg.g);
             m.waiters = m.waiters.filter((w) => w.g > msg.g);

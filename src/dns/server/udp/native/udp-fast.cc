@@ -199,6 +199,10 @@ class AnswerTable {
   size_t count_ = 0;
 };
 
+// Question types 0..kTypeCells-2 are counted each in a cell of their own, the rest in the last one (TypeCell in
+// src/dns/server/wire-stats.ts, which names them).
+constexpr size_t kTypeCells = 260;
+
 struct Miss {
   std::vector<uint8_t> query;
   sockaddr_storage from;
@@ -216,6 +220,9 @@ struct Server {
   AnswerTable questions;
   size_t bytes = 0;
   std::atomic<uint64_t> hits{0}, misses{0}, dropped{0}, formerrs{0};
+  // Answers this thread sent, by question type cell and response code (guarded by mu, like the tables): the
+  // platform's metrics (src/dns/metrics.ts) read them through answered().
+  uint64_t answered[kTypeCells * 16] = {};
   std::atomic<bool> stopping{false};
 };
 
@@ -265,6 +272,14 @@ long NameEnd(const uint8_t* m, size_t len, size_t offset) {
     }
   }
   return end < 0 ? static_cast<long>(at) : end;
+}
+
+// The counting cell of a query's question type (the last cell when it cannot be read): see kTypeCells.
+size_t TypeCell(const uint8_t* q, size_t len) {
+  const long e = NameEnd(q, len, kHeader);
+  if (e < 0 || static_cast<size_t>(e) + 2 > len) return kTypeCells - 1;
+  const size_t type = U16(q + e);
+  return type < kTypeCells - 1 ? type : kTypeCells - 1;
 }
 
 Screen ScreenQuery(const uint8_t* m, size_t len) {
@@ -442,12 +457,14 @@ void Run(Server* s) {
           o.assign(e->answer(), e->answer_len);  // at least 12 bytes: Set() refuses shorter answers
           o[0] = static_cast<char>(q[0]);
           o[1] = static_cast<char>(q[1]);
+          s->answered[TypeCell(q, len) * 16 + (static_cast<uint8_t>(o[3]) & 0xf)]++;
           hits++;
         } else if (PlainQuestion(q, len, qkey, plain) &&
                    (e = s->questions.Find(qkey.data(), qkey.size(), AnswerTable::Hash(qkey.data(), qkey.size()))) != nullptr &&
                    e->answer_len <= plain.limit) {
           o.assign(e->answer(), e->answer_len);  // Set() stored it only with this question section at offset 12
           PatchAnswer(o, q, plain.name_len);
+          s->answered[TypeCell(q, len) * 16 + (static_cast<uint8_t>(o[3]) & 0xf)]++;
           hits++;
         } else {
           const Screen screen = ScreenQuery(q, len);
@@ -457,6 +474,7 @@ void Run(Server* s) {
             continue;
           }
           FormerrReply(q, o);
+          s->answered[TypeCell(q, len) * 16 + 1]++;
           formerrs++;
         }
         out_iov[nout] = {o.data(), o.size()};
@@ -731,6 +749,27 @@ napi_value Stats(napi_env env, napi_callback_info) {
   return o;
 }
 
+// answered(): [cell, count, cell, count, ...] for every non-zero cell of Server::answered (cell = type cell * 16 + rcode),
+// counts since the thread started.
+napi_value Answered(napi_env env, napi_callback_info) {
+  std::vector<double> cells;
+  if (Server* s = g_server) {
+    std::lock_guard<std::mutex> lock(s->mu);
+    for (size_t i = 0; i < kTypeCells * 16; i++)
+      if (s->answered[i] != 0) {
+        cells.push_back(static_cast<double>(i));
+        cells.push_back(static_cast<double>(s->answered[i]));
+      }
+  }
+  napi_value out, v;
+  napi_create_array_with_length(env, cells.size(), &out);
+  for (size_t i = 0; i < cells.size(); i++) {
+    napi_create_double(env, cells[i], &v);
+    napi_set_element(env, out, static_cast<uint32_t>(i), v);
+  }
+  return out;
+}
+
 // keyHash(bytes): the table's hash of a key, for the test that two processes hash alike keys differently.
 napi_value KeyHash(napi_env env, napi_callback_info info) {
   size_t argc = 1;
@@ -759,6 +798,7 @@ napi_value Init(napi_env env, napi_value exports) {
       {"set", nullptr, Set, nullptr, nullptr, nullptr, napi_default, nullptr},
       {"flush", nullptr, Flush, nullptr, nullptr, nullptr, napi_default, nullptr},
       {"stats", nullptr, Stats, nullptr, nullptr, nullptr, napi_default, nullptr},
+      {"answered", nullptr, Answered, nullptr, nullptr, nullptr, napi_default, nullptr},
       {"keyHash", nullptr, KeyHash, nullptr, nullptr, nullptr, napi_default, nullptr},
   };
   napi_define_properties(env, exports, sizeof(props) / sizeof(props[0]), props);

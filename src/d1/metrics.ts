@@ -1,0 +1,14 @@
+import type { IncomingMessage } from "node:http";
+import type { Registry } from "prom-client";
+import { OperationMetrics } from "../core/metrics/operations.js";
+
+/** D1's binding calls (d1/binding.ts): `query` (prepared statements, batches) and `execute` (exec()). */
+const D1_OPERATIONS = new Set(["query", "execute"]);
+
+/** edgeplatform_d1_operations_total and edgeplatform_d1_bytes_total (core/metrics/operations.ts). */
+export const d1OperationMetrics = (registry: Registry) => new OperationMetrics(registry, "d1", D1_OPERATIONS);
+
+export function d1BindingOperation(req: IncomingMessage): string {
+  const path = (req.url ?? "/").split("?")[0];
+  return path === "/query" ? "query" : path === "/execute" ? "execute" : "other";
+}
