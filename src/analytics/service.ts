@@ -14,6 +14,7 @@ import { AnalyticsSchema } from "./schema.js";
 export type { AnalyticsDataset, RequestedFields, Rollups } from "./dataset.js";
 export type { RollupGroup, RollupQuery } from "./rollups/store.js";
 export { serveOptions } from "./config.js";
+export { groupedDataset, type GroupedDatasetSpec } from "./grouped-dataset.js";
 
 const PRUNE_EVERY_MS = 3_600_000;
 
@@ -46,7 +47,7 @@ export function createAnalyticsService(ctx: ServiceContext, deps: { zoneAccount:
   return {
     name: "analytics",
     rollups: {
-      record: (dataset, scope, accountId, atMs, dims, sums) => recorder.add(dataset, scope, accountId, atMs, dims, sums),
+      record: (dataset, scope, accountId, atMs, dims, sums, count) => recorder.add(dataset, scope, accountId, atMs, dims, sums, count),
       query: (q) => store.query(q),
       retentionSeconds: cfg.retentionSeconds,
     },

@@ -38,10 +38,17 @@ export function querySql(table: string, q: RollupQuery): { sql: string; params: 
   const where = ["dataset = ?", "scope = ?", "minute >= ?", "minute < ?"];
   const params: unknown[] = [q.dataset, q.scope, q.from, q.to];
   for (const w of q.where) {
+    if (w.op === "in") {
+      // An empty list matches nothing, as hosted.
+      where.push(w.values.length ? `${dimCols[w.dim]} IN (${w.values.map(() => "?").join(", ")})` : "1 = 0");
+      params.push(...w.values);
+      continue;
+    }
     where.push(`${dimCols[w.dim]} ${w.op === "eq" ? "=" : "<>"} ?`);
     params.push(w.value);
   }
-  const order = q.orderBy.map((o) => `${o.by === "count" ? "SUM(count)" : `k${o.by.group}`} ${o.desc ? "DESC" : "ASC"}`);
+  const orderExpr = (by: RollupQuery["orderBy"][number]["by"]) => (by === "count" ? "SUM(count)" : "sum" in by ? `SUM(${sumCols[by.sum]})` : `k${by.group}`);
+  const order = q.orderBy.map((o) => `${orderExpr(o.by)} ${o.desc ? "DESC" : "ASC"}`);
   // Ties broken by the groups, so pages and repeated queries agree.
   order.push(...groups.map((_, i) => `k${i} ASC`));
   const sql =
@@ -64,7 +71,9 @@ export function toGroupRow(q: RollupQuery, row: GroupDbRow) {
   };
 }
 
+/** The table as its first migration made it (four sums; `moreSumsDdl` adds the rest). */
 export function rollupTableDdl(table: string, text: string, int: string): string {
+  const sumCols = Array.from({ length: 4 }, (_, i) => `s${i + 1}`);
   return `CREATE TABLE ${table} (
      dataset ${text} NOT NULL,
      scope ${text} NOT NULL,
@@ -76,4 +85,9 @@ export function rollupTableDdl(table: string, text: string, int: string): string
      ${sumCols.map((s) => `${s} ${int} NOT NULL DEFAULT 0`).join(",\n     ")},
      PRIMARY KEY (dataset, scope, minute, ${dimCols.join(", ")}, node_id)
    )`;
+}
+
+/** The second migration: sums s5..s8 (AI gateway requests carry seven numbers). */
+export function moreSumsDdl(table: string, int: string): string {
+  return Array.from({ length: 4 }, (_, i) => `ALTER TABLE ${table} ADD COLUMN s${i + 5} ${int} NOT NULL DEFAULT 0;`).join("\n");
 }

@@ -20,10 +20,10 @@ export const describeRollupStore = storeContract<RollupStore>("RollupStore", (it
     await store.add("node-a", [row(T0, ["www", "GET"], 2, [100, 1])]);
     await store.add("node-a", [row(T0, ["www", "GET"], 3, [50, 0])]);
     await store.add("node-b", [row(T0, ["www", "GET"], 1, [10, 1]), row(T0, ["api", "POST"], 4, [7, 0])]);
-    assert.deepEqual(await store.query({ ...all, groupBy: [] }), [{ keys: [], count: 10, sums: [167, 2, 0, 0] }]);
+    assert.deepEqual(await store.query({ ...all, groupBy: [] }), [{ keys: [], count: 10, sums: [167, 2, 0, 0, 0, 0, 0, 0] }]);
     assert.deepEqual(await store.query({ ...all, groupBy: [{ dim: 0 }] }), [
-      { keys: ["api"], count: 4, sums: [7, 0, 0, 0] },
-      { keys: ["www"], count: 6, sums: [160, 2, 0, 0] },
+      { keys: ["api"], count: 4, sums: [7, 0, 0, 0, 0, 0, 0, 0] },
+      { keys: ["www"], count: 6, sums: [160, 2, 0, 0, 0, 0, 0, 0] },
     ]);
   });
 
@@ -36,9 +36,9 @@ export const describeRollupStore = storeContract<RollupStore>("RollupStore", (it
       row(T0, ["www", "GET", "200"], 16, [], "other-zone"),
     ]);
     assert.deepEqual(await store.query({ ...all, groupBy: [{ time: "hour" }] }), [
-      { keys: [T0], count: 3, sums: [0, 0, 0, 0] },
-      { keys: [T0 + 3600], count: 4, sums: [0, 0, 0, 0] },
-      { keys: [T0 + 86_400], count: 8, sums: [0, 0, 0, 0] },
+      { keys: [T0], count: 3, sums: [0, 0, 0, 0, 0, 0, 0, 0] },
+      { keys: [T0 + 3600], count: 4, sums: [0, 0, 0, 0, 0, 0, 0, 0] },
+      { keys: [T0 + 86_400], count: 8, sums: [0, 0, 0, 0, 0, 0, 0, 0] },
     ]);
     assert.deepEqual(
       (await store.query({ ...all, groupBy: [{ time: "day" }], where: [{ dim: 2, op: "eq", value: "200" }] })).map((g) => [g.keys[0], g.count]),
@@ -72,6 +72,6 @@ export const describeRollupStore = storeContract<RollupStore>("RollupStore", (it
       [T0 + 60],
     );
     await store.deleteScope("z1");
-    assert.deepEqual(await store.query({ ...all, groupBy: [] }), [{ keys: [], count: 0, sums: [0, 0, 0, 0] }]);
+    assert.deepEqual(await store.query({ ...all, groupBy: [] }), [{ keys: [], count: 0, sums: [0, 0, 0, 0, 0, 0, 0, 0] }]);
   });
 });

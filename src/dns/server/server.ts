@@ -12,6 +12,10 @@ import { UdpAnsweringPool } from "./udp/pool.js";
 import { Prewarmer } from "./prewarm.js";
 import { createUdpSocket, WireCache } from "./wire-cache.js";
 import { formerrReply, screenQuery } from "./wire-screen.js";
+import { QueryCounter, type QueryCount } from "./query-counts.js";
+
+/** How often the answers counted here are handed on (DNS analytics; the rollups are written every 10 s). */
+const COUNTS_EVERY_MS = 5_000;
 
 const AA = 1 << 10;
 const TC = 1 << 9;
@@ -45,6 +49,11 @@ export class DnsServer {
   private readonly tcpCache = new WireCache();
   /** Answers the zones' own names before anyone asks, after start and after each change (prewarm.ts). */
   private readonly prewarm: Prewarmer;
+  /** Answers sent by this process, per protocol (the answering processes count their own: udp/pool.ts). */
+  private readonly udpCounts = new QueryCounter(() => this.handCounts());
+  private readonly tcpCounts = new QueryCounter(() => this.handCounts());
+  private counted?: (counts: QueryCount[], protocol: "udp" | "tcp") => void;
+  private countsTimer?: NodeJS.Timeout;
   port = 0;
 
   constructor(
@@ -65,6 +74,21 @@ export class DnsServer {
     );
   }
 
+  /** Where the answers sent are told, by question and rcode, every few seconds (dnsAnalyticsAdaptiveGroups). */
+  onCounts(listener: (counts: QueryCount[], protocol: "udp" | "tcp") => void): void {
+    this.counted = listener;
+  }
+
+  private handCounts(): void {
+    if (!this.counted) {
+      this.udpCounts.drain();
+      this.tcpCounts.drain();
+      return;
+    }
+    if (this.udpCounts.size > 0) this.counted(this.udpCounts.drain(), "udp");
+    if (this.tcpCounts.size > 0) this.counted(this.tcpCounts.drain(), "tcp");
+  }
+
   /** Forgets every cached answer, here and in the answering processes. */
   invalidate(): void {
     this.udpCache.clear();
@@ -82,6 +106,8 @@ export class DnsServer {
     try {
       await this.listen();
       this.prewarm.schedule();
+      this.countsTimer = setInterval(() => this.handCounts(), COUNTS_EVERY_MS);
+      this.countsTimer.unref();
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
       const where = `${this.cfg.host}:${this.cfg.port}`;
@@ -141,6 +167,7 @@ export class DnsServer {
       (q, from) => this.respond(q, false, from),
       this.log,
       () => this.prewarm.schedule(),
+      (counts) => this.counted?.(counts, "udp"),
     );
     try {
       await pool.start();
@@ -159,6 +186,8 @@ export class DnsServer {
 
   async stop(): Promise<void> {
     this.prewarm.stop();
+    clearInterval(this.countsTimer);
+    this.handCounts();
     this.udp?.close();
     await this.pool?.stop();
     await this.tcp?.close();
@@ -171,7 +200,10 @@ export class DnsServer {
   private onUdp(udp: dgram.Socket, msg: Buffer, rinfo: dgram.RemoteInfo): void {
     try {
       const out = this.respond(msg, false, rinfo.address);
-      if (out) udp.send(out, rinfo.port, rinfo.address);
+      if (out) {
+        udp.send(out, rinfo.port, rinfo.address);
+        this.udpCounts.add(out);
+      }
     } catch (err) {
       // Never let one packet take the server down.
       this.log.warn({ err }, "dns udp query failed");
@@ -181,12 +213,16 @@ export class DnsServer {
   /** remote: the client's address (IPv4-mapped IPv6 written as IPv4). */
   private respondTcp(msg: Buffer, remote: string): Buffer[] | Iterable<Buffer> {
     const q = this.readQuery(msg, this.tcpCache);
-    if (!isDecoded(q)) return q ? [q] : [];
+    if (!isDecoded(q)) {
+      if (q) this.tcpCounts.add(q);
+      return q ? [q] : [];
+    }
     const question = q.questions?.length === 1 ? q.questions[0] : undefined;
     if (question && (question.type === "AXFR" || question.type === "IXFR") && ((q.flags ?? 0) & OPCODE_MASK) === 0) {
       return this.transfers.answer(this.zones.named((question.name ?? "").toLowerCase().replace(/\.$/, "")), q, msg, remote);
     }
     const out = this.answerOrNotify(q, msg, true, remote);
+    if (out) this.tcpCounts.add(out);
     return out ? [out] : [];
   }
 

@@ -12,6 +12,7 @@ import type { S3Config } from "./config.js";
 import { corsResponseHeaders, matchingRule, preflightHeaders, requestedHeaders } from "./cors.js";
 import { fromStoreError, S3Error, S3Errors } from "./errors.js";
 import { operationOf } from "./router.js";
+import { whenOperationEnds, type R2Operation } from "../operations-dataset.js";
 import { parseQuery, readSignature, verifySignature, type QueryPairs } from "./sigv4.js";
 
 /**
@@ -24,6 +25,8 @@ export interface S3HandlerDeps {
   auth: AuthService;
   config: S3Config;
   log: Logger;
+  /** Told of every authenticated operation as its answer ends (r2OperationsAdaptiveGroups). */
+  onOperation?: (e: R2Operation) => void;
 }
 
 /** Query parameters of presigned URLs that are the signature itself, not headers it stands for. */
@@ -120,6 +123,19 @@ async function serve(
     for (const [k, v] of query) if (!params.has(k)) params.set(k, v);
     const headers = effectiveHeaders(req, query, signed.style === "query");
     const operation = operationOf(req.method ?? "GET", address.bucket, address.key, params, headers);
+    if (deps.onOperation) {
+      const sized = operation.name === "GetObject" || operation.name === "HeadObject";
+      whenOperationEnds(
+        res,
+        () => ({
+          accountId,
+          bucketName: address.bucket ?? "",
+          actionType: operation.name,
+          objectSize: sized && res.statusCode < 300 ? Number(res.getHeader("content-length") ?? 0) || 0 : 0,
+        }),
+        deps.onOperation,
+      );
+    }
     if (!key.principal.can(accountId, operation.permission)) throw S3Errors.accessDenied();
     const owner = headers["x-amz-expected-bucket-owner"];
     if (owner !== undefined && owner !== accountId) throw S3Errors.accessDenied();

@@ -1,6 +1,7 @@
 import cluster, { type Worker } from "node:cluster";
 import { fileURLToPath } from "node:url";
 import type { Logger } from "../../../core/logger.js";
+import type { QueryCount } from "../query-counts.js";
 import { BIND_ENV, type FromAnsweringProcess, type ToAnsweringProcess, type AnsweringProcessBind } from "./messages.js";
 
 /** Beside this file both in dist/dns/ (tsc) and in dist/bin/ (the bundle, where it is an entry of its own). */
@@ -64,6 +65,8 @@ export class UdpAnsweringPool {
     private readonly log: Logger,
     /** A process started to replace one that died is ready (its cache is empty: answers may be built for it). */
     private readonly replaced: () => void = () => {},
+    /** The answers a process sent, by question and rcode (DNS analytics). */
+    private readonly counted: (counts: QueryCount[]) => void = () => {},
   ) {}
 
   /** Resolves once every process has the socket; rejects with the bind error (its code kept) if one cannot. */
@@ -165,6 +168,9 @@ export class UdpAnsweringPool {
             this.post(child, { t: "answer", s: msg.s, a });
             break;
           }
+          case "counts":
+            this.counted(msg.c);
+            break;
           case "flushed": {
             const confirmed = m.waiters.filter((w) => w.g <= msg.g);
             m.waiters = m.waiters.filter((w) => w.g > msg.g);
