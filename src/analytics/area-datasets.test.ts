@@ -81,7 +81,13 @@ test("workersInvocationsAdaptive counts invocations by script and status, errors
   assert.equal((await p.api("POST", `/accounts/${p.accountId}/r2/buckets`, { name: "datasets-bound" })).status, 200);
   const up = await uploadScript(p, "counted", code, { bindings: [{ type: "r2_bucket", name: "B", bucket_name: "datasets-bound" }] });
   assert.equal(up.status, 200, JSON.stringify(up.body));
-  const upB = await uploadScript(p, "counted-b", `export default { fetch() { return new Response("b") } }`, {}, { accountId: accountB, headers: p.keyHeaders() });
+  const upB = await uploadScript(
+    p,
+    "counted-b",
+    `export default { fetch() { return new Response("b") } }`,
+    {},
+    { accountId: accountB, headers: p.keyHeaders() },
+  );
   assert.equal(upB.status, 200, JSON.stringify(upB.body));
   for (const path of ["/", "/", "/sub", "/r2"]) assert.equal((await hit(p, "counted", path)).status, 200);
   assert.equal((await hit(p, "counted", "/throw")).status, 500);
@@ -107,12 +113,18 @@ test("workersInvocationsAdaptive counts invocations by script and status, errors
   // Account B sees its own script only, and cannot read account A.
   const bRows = await rowsOf("workersInvocationsAdaptive", "sum { requests } dimensions { scriptName }", (r) => r.length === 1, accountB, asB);
   assert.deepEqual(bRows, [{ sum: { requests: 1 }, dimensions: { scriptName: "counted-b" } }]);
-  const bReadsA = await graphql(`{ viewer { accounts(filter: {accountTag: "${p.accountId}"}) { workersInvocationsAdaptive(limit: 1) { sum { requests } } } } }`, {}, asB);
+  const bReadsA = await graphql(
+    `{ viewer { accounts(filter: {accountTag: "${p.accountId}"}) { workersInvocationsAdaptive(limit: 1) { sum { requests } } } } }`,
+    {},
+    asB,
+  );
   assert.equal(bReadsA.data, null);
   assert.match(bReadsA.errors[0].message, /not authorized for account/);
 
   // CPU time and quantiles are not measured here: asking for them is GraphQL's validation error, never an empty answer.
-  const cpu = await graphql(`{ viewer { accounts(filter: {accountTag: "${p.accountId}"}) { workersInvocationsAdaptive(limit: 1) { quantiles { cpuTimeP50 } } } } }`);
+  const cpu = await graphql(
+    `{ viewer { accounts(filter: {accountTag: "${p.accountId}"}) { workersInvocationsAdaptive(limit: 1) { quantiles { cpuTimeP50 } } } } }`,
+  );
   assert.equal(cpu.data, null);
   assert.match(cpu.errors[0].message, /Cannot query field "quantiles" on type "AccountWorkersInvocationsAdaptive"/);
 });
@@ -150,8 +162,22 @@ test("r2OperationsAdaptiveGroups counts S3 API requests and binding calls by buc
   assert.equal(of("datasets-bound", "GetObject")?.sum.responseObjectSize, 5);
   // Filters: by action type, and a list of them.
   const filtered = await graphql(
-    `query ($a: String, $f: AccountR2OperationsAdaptiveGroupsFilter_InputObject) { viewer { accounts(filter: { accountTag: $a }) {
-       r2OperationsAdaptiveGroups(limit: 10, filter: $f, orderBy: [actionType_ASC]) { sum { requests } dimensions { actionType } } } } }`,
+    `
+      query ($a: String, $f: AccountR2OperationsAdaptiveGroupsFilter_InputObject) {
+        viewer {
+          accounts(filter: { accountTag: $a }) {
+            r2OperationsAdaptiveGroups(limit: 10, filter: $f, orderBy: [actionType_ASC]) {
+              sum {
+                requests
+              }
+              dimensions {
+                actionType
+              }
+            }
+          }
+        }
+      }
+    `,
     { a: p.accountId, f: { ...lastHour(), bucketName: "datasets-s3", actionType_in: ["GetObject", "PutObject"] } },
   );
   assert.deepEqual(filtered.data.viewer.accounts[0].r2OperationsAdaptiveGroups, [
@@ -168,7 +194,7 @@ test("r2OperationsAdaptiveGroups counts S3 API requests and binding calls by buc
 });
 
 test("dnsAnalyticsAdaptiveGroups counts what the answering processes and the main process answer, per zone", async () => {
-  await createRecord(p, zoneA, { type: "A", name: "www", content: "192.0.2.10", ttl: 300 });
+  await createRecord(p, zoneA, { type: "A", name: "www", content: "198.51.100.10", ttl: 300 });
   // Two UDP answering processes answer these (a question each: a repeat may be answered from the native cache, which
   // does not count), TCP the main process.
   await dig(dnsPort, ["www.datasets-a.example", "A"]);
@@ -182,8 +208,23 @@ test("dnsAnalyticsAdaptiveGroups counts what the answering processes and the mai
   await eventually(
     async () => {
       const r = await graphql(
-        `query ($z: String, $f: ZoneDnsAnalyticsAdaptiveGroupsFilter_InputObject) { viewer { zones(filter: { zoneTag: $z }) {
-           dnsAnalyticsAdaptiveGroups(limit: 100, filter: $f, orderBy: [queryName_ASC, queryType_ASC]) { count dimensions { queryName queryType responseCode protocol } } } } }`,
+        `
+          query ($z: String, $f: ZoneDnsAnalyticsAdaptiveGroupsFilter_InputObject) {
+            viewer {
+              zones(filter: { zoneTag: $z }) {
+                dnsAnalyticsAdaptiveGroups(limit: 100, filter: $f, orderBy: [queryName_ASC, queryType_ASC]) {
+                  count
+                  dimensions {
+                    queryName
+                    queryType
+                    responseCode
+                    protocol
+                  }
+                }
+              }
+            }
+          }
+        `,
         { z: zoneA, f: lastHour() },
       );
       assert.equal(r.errors, null, JSON.stringify(r.errors));
@@ -235,10 +276,7 @@ test("aiGatewayRequestsAdaptiveGroups counts requests, cache hits, errors, token
   assert.equal(model.sum.uncachedTokensOut, 14);
   assert.equal(model.sum.cachedTokensIn, 11, "what the cache hit saved");
   assert.ok(model.sum.cost > 0, "priced from the shipped price table");
-  assert.deepEqual(
-    { gateway: model.dimensions.gateway, provider: model.dimensions.provider },
-    { gateway: "counted", provider: "openai" },
-  );
+  assert.deepEqual({ gateway: model.dimensions.gateway, provider: model.dimensions.provider }, { gateway: "counted", provider: "openai" });
   const errored = rows.find((r) => r !== model);
   assert.equal(errored.sum.erroredRequests, 1);
 

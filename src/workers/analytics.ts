@@ -31,12 +31,25 @@ export interface WorkerSubrequest {
 /** The length of workerd's own body for an uncaught exception ("Internal Server Error", without a content-type). */
 const WORKERD_EXCEPTION_BODY = "Internal Server Error".length;
 
-/** The status of an answer workerd or the platform gave (see InvocationStatus); `edgeAnswered`: the platform's own page. */
-export function invocationStatus(res: ServerResponse, edgeAnswered: boolean): InvocationStatus {
-  if (edgeAnswered) return "internalError";
+/**
+ * Whether an answer's head is workerd's own for an uncaught exception: 500, no content-type, its 21-byte body (a
+ * script's own 500 has a content-type, or another body).
+ */
+export function isWorkerdException(status: number, headers: readonly string[]): boolean {
+  if (status !== 500) return false;
+  let length = -1;
+  for (let i = 0; i < headers.length; i += 2) {
+    if (headers[i] === "content-type") return false;
+    if (headers[i] === "content-length") length = Number(headers[i + 1]);
+  }
+  return length === WORKERD_EXCEPTION_BODY;
+}
+
+/** The status of an invocation once its answer ended (see InvocationStatus). */
+export function invocationStatus(res: ServerResponse, answer: { edgeAnswered: boolean; threw: boolean }): InvocationStatus {
+  if (answer.edgeAnswered) return "internalError";
+  if (answer.threw) return "scriptThrewException";
   if (!res.writableFinished) return "clientDisconnected";
-  if (res.statusCode === 500 && res.getHeader("content-type") === undefined && Number(res.getHeader("content-length")) === WORKERD_EXCEPTION_BODY)
-    return "scriptThrewException";
   return "success";
 }
 

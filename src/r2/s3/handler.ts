@@ -124,15 +124,10 @@ async function serve(
     const headers = effectiveHeaders(req, query, signed.style === "query");
     const operation = operationOf(req.method ?? "GET", address.bucket, address.key, params, headers);
     if (deps.onOperation) {
-      const sized = operation.name === "GetObject" || operation.name === "HeadObject";
+      const name = operation.name;
       whenOperationEnds(
         res,
-        () => ({
-          accountId,
-          bucketName: address.bucket ?? "",
-          actionType: operation.name,
-          objectSize: sized && res.statusCode < 300 ? Number(res.getHeader("content-length") ?? 0) || 0 : 0,
-        }),
+        () => ({ accountId, bucketName: address.bucket ?? "", actionType: name, objectSize: res.statusCode < 300 ? (call?.objectSize ?? 0) : 0 }),
         deps.onOperation,
       );
     }

@@ -6,7 +6,7 @@ import type { WorkersRuntime } from "./runtime.js";
 import { FORWARDED_PROTO } from "./capnp-config.js";
 import { BINDING_HEADER } from "../bindings/server.js";
 import { HOP_BY_HOP, passedRequestHeaders, relay, relayableHeaders } from "../../core/http/relay.js";
-import { invocationStatus, type WorkerInvocation } from "../analytics.js";
+import { invocationStatus, isWorkerdException, type WorkerInvocation } from "../analytics.js";
 
 /** Headers the edge sets on Workers' requests itself: a client's own are dropped (a plain request must not pass for HTTPS). */
 const EDGE_SET_FOR_WORKERS = new Set(["cf-connecting-ip", FORWARDED_PROTO, BINDING_HEADER]);
@@ -73,11 +73,13 @@ function readScriptOfHost(host: string, domain: string): string | undefined {
   return /^[a-z0-9-]+$/.test(name) ? name : undefined;
 }
 
-/** Marks an answer the platform wrote itself (the Worker was not reached): counted as `internalError`. */
+/** Marks an answer the platform wrote itself (the Worker was not reached: `internalError`), or workerd's for an exception. */
 const EDGE_ANSWERED = Symbol("edgeAnswered");
+const SCRIPT_THREW = Symbol("scriptThrew");
+type MarkedResponse = ServerResponse & { [EDGE_ANSWERED]?: boolean; [SCRIPT_THREW]?: boolean };
 
 function plain(res: ServerResponse, status: number, text: string): void {
-  (res as ServerResponse & { [EDGE_ANSWERED]?: boolean })[EDGE_ANSWERED] = true;
+  (res as MarkedResponse)[EDGE_ANSWERED] = true;
   res.writeHead(status, { "content-type": "text/plain; charset=utf-8", "content-length": Buffer.byteLength(text) }).end(text);
 }
 
@@ -138,7 +140,7 @@ export class WorkerProxy {
         accountId: live.accountId,
         scriptName: name,
         scriptVersion: live.versionId,
-        status: invocationStatus(res, (res as ServerResponse & { [EDGE_ANSWERED]?: boolean })[EDGE_ANSWERED] === true),
+        status: invocationStatus(res, { edgeAnswered: (res as MarkedResponse)[EDGE_ANSWERED] === true, threw: (res as MarkedResponse)[SCRIPT_THREW] === true }),
         wallTimeUs: Math.round((performance.now() - started) * 1000),
       });
     });
@@ -168,6 +170,11 @@ export class WorkerProxy {
       body: bodyless ? null : req,
       headersTimeout: timeout,
       bodyTimeout: timeout,
+      answered: this.invocations
+        ? (status, headers) => {
+            if (isWorkerdException(status, headers)) (res as MarkedResponse)[SCRIPT_THREW] = true;
+          }
+        : undefined,
       failed: (err, answered) => {
         // A crash or a redeploy can close a kept-alive connection to the old workerd (or remove its socket
         // file) just as it is used. Nothing reached a script then, so a request without a body is sent once
