@@ -64,6 +64,28 @@ export const describeRollupStore = storeContract<RollupStore>("RollupStore", (it
     );
   });
 
+  it("reads whole hours from the hourly rollups and the minutes at either end from the minute ones", async (store) => {
+    // Minutes in three hours; ranges that start and end inside an hour, and one of whole hours.
+    await store.add("n", [row(T0 + 60, ["a"], 1, [10]), row(T0 + 1800, ["a"], 2, [20]), row(T0 + 3600, ["a"], 4, [40]), row(T0 + 7260, ["b"], 8, [80])]);
+    await store.add("m", [row(T0 + 3660, ["a"], 16, [160])]);
+    const total = async (from: number, to: number) => {
+      const [g] = await store.query({ ...all, from, to, groupBy: [] });
+      return [g.count, g.sums[0]];
+    };
+    assert.deepEqual(await total(T0, T0 + 3 * 3600), [31, 310]);
+    assert.deepEqual(await total(T0 + 120, T0 + 3 * 3600), [30, 300]);
+    assert.deepEqual(await total(T0 + 120, T0 + 7260), [22, 220]);
+    assert.deepEqual(await total(T0 + 3600, T0 + 7200), [20, 200]);
+    assert.deepEqual(
+      (await store.query({ ...all, from: T0 + 120, to: T0 + 3 * 3600, groupBy: [{ time: "hour" }, { dim: 0 }] })).map((g) => [...g.keys, g.count]),
+      [
+        [T0, "a", 2],
+        [T0 + 3600, "a", 20],
+        [T0 + 7200, "b", 8],
+      ],
+    );
+  });
+
   it("prunes minutes before a time, and deletes a scope's rows", async (store) => {
     await store.add("n", [row(T0, ["a"], 1), row(T0 + 60, ["a"], 1), row(T0, ["a"], 1, [], "z2")]);
     assert.equal(await store.prune(T0 + 60), 2);
