@@ -276,6 +276,8 @@ export async function startPlatform(config: PlatformConfig, log: Logger = create
   workers.attachSubrequests({
     fetch: (req, res, from) => proxy.subrequest(req, res, from),
     connect: (target, socket, head) => proxy.connectOut(target, socket, head),
+    // The Cache API (caches.default, caches.open) of Workers: the edge's cache, in the zones the Worker is routed in.
+    cache: (req, res, from) => proxy.cacheApi(req, res, from),
   });
   edge.addTenantUpgradeHandler(proxy.upgrade);
   // The HTTPS port after Workers: it starts once the route table (its Custom Domains) is read.

@@ -13,6 +13,8 @@ const FILES: Record<string, string> = {
   "api.js": JS,
   "dom.js": JS,
   "pages.js": JS,
+  "pages-data.js": JS,
+  "pages-zone.js": JS,
   "charts.js": JS,
   "style.css": "text/css; charset=utf-8",
   // uPlot, the chart library (copied from node_modules by the build).

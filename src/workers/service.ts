@@ -96,6 +96,7 @@ export function createWorkersService(ctx: ServiceContext, deps: WorkersDeps): Wo
   // Scripts' own fetch() calls: to their zones' origins through the edge (attachSubrequests), else out as any fetch.
   const outbound = new WorkerOutbound((script) => routing.table.zonesOf(script));
   runtime.mountBinding("outbound", outbound.handle);
+  runtime.mountBinding("cache", outbound.cacheHandle);
   runtime.bindings.takeOtherTunnels(outbound.tunnel);
   const deployer = new ScriptDeployer(store, runtime, resourceExists(deps.bindings, scriptExists), log, durableObjects, assets, {
     isConsumer: (accountId, name) => deps.queues.isConsumer(accountId, name),

@@ -2,16 +2,23 @@
 // location hashes to pages and handles signing in and out.
 import { api, ApiFailure, session, TOKEN_KEY } from "./api.js";
 import { h, notify, setRerender } from "./dom.js";
-import { pages } from "./pages.js";
+import { dataNested, dataPages } from "./pages-data.js";
+import { pages as basePages } from "./pages.js";
+import { zoneNested, zonePages } from "./pages-zone.js";
+
+/** Every page by name; each area's module brings its own (kept apart so areas change without touching each other). */
+const pages = { ...basePages, ...dataPages, ...zonePages };
+/** Areas whose `#/<area>/<id>` hash names one item, and the page that shows it. */
+const nested = { dns: "zone", kv: "namespace", r2: "bucket", "ai-gateway": "gatewayLogs", ...dataNested, ...zoneNested };
 
 const main = document.getElementById("main");
 
 /** The page a location hash names, as [page, arguments]. */
 function route(hash) {
   const [area, id, sub] = hash.replace(/^#\/?/, "").split("/").map(decodeURIComponent);
-  const nested = { dns: "zone", kv: "namespace", r2: "bucket", "ai-gateway": "gatewayLogs" };
-  if (id && nested[area]) return [nested[area], [id, sub]];
-  return [pages[area] ? area : "overview", []];
+  // The hash is the visitor's: it is looked up only as the objects' own names, never as an inherited property.
+  if (id && Object.hasOwn(nested, area)) return [nested[area], [id, sub]];
+  return [Object.hasOwn(pages, area) ? area : "overview", []];
 }
 
 /** Counts renders, so a slow page that finishes after the user moved on does not replace the newer one. */

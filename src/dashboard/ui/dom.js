@@ -39,6 +39,17 @@ async function attempt(action) {
 export const link = (text, hash) => h("a", { href: hash }, text);
 export const when = (iso) => (iso ? new Date(iso).toLocaleString() : "");
 
+/** A byte count in binary units (1.5 KiB). */
+export function formatBytes(n) {
+  const units = ["B", "KiB", "MiB", "GiB", "TiB"];
+  let i = 0;
+  while (n >= 1024 && i < units.length - 1) {
+    n /= 1024;
+    i++;
+  }
+  return `${i === 0 ? n : n.toFixed(1)} ${units[i]}`;
+}
+
 export function table(columns, rows, empty) {
   if (rows.length === 0) return h("p", { class: "muted" }, empty);
   return h(

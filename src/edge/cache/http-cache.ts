@@ -30,6 +30,16 @@ export type OriginAnswer = { status: number; headers: Headers; body: Readable } 
  */
 export type FetchOrigin = (request: { drop: ReadonlySet<string>; set: [string, string][]; signal?: EventEmitter }) => Promise<OriginAnswer>;
 
+/**
+ * What a Worker's `cf` options on a fetch to its zone's origin change (edge/cache/worker-cf.ts): cache settings over
+ * the zone's Cache Rules, the key (cf.cacheKey, instead of the URL), and tags added to the stored object.
+ */
+export interface CacheOverrides {
+  settings: CacheSettings;
+  key?: string;
+  tags?: readonly string[];
+}
+
 /** What a zone's settings say to the cache. */
 export interface ZoneCacheSettings {
   developmentMode(zoneId: string): boolean;
@@ -136,12 +146,14 @@ export class EdgeCache {
    * `cf-cache-status` (DYNAMIC: not eligible; BYPASS: eligible but not to be cached now) and leaves the request to
    * the forwarder (false).
    */
-  handle(req: IncomingMessage, res: ServerResponse, r: ProxiedRequest, fetchOrigin: FetchOrigin): boolean {
+  handle(req: IncomingMessage, res: ServerResponse, r: ProxiedRequest, fetchOrigin: FetchOrigin, overrides?: CacheOverrides): boolean {
     const q = r.path.indexOf("?");
     const pathname = q < 0 ? r.path : r.path.slice(0, q);
     const query = q < 0 ? "" : r.path.slice(q + 1);
     const method = req.method ?? "GET";
-    const rules = this.rules?.settingsFor(r.zoneId, { scheme: r.scheme, host: r.host, path: pathname, query, method }) ?? {};
+    const matched = this.rules?.settingsFor(r.zoneId, { scheme: r.scheme, host: r.host, path: pathname, query, method }) ?? {};
+    // A Worker's cf options (fetch to its zone's origin) win over the zone's Cache Rules, as hosted.
+    const rules: CacheSettings = overrides ? { ...matched, ...overrides.settings } : matched;
     const verdict = requestVerdict(
       { method, path: pathname, query, authorization: req.headers.authorization !== undefined },
       { developmentMode: this.zones.developmentMode(r.zoneId), cacheLevel: this.zones.cacheLevel(r.zoneId) },
@@ -158,11 +170,11 @@ export class EdgeCache {
     req.resume();
     // The key's query: none at cache level "simplified", else as the Cache Rules' cache_key shapes it.
     const keyQuery = verdict.ignoreQuery ? "" : cacheKeyQuery(query, rules.cache_key);
-    const url = `${r.scheme}://${r.host}${pathname}${keyQuery !== "" ? `?${keyQuery}` : ""}`;
+    const url = overrides?.key ?? `${r.scheme}://${r.host}${pathname}${keyQuery !== "" ? `?${keyQuery}` : ""}`;
     const encoding = encodingClass(req.headers["accept-encoding"]);
     // The zone is part of the key: a zone deleted and made again (by anyone) never sees the old one's objects.
     const key = `${r.zoneId}\n${url}\n${encoding}`;
-    const ctx: Ctx = { req, res, r, rules, url, key, encoding, fetchOrigin, head: method === "HEAD" };
+    const ctx: Ctx = { req, res, r, rules, url, key, encoding, fetchOrigin, head: method === "HEAD", tags: overrides?.tags ?? [] };
     void this.serve(ctx).catch((err: unknown) => {
       this.log.error({ err, host: r.host }, "the cache failed to answer");
       sendErrorPage(res, 520, r.host, r.ray);
@@ -304,7 +316,7 @@ export class EdgeCache {
       return { kind: "passed", status: answer.status, headers: answer.headers, body: answer.body, why: "MISS" };
     const fill = new Fill(this.files.newTemp(), Math.min(this.options.maxObjectBytes, this.options.maxBytes), (bytes) => this.reserve(bytes));
     const headers = storedHeaders(answer.headers);
-    const tags = cacheTags(answer.headers["cache-tag"]);
+    const tags = [...new Set([...cacheTags(answer.headers["cache-tag"]), ...c.tags])];
     const initialAge = ageOf(answer.headers);
     void fill.run(answer.body).then(() => {
       try {
@@ -342,6 +354,99 @@ export class EdgeCache {
       }
     });
     return { kind: "filling", fill, status: answer.status, headers, length };
+  }
+
+  /**
+   * The Workers Cache API's lookup (edge/cache/worker-cache.ts): a fresh object under `key` answered as workerd expects
+   * it (`cf-cache-status: HIT`, the request's conditionals and Range applied), else 504 with `MISS` (nothing is ever
+   * fetched from an origin: `only-if-cached`).
+   */
+  async matchStored(key: string, req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const obj = this.lookup(key);
+    const miss = () => void res.writeHead(504, { "cf-cache-status": "MISS", "content-length": "0" }).end();
+    if (!obj || obj.freshUntil <= Date.now()) return miss();
+    const file = await this.files.open(obj.file, obj.size);
+    if (!file) {
+      this.dropRemoved(this.index.remove(obj.key));
+      return miss();
+    }
+    this.index.touch(obj.key, Date.now());
+    const headers: Record<string, string | string[]> = Object.create(null) as Record<string, string | string[]>;
+    for (const [name, value] of obj.headers) {
+      const prev = headers[name];
+      headers[name] = prev === undefined ? value : Array.isArray(prev) ? [...prev, value] : [prev, value];
+    }
+    headers["cf-cache-status"] = "HIT";
+    const send = sendPlan(req, obj.status, headers, obj.size);
+    res.writeHead(send.status, send.headers);
+    if (send.start === undefined) {
+      await file.close();
+      return void res.end();
+    }
+    const stream = file.createReadStream({ start: send.start, end: send.end });
+    stream.once("error", () => res.destroy());
+    res.once("close", () => stream.destroy());
+    stream.pipe(res);
+  }
+
+  /**
+   * Stores a response a Worker put (the Cache API) under `key`, when the stored response's headers allow it as the
+   * cache's own rules say (`storeVerdict`: no-store, private, Set-Cookie, a Vary but Accept-Encoding: not stored; the
+   * TTL from s-maxage, max-age, Expires, else the default of its status). Answers whether it was stored: a body that
+   * broke off, is over the object bound or meets a full disk is not, nor one a purge of the zone overtook.
+   */
+  async storePut(
+    put: { zoneId: string; key: string; url: string },
+    answer: { status: number; headers: Headers; body: Readable },
+  ): Promise<{ stored: true } | { stored: false; why: string }> {
+    const now = Date.now();
+    const generation = this.generation(put.zoneId);
+    const drop = (why: string) => {
+      answer.body.resume();
+      return { stored: false as const, why };
+    };
+    if (this.options.maxBytes === 0) return drop("the cache is off (--cache-max-bytes 0)");
+    const verdict = storeVerdict(answer.status, answer.headers, {}, now);
+    if (!verdict.store) return drop(verdict.why);
+    // Nothing asks the origin again for a Cache API object: one that expires at once would never be matched.
+    if (verdict.ttl === 0) return drop("expires at once");
+    const declared = Number(one(answer.headers["content-length"]));
+    const length = Number.isSafeInteger(declared) && declared >= 0 ? declared : undefined;
+    const bound = Math.min(this.options.maxObjectBytes, this.options.maxBytes);
+    if (length !== undefined && length > bound) return drop("too large");
+    const fill = new Fill(this.files.newTemp(), bound, (bytes) => this.reserve(bytes));
+    await fill.run(answer.body);
+    if (!fill.stored || (length !== undefined && fill.written !== length) || this.generation(put.zoneId) !== generation) {
+      this.used -= fill.diskStop ?? fill.written;
+      void unlink(fill.temp).catch(() => undefined);
+      return { stored: false, why: fill.failed ? "the body broke off" : "too large, or no room on disk" };
+    }
+    const obj: CachedObject = {
+      key: put.key,
+      zoneId: put.zoneId,
+      url: put.url,
+      file: this.files.commit(fill.temp),
+      size: fill.written,
+      status: answer.status,
+      headers: storedHeaders(answer.headers),
+      storedAt: now,
+      initialAge: 0,
+      freshUntil: now + verdict.ttl * 1000,
+      staleWhileRevalidate: verdict.staleWhileRevalidate,
+      staleIfError: verdict.staleIfError,
+    };
+    const previous = this.index.put(obj, cacheTags(answer.headers["cache-tag"]));
+    this.forgetHot(put.key);
+    if (previous) {
+      this.files.remove([previous.file]);
+      this.used -= previous.size;
+    }
+    return { stored: true };
+  }
+
+  /** Removes one object (the Cache API's delete); answers whether there was one. */
+  removeKey(key: string): boolean {
+    return this.dropRemoved(this.index.remove(key)) > 0;
   }
 
   /** Room for `bytes` more on disk: the least recently used objects go first; false when there is none. */
@@ -468,6 +573,8 @@ interface Ctx {
   encoding: string;
   fetchOrigin: FetchOrigin;
   head: boolean;
+  /** Tags the object gets besides its Cache-Tag (a Worker's cf.cacheTags). */
+  tags: readonly string[];
 }
 
 const one = (v: string | string[] | undefined) => (Array.isArray(v) ? v[0] : v);
@@ -540,7 +647,7 @@ function ageOf(headers: Headers): number {
 }
 
 /** Cache-Tag's tags: comma-separated, case-insensitive, at most 1,024 characters each (hosted), 16 KiB in all. */
-function cacheTags(value: string | string[] | undefined): string[] {
+export function cacheTags(value: string | string[] | undefined): string[] {
   const text = (Array.isArray(value) ? value.join(",") : (value ?? "")).slice(0, 16 * 1024);
   const tags = new Set<string>();
   for (const t of text.split(",")) {

@@ -7,6 +7,7 @@ import type { Duplex } from "node:stream";
 import { passedRequestHeaders, relay } from "../../core/http/relay.js";
 import type { Logger } from "../../core/logger.js";
 import type { EdgeCache, FetchOrigin, OriginAnswer } from "../cache/http-cache.js";
+import { cacheOverridesOf } from "../cache/worker-cf.js";
 import { normalizeHostname } from "../hostnames/names.js";
 import type { EdgeZones } from "../ports.js";
 import type { ZoneSettings } from "../settings/zone-settings.js";
@@ -208,7 +209,7 @@ export class OriginForwarder {
   subrequest(
     req: IncomingMessage,
     res: ServerResponse,
-    from: { accountId: string; script: string; ownZone(zoneId: string): boolean },
+    from: { accountId: string; script: string; ownZone(zoneId: string): boolean; cf?: string },
     outbound: () => void,
   ): void {
     const url = absoluteUrl(req.url);
@@ -221,7 +222,7 @@ export class OriginForwarder {
       return sendErrorPage(res, 508, host, ray);
     }
     const given = req.headers["cf-connecting-ip"];
-    this.forward(req, res, {
+    const proxied: ResolvedOrigin = {
       host,
       path: url.pathname + url.search,
       scheme: url.protocol === "https:" ? "https" : "http",
@@ -230,7 +231,20 @@ export class OriginForwarder {
       zoneId: target.zoneId,
       addresses: target.addresses,
       hostnames: target.hostnames,
-    });
+    };
+    // Through the zone's cache, as hosted, with the Worker's cf cache options over the zone's Cache Rules.
+    const overrides = cacheOverridesOf(from.cf);
+    if (typeof overrides === "string") {
+      req.resume();
+      const body = `Bad Request: ${overrides}\n`;
+      res.writeHead(400, { "content-type": "text/plain; charset=utf-8", "content-length": Buffer.byteLength(body), "cf-ray": ray }).end(body);
+      return;
+    }
+    if (this.deps.cache) {
+      res.setHeader("cf-ray", ray);
+      if (this.deps.cache.handle(req, res, proxied, (o) => this.fetchForCache(req, proxied, o), overrides)) return;
+    }
+    this.forward(req, res, proxied);
   }
 
   /**

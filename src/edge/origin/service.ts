@@ -3,6 +3,7 @@ import type { Duplex } from "node:stream";
 import type { EdgeService, ServiceContext } from "../../core/service.js";
 import type { RawHandler, UpgradeHandler } from "../hostnames/dispatch.js";
 import { createCacheFeature } from "../cache/service.js";
+import { WorkerCacheApi, type CacheApiCaller } from "../cache/worker-cache.js";
 import type { CacheRules, EdgeZones } from "../ports.js";
 import { SETTINGS_PG_MIGRATIONS } from "../settings/pg-migrations.js";
 import { PgZoneSettingsStore, SETTINGS_AREA } from "../settings/pg-store.js";
@@ -29,7 +30,9 @@ export function createProxyService(
   forward: RawHandler;
   upgrade: UpgradeHandler;
   /** Workers' subrequests (workers/runtime/outbound.ts): to their own zones' origins, else out to public addresses. */
-  subrequest(req: IncomingMessage, res: ServerResponse, from: { accountId: string; script: string; ownZone(zoneId: string): boolean }): void;
+  subrequest(req: IncomingMessage, res: ServerResponse, from: { accountId: string; script: string; ownZone(zoneId: string): boolean; cf?: string }): void;
+  /** Workers' Cache API calls (caches.default, caches.open): the edge's cache of the zones the Worker is routed in. */
+  cacheApi(req: IncomingMessage, res: ServerResponse, from: CacheApiCaller): void;
   /** Workers' sockets (connect()): public addresses only. */
   connectOut(target: string, socket: Duplex, head: Buffer): void;
 } {
@@ -56,6 +59,7 @@ export function createProxyService(
     answerTimeoutMs: cfg.originTimeoutMs,
     log,
   });
+  const cacheApi = new WorkerCacheApi(cache.cache, deps.zones, log);
   return {
     name: "edge-proxy",
     settings,
@@ -68,6 +72,7 @@ export function createProxyService(
     upgrade: (req, socket, head) => forwarder.handleUpgrade(req, socket, head),
     connectOut: (target, socket, head) => forwarder.connectOut(target, socket, head),
     subrequest: (req, res, from) => forwarder.subrequest(req, res, from, () => forwarder.outbound(req, res, from.script)),
+    cacheApi: (req, res, from) => cacheApi.handle(req, res, from),
     closeUpgraded: () => forwarder.closeUpgraded(),
     async start() {
       settings.follow(ctx.bus);

@@ -15,12 +15,12 @@ export type DataBindingBackends = Readonly<Record<"r2" | "kv" | "d1" | "queues",
 
 /**
  * Whether the resource a binding names exists: the data areas answer for theirs, a service binding names a Worker
- * of the account; an assets, tail or outbound binding names no resource, so it is never the target of a check.
+ * of the account; an assets, tail, outbound or cache binding names no resource, so it is never the target of a check.
  */
 export function resourceExists(data: DataBindingBackends, scriptExists: (accountId: string, name: string) => Promise<boolean>): ResourceExists {
   return async (backend, accountId, resource) => {
     if (backend === "service") return scriptExists(accountId, resource);
-    if (backend === "assets" || backend === "tail" || backend === "outbound") return false;
+    if (backend === "assets" || backend === "tail" || backend === "outbound" || backend === "cache") return false;
     return data[backend].exists(accountId, resource);
   };
 }

@@ -22,9 +22,9 @@ export interface WorkerdBindingContext {
 /**
  * The areas that serve binding calls through the binding server (see service.ts for which handles what); "tail" is
  * the tail worker's posts of a script's events (tail/tail-worker.ts); "outbound" a script's own fetch() calls
- * (runtime/outbound.ts).
+ * (runtime/outbound.ts); "cache" its Cache API calls (caches.default, caches.open: workerd's cacheApiOutbound).
  */
-export type BindingBackendName = "r2" | "kv" | "d1" | "queues" | "service" | "assets" | "tail" | "outbound";
+export type BindingBackendName = "r2" | "kv" | "d1" | "queues" | "service" | "assets" | "tail" | "outbound" | "cache";
 
 export interface BindingType<B extends { type: string; name: string }> {
   readonly type: B["type"];

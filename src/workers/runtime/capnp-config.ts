@@ -10,6 +10,12 @@ import { TAIL_SERVICE, tailWorkerService } from "../tail/tail-worker.js";
 /** The header workerd takes the client's protocol from: request.url's scheme (set by the edge, proxy.ts). */
 export const FORWARDED_PROTO = "x-forwarded-proto";
 
+/**
+ * The header workerd writes a subrequest's `cf` object into (as JSON) on the script's global outbound and Cache API
+ * calls (HttpOptions.cfBlobHeader): workerd sets it from the request's `cf` or removes it, so a script cannot forge it.
+ */
+export const CF_BLOB_HEADER = "x-edge-cf";
+
 /** Where a binding's calls go: the binding server's socket, with the header that identifies the resource. */
 export interface BindingTarget {
   address: string;
@@ -74,7 +80,13 @@ export function workerdConfig(input: WorkerdConfigInput): string {
   // public addresses only, as workerd's own network access did.
   const outbound = input.bindingTarget({ backend: "outbound", accountId: script.accountId, resource: script.name });
   services.push(
-    `(name = "outbound", external = (address = ${capnpString(outbound.address)}, http = (style = proxy, injectRequestHeaders = [(name = ${capnpString(outbound.header.name)}, value = ${capnpString(outbound.header.value)})])))`,
+    `(name = "outbound", external = (address = ${capnpString(outbound.address)}, http = (style = proxy, cfBlobHeader = "${CF_BLOB_HEADER}", injectRequestHeaders = [(name = ${capnpString(outbound.header.name)}, value = ${capnpString(outbound.header.value)})])))`,
+  );
+  // Its Cache API calls (caches.default, caches.open: GET only-if-cached, PUT of a serialized response, PURGE) go to
+  // the platform too (runtime/outbound.ts), labelled with the script's identity: the edge's cache decides the zone.
+  const cache = input.bindingTarget({ backend: "cache", accountId: script.accountId, resource: script.name });
+  services.push(
+    `(name = "cache", external = (address = ${capnpString(cache.address)}, http = (style = proxy, injectRequestHeaders = [(name = ${capnpString(cache.header.name)}, value = ${capnpString(cache.header.value)})])))`,
   );
   const bindings = script.bindings.map((b) => `(name = ${capnpString(b.name)}, ${typeOf(b).workerd(b, { bindingService, scriptName: script.name })})`);
   secrets.forEach((s, i) => bindings.push(`(name = ${capnpString(s.name)}, fromEnvironment = ${capnpString(secretVariable(i))})`));
@@ -116,6 +128,7 @@ const script :Workerd.Worker = (
     ${bindings.join(",\n    ")}
   ],
   globalOutbound = "outbound",
+  cacheApiOutbound = "cache",
   tails = [${input.tailed ? capnpString(TAIL_SERVICE) : ""}],${objects ? `\n  ${objects.workerFields}` : ""}
 );
 `;

@@ -1,12 +1,15 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Duplex } from "node:stream";
 import { dropBindingHeader, type BindingCall } from "../bindings/server.js";
+import { CF_BLOB_HEADER } from "./capnp-config.js";
 
 /** Who sends a Worker's subrequest: its account, and whether a zone is one of its own (the zones it is routed in). */
 export interface SubrequestSender {
   accountId: string;
   script: string;
   ownZone(zoneId: string): boolean;
+  /** The subrequest's `cf` object as JSON (workerd's cfBlobHeader), if the script set one. */
+  cf?: string;
 }
 
 /**
@@ -17,6 +20,8 @@ export interface SubrequestPort {
   fetch(req: IncomingMessage, res: ServerResponse, from: SubrequestSender): void;
   /** A socket a script opens (connect()) to `target` (host:port): public addresses only. */
   connect(target: string, socket: Duplex, head: Buffer): void;
+  /** A Cache API call of the script (workerd's cacheApiOutbound): the edge's cache answers it for `from`'s zones. */
+  cache(req: IncomingMessage, res: ServerResponse, from: SubrequestSender): void;
 }
 
 /**
@@ -44,15 +49,30 @@ export class WorkerOutbound {
   }
 
   readonly handle = (call: BindingCall, req: IncomingMessage, res: ServerResponse): void => {
-    // The binding server's credential is never passed on (to an origin or anywhere).
+    // The binding server's credential is never passed on (to an origin or anywhere), nor the cf blob (read here).
     dropBindingHeader(req);
+    const cf = takeHeader(req, CF_BLOB_HEADER);
     this.subrequests?.({ accountId: call.accountId, script: call.resource });
     if (!this.port) {
       req.resume();
       res.destroy();
       return;
     }
-    this.port.fetch(req, res, { accountId: call.accountId, script: call.resource, ownZone: (zoneId) => this.zonesOf(call.resource).has(zoneId) });
+    this.port.fetch(req, res, { accountId: call.accountId, script: call.resource, ownZone: (zoneId) => this.zonesOf(call.resource).has(zoneId), cf });
+  };
+
+  /**
+   * The script's Cache API calls (workerd's cacheApiOutbound, capnp-config.ts): the binding server's label names the
+   * script, and only that identity (its account, the zones it is routed in) decides which zone's cache answers.
+   */
+  readonly cacheHandle = (call: BindingCall, req: IncomingMessage, res: ServerResponse): void => {
+    dropBindingHeader(req);
+    if (!this.port) {
+      req.resume();
+      res.writeHead(503).end();
+      return;
+    }
+    this.port.cache(req, res, { accountId: call.accountId, script: call.resource, ownZone: (zoneId) => this.zonesOf(call.resource).has(zoneId) });
   };
 
   /** workerd labels no CONNECT with its script: a socket goes out to public addresses only, whoever opened it. */
@@ -60,4 +80,14 @@ export class WorkerOutbound {
     if (!this.port) return void socket.destroy();
     this.port.connect(target, socket, head);
   };
+}
+
+/** Removes a header from a request passed on, answering its (first) value. */
+function takeHeader(req: IncomingMessage, name: string): string | undefined {
+  const value = req.headers[name];
+  if (value === undefined) return undefined;
+  delete req.headers[name];
+  const raw = req.rawHeaders;
+  for (let i = raw.length - 2; i >= 0; i -= 2) if (raw[i].toLowerCase() === name) raw.splice(i, 2);
+  return Array.isArray(value) ? value[0] : value;
 }
