@@ -38,10 +38,10 @@ import { certificateServeOptions, readCertificatesConfig } from "./edge/certific
 import { createEdgeTls, type EdgeTls } from "./edge/certificates/edge-tls.js";
 import { createAnalyticsService } from "./analytics/service.js";
 import { httpRequestsDataset, recordHttpRequest } from "./edge/analytics/http-requests.js";
-import { recordInvocation, recordSubrequest, workersInvocationsDataset } from "./workers/analytics.js";
-import { r2OperationsDataset, recordR2Operation } from "./r2/operations-dataset.js";
-import { dnsAnalyticsDataset, recordDnsQueries } from "./dns/analytics.js";
-import { aiGatewayRequestsDataset, recordGatewayRequest } from "./ai-gateway/analytics.js";
+import { recordInvocation, recordSubrequest, workersInvocationsSpec } from "./workers/analytics.js";
+import { r2OperationsSpec, recordR2Operation } from "./r2/operations-dataset.js";
+import { dnsAnalyticsSpec, recordDnsQueries } from "./dns/analytics.js";
+import { aiGatewayRequestsSpec, recordGatewayRequest } from "./ai-gateway/analytics.js";
 import { serveOptions as dnsOptions } from "./dns/config.js";
 import { serveOptions as edgeOptions } from "./edge/config.js";
 import { createEdgeService, type EdgeArea } from "./edge/service.js";
@@ -213,14 +213,14 @@ export async function startPlatform(config: PlatformConfig, log: Logger = create
   analytics.addDataset(httpRequestsDataset(analytics.rollups));
   // The hosted datasets of the other areas: each area tells its events through a port, recorded into the rollups here.
   const rollups = analytics.rollups;
-  analytics.addDataset(workersInvocationsDataset(rollups));
+  analytics.addGroupedDataset(workersInvocationsSpec);
   workers.attachAnalytics({
     invocation: (e) => recordInvocation(rollups, e),
     subrequest: (e) => recordSubrequest(rollups, e),
   });
-  analytics.addDataset(r2OperationsDataset(rollups));
+  analytics.addGroupedDataset(r2OperationsSpec);
   r2.attachAnalytics((e) => recordR2Operation(rollups, e));
-  analytics.addDataset(dnsAnalyticsDataset(rollups));
+  analytics.addGroupedDataset(dnsAnalyticsSpec);
   dns.attachAnalytics((counts, protocol) =>
     recordDnsQueries(
       rollups,
@@ -232,7 +232,7 @@ export async function startPlatform(config: PlatformConfig, log: Logger = create
       protocol,
     ),
   );
-  analytics.addDataset(aiGatewayRequestsDataset(rollups));
+  analytics.addGroupedDataset(aiGatewayRequestsSpec);
   aiGateway.attachAnalytics((e) => recordGatewayRequest(rollups, e));
   dns.zones.onChange((zs, kind, origin) => {
     // Once, through the node the zone was deleted on.

@@ -1,4 +1,4 @@
-import { groupedDataset, type AnalyticsDataset, type Rollups } from "../analytics/service.js";
+import type { GroupedDatasetSpec, Rollups } from "../analytics/service.js";
 import { costOf, type CustomCost } from "./metering/cost.js";
 import type { PriceTable } from "./metering/prices.js";
 import type { Usage } from "./metering/usage.js";
@@ -69,30 +69,25 @@ export function recordGatewayRequest(rollups: Rollups, e: GatewayRequest, atMs =
  * cachedRequests erroredRequests cost cachedTokensIn cachedTokensOut uncachedTokensIn uncachedTokensOut }` by
  * `dimensions { gateway provider model datetime… }`.
  */
-export function aiGatewayRequestsDataset(rollups: Rollups): AnalyticsDataset {
-  return groupedDataset(
-    {
-      field: "aiGatewayRequestsAdaptiveGroups",
-      scope: "account",
-      typeName: "AccountAiGatewayRequestsAdaptiveGroups",
-      dataset: GATEWAY_REQUESTS,
-      permission: "analytics_read",
-      count: true,
-      dimensions: {
-        gateway: { column: 0, type: "String" },
-        provider: { column: 1, type: "String" },
-        model: { column: 2, type: "String" },
-      },
-      sums: {
-        cachedRequests: { from: 0 },
-        erroredRequests: { from: 1 },
-        cost: { from: 2, type: "Float", scale: COST_SCALE },
-        cachedTokensIn: { from: 3 },
-        cachedTokensOut: { from: 4 },
-        uncachedTokensIn: { from: 5 },
-        uncachedTokensOut: { from: 6 },
-      },
-    },
-    rollups,
-  );
-}
+export const aiGatewayRequestsSpec: GroupedDatasetSpec = {
+  field: "aiGatewayRequestsAdaptiveGroups",
+  scope: "account",
+  typeName: "AccountAiGatewayRequestsAdaptiveGroups",
+  dataset: GATEWAY_REQUESTS,
+  permission: "analytics_read",
+  count: true,
+  dimensions: {
+    gateway: { column: 0, type: "String" },
+    provider: { column: 1, type: "String" },
+    model: { column: 2, type: "String" },
+  },
+  sums: {
+    cachedRequests: { from: 0 },
+    erroredRequests: { from: 1 },
+    cost: { from: 2, type: "Float", scale: COST_SCALE },
+    cachedTokensIn: { from: 3 },
+    cachedTokensOut: { from: 4 },
+    uncachedTokensIn: { from: 5 },
+    uncachedTokensOut: { from: 6 },
+  },
+};

@@ -399,9 +399,9 @@ describe(
       const usage = await showsEventually(
         "#/ai-gateway",
         "#gateway-usage-summary",
-        /^[1-9]\d* requests, [1-9]\d* tokens in, [1-9]\d* tokens out, \$\d+\.\d{4} estimated cost\.$/,
+        /^[1-9]\d* requests, [1-9]\d* tokens in, [1-9]\d* tokens out, \$\d+\.\d{6} estimated cost\.$/,
       );
-      assert.ok(!usage.includes("$0.0000"), `a priced model costs something: ${usage}`);
+      assert.ok(!usage.includes("$0.000000 "), `a priced model costs something: ${usage}`);
       assert.ok((await pixels(".gateway-usage", [124, 58, 237])) > 20, "the tokens' line is drawn");
       assert.match((await page.textContent(".gateway-usage .u-legend")) ?? "", /Tokens in.*Tokens out.*Cost \(USD\)/s);
       await shotOf(".gateway-usage", "gateway-usage");

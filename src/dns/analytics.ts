@@ -1,4 +1,4 @@
-import { groupedDataset, type AnalyticsDataset, type Rollups } from "../analytics/service.js";
+import type { GroupedDatasetSpec, Rollups } from "../analytics/service.js";
 import type { QueryCount } from "./server/query-counts.js";
 
 /** The rollup dataset of DNS queries, per zone. */
@@ -70,23 +70,18 @@ export function recordDnsQueries(
  * by `dimensions { queryName queryType responseCode protocol datetime… }`. Answers the native UDP path
  * (src/dns/server/udp/native) sends from its own cache are not counted (see docs/observability.md).
  */
-export function dnsAnalyticsDataset(rollups: Rollups): AnalyticsDataset {
-  return groupedDataset(
-    {
-      field: "dnsAnalyticsAdaptiveGroups",
-      scope: "zone",
-      typeName: "ZoneDnsAnalyticsAdaptiveGroups",
-      dataset: DNS_QUERIES,
-      permission: "analytics_read",
-      count: true,
-      dimensions: {
-        queryName: { column: 0, type: "String" },
-        queryType: { column: 1, type: "String" },
-        responseCode: { column: 2, type: "String" },
-        protocol: { column: 3, type: "String" },
-      },
-      sums: {},
-    },
-    rollups,
-  );
-}
+export const dnsAnalyticsSpec: GroupedDatasetSpec = {
+  field: "dnsAnalyticsAdaptiveGroups",
+  scope: "zone",
+  typeName: "ZoneDnsAnalyticsAdaptiveGroups",
+  dataset: DNS_QUERIES,
+  permission: "analytics_read",
+  count: true,
+  dimensions: {
+    queryName: { column: 0, type: "String" },
+    queryType: { column: 1, type: "String" },
+    responseCode: { column: 2, type: "String" },
+    protocol: { column: 3, type: "String" },
+  },
+  sums: {},
+};

@@ -1,5 +1,5 @@
 import type { ServerResponse } from "node:http";
-import { groupedDataset, type AnalyticsDataset, type Rollups } from "../analytics/service.js";
+import type { GroupedDatasetSpec, Rollups } from "../analytics/service.js";
 
 /** The rollup dataset of R2's operations, per account. */
 export const R2_OPERATIONS = "r2_operations";
@@ -69,23 +69,18 @@ export function whenOperationEnds(
  * authenticated and every Worker binding call, `sum { requests responseObjectSize }` by `dimensions { bucketName
  * actionType actionStatus responseStatusCode datetime… }`.
  */
-export function r2OperationsDataset(rollups: Rollups): AnalyticsDataset {
-  return groupedDataset(
-    {
-      field: "r2OperationsAdaptiveGroups",
-      scope: "account",
-      typeName: "AccountR2OperationsAdaptiveGroups",
-      dataset: R2_OPERATIONS,
-      permission: "analytics_read",
-      count: true,
-      dimensions: {
-        bucketName: { column: 0, type: "String" },
-        actionType: { column: 1, type: "String" },
-        actionStatus: { column: 2, type: "String" },
-        responseStatusCode: { column: 3, type: "Int" },
-      },
-      sums: { requests: { from: "count" }, responseObjectSize: { from: 0 } },
-    },
-    rollups,
-  );
-}
+export const r2OperationsSpec: GroupedDatasetSpec = {
+  field: "r2OperationsAdaptiveGroups",
+  scope: "account",
+  typeName: "AccountR2OperationsAdaptiveGroups",
+  dataset: R2_OPERATIONS,
+  permission: "analytics_read",
+  count: true,
+  dimensions: {
+    bucketName: { column: 0, type: "String" },
+    actionType: { column: 1, type: "String" },
+    actionStatus: { column: 2, type: "String" },
+    responseStatusCode: { column: 3, type: "Int" },
+  },
+  sums: { requests: { from: "count" }, responseObjectSize: { from: 0 } },
+};

@@ -1,5 +1,5 @@
 import type { ServerResponse } from "node:http";
-import { groupedDataset, type AnalyticsDataset, type Rollups } from "../analytics/service.js";
+import type { GroupedDatasetSpec, Rollups } from "../analytics/service.js";
 
 /** The rollup dataset of Workers' invocations, per account. */
 export const WORKERS_INVOCATIONS = "workers_invocations";
@@ -72,27 +72,22 @@ export function recordSubrequest(rollups: Rollups, e: WorkerSubrequest, atMs = D
  * { scriptName status scriptVersion datetime… }`. CPU time and quantiles are not measured here (workerd reports CPU
  * time only to a tail worker, which costs every invocation): asking for them is a GraphQL validation error.
  */
-export function workersInvocationsDataset(rollups: Rollups): AnalyticsDataset {
-  return groupedDataset(
-    {
-      field: "workersInvocationsAdaptive",
-      scope: "account",
-      typeName: "AccountWorkersInvocationsAdaptive",
-      dataset: WORKERS_INVOCATIONS,
-      permission: "analytics_read",
-      count: false,
-      dimensions: {
-        scriptName: { column: 0, type: "String" },
-        status: { column: 1, type: "String" },
-        scriptVersion: { column: 2, type: "String" },
-      },
-      sums: {
-        requests: { from: "count" },
-        errors: { from: 0 },
-        subrequests: { from: 1 },
-        wallTime: { from: 2 },
-      },
-    },
-    rollups,
-  );
-}
+export const workersInvocationsSpec: GroupedDatasetSpec = {
+  field: "workersInvocationsAdaptive",
+  scope: "account",
+  typeName: "AccountWorkersInvocationsAdaptive",
+  dataset: WORKERS_INVOCATIONS,
+  permission: "analytics_read",
+  count: false,
+  dimensions: {
+    scriptName: { column: 0, type: "String" },
+    status: { column: 1, type: "String" },
+    scriptVersion: { column: 2, type: "String" },
+  },
+  sums: {
+    requests: { from: "count" },
+    errors: { from: 0 },
+    subrequests: { from: 1 },
+    wallTime: { from: 2 },
+  },
+};

@@ -189,6 +189,6 @@ export function gatewayUsageChart(accountId) {
       { label: "Cost (USD)", stroke: "#b45309", scale: "usd", value: (g) => g.sum.cost },
       { label: "Requests", stroke: "#475569", value: (g) => g.count },
     ],
-    summary: ([tin, tout, cost, requests]) => `${requests} requests, ${tin} tokens in, ${tout} tokens out, $${cost.toFixed(4)} estimated cost.`,
+    summary: ([tin, tout, cost, requests]) => `${requests} requests, ${tin} tokens in, ${tout} tokens out, $${cost.toFixed(6)} estimated cost.`,
   });
 }
