@@ -204,6 +204,7 @@ export async function startPlatform(config: PlatformConfig, log: Logger = create
         const zs = dns.zones.zoneFor(name.toLowerCase().replace(/\.$/, ""));
         return zs === undefined || proxy.settings.on(zs.zone.id, "http2");
       },
+      versionsFor: (name) => proxy.settings.tlsVersions(name === undefined ? undefined : dns.zones.zoneFor(name.replace(/\.$/, ""))?.zone.id),
     });
   const aiGateway = createAiGatewayService(ctx);
   // The GraphQL Analytics API and its per-minute rollups: each area hands over its datasets (R2: what its buckets
@@ -271,10 +272,13 @@ export async function startPlatform(config: PlatformConfig, log: Logger = create
   // cache (edge/cache, inside the proxy) asks per request.
   const cacheRules = createCacheRulesService(ctx, { zones: edgeZones });
   const proxy = createProxyService(ctx, { zones: edgeZones, isPlatformAddress: (ip) => dns.isPlatformAddress(ip), cacheRules: cacheRules.rules });
+  // DNS answers proxied names by the zone's `ipv6` setting (no AAAA of the edge while it is off).
+  dns.useEdgeSettings({ ipv6: (zoneId) => proxy.settings.on(zoneId, "ipv6"), onChange: (listener) => proxy.settings.onChange(listener) });
   edge.addTenantHandler(proxy.forward);
   // Workers' fetch() calls: a URL of a Worker's own zone reaches its origin through the proxy, not the zone's Workers.
   workers.attachSubrequests({
     fetch: (req, res, from) => proxy.subrequest(req, res, from),
+    upgrade: (req, socket, head, from) => proxy.subrequestUpgrade(req, socket, head, from),
     connect: (target, socket, head) => proxy.connectOut(target, socket, head),
     // The Cache API (caches.default, caches.open) of Workers: the edge's cache, in the zones the Worker is routed in.
     cache: (req, res, from) => proxy.cacheApi(req, res, from),

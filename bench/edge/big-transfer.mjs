@@ -2,11 +2,16 @@
 // (streaming both ways: proxy_buffering and proxy_request_buffering off), to one Node origin on 127.0.0.142:80 that
 // sends 1 GiB from memory and counts what it receives. Prints MiB/s of each and the edge's peak RSS (sampled every
 // 50 ms from /proc). Run as root: node bench/edge/big-transfer.mjs [MiB]
-import { spawn } from "node:child_process";
+// Env: BENCH_ROUNDS (default 1: each round does all four transfers, in alternating order); BENCH_PROF_DIR: the edge
+// runs with Node's CPU profiler and writes its profile there as it stops (bench/edge/cpu-profile-top.mjs reads it);
+// BENCH_ONLY=download|upload: only those transfers; BENCH_EDGE_NODE_ARGS: Node options for the edge's process only
+// (e.g. "--max-semi-space-size=4", to see what the young generation's size does to the RSS).
+import { execFileSync, spawn } from "node:child_process";
 import { chmodSync, closeSync, ftruncateSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
+import { startPlatform } from "../lib/platform.mjs";
+import { cpuOf } from "../workers/loops.mjs";
 
 const mib = Number(process.argv[2] ?? 1024);
 const bytes = mib * 1024 * 1024;
@@ -14,7 +19,6 @@ const ORIGIN = "127.0.0.142";
 const dir = mkdtempSync(join(tmpdir(), "edge-big-bench-"));
 chmodSync(dir, 0o755);
 const children = [];
-const cli = fileURLToPath(new URL("../../dist/bin/edgecli.js", import.meta.url));
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const load = () =>
   loadavg()
@@ -72,43 +76,29 @@ const rssOf = (pid) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/s
 
 try {
   start(process.execPath, [join(dir, "origin.cjs")]);
-  start("nginx", ["-c", join(dir, "nginx.conf")]);
-  const edge = start(process.execPath, [
-    cli,
-    "serve",
-    "--port",
-    "18194",
-    "--dns-port",
-    "0",
-    "--dns-workers",
-    "0",
-    "--state-dir",
-    join(dir, "state"),
-    "--origin-allow",
-    "127.0.0.0/8",
-    "--log-level",
-    "warn",
-  ]);
-  let banner = "";
-  edge.stderr.on("data", (d) => (banner += d));
-  for (let i = 0; i < 300 && !/API token/.test(banner); i++) await sleep(200);
-  const token = /API token\s+(\S+)/.exec(banner)[1];
-  const account = /account id\s+(\S+)/.exec(banner)[1];
-  const api = async (method, path, body) =>
-    (
-      await fetch(`http://127.0.0.1:18194/client/v4${path}`, {
-        method,
-        headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
-        body: JSON.stringify(body),
-      })
-    ).json();
-  const zone = (await api("POST", "/zones", { name: "bench-big.example", account: { id: account } })).result.id;
-  await api("POST", `/zones/${zone}/dns_records`, { type: "A", name: "www", content: ORIGIN, proxied: true });
-  await sleep(1000);
+  const nginx = start("nginx", ["-c", join(dir, "nginx.conf")]);
+  // BENCH_PROF_DIR: a CPU profile of the edge; BENCH_EDGE_NODE_ARGS: Node options of the edge only.
+  const nodeArgs = [
+    ...(process.env.BENCH_PROF_DIR ? ["--cpu-prof", "--cpu-prof-dir", process.env.BENCH_PROF_DIR] : []),
+    ...(process.env.BENCH_EDGE_NODE_ARGS?.split(" ").filter(Boolean) ?? []),
+  ];
+  // BENCH_MEMORY reads the edge's own metrics: on a port of this benchmark's own then.
+  const edge = await startPlatform({ port: 18194, stateDir: join(dir, "state"), children, nodeArgs, metricsPort: process.env.BENCH_MEMORY ? 18195 : 0 });
+  await edge.proxiedZone("bench-big.example", ORIGIN);
 
   const rssBefore = rssOf(edge.pid);
   let peak = rssBefore;
   const sampler = setInterval(() => (peak = Math.max(peak, rssOf(edge.pid))), 50);
+  // BENCH_MEMORY=1: what the RSS is made of, from the edge's own metrics (V8 heap, memory outside it), every 250 ms.
+  const parts = { heap: 0, external: 0 };
+  const memorySampler =
+    process.env.BENCH_MEMORY &&
+    setInterval(async () => {
+      const text = await (await fetch("http://127.0.0.1:18195/metrics")).text().catch(() => "");
+      const read = (name) => Number(new RegExp(`^\\w*${name} (\\S+)`, "m").exec(text)?.[1] ?? 0) / 1048576;
+      parts.heap = Math.max(parts.heap, read("nodejs_heap_size_total_bytes"));
+      parts.external = Math.max(parts.external, read("nodejs_external_memory_bytes"));
+    }, 250);
   const rate = (r) => (Number(r[1] || 0) + Number(r[2] || 0)) / 1048576 / Number(r[3]);
   const runs = {};
   const edgeHost = ["-H", "Host: www.bench-big.example"];
@@ -120,18 +110,56 @@ try {
       c.stdout.on("data", (d) => (out += d));
       c.on("close", (code) => (code === 0 ? resolve(out.split(" ")) : reject(new Error(`curl exited ${code}`))));
     });
-  runs["edge download"] = await curlAsync([...edgeHost, `http://127.0.0.1:18194/${bytes}`]);
-  runs["nginx download"] = await curlAsync([`http://127.0.0.1:18191/${bytes}`]);
-  runs["edge upload"] = await curlAsync([...edgeHost, "-T", upload, "http://127.0.0.1:18194/up"]);
-  runs["nginx upload"] = await curlAsync(["-T", upload, "http://127.0.0.1:18191/up"]);
+  const nginxWorker = Number(
+    execFileSync("pgrep", ["-P", String(nginx.pid)], { encoding: "utf8" })
+      .trim()
+      .split("\n")[0],
+  );
+  const only = process.env.BENCH_ONLY;
+  const rounds = Number(process.env.BENCH_ROUNDS ?? 1);
+  const cases = {
+    "edge download": () => curlAsync([...edgeHost, `http://127.0.0.1:18194/${bytes}`]),
+    "nginx download": () => curlAsync([`http://127.0.0.1:18191/${bytes}`]),
+    "edge upload": () => curlAsync([...edgeHost, "-T", upload, "http://127.0.0.1:18194/up"]),
+    "nginx upload": () => curlAsync(["-T", upload, "http://127.0.0.1:18191/up"]),
+  };
+  const byRound = [];
+  for (let round = 0; round < rounds; round++) {
+    const names = Object.keys(cases).filter((n) => !only || n.endsWith(only));
+    // Alternating which of the pair goes first, so that a change of load does not favour one.
+    if (round % 2 === 1) for (let i = 0; i + 1 < names.length; i += 2) [names[i], names[i + 1]] = [names[i + 1], names[i]];
+    const got = {};
+    for (const name of names) {
+      // CPU seconds the proxy itself spent on the transfer (the edge: every thread of its process; nginx: its worker).
+      const pid = name.startsWith("edge") ? edge.pid : nginxWorker;
+      const cpu0 = cpuOf(pid);
+      got[name] = await cases[name]();
+      got[name].cpu = (cpuOf(pid) - cpu0) / 1e6;
+    }
+    byRound.push(got);
+    const ratio = (kind) => (got[`edge ${kind}`] ? (rate(got[`edge ${kind}`]) / rate(got[`nginx ${kind}`])).toFixed(2) : "-");
+    const cpuRatio = (kind) => (got[`edge ${kind}`] ? (got[`edge ${kind}`].cpu / got[`nginx ${kind}`].cpu).toFixed(1) : "-");
+    if (rounds > 1)
+      console.log(
+        `round ${round + 1}: edge / nginx download ${ratio("download")}, upload ${ratio("upload")}; CPU a byte edge / nginx: download ${cpuRatio("download")}×, upload ${cpuRatio("upload")}×; load ${load()}`,
+      );
+  }
+  // The round with the median upload (else download) ratio is the one printed in full.
+  const key = only === "download" ? "download" : "upload";
+  const r = (got) => rate(got[`edge ${key}`]) / rate(got[`nginx ${key}`]);
+  Object.assign(runs, [...byRound].sort((a, b) => r(a) - r(b))[Math.floor(byRound.length / 2)]);
   clearInterval(sampler);
+  if (memorySampler) clearInterval(memorySampler);
   console.log(`# ${new Date().toISOString()} ${cpus().length} × ${cpus()[0].model}, Node ${process.version}, load ${load()}`);
   console.log(`# ${mib} MiB each way through the edge (proxied A record, SSL flexible) and nginx proxy_pass, Node origin on ${ORIGIN}:80`);
-  for (const [name, r] of Object.entries(runs)) console.log(`${name.padEnd(16)} status ${r[0]}  ${rate(r).toFixed(0).padStart(5)} MiB/s  (${r[3]} s)`);
-  console.log(
-    `edge / nginx: download ${(rate(runs["edge download"]) / rate(runs["nginx download"])).toFixed(2)}, upload ${(rate(runs["edge upload"]) / rate(runs["nginx upload"])).toFixed(2)}`,
-  );
+  for (const [name, r] of Object.entries(runs))
+    console.log(
+      `${name.padEnd(16)} status ${r[0]}  ${rate(r).toFixed(0).padStart(5)} MiB/s  (${r[3]} s; the proxy's CPU ${((r.cpu * 1024) / mib).toFixed(2)} s a GiB)`,
+    );
+  const ratio = (kind) => (runs[`edge ${kind}`] ? (rate(runs[`edge ${kind}`]) / rate(runs[`nginx ${kind}`])).toFixed(2) : "-");
+  console.log(`edge / nginx: download ${ratio("download")}, upload ${ratio("upload")}`);
   console.log(`edge RSS: ${rssBefore.toFixed(0)} MiB before, peak ${peak.toFixed(0)} MiB during the transfers`);
+  if (memorySampler) console.log(`edge memory (peaks): V8 heap ${parts.heap.toFixed(0)} MiB, external ${parts.external.toFixed(0)} MiB`);
 } finally {
   for (const c of children) c.kill("SIGTERM");
   await sleep(500);

@@ -6,6 +6,7 @@ import { chmodSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir, cpus, loadavg } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { startPlatform } from "../lib/platform.mjs";
 
 const seconds = Number(process.argv[2] ?? 10);
 const connections = Number(process.argv[3] ?? 32);
@@ -14,7 +15,6 @@ const dir = mkdtempSync(join(tmpdir(), "edge-proxy-bench-"));
 // nginx's workers run as nobody: they read the file through the directory.
 chmodSync(dir, 0o755);
 const children = [];
-const cli = fileURLToPath(new URL("../../dist/bin/edgecli.js", import.meta.url));
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 writeFileSync(join(dir, "1k.bin"), Buffer.alloc(1024, 97));
@@ -66,39 +66,8 @@ createServer((req, res) => {
 }).listen(18093, "127.0.0.1");`,
   );
   start(process.execPath, [join(dir, "bare.cjs")]);
-  const state = join(dir, "state");
-  const edge = start(process.execPath, [
-    cli,
-    "serve",
-    "--port",
-    "18094",
-    "--dns-port",
-    "0",
-    "--dns-workers",
-    "0",
-    "--state-dir",
-    state,
-    "--origin-allow",
-    "127.0.0.0/8",
-    "--log-level",
-    "warn",
-  ]);
-  let banner = "";
-  edge.stderr.on("data", (d) => (banner += d));
-  for (let i = 0; i < 200 && !/API token/.test(banner); i++) await sleep(200);
-  const token = /API token\s+(\S+)/.exec(banner)[1];
-  const account = /account id\s+(\S+)/.exec(banner)[1];
-  const api = async (method, path, body) =>
-    (
-      await fetch(`http://127.0.0.1:18094/client/v4${path}`, {
-        method,
-        headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
-        body: JSON.stringify(body),
-      })
-    ).json();
-  const zone = (await api("POST", "/zones", { name: "bench-proxy.example", account: { id: account } })).result.id;
-  await api("POST", `/zones/${zone}/dns_records`, { type: "A", name: "www", content: ORIGIN, proxied: true });
-  await sleep(1000);
+  const edge = await startPlatform({ port: 18094, stateDir: join(dir, "state"), children });
+  await edge.proxiedZone("bench-proxy.example", ORIGIN);
 
   // BENCH_ROUNDS rounds (default 1), each running the four in turn; the summary is the median of each one's rounds and
   // of the per-round ratios (on a loaded machine a single run swings by 2×).

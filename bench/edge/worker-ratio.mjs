@@ -1,7 +1,9 @@
 // Issue 33 item 7: a Worker through the edge against the same Worker's workerd asked directly on its unix socket (the
 // ceiling), in alternating rounds, with the same keep-alive client (undici Pool loops, bench/workers/loops.mjs). The
 // Worker answers 1 KiB without bindings. Prints each round and the median edge / direct, sequential and at 8 clients.
-// Env: BENCH_SECONDS (per case, default 3), BENCH_ROUNDS (default 3), BENCH_CLIENTS (default 1,8).
+// Env: BENCH_SECONDS (per case, default 3), BENCH_ROUNDS (default 3), BENCH_CLIENTS (default 1,8); BENCH_PROF_DIR: the
+// platform runs with Node's CPU profiler and writes its profile there when it stops (read the top frames with
+// bench/edge/cpu-profile-top.mjs); BENCH_EDGE_NODE_ARGS: other Node options for the platform's process.
 import { loadavg } from "node:os";
 import { Pool } from "../../node_modules/undici/index.js";
 import { startTestPlatform } from "../../dist/core/testing/platform.js";
@@ -17,7 +19,11 @@ const load = () =>
     .join(" ");
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
-const p = await startTestPlatform({ args: ["--dns-port", "0"] });
+const profDir = process.env.BENCH_PROF_DIR;
+const p = await startTestPlatform({
+  args: ["--dns-port", "0"],
+  nodeArgs: [...(profDir ? ["--cpu-prof", "--cpu-prof-dir", profDir] : []), ...(process.env.BENCH_EDGE_NODE_ARGS?.split(" ").filter(Boolean) ?? [])],
+});
 try {
   await uploadWorker(p, "ratio-plain", EDGE_BENCH_WORKERS.plain.code, []);
   const port = new URL(p.url).port;

@@ -3,7 +3,7 @@ import { registerRecordRoutes } from "./api/record-routes.js";
 import { registerSettingsRoutes } from "./api/settings-routes.js";
 import { registerZoneRoutes } from "./api/zone-routes.js";
 import { readDnsConfig, serveOptions } from "./config.js";
-import { AnswerEngine, type ProxyTarget } from "./nameserver/answer.js";
+import { AnswerEngine, type EdgeZoneSettings, type ProxyTarget } from "./nameserver/answer.js";
 import { isIP } from "node:net";
 import { Notifier } from "./nameserver/notify.js";
 import { DnsServer } from "./server/server.js";
@@ -42,6 +42,11 @@ export function createDnsService(ctx: ServiceContext): EdgeService & {
   isPlatformAddress(ip: string): boolean;
   /** Where the answers sent are told every few seconds, by question and rcode (dnsAnalyticsAdaptiveGroups, platform.ts). */
   attachAnalytics(listener: (counts: QueryCount[], protocol: "udp" | "tcp") => void): void;
+  /**
+   * The edge's zone settings DNS answers by (`ipv6`: AAAA of proxied names), and their changes, after which every
+   * cached answer is forgotten (here and in the UDP answering processes, which ask again).
+   */
+  useEdgeSettings(settings: EdgeZoneSettings & { onChange(listener: () => void): void }): void;
 } {
   const cfg = readDnsConfig(ctx.options(serveOptions));
   const pg = ctx.openPostgres("dns", DNS_PG_MIGRATIONS);
@@ -84,6 +89,10 @@ export function createDnsService(ctx: ServiceContext): EdgeService & {
     edgeAddresses: { ipv4: cfg.edgeIpv4, ipv6: cfg.edgeIpv6 },
     // The edge forwards proxied names to the origins these answer (one resolver for DNS and the proxy).
     originOf: (host) => engine.originOf(host),
+    useEdgeSettings(settings) {
+      engine.useEdgeSettings(settings);
+      settings.onChange(() => server.invalidate());
+    },
     // The edge addresses and --platform-ranges: never an origin.
     isPlatformAddress: (ip) => {
       const family = isIP(ip);

@@ -4,14 +4,27 @@ import { test } from "node:test";
 import { request } from "undici";
 import { startTwoNodes } from "../core/testing/two-nodes.js";
 import { eventually } from "../core/testing/eventually.js";
-import { loopbackBlock, startOrigin } from "./testing/origins.js";
+import { loopbackBlock, startOrigin, testCertificates } from "./testing/origins.js";
+import { execFile } from "node:child_process";
+import { tlsPortOf } from "../workers/testing/tls.js";
+import { dig } from "../dns/testing/helpers.js";
 
 const HANG_GUARD = { timeout: 300_000 };
 
 test("on two nodes (PostgreSQL), both proxy a name, and a setting changed through one is obeyed by the other", HANG_GUARD, async (t) => {
   const address = loopbackBlock()(1);
   const origin = await startOrigin(t, { address, name: "cluster" });
-  const nodes = await startTwoNodes(t, ["--origin-allow", "127.0.0.0/8"]);
+  // The HTTPS port (a custom certificate, no CA reached) and DNS: TLS and DNS settings are obeyed on both nodes too.
+  const nodes = await startTwoNodes(t, [
+    "--origin-allow",
+    "127.0.0.0/8",
+    "--edge-tls-port",
+    "0",
+    "--acme-directory",
+    "https://127.0.0.1:9/directory",
+    "--edge-ipv6",
+    "2001:db8::77",
+  ]);
   if (!nodes) return;
   const [a, b] = nodes;
   const zone = `px${randomBytes(4).toString("hex")}.example`;
@@ -33,4 +46,33 @@ test("on two nodes (PostgreSQL), both proxy a name, and a setting changed throug
   assert.equal((await at(b)).location, `https://www.${zone}/p`);
   assert.equal((await b.api("GET", `/zones/${zoneId}/settings/always_use_https`)).body.result.value, "on");
   assert.ok(origin.seen.length >= 2);
+
+  // min_tls_version and ipv6 changed through one node: the other's HTTPS port and DNS answers follow.
+  const certs = testCertificates([zone, `*.${zone}`]);
+  t.after(() => certs.dispose());
+  const uploaded = await a.api("POST", `/zones/${zoneId}/custom_certificates`, { certificate: certs.signed.cert, private_key: certs.signed.key });
+  assert.equal(uploaded.status, 200, JSON.stringify(uploaded.body));
+  const tls11 = (node: typeof a) =>
+    new Promise<boolean>((resolve) => {
+      const child = execFile(
+        "openssl",
+        ["s_client", "-brief", "-connect", `127.0.0.1:${tlsPortOf(node.endpoints)}`, "-servername", `www.${zone}`, "-tls1_1", "-cipher", "DEFAULT@SECLEVEL=0"],
+        { timeout: 30_000 },
+        (_err, _stdout, stderr) => resolve(/Protocol version: TLSv1\.1/.test(stderr)),
+      );
+      child.stdin?.end();
+    });
+  const aaaa = async (node: typeof a) => (await dig(Number(node.endpoints.dns_udp.split(":").pop()), ["+short", `www.${zone}`, "AAAA"])).trim();
+  await eventually(() => tls11(b), "the other node serves the uploaded certificate over TLS 1.1 (the default minimum is 1.0)", 60_000);
+  assert.equal(await aaaa(b), "2001:db8::77");
+  const items = [
+    { id: "min_tls_version", value: "1.2" },
+    { id: "ipv6", value: "off" },
+  ];
+  const edited = await a.api("PATCH", `/zones/${zoneId}/settings`, { items });
+  assert.equal(edited.status, 200, JSON.stringify(edited.body));
+  await eventually(async () => !(await tls11(b)), "the other node refuses TLS 1.1 for the zone", 60_000);
+  await eventually(async () => (await aaaa(b)) === "", "the other node answers no AAAA of the edge", 60_000);
+  assert.equal(await tls11(a), false);
+  assert.equal(await aaaa(a), "");
 });

@@ -21,6 +21,8 @@ export const EdgeCodes = {
   purgeEverythingNotTrue: 1013,
   purgeNotAList: 1014,
   purgeTooMany: 1015,
+  // A purge over the account's rate limit: the code and words of the hosted API's 429 answers.
+  purgeRateLimited: 1134,
   // Certificates (ours: the hosted API's codes for these are not documented): a refused upload, an unknown id.
   invalidCertificate: 1210,
   certificateNotFound: 1404,
@@ -54,13 +56,6 @@ export const EdgeErrors = {
   unknownSetting: (name: string) => new EdgeError(400, EdgeCodes.unknownSetting, `Unrecognized zone setting name: ${name.slice(0, 100)}`),
   invalidValue: (name: string, why: string) =>
     new EdgeError(400, EdgeCodes.invalidSettingValue, `Invalid value for zone setting ${name}: ${why}`, { pointer: "/value" }),
-  settingNotApplied: (name: string, fallback: string | number, why: string) =>
-    new EdgeError(
-      400,
-      EdgeCodes.invalidSettingValue,
-      `Invalid value for zone setting ${name}: only its default ${JSON.stringify(fallback)} is accepted here, because ${why} (docs/proxy.md)`,
-      { pointer: "/value" },
-    ),
   invalidBody: (why: string) => new EdgeError(400, EdgeCodes.validation, why),
   purgeNothing: () =>
     new EdgeError(400, EdgeCodes.purgeNothing, 'Request must contain exactly one of "purge_everything", "files", "tags", "hosts" or "prefixes"'),
@@ -68,6 +63,8 @@ export const EdgeErrors = {
   purgeNotAList: (field: string) => new EdgeError(400, EdgeCodes.purgeNotAList, `"${field}" must be an array of strings`, { pointer: `/${field}` }),
   purgeTooMany: (field: string, max: number) =>
     new EdgeError(400, EdgeCodes.purgeTooMany, `You may only purge up to ${max} ${field} per request`, { pointer: `/${field}` }),
+  purgeRateLimited: () =>
+    new EdgeError(429, EdgeCodes.purgeRateLimited, "Unable to purge, rate limit reached. Please wait and consider throttling your request speed"),
   purgeBadItem: (field: string, index: number, why: string) =>
     new EdgeError(400, EdgeCodes.validation, `${field}[${index}]: ${why}`, { pointer: `/${field}/${index}` }),
   invalidCertificate: (why: string, pointer = "/certificate") => new EdgeError(400, EdgeCodes.invalidCertificate, why, { pointer }),

@@ -95,7 +95,7 @@ export function createWorkersService(ctx: ServiceContext, deps: WorkersDeps): Wo
   const routing = new WorkerRouting(stores.routes, deps.zones, deps.edgeAddresses, runtime, config.domain, log);
   // Scripts' own fetch() calls: to their zones' origins through the edge (attachSubrequests), else out as any fetch.
   const outbound = new WorkerOutbound((script) => routing.table.zonesOf(script));
-  runtime.mountBinding("outbound", outbound.handle);
+  runtime.mountBinding("outbound", outbound.handle, undefined, outbound.upgrade);
   runtime.mountBinding("cache", outbound.cacheHandle);
   runtime.bindings.takeOtherTunnels(outbound.tunnel);
   const deployer = new ScriptDeployer(store, runtime, resourceExists(deps.bindings, scriptExists), log, durableObjects, assets, {

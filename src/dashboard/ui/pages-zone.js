@@ -26,7 +26,7 @@ const SETTINGS = new Map([
   ["ipv6", { title: "IPv6", choices: ON_OFF }],
   ["min_tls_version", { title: "Minimum TLS version", choices: ["1.0", "1.1", "1.2", "1.3"] }],
   ["ssl", { title: "SSL/TLS encryption mode", choices: ["off", "flexible", "full", "strict"] }],
-  ["tls_1_3", { title: "TLS 1.3", choices: ["on", "off", "zrt"] }],
+  ["tls_1_3", { title: "TLS 1.3", choices: ON_OFF }],
   ["websockets", { title: "WebSockets", choices: ON_OFF }],
 ]);
 

@@ -48,8 +48,17 @@ const MAX_CHAIN = 8;
  * (negative TTL per RFC 2308), CNAME chasing inside our zones, wildcards (RFC 4592), referrals below
  * delegations, proxied names answered with the edge addresses, and CNAME flattening.
  */
+/** What the answers read of the edge's zone settings (edge/settings, handed over by platform.ts). */
+export interface EdgeZoneSettings {
+  /** Whether a zone's proxied names answer AAAA with the edge's IPv6 addresses (its `ipv6` setting). */
+  ipv6(zoneId: string): boolean;
+}
+
 export class AnswerEngine {
   private readonly httpsRdata: Buffer;
+  /** The HTTPS record of a proxied name of a zone whose `ipv6` setting is off: no ipv6hint. */
+  private readonly httpsRdataIpv4: Buffer;
+  private edgeSettings?: EdgeZoneSettings;
   /** Zones not served are answered SERVFAIL (zones/serving.ts: secondary zones not transferred yet, or expired). */
   private readonly served: ServedZones;
 
@@ -60,8 +69,19 @@ export class AnswerEngine {
     private readonly dnssec?: AnswerSigning,
   ) {
     this.served = zones.serving;
-    const hints = [cfg.edgeIpv4.length ? `ipv4hint=${cfg.edgeIpv4.join(",")}` : "", cfg.edgeIpv6.length ? `ipv6hint=${cfg.edgeIpv6.join(",")}` : ""];
-    this.httpsRdata = svcbRdata(1, ".", parseSvcParams(`alpn="h3,h2" ${hints.join(" ")}`));
+    const v4 = cfg.edgeIpv4.length ? `ipv4hint=${cfg.edgeIpv4.join(",")}` : "";
+    const v6 = cfg.edgeIpv6.length ? `ipv6hint=${cfg.edgeIpv6.join(",")}` : "";
+    this.httpsRdata = svcbRdata(1, ".", parseSvcParams(`alpn="h3,h2" ${v4} ${v6}`));
+    this.httpsRdataIpv4 = svcbRdata(1, ".", parseSvcParams(`alpn="h3,h2" ${v4}`));
+  }
+
+  /** The edge's zone settings, once the platform has them (until then every zone answers as by default). */
+  useEdgeSettings(settings: EdgeZoneSettings): void {
+    this.edgeSettings = settings;
+  }
+
+  private ipv6(zoneId: string): boolean {
+    return this.edgeSettings?.ipv6(zoneId) ?? true;
   }
 
   /**
@@ -135,6 +155,15 @@ export class AnswerEngine {
   /** Whether a name's A/AAAA/CNAME are served by the platform's edge. */
   isProxied(zs: Pick<ZoneState, "zone">, recs: readonly DnsRecord[]): boolean {
     return !zs.zone.paused && recs.some((r) => r.proxied);
+  }
+
+  /**
+   * The edge addresses a proxied name of `zoneId` answers queries with: edgeRrs, without the IPv6 ones while the
+   * zone's `ipv6` setting is off. (Zone transfers carry edgeRrs whatever the setting: a transfer's content follows
+   * the zone's serial, which a setting does not change.)
+   */
+  private answeredEdgeRrs(zoneId: string, recs: readonly DnsRecord[], owner: string, qtype: "A" | "AAAA"): Rr[] {
+    return qtype === "AAAA" && !this.ipv6(zoneId) ? [] : this.edgeRrs(recs, owner, qtype);
   }
 
   /** The edge addresses a proxied name answers with (settings.ipv4_only/ipv6_only drop one family). */
@@ -307,15 +336,16 @@ export class AnswerEngine {
     const stored = (t: string) => recs.filter((r) => r.type === t && !hidden(r));
 
     if (this.isProxied(zs, recs)) {
-      if (qtype === "A" || any) out.push(...this.edgeRrs(recs, qname, "A"));
-      if (qtype === "AAAA" || any) out.push(...this.edgeRrs(recs, qname, "AAAA"));
-      if (qtype === "HTTPS" && stored("HTTPS").length === 0) out.push({ name: qname, type: "UNKNOWN_65", class: "IN", ttl: AUTO_TTL, data: this.httpsRdata });
+      if (qtype === "A" || any) out.push(...this.answeredEdgeRrs(zs.zone.id, recs, qname, "A"));
+      if (qtype === "AAAA" || any) out.push(...this.answeredEdgeRrs(zs.zone.id, recs, qname, "AAAA"));
+      if (qtype === "HTTPS" && stored("HTTPS").length === 0)
+        out.push({ name: qname, type: "UNKNOWN_65", class: "IN", ttl: AUTO_TTL, data: this.ipv6(zs.zone.id) ? this.httpsRdata : this.httpsRdataIpv4 });
       for (const r of recs) if (r.type !== "A" && r.type !== "AAAA" && r.type !== "CNAME" && (any || r.type === qtype)) out.push(this.rr(r, qname));
     } else {
       const cname = recs.find((r) => r.type === "CNAME");
       if (cname && qtype !== "CNAME" && !any) {
         if (this.flattens(zs, qname, cname)) {
-          if (qtype === "A" || qtype === "AAAA") out.push(...this.flattened(cname, qname, qtype));
+          if (qtype === "A" || qtype === "AAAA") out.push(...this.flattened(zs.zone.id, cname, qname, qtype));
         } else {
           res.answers.push(this.rr(cname, qname));
           const tz = this.zones.zoneFor(cname.content);
@@ -334,7 +364,7 @@ export class AnswerEngine {
    * A flattened CNAME answers with the addresses at the end of its chain, under its own name, with the
    * smallest TTL met on the way. Targets outside our zones are not resolved (no recursion here).
    */
-  private flattened(cname: DnsRecord, owner: string, qtype: "A" | "AAAA"): Rr[] {
+  private flattened(ownerZoneId: string, cname: DnsRecord, owner: string, qtype: "A" | "AAAA"): Rr[] {
     let ttl = effectiveTtl(cname);
     let target = cname.content;
     const seen = new Set([owner]);
@@ -343,7 +373,8 @@ export class AnswerEngine {
       const tz = this.zones.zoneFor(target);
       if (!tz) return [];
       const recs = tz.at(target);
-      if (this.isProxied(tz, recs)) return this.edgeRrs(recs, owner, qtype);
+      // The name asked is the owner's: its zone's `ipv6` setting says whether the edge answers it over IPv6.
+      if (this.isProxied(tz, recs)) return this.answeredEdgeRrs(ownerZoneId, recs, owner, qtype);
       const next = recs.find((r) => r.type === "CNAME");
       if (next) {
         ttl = Math.min(ttl, effectiveTtl(next));

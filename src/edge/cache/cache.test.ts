@@ -279,7 +279,7 @@ describe("the edge caches proxied traffic as the hosted default does", () => {
     assert.equal(await cached("/img.png", "img.cache-test.example"), false);
     assert.equal(await cached("/other/three.css"), true);
 
-    r = await purge({ files: [{ url: `http://${host}/other/three.css`, headers: { "CF-Device-Type": "desktop" } }] });
+    r = await purge({ files: [{ url: `http://${host}/other/three.css`, headers: { "Accept-Encoding": "identity" } }] });
     assert.equal(r.status, 200);
     assert.equal(await cached("/other/three.css"), false);
 

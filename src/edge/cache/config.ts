@@ -1,6 +1,7 @@
 import { isAbsolute, join, resolve } from "node:path";
 import type { OptionSpec, OptionValues } from "../../core/cli/command.js";
 import { UserError } from "../../core/errors.js";
+import type { PurgePlan } from "./purge-limits.js";
 
 /** The largest object the hosted cache stores on the Free, Pro and Business plans (Enterprise: 5 GB). */
 export const HOSTED_MAX_OBJECT_BYTES = 512 * 1024 * 1024;
@@ -21,12 +22,20 @@ export const cacheServeOptions = {
     describe: "The largest body stored (default 512 MiB, the hosted limit of the Free, Pro and Business plans); larger ones pass through",
     default: HOSTED_MAX_OBJECT_BYTES,
   },
+  "cache-purge-plan": {
+    type: "string",
+    choices: ["free", "pro", "business", "enterprise"] as const,
+    describe:
+      "Whose hosted purge rate limits apply, per account on each node: free (5 purges by tag/host/prefix/everything a minute, 25 at once; 800 URLs/s), pro (5/s, 25; 1,500 URLs/s), business (10/s, 50; 1,500 URLs/s), enterprise (50/s, 500; 3,000 URLs/s)",
+    default: "pro",
+  },
 } satisfies Record<string, OptionSpec>;
 
 export interface CacheConfig {
   dir: string;
   maxBytes: number;
   maxObjectBytes: number;
+  purgePlan: PurgePlan;
 }
 
 export function readCacheConfig(options: OptionValues<typeof cacheServeOptions>, stateDir: string): CacheConfig {
@@ -40,5 +49,6 @@ export function readCacheConfig(options: OptionValues<typeof cacheServeOptions>,
     dir: dir === undefined || dir.trim() === "" ? join(stateDir, "cache") : isAbsolute(dir) ? dir : resolve(dir),
     maxBytes: bytes("cache-max-bytes"),
     maxObjectBytes: bytes("cache-max-object-bytes"),
+    purgePlan: options["cache-purge-plan"],
   };
 }

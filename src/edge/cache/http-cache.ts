@@ -85,6 +85,8 @@ const NOT_STORED = new Set(["age", "cf-cache-status", "cf-ray", "cache-tag", "se
 const HOT_BODY_MAX = 64 * 1024;
 const HOT_BYTES = 32 * 1024 * 1024;
 const HOT_ENTRIES = 10_000;
+/** Purged rows deleted per turn of the event loop (a few milliseconds of SQLite work). */
+const SWEEP_BATCH = 100;
 
 type Outcome =
   | { kind: "filling"; fill: Fill; status: number; headers: [string, string][]; length?: number }
@@ -125,6 +127,7 @@ export class EdgeCache {
   ) {
     this.files = new BodyFiles(options.dir);
     this.index = new DiskIndex(join(options.dir, "index.sqlite"));
+    this.files.remove(this.index.recovered.files);
     this.used = this.index.totalBytes();
     this.flushTimer = setInterval(() => {
       try {
@@ -185,7 +188,27 @@ export class EdgeCache {
   /** Removes what a purge names in a zone on this node; answers how many objects went. */
   purge(zoneId: string, selector: PurgeSelector): number {
     this.purgeGeneration.set(zoneId, (this.purgeGeneration.get(zoneId) ?? 0) + 1);
-    return this.dropRemoved(this.index.purge(zoneId, selector));
+    const n = this.dropRemoved(this.index.purge(zoneId, selector));
+    this.scheduleSweep();
+    return n;
+  }
+
+  /** Purged rows are deleted after the answer, a batch per turn of the event loop (never one long stall). */
+  private sweeping = false;
+  private scheduleSweep(): void {
+    if (this.sweeping || !this.index.hasUnswept()) return;
+    this.sweeping = true;
+    setImmediate(() => {
+      this.sweeping = false;
+      try {
+        this.index.sweep(SWEEP_BATCH);
+      } catch (err) {
+        // A full disk: the rows stay marked gone (never served) and the purge stays written down for the next start.
+        this.log.warn({ err }, "purged cache rows not deleted yet");
+        return;
+      }
+      this.scheduleSweep();
+    });
   }
 
   /** Drops everything this node holds (notices may have been missed: nothing purged elsewhere may be served). */
@@ -581,9 +604,10 @@ const one = (v: string | string[] | undefined) => (Array.isArray(v) ? v[0] : v);
 
 /**
  * The variant of a key by what the client accepts (Vary: Accept-Encoding, the only Vary the cache keeps): the origin
- * is asked with exactly this, so a compressed body never reaches a client that did not ask for it.
+ * is asked with exactly this, so a compressed body never reaches a client that did not ask for it. purge.ts names
+ * one variant of a URL the same way.
  */
-function encodingClass(value: string | string[] | undefined): string {
+export function encodingClass(value: string | string[] | undefined): string {
   const accepted = new Set(
     (Array.isArray(value) ? value.join(",") : (value ?? ""))
       .split(",")

@@ -1,5 +1,6 @@
 import { EdgeErrors } from "../errors.js";
 import type { PurgeSelector } from "./disk-index.js";
+import { encodingClass } from "./http-cache.js";
 
 /** Items one purge request may name (the hosted "max operations per request" of every plan but Enterprise). */
 export const MAX_PURGE_ITEMS = 100;
@@ -15,8 +16,8 @@ const inZone = (host: string, zoneName: string) => host === zoneName || host.end
 
 /**
  * A purge_cache body as the cache's selector, refused as hosted when it names nothing, several kinds, or more than
- * MAX_PURGE_ITEMS items. `files` take URLs (strings, or `{url, headers}` as hosted for custom cache keys: the
- * cache keys on no header but Accept-Encoding, whose variants a URL purge removes together). URLs and hosts must be in
+ * MAX_PURGE_ITEMS items. `files` take URLs (strings: every Accept-Encoding variant; or `{url, headers}` as hosted
+ * for custom cache keys: see fileVariant). URLs and hosts must be in
  * the zone (`zoneName`), so a purge never reaches past the caller's zone.
  */
 export function parsePurge(body: unknown, zoneName: string): PurgeSelector {
@@ -32,15 +33,14 @@ export function parsePurge(body: unknown, zoneName: string): PurgeSelector {
   if (!Array.isArray(value)) throw EdgeErrors.purgeNotAList(kind);
   if (value.length === 0) throw EdgeErrors.purgeNothing();
   if (value.length > MAX_PURGE_ITEMS) throw EdgeErrors.purgeTooMany(kind, MAX_PURGE_ITEMS);
+  /** Per `files` item: the encoding class its headers name (one variant), or undefined (every variant). */
+  const variants: (string | undefined)[] = [];
   const items = value.map((item: unknown, i) => {
     let text = item;
+    variants[i] = undefined;
     if (kind === "files" && typeof item === "object" && item !== null && !Array.isArray(item)) {
       const { url, headers } = item as { url?: unknown; headers?: unknown };
-      if (
-        headers !== undefined &&
-        (typeof headers !== "object" || headers === null || Array.isArray(headers) || Object.values(headers).some((v) => typeof v !== "string"))
-      )
-        throw EdgeErrors.purgeBadItem(kind, i, '"headers" must be an object of header names to strings');
+      if (headers !== undefined) variants[i] = fileVariant(headers, i);
       text = url;
     }
     if (typeof text !== "string") throw EdgeErrors.purgeNotAList(kind);
@@ -49,7 +49,10 @@ export function parsePurge(body: unknown, zoneName: string): PurgeSelector {
   });
   switch (kind) {
     case "files":
-      return { kind: "urls", urls: items.flatMap((u, i) => fileUrls(u, i, zoneName)) };
+      return {
+        kind: "urls",
+        urls: items.flatMap((u, i) => fileUrls(u, i, zoneName).map((url) => (variants[i] === undefined ? url : `${url}\n${variants[i]}`))),
+      };
     case "tags":
       return { kind: "tags", tags: items.map((t) => t.trim().toLowerCase()) };
     case "hosts":
@@ -76,6 +79,30 @@ export function parsePurge(body: unknown, zoneName: string): PurgeSelector {
         }),
       };
   }
+}
+
+/**
+ * The headers of a `{url, headers}` item, as hosted: the request headers a custom cache key is made of. The keys here
+ * are scheme, host, path and query and the Accept-Encoding variant (there are no custom keys by header, device
+ * type, country or language: docs/cache.md), so Accept-Encoding names one variant (its encoding class, as a request
+ * with it is keyed) and any other header is refused naming it: it could match no key, and a purge that silently
+ * removes something other than what was named is worse than a clear no.
+ */
+function fileVariant(headers: unknown, i: number): string | undefined {
+  if (typeof headers !== "object" || headers === null || Array.isArray(headers) || Object.values(headers).some((v) => typeof v !== "string"))
+    throw EdgeErrors.purgeBadItem("files", i, '"headers" must be an object of header names to strings');
+  let variant: string | undefined;
+  for (const [name, value] of Object.entries(headers as Record<string, string>)) {
+    if (name.toLowerCase() !== "accept-encoding")
+      throw EdgeErrors.purgeBadItem(
+        "files",
+        i,
+        `the header ${JSON.stringify(name.slice(0, 100))} is in no cache key here: keys are the URL and its Accept-Encoding variant (custom cache keys by header, CF-Device-Type, CF-IPCountry or Accept-Language are not provided); purge the URL without it`,
+      );
+    if (value.length > MAX_ITEM_CHARS) throw EdgeErrors.purgeBadItem("files", i, `Accept-Encoding must be at most ${MAX_ITEM_CHARS} characters`);
+    variant = encodingClass(value);
+  }
+  return variant;
 }
 
 /** A purged URL as the cache keys it (scheme, host, path, query); without a scheme both are meant. */

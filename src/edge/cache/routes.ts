@@ -4,6 +4,7 @@ import type { AccountResolver } from "../../core/http/guard.js";
 import { EdgeErrors } from "../errors.js";
 import type { EdgeZones } from "../ports.js";
 import type { PurgeSelector } from "./disk-index.js";
+import type { PurgeLimits } from "./purge-limits.js";
 import { parsePurge } from "./purge.js";
 
 type ZoneRequest = FastifyRequest<{ Params: { zone_id: string } }>;
@@ -20,15 +21,30 @@ function zoneAccount(zones: EdgeZones): AccountResolver {
   };
 }
 
-/** `POST /zones/{id}/purge_cache` (hosted shape): the answer comes once every node was told (docs/cache.md). */
-export function registerPurgeRoutes(app: FastifyInstance, zones: EdgeZones, purge: (zoneId: string, selector: PurgeSelector) => Promise<void>): void {
+/**
+ * `POST /zones/{id}/purge_cache` (hosted shape): the answer comes once every node was told (docs/cache.md). A purge
+ * over the account's rate limit (`limits`, the plan's) is answered 429 with Retry-After and done nowhere.
+ */
+export function registerPurgeRoutes(
+  app: FastifyInstance,
+  zones: EdgeZones,
+  limits: PurgeLimits,
+  purge: (zoneId: string, selector: PurgeSelector) => Promise<void>,
+): void {
   app.post<{ Params: { zone_id: string } }>(
     "/zones/:zone_id/purge_cache",
     { config: { permission: "cache_purge", account: zoneAccount(zones) } },
-    async (req) => {
+    async (req, reply) => {
       const name = zones.nameOf(req.params.zone_id);
-      if (!name) throw EdgeErrors.zoneNotFound();
-      await purge(req.params.zone_id, parsePurge(req.body, name));
+      const accountId = zones.accountOf(req.params.zone_id);
+      if (!name || !accountId) throw EdgeErrors.zoneNotFound();
+      const selector = parsePurge(req.body, name);
+      const wait = limits.take(accountId, selector);
+      if (wait > 0) {
+        void reply.header("retry-after", String(wait));
+        throw EdgeErrors.purgeRateLimited();
+      }
+      await purge(req.params.zone_id, selector);
       return ok({ id: req.params.zone_id });
     },
   );

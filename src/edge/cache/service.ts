@@ -6,6 +6,7 @@ import type { ZoneSettings } from "../settings/zone-settings.js";
 import { cacheServeOptions, readCacheConfig } from "./config.js";
 import type { PurgeSelector } from "./disk-index.js";
 import { EdgeCache } from "./http-cache.js";
+import { PurgeLimits } from "./purge-limits.js";
 import { registerPurgeRoutes } from "./routes.js";
 
 /** The bus area of purges: every node removes what another node was asked to purge. */
@@ -67,7 +68,7 @@ export function createCacheFeature(ctx: ServiceContext, deps: { zones: EdgeZones
   };
   return {
     cache,
-    registerApi: (app) => registerPurgeRoutes(app, deps.zones, purge),
+    registerApi: (app) => registerPurgeRoutes(app, deps.zones, new PurgeLimits(cfg.purgePlan), purge),
     start() {
       unsubscribe = ctx.bus.subscribe(CACHE_AREA, onEvent);
     },

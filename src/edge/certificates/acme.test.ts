@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -39,3 +40,20 @@ test(
     assert.equal(made, 1, "one account key");
   },
 );
+
+test("acme-client is loaded by the first order, not by making the orderer or stopping it: a platform that orders nothing never holds it in memory", async () => {
+  // A process of its own: this file's other tests load acme-client.
+  const script = `
+    import { createRequire } from "node:module";
+    const { AcmeOrderer } = await import(${JSON.stringify(new URL("./acme.js", import.meta.url).href)});
+    const loaded = () => Object.keys(createRequire(import.meta.url).cache).some((f) => f.includes("/node_modules/acme-client/"));
+    const orderer = new AcmeOrderer({ directoryUrl: "https://127.0.0.1:9/dir" }, async (make) => make());
+    const before = loaded();
+    await orderer.close();
+    const afterClose = loaded();
+    const failed = await orderer.order("a.example", { create: async () => undefined, remove: async () => undefined }).then(() => "ordered", (e) => e.message);
+    console.log(JSON.stringify({ before, afterClose, failed, afterOrder: loaded() }));`;
+  const out = execFileSync(process.execPath, ["--input-type=module", "-e", script], { encoding: "utf8", timeout: 60_000 });
+  const seen = JSON.parse(out.trim().split("\n").pop()!) as { before: boolean; afterClose: boolean; failed: string; afterOrder: boolean };
+  assert.deepEqual(seen, { before: false, afterClose: false, failed: "the platform is stopping", afterOrder: true });
+});

@@ -1,7 +1,7 @@
 import { X509Certificate } from "node:crypto";
 import { Agent } from "node:https";
 import { rootCertificates } from "node:tls";
-import * as acme from "acme-client";
+import type * as AcmeClient from "acme-client";
 import type { EdgeTlsConfig } from "./config.js";
 
 /** What an order needs done in DNS: the TXT record at `name` made before the CA looks, and removed after. */
@@ -17,6 +17,21 @@ export interface IssuedCertificate {
   notAfter: number;
 }
 
+type Acme = typeof AcmeClient;
+
+/**
+ * acme-client, loaded on the first order rather than at start: with axios under it, it is ~5 MiB of heap and 6-12
+ * MiB of resident memory (docs/benchmarks.md) that a platform ordering no certificate (no --edge-tls-port, or
+ * nothing to order yet) never needs.
+ */
+let acmeModule: Promise<Acme> | undefined;
+const loadAcme = (): Promise<Acme> => (acmeModule ??= import("acme-client"));
+
+/** acme-client retries no failed request from now on (it reads this setting when a request fails). */
+const stopRetries = (acme: Acme) => {
+  (acme.axios.defaults as { acmeSettings?: { retryMaxAttempts: number } }).acmeSettings!.retryMaxAttempts = 0;
+};
+
 /** How long one request to the ACME server may take (acme-client's HTTP client has no limit of its own). */
 const ACME_REQUEST_TIMEOUT_MS = 30_000;
 
@@ -26,7 +41,10 @@ const ACME_REQUEST_TIMEOUT_MS = 30_000;
  * asynchronous key generation: nothing waits on the event loop.
  */
 export class AcmeOrderer {
-  private client: acme.Client | undefined;
+  private client: AcmeClient.Client | undefined;
+  /** acme-client, set up for this platform (loaded on first use, see loadAcme); `ready` once it is. */
+  private acme?: Promise<Acme>;
+  private ready?: Acme;
   /** Aborts every request to the CA at once when the platform stops: a CA that never answers holds nothing up. */
   private readonly aborted = new AbortController();
   /** Calls into our own stores (the account key, challenge records) under way: `close` waits for them. */
@@ -39,25 +57,35 @@ export class AcmeOrderer {
     /** The platform's ACME account key (PEM), made on first use and the same on every node. */
     private readonly accountKey: (make: () => Promise<string>) => Promise<string>,
   ) {
-    // acme-client speaks through one axios instance of its own: the CA file is trusted there, besides Node's roots.
-    // One platform runs per process, so setting it on that instance is setting it for the platform.
-    acme.axios.defaults.timeout = ACME_REQUEST_TIMEOUT_MS;
-    acme.axios.defaults.signal = this.aborted.signal;
-    // Once closed, no request starts (a retry acme-client had scheduled included). The error has no request config,
-    // which acme-client's retry interceptor takes as not retryable.
-    acme.axios.interceptors.request.use((config) => {
-      if (this.aborted.signal.aborted) throw new Error("the platform is stopping");
-      return config;
-    });
     this.closed = new Promise<never>((_resolve, reject) =>
       this.aborted.signal.addEventListener("abort", () => reject(new Error("the platform is stopping")), { once: true }),
     );
     this.closed.catch(() => undefined);
-    if (cfg.ca) acme.axios.defaults.httpsAgent = new Agent({ ca: [...rootCertificates, cfg.ca] });
   }
 
-  private async acmeClient(): Promise<acme.Client> {
+  /** acme-client, its HTTP client set up for this platform on first use. */
+  private loaded(): Promise<Acme> {
+    return (this.acme ??= loadAcme().then((acme) => {
+      // acme-client speaks through one axios instance of its own: the CA file is trusted there, besides Node's roots.
+      // One platform runs per process, so setting it on that instance is setting it for the platform.
+      acme.axios.defaults.timeout = ACME_REQUEST_TIMEOUT_MS;
+      acme.axios.defaults.signal = this.aborted.signal;
+      // Once closed, no request starts (a retry acme-client had scheduled included). The error has no request config,
+      // which acme-client's retry interceptor takes as not retryable.
+      acme.axios.interceptors.request.use((config) => {
+        if (this.aborted.signal.aborted) throw new Error("the platform is stopping");
+        return config;
+      });
+      if (this.cfg.ca) acme.axios.defaults.httpsAgent = new Agent({ ca: [...rootCertificates, this.cfg.ca] });
+      this.ready = acme;
+      if (this.aborted.signal.aborted) stopRetries(acme);
+      return acme;
+    }));
+  }
+
+  private async acmeClient(): Promise<AcmeClient.Client> {
     if (!this.client) {
+      const acme = await this.loaded();
       const key = await this.storeCall(() => this.accountKey(async () => (await acme.crypto.createPrivateEcdsaKey("P-256")).toString()));
       // Polls for the CA's verdict from 1 s on, doubling up to 10 s: pebble and real CAs answer within seconds.
       const client = new acme.Client({ directoryUrl: this.cfg.directoryUrl, accountKey: key, backoffMin: 1000, backoffMax: 10_000 });
@@ -74,7 +102,7 @@ export class AcmeOrderer {
    * a CA may refuse as an update that changes nothing (pebble does: every node but the first, and every restart,
    * then failed its first order).
    */
-  private async register(client: acme.Client): Promise<void> {
+  private async register(client: AcmeClient.Client): Promise<void> {
     try {
       await client.createAccount({ onlyReturnExisting: true });
       return;
@@ -90,6 +118,7 @@ export class AcmeOrderer {
    */
   async order(hostname: string, dns: Dns01Answerer): Promise<IssuedCertificate> {
     const client = await this.acmeClient();
+    const acme = await this.loaded();
     const names = hostname.startsWith("*.") ? [hostname.slice(2), hostname] : [hostname];
     const [key, csr] = await acme.crypto.createCsr({ commonName: names[0], altNames: names }, await acme.crypto.createPrivateEcdsaKey("P-256"));
     const ordered = client.auto({
@@ -121,8 +150,9 @@ export class AcmeOrderer {
    */
   async close(): Promise<void> {
     // acme-client retries a failed request (an aborted one too) after 5, 10, … 25 s: 75 s of waiting, which is what
-    // SIGTERM took. It reads this setting when a request fails: none is retried from now on.
-    (acme.axios.defaults as { acmeSettings?: { retryMaxAttempts: number } }).acmeSettings!.retryMaxAttempts = 0;
+    // SIGTERM took. It reads this setting when a request fails: none is retried from now on (set as it loads, when
+    // it is loading now).
+    if (this.ready) stopRetries(this.ready);
     this.aborted.abort(new Error("the platform is stopping"));
     await Promise.allSettled([...this.storeCalls]);
   }

@@ -1,4 +1,4 @@
-import type { Server } from "node:tls";
+import type { Server } from "node:net";
 import { SecretBox } from "../../core/secret-box.js";
 import type { EdgeService, ServiceContext } from "../../core/service.js";
 import type { ZonesPort } from "../../dns/service.js";
@@ -14,7 +14,7 @@ import { SqliteCertificateStore } from "./sqlite-store.js";
 import { createHttp2Edge } from "./http2.js";
 import { authorityOf, CertificatePacks } from "./packs.js";
 import { registerCertificateRoutes } from "./routes.js";
-import { listenTls } from "./tls-port.js";
+import { listenTls, type TlsBounds } from "./tls-port.js";
 
 /** On several nodes, the wait between writing a challenge record and asking the CA to check it (dns-01.ts). */
 const DISTRIBUTED_PROPAGATION_MS = 3000;
@@ -42,6 +42,8 @@ export function createEdgeTls(
     domains: CustomDomains;
     /** Whether HTTP/2 is offered for a name (its zone's `http2` setting; on for names in no zone). */
     http2For: (servername: string) => boolean;
+    /** The TLS versions a name's connections may use (its zone's min_tls_version and tls_1_3; defaults for none). */
+    versionsFor: (servername: string | undefined) => TlsBounds;
   },
 ): EdgeTls {
   const log = ctx.log.child({ service: "edge", part: "certificates" });
@@ -115,6 +117,7 @@ export function createEdgeTls(
         serve: (socket) => ctx.edgeConnection(socket),
         serveHttp2: (socket) => http2.serveConnection(socket),
         http2For: deps.http2For,
+        versionsFor: deps.versionsFor,
         handshakeTimeoutMs: cfg.handshakeTimeoutMs,
         log,
       });

@@ -248,6 +248,44 @@ export class OriginForwarder {
   }
 
   /**
+   * A Worker's WebSocket handshake (its fetch() with Upgrade: websocket) to a proxied name of a zone `from` may reach
+   * directly (as `subrequest`): taken while the zone's `websockets` setting is on, and relayed to the name's origin as
+   * a client's is (`handleUpgrade`), with the Worker's headers. False otherwise: the caller serves it as a plain fetch
+   * (the setting off: the origin gets it without Upgrade, as a client's; another host: out as any fetch).
+   */
+  subrequestUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer, from: { accountId: string; ownZone(zoneId: string): boolean }): boolean {
+    const url = absoluteUrl(req.url);
+    const host = url && normalizeHostname(url.hostname);
+    const target = host && /^https?:$/.test(url.protocol) && !url.port ? this.deps.zones.originOf(host) : undefined;
+    if (!url || !host || target?.kind !== "proxied" || target.accountId !== from.accountId || !from.ownZone(target.zoneId)) return false;
+    if (req.headers.upgrade?.toLowerCase() !== "websocket" || !this.deps.settings.on(target.zoneId, "websockets")) return false;
+    const ray = newRay();
+    if (looped(req.headers, LOOP_TOKEN)) {
+      writeErrorPage(socket, 508, host, ray);
+      return true;
+    }
+    const given = req.headers["cf-connecting-ip"];
+    this.upgraded.add(socket);
+    socket.once("close", () => this.upgraded.delete(socket));
+    socket.on("error", () => socket.destroy());
+    const origin = {
+      host,
+      path: url.pathname + url.search,
+      ray,
+      zoneId: target.zoneId,
+      addresses: target.addresses,
+      hostnames: target.hostnames,
+      clientIp: typeof given === "string" && isIP(given) ? given : "",
+      scheme: url.protocol === "https:" ? ("https" as const) : ("http" as const),
+    };
+    void this.tunnel(req, socket, head, origin).catch((err: unknown) => {
+      this.deps.log.warn({ err, host }, "a Worker's WebSocket to an origin failed");
+      socket.destroy();
+    });
+    return true;
+  }
+
+  /**
    * A Worker's subrequest to anywhere but its own zones' origins, as workerd's own network access sent it before:
    * public addresses only (never loopback, private ranges or the platform's own addresses, whatever --origin-allow
    * says), at the URL's port, TLS verified against the system CAs. A refused or failed one cuts the connection, so
@@ -361,12 +399,20 @@ export class OriginForwarder {
     this.upgraded.add(socket);
     socket.once("close", () => this.upgraded.delete(socket));
     socket.on("error", () => socket.destroy());
-    void this.tunnel(req, socket, head, { host, path, ray, zoneId: target.zoneId, addresses: target.addresses, hostnames: target.hostnames }).catch(
-      (err: unknown) => {
-        this.deps.log.warn({ err, host }, "a WebSocket to an origin failed");
-        socket.destroy();
-      },
-    );
+    const origin = {
+      host,
+      path,
+      ray,
+      zoneId: target.zoneId,
+      addresses: target.addresses,
+      hostnames: target.hostnames,
+      clientIp: clientIp(req),
+      scheme: schemeOf(req),
+    };
+    void this.tunnel(req, socket, head, origin).catch((err: unknown) => {
+      this.deps.log.warn({ err, host }, "a WebSocket to an origin failed");
+      socket.destroy();
+    });
     return true;
   }
 
@@ -485,7 +531,7 @@ export class OriginForwarder {
     req: IncomingMessage,
     socket: Duplex,
     head: Buffer,
-    r: { host: string; path: string; ray: string; zoneId: string; addresses: string[]; hostnames: string[] },
+    r: { host: string; path: string; ray: string; zoneId: string; addresses: string[]; hostnames: string[]; clientIp: string; scheme: "http" | "https" },
   ): Promise<void> {
     const addresses = await this.addresses(r.addresses, r.hostnames);
     if (!Array.isArray(addresses)) return writeErrorPage(socket, addresses, r.host, r.ray);
@@ -500,8 +546,8 @@ export class OriginForwarder {
     );
     const headers = originRequestHeaders(req.rawHeaders, {
       host: r.host,
-      clientIp: clientIp(req),
-      scheme: schemeOf(req),
+      clientIp: r.clientIp,
+      scheme: r.scheme,
       ray: r.ray,
       loopToken: LOOP_TOKEN,
       upgrade: true,

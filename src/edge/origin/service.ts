@@ -33,6 +33,8 @@ export function createProxyService(
   subrequest(req: IncomingMessage, res: ServerResponse, from: { accountId: string; script: string; ownZone(zoneId: string): boolean; cf?: string }): void;
   /** Workers' Cache API calls (caches.default, caches.open): the edge's cache of the zones the Worker is routed in. */
   cacheApi(req: IncomingMessage, res: ServerResponse, from: CacheApiCaller): void;
+  /** Workers' WebSocket handshakes: to their own zones' origins while `websockets` is on (true), else false. */
+  subrequestUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer, from: { accountId: string; script: string; ownZone(zoneId: string): boolean }): boolean;
   /** Workers' sockets (connect()): public addresses only. */
   connectOut(target: string, socket: Duplex, head: Buffer): void;
 } {
@@ -71,6 +73,7 @@ export function createProxyService(
     forward: (req, res) => forwarder.handle(req, res),
     upgrade: (req, socket, head) => forwarder.handleUpgrade(req, socket, head),
     connectOut: (target, socket, head) => forwarder.connectOut(target, socket, head),
+    subrequestUpgrade: (req, socket, head, from) => forwarder.subrequestUpgrade(req, socket, head, from),
     subrequest: (req, res, from) => forwarder.subrequest(req, res, from, () => forwarder.outbound(req, res, from.script)),
     cacheApi: (req, res, from) => cacheApi.handle(req, res, from),
     closeUpgraded: () => forwarder.closeUpgraded(),

@@ -1,6 +1,8 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
+import { createServer, type IncomingMessage } from "node:http";
 import { request } from "undici";
+import WebSocket, { WebSocketServer } from "ws";
 import type { TestPlatform } from "../../core/testing/platform.js";
 import { createAccount, hit, startPlatform, uploadScript } from "../../workers/testing/helpers.js";
 import { loopbackBlock, startOrigin, type SeenRequest } from "../testing/origins.js";
@@ -16,6 +18,7 @@ describe("Workers reach their own zone's origin through the edge", () => {
   const addr = loopbackBlock();
   let p: TestPlatform;
   let port: number;
+  let zoneAId = "";
   let originA: { seen: SeenRequest[] };
   let originB: { seen: SeenRequest[] };
   const cleanups: (() => unknown)[] = [];
@@ -32,6 +35,10 @@ describe("Workers reach their own zone's origin through the edge", () => {
       if (url.pathname === "/unrouted-zone") return fetch("http://www.wfront-c.example/echo").then(out, failed);
       if (url.pathname === "/sibling") return fetch("https://api.wfront-a.example/echo?from=worker", { headers: { "x-from-worker": "sibling" } }).then(out, failed);
       if (url.pathname === "/down") return fetch("http://down.wfront-a.example/").then(out, failed);
+      if (url.pathname === "/ws-client") return talk("http://ws.wfront-a.example/socket");
+      if (url.pathname === "/ws-other") return talk("http://www.wfront-b.example/socket");
+      // A client's WebSocket handshake on the route: passed on as it came, the origin's socket answered to the client.
+      if (request.headers.get("upgrade") === "websocket") return fetch(request);
       const req = new Request(request);
       req.headers.set("x-worker-set", "1");
       const answer = await fetch(req);
@@ -41,7 +48,48 @@ describe("Workers reach their own zone's origin through the edge", () => {
     },
   };`;
 
+  // The Worker opens a WebSocket itself (fetch() with Upgrade: websocket), says one thing and answers what it heard.
+  const talkFn = `async function talk(target) {
+      let r;
+      try {
+        r = await fetch(target, { headers: { upgrade: "websocket", "x-worker-ws": "1" } });
+      } catch (e) {
+        return new Response("fetch failed: " + e.message, { status: 599 });
+      }
+      if (!r.webSocket) return new Response("no websocket: " + r.status + " " + (await r.text()), { status: 502 });
+      const ws = r.webSocket;
+      ws.accept();
+      const heard = new Promise((resolve) => ws.addEventListener("message", (e) => resolve(e.data)));
+      ws.send("from worker");
+      const text = await heard;
+      ws.close(1000, "done");
+      return new Response(text);
+    }`;
+
+  /** The WebSocket origin at addr(3) (ws.wfront-a.example): echoes with what it was told; a plain request gets 426. */
+  const wsSeen: IncomingMessage["headers"][] = [];
+  const startWsOrigin = async () => {
+    const http = createServer((req, res) => {
+      wsSeen.push(req.headers);
+      res.writeHead(426, { "content-type": "text/plain" }).end("websocket only");
+    });
+    const wss = new WebSocketServer({ server: http });
+    wss.on("connection", (ws, req) => {
+      wsSeen.push(req.headers);
+      ws.on("message", (m) =>
+        ws.send(`echo ${m} host ${req.headers.host} worker ${req.headers["x-worker-ws"] ?? "-"} ray ${req.headers["cf-ray"] ? "yes" : "no"}`),
+      );
+    });
+    await new Promise<void>((resolve) => http.listen(80, addr(3), resolve));
+    cleanups.push(async () => {
+      wss.close();
+      http.closeAllConnections();
+      await new Promise<void>((resolve) => http.close(() => resolve()));
+    });
+  };
+
   before(async () => {
+    await startWsOrigin();
     originA = await startOrigin(hooks, { address: addr(1), name: "a" });
     originB = await startOrigin(hooks, { address: addr(2), name: "b" });
     // Loopback origins are allowed for proxied records only: a Worker's other fetches still reach public addresses only.
@@ -53,6 +101,7 @@ describe("Workers reach their own zone's origin through the edge", () => {
       [zoneA, "www", addr(1)],
       [zoneA, "api", addr(1)],
       [zoneA, "down", addr(9)],
+      [zoneA, "ws", addr(3)],
       [zoneC, "www", addr(1)],
     ])
       assert.equal((await p.api("POST", `/zones/${zone}/dns_records`, { type: "A", name, content, proxied: true })).status, 200);
@@ -60,7 +109,8 @@ describe("Workers reach their own zone's origin through the edge", () => {
     const zoneB = (await p.api("POST", "/zones", { name: "wfront-b.example", account: { id: accountB } }, p.keyHeaders())).body.result.id;
     const rec = await p.api("POST", `/zones/${zoneB}/dns_records`, { type: "A", name: "www", content: addr(2), proxied: true }, p.keyHeaders());
     assert.equal(rec.status, 200);
-    assert.equal((await uploadScript(p, "wfront", front)).status, 200);
+    assert.equal((await uploadScript(p, "wfront", `${talkFn}\n${front}`)).status, 200);
+    zoneAId = zoneA;
     const route = await p.api("POST", `/zones/${zoneA}/workers/routes`, { pattern: "*.wfront-a.example/*", script: "wfront" });
     assert.equal(route.status, 200, JSON.stringify(route.body));
   });
@@ -127,6 +177,44 @@ describe("Workers reach their own zone's origin through the edge", () => {
     }
     assert.equal(originB.seen.length, seenB, "account B's origin was never reached");
     assert.equal(originA.seen.length, seenA, "a zone without the Worker's route is not its own");
+  });
+
+  it("WebSockets: a client's handshake through the route's fetch(request), and one the Worker opens, reach the zone's WebSocket origin", async () => {
+    const before = wsSeen.length;
+    const ws = new WebSocket(`ws://127.0.0.1:${port}/socket`, { headers: { host: "ws.wfront-a.example" } });
+    await new Promise((resolve, reject) => ws.once("open", resolve).once("error", reject));
+    const reply = new Promise<string>((resolve) => ws.once("message", (m) => resolve(String(m))));
+    ws.send("hi");
+    assert.equal(await reply, "echo hi host ws.wfront-a.example worker - ray yes");
+    ws.close();
+    const opened = await get("www.wfront-a.example", "/ws-client");
+    assert.equal(opened.status, 200, opened.text);
+    assert.equal(opened.text, "echo from worker host ws.wfront-a.example worker 1 ray yes");
+    assert.equal(wsSeen.length, before + 2, "each handshake reached the origin once");
+    const h = wsSeen[wsSeen.length - 1];
+    assert.equal(h["cdn-loop"], "edge-platform");
+    assert.equal(h["x-edge-binding"], undefined, "the platform's internal credential never leaves it");
+  });
+
+  it("WebSockets: with the zone's websockets setting off the origin gets the Worker's handshake without Upgrade; another tenant's name is never reached", async () => {
+    const off = await p.api("PATCH", `/zones/${zoneAId}/settings/websockets`, { value: "off" });
+    assert.equal(off.status, 200, JSON.stringify(off.body));
+    try {
+      const before = wsSeen.length;
+      const refused = await get("www.wfront-a.example", "/ws-client");
+      assert.equal(refused.status, 502, refused.text);
+      assert.equal(refused.text, "no websocket: 426 websocket only");
+      assert.equal(wsSeen.length, before + 1);
+      assert.equal(wsSeen[wsSeen.length - 1].upgrade, undefined, "no Upgrade reached the origin");
+      const client = new WebSocket(`ws://127.0.0.1:${port}/socket`, { headers: { host: "ws.wfront-a.example" } });
+      await assert.rejects(new Promise((resolve, reject) => client.once("open", resolve).once("error", reject)));
+    } finally {
+      await p.api("PATCH", `/zones/${zoneAId}/settings/websockets`, { value: "on" });
+    }
+    const seenB = originB.seen.length;
+    const other = await get("www.wfront-a.example", "/ws-other");
+    assert.notEqual(other.status, 200, other.text);
+    assert.equal(originB.seen.length, seenB, "account B's origin was never reached");
   });
 
   it("a Worker without a route (workers.dev style) fetching a proxied name of its account goes out as any fetch", async () => {

@@ -8,14 +8,7 @@ interface SettingSpec {
   readonly default: SettingValue;
   /** The value as stored, or a refusal naming what it takes. */
   parse(value: unknown): SettingValue;
-  /**
-   * Set when nothing here acts on the setting yet (why, for the refusal): it reads as its default with `editable:
-   * false`, and only the default is accepted, so no value is stored that the platform would then ignore.
-   */
-  readonly notApplied?: string;
 }
-
-const TLS_PORT = "the TLS port does not apply per-zone TLS settings yet";
 
 const oneOf = (id: string, values: readonly string[]) => (value: unknown) => {
   if (typeof value === "string" && values.includes(value)) return value;
@@ -55,10 +48,20 @@ export const SETTINGS: ReadonlyMap<string, SettingSpec> = new Map<string, Settin
   ["cache_level", { default: "aggressive", parse: oneOf("cache_level", ["aggressive", "basic", "simplified"]) }],
   ["development_mode", { default: "off", parse: onOff("development_mode") }],
   ["http2", { default: "on", parse: onOff("http2") }],
-  ["ipv6", { default: "on", notApplied: "DNS answers AAAA for proxied names whatever this says", parse: onOff("ipv6") }],
-  ["min_tls_version", { default: "1.0", notApplied: TLS_PORT, parse: oneOf("min_tls_version", ["1.0", "1.1", "1.2", "1.3"]) }],
+  ["ipv6", { default: "on", parse: onOff("ipv6") }],
+  ["min_tls_version", { default: "1.0", parse: oneOf("min_tls_version", ["1.0", "1.1", "1.2", "1.3"]) }],
   ["ssl", { default: "flexible", parse: oneOf("ssl", ["off", "flexible", "full", "strict"]) }],
-  ["tls_1_3", { default: "on", notApplied: TLS_PORT, parse: oneOf("tls_1_3", ["on", "off", "zrt"]) }],
+  [
+    "tls_1_3",
+    {
+      default: "on",
+      // Hosted also takes "zrt" (TLS 1.3 with 0-RTT): Node's TLS has no early data, so it is refused, not taken as "on".
+      parse: (v) => {
+        if (v === "zrt") throw EdgeErrors.invalidValue("tls_1_3", '"zrt" (TLS 1.3 with 0-RTT) is not provided here; it takes "on" or "off"');
+        return oneOf("tls_1_3", ["on", "off"])(v);
+      },
+    },
+  ],
   ["websockets", { default: "on", parse: onOff("websockets") }],
 ]);
 
@@ -71,10 +74,7 @@ export function settingSpec(id: string): SettingSpec {
   return spec;
 }
 
-/** A value for a setting as it will be stored: parsed, and refused when it is not the default of one not applied. */
+/** A value for a setting as it will be stored (parsed), or the refusal naming what it takes. */
 export function parseSetting(id: string, value: unknown): SettingValue {
-  const spec = settingSpec(id);
-  const parsed = spec.parse(value);
-  if (spec.notApplied && parsed !== spec.default) throw EdgeErrors.settingNotApplied(id, spec.default, spec.notApplied);
-  return parsed;
+  return settingSpec(id).parse(value);
 }

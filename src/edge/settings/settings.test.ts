@@ -76,23 +76,25 @@ describe("zone settings API (hosted paths and shapes)", () => {
     assert.ok(dev.body.result.time_remaining > 3 * 3600 - 60 && dev.body.result.time_remaining <= 3 * 3600);
   });
 
-  it("a setting nothing here applies yet reads editable: false and takes only its default (never stored and ignored)", async () => {
+  it('every setting is editable; tls_1_3 "zrt" (0-RTT, not provided) is refused with 1007 and writes nothing', async () => {
     const list = (await p.api("GET", `/zones/${zoneA}/settings`)).body.result as { id: string; editable: boolean }[];
-    const notEditable = list.filter((s) => !s.editable).map((s) => s.id);
-    assert.deepEqual(notEditable, ["ipv6", "min_tls_version", "tls_1_3"]);
-    for (const [id, other, fallback] of [
-      ["ipv6", "off", "on"],
-      ["min_tls_version", "1.2", "1.0"],
-      ["tls_1_3", "off", "on"],
+    assert.deepEqual(
+      list.filter((s) => !s.editable).map((s) => s.id),
+      [],
+    );
+    const zrt = await p.api("PATCH", `/zones/${zoneA}/settings/tls_1_3`, { value: "zrt" });
+    assert.equal(zrt.status, 400);
+    assert.equal(zrt.body.errors[0].code, 1007);
+    assert.match(zrt.body.errors[0].message, /0-RTT.* is not provided here/);
+    assert.deepEqual((await p.api("GET", `/zones/${zoneA}/settings/tls_1_3`)).body.result, { id: "tls_1_3", value: "on", editable: true, modified_on: null });
+    for (const [id, bad] of [
+      ["min_tls_version", "1.4"],
+      ["min_tls_version", 1.2],
+      ["ipv6", "yes"],
     ] as const) {
-      const refused = await p.api("PATCH", `/zones/${zoneA}/settings/${id}`, { value: other });
-      assert.equal(refused.status, 400, id);
-      assert.equal(refused.body.errors[0].code, 1007);
-      assert.match(refused.body.errors[0].message, /only its default .* is accepted here/);
-      const same = await p.api("PATCH", `/zones/${zoneA}/settings/${id}`, { value: fallback });
-      assert.equal(same.status, 200, `${id}: its default is accepted (a Terraform config that states it applies)`);
-      assert.equal(same.body.result.value, fallback);
-      assert.equal(same.body.result.editable, false);
+      const r = await p.api("PATCH", `/zones/${zoneA}/settings/${id}`, { value: bad });
+      assert.equal(r.status, 400, `${id} ${bad}`);
+      assert.equal(r.body.errors[0].code, 1007);
     }
   });
 

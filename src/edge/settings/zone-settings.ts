@@ -1,8 +1,17 @@
+import type { SecureVersion } from "node:tls";
 import type { Bus } from "../../core/cluster/bus.js";
 import type { Logger } from "../../core/logger.js";
 import { DEVELOPMENT_MODE_MS, parseSetting, SETTINGS, settingSpec, type SettingValue, type SslMode } from "./definitions.js";
 import { SETTINGS_AREA } from "./pg-store.js";
 import type { StoredSetting, ZoneSettingsStore } from "./store.js";
+
+/** min_tls_version's values as Node names the versions. */
+const TLS_VERSIONS: ReadonlyMap<SettingValue, SecureVersion> = new Map([
+  ["1.0", "TLSv1"],
+  ["1.1", "TLSv1.1"],
+  ["1.2", "TLSv1.2"],
+  ["1.3", "TLSv1.3"],
+]);
 
 /** A setting as the API answers it (hosted shape). */
 export interface SettingView {
@@ -22,6 +31,7 @@ export interface SettingView {
 export class ZoneSettings {
   private byZone = new Map<string, Map<string, StoredSetting>>();
   private unsubscribe?: () => void;
+  private readonly listeners: ((zoneId: string | undefined) => void)[] = [];
 
   constructor(
     private readonly store: ZoneSettingsStore,
@@ -33,6 +43,26 @@ export class ZoneSettings {
     const next = new Map<string, Map<string, StoredSetting>>();
     for (const s of await this.store.all()) this.zoneMap(next, s.zoneId).set(s.id, s);
     this.byZone = next;
+    this.changed(undefined);
+  }
+
+  /**
+   * Calls `listener` after a zone's settings changed, here or (read again) from another node: with its id, or
+   * undefined when every zone was read again. Other areas that act on a setting (DNS: `ipv6`) forget what they
+   * derived from it.
+   */
+  onChange(listener: (zoneId: string | undefined) => void): void {
+    this.listeners.push(listener);
+  }
+
+  private changed(zoneId: string | undefined): void {
+    for (const l of this.listeners) {
+      try {
+        l(zoneId);
+      } catch (err) {
+        this.log.error({ err, zoneId }, "a zone settings listener failed");
+      }
+    }
   }
 
   follow(bus: Bus): void {
@@ -67,6 +97,21 @@ export class ZoneSettings {
     return (this.byZone.get(zoneId)?.get("ssl")?.value ?? SETTINGS.get("ssl")!.default) as SslMode;
   }
 
+  /**
+   * The TLS versions the HTTPS port accepts for a zone's names (names in no zone: see below): from `min_tls_version` up to
+   * 1.3, or 1.2 where `tls_1_3` is off (a minimum of 1.3 keeps 1.3 whatever `tls_1_3` says: nothing else is left);
+   * names in no zone: 1.2 to 1.3.
+   */
+  tlsVersions(zoneId: string | undefined): { min: SecureVersion; max: SecureVersion } {
+    // Names in no zone (the platform's own, a hello without SNI) are no tenant's to loosen: TLS 1.2 and up, as the
+    // port took before zones had settings. Zones start at the hosted default (1.0).
+    if (zoneId === undefined) return { min: "TLSv1.2", max: "TLSv1.3" };
+    const setting = (id: string) => this.raw(zoneId, id);
+    const min = TLS_VERSIONS.get(setting("min_tls_version") ?? "1.0") ?? "TLSv1";
+    const tls13 = setting("tls_1_3");
+    return { min, max: tls13 === "off" && min !== "TLSv1.3" ? "TLSv1.2" : "TLSv1.3" };
+  }
+
   /** The value a zone stored, or the default (read on every cached request: no view is built; not for development_mode). */
   raw(zoneId: string, id: string): SettingValue | undefined {
     return this.byZone.get(zoneId)?.get(id)?.value ?? SETTINGS.get(id)?.default;
@@ -88,6 +133,7 @@ export class ZoneSettings {
     await this.store.put(rows);
     const zone = this.zoneMap(this.byZone, zoneId);
     for (const r of rows) zone.set(r.id, r);
+    this.changed(zoneId);
     return rows.map((r) => this.view(zoneId, r.id));
   }
 
@@ -95,12 +141,14 @@ export class ZoneSettings {
   async zoneDeleted(zoneId: string): Promise<void> {
     await this.store.deleteZone(zoneId);
     this.byZone.delete(zoneId);
+    this.changed(zoneId);
   }
 
   private async reloadZone(zoneId: string): Promise<void> {
     const rows = await this.store.zone(zoneId);
     if (rows.length === 0) this.byZone.delete(zoneId);
     else this.byZone.set(zoneId, new Map(rows.map((r) => [r.id, r])));
+    this.changed(zoneId);
   }
 
   private view(zoneId: string, id: string): SettingView {
@@ -109,7 +157,7 @@ export class ZoneSettings {
     const view: SettingView = {
       id,
       value: stored?.value ?? spec.default,
-      editable: !spec.notApplied,
+      editable: true,
       modified_on: stored ? new Date(stored.modifiedOn).toISOString() : null,
     };
     if (id === "development_mode") {

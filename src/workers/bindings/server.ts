@@ -2,6 +2,7 @@ import { randomBytes, timingSafeEqual } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { Duplex } from "node:stream";
 import type { Logger } from "../../core/logger.js";
+import { serveUpgradeAsRequest } from "../../core/http/upgrade.js";
 import type { BindingBackendName } from "./binding-type.js";
 
 /** The header workerd injects on every binding call (it replaces any header of that name the script sets). */
@@ -27,6 +28,9 @@ export type BindingHandler = (call: BindingCall, req: IncomingMessage, res: Serv
 /** Takes a CONNECT workerd sent for `call` (a Cap'n Proto RPC session of a service binding): `socket` is the caller's connection, `head` what followed the request head. */
 export type BindingTunnelHandler = (call: BindingCall, socket: Duplex, head: Buffer) => void;
 
+/** Takes an HTTP upgrade (a WebSocket handshake) workerd sent for `call`: `socket` is workerd's connection. */
+export type BindingUpgradeHandler = (call: BindingCall, req: IncomingMessage, socket: Duplex, head: Buffer) => void;
+
 /**
  * The server workerd sends binding calls to (R2, KV), on a unix socket in a private directory. workerd
  * authenticates nothing, so each external service in a config carries `<secret>.<identity>` in an injected
@@ -42,6 +46,8 @@ export class BindingServer {
   private readonly handlers: Map<BindingBackendName, BindingHandler>;
   /** The backends that also take CONNECT tunnels (service bindings' RPC sessions). */
   private readonly tunnels: Map<BindingBackendName, BindingTunnelHandler>;
+  /** The backends that take WebSocket handshakes (scripts' own fetch() with Upgrade: websocket). */
+  private readonly upgrades = new Map<BindingBackendName, BindingUpgradeHandler>();
 
   constructor(
     handlers: ReadonlyMap<BindingBackendName, BindingHandler>,
@@ -56,9 +62,10 @@ export class BindingServer {
    * Adds a backend made after the server (the Worker's own assets, service bindings: they need the runtime that
    * owns this server), before the first script is deployed.
    */
-  mount(backend: BindingBackendName, handler: BindingHandler, tunnel?: BindingTunnelHandler): void {
+  mount(backend: BindingBackendName, handler: BindingHandler, tunnel?: BindingTunnelHandler, upgrade?: BindingUpgradeHandler): void {
     this.handlers.set(backend, handler);
     if (tunnel) this.tunnels.set(backend, tunnel);
+    if (upgrade) this.upgrades.set(backend, upgrade);
   }
 
   /** Listens on the unix socket at `socketPath`. */
@@ -66,6 +73,7 @@ export class BindingServer {
     // Scripts' own fetch() calls (backend "outbound") come in proxy style: the URL in the request line, no Host header.
     const server = createServer({ requireHostHeader: false }, (req, res) => this.dispatch(req, res));
     server.on("connect", (req: IncomingMessage, socket: Duplex, head: Buffer) => this.tunnel(req, socket, head));
+    server.on("upgrade", (req: IncomingMessage, socket: Duplex, head: Buffer) => this.upgrade(req, socket, head));
     // workerd keeps binding connections alive between calls; do not cut them sooner than it does.
     server.keepAliveTimeout = 120_000;
     server.headersTimeout = 121_000;
@@ -166,6 +174,25 @@ export class BindingServer {
       handle(who, socket, head);
     } catch (err) {
       this.log.error({ err, binding: who.backend }, "binding tunnel failed");
+      socket.destroy();
+    }
+  }
+
+  /**
+   * A WebSocket handshake workerd sent: to its backend's upgrade handler. Backends without one are served it as the
+   * plain request it was before there were any (core/http/upgrade.ts), as is one without a valid binding header.
+   */
+  private upgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
+    this.tunnelSockets.add(socket);
+    socket.once("close", () => this.tunnelSockets.delete(socket));
+    const who = this.identify(req.headers[BINDING_HEADER]);
+    const handle = who && this.upgrades.get(who.backend);
+    if (!who || !handle) return serveUpgradeAsRequest(req, socket, (r, res) => this.dispatch(r, res));
+    socket.on("error", () => socket.destroy());
+    try {
+      handle(who, req, socket, head);
+    } catch (err) {
+      this.log.error({ err, binding: who.backend }, "binding upgrade failed");
       socket.destroy();
     }
   }

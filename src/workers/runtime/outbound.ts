@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Duplex } from "node:stream";
+import { serveUpgradeAsRequest } from "../../core/http/upgrade.js";
 import { dropBindingHeader, type BindingCall } from "../bindings/server.js";
 import { CF_BLOB_HEADER } from "./capnp-config.js";
 
@@ -18,6 +19,11 @@ export interface SubrequestSender {
  */
 export interface SubrequestPort {
   fetch(req: IncomingMessage, res: ServerResponse, from: SubrequestSender): void;
+  /**
+   * A WebSocket handshake a script's fetch() sent (Upgrade: websocket; `socket` is workerd's connection): true when
+   * taken (to an origin of its own zone whose `websockets` setting is on), false to have it served as a plain fetch.
+   */
+  upgrade(req: IncomingMessage, socket: Duplex, head: Buffer, from: SubrequestSender): boolean;
   /** A socket a script opens (connect()) to `target` (host:port): public addresses only. */
   connect(target: string, socket: Duplex, head: Buffer): void;
   /** A Cache API call of the script (workerd's cacheApiOutbound): the edge's cache answers it for `from`'s zones. */
@@ -58,7 +64,7 @@ export class WorkerOutbound {
       res.destroy();
       return;
     }
-    this.port.fetch(req, res, { accountId: call.accountId, script: call.resource, ownZone: (zoneId) => this.zonesOf(call.resource).has(zoneId), cf });
+    this.port.fetch(req, res, { ...this.sender(call), cf });
   };
 
   /**
@@ -72,8 +78,21 @@ export class WorkerOutbound {
       res.writeHead(503).end();
       return;
     }
-    this.port.cache(req, res, { accountId: call.accountId, script: call.resource, ownZone: (zoneId) => this.zonesOf(call.resource).has(zoneId) });
+    this.port.cache(req, res, this.sender(call));
   };
+
+  /** A script's fetch() with Upgrade: websocket (workerd sends it as a handshake, and expects 101). */
+  readonly upgrade = (call: BindingCall, req: IncomingMessage, socket: Duplex, head: Buffer): void => {
+    dropBindingHeader(req);
+    if (!this.port) return void socket.destroy();
+    const port = this.port;
+    const from = this.sender(call);
+    if (!port.upgrade(req, socket, head, from)) serveUpgradeAsRequest(req, socket, (r, res) => port.fetch(r, res, from));
+  };
+
+  private sender(call: BindingCall): SubrequestSender {
+    return { accountId: call.accountId, script: call.resource, ownZone: (zoneId) => this.zonesOf(call.resource).has(zoneId) };
+  }
 
   /** workerd labels no CONNECT with its script: a socket goes out to public addresses only, whoever opened it. */
   readonly tunnel = (target: string, socket: Duplex, head: Buffer): void => {

@@ -4,7 +4,7 @@ import { join } from "node:path";
 import type { Logger } from "../../core/logger.js";
 import type { RuntimeDurableObjects } from "../durable-objects/workerd.js";
 import type { BindingBackendName } from "../bindings/binding-type.js";
-import { BindingServer, type BindingHandler, type BindingTunnelHandler } from "../bindings/server.js";
+import { BindingServer, type BindingHandler, type BindingTunnelHandler, type BindingUpgradeHandler } from "../bindings/server.js";
 import type { ModuleSource, ScriptRecord } from "../store.js";
 import type { ScheduledOutcome } from "./entry-module.js";
 import { ScriptRuntime } from "./script-runtime.js";
@@ -70,8 +70,8 @@ export class WorkersRuntime {
   }
 
   /** Serves a binding backend made after the runtime (one that needs the runtime itself: assets, service bindings). */
-  mountBinding(backend: BindingBackendName, handler: BindingHandler, tunnel?: BindingTunnelHandler): void {
-    this.bindings.mount(backend, handler, tunnel);
+  mountBinding(backend: BindingBackendName, handler: BindingHandler, tunnel?: BindingTunnelHandler, upgrade?: BindingUpgradeHandler): void {
+    this.bindings.mount(backend, handler, tunnel, upgrade);
   }
 
   /**

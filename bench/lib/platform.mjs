@@ -1,0 +1,86 @@
+// Starts `edgecli serve` for a benchmark (one helper for bench/cache and bench/edge): the built CLI from dist/, no
+// DNS listener, no metrics listener (--metrics-port 0: several sessions bench on one machine, and a fixed 9464 would
+// collide), origins on loopback allowed, warnings only. Waits for the banner and answers its token, account and a
+// small v4 API client.
+import { spawn } from "node:child_process";
+import { request } from "node:http";
+import { fileURLToPath } from "node:url";
+
+// BENCH_CLI: another build's edgecli.js (a before/after comparison of two builds in one sitting).
+const cli = process.env.BENCH_CLI ?? fileURLToPath(new URL("../../dist/bin/edgecli.js", import.meta.url));
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * `port`: the edge's port (API and proxied traffic); `stateDir`: a fresh directory; `args`: more serve options;
+ * `children`: the bench's list of processes it stops at the end (the platform is added to it).
+ */
+export async function startPlatform({ port, stateDir, args = [], children, env = {}, nodeArgs = [], metricsPort = 0, waitSeconds = 180 }) {
+  const edge = spawn(
+    process.execPath,
+    [
+      ...(process.env.BENCH_NODE_ARGS ? process.env.BENCH_NODE_ARGS.split(" ") : []),
+      ...nodeArgs,
+      cli,
+      "serve",
+      "--port",
+      String(port),
+      "--dns-port",
+      "0",
+      "--dns-workers",
+      "0",
+      "--metrics-port",
+      String(metricsPort),
+      "--state-dir",
+      stateDir,
+      "--origin-allow",
+      "127.0.0.0/8",
+      "--log-level",
+      "warn",
+      ...args,
+    ],
+    { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, ...env } },
+  );
+  children?.push(edge);
+  let banner = "";
+  edge.stderr.on("data", (d) => {
+    banner += d;
+    if (process.env.BENCH_DEBUG) process.stderr.write(`[edgecli] ${d}`);
+  });
+  let exited;
+  edge.once("exit", (code) => (exited = code));
+  for (let i = 0; i < waitSeconds * 5 && !/API token/.test(banner) && exited === undefined; i++) await sleep(200);
+  if (!/API token/.test(banner)) throw new Error(`the platform did not start (exit ${exited}): ${banner}`);
+  const token = /API token\s+(\S+)/.exec(banner)[1];
+  const account = /account id\s+(\S+)/.exec(banner)[1];
+  /** A v4 API call on a new connection each time (a kept-alive one may have been closed meanwhile); answers the envelope. */
+  const api = (method, path, body) =>
+    new Promise((resolve, reject) => {
+      const req = request(
+        `http://127.0.0.1:${port}/client/v4${path}`,
+        { method, agent: false, headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { "content-type": "application/json" }) } },
+        (res) => {
+          let text = "";
+          res.on("data", (d) => (text += d));
+          res.on("end", () => {
+            try {
+              resolve({ status: res.statusCode, ...JSON.parse(text) });
+            } catch (err) {
+              reject(new Error(`${method} ${path}: ${res.statusCode} ${text.slice(0, 200)}`, { cause: err }));
+            }
+          });
+        },
+      );
+      req.once("error", reject);
+      req.end(body === undefined ? undefined : JSON.stringify(body));
+    });
+  /** A zone of the bench's account with a proxied A record `www` to `origin`. */
+  const proxiedZone = async (name, origin) => {
+    const zone = await api("POST", "/zones", { name, account: { id: account } });
+    if (!zone.success) throw new Error(`zone ${name}: ${JSON.stringify(zone.errors)}`);
+    const record = await api("POST", `/zones/${zone.result.id}/dns_records`, { type: "A", name: "www", content: origin, proxied: true });
+    if (!record.success) throw new Error(`record of ${name}: ${JSON.stringify(record.errors)}`);
+    await sleep(1000);
+    return zone.result.id;
+  };
+  return { process: edge, pid: edge.pid, token, account, api, proxiedZone };
+}
