@@ -39,6 +39,10 @@ import { certificateServeOptions, readCertificatesConfig } from "./edge/certific
 import { createEdgeTls, type EdgeTls } from "./edge/certificates/edge-tls.js";
 import { createAnalyticsService } from "./analytics/service.js";
 import { httpRequestsDataset, recordHttpRequest } from "./edge/analytics/http-requests.js";
+import { recordInvocation, recordSubrequest, workersInvocationsSpec } from "./workers/analytics.js";
+import { r2OperationsSpec, recordR2Operation } from "./r2/operations-dataset.js";
+import { dnsAnalyticsSpec, recordDnsQueries } from "./dns/analytics.js";
+import { aiGatewayRequestsSpec, recordGatewayRequest } from "./ai-gateway/analytics.js";
 import { serveOptions as dnsOptions } from "./dns/config.js";
 import { serveOptions as edgeOptions } from "./edge/config.js";
 import { createEdgeService, type EdgeArea } from "./edge/service.js";
@@ -210,6 +214,29 @@ export async function startPlatform(config: PlatformConfig, log: Logger = create
   const analytics = createAnalyticsService(ctx, { zoneAccount: (zoneId) => dns.zones.get(zoneId)?.zone.account_id });
   for (const dataset of r2.analyticsDatasets) analytics.addDataset(dataset);
   analytics.addDataset(httpRequestsDataset(analytics.rollups));
+  // The hosted datasets of the other areas: each area tells its events through a port, recorded into the rollups here.
+  const rollups = analytics.rollups;
+  analytics.addGroupedDataset(workersInvocationsSpec);
+  workers.attachAnalytics({
+    invocation: (e) => recordInvocation(rollups, e),
+    subrequest: (e) => recordSubrequest(rollups, e),
+  });
+  analytics.addGroupedDataset(r2OperationsSpec);
+  r2.attachAnalytics((e) => recordR2Operation(rollups, e));
+  analytics.addGroupedDataset(dnsAnalyticsSpec);
+  dns.attachAnalytics((counts, protocol) =>
+    recordDnsQueries(
+      rollups,
+      (name) => {
+        const zone = dns.zones.zoneFor(name)?.zone;
+        return zone && { id: zone.id, accountId: zone.account_id };
+      },
+      counts,
+      protocol,
+    ),
+  );
+  analytics.addGroupedDataset(aiGatewayRequestsSpec);
+  aiGateway.attachAnalytics((e) => recordGatewayRequest(rollups, e));
   dns.zones.onChange((zs, kind, origin) => {
     // Once, through the node the zone was deleted on.
     if (kind === "deleted" && origin === "local")

@@ -21,6 +21,7 @@ import { Upstreams } from "./proxy/upstream.js";
 import { AI_GATEWAY_MIGRATIONS } from "./sqlite-migrations.js";
 import { sqliteStores } from "./sqlite-store.js";
 import type { AiGatewayStores } from "./store.js";
+import type { GatewayRequest, GatewayRequestCounter } from "./analytics.js";
 
 /** Rate windows no count reads any more are swept this often (PostgreSQL). */
 const RATE_SWEEP_MS = 60_000;
@@ -44,7 +45,13 @@ function openBackend(
   return { stores, limiter: new MemoryRateLimiter(), close: stores.close };
 }
 
-export function createAiGatewayService(ctx: ServiceContext): EdgeService {
+/** The AI gateway as the platform wires it: the edge's `/v1/` traffic, and where its requests are counted. */
+export interface AiGatewayService extends EdgeService {
+  /** Where each request is told as it ends, with tokens and cost (aiGatewayRequestsAdaptiveGroups, platform.ts). */
+  attachAnalytics(listener: (e: GatewayRequest) => void): void;
+}
+
+export function createAiGatewayService(ctx: ServiceContext): AiGatewayService {
   const config = readAiGatewayConfig(ctx.options(serveOptions));
   const providers = new ProviderRegistry(config.providerBaseUrls);
   const prices = PriceTable.load(SHIPPED_PRICES_FILE, config.pricesFile);
@@ -78,7 +85,9 @@ export function createAiGatewayService(ctx: ServiceContext): EdgeService {
     else if (notice?.kind === "logs") logCounts.forget(notice.accountId, notice.gatewayId);
     else if (notice?.kind === "keys") keyring.forget(notice.accountId, notice.gatewayId);
   });
+  const requests: GatewayRequestCounter = { prices };
   const proxy = new GatewayProxy({
+    requests,
     auth: ctx.auth,
     identities: ctx.identities,
     gateways,
@@ -96,6 +105,9 @@ export function createAiGatewayService(ctx: ServiceContext): EdgeService {
 
   return {
     name: "ai-gateway",
+    attachAnalytics(listener) {
+      requests.listener = listener;
+    },
     registerApi(app) {
       registerGatewayRoutes(app, gateways);
       registerLogRoutes(app, { gateways, logs: stores.logs, queue, counts: logCounts });

@@ -35,8 +35,11 @@ export interface RequestedFields {
  * map update (written to the store every few seconds); a query groups and sums in the store, over every node's rows.
  */
 export interface Rollups {
-  /** Counts one event of `dataset` for `scope` (a zone or an account) at `atMs`, with its dimension values and sums. */
-  record(dataset: string, scope: string, accountId: string, atMs: number, dims: readonly string[], sums: readonly number[]): void;
+  /**
+   * Counts one event of `dataset` for `scope` (a zone or an account) at `atMs`, with its dimension values and sums;
+   * `count` more than one when a process counted several alike (DNS's answering processes), 0 for sums alone.
+   */
+  record(dataset: string, scope: string, accountId: string, atMs: number, dims: readonly string[], sums: readonly number[], count?: number): void;
   query(q: RollupQuery): Promise<RollupGroupRow[]>;
   /** How far back rollups are kept (--analytics-retention-days), in seconds. */
   readonly retentionSeconds: number;

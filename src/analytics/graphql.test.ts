@@ -96,11 +96,11 @@ test("a caller without r2_read on the account gets a GraphQL error for the datas
 test("an unknown dataset or field, a syntax error, a bad variable or an oversized query is a GraphQL error; a body that is not a request is a 400", async () => {
   const q = (query: string, variables?: unknown) => graphql({ query, variables });
   const unknownDataset = await q(
-    `{ viewer { accounts(filter: {accountTag: "${p.accountId}"}) { r2OperationsAdaptiveGroups(limit: 1) { sum { requests } } } } }`,
+    `{ viewer { accounts(filter: {accountTag: "${p.accountId}"}) { kvOperationsAdaptiveGroups(limit: 1) { sum { requests } } } } }`,
   );
   assert.equal(unknownDataset.status, 200);
   assert.equal(unknownDataset.body.data, null);
-  assert.match(unknownDataset.body.errors[0].message, /Cannot query field "r2OperationsAdaptiveGroups" on type "Account"/);
+  assert.match(unknownDataset.body.errors[0].message, /Cannot query field "kvOperationsAdaptiveGroups" on type "Account"/);
   const unknownField = await q(`{ viewer { accounts(filter: {accountTag: "${p.accountId}"}) { r2StorageAdaptiveGroups(limit: 1) { max { nope } } } } }`);
   assert.match(unknownField.body.errors[0].message, /Cannot query field "nope"/);
   assert.match((await q("{ viewer { ")).body.errors[0].message, /Syntax Error/);

@@ -70,6 +70,8 @@ export class AnalyticsSchema {
     this.schema = buildSchema(`
       "A time, as an ISO 8601 string (2024-09-01T00:00:00Z)"
       scalar Time
+      "A calendar date, as an ISO 8601 string (2024-09-01)"
+      scalar Date
       "An unsigned 64-bit count or size, as a JSON number"
       scalar uint64
       type Query { viewer: Viewer! }

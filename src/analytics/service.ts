@@ -6,6 +6,7 @@ import { ANALYTICS_AREA, PgRollupStore } from "./rollups/pg-store.js";
 import { RollupRecorder } from "./rollups/recorder.js";
 import { ROLLUP_MIGRATIONS } from "./rollups/sqlite-migrations.js";
 import { SqliteRollupStore } from "./rollups/sqlite-store.js";
+import { groupedDataset, type GroupedDatasetSpec } from "./grouped-dataset.js";
 import { registerAnalyticsRoutes } from "./routes.js";
 import { AnalyticsSchema } from "./schema.js";
 
@@ -14,6 +15,7 @@ import { AnalyticsSchema } from "./schema.js";
 export type { AnalyticsDataset, RequestedFields, Rollups } from "./dataset.js";
 export type { RollupGroup, RollupQuery } from "./rollups/store.js";
 export { serveOptions } from "./config.js";
+export type { GroupedDatasetSpec } from "./grouped-dataset.js";
 
 const PRUNE_EVERY_MS = 3_600_000;
 
@@ -22,6 +24,8 @@ export interface AnalyticsArea extends EdgeService {
   readonly rollups: Rollups;
   /** Adds an area's dataset (before the API is registered). */
   addDataset(dataset: AnalyticsDataset): void;
+  /** Adds a dataset an area describes (grouped-dataset.ts), answered from the rollups. */
+  addGroupedDataset(spec: GroupedDatasetSpec): void;
   /** Deletes the rollups of a zone or account that is gone (a zone of the same name made later starts from none). */
   forgetScope(scope: string): Promise<void>;
 }
@@ -43,14 +47,18 @@ export function createAnalyticsService(ctx: ServiceContext, deps: { zoneAccount:
       .prune(Math.floor(Date.now() / 1000) - cfg.retentionSeconds)
       .then((n) => n > 0 && log.info({ rows: n }, "analytics rollups past retention deleted"))
       .catch((err: unknown) => log.warn({ err }, "analytics rollups not pruned"));
+  const rollups: Rollups = {
+    record: (dataset, scope, accountId, atMs, dims, sums, count) => recorder.add(dataset, scope, accountId, atMs, dims, sums, count),
+    query: (q) => store.query(q),
+    retentionSeconds: cfg.retentionSeconds,
+  };
   return {
     name: "analytics",
-    rollups: {
-      record: (dataset, scope, accountId, atMs, dims, sums) => recorder.add(dataset, scope, accountId, atMs, dims, sums),
-      query: (q) => store.query(q),
-      retentionSeconds: cfg.retentionSeconds,
-    },
+    rollups,
     addDataset: (dataset) => void datasets.push(dataset),
+    addGroupedDataset(spec) {
+      datasets.push(groupedDataset(spec, rollups));
+    },
     forgetScope: (scope) => store.deleteScope(scope),
     registerApi(app) {
       const schema = new AnalyticsSchema(datasets, (err, path) => log.error({ err, path }, "analytics dataset failed"), deps.zoneAccount);

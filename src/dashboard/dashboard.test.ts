@@ -9,7 +9,8 @@ import { chromium, type Browser, type Page } from "playwright-core";
 import { callGateway, chatBody, startGatewayPlatform } from "../ai-gateway/testing/helpers.js";
 import { startMockProvider, type MockProvider } from "../ai-gateway/testing/mock-provider.js";
 import type { TestPlatform } from "../core/testing/platform.js";
-import { uploadScript } from "../workers/testing/helpers.js";
+import { hit, uploadScript } from "../workers/testing/helpers.js";
+import { udpQuery } from "../dns/testing/helpers.js";
 
 /** Debian's chromium (installed by .ci/run), or CHROMIUM_PATH. */
 const CHROMIUM = [process.env.CHROMIUM_PATH, "/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome"].find((p) => p && existsSync(p));
@@ -327,6 +328,88 @@ describe(
       await page.goto(`${p.url}/dash/#/dns`);
       await page.waitForSelector("a:text-is('charted.test')");
       assert.deepEqual(await accessibilityViolations(), [], "the zones list");
+    });
+
+    it("the zone, Workers and AI gateway pages chart DNS queries, invocations, and tokens and cost (uPlot), with the numbers in words", async () => {
+      const zone = (await p.api("GET", "/zones?name=charted.test")).body.result[0];
+      assert.ok(zone, "the zone of the traffic chart's test");
+      const dnsPort = Number(p.endpoints.dns_udp.split(":").pop());
+      await udpQuery(dnsPort, "charted.test", "SOA");
+      await udpQuery(dnsPort, "nothing.charted.test", "TXT");
+      const up = await uploadScript(
+        p,
+        "charted",
+        `export default { fetch(req) { if (new URL(req.url).pathname === "/throw") throw new Error("x"); return new Response("ok") } }`,
+      );
+      assert.equal(up.status, 200, JSON.stringify(up.body));
+      for (const path of ["/", "/", "/throw"]) await hit(p, "charted", path);
+      const gw = `${p.url}/v1/${p.accountId}/charted-gw/openai/chat/completions`;
+      assert.equal(
+        (
+          await api("POST", "/ai-gateway/gateways", {
+            id: "charted-gw",
+            cache_ttl: 0,
+            cache_invalidate_on_update: false,
+            collect_logs: false,
+            rate_limiting_interval: 0,
+            rate_limiting_limit: 0,
+          })
+        ).status,
+        200,
+      );
+      assert.equal((await callGateway(gw, { headers: { authorization: "Bearer sk-x" }, body: chatBody("chart me") })).status, 200);
+
+      /** Pixels of a series' colour on a chart's canvas: what shows its line is drawn. */
+      const pixels = (selector: string, [r, g, b]: number[]) =>
+        page.evaluate(`(() => {
+          const c = document.querySelector("${selector} canvas");
+          const d = c.getContext("2d").getImageData(0, 0, c.width, c.height).data;
+          let n = 0;
+          for (let i = 0; i < d.length; i += 4)
+            if (Math.abs(d[i] - ${r}) < 30 && Math.abs(d[i + 1] - ${g}) < 30 && Math.abs(d[i + 2] - ${b}) < 30 && d[i + 3] > 200) n++;
+          return n;
+        })()`) as Promise<number>;
+      const shotOf = async (selector: string, name: string) => {
+        const shot = join(mkdtempSync(join(tmpdir(), "dash-shot-")), `${name}.png`);
+        await page.locator(selector).screenshot({ path: shot });
+        assert.ok(readFileSync(shot).length > 1000, `a screenshot of ${name}`);
+      };
+      /** Reloads `hash` until its summary says what `pattern` wants (the rollups are written every 10 s). */
+      const showsEventually = async (hash: string, summary: string, pattern: RegExp) => {
+        for (let end = Date.now() + 60_000; ;) {
+          await page.goto(`${p.url}/dash/${hash}`);
+          await page.reload();
+          await page.waitForSelector(summary);
+          const text = (await page.textContent(summary)) ?? "";
+          if (pattern.test(text)) return text;
+          assert.ok(Date.now() < end, `${summary} says ${JSON.stringify(text)}, not ${pattern}`);
+          await new Promise((r) => setTimeout(r, 1000));
+        }
+      };
+
+      await showsEventually(`#/dns/${zone.id}`, "#dns-queries-summary", /^2 queries answered, 1 of them NXDOMAIN\.$/);
+      assert.ok((await pixels(".dns-queries", [4, 120, 87])) > 20, "the queries' line is drawn");
+      assert.match((await page.textContent(".dns-queries .u-legend")) ?? "", /Queries.*NXDOMAIN/s);
+      await shotOf(".dns-queries", "dns-queries");
+
+      const invocations = await showsEventually("#/workers", "#invocations-summary", /^\d+ invocations, [1-9]\d* errors\.$/);
+      assert.ok(Number(invocations.split(" ")[0]) >= 3, invocations);
+      assert.ok((await pixels(".invocations", [29, 78, 216])) > 20, "the invocations' line is drawn");
+      await shotOf(".invocations", "worker-invocations");
+
+      const usage = await showsEventually(
+        "#/ai-gateway",
+        "#gateway-usage-summary",
+        /^[1-9]\d* requests, [1-9]\d* tokens in, [1-9]\d* tokens out, \$\d+\.\d{6} estimated cost\.$/,
+      );
+      assert.ok(!usage.includes("$0.000000 "), `a priced model costs something: ${usage}`);
+      assert.ok((await pixels(".gateway-usage", [124, 58, 237])) > 20, "the tokens' line is drawn");
+      assert.match((await page.textContent(".gateway-usage .u-legend")) ?? "", /Tokens in.*Tokens out.*Cost \(USD\)/s);
+      await shotOf(".gateway-usage", "gateway-usage");
+      assert.deepEqual(await accessibilityViolations(), [], "the AI gateway page with its chart");
+      await page.goto(`${p.url}/dash/#/workers`);
+      await page.waitForSelector(".invocations canvas");
+      assert.deepEqual(await accessibilityViolations(), [], "the Workers page with its chart");
     });
 
     it("signing out forgets the token", async () => {

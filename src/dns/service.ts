@@ -8,6 +8,7 @@ import { isIP } from "node:net";
 import { Notifier } from "./nameserver/notify.js";
 import { DnsServer } from "./server/server.js";
 import { DnsMetrics } from "./metrics.js";
+import type { QueryCount } from "./server/query-counts.js";
 import { DNS_PG_MIGRATIONS } from "./pg-migrations.js";
 import { PgDnsStore } from "./pg-store.js";
 import { DNS_MIGRATIONS } from "./sqlite-migrations.js";
@@ -40,6 +41,8 @@ export function createDnsService(ctx: ServiceContext): EdgeService & {
   edgeAddresses: { ipv4: readonly string[]; ipv6: readonly string[] };
   originOf(host: string): ProxyTarget;
   isPlatformAddress(ip: string): boolean;
+  /** Where the answers sent are told every few seconds, by question and rcode (dnsAnalyticsAdaptiveGroups, platform.ts). */
+  attachAnalytics(listener: (counts: QueryCount[], protocol: "udp" | "tcp") => void): void;
   /**
    * The edge's zone settings DNS answers by (`ipv6`: AAAA of proxied names), and their changes, after which every
    * cached answer is forgotten (here and in the UDP answering processes, which ask again).
@@ -104,6 +107,7 @@ export function createDnsService(ctx: ServiceContext): EdgeService & {
       const family = isIP(ip);
       return family !== 0 && cfg.platformAddresses.check(ip, family === 6 ? "ipv6" : "ipv4");
     },
+    attachAnalytics: (listener) => server.onCounts(listener),
     async registerApi(app) {
       // The API and the server answer from the zones in memory: read them before either starts.
       await transfers.load();

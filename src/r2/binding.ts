@@ -8,6 +8,7 @@ import type { Logger } from "../core/logger.js";
 import { R2Errors } from "./errors.js";
 import { answersWhole } from "./objects/body-policy.js";
 import { parseRangeHeader } from "./objects/ranges.js";
+import { BINDING_ACTIONS, whenOperationEnds, type R2Operation } from "./operations-dataset.js";
 import type { BucketRef, R2Conditional, R2EtagCondition, R2HttpMetadata, R2Include, R2ObjectInfo, R2Range, R2Store } from "./store.js";
 
 /** Serves one workerd R2 binding request for the bucket the caller (the Workers runtime) injected. */
@@ -19,10 +20,23 @@ export type R2BindingHandler = (bucket: BucketRef, req: IncomingMessage, res: Se
  * starts with `cf-r2-metadata-size` bytes of operation JSON, followed directly by the payload.
  * The caller has already resolved which bucket the request may touch (from a header it injected).
  */
-export function createR2BindingHandler(store: R2Store, log?: Logger, metrics?: OperationMetrics): R2BindingHandler {
+export function createR2BindingHandler(
+  store: R2Store,
+  log?: Logger,
+  metrics?: OperationMetrics,
+  onOperation?: () => ((e: R2Operation) => void) | undefined,
+): R2BindingHandler {
   return (bucket, req, res) => {
     const tracked = metrics?.track("other", "binding", req, res) ?? { op: "" };
-    serve(store, bucket, req, res, tracked).catch((err: unknown) => {
+    const seen: Seen = { action: "", objectSize: 0 };
+    const listener = onOperation?.();
+    if (listener)
+      whenOperationEnds(
+        res,
+        () => (seen.action ? { accountId: bucket.accountId, bucketName: bucket.bucketName, actionType: seen.action, objectSize: seen.objectSize } : undefined),
+        listener,
+      );
+    serve(store, bucket, req, res, tracked, seen).catch((err: unknown) => {
       sendBindingError(res, err, R2_BINDING_ERRORS, log, { what: "r2 binding request", bucket: bucket.bucketName });
       if (!req.readableEnded) req.resume();
     });
@@ -45,7 +59,13 @@ export const R2_BINDING_ERRORS: BindingErrorFormat = {
 
 type Json = Record<string, unknown>;
 
-async function serve(store: R2Store, bucket: BucketRef, req: IncomingMessage, res: ServerResponse, tracked: TrackedOperation): Promise<void> {
+/** What a call turned out to be, for r2OperationsAdaptiveGroups: its hosted action name and the size of the object it answered with. */
+interface Seen {
+  action: string;
+  objectSize: number;
+}
+
+async function serve(store: R2Store, bucket: BucketRef, req: IncomingMessage, res: ServerResponse, tracked: TrackedOperation, seen: Seen): Promise<void> {
   if (req.method === "GET") {
     req.resume();
     const header = req.headers["cf-r2-request"];
@@ -53,14 +73,16 @@ async function serve(store: R2Store, bucket: BucketRef, req: IncomingMessage, re
     // workerd sends raw UTF-8 bytes in the header; Node hands them over as latin1.
     const op = parseOp(Buffer.from(header, "latin1"));
     tracked.op = String(op.method);
+    seen.action = BINDING_ACTIONS[String(op.method)] ?? "";
     switch (op.method) {
       case "head": {
         const obj = await store.head(bucket, str(op.object, "object"));
         if (!obj) throw R2Errors.objectNotFound();
+        seen.objectSize = obj.size;
         return sendMetadata(res, 200, wireObject(obj));
       }
       case "get":
-        return get(store, bucket, op, res);
+        return get(store, bucket, op, res, seen);
       case "list":
         return list(store, bucket, op, res);
       default:
@@ -73,6 +95,7 @@ async function serve(store: R2Store, bucket: BucketRef, req: IncomingMessage, re
   if (!Number.isSafeInteger(metaSize) || metaSize <= 0 || metaSize > 1024 * 1024) throw invalid("the cf-r2-metadata-size header is missing or invalid");
   const op = parseOp(await readExactly(req, metaSize));
   tracked.op = String(op.method);
+  seen.action = BINDING_ACTIONS[String(op.method)] ?? "";
   const total = req.headers["content-length"] !== undefined ? Number(req.headers["content-length"]) : undefined;
   const payloadSize = total !== undefined && Number.isSafeInteger(total) ? total - metaSize : undefined;
   const object = () => str(op.object, "object");
@@ -128,7 +151,7 @@ async function serve(store: R2Store, bucket: BucketRef, req: IncomingMessage, re
   }
 }
 
-async function get(store: R2Store, bucket: BucketRef, op: Json, res: ServerResponse): Promise<void> {
+async function get(store: R2Store, bucket: BucketRef, op: Json, res: ServerResponse, seen: Seen): Promise<void> {
   let range: R2Range | undefined;
   if (op.range !== undefined && op.range !== null) {
     const r = op.range as Json;
@@ -145,6 +168,7 @@ async function get(store: R2Store, bucket: BucketRef, op: Json, res: ServerRespo
     // workerd hands the script a body-less object when the metadata comes with the 412.
     return sendMetadata(res, 412, wireObject(result.object), undefined, R2Errors.preconditionFailed());
   }
+  seen.objectSize = result.range.length;
   if (result.bytes || answersWhole(result.range.length)) {
     let bytes = result.bytes;
     if (!bytes) {

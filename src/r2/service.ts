@@ -5,6 +5,7 @@ import type { AnalyticsDataset } from "../analytics/service.js";
 import type { EdgeService, ServiceContext } from "../core/service.js";
 import { r2StorageDataset } from "./analytics-dataset.js";
 import { createR2BindingHandler, type R2BindingHandler } from "./binding.js";
+import type { R2Operation } from "./operations-dataset.js";
 import { serveOptions } from "./config.js";
 import { R2BodyPolicy } from "./objects/body-policy.js";
 import { registerR2Routes } from "./routes.js";
@@ -27,6 +28,8 @@ export interface R2Service extends EdgeService {
   queueDeleted(accountId: string, queueId: string): Promise<void>;
   /** R2's datasets of the GraphQL Analytics API (what its buckets hold). */
   analyticsDatasets: AnalyticsDataset[];
+  /** Where each operation (S3 API, binding) is told as it ends: r2OperationsAdaptiveGroups' rollups (platform.ts). */
+  attachAnalytics(listener: (e: R2Operation) => void): void;
   /** Gives event notifications their queues (platform.ts, once Queues exists); until then none is found. */
   attachQueues(queues: NotificationQueues): void;
 }
@@ -65,6 +68,8 @@ export function createR2Service(ctx: ServiceContext): R2Service {
   let relay: NotificationRelay | undefined;
   let unsubscribe: (() => void) | undefined;
   let timer: NodeJS.Timeout | undefined;
+  /** Where operations are told (r2OperationsAdaptiveGroups), once platform.ts attaches the rollups. */
+  let onOperation: ((e: R2Operation) => void) | undefined;
   const sweep = async () => {
     const aborted = await store.abortStaleUploads(Date.now() - STALE_UPLOAD_MS);
     if (aborted > 0) log.info({ aborted }, "r2 aborted multipart uploads unfinished for 7 days");
@@ -74,12 +79,15 @@ export function createR2Service(ctx: ServiceContext): R2Service {
   };
   return {
     name: "r2",
-    bindingHandler: createR2BindingHandler(store, log, metrics),
+    bindingHandler: createR2BindingHandler(store, log, metrics, () => onOperation),
     bucketExists: async (accountId, name) => (await store.getBucket(accountId, name)) !== undefined,
     queueDeleted: async (accountId, queueId) => {
       await store.deleteQueueNotificationRules(accountId, queueId);
     },
     analyticsDatasets: [r2StorageDataset(store)],
+    attachAnalytics(listener) {
+      onOperation = listener;
+    },
     attachQueues(q) {
       queues = q;
       relay = new NotificationRelay(store, q, log, { pollMs: RELAY_POLL_MS, leaseMs: RELAY_LEASE_MS });
@@ -87,7 +95,14 @@ export function createR2Service(ctx: ServiceContext): R2Service {
     },
     registerApi: (app) => registerR2Routes(app, store, () => queues),
     // The S3 API: requests signed with SigV4 (or addressed to the S3 host name) on the edge port.
-    handleRaw: createS3Handler({ store, auth: ctx.auth, config: readS3Config(ctx.options(serveOptions)), log, metrics }),
+    handleRaw: createS3Handler({
+      store,
+      auth: ctx.auth,
+      config: readS3Config(ctx.options(serveOptions)),
+      log,
+      metrics,
+      onOperation: (e) => onOperation?.(e),
+    }),
     describe: () => ({ s3: ctx.edgeUrl() }),
     async start() {
       if (pg) {

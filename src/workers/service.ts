@@ -28,6 +28,7 @@ import { WorkersLogs } from "./logs/logs.js";
 import { CronClock } from "./triggers/clock.js";
 import { workersForQueues } from "./workers-for-queues.js";
 import type { CertificateState } from "./routing/api.js";
+import type { WorkerInvocation, WorkerSubrequest } from "./analytics.js";
 
 /** Workers as the edge's dispatch reaches it: requests and WebSockets by Host, tail sessions on the API's hosts. */
 export interface WorkersService extends EdgeService {
@@ -36,6 +37,8 @@ export interface WorkersService extends EdgeService {
   upgradeWorker(req: IncomingMessage, socket: Duplex, head: Buffer): boolean;
   /** Where scripts' subrequests go: the edge's forwarder (edge/origin), handed over by platform.ts. */
   attachSubrequests(port: SubrequestPort): void;
+  /** Where each invocation and subrequest is told (the GraphQL dataset workersInvocationsAdaptive), handed over by platform.ts. */
+  attachAnalytics(listeners: { invocation(e: WorkerInvocation): void; subrequest(e: WorkerSubrequest): void }): void;
   /** A `wrangler tail` session's WebSocket (`/tail/v1/<id>`); false for other paths. */
   upgradeTail(req: IncomingMessage, socket: Duplex, head: Buffer): boolean;
   /** Custom Domains as the edge's certificates see them (hostname and account), and when they were read again. */
@@ -146,6 +149,10 @@ export function createWorkersService(ctx: ServiceContext, deps: WorkersDeps): Wo
     upgradeWorker: (req, socket, head) => webSockets.handle(req, socket, head),
     upgradeTail: (req, socket, head) => tails.handleUpgrade(req, socket, head),
     attachSubrequests: (port) => outbound.attach(port),
+    attachAnalytics(listeners) {
+      proxy.onInvocation(listeners.invocation);
+      outbound.onSubrequest((s) => listeners.subrequest({ accountId: s.accountId, scriptName: s.script }));
+    },
     // Tail sessions are upgraded connections too: the edge port's close waits for them (each is cut 2 s after its
     // close frame at the latest, trace-socket.ts).
     closeUpgraded: () => {

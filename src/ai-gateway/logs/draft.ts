@@ -5,7 +5,7 @@ import { emptyUsage, usageOfJson, type Usage } from "../metering/usage.js";
 import type { LogDraft, NewLog } from "./store.js";
 
 /** The `model` of a JSON request body, when it has one (for logs when the answer names none). */
-function modelOfRequest(body: Buffer | null): string | null {
+export function modelOfRequest(body: Buffer | null): string | null {
   if (!body || body.length > 1 << 20) return null;
   try {
     const m = (parseUserJson(body) as { model?: unknown }).model;

@@ -16,6 +16,9 @@ import type { Gateway } from "../gateways/store.js";
 import { clientGone, retryPolicy, type Exchange } from "./exchange.js";
 import type { RateLimiter } from "./rate-limiter.js";
 import { answerHeaders, queueLog, Relay } from "./relay.js";
+import { gatewayRequestOf } from "../analytics.js";
+import { modelOfRequest } from "../logs/draft.js";
+import { usageOfJson } from "../metering/usage.js";
 import { takeBody } from "./request-body.js";
 import { gatewayToken, isGatewayHeader, readRequestOptions } from "./request-options.js";
 import { cacheKey, type CachedResponse } from "./response-cache.js";
@@ -182,6 +185,13 @@ export class GatewayProxy {
     ex.res.writeHead(hit.status, headers);
     ex.res.end(hit.body);
     ex.ended = performance.now();
+    const counted = this.d.requests.listener;
+    if (counted) {
+      // The tokens a cached answer carries are what the cache saved (cachedTokensIn/Out).
+      const usage = usageOfJson(hit.body);
+      const base = { accountId: ex.gateway.account_id, gateway: ex.gateway.id, provider, requestModel: usage.model ? null : modelOfRequest(reqBody) };
+      counted(gatewayRequestOf(base, usage, { cached: true, errored: false }, this.d.requests.prices));
+    }
     if (ex.logId)
       queueLog(ex, this.d.queue, {
         provider,

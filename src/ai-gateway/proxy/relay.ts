@@ -5,7 +5,9 @@ import type { Exchange } from "./exchange.js";
 import { BodyCapture, LOG_BODY_CAP } from "./request-body.js";
 import { MAX_ENTRY_BYTES, type ResponseCache } from "./response-cache.js";
 import { HOP_RESPONSE, type AnswerSink, type UpstreamFlow } from "./upstream.js";
-import { SseUsageReader, type Usage } from "../metering/usage.js";
+import { emptyUsage, SseUsageReader, usageOfJson, type Usage } from "../metering/usage.js";
+import { modelOfRequest } from "../logs/draft.js";
+import { gatewayRequestOf, type GatewayRequestCounter } from "../analytics.js";
 
 interface RelayInfo {
   provider: string;
@@ -25,6 +27,8 @@ interface RelayInfo {
 export interface LogSink {
   queue: LogQueue;
   cache: ResponseCache;
+  /** Where each request is counted (aiGatewayRequestsAdaptiveGroups), with its tokens and cost. */
+  requests: GatewayRequestCounter;
 }
 
 const contentType = (h: Record<string, unknown>) => (typeof h["content-type"] === "string" ? (h["content-type"] as string) : null);
@@ -84,11 +88,13 @@ export class Relay implements AnswerSink {
     const isSse = (this.isSse = !!this.ct?.includes("text/event-stream"));
     // Usage is only read for a log; the body is only kept for the cache, the log's payload, or a JSON answer's usage.
     const logging = ex.logId !== null;
-    if (logging && isSse) {
+    // Counted requests need their usage too (tokens and cost), logged or not.
+    const metering = logging || this.sink.requests.listener !== undefined;
+    if (metering && isSse) {
       this.sse = new SseUsageReader();
       this.sseBacklog = [];
     }
-    if (info.cache || (logging && (!isSse || ex.opts.collectPayload))) this.capture = new BodyCapture(info.cache ? MAX_ENTRY_BYTES : LOG_BODY_CAP);
+    if (info.cache || (metering && !isSse) || (logging && ex.opts.collectPayload)) this.capture = new BodyCapture(info.cache ? MAX_ENTRY_BYTES : LOG_BODY_CAP);
     ex.res.writeHead(status, answerHeaders(ex, headers, info.extraHeaders));
     return true;
   }
@@ -110,6 +116,7 @@ export class Relay implements AnswerSink {
     this.ex.ended = performance.now();
     if (this.info.cache && this.status >= 200 && this.status < 300) this.storeInCache();
     if (this.ex.logId !== null) this.queueDraft();
+    this.count();
   }
 
   fail(): void {
@@ -117,6 +124,32 @@ export class Relay implements AnswerSink {
     this.ex.res.destroy();
     this.ex.ended = performance.now();
     if (this.ex.logId !== null) this.queueDraft();
+    this.count();
+  }
+
+  /** Counts the request for the analytics dataset: usage read from the stream, or from the whole JSON answer here. */
+  private count(): void {
+    const listener = this.sink.requests.listener;
+    if (!listener) return;
+    const { ex, info } = this;
+    if (this.sse) this.readBacklog();
+    const body = this.sse ? null : this.capture?.buffer();
+    const usage = this.sse ? this.sse.end() : body ? usageOfJson(body) : emptyUsage();
+    const errored = this.aborted || this.status >= 400;
+    listener(
+      gatewayRequestOf(
+        {
+          accountId: ex.gateway.account_id,
+          gateway: ex.gateway.id,
+          provider: info.provider,
+          requestModel: usage.model ? null : modelOfRequest(info.requestBody()),
+        },
+        usage,
+        { cached: false, errored },
+        this.sink.requests.prices,
+        ex.opts.customCost,
+      ),
+    );
   }
 
   private readBacklog(): void {

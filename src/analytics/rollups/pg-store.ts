@@ -1,5 +1,5 @@
 import type { Postgres } from "../../core/db/postgres.js";
-import { addParams, querySql, rollupSql, toGroupRow, type GroupDbRow } from "./sql.js";
+import { addHourParams, addParams, querySql, rollupSql, toGroupRow, type GroupDbRow } from "./sql.js";
 import type { RollupGroupRow, RollupQuery, RollupRow, RollupStore } from "./store.js";
 
 export const ANALYTICS_AREA = "analytics";
@@ -19,7 +19,10 @@ export class PgRollupStore implements RollupStore {
   async add(nodeId: string, rows: readonly RollupRow[]): Promise<void> {
     if (rows.length === 0) return;
     await this.pg.withTransaction(async (tx) => {
-      for (const r of rows) await tx.execute(SQL.add, addParams(nodeId, r));
+      for (const r of rows) {
+        await tx.execute(SQL.add, addParams(nodeId, r));
+        await tx.execute(SQL.addHour, addHourParams(nodeId, r));
+      }
     });
   }
 
@@ -29,10 +32,12 @@ export class PgRollupStore implements RollupStore {
   }
 
   async prune(before: number): Promise<number> {
+    await this.pg.execute(SQL.pruneHours, [before]);
     return this.pg.execute(SQL.prune, [before]);
   }
 
   async deleteScope(scope: string): Promise<void> {
     await this.pg.execute(SQL.deleteScope, [scope]);
+    await this.pg.execute(SQL.deleteScopeHours, [scope]);
   }
 }

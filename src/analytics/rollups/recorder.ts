@@ -30,8 +30,8 @@ export class RollupRecorder {
     private readonly flushMs = 10_000,
   ) {}
 
-  /** Counts one event (`sums` added) at `atMs` for `scope` (a zone or an account) owned by `accountId`. */
-  add(dataset: string, scope: string, accountId: string, atMs: number, dims: readonly string[], sums: readonly number[]): void {
+  /** Counts `count` events (`sums` added) at `atMs` for `scope` (a zone or an account) owned by `accountId`. */
+  add(dataset: string, scope: string, accountId: string, atMs: number, dims: readonly string[], sums: readonly number[], count = 1): void {
     const minute = Math.floor(atMs / 60_000) * 60;
     const scopeMinute = `${dataset}\u0000${scope}\u0000${minute}`;
     let key = `${scopeMinute}\u0000${dims.join("\u0000")}`;
@@ -48,7 +48,7 @@ export class RollupRecorder {
         this.pending.set(key, row);
       }
     }
-    row.count++;
+    row.count += count;
     for (let i = 0; i < sums.length; i++) row.sums[i] += sums[i];
   }
 

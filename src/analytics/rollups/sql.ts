@@ -4,17 +4,35 @@ import { DIMENSIONS, SUMS, type RollupGroup, type RollupQuery, type RollupRow } 
 const dimCols = Array.from({ length: DIMENSIONS }, (_, i) => `d${i + 1}`);
 const sumCols = Array.from({ length: SUMS }, (_, i) => `s${i + 1}`);
 
+/** The table of hourly rollups beside a table of minute ones (`minute` holds the hour's start there). */
+export const hourTable = (table: string) => table.replace(/minute_rollups$/, "hour_rollups");
+
+/**
+ * Statements on the minute rollups and the hourly ones beside them: every row is added to both (the hour's row is
+ * the sum of its minutes), so a query over days reads one row per hour instead of sixty (querySql).
+ */
 export function rollupSql(table: string) {
   const cols = ["dataset", "scope", "account_id", "minute", ...dimCols, "node_id", "count", ...sumCols];
   const key = ["dataset", "scope", "minute", ...dimCols, "node_id"];
+  const add = (t: string) => `INSERT INTO ${t} (${cols.join(", ")}) VALUES (${cols.map(() => "?").join(", ")})
+          ON CONFLICT (${key.join(", ")}) DO UPDATE SET count = ${t}.count + excluded.count, ${sumCols
+            .map((s) => `${s} = ${t}.${s} + excluded.${s}`)
+            .join(", ")}`;
+  const hours = hourTable(table);
   return {
-    add: `INSERT INTO ${table} (${cols.join(", ")}) VALUES (${cols.map(() => "?").join(", ")})
-          ON CONFLICT (${key.join(", ")}) DO UPDATE SET count = ${table}.count + excluded.count, ${sumCols
-            .map((s) => `${s} = ${table}.${s} + excluded.${s}`)
-            .join(", ")}`,
+    add: add(table),
+    addHour: add(hours),
     prune: `DELETE FROM ${table} WHERE minute < ?`,
+    // An hour goes once all of its minutes are gone.
+    pruneHours: `DELETE FROM ${hours} WHERE minute < ? - 3540`,
     deleteScope: `DELETE FROM ${table} WHERE scope = ?`,
+    deleteScopeHours: `DELETE FROM ${hours} WHERE scope = ?`,
   };
+}
+
+/** The parameters of a row's hourly row. */
+export function addHourParams(nodeId: string, r: RollupRow): unknown[] {
+  return addParams(nodeId, { ...r, minute: r.minute - (r.minute % 3600) });
 }
 
 export function addParams(nodeId: string, r: RollupRow): unknown[] {
@@ -31,21 +49,48 @@ function groupExpr(g: RollupGroup): string {
   return s === 60 ? "minute" : `(minute - (minute % ${s}))`;
 }
 
+/**
+ * The rows a query reads: the hourly rollups for the whole hours of its range and the minute ones for the minutes
+ * at either end, unless it groups by less than an hour (then minutes only).
+ */
+function source(table: string, q: RollupQuery): { sql: string; params: unknown[] } {
+  const cols = ["minute", ...dimCols, "count", ...sumCols].join(", ");
+  const fromHour = Math.ceil(q.from / 3600) * 3600;
+  const toHour = Math.floor(q.to / 3600) * 3600;
+  const subHour = q.groupBy.some((g) => "time" in g && BUCKET_SECONDS[g.time] < 3600);
+  if (subHour || fromHour >= toHour)
+    return { sql: `SELECT ${cols} FROM ${table} WHERE dataset = ? AND scope = ? AND minute >= ? AND minute < ?`, params: [q.dataset, q.scope, q.from, q.to] };
+  return {
+    sql:
+      `SELECT ${cols} FROM ${hourTable(table)} WHERE dataset = ? AND scope = ? AND minute >= ? AND minute < ? UNION ALL ` +
+      `SELECT ${cols} FROM ${table} WHERE dataset = ? AND scope = ? AND ((minute >= ? AND minute < ?) OR (minute >= ? AND minute < ?))`,
+    params: [q.dataset, q.scope, fromHour, toHour, q.dataset, q.scope, q.from, fromHour, toHour, q.to],
+  };
+}
+
 /** The grouped SELECT of a query (its parameters with it); integers only come from the code, never from the caller. */
 export function querySql(table: string, q: RollupQuery): { sql: string; params: unknown[] } {
   const groups = q.groupBy.map(groupExpr);
   const select = [...groups.map((g, i) => `${g} AS k${i}`), "SUM(count) AS count", ...sumCols.map((s) => `SUM(${s}) AS ${s}`)];
-  const where = ["dataset = ?", "scope = ?", "minute >= ?", "minute < ?"];
-  const params: unknown[] = [q.dataset, q.scope, q.from, q.to];
+  const rows = source(table, q);
+  const where = ["1 = 1"];
+  const params: unknown[] = [...rows.params];
   for (const w of q.where) {
+    if (w.op === "in") {
+      // An empty list matches nothing, as hosted.
+      where.push(w.values.length ? `${dimCols[w.dim]} IN (${w.values.map(() => "?").join(", ")})` : "1 = 0");
+      params.push(...w.values);
+      continue;
+    }
     where.push(`${dimCols[w.dim]} ${w.op === "eq" ? "=" : "<>"} ?`);
     params.push(w.value);
   }
-  const order = q.orderBy.map((o) => `${o.by === "count" ? "SUM(count)" : `k${o.by.group}`} ${o.desc ? "DESC" : "ASC"}`);
+  const orderExpr = (by: RollupQuery["orderBy"][number]["by"]) => (by === "count" ? "SUM(count)" : "sum" in by ? `SUM(${sumCols[by.sum]})` : `k${by.group}`);
+  const order = q.orderBy.map((o) => `${orderExpr(o.by)} ${o.desc ? "DESC" : "ASC"}`);
   // Ties broken by the groups, so pages and repeated queries agree.
   order.push(...groups.map((_, i) => `k${i} ASC`));
   const sql =
-    `SELECT ${select.join(", ")} FROM ${table} WHERE ${where.join(" AND ")}` +
+    `SELECT ${select.join(", ")} FROM (${rows.sql}) AS r WHERE ${where.join(" AND ")}` +
     (groups.length ? ` GROUP BY ${groups.join(", ")}` : "") +
     (order.length ? ` ORDER BY ${order.join(", ")}` : "") +
     ` LIMIT ${Math.trunc(q.limit)}`;
@@ -64,7 +109,29 @@ export function toGroupRow(q: RollupQuery, row: GroupDbRow) {
   };
 }
 
+/** The table as its first migration made it (four sums; `moreSumsDdl` adds the rest). */
 export function rollupTableDdl(table: string, text: string, int: string): string {
+  const sumCols = Array.from({ length: 4 }, (_, i) => `s${i + 1}`);
+  return `CREATE TABLE ${table} (
+     dataset ${text} NOT NULL,
+     scope ${text} NOT NULL,
+     account_id ${text} NOT NULL,
+     minute ${int} NOT NULL,
+     ${dimCols.map((d) => `${d} ${text} NOT NULL DEFAULT ''`).join(",\n     ")},
+     node_id ${text} NOT NULL,
+     count ${int} NOT NULL,
+     ${sumCols.map((s) => `${s} ${int} NOT NULL DEFAULT 0`).join(",\n     ")},
+     PRIMARY KEY (dataset, scope, minute, ${dimCols.join(", ")}, node_id)
+   )`;
+}
+
+/** The second migration: sums s5..s8 (AI gateway requests carry seven numbers). */
+export function moreSumsDdl(table: string, int: string): string {
+  return Array.from({ length: 4 }, (_, i) => `ALTER TABLE ${table} ADD COLUMN s${i + 5} ${int} NOT NULL DEFAULT 0;`).join("\n");
+}
+
+/** The third migration: the hourly rollups (every column of the minute ones, a row per hour). */
+export function hourTableDdl(table: string, text: string, int: string): string {
   return `CREATE TABLE ${table} (
      dataset ${text} NOT NULL,
      scope ${text} NOT NULL,

@@ -1,5 +1,5 @@
 import type { Db } from "../../core/db/sqlite.js";
-import { addParams, querySql, rollupSql, toGroupRow, type GroupDbRow } from "./sql.js";
+import { addHourParams, addParams, querySql, rollupSql, toGroupRow, type GroupDbRow } from "./sql.js";
 import type { RollupGroupRow, RollupQuery, RollupRow, RollupStore } from "./store.js";
 
 /** RollupStore on SQLite (`<state>/db/analytics.sqlite`). */
@@ -9,8 +9,12 @@ export class SqliteRollupStore implements RollupStore {
 
   constructor(private readonly db: Db) {
     const add = db.prepare(this.sql.add);
+    const addHour = db.prepare(this.sql.addHour);
     this.addAll = db.transaction((nodeId: string, rows: readonly RollupRow[]) => {
-      for (const r of rows) add.run(...addParams(nodeId, r));
+      for (const r of rows) {
+        add.run(...addParams(nodeId, r));
+        addHour.run(...addHourParams(nodeId, r));
+      }
     });
   }
 
@@ -27,10 +31,12 @@ export class SqliteRollupStore implements RollupStore {
   }
 
   async prune(before: number): Promise<number> {
+    this.db.prepare(this.sql.pruneHours).run(before);
     return this.db.prepare(this.sql.prune).run(before).changes;
   }
 
   async deleteScope(scope: string): Promise<void> {
     this.db.prepare(this.sql.deleteScope).run(scope);
+    this.db.prepare(this.sql.deleteScopeHours).run(scope);
   }
 }

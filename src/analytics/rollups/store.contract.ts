@@ -20,10 +20,10 @@ export const describeRollupStore = storeContract<RollupStore>("RollupStore", (it
     await store.add("node-a", [row(T0, ["www", "GET"], 2, [100, 1])]);
     await store.add("node-a", [row(T0, ["www", "GET"], 3, [50, 0])]);
     await store.add("node-b", [row(T0, ["www", "GET"], 1, [10, 1]), row(T0, ["api", "POST"], 4, [7, 0])]);
-    assert.deepEqual(await store.query({ ...all, groupBy: [] }), [{ keys: [], count: 10, sums: [167, 2, 0, 0] }]);
+    assert.deepEqual(await store.query({ ...all, groupBy: [] }), [{ keys: [], count: 10, sums: [167, 2, 0, 0, 0, 0, 0, 0] }]);
     assert.deepEqual(await store.query({ ...all, groupBy: [{ dim: 0 }] }), [
-      { keys: ["api"], count: 4, sums: [7, 0, 0, 0] },
-      { keys: ["www"], count: 6, sums: [160, 2, 0, 0] },
+      { keys: ["api"], count: 4, sums: [7, 0, 0, 0, 0, 0, 0, 0] },
+      { keys: ["www"], count: 6, sums: [160, 2, 0, 0, 0, 0, 0, 0] },
     ]);
   });
 
@@ -36,9 +36,9 @@ export const describeRollupStore = storeContract<RollupStore>("RollupStore", (it
       row(T0, ["www", "GET", "200"], 16, [], "other-zone"),
     ]);
     assert.deepEqual(await store.query({ ...all, groupBy: [{ time: "hour" }] }), [
-      { keys: [T0], count: 3, sums: [0, 0, 0, 0] },
-      { keys: [T0 + 3600], count: 4, sums: [0, 0, 0, 0] },
-      { keys: [T0 + 86_400], count: 8, sums: [0, 0, 0, 0] },
+      { keys: [T0], count: 3, sums: [0, 0, 0, 0, 0, 0, 0, 0] },
+      { keys: [T0 + 3600], count: 4, sums: [0, 0, 0, 0, 0, 0, 0, 0] },
+      { keys: [T0 + 86_400], count: 8, sums: [0, 0, 0, 0, 0, 0, 0, 0] },
     ]);
     assert.deepEqual(
       (await store.query({ ...all, groupBy: [{ time: "day" }], where: [{ dim: 2, op: "eq", value: "200" }] })).map((g) => [g.keys[0], g.count]),
@@ -64,6 +64,28 @@ export const describeRollupStore = storeContract<RollupStore>("RollupStore", (it
     );
   });
 
+  it("reads whole hours from the hourly rollups and the minutes at either end from the minute ones", async (store) => {
+    // Minutes in three hours; ranges that start and end inside an hour, and one of whole hours.
+    await store.add("n", [row(T0 + 60, ["a"], 1, [10]), row(T0 + 1800, ["a"], 2, [20]), row(T0 + 3600, ["a"], 4, [40]), row(T0 + 7260, ["b"], 8, [80])]);
+    await store.add("m", [row(T0 + 3660, ["a"], 16, [160])]);
+    const total = async (from: number, to: number) => {
+      const [g] = await store.query({ ...all, from, to, groupBy: [] });
+      return [g.count, g.sums[0]];
+    };
+    assert.deepEqual(await total(T0, T0 + 3 * 3600), [31, 310]);
+    assert.deepEqual(await total(T0 + 120, T0 + 3 * 3600), [30, 300]);
+    assert.deepEqual(await total(T0 + 120, T0 + 7260), [22, 220]);
+    assert.deepEqual(await total(T0 + 3600, T0 + 7200), [20, 200]);
+    assert.deepEqual(
+      (await store.query({ ...all, from: T0 + 120, to: T0 + 3 * 3600, groupBy: [{ time: "hour" }, { dim: 0 }] })).map((g) => [...g.keys, g.count]),
+      [
+        [T0, "a", 2],
+        [T0 + 3600, "a", 20],
+        [T0 + 7200, "b", 8],
+      ],
+    );
+  });
+
   it("prunes minutes before a time, and deletes a scope's rows", async (store) => {
     await store.add("n", [row(T0, ["a"], 1), row(T0 + 60, ["a"], 1), row(T0, ["a"], 1, [], "z2")]);
     assert.equal(await store.prune(T0 + 60), 2);
@@ -72,6 +94,6 @@ export const describeRollupStore = storeContract<RollupStore>("RollupStore", (it
       [T0 + 60],
     );
     await store.deleteScope("z1");
-    assert.deepEqual(await store.query({ ...all, groupBy: [] }), [{ keys: [], count: 0, sums: [0, 0, 0, 0] }]);
+    assert.deepEqual(await store.query({ ...all, groupBy: [] }), [{ keys: [], count: 0, sums: [0, 0, 0, 0, 0, 0, 0, 0] }]);
   });
 });

@@ -2,7 +2,7 @@
  * Per-minute rollups: what the GraphQL Analytics API's datasets are answered from (never raw per-request rows). Each
  * node adds its own counts under its node id (no two nodes write one row, so no contention), and a query sums the
  * nodes. A rollup row is one dataset's numbers for one scope (a zone or an account), one minute and one combination
- * of dimension values (up to five, `d1`..`d5`), with a count and up to four sums (`s1`..`s4`).
+ * of dimension values (up to five, `d1`..`d5`), with a count and up to eight sums (`s1`..`s8`).
  */
 export interface RollupRow {
   dataset: string;
@@ -15,12 +15,12 @@ export interface RollupRow {
   /** Dimension values, at most five ("" for a dimension a dataset does not use). */
   dims: readonly string[];
   count: number;
-  /** Sums, at most four (0 for a sum a dataset does not use). */
+  /** Sums, at most eight (0 for a sum a dataset does not use). */
   sums: readonly number[];
 }
 
 export const DIMENSIONS = 5;
-export const SUMS = 4;
+export const SUMS = 8;
 
 /** How the rows of a query are grouped: by a dimension column, or by a time bucket of the minute. */
 export type RollupGroup = { dim: number } | { time: "minute" | "five_minutes" | "fifteen_minutes" | "hour" | "day" };
@@ -32,11 +32,11 @@ export interface RollupQuery {
   /** Unix seconds: minute ≥ from and minute < to. */
   from: number;
   to: number;
-  /** Equality filters on dimension columns (index 0..4). */
-  where: readonly { dim: number; op: "eq" | "neq"; value: string }[];
+  /** Filters on dimension columns (index 0..4): equal, not equal, or one of a few values. */
+  where: readonly ({ dim: number; op: "eq" | "neq"; value: string } | { dim: number; op: "in"; values: readonly string[] })[];
   groupBy: readonly RollupGroup[];
-  /** Ordering on a group's position in `groupBy` or on the count; stable within equal values. */
-  orderBy: readonly { by: { group: number } | "count"; desc: boolean }[];
+  /** Ordering on a group's position in `groupBy`, on the count or on a sum (index 0..7); stable within equal values. */
+  orderBy: readonly { by: { group: number } | { sum: number } | "count"; desc: boolean }[];
   limit: number;
 }
 

@@ -78,6 +78,8 @@ export interface Relay {
   answerHeaders?: readonly string[];
   headersTimeout?: number;
   bodyTimeout?: number;
+  /** The answer's head as relayed (flat [name, value, …], names lowercased): what a caller counts it by. */
+  answered?(status: number, headers: readonly string[]): void;
   /**
    * The exchange failed. `answered` says whether the answer's head was already written (the caller then can only cut
    * the connection). Not called when the client went away first.
@@ -127,6 +129,7 @@ export function relay(dispatcher: Dispatcher, res: ServerResponse, r: Relay): vo
       remaining = relayed.contentLength;
       if (r.answerHeaders) for (const v of r.answerHeaders) relayed.list.push(v);
       res.writeHead(status, statusMessage, relayed.list);
+      r.answered?.(status, relayed.list);
       return true;
     },
     onData: (chunk) => {

@@ -1,9 +1,12 @@
 // The pages of the dashboard, each an async function returning the nodes it shows.
 import { acct, api, session } from "./api.js";
-import { zoneTrafficChart } from "./charts.js";
+import { dnsQueriesChart, gatewayUsageChart, workerInvocationsChart, zoneTrafficChart } from "./charts.js";
 import { actionButton, form, h, link, listPage, removeButton, rerenderPage as render, table, when } from "./dom.js";
 
 const enc = encodeURIComponent;
+
+/** A chart, or why there is none (it needs analytics_read: the page shows the rest without it). */
+const chartOr = (chart, id, what) => chart.catch((err) => h("p", { class: "muted", id }, `No ${what} chart: ${err.message}`));
 
 const gatewaysPage = listPage({
   title: "AI gateways",
@@ -169,10 +172,11 @@ export const pages = {
       : null;
     // The chart needs analytics_read: without it the page still shows the records, and says why there is no chart.
     const traffic = await zoneTrafficChart(zoneId).catch((err) => h("p", { class: "muted", id: "traffic-summary" }, `No traffic chart: ${err.message}`));
+    const queries = await chartOr(dnsQueriesChart(zoneId), "dns-queries-summary", "DNS queries");
     return listPage({
       title: `DNS records of ${zone.name}`,
       empty: "No records yet.",
-      extra: h("div", {}, traffic, editor),
+      extra: h("div", {}, traffic, queries, editor),
       load: () => api("GET", `/zones/${zoneId}/dns_records?per_page=100`),
       columns: [
         { label: "Type", value: (r) => r.type },
@@ -275,8 +279,10 @@ export const pages = {
   async workers() {
     const domain = (await api("GET", acct("/workers/subdomain"))).result.subdomain;
     const port = location.port ? `:${location.port}` : "";
+    const invocations = await chartOr(workerInvocationsChart(session.account.id), "invocations-summary", "invocations");
     return listPage({
       title: "Worker scripts",
+      extra: invocations,
       empty: "No scripts deployed. Deploy one with `edgecli deploy` (docs/workers.md).",
       load: async () => {
         const env = await api("GET", acct("/workers/scripts"));
@@ -295,7 +301,11 @@ export const pages = {
     })();
   },
 
-  "ai-gateway": async () => [...(await gatewaysPage()), ...(await gatewayTokens())],
+  "ai-gateway": async () => [
+    ...(await gatewaysPage()),
+    await chartOr(gatewayUsageChart(session.account.id), "gateway-usage-summary", "tokens and cost"),
+    ...(await gatewayTokens()),
+  ],
 
   gatewayLogs: (id) =>
     listPage({

@@ -13,6 +13,10 @@ import { Prewarmer } from "./prewarm.js";
 import { createUdpSocket, WireCache } from "./wire-cache.js";
 import { formerrReply, screenQuery } from "./wire-screen.js";
 import type { DnsMetrics } from "../metrics.js";
+import { QueryCounter, type QueryCount } from "./query-counts.js";
+
+/** How often the answers counted here are handed on (DNS analytics; the rollups are written every 10 s). */
+const COUNTS_EVERY_MS = 5_000;
 
 const AA = 1 << 10;
 const TC = 1 << 9;
@@ -46,6 +50,11 @@ export class DnsServer {
   private readonly tcpCache = new WireCache();
   /** Answers the zones' own names before anyone asks, after start and after each change (prewarm.ts). */
   private readonly prewarm: Prewarmer;
+  /** Answers sent by this process, per protocol (the answering processes count their own: udp/pool.ts). */
+  private readonly udpCounts = new QueryCounter(() => this.handCounts());
+  private readonly tcpCounts = new QueryCounter(() => this.handCounts());
+  private counted?: (counts: QueryCount[], protocol: "udp" | "tcp") => void;
+  private countsTimer?: NodeJS.Timeout;
   port = 0;
 
   constructor(
@@ -68,6 +77,21 @@ export class DnsServer {
     );
   }
 
+  /** Where the answers sent are told, by question and rcode, every few seconds (dnsAnalyticsAdaptiveGroups). */
+  onCounts(listener: (counts: QueryCount[], protocol: "udp" | "tcp") => void): void {
+    this.counted = listener;
+  }
+
+  private handCounts(): void {
+    if (!this.counted) {
+      this.udpCounts.drain();
+      this.tcpCounts.drain();
+      return;
+    }
+    if (this.udpCounts.size > 0) this.counted(this.udpCounts.drain(), "udp");
+    if (this.tcpCounts.size > 0) this.counted(this.tcpCounts.drain(), "tcp");
+  }
+
   /** Forgets every cached answer, here and in the answering processes. */
   invalidate(): void {
     this.udpCache.clear();
@@ -85,6 +109,8 @@ export class DnsServer {
     try {
       await this.listen();
       this.prewarm.schedule();
+      this.countsTimer = setInterval(() => this.handCounts(), COUNTS_EVERY_MS);
+      this.countsTimer.unref();
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
       const where = `${this.cfg.host}:${this.cfg.port}`;
@@ -145,6 +171,7 @@ export class DnsServer {
       this.log,
       () => this.prewarm.schedule(),
       (report) => this.metrics?.report(report),
+      (counts) => this.counted?.(counts, "udp"),
     );
     try {
       await pool.start();
@@ -163,6 +190,8 @@ export class DnsServer {
 
   async stop(): Promise<void> {
     this.prewarm.stop();
+    clearInterval(this.countsTimer);
+    this.handCounts();
     this.udp?.close();
     await this.pool?.stop();
     await this.tcp?.close();
@@ -175,7 +204,11 @@ export class DnsServer {
   private onUdp(udp: dgram.Socket, msg: Buffer, rinfo: dgram.RemoteInfo): void {
     try {
       const out = this.answerUdp(msg, rinfo.address);
-      if (out) udp.send(out, rinfo.port, rinfo.address);
+      if (out) {
+        udp.send(out, rinfo.port, rinfo.address);
+        // Analytics; answers handed to an answering process are counted there, where they are sent.
+        this.udpCounts.add(out);
+      }
     } catch (err) {
       // Never let one packet take the server down.
       this.log.warn({ err }, "dns udp query failed");
@@ -192,12 +225,16 @@ export class DnsServer {
   /** remote: the client's address (IPv4-mapped IPv6 written as IPv4). */
   private respondTcp(msg: Buffer, remote: string): Buffer[] | Iterable<Buffer> {
     const q = this.readQuery(msg, this.tcpCache, true);
-    if (!isDecoded(q)) return this.countedTcp(msg, q ? [q] : []);
+    if (!isDecoded(q)) {
+      if (q) this.tcpCounts.add(q);
+      return this.countedTcp(msg, q ? [q] : []);
+    }
     const question = q.questions?.length === 1 ? q.questions[0] : undefined;
     if (question && (question.type === "AXFR" || question.type === "IXFR") && ((q.flags ?? 0) & OPCODE_MASK) === 0) {
       return this.countedTcp(msg, this.transfers.answer(this.zones.named((question.name ?? "").toLowerCase().replace(/\.$/, "")), q, msg, remote));
     }
     const out = this.answerOrNotify(q, msg, true, remote);
+    if (out) this.tcpCounts.add(out);
     return this.countedTcp(msg, out ? [out] : []);
   }
 

@@ -93,8 +93,6 @@ export function httpRequestsDataset(rollups: Rollups): AnalyticsDataset {
         cacheStatus: String
         cacheStatus_neq: String
       }
-      "A calendar date, as an ISO 8601 string (2024-09-01)"
-      scalar Date
       enum ZoneHttpRequestsAdaptiveGroupsOrderBy {
         count_ASC count_DESC
         datetime_ASC datetime_DESC datetimeMinute_ASC datetimeMinute_DESC datetimeFiveMinutes_ASC datetimeFiveMinutes_DESC

@@ -19,6 +19,8 @@ export const MAX_XML_BODY_BYTES = 4 * 1024 * 1024;
 export class S3Call {
   /** Response headers every answer carries (request id, CORS headers once the bucket's rules matched). */
   readonly responseHeaders: Record<string, string>;
+  /** The size of the object (or range) an answer carries, once GetObject or HeadObject found it (r2OperationsAdaptiveGroups). */
+  objectSize = 0;
   private verifier?: BodyVerifier;
 
   constructor(

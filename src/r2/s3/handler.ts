@@ -13,6 +13,7 @@ import { corsResponseHeaders, matchingRule, preflightHeaders, requestedHeaders }
 import { fromStoreError, S3Error, S3Errors } from "./errors.js";
 import { operationOf } from "./router.js";
 import type { OperationMetrics, TrackedOperation } from "../../core/metrics/operations.js";
+import { whenOperationEnds, type R2Operation } from "../operations-dataset.js";
 import { parseQuery, readSignature, verifySignature, type QueryPairs } from "./sigv4.js";
 
 /**
@@ -27,6 +28,8 @@ export interface S3HandlerDeps {
   log: Logger;
   /** Counts each request as the S3 operation it is, once known (r2/metrics.ts). */
   metrics?: OperationMetrics;
+  /** Told of every authenticated operation as its answer ends (r2OperationsAdaptiveGroups). */
+  onOperation?: (e: R2Operation) => void;
 }
 
 /** Query parameters of presigned URLs that are the signature itself, not headers it stands for. */
@@ -128,6 +131,14 @@ async function serve(
     const headers = effectiveHeaders(req, query, signed.style === "query");
     const operation = operationOf(req.method ?? "GET", address.bucket, address.key, params, headers);
     if (tracked) tracked.op = operation.name;
+    if (deps.onOperation) {
+      const name = operation.name;
+      whenOperationEnds(
+        res,
+        () => ({ accountId, bucketName: address.bucket ?? "", actionType: name, objectSize: res.statusCode < 300 ? (call?.objectSize ?? 0) : 0 }),
+        deps.onOperation,
+      );
+    }
     if (!key.principal.can(accountId, operation.permission)) throw S3Errors.accessDenied();
     const owner = headers["x-amz-expected-bucket-owner"];
     if (owner !== undefined && owner !== accountId) throw S3Errors.accessDenied();

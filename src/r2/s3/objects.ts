@@ -75,6 +75,7 @@ export async function getObject(call: S3Call): Promise<void> {
     "content-length": String(r.length),
   };
   if (range) headers["content-range"] = `bytes ${r.offset}-${r.offset + r.length - 1}/${found.object.size}`;
+  call.objectSize = r.length;
   if (found.bytes) {
     call.res.writeHead(range ? 206 : 200, headers);
     call.res.end(found.bytes);
@@ -119,6 +120,7 @@ export async function headObject(call: S3Call): Promise<void> {
   }
   const headers: Record<string, string> = { ...objectHeaders(object), ...responseOverrides(call.query), "content-length": String(r.length) };
   if (range) headers["content-range"] = `bytes ${r.offset}-${r.offset + r.length - 1}/${object.size}`;
+  call.objectSize = r.length;
   call.sendEmpty(range ? 206 : 200, headers);
 }
 

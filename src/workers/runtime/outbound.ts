@@ -38,6 +38,8 @@ export interface SubrequestPort {
  */
 export class WorkerOutbound {
   private port?: SubrequestPort;
+  /** Told of every subrequest (workersInvocationsAdaptive's `subrequests`), once attached. */
+  private subrequests?: (sender: { accountId: string; script: string }) => void;
 
   constructor(
     /** The zones where a script has a route or Custom Domain (RouteTable.zonesOf). */
@@ -50,10 +52,15 @@ export class WorkerOutbound {
     this.port = port;
   }
 
+  onSubrequest(listener: (sender: { accountId: string; script: string }) => void): void {
+    this.subrequests = listener;
+  }
+
   readonly handle = (call: BindingCall, req: IncomingMessage, res: ServerResponse): void => {
     // The binding server's credential is never passed on (to an origin or anywhere), nor the cf blob (read here).
     dropBindingHeader(req);
     const cf = takeHeader(req, CF_BLOB_HEADER);
+    this.subrequests?.({ accountId: call.accountId, script: call.resource });
     if (!this.port) {
       req.resume();
       res.destroy();

@@ -6,6 +6,7 @@ import type { WorkersRuntime } from "./runtime.js";
 import { FORWARDED_PROTO } from "./capnp-config.js";
 import { BINDING_HEADER } from "../bindings/server.js";
 import { HOP_BY_HOP, passedRequestHeaders, relay, relayableHeaders } from "../../core/http/relay.js";
+import { invocationStatus, isWorkerdException, type WorkerInvocation } from "../analytics.js";
 
 /** Headers the edge sets on Workers' requests itself: a client's own are dropped (a plain request must not pass for HTTPS). */
 const EDGE_SET_FOR_WORKERS = new Set(["cf-connecting-ip", FORWARDED_PROTO, BINDING_HEADER]);
@@ -72,7 +73,13 @@ function readScriptOfHost(host: string, domain: string): string | undefined {
   return /^[a-z0-9-]+$/.test(name) ? name : undefined;
 }
 
+/** Marks an answer the platform wrote itself (the Worker was not reached: `internalError`), or workerd's for an exception. */
+const EDGE_ANSWERED = Symbol("edgeAnswered");
+const SCRIPT_THREW = Symbol("scriptThrew");
+type MarkedResponse = ServerResponse & { [EDGE_ANSWERED]?: boolean; [SCRIPT_THREW]?: boolean };
+
 function plain(res: ServerResponse, status: number, text: string): void {
+  (res as MarkedResponse)[EDGE_ANSWERED] = true;
   res.writeHead(status, { "content-type": "text/plain; charset=utf-8", "content-length": Buffer.byteLength(text) }).end(text);
 }
 
@@ -87,6 +94,9 @@ export const NEVER_REACHED = new Set(["ECONNREFUSED", "ENOENT", "ECONNRESET", "E
  * so a small answer leaves in one write; anything else is written as it arrives (streams stay live).
  */
 export class WorkerProxy {
+  /** Told of every invocation as its answer ends (the GraphQL dataset workersInvocationsAdaptive), once attached. */
+  private invocations?: (e: WorkerInvocation) => void;
+
   constructor(
     private readonly runtime: WorkersRuntime,
     private readonly domain: string,
@@ -104,9 +114,14 @@ export class WorkerProxy {
     return true;
   }
 
+  onInvocation(listener: (e: WorkerInvocation) => void): void {
+    this.invocations = listener;
+  }
+
   /** Forwards `req` to script `name`'s live process as traffic of the edge port is (also the fetch calls of service bindings). */
   serve(name: string, req: IncomingMessage, res: ServerResponse): void {
     this.invoked(name, res);
+    if (this.invocations) this.countInvocation(name, res, this.invocations);
     const bodyless = !req.headers["transfer-encoding"] && Number(req.headers["content-length"] ?? 0) === 0;
     if (bodyless) req.resume();
     // During a gradual deployment, one of the two versions (by share, or the request's version override).
@@ -115,6 +130,23 @@ export class WorkerProxy {
     const proc = rt?.live;
     if (proc) this.forward(name, proc.pool, req, res, bodyless, true);
     else void this.forwardWhenLive(name, req, res, bodyless, true);
+  }
+
+  /** Counts the invocation when its answer ends (or the client leaves), for the script's account as it is then. */
+  private countInvocation(name: string, res: ServerResponse, listener: (e: WorkerInvocation) => void): void {
+    const started = performance.now();
+    res.once("close", () => {
+      const live = this.runtime.liveVersion(name);
+      // No Worker by that name here (its 404): nothing was invoked.
+      if (!live) return;
+      listener({
+        accountId: live.accountId,
+        scriptName: name,
+        scriptVersion: live.versionId,
+        status: invocationStatus(res, { edgeAnswered: (res as MarkedResponse)[EDGE_ANSWERED] === true, threw: (res as MarkedResponse)[SCRIPT_THREW] === true }),
+        wallTimeUs: Math.round((performance.now() - started) * 1000),
+      });
+    });
   }
 
   private async forwardWhenLive(name: string, req: IncomingMessage, res: ServerResponse, bodyless: boolean, retry: boolean): Promise<void> {
@@ -141,6 +173,11 @@ export class WorkerProxy {
       body: bodyless ? null : req,
       headersTimeout: timeout,
       bodyTimeout: timeout,
+      answered: this.invocations
+        ? (status, headers) => {
+            if (isWorkerdException(status, headers)) (res as MarkedResponse)[SCRIPT_THREW] = true;
+          }
+        : undefined,
       failed: (err, answered) => {
         // A crash or a redeploy can close a kept-alive connection to the old workerd (or remove its socket
         // file) just as it is used. Nothing reached a script then, so a request without a body is sent once

@@ -11,6 +11,7 @@ import { loadNativeUdp, type NativeUdp } from "./fast-path.js";
 import { createUdpSocket, WireCache } from "../wire-cache.js";
 import { formerrReply, screenQuery } from "../wire-screen.js";
 import { AnswerCounts, CountDeltas, totalsOf } from "../wire-stats.js";
+import { QueryCounter } from "../query-counts.js";
 
 /** Questions waiting for the main process beyond this are dropped (the client retries), so a flood of misses cannot grow memory. */
 const MAX_PENDING = 10_000;
@@ -48,8 +49,20 @@ const cacheUse = { hits: 0, misses: 0 };
 /** The JavaScript path's socket (the cluster's shared one); unset on the native path, which has its own. */
 let socket: dgram.Socket | undefined;
 
+/**
+ * How often this process sends its counts of answers to the main process (DNS analytics; the rollups are written
+ * every 10 s). Answers the native addon sends from its own cache are not seen here, so not counted.
+ */
+const COUNTS_EVERY_MS = 5_000;
+const sendCounts = () => {
+  if (counter.size > 0) send({ t: "counts", c: counter.drain() });
+};
+const counter = new QueryCounter(sendCounts);
+setInterval(sendCounts, COUNTS_EVERY_MS).unref();
+
 /** A reply from the socket the query came to, so it leaves from the DNS port. */
 function reply(msg: Buffer, port: number, address: string): void {
+  counter.add(msg);
   if (native) native.send(msg, address, port);
   else socket!.send(msg, port, address);
 }

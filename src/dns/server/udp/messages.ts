@@ -1,4 +1,5 @@
 /** What the main process and its UDP answering processes say to each other over the IPC channel. */
+import type { QueryCount } from "../query-counts.js";
 
 /** Where an answering process binds (its own socket on the port, or the cluster primary's shared one), as JSON in its environment. */
 export interface AnsweringProcessBind {
@@ -30,9 +31,11 @@ export type FromAnsweringProcess =
    * address, sent only with a NOTIFY, whose answer depends on who sent it (a primary of a secondary zone) and is
    * never cached.
    */
-  | { t: "query"; s: number; q: Buffer; from?: string };
+  | { t: "query"; s: number; q: Buffer; from?: string }
+  /** The answers this process sent since its last counts, by question and rcode (query-counts.ts): DNS analytics. */
+  | { t: "counts"; c: QueryCount[] };
 
-/** An answering process's counts since its last report (see FromAnsweringProcess). */
+/** An answering process's counts since its last report (see FromAnsweringProcess): the metrics. */
 export interface AnsweringStats {
   t: "stats";
   answered: number[];

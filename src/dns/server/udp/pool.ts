@@ -1,6 +1,7 @@
 import cluster, { type Worker } from "node:cluster";
 import { fileURLToPath } from "node:url";
 import type { Logger } from "../../../core/logger.js";
+import type { QueryCount } from "../query-counts.js";
 import { BIND_ENV, type AnsweringStats, type FromAnsweringProcess, type ToAnsweringProcess, type AnsweringProcessBind } from "./messages.js";
 
 /** Beside this file both in dist/dns/ (tsc) and in dist/bin/ (the bundle, where it is an entry of its own). */
@@ -64,8 +65,10 @@ export class UdpAnsweringPool {
     private readonly log: Logger,
     /** A process started to replace one that died is ready (its cache is empty: answers may be built for it). */
     private readonly replaced: () => void = () => {},
-    /** A process's report of what it answered and of its cache since its last one (every few seconds). */
+    /** A process's report of what it answered and of its cache since its last one (every few seconds): metrics. */
     private readonly stats: (report: AnsweringStats) => void = () => {},
+    /** The answers a process sent, by question and rcode (DNS analytics). */
+    private readonly counted: (counts: QueryCount[]) => void = () => {},
   ) {}
 
   /** Resolves once every process has the socket; rejects with the bind error (its code kept) if one cannot. */
@@ -169,6 +172,9 @@ export class UdpAnsweringPool {
           }
           case "stats":
             this.stats(msg);
+            break;
+          case "counts":
+            this.counted(msg.c);
             break;
           case "flushed": {
             const confirmed = m.waiters.filter((w) => w.g <= msg.g);
