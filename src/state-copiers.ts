@@ -8,6 +8,7 @@ import { queuesCopier } from "./queues/copy.js";
 import { r2Copier } from "./r2/copy.js";
 import { workerAssetsCopier } from "./workers/assets/copy.js";
 import { workersCopier, workersNodeOnly } from "./workers/copy.js";
+import { workersLogsCopier } from "./workers/logs/copy.js";
 
 /**
  * Every area `edgecli state copy` carries between a state directory and PostgreSQL + a bucket, in this order. An
@@ -20,6 +21,7 @@ export const AREA_COPIERS: readonly AreaCopier[] = [
   r2Copier,
   workersCopier,
   workerAssetsCopier,
+  workersLogsCopier,
   queuesCopier,
   aiGatewayCopier,
 ];

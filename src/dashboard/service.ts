@@ -16,6 +16,7 @@ const FILES: Record<string, string> = {
   "pages-data.js": JS,
   "pages-zone.js": JS,
   "charts.js": JS,
+  "worker-logs.js": JS,
   "style.css": "text/css; charset=utf-8",
   // uPlot, the chart library (copied from node_modules by the build).
   "uPlot.esm.js": JS,

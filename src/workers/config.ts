@@ -29,6 +29,21 @@ export const serveOptions = {
     describe: "WebSocket connections to one account's Workers at once, so that one account cannot take every connection",
     default: 2_500,
   },
+  "workers-logs-retention-days": {
+    type: "number",
+    describe: "Days the invocation logs of Workers with [observability] enabled are kept (Workers Logs)",
+    default: 7,
+  },
+  "workers-logs-max-rows": {
+    type: "number",
+    describe: "Workers Logs events one account may keep; past it, its oldest go first",
+    default: 500_000,
+  },
+  "workers-logs-max-mb": {
+    type: "number",
+    describe: "MiB of Workers Logs events one account may keep; past it, its oldest go first",
+    default: 256,
+  },
 } satisfies Record<string, OptionSpec>;
 
 export interface WorkersConfig {
@@ -40,6 +55,8 @@ export interface WorkersConfig {
   answerTimeoutMs: number;
   /** WebSocket connections carried at once, in all and per account (websocket-proxy.ts). */
   webSockets: { max: number; perAccountMax: number };
+  /** Workers Logs: how long events are kept, and what one account may keep. */
+  logs: { retentionMs: number; cap: { rows: number; bytes: number } };
 }
 
 export function readWorkersConfig(options: OptionValues<typeof serveOptions>): WorkersConfig {
@@ -52,6 +69,13 @@ export function readWorkersConfig(options: OptionValues<typeof serveOptions>): W
       max: count("--websockets-max", options["websockets-max"]),
       perAccountMax: count("--websockets-per-account-max", options["websockets-per-account-max"]),
     },
+    logs: {
+      retentionMs: days("--workers-logs-retention-days", options["workers-logs-retention-days"]) * 86_400_000,
+      cap: {
+        rows: whole("--workers-logs-max-rows", options["workers-logs-max-rows"], 1_000_000_000),
+        bytes: whole("--workers-logs-max-mb", options["workers-logs-max-mb"], 1_000_000) * 1024 * 1024,
+      },
+    },
   };
 }
 
@@ -62,5 +86,15 @@ function secondsOrNone(flag: string, n: number): number {
 
 function count(flag: string, n: number): number {
   if (!Number.isInteger(n) || n < 1 || n > 1_000_000) throw new UserError(`${flag} must be a whole number from 1 to 1000000; got ${n}`);
+  return n;
+}
+
+function days(flag: string, n: number): number {
+  if (!Number.isFinite(n) || n <= 0 || n > 366) throw new UserError(`${flag} must be a number of days above 0, at most 366; got ${n}`);
+  return n;
+}
+
+function whole(flag: string, n: number, max: number): number {
+  if (!Number.isInteger(n) || n < 1 || n > max) throw new UserError(`${flag} must be a whole number from 1 to ${max}; got ${n}`);
   return n;
 }

@@ -24,6 +24,7 @@ import { WebSocketProxy } from "./runtime/websocket-proxy.js";
 import { ServiceGate } from "./services/gate.js";
 import { openWorkersStores } from "./stores.js";
 import { TailHub } from "./tail/hub.js";
+import { WorkersLogs } from "./logs/logs.js";
 import { CronClock } from "./triggers/clock.js";
 import { workersForQueues } from "./workers-for-queues.js";
 import type { CertificateState } from "./routing/api.js";
@@ -85,7 +86,8 @@ export function createWorkersService(ctx: ServiceContext, deps: WorkersDeps): Wo
     log,
     config.workerdPath,
     undefined,
-    (name) => tails.tailed(name),
+    // Tailed, or its logs kept (Workers Logs): either way its workerd runs the tail worker.
+    (name) => tails.reported(name),
   );
   const durableObjects = new DurableObjects(stores.durableObjects, join(ctx.config.stateDir, "durable-objects"), log);
   const assets = new WorkerAssets(stores.assets, (name) => runtime.liveVersion(name), log);
@@ -106,12 +108,16 @@ export function createWorkersService(ctx: ServiceContext, deps: WorkersDeps): Wo
     // A tail session ends with its script: the next account to take the name tails its own Worker, not through it.
     nameOwner: (name, accountId) => tails.nameOwner(name, accountId),
     scriptRemoved: async (accountId, name) => {
+      await logs.scriptRemoved(accountId, name);
       await deps.queues.scriptDeleted(accountId, name);
       await routing.scriptRemoved(accountId, name);
     },
   });
   // Someone starting or stopping to tail a script starts it again with or without the tail worker (as a deploy does).
   tails.onTailingChanged((script) => deployer.sync(script));
+  // A Worker whose logs start or stop being kept starts again with or without the tail worker, the same way.
+  const logs = new WorkersLogs(stores.logs, config.logs, log, ctx.bus, (script) => deployer.sync(script));
+  tails.consume(logs);
   const webSockets = new WebSocketProxy(runtime, config.domain, config.webSockets, log, routing.edgeScript);
   const clock = new CronClock(store, (s, tick) => runtime.runScheduled(s.script, s.cron, tick), log);
   const urlOf = (name: string) => {
@@ -133,6 +139,7 @@ export function createWorkersService(ctx: ServiceContext, deps: WorkersDeps): Wo
         durableObjects,
         assets,
         tails,
+        logs,
         routing,
         certificates: deps.certificates,
         urlOf,
@@ -160,6 +167,8 @@ export function createWorkersService(ctx: ServiceContext, deps: WorkersDeps): Wo
       await routing.table.reload();
       await deps.zones.load();
       await routing.rehoming.run();
+      await logs.start();
+      stopping.push(() => logs.stop());
       await deployer.syncAll();
       stopping.push(startContentSweep(store, stores.assets, log));
       await clock.start();

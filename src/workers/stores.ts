@@ -7,6 +7,11 @@ import { SqliteAssetsStore } from "./assets/sqlite-store.js";
 import type { AssetsStore } from "./assets/store.js";
 import { DURABLE_OBJECTS_MIGRATIONS } from "./durable-objects/sqlite-migrations.js";
 import { SqliteDurableObjectsStore } from "./durable-objects/sqlite-store.js";
+import { LOGS_PG_MIGRATIONS } from "./logs/pg-migrations.js";
+import { LOGS_AREA, PgLogsStore } from "./logs/pg-store.js";
+import { LOGS_MIGRATIONS } from "./logs/sqlite-migrations.js";
+import { SqliteLogsStore } from "./logs/sqlite-store.js";
+import type { LogsStore } from "./logs/store.js";
 import { WORKERS_PG_MIGRATIONS } from "./pg-migrations.js";
 import { PgWorkersStore, WORKERS_AREA } from "./pg-store.js";
 import { ROUTES_PG_MIGRATIONS } from "./routing/pg-migrations.js";
@@ -31,6 +36,8 @@ export interface WorkersStores {
    * yet, so uploads that use Durable Objects are refused (DurableObjectsErrors.distributed).
    */
   durableObjects?: SqliteDurableObjectsStore;
+  /** Workers Logs: settings and kept events. */
+  logs: LogsStore;
 }
 
 export function openWorkersStores(ctx: ServiceContext, box: SecretBox): WorkersStores {
@@ -44,5 +51,7 @@ export function openWorkersStores(ctx: ServiceContext, box: SecretBox): WorkersS
   const routesPg = ctx.openPostgres(ROUTES_AREA, ROUTES_PG_MIGRATIONS);
   const routes = routesPg ? new PgRoutesStore(routesPg, ctx.bus) : new SqliteRoutesStore(ctx.openDb("worker-routes", ROUTES_MIGRATIONS));
   const durableObjects = ctx.postgres ? undefined : new SqliteDurableObjectsStore(ctx.openDb("durable-objects", DURABLE_OBJECTS_MIGRATIONS));
-  return { scripts, pgScripts, assets, routes, durableObjects };
+  const logsPg = ctx.openPostgres(LOGS_AREA, LOGS_PG_MIGRATIONS);
+  const logs = logsPg ? new PgLogsStore(logsPg) : new SqliteLogsStore(ctx.openDb("workers-logs", LOGS_MIGRATIONS));
+  return { scripts, pgScripts, assets, routes, durableObjects, logs };
 }

@@ -128,7 +128,15 @@ async function writeEverything(p: TestPlatform, creds: S3Credentials): Promise<W
     200,
   );
   assert.equal((await p.api("PUT", `/accounts/${p.accountId}/workers/scripts/carried-worker/schedules`, [{ cron: "*/30 * * * *" }])).status, 200);
-  assert.equal((await p.api("PATCH", `/accounts/${p.accountId}/workers/scripts/carried-worker/script-settings`, { tags: ["cf:service=carried"] })).status, 200);
+  assert.equal(
+    (
+      await p.api("PATCH", `/accounts/${p.accountId}/workers/scripts/carried-worker/script-settings`, {
+        tags: ["cf:service=carried"],
+        observability: { enabled: true, head_sampling_rate: 0.5 },
+      })
+    ).status,
+    200,
+  );
 
   // A queue with a pull consumer and three messages waiting, to be delivered in the order they were sent.
   const queueId = (await p.api("POST", `/accounts/${p.accountId}/queues`, { queue_name: "carried-q" })).body.result.queue_id as string;
@@ -235,6 +243,8 @@ async function checkEverything(p: TestPlatform, creds: S3Credentials, w: Written
   assert.ok((await kvGet(p, w.namespaceId, "bulk/big"))?.equals(BIG), "a bulk-written big value, byte for byte");
   assert.equal((await kvGet(p, w.namespaceId, "bulk/449"))?.toString(), "v449");
   await eventually(async () => (await hit(p, "carried-worker", "/")).text === "carried s3cret", "the copied worker to run with its sealed secret", 60_000);
+  const logsSetting = await p.api("GET", `/accounts/${p.accountId}/workers/scripts/carried-worker/script-settings`);
+  assert.deepEqual(logsSetting.body.result.observability, { enabled: true, head_sampling_rate: 0.5 }, "the Workers Logs setting was carried");
   await eventually(async () => (await hit(p, "carried-site", "/")).text === SITE_PAGE, "the copied worker's static assets to be served", 60_000);
   const backlog = await p.api("GET", `/accounts/${p.accountId}/queues/${w.queueId}/metrics`);
   assert.equal(backlog.body.result.backlog_count, QUEUED.length, "the queued messages were carried (left for the way back)");
@@ -340,7 +350,10 @@ test(
     assert.match(copied.stdout, /r2\s+notification_rules\s+1\s+0\s+1\s+1\s+0/);
     assert.match(copied.stdout, /workers\s+secrets\s+1\s+0\s+1\s+1\s+0/);
     assert.match(copied.stdout, /queues\s+messages\s+3\s+0\s+3\s+3\s+0/);
-    assert.match(copied.stdout, /Count check: every table of identity, dns, kv, r2, workers, worker assets, queues, ai-gateway holds what the source holds/);
+    assert.match(
+      copied.stdout,
+      /Count check: every table of identity, dns, kv, r2, workers, worker assets, workers logs settings, queues, ai-gateway holds what the source holds/,
+    );
     // Small R2 bodies (r2.sqlite's small-body table) land in their object's row, as a node on PostgreSQL keeps them.
     const where = await query<{ key: string; in_row: boolean }>(db, "SELECT key, body IS NOT NULL AS in_row FROM r2.objects ORDER BY key, bucket_id");
     assert.deepEqual(

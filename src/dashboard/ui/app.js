@@ -5,19 +5,20 @@ import { h, notify, setRerender } from "./dom.js";
 import { dataNested, dataPages } from "./pages-data.js";
 import { pages as basePages } from "./pages.js";
 import { zoneNested, zonePages } from "./pages-zone.js";
+import { logsNested, logsPages } from "./worker-logs.js";
 
 /** Every page by name; each area's module brings its own (kept apart so areas change without touching each other). */
-const pages = { ...basePages, ...dataPages, ...zonePages };
+const pages = { ...basePages, ...dataPages, ...zonePages, ...logsPages };
 /** Areas whose `#/<area>/<id>` hash names one item, and the page that shows it. */
-const nested = { dns: "zone", kv: "namespace", r2: "bucket", "ai-gateway": "gatewayLogs", ...dataNested, ...zoneNested };
+const nested = { dns: "zone", kv: "namespace", r2: "bucket", "ai-gateway": "gatewayLogs", ...dataNested, ...zoneNested, ...logsNested };
 
 const main = document.getElementById("main");
 
 /** The page a location hash names, as [page, arguments]. */
 function route(hash) {
-  const [area, id, sub] = hash.replace(/^#\/?/, "").split("/").map(decodeURIComponent);
+  const [area, id, sub, more] = hash.replace(/^#\/?/, "").split("/").map(decodeURIComponent);
   // The hash is the visitor's: it is looked up only as the objects' own names, never as an inherited property.
-  if (id && Object.hasOwn(nested, area)) return [nested[area], [id, sub]];
+  if (id && Object.hasOwn(nested, area)) return [nested[area], [id, sub, more]];
   return [Object.hasOwn(pages, area) ? area : "overview", []];
 }
 
@@ -27,7 +28,8 @@ let renders = 0;
 async function render() {
   const mine = ++renders;
   const [name, args] = route(location.hash);
-  for (const a of document.querySelectorAll("#nav a")) a.classList.toggle("active", a.getAttribute("href") === `#/${location.hash.split("/")[1] ?? ""}`);
+  const section = location.hash.split("/")[1] === "worker-logs" ? "workers" : location.hash.split("/")[1];
+  for (const a of document.querySelectorAll("#nav a")) a.classList.toggle("active", a.getAttribute("href") === `#/${section ?? ""}`);
   let content;
   try {
     content = (await pages[name](...args)).filter(Boolean);

@@ -292,6 +292,7 @@ export const pages = {
       },
       columns: [
         { label: "Script", value: (s) => s.id },
+        { label: "Logs", value: (s) => link("Logs", `#/worker-logs/${enc(s.id)}`) },
         { label: "URL", value: (s) => `${location.protocol}//${s.id}.${domain}${port}/` },
         { label: "Bindings", value: (s) => s.bindings.map(describeBinding).join(", ") || "none" },
         { label: "Modified", value: (s) => when(s.modified_on) },

@@ -200,12 +200,20 @@ test("script settings and the subdomain toggle refuse what this platform does no
   const off = await patch({ logpush: false, tail_consumers: [], observability: { enabled: false, logs: { enabled: false, head_sampling_rate: 1 } } });
   assert.equal(off.status, 200, JSON.stringify(off.body));
   // The answer carries the script's tags too (wrangler 4 sets them through this path: inherit.test.ts).
-  assert.deepEqual(off.body.result, { logpush: false, tail_consumers: [], observability: { enabled: false }, tags: [] });
+  assert.deepEqual(off.body.result, {
+    logpush: false,
+    tail_consumers: [],
+    observability: { enabled: false, logs: { enabled: false, head_sampling_rate: 1 } },
+    tags: [],
+  });
   const refused: [unknown, string][] = [
     [{ logpush: true }, "/logpush"],
     [{ tail_consumers: [{ service: "tail" }] }, "/tail_consumers"],
-    [{ observability: { enabled: true } }, "/observability/enabled"],
-    [{ observability: { enabled: false, logs: { enabled: true } } }, "/observability/logs/enabled"],
+    // Workers Logs exist (logs/logs.e2e.test.ts); traces, log destinations and fields it does not know do not.
+    [{ observability: { enabled: true, traces: { enabled: true } } }, "/observability/traces/enabled"],
+    [{ observability: { enabled: true, logs: { destinations: ["sink"] } } }, "/observability/logs/destinations"],
+    [{ observability: { enabled: true, head_sampling_rate: 2 } }, "/observability/head_sampling_rate"],
+    [{ observability: { enabled: "yes" } }, "/observability/enabled"],
     [{ placement: { mode: "smart" } }, "/placement"],
   ];
   for (const [body, pointer] of refused) {
@@ -227,8 +235,8 @@ test("script settings and the subdomain toggle refuse what this platform does no
   const refusedUploads: [Record<string, unknown>, string][] = [
     [{ logpush: true }, "/logpush"],
     [{ tail_consumers: [{ service: "tail" }] }, "/tail_consumers"],
-    [{ observability: { enabled: true } }, "/observability/enabled"],
-    [{ observability: { enabled: false, logs: { enabled: true } } }, "/observability/logs/enabled"],
+    [{ observability: { enabled: true, traces: { enabled: true } } }, "/observability/traces/enabled"],
+    [{ observability: { enabled: true, nonsense: 1 } }, "/observability/nonsense"],
     [{ placement: { mode: "smart" } }, "/placement/mode"],
     [{ limits: { cpu_ms: 50 } }, "/limits"],
   ];

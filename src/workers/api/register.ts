@@ -10,6 +10,7 @@ import type { WorkerRouting } from "../routing/routing.js";
 import type { WorkersRuntime } from "../runtime/runtime.js";
 import type { WorkersStores } from "../stores.js";
 import type { TailHub } from "../tail/hub.js";
+import type { WorkersLogs } from "../logs/logs.js";
 import type { CronClock } from "../triggers/clock.js";
 
 /** The parts of the workers area its v4 API reaches (service.ts wires them). */
@@ -23,6 +24,7 @@ export interface WorkersApiParts {
   durableObjects: DurableObjects;
   assets: WorkerAssets;
   tails: TailHub;
+  logs: WorkersLogs;
   routing: WorkerRouting;
   /** Undefined unless the platform orders certificates (--edge-tls-port; the edge's certificates). */
   certificates: CustomDomainCertificates | undefined;
@@ -40,6 +42,7 @@ export async function registerWorkersApi(app: FastifyInstance, p: WorkersApiPart
     { registerTailRoutes },
     { registerAssetsRoutes },
     { registerRoutesApi },
+    { registerLogsRoutes },
   ] = await Promise.all([
     import("../../core/http/multipart.js"),
     import("./routes.js"),
@@ -48,6 +51,7 @@ export async function registerWorkersApi(app: FastifyInstance, p: WorkersApiPart
     import("../tail/api.js"),
     import("../assets/api.js"),
     import("../routing/api.js"),
+    import("../logs/api.js"),
   ]);
   const { certificates, routing } = p;
   const store = p.stores.scripts;
@@ -66,6 +70,7 @@ export async function registerWorkersApi(app: FastifyInstance, p: WorkersApiPart
     },
   });
   registerDurableObjectRoutes(app, p.durableObjects);
+  registerLogsRoutes(app, { store: p.stores.logs, retentionMs: p.config.logs.retentionMs });
   registerAssetsRoutes(app, p.assets);
   registerTailRoutes(app, { store, hub: p.tails, distributedNode: p.ctx.postgres ? p.ctx.nodeId : undefined });
   await registerMultipart(app, uploadMultipartLimits);
@@ -78,6 +83,10 @@ export async function registerWorkersApi(app: FastifyInstance, p: WorkersApiPart
     handlersOf: (name, versionId) => p.runtime.handlersOf(name, versionId),
     triggersChanged: () => p.clock.reload(),
     migrationTag: (accountId, name) => p.durableObjects.migrationTag(accountId, name),
+    observability: {
+      get: (accountId, name) => p.logs.settingOf(accountId, name),
+      set: (accountId, name, setting) => p.logs.configure(accountId, name, setting),
+    },
     workersDev: {
       enabled: (name) => routing.table.atWorkersDomain(name),
       set: async (accountId, name, enabled) => {

@@ -17,6 +17,7 @@ import {
 } from "../store.js";
 import { registerContentRoutes } from "./content.js";
 import { registerScheduleRoutes } from "./schedules.js";
+import type { ObservabilitySetting } from "../logs/settings.js";
 import { checkScriptSettings, checkSubdomainChange, SCRIPT_SETTINGS, subdomainState } from "./settings.js";
 import { multipartLabelledAsJavascript } from "./sdk-content-type.js";
 import { MODULE_CONTENT_TYPES, readUpload, secretText, type ParsedUpload } from "./upload.js";
@@ -37,6 +38,11 @@ export interface WorkersRouteDeps {
   workersDev: { enabled(name: string): boolean; set(accountId: string, name: string, enabled: boolean): Promise<void> };
   /** The last Durable Object migration applied to a script (wrangler reads it to send only the later ones). */
   migrationTag(accountId: string, name: string): Promise<string | undefined>;
+  /** A Worker's `observability` setting (Workers Logs, logs/logs.ts). */
+  observability: {
+    get(accountId: string, name: string): Promise<ObservabilitySetting>;
+    set(accountId: string, name: string, setting: ObservabilitySetting): Promise<void>;
+  };
 }
 
 type Params = { account_id: string; name: string; secret: string; version_id: string };
@@ -154,6 +160,7 @@ export function registerWorkersRoutes(app: FastifyInstance, deps: WorkersRouteDe
     const p = req.params as Params;
     const up = await readUpload(req);
     const s = await deployer.upload(p.account_id, p.name, up, uploadMeta(req, up));
+    if (up.observability !== undefined) await deps.observability.set(p.account_id, p.name, up.observability);
     return ok({ ...summary(s), deployment_id: s.versionId, startup_time_ms: 0, url: deps.urlOf(s.name) }, undefined, dateMessages(s));
   });
 
@@ -201,6 +208,8 @@ export function registerWorkersRoutes(app: FastifyInstance, deps: WorkersRouteDe
     const up = await readUpload(req);
     const existed = (await store.get(p.account_id, p.name)) !== undefined;
     const { version, deployed } = await deployer.uploadVersion(p.account_id, p.name, up, uploadMeta(req, up));
+    // The setting is the Worker's, not a version's: a version upload that carries one sets it, as a deploy does.
+    if (up.observability !== undefined) await deps.observability.set(p.account_id, p.name, up.observability);
     const live = (await store.get(p.account_id, p.name))!;
     const why = existed ? "this Worker has static assets, and keeps one version here" : "it is the Worker's first version";
     const messages = [...dateMessages(live), ...(deployed ? [WorkersMessages.deployedAtOnce(why)] : [])];
@@ -244,12 +253,17 @@ export function registerWorkersRoutes(app: FastifyInstance, deps: WorkersRouteDe
   });
   // Tags are kept (wrangler 4 groups a Worker's environments by `cf:service=` and `cf:environment=` tags); the other
   // settings are features this platform does not have, accepted off only (settings.ts).
-  const scriptSettingsOf = async (s: ScriptRecord) => ({ ...SCRIPT_SETTINGS, tags: await store.tags(s.accountId, s.name) });
+  const scriptSettingsOf = async (s: ScriptRecord) => ({
+    ...SCRIPT_SETTINGS,
+    observability: await deps.observability.get(s.accountId, s.name),
+    tags: await store.tags(s.accountId, s.name),
+  });
   app.get(`${base}/scripts/:name/script-settings`, read, async (req) => ok(await scriptSettingsOf(await scriptOf(req))));
   app.patch(`${base}/scripts/:name/script-settings`, edit, async (req) => {
     const s = await scriptOf(req);
-    const { tags } = checkScriptSettings(req.body ?? {});
+    const { tags, observability } = checkScriptSettings(req.body ?? {});
     if (tags !== undefined) await store.setTags(s.accountId, s.name, tags);
+    if (observability !== undefined) await deps.observability.set(s.accountId, s.name, observability);
     return ok(await scriptSettingsOf(s));
   });
 

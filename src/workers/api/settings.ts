@@ -2,14 +2,14 @@ import { z } from "zod";
 import { CoreErrors } from "../../core/errors.js";
 import { parseWith } from "../../core/http/validate.js";
 import { WorkersCodes, WorkersErrors, WorkersMessages } from "../errors.js";
+import { parseObservability, type ObservabilitySetting } from "../logs/settings.js";
 
 /**
  * The per-script settings of the hosted API that this platform does not have. None can be turned on, so each is
  * reported as off, and a request to turn one on is refused naming the field, never accepted and ignored.
+ * (`observability` is a setting it has: Workers Logs, logs/settings.ts.)
  */
-export const SCRIPT_SETTINGS = { logpush: false, tail_consumers: [], observability: { enabled: false } } as const;
-
-const NO_LOGS = "this platform has no Workers Logs (a script's console output goes to the platform's log); only false is accepted";
+export const SCRIPT_SETTINGS = { logpush: false, tail_consumers: [] } as const;
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
 
@@ -25,10 +25,15 @@ const tagsSchema = z
  * Checks a `PATCH …/script-settings` body (what `wrangler deploy` sends: `observability: {enabled: false}`, and wrangler
  * 4 its service and environment `tags`) and returns the tags to store, when it names them.
  */
-export function checkScriptSettings(body: unknown): { tags?: string[] } {
+export function checkScriptSettings(body: unknown): { tags?: string[]; observability?: ObservabilitySetting } {
   if (!isObject(body)) throw CoreErrors.invalidInput("script settings must be a JSON object", { code: WorkersCodes.validation });
   let tags: string[] | undefined;
+  let observability: ObservabilitySetting | undefined;
   for (const [field, value] of Object.entries(body)) {
+    if (field === "observability") {
+      observability = parseObservability(value);
+      continue;
+    }
     if (field === "tags") {
       // null leaves the tags as they are, as an absent field does.
       if (value !== null) tags = parseWith(z.object({ tags: tagsSchema }), { tags: value }, WorkersCodes.validation).tags;
@@ -37,20 +42,26 @@ export function checkScriptSettings(body: unknown): { tags?: string[] } {
     if (!checkSettingOff(field, value)) {
       throw WorkersErrors.settingUnavailable(
         field,
-        "not a script setting of this platform (it has tags, and logpush, tail_consumers and observability, all off)",
+        "not a script setting of this platform (it has tags and observability, and logpush and tail_consumers, both off)",
       );
     }
   }
-  return tags === undefined ? {} : { tags };
+  return { ...(tags !== undefined && { tags }), ...(observability !== undefined && { observability }) };
 }
 
 /**
  * Checks the settings an upload's metadata may carry (wrangler puts `logpush`, `tail_consumers`, `observability`,
  * `placement` and `limits` there when the config has them): each is accepted off and refused on, like the
- * script-settings PATCH, so a Worker uploaded with Workers Logs or Smart Placement on is not deployed as if it had them.
+ * script-settings PATCH, so a Worker uploaded with Smart Placement on is not deployed as if it had it. `observability`
+ * is read (Workers Logs): its setting, when the metadata has one.
  */
-export function checkUploadSettings(meta: Record<string, unknown>): void {
+export function checkUploadSettings(meta: Record<string, unknown>): { observability?: ObservabilitySetting } {
+  let observability: ObservabilitySetting | undefined;
   for (const [field, value] of Object.entries(meta)) {
+    if (field === "observability" && value !== undefined) {
+      observability = parseObservability(value);
+      continue;
+    }
     if (value === undefined || checkSettingOff(field, value)) continue;
     if (field === "placement" && value !== null && !(isObject(value) && (value.mode === undefined || value.mode === "off"))) {
       throw WorkersErrors.settingUnavailable(
@@ -62,6 +73,7 @@ export function checkUploadSettings(meta: Record<string, unknown>): void {
       throw WorkersErrors.settingUnavailable("limits", "this platform does not enforce per-Worker CPU limits; leave limits out");
     }
   }
+  return observability === undefined ? {} : { observability };
 }
 
 /** Checks one of the settings this platform has only off; false when `field` is not one of them. */
@@ -75,21 +87,8 @@ function checkSettingOff(field: string, value: unknown): boolean {
         throw WorkersErrors.settingUnavailable("tail_consumers", "this platform has no Tail Workers; only [] is accepted");
       }
       return true;
-    case "observability":
-      checkObservability(value);
-      return true;
     default:
       return false;
-  }
-}
-
-/** Observability off, and nothing in it turned on (`logs.enabled`, `traces.enabled`); sampling rates change nothing then. */
-function checkObservability(value: unknown): void {
-  if (!isObject(value) || value.enabled !== false) throw WorkersErrors.settingUnavailable("observability.enabled", NO_LOGS);
-  for (const [part, inner] of Object.entries(value)) {
-    if (isObject(inner) && inner.enabled !== undefined && inner.enabled !== false) {
-      throw WorkersErrors.settingUnavailable(`observability.${part}.enabled`, NO_LOGS);
-    }
   }
 }
 

@@ -15,6 +15,7 @@ import { firstExperimentalFlag } from "../runtime/experimental-flags.js";
 import type { ModuleKind, ModuleSource } from "../store.js";
 import { BracketedFieldError, metadataFromBracketedFields } from "./form-metadata.js";
 import { checkUploadSettings } from "./settings.js";
+import type { ObservabilitySetting } from "../logs/settings.js";
 
 /** Upload limits: the hosted API's paid-plan script size, and its secret size. */
 const UploadLimits = {
@@ -80,6 +81,8 @@ export interface ParsedUpload {
   /** `workers/message` and `workers/tag` of the metadata's annotations. */
   message?: string;
   tag?: string;
+  /** The metadata's `observability` (Workers Logs), when it has one: set on the Worker once the upload is deployed. */
+  observability?: ObservabilitySetting;
 }
 
 /** workerd module kind for a part's content type; undefined for parts that are not code (source maps). */
@@ -161,7 +164,7 @@ export async function readUpload(req: FastifyRequest): Promise<ParsedUpload> {
   if (metadataText === undefined && bracketed.length === 0) throw WorkersErrors.noMetadata();
   if (metadataText !== undefined && bracketed.length > 0) throw WorkersErrors.metadataInBothForms();
   const meta = parseWith(metadataSchema, metadataOf(metadataText, bracketed), WorkersCodes.validation);
-  checkUploadSettings(meta);
+  const { observability } = checkUploadSettings(meta);
   const experimental = firstExperimentalFlag(meta.compatibility_flags);
   if (experimental) throw WorkersErrors.experimentalFlag(experimental.flag, experimental.index);
   // Assets and no code at all: an assets-only Worker (what wrangler uploads for a config without `main`).
@@ -215,5 +218,6 @@ export async function readUpload(req: FastifyRequest): Promise<ParsedUpload> {
     keepAssets: meta.keep_assets === true,
     message: meta.annotations?.["workers/message"],
     tag: meta.annotations?.["workers/tag"],
+    ...(observability !== undefined && { observability }),
   };
 }

@@ -35,7 +35,6 @@ const REFUSED_EXAMPLES: Record<string, unknown> = {
   unsafe: { bindings: [{ name: "U", type: "x" }] },
   placement: { mode: "smart" },
   limits: { cpu_ms: 100 },
-  observability: { enabled: true },
   logpush: true,
   tail_consumers: [{ service: "tail" }],
   first_party_worker: true,

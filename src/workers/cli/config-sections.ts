@@ -27,12 +27,6 @@ function isEmpty(value: unknown): boolean {
   return false;
 }
 
-const turnedOff = (value: unknown): boolean => {
-  if (isEmpty(value)) return true;
-  const v = value as { enabled?: unknown; logs?: { enabled?: unknown } };
-  return typeof value === "object" && v.enabled !== true && v.logs?.enabled !== true;
-};
-
 export const CONFIG_KEYS: ReadonlyMap<string, Treatment> = new Map<string, Treatment>([
   // What deploy reads.
   ["name", read],
@@ -61,6 +55,7 @@ export const CONFIG_KEYS: ReadonlyMap<string, Treatment> = new Map<string, Treat
   ["routes", read],
   ["route", read],
   ["workers_dev", read],
+  ["observability", read],
   // Nothing to change here.
   ["preview_urls", noEffect],
   ["usage_model", noEffect],
@@ -93,7 +88,6 @@ export const CONFIG_KEYS: ReadonlyMap<string, Treatment> = new Map<string, Treat
   ["unsafe", refused("unsafe bindings and metadata")],
   ["placement", refused("Smart Placement", (v) => isEmpty(v) || (v as { mode?: unknown }).mode === "off")],
   ["limits", refused("CPU time limits")],
-  ["observability", refused("Workers Logs", turnedOff)],
   ["logpush", refused("Logpush")],
   ["tail_consumers", refused("Tail Workers")],
   ["first_party_worker", refused("first-party Workers")],

@@ -30,13 +30,11 @@ compatibility_date = "2024-09-01"
 tail_consumers = [{ service = "t" }]
 [ai]
 binding = "AI"
-[observability]
-enabled = true
 `;
   await inProject({ "wrangler.toml": toml, "index.js": WORKER }, async (dir) => {
     const r = await p.cli(["deploy"], { cwd: dir });
     assert.equal(r.code, 1, r.stdout);
-    for (const section of ["[[tail_consumers]]", "[ai]", "[observability]"]) {
+    for (const section of ["[[tail_consumers]]", "[ai]"]) {
       assert.ok(r.stderr.includes(`- ${section}: `), `${section} named in: ${r.stderr}`);
     }
     assert.match(r.stderr, /not supported by this platform yet, so nothing was deployed/);

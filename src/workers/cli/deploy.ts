@@ -239,6 +239,8 @@ export async function deploy(args: DeployArgs, ctx: CliContext): Promise<void> {
     keep_bindings: ["secret_text"],
     ...(cfg && { migrations: await migrationsToUpload(ctx, cfg, accountId, name) }),
     ...(assets && { assets: { jwt: assetsJwt, config: assets.config } }),
+    // As wrangler: the config's [observability] (Workers Logs), or off, so that a Worker deployed without it has none.
+    observability: (cfg && effectiveKeys(cfg).get("observability")?.value) ?? { enabled: false },
   };
   const form = new FormData();
   form.append("metadata", JSON.stringify(metadata));

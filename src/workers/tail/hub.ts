@@ -45,8 +45,16 @@ export interface TailSession {
  * with the events each script's tail worker posts to the binding server (tail-worker.ts). Sessions live in memory:
  * a platform restart ends them (the client sees its WebSocket close).
  */
+/** Another reader of every invocation a script's tail worker reports (Workers Logs), beside the live sessions. */
+export interface TraceConsumer {
+  /** Whether it wants `script`'s invocations (the script then runs with the tail worker). */
+  wants(script: string): boolean;
+  take(accountId: string, script: string, event: TraceEvent): void;
+}
+
 export class TailHub {
   private readonly sessions = new Map<string, TailSession>();
+  private consumer?: TraceConsumer;
   private readonly byScript = new Map<string, Set<TailSession>>();
 
   constructor(
@@ -57,6 +65,16 @@ export class TailHub {
      */
     private tailingChanged: (script: string) => Promise<void> = async () => undefined,
   ) {}
+
+  /** Hands every reported invocation to `consumer` too (Workers Logs, made after the hub). */
+  consume(consumer: TraceConsumer): void {
+    this.consumer = consumer;
+  }
+
+  /** Whether `script`'s invocations are wanted: tailed, or kept by the consumer. Its workerd runs the tail worker then. */
+  reported(script: string): boolean {
+    return this.tailed(script) || this.consumer?.wants(script) === true;
+  }
 
   /** Sets what a script gaining its first session or losing its last does (the deployer, made after the hub). */
   onTailingChanged(restart: (script: string) => Promise<void>): void {
@@ -210,8 +228,8 @@ export class TailHub {
    * which only the platform could have written into that worker's config (the script itself cannot reach it).
    */
   readonly bindingHandler = (call: BindingCall, req: IncomingMessage, res: ServerResponse): void => {
-    // Every invocation posts its trace; with no session on the script, the body is drained, never parsed.
-    if (!this.tailed(call.resource)) {
+    // Every invocation posts its trace; with no session on the script and no logs kept, the body is drained, never parsed.
+    if (!this.reported(call.resource)) {
       req.on("error", () => res.destroy());
       req.on("end", () => res.writeHead(204).end());
       return void req.resume();
@@ -235,10 +253,14 @@ export class TailHub {
         return void res.writeHead(400).end();
       }
       res.writeHead(204).end();
-      if (!Array.isArray(events) || !this.tailed(call.resource)) return;
+      if (!Array.isArray(events)) return;
+      const tailed = this.tailed(call.resource);
+      const kept = this.consumer?.wants(call.resource) === true;
       for (const raw of events) {
         const event = traceEventOf(raw, call.resource);
-        if (event) this.publish(call.accountId, call.resource, event);
+        if (!event) continue;
+        if (tailed) this.publish(call.accountId, call.resource, event);
+        if (kept) this.consumer!.take(call.accountId, call.resource, event);
       }
     });
   };

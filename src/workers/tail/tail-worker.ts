@@ -12,7 +12,9 @@ export const TAIL_SERVICE = "edge-tail";
  */
 const SOURCE = `export default {
   async tail(events, env) {
-    await env.SINK.fetch("http://tail/", { method: "POST", body: JSON.stringify(events) });
+    // cpuTime and wallTime are not own properties of a trace item: JSON.stringify would leave them out.
+    const body = events.map((e) => ({ ...JSON.parse(JSON.stringify(e)), cpuTime: e.cpuTime, wallTime: e.wallTime }));
+    await env.SINK.fetch("http://tail/", { method: "POST", body: JSON.stringify(body) });
   },
 };
 `;
