@@ -1,50 +1,12 @@
 import type { GroupedDatasetSpec, Rollups } from "../analytics/service.js";
 import type { QueryCount } from "./server/query-counts.js";
+import { QUESTION_TYPE_NAMES, responseCodeName } from "./wire-names.js";
 
 /** The rollup dataset of DNS queries, per zone. */
 export const DNS_QUERIES = "dns_queries";
 
-/** Record types by number, as hosted names them in `queryType`; any other is `TYPE<n>` (RFC 3597's spelling). */
-const QTYPES: Readonly<Record<number, string>> = {
-  1: "A",
-  2: "NS",
-  5: "CNAME",
-  6: "SOA",
-  12: "PTR",
-  13: "HINFO",
-  15: "MX",
-  16: "TXT",
-  28: "AAAA",
-  29: "LOC",
-  33: "SRV",
-  35: "NAPTR",
-  37: "CERT",
-  39: "DNAME",
-  43: "DS",
-  44: "SSHFP",
-  46: "RRSIG",
-  47: "NSEC",
-  48: "DNSKEY",
-  50: "NSEC3",
-  51: "NSEC3PARAM",
-  52: "TLSA",
-  53: "SMIMEA",
-  59: "CDS",
-  60: "CDNSKEY",
-  61: "OPENPGPKEY",
-  64: "SVCB",
-  65: "HTTPS",
-  99: "SPF",
-  251: "IXFR",
-  252: "AXFR",
-  255: "ANY",
-  256: "URI",
-  257: "CAA",
-};
-const RCODES: Readonly<Record<number, string>> = { 0: "NOERROR", 1: "FORMERR", 2: "SERVFAIL", 3: "NXDOMAIN", 4: "NOTIMP", 5: "REFUSED" };
-
-export const queryTypeName = (n: number) => QTYPES[n] ?? `TYPE${n}`;
-export const responseCodeName = (n: number) => RCODES[n] ?? `RCODE${n}`;
+/** A question type's name as hosted gives it in `queryType`; any other is `TYPE<n>` (RFC 3597's spelling). */
+const queryTypeName = (n: number) => QUESTION_TYPE_NAMES[n] ?? `TYPE${n}`;
 
 /**
  * Records the answers a process counted into the rollups, each under the zone its name is at or under (`zoneOf`,

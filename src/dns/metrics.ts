@@ -2,47 +2,10 @@ import { Counter, type Registry } from "prom-client";
 import { METRIC_PREFIX } from "../core/metrics/registry.js";
 import { AnswerCounts, TYPE_CELLS } from "./server/wire-stats.js";
 import type { AnsweringStats } from "./server/udp/messages.js";
+import { QUESTION_TYPE_NAMES, responseCodeName } from "./wire-names.js";
 
-/** Question types with a label of their own (a bounded set); any other is "other". */
-const QTYPE_NAMES: Record<number, string> = {
-  1: "A",
-  2: "NS",
-  5: "CNAME",
-  6: "SOA",
-  12: "PTR",
-  13: "HINFO",
-  15: "MX",
-  16: "TXT",
-  28: "AAAA",
-  29: "LOC",
-  33: "SRV",
-  35: "NAPTR",
-  37: "CERT",
-  39: "DNAME",
-  43: "DS",
-  44: "SSHFP",
-  46: "RRSIG",
-  47: "NSEC",
-  48: "DNSKEY",
-  50: "NSEC3",
-  51: "NSEC3PARAM",
-  52: "TLSA",
-  53: "SMIMEA",
-  59: "CDS",
-  60: "CDNSKEY",
-  61: "OPENPGPKEY",
-  64: "SVCB",
-  65: "HTTPS",
-  99: "SPF",
-  251: "IXFR",
-  252: "AXFR",
-  255: "ANY",
-  256: "URI",
-  257: "CAA",
-};
-const RCODE_NAMES = ["NOERROR", "FORMERR", "SERVFAIL", "NXDOMAIN", "NOTIMP", "REFUSED", "YXDOMAIN", "YXRRSET", "NXRRSET", "NOTAUTH", "NOTZONE"];
-const qtypeName = (cell: number) => (cell < TYPE_CELLS - 1 ? QTYPE_NAMES[cell] : undefined) ?? "other";
-const rcodeName = (rcode: number) => RCODE_NAMES[rcode] ?? `RCODE${rcode}`;
+/** A question type's label: its name, or "other" for a type without one (labels stay a bounded set). */
+const qtypeName = (cell: number) => (cell < TYPE_CELLS - 1 ? QUESTION_TYPE_NAMES[cell] : undefined) ?? "other";
 
 export type DnsTransport = "udp" | "tcp";
 
@@ -69,7 +32,7 @@ export class DnsMetrics {
         for (const [transport, c] of Object.entries(counts)) {
           const cells = c.cells;
           for (let i = 0; i < cells.length; i++)
-            if (cells[i] !== 0) this.inc({ transport, qtype: qtypeName(Math.floor(i / 16)), rcode: rcodeName(i % 16) }, cells[i]);
+            if (cells[i] !== 0) this.inc({ transport, qtype: qtypeName(Math.floor(i / 16)), rcode: responseCodeName(i % 16) }, cells[i]);
         }
       },
     });
