@@ -591,6 +591,36 @@ export const ENDPOINTS: readonly Endpoint[] = [
     () => ({ logpush: false }),
   ),
   read("workers", (f) => `${script(f)}/script-settings`),
+  // Workers Logs: the hosted query API's three calls, each with a body it takes.
+  send(
+    "workers",
+    "POST",
+    (f) => `${acct(f)}/workers/observability/telemetry/query`,
+    () => ({
+      queryId: "surface",
+      timeframe: { from: 0, to: 3_600_000 },
+      view: "events",
+      limit: 10,
+    }),
+  ),
+  send(
+    "workers",
+    "POST",
+    (f) => `${acct(f)}/workers/observability/telemetry/keys`,
+    () => ({ datasets: [], filters: [] }),
+  ),
+  send(
+    "workers",
+    "POST",
+    (f) => `${acct(f)}/workers/observability/telemetry/values`,
+    () => ({
+      datasets: [],
+      key: "$metadata.service",
+      timeframe: { from: 0, to: 3_600_000 },
+      type: "string",
+      filters: [],
+    }),
+  ),
   read("workers", (f) => `${script(f)}/references`),
   read("workers", (f) => `${acct(f)}/workers/tails/by-consumer/${f.script ?? "none"}`),
   read("workers", (f) => `${script(f)}/subdomain`),
