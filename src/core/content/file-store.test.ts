@@ -74,3 +74,18 @@ test("a shard directory removed by hand after its first use is made again by the
     rmSync(root, { recursive: true, force: true });
   }
 });
+
+test("a source that fails before its file is even opened leaves no temporary file (the removal waits for the close)", async () => {
+  const root = mkdtempSync(join(tmpdir(), "edge-content-early-"));
+  try {
+    const store = new FileContentStore(root);
+    for (let i = 0; i < 50; i++) {
+      const failing = new Readable({ read: () => undefined });
+      process.nextTick(() => failing.destroy(new Error("client went away")));
+      await assert.rejects(store.put(failing), /client went away/);
+    }
+    assert.deepEqual(readdirSync(join(root, "tmp")), []);
+  } finally {
+    rmSync(root, { recursive: true, force: true });
+  }
+});

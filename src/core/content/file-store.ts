@@ -1,6 +1,7 @@
-import { createReadStream, createWriteStream, mkdirSync, readdirSync, statSync, unlinkSync } from "node:fs";
+import { createReadStream, createWriteStream, mkdirSync, readdirSync, statSync, unlinkSync, type WriteStream } from "node:fs";
 import { mkdir, open, readFile, rename, rm, stat, unlink } from "node:fs/promises";
 import { join } from "node:path";
+import { once } from "node:events";
 import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 
@@ -28,6 +29,7 @@ export class FileContentStore implements ContentStore {
     const meter = new ContentMeter(source, opts);
     const id = newContentId();
     const tmp = join(this.root, "tmp", `${id}.${process.pid}`);
+    let sink: WriteStream | undefined;
     try {
       if (Buffer.isBuffer(source)) {
         meter.count(source);
@@ -40,10 +42,14 @@ export class FileContentStore implements ContentStore {
         }
       } else {
         // flush: the file is fsynced before it is closed, so the rename below publishes durable bytes.
-        await pipeline(source, meter.transform(), createWriteStream(tmp, { mode: 0o600, flush: true }));
+        sink = createWriteStream(tmp, { mode: 0o600, flush: true });
+        await pipeline(source, meter.transform(), sink);
       }
       await this.publish(tmp, id);
     } catch (err) {
+      // A source that fails at once can fail before the file is even opened: the stream opens (creating the file)
+      // and closes after pipeline rejects, so the file is removed once it is closed, not before it exists.
+      if (sink && !sink.closed) await once(sink, "close").catch(() => undefined);
       await rm(tmp, { force: true });
       throw err;
     }
