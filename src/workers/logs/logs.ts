@@ -134,18 +134,23 @@ export class WorkersLogs {
     await this.bus.publish(LOGS_AREA, `${accountId}/${script}`);
   }
 
-  /** Whether `script`'s invocations are reported to us (it runs with the tail worker for them). */
-  wants(script: string): boolean {
-    const k = this.known.get(script);
-    return k !== undefined && k.policy.rate > 0;
+  /**
+   * The share of `script`'s invocations kept (its head_sampling_rate; 0: none). Its workerd runs the tail worker
+   * for them, which samples before it reports (tail-worker.ts): an invocation not kept costs no post and no work here.
+   */
+  rate(script: string): number {
+    return this.known.get(script)?.policy.rate ?? 0;
   }
 
-  /** One invocation of `script` of `accountId`, as the tail worker reported it: kept if sampled. */
-  take(accountId: string, script: string, event: TraceEvent): void {
+  /**
+   * One invocation of `script` of `accountId`, as the tail worker reported it, having kept `reportedRate` of the
+   * invocations (1 while the script is tailed): kept with the probability that makes the share kept the policy's.
+   */
+  take(accountId: string, script: string, event: TraceEvent, reportedRate = 1): void {
     const k = this.known.get(script);
     // Only the account that set the setting: a name freed and taken by another account is another Worker.
     if (!k || k.accountId !== accountId) return;
-    if (k.policy.rate < 1 && this.random() >= k.policy.rate) return;
+    if (k.policy.rate < reportedRate && this.random() * reportedRate >= k.policy.rate) return;
     const events = eventsOf(accountId, script, event, k.policy);
     if (this.pending.length + events.length > MAX_PENDING) {
       this.dropped += events.length;
