@@ -184,9 +184,31 @@ export class WorkersLogs {
   }
 }
 
+/**
+ * A new invocation's request id: 24 hex digits, a random prefix of this process and a counter (unique without a
+ * call into the random source per invocation, which cost more than the rest of building its rows).
+ */
+const REQUEST_ID_PREFIX = randomBytes(6).toString("hex");
+let requestCounter = 0;
+const nextRequestId = () => REQUEST_ID_PREFIX + (requestCounter++ % 2 ** 48).toString(16).padStart(12, "0");
+
+/** The path of a request's URL (without its query), read without a URL parser: workerd gives absolute http(s) URLs. */
+function pathOf(url: string): string {
+  const scheme = url.indexOf("://");
+  if (scheme < 0) return url;
+  const slash = url.indexOf("/", scheme + 3);
+  if (slash < 0) return "/";
+  let end = url.length;
+  for (const c of ["?", "#"]) {
+    const at = url.indexOf(c, slash);
+    if (at >= 0 && at < end) end = at;
+  }
+  return url.slice(slash, end);
+}
+
 /** The rows of one invocation: its own event (unless invocation_logs is off), its console lines, its exceptions. */
 export function eventsOf(accountId: string, script: string, e: TraceEvent, policy: LogsPolicy): NewLogEvent[] {
-  const requestId = randomBytes(12).toString("hex");
+  const requestId = nextRequestId();
   const ev = (e.event ?? {}) as {
     request?: { method?: string; url?: string };
     response?: { status?: number };
@@ -199,12 +221,7 @@ export function eventsOf(accountId: string, script: string, e: TraceEvent, polic
   const method = typeof request?.method === "string" ? request.method : undefined;
   const status = typeof ev.response?.status === "number" ? ev.response.status : undefined;
   const origin = request ? "fetch" : ev.cron !== undefined ? "scheduled" : ev.queue !== undefined ? "queue" : "unknown";
-  let path = url;
-  try {
-    if (url) path = new URL(url).pathname;
-  } catch {
-    // kept whole
-  }
+  const path = url === undefined ? undefined : pathOf(url);
   const trigger = request ? `${method ?? "GET"} ${path ?? ""}` : origin === "scheduled" ? String(ev.cron) : origin;
   const wall = typeof e.wallTime === "number" ? e.wallTime : undefined;
   const cpu = typeof e.cpuTime === "number" ? e.cpuTime : undefined;
