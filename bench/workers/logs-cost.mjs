@@ -81,7 +81,14 @@ async function upload(p, port, name, observability) {
 
 async function wrk(port, name, pid) {
   const before = cpuOf(pid);
-  const { stdout } = await promisify(execFile)("wrk", [`-t1`, `-c${clients}`, `-d${seconds}s`, `http://127.0.0.1:${port}/`, "-H", `Host: ${name}.workers.localhost`]);
+  const { stdout } = await promisify(execFile)("wrk", [
+    `-t1`,
+    `-c${clients}`,
+    `-d${seconds}s`,
+    `http://127.0.0.1:${port}/`,
+    "-H",
+    `Host: ${name}.workers.localhost`,
+  ]);
   const after = cpuOf(pid);
   const requests = Number(/(\d+) requests in/.exec(stdout)?.[1] ?? 0);
   const non2xx = Number(/Non-2xx or 3xx responses: (\d+)/.exec(stdout)?.[1] ?? 0);
@@ -120,8 +127,11 @@ try {
   const p = await startPlatform({ port, stateDir: join(dir, "state"), children });
   for (const [name, o] of Object.entries(WORKERS)) await upload(p, port, name, o);
   // Warm every Worker (workerd started, code compiled) before the first round.
-  for (const name of Object.keys(WORKERS)) for (let i = 0; i < 20; i++) await fetch(`http://127.0.0.1:${port}/`, { headers: { host: `${name}.workers.localhost` } }).then((r) => r.text());
-  console.log(`${new Date().toISOString()} load ${load()}; ${rounds} rounds of ${seconds} s, wrk -c${clients}; on-sampled at rate ${sampled}; ${process.env.BENCH_CLI ?? "this build"}`);
+  for (const name of Object.keys(WORKERS))
+    for (let i = 0; i < 20; i++) await fetch(`http://127.0.0.1:${port}/`, { headers: { host: `${name}.workers.localhost` } }).then((r) => r.text());
+  console.log(
+    `${new Date().toISOString()} load ${load()}; ${rounds} rounds of ${seconds} s, wrk -c${clients}; on-sampled at rate ${sampled}; ${process.env.BENCH_CLI ?? "this build"}`,
+  );
   const names = Object.keys(WORKERS);
   const results = Object.fromEntries(names.map((n) => [n, []]));
   for (let r = 0; r < rounds; r++) {

@@ -8,7 +8,13 @@ import type { AccountCap, KeyInfo, LogEvent, LogsStore, NewLogEvent } from "./st
 /** Rows inserted by one statement: one statement of many rows costs much less per row than as many of one. */
 const INSERT_ROWS = 32;
 const insertSql = (rows: number) =>
-  `INSERT INTO events (${INSERT_COLUMNS}) VALUES ${Array.from({ length: rows }, () => `(${INSERT_COLUMNS.split(",").map(() => "?").join(", ")})`).join(", ")}`;
+  `INSERT INTO events (${INSERT_COLUMNS}) VALUES ${Array.from(
+    { length: rows },
+    () =>
+      `(${INSERT_COLUMNS.split(",")
+        .map(() => "?")
+        .join(", ")})`,
+  ).join(", ")}`;
 
 /** Rows removed by one statement of a prune, so that a large one does not hold the event loop. */
 const PRUNE_BATCH = 5_000;
@@ -63,7 +69,7 @@ export class SqliteLogsStore implements LogsStore {
       const added = new Map<string, { rows: number; bytes: number }>();
       // Whole statements of INSERT_ROWS rows, then one statement a row for the rest (rows keep their order: seq).
       const whole = events.length - (events.length % INSERT_ROWS);
-      for (let i = 0; i < events.length; ) {
+      for (let i = 0; i < events.length;) {
         const n = i < whole ? INSERT_ROWS : 1;
         const values: unknown[] = [];
         for (const e of events.slice(i, i + n)) {
