@@ -150,7 +150,7 @@ try {
     const byRound = results[n].map((m, i) => m.rps / off[i].rps);
     const plat = median(results[n].map((m) => m.platform));
     const wd = median(results[n].map((m) => m.workerd));
-    const cpuOff = median(off.map((m) => m.platform + m.workerd));
+    const cpuOff = median(off.map((m) => m.platform)) + median(off.map((m) => m.workerd));
     console.log(
       `${n.padEnd(10)} ${Math.round(rps)} req/s  ${(rps / median(off.map((m) => m.rps))).toFixed(3)} of off (${Math.min(...byRound).toFixed(2)}–${Math.max(...byRound).toFixed(2)})  ` +
         `CPU ${plat.toFixed(0)} + ${wd.toFixed(0)} = ${(plat + wd).toFixed(0)} µs (${((plat + wd) / cpuOff).toFixed(3)} of off)  events kept ${n === "off" ? "-" : await kept(p, port, n)}`,
