@@ -87,7 +87,7 @@ export function createWorkersService(ctx: ServiceContext, deps: WorkersDeps): Wo
     config.workerdPath,
     undefined,
     // Tailed, or its logs kept (Workers Logs): either way its workerd runs the tail worker.
-    (name) => tails.reported(name),
+    (name) => tails.reportedRate(name),
   );
   const durableObjects = new DurableObjects(stores.durableObjects, join(ctx.config.stateDir, "durable-objects"), log);
   const assets = new WorkerAssets(stores.assets, (name) => runtime.liveVersion(name), log);

@@ -189,6 +189,30 @@ test("two accounts: each reads its own Workers' logs only", HANG_GUARD, async ()
   assert.equal((await events([], { account: other, headers: theirs, offset: cursor })).events.events.length, 0);
 });
 
+test(
+  "head_sampling_rate 0.5: about half of the invocations are kept, each whole (its event and its lines), drawn once by the tail worker",
+  HANG_GUARD,
+  async () => {
+    assert.equal((await uploadScript(p, "logs-half", WORKER, { observability: { enabled: true, head_sampling_rate: 0.5 } })).status, 200);
+    const N = 100;
+    for (let i = 0; i < N; i++) assert.equal((await hit(p, "logs-half", `/h${i}`)).status, 200);
+    // A marker Worker at rate 1 invoked last: once its event is kept, the sampled Worker's batches have arrived too.
+    assert.equal((await uploadScript(p, "logs-half-marker", WORKER, { observability: { enabled: true } })).status, 200);
+    await hit(p, "logs-half-marker", "/done");
+    await eventually(async () => (await events([service("logs-half-marker")])).events.count > 0, "the marker's events", 60_000);
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    const kept = (await events([service("logs-half")], { limit: 1000 })).events;
+    const invocations = kept.events.filter((e) => e.$metadata.type === "cf-worker-event");
+    // 50 expected; 30–70 is over four standard deviations either way. Sampled twice (by the tail worker, then again by
+    // the platform) it would be about 25.
+    assert.ok(invocations.length >= 30 && invocations.length <= 70, `${invocations.length} of ${N} invocations kept at rate 0.5`);
+    // Every kept invocation has its two console lines, and no line is kept without its invocation.
+    assert.equal(kept.count, invocations.length * 3);
+    const ids = new Set(invocations.map((e) => e.$metadata.requestId));
+    assert.ok(kept.events.every((e) => ids.has(e.$metadata.requestId)));
+  },
+);
+
 test("bad queries are refused with a 400 in the envelope naming what is wrong", HANG_GUARD, async () => {
   const now = Date.now();
   const cases: [unknown, RegExp][] = [

@@ -134,18 +134,23 @@ export class WorkersLogs {
     await this.bus.publish(LOGS_AREA, `${accountId}/${script}`);
   }
 
-  /** Whether `script`'s invocations are reported to us (it runs with the tail worker for them). */
-  wants(script: string): boolean {
-    const k = this.known.get(script);
-    return k !== undefined && k.policy.rate > 0;
+  /**
+   * The share of `script`'s invocations kept (its head_sampling_rate; 0: none). Its workerd runs the tail worker
+   * for them, which samples before it reports (tail-worker.ts): an invocation not kept costs no post and no work here.
+   */
+  rate(script: string): number {
+    return this.known.get(script)?.policy.rate ?? 0;
   }
 
-  /** One invocation of `script` of `accountId`, as the tail worker reported it: kept if sampled. */
-  take(accountId: string, script: string, event: TraceEvent): void {
+  /**
+   * One invocation of `script` of `accountId`, as the tail worker reported it, having kept `reportedRate` of the
+   * invocations (1 while the script is tailed): kept with the probability that makes the share kept the policy's.
+   */
+  take(accountId: string, script: string, event: TraceEvent, reportedRate = 1): void {
     const k = this.known.get(script);
     // Only the account that set the setting: a name freed and taken by another account is another Worker.
     if (!k || k.accountId !== accountId) return;
-    if (k.policy.rate < 1 && this.random() >= k.policy.rate) return;
+    if (k.policy.rate < reportedRate && this.random() * reportedRate >= k.policy.rate) return;
     const events = eventsOf(accountId, script, event, k.policy);
     if (this.pending.length + events.length > MAX_PENDING) {
       this.dropped += events.length;
@@ -179,9 +184,31 @@ export class WorkersLogs {
   }
 }
 
+/**
+ * A new invocation's request id: 24 hex digits, a random prefix of this process and a counter (unique without a
+ * call into the random source per invocation, which cost more than the rest of building its rows).
+ */
+const REQUEST_ID_PREFIX = randomBytes(6).toString("hex");
+let requestCounter = 0;
+const nextRequestId = () => REQUEST_ID_PREFIX + (requestCounter++ % 2 ** 48).toString(16).padStart(12, "0");
+
+/** The path of a request's URL (without its query), read without a URL parser: workerd gives absolute http(s) URLs. */
+function pathOf(url: string): string {
+  const scheme = url.indexOf("://");
+  if (scheme < 0) return url;
+  const slash = url.indexOf("/", scheme + 3);
+  if (slash < 0) return "/";
+  let end = url.length;
+  for (const c of ["?", "#"]) {
+    const at = url.indexOf(c, slash);
+    if (at >= 0 && at < end) end = at;
+  }
+  return url.slice(slash, end);
+}
+
 /** The rows of one invocation: its own event (unless invocation_logs is off), its console lines, its exceptions. */
 export function eventsOf(accountId: string, script: string, e: TraceEvent, policy: LogsPolicy): NewLogEvent[] {
-  const requestId = randomBytes(12).toString("hex");
+  const requestId = nextRequestId();
   const ev = (e.event ?? {}) as {
     request?: { method?: string; url?: string };
     response?: { status?: number };
@@ -194,12 +221,7 @@ export function eventsOf(accountId: string, script: string, e: TraceEvent, polic
   const method = typeof request?.method === "string" ? request.method : undefined;
   const status = typeof ev.response?.status === "number" ? ev.response.status : undefined;
   const origin = request ? "fetch" : ev.cron !== undefined ? "scheduled" : ev.queue !== undefined ? "queue" : "unknown";
-  let path = url;
-  try {
-    if (url) path = new URL(url).pathname;
-  } catch {
-    // kept whole
-  }
+  const path = url === undefined ? undefined : pathOf(url);
   const trigger = request ? `${method ?? "GET"} ${path ?? ""}` : origin === "scheduled" ? String(ev.cron) : origin;
   const wall = typeof e.wallTime === "number" ? e.wallTime : undefined;
   const cpu = typeof e.cpuTime === "number" ? e.cpuTime : undefined;

@@ -36,8 +36,11 @@ export interface WorkerdConfigInput {
   bindingTarget(call: BindingCall): BindingTarget;
   /** Where the script's Durable Objects live in this process (default: on disk). */
   durableObjectStorage?: DurableObjectStorageMode;
-  /** Whether the tail worker is attached (only while someone tails the script: it costs every invocation). */
-  tailed?: boolean;
+  /**
+   * The share of invocations the tail worker reports (tail-worker.ts): 1 while someone tails the script, its Workers
+   * Logs sampling rate otherwise; 0 or absent: no tail worker (it costs every invocation).
+   */
+  tailRate?: number;
 }
 
 /**
@@ -91,7 +94,7 @@ export function workerdConfig(input: WorkerdConfigInput): string {
   const bindings = script.bindings.map((b) => `(name = ${capnpString(b.name)}, ${typeOf(b).workerd(b, { bindingService, scriptName: script.name })})`);
   secrets.forEach((s, i) => bindings.push(`(name = ${capnpString(s.name)}, fromEnvironment = ${capnpString(secretVariable(i))})`));
   // While someone tails the script, every invocation's trace goes to the platform's tail sessions (tail/tail-worker.ts).
-  if (input.tailed) services.push(tailWorkerService(bindingService("tail", script.name)));
+  if (input.tailRate) services.push(tailWorkerService(bindingService("tail", script.name), input.tailRate));
   const objects = input.run.durableObjects && durableObjectsWorkerd(input.run.durableObjects, input.durableObjectStorage ?? "disk");
   if (objects) services.push(...objects.services);
   // A queue consumer's only: the dispatcher's flag is experimental, so its process runs with --experimental.
@@ -129,7 +132,7 @@ const script :Workerd.Worker = (
   ],
   globalOutbound = "outbound",
   cacheApiOutbound = "cache",
-  tails = [${input.tailed ? capnpString(TAIL_SERVICE) : ""}],${objects ? `\n  ${objects.workerFields}` : ""}
+  tails = [${input.tailRate ? capnpString(TAIL_SERVICE) : ""}],${objects ? `\n  ${objects.workerFields}` : ""}
 );
 `;
 }

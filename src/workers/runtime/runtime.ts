@@ -57,8 +57,8 @@ export class WorkersRuntime {
     private readonly workerdPath: string,
     /** The backends that take CONNECT tunnels (service bindings' RPC sessions). */
     tunnels?: ReadonlyMap<BindingBackendName, BindingTunnelHandler>,
-    /** Whether someone tails a script (tail/hub.ts): only then does its workerd run the tail worker. */
-    private readonly tailedNow: (name: string) => boolean = () => false,
+    /** The share of a script's invocations its tail worker reports (tail/hub.ts); 0: its workerd runs none. */
+    private readonly tailRateNow: (name: string) => number = () => 0,
   ) {
     this.bindings = new BindingServer(handlers, log, tunnels);
   }
@@ -100,7 +100,7 @@ export class WorkersRuntime {
       workerd: this.binary,
       leash: this.leash,
       bindingTarget: (call) => this.bindings.target(call),
-      tailed: () => this.tailedNow(name),
+      tailRate: () => this.tailRateNow(name),
     });
   }
 
@@ -179,7 +179,7 @@ export class WorkersRuntime {
     return (
       rt.versionId === run.script.versionId &&
       rt.queueConsumer === (run.queueConsumer === true) &&
-      rt.tailed === this.tailedNow(run.script.name) &&
+      rt.tailRate === this.tailRateNow(run.script.name) &&
       run.durableObjects === undefined
     );
   }
@@ -257,9 +257,9 @@ export class WorkersRuntime {
     return this.binary;
   }
 
-  /** Whether a running script's tail worker is attached while nobody tails it, or missing while someone does. */
+  /** Whether a running script's tail worker is not as wanted now: attached, missing, or sampling at another rate. */
   tailStale(name: string): boolean {
-    const stale = (rt: ScriptRuntime | undefined) => rt?.tailed !== undefined && rt.tailed !== this.tailedNow(name);
+    const stale = (rt: ScriptRuntime | undefined) => rt?.tailRate !== undefined && rt.tailRate !== this.tailRateNow(name);
     return stale(this.runtimes.get(name)) || stale(this.splits.get(name)?.rt);
   }
 

@@ -23,8 +23,11 @@ export interface ScriptRuntimeOptions {
   /** Makes each workerd die with the platform and lets the next start end any that did not. */
   leash: WorkerdLeash;
   bindingTarget(call: BindingCall): BindingTarget;
-  /** Whether someone tails the script now (tail/hub.ts): its workerd then runs the tail worker. */
-  tailed(): boolean;
+  /**
+   * The share of the script's invocations its tail worker reports now (tail/hub.ts): 1 while someone tails it, its
+   * Workers Logs sampling rate otherwise; 0: its workerd runs no tail worker.
+   */
+  tailRate(): number;
 }
 
 /** One version as workerd runs it: its config file, the environment that carries its secrets, and its handlers. */
@@ -35,8 +38,8 @@ interface Version {
   env: Record<string, string>;
   /** What its default export handles (entry-module.ts), known once it has started. */
   handlers: readonly string[];
-  /** Whether it runs the tail worker. */
-  tailed: boolean;
+  /** The share of invocations its tail worker reports (0: it runs none). */
+  tailRate: number;
   /** It runs the queue dispatcher (a queue consumer), with workerd's --experimental. */
   queueConsumer: boolean;
   /**
@@ -56,10 +59,10 @@ function writeVersion(dir: string, run: RunnableScript, opts: ScriptRuntimeOptio
     run.durableObjects?.namespaces.map((n) => n.className),
   );
   writeFileSync(join(dir, "entry.js"), entry.source, { mode: 0o600 });
-  const tailed = opts.tailed();
+  const tailRate = opts.tailRate();
   const config = (durableObjectStorage: DurableObjectStorageMode) =>
     workerdConfig({
-      tailed,
+      tailRate,
       run,
       compatibilityDate: effectiveCompatibilityDate(run.script.compatibilityDate, opts.workerd),
       modulePath: (i) => `modules/${i}`,
@@ -76,7 +79,7 @@ function writeVersion(dir: string, run: RunnableScript, opts: ScriptRuntimeOptio
     file,
     env: secretEnvironment(run.secrets),
     handlers: [],
-    tailed,
+    tailRate,
     queueConsumer: run.queueConsumer === true,
   };
   if (run.durableObjects) {
@@ -128,9 +131,9 @@ export class ScriptRuntime {
     return this.currentVersion?.versionId;
   }
 
-  /** Whether the version that runs has the tail worker attached (undefined before one has started). */
-  get tailed(): boolean | undefined {
-    return this.currentVersion?.tailed;
+  /** The share of invocations the running version's tail worker reports (0: none; undefined before one has started). */
+  get tailRate(): number | undefined {
+    return this.currentVersion?.tailRate;
   }
 
   /** Whether the version that runs is a queue consumer's (with the queue dispatcher). */

@@ -23,6 +23,13 @@ const SEND_BUFFER_BYTES = 8 * 1024 * 1024;
 /** Largest body the tail worker may post (one batch of events). */
 const EVENTS_BODY_BYTES = 4 * 1024 * 1024;
 
+/** The share of invocations a tail worker's post says it sampled (`?rate=`, tail-worker.ts); 1 when absent or odd. */
+function reportedRateOf(url: string | undefined): number {
+  const q = url?.indexOf("?rate=") ?? -1;
+  const rate = q < 0 ? 1 : Number(url!.slice(q + 6));
+  return rate > 0 && rate <= 1 ? rate : 1;
+}
+
 /** How the log names a session: a prefix of its id, as the whole id is the credential that joins it. */
 const logName = (s: { id: string }) => s.id.slice(0, 8);
 
@@ -47,9 +54,10 @@ export interface TailSession {
  */
 /** Another reader of every invocation a script's tail worker reports (Workers Logs), beside the live sessions. */
 export interface TraceConsumer {
-  /** Whether it wants `script`'s invocations (the script then runs with the tail worker). */
-  wants(script: string): boolean;
-  take(accountId: string, script: string, event: TraceEvent): void;
+  /** The share of `script`'s invocations it wants (0: none; the script then runs with the tail worker unless 0). */
+  rate(script: string): number;
+  /** One invocation, reported by a tail worker that sampled at `reportedRate` (the consumer samples the rest). */
+  take(accountId: string, script: string, event: TraceEvent, reportedRate: number): void;
 }
 
 export class TailHub {
@@ -71,9 +79,12 @@ export class TailHub {
     this.consumer = consumer;
   }
 
-  /** Whether `script`'s invocations are wanted: tailed, or kept by the consumer. Its workerd runs the tail worker then. */
-  reported(script: string): boolean {
-    return this.tailed(script) || this.consumer?.wants(script) === true;
+  /**
+   * The share of `script`'s invocations its tail worker reports: all while someone tails it, else the share the
+   * consumer keeps (its sampling rate); 0: its workerd runs no tail worker.
+   */
+  reportedRate(script: string): number {
+    return this.tailed(script) ? 1 : (this.consumer?.rate(script) ?? 0);
   }
 
   /** Sets what a script gaining its first session or losing its last does (the deployer, made after the hub). */
@@ -228,8 +239,8 @@ export class TailHub {
    * which only the platform could have written into that worker's config (the script itself cannot reach it).
    */
   readonly bindingHandler = (call: BindingCall, req: IncomingMessage, res: ServerResponse): void => {
-    // Every invocation posts its trace; with no session on the script and no logs kept, the body is drained, never parsed.
-    if (!this.reported(call.resource)) {
+    // A tail worker of a version that runs on after its script stopped being tailed or kept: drained, never parsed.
+    if (this.reportedRate(call.resource) === 0) {
       req.on("error", () => res.destroy());
       req.on("end", () => res.writeHead(204).end());
       return void req.resume();
@@ -255,12 +266,14 @@ export class TailHub {
       res.writeHead(204).end();
       if (!Array.isArray(events)) return;
       const tailed = this.tailed(call.resource);
-      const kept = this.consumer?.wants(call.resource) === true;
+      const kept = (this.consumer?.rate(call.resource) ?? 0) > 0;
+      const sampledAt = reportedRateOf(req.url);
       for (const raw of events) {
         const event = traceEventOf(raw, call.resource);
         if (!event) continue;
+        // Every invocation while tailed; a sampled share of them only by a version started before the session was.
         if (tailed) this.publish(call.accountId, call.resource, event);
-        if (kept) this.consumer!.take(call.accountId, call.resource, event);
+        if (kept) this.consumer!.take(call.accountId, call.resource, event, sampledAt);
       }
     });
   };
