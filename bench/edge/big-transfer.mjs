@@ -10,6 +10,7 @@ import { execFileSync, spawn } from "node:child_process";
 import { chmodSync, closeSync, ftruncateSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { startPlatform } from "../lib/platform.mjs";
 import { cpuOf } from "../workers/loops.mjs";
 
@@ -66,6 +67,22 @@ http { access_log off; client_body_temp_path ${dir}/body; proxy_temp_path ${dir}
     location / { proxy_pass http://${ORIGIN}:80; proxy_http_version 1.1; proxy_buffering off; proxy_request_buffering off; } }
 }`,
 );
+// A bare Node http server relaying on an undici Pool (the request body handed to undici as the stream it is): the
+// floor of any Node proxy, measured beside the edge so that what is the edge's own and what is Node's can be told apart.
+writeFileSync(
+  join(dir, "bare.cjs"),
+  `const { createServer } = require("node:http");
+const { Pool } = require(${JSON.stringify(fileURLToPath(new URL("../../node_modules/undici/index.js", import.meta.url)))});
+const pool = new Pool("http://${ORIGIN}:80", { connections: 16 });
+createServer((req, res) => {
+  const headers = { host: "origin" };
+  if (req.headers["content-length"]) headers["content-length"] = req.headers["content-length"];
+  pool.request({ path: req.url, method: req.method, headers, body: req.method === "PUT" ? req : null }).then(
+    (a) => { res.writeHead(a.statusCode, a.headers); a.body.pipe(res); },
+    () => res.writeHead(502).end(),
+  );
+}).listen(18192, "127.0.0.1");`,
+);
 // The upload's body: a sparse file (reads as zeros without touching the disk).
 const upload = join(dir, "upload.bin");
 const fd = openSync(upload, "w");
@@ -77,6 +94,7 @@ const rssOf = (pid) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/s
 try {
   start(process.execPath, [join(dir, "origin.cjs")]);
   const nginx = start("nginx", ["-c", join(dir, "nginx.conf")]);
+  const bare = start(process.execPath, [join(dir, "bare.cjs")]);
   // BENCH_PROF_DIR: a CPU profile of the edge; BENCH_EDGE_NODE_ARGS: Node options of the edge only.
   const nodeArgs = [
     ...(process.env.BENCH_PROF_DIR ? ["--cpu-prof", "--cpu-prof-dir", process.env.BENCH_PROF_DIR] : []),
@@ -122,16 +140,19 @@ try {
     "nginx download": () => curlAsync([`http://127.0.0.1:18191/${bytes}`]),
     "edge upload": () => curlAsync([...edgeHost, "-T", upload, "http://127.0.0.1:18194/up"]),
     "nginx upload": () => curlAsync(["-T", upload, "http://127.0.0.1:18191/up"]),
+    "bare download": () => curlAsync([`http://127.0.0.1:18192/${bytes}`]),
+    "bare upload": () => curlAsync(["-T", upload, "http://127.0.0.1:18192/up"]),
   };
   const byRound = [];
   for (let round = 0; round < rounds; round++) {
-    const names = Object.keys(cases).filter((n) => !only || n.endsWith(only));
+    // BENCH_BARE=1 adds the bare undici pass-through to each round.
+    const names = Object.keys(cases).filter((n) => (!only || n.endsWith(only)) && (process.env.BENCH_BARE || !n.startsWith("bare")));
     // Alternating which of the pair goes first, so that a change of load does not favour one.
     if (round % 2 === 1) for (let i = 0; i + 1 < names.length; i += 2) [names[i], names[i + 1]] = [names[i + 1], names[i]];
     const got = {};
     for (const name of names) {
       // CPU seconds the proxy itself spent on the transfer (the edge: every thread of its process; nginx: its worker).
-      const pid = name.startsWith("edge") ? edge.pid : nginxWorker;
+      const pid = name.startsWith("edge") ? edge.pid : name.startsWith("bare") ? bare.pid : nginxWorker;
       const cpu0 = cpuOf(pid);
       got[name] = await cases[name]();
       got[name].cpu = (cpuOf(pid) - cpu0) / 1e6;
@@ -139,9 +160,10 @@ try {
     byRound.push(got);
     const ratio = (kind) => (got[`edge ${kind}`] ? (rate(got[`edge ${kind}`]) / rate(got[`nginx ${kind}`])).toFixed(2) : "-");
     const cpuRatio = (kind) => (got[`edge ${kind}`] ? (got[`edge ${kind}`].cpu / got[`nginx ${kind}`].cpu).toFixed(1) : "-");
+    const bareRatio = (kind) => (got[`bare ${kind}`] ? `, bare ${(rate(got[`bare ${kind}`]) / rate(got[`nginx ${kind}`])).toFixed(2)}` : "");
     if (rounds > 1)
       console.log(
-        `round ${round + 1}: edge / nginx download ${ratio("download")}, upload ${ratio("upload")}; CPU a byte edge / nginx: download ${cpuRatio("download")}×, upload ${cpuRatio("upload")}×; load ${load()}`,
+        `round ${round + 1}: edge / nginx download ${ratio("download")}${bareRatio("download")}, upload ${ratio("upload")}${bareRatio("upload")}; CPU a byte edge / nginx: download ${cpuRatio("download")}×, upload ${cpuRatio("upload")}×; load ${load()}`,
       );
   }
   // The round with the median upload (else download) ratio is the one printed in full.

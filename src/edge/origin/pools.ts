@@ -1,5 +1,6 @@
 import { rootCertificates } from "node:tls";
 import { Pool } from "undici";
+import { relayConnectOptions } from "../../core/http/relay.js";
 import type { SslMode } from "../settings/definitions.js";
 
 /** How the edge reaches one origin: the address connected to, and what TLS it speaks there. */
@@ -55,6 +56,8 @@ export class OriginPools {
       // Between two chunks of the answer's body: an origin that stops sending mid-body is cut after this long.
       bodyTimeout: this.opts.answerTimeoutMs,
       connect: {
+        // A request body's chunks go on without a pause each (relay.ts says why).
+        ...relayConnectOptions,
         timeout: this.opts.connectTimeoutMs,
         ...(tls
           ? {

@@ -3,6 +3,7 @@ import { rmSync } from "node:fs";
 import { createInterface } from "node:readline";
 import type { Duplex } from "node:stream";
 import { Pool } from "undici";
+import { relayConnectOptions } from "../../core/http/relay.js";
 import type { Logger } from "../../core/logger.js";
 import type { WorkerdLeash } from "./workerd-leash.js";
 
@@ -64,7 +65,8 @@ export class WorkerdProcess {
       removeSockets(sockets);
       void this.pool.destroy();
     });
-    this.pool = new Pool("http://workerd", { socketPath: this.socketPath, connections: 128, keepAliveTimeout: 30_000 });
+    // The edge relays request bodies to workerd on these connections (core/http/relay.ts: the write buffer's bound).
+    this.pool = new Pool("http://workerd", { socketPath: this.socketPath, connections: 128, keepAliveTimeout: 30_000, connect: relayConnectOptions });
   }
 
   get pid(): number | undefined {
