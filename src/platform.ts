@@ -39,7 +39,7 @@ import type { EdgeZones } from "./edge/ports.js";
 import { certificateServeOptions, readCertificatesConfig } from "./edge/certificates/config.js";
 import { createEdgeTls, type EdgeTls } from "./edge/certificates/edge-tls.js";
 import { createAnalyticsService } from "./analytics/service.js";
-import { httpRequestsDataset, recordHttpRequest } from "./edge/analytics/http-requests.js";
+import { httpRequestsSpec, recordHttpRequest } from "./edge/analytics/http-requests.js";
 import { recordInvocation, recordSubrequest, workersInvocationsSpec } from "./workers/analytics.js";
 import { r2OperationsSpec, recordR2Operation } from "./r2/operations-dataset.js";
 import { dnsAnalyticsSpec, recordDnsQueries } from "./dns/analytics.js";
@@ -217,7 +217,7 @@ export async function startPlatform(config: PlatformConfig, log: Logger = create
   // hold; the edge: tenants' HTTP traffic, counted by the dispatch as each request ends).
   const analytics = createAnalyticsService(ctx, { zoneAccount: (zoneId) => dns.zones.get(zoneId)?.zone.account_id });
   for (const dataset of r2.analyticsDatasets) analytics.addDataset(dataset);
-  analytics.addDataset(httpRequestsDataset(analytics.rollups));
+  analytics.addGroupedDataset(httpRequestsSpec);
   // The hosted datasets of the other areas: each area tells its events through a port, recorded into the rollups here.
   const rollups = analytics.rollups;
   analytics.addGroupedDataset(workersInvocationsSpec);

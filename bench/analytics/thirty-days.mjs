@@ -3,8 +3,9 @@
 // Seeds the rollups of a stopped platform's SQLite state (one zone and one account: 30 days x 1,440 minutes x N
 // dimension combinations each, and four other zones as many, so the table is five times the scope read), starts it
 // again and times POST /client/v4/graphql with undici, side by side with a query of an empty range (the request's
-// own cost: auth, parse, validation) so the numbers can be read on a shared machine.
-import { mkdtempSync, rmSync } from "node:fs";
+// own cost: auth, parse, validation) so the numbers can be read on a shared machine. Beside the times, the platform
+// process's CPU time per query (from /proc, summed over the runs): the number a loaded machine changes least.
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir, cpus, loadavg } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3";
@@ -63,7 +64,15 @@ const queries = {
   "workersInvocationsAdaptive, 30 days by hour and script": `{ viewer { accounts(filter: {accountTag: "${accountId}"}) { workersInvocationsAdaptive(limit: 10000, filter: {datetime_geq: "${from}", datetime_lt: "${to}"}) { sum { requests errors } dimensions { datetimeHour scriptName } } } } }`,
 };
 
-async function time(query) {
+/** The platform process's CPU time so far (user + system), in ms; /proc counts in clock ticks (10 ms on Linux). */
+const serverCpuMs = () => {
+  const fields = readFileSync(`/proc/${p.process.pid}/stat`, "utf8").split(") ")[1].split(" ");
+  return (Number(fields[11]) + Number(fields[12])) * 10;
+};
+const cpuOf = Object.create(null);
+
+async function time(query, name) {
+  const cpu = serverCpuMs();
   const t = performance.now();
   const res = await request(`${p.apiUrl}/graphql`, {
     method: "POST",
@@ -72,6 +81,7 @@ async function time(query) {
   });
   const body = await res.body.json();
   const ms = performance.now() - t;
+  if (name) cpuOf[name] = (cpuOf[name] ?? 0) + serverCpuMs() - cpu;
   if (res.statusCode !== 200 || body.errors) throw new Error(`query failed: ${JSON.stringify(body.errors)}`);
   return ms;
 }
@@ -83,14 +93,14 @@ console.log(
     .join(" ")}`,
 );
 console.log(`seeded ${rows.toLocaleString()} rollup rows in ${(seededMs / 1000).toFixed(1)} s (${combos} combinations/minute/scope, 30 days, 6 scopes)`);
-console.log("| query | median ms | p95 ms | max ms |\n|---|---|---|---|");
+console.log("| query | median ms | p95 ms | max ms | platform CPU ms per query |\n|---|---|---|---|---|");
 // Interleaved, so a burst of load on the shared machine falls on every query alike.
 const samples = Object.fromEntries(Object.keys(queries).map((k) => [k, []]));
 for (const q of Object.values(queries)) await time(q);
-for (let i = 0; i < runs; i++) for (const [name, q] of Object.entries(queries)) samples[name].push(await time(q));
+for (let i = 0; i < runs; i++) for (const [name, q] of Object.entries(queries)) samples[name].push(await time(q, name));
 for (const [name, xs] of Object.entries(samples)) {
   xs.sort((a, b) => a - b);
-  console.log(`| ${name} | ${pct(xs, 0.5).toFixed(1)} | ${pct(xs, 0.95).toFixed(1)} | ${xs.at(-1).toFixed(1)} |`);
+  console.log(`| ${name} | ${pct(xs, 0.5).toFixed(1)} | ${pct(xs, 0.95).toFixed(1)} | ${xs.at(-1).toFixed(1)} | ${(cpuOf[name] / runs).toFixed(1)} |`);
 }
 await p.stop();
 rmSync(stateDir, { recursive: true, force: true });

@@ -28,6 +28,10 @@ export interface AnalyticsDataset {
 export interface RequestedFields {
   /** The fields selected under `dimensions { … }`, in the order written (none when it is not selected). */
   dimensions: string[];
+  /** The fields selected under `sum { … }` (a grouped dataset adds up only those). */
+  sums: string[];
+  /** The fields selected on a row itself (`count`, `sum`, `dimensions`, …). */
+  fields: string[];
 }
 
 /**

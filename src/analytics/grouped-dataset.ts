@@ -34,6 +34,14 @@ export interface GroupedDatasetSpec {
   count: boolean;
   dimensions: Record<string, GroupedDimension>;
   sums: Record<string, GroupedSum>;
+  /**
+   * Hosted fields the rollups cannot answer: in the schema, so a hosted query validates, and refused with a GraphQL
+   * error saying why when a query selects them (never answered 0): `quantiles { … }` (Float fields) and sums.
+   */
+  unmeasured?: {
+    quantiles?: { fields: readonly string[]; why: string };
+    sums?: Record<string, string>;
+  };
 }
 
 const TIME_DIMS = {
@@ -84,6 +92,8 @@ export function groupedDataset(spec: GroupedDatasetSpec, rollups: Rollups): Anal
   const dims = Object.entries(spec.dimensions);
   const sums = Object.entries(spec.sums);
   const dimFilters = dims.map(([name, d]) => `${name}: ${d.type}\n${name}_neq: ${d.type}\n${name}_in: [${d.type}!]`).join("\n");
+  const quantiles = spec.unmeasured?.quantiles;
+  const unmeasuredSums = Object.keys(spec.unmeasured?.sums ?? {});
   const orderNames = [...(spec.count ? ["count"] : []), ...Object.keys(TIME_DIMS), ...dims.map(([n]) => n), ...sums.map(([n]) => `sum_${n}`)];
   const typeDefs = `
     input ${t}Filter_InputObject {
@@ -97,7 +107,8 @@ export function groupedDataset(spec: GroupedDatasetSpec, rollups: Rollups): Anal
       ${dimFilters}
     }
     enum ${t}OrderBy { ${orderNames.map((n) => `${n}_ASC ${n}_DESC`).join(" ")} }
-    ${sums.length ? `type ${t}Sum { ${sums.map(([n, s]) => `${n}: ${s.type ?? "uint64"}!`).join(" ")} }` : ""}
+    ${sums.length ? `type ${t}Sum { ${sums.map(([n, s]) => `${n}: ${s.type ?? "uint64"}!`).join(" ")} ${unmeasuredSums.map((n) => `${n}: uint64!`).join(" ")} }` : ""}
+    ${quantiles ? `type ${t}Quantiles { ${quantiles.fields.map((n) => `${n}: Float!`).join(" ")} }` : ""}
     type ${t}Dimensions {
       datetime: Time! datetimeMinute: Time! datetimeFiveMinutes: Time! datetimeFifteenMinutes: Time! datetimeHour: Time! date: Date!
       ${dims.map(([n, d]) => `${n}: ${d.type}!`).join(" ")}
@@ -105,6 +116,7 @@ export function groupedDataset(spec: GroupedDatasetSpec, rollups: Rollups): Anal
     type ${t} {
       ${spec.count ? "count: uint64!" : ""}
       ${sums.length ? `sum: ${t}Sum!` : ""}
+      ${quantiles ? `quantiles: ${t}Quantiles!` : ""}
       dimensions: ${t}Dimensions!
     }
   `;
@@ -117,6 +129,9 @@ export function groupedDataset(spec: GroupedDatasetSpec, rollups: Rollups): Anal
     async resolve(scopeId, args, requested) {
       const limit = Number(args.limit);
       if (!Number.isInteger(limit) || limit < 1 || limit > MAX_LIMIT) throw new GraphQLError(`limit: must be a whole number from 1 to ${MAX_LIMIT}`);
+      if (quantiles && requested.fields.includes("quantiles")) throw new GraphQLError(`${spec.field}: quantiles are not measured here: ${quantiles.why}`);
+      for (const n of requested.sums)
+        if (unmeasuredSums.includes(n)) throw new GraphQLError(`${spec.field}: sum.${n} is not measured here: ${spec.unmeasured!.sums![n]}`);
       const f = (args.filter ?? {}) as Record<string, unknown>;
       const range = timeRange(f, rollups.retentionSeconds);
       if (!range) return [];
@@ -144,16 +159,35 @@ export function groupedDataset(spec: GroupedDatasetSpec, rollups: Rollups): Anal
         if (group < 0) throw new GraphQLError(`orderBy: ${o} orders by ${field}, which the query does not select under dimensions`);
         return { by: { group }, desc };
       });
-      const groups = await rollups.query({ dataset: spec.dataset, scope: scopeId, from: range.from, to: range.to, where, groupBy, orderBy, limit });
+      // The sum columns the selection and the order read (the others are not added up).
+      const sumColumns = new Set<number>();
+      for (const n of requested.sums) {
+        const from = Object.hasOwn(spec.sums, n) ? spec.sums[n].from : undefined;
+        if (typeof from === "number") sumColumns.add(from);
+      }
+      for (const o of orderBy) if (typeof o.by === "object" && "sum" in o.by && o.by.sum !== undefined) sumColumns.add(o.by.sum);
+      const groups = await rollups.query({
+        dataset: spec.dataset,
+        scope: scopeId,
+        from: range.from,
+        to: range.to,
+        where,
+        groupBy,
+        orderBy,
+        limit,
+        sums: [...sumColumns],
+      });
+      // How each selected dimension's key reads, decided once per query rather than per group.
+      const readers = names.map((n): ((k: string | number) => unknown) => {
+        if (n === "date") return (k) => iso(Number(k)).slice(0, 10);
+        if (n in TIME_DIMS) return (k) => iso(Number(k));
+        // A number counted under "(other)" (past the cardinality bound) reads as 0.
+        return spec.dimensions[n].type === "Int" ? (k) => Number(k) || 0 : (k) => k;
+      });
       return groups.map((g) => {
+        // Keyed by the spec's dimension names (validated by GraphQL), never by anything the caller wrote.
         const dimensions: Record<string, unknown> = {};
-        names.forEach((n, i) => {
-          const k = g.keys[i];
-          if (n === "date") dimensions[n] = iso(Number(k)).slice(0, 10);
-          else if (n in TIME_DIMS) dimensions[n] = iso(Number(k));
-          // A number counted under "(other)" (past the cardinality bound) reads as 0.
-          else dimensions[n] = spec.dimensions[n].type === "Int" ? Number(k) || 0 : k;
-        });
+        for (let i = 0; i < names.length; i++) dimensions[names[i]] = readers[i](g.keys[i]);
         const sum: Record<string, number> = {};
         for (const [n, s] of sums) {
           const v = s.from === "count" ? g.count : g.sums[s.from];

@@ -70,7 +70,8 @@ export function recordSubrequest(rollups: Rollups, e: WorkerSubrequest, atMs = D
 /**
  * `workersInvocationsAdaptive` on `viewer.accounts` (permission `analytics_read`, hosted's Account Analytics Read): `sum { requests errors subrequests wallTime }` and `dimensions
  * { scriptName status scriptVersion datetime… }`. CPU time and quantiles are not measured here (workerd reports CPU
- * time only to a tail worker, which costs every invocation): asking for them is a GraphQL validation error.
+ * time only to a tail worker, which costs every invocation; the rollups keep sums, not distributions): the hosted
+ * `quantiles { … }` and `sum { cpuTimeUs }` are in the schema, so hosted queries validate, and refused by name.
  */
 export const workersInvocationsSpec: GroupedDatasetSpec = {
   field: "workersInvocationsAdaptive",
@@ -89,5 +90,14 @@ export const workersInvocationsSpec: GroupedDatasetSpec = {
     errors: { from: 0 },
     subrequests: { from: 1 },
     wallTime: { from: 2 },
+  },
+  unmeasured: {
+    quantiles: {
+      fields: ["cpuTime", "wallTime", "duration", "requestDuration", "responseBodySize"].flatMap((m) =>
+        ["P25", "P50", "P75", "P90", "P99", "P999"].map((p) => `${m}${p}`),
+      ),
+      why: "the per-minute rollups keep counts and sums, not distributions (sum.wallTime / sum.requests is the mean wall time)",
+    },
+    sums: { cpuTimeUs: "workerd reports CPU time only to a tail worker, which would cost every invocation; sum.wallTime is measured" },
   },
 };

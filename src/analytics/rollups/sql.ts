@@ -53,8 +53,8 @@ function groupExpr(g: RollupGroup): string {
  * The rows a query reads: the hourly rollups for the whole hours of its range and the minute ones for the minutes
  * at either end, unless it groups by less than an hour (then minutes only).
  */
-function source(table: string, q: RollupQuery): { sql: string; params: unknown[] } {
-  const cols = ["minute", ...dimCols, "count", ...sumCols].join(", ");
+function source(table: string, q: RollupQuery, sums: readonly string[]): { sql: string; params: unknown[] } {
+  const cols = ["minute", ...dimCols, "count", ...sums].join(", ");
   const fromHour = Math.ceil(q.from / 3600) * 3600;
   const toHour = Math.floor(q.to / 3600) * 3600;
   const subHour = q.groupBy.some((g) => "time" in g && BUCKET_SECONDS[g.time] < 3600);
@@ -71,8 +71,12 @@ function source(table: string, q: RollupQuery): { sql: string; params: unknown[]
 /** The grouped SELECT of a query (its parameters with it); integers only come from the code, never from the caller. */
 export function querySql(table: string, q: RollupQuery): { sql: string; params: unknown[] } {
   const groups = q.groupBy.map(groupExpr);
-  const select = [...groups.map((g, i) => `${g} AS k${i}`), "SUM(count) AS count", ...sumCols.map((s) => `SUM(${s}) AS ${s}`)];
-  const rows = source(table, q);
+  // Only the sums asked for: adding up and reading all eight for every group was half of a query's time in SQLite.
+  // (and those it orders by).
+  const ordered = q.orderBy.flatMap((o) => (typeof o.by === "object" && "sum" in o.by ? [o.by.sum] : []));
+  const wanted = q.sums ? sumCols.filter((_, i) => q.sums!.includes(i) || ordered.includes(i)) : sumCols;
+  const select = [...groups.map((g, i) => `${g} AS k${i}`), "SUM(count) AS count", ...wanted.map((s) => `SUM(${s}) AS ${s}`)];
+  const rows = source(table, q, wanted);
   const where = ["1 = 1"];
   const params: unknown[] = [...rows.params];
   for (const w of q.where) {

@@ -27,6 +27,20 @@ export const describeRollupStore = storeContract<RollupStore>("RollupStore", (it
     ]);
   });
 
+  it("adds up only the sums a query asks for (the others read 0), from the minutes and the hours alike", async (store) => {
+    await store.add("n", [row(T0 + 60, ["a"], 1, [1, 10, 100]), row(T0 + 3600, ["a"], 2, [2, 20, 200]), row(T0 + 7260, ["a"], 4, [4, 40, 400])]);
+    for (const [from, to] of [
+      [T0, T0 + 3 * 3600],
+      [T0 + 60, T0 + 7300],
+    ])
+      assert.deepEqual(await store.query({ ...all, from, to, groupBy: [{ dim: 0 }], sums: [2, 0] }), [
+        { keys: ["a"], count: 7, sums: [7, 0, 700, 0, 0, 0, 0, 0] },
+      ]);
+    assert.deepEqual(await store.query({ ...all, groupBy: [], sums: [], orderBy: [{ by: { sum: 1 }, desc: true }] }), [
+      { keys: [], count: 7, sums: [0, 70, 0, 0, 0, 0, 0, 0] },
+    ]);
+  });
+
   it("groups by time buckets, filters on dimensions and the time range, orders and limits", async (store) => {
     await store.add("n", [
       row(T0, ["www", "GET", "200"], 1),

@@ -38,6 +38,8 @@ export interface RollupQuery {
   /** Ordering on a group's position in `groupBy`, on the count or on a sum (index 0..7); stable within equal values. */
   orderBy: readonly { by: { group: number } | { sum: number } | "count"; desc: boolean }[];
   limit: number;
+  /** The sum columns (0..7) to add up (besides those it orders by); the others read 0. All of them when unset. */
+  sums?: readonly number[];
 }
 
 /** One group: the values of `groupBy` in order (a time bucket as Unix seconds, a dimension as its text), the count and sums. */

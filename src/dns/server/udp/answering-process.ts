@@ -51,14 +51,24 @@ let socket: dgram.Socket | undefined;
 
 /**
  * How often this process sends its counts of answers to the main process (DNS analytics; the rollups are written
- * every 10 s). Answers the native addon sends from its own cache are not seen here, so not counted.
+ * every 10 s). The answers the native addon sends from its own cache are read from it then, added up per cached
+ * answer (hitCounts): never a callback per query.
  */
 const COUNTS_EVERY_MS = 5_000;
 const sendCounts = () => {
   if (counter.size > 0) send({ t: "counts", c: counter.drain() });
 };
 const counter = new QueryCounter(sendCounts);
-setInterval(sendCounts, COUNTS_EVERY_MS).unref();
+/** Adds the native thread's repeats to the counts; hits whose question it could not keep are left out (see hitCounts). */
+function takeNativeHits(): void {
+  if (!native) return;
+  const counts = native.hitCounts();
+  for (let i = 0; i + 1 < counts.length; i += 2) counter.add(counts[i] as Buffer, counts[i + 1] as number);
+}
+setInterval(() => {
+  takeNativeHits();
+  sendCounts();
+}, COUNTS_EVERY_MS).unref();
 
 /** A reply from the socket the query came to, so it leaves from the DNS port. */
 function reply(msg: Buffer, port: number, address: string): void {

@@ -25,6 +25,12 @@ export interface NativeUdp {
   stats(): { hits: number; misses: number; dropped: number; formerrs: number; entries: number; bytes: number };
   /** Answers the thread sent, as running totals [cell, total, ...] by question type and response code (wire-stats.ts). */
   answered(): number[];
+  /**
+   * The queries the thread answered from each cached answer since the last call (its repeats, which JavaScript never
+   * sees): [answer's header and question, count, ..., lost], `lost` being hits whose question was not kept (more
+   * than 50,000 cached answers replaced or flushed between two calls).
+   */
+  hitCounts(): (Buffer | number)[];
   /** The answer table's hash of a key (hex): keyed by a random key drawn when the addon loads, so it differs per process. */
   keyHash(key: Buffer): string;
 }

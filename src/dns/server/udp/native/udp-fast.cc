@@ -39,6 +39,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <functional>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -121,10 +122,15 @@ class AnswerTable {
  public:
   struct Entry {
     uint32_t key_len, answer_len;
+    // Queries answered from this entry since hitCounts() last read it (the dnsAnalyticsAdaptiveGroups repeats);
+    // changed under Server::mu only, like the table.
+    mutable uint64_t hits;
     const char* key() const { return reinterpret_cast<const char*>(this + 1); }
     const char* answer() const { return key() + key_len; }
   };
 
+  // Where the hits of an entry go when it is replaced or cleared before hitCounts() read them (Server::retired).
+  explicit AnswerTable(std::function<void(const Entry&)> retire) : retire_(std::move(retire)) {}
   ~AnswerTable() { Clear(); }
 
   static uint64_t Hash(const char* k, size_t n) {
@@ -148,6 +154,7 @@ class AnswerTable {
     auto* e = static_cast<Entry*>(::operator new(sizeof(Entry) + key.size() + answer_len));
     e->key_len = static_cast<uint32_t>(key.size());
     e->answer_len = static_cast<uint32_t>(answer_len);
+    e->hits = 0;
     memcpy(const_cast<char*>(e->key()), key.data(), key.size());
     memcpy(const_cast<char*>(e->answer()), answer, answer_len);
     const uint64_t h = Hash(key.data(), key.size());
@@ -161,6 +168,7 @@ class AnswerTable {
       }
       if (sl.hash == h && sl.entry->key_len == key.size() && memcmp(sl.entry->key(), key.data(), key.size()) == 0) {
         const size_t old = sl.entry->key_len + sl.entry->answer_len;
+        if (sl.entry->hits != 0) retire_(*sl.entry);
         ::operator delete(sl.entry);
         sl.entry = e;
         return old;
@@ -170,12 +178,25 @@ class AnswerTable {
 
   void Clear() {
     for (Slot& sl : slots_)
-      if (sl.hash != 0) ::operator delete(sl.entry);
+      if (sl.hash != 0) {
+        if (sl.entry->hits != 0) retire_(*sl.entry);
+        ::operator delete(sl.entry);
+      }
     slots_.clear();
     count_ = 0;
   }
 
   size_t size() const { return count_; }
+
+  // Calls f(entry) for every entry with hits, then zeroes them.
+  template <typename F>
+  void TakeHits(F f) {
+    for (Slot& sl : slots_)
+      if (sl.hash != 0 && sl.entry->hits != 0) {
+        f(*sl.entry);
+        sl.entry->hits = 0;
+      }
+  }
 
  private:
   struct Slot {
@@ -197,6 +218,35 @@ class AnswerTable {
 
   std::vector<Slot> slots_;
   size_t count_ = 0;
+  std::function<void(const Entry&)> retire_;
+};
+
+// The header and question of a cached answer (what src/dns/server/query-counts.ts reads a count's name, type and
+// rcode from), or empty when its question cannot be read (then its hits cannot be told by question).
+std::string QuestionOf(const AnswerTable::Entry& e) {
+  const uint8_t* a = reinterpret_cast<const uint8_t*>(e.answer());
+  size_t at = kHeader;
+  while (at < e.answer_len && a[at] != 0) {
+    if (a[at] > 63) return {};
+    at += 1 + a[at];
+  }
+  if (at + 5 > e.answer_len) return {};
+  return std::string(e.answer(), at + 5);
+}
+
+// Hits of entries replaced or cleared (a zone changed) before they were read, held for hitCounts(); past
+// kMaxRetired questions the rest are only counted in `lost` (hitCounts() reports it; they have no question).
+constexpr size_t kMaxRetired = 50000;
+struct RetiredHits {
+  std::vector<std::pair<std::string, uint64_t>> questions;
+  uint64_t lost = 0;
+  void Add(const AnswerTable::Entry& e) {
+    std::string q = QuestionOf(e);
+    if (q.empty() || questions.size() >= kMaxRetired)
+      lost += e.hits;
+    else
+      questions.emplace_back(std::move(q), e.hits);
+  }
 };
 
 // Question types 0..kTypeCells-2 are counted each in a cell of their own, the rest in the last one (TypeCell in
@@ -213,11 +263,12 @@ struct Server {
   std::thread thread;
   napi_threadsafe_function tsfn = nullptr;
   napi_env env = nullptr;
-  std::mutex mu;  // guards cache and bytes
-  AnswerTable cache;
+  std::mutex mu;  // guards cache, questions, retired and bytes
+  RetiredHits retired;
+  AnswerTable cache{[this](const AnswerTable::Entry& e) { retired.Add(e); }};
   // The same answers keyed by the question instead (see PlainQuestion): what a query that differs from a cached one only
   // in its id, the case of its name, its RD/CD bits or its EDNS size and options is answered from.
-  AnswerTable questions;
+  AnswerTable questions{[this](const AnswerTable::Entry& e) { retired.Add(e); }};
   size_t bytes = 0;
   std::atomic<uint64_t> hits{0}, misses{0}, dropped{0}, formerrs{0};
   // Answers this thread sent, by question type cell and response code (guarded by mu, like the tables): the
@@ -458,6 +509,7 @@ void Run(Server* s) {
           o[0] = static_cast<char>(q[0]);
           o[1] = static_cast<char>(q[1]);
           s->answered[TypeCell(q, len) * 16 + (static_cast<uint8_t>(o[3]) & 0xf)]++;
+          e->hits++;
           hits++;
         } else if (PlainQuestion(q, len, qkey, plain) &&
                    (e = s->questions.Find(qkey.data(), qkey.size(), AnswerTable::Hash(qkey.data(), qkey.size()))) != nullptr &&
@@ -465,6 +517,7 @@ void Run(Server* s) {
           o.assign(e->answer(), e->answer_len);  // Set() stored it only with this question section at offset 12
           PatchAnswer(o, q, plain.name_len);
           s->answered[TypeCell(q, len) * 16 + (static_cast<uint8_t>(o[3]) & 0xf)]++;
+          e->hits++;
           hits++;
         } else {
           const Screen screen = ScreenQuery(q, len);
@@ -770,6 +823,44 @@ napi_value Answered(napi_env env, napi_callback_info) {
   return out;
 }
 
+// hitCounts(): the queries answered from each cached answer since the last call, as [question, count, ...] (question:
+// the answer's header and question section, a Buffer), then `lost`: hits whose question was not kept (RetiredHits).
+// What dnsAnalyticsAdaptiveGroups counts of this thread's answers: aggregated per cached answer, read every few
+// seconds, so a hit costs one increment and nothing crosses to JavaScript per query. The copying is done under the
+// lock, the JavaScript values after it.
+napi_value HitCounts(napi_env env, napi_callback_info) {
+  std::vector<std::pair<std::string, uint64_t>> counts;
+  uint64_t lost = 0;
+  if (Server* s = g_server) {
+    std::lock_guard<std::mutex> lock(s->mu);
+    counts.swap(s->retired.questions);
+    lost = s->retired.lost;
+    s->retired.lost = 0;
+    const auto take = [&](const AnswerTable::Entry& e) {
+      std::string q = QuestionOf(e);
+      if (q.empty())
+        lost += e.hits;
+      else
+        counts.emplace_back(std::move(q), e.hits);
+    };
+    s->cache.TakeHits(take);
+    s->questions.TakeHits(take);
+  }
+  napi_value out, v;
+  napi_create_array_with_length(env, counts.size() * 2 + 1, &out);
+  uint32_t i = 0;
+  for (const auto& c : counts) {
+    void* copy;
+    napi_create_buffer_copy(env, c.first.size(), c.first.data(), &copy, &v);
+    napi_set_element(env, out, i++, v);
+    napi_create_double(env, static_cast<double>(c.second), &v);
+    napi_set_element(env, out, i++, v);
+  }
+  napi_create_double(env, static_cast<double>(lost), &v);
+  napi_set_element(env, out, i, v);
+  return out;
+}
+
 // keyHash(bytes): the table's hash of a key, for the test that two processes hash alike keys differently.
 napi_value KeyHash(napi_env env, napi_callback_info info) {
   size_t argc = 1;
@@ -799,6 +890,7 @@ napi_value Init(napi_env env, napi_value exports) {
       {"flush", nullptr, Flush, nullptr, nullptr, nullptr, napi_default, nullptr},
       {"stats", nullptr, Stats, nullptr, nullptr, nullptr, napi_default, nullptr},
       {"answered", nullptr, Answered, nullptr, nullptr, nullptr, napi_default, nullptr},
+      {"hitCounts", nullptr, HitCounts, nullptr, nullptr, nullptr, napi_default, nullptr},
       {"keyHash", nullptr, KeyHash, nullptr, nullptr, nullptr, napi_default, nullptr},
   };
   napi_define_properties(env, exports, sizeof(props) / sizeof(props[0]), props);
