@@ -9,6 +9,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { request } from "undici";
 import { createLogger } from "../../core/logger.js";
 import { loopbackBlock } from "../testing/origins.js";
+import { readCacheConfig } from "./config.js";
 import { cacheStatusOf, EdgeCache, MEMORY_OBJECT_MAX, type CacheOptions, type FetchOrigin } from "./http-cache.js";
 import { startScriptedOrigin } from "./testing/origin.js";
 
@@ -150,4 +151,12 @@ test("--cache-memory-bytes bounds the memory tier; 0 keeps nothing in memory and
   assert.equal((await off.get("/x.js")).headers["cf-cache-status"], "HIT");
   assert.equal((await off.get("/x.js")).text, "x");
   assert.deepEqual(off.cache.memoryStats(), { entries: 0, bodies: 0, bytes: 0 });
+});
+
+test("--cache-memory-bytes must be a whole number of bytes, 0 or more", () => {
+  const options = { "cache-dir": undefined, "cache-max-bytes": 1_000, "cache-max-object-bytes": 1_000, "cache-purge-plan": "pro" as const };
+  assert.equal(readCacheConfig({ ...options, "cache-memory-bytes": 0 }, "/state").memoryBytes, 0);
+  assert.equal(readCacheConfig({ ...options, "cache-memory-bytes": 1_048_576 }, "/state").memoryBytes, 1_048_576);
+  for (const bad of [-1, 1.5, Number.NaN, 2 ** 60])
+    assert.throws(() => readCacheConfig({ ...options, "cache-memory-bytes": bad }, "/state"), /--cache-memory-bytes/, String(bad));
 });
