@@ -17,6 +17,8 @@ export interface GatewayRequest {
   provider: string;
   model: string;
   cached: boolean;
+  /** Whether the gateway's cache was looked up for it (its caching was on): a miss when not `cached`. */
+  cacheLookup: boolean;
   errored: boolean;
   tokensIn: number;
   tokensOut: number;
@@ -34,7 +36,7 @@ export interface GatewayRequestCounter {
 export function gatewayRequestOf(
   base: { accountId: string; gateway: string; provider: string; requestModel: string | null },
   usage: Usage,
-  outcome: { cached: boolean; errored: boolean },
+  outcome: { cached: boolean; cacheLookup: boolean; errored: boolean },
   prices: PriceTable,
   custom?: CustomCost,
 ): GatewayRequest {

@@ -6,6 +6,7 @@ import { registerGatewayRoutes } from "./gateways/routes.js";
 import { ProviderKeyring } from "./keys/keyring.js";
 import { registerProviderKeyRoutes } from "./keys/routes.js";
 import { LogCounts } from "./logs/counts.js";
+import { GatewayMetrics } from "./metrics.js";
 import { LogQueue } from "./logs/queue.js";
 import { registerLogRoutes } from "./logs/routes.js";
 import { AIG_BUS_AREA, readNotice } from "./notices.js";
@@ -85,7 +86,9 @@ export function createAiGatewayService(ctx: ServiceContext): AiGatewayService {
     else if (notice?.kind === "logs") logCounts.forget(notice.accountId, notice.gatewayId);
     else if (notice?.kind === "keys") keyring.forget(notice.accountId, notice.gatewayId);
   });
-  const requests: GatewayRequestCounter = { prices };
+  // Prometheus' counts (metrics.ts) take each request from the same event as the analytics rollups.
+  const metrics = ctx.metrics && new GatewayMetrics(ctx.metrics, providers.ids());
+  const requests: GatewayRequestCounter = { prices, listener: metrics && ((e) => metrics.count(e)) };
   const proxy = new GatewayProxy({
     requests,
     auth: ctx.auth,
@@ -106,7 +109,12 @@ export function createAiGatewayService(ctx: ServiceContext): AiGatewayService {
   return {
     name: "ai-gateway",
     attachAnalytics(listener) {
-      requests.listener = listener;
+      requests.listener = metrics
+        ? (e) => {
+            metrics.count(e);
+            listener(e);
+          }
+        : listener;
     },
     registerApi(app) {
       registerGatewayRoutes(app, gateways);

@@ -4,6 +4,8 @@ import { z } from "zod";
 import { ok } from "../core/http/envelope.js";
 import { readPage, resultInfo } from "../core/http/pagination.js";
 import { parseWith } from "../core/http/validate.js";
+import { apiOperation } from "../core/metrics/api-operations.js";
+import type { OperationMetrics } from "../core/metrics/operations.js";
 import { asQueryResult, asRawResult, type D1Databases } from "./databases.js";
 import { databaseFile } from "./engine/engine.js";
 import type { D1Query } from "./engine/plan.js";
@@ -42,6 +44,8 @@ export interface D1RouteDeps {
   dir: string;
   /** The URL a signed transfer is reached at. */
   transferUrl(token: string): string;
+  /** Where the routes that run SQL, export and import are counted as D1 operations (`via="api"`). */
+  metrics?: OperationMetrics;
 }
 
 /** A bookmark of the hosted API's shape; this platform has one copy of each database, so it only names the moment. */
@@ -105,17 +109,17 @@ export function registerD1Routes(app: FastifyInstance, deps: D1RouteDeps): void 
     return "batch" in parsed ? parsed.batch : [parsed];
   };
 
-  app.post(`${BASE}/:database_id/query`, { ...edit, bodyLimit: QUERY_BODY_LIMIT }, async (req) => {
+  app.post(`${BASE}/:database_id/query`, { ...edit, ...apiOperation(deps.metrics, "query"), bodyLimit: QUERY_BODY_LIMIT }, async (req) => {
     const { account_id, database_id } = req.params as Params;
     return ok((await databases.query(account_id, database_id, queries(req.body))).flat().map(asQueryResult));
   });
 
-  app.post(`${BASE}/:database_id/raw`, { ...edit, bodyLimit: QUERY_BODY_LIMIT }, async (req) => {
+  app.post(`${BASE}/:database_id/raw`, { ...edit, ...apiOperation(deps.metrics, "query"), bodyLimit: QUERY_BODY_LIMIT }, async (req) => {
     const { account_id, database_id } = req.params as Params;
     return ok((await databases.query(account_id, database_id, queries(req.body))).flat().map(asRawResult));
   });
 
-  app.post(`${BASE}/:database_id/export`, edit, async (req) => {
+  app.post(`${BASE}/:database_id/export`, { ...edit, ...apiOperation(deps.metrics, "export") }, async (req) => {
     const { account_id, database_id } = req.params as Params;
     const body = parseWith(exportBody, req.body ?? {}, D1Codes.badRequest);
     if (body.output_format !== undefined && body.output_format !== "polling") throw D1Errors.exportFormat();
@@ -133,7 +137,7 @@ export function registerD1Routes(app: FastifyInstance, deps: D1RouteDeps): void 
     });
   });
 
-  app.post(`${BASE}/:database_id/import`, edit, async (req) => {
+  app.post(`${BASE}/:database_id/import`, { ...edit, ...apiOperation(deps.metrics, "import") }, async (req) => {
     const { account_id, database_id } = req.params as Params;
     const body = parseWith(importBody, req.body, D1Codes.badRequest);
     const db = await databases.get(account_id, database_id);

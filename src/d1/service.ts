@@ -42,7 +42,7 @@ export function createD1Service(ctx: ServiceContext): D1Service {
     databaseExists: async (accountId, uuid) => (await store.getDatabase(accountId, uuid)) !== undefined,
     async registerApi(app) {
       const { registerD1Routes } = await import("./routes.js");
-      registerD1Routes(app, { databases, transfers, dir, transferUrl: (token) => `${ctx.edgeUrl()}/d1-transfers/${token}` });
+      registerD1Routes(app, { databases, transfers, dir, transferUrl: (token) => `${ctx.edgeUrl()}/d1-transfers/${token}`, metrics });
     },
     async registerPublic(app) {
       const { registerD1TransferRoutes } = await import("./routes.js");

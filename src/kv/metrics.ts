@@ -2,8 +2,12 @@ import type { IncomingMessage } from "node:http";
 import type { Registry } from "prom-client";
 import { OperationMetrics } from "../core/metrics/operations.js";
 
-/** KV's operations as its binding protocol names them (kv/binding.ts). */
-const KV_OPERATIONS = new Set(["get", "put", "delete", "list", "bulk_get"]);
+/**
+ * KV's operations: as its binding protocol names them (kv/binding.ts), and the v4 API's on keys and values
+ * (kv/routes.ts): the same names where they do the same, plus `metadata` (a key's metadata alone), `bulk_put` and
+ * `bulk_delete`, which only the API has.
+ */
+const KV_OPERATIONS = new Set(["get", "put", "delete", "list", "bulk_get", "metadata", "bulk_put", "bulk_delete"]);
 
 /** edgeplatform_kv_operations_total and edgeplatform_kv_bytes_total (core/metrics/operations.ts). */
 export const kvOperationMetrics = (registry: Registry) => new OperationMetrics(registry, "kv", KV_OPERATIONS);

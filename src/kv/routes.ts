@@ -8,6 +8,8 @@ import { formParts, registerMultipart } from "../core/http/multipart.js";
 import { readPage, resultInfo } from "../core/http/pagination.js";
 import { bulkGet } from "./bulk/get.js";
 import { jsonArrayElements } from "./bulk/json-array-stream.js";
+import { apiOperation } from "../core/metrics/api-operations.js";
+import type { OperationMetrics } from "../core/metrics/operations.js";
 import { KvCodes, KvErrors } from "./errors.js";
 import { KV_LIMITS } from "./limits.js";
 import type { KvBulkWriter, KvStore } from "./store.js";
@@ -24,9 +26,11 @@ const edit = { config: { permission: "kv_edit" } } as const;
 
 /**
  * The v4 KV routes. The guard has checked the caller's permission on `account_id` before a handler runs; each
- * handler parses its input, calls the store and answers ok(...).
+ * handler parses its input, calls the store and answers ok(...). The routes on keys and values are counted as KV
+ * operations (`via="api"`) in `metrics`, beside the binding's.
  */
-export function registerKvRoutes(app: FastifyInstance, store: KvStore, bulk: KvBulkWriter): void {
+export function registerKvRoutes(app: FastifyInstance, store: KvStore, bulk: KvBulkWriter, metrics?: OperationMetrics): void {
+  const counted = (options: typeof read | typeof edit, op: string) => ({ ...options, ...apiOperation(metrics, op) });
   /** The namespace of the request, once it is known to be the account's. */
   const namespaceOf = async (req: FastifyRequest): Promise<string> => {
     const p = req.params as Params;
@@ -68,7 +72,7 @@ export function registerKvRoutes(app: FastifyInstance, store: KvStore, bulk: KvB
 
   // ---- keys ----
 
-  app.get(`${NS}/:namespace_id/keys`, read, async (req) => {
+  app.get(`${NS}/:namespace_id/keys`, counted(read, "list"), async (req) => {
     const ns = await namespaceOf(req);
     const q = req.query as Query;
     const limit = q.limit === undefined || q.limit === "" ? undefined : Number(q.limit);
@@ -77,14 +81,14 @@ export function registerKvRoutes(app: FastifyInstance, store: KvStore, bulk: KvB
     return ok(page.keys, { count: page.keys.length, cursor: page.cursor ?? "" });
   });
 
-  app.get(`${NS}/:namespace_id/metadata/:key`, read, async (req) => {
+  app.get(`${NS}/:namespace_id/metadata/:key`, counted(read, "metadata"), async (req) => {
     const ns = await namespaceOf(req);
     const entry = await store.get(ns, (req.params as Params).key);
     if (!entry) throw KvErrors.keyNotFound();
     return ok(entry.metadata);
   });
 
-  app.get(`${NS}/:namespace_id/values/:key`, read, async (req, reply) => {
+  app.get(`${NS}/:namespace_id/values/:key`, counted(read, "get"), async (req, reply) => {
     const ns = await namespaceOf(req);
     const entry = await store.get(ns, (req.params as Params).key);
     if (!entry) throw KvErrors.keyNotFound();
@@ -92,7 +96,7 @@ export function registerKvRoutes(app: FastifyInstance, store: KvStore, bulk: KvB
     return reply.type("application/octet-stream").send(entry.value);
   });
 
-  app.delete(`${NS}/:namespace_id/values/:key`, edit, async (req) => {
+  app.delete(`${NS}/:namespace_id/values/:key`, counted(edit, "delete"), async (req) => {
     const ns = await namespaceOf(req);
     await store.delete(ns, (req.params as Params).key);
     return ok(null);
@@ -105,7 +109,7 @@ export function registerKvRoutes(app: FastifyInstance, store: KvStore, bulk: KvB
   void app.register(async (streamed) => {
     streamed.removeAllContentTypeParsers();
     streamed.addContentTypeParser("application/json", (_req, payload, done) => done(null, payload));
-    streamed.put(`${NS}/:namespace_id/bulk`, edit, async (req, reply) => {
+    streamed.put(`${NS}/:namespace_id/bulk`, counted(edit, "bulk_put"), async (req, reply) => {
       const ns = await namespaceOf(req);
       try {
         const count = await bulk.write(ns, req.body as Readable | undefined, declaredLength(req));
@@ -127,11 +131,11 @@ export function registerKvRoutes(app: FastifyInstance, store: KvStore, bulk: KvB
       await store.deleteMany(ns, keys as string[]);
       return ok({ successful_key_count: keys.length, unsuccessful_keys: [] });
     };
-    streamed.post(`${NS}/:namespace_id/bulk/delete`, edit, bulkDelete);
-    streamed.delete(`${NS}/:namespace_id/bulk`, edit, bulkDelete);
+    streamed.post(`${NS}/:namespace_id/bulk/delete`, counted(edit, "bulk_delete"), bulkDelete);
+    streamed.delete(`${NS}/:namespace_id/bulk`, counted(edit, "bulk_delete"), bulkDelete);
   });
 
-  app.post(`${NS}/:namespace_id/bulk/get`, read, async (req) => ok({ values: await bulkGet(store, await namespaceOf(req), req.body) }));
+  app.post(`${NS}/:namespace_id/bulk/get`, counted(read, "bulk_get"), async (req) => ok({ values: await bulkGet(store, await namespaceOf(req), req.body) }));
 
   // Value writes take any body as raw bytes (even application/json), or multipart with value + metadata.
   void app.register(async (raw) => {
@@ -143,7 +147,7 @@ export function registerKvRoutes(app: FastifyInstance, store: KvStore, bulk: KvB
       );
     });
     await registerMultipart(raw, { fileSize: KV_LIMITS.valueBytes, fieldSize: KV_LIMITS.valueBytes, files: 2, fields: 4 });
-    raw.put(`${NS}/:namespace_id/values/:key`, { ...edit, bodyLimit: VALUE_BODY_LIMIT }, async (req) => {
+    raw.put(`${NS}/:namespace_id/values/:key`, { ...counted(edit, "put"), bodyLimit: VALUE_BODY_LIMIT }, async (req) => {
       const ns = await namespaceOf(req);
       const q = req.query as Query;
       const { value, metadata } = req.isMultipart()

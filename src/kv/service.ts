@@ -65,7 +65,7 @@ export function createKvService(ctx: ServiceContext): KvService {
     namespaceExists: async (accountId, namespaceId) => (await store.getNamespace(accountId, namespaceId)) !== undefined,
     async registerApi(app) {
       const { registerKvRoutes } = await import("./routes.js");
-      registerKvRoutes(app, store, bulk);
+      registerKvRoutes(app, store, bulk, metrics);
     },
     async start() {
       running = cleanUp().catch((err: unknown) => ctx.log.warn({ err }, "kv: cleaning up interrupted bulk writes failed"));

@@ -4,8 +4,11 @@ import { OperationMetrics } from "../core/metrics/operations.js";
 import { METRIC_PREFIX } from "../core/metrics/registry.js";
 import type { QueuesStore } from "./store.js";
 
-/** The queue binding's calls (queues/binding.ts): send(), sendBatch() and the backlog metrics a producer reads. */
-const QUEUE_OPERATIONS = new Set(["send", "send_batch", "metrics"]);
+/**
+ * The queue binding's calls (queues/binding.ts): send(), sendBatch() and the backlog metrics a producer reads; and the
+ * v4 API's on messages (queues/routes.ts): the same three, plus `pull`, `ack` (HTTP pull consumers) and `purge`.
+ */
+const QUEUE_OPERATIONS = new Set(["send", "send_batch", "metrics", "pull", "ack", "purge"]);
 
 export function queueBindingOperation(req: IncomingMessage): string {
   const route = `${req.method} ${(req.url ?? "/").split("?")[0]}`;

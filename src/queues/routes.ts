@@ -5,6 +5,8 @@ import { ok } from "../core/http/envelope.js";
 import { parseUserJson } from "../core/http/json-input.js";
 import { readPage, resultInfo } from "../core/http/pagination.js";
 import { parseWith } from "../core/http/validate.js";
+import { apiOperation } from "../core/metrics/api-operations.js";
+import type { OperationMetrics } from "../core/metrics/operations.js";
 import { QueuesCodes, QueuesErrors } from "./errors.js";
 import { CONSUMER_DEFAULTS, QUEUE_DEFAULTS, QUEUES_LIMITS } from "./limits.js";
 import { delayOf, type Producer } from "./producer.js";
@@ -88,6 +90,8 @@ export interface QueuesRouteDeps {
   producersOf(accountId: string): Promise<ReadonlyMap<string, readonly string[]>>;
   /** The queue is gone: what refers to it elsewhere (R2 event notification rules) goes too. */
   queueDeleted?(accountId: string, queueId: string): Promise<void>;
+  /** Where the routes on messages (send, pull, ack, purge, metrics) are counted as queue operations (`via="api"`). */
+  metrics?: OperationMetrics;
 }
 
 /**
@@ -203,7 +207,7 @@ function registerUnder(app: FastifyInstance, base: string, deps: QueuesRouteDeps
     return ok(null);
   });
 
-  app.post(`${base}/:queue_id/purge`, edit, async (req) => {
+  app.post(`${base}/:queue_id/purge`, { ...edit, ...apiOperation(deps.metrics, "purge") }, async (req) => {
     const p = req.params as Params;
     const { delete_messages_permanently } = parseWith(purgeBody, jsonBody(req.body), QueuesCodes.badRequest);
     if (delete_messages_permanently !== true) throw QueuesErrors.purgeUnconfirmed();
@@ -274,7 +278,7 @@ function registerUnder(app: FastifyInstance, base: string, deps: QueuesRouteDeps
     return ok(consumerView(c));
   });
 
-  app.get(`${base}/:queue_id/metrics`, read, async (req) => {
+  app.get(`${base}/:queue_id/metrics`, { ...read, ...apiOperation(deps.metrics, "metrics") }, async (req) => {
     const p = req.params as Params;
     const stats = await store.stats((await queueOf(p)).queue_id, Date.now());
     return ok({ backlog_count: stats.backlog, backlog_bytes: stats.backlogBytes, oldest_message_timestamp_ms: stats.oldestSentAtMs ?? 0 });
@@ -292,14 +296,14 @@ function registerUnder(app: FastifyInstance, base: string, deps: QueuesRouteDeps
 
   const messagesRoute = { ...edit, bodyLimit: MESSAGES_BODY_LIMIT };
 
-  app.post(`${base}/:queue_id/messages`, messagesRoute, async (req) => {
+  app.post(`${base}/:queue_id/messages`, { ...messagesRoute, ...apiOperation(deps.metrics, "send") }, async (req) => {
     const p = req.params as Params;
     const queue = await queueOf(p);
     await deps.producer.send(queue, [apiMessage(parseWith(messageBody, jsonBody(req.body), QueuesCodes.badRequest), undefined)]);
     return ok(null);
   });
 
-  app.post(`${base}/:queue_id/messages/batch`, messagesRoute, async (req) => {
+  app.post(`${base}/:queue_id/messages/batch`, { ...messagesRoute, ...apiOperation(deps.metrics, "send_batch") }, async (req) => {
     const p = req.params as Params;
     const queue = await queueOf(p);
     const b = parseWith(batchBody, jsonBody(req.body), QueuesCodes.badRequest);
@@ -311,12 +315,12 @@ function registerUnder(app: FastifyInstance, base: string, deps: QueuesRouteDeps
     return ok(null);
   });
 
-  app.post(`${base}/:queue_id/messages/pull`, edit, async (req) => {
+  app.post(`${base}/:queue_id/messages/pull`, { ...edit, ...apiOperation(deps.metrics, "pull") }, async (req) => {
     const p = req.params as Params;
     return ok(await deps.pull.pull(p.account_id, await queueOf(p), jsonBody(req.body)));
   });
 
-  app.post(`${base}/:queue_id/messages/ack`, edit, async (req) => {
+  app.post(`${base}/:queue_id/messages/ack`, { ...edit, ...apiOperation(deps.metrics, "ack") }, async (req) => {
     const p = req.params as Params;
     return ok(await deps.pull.ack(p.account_id, await queueOf(p), jsonBody(req.body)));
   });

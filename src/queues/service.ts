@@ -102,6 +102,7 @@ export function createQueuesService(ctx: ServiceContext): QueuesService {
     async registerApi(app) {
       const { registerQueuesRoutes } = await import("./routes.js");
       registerQueuesRoutes(app, {
+        metrics,
         store,
         producer,
         pull,

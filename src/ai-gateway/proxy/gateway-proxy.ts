@@ -190,7 +190,7 @@ export class GatewayProxy {
       // The tokens a cached answer carries are what the cache saved (cachedTokensIn/Out).
       const usage = usageOfJson(hit.body);
       const base = { accountId: ex.gateway.account_id, gateway: ex.gateway.id, provider, requestModel: usage.model ? null : modelOfRequest(reqBody) };
-      counted(gatewayRequestOf(base, usage, { cached: true, errored: false }, this.d.requests.prices));
+      counted(gatewayRequestOf(base, usage, { cached: true, cacheLookup: true, errored: false }, this.d.requests.prices));
     }
     if (ex.logId)
       queueLog(ex, this.d.queue, {

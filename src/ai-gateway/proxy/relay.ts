@@ -145,7 +145,7 @@ export class Relay implements AnswerSink {
           requestModel: usage.model ? null : modelOfRequest(info.requestBody()),
         },
         usage,
-        { cached: false, errored },
+        { cached: false, cacheLookup: info.cache !== undefined, errored },
         this.sink.requests.prices,
         ex.opts.customCost,
       ),

@@ -21,8 +21,11 @@ export interface MockProvider {
    * when the gateway drops the held answer (its client went away).
    */
   holdNextStream(): { release: () => void; abandoned: Promise<void> };
-  /** Holds the next answer back this many milliseconds (to test request timeouts). */
-  delayNext(ms: number): void;
+  /**
+   * Holds the next answer back until the returned function is called (to test request timeouts without betting on
+   * how fast a loaded machine is).
+   */
+  holdNextAnswer(): () => void;
   close(): Promise<void>;
 }
 
@@ -35,17 +38,17 @@ export async function startMockProvider(opts: { chunks?: number } = {}): Promise
   const requests: SeenRequest[] = [];
   let failing = 0;
   let failStatus = 500;
-  let delay = 0;
+  let held: Promise<void> | undefined;
   let hold: { gate: Promise<void>; onAbandon: () => void } | undefined;
   const chunks = opts.chunks ?? 3;
   const server: Server = createServer((req, res) => {
     const parts: Buffer[] = [];
     req.on("data", (c: Buffer) => parts.push(c));
     req.on("end", () => {
-      if (delay > 0) {
-        const ms = delay;
-        delay = 0;
-        setTimeout(() => answer(), ms);
+      if (held) {
+        const gate = held;
+        held = undefined;
+        void gate.then(answer);
       } else answer();
     });
     const answer = () => {
@@ -138,8 +141,10 @@ export async function startMockProvider(opts: { chunks?: number } = {}): Promise
       hold = { gate, onAbandon };
       return { release, abandoned };
     },
-    delayNext(ms) {
-      delay = ms;
+    holdNextAnswer() {
+      let release!: () => void;
+      held = new Promise<void>((r) => (release = r));
+      return release;
     },
     close: () =>
       new Promise<void>((r) => {

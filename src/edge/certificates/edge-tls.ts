@@ -7,6 +7,7 @@ import type { EdgeTlsConfig } from "./config.js";
 import { AcmeOrderer } from "./acme.js";
 import { ChallengeRecords } from "./dns-01.js";
 import { CertificateManager } from "./manager.js";
+import { registerCertificateMetrics } from "./metrics.js";
 import { CERTIFICATES_PG_MIGRATIONS } from "./pg-migrations.js";
 import { CERTIFICATES_AREA, PgCertificateStore } from "./pg-store.js";
 import { CERTIFICATES_MIGRATIONS } from "./sqlite-migrations.js";
@@ -76,6 +77,7 @@ export function createEdgeTls(
     nodeId: ctx.nodeId,
     log,
   });
+  if (ctx.metrics) registerCertificateMetrics(ctx.metrics, manager);
   // A record made proxied (or the last proxied one removed) orders (or drops) the zone's edge certificate; a deleted
   // zone's custom certificates go with it (removed once, by the node it was deleted through).
   deps.zones.onChange((zs, kind, origin) => {

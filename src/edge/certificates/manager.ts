@@ -24,6 +24,23 @@ const ZONE_CERTIFICATE_WAIT_MS = 10_000;
 /** The longest error text kept with a row (a CA's problem detail can be long). */
 const MAX_ERROR_CHARS = 500;
 
+/**
+ * The kinds of certificates the edge serves (a bounded label of the metrics, metrics.ts): ordered for a Custom
+ * Domain, ordered for a zone's edge (`*.<zone>` and its apex), uploaded by an account for its zone.
+ */
+export type CertificateKind = "custom_domain" | "zone_edge" | "custom_uploaded";
+export type OrderedKind = Exclude<CertificateKind, "custom_uploaded">;
+
+/** The kind of an ordered certificate, by its row's hostname (a zone's edge certificate is at `*.<zone>`). */
+export const orderedKind = (hostname: string): OrderedKind => (hostname.startsWith("*.") ? "zone_edge" : "custom_domain");
+
+/** One certificate as the metrics see it: its kind, where it stands, and its expiry (ms; null until issued). */
+export interface CertificateSummary {
+  kind: CertificateKind;
+  status: CertificateRow["status"];
+  notAfter: number | null;
+}
+
 /** What orders one certificate (acme.ts in the platform; the test CA there too). */
 export interface CertificateOrderer {
   order(hostname: string, dns: Dns01Answerer): Promise<IssuedCertificate>;
@@ -138,8 +155,19 @@ export class CertificateManager {
   private timer: NodeJS.Timeout | undefined;
   private unsubscribe: (() => void) | undefined;
   private stopped = false;
+  /** The orders this node finished since it started, by kind and outcome (metrics.ts). */
+  readonly orders: Record<OrderedKind, { issued: number; failed: number }> = {
+    custom_domain: { issued: 0, failed: 0 },
+    zone_edge: { issued: 0, failed: 0 },
+  };
 
   constructor(private readonly deps: CertificateManagerDeps) {}
+
+  /** Every certificate as of the last read of the store: the ordered ones and the uploaded ones (metrics.ts). */
+  *certificates(): Generator<CertificateSummary> {
+    for (const r of this.rows.values()) yield { kind: orderedKind(r.hostname), status: r.status, notAfter: r.notAfter };
+    for (const list of this.custom.values()) for (const c of list) yield { kind: "custom_uploaded", status: "active", notAfter: c.row.expiresOn };
+  }
 
   /** Resolves once the stored certificates are read and served (the node is not ready before); orders run after. */
   async start(): Promise<void> {
@@ -370,6 +398,7 @@ export class CertificateManager {
       const error = String((err as Error)?.message ?? err).slice(0, MAX_ERROR_CHARS);
       const failures = row.failures + 1;
       const nextAttemptAt = retryTime(failures, Date.now());
+      this.orders[orderedKind(hostname)].failed++;
       await store.failed(hostname, nodeId, { error, nextAttemptAt });
       log.warn(
         { hostname, error, failures, next_attempt_on: new Date(nextAttemptAt).toISOString() },
@@ -381,6 +410,7 @@ export class CertificateManager {
     const keySealed = this.deps.box.seal(issued.keyPem, keyContext(hostname));
     const nextAttemptAt = renewalTime(started, issued.notAfter);
     if (await store.issued(hostname, nodeId, { certPem: issued.certPem, keySealed, notAfter: issued.notAfter, nextAttemptAt })) {
+      this.orders[orderedKind(hostname)].issued++;
       log.info(
         { hostname, expires_on: new Date(issued.notAfter).toISOString(), renews_on: new Date(nextAttemptAt).toISOString() },
         "Custom Domain certificate issued",
