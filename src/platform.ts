@@ -21,6 +21,7 @@ import { createLogger, type Logger } from "./core/logger.js";
 import { MetricsListener } from "./core/metrics/listener.js";
 import { createMetricsRegistry } from "./core/metrics/registry.js";
 import { registerClusterMetrics } from "./core/metrics/cluster.js";
+import { registerConnectionMetrics } from "./core/metrics/connections.js";
 import type { EdgeService, PlatformConfig, ServiceContext } from "./core/service.js";
 import { UserError } from "./core/errors.js";
 import { markStateDirInUse } from "./core/server/state-lock.js";
@@ -101,7 +102,10 @@ export async function startPlatform(config: PlatformConfig, log: Logger = create
   const readiness = new Readiness();
   // One Prometheus registry for the node; every area declares its metrics on it (ctx.metrics).
   const metrics = config.core.metrics ? createMetricsRegistry() : undefined;
-  if (metrics) registerClusterMetrics(metrics, backends.postgres, backends.bus);
+  if (metrics) {
+    registerClusterMetrics(metrics, backends.postgres, backends.bus);
+    registerConnectionMetrics(metrics, () => connections.openConnections);
+  }
   // The hostname plan first: the areas check tenants' names against it. Its names are the areas' own options.
   let edge: EdgeArea;
   try {

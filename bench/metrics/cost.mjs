@@ -2,7 +2,10 @@
 // platforms side by side, one with the metrics listener (--metrics-port, scraped every second, far more often than
 // Prometheus' usual 15 s) and one without (--metrics-port 0: nothing is counted), in interleaved rounds so load from elsewhere on the
 // machine falls on both alike.
-//   npm run build && node bench/metrics/cost.mjs [seconds per round] [rounds] [--before <checkout>]
+//   npm run build && node bench/metrics/cost.mjs [seconds per round] [rounds] [--before <checkout>] [--scrape-seconds <s>]
+// --scrape-seconds sets how often the "on" platform is scraped (default 1; Prometheus' usual is 15; 0: never, which
+// leaves the counting alone to measure). --calibrate starts both platforms without metrics: the ratios it prints are
+// the run's noise, what a difference must exceed to mean anything.
 // With --before, the platform without metrics runs another checkout's build (e.g. main's, before the metrics of the
 // areas existed), so the comparison includes the counting itself, not only the listener and its scrapes.
 import { execFile, spawn } from "node:child_process";
@@ -16,6 +19,10 @@ import { fileURLToPath } from "node:url";
 const args = process.argv.slice(2);
 const beforeAt = args.indexOf("--before");
 const before = beforeAt >= 0 ? args.splice(beforeAt, 2)[1] : undefined;
+const scrapeAt = args.indexOf("--scrape-seconds");
+const scrapeSeconds = scrapeAt >= 0 ? Number(args.splice(scrapeAt, 2)[1]) : 1;
+const calibrateAt = args.indexOf("--calibrate");
+const calibrate = calibrateAt >= 0 && args.splice(calibrateAt, 1).length > 0;
 const seconds = Number(args[0] ?? 5);
 const rounds = Number(args[1] ?? 3);
 const cli = fileURLToPath(new URL("../../dist/bin/edgecli.js", import.meta.url));
@@ -125,19 +132,20 @@ const stopAll = () => {
 };
 process.on("SIGINT", stopAll);
 try {
-  const on = await startPlatform("on", await freePort());
+  const on = await startPlatform("on", calibrate ? 0 : await freePort());
+  if (calibrate) console.log("calibration: both platforms without metrics");
   const off = await startPlatform("off", 0, beforeCli);
   if (before) console.log(`without metrics: ${beforeCli} (--metrics-port 0)`);
   let scrapes = 0;
   void (async () => {
-    while (scraping) {
+    while (scraping && scrapeSeconds > 0 && !calibrate) {
       await fetch(`http://127.0.0.1:${on.metricsPort}/metrics`)
         .then((r) => r.text())
         .then(
           () => scrapes++,
           () => {},
         );
-      await sleep(1000);
+      await sleep(scrapeSeconds * 1000);
     }
   })();
   const results = { on: { edge: [], dns: [] }, off: { edge: [], dns: [] } };
@@ -158,7 +166,7 @@ try {
   console.log(
     `\nload average ${loadavg()
       .map((l) => l.toFixed(1))
-      .join(" ")}; ${scrapes} scrapes of the "on" platform`,
+      .join(" ")}; ${scrapes} scrapes of the "on" platform (every ${scrapeSeconds} s)`,
   );
   console.log(`edge req/s with metrics / without: ${ratio("edge").toFixed(3)} (${((1 - ratio("edge")) * 100).toFixed(1)}% cost)`);
   console.log(`DNS qps with metrics / without:    ${ratio("dns").toFixed(3)} (${((1 - ratio("dns")) * 100).toFixed(1)}% cost)`);

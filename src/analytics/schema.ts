@@ -4,11 +4,13 @@ import {
   GraphQLError,
   Kind,
   parse,
+  specifiedRules,
   validate,
   type DocumentNode,
   type GraphQLResolveInfo,
   type GraphQLSchema,
   type SelectionSetNode,
+  type ValidationRule,
 } from "graphql";
 import type { Permission } from "../core/auth/permissions.js";
 import { EdgeError } from "../core/errors.js";
@@ -34,8 +36,24 @@ export interface GraphqlResponse {
   errors: unknown[] | null;
 }
 
-/** Bounds on one query: its size in tokens, and how many dataset fields it may resolve (aliases repeat them). */
-export const QueryLimits = { tokens: 2000, datasetReads: 20 } as const;
+/**
+ * Bounds on one query: its size in tokens, how many dataset fields it may resolve (aliases repeat them), and how
+ * many introspection fields (`__schema`, `__type`) it may ask: each answers the whole schema's types again, so 80
+ * aliased `__schema` fit in the tokens and took a second of the event loop and a megabyte (one is what tools ask).
+ */
+export const QueryLimits = { tokens: 2000, datasetReads: 20, introspectionFields: 5 } as const;
+
+/** Refuses a document with more than QueryLimits.introspectionFields `__schema`/`__type` fields (fragments included). */
+const introspectionBound: ValidationRule = (context) => {
+  let seen = 0;
+  return {
+    Field(node) {
+      if (node.name.value !== "__schema" && node.name.value !== "__type") return;
+      if (++seen === QueryLimits.introspectionFields + 1)
+        context.reportError(new GraphQLError(AnalyticsMessages.tooManyIntrospectionFields(QueryLimits.introspectionFields), { nodes: node }));
+    },
+  };
+};
 
 /**
  * The GraphQL Analytics API's schema, as the hosted one starts: `viewer { accounts(filter: {accountTag}) { <dataset>
@@ -93,7 +111,7 @@ export class AnalyticsSchema {
     } catch (err) {
       return { data: null, errors: [toJson(err)] };
     }
-    const invalid = validate(this.schema, document);
+    const invalid = validate(this.schema, document, [...specifiedRules, introspectionBound]);
     if (invalid.length > 0) return { data: null, errors: invalid.map(toJson) };
     let reads = 0;
     // The fields of one account (or zone: `scopeId`, owned by `accountId`).

@@ -28,7 +28,7 @@ export interface PlatformConfig {
 }
 
 /** What a tenant may try to put at or under a platform hostname (the refusal names it). */
-export type TenantNameUse = "zone" | "DNS record" | "Custom Domain" | "route";
+export type TenantNameUse = "zone" | "DNS record" | "Custom Domain" | "route" | "custom certificate";
 
 /**
  * The operator's hostname plan as the areas see it (src/edge/ implements it): the names the platform serves itself

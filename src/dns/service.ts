@@ -47,7 +47,11 @@ export function createDnsService(ctx: ServiceContext): EdgeService & {
    * The edge's zone settings DNS answers by (`ipv6`: AAAA of proxied names), and their changes, after which every
    * cached answer is forgotten (here and in the UDP answering processes, which ask again).
    */
-  useEdgeSettings(settings: EdgeZoneSettings & { onChange(listener: () => void): void }): void;
+  useEdgeSettings(
+    settings: EdgeZoneSettings & {
+      onChange(listener: (zoneId: string | undefined, change: { ids: readonly string[]; local: boolean }) => void | Promise<void>): void;
+    },
+  ): void;
 } {
   const cfg = readDnsConfig(ctx.options(serveOptions));
   const pg = ctx.openPostgres("dns", DNS_PG_MIGRATIONS);
@@ -100,7 +104,19 @@ export function createDnsService(ctx: ServiceContext): EdgeService & {
     originOf: (host) => engine.originOf(host),
     useEdgeSettings(settings) {
       engine.useEdgeSettings(settings);
-      settings.onChange(() => server.invalidate());
+      settings.onChange((zoneId, change) => {
+        server.invalidate();
+        // `ipv6` changes what the zone's proxied names answer, so what its transfers send: a new serial (and so a
+        // NOTIFY and an IXFR journal entry), as a record change gives. Once for the cluster: by the node it was made on.
+        const zs = zoneId !== undefined && change.local && change.ids.includes("ipv6") ? zones.get(zoneId) : undefined;
+        if (!zs || zs.zone.type === "secondary") return;
+        return zones
+          .updateZone(zs, () => ({}))
+          .then(
+            () => undefined,
+            (err: unknown) => log.warn({ err, zone: zs.zone.name }, "zone serial not changed after its ipv6 setting changed"),
+          );
+      });
     },
     // The edge addresses and --platform-ranges: never an origin.
     isPlatformAddress: (ip) => {

@@ -41,6 +41,7 @@ const POINTERS: Record<ReservedUse, string> = {
   "DNS record": "/name",
   "Custom Domain": "/hostname",
   route: "/pattern",
+  "custom certificate": "/certificate",
 };
 
 /** The edge's refusals; every message is written here once. */

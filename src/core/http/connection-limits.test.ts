@@ -3,6 +3,7 @@ import { once } from "node:events";
 import { createServer } from "node:http";
 import { BlockList, connect, createServer as createNetServer, type Socket } from "node:net";
 import { after, before, describe, it, test } from "node:test";
+import { eventually } from "../testing/eventually.js";
 import { startTestPlatform, type TestPlatform } from "../testing/platform.js";
 import { clientKey, ConnectionLimits } from "./connection-limits.js";
 
@@ -150,6 +151,14 @@ test("a connection counted where it was accepted (the HTTPS port) and handed to 
     const plain = await open(url(http), "127.0.0.31");
     conns.push(plain.socket);
     assert.match(await ask(plain, health), /^HTTP\/1\.1 429 /);
+    // What the open-connections gauge shows (edgeplatform_edge_open_connections): the HTTPS port's two, no refused one.
+    assert.deepEqual(limits.openConnections, { plain: 0, tls: 2 });
+    const another = await open(url(http), "127.0.0.32");
+    conns.push(another.socket);
+    assert.match(await ask(another, health), /^HTTP\/1\.1 200 /);
+    assert.deepEqual(limits.openConnections, { plain: 1, tls: 2 });
+    for (const s of conns) s.destroy();
+    await eventually(() => limits.openConnections.plain === 0 && limits.openConnections.tls === 0, "closed connections no longer counted");
   } finally {
     for (const s of conns) s.destroy();
     http.closeAllConnections();

@@ -36,6 +36,8 @@ const REFUSALS_MAX = 512;
  */
 export class ConnectionLimits {
   private open = 0;
+  /** Of `open`, the HTTPS port's (counted from accept); the rest are the edge port's. */
+  private openTls = 0;
   private readonly perClient = new Map<string, number>();
   private readonly refusals = new WeakMap<Socket, EdgeError>();
   private refusing = 0;
@@ -61,6 +63,11 @@ export class ConnectionLimits {
     server.maxConnections = this.settings.max + REFUSALS_MAX;
   }
 
+  /** Connections open now (refused ones waiting for their answer not included), by port: what the metrics show. */
+  get openConnections(): { plain: number; tls: number } {
+    return { plain: this.open - this.openTls, tls: this.openTls };
+  }
+
   /** The refusal the request of `socket` gets, if its connection was over a limit. */
   refusalFor(socket: Socket | null): EdgeError | undefined {
     return socket ? this.refusals.get(socket) : undefined;
@@ -77,7 +84,7 @@ export class ConnectionLimits {
       socket.destroy();
       return false;
     }
-    this.count(socket, client, exempt);
+    this.count(socket, client, exempt, true);
     return true;
   }
 
@@ -91,7 +98,7 @@ export class ConnectionLimits {
     if (this.countedAtAccept.has(socket)) return true;
     const { client, exempt, refusal } = this.check(socket);
     if (refusal) return this.refuseLater(socket, refusal);
-    this.count(socket, client, exempt);
+    this.count(socket, client, exempt, false);
     return true;
   }
 
@@ -108,12 +115,17 @@ export class ConnectionLimits {
     return { client, exempt, refusal };
   }
 
-  private count(socket: Socket, client: string | undefined, exempt: boolean): void {
+  private count(socket: Socket, client: string | undefined, exempt: boolean, tls: boolean): void {
     this.open++;
-    if (exempt || client === undefined) return void socket.once("close", () => this.open--);
+    if (tls) this.openTls++;
+    const closed = () => {
+      this.open--;
+      if (tls) this.openTls--;
+    };
+    if (exempt || client === undefined) return void socket.once("close", closed);
     this.perClient.set(client, (this.perClient.get(client) ?? 0) + 1);
     socket.once("close", () => {
-      this.open--;
+      closed();
       const left = (this.perClient.get(client) ?? 1) - 1;
       if (left > 0) this.perClient.set(client, left);
       else this.perClient.delete(client);

@@ -80,7 +80,8 @@ export class AnswerEngine {
     this.edgeSettings = settings;
   }
 
-  private ipv6(zoneId: string): boolean {
+  /** Whether the zone's proxied names have the edge's IPv6 addresses now (its `ipv6` setting; answers and transfers alike). */
+  edgeIpv6(zoneId: string): boolean {
     return this.edgeSettings?.ipv6(zoneId) ?? true;
   }
 
@@ -159,11 +160,11 @@ export class AnswerEngine {
 
   /**
    * The edge addresses a proxied name of `zoneId` answers queries with: edgeRrs, without the IPv6 ones while the
-   * zone's `ipv6` setting is off. (Zone transfers carry edgeRrs whatever the setting: a transfer's content follows
-   * the zone's serial, which a setting does not change.)
+   * zone's `ipv6` setting is off. (Zone transfers send the same: the setting is taken into their snapshot,
+   * nameserver/axfr.ts, and a change of it gives the zone a new serial, dns/service.ts.)
    */
   private answeredEdgeRrs(zoneId: string, recs: readonly DnsRecord[], owner: string, qtype: "A" | "AAAA"): Rr[] {
-    return qtype === "AAAA" && !this.ipv6(zoneId) ? [] : this.edgeRrs(recs, owner, qtype);
+    return qtype === "AAAA" && !this.edgeIpv6(zoneId) ? [] : this.edgeRrs(recs, owner, qtype);
   }
 
   /** The edge addresses a proxied name answers with (settings.ipv4_only/ipv6_only drop one family). */
@@ -339,7 +340,7 @@ export class AnswerEngine {
       if (qtype === "A" || any) out.push(...this.answeredEdgeRrs(zs.zone.id, recs, qname, "A"));
       if (qtype === "AAAA" || any) out.push(...this.answeredEdgeRrs(zs.zone.id, recs, qname, "AAAA"));
       if (qtype === "HTTPS" && stored("HTTPS").length === 0)
-        out.push({ name: qname, type: "UNKNOWN_65", class: "IN", ttl: AUTO_TTL, data: this.ipv6(zs.zone.id) ? this.httpsRdata : this.httpsRdataIpv4 });
+        out.push({ name: qname, type: "UNKNOWN_65", class: "IN", ttl: AUTO_TTL, data: this.edgeIpv6(zs.zone.id) ? this.httpsRdata : this.httpsRdataIpv4 });
       for (const r of recs) if (r.type !== "A" && r.type !== "AAAA" && r.type !== "CNAME" && (any || r.type === qtype)) out.push(this.rr(r, qname));
     } else {
       const cname = recs.find((r) => r.type === "CNAME");

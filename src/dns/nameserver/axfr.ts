@@ -20,6 +20,8 @@ const MESSAGE_BYTES = 16_000;
  */
 export interface ContentSnapshot {
   zone: ZoneState["zone"];
+  /** The zone's `ipv6` setting then: off, proxied names are sent without the edge's AAAA, as they are answered. */
+  ipv6: boolean;
   apexNs: Rr[];
   /** The flattened apex CNAME's addresses, resolved when the snapshot was taken. */
   flattenedApex?: Rr[];
@@ -46,12 +48,12 @@ export function snapshotContent(engine: AnswerEngine, zs: ZoneState): ContentSna
   const flattenedApex = apexCname
     ? (["A", "AAAA"] as const).flatMap((t) => engine.answer(zone.name, t)?.answers.filter((a) => a.name === zone.name) ?? [])
     : undefined;
-  return { zone, apexNs: engine.apexNs(zs), flattenedApex, names, lists, lengths };
+  return { zone, ipv6: engine.edgeIpv6(zone.id), apexNs: engine.apexNs(zs), flattenedApex, names, lists, lengths };
 }
 
 /**
  * The records a secondary receives: what our own server would answer. Proxied names carry the edge
- * addresses (never the origin), and a flattened apex CNAME is sent as the addresses it resolves to,
+ * addresses (never the origin; no IPv6 ones while the zone's `ipv6` setting is off), and a flattened apex CNAME is sent as the addresses it resolves to,
  * since a CNAME beside the SOA is not a valid zone.
  */
 export function* snapshotRecords(engine: AnswerEngine, snap: ContentSnapshot): Generator<Rr> {
@@ -61,7 +63,7 @@ export function* snapshotRecords(engine: AnswerEngine, snap: ContentSnapshot): G
 
 /**
  * The records of the snapshot's `i`th name as a transfer sends them. What they are depends on that name's records
- * (its list up to the snapshot's length) and, zone-wide, on renderingOf(snap.zone), snap.apexNs (the apex NS sent
+ * (its list up to the snapshot's length) and, zone-wide, on renderingOf(snap), snap.apexNs (the apex NS sent
  * apart, so stored apex NS are not repeated) and snap.flattenedApex: the IXFR journal relies on that list
  * (transfers/journal.ts).
  */
@@ -74,7 +76,10 @@ export function* nameRecords(engine: AnswerEngine, snap: ContentSnapshot, i: num
   const flattened = name === apex ? snap.flattenedApex : undefined;
   if (proxied || flattened) {
     if (flattened && !proxied) yield* flattened;
-    else for (const t of ["A", "AAAA"] as const) yield* engine.edgeRrs(recs, name, t);
+    else {
+      yield* engine.edgeRrs(recs, name, "A");
+      if (snap.ipv6) yield* engine.edgeRrs(recs, name, "AAAA");
+    }
     for (const r of recs) if (r.type !== "A" && r.type !== "AAAA" && r.type !== "CNAME") yield engine.rr(r, name);
     return;
   }
@@ -82,11 +87,13 @@ export function* nameRecords(engine: AnswerEngine, snap: ContentSnapshot, i: num
 }
 
 /**
- * The fields of a zone object that change how its names other than the apex are sent (nameRecords): two versions that
- * agree on this send each unchanged name alike. The serial, modified_on and the SOA settings do not change them;
- * flatten_all_cnames only changes answers (a transfer sends non-apex CNAMEs as they are).
+ * What of a snapshot changes how its names other than the apex are sent (nameRecords): the zone's name, paused and
+ * type, and its `ipv6` setting; two versions that agree on this send each unchanged name alike. The serial,
+ * modified_on and the SOA settings do not change them; flatten_all_cnames only changes answers (a transfer sends
+ * non-apex CNAMEs as they are).
  */
-export const renderingOf = (zone: ContentSnapshot["zone"]): string => JSON.stringify([zone.name, zone.paused, zone.type ?? "full"]);
+export const renderingOf = (snap: Pick<ContentSnapshot, "zone" | "ipv6">): string =>
+  JSON.stringify([snap.zone.name, snap.zone.paused, snap.zone.type ?? "full", snap.ipv6]);
 
 /** Everything a secondary holds of the zone but the SOA: the apex NS and every record as served. */
 export function zoneContent(engine: AnswerEngine, zs: ZoneState): Rr[] {

@@ -38,7 +38,7 @@ export function contentDifference(engine: AnswerEngine, before: ContentSnapshot,
   const removed: Buffer[] = [];
   const added: Buffer[] = [];
   const apex = after.zone.name;
-  const everyName = renderingOf(before.zone) !== renderingOf(after.zone);
+  const everyName = renderingOf(before) !== renderingOf(after);
   let apexBefore = -1;
   let apexAfter = -1;
   // One name's records in each version (-1: absent), compared as sets, as the secondary holds them.
@@ -156,6 +156,11 @@ export class TransferJournal {
     if (fromSerial === zs.zone.serial) return [current];
     // The journal holds unsigned differences; the signatures and NSEC chain of a signed zone go whole (AXFR).
     if (this.engine.isSigned(zs)) return undefined;
+    // The zone's `ipv6` setting changed and its new serial is not here yet (it comes right after, from the node the
+    // setting was changed on), or came before the setting (several nodes: two notices, read in either order): the
+    // journal's last step does not hold what is sent now, and the whole zone goes.
+    const last = this.snapshots.get(zs.zone.id);
+    if (last && last.content.ipv6 !== this.engine.edgeIpv6(zs.zone.id)) return undefined;
     const list = this.entries.get(zs.zone.id) ?? [];
     const start = list.findIndex((e) => e.from_serial === fromSerial);
     if (start < 0 || list[list.length - 1].to_serial !== zs.zone.serial) return undefined;

@@ -32,7 +32,7 @@ export const cacheServeOptions = {
     type: "string",
     choices: ["free", "pro", "business", "enterprise"] as const,
     describe:
-      "Whose hosted purge rate limits apply, per account on each node: free (5 purges by tag/host/prefix/everything a minute, 25 at once; 800 URLs/s), pro (5/s, 25; 1,500 URLs/s), business (10/s, 50; 1,500 URLs/s), enterprise (50/s, 500; 3,000 URLs/s)",
+      "Whose hosted purge rate limits apply, per account across all nodes: free (5 purges by tag/host/prefix/everything a minute, 25 at once; 800 URLs/s), pro (5/s, 25; 1,500 URLs/s), business (10/s, 50; 1,500 URLs/s), enterprise (50/s, 500; 3,000 URLs/s, 500 URLs per request)",
     default: "pro",
   },
 } satisfies Record<string, OptionSpec>;

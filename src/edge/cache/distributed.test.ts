@@ -44,3 +44,27 @@ test("on two nodes (PostgreSQL) each caches for itself, and a purge through one 
     assert.ok(delay < 10_000, `the purge reached the other node ${delay} ms after the answer`);
   }
 });
+
+/**
+ * The purge rate limits are the cluster's, not each node's: purges of one account sent to two nodes at once draw on
+ * one bucket (plan free: 25 purges by tag at once, one more every 12 s). Counted per node, 30 would all have passed.
+ */
+test("on two nodes (PostgreSQL) the purge rate limits of an account are shared", HANG_GUARD, async (t) => {
+  const nodes = await startTwoNodes(t, ["--cache-purge-plan", "free"]);
+  if (!nodes) return;
+  const [a, b] = nodes;
+  const zoneId = (await a.api("POST", "/zones", { name: `limits${randomBytes(4).toString("hex")}.example`, account: { id: a.accountId } })).body.result
+    .id as string;
+  await eventually(async () => (await b.api("GET", `/zones/${zoneId}`)).status === 200, "the other node knows the zone", 60_000);
+  const started = Date.now();
+  const answers = await Promise.all(
+    Array.from({ length: 30 }, (_, i) => (i % 2 === 0 ? a : b).api("POST", `/zones/${zoneId}/purge_cache`, { tags: [`t${i}`] })),
+  );
+  const refills = Math.floor((Date.now() - started) / 12_000);
+  const ok = answers.filter((r) => r.status === 200).length;
+  t.diagnostic(`${ok} of 30 purges through two nodes answered 200 (${refills} refills)`);
+  assert.ok(ok >= 25 && ok <= 26 + refills, `${ok} of 30 answered 200`);
+  const limited = answers.filter((r) => r.status === 429);
+  assert.equal(limited.length, 30 - ok);
+  assert.equal(limited[0].body.errors[0].code, 1134);
+});

@@ -1,33 +1,63 @@
 import assert from "node:assert/strict";
+import { rmSync } from "node:fs";
 import { after, before, describe, it, test } from "node:test";
 import { request } from "undici";
 import Cloudflare from "cloudflare";
 import { startTestPlatform, type TestPlatform } from "../../core/testing/platform.js";
 import { createAccount } from "../../workers/testing/helpers.js";
 import { loopbackBlock } from "../testing/origins.js";
-import { PURGE_PLANS, PurgeLimits } from "./purge-limits.js";
+import { sqliteStoreFactory } from "../../core/testing/contract.js";
+import { perRequestLimits, PURGE_PLANS, PurgeLimits, type PurgePlan } from "./purge-limits.js";
+import { SqlitePurgeLimitStore } from "./purge-limits-sqlite.js";
+import { PURGE_LIMITS_MIGRATIONS } from "./purge-limits-store.js";
+import { parsePurge } from "./purge.js";
 import { startScriptedOrigin } from "./testing/origin.js";
 
-/** The buckets on an explicit clock: every plan's numbers, URLs counted per URL, accounts apart. */
-test("purge limits count as the hosted plans do, per account", () => {
+/** The buckets on an explicit clock, in a real SQLite store: every plan's numbers, URLs counted per URL, accounts apart. */
+test("purge limits count as the hosted plans do, per account", async () => {
   const t0 = 1_000_000;
   for (const [plan, limits] of Object.entries(PURGE_PLANS)) {
-    const l = new PurgeLimits(plan as keyof typeof PURGE_PLANS);
-    for (let i = 0; i < limits.requestBucket; i++) assert.equal(l.take("a", { kind: "tags", tags: ["x"] }, t0), 0, `${plan}: ${i}`);
-    const wait = l.take("a", { kind: "hosts", hosts: ["h"] }, t0);
+    const opened = await sqliteStoreFactory(PURGE_LIMITS_MIGRATIONS, (db) => new SqlitePurgeLimitStore(db))();
+    const l = new PurgeLimits(plan as PurgePlan, opened.store);
+    for (let i = 0; i < limits.requestBucket; i++) assert.equal(await l.take("a", { kind: "tags", tags: ["x"] }, t0), 0, `${plan}: ${i}`);
+    const wait = await l.take("a", { kind: "hosts", hosts: ["h"] }, t0);
     assert.ok(wait >= 1, `${plan}: the bucket is empty, wait ${wait}`);
-    assert.equal(l.take("b", { kind: "everything" }, t0), 0, `${plan}: another account has its own bucket`);
-    assert.equal(l.take("a", { kind: "prefixes", prefixes: ["h/"] }, t0 + Math.ceil(1000 / limits.requestsPerSecond)), 0, `${plan}: refilled`);
+    assert.equal(await l.take("b", { kind: "everything" }, t0), 0, `${plan}: another account has its own bucket`);
+    assert.equal(await l.take("a", { kind: "prefixes", prefixes: ["h/"] }, t0 + Math.ceil(1000 / limits.requestsPerSecond)), 0, `${plan}: refilled`);
     // URLs: one second's worth at once (a URL without scheme is one URL, though it names two keys).
     const urls = (n: number, from = 0) => ({ kind: "urls" as const, urls: Array.from({ length: n }, (_, i) => `http://h/${from + i}`) });
-    for (let sent = 0; sent + 100 <= limits.urlsPerSecond; sent += 100) assert.equal(l.take("a", urls(100, sent), t0), 0);
-    assert.ok(l.take("a", urls(100), t0) >= 1, `${plan}: over ${limits.urlsPerSecond} URLs in a second`);
-    assert.equal(l.take("a", urls(100), t0 + 1000), 0, `${plan}: a second later`);
-    assert.equal(l.take("a", { kind: "urls", urls: ["http://h/x", "https://h/x", "http://h/x\ngzip"] }, t0 + 2000), 0);
+    for (let sent = 0; sent + 100 <= limits.urlsPerSecond; sent += 100) assert.equal(await l.take("a", urls(100, sent), t0), 0);
+    assert.ok((await l.take("a", urls(100), t0)) >= 1, `${plan}: over ${limits.urlsPerSecond} URLs in a second`);
+    assert.equal(await l.take("a", urls(100), t0 + 1000), 0, `${plan}: a second later`);
+    assert.equal(await l.take("a", { kind: "urls", urls: ["http://h/x", "https://h/x", "http://h/x\ngzip"] }, t0 + 2000), 0);
+    opened.close();
   }
-  const free = new PurgeLimits("free");
-  assert.equal(free.take("a", { kind: "urls", urls: Array.from({ length: 800 }, (_, i) => `http://h/${i}`) }, t0), 0);
-  assert.ok(free.take("a", { kind: "urls", urls: ["http://h/one-more"] }, t0) >= 1);
+  const opened = await sqliteStoreFactory(PURGE_LIMITS_MIGRATIONS, (db) => new SqlitePurgeLimitStore(db))();
+  const free = new PurgeLimits("free", opened.store);
+  assert.equal(await free.take("a", { kind: "urls", urls: Array.from({ length: 800 }, (_, i) => `http://h/${i}`) }, t0), 0);
+  assert.ok((await free.take("a", { kind: "urls", urls: ["http://h/one-more"] }, t0)) >= 1);
+  opened.close();
+});
+
+/** Items per request as hosted: 100 of each kind on every plan, but 500 URLs on Enterprise; the 400 names the limit. */
+test("purge items per request follow the plan: Enterprise takes 500 URLs, every plan 100 tags, hosts or prefixes", () => {
+  const files = (n: number) => ({ files: Array.from({ length: n }, (_, i) => `https://www.z.example/${i}`) });
+  for (const plan of Object.keys(PURGE_PLANS) as PurgePlan[]) {
+    const perRequest = perRequestLimits(plan);
+    const maxFiles = plan === "enterprise" ? 500 : 100;
+    assert.equal(parsePurge(files(maxFiles), "z.example", perRequest).kind, "urls");
+    assert.throws(
+      () => parsePurge(files(maxFiles + 1), "z.example", perRequest),
+      (err: { status: number; errors: { code: number }[]; message: string }) =>
+        err.status === 400 && err.errors[0].code === 1015 && err.message === `You may only purge up to ${maxFiles} files per request`,
+      plan,
+    );
+    for (const kind of ["tags", "hosts", "prefixes"]) {
+      const items = (n: number) => Array.from({ length: n }, (_, i) => (kind === "tags" ? `t${i}` : kind === "hosts" ? `h${i}.z.example` : `z.example/${i}/`));
+      assert.doesNotThrow(() => parsePurge({ [kind]: items(100) }, "z.example", perRequest));
+      assert.throws(() => parsePurge({ [kind]: items(101) }, "z.example", perRequest), /You may only purge up to 100 /, `${plan} ${kind}`);
+    }
+  }
 });
 
 /**
@@ -43,6 +73,8 @@ describe("purge by {url, headers} and the purge rate limits through the API", ()
   let tokenB: string;
   const host = "www.purge-limits.example";
   const cleanups: (() => unknown)[] = [];
+  /** When the test of the 429 began emptying the bucket of tag purges (the restart test counts refills from then). */
+  let emptiedFrom = 0;
 
   const get = async (path: string, headers: Record<string, string> = {}) => {
     const res = await request(`${p.url}${path}`, { headers: { host, ...headers } });
@@ -106,6 +138,7 @@ describe("purge by {url, headers} and the purge rate limits through the API", ()
   it("answers the hosted 429 past the plan's bucket, per account, and purges nothing then", async () => {
     origin.route("/limited.css", (_req, res) => res.writeHead(200, { "cache-tag": "limited" }).end("l"));
     // The previous test's purges were by URL (another bucket): this account has its 25 tag purges.
+    emptiedFrom = Date.now();
     const answers = await Promise.all(Array.from({ length: 30 }, (_, i) => p.api("POST", `/zones/${zone}/purge_cache`, { tags: [`t${i}`] })));
     const ok = answers.filter((r) => r.status === 200).length;
     const limited = answers.filter((r) => r.status === 429);
@@ -142,4 +175,34 @@ describe("purge by {url, headers} and the purge rate limits through the API", ()
     assert.equal(byUrl.status, 200, JSON.stringify(byUrl.body));
     assert.equal(await get("/limited.css"), "MISS");
   });
+
+  it("the buckets hold across a restart (embedded: counted in <state>/db/edge-purge-limits.sqlite), as hosted ones do not start over", async () => {
+    // The previous test emptied this account's bucket of tag purges. A restart that forgot it would give 25 again.
+    assert.ok(emptiedFrom > 0, "runs after the test of the 429");
+    const stateDir = p.stateDir;
+    await p.stop();
+    p = await startTestPlatform({ stateDir, credentials: p, args: ["--origin-allow", "127.0.0.0/8", "--cache-purge-plan", "free"] });
+    cleanups.push(() => rmSync(stateDir, { recursive: true, force: true }));
+    const answers = await Promise.all(Array.from({ length: 10 }, (_, i) => p.api("POST", `/zones/${zone}/purge_cache`, { tags: [`r${i}`] })));
+    const ok = answers.filter((r) => r.status === 200).length;
+    // Free refills one purge every 12 s: at most those since the bucket was emptied (a fresh bucket would take all 10).
+    const refilled = 2 + Math.floor((Date.now() - emptiedFrom) / 12_000);
+    assert.ok(ok <= refilled && ok < 10, `${ok} of 10 answered 200 after the restart (at most ${refilled} refilled)`);
+    assert.equal(answers.filter((r) => r.status === 429).length, 10 - ok);
+  });
+});
+
+test("Enterprise (--cache-purge-plan enterprise): 500 URLs in one purge through the API, 501 refused with the hosted 1015", async (t) => {
+  const p = await startTestPlatform({ args: ["--cache-purge-plan", "enterprise"] });
+  t.after(() => p.dispose());
+  const zone = (await p.api("POST", "/zones", { name: "purge-enterprise.example", account: { id: p.accountId } })).body.result.id;
+  const files = (n: number) => Array.from({ length: n }, (_, i) => `https://www.purge-enterprise.example/${i}`);
+  const cf = new Cloudflare({ apiToken: p.token, baseURL: p.apiUrl, maxRetries: 0 });
+  assert.equal((await cf.cache.purge({ zone_id: zone, files: files(500) }))?.id, zone);
+  const refused = await p.api("POST", `/zones/${zone}/purge_cache`, { files: files(501) });
+  assert.equal(refused.status, 400);
+  assert.deepEqual(refused.body.errors, [{ code: 1015, message: "You may only purge up to 500 files per request", source: { pointer: "/files" } }]);
+  const tags = await p.api("POST", `/zones/${zone}/purge_cache`, { tags: Array.from({ length: 101 }, (_, i) => `t${i}`) });
+  assert.equal(tags.status, 400, "tags stay at 100 a request on Enterprise");
+  assert.equal(tags.body.errors[0].message, "You may only purge up to 100 tags per request");
 });

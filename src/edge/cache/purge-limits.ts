@@ -1,79 +1,50 @@
 import type { PurgeSelector } from "./disk-index.js";
+import type { BucketShape, PurgeLimitStore } from "./purge-limits-store.js";
 
 /**
  * The hosted purge limits per account (developers.cloudflare.com/cache/how-to/purge-cache, "purge limits"): a
  * token bucket of requests for purges by tag, host, prefix and everything, and a rate of URLs for purges by URL
- * (hosted: a moving average; here a bucket of one second's URLs, the same average over a second).
+ * (hosted: a moving average; here a bucket of one second's URLs, the same average over a second). Per request:
+ * 100 tags, hosts or prefixes on every plan; 100 URLs, 500 on Enterprise.
  */
 export const PURGE_PLANS = {
-  free: { requestsPerSecond: 5 / 60, requestBucket: 25, urlsPerSecond: 800 },
-  pro: { requestsPerSecond: 5, requestBucket: 25, urlsPerSecond: 1500 },
-  business: { requestsPerSecond: 10, requestBucket: 50, urlsPerSecond: 1500 },
-  enterprise: { requestsPerSecond: 50, requestBucket: 500, urlsPerSecond: 3000 },
+  free: { requestsPerSecond: 5 / 60, requestBucket: 25, urlsPerSecond: 800, maxUrlsPerRequest: 100, maxItemsPerRequest: 100 },
+  pro: { requestsPerSecond: 5, requestBucket: 25, urlsPerSecond: 1500, maxUrlsPerRequest: 100, maxItemsPerRequest: 100 },
+  business: { requestsPerSecond: 10, requestBucket: 50, urlsPerSecond: 1500, maxUrlsPerRequest: 100, maxItemsPerRequest: 100 },
+  enterprise: { requestsPerSecond: 50, requestBucket: 500, urlsPerSecond: 3000, maxUrlsPerRequest: 500, maxItemsPerRequest: 100 },
 } as const;
 
 export type PurgePlan = keyof typeof PURGE_PLANS;
 
-class Bucket {
-  private tokens: number;
-  private at: number;
-
-  constructor(
-    private readonly perSecond: number,
-    readonly size: number,
-    now: number,
-  ) {
-    this.tokens = size;
-    this.at = now;
-  }
-
-  private refill(now: number): void {
-    this.tokens = Math.min(this.size, this.tokens + ((now - this.at) / 1000) * this.perSecond);
-    this.at = now;
-  }
-
-  /** Takes `n` tokens, or none and answers the seconds until there would be `n`. */
-  take(n: number, now: number): number {
-    this.refill(now);
-    if (this.tokens >= n) {
-      this.tokens -= n;
-      return 0;
-    }
-    return Math.ceil((n - this.tokens) / this.perSecond);
-  }
-
-  full(now: number): boolean {
-    this.refill(now);
-    return this.tokens >= this.size;
-  }
-}
-
-/** Buckets kept before full ones (accounts idle long enough to be back at the start) are dropped. */
-const MAX_BUCKETS = 10_000;
+/** The items one purge request may name under `plan`: `files` (URLs) and the other lists. */
+export const perRequestLimits = (plan: PurgePlan) => ({ files: PURGE_PLANS[plan].maxUrlsPerRequest, items: PURGE_PLANS[plan].maxItemsPerRequest });
 
 /**
- * The purge limits of one plan, per account, on this node (each node counts for itself: with N nodes behind one
- * name an account may purge up to N times the rate; docs/cache.md).
+ * The purge limits of one plan, per account, counted in the rows store every node shares (`store`): behind N nodes
+ * an account has the plan's buckets once, not N times, and (embedded) they survive a restart, as the hosted buckets
+ * do not start over when a server does.
  */
 export class PurgeLimits {
-  private readonly requests = new Map<string, Bucket>();
-  private readonly urls = new Map<string, Bucket>();
+  private readonly requests: BucketShape;
+  private readonly urls: BucketShape;
 
-  constructor(readonly plan: PurgePlan) {}
+  constructor(
+    readonly plan: PurgePlan,
+    private readonly store: PurgeLimitStore,
+  ) {
+    const limits = PURGE_PLANS[plan];
+    this.requests = { perSecond: limits.requestsPerSecond, size: limits.requestBucket };
+    this.urls = { perSecond: limits.urlsPerSecond, size: limits.urlsPerSecond };
+  }
 
   /** Counts a purge of `accountId`: 0, or (over the plan's limit, and then nothing is counted) the seconds to wait. */
-  take(accountId: string, selector: PurgeSelector, now = Date.now()): number {
-    const limits = PURGE_PLANS[this.plan];
+  async take(accountId: string, selector: PurgeSelector, now = Date.now()): Promise<number> {
     const byUrl = selector.kind === "urls";
-    const buckets = byUrl ? this.urls : this.requests;
-    let bucket = buckets.get(accountId);
-    if (!bucket) {
-      if (buckets.size >= MAX_BUCKETS) for (const [id, b] of buckets) if (b.full(now)) buckets.delete(id);
-      bucket = byUrl ? new Bucket(limits.urlsPerSecond, limits.urlsPerSecond, now) : new Bucket(limits.requestsPerSecond, limits.requestBucket, now);
-      buckets.set(accountId, bucket);
-    }
+    const shape = byUrl ? this.urls : this.requests;
     // A URL purge counts the URLs it names (one item without a scheme names two keys but is one URL to the caller).
-    return bucket.take(byUrl ? new Set(selector.urls.map(urlOfItem)).size : 1, now);
+    const n = byUrl ? new Set(selector.urls.map(urlOfItem)).size : 1;
+    const { taken, tokens } = await this.store.take(accountId, byUrl ? "urls" : "requests", shape, n, now);
+    return taken ? 0 : Math.max(1, Math.ceil((n - tokens) / shape.perSecond));
   }
 }
 

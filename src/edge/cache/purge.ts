@@ -2,8 +2,13 @@ import { EdgeErrors } from "../errors.js";
 import type { PurgeSelector } from "./disk-index.js";
 import { encodingClass } from "./http-cache.js";
 
-/** Items one purge request may name (the hosted "max operations per request" of every plan but Enterprise). */
+/** Items one purge request may name by default (the hosted "max operations per request" of every plan but Enterprise). */
 export const MAX_PURGE_ITEMS = 100;
+/** The hosted items per request of one plan: `files` (Enterprise: 500) and tags, hosts or prefixes (100). */
+export interface PerRequestLimits {
+  files: number;
+  items: number;
+}
 /** The longest item accepted (ours: a URL or tag longer than this is no key the cache holds). */
 const MAX_ITEM_CHARS = 4096;
 
@@ -16,11 +21,11 @@ const inZone = (host: string, zoneName: string) => host === zoneName || host.end
 
 /**
  * A purge_cache body as the cache's selector, refused as hosted when it names nothing, several kinds, or more than
- * MAX_PURGE_ITEMS items. `files` take URLs (strings: every Accept-Encoding variant; or `{url, headers}` as hosted
+ * the plan's items per request (`perRequest`: 100, or 500 URLs on Enterprise). `files` take URLs (strings: every Accept-Encoding variant; or `{url, headers}` as hosted
  * for custom cache keys: see fileVariant). URLs and hosts must be in
  * the zone (`zoneName`), so a purge never reaches past the caller's zone.
  */
-export function parsePurge(body: unknown, zoneName: string): PurgeSelector {
+export function parsePurge(body: unknown, zoneName: string, perRequest: PerRequestLimits = { files: MAX_PURGE_ITEMS, items: MAX_PURGE_ITEMS }): PurgeSelector {
   if (typeof body !== "object" || body === null || Array.isArray(body)) throw EdgeErrors.purgeNothing();
   const given = KINDS.filter((k) => Object.hasOwn(body, k));
   if (given.length !== 1) throw EdgeErrors.purgeNothing();
@@ -32,7 +37,8 @@ export function parsePurge(body: unknown, zoneName: string): PurgeSelector {
   }
   if (!Array.isArray(value)) throw EdgeErrors.purgeNotAList(kind);
   if (value.length === 0) throw EdgeErrors.purgeNothing();
-  if (value.length > MAX_PURGE_ITEMS) throw EdgeErrors.purgeTooMany(kind, MAX_PURGE_ITEMS);
+  const max = kind === "files" ? perRequest.files : perRequest.items;
+  if (value.length > max) throw EdgeErrors.purgeTooMany(kind, max);
   /** Per `files` item: the encoding class its headers name (one variant), or undefined (every variant). */
   const variants: (string | undefined)[] = [];
   const items = value.map((item: unknown, i) => {

@@ -4,7 +4,7 @@ import type { AccountResolver } from "../../core/http/guard.js";
 import { EdgeErrors } from "../errors.js";
 import type { EdgeZones } from "../ports.js";
 import type { PurgeSelector } from "./disk-index.js";
-import type { PurgeLimits } from "./purge-limits.js";
+import { perRequestLimits, type PurgeLimits } from "./purge-limits.js";
 import { parsePurge } from "./purge.js";
 
 type ZoneRequest = FastifyRequest<{ Params: { zone_id: string } }>;
@@ -23,7 +23,8 @@ function zoneAccount(zones: EdgeZones): AccountResolver {
 
 /**
  * `POST /zones/{id}/purge_cache` (hosted shape): the answer comes once every node was told (docs/cache.md). A purge
- * over the account's rate limit (`limits`, the plan's) is answered 429 with Retry-After and done nowhere.
+ * over the account's rate limit (`limits`, the plan's, counted for the whole cluster) is answered 429 with Retry-After
+ * and done nowhere; one naming more items than the plan takes per request is refused (400, 1015) before it counts.
  */
 export function registerPurgeRoutes(
   app: FastifyInstance,
@@ -38,8 +39,8 @@ export function registerPurgeRoutes(
       const name = zones.nameOf(req.params.zone_id);
       const accountId = zones.accountOf(req.params.zone_id);
       if (!name || !accountId) throw EdgeErrors.zoneNotFound();
-      const selector = parsePurge(req.body, name);
-      const wait = limits.take(accountId, selector);
+      const selector = parsePurge(req.body, name, perRequestLimits(limits.plan));
+      const wait = await limits.take(accountId, selector);
       if (wait > 0) {
         void reply.header("retry-after", String(wait));
         throw EdgeErrors.purgeRateLimited();

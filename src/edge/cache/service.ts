@@ -7,6 +7,9 @@ import { cacheServeOptions, readCacheConfig } from "./config.js";
 import type { PurgeSelector } from "./disk-index.js";
 import { EdgeCache } from "./http-cache.js";
 import { PurgeLimits } from "./purge-limits.js";
+import { PgPurgeLimitStore } from "./purge-limits-pg.js";
+import { SqlitePurgeLimitStore } from "./purge-limits-sqlite.js";
+import { PURGE_LIMITS_AREA, PURGE_LIMITS_MIGRATIONS, PURGE_LIMITS_PG_MIGRATIONS } from "./purge-limits-store.js";
 import { registerPurgeRoutes } from "./routes.js";
 
 /** The bus area of purges: every node removes what another node was asked to purge. */
@@ -40,6 +43,13 @@ export function createCacheFeature(ctx: ServiceContext, deps: { zones: EdgeZones
     deps.rules,
   );
 
+  // The purge rate limits are counted where every node sees them: one account's buckets for the whole cluster.
+  const pg = ctx.openPostgres(PURGE_LIMITS_AREA, PURGE_LIMITS_PG_MIGRATIONS);
+  const limits = new PurgeLimits(
+    cfg.purgePlan,
+    pg ? new PgPurgeLimitStore(pg) : new SqlitePurgeLimitStore(ctx.openDb("edge-purge-limits", PURGE_LIMITS_MIGRATIONS)),
+  );
+
   /** Purges here, then tells the other nodes (the notices go out before the API answers). */
   const purge = async (zoneId: string, selector: PurgeSelector) => {
     const removed = cache.purge(zoneId, selector);
@@ -68,7 +78,7 @@ export function createCacheFeature(ctx: ServiceContext, deps: { zones: EdgeZones
   };
   return {
     cache,
-    registerApi: (app) => registerPurgeRoutes(app, deps.zones, new PurgeLimits(cfg.purgePlan), purge),
+    registerApi: (app) => registerPurgeRoutes(app, deps.zones, limits, purge),
     start() {
       unsubscribe = ctx.bus.subscribe(CACHE_AREA, onEvent);
     },

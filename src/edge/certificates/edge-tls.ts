@@ -71,7 +71,9 @@ export function createEdgeTls(
       const domainNames = new Set(domains.map((d) => d.hostname));
       return [...domains.filter((d) => !ctx.platformHostnames.isPlatformHostname(d.hostname)), ...proxiedZones(deps.zoneRecords, domainNames)];
     },
-    zoneOf: (name) => deps.zones.zoneFor(name)?.zone.id,
+    // A platform hostname is in no tenant's zone here, even under a zone made before the operator named it: no
+    // tenant's custom or edge certificate is ever served for the API's, the dashboard's or S3's names.
+    zoneOf: (name) => (ctx.platformHostnames.isPlatformHostname(name) ? undefined : deps.zones.zoneFor(name)?.zone.id),
     served: (hostname) => (ctx.platformHostnames.isPlatformHostname(hostname) ? undefined : deps.domains.at(hostname)),
     bus: ctx.bus,
     nodeId: ctx.nodeId,
@@ -108,6 +110,7 @@ export function createEdgeTls(
         manager,
         box,
         packs,
+        platformHostnames: ctx.platformHostnames,
       });
     },
     async start() {

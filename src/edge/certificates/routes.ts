@@ -4,6 +4,7 @@ import { ok } from "../../core/http/envelope.js";
 import type { AccountResolver } from "../../core/http/guard.js";
 import { readPage, resultInfo } from "../../core/http/pagination.js";
 import type { SecretBox } from "../../core/secret-box.js";
+import type { PlatformHostnames } from "../../core/service.js";
 import { EdgeErrors } from "../errors.js";
 import { BUNDLE_METHODS, checkCertificate } from "./custom.js";
 import { customKeyContext, type CertificateManager } from "./manager.js";
@@ -26,6 +27,8 @@ export interface CertificateRoutesDeps {
   manager: CertificateManager;
   box: SecretBox;
   packs: CertificatePacks;
+  /** The platform's own names: a certificate may not name one (a zone made before the operator named it may enclose it). */
+  platformHostnames: Pick<PlatformHostnames, "refuse">;
 }
 
 type ZoneParams = { Params: { zone_id: string } };
@@ -83,6 +86,11 @@ function refuseUnsupported(body: Record<string, unknown>): void {
     if (body[field] !== undefined && body[field] !== null) throw EdgeErrors.invalidBody(`"${field}" is not supported here (docs/proxy.md)`);
 }
 
+/** Refuses (400) a certificate naming a platform hostname or a name under one (`*.api.x` as much as `api.x`). */
+function refusePlatformNames(deps: CertificateRoutesDeps, hosts: readonly string[]): void {
+  for (const host of hosts) deps.platformHostnames.refuse("custom certificate", host.startsWith("*.") ? host.slice(2) : host);
+}
+
 /** The hosted paths /zones/{id}/custom_certificates and /zones/{id}/ssl/certificate_packs. */
 export function registerCertificateRoutes(app: FastifyInstance, deps: CertificateRoutesDeps): void {
   const read = { permission: "ssl_and_certificates_read", account: zoneAccount(deps) } as const;
@@ -116,6 +124,7 @@ export function registerCertificateRoutes(app: FastifyInstance, deps: Certificat
     const body = objectBody(req.body);
     refuseUnsupported(body);
     const checked = checkCertificate(body.certificate, body.private_key, zone.name);
+    refusePlatformNames(deps, checked.hosts);
     const id = randomUUID().replaceAll("-", "");
     const t = Date.now();
     const row: CustomCertificateRow = {
@@ -151,6 +160,7 @@ export function registerCertificateRoutes(app: FastifyInstance, deps: Certificat
       body.private_key ?? deps.box.open(stored.keySealed, customKeyContext(stored.id)),
       zone.name,
     );
+    if (body.certificate !== undefined) refusePlatformNames(deps, checked.hosts);
     const row: CustomCertificateRow = {
       ...stored,
       hosts: checked.hosts,

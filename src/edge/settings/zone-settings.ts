@@ -23,6 +23,12 @@ export interface SettingView {
   time_remaining?: number;
 }
 
+/** What changed: `ids` the settings whose value changed (empty when not known), `local` when through this node's API. */
+export interface SettingsChange {
+  ids: readonly string[];
+  local: boolean;
+}
+
 /**
  * Every zone's settings in memory (the proxy reads them on every request, without waiting on the store); writes go
  * to the store first. On several nodes a change's bus notice (`zone:<id>`) makes every node read that zone again, and
@@ -31,7 +37,7 @@ export interface SettingView {
 export class ZoneSettings {
   private byZone = new Map<string, Map<string, StoredSetting>>();
   private unsubscribe?: () => void;
-  private readonly listeners: ((zoneId: string | undefined) => void)[] = [];
+  private readonly listeners: ((zoneId: string | undefined, change: SettingsChange) => void | Promise<void>)[] = [];
 
   constructor(
     private readonly store: ZoneSettingsStore,
@@ -43,26 +49,31 @@ export class ZoneSettings {
     const next = new Map<string, Map<string, StoredSetting>>();
     for (const s of await this.store.all()) this.zoneMap(next, s.zoneId).set(s.id, s);
     this.byZone = next;
-    this.changed(undefined);
+    void this.changed(undefined, { ids: [], local: false });
   }
 
   /**
    * Calls `listener` after a zone's settings changed, here or (read again) from another node: with its id, or
    * undefined when every zone was read again. Other areas that act on a setting (DNS: `ipv6`) forget what they
-   * derived from it.
+   * derived from it; `change.local` says it was made through this node (DNS gives the zone a new serial then, once
+   * for the cluster), with the settings whose value it changed.
    */
-  onChange(listener: (zoneId: string | undefined) => void): void {
+  onChange(listener: (zoneId: string | undefined, change: SettingsChange) => void | Promise<void>): void {
     this.listeners.push(listener);
   }
 
-  private changed(zoneId: string | undefined): void {
+  /** Tells every listener; resolves once what they started is done (their failures are logged, never thrown). */
+  private changed(zoneId: string | undefined, change: SettingsChange): Promise<void> {
+    const pending: Promise<void>[] = [];
     for (const l of this.listeners) {
       try {
-        l(zoneId);
+        const done = l(zoneId, change);
+        if (done) pending.push(done.catch((err: unknown) => this.log.error({ err, zoneId }, "a zone settings listener failed")));
       } catch (err) {
         this.log.error({ err, zoneId }, "a zone settings listener failed");
       }
     }
+    return Promise.all(pending).then(() => undefined);
   }
 
   follow(bus: Bus): void {
@@ -132,8 +143,10 @@ export class ZoneSettings {
     const rows = items.map((item) => ({ zoneId, accountId, id: item.id, value: parseSetting(item.id, item.value), modifiedOn: at }));
     await this.store.put(rows);
     const zone = this.zoneMap(this.byZone, zoneId);
+    const ids = rows.filter((r) => this.raw(zoneId, r.id) !== r.value).map((r) => r.id);
     for (const r of rows) zone.set(r.id, r);
-    this.changed(zoneId);
+    // What the change makes others do (DNS: a new serial for `ipv6`) is done before the API answers.
+    await this.changed(zoneId, { ids, local: true });
     return rows.map((r) => this.view(zoneId, r.id));
   }
 
@@ -141,14 +154,14 @@ export class ZoneSettings {
   async zoneDeleted(zoneId: string): Promise<void> {
     await this.store.deleteZone(zoneId);
     this.byZone.delete(zoneId);
-    this.changed(zoneId);
+    await this.changed(zoneId, { ids: [], local: true });
   }
 
   private async reloadZone(zoneId: string): Promise<void> {
     const rows = await this.store.zone(zoneId);
     if (rows.length === 0) this.byZone.delete(zoneId);
     else this.byZone.set(zoneId, new Map(rows.map((r) => [r.id, r])));
-    this.changed(zoneId);
+    await this.changed(zoneId, { ids: [], local: false });
   }
 
   private view(zoneId: string, id: string): SettingView {

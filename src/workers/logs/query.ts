@@ -15,6 +15,8 @@ export const DATASET = "cloudflare-workers";
 export const MAX_TIMEFRAME_MS = 31 * 24 * 3600_000;
 /** The most events (or invocations) one query answers with. */
 export const MAX_LIMIT = 2000;
+/** The most events one answer carries, in either view (the invocations view's newest invocations may hold more). */
+export const MAX_ANSWER_EVENTS = MAX_LIMIT;
 const MAX_FILTERS = 50;
 const MAX_DEPTH = 4;
 const MAX_IN_VALUES = 100;

@@ -1,4 +1,4 @@
-import { FIELDS, type Dialect, type EventQuery, type KeysQuery, type Sql, type ValuesQuery } from "./query.js";
+import { FIELDS, MAX_ANSWER_EVENTS, type Dialect, type EventQuery, type KeysQuery, type Sql, type ValuesQuery } from "./query.js";
 import { EVENT_COLUMNS, SCAN_ROWS } from "./rows.js";
 import type { KeyInfo } from "./store.js";
 
@@ -39,10 +39,14 @@ export function readStatements(t: string, d: Dialect) {
         params: [...s.params, q.limit],
       };
     },
+    /**
+     * The events of these invocations, oldest first: the newest MAX_ANSWER_EVENTS of them, so an answer holds no more
+     * events than the events view's (a Worker logs up to 256 lines an invocation: 2,000 invocations would be 500,000).
+     */
     invocationEvents(accountId: string, ids: readonly string[]): Sql {
       return {
-        text: `SELECT ${EVENT_COLUMNS} FROM ${t} WHERE account_id = ? AND request_id IN (${ids.map(() => "?").join(", ")}) ORDER BY ts, seq`,
-        params: [accountId, ...ids],
+        text: `SELECT ${EVENT_COLUMNS} FROM (SELECT ${EVENT_COLUMNS} FROM ${t} WHERE account_id = ? AND request_id IN (${ids.map(() => "?").join(", ")}) ORDER BY ts DESC, seq DESC LIMIT ?) AS newest ORDER BY ts, seq`,
+        params: [accountId, ...ids, MAX_ANSWER_EVENTS],
       };
     },
     /** For each column a field is kept in, the newest time it had a value (over the newest SCAN_ROWS events matching). */
