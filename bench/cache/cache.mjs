@@ -1,9 +1,11 @@
 // Cache HITs of a 1 KiB object side by side, wrk at 32 connections: the edge's cache (a proxied A record, the
 // object cached), nginx proxy_cache, Varnish, and a bare Node http server answering a fixed 1 KiB body (the ceiling
 // of any hit Node serves). Then a purge of one Cache-Tag among 100,000 cached objects through the v4 API (median of 20).
-// Run as root (the origin listens on 127.0.0.142:80): node bench/cache/cache.mjs [seconds] [connections]
+// Run as root (the origin listens on port 80): node bench/cache/cache.mjs [seconds] [connections]
 // BENCH_PARTS=hit,big,purge (default all three) picks the parts; BENCH_ROUNDS=n runs the four HIT peers n times in
 // turn (the ratios are the median of the rounds'); BENCH_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/p" profiles the edge.
+// BENCH_PORT_BASE=n (default 18190) moves the four listeners to n+1..n+4 and BENCH_ORIGIN the origin's address (default
+// 127.0.0.142): bench/edge/big-transfer.mjs uses the same defaults, and another session may be running it.
 import { execFileSync, spawn } from "node:child_process";
 import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, loadavg, tmpdir } from "node:os";
@@ -12,7 +14,9 @@ import { startPlatform } from "../lib/platform.mjs";
 
 const seconds = Number(process.argv[2] ?? 10);
 const connections = Number(process.argv[3] ?? 32);
-const ORIGIN = "127.0.0.142";
+const ORIGIN = process.env.BENCH_ORIGIN ?? "127.0.0.142";
+const base = Number(process.env.BENCH_PORT_BASE ?? 18190);
+const [NGINX, VARNISH, BARE, EDGE] = [base + 1, base + 2, base + 3, base + 4];
 const dir = mkdtempSync(join(tmpdir(), "edge-cache-bench-"));
 chmodSync(dir, 0o755);
 const children = [];
@@ -30,13 +34,13 @@ http { access_log off;
   proxy_cache_path ${dir}/nginx-cache keys_zone=c:10m;
   upstream origin { server ${ORIGIN}:80; keepalive 64; }
   server { listen ${ORIGIN}:80; root ${dir}; location / { add_header Cache-Control "max-age=3600"; } }
-  server { listen 127.0.0.1:18191; location / { proxy_cache c; proxy_cache_valid 200 1h; proxy_pass http://origin; proxy_http_version 1.1; proxy_set_header Connection ""; } }
+  server { listen 127.0.0.1:${NGINX}; location / { proxy_cache c; proxy_cache_valid 200 1h; proxy_pass http://origin; proxy_http_version 1.1; proxy_set_header Connection ""; } }
 }`,
 );
 writeFileSync(
   join(dir, "bare.cjs"),
   `const body = Buffer.alloc(1024, 97);
-require("node:http").createServer((req, res) => { res.writeHead(200, { "content-type": "text/javascript", "content-length": 1024 }); res.end(body); }).listen(18193, "127.0.0.1");`,
+require("node:http").createServer((req, res) => { res.writeHead(200, { "content-type": "text/javascript", "content-length": 1024 }); res.end(body); }).listen(${BARE}, "127.0.0.1");`,
 );
 
 function start(cmd, args) {
@@ -62,10 +66,10 @@ const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 try {
   start("nginx", ["-c", join(dir, "nginx.conf")]);
-  start("varnishd", ["-F", "-n", join(dir, "varnish"), "-a", "127.0.0.1:18192", "-b", `${ORIGIN}:80`, "-s", "malloc,64m"]);
+  start("varnishd", ["-F", "-n", join(dir, "varnish"), "-a", `127.0.0.1:${VARNISH}`, "-b", `${ORIGIN}:80`, "-s", "malloc,64m"]);
   start(process.execPath, [join(dir, "bare.cjs")]);
   const state = join(dir, "state");
-  const edge = await startPlatform({ port: 18194, stateDir: state, children });
+  const edge = await startPlatform({ port: EDGE, stateDir: state, children });
   const { api } = edge;
   const zone = await edge.proxiedZone("bench-cache.example", ORIGIN);
   console.log(
@@ -87,25 +91,25 @@ try {
     }
     throw new Error(`${name} does not answer ${url}: ${log ? readFileSync(log, "utf8").slice(-2000) : ""}`);
   };
-  await answering("http://127.0.0.1:18191/1k.js", "nginx", join(dir, "nginx-error.log"));
+  await answering(`http://127.0.0.1:${NGINX}/1k.js`, "nginx", join(dir, "nginx-error.log"));
   if (parts.has("hit")) {
-    await answering("http://127.0.0.1:18192/1k.js", "varnish");
-    await answering("http://127.0.0.1:18193/1k.js", "the bare Node server");
+    await answering(`http://127.0.0.1:${VARNISH}/1k.js`, "varnish");
+    await answering(`http://127.0.0.1:${BARE}/1k.js`, "the bare Node server");
     for (let i = 0; i < 3; i++) {
-      curl("http://127.0.0.1:18194/1k.js", "www.bench-cache.example");
-      curl("http://127.0.0.1:18191/1k.js");
-      curl("http://127.0.0.1:18192/1k.js");
+      curl(`http://127.0.0.1:${EDGE}/1k.js`, "www.bench-cache.example");
+      curl(`http://127.0.0.1:${NGINX}/1k.js`);
+      curl(`http://127.0.0.1:${VARNISH}/1k.js`);
     }
-    const check = /cf-cache-status: (\w+)/i.exec(curl("http://127.0.0.1:18194/1k.js", "www.bench-cache.example"))?.[1];
+    const check = /cf-cache-status: (\w+)/i.exec(curl(`http://127.0.0.1:${EDGE}/1k.js`, "www.bench-cache.example"))?.[1];
     if (check !== "HIT") throw new Error(`the edge answered ${check}, not HIT`);
     console.log(`# wrk -t2 -c${connections} -d${seconds}s, 1 KiB GET, origin nginx on ${ORIGIN}:80, ${rounds} round(s) of the four in turn`);
     const all = [];
     for (let r = 0; r < rounds; r++) {
       const x = {
-        "edge cache HIT": wrk("http://127.0.0.1:18194/1k.js", "www.bench-cache.example"),
-        "nginx proxy_cache": wrk("http://127.0.0.1:18191/1k.js"),
-        varnish: wrk("http://127.0.0.1:18192/1k.js"),
-        "bare node (fixed body)": wrk("http://127.0.0.1:18193/1k.js"),
+        "edge cache HIT": wrk(`http://127.0.0.1:${EDGE}/1k.js`, "www.bench-cache.example"),
+        "nginx proxy_cache": wrk(`http://127.0.0.1:${NGINX}/1k.js`),
+        varnish: wrk(`http://127.0.0.1:${VARNISH}/1k.js`),
+        "bare node (fixed body)": wrk(`http://127.0.0.1:${BARE}/1k.js`),
       };
       all.push(x);
       const e = x["edge cache HIT"].rps;
@@ -134,15 +138,15 @@ try {
       return speed / 1e6;
     };
     for (let i = 0; i < 2; i++) {
-      download("http://127.0.0.1:18194/100m.bin", "www.bench-cache.example");
-      download("http://127.0.0.1:18191/100m.bin");
+      download(`http://127.0.0.1:${EDGE}/100m.bin`, "www.bench-cache.example");
+      download(`http://127.0.0.1:${NGINX}/100m.bin`);
     }
-    const bigStatus = /cf-cache-status: (\w+)/i.exec(curl("http://127.0.0.1:18194/100m.bin", "www.bench-cache.example"))?.[1];
+    const bigStatus = /cf-cache-status: (\w+)/i.exec(curl(`http://127.0.0.1:${EDGE}/100m.bin`, "www.bench-cache.example"))?.[1];
     if (bigStatus !== "HIT") console.log(`note: the edge answered the 100 MiB object ${bigStatus}, not HIT`);
     const big = { edge: [], nginx: [] };
     for (let i = 0; i < 3; i++) {
-      big.edge.push(download("http://127.0.0.1:18194/100m.bin", "www.bench-cache.example"));
-      big.nginx.push(download("http://127.0.0.1:18191/100m.bin"));
+      big.edge.push(download(`http://127.0.0.1:${EDGE}/100m.bin`, "www.bench-cache.example"));
+      big.nginx.push(download(`http://127.0.0.1:${NGINX}/100m.bin`));
     }
     const status = readFileSync(`/proc/${edge.pid}/status`, "utf8");
     const kib = (name) => Number(new RegExp(`${name}:\\s+(\\d+)`).exec(status)?.[1] ?? 0) / 1024;

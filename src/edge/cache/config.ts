@@ -22,6 +22,12 @@ export const cacheServeOptions = {
     describe: "The largest body stored (default 512 MiB, the hosted limit of the Free, Pro and Business plans); larger ones pass through",
     default: HOSTED_MAX_OBJECT_BYTES,
   },
+  "cache-memory-bytes": {
+    type: "number",
+    describe:
+      "Bytes the cache keeps in memory at most (this node's memory tier): bodies of objects up to 64 KiB and the heads of recently used objects, the least recently used out first; a HIT from memory never touches the disk. 0 keeps nothing in memory",
+    default: 32 * 1024 * 1024,
+  },
   "cache-purge-plan": {
     type: "string",
     choices: ["free", "pro", "business", "enterprise"] as const,
@@ -35,11 +41,12 @@ export interface CacheConfig {
   dir: string;
   maxBytes: number;
   maxObjectBytes: number;
+  memoryBytes: number;
   purgePlan: PurgePlan;
 }
 
 export function readCacheConfig(options: OptionValues<typeof cacheServeOptions>, stateDir: string): CacheConfig {
-  const bytes = (name: "cache-max-bytes" | "cache-max-object-bytes") => {
+  const bytes = (name: "cache-max-bytes" | "cache-max-object-bytes" | "cache-memory-bytes") => {
     const v = options[name];
     if (typeof v !== "number" || !Number.isSafeInteger(v) || v < 0) throw new UserError(`--${name}: ${v} must be a whole number of bytes, 0 or more`);
     return v;
@@ -49,6 +56,7 @@ export function readCacheConfig(options: OptionValues<typeof cacheServeOptions>,
     dir: dir === undefined || dir.trim() === "" ? join(stateDir, "cache") : isAbsolute(dir) ? dir : resolve(dir),
     maxBytes: bytes("cache-max-bytes"),
     maxObjectBytes: bytes("cache-max-object-bytes"),
+    memoryBytes: bytes("cache-memory-bytes"),
     purgePlan: options["cache-purge-plan"],
   };
 }

@@ -51,7 +51,18 @@ export interface CacheOptions {
   dir: string;
   maxBytes: number;
   maxObjectBytes: number;
+  /**
+   * The memory tier's bound (--cache-memory-bytes): bodies of small objects (up to MEMORY_OBJECT_MAX) and the
+   * answer heads of recently used ones, least recently used out first; 0 keeps nothing in memory. Default
+   * DEFAULT_MEMORY_BYTES.
+   */
+  memoryBytes?: number;
 }
+
+/** The memory tier's bound when the options name none (--cache-memory-bytes' default). */
+export const DEFAULT_MEMORY_BYTES = 32 * 1024 * 1024;
+/** Bodies at most this large are kept in memory (a HIT of a small object then never touches the disk). */
+export const MEMORY_OBJECT_MAX = 64 * 1024;
 
 /**
  * Request headers never sent to the origin on a fill: the answer is stored for every client, so nothing only one
@@ -81,10 +92,12 @@ const FILL_DROPS: ReadonlySet<string> = new Set([
 /** Response headers never stored: the cache's own, per-answer ones, and Cache-Tag (kept as the object's tags, never shown). */
 const NOT_STORED = new Set(["age", "cf-cache-status", "cf-ray", "cache-tag", "set-cookie", "transfer-encoding", "connection", "keep-alive"]);
 
-/** Bodies at most this large are kept in memory too (HITs of small objects never touch the disk). */
-const HOT_BODY_MAX = 64 * 1024;
-const HOT_BYTES = 32 * 1024 * 1024;
+/** Entries of the memory tier at most, whatever their size (most are heads of objects whose body stays on disk). */
 const HOT_ENTRIES = 10_000;
+/** What an entry costs besides its body and header text (the maps, the object, the arrays), as counted. */
+const HOT_ENTRY_OVERHEAD = 512;
+/** Reads of a stored body streamed to a client (large ones: fewer trips through libuv's thread pool). */
+const FILE_READ_CHUNK = 1024 * 1024;
 /** Purged rows deleted per turn of the event loop (a few milliseconds of SQLite work). */
 const SWEEP_BATCH = 100;
 
@@ -110,9 +123,14 @@ export class EdgeCache {
   private readonly index: DiskIndex;
   private readonly files: BodyFiles;
   private readonly inflight = new Map<string, Inflight>();
-  /** Small objects' metadata and bodies (bounded); the index on disk is the truth. */
-  private readonly hot = new Map<string, { obj: CachedObject; body?: Buffer }>();
+  /**
+   * The memory tier: recently used objects' rows and answer heads, and the bodies of small ones (bounded by
+   * `memoryBytes`, least recently used out first; Map order is the LRU order). The index on disk is the truth: every
+   * change of a row (a fill, a revalidation, a purge, an eviction, a removal) drops its entry here.
+   */
+  private readonly hot = new Map<string, HotEntry>();
   private hotBytes = 0;
+  private readonly memoryBytes: number;
   /** Bytes on disk (committed) plus bytes of fills in progress. */
   private used: number;
   /** Bumped by every purge of a zone: a fill started before it is not stored. */
@@ -125,6 +143,7 @@ export class EdgeCache {
     private readonly log: Logger,
     private rules?: CacheRules,
   ) {
+    this.memoryBytes = options.memoryBytes ?? DEFAULT_MEMORY_BYTES;
     this.files = new BodyFiles(options.dir);
     this.index = new DiskIndex(join(options.dir, "index.sqlite"));
     this.files.remove(this.index.recovered.files);
@@ -163,10 +182,12 @@ export class EdgeCache {
       rules,
     );
     if (verdict.use === "cache" && this.options.maxBytes === 0) {
+      res.setHeader("cf-ray", r.ray);
       res.setHeader("cf-cache-status", "BYPASS");
       return false;
     }
     if (verdict.use !== "cache") {
+      res.setHeader("cf-ray", r.ray);
       res.setHeader("cf-cache-status", verdict.use === "dynamic" ? "DYNAMIC" : "BYPASS");
       return false;
     }
@@ -177,6 +198,17 @@ export class EdgeCache {
     const encoding = encodingClass(req.headers["accept-encoding"]);
     // The zone is part of the key: a zone deleted and made again (by anyone) never sees the old one's objects.
     const key = `${r.zoneId}\n${url}\n${encoding}`;
+    // The hot path: a fresh object whose body is in memory, asked for whole (no conditional, no Range) with GET.
+    const hot = this.hot.get(key);
+    if (hot?.body !== undefined && method === "GET" && plainRequest(req)) {
+      const now = Date.now();
+      if (hot.obj.freshUntil > now) {
+        this.sendHot(res, r, rules, key, hot, now);
+        return true;
+      }
+    }
+    // Every other answer's head is built with setHeader/writeHead: the ray goes on it whichever path writes it.
+    res.setHeader("cf-ray", r.ray);
     const ctx: Ctx = { req, res, r, rules, url, key, encoding, fetchOrigin, head: method === "HEAD", tags: overrides?.tags ?? [] };
     void this.serve(ctx).catch((err: unknown) => {
       this.log.error({ err, host: r.host }, "the cache failed to answer");
@@ -249,6 +281,24 @@ export class EdgeCache {
       return hot.obj;
     }
     return this.index.get(key);
+  }
+
+  /**
+   * A HIT from the memory tier, in one write: the head precomputed when the entry was made (only Cache-Control, Age
+   * and the ray are per answer) and written with writeHead's list form (no header object is built), then the body.
+   */
+  private sendHot(res: ServerResponse, r: ProxiedRequest, rules: CacheSettings, key: string, hot: HotEntry, now: number): void {
+    this.hot.delete(key);
+    this.hot.set(key, hot);
+    this.index.touch(key, now);
+    const obj = hot.obj;
+    const head = hot.head.slice();
+    const cc = hot.browserCacheControl(this.zones.browserCacheTtl(r.zoneId), rules);
+    if (cc !== undefined) head.push("cache-control", cc);
+    head.push("cf-cache-status", "HIT", "age", String(obj.initialAge + Math.max(0, Math.floor((now - obj.storedAt) / 1000))), "cf-ray", r.ray);
+    markCacheStatus(res, "HIT");
+    res.writeHead(obj.status, head);
+    res.end(hot.body);
   }
 
   private async serve(c: Ctx): Promise<void> {
@@ -406,7 +456,7 @@ export class EdgeCache {
       await file.close();
       return void res.end();
     }
-    const stream = file.createReadStream({ start: send.start, end: send.end });
+    const stream = file.createReadStream({ start: send.start, end: send.end, highWaterMark: FILE_READ_CHUNK });
     stream.once("error", () => res.destroy());
     res.once("close", () => stream.destroy());
     stream.pipe(res);
@@ -488,7 +538,14 @@ export class EdgeCache {
     const h = this.hot.get(key);
     if (!h) return;
     this.hot.delete(key);
-    this.hotBytes -= h.body?.length ?? 0;
+    this.hotBytes -= h.bytes;
+  }
+
+  /** What the memory tier holds now: entries, bodies among them, and the bytes counted against its bound (tests). */
+  memoryStats(): { entries: number; bodies: number; bytes: number } {
+    let bodies = 0;
+    for (const h of this.hot.values()) if (h.body !== undefined) bodies++;
+    return { entries: this.hot.size, bodies, bytes: this.hotBytes };
   }
 
   private remember(obj: CachedObject, body: Buffer | undefined): void {
@@ -496,9 +553,12 @@ export class EdgeCache {
     const current = this.index.get(obj.key);
     if (!current || current.file !== obj.file || current.freshUntil !== obj.freshUntil) return;
     this.forgetHot(obj.key);
-    this.hot.set(obj.key, { obj, body });
-    this.hotBytes += body?.length ?? 0;
-    while (this.hot.size > HOT_ENTRIES || this.hotBytes > HOT_BYTES) {
+    const entry = new HotEntry(obj, body);
+    // An entry alone over the bound is not kept (its body: the file answers; the bound always holds).
+    if (entry.bytes > this.memoryBytes) return;
+    this.hot.set(obj.key, entry);
+    this.hotBytes += entry.bytes;
+    while (this.hot.size > HOT_ENTRIES || this.hotBytes > this.memoryBytes) {
       const oldest = this.hot.keys().next().value as string;
       this.forgetHot(oldest);
     }
@@ -517,7 +577,7 @@ export class EdgeCache {
         this.dropRemoved(this.index.remove(obj.key));
         return this.serve(c);
       }
-      if (obj.size <= HOT_BODY_MAX) {
+      if (obj.size <= MEMORY_OBJECT_MAX && this.memoryBytes > 0) {
         const buf = Buffer.allocUnsafe(obj.size);
         await file.read(buf, 0, obj.size, 0);
         await file.close();
@@ -535,7 +595,7 @@ export class EdgeCache {
       return void c.res.end();
     }
     if (body) return void c.res.end(send.start === 0 && send.end === obj.size - 1 ? body : body.subarray(send.start, send.end! + 1));
-    const stream = file!.createReadStream({ start: send.start, end: send.end });
+    const stream = file!.createReadStream({ start: send.start, end: send.end, highWaterMark: FILE_READ_CHUNK });
     stream.once("error", () => c.res.destroy());
     c.res.once("close", () => stream.destroy());
     stream.pipe(c.res);
@@ -608,6 +668,21 @@ const one = (v: string | string[] | undefined) => (Array.isArray(v) ? v[0] : v);
  * one variant of a URL the same way.
  */
 export function encodingClass(value: string | string[] | undefined): string {
+  if (value === undefined) return "";
+  if (typeof value !== "string") return encodingClassOf(value);
+  // Clients send a handful of distinct values: each is worked out once (a bounded memo of a pure function).
+  let known = encodingClasses.get(value);
+  if (known === undefined) {
+    known = encodingClassOf(value);
+    if (encodingClasses.size >= 256) encodingClasses.clear();
+    encodingClasses.set(value, known);
+  }
+  return known;
+}
+
+const encodingClasses = new Map<string, string>();
+
+function encodingClassOf(value: string | string[] | undefined): string {
   const accepted = new Set(
     (Array.isArray(value) ? value.join(",") : (value ?? ""))
       .split(",")
@@ -750,4 +825,64 @@ function parseRange(value: string, size: number): { start: number; end: number }
   const end = m[2] === "" ? size - 1 : Math.min(Number(m[2]), size - 1);
   if (start >= size || end < start) return "unsatisfiable";
   return { start, end };
+}
+
+/** The cache status of answers whose head was written in list form (getHeader cannot read those back). */
+const CACHE_STATUS = Symbol("cf-cache-status");
+
+function markCacheStatus(res: ServerResponse, status: CacheStatus): void {
+  (res as ServerResponse & { [CACHE_STATUS]?: CacheStatus })[CACHE_STATUS] = status;
+}
+
+/** The cf-cache-status an answer got (the metrics and analytics count by it), however its head was written. */
+export function cacheStatusOf(res: ServerResponse): string | undefined {
+  const set = res.getHeader("cf-cache-status");
+  return typeof set === "string" ? set : (res as ServerResponse & { [CACHE_STATUS]?: CacheStatus })[CACHE_STATUS];
+}
+
+/** Whether a request asks for the whole body unconditionally (else sendPlan answers it: 304, 206, 416). */
+const plainRequest = (req: IncomingMessage) =>
+  req.headers["if-none-match"] === undefined && req.headers["if-modified-since"] === undefined && req.headers.range === undefined;
+
+/** One object in the memory tier: its row, its body when small, and its answer head ready for a HIT. */
+class HotEntry {
+  /**
+   * The stored headers as writeHead's name/value list, but those a HIT sets itself (Cache-Control, Content-Length,
+   * and for a 200 Accept-Ranges), then Accept-Ranges (200) and Content-Length: what sendPlan makes of a whole body.
+   */
+  readonly head: string[] = [];
+  /** What the entry counts against the memory bound. */
+  readonly bytes: number;
+  /** The stored Cache-Control and Expires, what the browser's Cache-Control is worked out from. */
+  private readonly freshness: Headers = Object.create(null) as Headers;
+  /** The last browser Cache-Control worked out, and for which zone TTL and rule. */
+  private browser?: { zoneTtl: number; rule: CacheSettings["browser_ttl"]; value: string | undefined };
+
+  constructor(
+    readonly obj: CachedObject,
+    readonly body: Buffer | undefined,
+  ) {
+    let text = obj.key.length;
+    for (const [name, value] of obj.headers) {
+      text += name.length + value.length;
+      if (name === "cache-control" || name === "expires") {
+        const prev = this.freshness[name];
+        this.freshness[name] = prev === undefined ? value : Array.isArray(prev) ? [...prev, value] : [prev, value];
+      }
+      if (name !== "cache-control" && name !== "content-length" && (name !== "accept-ranges" || obj.status !== 200)) this.head.push(name, value);
+    }
+    if (obj.status === 200) this.head.push("accept-ranges", "bytes");
+    this.head.push("content-length", String(obj.size));
+    // Strings count twice over (the row's copy and the head's share them, but the JSON they came from may not).
+    this.bytes = (body?.length ?? 0) + 2 * text + HOT_ENTRY_OVERHEAD;
+  }
+
+  /** The browser's Cache-Control for this object in a zone (policy.ts' browserCacheControl), remembered per inputs. */
+  browserCacheControl(zoneTtl: number, rules: CacheSettings): string | undefined {
+    const b = this.browser;
+    if (b !== undefined && b.zoneTtl === zoneTtl && b.rule === rules.browser_ttl) return b.value;
+    const value = browserCacheControl(this.freshness, zoneTtl, rules);
+    this.browser = { zoneTtl, rule: rules.browser_ttl, value };
+    return value;
+  }
 }

@@ -4,6 +4,7 @@ import type { Duplex } from "node:stream";
 import type { TLSSocket } from "node:tls";
 import { knownCacheStatus, type EdgeMetrics, type EdgeTrafficArea } from "../metrics.js";
 import type { HttpRequestEvent } from "../analytics/http-requests.js";
+import { cacheStatusOf } from "../cache/http-cache.js";
 import { ErrorPages, sendErrorPage } from "./error-page.js";
 import { normalizeHostname } from "./names.js";
 import type { HostClass, Hostnames } from "./plan.js";
@@ -120,7 +121,7 @@ export class EdgeDispatch {
     // On a kept-alive connection bytesWritten is the connection's: the difference is this answer's share.
     const bytes = Math.max(0, socket.bytesWritten - bytesBefore);
     const zone = tenantHost === undefined ? undefined : this.zoneOf(tenantHost);
-    const cacheStatus = knownCacheStatus(res.getHeader("cf-cache-status"));
+    const cacheStatus = knownCacheStatus(cacheStatusOf(res));
     this.metrics?.record(area, status, zone?.name ?? "", (performance.now() - started) / 1000, bytes, cacheStatus);
     if (zone && this.traffic) {
       const referer = req.headers.referer;

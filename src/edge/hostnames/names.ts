@@ -4,6 +4,24 @@
  */
 export function normalizeHostname(host: string | undefined): string {
   if (host === undefined) return "";
+  // Every request's Host comes here (twice on the proxy's path): the few names a node serves are worked out once.
+  let known = normalized.get(host);
+  if (known === undefined) {
+    known = normalize(host);
+    if (host.length <= MEMO_HOST_LENGTH) {
+      if (normalized.size >= MEMO_HOSTS) normalized.clear();
+      normalized.set(host, known);
+    }
+  }
+  return known;
+}
+
+/** The memo of normalizeHostname: at most this many names, each at most this long (a DNS name is 253). */
+const MEMO_HOSTS = 1024;
+const MEMO_HOST_LENGTH = 300;
+const normalized = new Map<string, string>();
+
+function normalize(host: string): string {
   let h = host.trim().toLowerCase();
   if (h.startsWith("[")) {
     const end = h.indexOf("]");

@@ -70,7 +70,7 @@ export class Hostnames {
    */
   classify(hostHeader: string | undefined, arrivedOnLoopback = false): HostClass {
     const host = normalizeHostname(hostHeader);
-    if (host === "" || isIP(host)) return { kind: "platform", service: "api", host };
+    if (host === "" || (mayBeAddress(host) && isIP(host))) return { kind: "platform", service: "api", host };
     const reserved = this.reservationOf(host);
     if (reserved) {
       // The name itself is the service; a name under it is served only by the two that have names under them.
@@ -102,4 +102,10 @@ export class Hostnames {
   private reservationOf(host: string): Reservation | undefined {
     return this.reservations.find((r) => atOrUnder(host, r.name));
   }
+}
+
+/** Whether a normalized host may be an IP address (isIP's regular expressions are not cheap): IPv6 has a colon, IPv4 ends in a digit. */
+function mayBeAddress(host: string): boolean {
+  const last = host.charCodeAt(host.length - 1);
+  return (last >= 48 && last <= 57) || host.includes(":");
 }

@@ -191,8 +191,8 @@ export class OriginForwarder {
       hostnames: target.hostnames,
     };
     if (this.deps.cache) {
-      // The cache writes its own heads (from disk, or a fill); the ray goes on every answer whichever writes it.
-      res.setHeader("cf-ray", ray);
+      // The cache writes its own heads (from memory, disk, or a fill) and puts the ray on every answer, also on the
+      // requests it leaves to forward() (a HIT from memory writes its head in one list, without setHeader).
       if (this.deps.cache.handle(req, res, proxied, (o) => this.fetchForCache(req, proxied, o))) return true;
     }
     this.forward(req, res, proxied);
@@ -241,7 +241,6 @@ export class OriginForwarder {
       return;
     }
     if (this.deps.cache) {
-      res.setHeader("cf-ray", ray);
       if (this.deps.cache.handle(req, res, proxied, (o) => this.fetchForCache(req, proxied, o), overrides)) return;
     }
     this.forward(req, res, proxied);

@@ -1,0 +1,162 @@
+import assert from "node:assert/strict";
+import { mkdtempSync, readdirSync, rmSync, unlinkSync } from "node:fs";
+import { createServer, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { test, type TestContext } from "node:test";
+import { setTimeout as sleep } from "node:timers/promises";
+import { request } from "undici";
+import { createLogger } from "../../core/logger.js";
+import { loopbackBlock } from "../testing/origins.js";
+import { readCacheConfig } from "./config.js";
+import { cacheStatusOf, EdgeCache, MEMORY_OBJECT_MAX, type CacheOptions, type FetchOrigin } from "./http-cache.js";
+import { startScriptedOrigin } from "./testing/origin.js";
+
+/**
+ * The memory tier (--cache-memory-bytes): HITs of small objects answered from memory are the same answers as from
+ * disk, and every change of the index reaches it (purge, eviction, expiry, a new fill); its bound holds. The cache
+ * runs in-process (its memory is inspected) behind a real HTTP server, in front of a real origin on loopback.
+ */
+const block = loopbackBlock();
+let nextAddress = 1;
+
+async function cacheInFront(t: TestContext, options: Omit<CacheOptions, "dir">) {
+  const address = block(nextAddress++);
+  const origin = await startScriptedOrigin(t, address);
+  const dir = mkdtempSync(join(tmpdir(), "edge-cache-memory-"));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const zoneSettings = { developmentMode: () => false, cacheLevel: () => "aggressive", browserCacheTtl: () => 14400 };
+  const cache = new EdgeCache({ dir, ...options }, zoneSettings, createLogger({ level: "silent" }));
+  t.after(() => cache.close());
+  /** The cache status each answer was counted with (what the dispatch's metrics read), in order. */
+  const counted: (string | undefined)[] = [];
+  const front = createServer((req, res: ServerResponse) => {
+    const fetchOrigin: FetchOrigin = async (o) => {
+      const headers: Record<string, string> = {};
+      for (const [name, value] of o.set) headers[name] = value;
+      const answer = await request(`http://${address}${req.url}`, { headers });
+      return { status: answer.statusCode, headers: answer.headers as Record<string, string>, body: answer.body };
+    };
+    res.once("close", () => counted.push(cacheStatusOf(res)));
+    const taken = cache.handle(req, res, { zoneId: "z1", host: "www.memory.example", path: req.url ?? "/", scheme: "http", ray: "ray-1" }, fetchOrigin);
+    if (!taken) res.writeHead(200).end("forwarded");
+  });
+  await new Promise<void>((resolve) => front.listen(0, "127.0.0.1", resolve));
+  t.after(() => new Promise((resolve) => front.close(resolve)));
+  const port = (front.address() as AddressInfo).port;
+  const get = async (path: string, headers: Record<string, string> = {}) => {
+    const res = await request(`http://127.0.0.1:${port}${path}`, { headers });
+    return { status: res.statusCode, headers: res.headers, text: await res.body.text() };
+  };
+  const bodyFiles = () => readdirSync(join(dir, "objects")).flatMap((sub) => readdirSync(join(dir, "objects", sub)).map((f) => join(dir, "objects", sub, f)));
+  return { cache, origin, get, counted, bodyFiles };
+}
+
+test("a HIT from memory is the answer a HIT from disk is, and is counted as a HIT", async (t) => {
+  const { cache, origin, get, counted, bodyFiles } = await cacheInFront(t, { maxBytes: 10_000_000, maxObjectBytes: 1_000_000 });
+  origin.route("/app.js", (_req, res) =>
+    res.writeHead(200, { "cache-control": "max-age=60", etag: '"v1"', "x-origin": "yes", "content-length": "5", "accept-ranges": "none" }).end("hello"),
+  );
+  assert.equal((await get("/app.js")).headers["cf-cache-status"], "MISS");
+  const fromDisk = await get("/app.js");
+  assert.equal(fromDisk.headers["cf-cache-status"], "HIT");
+  assert.equal(cache.memoryStats().bodies, 1, "the first HIT read the file and kept the small body");
+  // The file goes: only memory can answer now.
+  for (const f of bodyFiles()) unlinkSync(f);
+  const fromMemory = await get("/app.js");
+  assert.equal(fromMemory.text, "hello");
+  for (const h of ["cf-cache-status", "etag", "x-origin", "content-length", "accept-ranges", "cache-control", "cf-ray"])
+    assert.equal(fromMemory.headers[h], fromDisk.headers[h], `${h} as from disk`);
+  assert.equal(fromMemory.headers["accept-ranges"], "bytes");
+  assert.equal(fromMemory.headers["cache-control"], "max-age=14400", "the zone's Browser Cache TTL, as from disk");
+  assert.ok(Number(fromMemory.headers.age) >= 0);
+  // Conditionals, Range and HEAD are still answered from the cache (the general path, with the body in memory).
+  assert.equal((await get("/app.js", { "if-none-match": '"v1"' })).status, 304);
+  const range = await get("/app.js", { range: "bytes=1-2" });
+  assert.equal(range.status, 206);
+  assert.equal(range.text, "el");
+  assert.deepEqual(counted, ["MISS", "HIT", "HIT", "HIT", "HIT"]);
+  assert.equal(origin.count("/app.js"), 1);
+});
+
+test("purges, expiry, a new fill and eviction reach the memory tier", async (t) => {
+  const { cache, origin, get } = await cacheInFront(t, { maxBytes: 2_500, maxObjectBytes: 2_500 });
+  let version = 1;
+  origin.route("/tagged.js", (_req, res) => res.writeHead(200, { "cache-tag": "t1", "cache-control": "max-age=60" }).end(`tagged ${version}`));
+  origin.route("/short.js", (_req, res) => res.writeHead(200, { "cache-control": "max-age=1" }).end(`short ${version}`));
+  const warm = async (path: string) => {
+    await get(path);
+    assert.equal((await get(path)).headers["cf-cache-status"], "HIT");
+  };
+
+  await warm("/tagged.js");
+  assert.equal(cache.memoryStats().bodies, 1);
+  version = 2;
+  cache.purge("z1", { kind: "tags", tags: ["t1"] });
+  assert.equal(cache.memoryStats().entries, 0, "a purge by tag drops the memory copy");
+  const afterTag = await get("/tagged.js");
+  assert.equal(afterTag.headers["cf-cache-status"], "MISS");
+  assert.equal(afterTag.text, "tagged 2");
+  await warm("/tagged.js");
+  version = 3;
+  cache.purge("z1", { kind: "urls", urls: ["http://www.memory.example/tagged.js"] });
+  assert.equal((await get("/tagged.js")).text, "tagged 3", "a purge by URL too");
+
+  await warm("/short.js");
+  await sleep(1_100);
+  version = 4;
+  const expired = await get("/short.js");
+  assert.equal(expired.headers["cf-cache-status"], "EXPIRED", "an expired object in memory is not a HIT");
+  assert.equal(expired.text, "short 4");
+  assert.equal((await get("/short.js")).text, "short 4", "the new fill replaced the memory copy");
+
+  // Eviction: objects of 1,000 bytes in a cache of 2,500; the least recently used go, from disk and memory.
+  for (const name of ["a", "b", "c"])
+    origin.route(`/${name}.css`, (_req, res) => res.writeHead(200, { "cache-control": "max-age=60" }).end(name.repeat(1_000)));
+  await warm("/a.css");
+  await sleep(5);
+  await warm("/b.css");
+  await sleep(5);
+  await warm("/c.css");
+  const a = await get("/a.css");
+  assert.equal(a.headers["cf-cache-status"], "MISS", "evicted for the later ones: not answered from memory either");
+  assert.equal(a.text, "a".repeat(1_000));
+});
+
+test("--cache-memory-bytes bounds the memory tier; 0 keeps nothing in memory and HITs come from disk", async (t) => {
+  const bound = 40_000;
+  const { cache, origin, get } = await cacheInFront(t, { maxBytes: 10_000_000, maxObjectBytes: 1_000_000, memoryBytes: bound });
+  for (let i = 0; i < 30; i++)
+    origin.route(`/o${i}.js`, (_req, res) => res.writeHead(200, { "cache-control": "max-age=60" }).end(String(i).repeat(4_000).slice(0, 4_000)));
+  origin.route("/large.js", (_req, res) => res.end("L".repeat(MEMORY_OBJECT_MAX + 1)));
+  for (let i = 0; i < 30; i++) {
+    await get(`/o${i}.js`);
+    const hit = await get(`/o${i}.js`);
+    assert.equal(hit.headers["cf-cache-status"], "HIT");
+    assert.ok(cache.memoryStats().bytes <= bound, `within the bound after ${i + 1} objects: ${JSON.stringify(cache.memoryStats())}`);
+  }
+  const held = cache.memoryStats();
+  assert.ok(held.bodies >= 5 && held.bodies < 30, `the most recent ones, not all: ${JSON.stringify(held)}`);
+  assert.equal((await get("/o0.js")).text, "0".repeat(4_000), "an object out of memory is a HIT from disk");
+  await get("/large.js");
+  const large = await get("/large.js");
+  assert.equal(large.headers["cf-cache-status"], "HIT");
+  assert.equal(large.text.length, MEMORY_OBJECT_MAX + 1);
+  assert.equal(cache.memoryStats().bodies, held.bodies, "a body over MEMORY_OBJECT_MAX is never kept in memory");
+
+  const off = await cacheInFront(t, { maxBytes: 10_000_000, maxObjectBytes: 1_000_000, memoryBytes: 0 });
+  off.origin.route("/x.js", (_req, res) => res.end("x"));
+  await off.get("/x.js");
+  assert.equal((await off.get("/x.js")).headers["cf-cache-status"], "HIT");
+  assert.equal((await off.get("/x.js")).text, "x");
+  assert.deepEqual(off.cache.memoryStats(), { entries: 0, bodies: 0, bytes: 0 });
+});
+
+test("--cache-memory-bytes must be a whole number of bytes, 0 or more", () => {
+  const options = { "cache-dir": undefined, "cache-max-bytes": 1_000, "cache-max-object-bytes": 1_000, "cache-purge-plan": "pro" as const };
+  assert.equal(readCacheConfig({ ...options, "cache-memory-bytes": 0 }, "/state").memoryBytes, 0);
+  assert.equal(readCacheConfig({ ...options, "cache-memory-bytes": 1_048_576 }, "/state").memoryBytes, 1_048_576);
+  for (const bad of [-1, 1.5, Number.NaN, 2 ** 60])
+    assert.throws(() => readCacheConfig({ ...options, "cache-memory-bytes": bad }, "/state"), /--cache-memory-bytes/, String(bad));
+});
