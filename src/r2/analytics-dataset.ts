@@ -27,7 +27,10 @@ function timeOf(field: string, value: string | undefined): number | undefined {
  * R2's storage dataset of the GraphQL Analytics API, `r2StorageAdaptiveGroups` (what `wrangler r2 bucket info` reads
  * for a bucket's object count and size): one group per bucket of the account with `max { objectCount payloadSize
  * metadataSize uploadCount }` and `dimensions { datetime bucketName }`. This platform keeps no history of these
- * numbers: a group is the bucket as it is now, dated now, so a filter whose time range leaves out now has no groups.
+ * numbers: a group is the bucket as it is now, dated at the start of the current minute (as a sample the hosted
+ * platform takes now and then), so a filter whose time range leaves out that minute has no groups. Not dated to the
+ * second: wrangler ends its range at its own "now", which the platform's clock passes while the request travels, and
+ * a group dated a moment later than the range's end was left out (`wrangler r2 bucket info` then showed 0 objects).
  */
 export function r2StorageDataset(store: Pick<R2Store, "bucketUsage">): AnalyticsDataset {
   return {
@@ -52,8 +55,7 @@ export function r2StorageDataset(store: Pick<R2Store, "bucketUsage">): Analytics
       const limit = Number(args.limit);
       if (!Number.isInteger(limit) || limit < 1 || limit > MAX_LIMIT) throw R2Errors.analyticsFilter(`limit: must be a whole number from 1 to ${MAX_LIMIT}`);
       const filter = (args.filter ?? {}) as StorageFilter;
-      // Whole seconds, as the hosted datasets date their groups.
-      const now = Math.floor(Date.now() / 1000) * 1000;
+      const now = Math.floor(Date.now() / 60_000) * 60_000;
       const inRange =
         (timeOf("datetime", filter.datetime) ?? now) === now &&
         (timeOf("datetime_geq", filter.datetime_geq) ?? -Infinity) <= now &&
