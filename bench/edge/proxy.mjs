@@ -4,6 +4,7 @@
 import { execFileSync, spawn } from "node:child_process";
 import { chmodSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir, cpus, loadavg } from "node:os";
+import { get } from "node:http";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { startPlatform } from "../lib/platform.mjs";
@@ -17,7 +18,9 @@ chmodSync(dir, 0o755);
 const children = [];
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
-writeFileSync(join(dir, "1k.bin"), Buffer.alloc(1024, 97));
+// No file extension: the edge's cache leaves it alone (not eligible by default, `cf-cache-status: DYNAMIC`), so the
+// edge's numbers are proxying, not cache HITs (a `.bin` file was cached and the bench measured HITs until 2026-12-06).
+writeFileSync(join(dir, "1k"), Buffer.alloc(1024, 97));
 writeFileSync(
   join(dir, "nginx.conf"),
   `worker_processes 1; pid ${dir}/nginx.pid; error_log ${dir}/nginx-error.log; daemon off;
@@ -68,6 +71,14 @@ createServer((req, res) => {
   start(process.execPath, [join(dir, "bare.cjs")]);
   const edge = await startPlatform({ port: 18094, stateDir: join(dir, "state"), children });
   await edge.proxiedZone("bench-proxy.example", ORIGIN);
+  const probe = await new Promise((resolve, reject) =>
+    get({ host: "127.0.0.1", port: 18094, path: "/1k", headers: { host: "www.bench-proxy.example" } }, (res) => {
+      res.resume();
+      res.on("end", () => resolve(res));
+    }).on("error", reject),
+  );
+  if (probe.statusCode !== 200 || probe.headers["cf-cache-status"] !== "DYNAMIC")
+    throw new Error(`the edge's answer is ${probe.statusCode} with cf-cache-status ${probe.headers["cf-cache-status"]}: not a proxied one`);
 
   // BENCH_ROUNDS rounds (default 1), each running the four in turn; the summary is the median of each one's rounds and
   // of the per-round ratios (on a loaded machine a single run swings by 2×).
@@ -75,10 +86,10 @@ createServer((req, res) => {
   const all = [];
   for (let r = 0; r < rounds; r++) {
     all.push({
-      edge: wrk("http://127.0.0.1:18094/1k.bin", "www.bench-proxy.example"),
-      nginx: wrk("http://127.0.0.1:18091/1k.bin"),
-      caddy: wrk("http://127.0.0.1:18092/1k.bin"),
-      "undici pass-through": wrk("http://127.0.0.1:18093/1k.bin"),
+      edge: wrk("http://127.0.0.1:18094/1k", "www.bench-proxy.example"),
+      nginx: wrk("http://127.0.0.1:18091/1k"),
+      caddy: wrk("http://127.0.0.1:18092/1k"),
+      "undici pass-through": wrk("http://127.0.0.1:18093/1k"),
     });
     const x = all[all.length - 1];
     if (rounds > 1)
