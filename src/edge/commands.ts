@@ -47,10 +47,23 @@ export const commands: AnyCommand[] = [
     describe: "Change one setting of a zone (the v4 API's PATCH /zones/{id}/settings/{setting})",
     positionals: [
       zoneArg,
-      { name: "setting", describe: "The setting's id: always_use_https, browser_cache_ttl, cache_level, development_mode, http2, ipv6, min_tls_version, ssl, tls_1_3, websockets", required: true },
-      { name: "value", describe: "Its new value: on/off, a mode (ssl: off, flexible, full, strict), a TLS version (1.2) or seconds (browser_cache_ttl)", required: true },
+      {
+        name: "setting",
+        describe:
+          "The setting's id: always_use_https, browser_cache_ttl, cache_level, development_mode, http2, ipv6, min_tls_version, ssl, tls_1_3, websockets",
+        required: true,
+      },
+      {
+        name: "value",
+        describe: "Its new value: on/off, a mode (ssl: off, flexible, full, strict), a TLS version (1.2) or seconds (browser_cache_ttl)",
+        required: true,
+      },
     ] as const,
-    examples: ["edgecli settings set example.com always_use_https on", "edgecli settings set example.com ssl full", "edgecli settings set example.com browser_cache_ttl 3600"],
+    examples: [
+      "edgecli settings set example.com always_use_https on",
+      "edgecli settings set example.com ssl full",
+      "edgecli settings set example.com browser_cache_ttl 3600",
+    ],
     handler: lazy(() => import("./settings/cli/settings.js"), "setSetting"),
   }),
 ];

@@ -40,7 +40,10 @@ test("settings get: every setting as JSON in the API's order, or one value alone
 });
 
 test("settings set: strings, TLS versions and numbers reach the API as the setting takes them", async () => {
-  assert.match(ok(await p.cli(["settings", "set", "cli-settings.example", "always_use_https", "on"])).stdout, /Set always_use_https of cli-settings\.example to on\./);
+  assert.match(
+    ok(await p.cli(["settings", "set", "cli-settings.example", "always_use_https", "on"])).stdout,
+    /Set always_use_https of cli-settings\.example to on\./,
+  );
   assert.equal(await stored("always_use_https"), "on");
   ok(await p.cli(["settings", "set", "cli-settings.example", "min_tls_version", "1.2"]));
   assert.equal(await stored("min_tls_version"), "1.2");
@@ -70,6 +73,9 @@ test("another account's token neither reads nor changes the zone, by name or by 
 test("settings set's help names every setting the platform has", () => {
   const set = commands.find((c) => c.path.join(" ") === "settings set")!;
   const described = set.positionals!.find((a) => a.name === "setting")!.describe;
-  const named = described.slice(described.indexOf(":") + 1).split(",").map((s) => s.trim());
+  const named = described
+    .slice(described.indexOf(":") + 1)
+    .split(",")
+    .map((s) => s.trim());
   assert.deepEqual(named, [...SETTINGS.keys()]);
 });
