@@ -143,8 +143,14 @@ try {
       return Number(speed) / 1e6;
     };
     // Warm-up (the first edge download fills the cache: a MISS; the measured ones below must be HITs).
+    let afterFill = "";
     for (let i = 0; i < 2; i++) {
       curl(`http://127.0.0.1:${EDGE}/100m.bin`, "www.bench-cache.example");
+      if (i === 0) {
+        const st = readFileSync(`/proc/${edge.pid}/status`, "utf8");
+        const mib = (name) => (Number(new RegExp(`${name}:\\s+(\\d+)`).exec(st)?.[1] ?? 0) / 1024).toFixed(0);
+        afterFill = `after the fill: RSS ${mib("VmRSS")} MiB, peak ${mib("VmHWM")} MiB`;
+      }
       download(`http://127.0.0.1:${NGINX}/100m.bin`);
     }
     // CPU time (user + system, every thread) of the edge process and of nginx's worker per 100 MiB HIT: on a shared
@@ -187,7 +193,7 @@ try {
     const status = readFileSync(`/proc/${edge.pid}/status`, "utf8");
     const kib = (name) => Number(new RegExp(`${name}:\\s+(\\d+)`).exec(status)?.[1] ?? 0) / 1024;
     console.log(
-      `100 MiB HIT: edge median ${median(big.edge).toFixed(0)} MB/s, nginx proxy_cache ${median(big.nginx).toFixed(0)} MB/s (${(median(big.edge) / median(big.nginx)).toFixed(2)}); edge RSS ${kib("VmRSS").toFixed(0)} MiB, peak during the HITs ${kib("VmHWM").toFixed(0)} MiB (before them, with the fill: ${fillPeak}); CPU per download: edge ${((cpu.edge * 10) / 3).toFixed(0)} ms, nginx ${((cpu.nginx * 10) / 3).toFixed(0)} ms; load ${loadavg()[0].toFixed(1)}`,
+      `100 MiB HIT: edge median ${median(big.edge).toFixed(0)} MB/s, nginx proxy_cache ${median(big.nginx).toFixed(0)} MB/s (${(median(big.edge) / median(big.nginx)).toFixed(2)}); edge RSS ${kib("VmRSS").toFixed(0)} MiB, peak during the HITs ${kib("VmHWM").toFixed(0)} MiB (before them, with the fill and a first HIT: ${fillPeak}; ${afterFill}); CPU per download: edge ${((cpu.edge * 10) / 3).toFixed(0)} ms, nginx ${((cpu.nginx * 10) / 3).toFixed(0)} ms; load ${loadavg()[0].toFixed(1)}`,
     );
   }
 
