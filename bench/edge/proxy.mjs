@@ -60,16 +60,42 @@ function cpuSeconds(pid) {
   return ticks / 100; // USER_HZ
 }
 
+/** CPU seconds per thread of a process, by thread name (/proc/<pid>/task/<tid>/comm: libuv, V8, workers), the main one as `main`. */
+function threadCpuSeconds(pid) {
+  const out = new Map();
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      // Node's worker threads keep the main thread's name: the main one is told apart by its id.
+      const name = Number(tid) === pid ? "main" : readFileSync(`/proc/${pid}/task/${tid}/comm`, "utf8").trim();
+      const f = readFileSync(`/proc/${pid}/task/${tid}/stat`, "utf8").split(") ")[1].split(" ");
+      out.set(name, (out.get(name) ?? 0) + (Number(f[11]) + Number(f[12])) / 100);
+    } catch {
+      /* exited meanwhile */
+    }
+  }
+  return out;
+}
+
 /** wrk against `url`; `pid`: the server whose CPU per request is measured over the run (µs). */
 function wrk(url, pid, host, duration = seconds) {
   const args = ["-t2", `-c${connections}`, `-d${duration}s`, "--latency", url];
   if (host) args.push("-H", `Host: ${host}`);
   const cpuBefore = cpuSeconds(pid);
+  const threadsBefore = process.env.BENCH_THREADS ? threadCpuSeconds(pid) : undefined;
   const out = execFileSync("wrk", args, { encoding: "utf8" });
   const cpu = cpuSeconds(pid) - cpuBefore;
+  const requests = Number(/(\d+) requests in/.exec(out)?.[1] ?? 0);
+  // BENCH_THREADS=1: which of the server's threads the CPU per request went to (µs).
+  if (threadsBefore && requests)
+    console.log(
+      `  ${url} threads: ${[...threadCpuSeconds(pid)]
+        .map(([name, s]) => [name, ((s - (threadsBefore.get(name) ?? 0)) * 1e6) / requests])
+        .filter(([, us]) => us >= 0.5)
+        .map(([name, us]) => `${name} ${us.toFixed(1)} µs`)
+        .join(", ")}`,
+    );
   if (process.env.BENCH_DEBUG) console.error(out);
   const rps = Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1] ?? 0);
-  const requests = Number(/(\d+) requests in/.exec(out)?.[1] ?? 0);
   const p50 = /50%\s+([\d.]+\w+)/.exec(out)?.[1];
   const non2xx = /Non-2xx or 3xx responses: (\d+)/.exec(out)?.[1] ?? "0";
   return { rps, p50, non2xx, cpuUs: requests ? (cpu * 1e6) / requests : 0 };
