@@ -116,14 +116,19 @@ createServer((req, res) => {
     (a) => { res.writeHead(a.statusCode, a.headers); a.body.pipe(res); },
     () => res.writeHead(502).end(),
   );
-}).listen(18093, "127.0.0.1");`,
+}).listen(18093, "127.0.0.1");
+// A profile (--cpu-prof) is written at exit, which SIGTERM's default would skip.
+process.on("SIGTERM", () => process.exit(0));`,
   );
-  const bare = start(process.execPath, [join(dir, "bare.cjs")]);
+  // BENCH_PROFILE_DIR=dir: the edge (this build's) and the undici pass-through write V8 CPU profiles there
+  // (bench/edge/cpu-profile-top.mjs reads them; BUSIEST_SECONDS picks each one's counted run).
+  const profile = process.env.BENCH_PROFILE_DIR ? ["--cpu-prof", "--cpu-prof-dir", process.env.BENCH_PROFILE_DIR] : [];
+  const bare = start(process.execPath, [...profile, join(dir, "bare.cjs")]);
   const edges = [["edge", 18094, undefined]];
   if (process.env.BENCH_BEFORE) edges.push(["edge before", 18097, process.env.BENCH_BEFORE]);
   const platforms = {};
   for (const [name, port, cliPath] of edges) {
-    const edge = await startPlatform({ port, stateDir: join(dir, `state-${port}`), children, ...(cliPath ? { cliPath } : {}) });
+    const edge = await startPlatform({ port, stateDir: join(dir, `state-${port}`), children, ...(cliPath ? { cliPath } : { nodeArgs: profile }) });
     await edge.proxiedZone("bench-proxy.example", ORIGIN);
     const probe = await new Promise((resolve, reject) =>
       get({ host: "127.0.0.1", port, path: "/1k", headers: { host: "www.bench-proxy.example" } }, (res) => {
