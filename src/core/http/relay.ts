@@ -51,8 +51,14 @@ export function relayableHeaders(raw: readonly Buffer[]): { list: string[]; cont
   for (let i = 0; i < raw.length; i += 2) {
     const name = raw[i].toString("latin1").toLowerCase();
     if (name === "connection") {
-      listed ??= new Set();
-      for (const t of raw[i + 1].toString("latin1").toLowerCase().split(",")) listed.add(t.trim());
+      // The names it lists that are hop-by-hop anyway change nothing: `keep-alive` alone (most answers of a kept-alive
+      // origin) needs neither the set nor the second pass below.
+      const value = raw[i + 1].toString("latin1").toLowerCase();
+      if (value === "keep-alive") continue;
+      for (const t of value.split(",")) {
+        const listedName = t.trim();
+        if (!HOP_BY_HOP.has(listedName)) (listed ??= new Set()).add(listedName);
+      }
       continue;
     }
     if (HOP_BY_HOP.has(name)) continue;
