@@ -1,5 +1,5 @@
 import { EventEmitter } from "node:events";
-import { unlink } from "node:fs/promises";
+import { unlink, type FileHandle } from "node:fs/promises";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { join } from "node:path";
 import type { Readable } from "node:stream";
@@ -8,6 +8,7 @@ import { sendErrorPage, type EdgeErrorCode } from "../origin/error-pages.js";
 import type { CacheRules, CacheSettings } from "../ports.js";
 import { DiskIndex, type CachedObject, type PurgeSelector, type Removed } from "./disk-index.js";
 import { BodyFiles, Fill } from "./fill.js";
+import { loadSendfile, sendfileSocket, sendFileBody, type NativeSendfile } from "./sendfile.js";
 import { browserCacheControl, cacheKeyQuery, requestVerdict, storeVerdict, type Headers } from "./policy.js";
 
 /** A proxied request as the forwarder resolved it. */
@@ -57,6 +58,13 @@ export interface CacheOptions {
    * DEFAULT_MEMORY_BYTES.
    */
   memoryBytes?: number;
+  /**
+   * Whether bodies over MEMORY_OBJECT_MAX go to plain-HTTP clients with sendfile(2) (edge/cache/sendfile.ts) when
+   * the addon is there; false streams them in JavaScript (tests of that path). Default true.
+   */
+  sendfile?: boolean;
+  /** A sendfile answer whose client takes nothing for this long is cut (ms; default SENDFILE_IDLE_MS, tests shorten it). */
+  sendfileIdleMs?: number;
 }
 
 /** The memory tier's bound when the options name none (--cache-memory-bytes' default). */
@@ -131,6 +139,8 @@ export class EdgeCache {
   private readonly hot = new Map<string, HotEntry>();
   private hotBytes = 0;
   private readonly memoryBytes: number;
+  /** The sendfile addon, when big bodies are sent with it. */
+  private readonly sendfile: NativeSendfile | undefined;
   /** Bytes on disk (committed) plus bytes of fills in progress. */
   private used: number;
   /** Bumped by every purge of a zone: a fill started before it is not stored. */
@@ -144,6 +154,11 @@ export class EdgeCache {
     private rules?: CacheRules,
   ) {
     this.memoryBytes = options.memoryBytes ?? DEFAULT_MEMORY_BYTES;
+    if (options.sendfile !== false) {
+      const loaded = loadSendfile();
+      if ("native" in loaded) this.sendfile = loaded.native;
+      else log.info({ why: loaded.why }, "big cached bodies are streamed in JavaScript, not with sendfile");
+    }
     this.files = new BodyFiles(options.dir);
     this.index = new DiskIndex(join(options.dir, "index.sqlite"));
     this.files.remove(this.index.recovered.files);
@@ -590,10 +605,21 @@ export class EdgeCache {
       return void c.res.end();
     }
     if (body) return void c.res.end(send.start === 0 && send.end === obj.size - 1 ? body : body.subarray(send.start, send.end! + 1));
-    const stream = file!.createReadStream({ start: send.start, end: send.end, highWaterMark: FILE_READ_CHUNK });
-    stream.once("error", () => c.res.destroy());
-    c.res.once("close", () => stream.destroy());
-    stream.pipe(c.res);
+    const length = send.end! - send.start + 1;
+    // Big bodies to plain-HTTP/1.1 clients: the kernel copies the file to the socket (sendfile.ts); else streamed.
+    const socket = this.sendfile && length > MEMORY_OBJECT_MAX ? sendfileSocket(c.res) : undefined;
+    if (socket)
+      return sendFileBody(
+        this.sendfile!,
+        c.res,
+        socket,
+        file!,
+        send.start,
+        length,
+        (f) => streamFile(c.res, f, send.start!, send.end!),
+        this.options.sendfileIdleMs,
+      );
+    streamFile(c.res, file!, send.start, send.end!);
   }
 
   /** Answers from a fill in progress (every joined client reads the same file as it grows). */
@@ -656,6 +682,14 @@ interface Ctx {
 }
 
 const one = (v: string | string[] | undefined) => (Array.isArray(v) ? v[0] : v);
+
+/** Streams bytes start..end (inclusive) of a stored body's file to the client, through Node (1 MiB reads). */
+function streamFile(res: ServerResponse, file: FileHandle, start: number, end: number): void {
+  const stream = file.createReadStream({ start, end, highWaterMark: FILE_READ_CHUNK });
+  stream.once("error", () => res.destroy());
+  res.once("close", () => stream.destroy());
+  stream.pipe(res);
+}
 
 /**
  * The variant of a key by what the client accepts (Vary: Accept-Encoding, the only Vary the cache keeps): the origin
