@@ -4,6 +4,7 @@
 // Run as root (the origin listens on port 80): node bench/cache/cache.mjs [seconds] [connections]
 // BENCH_PARTS=hit,big,purge (default all three) picks the parts; BENCH_ROUNDS=n runs the four HIT peers n times in
 // turn (the ratios are the median of the rounds'); BENCH_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/p" profiles the edge.
+// EDGE_CACHE_SENDFILE=0 (passed on to the edge) streams the 100 MiB HIT in JavaScript instead of with sendfile(2).
 // BENCH_PORT_BASE=n (default 18190) moves the four listeners to n+1..n+4 and BENCH_ORIGIN the origin's address (default
 // 127.0.0.142): bench/edge/big-transfer.mjs uses the same defaults, and another session may be running it.
 import { execFileSync, spawn } from "node:child_process";
@@ -129,29 +130,70 @@ try {
 
   if (parts.has("big")) {
     // A 100 MiB object, cached by the edge and nginx: MB/s of three downloads each (curl), and the edge's RSS.
+    // Every edge download is checked to be a HIT (a MISS would measure the origin and the fill, not the cache).
     const download = (url, host) => {
-      const out = execFileSync("curl", ["-s", "-o", "/dev/null", "-w", "%{speed_download} %{size_download}", ...(host ? ["-H", `Host: ${host}`] : []), url], {
-        encoding: "utf8",
-      });
-      const [speed, size] = out.split(" ").map(Number);
-      if (size !== 100 * 1024 * 1024) throw new Error(`${url}: ${size} bytes`);
-      return speed / 1e6;
+      const out = execFileSync(
+        "curl",
+        ["-s", "-o", "/dev/null", "-w", "%{speed_download} %{size_download} %header{cf-cache-status}", ...(host ? ["-H", `Host: ${host}`] : []), url],
+        { encoding: "utf8" },
+      );
+      const [speed, size, status] = out.trim().split(" ");
+      if (Number(size) !== 100 * 1024 * 1024) throw new Error(`${url}: ${size} bytes`);
+      if (host && status !== "HIT") throw new Error(`${url}: the edge answered ${status}, not HIT`);
+      return Number(speed) / 1e6;
     };
+    // Warm-up (the first edge download fills the cache: a MISS; the measured ones below must be HITs).
+    let afterFill = "";
     for (let i = 0; i < 2; i++) {
-      download(`http://127.0.0.1:${EDGE}/100m.bin`, "www.bench-cache.example");
+      curl(`http://127.0.0.1:${EDGE}/100m.bin`, "www.bench-cache.example");
+      if (i === 0) {
+        const st = readFileSync(`/proc/${edge.pid}/status`, "utf8");
+        const mib = (name) => (Number(new RegExp(`${name}:\\s+(\\d+)`).exec(st)?.[1] ?? 0) / 1024).toFixed(0);
+        afterFill = `after the fill: RSS ${mib("VmRSS")} MiB, peak ${mib("VmHWM")} MiB`;
+      }
       download(`http://127.0.0.1:${NGINX}/100m.bin`);
     }
-    const bigStatus = /cf-cache-status: (\w+)/i.exec(curl(`http://127.0.0.1:${EDGE}/100m.bin`, "www.bench-cache.example"))?.[1];
-    if (bigStatus !== "HIT") console.log(`note: the edge answered the 100 MiB object ${bigStatus}, not HIT`);
+    // CPU time (user + system, every thread) of the edge process and of nginx's worker per 100 MiB HIT: on a shared
+    // machine the MB/s move with everyone's load, the CPU a download costs much less.
+    const ticks = (pid) => {
+      const f = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1].split(" ");
+      return Number(f[11]) + Number(f[12]);
+    };
+    const nginxWorkers = () =>
+      readdirSync("/proc")
+        .filter((p) => /^\d+$/.test(p))
+        .filter((p) => {
+          try {
+            return Number(readFileSync(`/proc/${p}/stat`, "utf8").split(") ")[1].split(" ")[1]) === children[0].pid;
+          } catch {
+            return false;
+          }
+        });
+    // The peak RSS of the HITs alone: the fill's (the first download) is cleared from VmHWM first (Linux:
+    // clear_refs 5 resets it to the current RSS).
+    const status0 = readFileSync(`/proc/${edge.pid}/status`, "utf8");
+    let fillPeak = "";
+    try {
+      fillPeak = `${(Number(/VmHWM:\s+(\d+)/.exec(status0)?.[1] ?? 0) / 1024).toFixed(0)} MiB`;
+      writeFileSync(`/proc/${edge.pid}/clear_refs`, "5");
+    } catch {
+      fillPeak = "not reset";
+    }
+    const cpu = { edge: 0, nginx: 0 };
     const big = { edge: [], nginx: [] };
     for (let i = 0; i < 3; i++) {
+      let t0 = ticks(edge.pid);
       big.edge.push(download(`http://127.0.0.1:${EDGE}/100m.bin`, "www.bench-cache.example"));
+      cpu.edge += ticks(edge.pid) - t0;
+      const workers = nginxWorkers();
+      t0 = workers.reduce((a, p) => a + ticks(p), 0);
       big.nginx.push(download(`http://127.0.0.1:${NGINX}/100m.bin`));
+      cpu.nginx += workers.reduce((a, p) => a + ticks(p), 0) - t0;
     }
     const status = readFileSync(`/proc/${edge.pid}/status`, "utf8");
     const kib = (name) => Number(new RegExp(`${name}:\\s+(\\d+)`).exec(status)?.[1] ?? 0) / 1024;
     console.log(
-      `100 MiB HIT: edge median ${median(big.edge).toFixed(0)} MB/s, nginx proxy_cache ${median(big.nginx).toFixed(0)} MB/s (${(median(big.edge) / median(big.nginx)).toFixed(2)}); edge RSS ${kib("VmRSS").toFixed(0)} MiB, peak ${kib("VmHWM").toFixed(0)} MiB`,
+      `100 MiB HIT: edge median ${median(big.edge).toFixed(0)} MB/s, nginx proxy_cache ${median(big.nginx).toFixed(0)} MB/s (${(median(big.edge) / median(big.nginx)).toFixed(2)}); edge RSS ${kib("VmRSS").toFixed(0)} MiB, peak during the HITs ${kib("VmHWM").toFixed(0)} MiB (before them, with the fill and a first HIT: ${fillPeak}; ${afterFill}); CPU per download: edge ${((cpu.edge * 10) / 3).toFixed(0)} ms, nginx ${((cpu.nginx * 10) / 3).toFixed(0)} ms; load ${loadavg()[0].toFixed(1)}`,
     );
   }
 

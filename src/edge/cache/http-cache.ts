@@ -1,5 +1,5 @@
 import { EventEmitter } from "node:events";
-import { unlink } from "node:fs/promises";
+import { unlink, type FileHandle } from "node:fs/promises";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { join } from "node:path";
 import type { Readable } from "node:stream";
@@ -8,6 +8,7 @@ import { sendErrorPage, type EdgeErrorCode } from "../origin/error-pages.js";
 import type { CacheRules, CacheSettings } from "../ports.js";
 import { DiskIndex, type CachedObject, type PurgeSelector, type Removed } from "./disk-index.js";
 import { BodyFiles, Fill } from "./fill.js";
+import { loadSendfile, sendfileSocket, sendFileBody, type NativeSendfile } from "./sendfile.js";
 import { browserCacheControl, cacheKeyQuery, requestVerdict, storeVerdict, type Headers } from "./policy.js";
 
 /** A proxied request as the forwarder resolved it. */
@@ -57,6 +58,13 @@ export interface CacheOptions {
    * DEFAULT_MEMORY_BYTES.
    */
   memoryBytes?: number;
+  /**
+   * Whether bodies over MEMORY_OBJECT_MAX go to plain-HTTP clients with sendfile(2) (edge/cache/sendfile.ts) when
+   * the addon is there; false streams them in JavaScript (tests of that path). Default true.
+   */
+  sendfile?: boolean;
+  /** A sendfile answer whose client takes nothing for this long is cut (ms; default SENDFILE_IDLE_MS, tests shorten it). */
+  sendfileIdleMs?: number;
 }
 
 /** The memory tier's bound when the options name none (--cache-memory-bytes' default). */
@@ -131,6 +139,8 @@ export class EdgeCache {
   private readonly hot = new Map<string, HotEntry>();
   private hotBytes = 0;
   private readonly memoryBytes: number;
+  /** The sendfile addon, when big bodies are sent with it. */
+  private readonly sendfile: NativeSendfile | undefined;
   /** Bytes on disk (committed) plus bytes of fills in progress. */
   private used: number;
   /** Bumped by every purge of a zone: a fill started before it is not stored. */
@@ -144,6 +154,11 @@ export class EdgeCache {
     private rules?: CacheRules,
   ) {
     this.memoryBytes = options.memoryBytes ?? DEFAULT_MEMORY_BYTES;
+    if (options.sendfile !== false) {
+      const loaded = loadSendfile();
+      if ("native" in loaded) this.sendfile = loaded.native;
+      else log.info({ why: loaded.why }, "big cached bodies are streamed in JavaScript, not with sendfile");
+    }
     this.files = new BodyFiles(options.dir);
     this.index = new DiskIndex(join(options.dir, "index.sqlite"));
     this.files.remove(this.index.recovered.files);
@@ -178,17 +193,12 @@ export class EdgeCache {
     const rules: CacheSettings = overrides ? { ...matched, ...overrides.settings } : matched;
     const verdict = requestVerdict(
       { method, path: pathname, query, authorization: req.headers.authorization !== undefined },
-      { developmentMode: this.zones.developmentMode(r.zoneId), cacheLevel: this.zones.cacheLevel(r.zoneId) },
+      () => ({ developmentMode: this.zones.developmentMode(r.zoneId), cacheLevel: this.zones.cacheLevel(r.zoneId) }),
       rules,
     );
-    if (verdict.use === "cache" && this.options.maxBytes === 0) {
-      res.setHeader("cf-ray", r.ray);
-      res.setHeader("cf-cache-status", "BYPASS");
-      return false;
-    }
-    if (verdict.use !== "cache") {
-      res.setHeader("cf-ray", r.ray);
-      res.setHeader("cf-cache-status", verdict.use === "dynamic" ? "DYNAMIC" : "BYPASS");
+    if (verdict.use !== "cache" || this.options.maxBytes === 0) {
+      // Left to the forwarder, which puts the status on the answer's head with the ray (forwardedCacheStatus).
+      markCacheStatus(res, verdict.use === "dynamic" ? "DYNAMIC" : "BYPASS");
       return false;
     }
     req.resume();
@@ -595,10 +605,21 @@ export class EdgeCache {
       return void c.res.end();
     }
     if (body) return void c.res.end(send.start === 0 && send.end === obj.size - 1 ? body : body.subarray(send.start, send.end! + 1));
-    const stream = file!.createReadStream({ start: send.start, end: send.end, highWaterMark: FILE_READ_CHUNK });
-    stream.once("error", () => c.res.destroy());
-    c.res.once("close", () => stream.destroy());
-    stream.pipe(c.res);
+    const length = send.end! - send.start + 1;
+    // Big bodies to plain-HTTP/1.1 clients: the kernel copies the file to the socket (sendfile.ts); else streamed.
+    const socket = this.sendfile && length > MEMORY_OBJECT_MAX ? sendfileSocket(c.res) : undefined;
+    if (socket)
+      return sendFileBody(
+        this.sendfile!,
+        c.res,
+        socket,
+        file!,
+        send.start,
+        length,
+        (f) => streamFile(c.res, f, send.start!, send.end!),
+        this.options.sendfileIdleMs,
+      );
+    streamFile(c.res, file!, send.start, send.end!);
   }
 
   /** Answers from a fill in progress (every joined client reads the same file as it grows). */
@@ -661,6 +682,14 @@ interface Ctx {
 }
 
 const one = (v: string | string[] | undefined) => (Array.isArray(v) ? v[0] : v);
+
+/** Streams bytes start..end (inclusive) of a stored body's file to the client, through Node (1 MiB reads). */
+function streamFile(res: ServerResponse, file: FileHandle, start: number, end: number): void {
+  const stream = file.createReadStream({ start, end, highWaterMark: FILE_READ_CHUNK });
+  stream.once("error", () => res.destroy());
+  res.once("close", () => stream.destroy());
+  stream.pipe(res);
+}
 
 /**
  * The variant of a key by what the client accepts (Vary: Accept-Encoding, the only Vary the cache keeps): the origin
@@ -832,6 +861,17 @@ const CACHE_STATUS = Symbol("cf-cache-status");
 
 function markCacheStatus(res: ServerResponse, status: CacheStatus): void {
   (res as ServerResponse & { [CACHE_STATUS]?: CacheStatus })[CACHE_STATUS] = status;
+}
+
+/**
+ * The cf-cache-status of a request the cache left to the forwarder (DYNAMIC or BYPASS; undefined when it was not
+ * asked): the forwarder writes it into the answer's head list with the ray, not with setHeader first (a header set
+ * before writeHead makes Node build the whole head the slow way, header by header: measured 2–3% of the edge's CPU
+ * on a proxied 1 KiB GET).
+ */
+export function forwardedCacheStatus(res: ServerResponse): "DYNAMIC" | "BYPASS" | undefined {
+  const status = (res as ServerResponse & { [CACHE_STATUS]?: CacheStatus })[CACHE_STATUS];
+  return status === "DYNAMIC" || status === "BYPASS" ? status : undefined;
 }
 
 /** The cf-cache-status an answer got (the metrics and analytics count by it), however its head was written. */
