@@ -208,6 +208,9 @@ function requestedFields(info: GraphQLResolveInfo): RequestedFields {
   const dimensions: string[] = [];
   const sums: string[] = [];
   const fields: string[] = [];
+  // A fragment adds the same names however often it is spread: each is read once per list (a document of fragments
+  // spreading the next one twice names 2^n spreads in a few hundred tokens).
+  const expanded = new Set<string>();
   const visit = (set: SelectionSetNode | undefined, into: string[] | undefined) => {
     for (const sel of set?.selections ?? []) {
       if (sel.kind === Kind.FIELD) {
@@ -219,7 +222,12 @@ function requestedFields(info: GraphQLResolveInfo): RequestedFields {
           else if (sel.name.value === "sum") visit(sel.selectionSet, sums);
         }
       } else if (sel.kind === Kind.INLINE_FRAGMENT) visit(sel.selectionSet, into);
-      else if (sel.kind === Kind.FRAGMENT_SPREAD) visit(info.fragments[sel.name.value]?.selectionSet, into);
+      else if (sel.kind === Kind.FRAGMENT_SPREAD) {
+        const once = `${into === undefined ? "fields" : into === dimensions ? "dimensions" : "sums"} ${sel.name.value}`;
+        if (expanded.has(once)) continue;
+        expanded.add(once);
+        visit(info.fragments[sel.name.value]?.selectionSet, into);
+      }
     }
   };
   for (const node of info.fieldNodes) visit(node.selectionSet, undefined);
@@ -300,6 +308,9 @@ function collectSubfields(info: GraphQLResolveInfo, typeName: string, nodes: rea
   const included = (node: Parameters<typeof getDirectiveValues>[1]) =>
     getDirectiveValues(GraphQLSkipDirective, node, info.variableValues)?.if !== true &&
     getDirectiveValues(GraphQLIncludeDirective, node, info.variableValues)?.if !== false;
+  // Each fragment is expanded once per collection, as graphql-js' collectFields does: a second spread of it adds
+  // nothing (a document of fragments spreading the next one twice names 2^n spreads in a few hundred tokens).
+  const expanded = new Set<string>();
   const visit = (set: SelectionSetNode | undefined) => {
     for (const sel of set?.selections ?? []) {
       if (!included(sel)) continue;
@@ -312,7 +323,9 @@ function collectSubfields(info: GraphQLResolveInfo, typeName: string, nodes: rea
         if (!sel.typeCondition || sel.typeCondition.name.value === typeName) visit(sel.selectionSet);
       } else {
         const fragment = info.fragments[sel.name.value];
-        if (fragment && fragment.typeCondition.name.value === typeName) visit(fragment.selectionSet);
+        if (!fragment || fragment.typeCondition.name.value !== typeName || expanded.has(sel.name.value)) continue;
+        expanded.add(sel.name.value);
+        visit(fragment.selectionSet);
       }
     }
   };
