@@ -16,7 +16,25 @@ test("a Cache Rule's cache_key shapes the key's query: include, exclude, all, an
 test("only the spelling a purge by URL names is cached: dot and empty segments, needless or lower-case escapes are not", () => {
   for (const path of ["/", "/app.js", "/a/b.c/x.js", "/a.b/.well-known/x.js", "/%20x.js", "/caf%C3%A9.js", "/a%2Fb.js", "/it's.js", "/x..js", "/a/...js"])
     assert.equal(normalTarget(path, ""), true, path);
-  for (const path of ["/a/../x.js", "/./x.js", "/a/.", "/a/..", "//x.js", "/a//x.js", "/%78.js", "/x%2ejs", "/%2e%2e/x.js", "/%c3%a9.js", "/%zz.js", "/%2.js", "/a\\x.js", "/x{1}.js", "/x.js#f", '/"x".js', "/x|y.js"])
+  for (const path of [
+    "/a/../x.js",
+    "/./x.js",
+    "/a/.",
+    "/a/..",
+    "//x.js",
+    "/a//x.js",
+    "/%78.js",
+    "/x%2ejs",
+    "/%2e%2e/x.js",
+    "/%c3%a9.js",
+    "/%zz.js",
+    "/%2.js",
+    "/a\\x.js",
+    "/x{1}.js",
+    "/x.js#f",
+    '/"x".js',
+    "/x|y.js",
+  ])
     assert.equal(normalTarget(path, ""), false, path);
   assert.equal(normalTarget("/x.js", "a=1&b=%22&c=%zz"), true, "a query the URL parser keeps as it is");
   for (const query of ['a="1"', "a=<1>", "it's", "a=1#f", "a=\u00e9"]) assert.equal(normalTarget("/x.js", query), false, query);
