@@ -8,7 +8,7 @@ import { ROLLUP_MIGRATIONS } from "./rollups/sqlite-migrations.js";
 import { SqliteRollupStore } from "./rollups/sqlite-store.js";
 import { groupedDataset, type GroupedDatasetSpec } from "./grouped-dataset.js";
 import { registerAnalyticsRoutes } from "./routes.js";
-import { AnalyticsSchema } from "./schema.js";
+import type { AnalyticsSchema } from "./schema.js";
 
 // The ports the areas fill in (R2 its storage dataset, the edge its HTTP traffic); they import them from here, the
 // one file of an area others may import (docs/ARCHITECTURE.md, "Who may import whom").
@@ -61,8 +61,14 @@ export function createAnalyticsService(ctx: ServiceContext, deps: { zoneAccount:
     },
     forgetScope: (scope) => store.deleteScope(scope),
     registerApi(app) {
-      const schema = new AnalyticsSchema(datasets, (err, path) => log.error({ err, path }, "analytics dataset failed"), deps.zoneAccount);
-      registerAnalyticsRoutes(app, schema);
+      // graphql-js and the schema built from every dataset (a few MiB of heap) are made by the first query, not at
+      // start: most nodes are never asked one (docs/benchmarks.md, "Resident memory at idle").
+      let schema: Promise<AnalyticsSchema> | undefined;
+      const schemaOf = () =>
+        (schema ??= import("./schema.js").then(
+          ({ AnalyticsSchema }) => new AnalyticsSchema(datasets, (err, path) => log.error({ err, path }, "analytics dataset failed"), deps.zoneAccount),
+        ));
+      registerAnalyticsRoutes(app, schemaOf);
     },
     async start() {
       recorder.start();
