@@ -105,9 +105,18 @@ try {
     ...(process.env.BENCH_EDGE_NODE_ARGS?.split(" ").filter(Boolean) ?? []),
   ];
   // BENCH_MEMORY reads the edge's own metrics: on a port of this benchmark's own then.
-  const edge = await startPlatform({ port: EDGE_PORT, stateDir: join(dir, "state"), children, nodeArgs, metricsPort: process.env.BENCH_MEMORY ? METRICS_PORT : 0 });
+  const edge = await startPlatform({
+    port: EDGE_PORT,
+    stateDir: join(dir, "state"),
+    children,
+    nodeArgs,
+    metricsPort: process.env.BENCH_MEMORY ? METRICS_PORT : 0,
+  });
   await edge.proxiedZone("bench-big.example", ORIGIN);
 
+  // BENCH_IDLE_SECONDS: wait that long after the start first (V8's memory reducer shrinks the young generation of an
+  // idle process after ~10-30 s; by default the first transfer starts at once, the worst case for the peak).
+  await sleep(Number(process.env.BENCH_IDLE_SECONDS ?? 0) * 1000);
   const rssBefore = rssOf(edge.pid);
   let peak = rssBefore;
   const sampler = setInterval(() => (peak = Math.max(peak, rssOf(edge.pid))), 50);
