@@ -1,10 +1,10 @@
 import type { CompiledExpression } from "./parser.js";
 
 /**
- * The expression compiler (parser.ts: chevrotain and re2js, about 5 MiB of heap and a noticeable time to load) is
- * loaded by the first use, not at every start: a node whose zones have no Cache Rules never needs it. Whoever compiles
- * awaits `loadExpressionCompiler()` first (the rules' load when there are stored rules, every write), then calls
- * `compileExpression` synchronously.
+ * The expression compiler (parser.ts: chevrotain's single-file build and re2js) is loaded off the start's critical
+ * path: before the node is ready only when rules are stored (they apply to its first request), otherwise in the
+ * background once the start is done (service.ts). Whoever compiles awaits `loadExpressionCompiler()` first (the
+ * rules' load, every write), then calls `compileExpression` synchronously.
  */
 let compile: ((source: string) => CompiledExpression) | undefined;
 let loading: Promise<void> | undefined;
@@ -12,7 +12,11 @@ let loading: Promise<void> | undefined;
 /** Loads the compiler once; resolves at once after that. */
 export function loadExpressionCompiler(): Promise<void> {
   loading ??= import("./parser.js").then(
-    (parser) => void (compile = parser.compileExpression),
+    (parser) => {
+      // The first compile builds chevrotain's parser (its grammar analysis): done here, not by the first rules write.
+      parser.compileExpression('http.host eq ""');
+      compile = parser.compileExpression;
+    },
     (err: unknown) => {
       loading = undefined;
       throw err;

@@ -1,4 +1,4 @@
-import { EmbeddedActionsParser, EOF, tokenMatcher, type IRecognitionException, type IToken } from "chevrotain";
+import type { IRecognitionException, IToken } from "chevrotain";
 import { RE2JS } from "re2js";
 import { FIELDS, isField, type FieldName, type RequestFields } from "./fields.js";
 import { ExpressionError } from "./error.js";
@@ -25,6 +25,9 @@ import {
   UnsupportedOperator,
   Xor,
 } from "./lexer.js";
+import { chevrotain } from "./chevrotain.js";
+
+const { EmbeddedActionsParser, EOF, tokenMatcher } = chevrotain;
 
 /** A compiled expression: true when the request matches. Allocates nothing beyond what the fields derive once. */
 export type Predicate = (fields: RequestFields) => boolean;
