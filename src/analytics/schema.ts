@@ -25,7 +25,7 @@ import {
 } from "graphql";
 import type { Permission } from "../core/auth/permissions.js";
 import { EdgeError } from "../core/errors.js";
-import type { AnalyticsDataset, RequestedFields } from "./dataset.js";
+import { DatasetRefusal, type AnalyticsDataset, type RequestedFields } from "./dataset.js";
 import { AnalyticsMessages } from "./errors.js";
 
 /** Who asks: the accounts it sees, and what it holds on each (the v4 API's principal). */
@@ -174,7 +174,7 @@ export class AnalyticsSchema {
               const shaped = rowTypes ? rows.then((r) => shapeRows(rowTypes, scope, d.field, info, r)) : rows;
               return shaped.catch((err: unknown) => {
                 // A refusal keeps its words; a fault is reported without its internals (the route logs `originalError`).
-                if (err instanceof EdgeError || err instanceof GraphQLError) throw new GraphQLError(err.message);
+                if (err instanceof EdgeError || err instanceof GraphQLError || err instanceof DatasetRefusal) throw new GraphQLError(err.message);
                 throw new GraphQLError(AnalyticsMessages.datasetFailed(d.field), { originalError: err as Error });
               });
             },

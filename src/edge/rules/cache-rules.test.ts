@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { test } from "node:test";
+import { before, test } from "node:test";
 import { commands } from "../../commands.js";
 import { openDatabase } from "../../core/db/sqlite.js";
 import { createLogger } from "../../core/logger.js";
@@ -10,6 +10,7 @@ import { withTempDir } from "../../core/testing/temp-dir.js";
 import { startPlatform } from "../../platform.js";
 import type { CacheRules, RuleRequest } from "../ports.js";
 import { CacheRulesets } from "./cache-rules.js";
+import { loadExpressionCompiler } from "./expression/compiler.js";
 import { parseRuleset } from "./ruleset.js";
 import { RULES_MIGRATIONS } from "./sqlite-migrations.js";
 import { SqliteCacheRulesStore } from "./sqlite-store.js";
@@ -23,6 +24,9 @@ const request = (path: string, over: Partial<RuleRequest> = {}): RuleRequest => 
   ...over,
 });
 const ACCOUNT = "a".repeat(32);
+
+// parseRuleset compiles expressions: the compiler is loaded on first use (expression/compiler.ts), here once for all.
+before(() => loadExpressionCompiler());
 
 async function withRulesets(fn: (rules: CacheRulesets, dbFile: string) => Promise<void>) {
   await withTempDir("edge-rules-", async (dir) => {
