@@ -50,6 +50,20 @@ function start(cmd, args) {
   return c;
 }
 
+/** The user+system CPU time of a process so far, in µs (/proc/<pid>/stat's utime and stime, in clock ticks of 10 ms). */
+function cpuMicros(pid) {
+  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1].split(" ");
+  return (Number(fields[11]) + Number(fields[12])) * 10_000;
+}
+
+/** A wrk run, and the server's CPU per request over it when its pid is given (load distorts this much less than req/s). */
+function measured(url, host, pid) {
+  const before = pid === undefined ? 0 : cpuMicros(pid);
+  const result = wrk(url, host);
+  if (pid !== undefined) result.cpuPerRequest = (cpuMicros(pid) - before) / Math.max(1, result.requests);
+  return result;
+}
+
 function wrk(url, host) {
   const args = ["-t2", `-c${connections}`, `-d${seconds}s`, "--latency", url];
   if (host) args.push("-H", `Host: ${host}`);
@@ -57,6 +71,7 @@ function wrk(url, host) {
   if (process.env.BENCH_DEBUG) console.error(out);
   return {
     rps: Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1] ?? 0),
+    requests: Number(/(\d+) requests in/.exec(out)?.[1] ?? 0),
     p50: /50%\s+([\d.]+\w+)/.exec(out)?.[1],
     non2xx: /Non-2xx or 3xx responses: (\d+)/.exec(out)?.[1] ?? "0",
   };
@@ -67,7 +82,7 @@ const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 try {
   start("nginx", ["-c", join(dir, "nginx.conf")]);
   start("varnishd", ["-F", "-n", join(dir, "varnish"), "-a", `127.0.0.1:${VARNISH}`, "-b", `${ORIGIN}:80`, "-s", "malloc,64m"]);
-  start(process.execPath, [join(dir, "bare.cjs")]);
+  const bare = start(process.execPath, [join(dir, "bare.cjs")]);
   const state = join(dir, "state");
   const edge = await startPlatform({ port: EDGE, stateDir: state, children });
   const { api } = edge;
@@ -106,10 +121,10 @@ try {
     const all = [];
     for (let r = 0; r < rounds; r++) {
       const x = {
-        "edge cache HIT": wrk(`http://127.0.0.1:${EDGE}/1k.js`, "www.bench-cache.example"),
+        "edge cache HIT": measured(`http://127.0.0.1:${EDGE}/1k.js`, "www.bench-cache.example", edge.pid),
         "nginx proxy_cache": wrk(`http://127.0.0.1:${NGINX}/1k.js`),
         varnish: wrk(`http://127.0.0.1:${VARNISH}/1k.js`),
-        "bare node (fixed body)": wrk(`http://127.0.0.1:${BARE}/1k.js`),
+        "bare node (fixed body)": measured(`http://127.0.0.1:${BARE}/1k.js`, undefined, bare.pid),
       };
       all.push(x);
       const e = x["edge cache HIT"].rps;
@@ -118,12 +133,13 @@ try {
           .map(([k, v]) => `${k} ${v.rps.toFixed(0)} (p50 ${v.p50}${v.non2xx !== "0" ? `, non-2xx ${v.non2xx}` : ""})`)
           .join(
             ", ",
-          )}; edge / bare node ${(e / x["bare node (fixed body)"].rps).toFixed(2)}, / nginx ${(e / x["nginx proxy_cache"].rps).toFixed(2)}, / varnish ${(e / x.varnish.rps).toFixed(2)}`,
+          )}; edge / bare node ${(e / x["bare node (fixed body)"].rps).toFixed(2)}; CPU per request: edge ${x["edge cache HIT"].cpuPerRequest.toFixed(1)} µs, bare node ${x["bare node (fixed body)"].cpuPerRequest.toFixed(1)} µs (bare / edge ${(x["bare node (fixed body)"].cpuPerRequest / x["edge cache HIT"].cpuPerRequest).toFixed(2)}), / nginx ${(e / x["nginx proxy_cache"].rps).toFixed(2)}, / varnish ${(e / x.varnish.rps).toFixed(2)}`,
       );
     }
     const ratio = (peer) => median(all.map((x) => x["edge cache HIT"].rps / x[peer].rps)).toFixed(2);
+    const cpuRatio = median(all.map((x) => x["bare node (fixed body)"].cpuPerRequest / x["edge cache HIT"].cpuPerRequest)).toFixed(2);
     console.log(
-      `HIT, median of the rounds' ratios: edge / bare node ${ratio("bare node (fixed body)")}, edge / nginx ${ratio("nginx proxy_cache")}, edge / varnish ${ratio("varnish")}`,
+      `HIT, median of the rounds' ratios: edge / bare node ${ratio("bare node (fixed body)")}, edge / nginx ${ratio("nginx proxy_cache")}, edge / varnish ${ratio("varnish")}; CPU per request, bare node / edge ${cpuRatio}`,
     );
   }
 
