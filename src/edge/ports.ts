@@ -71,6 +71,8 @@ export interface CacheSettings {
 
 /** Cache Rules (edge/rules), as the cache (edge/cache) asks them: in memory, kept current by the bus. */
 export interface CacheRules {
+  /** Whether the zone has any rule (without one, `settingsFor` answers no settings: the cache then builds no request for it). */
+  hasRules(zoneId: string): boolean;
   settingsFor(zoneId: string, request: RuleRequest): CacheSettings;
 }
 

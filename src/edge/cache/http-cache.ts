@@ -92,6 +92,9 @@ const FILL_DROPS: ReadonlySet<string> = new Set([
 /** Response headers never stored: the cache's own, per-answer ones, and Cache-Tag (kept as the object's tags, never shown). */
 const NOT_STORED = new Set(["age", "cf-cache-status", "cf-ray", "cache-tag", "set-cookie", "transfer-encoding", "connection", "keep-alive"]);
 
+/** The settings of a request no Cache Rule applies to (shared: never changed). */
+const NO_CACHE_SETTINGS: CacheSettings = Object.freeze({});
+
 /** Entries of the memory tier at most, whatever their size (most are heads of objects whose body stays on disk). */
 const HOT_ENTRIES = 10_000;
 /** What an entry costs besides its body and header text (the maps, the object, the arrays), as counted. */
@@ -175,7 +178,9 @@ export class EdgeCache {
     const pathname = q < 0 ? r.path : r.path.slice(0, q);
     const query = q < 0 ? "" : r.path.slice(q + 1);
     const method = req.method ?? "GET";
-    const matched = this.rules?.settingsFor(r.zoneId, { scheme: r.scheme, host: r.host, path: pathname, query, method }) ?? {};
+    // A zone without Cache Rules (the usual case) costs a lookup: no request object is built for the rules.
+    const zoneRules = this.rules?.hasRules(r.zoneId) ? this.rules : undefined;
+    const matched = zoneRules ? zoneRules.settingsFor(r.zoneId, { scheme: r.scheme, host: r.host, path: pathname, query, method }) : NO_CACHE_SETTINGS;
     // A Worker's cf options (fetch to its zone's origin) win over the zone's Cache Rules, as hosted.
     const rules: CacheSettings = overrides ? { ...matched, ...overrides.settings } : matched;
     const verdict = requestVerdict(
