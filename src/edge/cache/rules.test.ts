@@ -30,6 +30,7 @@ test("the cache obeys CacheSettings from the CacheRules port", async (t) => {
   };
   const seen: RuleRequest[] = [];
   const rules: CacheRules = {
+    hasRules: () => true,
     settingsFor: (_zoneId, r) => {
       seen.push(r);
       return Object.hasOwn(byPath, r.path) ? byPath[r.path] : {};

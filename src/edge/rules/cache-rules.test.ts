@@ -94,6 +94,9 @@ test("settingsFor: matching enabled rules merge in rule order (a later match rep
     const none = rules.settingsFor("z1", request("/nothing"));
     assert.deepEqual(none, {});
     assert.equal(rules.settingsFor("z2", request("/static/app.js")), none, "no rules: the one shared empty answer, nothing allocated");
+    // The cache asks hasRules first and builds no request for a zone without rules.
+    assert.equal(rules.hasRules("z1"), true);
+    assert.equal(rules.hasRules("z2"), false);
     // What the port answers cannot be changed by the caller (it is shared by every request).
     const answer = rules.settingsFor("z1", request("/static/app.js"));
     assert.throws(() => ((answer.edge_ttl as { default: number }).default = 1));
@@ -117,8 +120,10 @@ test("settingsFor follows the store: a restart (load) compiles what was stored; 
     } finally {
       db.close();
     }
+    assert.equal(rules.hasRules("z1"), true);
     await rules.deleteRuleset("z1", rs.id);
     assert.deepEqual(rules.settingsFor("z1", request("/")), {});
+    assert.equal(rules.hasRules("z1"), false, "a deleted ruleset: the cache asks nothing more of the zone's rules");
   });
 });
 

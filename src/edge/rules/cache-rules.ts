@@ -99,6 +99,10 @@ export class CacheRulesets implements CacheRules {
    * match replaces a setting an earlier one set). Allocates nothing when no rule matches, and one object per further
    * match otherwise.
    */
+  hasRules(zoneId: string): boolean {
+    return (this.byZone.get(zoneId)?.compiled.length ?? 0) > 0;
+  }
+
   settingsFor(zoneId: string, request: RuleRequest): CacheSettings {
     const zone = this.byZone.get(zoneId);
     if (!zone || zone.compiled.length === 0) return NO_SETTINGS;
