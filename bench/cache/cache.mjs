@@ -7,6 +7,8 @@
 // EDGE_CACHE_SENDFILE=0 (passed on to the edge) streams the 100 MiB HIT in JavaScript instead of with sendfile(2).
 // BENCH_PORT_BASE=n (default 18190) moves the four listeners to n+1..n+4 and BENCH_ORIGIN the origin's address (default
 // 127.0.0.142): bench/edge/big-transfer.mjs uses the same defaults, and another session may be running it.
+// BENCH_COMPARE_CLI=<another build's dist/bin/edgecli.js> runs a second edge from that build (on n+5) in every round of
+// the HIT, beside this one: a before/after of two builds under the same load (their CPU per request side by side).
 import { execFileSync, spawn } from "node:child_process";
 import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, loadavg, tmpdir } from "node:os";
@@ -17,7 +19,8 @@ const seconds = Number(process.argv[2] ?? 10);
 const connections = Number(process.argv[3] ?? 32);
 const ORIGIN = process.env.BENCH_ORIGIN ?? "127.0.0.142";
 const base = Number(process.env.BENCH_PORT_BASE ?? 18190);
-const [NGINX, VARNISH, BARE, EDGE] = [base + 1, base + 2, base + 3, base + 4];
+const [NGINX, VARNISH, BARE, EDGE, COMPARED] = [base + 1, base + 2, base + 3, base + 4, base + 5];
+const compareCli = process.env.BENCH_COMPARE_CLI;
 const dir = mkdtempSync(join(tmpdir(), "edge-cache-bench-"));
 chmodSync(dir, 0o755);
 const children = [];
@@ -51,6 +54,20 @@ function start(cmd, args) {
   return c;
 }
 
+/** The user+system CPU time of a process so far, in µs (/proc/<pid>/stat's utime and stime, in clock ticks of 10 ms). */
+function cpuMicros(pid) {
+  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1].split(" ");
+  return (Number(fields[11]) + Number(fields[12])) * 10_000;
+}
+
+/** A wrk run, and the server's CPU per request over it when its pid is given (load distorts this much less than req/s). */
+function measured(url, host, pid) {
+  const before = pid === undefined ? 0 : cpuMicros(pid);
+  const result = wrk(url, host);
+  if (pid !== undefined) result.cpuPerRequest = (cpuMicros(pid) - before) / Math.max(1, result.requests);
+  return result;
+}
+
 function wrk(url, host) {
   const args = ["-t2", `-c${connections}`, `-d${seconds}s`, "--latency", url];
   if (host) args.push("-H", `Host: ${host}`);
@@ -58,6 +75,7 @@ function wrk(url, host) {
   if (process.env.BENCH_DEBUG) console.error(out);
   return {
     rps: Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1] ?? 0),
+    requests: Number(/(\d+) requests in/.exec(out)?.[1] ?? 0),
     p50: /50%\s+([\d.]+\w+)/.exec(out)?.[1],
     non2xx: /Non-2xx or 3xx responses: (\d+)/.exec(out)?.[1] ?? "0",
   };
@@ -68,11 +86,13 @@ const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 try {
   start("nginx", ["-c", join(dir, "nginx.conf")]);
   start("varnishd", ["-F", "-n", join(dir, "varnish"), "-a", `127.0.0.1:${VARNISH}`, "-b", `${ORIGIN}:80`, "-s", "malloc,64m"]);
-  start(process.execPath, [join(dir, "bare.cjs")]);
+  const bare = start(process.execPath, [join(dir, "bare.cjs")]);
   const state = join(dir, "state");
   const edge = await startPlatform({ port: EDGE, stateDir: state, children });
   const { api } = edge;
   const zone = await edge.proxiedZone("bench-cache.example", ORIGIN);
+  const compared = compareCli && (await startPlatform({ port: COMPARED, stateDir: join(dir, "state-compared"), children, cliPath: compareCli }));
+  if (compared) await compared.proxiedZone("bench-cache.example", ORIGIN);
   console.log(
     `# ${new Date().toISOString()} ${cpus().length} × ${cpus()[0].model}, Node ${process.version}, load ${loadavg()
       .map((l) => l.toFixed(1))
@@ -98,33 +118,50 @@ try {
     await answering(`http://127.0.0.1:${BARE}/1k.js`, "the bare Node server");
     for (let i = 0; i < 3; i++) {
       curl(`http://127.0.0.1:${EDGE}/1k.js`, "www.bench-cache.example");
+      if (compared) curl(`http://127.0.0.1:${COMPARED}/1k.js`, "www.bench-cache.example");
       curl(`http://127.0.0.1:${NGINX}/1k.js`);
       curl(`http://127.0.0.1:${VARNISH}/1k.js`);
     }
     const check = /cf-cache-status: (\w+)/i.exec(curl(`http://127.0.0.1:${EDGE}/1k.js`, "www.bench-cache.example"))?.[1];
     if (check !== "HIT") throw new Error(`the edge answered ${check}, not HIT`);
+    if (compared && !/cf-cache-status: HIT/i.test(curl(`http://127.0.0.1:${COMPARED}/1k.js`, "www.bench-cache.example")))
+      throw new Error("the compared build's edge does not answer HIT");
     console.log(`# wrk -t2 -c${connections} -d${seconds}s, 1 KiB GET, origin nginx on ${ORIGIN}:80, ${rounds} round(s) of the four in turn`);
     const all = [];
     for (let r = 0; r < rounds; r++) {
       const x = {
-        "edge cache HIT": wrk(`http://127.0.0.1:${EDGE}/1k.js`, "www.bench-cache.example"),
+        "edge cache HIT": measured(`http://127.0.0.1:${EDGE}/1k.js`, "www.bench-cache.example", edge.pid),
+        ...(compared && { "compared build's edge HIT": measured(`http://127.0.0.1:${COMPARED}/1k.js`, "www.bench-cache.example", compared.pid) }),
         "nginx proxy_cache": wrk(`http://127.0.0.1:${NGINX}/1k.js`),
         varnish: wrk(`http://127.0.0.1:${VARNISH}/1k.js`),
-        "bare node (fixed body)": wrk(`http://127.0.0.1:${BARE}/1k.js`),
+        "bare node (fixed body)": measured(`http://127.0.0.1:${BARE}/1k.js`, undefined, bare.pid),
       };
       all.push(x);
       const e = x["edge cache HIT"].rps;
+      const c = x["compared build's edge HIT"];
+      if (c)
+        console.log(
+          `round ${r + 1}, the compared build: ${c.rps.toFixed(0)} req/s, ${c.cpuPerRequest.toFixed(1)} µs CPU per request (this build / compared: req/s ${(e / c.rps).toFixed(2)}, CPU ${(x["edge cache HIT"].cpuPerRequest / c.cpuPerRequest).toFixed(2)})`,
+        );
       console.log(
         `round ${r + 1} (load ${loadavg()[0].toFixed(1)}): ${Object.entries(x)
           .map(([k, v]) => `${k} ${v.rps.toFixed(0)} (p50 ${v.p50}${v.non2xx !== "0" ? `, non-2xx ${v.non2xx}` : ""})`)
           .join(
             ", ",
-          )}; edge / bare node ${(e / x["bare node (fixed body)"].rps).toFixed(2)}, / nginx ${(e / x["nginx proxy_cache"].rps).toFixed(2)}, / varnish ${(e / x.varnish.rps).toFixed(2)}`,
+          )}; edge / bare node ${(e / x["bare node (fixed body)"].rps).toFixed(2)}; CPU per request: edge ${x["edge cache HIT"].cpuPerRequest.toFixed(1)} µs, bare node ${x["bare node (fixed body)"].cpuPerRequest.toFixed(1)} µs (bare / edge ${(x["bare node (fixed body)"].cpuPerRequest / x["edge cache HIT"].cpuPerRequest).toFixed(2)}), / nginx ${(e / x["nginx proxy_cache"].rps).toFixed(2)}, / varnish ${(e / x.varnish.rps).toFixed(2)}`,
       );
     }
     const ratio = (peer) => median(all.map((x) => x["edge cache HIT"].rps / x[peer].rps)).toFixed(2);
+    if (compared) {
+      const vs = (f) => median(all.map((x) => f(x["edge cache HIT"]) / f(x["compared build's edge HIT"]))).toFixed(2);
+      const cpu = (k) => median(all.map((x) => x[k].cpuPerRequest)).toFixed(1);
+      console.log(
+        `this build / the compared build, median of the rounds: req/s ${vs((v) => v.rps)}, CPU per request ${vs((v) => v.cpuPerRequest)} (${cpu("edge cache HIT")} vs ${cpu("compared build's edge HIT")} µs; bare node ${cpu("bare node (fixed body)")} µs)`,
+      );
+    }
+    const cpuRatio = median(all.map((x) => x["bare node (fixed body)"].cpuPerRequest / x["edge cache HIT"].cpuPerRequest)).toFixed(2);
     console.log(
-      `HIT, median of the rounds' ratios: edge / bare node ${ratio("bare node (fixed body)")}, edge / nginx ${ratio("nginx proxy_cache")}, edge / varnish ${ratio("varnish")}`,
+      `HIT, median of the rounds' ratios: edge / bare node ${ratio("bare node (fixed body)")}, edge / nginx ${ratio("nginx proxy_cache")}, edge / varnish ${ratio("varnish")}; CPU per request, bare node / edge ${cpuRatio}`,
     );
   }
 
