@@ -6,7 +6,9 @@ import { fileURLToPath } from "node:url";
 import { after, before, test } from "node:test";
 import { readFileSync } from "node:fs";
 import { ALL_PERMISSIONS } from "./core/auth/permissions.js";
-import { IdMap, markerProblem, readExamples, runExample, type DocExample } from "./core/testing/doc-examples.js";
+import { randomBytes } from "node:crypto";
+import { endLeftovers, IdMap, markerProblem, platformArgs, readExamples, runExample, type DocExample } from "./core/testing/doc-examples.js";
+import { loopbackBlock } from "./edge/testing/origins.js";
 import { CLI_PATH, startTestPlatform } from "./core/testing/platform.js";
 import { startMockProvider, type MockProvider } from "./ai-gateway/testing/mock-provider.js";
 
@@ -16,7 +18,10 @@ import { startMockProvider, type MockProvider } from "./ai-gateway/testing/mock-
 // 127.0.0.1:8787 (and the DNS port of `dig @127.0.0.1 -p 1053`) turned into that platform's. The examples directory is
 // copied in (`cd examples/pastebin` works as in the checkout, and what a block changes there stays in the copy). The
 // internet is the one thing tests may not use: every platform's `openai` provider is a local OpenAI-compatible
-// stand-in (ai-gateway/testing/mock-provider.ts), and OPENAI_API_KEY a made-up key for it.
+// stand-in (ai-gateway/testing/mock-provider.ts), and OPENAI_API_KEY a made-up key for it. A doc whose examples need
+// an operator option shows its `edgecli serve …` line in a block marked `serve`: its platform starts with those
+// options. The docs' origin address 127.0.0.2 is a loopback address of each doc's own (127.a.b.2), and what a doc's
+// blocks left running (its origin) is ended after them.
 const root = fileURLToPath(new URL("..", import.meta.url));
 const docs = [
   "README.md",
@@ -69,9 +74,19 @@ for (const e of examples) if (e.kind === "run" || e.kind === "file") byDoc.set(e
 
 for (const [doc, list] of byDoc) {
   test(`${doc}: its ${list.length} marked examples run as shown`, { timeout: 600_000 }, async (t) => {
-    // A platform of its own: each document starts from nothing, as its reader does (and may name the same bucket).
-    const p = await startTestPlatform({ args: ["--provider-base-url", `openai=${provider.url}`] });
+    // The doc's origin on a loopback address of its own: several worktrees run this test at once.
+    const originAddress = loopbackBlock()(2);
+    const addresses = (text: string) => text.replace(/\b127\.0\.0\.2\b/g, originAddress);
+    // A platform of its own: each document starts from nothing, as its reader does (and may name the same bucket),
+    // with the options of the doc's `edgecli serve` line.
+    const serveOptions = platformArgs(
+      examples.filter((e) => e.doc === doc),
+      addresses,
+    );
+    const p = await startTestPlatform({ args: ["--provider-base-url", `openai=${provider.url}`, ...serveOptions] });
     t.after(() => p.dispose());
+    const marker = `EDGE_DOC_EXAMPLE_RUN=${randomBytes(8).toString("hex")}`;
+    t.after(() => endLeftovers(marker));
     const cwd = mkdtempSync(join(tmpdir(), "doc-example-"));
     work.push(cwd);
     // Examples importing packages (the S3 SDK, ws) find them as in the checkout.
@@ -103,8 +118,11 @@ for (const [doc, list] of byDoc) {
         // npm's update check (wrangler's "update available") goes to a closed port: a test never reaches a registry.
         npm_config_registry: "http://127.0.0.1:9/",
         OPENAI_API_KEY: "sk-doc-example-stand-in",
+        // What endLeftovers finds the processes the blocks left running by.
+        EDGE_DOC_EXAMPLE_RUN: marker.split("=")[1],
       },
-      rewrite: (text: string) => text.replace(/\b(127\.0\.0\.1|localhost):8787\b/g, `$1:${port}`).replace(/(@127\.0\.0\.1 -p )1053\b/g, `$1${dnsPort}`),
+      rewrite: (text: string) =>
+        addresses(text.replace(/\b(127\.0\.0\.1|localhost):8787\b/g, `$1:${port}`).replace(/(@127\.0\.0\.1 -p )1053\b/g, `$1${dnsPort}`)),
     };
     const ids = new IdMap();
     for (const e of list) await runExample(e, ctx, ids);

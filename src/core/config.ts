@@ -8,7 +8,7 @@ import { UserError } from "./errors.js";
  * from them. Every area has the same pair in its config.ts; core is the example.
  */
 export const serveOptions = {
-  host: { type: "string", describe: "Address of the edge HTTP port (API, AI gateway, workers)", default: "127.0.0.1" },
+  host: { type: "string", describe: "Address of the edge HTTP port (API, AI gateway, Workers, proxied sites)", default: "127.0.0.1" },
   port: { type: "number", describe: "Edge HTTP port; 0 picks a free one", default: 8787 },
   "state-dir": { type: "string", describe: "Where the platform keeps its state (env EDGE_STATE_DIR; default .edge/)" },
   "log-level": {

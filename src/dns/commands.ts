@@ -54,7 +54,11 @@ export const commands: AnyCommand[] = [
       data: { type: "string", describe: "JSON of the data object for structured types (SRV, CAA, ...)" },
       ttl: { type: "number", describe: "TTL in seconds (60-86400) or 1 for automatic", default: 1 },
       priority: { type: "number", describe: "Priority of MX and URI records" },
-      proxied: { type: "boolean", describe: "Serve A/AAAA/CNAME through the edge" },
+      proxied: {
+        type: "boolean",
+        describe:
+          "Serve A/AAAA/CNAME through the edge: DNS answers the edge's addresses and the edge forwards to this content (a public address, or one `edgecli serve --origin-allow` allows; docs/proxy.md)",
+      },
       comment: { type: "string", describe: "A note kept with the record" },
     },
     examples: [

@@ -101,6 +101,11 @@ test("the binary: --help, --version, unknown commands and user errors", async ()
   assert.match(unknown.stderr, /Unknown command: frobnicate/);
   const serveHelp = await runCli(["serve", "--help"]);
   assert.match(serveHelp.stdout, /--state-dir/);
+  // What a new user trying a proxied site on this machine needs: a bare address is taken, and the edge port serves it.
+  assert.match(serveHelp.stdout, /--origin-allow +Addresses or CIDR ranges [^\n]*e\.g\. 127\.0\.0\.2 for an origin on this host/);
+  assert.match(serveHelp.stdout, /--host +Address of the edge HTTP port \([^)]*proxied sites\)/);
+  const recordHelp = await runCli(["dns", "record", "create", "--help"]);
+  assert.match(recordHelp.stdout, /--proxied +Serve A\/AAAA\/CNAME through the edge: [^\n]*--origin-allow/);
   const badFlag = await runCli(["whoami", "--bogus"]);
   assert.equal(badFlag.code, 1);
   assert.match(badFlag.stderr, /Unknown argument: bogus/);

@@ -1,6 +1,8 @@
 import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { once } from "node:events";
 import { test } from "node:test";
-import { extractExamples, IdMap, markerProblem, matchOutput, parseTranscript } from "./doc-examples.js";
+import { endLeftovers, extractExamples, IdMap, markerProblem, matchOutput, parseTranscript, platformArgs, serveArgs } from "./doc-examples.js";
 
 test("extractExamples: marked blocks and runnable-looking unmarked ones; plain text blocks are left alone", () => {
   const md = [
@@ -51,4 +53,52 @@ test("parseTranscript: each $ command with the lines shown after it", () => {
     { command: "a", expected: ["out 1", "out 2"] },
     { command: "b", expected: [] },
   ]);
+});
+
+test("serve blocks: the doc's `edgecli serve` line gives its platform's options; one per doc, before what runs", () => {
+  const serve = (body: string, lang = "sh") => extractExamples("doc.md", ["<!-- example: serve -->", "```" + lang, body, "```"].join("\n"))[0];
+  const ok = serve("edgecli serve --origin-allow 127.0.0.2   # an origin on loopback");
+  assert.equal(ok.kind, "serve");
+  assert.equal(markerProblem(ok), undefined);
+  assert.deepEqual(serveArgs(ok), ["--origin-allow", "127.0.0.2"]);
+  assert.deepEqual(
+    platformArgs([ok], (t) => t.replace("127.0.0.2", "127.9.9.2")),
+    ["--origin-allow", "127.9.9.2"],
+  );
+  // Anything but one plain `edgecli serve` line is refused by the marker check, so the test never runs a guess.
+  for (const bad of [
+    serve("edgecli serve\nedgecli whoami"),
+    serve('edgecli serve --x "a b"'),
+    serve("edgecli serve $OPTS"),
+    serve("npm start"),
+    serve("edgecli serve", "js"),
+  ]) {
+    assert.match(markerProblem(bad)!, /doc\.md:2: <!-- example: serve -->/);
+  }
+  const run = { ...ok, kind: "run" as const, line: 1 };
+  assert.throws(() => platformArgs([run, ok], (t) => t), /comes after a block that ran/);
+  assert.throws(() => platformArgs([ok, { ...ok, line: 9 }], (t) => t), /a second <!-- example: serve -->/);
+  assert.deepEqual(
+    platformArgs([run], (t) => t),
+    [],
+  );
+});
+
+test("endLeftovers ends the processes that hold the run's marker, and only those", async () => {
+  const marker = `EDGE_DOC_EXAMPLE_RUN=test-${process.pid}-${Date.now()}`;
+  const [name, value] = marker.split("=");
+  const ours = spawn("sleep", ["600"], { env: { ...process.env, [name]: value }, stdio: "ignore" });
+  const other = spawn("sleep", ["600"], { env: { ...process.env, [name]: `${value}-not` }, stdio: "ignore" });
+  try {
+    await Promise.all([once(ours, "spawn"), once(other, "spawn")]);
+    const exited = once(ours, "exit");
+    assert.equal(endLeftovers(marker), 1);
+    const [, signal] = await exited;
+    assert.equal(signal, "SIGTERM");
+    assert.equal(other.exitCode, null);
+    assert.equal(other.signalCode, null);
+  } finally {
+    ours.kill();
+    other.kill();
+  }
 });

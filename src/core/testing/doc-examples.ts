@@ -1,5 +1,5 @@
 import { spawn } from "node:child_process";
-import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 
 /**
@@ -17,14 +17,22 @@ import { dirname, join } from "node:path";
  *   (a relative path: `calc/index.js` makes `calc/`, so each project of a doc can have a directory of its own).
  * - `<!-- example: skip REASON -->`: never run, for the reason given (it needs something a test cannot have).
  * - `<!-- example: todo -->`: runnable, not run by the test yet (counted and printed, so the list shrinks).
+ * - `<!-- example: serve -->`: a `sh` block of one `edgecli serve …` command line (and `#` comments): the doc's
+ *   platform is started with those options (rewritten as the doc's blocks are; the ports are the test's), so a page
+ *   whose examples need an operator option (`--origin-allow` for an origin on loopback) shows the command its reader
+ *   runs and the test runs the same. At most one per doc, before its first `run` block.
  * A block that looks runnable (sh, bash, shell, js, mjs, python, or a `$ ` transcript) without a marker is an error.
  *
  * What the blocks find (src/docs-examples.test.ts): a directory of their own holding a copy of examples/ and `.edge`,
  * a link to the platform's state directory (as beside `edgecli serve`); `edgecli` on PATH; EDGE_API_URL,
  * EDGE_API_TOKEN, EDGE_ACCOUNT_ID and EDGE_STATE_DIR of that platform; and OPENAI_API_KEY, a made-up key for the
  * platform's `openai` provider, which is a local OpenAI-compatible stand-in (the internet is out of reach).
+ * The doc's origin address 127.0.0.2 (a server a block starts on port 80, as root) is a loopback address of the
+ * test's own (127.a.b.2), so worktrees running the test at once do not collide. A process a block leaves running in
+ * the background (an origin, with its output sent to a file: bash waits for a background job that holds its
+ * stdout) is ended when the doc's examples are done (`endLeftovers`).
  */
-export type ExampleKind = "run" | "file" | "skip" | "todo";
+export type ExampleKind = "run" | "file" | "skip" | "todo" | "serve";
 
 export interface DocExample {
   doc: string;
@@ -38,7 +46,7 @@ export interface DocExample {
 }
 
 const RUNNABLE_LANGS = new Set(["sh", "bash", "shell", "js", "mjs", "python"]);
-const MARKER = /^<!--\s*example:\s*(run|file|skip|todo)\b\s*(.*?)\s*-->\s*$/;
+const MARKER = /^<!--\s*example:\s*(run|file|skip|todo|serve)\b\s*(.*?)\s*-->\s*$/;
 
 export function isTranscript(body: string): boolean {
   return body.split("\n").some((l) => l.startsWith("$ "));
@@ -72,13 +80,72 @@ export function readExamples(root: string, docs: readonly string[]): DocExample[
 /** Why a block's marker is wrong, if it is. */
 export function markerProblem(e: DocExample): string | undefined {
   const where = `${e.doc}:${e.line}`;
-  if (!e.kind) return `${where}: a runnable-looking block without an <!-- example: run|file|skip|todo --> marker`;
+  if (!e.kind) return `${where}: a runnable-looking block without an <!-- example: run|file|skip|todo|serve --> marker`;
+  if (e.kind === "serve") {
+    try {
+      serveArgs(e);
+    } catch (err) {
+      return `${where}: ${(err as Error).message}`;
+    }
+  }
   if (e.kind === "skip" && !e.arg) return `${where}: <!-- example: skip --> needs a reason`;
   if (e.kind === "file" && !e.arg) return `${where}: <!-- example: file --> needs a file name`;
   if (e.kind === "run" && !(["sh", "bash", "shell", "js", "mjs", "python"].includes(e.lang) || isTranscript(e.body))) {
     return `${where}: only sh, js, python and $-transcript blocks can be run (this one is "${e.lang || "plain"}")`;
   }
   return undefined;
+}
+
+/**
+ * The options of a `serve` block's `edgecli serve …` line: words split on spaces (no quoting: an option value with
+ * a space has no place in such a line).
+ */
+export function serveArgs(e: DocExample): string[] {
+  const lines = e.body
+    .split("\n")
+    .map((l) => l.replace(/\s+#.*$/, "").trim())
+    .filter((l) => l !== "" && !l.startsWith("#"));
+  if (e.lang !== "sh" || lines.length !== 1 || !/^edgecli serve(\s|$)/.test(lines[0])) {
+    throw new Error("<!-- example: serve --> marks a sh block of one `edgecli serve …` line");
+  }
+  if (/["'`$\\;&|<>]/.test(lines[0])) throw new Error("<!-- example: serve --> takes plain words: no quotes, variables or shell operators");
+  return lines[0].split(/\s+/).slice(2);
+}
+
+/** The options a doc's platform starts with: its `serve` block's, rewritten; none without one. */
+export function platformArgs(examples: readonly DocExample[], rewrite: (text: string) => string): string[] {
+  const serve = examples.filter((e) => e.kind === "serve");
+  if (serve.length > 1) throw new Error(`${serve[1].doc}:${serve[1].line}: a second <!-- example: serve --> block (a doc has one platform)`);
+  if (serve.length === 0) return [];
+  const firstRun = examples.find((e) => e.kind === "run" || e.kind === "file");
+  if (firstRun && firstRun.line < serve[0].line) throw new Error(`${serve[0].doc}:${serve[0].line}: <!-- example: serve --> comes after a block that ran`);
+  return serveArgs(serve[0]).map(rewrite);
+}
+
+/**
+ * Ends the processes the doc's blocks left running (an origin started in the background): those whose environment
+ * holds `marker`, a variable of this run's own that every block's process inherits. Only this run's processes can
+ * hold it, whatever became of their process groups.
+ */
+export function endLeftovers(marker: string): number {
+  let ended = 0;
+  for (const pid of readdirSync("/proc").filter((d) => /^\d+$/.test(d))) {
+    if (Number(pid) === process.pid) continue;
+    let environ: string;
+    try {
+      environ = readFileSync(`/proc/${pid}/environ`, "latin1");
+    } catch {
+      continue; // gone, or not ours to read
+    }
+    if (!environ.split("\0").includes(marker)) continue;
+    try {
+      process.kill(Number(pid), "SIGTERM");
+      ended++;
+    } catch {
+      // ended meanwhile
+    }
+  }
+  return ended;
 }
 
 export interface RunContext {

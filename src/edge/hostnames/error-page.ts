@@ -42,11 +42,14 @@ export const ErrorPages = {
     title: "DNS resolution error",
     detail: "This hostname is not served by this platform: it is in no zone of any account here.",
   }),
-  // Until origins are proxied (edge/origin/), a name of a zone that no Worker serves has nothing behind it.
+  // A name of a zone that nothing serves here: no Worker route or Custom Domain matches, and no proxied record gives
+  // it an origin (a DNS-only record sends its visitors straight to its address, never through this edge). The page
+  // says which of those to add, since a site's owner trying the edge usually forgot to turn proxied on.
   nothingServed: (): ErrorPage => ({
     status: 404,
     title: "Not found",
-    detail: "No Worker route or Custom Domain of this zone matches this request, and this platform has no origin to send it to.",
+    detail:
+      "Nothing is served here for this hostname: it has no proxied DNS record (a DNS-only record sends visitors straight to its address, not through this edge), and no Worker route or Custom Domain of its zone matches this request.",
   }),
   reserved: (): ErrorPage => ({
     status: 404,

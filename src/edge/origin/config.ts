@@ -8,7 +8,7 @@ export const originServeOptions = {
   "origin-allow": {
     type: "strings",
     describe:
-      "CIDR ranges (comma-separated or repeated) proxied records' origins may be in besides public addresses; default none, so no tenant can make the edge connect into this host or its private network",
+      "Addresses or CIDR ranges (comma-separated or repeated) proxied records' origins may be in besides public addresses, e.g. 127.0.0.2 for an origin on this host; default none, so no tenant can make the edge connect into this host or its private network (such a record gets the 1000 page)",
   },
   "origin-timeout": { type: "number", describe: "Seconds the edge waits for an origin's answer head before answering 524", default: 100 },
   "origin-connect-timeout": { type: "number", describe: "Seconds the edge waits for a connection to an origin before answering 522", default: 15 },

@@ -1,4 +1,4 @@
-import type { ServerResponse } from "node:http";
+import { STATUS_CODES, type ServerResponse } from "node:http";
 import type { Duplex } from "node:stream";
 
 /**
@@ -40,7 +40,10 @@ export function sendErrorPage(res: ServerResponse, code: EdgeErrorCode, host: st
     return;
   }
   const body = errorPage(code, host, ray);
-  res.writeHead(EDGE_ERRORS[code].status, {
+  const e = EDGE_ERRORS[code];
+  // The standard reason where the status has one (403 Forbidden); the page's title for those Node has none for
+  // (52x, 530), where it would write "unknown" (the upgrade path below writes the title too).
+  res.writeHead(e.status, STATUS_CODES[e.status] ?? e.title, {
     "content-type": "text/html; charset=utf-8",
     "content-length": Buffer.byteLength(body),
     "cache-control": "private, max-age=0, no-store, no-cache, must-revalidate",

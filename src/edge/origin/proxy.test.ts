@@ -133,6 +133,8 @@ describe("the edge forwards proxied names to their origins", () => {
       const r = await get(host);
       assert.equal(r.status, 404, host);
       assert.match(String(r.headers["content-type"]), /^text\/html/);
+      // The page says what is missing (it used to say the platform had no origin to send it to, from before the proxy).
+      assert.match(r.text, /it has no proxied DNS record \(a DNS-only record sends visitors straight to its address/, host);
     }
     const paused = (await p.api("POST", "/zones", { name: "paused-test.example", account: { id: p.accountId } })).body.result.id;
     await record(paused, { type: "A", name: "www", content: addr(1), proxied: true });
@@ -189,6 +191,9 @@ describe("the edge forwards proxied names to their origins", () => {
     const refused = await get("down.proxy-test.example");
     assert.equal(refused.status, 521);
     assert.match(refused.text, /Error 521/);
+    // The status line says what the code means (Node knows no reason for 52x and wrote "unknown"), as the page does.
+    const line = await rawRequest(port, "GET / HTTP/1.1\r\nHost: down.proxy-test.example\r\nConnection: close\r\n\r\n");
+    assert.match(line.raw, /^HTTP\/1\.1 521 Web server is down\r\n/);
     assert.equal((await get("ext.proxy-test.example")).status, 523);
     const slow = await get("www.proxy-test.example", "/never");
     assert.equal(slow.status, 524);

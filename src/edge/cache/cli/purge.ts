@@ -1,5 +1,6 @@
 import type { CliContext } from "../../../core/cli/context.js";
 import { UserError } from "../../../core/errors.js";
+import { zoneIdOf } from "../../zone-arg.js";
 
 interface PurgeArgs {
   zone?: string;
@@ -10,13 +11,8 @@ interface PurgeArgs {
   everything?: boolean;
 }
 
-/** A zone named by id or by domain name. */
-async function zoneId(zone: string, ctx: CliContext): Promise<string> {
-  if (/^[0-9a-f]{32}$/.test(zone)) return zone;
-  const found = await ctx.api().fetchResult<{ id: string }[]>("GET", "/zones", { query: { name: zone.toLowerCase().replace(/\.$/, "") } });
-  if (found.length === 0) throw new UserError(`There is no zone ${zone} in the accounts this token can read`, "See `edgecli dns zone list`.");
-  return found[0].id;
-}
+/** What the API's purge kinds are called in the CLI's answer (`files` are URLs). */
+const NOUNS: Record<string, [string, string]> = { files: ["URL", "URLs"], tags: ["tag", "tags"], hosts: ["host", "hosts"], prefixes: ["prefix", "prefixes"] };
 
 /** `edgecli cache purge <zone> (--file … | --tag … | --host … | --prefix … | --everything)` */
 export async function purge(args: PurgeArgs, ctx: CliContext): Promise<void> {
@@ -33,8 +29,11 @@ export async function purge(args: PurgeArgs, ctx: CliContext): Promise<void> {
   ].filter(([, v]) => (v as string[]).length > 0) as [string, unknown][];
   if (args.everything) kinds.push(["purge_everything", true]);
   if (kinds.length !== 1) throw new UserError("Name what to purge with exactly one of --file, --tag, --host, --prefix or --everything");
-  const id = await zoneId(args.zone!, ctx);
+  const id = await zoneIdOf(args.zone!, ctx);
   await ctx.api().fetchResult("POST", `/zones/${id}/purge_cache`, { json: Object.fromEntries(kinds) });
   const [kind, value] = kinds[0];
-  ctx.log.info(kind === "purge_everything" ? `Purged everything cached for ${args.zone}.` : `Purged ${(value as string[]).length} ${kind} of ${args.zone}.`);
+  if (kind === "purge_everything") return ctx.log.info(`Purged everything cached for ${args.zone}.`);
+  const n = (value as string[]).length;
+  const [one, many] = NOUNS[kind];
+  ctx.log.info(`Purged ${n} ${n === 1 ? one : many} of ${args.zone}.`);
 }
