@@ -4,30 +4,52 @@
 // small v4 API client.
 import { spawn } from "node:child_process";
 import { request } from "node:http";
+import { createServer } from "node:net";
 import { fileURLToPath } from "node:url";
 
 // BENCH_CLI: another build's edgecli.js (a before/after comparison of two builds in one sitting).
 const cli = process.env.BENCH_CLI ?? fileURLToPath(new URL("../../dist/bin/edgecli.js", import.meta.url));
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
+/** A free TCP port on loopback (for a listener the bench starts next). */
+export const freePort = () =>
+  new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once("error", reject);
+    s.listen(0, "127.0.0.1", () => {
+      const port = s.address().port;
+      s.close(() => resolve(port));
+    });
+  });
+
 /**
  * `port`: the edge's port (API and proxied traffic); `stateDir`: a fresh directory; `args`: more serve options;
- * `children`: the bench's list of processes it stops at the end (the platform is added to it).
+ * `children`: the bench's list of processes it stops at the end (the platform is added to it); `dnsPort`: a DNS
+ * listener with the default answering processes (0: none); `program`: another edgecli.js or dist/cli.js (the
+ * unbundled build, whose profiles name functions by their module).
  */
-export async function startPlatform({ port, stateDir, args = [], children, env = {}, nodeArgs = [], metricsPort = 0, waitSeconds = 180 }) {
+export async function startPlatform({
+  port,
+  stateDir,
+  args = [],
+  children,
+  env = {},
+  nodeArgs = [],
+  metricsPort = 0,
+  dnsPort = 0,
+  program = cli,
+  waitSeconds = 180,
+}) {
   const edge = spawn(
     process.execPath,
     [
       ...(process.env.BENCH_NODE_ARGS ? process.env.BENCH_NODE_ARGS.split(" ") : []),
       ...nodeArgs,
-      cli,
+      program,
       "serve",
       "--port",
       String(port),
-      "--dns-port",
-      "0",
-      "--dns-workers",
-      "0",
+      ...(dnsPort === 0 ? ["--dns-port", "0", "--dns-workers", "0"] : ["--dns-port", String(dnsPort)]),
       "--metrics-port",
       String(metricsPort),
       "--state-dir",
