@@ -73,6 +73,7 @@ export function createAnalyticsService(ctx: ServiceContext, deps: { zoneAccount:
     async stop() {
       clearInterval(pruneTimer);
       await recorder.stop();
+      if (store instanceof SqliteRollupStore) await store.close();
     },
   };
 }
