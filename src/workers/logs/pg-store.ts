@@ -1,10 +1,10 @@
 import type { Postgres } from "../../core/db/postgres.js";
-import type { EventQuery, KeysQuery, Sql, ValuesQuery } from "./query.js";
+import type { Sql } from "./query.js";
 import { INSERT_COLUMNS, insertValues } from "./rows.js";
 import type { ObservabilitySetting } from "./settings.js";
 import { LOGS_READ_BOUNDS, SlicedReads, type LogsReadBounds } from "./sliced-reads.js";
 import { readStatements } from "./statements.js";
-import type { AccountCap, KeyInfo, LogEvent, LogsStore, NewLogEvent } from "./store.js";
+import type { AccountCap, LogsStore, NewLogEvent } from "./store.js";
 
 /** The PostgreSQL schema of Workers Logs. */
 export const LOGS_AREA = "workers_logs";
@@ -16,14 +16,12 @@ const numbered = (s: Sql): [string, unknown[]] => {
 };
 
 /** LogsStore on PostgreSQL (schema `workers_logs`, LOGS_PG_MIGRATIONS), shared by every node. */
-export class PgLogsStore implements LogsStore {
-  private readonly reads: SlicedReads;
-
+export class PgLogsStore extends SlicedReads implements LogsStore {
   constructor(
     private readonly pg: Postgres,
     bounds: LogsReadBounds = LOGS_READ_BOUNDS,
   ) {
-    this.reads = new SlicedReads(
+    super(
       readStatements("workers_logs.events", { contains: (h, n) => `strpos(${h}, ${n}) > 0` }),
       { all: <T extends object>(s: Sql) => pg.rows<T>(...numbered(s)), get: <T extends object>(s: Sql) => pg.row<T>(...numbered(s)) },
       bounds,
@@ -106,22 +104,6 @@ export class PgLogsStore implements LogsStore {
       }
       return removed;
     });
-  }
-
-  events(accountId: string, q: EventQuery): Promise<{ events: LogEvent[]; count: number }> {
-    return this.reads.events(accountId, q);
-  }
-
-  invocations(accountId: string, q: EventQuery): Promise<LogEvent[]> {
-    return this.reads.invocations(accountId, q);
-  }
-
-  keys(accountId: string, q: KeysQuery): Promise<KeyInfo[]> {
-    return this.reads.keys(accountId, q);
-  }
-
-  values(accountId: string, q: ValuesQuery): Promise<(string | number)[]> {
-    return this.reads.values(accountId, q);
   }
 
   async usage(accountId: string): Promise<{ rows: number; bytes: number }> {

@@ -28,7 +28,7 @@ interface Slice {
   to: number;
 }
 
-/** The LogsStore reads (events, invocations, keys, values) in bounded slices, written once for both backends. */
+/** The LogsStore reads (events, invocations, keys, values) in bounded slices, written once: both stores extend it. */
 export class SlicedReads {
   constructor(
     private readonly read: ReturnType<typeof readStatements>,

@@ -1,10 +1,10 @@
 import type { Db } from "../../core/db/sqlite.js";
-import type { EventQuery, KeysQuery, Sql, ValuesQuery } from "./query.js";
+import type { Sql } from "./query.js";
 import { INSERT_COLUMNS, insertValues } from "./rows.js";
 import type { ObservabilitySetting } from "./settings.js";
 import { LOGS_READ_BOUNDS, SlicedReads, type LogsReadBounds } from "./sliced-reads.js";
 import { readStatements } from "./statements.js";
-import type { AccountCap, KeyInfo, LogEvent, LogsStore, NewLogEvent } from "./store.js";
+import type { AccountCap, LogsStore, NewLogEvent } from "./store.js";
 
 /** Rows inserted by one statement: one statement of many rows costs much less per row than as many of one. */
 const INSERT_ROWS = 32;
@@ -21,15 +21,14 @@ const insertSql = (rows: number) =>
 const PRUNE_BATCH = 5_000;
 
 /** LogsStore in SQLite (`<state>/db/workers-logs.sqlite`, LOGS_MIGRATIONS). */
-export class SqliteLogsStore implements LogsStore {
-  private readonly reads: SlicedReads;
+export class SqliteLogsStore extends SlicedReads implements LogsStore {
   private readonly q;
 
   constructor(
     private readonly db: Db,
-    private readonly bounds: LogsReadBounds = LOGS_READ_BOUNDS,
+    bounds: LogsReadBounds = LOGS_READ_BOUNDS,
   ) {
-    this.reads = new SlicedReads(
+    super(
       readStatements("events", { contains: (h, n) => `instr(${h}, ${n}) > 0` }),
       {
         all: async <T extends object>(s: Sql) => db.prepare(s.text).all(...s.params) as T[],
@@ -137,22 +136,6 @@ export class SqliteLogsStore implements LogsStore {
         this.q.recountUsage.run();
       })();
     return removed;
-  }
-
-  events(accountId: string, q: EventQuery): Promise<{ events: LogEvent[]; count: number }> {
-    return this.reads.events(accountId, q);
-  }
-
-  invocations(accountId: string, q: EventQuery): Promise<LogEvent[]> {
-    return this.reads.invocations(accountId, q);
-  }
-
-  keys(accountId: string, q: KeysQuery): Promise<KeyInfo[]> {
-    return this.reads.keys(accountId, q);
-  }
-
-  values(accountId: string, q: ValuesQuery): Promise<(string | number)[]> {
-    return this.reads.values(accountId, q);
   }
 
   async usage(accountId: string): Promise<{ rows: number; bytes: number }> {
