@@ -24,9 +24,9 @@ export const freePort = () =>
 
 /**
  * `port`: the edge's port (API and proxied traffic); `stateDir`: a fresh directory; `args`: more serve options;
- * `children`: the bench's list of processes it stops at the end (the platform is added to it); `dnsPort`: a DNS
- * listener with the default answering processes (0: none); `program`: another edgecli.js or dist/cli.js (the
- * unbundled build, whose profiles name functions by their module).
+ * `children`: the bench's list of processes it stops at the end (the platform is added to it); `cliPath`: another build's
+ * edgecli.js than BENCH_CLI's (a bench running two builds side by side), or dist/cli.js (the unbundled build, whose
+ * profiles name functions by their module); `dnsPort`: a DNS listener with the default answering processes (0: none).
  */
 export async function startPlatform({
   port,
@@ -37,7 +37,7 @@ export async function startPlatform({
   nodeArgs = [],
   metricsPort = 0,
   dnsPort = 0,
-  program = cli,
+  cliPath = cli,
   waitSeconds = 180,
 }) {
   const edge = spawn(
@@ -45,7 +45,7 @@ export async function startPlatform({
     [
       ...(process.env.BENCH_NODE_ARGS ? process.env.BENCH_NODE_ARGS.split(" ") : []),
       ...nodeArgs,
-      program,
+      cliPath,
       "serve",
       "--port",
       String(port),

@@ -29,11 +29,11 @@ const dir = mkdtempSync(join(tmpdir(), "metrics-cost-"));
 const children = [];
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
-/** A platform with DNS (the default answering processes) and a zone of 10 A records; `program`: another build's edgecli.js. */
-async function startMeasured(name, metricsPort, program) {
+/** A platform with DNS (the default answering processes) and a zone of 10 A records; `cliPath`: another build's edgecli.js. */
+async function startMeasured(name, metricsPort, cliPath) {
   const port = await freePort();
   const dnsPort = await freePort();
-  const p = await startPlatform({ port, dnsPort, metricsPort, stateDir: join(dir, name), children, ...(program ? { program } : {}) });
+  const p = await startPlatform({ port, dnsPort, metricsPort, stateDir: join(dir, name), children, ...(cliPath ? { cliPath } : {}) });
   const zone = await p.api("POST", "/zones", { name: "bench.example", account: { id: p.account } });
   if (!zone.success) throw new Error(JSON.stringify(zone));
   for (let i = 0; i < 10; i++)

@@ -28,7 +28,7 @@ try {
     stateDir: join(dir, "state"),
     children,
     metricsPort,
-    program: fileURLToPath(new URL("../../dist/cli.js", import.meta.url)),
+    cliPath: fileURLToPath(new URL("../../dist/cli.js", import.meta.url)),
     nodeArgs: ["--cpu-prof", "--cpu-prof-dir", join(dir, "profile")],
   });
   const zone = await api("POST", "/zones", { name: "bench.example", account: { id: account } });

@@ -16,6 +16,7 @@ import {
   validate,
   type DocumentNode,
   type FieldNode,
+  type GraphQLNamedType,
   type GraphQLOutputType,
   type GraphQLResolveInfo,
   type GraphQLSchema,
@@ -24,7 +25,7 @@ import {
 } from "graphql";
 import type { Permission } from "../core/auth/permissions.js";
 import { EdgeError } from "../core/errors.js";
-import type { AnalyticsDataset, RequestedFields } from "./dataset.js";
+import { DatasetRefusal, type AnalyticsDataset, type RequestedFields } from "./dataset.js";
 import { AnalyticsMessages } from "./errors.js";
 
 /** Who asks: the accounts it sees, and what it holds on each (the v4 API's principal). */
@@ -53,8 +54,12 @@ export interface GraphqlResponse {
  * `rows`: the rows (groups) its dataset fields answer in all (ours; hosted bounds each field's `limit` only): 20
  * reads of 10,000 groups answered 200,000, 30 MB of JSON and +340 MiB of the platform's peak RSS
  * (bench/analytics/twenty-reads.mjs); three full reads fit.
+ * `values`: the leaf values its dataset fields answer in all, rows times the leaves each row selects (ours): aliases
+ * repeat a leaf at no cost in rows, so 570 aliases in a fragment spread by 20 reads made one row of the rollups 11,400
+ * values, and 10,000 rows 114 million (minutes of the event loop, gigabytes of JSON). 300,000 is 30,000 rows of ten
+ * fields; the usual query is far under it (the 7,200-group answer of seven fields: 50,400).
  */
-export const QueryLimits = { tokens: 2000, datasetReads: 20, introspectionFields: 5, rows: 30_000 } as const;
+export const QueryLimits = { tokens: 2000, datasetReads: 20, introspectionFields: 5, rows: 30_000, values: 300_000 } as const;
 
 /** Refuses a document with more than QueryLimits.introspectionFields `__schema`/`__type` fields (fragments included). */
 const introspectionBound: ValidationRule = (context) => {
@@ -148,10 +153,11 @@ export class AnalyticsSchema {
     if (invalid.length > 0) return { data: null, errors: invalid.map(toJson) };
     let reads = 0;
     let answered = 0;
+    let values = 0;
     // Dataset reads run one at a time, the event loop yielded before each: graphql-js starts every field's resolver
     // in one go, and SQLite reads run on the main thread, so 20 reads ran back to back without a turn of the event
     // loop (5 s of CPU for 20 reads of 10,000 groups, bench/analytics/twenty-reads.mjs). A read past QueryLimits.rows
-    // is refused; the reads after it are refused without reading.
+    // or QueryLimits.values is refused; the reads after it are refused without reading.
     let previous: Promise<unknown> = Promise.resolve();
     // Introspection describes the real schema, so a query asking for it runs there (and its rows take graphql-js's path).
     const schema = asksIntrospection(document) ? this.schema : this.fastSchema;
@@ -167,19 +173,26 @@ export class AnalyticsSchema {
               if (++reads > QueryLimits.datasetReads) throw new GraphQLError(AnalyticsMessages.tooManyDatasetReads(QueryLimits.datasetReads));
               if (!caller.can(accountId, d.permission)) throw new GraphQLError(AnalyticsMessages.datasetNotAuthorized(d.field, d.permission));
               const requested = requestedFields(info);
+              const perRow = valuesPerRow(this.schema, scope, d.field, info);
+              const refuseOver = () => {
+                if (answered > QueryLimits.rows) throw new GraphQLError(AnalyticsMessages.tooManyRows(QueryLimits.rows));
+                if (values > QueryLimits.values) throw new GraphQLError(AnalyticsMessages.tooManyValues(QueryLimits.values));
+              };
               const shaped = previous
                 .then(() => new Promise((resolve) => setImmediate(resolve)))
                 .then(async () => {
-                  if (answered > QueryLimits.rows) throw new GraphQLError(AnalyticsMessages.tooManyRows(QueryLimits.rows));
+                  refuseOver();
                   const rows = await d.resolve(scopeId, args, requested);
+                  // Refused before the rows are shaped or serialized: the cost the aliases multiply.
                   answered += rows.length;
-                  if (answered > QueryLimits.rows) throw new GraphQLError(AnalyticsMessages.tooManyRows(QueryLimits.rows));
+                  values += rows.length * perRow;
+                  refuseOver();
                   return rowTypes ? shapeRows(rowTypes, scope, d.field, info, rows) : rows;
                 });
               previous = shaped.catch(() => undefined);
               return shaped.catch((err: unknown) => {
                 // A refusal keeps its words; a fault is reported without its internals (the route logs `originalError`).
-                if (err instanceof EdgeError || err instanceof GraphQLError) throw new GraphQLError(err.message);
+                if (err instanceof EdgeError || err instanceof GraphQLError || err instanceof DatasetRefusal) throw new GraphQLError(err.message);
                 throw new GraphQLError(AnalyticsMessages.datasetFailed(d.field), { originalError: err as Error });
               });
             },
@@ -225,6 +238,9 @@ function requestedFields(info: GraphQLResolveInfo): RequestedFields {
   const dimensions: string[] = [];
   const sums: string[] = [];
   const fields: string[] = [];
+  // A fragment adds the same names however often it is spread: each is read once per list (a document of fragments
+  // spreading the next one twice names 2^n spreads in a few hundred tokens).
+  const expanded = new Set<string>();
   const visit = (set: SelectionSetNode | undefined, into: string[] | undefined) => {
     for (const sel of set?.selections ?? []) {
       if (sel.kind === Kind.FIELD) {
@@ -236,7 +252,12 @@ function requestedFields(info: GraphQLResolveInfo): RequestedFields {
           else if (sel.name.value === "sum") visit(sel.selectionSet, sums);
         }
       } else if (sel.kind === Kind.INLINE_FRAGMENT) visit(sel.selectionSet, into);
-      else if (sel.kind === Kind.FRAGMENT_SPREAD) visit(info.fragments[sel.name.value]?.selectionSet, into);
+      else if (sel.kind === Kind.FRAGMENT_SPREAD) {
+        const once = `${into === undefined ? "fields" : into === dimensions ? "dimensions" : "sums"} ${sel.name.value}`;
+        if (expanded.has(once)) continue;
+        expanded.add(once);
+        visit(info.fragments[sel.name.value]?.selectionSet, into);
+      }
     }
   };
   for (const node of info.fieldNodes) visit(node.selectionSet, undefined);
@@ -311,12 +332,33 @@ function shaperOf(schema: GraphQLSchema, info: GraphQLResolveInfo, type: GraphQL
   };
 }
 
+/** The leaf values one row of a dataset field answers: its selection's leaves by response key (aliases and fragments counted, each fragment once). */
+function valuesPerRow(schema: GraphQLSchema, scope: "account" | "zone", field: string, info: GraphQLResolveInfo): number {
+  const parent = schema.getType(scope === "account" ? "Account" : "Zone");
+  const type = isObjectType(parent) ? parent.getFields()[field]?.type : undefined;
+  return type === undefined ? 1 : leavesOf(info, getNamedType(type), info.fieldNodes);
+}
+
+function leavesOf(info: GraphQLResolveInfo, type: GraphQLNamedType, nodes: readonly FieldNode[]): number {
+  if (!isObjectType(type)) return 1;
+  const fields = type.getFields();
+  let n = 0;
+  for (const fieldNodes of collectSubfields(info, type.name, nodes).values()) {
+    const def = fields[fieldNodes[0].name.value];
+    n += def === undefined ? 1 : leavesOf(info, getNamedType(def.type), fieldNodes);
+  }
+  return n;
+}
+
 /** The fields `nodes` select on an object type, by response key in order: fragments merged, @skip/@include applied. */
 function collectSubfields(info: GraphQLResolveInfo, typeName: string, nodes: readonly FieldNode[]): Map<string, FieldNode[]> {
   const out = new Map<string, FieldNode[]>();
   const included = (node: Parameters<typeof getDirectiveValues>[1]) =>
     getDirectiveValues(GraphQLSkipDirective, node, info.variableValues)?.if !== true &&
     getDirectiveValues(GraphQLIncludeDirective, node, info.variableValues)?.if !== false;
+  // Each fragment is expanded once per collection, as graphql-js' collectFields does: a second spread of it adds
+  // nothing (a document of fragments spreading the next one twice names 2^n spreads in a few hundred tokens).
+  const expanded = new Set<string>();
   const visit = (set: SelectionSetNode | undefined) => {
     for (const sel of set?.selections ?? []) {
       if (!included(sel)) continue;
@@ -329,7 +371,9 @@ function collectSubfields(info: GraphQLResolveInfo, typeName: string, nodes: rea
         if (!sel.typeCondition || sel.typeCondition.name.value === typeName) visit(sel.selectionSet);
       } else {
         const fragment = info.fragments[sel.name.value];
-        if (fragment && fragment.typeCondition.name.value === typeName) visit(fragment.selectionSet);
+        if (!fragment || fragment.typeCondition.name.value !== typeName || expanded.has(sel.name.value)) continue;
+        expanded.add(sel.name.value);
+        visit(fragment.selectionSet);
       }
     }
   };

@@ -6,10 +6,11 @@ import { connect as tlsConnect } from "node:tls";
 import type { Duplex } from "node:stream";
 import { passedRequestHeaders, relay } from "../../core/http/relay.js";
 import type { Logger } from "../../core/logger.js";
-import type { EdgeCache, FetchOrigin, OriginAnswer } from "../cache/http-cache.js";
+import { forwardedCacheStatus, type EdgeCache, type FetchOrigin, type OriginAnswer } from "../cache/http-cache.js";
 import { cacheOverridesOf } from "../cache/worker-cf.js";
 import { normalizeHostname } from "../hostnames/names.js";
-import type { EdgeZones } from "../ports.js";
+import { HostMemo } from "../hostnames/host-memo.js";
+import type { EdgeZones, OriginLookup } from "../ports.js";
 import type { ZoneSettings } from "../settings/zone-settings.js";
 import type { OriginAddressPolicy } from "./address-policy.js";
 import { sendErrorPage, writeErrorPage, type EdgeErrorCode } from "./error-pages.js";
@@ -21,6 +22,15 @@ import { OriginPools, type OriginTarget } from "./pools.js";
 export const LOOP_TOKEN = "edge-platform";
 /** Addresses a name's origin is tried at, at most, for one request (the next one after a failed connect). */
 const MAX_TRIES = 3;
+
+/** An origin lookup whose address lists no one can change (it is shared by every request of its host). */
+function frozen(target: OriginLookup): OriginLookup {
+  if (target.kind === "proxied") {
+    Object.freeze(target.addresses);
+    Object.freeze(target.hostnames);
+  }
+  return Object.freeze(target);
+}
 
 /** A ray id, as hosted: 16 hex digits and where it was served (here the platform's own tag). */
 export const newRay = () => {
@@ -35,12 +45,20 @@ export const newRay = () => {
 let rayBytes = Buffer.alloc(0);
 let rayOffset = 0;
 
-/** The Host a request names: lowercase, without port or trailing dot; undefined when it is no hostname (an IP literal, nothing). */
-export function requestHost(req: IncomingMessage): string | undefined {
+/** A Host header's hostname: lowercase, without port or trailing dot; undefined when it is no hostname (an IP literal, nothing). */
+function hostOf(header: string | undefined): string | undefined {
   // Normalised as the hostname plan does it (hostnames/names.ts), so the dispatch and the proxy read one name.
-  const host = normalizeHostname(req.headers.host);
+  const host = normalizeHostname(header);
   return /^[a-z0-9_](?:[a-z0-9_.-]{0,251}[a-z0-9_])?$/.test(host) ? host : undefined;
 }
+
+/** Where a Host header's name goes: its hostname (undefined when it is none) and how DNS resolves it. */
+interface HostOrigin {
+  host: string | undefined;
+  target: OriginLookup;
+}
+
+const NO_ORIGIN: HostOrigin = Object.freeze({ host: undefined, target: Object.freeze({ kind: "none" as const }) });
 
 /**
  * The path sent to the origin: an origin-form target as it came; an absolute-form one (`GET http://host/path`) only
@@ -86,6 +104,13 @@ function awaitOriginHead(origin: Socket, done: (answer: { switched: boolean; rec
   origin.on("data", onData);
 }
 
+/** An error page for a request forward() took, with the cache's status when the cache left the request to it. */
+function forwardedErrorPage(res: ServerResponse, code: EdgeErrorCode, host: string, ray: string): void {
+  const cacheStatus = forwardedCacheStatus(res);
+  if (cacheStatus && !res.headersSent) res.setHeader("cf-cache-status", cacheStatus);
+  sendErrorPage(res, code, host, ray);
+}
+
 /** Where a request goes, as the forwarder takes it: the name's zone and origin as DNS resolves it, and the facts passed on. */
 export interface ResolvedOrigin {
   /** The requested name (lowercase, no port or trailing dot): Host and SNI. */
@@ -126,6 +151,11 @@ const schemeOf = (req: IncomingMessage): "http" | "https" => ((req.socket as { e
 export class OriginForwarder {
   private spread = 0;
   private readonly upgraded = new Set<Duplex>();
+  /**
+   * Per Host header: its hostname and origin, as DNS resolves them now; worked out again after any zone or record
+   * change (here or through another node: EdgeZones.generation). Every proxied request asks it first.
+   */
+  private readonly origins: HostMemo<HostOrigin>;
 
   constructor(
     private readonly deps: {
@@ -140,13 +170,21 @@ export class OriginForwarder {
       answerTimeoutMs: number;
       log: Logger;
     },
-  ) {}
+  ) {
+    this.origins = new HostMemo(
+      (header) => {
+        const host = hostOf(header);
+        // Frozen: one answer is handed to every request of the host until the next change.
+        return host === undefined ? NO_ORIGIN : { host, target: frozen(deps.zones.originOf(host)) };
+      },
+      () => deps.zones.generation(),
+    );
+  }
 
   /** Takes the request when its Host is a name of a zone here (returns true), else leaves it (false). */
   handle(req: IncomingMessage, res: ServerResponse): boolean {
-    const host = requestHost(req);
+    const { host, target } = this.origins.get(req.headers.host ?? "");
     if (!host) return false;
-    const target = this.deps.zones.originOf(host);
     // A name with DNS-only records or none is the hostname plan's to answer (its "nothing served here" page).
     if (target.kind === "none" || (target.kind === "unproxied" && target.why !== "paused")) return false;
     const ray = newRay();
@@ -372,9 +410,8 @@ export class OriginForwarder {
    * is not taken, and the request is forwarded as an ordinary one (without Upgrade).
    */
   handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): boolean {
-    const host = requestHost(req);
+    const { host, target } = this.origins.get(req.headers.host ?? "");
     if (!host || req.headers.upgrade?.toLowerCase() !== "websocket") return false;
-    const target = this.deps.zones.originOf(host);
     if (target.kind === "none" || (target.kind === "unproxied" && target.why !== "paused")) return false;
     const ray = newRay();
     if (target.kind === "unproxied") {
@@ -449,7 +486,7 @@ export class OriginForwarder {
       (found) => this.send(req, res, origin, found),
       (err: unknown) => {
         this.deps.log.error({ err, host: origin.host }, "forwarding to an origin failed");
-        sendErrorPage(res, 520, origin.host, origin.ray);
+        forwardedErrorPage(res, 520, origin.host, origin.ray);
       },
     );
   }
@@ -457,13 +494,15 @@ export class OriginForwarder {
   private send(req: IncomingMessage, res: ServerResponse, r: ResolvedOrigin, addresses: string[] | EdgeErrorCode): void {
     if (!Array.isArray(addresses)) {
       req.resume();
-      return sendErrorPage(res, addresses, r.host, r.ray);
+      return forwardedErrorPage(res, addresses, r.host, r.ray);
     }
     const mode = this.deps.settings.ssl(r.zoneId);
     const headers = originRequestHeaders(req.rawHeaders, { host: r.host, clientIp: r.clientIp, scheme: r.scheme, ray: r.ray, loopToken: LOOP_TOKEN });
     const hasBody = req.headers["transfer-encoding"] !== undefined || Number(req.headers["content-length"] ?? 0) > 0;
     if (!hasBody) req.resume();
-    const answerHeaders = ["cf-ray", r.ray];
+    // The ray, and the cache's status when it left the request here, go into the answer's head list (relay.ts).
+    const cacheStatus = forwardedCacheStatus(res);
+    const answerHeaders = cacheStatus ? ["cf-ray", r.ray, "cf-cache-status", cacheStatus] : ["cf-ray", r.ray];
     const attempt = (i: number) => {
       const target: OriginTarget = { address: addresses[i], servername: r.host, mode };
       relay(this.deps.pools.pool(target), res, {
@@ -479,7 +518,7 @@ export class OriginForwarder {
           if (hasBody && !req.complete) req.resume();
           const code = failureCode(err);
           if (code === 520) this.deps.log.warn({ err, host: r.host }, "origin answered badly");
-          sendErrorPage(res, code, r.host, r.ray);
+          forwardedErrorPage(res, code, r.host, r.ray);
         },
       });
     };
