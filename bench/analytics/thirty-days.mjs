@@ -1,55 +1,16 @@
 // GraphQL Analytics queries over 30 days of per-minute rollups (issue 35's goal: < 100 ms).
 //   node bench/analytics/thirty-days.mjs [combinations per minute = 10] [runs = 30]
-// Seeds the rollups of a stopped platform's SQLite state (one zone and one account: 30 days x 1,440 minutes x N
-// dimension combinations each, and four other zones as many, so the table is five times the scope read), starts it
-// again and times POST /client/v4/graphql with undici, side by side with a query of an empty range (the request's
+// Seeds 30 days of rollups (seeded.mjs: N dimension combinations a minute, one zone and one account, four other zones
+// as many), and times POST /client/v4/graphql with undici, side by side with a query of an empty range (the request's
 // own cost: auth, parse, validation) so the numbers can be read on a shared machine. Beside the times, the platform
 // process's CPU time per query (from /proc, summed over the runs): the number a loaded machine changes least.
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { tmpdir, cpus, loadavg } from "node:os";
-import { join } from "node:path";
-import Database from "better-sqlite3";
+import { cpus, loadavg } from "node:os";
 import { request } from "undici";
-import { startTestPlatform } from "../../dist/core/testing/platform.js";
+import { MINUTES, seededPlatform } from "./seeded.mjs";
 
 const combos = Number(process.argv[2] ?? 10);
 const runs = Number(process.argv[3] ?? 30);
-const stateDir = mkdtempSync(join(tmpdir(), "bench-analytics-"));
-const MINUTES = 30 * 1440;
-
-let p = await startTestPlatform({ stateDir });
-const zone = (await p.api("POST", "/zones", { name: "bench-analytics.example", account: { id: p.accountId } })).body.result.id;
-const accountId = p.accountId;
-const credentials = { accountId, email: p.email, apiKey: p.apiKey, token: p.token };
-await p.stop();
-
-// The schema is the platform's own (its migrations ran at the first start).
-const db = new Database(join(stateDir, "db", "analytics.sqlite"));
-const insert = db.prepare(
-  `INSERT INTO minute_rollups (dataset, scope, account_id, minute, d1, d2, d3, d4, d5, node_id, count, s1, s2, s3, s4, s5, s6, s7, s8)
-   VALUES (?, ?, ?, ?, ?, ?, ?, ?, '', 'bench', ?, ?, ?, ?, 0, 0, 0, 0, 0)`,
-);
-const now = Math.floor(Date.now() / 60_000) * 60;
-const started = performance.now();
-const seed = db.transaction((dataset, scope, dims) => {
-  for (let m = 0; m < MINUTES; m++) {
-    const minute = now - (MINUTES - m) * 60;
-    for (let c = 0; c < combos; c++) insert.run(dataset, scope, accountId, minute, ...dims(c), 1 + (c % 7), 1000 * c, c % 2, 0);
-  }
-});
-const http = (c) => [`host${c}.bench-analytics.example`, c % 3 ? "GET" : "POST", c % 5 ? "200" : "404", "dynamic"];
-seed("http_requests", zone, http);
-for (let z = 0; z < 4; z++) seed("http_requests", `other-zone-${z}`, http);
-seed("workers_invocations", accountId, (c) => [`script${c}`, c % 9 ? "success" : "scriptThrewException", "v1", ""]);
-// The hourly rollups the platform writes beside the minutes (rollups/sql.ts), from the seeded minutes.
-db.exec(`INSERT INTO hour_rollups SELECT dataset, scope, MIN(account_id), minute - (minute % 3600), d1, d2, d3, d4, d5, node_id, SUM(count),
-  SUM(s1), SUM(s2), SUM(s3), SUM(s4), SUM(s5), SUM(s6), SUM(s7), SUM(s8) FROM minute_rollups
-  GROUP BY dataset, scope, minute - (minute % 3600), d1, d2, d3, d4, d5, node_id`);
-const rows = db.prepare("SELECT COUNT(*) AS n FROM minute_rollups").get().n;
-db.close();
-const seededMs = performance.now() - started;
-
-p = await startTestPlatform({ stateDir, credentials });
+const { p, zone, accountId, now, rows, seededMs, serverCpuMs, stop } = await seededPlatform(combos);
 const from = new Date((now - MINUTES * 60) * 1000).toISOString();
 const to = new Date((now + 60) * 1000).toISOString();
 const zoneQuery = (selection, args = "") =>
@@ -64,11 +25,6 @@ const queries = {
   "workersInvocationsAdaptive, 30 days by hour and script": `{ viewer { accounts(filter: {accountTag: "${accountId}"}) { workersInvocationsAdaptive(limit: 10000, filter: {datetime_geq: "${from}", datetime_lt: "${to}"}) { sum { requests errors } dimensions { datetimeHour scriptName } } } } }`,
 };
 
-/** The platform process's CPU time so far (user + system), in ms; /proc counts in clock ticks (10 ms on Linux). */
-const serverCpuMs = () => {
-  const fields = readFileSync(`/proc/${p.process.pid}/stat`, "utf8").split(") ")[1].split(" ");
-  return (Number(fields[11]) + Number(fields[12])) * 10;
-};
 const cpuOf = Object.create(null);
 
 async function time(query, name) {
@@ -102,5 +58,4 @@ for (const [name, xs] of Object.entries(samples)) {
   xs.sort((a, b) => a - b);
   console.log(`| ${name} | ${pct(xs, 0.5).toFixed(1)} | ${pct(xs, 0.95).toFixed(1)} | ${xs.at(-1).toFixed(1)} | ${(cpuOf[name] / runs).toFixed(1)} |`);
 }
-await p.stop();
-rmSync(stateDir, { recursive: true, force: true });
+await stop();

@@ -6,12 +6,11 @@
 // but no code of ours can cut in parts). --rounds imports, each into a new zone.
 // Usage: npm run build && node bench/dns/import-stall.mjs [--records 10000] [--rounds 3] [--dist DIR] [--cpu-prof DIR]
 // --dist: another build's dist directory (a "before" number: the same script against main's build).
-import dgram from "node:dgram";
 import { mkdtempSync, rmSync } from "node:fs";
 import { loadavg, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
-import * as packet from "dns-packet";
+import { loopSamples, udpProbe } from "./stall-probes.mjs";
 
 const args = process.argv.slice(2);
 const arg = (name, def) => (args.includes(`--${name}`) ? args[args.indexOf(`--${name}`) + 1] : def);
@@ -34,37 +33,6 @@ function zoneFile(n) {
   return lines.join("\n") + "\n";
 }
 
-/** Asks `name` every 20 ms over UDP; the longest wait for an answer since the last reset. */
-function probe(port, name) {
-  const s = dgram.createSocket("udp4");
-  const sent = new Map();
-  let id = 0;
-  let worst = 0;
-  s.on("message", (m) => {
-    const at = sent.get(m.readUInt16BE(0));
-    if (at === undefined) return;
-    sent.delete(m.readUInt16BE(0));
-    worst = Math.max(worst, performance.now() - at);
-  });
-  const timer = setInterval(() => {
-    id = (id + 1) & 0xffff;
-    sent.set(id, performance.now());
-    s.send(packet.encode({ id, type: "query", questions: [{ name, type: "A" }] }), port, "127.0.0.1");
-  }, 20);
-  return {
-    reset: () => ((worst = 0), sent.clear()),
-    worst: () => Math.round(Math.max(worst, ...[...sent.values()].map((at) => performance.now() - at))),
-    stop: () => (clearInterval(timer), s.close()),
-  };
-}
-
-const loopSamples = (output, from, to) =>
-  output
-    .split("\n")
-    .filter((l) => l.startsWith("LOOPMON "))
-    .map((l) => JSON.parse(l.slice(8)))
-    .filter((s) => s.t >= from && s.t <= to + 200);
-
 const work = mkdtempSync(join(tmpdir(), "dns-import-bench-"));
 // --dns-workers 0: the probe's queries are answered by the main process, whose loop the import holds.
 const p = await startTestPlatform({
@@ -74,7 +42,7 @@ const p = await startTestPlatform({
 });
 const port = Number(p.endpoints.dns_udp.split(":").pop());
 const out = { dist: DIST, records: RECORDS, loadavg_start: loadavg().map((l) => l.toFixed(2)), rounds: [] };
-const pr = probe(port, "www.probe.example");
+const pr = udpProbe(port, "www.probe.example");
 try {
   const probeZone = await p.api("POST", "/zones", { name: "probe.example", account: { id: p.accountId } });
   await p.api("POST", `/zones/${probeZone.body.result.id}/dns_records`, { type: "A", name: "www", content: "192.0.2.1" });
@@ -99,7 +67,7 @@ try {
       intervals_over_100ms: samples.filter((s) => s.max_ms > 100).length,
       longest_gc_pause_ms: Math.round(Math.max(...samples.map((s) => s.gc_max_ms))),
       peak_heap_mb: Math.round(Math.max(...samples.map((s) => s.heap_mb))),
-      probe_worst_wait_ms: pr.worst(),
+      probe_worst_wait_ms: pr.read().worst_wait_ms,
     });
   }
   out.loadavg_end = loadavg().map((l) => l.toFixed(2));

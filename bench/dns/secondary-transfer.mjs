@@ -6,12 +6,11 @@
 // Usage: npm run build && node bench/dns/secondary-transfer.mjs [--records 200000] [--cpu-prof DIR] [--trace-gc --server-output FILE] [--knot-output FILE]
 // Needs Debian `knot` (knotd, knsupdate) and `knot-dnsutils`.
 import { randomBytes } from "node:crypto";
-import dgram from "node:dgram";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import * as packet from "dns-packet";
+import { loopSamples, udpProbe } from "./stall-probes.mjs";
 import { startTestPlatform } from "../../dist/core/testing/platform.js";
 import { freePort, knsupdate, startKnot } from "../../dist/dns/testing/knot.js";
 import { requestXfr } from "../../dist/dns/transfers/xfr-client.js";
@@ -37,40 +36,6 @@ function zoneFile() {
   }
   return lines.join("\n") + "\n";
 }
-
-/** Queries `name` every 20 ms over UDP until stopped; the longest wait for an answer and how many went unanswered for 2 s. */
-function probe(port, name) {
-  const s = dgram.createSocket("udp4");
-  const sent = new Map();
-  let id = 0;
-  let worst = 0;
-  let lost = 0;
-  s.on("message", (m) => {
-    const at = sent.get(m.readUInt16BE(0));
-    if (at === undefined) return;
-    sent.delete(m.readUInt16BE(0));
-    worst = Math.max(worst, performance.now() - at);
-  });
-  const timer = setInterval(() => {
-    const now = performance.now();
-    for (const [k, at] of sent) if (now - at > 2000) (lost++, sent.delete(k));
-    id = (id + 1) & 0xffff;
-    sent.set(id, now);
-    s.send(packet.encode({ id, type: "query", questions: [{ name, type: "A" }] }), port, "127.0.0.1");
-  }, 20);
-  return {
-    reset: () => ((worst = 0), (lost = 0)),
-    read: () => ({ worst_wait_ms: Math.round(worst), unanswered: lost }),
-    stop: () => (clearInterval(timer), s.close()),
-  };
-}
-
-const loopSamples = (output, from, to) =>
-  output
-    .split("\n")
-    .filter((l) => l.startsWith("LOOPMON "))
-    .map((l) => JSON.parse(l.slice(8)))
-    .filter((s) => s.t >= from && s.t <= to + 200);
 
 async function until(check, ms = 600_000) {
   const deadline = Date.now() + ms;
@@ -114,7 +79,7 @@ let pr;
 try {
   const probeZone = await p.api("POST", "/zones", { name: "probe.example", account: { id: p.accountId } });
   await p.api("POST", `/zones/${probeZone.body.result.id}/dns_records`, { type: "A", name: "www", content: "192.0.2.1" });
-  pr = probe(dnsPort, "www.probe.example");
+  pr = udpProbe(dnsPort, "www.probe.example");
   pr.reset();
   const A = `/accounts/${p.accountId}/secondary_dns`;
   const tsig = await p.api("POST", `${A}/tsigs`, { name: "xfr-key.", algo: "hmac-sha256.", secret });

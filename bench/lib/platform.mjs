@@ -4,18 +4,42 @@
 // small v4 API client.
 import { spawn } from "node:child_process";
 import { request } from "node:http";
+import { createServer } from "node:net";
 import { fileURLToPath } from "node:url";
 
 // BENCH_CLI: another build's edgecli.js (a before/after comparison of two builds in one sitting).
 const cli = process.env.BENCH_CLI ?? fileURLToPath(new URL("../../dist/bin/edgecli.js", import.meta.url));
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
+/** A free TCP port on loopback (for a listener the bench starts next). */
+export const freePort = () =>
+  new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once("error", reject);
+    s.listen(0, "127.0.0.1", () => {
+      const port = s.address().port;
+      s.close(() => resolve(port));
+    });
+  });
+
 /**
  * `port`: the edge's port (API and proxied traffic); `stateDir`: a fresh directory; `args`: more serve options;
  * `children`: the bench's list of processes it stops at the end (the platform is added to it); `cliPath`: another build's
- * edgecli.js than BENCH_CLI's (a bench running two builds side by side).
+ * edgecli.js than BENCH_CLI's (a bench running two builds side by side), or dist/cli.js (the unbundled build, whose
+ * profiles name functions by their module); `dnsPort`: a DNS listener with the default answering processes (0: none).
  */
-export async function startPlatform({ port, stateDir, args = [], children, env = {}, nodeArgs = [], metricsPort = 0, waitSeconds = 180, cliPath = cli }) {
+export async function startPlatform({
+  port,
+  stateDir,
+  args = [],
+  children,
+  env = {},
+  nodeArgs = [],
+  metricsPort = 0,
+  dnsPort = 0,
+  cliPath = cli,
+  waitSeconds = 180,
+}) {
   const edge = spawn(
     process.execPath,
     [
@@ -25,10 +49,7 @@ export async function startPlatform({ port, stateDir, args = [], children, env =
       "serve",
       "--port",
       String(port),
-      "--dns-port",
-      "0",
-      "--dns-workers",
-      "0",
+      ...(dnsPort === 0 ? ["--dns-port", "0", "--dns-workers", "0"] : ["--dns-port", String(dnsPort)]),
       "--metrics-port",
       String(metricsPort),
       "--state-dir",

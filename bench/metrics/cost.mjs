@@ -8,13 +8,13 @@
 // the run's noise, what a difference must exceed to mean anything.
 // With --before, the platform without metrics runs another checkout's build (e.g. main's, before the metrics of the
 // areas existed), so the comparison includes the counting itself, not only the listener and its scrapes.
-import { execFile, spawn } from "node:child_process";
+import { execFile } from "node:child_process";
 import { promisify } from "node:util";
-import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
-import { createServer } from "node:net";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir, loadavg } from "node:os";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
+import { treeCpuSeconds } from "../dns/proc-stats.mjs";
+import { freePort, startPlatform } from "../lib/platform.mjs";
 
 const args = process.argv.slice(2);
 const beforeAt = args.indexOf("--before");
@@ -25,81 +25,20 @@ const calibrateAt = args.indexOf("--calibrate");
 const calibrate = calibrateAt >= 0 && args.splice(calibrateAt, 1).length > 0;
 const seconds = Number(args[0] ?? 5);
 const rounds = Number(args[1] ?? 3);
-const cli = fileURLToPath(new URL("../../dist/bin/edgecli.js", import.meta.url));
-const beforeCli = before ? join(before, "dist/bin/edgecli.js") : cli;
 const dir = mkdtempSync(join(tmpdir(), "metrics-cost-"));
 const children = [];
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-const freePort = () =>
-  new Promise((resolve) => {
-    const s = createServer();
-    s.listen(0, "127.0.0.1", () => {
-      const port = s.address().port;
-      s.close(() => resolve(port));
-    });
-  });
 
-/** CPU seconds (user + system) a process and its descendants (answering processes, workerd) have used. */
-function treeCpu(pid) {
-  let ticks = 0;
-  const visit = (p) => {
-    try {
-      const f = readFileSync(`/proc/${p}/stat`, "utf8");
-      const fields = f.slice(f.lastIndexOf(")") + 2).split(" ");
-      ticks += Number(fields[11]) + Number(fields[12]);
-      for (const task of readdirSync(`/proc/${p}/task`))
-        for (const c of readFileSync(`/proc/${p}/task/${task}/children`, "utf8").split(" ").filter(Boolean)) visit(Number(c));
-    } catch {
-      // gone meanwhile
-    }
-  };
-  visit(pid);
-  return ticks / 100;
-}
-
-async function startPlatform(name, metricsPort, program = cli) {
-  const stateDir = join(dir, name);
+/** A platform with DNS (the default answering processes) and a zone of 10 A records; `cliPath`: another build's edgecli.js. */
+async function startMeasured(name, metricsPort, cliPath) {
   const port = await freePort();
   const dnsPort = await freePort();
-  const child = spawn(
-    process.execPath,
-    [
-      program,
-      "serve",
-      "--state-dir",
-      stateDir,
-      "--port",
-      String(port),
-      "--dns-port",
-      String(dnsPort),
-      "--metrics-port",
-      String(metricsPort),
-      "--log-level",
-      "warn",
-    ],
-    { stdio: ["ignore", "pipe", "pipe"] },
-  );
-  children.push(child);
-  let out = "";
-  child.stderr.on("data", (d) => (out += d));
-  child.stdout.on("data", () => {});
-  for (let i = 0; i < 600 && !/API token\s+(\S+)/.test(out); i++) await sleep(100);
-  const token = /API token\s+(\S+)/.exec(out)?.[1];
-  const account = /account id\s+(\S+)/.exec(out)?.[1];
-  if (!token) throw new Error(`${name} did not start:\n${out}`);
-  const api = async (method, path, body) => {
-    const r = await fetch(`http://127.0.0.1:${port}/client/v4${path}`, {
-      method,
-      headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
-      body: body && JSON.stringify(body),
-    });
-    return r.json();
-  };
-  const zone = await api("POST", "/zones", { name: "bench.example", account: { id: account } });
+  const p = await startPlatform({ port, dnsPort, metricsPort, stateDir: join(dir, name), children, ...(cliPath ? { cliPath } : {}) });
+  const zone = await p.api("POST", "/zones", { name: "bench.example", account: { id: p.account } });
   if (!zone.success) throw new Error(JSON.stringify(zone));
   for (let i = 0; i < 10; i++)
-    await api("POST", `/zones/${zone.result.id}/dns_records`, { type: "A", name: `n${i}.bench.example`, content: `192.0.2.${i + 1}` });
-  return { name, port, dnsPort, metricsPort, pid: child.pid };
+    await p.api("POST", `/zones/${zone.result.id}/dns_records`, { type: "A", name: `n${i}.bench.example`, content: `192.0.2.${i + 1}` });
+  return { name, port, dnsPort, metricsPort, pid: p.pid };
 }
 
 const run = async (cmd, args) => (await promisify(execFile)(cmd, args, { encoding: "utf8" })).stdout;
@@ -107,21 +46,21 @@ const run = async (cmd, args) => (await promisify(execFile)(cmd, args, { encodin
 async function wrk(p) {
   // A tenant's hostname with no record: the edge's own 404 page, counted against the zone (the dispatch and the edge's
   // metrics, with the least other work per request, so their share is at its largest).
-  const cpu = treeCpu(p.pid);
+  const cpu = treeCpuSeconds(p.pid);
   const out = await run("wrk", ["-t1", "-c16", `-d${seconds}s`, `http://127.0.0.1:${p.port}/`, "-H", "Host: www.bench.example"]);
   const rps = Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1] ?? 0);
   const requests = Number(/(\d+) requests in/.exec(out)?.[1] ?? 0);
-  return { rate: rps, cpuPer: (treeCpu(p.pid) - cpu) / requests };
+  return { rate: rps, cpuPer: (treeCpuSeconds(p.pid) - cpu) / requests };
 }
 
 async function dnsperf(p) {
   const queries = join(dir, "queries.txt");
   writeFileSync(queries, Array.from({ length: 10 }, (_, i) => `n${i}.bench.example A\nmissing${i}.bench.example AAAA`).join("\n") + "\n");
-  const cpu = treeCpu(p.pid);
+  const cpu = treeCpuSeconds(p.pid);
   const out = await run("dnsperf", ["-s", "127.0.0.1", "-p", String(p.dnsPort), "-d", queries, "-l", String(seconds), "-c", "4", "-q", "100"]);
   const qps = Number(/Queries per second:\s+([\d.]+)/.exec(out)?.[1] ?? 0);
   const completed = Number(/Queries completed:\s+(\d+)/.exec(out)?.[1] ?? 0);
-  return { rate: qps, cpuPer: (treeCpu(p.pid) - cpu) / completed };
+  return { rate: qps, cpuPer: (treeCpuSeconds(p.pid) - cpu) / completed };
 }
 
 let scraping = true;
@@ -132,9 +71,10 @@ const stopAll = () => {
 };
 process.on("SIGINT", stopAll);
 try {
-  const on = await startPlatform("on", calibrate ? 0 : await freePort());
+  const on = await startMeasured("on", calibrate ? 0 : await freePort());
   if (calibrate) console.log("calibration: both platforms without metrics");
-  const off = await startPlatform("off", 0, beforeCli);
+  const beforeCli = before && join(before, "dist/bin/edgecli.js");
+  const off = await startMeasured("off", 0, beforeCli);
   if (before) console.log(`without metrics: ${beforeCli} (--metrics-port 0)`);
   let scrapes = 0;
   void (async () => {

@@ -5,65 +5,33 @@
 // to compare, unlike rates.
 //   npm run build && node bench/metrics/profile.mjs [seconds] [--metrics-port-off]
 // Runs the unbundled build (dist/cli.js) so functions are named by their module.
-import { execFile, spawn } from "node:child_process";
+import { execFile } from "node:child_process";
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
+import { freePort, startPlatform } from "../lib/platform.mjs";
 
 const args = process.argv.slice(2);
 const metricsOff = args.includes("--metrics-port-off");
 const seconds = Number(args.find((a) => !a.startsWith("--")) ?? 15);
-const cli = fileURLToPath(new URL("../../dist/cli.js", import.meta.url));
 const dir = mkdtempSync(join(tmpdir(), "metrics-profile-"));
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-const freePort = () =>
-  new Promise((resolve) => {
-    const s = createServer();
-    s.listen(0, "127.0.0.1", () => {
-      const port = s.address().port;
-      s.close(() => resolve(port));
-    });
-  });
 
-const [port, dnsPort] = [await freePort(), await freePort()];
+const port = await freePort();
 const metricsPort = metricsOff ? 0 : await freePort();
-const child = spawn(
-  process.execPath,
-  [
-    "--cpu-prof",
-    "--cpu-prof-dir",
-    join(dir, "profile"),
-    cli,
-    "serve",
-    "--state-dir",
-    join(dir, "state"),
-    "--port",
-    String(port),
-    "--dns-port",
-    String(dnsPort),
-    "--metrics-port",
-    String(metricsPort),
-    "--log-level",
-    "warn",
-  ],
-  { stdio: ["ignore", "pipe", "pipe"] },
-);
-let out = "";
-child.stderr.on("data", (d) => (out += d));
-child.stdout.on("data", () => {});
+const children = [];
 try {
-  for (let i = 0; i < 900 && !/API token\s+(\S+)/.test(out); i++) await sleep(100);
-  const token = /API token\s+(\S+)/.exec(out)?.[1];
-  const account = /account id\s+(\S+)/.exec(out)?.[1];
-  if (!token) throw new Error(`the platform did not start:\n${out}`);
-  const zone = await fetch(`http://127.0.0.1:${port}/client/v4/zones`, {
-    method: "POST",
-    headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
-    body: JSON.stringify({ name: "bench.example", account: { id: account } }),
-  }).then((r) => r.json());
+  const { api, account } = await startPlatform({
+    port,
+    stateDir: join(dir, "state"),
+    children,
+    metricsPort,
+    cliPath: fileURLToPath(new URL("../../dist/cli.js", import.meta.url)),
+    nodeArgs: ["--cpu-prof", "--cpu-prof-dir", join(dir, "profile")],
+  });
+  const zone = await api("POST", "/zones", { name: "bench.example", account: { id: account } });
   if (!zone.success) throw new Error(JSON.stringify(zone));
   let scraping = metricsPort > 0;
   let scrapes = 0;
@@ -82,8 +50,11 @@ try {
   scraping = false;
   console.log(`${/Requests\/sec:\s+([\d.]+)/.exec(stdout)?.[1]} req/s; ${scrapes} scrapes; metrics ${metricsOff ? "off" : "on"}`);
 } finally {
-  child.kill("SIGTERM");
-  await new Promise((r) => child.once("exit", r));
+  // The profile is written as the process exits.
+  for (const child of children) {
+    child.kill("SIGTERM");
+    if (child.exitCode === null) await new Promise((r) => child.once("exit", r));
+  }
 }
 
 const profileDir = join(dir, "profile");

@@ -8,11 +8,10 @@
 // Env: CLIENTS (wrk connections, default 8), SAMPLED (the low rate), BENCH_CLI (another build's edgecli.js).
 import { execFile } from "node:child_process";
 import { mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
-import { createServer } from "node:net";
 import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
-import { startPlatform } from "../lib/platform.mjs";
+import { freePort, startPlatform } from "../lib/platform.mjs";
 
 const seconds = Number(process.argv[2] ?? 5);
 const rounds = Number(process.argv[3] ?? 3);
@@ -26,14 +25,6 @@ const load = () =>
   loadavg()
     .map((l) => l.toFixed(1))
     .join(" ");
-const freePort = () =>
-  new Promise((resolve) => {
-    const s = createServer();
-    s.listen(0, "127.0.0.1", () => {
-      const port = s.address().port;
-      s.close(() => resolve(port));
-    });
-  });
 
 /** CPU seconds of one process (all its threads), and of its descendants (workerd) apart. */
 function cpuOf(pid) {

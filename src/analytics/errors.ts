@@ -12,6 +12,7 @@ export const AnalyticsMessages = {
   zoneNotAuthorized: (zone: string) => `not authorized for zone ${zone}: it does not exist or the caller has no access to it`,
   zoneTagRequired: () => "zones: filter.zoneTag is required (one zone per query)",
   tooManyDatasetReads: (limit: number) => `this query reads datasets more than ${limit} times; split it`,
+  tooManyRows: (limit: number) => `this query answers more than ${limit} rows (groups) in all, over its datasets; split it or ask fewer`,
   tooManyValues: (limit: number) =>
     `this query's answer would hold more than ${limit} values (rows times the fields each row selects, aliases and fragments counted); select fewer fields or ask fewer rows`,
   tooManyIntrospectionFields: (limit: number) => `this query asks __schema or __type more than ${limit} times; one asks the whole schema`,

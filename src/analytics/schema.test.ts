@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import type { AnalyticsDataset } from "./dataset.js";
-import { AnalyticsSchema } from "./schema.js";
+import { AnalyticsSchema, QueryLimits } from "./schema.js";
 
 // Rows are shaped to the query's selection outside graphql-js's per-field execution (schema.ts, shapeRows): the
 // answer must be what graphql-js itself gives. A query that also asks for `__type` runs on graphql-js's own path,
@@ -78,4 +78,41 @@ test("a row missing a non-null value is the dataset's error on either path, neve
   assert.match(JSON.stringify(fast.errors), /trafficGroups could not be read/);
   assert.equal(faults.length, 1, "the fault is told to the log");
   assert.match(faults[0].message, /non-null field has no value/);
+});
+
+test("dataset reads run one at a time, the event loop turning before each, and a query answers at most QueryLimits.rows rows", async () => {
+  let calls = 0;
+  let inFlight = 0;
+  let mostInFlight = 0;
+  let turned = true;
+  const turnedBefore: boolean[] = [];
+  const many: AnalyticsDataset = {
+    ...dataset,
+    async resolve(_scope, args) {
+      calls++;
+      // Whether an immediate queued by the previous read ran before this one started.
+      turnedBefore.push(turned);
+      turned = false;
+      setImmediate(() => (turned = true));
+      mostInFlight = Math.max(mostInFlight, ++inFlight);
+      await new Promise((r) => setTimeout(r, 1));
+      inFlight--;
+      return Array.from({ length: Number(args.limit) }, (_, i) => ({ count: i, sum: { bytes: i, visits: 0 }, dimensions: { host: "a.example", status: 200 } }));
+    },
+  };
+  const s = new AnalyticsSchema([many]);
+  const reads = (n: number, limit: number) =>
+    `{ viewer { accounts(filter: { accountTag: "acct" }) { ${Array.from({ length: n }, (_, i) => `r${i}: trafficGroups(limit: ${limit}) { count }`).join(" ")} } } }`;
+  const within = await s.run({ query: reads(3, QueryLimits.rows / 3) }, caller);
+  assert.equal(within.errors, null, JSON.stringify(within.errors));
+  assert.equal(mostInFlight, 1, "one read at a time");
+  assert.deepEqual(turnedBefore, [true, true, true], "the event loop turned before each read");
+  calls = 0;
+  const over = await s.run({ query: reads(5, QueryLimits.rows / 3) }, caller);
+  // A dataset field's list is non-null (as hosted): its error takes the account's object with it, as any refusal does.
+  assert.equal(over.data, null);
+  const errors = over.errors as { message: string; path: string[] }[];
+  assert.equal(errors[0].path.at(-1), "r3", "the read past the bound");
+  assert.match(errors[0].message, new RegExp(`more than ${QueryLimits.rows} rows`));
+  assert.equal(calls, 4, "the read after the one past the bound is refused without reading");
 });

@@ -51,12 +51,15 @@ export interface GraphqlResponse {
  * Bounds on one query: its size in tokens, how many dataset fields it may resolve (aliases repeat them), and how
  * many introspection fields (`__schema`, `__type`) it may ask: each answers the whole schema's types again, so 80
  * aliased `__schema` fit in the tokens and took a second of the event loop and a megabyte (one is what tools ask).
+ * `rows`: the rows (groups) its dataset fields answer in all (ours; hosted bounds each field's `limit` only): 20
+ * reads of 10,000 groups answered 200,000, 30 MB of JSON and +340 MiB of the platform's peak RSS
+ * (bench/analytics/twenty-reads.mjs); three full reads fit.
  * `values`: the leaf values its dataset fields answer in all, rows times the leaves each row selects (ours): aliases
  * repeat a leaf at no cost in rows, so 570 aliases in a fragment spread by 20 reads made one row of the rollups 11,400
  * values, and 10,000 rows 114 million (minutes of the event loop, gigabytes of JSON). 300,000 is 30,000 rows of ten
  * fields; the usual query is far under it (the 7,200-group answer of seven fields: 50,400).
  */
-export const QueryLimits = { tokens: 2000, datasetReads: 20, introspectionFields: 5, values: 300_000 } as const;
+export const QueryLimits = { tokens: 2000, datasetReads: 20, introspectionFields: 5, rows: 30_000, values: 300_000 } as const;
 
 /** Refuses a document with more than QueryLimits.introspectionFields `__schema`/`__type` fields (fragments included). */
 const introspectionBound: ValidationRule = (context) => {
@@ -149,7 +152,13 @@ export class AnalyticsSchema {
     const invalid = validate(this.schema, document, [...specifiedRules, introspectionBound]);
     if (invalid.length > 0) return { data: null, errors: invalid.map(toJson) };
     let reads = 0;
+    let answered = 0;
     let values = 0;
+    // Dataset reads run one at a time, the event loop yielded before each: graphql-js starts every field's resolver
+    // in one go, and SQLite reads run on the main thread, so 20 reads ran back to back without a turn of the event
+    // loop (5 s of CPU for 20 reads of 10,000 groups, bench/analytics/twenty-reads.mjs). A read past QueryLimits.rows
+    // or QueryLimits.values is refused; the reads after it are refused without reading.
+    let previous: Promise<unknown> = Promise.resolve();
     // Introspection describes the real schema, so a query asking for it runs there (and its rows take graphql-js's path).
     const schema = asksIntrospection(document) ? this.schema : this.fastSchema;
     const rowTypes = schema === this.fastSchema ? this.schema : undefined;
@@ -165,13 +174,22 @@ export class AnalyticsSchema {
               if (!caller.can(accountId, d.permission)) throw new GraphQLError(AnalyticsMessages.datasetNotAuthorized(d.field, d.permission));
               const requested = requestedFields(info);
               const perRow = valuesPerRow(this.schema, scope, d.field, info);
-              const rows = d.resolve(scopeId, args, requested).then((r) => {
-                // Refused before the rows are shaped or serialized: the cost the aliases multiply.
-                values += r.length * perRow;
+              const refuseOver = () => {
+                if (answered > QueryLimits.rows) throw new GraphQLError(AnalyticsMessages.tooManyRows(QueryLimits.rows));
                 if (values > QueryLimits.values) throw new GraphQLError(AnalyticsMessages.tooManyValues(QueryLimits.values));
-                return r;
-              });
-              const shaped = rowTypes ? rows.then((r) => shapeRows(rowTypes, scope, d.field, info, r)) : rows;
+              };
+              const shaped = previous
+                .then(() => new Promise((resolve) => setImmediate(resolve)))
+                .then(async () => {
+                  refuseOver();
+                  const rows = await d.resolve(scopeId, args, requested);
+                  // Refused before the rows are shaped or serialized: the cost the aliases multiply.
+                  answered += rows.length;
+                  values += rows.length * perRow;
+                  refuseOver();
+                  return rowTypes ? shapeRows(rowTypes, scope, d.field, info, rows) : rows;
+                });
+              previous = shaped.catch(() => undefined);
               return shaped.catch((err: unknown) => {
                 // A refusal keeps its words; a fault is reported without its internals (the route logs `originalError`).
                 if (err instanceof EdgeError || err instanceof GraphQLError || err instanceof DatasetRefusal) throw new GraphQLError(err.message);

@@ -84,6 +84,7 @@ export function createAnalyticsService(ctx: ServiceContext, deps: { zoneAccount:
       clearInterval(pruneTimer);
       clearTimeout(warmTimer);
       await recorder.stop();
+      if (store instanceof SqliteRollupStore) await store.close();
     },
   };
 }

@@ -113,9 +113,9 @@ export function toGroupRow(q: RollupQuery, row: GroupDbRow) {
   };
 }
 
-/** The table as its first migration made it (four sums; `moreSumsDdl` adds the rest). */
-export function rollupTableDdl(table: string, text: string, int: string): string {
-  const sumCols = Array.from({ length: 4 }, (_, i) => `s${i + 1}`);
+/** A rollup table with `sums` sum columns (the minute and hour tables differ in nothing else). */
+function tableDdl(table: string, text: string, int: string, sums: number): string {
+  const sumCols = Array.from({ length: sums }, (_, i) => `s${i + 1}`);
   return `CREATE TABLE ${table} (
      dataset ${text} NOT NULL,
      scope ${text} NOT NULL,
@@ -127,6 +127,11 @@ export function rollupTableDdl(table: string, text: string, int: string): string
      ${sumCols.map((s) => `${s} ${int} NOT NULL DEFAULT 0`).join(",\n     ")},
      PRIMARY KEY (dataset, scope, minute, ${dimCols.join(", ")}, node_id)
    )`;
+}
+
+/** The table as its first migration made it (four sums; `moreSumsDdl` adds the rest). */
+export function rollupTableDdl(table: string, text: string, int: string): string {
+  return tableDdl(table, text, int, 4);
 }
 
 /** The second migration: sums s5..s8 (AI gateway requests carry seven numbers). */
@@ -136,15 +141,5 @@ export function moreSumsDdl(table: string, int: string): string {
 
 /** The third migration: the hourly rollups (every column of the minute ones, a row per hour). */
 export function hourTableDdl(table: string, text: string, int: string): string {
-  return `CREATE TABLE ${table} (
-     dataset ${text} NOT NULL,
-     scope ${text} NOT NULL,
-     account_id ${text} NOT NULL,
-     minute ${int} NOT NULL,
-     ${dimCols.map((d) => `${d} ${text} NOT NULL DEFAULT ''`).join(",\n     ")},
-     node_id ${text} NOT NULL,
-     count ${int} NOT NULL,
-     ${sumCols.map((s) => `${s} ${int} NOT NULL DEFAULT 0`).join(",\n     ")},
-     PRIMARY KEY (dataset, scope, minute, ${dimCols.join(", ")}, node_id)
-   )`;
+  return tableDdl(table, text, int, SUMS);
 }

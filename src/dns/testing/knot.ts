@@ -113,6 +113,45 @@ zone:
 ${zoneLines.join("")}`;
 }
 
+/**
+ * A `startKnot` config for a Knot that is a secondary of the platform on `platformPort` for `zone`: it transfers from
+ * the platform and takes its NOTIFYs from loopback. With `tsigSecret`, both go signed with the `xfr-key` of
+ * platformRemote (Knot's acl then requires the key on the NOTIFY too).
+ */
+export function secondaryOfPlatform(platformPort: number, zone: string, tsigSecret?: string): string {
+  const remote = tsigSecret === undefined ? `remote:\n  - id: platform\n    address: 127.0.0.1@${platformPort}\n` : platformRemote(tsigSecret, platformPort);
+  return `${remote}acl:
+  - id: notify-from-platform
+    address: 127.0.0.1
+${tsigSecret === undefined ? "" : "    key: xfr-key\n"}    action: notify
+zone:
+  - domain: ${zone}
+    master: platform
+    acl: notify-from-platform
+`;
+}
+
+/**
+ * Starts Knot as the platform's secondary of `zone` (secondaryOfPlatform) and waits until it answers `name` `type`
+ * with an answer `loaded` matches: the first transfer is done.
+ */
+export async function startSecondaryKnot(
+  knotPort: number,
+  platformPort: number,
+  zone: string,
+  loaded: { name: string; type: string; answer: RegExp },
+  tsigSecret?: string,
+): Promise<Knot> {
+  const knot = await startKnot(knotPort, secondaryOfPlatform(platformPort, zone, tsigSecret));
+  try {
+    await until(async () => loaded.answer.test(await kdig(knotPort, [loaded.name, loaded.type, "+short"])), `Knot to load ${zone} by AXFR`);
+  } catch (err) {
+    await knot.stop();
+    throw err;
+  }
+  return knot;
+}
+
 /** Runs kdig against 127.0.0.1:`port`; its stdout (kdig exits non-zero on a failed transfer, with output). */
 export function kdig(port: number, args: string[]): Promise<string> {
   return new Promise((resolve) =>

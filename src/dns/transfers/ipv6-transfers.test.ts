@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import type { TestPlatform } from "../../core/testing/platform.js";
 import { createRecord, createZone, digAvailable, startDnsPlatform } from "../testing/helpers.js";
-import { freePort, kdig, knotAvailable, startKnot, until, type Knot } from "../testing/knot.js";
+import { freePort, kdig, knotAvailable, startSecondaryKnot, until, type Knot } from "../testing/knot.js";
 
 const Z = "ipv6-xfr.example";
 const OTHER = "ipv6-other.example";
@@ -62,23 +62,7 @@ describe("zone transfers obey the zone's ipv6 setting", async () => {
     if (!tools) return t.skip("knot or kdig not installed");
     const lines = await axfr();
     assert.deepEqual(edgeAaaa(lines).sort(), [`v6.${Z}. 300 IN AAAA ${EDGE_V6}`, `www.${Z}. 300 IN AAAA ${EDGE_V6}`]);
-    knot = await startKnot(
-      knotPort,
-      `remote:
-  - id: platform
-    address: 127.0.0.1@${port}
-acl:
-  - id: notify-from-platform
-    address: 127.0.0.1
-    action: notify
-zone:
-  - domain: ${Z}
-    master: platform
-    acl: notify-from-platform
-`,
-    );
-    const k = knot;
-    await until(async () => (await kdig(k.port, [`www.${Z}`, "AAAA", "+short"])).trim() === EDGE_V6, "Knot to load the zone by AXFR");
+    knot = await startSecondaryKnot(knotPort, port, Z, { name: `www.${Z}`, type: "AAAA", answer: new RegExp(`^${EDGE_V6}\\s*$`) });
   });
 
   it("off: AXFR sends no edge AAAA (DNS-only AAAA stay), the serial moves once, IXFR removes them, and Knot follows", async (t) => {

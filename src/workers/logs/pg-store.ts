@@ -1,9 +1,10 @@
 import type { Postgres } from "../../core/db/postgres.js";
-import type { EventQuery, KeysQuery, Sql, ValuesQuery } from "./query.js";
-import { INSERT_COLUMNS, insertValues, toEvent, type EventRow } from "./rows.js";
+import type { Sql } from "./query.js";
+import { INSERT_COLUMNS, insertValues } from "./rows.js";
 import type { ObservabilitySetting } from "./settings.js";
-import { keysOf, readStatements } from "./statements.js";
-import type { AccountCap, KeyInfo, LogEvent, LogsStore, NewLogEvent } from "./store.js";
+import { LOGS_READ_BOUNDS, SlicedReads, type LogsReadBounds } from "./sliced-reads.js";
+import { readStatements } from "./statements.js";
+import type { AccountCap, LogsStore, NewLogEvent } from "./store.js";
 
 /** The PostgreSQL schema of Workers Logs. */
 export const LOGS_AREA = "workers_logs";
@@ -15,10 +16,17 @@ const numbered = (s: Sql): [string, unknown[]] => {
 };
 
 /** LogsStore on PostgreSQL (schema `workers_logs`, LOGS_PG_MIGRATIONS), shared by every node. */
-export class PgLogsStore implements LogsStore {
-  private readonly read = readStatements("workers_logs.events", { contains: (h, n) => `strpos(${h}, ${n}) > 0` });
-
-  constructor(private readonly pg: Postgres) {}
+export class PgLogsStore extends SlicedReads implements LogsStore {
+  constructor(
+    private readonly pg: Postgres,
+    bounds: LogsReadBounds = LOGS_READ_BOUNDS,
+  ) {
+    super(
+      readStatements("workers_logs.events", { contains: (h, n) => `strpos(${h}, ${n}) > 0` }),
+      { all: <T extends object>(s: Sql) => pg.rows<T>(...numbered(s)), get: <T extends object>(s: Sql) => pg.row<T>(...numbered(s)) },
+      bounds,
+    );
+  }
 
   async settings(): Promise<{ accountId: string; script: string; setting: ObservabilitySetting }[]> {
     const rows = await this.pg.rows<{ account_id: string; script: string; setting: string }>("SELECT account_id, script, setting FROM workers_logs.settings");
@@ -96,28 +104,6 @@ export class PgLogsStore implements LogsStore {
       }
       return removed;
     });
-  }
-
-  async events(accountId: string, q: EventQuery): Promise<{ events: LogEvent[]; count: number }> {
-    const rows = await this.pg.rows<EventRow>(...numbered(this.read.events(accountId, q)));
-    const n = await this.pg.row<{ n: string }>(...numbered(this.read.count(accountId, q)));
-    return { events: rows.map(toEvent), count: Number(n?.n ?? 0) };
-  }
-
-  async invocations(accountId: string, q: EventQuery): Promise<LogEvent[]> {
-    const ids = (await this.pg.rows<{ request_id: string }>(...numbered(this.read.invocationIds(accountId, q)))).map((r) => r.request_id);
-    if (ids.length === 0) return [];
-    return (await this.pg.rows<EventRow>(...numbered(this.read.invocationEvents(accountId, ids)))).map(toEvent);
-  }
-
-  async keys(accountId: string, q: KeysQuery): Promise<KeyInfo[]> {
-    const { sql, columns } = this.read.keys(accountId, q);
-    return keysOf(columns, await this.pg.row<Record<string, string | null>>(...numbered(sql)));
-  }
-
-  async values(accountId: string, q: ValuesQuery): Promise<(string | number)[]> {
-    const rows = await this.pg.rows<{ v: string | number }>(...numbered(this.read.values(accountId, q)));
-    return rows.map((r) => r.v);
   }
 
   async usage(accountId: string): Promise<{ rows: number; bytes: number }> {

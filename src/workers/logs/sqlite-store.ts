@@ -1,9 +1,10 @@
 import type { Db } from "../../core/db/sqlite.js";
-import type { EventQuery, KeysQuery, ValuesQuery } from "./query.js";
-import { INSERT_COLUMNS, insertValues, SCAN_ROWS, toEvent, type EventRow } from "./rows.js";
+import type { Sql } from "./query.js";
+import { INSERT_COLUMNS, insertValues } from "./rows.js";
 import type { ObservabilitySetting } from "./settings.js";
-import { keysOf, readStatements } from "./statements.js";
-import type { AccountCap, KeyInfo, LogEvent, LogsStore, NewLogEvent } from "./store.js";
+import { LOGS_READ_BOUNDS, SlicedReads, type LogsReadBounds } from "./sliced-reads.js";
+import { readStatements } from "./statements.js";
+import type { AccountCap, LogsStore, NewLogEvent } from "./store.js";
 
 /** Rows inserted by one statement: one statement of many rows costs much less per row than as many of one. */
 const INSERT_ROWS = 32;
@@ -19,35 +20,23 @@ const insertSql = (rows: number) =>
 /** Rows removed by one statement of a prune, so that a large one does not hold the event loop. */
 const PRUNE_BATCH = 5_000;
 
-/**
- * How a read walks an account's events: slices of `sliceRows` rows of its timeframe (newest first), the event loop
- * yielded between them, and no more than `scanRows` rows in all. Reads run on the main thread here: one query whose
- * filter matches nothing read the account's whole cap in one statement (500,000 events: 3.6 s without an answer for
- * any tenant, measured loaded).
- */
-export interface LogsReadBounds {
-  sliceRows: number;
-  scanRows: number;
-}
-export const LOGS_READ_BOUNDS: LogsReadBounds = { sliceRows: 5_000, scanRows: SCAN_ROWS };
-
-/** A timeframe's part a slice covers (both ends included). */
-interface Slice {
-  from: number;
-  to: number;
-}
-
 /** LogsStore in SQLite (`<state>/db/workers-logs.sqlite`, LOGS_MIGRATIONS). */
-export class SqliteLogsStore implements LogsStore {
-  private readonly read = readStatements("events", { contains: (h, n) => `instr(${h}, ${n}) > 0` });
+export class SqliteLogsStore extends SlicedReads implements LogsStore {
   private readonly q;
 
   constructor(
     private readonly db: Db,
-    private readonly bounds: LogsReadBounds = LOGS_READ_BOUNDS,
+    bounds: LogsReadBounds = LOGS_READ_BOUNDS,
   ) {
+    super(
+      readStatements("events", { contains: (h, n) => `instr(${h}, ${n}) > 0` }),
+      {
+        all: async <T extends object>(s: Sql) => db.prepare(s.text).all(...s.params) as T[],
+        get: async <T extends object>(s: Sql) => db.prepare(s.text).get(...s.params) as T | undefined,
+      },
+      bounds,
+    );
     this.q = {
-      sliceEdge: db.prepare("SELECT ts FROM events WHERE account_id = ? AND ts >= ? AND ts <= ? ORDER BY ts DESC LIMIT 1 OFFSET ?"),
       settings: db.prepare("SELECT account_id, script, setting FROM settings"),
       setting: db.prepare("SELECT setting FROM settings WHERE account_id = ? AND script = ?"),
       upsertSetting: db.prepare(
@@ -147,84 +136,6 @@ export class SqliteLogsStore implements LogsStore {
         this.q.recountUsage.run();
       })();
     return removed;
-  }
-
-  /**
-   * The account's rows of [from, to] in slices of about `sliceRows` (all rows of the oldest time of a slice are in
-   * it), newest first, `scanRows` in all; the event loop is yielded before each slice after the first.
-   */
-  private async *slices(accountId: string, from: number, to: number): AsyncGenerator<Slice> {
-    let upper = to;
-    let examined = 0;
-    while (upper >= from && examined < this.bounds.scanRows) {
-      if (examined > 0) await new Promise((resolve) => setImmediate(resolve));
-      const take = Math.min(this.bounds.sliceRows, this.bounds.scanRows - examined);
-      const edge = this.q.sliceEdge.get(accountId, from, upper, take - 1) as { ts: number } | undefined;
-      if (!edge) return yield { from, to: upper };
-      yield { from: edge.ts, to: upper };
-      examined += take;
-      upper = edge.ts - 1;
-    }
-  }
-
-  async events(accountId: string, q: EventQuery): Promise<{ events: LogEvent[]; count: number }> {
-    const rows: EventRow[] = [];
-    let n = 0;
-    for await (const slice of this.slices(accountId, q.from, q.to)) {
-      const part = { ...q, ...slice };
-      if (rows.length < q.limit) {
-        const page = this.read.events(accountId, { ...part, limit: q.limit - rows.length });
-        rows.push(...(this.db.prepare(page.text).all(...page.params) as EventRow[]));
-      }
-      const count = this.read.count(accountId, part);
-      n += (this.db.prepare(count.text).get(...count.params) as { n: number }).n;
-    }
-    return { events: rows.map(toEvent), count: n };
-  }
-
-  async invocations(accountId: string, q: EventQuery): Promise<LogEvent[]> {
-    const ids: string[] = [];
-    const seen = new Set<string>();
-    for await (const slice of this.slices(accountId, q.from, q.to)) {
-      const idsSql = this.read.invocationIds(accountId, { ...q, ...slice, limit: q.limit - ids.length });
-      for (const r of this.db.prepare(idsSql.text).all(...idsSql.params) as { request_id: string }[]) {
-        // An invocation whose events straddle two slices is named by both: once, at its newest.
-        if (seen.has(r.request_id)) continue;
-        seen.add(r.request_id);
-        ids.push(r.request_id);
-      }
-      if (ids.length >= q.limit) break;
-    }
-    if (ids.length === 0) return [];
-    const s = this.read.invocationEvents(accountId, ids);
-    return (this.db.prepare(s.text).all(...s.params) as EventRow[]).map(toEvent);
-  }
-
-  async keys(accountId: string, q: KeysQuery): Promise<KeyInfo[]> {
-    const newest: Record<string, number | null> = {};
-    let columns: string[] = [];
-    for await (const slice of this.slices(accountId, q.from, q.to)) {
-      const keys = this.read.keys(accountId, { ...q, ...slice });
-      columns = keys.columns;
-      const row = this.db.prepare(keys.sql.text).get(...keys.sql.params) as Record<string, number | null>;
-      for (const [k, v] of Object.entries(row)) if (v !== null && (newest[k] ?? null) === null) newest[k] = v;
-    }
-    return keysOf(columns, newest);
-  }
-
-  async values(accountId: string, q: ValuesQuery): Promise<(string | number)[]> {
-    const values: (string | number)[] = [];
-    const seen = new Set<string | number>();
-    for await (const slice of this.slices(accountId, q.from, q.to)) {
-      const s = this.read.values(accountId, { ...q, ...slice, limit: q.limit });
-      for (const { v } of this.db.prepare(s.text).all(...s.params) as { v: string | number }[]) {
-        if (seen.has(v) || values.length >= q.limit) continue;
-        seen.add(v);
-        values.push(v);
-      }
-      if (values.length >= q.limit) break;
-    }
-    return values;
   }
 
   async usage(accountId: string): Promise<{ rows: number; bytes: number }> {

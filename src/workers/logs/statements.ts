@@ -19,6 +19,13 @@ export function readStatements(t: string, d: Dialect) {
           params: [q.after, accountId, q.after, accountId, q.after],
         };
   return {
+    /** The time of the account's row `offset` rows below the newest of [from, to]: where a read's slice ends. */
+    sliceEdge(accountId: string, from: number, to: number, offset: number): Sql {
+      return {
+        text: `SELECT ts FROM ${t} WHERE account_id = ? AND ts >= ? AND ts <= ? ORDER BY ts DESC LIMIT 1 OFFSET ?`,
+        params: [accountId, from, to, offset],
+      };
+    },
     events(accountId: string, q: EventQuery): Sql {
       const s = scope(accountId, q);
       const a = after(accountId, q);
