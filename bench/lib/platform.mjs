@@ -12,15 +12,16 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 /**
  * `port`: the edge's port (API and proxied traffic); `stateDir`: a fresh directory; `args`: more serve options;
- * `children`: the bench's list of processes it stops at the end (the platform is added to it).
+ * `children`: the bench's list of processes it stops at the end (the platform is added to it); `cliPath`: another build's
+ * edgecli.js than BENCH_CLI's (a bench running two builds side by side).
  */
-export async function startPlatform({ port, stateDir, args = [], children, env = {}, nodeArgs = [], metricsPort = 0, waitSeconds = 180 }) {
+export async function startPlatform({ port, stateDir, args = [], children, env = {}, nodeArgs = [], metricsPort = 0, waitSeconds = 180, cliPath = cli }) {
   const edge = spawn(
     process.execPath,
     [
       ...(process.env.BENCH_NODE_ARGS ? process.env.BENCH_NODE_ARGS.split(" ") : []),
       ...nodeArgs,
-      cli,
+      cliPath,
       "serve",
       "--port",
       String(port),

@@ -47,6 +47,11 @@ test("relayableHeaders: hop-by-hop answer headers and those Connection lists are
     Buffer.from(v),
   );
   assert.deepEqual(relayableHeaders(raw), { list: ["content-length", "5", "set-cookie", "a=1", "set-cookie", "b=2"], contentLength: 5 });
+  // Connection naming only hop-by-hop names (a kept-alive origin's usual answer), in any case and spacing.
+  const keepAlive = ["Content-Length", "2", "Connection", "Keep-Alive", "ETag", '"x"'].map((v) => Buffer.from(v));
+  assert.deepEqual(relayableHeaders(keepAlive), { list: ["content-length", "2", "etag", '"x"'], contentLength: 2 });
+  const mixed = ["Connection", "keep-alive , Content-Length,TE", "Content-Length", "2", "X-A", "1", "Upgrade", "h2c"].map((v) => Buffer.from(v));
+  assert.deepEqual(relayableHeaders(mixed), { list: ["x-a", "1"], contentLength: -1 });
 });
 
 /** Waits until `count()` has not grown for `quietMs` (generous bounds: the machine may be loaded), and answers it. */

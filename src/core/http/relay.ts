@@ -51,8 +51,14 @@ export function relayableHeaders(raw: readonly Buffer[]): { list: string[]; cont
   for (let i = 0; i < raw.length; i += 2) {
     const name = raw[i].toString("latin1").toLowerCase();
     if (name === "connection") {
-      listed ??= new Set();
-      for (const t of raw[i + 1].toString("latin1").toLowerCase().split(",")) listed.add(t.trim());
+      // The names it lists that are hop-by-hop anyway change nothing: `keep-alive` alone (most answers of a kept-alive
+      // origin) needs neither the set nor the second pass below.
+      const value = raw[i + 1].toString("latin1").toLowerCase();
+      if (value === "keep-alive") continue;
+      for (const t of value.split(",")) {
+        const listedName = t.trim();
+        if (!HOP_BY_HOP.has(listedName)) (listed ??= new Set()).add(listedName);
+      }
       continue;
     }
     if (HOP_BY_HOP.has(name)) continue;
@@ -138,17 +144,18 @@ export function relay(dispatcher: Dispatcher, res: ServerResponse, r: Relay): vo
   let last: Buffer | undefined;
   let resume: (() => void) | undefined;
   let gone = false;
-  const onDrain = () => resume?.();
-  const onClose = () => {
-    if (res.writableFinished) return;
+  // Whether undici is done with the exchange (completed or failed): the listeners on `res` then do nothing, so they
+  // are left in place rather than removed (the response lives no longer than its exchange; removing cost more per
+  // request than they ever do afterwards).
+  let settled = false;
+  const onDrain = () => {
+    if (!settled) resume?.();
+  };
+  res.on("close", () => {
+    if (settled || res.writableFinished) return;
     gone = true;
     abort?.(new Error("the client went away"));
-  };
-  res.once("close", onClose);
-  const done = () => {
-    res.off("close", onClose);
-    res.off("drain", onDrain);
-  };
+  });
   // undici's own handler interface (onConnect/onHeaders/onData/...): the controller-style one is an adapter over it
   // that turns the raw header list into an object first, which this relays as a list anyway.
   const handler: Dispatcher.DispatchHandler = {
@@ -183,11 +190,11 @@ export function relay(dispatcher: Dispatcher, res: ServerResponse, r: Relay): vo
       return false;
     },
     onComplete: () => {
-      done();
+      settled = true;
       res.end(last);
     },
     onError: (err: NodeJS.ErrnoException) => {
-      done();
+      settled = true;
       if (gone || res.destroyed) return;
       r.failed(err, res.headersSent);
     },

@@ -78,6 +78,28 @@ describe("the edge caches proxied traffic as the hosted default does", () => {
     assert.equal(status(post), "DYNAMIC");
   });
 
+  it("a request the cache leaves to the origin has cf-cache-status and cf-ray once each, also on an error page", async () => {
+    origin.route("/left.html", (_req, res) => res.writeHead(200, { "content-type": "text/html", "x-origin": "yes" }).end("left"));
+    const dynamic = await get("/left.html");
+    assert.equal(dynamic.status, 200);
+    assert.equal(dynamic.text, "left");
+    assert.equal(dynamic.headers["x-origin"], "yes");
+    // undici joins a repeated header into an array: a string is one header.
+    assert.equal(status(dynamic), "DYNAMIC");
+    assert.match(String(dynamic.headers["cf-ray"]), /^[0-9a-f]{16}-EDGE$/);
+    const bypass = await get("/left.js", { authorization: "Bearer x" });
+    assert.equal(status(bypass), "BYPASS");
+    assert.match(String(bypass.headers["cf-ray"]), /^[0-9a-f]{16}-EDGE$/);
+    // A name whose origin refuses connections (nothing listens there): 521, with the cache's status too.
+    const r = await p.api("POST", `/zones/${zone}/dns_records`, { type: "A", name: "down", content: addr(2), proxied: true });
+    assert.equal(r.status, 200, JSON.stringify(r.body));
+    let down = await get("/x.html", {}, "down.cache-test.example");
+    await eventually(async () => (down = await get("/x.html", {}, "down.cache-test.example")).status === 521, "the new record is proxied");
+    assert.equal(status(down), "DYNAMIC");
+    assert.match(String(down.headers["cf-ray"]), /^[0-9a-f]{16}-EDGE$/);
+    assert.match(down.text, /521/);
+  });
+
   it("obeys the origin: no-store, private and Set-Cookie are not stored (BYPASS); s-maxage wins over max-age", async () => {
     for (const [path, headers] of [
       ["/nostore.css", { "cache-control": "no-store" }],

@@ -136,6 +136,9 @@ export type RequestVerdict =
   /** Eligible, but the zone or the request says not to use the cache now (`BYPASS`). */
   | { use: "bypass" };
 
+const DYNAMIC: RequestVerdict = Object.freeze({ use: "dynamic" });
+const BYPASS: RequestVerdict = Object.freeze({ use: "bypass" });
+
 /**
  * Whether a request is looked up in the cache: GET and HEAD only; by extension unless a Cache Rule says `cache`;
  * development_mode bypasses; cache_level `basic` ("no query string") leaves requests with a query to the origin,
@@ -144,15 +147,17 @@ export type RequestVerdict =
  */
 export function requestVerdict(
   r: { method: string; path: string; query: string; authorization: boolean },
-  zone: { developmentMode: boolean; cacheLevel: string },
+  /** The zone's settings, read only for an eligible request (most proxied requests are not: no work for them). */
+  zoneOf: () => { developmentMode: boolean; cacheLevel: string },
   rules: CacheSettings,
 ): RequestVerdict {
-  if (r.method !== "GET" && r.method !== "HEAD") return { use: "dynamic" };
-  if (rules.cache === false) return { use: "bypass" };
+  if (r.method !== "GET" && r.method !== "HEAD") return DYNAMIC;
+  if (rules.cache === false) return BYPASS;
   const eligible = rules.cache === true || DEFAULT_CACHED_EXTENSIONS.has(extensionOf(r.path));
-  if (!eligible) return { use: "dynamic" };
-  if (zone.developmentMode || r.authorization) return { use: "bypass" };
-  if (zone.cacheLevel === "basic" && r.query !== "") return { use: "bypass" };
+  if (!eligible) return DYNAMIC;
+  const zone = zoneOf();
+  if (zone.developmentMode || r.authorization) return BYPASS;
+  if (zone.cacheLevel === "basic" && r.query !== "") return BYPASS;
   return { use: "cache", ignoreQuery: zone.cacheLevel === "simplified" };
 }
 

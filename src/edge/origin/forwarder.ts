@@ -6,7 +6,7 @@ import { connect as tlsConnect } from "node:tls";
 import type { Duplex } from "node:stream";
 import { passedRequestHeaders, relay } from "../../core/http/relay.js";
 import type { Logger } from "../../core/logger.js";
-import type { EdgeCache, FetchOrigin, OriginAnswer } from "../cache/http-cache.js";
+import { forwardedCacheStatus, type EdgeCache, type FetchOrigin, type OriginAnswer } from "../cache/http-cache.js";
 import { cacheOverridesOf } from "../cache/worker-cf.js";
 import { normalizeHostname } from "../hostnames/names.js";
 import type { EdgeZones } from "../ports.js";
@@ -84,6 +84,13 @@ function awaitOriginHead(origin: Socket, done: (answer: { switched: boolean; rec
     done({ switched: /^HTTP\/1\.1 101[ \r]/.test(received.toString("latin1", 0, Math.min(end, 32))), received });
   };
   origin.on("data", onData);
+}
+
+/** An error page for a request forward() took, with the cache's status when the cache left the request to it. */
+function forwardedErrorPage(res: ServerResponse, code: EdgeErrorCode, host: string, ray: string): void {
+  const cacheStatus = forwardedCacheStatus(res);
+  if (cacheStatus && !res.headersSent) res.setHeader("cf-cache-status", cacheStatus);
+  sendErrorPage(res, code, host, ray);
 }
 
 /** Where a request goes, as the forwarder takes it: the name's zone and origin as DNS resolves it, and the facts passed on. */
@@ -449,7 +456,7 @@ export class OriginForwarder {
       (found) => this.send(req, res, origin, found),
       (err: unknown) => {
         this.deps.log.error({ err, host: origin.host }, "forwarding to an origin failed");
-        sendErrorPage(res, 520, origin.host, origin.ray);
+        forwardedErrorPage(res, 520, origin.host, origin.ray);
       },
     );
   }
@@ -457,13 +464,15 @@ export class OriginForwarder {
   private send(req: IncomingMessage, res: ServerResponse, r: ResolvedOrigin, addresses: string[] | EdgeErrorCode): void {
     if (!Array.isArray(addresses)) {
       req.resume();
-      return sendErrorPage(res, addresses, r.host, r.ray);
+      return forwardedErrorPage(res, addresses, r.host, r.ray);
     }
     const mode = this.deps.settings.ssl(r.zoneId);
     const headers = originRequestHeaders(req.rawHeaders, { host: r.host, clientIp: r.clientIp, scheme: r.scheme, ray: r.ray, loopToken: LOOP_TOKEN });
     const hasBody = req.headers["transfer-encoding"] !== undefined || Number(req.headers["content-length"] ?? 0) > 0;
     if (!hasBody) req.resume();
-    const answerHeaders = ["cf-ray", r.ray];
+    // The ray, and the cache's status when it left the request here, go into the answer's head list (relay.ts).
+    const cacheStatus = forwardedCacheStatus(res);
+    const answerHeaders = cacheStatus ? ["cf-ray", r.ray, "cf-cache-status", cacheStatus] : ["cf-ray", r.ray];
     const attempt = (i: number) => {
       const target: OriginTarget = { address: addresses[i], servername: r.host, mode };
       relay(this.deps.pools.pool(target), res, {
@@ -479,7 +488,7 @@ export class OriginForwarder {
           if (hasBody && !req.complete) req.resume();
           const code = failureCode(err);
           if (code === 520) this.deps.log.warn({ err, host: r.host }, "origin answered badly");
-          sendErrorPage(res, code, r.host, r.ray);
+          forwardedErrorPage(res, code, r.host, r.ray);
         },
       });
     };

@@ -25,6 +25,8 @@ const CONNECTIONS_PER_ORIGIN = 256;
  */
 export class OriginPools {
   private readonly pools = new Map<string, Pool>();
+  /** The key of the pool last in `pools` (the most recently used). */
+  private lastKey: string | undefined;
   private readonly strictCa?: string[];
 
   constructor(private readonly opts: { connectTimeoutMs: number; answerTimeoutMs: number; extraCa?: string }) {
@@ -40,16 +42,23 @@ export class OriginPools {
   }
 
   pool(t: OriginTarget): Pool {
-    const url = OriginPools.url(t);
     const tls = t.mode === "full" || t.mode === "strict";
-    const key = tls ? `${url}|${t.servername}|${t.mode}` : url;
+    // The key names what the pool's connections are (address, port, TLS name and mode), without building the URL on
+    // every request; `off` and `flexible` speak the same plain HTTP.
+    const key = tls ? `${t.address}|${t.port ?? 443}|${t.servername}|${t.mode}` : `${t.address}|${t.port ?? 80}|http`;
     let pool = this.pools.get(key);
     if (pool) {
-      // Most recently used last: the first in the map is the one closed when there are too many.
-      this.pools.delete(key);
-      this.pools.set(key, pool);
+      // Most recently used last: the first in the map is the one closed when there are too many (already last: a
+      // run of requests to one origin moves nothing).
+      if (key !== this.lastKey) {
+        this.pools.delete(key);
+        this.pools.set(key, pool);
+        this.lastKey = key;
+      }
       return pool;
     }
+    const url = OriginPools.url(t);
+    this.lastKey = key;
     pool = new Pool(url, {
       connections: CONNECTIONS_PER_ORIGIN,
       pipelining: 1,
@@ -74,6 +83,7 @@ export class OriginPools {
     if (this.pools.size > MAX_POOLS) {
       const [oldestKey, oldest] = this.pools.entries().next().value as [string, Pool];
       this.pools.delete(oldestKey);
+      if (oldestKey === this.lastKey) this.lastKey = undefined;
       void oldest.close().catch(() => undefined);
     }
     return pool;
@@ -87,6 +97,7 @@ export class OriginPools {
   async close(): Promise<void> {
     const all = [...this.pools.values()];
     this.pools.clear();
+    this.lastKey = undefined;
     await Promise.all(all.map((p) => p.destroy().catch(() => undefined)));
   }
 }
