@@ -253,9 +253,12 @@ export async function startPlatform(config: PlatformConfig, log: Logger = create
       const zone = dns.zones.zoneFor(host)?.zone;
       return zone && { id: zone.id, name: zone.name, accountId: zone.account_id };
     },
+    zonesGeneration: () => dns.originGeneration(),
     traffic: (event) => recordHttpRequest(analytics.rollups, event),
     handlers: {
       workers: (req, res) => workers.handleRaw(req, res),
+      workersMayServe: (host) => workers.mayServe(host),
+      workersGeneration: () => workers.routesGeneration(),
       workerUpgrade: (req, socket, head) => workers.upgradeWorker(req, socket, head),
       tailUpgrade: (req, socket, head) => workers.upgradeTail(req, socket, head),
       gateway: (req, res) => aiGateway.handleRaw!(req, res),
@@ -273,6 +276,7 @@ export async function startPlatform(config: PlatformConfig, log: Logger = create
         if (kind === "deleted" && origin === "local") listener(zs.zone.id);
       }),
     originOf: (host) => dns.originOf(host),
+    generation: () => dns.originGeneration(),
   };
   // Cache Rules (the Rulesets API, phase http_request_cache_settings); `cacheRules.rules` is the CacheRules port the
   // cache (edge/cache, inside the proxy) asks per request.

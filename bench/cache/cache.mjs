@@ -4,8 +4,11 @@
 // Run as root (the origin listens on port 80): node bench/cache/cache.mjs [seconds] [connections]
 // BENCH_PARTS=hit,big,purge (default all three) picks the parts; BENCH_ROUNDS=n runs the four HIT peers n times in
 // turn (the ratios are the median of the rounds'); BENCH_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/p" profiles the edge.
+// EDGE_CACHE_SENDFILE=0 (passed on to the edge) streams the 100 MiB HIT in JavaScript instead of with sendfile(2).
 // BENCH_PORT_BASE=n (default 18190) moves the four listeners to n+1..n+4 and BENCH_ORIGIN the origin's address (default
 // 127.0.0.142): bench/edge/big-transfer.mjs uses the same defaults, and another session may be running it.
+// BENCH_COMPARE_CLI=<another build's dist/bin/edgecli.js> runs a second edge from that build (on n+5) in every round of
+// the HIT, beside this one: a before/after of two builds under the same load (their CPU per request side by side).
 import { execFileSync, spawn } from "node:child_process";
 import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, loadavg, tmpdir } from "node:os";
@@ -16,7 +19,8 @@ const seconds = Number(process.argv[2] ?? 10);
 const connections = Number(process.argv[3] ?? 32);
 const ORIGIN = process.env.BENCH_ORIGIN ?? "127.0.0.142";
 const base = Number(process.env.BENCH_PORT_BASE ?? 18190);
-const [NGINX, VARNISH, BARE, EDGE] = [base + 1, base + 2, base + 3, base + 4];
+const [NGINX, VARNISH, BARE, EDGE, COMPARED] = [base + 1, base + 2, base + 3, base + 4, base + 5];
+const compareCli = process.env.BENCH_COMPARE_CLI;
 const dir = mkdtempSync(join(tmpdir(), "edge-cache-bench-"));
 chmodSync(dir, 0o755);
 const children = [];
@@ -50,6 +54,20 @@ function start(cmd, args) {
   return c;
 }
 
+/** The user+system CPU time of a process so far, in µs (/proc/<pid>/stat's utime and stime, in clock ticks of 10 ms). */
+function cpuMicros(pid) {
+  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1].split(" ");
+  return (Number(fields[11]) + Number(fields[12])) * 10_000;
+}
+
+/** A wrk run, and the server's CPU per request over it when its pid is given (load distorts this much less than req/s). */
+function measured(url, host, pid) {
+  const before = pid === undefined ? 0 : cpuMicros(pid);
+  const result = wrk(url, host);
+  if (pid !== undefined) result.cpuPerRequest = (cpuMicros(pid) - before) / Math.max(1, result.requests);
+  return result;
+}
+
 function wrk(url, host) {
   const args = ["-t2", `-c${connections}`, `-d${seconds}s`, "--latency", url];
   if (host) args.push("-H", `Host: ${host}`);
@@ -57,6 +75,7 @@ function wrk(url, host) {
   if (process.env.BENCH_DEBUG) console.error(out);
   return {
     rps: Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1] ?? 0),
+    requests: Number(/(\d+) requests in/.exec(out)?.[1] ?? 0),
     p50: /50%\s+([\d.]+\w+)/.exec(out)?.[1],
     non2xx: /Non-2xx or 3xx responses: (\d+)/.exec(out)?.[1] ?? "0",
   };
@@ -67,11 +86,13 @@ const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 try {
   start("nginx", ["-c", join(dir, "nginx.conf")]);
   start("varnishd", ["-F", "-n", join(dir, "varnish"), "-a", `127.0.0.1:${VARNISH}`, "-b", `${ORIGIN}:80`, "-s", "malloc,64m"]);
-  start(process.execPath, [join(dir, "bare.cjs")]);
+  const bare = start(process.execPath, [join(dir, "bare.cjs")]);
   const state = join(dir, "state");
   const edge = await startPlatform({ port: EDGE, stateDir: state, children });
   const { api } = edge;
   const zone = await edge.proxiedZone("bench-cache.example", ORIGIN);
+  const compared = compareCli && (await startPlatform({ port: COMPARED, stateDir: join(dir, "state-compared"), children, cliPath: compareCli }));
+  if (compared) await compared.proxiedZone("bench-cache.example", ORIGIN);
   console.log(
     `# ${new Date().toISOString()} ${cpus().length} × ${cpus()[0].model}, Node ${process.version}, load ${loadavg()
       .map((l) => l.toFixed(1))
@@ -97,61 +118,119 @@ try {
     await answering(`http://127.0.0.1:${BARE}/1k.js`, "the bare Node server");
     for (let i = 0; i < 3; i++) {
       curl(`http://127.0.0.1:${EDGE}/1k.js`, "www.bench-cache.example");
+      if (compared) curl(`http://127.0.0.1:${COMPARED}/1k.js`, "www.bench-cache.example");
       curl(`http://127.0.0.1:${NGINX}/1k.js`);
       curl(`http://127.0.0.1:${VARNISH}/1k.js`);
     }
     const check = /cf-cache-status: (\w+)/i.exec(curl(`http://127.0.0.1:${EDGE}/1k.js`, "www.bench-cache.example"))?.[1];
     if (check !== "HIT") throw new Error(`the edge answered ${check}, not HIT`);
+    if (compared && !/cf-cache-status: HIT/i.test(curl(`http://127.0.0.1:${COMPARED}/1k.js`, "www.bench-cache.example")))
+      throw new Error("the compared build's edge does not answer HIT");
     console.log(`# wrk -t2 -c${connections} -d${seconds}s, 1 KiB GET, origin nginx on ${ORIGIN}:80, ${rounds} round(s) of the four in turn`);
     const all = [];
     for (let r = 0; r < rounds; r++) {
       const x = {
-        "edge cache HIT": wrk(`http://127.0.0.1:${EDGE}/1k.js`, "www.bench-cache.example"),
+        "edge cache HIT": measured(`http://127.0.0.1:${EDGE}/1k.js`, "www.bench-cache.example", edge.pid),
+        ...(compared && { "compared build's edge HIT": measured(`http://127.0.0.1:${COMPARED}/1k.js`, "www.bench-cache.example", compared.pid) }),
         "nginx proxy_cache": wrk(`http://127.0.0.1:${NGINX}/1k.js`),
         varnish: wrk(`http://127.0.0.1:${VARNISH}/1k.js`),
-        "bare node (fixed body)": wrk(`http://127.0.0.1:${BARE}/1k.js`),
+        "bare node (fixed body)": measured(`http://127.0.0.1:${BARE}/1k.js`, undefined, bare.pid),
       };
       all.push(x);
       const e = x["edge cache HIT"].rps;
+      const c = x["compared build's edge HIT"];
+      if (c)
+        console.log(
+          `round ${r + 1}, the compared build: ${c.rps.toFixed(0)} req/s, ${c.cpuPerRequest.toFixed(1)} µs CPU per request (this build / compared: req/s ${(e / c.rps).toFixed(2)}, CPU ${(x["edge cache HIT"].cpuPerRequest / c.cpuPerRequest).toFixed(2)})`,
+        );
       console.log(
         `round ${r + 1} (load ${loadavg()[0].toFixed(1)}): ${Object.entries(x)
           .map(([k, v]) => `${k} ${v.rps.toFixed(0)} (p50 ${v.p50}${v.non2xx !== "0" ? `, non-2xx ${v.non2xx}` : ""})`)
           .join(
             ", ",
-          )}; edge / bare node ${(e / x["bare node (fixed body)"].rps).toFixed(2)}, / nginx ${(e / x["nginx proxy_cache"].rps).toFixed(2)}, / varnish ${(e / x.varnish.rps).toFixed(2)}`,
+          )}; edge / bare node ${(e / x["bare node (fixed body)"].rps).toFixed(2)}; CPU per request: edge ${x["edge cache HIT"].cpuPerRequest.toFixed(1)} µs, bare node ${x["bare node (fixed body)"].cpuPerRequest.toFixed(1)} µs (bare / edge ${(x["bare node (fixed body)"].cpuPerRequest / x["edge cache HIT"].cpuPerRequest).toFixed(2)}), / nginx ${(e / x["nginx proxy_cache"].rps).toFixed(2)}, / varnish ${(e / x.varnish.rps).toFixed(2)}`,
       );
     }
     const ratio = (peer) => median(all.map((x) => x["edge cache HIT"].rps / x[peer].rps)).toFixed(2);
+    if (compared) {
+      const vs = (f) => median(all.map((x) => f(x["edge cache HIT"]) / f(x["compared build's edge HIT"]))).toFixed(2);
+      const cpu = (k) => median(all.map((x) => x[k].cpuPerRequest)).toFixed(1);
+      console.log(
+        `this build / the compared build, median of the rounds: req/s ${vs((v) => v.rps)}, CPU per request ${vs((v) => v.cpuPerRequest)} (${cpu("edge cache HIT")} vs ${cpu("compared build's edge HIT")} µs; bare node ${cpu("bare node (fixed body)")} µs)`,
+      );
+    }
+    const cpuRatio = median(all.map((x) => x["bare node (fixed body)"].cpuPerRequest / x["edge cache HIT"].cpuPerRequest)).toFixed(2);
     console.log(
-      `HIT, median of the rounds' ratios: edge / bare node ${ratio("bare node (fixed body)")}, edge / nginx ${ratio("nginx proxy_cache")}, edge / varnish ${ratio("varnish")}`,
+      `HIT, median of the rounds' ratios: edge / bare node ${ratio("bare node (fixed body)")}, edge / nginx ${ratio("nginx proxy_cache")}, edge / varnish ${ratio("varnish")}; CPU per request, bare node / edge ${cpuRatio}`,
     );
   }
 
   if (parts.has("big")) {
     // A 100 MiB object, cached by the edge and nginx: MB/s of three downloads each (curl), and the edge's RSS.
+    // Every edge download is checked to be a HIT (a MISS would measure the origin and the fill, not the cache).
     const download = (url, host) => {
-      const out = execFileSync("curl", ["-s", "-o", "/dev/null", "-w", "%{speed_download} %{size_download}", ...(host ? ["-H", `Host: ${host}`] : []), url], {
-        encoding: "utf8",
-      });
-      const [speed, size] = out.split(" ").map(Number);
-      if (size !== 100 * 1024 * 1024) throw new Error(`${url}: ${size} bytes`);
-      return speed / 1e6;
+      const out = execFileSync(
+        "curl",
+        ["-s", "-o", "/dev/null", "-w", "%{speed_download} %{size_download} %header{cf-cache-status}", ...(host ? ["-H", `Host: ${host}`] : []), url],
+        { encoding: "utf8" },
+      );
+      const [speed, size, status] = out.trim().split(" ");
+      if (Number(size) !== 100 * 1024 * 1024) throw new Error(`${url}: ${size} bytes`);
+      if (host && status !== "HIT") throw new Error(`${url}: the edge answered ${status}, not HIT`);
+      return Number(speed) / 1e6;
     };
+    // Warm-up (the first edge download fills the cache: a MISS; the measured ones below must be HITs).
+    let afterFill = "";
     for (let i = 0; i < 2; i++) {
-      download(`http://127.0.0.1:${EDGE}/100m.bin`, "www.bench-cache.example");
+      curl(`http://127.0.0.1:${EDGE}/100m.bin`, "www.bench-cache.example");
+      if (i === 0) {
+        const st = readFileSync(`/proc/${edge.pid}/status`, "utf8");
+        const mib = (name) => (Number(new RegExp(`${name}:\\s+(\\d+)`).exec(st)?.[1] ?? 0) / 1024).toFixed(0);
+        afterFill = `after the fill: RSS ${mib("VmRSS")} MiB, peak ${mib("VmHWM")} MiB`;
+      }
       download(`http://127.0.0.1:${NGINX}/100m.bin`);
     }
-    const bigStatus = /cf-cache-status: (\w+)/i.exec(curl(`http://127.0.0.1:${EDGE}/100m.bin`, "www.bench-cache.example"))?.[1];
-    if (bigStatus !== "HIT") console.log(`note: the edge answered the 100 MiB object ${bigStatus}, not HIT`);
+    // CPU time (user + system, every thread) of the edge process and of nginx's worker per 100 MiB HIT: on a shared
+    // machine the MB/s move with everyone's load, the CPU a download costs much less.
+    const ticks = (pid) => {
+      const f = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1].split(" ");
+      return Number(f[11]) + Number(f[12]);
+    };
+    const nginxWorkers = () =>
+      readdirSync("/proc")
+        .filter((p) => /^\d+$/.test(p))
+        .filter((p) => {
+          try {
+            return Number(readFileSync(`/proc/${p}/stat`, "utf8").split(") ")[1].split(" ")[1]) === children[0].pid;
+          } catch {
+            return false;
+          }
+        });
+    // The peak RSS of the HITs alone: the fill's (the first download) is cleared from VmHWM first (Linux:
+    // clear_refs 5 resets it to the current RSS).
+    const status0 = readFileSync(`/proc/${edge.pid}/status`, "utf8");
+    let fillPeak = "";
+    try {
+      fillPeak = `${(Number(/VmHWM:\s+(\d+)/.exec(status0)?.[1] ?? 0) / 1024).toFixed(0)} MiB`;
+      writeFileSync(`/proc/${edge.pid}/clear_refs`, "5");
+    } catch {
+      fillPeak = "not reset";
+    }
+    const cpu = { edge: 0, nginx: 0 };
     const big = { edge: [], nginx: [] };
     for (let i = 0; i < 3; i++) {
+      let t0 = ticks(edge.pid);
       big.edge.push(download(`http://127.0.0.1:${EDGE}/100m.bin`, "www.bench-cache.example"));
+      cpu.edge += ticks(edge.pid) - t0;
+      const workers = nginxWorkers();
+      t0 = workers.reduce((a, p) => a + ticks(p), 0);
       big.nginx.push(download(`http://127.0.0.1:${NGINX}/100m.bin`));
+      cpu.nginx += workers.reduce((a, p) => a + ticks(p), 0) - t0;
     }
     const status = readFileSync(`/proc/${edge.pid}/status`, "utf8");
     const kib = (name) => Number(new RegExp(`${name}:\\s+(\\d+)`).exec(status)?.[1] ?? 0) / 1024;
     console.log(
-      `100 MiB HIT: edge median ${median(big.edge).toFixed(0)} MB/s, nginx proxy_cache ${median(big.nginx).toFixed(0)} MB/s (${(median(big.edge) / median(big.nginx)).toFixed(2)}); edge RSS ${kib("VmRSS").toFixed(0)} MiB, peak ${kib("VmHWM").toFixed(0)} MiB`,
+      `100 MiB HIT: edge median ${median(big.edge).toFixed(0)} MB/s, nginx proxy_cache ${median(big.nginx).toFixed(0)} MB/s (${(median(big.edge) / median(big.nginx)).toFixed(2)}); edge RSS ${kib("VmRSS").toFixed(0)} MiB, peak during the HITs ${kib("VmHWM").toFixed(0)} MiB (before them, with the fill and a first HIT: ${fillPeak}; ${afterFill}); CPU per download: edge ${((cpu.edge * 10) / 3).toFixed(0)} ms, nginx ${((cpu.nginx * 10) / 3).toFixed(0)} ms; load ${loadavg()[0].toFixed(1)}`,
     );
   }
 

@@ -19,7 +19,11 @@ import { cpuOf } from "../workers/loops.mjs";
 
 const mib = Number(process.argv[2] ?? 1024);
 const bytes = mib * 1024 * 1024;
-const ORIGIN = "127.0.0.142";
+// BENCH_PORT_BASE=n (default 18190) moves the listeners to n+1..n+5, BENCH_ORIGIN the origin's address (default
+// 127.0.0.142): two sessions can run this benchmark at once.
+const ORIGIN = process.env.BENCH_ORIGIN ?? "127.0.0.142";
+const base = Number(process.env.BENCH_PORT_BASE ?? 18190);
+const [NGINX_PORT, BARE_PORT, EDGE_PORT, METRICS_PORT] = [base + 1, base + 2, base + 4, base + 5];
 const dir = mkdtempSync(join(tmpdir(), "edge-big-bench-"));
 chmodSync(dir, 0o755);
 const children = [];
@@ -66,7 +70,7 @@ writeFileSync(
   `worker_processes 1; pid ${dir}/nginx.pid; error_log ${dir}/nginx-error.log; daemon off;
 events { worker_connections 1024; }
 http { access_log off; client_body_temp_path ${dir}/body; proxy_temp_path ${dir}/proxy;
-  server { listen 127.0.0.1:18191; client_max_body_size 0;
+  server { listen 127.0.0.1:${NGINX_PORT}; client_max_body_size 0;
     location / { proxy_pass http://${ORIGIN}:80; proxy_http_version 1.1; proxy_buffering off; proxy_request_buffering off; } }
 }`,
 );
@@ -84,7 +88,7 @@ createServer((req, res) => {
     (a) => { res.writeHead(a.statusCode, a.headers); a.body.pipe(res); },
     () => res.writeHead(502).end(),
   );
-}).listen(18192, "127.0.0.1");`,
+}).listen(${BARE_PORT}, "127.0.0.1");`,
 );
 // The upload's body: a sparse file (reads as zeros without touching the disk).
 const upload = join(dir, "upload.bin");
@@ -112,9 +116,19 @@ try {
       .filter(Boolean)
       .map((kv) => [kv.slice(0, kv.indexOf("=")), kv.slice(kv.indexOf("=") + 1)]),
   );
-  const edge = await startPlatform({ port: 18194, stateDir: join(dir, "state"), children, nodeArgs, env, metricsPort: process.env.BENCH_MEMORY ? 18195 : 0 });
+  const edge = await startPlatform({
+    port: EDGE_PORT,
+    stateDir: join(dir, "state"),
+    children,
+    nodeArgs,
+    env,
+    metricsPort: process.env.BENCH_MEMORY ? METRICS_PORT : 0,
+  });
   await edge.proxiedZone("bench-big.example", ORIGIN);
 
+  // BENCH_IDLE_SECONDS: wait that long after the start first (V8's memory reducer shrinks the young generation of an
+  // idle process after ~10-30 s; by default the first transfer starts at once, the worst case for the peak).
+  await sleep(Number(process.env.BENCH_IDLE_SECONDS ?? 0) * 1000);
   const rssBefore = rssOf(edge.pid);
   let peak = rssBefore;
   const sampler = setInterval(() => (peak = Math.max(peak, rssOf(edge.pid))), 50);
@@ -123,7 +137,7 @@ try {
   const memorySampler =
     process.env.BENCH_MEMORY &&
     setInterval(async () => {
-      const text = await (await fetch("http://127.0.0.1:18195/metrics")).text().catch(() => "");
+      const text = await (await fetch(`http://127.0.0.1:${METRICS_PORT}/metrics`)).text().catch(() => "");
       const read = (name) => Number(new RegExp(`^\\w*${name} (\\S+)`, "m").exec(text)?.[1] ?? 0) / 1048576;
       parts.heap = Math.max(parts.heap, read("nodejs_heap_size_total_bytes"));
       parts.external = Math.max(parts.external, read("nodejs_external_memory_bytes"));
@@ -147,12 +161,12 @@ try {
   const only = process.env.BENCH_ONLY;
   const rounds = Number(process.env.BENCH_ROUNDS ?? 1);
   const cases = {
-    "edge download": () => curlAsync([...edgeHost, `http://127.0.0.1:18194/${bytes}`]),
-    "nginx download": () => curlAsync([`http://127.0.0.1:18191/${bytes}`]),
-    "edge upload": () => curlAsync([...edgeHost, "-T", upload, "http://127.0.0.1:18194/up"]),
-    "nginx upload": () => curlAsync(["-T", upload, "http://127.0.0.1:18191/up"]),
-    "bare download": () => curlAsync([`http://127.0.0.1:18192/${bytes}`]),
-    "bare upload": () => curlAsync(["-T", upload, "http://127.0.0.1:18192/up"]),
+    "edge download": () => curlAsync([...edgeHost, `http://127.0.0.1:${EDGE_PORT}/${bytes}`]),
+    "nginx download": () => curlAsync([`http://127.0.0.1:${NGINX_PORT}/${bytes}`]),
+    "edge upload": () => curlAsync([...edgeHost, "-T", upload, `http://127.0.0.1:${EDGE_PORT}/up`]),
+    "nginx upload": () => curlAsync(["-T", upload, `http://127.0.0.1:${NGINX_PORT}/up`]),
+    "bare download": () => curlAsync([`http://127.0.0.1:${BARE_PORT}/${bytes}`]),
+    "bare upload": () => curlAsync(["-T", upload, `http://127.0.0.1:${BARE_PORT}/up`]),
   };
   const byRound = [];
   for (let round = 0; round < rounds; round++) {

@@ -48,3 +48,10 @@ export interface Rollups {
   /** How far back rollups are kept (--analytics-retention-days), in seconds. */
   readonly retentionSeconds: number;
 }
+
+/**
+ * A dataset's refusal of a query (a bad limit, filter or order), answered to the caller in its own words. Datasets
+ * throw this rather than graphql-js's GraphQLError so that graphql-js is loaded by the first query (schema.ts), not
+ * by every start that registers a dataset.
+ */
+export class DatasetRefusal extends Error {}

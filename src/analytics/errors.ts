@@ -12,6 +12,8 @@ export const AnalyticsMessages = {
   zoneNotAuthorized: (zone: string) => `not authorized for zone ${zone}: it does not exist or the caller has no access to it`,
   zoneTagRequired: () => "zones: filter.zoneTag is required (one zone per query)",
   tooManyDatasetReads: (limit: number) => `this query reads datasets more than ${limit} times; split it`,
+  tooManyValues: (limit: number) =>
+    `this query's answer would hold more than ${limit} values (rows times the fields each row selects, aliases and fragments counted); select fewer fields or ask fewer rows`,
   tooManyIntrospectionFields: (limit: number) => `this query asks __schema or __type more than ${limit} times; one asks the whole schema`,
   datasetFailed: (dataset: string) => `${dataset} could not be read (the platform's log has the reason); try again`,
 };

@@ -1,6 +1,5 @@
-import { GraphQLError } from "graphql";
 import type { Permission } from "../core/auth/permissions.js";
-import type { AnalyticsDataset, Rollups } from "./dataset.js";
+import { DatasetRefusal, type AnalyticsDataset, type Rollups } from "./dataset.js";
 import type { RollupGroup, RollupQuery } from "./rollups/store.js";
 
 /** A dimension of a grouped dataset: the rollup column (0..4) it is kept in, and its GraphQL type. */
@@ -62,7 +61,7 @@ const iso = (seconds: number) => new Date(seconds * 1000).toISOString().replace(
 
 function seconds(field: string, value: unknown): number {
   const t = Date.parse(String(value));
-  if (Number.isNaN(t)) throw new GraphQLError(`filter.${field}: "${String(value).slice(0, 40)}" is not a time (use ISO 8601, 2024-09-01T00:00:00Z)`);
+  if (Number.isNaN(t)) throw new DatasetRefusal(`filter.${field}: "${String(value).slice(0, 40)}" is not a time (use ISO 8601, 2024-09-01T00:00:00Z)`);
   return Math.floor(t / 1000);
 }
 
@@ -128,10 +127,10 @@ export function groupedDataset(spec: GroupedDatasetSpec, rollups: Rollups): Anal
     permission: spec.permission,
     async resolve(scopeId, args, requested) {
       const limit = Number(args.limit);
-      if (!Number.isInteger(limit) || limit < 1 || limit > MAX_LIMIT) throw new GraphQLError(`limit: must be a whole number from 1 to ${MAX_LIMIT}`);
-      if (quantiles && requested.fields.includes("quantiles")) throw new GraphQLError(`${spec.field}: quantiles are not measured here: ${quantiles.why}`);
+      if (!Number.isInteger(limit) || limit < 1 || limit > MAX_LIMIT) throw new DatasetRefusal(`limit: must be a whole number from 1 to ${MAX_LIMIT}`);
+      if (quantiles && requested.fields.includes("quantiles")) throw new DatasetRefusal(`${spec.field}: quantiles are not measured here: ${quantiles.why}`);
       for (const n of requested.sums)
-        if (unmeasuredSums.includes(n)) throw new GraphQLError(`${spec.field}: sum.${n} is not measured here: ${spec.unmeasured!.sums![n]}`);
+        if (unmeasuredSums.includes(n)) throw new DatasetRefusal(`${spec.field}: sum.${n} is not measured here: ${spec.unmeasured!.sums![n]}`);
       const f = (args.filter ?? {}) as Record<string, unknown>;
       const range = timeRange(f, rollups.retentionSeconds);
       if (!range) return [];
@@ -141,7 +140,7 @@ export function groupedDataset(spec: GroupedDatasetSpec, rollups: Rollups): Anal
         if (f[`${name}_neq`] != null) where.push({ dim: d.column, op: "neq", value: String(f[`${name}_neq`]) });
         const list = f[`${name}_in`] as unknown[] | null | undefined;
         if (list != null) {
-          if (list.length > MAX_IN) throw new GraphQLError(`filter.${name}_in: at most ${MAX_IN} values`);
+          if (list.length > MAX_IN) throw new DatasetRefusal(`filter.${name}_in: at most ${MAX_IN} values`);
           where.push({ dim: d.column, op: "in", values: list.map(String) });
         }
       }
@@ -156,7 +155,7 @@ export function groupedDataset(spec: GroupedDatasetSpec, rollups: Rollups): Anal
           return { by: s.from === "count" ? ("count" as const) : { sum: s.from }, desc };
         }
         const group = names.indexOf(field);
-        if (group < 0) throw new GraphQLError(`orderBy: ${o} orders by ${field}, which the query does not select under dimensions`);
+        if (group < 0) throw new DatasetRefusal(`orderBy: ${o} orders by ${field}, which the query does not select under dimensions`);
         return { by: { group }, desc };
       });
       // The sum columns the selection and the order read (the others are not added up).

@@ -17,13 +17,13 @@ const requestSchema = z.object({
 /**
  * `POST /client/v4/graphql`, the hosted GraphQL Analytics API (what `wrangler r2 bucket info` asks for a bucket's
  * size). Authenticated as the rest of the v4 API; which accounts and datasets the caller may read is checked per
- * field (schema.ts), as a query names its account inside. The answer is GraphQL's `{data, errors}`, not the v4 envelope.
+ * field (schema.ts), as a query names its account inside. `schema` is made in the background after the start, or by the first query if that comes first (service.ts). The answer is GraphQL's `{data, errors}`, not the v4 envelope.
  */
-export function registerAnalyticsRoutes(app: FastifyInstance, schema: AnalyticsSchema): void {
+export function registerAnalyticsRoutes(app: FastifyInstance, schema: () => Promise<AnalyticsSchema>): void {
   app.post("/graphql", { config: { permission: "self" } }, async (req) => {
     const body = parseWith(requestSchema, req.body ?? {}, AnalyticsCodes.invalidRequest);
     const p = req.principal;
-    return schema.run(
+    return (await schema()).run(
       { query: body.query, variables: body.variables ?? undefined, operationName: body.operationName ?? undefined },
       { sees: (accountId) => p.accounts().includes(accountId), can: (accountId, permission) => p.can(accountId, permission) },
     );

@@ -16,6 +16,7 @@ import {
   validate,
   type DocumentNode,
   type FieldNode,
+  type GraphQLNamedType,
   type GraphQLOutputType,
   type GraphQLResolveInfo,
   type GraphQLSchema,
@@ -24,7 +25,7 @@ import {
 } from "graphql";
 import type { Permission } from "../core/auth/permissions.js";
 import { EdgeError } from "../core/errors.js";
-import type { AnalyticsDataset, RequestedFields } from "./dataset.js";
+import { DatasetRefusal, type AnalyticsDataset, type RequestedFields } from "./dataset.js";
 import { AnalyticsMessages } from "./errors.js";
 
 /** Who asks: the accounts it sees, and what it holds on each (the v4 API's principal). */
@@ -50,8 +51,12 @@ export interface GraphqlResponse {
  * Bounds on one query: its size in tokens, how many dataset fields it may resolve (aliases repeat them), and how
  * many introspection fields (`__schema`, `__type`) it may ask: each answers the whole schema's types again, so 80
  * aliased `__schema` fit in the tokens and took a second of the event loop and a megabyte (one is what tools ask).
+ * `values`: the leaf values its dataset fields answer in all, rows times the leaves each row selects (ours): aliases
+ * repeat a leaf at no cost in rows, so 570 aliases in a fragment spread by 20 reads made one row of the rollups 11,400
+ * values, and 10,000 rows 114 million (minutes of the event loop, gigabytes of JSON). 300,000 is 30,000 rows of ten
+ * fields; the usual query is far under it (the 7,200-group answer of seven fields: 50,400).
  */
-export const QueryLimits = { tokens: 2000, datasetReads: 20, introspectionFields: 5 } as const;
+export const QueryLimits = { tokens: 2000, datasetReads: 20, introspectionFields: 5, values: 300_000 } as const;
 
 /** Refuses a document with more than QueryLimits.introspectionFields `__schema`/`__type` fields (fragments included). */
 const introspectionBound: ValidationRule = (context) => {
@@ -144,6 +149,7 @@ export class AnalyticsSchema {
     const invalid = validate(this.schema, document, [...specifiedRules, introspectionBound]);
     if (invalid.length > 0) return { data: null, errors: invalid.map(toJson) };
     let reads = 0;
+    let values = 0;
     // Introspection describes the real schema, so a query asking for it runs there (and its rows take graphql-js's path).
     const schema = asksIntrospection(document) ? this.schema : this.fastSchema;
     const rowTypes = schema === this.fastSchema ? this.schema : undefined;
@@ -158,11 +164,17 @@ export class AnalyticsSchema {
               if (++reads > QueryLimits.datasetReads) throw new GraphQLError(AnalyticsMessages.tooManyDatasetReads(QueryLimits.datasetReads));
               if (!caller.can(accountId, d.permission)) throw new GraphQLError(AnalyticsMessages.datasetNotAuthorized(d.field, d.permission));
               const requested = requestedFields(info);
-              const rows = d.resolve(scopeId, args, requested);
+              const perRow = valuesPerRow(this.schema, scope, d.field, info);
+              const rows = d.resolve(scopeId, args, requested).then((r) => {
+                // Refused before the rows are shaped or serialized: the cost the aliases multiply.
+                values += r.length * perRow;
+                if (values > QueryLimits.values) throw new GraphQLError(AnalyticsMessages.tooManyValues(QueryLimits.values));
+                return r;
+              });
               const shaped = rowTypes ? rows.then((r) => shapeRows(rowTypes, scope, d.field, info, r)) : rows;
               return shaped.catch((err: unknown) => {
                 // A refusal keeps its words; a fault is reported without its internals (the route logs `originalError`).
-                if (err instanceof EdgeError || err instanceof GraphQLError) throw new GraphQLError(err.message);
+                if (err instanceof EdgeError || err instanceof GraphQLError || err instanceof DatasetRefusal) throw new GraphQLError(err.message);
                 throw new GraphQLError(AnalyticsMessages.datasetFailed(d.field), { originalError: err as Error });
               });
             },
@@ -208,6 +220,9 @@ function requestedFields(info: GraphQLResolveInfo): RequestedFields {
   const dimensions: string[] = [];
   const sums: string[] = [];
   const fields: string[] = [];
+  // A fragment adds the same names however often it is spread: each is read once per list (a document of fragments
+  // spreading the next one twice names 2^n spreads in a few hundred tokens).
+  const expanded = new Set<string>();
   const visit = (set: SelectionSetNode | undefined, into: string[] | undefined) => {
     for (const sel of set?.selections ?? []) {
       if (sel.kind === Kind.FIELD) {
@@ -219,7 +234,12 @@ function requestedFields(info: GraphQLResolveInfo): RequestedFields {
           else if (sel.name.value === "sum") visit(sel.selectionSet, sums);
         }
       } else if (sel.kind === Kind.INLINE_FRAGMENT) visit(sel.selectionSet, into);
-      else if (sel.kind === Kind.FRAGMENT_SPREAD) visit(info.fragments[sel.name.value]?.selectionSet, into);
+      else if (sel.kind === Kind.FRAGMENT_SPREAD) {
+        const once = `${into === undefined ? "fields" : into === dimensions ? "dimensions" : "sums"} ${sel.name.value}`;
+        if (expanded.has(once)) continue;
+        expanded.add(once);
+        visit(info.fragments[sel.name.value]?.selectionSet, into);
+      }
     }
   };
   for (const node of info.fieldNodes) visit(node.selectionSet, undefined);
@@ -294,12 +314,33 @@ function shaperOf(schema: GraphQLSchema, info: GraphQLResolveInfo, type: GraphQL
   };
 }
 
+/** The leaf values one row of a dataset field answers: its selection's leaves by response key (aliases and fragments counted, each fragment once). */
+function valuesPerRow(schema: GraphQLSchema, scope: "account" | "zone", field: string, info: GraphQLResolveInfo): number {
+  const parent = schema.getType(scope === "account" ? "Account" : "Zone");
+  const type = isObjectType(parent) ? parent.getFields()[field]?.type : undefined;
+  return type === undefined ? 1 : leavesOf(info, getNamedType(type), info.fieldNodes);
+}
+
+function leavesOf(info: GraphQLResolveInfo, type: GraphQLNamedType, nodes: readonly FieldNode[]): number {
+  if (!isObjectType(type)) return 1;
+  const fields = type.getFields();
+  let n = 0;
+  for (const fieldNodes of collectSubfields(info, type.name, nodes).values()) {
+    const def = fields[fieldNodes[0].name.value];
+    n += def === undefined ? 1 : leavesOf(info, getNamedType(def.type), fieldNodes);
+  }
+  return n;
+}
+
 /** The fields `nodes` select on an object type, by response key in order: fragments merged, @skip/@include applied. */
 function collectSubfields(info: GraphQLResolveInfo, typeName: string, nodes: readonly FieldNode[]): Map<string, FieldNode[]> {
   const out = new Map<string, FieldNode[]>();
   const included = (node: Parameters<typeof getDirectiveValues>[1]) =>
     getDirectiveValues(GraphQLSkipDirective, node, info.variableValues)?.if !== true &&
     getDirectiveValues(GraphQLIncludeDirective, node, info.variableValues)?.if !== false;
+  // Each fragment is expanded once per collection, as graphql-js' collectFields does: a second spread of it adds
+  // nothing (a document of fragments spreading the next one twice names 2^n spreads in a few hundred tokens).
+  const expanded = new Set<string>();
   const visit = (set: SelectionSetNode | undefined) => {
     for (const sel of set?.selections ?? []) {
       if (!included(sel)) continue;
@@ -312,7 +353,9 @@ function collectSubfields(info: GraphQLResolveInfo, typeName: string, nodes: rea
         if (!sel.typeCondition || sel.typeCondition.name.value === typeName) visit(sel.selectionSet);
       } else {
         const fragment = info.fragments[sel.name.value];
-        if (fragment && fragment.typeCondition.name.value === typeName) visit(fragment.selectionSet);
+        if (!fragment || fragment.typeCondition.name.value !== typeName || expanded.has(sel.name.value)) continue;
+        expanded.add(sel.name.value);
+        visit(fragment.selectionSet);
       }
     }
   };

@@ -8,7 +8,7 @@ import { ROLLUP_MIGRATIONS } from "./rollups/sqlite-migrations.js";
 import { SqliteRollupStore } from "./rollups/sqlite-store.js";
 import { groupedDataset, type GroupedDatasetSpec } from "./grouped-dataset.js";
 import { registerAnalyticsRoutes } from "./routes.js";
-import { AnalyticsSchema } from "./schema.js";
+import type { AnalyticsSchema } from "./schema.js";
 
 // The ports the areas fill in (R2 its storage dataset, the edge its HTTP traffic); they import them from here, the
 // one file of an area others may import (docs/ARCHITECTURE.md, "Who may import whom").
@@ -42,6 +42,15 @@ export function createAnalyticsService(ctx: ServiceContext, deps: { zoneAccount:
   const recorder = new RollupRecorder(store, ctx.nodeId, log);
   const datasets: AnalyticsDataset[] = [];
   let pruneTimer: NodeJS.Timeout | undefined;
+  let warmTimer: NodeJS.Timeout | undefined;
+  // graphql-js and the schema built from every dataset are made off the start's path and off any request's: once the
+  // start is done, in the background (loading graphql-js took 0.3–1 s on a loaded machine, which the first query,
+  // and every request meanwhile, would otherwise wait for). docs/benchmarks.md, "Resident memory at idle".
+  let schema: Promise<AnalyticsSchema> | undefined;
+  const schemaOf = () =>
+    (schema ??= import("./schema.js").then(
+      ({ AnalyticsSchema }) => new AnalyticsSchema(datasets, (err, path) => log.error({ err, path }, "analytics dataset failed"), deps.zoneAccount),
+    ));
   const prune = () =>
     void store
       .prune(Math.floor(Date.now() / 1000) - cfg.retentionSeconds)
@@ -61,17 +70,19 @@ export function createAnalyticsService(ctx: ServiceContext, deps: { zoneAccount:
     },
     forgetScope: (scope) => store.deleteScope(scope),
     registerApi(app) {
-      const schema = new AnalyticsSchema(datasets, (err, path) => log.error({ err, path }, "analytics dataset failed"), deps.zoneAccount);
-      registerAnalyticsRoutes(app, schema);
+      registerAnalyticsRoutes(app, schemaOf);
     },
     async start() {
       recorder.start();
       prune();
       pruneTimer = setInterval(prune, PRUNE_EVERY_MS);
       pruneTimer.unref();
+      warmTimer = setTimeout(() => void schemaOf().catch((err: unknown) => log.error({ err }, "analytics schema not built")), 0);
+      warmTimer.unref();
     },
     async stop() {
       clearInterval(pruneTimer);
+      clearTimeout(warmTimer);
       await recorder.stop();
     },
   };

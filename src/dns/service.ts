@@ -40,6 +40,8 @@ export function createDnsService(ctx: ServiceContext): EdgeService & {
   zonesPort: ZonesPort;
   edgeAddresses: { ipv4: readonly string[]; ipv6: readonly string[] };
   originOf(host: string): ProxyTarget;
+  /** Changes whenever `originOf` may answer otherwise: any zone or record change, here or through another node. */
+  originGeneration(): number;
   isPlatformAddress(ip: string): boolean;
   /** Where the answers sent are told every few seconds, by question and rcode (dnsAnalyticsAdaptiveGroups, platform.ts). */
   attachAnalytics(listener: (counts: QueryCount[], protocol: "udp" | "tcp") => void): void;
@@ -102,6 +104,7 @@ export function createDnsService(ctx: ServiceContext): EdgeService & {
     edgeAddresses: { ipv4: cfg.edgeIpv4, ipv6: cfg.edgeIpv6 },
     // The edge forwards proxied names to the origins these answer (one resolver for DNS and the proxy).
     originOf: (host) => engine.originOf(host),
+    originGeneration: () => zones.generation,
     useEdgeSettings(settings) {
       engine.useEdgeSettings(settings);
       settings.onChange((zoneId, change) => {

@@ -76,3 +76,44 @@ test("on two nodes (PostgreSQL), both proxy a name, and a setting changed throug
   assert.equal(await tls11(a), false);
   assert.equal(await aaaa(a), "");
 });
+
+test(
+  "on two nodes (PostgreSQL), a record changed, a zone paused and a zone deleted through one node are obeyed by the other, which had served the name",
+  HANG_GUARD,
+  async (t) => {
+    const block = loopbackBlock();
+    const first = await startOrigin(t, { address: block(1), name: "first" });
+    await startOrigin(t, { address: block(2), name: "second" });
+    const nodes = await startTwoNodes(t, ["--origin-allow", "127.0.0.0/8"]);
+    if (!nodes) return;
+    const [a, b] = nodes;
+    const zone = `memo${randomBytes(4).toString("hex")}.example`;
+    const created = await a.api("POST", "/zones", { name: zone, account: { id: a.accountId } });
+    assert.equal(created.status, 200, JSON.stringify(created.body));
+    const zoneId = created.body.result.id as string;
+    const record = await a.api("POST", `/zones/${zoneId}/dns_records`, { type: "A", name: "www", content: block(1), proxied: true });
+    assert.equal(record.status, 200, JSON.stringify(record.body));
+    const at = async (node: typeof a) => {
+      const res = await request(`${node.url}/p`, { headers: { host: `www.${zone}` } });
+      return { status: res.statusCode, type: String(res.headers["content-type"]), text: await res.body.text() };
+    };
+    // The other node answers the name (and keeps what it worked out for it) before each change.
+    await eventually(async () => (await at(b)).text === "origin first", "the other node forwards the name", 60_000);
+    assert.ok(first.seen.length >= 1);
+    const moved = await a.api("PATCH", `/zones/${zoneId}/dns_records/${record.body.result.id}`, { content: block(2) });
+    assert.equal(moved.status, 200, JSON.stringify(moved.body));
+    assert.equal((await at(a)).text, "origin second", "the node the change was made through: at once");
+    await eventually(async () => (await at(b)).text === "origin second", "the other node forwards to the record's new address", 60_000);
+
+    assert.equal((await a.api("PATCH", `/zones/${zoneId}`, { paused: true })).status, 200);
+    await eventually(async () => (await at(b)).status === 530, "the other node answers the paused zone's 1001 page", 60_000);
+    assert.match((await at(b)).text, /Error 1001/);
+    assert.equal((await a.api("PATCH", `/zones/${zoneId}`, { paused: false })).status, 200);
+    await eventually(async () => (await at(b)).text === "origin second", "the other node forwards again once unpaused", 60_000);
+
+    assert.equal((await a.api("DELETE", `/zones/${zoneId}`)).status, 200);
+    // On loopback a name of no zone is the API's (a JSON envelope), never the deleted zone's origin.
+    await eventually(async () => /json/.test((await at(b)).type), "the other node no longer serves the deleted zone's name", 60_000);
+    assert.doesNotMatch((await at(b)).text, /origin/);
+  },
+);

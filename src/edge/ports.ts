@@ -11,6 +11,12 @@ export interface EdgeZones {
   onDeleted(listener: (zoneId: string) => void): void;
   /** How the DNS server answers `host` (lowercase, no trailing dot), for the proxy. */
   originOf(host: string): OriginLookup;
+  /**
+   * A number that changes whenever what `originOf`, `accountOf` or `nameOf` answer may have changed: any zone or record
+   * created, changed or deleted, through this node or another (read from the store after the bus's notice). The edge
+   * keeps per-host answers (hostnames/host-memo.ts) while it stays the same.
+   */
+  generation(): number;
 }
 
 /**
@@ -65,6 +71,8 @@ export interface CacheSettings {
 
 /** Cache Rules (edge/rules), as the cache (edge/cache) asks them: in memory, kept current by the bus. */
 export interface CacheRules {
+  /** Whether the zone has any rule (without one, `settingsFor` answers no settings: the cache then builds no request for it). */
+  hasRules(zoneId: string): boolean;
   settingsFor(zoneId: string, request: RuleRequest): CacheSettings;
 }
 

@@ -20,7 +20,13 @@ export interface EdgeArea extends EdgeService {
    * Once DNS and the services exist: which names are tenants' (`zoneOf` names the zone a name is at or under), the
    * handlers of the platform's services, and where tenants' requests are counted (the analytics' rollups).
    */
-  attach(deps: { zoneOf: (host: string) => TenantZone | undefined; handlers: PlatformHandlers; traffic?: (event: HttpRequestEvent) => void }): void;
+  attach(deps: {
+    zoneOf: (host: string) => TenantZone | undefined;
+    /** Changes whenever any zone is created, changed or deleted (what `zoneOf` answers may have changed). */
+    zonesGeneration?: () => number;
+    handlers: PlatformHandlers;
+    traffic?: (event: HttpRequestEvent) => void;
+  }): void;
   /** Adds a handler of tenants' hostnames, after Workers (the proxy to origins, edge/origin/). */
   addTenantHandler(handler: RawHandler): void;
   /** Adds a handler of tenants' upgrades, after Workers' WebSockets (the proxy's WebSocket pass-through). */
@@ -41,7 +47,7 @@ export function createEdgeService(options: OptionValues<typeof serveOptions>, ar
     dispatch,
     attach(deps) {
       isTenantName = (host) => deps.zoneOf(host) !== undefined;
-      dispatch.attach(deps.handlers, { zoneOf: deps.zoneOf, traffic: deps.traffic });
+      dispatch.attach(deps.handlers, { zoneOf: deps.zoneOf, traffic: deps.traffic, zonesGeneration: deps.zonesGeneration });
     },
     addTenantHandler: (handler) => dispatch.addTenantHandler(handler),
     addTenantUpgradeHandler: (handler) => dispatch.addTenantUpgradeHandler(handler),

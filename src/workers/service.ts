@@ -33,6 +33,13 @@ import type { WorkerInvocation, WorkerSubrequest } from "./analytics.js";
 /** Workers as the edge's dispatch reaches it: requests and WebSockets by Host, tail sessions on the API's hosts. */
 export interface WorkersService extends EdgeService {
   handleRaw(req: IncomingMessage, res: ServerResponse): boolean;
+  /**
+   * Whether `handleRaw` may take a request with this Host (as sent) on some path: false only when no route, Custom
+   * Domain or `<script>.<workers domain>` name could match it, as of the route table's last read.
+   */
+  mayServe(host: string | undefined): boolean;
+  /** Changes whenever the route table is read again (what `mayServe` answers from). */
+  routesGeneration(): number;
   /** A WebSocket to a Worker (`<script>.<workers domain>`, a route or a Custom Domain); false for other hosts. */
   upgradeWorker(req: IncomingMessage, socket: Duplex, head: Buffer): boolean;
   /** Where scripts' subrequests go: the edge's forwarder (edge/origin), handed over by platform.ts. */
@@ -146,6 +153,8 @@ export function createWorkersService(ctx: ServiceContext, deps: WorkersDeps): Wo
         log,
       }),
     handleRaw: edgeRequestHandler(routing.edgeScript, runtime, proxy, assets, log),
+    mayServe: (host) => routing.mayServe(host),
+    routesGeneration: () => routing.table.generation,
     upgradeWorker: (req, socket, head) => webSockets.handle(req, socket, head),
     upgradeTail: (req, socket, head) => tails.handleUpgrade(req, socket, head),
     attachSubrequests: (port) => outbound.attach(port),

@@ -42,6 +42,7 @@ export class ZoneService {
   private writes: Promise<unknown> = Promise.resolve();
   private loaded?: Promise<void>;
   private managers: RecordManager[] = [];
+  private changeCount = 0;
   /** Which zones are answered (a secondary zone is withheld until transferred and past its SOA expire: serving.ts). */
   readonly serving = new ZoneServing();
 
@@ -97,6 +98,15 @@ export class ZoneService {
 
   onChange(l: ChangeListener): void {
     this.listeners.push(l);
+  }
+
+  /**
+   * Grows with every change of what the zones answer: a zone read, created, changed or deleted, its records changed
+   * (here or, reloaded from the store, through another node). Readers keeping answers of their own (the edge's
+   * per-host memo) compare it instead of listening.
+   */
+  get generation(): number {
+    return this.changeCount;
   }
 
   get(id: string): ZoneState | undefined {
@@ -398,11 +408,13 @@ export class ZoneService {
   }
 
   private index(zs: ZoneState): void {
+    this.changeCount++;
     this.byId.set(zs.zone.id, zs);
     this.byName.set(zs.zone.name, zs);
   }
 
   private emit(zs: ZoneState, kind: ChangeKind, origin: ChangeOrigin = "local"): void {
+    this.changeCount++;
     for (const l of this.listeners) l(zs, kind, origin);
   }
 }

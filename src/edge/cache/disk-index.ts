@@ -321,7 +321,8 @@ export class DiskIndex {
       const prefixes =
         selector.kind === "prefixes"
           ? selector.prefixes.flatMap((p) => [`http://${p}`, `https://${p}`])
-          : selector.hosts.flatMap((h) => [`http://${h}/`, `https://${h}/`]);
+          : // A host's objects on any port too (a Worker's Cache API keys keep a port that is not the default).
+            selector.hosts.flatMap((h) => [`http://${h}/`, `https://${h}/`, `http://${h}:`, `https://${h}:`]);
       for (const p of prefixes) rows.push(...this.stmts.byPrefix.all(zoneId, p, p + "\u{10ffff}"));
     }
     return [...new Map(rows.map((r) => [r.key, r])).values()];

@@ -62,6 +62,13 @@ export class BodyFiles {
 /** The most of a body held in memory for readers once the disk refused it (then the origin waits for the slowest). */
 const MEMORY_TAIL_BYTES = 4 * 1024 * 1024;
 const READ_CHUNK = 64 * 1024;
+/**
+ * The origin's last chunks written to the file, kept for readers that are that close behind: they are handed the
+ * chunk itself instead of a copy read back from the file. A reader keeping up with the origin (the usual first
+ * client of a fill) then costs no read and no buffer of its own: a 100 MiB fill allocated 100 MiB of read buffers,
+ * which waited for a collection and raised the platform's peak RSS (docs/benchmarks.md, "Resident memory").
+ */
+const RECENT_BYTES = 512 * 1024;
 
 /**
  * One origin answer being written to a temp file, read by every client that asked for it meanwhile (concurrent
@@ -79,6 +86,10 @@ export class Fill extends EventEmitter {
   /** Bytes in the file when the disk refused more; later bytes are in `tail`. */
   diskStop: number | undefined;
   private tail: Buffer[] = [];
+  /** The last chunks written to the file (at most RECENT_BYTES, and what one chunk holds), from `recentStart` on. */
+  private recent: Buffer[] = [];
+  private recentStart = 0;
+  private recentBytes = 0;
   private tailStart = 0;
   private tailBytes = 0;
   private readonly readers = new Set<FillReader>();
@@ -115,6 +126,7 @@ export class Fill extends EventEmitter {
             try {
               let off = 0;
               while (off < chunk.length) off += (await this.fh!.write(chunk, off, chunk.length - off)).bytesWritten;
+              this.keepRecent(chunk);
               this.written += chunk.length;
               this.emit("progress");
               continue;
@@ -142,6 +154,8 @@ export class Fill extends EventEmitter {
     if (!this.ended || this.readers.size > 0 || !this.fh) return;
     void this.fh.close().catch(() => undefined);
     this.fh = undefined;
+    this.recent = [];
+    this.recentBytes = 0;
   }
 
   /** A stream of the body from `start` to `end` (inclusive; undefined: to the end), as it arrives. */
@@ -155,9 +169,32 @@ export class Fill extends EventEmitter {
     return r;
   }
 
-  /** Reads what is available at `pos` (from the file or the memory tail); undefined when nothing is yet. */
+  /** Keeps `chunk` (just written at `written`) among the recent ones, dropping the oldest beyond RECENT_BYTES. */
+  private keepRecent(chunk: Buffer): void {
+    if (this.recentStart + this.recentBytes !== this.written) {
+      this.recent = [];
+      this.recentStart = this.written;
+      this.recentBytes = 0;
+    }
+    this.recent.push(chunk);
+    this.recentBytes += chunk.length;
+    while (this.recentBytes - this.recent[0].length >= RECENT_BYTES) {
+      const first = this.recent.shift()!;
+      this.recentStart += first.length;
+      this.recentBytes -= first.length;
+    }
+  }
+
+  /** Reads what is available at `pos` (from the recent chunks, the file or the memory tail); undefined when nothing is yet. */
   async readAt(pos: number, max: number, handle: () => Promise<FileHandle>): Promise<Buffer | undefined> {
     const inFile = this.diskStop ?? this.written;
+    if (pos >= this.recentStart && pos < Math.min(inFile, this.recentStart + this.recentBytes)) {
+      let at = this.recentStart;
+      for (const chunk of this.recent) {
+        if (pos < at + chunk.length) return chunk.subarray(pos - at, Math.min(chunk.length, pos - at + max));
+        at += chunk.length;
+      }
+    }
     if (pos < inFile) {
       const buf = Buffer.allocUnsafe(Math.min(max, inFile - pos));
       const { bytesRead } = await (await handle()).read(buf, 0, buf.length, pos);

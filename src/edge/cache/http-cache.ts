@@ -1,5 +1,5 @@
 import { EventEmitter } from "node:events";
-import { unlink } from "node:fs/promises";
+import { unlink, type FileHandle } from "node:fs/promises";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { join } from "node:path";
 import type { Readable } from "node:stream";
@@ -8,6 +8,7 @@ import { sendErrorPage, type EdgeErrorCode } from "../origin/error-pages.js";
 import type { CacheRules, CacheSettings } from "../ports.js";
 import { DiskIndex, type CachedObject, type PurgeSelector, type Removed } from "./disk-index.js";
 import { BodyFiles, Fill } from "./fill.js";
+import { loadSendfile, sendfileSocket, sendFileBody, type NativeSendfile } from "./sendfile.js";
 import { browserCacheControl, cacheKeyQuery, requestVerdict, storeVerdict, type Headers } from "./policy.js";
 
 /** A proxied request as the forwarder resolved it. */
@@ -57,6 +58,13 @@ export interface CacheOptions {
    * DEFAULT_MEMORY_BYTES.
    */
   memoryBytes?: number;
+  /**
+   * Whether bodies over MEMORY_OBJECT_MAX go to plain-HTTP clients with sendfile(2) (edge/cache/sendfile.ts) when
+   * the addon is there; false streams them in JavaScript (tests of that path). Default true.
+   */
+  sendfile?: boolean;
+  /** A sendfile answer whose client takes nothing for this long is cut (ms; default SENDFILE_IDLE_MS, tests shorten it). */
+  sendfileIdleMs?: number;
 }
 
 /** The memory tier's bound when the options name none (--cache-memory-bytes' default). */
@@ -91,6 +99,9 @@ const FILL_DROPS: ReadonlySet<string> = new Set([
 
 /** Response headers never stored: the cache's own, per-answer ones, and Cache-Tag (kept as the object's tags, never shown). */
 const NOT_STORED = new Set(["age", "cf-cache-status", "cf-ray", "cache-tag", "set-cookie", "transfer-encoding", "connection", "keep-alive"]);
+
+/** The settings of a request no Cache Rule applies to (shared: never changed). */
+const NO_CACHE_SETTINGS: CacheSettings = Object.freeze({});
 
 /** Entries of the memory tier at most, whatever their size (most are heads of objects whose body stays on disk). */
 const HOT_ENTRIES = 10_000;
@@ -129,8 +140,12 @@ export class EdgeCache {
    * change of a row (a fill, a revalidation, a purge, an eviction, a removal) drops its entry here.
    */
   private readonly hot = new Map<string, HotEntry>();
+  /** The key at the newest end of `hot`'s order (its last set): a HIT of it leaves the order as it is. */
+  private newestHot: string | undefined;
   private hotBytes = 0;
   private readonly memoryBytes: number;
+  /** The sendfile addon, when big bodies are sent with it. */
+  private readonly sendfile: NativeSendfile | undefined;
   /** Bytes on disk (committed) plus bytes of fills in progress. */
   private used: number;
   /** Bumped by every purge of a zone: a fill started before it is not stored. */
@@ -144,6 +159,11 @@ export class EdgeCache {
     private rules?: CacheRules,
   ) {
     this.memoryBytes = options.memoryBytes ?? DEFAULT_MEMORY_BYTES;
+    if (options.sendfile !== false) {
+      const loaded = loadSendfile();
+      if ("native" in loaded) this.sendfile = loaded.native;
+      else log.info({ why: loaded.why }, "big cached bodies are streamed in JavaScript, not with sendfile");
+    }
     this.files = new BodyFiles(options.dir);
     this.index = new DiskIndex(join(options.dir, "index.sqlite"));
     this.files.remove(this.index.recovered.files);
@@ -173,7 +193,9 @@ export class EdgeCache {
     const pathname = q < 0 ? r.path : r.path.slice(0, q);
     const query = q < 0 ? "" : r.path.slice(q + 1);
     const method = req.method ?? "GET";
-    const matched = this.rules?.settingsFor(r.zoneId, { scheme: r.scheme, host: r.host, path: pathname, query, method }) ?? {};
+    // A zone without Cache Rules (the usual case) costs a lookup: no request object is built for the rules.
+    const zoneRules = this.rules?.hasRules(r.zoneId) ? this.rules : undefined;
+    const matched = zoneRules ? zoneRules.settingsFor(r.zoneId, { scheme: r.scheme, host: r.host, path: pathname, query, method }) : NO_CACHE_SETTINGS;
     // A Worker's cf options (fetch to its zone's origin) win over the zone's Cache Rules, as hosted.
     const rules: CacheSettings = overrides ? { ...matched, ...overrides.settings } : matched;
     const verdict = requestVerdict(
@@ -270,12 +292,21 @@ export class EdgeCache {
   private lookup(key: string): CachedObject | undefined {
     const hot = this.hot.get(key);
     if (hot) {
-      // Map order is the LRU order.
-      this.hot.delete(key);
-      this.hot.set(key, hot);
+      this.useHot(key, hot);
       return hot.obj;
     }
     return this.index.get(key);
+  }
+
+  /**
+   * Moves an entry to the newest end of the LRU order (Map order: deleted and set again), unless it is there already:
+   * a Map shrinks and grows its table on that delete and set, which a run of HITs of one object would pay each time.
+   */
+  private useHot(key: string, hot: HotEntry): void {
+    if (key === this.newestHot) return;
+    this.hot.delete(key);
+    this.hot.set(key, hot);
+    this.newestHot = key;
   }
 
   /**
@@ -283,14 +314,11 @@ export class EdgeCache {
    * and the ray are per answer) and written with writeHead's list form (no header object is built), then the body.
    */
   private sendHot(res: ServerResponse, r: ProxiedRequest, rules: CacheSettings, key: string, hot: HotEntry, now: number): void {
-    this.hot.delete(key);
-    this.hot.set(key, hot);
+    this.useHot(key, hot);
     this.index.touch(key, now);
     const obj = hot.obj;
-    const head = hot.head.slice();
     const cc = hot.browserCacheControl(this.zones.browserCacheTtl(r.zoneId), rules);
-    if (cc !== undefined) head.push("cache-control", cc);
-    head.push("cf-cache-status", "HIT", "age", String(obj.initialAge + Math.max(0, Math.floor((now - obj.storedAt) / 1000))), "cf-ray", r.ray);
+    const head = hot.hitHead(cc, String(obj.initialAge + Math.max(0, Math.floor((now - obj.storedAt) / 1000))), r.ray);
     markCacheStatus(res, "HIT");
     res.writeHead(obj.status, head);
     res.end(hot.body);
@@ -533,6 +561,7 @@ export class EdgeCache {
     const h = this.hot.get(key);
     if (!h) return;
     this.hot.delete(key);
+    if (key === this.newestHot) this.newestHot = undefined;
     this.hotBytes -= h.bytes;
   }
 
@@ -552,6 +581,7 @@ export class EdgeCache {
     // An entry alone over the bound is not kept (its body: the file answers; the bound always holds).
     if (entry.bytes > this.memoryBytes) return;
     this.hot.set(obj.key, entry);
+    this.newestHot = obj.key;
     this.hotBytes += entry.bytes;
     while (this.hot.size > HOT_ENTRIES || this.hotBytes > this.memoryBytes) {
       const oldest = this.hot.keys().next().value as string;
@@ -590,10 +620,21 @@ export class EdgeCache {
       return void c.res.end();
     }
     if (body) return void c.res.end(send.start === 0 && send.end === obj.size - 1 ? body : body.subarray(send.start, send.end! + 1));
-    const stream = file!.createReadStream({ start: send.start, end: send.end, highWaterMark: FILE_READ_CHUNK });
-    stream.once("error", () => c.res.destroy());
-    c.res.once("close", () => stream.destroy());
-    stream.pipe(c.res);
+    const length = send.end! - send.start + 1;
+    // Big bodies to plain-HTTP/1.1 clients: the kernel copies the file to the socket (sendfile.ts); else streamed.
+    const socket = this.sendfile && length > MEMORY_OBJECT_MAX ? sendfileSocket(c.res) : undefined;
+    if (socket)
+      return sendFileBody(
+        this.sendfile!,
+        c.res,
+        socket,
+        file!,
+        send.start,
+        length,
+        (f) => streamFile(c.res, f, send.start!, send.end!),
+        this.options.sendfileIdleMs,
+      );
+    streamFile(c.res, file!, send.start, send.end!);
   }
 
   /** Answers from a fill in progress (every joined client reads the same file as it grows). */
@@ -656,6 +697,14 @@ interface Ctx {
 }
 
 const one = (v: string | string[] | undefined) => (Array.isArray(v) ? v[0] : v);
+
+/** Streams bytes start..end (inclusive) of a stored body's file to the client, through Node (1 MiB reads). */
+function streamFile(res: ServerResponse, file: FileHandle, start: number, end: number): void {
+  const stream = file.createReadStream({ start, end, highWaterMark: FILE_READ_CHUNK });
+  stream.once("error", () => res.destroy());
+  res.once("close", () => stream.destroy());
+  stream.pipe(res);
+}
 
 /**
  * The variant of a key by what the client accepts (Vary: Accept-Encoding, the only Vary the cache keeps): the origin
@@ -880,8 +929,32 @@ class HotEntry {
     if (obj.status === 200) this.head.push("accept-ranges", "bytes");
     this.head.push("content-length", String(obj.size));
     // Strings count twice over (the row's copy and the head's share them, but the JSON they came from may not).
-    this.bytes = (body?.length ?? 0) + 2 * text + HOT_ENTRY_OVERHEAD;
+    // The HIT heads (hitHead) are two more lists of the head's strings (pointers, 8 bytes each) and four more items.
+    this.bytes = (body?.length ?? 0) + 2 * text + HOT_ENTRY_OVERHEAD + 16 * (this.head.length + 8);
   }
+
+  /**
+   * writeHead's list for a HIT: `head`, then Cache-Control (when there is one), cf-cache-status, Age and the ray. One
+   * list per entry (and per Cache-Control present or not), its per-answer values set in place: writeHead reads it at
+   * once and keeps nothing of it, and a HIT writes its head synchronously, so no two answers share it at a time.
+   */
+  hitHead(cacheControl: string | undefined, age: string, ray: string): string[] {
+    let list = cacheControl === undefined ? this.hitHeadBare : this.hitHeadWithCacheControl;
+    if (list === undefined) {
+      list = [...this.head];
+      if (cacheControl !== undefined) list.push("cache-control", "");
+      list.push("cf-cache-status", "HIT", "age", "", "cf-ray", "");
+      if (cacheControl === undefined) this.hitHeadBare = list;
+      else this.hitHeadWithCacheControl = list;
+    }
+    const n = list.length;
+    if (cacheControl !== undefined) list[n - 7] = cacheControl;
+    list[n - 3] = age;
+    list[n - 1] = ray;
+    return list;
+  }
+  private hitHeadBare?: string[];
+  private hitHeadWithCacheControl?: string[];
 
   /** The browser's Cache-Control for this object in a zone (policy.ts' browserCacheControl), remembered per inputs. */
   browserCacheControl(zoneTtl: number, rules: CacheSettings): string | undefined {

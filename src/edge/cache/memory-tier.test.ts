@@ -31,6 +31,7 @@ async function cacheInFront(t: TestContext, options: Omit<CacheOptions, "dir">) 
   t.after(() => cache.close());
   /** The cache status each answer was counted with (what the dispatch's metrics read), in order. */
   const counted: (string | undefined)[] = [];
+  let rays = 0;
   const front = createServer((req, res: ServerResponse) => {
     const fetchOrigin: FetchOrigin = async (o) => {
       const headers: Record<string, string> = {};
@@ -39,7 +40,7 @@ async function cacheInFront(t: TestContext, options: Omit<CacheOptions, "dir">) 
       return { status: answer.statusCode, headers: answer.headers as Record<string, string>, body: answer.body };
     };
     res.once("close", () => counted.push(cacheStatusOf(res)));
-    const taken = cache.handle(req, res, { zoneId: "z1", host: "www.memory.example", path: req.url ?? "/", scheme: "http", ray: "ray-1" }, fetchOrigin);
+    const taken = cache.handle(req, res, { zoneId: "z1", host: "www.memory.example", path: req.url ?? "/", scheme: "http", ray: `ray-${++rays}` }, fetchOrigin);
     if (!taken) res.writeHead(200).end("forwarded");
   });
   await new Promise<void>((resolve) => front.listen(0, "127.0.0.1", resolve));
@@ -66,8 +67,14 @@ test("a HIT from memory is the answer a HIT from disk is, and is counted as a HI
   for (const f of bodyFiles()) unlinkSync(f);
   const fromMemory = await get("/app.js");
   assert.equal(fromMemory.text, "hello");
-  for (const h of ["cf-cache-status", "etag", "x-origin", "content-length", "accept-ranges", "cache-control", "cf-ray"])
+  for (const h of ["cf-cache-status", "etag", "x-origin", "content-length", "accept-ranges", "cache-control"])
     assert.equal(fromMemory.headers[h], fromDisk.headers[h], `${h} as from disk`);
+  // One head list per entry is filled in for each HIT: every answer has its own ray, and nothing of another's.
+  const again = await get("/app.js");
+  assert.match(String(fromMemory.headers["cf-ray"]), /^ray-\d+$/);
+  assert.notEqual(again.headers["cf-ray"], fromMemory.headers["cf-ray"]);
+  assert.equal(again.headers["cache-control"], "max-age=14400");
+  assert.equal(again.text, "hello");
   assert.equal(fromMemory.headers["accept-ranges"], "bytes");
   assert.equal(fromMemory.headers["cache-control"], "max-age=14400", "the zone's Browser Cache TTL, as from disk");
   assert.ok(Number(fromMemory.headers.age) >= 0);
@@ -76,7 +83,7 @@ test("a HIT from memory is the answer a HIT from disk is, and is counted as a HI
   const range = await get("/app.js", { range: "bytes=1-2" });
   assert.equal(range.status, 206);
   assert.equal(range.text, "el");
-  assert.deepEqual(counted, ["MISS", "HIT", "HIT", "HIT", "HIT"]);
+  assert.deepEqual(counted, ["MISS", "HIT", "HIT", "HIT", "HIT", "HIT"]);
   assert.equal(origin.count("/app.js"), 1);
 });
 

@@ -158,7 +158,34 @@ export function requestVerdict(
   const zone = zoneOf();
   if (zone.developmentMode || r.authorization) return BYPASS;
   if (zone.cacheLevel === "basic" && r.query !== "") return BYPASS;
+  if (!normalTarget(r.path, r.query)) return BYPASS;
   return { use: "cache", ignoreQuery: zone.cacheLevel === "simplified" };
+}
+
+/** A path of RFC 3986 pchars and "/" only: nothing the URL parser changes, no %-escape. */
+const PLAIN_PATH = /^[A-Za-z0-9\-._~!$&'()*+,;=:@/]*$/;
+/** The same with %-escapes, each two upper-case hex digits (the spelling the hosted URL normalization keeps). */
+const ESCAPED_PATH = /^(?:[A-Za-z0-9\-._~!$&'()*+,;=:@/]|%[0-9A-F]{2})*$/;
+/** A dot segment or an empty one: the origin reads `/a/../x.js`, `/./x.js` and `//x.js` as `/x.js`. */
+const DOT_OR_EMPTY_SEGMENT = /\/\/|\/\.\.?(?:\/|$)/;
+const UNRESERVED = /^[A-Za-z0-9\-._~]$/;
+/** What the URL parser leaves as it is in an http(s) query (its query percent-encode set: C0, space, " # < > '). */
+const PLAIN_QUERY = /^[\x21\x24-\x26\x28-\x3b\x3d\x3f-\x7e]*$/;
+
+/**
+ * Whether a request target is in the one spelling a purge by URL names (purge.ts reads its URLs with the URL parser,
+ * the hosted URL normalization decodes escapes of unreserved characters): no dot or empty segments, nothing the
+ * parser would change or %-encode, no %-escape of an unreserved character, none in lower case. An origin reads
+ * `/a/../x.js`, `//x.js` or `/%78.js` as `/x.js`, but a key of that spelling is one no purge of `/x.js` reaches: a
+ * client could keep a purged object served under it. Such requests go to the origin (BYPASS), never into the cache.
+ */
+export function normalTarget(path: string, query: string): boolean {
+  if (query !== "" && !PLAIN_QUERY.test(query)) return false;
+  if (!PLAIN_PATH.test(path)) {
+    if (!ESCAPED_PATH.test(path)) return false;
+    for (const [, hex] of path.matchAll(/%([0-9A-F]{2})/g)) if (UNRESERVED.test(String.fromCharCode(parseInt(hex, 16)))) return false;
+  }
+  return !DOT_OR_EMPTY_SEGMENT.test(path);
 }
 
 /** What to do with an origin's answer to a cacheable request. */

@@ -48,5 +48,9 @@ export class PurgeLimits {
   }
 }
 
-/** The caller's URL of a selector item: scheme dropped, variant dropped. */
-const urlOfItem = (item: string) => item.replace(/^https?:\/\//, "").replace(/\n.*$/s, "");
+/** The caller's URL of a selector item: scheme, port (purge.ts names a URL with a port with and without it) and variant dropped. */
+const urlOfItem = (item: string) =>
+  item
+    .replace(/^https?:\/\//, "")
+    .replace(/^([^/]*):\d+/, "$1")
+    .replace(/\n.*$/s, "");

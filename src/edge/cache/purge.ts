@@ -122,6 +122,9 @@ function fileUrls(text: string, i: number, zoneName: string): string[] {
   }
   const host = u.hostname.toLowerCase().replace(/\.$/, "");
   if (!inZone(host, zoneName)) throw EdgeErrors.purgeBadItem("files", i, `${host} is not in the zone ${zoneName}`);
-  const rest = `${host}${u.pathname}${u.search === "?" ? "" : u.search}`;
-  return withScheme ? [`${u.protocol}//${rest}`] : [`http://${rest}`, `https://${rest}`];
+  const path = `${u.pathname}${u.search === "?" ? "" : u.search}`;
+  // A URL with a port names the proxied object (keyed without it: the Host's port is not in the key) and a Worker's
+  // Cache API object put under that port.
+  const rests = u.port === "" ? [`${host}${path}`] : [`${host}${path}`, `${host}:${u.port}${path}`];
+  return rests.flatMap((rest) => (withScheme ? [`${u.protocol}//${rest}`] : [`http://${rest}`, `https://${rest}`]));
 }

@@ -9,7 +9,7 @@ import { request } from "undici";
 import { createLogger } from "../../core/logger.js";
 import type { CacheRules, CacheSettings, RuleRequest } from "../ports.js";
 import { loopbackBlock } from "../testing/origins.js";
-import { EdgeCache, type FetchOrigin } from "./http-cache.js";
+import { EdgeCache, forwardedCacheStatus, type FetchOrigin } from "./http-cache.js";
 import { startScriptedOrigin } from "./testing/origin.js";
 
 /**
@@ -30,6 +30,7 @@ test("the cache obeys CacheSettings from the CacheRules port", async (t) => {
   };
   const seen: RuleRequest[] = [];
   const rules: CacheRules = {
+    hasRules: () => true,
     settingsFor: (_zoneId, r) => {
       seen.push(r);
       return Object.hasOwn(byPath, r.path) ? byPath[r.path] : {};
@@ -47,7 +48,9 @@ test("the cache obeys CacheSettings from the CacheRules port", async (t) => {
       return { status: answer.statusCode, headers: answer.headers as Record<string, string>, body: answer.body };
     };
     const taken = cache.handle(req, res, { zoneId: "z1", host: "www.rules.example", path: req.url ?? "/", scheme: "http", ray: "r" }, fetchOrigin);
-    if (!taken) res.writeHead(200, { "x-forwarded-by": "forwarder" }).end("forwarded");
+    // As the forwarder does: the cache's DYNAMIC/BYPASS verdict goes on the head of the answer it did not take.
+    const status = forwardedCacheStatus(res);
+    if (!taken) res.writeHead(200, { "x-forwarded-by": "forwarder", ...(status ? { "cf-cache-status": status } : {}) }).end("forwarded");
   });
   await new Promise<void>((resolve) => front.listen(0, "127.0.0.1", resolve));
   t.after(() => new Promise((resolve) => front.close(resolve)));

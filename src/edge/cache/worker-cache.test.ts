@@ -208,6 +208,30 @@ describe("the Workers Cache API and a Worker's fetch through the cache", () => {
     assert.equal((await match(A, other)).headers["x-matched"], "no", "purged with everything");
   });
 
+  it("a Cache API key spelled with the host's trailing dot or another port is reached by the zone's purges by URL and by host", async () => {
+    // What a Worker that caches request.url puts when a client sends `Host: www.capi-a.example.` or `…:8080`.
+    const dotted = `http://${A}./spelled/dot.js`;
+    const ported = `http://${A}:8080/spelled/port.js`;
+    const warm = async () => {
+      for (const key of [dotted, ported]) {
+        await put(A, key, { headers: { "cache-control": "max-age=600" } });
+        assert.equal((await match(A, key)).headers["x-matched"], "yes", key);
+      }
+    };
+    await warm();
+    assert.equal((await match(A, `http://${A}/spelled/dot.js`)).headers["x-matched"], "yes", "the dot names the same host");
+    await purge(zoneA, { files: [`http://${A}/spelled/dot.js`, ported] });
+    for (const key of [dotted, ported]) assert.equal((await match(A, key)).headers["x-matched"], "no", `${key} purged by its URL`);
+    await warm();
+    await purge(zoneA, { hosts: [A] });
+    for (const key of [dotted, ported]) assert.equal((await match(A, key)).headers["x-matched"], "no", `${key} purged by its host`);
+    // B's purge of its own host never reaches A's (a host under another zone is refused before anything is done).
+    await warm();
+    const r = await p.api("POST", `/zones/${zoneB}/purge_cache`, { hosts: [A] }, p.keyHeaders());
+    assert.equal(r.status, 400);
+    for (const key of [dotted, ported]) assert.equal((await match(A, key)).headers["x-matched"], "yes", key);
+  });
+
   it("tenants: one account's Worker never reads, writes or deletes another's cache; each purge stays in its zone", async () => {
     const keyA = `https://${A}/tenant`;
     await put(A, keyA, { body: "A's", headers: { "cache-control": "max-age=600" } });

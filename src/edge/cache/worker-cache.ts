@@ -104,8 +104,9 @@ export class WorkerCacheApi {
     const host = normalizeHostname(u.hostname);
     const target = this.zones.originOf(host);
     if (target.kind === "none" || target.accountId !== from.accountId || !from.ownZone(target.zoneId)) return undefined;
-    // u.host: lowercase, the default port left out (a key with another port is another resource).
-    const url = `${u.protocol}//${u.host}${u.pathname}${u.search === "?" ? "" : u.search}`;
+    // The host as purges name it (lowercase, no trailing dot: `www.example.com.` is the same name, and a key spelled
+    // with the dot would be one no purge by URL or host reaches); another port is another resource, the default left out.
+    const url = `${u.protocol}//${host}${u.port === "" ? "" : `:${u.port}`}${u.pathname}${u.search === "?" ? "" : u.search}`;
     // Its variant names the cache (proxied traffic's variants are encodings): never an object of proxied traffic.
     const variant = namespace === undefined ? "cache-api" : `cache-api:${namespace}`;
     return { zoneId: target.zoneId, url, key: `${target.zoneId}\n${url}\n${variant}` };

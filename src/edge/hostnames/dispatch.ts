@@ -7,6 +7,7 @@ import type { HttpRequestEvent } from "../analytics/http-requests.js";
 import { cacheStatusOf } from "../cache/http-cache.js";
 import { ErrorPages, sendErrorPage } from "./error-page.js";
 import { normalizeHostname } from "./names.js";
+import { HostMemo } from "./host-memo.js";
 import type { HostClass, Hostnames } from "./plan.js";
 
 /** Takes a request; true when it answered it. */
@@ -26,6 +27,24 @@ export interface PlatformHandlers {
   gateway: RawHandler;
   /** R2's S3 API: everything on the S3 host; signed requests path style on the API's hostnames. */
   s3: RawHandler;
+  /**
+   * Whether `workers` may take a request with this Host (as sent) on some path: false only when no route, Custom
+   * Domain or `<script>.<workers domain>` name could match it; then the dispatch goes past Workers without asking.
+   * Kept per Host until `workersGeneration` changes. Without it, `workers` is asked for every tenant request.
+   */
+  workersMayServe?: (host: string | undefined) => boolean;
+  /** Changes whenever Workers' routes and Custom Domains are read again (what `workersMayServe` answers from). */
+  workersGeneration?: () => number;
+}
+
+/**
+ * What the dispatch works out once per Host (HostMemo): its class (as off loopback), whether Workers may serve it, and
+ * a tenant's zone for the metrics and the analytics (false: not worked out, ask `zoneOf` when counting).
+ */
+interface HostFacts {
+  cls: HostClass;
+  workers: boolean;
+  zone: TenantZone | undefined | false;
 }
 
 const LOOPBACK = /^(127\.|::1$|::ffff:127\.)/;
@@ -54,6 +73,8 @@ export class EdgeDispatch {
   private handlers?: PlatformHandlers;
   private zoneOf: (host: string) => TenantZone | undefined = () => undefined;
   private traffic?: (event: HttpRequestEvent) => void;
+  /** Per Host: its class and whether Workers may serve it, while zones and Workers' routes stay as they were. */
+  private hosts?: HostMemo<HostFacts>;
 
   constructor(
     private readonly hostnames: Hostnames,
@@ -64,10 +85,33 @@ export class EdgeDispatch {
    * `zoneOf` says which zone a tenant's hostname is in (the metrics' zone label, the analytics' scope); `traffic` is
    * told of every tenant request that ended (the analytics' rollups).
    */
-  attach(handlers: PlatformHandlers, observers: { zoneOf?: (host: string) => TenantZone | undefined; traffic?: (event: HttpRequestEvent) => void } = {}): void {
+  attach(
+    handlers: PlatformHandlers,
+    observers: {
+      zoneOf?: (host: string) => TenantZone | undefined;
+      traffic?: (event: HttpRequestEvent) => void;
+      /** Changes whenever a zone is created, changed or deleted (which names are tenants'): the per-Host memo's key. */
+      zonesGeneration?: () => number;
+    } = {},
+  ): void {
     this.handlers = handlers;
     if (observers.zoneOf) this.zoneOf = observers.zoneOf;
     this.traffic = observers.traffic;
+    const { zonesGeneration } = observers;
+    const { workersMayServe, workersGeneration } = handlers;
+    // Kept only when every change that alters an answer is seen: the tenant names (zones) and Workers' routes.
+    this.hosts =
+      zonesGeneration && workersMayServe && workersGeneration
+        ? new HostMemo(
+            (host) => {
+              const cls = this.hostnames.classify(host, false);
+              const tenant = cls.kind === "tenant";
+              return { cls, workers: !tenant || workersMayServe(host), zone: tenant ? this.zoneOf(cls.host) : undefined };
+            },
+            // Both only grow: their sum changes whenever either does.
+            () => zonesGeneration() + workersGeneration(),
+          )
+        : undefined;
   }
 
   /** Adds a handler of tenants' hostnames, asked after Workers and the handlers added before it. */
@@ -82,7 +126,17 @@ export class EdgeDispatch {
 
   /** The class of the request's Host (on loopback, hosts nothing claims are the API's). */
   classOf(req: IncomingMessage): HostClass {
-    return this.hostnames.classify(req.headers.host, LOOPBACK.test(req.socket.localAddress ?? ""));
+    return this.factsOf(req).cls;
+  }
+
+  /** The request's Host's class and whether Workers may serve it. */
+  private factsOf(req: IncomingMessage): HostFacts {
+    const host = req.headers.host;
+    const facts: HostFacts = this.hosts ? this.hosts.get(host ?? "") : { cls: this.hostnames.classify(host, false), workers: true, zone: false };
+    // Loopback changes one answer only: a host nothing claims is the API's there (plan.ts, classify).
+    if (facts.cls.kind === "unknown" && LOOPBACK.test(req.socket.localAddress ?? ""))
+      return { cls: { kind: "platform", service: "api", host: facts.cls.host }, workers: true, zone: undefined };
+    return facts;
   }
 
   /** Answers the request, or returns false for the v4 API and the dashboard (Fastify's routes) to answer it. */
@@ -92,19 +146,34 @@ export class EdgeDispatch {
     const socket = req.socket;
     const bytesBefore = socket.bytesWritten;
     const answered = this.answer(req, res);
-    if (this.metrics || (this.traffic && answered.tenantHost !== undefined)) {
+    if (this.metrics || (this.traffic && answered.tenant !== undefined)) {
       const area: EdgeTrafficArea = answered.area ?? (pathOf(req).startsWith("/client/v4") ? "api" : "dashboard");
-      // Counting never fails the process: it runs in the answer's close event, where a throw would be uncaught (and
-      // prom-client throws on a label set it was not declared with, e.g. once a polluted Object.prototype adds a key).
-      res.once("close", () => {
-        try {
-          this.count(req, res, socket, area, answered.tenantHost, started, bytesBefore);
-        } catch {
-          // The request is answered; only its count is lost.
-        }
-      });
+      // An answer written whole in this turn (a cache HIT from memory, an error page) is counted now: its status and
+      // bytes are final, and no close listener is needed. Others are counted in their close event.
+      if (res.writableFinished) this.countSafely(req, res, socket, area, answered.tenant, started, bytesBefore);
+      else res.once("close", () => this.countSafely(req, res, socket, area, answered.tenant, started, bytesBefore));
     }
     return answered.area !== undefined;
+  }
+
+  /**
+   * Counts, never failing the request or the process: in the close event a throw would be uncaught (and prom-client
+   * throws on a label set it was not declared with, e.g. once a polluted Object.prototype adds a key).
+   */
+  private countSafely(
+    req: IncomingMessage,
+    res: ServerResponse,
+    socket: Socket,
+    area: EdgeTrafficArea,
+    tenant: HostFacts | undefined,
+    started: number,
+    bytesBefore: number,
+  ): void {
+    try {
+      this.count(req, res, socket, area, tenant, started, bytesBefore);
+    } catch {
+      // The request is answered; only its count is lost.
+    }
   }
 
   /** Counts a request whose answer ended (or whose client went away): the metrics, and the analytics' rollups. */
@@ -113,14 +182,15 @@ export class EdgeDispatch {
     res: ServerResponse,
     socket: Socket,
     area: EdgeTrafficArea,
-    tenantHost: string | undefined,
+    tenant: HostFacts | undefined,
     started: number,
     bytesBefore: number,
   ) {
     const status = res.headersSent ? res.statusCode : undefined;
     // On a kept-alive connection bytesWritten is the connection's: the difference is this answer's share.
     const bytes = Math.max(0, socket.bytesWritten - bytesBefore);
-    const zone = tenantHost === undefined ? undefined : this.zoneOf(tenantHost);
+    const tenantHost = tenant?.cls.host;
+    const zone = tenant === undefined ? undefined : tenant.zone !== false ? tenant.zone : this.zoneOf(tenantHost!);
     const cacheStatus = knownCacheStatus(cacheStatusOf(res));
     this.metrics?.record(area, status, zone?.name ?? "", (performance.now() - started) / 1000, bytes, cacheStatus);
     if (zone && this.traffic) {
@@ -138,18 +208,18 @@ export class EdgeDispatch {
     }
   }
 
-  /** Who answered: `area` undefined when Fastify's routes are to; `tenantHost` for a tenant's hostname. */
-  private answer(req: IncomingMessage, res: ServerResponse): { area?: EdgeTrafficArea; tenantHost?: string } {
+  /** Who answered: `area` undefined when Fastify's routes are to; `tenant`: what is known of a tenant's hostname. */
+  private answer(req: IncomingMessage, res: ServerResponse): { area?: EdgeTrafficArea; tenant?: HostFacts } {
     const h = this.handlers!;
-    const cls = this.classOf(req);
+    const facts = this.factsOf(req);
+    const cls = facts.cls;
     const sni = misdirectedSni(req, cls.host);
     if (sni !== undefined) return page(res, ErrorPages.misdirected(sni), cls.host);
     if (cls.kind === "unknown") return page(res, ErrorPages.unknownHost(), cls.host);
     if (cls.kind === "tenant") {
-      const tenantHost = cls.host;
-      if (h.workers(req, res)) return { area: "workers", tenantHost };
-      for (const handler of this.tenantHandlers) if (handler(req, res)) return { area: "proxy", tenantHost };
-      return { ...page(res, ErrorPages.nothingServed(), cls.host), tenantHost };
+      if (facts.workers && h.workers(req, res)) return { area: "workers", tenant: facts };
+      for (const handler of this.tenantHandlers) if (handler(req, res)) return { area: "proxy", tenant: facts };
+      return { ...page(res, ErrorPages.nothingServed(), cls.host), tenant: facts };
     }
     switch (cls.service) {
       case "workers":

@@ -9,7 +9,8 @@ import type { Logger } from "../../core/logger.js";
 import { forwardedCacheStatus, type EdgeCache, type FetchOrigin, type OriginAnswer } from "../cache/http-cache.js";
 import { cacheOverridesOf } from "../cache/worker-cf.js";
 import { normalizeHostname } from "../hostnames/names.js";
-import type { EdgeZones } from "../ports.js";
+import { HostMemo } from "../hostnames/host-memo.js";
+import type { EdgeZones, OriginLookup } from "../ports.js";
 import type { ZoneSettings } from "../settings/zone-settings.js";
 import type { OriginAddressPolicy } from "./address-policy.js";
 import { sendErrorPage, writeErrorPage, type EdgeErrorCode } from "./error-pages.js";
@@ -21,6 +22,15 @@ import { OriginPools, type OriginTarget } from "./pools.js";
 export const LOOP_TOKEN = "edge-platform";
 /** Addresses a name's origin is tried at, at most, for one request (the next one after a failed connect). */
 const MAX_TRIES = 3;
+
+/** An origin lookup whose address lists no one can change (it is shared by every request of its host). */
+function frozen(target: OriginLookup): OriginLookup {
+  if (target.kind === "proxied") {
+    Object.freeze(target.addresses);
+    Object.freeze(target.hostnames);
+  }
+  return Object.freeze(target);
+}
 
 /** A ray id, as hosted: 16 hex digits and where it was served (here the platform's own tag). */
 export const newRay = () => {
@@ -35,12 +45,20 @@ export const newRay = () => {
 let rayBytes = Buffer.alloc(0);
 let rayOffset = 0;
 
-/** The Host a request names: lowercase, without port or trailing dot; undefined when it is no hostname (an IP literal, nothing). */
-export function requestHost(req: IncomingMessage): string | undefined {
+/** A Host header's hostname: lowercase, without port or trailing dot; undefined when it is no hostname (an IP literal, nothing). */
+function hostOf(header: string | undefined): string | undefined {
   // Normalised as the hostname plan does it (hostnames/names.ts), so the dispatch and the proxy read one name.
-  const host = normalizeHostname(req.headers.host);
+  const host = normalizeHostname(header);
   return /^[a-z0-9_](?:[a-z0-9_.-]{0,251}[a-z0-9_])?$/.test(host) ? host : undefined;
 }
+
+/** Where a Host header's name goes: its hostname (undefined when it is none) and how DNS resolves it. */
+interface HostOrigin {
+  host: string | undefined;
+  target: OriginLookup;
+}
+
+const NO_ORIGIN: HostOrigin = Object.freeze({ host: undefined, target: Object.freeze({ kind: "none" as const }) });
 
 /**
  * The path sent to the origin: an origin-form target as it came; an absolute-form one (`GET http://host/path`) only
@@ -133,6 +151,11 @@ const schemeOf = (req: IncomingMessage): "http" | "https" => ((req.socket as { e
 export class OriginForwarder {
   private spread = 0;
   private readonly upgraded = new Set<Duplex>();
+  /**
+   * Per Host header: its hostname and origin, as DNS resolves them now; worked out again after any zone or record
+   * change (here or through another node: EdgeZones.generation). Every proxied request asks it first.
+   */
+  private readonly origins: HostMemo<HostOrigin>;
 
   constructor(
     private readonly deps: {
@@ -147,13 +170,21 @@ export class OriginForwarder {
       answerTimeoutMs: number;
       log: Logger;
     },
-  ) {}
+  ) {
+    this.origins = new HostMemo(
+      (header) => {
+        const host = hostOf(header);
+        // Frozen: one answer is handed to every request of the host until the next change.
+        return host === undefined ? NO_ORIGIN : { host, target: frozen(deps.zones.originOf(host)) };
+      },
+      () => deps.zones.generation(),
+    );
+  }
 
   /** Takes the request when its Host is a name of a zone here (returns true), else leaves it (false). */
   handle(req: IncomingMessage, res: ServerResponse): boolean {
-    const host = requestHost(req);
+    const { host, target } = this.origins.get(req.headers.host ?? "");
     if (!host) return false;
-    const target = this.deps.zones.originOf(host);
     // A name with DNS-only records or none is the hostname plan's to answer (its "nothing served here" page).
     if (target.kind === "none" || (target.kind === "unproxied" && target.why !== "paused")) return false;
     const ray = newRay();
@@ -379,9 +410,8 @@ export class OriginForwarder {
    * is not taken, and the request is forwarded as an ordinary one (without Upgrade).
    */
   handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): boolean {
-    const host = requestHost(req);
+    const { host, target } = this.origins.get(req.headers.host ?? "");
     if (!host || req.headers.upgrade?.toLowerCase() !== "websocket") return false;
-    const target = this.deps.zones.originOf(host);
     if (target.kind === "none" || (target.kind === "unproxied" && target.why !== "paused")) return false;
     const ray = newRay();
     if (target.kind === "unproxied") {

@@ -145,6 +145,46 @@ describe("the edge forwards proxied names to their origins", () => {
     assert.equal(origin.seen.length, before + 1, "only the request before the pause reached the origin");
   });
 
+  it("what the edge keeps per host follows every DNS change at once: a zone made for a name, a record's address, proxied off, the record deleted, a CNAME target's zone changed, the zone deleted", async () => {
+    // Each request comes right after the API call answered, for a host asked just before the change: an answer kept
+    // per host from before it would be wrong. On loopback a name nobody's is the API's (a JSON envelope); a name of
+    // a zone with nothing proxied gets the plan's page (HTML 404); a proxied one its origin.
+    const name = "memo-test.example";
+    const host = `www.${name}`;
+    const path = "/client/v4/user/tokens/verify";
+    const api = (r: { headers: Record<string, unknown> }) => /json/.test(String(r.headers["content-type"]));
+    assert.ok(api(await get(host, path)), "no zone yet: the API answers");
+    const memoZone = (await p.api("POST", "/zones", { name, account: { id: p.accountId } })).body.result.id;
+    const noRecord = await get(host, path);
+    assert.equal(noRecord.status, 404, "a zone without the record: nothing served here");
+    assert.ok(!api(noRecord), "a tenant's name now, never the API");
+    const made = await p.api("POST", `/zones/${memoZone}/dns_records`, { type: "A", name: "www", content: addr(1), proxied: true });
+    assert.equal(made.status, 200, JSON.stringify(made.body));
+    const id = made.body.result.id as string;
+    assert.equal((await get(host)).text, "origin a");
+    assert.equal((await p.api("PATCH", `/zones/${memoZone}/dns_records/${id}`, { content: addr(7) })).status, 200);
+    assert.equal((await get(host)).text, "origin b", "the record's new address");
+    assert.equal((await p.api("PATCH", `/zones/${memoZone}/dns_records/${id}`, { proxied: false })).status, 200);
+    assert.equal((await get(host)).status, 404, "DNS-only now: never forwarded");
+    assert.equal((await p.api("PATCH", `/zones/${memoZone}/dns_records/${id}`, { proxied: true })).status, 200);
+    assert.equal((await get(host)).text, "origin b");
+    assert.equal((await p.api("DELETE", `/zones/${memoZone}/dns_records/${id}`)).status, 200);
+    assert.equal((await get(host)).status, 404, "the record deleted");
+    // A proxied CNAME into another zone of the account: a change there changes where this name goes.
+    const chainZone = (await p.api("POST", "/zones", { name: "memo-chain.example", account: { id: p.accountId } })).body.result.id;
+    const target = await p.api("POST", `/zones/${chainZone}/dns_records`, { type: "A", name: "target", content: addr(1), proxied: false });
+    assert.equal(target.status, 200, JSON.stringify(target.body));
+    await record(memoZone, { type: "CNAME", name: "www", content: "target.memo-chain.example", proxied: true });
+    assert.equal((await get(host)).text, "origin a");
+    assert.equal((await p.api("PATCH", `/zones/${chainZone}/dns_records/${target.body.result.id}`, { content: addr(7) })).status, 200);
+    assert.equal((await get(host)).text, "origin b", "the CNAME target's new address (a change in another zone)");
+    assert.equal((await p.api("DELETE", `/zones/${memoZone}`)).status, 200);
+    const gone = await get(host, path);
+    assert.ok(api(gone), "the zone deleted: a name nobody's again (the API's on loopback)");
+    assert.doesNotMatch(gone.text, /origin/);
+    assert.equal((await p.api("DELETE", `/zones/${chainZone}`)).status, 200);
+  });
+
   it("answers the hosted 52x pages: 521 refused, 523 no address, 524 no answer (or a trickled head) in --origin-timeout, 520 hang-up or oversized head", async () => {
     const refused = await get("down.proxy-test.example");
     assert.equal(refused.status, 521);

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { test } from "node:test";
+import { before, test } from "node:test";
 import { commands } from "../../commands.js";
 import { openDatabase } from "../../core/db/sqlite.js";
 import { createLogger } from "../../core/logger.js";
@@ -10,6 +10,7 @@ import { withTempDir } from "../../core/testing/temp-dir.js";
 import { startPlatform } from "../../platform.js";
 import type { CacheRules, RuleRequest } from "../ports.js";
 import { CacheRulesets } from "./cache-rules.js";
+import { loadExpressionCompiler } from "./expression/compiler.js";
 import { parseRuleset } from "./ruleset.js";
 import { RULES_MIGRATIONS } from "./sqlite-migrations.js";
 import { SqliteCacheRulesStore } from "./sqlite-store.js";
@@ -23,6 +24,9 @@ const request = (path: string, over: Partial<RuleRequest> = {}): RuleRequest => 
   ...over,
 });
 const ACCOUNT = "a".repeat(32);
+
+// parseRuleset compiles expressions: the compiler is loaded on first use (expression/compiler.ts), here once for all.
+before(() => loadExpressionCompiler());
 
 async function withRulesets(fn: (rules: CacheRulesets, dbFile: string) => Promise<void>) {
   await withTempDir("edge-rules-", async (dir) => {
@@ -90,6 +94,9 @@ test("settingsFor: matching enabled rules merge in rule order (a later match rep
     const none = rules.settingsFor("z1", request("/nothing"));
     assert.deepEqual(none, {});
     assert.equal(rules.settingsFor("z2", request("/static/app.js")), none, "no rules: the one shared empty answer, nothing allocated");
+    // The cache asks hasRules first and builds no request for a zone without rules.
+    assert.equal(rules.hasRules("z1"), true);
+    assert.equal(rules.hasRules("z2"), false);
     // What the port answers cannot be changed by the caller (it is shared by every request).
     const answer = rules.settingsFor("z1", request("/static/app.js"));
     assert.throws(() => ((answer.edge_ttl as { default: number }).default = 1));
@@ -113,8 +120,10 @@ test("settingsFor follows the store: a restart (load) compiles what was stored; 
     } finally {
       db.close();
     }
+    assert.equal(rules.hasRules("z1"), true);
     await rules.deleteRuleset("z1", rs.id);
     assert.deepEqual(rules.settingsFor("z1", request("/")), {});
+    assert.equal(rules.hasRules("z1"), false, "a deleted ruleset: the cache asks nothing more of the zone's rules");
   });
 });
 

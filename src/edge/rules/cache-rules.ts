@@ -4,7 +4,8 @@ import type { CacheRules, CacheSettings, RuleRequest } from "../ports.js";
 import { toCacheSettings } from "./action.js";
 import { RulesErrors } from "./errors.js";
 import { RequestFields } from "./expression/fields.js";
-import { compileExpression, type Predicate } from "./expression/parser.js";
+import { compileExpression, loadExpressionCompiler } from "./expression/compiler.js";
+import type { Predicate } from "./expression/parser.js";
 import { RULES_AREA } from "./pg-store.js";
 import {
   asInput,
@@ -68,7 +69,10 @@ export class CacheRulesets implements CacheRules {
 
   async load(): Promise<void> {
     const next = new Map<string, ZoneRules>();
-    for (const stored of await this.store.all()) {
+    const all = await this.store.all();
+    // Before the node is ready: stored rules apply to its first request.
+    if (all.length > 0) await loadExpressionCompiler();
+    for (const stored of all) {
       try {
         next.set(stored.zoneId, compile(stored));
       } catch (err) {
@@ -95,6 +99,10 @@ export class CacheRulesets implements CacheRules {
    * match replaces a setting an earlier one set). Allocates nothing when no rule matches, and one object per further
    * match otherwise.
    */
+  hasRules(zoneId: string): boolean {
+    return (this.byZone.get(zoneId)?.compiled.length ?? 0) > 0;
+  }
+
   settingsFor(zoneId: string, request: RuleRequest): CacheSettings {
     const zone = this.byZone.get(zoneId);
     if (!zone || zone.compiled.length === 0) return NO_SETTINGS;
@@ -127,6 +135,7 @@ export class CacheRulesets implements CacheRules {
 
   /** Adds one rule (POST …/rules) where `position` says, the end by default. */
   async addRule(zoneId: string, accountId: string, rulesetId: string, body: unknown): Promise<RulesetView> {
+    await loadExpressionCompiler();
     const { rule } = parseRule(body, "", undefined, { position: true });
     if (rule.id !== undefined) throw RulesErrors.invalid("/id", "is chosen by the platform for a new rule: leave it out");
     return this.change(zoneId, accountId, (previous) => {
@@ -138,6 +147,7 @@ export class CacheRulesets implements CacheRules {
 
   /** Changes one rule (PATCH …/rules/{id}): the fields given replace the rule's, and `position` moves it. */
   async editRule(zoneId: string, accountId: string, rulesetId: string, ruleId: string, body: unknown): Promise<RulesetView> {
+    await loadExpressionCompiler();
     return this.change(zoneId, accountId, (previous) => {
       const rules = this.rulesOf(previous, rulesetId);
       const at = rules.findIndex((r) => r.id === ruleId);
@@ -196,6 +206,7 @@ export class CacheRulesets implements CacheRules {
   }
 
   private async write(zoneId: string, accountId: string, edit: (previous: RulesetView | undefined) => RulesetInput): Promise<RulesetView> {
+    await loadExpressionCompiler();
     for (let attempt = 0; attempt < WRITE_ATTEMPTS; attempt++) {
       // After a lost race, a short random pause, so two nodes retrying do not collide again in step.
       if (attempt > 0) await new Promise((resolve) => setTimeout(resolve, Math.random() * 20 * attempt));
@@ -218,6 +229,7 @@ export class CacheRulesets implements CacheRules {
 
   private async reloadZone(zoneId: string): Promise<void> {
     const stored = await this.store.zone(zoneId);
+    if (stored) await loadExpressionCompiler();
     if (!stored) this.byZone.delete(zoneId);
     else this.byZone.set(zoneId, compile(stored));
   }

@@ -1,5 +1,5 @@
 import { EdgeError } from "../../core/errors.js";
-import type { ExpressionError } from "./expression/parser.js";
+import type { ExpressionError } from "./expression/error.js";
 
 /**
  * Cache Rules' codes: the hosted Rulesets API's 10003 for a phase without an entry point ruleset (and, here, any

@@ -4,6 +4,7 @@ import type { AccountResolver } from "../../core/http/guard.js";
 import type { EdgeZones } from "../ports.js";
 import type { CacheRulesets } from "./cache-rules.js";
 import { RulesErrors } from "./errors.js";
+import { loadExpressionCompiler } from "./expression/compiler.js";
 import { parseRuleset, PHASE, type RulesetView } from "./ruleset.js";
 
 type ZoneParams = { zone_id: string };
@@ -59,6 +60,7 @@ export function registerRulesRoutes(app: FastifyInstance, zones: EdgeZones, rule
   app.put<{ Params: ZoneParams & { phase: string } }>("/zones/:zone_id/rulesets/phases/:phase/entrypoint", { config: edit }, async (req) => {
     const accountId = accountOf(zones, req);
     checkPhase(req.params.phase);
+    await loadExpressionCompiler();
     return ok(await rules.replace(req.params.zone_id, accountId, parseRuleset(req.body)));
   });
 
@@ -70,6 +72,7 @@ export function registerRulesRoutes(app: FastifyInstance, zones: EdgeZones, rule
 
   app.post<{ Params: ZoneParams }>("/zones/:zone_id/rulesets", { config: edit }, async (req) => {
     const accountId = accountOf(zones, req);
+    await loadExpressionCompiler();
     return ok(await rules.create(req.params.zone_id, accountId, parseRuleset(req.body, { requirePhase: true })));
   });
 
@@ -81,6 +84,7 @@ export function registerRulesRoutes(app: FastifyInstance, zones: EdgeZones, rule
 
   app.put<RulesetParams>("/zones/:zone_id/rulesets/:ruleset_id", { config: edit }, async (req) => {
     const accountId = accountOf(zones, req);
+    await loadExpressionCompiler();
     return ok(await rules.replace(req.params.zone_id, accountId, parseRuleset(req.body), req.params.ruleset_id));
   });
 

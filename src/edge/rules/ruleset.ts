@@ -2,7 +2,8 @@ import { randomBytes } from "node:crypto";
 import { isDeepStrictEqual } from "node:util";
 import { parseCacheSettings, type SetCacheSettingsParameters } from "./action.js";
 import { RulesErrors } from "./errors.js";
-import { compileExpression, ExpressionError } from "./expression/parser.js";
+import { compileExpression } from "./expression/compiler.js";
+import { ExpressionError } from "./expression/error.js";
 
 /** The one phase built here: Cache Rules. */
 export const PHASE = "http_request_cache_settings";
@@ -71,7 +72,7 @@ const RULE_FIELDS = ["id", "ref", "expression", "action", "action_parameters", "
 
 /**
  * One rule of a request, validated: the action and its parameters as built here, the expression parsed (refused with
- * its position). With a `base` (a PATCH), fields left out are taken from it; `position` is taken where a rule is added
+ * its position; the compiler must be loaded: expression/compiler.ts). With a `base` (a PATCH), fields left out are taken from it; `position` is taken where a rule is added
  * or moved.
  */
 export function parseRule(

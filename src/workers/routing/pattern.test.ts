@@ -59,6 +59,37 @@ test("matching: most specific wins (custom domain, exact host, longer wildcard s
   assert.equal(new RouteIndex([], []).match("example.com", "/"), undefined);
 });
 
+test("mayMatch: true for every Host some path of which a route or domain matches (the edge then asks match), false for the others", () => {
+  const t = (script: string | null) => ({ accountId: "a", script });
+  const index = new RouteIndex(
+    [
+      { pattern: parsed("www.example.com/api/*"), target: t("api") },
+      { pattern: parsed("*.deep.example.com/*"), target: t("deep") },
+      { pattern: parsed("*shop.example.net/only/this"), target: t("shop") },
+    ],
+    [{ hostname: "app.example.org", target: t("domain") }],
+  );
+  const hosts = [
+    "www.example.com",
+    "WWW.example.com.:8787",
+    "deep.example.com",
+    "x.deep.example.com",
+    "shop.example.net",
+    "a.b.shop.example.net",
+    "app.example.org",
+  ];
+  const paths = ["/", "/api/x", "/only/this", "/x"];
+  for (const host of [...hosts, "example.com", "other.example.com", "example.net", "myshop.example.net", "x.app.example.org", ""]) {
+    const matchedSomewhere = paths.some((path) => index.match(host, path) !== undefined);
+    // Never false where match answers: the edge would go past a Worker that should serve the request.
+    if (matchedSomewhere) assert.equal(index.mayMatch(host), true, host);
+  }
+  for (const host of hosts) assert.equal(index.mayMatch(host), true, host);
+  for (const host of ["example.com", "other.example.com", "example.net", "myshop.example.net", "x.app.example.org", "", `${"a.".repeat(200)}deep.example.com`])
+    assert.equal(index.mayMatch(host), false, host);
+  assert.equal(new RouteIndex([], []).mayMatch("www.example.com"), false);
+});
+
 test("matching: a Host longer than a DNS name is no route's, and is not walked label by label", () => {
   const index = new RouteIndex([{ pattern: parsed("*.example.com/*"), target: { accountId: "a", script: "subs" } }], []);
   // Every request not under the workers domain is matched, so any client could send this to any platform with one

@@ -126,6 +126,20 @@ export class RouteIndex {
       name = name.slice(dot + 1);
     }
   }
+
+  /** Whether `match` may answer a target for `host` on some path: the same walk, without the paths. */
+  mayMatch(host: string | undefined): boolean {
+    if (!host || this.size === 0) return false;
+    const h = normalHost(host);
+    if (h.length > MAX_HOSTNAME_CHARS) return false;
+    if (this.domains.has(h) || this.exact.has(h)) return true;
+    for (let name = h; ;) {
+      if (this.wildcard.has(name)) return true;
+      const dot = name.indexOf(".");
+      if (dot < 0) return false;
+      name = name.slice(dot + 1);
+    }
+  }
 }
 
 /** A Host header's name: lowercase, without a port or a trailing dot. */

@@ -4,6 +4,7 @@ import type { ZonesPort } from "../../dns/service.js";
 import type { WorkersRuntime } from "../runtime/runtime.js";
 import { DomainRecords } from "./dns-records.js";
 import { DomainRehoming } from "./domain-rehoming.js";
+import { scriptOfHost } from "../runtime/proxy.js";
 import { edgeScriptResolver } from "./edge-script.js";
 import { removeScriptRoutes } from "./script-removal.js";
 import type { RoutesStore } from "./store.js";
@@ -28,7 +29,7 @@ export class WorkerRouting {
     readonly zones: ZonesPort,
     edgeAddresses: { ipv4: readonly string[]; ipv6: readonly string[] },
     runtime: WorkersRuntime,
-    workersDomain: string,
+    private readonly workersDomain: string,
     private readonly log: Logger,
   ) {
     this.table = new RouteTable(store, zones, log);
@@ -36,6 +37,14 @@ export class WorkerRouting {
     this.rehoming = new DomainRehoming(store, this.records, () => this.reload());
     followZoneChanges(zones, store, this.rehoming, () => this.reload(), log);
     this.edgeScript = edgeScriptResolver(workersDomain, this.table, runtime);
+  }
+
+  /**
+   * Whether `edgeScript` may answer a Worker for a request with this Host (as sent), on some path: its
+   * `<script>.<workers domain>` name, or a route or Custom Domain of the table (as last read) that could match it.
+   */
+  mayServe(host: string | undefined): boolean {
+    return scriptOfHost(host, this.workersDomain) !== undefined || this.table.mayMatch(host);
   }
 
   /** Reads the table again after a change; a failure is logged (the table keeps what it had). */

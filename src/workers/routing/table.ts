@@ -29,6 +29,7 @@ export class RouteTable {
   private readonly listeners: (() => void)[] = [];
   private reading: Promise<void> | undefined;
   private again = false;
+  private reads = 0;
 
   constructor(
     private readonly store: RoutesStore,
@@ -38,6 +39,16 @@ export class RouteTable {
 
   match(host: string | undefined, target: string): RouteTarget | undefined {
     return this.index.match(host, target);
+  }
+
+  /** Whether `match` may answer a target for this Host on some path (false: on none). */
+  mayMatch(host: string | undefined): boolean {
+    return this.index.mayMatch(host);
+  }
+
+  /** Grows with every read of the table (what `match` and `mayMatch` answer from). */
+  get generation(): number {
+    return this.reads;
   }
 
   /** The attached Custom Domain with this id whose zone is its account's, as of the last read. */
@@ -81,6 +92,7 @@ export class RouteTable {
           this.domains = domains;
           this.domainsByHostname = new Map([...domains.values()].map((d) => [d.hostname, d]));
           this.workersDevOff = new Set(off.map((o) => o.script));
+          this.reads++;
         } while (this.again);
         for (const l of this.listeners) l();
       } finally {

@@ -1,4 +1,7 @@
-import { createToken, Lexer, type CustomPatternMatcherReturn, type TokenType } from "chevrotain";
+import type { CustomPatternMatcherReturn, TokenType } from "chevrotain";
+import { chevrotain } from "./chevrotain.js";
+
+const { createToken, Lexer } = chevrotain;
 
 /**
  * The tokens of the hosted Rules language (Wireshark-like), as far as Cache Rules use it here. Operators the hosted

@@ -1,6 +1,7 @@
-import { EmbeddedActionsParser, EOF, tokenMatcher, type IRecognitionException, type IToken } from "chevrotain";
+import type { IRecognitionException, IToken } from "chevrotain";
 import { RE2JS } from "re2js";
 import { FIELDS, isField, type FieldName, type RequestFields } from "./fields.js";
+import { ExpressionError } from "./error.js";
 import {
   ALL_TOKENS,
   And,
@@ -24,6 +25,9 @@ import {
   UnsupportedOperator,
   Xor,
 } from "./lexer.js";
+import { chevrotain } from "./chevrotain.js";
+
+const { EmbeddedActionsParser, EOF, tokenMatcher } = chevrotain;
 
 /** A compiled expression: true when the request matches. Allocates nothing beyond what the fields derive once. */
 export type Predicate = (fields: RequestFields) => boolean;
@@ -48,16 +52,7 @@ export interface CompiledExpression {
 
 const FUNCTIONS = ["starts_with", "ends_with"] as const;
 
-/** A refusal of an expression, with where it is (1-based line and column, as the hosted "(1:26)"). */
-export class ExpressionError extends Error {
-  constructor(
-    readonly why: string,
-    readonly line: number,
-    readonly column: number,
-  ) {
-    super(`Filter parsing error (${line}:${column}): ${why}`);
-  }
-}
+export { ExpressionError };
 
 const quote = (text: string) => JSON.stringify(text.length > 40 ? `${text.slice(0, 40)}…` : text);
 
