@@ -5,7 +5,10 @@
 // Env: BENCH_ROUNDS (default 1: each round does all four transfers, in alternating order); BENCH_PROF_DIR: the edge
 // runs with Node's CPU profiler and writes its profile there as it stops (bench/edge/cpu-profile-top.mjs reads it);
 // BENCH_ONLY=download|upload: only those transfers; BENCH_EDGE_NODE_ARGS: Node options for the edge's process only
-// (e.g. "--max-semi-space-size=4", to see what the young generation's size does to the RSS).
+// (e.g. "--max-semi-space-size=4", to see what the young generation's size does to the RSS); BENCH_EDGE_ENV: environment
+// of the edge's process only, as NAME=value[,NAME=value] (e.g. MALLOC_TRIM_THRESHOLD_=268435456: glibc keeps freed
+// memory instead of trimming its heap, see docs/benchmarks.md). Each transfer's line also gives the minor page faults
+// the edge took a GiB (/proc), which the load does not change the way it changes MiB/s.
 import { execFileSync, spawn } from "node:child_process";
 import { chmodSync, closeSync, ftruncateSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, loadavg, tmpdir } from "node:os";
@@ -93,6 +96,8 @@ const fd = openSync(upload, "w");
 ftruncateSync(fd, bytes);
 closeSync(fd);
 
+// Minor page faults of a process so far: memory it touched for the first time (or again after giving it back).
+const faultsOf = (pid) => Number(readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1].split(" ")[7]);
 const rssOf = (pid) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1] ?? 0) / 1024;
 
 try {
@@ -105,11 +110,18 @@ try {
     ...(process.env.BENCH_EDGE_NODE_ARGS?.split(" ").filter(Boolean) ?? []),
   ];
   // BENCH_MEMORY reads the edge's own metrics: on a port of this benchmark's own then.
+  const env = Object.fromEntries(
+    (process.env.BENCH_EDGE_ENV ?? "")
+      .split(",")
+      .filter(Boolean)
+      .map((kv) => [kv.slice(0, kv.indexOf("=")), kv.slice(kv.indexOf("=") + 1)]),
+  );
   const edge = await startPlatform({
     port: EDGE_PORT,
     stateDir: join(dir, "state"),
     children,
     nodeArgs,
+    env,
     metricsPort: process.env.BENCH_MEMORY ? METRICS_PORT : 0,
   });
   await edge.proxiedZone("bench-big.example", ORIGIN);
@@ -167,8 +179,10 @@ try {
       // CPU seconds the proxy itself spent on the transfer (the edge: every thread of its process; nginx: its worker).
       const pid = name.startsWith("edge") ? edge.pid : name.startsWith("bare") ? bare.pid : nginxWorker;
       const cpu0 = cpuOf(pid);
+      const faults0 = faultsOf(pid);
       got[name] = await cases[name]();
       got[name].cpu = (cpuOf(pid) - cpu0) / 1e6;
+      got[name].faults = faultsOf(pid) - faults0;
     }
     byRound.push(got);
     const ratio = (kind) => (got[`edge ${kind}`] ? (rate(got[`edge ${kind}`]) / rate(got[`nginx ${kind}`])).toFixed(2) : "-");
@@ -176,7 +190,10 @@ try {
     const bareRatio = (kind) => (got[`bare ${kind}`] ? `, bare ${(rate(got[`bare ${kind}`]) / rate(got[`nginx ${kind}`])).toFixed(2)}` : "");
     if (rounds > 1)
       console.log(
-        `round ${round + 1}: edge / nginx download ${ratio("download")}${bareRatio("download")}, upload ${ratio("upload")}${bareRatio("upload")}; CPU a byte edge / nginx: download ${cpuRatio("download")}×, upload ${cpuRatio("upload")}×; load ${load()}`,
+        `round ${round + 1}: edge / nginx download ${ratio("download")}${bareRatio("download")}, upload ${ratio("upload")}${bareRatio("upload")}; CPU a byte edge / nginx: download ${cpuRatio("download")}×, upload ${cpuRatio("upload")}×; MiB/s ${names.map((n) => `${n} ${rate(got[n]).toFixed(0)}`).join(", ")}; edge page faults a GiB ${names
+          .filter((n) => n.startsWith("edge"))
+          .map((n) => Math.round((got[n].faults * 1024) / mib))
+          .join(", ")}; load ${load()}`,
       );
   }
   // The round with the median upload (else download) ratio is the one printed in full.
@@ -189,7 +206,7 @@ try {
   console.log(`# ${mib} MiB each way through the edge (proxied A record, SSL flexible) and nginx proxy_pass, Node origin on ${ORIGIN}:80`);
   for (const [name, r] of Object.entries(runs))
     console.log(
-      `${name.padEnd(16)} status ${r[0]}  ${rate(r).toFixed(0).padStart(5)} MiB/s  (${r[3]} s; the proxy's CPU ${((r.cpu * 1024) / mib).toFixed(2)} s a GiB)`,
+      `${name.padEnd(16)} status ${r[0]}  ${rate(r).toFixed(0).padStart(5)} MiB/s  (${r[3]} s; the proxy's CPU ${((r.cpu * 1024) / mib).toFixed(2)} s a GiB, ${Math.round((r.faults * 1024) / mib)} minor page faults a GiB)`,
     );
   const ratio = (kind) => (runs[`edge ${kind}`] ? (rate(runs[`edge ${kind}`]) / rate(runs[`nginx ${kind}`])).toFixed(2) : "-");
   console.log(`edge / nginx: download ${ratio("download")}, upload ${ratio("upload")}`);

@@ -87,6 +87,30 @@ export const RELAY_HIGH_WATER_MARK = 256 * 1024;
  */
 export const relayConnectOptions = { highWaterMark: RELAY_HIGH_WATER_MARK } as Partial<buildConnector.BuildOptions>;
 
+/**
+ * Makes the C library's allocator keep freed relay buffers for reuse instead of handing them back to the kernel.
+ *
+ * Every chunk a relay moves is a fresh 64 KiB Buffer (Node's HTTP parser copies each request-body chunk; undici's
+ * reads are new allocations too) that V8 frees only at a later collection, many at once. glibc then finds that much
+ * free memory at the top of its heap, above its trim threshold (128 KiB until it raises it), returns it to the kernel,
+ * and the next buffers are faulted in again page by page: measured 42,000–255,000 minor page faults a GiB uploaded
+ * through the edge (up to one per 4 KiB page relayed), against 1,000–2,500 with the threshold raised
+ * (docs/benchmarks.md, "The upload's page faults"). glibc raises its trim threshold itself, to twice the size of the
+ * largest mmap-ed block freed so far (up to 32 MiB), unless an operator set MALLOC_* options; one such block,
+ * allocated and dropped here (never written: none of its pages becomes resident), makes it keep up to 16 MiB of freed
+ * memory from the start rather than whenever some large block happens to be freed (an 8 MiB block did as well as a
+ * 31 MiB one, measured: about 2,000 faults a GiB either way, peak RSS alike). Other C libraries ignore it (it is then
+ * an 8 MiB allocation freed at the next collection). Idempotent.
+ */
+export function keepRelayBuffersResident(): void {
+  if (buffersKeptResident) return;
+  buffersKeptResident = true;
+  Buffer.allocUnsafeSlow(TRIM_RAISING_BLOCK_BYTES);
+}
+let buffersKeptResident = false;
+/** Above glibc's default 128 KiB mmap threshold (so it is mmap-ed) and below its 32 MiB cap for the dynamic thresholds. */
+const TRIM_RAISING_BLOCK_BYTES = 8 * 1024 * 1024;
+
 /** What one relayed exchange is: the request as sent on, and what happens around the answer. */
 export interface Relay {
   path: string;

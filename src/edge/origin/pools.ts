@@ -1,6 +1,6 @@
 import { rootCertificates } from "node:tls";
 import { Pool } from "undici";
-import { relayConnectOptions } from "../../core/http/relay.js";
+import { keepRelayBuffersResident, relayConnectOptions } from "../../core/http/relay.js";
 import type { SslMode } from "../settings/definitions.js";
 
 /** How the edge reaches one origin: the address connected to, and what TLS it speaks there. */
@@ -31,6 +31,8 @@ export class OriginPools {
 
   constructor(private readonly opts: { connectTimeoutMs: number; answerTimeoutMs: number; extraCa?: string }) {
     if (opts.extraCa) this.strictCa = [...rootCertificates, opts.extraCa];
+    // Relayed bodies' buffers are reused rather than faulted in afresh every few MiB (relay.ts says why).
+    keepRelayBuffersResident();
   }
 
   static url(t: OriginTarget): string {
