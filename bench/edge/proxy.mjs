@@ -10,6 +10,7 @@ import { tmpdir, cpus, loadavg } from "node:os";
 import { get } from "node:http";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { treeCpuSeconds } from "../dns/proc-stats.mjs";
 import { startPlatform } from "../lib/platform.mjs";
 
 const seconds = Number(process.argv[2] ?? 10);
@@ -43,23 +44,6 @@ function start(cmd, args, env = {}) {
   return c;
 }
 
-/** CPU seconds (user + system) a process, its threads and its live descendants (nginx's worker) have used so far. */
-function cpuSeconds(pid) {
-  let ticks = 0;
-  const visit = (p) => {
-    try {
-      const f = readFileSync(`/proc/${p}/stat`, "utf8").split(") ")[1].split(" ");
-      ticks += Number(f[11]) + Number(f[12]);
-      for (const t of readdirSync(`/proc/${p}/task`))
-        for (const c of readFileSync(`/proc/${p}/task/${t}/children`, "utf8").split(" ").filter(Boolean)) visit(c);
-    } catch {
-      /* exited meanwhile */
-    }
-  };
-  visit(pid);
-  return ticks / 100; // USER_HZ
-}
-
 /** CPU seconds per thread of a process, by thread name (/proc/<pid>/task/<tid>/comm: libuv, V8, workers), the main one as `main`. */
 function threadCpuSeconds(pid) {
   const out = new Map();
@@ -80,10 +64,10 @@ function threadCpuSeconds(pid) {
 function wrk(url, pid, host, duration = seconds) {
   const args = ["-t2", `-c${connections}`, `-d${duration}s`, "--latency", url];
   if (host) args.push("-H", `Host: ${host}`);
-  const cpuBefore = cpuSeconds(pid);
+  const cpuBefore = treeCpuSeconds(pid);
   const threadsBefore = process.env.BENCH_THREADS ? threadCpuSeconds(pid) : undefined;
   const out = execFileSync("wrk", args, { encoding: "utf8" });
-  const cpu = cpuSeconds(pid) - cpuBefore;
+  const cpu = treeCpuSeconds(pid) - cpuBefore;
   const requests = Number(/(\d+) requests in/.exec(out)?.[1] ?? 0);
   // BENCH_THREADS=1: which of the server's threads the CPU per request went to (µs).
   if (threadsBefore && requests)
