@@ -105,9 +105,12 @@ try {
     ["kv", "key", "get", "k", ...local],
   ];
   const env = { ...process.env, EDGECLI_BUILD_CODE_CACHE: "1", NO_COLOR: "1" };
+  // With the flags the bin starts Node with (its `#!/usr/bin/env -S node …` line): V8 rejects a code cache made
+  // under other flags (a changed --max-semi-space-size is enough).
+  const binFlags = (/^#!\/usr\/bin\/env -S node((?: \S+)*)\s*$/.exec(readFileSync(bin, "utf8").split("\n", 1)[0])?.[1] ?? "").split(" ").filter(Boolean);
   for (const args of runs) {
     try {
-      execFileSync(process.execPath, [bin, ...args], { cwd: work, env, stdio: "pipe" });
+      execFileSync(process.execPath, [...binFlags, bin, ...args], { cwd: work, env, stdio: "pipe" });
     } catch (err) {
       // The last run is a key that is gone, which exits 1: its error path is worth caching too.
       if (err.status !== 1) throw err;

@@ -16,6 +16,7 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, 
 import { cpus, tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { binNodeFlags } from "../lib/bin-flags.mjs";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const root = join(here, "..", "..");
@@ -130,7 +131,8 @@ try {
   const entries = Array.from({ length: 10_000 }, (_, i) => ({ key: `bulk/${String(i).padStart(5, "0")}`, value: `value number ${i} `.repeat(4) }));
   writeFileSync(bulkFile, JSON.stringify(entries));
 
-  const edge = (args) => [EDGECLI, "kv", ...args, "--namespace-id", NAMESPACE_ID, "--local", "--persist-to", edgeState];
+  // As the bin starts Node (its flags), so its code cache is the one V8 accepts.
+  const edge = (args) => [...binNodeFlags(EDGECLI), EDGECLI, "kv", ...args, "--namespace-id", NAMESPACE_ID, "--local", "--persist-to", edgeState];
   const wrangler = (args) => [WRANGLER, "kv", ...args, "--binding", "BENCH", "--local"];
   const wenv = { cwd: wranglerDir, env: { WRANGLER_SEND_METRICS: "false", CI: "1", NO_COLOR: "1" } };
 

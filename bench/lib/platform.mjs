@@ -6,6 +6,7 @@ import { spawn } from "node:child_process";
 import { request } from "node:http";
 import { createServer } from "node:net";
 import { fileURLToPath } from "node:url";
+import { binNodeFlags } from "./bin-flags.mjs";
 
 // BENCH_CLI: another build's edgecli.js (a before/after comparison of two builds in one sitting).
 const cli = process.env.BENCH_CLI ?? fileURLToPath(new URL("../../dist/bin/edgecli.js", import.meta.url));
@@ -43,6 +44,8 @@ export async function startPlatform({
   const edge = spawn(
     process.execPath,
     [
+      // As `edgecli serve` starts Node (the bin's flags); BENCH_NODE_ARGS and nodeArgs come after, so they win.
+      ...binNodeFlags(cliPath),
       ...(process.env.BENCH_NODE_ARGS ? process.env.BENCH_NODE_ARGS.split(" ") : []),
       ...nodeArgs,
       cliPath,

@@ -1,9 +1,10 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { execFileSync } from "node:child_process";
+import { execFileSync, spawn } from "node:child_process";
 import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
-import { CLI_PATH } from "../testing/platform.js";
+import { BIN_NODE_FLAGS, CLI_PATH } from "../testing/platform.js";
 
 const binDir = dirname(CLI_PATH);
 const version = (JSON.parse(readFileSync(join(binDir, "..", "..", "package.json"), "utf8")) as { version: string }).version;
@@ -31,5 +32,44 @@ test("the bin still works with no code cache, or one V8 rejects", () => {
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
+  }
+});
+
+test("the bin starts Node with a 4 MiB young generation, and its code cache is made under that flag", () => {
+  // The flag's reasons are in scripts/edgecli-launcher.cjs; a code cache made under other flags would be rejected.
+  assert.deepEqual(BIN_NODE_FLAGS, ["--max-semi-space-size=4"]);
+  const probe = `const { readFileSync } = require("node:fs"); const { Script } = require("node:vm");
+    const bundle = ${JSON.stringify(join(binDir, "edgecli.bundle.js"))};
+    const s = new Script("(function (exports, require, module, __filename, __dirname) {" + readFileSync(bundle, "utf8") + "\\n})",
+      { filename: bundle, cachedData: readFileSync(${JSON.stringify(join(binDir, "edgecli.bundle.cache"))}) });
+    process.stdout.write(String(s.cachedDataRejected));`;
+  assert.equal(execFileSync(process.execPath, [...BIN_NODE_FLAGS, "-e", probe], { encoding: "utf8" }), "false", "V8 accepts the cache under the bin's flags");
+});
+
+test("`edgecli serve` started through the bin itself runs with the bin's Node flags", async () => {
+  const stateDir = mkdtempSync(join(tmpdir(), "edge-bin-flags-"));
+  // The file itself, as a shell or npm's link runs it: its #! line starts Node (the one on PATH).
+  const child = spawn(CLI_PATH, ["serve", "--port", "0", "--dns-port", "0", "--dns-workers", "0", "--metrics-port", "0", "--state-dir", stateDir], {
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  try {
+    let output = "";
+    await new Promise<void>((resolve, reject) => {
+      const check = (d: Buffer) => {
+        output += d.toString();
+        if (output.includes("platform ready")) resolve();
+      };
+      child.stdout.on("data", check);
+      child.stderr.on("data", check);
+      child.once("exit", (code) => reject(new Error(`edgecli serve exited with ${code}:\n${output}`)));
+    });
+    const argv = readFileSync(`/proc/${child.pid}/cmdline`, "utf8").split("\0");
+    assert.ok(argv.includes("--max-semi-space-size=4"), `the serving process runs with the flag: ${argv.join(" ")}`);
+    assert.ok(argv.includes("serve"));
+  } finally {
+    const exited = new Promise((resolve) => child.once("exit", resolve));
+    if (child.exitCode === null) child.kill("SIGTERM");
+    await exited;
+    rmSync(stateDir, { recursive: true, force: true });
   }
 });

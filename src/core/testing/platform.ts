@@ -1,14 +1,23 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 
-/** The bundled CLI, the file the package's `edgecli` bin points at. */
 const START_LIMIT_MS = 120_000;
 
+/** The bundled CLI, the file the package's `edgecli` bin points at. */
 export const CLI_PATH = fileURLToPath(new URL("../../bin/edgecli.js", import.meta.url));
+
+/**
+ * The Node flags the bin starts Node with (its `#!/usr/bin/env -S node …` line). Tests start it through
+ * `process.execPath` (the Node under test, which may not be the one on PATH), so they pass them too: the platform
+ * runs as `edgecli serve` runs it, and V8 accepts the bin's code cache (made under these flags).
+ */
+export const BIN_NODE_FLAGS: readonly string[] = (/^#!\/usr\/bin\/env -S node((?: \S+)*)\s*$/.exec(readFileSync(CLI_PATH, "utf8").split("\n", 1)[0])?.[1] ?? "")
+  .split(" ")
+  .filter(Boolean);
 
 export interface CliResult {
   code: number;
@@ -94,7 +103,7 @@ export function bootstrapEnv(creds: TestCredentials): NodeJS.ProcessEnv {
 /** Runs `edgecli` as a child process and collects its output. */
 export function runCli(args: string[], opts: { input?: string | Buffer; env?: NodeJS.ProcessEnv; cwd?: string } = {}): Promise<CliResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [CLI_PATH, ...args], {
+    const child = spawn(process.execPath, [...BIN_NODE_FLAGS, CLI_PATH, ...args], {
       cwd: opts.cwd,
       env: { ...process.env, NO_COLOR: "1", ...opts.env },
       stdio: ["pipe", "pipe", "pipe"],
@@ -129,10 +138,14 @@ export async function startTestPlatform(opts: TestPlatformOptions = {}): Promise
   ];
   // DNS over UDP answered in the platform's own process unless a test asks for answering processes: fewer processes per test.
   const dnsWorkers = args.includes("--dns-workers") ? [] : ["--dns-workers", "0"];
-  const child = spawn(process.execPath, [...(opts.nodeArgs ?? []), CLI_PATH, "serve", ...freePorts, ...dnsWorkers, "--state-dir", stateDir, ...args], {
-    env: { ...process.env, ...bootstrapEnv(creds), ...opts.env },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
+  const child = spawn(
+    process.execPath,
+    [...BIN_NODE_FLAGS, ...(opts.nodeArgs ?? []), CLI_PATH, "serve", ...freePorts, ...dnsWorkers, "--state-dir", stateDir, ...args],
+    {
+      env: { ...process.env, ...bootstrapEnv(creds), ...opts.env },
+      stdio: ["ignore", "pipe", "pipe"],
+    },
+  );
   let output = "";
   let logs = "";
   const endpoints = await new Promise<Record<string, string>>((resolve, reject) => {
