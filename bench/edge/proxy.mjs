@@ -125,6 +125,18 @@ process.on("SIGTERM", () => process.exit(0));`,
     platforms[name] = { port, pid: edge.pid };
   }
 
+  // BENCH_HOLD=1: the servers started, their URLs and pids printed, and nothing measured until Ctrl-C (for strace -c,
+  // perf record or wrk by hand against one of them).
+  if (process.env.BENCH_HOLD) {
+    for (const [name, { port, pid }] of Object.entries(platforms))
+      console.log(`${name}: http://127.0.0.1:${port}/1k (Host: www.bench-proxy.example), pid ${pid}`);
+    console.log(`undici pass-through: http://127.0.0.1:18093/1k, pid ${bare.pid}; nginx proxy_pass :18091, caddy :18092`);
+    await new Promise((resolve) => process.once("SIGINT", resolve).once("SIGTERM", resolve));
+    for (const c of children) c.kill("SIGTERM");
+    await sleep(500);
+    rmSync(dir, { recursive: true, force: true });
+    process.exit(0);
+  }
   // BENCH_ROUNDS rounds (default 1), each running the four in turn; the summary is the median of each one's rounds and
   // of the per-round ratios (on a loaded machine a single run swings by 2×).
   const rounds = Number(process.env.BENCH_ROUNDS ?? 1);
