@@ -1,5 +1,5 @@
 // One edge process per CPU, measured on the edge itself (issue 33): the platform as one process and with
-// EDGE_PROCESSES=<n> (the prototype of src/edge/processes/: more processes accepting on the edge port's listening
+// EDGE_PROCESSES=<n> (the prototype of src/edge/processes/ on branch p21-processes, not in main: more processes accepting on the edge port's listening
 // socket, each serving the tenant path itself), side by side in one run with the floors of the goals:
 // - the 1 KiB proxied GET (as bench/edge/proxy.mjs): vs the undici pass-through (one process, and as n processes
 //   sharing the socket, bench/edge/processes.mjs's cluster SCHED_NONE);
