@@ -154,8 +154,11 @@ process.on("SIGTERM", () => process.exit(0));`,
     // Two edges (BENCH_BEFORE): each round starts with the other one, so neither is always first.
     const order = r % 2 === 0 ? Object.entries(platforms) : Object.entries(platforms).reverse();
     for (const [name, { port, pid }] of order) x[name] = wrk(`http://127.0.0.1:${port}/1k`, pid, "www.bench-proxy.example");
-    x.nginx = wrk("http://127.0.0.1:18091/1k", nginx.pid);
-    x.caddy = wrk("http://127.0.0.1:18092/1k", caddy.pid);
+    // BENCH_PEERS=0: the counted rounds leave nginx and Caddy out (a quicker A/B of the edges against the floor).
+    if (process.env.BENCH_PEERS !== "0") {
+      x.nginx = wrk("http://127.0.0.1:18091/1k", nginx.pid);
+      x.caddy = wrk("http://127.0.0.1:18092/1k", caddy.pid);
+    }
     x["undici pass-through"] = wrk("http://127.0.0.1:18093/1k", bare.pid);
     all.push(x);
     if (rounds > 1)
@@ -193,7 +196,7 @@ process.on("SIGTERM", () => process.exit(0));`,
   for (const name of Object.keys(platforms)) {
     const e = runs[name];
     console.log(
-      `${name} / undici pass-through ${(e.rps / floor.rps).toFixed(2)} (median of rounds ${median(all.map((x) => x[name].rps / x["undici pass-through"].rps)).toFixed(2)}), / caddy ${(e.rps / runs.caddy.rps).toFixed(2)}, / nginx ${(e.rps / runs.nginx.rps).toFixed(2)}; added p50 ${((ms(e.p50) - ms(floor.p50)) * 1000).toFixed(0)} µs; CPU per request ${(e.cpuUs / floor.cpuUs).toFixed(2)}× the floor's (+${(e.cpuUs - floor.cpuUs).toFixed(0)} µs)`,
+      `${name} / undici pass-through ${(e.rps / floor.rps).toFixed(2)} (median of rounds ${median(all.map((x) => x[name].rps / x["undici pass-through"].rps)).toFixed(2)}), / caddy ${runs.caddy ? (e.rps / runs.caddy.rps).toFixed(2) : "-"}, / nginx ${runs.nginx ? (e.rps / runs.nginx.rps).toFixed(2) : "-"}; added p50 ${((ms(e.p50) - ms(floor.p50)) * 1000).toFixed(0)} µs; CPU per request ${(e.cpuUs / floor.cpuUs).toFixed(2)}× the floor's (+${(e.cpuUs - floor.cpuUs).toFixed(0)} µs)`,
     );
   }
 } finally {
