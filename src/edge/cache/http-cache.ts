@@ -208,6 +208,7 @@ export class EdgeCache {
       markCacheStatus(res, verdict.use === "dynamic" ? "DYNAMIC" : "BYPASS");
       return false;
     }
+    req.resume();
     // The key's query: none at cache level "simplified", else as the Cache Rules' cache_key shapes it.
     const keyQuery = verdict.ignoreQuery ? "" : cacheKeyQuery(query, rules.cache_key);
     const url = overrides?.key ?? `${r.scheme}://${r.host}${pathname}${keyQuery !== "" ? `?${keyQuery}` : ""}`;
@@ -223,11 +224,6 @@ export class EdgeCache {
         return true;
       }
     }
-    // The request's body (a GET or HEAD has none, or one nobody reads) is let go before the answer, which may wait on
-    // the disk or the origin. Not for a HIT from memory above: answered in this turn, Node reads past whatever body
-    // there is once the answer is finished (as for any answer of a handler that did not read its request), and a
-    // resume before the request's end costs each HIT two more ticks.
-    req.resume();
     // Every other answer's head is built with setHeader/writeHead: the ray goes on it whichever path writes it.
     res.setHeader("cf-ray", r.ray);
     const ctx: Ctx = { req, res, r, rules, url, key, encoding, fetchOrigin, head: method === "HEAD", tags: overrides?.tags ?? [] };
