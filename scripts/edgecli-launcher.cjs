@@ -5,11 +5,11 @@
 // requests and the AI gateway unchanged.
 // --liftoff-only keeps WebAssembly on V8's baseline compiler. The only WebAssembly the platform runs is undici's HTTP
 // parser (llhttp, every origin answer), and V8 re-compiling its large parse function with TurboFan once it is hot
-// took 20-60 MiB of compiler memory on a V8 thread, kept by that thread's malloc arena: the peak of a 100 MiB cache
-// fill went from 155-162 MiB to 177-193 (docs/benchmarks.md, "Resident memory, session 21"). The proxy's CPU a
-// request is the same either way (its parsing is a small part of it).
+// took 20-60 MiB of compiler memory on a V8 thread, mostly kept by that thread's malloc arena: a 100 MiB cache fill
+// peaked at 177-194 MiB with it, 155-162 without (docs/benchmarks.md, "Resident memory, session 21"). The proxy's
+// CPU a request is the same either way (its parsing is a small part of it).
 // On the command line, so they win over NODE_OPTIONS: to choose others, run
-// `node --max-semi-space-size=<MiB> "$(command -v edgecli)" serve`.
+// `node --max-semi-space-size=<MiB> --liftoff-only "$(command -v edgecli)" serve`.
 // The `edgecli` bin. Loads the CommonJS bundle beside it through V8's code cache, made at build time by
 // scripts/bundle-cli.mjs, so a short command (`edgecli kv key get --local`) skips parsing and compiling most of
 // its JavaScript. A cache that V8 rejects (another Node version) only costs the compile it would have saved.
