@@ -15,6 +15,9 @@ export const AnalyticsMessages = {
   tooManyRows: (limit: number) => `this query answers more than ${limit} rows (groups) in all, over its datasets; split it or ask fewer`,
   tooManyValues: (limit: number) =>
     `this query's answer would hold more than ${limit} values (rows times the fields each row selects, aliases and fragments counted); select fewer fields or ask fewer rows`,
+  tooManySameFields: (key: string, limit: number) =>
+    `this query names the field ${key} more than ${limit} times at one place of its answer (fragments and repeated parents counted); name it once`,
+  tooManySelections: (limit: number) => `this query's selections, fragments expanded, are more than ${limit}; ask less in one query`,
   tooManyIntrospectionFields: (limit: number) => `this query asks __schema or __type more than ${limit} times; one asks the whole schema`,
   datasetFailed: (dataset: string) => `${dataset} could not be read (the platform's log has the reason); try again`,
 };

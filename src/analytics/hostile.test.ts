@@ -112,3 +112,26 @@ test("aliases cannot multiply an answer: past QueryLimits.values leaf values (ro
   assert.equal(within.body.errors, null, JSON.stringify(within.body.errors));
   assert.equal(within.body.data.viewer.zones[0].r1[0].dimensions.a399, within.body.data.viewer.zones[0].r1[0].dimensions.a0);
 });
+
+test("one field of the answer named more than QueryLimits.sameFieldNodes times (directly, nested, through fragments) is refused before validation; at the bound it runs", async () => {
+  const times = (n: number, text: (i: number) => string) => Array.from({ length: n }, (_, i) => text(i)).join(" ");
+  const refusal = new RegExp(`names the field (viewer|accounts) more than ${QueryLimits.sameFieldNodes} times`);
+  const refused = async (query: string) => {
+    const r = await graphql(query, asB);
+    assert.equal(r.status, 200);
+    assert.equal(r.body.data, null, "nothing ran");
+    assert.match(r.body.errors?.[0]?.message ?? "", refusal, JSON.stringify(r.body.errors));
+  };
+  // 500 of these fit in the token bound; graphql-js' validation compared every pair: 0.4-0.8 s of the event loop.
+  await refused(`{ ${times(480, () => "viewer { __typename }")} }`);
+  await refused(`{ ${times(QueryLimits.sameFieldNodes + 1, () => "viewer { __typename }")} }`);
+  // Nested: 6 viewers of 5 accounts each name viewer.accounts 30 times.
+  const accounts = `accounts(filter: { accountTag: "${accountB}" }) { __typename }`;
+  await refused(`{ ${times(6, () => `viewer { ${times(5, () => accounts)} }`)} }`);
+  // Through fragments, spread once each, and in a fragment no one spreads (validation compares inside it too).
+  await refused(`{ viewer { ${times(26, (i) => `...F${i}`)} } } ${times(26, (i) => `fragment F${i} on Viewer { ${accounts} }`)}`);
+  await refused(`{ viewer { __typename } } fragment Unused on Viewer { ${times(26, () => accounts)} }`);
+  const atBound = await graphql(`{ ${times(QueryLimits.sameFieldNodes, () => `viewer { ${accounts} }`)} }`, asB);
+  assert.equal(atBound.body.errors, null, JSON.stringify(atBound.body.errors));
+  assert.deepEqual(atBound.body.data.viewer.accounts, [{ __typename: "Account" }]);
+});

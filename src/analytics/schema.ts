@@ -58,8 +58,74 @@ export interface GraphqlResponse {
  * repeat a leaf at no cost in rows, so 570 aliases in a fragment spread by 20 reads made one row of the rollups 11,400
  * values, and 10,000 rows 114 million (minutes of the event loop, gigabytes of JSON). 300,000 is 30,000 rows of ten
  * fields; the usual query is far under it (the 7,200-group answer of seven fields: 50,400).
+ * `sameFieldNodes` and `selectionVisits` (ours): how often one field of the answer may be named, and how many
+ * selections the check of that may walk (mergedFieldsRefusal).
  */
-export const QueryLimits = { tokens: 2000, datasetReads: 20, introspectionFields: 5, rows: 30_000, values: 300_000 } as const;
+export const QueryLimits = {
+  tokens: 2000,
+  datasetReads: 20,
+  introspectionFields: 5,
+  rows: 30_000,
+  values: 300_000,
+  sameFieldNodes: 25,
+  selectionVisits: 10_000,
+} as const;
+
+/**
+ * Refuses (the message; undefined when within bounds), before graphql-js validates it, a document where one field of
+ * the answer is named by more than QueryLimits.sameFieldNodes field nodes (`viewer { … } viewer { … }`, or the same
+ * through fragments and nesting: `a.b` counts every `b` under every `a`). graphql-js' OverlappingFieldsCanBeMerged
+ * compares every pair of them (and their selections pairwise in turn), so 500 `viewer { __typename }` in the token
+ * bound held the event loop 0.4–0.8 s a query. Fragments are expanded once per merged field (as collectSubfields
+ * does), and the walk stops after QueryLimits.selectionVisits selections (a document of fragments spread under many
+ * names). Unused fragments are walked too: validation compares within them before it refuses them.
+ */
+function mergedFieldsRefusal(document: DocumentNode): string | undefined {
+  const fragments = new Map<string, SelectionSetNode>();
+  for (const def of document.definitions) if (def.kind === Kind.FRAGMENT_DEFINITION) fragments.set(def.name.value, def.selectionSet);
+  let visits = 0;
+  let refusal: string | undefined;
+  // The selections merged into one response field (`sets`): counts each response key's nodes, then goes down.
+  const walk = (sets: readonly SelectionSetNode[]): void => {
+    const byKey = new Map<string, { nodes: number; subsets: SelectionSetNode[] }>();
+    const expanded = new Set<string>();
+    const visit = (set: SelectionSetNode) => {
+      for (const sel of set.selections) {
+        if (refusal !== undefined) return;
+        if (++visits > QueryLimits.selectionVisits) {
+          refusal = AnalyticsMessages.tooManySelections(QueryLimits.selectionVisits);
+          return;
+        }
+        if (sel.kind === Kind.FIELD) {
+          const key = sel.alias?.value ?? sel.name.value;
+          let entry = byKey.get(key);
+          if (!entry) byKey.set(key, (entry = { nodes: 0, subsets: [] }));
+          entry.nodes++;
+          if (sel.selectionSet) entry.subsets.push(sel.selectionSet);
+        } else if (sel.kind === Kind.INLINE_FRAGMENT) visit(sel.selectionSet);
+        else if (!expanded.has(sel.name.value)) {
+          expanded.add(sel.name.value);
+          const fragment = fragments.get(sel.name.value);
+          if (fragment) visit(fragment);
+        }
+      }
+    };
+    for (const set of sets) visit(set);
+    for (const [key, entry] of byKey) {
+      if (refusal !== undefined) return;
+      if (entry.nodes > QueryLimits.sameFieldNodes) {
+        refusal = AnalyticsMessages.tooManySameFields(key.slice(0, 100), QueryLimits.sameFieldNodes);
+        return;
+      }
+      if (entry.subsets.length > 0) walk(entry.subsets);
+    }
+  };
+  for (const def of document.definitions) {
+    if (refusal !== undefined) break;
+    if (def.kind === Kind.OPERATION_DEFINITION || def.kind === Kind.FRAGMENT_DEFINITION) walk([def.selectionSet]);
+  }
+  return refusal;
+}
 
 /** Refuses a document with more than QueryLimits.introspectionFields `__schema`/`__type` fields (fragments included). */
 const introspectionBound: ValidationRule = (context) => {
@@ -149,6 +215,8 @@ export class AnalyticsSchema {
     } catch (err) {
       return { data: null, errors: [toJson(err)] };
     }
+    const overBound = mergedFieldsRefusal(document);
+    if (overBound !== undefined) return { data: null, errors: [toJson(new GraphQLError(overBound))] };
     const invalid = validate(this.schema, document, [...specifiedRules, introspectionBound]);
     if (invalid.length > 0) return { data: null, errors: invalid.map(toJson) };
     let reads = 0;

@@ -60,6 +60,12 @@ test("settings set refuses what the API refuses, with its code and reason on std
   assert.equal(await stored("browser_cache_ttl"), 3600);
   refused(await p.cli(["settings", "set", "cli-settings.example", "ssl"]), /value/);
   refused(await p.cli(["settings", "set", "nowhere.example", "ssl", "off"]), /There is no zone nowhere\.example/);
+  // Names that are path dots: never a request to another path (`..` was a PATCH of `/zones/<id>/`).
+  for (const name of [".", "..", "a/b"]) {
+    refused(await p.cli(["settings", "set", "cli-settings.example", name, "on"]), /Unrecognized zone setting name/);
+    refused(await p.cli(["settings", "get", "cli-settings.example", name]), /Unrecognized zone setting name/);
+  }
+  assert.equal(await stored("ssl"), "flexible");
 });
 
 test("another account's token neither reads nor changes the zone, by name or by id", async () => {

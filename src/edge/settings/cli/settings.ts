@@ -1,4 +1,5 @@
 import type { CliContext } from "../../../core/cli/context.js";
+import { UserError } from "../../../core/errors.js";
 import { zoneIdOf } from "../../zone-arg.js";
 
 interface Setting {
@@ -13,6 +14,7 @@ interface Setting {
  * `{id: value}` in the API's order.
  */
 export async function getSettings(args: { zone?: string; setting?: string }, ctx: CliContext): Promise<void> {
+  if (args.setting) settingName(args.setting);
   const id = await zoneIdOf(args.zone!, ctx);
   if (args.setting) {
     const s = await ctx.api().fetchResult<Setting>("GET", `/zones/${id}/settings/${encodeURIComponent(args.setting)}`);
@@ -29,9 +31,21 @@ export async function getSettings(args: { zone?: string; setting?: string }, ctx
  * setting takes when it refuses one.
  */
 export async function setSetting(args: { zone?: string; setting?: string; value?: string }, ctx: CliContext): Promise<void> {
+  settingName(args.setting!);
   const id = await zoneIdOf(args.zone!, ctx);
   const raw = args.value!;
   const value = /^\d{1,9}$/.test(raw) ? Number(raw) : raw;
   const s = await ctx.api().fetchResult<Setting>("PATCH", `/zones/${id}/settings/${encodeURIComponent(args.setting!)}`, { json: { value } });
   ctx.log.info(`Set ${s.id} of ${args.zone} to ${s.value}.`);
+}
+
+/**
+ * Refuses a name no setting has that would not stay one path segment: `.` and `..` survive encodeURIComponent, and
+ * the URL parser then took them as the path's own dots (`settings set <zone> .. on` was a PATCH of `/zones/<id>/`,
+ * refused only because no route has that trailing slash: "Could not route to …"). Other names go to the server,
+ * which names the ones it lacks.
+ */
+function settingName(name: string): void {
+  if (!/^[A-Za-z0-9_-]{1,100}$/.test(name))
+    throw new UserError(`Unrecognized zone setting name: ${name.slice(0, 100)}`, "`edgecli settings get <zone>` lists them.");
 }
