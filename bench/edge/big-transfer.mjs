@@ -8,7 +8,8 @@
 // (e.g. "--max-semi-space-size=4", to see what the young generation's size does to the RSS); BENCH_EDGE_ENV: environment
 // of the edge's process only, as NAME=value[,NAME=value] (e.g. MALLOC_TRIM_THRESHOLD_=268435456: glibc keeps freed
 // memory instead of trimming its heap, see docs/benchmarks.md). Each transfer's line also gives the minor page faults
-// the edge took a GiB (/proc), which the load does not change the way it changes MiB/s.
+// the edge took a GiB (/proc), which the load does not change the way it changes MiB/s. BENCH_MEMORY=1: the edge's V8
+// heap and external memory (its metrics) and what its resident memory is made of before and at the peak (/proc smaps).
 import { execFileSync, spawn } from "node:child_process";
 import { chmodSync, closeSync, ftruncateSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, loadavg, tmpdir } from "node:os";
@@ -99,6 +100,31 @@ closeSync(fd);
 // Minor page faults of a process so far: memory it touched for the first time (or again after giving it back).
 const faultsOf = (pid) => Number(readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1].split(" ")[7]);
 const rssOf = (pid) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1] ?? 0) / 1024;
+/**
+ * What a process's resident memory is made of, in MiB (BENCH_MEMORY, at each new peak): files mapped (Node's binary,
+ * libraries), glibc's main arena (`[heap]`: the main thread's malloc, where Node's socket read buffers live),
+ * the other threads' malloc arenas (64 MiB-aligned regions: V8's compiler and GC threads, worker threads), and the
+ * rest of the anonymous memory (V8's heap pages, thread stacks, mmap-ed large blocks).
+ */
+function residentParts(pid) {
+  const parts = { files: 0, mainArena: 0, threadArenas: 0, otherAnon: 0 };
+  let kind = "otherAnon";
+  for (const line of readFileSync(`/proc/${pid}/smaps`, "utf8").split("\n")) {
+    const m = /^([0-9a-f]+)-[0-9a-f]+ \S+ \S+ \S+ \S+\s*(.*)$/.exec(line);
+    if (m) {
+      const start = BigInt(`0x${m[1]}`);
+      kind =
+        m[2] === "[heap]"
+          ? "mainArena"
+          : m[2] && !m[2].startsWith("[")
+            ? "files"
+            : start >= 0x7f0000000000n && start % 0x4000000n === 0n
+              ? "threadArenas"
+              : "otherAnon";
+    } else if (line.startsWith("Rss:")) parts[kind] += Number(line.split(/\s+/)[1]) / 1024;
+  }
+  return parts;
+}
 
 try {
   start(process.execPath, [join(dir, "origin.cjs")]);
@@ -131,7 +157,14 @@ try {
   await sleep(Number(process.env.BENCH_IDLE_SECONDS ?? 0) * 1000);
   const rssBefore = rssOf(edge.pid);
   let peak = rssBefore;
-  const sampler = setInterval(() => (peak = Math.max(peak, rssOf(edge.pid))), 50);
+  let partsAtPeak;
+  const sampler = setInterval(() => {
+    const rss = rssOf(edge.pid);
+    if (rss <= peak) return;
+    peak = rss;
+    if (process.env.BENCH_MEMORY) partsAtPeak = residentParts(edge.pid);
+  }, 50);
+  const partsBefore = process.env.BENCH_MEMORY && residentParts(edge.pid);
   // BENCH_MEMORY=1: what the RSS is made of, from the edge's own metrics (V8 heap, memory outside it), every 250 ms.
   const parts = { heap: 0, external: 0 };
   const memorySampler =
@@ -211,7 +244,16 @@ try {
   const ratio = (kind) => (runs[`edge ${kind}`] ? (rate(runs[`edge ${kind}`]) / rate(runs[`nginx ${kind}`])).toFixed(2) : "-");
   console.log(`edge / nginx: download ${ratio("download")}, upload ${ratio("upload")}`);
   console.log(`edge RSS: ${rssBefore.toFixed(0)} MiB before, peak ${peak.toFixed(0)} MiB during the transfers`);
-  if (memorySampler) console.log(`edge memory (peaks): V8 heap ${parts.heap.toFixed(0)} MiB, external ${parts.external.toFixed(0)} MiB`);
+  if (memorySampler) {
+    console.log(`edge memory (peaks): V8 heap ${parts.heap.toFixed(0)} MiB, external ${parts.external.toFixed(0)} MiB`);
+    const show = (p) =>
+      p
+        ? Object.entries(p)
+            .map(([k, v]) => `${k} ${v.toFixed(0)}`)
+            .join(", ")
+        : "-";
+    console.log(`edge resident MiB before: ${show(partsBefore)}; at the peak: ${show(partsAtPeak)}`);
+  }
 } finally {
   for (const c of children) c.kill("SIGTERM");
   await sleep(500);

@@ -35,9 +35,9 @@ test("the bin still works with no code cache, or one V8 rejects", () => {
   }
 });
 
-test("the bin starts Node with a 4 MiB young generation, and its code cache is made under that flag", () => {
-  // The flag's reasons are in scripts/edgecli-launcher.cjs; a code cache made under other flags would be rejected.
-  assert.deepEqual(BIN_NODE_FLAGS, ["--max-semi-space-size=4"]);
+test("the bin starts Node with a 4 MiB young generation and WebAssembly on the baseline compiler, and its code cache is made under those flags", () => {
+  // The flags' reasons are in scripts/edgecli-launcher.cjs; a code cache made under other flags would be rejected.
+  assert.deepEqual(BIN_NODE_FLAGS, ["--max-semi-space-size=4", "--liftoff-only"]);
   const probe = `const { readFileSync } = require("node:fs"); const { Script } = require("node:vm");
     const bundle = ${JSON.stringify(join(binDir, "edgecli.bundle.js"))};
     const s = new Script("(function (exports, require, module, __filename, __dirname) {" + readFileSync(bundle, "utf8") + "\\n})",
@@ -65,6 +65,7 @@ test("`edgecli serve` started through the bin itself runs with the bin's Node fl
     });
     const argv = readFileSync(`/proc/${child.pid}/cmdline`, "utf8").split("\0");
     assert.ok(argv.includes("--max-semi-space-size=4"), `the serving process runs with the flag: ${argv.join(" ")}`);
+    assert.ok(argv.includes("--liftoff-only"), `the serving process runs with the flag: ${argv.join(" ")}`);
     assert.ok(argv.includes("serve"));
   } finally {
     const exited = new Promise((resolve) => child.once("exit", resolve));

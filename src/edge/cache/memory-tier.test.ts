@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { mkdtempSync, readdirSync, rmSync, unlinkSync } from "node:fs";
 import { createServer, type ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
+import { connect, type AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test, type TestContext } from "node:test";
@@ -51,7 +51,7 @@ async function cacheInFront(t: TestContext, options: Omit<CacheOptions, "dir">) 
     return { status: res.statusCode, headers: res.headers, text: await res.body.text() };
   };
   const bodyFiles = () => readdirSync(join(dir, "objects")).flatMap((sub) => readdirSync(join(dir, "objects", sub)).map((f) => join(dir, "objects", sub, f)));
-  return { cache, origin, get, counted, bodyFiles };
+  return { cache, origin, get, counted, bodyFiles, port };
 }
 
 test("a HIT from memory is the answer a HIT from disk is, and is counted as a HIT", async (t) => {
@@ -84,6 +84,44 @@ test("a HIT from memory is the answer a HIT from disk is, and is counted as a HI
   assert.equal(range.status, 206);
   assert.equal(range.text, "el");
   assert.deepEqual(counted, ["MISS", "HIT", "HIT", "HIT", "HIT", "HIT"]);
+  assert.equal(origin.count("/app.js"), 1);
+});
+
+test("a HIT from memory of a request with a body: the body is read past and the connection serves the next request", async (t) => {
+  const { origin, get, counted, port } = await cacheInFront(t, { maxBytes: 10_000_000, maxObjectBytes: 1_000_000 });
+  origin.route("/app.js", (_req, res) => res.writeHead(200, { "cache-control": "max-age=60", "content-length": "5" }).end("hello"));
+  await get("/app.js");
+  await get("/app.js"); // from disk; the body is kept in memory
+  // A GET with a 5,000-byte body, its body sent in pieces after the answer came, then a second GET on the same
+  // connection: the HIT from memory answers in the turn its head arrives (nothing reads the body), so the body must
+  // still be read past (else its bytes would be taken for the next request's head) and the connection go on.
+  const socket = connect(port, "127.0.0.1");
+  t.after(() => socket.destroy());
+  let received = "";
+  socket.setEncoding("latin1");
+  socket.on("data", (d: string) => (received += d));
+  const answers = () => received.split("HTTP/1.1 ").length - 1;
+  const until = async (n: number, what: string) => {
+    for (let i = 0; i < 200 && answers() < n && !socket.destroyed; i++) await sleep(25);
+    assert.ok(answers() >= n, `${what}: ${JSON.stringify(received.slice(0, 2000))}`);
+  };
+  await new Promise<void>((resolve) => socket.once("connect", resolve));
+  socket.write("GET /app.js HTTP/1.1\r\nHost: www.memory.example\r\nContent-Length: 5000\r\n\r\n" + "x".repeat(1000));
+  await until(1, "the HIT answered before its request's body had come");
+  for (let i = 0; i < 4; i++) {
+    await sleep(20);
+    socket.write("GET / HTTP/1.1\r\n".padEnd(1000, "y").slice(0, 1000));
+  }
+  socket.write("GET /app.js HTTP/1.1\r\nHost: www.memory.example\r\n\r\n");
+  await until(2, "the second request on the connection answered");
+  const [first, second] = received.split("HTTP/1.1 ").slice(1);
+  assert.match(first, /^200 /);
+  assert.match(first, /cf-cache-status: HIT/i);
+  assert.match(second, /^200 /, "the body's bytes were not read as a request");
+  assert.match(second, /cf-cache-status: HIT/i);
+  assert.ok(second.endsWith("\r\n\r\nhello"));
+  assert.equal(answers(), 2);
+  assert.deepEqual(counted.slice(2), ["HIT", "HIT"]);
   assert.equal(origin.count("/app.js"), 1);
 });
 
