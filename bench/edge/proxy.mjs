@@ -125,6 +125,18 @@ process.on("SIGTERM", () => process.exit(0));`,
     platforms[name] = { port, pid: edge.pid };
   }
 
+  // BENCH_HOLD=1: the servers started, their URLs and pids printed, and nothing measured until Ctrl-C (for strace -c,
+  // perf record or wrk by hand against one of them).
+  if (process.env.BENCH_HOLD) {
+    for (const [name, { port, pid }] of Object.entries(platforms))
+      console.log(`${name}: http://127.0.0.1:${port}/1k (Host: www.bench-proxy.example), pid ${pid}`);
+    console.log(`undici pass-through: http://127.0.0.1:18093/1k, pid ${bare.pid}; nginx proxy_pass :18091, caddy :18092`);
+    await new Promise((resolve) => process.once("SIGINT", resolve).once("SIGTERM", resolve));
+    for (const c of children) c.kill("SIGTERM");
+    await sleep(500);
+    rmSync(dir, { recursive: true, force: true });
+    process.exit(0);
+  }
   // BENCH_ROUNDS rounds (default 1), each running the four in turn; the summary is the median of each one's rounds and
   // of the per-round ratios (on a loaded machine a single run swings by 2×).
   const rounds = Number(process.env.BENCH_ROUNDS ?? 1);
@@ -142,8 +154,11 @@ process.on("SIGTERM", () => process.exit(0));`,
     // Two edges (BENCH_BEFORE): each round starts with the other one, so neither is always first.
     const order = r % 2 === 0 ? Object.entries(platforms) : Object.entries(platforms).reverse();
     for (const [name, { port, pid }] of order) x[name] = wrk(`http://127.0.0.1:${port}/1k`, pid, "www.bench-proxy.example");
-    x.nginx = wrk("http://127.0.0.1:18091/1k", nginx.pid);
-    x.caddy = wrk("http://127.0.0.1:18092/1k", caddy.pid);
+    // BENCH_PEERS=0: the counted rounds leave nginx and Caddy out (a quicker A/B of the edges against the floor).
+    if (process.env.BENCH_PEERS !== "0") {
+      x.nginx = wrk("http://127.0.0.1:18091/1k", nginx.pid);
+      x.caddy = wrk("http://127.0.0.1:18092/1k", caddy.pid);
+    }
     x["undici pass-through"] = wrk("http://127.0.0.1:18093/1k", bare.pid);
     all.push(x);
     if (rounds > 1)
@@ -181,7 +196,7 @@ process.on("SIGTERM", () => process.exit(0));`,
   for (const name of Object.keys(platforms)) {
     const e = runs[name];
     console.log(
-      `${name} / undici pass-through ${(e.rps / floor.rps).toFixed(2)} (median of rounds ${median(all.map((x) => x[name].rps / x["undici pass-through"].rps)).toFixed(2)}), / caddy ${(e.rps / runs.caddy.rps).toFixed(2)}, / nginx ${(e.rps / runs.nginx.rps).toFixed(2)}; added p50 ${((ms(e.p50) - ms(floor.p50)) * 1000).toFixed(0)} µs; CPU per request ${(e.cpuUs / floor.cpuUs).toFixed(2)}× the floor's (+${(e.cpuUs - floor.cpuUs).toFixed(0)} µs)`,
+      `${name} / undici pass-through ${(e.rps / floor.rps).toFixed(2)} (median of rounds ${median(all.map((x) => x[name].rps / x["undici pass-through"].rps)).toFixed(2)}), / caddy ${runs.caddy ? (e.rps / runs.caddy.rps).toFixed(2) : "-"}, / nginx ${runs.nginx ? (e.rps / runs.nginx.rps).toFixed(2) : "-"}; added p50 ${((ms(e.p50) - ms(floor.p50)) * 1000).toFixed(0)} µs; CPU per request ${(e.cpuUs / floor.cpuUs).toFixed(2)}× the floor's (+${(e.cpuUs - floor.cpuUs).toFixed(0)} µs)`,
     );
   }
 } finally {

@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
-import type { Dispatcher, buildConnector } from "undici";
+import { util as undiciUtil, type Dispatcher, type buildConnector } from "undici";
 
 /**
  * The one header policy of the edge's forwarding (Workers' traffic to workerd, proxied traffic to origins, Workers'
@@ -49,7 +49,9 @@ export function relayableHeaders(raw: readonly Buffer[]): { list: string[]; cont
   let listed: Set<string> | undefined;
   let contentLength = -1;
   for (let i = 0; i < raw.length; i += 2) {
-    const name = raw[i].toString("latin1").toLowerCase();
+    // undici's lookup of the well-known names (a byte-wise tree, case-insensitive) answers its own lowercase string
+    // without making one: measured about half the cost of toString + toLowerCase a name (docs/benchmarks.md).
+    const name = undiciUtil.headerNameToString(raw[i]);
     if (name === "connection") {
       // The names it lists that are hop-by-hop anyway change nothing: `keep-alive` alone (most answers of a kept-alive
       // origin) needs neither the set nor the second pass below.
@@ -140,66 +142,8 @@ export interface Relay {
  * with backpressure (a 1 GiB answer never sits in memory: at most RELAY_HIGH_WATER_MARK waits in the edge per way). A client that goes away cancels the request.
  */
 export function relay(dispatcher: Dispatcher, res: ServerResponse, r: Relay): void {
-  let abort: ((err: Error) => void) | undefined;
-  let remaining = -1;
-  let last: Buffer | undefined;
-  let resume: (() => void) | undefined;
-  let gone = false;
-  // Whether undici is done with the exchange (completed or failed): the listeners on `res` then do nothing, so they
-  // are left in place rather than removed (the response lives no longer than its exchange; removing cost more per
-  // request than they ever do afterwards).
-  let settled = false;
-  const onDrain = () => {
-    if (!settled) resume?.();
-  };
-  res.on("close", () => {
-    if (settled || res.writableFinished) return;
-    gone = true;
-    abort?.(new Error("the client went away"));
-  });
-  // undici's own handler interface (onConnect/onHeaders/onData/...): the controller-style one is an adapter over it
-  // that turns the raw header list into an object first, which this relays as a list anyway.
-  const handler: Dispatcher.DispatchHandler = {
-    onConnect: (abortRequest) => {
-      abort = abortRequest;
-      if (res.destroyed) {
-        gone = true;
-        abortRequest(new Error("the client went away"));
-      }
-    },
-    onHeaders: (status, rawHeaders, resumeReading, statusMessage) => {
-      // 1xx answers (e.g. 103 Early Hints) are not relayed; the final answer follows.
-      if (status < 200) return true;
-      resume = resumeReading;
-      const relayed = relayableHeaders(rawHeaders);
-      remaining = relayed.contentLength;
-      if (r.answerHeaders) for (const v of r.answerHeaders) relayed.list.push(v);
-      res.writeHead(status, statusMessage, relayed.list);
-      r.answered?.(status, relayed.list);
-      return true;
-    },
-    onData: (chunk) => {
-      remaining -= chunk.length;
-      if (remaining === 0) {
-        last = chunk;
-        return true;
-      }
-      // Reading goes on while less than RELAY_HIGH_WATER_MARK waits to be written to the client (not only while
-      // Node's smaller default says so); past it, until the answer's buffer has drained.
-      if (res.write(chunk) || res.writableLength < RELAY_HIGH_WATER_MARK) return true;
-      res.once("drain", onDrain);
-      return false;
-    },
-    onComplete: () => {
-      settled = true;
-      res.end(last);
-    },
-    onError: (err: NodeJS.ErrnoException) => {
-      settled = true;
-      if (gone || res.destroyed) return;
-      r.failed(err, res.headersSent);
-    },
-  };
+  const exchange = new RelayedExchange(res, r);
+  res.on("close", exchange.onClientClose);
   dispatcher.dispatch(
     {
       path: r.path,
@@ -209,6 +153,94 @@ export function relay(dispatcher: Dispatcher, res: ServerResponse, r: Relay): vo
       headersTimeout: r.headersTimeout,
       bodyTimeout: r.bodyTimeout,
     },
-    handler,
+    exchange,
   );
+}
+
+/**
+ * One relayed exchange: undici's own handler interface (onConnect/onHeaders/onData/...; the controller-style one is an
+ * adapter over it that turns the raw header list into an object first, which this relays as a list anyway). One object
+ * a request, its handlers on the prototype (they were seven closures and an object a request: at a proxied 1 KiB GET's
+ * rate, allocations are young-generation collections, docs/benchmarks.md).
+ */
+class RelayedExchange implements Dispatcher.DispatchHandler {
+  private abortRequest: ((err: Error) => void) | undefined = undefined;
+  /** Bytes of the answer's body still to come (-1: no content-length). */
+  private remaining = -1;
+  /** The chunk that completes an answer of known length: written with the end, so a small answer leaves in one write. */
+  private last: Buffer | undefined = undefined;
+  private resumeReading: (() => void) | undefined = undefined;
+  private gone = false;
+  /**
+   * Whether undici is done with the exchange (completed or failed): the listeners on `res` then do nothing, so they
+   * are left in place rather than removed (the response lives no longer than its exchange; removing cost more per
+   * request than they ever do afterwards).
+   */
+  private settled = false;
+
+  constructor(
+    private readonly res: ServerResponse,
+    private readonly r: Relay,
+  ) {}
+
+  /** The client's response closed: before the answer was written, the client went away and the request is cancelled. */
+  readonly onClientClose = () => {
+    if (this.settled || this.res.writableFinished) return;
+    this.gone = true;
+    this.abortRequest?.(new Error("the client went away"));
+  };
+
+  /** Made the first time the client's buffer is full (a large answer's), not for every exchange. */
+  private onDrain: (() => void) | undefined = undefined;
+
+  onConnect(abortRequest: (err: Error) => void): void {
+    this.abortRequest = abortRequest;
+    if (this.res.destroyed) {
+      this.gone = true;
+      abortRequest(new Error("the client went away"));
+    }
+  }
+
+  onHeaders(status: number, rawHeaders: Buffer[], resumeReading: () => void, statusMessage?: string): boolean {
+    // 1xx answers (e.g. 103 Early Hints) are not relayed; the final answer follows.
+    if (status < 200) return true;
+    this.resumeReading = resumeReading;
+    const relayed = relayableHeaders(rawHeaders);
+    this.remaining = relayed.contentLength;
+    const added = this.r.answerHeaders;
+    if (added) for (let i = 0; i < added.length; i++) relayed.list.push(added[i]);
+    this.res.writeHead(status, statusMessage, relayed.list);
+    this.r.answered?.(status, relayed.list);
+    return true;
+  }
+
+  onData(chunk: Buffer): boolean {
+    this.remaining -= chunk.length;
+    if (this.remaining === 0) {
+      this.last = chunk;
+      return true;
+    }
+    // Reading goes on while less than RELAY_HIGH_WATER_MARK waits to be written to the client (not only while
+    // Node's smaller default says so); past it, until the answer's buffer has drained.
+    const res = this.res;
+    if (res.write(chunk) || res.writableLength < RELAY_HIGH_WATER_MARK) return true;
+    res.once(
+      "drain",
+      (this.onDrain ??= () => {
+        if (!this.settled) this.resumeReading?.();
+      }),
+    );
+    return false;
+  }
+
+  onComplete(): void {
+    this.settled = true;
+    this.res.end(this.last);
+  }
+
+  onError(err: NodeJS.ErrnoException): void {
+    this.settled = true;
+    if (this.gone || this.res.destroyed) return;
+    this.r.failed(err, this.res.headersSent);
+  }
 }

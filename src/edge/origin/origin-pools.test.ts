@@ -41,3 +41,19 @@ test("OriginPools.pool: past 1,024 pools the least recently used one is closed, 
     await pools.close();
   }
 });
+
+test("OriginPools.pool: the same target asked in a row is the same pool; after close() a new one, never the closed one", async () => {
+  const pools = new OriginPools({ connectTimeoutMs: 1000, answerTimeoutMs: 1000 });
+  const target = { address: "192.0.2.7", servername: "a.example", mode: "flexible" as const };
+  const first = pools.pool(target);
+  assert.equal(pools.pool(target), first);
+  assert.equal(pools.pool({ ...target }), first, "equal fields, another object");
+  await pools.close();
+  const after = pools.pool(target);
+  try {
+    assert.notEqual(after, first);
+    assert.equal(after.destroyed, false);
+  } finally {
+    await pools.close();
+  }
+});
