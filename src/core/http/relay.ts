@@ -1,4 +1,6 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
+import { setFlagsFromString } from "node:v8";
+import { runInNewContext } from "node:vm";
 import { util as undiciUtil, type Dispatcher, type buildConnector } from "undici";
 
 /**
@@ -108,6 +110,15 @@ export function keepRelayBuffersResident(): void {
   if (buffersKeptResident) return;
   buffersKeptResident = true;
   Buffer.allocUnsafeSlow(TRIM_RAISING_BLOCK_BYTES);
+  // The block is freed only when V8 collects it: at the next scavenge while it is young, but once promoted (a start
+  // busy enough to scavenge twice before it dies; more likely with the bin's 4 MiB semi-spaces) only at a full
+  // collection, which a platform may not make for hours: upload.test saw 2 platforms of 8 keep faulting every
+  // upload. One full collection now makes the free certain (a few ms, once, as the platform starts); `gc` is
+  // taken from a context of its own and the flag is turned off again.
+  setFlagsFromString("--expose-gc");
+  const collect = runInNewContext("gc") as () => void;
+  setFlagsFromString("--no-expose-gc");
+  collect();
 }
 let buffersKeptResident = false;
 /** Above glibc's default 128 KiB mmap threshold (so it is mmap-ed) and below its 32 MiB cap for the dynamic thresholds. */

@@ -97,11 +97,19 @@ describe("large uploads through the edge's proxy", () => {
       // The first uploads grow the allocator's heap to its working size; later ones should find it there.
       assert.equal(await curl(), String(256 * MiB));
       assert.equal(await curl(), String(256 * MiB));
-      const before = faultsOf(pid);
-      assert.equal(await curl(), String(256 * MiB));
-      const faults = faultsOf(pid) - before;
+      // Two uploads measured, the fewer faults kept: in about one platform of ten (2026-12-06, with the bin's flags) one
+      // upload coincided with memory given back (36,631 faults in one of nine runs, 8-108 in the others) and the
+      // next found its buffers again; without keepRelayBuffersResident every upload of most platforms faults
+      // 13,000-33,000 times (docs/benchmarks.md, "The upload's page faults").
+      const counts: number[] = [];
+      for (let i = 0; i < 2; i++) {
+        const before = faultsOf(pid);
+        assert.equal(await curl(), String(256 * MiB));
+        counts.push(faultsOf(pid) - before);
+      }
+      const faults = Math.min(...counts);
       // Buffers faulted in afresh: up to one fault per 4 KiB page relayed (65,536 for 256 MiB); reused: a few hundred.
-      assert.ok(faults < (256 * MiB) / (64 * 1024), `${faults} minor page faults in the edge for a 256 MiB upload`);
+      assert.ok(faults < (256 * MiB) / (64 * 1024), `${counts.join(" and ")} minor page faults in the edge for two 256 MiB uploads`);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
