@@ -1,0 +1,125 @@
+import assert from "node:assert/strict";
+import { createSocket, type Socket as UdpSocket } from "node:dgram";
+import { after, before, describe, it } from "node:test";
+import * as dnsPacket from "dns-packet";
+import { request } from "undici";
+import { startTestPlatform, type TestPlatform } from "../../core/testing/platform.js";
+import { eventually } from "../../core/testing/eventually.js";
+import { createAccount } from "../../workers/testing/helpers.js";
+import { loopbackBlock, startOrigin } from "../testing/origins.js";
+import { LOOKUPS_PER_ACCOUNT, QUEUED_PER_ACCOUNT, TenantResolver } from "./tenant-resolver.js";
+
+const under = (name: string, domain: string) => name === domain || name.endsWith(`.${domain}`);
+
+/**
+ * A name server on loopback standing in for the operator's recursive resolver: names under `answered` get `address`
+ * (A; AAAA is answered empty); queries for names under `dead` are received, counted and never answered, as a resolver
+ * waiting on a domain whose name servers never answer; any other name does not exist (NXDOMAIN).
+ */
+async function startNameServer(
+  answered: string,
+  address: string,
+  dead: string,
+): Promise<{ server: string; unanswered: () => number; close: () => void }> {
+  const socket: UdpSocket = createSocket("udp4");
+  let unanswered = 0;
+  socket.on("message", (msg, rinfo) => {
+    let query: dnsPacket.Packet;
+    try {
+      query = dnsPacket.decode(msg);
+    } catch {
+      return;
+    }
+    const q = query.questions?.[0];
+    if (!q) return;
+    if (under(q.name, dead)) return void unanswered++;
+    const known = under(q.name, answered);
+    const answers: dnsPacket.Answer[] = known && q.type === "A" ? [{ type: "A", name: q.name, ttl: 60, class: "IN", data: address }] : [];
+    const nxdomain = known ? 0 : 3;
+    const flags = dnsPacket.RECURSION_DESIRED | dnsPacket.RECURSION_AVAILABLE | nxdomain;
+    const reply = dnsPacket.encode({ type: "response", id: query.id, flags, questions: [q], answers });
+    socket.send(reply, rinfo.port, rinfo.address);
+  });
+  await new Promise<void>((resolve) => socket.bind(0, "127.0.0.1", resolve));
+  return { server: `127.0.0.1:${socket.address().port}`, unanswered: () => unanswered, close: () => socket.close() };
+}
+
+describe("one tenant's names that never resolve do not stall another tenant's lookups", () => {
+  it("TenantResolver: an account's lookups past its allowance and queue find nothing at once; another account's resolve meanwhile", async () => {
+    const ns = await startNameServer("outside-b.test", "192.0.2.7", "dead-a.test");
+    try {
+      const resolver = new TenantResolver([ns.server], 20_000);
+      let settledA = 0;
+      const lookupsA = Array.from({ length: LOOKUPS_PER_ACCOUNT + QUEUED_PER_ACCOUNT + 5 }, (_, i) =>
+        resolver.addresses("account-a", `n${i}.dead-a.test`).then((found) => {
+          settledA++;
+          return found;
+        }),
+      );
+      // The 5 beyond the allowance and the queue fail at once, with no query sent for them.
+      await eventually(() => settledA === 5, "the lookups past the queue to fail");
+      for (const found of await Promise.all(lookupsA.slice(-5))) assert.deepEqual(found, []);
+      // Only the allowance's queries reach the name server (A and AAAA each); the queued ones are not sent yet.
+      await eventually(() => ns.unanswered() >= 2 * LOOKUPS_PER_ACCOUNT, "account A's queries at the name server");
+      assert.deepEqual(await resolver.addresses("account-b", "www.outside-b.test"), ["192.0.2.7"]);
+      assert.equal(settledA, 5, "account A's lookups still pending when account B's resolved");
+      // /etc/hosts is not read for tenants' names: localhost is asked of the name server, which says it does not exist.
+      assert.deepEqual(await resolver.addresses("account-b", "localhost"), []);
+    } finally {
+      ns.close();
+    }
+  });
+
+  describe("through the edge: proxied CNAMEs to names outside our zones", () => {
+    const addr = loopbackBlock();
+    let p: TestPlatform;
+    let ns: Awaited<ReturnType<typeof startNameServer>>;
+    let port: number;
+    const cleanups: (() => unknown)[] = [];
+    const hooks = { after: (fn: () => unknown) => void cleanups.push(fn) };
+    const post = async (host: string, path: string) => {
+      const res = await request(`http://127.0.0.1:${port}${path}`, { method: "POST", headers: { host } });
+      return { status: res.statusCode, text: await res.body.text() };
+    };
+
+    before(async () => {
+      await startOrigin(hooks, { address: addr(2), name: "b" });
+      ns = await startNameServer("outside-b.test", addr(2), "dead-a.test");
+      // A long connect timeout: account A's lookups stay pending for the whole test.
+      p = await startTestPlatform({ args: ["--origin-allow", "127.0.0.0/8", "--origin-connect-timeout", "60", "--origin-resolver", ns.server] });
+      port = Number(new URL(p.url).port);
+      const zoneA = (await p.api("POST", "/zones", { name: "lookups-a.example", account: { id: p.accountId } })).body.result.id;
+      const r1 = await p.api("POST", `/zones/${zoneA}/dns_records`, { type: "CNAME", name: "www", content: "never.dead-a.test", proxied: true });
+      assert.equal(r1.status, 200, JSON.stringify(r1.body));
+      const accountB = await createAccount(p, "lookups-b");
+      const zoneB = (await p.api("POST", "/zones", { name: "lookups-b.example", account: { id: accountB } }, p.keyHeaders())).body.result.id;
+      const r2 = await p.api("POST", `/zones/${zoneB}/dns_records`, { type: "CNAME", name: "www", content: "www.outside-b.test", proxied: true }, p.keyHeaders());
+      assert.equal(r2.status, 200, JSON.stringify(r2.body));
+    });
+    after(async () => {
+      await p?.dispose();
+      ns?.close();
+      for (const fn of cleanups) await fn();
+    });
+
+    it("account A's many requests wait on a name that never answers; account B's are served meanwhile, and A's past its queue get 523 at once", async () => {
+      const total = LOOKUPS_PER_ACCOUNT + QUEUED_PER_ACCOUNT + 10;
+      const answersA: number[] = [];
+      const requestsA = Array.from({ length: total }, (_, i) =>
+        post("www.lookups-a.example", `/a/${i}`).then((r) => void answersA.push(r.status)),
+      );
+      // A's lookups are in flight (the name server got their queries), and those past the queue were answered 523.
+      await eventually(() => ns.unanswered() >= 2 * LOOKUPS_PER_ACCOUNT, "account A's queries at the name server", 30_000);
+      await eventually(() => answersA.length === 10, "account A's requests past its queue to be answered", 30_000);
+      assert.deepEqual(answersA, Array(10).fill(523));
+      for (let i = 0; i < 5; i++) {
+        const r = await post("www.lookups-b.example", `/echo?i=${i}`);
+        assert.equal(r.status, 200, r.text);
+        assert.equal(JSON.parse(r.text).origin, "b");
+      }
+      assert.equal(answersA.length, 10, "account A's other requests are still waiting on their lookups");
+      // Not awaited to the end: the platform's disposal cuts them.
+      void Promise.allSettled(requestsA);
+    });
+  });
+});
