@@ -3,10 +3,11 @@ import { createSocket, type Socket as UdpSocket } from "node:dgram";
 import { after, before, describe, it } from "node:test";
 import * as dnsPacket from "dns-packet";
 import { request } from "undici";
-import { startTestPlatform, type TestPlatform } from "../../core/testing/platform.js";
+import { runCli, startTestPlatform, type TestPlatform } from "../../core/testing/platform.js";
 import { eventually } from "../../core/testing/eventually.js";
 import { createAccount } from "../../workers/testing/helpers.js";
 import { loopbackBlock, startOrigin } from "../testing/origins.js";
+import { readOriginConfig } from "./config.js";
 import { LOOKUPS_PER_ACCOUNT, QUEUED_PER_ACCOUNT, TenantResolver } from "./tenant-resolver.js";
 
 const under = (name: string, domain: string) => name === domain || name.endsWith(`.${domain}`);
@@ -16,11 +17,7 @@ const under = (name: string, domain: string) => name === domain || name.endsWith
  * (A; AAAA is answered empty); queries for names under `dead` are received, counted and never answered, as a resolver
  * waiting on a domain whose name servers never answer; any other name does not exist (NXDOMAIN).
  */
-async function startNameServer(
-  answered: string,
-  address: string,
-  dead: string,
-): Promise<{ server: string; unanswered: () => number; close: () => void }> {
+async function startNameServer(answered: string, address: string, dead: string): Promise<{ server: string; unanswered: () => number; close: () => void }> {
   const socket: UdpSocket = createSocket("udp4");
   let unanswered = 0;
   socket.on("message", (msg, rinfo) => {
@@ -70,6 +67,26 @@ describe("one tenant's names that never resolve do not stall another tenant's lo
     }
   });
 
+  it("--origin-resolver takes addresses with or without a port, refuses names and bad ports, and is in serve --help", async () => {
+    const read = (servers: string[]) => readOriginConfig({ "origin-resolver": servers, "origin-timeout": 100, "origin-connect-timeout": 15 });
+    assert.deepEqual(read([]).originResolvers, []);
+    assert.deepEqual(read(["10.0.0.53, 10.0.0.54:5353", "[2001:db8::53]:53", "2001:db8::54"]).originResolvers, [
+      "10.0.0.53",
+      "10.0.0.54:5353",
+      "[2001:db8::53]:53",
+      "2001:db8::54",
+    ]);
+    for (const bad of ["ns.example", "10.0.0.53:0", "10.0.0.53:65536", "[10.0.0.53", "2001:db8::53:53x"]) {
+      assert.throws(
+        () => read([bad]),
+        (err: Error) => err.message.includes(`--origin-resolver: "${bad}"`),
+        bad,
+      );
+    }
+    const help = await runCli(["serve", "--help"]);
+    assert.match(help.stdout, /--origin-resolver\s[\s\S]*?\/etc\/hosts is never read/);
+  });
+
   describe("through the edge: proxied CNAMEs to names outside our zones", () => {
     const addr = loopbackBlock();
     let p: TestPlatform;
@@ -93,7 +110,12 @@ describe("one tenant's names that never resolve do not stall another tenant's lo
       assert.equal(r1.status, 200, JSON.stringify(r1.body));
       const accountB = await createAccount(p, "lookups-b");
       const zoneB = (await p.api("POST", "/zones", { name: "lookups-b.example", account: { id: accountB } }, p.keyHeaders())).body.result.id;
-      const r2 = await p.api("POST", `/zones/${zoneB}/dns_records`, { type: "CNAME", name: "www", content: "www.outside-b.test", proxied: true }, p.keyHeaders());
+      const r2 = await p.api(
+        "POST",
+        `/zones/${zoneB}/dns_records`,
+        { type: "CNAME", name: "www", content: "www.outside-b.test", proxied: true },
+        p.keyHeaders(),
+      );
       assert.equal(r2.status, 200, JSON.stringify(r2.body));
     });
     after(async () => {
@@ -105,9 +127,7 @@ describe("one tenant's names that never resolve do not stall another tenant's lo
     it("account A's many requests wait on a name that never answers; account B's are served meanwhile, and A's past its queue get 523 at once", async () => {
       const total = LOOKUPS_PER_ACCOUNT + QUEUED_PER_ACCOUNT + 10;
       const answersA: number[] = [];
-      const requestsA = Array.from({ length: total }, (_, i) =>
-        post("www.lookups-a.example", `/a/${i}`).then((r) => void answersA.push(r.status)),
-      );
+      const requestsA = Array.from({ length: total }, (_, i) => post("www.lookups-a.example", `/a/${i}`).then((r) => void answersA.push(r.status)));
       // A's lookups are in flight (the name server got their queries), and those past the queue were answered 523.
       await eventually(() => ns.unanswered() >= 2 * LOOKUPS_PER_ACCOUNT, "account A's queries at the name server", 30_000);
       await eventually(() => answersA.length === 10, "account A's requests past its queue to be answered", 30_000);

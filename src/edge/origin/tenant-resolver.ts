@@ -1,4 +1,4 @@
-import { Resolver } from "node:dns/promises";
+import { getServers, Resolver } from "node:dns/promises";
 
 /** Lookups one account may have in flight at once; more wait in its queue. */
 export const LOOKUPS_PER_ACCOUNT = 8;
@@ -30,9 +30,10 @@ export class TenantResolver {
     /** A lookup, with its wait in the queue, ends within this (the origin connect timeout). */
     private readonly deadlineMs: number,
   ) {
-    // c-ares doubles an attempt's timeout on each round over the servers: with one server, t + 2t stays within the
-    // deadline, and the query has ended (its slot free) before the caller gives up on it.
-    const timeout = Math.max(50, Math.min(5000, Math.floor(deadlineMs / 4)));
+    // c-ares asks each server in turn and doubles the timeout on the second round: t + 2t per server, so the query has
+    // ended (its slot free) within the deadline, when the caller gives up on it.
+    const count = servers.length > 0 ? servers.length : Math.max(1, getServers().length);
+    const timeout = Math.max(50, Math.min(5000, Math.floor(deadlineMs / (4 * count))));
     this.resolver = new Resolver({ timeout, tries: TRIES });
     if (servers.length > 0) this.resolver.setServers([...servers]);
   }
@@ -45,7 +46,7 @@ export class TenantResolver {
     let timer: NodeJS.Timeout | undefined;
     const deadline = Date.now() + this.deadlineMs;
     const lookup = this.lookup(account, name, deadline);
-    const late = new Promise<string[]>((resolve) => (timer = setTimeout(() => resolve([]), this.deadlineMs)));
+    const late = new Promise<string[]>((resolve) => (timer = setTimeout(() => resolve([]), this.deadlineMs).unref()));
     try {
       return await Promise.race([lookup, late]);
     } finally {
@@ -64,10 +65,7 @@ export class TenantResolver {
     try {
       // A lookup that waited past its deadline is not sent: its caller has given up on it.
       if (Date.now() >= deadline) return [];
-      const [v4, v6] = await Promise.all([
-        this.resolver.resolve4(name).catch((): string[] => []),
-        this.resolver.resolve6(name).catch((): string[] => []),
-      ]);
+      const [v4, v6] = await Promise.all([this.resolver.resolve4(name).catch((): string[] => []), this.resolver.resolve6(name).catch((): string[] => [])]);
       return [...v4, ...v6];
     } finally {
       release();
