@@ -6,7 +6,7 @@ import * as dnsPacket from "dns-packet";
 import { request } from "undici";
 import { runCli, startTestPlatform, type TestPlatform } from "../../core/testing/platform.js";
 import { eventually } from "../../core/testing/eventually.js";
-import { createAccount } from "../../workers/testing/helpers.js";
+import { createAccount, hit, startPlatform, uploadScript } from "../../workers/testing/helpers.js";
 import { loopbackBlock, startOrigin } from "../testing/origins.js";
 import { readOriginConfig } from "./config.js";
 import { LOOKUPS_PER_ACCOUNT, QUEUED_PER_ACCOUNT, TenantResolver } from "./tenant-resolver.js";
@@ -18,9 +18,14 @@ const under = (name: string, domain: string) => name === domain || name.endsWith
  * (A; AAAA is answered empty); queries for names under `dead` are received, counted and never answered, as a resolver
  * waiting on a domain whose name servers never answer; any other name does not exist (NXDOMAIN).
  */
-async function startNameServer(answered: string, address: string, dead: string): Promise<{ server: string; unanswered: () => number; close: () => void }> {
+async function startNameServer(
+  answeredDomain: string,
+  address: string,
+  dead: string,
+): Promise<{ server: string; unanswered: () => number; answered: () => number; close: () => void }> {
   const socket: UdpSocket = createSocket("udp4");
   let unanswered = 0;
+  let answered = 0;
   socket.on("message", (msg, rinfo) => {
     let query: dnsPacket.Packet;
     try {
@@ -31,15 +36,16 @@ async function startNameServer(answered: string, address: string, dead: string):
     const q = query.questions?.[0];
     if (!q) return;
     if (under(q.name, dead)) return void unanswered++;
-    const known = under(q.name, answered);
+    const known = under(q.name, answeredDomain);
     const answers: dnsPacket.Answer[] = known && q.type === "A" ? [{ type: "A", name: q.name, ttl: 60, class: "IN", data: address }] : [];
     const nxdomain = known ? 0 : 3;
     const flags = dnsPacket.RECURSION_DESIRED | dnsPacket.RECURSION_AVAILABLE | nxdomain;
     const reply = dnsPacket.encode({ type: "response", id: query.id, flags, questions: [q], answers });
+    answered++;
     socket.send(reply, rinfo.port, rinfo.address);
   });
   await new Promise<void>((resolve) => socket.bind(0, "127.0.0.1", resolve));
-  return { server: `127.0.0.1:${socket.address().port}`, unanswered: () => unanswered, close: () => socket.close() };
+  return { server: `127.0.0.1:${socket.address().port}`, unanswered: () => unanswered, answered: () => answered, close: () => socket.close() };
 }
 
 describe("one tenant's names that never resolve do not stall another tenant's lookups", () => {
@@ -151,6 +157,58 @@ describe("one tenant's names that never resolve do not stall another tenant's lo
       }
       assert.equal(answersA.length, 10, "account A's other requests are still waiting on their lookups");
       // A's clients leave (the edge's port need not wait for their lookups when the platform stops).
+      leave.abort();
+      await Promise.allSettled(requestsA);
+    });
+  });
+
+  describe("through Workers: fetch() to names outside our zones", () => {
+    let p: TestPlatform;
+    let ns: Awaited<ReturnType<typeof startNameServer>>;
+    let accountB: string;
+
+    before(async () => {
+      // Account B's name resolves to loopback, which a Worker's fetch() may not reach: its fetch fails once resolved.
+      ns = await startNameServer("outside-b.test", "127.0.0.1", "dead-a.test");
+      p = await startPlatform(["--origin-connect-timeout", "60", "--origin-resolver", ns.server]);
+      const fetcher = (url: string) =>
+        `export default { async fetch(request) {
+          const n = new URL(request.url).searchParams.get("n") ?? "0";
+          try { await fetch(${JSON.stringify(url)}.replace("N", n)); return new Response("reached"); }
+          catch (e) { return new Response("fetch failed", { status: 599 }); }
+        } };`;
+      assert.equal((await uploadScript(p, "lookups-wa", fetcher("http://nN.dead-a.test/"))).status, 200);
+      accountB = await createAccount(p, "lookups-wb");
+      const up = await uploadScript(p, "lookups-wb", fetcher("http://wwwN.outside-b.test/"), {}, { accountId: accountB, headers: p.keyHeaders() });
+      assert.equal(up.status, 200, JSON.stringify(up.body));
+    });
+    after(async () => {
+      await p?.dispose();
+      ns?.close();
+    });
+
+    it("account A's Worker fetching names that never resolve does not hold account B's Worker's lookups", async () => {
+      const total = LOOKUPS_PER_ACCOUNT + QUEUED_PER_ACCOUNT + 5;
+      const answersA: number[] = [];
+      const leave = new AbortController();
+      setMaxListeners(total, leave.signal);
+      const port = new URL(p.url).port;
+      const requestsA = Array.from({ length: total }, (_, i) =>
+        request(`http://127.0.0.1:${port}/?n=${i}`, { headers: { host: `lookups-wa.workers.localhost:${port}` }, signal: leave.signal }).then(
+          async (r) => void answersA.push((await r.body.text(), r.statusCode)),
+        ),
+      );
+      await eventually(() => ns.unanswered() >= 2 * LOOKUPS_PER_ACCOUNT, "account A's queries at the name server", 60_000);
+      await eventually(() => answersA.length === 5, "account A's fetches past its queue to fail", 60_000);
+      assert.deepEqual(answersA, Array(5).fill(599));
+      const answeredBefore = ns.answered();
+      for (let i = 0; i < 3; i++) {
+        const r = await hit(p, "lookups-wb", `/?n=${i}`);
+        // Resolved (the name server answered it) to loopback, which a Worker may not reach: refused at once.
+        assert.equal(r.status, 599, r.text);
+      }
+      assert.ok(ns.answered() >= answeredBefore + 3, "account B's names were looked up and answered");
+      assert.equal(answersA.length, 5, "account A's other fetches are still waiting on their lookups");
       leave.abort();
       await Promise.allSettled(requestsA);
     });
