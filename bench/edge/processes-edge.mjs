@@ -17,8 +17,7 @@ import { cpus, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { treeCpuSeconds } from "../dns/proc-stats.mjs";
-import { binNodeFlags } from "../lib/bin-flags.mjs";
-import { freePort, startPlatform } from "../lib/platform.mjs";
+import { freePort, serveArgs, startPlatform } from "../lib/platform.mjs";
 
 const seconds = Number(process.argv[2] ?? 8);
 const connections = Number(process.argv[3] ?? 32);
@@ -43,29 +42,6 @@ writeFileSync(
   `worker_processes 1; pid ${dir}/nginx.pid; error_log ${dir}/nginx-error.log; daemon off;
 events { worker_connections 4096; }
 http { access_log off; server { listen ${ORIGIN}:80; root ${dir}; location / { add_header Cache-Control "max-age=3600"; } } }`,
-);
-const undici = JSON.stringify(fileURLToPath(new URL("../../node_modules/undici/index.js", import.meta.url)));
-// The floors, as one process or as `workers` processes on one socket (cluster, SCHED_NONE).
-writeFileSync(
-  join(dir, "floors.cjs"),
-  `const cluster = require("node:cluster");
-const { createServer } = require("node:http");
-const [kind, port, workers] = [process.argv[2], ...process.argv.slice(3).map(Number)];
-cluster.schedulingPolicy = cluster.SCHED_NONE;
-if (workers > 1 && cluster.isPrimary) { for (let i = 0; i < workers; i++) cluster.fork(); }
-else if (kind === "proxy") {
-  const { Pool } = require(${undici});
-  const pool = new Pool("http://${ORIGIN}:80", { connections: 256 });
-  createServer((req, res) => {
-    pool.request({ path: req.url, method: req.method, headers: { host: "origin" } }).then(
-      (a) => { res.writeHead(a.statusCode, a.headers); a.body.pipe(res); },
-      () => res.writeHead(502).end(),
-    );
-  }).listen(port, "127.0.0.1");
-} else {
-  const body = Buffer.alloc(1024, 97);
-  createServer((req, res) => { res.writeHead(200, { "content-type": "text/javascript", "content-length": 1024 }); res.end(body); }).listen(port, "127.0.0.1");
-}`,
 );
 
 function start(cmd, args, env = {}) {
@@ -143,29 +119,7 @@ const curl = (port, path, host) =>
 
 /** Starts the platform again on a state directory made before (no banner credentials then): waits for its banner. */
 async function restartPlatform(port, stateDir, env) {
-  const edge = start(
-    process.execPath,
-    [
-      ...binNodeFlags(cli),
-      cli,
-      "serve",
-      "--port",
-      String(port),
-      "--dns-port",
-      "0",
-      "--dns-workers",
-      "0",
-      "--metrics-port",
-      "0",
-      "--state-dir",
-      stateDir,
-      "--origin-allow",
-      "127.0.0.0/8",
-      "--log-level",
-      "warn",
-    ],
-    env,
-  );
+  const edge = start(process.execPath, serveArgs({ cliPath: cli, port, stateDir }), env);
   let banner = "";
   edge.stderr.on("data", (d) => (banner += d));
   for (let i = 0; i < 900 && !/Edge Platform is running/.test(banner) && edge.exitCode === null; i++) await sleep(200);
@@ -176,10 +130,10 @@ async function restartPlatform(port, stateDir, env) {
 try {
   const nginx = start("nginx", ["-c", join(dir, "nginx.conf")]);
   const [proxy1, proxyN, bare1, bareN, edge1Port, edgeNPort] = await Promise.all([freePort(), freePort(), freePort(), freePort(), freePort(), freePort()]);
-  const floors = join(dir, "floors.cjs");
+  const floors = fileURLToPath(new URL("./cluster-floors.cjs", import.meta.url));
   const servers = {
-    undici1: start(process.execPath, [floors, "proxy", String(proxy1), "1"]),
-    undiciN: start(process.execPath, [floors, "proxy", String(proxyN), String(processes)]),
+    undici1: start(process.execPath, [floors, "proxy", String(proxy1), "1", ORIGIN]),
+    undiciN: start(process.execPath, [floors, "proxy", String(proxyN), String(processes), ORIGIN]),
     bare1: start(process.execPath, [floors, "bare", String(bare1), "1"]),
     bareN: start(process.execPath, [floors, "bare", String(bareN), String(processes)]),
   };

@@ -27,25 +27,7 @@ writeFileSync(
 events { worker_connections 4096; }
 http { access_log off; server { listen ${ORIGIN}:80; root ${dir}; } }`,
 );
-const undici = JSON.stringify(fileURLToPath(new URL("../../node_modules/undici/index.js", import.meta.url)));
-writeFileSync(
-  join(dir, "floor.cjs"),
-  `const cluster = require("node:cluster");
-const { createServer } = require("node:http");
-const [port, workers] = process.argv.slice(2).map(Number);
-cluster.schedulingPolicy = cluster.SCHED_NONE;
-if (workers > 1 && cluster.isPrimary) { for (let i = 0; i < workers; i++) cluster.fork(); }
-else {
-  const { Pool } = require(${undici});
-  const pool = new Pool("http://${ORIGIN}:80", { connections: 256 });
-  createServer((req, res) => {
-    pool.request({ path: req.url, method: req.method, headers: { host: "origin" } }).then(
-      (a) => { res.writeHead(a.statusCode, a.headers); a.body.pipe(res); },
-      () => res.writeHead(502).end(),
-    );
-  }).listen(port, "127.0.0.1");
-}`,
-);
+const floor = fileURLToPath(new URL("./cluster-floors.cjs", import.meta.url));
 
 function start(cmd, args) {
   const c = spawn(cmd, args, { stdio: ["ignore", "ignore", "inherit"] });
@@ -60,8 +42,8 @@ function wrk(url) {
 
 try {
   start("nginx", ["-c", join(dir, "nginx.conf")]);
-  start(process.execPath, [join(dir, "floor.cjs"), "18095", "1"]);
-  start(process.execPath, [join(dir, "floor.cjs"), "18096", String(processes)]);
+  start(process.execPath, [floor, "proxy", "18095", "1", ORIGIN]);
+  start(process.execPath, [floor, "proxy", "18096", String(processes), ORIGIN]);
   await sleep(1500);
   wrk("http://127.0.0.1:18095/1k.bin"); // warm-up of both, not counted
   wrk("http://127.0.0.1:18096/1k.bin");

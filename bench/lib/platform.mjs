@@ -24,6 +24,33 @@ export const freePort = () =>
   });
 
 /**
+ * Node's arguments for `edgecli serve` as the benches start it: the bin's Node flags (BENCH_NODE_ARGS and `nodeArgs`
+ * after them, so they win), no DNS or metrics listener unless asked, origins on loopback allowed, warnings only.
+ */
+export function serveArgs({ cliPath = cli, port, stateDir, args = [], nodeArgs = [], metricsPort = 0, dnsPort = 0 }) {
+  return [
+    // As `edgecli serve` starts Node (the bin's flags); BENCH_NODE_ARGS and nodeArgs come after, so they win.
+    ...binNodeFlags(cliPath),
+    ...(process.env.BENCH_NODE_ARGS ? process.env.BENCH_NODE_ARGS.split(" ") : []),
+    ...nodeArgs,
+    cliPath,
+    "serve",
+    "--port",
+    String(port),
+    ...(dnsPort === 0 ? ["--dns-port", "0", "--dns-workers", "0"] : ["--dns-port", String(dnsPort)]),
+    "--metrics-port",
+    String(metricsPort),
+    "--state-dir",
+    stateDir,
+    "--origin-allow",
+    "127.0.0.0/8",
+    "--log-level",
+    "warn",
+    ...args,
+  ];
+}
+
+/**
  * `port`: the edge's port (API and proxied traffic); `stateDir`: a fresh directory; `args`: more serve options;
  * `children`: the bench's list of processes it stops at the end (the platform is added to it); `cliPath`: another build's
  * edgecli.js than BENCH_CLI's (a bench running two builds side by side), or dist/cli.js (the unbundled build, whose
@@ -41,30 +68,10 @@ export async function startPlatform({
   cliPath = cli,
   waitSeconds = 180,
 }) {
-  const edge = spawn(
-    process.execPath,
-    [
-      // As `edgecli serve` starts Node (the bin's flags); BENCH_NODE_ARGS and nodeArgs come after, so they win.
-      ...binNodeFlags(cliPath),
-      ...(process.env.BENCH_NODE_ARGS ? process.env.BENCH_NODE_ARGS.split(" ") : []),
-      ...nodeArgs,
-      cliPath,
-      "serve",
-      "--port",
-      String(port),
-      ...(dnsPort === 0 ? ["--dns-port", "0", "--dns-workers", "0"] : ["--dns-port", String(dnsPort)]),
-      "--metrics-port",
-      String(metricsPort),
-      "--state-dir",
-      stateDir,
-      "--origin-allow",
-      "127.0.0.0/8",
-      "--log-level",
-      "warn",
-      ...args,
-    ],
-    { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, ...env } },
-  );
+  const edge = spawn(process.execPath, serveArgs({ cliPath, port, stateDir, args, nodeArgs, metricsPort, dnsPort }), {
+    stdio: ["ignore", "pipe", "pipe"],
+    env: { ...process.env, ...env },
+  });
   children?.push(edge);
   let banner = "";
   edge.stderr.on("data", (d) => {
