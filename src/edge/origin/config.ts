@@ -13,6 +13,11 @@ export const originServeOptions = {
   "origin-timeout": { type: "number", describe: "Seconds the edge waits for an origin's answer head before answering 524", default: 100 },
   "origin-connect-timeout": { type: "number", describe: "Seconds the edge waits for a connection to an origin before answering 522", default: 15 },
   "origin-ca-file": { type: "string", describe: "PEM file of CA certificates trusted for origins under SSL mode strict, besides the system's" },
+  "origin-resolver": {
+    type: "strings",
+    describe:
+      "Name servers (ip, ip:port or [ipv6]:port; comma-separated or repeated) that resolve tenants' outside names: proxied CNAME targets outside the zones here, Workers' fetch() and connect() hosts; default the system's (/etc/resolv.conf). /etc/hosts is never read for these names",
+  },
 } satisfies Record<string, OptionSpec>;
 
 export interface OriginConfig {
@@ -22,6 +27,8 @@ export interface OriginConfig {
   originConnectTimeoutMs: number;
   /** Extra CAs for `strict`, PEM; undefined: the system's only. */
   originCa?: string;
+  /** Name servers for tenants' outside names (ip, ip:port, [ipv6]:port); empty: the system's. */
+  originResolvers: string[];
 }
 
 export function readOriginConfig(options: OptionValues<typeof originServeOptions>): OriginConfig {
@@ -46,7 +53,28 @@ export function readOriginConfig(options: OptionValues<typeof originServeOptions
     }
     if (!originCa.includes("-----BEGIN CERTIFICATE-----")) throw new UserError(`--origin-ca-file: ${caFile} holds no PEM certificate`);
   }
-  return { originAllow, originTimeoutMs: seconds("origin-timeout"), originConnectTimeoutMs: seconds("origin-connect-timeout"), originCa };
+  const originResolvers = (options["origin-resolver"] ?? [])
+    .flatMap((v) => v.split(","))
+    .map((v) => v.trim())
+    .filter(Boolean);
+  for (const server of originResolvers) {
+    if (!isNameServer(server)) throw new UserError(`--origin-resolver: "${server}" is not an IP address, ip:port or [ipv6]:port`);
+  }
+  return {
+    originAllow,
+    originTimeoutMs: seconds("origin-timeout"),
+    originConnectTimeoutMs: seconds("origin-connect-timeout"),
+    originCa,
+    originResolvers,
+  };
+}
+
+/** A name server as c-ares takes it (Resolver.setServers): an address, with a port as ip:port or [ipv6]:port. */
+function isNameServer(server: string): boolean {
+  if (isIP(server)) return true;
+  const m = /^(?:\[([0-9a-fA-F:.]+)\]|(\d{1,3}(?:\.\d{1,3}){3})):(\d{1,5})$/.exec(server);
+  const port = Number(m?.[3]);
+  return m !== null && isIP(m[1] ?? m[2]) !== 0 && port > 0 && port < 65536;
 }
 
 function addCidr(bl: BlockList, cidr: string): void {

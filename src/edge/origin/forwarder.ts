@@ -1,5 +1,4 @@
 import { randomBytes } from "node:crypto";
-import { lookup } from "node:dns/promises";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { isIP, connect as netConnect, type Socket } from "node:net";
 import { connect as tlsConnect } from "node:tls";
@@ -17,6 +16,13 @@ import { sendErrorPage, writeErrorPage, type EdgeErrorCode } from "./error-pages
 import { connectFailed, failureCode } from "./failures.js";
 import { cacheableHeaders, looped, originRequestHeaders } from "./headers.js";
 import { OriginPools, type OriginTarget } from "./pools.js";
+import type { TenantResolver } from "./tenant-resolver.js";
+
+/**
+ * The key a Worker's connect() lookups are counted under in the TenantResolver: workerd labels no CONNECT with its
+ * script, so they share one account's allowance, apart from every account's fetch() and proxied names.
+ */
+const CONNECT_LOOKUPS = "connect()";
 
 /** The CDN-Loop token this edge adds and looks for (RFC 8586). */
 export const LOOP_TOKEN = "edge-platform";
@@ -124,7 +130,7 @@ export interface ResolvedOrigin {
   clientIp: string;
   /** Its SSL mode is the zone's `ssl` setting. */
   zoneId: string;
-  /** The proxied records' addresses, and CNAME targets outside our zones (resolved with the system resolver). */
+  /** The proxied records' addresses, and CNAME targets outside our zones (resolved by the TenantResolver). */
   addresses: string[];
   hostnames: string[];
 }
@@ -163,6 +169,8 @@ export class OriginForwarder {
       settings: ZoneSettings;
       policy: OriginAddressPolicy;
       pools: OriginPools;
+      /** Tenants' outside names: CNAME targets outside our zones, Workers' fetch() and connect() hosts. */
+      resolver: TenantResolver;
       /** The cache (edge/cache): asked first for every proxied request, with a way to the origin. */
       cache?: EdgeCache;
       connectTimeoutMs: number;
@@ -328,7 +336,7 @@ export class OriginForwarder {
    * says), at the URL's port, TLS verified against the system CAs. A refused or failed one cuts the connection, so
    * the Worker's fetch() rejects as it did.
    */
-  outbound(req: IncomingMessage, res: ServerResponse, script?: string): void {
+  outbound(req: IncomingMessage, res: ServerResponse, from: { accountId: string; script: string }): void {
     const url = absoluteUrl(req.url);
     if (!url) {
       req.resume();
@@ -339,10 +347,10 @@ export class OriginForwarder {
     const hostname = url.hostname.replace(/^\[(.*)\]$/, "$1");
     const port = Number(url.port || (https ? 443 : 80));
     const hasBody = req.headers["transfer-encoding"] !== undefined || Number(req.headers["content-length"] ?? 0) > 0;
-    void this.resolvePublic(hostname).then((address) => {
+    void this.resolvePublic(from.accountId, hostname).then((address) => {
       if (!address || res.destroyed) {
         // As workerd logged its own refusals: one line per refused subrequest, naming the script and the host.
-        if (!address) this.deps.log.info({ script, host: hostname }, "subrequest refused: not a public address (or the name does not resolve)");
+        if (!address) this.deps.log.info({ script: from.script, host: hostname }, "subrequest refused: not a public address (or the name does not resolve)");
         req.resume();
         return void res.destroy();
       }
@@ -366,7 +374,7 @@ export class OriginForwarder {
     const refuse = () => void socket.end("HTTP/1.1 502 Bad Gateway\r\ncontent-length: 0\r\n\r\n");
     const port = Number(m?.[3]);
     if (!m || !(port > 0 && port < 65536)) return refuse();
-    void this.resolvePublic(m[1] ?? m[2]).then((address) => {
+    void this.resolvePublic(CONNECT_LOOKUPS, m[1] ?? m[2]).then((address) => {
       if (!address || socket.destroyed) return refuse();
       const out = netConnect({ host: address, port });
       this.upgraded.add(socket);
@@ -390,17 +398,9 @@ export class OriginForwarder {
     });
   }
 
-  /** The first public address a name (or an address) resolves to with the system resolver; undefined when none. */
-  private async resolvePublic(hostname: string): Promise<string | undefined> {
-    const addresses = isIP(hostname)
-      ? [hostname]
-      : await Promise.race([
-          lookup(hostname, { all: true }).then(
-            (all) => all.map((a) => a.address),
-            () => [],
-          ),
-          new Promise<string[]>((resolve) => setTimeout(() => resolve([]), this.deps.connectTimeoutMs).unref()),
-        ]);
+  /** The first public address a name (or an address) resolves to, looked up for `account`; undefined when none. */
+  private async resolvePublic(account: string, hostname: string): Promise<string | undefined> {
+    const addresses = isIP(hostname) ? [hostname] : await this.deps.resolver.addresses(account, hostname);
     return addresses.find((a) => this.deps.policy.publicOnly(a));
   }
 
@@ -458,18 +458,14 @@ export class OriginForwarder {
   }
 
   /**
-   * The addresses to try, in order: the record's, and the CNAME targets outside our zones resolved with the system
-   * resolver; only those the address policy allows. A code instead when there is none to try.
+   * The addresses to try, in order: the record's, and the CNAME targets outside our zones resolved by the
+   * TenantResolver for the zone's account; only those the address policy allows. A code instead when there is none.
    */
-  private async addresses(addresses: string[], hostnames: string[]): Promise<string[] | EdgeErrorCode> {
+  private async addresses(zoneId: string, addresses: string[], hostnames: string[]): Promise<string[] | EdgeErrorCode> {
     const all = [...addresses];
-    for (const name of hostnames) {
-      const found = await Promise.race([
-        lookup(name, { all: true }).catch(() => []),
-        new Promise<never[]>((resolve) => setTimeout(() => resolve([]), this.deps.connectTimeoutMs).unref()),
-      ]);
-      all.push(...found.map((a) => a.address));
-    }
+    // A zone deleted meanwhile: its lookups still count against one key, never against another account's.
+    const account = this.deps.zones.accountOf(zoneId) ?? `zone ${zoneId}`;
+    for (const name of hostnames) all.push(...(await this.deps.resolver.addresses(account, name)));
     // Spread: each request starts at the next address.
     return this.pick(all);
   }
@@ -482,7 +478,7 @@ export class OriginForwarder {
   forward(req: IncomingMessage, res: ServerResponse, origin: ResolvedOrigin): void {
     const addresses = origin.hostnames.length === 0 ? this.pick(origin.addresses) : undefined;
     if (addresses) return this.send(req, res, origin, addresses);
-    void this.addresses(origin.addresses, origin.hostnames).then(
+    void this.addresses(origin.zoneId, origin.addresses, origin.hostnames).then(
       (found) => this.send(req, res, origin, found),
       (err: unknown) => {
         this.deps.log.error({ err, host: origin.host }, "forwarding to an origin failed");
@@ -541,7 +537,7 @@ export class OriginForwarder {
     r: { host: string; path: string; scheme: "http" | "https"; ray: string; clientIp: string; zoneId: string; addresses: string[]; hostnames: string[] },
     o: Parameters<FetchOrigin>[0],
   ): Promise<OriginAnswer> {
-    const addresses = await this.addresses(r.addresses, r.hostnames);
+    const addresses = await this.addresses(r.zoneId, r.addresses, r.hostnames);
     if (!Array.isArray(addresses)) return { failure: addresses };
     const raw: string[] = [];
     for (let i = 0; i < req.rawHeaders.length; i += 2) if (!o.drop.has(req.rawHeaders[i].toLowerCase())) raw.push(req.rawHeaders[i], req.rawHeaders[i + 1]);
@@ -571,7 +567,7 @@ export class OriginForwarder {
     head: Buffer,
     r: { host: string; path: string; ray: string; zoneId: string; addresses: string[]; hostnames: string[]; clientIp: string; scheme: "http" | "https" },
   ): Promise<void> {
-    const addresses = await this.addresses(r.addresses, r.hostnames);
+    const addresses = await this.addresses(r.zoneId, r.addresses, r.hostnames);
     if (!Array.isArray(addresses)) return writeErrorPage(socket, addresses, r.host, r.ray);
     const mode = this.deps.settings.ssl(r.zoneId);
     const target: OriginTarget = { address: addresses[0], servername: r.host, mode };

@@ -15,6 +15,7 @@ import { OriginAddressPolicy } from "./address-policy.js";
 import { originServeOptions, readOriginConfig } from "./config.js";
 import { OriginForwarder } from "./forwarder.js";
 import { OriginPools } from "./pools.js";
+import { TenantResolver } from "./tenant-resolver.js";
 
 /**
  * Zone settings (v4 API) and the reverse proxy that carries proxied names' traffic to their origins. `zones` is
@@ -56,6 +57,7 @@ export function createProxyService(
     settings,
     policy: new OriginAddressPolicy(cfg.originAllow, deps.isPlatformAddress),
     pools,
+    resolver: new TenantResolver(cfg.originResolvers, cfg.originConnectTimeoutMs),
     cache: cache.cache,
     connectTimeoutMs: cfg.originConnectTimeoutMs,
     answerTimeoutMs: cfg.originTimeoutMs,
@@ -74,7 +76,7 @@ export function createProxyService(
     upgrade: (req, socket, head) => forwarder.handleUpgrade(req, socket, head),
     connectOut: (target, socket, head) => forwarder.connectOut(target, socket, head),
     subrequestUpgrade: (req, socket, head, from) => forwarder.subrequestUpgrade(req, socket, head, from),
-    subrequest: (req, res, from) => forwarder.subrequest(req, res, from, () => forwarder.outbound(req, res, from.script)),
+    subrequest: (req, res, from) => forwarder.subrequest(req, res, from, () => forwarder.outbound(req, res, from)),
     cacheApi: (req, res, from) => cacheApi.handle(req, res, from),
     closeUpgraded: () => forwarder.closeUpgraded(),
     async start() {

@@ -1,0 +1,89 @@
+import { getServers, Resolver } from "node:dns/promises";
+
+/** Lookups one account may have in flight at once; more wait in its queue. */
+export const LOOKUPS_PER_ACCOUNT = 8;
+/** Lookups one account may have waiting; beyond, a lookup finds no address at once. */
+export const QUEUED_PER_ACCOUNT = 32;
+/** Attempts per query (c-ares `tries`), each server in turn. */
+const TRIES = 2;
+
+interface AccountLookups {
+  running: number;
+  /** Each waiter is handed a running slot (the count stays) when one ends. */
+  waiting: (() => void)[];
+}
+
+/**
+ * Tenants' outside names (a proxied CNAME's target outside our zones, a Worker's fetch() or connect() host), resolved
+ * with c-ares on its own sockets, not with getaddrinfo on libuv's thread pool: there at most 2 lookups run at once
+ * for the whole process, so one tenant's names whose name servers never answer would queue every other tenant's behind
+ * them. Each account has at most LOOKUPS_PER_ACCOUNT in flight and QUEUED_PER_ACCOUNT waiting, so no account holds the
+ * resolver for the others either. /etc/hosts is not read: it names the operator's hosts, not a tenant's.
+ */
+export class TenantResolver {
+  private readonly resolver: Resolver;
+  private readonly accounts = new Map<string, AccountLookups>();
+
+  constructor(
+    /** The name servers (ip, ip:port, [ipv6]:port); the system's (/etc/resolv.conf) when empty. */
+    servers: readonly string[],
+    /** A lookup, with its wait in the queue, ends within this (the origin connect timeout). */
+    private readonly deadlineMs: number,
+  ) {
+    // c-ares asks each server in turn and doubles the timeout on the second round: t + 2t per server, so the query has
+    // ended (its slot free) within the deadline, when the caller gives up on it.
+    const count = servers.length > 0 ? servers.length : Math.max(1, getServers().length);
+    const timeout = Math.max(50, Math.min(5000, Math.floor(deadlineMs / (4 * count))));
+    this.resolver = new Resolver({ timeout, tries: TRIES });
+    if (servers.length > 0) this.resolver.setServers([...servers]);
+  }
+
+  /**
+   * The IPv4 then IPv6 addresses `name` resolves to, for `account` (the key its lookups are counted under); none when
+   * it does not resolve, the account's queue is full, or the deadline passes first.
+   */
+  async addresses(account: string, name: string): Promise<string[]> {
+    let timer: NodeJS.Timeout | undefined;
+    const deadline = Date.now() + this.deadlineMs;
+    const lookup = this.lookup(account, name, deadline);
+    const late = new Promise<string[]>((resolve) => (timer = setTimeout(() => resolve([]), this.deadlineMs).unref()));
+    try {
+      return await Promise.race([lookup, late]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /** Accounts with lookups in flight or waiting (for tests and metrics: it empties when they end). */
+  get busyAccounts(): number {
+    return this.accounts.size;
+  }
+
+  private async lookup(account: string, name: string, deadline: number): Promise<string[]> {
+    const release = await this.slot(account);
+    if (!release) return [];
+    try {
+      // A lookup that waited past its deadline is not sent: its caller has given up on it.
+      if (Date.now() >= deadline) return [];
+      const [v4, v6] = await Promise.all([this.resolver.resolve4(name).catch((): string[] => []), this.resolver.resolve6(name).catch((): string[] => [])]);
+      return [...v4, ...v6];
+    } finally {
+      release();
+    }
+  }
+
+  /** A running slot of the account's (its release), after waiting in its queue; undefined when the queue is full. */
+  private async slot(key: string): Promise<(() => void) | undefined> {
+    let account = this.accounts.get(key);
+    if (!account) this.accounts.set(key, (account = { running: 0, waiting: [] }));
+    const lookups = account;
+    if (lookups.running < LOOKUPS_PER_ACCOUNT) lookups.running++;
+    else if (lookups.waiting.length >= QUEUED_PER_ACCOUNT) return undefined;
+    else await new Promise<void>((resolve) => lookups.waiting.push(resolve));
+    return () => {
+      const next = lookups.waiting.shift();
+      if (next) return next();
+      if (--lookups.running === 0) this.accounts.delete(key);
+    };
+  }
+}
