@@ -157,8 +157,9 @@ export class EdgeDispatch {
   }
 
   /**
-   * Counts, never failing the request or the process: in the close event a throw would be uncaught (and prom-client
-   * throws on a label set it was not declared with, e.g. once a polluted Object.prototype adds a key).
+   * Counts a request whose answer ended (or whose client went away): the metrics, and the analytics' rollups. Never
+   * fails the request or the process: in the close event a throw would be uncaught (and prom-client throws on a label
+   * set it was not declared with, e.g. once a polluted Object.prototype adds a key).
    */
   private countSafely(
     req: IncomingMessage,
@@ -170,41 +171,28 @@ export class EdgeDispatch {
     bytesBefore: number,
   ): void {
     try {
-      this.count(req, res, socket, area, tenant, started, bytesBefore);
+      const status = res.headersSent ? res.statusCode : undefined;
+      // On a kept-alive connection bytesWritten is the connection's: the difference is this answer's share.
+      const bytes = Math.max(0, socket.bytesWritten - bytesBefore);
+      const tenantHost = tenant?.cls.host;
+      const zone = tenant === undefined ? undefined : tenant.zone !== false ? tenant.zone : this.zoneOf(tenantHost!);
+      const cacheStatus = knownCacheStatus(cacheStatusOf(res));
+      this.metrics?.record(area, status, zone?.name ?? "", (performance.now() - started) / 1000, bytes, cacheStatus);
+      if (zone && this.traffic) {
+        const referer = req.headers.referer;
+        this.traffic({
+          zoneId: zone.id,
+          accountId: zone.accountId,
+          host: tenantHost!,
+          method: methodLabel(req.method),
+          status: status ?? 0,
+          cacheStatus: (cacheStatus ?? "dynamic").toLowerCase(),
+          bytes,
+          visit: typeof referer !== "string" || !refersTo(referer, tenantHost!),
+        });
+      }
     } catch {
       // The request is answered; only its count is lost.
-    }
-  }
-
-  /** Counts a request whose answer ended (or whose client went away): the metrics, and the analytics' rollups. */
-  private count(
-    req: IncomingMessage,
-    res: ServerResponse,
-    socket: Socket,
-    area: EdgeTrafficArea,
-    tenant: HostFacts | undefined,
-    started: number,
-    bytesBefore: number,
-  ) {
-    const status = res.headersSent ? res.statusCode : undefined;
-    // On a kept-alive connection bytesWritten is the connection's: the difference is this answer's share.
-    const bytes = Math.max(0, socket.bytesWritten - bytesBefore);
-    const tenantHost = tenant?.cls.host;
-    const zone = tenant === undefined ? undefined : tenant.zone !== false ? tenant.zone : this.zoneOf(tenantHost!);
-    const cacheStatus = knownCacheStatus(cacheStatusOf(res));
-    this.metrics?.record(area, status, zone?.name ?? "", (performance.now() - started) / 1000, bytes, cacheStatus);
-    if (zone && this.traffic) {
-      const referer = req.headers.referer;
-      this.traffic({
-        zoneId: zone.id,
-        accountId: zone.accountId,
-        host: tenantHost!,
-        method: methodLabel(req.method),
-        status: status ?? 0,
-        cacheStatus: (cacheStatus ?? "dynamic").toLowerCase(),
-        bytes,
-        visit: typeof referer !== "string" || !refersTo(referer, tenantHost!),
-      });
     }
   }
 
