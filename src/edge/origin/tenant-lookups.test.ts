@@ -67,6 +67,11 @@ describe("one tenant's names that never resolve do not stall another tenant's lo
       await eventually(() => ns.unanswered() >= 2 * LOOKUPS_PER_ACCOUNT, "account A's queries at the name server");
       assert.deepEqual(await resolver.addresses("account-b", "www.outside-b.test"), ["192.0.2.7"]);
       assert.equal(settledA, 5, "account A's lookups still pending when account B's resolved");
+      // The answer is kept for its TTL (60 s here): asked again, by any account, no query goes out.
+      const answered = ns.answered();
+      assert.deepEqual(await resolver.addresses("account-b", "www.outside-b.test"), ["192.0.2.7"]);
+      assert.deepEqual(await resolver.addresses("account-c", "www.outside-b.test"), ["192.0.2.7"]);
+      assert.equal(ns.answered(), answered, "no query for an answer kept");
       // /etc/hosts is not read for tenants' names: localhost is asked of the name server, which says it does not exist.
       assert.deepEqual(await resolver.addresses("account-b", "localhost"), []);
     } finally {

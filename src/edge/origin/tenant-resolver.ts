@@ -6,6 +6,10 @@ export const LOOKUPS_PER_ACCOUNT = 8;
 export const QUEUED_PER_ACCOUNT = 32;
 /** Attempts per query (c-ares `tries`), each server in turn. */
 const TRIES = 2;
+/** Answers are kept for their records' TTL, at most this long (seconds). */
+const MAX_KEPT_SECONDS = 300;
+/** Names whose answers are kept at once; the oldest goes first beyond it. */
+const MAX_KEPT_NAMES = 10_000;
 
 interface AccountLookups {
   running: number;
@@ -23,6 +27,11 @@ interface AccountLookups {
 export class TenantResolver {
   private readonly resolver: Resolver;
   private readonly accounts = new Map<string, AccountLookups>();
+  /**
+   * Answers by name, kept for their TTL: without them every request to a proxied CNAME's outside target waited for
+   * two queries. Public answers, the same whoever asks, so shared by all accounts; a kept one uses no lookup slot.
+   */
+  private readonly kept = new Map<string, { addresses: string[]; until: number }>();
 
   constructor(
     /** The name servers (ip, ip:port, [ipv6]:port); the system's (/etc/resolv.conf) when empty. */
@@ -43,6 +52,8 @@ export class TenantResolver {
    * it does not resolve, the account's queue is full, or the deadline passes first.
    */
   async addresses(account: string, name: string): Promise<string[]> {
+    const kept = this.kept.get(name);
+    if (kept && kept.until > Date.now()) return kept.addresses;
     let timer: NodeJS.Timeout | undefined;
     const deadline = Date.now() + this.deadlineMs;
     const lookup = this.lookup(account, name, deadline);
@@ -65,8 +76,17 @@ export class TenantResolver {
     try {
       // A lookup that waited past its deadline is not sent: its caller has given up on it.
       if (Date.now() >= deadline) return [];
-      const [v4, v6] = await Promise.all([this.resolver.resolve4(name).catch((): string[] => []), this.resolver.resolve6(name).catch((): string[] => [])]);
-      return [...v4, ...v6];
+      const none = (): { address: string; ttl: number }[] => [];
+      const [v4, v6] = await Promise.all([this.resolver.resolve4(name, { ttl: true }).catch(none), this.resolver.resolve6(name, { ttl: true }).catch(none)]);
+      const found = [...v4, ...v6];
+      const addresses = found.map((a) => a.address);
+      const ttl = Math.min(MAX_KEPT_SECONDS, ...found.map((a) => a.ttl));
+      if (addresses.length > 0 && ttl > 0) {
+        this.kept.delete(name);
+        if (this.kept.size >= MAX_KEPT_NAMES) this.kept.delete(this.kept.keys().next().value!);
+        this.kept.set(name, { addresses, until: Date.now() + ttl * 1000 });
+      }
+      return addresses;
     } finally {
       release();
     }
