@@ -3,6 +3,7 @@
 // collide), origins on loopback allowed, warnings only. Waits for the banner and answers its token, account and a
 // small v4 API client.
 import { spawn } from "node:child_process";
+import { createWriteStream } from "node:fs";
 import { request } from "node:http";
 import { createServer } from "node:net";
 import { fileURLToPath } from "node:url";
@@ -73,6 +74,10 @@ export async function startPlatform({
     env: { ...process.env, ...env },
   });
   children?.push(edge);
+  // BENCH_STDOUT: a file for the platform's standard output (V8's --trace-* flags write there); read either way, so a
+  // full pipe never stalls the platform.
+  if (process.env.BENCH_STDOUT) edge.stdout.pipe(createWriteStream(process.env.BENCH_STDOUT));
+  else edge.stdout.resume();
   let banner = "";
   edge.stderr.on("data", (d) => {
     banner += d;
