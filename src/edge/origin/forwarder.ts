@@ -40,15 +40,23 @@ function frozen(target: OriginLookup): OriginLookup {
 
 /** A ray id, as hosted: 16 hex digits and where it was served (here the platform's own tag). */
 export const newRay = () => {
-  // Random bytes drawn in batches: one call to the CSPRNG per 512 rays.
-  if (rayOffset >= rayBytes.length) {
-    rayBytes = randomBytes(4096);
+  // Drawn in batches: one call to the CSPRNG per 512 rays, written out whole (hex digits and tag) as latin1 text.
+  if (rayOffset >= rayText.length) {
+    const hex = randomBytes(RAYS_A_BATCH * 8).toString("hex");
+    let text = "";
+    for (let i = 0; i < RAYS_A_BATCH; i++) text += `${hex.slice(i * 16, i * 16 + 16)}${RAY_TAG}`;
+    rayText = Buffer.from(text, "latin1");
     rayOffset = 0;
   }
-  rayOffset += 8;
-  return `${rayBytes.toString("hex", rayOffset - 8, rayOffset)}-EDGE`;
+  rayOffset += RAY_LENGTH;
+  // One flat string (a concatenation would be a rope): Node's header check and the head's write read it as it is,
+  // instead of flattening it first (a runtime call a request in a HIT's profile).
+  return rayText.toString("latin1", rayOffset - RAY_LENGTH, rayOffset);
 };
-let rayBytes = Buffer.alloc(0);
+const RAY_TAG = "-EDGE";
+const RAY_LENGTH = 16 + RAY_TAG.length;
+const RAYS_A_BATCH = 512;
+let rayText = Buffer.alloc(0);
 let rayOffset = 0;
 
 /** A Host header's hostname: lowercase, without port or trailing dot; undefined when it is no hostname (an IP literal, nothing). */
