@@ -1,6 +1,8 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Socket } from "node:net";
 import type { Duplex } from "node:stream";
+// Imported, not the global: `performance` on globalThis is a lazy accessor Node defines, read through a global IC a request.
+import { performance } from "node:perf_hooks";
 import type { TLSSocket } from "node:tls";
 import { knownCacheStatus, type EdgeMetrics, type EdgeTrafficArea } from "../metrics.js";
 import type { HttpRequestEvent } from "../analytics/http-requests.js";
