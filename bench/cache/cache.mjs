@@ -33,6 +33,7 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 writeFileSync(join(dir, "1k.js"), Buffer.alloc(1024, 97));
 writeFileSync(join(dir, "100m.bin"), Buffer.alloc(100 * 1024 * 1024, 98));
+// nginx's temporary files in the bench's directory: another run (another user) may own /var/lib/nginx/proxy's.
 // nginx with sendfile on, as Debian's nginx.conf ships it (its built-in default is off): the peer of the 100 MiB HIT is
 // nginx as people run it. BENCH_NGINX_SENDFILE=off measures the built-in default.
 writeFileSync(
@@ -41,6 +42,7 @@ writeFileSync(
 events { worker_connections 4096; }
 http { access_log off; sendfile ${process.env.BENCH_NGINX_SENDFILE === "off" ? "off" : "on"};
   proxy_cache_path ${dir}/nginx-cache keys_zone=c:10m;
+  proxy_temp_path ${dir}/nginx-proxy-temp; client_body_temp_path ${dir}/nginx-body-temp;
   upstream origin { server ${ORIGIN}:80; keepalive 64; }
   server { listen ${ORIGIN}:80; root ${dir}; location / { add_header Cache-Control "max-age=3600"; } }
   server { listen 127.0.0.1:${NGINX}; location / { proxy_cache c; proxy_cache_valid 200 1h; proxy_pass http://origin; proxy_http_version 1.1; proxy_set_header Connection ""; } }
