@@ -1,4 +1,5 @@
 import { randomBytes, timingSafeEqual } from "node:crypto";
+import { rmSync } from "node:fs";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import { createServer as createNetServer, type Server as NetServer } from "node:net";
 import { dirname, join } from "node:path";
@@ -137,6 +138,8 @@ export class BindingServer {
       this.server.emit("connection", socket);
     });
     listener.on("error", (err) => this.log.error({ err, accountId, path }, "an account's outbound socket failed"));
+    // The directory is the runtime's own, emptied at its start; a file left there would only make listen() fail.
+    rmSync(path, { force: true });
     listener.listen(path);
     const entry = { address: `unix:${path}`, listener };
     this.accountSockets.set(accountId, entry);
