@@ -293,11 +293,15 @@ describe("the dashboard's operator pages in a real browser", { skip: SKIP_WITHOU
     const rendered = () => page.getAttribute("#main", "data-rendered");
     /** Waits for the render after `before` to finish: text typed into the page it replaces would be lost. */
     const renderedAfter = (before: string | null) =>
-      // The page's code as text, as the other dashboard tests write it (the project's lib has no DOM types).
-      page.waitForFunction(`(() => {
+      page.waitForFunction((b) => {
+        // A function, not text (the page's CSP has no unsafe-eval); the page's document typed here, the project's lib
+        // having no DOM types.
+        const { document } = globalThis as unknown as {
+          document: { getElementById(id: string): { dataset: { rendered?: string }; hasAttribute(name: string): boolean } };
+        };
         const main = document.getElementById("main");
-        return main.dataset.rendered !== ${JSON.stringify(before)} && !main.hasAttribute("aria-busy");
-      })()`);
+        return main.dataset.rendered !== b && !main.hasAttribute("aria-busy");
+      }, before);
     /** Submits `formName` with `text` and answers the body of the purge_cache call the page sent. */
     const purgeWith = async (formName: string, text: string, { refused = false } = {}) => {
       await page.waitForSelector("#main:not([aria-busy])");
