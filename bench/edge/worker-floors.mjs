@@ -9,7 +9,9 @@
 //   nginx    nginx (one worker process) proxy_pass to the socket with kept-alive connections, adding the same request
 //            headers: an HTTP-parsing hop that is not Node.
 // The pipes run as their own Node processes with the bin's Node flags. Prints each round (req/s, each / direct, CPU a
-// request of the process in front and of workerd) and the medians.
+// request of the process in front, of workerd and of this client) and the medians, with each path's "chain CPU
+// ratio": direct's client + workerd CPU a request over the path's client + workerd + front (the req/s ratio if the
+// machine were CPU-bound; load moves it far less than req/s).
 // Env: BENCH_SECONDS (per case, default 3), BENCH_ROUNDS (default 3), BENCH_CLIENTS (default 1,8), BENCH_PATHS
 // (default direct,edge,pipe,scanned,nginx), BENCH_FLOOR_NODE_ARGS (Node options for the pipes' processes).
 import { spawn } from "node:child_process";
@@ -125,6 +127,9 @@ try {
     const ratios = Object.fromEntries(PATHS.map((k) => [k, []]));
     const cpus = Object.fromEntries(PATHS.map((k) => [k, []]));
     const workerdCpus = Object.fromEntries(PATHS.map((k) => [k, []]));
+    // The chain's CPU a request (client + workerd + the process in front), direct's over each path's: the req/s ratio
+    // a CPU-bound machine would give, which the load distorts far less than req/s.
+    const chainRatios = Object.fromEntries(PATHS.map((k) => [k, []]));
     for (let round = 0; round < ROUNDS; round++) {
       // Rotating which goes first, so that a change of load within a round does not favour one path.
       const order = PATHS.map((_, i) => PATHS[(i + round) % PATHS.length]);
@@ -157,6 +162,7 @@ try {
         cpus[k].push(got[k].cpu);
         workerdCpus[k].push(got[k].workerd);
         if (base) ratios[k].push(got[k].rps / base);
+        if (got.direct) chainRatios[k].push((got.direct.client + got.direct.workerd) / (got[k].client + got[k].workerd + got[k].cpu));
         const cpu = paths[k].pid ? `, ${got[k].cpu.toFixed(0)} µs CPU/req in front` : "";
         return `${k} ${got[k].rps.toFixed(0)} req/s${base ? ` (${(got[k].rps / base).toFixed(2)})` : ""}${cpu}, workerd ${got[k].workerd.toFixed(0)}, client ${got[k].client.toFixed(0)} µs/req`;
       });
@@ -164,7 +170,7 @@ try {
     }
     const summary = PATHS.map((k) => {
       const cpu = paths[k].pid ? `, CPU ${median(cpus[k]).toFixed(0)} µs/req in front` : "";
-      return `${k} ${median(rates[k]).toFixed(0)} req/s${ratios[k].length ? `, / direct ${median(ratios[k]).toFixed(2)} (rounds ${ratios[k].map((r) => r.toFixed(2)).join(" ")})` : ""}${cpu}, workerd ${median(workerdCpus[k]).toFixed(0)} µs/req`;
+      return `${k} ${median(rates[k]).toFixed(0)} req/s${ratios[k].length ? `, / direct ${median(ratios[k]).toFixed(2)} (rounds ${ratios[k].map((r) => r.toFixed(2)).join(" ")})` : ""}${cpu}, workerd ${median(workerdCpus[k]).toFixed(0)} µs/req${chainRatios[k].length ? `, chain CPU ratio ${median(chainRatios[k]).toFixed(2)}` : ""}`;
     });
     console.log(`c=${clients} medians: ${summary.join("; ")}`);
   }
