@@ -604,9 +604,13 @@ export class EdgeCache {
       }
       if (obj.size <= MEMORY_OBJECT_MAX && this.memoryBytes > 0) {
         const buf = Buffer.allocUnsafe(obj.size);
-        await file.read(buf, 0, obj.size, 0);
-        await file.close();
+        const { bytesRead } = await file.read(buf, 0, obj.size, 0).finally(() => file?.close());
         file = undefined;
+        if (bytesRead !== obj.size) {
+          // Cut short since it was opened (a disk error, a file truncated under us): never answer uninitialised bytes.
+          this.dropRemoved(this.index.remove(obj.key));
+          return this.serve(c);
+        }
         body = buf;
         this.remember(obj, buf);
       }

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { mkdtempSync, readdirSync, rmSync, unlinkSync } from "node:fs";
+import { mkdtempSync, readdirSync, rmSync, truncateSync, unlinkSync } from "node:fs";
 import { createServer, type ServerResponse } from "node:http";
 import { connect, type AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
@@ -85,6 +85,25 @@ test("a HIT from memory is the answer a HIT from disk is, and is counted as a HI
   assert.equal(range.text, "el");
   assert.deepEqual(counted, ["MISS", "HIT", "HIT", "HIT", "HIT", "HIT"]);
   assert.equal(origin.count("/app.js"), 1);
+});
+
+test("a small body cut short after its file was opened is never answered: the object goes and the origin answers", async (t) => {
+  const { cache, origin, get, bodyFiles } = await cacheInFront(t, { maxBytes: 10_000_000, maxObjectBytes: 1_000_000 });
+  origin.route("/short.js", (_req, res) => res.writeHead(200, { "cache-control": "max-age=60", "content-length": "5" }).end("hello"));
+  assert.equal((await get("/short.js")).headers["cf-cache-status"], "MISS");
+  // The first HIT reads the file into memory. Between its open (which checks the size) and its read, the file is
+  // truncated (a disk error or a process outside the platform could do it): a real file, cut for real.
+  const files = (cache as unknown as { files: { open: (file: string, size: number) => Promise<unknown> } }).files;
+  const open = files.open.bind(files);
+  files.open = async (file, size) => {
+    const handle = await open(file, size);
+    for (const f of bodyFiles()) truncateSync(f, 2);
+    return handle;
+  };
+  const answer = await get("/short.js");
+  assert.equal(answer.text, "hello", "never the buffer's unread bytes");
+  assert.equal(answer.headers["cf-cache-status"], "MISS", "the short object went; the origin answered again");
+  assert.equal(cache.memoryStats().bodies, 0, "nothing of the short read was kept in memory");
 });
 
 test("a HIT from memory of a request with a body: the body is read past and the connection serves the next request", async (t) => {
