@@ -7,15 +7,17 @@
 //   scanned  the byte pipe plus the least per-request work an edge needs on a Worker-only hostname (each request head
 //            found, checked and rewritten, each body's end found, each answer head found, cf-ray added, counted);
 //   nginx    nginx (one worker process) proxy_pass to the socket with kept-alive connections, adding the same request
-//            headers: an HTTP-parsing hop that is not Node.
+//            headers: an HTTP-parsing hop that is not Node;
+//   nginx-pipe nginx's stream module (the same worker process) piping bytes to the socket: a byte pipe that is not
+//            Node (left out when Debian's libnginx-mod-stream is not installed).
 // The pipes run as their own Node processes with the bin's Node flags. Prints each round (req/s, each / direct, CPU a
 // request of the process in front, of workerd and of this client) and the medians, with each path's "chain CPU
 // ratio": direct's client + workerd CPU a request over the path's client + workerd + front (the req/s ratio if the
 // machine were CPU-bound; load moves it far less than req/s).
 // Env: BENCH_SECONDS (per case, default 3), BENCH_ROUNDS (default 3), BENCH_CLIENTS (default 1,8), BENCH_PATHS
-// (default direct,edge,pipe,scanned,nginx), BENCH_FLOOR_NODE_ARGS (Node options for the pipes' processes).
+// (default direct,edge,pipe,scanned,nginx,nginx-pipe), BENCH_FLOOR_NODE_ARGS (Node options for the pipes' processes).
 import { spawn } from "node:child_process";
-import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { once } from "node:events";
@@ -30,7 +32,8 @@ import { EDGE_BENCH_WORKERS, scriptInfo, uploadWorker } from "../workers/upload.
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 3);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const CLIENTS = (process.env.BENCH_CLIENTS ?? "1,8").split(",").map(Number);
-const PATHS = (process.env.BENCH_PATHS ?? "direct,edge,pipe,scanned,nginx").split(",");
+const STREAM_MODULE = "/usr/lib/nginx/modules/ngx_stream_module.so";
+const PATHS = (process.env.BENCH_PATHS ?? `direct,edge,pipe,scanned,nginx${existsSync(STREAM_MODULE) ? ",nginx-pipe" : ""}`).split(",");
 // Other Node options for the two pipe processes (e.g. `--cpu-prof --cpu-prof-dir=DIR`: a profile each as they stop).
 const FLOOR_NODE_ARGS = process.env.BENCH_FLOOR_NODE_ARGS?.split(" ").filter(Boolean) ?? [];
 const load = () =>
@@ -62,19 +65,23 @@ async function startFloor(mode, socketPath, host) {
   };
 }
 
-/** nginx with one worker process in front of the socket; resolves with its worker's pid and port. */
+/** nginx with one worker process in front of the socket; resolves with its worker's pid and ports (HTTP, stream). */
 async function startNginx(socketPath) {
   const dir = mkdtempSync(join(tmpdir(), "worker-floors-nginx-"));
   const port = 20000 + Math.floor(Math.random() * 20000);
+  const streamPort = port + 1;
+  const stream = PATHS.includes("nginx-pipe");
   writeFileSync(
     join(dir, "nginx.conf"),
-    `user root; worker_processes 1; pid ${dir}/nginx.pid; error_log ${dir}/error.log; daemon off;
+    `${stream ? `load_module ${STREAM_MODULE};` : ""}
+user root; worker_processes 1; pid ${dir}/nginx.pid; error_log ${dir}/error.log; daemon off;
 events { worker_connections 1024; }
 http { access_log off;
   upstream workerd { server unix:${socketPath}; keepalive 32; }
   server { listen 127.0.0.1:${port}; location / { proxy_pass http://workerd; proxy_http_version 1.1; proxy_set_header Connection "";
     proxy_set_header cf-connecting-ip $remote_addr; proxy_set_header x-forwarded-proto $scheme; proxy_buffering off; } }
-}`,
+}
+${stream ? `stream { server { listen 127.0.0.1:${streamPort}; proxy_pass unix:${socketPath}; } }` : ""}`,
   );
   const child = spawn("nginx", ["-c", join(dir, "nginx.conf")], { stdio: "ignore" });
   // The worker process (nginx's master only forks it): found as the master's child.
@@ -87,7 +94,7 @@ http { access_log off;
       /* not yet */
     }
   }
-  return { pid: worker, port, stop: () => child.kill("SIGTERM") };
+  return { pid: worker, port, streamPort, stop: () => child.kill("SIGTERM") };
 }
 
 const p = await startTestPlatform({ args: ["--dns-port", "0"] });
@@ -109,7 +116,7 @@ try {
   const pipe = await startFloor("pipe", socketPath, host);
   const scanned = await startFloor("scanned", socketPath, host);
   floors.push(pipe, scanned);
-  const nginx = PATHS.includes("nginx") ? await startNginx(socketPath) : undefined;
+  const nginx = PATHS.includes("nginx") || PATHS.includes("nginx-pipe") ? await startNginx(socketPath) : undefined;
   if (nginx) floors.push(nginx);
   console.log(
     `# ${new Date().toISOString()} load ${load()}; ${ROUNDS} rounds of ${SECONDS} s; a Worker answering 1 KiB; paths ${PATHS.join(", ")}; Node ${process.version} ${BIN_NODE_FLAGS.join(" ")}`,
@@ -119,6 +126,7 @@ try {
     edge: { pool: (c) => new Pool(`http://127.0.0.1:${port}`, { connections: c }), headers: { host: `${host}:${port}` }, pid: p.process.pid },
     pipe: { pool: (c) => new Pool(`http://127.0.0.1:${pipe.port}`, { connections: c }), headers: { host }, pid: pipe.pid },
     nginx: nginx && { pool: (c) => new Pool(`http://127.0.0.1:${nginx.port}`, { connections: c }), headers: { host }, pid: nginx.pid },
+    "nginx-pipe": nginx && { pool: (c) => new Pool(`http://127.0.0.1:${nginx.streamPort}`, { connections: c }), headers: { host }, pid: nginx.pid },
     scanned: { pool: (c) => new Pool(`http://127.0.0.1:${scanned.port}`, { connections: c }), headers: { host }, pid: scanned.pid },
   };
   let scannedRequests = 0;
