@@ -289,7 +289,7 @@ export async function startPlatform(config: PlatformConfig, log: Logger = create
   workers.attachSubrequests({
     fetch: (req, res, from) => proxy.subrequest(req, res, from),
     upgrade: (req, socket, head, from) => proxy.subrequestUpgrade(req, socket, head, from),
-    connect: (target, socket, head) => proxy.connectOut(target, socket, head),
+    connect: (target, socket, head, from) => proxy.connectOut(target, socket, head, from),
     // The Cache API (caches.default, caches.open) of Workers: the edge's cache, in the zones the Worker is routed in.
     cache: (req, res, from) => proxy.cacheApi(req, res, from),
   });

@@ -289,12 +289,24 @@ describe("the dashboard's operator pages in a real browser", { skip: SKIP_WITHOU
 
     /** The next purge_cache call of the page, once answered (the purge is then done on every node). */
     const nextPurge = () => page.waitForResponse((r) => r.request().method() === "POST" && r.url().endsWith(`/zones/${zoneA}/purge_cache`));
+    /** The page's count of finished renders (a done purge re-renders the page). */
+    const rendered = () => page.getAttribute("#main", "data-rendered");
+    /** Waits for the render after `before` to finish: text typed into the page it replaces would be lost. */
+    const renderedAfter = (before: string | null) =>
+      page.waitForFunction((b) => {
+        const main = document.getElementById("main")!;
+        return main.dataset.rendered !== b && !main.hasAttribute("aria-busy");
+      }, before);
     /** Submits `formName` with `text` and answers the body of the purge_cache call the page sent. */
-    const purgeWith = async (formName: string, text: string) => {
+    const purgeWith = async (formName: string, text: string, { refused = false } = {}) => {
+      await page.waitForSelector("#main:not([aria-busy])");
+      const before = await rendered();
       const answered = nextPurge();
       await page.fill(`form[name=${formName}] textarea[name=items]`, text);
       await page.click(`form[name=${formName}] button`);
-      return (await answered).request().postDataJSON();
+      const body = (await answered).request().postDataJSON();
+      if (!refused) await renderedAfter(before);
+      return body;
     };
 
     await cached();
@@ -315,15 +327,17 @@ describe("the dashboard's operator pages in a real browser", { skip: SKIP_WITHOU
     assert.equal(await get(), "MISS", "the prefix was purged");
 
     await cached();
+    const beforeEverything = await rendered();
     const everything = nextPurge();
     page.once("dialog", (d) => void d.accept());
     await page.click("button:text-is('Purge everything')");
     assert.deepEqual((await everything).request().postDataJSON(), { purge_everything: true });
     assert.match(await alertText("info"), /Purged everything cached for dash-a\.example/);
+    await renderedAfter(beforeEverything);
     assert.equal(await get(), "MISS", "everything was purged");
 
     // A host outside the zone: the API's refusal, shown as it says it.
-    await purgeWith("purge-hosts", "www.dash-b-secret.example");
+    await purgeWith("purge-hosts", "www.dash-b-secret.example", { refused: true });
     assert.match(await alertText(), /not in the zone dash-a\.example.*\(code \d+\)/);
     const shot = await screenshot("#alert", "purge-refused");
     assert.ok(shot.errorBg > 0.3 && shot.errorText > 0.005, `the refusal is shown as an error (${JSON.stringify(shot)})`);

@@ -118,7 +118,11 @@ test("edgecli queues and deploy; messages survive a platform killed mid-batch, a
     p = await start(p, "120");
     // The log is the new process's: nothing the killed one logged. "waiting" was never delivered, so the new
     // process may already have delivered it by the time the log is read; the hanging batch waits out its lease.
-    assert.deepEqual(seen(p).filter((s) => s.body !== "waiting"), [], "a fresh process log");
+    assert.deepEqual(
+      seen(p).filter((s) => s.body !== "waiting"),
+      [],
+      "a fresh process log",
+    );
     await eventually(() => seen(p).some((s) => s.body === "waiting") && seen(p).some((s) => s.body === "hang"), "both messages after the restart", 180_000);
     const after = seen(p);
     assert.deepEqual(after.find((s) => s.body === "hang")?.attempts, 2, "the hanging batch was delivered again once its lease ran out");

@@ -109,7 +109,7 @@ export function createWorkersService(ctx: ServiceContext, deps: WorkersDeps): Wo
   const outbound = new WorkerOutbound((script) => routing.table.zonesOf(script), metrics && ((script) => metrics.subrequest(script)));
   runtime.mountBinding("outbound", outbound.handle, undefined, outbound.upgrade);
   runtime.mountBinding("cache", outbound.cacheHandle);
-  runtime.bindings.takeOtherTunnels(outbound.tunnel);
+  runtime.bindings.takeAccountTunnels(outbound.tunnel);
   const deployer = new ScriptDeployer(store, runtime, resourceExists(deps.bindings, scriptExists), log, durableObjects, assets, {
     isConsumer: (accountId, name) => deps.queues.isConsumer(accountId, name),
     // A tail session ends with its script: the next account to take the name tails its own Worker, not through it.

@@ -27,6 +27,9 @@ let renders = 0;
 
 async function render() {
   const mine = ++renders;
+  // Busy until the page is replaced: what is typed into the old page meanwhile is lost (assistive technology and the
+  // tests wait for it); data-rendered counts finished renders.
+  main.setAttribute("aria-busy", "true");
   const [name, args] = route(location.hash);
   const section = location.hash.split("/")[1] === "worker-logs" ? "workers" : location.hash.split("/")[1];
   for (const a of document.querySelectorAll("#nav a")) a.classList.toggle("active", a.getAttribute("href") === `#/${section ?? ""}`);
@@ -36,7 +39,11 @@ async function render() {
   } catch (err) {
     content = [h("p", {}, err instanceof ApiFailure ? err.message : `Could not load this page: ${err.message}`)];
   }
-  if (mine === renders) main.replaceChildren(...content);
+  if (mine === renders) {
+    main.replaceChildren(...content);
+    main.removeAttribute("aria-busy");
+    main.dataset.rendered = String(mine);
+  }
 }
 
 function signInPage(message) {

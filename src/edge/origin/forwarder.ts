@@ -18,12 +18,6 @@ import { cacheableHeaders, looped, originRequestHeaders } from "./headers.js";
 import { OriginPools, type OriginTarget } from "./pools.js";
 import type { TenantResolver } from "./tenant-resolver.js";
 
-/**
- * The key a Worker's connect() lookups are counted under in the TenantResolver: workerd labels no CONNECT with its
- * script, so they share one account's allowance, apart from every account's fetch() and proxied names.
- */
-const CONNECT_LOOKUPS = "connect()";
-
 /** The CDN-Loop token this edge adds and looks for (RFC 8586). */
 export const LOOP_TOKEN = "edge-platform";
 /** Addresses a name's origin is tried at, at most, for one request (the next one after a failed connect). */
@@ -368,13 +362,14 @@ export class OriginForwarder {
   /**
    * A socket a Worker opens (connect(), a CONNECT to `target`, host:port): to a public address only, as workerd's own
    * network access allowed; then bytes both ways. Refused or failed: a 502 and the tunnel closed (connect() fails).
+   * A name is looked up under the account of the script that opened it (its allowance, as its fetch() calls).
    */
-  connectOut(target: string, socket: Duplex, head: Buffer): void {
+  connectOut(target: string, socket: Duplex, head: Buffer, from: { accountId: string }): void {
     const m = /^(?:\[([0-9a-fA-F:.]+)\]|([^:[\]]+)):(\d{1,5})$/.exec(target);
     const refuse = () => void socket.end("HTTP/1.1 502 Bad Gateway\r\ncontent-length: 0\r\n\r\n");
     const port = Number(m?.[3]);
     if (!m || !(port > 0 && port < 65536)) return refuse();
-    void this.resolvePublic(CONNECT_LOOKUPS, m[1] ?? m[2]).then((address) => {
+    void this.resolvePublic(from.accountId, m[1] ?? m[2]).then((address) => {
       if (!address || socket.destroyed) return refuse();
       const out = netConnect({ host: address, port });
       this.upgraded.add(socket);

@@ -36,8 +36,8 @@ export function createProxyService(
   cacheApi(req: IncomingMessage, res: ServerResponse, from: CacheApiCaller): void;
   /** Workers' WebSocket handshakes: to their own zones' origins while `websockets` is on (true), else false. */
   subrequestUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer, from: { accountId: string; script: string; ownZone(zoneId: string): boolean }): boolean;
-  /** Workers' sockets (connect()): public addresses only. */
-  connectOut(target: string, socket: Duplex, head: Buffer): void;
+  /** Workers' sockets (connect()): public addresses only, names looked up under the opening script's account. */
+  connectOut(target: string, socket: Duplex, head: Buffer, from: { accountId: string }): void;
 } {
   const cfg = readOriginConfig(ctx.options(originServeOptions));
   const log = ctx.log.child({ service: "edge" });
@@ -74,7 +74,7 @@ export function createProxyService(
     },
     forward: (req, res) => forwarder.handle(req, res),
     upgrade: (req, socket, head) => forwarder.handleUpgrade(req, socket, head),
-    connectOut: (target, socket, head) => forwarder.connectOut(target, socket, head),
+    connectOut: (target, socket, head, from) => forwarder.connectOut(target, socket, head, from),
     subrequestUpgrade: (req, socket, head, from) => forwarder.subrequestUpgrade(req, socket, head, from),
     subrequest: (req, res, from) => forwarder.subrequest(req, res, from, () => forwarder.outbound(req, res, from)),
     cacheApi: (req, res, from) => cacheApi.handle(req, res, from),

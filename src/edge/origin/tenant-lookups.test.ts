@@ -167,6 +167,64 @@ describe("one tenant's names that never resolve do not stall another tenant's lo
     });
   });
 
+  describe("through Workers: connect() to names outside our zones, per account", () => {
+    let p: TestPlatform;
+    let ns: Awaited<ReturnType<typeof startNameServer>>;
+    let accountB: string;
+
+    before(async () => {
+      // Account B's names resolve to loopback, which a Worker's socket may not reach: its connect() is refused once resolved.
+      ns = await startNameServer("outside-b.test", "127.0.0.1", "dead-a.test");
+      p = await startPlatform(["--origin-connect-timeout", "60", "--origin-resolver", ns.server]);
+      const connector = (host: string) =>
+        `import { connect } from "cloudflare:sockets";
+        export default { async fetch(request) {
+          const n = new URL(request.url).searchParams.get("n") ?? "0";
+          try {
+            const socket = connect({ hostname: ${JSON.stringify(host)}.replace("N", n), port: 80 });
+            await socket.opened;
+            return new Response("opened");
+          } catch (e) { return new Response("connect failed", { status: 599 }); }
+        } };`;
+      assert.equal((await uploadScript(p, "lookups-ca", connector("nN.dead-a.test"))).status, 200);
+      accountB = await createAccount(p, "lookups-cb");
+      const up = await uploadScript(p, "lookups-cb", connector("wwwN.outside-b.test"), {}, { accountId: accountB, headers: p.keyHeaders() });
+      assert.equal(up.status, 200, JSON.stringify(up.body));
+    });
+    after(async () => {
+      await p?.dispose();
+      ns?.close();
+    });
+
+    it("account A's Worker opening sockets to names that never resolve fills A's allowance only: account B's Worker's connect() lookups are answered", async () => {
+      const total = LOOKUPS_PER_ACCOUNT + QUEUED_PER_ACCOUNT + 5;
+      const answersA: number[] = [];
+      const leave = new AbortController();
+      setMaxListeners(total, leave.signal);
+      const port = new URL(p.url).port;
+      const requestsA = Array.from({ length: total }, (_, i) =>
+        request(`http://127.0.0.1:${port}/?n=${i}`, { headers: { host: `lookups-ca.workers.localhost:${port}` }, signal: leave.signal }).then(
+          async (r) => void answersA.push((await r.body.text(), r.statusCode)),
+        ),
+      );
+      // A's sockets past its allowance and queue are refused at once; the others wait on their lookups.
+      await eventually(() => ns.unanswered() >= 2 * LOOKUPS_PER_ACCOUNT, "account A's queries at the name server", 60_000);
+      await eventually(() => answersA.length === 5, "account A's sockets past its queue to be refused", 60_000);
+      assert.deepEqual(answersA, Array(5).fill(599));
+      const answeredBefore = ns.answered();
+      for (let i = 0; i < 3; i++) {
+        const r = await hit(p, "lookups-cb", `/?n=${i}`);
+        // Looked up under B's allowance (the name server answered it) to loopback, which a socket may not reach.
+        // Under one shared allowance (before), A's full queue refused it with no query sent.
+        assert.equal(r.status, 599, r.text);
+      }
+      assert.ok(ns.answered() >= answeredBefore + 3, "account B's names were looked up and answered");
+      assert.equal(answersA.length, 5, "account A's other sockets are still waiting on their lookups");
+      leave.abort();
+      await Promise.allSettled(requestsA);
+    });
+  });
+
   describe("through Workers: fetch() to names outside our zones", () => {
     let p: TestPlatform;
     let ns: Awaited<ReturnType<typeof startNameServer>>;

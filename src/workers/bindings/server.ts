@@ -1,5 +1,8 @@
 import { randomBytes, timingSafeEqual } from "node:crypto";
+import { rmSync } from "node:fs";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import { createServer as createNetServer, type Server as NetServer } from "node:net";
+import { dirname, join } from "node:path";
 import type { Duplex } from "node:stream";
 import type { Logger } from "../../core/logger.js";
 import { serveUpgradeAsRequest } from "../../core/http/upgrade.js";
@@ -25,6 +28,12 @@ export interface BindingCall {
 /** Serves one backend's binding protocol: answers a call workerd sent for `call`. */
 export type BindingHandler = (call: BindingCall, req: IncomingMessage, res: ServerResponse) => void;
 
+/**
+ * Takes a script's own socket (connect()): a CONNECT to `target` (host:port) that came in on `accountId`'s socket
+ * (see BindingServer.target), so it is that account's.
+ */
+export type AccountTunnelHandler = (target: string, socket: Duplex, head: Buffer, accountId: string) => void;
+
 /** Takes a CONNECT workerd sent for `call` (a Cap'n Proto RPC session of a service binding): `socket` is the caller's connection, `head` what followed the request head. */
 export type BindingTunnelHandler = (call: BindingCall, socket: Duplex, head: Buffer) => void;
 
@@ -36,12 +45,26 @@ export type BindingUpgradeHandler = (call: BindingCall, req: IncomingMessage, so
  * authenticates nothing, so each external service in a config carries `<secret>.<identity>` in an injected
  * header; the secret is random per platform process and lives only in memory and in the 0600 configs. A
  * request without it gets 403, so nothing else that reaches the socket can use it to reach the stores.
+ *
+ * workerd sends a script's connect() sockets to its global outbound as CONNECT requests with no header at all
+ * (injectRequestHeaders and cfBlobHeader apply to requests, not to CONNECT), so the header cannot say whose they are.
+ * The global outbound of each account's scripts is therefore sent to a socket of that account's own (`target`, backend
+ * "outbound"): the socket a connection came in on is the label. It comes from the config the platform writes, not
+ * from anything a script sends; a CONNECT on the shared socket that names no binding is refused.
  */
 export class BindingServer {
   private readonly secret = randomBytes(32).toString("base64url");
   private readonly secretBytes = Buffer.from(this.secret);
   private server?: Server;
   private address = "";
+  /**
+   * Each account's socket for its scripts' global outbound (fetch() and connect()), made when its first script's
+   * config is written and kept while the server runs: one listening descriptor per account with Workers.
+   */
+  private readonly accountSockets = new Map<string, { address: string; listener: NetServer }>();
+  private accountSocketSeq = 0;
+  /** The account of each connection that came in on an account's socket. */
+  private readonly accountOfConnection = new WeakMap<Duplex, string>();
 
   private readonly handlers: Map<BindingBackendName, BindingHandler>;
   /** The backends that also take CONNECT tunnels (service bindings' RPC sessions). */
@@ -95,7 +118,32 @@ export class BindingServer {
     if (!this.address) throw new Error("binding server is not started");
     const id = Buffer.from(JSON.stringify(call)).toString("base64url");
     const value = `${this.secret}.${id}`;
-    return { address: this.address, header: { name: BINDING_HEADER, value }, connectHost: value };
+    // A script's global outbound carries its connect() sockets, which no header labels: to its account's socket.
+    const address = call.backend === "outbound" ? this.accountAddress(call.accountId) : this.address;
+    return { address, header: { name: BINDING_HEADER, value }, connectHost: value };
+  }
+
+  /**
+   * The address of `accountId`'s socket, listening from now on: beside the server's own, in the runtime's private
+   * directory. Its connections are served as the server's own, labelled with the account. listen() binds a unix
+   * socket at once; workerd connects to an external service only at its script's first subrequest.
+   */
+  private accountAddress(accountId: string): string {
+    const known = this.accountSockets.get(accountId);
+    if (known) return known.address;
+    const path = join(dirname(this.address.slice("unix:".length)), `account-${++this.accountSocketSeq}.sock`);
+    const listener = createNetServer((socket) => {
+      if (!this.server) return void socket.destroy();
+      this.accountOfConnection.set(socket, accountId);
+      this.server.emit("connection", socket);
+    });
+    listener.on("error", (err) => this.log.error({ err, accountId, path }, "an account's outbound socket failed"));
+    // The directory is the runtime's own, emptied at its start; a file left there would only make listen() fail.
+    rmSync(path, { force: true });
+    listener.listen(path);
+    const entry = { address: `unix:${path}`, listener };
+    this.accountSockets.set(accountId, entry);
+    return entry.address;
   }
 
   get listenAddress(): string {
@@ -127,8 +175,18 @@ export class BindingServer {
     return who;
   }
 
-  private dispatch(req: IncomingMessage, res: ServerResponse): void {
+  /**
+   * What a request's binding header names, when it names it truly: on an account's socket, only that account's
+   * scripts' calls arrive (workerd replaces any header of that name a script sets).
+   */
+  private caller(req: IncomingMessage): BindingCall | undefined {
     const who = this.identify(req.headers[BINDING_HEADER]);
+    const account = this.accountOfConnection.get(req.socket);
+    return who && (account === undefined || account === who.accountId) ? who : undefined;
+  }
+
+  private dispatch(req: IncomingMessage, res: ServerResponse): void {
+    const who = this.caller(req);
     if (!who) {
       res.writeHead(403, { "content-type": "text/plain" }).end("forbidden\n");
       req.resume();
@@ -149,21 +207,22 @@ export class BindingServer {
   /** Open CONNECT tunnels: the server's close() would wait for them, so stop() cuts them. */
   private readonly tunnelSockets = new Set<Duplex>();
 
-  /** CONNECTs to anything else: scripts' own sockets (connect()), which workerd sends its global outbound unlabelled. */
-  private otherTunnels?: (target: string, socket: Duplex, head: Buffer) => void;
+  /** CONNECTs to anything else: scripts' own sockets (connect()), labelled by the account socket they came in on. */
+  private accountTunnels?: AccountTunnelHandler;
 
-  /** Where CONNECTs that name no binding go (runtime/outbound.ts: public addresses only). */
-  takeOtherTunnels(handler: (target: string, socket: Duplex, head: Buffer) => void): void {
-    this.otherTunnels = handler;
+  /** Where CONNECTs that name no binding go, on an account's socket (runtime/outbound.ts: public addresses only). */
+  takeAccountTunnels(handler: AccountTunnelHandler): void {
+    this.accountTunnels = handler;
   }
 
   private tunnel(req: IncomingMessage, socket: Duplex, head: Buffer): void {
     this.tunnelSockets.add(socket);
     socket.once("close", () => this.tunnelSockets.delete(socket));
     const who = this.identify(req.url);
-    if (!who && this.otherTunnels) {
+    const account = this.accountOfConnection.get(socket);
+    if (!who && account !== undefined && this.accountTunnels) {
       socket.on("error", () => socket.destroy());
-      return this.otherTunnels(req.url ?? "", socket, head);
+      return this.accountTunnels(req.url ?? "", socket, head, account);
     }
     const handle = who && this.tunnels.get(who.backend);
     if (!who || !handle) {
@@ -185,7 +244,7 @@ export class BindingServer {
   private upgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
     this.tunnelSockets.add(socket);
     socket.once("close", () => this.tunnelSockets.delete(socket));
-    const who = this.identify(req.headers[BINDING_HEADER]);
+    const who = this.caller(req);
     const handle = who && this.upgrades.get(who.backend);
     if (!who || !handle) return serveUpgradeAsRequest(req, socket, (r, res) => this.dispatch(r, res));
     socket.on("error", () => socket.destroy());
@@ -201,6 +260,8 @@ export class BindingServer {
     const s = this.server;
     if (!s) return;
     this.server = undefined;
+    for (const { listener } of this.accountSockets.values()) listener.close();
+    this.accountSockets.clear();
     for (const t of this.tunnelSockets) t.destroy();
     await new Promise<void>((resolve) => {
       s.close(() => resolve());

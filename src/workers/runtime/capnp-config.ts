@@ -80,7 +80,8 @@ export function workerdConfig(input: WorkerdConfigInput): string {
   };
   // The script's own fetch() calls (its global outbound) go to the platform (runtime/outbound.ts) with their URL in
   // the request line: a URL on its zone reaches the origin through the edge's forwarder, anything else goes out to
-  // public addresses only, as workerd's own network access did.
+  // public addresses only, as workerd's own network access did. Its address is a socket of the script's account
+  // (bindings/server.ts): workerd's CONNECTs (the script's connect()) carry no header, so the socket labels them.
   const outbound = input.bindingTarget({ backend: "outbound", accountId: script.accountId, resource: script.name });
   services.push(
     `(name = "outbound", external = (address = ${capnpString(outbound.address)}, http = (style = proxy, cfBlobHeader = "${CF_BLOB_HEADER}", injectRequestHeaders = [(name = ${capnpString(outbound.header.name)}, value = ${capnpString(outbound.header.value)})])))`,

@@ -24,8 +24,11 @@ export interface SubrequestPort {
    * taken (to an origin of its own zone whose `websockets` setting is on), false to have it served as a plain fetch.
    */
   upgrade(req: IncomingMessage, socket: Duplex, head: Buffer, from: SubrequestSender): boolean;
-  /** A socket a script opens (connect()) to `target` (host:port): public addresses only. */
-  connect(target: string, socket: Duplex, head: Buffer): void;
+  /**
+   * A socket a script of `from.accountId` opens (connect()) to `target` (host:port): public addresses only, its name
+   * looked up under that account's allowance.
+   */
+  connect(target: string, socket: Duplex, head: Buffer, from: { accountId: string }): void;
   /** A Cache API call of the script (workerd's cacheApiOutbound): the edge's cache answers it for `from`'s zones. */
   cache(req: IncomingMessage, res: ServerResponse, from: SubrequestSender): void;
 }
@@ -97,10 +100,13 @@ export class WorkerOutbound {
     return { accountId: call.accountId, script: call.resource, ownZone: (zoneId) => this.zonesOf(call.resource).has(zoneId) };
   }
 
-  /** workerd labels no CONNECT with its script: a socket goes out to public addresses only, whoever opened it. */
-  readonly tunnel = (target: string, socket: Duplex, head: Buffer): void => {
+  /**
+   * A script's socket (connect()): workerd's CONNECT carries no header naming its script, so the binding server
+   * labels it with the account whose socket it came in on (bindings/server.ts).
+   */
+  readonly tunnel = (target: string, socket: Duplex, head: Buffer, accountId: string): void => {
     if (!this.port) return void socket.destroy();
-    this.port.connect(target, socket, head);
+    this.port.connect(target, socket, head, { accountId });
   };
 }
 
