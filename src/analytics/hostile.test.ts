@@ -135,3 +135,16 @@ test("one field of the answer named more than QueryLimits.sameFieldNodes times (
   assert.equal(atBound.body.errors, null, JSON.stringify(atBound.body.errors));
   assert.deepEqual(atBound.body.data.viewer.accounts, [{ __typename: "Account" }]);
 });
+
+test("a fragment that spreads itself (directly, through another, or unused) is refused as a cycle, not a 500 (the same-field check once followed it without end)", async () => {
+  for (const query of [
+    `{ viewer { ...A } } fragment A on Viewer { accounts(filter: { accountTag: "${accountB}" }) { ...A } }`,
+    `{ viewer { ...A } } fragment A on Viewer { x { ...B } } fragment B on Viewer { y { ...A } }`,
+    `{ viewer { __typename } } fragment A on Viewer { x { x { ...A } } }`,
+  ]) {
+    const r = await graphql(query, asB);
+    assert.equal(r.status, 200, JSON.stringify(r.body));
+    assert.equal(r.body.data, null, "nothing ran");
+    assert.match(r.body.errors?.[0]?.message ?? "", /Cannot spread fragment "[AB]" within itself/, JSON.stringify(r.body.errors));
+  }
+});

@@ -11,6 +11,7 @@ import {
   isNonNullType,
   isObjectType,
   Kind,
+  NoFragmentCyclesRule,
   parse,
   specifiedRules,
   validate,
@@ -215,6 +216,10 @@ export class AnalyticsSchema {
     } catch (err) {
       return { data: null, errors: [toJson(err)] };
     }
+    // Fragment cycles first: mergedFieldsRefusal follows spreads down, and `fragment A on Viewer { x { ...A } }` took
+    // it down without end (a RangeError, the request a 500). graphql-js' rule is linear in the document.
+    const cycles = validate(this.schema, document, [NoFragmentCyclesRule]);
+    if (cycles.length > 0) return { data: null, errors: cycles.map(toJson) };
     const overBound = mergedFieldsRefusal(document);
     if (overBound !== undefined) return { data: null, errors: [toJson(new GraphQLError(overBound))] };
     const invalid = validate(this.schema, document, [...specifiedRules, introspectionBound]);

@@ -38,17 +38,22 @@ export function originRequestHeaders(rawHeaders: readonly string[], facts: Forwa
   let kept: string[] | undefined;
   for (let i = 0; i < rawHeaders.length; i += 2) {
     const length = rawHeaders[i].length;
-    // Only names as long as one looked for are lowercased: x-forwarded-for, cdn-loop, upgrade, connection.
-    if (length !== 15 && length !== 8 && length !== 7 && length !== 10) continue;
+    // Only names as long as one looked for are lowercased: x-forwarded-for, cdn-loop, upgrade.
+    if (length !== 15 && length !== 8 && length !== 7) continue;
     const name = rawHeaders[i].toLowerCase();
     const value = rawHeaders[i + 1];
     if (name === "x-forwarded-for") forwardedFor = forwardedFor === undefined ? value : `${forwardedFor}, ${value}`;
     else if (name === "cdn-loop") loops = loops === undefined ? value : `${loops}, ${value}`;
-    else if (facts.upgrade && (name === "upgrade" || name === "connection")) (kept ??= []).push(rawHeaders[i], value);
+    // The client's Upgrade; not its Connection: the names it lists (`Upgrade, CF-Connecting-IP`) would tell the
+    // origin's side to drop the edge's own headers. `Connection: Upgrade` is the edge's, after it.
+    else if (facts.upgrade && name === "upgrade") (kept ??= []).push(rawHeaders[i], value);
   }
   // The one header policy of the edge's forwarding (core/http/relay.ts), with the edge's own headers set after.
   const set = ["host", facts.host];
-  if (kept) for (const v of kept) set.push(v);
+  if (kept) {
+    for (const v of kept) set.push(v);
+    set.push("Connection", "Upgrade");
+  }
   set.push(
     "cf-connecting-ip",
     facts.clientIp,

@@ -382,6 +382,22 @@ describe("the edge forwards proxied names to their origins", () => {
     assert.ok(origin.seen.some((r) => r.url === "/not-a-socket-either"));
   });
 
+  it("a WebSocket handshake whose Connection lists the edge's own headers: the origin gets Connection: Upgrade, and the edge's CF-Connecting-IP", async () => {
+    const listing = await rawRequest(
+      port,
+      "GET /listing-connection HTTP/1.1\r\nHost: www.proxy-test.example\r\nUpgrade: websocket\r\nConnection: Upgrade, CF-Connecting-IP, x-forwarded-for\r\n" +
+        "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n",
+    );
+    assert.equal(listing.status, 200, listing.raw.slice(0, 300));
+    const seen = origin.seen.find((r) => r.url === "/listing-connection");
+    assert.ok(seen, "the handshake reached the origin");
+    // Before, the client's Connection went on as it was: a proxy at the origin's side drops the headers it lists.
+    assert.equal(seen.headers.connection, "Upgrade");
+    assert.equal(seen.headers.upgrade, "websocket");
+    assert.equal(seen.headers["cf-connecting-ip"], "127.0.0.1");
+    assert.equal(seen.headers["x-forwarded-for"], "127.0.0.1");
+  });
+
   it("names of no zone here and the platform's own host are served as before (the API answers)", async () => {
     const r = await request(`${p.apiUrl}/user/tokens/verify`, { headers: p.headers() });
     assert.equal(r.statusCode, 200);

@@ -9,7 +9,18 @@ const TRIES = 2;
 /** Answers are kept for their records' TTL, at most this long (seconds). */
 const MAX_KEPT_SECONDS = 300;
 /** Names whose answers are kept at once; the oldest goes first beyond it. */
-const MAX_KEPT_NAMES = 10_000;
+export const MAX_KEPT_NAMES = 10_000;
+/**
+ * Names one account's lookups may have kept at once; its own oldest goes first beyond it. Without it one account's
+ * 10,000 names (a wildcard of its own) pushed every other account's answers out, each of its requests then waiting
+ * for a query again.
+ */
+export const KEPT_NAMES_PER_ACCOUNT = 1_000;
+/**
+ * Addresses of one name used and kept (IPv4 first). A name server may answer hundreds (256 A records kept 10 MiB of
+ * heap a thousand names, so one account's names alone 100 MiB); the forwarder tries at most 3 of them a request.
+ */
+export const ADDRESSES_PER_NAME = 16;
 
 interface AccountLookups {
   running: number;
@@ -31,7 +42,9 @@ export class TenantResolver {
    * Answers by name, kept for their TTL: without them every request to a proxied CNAME's outside target waited for
    * two queries. Public answers, the same whoever asks, so shared by all accounts; a kept one uses no lookup slot.
    */
-  private readonly kept = new Map<string, { addresses: string[]; until: number }>();
+  private readonly kept = new Map<string, { addresses: string[]; until: number; account: string }>();
+  /** The names each account's lookups have kept, oldest first (KEPT_NAMES_PER_ACCOUNT). */
+  private readonly keptBy = new Map<string, Set<string>>();
 
   constructor(
     /** The name servers (ip, ip:port, [ipv6]:port); the system's (/etc/resolv.conf) when empty. */
@@ -78,18 +91,36 @@ export class TenantResolver {
       if (Date.now() >= deadline) return [];
       const none = (): { address: string; ttl: number }[] => [];
       const [v4, v6] = await Promise.all([this.resolver.resolve4(name, { ttl: true }).catch(none), this.resolver.resolve6(name, { ttl: true }).catch(none)]);
-      const found = [...v4, ...v6];
+      const found = [...v4, ...v6].slice(0, ADDRESSES_PER_NAME);
       const addresses = found.map((a) => a.address);
+      // Node gives the TTLs of the first 256 records only (the rest undefined): a NaN here is not kept.
       const ttl = Math.min(MAX_KEPT_SECONDS, ...found.map((a) => a.ttl));
-      if (addresses.length > 0 && ttl > 0) {
-        this.kept.delete(name);
-        if (this.kept.size >= MAX_KEPT_NAMES) this.kept.delete(this.kept.keys().next().value!);
-        this.kept.set(name, { addresses, until: Date.now() + ttl * 1000 });
-      }
+      if (addresses.length > 0 && ttl > 0) this.keep(account, name, addresses, Date.now() + ttl * 1000);
       return addresses;
     } finally {
       release();
     }
+  }
+
+  private keep(account: string, name: string, addresses: string[], until: number): void {
+    this.forget(name);
+    let mine = this.keptBy.get(account);
+    if (!mine) this.keptBy.set(account, (mine = new Set()));
+    if (mine.size >= KEPT_NAMES_PER_ACCOUNT) this.forget(mine.values().next().value!);
+    if (this.kept.size >= MAX_KEPT_NAMES) this.forget(this.kept.keys().next().value!);
+    this.kept.set(name, { addresses, until, account });
+    // Looked up again: forget() may have dropped the account's set when it held only this name.
+    if (!this.keptBy.has(account)) this.keptBy.set(account, mine);
+    mine.add(name);
+  }
+
+  private forget(name: string): void {
+    const entry = this.kept.get(name);
+    if (!entry) return;
+    this.kept.delete(name);
+    const theirs = this.keptBy.get(entry.account);
+    theirs?.delete(name);
+    if (theirs?.size === 0) this.keptBy.delete(entry.account);
   }
 
   /** A running slot of the account's (its release), after waiting in its queue; undefined when the queue is full. */
