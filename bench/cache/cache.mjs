@@ -8,7 +8,8 @@
 // BENCH_PORT_BASE=n (default 18190) moves the four listeners to n+1..n+4 and BENCH_ORIGIN the origin's address (default
 // 127.0.0.142): bench/edge/big-transfer.mjs uses the same defaults, and another session may be running it.
 // BENCH_COMPARE_CLI=<another build's dist/bin/edgecli.js> runs a second edge from that build (on n+5) in every round of
-// the HIT, beside this one: a before/after of two builds under the same load (their CPU per request side by side).
+// the HIT, beside this one: a before/after of two builds under the same load (their CPU per request side by side; the
+// two take turns going first). BENCH_PEERS=0 leaves nginx and Varnish out of the HIT's rounds.
 import { execFileSync, spawn } from "node:child_process";
 import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, loadavg, tmpdir } from "node:os";
@@ -26,10 +27,13 @@ chmodSync(dir, 0o755);
 const children = [];
 const parts = new Set((process.env.BENCH_PARTS ?? "hit,big,purge").split(","));
 const rounds = Number(process.env.BENCH_ROUNDS ?? 1);
+// BENCH_PEERS=0: nginx and Varnish are left out of the HIT's rounds (a quicker A/B of two builds against bare Node).
+const peers = process.env.BENCH_PEERS !== "0";
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 writeFileSync(join(dir, "1k.js"), Buffer.alloc(1024, 97));
 writeFileSync(join(dir, "100m.bin"), Buffer.alloc(100 * 1024 * 1024, 98));
+// nginx's temporary files in the bench's directory: another run (another user) may own /var/lib/nginx/proxy's.
 // nginx with sendfile on, as Debian's nginx.conf ships it (its built-in default is off): the peer of the 100 MiB HIT is
 // nginx as people run it. BENCH_NGINX_SENDFILE=off measures the built-in default.
 writeFileSync(
@@ -38,6 +42,7 @@ writeFileSync(
 events { worker_connections 4096; }
 http { access_log off; sendfile ${process.env.BENCH_NGINX_SENDFILE === "off" ? "off" : "on"};
   proxy_cache_path ${dir}/nginx-cache keys_zone=c:10m;
+  proxy_temp_path ${dir}/nginx-proxy-temp; client_body_temp_path ${dir}/nginx-body-temp;
   upstream origin { server ${ORIGIN}:80; keepalive 64; }
   server { listen ${ORIGIN}:80; root ${dir}; location / { add_header Cache-Control "max-age=3600"; } }
   server { listen 127.0.0.1:${NGINX}; location / { proxy_cache c; proxy_cache_valid 200 1h; proxy_pass http://origin; proxy_http_version 1.1; proxy_set_header Connection ""; } }
@@ -138,11 +143,21 @@ try {
     console.log(`# wrk -t2 -c${connections} -d${seconds}s, 1 KiB GET, origin nginx on ${ORIGIN}:80, ${rounds} round(s) of the four in turn`);
     const all = [];
     for (let r = 0; r < rounds; r++) {
+      // The two builds take turns going first (the first of a round meets the machine as the last one left it).
+      const edges = () => {
+        const thisEdge = () => measured(`http://127.0.0.1:${EDGE}/1k.js`, "www.bench-cache.example", edge.pid);
+        const comparedEdge = () => measured(`http://127.0.0.1:${COMPARED}/1k.js`, "www.bench-cache.example", compared.pid);
+        if (!compared) return { "edge cache HIT": thisEdge() };
+        if (r % 2 === 0) {
+          const first = thisEdge();
+          return { "edge cache HIT": first, "compared build's edge HIT": comparedEdge() };
+        }
+        const first = comparedEdge();
+        return { "edge cache HIT": thisEdge(), "compared build's edge HIT": first };
+      };
       const x = {
-        "edge cache HIT": measured(`http://127.0.0.1:${EDGE}/1k.js`, "www.bench-cache.example", edge.pid),
-        ...(compared && { "compared build's edge HIT": measured(`http://127.0.0.1:${COMPARED}/1k.js`, "www.bench-cache.example", compared.pid) }),
-        "nginx proxy_cache": wrk(`http://127.0.0.1:${NGINX}/1k.js`),
-        varnish: wrk(`http://127.0.0.1:${VARNISH}/1k.js`),
+        ...edges(),
+        ...(peers && { "nginx proxy_cache": wrk(`http://127.0.0.1:${NGINX}/1k.js`), varnish: wrk(`http://127.0.0.1:${VARNISH}/1k.js`) }),
         "bare node (fixed body)": measured(`http://127.0.0.1:${BARE}/1k.js`, undefined, bare.pid),
       };
       all.push(x);
@@ -157,7 +172,7 @@ try {
           .map(([k, v]) => `${k} ${v.rps.toFixed(0)} (p50 ${v.p50}${v.non2xx !== "0" ? `, non-2xx ${v.non2xx}` : ""})`)
           .join(
             ", ",
-          )}; edge / bare node ${(e / x["bare node (fixed body)"].rps).toFixed(2)}; CPU per request: edge ${x["edge cache HIT"].cpuPerRequest.toFixed(1)} µs, bare node ${x["bare node (fixed body)"].cpuPerRequest.toFixed(1)} µs (bare / edge ${(x["bare node (fixed body)"].cpuPerRequest / x["edge cache HIT"].cpuPerRequest).toFixed(2)}), / nginx ${(e / x["nginx proxy_cache"].rps).toFixed(2)}, / varnish ${(e / x.varnish.rps).toFixed(2)}`,
+          )}; edge / bare node ${(e / x["bare node (fixed body)"].rps).toFixed(2)}; CPU per request: edge ${x["edge cache HIT"].cpuPerRequest.toFixed(1)} µs, bare node ${x["bare node (fixed body)"].cpuPerRequest.toFixed(1)} µs (bare / edge ${(x["bare node (fixed body)"].cpuPerRequest / x["edge cache HIT"].cpuPerRequest).toFixed(2)})${peers ? `, / nginx ${(e / x["nginx proxy_cache"].rps).toFixed(2)}, / varnish ${(e / x.varnish.rps).toFixed(2)}` : ""}`,
       );
     }
     const ratio = (peer) => median(all.map((x) => x["edge cache HIT"].rps / x[peer].rps)).toFixed(2);
@@ -170,7 +185,7 @@ try {
     }
     const cpuRatio = median(all.map((x) => x["bare node (fixed body)"].cpuPerRequest / x["edge cache HIT"].cpuPerRequest)).toFixed(2);
     console.log(
-      `HIT, median of the rounds' ratios: edge / bare node ${ratio("bare node (fixed body)")}, edge / nginx ${ratio("nginx proxy_cache")}, edge / varnish ${ratio("varnish")}; CPU per request, bare node / edge ${cpuRatio}`,
+      `HIT, median of the rounds' ratios: edge / bare node ${ratio("bare node (fixed body)")}${peers ? `, edge / nginx ${ratio("nginx proxy_cache")}, edge / varnish ${ratio("varnish")}` : ""}; CPU per request, bare node / edge ${cpuRatio}`,
     );
   }
 

@@ -140,8 +140,11 @@ export class EdgeCache {
    * change of a row (a fill, a revalidation, a purge, an eviction, a removal) drops its entry here.
    */
   private readonly hot = new Map<string, HotEntry>();
-  /** The key at the newest end of `hot`'s order (its last set): a HIT of it leaves the order as it is. */
-  private newestHot: string | undefined;
+  /**
+   * The entry at the newest end of `hot`'s order (its last set): a HIT of it leaves the order as it is. The entry, not
+   * its key: a request's key is a string built for it, and comparing it with the stored one reads both whole.
+   */
+  private newestHot: HotEntry | undefined;
   private hotBytes = 0;
   private readonly memoryBytes: number;
   /** The sendfile addon, when big bodies are sent with it. */
@@ -303,10 +306,10 @@ export class EdgeCache {
    * a Map shrinks and grows its table on that delete and set, which a run of HITs of one object would pay each time.
    */
   private useHot(key: string, hot: HotEntry): void {
-    if (key === this.newestHot) return;
+    if (hot === this.newestHot) return;
     this.hot.delete(key);
     this.hot.set(key, hot);
-    this.newestHot = key;
+    this.newestHot = hot;
   }
 
   /**
@@ -315,7 +318,12 @@ export class EdgeCache {
    */
   private sendHot(res: ServerResponse, r: ProxiedRequest, rules: CacheSettings, key: string, hot: HotEntry, now: number): void {
     this.useHot(key, hot);
-    this.index.touch(key, now);
+    // One access a millisecond is written down for an entry: the index keeps milliseconds, so a second touch in the
+    // same one would write the same value (a purge or eviction that drops the index's pending access drops the entry).
+    if (hot.touchedAt !== now) {
+      hot.touchedAt = now;
+      this.index.touch(key, now);
+    }
     const obj = hot.obj;
     const cc = hot.browserCacheControl(this.zones.browserCacheTtl(r.zoneId), rules);
     const head = hot.hitHead(cc, String(obj.initialAge + Math.max(0, Math.floor((now - obj.storedAt) / 1000))), r.ray);
@@ -561,7 +569,7 @@ export class EdgeCache {
     const h = this.hot.get(key);
     if (!h) return;
     this.hot.delete(key);
-    if (key === this.newestHot) this.newestHot = undefined;
+    if (h === this.newestHot) this.newestHot = undefined;
     this.hotBytes -= h.bytes;
   }
 
@@ -581,7 +589,7 @@ export class EdgeCache {
     // An entry alone over the bound is not kept (its body: the file answers; the bound always holds).
     if (entry.bytes > this.memoryBytes) return;
     this.hot.set(obj.key, entry);
-    this.newestHot = obj.key;
+    this.newestHot = entry;
     this.hotBytes += entry.bytes;
     while (this.hot.size > HOT_ENTRIES || this.hotBytes > this.memoryBytes) {
       const oldest = this.hot.keys().next().value as string;
@@ -912,6 +920,8 @@ class HotEntry {
   readonly head: string[] = [];
   /** What the entry counts against the memory bound. */
   readonly bytes: number;
+  /** When a HIT from memory last wrote its access down (DiskIndex.touch), in ms. */
+  touchedAt = 0;
   /** The stored Cache-Control and Expires, what the browser's Cache-Control is worked out from. */
   private readonly freshness: Headers = Object.create(null) as Headers;
   /** The last browser Cache-Control worked out, and for which zone TTL and rule. */

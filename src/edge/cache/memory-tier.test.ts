@@ -188,6 +188,27 @@ test("purges, expiry, a new fill and eviction reach the memory tier", async (t) 
   assert.equal(a.text, "a".repeat(1_000));
 });
 
+test("HITs from memory keep the least-recently-used order on disk: an object asked for again outlives one asked for earlier", async (t) => {
+  const { origin, get } = await cacheInFront(t, { maxBytes: 2_500, maxObjectBytes: 2_500 });
+  for (const name of ["a", "b", "c"])
+    origin.route(`/${name}.css`, (_req, res) => res.writeHead(200, { "cache-control": "max-age=60" }).end(name.repeat(1_000)));
+  await get("/a.css");
+  // A run of HITs from memory: the access is written down once a millisecond, the last one counts.
+  for (let i = 0; i < 20; i++) assert.equal((await get("/a.css")).headers["cf-cache-status"], "HIT");
+  await sleep(5);
+  await get("/b.css");
+  assert.equal((await get("/b.css")).headers["cf-cache-status"], "HIT");
+  await sleep(5);
+  // a, HIT from memory again, is now more recently used than b.
+  assert.equal((await get("/a.css")).headers["cf-cache-status"], "HIT");
+  await sleep(5);
+  await get("/c.css"); // over the 2,500 bytes: the least recently used goes
+  const a = await get("/a.css");
+  assert.equal(a.headers["cf-cache-status"], "HIT", "a was used after b: kept");
+  assert.equal(a.text, "a".repeat(1_000));
+  assert.equal((await get("/b.css")).headers["cf-cache-status"], "MISS", "b: evicted for c");
+});
+
 test("--cache-memory-bytes bounds the memory tier; 0 keeps nothing in memory and HITs come from disk", async (t) => {
   const bound = 40_000;
   const { cache, origin, get } = await cacheInFront(t, { maxBytes: 10_000_000, maxObjectBytes: 1_000_000, memoryBytes: bound });

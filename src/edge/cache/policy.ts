@@ -138,6 +138,8 @@ export type RequestVerdict =
 
 const DYNAMIC: RequestVerdict = Object.freeze({ use: "dynamic" });
 const BYPASS: RequestVerdict = Object.freeze({ use: "bypass" });
+const CACHE: RequestVerdict = Object.freeze({ use: "cache", ignoreQuery: false });
+const CACHE_IGNORING_QUERY: RequestVerdict = Object.freeze({ use: "cache", ignoreQuery: true });
 
 /**
  * Whether a request is looked up in the cache: GET and HEAD only; by extension unless a Cache Rule says `cache`;
@@ -159,7 +161,7 @@ export function requestVerdict(
   if (zone.developmentMode || r.authorization) return BYPASS;
   if (zone.cacheLevel === "basic" && r.query !== "") return BYPASS;
   if (!normalTarget(r.path, r.query)) return BYPASS;
-  return { use: "cache", ignoreQuery: zone.cacheLevel === "simplified" };
+  return zone.cacheLevel === "simplified" ? CACHE_IGNORING_QUERY : CACHE;
 }
 
 /** A path of RFC 3986 pchars and "/" only: nothing the URL parser changes, no %-escape. */

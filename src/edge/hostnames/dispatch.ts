@@ -1,6 +1,8 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Socket } from "node:net";
 import type { Duplex } from "node:stream";
+// Imported, not the global: `performance` on globalThis is a lazy accessor Node defines, read through a global IC a request.
+import { performance } from "node:perf_hooks";
 import type { TLSSocket } from "node:tls";
 import { knownCacheStatus, type EdgeMetrics, type EdgeTrafficArea } from "../metrics.js";
 import type { HttpRequestEvent } from "../analytics/http-requests.js";
@@ -186,7 +188,7 @@ export class EdgeDispatch {
           host: tenantHost!,
           method: methodLabel(req.method),
           status: status ?? 0,
-          cacheStatus: (cacheStatus ?? "dynamic").toLowerCase(),
+          cacheStatus: cacheStatusLabel(cacheStatus),
           bytes,
           visit: typeof referer !== "string" || !refersTo(referer, tenantHost!),
         });
@@ -251,6 +253,15 @@ export interface TenantZone {
 const METHODS = new Set(["GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS", "CONNECT", "TRACE", "PURGE"]);
 /** The method as a bounded value: the usual ones by name, anything else a client makes up as OTHER. */
 const methodLabel = (method: string | undefined) => (method && METHODS.has(method) ? method : "OTHER");
+
+/** The analytics' spelling of a cache status (lower case): one string per status (knownCacheStatus' few), not one a request. */
+const CACHE_STATUS_LABELS = new Map<string, string>();
+function cacheStatusLabel(status: string | undefined): string {
+  const known = status ?? "dynamic";
+  let label = CACHE_STATUS_LABELS.get(known);
+  if (label === undefined) CACHE_STATUS_LABELS.set(known, (label = known.toLowerCase()));
+  return label;
+}
 
 /** Whether a Referer names `host` (then the request is not a visit: the visitor was already on the site). */
 function refersTo(referer: string, host: string): boolean {
