@@ -117,6 +117,11 @@ export function runCli(args: string[], opts: { input?: string | Buffer; env?: No
       const stdoutBytes = Buffer.concat(out);
       resolve({ code: code ?? 1, stdout: stdoutBytes.toString("utf8"), stderr: Buffer.concat(err).toString("utf8"), stdoutBytes });
     });
+    // A command that reads no input may exit before its (empty) input is written: that EPIPE is not the command's
+    // failure (its exit code and output say how it ended), and unhandled it failed the test (seen under load).
+    child.stdin.on("error", (e: NodeJS.ErrnoException) => {
+      if (e.code !== "EPIPE") reject(e);
+    });
     child.stdin.end(opts.input ?? "");
   });
 }

@@ -111,6 +111,8 @@ export function startWrangler(p: TestPlatform, args: string[], opts: WranglerOpt
     child.on("error", reject);
     child.on("close", (code) => resolve(code ?? 1));
   }).finally(() => rmSync(home, { recursive: true, force: true }));
+  // wrangler may exit before its (often empty) input is written: that EPIPE is not its failure (its exit code says).
+  child.stdin.on("error", () => undefined);
   child.stdin.end(opts.input ?? "");
   return {
     child,
