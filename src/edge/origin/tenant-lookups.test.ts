@@ -48,6 +48,38 @@ async function startNameServer(
   return { server: `127.0.0.1:${socket.address().port}`, unanswered: () => unanswered, answered: () => answered, close: () => socket.close() };
 }
 
+/**
+ * Account A's Worker (`scriptA`) asked for more outside names that never answer than its allowance and queue hold:
+ * those past the queue fail at once (599 from the script), the others wait; meanwhile account B's Worker (`scriptB`)
+ * gets its names looked up and answered (to loopback, which a Worker may not reach: 599 once resolved).
+ */
+async function floodAThenAskB(p: TestPlatform, ns: Awaited<ReturnType<typeof startNameServer>>, scriptA: string, scriptB: string): Promise<void> {
+  const total = LOOKUPS_PER_ACCOUNT + QUEUED_PER_ACCOUNT + 5;
+  const answersA: number[] = [];
+  const leave = new AbortController();
+  setMaxListeners(total, leave.signal);
+  const port = new URL(p.url).port;
+  const requestsA = Array.from({ length: total }, (_, i) =>
+    request(`http://127.0.0.1:${port}/?n=${i}`, { headers: { host: `${scriptA}.workers.localhost:${port}` }, signal: leave.signal }).then(
+      async (r) => void answersA.push((await r.body.text(), r.statusCode)),
+    ),
+  );
+  await eventually(() => ns.unanswered() >= 2 * LOOKUPS_PER_ACCOUNT, "account A's queries at the name server", 60_000);
+  await eventually(() => answersA.length === 5, "account A's requests past its queue to fail", 60_000);
+  assert.deepEqual(answersA, Array(5).fill(599));
+  const answeredBefore = ns.answered();
+  for (let i = 0; i < 3; i++) {
+    const r = await hit(p, scriptB, `/?n=${i}`);
+    // Looked up under B's allowance (the name server answered it) to loopback, which a Worker may not reach. Under one
+    // shared allowance, A's full queue would have refused it with no query sent.
+    assert.equal(r.status, 599, r.text);
+  }
+  assert.ok(ns.answered() >= answeredBefore + 3, "account B's names were looked up and answered");
+  assert.equal(answersA.length, 5, "account A's other requests are still waiting on their lookups");
+  leave.abort();
+  await Promise.allSettled(requestsA);
+}
+
 describe("one tenant's names that never resolve do not stall another tenant's lookups", () => {
   it("TenantResolver: an account's lookups past its allowance and queue find nothing at once; another account's resolve meanwhile", async () => {
     const ns = await startNameServer("outside-b.test", "192.0.2.7", "dead-a.test");
@@ -197,31 +229,7 @@ describe("one tenant's names that never resolve do not stall another tenant's lo
     });
 
     it("account A's Worker opening sockets to names that never resolve fills A's allowance only: account B's Worker's connect() lookups are answered", async () => {
-      const total = LOOKUPS_PER_ACCOUNT + QUEUED_PER_ACCOUNT + 5;
-      const answersA: number[] = [];
-      const leave = new AbortController();
-      setMaxListeners(total, leave.signal);
-      const port = new URL(p.url).port;
-      const requestsA = Array.from({ length: total }, (_, i) =>
-        request(`http://127.0.0.1:${port}/?n=${i}`, { headers: { host: `lookups-ca.workers.localhost:${port}` }, signal: leave.signal }).then(
-          async (r) => void answersA.push((await r.body.text(), r.statusCode)),
-        ),
-      );
-      // A's sockets past its allowance and queue are refused at once; the others wait on their lookups.
-      await eventually(() => ns.unanswered() >= 2 * LOOKUPS_PER_ACCOUNT, "account A's queries at the name server", 60_000);
-      await eventually(() => answersA.length === 5, "account A's sockets past its queue to be refused", 60_000);
-      assert.deepEqual(answersA, Array(5).fill(599));
-      const answeredBefore = ns.answered();
-      for (let i = 0; i < 3; i++) {
-        const r = await hit(p, "lookups-cb", `/?n=${i}`);
-        // Looked up under B's allowance (the name server answered it) to loopback, which a socket may not reach.
-        // Under one shared allowance (before), A's full queue refused it with no query sent.
-        assert.equal(r.status, 599, r.text);
-      }
-      assert.ok(ns.answered() >= answeredBefore + 3, "account B's names were looked up and answered");
-      assert.equal(answersA.length, 5, "account A's other sockets are still waiting on their lookups");
-      leave.abort();
-      await Promise.allSettled(requestsA);
+      await floodAThenAskB(p, ns, "lookups-ca", "lookups-cb");
     });
   });
 
@@ -251,29 +259,7 @@ describe("one tenant's names that never resolve do not stall another tenant's lo
     });
 
     it("account A's Worker fetching names that never resolve does not hold account B's Worker's lookups", async () => {
-      const total = LOOKUPS_PER_ACCOUNT + QUEUED_PER_ACCOUNT + 5;
-      const answersA: number[] = [];
-      const leave = new AbortController();
-      setMaxListeners(total, leave.signal);
-      const port = new URL(p.url).port;
-      const requestsA = Array.from({ length: total }, (_, i) =>
-        request(`http://127.0.0.1:${port}/?n=${i}`, { headers: { host: `lookups-wa.workers.localhost:${port}` }, signal: leave.signal }).then(
-          async (r) => void answersA.push((await r.body.text(), r.statusCode)),
-        ),
-      );
-      await eventually(() => ns.unanswered() >= 2 * LOOKUPS_PER_ACCOUNT, "account A's queries at the name server", 60_000);
-      await eventually(() => answersA.length === 5, "account A's fetches past its queue to fail", 60_000);
-      assert.deepEqual(answersA, Array(5).fill(599));
-      const answeredBefore = ns.answered();
-      for (let i = 0; i < 3; i++) {
-        const r = await hit(p, "lookups-wb", `/?n=${i}`);
-        // Resolved (the name server answered it) to loopback, which a Worker may not reach: refused at once.
-        assert.equal(r.status, 599, r.text);
-      }
-      assert.ok(ns.answered() >= answeredBefore + 3, "account B's names were looked up and answered");
-      assert.equal(answersA.length, 5, "account A's other fetches are still waiting on their lookups");
-      leave.abort();
-      await Promise.allSettled(requestsA);
+      await floodAThenAskB(p, ns, "lookups-wa", "lookups-wb");
     });
   });
 });
