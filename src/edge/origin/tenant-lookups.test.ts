@@ -199,67 +199,59 @@ describe("one tenant's names that never resolve do not stall another tenant's lo
     });
   });
 
-  describe("through Workers: connect() to names outside our zones, per account", () => {
-    let p: TestPlatform;
-    let ns: Awaited<ReturnType<typeof startNameServer>>;
-    let accountB: string;
+  // A Worker of each account opening a socket (connect()) or fetching (fetch()) a name outside our zones: account B's
+  // names resolve to loopback, which a Worker may reach neither way, so its script answers 599 once resolved.
+  const connector = (host: string) =>
+    `import { connect } from "cloudflare:sockets";
+    export default { async fetch(request) {
+      const n = new URL(request.url).searchParams.get("n") ?? "0";
+      try {
+        const socket = connect({ hostname: ${JSON.stringify(host)}.replace("N", n), port: 80 });
+        await socket.opened;
+        return new Response("opened");
+      } catch (e) { return new Response("connect failed", { status: 599 }); }
+    } };`;
+  const fetcher = (host: string) =>
+    `export default { async fetch(request) {
+      const n = new URL(request.url).searchParams.get("n") ?? "0";
+      try { await fetch("http://" + ${JSON.stringify(host)}.replace("N", n) + "/"); return new Response("reached"); }
+      catch (e) { return new Response("fetch failed", { status: 599 }); }
+    } };`;
+  for (const c of [
+    {
+      suite: "through Workers: connect() to names outside our zones, per account",
+      title: "account A's Worker opening sockets to names that never resolve fills A's allowance only: account B's Worker's connect() lookups are answered",
+      script: connector,
+      names: ["lookups-ca", "lookups-cb"],
+    },
+    {
+      suite: "through Workers: fetch() to names outside our zones",
+      title: "account A's Worker fetching names that never resolve does not hold account B's Worker's lookups",
+      script: fetcher,
+      names: ["lookups-wa", "lookups-wb"],
+    },
+  ]) {
+    describe(c.suite, () => {
+      let p: TestPlatform;
+      let ns: Awaited<ReturnType<typeof startNameServer>>;
+      const [scriptA, scriptB] = c.names as [string, string];
 
-    before(async () => {
-      // Account B's names resolve to loopback, which a Worker's socket may not reach: its connect() is refused once resolved.
-      ns = await startNameServer("outside-b.test", "127.0.0.1", "dead-a.test");
-      p = await startPlatform(["--origin-connect-timeout", "60", "--origin-resolver", ns.server]);
-      const connector = (host: string) =>
-        `import { connect } from "cloudflare:sockets";
-        export default { async fetch(request) {
-          const n = new URL(request.url).searchParams.get("n") ?? "0";
-          try {
-            const socket = connect({ hostname: ${JSON.stringify(host)}.replace("N", n), port: 80 });
-            await socket.opened;
-            return new Response("opened");
-          } catch (e) { return new Response("connect failed", { status: 599 }); }
-        } };`;
-      assert.equal((await uploadScript(p, "lookups-ca", connector("nN.dead-a.test"))).status, 200);
-      accountB = await createAccount(p, "lookups-cb");
-      const up = await uploadScript(p, "lookups-cb", connector("wwwN.outside-b.test"), {}, { accountId: accountB, headers: p.keyHeaders() });
-      assert.equal(up.status, 200, JSON.stringify(up.body));
-    });
-    after(async () => {
-      await p?.dispose();
-      ns?.close();
-    });
+      before(async () => {
+        ns = await startNameServer("outside-b.test", "127.0.0.1", "dead-a.test");
+        p = await startPlatform(["--origin-connect-timeout", "60", "--origin-resolver", ns.server]);
+        assert.equal((await uploadScript(p, scriptA, c.script("nN.dead-a.test"))).status, 200);
+        const accountB = await createAccount(p, scriptB);
+        const up = await uploadScript(p, scriptB, c.script("wwwN.outside-b.test"), {}, { accountId: accountB, headers: p.keyHeaders() });
+        assert.equal(up.status, 200, JSON.stringify(up.body));
+      });
+      after(async () => {
+        await p?.dispose();
+        ns?.close();
+      });
 
-    it("account A's Worker opening sockets to names that never resolve fills A's allowance only: account B's Worker's connect() lookups are answered", async () => {
-      await floodAThenAskB(p, ns, "lookups-ca", "lookups-cb");
+      it(c.title, async () => {
+        await floodAThenAskB(p, ns, scriptA, scriptB);
+      });
     });
-  });
-
-  describe("through Workers: fetch() to names outside our zones", () => {
-    let p: TestPlatform;
-    let ns: Awaited<ReturnType<typeof startNameServer>>;
-    let accountB: string;
-
-    before(async () => {
-      // Account B's name resolves to loopback, which a Worker's fetch() may not reach: its fetch fails once resolved.
-      ns = await startNameServer("outside-b.test", "127.0.0.1", "dead-a.test");
-      p = await startPlatform(["--origin-connect-timeout", "60", "--origin-resolver", ns.server]);
-      const fetcher = (url: string) =>
-        `export default { async fetch(request) {
-          const n = new URL(request.url).searchParams.get("n") ?? "0";
-          try { await fetch(${JSON.stringify(url)}.replace("N", n)); return new Response("reached"); }
-          catch (e) { return new Response("fetch failed", { status: 599 }); }
-        } };`;
-      assert.equal((await uploadScript(p, "lookups-wa", fetcher("http://nN.dead-a.test/"))).status, 200);
-      accountB = await createAccount(p, "lookups-wb");
-      const up = await uploadScript(p, "lookups-wb", fetcher("http://wwwN.outside-b.test/"), {}, { accountId: accountB, headers: p.keyHeaders() });
-      assert.equal(up.status, 200, JSON.stringify(up.body));
-    });
-    after(async () => {
-      await p?.dispose();
-      ns?.close();
-    });
-
-    it("account A's Worker fetching names that never resolve does not hold account B's Worker's lookups", async () => {
-      await floodAThenAskB(p, ns, "lookups-wa", "lookups-wb");
-    });
-  });
+  }
 });
