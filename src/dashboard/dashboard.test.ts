@@ -32,8 +32,9 @@ describe("the dashboard in a real browser", { skip: SKIP_WITHOUT_CHROMIUM }, () 
 
   const signIn = (token: string) => signInAs(page, p.url, token);
   const api = (method: string, path: string, body?: unknown) => p.api(method, `/accounts/${p.accountId}${path}`, body);
+  /** The error the page shows next (a success's "done" may still be shown when the next form is sent). */
   const alertText = async () => {
-    await page.waitForSelector("#alert:not([hidden])");
+    await page.waitForSelector("#alert.error:not([hidden])");
     return (await page.textContent("#alert")) ?? "";
   };
 
