@@ -83,11 +83,13 @@ test(
       "node b to keep its invocations of the Worker",
       90_000,
     );
+    await eventually(async () => (await hit(b, "logs-neighbour", "/neighbour")).status === 200, "node b to serve the neighbour's Worker", 90_000);
+    // The burst comes last, just before its events are looked for: a wait between the two could outlast the 86 s
+    // retention on a loaded machine, and the burst would be pruned before it was seen.
     for (let i = 0; i < 5; i++) {
       assert.equal((await hit(a, "logs-cluster", `/burst-a${i}`)).status, 200);
       assert.equal((await hit(b, "logs-cluster", `/burst-b${i}`)).status, 200);
     }
-    await eventually(async () => (await hit(b, "logs-neighbour", "/neighbour")).status === 200, "node b to serve the neighbour's Worker", 90_000);
     // Once the newest invocations of both nodes are kept, the account holds at most its cap, the same through both
     // nodes: the oldest went first, whichever node wrote them.
     const newest = ["/burst-a4", "/burst-b4"];
