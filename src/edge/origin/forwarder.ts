@@ -147,7 +147,6 @@ function absoluteUrl(target: string | undefined): URL | undefined {
   }
 }
 
-/** The client's address, IPv4-mapped IPv6 shown as IPv4. */
 /** The client's address; an IPv4 one on a dual-stack socket (`::ffff:a.b.c.d`) as IPv4. The regex only for those. */
 export const clientIp = (req: IncomingMessage) => {
   const address = req.socket.remoteAddress ?? "";
