@@ -90,6 +90,21 @@ describe("TenantResolver's kept answers against a hostile account", () => {
     }
   });
 
+  it("a name written in other letter cases or with a final dot is the same kept answer, not another lookup", async () => {
+    const ns = await startNameServer();
+    try {
+      const resolver = new TenantResolver([ns.server], 20_000);
+      assert.deepEqual(await resolver.addresses("account-a", "www.b.test"), ["192.0.2.1"]);
+      const before = ns.queries();
+      for (const name of ["WWW.B.TEST", "Www.b.Test", "www.b.test.", "WWW.B.TEST."]) {
+        assert.deepEqual(await resolver.addresses("account-a", name), ["192.0.2.1"], name);
+        assert.equal(ns.queries(), before, `${name}: no query went out`);
+      }
+    } finally {
+      ns.close();
+    }
+  });
+
   it("a name with hundreds of addresses: ADDRESSES_PER_NAME used and kept, also past the 256 Node gives TTLs for", async () => {
     const ns = await startNameServer();
     try {

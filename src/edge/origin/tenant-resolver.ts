@@ -64,7 +64,11 @@ export class TenantResolver {
    * The IPv4 then IPv6 addresses `name` resolves to, for `account` (the key its lookups are counted under); none when
    * it does not resolve, the account's queue is full, or the deadline passes first.
    */
-  async addresses(account: string, name: string): Promise<string[]> {
+  async addresses(account: string, asked: string): Promise<string[]> {
+    // One name, one kept answer and one lookup, however it is written: DNS names are case-insensitive, and a final dot
+    // only says the name is absolute (which a lookup's name here always is). Without this, `A.example`, `a.example`
+    // and `a.example.` were three entries and three lookups of the account's allowance.
+    const name = (asked.endsWith(".") ? asked.slice(0, -1) : asked).toLowerCase();
     const kept = this.kept.get(name);
     if (kept && kept.until > Date.now()) return kept.addresses;
     let timer: NodeJS.Timeout | undefined;
