@@ -1,0 +1,193 @@
+// Issue 34's 1 KiB HIT against its floors: how close can any HIT served by Node's http server come to the goal's bare
+// Node server, and where between them is the edge? wrk at 32 connections, in rotating order each round:
+//   goal   bare Node answering a fixed 1 KiB body with two headers, started as bench/cache/cache.mjs starts it (no
+//          Node flags): the goal's floor (≥ 0.8× its req/s);
+//   bare   the same server with the bin's Node flags (what the flags alone change);
+//   head   bare plus the edge's HIT head, header for header as the edge sent it (Age and cf-ray per answer);
+//   least  head plus the least any HIT must do (hit-floor-server.mjs: the Host's zone, the key, the lookup, the
+//          clock, Age, a ray, the answer counted per zone);
+//   platform  a copy of this build's platform whose edge listener answers the bench's host first, as `head` does
+//          (hit-floor-preload.mjs), before any per-request code of ours: the platform's process itself, with nothing
+//          of ours on the path (the copy lives in bench/results/ while the bench runs);
+//   edge   the platform (a proxied A record, the object cached; checked to answer HIT).
+// Prints each round (req/s and CPU a request from /proc/<pid>/stat) and the medians of the ratios to `goal`.
+// Run as root (the origin, nginx, listens on port 80): node bench/cache/hit-floors.mjs [seconds] [connections]
+// BENCH_PATHS (default all: goal,bare,head,least,platform,edge; goal is always measured), BENCH_ROUNDS (default 5),
+// BENCH_PORT_BASE (default 18290: the servers on n+1 and up), BENCH_ORIGIN (default 127.0.0.143),
+// BENCH_EDGE_VARIANTS="<node flags>;<node flags>": more edges side by side, each the same build started with those
+// Node flags after the bin's (e.g. "--single-threaded-gc;--max-semi-space-size=16"), named by their flags.
+import { execFileSync, spawn } from "node:child_process";
+import { chmodSync, cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { once } from "node:events";
+import { cpus, loadavg, tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { createInterface } from "node:readline";
+import { fileURLToPath } from "node:url";
+import { binNodeFlags } from "../lib/bin-flags.mjs";
+import { startPlatform } from "../lib/platform.mjs";
+
+const seconds = Number(process.argv[2] ?? 6);
+const connections = Number(process.argv[3] ?? 32);
+const rounds = Number(process.env.BENCH_ROUNDS ?? 5);
+const ORIGIN = process.env.BENCH_ORIGIN ?? "127.0.0.143";
+const base = Number(process.env.BENCH_PORT_BASE ?? 18290);
+const HOST = "www.bench-cache.example";
+const cli = process.env.BENCH_CLI ?? fileURLToPath(new URL("../../dist/bin/edgecli.js", import.meta.url));
+const dir = mkdtempSync(join(tmpdir(), "edge-hit-floors-"));
+chmodSync(dir, 0o755);
+const children = [];
+// The patched copy of the build sits inside the repository, so its bundle finds node_modules as the build does.
+const patchedDist = join(fileURLToPath(new URL("../results/", import.meta.url)), `hit-floor-dist-${process.pid}`);
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+const load = () =>
+  loadavg()
+    .map((l) => l.toFixed(1))
+    .join(" ");
+
+writeFileSync(join(dir, "1k.js"), Buffer.alloc(1024, 97));
+writeFileSync(
+  join(dir, "nginx.conf"),
+  `worker_processes 1; pid ${dir}/nginx.pid; error_log ${dir}/nginx-error.log; daemon off;
+events { worker_connections 1024; }
+http { access_log off; client_body_temp_path ${dir}/nginx-body-temp; proxy_temp_path ${dir}/nginx-proxy-temp;
+  server { listen ${ORIGIN}:80; root ${dir}; location / { add_header Cache-Control "max-age=3600"; } } }`,
+);
+
+function cpuMicros(pid) {
+  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1].split(" ");
+  return (Number(fields[11]) + Number(fields[12])) * 10_000;
+}
+
+function measured(port, pid) {
+  const before = cpuMicros(pid);
+  const out = execFileSync(
+    "wrk",
+    [
+      "-t2",
+      `-c${connections}`,
+      `-d${seconds}s`,
+      ...(process.env.BENCH_WRK_LATENCY ? ["--latency"] : []),
+      "-H",
+      `Host: ${HOST}`,
+      `http://127.0.0.1:${port}/1k.js`,
+    ],
+    {
+      encoding: "utf8",
+    },
+  );
+  const requests = Number(/(\d+) requests in/.exec(out)?.[1] ?? 0);
+  const non2xx = Number(/Non-2xx or 3xx responses: (\d+)/.exec(out)?.[1] ?? 0);
+  if (non2xx > 0) throw new Error(`port ${port}: ${non2xx} answers not 2xx`);
+  return { rps: Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1] ?? 0), cpu: (cpuMicros(pid) - before) / Math.max(1, requests) };
+}
+
+const curlHead = (port) =>
+  execFileSync("curl", ["-s", "-o", "/dev/null", "-D", "-", "-H", `Host: ${HOST}`, `http://127.0.0.1:${port}/1k.js`], { encoding: "utf8" });
+
+async function startFloor(mode, port, nodeFlags, head) {
+  const child = spawn(
+    process.execPath,
+    [...nodeFlags, fileURLToPath(new URL("./hit-floor-server.mjs", import.meta.url)), mode, String(port), JSON.stringify(head)],
+    {
+      stdio: ["ignore", "pipe", "inherit"],
+    },
+  );
+  children.push(child);
+  const [line] = await once(createInterface({ input: child.stdout }), "line");
+  JSON.parse(line);
+  return { pid: child.pid, port };
+}
+
+try {
+  children.push(spawn("nginx", ["-c", join(dir, "nginx.conf")], { stdio: "ignore" }));
+  const variants = (process.env.BENCH_EDGE_VARIANTS ?? "").split(";").filter(Boolean);
+  const edges = {};
+  for (const [i, flags] of ["", ...variants].entries()) {
+    const port = base + 5 + i;
+    const edge = await startPlatform({ port, stateDir: join(dir, `state-${i}`), children, nodeArgs: flags.split(" ").filter(Boolean) });
+    await edge.proxiedZone("bench-cache.example", ORIGIN);
+    let status;
+    for (let t = 0; t < 60 && status !== "HIT"; t++) {
+      try {
+        status = /cf-cache-status: (\w+)/i.exec(curlHead(port))?.[1];
+      } catch {
+        /* the origin is starting */
+      }
+      if (status !== "HIT") await sleep(500);
+    }
+    if (status !== "HIT") throw new Error(`the edge ${flags} answered ${status}, not HIT`);
+    edges[flags === "" ? "edge" : `edge ${flags}`] = { pid: edge.pid, port };
+  }
+  const edgePort = base + 5;
+  // The edge's HIT head, as writeHead's list: every header but those Node's server writes itself.
+  const head = [];
+  for (const line of curlHead(edgePort).split("\r\n").slice(1)) {
+    const colon = line.indexOf(":");
+    if (colon < 0) continue;
+    const name = line.slice(0, colon).toLowerCase();
+    if (!["date", "connection", "keep-alive"].includes(name)) head.push(name, line.slice(colon + 1).trim());
+  }
+  const flags = binNodeFlags(cli);
+  // The `platform` path: this build copied, its edge listener patched to offer each request to the preloaded floor.
+  const distDir = dirname(dirname(cli));
+  mkdirSync(dirname(patchedDist), { recursive: true });
+  cpSync(distDir, patchedDist, { recursive: true });
+  const bundlePath = join(patchedDist, "bin", "edgecli.bundle.js");
+  const bundle = readFileSync(bundlePath, "utf8");
+  const listenerStart = "const listener = (req, res) => {";
+  if (bundle.split(listenerStart).length !== 2) throw new Error(`the bundle's edge listener (${listenerStart}) is not found once`);
+  writeFileSync(bundlePath, bundle.replace(listenerStart, `${listenerStart} if (globalThis.__benchHitFloor?.(req, res)) return;`));
+  rmSync(join(patchedDist, "bin", "edgecli.bundle.cache"), { force: true });
+  const platformPort = base + 6 + variants.length;
+  const platform = await startPlatform({
+    port: platformPort,
+    stateDir: join(dir, "state-platform"),
+    children,
+    cliPath: join(patchedDist, "bin", "edgecli.js"),
+    nodeArgs: ["--import", fileURLToPath(new URL("./hit-floor-preload.mjs", import.meta.url))],
+    env: { BENCH_HIT_FLOOR_HEAD: JSON.stringify(head), BENCH_HIT_FLOOR_HOST: HOST },
+  });
+  await platform.proxiedZone("bench-cache.example", ORIGIN);
+  if (!/cf-cache-status: HIT/i.test(curlHead(platformPort))) throw new Error("the patched platform does not answer the floor's HIT");
+  const servers = {
+    goal: await startFloor("bare", base + 1, [], head),
+    bare: await startFloor("bare", base + 2, flags, head),
+    head: await startFloor("head", base + 3, flags, head),
+    least: await startFloor("least", base + 4, flags, head),
+    platform: { pid: platform.pid, port: platformPort },
+    ...edges,
+  };
+  // BENCH_PATHS=goal,least,edge: only those (the goal's floor is always measured: every ratio is to it).
+  const chosen = process.env.BENCH_PATHS?.split(",");
+  const names = Object.keys(servers).filter((n) => n === "goal" || !chosen || chosen.some((c) => n === c || n.startsWith(`${c} `)));
+  console.log(
+    `# ${new Date().toISOString()} ${cpus().length} × ${cpus()[0].model}, Node ${process.version}, load ${load()}; wrk -t2 -c${connections} -d${seconds}s, ${rounds} rounds in rotating order; the bin's flags: ${flags.join(" ")}`,
+  );
+  console.log(`# the edge's HIT head (${head.length / 2} headers besides Date, Connection, Keep-Alive): ${head.filter((_, i) => i % 2 === 0).join(", ")}`);
+  for (const name of names) measured(servers[name].port, servers[name].pid); // warm-up
+  const results = Object.fromEntries(names.map((n) => [n, []]));
+  for (let r = 0; r < rounds; r++) {
+    const order = names.map((_, i) => names[(i + r) % names.length]);
+    const round = {};
+    for (const name of order) round[name] = measured(servers[name].port, servers[name].pid);
+    for (const name of names) results[name].push(round[name]);
+    console.log(
+      `round ${r + 1} (load ${loadavg()[0].toFixed(1)}, ${order[0]} first): ${names
+        .map((n) => `${n} ${round[n].rps.toFixed(0)} req/s ${round[n].cpu.toFixed(1)} µs (${(round[n].rps / round.goal.rps).toFixed(2)})`)
+        .join(", ")}`,
+    );
+  }
+  console.log("medians of the rounds: / goal by req/s, goal's CPU a request / this one's, CPU a request");
+  const width = Math.max(...names.map((n) => n.length));
+  for (const name of names) {
+    const byRate = median(results[name].map((x, i) => x.rps / results.goal[i].rps));
+    const byCpu = median(results[name].map((x, i) => results.goal[i].cpu / x.cpu));
+    console.log(`  ${name.padEnd(width)} ${byRate.toFixed(2)}  ${byCpu.toFixed(2)}  ${median(results[name].map((x) => x.cpu)).toFixed(1)} µs`);
+  }
+} finally {
+  for (const c of children) c.kill("SIGTERM");
+  await sleep(500);
+  rmSync(dir, { recursive: true, force: true });
+  rmSync(patchedDist, { recursive: true, force: true });
+}
