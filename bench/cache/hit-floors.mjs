@@ -25,6 +25,7 @@ import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { binNodeFlags } from "../lib/bin-flags.mjs";
 import { startPlatform } from "../lib/platform.mjs";
+import { loadText as load, median } from "../lib/stats.mjs";
 
 const seconds = Number(process.argv[2] ?? 6);
 const connections = Number(process.argv[3] ?? 32);
@@ -39,11 +40,6 @@ const children = [];
 // The patched copy of the build sits inside the repository, so its bundle finds node_modules as the build does.
 const patchedDist = join(fileURLToPath(new URL("../results/", import.meta.url)), `hit-floor-dist-${process.pid}`);
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
-const load = () =>
-  loadavg()
-    .map((l) => l.toFixed(1))
-    .join(" ");
 
 writeFileSync(join(dir, "1k.js"), Buffer.alloc(1024, 97));
 writeFileSync(

@@ -8,10 +8,11 @@
 // Env: CLIENTS (wrk connections, default 8), SAMPLED (the low rate), BENCH_CLI (another build's edgecli.js).
 import { execFile } from "node:child_process";
 import { mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
-import { loadavg, tmpdir } from "node:os";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { freePort, startPlatform } from "../lib/platform.mjs";
+import { loadText as load, median } from "../lib/stats.mjs";
 
 const seconds = Number(process.argv[2] ?? 5);
 const rounds = Number(process.argv[3] ?? 3);
@@ -20,11 +21,6 @@ const sampled = Number(process.env.SAMPLED ?? 0.01);
 const dir = mkdtempSync(join(tmpdir(), "logs-cost-"));
 const children = [];
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
-const load = () =>
-  loadavg()
-    .map((l) => l.toFixed(1))
-    .join(" ");
 
 /** CPU seconds of one process (all its threads), and of its descendants (workerd) apart. */
 function cpuOf(pid) {
