@@ -125,38 +125,43 @@ try {
     if (!["date", "connection", "keep-alive"].includes(name)) head.push(name, line.slice(colon + 1).trim());
   }
   const flags = binNodeFlags(cli);
-  // The `platform` path: this build copied, its edge listener patched to offer each request to the preloaded floor.
-  const distDir = dirname(dirname(cli));
-  mkdirSync(dirname(patchedDist), { recursive: true });
-  cpSync(distDir, patchedDist, { recursive: true });
-  const bundlePath = join(patchedDist, "bin", "edgecli.bundle.js");
-  const bundle = readFileSync(bundlePath, "utf8");
-  const listenerStart = "const listener = (req, res) => {";
-  if (bundle.split(listenerStart).length !== 2) throw new Error(`the bundle's edge listener (${listenerStart}) is not found once`);
-  writeFileSync(bundlePath, bundle.replace(listenerStart, `${listenerStart} if (globalThis.__benchHitFloor?.(req, res)) return;`));
-  rmSync(join(patchedDist, "bin", "edgecli.bundle.cache"), { force: true });
-  const platformPort = base + 6 + variants.length;
-  const platform = await startPlatform({
-    port: platformPort,
-    stateDir: join(dir, "state-platform"),
-    children,
-    cliPath: join(patchedDist, "bin", "edgecli.js"),
-    nodeArgs: ["--import", fileURLToPath(new URL("./hit-floor-preload.mjs", import.meta.url))],
-    env: { BENCH_HIT_FLOOR_HEAD: JSON.stringify(head), BENCH_HIT_FLOOR_HOST: HOST },
-  });
-  await platform.proxiedZone("bench-cache.example", ORIGIN);
-  if (!/cf-cache-status: HIT/i.test(curlHead(platformPort))) throw new Error("the patched platform does not answer the floor's HIT");
-  const servers = {
-    goal: await startFloor("bare", base + 1, [], head),
-    bare: await startFloor("bare", base + 2, flags, head),
-    head: await startFloor("head", base + 3, flags, head),
-    least: await startFloor("least", base + 4, flags, head),
-    platform: { pid: platform.pid, port: platformPort },
-    ...edges,
-  };
-  // BENCH_PATHS=goal,least,edge: only those (the goal's floor is always measured: every ratio is to it).
+  // BENCH_PATHS=least,edge: only those are started and measured (the goal's floor always: every ratio is to it).
   const chosen = process.env.BENCH_PATHS?.split(",");
-  const names = Object.keys(servers).filter((n) => n === "goal" || !chosen || chosen.some((c) => n === c || n.startsWith(`${c} `)));
+  const wanted = (name) => name === "goal" || !chosen || chosen.some((c) => name === c || name.startsWith(`${c} `));
+  const servers = {};
+  const floors = [
+    ["goal", "bare", []],
+    ["bare", "bare", flags],
+    ["head", "head", flags],
+    ["least", "least", flags],
+  ];
+  for (const [i, [name, mode, nodeFlags]] of floors.entries()) if (wanted(name)) servers[name] = await startFloor(mode, base + 1 + i, nodeFlags, head);
+  if (wanted("platform")) {
+    // This build copied, its edge listener patched to offer each request to the preloaded floor first.
+    const distDir = dirname(dirname(cli));
+    mkdirSync(dirname(patchedDist), { recursive: true });
+    cpSync(distDir, patchedDist, { recursive: true });
+    const bundlePath = join(patchedDist, "bin", "edgecli.bundle.js");
+    const bundle = readFileSync(bundlePath, "utf8");
+    const listenerStart = "const listener = (req, res) => {";
+    if (bundle.split(listenerStart).length !== 2) throw new Error(`the bundle's edge listener (${listenerStart}) is not found once`);
+    writeFileSync(bundlePath, bundle.replace(listenerStart, `${listenerStart} if (globalThis.__benchHitFloor?.(req, res)) return;`));
+    rmSync(join(patchedDist, "bin", "edgecli.bundle.cache"), { force: true });
+    const port = base + 6 + variants.length;
+    const platform = await startPlatform({
+      port,
+      stateDir: join(dir, "state-platform"),
+      children,
+      cliPath: join(patchedDist, "bin", "edgecli.js"),
+      nodeArgs: ["--import", fileURLToPath(new URL("./hit-floor-preload.mjs", import.meta.url))],
+      env: { BENCH_HIT_FLOOR_HEAD: JSON.stringify(head), BENCH_HIT_FLOOR_HOST: HOST },
+    });
+    await platform.proxiedZone("bench-cache.example", ORIGIN);
+    if (!/cf-cache-status: HIT/i.test(curlHead(port))) throw new Error("the patched platform does not answer the floor's HIT");
+    servers.platform = { pid: platform.pid, port };
+  }
+  for (const [name, edge] of Object.entries(edges)) if (wanted(name)) servers[name] = edge;
+  const names = Object.keys(servers);
   console.log(
     `# ${new Date().toISOString()} ${cpus().length} × ${cpus()[0].model}, Node ${process.version}, load ${load()}; wrk -t2 -c${connections} -d${seconds}s, ${rounds} rounds in rotating order; the bin's flags: ${flags.join(" ")}`,
   );
