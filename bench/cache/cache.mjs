@@ -3,7 +3,7 @@
 // of any hit Node serves). Then a purge of one Cache-Tag among 100,000 cached objects through the v4 API (median of 20).
 // Run as root (the origin listens on port 80): node bench/cache/cache.mjs [seconds] [connections]
 // BENCH_PARTS=hit,big,purge (default all three) picks the parts; BENCH_ROUNDS=n runs the four HIT peers n times in
-// turn (the ratios are the median of the rounds'); BENCH_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/p" profiles the edge.
+// turn, each round starting one further along (the ratios are the median of the rounds'); BENCH_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/p" profiles the edge.
 // EDGE_CACHE_SENDFILE=0 (passed on to the edge) streams the 100 MiB HIT in JavaScript instead of with sendfile(2).
 // BENCH_PORT_BASE=n (default 18190) moves the four listeners to n+1..n+4 and BENCH_ORIGIN the origin's address (default
 // 127.0.0.142): bench/edge/big-transfer.mjs uses the same defaults, and another session may be running it.
@@ -155,11 +155,16 @@ try {
         const first = comparedEdge();
         return { "edge cache HIT": thisEdge(), "compared build's edge HIT": first };
       };
-      const x = {
-        ...edges(),
-        ...(peers && { "nginx proxy_cache": wrk(`http://127.0.0.1:${NGINX}/1k.js`), varnish: wrk(`http://127.0.0.1:${VARNISH}/1k.js`) }),
-        "bare node (fixed body)": measured(`http://127.0.0.1:${BARE}/1k.js`, undefined, bare.pid),
-      };
+      // The servers take turns going first, round by round (the edge went first in every round before 2026-12-07).
+      const turns = [
+        () => edges(),
+        ...(peers
+          ? [() => ({ "nginx proxy_cache": wrk(`http://127.0.0.1:${NGINX}/1k.js`) }), () => ({ varnish: wrk(`http://127.0.0.1:${VARNISH}/1k.js`) })]
+          : []),
+        () => ({ "bare node (fixed body)": measured(`http://127.0.0.1:${BARE}/1k.js`, undefined, bare.pid) }),
+      ];
+      const x = {};
+      for (let i = 0; i < turns.length; i++) Object.assign(x, turns[(i + r) % turns.length]());
       all.push(x);
       const e = x["edge cache HIT"].rps;
       const c = x["compared build's edge HIT"];
