@@ -97,19 +97,24 @@ describe("large uploads through the edge's proxy", () => {
       // The first uploads grow the allocator's heap to its working size; later ones should find it there.
       assert.equal(await curl(), String(256 * MiB));
       assert.equal(await curl(), String(256 * MiB));
-      // Two uploads measured, the fewer faults kept: in about one platform of ten (2026-12-06, with the bin's flags) one
-      // upload coincided with memory given back (36,631 faults in one of nine runs, 8-108 in the others) and the
-      // next found its buffers again; without keepRelayBuffersResident every upload of most platforms faults
-      // 13,000-33,000 times (docs/benchmarks.md, "The upload's page faults").
+      // Buffers faulted in afresh: up to one fault per 4 KiB page relayed (65,536 for 256 MiB); reused: a few hundred.
+      // Up to four uploads measured, until one shows its buffers reused: in about one platform of ten (2026-12-06,
+      // with the bin's flags) one upload coincided with memory given back (36,631 faults in one of nine runs, 8-108
+      // in the others) and the next found its buffers again, and in a loaded CI run (2026-12-07) two uploads in a row
+      // did (55,451 and 46,565: a full collection freeing many promoted buffers at once lets glibc trim past its
+      // threshold). Without keepRelayBuffersResident every upload of most platforms faults 13,000-33,000 times
+      // (docs/benchmarks.md, "The upload's page faults"), so all four would.
       const counts: number[] = [];
-      for (let i = 0; i < 2; i++) {
+      const reused = (256 * MiB) / (64 * 1024);
+      while (counts.length < 4 && !counts.some((n) => n < reused)) {
         const before = faultsOf(pid);
         assert.equal(await curl(), String(256 * MiB));
         counts.push(faultsOf(pid) - before);
       }
-      const faults = Math.min(...counts);
-      // Buffers faulted in afresh: up to one fault per 4 KiB page relayed (65,536 for 256 MiB); reused: a few hundred.
-      assert.ok(faults < (256 * MiB) / (64 * 1024), `${counts.join(" and ")} minor page faults in the edge for two 256 MiB uploads`);
+      assert.ok(
+        counts.some((n) => n < reused),
+        `${counts.join(", ")} minor page faults in the edge for ${counts.length} uploads of 256 MiB`,
+      );
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
