@@ -101,9 +101,10 @@ describe("large uploads through the edge's proxy", () => {
       // Up to four uploads measured, until one shows its buffers reused: in about one platform of ten (2026-12-06,
       // with the bin's flags) one upload coincided with memory given back (36,631 faults in one of nine runs, 8-108
       // in the others) and the next found its buffers again, and in a loaded CI run (2026-12-07) two uploads in a row
-      // did (55,451 and 46,565: a full collection freeing many promoted buffers at once lets glibc trim past its
-      // threshold). Without keepRelayBuffersResident every upload of most platforms faults 13,000-33,000 times
-      // (docs/benchmarks.md, "The upload's page faults"), so all four would.
+      // did (55,451 and 46,565; not reproduced since, the cause not shown: perhaps a full collection freeing more
+      // promoted buffers at once than glibc's raised trim threshold keeps). Without keepRelayBuffersResident every
+      // upload faults 13,000-62,000 times (docs/benchmarks.md, "The upload's page faults"; four uploads 40,177-61,750
+      // with it patched out, 2026-12-07), so all four would.
       const counts: number[] = [];
       const reused = (256 * MiB) / (64 * 1024);
       while (counts.length < 4 && !counts.some((n) => n < reused)) {
