@@ -67,7 +67,8 @@ export class TenantResolver {
   async addresses(account: string, asked: string): Promise<string[]> {
     // One name, one kept answer and one lookup, however it is written: DNS names are case-insensitive, and a final dot
     // only says the name is absolute (which a lookup's name here always is). Without this, `A.example`, `a.example`
-    // and `a.example.` were three entries and three lookups of the account's allowance.
+    // and `a.example.` were three entries and three lookups of the account's allowance. Not normalizeHostname: that
+    // one reads Host headers (ports, brackets) through a memo every request shares, which tenants' names would churn.
     const name = (asked.endsWith(".") ? asked.slice(0, -1) : asked).toLowerCase();
     const kept = this.kept.get(name);
     if (kept && kept.until > Date.now()) return kept.addresses;
