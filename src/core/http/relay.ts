@@ -100,11 +100,14 @@ export const relayConnectOptions = { highWaterMark: RELAY_HIGH_WATER_MARK } as P
  * and the next buffers are faulted in again page by page: measured 42,000–255,000 minor page faults a GiB uploaded
  * through the edge (up to one per 4 KiB page relayed), against 1,000–2,500 with the threshold raised
  * (docs/benchmarks.md, "The upload's page faults"). glibc raises its trim threshold itself, to twice the size of the
- * largest mmap-ed block freed so far (up to 32 MiB), unless an operator set MALLOC_* options; one such block,
- * allocated and dropped here (never written: none of its pages becomes resident), makes it keep up to 16 MiB of freed
- * memory from the start rather than whenever some large block happens to be freed (an 8 MiB block did as well as a
- * 31 MiB one, measured: about 2,000 faults a GiB either way, peak RSS alike). Other C libraries ignore it (it is then
- * an 8 MiB allocation freed at the next collection). Idempotent.
+ * largest mmap-ed block freed so far (blocks of up to 32 MiB count), unless an operator set MALLOC_* options; one such
+ * block, allocated and dropped here (never written: none of its pages becomes resident), sets it from the start
+ * rather than whenever some large block happens to be freed. The block is as large as counts, so the threshold is
+ * ~64 MiB: in some platforms V8 frees the relay's buffers ~32 MiB at a time (its array-buffer sweeper, from a
+ * background thread, seen with strace as one 32 MiB brk shrink a collection), which an 8 MiB block's 16 MiB
+ * threshold let go back every time (3 platforms of 60 faulted on every upload; 0 of 100 with this block; idle RSS
+ * after the uploads alike, 157–168 MiB: docs/benchmarks.md, "The trim threshold against 32 MiB frees"). Other C
+ * libraries ignore it (it is then a 32 MiB allocation, never touched, freed at the collection below). Idempotent.
  */
 export function keepRelayBuffersResident(): void {
   if (buffersKeptResident) return;
@@ -121,8 +124,11 @@ export function keepRelayBuffersResident(): void {
   collect();
 }
 let buffersKeptResident = false;
-/** Above glibc's default 128 KiB mmap threshold (so it is mmap-ed) and below its 32 MiB cap for the dynamic thresholds. */
-const TRIM_RAISING_BLOCK_BYTES = 8 * 1024 * 1024;
+/**
+ * Above glibc's default 128 KiB mmap threshold (so it is mmap-ed), and with its chunk header and page rounding still
+ * within the 32 MiB that glibc's dynamic thresholds count (a larger block would leave the threshold where it was).
+ */
+const TRIM_RAISING_BLOCK_BYTES = 32 * 1024 * 1024 - 64 * 1024;
 
 /** What one relayed exchange is: the request as sent on, and what happens around the answer. */
 export interface Relay {

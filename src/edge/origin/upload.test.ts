@@ -97,13 +97,12 @@ describe("large uploads through the edge's proxy", () => {
       // The first uploads grow the allocator's heap to its working size; later ones should find it there.
       assert.equal(await curl(), String(256 * MiB));
       assert.equal(await curl(), String(256 * MiB));
-      // Two uploads measured, the fewer faults kept: in about one platform of ten (2026-12-06, with the bin's flags) one
-      // upload coincided with memory given back (36,631 faults in one of nine runs, 8-108 in the others) and the
-      // next found its buffers again; without keepRelayBuffersResident every upload of most platforms faults
-      // 13,000-33,000 times (docs/benchmarks.md, "The upload's page faults"; 40,177-61,750 each of four uploads with it
-      // patched out, 2026-12-07). Open: a loaded clean-clone CI run (2026-12-07) failed here with 55,451 and 46,565,
-      // both uploads given back; not reproduced in six runs since, idle or beside busy loops (10-3,118), cause not
-      // shown (perhaps a full collection freeing more promoted buffers at once than glibc's raised trim threshold keeps).
+      // Two uploads measured, the fewer faults kept: in about one platform of ten (2026-12-06) one upload coincided
+      // with memory given back (36,631 faults in one of nine runs, 8-108 in the others) and the next found its buffers
+      // again. Without keepRelayBuffersResident every upload of most platforms faults 13,000-61,750 times
+      // (docs/benchmarks.md, "The upload's page faults"). With a 16 MiB trim threshold (an 8 MiB block, until
+      // 2026-12-07) 3 platforms of 60 faulted 27,000-65,000 times on every upload, as two CI runs did here: V8 freed
+      // the buffers 32 MiB at a time ("The trim threshold against 32 MiB frees").
       const counts: number[] = [];
       for (let i = 0; i < 2; i++) {
         const before = faultsOf(pid);
