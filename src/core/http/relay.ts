@@ -44,9 +44,10 @@ export function passedRequestHeaders(rawHeaders: readonly string[], drop: Readon
 
 /**
  * An answer's headers as a flat [name, value, ...] list for `writeHead` (repeated ones, such as set-cookie, stay
- * separate), without hop-by-hop ones and those its Connection header names; and its content-length (-1 when none).
+ * separate), without hop-by-hop ones, those its Connection header names and those in `drop` (lowercase names); and
+ * its content-length (-1 when none).
  */
-export function relayableHeaders(raw: readonly Buffer[]): { list: string[]; contentLength: number } {
+export function relayableHeaders(raw: readonly Buffer[], drop?: ReadonlySet<string>): { list: string[]; contentLength: number } {
   const list: string[] = [];
   let listed: Set<string> | undefined;
   let contentLength = -1;
@@ -65,7 +66,7 @@ export function relayableHeaders(raw: readonly Buffer[]): { list: string[]; cont
       }
       continue;
     }
-    if (HOP_BY_HOP.has(name)) continue;
+    if (HOP_BY_HOP.has(name) || drop?.has(name)) continue;
     const value = raw[i + 1].toString("latin1");
     if (name === "content-length") contentLength = Number(value);
     list.push(name, value);
@@ -140,6 +141,8 @@ export interface Relay {
   body: IncomingMessage | null;
   /** Headers added to the answer ([name, value, …], e.g. cf-ray). */
   answerHeaders?: readonly string[];
+  /** Answer headers not passed on besides the hop-by-hop ones (lowercase names). */
+  dropAnswerHeaders?: ReadonlySet<string>;
   headersTimeout?: number;
   bodyTimeout?: number;
   /** The answer's head as relayed (flat [name, value, …], names lowercased): what a caller counts it by. */
@@ -222,7 +225,7 @@ class RelayedExchange implements Dispatcher.DispatchHandler {
     // 1xx answers (e.g. 103 Early Hints) are not relayed; the final answer follows.
     if (status < 200) return true;
     this.resumeReading = resumeReading;
-    const relayed = relayableHeaders(rawHeaders);
+    const relayed = relayableHeaders(rawHeaders, this.r.dropAnswerHeaders);
     this.remaining = relayed.contentLength;
     const added = this.r.answerHeaders;
     if (added) for (let i = 0; i < added.length; i++) relayed.list.push(added[i]);

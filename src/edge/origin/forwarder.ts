@@ -14,7 +14,7 @@ import type { ZoneSettings } from "../settings/zone-settings.js";
 import type { OriginAddressPolicy } from "./address-policy.js";
 import { sendErrorPage, writeErrorPage, type EdgeErrorCode } from "./error-pages.js";
 import { connectFailed, failureCode } from "./failures.js";
-import { cacheableHeaders, looped, originRequestHeaders } from "./headers.js";
+import { cacheableHeaders, looped, ORIGIN_ONLY_ANSWER_HEADERS, originRequestHeaders } from "./headers.js";
 import { OriginPools, type OriginTarget } from "./pools.js";
 import type { TenantResolver } from "./tenant-resolver.js";
 
@@ -513,6 +513,7 @@ export class OriginForwarder {
         headers,
         body: hasBody ? req : null,
         answerHeaders,
+        dropAnswerHeaders: ORIGIN_ONLY_ANSWER_HEADERS,
         failed: (err, answered) => {
           if (answered) return void res.destroy();
           // Only a connection that never opened is tried elsewhere, and only when no body was read for it.

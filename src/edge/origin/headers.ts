@@ -85,8 +85,15 @@ export function looped(headers: IncomingHttpHeaders, loopToken: string): boolean
 }
 
 /**
+ * Headers of an origin's answer the hosted edge does not pass on to the visitor (its "Cloudflare HTTP headers" page,
+ * "Removed response headers"): nginx's X-Accel-* instructions to a proxy in front of it, which this edge does not act
+ * on either (an X-Accel-Redirect is not followed, an X-Accel-Limit-Rate not applied).
+ */
+export const ORIGIN_ONLY_ANSWER_HEADERS: ReadonlySet<string> = new Set(["x-accel-buffering", "x-accel-charset", "x-accel-limit-rate", "x-accel-redirect"]);
+
+/**
  * An origin's answer headers as the cache keeps them (an object, repeated ones as arrays): without the hop-by-hop
- * ones and those its Connection header lists.
+ * ones, those its Connection header lists and ORIGIN_ONLY_ANSWER_HEADERS.
  */
 export function cacheableHeaders(headers: Record<string, string | string[] | undefined>): Record<string, string | string[]> {
   const listed = new Set<string>();
@@ -94,7 +101,7 @@ export function cacheableHeaders(headers: Record<string, string | string[] | und
   for (const v of Array.isArray(conn) ? conn : conn ? [conn] : []) for (const n of v.split(",")) listed.add(n.trim().toLowerCase());
   const out: Record<string, string | string[]> = Object.create(null) as Record<string, string | string[]>;
   for (const [name, value] of Object.entries(headers)) {
-    if (value === undefined || HOP_BY_HOP.has(name) || listed.has(name)) continue;
+    if (value === undefined || HOP_BY_HOP.has(name) || listed.has(name) || ORIGIN_ONLY_ANSWER_HEADERS.has(name)) continue;
     out[name] = value;
   }
   return out;

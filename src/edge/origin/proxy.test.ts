@@ -118,6 +118,22 @@ describe("the edge forwards proxied names to their origins", () => {
     assert.notEqual(r.headers["keep-alive"], "timeout=5", "the origin's keep-alive is its own connection's");
   });
 
+  it("an origin's X-Accel-* headers never reach the client, forwarded or cached (as hosted); its other headers do", async () => {
+    const accel = ["x-accel-redirect", "x-accel-buffering", "x-accel-charset", "x-accel-limit-rate"];
+    for (const [path, status] of [
+      ["/x-accel", "DYNAMIC"],
+      ["/x-accel.css", "MISS"],
+      ["/x-accel.css", "HIT"],
+    ]) {
+      const r = await get("www.proxy-test.example", path);
+      assert.equal(r.status, 200, r.text);
+      assert.equal(r.text, `origin a ${path}`, "the body is the origin's answer, no redirect followed");
+      assert.equal(r.headers["cf-cache-status"], status, path);
+      assert.equal(r.headers["x-site"], "kept", `${path} ${status}`);
+      for (const name of accel) assert.equal(r.headers[name], undefined, `${name} on ${path} ${status}`);
+    }
+  });
+
   it("resolves names as DNS answers them: wildcards, CNAME chains inside our zones, several addresses (next one on a refused connect)", async () => {
     assert.equal((await get("deep.a.wild.proxy-test.example")).text, "origin a");
     assert.equal((await get("alias.proxy-test.example")).text, "origin a");

@@ -70,6 +70,18 @@ export async function startOrigin(
       } else if (url === "/close-mid") {
         res.writeHead(200, { "content-length": 1000 });
         res.write("x".repeat(100), () => req.socket.destroy());
+      } else if (url === "/x-accel" || url === "/x-accel.css") {
+        // nginx's instructions to a proxy in front of it, and a header of the site's own.
+        res.writeHead(200, {
+          "content-type": url.endsWith(".css") ? "text/css" : "text/html",
+          "cache-control": "max-age=600",
+          "x-accel-redirect": "/internal/secret.txt",
+          "X-Accel-Buffering": "no",
+          "x-accel-charset": "utf-8",
+          "x-accel-limit-rate": "1024",
+          "x-site": "kept",
+        });
+        res.end(`origin ${opts.name} ${url}`);
       } else if (url === "/big-head") {
         res.writeHead(200, { "x-big": "a".repeat(100 * 1024) });
         res.end("big");
