@@ -16,11 +16,20 @@ function workerdPid(p: TestPlatform, script: string): number {
   return live[live.length - 1]!.workerd_pid as number;
 }
 
+/**
+ * workerdPid once the line has come through the platform's stdout: the script may answer before the pipe has
+ * delivered the line (a clean-clone CI run read the log right after the answer and found none).
+ */
+async function loggedWorkerdPid(p: TestPlatform, script: string): Promise<number> {
+  await eventually(() => logEntries(p).some((e) => e.msg === "worker version live" && e.script === script), `the "worker version live" line of ${script}`);
+  return workerdPid(p, script);
+}
+
 /** Deploys `script`, checks it answers, and returns its workerd's pid. */
 async function deployed(p: TestPlatform, script: string): Promise<number> {
   assert.equal((await uploadScript(p, script, CODE)).status, 200);
   assert.equal((await hit(p, script, "/")).text, "alive");
-  const pid = workerdPid(p, script);
+  const pid = await loggedWorkerdPid(p, script);
   assert.equal(
     procInfo(pid)?.argv.some((a) => a.endsWith("workerd")),
     true,
@@ -38,7 +47,14 @@ async function killOutright(p: TestPlatform): Promise<void> {
 test("kill -9 of edgecli serve leaves no workerd running", async () => {
   await withTempDir("edge-crash-", async (stateDir) => {
     const p = await startTestPlatform({ stateDir });
-    const pids = [await deployed(p, "crash-a"), await deployed(p, "crash-b")];
+    let pids: number[];
+    try {
+      pids = [await deployed(p, "crash-a"), await deployed(p, "crash-b")];
+    } catch (err) {
+      // A platform left running keeps the test file from ending (a CI run hung here for ten minutes).
+      await p.stop();
+      throw err;
+    }
     await killOutright(p);
     await eventually(() => !pids.some(isRunning), "every workerd of the killed platform to end", 10_000);
   });
@@ -50,7 +66,13 @@ test("a restarted platform ends the workerd a killed one left behind", async () 
     const emptyPath = join(stateDir, "no-bin");
     const unleashed = await startTestPlatform({ stateDir, env: { PATH: emptyPath } });
     assert.match(unleashed.logs(), /setpriv \(util-linux\) with --pdeathsig was not found/);
-    const stray = await deployed(unleashed, "stray");
+    let stray: number;
+    try {
+      stray = await deployed(unleashed, "stray");
+    } catch (err) {
+      await unleashed.stop();
+      throw err;
+    }
     await killOutright(unleashed);
     await new Promise((r) => setTimeout(r, 300));
     assert.ok(isRunning(stray), "without the death signal the workerd outlives the platform");
@@ -60,7 +82,7 @@ test("a restarted platform ends the workerd a killed one left behind", async () 
       assert.ok(!isRunning(stray), "the restart ended the stray before it started its own workerd");
       assert.ok(logEntries(restarted).some((e) => e.msg?.startsWith("ended a workerd left running") && e.workerd_pid === stray));
       assert.equal((await hit(restarted, "stray", "/")).text, "alive", "the script runs again, on a new workerd");
-      assert.notEqual(workerdPid(restarted, "stray"), stray);
+      assert.notEqual(await loggedWorkerdPid(restarted, "stray"), stray);
     } finally {
       await restarted.stop();
       if (isRunning(stray)) process.kill(stray, "SIGKILL");
