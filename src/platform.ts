@@ -329,6 +329,12 @@ export async function startPlatform(config: PlatformConfig, log: Logger = create
       connections,
       readiness,
       health,
+      // Every /zones/{zone_id}/… route of every area: a zone made through another node is found at once (DNS's
+      // catch-up), not only once its bus notice is applied here.
+      catchUp: async (req) => {
+        const zoneId = (req.params as { zone_id?: unknown } | undefined)?.zone_id;
+        if (typeof zoneId === "string") await dns.zones.catchUp(zoneId);
+      },
     });
     await app.listen({ host: config.core.host, port: config.core.port });
   } catch (err) {

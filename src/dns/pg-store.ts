@@ -97,6 +97,10 @@ export class PgDnsStore implements DnsStore {
     return row && zoneFromRow(row);
   }
 
+  async zoneIdsNamed(names: readonly string[]): Promise<string[]> {
+    return (await this.pg.rows<{ id: string }>("SELECT id FROM dns.zones WHERE name = ANY($1::text[])", [names])).map((r) => r.id);
+  }
+
   async listRecords(zoneId: string, page: { after?: string; limit?: number } = {}): Promise<RecordPage> {
     const limit = Math.min(Math.max(1, page.limit ?? DEFAULT_PAGE), MAX_PAGE);
     const cut = page.after?.indexOf(" ") ?? -1;

@@ -57,6 +57,7 @@ export class SqliteDnsStore implements DnsStore {
       getZone: db.prepare("SELECT * FROM zones WHERE id = ?"),
       serialOf: db.prepare("SELECT serial FROM zones WHERE id = ?"),
       zoneNamed: db.prepare("SELECT 1 FROM zones WHERE name = ?"),
+      zoneIdsNamed: db.prepare("SELECT id FROM zones WHERE name IN (SELECT value FROM json_each(?))").pluck(),
       insZone: db.prepare(
         `INSERT INTO zones (id, account_id, name, paused, created_on, modified_on, activated_on, serial, settings, type)
          VALUES (@id, @account_id, @name, @paused, @created_on, @modified_on, @activated_on, @serial, @settings, @type)`,
@@ -90,6 +91,10 @@ export class SqliteDnsStore implements DnsStore {
   async getZone(id: string): Promise<Zone | undefined> {
     const row = this.q.getZone.get(id) as ZoneRow | undefined;
     return row && zoneFromRow(row);
+  }
+
+  async zoneIdsNamed(names: readonly string[]): Promise<string[]> {
+    return this.q.zoneIdsNamed.all(JSON.stringify(names)) as string[];
   }
 
   async listRecords(zoneId: string, page: { after?: string; limit?: number } = {}): Promise<RecordPage> {

@@ -71,6 +71,9 @@ export const describeDnsStore = storeContract<DnsStore>("DnsStore", (it) => {
     assert.deepEqual(await store.getZone(a.id), a);
     assert.deepEqual(await store.listZones(), [a, b]);
     assert.equal(await store.getZone(id()), undefined);
+    assert.deepEqual((await store.zoneIdsNamed(["x.a.example", "a.example", "b.example", "example"])).sort(), [a.id, b.id].sort());
+    assert.deepEqual(await store.zoneIdsNamed(["nothing.example"]), []);
+    assert.deepEqual(await store.zoneIdsNamed([]), []);
     await assert.rejects(store.createZone(newZone("a.example")), refusedWith(DnsCodes.zoneExists));
     assert.equal((await store.listZones()).length, 2);
   });

@@ -48,6 +48,8 @@ export interface DnsStore {
   /** Every zone, ordered by name. */
   listZones(): Promise<Zone[]>;
   getZone(id: string): Promise<Zone | undefined>;
+  /** The ids of the zones named any of `names` (at most a hostname's labels of them), in no order. */
+  zoneIdsNamed(names: readonly string[]): Promise<string[]>;
   /**
    * A zone's records in creation order (created_on, then id), at most `limit` of them, starting after the
    * position `after` that the previous page returned as `next`.

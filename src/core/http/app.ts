@@ -66,6 +66,12 @@ export interface AppOptions {
   readiness?: Readiness;
   /** The state of PostgreSQL and the object store, when the node uses them (/healthz reports it). */
   health?: () => Promise<DependencyHealth>;
+  /**
+   * Runs on every /client/v4 request before the guard: brings this node's in-memory copy of what the request's path
+   * names (a zone) up to the store when the node does not know it yet, so a zone another node made a moment ago is
+   * found by the guard and the handler alike (platform.ts).
+   */
+  catchUp?: (req: FastifyRequest) => Promise<void>;
 }
 
 export const newRequestId = () => randomBytes(8).toString("hex");
@@ -224,6 +230,7 @@ export async function buildEdgeApp(opts: AppOptions): Promise<FastifyInstance> {
         const principal = opts.auth.authenticate(req.headers as Record<string, string | undefined>);
         req.principal = principal instanceof Promise ? await principal : principal;
       });
+      if (opts.catchUp) v4.addHook("preHandler", opts.catchUp);
       v4.addHook("preHandler", guardRoute);
       v4.addHook("onRoute", assertRouteDeclaresPermission);
       v4.addHook("onRoute", (route) => {

@@ -8,6 +8,11 @@ import { awsEnv, testBucket, testDatabase } from "./services.js";
  * disposed after the test, both started with `args`; undefined when the test was skipped for a missing service.
  */
 export async function startTwoNodes(t: TestContext, args: string[] = []): Promise<[TestPlatform, TestPlatform] | undefined> {
+  return (await startTwoNodesOn(t, args))?.nodes;
+}
+
+/** startTwoNodes, with the URL of the database the nodes share (for a test that writes there behind their backs). */
+export async function startTwoNodesOn(t: TestContext, args: string[] = []): Promise<{ nodes: [TestPlatform, TestPlatform]; databaseUrl: string } | undefined> {
   const db = await testDatabase(t);
   const bucket = db && (await testBucket(t));
   if (!db || !bucket) return undefined;
@@ -22,5 +27,5 @@ export async function startTwoNodes(t: TestContext, args: string[] = []): Promis
   t.after(() => Promise.all(nodes.map((n) => n.dispose())));
   nodes.push(await startTestPlatform({ env, credentials, args }));
   nodes.push(await startTestPlatform({ env, credentials, args }));
-  return [nodes[0]!, nodes[1]!];
+  return { nodes: [nodes[0]!, nodes[1]!], databaseUrl: db.url };
 }

@@ -6,7 +6,7 @@ import { parseWith } from "../../core/http/validate.js";
 import type { DnsConfig } from "../config.js";
 import { DnsErrors } from "../errors.js";
 import type { Zone } from "../model.js";
-import { filterZones } from "../zones/list.js";
+import { exactZoneName, filterZones } from "../zones/list.js";
 import { checkRegistrable, parseZoneName } from "../zones/names.js";
 import type { ZoneService } from "../zones/zone-service.js";
 import { zoneAccount, zoneOf } from "./zone-access.js";
@@ -104,6 +104,10 @@ export function registerZoneRoutes(app: FastifyInstance, zones: ZoneService, cfg
   app.get("/zones", { config: { permission: "self" } }, async (req) => {
     const q = req.query as Record<string, unknown>;
     const page = readPage(q, { defaultPerPage: 20, maxPerPage: 1000 });
+    // wrangler finds a route's zone this way (name=, a label dropped each time): one made through another node a
+    // moment ago is read from the store first.
+    const exact = exactZoneName(q);
+    if (exact !== undefined) await zones.catchUpNamed([exact]);
     const visible = [...zones.all()].map((zs) => zs.zone).filter((z) => req.principal.can(z.account_id, "dns_read"));
     const { result, result_info } = pageOf(
       filterZones(visible, q, (id) => accountName(req, id)).map((z) => view(req, z)),

@@ -6,13 +6,16 @@ type Query = Record<string, unknown>;
 const one = (v: unknown) => (Array.isArray(v) ? String(v[v.length - 1]) : v === undefined ? undefined : String(v));
 
 /** `name=contains:foo`, `name=starts_with:foo`, ... as the zones list accepts them; plain `name=foo` is equality. */
-function nameTest(raw: string): (name: string) => boolean {
+function parseNameFilter(raw: string): { op: string; want: string } {
   const m = /^(equal|not_equal|starts_with|ends_with|contains)(_case_sensitive)?:(.*)$/.exec(raw);
   const op = m?.[1] ?? "equal";
-  const cs = !!m?.[2];
-  const want = (m ? m[3] : raw).replace(/\.$/, "");
-  const w = cs ? toAscii(want) : toAscii(want).toLowerCase();
+  const want = toAscii((m ? m[3] : raw).replace(/\.$/, ""));
   // Zone names are stored lowercase.
+  return { op, want: m?.[2] ? want : want.toLowerCase() };
+}
+
+function nameTest(raw: string): (name: string) => boolean {
+  const { op, want: w } = parseNameFilter(raw);
   return (n) => {
     switch (op) {
       case "not_equal":
@@ -27,6 +30,14 @@ function nameTest(raw: string): (name: string) => boolean {
         return n === w;
     }
   };
+}
+
+/** The one zone name a list asks for (`name=foo`, `name=equal:foo`), or undefined: what to catch up on before listing. */
+export function exactZoneName(q: Query): string | undefined {
+  const raw = one(q.name);
+  if (!raw) return undefined;
+  const { op, want } = parseNameFilter(raw);
+  return op === "equal" && want.length > 0 && want.length <= 253 ? want : undefined;
 }
 
 /**

@@ -24,6 +24,7 @@ function slowWrites(store: DnsStore): DnsStore {
   return {
     listZones: () => store.listZones(),
     getZone: (id) => store.getZone(id),
+    zoneIdsNamed: (names) => store.zoneIdsNamed(names),
     listRecords: (zoneId, page) => store.listRecords(zoneId, page),
     accountSettings: (accountId) => store.accountSettings(accountId),
     createZone: (zone) => later(() => store.createZone(zone)),
@@ -183,6 +184,39 @@ describe("the zone service over an asynchronous store", () => {
       assert.equal(secondary.zone.serial, 1);
       assert.deepEqual([...secondary.records.keys()].sort(), [txt("a").id, txt("b").id]);
       assert.equal((await store.listRecords(secondary.zone.id)).records.length, 2);
+    } finally {
+      await close();
+    }
+  });
+
+  it("catches up on a zone another node made before its notice arrives: by id, by name, with its records; unknown ones stay unknown", async () => {
+    const { store, close } = await openStore();
+    try {
+      // Two nodes on one store, no bus between them: node two hears nothing of what node one makes.
+      const one = new ZoneService(store);
+      const two = new ZoneService(store);
+      await one.load();
+      await two.load();
+      const made = await one.createZone(ACCOUNT, "fresh.example");
+      await one.editRecords(made, (draft) => [buildRecord(one, draft, { type: "TXT", name: "t", content: "x" }, "create", { platform })]);
+      const other = await one.createZone(ACCOUNT, "named.example");
+      assert.equal(two.get(made.zone.id), undefined);
+
+      const caught = await two.catchUp(made.zone.id);
+      assert.equal(caught?.zone.name, "fresh.example");
+      assert.equal(caught?.zone.serial, made.zone.serial);
+      assert.deepEqual([...caught!.records.keys()], [...made.records.keys()]);
+      assert.equal(two.zoneFor("www.fresh.example"), caught);
+      // A known zone is the same object: catching up again reads nothing new and replaces nothing.
+      assert.equal(await two.catchUp(made.zone.id), caught);
+
+      assert.equal(two.named("named.example"), undefined);
+      await two.catchUpNamed(["a.b.named.example", "b.named.example", "named.example", "example"]);
+      assert.equal(two.named("named.example")?.zone.id, other.zone.id);
+
+      assert.equal(await two.catchUp("f".repeat(32)), undefined);
+      await two.catchUpNamed(["nothing.example"]);
+      assert.equal(two.named("nothing.example"), undefined);
     } finally {
       await close();
     }

@@ -331,6 +331,26 @@ export class ZoneService {
     });
   }
 
+  /**
+   * Zone `id`, read from the store when this node does not know it yet. A zone made through another node is known
+   * here once that node's bus notice is applied (90–360 ms measured, docs/dns.md), and a client that made it there
+   * and names it here at once (Terraform or wrangler behind a load balancer) must not get "not found" meanwhile. An
+   * id known here costs nothing; an unknown one, one read of the store (the API's callers are authenticated).
+   */
+  async catchUp(id: string): Promise<ZoneState | undefined> {
+    await this.load();
+    if (!this.byId.has(id) && (await this.store.getZone(id))) await this.reloadZone(id);
+    return this.byId.get(id);
+  }
+
+  /** As catchUp, for the zones named any of `names` (a zone name, or a hostname's suffixes): one read for all. */
+  async catchUpNamed(names: readonly string[]): Promise<void> {
+    await this.load();
+    const unknown = names.filter((n) => !this.byName.has(n));
+    if (unknown.length === 0) return;
+    for (const id of await this.store.zoneIdsNamed(unknown)) if (!this.byId.has(id)) await this.reloadZone(id);
+  }
+
   /** Reads again every zone whose serial in the store differs from the one here (after notices may have been lost). */
   reloadAll(): Promise<void> {
     return this.exclusive(async () => {

@@ -57,6 +57,12 @@ export interface ZonesPort {
   byName(name: string): ZoneRef | undefined;
   /** The zone a hostname is answered from (the longest zone name it ends with), whichever account holds it. */
   enclosing(hostname: string): ZoneRef | undefined;
+  /**
+   * Reads from the store a zone a request names (by id, by name, or a hostname in it) that this node does not know
+   * yet: one made through another node a moment ago (ZoneService.catchUp). Known zones cost nothing. Resolves to
+   * whether this node knows the zone now.
+   */
+  catchUp(named: { zoneId?: string; zoneName?: string; hostname?: string }): Promise<boolean>;
   /** The error a zone the caller cannot see answers with (the DNS routes' own). */
   zoneNotFound(): EdgeError;
   get(zoneId: string): ZoneState | undefined;
@@ -68,12 +74,32 @@ export interface ZonesPort {
   record: typeof managedRecord;
 }
 
+/** The longest hostname DNS carries; a longer one is in no zone, and is not looked for. */
+const MAX_HOSTNAME = 253;
+
+/** `a.b.example` → `a.b.example`, `b.example`, `example`: the names of the zones that could hold it. */
+function suffixesOf(hostname: string): string[] {
+  const names = [hostname];
+  for (let dot = hostname.indexOf("."); dot >= 0; dot = hostname.indexOf(".", dot + 1)) names.push(hostname.slice(dot + 1));
+  return names;
+}
+
 export function zonesPort(zones: ZoneService): ZonesPort {
   const ref = (zs: ZoneState | undefined): ZoneRef | undefined => zs && { id: zs.zone.id, name: zs.zone.name, accountId: zs.zone.account_id };
   return {
     byId: (id) => ref(zones.get(id)),
     byName: (name) => ref(zones.named(name)),
     enclosing: (hostname) => ref(zones.zoneFor(hostname)),
+    catchUp: async ({ zoneId, zoneName, hostname }) => {
+      if (zoneId !== undefined) return (await zones.catchUp(zoneId)) !== undefined;
+      if (zoneName !== undefined) {
+        await zones.catchUpNamed([zoneName]);
+        return zones.named(zoneName) !== undefined;
+      }
+      if (hostname === undefined || hostname.length > MAX_HOSTNAME) return false;
+      if (!zones.zoneFor(hostname)) await zones.catchUpNamed(suffixesOf(hostname));
+      return zones.zoneFor(hostname) !== undefined;
+    },
     zoneNotFound: () => DnsErrors.zoneNotFound(),
     get: (id) => zones.get(id),
     zoneFor: (hostname) => zones.zoneFor(hostname),

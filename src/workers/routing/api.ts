@@ -14,7 +14,7 @@ import type { PlatformHostnames } from "../../core/service.js";
 import type { ZonesPort } from "../../dns/service.js";
 
 /** What the routes API needs of the DNS area: zones by id, by name, the zone a name is in, and DNS's not-found. */
-export type ZoneFinder = Pick<ZonesPort, "byId" | "byName" | "enclosing" | "zoneNotFound">;
+export type ZoneFinder = Pick<ZonesPort, "byId" | "byName" | "enclosing" | "zoneNotFound" | "catchUp">;
 type Zone = NonNullable<ReturnType<ZoneFinder["byId"]>>;
 
 /** What a Custom Domain's API answer shows of its certificate (the edge's certificates hand it over). */
@@ -171,6 +171,12 @@ export function registerRoutesApi(app: FastifyInstance, deps: RoutesApiDeps): vo
     if (!zone || zone.accountId !== accountId) throw RoutesErrors.zoneNotFound(named ?? host);
     return zone;
   };
+  /**
+   * Before accountZone: the zone it will look for, read from the store when another node made it a moment ago.
+   * False when there is none (the check after refuses the request, so a list of them stops at the first).
+   */
+  const catchUpZone = (host: string, given: { zone_id?: string; zone_name?: string }) =>
+    zones.catchUp({ zoneId: given.zone_id, zoneName: given.zone_name?.toLowerCase(), hostname: host.trim().toLowerCase().replace(/\.$/, "") });
   const scriptOf = async (req: FastifyRequest) => {
     const p = req.params as AccountParams;
     if (!(await deps.scriptExists(p.account_id, p.name))) throw WorkersErrors.scriptNotFound();
@@ -186,6 +192,10 @@ export function registerRoutesApi(app: FastifyInstance, deps: RoutesApiDeps): vo
   app.put(scriptRoutes, edit, async (req) => {
     const p = await scriptOf(req);
     const body = parseWith(scriptRoutesBody, req.body ?? [], RoutesCodes.validation);
+    for (const r of body) {
+      const parsed = parsePattern(r.pattern.trim());
+      if (typeof parsed !== "string" && !(await catchUpZone(parsed.host, r))) break;
+    }
     const routes = body.map((r): WorkerRoute => {
       const pattern = r.pattern.trim();
       const parsed = parsePattern(pattern);
@@ -300,6 +310,7 @@ export function registerRoutesApi(app: FastifyInstance, deps: RoutesApiDeps): vo
   app.put(domains, edit, async (req) => {
     const p = req.params as AccountParams;
     const b = parseWith(domainBody, req.body ?? {}, RoutesCodes.validation);
+    await catchUpZone(b.hostname, b);
     const domain = checkedDomain(p.account_id, b.service, b.environment, b);
     if (!(await deps.scriptExists(p.account_id, b.service))) throw WorkersErrors.scriptNotFound();
     await checkPendingCertificates(p.account_id, [domain.hostname]);
@@ -313,6 +324,7 @@ export function registerRoutesApi(app: FastifyInstance, deps: RoutesApiDeps): vo
   app.put("/accounts/:account_id/workers/scripts/:name/domains/records", edit, async (req) => {
     const p = await scriptOf(req);
     const b = parseWith(domainRecordsBody, req.body ?? {}, RoutesCodes.validation);
+    for (const o of b.origins) if (!(await catchUpZone(o.hostname, o))) break;
     const wanted = b.origins.map((o) => checkedDomain(p.account_id, p.name, "production", o));
     await checkPendingCertificates(
       p.account_id,
