@@ -329,11 +329,14 @@ export async function startPlatform(config: PlatformConfig, log: Logger = create
       connections,
       readiness,
       health,
-      // Every /zones/{zone_id}/… route of every area: a zone made through another node is found at once (DNS's
-      // catch-up), not only once its bus notice is applied here.
+      // Every /zones/{zone_id}/… route of every area answers from this node's copies (zones and records, settings,
+      // Cache Rules): first every notice committed before the request is applied (the bus's barrier covers every
+      // area's), then a zone this node never heard of is read from the store.
       catchUp: async (req) => {
         const zoneId = (req.params as { zone_id?: unknown } | undefined)?.zone_id;
-        if (typeof zoneId === "string") await dns.zones.catchUp(zoneId);
+        if (typeof zoneId !== "string") return;
+        await dns.zones.upToDate();
+        await dns.zones.catchUp(zoneId);
       },
     });
     await app.listen({ host: config.core.host, port: config.core.port });

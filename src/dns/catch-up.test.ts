@@ -1,13 +1,16 @@
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
+import { BlockList } from "node:net";
 import { test } from "node:test";
 import { Postgres } from "../core/db/postgres.js";
+import { newTestCredentials, startTestPlatform, type TestPlatform } from "../core/testing/platform.js";
+import { testDatabase } from "../core/testing/services.js";
+import { startTcpProxy } from "../core/testing/tcp-proxy.js";
 import { startTwoNodesOn } from "../core/testing/two-nodes.js";
 import { createAccount, uploadScript } from "../workers/testing/helpers.js";
 import { PgDnsStore } from "./pg-store.js";
 import { buildRecord } from "./records/input.js";
 import { ZoneService } from "./zones/zone-service.js";
-import { BlockList } from "node:net";
 
 const HANG_GUARD = { timeout: 240_000 };
 
@@ -82,3 +85,71 @@ test("on two nodes (PostgreSQL), a zone no notice announced is found at once by 
   // And a zone that exists nowhere is missing, as before.
   assert.equal((await b.api("GET", `/zones/${"f".repeat(32)}`)).status, 404);
 });
+
+// The usual case, with notices: a client writes through node a and reads through node b at once. Node b reaches
+// PostgreSQL through a proxy that delays everything PostgreSQL sends it by LAG_MS, its notices included, so a read
+// answered from b's memory alone would be stale every time; b's API answers once the notices committed before the
+// request are applied (the bus's barrier), so every read below sees the write before it.
+const LAG_MS = 250;
+
+test(
+  "on two nodes (PostgreSQL), a client reads its own writes through the other node at once: zones, records, settings, Cache Rules",
+  HANG_GUARD,
+  async (t) => {
+    const db = await testDatabase(t);
+    if (!db) return;
+    const proxy = await startTcpProxy(db.url.replace(/^postgres(ql)?:/, "http:"));
+    t.after(() => proxy.close());
+    const throughProxy = new URL(db.url);
+    throughProxy.host = `127.0.0.1:${proxy.port}`;
+    const credentials = newTestCredentials();
+    const env = { EDGE_SECRETS_KEY: randomBytes(32).toString("base64") };
+    const nodes: TestPlatform[] = [];
+    t.after(() => Promise.all(nodes.map((n) => n.dispose())));
+    nodes.push(await startTestPlatform({ args: ["--database-url", db.url], env, credentials }));
+    nodes.push(await startTestPlatform({ args: ["--database-url", throughProxy.toString()], env, credentials }));
+    const [a, b] = nodes as [TestPlatform, TestPlatform];
+    proxy.lag(LAG_MS);
+
+    const name = `rw${randomBytes(4).toString("hex")}.example`;
+    const made = await a.api("POST", "/zones", { name, account: { id: a.accountId } });
+    assert.equal(made.status, 200, JSON.stringify(made.body));
+    const zoneId = made.body.result.id as string;
+    const listed = await b.api("GET", `/zones?name=${name}`);
+    assert.equal(listed.status, 200, JSON.stringify(listed.body));
+    assert.deepEqual(
+      listed.body.result.map((z: { id: string }) => z.id),
+      [zoneId],
+      "the zone, listed",
+    );
+    const all = await b.api("GET", "/zones?per_page=50");
+    assert.ok(
+      all.body.result.some((z: { id: string }) => z.id === zoneId),
+      "the zone, in the whole list",
+    );
+
+    const record = await a.api("POST", `/zones/${zoneId}/dns_records`, { type: "TXT", name: "rw", content: "first" });
+    assert.equal(record.status, 200, JSON.stringify(record.body));
+    const recordId = record.body.result.id as string;
+    assert.equal((await b.api("GET", `/zones/${zoneId}/dns_records/${recordId}`)).body.result?.content, "first", "the new record");
+    assert.equal((await a.api("PATCH", `/zones/${zoneId}/dns_records/${recordId}`, { content: "second" })).status, 200);
+    assert.equal((await b.api("GET", `/zones/${zoneId}/dns_records/${recordId}`)).body.result?.content, "second", "the changed record");
+    assert.equal((await a.api("DELETE", `/zones/${zoneId}/dns_records/${recordId}`)).status, 200);
+    assert.equal((await b.api("GET", `/zones/${zoneId}/dns_records/${recordId}`)).status, 404, "the deleted record");
+
+    for (const value of [7200, 14400]) {
+      assert.equal((await a.api("PATCH", `/zones/${zoneId}/settings/browser_cache_ttl`, { value })).status, 200);
+      assert.equal((await b.api("GET", `/zones/${zoneId}/settings/browser_cache_ttl`)).body.result?.value, value, "the zone setting");
+    }
+
+    const entrypoint = `/zones/${zoneId}/rulesets/phases/http_request_cache_settings/entrypoint`;
+    for (const description of ["first rule", "second rule"]) {
+      const rule = { expression: 'http.request.uri.path.extension eq "html"', action: "set_cache_settings", action_parameters: { cache: true }, description };
+      assert.equal((await a.api("PUT", entrypoint, { rules: [rule] })).status, 200);
+      assert.equal((await b.api("GET", entrypoint)).body.result?.rules?.[0]?.description, description, "the Cache Rule");
+    }
+
+    assert.equal((await a.api("DELETE", `/zones/${zoneId}`)).status, 200);
+    assert.equal((await b.api("GET", `/zones/${zoneId}`)).status, 404, "the deleted zone");
+  },
+);

@@ -60,6 +60,7 @@ export function createDnsService(ctx: ServiceContext): EdgeService & {
   const zones = new ZoneService(pg ? new PgDnsStore(pg, ctx.bus) : new SqliteDnsStore(ctx.openDb("dns", DNS_MIGRATIONS)), {
     maxRecordsPerZone: cfg.maxRecordsPerZone,
     platformHostnames: ctx.platformHostnames,
+    notices: () => ctx.bus.barrier(),
   });
   const log = ctx.log.child({ service: "dns" });
   const dnssec = new DnssecService(

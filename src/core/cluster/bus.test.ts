@@ -2,7 +2,8 @@ import assert from "node:assert/strict";
 import { test, type TestContext } from "node:test";
 import { Postgres } from "../db/postgres.js";
 import { testDatabase } from "../testing/services.js";
-import { LocalBus, PostgresBus, type BusEvent } from "./bus.js";
+import pg from "pg";
+import { BUS_CHANNEL, LocalBus, PostgresBus, type BusEvent } from "./bus.js";
 
 /** Resolves when `check` holds, polling; a generous deadline only guards against a hang. */
 async function until(check: () => boolean, what: string, deadlineMs = 30_000): Promise<void> {
@@ -114,4 +115,64 @@ test("a node whose listening connection is cut reconnects, tells every subscribe
   assert.equal(b.bus.connected, true);
   await a.bus.publish("workers", "script:s1");
   await until(() => events.some((e) => e.type === "change" && e.what === "script:s1"), "a change after the reconnect");
+});
+
+test("a barrier resolves once every notice committed before it has been delivered and its work is done", async (t) => {
+  const nodes = await twoNodes(t);
+  if (!nodes) return;
+  const { a, b } = nodes;
+  const applied: string[] = [];
+  // The handler's work takes a while (as a zone's reload from the store does): the barrier waits for it.
+  b.bus.subscribe("dns", (e) => (e.type === "change" ? new Promise((resolve) => setTimeout(resolve, 300)).then(() => applied.push(e.what)) : undefined));
+  const seenByA: BusEvent[] = [];
+  a.bus.subscribe("dns", (e) => seenByA.push(e));
+  for (let round = 1; round <= 3; round++) {
+    await a.bus.publish("dns", `zone:${round}`);
+    // The other node is asked at once, as a client's next request through it would be.
+    await b.bus.barrier();
+    assert.deepEqual(applied.slice(-1), [`zone:${round}`], `round ${round}: the change was applied before the barrier resolved`);
+  }
+  // Markers are no one's change: node a's subscribers saw only the changes (its own, with its origin).
+  assert.deepEqual(
+    seenByA.map((e) => (e.type === "change" ? e.what : e.type)),
+    ["zone:1", "zone:2", "zone:3"],
+  );
+});
+
+test("requests that wait at once share barriers: one marker at a time, however many wait", async (t) => {
+  const nodes = await twoNodes(t);
+  if (!nodes) return;
+  const { b, db } = nodes;
+  const listener = new pg.Client({ connectionString: db.url });
+  // The database is dropped (its sessions ended) before this test's own after-hooks run.
+  listener.on("error", () => undefined);
+  await listener.connect();
+  t.after(() => listener.end().catch(() => undefined));
+  const markers: string[] = [];
+  listener.on("notification", (n) => {
+    if (n.payload && typeof JSON.parse(n.payload).b === "string") markers.push(n.payload);
+  });
+  await listener.query(`LISTEN ${BUS_CHANNEL}`);
+  await Promise.all(Array.from({ length: 200 }, () => b.bus.barrier()));
+  // The first caller's marker, and the one the callers who came while it was being sent share: two here, since all
+  // 200 came in one turn; never one per caller.
+  await until(() => markers.length >= 1, "the markers");
+  assert.ok(markers.length <= 2, `${markers.length} markers for 200 barriers`);
+});
+
+test("a barrier does not wait while notices cannot arrive, and the embedded bus's waits for its handlers' work", async (t) => {
+  const nodes = await twoNodes(t);
+  if (!nodes) return;
+  await nodes.b.bus.close();
+  const started = Date.now();
+  await nodes.b.bus.barrier();
+  assert.ok(Date.now() - started < 2_000, "not the barrier's bound");
+
+  const local = new LocalBus("solo");
+  let done = false;
+  local.subscribe("dns", () => new Promise((resolve) => setTimeout(resolve, 200)).then(() => (done = true)));
+  await local.publish("dns", "zone:1");
+  assert.equal(done, false);
+  await local.barrier();
+  assert.equal(done, true);
 });

@@ -1,3 +1,4 @@
+import { randomBytes } from "node:crypto";
 import pg from "pg";
 import type { Postgres, Transaction } from "../db/postgres.js";
 import type { Logger } from "../logger.js";
@@ -19,6 +20,9 @@ export interface ResyncEvent {
 
 export type BusEvent = ChangeEvent | ResyncEvent;
 
+/** A subscriber: returns the promise of its work when it applies a notice asynchronously (Bus.barrier waits for it). */
+export type BusHandler = (event: BusEvent) => unknown;
+
 /**
  * Change notifications between the nodes of a platform, so each keeps what it caches (credentials, DNS answers,
  * worker versions, gateway settings) fresh. A subscriber receives every change of its area, its own node's
@@ -31,8 +35,18 @@ export interface Bus {
    * transaction commits; otherwise at once, so call it after the change committed.
    */
   publish(area: string, what: string, tx?: Transaction): Promise<void>;
-  /** Calls `handler` for the area's changes and for every resync; returns the unsubscribe function. */
-  subscribe(area: string, handler: (event: BusEvent) => void): () => void;
+  /**
+   * Calls `handler` for the area's changes and for every resync; returns the unsubscribe function. A handler that
+   * applies the notice asynchronously (reads the store again) returns that work's promise, so `barrier` waits for it.
+   */
+  subscribe(area: string, handler: BusHandler): () => void;
+  /**
+   * Resolves once this node has received every notice committed before the call and its handlers' work on them is
+   * done: what the node keeps in memory is then at least as new as the store was at the call (read-your-writes for a
+   * client whose earlier write went through another node). Bounded: gives up after a few seconds, or at once while
+   * notices cannot arrive (the node resyncs when they can again), and the caller answers from what it has.
+   */
+  barrier(): Promise<void>;
   /**
    * For a bus carried by PostgreSQL: the `pg_notify(channel, payload)` arguments that announce a change, for a
    * statement (a database function) that makes the change and announces it in one round trip. Undefined when the
@@ -57,13 +71,23 @@ export const BUS_CHANNEL = "edge_changes";
 /** PostgreSQL refuses NOTIFY payloads of 8000 bytes or more. */
 const MAX_PAYLOAD_BYTES = 7_900;
 
+/** The longest a barrier waits, for its own notice and then for the work the notices before it started. */
+const BARRIER_MS = 3_000;
+
 /** Subscribers by area; shared by both buses. */
 class Subscribers {
-  private readonly byArea = new Map<string, Set<(event: BusEvent) => void>>();
+  private readonly byArea = new Map<string, Set<BusHandler>>();
+  /** The handlers' work on notices delivered so far that has not finished yet. */
+  private readonly applying = new Set<Promise<unknown>>();
 
   constructor(private readonly log?: Logger) {}
 
-  add(area: string, handler: (event: BusEvent) => void): () => void {
+  /** Resolves when the work started by every notice delivered before the call is done (failed work included). */
+  async applied(): Promise<void> {
+    if (this.applying.size > 0) await Promise.allSettled([...this.applying]);
+  }
+
+  add(area: string, handler: BusHandler): () => void {
     let set = this.byArea.get(area);
     if (!set) this.byArea.set(area, (set = new Set()));
     set.add(handler);
@@ -75,7 +99,14 @@ class Subscribers {
     for (const set of targets) {
       for (const handler of set) {
         try {
-          handler(event);
+          const work = handler(event);
+          if (work instanceof Promise) {
+            const tracked: Promise<unknown> = work.then(
+              () => this.applying.delete(tracked),
+              () => this.applying.delete(tracked),
+            );
+            this.applying.add(tracked);
+          }
         } catch (err) {
           this.log?.error({ err, event }, "a bus subscriber failed");
         }
@@ -99,8 +130,13 @@ export class LocalBus implements Bus {
     this.subscribers.deliver({ type: "change", area, what, origin: this.nodeId });
   }
 
-  subscribe(area: string, handler: (event: BusEvent) => void): () => void {
+  subscribe(area: string, handler: BusHandler): () => void {
     return this.subscribers.add(area, handler);
+  }
+
+  /** One node: every notice was delivered when it was published; only the work it started may still run. */
+  barrier(): Promise<void> {
+    return this.subscribers.applied();
   }
 
   async close(): Promise<void> {}
@@ -131,6 +167,12 @@ export class PostgresBus implements Bus {
   private failures = 0;
   private listening: Promise<void> | undefined;
   readonly observed: BusObservations = { reconnects: 0 };
+  /** Barriers whose marker was sent, by the marker's token: resolved when it comes back. */
+  private readonly markers = new Map<string, () => void>();
+  /** The barrier that callers join until its marker is sent: a marker sent after a call covers it, one before does not. */
+  private nextBarrier: Promise<void> | undefined;
+  /** The marker being sent: the next one waits for it, so at most one is sent at a time however many requests wait. */
+  private sendingMarker: Promise<unknown> = Promise.resolve();
 
   constructor(
     private readonly pg: Postgres,
@@ -213,7 +255,12 @@ export class PostgresBus implements Bus {
   private onNotification(payload: string | undefined): void {
     let event: ChangeEvent;
     try {
-      const p = JSON.parse(payload ?? "") as { a?: unknown; w?: unknown; o?: unknown; t?: unknown };
+      const p = JSON.parse(payload ?? "") as { a?: unknown; w?: unknown; o?: unknown; t?: unknown; b?: unknown };
+      // A barrier's marker: this node's comes back to it; the other nodes' are not for it.
+      if (typeof p.b === "string") {
+        if (p.o === this.nodeId) this.markers.get(p.b)?.();
+        return;
+      }
       if (typeof p.a !== "string" || typeof p.w !== "string" || typeof p.o !== "string") throw new Error("not a change notice");
       event = { type: "change", area: p.a, what: p.w, origin: p.o };
       // `t`: when the notice was made (ms since the epoch), absent from notices of older nodes.
@@ -237,8 +284,56 @@ export class PostgresBus implements Bus {
     return { channel: BUS_CHANNEL, payload };
   }
 
-  subscribe(area: string, handler: (event: BusEvent) => void): () => void {
+  subscribe(area: string, handler: BusHandler): () => void {
     return this.subscribers.add(area, handler);
+  }
+
+  /**
+   * A marker notice from this node, and the wait until it comes back: PostgreSQL delivers notices in the order their
+   * transactions committed, so every notice committed before the marker has been delivered by then. Callers who
+   * arrive before the marker is sent share it.
+   */
+  barrier(): Promise<void> {
+    if (!this.client) return Promise.resolve();
+    return (this.nextBarrier ??= this.runBarrier());
+  }
+
+  private async runBarrier(): Promise<void> {
+    await this.sendingMarker;
+    this.nextBarrier = undefined;
+    const deadline = Date.now() + BARRIER_MS;
+    const token = randomBytes(8).toString("hex");
+    let timer: NodeJS.Timeout | undefined;
+    const heard = new Promise<boolean>((resolve) => {
+      this.markers.set(token, () => resolve(true));
+      timer = setTimeout(() => resolve(false), BARRIER_MS);
+    });
+    const sent = this.sendMarker(token);
+    this.sendingMarker = sent.catch(() => undefined);
+    try {
+      await sent;
+      if (!(await heard)) {
+        this.opts.log?.warn({ ms: BARRIER_MS }, "a change notice did not come back in time; answering from what this node has");
+        return;
+      }
+    } catch (err) {
+      // PostgreSQL unreachable: the request answers from memory, as reads do then (the node resyncs when it is back).
+      this.opts.log?.debug({ err }, "could not send a barrier's marker");
+      return;
+    } finally {
+      clearTimeout(timer);
+      this.markers.delete(token);
+    }
+    await Promise.race([this.subscribers.applied(), new Promise((resolve) => setTimeout(resolve, Math.max(0, deadline - Date.now())).unref())]);
+  }
+
+  /**
+   * One statement, so one round trip: its transaction commits without waiting for the WAL flush (set_config local to
+   * it), as nothing is written that a crash could lose but the marker, which only its waiting requests need.
+   */
+  private async sendMarker(token: string): Promise<void> {
+    const payload = JSON.stringify({ b: token, o: this.nodeId });
+    await this.pg.execute("SELECT set_config('synchronous_commit', 'off', true), pg_notify($1, $2)", [BUS_CHANNEL, payload]);
   }
 
   async close(): Promise<void> {

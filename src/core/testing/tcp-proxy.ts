@@ -20,6 +20,11 @@ export interface TcpProxy {
    * clients send still goes through): the server has the request and has answered, the client is still waiting.
    */
   hold(): ProxyHold;
+  /**
+   * From now on, what the server sends on every connection, open or new, reaches the client `ms` later, in order (a
+   * server far away, or a node whose notices come late). Not for held connections.
+   */
+  lag(ms: number): void;
   close(): Promise<void>;
 }
 
@@ -37,6 +42,32 @@ export async function startTcpProxy(upstream: string): Promise<TcpProxy> {
   /** The current hold's connections, each waiting to be let through; undefined when nothing is held. */
   let held: (() => void)[] | undefined;
   let keptBytes = 0;
+  let lagMs = 0;
+  /** Open connections whose server side is piped to the client as it comes: server side, then client side. */
+  const piped = new Map<Socket, Socket>();
+  /** Passes what `up` sends to `client` lagMs later, in order. */
+  const lagBehind = (up: Socket, client: Socket) => {
+    const due: { at: number; chunk: Buffer }[] = [];
+    let timer: NodeJS.Timeout | undefined;
+    let ended = false;
+    const flush = () => {
+      timer = undefined;
+      const now = Date.now();
+      while (due.length > 0 && due[0]!.at <= now) client.write(due.shift()!.chunk);
+      if (due.length > 0) timer = setTimeout(flush, due[0]!.at - now);
+      else if (ended) client.end();
+    };
+    up.on("data", (chunk: Buffer) => {
+      due.push({ at: Date.now() + lagMs, chunk });
+      timer ??= setTimeout(flush, lagMs);
+    });
+    up.once("end", () => {
+      ended = true;
+      if (due.length === 0 && timer === undefined) client.end();
+    });
+    // A socket taken off its pipe was paused by unpipe: a data listener alone does not start it again.
+    up.resume();
+  };
   /** Passes what `up` sends to `client` once let through; until then keeps it (and whether `up` has ended). */
   const keepBack = (up: Socket, client: Socket, queue: (() => void)[]) => {
     const kept: Buffer[] = [];
@@ -67,7 +98,12 @@ export async function startTcpProxy(upstream: string): Promise<TcpProxy> {
         }
         client.pipe(up);
         if (held) keepBack(up, client, held);
-        else up.pipe(client);
+        else if (lagMs > 0) lagBehind(up, client);
+        else {
+          up.pipe(client);
+          piped.set(up, client);
+          up.once("close", () => piped.delete(up));
+        }
       });
       s.once("error", reject);
       s.listen(port, "127.0.0.1", () => {
@@ -98,6 +134,14 @@ export async function startTcpProxy(upstream: string): Promise<TcpProxy> {
           for (const letThrough of queue.splice(0)) letThrough();
         },
       };
+    },
+    lag(ms: number) {
+      lagMs = ms;
+      for (const [up, client] of piped) {
+        up.unpipe(client);
+        lagBehind(up, client);
+      }
+      piped.clear();
     },
     close: cut,
   };

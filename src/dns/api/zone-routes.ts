@@ -104,8 +104,9 @@ export function registerZoneRoutes(app: FastifyInstance, zones: ZoneService, cfg
   app.get("/zones", { config: { permission: "self" } }, async (req) => {
     const q = req.query as Record<string, unknown>;
     const page = readPage(q, { defaultPerPage: 20, maxPerPage: 1000 });
-    // wrangler finds a route's zone this way (name=, a label dropped each time): one made through another node a
-    // moment ago is read from the store first.
+    // Zones made through other nodes before this request are listed too. wrangler finds a route's zone this way
+    // (name=, a label dropped each time): one whose notice never came is read from the store.
+    await zones.upToDate();
     const exact = exactZoneName(q);
     if (exact !== undefined) await zones.catchUpNamed([exact]);
     const visible = [...zones.all()].map((zs) => zs.zone).filter((z) => req.principal.can(z.account_id, "dns_read"));

@@ -49,10 +49,11 @@ export class ZoneService {
   /**
    * `maxRecordsPerZone`: the most records a zone may hold (config.ts has the default; none here means no limit).
    * `platformHostnames`: the names no zone or record may take (the edge's hostname plan); none in store tests.
+   * `notices`: resolves once every change notice committed before the call is applied here (the bus's barrier).
    */
   constructor(
     private readonly store: DnsStore,
-    private readonly limits: { maxRecordsPerZone?: number; platformHostnames?: PlatformHostnames } = {},
+    private readonly limits: { maxRecordsPerZone?: number; platformHostnames?: PlatformHostnames; notices?: () => Promise<void> } = {},
   ) {}
 
   /** Reads every zone and record from the store, once; later calls wait for the same read. */
@@ -332,10 +333,22 @@ export class ZoneService {
   }
 
   /**
-   * Zone `id`, read from the store when this node does not know it yet. A zone made through another node is known
-   * here once that node's bus notice is applied (90–360 ms measured, docs/dns.md), and a client that made it there
-   * and names it here at once (Terraform or wrangler behind a load balancer) must not get "not found" meanwhile. An
-   * id known here costs nothing; an unknown one, one read of the store (the API's callers are authenticated).
+   * Resolves once the zones here hold every change committed before the call, through any node: the changes other
+   * nodes made arrive as bus notices (90–360 ms measured, docs/dns.md), and an API read waits for those already
+   * sent (Bus.barrier: one marker notice through PostgreSQL, shared by the requests that wait at once; at once on
+   * one node). So a client behind a load balancer reads its own writes whichever node answers. Bounded: while
+   * notices cannot arrive it answers from what it has, and catchUp still finds zones this node never heard of.
+   */
+  async upToDate(): Promise<void> {
+    await this.load();
+    await this.limits.notices?.();
+  }
+
+  /**
+   * Zone `id`, read from the store when this node does not know it yet: one made through another node whose notice
+   * did not arrive (the bus was down, or upToDate gave up waiting). A client that made it there and names it here
+   * at once (Terraform or wrangler behind a load balancer) must not get "not found". An id known here costs
+   * nothing; an unknown one, one read of the store (the API's callers are authenticated).
    */
   async catchUp(id: string): Promise<ZoneState | undefined> {
     await this.load();

@@ -46,12 +46,14 @@ export class ZoneSync {
     clearTimeout(this.retry);
   }
 
-  private heard(event: BusEvent): void {
+  /** Returns the reload's promise, which the bus's barrier waits for (a failed reload resolves it too: see settled). */
+  private heard(event: BusEvent): Promise<void> | undefined {
     if (event.type === "resync") this.everything = true;
     // This node's own changes are in its memory already: they were applied right after their commit.
     else if (event.origin !== this.bus.nodeId && event.what.startsWith(ZONE_PREFIX)) this.pending.add(event.what.slice(ZONE_PREFIX.length));
-    else return;
+    else return undefined;
     this.kick();
+    return this.settled();
   }
 
   private kick(): void {

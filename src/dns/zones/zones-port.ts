@@ -57,10 +57,12 @@ export interface ZonesPort {
   byName(name: string): ZoneRef | undefined;
   /** The zone a hostname is answered from (the longest zone name it ends with), whichever account holds it. */
   enclosing(hostname: string): ZoneRef | undefined;
+  /** Resolves once this node's zones hold every change committed before the call (ZoneService.upToDate). */
+  upToDate(): Promise<void>;
   /**
    * Reads from the store a zone a request names (by id, by name, or a hostname in it) that this node does not know
-   * yet: one made through another node a moment ago (ZoneService.catchUp). Known zones cost nothing. Resolves to
-   * whether this node knows the zone now.
+   * yet: one made through another node whose notice did not arrive (ZoneService.catchUp). Known zones cost nothing.
+   * Resolves to whether this node knows the zone now.
    */
   catchUp(named: { zoneId?: string; zoneName?: string; hostname?: string }): Promise<boolean>;
   /** The error a zone the caller cannot see answers with (the DNS routes' own). */
@@ -90,6 +92,7 @@ export function zonesPort(zones: ZoneService): ZonesPort {
     byId: (id) => ref(zones.get(id)),
     byName: (name) => ref(zones.named(name)),
     enclosing: (hostname) => ref(zones.zoneFor(hostname)),
+    upToDate: () => zones.upToDate(),
     catchUp: async ({ zoneId, zoneName, hostname }) => {
       if (zoneId !== undefined) return (await zones.catchUp(zoneId)) !== undefined;
       if (zoneName !== undefined) {

@@ -79,7 +79,8 @@ export class ZoneSettings {
   follow(bus: Bus): void {
     this.unsubscribe = bus.subscribe(SETTINGS_AREA, (event) => {
       const reload = event.type === "resync" ? this.load() : event.what.startsWith("zone:") ? this.reloadZone(event.what.slice(5)) : Promise.resolve();
-      reload.catch((err: unknown) => this.log.error({ err, event }, "zone settings not reloaded"));
+      // Returned: the bus's barrier waits for it (API reads of this node then see the other node's change).
+      return reload.catch((err: unknown) => this.log.error({ err, event }, "zone settings not reloaded"));
     });
   }
 

@@ -14,7 +14,7 @@ import type { PlatformHostnames } from "../../core/service.js";
 import type { ZonesPort } from "../../dns/service.js";
 
 /** What the routes API needs of the DNS area: zones by id, by name, the zone a name is in, and DNS's not-found. */
-export type ZoneFinder = Pick<ZonesPort, "byId" | "byName" | "enclosing" | "zoneNotFound" | "catchUp">;
+export type ZoneFinder = Pick<ZonesPort, "byId" | "byName" | "enclosing" | "zoneNotFound" | "upToDate" | "catchUp">;
 type Zone = NonNullable<ReturnType<ZoneFinder["byId"]>>;
 
 /** What a Custom Domain's API answer shows of its certificate (the edge's certificates hand it over). */
@@ -192,6 +192,7 @@ export function registerRoutesApi(app: FastifyInstance, deps: RoutesApiDeps): vo
   app.put(scriptRoutes, edit, async (req) => {
     const p = await scriptOf(req);
     const body = parseWith(scriptRoutesBody, req.body ?? [], RoutesCodes.validation);
+    await zones.upToDate();
     for (const r of body) {
       const parsed = parsePattern(r.pattern.trim());
       if (typeof parsed !== "string" && !(await catchUpZone(parsed.host, r))) break;
@@ -310,6 +311,7 @@ export function registerRoutesApi(app: FastifyInstance, deps: RoutesApiDeps): vo
   app.put(domains, edit, async (req) => {
     const p = req.params as AccountParams;
     const b = parseWith(domainBody, req.body ?? {}, RoutesCodes.validation);
+    await zones.upToDate();
     await catchUpZone(b.hostname, b);
     const domain = checkedDomain(p.account_id, b.service, b.environment, b);
     if (!(await deps.scriptExists(p.account_id, b.service))) throw WorkersErrors.scriptNotFound();
@@ -324,6 +326,7 @@ export function registerRoutesApi(app: FastifyInstance, deps: RoutesApiDeps): vo
   app.put("/accounts/:account_id/workers/scripts/:name/domains/records", edit, async (req) => {
     const p = await scriptOf(req);
     const b = parseWith(domainRecordsBody, req.body ?? {}, RoutesCodes.validation);
+    await zones.upToDate();
     for (const o of b.origins) if (!(await catchUpZone(o.hostname, o))) break;
     const wanted = b.origins.map((o) => checkedDomain(p.account_id, p.name, "production", o));
     await checkPendingCertificates(
