@@ -82,15 +82,24 @@ test("on two nodes (PostgreSQL), a zone no notice announced is found at once by 
   const notAttached = await b.api("PUT", `/accounts/${b.accountId}/workers/domains`, { hostname: `x.theirs-${name}`, service: "caught-up" });
   assert.equal(notAttached.status, 400, JSON.stringify(notAttached.body));
   assert.equal(notAttached.body.errors[0].code, 10083, "no zone of the caller's holds it");
-  // And a zone that exists nowhere is missing, as before.
+  // And a zone that exists nowhere is missing, as before, also one whose id or name PostgreSQL could not even hold.
   assert.equal((await b.api("GET", `/zones/${"f".repeat(32)}`)).status, 404);
+  assert.equal((await b.api("GET", "/zones/%00")).status, 404);
+  for (const body of [
+    { hostname: "x\u0000.example", service: "caught-up" },
+    { hostname: `x.${name}`, zone_name: "a\u0000.example", service: "caught-up" },
+    { hostname: `x.${name}`, zone_id: "\u0000", service: "caught-up" },
+  ]) {
+    const refusedNul = await b.api("PUT", `/accounts/${b.accountId}/workers/domains`, body);
+    assert.equal(refusedNul.status < 500, true, JSON.stringify(refusedNul.body));
+  }
 });
 
 // The usual case, with notices: a client writes through node a and reads through node b at once. Node b reaches
 // PostgreSQL through a proxy that delays everything PostgreSQL sends it by LAG_MS, its notices included, so a read
 // answered from b's memory alone would be stale every time; b's API answers once the notices committed before the
 // request are applied (the bus's barrier), so every read below sees the write before it.
-const LAG_MS = 250;
+const LAG_MS = 100;
 
 test(
   "on two nodes (PostgreSQL), a client reads its own writes through the other node at once: zones, records, settings, Cache Rules",
@@ -151,5 +160,7 @@ test(
 
     assert.equal((await a.api("DELETE", `/zones/${zoneId}`)).status, 200);
     assert.equal((await b.api("GET", `/zones/${zoneId}`)).status, 404, "the deleted zone");
+    // Every read waited for its notices: none gave up at the bound and answered from memory.
+    assert.doesNotMatch(b.logs(), /waited their longest/);
   },
 );

@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { test, type TestContext } from "node:test";
 import { Postgres } from "../db/postgres.js";
 import { testDatabase } from "../testing/services.js";
+import { startTcpProxy } from "../testing/tcp-proxy.js";
 import pg from "pg";
 import { BUS_CHANNEL, LocalBus, PostgresBus, type BusEvent } from "./bus.js";
 
@@ -154,10 +155,72 @@ test("requests that wait at once share barriers: one marker at a time, however m
   });
   await listener.query(`LISTEN ${BUS_CHANNEL}`);
   await Promise.all(Array.from({ length: 200 }, () => b.bus.barrier()));
-  // The first caller's marker, and the one the callers who came while it was being sent share: two here, since all
-  // 200 came in one turn; never one per caller.
-  await until(() => markers.length >= 1, "the markers");
-  assert.ok(markers.length <= 2, `${markers.length} markers for 200 barriers`);
+  // All 200 came in one turn, before the first marker was sent: they share it.
+  await until(() => markers.length >= 1, "the marker");
+  await new Promise((resolve) => setTimeout(resolve, 200));
+  assert.equal(markers.length, 1, `${markers.length} markers for 200 barriers in one turn`);
+});
+
+test("a caller that comes after a marker was sent waits for a marker of its own: the notices committed before its call are applied", async (t) => {
+  const db = await testDatabase(t);
+  if (!db) return;
+  // Node b's connections lag behind PostgreSQL, so its first marker is on its way back while the rest happens.
+  const proxy = await startTcpProxy(db.url.replace(/^postgres(ql)?:/, "http:"));
+  t.after(() => proxy.close());
+  const lagged = new URL(db.url);
+  lagged.host = `127.0.0.1:${proxy.port}`;
+  const pgA = new Postgres({ url: db.url, poolSize: 2 });
+  const pgB = new Postgres({ url: lagged.toString(), poolSize: 2 });
+  const a = new PostgresBus(pgA, { url: db.url, nodeId: "node-a" });
+  const b = new PostgresBus(pgB, { url: lagged.toString(), nodeId: "node-b" });
+  const listener = new pg.Client({ connectionString: db.url });
+  listener.on("error", () => undefined);
+  t.after(async () => {
+    await listener.end().catch(() => undefined);
+    for (const bus of [a, b]) await bus.close();
+    for (const p of [pgA, pgB]) await p.close();
+  });
+  await Promise.all([a.start(), b.start(), listener.connect()]);
+  let markers = 0;
+  listener.on("notification", (n) => void (n.payload && typeof JSON.parse(n.payload).b === "string" && markers++));
+  await listener.query(`LISTEN ${BUS_CHANNEL}`);
+  let applied = false;
+  b.subscribe("dns", () => new Promise((resolve) => setTimeout(resolve, 200)).then(() => (applied = true)));
+  proxy.lag(300);
+
+  const first = b.barrier();
+  await until(() => markers === 1, "the first marker committed");
+  await a.publish("dns", "zone:after-the-first-marker");
+  const second = b.barrier();
+  await second;
+  assert.equal(applied, true, "the change committed before the second call was applied when it resolved");
+  await first;
+  assert.equal(markers, 2);
+});
+
+test("a barrier waits for the work of the notices before its marker, not for that of later ones", async (t) => {
+  const nodes = await twoNodes(t);
+  if (!nodes) return;
+  const { a, b, db } = nodes;
+  const listener = new pg.Client({ connectionString: db.url });
+  listener.on("error", () => undefined);
+  await listener.connect();
+  t.after(() => listener.end().catch(() => undefined));
+  let markers = 0;
+  listener.on("notification", (n) => void (n.payload && typeof JSON.parse(n.payload).b === "string" && markers++));
+  await listener.query(`LISTEN ${BUS_CHANNEL}`);
+  const done = new Set<string>();
+  // Each change's work takes longer than the one before: the later one would hold the barrier past the earlier.
+  b.bus.subscribe("dns", (e) =>
+    e.type === "change" ? new Promise((resolve) => setTimeout(resolve, e.what === "zone:early" ? 200 : 2_500)).then(() => done.add(e.what)) : undefined,
+  );
+  await a.bus.publish("dns", "zone:early");
+  const barrier = b.bus.barrier();
+  await until(() => markers === 1, "the marker committed");
+  await a.bus.publish("dns", "zone:late");
+  await barrier;
+  assert.ok(done.has("zone:early"), "the earlier change was applied");
+  assert.ok(!done.has("zone:late"), "the later change's work was not waited for");
 });
 
 test("a barrier does not wait while notices cannot arrive, and the embedded bus's waits for its handlers' work", async (t) => {

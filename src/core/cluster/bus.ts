@@ -71,20 +71,49 @@ export const BUS_CHANNEL = "edge_changes";
 /** PostgreSQL refuses NOTIFY payloads of 8000 bytes or more. */
 const MAX_PAYLOAD_BYTES = 7_900;
 
-/** The longest a barrier waits, for its own notice and then for the work the notices before it started. */
+/** The longest a request waits at a barrier, for its marker and then for the work the notices before it started. */
 const BARRIER_MS = 3_000;
+/** A sent marker not back after this long means the listening connection died without a word: it is opened again. */
+const MARKER_LOST_MS = 30_000;
+/** At most one warning this often that requests answered without waiting for their barrier. */
+const BARRIER_WARNING_MS = 60_000;
+
+/** `work` or, after `ms`, undefined with `late()` called: a request's bound on a barrier. */
+function within(work: Promise<void>, ms: number, late: () => void): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const bound = new Promise<void>((resolve) => {
+    timer = setTimeout(() => {
+      late();
+      resolve();
+    }, ms);
+    timer.unref();
+  });
+  return Promise.race([work, bound]).finally(() => clearTimeout(timer));
+}
 
 /** Subscribers by area; shared by both buses. */
 class Subscribers {
   private readonly byArea = new Map<string, Set<BusHandler>>();
-  /** The handlers' work on notices delivered so far that has not finished yet. */
-  private readonly applying = new Set<Promise<unknown>>();
+  /** Notices delivered so far: each is numbered in order of delivery. */
+  private delivered = 0;
+  /** The handlers' work not finished yet, each with the number of the notice that started it. */
+  private readonly applying = new Map<Promise<unknown>, number>();
 
   constructor(private readonly log?: Logger) {}
 
-  /** Resolves when the work started by every notice delivered before the call is done (failed work included). */
-  async applied(): Promise<void> {
-    if (this.applying.size > 0) await Promise.allSettled([...this.applying]);
+  /** The number of the last notice delivered. */
+  get last(): number {
+    return this.delivered;
+  }
+
+  /**
+   * Resolves when the work started by the notices numbered up to `upTo` is done (failed work included): not the work
+   * of later notices, which a request that came before them need not wait for.
+   */
+  appliedUpTo(upTo: number): Promise<void> {
+    const work: Promise<unknown>[] = [];
+    for (const [promise, n] of this.applying) if (n <= upTo) work.push(promise);
+    return work.length === 0 ? Promise.resolve() : Promise.all(work).then(() => undefined);
   }
 
   add(area: string, handler: BusHandler): () => void {
@@ -95,6 +124,7 @@ class Subscribers {
   }
 
   deliver(event: BusEvent): void {
+    const n = ++this.delivered;
     const targets = event.type === "change" ? [this.byArea.get(event.area) ?? []] : [...this.byArea.values()];
     for (const set of targets) {
       for (const handler of set) {
@@ -105,7 +135,7 @@ class Subscribers {
               () => this.applying.delete(tracked),
               () => this.applying.delete(tracked),
             );
-            this.applying.add(tracked);
+            this.applying.set(tracked, n);
           }
         } catch (err) {
           this.log?.error({ err, event }, "a bus subscriber failed");
@@ -136,7 +166,7 @@ export class LocalBus implements Bus {
 
   /** One node: every notice was delivered when it was published; only the work it started may still run. */
   barrier(): Promise<void> {
-    return this.subscribers.applied();
+    return within(this.subscribers.appliedUpTo(this.subscribers.last), BARRIER_MS, () => undefined);
   }
 
   async close(): Promise<void> {}
@@ -167,8 +197,14 @@ export class PostgresBus implements Bus {
   private failures = 0;
   private listening: Promise<void> | undefined;
   readonly observed: BusObservations = { reconnects: 0 };
-  /** Barriers whose marker was sent, by the marker's token: resolved when it comes back. */
-  private readonly markers = new Map<string, () => void>();
+  /**
+   * Barriers whose marker was sent, by the marker's token: called with the number of the last notice delivered
+   * before it when it comes back, with undefined when it never will (lost, or the bus closed).
+   */
+  private readonly markers = new Map<string, (lastBefore: number | undefined) => void>();
+  /** Ends the current listening connection as lost (reconnect, resync); set while one is listening. */
+  private dropListening: ((err: Error) => void) | undefined;
+  private lastBarrierWarning = 0;
   /** The barrier that callers join until its marker is sent: a marker sent after a call covers it, one before does not. */
   private nextBarrier: Promise<void> | undefined;
   /** The marker being sent: the next one waits for it, so at most one is sent at a time however many requests wait. */
@@ -207,6 +243,9 @@ export class PostgresBus implements Bus {
       if (!established || lost) return;
       lost = true;
       if (this.client === client) this.client = undefined;
+      // Notices sent meanwhile are lost, the barriers' markers too: their requests answer now (a resync follows).
+      for (const resolve of this.markers.values()) resolve(undefined);
+      this.markers.clear();
       client.end().catch(() => {});
       if (this.closed) return;
       this.opts.log?.warn({ err }, "lost the PostgreSQL connection change notices arrive on; reconnecting");
@@ -228,6 +267,7 @@ export class PostgresBus implements Bus {
     }
     established = true;
     this.client = client;
+    this.dropListening = onLost;
   }
 
   private scheduleReconnect(): void {
@@ -258,7 +298,7 @@ export class PostgresBus implements Bus {
       const p = JSON.parse(payload ?? "") as { a?: unknown; w?: unknown; o?: unknown; t?: unknown; b?: unknown };
       // A barrier's marker: this node's comes back to it; the other nodes' are not for it.
       if (typeof p.b === "string") {
-        if (p.o === this.nodeId) this.markers.get(p.b)?.();
+        if (p.o === this.nodeId) this.markers.get(p.b)?.(this.subscribers.last);
         return;
       }
       if (typeof p.a !== "string" || typeof p.w !== "string" || typeof p.o !== "string") throw new Error("not a change notice");
@@ -290,41 +330,55 @@ export class PostgresBus implements Bus {
 
   /**
    * A marker notice from this node, and the wait until it comes back: PostgreSQL delivers notices in the order their
-   * transactions committed, so every notice committed before the marker has been delivered by then. Callers who
-   * arrive before the marker is sent share it.
+   * transactions committed, so every notice committed before the marker has been delivered by then; then the work
+   * those notices started (not later ones'). Callers who arrive before the marker is sent share it. Each caller
+   * waits at most BARRIER_MS from its call, the marker's sending included.
    */
   barrier(): Promise<void> {
     if (!this.client) return Promise.resolve();
-    return (this.nextBarrier ??= this.runBarrier());
+    return within((this.nextBarrier ??= this.runBarrier()), BARRIER_MS, () => this.barrierLate());
   }
 
   private async runBarrier(): Promise<void> {
+    // One marker is sent at a time; callers who come meanwhile share the next one, sent once this one is.
     await this.sendingMarker;
     this.nextBarrier = undefined;
-    const deadline = Date.now() + BARRIER_MS;
     const token = randomBytes(8).toString("hex");
-    let timer: NodeJS.Timeout | undefined;
-    const heard = new Promise<boolean>((resolve) => {
-      this.markers.set(token, () => resolve(true));
-      timer = setTimeout(() => resolve(false), BARRIER_MS);
-    });
+    const heard = new Promise<number | undefined>((resolve) => this.markers.set(token, resolve));
     const sent = this.sendMarker(token);
     this.sendingMarker = sent.catch(() => undefined);
     try {
       await sent;
-      if (!(await heard)) {
-        this.opts.log?.warn({ ms: BARRIER_MS }, "a change notice did not come back in time; answering from what this node has");
-        return;
-      }
     } catch (err) {
       // PostgreSQL unreachable: the request answers from memory, as reads do then (the node resyncs when it is back).
+      this.markers.delete(token);
       this.opts.log?.debug({ err }, "could not send a barrier's marker");
       return;
-    } finally {
-      clearTimeout(timer);
-      this.markers.delete(token);
     }
-    await Promise.race([this.subscribers.applied(), new Promise((resolve) => setTimeout(resolve, Math.max(0, deadline - Date.now())).unref())]);
+    // The connection that should bring the marker back: dropped if it never does (and only that one).
+    const listening = this.dropListening;
+    const lost = setTimeout(() => {
+      const resolve = this.markers.get(token);
+      if (!resolve) return;
+      this.markers.delete(token);
+      resolve(undefined);
+      listening?.(new Error(`a barrier's marker did not come back in ${MARKER_LOST_MS / 1000} s`));
+    }, MARKER_LOST_MS);
+    lost.unref();
+    const lastBefore = await heard;
+    clearTimeout(lost);
+    this.markers.delete(token);
+    if (lastBefore !== undefined) await this.subscribers.appliedUpTo(lastBefore);
+  }
+
+  private barrierLate(): void {
+    const now = Date.now();
+    if (now - this.lastBarrierWarning < BARRIER_WARNING_MS) return;
+    this.lastBarrierWarning = now;
+    this.opts.log?.warn(
+      { ms: BARRIER_MS },
+      "API reads waited their longest for the change notices sent before them and answered from what this node has (said once a minute at most)",
+    );
   }
 
   /**
@@ -338,6 +392,8 @@ export class PostgresBus implements Bus {
 
   async close(): Promise<void> {
     this.closed = true;
+    for (const resolve of this.markers.values()) resolve(undefined);
+    this.markers.clear();
     if (this.retry) clearTimeout(this.retry);
     const client = this.client;
     this.client = undefined;

@@ -24,6 +24,11 @@ const STALE_ATTEMPTS = 5;
 const INDEX_PER_TURN = 2000;
 const turn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
+/** What a zone's id can look like (newId makes 32 hex digits); anything else is no zone, without asking the store. */
+const ZONE_ID_SHAPE = /^[0-9A-Za-z_-]{1,64}$/;
+/** What a zone's name can look like as stored (lowercase ASCII, IDNs in punycode). */
+const ZONE_NAME_SHAPE = /^[0-9a-z_*.-]{1,253}$/;
+
 /** A serial only ever grows: the next one is one more, or the current UNIX time when that is larger. */
 const nextSerial = (serial: number) => Math.max(serial + 1, Math.floor(Date.now() / 1000));
 
@@ -352,14 +357,15 @@ export class ZoneService {
    */
   async catchUp(id: string): Promise<ZoneState | undefined> {
     await this.load();
-    if (!this.byId.has(id) && (await this.store.getZone(id))) await this.reloadZone(id);
+    // Only what could be a zone's id reaches the store (PostgreSQL refuses a NUL in text with an error, not a miss).
+    if (!this.byId.has(id) && ZONE_ID_SHAPE.test(id) && (await this.store.getZone(id))) await this.reloadZone(id);
     return this.byId.get(id);
   }
 
   /** As catchUp, for the zones named any of `names` (a zone name, or a hostname's suffixes): one read for all. */
   async catchUpNamed(names: readonly string[]): Promise<void> {
     await this.load();
-    const unknown = names.filter((n) => !this.byName.has(n));
+    const unknown = names.filter((n) => !this.byName.has(n) && ZONE_NAME_SHAPE.test(n));
     if (unknown.length === 0) return;
     for (const id of await this.store.zoneIdsNamed(unknown)) if (!this.byId.has(id)) await this.reloadZone(id);
   }

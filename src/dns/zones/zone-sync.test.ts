@@ -2,15 +2,18 @@ import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
 import { BlockList } from "node:net";
 import { test, type TestContext } from "node:test";
-import { PostgresBus } from "../../core/cluster/bus.js";
+import { PostgresBus, type BusEvent } from "../../core/cluster/bus.js";
 import { migrateArea } from "../../core/db/pg-migrations.js";
 import { Postgres } from "../../core/db/postgres.js";
 import { EdgeError } from "../../core/errors.js";
 import { createLogger } from "../../core/logger.js";
+import { sqliteStoreFactory } from "../../core/testing/contract.js";
 import { testDatabase } from "../../core/testing/services.js";
 import { DnsCodes } from "../errors.js";
 import { DNS_PG_MIGRATIONS } from "../pg-migrations.js";
 import { PgDnsStore } from "../pg-store.js";
+import { DNS_MIGRATIONS } from "../sqlite-migrations.js";
+import { SqliteDnsStore } from "../sqlite-store.js";
 import { buildRecord } from "../records/input.js";
 import { ZoneService } from "./zone-service.js";
 import { ZoneSync } from "./zone-sync.js";
@@ -21,6 +24,7 @@ import { ZoneSync } from "./zone-sync.js";
 const ACCOUNT = "a".repeat(32);
 const platform = new BlockList();
 const silent = createLogger({ level: "silent" });
+const openSqliteStore = sqliteStoreFactory(DNS_MIGRATIONS, (db) => new SqliteDnsStore(db));
 
 interface Node {
   id: string;
@@ -179,4 +183,46 @@ test("changes made while a node's notice connection was down are all picked up b
   );
   assert.equal(b.zones.named("kept.example")!.zone.serial, a.zones.named("kept.example")!.zone.serial);
   await b.sync!.settled();
+});
+
+test("the promise a notice's delivery returns ends with the reload that takes it up, not with reloads of later notices", async () => {
+  const { store, close } = await openSqliteStore();
+  try {
+    const writer = new ZoneService(store);
+    await writer.load();
+    const zones = new ZoneService({
+      ...Object.fromEntries(
+        (["listZones", "listRecords", "zoneIdsNamed", "createZone", "updateZone", "deleteZone", "accountSettings", "putAccountSettings"] as const).map((m) => [
+          m,
+          (store[m] as (...args: unknown[]) => unknown).bind(store),
+        ]),
+      ),
+      // Reading a zone takes 200 ms, or 2.5 s for the slow one: the later notice's reload outlasts the earlier's.
+      getZone: async (id: string) => {
+        await new Promise((resolve) => setTimeout(resolve, id === slow.zone.id ? 2_500 : 200));
+        return store.getZone(id);
+      },
+    } as typeof store);
+    await zones.load();
+    const early = await writer.createZone(ACCOUNT, "early.example");
+    const slow = await writer.createZone(ACCOUNT, "slow.example");
+    let deliver: (event: BusEvent) => unknown = () => undefined;
+    const sync = new ZoneSync(zones, { nodeId: "this-node", subscribe: (_area, handler) => ((deliver = handler), () => undefined) }, silent);
+    try {
+      const earlyApplied = deliver({ type: "change", area: "dns", what: `zone:${early.zone.id}`, origin: "other-node" }) as Promise<void>;
+      // The later notice comes while the first reload runs.
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      const slowApplied = deliver({ type: "change", area: "dns", what: `zone:${slow.zone.id}`, origin: "other-node" }) as Promise<void>;
+      await earlyApplied;
+      assert.equal(zones.get(early.zone.id)?.zone.name, "early.example", "the earlier notice's zone is here");
+      assert.equal(zones.get(slow.zone.id), undefined, "the later notice's reload was not waited for");
+      await slowApplied;
+      assert.equal(zones.get(slow.zone.id)?.zone.name, "slow.example");
+      assert.equal(deliver({ type: "change", area: "dns", what: "zone:x", origin: "this-node" }), undefined, "this node's own notices start nothing");
+    } finally {
+      sync.stop();
+    }
+  } finally {
+    await close();
+  }
 });

@@ -26,6 +26,8 @@ export class ZoneSync {
   private failing = false;
   private stopped = false;
   private readonly unsubscribe: () => void;
+  /** The notices heard that no reload has taken up yet: each is told when the reload that takes it up ends. */
+  private waiting: (() => void)[] = [];
 
   constructor(
     private readonly zones: ZoneService,
@@ -44,16 +46,27 @@ export class ZoneSync {
     this.stopped = true;
     this.unsubscribe();
     clearTimeout(this.retry);
+    this.release(this.waiting.splice(0));
   }
 
-  /** Returns the reload's promise, which the bus's barrier waits for (a failed reload resolves it too: see settled). */
+  /**
+   * Returns the promise of the reload that takes this notice up, which the bus's barrier waits for: it resolves when
+   * that reload ends, also when it failed (the zones then answer from memory until the retry), and never waits for
+   * reloads of notices heard after it.
+   */
   private heard(event: BusEvent): Promise<void> | undefined {
     if (event.type === "resync") this.everything = true;
     // This node's own changes are in its memory already: they were applied right after their commit.
     else if (event.origin !== this.bus.nodeId && event.what.startsWith(ZONE_PREFIX)) this.pending.add(event.what.slice(ZONE_PREFIX.length));
     else return undefined;
+    if (this.stopped) return undefined;
+    const applied = new Promise<void>((resolve) => this.waiting.push(resolve));
     this.kick();
-    return this.settled();
+    return applied;
+  }
+
+  private release(notices: (() => void)[]): void {
+    for (const resolve of notices) resolve();
   }
 
   private kick(): void {
@@ -72,6 +85,7 @@ export class ZoneSync {
       const ids = [...this.pending];
       this.everything = false;
       this.pending.clear();
+      const takenUp = this.waiting.splice(0);
       const done = new Set<string>();
       try {
         if (everything) await this.zones.reloadAll();
@@ -91,10 +105,14 @@ export class ZoneSync {
           this.kick();
         }, RETRY_MS);
         this.retry.unref();
+        this.release(takenUp);
         return;
       }
+      this.release(takenUp);
       if (this.failing) this.log.info("DNS zones reloaded from the store again");
       this.failing = false;
     }
+    // Stopped before a reload took them up.
+    if (this.stopped) this.release(this.waiting.splice(0));
   }
 }

@@ -173,17 +173,21 @@ export class CacheRulesets implements CacheRules {
   }
 
   /** Deletes the zone's ruleset (DELETE /rulesets/{id}): its rules stop applying on every node. */
-  async deleteRuleset(zoneId: string, rulesetId: string): Promise<void> {
-    const current = await this.store.zone(zoneId);
-    if (!current || current.ruleset.id !== rulesetId) throw RulesErrors.rulesetNotFound(rulesetId);
-    await this.store.delete(zoneId);
-    this.byZone.delete(zoneId);
+  deleteRuleset(zoneId: string, rulesetId: string): Promise<void> {
+    return this.serially(zoneId, async () => {
+      const current = await this.store.zone(zoneId);
+      if (!current || current.ruleset.id !== rulesetId) throw RulesErrors.rulesetNotFound(rulesetId);
+      await this.store.delete(zoneId);
+      this.byZone.delete(zoneId);
+    });
   }
 
   /** The zone was deleted: its rules go with it. */
-  async zoneDeleted(zoneId: string): Promise<void> {
-    await this.store.delete(zoneId);
-    this.byZone.delete(zoneId);
+  zoneDeleted(zoneId: string): Promise<void> {
+    return this.serially(zoneId, async () => {
+      await this.store.delete(zoneId);
+      this.byZone.delete(zoneId);
+    });
   }
 
   private rulesOf(previous: RulesetView | undefined, rulesetId: string): RuleInput[] {
@@ -196,8 +200,16 @@ export class CacheRulesets implements CacheRules {
    * when another writer came first, the edit is applied again to what it wrote.
    */
   private change(zoneId: string, accountId: string, edit: (previous: RulesetView | undefined) => RulesetInput): Promise<RulesetView> {
+    return this.serially(zoneId, () => this.write(zoneId, accountId, edit));
+  }
+
+  /**
+   * Runs `work` after the zone's writes and reloads queued before it: a reload that read an older ruleset can then
+   * never land after one that read a newer (two quick changes through another node), nor after a write of this node.
+   */
+  private serially<T>(zoneId: string, work: () => Promise<T>): Promise<T> {
     const previous = this.writes.get(zoneId) ?? Promise.resolve();
-    const next = previous.catch(() => undefined).then(() => this.write(zoneId, accountId, edit));
+    const next = previous.catch(() => undefined).then(work);
     this.writes.set(zoneId, next);
     const forget = () => {
       if (this.writes.get(zoneId) === next) this.writes.delete(zoneId);
@@ -228,10 +240,12 @@ export class CacheRulesets implements CacheRules {
     throw RulesErrors.changedMeanwhile();
   }
 
-  private async reloadZone(zoneId: string): Promise<void> {
-    const stored = await this.store.zone(zoneId);
-    if (stored) await loadExpressionCompiler();
-    if (!stored) this.byZone.delete(zoneId);
-    else this.byZone.set(zoneId, compile(stored));
+  private reloadZone(zoneId: string): Promise<void> {
+    return this.serially(zoneId, async () => {
+      const stored = await this.store.zone(zoneId);
+      if (stored) await loadExpressionCompiler();
+      if (!stored) this.byZone.delete(zoneId);
+      else this.byZone.set(zoneId, compile(stored));
+    });
   }
 }

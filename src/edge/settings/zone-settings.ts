@@ -142,6 +142,10 @@ export class ZoneSettings {
   async edit(zoneId: string, accountId: string, items: readonly { id: string; value: unknown }[]): Promise<SettingView[]> {
     const at = this.now();
     const rows = items.map((item) => ({ zoneId, accountId, id: item.id, value: parseSetting(item.id, item.value), modifiedOn: at }));
+    return this.serially(zoneId, () => this.write(zoneId, rows));
+  }
+
+  private async write(zoneId: string, rows: StoredSetting[]): Promise<SettingView[]> {
     await this.store.put(rows);
     const zone = this.zoneMap(this.byZone, zoneId);
     const ids = rows.filter((r) => this.raw(zoneId, r.id) !== r.value).map((r) => r.id);
@@ -152,17 +156,38 @@ export class ZoneSettings {
   }
 
   /** The zone was deleted: its settings go with it (a zone made later starts from the defaults). */
-  async zoneDeleted(zoneId: string): Promise<void> {
-    await this.store.deleteZone(zoneId);
-    this.byZone.delete(zoneId);
-    await this.changed(zoneId, { ids: [], local: true });
+  zoneDeleted(zoneId: string): Promise<void> {
+    return this.serially(zoneId, async () => {
+      await this.store.deleteZone(zoneId);
+      this.byZone.delete(zoneId);
+      await this.changed(zoneId, { ids: [], local: true });
+    });
   }
 
-  private async reloadZone(zoneId: string): Promise<void> {
-    const rows = await this.store.zone(zoneId);
-    if (rows.length === 0) this.byZone.delete(zoneId);
-    else this.byZone.set(zoneId, new Map(rows.map((r) => [r.id, r])));
-    await this.changed(zoneId, { ids: [], local: false });
+  private reloadZone(zoneId: string): Promise<void> {
+    return this.serially(zoneId, async () => {
+      const rows = await this.store.zone(zoneId);
+      if (rows.length === 0) this.byZone.delete(zoneId);
+      else this.byZone.set(zoneId, new Map(rows.map((r) => [r.id, r])));
+      await this.changed(zoneId, { ids: [], local: false });
+    });
+  }
+
+  /** The zone's writes and reloads, in turn. */
+  private readonly queues = new Map<string, Promise<unknown>>();
+
+  /**
+   * Runs `work` after the zone's writes and reloads queued before it: a reload that read older settings can then
+   * never land after one that read newer (two quick changes through another node), nor after a write of this node.
+   */
+  private serially<T>(zoneId: string, work: () => Promise<T>): Promise<T> {
+    const next = (this.queues.get(zoneId) ?? Promise.resolve()).catch(() => undefined).then(work);
+    this.queues.set(zoneId, next);
+    const forget = () => {
+      if (this.queues.get(zoneId) === next) this.queues.delete(zoneId);
+    };
+    next.then(forget, forget);
+    return next;
   }
 
   private view(zoneId: string, id: string): SettingView {
