@@ -5,6 +5,7 @@ import { test } from "node:test";
 import { Postgres } from "../core/db/postgres.js";
 import { newTestCredentials, startTestPlatform, type TestPlatform } from "../core/testing/platform.js";
 import { testDatabase } from "../core/testing/services.js";
+import { eventually } from "../core/testing/eventually.js";
 import { startTcpProxy } from "../core/testing/tcp-proxy.js";
 import { startTwoNodesOn } from "../core/testing/two-nodes.js";
 import { createAccount, uploadScript } from "../workers/testing/helpers.js";
@@ -99,7 +100,7 @@ test("on two nodes (PostgreSQL), a zone no notice announced is found at once by 
 // PostgreSQL through a proxy that delays everything PostgreSQL sends it by LAG_MS, its notices included, so a read
 // answered from b's memory alone would be stale every time; b's API answers once the notices committed before the
 // request are applied (the bus's barrier), so every read below sees the write before it.
-const LAG_MS = 100;
+const LAG_MS = 150;
 
 test(
   "on two nodes (PostgreSQL), a client reads its own writes through the other node at once: zones, records, settings, Cache Rules",
@@ -118,6 +119,13 @@ test(
     nodes.push(await startTestPlatform({ args: ["--database-url", db.url], env, credentials }));
     nodes.push(await startTestPlatform({ args: ["--database-url", throughProxy.toString()], env, credentials }));
     const [a, b] = nodes as [TestPlatform, TestPlatform];
+    // Before the lag: node b loads its Cache Rules expression compiler once (a rules reload's first), so no read
+    // below waits for that on top of the notices.
+    const warm = await a.api("POST", "/zones", { name: `warm-${randomBytes(4).toString("hex")}.example`, account: { id: a.accountId } });
+    const warmRules = `/zones/${warm.body.result.id}/rulesets/phases/http_request_cache_settings/entrypoint`;
+    const warmRule = { expression: 'http.request.uri.path eq "/"', action: "set_cache_settings", action_parameters: { cache: true } };
+    assert.equal((await a.api("PUT", warmRules, { rules: [warmRule] })).status, 200);
+    await eventually(async () => (await b.api("GET", warmRules)).status === 200, "node b has read the warm-up rules", 60_000);
     proxy.lag(LAG_MS);
 
     const name = `rw${randomBytes(4).toString("hex")}.example`;

@@ -243,6 +243,7 @@ export class PostgresBus implements Bus {
       if (!established || lost) return;
       lost = true;
       if (this.client === client) this.client = undefined;
+      if (this.dropListening === onLost) this.dropListening = undefined;
       // Notices sent meanwhile are lost, the barriers' markers too: their requests answer now (a resync follows).
       for (const resolve of this.markers.values()) resolve(undefined);
       this.markers.clear();
@@ -343,6 +344,10 @@ export class PostgresBus implements Bus {
     // One marker is sent at a time; callers who come meanwhile share the next one, sent once this one is.
     await this.sendingMarker;
     this.nextBarrier = undefined;
+    // The connection that must bring the marker back is the one listening now: a marker sent while none listens
+    // (lost meanwhile, a resync to come) would never come back, and could not be blamed on the next one.
+    const listening = this.dropListening;
+    if (!this.client || this.closed || !listening) return;
     const token = randomBytes(8).toString("hex");
     const heard = new Promise<number | undefined>((resolve) => this.markers.set(token, resolve));
     const sent = this.sendMarker(token);
@@ -355,8 +360,7 @@ export class PostgresBus implements Bus {
       this.opts.log?.debug({ err }, "could not send a barrier's marker");
       return;
     }
-    // The connection that should bring the marker back: dropped if it never does (and only that one).
-    const listening = this.dropListening;
+    // Dropped if the marker never comes back (only that connection: a later one's own onLost is another function).
     const lost = setTimeout(() => {
       const resolve = this.markers.get(token);
       if (!resolve) return;

@@ -91,6 +91,7 @@ export class ZoneSync {
         if (everything) await this.zones.reloadAll();
         else {
           for (const id of ids) {
+            if (this.stopped) break;
             await this.zones.reloadZone(id);
             done.add(id);
           }
@@ -98,6 +99,10 @@ export class ZoneSync {
       } catch (err) {
         this.everything ||= everything;
         for (const id of ids) if (!done.has(id)) this.pending.add(id);
+        if (this.stopped) {
+          this.release(takenUp);
+          return;
+        }
         if (!this.failing) this.log.warn({ err }, "could not reload DNS zones changed through other nodes; answering from memory, retrying");
         this.failing = true;
         this.retry = setTimeout(() => {

@@ -1,3 +1,4 @@
+import { ChangesDuringLoad } from "../../core/cluster/changes-during-load.js";
 import type { Bus } from "../../core/cluster/bus.js";
 import type { Logger } from "../../core/logger.js";
 import type { CacheRules, CacheSettings, RuleRequest } from "../ports.js";
@@ -59,6 +60,8 @@ export class CacheRulesets implements CacheRules {
   private byZone = new Map<string, ZoneRules>();
   /** Per zone, the last change through this node: the next waits for it (no two local writers race each other). */
   private readonly writes = new Map<string, Promise<unknown>>();
+  /** What a whole reload (a resync) must not undo: zones changed here while it read. */
+  private readonly loading = new ChangesDuringLoad();
   private unsubscribe?: () => void;
 
   constructor(
@@ -68,19 +71,24 @@ export class CacheRulesets implements CacheRules {
   ) {}
 
   async load(): Promise<void> {
-    const next = new Map<string, ZoneRules>();
-    const all = await this.store.all();
-    // Before the node is ready: stored rules apply to its first request.
-    if (all.length > 0) await loadExpressionCompiler();
-    for (const stored of all) {
-      try {
-        next.set(stored.zoneId, compile(stored));
-      } catch (err) {
-        // Stored rules were valid when written; one that no longer compiles (a later, stricter version) is skipped, loudly.
-        this.log.error({ err, zoneId: stored.zoneId }, "cache rules of a zone not loaded");
-      }
-    }
-    this.byZone = next;
+    this.byZone = await this.loading.load(
+      async () => {
+        const next = new Map<string, ZoneRules>();
+        const all = await this.store.all();
+        // Before the node is ready: stored rules apply to its first request.
+        if (all.length > 0) await loadExpressionCompiler();
+        for (const stored of all) {
+          try {
+            next.set(stored.zoneId, compile(stored));
+          } catch (err) {
+            // Stored rules were valid when written; one that no longer compiles (a later, stricter version) is skipped, loudly.
+            this.log.error({ err, zoneId: stored.zoneId }, "cache rules of a zone not loaded");
+          }
+        }
+        return next;
+      },
+      () => this.byZone,
+    );
   }
 
   follow(bus: Bus): void {
@@ -178,6 +186,7 @@ export class CacheRulesets implements CacheRules {
       const current = await this.store.zone(zoneId);
       if (!current || current.ruleset.id !== rulesetId) throw RulesErrors.rulesetNotFound(rulesetId);
       await this.store.delete(zoneId);
+      this.loading.changed(zoneId);
       this.byZone.delete(zoneId);
     });
   }
@@ -186,6 +195,7 @@ export class CacheRulesets implements CacheRules {
   zoneDeleted(zoneId: string): Promise<void> {
     return this.serially(zoneId, async () => {
       await this.store.delete(zoneId);
+      this.loading.changed(zoneId);
       this.byZone.delete(zoneId);
     });
   }
@@ -231,6 +241,7 @@ export class CacheRulesets implements CacheRules {
       const stored: StoredRuleset = { zoneId, accountId, ruleset: nextRuleset(current?.ruleset, input, this.now()) };
       const zone = compile(stored);
       if (await this.store.put(stored, current?.ruleset.version)) {
+        this.loading.changed(zoneId);
         // The bus notice of a later write (through another node) may have been applied already: keep the newer.
         const kept = this.byZone.get(zoneId)?.stored.ruleset;
         if (!kept || kept.id !== stored.ruleset.id || Number(kept.version) <= Number(stored.ruleset.version)) this.byZone.set(zoneId, zone);
@@ -244,6 +255,7 @@ export class CacheRulesets implements CacheRules {
     return this.serially(zoneId, async () => {
       const stored = await this.store.zone(zoneId);
       if (stored) await loadExpressionCompiler();
+      this.loading.changed(zoneId);
       if (!stored) this.byZone.delete(zoneId);
       else this.byZone.set(zoneId, compile(stored));
     });

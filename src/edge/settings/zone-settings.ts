@@ -3,6 +3,7 @@ import type { Bus } from "../../core/cluster/bus.js";
 import type { Logger } from "../../core/logger.js";
 import { DEVELOPMENT_MODE_MS, parseSetting, SETTINGS, settingSpec, type SettingValue, type SslMode } from "./definitions.js";
 import { SETTINGS_AREA } from "./pg-store.js";
+import { ChangesDuringLoad } from "../../core/cluster/changes-during-load.js";
 import type { StoredSetting, ZoneSettingsStore } from "./store.js";
 
 /** min_tls_version's values as Node names the versions. */
@@ -46,9 +47,14 @@ export class ZoneSettings {
   ) {}
 
   async load(): Promise<void> {
-    const next = new Map<string, Map<string, StoredSetting>>();
-    for (const s of await this.store.all()) this.zoneMap(next, s.zoneId).set(s.id, s);
-    this.byZone = next;
+    this.byZone = await this.loading.load(
+      async () => {
+        const next = new Map<string, Map<string, StoredSetting>>();
+        for (const s of await this.store.all()) this.zoneMap(next, s.zoneId).set(s.id, s);
+        return next;
+      },
+      () => this.byZone,
+    );
     void this.changed(undefined, { ids: [], local: false });
   }
 
@@ -147,6 +153,7 @@ export class ZoneSettings {
 
   private async write(zoneId: string, rows: StoredSetting[]): Promise<SettingView[]> {
     await this.store.put(rows);
+    this.loading.changed(zoneId);
     const zone = this.zoneMap(this.byZone, zoneId);
     const ids = rows.filter((r) => this.raw(zoneId, r.id) !== r.value).map((r) => r.id);
     for (const r of rows) zone.set(r.id, r);
@@ -159,6 +166,7 @@ export class ZoneSettings {
   zoneDeleted(zoneId: string): Promise<void> {
     return this.serially(zoneId, async () => {
       await this.store.deleteZone(zoneId);
+      this.loading.changed(zoneId);
       this.byZone.delete(zoneId);
       await this.changed(zoneId, { ids: [], local: true });
     });
@@ -167,6 +175,7 @@ export class ZoneSettings {
   private reloadZone(zoneId: string): Promise<void> {
     return this.serially(zoneId, async () => {
       const rows = await this.store.zone(zoneId);
+      this.loading.changed(zoneId);
       if (rows.length === 0) this.byZone.delete(zoneId);
       else this.byZone.set(zoneId, new Map(rows.map((r) => [r.id, r])));
       await this.changed(zoneId, { ids: [], local: false });
@@ -175,6 +184,8 @@ export class ZoneSettings {
 
   /** The zone's writes and reloads, in turn. */
   private readonly queues = new Map<string, Promise<unknown>>();
+  /** What a whole reload (a resync) must not undo: zones changed here while it read. */
+  private readonly loading = new ChangesDuringLoad();
 
   /**
    * Runs `work` after the zone's writes and reloads queued before it: a reload that read older settings can then
