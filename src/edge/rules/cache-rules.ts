@@ -1,4 +1,5 @@
 import { ChangesDuringLoad } from "../../core/cluster/changes-during-load.js";
+import { QueueByKey } from "../../core/cluster/queue-by-key.js";
 import type { Bus } from "../../core/cluster/bus.js";
 import type { Logger } from "../../core/logger.js";
 import type { CacheRules, CacheSettings, RuleRequest } from "../ports.js";
@@ -58,8 +59,8 @@ function compile(stored: StoredRuleset): ZoneRules {
  */
 export class CacheRulesets implements CacheRules {
   private byZone = new Map<string, ZoneRules>();
-  /** Per zone, the last change through this node: the next waits for it (no two local writers race each other). */
-  private readonly writes = new Map<string, Promise<unknown>>();
+  /** Per zone, this node's writes and reloads in turn (no two race each other, nor a reload a write). */
+  private readonly queue = new QueueByKey();
   /** What a whole reload (a resync) must not undo: zones changed here while it read. */
   private readonly loading = new ChangesDuringLoad();
   private unsubscribe?: () => void;
@@ -218,14 +219,7 @@ export class CacheRulesets implements CacheRules {
    * never land after one that read a newer (two quick changes through another node), nor after a write of this node.
    */
   private serially<T>(zoneId: string, work: () => Promise<T>): Promise<T> {
-    const previous = this.writes.get(zoneId) ?? Promise.resolve();
-    const next = previous.catch(() => undefined).then(work);
-    this.writes.set(zoneId, next);
-    const forget = () => {
-      if (this.writes.get(zoneId) === next) this.writes.delete(zoneId);
-    };
-    next.then(forget, forget);
-    return next;
+    return this.queue.run(zoneId, work);
   }
 
   private async write(zoneId: string, accountId: string, edit: (previous: RulesetView | undefined) => RulesetInput): Promise<RulesetView> {

@@ -4,6 +4,7 @@ import type { Logger } from "../../core/logger.js";
 import { DEVELOPMENT_MODE_MS, parseSetting, SETTINGS, settingSpec, type SettingValue, type SslMode } from "./definitions.js";
 import { SETTINGS_AREA } from "./pg-store.js";
 import { ChangesDuringLoad } from "../../core/cluster/changes-during-load.js";
+import { QueueByKey } from "../../core/cluster/queue-by-key.js";
 import type { StoredSetting, ZoneSettingsStore } from "./store.js";
 
 /** min_tls_version's values as Node names the versions. */
@@ -182,23 +183,16 @@ export class ZoneSettings {
     });
   }
 
-  /** The zone's writes and reloads, in turn. */
-  private readonly queues = new Map<string, Promise<unknown>>();
+  /**
+   * The zone's writes and reloads, in turn: a reload that read older settings can then never land after one that
+   * read newer (two quick changes through another node), nor after a write of this node.
+   */
+  private readonly queue = new QueueByKey();
   /** What a whole reload (a resync) must not undo: zones changed here while it read. */
   private readonly loading = new ChangesDuringLoad();
 
-  /**
-   * Runs `work` after the zone's writes and reloads queued before it: a reload that read older settings can then
-   * never land after one that read newer (two quick changes through another node), nor after a write of this node.
-   */
   private serially<T>(zoneId: string, work: () => Promise<T>): Promise<T> {
-    const next = (this.queues.get(zoneId) ?? Promise.resolve()).catch(() => undefined).then(work);
-    this.queues.set(zoneId, next);
-    const forget = () => {
-      if (this.queues.get(zoneId) === next) this.queues.delete(zoneId);
-    };
-    next.then(forget, forget);
-    return next;
+    return this.queue.run(zoneId, work);
   }
 
   private view(zoneId: string, id: string): SettingView {
