@@ -193,8 +193,8 @@ test("PostgreSQL or the object store unreachable: the store's errors are the cor
   await noObjectStore.delete(B, "small");
 });
 
-test("the usage migration (version 5) counts the objects and uploads a database already holds, once", async (t) => {
-  const pg = await testPostgres(t, "r2", R2_PG_MIGRATIONS.slice(0, -1));
+test("the usage migrations (versions 5 and 6) count the objects and uploads a database already holds, once", async (t) => {
+  const pg = await testPostgres(t, "r2", R2_PG_MIGRATIONS.slice(0, -2));
   const content = pg && (await testContentStore(t, "r2"));
   if (!pg || !content) return;
   await pg.execute(
@@ -205,10 +205,39 @@ test("the usage migration (version 5) counts the objects and uploads a database 
      VALUES (1, 'a', 'v', 10, 'e', 0, '{}', '{"k":"v"}', '{}', 'Standard', '[]'), (1, 'b', 'v', 32, 'e', 0, '{}', '{}', '{}', 'Standard', '[]')`,
   );
   await pg.execute("INSERT INTO r2.uploads (upload_id, bucket_id, key, http, custom, storage_class, created) VALUES ('u1', 1, 'm', '{}', '{}', 'Standard', 0)");
-  assert.equal(await migrateArea(pg, "r2", R2_PG_MIGRATIONS), 1);
+  assert.equal(await migrateArea(pg, "r2", R2_PG_MIGRATIONS), 2);
   const usage = (await new PgR2Store(pg, content).bucketUsage("acc1")).map((u) => [u.bucketName, u.objectCount, u.payloadSize, u.metadataSize, u.uploadCount]);
   assert.deepEqual(usage, [
     ["full", 2, 42, 2 + 9 + 2 + 2, 1],
     ["none", 0, 0, 0, 0],
   ]);
+});
+
+test("concurrent writes into one bucket count right across the usage stripes of their sessions; a bucket's deletion takes its stripes", async (t) => {
+  const nodes = await twoNodes(t);
+  if (!nodes) return;
+  const { a, b, pg } = nodes;
+  // Two stores on a pool of 12 sessions, 60 writes at once: puts, overwrites with another size, deletes.
+  await Promise.all(Array.from({ length: 40 }, (_, i) => (i % 2 ? a : b).put(B, `k${i}`, Buffer.alloc(10 + i, "x"))));
+  await Promise.all([
+    ...Array.from({ length: 10 }, (_, i) => (i % 2 ? b : a).put(B, `k${i}`, Buffer.alloc(100, "y"))),
+    ...Array.from({ length: 10 }, (_, i) => (i % 2 ? a : b).delete(B, `k${30 + i}`)),
+  ]);
+  const [usage] = await a.bucketUsage(B.accountId, B.bucketName);
+  const actual = await pg.row<{ count: string; bytes: string }>("SELECT count(*) AS count, sum(size) AS bytes FROM r2.objects");
+  assert.equal(usage!.objectCount, 30);
+  assert.equal(usage!.objectCount, Number(actual!.count));
+  assert.equal(usage!.payloadSize, Number(actual!.bytes));
+  const stripes = await pg.row<{ n: string }>("SELECT count(*) AS n FROM r2.bucket_usage");
+  assert.ok(Number(stripes!.n) > 1, `the writes went to ${stripes!.n} stripe row(s)`);
+  await a.delete(
+    B,
+    Array.from({ length: 30 }, (_, i) => `k${i}`),
+  );
+  assert.deepEqual(
+    (await a.bucketUsage(B.accountId, B.bucketName)).map((u) => [u.objectCount, u.payloadSize, u.metadataSize]),
+    [[0, 0, 0]],
+  );
+  await a.deleteBucket(B.accountId, B.bucketName);
+  assert.equal((await pg.row<{ n: string }>("SELECT count(*) AS n FROM r2.bucket_usage"))!.n, "0");
 });

@@ -133,10 +133,15 @@ export class PgR2Store extends MultipartDelegation implements R2Store {
 
   async bucketUsage(accountId: string, bucketName?: string): Promise<R2BucketUsage[]> {
     const rows = await this.pg.rows<UsageRow>(
-      // r2.bucket_usage is kept by triggers (pg-migrations.ts, version 5): a row a bucket, not a pass over its objects.
+      // r2.bucket_usage is kept by triggers (pg-migrations.ts, versions 5 and 6): a few stripe rows a bucket, summed,
+      // not a pass over its objects.
       `SELECT b.name AS bucket_name, coalesce(u.object_count, 0) AS object_count, coalesce(u.payload_size, 0) AS payload_size,
          coalesce(u.metadata_size, 0) AS metadata_size, coalesce(u.upload_count, 0) AS upload_count
-       FROM r2.buckets b LEFT JOIN r2.bucket_usage u ON u.bucket_id = b.id
+       FROM r2.buckets b LEFT JOIN LATERAL (
+         SELECT sum(object_count)::bigint AS object_count, sum(payload_size)::bigint AS payload_size,
+           sum(metadata_size)::bigint AS metadata_size, sum(upload_count)::bigint AS upload_count
+         FROM r2.bucket_usage WHERE bucket_id = b.id
+       ) u ON true
        WHERE b.account_id = $1 AND ($2::text IS NULL OR b.name = $2) ORDER BY b.name`,
       [accountId, bucketName ?? null],
     );
