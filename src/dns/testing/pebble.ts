@@ -1,6 +1,6 @@
 import { execFileSync, spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { writeFileSync } from "node:fs";
-import { createServer } from "node:net";
+import { connect, createServer } from "node:net";
 import { join } from "node:path";
 
 export const haveCommand = (cmd: string) => spawnSync("sh", ["-c", `command -v ${cmd}`]).status === 0;
@@ -61,7 +61,21 @@ export async function startPebble(dir: string, dnsServer: string, opts: { always
     ],
     { stdio: "ignore" },
   );
-  const [acmePort, mgmtPort] = [await freePort(), await freePort()];
+  // A port freePort found may be taken again before pebble binds it (tests run two at a time), and pebble then
+  // stops: a few attempts, each on new ports.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await spawnPebble(f, dnsServer, opts);
+    } catch (err) {
+      if (attempt === 3) throw err;
+    }
+  }
+}
+
+async function spawnPebble(f: (name: string) => string, dnsServer: string, opts: { alwaysValid?: boolean }): Promise<Pebble> {
+  const acmePort = await freePort();
+  let mgmtPort = await freePort();
+  while (mgmtPort === acmePort) mgmtPort = await freePort();
   writeFileSync(
     f("pebble.json"),
     JSON.stringify({
@@ -82,7 +96,7 @@ export async function startPebble(dir: string, dnsServer: string, opts: { always
     env: { ...process.env, PEBBLE_VA_NOSLEEP: "1", PEBBLE_WFE_NONCEREJECT: "0", ...(opts.alwaysValid && { PEBBLE_VA_ALWAYS_VALID: "1" }) },
     stdio: ["ignore", "pipe", "pipe"],
   });
-  await new Promise<void>((resolve, reject) => {
+  const started = new Promise<void>((resolve, reject) => {
     let out = "";
     // A hang guard, not a timing check.
     const timer = setTimeout(() => reject(new Error(`pebble did not start: ${out}`)), 30_000);
@@ -97,5 +111,33 @@ export async function startPebble(dir: string, dnsServer: string, opts: { always
     pebble.stderr!.on("data", on);
     pebble.on("exit", (code) => reject(new Error(`pebble exited with ${code}: ${out}`)));
   });
+  try {
+    await started;
+    // "Listening on" is the ACME listener's line; the management listener (the roots tests fetch) may come a moment
+    // later, or not at all when its port was taken: a CI run was refused there.
+    await listening(mgmtPort, pebble);
+  } catch (err) {
+    pebble.kill("SIGTERM");
+    throw err;
+  }
   return { directory: `https://127.0.0.1:${acmePort}/dir`, serverCaFile: f("ca.pem"), managementUrl: `https://127.0.0.1:${mgmtPort}`, process: pebble };
+}
+
+/** Resolves once something accepts TCP connections on loopback `port`; rejects when `owner` exited first. */
+async function listening(port: number, owner: ChildProcess, deadlineMs = 30_000): Promise<void> {
+  const start = Date.now();
+  for (;;) {
+    if (owner.exitCode !== null || owner.signalCode !== null) throw new Error(`pebble exited before listening on 127.0.0.1:${port}`);
+    const accepted = await new Promise<boolean>((resolve) => {
+      const socket = connect(port, "127.0.0.1");
+      socket.once("connect", () => {
+        socket.destroy();
+        resolve(true);
+      });
+      socket.once("error", () => resolve(false));
+    });
+    if (accepted) return;
+    if (Date.now() - start > deadlineMs) throw new Error(`nothing listens on 127.0.0.1:${port}`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
 }
