@@ -67,9 +67,9 @@ export interface AppOptions {
   /** The state of PostgreSQL and the object store, when the node uses them (/healthz reports it). */
   health?: () => Promise<DependencyHealth>;
   /**
-   * Runs on every /client/v4 request before the guard: brings this node's in-memory copy of what the request's path
-   * names (a zone) up to the store when the node does not know it yet, so a zone another node made a moment ago is
-   * found by the guard and the handler alike (platform.ts).
+   * Runs on every /client/v4 request before the guard: brings this node's in-memory copies of what the request's path
+   * names (a zone) up to every change committed before the request, through any node (the bus's barrier, then a read
+   * of a zone the node never heard of), so the guard and the handler alike read the client's own writes (platform.ts).
    */
   catchUp?: (req: FastifyRequest) => Promise<void>;
 }
