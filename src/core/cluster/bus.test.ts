@@ -47,6 +47,23 @@ test("the embedded bus delivers a change to its area's subscribers at once", asy
   assert.deepEqual(kv, []);
 });
 
+test("the embedded bus's barrier arms no timer while no handler's work runs (every zone-naming API request calls it)", async (t) => {
+  const bus = new LocalBus("solo");
+  bus.subscribe("dns", () => undefined);
+  await bus.publish("dns", "zone:1");
+  const setTimeoutCalls = t.mock.method(globalThis, "setTimeout");
+  await bus.barrier();
+  assert.equal(setTimeoutCalls.mock.callCount(), 0);
+  // With work running, the barrier is bounded by a timer again.
+  let release = () => {};
+  bus.subscribe("kv", () => new Promise<void>((resolve) => (release = resolve)));
+  await bus.publish("kv", "namespace:1");
+  const waiting = bus.barrier();
+  assert.equal(setTimeoutCalls.mock.callCount(), 1);
+  release();
+  await waiting;
+});
+
 test("a change published on one node reaches the other's subscribers, names its origin, and only its area's", async (t) => {
   const nodes = await twoNodes(t);
   if (!nodes) return;
