@@ -4,6 +4,7 @@
 //   bare   the goal's floor: two headers (Content-Type, Content-Length), as bench/cache/cache.mjs's bare server;
 //   head   the edge's HIT head, header for header (argv[3], JSON: writeHead's name/value list as the edge sent it),
 //          with Age and cf-ray written per answer as the edge does: what the answer's eleven headers cost Node;
+//   prebuilt  `head`'s bytes with its fixed fields written as one string built once (past writeHead's checks);
 //   least  `head` plus the least work any HIT of a proxied name must do: the Host's zone found (a Map), the cache key
 //          built from zone, scheme, host, path and the Accept-Encoding class and looked up (a Map), freshness checked
 //          against the clock, Age worked out, a ray from a batch, and the answer counted per zone when it finishes
@@ -58,6 +59,21 @@ export function handlerFor(mode, headText) {
       head[n - 3] = String(Math.floor((Date.now() - storedAt) / 1000));
       head[n - 1] = nextRay();
       res.writeHead(200, head);
+      res.end(body);
+    };
+  } else if (mode === "prebuilt") {
+    // `head`'s bytes, but its fixed fields joined into one string once and put into the head Node built (its internal
+    // `_header`, after the status line) instead of passing through writeHead's per-field checks: what those checks and
+    // the field-by-field building cost. A measurement only: the edge does not do this (docs/benchmarks.md, "The HIT,
+    // session 26").
+    const head = hitHead(headText);
+    const n = head.length;
+    let fixed = "";
+    for (let i = 0; i < n - 4; i += 2) if (head[i] !== "content-length") fixed += `${head[i]}: ${head[i + 1]}\r\n`;
+    const storedAt = Date.now();
+    handler = (req, res) => {
+      res.writeHead(200, ["content-length", "1024", "age", String(Math.floor((Date.now() - storedAt) / 1000)), "cf-ray", nextRay()]);
+      res._header = "HTTP/1.1 200 OK\r\n" + fixed + res._header.slice(17);
       res.end(body);
     };
   } else if (mode === "least") {

@@ -6,13 +6,17 @@
 //   head   bare plus the edge's HIT head, header for header as the edge sent it (Age and cf-ray per answer);
 //   least  head plus the least any HIT must do (hit-floor-server.mjs: the Host's zone, the key, the lookup, the
 //          clock, Age, a ray, the answer counted per zone);
+//   prebuilt  `head`'s bytes, the fixed fields as one string built once, past writeHead's per-field checks (measured
+//          only when named in BENCH_PATHS);
 //   platform  a copy of this build's platform whose edge listener answers the bench's host first, as `head` does
 //          (hit-floor-preload.mjs), before any per-request code of ours: the platform's process itself, with nothing
 //          of ours on the path (the copy lives in bench/results/ while the bench runs);
+//   thread the platform unchanged, with a worker thread of its process serving `least` on a port of its own
+//          (hit-floor-thread.mjs): a HIT in an isolate of its own beside the platform's main thread;
 //   edge   the platform (a proxied A record, the object cached; checked to answer HIT).
 // Prints each round (req/s and CPU a request from /proc/<pid>/stat) and the medians of the ratios to `goal`.
 // Run as root (the origin, nginx, listens on port 80): node bench/cache/hit-floors.mjs [seconds] [connections]
-// BENCH_PATHS (default all: goal,bare,head,least,platform,edge; goal is always measured), BENCH_ROUNDS (default 5),
+// BENCH_PATHS (default all: goal,bare,head,least,platform,thread,edge; goal is always measured), BENCH_ROUNDS (default 5),
 // BENCH_PORT_BASE (default 18290: the servers on n+1 and up), BENCH_ORIGIN (default 127.0.0.143),
 // BENCH_EDGE_VARIANTS="<node flags>;<node flags>": more edges side by side, each the same build started with those
 // Node flags after the bin's (e.g. "--single-threaded-gc;--max-semi-space-size=16"), named by their flags.
@@ -127,15 +131,17 @@ try {
   const flags = binNodeFlags(cli);
   // BENCH_PATHS=least,edge: only those are started and measured (the goal's floor always: every ratio is to it).
   const chosen = process.env.BENCH_PATHS?.split(",");
-  const wanted = (name) => name === "goal" || !chosen || chosen.some((c) => name === c || name.startsWith(`${c} `));
+  const wanted = (name) => name === "goal" || (!chosen && name !== "prebuilt") || (chosen ?? []).some((c) => name === c || name.startsWith(`${c} `));
   const servers = {};
   const floors = [
     ["goal", "bare", []],
     ["bare", "bare", flags],
     ["head", "head", flags],
     ["least", "least", flags],
+    ["prebuilt", "prebuilt", flags],
   ];
-  for (const [i, [name, mode, nodeFlags]] of floors.entries()) if (wanted(name)) servers[name] = await startFloor(mode, base + 1 + i, nodeFlags, head);
+  for (const [i, [name, mode, nodeFlags]] of floors.entries())
+    if (wanted(name)) servers[name] = await startFloor(mode, base + (i < 4 ? 1 + i : 20 + i), nodeFlags, head);
   if (wanted("platform")) {
     // This build copied, its edge listener patched to offer each request to the preloaded floor first.
     const distDir = dirname(dirname(cli));
@@ -159,6 +165,27 @@ try {
     await platform.proxiedZone("bench-cache.example", ORIGIN);
     if (!/cf-cache-status: HIT/i.test(curlHead(port))) throw new Error("the patched platform does not answer the floor's HIT");
     servers.platform = { pid: platform.pid, port };
+  }
+  if (wanted("thread")) {
+    // The platform unchanged, with the `least` floor served by a worker thread of its process on a port of its own.
+    const port = base + 7 + variants.length;
+    const threadPort = base + 8 + variants.length;
+    const platform = await startPlatform({
+      port,
+      stateDir: join(dir, "state-thread"),
+      children,
+      nodeArgs: ["--import", fileURLToPath(new URL("./hit-floor-thread.mjs", import.meta.url))],
+      env: { BENCH_HIT_FLOOR_HEAD: JSON.stringify(head), BENCH_HIT_FLOOR_THREAD_PORT: String(threadPort) },
+    });
+    for (let t = 0; t < 40; t++) {
+      try {
+        curlHead(threadPort);
+        break;
+      } catch {
+        await sleep(250);
+      }
+    }
+    servers.thread = { pid: platform.pid, port: threadPort };
   }
   for (const [name, edge] of Object.entries(edges)) if (wanted(name)) servers[name] = edge;
   const names = Object.keys(servers);
