@@ -6,11 +6,12 @@
 // Run as root (the origin, nginx, listens on port 80):
 //   node bench/cache/hit-ab.mjs <before dist/bin/edgecli.js> [pairs] [seconds] [runs]
 // BENCH_AFTER_CLI (default this checkout's build), BENCH_PORT_BASE (default 18390), BENCH_ORIGIN (default 127.0.0.144).
-import { execFileSync, spawn } from "node:child_process";
-import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { execFileSync } from "node:child_process";
+import { chmodSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { cpus, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { startHitOrigin } from "../lib/hit-origin.mjs";
 import { startPlatform } from "../lib/platform.mjs";
 import { median } from "../lib/stats.mjs";
 
@@ -30,15 +31,6 @@ const dir = mkdtempSync(join(tmpdir(), "edge-hit-ab-"));
 chmodSync(dir, 0o755);
 const children = [];
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-
-writeFileSync(join(dir, "1k.js"), Buffer.alloc(1024, 97));
-writeFileSync(
-  join(dir, "nginx.conf"),
-  `worker_processes 1; pid ${dir}/nginx.pid; error_log ${dir}/nginx-error.log; daemon off;
-events { worker_connections 1024; }
-http { access_log off; client_body_temp_path ${dir}/nginx-body-temp; proxy_temp_path ${dir}/nginx-proxy-temp;
-  server { listen ${ORIGIN}:80; root ${dir}; location / { add_header Cache-Control "max-age=3600"; } } }`,
-);
 
 const cpuMicros = (pid) => {
   const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1].split(" ");
@@ -70,7 +62,7 @@ async function started(cli, port, name) {
 }
 
 try {
-  children.push(spawn("nginx", ["-c", join(dir, "nginx.conf")], { stdio: "ignore" }));
+  startHitOrigin(dir, ORIGIN, children);
   console.log(
     `# ${new Date().toISOString()} ${cpus().length} × ${cpus()[0].model}, Node ${process.version}, load ${loadavg()[0].toFixed(1)}; ${pairs} pairs, ${runs} × ${seconds} s runs a platform, wrk -t2 -c32`,
   );

@@ -28,6 +28,7 @@ import { dirname, join } from "node:path";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { binNodeFlags } from "../lib/bin-flags.mjs";
+import { startHitOrigin } from "../lib/hit-origin.mjs";
 import { startPlatform } from "../lib/platform.mjs";
 import { loadText as load, median } from "../lib/stats.mjs";
 
@@ -44,15 +45,6 @@ const children = [];
 // The patched copy of the build sits inside the repository, so its bundle finds node_modules as the build does.
 const patchedDist = join(fileURLToPath(new URL("../results/", import.meta.url)), `hit-floor-dist-${process.pid}`);
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-
-writeFileSync(join(dir, "1k.js"), Buffer.alloc(1024, 97));
-writeFileSync(
-  join(dir, "nginx.conf"),
-  `worker_processes 1; pid ${dir}/nginx.pid; error_log ${dir}/nginx-error.log; daemon off;
-events { worker_connections 1024; }
-http { access_log off; client_body_temp_path ${dir}/nginx-body-temp; proxy_temp_path ${dir}/nginx-proxy-temp;
-  server { listen ${ORIGIN}:80; root ${dir}; location / { add_header Cache-Control "max-age=3600"; } } }`,
-);
 
 function cpuMicros(pid) {
   const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1].split(" ");
@@ -100,7 +92,7 @@ async function startFloor(mode, port, nodeFlags, head) {
 }
 
 try {
-  children.push(spawn("nginx", ["-c", join(dir, "nginx.conf")], { stdio: "ignore" }));
+  startHitOrigin(dir, ORIGIN, children);
   const variants = (process.env.BENCH_EDGE_VARIANTS ?? "").split(";").filter(Boolean);
   const edges = {};
   for (const [i, flags] of ["", ...variants].entries()) {
