@@ -1,7 +1,9 @@
 #!/usr/bin/env node
 // What one request of the scale-out mix costs a node on PostgreSQL + Ceph RGW: the PostgreSQL statements it runs
-// (pg_stat_statements, each a round trip), the S3 requests it sends (counted by an HTTP proxy in front of RGW), and
-// the CPU per request of the node (with its workerd), PostgreSQL and RGW. With --cpu-prof, the node also writes a
+// (pg_stat_statements, each a round trip, with the plans each statement made and their time: a statement planned at
+// every call shows as many plans as calls), the WAL it wrote (fsyncs, records, bytes), the S3 requests it sends
+// (counted by an HTTP proxy in front of RGW), and the CPU per request of the node (with its workerd), PostgreSQL and
+// RGW (/proc counts in 10 ms ticks: 400 requests resolve 0.025 ms a request). With --cpu-prof, the node also writes a
 // V8 CPU profile per workload, summarised by package. Not part of the test suite.
 //
 //   npm run build
@@ -28,6 +30,13 @@ const REQUESTS = numberOption("requests", 400);
 const CLIENTS = numberOption("clients", 8);
 const PROFILE_DIR = stringOption("cpu-prof", "");
 const BEFORE = stringOption("before", "");
+/**
+ * How long a session's statistics (pg_stat_wal's counters among them) may wait before PostgreSQL 15 reports them: a
+ * session reports at most once a second, and one that then goes idle reports what is pending 10 s later
+ * (PGSTAT_IDLE_INTERVAL). Waiting this long before resetting and before reading keeps each workload's WAL in its own row.
+ */
+const STATS_FLUSH_MS = 11_000;
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 const PG_SETTINGS = stringOption("pg-settings", "")
   .split(",")
   .filter(Boolean)
@@ -99,7 +108,7 @@ try {
   pgServer.stop();
   appendFileSync(
     join(pgServer.dir, "data", "postgresql.conf"),
-    "\nshared_preload_libraries = 'pg_stat_statements'\npg_stat_statements.track = all\ntrack_wal_io_timing = on\n",
+    "\nshared_preload_libraries = 'pg_stat_statements'\npg_stat_statements.track = all\npg_stat_statements.track_planning = on\ntrack_wal_io_timing = on\n",
   );
   await pgServer.start();
   const db = await createDatabase(pgServer);
@@ -149,6 +158,9 @@ try {
     }
     // Warm up (caches, prepared statements, connections), then count from zero.
     for (let i = 0; i < 400; i++) await send(w, node, creds, target, i, value, agent);
+    // The pool's sessions report their WAL counters up to 10 s late: without this wait the warm-up's (or the workload
+    // before's) WAL would be counted in this workload.
+    await sleep(STATS_FLUSH_MS);
     await admin.query("SELECT pg_stat_statements_reset()");
     await admin.query("SELECT pg_stat_reset_shared('wal')");
     proxy.counts.clear();
@@ -162,12 +174,17 @@ try {
     );
     const cpu1 = [treeCpuSeconds(node.pid), treeCpuSeconds(pgPid), rgwPids.reduce((s, p) => s + treeCpuSeconds(p), 0)];
     const { rows } = await admin.query(
-      `SELECT calls, query, toplevel FROM pg_stat_statements WHERE dbid = $1 AND query NOT LIKE '%pg_stat_statements%' AND query NOT LIKE 'LISTEN%' ORDER BY toplevel DESC, calls DESC`,
+      `SELECT calls, plans, total_plan_time, query, toplevel FROM pg_stat_statements WHERE dbid = $1 AND query NOT LIKE '%pg_stat_statements%' AND query NOT LIKE 'LISTEN%' ORDER BY toplevel DESC, calls DESC`,
       [dbid],
     );
     // A statement the node sent is a round trip; those a database function ran inside it are not.
     // Each commit that wrote waits for its WAL to reach the disk (fsync): the part of a write no client work removes.
-    const { rows: wal } = await admin.query("SELECT wal_sync::float8 AS syncs, wal_sync_time::float8 AS ms FROM pg_stat_wal");
+    // pg_stat_statements counts at once (read before the wait, which the node's periodic statements would add to);
+    // pg_stat_wal gets the sessions' counters up to 10 s late.
+    await sleep(STATS_FLUSH_MS);
+    const { rows: wal } = await admin.query(
+      "SELECT wal_sync::float8 AS syncs, wal_sync_time::float8 AS ms, wal_records::float8 AS records, wal_bytes::float8 AS bytes FROM pg_stat_wal",
+    );
     const statements = rows.filter((r) => r.toplevel).reduce((s, r) => s + Number(r.calls), 0);
     const nested = rows.filter((r) => !r.toplevel).reduce((s, r) => s + Number(r.calls), 0);
     const s3 = [...proxy.counts.entries()].map(([m, n]) => `${m} ${(n / REQUESTS).toFixed(2)}`).join(", ") || "none";
@@ -178,6 +195,8 @@ try {
       nested: nested / REQUESTS,
       walSyncs: wal[0].syncs / REQUESTS,
       walSyncMs: wal[0].ms / REQUESTS,
+      walRecords: wal[0].records / REQUESTS,
+      walBytes: wal[0].bytes / REQUESTS,
       s3,
       node: perReq(0),
       pg: perReq(1),
@@ -185,8 +204,13 @@ try {
       errors,
     });
     console.error(`${w.name}: ${(statements / REQUESTS).toFixed(2)} round trips/request, S3 ${s3}, ${errors} errors`);
+    // Calls, then plans made (a statement whose plan is kept is planned ~once a session; one planned at every call
+    // shows as many plans as calls) and their time, per request.
     for (const r of rows.filter((r) => Number(r.calls) >= REQUESTS / 20)) {
-      console.error(`   ${(Number(r.calls) / REQUESTS).toFixed(2)} ${r.toplevel ? "sent  " : "inside"} ${r.query.replace(/\s+/g, " ").slice(0, 150)}`);
+      const plans = `${(Number(r.plans) / REQUESTS).toFixed(2)} plans ${((1000 * Number(r.total_plan_time)) / REQUESTS).toFixed(1)} µs`;
+      console.error(
+        `   ${(Number(r.calls) / REQUESTS).toFixed(2)} ${r.toplevel ? "sent  " : "inside"} (${plans}) ${r.query.replace(/\s+/g, " ").slice(0, 150)}`,
+      );
     }
     if (profileName) {
       await node.stop();
@@ -198,12 +222,12 @@ try {
   await agent.close();
   await admin.end();
   console.log(
-    "| workload | PostgreSQL round trips / request (statements run inside them) | WAL fsyncs / request (their ms per request) | S3 requests / request | node CPU ms/req | PostgreSQL CPU ms/req | RGW CPU ms/req | errors |",
+    "| workload | PostgreSQL round trips / request (statements run inside them) | WAL fsyncs / request (their ms per request) | WAL records / request (bytes) | S3 requests / request | node CPU ms/req | PostgreSQL CPU ms/req | RGW CPU ms/req | errors |",
   );
-  console.log("|---|---|---|---|---|---|---|---|");
+  console.log("|---|---|---|---|---|---|---|---|---|");
   for (const r of table) {
     console.log(
-      `| ${r.w} | ${r.statements.toFixed(2)}${r.nested ? ` (${r.nested.toFixed(2)})` : ""} | ${r.walSyncs.toFixed(2)} (${r.walSyncMs.toFixed(2)}) | ${r.s3} | ${r.node.toFixed(2)} | ${r.pg.toFixed(2)} | ${r.rgw.toFixed(2)} | ${r.errors} |`,
+      `| ${r.w} | ${r.statements.toFixed(2)}${r.nested ? ` (${r.nested.toFixed(2)})` : ""} | ${r.walSyncs.toFixed(2)} (${r.walSyncMs.toFixed(2)}) | ${r.walRecords.toFixed(2)} (${r.walBytes.toFixed(0)}) | ${r.s3} | ${r.node.toFixed(2)} | ${r.pg.toFixed(2)} | ${r.rgw.toFixed(2)} | ${r.errors} |`,
     );
   }
   await node.stop();
