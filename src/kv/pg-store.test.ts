@@ -249,3 +249,38 @@ test("two nodes' KV read caches: what one node writes, overwrites, deletes or bu
   await until(async () => (await b.store.getNamespace(ACCOUNT, ns)) === undefined, "node b to see the namespace gone", 60_000);
   assert.equal(await readOnB("streamed"), null);
 });
+
+test("kv.write_batch runs on generic plans its sessions keep (no plan made per call), and writes as before", async (t) => {
+  const backend = await open(t);
+  if (!backend) return;
+  const { pg, ns } = backend;
+  // PostgreSQL kept choosing a new custom plan at every call for the namespaces' lock (66 µs a batch, measured with
+  // pg_stat_statements.track_planning in bench/scale-out/round-trips.mjs); version 4 makes the function's plans generic.
+  const config = await pg.row<{ config: string[] | null }>(
+    "SELECT proconfig AS config FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace WHERE n.nspname = 'kv' AND p.proname = 'write_batch'",
+  );
+  assert.deepEqual(config?.config, ["plan_cache_mode=force_generic_plan"]);
+  const session = await pg.checkout();
+  try {
+    for (let i = 0; i < 8; i++) {
+      const { rows } = await session.query<{ missing: string[]; replaced: string[] }>(
+        "SELECT missing, replaced FROM kv.write_batch($1::text[], $2::bytea[], $3::bigint[], $4::text[], $5::bytea[], $6, $7::text[])",
+        [
+          [ns, "no-such-namespace"],
+          [Buffer.from(`k${i}`), Buffer.from("k")],
+          [null, null],
+          [null, null],
+          [Buffer.from("v"), Buffer.from("v")],
+          "edge_changes",
+          [null, null],
+        ],
+      );
+      assert.deepEqual(rows[0], { missing: ["no-such-namespace"], replaced: [] });
+    }
+    // The setting is the function's own: the session's is as it was.
+    assert.equal((await session.query<{ mode: string }>("SELECT current_setting('plan_cache_mode') AS mode")).rows[0]!.mode, "auto");
+  } finally {
+    session.release();
+  }
+  assert.equal(Number((await pg.row<{ n: string }>("SELECT count(*) AS n FROM kv.entries WHERE ns_id = $1", [ns]))!.n), 8);
+});
