@@ -250,7 +250,7 @@ test("two nodes' KV read caches: what one node writes, overwrites, deletes or bu
   assert.equal(await readOnB("streamed"), null);
 });
 
-test("kv.write_batch runs on generic plans its sessions keep (no plan made per call), and writes as before", async (t) => {
+test("kv.write_batch runs with plan_cache_mode = force_generic_plan (its own setting, not the session's), and writes as before", async (t) => {
   const backend = await open(t);
   if (!backend) return;
   const { pg, ns } = backend;

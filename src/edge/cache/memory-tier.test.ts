@@ -69,7 +69,7 @@ test("a HIT from memory is the answer a HIT from disk is, and is counted as a HI
   assert.equal(fromMemory.text, "hello");
   for (const h of ["cf-cache-status", "etag", "x-origin", "content-length", "accept-ranges", "cache-control"])
     assert.equal(fromMemory.headers[h], fromDisk.headers[h], `${h} as from disk`);
-  // The same fields and each once (a HIT from memory writes its fixed fields as one checked block: core/http/head-block.ts).
+  // The same fields, each sent once (a HIT from memory writes a head it precomputed when the entry was made).
   assert.deepEqual(Object.keys(fromMemory.headers).sort(), Object.keys(fromDisk.headers).sort());
   for (const [name, value] of Object.entries(fromMemory.headers)) assert.equal(typeof value, "string", `${name} sent once`);
   // One head list per entry is filled in for each HIT: every answer has its own ray, and nothing of another's.
