@@ -56,6 +56,7 @@ const entries = [
   "ai-gateway/logs/sqlite-log-thread.js", // the AI gateway's log writer thread (started by ai-gateway/logs/sqlite-log-writer.js)
   "d1/engine/d1-executor.js", // D1's executor process (forked by d1/engine/executor.js)
   "analytics/rollups/sqlite-read-thread.js", // the analytics rollups' read thread (started by analytics/rollups/sqlite-reader.js)
+  "edge-thread.js", // the edge threads (started by edge/threads/edge-threads.js, handed its path by platform.js)
 ];
 // Each entry lands in dist/bin under its file name, where the code that starts it finds it: two entries of one
 // name would overwrite each other (one area's thread would start the other's).

@@ -1,5 +1,6 @@
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import type { AddressInfo } from "node:net";
 import type { FastifyInstance } from "fastify";
 import { AuthService } from "./core/auth/auth-service.js";
@@ -47,6 +48,14 @@ import { aiGatewayRequestsSpec, recordGatewayRequest } from "./ai-gateway/analyt
 import { serveOptions as dnsOptions } from "./dns/config.js";
 import { serveOptions as edgeOptions } from "./edge/config.js";
 import { createEdgeService, type EdgeArea } from "./edge/service.js";
+import { EdgeMetrics } from "./edge/metrics.js";
+import { readEdgeLoops, threadsServeOptions } from "./edge/threads/config.js";
+import { EdgeThreads } from "./edge/threads/edge-threads.js";
+import { CACHE_AREA } from "./edge/cache/service.js";
+import { SETTINGS_AREA } from "./edge/settings/pg-store.js";
+import { RULES_AREA } from "./edge/rules/pg-store.js";
+import { DNS_BUS_AREA } from "./dns/zones/zone-sync.js";
+import { ROUTES_AREA } from "./workers/routing/pg-store.js";
 import { serveOptions as r2Options } from "./r2/config.js";
 import { serveOptions as workersOptions } from "./workers/config.js";
 
@@ -106,9 +115,13 @@ export async function startPlatform(config: PlatformConfig, log: Logger = create
     registerClusterMetrics(metrics, backends.postgres, backends.bus);
     registerConnectionMetrics(metrics, () => connections.openConnections);
   }
+  // Every request of the edge port, counted by the dispatch (the edge threads' too, sent here in batches).
+  const edgeMetrics = metrics && new EdgeMetrics(metrics);
   // The hostname plan first: the areas check tenants' names against it. Its names are the areas' own options.
   let edge: EdgeArea;
+  let edgeLoops: number;
   try {
+    edgeLoops = readEdgeLoops(optionValues(config.options, threadsServeOptions)["edge-threads"], config.core.databaseUrl !== undefined);
     const names = optionValues(config.options, {
       "s3-host": r2Options["s3-host"],
       "workers-domain": workersOptions["workers-domain"],
@@ -122,7 +135,7 @@ export async function startPlatform(config: PlatformConfig, log: Logger = create
         nameServers: names["name-servers"],
         listenHost: config.core.host,
       },
-      metrics,
+      edgeMetrics,
     );
   } catch (err) {
     await closeStores();
@@ -281,7 +294,24 @@ export async function startPlatform(config: PlatformConfig, log: Logger = create
   // Cache Rules (the Rulesets API, phase http_request_cache_settings); `cacheRules.rules` is the CacheRules port the
   // cache (edge/cache, inside the proxy) asks per request.
   const cacheRules = createCacheRulesService(ctx, { zones: edgeZones });
-  const proxy = createProxyService(ctx, { zones: edgeZones, isPlatformAddress: (ip) => dns.isPlatformAddress(ip), cacheRules: cacheRules.rules });
+  const proxy = createProxyService(ctx, { zones: edgeZones, isPlatformAddress: (ip) => dns.isPlatformAddress(ip), cacheRules: cacheRules.rules, edgeLoops });
+  // Event loops beside this one on the edge port (--edge-threads): each serves proxied names from a copy of the
+  // tenant state these areas' notices keep current, and hands everything else to this thread.
+  const threads =
+    edgeLoops > 1
+      ? new EdgeThreads({
+          script: fileURLToPath(new URL("./edge-thread.js", import.meta.url)),
+          loops: edgeLoops,
+          bus: backends.bus,
+          areas: [DNS_BUS_AREA, SETTINGS_AREA, RULES_AREA, ROUTES_AREA, CACHE_AREA],
+          stateDir: config.stateDir,
+          options: config.options,
+          log,
+          traffic: (event) => recordHttpRequest(analytics.rollups, event),
+          requests: edgeMetrics,
+          connection: (socket) => app.server.emit("connection", socket),
+        })
+      : undefined;
   // DNS answers proxied names by the zone's `ipv6` setting (no AAAA of the edge while it is off).
   dns.useEdgeSettings({ ipv6: (zoneId) => proxy.settings.on(zoneId, "ipv6"), onChange: (listener) => proxy.settings.onChange(listener) });
   edge.addTenantHandler(proxy.forward);
@@ -338,6 +368,12 @@ export async function startPlatform(config: PlatformConfig, log: Logger = create
         await dns.zones.upToDate();
         await dns.zones.catchUp(zoneId);
       },
+      changesApplied:
+        threads &&
+        (async () => {
+          await backends.bus.barrier();
+          await threads.synced();
+        }),
     });
     await app.listen({ host: config.core.host, port: config.core.port });
   } catch (err) {
@@ -353,6 +389,7 @@ export async function startPlatform(config: PlatformConfig, log: Logger = create
   const stop = async () => {
     // Probes say "stopping" and new requests are refused at once, so a load balancer moves on while this node drains.
     readiness.stopping();
+    await threads?.stop();
     for (const s of services) s.closeUpgraded?.();
     await app.close();
     await metricsListener?.close();
@@ -372,6 +409,15 @@ export async function startPlatform(config: PlatformConfig, log: Logger = create
     throw listenError(err);
   }
 
+  if (threads) {
+    try {
+      // Node gives no public way to a server's descriptor; the threads accept on this same socket.
+      await threads.start((app.server as unknown as { _handle: { fd: number } })._handle.fd);
+    } catch (err) {
+      await stop();
+      throw err;
+    }
+  }
   const endpoints: Record<string, string> = { edge: edgeUrl, api: `${edgeUrl}/client/v4`, ai_gateway: `${edgeUrl}/v1`, state_dir: config.stateDir };
   for (const s of services) Object.assign(endpoints, s.describe?.() ?? {});
   endpoints.backend = backends.description.summary;

@@ -22,6 +22,10 @@ const ORIGIN = process.env.BENCH_ORIGIN ?? "127.0.0.142";
 const base = Number(process.env.BENCH_PORT_BASE ?? 18190);
 const [NGINX, VARNISH, BARE, EDGE, COMPARED] = [base + 1, base + 2, base + 3, base + 4, base + 5];
 const compareCli = process.env.BENCH_COMPARE_CLI;
+// BENCH_EDGE_ARGS="--edge-threads 2": more serve options for the edge; BENCH_COMPARE_ARGS: the second edge's (this
+// build's, unless BENCH_COMPARE_CLI names another), so that two configurations run side by side in the same rounds.
+const edgeArgs = process.env.BENCH_EDGE_ARGS ? process.env.BENCH_EDGE_ARGS.split(" ") : [];
+const compareArgs = process.env.BENCH_COMPARE_ARGS ? process.env.BENCH_COMPARE_ARGS.split(" ") : undefined;
 const dir = mkdtempSync(join(tmpdir(), "edge-cache-bench-"));
 chmodSync(dir, 0o755);
 const children = [];
@@ -102,10 +106,12 @@ try {
   start("varnishd", ["-F", "-n", join(dir, "varnish"), "-a", `127.0.0.1:${VARNISH}`, "-b", `${ORIGIN}:80`, "-s", "malloc,64m"]);
   const bare = start(process.execPath, [join(dir, "bare.cjs")]);
   const state = join(dir, "state");
-  const edge = await startPlatform({ port: EDGE, stateDir: state, children });
+  const edge = await startPlatform({ port: EDGE, stateDir: state, children, args: edgeArgs });
   const { api } = edge;
   const zone = await edge.proxiedZone("bench-cache.example", ORIGIN);
-  const compared = compareCli && (await startPlatform({ port: COMPARED, stateDir: join(dir, "state-compared"), children, cliPath: compareCli }));
+  const compared =
+    (compareCli || compareArgs) &&
+    (await startPlatform({ port: COMPARED, stateDir: join(dir, "state-compared"), children, cliPath: compareCli ?? undefined, args: compareArgs ?? [] }));
   if (compared) await compared.proxiedZone("bench-cache.example", ORIGIN);
   console.log(
     `# ${new Date().toISOString()} ${cpus().length} × ${cpus()[0].model}, Node ${process.version}, load ${loadavg()
@@ -130,7 +136,8 @@ try {
   if (parts.has("hit")) {
     await answering(`http://127.0.0.1:${VARNISH}/1k.js`, "varnish");
     await answering(`http://127.0.0.1:${BARE}/1k.js`, "the bare Node server");
-    for (let i = 0; i < 3; i++) {
+    // Several times each: an edge with more than one loop keeps a cache per loop, each filled by its own first MISS.
+    for (let i = 0; i < 8; i++) {
       curl(`http://127.0.0.1:${EDGE}/1k.js`, "www.bench-cache.example");
       if (compared) curl(`http://127.0.0.1:${COMPARED}/1k.js`, "www.bench-cache.example");
       curl(`http://127.0.0.1:${NGINX}/1k.js`);

@@ -71,7 +71,7 @@ export const serveOptions = {
   },
 } satisfies Record<string, OptionSpec>;
 
-type DnsOptions = OptionValues<typeof serveOptions>;
+export type DnsOptions = OptionValues<typeof serveOptions>;
 
 /** The limits in force on DNS over TCP: counts, and times in milliseconds. */
 export interface TcpLimits {

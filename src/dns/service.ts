@@ -26,7 +26,7 @@ import { SqliteDnssecStore } from "./dnssec/sqlite-store.js";
 
 /** How often signatures due for replacement are looked for (dnssec/signer.ts: replaced after 7 of their 14 days). */
 const SIGNATURE_SWEEP_MS = 3600_000;
-import { ZoneSync } from "./zones/zone-sync.js";
+import { DNS_BUS_AREA, zoneChangeNotice, ZoneSync } from "./zones/zone-sync.js";
 
 // The types of the zones port (zonesPort), handed over with this service's type.
 export type { DnsRecord } from "./model.js";
@@ -76,6 +76,12 @@ export function createDnsService(ctx: ServiceContext): EdgeService & {
   );
   // Zones changed through other nodes (PostgreSQL) are reloaded here; embedded, no one else changes them.
   const sync = new ZoneSync(zones, ctx.bus, log);
+  // On SQLite the store announces nothing: each change made here is announced once applied, as PostgreSQL's commit
+  // does, for the edge threads that answer from zones of their own (edge/threads/).
+  if (!pg)
+    zones.onChange((zs, _kind, origin) => {
+      if (origin === "local") void ctx.bus.publish(DNS_BUS_AREA, zoneChangeNotice(zs.zone.id));
+    });
   const engine = new AnswerEngine(zones, cfg, answerSigning(zones, dnssec));
   const transfers = createTransfers(ctx, zones, engine, cfg, log, () => server.invalidate());
   const server = new DnsServer(

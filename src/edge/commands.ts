@@ -5,11 +5,12 @@ import { serveOptions as hostnameOptions } from "./config.js";
 import { cacheServeOptions } from "./cache/config.js";
 import { certificateServeOptions } from "./certificates/config.js";
 import { originServeOptions } from "./origin/config.js";
+import { threadsServeOptions } from "./threads/config.js";
 
 const zoneArg = { name: "zone", describe: "The zone, by name (example.com) or id", required: true } as const;
 
 /** The hostname plan's options, the proxy's, the cache's and the HTTPS port's. */
-export const serveOptions = { ...hostnameOptions, ...originServeOptions, ...cacheServeOptions, ...certificateServeOptions };
+export const serveOptions = { ...hostnameOptions, ...originServeOptions, ...cacheServeOptions, ...certificateServeOptions, ...threadsServeOptions };
 
 /** The edge's commands: purging the cache and a zone's settings (the edge's options belong to `edgecli serve`). */
 export const groups: Record<string, string> = {

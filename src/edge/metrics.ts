@@ -33,7 +33,12 @@ const DURATION_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.
  * metrics only when scraped (their `collect`): prom-client's own `inc({...})` builds and hashes a label set per call,
  * which cost the edge's cheapest answer about a quarter more CPU (docs/benchmarks.md, Metrics).
  */
-export class EdgeMetrics {
+/** Where the dispatch counts each request that ended: the metrics, or (in an edge thread) a batch for the main thread's. */
+export interface EdgeRequestCounter {
+  record(area: EdgeTrafficArea, status: number | undefined, zone: string, seconds: number, bytes: number, cacheStatus?: string): void;
+}
+
+export class EdgeMetrics implements EdgeRequestCounter {
   /** Requests per zone slot (slot 0: no zone), each AREAS × STATUS_CLASSES cells. */
   private readonly requests: Float64Array[] = [new Float64Array(AREAS.length * STATUS_CLASSES.length)];
   /** Zone names by slot and slots by name: a slot is given to a zone name at its first request and kept. */

@@ -1,11 +1,10 @@
-import type { Registry } from "prom-client";
 import type { OptionValues } from "../core/cli/command.js";
 import type { EdgeService, PlatformHostnames } from "../core/service.js";
 import { readEdgeConfig, type AreaHostnames, type serveOptions } from "./config.js";
 import type { HttpRequestEvent } from "./analytics/http-requests.js";
 import { EdgeDispatch, type TenantZone, type PlatformHandlers, type RawHandler, type UpgradeHandler } from "./hostnames/dispatch.js";
 import { Hostnames } from "./hostnames/plan.js";
-import { EdgeMetrics } from "./metrics.js";
+import type { EdgeRequestCounter } from "./metrics.js";
 
 /**
  * The edge area: the hostname plan and the one dispatch by Host (hostnames/); later the proxy to origins and zone
@@ -33,11 +32,11 @@ export interface EdgeArea extends EdgeService {
   addTenantUpgradeHandler(handler: UpgradeHandler): void;
 }
 
-export function createEdgeService(options: OptionValues<typeof serveOptions>, areas: AreaHostnames, metrics?: Registry): EdgeArea {
+export function createEdgeService(options: OptionValues<typeof serveOptions>, areas: AreaHostnames, requests?: EdgeRequestCounter): EdgeArea {
   const { plan } = readEdgeConfig(options, areas);
   let isTenantName: (host: string) => boolean = () => false;
   const hostnames = new Hostnames(plan, (host) => isTenantName(host));
-  const dispatch = new EdgeDispatch(hostnames, metrics && new EdgeMetrics(metrics));
+  const dispatch = new EdgeDispatch(hostnames, requests);
   return {
     name: "edge",
     platformHostnames: {

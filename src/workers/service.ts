@@ -16,6 +16,7 @@ import { edgeRequestHandler } from "./edge-requests.js";
 import { followOtherNodes } from "./follow-nodes.js";
 import { scriptChanged, WORKERS_AREA } from "./pg-store.js";
 import { WorkerRouting } from "./routing/routing.js";
+import { ROUTES_AREA, ROUTES_CHANGED } from "./routing/pg-store.js";
 import { WorkerProxy } from "./runtime/proxy.js";
 import { WorkersMetrics } from "./metrics.js";
 import { WorkerOutbound, type SubrequestPort } from "./runtime/outbound.js";
@@ -105,6 +106,9 @@ export function createWorkersService(ctx: ServiceContext, deps: WorkersDeps): Wo
   runtime.mountBinding("assets", assets.bindingHandler);
   runtime.mountBinding("service", gate.fetch.bind(gate), gate.tunnel.bind(gate));
   const routing = new WorkerRouting(stores.routes, deps.zones, deps.edgeAddresses, runtime, config.domain, log);
+  // On SQLite the store announces nothing: every read of the table after a change here is announced, as PostgreSQL's
+  // commit does, for the edge threads that keep a table of their own (edge/threads/).
+  if (!ctx.postgres) routing.table.onReload(() => void ctx.bus.publish(ROUTES_AREA, ROUTES_CHANGED));
   // Scripts' own fetch() calls: to their zones' origins through the edge (attachSubrequests), else out as any fetch.
   const outbound = new WorkerOutbound((script) => routing.table.zonesOf(script), metrics && ((script) => metrics.subrequest(script)));
   runtime.mountBinding("outbound", outbound.handle, undefined, outbound.upgrade);

@@ -72,6 +72,11 @@ export interface AppOptions {
    * of a zone the node never heard of), so the guard and the handler alike read the client's own writes (platform.ts).
    */
   catchUp?: (req: FastifyRequest) => Promise<void>;
+  /**
+   * Awaited before a /client/v4 request that may have changed something (any method but GET and HEAD) answers: the
+   * edge threads have then applied it (platform.ts), so the client's next request is served with it by every loop.
+   */
+  changesApplied?: () => Promise<void>;
 }
 
 export const newRequestId = () => randomBytes(8).toString("hex");
@@ -231,6 +236,12 @@ export async function buildEdgeApp(opts: AppOptions): Promise<FastifyInstance> {
         req.principal = principal instanceof Promise ? await principal : principal;
       });
       if (opts.catchUp) v4.addHook("preHandler", opts.catchUp);
+      const changesApplied = opts.changesApplied;
+      if (changesApplied)
+        v4.addHook("onSend", async (req, _reply, payload) => {
+          if (req.method !== "GET" && req.method !== "HEAD") await changesApplied();
+          return payload;
+        });
       v4.addHook("preHandler", guardRoute);
       v4.addHook("onRoute", assertRouteDeclaresPermission);
       v4.addHook("onRoute", (route) => {

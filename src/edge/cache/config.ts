@@ -60,3 +60,18 @@ export function readCacheConfig(options: OptionValues<typeof cacheServeOptions>,
     purgePlan: options["cache-purge-plan"],
   };
 }
+
+/**
+ * The share of the cache one of `count` edge loops keeps (edge/threads/): loop 0 (the main thread) the configured
+ * directory, loop i its `threads/<i>` inside it; each a `count`th of the disk and memory budgets, so that together
+ * they keep what the operator allowed.
+ */
+export function cacheShare(cfg: CacheConfig, index: number, count: number): CacheConfig {
+  if (count <= 1) return cfg;
+  return {
+    ...cfg,
+    dir: index === 0 ? cfg.dir : join(cfg.dir, "threads", String(index)),
+    maxBytes: Math.floor(cfg.maxBytes / count),
+    memoryBytes: Math.floor(cfg.memoryBytes / count),
+  };
+}

@@ -3,7 +3,8 @@ import type { BusEvent } from "../../core/cluster/bus.js";
 import type { ServiceContext } from "../../core/service.js";
 import type { CacheRules, EdgeZones } from "../ports.js";
 import type { ZoneSettings } from "../settings/zone-settings.js";
-import { cacheServeOptions, readCacheConfig } from "./config.js";
+import type { Logger } from "../../core/logger.js";
+import { cacheServeOptions, cacheShare, readCacheConfig, type CacheConfig } from "./config.js";
 import type { PurgeSelector } from "./disk-index.js";
 import { EdgeCache } from "./http-cache.js";
 import { PurgeLimits } from "./purge-limits.js";
@@ -28,20 +29,19 @@ export interface CacheFeature {
  * The cache of proxied traffic on this node (edge/cache): its options, its purge API, and the purges of the other
  * nodes through the bus. `rules` is the Cache Rules port (edge/rules), when the composition root has one.
  */
-export function createCacheFeature(ctx: ServiceContext, deps: { zones: EdgeZones; settings: ZoneSettings; rules?: CacheRules }): CacheFeature {
-  const cfg = readCacheConfig(ctx.options(cacheServeOptions), ctx.config.stateDir);
+export function createCacheFeature(
+  ctx: ServiceContext,
+  deps: {
+    zones: EdgeZones;
+    settings: ZoneSettings;
+    rules?: CacheRules;
+    /** The edge loops serving the edge port (edge/threads/): this node's cache is split among them. */
+    edgeLoops?: number;
+  },
+): CacheFeature {
+  const cfg = cacheShare(readCacheConfig(ctx.options(cacheServeOptions), ctx.config.stateDir), 0, deps.edgeLoops ?? 1);
   const log = ctx.log.child({ service: "edge-cache" });
-  const settings = deps.settings;
-  const cache = new EdgeCache(
-    cfg,
-    {
-      developmentMode: (zoneId) => settings.on(zoneId, "development_mode"),
-      cacheLevel: (zoneId) => String(settings.raw(zoneId, "cache_level")),
-      browserCacheTtl: (zoneId) => Number(settings.raw(zoneId, "browser_cache_ttl")),
-    },
-    log,
-    deps.rules,
-  );
+  const cache = newEdgeCache(cfg, deps.settings, log, deps.rules);
 
   // The purge rate limits are counted where every node sees them: one account's buckets for the whole cluster.
   const pg = ctx.openPostgres(PURGE_LIMITS_AREA, PURGE_LIMITS_PG_MIGRATIONS);
@@ -61,21 +61,7 @@ export function createCacheFeature(ctx: ServiceContext, deps: { zones: EdgeZones
   );
 
   let unsubscribe: (() => void) | undefined;
-  const onEvent = (event: BusEvent) => {
-    if (event.type === "resync") {
-      // Purges may have been missed while the bus was down: nothing this node holds can be trusted.
-      cache.clear();
-      log.warn("bus resync: this node's cache was emptied (purges sent meanwhile may have been missed)");
-      return;
-    }
-    if (event.origin === ctx.bus.nodeId || !event.what.startsWith("purge:")) return;
-    try {
-      const { zone, selector } = JSON.parse(event.what.slice(6)) as { zone: string; selector: PurgeSelector };
-      cache.purge(zone, selector);
-    } catch (err) {
-      log.error({ err }, "a purge notice was not understood");
-    }
-  };
+  const onEvent = purgeNotices(cache, ctx.bus.nodeId, log);
   return {
     cache,
     registerApi: (app) => registerPurgeRoutes(app, deps.zones, limits, purge),
@@ -86,6 +72,42 @@ export function createCacheFeature(ctx: ServiceContext, deps: { zones: EdgeZones
       unsubscribe?.();
       cache.close();
     },
+  };
+}
+
+/** The cache's view of the zone settings it obeys. */
+export function newEdgeCache(cfg: CacheConfig, settings: ZoneSettings, log: Logger, rules?: CacheRules): EdgeCache {
+  return new EdgeCache(
+    cfg,
+    {
+      developmentMode: (zoneId) => settings.on(zoneId, "development_mode"),
+      cacheLevel: (zoneId) => String(settings.raw(zoneId, "cache_level")),
+      browserCacheTtl: (zoneId) => Number(settings.raw(zoneId, "browser_cache_ttl")),
+    },
+    log,
+    rules,
+  );
+}
+
+/**
+ * The bus subscriber of the cache area: applies the purges another node (or, in an edge thread, the main thread) was
+ * asked for; a resync empties the cache, as purges may have been missed.
+ */
+export function purgeNotices(cache: EdgeCache, nodeId: string, log: Logger): (event: BusEvent) => void {
+  return (event) => {
+    if (event.type === "resync") {
+      // Purges may have been missed while the bus was down: nothing this node holds can be trusted.
+      cache.clear();
+      log.warn("bus resync: this node's cache was emptied (purges sent meanwhile may have been missed)");
+      return;
+    }
+    if (event.origin === nodeId || !event.what.startsWith("purge:")) return;
+    try {
+      const { zone, selector } = JSON.parse(event.what.slice(6)) as { zone: string; selector: PurgeSelector };
+      cache.purge(zone, selector);
+    } catch (err) {
+      log.error({ err }, "a purge notice was not understood");
+    }
   };
 }
 

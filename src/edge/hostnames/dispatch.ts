@@ -4,7 +4,7 @@ import type { Duplex } from "node:stream";
 // Imported, not the global: `performance` on globalThis is a lazy accessor Node defines, read through a global IC a request.
 import { performance } from "node:perf_hooks";
 import type { TLSSocket } from "node:tls";
-import { knownCacheStatus, type EdgeMetrics, type EdgeTrafficArea } from "../metrics.js";
+import { knownCacheStatus, type EdgeRequestCounter, type EdgeTrafficArea } from "../metrics.js";
 import type { HttpRequestEvent } from "../analytics/http-requests.js";
 import { cacheStatusOf } from "../cache/http-cache.js";
 import { ErrorPages, sendErrorPage } from "./error-page.js";
@@ -80,7 +80,7 @@ export class EdgeDispatch {
 
   constructor(
     private readonly hostnames: Hostnames,
-    private readonly metrics?: EdgeMetrics,
+    private readonly metrics?: EdgeRequestCounter,
   ) {}
 
   /**
@@ -129,6 +129,16 @@ export class EdgeDispatch {
   /** The class of the request's Host (on loopback, hosts nothing claims are the API's). */
   classOf(req: IncomingMessage): HostClass {
     return this.factsOf(req).cls;
+  }
+
+  /**
+   * Whether a request with this Host (as sent) is a tenant's that no Worker may take: the proxy and the cache alone
+   * answer it (an edge thread serves such connections itself, edge/threads/). False while the memo is not kept.
+   */
+  tenantWithoutWorkers(host: string | undefined): boolean {
+    if (!this.hosts) return false;
+    const facts = this.hosts.get(host ?? "");
+    return facts.cls.kind === "tenant" && !facts.workers;
   }
 
   /** The request's Host's class and whether Workers may serve it. */

@@ -25,7 +25,13 @@ import { TenantResolver } from "./tenant-resolver.js";
  */
 export function createProxyService(
   ctx: ServiceContext,
-  deps: { zones: EdgeZones; isPlatformAddress: (ip: string) => boolean; cacheRules?: CacheRules },
+  deps: {
+    zones: EdgeZones;
+    isPlatformAddress: (ip: string) => boolean;
+    cacheRules?: CacheRules;
+    /** The edge loops serving the edge port (edge/threads/): the cache is split among them. */
+    edgeLoops?: number;
+  },
 ): EdgeService & {
   settings: ZoneSettings;
   forward: RawHandler;
@@ -43,14 +49,14 @@ export function createProxyService(
   const log = ctx.log.child({ service: "edge" });
   const pg = ctx.openPostgres(SETTINGS_AREA, SETTINGS_PG_MIGRATIONS);
   const settings = new ZoneSettings(
-    pg ? new PgZoneSettingsStore(pg, ctx.bus) : new SqliteZoneSettingsStore(ctx.openDb("edge-settings", SETTINGS_MIGRATIONS)),
+    pg ? new PgZoneSettingsStore(pg, ctx.bus) : new SqliteZoneSettingsStore(ctx.openDb("edge-settings", SETTINGS_MIGRATIONS), ctx.bus),
     log,
   );
   // A deleted zone's settings go with it: a zone of the same name made later starts from the defaults.
   deps.zones.onDeleted(
     (zoneId) => void settings.zoneDeleted(zoneId).catch((err: unknown) => log.error({ err, zoneId }, "settings of a deleted zone not removed")),
   );
-  const cache = createCacheFeature(ctx, { zones: deps.zones, settings, rules: deps.cacheRules });
+  const cache = createCacheFeature(ctx, { zones: deps.zones, settings, rules: deps.cacheRules, edgeLoops: deps.edgeLoops });
   const pools = new OriginPools({ connectTimeoutMs: cfg.originConnectTimeoutMs, answerTimeoutMs: cfg.originTimeoutMs, extraCa: cfg.originCa });
   const forwarder = new OriginForwarder({
     zones: deps.zones,

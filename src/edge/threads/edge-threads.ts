@@ -1,0 +1,238 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { createServer, type Server, type Socket } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Worker } from "node:worker_threads";
+import type { Bus, BusEvent } from "../../core/cluster/bus.js";
+import type { Logger } from "../../core/logger.js";
+import type { HttpRequestEvent } from "../analytics/http-requests.js";
+import type { EdgeRequestCounter } from "../metrics.js";
+import type { FromThread, ThreadStart, ToThread } from "./messages.js";
+import { parseProxyLine, PROXY_LINE_MAX, type ConnectionAddresses } from "./proxy-header.js";
+
+/** How long the API waits for every thread to apply a change before it restarts the threads that did not. */
+const SYNC_MS = 2_000;
+/** A thread that exits is started again after this long, doubling to RESPAWN_MAX_MS while it keeps exiting. */
+const RESPAWN_MS = 1_000;
+const RESPAWN_MAX_MS = 30_000;
+/** A thread that exits this often within a minute is left down (logged as an error): the others and the main thread serve. */
+const EXITS_PER_MINUTE = 5;
+/** How long a stop waits for the threads to finish their requests. */
+const STOP_MS = 8_000;
+/** How long a handed-over connection has to send its PROXY line. */
+const PROXY_LINE_WAIT_MS = 5_000;
+
+interface LiveThread {
+  index: number;
+  worker: Worker;
+  ready: boolean;
+  /** The last notice it applied. */
+  applied: number;
+  exits: number[];
+  delay: number;
+}
+
+/**
+ * The edge threads (`--edge-threads`): event loops beside the main thread that accept on the edge port's listening
+ * socket too, so that the proxy and the cache use more than one CPU. Each thread reads the tenant state (zones,
+ * settings, Cache Rules, Workers' routes) from the embedded state and keeps it current with the notices this class
+ * relays from the node's bus, numbered; `synced()` resolves once every thread has applied every notice relayed
+ * before the call (the API waits for it, so a change is served by every thread once its call returns). Connections a
+ * thread does not serve come to `connection` through a Unix socket of this process's own, after a PROXY line.
+ */
+export class EdgeThreads {
+  private readonly threads = new Map<number, LiveThread>();
+  private sent = 0;
+  private readonly waiters: { upTo: number; resolve: () => void }[] = [];
+  private readonly unsubscribe: (() => void)[] = [];
+  private handover?: Server;
+  private dir?: string;
+  private stopping = false;
+
+  constructor(
+    private readonly opts: {
+      /** The thread's entry (src/edge-thread.ts, built beside platform.js and in the bundle's directory). */
+      script: string;
+      /** Loops serving the edge port, the main thread's included: loops - 1 threads are started. */
+      loops: number;
+      bus: Bus;
+      /** The bus areas the threads' state follows. */
+      areas: readonly string[];
+      stateDir: string;
+      options: ReadonlyMap<string, unknown>;
+      log: Logger;
+      /** Tenants' requests the threads served, for the analytics. */
+      traffic: (event: HttpRequestEvent) => void;
+      /** The edge's request metrics, which count the threads' requests too. */
+      requests?: EdgeRequestCounter;
+      /** Serves a connection handed over by a thread as one the edge port accepted, from these addresses. */
+      connection: (socket: Socket) => void;
+    },
+  ) {}
+
+  /** Starts the threads on the edge port's listening socket; resolves once every one of them accepts. */
+  async start(fd: number): Promise<void> {
+    this.dir = mkdtempSync(join(tmpdir(), "edge-threads-"));
+    const path = join(this.dir, "handover.sock");
+    const handover = (this.handover = createServer((socket) => this.handedOver(socket)));
+    await new Promise<void>((resolve, reject) => {
+      handover.once("error", reject);
+      handover.listen(path, () => resolve());
+    });
+    for (const area of this.opts.areas)
+      this.unsubscribe.push(
+        this.opts.bus.subscribe(area, (event) => {
+          // One resync reaches every area's subscriber: relayed once.
+          if (event.type === "resync" && area !== this.opts.areas[0]) return;
+          this.relay(event);
+        }),
+      );
+    const started: Promise<void>[] = [];
+    for (let index = 1; index < this.opts.loops; index++) started.push(this.spawn(index, fd, path));
+    await Promise.all(started);
+  }
+
+  /** Resolves once every thread has applied every notice relayed so far (bounded: a thread that lags is restarted). */
+  synced(): Promise<void> {
+    const upTo = this.sent;
+    if (this.lagging(upTo).length === 0) return Promise.resolve();
+    return new Promise<void>((resolve) => {
+      const waiter = { upTo, resolve };
+      this.waiters.push(waiter);
+      const timer = setTimeout(() => {
+        const late = this.lagging(upTo);
+        if (late.length > 0) {
+          this.opts.log.error({ threads: late.map((t) => t.index), notice: upTo }, "edge threads did not apply a change in time: restarted");
+          for (const t of late) void t.worker.terminate();
+        }
+        this.release(waiter);
+      }, SYNC_MS);
+      timer.unref();
+      const release = waiter.resolve;
+      waiter.resolve = () => {
+        clearTimeout(timer);
+        release();
+      };
+    });
+  }
+
+  async stop(): Promise<void> {
+    this.stopping = true;
+    for (const off of this.unsubscribe) off();
+    const exits = [...this.threads.values()].map(
+      (t) =>
+        new Promise<void>((resolve) => {
+          t.worker.once("exit", () => resolve());
+          t.worker.postMessage({ type: "stop" } satisfies ToThread);
+          setTimeout(() => void t.worker.terminate(), STOP_MS).unref();
+        }),
+    );
+    await Promise.all(exits);
+    for (const w of this.waiters.splice(0)) w.resolve();
+    await new Promise<void>((resolve) => (this.handover ? this.handover.close(() => resolve()) : resolve()));
+    if (this.dir) rmSync(this.dir, { recursive: true, force: true });
+  }
+
+  private relay(event: BusEvent): void {
+    const n = ++this.sent;
+    for (const t of this.threads.values()) t.worker.postMessage({ type: "notice", n, event } satisfies ToThread);
+  }
+
+  private lagging(upTo: number): LiveThread[] {
+    return [...this.threads.values()].filter((t) => t.applied < upTo);
+  }
+
+  private release(waiter: { upTo: number; resolve: () => void }): void {
+    const i = this.waiters.indexOf(waiter);
+    if (i !== -1) this.waiters.splice(i, 1);
+    waiter.resolve();
+  }
+
+  private spawn(index: number, fd: number, handoverPath: string, previous?: LiveThread): Promise<void> {
+    const start: ThreadStart = {
+      index,
+      loops: this.opts.loops,
+      nodeId: `${this.opts.bus.nodeId}/edge-thread-${index}`,
+      stateDir: this.opts.stateDir,
+      options: new Map(this.opts.options),
+      fd,
+      handoverPath,
+    };
+    const worker = new Worker(this.opts.script, { workerData: start });
+    // Everything relayed before this thread exists is in what it reads.
+    const thread: LiveThread = { index, worker, ready: false, applied: this.sent, exits: previous?.exits ?? [], delay: previous?.delay ?? RESPAWN_MS };
+    this.threads.set(index, thread);
+    return new Promise<void>((resolve) => {
+      worker.on("message", (message: FromThread) => {
+        if (message.type === "ready") {
+          thread.ready = true;
+          thread.delay = RESPAWN_MS;
+          resolve();
+        } else if (message.type === "applied") {
+          thread.applied = message.n;
+          for (const w of [...this.waiters]) if (this.lagging(w.upTo).length === 0) this.release(w);
+        } else if (message.type === "traffic") {
+          for (const event of message.events) this.opts.traffic(event);
+          const requests = this.opts.requests;
+          if (requests) for (const r of message.requests) requests.record(...r);
+        }
+      });
+      worker.on("error", (err) => this.opts.log.error({ err, edgeThread: index }, "edge thread failed"));
+      worker.on("exit", (code) => {
+        this.threads.delete(index);
+        // Its notices no longer hold anyone up.
+        for (const w of [...this.waiters]) if (this.lagging(w.upTo).length === 0) this.release(w);
+        resolve();
+        if (this.stopping) return;
+        const now = Date.now();
+        thread.exits = [...thread.exits.filter((t) => now - t < 60_000), now];
+        if (thread.exits.length >= EXITS_PER_MINUTE) {
+          this.opts.log.error({ edgeThread: index, code }, "edge thread keeps exiting: left down, the other loops serve");
+          return;
+        }
+        this.opts.log.error({ edgeThread: index, code, restartInMs: thread.delay }, "edge thread exited: started again");
+        const timer = setTimeout(() => {
+          if (!this.stopping) void this.spawn(index, fd, handoverPath, { ...thread, delay: Math.min(thread.delay * 2, RESPAWN_MAX_MS) });
+        }, thread.delay);
+        timer.unref();
+      });
+    });
+  }
+
+  /** A connection a thread hands over: its PROXY line, then it is the edge port's, from the client's addresses. */
+  private handedOver(socket: Socket): void {
+    let seen: Buffer = Buffer.alloc(0);
+    const timer = setTimeout(() => socket.destroy(), PROXY_LINE_WAIT_MS);
+    const onData = (chunk: Buffer) => {
+      seen = seen.length === 0 ? chunk : Buffer.concat([seen, chunk]);
+      const end = seen.indexOf("\r\n");
+      if (end === -1) {
+        if (seen.length > PROXY_LINE_MAX) socket.destroy();
+        return;
+      }
+      clearTimeout(timer);
+      socket.removeListener("data", onData);
+      const addresses = parseProxyLine(seen.toString("latin1", 0, end));
+      if (!addresses) return void socket.destroy();
+      asAccepted(socket, addresses);
+      this.opts.connection(socket);
+      const rest = seen.subarray(end + 2);
+      // Node's parser reads the socket from now on; what was read here goes to it first, in this same turn.
+      if (rest.length > 0) socket.emit("data", rest);
+    };
+    socket.on("data", onData);
+    socket.on("error", () => socket.destroy());
+  }
+}
+
+/** The socket answers for the client's connection: its addresses are the ones the thread accepted it from. */
+function asAccepted(socket: Socket, a: ConnectionAddresses): void {
+  const family = a.remoteAddress.includes(":") ? "IPv6" : "IPv4";
+  Object.defineProperties(socket, {
+    remoteAddress: { value: a.remoteAddress },
+    remotePort: { value: a.remotePort },
+    remoteFamily: { value: family },
+    localAddress: { value: a.localAddress },
+    localPort: { value: a.localPort },
+  });
+}

@@ -1,0 +1,39 @@
+import type { BusEvent } from "../../core/cluster/bus.js";
+import type { HttpRequestEvent } from "../analytics/http-requests.js";
+import type { EdgeTrafficArea } from "../metrics.js";
+
+/** What an edge thread starts from (its workerData). */
+export interface ThreadStart {
+  /** 1 and up (0 is the main thread). */
+  index: number;
+  /** How many loops serve the edge port, the main thread's included (each keeps that share of the cache). */
+  loops: number;
+  /** The bus identity of the thread: never the node's, so the main thread's own notices are changes to it. */
+  nodeId: string;
+  stateDir: string;
+  /** Every serve option by its long name, as the main thread merged them. */
+  options: Map<string, unknown>;
+  /** The edge port's listening socket, which the thread accepts on too. */
+  fd: number;
+  /** The main thread's Unix socket for the connections a thread does not serve (proxy-header.ts first). */
+  handoverPath: string;
+}
+
+/** From the main thread to an edge thread. */
+export type ToThread =
+  /** A bus notice, numbered: the thread says `applied` with its number once its handlers' work is done. */
+  | { type: "notice"; n: number; event: BusEvent }
+  /** Stop accepting, finish the requests in flight (bounded), then exit. */
+  | { type: "stop" };
+
+/** From an edge thread to the main thread. */
+export type FromThread =
+  /** Its state is read and it accepts connections. */
+  | { type: "ready" }
+  /** Every notice up to `n` is applied. */
+  | { type: "applied"; n: number }
+  /** Tenants' requests that ended, for the analytics' rollups (sent at most once a second). */
+  | { type: "traffic"; events: HttpRequestEvent[]; requests: CountedRequest[] };
+
+/** One request the thread counted for the edge's metrics (EdgeRequestCounter.record's arguments). */
+export type CountedRequest = [area: EdgeTrafficArea, status: number | undefined, zone: string, seconds: number, bytes: number, cacheStatus: string | undefined];

@@ -1,0 +1,322 @@
+// An edge thread's work (src/edge-thread.ts composes it): accepts on the edge port's listening socket beside the main
+// thread, serves the connections whose first request is for a proxied name no Worker is routed on (the proxy and the
+// cache, from copies of the tenant state kept current with the main thread's notices), and hands every other
+// connection to the main thread with its addresses (proxy-header.ts).
+import { createServer, request as httpRequest, type IncomingMessage, type ServerResponse } from "node:http";
+import { connect, createServer as createNetServer, type Socket } from "node:net";
+import type { Duplex } from "node:stream";
+import type { MessagePort } from "node:worker_threads";
+import { optionValues } from "../../core/cli/option-values.js";
+import type { CoreConfig } from "../../core/config.js";
+import type { Db } from "../../core/db/sqlite.js";
+import { ConnectionLimits } from "../../core/http/connection-limits.js";
+import { StalledBodies } from "../../core/http/stalled-bodies.js";
+import { answerAndClose, answerClientError, MAX_HEADER_BYTES, MAX_URL_BYTES, refuseLongUrl, refuseOnSocket } from "../../core/http/transport-errors.js";
+import { serveUpgradeAsRequest } from "../../core/http/upgrade.js";
+import type { Logger } from "../../core/logger.js";
+import type { HttpRequestEvent } from "../analytics/http-requests.js";
+import { cacheServeOptions, cacheShare, readCacheConfig } from "../cache/config.js";
+import { CACHE_AREA, newEdgeCache, purgeNotices } from "../cache/service.js";
+import { serveOptions as edgeOptions, type AreaHostnames } from "../config.js";
+import type { EdgeRequestCounter } from "../metrics.js";
+import type { EdgeZones } from "../ports.js";
+import { OriginAddressPolicy } from "../origin/address-policy.js";
+import { originServeOptions, readOriginConfig } from "../origin/config.js";
+import { OriginForwarder } from "../origin/forwarder.js";
+import { OriginPools } from "../origin/pools.js";
+import { TenantResolver } from "../origin/tenant-resolver.js";
+import { CacheRulesets } from "../rules/cache-rules.js";
+import { SqliteCacheRulesStore } from "../rules/sqlite-store.js";
+import { SqliteZoneSettingsStore } from "../settings/sqlite-store.js";
+import { ZoneSettings } from "../settings/zone-settings.js";
+import { createEdgeService } from "../service.js";
+import type { PlatformHostnames } from "../../core/service.js";
+import { peekHost } from "./host-peek.js";
+import type { CountedRequest, FromThread, ThreadStart, ToThread } from "./messages.js";
+import { proxyLine } from "./proxy-header.js";
+import type { ThreadBus } from "./thread-bus.js";
+
+/** DNS's zones as the thread keeps them (dns/replica.ts, handed over by src/edge-thread.ts). */
+export interface ThreadZones extends Omit<EdgeZones, "onDeleted"> {
+  zoneOf(host: string): { id: string; name: string; accountId: string } | undefined;
+  isPlatformAddress(ip: string): boolean;
+  load(): Promise<void>;
+  stop(): void;
+}
+
+/** Workers' routes as the thread keeps them (workers/routing/replica.ts): only whether a Worker may take a host. */
+export interface ThreadRoutes {
+  mayMatch(host: string | undefined): boolean;
+  generation(): number;
+  load(): Promise<void>;
+  stop(): void;
+}
+
+export interface EdgeThreadDeps {
+  start: ThreadStart;
+  port: MessagePort;
+  bus: ThreadBus;
+  log: Logger;
+  core: CoreConfig;
+  /** The hostname plan's names of the other areas (their options). */
+  names: AreaHostnames;
+  /** Made with the thread's hostname plan (the zones check tenants' names against it). */
+  zones: (platformHostnames: PlatformHostnames) => ThreadZones;
+  /** Made after `zones` (the routes are read against them). */
+  routes: () => ThreadRoutes;
+  /** Opens one of the embedded state's databases, read only. */
+  openDb: (name: string) => Db;
+}
+
+/** Traffic events are sent to the main thread this often (a thread that dies loses at most this much of its counts). */
+const TRAFFIC_FLUSH_MS = 1_000;
+/** The most traffic events held between flushes (past it they are sent at once). */
+const TRAFFIC_BATCH = 2_000;
+/** A connection whose first head has not arrived in this long is handed to the main thread (its head timeout applies there). */
+const PEEK_WAIT_MS = 10_000;
+/** How long a stopping thread lets its requests finish. */
+const STOP_GRACE_MS = 5_000;
+
+/** Runs the thread until the main thread says stop (then the thread exits). */
+export function serveEdgeThread(deps: EdgeThreadDeps): void {
+  const { start, port, bus, log, core } = deps;
+  const send = (message: FromThread) => port.postMessage(message);
+  const options = start.options;
+  port.on("message", (message: ToThread) => {
+    if (message.type === "notice") bus.deliver(message.n, message.event);
+    else if (message.type === "stop") void stop();
+  });
+
+  // Requests that ended, for the main thread's analytics (tenants') and metrics (all).
+  let traffic: HttpRequestEvent[] = [];
+  let counted: CountedRequest[] = [];
+  const flushTraffic = () => {
+    if (traffic.length === 0 && counted.length === 0) return;
+    send({ type: "traffic", events: traffic, requests: counted });
+    traffic = [];
+    counted = [];
+  };
+  const requests: EdgeRequestCounter = {
+    record(area, status, zone, seconds, bytes, cacheStatus) {
+      counted.push([area, status, zone, seconds, bytes, cacheStatus]);
+      if (counted.length >= TRAFFIC_BATCH) flushTraffic();
+    },
+  };
+  const flushTimer = setInterval(flushTraffic, TRAFFIC_FLUSH_MS);
+
+  // The hostname plan, as the main thread has it.
+  const edge = createEdgeService(optionValues(options, edgeOptions), deps.names, requests);
+
+  // The tenant state, subscribed before it is read (a change between the read and the subscription is not missed).
+  const zones = deps.zones(edge.platformHostnames);
+  const routes = deps.routes();
+  const edgeZones: EdgeZones = {
+    accountOf: (zoneId) => zones.accountOf(zoneId),
+    nameOf: (zoneId) => zones.nameOf(zoneId),
+    // The main thread removes a deleted zone's settings, rules and cache (its purge reaches this thread as a notice).
+    onDeleted: () => undefined,
+    originOf: (host) => zones.originOf(host),
+    generation: () => zones.generation(),
+  };
+  const settings = new ZoneSettings(new SqliteZoneSettingsStore(deps.openDb("edge-settings")), log);
+  const rules = new CacheRulesets(new SqliteCacheRulesStore(deps.openDb("edge-rules")), log);
+
+  const cacheConfig = cacheShare(readCacheConfig(optionValues(options, cacheServeOptions), start.stateDir), start.index, start.loops);
+  const cache = newEdgeCache(cacheConfig, settings, log, rules);
+  const origin = readOriginConfig(optionValues(options, originServeOptions));
+  const pools = new OriginPools({ connectTimeoutMs: origin.originConnectTimeoutMs, answerTimeoutMs: origin.originTimeoutMs, extraCa: origin.originCa });
+  const forwarder = new OriginForwarder({
+    zones: edgeZones,
+    settings,
+    policy: new OriginAddressPolicy(origin.originAllow, (ip) => zones.isPlatformAddress(ip)),
+    pools,
+    resolver: new TenantResolver(origin.originResolvers, origin.originConnectTimeoutMs),
+    cache,
+    connectTimeoutMs: origin.originConnectTimeoutMs,
+    answerTimeoutMs: origin.originTimeoutMs,
+    log,
+  });
+
+  // Requests that reach the dispatch but are not the thread's (a kept-alive connection that asks for another host):
+  // each is carried to the main thread on a connection of its own, with the client's addresses.
+  const toMain = (socket: Socket | Duplex) => {
+    const upstream = connect(start.handoverPath);
+    const s = socket as Socket;
+    upstream.write(
+      proxyLine({
+        remoteAddress: s.remoteAddress ?? "0.0.0.0",
+        remotePort: s.remotePort ?? 0,
+        localAddress: s.localAddress ?? "0.0.0.0",
+        localPort: s.localPort ?? 0,
+      }),
+    );
+    return upstream;
+  };
+  const relayRequest = (req: IncomingMessage, res: ServerResponse): boolean => {
+    const upstream = httpRequest({
+      createConnection: () => toMain(req.socket),
+      method: req.method,
+      path: req.url,
+      headers: req.rawHeaders,
+      agent: false,
+    });
+    upstream.on("response", (answer) => {
+      res.writeHead(answer.statusCode ?? 502, answer.statusMessage, answer.rawHeaders);
+      answer.pipe(res);
+    });
+    upstream.on("error", () => res.destroy());
+    res.on("close", () => upstream.destroy());
+    req.pipe(upstream);
+    return true;
+  };
+  const relayUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer): boolean => {
+    const upstream = toMain(socket);
+    const lines = [`${req.method} ${req.url} HTTP/${req.httpVersion}`];
+    for (let i = 0; i < req.rawHeaders.length; i += 2) lines.push(`${req.rawHeaders[i]}: ${req.rawHeaders[i + 1]}`);
+    upstream.write(lines.join("\r\n") + "\r\n\r\n");
+    if (head.length > 0) upstream.write(head);
+    splice(socket, upstream);
+    return true;
+  };
+
+  edge.attach({
+    zoneOf: (host) => zones.zoneOf(host),
+    zonesGeneration: () => zones.generation(),
+    traffic: (event) => {
+      traffic.push(event);
+      if (traffic.length >= TRAFFIC_BATCH) flushTraffic();
+    },
+    handlers: {
+      workers: relayRequest,
+      // Hosts of the workers domain are the platform's, never this thread's: only routes and Custom Domains matter here.
+      workersMayServe: (host) => routes.mayMatch(host),
+      workersGeneration: () => routes.generation(),
+      workerUpgrade: relayUpgrade,
+      tailUpgrade: relayUpgrade,
+      gateway: relayRequest,
+      s3: relayRequest,
+    },
+  });
+  edge.addTenantHandler((req, res) => forwarder.handle(req, res));
+  edge.addTenantUpgradeHandler((req, socket, head) => forwarder.handleUpgrade(req, socket, head));
+  const dispatch = edge.dispatch;
+
+  // The HTTP server of the connections this thread serves: the main thread's edge server's rules (app.ts), with its
+  // share of the connection limits.
+  const loops = start.loops;
+  const connections = new ConnectionLimits({
+    max: Math.ceil(core.connections.max / loops),
+    perClientMax: Math.ceil(core.connections.perClientMax / loops),
+    perClientExempt: core.connections.perClientExempt,
+  });
+  const stalledBodies = new StalledBodies({ idleMs: core.bodyIdleMs, minBytesPerSecond: core.bodyMinBytesPerSecond });
+  const listener = (req: IncomingMessage, res: ServerResponse) => {
+    const refusal = connections.refusalFor(req.socket);
+    if (refusal) return answerAndClose(res, refusal);
+    if (refuseLongUrl(req, res)) return;
+    stalledBodies.watch(req, res);
+    if (dispatch.request(req, res)) return;
+    // The v4 API and the dashboard (Fastify's, in the main thread).
+    relayRequest(req, res);
+  };
+  const http = createServer({ maxHeaderSize: MAX_HEADER_BYTES, connectionsCheckingInterval: Math.min(Math.max(core.headTimeoutMs / 4, 50), 30_000) }, listener);
+  connections.install(http);
+  http.on("clientError", answerClientError);
+  http.on("upgrade", (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+    const refusal = connections.refusalFor(req.socket);
+    if (refusal) return refuseOnSocket(socket, refusal);
+    if ((req.url?.length ?? 0) <= MAX_URL_BYTES && dispatch.upgrade(req, socket, head)) return;
+    if (dispatch.classOf(req).kind !== "tenant") return void relayUpgrade(req, socket, head);
+    serveUpgradeAsRequest(req, socket, listener);
+  });
+  http.keepAliveTimeout = 65_000;
+  http.headersTimeout = core.headTimeoutMs;
+  http.requestTimeout = 0;
+
+  /** Both ways until either side ends; an error on one ends the other. */
+  function splice(a: Duplex, b: Duplex): void {
+    a.pipe(b);
+    b.pipe(a);
+    const end = () => {
+      a.destroy();
+      b.destroy();
+    };
+    a.on("error", end);
+    b.on("error", end);
+    a.on("close", end);
+    b.on("close", end);
+  }
+
+  /**
+   * A new connection: its first head decides. The thread serves it when its Host is a tenant's no Worker may take;
+   * otherwise the main thread gets it whole, the bytes read so far first, after the PROXY line with its addresses.
+   */
+  function accepted(socket: Socket): void {
+    let seen: Buffer = Buffer.alloc(0);
+    const timer = setTimeout(() => decide("none"), PEEK_WAIT_MS);
+    const onData = (chunk: Buffer) => {
+      seen = seen.length === 0 ? chunk : Buffer.concat([seen, chunk]);
+      const peeked = peekHost(seen, MAX_HEADER_BYTES + MAX_URL_BYTES);
+      if (peeked !== "more") decide(peeked);
+    };
+    const onEnd = () => decide("none");
+    const decide = (peeked: { host: string } | "none") => {
+      clearTimeout(timer);
+      socket.removeListener("data", onData);
+      socket.removeListener("end", onEnd);
+      socket.removeListener("error", onEnd);
+      if (socket.destroyed) return;
+      if (peeked !== "none" && dispatch.tenantWithoutWorkers(peeked.host)) {
+        http.emit("connection", socket);
+        // Node's parser reads the socket from now on; what was read here goes to it first, in this same turn.
+        socket.emit("data", seen);
+        return;
+      }
+      const upstream = toMain(socket);
+      if (seen.length > 0) upstream.write(seen);
+      splice(socket, upstream);
+    };
+    socket.on("data", onData);
+    socket.on("end", onEnd);
+    socket.on("error", onEnd);
+  }
+
+  const acceptor = createNetServer({ pauseOnConnect: false }, accepted);
+
+  let stopping = false;
+  async function stop(): Promise<void> {
+    if (stopping) return;
+    stopping = true;
+    acceptor.close();
+    forwarder.closeUpgraded();
+    http.closeIdleConnections();
+    const grace = setTimeout(() => http.closeAllConnections(), STOP_GRACE_MS);
+    await new Promise<void>((resolve) => http.close(() => resolve()));
+    clearTimeout(grace);
+    clearInterval(flushTimer);
+    flushTraffic();
+    zones.stop();
+    routes.stop();
+    settings.stop();
+    rules.stop();
+    stalledBodies.close();
+    cache.close();
+    await pools.close();
+    process.exit(0);
+  }
+
+  // The state first, subscribed before it is read (a change between the read and the subscription is not missed).
+  settings.follow(bus);
+  rules.follow(bus);
+  bus.subscribe(CACHE_AREA, purgeNotices(cache, start.nodeId, log));
+  void (async () => {
+    await zones.load();
+    await settings.load();
+    await rules.load();
+    await routes.load();
+    acceptor.listen({ fd: start.fd }, () => send({ type: "ready" }));
+  })().catch((err: unknown) => {
+    log.error({ err }, "edge thread could not start");
+    process.exit(1);
+  });
+}
