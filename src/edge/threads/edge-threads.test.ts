@@ -1,0 +1,167 @@
+import assert from "node:assert/strict";
+import { randomBytes } from "node:crypto";
+import { request, type IncomingHttpHeaders } from "node:http";
+import { after, before, describe, it } from "node:test";
+import { eventually } from "../../core/testing/eventually.js";
+import { freeMetricsPort, sample, scrape } from "../../core/testing/metrics.js";
+import { startTestPlatform, type TestPlatform } from "../../core/testing/platform.js";
+import { createAccount, uploadScript } from "../../workers/testing/helpers.js";
+import { startScriptedOrigin } from "../cache/testing/origin.js";
+import { loopbackBlock } from "../testing/origins.js";
+
+/** Requests on fresh connections: each is accepted by whichever of the edge's loops the kernel wakes. */
+const CONNECTIONS = 48;
+const HANG_GUARD = { timeout: 300_000 };
+
+describe("edge threads (--edge-threads 3): three loops accept on the edge port", HANG_GUARD, () => {
+  let p: TestPlatform;
+  let port: string;
+  let metricsUrl: string;
+  const address = loopbackBlock();
+  let origin: Awaited<ReturnType<typeof startScriptedOrigin>>;
+  let otherOrigin: Awaited<ReturnType<typeof startScriptedOrigin>>;
+  const zone = `threads${randomBytes(4).toString("hex")}.example`;
+  let zoneId: string;
+  let recordId: string;
+  const closing: (() => unknown)[] = [];
+  const cleanups = { after: (fn: () => unknown) => void closing.push(fn) };
+
+  /** One request on a connection of its own (closed after it). */
+  const fresh = (path: string, host: string, headers: Record<string, string> = {}) =>
+    new Promise<{ status: number; headers: IncomingHttpHeaders; text: string }>((resolve, reject) => {
+      const req = request({ host: "127.0.0.1", port, path, agent: false, headers: { host, connection: "close", ...headers } }, (res) => {
+        let text = "";
+        res.setEncoding("utf8");
+        res.on("data", (d: string) => (text += d));
+        res.on("end", () => resolve({ status: res.statusCode ?? 0, headers: res.headers, text }));
+        res.on("error", reject);
+      });
+      req.on("error", reject);
+      req.end();
+    });
+  /** The answers of CONNECTIONS fresh connections, made one after the other. */
+  const many = async (path: string, host = `www.${zone}`, headers: Record<string, string> = {}) => {
+    const answers = [];
+    for (let i = 0; i < CONNECTIONS; i++) answers.push(await fresh(path, host, headers));
+    return answers;
+  };
+
+  before(async () => {
+    const metricsPort = await freeMetricsPort();
+    p = await startTestPlatform({ args: ["--edge-threads", "3", "--origin-allow", "127.0.0.0/8", "--metrics-port", String(metricsPort)] });
+    port = new URL(p.url).port;
+    metricsUrl = `http://127.0.0.1:${metricsPort}/metrics`;
+    origin = await startScriptedOrigin(cleanups, address(1));
+    otherOrigin = await startScriptedOrigin(cleanups, address(2));
+    zoneId = (await p.api("POST", "/zones", { name: zone, account: { id: p.accountId } })).body.result.id;
+    const record = await p.api("POST", `/zones/${zoneId}/dns_records`, { type: "A", name: "www", content: address(1), proxied: true });
+    assert.equal(record.status, 200, JSON.stringify(record.body));
+    recordId = record.body.result.id;
+  });
+  after(async () => {
+    for (const cleanup of closing) await cleanup();
+    await p?.dispose();
+  });
+
+  it("each loop serves proxied names and keeps a cache of its own", async () => {
+    origin.route("/app.js", (_req, res) => res.writeHead(200, { "cache-control": "max-age=3600", "cache-tag": "app" }).end("app v1"));
+    const answers = await many("/app.js");
+    assert.deepEqual(new Set(answers.map((a) => a.text)), new Set(["app v1"]));
+    // One origin fetch per loop that answered: more than one shows the threads serve (each fills its own cache).
+    const fills = origin.count("/app.js");
+    assert.ok(fills >= 2 && fills <= 3, `${fills} loops filled their cache from ${CONNECTIONS} connections`);
+    assert.equal(answers.filter((a) => a.headers["cf-cache-status"] === "MISS").length, fills);
+  });
+
+  it("a purge is applied by every loop before its call answers", async () => {
+    origin.route("/app.js", (_req, res) => res.writeHead(200, { "cache-control": "max-age=3600", "cache-tag": "app" }).end("app v2"));
+    for (const body of [{ tags: ["app"] }, { files: [`http://www.${zone}/app.js`] }, { purge_everything: true }]) {
+      await many("/app.js");
+      const purged = await p.api("POST", `/zones/${zoneId}/purge_cache`, body);
+      assert.equal(purged.status, 200, JSON.stringify(purged.body));
+      const version = `app v${randomBytes(3).toString("hex")}`;
+      origin.route("/app.js", (_req, res) => res.writeHead(200, { "cache-control": "max-age=3600", "cache-tag": "app" }).end(version));
+      const answers = await many("/app.js");
+      assert.deepEqual(new Set(answers.map((a) => a.text)), new Set([version]), `after a purge by ${Object.keys(body)[0]}, no loop answers what it held`);
+    }
+  });
+
+  it("a record, a setting and a Cache Rule changed through the API are served by every loop once the call answers", async () => {
+    otherOrigin.route("/who", (_req, res) => res.end("other origin"));
+    origin.route("/who", (_req, res) => res.end("first origin"));
+    assert.deepEqual(new Set((await many("/who")).map((a) => a.text)), new Set(["first origin"]));
+    const moved = await p.api("PATCH", `/zones/${zoneId}/dns_records/${recordId}`, { content: address(2) });
+    assert.equal(moved.status, 200, JSON.stringify(moved.body));
+    assert.deepEqual(new Set((await many("/who")).map((a) => a.text)), new Set(["other origin"]));
+
+    otherOrigin.route("/lib.js", (_req, res) => res.writeHead(200, { "cache-control": "max-age=3600" }).end("lib"));
+    await many("/lib.js");
+    assert.equal((await p.api("PATCH", `/zones/${zoneId}/settings/development_mode`, { value: "on" })).status, 200);
+    assert.deepEqual(new Set((await many("/lib.js")).map((a) => a.headers["cf-cache-status"])), new Set(["BYPASS"]));
+    assert.equal((await p.api("PATCH", `/zones/${zoneId}/settings/development_mode`, { value: "off" })).status, 200);
+    assert.ok(!(await many("/lib.js")).some((a) => a.headers["cf-cache-status"] === "BYPASS"));
+
+    otherOrigin.route("/page.html", (_req, res) => res.end("<p>page</p>"));
+    assert.deepEqual(new Set((await many("/page.html")).map((a) => a.headers["cf-cache-status"])), new Set(["DYNAMIC"]));
+    const rules = await p.api("PUT", `/zones/${zoneId}/rulesets/phases/http_request_cache_settings/entrypoint`, {
+      rules: [
+        {
+          expression: 'http.request.uri.path.extension eq "html"',
+          action: "set_cache_settings",
+          action_parameters: { cache: true, edge_ttl: { mode: "override_origin", default: 3600 } },
+        },
+      ],
+    });
+    assert.equal(rules.status, 200, JSON.stringify(rules.body));
+    const cached = (await many("/page.html")).map((a) => a.headers["cf-cache-status"]);
+    assert.ok(!cached.includes("DYNAMIC"), `after the rule: ${cached.join(" ")}`);
+  });
+
+  it("connections a thread hands over keep the client's addresses: the loopback rule and a Worker's CF-Connecting-IP", async () => {
+    // A host nothing claims is the API's on loopback only: a handed-over connection that lost its local address would
+    // get the edge's error page (1001) instead.
+    for (const a of await many("/client/v4/user/tokens/verify", `unclaimed-${randomBytes(3).toString("hex")}.test`, { authorization: `Bearer ${p.token}` }))
+      assert.equal(a.status, 200, a.text);
+    const uploaded = await uploadScript(
+      p,
+      "threads-ip",
+      `export default { fetch: (request) => new Response("ip " + request.headers.get("cf-connecting-ip")) };`,
+    );
+    assert.equal(uploaded.status, 200, JSON.stringify(uploaded.body));
+    const route = await p.api("POST", `/zones/${zoneId}/workers/routes`, { pattern: `www.${zone}/ip*`, script: "threads-ip" });
+    assert.equal(route.status, 200, JSON.stringify(route.body));
+    // The route table reaches every loop before the call answers: no request is proxied to the origin any more.
+    const answers = await many("/ip");
+    assert.deepEqual(new Set(answers.map((a) => a.text)), new Set(["ip 127.0.0.1"]));
+  });
+
+  it("the threads' requests are counted in the metrics and the analytics", async () => {
+    const counted = () => sample(text, "edgeplatform_edge_requests_total", `area="proxy",status_class="2xx",zone="${zone}"`) ?? 0;
+    let text = await scrape(metricsUrl);
+    const before = counted();
+    await many("/lib.js");
+    await eventually(
+      async () => {
+        text = await scrape(metricsUrl);
+        return counted() - before === CONNECTIONS;
+      },
+      `the ${CONNECTIONS} requests counted (${counted() - before} so far)`,
+    );
+  });
+
+  it("a deleted zone is no longer proxied by any loop once the call answers; another account's zone is untouched", async () => {
+    const accountB = await createAccount(p, "threads-b");
+    const zoneB = `threads-b-${randomBytes(4).toString("hex")}.example`;
+    const b = (await p.api("POST", "/zones", { name: zoneB, account: { id: accountB } }, p.keyHeaders())).body.result.id;
+    assert.equal((await p.api("POST", `/zones/${b}/dns_records`, { type: "A", name: "www", content: address(1), proxied: true }, p.keyHeaders())).status, 200);
+    origin.route("/b", (_req, res) => res.end("b's site"));
+    assert.deepEqual(new Set((await many("/b", `www.${zoneB}`)).map((a) => a.text)), new Set(["b's site"]));
+    assert.equal((await p.api("DELETE", `/zones/${zoneId}`)).status, 200);
+    const gone = await many("/who");
+    assert.ok(
+      gone.every((a) => a.status >= 400 && !a.text.includes("origin")),
+      gone.map((a) => `${a.status}`).join(" "),
+    );
+    assert.deepEqual(new Set((await many("/b", `www.${zoneB}`)).map((a) => a.text)), new Set(["b's site"]));
+  });
+});
