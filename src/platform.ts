@@ -113,7 +113,12 @@ export async function startPlatform(config: PlatformConfig, log: Logger = create
   const metrics = config.core.metrics ? createMetricsRegistry() : undefined;
   if (metrics) {
     registerClusterMetrics(metrics, backends.postgres, backends.bus);
-    registerConnectionMetrics(metrics, () => connections.openConnections);
+    // The edge threads' own connections too (those they hand over are counted here, as this thread serves them).
+    registerConnectionMetrics(metrics, () => {
+      const own = connections.openConnections;
+      const inThreads = threads?.openConnections;
+      return inThreads ? { plain: own.plain + inThreads.plain, tls: own.tls + inThreads.tls } : own;
+    });
   }
   // Every request of the edge port, counted by the dispatch (the edge threads' too, sent here in batches).
   const edgeMetrics = metrics && new EdgeMetrics(metrics);

@@ -17,7 +17,10 @@ export function createCacheRulesService(ctx: ServiceContext, deps: { zones: Edge
   const log = ctx.log.child({ service: "edge-rules" });
   let warmTimer: NodeJS.Timeout | undefined;
   const pg = ctx.openPostgres(RULES_AREA, RULES_PG_MIGRATIONS);
-  const rulesets = new CacheRulesets(pg ? new PgCacheRulesStore(pg, ctx.bus) : new SqliteCacheRulesStore(ctx.openDb("edge-rules", RULES_MIGRATIONS), ctx.bus), log);
+  const rulesets = new CacheRulesets(
+    pg ? new PgCacheRulesStore(pg, ctx.bus) : new SqliteCacheRulesStore(ctx.openDb("edge-rules", RULES_MIGRATIONS), ctx.bus),
+    log,
+  );
   // A deleted zone's rules go with it: a zone of the same name made later starts with none.
   deps.zones.onDeleted(
     (zoneId) => void rulesets.zoneDeleted(zoneId).catch((err: unknown) => log.error({ err, zoneId }, "cache rules of a deleted zone not removed")),

@@ -7,7 +7,7 @@ import type { Bus, BusEvent } from "../../core/cluster/bus.js";
 import type { Logger } from "../../core/logger.js";
 import type { HttpRequestEvent } from "../analytics/http-requests.js";
 import type { EdgeRequestCounter } from "../metrics.js";
-import type { FromThread, ThreadStart, ToThread } from "./messages.js";
+import type { FromThread, OpenConnections, ThreadStart, ToThread } from "./messages.js";
 import { parseProxyLine, PROXY_LINE_MAX, type ConnectionAddresses } from "./proxy-header.js";
 
 /** How long the API waits for every thread to apply a change before it restarts the threads that did not. */
@@ -42,6 +42,8 @@ interface LiveThread {
  */
 export class EdgeThreads {
   private readonly threads = new Map<number, LiveThread>();
+  /** Each thread's open connections, as it last said (within a second). */
+  private readonly open = new Map<number, OpenConnections>();
   private sent = 0;
   private readonly waiters: { upTo: number; resolve: () => void }[] = [];
   private readonly unsubscribe: (() => void)[] = [];
@@ -90,6 +92,17 @@ export class EdgeThreads {
     const started: Promise<void>[] = [];
     for (let index = 1; index < this.opts.loops; index++) started.push(this.spawn(index, fd, path));
     await Promise.all(started);
+  }
+
+  /** The connections the threads serve now (as they said within the last second). */
+  get openConnections(): OpenConnections {
+    let plain = 0;
+    let tls = 0;
+    for (const o of this.open.values()) {
+      plain += o.plain;
+      tls += o.tls;
+    }
+    return { plain, tls };
   }
 
   /** Resolves once every thread has applied every notice relayed so far (bounded: a thread that lags is restarted). */
@@ -172,6 +185,7 @@ export class EdgeThreads {
           thread.applied = message.n;
           for (const w of [...this.waiters]) if (this.lagging(w.upTo).length === 0) this.release(w);
         } else if (message.type === "traffic") {
+          this.open.set(index, message.open);
           for (const event of message.events) this.opts.traffic(event);
           const requests = this.opts.requests;
           if (requests) for (const r of message.requests) requests.record(...r);
@@ -180,6 +194,7 @@ export class EdgeThreads {
       worker.on("error", (err) => this.opts.log.error({ err, edgeThread: index }, "edge thread failed"));
       worker.on("exit", (code) => {
         this.threads.delete(index);
+        this.open.delete(index);
         // Its notices no longer hold anyone up.
         for (const w of [...this.waiters]) if (this.lagging(w.upTo).length === 0) this.release(w);
         resolve();

@@ -33,7 +33,13 @@ export type FromThread =
   /** Every notice up to `n` is applied. */
   | { type: "applied"; n: number }
   /** Tenants' requests that ended, for the analytics' rollups (sent at most once a second). */
-  | { type: "traffic"; events: HttpRequestEvent[]; requests: CountedRequest[] };
+  | { type: "traffic"; events: HttpRequestEvent[]; requests: CountedRequest[]; open: OpenConnections };
+
+/** The connections a thread serves now (the metrics' gauge sums the main thread's and the threads'). */
+export interface OpenConnections {
+  plain: number;
+  tls: number;
+}
 
 /** One request the thread counted for the edge's metrics (EdgeRequestCounter.record's arguments). */
 export type CountedRequest = [area: EdgeTrafficArea, status: number | undefined, zone: string, seconds: number, bytes: number, cacheStatus: string | undefined];

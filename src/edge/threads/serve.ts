@@ -90,9 +90,12 @@ export function serveEdgeThread(deps: EdgeThreadDeps): void {
   // Requests that ended, for the main thread's analytics (tenants') and metrics (all).
   let traffic: HttpRequestEvent[] = [];
   let counted: CountedRequest[] = [];
+  let open = { plain: 0, tls: 0 };
   const flushTraffic = () => {
-    if (traffic.length === 0 && counted.length === 0) return;
-    send({ type: "traffic", events: traffic, requests: counted });
+    const now = connections.openConnections;
+    if (traffic.length === 0 && counted.length === 0 && now.plain === open.plain && now.tls === open.tls) return;
+    open = now;
+    send({ type: "traffic", events: traffic, requests: counted, open });
     traffic = [];
     counted = [];
   };
