@@ -3,7 +3,9 @@
 // - src/dns/server/udp/native → dist/native/dns_udp_fast.node (src/dns/server/udp/fast-path.ts): the DNS server's
 //   UDP path;
 // - src/edge/cache/native → dist/native/edge_sendfile.node (src/edge/cache/sendfile.ts): the cache's sendfile(2)
-//   path for big stored bodies (Linux only).
+//   path for big stored bodies (Linux only);
+// - src/edge/threads/native → dist/native/edge_fd.node (src/edge/threads/listen-fd.ts): a descriptor of its own for
+//   each edge thread on the edge port's socket (Linux only).
 //
 // node-gyp is the copy bundled with npm (not a dependency of ours). Node's headers are taken from the
 // installation running this script when it ships them (official tarballs and Debian's nodejs-dev do), so
@@ -19,6 +21,7 @@ const prefix = dirname(dirname(process.execPath));
 const addons = [
   { dir: join(root, "src", "dns", "server", "udp", "native"), name: "dns_udp_fast", without: "the DNS server will answer UDP in JavaScript" },
   { dir: join(root, "src", "edge", "cache", "native"), name: "edge_sendfile", without: "the cache will stream big bodies in JavaScript" },
+  { dir: join(root, "src", "edge", "threads", "native"), name: "edge_fd", without: "edgecli serve will refuse --edge-threads above 1" },
 ];
 
 const candidates = [
@@ -34,7 +37,7 @@ for (const addon of addons) {
     console.warn(`build-native: node-gyp not found (looked at ${candidates.join(", ")}); ${addon.without}`);
     continue;
   }
-  if (addon.name === "edge_sendfile" && process.platform !== "linux") {
+  if ((addon.name === "edge_sendfile" || addon.name === "edge_fd") && process.platform !== "linux") {
     console.warn(`build-native: ${addon.name} is Linux only; ${addon.without}`);
     continue;
   }

@@ -31,6 +31,7 @@ export const DEFAULT_TESTS = [
   "d1/sql/", // D1's statement planning
   "d1/limits.test", // D1 executors start under a data-segment cap (RLIMIT_DATA), which Node 24's V8 reserves more of
   "workers/cli/deploy.e2e.test", // edgecli serve, then edgecli deploy of a Worker, served by workerd
+  "edge/threads/edge-threads.test", // worker threads accepting on the edge port's descriptor (listen({ fd }) in a thread)
 ];
 
 const root = new URL("..", import.meta.url).pathname.replace(/\/$/, "");

@@ -215,9 +215,12 @@ try {
       if (host && status !== "HIT") throw new Error(`${url}: the edge answered ${status}, not HIT`);
       return Number(speed) / 1e6;
     };
-    // Warm-up (the first edge download fills the cache: a MISS; the measured ones below must be HITs).
+    // Warm-up (the first edge download fills the cache: a MISS; the measured ones below must be HITs). With edge
+    // threads each loop fills a cache of its own, and curl's connections go to any of them: more downloads.
     let afterFill = "";
-    for (let i = 0; i < 2; i++) {
+    const threadsArg = edgeArgs[edgeArgs.indexOf("--edge-threads") + 1];
+    const loops = !edgeArgs.includes("--edge-threads") ? 1 : threadsArg === "auto" ? cpus().length : Number(threadsArg);
+    for (let i = 0; i < 2 + 4 * (loops - 1); i++) {
       curl(`http://127.0.0.1:${EDGE}/100m.bin`, "www.bench-cache.example");
       if (i === 0) {
         const st = readFileSync(`/proc/${edge.pid}/status`, "utf8");
@@ -273,38 +276,44 @@ try {
   if (parts.has("purge")) {
     // 100,000 objects seeded through the running node's index (written beside it, as fills would: 1,000 tags of 100
     // objects, each with a body file, so the purge has files to delete as a real one does).
+    // With edge threads the objects are spread over the loops' shares (cache/threads/<i>), as fills spread them.
     const { DiskIndex } = await import("../../dist/edge/cache/disk-index.js");
-    const index = new DiskIndex(join(state, "cache", "index.sqlite"));
-    const objects = join(state, "cache", "objects", "zz");
-    mkdirSync(objects, { recursive: true });
+    const threadsArg = edgeArgs[edgeArgs.indexOf("--edge-threads") + 1];
+    const loops = !edgeArgs.includes("--edge-threads") ? 1 : threadsArg === "auto" ? cpus().length : Number(threadsArg);
+    const shareDir = (loop) => (loop === 0 ? join(state, "cache") : join(state, "cache", "threads", String(loop)));
+    const indexes = Array.from({ length: loops }, (_, loop) => new DiskIndex(join(shareDir(loop), "index.sqlite")));
+    for (let loop = 0; loop < loops; loop++) mkdirSync(join(shareDir(loop), "objects", "zz"), { recursive: true });
     const now = Date.now();
     for (let b = 0; b < 100; b++)
-      index.transaction(() => {
-        for (let i = b * 1000; i < (b + 1) * 1000; i++) {
-          const url = `http://www.bench-cache.example/o/${i}.js`;
-          // Files only for the tags purged below (4,000 files): the rest need none to be found by a purge.
-          if (i % 1000 < 40) writeFileSync(join(objects, String(i)), "x".repeat(1024));
-          index.put(
-            {
-              key: `${zone}\n${url}\n`,
-              zoneId: zone,
-              url,
-              file: `zz/${i}`,
-              size: 1024,
-              status: 200,
-              headers: [],
-              storedAt: now,
-              initialAge: 0,
-              freshUntil: now + 3.6e6,
-              staleWhileRevalidate: 0,
-              staleIfError: 0,
-            },
-            [`tag-${i % 1000}`],
-          );
-        }
-      });
-    const total = index.count();
-    index.close();
+      for (const [loop, index] of indexes.entries())
+        index.transaction(() => {
+          for (let i = b * 1000; i < (b + 1) * 1000; i++) {
+            if (i % loops !== loop) continue;
+            const objects = join(shareDir(loop), "objects", "zz");
+            const url = `http://www.bench-cache.example/o/${i}.js`;
+            // Files only for the tags purged below (4,000 files): the rest need none to be found by a purge.
+            if (i % 1000 < 40) writeFileSync(join(objects, String(i)), "x".repeat(1024));
+            index.put(
+              {
+                key: `${zone}\n${url}\n`,
+                zoneId: zone,
+                url,
+                file: `zz/${i}`,
+                size: 1024,
+                status: 200,
+                headers: [],
+                storedAt: now,
+                initialAge: 0,
+                freshUntil: now + 3.6e6,
+                staleWhileRevalidate: 0,
+                staleIfError: 0,
+              },
+              [`tag-${i % 1000}`],
+            );
+          }
+        });
+    const total = indexes.reduce((n, index) => n + index.count(), 0);
+    for (const index of indexes) index.close();
     // Twenty purges at the default plan's sustained rate (pro: 5 a second), so each one's deletions after its answer
     // are not charged to the next one's answer; then twenty back to back (the bucket's 25 at once), which are.
     const purgeTimes = async (from, gapMs) => {
@@ -327,7 +336,7 @@ try {
       await api("GET", `/zones/${zone}/settings/ssl`);
       baseline.push(performance.now() - t0);
     }
-    const left = readdirSync(objects).length;
+    const left = indexes.reduce((n, _, loop) => n + readdirSync(join(shareDir(loop), "objects", "zz")).length, 0);
     console.log(`for scale, GET /zones/{id}/settings/ssl (the API's own work): median ${median(baseline).toFixed(1)} ms`);
     console.log(
       `purge of one tag (100 objects) among ${total} objects via the API: median ${median(times).toFixed(1)} ms, max ${Math.max(...times).toFixed(1)} ms (20 purges 200 ms apart); back to back: median ${median(burst).toFixed(1)} ms, max ${Math.max(...burst).toFixed(1)} ms; load ${loadavg()[0].toFixed(1)}; body files left of the 4,000 purged: ${left}`,

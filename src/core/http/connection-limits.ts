@@ -60,7 +60,7 @@ export class ConnectionLimits {
     });
     // Past every connection and every waiting refusal, Node drops a connection at accept, before any JavaScript
     // object exists for it: the client sees the connection closed.
-    server.maxConnections = this.settings.max + REFUSALS_MAX;
+    server.maxConnections = this.maxAccepted;
   }
 
   /** Connections open now (refused ones waiting for their answer not included), by port: what the metrics show. */
@@ -76,16 +76,22 @@ export class ConnectionLimits {
   /**
    * Counts a connection another listener accepted, under the same limits: the HTTPS port's, from accept, before its
    * handshake (a connection that never finishes one holds a descriptor all the same). Over a limit it is closed at
-   * once, as nothing can be answered before TLS is up; false then. Hand it over with `handOver` once decrypted.
+   * once, as nothing can be answered before TLS is up; false then. Hand it over with `handOver` once decrypted. An edge
+   * thread counts its plain connections this way too (`tls` false), from accept to their first head's end.
    */
-  admitAtAccept(socket: Socket): boolean {
+  admitAtAccept(socket: Socket, tls = true): boolean {
     const { client, exempt, refusal } = this.check(socket);
     if (refusal) {
       socket.destroy();
       return false;
     }
-    this.count(socket, client, exempt, true);
+    this.count(socket, client, exempt, tls);
     return true;
+  }
+
+  /** The most connections a listener in front of these limits should accept at all (its `maxConnections`). */
+  get maxAccepted(): number {
+    return this.settings.max + REFUSALS_MAX;
   }
 
   /** Marks a connection counted by `admitAtAccept` (its TLS socket) as it reaches the HTTP server: not counted twice. */

@@ -1,3 +1,4 @@
+import { existsSync, readdirSync, rmSync } from "node:fs";
 import { isAbsolute, join, resolve } from "node:path";
 import type { OptionSpec, OptionValues } from "../../core/cli/command.js";
 import { UserError } from "../../core/errors.js";
@@ -74,4 +75,15 @@ export function cacheShare(cfg: CacheConfig, index: number, count: number): Cach
     maxBytes: Math.floor(cfg.maxBytes / count),
     memoryBytes: Math.floor(cfg.memoryBytes / count),
   };
+}
+
+/**
+ * The shares of loops this start does not have (a run with more threads before): removed, as their objects missed
+ * every purge made since. Those of the loops it has are kept (no purge can be missed while the whole node is down).
+ */
+export function removeUnusedShares(dir: string, count: number): void {
+  const threads = join(dir, "threads");
+  if (!existsSync(threads)) return;
+  for (const name of readdirSync(threads))
+    if (!/^[1-9][0-9]*$/.test(name) || Number(name) >= count) rmSync(join(threads, name), { recursive: true, force: true });
 }

@@ -4,7 +4,7 @@ import type { ServiceContext } from "../../core/service.js";
 import type { CacheRules, EdgeZones } from "../ports.js";
 import type { ZoneSettings } from "../settings/zone-settings.js";
 import type { Logger } from "../../core/logger.js";
-import { cacheServeOptions, cacheShare, readCacheConfig, type CacheConfig } from "./config.js";
+import { cacheServeOptions, cacheShare, readCacheConfig, removeUnusedShares, type CacheConfig } from "./config.js";
 import type { PurgeSelector } from "./disk-index.js";
 import { EdgeCache } from "./http-cache.js";
 import { PurgeLimits } from "./purge-limits.js";
@@ -39,7 +39,9 @@ export function createCacheFeature(
     edgeLoops?: number;
   },
 ): CacheFeature {
-  const cfg = cacheShare(readCacheConfig(ctx.options(cacheServeOptions), ctx.config.stateDir), 0, deps.edgeLoops ?? 1);
+  const configured = readCacheConfig(ctx.options(cacheServeOptions), ctx.config.stateDir);
+  removeUnusedShares(configured.dir, deps.edgeLoops ?? 1);
+  const cfg = cacheShare(configured, 0, deps.edgeLoops ?? 1);
   const log = ctx.log.child({ service: "edge-cache" });
   const cache = newEdgeCache(cfg, deps.settings, log, deps.rules);
 

@@ -18,7 +18,7 @@ const MAX_LOOPS = 64;
 /** How many loops serve the edge port (1: the main thread alone, as before edge threads). */
 export function readEdgeLoops(value: string, distributed: boolean): number {
   const text = value.trim();
-  const n = text === "auto" ? availableParallelism() : /^[0-9]+$/.test(text) ? Number(text) : NaN;
+  const n = text === "auto" ? Math.min(availableParallelism(), MAX_LOOPS) : /^[0-9]+$/.test(text) ? Number(text) : NaN;
   if (!Number.isSafeInteger(n) || n < 1 || n > MAX_LOOPS)
     throw new UserError(`--edge-threads: "${value}" must be 'auto' or a whole number from 1 to ${MAX_LOOPS}`);
   if (n > 1 && distributed)

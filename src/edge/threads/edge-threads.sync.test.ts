@@ -2,7 +2,8 @@ import assert from "node:assert/strict";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { after, test } from "node:test";
+import { connect, createServer } from "node:net";
+import { after, before, test } from "node:test";
 import { LocalBus } from "../../core/cluster/bus.js";
 import { createLogger } from "../../core/logger.js";
 import { EdgeThreads } from "./edge-threads.js";
@@ -12,7 +13,17 @@ import { EdgeThreads } from "./edge-threads.js";
  * `synced()` waits for, and what happens to a thread that does not apply a change in time or exits.
  */
 const dir = mkdtempSync(join(tmpdir(), "edge-threads-sync-"));
-after(() => rmSync(dir, { recursive: true, force: true }));
+/** A listening socket (the stand-in threads never accept on it; each gets a copy of its descriptor). */
+const listening = createServer((socket) => socket.end("main"));
+let listenFd = -1;
+before(async () => {
+  await new Promise<void>((resolve) => listening.listen(0, "127.0.0.1", () => resolve()));
+  listenFd = (listening as unknown as { _handle: { fd: number } })._handle.fd;
+});
+after(() => {
+  listening.close();
+  rmSync(dir, { recursive: true, force: true });
+});
 
 /**
  * A thread script: ready at once; thread 1 applies each notice at once, the others once the file `<name>.release`
@@ -57,7 +68,7 @@ function threadsWith(script: string, loops: number, bus: LocalBus) {
 test("synced() resolves once every thread applied every notice relayed before the call, not before", async () => {
   const bus = new LocalBus("node-a");
   const threads = threadsWith(threadScript("slow", true), 3, bus);
-  await threads.start(-1);
+  await threads.start(listenFd);
   try {
     await threads.synced(); // nothing relayed yet: at once
     await bus.publish("dns", "zone:1");
@@ -81,12 +92,54 @@ test("synced() resolves once every thread applied every notice relayed before th
 test("a thread that does not apply a change in time is restarted, and synced() gives up waiting for it", async () => {
   const bus = new LocalBus("node-b");
   const threads = threadsWith(threadScript("stuck", false), 2, bus);
-  await threads.start(-1);
+  await threads.start(listenFd);
   try {
     await bus.publish("dns", "zone:1");
     await threads.synced(); // bounded: resolves after the bound, the thread restarted
     for (let i = 0; i < 100 && readFileSync(join(dir, "stuck.starts"), "utf8").trim().split("\n").length < 2; i++) await new Promise((r) => setTimeout(r, 100));
     assert.deepEqual(readFileSync(join(dir, "stuck.starts"), "utf8").trim().split("\n"), ["1", "1"], "thread 1 started again");
+  } finally {
+    await threads.stop();
+  }
+});
+
+test("a thread that ends closes only its own descriptor: the main thread's socket still accepts, and the thread is started again", async () => {
+  const path = join(dir, "listener.mjs");
+  // Accepts on its copy of the descriptor, then ends at the first notice (as an uncaught error would end it).
+  writeFileSync(
+    path,
+    `import { parentPort, workerData } from "node:worker_threads";
+import { connect, createServer } from "node:net";
+import { appendFileSync } from "node:fs";
+appendFileSync(${JSON.stringify(join(dir, "listener.starts"))}, workerData.index + "\\n");
+const server = createServer((socket) => socket.end("thread"));
+server.listen({ fd: workerData.fd }, () => parentPort.postMessage({ type: "ready" }));
+parentPort.on("message", (m) => {
+  if (m.type === "stop") process.exit(0);
+  if (m.type === "notice") throw new Error("a thread's uncaught error");
+});
+`,
+  );
+  const bus = new LocalBus("node-c");
+  const threads = threadsWith(path, 2, bus);
+  await threads.start(listenFd);
+  try {
+    await bus.publish("dns", "zone:1");
+    for (let i = 0; i < 100 && readFileSync(join(dir, "listener.starts"), "utf8").trim().split("\n").length < 2; i++)
+      await new Promise((r) => setTimeout(r, 100));
+    assert.equal(readFileSync(join(dir, "listener.starts"), "utf8").trim().split("\n").length, 2, "thread 1 started again");
+    // Connections still reach a loop (the main thread's or the new thread's), never a closed socket.
+    const port = (listening.address() as { port: number }).port;
+    for (let i = 0; i < 20; i++) {
+      const answer = await new Promise<string>((resolve, reject) => {
+        const socket = connect(port, "127.0.0.1");
+        let text = "";
+        socket.on("data", (d) => (text += d));
+        socket.on("end", () => resolve(text));
+        socket.on("error", reject);
+      });
+      assert.ok(answer === "main" || answer === "thread", answer);
+    }
   } finally {
     await threads.stop();
   }

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
-import { request, type IncomingHttpHeaders } from "node:http";
+import { Agent, request, type IncomingHttpHeaders } from "node:http";
 import { after, before, describe, it } from "node:test";
 import { eventually } from "../../core/testing/eventually.js";
 import { freeMetricsPort, sample, scrape } from "../../core/testing/metrics.js";
@@ -39,6 +39,33 @@ describe("edge threads (--edge-threads 3): three loops accept on the edge port",
       req.on("error", reject);
       req.end();
     });
+  /**
+   * Two requests on one kept-alive connection: the first for the proxied name (a thread may serve the connection),
+   * the second for `host` (the main thread's, carried there request by request). The second's answer.
+   */
+  const switching = async (path: string, host: string, headers: Record<string, string> = {}) => {
+    const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+    const get = (p: string, h: string, extra: Record<string, string>) =>
+      new Promise<{ status: number; text: string; reused: boolean }>((resolve, reject) => {
+        const req = request({ host: "127.0.0.1", port, path: p, agent, headers: { host: h, ...extra } }, (res) => {
+          let text = "";
+          res.setEncoding("utf8");
+          res.on("data", (d: string) => (text += d));
+          res.on("end", () => resolve({ status: res.statusCode ?? 0, text, reused: req.reusedSocket }));
+          res.on("error", reject);
+        });
+        req.on("error", reject);
+        req.end();
+      });
+    try {
+      await get("/app.js", `www.${zone}`, {});
+      const second = await get(path, host, headers);
+      assert.ok(second.reused, "the second request went on the same connection");
+      return second;
+    } finally {
+      agent.destroy();
+    }
+  };
   /** The answers of CONNECTIONS fresh connections, made one after the other. */
   const many = async (path: string, host = `www.${zone}`, headers: Record<string, string> = {}) => {
     const answers = [];
@@ -120,8 +147,14 @@ describe("edge threads (--edge-threads 3): three loops accept on the edge port",
   it("connections a thread hands over keep the client's addresses: the loopback rule and a Worker's CF-Connecting-IP", async () => {
     // A host nothing claims is the API's on loopback only: a handed-over connection that lost its local address would
     // get the edge's error page (1001) instead.
-    for (const a of await many("/client/v4/user/tokens/verify", `unclaimed-${randomBytes(3).toString("hex")}.test`, { authorization: `Bearer ${p.token}` }))
+    const unclaimed = `unclaimed-${randomBytes(3).toString("hex")}.test`;
+    for (const a of await many("/client/v4/user/tokens/verify", unclaimed, { authorization: `Bearer ${p.token}` })) assert.equal(a.status, 200, a.text);
+    // The same on a connection a thread may be serving already (a later request for another host).
+    for (let i = 0; i < CONNECTIONS / 2; i++) {
+      const a = await switching("/client/v4/user/tokens/verify", unclaimed, { authorization: `Bearer ${p.token}` });
       assert.equal(a.status, 200, a.text);
+      assert.equal(JSON.parse(a.text).success, true);
+    }
     const uploaded = await uploadScript(
       p,
       "threads-ip",
@@ -133,6 +166,7 @@ describe("edge threads (--edge-threads 3): three loops accept on the edge port",
     // The route table reaches every loop before the call answers: no request is proxied to the origin any more.
     const answers = await many("/ip");
     assert.deepEqual(new Set(answers.map((a) => a.text)), new Set(["ip 127.0.0.1"]));
+    for (let i = 0; i < CONNECTIONS / 2; i++) assert.equal((await switching("/ip", `www.${zone}`)).text, "ip 127.0.0.1");
   });
 
   it("the threads' requests are counted in the metrics and the analytics", async () => {

@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from "node:fs";
+import { chmodSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { createServer, type Server, type Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -8,6 +8,7 @@ import type { Logger } from "../../core/logger.js";
 import type { HttpRequestEvent } from "../analytics/http-requests.js";
 import type { EdgeRequestCounter } from "../metrics.js";
 import type { FromThread, OpenConnections, ThreadStart, ToThread } from "./messages.js";
+import { duplicateListenFd, requireListenFdSupport } from "./listen-fd.js";
 import { parseProxyLine, PROXY_LINE_MAX, type ConnectionAddresses } from "./proxy-header.js";
 
 /** How long the API waits for every thread to apply a change before it restarts the threads that did not. */
@@ -74,13 +75,29 @@ export class EdgeThreads {
 
   /** Starts the threads on the edge port's listening socket; resolves once every one of them accepts. */
   async start(fd: number): Promise<void> {
-    this.dir = mkdtempSync(join(tmpdir(), "edge-threads-"));
+    // Before anything: without the native part no thread can have a descriptor of its own (UserError).
+    requireListenFdSupport();
+    // In the state directory (mode 0700) when the path fits a Unix socket's 107 bytes, else a private temp directory.
+    const inState = join(this.opts.stateDir, "run");
+    const fits = Buffer.byteLength(join(inState, "edge-threads-XXXXXX", "handover.sock")) <= 107;
+    if (fits) {
+      mkdirSync(inState, { recursive: true, mode: 0o700 });
+      // Left by a run that was killed: the state directory is this process's alone (core/server/state-lock.ts).
+      for (const name of readdirSync(inState)) if (name.startsWith("edge-threads-")) rmSync(join(inState, name), { recursive: true, force: true });
+    }
+    this.dir = mkdtempSync(join(fits ? inState : tmpdir(), "edge-threads-"));
     const path = join(this.dir, "handover.sock");
     const handover = (this.handover = createServer((socket) => this.handedOver(socket)));
     await new Promise<void>((resolve, reject) => {
       handover.once("error", reject);
-      handover.listen(path, () => resolve());
+      handover.listen(path, () => {
+        handover.removeListener("error", reject);
+        resolve();
+      });
     });
+    // The directory (0700) already keeps other users out; the socket says so too.
+    chmodSync(path, 0o600);
+    handover.on("error", (err) => this.opts.log.error({ err }, "the edge threads' handover socket failed"));
     for (const area of this.opts.areas)
       this.unsubscribe.push(
         this.opts.bus.subscribe(area, (event) => {
@@ -114,11 +131,10 @@ export class EdgeThreads {
       this.waiters.push(waiter);
       const timer = setTimeout(() => {
         const late = this.lagging(upTo);
-        if (late.length > 0) {
-          this.opts.log.error({ threads: late.map((t) => t.index), notice: upTo }, "edge threads did not apply a change in time: restarted");
-          for (const t of late) void t.worker.terminate();
-        }
-        this.release(waiter);
+        if (late.length === 0) return this.release(waiter);
+        this.opts.log.error({ threads: late.map((t) => t.index), notice: upTo }, "edge threads did not apply a change in time: restarted");
+        // Released once they are gone (their exit releases every waiter only they held up): until then they accept.
+        for (const t of late) void t.worker.terminate();
       }, SYNC_MS);
       timer.unref();
       const release = waiter.resolve;
@@ -162,14 +178,17 @@ export class EdgeThreads {
   }
 
   private spawn(index: number, fd: number, handoverPath: string, previous?: LiveThread): Promise<void> {
+    // A descriptor of the thread's own: Node closes it when the thread ends, never the one the others accept on.
+    const threadFd = duplicateListenFd(fd);
     const start: ThreadStart = {
       index,
       loops: this.opts.loops,
       nodeId: `${this.opts.bus.nodeId}/edge-thread-${index}`,
       stateDir: this.opts.stateDir,
       options: new Map(this.opts.options),
-      fd,
+      fd: threadFd,
       handoverPath,
+      restarted: previous !== undefined,
     };
     const worker = new Worker(this.opts.script, { workerData: start });
     // Everything relayed before this thread exists is in what it reads.

@@ -15,6 +15,11 @@ export interface ThreadStart {
   options: Map<string, unknown>;
   /** The edge port's listening socket, which the thread accepts on too. */
   fd: number;
+  /**
+   * Started again after it exited: its cache share starts empty, as it missed the purges made while it was down.
+   * A thread of a fresh start keeps its share (the node was down as a whole: nothing was purged meanwhile).
+   */
+  restarted: boolean;
   /** The main thread's Unix socket for the connections a thread does not serve (proxy-header.ts first). */
   handoverPath: string;
 }

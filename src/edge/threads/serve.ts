@@ -4,6 +4,7 @@
 // connection to the main thread with its addresses (proxy-header.ts).
 import { createServer, request as httpRequest, type IncomingMessage, type ServerResponse } from "node:http";
 import { connect, createServer as createNetServer, type Socket } from "node:net";
+import { closeSync, rmSync } from "node:fs";
 import type { Duplex } from "node:stream";
 import type { MessagePort } from "node:worker_threads";
 import { optionValues } from "../../core/cli/option-values.js";
@@ -72,6 +73,27 @@ export interface EdgeThreadDeps {
 const TRAFFIC_FLUSH_MS = 1_000;
 /** The most traffic events held between flushes (past it they are sent at once). */
 const TRAFFIC_BATCH = 2_000;
+/**
+ * The most of a connection's first bytes a thread reads to find its Host: a head longer than this (large cookies) goes
+ * to the main thread, which reads heads up to MAX_HEADER_BYTES.
+ */
+const PEEK_LIMIT = 16 * 1024;
+/** Header fields that describe one connection, never passed on (RFC 9110 7.6.1), with those `Connection` names. */
+const HOP_BY_HOP = new Set(["connection", "keep-alive", "proxy-connection", "te", "trailer", "transfer-encoding", "upgrade"]);
+
+/** `raw` (name, value, …) without the hop-by-hop fields: Node frames the relayed message itself on each side. */
+function endToEnd(raw: readonly string[]): string[] {
+  const named = new Set<string>();
+  for (let i = 0; i < raw.length; i += 2)
+    if (raw[i].toLowerCase() === "connection") for (const token of raw[i + 1].split(",")) named.add(token.trim().toLowerCase());
+  const out: string[] = [];
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i].toLowerCase();
+    if (!HOP_BY_HOP.has(name) && !named.has(name)) out.push(raw[i], raw[i + 1]);
+  }
+  return out;
+}
+
 /** A connection whose first head has not arrived in this long is handed to the main thread (its head timeout applies there). */
 const PEEK_WAIT_MS = 10_000;
 /** How long a stopping thread lets its requests finish. */
@@ -125,6 +147,7 @@ export function serveEdgeThread(deps: EdgeThreadDeps): void {
   const rules = new CacheRulesets(new SqliteCacheRulesStore(deps.openDb("edge-rules")), log);
 
   const cacheConfig = cacheShare(readCacheConfig(optionValues(options, cacheServeOptions), start.stateDir), start.index, start.loops);
+  if (start.restarted) rmSync(cacheConfig.dir, { recursive: true, force: true });
   const cache = newEdgeCache(cacheConfig, settings, log, rules);
   const origin = readOriginConfig(optionValues(options, originServeOptions));
   const pools = new OriginPools({ connectTimeoutMs: origin.originConnectTimeoutMs, answerTimeoutMs: origin.originTimeoutMs, extraCa: origin.originCa });
@@ -155,16 +178,16 @@ export function serveEdgeThread(deps: EdgeThreadDeps): void {
     );
     return upstream;
   };
+  // No agent: `createConnection` is the connection (an agent, `agent: false` included, would make its own).
   const relayRequest = (req: IncomingMessage, res: ServerResponse): boolean => {
     const upstream = httpRequest({
       createConnection: () => toMain(req.socket),
       method: req.method,
       path: req.url,
-      headers: req.rawHeaders,
-      agent: false,
+      headers: endToEnd(req.rawHeaders),
     });
     upstream.on("response", (answer) => {
-      res.writeHead(answer.statusCode ?? 502, answer.statusMessage, answer.rawHeaders);
+      res.writeHead(answer.statusCode ?? 502, answer.statusMessage, endToEnd(answer.rawHeaders));
       answer.pipe(res);
     });
     upstream.on("error", () => res.destroy());
@@ -216,10 +239,12 @@ export function serveEdgeThread(deps: EdgeThreadDeps): void {
   const listener = (req: IncomingMessage, res: ServerResponse) => {
     const refusal = connections.refusalFor(req.socket);
     if (refusal) return answerAndClose(res, refusal);
+    // A later request of a kept-alive connection for a host that is not the thread's (the API, a Worker's): the main
+    // thread answers and counts it, as it would have answered the connection.
+    if (!dispatch.tenantWithoutWorkers(req.headers.host)) return void relayRequest(req, res);
     if (refuseLongUrl(req, res)) return;
     stalledBodies.watch(req, res);
     if (dispatch.request(req, res)) return;
-    // The v4 API and the dashboard (Fastify's, in the main thread).
     relayRequest(req, res);
   };
   const http = createServer({ maxHeaderSize: MAX_HEADER_BYTES, connectionsCheckingInterval: Math.min(Math.max(core.headTimeoutMs / 4, 50), 30_000) }, listener);
@@ -228,19 +253,23 @@ export function serveEdgeThread(deps: EdgeThreadDeps): void {
   http.on("upgrade", (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     const refusal = connections.refusalFor(req.socket);
     if (refusal) return refuseOnSocket(socket, refusal);
+    if (!dispatch.tenantWithoutWorkers(req.headers.host)) return void relayUpgrade(req, socket, head);
     if ((req.url?.length ?? 0) <= MAX_URL_BYTES && dispatch.upgrade(req, socket, head)) return;
-    if (dispatch.classOf(req).kind !== "tenant") return void relayUpgrade(req, socket, head);
     serveUpgradeAsRequest(req, socket, listener);
   });
   http.keepAliveTimeout = 65_000;
   http.headersTimeout = core.headTimeoutMs;
   http.requestTimeout = 0;
 
+  /** Connections carried to the main thread byte for byte (a stop lets them finish, bounded). */
+  const spliced = new Set<Duplex>();
   /** Both ways until either side ends; an error on one ends the other. */
   function splice(a: Duplex, b: Duplex): void {
+    spliced.add(a);
     a.pipe(b);
     b.pipe(a);
     const end = () => {
+      spliced.delete(a);
       a.destroy();
       b.destroy();
     };
@@ -255,11 +284,25 @@ export function serveEdgeThread(deps: EdgeThreadDeps): void {
    * otherwise the main thread gets it whole, the bytes read so far first, after the PROXY line with its addresses.
    */
   function accepted(socket: Socket): void {
+    // Counted from accept under the thread's share (a connection past it is closed at once, as the HTTPS port does):
+    // a connection is never uncounted while its first head is read.
+    if (stopping || !connections.admitAtAccept(socket, false)) return void socket.destroy();
+    const chunks: Buffer[] = [];
+    let length = 0;
+    /** The last bytes read, where an end of head split over two reads begins. */
+    let tail: Buffer = Buffer.alloc(0);
     let seen: Buffer = Buffer.alloc(0);
     const timer = setTimeout(() => decide("none"), PEEK_WAIT_MS);
     const onData = (chunk: Buffer) => {
-      seen = seen.length === 0 ? chunk : Buffer.concat([seen, chunk]);
-      const peeked = peekHost(seen, MAX_HEADER_BYTES + MAX_URL_BYTES);
+      chunks.push(chunk);
+      length += chunk.length;
+      // Only the new bytes (and the three before them) are searched: a head trickled a byte at a time costs linear time.
+      const probe = tail.length === 0 ? chunk : Buffer.concat([tail, chunk]);
+      const ended = probe.includes("\r\n\r\n");
+      tail = Buffer.from(probe.subarray(Math.max(0, probe.length - 3)));
+      if (!ended && length < PEEK_LIMIT && chunks.length > 1) return;
+      seen = chunks.length === 1 ? chunk : Buffer.concat(chunks, length);
+      const peeked = peekHost(seen, PEEK_LIMIT);
       if (peeked !== "more") decide(peeked);
     };
     const onEnd = () => decide("none");
@@ -269,7 +312,9 @@ export function serveEdgeThread(deps: EdgeThreadDeps): void {
       socket.removeListener("end", onEnd);
       socket.removeListener("error", onEnd);
       if (socket.destroyed) return;
+      if (seen.length !== length) seen = Buffer.concat(chunks, length);
       if (peeked !== "none" && dispatch.tenantWithoutWorkers(peeked.host)) {
+        connections.handOver(socket);
         http.emit("connection", socket);
         // Node's parser reads the socket from now on; what was read here goes to it first, in this same turn.
         socket.emit("data", seen);
@@ -285,6 +330,8 @@ export function serveEdgeThread(deps: EdgeThreadDeps): void {
   }
 
   const acceptor = createNetServer({ pauseOnConnect: false }, accepted);
+  // Past its share and the refusals' room, a connection is dropped at accept, before any JavaScript object exists.
+  acceptor.maxConnections = connections.maxAccepted;
 
   let stopping = false;
   async function stop(): Promise<void> {
@@ -293,8 +340,13 @@ export function serveEdgeThread(deps: EdgeThreadDeps): void {
     acceptor.close();
     forwarder.closeUpgraded();
     http.closeIdleConnections();
-    const grace = setTimeout(() => http.closeAllConnections(), STOP_GRACE_MS);
+    const grace = setTimeout(() => {
+      http.closeAllConnections();
+      for (const socket of spliced) socket.destroy();
+    }, STOP_GRACE_MS);
     await new Promise<void>((resolve) => http.close(() => resolve()));
+    // Connections carried to the main thread (a Worker's WebSocket, an upload to the API) finish within the grace.
+    while (spliced.size > 0) await new Promise((r) => setTimeout(r, 50));
     clearTimeout(grace);
     clearInterval(flushTimer);
     flushTraffic();
@@ -317,9 +369,14 @@ export function serveEdgeThread(deps: EdgeThreadDeps): void {
     await settings.load();
     await rules.load();
     await routes.load();
-    acceptor.listen({ fd: start.fd }, () => send({ type: "ready" }));
+    acceptor.listen({ fd: start.fd }, () => {
+      if (core.sealObjectPrototype) Object.seal(Object.prototype);
+      send({ type: "ready" });
+    });
   })().catch((err: unknown) => {
     log.error({ err }, "edge thread could not start");
+    // The descriptor is this thread's own copy (listen-fd.ts): closed here when no handle took it over.
+    if (!acceptor.listening) closeSync(start.fd);
     process.exit(1);
   });
 }

@@ -137,7 +137,8 @@ export class RouteTable {
   follow(bus: Bus): () => void {
     return bus.subscribe(ROUTES_AREA, (event) => {
       if (event.type === "change" && event.origin === bus.nodeId) return;
-      this.reload().catch((err: unknown) => this.log.error({ err }, "could not read the Workers routes again"));
+      // Returned: the bus's barrier (and an edge thread's ack) waits for the table read again.
+      return this.reload().catch((err: unknown) => this.log.error({ err }, "could not read the Workers routes again"));
     });
   }
 }
