@@ -1,1 +1,0 @@
-cmd_Release/edge_fd.node := ln -f "Release/obj.target/edge_fd.node" "Release/edge_fd.node" 2>/dev/null || (rm -rf "Release/edge_fd.node" && cp -af "Release/obj.target/edge_fd.node" "Release/edge_fd.node")

@@ -1,1 +1,0 @@
-cmd_Release/obj.target/edge_fd.node := g++ -o Release/obj.target/edge_fd.node -shared -pthread -rdynamic -m64  -Wl,-soname=edge_fd.node -Wl,--start-group Release/obj.target/edge_fd/fd.o -Wl,--end-group 
