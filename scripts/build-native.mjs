@@ -4,8 +4,8 @@
 //   UDP path;
 // - src/edge/cache/native → dist/native/edge_sendfile.node (src/edge/cache/sendfile.ts): the cache's sendfile(2)
 //   path for big stored bodies (Linux only);
-// - src/edge/threads/native → dist/native/edge_fd.node (src/edge/threads/listen-fd.ts): a descriptor of its own for
-//   each edge thread on the edge port's socket (Linux only).
+// - src/core/os/native → dist/native/edge_os.node (src/core/os/os.ts): dup(2) for the edge threads' listening
+//   descriptors and glibc's malloc_trim (Linux only).
 //
 // node-gyp is the copy bundled with npm (not a dependency of ours). Node's headers are taken from the
 // installation running this script when it ships them (official tarballs and Debian's nodejs-dev do), so
@@ -21,7 +21,7 @@ const prefix = dirname(dirname(process.execPath));
 const addons = [
   { dir: join(root, "src", "dns", "server", "udp", "native"), name: "dns_udp_fast", without: "the DNS server will answer UDP in JavaScript" },
   { dir: join(root, "src", "edge", "cache", "native"), name: "edge_sendfile", without: "the cache will stream big bodies in JavaScript" },
-  { dir: join(root, "src", "edge", "threads", "native"), name: "edge_fd", without: "edgecli serve will refuse --edge-threads above 1" },
+  { dir: join(root, "src", "core", "os", "native"), name: "edge_os", without: "edgecli serve will refuse --edge-threads above 1" },
 ];
 
 const candidates = [
@@ -37,7 +37,7 @@ for (const addon of addons) {
     console.warn(`build-native: node-gyp not found (looked at ${candidates.join(", ")}); ${addon.without}`);
     continue;
   }
-  if ((addon.name === "edge_sendfile" || addon.name === "edge_fd") && process.platform !== "linux") {
+  if ((addon.name === "edge_sendfile" || addon.name === "edge_os") && process.platform !== "linux") {
     console.warn(`build-native: ${addon.name} is Linux only; ${addon.without}`);
     continue;
   }

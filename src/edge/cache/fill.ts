@@ -4,6 +4,9 @@ import { mkdirSync, readdirSync, renameSync, rmSync } from "node:fs";
 import { open, unlink, type FileHandle } from "node:fs/promises";
 import { join } from "node:path";
 import { Readable } from "node:stream";
+import { trimFreedMemory } from "../../core/os/os.js";
+import { setFlagsFromString } from "node:v8";
+import { runInNewContext } from "node:vm";
 
 /**
  * Where bodies live: `tmp/` while they are filled, `objects/<2 hex>/<id>` once complete. A body is renamed into
@@ -69,6 +72,39 @@ const READ_CHUNK = 64 * 1024;
  * which waited for a collection and raised the platform's peak RSS (docs/benchmarks.md, "Resident memory").
  */
 const RECENT_BYTES = 512 * 1024;
+/** A fill this large, once done with, gives back what the C library kept of its buffers (afterLargeFill). */
+const TRIM_AFTER_BYTES = 16 * 1024 * 1024;
+/** Given back as soon as the fill's last reader is done (its chunks are garbage then: one young collection frees them). */
+const TRIM_DELAY_MS = 0;
+/** A fill collects the young generation this often (~0.4 ms each, ~5 µs a 64 KiB chunk). */
+const COLLECT_EVERY_BYTES = 8 * 1024 * 1024;
+let trimTimer: NodeJS.Timeout | undefined;
+
+/**
+ * A large fill's 64 KiB buffers pile up (to V8's external-memory trigger) before a collection frees them, and glibc
+ * keeps what was freed for reuse, up to the trim threshold relay.ts raises: ~35 MiB resident in every event loop that
+ * filled a large object (docs/benchmarks.md, "Edge threads"). A young collection, then the C library's trim, a second
+ * after the fill's last reader is done, gives it back; one timer for fills that end together.
+ */
+function afterLargeFill(): void {
+  if (trimTimer) return;
+  trimTimer = setTimeout(() => {
+    trimTimer = undefined;
+    collectYoung();
+    trimFreedMemory();
+  }, TRIM_DELAY_MS);
+  trimTimer.unref();
+}
+let gc: ((options: { type: "minor" }) => void) | undefined;
+function collectYoung(): void {
+  if (!gc) {
+    // `gc` from a context of its own, the flag turned off again at once (as relay.ts does for its one collection).
+    setFlagsFromString("--expose-gc");
+    gc = runInNewContext("gc") as (options: { type: "minor" }) => void;
+    setFlagsFromString("--no-expose-gc");
+  }
+  gc({ type: "minor" });
+}
 
 /**
  * One origin answer being written to a temp file, read by every client that asked for it meanwhile (concurrent
@@ -80,6 +116,8 @@ const RECENT_BYTES = 512 * 1024;
 export class Fill extends EventEmitter {
   /** Bytes written to the file (readable there). */
   written = 0;
+  /** `written` at the last young collection of this fill. */
+  private collectedAt = 0;
   /** The origin's body ended (complete) or broke. */
   ended = false;
   failed = false;
@@ -128,6 +166,12 @@ export class Fill extends EventEmitter {
               while (off < chunk.length) off += (await this.fh!.write(chunk, off, chunk.length - off)).bytesWritten;
               this.keepRecent(chunk);
               this.written += chunk.length;
+              // The chunks written so far are garbage (but the recent ones): collected every few MiB rather than
+              // piling up to V8's external-memory trigger, so that fewer are resident at once.
+              if (this.written - this.collectedAt >= COLLECT_EVERY_BYTES) {
+                this.collectedAt = this.written;
+                collectYoung();
+              }
               this.emit("progress");
               continue;
             } catch {
@@ -156,6 +200,7 @@ export class Fill extends EventEmitter {
     this.fh = undefined;
     this.recent = [];
     this.recentBytes = 0;
+    if (this.written >= TRIM_AFTER_BYTES) afterLargeFill();
   }
 
   /** A stream of the body from `start` to `end` (inclusive; undefined: to the end), as it arrives. */

@@ -8,7 +8,7 @@ import type { Logger } from "../../core/logger.js";
 import type { HttpRequestEvent } from "../analytics/http-requests.js";
 import type { EdgeRequestCounter } from "../metrics.js";
 import type { FromThread, OpenConnections, ThreadStart, ToThread } from "./messages.js";
-import { duplicateListenFd, requireListenFdSupport } from "./listen-fd.js";
+import { duplicateListenFd, requireListenFdSupport } from "../../core/os/os.js";
 import { parseProxyLine, PROXY_LINE_MAX, type ConnectionAddresses } from "./proxy-header.js";
 
 /** How long the API waits for every thread to apply a change before it restarts the threads that did not. */

@@ -375,7 +375,7 @@ export function serveEdgeThread(deps: EdgeThreadDeps): void {
     });
   })().catch((err: unknown) => {
     log.error({ err }, "edge thread could not start");
-    // The descriptor is this thread's own copy (listen-fd.ts): closed here when no handle took it over.
+    // The descriptor is this thread's own copy (core/os/os.ts): closed here when no handle took it over.
     if (!acceptor.listening) closeSync(start.fd);
     process.exit(1);
   });

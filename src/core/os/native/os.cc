@@ -1,8 +1,10 @@
-// dup(2) for the edge threads (src/edge/threads/listen-fd.ts): each thread listens on a descriptor of its own for the
-// edge port's one socket, so that the thread closing its handle (it exits, or is ended) never closes the socket the
-// other loops accept on. Node has no way to duplicate a descriptor.
+// What the platform asks of the operating system and the C library that Node has no call for (src/core/os/os.ts).
+// - duplicate(fd): dup(2), so that each edge thread listens on a descriptor of its own for the edge port's one socket
+//   (a thread that ends closes only its own);
+// - trimFreedMemory(): glibc's malloc_trim(0), which hands the memory freed in every arena back to the kernel.
 #include <errno.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <node_api.h>
 #include <string.h>
 
@@ -25,9 +27,17 @@ static napi_value Duplicate(napi_env env, napi_callback_info info) {
   return out;
 }
 
+// trimFreedMemory(): true when some memory went back to the kernel.
+static napi_value TrimFreedMemory(napi_env env, napi_callback_info) {
+  napi_value out;
+  napi_get_boolean(env, malloc_trim(0) == 1, &out);
+  return out;
+}
+
 static napi_value Init(napi_env env, napi_value exports) {
   napi_property_descriptor props[] = {
       {"duplicate", nullptr, Duplicate, nullptr, nullptr, nullptr, napi_default, nullptr},
+      {"trimFreedMemory", nullptr, TrimFreedMemory, nullptr, nullptr, nullptr, napi_default, nullptr},
   };
   napi_define_properties(env, exports, sizeof(props) / sizeof(props[0]), props);
   return exports;

@@ -1,9 +1,9 @@
 {
   "targets": [
     {
-      "target_name": "edge_fd",
+      "target_name": "edge_os",
       "conditions": [
-        ["OS=='linux'", { "sources": ["fd.cc"] }]
+        ["OS=='linux'", { "sources": ["os.cc"] }]
       ],
       "cflags_cc": ["-std=c++17", "-O2", "-Wall", "-Wextra"]
     }
