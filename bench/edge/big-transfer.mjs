@@ -148,6 +148,8 @@ try {
     children,
     nodeArgs,
     env,
+    // BENCH_EDGE_ARGS="--edge-threads 2": more serve options for the edge.
+    args: process.env.BENCH_EDGE_ARGS?.split(" ").filter(Boolean) ?? [],
     metricsPort: process.env.BENCH_MEMORY ? METRICS_PORT : 0,
   });
   await edge.proxiedZone("bench-big.example", ORIGIN);
