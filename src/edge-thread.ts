@@ -22,7 +22,7 @@ const port = parentPort!;
 const options = start.options;
 const core = readCoreConfig(optionValues(options, coreOptions));
 const log = createLogger({ level: core.logLevel }).child({ edgeThread: start.index });
-const bus = new ThreadBus(start.nodeId, (n) => port.postMessage({ type: "applied", n }));
+const bus = new ThreadBus(start.nodeId, (n) => port.postMessage({ type: "applied", n }), start.startAt);
 // The thread only reads: the main thread owns every write (and the migrations).
 const openDb = (name: string) => openDatabase(join(start.stateDir, "db", `${name}.sqlite`), [], { readonly: true });
 const names = optionValues(options, {

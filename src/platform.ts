@@ -69,6 +69,8 @@ export interface RunningPlatform {
 
 /** Opens the state, wires the services in dependency order, and starts listening. */
 export async function startPlatform(config: PlatformConfig, log: Logger = createLogger({ level: config.core.logLevel })): Promise<RunningPlatform> {
+  // Refused before anything is opened (PostgreSQL reached, migrations run).
+  const edgeLoops = readEdgeLoops(optionValues(config.options, threadsServeOptions)["edge-threads"], config.core.databaseUrl !== undefined);
   mkdirSync(config.stateDir, { recursive: true, mode: 0o700 });
   // Until it stops, `edgecli state copy` refuses this state directory.
   const inUse = markStateDirInUse(config.stateDir);
@@ -124,9 +126,7 @@ export async function startPlatform(config: PlatformConfig, log: Logger = create
   const edgeMetrics = metrics && new EdgeMetrics(metrics);
   // The hostname plan first: the areas check tenants' names against it. Its names are the areas' own options.
   let edge: EdgeArea;
-  let edgeLoops: number;
   try {
-    edgeLoops = readEdgeLoops(optionValues(config.options, threadsServeOptions)["edge-threads"], config.core.databaseUrl !== undefined);
     const names = optionValues(config.options, {
       "s3-host": r2Options["s3-host"],
       "workers-domain": workersOptions["workers-domain"],
@@ -394,9 +394,11 @@ export async function startPlatform(config: PlatformConfig, log: Logger = create
   const stop = async () => {
     // Probes say "stopping" and new requests are refused at once, so a load balancer moves on while this node drains.
     readiness.stopping();
-    await threads?.stop();
+    // The threads stop beside this one: the connections they carried here end as this server closes them.
+    const threadsStopped = threads?.stop();
     for (const s of services) s.closeUpgraded?.();
     await app.close();
+    await threadsStopped;
     await metricsListener?.close();
     for (const s of [...started].reverse()) await s.stop?.().catch((err) => log.error({ err, service: s.name }, "service failed to stop"));
     await closeStores();

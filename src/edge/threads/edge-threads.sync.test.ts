@@ -89,15 +89,15 @@ test("synced() resolves once every thread applied every notice relayed before th
   }
 });
 
-test("a thread that does not apply a change in time is restarted, and synced() gives up waiting for it", async () => {
+test("a thread that does not apply a change in time does not hold the API up past the bound, and is not ended for it", async () => {
   const bus = new LocalBus("node-b");
   const threads = threadsWith(threadScript("stuck", false), 2, bus);
   await threads.start(listenFd);
   try {
     await bus.publish("dns", "zone:1");
-    await threads.synced(); // bounded: resolves after the bound, the thread restarted
-    for (let i = 0; i < 100 && readFileSync(join(dir, "stuck.starts"), "utf8").trim().split("\n").length < 2; i++) await new Promise((r) => setTimeout(r, 100));
-    assert.deepEqual(readFileSync(join(dir, "stuck.starts"), "utf8").trim().split("\n"), ["1", "1"], "thread 1 started again");
+    await threads.synced(); // bounded: resolves after the bound (the thread serves nothing itself until it applied)
+    await new Promise((r) => setTimeout(r, 1500));
+    assert.deepEqual(readFileSync(join(dir, "stuck.starts"), "utf8").trim().split("\n"), ["1"], "thread 1 was not ended and started again");
   } finally {
     await threads.stop();
   }

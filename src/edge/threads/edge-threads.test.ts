@@ -1,10 +1,14 @@
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
+import { mkdtempSync, rmSync } from "node:fs";
+import { connect } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { Agent, request, type IncomingHttpHeaders } from "node:http";
 import { after, before, describe, it } from "node:test";
 import { eventually } from "../../core/testing/eventually.js";
 import { freeMetricsPort, sample, scrape } from "../../core/testing/metrics.js";
-import { startTestPlatform, type TestPlatform } from "../../core/testing/platform.js";
+import { newTestCredentials, startTestPlatform, type TestPlatform } from "../../core/testing/platform.js";
 import { createAccount, uploadScript } from "../../workers/testing/helpers.js";
 import { startScriptedOrigin } from "../cache/testing/origin.js";
 import { loopbackBlock } from "../testing/origins.js";
@@ -197,5 +201,99 @@ describe("edge threads (--edge-threads 3): three loops accept on the edge port",
       gone.map((a) => `${a.status}`).join(" "),
     );
     assert.deepEqual(new Set((await many("/b", `www.${zoneB}`)).map((a) => a.text)), new Set(["b's site"]));
+  });
+});
+
+describe("edge threads across restarts and slow heads (--edge-threads 3)", HANG_GUARD, () => {
+  const address = loopbackBlock();
+  const stateDir = mkdtempSync(join(tmpdir(), "edge-threads-restart-"));
+  const credentials = newTestCredentials();
+  const args = ["--edge-threads", "3", "--origin-allow", "127.0.0.0/8", "--request-head-timeout", "2"];
+  const closing: (() => unknown)[] = [];
+  let p: TestPlatform;
+  let origin: Awaited<ReturnType<typeof startScriptedOrigin>>;
+  const zone = `restart${randomBytes(4).toString("hex")}.example`;
+
+  const fresh = (path: string) =>
+    new Promise<{ status: number; text: string }>((resolve, reject) => {
+      const req = request(
+        { host: "127.0.0.1", port: new URL(p.url).port, path, agent: false, headers: { host: `www.${zone}`, connection: "close" } },
+        (res) => {
+          let text = "";
+          res.setEncoding("utf8");
+          res.on("data", (d: string) => (text += d));
+          res.on("end", () => resolve({ status: res.statusCode ?? 0, text }));
+        },
+      );
+      req.on("error", reject);
+      req.end();
+    });
+  const fetches = async (path: string) => {
+    const before = origin.count(path);
+    for (let i = 0; i < CONNECTIONS; i++) assert.equal((await fresh(path)).status, 200);
+    return origin.count(path) - before;
+  };
+
+  before(async () => {
+    p = await startTestPlatform({ stateDir, credentials, args });
+    origin = await startScriptedOrigin({ after: (fn) => void closing.push(fn) }, address(1));
+    origin.route("/kept.js", (_req, res) => res.writeHead(200, { "cache-control": "max-age=3600" }).end("kept"));
+    origin.route("/again.js", (_req, res) => res.writeHead(200, { "cache-control": "max-age=3600" }).end("again"));
+    const zoneId = (await p.api("POST", "/zones", { name: zone, account: { id: p.accountId } })).body.result.id;
+    assert.equal((await p.api("POST", `/zones/${zoneId}/dns_records`, { type: "A", name: "www", content: address(1), proxied: true })).status, 200);
+  });
+  after(async () => {
+    for (const cleanup of closing) await cleanup();
+    await p?.stop();
+    rmSync(stateDir, { recursive: true, force: true });
+  });
+
+  it("every loop's head timeout holds on kept-alive connections: a trickled second head is cut", async () => {
+    const port = Number(new URL(p.url).port);
+    const ended = await Promise.all(
+      Array.from(
+        { length: 12 },
+        () =>
+          new Promise<string>((resolve, reject) => {
+            const socket = connect(port, "127.0.0.1");
+            let text = "";
+            let trickle: NodeJS.Timeout | undefined;
+            const guard = setTimeout(() => resolve(`still open: ${text.slice(0, 80)}`), 30_000);
+            socket.on("error", reject);
+            socket.on("close", () => {
+              clearInterval(trickle);
+              clearTimeout(guard);
+              resolve("closed");
+            });
+            socket.write(`GET /kept.js HTTP/1.1\r\nHost: www.${zone}\r\n\r\n`);
+            socket.on("data", (d: Buffer) => {
+              text += d.toString("latin1");
+              // The first answer is in: the second head, a byte at a time, never ends.
+              if (trickle === undefined && /\r\n\r\n[\s\S]*kept/.test(text)) {
+                const head = `GET /kept.js HTTP/1.1\r\nHost: www.${zone}\r\nX-Slow: `;
+                let i = 0;
+                trickle = setInterval(() => socket.write(i < head.length ? head[i++] : "a"), 200);
+              }
+            });
+          }),
+      ),
+    );
+    assert.deepEqual(new Set(ended), new Set(["closed"]));
+  });
+
+  it("a clean restart keeps every loop's cache; after a kill the threads' shares start empty, the main thread's is kept", async () => {
+    const filled = await fetches("/again.js");
+    assert.ok(filled >= 1 && filled <= 3, `${filled}`);
+    await fetches("/again.js");
+    await p.stop();
+    p = await startTestPlatform({ stateDir, credentials, args });
+    assert.equal(await fetches("/again.js"), 0, "after a clean stop no loop fetched the object again");
+    p.process.kill("SIGKILL");
+    await new Promise((resolve) => p.process.once("exit", resolve));
+    p = await startTestPlatform({ stateDir, credentials, args });
+    const refetched = await fetches("/again.js");
+    // The threads missed whatever was purged while the process was gone: their shares are empty. The main thread's
+    // cache applies every purge before it answers, so it is kept (no fetch from it).
+    assert.ok(refetched >= 1 && refetched <= 2, `after a kill the threads fetched the object again (${refetched} fetches)`);
   });
 });

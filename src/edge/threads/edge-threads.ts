@@ -1,4 +1,4 @@
-import { chmodSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { chmodSync, closeSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { createServer, type Server, type Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -11,8 +11,11 @@ import type { FromThread, OpenConnections, ThreadStart, ToThread } from "./messa
 import { duplicateListenFd, requireListenFdSupport } from "../../core/os/os.js";
 import { parseProxyLine, PROXY_LINE_MAX, type ConnectionAddresses } from "./proxy-header.js";
 
-/** How long the API waits for every thread to apply a change before it restarts the threads that did not. */
+/** How long the API waits for every thread to apply a change (those that did not then serve nothing themselves until they have). */
 const SYNC_MS = 2_000;
+/** A thread behind the notices that applies none for this long is ended and started again. */
+const WEDGED_MS = 60_000;
+const WEDGED_CHECK_MS = 5_000;
 /** A thread that exits is started again after this long, doubling to RESPAWN_MAX_MS while it keeps exiting. */
 const RESPAWN_MS = 1_000;
 const RESPAWN_MAX_MS = 30_000;
@@ -31,6 +34,9 @@ interface LiveThread {
   applied: number;
   exits: number[];
   delay: number;
+  /** Since when it has been behind with `applied` unchanged (the wedge watch). */
+  behindSince?: number;
+  appliedAtCheck?: number;
 }
 
 /**
@@ -43,6 +49,9 @@ interface LiveThread {
  */
 export class EdgeThreads {
   private readonly threads = new Map<number, LiveThread>();
+  /** The number of the last notice relayed, shared with every thread (ThreadStart.relayed). */
+  private readonly relayed = new Int32Array(new SharedArrayBuffer(4));
+  private wedgedTimer?: NodeJS.Timeout;
   /** Each thread's open connections, as it last said (within a second). */
   private readonly open = new Map<number, OpenConnections>();
   private sent = 0;
@@ -109,6 +118,8 @@ export class EdgeThreads {
     const started: Promise<void>[] = [];
     for (let index = 1; index < this.opts.loops; index++) started.push(this.spawn(index, fd, path));
     await Promise.all(started);
+    this.wedgedTimer = setInterval(() => this.watch(), WEDGED_CHECK_MS);
+    this.wedgedTimer.unref();
   }
 
   /** The connections the threads serve now (as they said within the last second). */
@@ -122,7 +133,12 @@ export class EdgeThreads {
     return { plain, tls };
   }
 
-  /** Resolves once every thread has applied every notice relayed so far (bounded: a thread that lags is restarted). */
+  /**
+   * Resolves once every thread has applied every notice relayed so far, or after SYNC_MS. A thread that has not yet
+   * serves nothing itself meanwhile (it compares the shared count of relayed notices with what it applied, and hands
+   * every request to this thread until it caught up), so the answer never outruns what is served. One that makes no
+   * progress for WEDGED_MS is ended and started again (`watch`).
+   */
   synced(): Promise<void> {
     const upTo = this.sent;
     if (this.lagging(upTo).length === 0) return Promise.resolve();
@@ -131,10 +147,12 @@ export class EdgeThreads {
       this.waiters.push(waiter);
       const timer = setTimeout(() => {
         const late = this.lagging(upTo);
-        if (late.length === 0) return this.release(waiter);
-        this.opts.log.error({ threads: late.map((t) => t.index), notice: upTo }, "edge threads did not apply a change in time: restarted");
-        // Released once they are gone (their exit releases every waiter only they held up): until then they accept.
-        for (const t of late) void t.worker.terminate();
+        if (late.length > 0)
+          this.opts.log.warn(
+            { threads: late.map((t) => t.index), notice: upTo },
+            "edge threads had not applied a change in time: they hand their requests to the main thread until they have",
+          );
+        this.release(waiter);
       }, SYNC_MS);
       timer.unref();
       const release = waiter.resolve;
@@ -147,6 +165,7 @@ export class EdgeThreads {
 
   async stop(): Promise<void> {
     this.stopping = true;
+    clearInterval(this.wedgedTimer);
     for (const off of this.unsubscribe) off();
     const exits = [...this.threads.values()].map(
       (t) =>
@@ -164,6 +183,8 @@ export class EdgeThreads {
 
   private relay(event: BusEvent): void {
     const n = ++this.sent;
+    // Counted before it is sent: from now on no thread behind it answers anything itself.
+    Atomics.store(this.relayed, 0, n);
     for (const t of this.threads.values()) t.worker.postMessage({ type: "notice", n, event } satisfies ToThread);
   }
 
@@ -177,9 +198,44 @@ export class EdgeThreads {
     waiter.resolve();
   }
 
+  /** Starts a thread again after it exited; a failure (no descriptor left, no memory for a thread) is retried later. */
+  private respawn(index: number, fd: number, handoverPath: string, previous: LiveThread): void {
+    const timer = setTimeout(() => {
+      if (this.stopping) return;
+      try {
+        void this.spawn(index, fd, handoverPath, { ...previous, delay: Math.min(previous.delay * 2, RESPAWN_MAX_MS) });
+      } catch (err) {
+        this.opts.log.error({ err, edgeThread: index }, "edge thread could not be started again: retried later");
+        this.respawn(index, fd, handoverPath, { ...previous, delay: Math.min(previous.delay * 2, RESPAWN_MAX_MS) });
+      }
+    }, previous.delay);
+    timer.unref();
+  }
+
+  /**
+   * Every few seconds: a thread that has had a notice to apply for WEDGED_MS and applied nothing meanwhile is stuck
+   * (its loop blocked, or its work never settling). It serves nothing itself all that time (`synced`); it is ended
+   * and started again.
+   */
+  private watch(): void {
+    const now = Date.now();
+    for (const t of this.threads.values()) {
+      if (t.applied >= this.sent) t.behindSince = undefined;
+      else if (t.behindSince === undefined || t.appliedAtCheck !== t.applied) {
+        t.behindSince = now;
+        t.appliedAtCheck = t.applied;
+      } else if (now - t.behindSince >= WEDGED_MS) {
+        this.opts.log.error({ edgeThread: t.index, applied: t.applied, relayed: this.sent }, "edge thread applied no change for a minute: restarted");
+        t.behindSince = undefined;
+        void t.worker.terminate();
+      }
+    }
+  }
+
   private spawn(index: number, fd: number, handoverPath: string, previous?: LiveThread): Promise<void> {
     // A descriptor of the thread's own: Node closes it when the thread ends, never the one the others accept on.
     const threadFd = duplicateListenFd(fd);
+    let worker: Worker;
     const start: ThreadStart = {
       index,
       loops: this.opts.loops,
@@ -189,8 +245,15 @@ export class EdgeThreads {
       fd: threadFd,
       handoverPath,
       restarted: previous !== undefined,
+      relayed: this.relayed,
+      startAt: this.sent,
     };
-    const worker = new Worker(this.opts.script, { workerData: start });
+    try {
+      worker = new Worker(this.opts.script, { workerData: start });
+    } catch (err) {
+      closeSync(threadFd);
+      throw err;
+    }
     // Everything relayed before this thread exists is in what it reads.
     const thread: LiveThread = { index, worker, ready: false, applied: this.sent, exits: previous?.exits ?? [], delay: previous?.delay ?? RESPAWN_MS };
     this.threads.set(index, thread);
@@ -225,10 +288,7 @@ export class EdgeThreads {
           return;
         }
         this.opts.log.error({ edgeThread: index, code, restartInMs: thread.delay }, "edge thread exited: started again");
-        const timer = setTimeout(() => {
-          if (!this.stopping) void this.spawn(index, fd, handoverPath, { ...thread, delay: Math.min(thread.delay * 2, RESPAWN_MAX_MS) });
-        }, thread.delay);
-        timer.unref();
+        this.respawn(index, fd, handoverPath, thread);
       });
     });
   }

@@ -13,6 +13,13 @@ export interface ThreadStart {
   stateDir: string;
   /** Every serve option by its long name, as the main thread merged them. */
   options: Map<string, unknown>;
+  /**
+   * The number of the last notice the main thread relayed, shared: a thread compares what it applied with it before
+   * it answers anything itself (serve.ts, `current`).
+   */
+  relayed: Int32Array;
+  /** The last notice relayed before this thread started: what it reads includes them. */
+  startAt: number;
   /** The edge port's listening socket, which the thread accepts on too. */
   fd: number;
   /**

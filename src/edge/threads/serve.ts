@@ -3,8 +3,9 @@
 // cache, from copies of the tenant state kept current with the main thread's notices), and hands every other
 // connection to the main thread with its addresses (proxy-header.ts).
 import { createServer, request as httpRequest, type IncomingMessage, type ServerResponse } from "node:http";
-import { connect, createServer as createNetServer, type Socket } from "node:net";
-import { closeSync, rmSync } from "node:fs";
+import { connect, type Socket } from "node:net";
+import { closeSync, existsSync, rmSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import type { Duplex } from "node:stream";
 import type { MessagePort } from "node:worker_threads";
 import { optionValues } from "../../core/cli/option-values.js";
@@ -94,6 +95,9 @@ function endToEnd(raw: readonly string[]): string[] {
   return out;
 }
 
+/** Left in a thread's cache share by its clean stop: the share may be kept at the next start. */
+const CLEAN_STOP_MARKER = ".clean-stop";
+
 /** A connection whose first head has not arrived in this long is handed to the main thread (its head timeout applies there). */
 const PEEK_WAIT_MS = 10_000;
 /** How long a stopping thread lets its requests finish. */
@@ -114,7 +118,9 @@ export function serveEdgeThread(deps: EdgeThreadDeps): void {
   let counted: CountedRequest[] = [];
   let open = { plain: 0, tls: 0 };
   const flushTraffic = () => {
-    const now = connections.openConnections;
+    // Those carried to the main thread are counted there (the gauge sums the loops).
+    const all = connections.openConnections;
+    const now = { plain: Math.max(0, all.plain - spliced.size), tls: all.tls };
     if (traffic.length === 0 && counted.length === 0 && now.plain === open.plain && now.tls === open.tls) return;
     open = now;
     send({ type: "traffic", events: traffic, requests: counted, open });
@@ -147,7 +153,11 @@ export function serveEdgeThread(deps: EdgeThreadDeps): void {
   const rules = new CacheRulesets(new SqliteCacheRulesStore(deps.openDb("edge-rules")), log);
 
   const cacheConfig = cacheShare(readCacheConfig(optionValues(options, cacheServeOptions), start.stateDir), start.index, start.loops);
-  if (start.restarted) rmSync(cacheConfig.dir, { recursive: true, force: true });
+  // A share is kept only from a clean stop of its thread (the marker): a thread that ended otherwise (a crash, left
+  // down, the process killed) missed the purges made since, so its share starts empty.
+  const cleanStop = join(cacheConfig.dir, CLEAN_STOP_MARKER);
+  if (start.restarted || !existsSync(cleanStop)) rmSync(cacheConfig.dir, { recursive: true, force: true });
+  else rmSync(cleanStop, { force: true });
   const cache = newEdgeCache(cacheConfig, settings, log, rules);
   const origin = readOriginConfig(optionValues(options, originServeOptions));
   const pools = new OriginPools({ connectTimeoutMs: origin.originConnectTimeoutMs, answerTimeoutMs: origin.originTimeoutMs, extraCa: origin.originCa });
@@ -163,8 +173,16 @@ export function serveEdgeThread(deps: EdgeThreadDeps): void {
     log,
   });
 
-  // Requests that reach the dispatch but are not the thread's (a kept-alive connection that asks for another host):
-  // each is carried to the main thread on a connection of its own, with the client's addresses.
+  /**
+   * Whether this thread has applied every notice the main thread relayed: the counter is shared, so a notice counts
+   * from the moment it was sent, not from when this thread's loop gets to its message. Until then the thread hands
+   * everything to the main thread, which is always current (a reload of a large zone may take seconds).
+   */
+  const current = () => bus.current(start.relayed);
+
+  // Requests that reach the thread but are not its own (a later request of a kept-alive connection for the API, a
+  // Worker's route, or any while the thread is behind): each goes to the main thread on a connection of its own with
+  // the client's addresses, one at a time per client connection (pipelined ones wait their turn).
   const toMain = (socket: Socket | Duplex) => {
     const upstream = connect(start.handoverPath);
     const s = socket as Socket;
@@ -178,21 +196,33 @@ export function serveEdgeThread(deps: EdgeThreadDeps): void {
     );
     return upstream;
   };
+  const relaying = new WeakMap<object, Promise<void>>();
   // No agent: `createConnection` is the connection (an agent, `agent: false` included, would make its own).
   const relayRequest = (req: IncomingMessage, res: ServerResponse): boolean => {
-    const upstream = httpRequest({
-      createConnection: () => toMain(req.socket),
-      method: req.method,
-      path: req.url,
-      headers: endToEnd(req.rawHeaders),
-    });
-    upstream.on("response", (answer) => {
-      res.writeHead(answer.statusCode ?? 502, answer.statusMessage, endToEnd(answer.rawHeaders));
-      answer.pipe(res);
-    });
-    upstream.on("error", () => res.destroy());
-    res.on("close", () => upstream.destroy());
-    req.pipe(upstream);
+    const key = req.socket;
+    const previous = relaying.get(key) ?? Promise.resolve();
+    const done = previous.then(
+      () =>
+        new Promise<void>((resolve) => {
+          res.once("close", () => resolve());
+          if (res.destroyed) return resolve();
+          const headers = endToEnd(req.rawHeaders);
+          // A body Node framed as chunked: said again, or Node's client would send it unframed for a GET or DELETE.
+          if (req.headers["transfer-encoding"] !== undefined && req.headers["content-length"] === undefined) headers.push("transfer-encoding", "chunked");
+          const upstream = httpRequest({ createConnection: () => toMain(req.socket), method: req.method, path: req.url, headers });
+          upstream.on("response", (answer) => {
+            const head = endToEnd(answer.rawHeaders);
+            // The main thread ends the connection after this answer (a refusal, a stop): so does the thread.
+            if (/(^|,)\s*close\s*(,|$)/i.test(String(answer.headers.connection ?? ""))) head.push("connection", "close");
+            res.writeHead(answer.statusCode ?? 502, answer.statusMessage, head);
+            answer.pipe(res);
+          });
+          upstream.on("error", () => res.destroy());
+          res.on("close", () => upstream.destroy());
+          req.pipe(upstream);
+        }),
+    );
+    relaying.set(key, done);
     return true;
   };
   const relayUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer): boolean => {
@@ -226,9 +256,12 @@ export function serveEdgeThread(deps: EdgeThreadDeps): void {
   edge.addTenantHandler((req, res) => forwarder.handle(req, res));
   edge.addTenantUpgradeHandler((req, socket, head) => forwarder.handleUpgrade(req, socket, head));
   const dispatch = edge.dispatch;
+  /** Whether the thread answers a request with this Host itself (else the main thread does). */
+  const ours = (host: string | undefined) => current() && dispatch.tenantWithoutWorkers(host);
 
-  // The HTTP server of the connections this thread serves: the main thread's edge server's rules (app.ts), with its
-  // share of the connection limits.
+  // The HTTP server of the connections this thread serves, listening on the thread's descriptor itself (so Node keeps
+  // its connections' head and keep-alive timers, and a stop can close its idle ones): the main thread's edge server's
+  // rules (app.ts), with its share of the connection limits; every new connection passes `accepted` first.
   const loops = start.loops;
   const connections = new ConnectionLimits({
     max: Math.ceil(core.connections.max / loops),
@@ -239,9 +272,9 @@ export function serveEdgeThread(deps: EdgeThreadDeps): void {
   const listener = (req: IncomingMessage, res: ServerResponse) => {
     const refusal = connections.refusalFor(req.socket);
     if (refusal) return answerAndClose(res, refusal);
-    // A later request of a kept-alive connection for a host that is not the thread's (the API, a Worker's): the main
-    // thread answers and counts it, as it would have answered the connection.
-    if (!dispatch.tenantWithoutWorkers(req.headers.host)) return void relayRequest(req, res);
+    // A later request of a kept-alive connection for a host that is not the thread's: the main thread answers and
+    // counts it, as it would have answered the connection.
+    if (!ours(req.headers.host)) return void relayRequest(req, res);
     if (refuseLongUrl(req, res)) return;
     stalledBodies.watch(req, res);
     if (dispatch.request(req, res)) return;
@@ -249,11 +282,14 @@ export function serveEdgeThread(deps: EdgeThreadDeps): void {
   };
   const http = createServer({ maxHeaderSize: MAX_HEADER_BYTES, connectionsCheckingInterval: Math.min(Math.max(core.headTimeoutMs / 4, 50), 30_000) }, listener);
   connections.install(http);
+  const [serveConnection] = http.listeners("connection") as ((socket: Socket) => void)[];
+  http.removeAllListeners("connection");
+  http.on("connection", (socket: Socket) => accepted(socket, serveConnection));
   http.on("clientError", answerClientError);
   http.on("upgrade", (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     const refusal = connections.refusalFor(req.socket);
     if (refusal) return refuseOnSocket(socket, refusal);
-    if (!dispatch.tenantWithoutWorkers(req.headers.host)) return void relayUpgrade(req, socket, head);
+    if (!ours(req.headers.host)) return void relayUpgrade(req, socket, head);
     if ((req.url?.length ?? 0) <= MAX_URL_BYTES && dispatch.upgrade(req, socket, head)) return;
     serveUpgradeAsRequest(req, socket, listener);
   });
@@ -280,42 +316,40 @@ export function serveEdgeThread(deps: EdgeThreadDeps): void {
   }
 
   /**
-   * A new connection: its first head decides. The thread serves it when its Host is a tenant's no Worker may take;
-   * otherwise the main thread gets it whole, the bytes read so far first, after the PROXY line with its addresses.
+   * A new connection: its first head decides. The thread serves it when its Host is a tenant's no Worker may take
+   * (and the thread is current); otherwise the main thread gets it whole, the bytes read so far first, after the
+   * PROXY line with its addresses. What is read is copied into one buffer of PEEK_LIMIT bytes at most.
    */
-  function accepted(socket: Socket): void {
+  function accepted(socket: Socket, serve: (socket: Socket) => void): void {
     // Counted from accept under the thread's share (a connection past it is closed at once, as the HTTPS port does):
     // a connection is never uncounted while its first head is read.
     if (stopping || !connections.admitAtAccept(socket, false)) return void socket.destroy();
-    const chunks: Buffer[] = [];
+    let peek: Buffer | undefined;
     let length = 0;
-    /** The last bytes read, where an end of head split over two reads begins. */
-    let tail: Buffer = Buffer.alloc(0);
-    let seen: Buffer = Buffer.alloc(0);
-    const timer = setTimeout(() => decide("none"), PEEK_WAIT_MS);
+    const timer = setTimeout(() => decide("none", []), PEEK_WAIT_MS);
     const onData = (chunk: Buffer) => {
-      chunks.push(chunk);
+      if (length + chunk.length > PEEK_LIMIT) return decide("none", [chunk]);
+      peek ??= Buffer.allocUnsafe(PEEK_LIMIT);
+      chunk.copy(peek, length);
+      const from = Math.max(0, length - 3);
       length += chunk.length;
       // Only the new bytes (and the three before them) are searched: a head trickled a byte at a time costs linear time.
-      const probe = tail.length === 0 ? chunk : Buffer.concat([tail, chunk]);
-      const ended = probe.includes("\r\n\r\n");
-      tail = Buffer.from(probe.subarray(Math.max(0, probe.length - 3)));
-      if (!ended && length < PEEK_LIMIT && chunks.length > 1) return;
-      seen = chunks.length === 1 ? chunk : Buffer.concat(chunks, length);
-      const peeked = peekHost(seen, PEEK_LIMIT);
-      if (peeked !== "more") decide(peeked);
+      if (peek.subarray(from, length).includes("\r\n\r\n") || from === 0) {
+        const peeked = peekHost(peek.subarray(0, length), PEEK_LIMIT);
+        if (peeked !== "more") decide(peeked, []);
+      }
     };
-    const onEnd = () => decide("none");
-    const decide = (peeked: { host: string } | "none") => {
+    const onEnd = () => decide("none", []);
+    const decide = (peeked: { host: string } | "none", after: Buffer[]) => {
       clearTimeout(timer);
       socket.removeListener("data", onData);
       socket.removeListener("end", onEnd);
       socket.removeListener("error", onEnd);
       if (socket.destroyed) return;
-      if (seen.length !== length) seen = Buffer.concat(chunks, length);
-      if (peeked !== "none" && dispatch.tenantWithoutWorkers(peeked.host)) {
+      const seen = Buffer.concat([peek?.subarray(0, length) ?? Buffer.alloc(0), ...after]);
+      if (peeked !== "none" && ours(peeked.host)) {
         connections.handOver(socket);
-        http.emit("connection", socket);
+        serve.call(http, socket);
         // Node's parser reads the socket from now on; what was read here goes to it first, in this same turn.
         socket.emit("data", seen);
         return;
@@ -329,23 +363,21 @@ export function serveEdgeThread(deps: EdgeThreadDeps): void {
     socket.on("error", onEnd);
   }
 
-  const acceptor = createNetServer({ pauseOnConnect: false }, accepted);
-  // Past its share and the refusals' room, a connection is dropped at accept, before any JavaScript object exists.
-  acceptor.maxConnections = connections.maxAccepted;
-
   let stopping = false;
   async function stop(): Promise<void> {
     if (stopping) return;
     stopping = true;
-    acceptor.close();
     forwarder.closeUpgraded();
-    http.closeIdleConnections();
     const grace = setTimeout(() => {
       http.closeAllConnections();
       for (const socket of spliced) socket.destroy();
     }, STOP_GRACE_MS);
-    await new Promise<void>((resolve) => http.close(() => resolve()));
-    // Connections carried to the main thread (a Worker's WebSocket, an upload to the API) finish within the grace.
+    // No new connection; idle kept-alive ones closed now, the others once their answer is done (bounded by the grace).
+    const closed = new Promise<void>((resolve) => http.close(() => resolve()));
+    http.closeIdleConnections();
+    await closed;
+    // Connections carried to the main thread (a Worker's WebSocket, an upload to the API) end as the main thread
+    // closes them (it stops beside this), within the grace.
     while (spliced.size > 0) await new Promise((r) => setTimeout(r, 50));
     clearTimeout(grace);
     clearInterval(flushTimer);
@@ -356,6 +388,11 @@ export function serveEdgeThread(deps: EdgeThreadDeps): void {
     rules.stop();
     stalledBodies.close();
     cache.close();
+    try {
+      writeFileSync(cleanStop, "");
+    } catch {
+      // No marker: the share starts empty next time, which is always correct.
+    }
     await pools.close();
     process.exit(0);
   }
@@ -369,14 +406,14 @@ export function serveEdgeThread(deps: EdgeThreadDeps): void {
     await settings.load();
     await rules.load();
     await routes.load();
-    acceptor.listen({ fd: start.fd }, () => {
+    http.listen({ fd: start.fd }, () => {
       if (core.sealObjectPrototype) Object.seal(Object.prototype);
       send({ type: "ready" });
     });
   })().catch((err: unknown) => {
     log.error({ err }, "edge thread could not start");
     // The descriptor is this thread's own copy (core/os/os.ts): closed here when no handle took it over.
-    if (!acceptor.listening) closeSync(start.fd);
+    if (!http.listening) closeSync(start.fd);
     process.exit(1);
   });
 }

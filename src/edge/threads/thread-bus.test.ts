@@ -151,3 +151,23 @@ test("the thread announces nothing: publish rejects", async () => {
   await assert.rejects(bus.publish("dns", "zone:1"), /changes nothing/);
   await assert.rejects(bus.publish("cache", "purge:x"));
 });
+
+test("current(): a notice counts from the moment the main thread relays it, until its work here is done", async () => {
+  const relayed = new Int32Array(new SharedArrayBuffer(4));
+  Atomics.store(relayed, 0, 4);
+  // Started after notice 4 was relayed: what it read includes it.
+  const bus = new ThreadBus("node-a/edge-thread-1", () => undefined, 4);
+  assert.equal(bus.current(relayed), true);
+  const d = deferred();
+  bus.subscribe("dns", () => d.promise);
+  // Relayed, its message not taken up by this thread yet: not current.
+  Atomics.store(relayed, 0, 5);
+  assert.equal(bus.current(relayed), false);
+  bus.deliver(5, change("dns"));
+  await settle();
+  assert.equal(bus.current(relayed), false, "not while its work runs");
+  d.resolve();
+  await settle();
+  assert.equal(bus.current(relayed), true);
+  assert.equal(bus.appliedUpTo, 5);
+});

@@ -9,11 +9,17 @@ import type { Bus, BusEvent, BusHandler } from "../../core/cluster/bus.js";
 export class ThreadBus implements Bus {
   private readonly byArea = new Map<string, Set<BusHandler>>();
   private work: Promise<unknown> = Promise.resolve();
+  /** The last notice applied, with every one before it. */
+  appliedUpTo: number;
 
   constructor(
     readonly nodeId: string,
     private readonly applied: (n: number) => void,
-  ) {}
+    /** The number of the last notice relayed before this thread started (what it reads includes them). */
+    startAt = 0,
+  ) {
+    this.appliedUpTo = startAt;
+  }
 
   deliver(n: number, event: BusEvent): void {
     const targets = event.type === "change" ? [this.byArea.get(event.area) ?? []] : [...this.byArea.values()];
@@ -26,7 +32,18 @@ export class ThreadBus implements Bus {
           // A handler's failure is its own to log; the notice counts as applied (as on a node's bus).
         }
       }
-    this.work = Promise.allSettled(started).then(() => this.applied(n));
+    this.work = Promise.allSettled(started).then(() => {
+      this.appliedUpTo = n;
+      this.applied(n);
+    });
+  }
+
+  /**
+   * Whether every notice relayed so far (`relayed`, the main thread's shared count, which counts a notice from the
+   * moment it is sent) is applied here: until it is, the thread serves nothing itself.
+   */
+  current(relayed: Int32Array): boolean {
+    return this.appliedUpTo >= Atomics.load(relayed, 0);
   }
 
   async publish(area: string): Promise<void> {
