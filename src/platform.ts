@@ -394,11 +394,13 @@ export async function startPlatform(config: PlatformConfig, log: Logger = create
   const stop = async () => {
     // Probes say "stopping" and new requests are refused at once, so a load balancer moves on while this node drains.
     readiness.stopping();
-    // The threads stop beside this one: the connections they carried here end as this server closes them.
-    const threadsStopped = threads?.stop();
+    // The threads drain beside this one (the connections they carried here end as this server closes them), and they
+    // still apply every change this server's last calls make; then they end.
+    const threadsDrained = threads?.drain();
     for (const s of services) s.closeUpgraded?.();
     await app.close();
-    await threadsStopped;
+    await threadsDrained;
+    await threads?.stop();
     await metricsListener?.close();
     for (const s of [...started].reverse()) await s.stop?.().catch((err) => log.error({ err, service: s.name }, "service failed to stop"));
     await closeStores();

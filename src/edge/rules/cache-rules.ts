@@ -92,11 +92,15 @@ export class CacheRulesets implements CacheRules {
     );
   }
 
-  follow(bus: Bus): void {
+  /** `failed`: told of a reload that failed (an edge thread then starts again: its copy would stay old). */
+  follow(bus: Bus, failed?: (err: unknown) => void): void {
     this.unsubscribe = bus.subscribe(RULES_AREA, (event) => {
       const reload = event.type === "resync" ? this.load() : event.what.startsWith("zone:") ? this.reloadZone(event.what.slice(5)) : Promise.resolve();
       // Returned: the bus's barrier waits for it (API reads of this node then see the other node's change).
-      return reload.catch((err: unknown) => this.log.error({ err, event }, "cache rules not reloaded"));
+      return reload.catch((err: unknown) => {
+        this.log.error({ err, event }, "cache rules not reloaded");
+        failed?.(err);
+      });
     });
   }
 

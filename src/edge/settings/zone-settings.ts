@@ -83,11 +83,15 @@ export class ZoneSettings {
     return Promise.all(pending).then(() => undefined);
   }
 
-  follow(bus: Bus): void {
+  /** `failed`: told of a reload that failed (an edge thread then starts again: its copy would stay old). */
+  follow(bus: Bus, failed?: (err: unknown) => void): void {
     this.unsubscribe = bus.subscribe(SETTINGS_AREA, (event) => {
       const reload = event.type === "resync" ? this.load() : event.what.startsWith("zone:") ? this.reloadZone(event.what.slice(5)) : Promise.resolve();
       // Returned: the bus's barrier waits for it (API reads of this node then see the other node's change).
-      return reload.catch((err: unknown) => this.log.error({ err, event }, "zone settings not reloaded"));
+      return reload.catch((err: unknown) => {
+        this.log.error({ err, event }, "zone settings not reloaded");
+        failed?.(err);
+      });
     });
   }
 

@@ -42,6 +42,7 @@ const apply = (n) => {
   else setTimeout(() => apply(n), 20);
 };
 parentPort.on("message", (m) => {
+  if (m.type === "drain") parentPort.postMessage({ type: "drained" });
   if (m.type === "stop") process.exit(0);
   if (m.type === "notice" && ${applies}) apply(m.n);
 });
@@ -115,6 +116,7 @@ appendFileSync(${JSON.stringify(join(dir, "listener.starts"))}, workerData.index
 const server = createServer((socket) => socket.end("thread"));
 server.listen({ fd: workerData.fd }, () => parentPort.postMessage({ type: "ready" }));
 parentPort.on("message", (m) => {
+  if (m.type === "drain") parentPort.postMessage({ type: "drained" });
   if (m.type === "stop") process.exit(0);
   if (m.type === "notice") throw new Error("a thread's uncaught error");
 });

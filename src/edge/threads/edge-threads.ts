@@ -60,6 +60,7 @@ export class EdgeThreads {
   private handover?: Server;
   private dir?: string;
   private stopping = false;
+  private draining?: Promise<void>;
 
   constructor(
     private readonly opts: {
@@ -163,9 +164,34 @@ export class EdgeThreads {
     });
   }
 
-  async stop(): Promise<void> {
+  /**
+   * The first half of a stop: the threads accept nothing more and finish what they serve (bounded), while they still
+   * apply every change (the main thread's API finishes its calls meanwhile). `stop` then ends them.
+   */
+  drain(): Promise<void> {
+    if (this.draining) return this.draining;
     this.stopping = true;
     clearInterval(this.wedgedTimer);
+    const drained = [...this.threads.values()].map(
+      (t) =>
+        new Promise<void>((resolve) => {
+          const done = (message: FromThread) => {
+            if (message.type !== "drained") return;
+            t.worker.off("message", done);
+            resolve();
+          };
+          t.worker.on("message", done);
+          t.worker.once("exit", () => resolve());
+          t.worker.postMessage({ type: "drain" } satisfies ToThread);
+          setTimeout(resolve, STOP_MS).unref();
+        }),
+    );
+    return (this.draining = Promise.all(drained).then(() => undefined));
+  }
+
+  /** Once nothing more can change (the API closed): the threads close their caches, leave their markers and end. */
+  async stop(): Promise<void> {
+    await this.drain();
     for (const off of this.unsubscribe) off();
     const exits = [...this.threads.values()].map(
       (t) =>
@@ -183,8 +209,9 @@ export class EdgeThreads {
 
   private relay(event: BusEvent): void {
     const n = ++this.sent;
-    // Counted before it is sent: from now on no thread behind it answers anything itself.
-    Atomics.store(this.relayed, 0, n);
+    // Counted before it is sent: from now on no thread behind it answers anything itself (wraps after 2^31; the
+    // threads compare in 32-bit arithmetic).
+    Atomics.store(this.relayed, 0, n | 0);
     for (const t of this.threads.values()) t.worker.postMessage({ type: "notice", n, event } satisfies ToThread);
   }
 
@@ -220,7 +247,8 @@ export class EdgeThreads {
   private watch(): void {
     const now = Date.now();
     for (const t of this.threads.values()) {
-      if (t.applied >= this.sent) t.behindSince = undefined;
+      // One still reading its state (a large zone may take long) is not wedged.
+      if (!t.ready || t.applied >= this.sent) t.behindSince = undefined;
       else if (t.behindSince === undefined || t.appliedAtCheck !== t.applied) {
         t.behindSince = now;
         t.appliedAtCheck = t.applied;

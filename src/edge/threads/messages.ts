@@ -35,13 +35,17 @@ export interface ThreadStart {
 export type ToThread =
   /** A bus notice, numbered: the thread says `applied` with its number once its handlers' work is done. */
   | { type: "notice"; n: number; event: BusEvent }
-  /** Stop accepting, finish the requests in flight (bounded), then exit. */
+  /** Stop accepting, finish the requests in flight (bounded); notices are still applied. */
+  | { type: "drain" }
+  /** Every change is relayed (the main thread's API is closed): close the cache, leave its clean-stop marker, exit. */
   | { type: "stop" };
 
 /** From an edge thread to the main thread. */
 export type FromThread =
   /** Its state is read and it accepts connections. */
   | { type: "ready" }
+  /** Its requests are done (after `drain`). */
+  | { type: "drained" }
   /** Every notice up to `n` is applied. */
   | { type: "applied"; n: number }
   /** Tenants' requests that ended, for the analytics' rollups (sent at most once a second). */

@@ -110,6 +110,7 @@ export function serveEdgeThread(deps: EdgeThreadDeps): void {
   const options = start.options;
   port.on("message", (message: ToThread) => {
     if (message.type === "notice") bus.deliver(message.n, message.event);
+    else if (message.type === "drain") void drain();
     else if (message.type === "stop") void stop();
   });
 
@@ -204,8 +205,10 @@ export function serveEdgeThread(deps: EdgeThreadDeps): void {
     const done = previous.then(
       () =>
         new Promise<void>((resolve) => {
+          // A queued answer of a connection that closed meanwhile never gets a socket (nor a close event): nothing to do.
+          if (res.destroyed || req.destroyed || req.socket?.destroyed) return resolve();
           res.once("close", () => resolve());
-          if (res.destroyed) return resolve();
+          req.socket.once("close", () => resolve());
           const headers = endToEnd(req.rawHeaders);
           // A body Node framed as chunked: said again, or Node's client would send it unframed for a GET or DELETE.
           if (req.headers["transfer-encoding"] !== undefined && req.headers["content-length"] === undefined) headers.push("transfer-encoding", "chunked");
@@ -297,6 +300,8 @@ export function serveEdgeThread(deps: EdgeThreadDeps): void {
   http.headersTimeout = core.headTimeoutMs;
   http.requestTimeout = 0;
 
+  /** Connections whose first head is being read (no HTTP server has them yet: a stop closes them itself). */
+  const peeking = new Set<Socket>();
   /** Connections carried to the main thread byte for byte (a stop lets them finish, bounded). */
   const spliced = new Set<Duplex>();
   /** Both ways until either side ends; an error on one ends the other. */
@@ -326,22 +331,28 @@ export function serveEdgeThread(deps: EdgeThreadDeps): void {
     if (stopping || !connections.admitAtAccept(socket, false)) return void socket.destroy();
     let peek: Buffer | undefined;
     let length = 0;
+    peeking.add(socket);
     const timer = setTimeout(() => decide("none", []), PEEK_WAIT_MS);
     const onData = (chunk: Buffer) => {
-      if (length + chunk.length > PEEK_LIMIT) return decide("none", [chunk]);
+      // The head's bytes are looked at up to PEEK_LIMIT; the rest of a large first read (a body) is passed on as it is.
+      const room = PEEK_LIMIT - length;
+      const head = chunk.length > room ? chunk.subarray(0, room) : chunk;
+      const rest = chunk.length > room ? [chunk.subarray(room)] : [];
       peek ??= Buffer.allocUnsafe(PEEK_LIMIT);
-      chunk.copy(peek, length);
+      head.copy(peek, length);
       const from = Math.max(0, length - 3);
-      length += chunk.length;
+      length += head.length;
       // Only the new bytes (and the three before them) are searched: a head trickled a byte at a time costs linear time.
-      if (peek.subarray(from, length).includes("\r\n\r\n") || from === 0) {
+      if (peek.subarray(from, length).includes("\r\n\r\n") || from === 0 || rest.length > 0) {
         const peeked = peekHost(peek.subarray(0, length), PEEK_LIMIT);
-        if (peeked !== "more") decide(peeked, []);
+        if (peeked !== "more") decide(peeked, rest);
+        else if (rest.length > 0) decide("none", rest);
       }
     };
     const onEnd = () => decide("none", []);
     const decide = (peeked: { host: string } | "none", after: Buffer[]) => {
       clearTimeout(timer);
+      peeking.delete(socket);
       socket.removeListener("data", onData);
       socket.removeListener("end", onEnd);
       socket.removeListener("error", onEnd);
@@ -364,22 +375,35 @@ export function serveEdgeThread(deps: EdgeThreadDeps): void {
   }
 
   let stopping = false;
-  async function stop(): Promise<void> {
-    if (stopping) return;
+  let drained: Promise<void> | undefined;
+  /** Accepts nothing more and finishes what it serves (bounded); notices are still applied meanwhile. */
+  function drain(): Promise<void> {
+    if (drained) return drained;
     stopping = true;
     forwarder.closeUpgraded();
+    // Nothing has been asked on them yet.
+    for (const socket of peeking) socket.destroy();
     const grace = setTimeout(() => {
       http.closeAllConnections();
       for (const socket of spliced) socket.destroy();
     }, STOP_GRACE_MS);
-    // No new connection; idle kept-alive ones closed now, the others once their answer is done (bounded by the grace).
-    const closed = new Promise<void>((resolve) => http.close(() => resolve()));
-    http.closeIdleConnections();
-    await closed;
-    // Connections carried to the main thread (a Worker's WebSocket, an upload to the API) end as the main thread
-    // closes them (it stops beside this), within the grace.
-    while (spliced.size > 0) await new Promise((r) => setTimeout(r, 50));
-    clearTimeout(grace);
+    drained = (async () => {
+      // No new connection; idle kept-alive ones closed now, the others once their answer is done (bounded by the grace).
+      const closed = new Promise<void>((resolve) => (http.listening ? http.close(() => resolve()) : resolve()));
+      http.closeIdleConnections();
+      await closed;
+      // Connections carried to the main thread (a Worker's WebSocket, an upload to the API) end as the main thread
+      // closes them (it stops beside this), within the grace.
+      while (spliced.size > 0) await new Promise((r) => setTimeout(r, 50));
+      clearTimeout(grace);
+      send({ type: "drained" });
+    })();
+    return drained;
+  }
+
+  /** Once the main thread's API is closed (every change relayed and applied here): the cache closes, clean, and the thread ends. */
+  async function stop(): Promise<void> {
+    await drain();
     clearInterval(flushTimer);
     flushTraffic();
     zones.stop();
@@ -398,14 +422,24 @@ export function serveEdgeThread(deps: EdgeThreadDeps): void {
   }
 
   // The state first, subscribed before it is read (a change between the read and the subscription is not missed).
-  settings.follow(bus);
-  rules.follow(bus);
+  // A reload that failed would leave this thread's copy old: it starts again instead (and reads everything).
+  const reloadFailed = (err: unknown) => {
+    log.error({ err }, "edge thread's copy of the tenant state not read again: the thread starts again");
+    process.exit(1);
+  };
+  settings.follow(bus, reloadFailed);
+  rules.follow(bus, reloadFailed);
   bus.subscribe(CACHE_AREA, purgeNotices(cache, start.nodeId, log));
   void (async () => {
     await zones.load();
     await settings.load();
     await rules.load();
     await routes.load();
+    // Asked to stop while it read: it never listens (its copy of the descriptor is closed with it).
+    if (stopping) {
+      closeSync(start.fd);
+      return void send({ type: "drained" });
+    }
     http.listen({ fd: start.fd }, () => {
       if (core.sealObjectPrototype) Object.seal(Object.prototype);
       send({ type: "ready" });

@@ -43,7 +43,8 @@ export class ThreadBus implements Bus {
    * moment it is sent) is applied here: until it is, the thread serves nothing itself.
    */
   current(relayed: Int32Array): boolean {
-    return this.appliedUpTo >= Atomics.load(relayed, 0);
+    // In 32-bit arithmetic, as the shared count wraps after 2^31 notices: behind while the difference is positive.
+    return ((Atomics.load(relayed, 0) - (this.appliedUpTo | 0)) | 0) <= 0;
   }
 
   async publish(area: string): Promise<void> {
