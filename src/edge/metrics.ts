@@ -23,6 +23,11 @@ const statusClassIndex = (status: number | undefined): number => (status === und
 
 const DURATION_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 100] as const;
 
+/** Where the dispatch counts each request that ended: the metrics, or (in an edge thread) a batch for the main thread's. */
+export interface EdgeRequestCounter {
+  record(area: EdgeTrafficArea, status: number | undefined, zone: string, seconds: number, bytes: number, cacheStatus?: string): void;
+}
+
 /**
  * The edge's request metrics: every request of the edge port and the HTTPS port, by the area that answered it, its
  * status class and, for tenants' hostnames, the zone (its name: zones are bounded by what the operator lets tenants
@@ -33,11 +38,6 @@ const DURATION_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.
  * metrics only when scraped (their `collect`): prom-client's own `inc({...})` builds and hashes a label set per call,
  * which cost the edge's cheapest answer about a quarter more CPU (docs/benchmarks.md, Metrics).
  */
-/** Where the dispatch counts each request that ended: the metrics, or (in an edge thread) a batch for the main thread's. */
-export interface EdgeRequestCounter {
-  record(area: EdgeTrafficArea, status: number | undefined, zone: string, seconds: number, bytes: number, cacheStatus?: string): void;
-}
-
 export class EdgeMetrics implements EdgeRequestCounter {
   /** Requests per zone slot (slot 0: no zone), each AREAS × STATUS_CLASSES cells. */
   private readonly requests: Float64Array[] = [new Float64Array(AREAS.length * STATUS_CLASSES.length)];

@@ -117,14 +117,24 @@ export function keepRelayBuffersResident(): void {
   // The block is freed only when V8 collects it: at the next scavenge while it is young, but once promoted (a start
   // busy enough to scavenge twice before it dies; more likely with the bin's 4 MiB semi-spaces) only at a full
   // collection, which a platform may not make for hours: upload.test saw 2 platforms of 8 keep faulting every
-  // upload. One full collection now makes the free certain (a few ms, once, as the platform starts); `gc` is
-  // taken from a context of its own and the flag is turned off again.
-  setFlagsFromString("--expose-gc");
-  const collect = runInNewContext("gc") as () => void;
-  setFlagsFromString("--no-expose-gc");
-  collect();
+  // upload. One full collection now makes the free certain (a few ms, once, as the platform starts).
+  collectGarbage("major");
 }
 let buffersKeptResident = false;
+
+let gc: ((options: { type: "major" | "minor" }) => void) | undefined;
+/**
+ * A collection now: "minor" (the young generation, ~0.4 ms) or "major" (everything). V8's `gc` is taken once from a
+ * context of its own, the flag turned off again at once, so no script of the platform's ever sees a global `gc`.
+ */
+export function collectGarbage(type: "major" | "minor"): void {
+  if (!gc) {
+    setFlagsFromString("--expose-gc");
+    gc = runInNewContext("gc") as (options: { type: "major" | "minor" }) => void;
+    setFlagsFromString("--no-expose-gc");
+  }
+  gc({ type });
+}
 /**
  * Above glibc's default 128 KiB mmap threshold (so it is mmap-ed), and with its chunk header and page rounding still
  * within the 32 MiB that glibc's dynamic thresholds count (a larger block would leave the threshold where it was).

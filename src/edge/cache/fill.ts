@@ -4,9 +4,8 @@ import { mkdirSync, readdirSync, renameSync, rmSync } from "node:fs";
 import { open, unlink, type FileHandle } from "node:fs/promises";
 import { join } from "node:path";
 import { Readable } from "node:stream";
+import { collectGarbage } from "../../core/http/relay.js";
 import { trimFreedMemory } from "../../core/os/os.js";
-import { setFlagsFromString } from "node:v8";
-import { runInNewContext } from "node:vm";
 
 /**
  * Where bodies live: `tmp/` while they are filled, `objects/<2 hex>/<id>` once complete. A body is renamed into
@@ -74,36 +73,24 @@ const READ_CHUNK = 64 * 1024;
 const RECENT_BYTES = 512 * 1024;
 /** A fill this large, once done with, gives back what the C library kept of its buffers (afterLargeFill). */
 const TRIM_AFTER_BYTES = 16 * 1024 * 1024;
-/** Given back as soon as the fill's last reader is done (its chunks are garbage then: one young collection frees them). */
-const TRIM_DELAY_MS = 0;
 /** A fill collects the young generation this often (~0.4 ms each, ~5 µs a 64 KiB chunk). */
 const COLLECT_EVERY_BYTES = 8 * 1024 * 1024;
-let trimTimer: NodeJS.Timeout | undefined;
+let trimQueued = false;
 
 /**
  * A large fill's 64 KiB buffers pile up (to V8's external-memory trigger) before a collection frees them, and glibc
  * keeps what was freed for reuse, up to the trim threshold relay.ts raises: ~35 MiB resident in every event loop that
- * filled a large object (docs/benchmarks.md, "Edge threads"). A young collection, then the C library's trim, a second
- * after the fill's last reader is done, gives it back; one timer for fills that end together.
+ * filled a large object (docs/benchmarks.md, "Edge threads"). Once the fill's last reader is done its chunks are
+ * garbage: a young collection frees them and the C library's trim gives them back, once for fills that end together.
  */
 function afterLargeFill(): void {
-  if (trimTimer) return;
-  trimTimer = setTimeout(() => {
-    trimTimer = undefined;
-    collectYoung();
+  if (trimQueued) return;
+  trimQueued = true;
+  setImmediate(() => {
+    trimQueued = false;
+    collectGarbage("minor");
     trimFreedMemory();
-  }, TRIM_DELAY_MS);
-  trimTimer.unref();
-}
-let gc: ((options: { type: "minor" }) => void) | undefined;
-function collectYoung(): void {
-  if (!gc) {
-    // `gc` from a context of its own, the flag turned off again at once (as relay.ts does for its one collection).
-    setFlagsFromString("--expose-gc");
-    gc = runInNewContext("gc") as (options: { type: "minor" }) => void;
-    setFlagsFromString("--no-expose-gc");
-  }
-  gc({ type: "minor" });
+  }).unref();
 }
 
 /**
@@ -170,7 +157,7 @@ export class Fill extends EventEmitter {
               // piling up to V8's external-memory trigger, so that fewer are resident at once.
               if (this.written - this.collectedAt >= COLLECT_EVERY_BYTES) {
                 this.collectedAt = this.written;
-                collectYoung();
+                collectGarbage("minor");
               }
               this.emit("progress");
               continue;

@@ -12,6 +12,7 @@ import { optionValues } from "../../core/cli/option-values.js";
 import type { CoreConfig } from "../../core/config.js";
 import type { Db } from "../../core/db/sqlite.js";
 import { ConnectionLimits } from "../../core/http/connection-limits.js";
+import { passedRequestHeaders } from "../../core/http/relay.js";
 import { StalledBodies } from "../../core/http/stalled-bodies.js";
 import { answerAndClose, answerClientError, MAX_HEADER_BYTES, MAX_URL_BYTES, refuseLongUrl, refuseOnSocket } from "../../core/http/transport-errors.js";
 import { serveUpgradeAsRequest } from "../../core/http/upgrade.js";
@@ -79,21 +80,9 @@ const TRAFFIC_BATCH = 2_000;
  * to the main thread, which reads heads up to MAX_HEADER_BYTES.
  */
 const PEEK_LIMIT = 16 * 1024;
-/** Header fields that describe one connection, never passed on (RFC 9110 7.6.1), with those `Connection` names. */
-const HOP_BY_HOP = new Set(["connection", "keep-alive", "proxy-connection", "te", "trailer", "transfer-encoding", "upgrade"]);
-
-/** `raw` (name, value, …) without the hop-by-hop fields: Node frames the relayed message itself on each side. */
-function endToEnd(raw: readonly string[]): string[] {
-  const named = new Set<string>();
-  for (let i = 0; i < raw.length; i += 2)
-    if (raw[i].toLowerCase() === "connection") for (const token of raw[i + 1].split(",")) named.add(token.trim().toLowerCase());
-  const out: string[] = [];
-  for (let i = 0; i < raw.length; i += 2) {
-    const name = raw[i].toLowerCase();
-    if (!HOP_BY_HOP.has(name) && !named.has(name)) out.push(raw[i], raw[i + 1]);
-  }
-  return out;
-}
+/** A relayed message's fields without the hop-by-hop ones (relay.ts's one policy): Node frames it again on each side. */
+const endToEnd = (raw: readonly string[]): string[] => passedRequestHeaders(raw, NOTHING_DROPPED, []);
+const NOTHING_DROPPED: ReadonlySet<string> = new Set();
 
 /** Left in a thread's cache share by its clean stop: the share may be kept at the next start. */
 const CLEAN_STOP_MARKER = ".clean-stop";
