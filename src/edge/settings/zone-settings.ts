@@ -86,6 +86,8 @@ export class ZoneSettings {
   /** `failed`: told of a reload that failed (an edge thread then starts again: its copy would stay old). */
   follow(bus: Bus, failed?: (err: unknown) => void): void {
     this.unsubscribe = bus.subscribe(SETTINGS_AREA, (event) => {
+      // This node's own writes are in memory already (its write path sets them): read again only others'.
+      if (event.type === "change" && event.origin === bus.nodeId) return;
       const reload = event.type === "resync" ? this.load() : event.what.startsWith("zone:") ? this.reloadZone(event.what.slice(5)) : Promise.resolve();
       // Returned: the bus's barrier waits for it (API reads of this node then see the other node's change).
       return reload.catch((err: unknown) => {
