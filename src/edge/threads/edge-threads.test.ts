@@ -17,6 +17,21 @@ import { loopbackBlock } from "../testing/origins.js";
 const CONNECTIONS = 48;
 const HANG_GUARD = { timeout: 300_000 };
 
+/** One request on a connection of its own (closed after it): accepted by whichever of the edge's loops the kernel wakes. */
+function onFreshConnection(port: string, path: string, host: string, headers: Record<string, string> = {}) {
+  return new Promise<{ status: number; headers: IncomingHttpHeaders; text: string }>((resolve, reject) => {
+    const req = request({ host: "127.0.0.1", port, path, agent: false, headers: { host, connection: "close", ...headers } }, (res) => {
+      let text = "";
+      res.setEncoding("utf8");
+      res.on("data", (d: string) => (text += d));
+      res.on("end", () => resolve({ status: res.statusCode ?? 0, headers: res.headers, text }));
+      res.on("error", reject);
+    });
+    req.on("error", reject);
+    req.end();
+  });
+}
+
 describe("edge threads (--edge-threads 3): three loops accept on the edge port", HANG_GUARD, () => {
   let p: TestPlatform;
   let port: string;
@@ -30,19 +45,7 @@ describe("edge threads (--edge-threads 3): three loops accept on the edge port",
   const closing: (() => unknown)[] = [];
   const cleanups = { after: (fn: () => unknown) => void closing.push(fn) };
 
-  /** One request on a connection of its own (closed after it). */
-  const fresh = (path: string, host: string, headers: Record<string, string> = {}) =>
-    new Promise<{ status: number; headers: IncomingHttpHeaders; text: string }>((resolve, reject) => {
-      const req = request({ host: "127.0.0.1", port, path, agent: false, headers: { host, connection: "close", ...headers } }, (res) => {
-        let text = "";
-        res.setEncoding("utf8");
-        res.on("data", (d: string) => (text += d));
-        res.on("end", () => resolve({ status: res.statusCode ?? 0, headers: res.headers, text }));
-        res.on("error", reject);
-      });
-      req.on("error", reject);
-      req.end();
-    });
+  const fresh = (path: string, host: string, headers: Record<string, string> = {}) => onFreshConnection(port, path, host, headers);
   /**
    * Two requests on one kept-alive connection: the first for the proxied name (a thread may serve the connection),
    * the second for `host` (the main thread's, carried there request by request). The second's answer.
@@ -219,20 +222,7 @@ describe("edge threads across restarts and slow heads (--edge-threads 3)", HANG_
   let origin: Awaited<ReturnType<typeof startScriptedOrigin>>;
   const zone = `restart${randomBytes(4).toString("hex")}.example`;
 
-  const fresh = (path: string) =>
-    new Promise<{ status: number; text: string }>((resolve, reject) => {
-      const req = request(
-        { host: "127.0.0.1", port: new URL(p.url).port, path, agent: false, headers: { host: `www.${zone}`, connection: "close" } },
-        (res) => {
-          let text = "";
-          res.setEncoding("utf8");
-          res.on("data", (d: string) => (text += d));
-          res.on("end", () => resolve({ status: res.statusCode ?? 0, text }));
-        },
-      );
-      req.on("error", reject);
-      req.end();
-    });
+  const fresh = (path: string) => onFreshConnection(new URL(p.url).port, path, `www.${zone}`);
   const fetches = async (path: string) => {
     const before = origin.count(path);
     for (let i = 0; i < CONNECTIONS; i++) assert.equal((await fresh(path)).status, 200);
